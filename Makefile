@@ -1,0 +1,97 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# sluice: build the BPF objects (CO-RE against vmlinux/), their skeletons, and one binary.
+# Out-of-tree in .output/; V=1 shows full commands.
+
+OUTPUT ?= .output
+ARCH ?= x86
+CLANG ?= $(shell command -v clang-14 || command -v clang)
+BPFTOOL ?= bpftool
+CC ?= gcc
+PREFIX ?= /usr/local
+DESTDIR ?=
+
+BPF_SRCS := $(wildcard bpf/*.bpf.c)
+BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/bpf/%.bpf.o,$(BPF_SRCS))
+SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
+
+APP_SRCS := $(wildcard userspace/*.c) policy/policy.c
+APP_OBJS := $(patsubst %.c,$(OUTPUT)/obj/%.o,$(APP_SRCS))
+
+TOOLS := $(patsubst selftests/tools/%.c,$(OUTPUT)/selftests/%,$(wildcard selftests/tools/*.c))
+UNIT_TESTS := $(patsubst selftests/unit/%.c,$(OUTPUT)/selftests/%,$(wildcard selftests/unit/*.c))
+
+CFLAGS ?= -O2 -g
+CFLAGS += -std=gnu11 -Wall -Wextra -Werror -MMD -MP -I$(OUTPUT) -D_FORTIFY_SOURCE=2
+LDLIBS := -lbpf -lelf -lz -lyaml
+BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf \
+	-Wall -Werror
+
+ifeq ($(V),1)
+Q =
+msg =
+else
+Q = @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+.DELETE_ON_ERROR:
+.SECONDARY: $(BPF_OBJS)
+.PHONY: all deps test demo install clean vmlinux
+
+all: $(OUTPUT)/sluice $(TOOLS) $(UNIT_TESTS)
+
+deps:
+	$(Q)bash .ci/deps.sh
+
+$(OUTPUT) $(OUTPUT)/bpf $(OUTPUT)/selftests:
+	$(Q)mkdir -p $@
+
+$(OUTPUT)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) vmlinux/$(ARCH)/vmlinux.h | $(OUTPUT)/bpf
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(OUTPUT)/%.skel.h: $(OUTPUT)/bpf/%.bpf.o | $(OUTPUT)
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name sl_$(subst -,_,$*) > $@
+
+$(OUTPUT)/obj/%.o: %.c $(SKELS)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+$(OUTPUT)/sluice: $(APP_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
+
+$(OUTPUT)/selftests/%: selftests/tools/%.c | $(OUTPUT)/selftests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $< -o $@
+
+$(OUTPUT)/selftests/%: selftests/unit/%.c policy/policy.c | $(OUTPUT)/selftests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -I. $^ -lyaml -o $@
+
+# Unit tests (no root) first, then the root selftests, each building its own topology.
+test: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)prove --exec '' $(UNIT_TESTS) $(sort $(wildcard selftests/test_*.sh))
+
+demo: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)bash selftests/demo.sh
+
+install: $(OUTPUT)/sluice
+	install -D -m 0755 $(OUTPUT)/sluice $(DESTDIR)$(PREFIX)/sbin/sluice
+	install -D -m 0644 policy/examples/demo.yaml $(DESTDIR)$(PREFIX)/share/sluice/examples/demo.yaml
+
+# Regenerate the committed CO-RE header from the running kernel's BTF.
+vmlinux:
+	$(call msg,GEN,vmlinux/$(ARCH)/vmlinux.h)
+	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > vmlinux/$(ARCH)/vmlinux.h.tmp
+	$(Q)mv vmlinux/$(ARCH)/vmlinux.h.tmp vmlinux/$(ARCH)/vmlinux.h
+
+clean:
+	$(call msg,CLEAN,$(OUTPUT))
+	$(Q)rm -rf $(OUTPUT)
+
+-include $(APP_OBJS:.o=.d)

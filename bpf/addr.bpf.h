@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Address classification shared by every layer: the fixed blackhole and the IPv4 addresses that
+ * IPv6 destinations embed. All addresses are in network order, as the kernel hands them to us.
+ */
+#ifndef SLUICE_ADDR_BPF_H
+#define SLUICE_ADDR_BPF_H
+
+#include <bpf/bpf_endian.h>
+
+/*
+ * 169.254.0.0/16: link-local, home of every cloud's metadata service. It needs no DNS, so a
+ * name-based control never sees it; it is refused here whatever the policy says.
+ */
+static __always_inline bool v4_is_blackholed(__u32 addr)
+{
+	return (addr & bpf_htonl(0xffff0000)) == bpf_htonl(0xa9fe0000);
+}
+
+/* fe80::/10 (link-local, where some clouds also answer) and fd00:ec2::/32 (AWS IMDS over IPv6). */
+static __always_inline bool v6_native_is_blackholed(const __u32 w[4])
+{
+	if ((w[0] & bpf_htonl(0xffc00000)) == bpf_htonl(0xfe800000))
+		return true;
+	return w[0] == bpf_htonl(0xfd000ec2);
+}
+
+/*
+ * IPv6 forms whose traffic ends up at an IPv4 address the policy must judge as IPv4: the kernel
+ * turns ::ffff:a.b.c.d into an IPv4 connect, a NAT64 gateway turns 64:ff9b::a.b.c.d into one, and
+ * ::a.b.c.d is the deprecated IPv4-compatible form (RFC 4291) that some stacks still translate.
+ * ::, ::1 are not embeddings. Returns true and the IPv4 address in *v4.
+ */
+static __always_inline bool v6_embeds_v4_for_policy(const __u32 w[4], __u32 *v4)
+{
+	if (w[1] != 0 || w[2] & ~bpf_htonl(0x0000ffff))
+		return false;
+	if (w[0] == 0 && w[2] == bpf_htonl(0x0000ffff)) {
+		*v4 = w[3];
+		return true;
+	}
+	if (w[2] != 0)
+		return false;
+	if (w[0] == bpf_htonl(0x0064ff9b) ||
+	    (w[0] == 0 && w[3] != 0 && w[3] != bpf_htonl(1))) {
+		*v4 = w[3];
+		return true;
+	}
+	return false;
+}
+
+static __always_inline __u32 bytes_to_v4(__u8 a, __u8 b, __u8 c, __u8 d)
+{
+	return bpf_htonl(((__u32)a << 24) | ((__u32)b << 16) | ((__u32)c << 8) | d);
+}
+
+/*
+ * Other places an IPv4 address hides in an IPv6 one, checked against the blackhole only (the v6
+ * policy still applies to them): 6to4 2002:V4::/48, Teredo 2001:0::/32 (server in bits 32-63,
+ * client inverted in the last 32 bits), ISATAP interface ids ::[02]00:5efe:V4, and the RFC 6052
+ * positions (/48, /56, /64, /96) inside the local-use NAT64 prefix 64:ff9b:1::/48.
+ * Returns true and the embedded address in *v4 when one of them is in the blackhole.
+ */
+static __always_inline bool v6_embeds_blackholed_v4(const __u32 w[4], __u32 *v4)
+{
+	__u32 h0 = bpf_ntohl(w[0]), h1 = bpf_ntohl(w[1]), h2 = bpf_ntohl(w[2]), h3 = bpf_ntohl(w[3]);
+	__u32 cand[6];
+	int n = 0, i;
+
+	if ((h0 >> 16) == 0x2002)
+		cand[n++] = bpf_htonl((h0 << 16) | (h1 >> 16));
+	if (h0 == 0x20010000) {
+		cand[n++] = w[1];
+		cand[n++] = ~w[3];
+	}
+	if ((h2 & 0xfdffffff) == 0x00005efe)
+		cand[n++] = w[3];
+	if (h0 == 0x0064ff9b && (h1 >> 16) == 0x0001) {
+		/* /48: bits 48-63 and 72-87 (bits 64-71 are the RFC 6052 u octet) */
+		cand[n++] = bpf_htonl(((h1 & 0xffff) << 16) | ((h2 >> 8) & 0xffff));
+		/* /56: bits 56-63, 72-95 */
+		cand[n++] = bpf_htonl(((h1 & 0xff) << 24) | (h2 & 0xffffff));
+		/* /64: bits 72-103 */
+		cand[n++] = bpf_htonl((h2 << 8) | (h3 >> 24));
+		/* /96: the last 32 bits */
+		cand[n++] = w[3];
+	}
+	for (i = 0; i < 6; i++) {
+		if (i >= n)
+			break;
+		if (v4_is_blackholed(cand[i])) {
+			*v4 = cand[i];
+			return true;
+		}
+	}
+	return false;
+}
+
+#endif /* SLUICE_ADDR_BPF_H */

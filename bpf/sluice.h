@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * sluice ABI: the one header shared by the BPF programs and userspace.
+ *
+ * Rules (see STYLE.md): no includes, fixed-width types only, explicit padding, a size assertion
+ * after every struct, every ring-buffer record starts with struct sl_event_hdr, and codes are
+ * never reused: add new ones at the end, never renumber.
+ *
+ * Users of this header must provide __u8 … __u64 and __s32 (vmlinux.h in BPF, <linux/types.h>
+ * in userspace) before including it.
+ */
+#ifndef SLUICE_H
+#define SLUICE_H
+
+#define SL_ABI_VERSION 1
+
+/* Record types (struct sl_event_hdr.type). */
+enum sl_event_type {
+	SL_EV_DECISION = 1, /* a connect/sendmsg was judged: struct sl_decision_event */
+};
+
+/* Hooks that judge or observe; also the index of the per-hook loss counters. */
+enum sl_hook {
+	SL_HOOK_NONE = 0,
+	SL_HOOK_CONNECT4 = 1,
+	SL_HOOK_CONNECT6 = 2,
+	SL_HOOK_SENDMSG4 = 3,
+	SL_HOOK_SENDMSG6 = 4,
+	SL_HOOK_MAX, /* array size, not a hook */
+};
+
+enum sl_verdict {
+	SL_VERDICT_ALLOW = 1,
+	SL_VERDICT_DENY = 2,
+};
+
+/* Why a verdict was reached. */
+enum sl_reason {
+	SL_REASON_RULE = 1,	    /* allowed by policy rule rule_id */
+	SL_REASON_DEFAULT_ALLOW = 2, /* no rule matched, policy default is allow */
+	SL_REASON_DEFAULT_DENY = 3,  /* no rule matched, policy default is deny */
+	SL_REASON_BLACKHOLE = 4,     /* fixed metadata/link-local blackhole, in any form */
+	SL_REASON_PROTOCOL = 5,	     /* socket protocol is neither TCP nor UDP: cannot classify */
+};
+
+/* Policy modes (rodata sl_cfg_mode). */
+enum sl_mode {
+	SL_MODE_ENFORCE = 0,
+	SL_MODE_REPORT = 1, /* log would-be denials, allow them; the blackhole is still enforced */
+};
+
+/* Protocol bits in struct sl_port_rule.protocols. */
+#define SL_PROTO_TCP 0x01
+#define SL_PROTO_UDP 0x02
+
+/* rule_id 0 is the policy default; rules are numbered from 1 in policy order. */
+#define SL_RULE_DEFAULT 0
+
+/* Common header of every ring-buffer record. */
+struct sl_event_hdr {
+	__u16 type;    /* enum sl_event_type */
+	__u8 version;  /* SL_ABI_VERSION */
+	__u8 pad0;
+	__u32 size;    /* whole record, header included */
+	__u64 ts_ns;   /* CLOCK_BOOTTIME */
+	__u64 seq;     /* per-run kernel sequence, taken before the reservation */
+};
+_Static_assert(sizeof(struct sl_event_hdr) == 24, "sl_event_hdr ABI");
+
+/*
+ * One judged connect()/sendmsg(). addr holds the destination as the program saw it: 4 bytes for
+ * AF_INET, 16 for AF_INET6 (network order). eff_addr is the IPv4 address the decision was taken
+ * on when a v6 address embeds one (v4-mapped, NAT64); otherwise zero.
+ */
+struct sl_decision_event {
+	struct sl_event_hdr hdr;
+	__u64 cgroup_id;   /* cgroup of the calling task (a descendant of the run's cgroup) */
+	__u64 sock_cookie;
+	__u32 pid;         /* thread id */
+	__u32 tgid;        /* process id */
+	__u16 port;        /* destination port, host order */
+	__u16 rule_id;     /* matching rule, or SL_RULE_DEFAULT */
+	__u8 family;       /* AF_INET (2) or AF_INET6 (10) */
+	__u8 protocol;     /* IPPROTO_* of the socket */
+	__u8 hook;         /* enum sl_hook */
+	__u8 verdict;      /* enum sl_verdict: what the policy says */
+	__u8 reason;       /* enum sl_reason */
+	__u8 enforced;     /* 1 if the verdict was applied, 0 in report mode */
+	__u8 embedded_v4;  /* 1 if eff_addr was extracted from a v6 address */
+	__u8 pad1;
+	__u32 pad2;        /* keeps addr 8-byte aligned: BPF compares it as two __u64 */
+	__u8 addr[16];
+	__u8 eff_addr[4];
+	__u8 pad3[4];
+	char comm[16];
+};
+_Static_assert(sizeof(struct sl_decision_event) == 104, "sl_decision_event ABI");
+_Static_assert(__builtin_offsetof(struct sl_decision_event, addr) == 64, "sl_decision_event ABI");
+
+/* Keys of the policy LPM tries (sl_dst4, sl_dst6). */
+struct sl_lpm4_key {
+	__u32 prefixlen;
+	__u8 addr[4];
+};
+_Static_assert(sizeof(struct sl_lpm4_key) == 8, "sl_lpm4_key ABI");
+
+struct sl_lpm6_key {
+	__u32 prefixlen;
+	__u8 addr[16];
+};
+_Static_assert(sizeof(struct sl_lpm6_key) == 20, "sl_lpm6_key ABI");
+
+/* One (port range, protocols) → rule entry. A port range of 0-65535 means any port. */
+struct sl_port_rule {
+	__u16 port_lo;
+	__u16 port_hi;
+	__u16 rule_id;
+	__u8 protocols; /* SL_PROTO_* bits */
+	__u8 pad;
+};
+_Static_assert(sizeof(struct sl_port_rule) == 8, "sl_port_rule ABI");
+
+/*
+ * Value of the LPM tries. An LPM lookup returns only the longest matching prefix, so the compiler
+ * folds into each prefix's value the entries of every shorter prefix that contains it: the
+ * longest match then carries every rule that covers the address.
+ */
+#define SL_MAX_PORT_RULES 16
+struct sl_dst_rules {
+	__u32 count;
+	__u32 pad;
+	struct sl_port_rule e[SL_MAX_PORT_RULES];
+};
+_Static_assert(sizeof(struct sl_dst_rules) == 136, "sl_dst_rules ABI");
+
+#endif /* SLUICE_H */

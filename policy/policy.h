@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Egress policy: the strict YAML parser (policy_load_*) and the compiler that turns a parsed policy
+ * into the entries of the BPF LPM tries (policy_compile).
+ *
+ * Parsing is strict: unknown keys, duplicate keys, wrong types, bad CIDRs, out-of-range ports and
+ * CIDRs inside the fixed blackhole are errors; the message names the file, line and column and
+ * what was expected ("policy.yaml:7:12: rules[2].ports[0]: expected a port 1-65535 or a range
+ * LO-HI, got \"70000\"").
+ */
+#ifndef SLUICE_POLICY_H
+#define SLUICE_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <linux/types.h>
+
+#include "../bpf/sluice.h"
+
+enum policy_default {
+	POLICY_DEFAULT_DENY = 0,
+	POLICY_DEFAULT_ALLOW = 1,
+};
+
+struct policy_cidr {
+	uint8_t family;	   /* AF_INET or AF_INET6 */
+	uint8_t prefixlen; /* 0-32 or 0-128 */
+	uint8_t addr[16];  /* network order, host bits cleared; 4 bytes used for AF_INET */
+};
+
+struct policy_port_range {
+	uint16_t lo;
+	uint16_t hi; /* inclusive; lo == hi for a single port */
+};
+
+struct policy_rule {
+	char *name;	    /* from "name:", or NULL; see policy_rule_name() */
+	unsigned int line;  /* 1-based position of the rule in the file */
+	unsigned int column;
+
+	char **hosts; /* exact names ("pypi.org") or wildcards ("*.example.com"), lower-cased */
+	size_t n_hosts;
+	struct policy_cidr *cidrs;
+	size_t n_cidrs;
+	struct policy_port_range *ports; /* none: any port */
+	size_t n_ports;
+	uint8_t protocols; /* SL_PROTO_* bits; "protocols:" absent means TCP|UDP */
+	char **methods;	   /* upper-cased HTTP methods; not enforceable in the kernel */
+	size_t n_methods;
+	bool has_max_request_bytes;
+	uint64_t max_request_bytes;
+	bool has_max_response_bytes;
+	uint64_t max_response_bytes;
+};
+
+struct policy {
+	char *path; /* as given to policy_load_file, or the name given to policy_load_buffer */
+	enum policy_default default_verdict;
+	enum sl_mode mode;
+	int deny_errno; /* positive errno returned to a denied connect/sendmsg; EPERM by default */
+	struct policy_rule *rules;
+	size_t n_rules;
+	bool log_allow; /* "log:" absent means both */
+	bool log_deny;
+	char **alert_on; /* kept verbatim */
+	size_t n_alert_on;
+	char *request_access; /* URL template; "{host}" is replaced by the denied destination */
+};
+
+/*
+ * Parse a policy. On error returns -EINVAL (or -ENOMEM, -errno of the read) and writes a one-line
+ * message with file:line:column into err; *out is untouched.
+ */
+int policy_load_file(const char *path, struct policy **out, char *err, size_t err_len);
+int policy_load_buffer(const char *buf, size_t len, const char *name, struct policy **out,
+		       char *err, size_t err_len);
+void policy_free(struct policy *p);
+
+/* "name" if the rule has one, else "rule N" (1-based), written into buf. */
+const char *policy_rule_name(const struct policy *p, size_t rule_idx, char *buf, size_t buf_len);
+
+/* Map entries for the BPF LPM tries: one per distinct prefix, shorter covering prefixes folded in. */
+struct policy_lpm4_entry {
+	struct sl_lpm4_key key;
+	struct sl_dst_rules val;
+};
+
+struct policy_lpm6_entry {
+	struct sl_lpm6_key key;
+	struct sl_dst_rules val;
+};
+
+struct policy_compiled {
+	struct policy_lpm4_entry *v4;
+	size_t n_v4;
+	struct policy_lpm6_entry *v6;
+	size_t n_v6;
+};
+
+/*
+ * Compile the CIDR/port/protocol rules (host rules produce no entries: they allow nothing until
+ * the resolver fills them). rule_id in the entries is the 1-based rule index. Fails with -E2BIG and
+ * a message naming the prefix when more than SL_MAX_PORT_RULES entries would cover one prefix.
+ */
+int policy_compile(const struct policy *p, struct policy_compiled **out, char *err, size_t err_len);
+void policy_compiled_free(struct policy_compiled *c);
+
+/*
+ * The human summary printed by "sluice policy check": what is enforced in the kernel, what is not
+ * (methods on TLS, host rules until the resolver lands), and the fixed blackhole.
+ */
+void policy_print_summary(const struct policy *p, const struct policy_compiled *c, FILE *out);
+
+/* The fixed blackhole, shared with the BPF side's inline checks and with the parser's refusal. */
+bool policy_cidr_in_blackhole(const struct policy_cidr *c);
+
+/*
+ * Limits of the parser. Inputs and counts beyond them are refused with a message, so nothing a
+ * policy file says can make the parser or the compiler grow without bound.
+ */
+#define POLICY_MAX_BYTES (16u << 20) /* policy_load_* fail with -EFBIG above this size */
+#define POLICY_MAX_RULES 65535	     /* rule_id is a __u16 and 0 is SL_RULE_DEFAULT */
+#define POLICY_MAX_CIDRS 100000	     /* in the whole policy */
+#define POLICY_MAX_LIST 100000	     /* elements of any one sequence */
+#define POLICY_MAX_ITEMS 1000000     /* elements of all sequences together */
+
+/* "10.0.0.0/8", "2001:db8::/32". Returns 0, -EINVAL for a bad family or -ENOSPC if buf is short. */
+int policy_cidr_format(const struct policy_cidr *c, char *buf, size_t buf_len);
+
+/* "EPERM" for EPERM and the other errnos a policy may name in deny_errno; NULL for any other. */
+const char *policy_errno_name(int err);
+
+#endif /* SLUICE_POLICY_H */

@@ -1,0 +1,978 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# shellcheck shell=bash
+#
+# sluice selftests: TAP 13 output, the throwaway test topology, and helpers to run sluice and read
+# what the receiving side saw. Sourced by selftests/test_*.sh.
+#
+# Topology (PROBES.md), one per test process, every name suffixed with $SL_ID (= the test's pid):
+#
+#   sl-run-ID  --veth--  sl-rtr-ID  --veth--  sl-inet-ID
+#   workload             router, sink         test hosts on lo, sink
+#   veth0 10.200.1.2     vrun 10.200.1.1      veth0 10.200.2.2
+#         fd10:200:1::2       fd10:200:1::1         fd10:200:2::2
+#                             fe80::1
+#                        vinet 10.200.2.1
+#                              fd10:200:2::1
+#
+# Test hosts in sl-inet-ID: 198.51.100.10 (allowed), 198.51.100.20 (unlisted), 203.0.113.7,
+# 2001:db8::10, 2001:db8::20, 169.254.169.254 and fd00:ec2::254 (fake metadata server),
+# 64:ff9b::a9fe:a9fe. The run netns routes everything to the router; the router routes only the
+# test prefixes, to sl-inet; sl-inet routes back to the router. No namespace has a route to a real
+# network, and nothing is configured in the root netns: veths are created inside the namespaces.
+#
+# Both sinks log to files in $SL_TMP; see sl_sink.c for the line format.
+
+set -u
+
+SL_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=${REPO:-$(cd "$SL_LIB_DIR/.." && pwd)}
+SLUICE=${SLUICE:-$REPO/.output/sluice}
+SL_TOOLS=${SL_TOOLS:-$REPO/.output/selftests}
+SL_PROBE=$SL_TOOLS/sl_probe
+SL_SINK=$SL_TOOLS/sl_sink
+# Upper bound for one sluice run; a hang is a failure, not a stuck test suite.
+SL_RUN_TIMEOUT=${SL_RUN_TIMEOUT:-60}
+
+SL_ID=$$
+SL_NS_RUN=sl-run-$SL_ID
+SL_NS_RTR=sl-rtr-$SL_ID
+SL_NS_INET=sl-inet-$SL_ID
+# Prefix for commands that must run in the workload's netns: "${RUN_EXEC[@]}" CMD…
+RUN_EXEC=(ip netns exec "$SL_NS_RUN")
+# The same without a new mount namespace: "ip netns exec" mounts a fresh sysfs on /sys, which hides
+# the cgroup filesystems mounted below it; a command that needs cgroupfs uses this instead.
+RUN_EXEC_NETONLY=(nsenter "--net=/run/netns/$SL_NS_RUN" --)
+# The router's address on the run link, reachable from the run netns as fe80::1%veth0.
+SL_RTR_LL=fe80::1
+SL_RUN_IF=veth0
+
+SL_TMP=
+SL_TOPO_UP=0
+SL_TAP_N=0
+SL_TAP_FAILED=0
+SL_TAP_PLANNED=0
+SL_RUN_N=0
+SL_RUN_ID=
+SL_RUNS=()
+SL_PIDS=()
+SL_CLEANUP=()
+SL_SINK_MARK=0
+SL_RTR_SINK_MARK=0
+
+echo "TAP version 13"
+
+# ---------------------------------------------------------------------------------------------
+# TAP
+
+tap_plan() {
+	SL_TAP_PLANNED=1
+	echo "1..$1"
+}
+
+tap_diag() {
+	local line
+	while IFS= read -r line; do
+		echo "# $line"
+	done <<<"$*"
+}
+
+# tap_diag_file FILE [MAX_LINES]: a file's tail as TAP diagnostics.
+tap_diag_file() {
+	local f=$1 max=${2:-20}
+	if [[ -s $f ]]; then
+		echo "# --- $(basename "$f") (last $max lines) ---"
+		tail -n "$max" -- "$f" | sed 's/^/#   /'
+	else
+		echo "# --- $(basename "$f"): empty or missing ---"
+	fi
+}
+
+tap_ok() {
+	SL_TAP_N=$((SL_TAP_N + 1))
+	echo "ok $SL_TAP_N - $1"
+}
+
+# tap_fail NAME WHY: WHY says what was expected and what was seen.
+tap_fail() {
+	SL_TAP_N=$((SL_TAP_N + 1))
+	SL_TAP_FAILED=$((SL_TAP_FAILED + 1))
+	echo "not ok $SL_TAP_N - $1"
+	[[ $# -gt 1 ]] && tap_diag "$2"
+	return 0
+}
+
+tap_skip() {
+	SL_TAP_N=$((SL_TAP_N + 1))
+	echo "ok $SL_TAP_N - $1 # SKIP $2"
+}
+
+# tap_check NAME CMD…: ok if CMD succeeds; otherwise its output becomes the diagnostic.
+tap_check() {
+	local name=$1 out rc
+	shift
+	out=$("$@" 2>&1)
+	rc=$?
+	if [[ $rc -eq 0 ]]; then
+		tap_ok "$name"
+	else
+		tap_fail "$name" "expected success of: $*"$'\n'"got exit status $rc: $out"
+	fi
+	return $rc
+}
+
+# tap_is NAME GOT WANT: string equality.
+tap_is() {
+	if [[ $2 == "$3" ]]; then
+		tap_ok "$1"
+	else
+		tap_fail "$1" "expected \"$3\", got \"$2\""
+	fi
+	[[ $2 == "$3" ]]
+}
+
+# tap_cmp NAME GOT OP WANT: integer comparison (OP one of -eq -ne -lt -le -gt -ge).
+tap_cmp() {
+	if [[ $2 =~ ^-?[0-9]+$ ]] && [ "$2" "$3" "$4" ]; then
+		tap_ok "$1"
+		return 0
+	fi
+	tap_fail "$1" "expected a value $3 $4, got \"$2\""
+	return 1
+}
+
+# skip_all REASON: the whole file cannot run here.
+skip_all() {
+	echo "1..0 # SKIP $1"
+	exit 0
+}
+
+# bail_out REASON: the file cannot continue (e.g. the topology cannot be built).
+bail_out() {
+	echo "Bail out! $1"
+	exit 1
+}
+
+# tap_done: print the plan if none was given, exit 1 if anything failed.
+tap_done() {
+	[[ $SL_TAP_PLANNED -eq 1 ]] || echo "1..$SL_TAP_N"
+	if [[ $SL_TAP_FAILED -gt 0 ]]; then
+		echo "# $SL_TAP_FAILED of $SL_TAP_N failed"
+		exit 1
+	fi
+	exit 0
+}
+
+# ---------------------------------------------------------------------------------------------
+# Requirements
+
+require_root() {
+	[[ $(id -u) -eq 0 ]] || skip_all "needs root (network namespaces, cgroups, BPF)"
+}
+
+require_tools() {
+	local t
+	for t in "$SL_PROBE" "$SL_SINK"; do
+		[[ -x $t ]] || skip_all "$t not built (make, or see selftests/tools/*.c)"
+	done
+	for t in ip timeout nsenter python3; do
+		command -v "$t" >/dev/null || skip_all "$t not installed"
+	done
+}
+
+require_sluice() {
+	[[ -x $SLUICE ]] || skip_all "sluice not built at $SLUICE (run make, or set SLUICE=)"
+	[[ -n $(cg2_mount) ]] || skip_all "no cgroup2 mount in /proc/self/mountinfo"
+}
+
+# Mount points of a filesystem type, from /proc/self/mountinfo (field 5; the type follows "-").
+mounts_of_type() {
+	awk -v t="$1" '{
+		for (i = 7; i <= NF; i++)
+			if ($i == "-") {
+				if ($(i + 1) == t)
+					print $5
+				break
+			}
+	}' /proc/self/mountinfo
+}
+
+cg2_mount() {
+	mounts_of_type cgroup2 | head -n 1
+}
+
+# ---------------------------------------------------------------------------------------------
+# Cleanup
+
+# sl_on_exit CMD…: run CMD (one string, eval'd) from topo_down, last registered first.
+sl_on_exit() {
+	SL_CLEANUP+=("$*")
+}
+
+# sl_track_pid PID: a process this test started; topo_down ends it if it is still there.
+sl_track_pid() {
+	SL_PIDS+=("$1")
+}
+
+# Stop a process this test started: TERM, up to 2 s, then KILL.
+sl_stop_pid() {
+	local pid=$1 i
+	kill -0 "$pid" 2>/dev/null || return 0
+	kill -TERM "$pid" 2>/dev/null
+	for i in $(seq 40); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	kill -KILL "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	return 0
+}
+
+# Kill the process in PIDFILE if it is still an sl_probe (the daemons tests start inside runs).
+sl_kill_probe_pidfile() {
+	local f=$1 pid
+	[[ -s $f ]] || return 0
+	pid=$(<"$f")
+	[[ $pid =~ ^[0-9]+$ ]] || return 0
+	[[ $(cat "/proc/$pid/comm" 2>/dev/null) == sl_probe ]] && kill -KILL "$pid" 2>/dev/null
+	return 0
+}
+
+# Remove what a failed run of ours left: its cgroup subtree (killing what is in it) and pins.
+sl_scrub_run() {
+	local id=$1 cg m d
+	cg=$(cg2_mount)
+	if [[ -n $cg && -d $cg/sluice/$id ]]; then
+		if [[ -e $cg/sluice/$id/cgroup.kill ]]; then
+			echo 1 >"$cg/sluice/$id/cgroup.kill" 2>/dev/null
+		fi
+		for _ in $(seq 40); do
+			[[ -z $(cat "$cg/sluice/$id/cgroup.procs" 2>/dev/null) ]] && break
+			sleep 0.05
+		done
+		# deepest first
+		find "$cg/sluice/$id" -depth -type d 2>/dev/null | while IFS= read -r d; do
+			rmdir "$d" 2>/dev/null
+		done
+	fi
+	for m in $(mounts_of_type bpf) /sys/fs/bpf; do
+		[[ -d $m/sluice/$id ]] && rm -rf -- "${m:?}/sluice/$id"
+	done
+	return 0
+}
+
+topo_down() {
+	local i pid
+	[[ $SL_TOPO_UP -eq 1 ]] || return 0
+	SL_TOPO_UP=0
+	trap '' PIPE
+	for ((i = ${#SL_CLEANUP[@]} - 1; i >= 0; i--)); do
+		eval "${SL_CLEANUP[i]}"
+	done
+	for pid in "${SL_PIDS[@]}"; do
+		sl_stop_pid "$pid"
+	done
+	for i in "${SL_RUNS[@]}"; do
+		sl_scrub_run "$i"
+	done
+	ip netns del "$SL_NS_RUN" 2>/dev/null
+	ip netns del "$SL_NS_RTR" 2>/dev/null
+	ip netns del "$SL_NS_INET" 2>/dev/null
+	if [[ -n $SL_TMP && -d $SL_TMP ]]; then
+		if [[ -n ${SL_KEEP_TMP:-} ]]; then
+			echo "# kept $SL_TMP"
+		else
+			rm -rf -- "$SL_TMP"
+		fi
+	fi
+	return 0
+}
+
+# ---------------------------------------------------------------------------------------------
+# Topology
+
+in_run() { ip netns exec "$SL_NS_RUN" "$@"; }
+in_rtr() { ip netns exec "$SL_NS_RTR" "$@"; }
+in_inet() { ip netns exec "$SL_NS_INET" "$@"; }
+
+# Start a sink in NS, logging to $SL_TMP/NAME.log; wait for its pid file.
+sl_start_sink() {
+	local ns=$1 name=$2 pid i
+	ip netns exec "$ns" "$SL_SINK" --log "$SL_TMP/$name.log" --pidfile "$SL_TMP/$name.pid" \
+		--tcp 80,443,8080 --udp 53,443,5353,9999 --reply \
+		>"$SL_TMP/$name.out" 2>&1 </dev/null &
+	pid=$!
+	sl_track_pid "$pid"
+	for i in $(seq 100); do
+		[[ -s $SL_TMP/$name.pid ]] && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	if [[ ! -s $SL_TMP/$name.pid ]]; then
+		echo "sink $name did not start: $(cat "$SL_TMP/$name.out")" >&2
+		return 1
+	fi
+	# "ip netns exec" execs the sink in place: the pid we hold is the sink's.
+	[[ $(<"$SL_TMP/$name.pid") == "$pid" ]] || sl_track_pid "$(<"$SL_TMP/$name.pid")"
+	return 0
+}
+
+sl_topo_build() {
+	local ns a
+	for ns in "$SL_NS_RUN" "$SL_NS_RTR" "$SL_NS_INET"; do
+		ip netns add "$ns" || return 1
+		# No duplicate address detection: v6 addresses (and link-locals) usable at once.
+		ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.accept_dad=0 \
+			net.ipv6.conf.default.accept_dad=0 || return 1
+		ip -n "$ns" link set lo up || return 1
+	done
+	ip netns exec "$SL_NS_RTR" sysctl -qw net.ipv4.ip_forward=1 \
+		net.ipv6.conf.all.forwarding=1 || return 1
+
+	ip -n "$SL_NS_RUN" link add veth0 type veth peer name vrun netns "$SL_NS_RTR" || return 1
+	ip -n "$SL_NS_RTR" link add vinet type veth peer name veth0 netns "$SL_NS_INET" || return 1
+
+	ip -n "$SL_NS_RUN" addr add 10.200.1.2/30 dev veth0 || return 1
+	ip -n "$SL_NS_RUN" addr add fd10:200:1::2/64 dev veth0 nodad || return 1
+	ip -n "$SL_NS_RTR" addr add 10.200.1.1/30 dev vrun || return 1
+	ip -n "$SL_NS_RTR" addr add fd10:200:1::1/64 dev vrun nodad || return 1
+	ip -n "$SL_NS_RTR" addr add "$SL_RTR_LL/64" dev vrun nodad || return 1
+	ip -n "$SL_NS_RTR" addr add 10.200.2.1/30 dev vinet || return 1
+	ip -n "$SL_NS_RTR" addr add fd10:200:2::1/64 dev vinet nodad || return 1
+	ip -n "$SL_NS_INET" addr add 10.200.2.2/30 dev veth0 || return 1
+	ip -n "$SL_NS_INET" addr add fd10:200:2::2/64 dev veth0 nodad || return 1
+	for a in 198.51.100.10 198.51.100.20 203.0.113.7 169.254.169.254; do
+		ip -n "$SL_NS_INET" addr add "$a/32" dev lo || return 1
+	done
+	for a in 2001:db8::10 2001:db8::20 fd00:ec2::254 64:ff9b::a9fe:a9fe; do
+		ip -n "$SL_NS_INET" addr add "$a/128" dev lo nodad || return 1
+	done
+	ip -n "$SL_NS_RUN" link set veth0 up || return 1
+	ip -n "$SL_NS_RTR" link set vrun up || return 1
+	ip -n "$SL_NS_RTR" link set vinet up || return 1
+	ip -n "$SL_NS_INET" link set veth0 up || return 1
+
+	ip -n "$SL_NS_RUN" route add default via 10.200.1.1 || return 1
+	ip -n "$SL_NS_RUN" -6 route add default via fd10:200:1::1 || return 1
+	for a in 198.51.100.0/24 203.0.113.0/24 169.254.0.0/16; do
+		ip -n "$SL_NS_RTR" route add "$a" via 10.200.2.2 || return 1
+	done
+	for a in 2001:db8::/32 fd00:ec2::/32 64:ff9b::/96; do
+		ip -n "$SL_NS_RTR" -6 route add "$a" via fd10:200:2::2 || return 1
+	done
+	ip -n "$SL_NS_INET" route add default via 10.200.2.1 || return 1
+	ip -n "$SL_NS_INET" -6 route add default via fd10:200:2::1 || return 1
+	return 0
+}
+
+# topo_up: build the topology, start the sinks; topo_down runs on exit whatever happens.
+topo_up() {
+	require_tools
+	trap topo_down EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+	trap 'exit 129' HUP
+	# A reader that goes away (prove -v … | head) must not skip the cleanup.
+	trap 'trap "" PIPE; exit 141' PIPE
+	SL_TOPO_UP=1
+	SL_TMP=$(mktemp -d "${TMPDIR:-/tmp}/sluice-selftest.XXXXXX") || bail_out "mktemp failed"
+	chmod 0755 "$SL_TMP"
+	sl_topo_build || bail_out "cannot build the test topology"
+	sl_start_sink "$SL_NS_INET" inet || bail_out "cannot start the sink in $SL_NS_INET"
+	sl_start_sink "$SL_NS_RTR" rtr || bail_out "cannot start the sink in $SL_NS_RTR"
+	SL_INET_LOG=$SL_TMP/inet.log
+	SL_RTR_LOG=$SL_TMP/rtr.log
+}
+
+# ---------------------------------------------------------------------------------------------
+# What the receiving side saw
+#
+# A PATTERN is the leading fields of a sink line, compared field by field:
+#   sink_count 'tcp 198.51.100.20 80'      connections to 198.51.100.20:80 that closed
+#   sink_count 'udp 2001:db8::20 9999'     datagrams to [2001:db8::20]:9999
+#   sink_count 'tcp-accept 203.0.113.7'    accepted connections to 203.0.113.7, any port
+# Only lines written after the current mark count; sluice_run moves the mark to the end of the
+# logs before each run, sink_mark does so by hand.
+
+sl_count_fields() {
+	local log=$1 skip=$2 pat=$3
+	[[ -f $log ]] || {
+		echo 0
+		return
+	}
+	awk -v skip="$skip" -v pat="$pat" '
+		BEGIN { n = split(pat, p, " "); c = 0 }
+		NR > skip {
+			for (i = 1; i <= n; i++)
+				if ($i != p[i])
+					next
+			c++
+		}
+		END { print c }' "$log"
+}
+
+sl_lines() {
+	if [[ -f $1 ]]; then
+		wc -l <"$1"
+	else
+		echo 0
+	fi
+}
+
+sink_mark() {
+	SL_SINK_MARK=$(sl_lines "$SL_INET_LOG")
+	SL_RTR_SINK_MARK=$(sl_lines "$SL_RTR_LOG")
+}
+
+sink_count() { sl_count_fields "$SL_INET_LOG" "$SL_SINK_MARK" "$1"; }
+sink_saw() { [[ $(sink_count "$1") -gt 0 ]]; }
+rtr_sink_count() { sl_count_fields "$SL_RTR_LOG" "$SL_RTR_SINK_MARK" "$1"; }
+rtr_sink_saw() { [[ $(rtr_sink_count "$1") -gt 0 ]]; }
+
+# Lines of both sink logs since the mark, for diagnostics.
+sink_new_lines() {
+	tail -n +"$((SL_SINK_MARK + 1))" "$SL_INET_LOG" 2>/dev/null | sed 's/^/inet: /'
+	tail -n +"$((SL_RTR_SINK_MARK + 1))" "$SL_RTR_LOG" 2>/dev/null | sed 's/^/rtr:  /'
+}
+
+# sink_wait PATTERN [N] [TIMEOUT_MS]: until the sink saw PATTERN at least N times (default 1).
+sink_wait() {
+	local pat=$1 n=${2:-1} t=${3:-3000} waited=0
+	while [[ $(sink_count "$pat") -lt $n ]]; do
+		[[ $waited -ge $t ]] && return 1
+		sleep 0.05
+		waited=$((waited + 50))
+	done
+	return 0
+}
+
+# Time for traffic that should not arrive to have arrived if it was sent anyway.
+SL_SETTLE=${SL_SETTLE:-0.5}
+sink_settle() { sleep "$SL_SETTLE"; }
+
+# ---------------------------------------------------------------------------------------------
+# Running sluice
+
+# The run id the next sluice_run will use (for tests that need it inside the command).
+sluice_next_run_id() { echo "t-$SL_ID-$((SL_RUN_N + 1))"; }
+
+# sluice_run POLICY LOG [EXTRA_ARGS…] -- CMD…
+# Sets SL_RUN_ID, SL_RC (sluice's exit status), SL_OUT and SL_ERR (files with its stdout and
+# stderr; the workload's output is in them too), and moves the sink mark.
+sluice_run() {
+	local policy=$1 log=$2
+	local extra=()
+	shift 2
+	while [[ $# -gt 0 && $1 != -- ]]; do
+		extra+=("$1")
+		shift
+	done
+	if [[ ${1-} != -- ]]; then
+		echo "sluice_run: missing -- before the command" >&2
+		return 2
+	fi
+	shift
+	SL_RUN_N=$((SL_RUN_N + 1))
+	SL_RUN_ID=t-$SL_ID-$SL_RUN_N
+	SL_RUNS+=("$SL_RUN_ID")
+	SL_OUT=$SL_TMP/$SL_RUN_ID.out
+	SL_ERR=$SL_TMP/$SL_RUN_ID.err
+	sink_mark
+	timeout -k 5 "$SL_RUN_TIMEOUT" "$SLUICE" run --policy "$policy" --run-id "$SL_RUN_ID" \
+		--task selftest --log "$log" "${extra[@]}" -- "$@" >"$SL_OUT" 2>"$SL_ERR" </dev/null
+	SL_RC=$?
+	return 0
+}
+
+# Diagnostics for the last run: its stdout, stderr, log and what the sinks saw.
+sluice_diag() {
+	local log=${1:-}
+	echo "# run $SL_RUN_ID: exit status $SL_RC"
+	tap_diag_file "$SL_OUT"
+	tap_diag_file "$SL_ERR"
+	[[ -n $log ]] && tap_diag_file "$log"
+	sink_new_lines | tail -n 20 | sed 's/^/# sink /'
+	return 0
+}
+
+# ---------------------------------------------------------------------------------------------
+# The JSON-lines log
+#
+# log_count LOG key=value…: lines of LOG that hold every "key":value pair, matched exactly in the
+# compact form the log uses. Values that look like numbers, true, false or null are matched raw,
+# anything else as a JSON string; key:=value forces raw, key=:value forces a string.
+#   log_count "$log" type=decision dst=198.51.100.20 port=80 decision=deny enforced=true
+
+sl_json_frag() {
+	local kv=$1 k v raw=auto
+	if [[ $kv == *:=* ]]; then
+		k=${kv%%:=*} v=${kv#*:=} raw=yes
+	elif [[ $kv == *=:* ]]; then
+		k=${kv%%=:*} v=${kv#*=:} raw=no
+	else
+		k=${kv%%=*} v=${kv#*=}
+	fi
+	if [[ $raw == auto ]]; then
+		if [[ $v =~ ^-?[0-9]+$ || $v == true || $v == false || $v == null ]]; then
+			raw=yes
+		else
+			raw=no
+		fi
+	fi
+	if [[ $raw == yes ]]; then
+		printf '"%s":%s' "$k" "$v"
+	else
+		printf '"%s":"%s"' "$k" "$v"
+	fi
+}
+
+log_lines() {
+	local log=$1 kv frag
+	shift
+	[[ -f $log ]] || return 0
+	local -a frags=()
+	for kv in "$@"; do
+		frags+=("$(sl_json_frag "$kv")")
+	done
+	# Each fragment must stand between "{" or "," and "," or "}".
+	awk -v nf="${#frags[@]}" '
+		BEGIN {
+			for (i = 1; i < ARGC; i++) { f[i] = ARGV[i]; delete ARGV[i] }
+		}
+		{
+			for (i = 1; i <= nf; i++) {
+				s = $0; found = 0
+				while ((p = index(s, f[i])) > 0) {
+					b = p > 1 ? substr(s, p - 1, 1) : ""
+					a = substr(s, p + length(f[i]), 1)
+					if ((b == "{" || b == ",") && (a == "," || a == "}")) {
+						found = 1
+						break
+					}
+					s = substr(s, p + 1)
+				}
+				if (!found) next
+			}
+			print
+		}' "${frags[@]}" <"$log"
+}
+
+log_count() {
+	log_lines "$@" | wc -l
+}
+
+# log_field LINE KEY: the raw value of KEY in one compact JSON line (strings without quotes).
+log_field() {
+	python3 -c '
+import json, sys
+v = json.loads(sys.argv[1]).get(sys.argv[2])
+if v is None:
+    sys.exit(1)
+print(json.dumps(v) if not isinstance(v, str) else v)' "$1" "$2"
+}
+
+# log_well_formed LOG: every line a JSON object; first run_start, last run_end.
+log_well_formed() {
+	python3 - "$1" <<'EOF'
+import json, sys
+path = sys.argv[1]
+try:
+    lines = open(path).read().splitlines()
+except OSError as e:
+    sys.exit(f"cannot read {path}: {e}")
+if not lines:
+    sys.exit(f"{path} is empty")
+objs = []
+for i, l in enumerate(lines, 1):
+    try:
+        o = json.loads(l)
+    except ValueError as e:
+        sys.exit(f"line {i} is not JSON ({e}): {l[:200]}")
+    if not isinstance(o, dict):
+        sys.exit(f"line {i} is not an object: {l[:200]}")
+    objs.append(o)
+if objs[0].get("type") != "run_start":
+    sys.exit(f'first line has type {objs[0].get("type")!r}, expected "run_start"')
+if objs[-1].get("type") != "run_end":
+    sys.exit(f'last line has type {objs[-1].get("type")!r}, expected "run_end"')
+EOF
+}
+
+# ---------------------------------------------------------------------------------------------
+# Leftovers
+
+# leftovers_check RUN_ID: nothing of the run remains (cgroup, pins). Prints what is left.
+leftovers_check() {
+	local id=$1 cg m left=0
+	cg=$(cg2_mount)
+	if [[ -z $cg ]]; then
+		echo "no cgroup2 mount found"
+		return 1
+	fi
+	if [[ -e $cg/sluice/$id ]]; then
+		echo "cgroup left: $cg/sluice/$id"
+		find "$cg/sluice/$id" -type d 2>/dev/null | sed 's/^/  /'
+		left=1
+	fi
+	for m in $(mounts_of_type bpf) /sys/fs/bpf; do
+		if [[ -e $m/sluice/$id ]]; then
+			echo "pins left: $m/sluice/$id"
+			find "$m/sluice/$id" 2>/dev/null | sed 's/^/  /'
+			left=1
+		fi
+	done
+	return $left
+}
+
+# ---------------------------------------------------------------------------------------------
+# Assertions about the last sluice_run. Each prints one TAP line; on failure the diagnostic says
+# what was expected, what was seen, and shows the run's output.
+
+# A denied operation must fail at once, not after a timeout.
+SL_PROMPT_MS=${SL_PROMPT_MS:-500}
+
+# assert_rc NAME WANT: sluice's exit status.
+assert_rc() {
+	if [[ $SL_RC -eq $2 ]]; then
+		tap_ok "$1"
+	else
+		tap_fail "$1" "expected sluice to exit with $2, got $SL_RC"
+		sluice_diag
+	fi
+}
+
+# assert_probe NAME WANT [COUNT]: the run's stdout is COUNT (default 1) probe lines, each "ok" or,
+# for WANT "err ENAME", "err ENAME MS" with MS <= SL_PROMPT_MS.
+assert_probe() {
+	local name=$1 want=$2 count=${3:-1} line n=0 bad=
+	while IFS= read -r line; do
+		n=$((n + 1))
+		if [[ $want == ok ]]; then
+			[[ $line == ok ]] || bad+="line $n: \"$line\"; "
+		elif [[ $line =~ ^(err [A-Z0-9]+)\ ([0-9]+)$ ]]; then
+			[[ ${BASH_REMATCH[1]} == "$want" ]] || bad+="line $n: \"$line\"; "
+			[[ ${BASH_REMATCH[2]} -le $SL_PROMPT_MS ]] ||
+				bad+="line $n: took ${BASH_REMATCH[2]} ms (> $SL_PROMPT_MS); "
+		else
+			bad+="line $n: \"$line\"; "
+		fi
+	done <"$SL_OUT"
+	[[ $n -eq $count ]] || bad+="$n line(s) instead of $count; "
+	if [[ -z $bad ]]; then
+		tap_ok "$name"
+	else
+		tap_fail "$name" "expected $count probe line(s) \"$want\"; got: $bad"
+		sluice_diag
+	fi
+}
+
+# assert_sink_none NAME PATTERN…: after a settle time, neither sink logged any PATTERN.
+assert_sink_none() {
+	local name=$1 p n seen=
+	shift
+	sink_settle
+	for p in "$@"; do
+		n=$(sink_count "$p")
+		[[ $n -eq 0 ]] || seen+="inet sink: \"$p\" x$n; "
+		n=$(rtr_sink_count "$p")
+		[[ $n -eq 0 ]] || seen+="rtr sink: \"$p\" x$n; "
+	done
+	if [[ -z $seen ]]; then
+		tap_ok "$name"
+	else
+		tap_fail "$name" "expected nothing to arrive; got $seen"
+		sluice_diag
+	fi
+}
+
+# assert_sink_saw NAME PATTERN [N] [rtr]: the sink logged PATTERN exactly N times (default 1).
+assert_sink_saw() {
+	local name=$1 pat=$2 n=${3:-1} where=${4:-inet} got i
+	if [[ $where == rtr ]]; then
+		for i in $(seq 60); do
+			[[ $(rtr_sink_count "$pat") -ge $n ]] && break
+			sleep 0.05
+		done
+		got=$(rtr_sink_count "$pat")
+	else
+		sink_wait "$pat" "$n"
+		got=$(sink_count "$pat")
+	fi
+	if [[ $got -eq $n ]]; then
+		tap_ok "$name"
+	else
+		tap_fail "$name" "expected the $where sink to log \"$pat\" $n time(s), got $got"
+		sluice_diag
+	fi
+}
+
+# assert_log NAME LOG COUNT key=value…: COUNT lines hold all the pairs ("N" exactly, "+N" at
+# least N).
+assert_log() {
+	local name=$1 log=$2 count=$3 got ok=0
+	shift 3
+	got=$(log_count "$log" "$@")
+	if [[ $count == +* ]]; then
+		[[ $got -ge ${count#+} ]] && ok=1
+	else
+		[[ $got -eq $count ]] && ok=1
+	fi
+	if [[ $ok -eq 1 ]]; then
+		tap_ok "$name"
+	else
+		tap_fail "$name" "expected $count log line(s) with $(sl_frags_text "$@"); got $got"
+		sluice_diag "$log"
+	fi
+}
+
+sl_frags_text() {
+	local kv out=
+	for kv in "$@"; do
+		out+="$(sl_json_frag "$kv") "
+	done
+	echo "${out% }"
+}
+
+# assert_decision_ids NAME LOG key=value…: the matching decision lines carry a positive "pid"
+# and a non-empty "comm".
+assert_decision_ids() {
+	local name=$1 log=$2 lines bad
+	shift 2
+	lines=$(log_lines "$log" type=decision "$@")
+	if [[ -z $lines ]]; then
+		tap_fail "$name" "expected a decision line with $(sl_frags_text "$@"); found none"
+		sluice_diag "$log"
+		return
+	fi
+	bad=$(grep -Ev '[{,]"pid":[1-9][0-9]*[,}]' <<<"$lines" | head -n 1)
+	[[ -z $bad ]] && bad=$(grep -Ev '[{,]"comm":"[^"]+"[,}]' <<<"$lines" | head -n 1)
+	if [[ -z $bad ]]; then
+		tap_ok "$name"
+	else
+		tap_fail "$name" "expected \"pid\":N>0 and a non-empty \"comm\" in: $bad"
+	fi
+}
+
+# assert_stderr NAME LINE [NEXT]: sluice's stderr has LINE, and if NEXT is given the line right
+# after it is NEXT.
+assert_stderr() {
+	local name=$1 line=$2 next=${3-} got
+	if ! grep -qxF -- "$line" "$SL_ERR"; then
+		tap_fail "$name" "expected on stderr the line: $line"
+		sluice_diag
+		return
+	fi
+	if [[ $# -ge 3 ]]; then
+		got=$(grep -xF -A1 -- "$line" "$SL_ERR" | sed -n 2p)
+		if [[ $got != "$next" ]]; then
+			tap_fail "$name" "expected after \"$line\" the line: $next"$'\n'"got: $got"
+			sluice_diag
+			return
+		fi
+	fi
+	tap_ok "$name"
+}
+
+# assert_no_leftovers NAME: nothing of the last run remains.
+assert_no_leftovers() {
+	tap_check "$1" leftovers_check "$SL_RUN_ID"
+}
+
+# "198.51.100.20:80/tcp" or "[2001:db8::20]:80/tcp": a destination as sluice's stderr shows it.
+sl_dst_text() {
+	local addr=${1%%%*} port=$2 proto=$3
+	if [[ $addr == *:* ]]; then
+		echo "[$addr]:$port/$proto"
+	else
+		echo "$addr:$port/$proto"
+	fi
+}
+
+# ---------------------------------------------------------------------------------------------
+# One probe in one run, fully checked: the probe's result, what the sinks saw, the log, stderr
+# and leftovers. Settings (set them before calling):
+#   CASE_POLICY   policy file                       (required)
+#   CASE_EXTRA    array of extra "sluice run" arguments (default none)
+#   CASE_REQ      the policy's request_access template, or empty
+# The log of each run is $SL_TMP/RUN_ID.log, available afterwards as $CASE_LOG.
+
+CASE_EXTRA=()
+CASE_REQ=
+
+sl_case_proto() { [[ $1 == tcp* ]] && echo tcp || echo udp; }
+sl_case_count() { [[ $1 == udp-sendmmsg ]] && echo 3 || echo 1; }
+sl_case_family() { [[ $1 == *4 ]] && echo ipv4 || echo ipv6; }
+
+# Run sl_probe MODE ADDR PORT [PROBE_OPTS…] in the run netns under sluice.
+sl_case_run() {
+	local id
+	id=$(sluice_next_run_id)
+	CASE_LOG=$SL_TMP/$id.log
+	sluice_run "$CASE_POLICY" "$CASE_LOG" "${CASE_EXTRA[@]}" -- \
+		"${RUN_EXEC[@]}" "$SL_PROBE" "$@"
+}
+
+# assert_request_access NAME DENY_LINE ADDR: the line after DENY_LINE on stderr is the policy's
+# request-access hint for ADDR ({host} replaced by the address; percent-encoding accepted).
+assert_request_access() {
+	local name=$1 deny=$2 addr=$3 got prefix=${CASE_REQ%%\{host\}*} suffix=${CASE_REQ#*\{host\}}
+	got=$(grep -xF -A1 -- "$deny" "$SL_ERR" | sed -n 2p)
+	got=${got#"to request access: "}
+	if [[ $got == "$prefix"*"$suffix" ]]; then
+		got=${got#"$prefix"}
+		got=${got%"$suffix"}
+		got=$(python3 -c 'import sys, urllib.parse as u; print(u.unquote(sys.argv[1]))' \
+			"$got")
+		got=${got#[}
+		got=${got%]}
+		if [[ $got == "$addr" ]]; then
+			tap_ok "$name"
+			return
+		fi
+	fi
+	tap_fail "$name" "expected after \"$deny\" the line:
+to request access: ${CASE_REQ//\{host\}/$addr}
+got: $(grep -xF -A1 -- "$deny" "$SL_ERR" | sed -n 2p)"
+	sluice_diag
+}
+
+# probe_denied LABEL MODE ADDR PORT ERRNO HOOK RULE [DST_V4] [-- PROBE_OPTS…]
+# ERRNO is the expected errno name (EPERM); DST_V4 the IPv4 address embedded in a v6 ADDR.
+# In report mode (CASE_EXTRA has --mode report, or the policy says so) use probe_reported.
+probe_denied() {
+	local label=$1 mode=$2 addr=$3 port=$4 errno=$5 hook=$6 rule=$7 v4=${8:-}
+	local proto count family shown deny
+	local -a opts=() fields=() nothere=()
+	[[ $v4 == -- ]] && v4=
+	shift 7
+	[[ $# -gt 0 && $1 != -- ]] && shift
+	[[ ${1-} == -- ]] && shift && opts=("$@")
+	proto=$(sl_case_proto "$mode")
+	count=$(sl_case_count "$mode")
+	family=$(sl_case_family "$hook")
+	shown=${addr%%%*}
+
+	sl_case_run "$mode" "$addr" "$port" "${opts[@]}"
+	assert_rc "$label: sluice exits with the probe's status 1" 1
+	assert_probe "$label: $mode $addr port $port fails at once with $errno" \
+		"err $errno" "$count"
+	if [[ $proto == tcp ]]; then
+		nothere=("tcp-accept $shown $port")
+		[[ -n $v4 ]] && nothere+=("tcp-accept $v4 $port")
+	else
+		nothere=("udp $shown $port")
+		[[ -n $v4 ]] && nothere+=("udp $v4 $port")
+	fi
+	assert_sink_none "$label: nothing arrives at the test hosts" "${nothere[@]}"
+	fields=(type=decision "run_id=$SL_RUN_ID" task=selftest "dst=$shown" "port=$port"
+		"proto=$proto" decision=deny enforced=true "rule=$rule" "hook=$hook"
+		"family=$family")
+	[[ -n $v4 ]] && fields+=("dst_v4=$v4")
+	assert_log "$label: log has $count deny line(s) (rule $rule, hook $hook)" "$CASE_LOG" \
+		"$count" "${fields[@]}"
+	assert_decision_ids "$label: deny line names pid and comm" "$CASE_LOG" "dst=$shown" \
+		"port=$port" decision=deny
+	deny="egress denied: $(sl_dst_text "$shown" "$port" "$proto") (rule: $rule)"
+	deny+=" run_id=$SL_RUN_ID task=selftest"
+	assert_stderr "$label: stderr names the denial" "$deny"
+	if [[ -n $CASE_REQ ]]; then
+		assert_request_access "$label: stderr has the request-access hint" "$deny" "$shown"
+	fi
+	assert_no_leftovers "$label: no cgroup or pins left"
+}
+
+# probe_allowed LABEL MODE ADDR PORT HOOK RULE [SINK_ADDR] [-- PROBE_OPTS…]
+# SINK_ADDR is how the sink logs the destination (the IPv4 form of a v4-mapped ADDR).
+probe_allowed() {
+	local label=$1 mode=$2 addr=$3 port=$4 hook=$5 rule=$6 sinkaddr=${7:-}
+	local proto count family shown pat
+	local -a opts=()
+	[[ $sinkaddr == -- ]] && sinkaddr=
+	shift 6
+	[[ $# -gt 0 && $1 != -- ]] && shift
+	[[ ${1-} == -- ]] && shift && opts=("$@")
+	proto=$(sl_case_proto "$mode")
+	count=$(sl_case_count "$mode")
+	family=$(sl_case_family "$hook")
+	shown=${addr%%%*}
+	[[ -n $sinkaddr ]] || sinkaddr=$shown
+
+	sl_case_run "$mode" "$addr" "$port" "${opts[@]}"
+	assert_rc "$label: sluice exits with the probe's status 0" 0
+	assert_probe "$label: $mode $addr port $port succeeds" ok "$count"
+	if [[ $proto == tcp ]]; then
+		pat="tcp $sinkaddr $port"
+	else
+		pat="udp $sinkaddr $port"
+	fi
+	assert_sink_saw "$label: the test host received it" "$pat" "$count"
+	assert_log "$label: log has an allow line (rule $rule, hook $hook)" "$CASE_LOG" +1 \
+		type=decision "run_id=$SL_RUN_ID" "dst=$shown" "port=$port" "proto=$proto" \
+		decision=allow "rule=$rule" "hook=$hook" "family=$family"
+	assert_no_leftovers "$label: no cgroup or pins left"
+}
+
+# ---------------------------------------------------------------------------------------------
+# Runs in the background
+
+# sluice_start POLICY LOG [EXTRA_ARGS…] -- CMD…: like sluice_run, but returns at once with
+# SL_RUN_PID set; sluice_wait collects the exit status.
+sluice_start() {
+	local policy=$1 log=$2
+	local extra=()
+	shift 2
+	while [[ $# -gt 0 && $1 != -- ]]; do
+		extra+=("$1")
+		shift
+	done
+	if [[ ${1-} != -- ]]; then
+		echo "sluice_start: missing -- before the command" >&2
+		return 2
+	fi
+	shift
+	SL_RUN_N=$((SL_RUN_N + 1))
+	SL_RUN_ID=t-$SL_ID-$SL_RUN_N
+	SL_RUNS+=("$SL_RUN_ID")
+	SL_OUT=$SL_TMP/$SL_RUN_ID.out
+	SL_ERR=$SL_TMP/$SL_RUN_ID.err
+	SL_RC=
+	sink_mark
+	"$SLUICE" run --policy "$policy" --run-id "$SL_RUN_ID" --task selftest --log "$log" \
+		"${extra[@]}" -- "$@" >"$SL_OUT" 2>"$SL_ERR" </dev/null &
+	SL_RUN_PID=$!
+	sl_track_pid "$SL_RUN_PID"
+}
+
+# sluice_wait TIMEOUT_S: wait for the background run; 1 (and SL_RC empty) if it did not end.
+sluice_wait() {
+	local t=$1 i
+	for ((i = 0; i < t * 20; i++)); do
+		kill -0 "$SL_RUN_PID" 2>/dev/null || break
+		sleep 0.05
+	done
+	if kill -0 "$SL_RUN_PID" 2>/dev/null; then
+		return 1
+	fi
+	wait "$SL_RUN_PID"
+	SL_RC=$?
+	return 0
+}
+
+# wait_until TIMEOUT_MS CMD…: poll CMD every 50 ms until it succeeds.
+wait_until() {
+	local t=$1 waited=0
+	shift
+	until "$@"; do
+		[[ $waited -ge $t ]] && return 1
+		sleep 0.05
+		waited=$((waited + 50))
+	done
+	return 0
+}
+
+# pid_running PID: PID exists and is not a zombie.
+pid_running() {
+	local state
+	[[ -r /proc/$1/stat ]] || return 1
+	state=$(sed -E 's/^[0-9]+ \(.*\) ([A-Za-z]).*/\1/' "/proc/$1/stat" 2>/dev/null)
+	[[ -n $state && $state != Z && $state != X ]]
+}

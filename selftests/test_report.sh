@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# Report mode, by policy ("mode: report") and by "--mode report": an unlisted destination is
+# allowed and reaches the test host, the log records the decision as a deny that was not enforced,
+# and stderr shows the report-mode line. A control run of the same policy in enforce mode denies,
+# so the test can tell the modes apart.
+
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+require_root
+require_sluice
+topo_up
+
+rules='rules:
+  - name: test-host
+    cidrs: ["198.51.100.10/32", "2001:db8::10/128"]
+    ports: [80]'
+printf 'default: deny\nmode: report\n%s\n' "$rules" >"$SL_TMP/report.yaml"
+printf 'default: deny\nmode: enforce\n%s\n' "$rules" >"$SL_TMP/enforce.yaml"
+
+# reported LABEL MODE ADDR PORT HOOK: run one probe that report mode must let through.
+reported() {
+	local label=$1 mode=$2 addr=$3 port=$4 hook=$5 proto count family pat line
+	proto=$(sl_case_proto "$mode")
+	count=$(sl_case_count "$mode")
+	family=$(sl_case_family "$hook")
+	sl_case_run "$mode" "$addr" "$port"
+	assert_rc "$label: sluice exits with the probe's status 0" 0
+	assert_probe "$label: $mode $addr port $port succeeds" ok "$count"
+	if [[ $proto == tcp ]]; then
+		pat="tcp $addr $port"
+	else
+		pat="udp $addr $port"
+	fi
+	assert_sink_saw "$label: the test host received it" "$pat" "$count"
+	assert_log "$label: log has $count deny line(s) with enforced false" "$CASE_LOG" "$count" \
+		type=decision "run_id=$SL_RUN_ID" task=selftest "dst=$addr" "port=$port" \
+		"proto=$proto" decision=deny enforced=false rule=default "hook=$hook" \
+		"family=$family"
+	assert_log "$label: log has no enforced deny" "$CASE_LOG" 0 type=decision \
+		decision=deny enforced=true
+	line="egress would be denied (report mode): $(sl_dst_text "$addr" "$port" "$proto")"
+	line+=" (rule: default) run_id=$SL_RUN_ID task=selftest"
+	assert_stderr "$label: stderr shows the report-mode line" "$line"
+	if grep -q '^egress denied:' "$SL_ERR"; then
+		tap_fail "$label: stderr has no \"egress denied\" line" \
+			"expected none; got: $(grep '^egress denied:' "$SL_ERR" | head -n 3)"
+	else
+		tap_ok "$label: stderr has no \"egress denied\" line"
+	fi
+	assert_no_leftovers "$label: no cgroup or pins left"
+}
+
+# label              mode          addr           port hook
+cases=(
+	"tcp-v4           tcp           198.51.100.20  80   connect4"
+	"tcp-v6           tcp           2001:db8::20   80   connect6"
+	"tcp-wrong-port   tcp           198.51.100.10  8080 connect4"
+	"udp-sendto-v4    udp-sendto    198.51.100.20  9999 sendmsg4"
+	"udp-sendmmsg-v6  udp-sendmmsg  2001:db8::20   53   sendmsg6"
+	"udp-connect-v4   udp-connect   203.0.113.7    53   connect4"
+)
+
+CASE_POLICY=$SL_TMP/report.yaml
+CASE_EXTRA=()
+for c in "${cases[@]}"; do
+	read -r label mode addr port hook <<<"$c"
+	reported "by-policy: $label" "$mode" "$addr" "$port" "$hook"
+done
+probe_allowed "by-policy: listed" tcp 198.51.100.10 80 connect4 test-host
+
+CASE_POLICY=$SL_TMP/enforce.yaml
+CASE_EXTRA=(--mode report)
+for c in "${cases[@]}"; do
+	read -r label mode addr port hook <<<"$c"
+	reported "by-flag: $label" "$mode" "$addr" "$port" "$hook"
+done
+probe_allowed "by-flag: listed" tcp 198.51.100.10 80 connect4 test-host
+
+# Controls: the enforce policy without the flag denies, and --mode enforce overrides the policy's
+# "mode: report".
+CASE_EXTRA=()
+probe_denied "control-enforce" tcp 198.51.100.20 80 EPERM connect4 default
+CASE_POLICY=$SL_TMP/report.yaml
+CASE_EXTRA=(--mode enforce)
+probe_denied "control-flag-overrides-policy" tcp 198.51.100.20 80 EPERM connect4 default
+
+tap_done

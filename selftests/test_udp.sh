@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# UDP enforcement (P3, P16): unconnected sendto, sendmsg and sendmmsg to an unlisted host are
+# denied per datagram (an error each, nothing at the test host, a deny line each); a connected UDP
+# socket is denied at connect; the allowed host with a UDP rule gets every datagram; UDP to a port
+# that only a TCP rule allows (QUIC on 443) is denied.
+
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+require_root
+require_sluice
+topo_up
+
+CASE_REQ='https://tooling.example/egress/request?host={host}'
+CASE_POLICY=$SL_TMP/udp.yaml
+cat >"$CASE_POLICY" <<EOF
+default: deny
+request_access: "$CASE_REQ"
+rules:
+  - name: udp-host
+    cidrs: ["198.51.100.10/32", "2001:db8::10/128"]
+    ports: [53, 9999]
+    protocols: [udp]
+  - name: web
+    cidrs: ["198.51.100.10/32", "2001:db8::10/128"]
+    ports: [443]
+    protocols: [tcp]
+EOF
+
+# label                  mode          addr           port hook      rule
+allowed=(
+	"udp-sendto-v4        udp-sendto    198.51.100.10  9999 sendmsg4  udp-host"
+	"udp-sendmsg-v4       udp-sendmsg   198.51.100.10  53   sendmsg4  udp-host"
+	"udp-sendmmsg-v4      udp-sendmmsg  198.51.100.10  9999 sendmsg4  udp-host"
+	"udp-sendto-v6        udp-sendto    2001:db8::10   9999 sendmsg6  udp-host"
+	"udp-sendmmsg-v6      udp-sendmmsg  2001:db8::10   53   sendmsg6  udp-host"
+	"udp-connect-v4       udp-connect   198.51.100.10  9999 connect4  udp-host"
+	"udp-connect-v6       udp-connect   2001:db8::10   9999 connect6  udp-host"
+	"tcp-443-control      tcp           198.51.100.10  443  connect4  web"
+)
+for c in "${allowed[@]}"; do
+	read -r label mode addr port hook rule <<<"$c"
+	probe_allowed "$label" "$mode" "$addr" "$port" "$hook" "$rule"
+done
+
+# label                  mode          addr           port errno hook      rule
+denied=(
+	"P3-sendto-v4         udp-sendto    198.51.100.20  9999 EPERM sendmsg4  default"
+	"P3-sendmsg-v4        udp-sendmsg   198.51.100.20  9999 EPERM sendmsg4  default"
+	"P3-sendmmsg-v4       udp-sendmmsg  198.51.100.20  9999 EPERM sendmsg4  default"
+	"P3-sendto-v6         udp-sendto    2001:db8::20   9999 EPERM sendmsg6  default"
+	"P3-sendmsg-v6        udp-sendmsg   2001:db8::20   53   EPERM sendmsg6  default"
+	"P3-sendmmsg-v6       udp-sendmmsg  2001:db8::20   9999 EPERM sendmsg6  default"
+	"udp-connect-unl-v4   udp-connect   198.51.100.20  9999 EPERM connect4  default"
+	"udp-connect-unl-v6   udp-connect   2001:db8::20   9999 EPERM connect6  default"
+	"udp-wrong-port       udp-sendto    198.51.100.10  5353 EPERM sendmsg4  default"
+	"P16-quic-v4          udp-sendto    198.51.100.10  443  EPERM sendmsg4  default"
+	"P16-quic-v6          udp-sendmsg   2001:db8::10   443  EPERM sendmsg6  default"
+	"P16-quic-connect     udp-connect   198.51.100.10  443  EPERM connect4  default"
+)
+for c in "${denied[@]}"; do
+	read -r label mode addr port errno hook rule <<<"$c"
+	probe_denied "$label" "$mode" "$addr" "$port" "$errno" "$hook" "$rule"
+done
+
+tap_done

@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "util.h"
+
+int cgroup_v2_mount(char *buf, size_t len)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	FILE *f;
+	int err = -ENOENT;
+
+	f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return -errno;
+	while (getline(&line, &cap, f) > 0) {
+		/* "id parent maj:min root mountpoint opts [optional…] - fstype source superopts" */
+		char *sep = strstr(line, " - ");
+		char mnt[PATH_MAX], fstype[64];
+
+		if (!sep || sscanf(sep, " - %63s", fstype) != 1 || strcmp(fstype, "cgroup2"))
+			continue;
+		if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1)
+			continue;
+		if (util_unescape_mountinfo(mnt) || util_copy(buf, len, mnt)) {
+			err = -ENAMETOOLONG;
+			break;
+		}
+		err = 0;
+		break;
+	}
+	free(line);
+	fclose(f);
+	return err;
+}
+
+static int mkdir_one(const char *path)
+{
+	if (mkdir(path, 0755) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+int cgroup_create_run(const char *parent, const char *run_id, struct run_cgroup *cg)
+{
+	char mnt[PATH_MAX], dir[PATH_MAX];
+	struct stat st;
+	int err;
+
+	cg->fd = -1;
+	cg->path[0] = '\0';
+	err = cgroup_v2_mount(mnt, sizeof(mnt));
+	if (err)
+		return err;
+	if (util_fmt(dir, sizeof(dir), "%s/%s", mnt, parent))
+		return -ENAMETOOLONG;
+	err = mkdir_one(dir);
+	if (err)
+		return err;
+	if (util_fmt(cg->path, sizeof(cg->path), "%s/%s", dir, run_id)) {
+		cg->path[0] = '\0';
+		return -ENAMETOOLONG;
+	}
+	/* Never adopt an existing cgroup: its removal at the end would not be ours to do. */
+	if (mkdir(cg->path, 0755)) {
+		err = -errno;
+		cg->path[0] = '\0';
+		return err;
+	}
+	cg->fd = open(cg->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (cg->fd < 0) {
+		err = -errno;
+		rmdir(cg->path);
+		return err;
+	}
+	if (fstat(cg->fd, &st)) {
+		err = -errno;
+		cgroup_remove(cg);
+		return err;
+	}
+	cg->id = st.st_ino;
+	return 0;
+}
+
+int cgroup_is_populated(const struct run_cgroup *cg)
+{
+	char path[PATH_MAX], buf[256];
+	char *p;
+	int err;
+
+	if (util_fmt(path, sizeof(path), "%s/cgroup.events", cg->path))
+		return -ENAMETOOLONG;
+	err = util_read_file(path, buf, sizeof(buf));
+	if (err < 0)
+		return err;
+	p = strstr(buf, "populated ");
+	if (!p)
+		return -EPROTO;
+	return p[strlen("populated ")] == '1';
+}
+
+int cgroup_kill_and_wait(const struct run_cgroup *cg, int timeout_ms)
+{
+	char path[PATH_MAX];
+	struct pollfd pfd;
+	struct timespec start, now;
+	int err, populated;
+
+	if (util_fmt(path, sizeof(path), "%s/cgroup.kill", cg->path))
+		return -ENAMETOOLONG;
+	err = util_write_file(path, "1");
+	if (err)
+		return err;
+
+	/* cgroup.events raises POLLPRI when "populated" changes. */
+	if (util_fmt(path, sizeof(path), "%s/cgroup.events", cg->path))
+		return -ENAMETOOLONG;
+	pfd.fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (pfd.fd < 0)
+		return -errno;
+	pfd.events = POLLPRI;
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (;;) {
+		long elapsed;
+
+		populated = cgroup_is_populated(cg);
+		if (populated <= 0)
+			break;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		elapsed = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
+		if (elapsed >= timeout_ms) {
+			populated = -ETIMEDOUT;
+			break;
+		}
+		/* Short waits too: a zombie's exit does not always raise the event we need. */
+		poll(&pfd, 1, 20);
+	}
+	close(pfd.fd);
+	return populated < 0 ? populated : 0;
+}
+
+/* rmdir a cgroup directory after its children; cgroupfs only allows rmdir of empty cgroups. */
+static int remove_tree(const char *path, int depth)
+{
+	char child[PATH_MAX];
+	struct dirent *de;
+	DIR *d;
+	int err = 0;
+
+	if (depth > 64)
+		return -ELOOP;
+	d = opendir(path);
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while ((de = readdir(d))) {
+		if (de->d_type != DT_DIR || !strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (util_fmt(child, sizeof(child), "%s/%s", path, de->d_name)) {
+			err = -ENAMETOOLONG;
+			continue;
+		}
+		if (!err)
+			err = remove_tree(child, depth + 1);
+	}
+	closedir(d);
+	if (!err && rmdir(path) && errno != ENOENT)
+		err = -errno;
+	return err;
+}
+
+int cgroup_remove(struct run_cgroup *cg)
+{
+	if (cg->fd >= 0) {
+		close(cg->fd);
+		cg->fd = -1;
+	}
+	if (!cg->path[0])
+		return 0;
+	return remove_tree(cg->path, 0);
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The run's cgroup: created under a sluice-owned parent in the cgroup v2 hierarchy (found through
+ * /proc/self/mountinfo), killed as a whole with cgroup.kill, removed with every child the workload
+ * made inside it.
+ */
+#ifndef SLUICE_CGROUP_H
+#define SLUICE_CGROUP_H
+
+#include <limits.h>
+#include <stdint.h>
+
+struct run_cgroup {
+	char path[PATH_MAX]; /* absolute path of the run's cgroup directory */
+	int fd;		     /* O_RDONLY|O_DIRECTORY fd, for attach and CLONE_INTO_CGROUP; -1 if none */
+	uint64_t id;	     /* cgroup id (inode number), as bpf_get_current_cgroup_id() reports it */
+};
+
+/* Mount point of the cgroup v2 hierarchy, from /proc/self/mountinfo. */
+int cgroup_v2_mount(char *buf, size_t len);
+
+/* mkdir <v2 mount>/<parent>/<run_id>; fails with -EEXIST if a run of that id exists. */
+int cgroup_create_run(const char *parent, const char *run_id, struct run_cgroup *cg);
+
+/* Kill every process in the subtree (cgroup.kill) and wait up to timeout_ms for it to empty. */
+int cgroup_kill_and_wait(const struct run_cgroup *cg, int timeout_ms);
+
+/* True while any process is in the subtree (cgroup.events "populated 1"). */
+int cgroup_is_populated(const struct run_cgroup *cg);
+
+/* Remove the run's cgroup and every descendant, deepest first. Closes cg->fd. */
+int cgroup_remove(struct run_cgroup *cg);
+
+#endif /* SLUICE_CGROUP_H */

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#define _GNU_SOURCE
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "decision.h"
+#include "util.h"
+
+static const char *const hook_names[SL_HOOK_MAX] = {
+	[SL_HOOK_NONE] = "none",
+	[SL_HOOK_CONNECT4] = "connect4",
+	[SL_HOOK_CONNECT6] = "connect6",
+	[SL_HOOK_SENDMSG4] = "sendmsg4",
+	[SL_HOOK_SENDMSG6] = "sendmsg6",
+};
+
+static const char *const reason_names[] = {
+	[SL_REASON_RULE] = "rule",
+	[SL_REASON_DEFAULT_ALLOW] = "default_allow",
+	[SL_REASON_DEFAULT_DENY] = "default_deny",
+	[SL_REASON_BLACKHOLE] = "blackhole",
+	[SL_REASON_PROTOCOL] = "unclassified_protocol",
+};
+
+const char *decision_hook_name(unsigned int hook)
+{
+	return hook < SL_HOOK_MAX ? hook_names[hook] : "unknown";
+}
+
+static void safe_comm(char *out, size_t len, const char comm[16])
+{
+	size_t i, w = 0;
+
+	for (i = 0; i < 16 && comm[i]; i++) {
+		unsigned char c = (unsigned char)comm[i];
+
+		if (w + 5 >= len)
+			break;
+		if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\')
+			out[w++] = (char)c;
+		else
+			w += (size_t)snprintf(out + w, len - w, "\\x%02x", c);
+	}
+	out[w] = '\0';
+}
+
+int decision_view_init(struct decision_view *v, const struct sl_decision_event *ev,
+		       const struct policy *p)
+{
+	memset(v, 0, sizeof(*v));
+	if (ev->hook == SL_HOOK_NONE || ev->hook >= SL_HOOK_MAX ||
+	    (ev->verdict != SL_VERDICT_ALLOW && ev->verdict != SL_VERDICT_DENY) ||
+	    ev->reason < SL_REASON_RULE || ev->reason > SL_REASON_PROTOCOL)
+		return -EINVAL;
+	if (ev->reason == SL_REASON_RULE && (ev->rule_id == SL_RULE_DEFAULT ||
+					     ev->rule_id > p->n_rules))
+		return -EINVAL;
+
+	if (ev->family == AF_INET) {
+		inet_ntop(AF_INET, ev->addr, v->dst, sizeof(v->dst));
+		v->family = "ipv4";
+		util_fmt(v->dst_port, sizeof(v->dst_port), "%s:%u", v->dst, ev->port);
+	} else if (ev->family == AF_INET6) {
+		inet_ntop(AF_INET6, ev->addr, v->dst, sizeof(v->dst));
+		v->family = "ipv6";
+		util_fmt(v->dst_port, sizeof(v->dst_port), "[%s]:%u", v->dst, ev->port);
+		if (ev->embedded_v4)
+			inet_ntop(AF_INET, ev->eff_addr, v->dst_v4, sizeof(v->dst_v4));
+	} else {
+		return -EINVAL;
+	}
+
+	if (ev->protocol == IPPROTO_TCP)
+		util_copy(v->proto, sizeof(v->proto), "tcp");
+	else if (ev->protocol == IPPROTO_UDP)
+		util_copy(v->proto, sizeof(v->proto), "udp");
+	else
+		util_fmt(v->proto, sizeof(v->proto), "ip-%u", ev->protocol);
+	/* dst_port is sized for the longest address, port and protocol name. */
+	strncat(v->dst_port, "/", sizeof(v->dst_port) - strlen(v->dst_port) - 1);
+	strncat(v->dst_port, v->proto, sizeof(v->dst_port) - strlen(v->dst_port) - 1);
+
+	if (ev->reason == SL_REASON_RULE)
+		policy_rule_name(p, ev->rule_id - 1, v->rule, sizeof(v->rule));
+	else if (ev->reason == SL_REASON_BLACKHOLE)
+		util_copy(v->rule, sizeof(v->rule), "blackhole");
+	else
+		util_copy(v->rule, sizeof(v->rule), "default");
+
+	safe_comm(v->comm, sizeof(v->comm), ev->comm);
+	v->hook = hook_names[ev->hook];
+	v->deny = ev->verdict == SL_VERDICT_DENY;
+	v->decision = v->deny ? "deny" : "allow";
+	v->reason = reason_names[ev->reason];
+	v->enforced = ev->enforced;
+	return 0;
+}

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/libbpf.h>
+
+#include "events.h"
+
+struct events {
+	struct ring_buffer *rb;
+	struct events_handlers h;
+	void *ctx;
+	struct events_stats stats;
+};
+
+static int malformed(struct events *e, const char *why, size_t size)
+{
+	e->stats.malformed++;
+	if (e->h.malformed)
+		e->h.malformed(why, size, e->ctx);
+	return 0;
+}
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct events *e = ctx;
+	struct sl_decision_event ev;
+	struct sl_event_hdr hdr;
+
+	if (size < sizeof(hdr))
+		return malformed(e, "shorter than the record header", size);
+	/* Ring-buffer data is only 8-byte aligned; copy before reading fields. */
+	memcpy(&hdr, data, sizeof(hdr));
+	if (hdr.version != SL_ABI_VERSION)
+		return malformed(e, "unknown ABI version", size);
+	if (hdr.size != size)
+		return malformed(e, "header size differs from the record size", size);
+
+	switch (hdr.type) {
+	case SL_EV_DECISION:
+		if (size != sizeof(ev))
+			return malformed(e, "decision record of the wrong size", size);
+		memcpy(&ev, data, sizeof(ev));
+		break;
+	default:
+		return malformed(e, "unknown record type", size);
+	}
+
+	e->stats.received++;
+	if (hdr.seq >= e->stats.next_seq)
+		e->stats.next_seq = hdr.seq + 1;
+	return e->h.decision(&ev, e->ctx);
+}
+
+struct events *events_new(int ringbuf_fd, const struct events_handlers *h, void *ctx)
+{
+	struct events *e;
+	int err;
+
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
+	e->h = *h;
+	e->ctx = ctx;
+	e->rb = ring_buffer__new(ringbuf_fd, on_record, e, NULL);
+	if (!e->rb) {
+		err = errno;
+		free(e);
+		errno = err;
+		return NULL;
+	}
+	return e;
+}
+
+int events_fd(const struct events *e)
+{
+	return ring_buffer__epoll_fd(e->rb);
+}
+
+int events_consume(struct events *e)
+{
+	return ring_buffer__consume(e->rb);
+}
+
+const struct events_stats *events_stats(const struct events *e)
+{
+	return &e->stats;
+}
+
+void events_free(struct events *e)
+{
+	if (!e)
+		return;
+	ring_buffer__free(e->rb);
+	free(e);
+}

@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+#include <linux/magic.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "loader.h"
+#include "util.h"
+#include "sock_addr.skel.h"
+
+struct loader {
+	struct sl_sock_addr *skel;
+	struct bpf_link *links[SL_HOOK_MAX];
+	char pin_dir[PATH_MAX];
+	int ncpus;
+};
+
+/* The programs and the hook each one judges; the index is the enum sl_hook value. */
+static const char *const link_names[SL_HOOK_MAX] = {
+	[SL_HOOK_CONNECT4] = "connect4",
+	[SL_HOOK_CONNECT6] = "connect6",
+	[SL_HOOK_SENDMSG4] = "sendmsg4",
+	[SL_HOOK_SENDMSG6] = "sendmsg6",
+};
+
+static struct bpf_program *hook_program(struct sl_sock_addr *skel, int hook)
+{
+	switch (hook) {
+	case SL_HOOK_CONNECT4:
+		return skel->progs.sl_connect4;
+	case SL_HOOK_CONNECT6:
+		return skel->progs.sl_connect6;
+	case SL_HOOK_SENDMSG4:
+		return skel->progs.sl_sendmsg4;
+	case SL_HOOK_SENDMSG6:
+		return skel->progs.sl_sendmsg6;
+	}
+	return NULL;
+}
+
+static bool libbpf_verbose;
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_DEBUG && !libbpf_verbose)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+const char *loader_explain(int err)
+{
+	switch (err) {
+	case EPERM:
+	case EACCES:
+		if (geteuid() == 0)
+			return "the kernel refused the programs (verifier log above; lockdown or a "
+			       "too old kernel also say this)";
+		return "loading BPF programs needs root (CAP_BPF, CAP_NET_ADMIN and CAP_SYS_ADMIN)";
+	case ENOENT:
+		return "the kernel lacks a feature sluice needs (BTF at /sys/kernel/btf/vmlinux, "
+		       "cgroup sock_addr hooks, or BPF ring buffers)";
+	case ENOSYS:
+		return "the kernel was built without BPF syscall support";
+	case E2BIG:
+		return "the compiled policy does not fit the BPF maps";
+	}
+	return strerror(err);
+}
+
+/* bpffs must be mounted for pinning; mount it (mode 0700) if the system has not. */
+static int ensure_bpffs(void)
+{
+	struct statfs st;
+
+	if (!statfs(LOADER_BPFFS, &st) && st.f_type == BPF_FS_MAGIC)
+		return 0;
+	if (mount("bpf", LOADER_BPFFS, "bpf", 0, "mode=0700"))
+		return -errno;
+	return 0;
+}
+
+static int fill_policy_maps(struct loader *l, const struct policy_compiled *c)
+{
+	int fd4 = bpf_map__fd(l->skel->maps.sl_dst4), fd6 = bpf_map__fd(l->skel->maps.sl_dst6);
+	size_t i;
+
+	for (i = 0; i < c->n_v4; i++)
+		if (bpf_map_update_elem(fd4, &c->v4[i].key, &c->v4[i].val, BPF_NOEXIST))
+			return -errno;
+	for (i = 0; i < c->n_v6; i++)
+		if (bpf_map_update_elem(fd6, &c->v6[i].key, &c->v6[i].val, BPF_NOEXIST))
+			return -errno;
+	return 0;
+}
+
+struct loader *loader_load(const struct policy *p, const struct policy_compiled *c,
+			   const struct loader_opts *opts)
+{
+	struct loader *l;
+	int err;
+
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		errno = ENOENT;
+		return NULL;
+	}
+	libbpf_verbose = opts->verbose;
+	libbpf_set_print(libbpf_print);
+
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return NULL;
+	l->ncpus = libbpf_num_possible_cpus();
+	if (l->ncpus <= 0) {
+		err = l->ncpus ? l->ncpus : -EINVAL;
+		goto err_free;
+	}
+	l->skel = sl_sock_addr__open();
+	if (!l->skel) {
+		err = -errno;
+		goto err_free;
+	}
+	l->skel->rodata->sl_cfg_mode = p->mode;
+	l->skel->rodata->sl_cfg_default_allow = p->default_verdict == POLICY_DEFAULT_ALLOW;
+	l->skel->rodata->sl_cfg_deny_errno = p->deny_errno;
+	l->skel->rodata->sl_cfg_wakeup_bytes = opts->wakeup_bytes;
+
+	/* An LPM trie must have max_entries >= 1, even for a policy with no CIDR rules. */
+	err = bpf_map__set_max_entries(l->skel->maps.sl_dst4, c->n_v4 ? c->n_v4 : 1);
+	if (!err)
+		err = bpf_map__set_max_entries(l->skel->maps.sl_dst6, c->n_v6 ? c->n_v6 : 1);
+	if (!err)
+		err = bpf_map__set_max_entries(l->skel->maps.sl_events, opts->ringbuf_bytes);
+	if (err)
+		goto err_destroy;
+
+	err = sl_sock_addr__load(l->skel);
+	if (err)
+		goto err_destroy;
+	err = fill_policy_maps(l, c);
+	if (err)
+		goto err_destroy;
+	return l;
+
+err_destroy:
+	sl_sock_addr__destroy(l->skel);
+err_free:
+	free(l);
+	errno = -err;
+	return NULL;
+}
+
+int loader_attach(struct loader *l, int cgroup_fd, const char *run_id)
+{
+	char path[PATH_MAX];
+	int hook, err;
+
+	err = ensure_bpffs();
+	if (err) {
+		fprintf(stderr, "sluice: mount bpffs at %s: %s\n", LOADER_BPFFS, strerror(-err));
+		return err;
+	}
+	if (util_fmt(path, sizeof(path), "%s/sluice", LOADER_BPFFS) ||
+	    util_fmt(l->pin_dir, sizeof(l->pin_dir), "%s/sluice/%s", LOADER_BPFFS, run_id))
+		return -ENAMETOOLONG;
+	if (mkdir(path, 0700) && errno != EEXIST)
+		return -errno;
+	if (mkdir(l->pin_dir, 0700)) {
+		err = -errno;
+		l->pin_dir[0] = '\0';
+		fprintf(stderr, "sluice: create pin directory for run %s: %s\n", run_id,
+			strerror(-err));
+		return err;
+	}
+
+	for (hook = SL_HOOK_CONNECT4; hook < SL_HOOK_MAX; hook++) {
+		/* bpf_link attachment only: it cannot be replaced or detached by legacy attach. */
+		l->links[hook] = bpf_program__attach_cgroup(hook_program(l->skel, hook), cgroup_fd);
+		if (!l->links[hook]) {
+			err = -errno;
+			fprintf(stderr, "sluice: attach %s to the run's cgroup: %s\n", link_names[hook],
+				strerror(-err));
+			return err;
+		}
+		if (util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, link_names[hook]))
+			return -ENAMETOOLONG;
+		err = bpf_link__pin(l->links[hook], path);
+		if (err) {
+			fprintf(stderr, "sluice: pin %s at %s: %s\n", link_names[hook], path,
+				strerror(-err));
+			return err;
+		}
+	}
+	return 0;
+}
+
+int loader_events_fd(const struct loader *l)
+{
+	return bpf_map__fd(l->skel->maps.sl_events);
+}
+
+int loader_lost_counts(const struct loader *l, uint64_t lost[SL_HOOK_MAX])
+{
+	int fd = bpf_map__fd(l->skel->maps.sl_lost);
+	uint64_t *percpu;
+	__u32 hook;
+	int cpu, err = 0;
+
+	percpu = calloc(l->ncpus, sizeof(*percpu));
+	if (!percpu)
+		return -ENOMEM;
+	for (hook = 0; hook < SL_HOOK_MAX; hook++) {
+		lost[hook] = 0;
+		if (bpf_map_lookup_elem(fd, &hook, percpu)) {
+			err = -errno;
+			break;
+		}
+		for (cpu = 0; cpu < l->ncpus; cpu++)
+			lost[hook] += percpu[cpu];
+	}
+	free(percpu);
+	return err;
+}
+
+void loader_destroy(struct loader *l)
+{
+	int hook;
+
+	if (!l)
+		return;
+	for (hook = 0; hook < SL_HOOK_MAX; hook++) {
+		if (!l->links[hook])
+			continue;
+		bpf_link__unpin(l->links[hook]);
+		bpf_link__destroy(l->links[hook]);
+	}
+	if (l->pin_dir[0] && rmdir(l->pin_dir) && errno != ENOENT)
+		fprintf(stderr, "sluice: remove %s: %s\n", l->pin_dir, strerror(errno));
+	sl_sock_addr__destroy(l->skel);
+	free(l);
+}

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Loads one run's BPF objects, fills the policy maps, attaches them to the run's cgroup through
+ * bpf_link only, and pins the links under <bpffs>/sluice/<run_id>/ so that nothing inside the run
+ * can detach them and enforcement survives a crash of the loader.
+ */
+#ifndef SLUICE_LOADER_H
+#define SLUICE_LOADER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <linux/types.h>
+
+#include "../bpf/sluice.h"
+#include "../policy/policy.h"
+
+#define LOADER_BPFFS "/sys/fs/bpf"
+
+struct loader;
+
+struct loader_opts {
+	uint32_t ringbuf_bytes; /* power of two, >= page size */
+	uint32_t wakeup_bytes;	/* force a reader wake-up once this much is queued */
+	bool verbose;		/* pass libbpf's debug output through */
+};
+
+/* Open, configure and load the programs, and fill the policy maps. Sets errno, returns NULL. */
+struct loader *loader_load(const struct policy *p, const struct policy_compiled *c,
+			   const struct loader_opts *opts);
+
+/* Attach every program to the cgroup and pin the links under <bpffs>/sluice/<run_id>. */
+int loader_attach(struct loader *l, int cgroup_fd, const char *run_id);
+
+/* Fd of the run's ring buffer map. */
+int loader_events_fd(const struct loader *l);
+
+/* Sum over CPUs of the failed ring-buffer reservations, per hook. */
+int loader_lost_counts(const struct loader *l, uint64_t lost[SL_HOOK_MAX]);
+
+/* Unpin and detach every link, remove the pin directory, free everything. Accepts NULL. */
+void loader_destroy(struct loader *l);
+
+/* A sentence saying why loading failed, for the errno loader_load() set. */
+const char *loader_explain(int err);
+
+#endif /* SLUICE_LOADER_H */

@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* sluice: command dispatch. Each subcommand lives in its own module. */
+#include <stdio.h>
+#include <string.h>
+
+#include "policy_cmd.h"
+#include "run.h"
+
+#define SLUICE_VERSION "0.1.0"
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: sluice COMMAND [ARGS]\n"
+		"\n"
+		"commands:\n"
+		"  run --policy FILE [options] -- CMD [ARG…]   run CMD with its egress confined\n"
+		"  policy check FILE                           validate a policy, show what it enforces\n"
+		"  version                                     print the version\n"
+		"\n"
+		"'sluice run --help' lists the options of run.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "run"))
+		return run_main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "policy"))
+		return policy_cmd_main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
+		printf("sluice %s\n", SLUICE_VERSION);
+		return 0;
+	}
+	if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		usage(stdout);
+		return 0;
+	}
+	fprintf(stderr, "sluice: unknown command \"%s\"\n", argv[1]);
+	usage(stderr);
+	return 2;
+}

@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stdio.h>
+#include <string.h>
+
+#include "../policy/policy.h"
+#include "policy_cmd.h"
+
+static int check(const char *path)
+{
+	struct policy *p = NULL;
+	struct policy_compiled *c = NULL;
+	char err[1024];
+	int ret = 1;
+
+	if (policy_load_file(path, &p, err, sizeof(err)) ||
+	    policy_compile(p, &c, err, sizeof(err))) {
+		fprintf(stderr, "%s\n", err);
+		goto out;
+	}
+	policy_print_summary(p, c, stdout);
+	ret = 0;
+out:
+	policy_compiled_free(c);
+	policy_free(p);
+	return ret;
+}
+
+int policy_cmd_main(int argc, char **argv)
+{
+	if (argc == 3 && !strcmp(argv[1], "check"))
+		return check(argv[2]);
+	fprintf(stderr, "usage: sluice policy check FILE\n");
+	return 2;
+}

@@ -1,0 +1,658 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The life of a run, in order: parse the policy, load and attach the programs to a new cgroup,
+ * start the command inside it, stream decisions into the log and denials onto stderr, and when
+ * the command ends (or sluice is told to stop) kill the whole cgroup, drain the last records,
+ * account for every lost one, detach, and remove what was created.
+ */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "decision.h"
+#include "events.h"
+#include "journal.h"
+#include "loader.h"
+#include "run.h"
+#include "spawn.h"
+#include "util.h"
+
+#define RUN_ID_MAX 64
+#define TASK_MAX 256
+#define POLL_INTERVAL_MS 100	/* upper bound on how late an allow record reaches the log */
+#define KILL_TIMEOUT_MS 5000
+
+struct run_args {
+	const char *policy_path;
+	const char *run_id;
+	const char *task;
+	const char *mode;
+	const char *log_path;
+	const char *cgroup_parent;
+	unsigned long ringbuf_kib;
+	bool verbose;
+	char **cmd;
+	int n_cmd;
+};
+
+struct run {
+	struct run_args args;
+	char run_id[RUN_ID_MAX + 1];
+	char log_path[PATH_MAX];
+	struct policy *policy;
+	struct policy_compiled *compiled;
+	struct loader *loader;
+	struct run_cgroup cg;
+	struct events *events;
+	struct journal *journal;
+	int64_t boot_to_real_ns; /* CLOCK_REALTIME - CLOCK_BOOTTIME, to date kernel timestamps */
+	uint64_t lost_reported[SL_HOOK_MAX];
+	uint64_t denials;
+	bool journal_failed;
+	struct timespec started;
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: sluice run --policy FILE [--run-id ID] [--task TASK] [--mode enforce|report]\n"
+		"                  [--log FILE] [--cgroup-parent NAME] [--ringbuf-kib N] [-v]\n"
+		"                  -- CMD [ARG…]\n"
+		"\n"
+		"Runs CMD in a new cgroup whose connect() and sendmsg() calls are judged in the kernel\n"
+		"against the policy. Denials fail at once and are printed on stderr; every decision is\n"
+		"written to the log (default ./sluice-RUN_ID.jsonl). Exits with CMD's status.\n");
+}
+
+static int64_t ts_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static struct timespec boot_to_realtime(const struct run *r, uint64_t boot_ns)
+{
+	int64_t real = (int64_t)boot_ns + r->boot_to_real_ns;
+	struct timespec ts = { .tv_sec = real / 1000000000, .tv_nsec = real % 1000000000 };
+
+	return ts;
+}
+
+/* Run ids name a cgroup and a bpffs directory: keep them to a safe path component. */
+static int check_run_id(const char *id)
+{
+	size_t i, n = strlen(id);
+
+	if (n == 0 || n > RUN_ID_MAX || id[0] == '.' || id[0] == '-')
+		return -EINVAL;
+	for (i = 0; i < n; i++)
+		if (!isalnum((unsigned char)id[i]) && id[i] != '-' && id[i] != '_' && id[i] != '.')
+			return -EINVAL;
+	return 0;
+}
+
+static int make_run_id(char *buf, size_t len)
+{
+	unsigned char rnd[3];
+
+	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
+		return -errno;
+	return util_fmt(buf, len, "run-%02x%02x%02x", rnd[0], rnd[1], rnd[2]);
+}
+
+static int parse_args(int argc, char **argv, struct run_args *a)
+{
+	static const struct option opts[] = {
+		{ "policy", required_argument, NULL, 'p' },
+		{ "run-id", required_argument, NULL, 'r' },
+		{ "task", required_argument, NULL, 't' },
+		{ "mode", required_argument, NULL, 'm' },
+		{ "log", required_argument, NULL, 'l' },
+		{ "cgroup-parent", required_argument, NULL, 'c' },
+		{ "ringbuf-kib", required_argument, NULL, 'b' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	char *end;
+	int c;
+
+	memset(a, 0, sizeof(*a));
+	a->cgroup_parent = "sluice";
+	a->ringbuf_kib = 1024;
+	optind = 1;
+	/* "+": stop at the first non-option, so CMD's own options are never ours. */
+	while ((c = getopt_long(argc, argv, "+p:r:t:m:l:c:b:vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			a->policy_path = optarg;
+			break;
+		case 'r':
+			a->run_id = optarg;
+			break;
+		case 't':
+			a->task = optarg;
+			break;
+		case 'm':
+			a->mode = optarg;
+			break;
+		case 'l':
+			a->log_path = optarg;
+			break;
+		case 'c':
+			a->cgroup_parent = optarg;
+			break;
+		case 'b':
+			errno = 0;
+			a->ringbuf_kib = strtoul(optarg, &end, 10);
+			/* A ring buffer is a power-of-two number of pages. */
+			if (errno || *end || a->ringbuf_kib < 4 || a->ringbuf_kib > (1UL << 20) ||
+			    (a->ringbuf_kib & (a->ringbuf_kib - 1))) {
+				fprintf(stderr, "sluice run: --ringbuf-kib: expected a power of two "
+						"from 4 to 1048576, got \"%s\"\n", optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'v':
+			a->verbose = true;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			return -EINVAL;
+		}
+	}
+	if (!a->policy_path) {
+		fprintf(stderr, "sluice run: --policy FILE is required\n");
+		return -EINVAL;
+	}
+	if (a->mode && strcmp(a->mode, "enforce") && strcmp(a->mode, "report")) {
+		fprintf(stderr, "sluice run: --mode: expected enforce or report, got \"%s\"\n",
+			a->mode);
+		return -EINVAL;
+	}
+	if (a->task && strlen(a->task) > TASK_MAX) {
+		fprintf(stderr, "sluice run: --task: longer than %d bytes\n", TASK_MAX);
+		return -EINVAL;
+	}
+	if (check_run_id(a->cgroup_parent)) {
+		fprintf(stderr, "sluice run: --cgroup-parent: expected one path component of "
+				"[A-Za-z0-9._-], got \"%s\"\n", a->cgroup_parent);
+		return -EINVAL;
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "sluice run: no command given (sluice run --policy FILE -- CMD)\n");
+		return -EINVAL;
+	}
+	a->cmd = argv + optind;
+	a->n_cmd = argc - optind;
+	return 0;
+}
+
+/* Terminal-safe copy for stderr: control characters become '?'. */
+static void safe_text(char *out, size_t len, const char *in)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < len && in[i]; i++)
+		out[i] = (unsigned char)in[i] < 0x20 || in[i] == 0x7f ? '?' : in[i];
+	out[i] = '\0';
+}
+
+/* request_access with {host} replaced by the percent-encoded destination. */
+static void print_request_access(const char *tmpl, const char *host)
+{
+	static const char unreserved[] = "-._~";
+	const char *p;
+
+	fputs("to request access: ", stderr);
+	for (p = tmpl; *p; p++) {
+		const char *h;
+
+		if (strncmp(p, "{host}", 6)) {
+			fputc((unsigned char)*p < 0x20 ? '?' : *p, stderr);
+			continue;
+		}
+		for (h = host; *h; h++) {
+			if (isalnum((unsigned char)*h) || strchr(unreserved, *h))
+				fputc(*h, stderr);
+			else
+				fprintf(stderr, "%%%02X", (unsigned char)*h);
+		}
+		p += 5;
+	}
+	fputc('\n', stderr);
+}
+
+static void journal_error(struct run *r, int err)
+{
+	if (r->journal_failed)
+		return;
+	r->journal_failed = true;
+	fprintf(stderr, "sluice: writing log %s: %s; enforcement continues\n", r->log_path,
+		strerror(-err));
+}
+
+static void line_run_fields(struct run *r, struct journal_line *l, const char *type,
+			    const struct timespec *ts)
+{
+	journal_line_begin(l, type, ts);
+	journal_line_str(l, "run_id", r->run_id);
+	journal_line_str(l, "task", r->args.task);
+}
+
+static void write_line(struct run *r, struct journal_line *l)
+{
+	int err = journal_write(r->journal, l);
+
+	if (err)
+		journal_error(r, err);
+}
+
+static int on_decision(const struct sl_decision_event *ev, void *ctx)
+{
+	struct run *r = ctx;
+	struct journal_line l;
+	struct decision_view v;
+	struct timespec ts = boot_to_realtime(r, ev->hdr.ts_ns);
+	char task[TASK_MAX + 1];
+
+	if (decision_view_init(&v, ev, r->policy)) {
+		line_run_fields(r, &l, "anomaly", &ts);
+		journal_line_str(&l, "what", "decision record with out-of-range fields");
+		journal_line_u64(&l, "kseq", ev->hdr.seq);
+		write_line(r, &l);
+		return 0;
+	}
+
+	if (v.deny) {
+		r->denials++;
+		safe_text(task, sizeof(task), r->args.task ? r->args.task : "-");
+		fprintf(stderr, "%s: %s (rule: %s) run_id=%s task=%s\n",
+			v.enforced ? "egress denied" : "egress would be denied (report mode)",
+			v.dst_port, v.rule, r->run_id, task);
+		if (r->policy->request_access && v.reason[0] != 'b')
+			print_request_access(r->policy->request_access, v.dst);
+	}
+	if (v.deny ? !r->policy->log_deny : !r->policy->log_allow)
+		return 0;
+
+	line_run_fields(r, &l, "decision", &ts);
+	journal_line_str(&l, "hook", v.hook);
+	journal_line_str(&l, "decision", v.decision);
+	journal_line_bool(&l, "enforced", v.enforced);
+	journal_line_str(&l, "rule", v.rule);
+	journal_line_str(&l, "reason", v.reason);
+	journal_line_str(&l, "family", v.family);
+	journal_line_str(&l, "proto", v.proto);
+	journal_line_str(&l, "dst", v.dst);
+	if (v.dst_v4[0])
+		journal_line_str(&l, "dst_v4", v.dst_v4);
+	journal_line_u64(&l, "port", ev->port);
+	journal_line_u64(&l, "pid", ev->tgid);
+	journal_line_u64(&l, "tid", ev->pid);
+	journal_line_str(&l, "comm", v.comm);
+	journal_line_u64(&l, "cgroup_id", ev->cgroup_id);
+	journal_line_u64(&l, "sock_cookie", ev->sock_cookie);
+	journal_line_u64(&l, "kseq", ev->hdr.seq);
+	write_line(r, &l);
+	return 0;
+}
+
+static void on_malformed(const char *why, size_t size, void *ctx)
+{
+	struct run *r = ctx;
+	struct journal_line l;
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	line_run_fields(r, &l, "anomaly", &now);
+	journal_line_str(&l, "what", "malformed ring-buffer record");
+	journal_line_str(&l, "why", why);
+	journal_line_u64(&l, "size", size);
+	write_line(r, &l);
+}
+
+/* Turn any increase of the kernel's failed-reservation counters into loss records. */
+static void report_loss(struct run *r)
+{
+	uint64_t lost[SL_HOOK_MAX];
+	struct journal_line l;
+	struct timespec now;
+	int hook, err;
+
+	err = loader_lost_counts(r->loader, lost);
+	if (err) {
+		clock_gettime(CLOCK_REALTIME, &now);
+		line_run_fields(r, &l, "anomaly", &now);
+		journal_line_str(&l, "what", "cannot read the loss counters");
+		journal_line_str(&l, "why", strerror(-err));
+		write_line(r, &l);
+		return;
+	}
+	for (hook = 0; hook < SL_HOOK_MAX; hook++) {
+		if (lost[hook] == r->lost_reported[hook])
+			continue;
+		clock_gettime(CLOCK_REALTIME, &now);
+		line_run_fields(r, &l, "loss", &now);
+		journal_line_str(&l, "hook", decision_hook_name(hook));
+		journal_line_u64(&l, "count", lost[hook] - r->lost_reported[hook]);
+		journal_line_u64(&l, "total", lost[hook]);
+		write_line(r, &l);
+		fprintf(stderr, "sluice: %llu %s records lost (ring buffer full); counted in the log\n",
+			(unsigned long long)(lost[hook] - r->lost_reported[hook]),
+			decision_hook_name(hook));
+		r->lost_reported[hook] = lost[hook];
+	}
+}
+
+static void drain(struct run *r)
+{
+	int err = events_consume(r->events);
+
+	if (err < 0 && err != -EINTR)
+		fprintf(stderr, "sluice: reading ring buffer: %s\n", strerror(-err));
+	report_loss(r);
+	err = journal_flush(r->journal);
+	if (err)
+		journal_error(r, err);
+}
+
+static void write_run_start(struct run *r)
+{
+	struct journal_line l;
+	int err;
+
+	clock_gettime(CLOCK_REALTIME, &r->started);
+	line_run_fields(r, &l, "run_start", &r->started);
+	journal_line_str(&l, "mode", r->policy->mode == SL_MODE_REPORT ? "report" : "enforce");
+	journal_line_str(&l, "default",
+			 r->policy->default_verdict == POLICY_DEFAULT_ALLOW ? "allow" : "deny");
+	journal_line_str(&l, "policy", r->args.policy_path);
+	journal_line_str(&l, "cgroup", r->cg.path);
+	journal_line_u64(&l, "cgroup_id", r->cg.id);
+	journal_line_strv(&l, "argv", r->args.cmd, (size_t)r->args.n_cmd);
+	err = journal_write(r->journal, &l);
+	if (err == -E2BIG) {
+		/* A huge command line must not cost the record: keep the program name only. */
+		line_run_fields(r, &l, "run_start", &r->started);
+		journal_line_str(&l, "mode", r->policy->mode == SL_MODE_REPORT ? "report" : "enforce");
+		journal_line_str(&l, "policy", r->args.policy_path);
+		journal_line_str(&l, "cgroup", r->cg.path);
+		journal_line_strv(&l, "argv", r->args.cmd, 1);
+		journal_line_bool(&l, "argv_truncated", true);
+		err = journal_write(r->journal, &l);
+	}
+	if (err)
+		journal_error(r, err);
+}
+
+static void write_run_end(struct run *r, int status, const char *why)
+{
+	const struct events_stats *st = events_stats(r->events);
+	struct journal_line l;
+	struct timespec now;
+	uint64_t lost = 0;
+	int hook;
+
+	for (hook = 0; hook < SL_HOOK_MAX; hook++)
+		lost += r->lost_reported[hook];
+	clock_gettime(CLOCK_REALTIME, &now);
+	line_run_fields(r, &l, "run_end", &now);
+	journal_line_str(&l, "why", why);
+	journal_line_i64(&l, "exit_status", status);
+	journal_line_u64(&l, "records", st->received);
+	journal_line_u64(&l, "lost", lost);
+	journal_line_u64(&l, "malformed", st->malformed);
+	journal_line_u64(&l, "denials", r->denials);
+	journal_line_i64(&l, "duration_ms",
+			 (now.tv_sec - r->started.tv_sec) * 1000 +
+				 (now.tv_nsec - r->started.tv_nsec) / 1000000);
+	write_line(r, &l);
+}
+
+static int status_of(int wstatus)
+{
+	if (WIFEXITED(wstatus))
+		return WEXITSTATUS(wstatus);
+	if (WIFSIGNALED(wstatus))
+		return 128 + WTERMSIG(wstatus);
+	return RUN_EXIT_SLUICE_ERROR;
+}
+
+/*
+ * Wait for the command while streaming records. Returns the exit status to report; *why says
+ * whether the command ended or sluice was told to stop.
+ */
+static int supervise(struct run *r, pid_t child, int sig_fd, const char **why)
+{
+	struct pollfd pfd[2] = {
+		{ .fd = events_fd(r->events), .events = POLLIN },
+		{ .fd = sig_fd, .events = POLLIN },
+	};
+
+	for (;;) {
+		struct signalfd_siginfo si;
+		int wstatus;
+		pid_t got;
+
+		if (poll(pfd, 2, POLL_INTERVAL_MS) < 0 && errno != EINTR) {
+			fprintf(stderr, "sluice: poll: %s\n", strerror(errno));
+			*why = "sluice error";
+			return RUN_EXIT_SLUICE_ERROR;
+		}
+		drain(r);
+		while (read(sig_fd, &si, sizeof(si)) == sizeof(si)) {
+			if (si.ssi_signo == SIGCHLD)
+				continue;
+			/* SIGINT, SIGTERM, SIGHUP: the run ends now, whole cgroup included. */
+			fprintf(stderr, "sluice: %s received, ending run %s\n",
+				strsignal((int)si.ssi_signo), r->run_id);
+			*why = "signal";
+			return 128 + (int)si.ssi_signo;
+		}
+		got = waitpid(child, &wstatus, WNOHANG);
+		if (got == child) {
+			*why = "command exited";
+			return status_of(wstatus);
+		}
+		if (got < 0 && errno != EINTR) {
+			*why = "command lost";
+			return RUN_EXIT_SLUICE_ERROR;
+		}
+	}
+}
+
+/* Undo in reverse order whatever was set up; every step tolerates "not done". */
+static int teardown(struct run *r)
+{
+	int err, ret = 0;
+
+	if (r->cg.fd >= 0) {
+		err = cgroup_kill_and_wait(&r->cg, KILL_TIMEOUT_MS);
+		if (err) {
+			fprintf(stderr, "sluice: kill cgroup %s: %s\n", r->cg.path, strerror(-err));
+			ret = err;
+		}
+	}
+	loader_destroy(r->loader);
+	r->loader = NULL;
+	if (r->cg.path[0]) {
+		err = cgroup_remove(&r->cg);
+		if (err) {
+			fprintf(stderr, "sluice: remove cgroup %s: %s\n", r->cg.path, strerror(-err));
+			ret = err;
+		}
+	}
+	events_free(r->events);
+	r->events = NULL;
+	policy_compiled_free(r->compiled);
+	policy_free(r->policy);
+	return ret;
+}
+
+static int setup(struct run *r, char *err, size_t err_len)
+{
+	static const struct events_handlers handlers = {
+		.decision = on_decision,
+		.malformed = on_malformed,
+	};
+	struct loader_opts lo = {
+		.ringbuf_bytes = (uint32_t)(r->args.ringbuf_kib * 1024),
+		.wakeup_bytes = (uint32_t)(r->args.ringbuf_kib * 1024 / 4),
+		.verbose = r->args.verbose,
+	};
+	int ret;
+
+	ret = policy_load_file(r->args.policy_path, &r->policy, err, err_len);
+	if (ret)
+		return ret;
+	if (r->args.mode)
+		r->policy->mode = strcmp(r->args.mode, "report") ? SL_MODE_ENFORCE : SL_MODE_REPORT;
+	ret = policy_compile(r->policy, &r->compiled, err, err_len);
+	if (ret)
+		return ret;
+
+	if (geteuid() != 0) {
+		util_fmt(err, err_len, "sluice run needs root: it creates a cgroup, loads BPF "
+				       "programs and pins them in bpffs (CAP_SYS_ADMIN, CAP_BPF, "
+				       "CAP_NET_ADMIN)");
+		return -EPERM;
+	}
+
+	r->loader = loader_load(r->policy, r->compiled, &lo);
+	if (!r->loader) {
+		ret = -errno;
+		util_fmt(err, err_len, "load BPF programs: %s", loader_explain(-ret));
+		return ret;
+	}
+
+	ret = cgroup_create_run(r->args.cgroup_parent, r->run_id, &r->cg);
+	if (ret) {
+		util_fmt(err, err_len, "create cgroup %s/%s for the run: %s%s",
+			 r->args.cgroup_parent, r->run_id, strerror(-ret),
+			 ret == -EEXIST ? " (a run with this id exists)" :
+			 ret == -ENOENT ? " (no cgroup v2 hierarchy is mounted)" : "");
+		return ret;
+	}
+
+	ret = loader_attach(r->loader, r->cg.fd, r->run_id);
+	if (ret) {
+		util_fmt(err, err_len, "attach to cgroup %s: %s", r->cg.path, strerror(-ret));
+		return ret;
+	}
+
+	r->events = events_new(loader_events_fd(r->loader), &handlers, r);
+	if (!r->events) {
+		ret = -errno;
+		util_fmt(err, err_len, "open ring buffer: %s", strerror(-ret));
+		return ret;
+	}
+	r->boot_to_real_ns = ts_ns(CLOCK_REALTIME) - ts_ns(CLOCK_BOOTTIME);
+
+	/* Last, so that a failed setup leaves no empty log behind. */
+	r->journal = journal_open(r->log_path);
+	if (!r->journal) {
+		ret = -errno;
+		util_fmt(err, err_len, "create log %s: %s%s", r->log_path, strerror(-ret),
+			 ret == -EEXIST ? " (logs are never overwritten)" : "");
+		return ret;
+	}
+	return 0;
+}
+
+int run_main(int argc, char **argv)
+{
+	struct run r = { .cg = { .fd = -1 } };
+	sigset_t block, old;
+	const char *why = "sluice error";
+	char err[1024] = "";
+	int sig_fd = -1, status = RUN_EXIT_SLUICE_ERROR, ret;
+	pid_t child;
+
+	if (parse_args(argc, argv, &r.args))
+		return RUN_EXIT_SLUICE_ERROR;
+	if (r.args.run_id) {
+		if (check_run_id(r.args.run_id)) {
+			fprintf(stderr, "sluice run: --run-id: expected 1-%d characters of "
+					"[A-Za-z0-9._-] not starting with '.' or '-', got \"%s\"\n",
+				RUN_ID_MAX, r.args.run_id);
+			return RUN_EXIT_SLUICE_ERROR;
+		}
+		util_copy(r.run_id, sizeof(r.run_id), r.args.run_id);
+	} else if (make_run_id(r.run_id, sizeof(r.run_id))) {
+		fprintf(stderr, "sluice run: cannot make a run id: %s\n", strerror(errno));
+		return RUN_EXIT_SLUICE_ERROR;
+	}
+	if (util_fmt(r.log_path, sizeof(r.log_path), "%s",
+		     r.args.log_path ? r.args.log_path : "") ||
+	    (!r.args.log_path &&
+	     util_fmt(r.log_path, sizeof(r.log_path), "sluice-%s.jsonl", r.run_id))) {
+		fprintf(stderr, "sluice run: --log: path too long\n");
+		return RUN_EXIT_SLUICE_ERROR;
+	}
+
+	/* Signals are read from a signalfd in the loop; the command gets the original mask. */
+	sigemptyset(&block);
+	sigaddset(&block, SIGCHLD);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGHUP);
+	sigprocmask(SIG_BLOCK, &block, &old);
+
+	ret = setup(&r, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "sluice run: %s\n", err);
+		goto out;
+	}
+	sig_fd = signalfd(-1, &block, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (sig_fd < 0) {
+		fprintf(stderr, "sluice run: signalfd: %s\n", strerror(errno));
+		goto out;
+	}
+
+	write_run_start(&r);
+	ret = spawn_in_cgroup(r.cg.fd, r.args.cmd, &old, &child);
+	if (ret) {
+		fprintf(stderr, "sluice run: cannot execute %s: %s\n", r.args.cmd[0],
+			strerror(-ret));
+		status = ret == -ENOENT ? RUN_EXIT_NOT_FOUND : RUN_EXIT_CANNOT_EXEC;
+		why = "command not started";
+	} else {
+		status = supervise(&r, child, sig_fd, &why);
+	}
+
+	/* The run is the cgroup: daemons the command left behind end with it. */
+	if (cgroup_kill_and_wait(&r.cg, KILL_TIMEOUT_MS))
+		fprintf(stderr, "sluice: processes of run %s did not exit in time\n", r.run_id);
+	if (!ret)
+		waitpid(child, NULL, WNOHANG);
+	drain(&r);
+	write_run_end(&r, status, why);
+
+out:
+	if (teardown(&r))
+		fprintf(stderr, "sluice: run %s was not cleaned up completely\n", r.run_id);
+	ret = journal_close(r.journal);
+	if (ret)
+		fprintf(stderr, "sluice: closing log %s: %s\n", r.log_path, strerror(-ret));
+	if (sig_fd >= 0)
+		close(sig_fd);
+	return status;
+}

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Small checked helpers: formatting that reports truncation, whole-file reads and writes. */
+#ifndef SLUICE_UTIL_H
+#define SLUICE_UTIL_H
+
+#include <stddef.h>
+
+/* snprintf that returns -ENAMETOOLONG on truncation and -EINVAL on an encoding error. */
+int util_fmt(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* strcpy into a bounded buffer; -ENAMETOOLONG if it does not fit. */
+int util_copy(char *dst, size_t len, const char *src);
+
+/* Read a small file into buf, NUL-terminated; returns bytes read or -errno. */
+int util_read_file(const char *path, char *buf, size_t len);
+
+/* Write a string to an existing file (cgroupfs, sysfs); returns 0 or -errno. */
+int util_write_file(const char *path, const char *s);
+
+/* Undo the octal escapes (\040 for a space, …) that /proc/self/mountinfo uses in paths. */
+int util_unescape_mountinfo(char *s);
+
+#endif /* SLUICE_UTIL_H */
