@@ -69,7 +69,7 @@ $(OUTPUT)/selftests/%: selftests/tools/%.c | $(OUTPUT)/selftests
 
 $(OUTPUT)/selftests/%: selftests/unit/%.c policy/policy.c | $(OUTPUT)/selftests
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) -I. $^ -lyaml -o $@
+	$(Q)$(CC) $(CFLAGS) -I. -DSLUICE_SRC_DIR='"$(CURDIR)"' $^ -lyaml -o $@
 
 # Unit tests (no root) first, then the root selftests, each building its own topology.
 test: deps

@@ -499,18 +499,18 @@ sluice_diag() {
 #
 # log_count LOG key=value…: lines of LOG that hold every "key":value pair, matched exactly in the
 # compact form the log uses. Values that look like numbers, true, false or null are matched raw,
-# anything else as a JSON string; key:=value forces raw, key=:value forces a string.
+# anything else as a JSON string. A type suffix on the key forces one: key:raw=value,
+# key:str=value. Only the first "=" splits, so values may hold anything (IPv6 addresses).
 #   log_count "$log" type=decision dst=198.51.100.20 port=80 decision=deny enforced=true
 
 sl_json_frag() {
 	local kv=$1 k v raw=auto
-	if [[ $kv == *:=* ]]; then
-		k=${kv%%:=*} v=${kv#*:=} raw=yes
-	elif [[ $kv == *=:* ]]; then
-		k=${kv%%=:*} v=${kv#*=:} raw=no
-	else
-		k=${kv%%=*} v=${kv#*=}
-	fi
+	k=${kv%%=*}
+	v=${kv#*=}
+	case $k in
+	*:raw) k=${k%:raw} raw=yes ;;
+	*:str) k=${k%:str} raw=no ;;
+	esac
 	if [[ $raw == auto ]]; then
 		if [[ $v =~ ^-?[0-9]+$ || $v == true || $v == false || $v == null ]]; then
 			raw=yes
@@ -836,11 +836,13 @@ got: $(grep -xF -A1 -- "$deny" "$SL_ERR" | sed -n 2p)"
 }
 
 # probe_denied LABEL MODE ADDR PORT ERRNO HOOK RULE [DST_V4] [-- PROBE_OPTS…]
-# ERRNO is the expected errno name (EPERM); DST_V4 the IPv4 address embedded in a v6 ADDR.
+# ERRNO is the expected errno name (EPERM); DST_V4 the IPv4 address embedded in a v6 ADDR. The
+# log line must have "dst":ADDR and "dst_v4":DST_V4, or, when HOOK is a v4 hook (the kernel
+# judged the embedded address), "dst":DST_V4.
 # In report mode (CASE_EXTRA has --mode report, or the policy says so) use probe_reported.
 probe_denied() {
 	local label=$1 mode=$2 addr=$3 port=$4 errno=$5 hook=$6 rule=$7 v4=${8:-}
-	local proto count family shown deny
+	local proto count family shown logdst v4field deny
 	local -a opts=() fields=() nothere=()
 	[[ $v4 == -- ]] && v4=
 	shift 7
@@ -850,6 +852,14 @@ probe_denied() {
 	count=$(sl_case_count "$mode")
 	family=$(sl_case_family "$hook")
 	shown=${addr%%%*}
+	logdst=$shown
+	v4field=$v4
+	if [[ $hook == *4 && $shown == *:* ]]; then
+		# A v4 hook judging a v6 literal: the kernel handed it the embedded IPv4 address
+		# (unconnected UDP to ::ffff:a.b.c.d runs only the sendmsg4 programs).
+		logdst=$v4
+		v4field=
+	fi
 
 	sl_case_run "$mode" "$addr" "$port" "${opts[@]}"
 	assert_rc "$label: sluice exits with the probe's status 1" 1
@@ -863,15 +873,15 @@ probe_denied() {
 		[[ -n $v4 ]] && nothere+=("udp $v4 $port")
 	fi
 	assert_sink_none "$label: nothing arrives at the test hosts" "${nothere[@]}"
-	fields=(type=decision "run_id=$SL_RUN_ID" task=selftest "dst=$shown" "port=$port"
+	fields=(type=decision "run_id=$SL_RUN_ID" task=selftest "dst=$logdst" "port=$port"
 		"proto=$proto" decision=deny enforced=true "rule=$rule" "hook=$hook"
 		"family=$family")
-	[[ -n $v4 ]] && fields+=("dst_v4=$v4")
+	[[ -n $v4field ]] && fields+=("dst_v4=$v4field")
 	assert_log "$label: log has $count deny line(s) (rule $rule, hook $hook)" "$CASE_LOG" \
 		"$count" "${fields[@]}"
-	assert_decision_ids "$label: deny line names pid and comm" "$CASE_LOG" "dst=$shown" \
+	assert_decision_ids "$label: deny line names pid and comm" "$CASE_LOG" "dst=$logdst" \
 		"port=$port" decision=deny
-	deny="egress denied: $(sl_dst_text "$shown" "$port" "$proto") (rule: $rule)"
+	deny="egress denied: $(sl_dst_text "$logdst" "$port" "$proto") (rule: $rule)"
 	deny+=" run_id=$SL_RUN_ID task=selftest"
 	assert_stderr "$label: stderr names the denial" "$deny"
 	if [[ -n $CASE_REQ ]]; then

@@ -52,6 +52,8 @@ controls=(
 	"control-v6      tcp           2001:db8::20        80   connect6  everything"
 	"control-mapped  tcp           ::ffff:203.0.113.7  80   connect6  everything 203.0.113.7"
 )
+# Unconnected UDP to a v4-mapped address is handed by udpv6_sendmsg() to udp_sendmsg(), which
+# runs only the sendmsg4 programs, with the IPv4 address: hence sendmsg4 for P5-udp*.
 # label             mode          addr                   port hook      v4
 blackholed=(
 	"P4-tcp            tcp           $MD                    80   connect4"
@@ -60,8 +62,8 @@ blackholed=(
 	"P4-udp-sendmmsg   udp-sendmmsg  $MD                    9999 sendmsg4"
 	"P4-udp-connect    udp-connect   $MD                    53   connect4"
 	"P5-tcp            tcp           ::ffff:$MD             80   connect6  $MD"
-	"P5-udp            udp-sendto    ::ffff:$MD             53   sendmsg6  $MD"
-	"P5-udp-sendmsg    udp-sendmsg   ::ffff:$MD             9999 sendmsg6  $MD"
+	"P5-udp            udp-sendto    ::ffff:$MD             53   sendmsg4  $MD"
+	"P5-udp-sendmsg    udp-sendmsg   ::ffff:$MD             9999 sendmsg4  $MD"
 	"P5-udp-connect    udp-connect   ::ffff:$MD             53   connect6  $MD"
 	"P6-nat64-tcp      tcp           64:ff9b::a9fe:a9fe     80   connect6  $MD"
 	"P6-nat64-udp      udp-sendto    64:ff9b::a9fe:a9fe     53   sendmsg6  $MD"

@@ -231,6 +231,11 @@ int loader_lost_counts(const struct loader *l, uint64_t lost[SL_HOOK_MAX])
 	return err;
 }
 
+uint64_t loader_next_seq(const struct loader *l)
+{
+	return __atomic_load_n(&l->skel->bss->sl_seq, __ATOMIC_ACQUIRE);
+}
+
 void loader_destroy(struct loader *l)
 {
 	int hook;

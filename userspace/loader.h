@@ -37,6 +37,9 @@ int loader_events_fd(const struct loader *l);
 /* Sum over CPUs of the failed ring-buffer reservations, per hook. */
 int loader_lost_counts(const struct loader *l, uint64_t lost[SL_HOOK_MAX]);
 
+/* The run's next kernel sequence number: every record ever attempted took one below it. */
+uint64_t loader_next_seq(const struct loader *l);
+
 /* Unpin and detach every link, remove the pin directory, free everything. Accepts NULL. */
 void loader_destroy(struct loader *l);
 

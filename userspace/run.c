@@ -408,11 +408,24 @@ static void write_run_end(struct run *r, int status, const char *why)
 	const struct events_stats *st = events_stats(r->events);
 	struct journal_line l;
 	struct timespec now;
-	uint64_t lost = 0;
+	uint64_t lost = 0, next_seq;
 	int hook;
 
 	for (hook = 0; hook < SL_HOOK_MAX; hook++)
 		lost += r->lost_reported[hook];
+	/*
+	 * Every sequence number the kernel handed out is a record received, malformed or counted
+	 * lost; anything else means records vanished without being counted.
+	 */
+	next_seq = loader_next_seq(r->loader);
+	if (next_seq != st->received + st->malformed + lost) {
+		clock_gettime(CLOCK_REALTIME, &now);
+		line_run_fields(r, &l, "anomaly", &now);
+		journal_line_str(&l, "what", "records unaccounted for");
+		journal_line_u64(&l, "kseq_next", next_seq);
+		journal_line_u64(&l, "accounted", st->received + st->malformed + lost);
+		write_line(r, &l);
+	}
 	clock_gettime(CLOCK_REALTIME, &now);
 	line_run_fields(r, &l, "run_end", &now);
 	journal_line_str(&l, "why", why);
@@ -421,6 +434,7 @@ static void write_run_end(struct run *r, int status, const char *why)
 	journal_line_u64(&l, "lost", lost);
 	journal_line_u64(&l, "malformed", st->malformed);
 	journal_line_u64(&l, "denials", r->denials);
+	journal_line_u64(&l, "kseq_next", next_seq);
 	journal_line_i64(&l, "duration_ms",
 			 (now.tv_sec - r->started.tv_sec) * 1000 +
 				 (now.tv_nsec - r->started.tv_nsec) / 1000000);

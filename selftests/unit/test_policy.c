@@ -1169,17 +1169,22 @@ static const struct misc_case misc_cases[] = {
 	{"misc: every truncation of the seed fails cleanly", misc_truncations},
 };
 
+#ifndef SLUICE_SRC_DIR
+#define SLUICE_SRC_DIR "."
+#endif
+
 int main(int argc, char **argv)
 {
 	size_t plan = ARRAY_SIZE(accept_cases) + ARRAY_SIZE(reject_cases) +
 		      ARRAY_SIZE(compile_cases) + ARRAY_SIZE(blackhole_cases) +
 		      ARRAY_SIZE(misc_cases);
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s REPO_ROOT\n", argv[0]);
+	/* The Makefile bakes in the source tree; an argument overrides it (prove passes none). */
+	if (argc > 2) {
+		fprintf(stderr, "usage: %s [REPO_ROOT]\n", argv[0]);
 		return 2;
 	}
-	root = argv[1];
+	root = argc == 2 ? argv[1] : SLUICE_SRC_DIR;
 	printf("TAP version 13\n1..%zu\n", plan);
 	for (size_t i = 0; i < ARRAY_SIZE(accept_cases); i++)
 		run_accept(&accept_cases[i]);

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# The command line's contract: policy check accepts and refuses with file:line:col; run refuses
+# bad arguments, a non-root caller and an existing log with a message saying why, creates nothing
+# when it refuses, and never touches a log that already exists.
+
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+require_root
+require_sluice
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/sluice-cli.XXXXXX") || bail_out "mktemp failed"
+trap 'rm -rf -- "$tmp"' EXIT
+chmod 0755 "$tmp"
+
+good=$tmp/good.yaml
+bad=$tmp/bad.yaml
+cat >"$good" <<'EOF2'
+default: deny
+rules:
+  - name: test-host
+    cidrs: ["198.51.100.10/32"]
+    ports: [80]
+EOF2
+cat >"$bad" <<'EOF2'
+default: deny
+rules:
+  - name: test-host
+    cidrs: ["198.51.100.10/32"]
+    ports: [80, 70000]
+EOF2
+chmod 0644 "$good" "$bad"
+
+# expect NAME WANT_RC PATTERN CMD…: exit status and a message (stdout+stderr) matching PATTERN.
+expect() {
+	local name=$1 want=$2 pat=$3 out rc
+	shift 3
+	out=$("$@" 2>&1)
+	rc=$?
+	if [[ $rc -eq $want ]] && grep -qE -- "$pat" <<<"$out"; then
+		tap_ok "$name"
+	else
+		tap_fail "$name" "expected exit $want and output matching /$pat/; got exit $rc: $out"
+	fi
+}
+
+expect "policy check accepts a valid policy and says what it enforces" 0 \
+	'enforced in the kernel' "$SLUICE" policy check "$good"
+expect "policy check refuses a bad port with file:line:col" 1 \
+	"^$bad:5:17: rules\\[0\\]\\.ports\\[1\\]: .*70000" "$SLUICE" policy check "$bad"
+expect "policy check on a missing file names it" 1 "$tmp/missing.yaml" \
+	"$SLUICE" policy check "$tmp/missing.yaml"
+expect "the seed policy loads unchanged and host rules are reported as not enforced" 0 \
+	'NOT ENFORCED YET' "$SLUICE" policy check "$REPO/policy/examples/seed-003.yaml"
+expect "unknown command is a usage error" 2 'unknown command' "$SLUICE" frobnicate
+expect "run without --policy says so" 125 'policy FILE is required' \
+	"$SLUICE" run -- true
+expect "run without a command says so" 125 'no command given' "$SLUICE" run --policy "$good"
+expect "run refuses a run id that is not a path component" 125 'run-id: expected' \
+	"$SLUICE" run --policy "$good" --run-id ../x -- true
+expect "run refuses an unknown mode" 125 'mode: expected enforce or report' \
+	"$SLUICE" run --policy "$good" --mode audit -- true
+expect "run refuses an invalid policy before creating anything" 125 "$bad:5:17" \
+	"$SLUICE" run --policy "$bad" --run-id "cli-$$-bad" -- true
+tap_check "a refused run leaves nothing behind" leftovers_check "cli-$$-bad"
+
+if command -v setpriv >/dev/null; then
+	expect "run as an unprivileged user says root is needed" 125 'needs root' \
+		setpriv --reuid=65534 --regid=65534 --clear-groups \
+		"$SLUICE" run --policy "$good" --log "$tmp/nobody.jsonl" -- true
+else
+	tap_skip "run as an unprivileged user says root is needed" "setpriv not installed"
+fi
+
+echo "evidence" >"$tmp/existing.jsonl"
+expect "run refuses to overwrite an existing log" 125 'logs are never overwritten' \
+	"$SLUICE" run --policy "$good" --run-id "cli-$$-log" --log "$tmp/existing.jsonl" -- true
+tap_is "the existing log is untouched" "$(cat "$tmp/existing.jsonl")" "evidence"
+tap_check "a run refused for its log leaves nothing behind" leftovers_check "cli-$$-log"
+
+expect "a command that does not exist exits 127 and says so" 127 'cannot execute' \
+	"$SLUICE" run --policy "$good" --run-id "cli-$$-nx" --log "$tmp/nx.jsonl" -- /nonexistent/cmd
+tap_check "the run of a missing command is cleaned up" leftovers_check "cli-$$-nx"
+tap_check "the run of a missing command still has a complete log" log_well_formed "$tmp/nx.jsonl"
+
+tap_done
