@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 # shellcheck shell=bash
+# (Globals here are used by the test files that source this one.)
+# shellcheck disable=SC2034
 #
 # sluice selftests: TAP 13 output, the throwaway test topology, and helpers to run sluice and read
 # what the receiving side saw. Sourced by selftests/test_*.sh.
@@ -21,6 +23,18 @@
 # network, and nothing is configured in the root netns: veths are created inside the namespaces.
 #
 # Both sinks log to files in $SL_TMP; see sl_sink.c for the line format.
+#
+# A test file:
+#   . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+#   require_root; require_sluice; topo_up       # topo_down runs on exit, whatever happens
+#   CASE_POLICY=$SL_TMP/p.yaml; cat >"$CASE_POLICY" <<'EOF' … EOF
+#   probe_denied "P1" tcp 198.51.100.20 80 EPERM connect4 default
+#   tap_done
+# Extra cleanup goes through sl_on_exit, not trap (topo_up owns the EXIT trap).
+#
+# Environment: SLUICE, SL_TOOLS (binaries), SL_KEEP_TMP=1 (keep $SL_TMP for a post-mortem),
+# SL_RUN_TIMEOUT (s, per run), SL_SETTLE (s, wait before "nothing arrived"), SL_PROMPT_MS (the
+# most a denied call may take).
 
 set -u
 
@@ -132,7 +146,7 @@ tap_is() {
 
 # tap_cmp NAME GOT OP WANT: integer comparison (OP one of -eq -ne -lt -le -gt -ge).
 tap_cmp() {
-	if [[ $2 =~ ^-?[0-9]+$ ]] && [ "$2" "$3" "$4" ]; then
+	if [[ $2 =~ ^-?[0-9]+$ ]] && test "$2" "$3" "$4"; then
 		tap_ok "$1"
 		return 0
 	fi
@@ -526,7 +540,7 @@ sl_json_frag() {
 }
 
 log_lines() {
-	local log=$1 kv frag
+	local log=$1 kv
 	shift
 	[[ -f $log ]] || return 0
 	local -a frags=()

@@ -7,6 +7,7 @@
 # link-local one by the router), so a probe sluice fails to stop shows up in a sink log; the
 # controls in the same policy prove the policy does let other traffic through.
 
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 require_root
@@ -100,6 +101,7 @@ done
 report_run() {
 	local label=$1 policy=$2 unlisted=203.0.113.7 ids
 	shift 2
+	# shellcheck disable=SC2016 # expanded by the inner sh
 	sluice_run "$policy" "$SL_TMP/$label.log" "$@" -- "${RUN_EXEC[@]}" sh -c '
 		"$1" tcp "$2" 80
 		"$1" tcp 169.254.169.254 80

@@ -5,6 +5,7 @@
 # with EPERM (or the policy's deny_errno), nothing arrives at the test host, and the denial is in
 # the log and on stderr with the request-access hint.
 
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 require_root

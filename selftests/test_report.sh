@@ -6,6 +6,7 @@
 # and stderr shows the report-mode line. A control run of the same policy in enforce mode denies,
 # so the test can tell the modes apart.
 
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 require_root

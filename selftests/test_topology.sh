@@ -5,6 +5,7 @@
 # (so a probe that sluice fails to stop would be seen by a sink), nothing is routed anywhere else,
 # the root netns is untouched, and topo_down leaves nothing behind.
 
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 require_root

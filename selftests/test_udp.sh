@@ -6,6 +6,7 @@
 # socket is denied at connect; the allowed host with a UDP rule gets every datagram; UDP to a port
 # that only a TCP rule allows (QUIC on 443) is denied.
 
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 require_root

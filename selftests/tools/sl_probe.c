@@ -82,15 +82,15 @@ static const struct {
 	int err;
 	const char *name;
 } errno_names[] = {
-	{ EPERM, "EPERM" },
-	{ EACCES, "EACCES" },
-	{ ECONNREFUSED, "ECONNREFUSED" },
-	{ ENETUNREACH, "ENETUNREACH" },
-	{ EHOSTUNREACH, "EHOSTUNREACH" },
-	{ ETIMEDOUT, "ETIMEDOUT" },
-	{ EINVAL, "EINVAL" },
-	{ EAFNOSUPPORT, "EAFNOSUPPORT" },
-	{ EADDRNOTAVAIL, "EADDRNOTAVAIL" },
+	{EPERM, "EPERM"},
+	{EACCES, "EACCES"},
+	{ECONNREFUSED, "ECONNREFUSED"},
+	{ENETUNREACH, "ENETUNREACH"},
+	{EHOSTUNREACH, "EHOSTUNREACH"},
+	{ETIMEDOUT, "ETIMEDOUT"},
+	{EINVAL, "EINVAL"},
+	{EAFNOSUPPORT, "EAFNOSUPPORT"},
+	{EADDRNOTAVAIL, "EADDRNOTAVAIL"},
 };
 
 static long long now_ms(void)
@@ -137,7 +137,7 @@ static int parse_int(const char *s, int lo, int hi, int *out)
 
 static int parse_dst(const char *addr, const char *port, bool v6, struct probe_dst *d)
 {
-	struct addrinfo hints = { .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV };
+	struct addrinfo hints = {.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV};
 	struct addrinfo *ai = NULL;
 	int p, r;
 
@@ -184,7 +184,7 @@ static int probe_socket(const struct probe_dst *d, int type)
 static int wait_fd(int fd, short events, long long deadline_ms)
 {
 	for (;;) {
-		struct pollfd p = { .fd = fd, .events = events };
+		struct pollfd p = {.fd = fd, .events = events};
 		long long left = deadline_ms - now_ms();
 		int r;
 
@@ -253,7 +253,7 @@ static int op_udp_sendto(int fd, const struct probe_dst *d)
 
 static int op_udp_sendmsg(int fd, const struct probe_dst *d)
 {
-	struct iovec iov = { .iov_base = (void *)PROBE_PAYLOAD, .iov_len = strlen(PROBE_PAYLOAD) };
+	struct iovec iov = {.iov_base = (void *)PROBE_PAYLOAD, .iov_len = strlen(PROBE_PAYLOAD)};
 	struct msghdr msg = {
 		.msg_name = (void *)&d->ss,
 		.msg_namelen = d->len,
@@ -288,20 +288,26 @@ static int run_udp_one(const struct probe_args *a, int *failed,
 	return 0;
 }
 
+/* One tcp probe and its result line. */
+static void tcp_once(const struct probe_dst *d, int timeout_ms, int *failed)
+{
+	long long start = now_ms();
+	int err = op_tcp(d, timeout_ms);
+
+	result_line(stdout, err, start);
+	if (err)
+		(*failed)++;
+}
+
 static int mode_tcp(const struct probe_args *a, int *failed)
 {
 	struct probe_dst d;
-	long long start;
 	int err;
 
 	err = parse_dst(a->argv[0], a->argv[1], a->o.v6, &d);
 	if (err)
 		return err;
-	start = now_ms();
-	err = op_tcp(&d, a->o.timeout_ms);
-	result_line(stdout, err, start);
-	if (err)
-		(*failed)++;
+	tcp_once(&d, a->o.timeout_ms, failed);
 	return 0;
 }
 
@@ -336,7 +342,7 @@ static int mode_udp_connect(const struct probe_args *a, int *failed)
  */
 static int mode_udp_sendmmsg(const struct probe_args *a, int *failed)
 {
-	static const char *payloads[PROBE_MMSG_COUNT] = { "probe 1\n", "probe 2\n", "probe 3\n" };
+	static const char *payloads[PROBE_MMSG_COUNT] = {"probe 1\n", "probe 2\n", "probe 3\n"};
 	struct iovec iov[PROBE_MMSG_COUNT];
 	struct mmsghdr mm[PROBE_MMSG_COUNT];
 	struct probe_dst d;
@@ -414,8 +420,8 @@ static int write_pidfile(const char *path, pid_t pid)
 }
 
 /* The daemon proper: detached from the command's stdio, probing until killed. */
-static void daemon_loop(const struct probe_dst *d, int interval_ms, int timeout_ms,
-			const char *result_path)
+__attribute__((noreturn)) static void daemon_loop(const struct probe_dst *d, int interval_ms,
+						  int timeout_ms, const char *result_path)
 {
 	struct timespec ts = {
 		.tv_sec = interval_ms / 1000,
@@ -567,11 +573,6 @@ static int cgroup_move_to_child(const char *cg_dir)
 
 static int mode_cgroup_escape(const struct probe_args *a, int *failed)
 {
-	struct probe_args tcp = {
-		.argv = a->argv + 1,
-		.argc = a->argc - 1,
-		.o = a->o,
-	};
 	struct probe_dst d;
 	int err;
 
@@ -581,17 +582,18 @@ static int mode_cgroup_escape(const struct probe_args *a, int *failed)
 	err = cgroup_move_to_child(a->argv[0]);
 	if (err)
 		return err;
-	return mode_tcp(&tcp, failed);
+	tcp_once(&d, a->o.timeout_ms, failed);
+	return 0;
 }
 
 static const struct probe_mode modes[] = {
-	{ "tcp", 2, 2, "tcp ADDR PORT", mode_tcp },
-	{ "udp-sendto", 2, 2, "udp-sendto ADDR PORT", mode_udp_sendto },
-	{ "udp-sendmsg", 2, 2, "udp-sendmsg ADDR PORT", mode_udp_sendmsg },
-	{ "udp-sendmmsg", 2, 2, "udp-sendmmsg ADDR PORT", mode_udp_sendmmsg },
-	{ "udp-connect", 2, 2, "udp-connect ADDR PORT", mode_udp_connect },
-	{ "daemon", 4, 5, "daemon ADDR PORT INTERVAL_MS PIDFILE [RESULTFILE]", mode_daemon },
-	{ "cgroup-escape", 3, 3, "cgroup-escape CGROUP_DIR ADDR PORT", mode_cgroup_escape },
+	{"tcp", 2, 2, "tcp ADDR PORT", mode_tcp},
+	{"udp-sendto", 2, 2, "udp-sendto ADDR PORT", mode_udp_sendto},
+	{"udp-sendmsg", 2, 2, "udp-sendmsg ADDR PORT", mode_udp_sendmsg},
+	{"udp-sendmmsg", 2, 2, "udp-sendmmsg ADDR PORT", mode_udp_sendmmsg},
+	{"udp-connect", 2, 2, "udp-connect ADDR PORT", mode_udp_connect},
+	{"daemon", 4, 5, "daemon ADDR PORT INTERVAL_MS PIDFILE [RESULTFILE]", mode_daemon},
+	{"cgroup-escape", 3, 3, "cgroup-escape CGROUP_DIR ADDR PORT", mode_cgroup_escape},
 };
 
 static void usage(void)
@@ -606,11 +608,11 @@ static void usage(void)
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "v6", no_argument, NULL, '6' },
-		{ "timeout-ms", required_argument, NULL, 't' },
-		{ NULL, 0, NULL, 0 },
+		{"v6", no_argument, NULL, '6'},
+		{"timeout-ms", required_argument, NULL, 't'},
+		{NULL, 0, NULL, 0},
 	};
-	struct probe_args a = { .o = { .timeout_ms = PROBE_DEFAULT_TIMEOUT_MS } };
+	struct probe_args a = {.o = {.timeout_ms = PROBE_DEFAULT_TIMEOUT_MS}};
 	const struct probe_mode *m = NULL;
 	int c, err, failed = 0;
 	size_t i;

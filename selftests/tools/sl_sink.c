@@ -75,8 +75,7 @@ struct sink {
 	struct sink_sock *socks;
 	size_t n_socks;
 	size_t cap_socks;
-	struct pollfd *pfds;
-	size_t cap_pfds;
+	struct pollfd *pfds; /* cap_socks entries, rebuilt for each poll */
 	unsigned char *buf;
 };
 
@@ -189,7 +188,6 @@ static int sink_add(struct sink *s, const struct sink_sock *ss)
 			return -ENOMEM;
 		s->pfds = p;
 		s->cap_socks = cap;
-		s->cap_pfds = cap;
 	}
 	s->socks[s->n_socks++] = *ss;
 	return 0;
@@ -222,7 +220,7 @@ static int sink_listen(struct sink *s, int type, unsigned short port)
 		.sin6_port = htons(port),
 		.sin6_addr = IN6ADDR_ANY_INIT,
 	};
-	struct sink_sock ss = { .fd = -1 };
+	struct sink_sock ss = {.fd = -1};
 	int zero = 0;
 	int fd, err;
 
@@ -277,7 +275,7 @@ static int sink_accept(struct sink *s, int lfd)
 	for (;;) {
 		struct sockaddr_storage peer, local;
 		socklen_t plen = sizeof(peer), llen = sizeof(local);
-		struct sink_sock c = { .kind = SINK_TCP_CONN };
+		struct sink_sock c = {.kind = SINK_TCP_CONN};
 		int fd, err;
 
 		fd = accept4(lfd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -385,7 +383,7 @@ static void udp_echo(int fd, const struct sockaddr_storage *peer, socklen_t plen
 		char buf[CMSG_SPACE(sizeof(struct in6_pktinfo))];
 		struct cmsghdr align;
 	} ctl;
-	struct iovec iov = { .iov_base = (void *)data, .iov_len = len };
+	struct iovec iov = {.iov_base = (void *)data, .iov_len = len};
 	struct msghdr r = {
 		.msg_name = (void *)peer,
 		.msg_namelen = plen,
@@ -418,7 +416,7 @@ static int sink_udp_read(struct sink *s, int fd, unsigned int dport)
 			struct cmsghdr align;
 		} ctl;
 		struct sockaddr_storage peer;
-		struct iovec iov = { .iov_base = s->buf, .iov_len = SINK_BUF_SIZE };
+		struct iovec iov = {.iov_base = s->buf, .iov_len = SINK_BUF_SIZE};
 		struct msghdr msg = {
 			.msg_name = &peer,
 			.msg_namelen = sizeof(peer),
@@ -427,7 +425,7 @@ static int sink_udp_read(struct sink *s, int fd, unsigned int dport)
 			.msg_control = ctl.buf,
 			.msg_controllen = sizeof(ctl.buf),
 		};
-		struct sink_dgram_dst dd = { .have_pi6 = false };
+		struct sink_dgram_dst dd = {.have_pi6 = false};
 		char dtext[INET6_ADDRSTRLEN], stext[INET6_ADDRSTRLEN];
 		ssize_t n;
 
@@ -492,10 +490,11 @@ static int sink_loop(struct sink *s, const sigset_t *waitmask)
 		}
 		r = ppoll(s->pfds, n, NULL, waitmask);
 		if (r < 0) {
-			if (errno == EINTR)
+			r = -errno;
+			if (r == -EINTR)
 				continue;
-			fprintf(stderr, "sl_sink: poll: %s\n", strerror(errno));
-			return -errno;
+			fprintf(stderr, "sl_sink: poll: %s\n", strerror(-r));
+			return r;
 		}
 		/*
 		 * Walk backwards: sink_del() moves the last entry into the freed slot, and entries
@@ -531,10 +530,10 @@ static int sink_loop(struct sink *s, const sigset_t *waitmask)
 
 int main(int argc, char **argv)
 {
-	struct sink s = { .log = NULL };
-	struct sink_ports tcp = { .n = 0 }, udp = { .n = 0 };
+	struct sink s = {.log = NULL};
+	struct sink_ports tcp = {.n = 0}, udp = {.n = 0};
 	const char *log_path = NULL, *pid_path = NULL;
-	struct sigaction sa = { .sa_handler = sink_on_signal };
+	struct sigaction sa = {.sa_handler = sink_on_signal};
 	sigset_t block, waitmask;
 	int err = 0, i;
 	size_t k;
