@@ -35,7 +35,7 @@ msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
 .DELETE_ON_ERROR:
-.SECONDARY: $(BPF_OBJS)
+.SECONDARY: $(BPF_OBJS) $(SKELS)
 .PHONY: all deps test demo install clean vmlinux
 
 all: $(OUTPUT)/sluice $(TOOLS) $(UNIT_TESTS)

@@ -67,6 +67,7 @@ SL_TAP_FAILED=0
 SL_TAP_PLANNED=0
 SL_RUN_N=0
 SL_RUN_ID=
+SL_RUN_CGID=
 SL_RUNS=()
 SL_PIDS=()
 SL_CLEANUP=()
@@ -494,6 +495,10 @@ sluice_run() {
 	timeout -k 5 "$SL_RUN_TIMEOUT" "$SLUICE" run --policy "$policy" --run-id "$SL_RUN_ID" \
 		--task selftest --log "$log" "${extra[@]}" -- "$@" >"$SL_OUT" 2>"$SL_ERR" </dev/null
 	SL_RC=$?
+	# The run's cgroup id, from its run_start line: leftovers_check looks for links still on it.
+	SL_RUN_CGID=
+	[[ -s $log ]] && SL_RUN_CGID=$(head -n 1 "$log" | python3 -c \
+		'import json, sys; print(json.loads(sys.stdin.read()).get("cgroup_id", ""))' 2>/dev/null)
 	return 0
 }
 
@@ -614,9 +619,10 @@ EOF
 # ---------------------------------------------------------------------------------------------
 # Leftovers
 
-# leftovers_check RUN_ID: nothing of the run remains (cgroup, pins). Prints what is left.
+# leftovers_check RUN_ID [CGROUP_ID]: nothing of the run remains (cgroup, pins and, given the
+# run's cgroup id, BPF links attached to it). Prints what is left.
 leftovers_check() {
-	local id=$1 cg m left=0
+	local id=$1 cgid=${2:-} cg m left=0 links
 	cg=$(cg2_mount)
 	if [[ -z $cg ]]; then
 		echo "no cgroup2 mount found"
@@ -626,6 +632,15 @@ leftovers_check() {
 		echo "cgroup left: $cg/sluice/$id"
 		find "$cg/sluice/$id" -type d 2>/dev/null | sed 's/^/  /'
 		left=1
+	fi
+	if [[ -n $cgid ]] && command -v bpftool >/dev/null; then
+		links=$(bpftool -j link show 2>/dev/null | python3 -c '
+import json, sys
+print(sum(1 for l in json.load(sys.stdin) if l.get("cgroup_id") == int(sys.argv[1])))' "$cgid")
+		if [[ $links != 0 ]]; then
+			echo "BPF links left on cgroup id $cgid: $links"
+			left=1
+		fi
 	fi
 	for m in $(mounts_of_type bpf) /sys/fs/bpf; do
 		if [[ -e $m/sluice/$id ]]; then
@@ -788,7 +803,7 @@ assert_stderr() {
 
 # assert_no_leftovers NAME: nothing of the last run remains.
 assert_no_leftovers() {
-	tap_check "$1" leftovers_check "$SL_RUN_ID"
+	tap_check "$1" leftovers_check "$SL_RUN_ID" "$SL_RUN_CGID"
 }
 
 # "198.51.100.20:80/tcp" or "[2001:db8::20]:80/tcp": a destination as sluice's stderr shows it.
