@@ -26,7 +26,7 @@ enum sl_hook {
 	SL_HOOK_CONNECT6 = 2,
 	SL_HOOK_SENDMSG4 = 3,
 	SL_HOOK_SENDMSG6 = 4,
-	SL_HOOK_MAX, /* array size, not a hook */
+	SL_HOOK_MAX, /* array size, not a hook; recvmsg/getpeername rewrite and record nothing */
 };
 
 enum sl_verdict {
@@ -41,6 +41,7 @@ enum sl_reason {
 	SL_REASON_DEFAULT_DENY = 3,  /* no rule matched, policy default is deny */
 	SL_REASON_BLACKHOLE = 4,     /* fixed metadata/link-local blackhole, in any form */
 	SL_REASON_PROTOCOL = 5,	     /* socket protocol is neither TCP nor UDP: cannot classify */
+	SL_REASON_DNS_REDIRECT = 6,  /* port 53: sent to the run's resolver instead (allowed) */
 };
 
 /* Policy modes (rodata sl_cfg_mode). */
@@ -88,7 +89,7 @@ struct sl_decision_event {
 	__u8 enforced;     /* 1 if the verdict was applied, 0 in report mode */
 	__u8 embedded_v4;  /* 1 if eff_addr was extracted from a v6 address */
 	__u8 pad1;
-	__u32 pad2;        /* keeps addr 8-byte aligned: BPF compares it as two __u64 */
+	__u32 host_id;     /* name the run's resolver learned this address for, or 0 */
 	__u8 addr[16];
 	__u8 eff_addr[4];
 	__u8 pad3[4];
@@ -132,5 +133,37 @@ struct sl_dst_rules {
 	struct sl_port_rule e[SL_MAX_PORT_RULES];
 };
 _Static_assert(sizeof(struct sl_dst_rules) == 136, "sl_dst_rules ABI");
+
+/*
+ * An address the run's resolver produced for a listed name (sl_learned4/6 values). A name may
+ * be allowed by several rules and an address shared by several names (CDNs): up to
+ * SL_LEARNED_RULES distinct rules are kept; the ports of each come from sl_rule_ports[rule_id].
+ */
+#define SL_LEARNED_RULES 4
+struct sl_learned {
+	__u16 rule_ids[SL_LEARNED_RULES]; /* 0: unused slot */
+	__u32 host_id;			  /* the first name this address was learned for */
+	__u32 pad;
+	__u64 expires_ns;		  /* CLOCK_BOOTTIME; 0: valid for the whole run */
+};
+_Static_assert(sizeof(struct sl_learned) == 24, "sl_learned ABI");
+
+struct sl_learned6_key {
+	__u8 addr[16];
+};
+_Static_assert(sizeof(struct sl_learned6_key) == 16, "sl_learned6_key ABI");
+
+/*
+ * Where a socket's DNS traffic really went before the redirect to the run's resolver, kept in
+ * socket storage so recvmsg/getpeername can show the client the server it asked.
+ */
+struct sl_dns_orig {
+	__u8 addr[16];	 /* v4 in the first 4 bytes for AF_INET */
+	__u16 port;	 /* network order, as in sockaddr */
+	__u8 family;
+	__u8 valid;
+	__u32 pad;
+};
+_Static_assert(sizeof(struct sl_dns_orig) == 24, "sl_dns_orig ABI");
 
 #endif /* SLUICE_H */

@@ -8,8 +8,14 @@
  * socket created in its subtree, so a process that makes a child cgroup is still judged by its
  * run's programs and maps; one run's maps can never open anything for another run.
  *
- * Order of checks: the fixed blackhole (every form) first, then the socket protocol, then the
- * policy's LPM tries, then the policy default. What cannot be classified is denied.
+ * Order of checks: the fixed blackhole (every form) first; then DNS (port 53, TCP and UDP, to any
+ * address) is redirected to the run's resolver; then the socket protocol, the policy's CIDR tries,
+ * the addresses the run's resolver learned for listed names, and the policy default. What cannot
+ * be classified is denied.
+ *
+ * The redirect is hidden from the client: the original server is kept in socket storage and put
+ * back by the recvmsg and getpeername programs, so resolvers that check where an answer came from
+ * (glibc, musl, Go) accept it.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -31,6 +37,11 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 const volatile __u8 sl_cfg_mode = SL_MODE_ENFORCE;
 const volatile __u8 sl_cfg_default_allow = 0;
 const volatile __s32 sl_cfg_deny_errno = EPERM;
+/* Port of the run's resolver on loopback (127.0.0.1 and ::1); 0: no resolver, no redirect. */
+const volatile __u16 sl_cfg_dns_port = 0;
+
+#define DNS_PORT 53
+#define LOOPBACK4 0x7f000001
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
@@ -66,6 +77,35 @@ struct {
 	__type(key, int);
 	__type(value, struct sl_sk_last_dst);
 } sl_sk_last SEC(".maps");
+
+/* Addresses the run's resolver answered for listed names, and the ports of each host rule. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1); /* resized by the loader */
+	__type(key, __u32);
+	__type(value, struct sl_learned);
+} sl_learned4 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, struct sl_learned6_key);
+	__type(value, struct sl_learned);
+} sl_learned6 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* n_rules + 1, indexed by rule_id */
+	__type(key, __u32);
+	__type(value, struct sl_dst_rules);
+} sl_rule_ports SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct sl_dns_orig);
+} sl_sk_dns SEC(".maps");
 
 struct verdict {
 	__u8 verdict;
@@ -115,7 +155,30 @@ static __always_inline void policy_default(struct verdict *v, __u8 proto)
 	}
 }
 
-static __always_inline void decide_v4(struct verdict *v, __u32 addr, __u16 port, __u8 proto)
+/* An address the resolver learned: allowed if one of the rules it was learned under covers it. */
+static __always_inline bool learned_match(struct sl_learned *l, struct sl_decision_event *ev,
+					  __u16 port, __u8 proto, __u16 *rule_id)
+{
+	int i;
+
+	if (!l)
+		return false;
+	ev->host_id = l->host_id;
+	if (l->expires_ns && l->expires_ns < bpf_ktime_get_boot_ns())
+		return false;
+	for (i = 0; i < SL_LEARNED_RULES; i++) {
+		__u32 rid = l->rule_ids[i];
+
+		if (!rid)
+			break;
+		if (rules_match(bpf_map_lookup_elem(&sl_rule_ports, &rid), port, proto, rule_id))
+			return true;
+	}
+	return false;
+}
+
+static __always_inline void decide_v4(struct verdict *v, struct sl_decision_event *ev, __u32 addr,
+				      __u16 port, __u8 proto)
 {
 	struct sl_lpm4_key key = { .prefixlen = 32 };
 
@@ -126,7 +189,9 @@ static __always_inline void decide_v4(struct verdict *v, __u32 addr, __u16 port,
 		return;
 	}
 	__builtin_memcpy(key.addr, &addr, 4);
-	if (proto && rules_match(bpf_map_lookup_elem(&sl_dst4, &key), port, proto, &v->rule_id)) {
+	if (proto && (rules_match(bpf_map_lookup_elem(&sl_dst4, &key), port, proto, &v->rule_id) ||
+		      learned_match(bpf_map_lookup_elem(&sl_learned4, &addr), ev, port, proto,
+				    &v->rule_id))) {
 		v->verdict = SL_VERDICT_ALLOW;
 		v->reason = SL_REASON_RULE;
 		return;
@@ -149,7 +214,7 @@ static __always_inline void decide_v6(struct verdict *v, struct sl_decision_even
 	if (v6_embeds_v4_for_policy(w, &v4)) {
 		ev->embedded_v4 = 1;
 		__builtin_memcpy(ev->eff_addr, &v4, 4);
-		decide_v4(v, v4, port, proto);
+		decide_v4(v, ev, v4, port, proto);
 		return;
 	}
 	if (v6_embeds_blackholed_v4(w, &v4)) {
@@ -161,7 +226,9 @@ static __always_inline void decide_v6(struct verdict *v, struct sl_decision_even
 		return;
 	}
 	__builtin_memcpy(key.addr, w, 16);
-	if (proto && rules_match(bpf_map_lookup_elem(&sl_dst6, &key), port, proto, &v->rule_id)) {
+	if (proto && (rules_match(bpf_map_lookup_elem(&sl_dst6, &key), port, proto, &v->rule_id) ||
+		      learned_match(bpf_map_lookup_elem(&sl_learned6, key.addr), ev, port, proto,
+				    &v->rule_id))) {
 		v->verdict = SL_VERDICT_ALLOW;
 		v->reason = SL_REASON_RULE;
 		return;
@@ -231,6 +298,47 @@ static __always_inline int finish(struct bpf_sock_addr *ctx, struct sl_decision_
 	return 0;
 }
 
+static __always_inline bool dns_redirectable(__u16 port, __u8 proto)
+{
+	return sl_cfg_dns_port && port == DNS_PORT && proto;
+}
+
+/* Remember where the client meant to go, for recvmsg/getpeername to show it the same server. */
+static __always_inline bool dns_save_orig(struct bpf_sock_addr *ctx, __u8 family,
+					  const __u8 addr[16])
+{
+	struct sl_dns_orig *o;
+
+	if (!ctx->sk)
+		return false;
+	o = bpf_sk_storage_get(&sl_sk_dns, ctx->sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!o)
+		return false;
+	__builtin_memcpy(o->addr, addr, 16);
+	o->port = (__u16)ctx->user_port;
+	o->family = family;
+	o->valid = 1;
+	return true;
+}
+
+static __always_inline void verdict_dns(struct verdict *v)
+{
+	v->verdict = SL_VERDICT_ALLOW;
+	v->reason = SL_REASON_DNS_REDIRECT;
+	v->rule_id = SL_RULE_DEFAULT;
+}
+
+/*
+ * No storage for the original server means a reply the client would reject: deny instead, the
+ * query fails at once rather than timing out.
+ */
+static __always_inline void verdict_dns_failed(struct verdict *v)
+{
+	v->verdict = SL_VERDICT_DENY;
+	v->reason = SL_REASON_DEFAULT_DENY;
+	v->rule_id = SL_RULE_DEFAULT;
+}
+
 static __always_inline int judge4(struct bpf_sock_addr *ctx, __u8 hook, bool is_sendmsg)
 {
 	struct sl_decision_event ev = {};
@@ -241,8 +349,42 @@ static __always_inline int judge4(struct bpf_sock_addr *ctx, __u8 hook, bool is_
 	ev.family = AF_INET;
 	ev.port = bpf_ntohs((__u16)ctx->user_port);
 	__builtin_memcpy(ev.addr, &addr, 4);
-	decide_v4(&v, addr, ev.port, proto);
+	if (!v4_is_blackholed(addr) && dns_redirectable(ev.port, proto)) {
+		if (dns_save_orig(ctx, AF_INET, ev.addr)) {
+			ctx->user_ip4 = bpf_htonl(LOOPBACK4);
+			ctx->user_port = bpf_htons(sl_cfg_dns_port);
+			verdict_dns(&v);
+		} else {
+			verdict_dns_failed(&v);
+		}
+		return finish(ctx, &ev, &v, hook, is_sendmsg);
+	}
+	decide_v4(&v, &ev, addr, ev.port, proto);
 	return finish(ctx, &ev, &v, hook, is_sendmsg);
+}
+
+/* The blackhole in any form a v6 destination can take. */
+static __always_inline bool v6_blackholed_any(const __u32 w[4])
+{
+	__u32 v4 = 0;
+
+	if (v6_native_is_blackholed(w))
+		return true;
+	if (v6_embeds_v4_for_policy(w, &v4))
+		return v4_is_blackholed(v4);
+	return v6_embeds_blackholed_v4(w, &v4);
+}
+
+/* A v4-mapped destination goes out over IPv4: send it to the v4 listener, mapped. */
+static __always_inline void dns_rewrite6(struct bpf_sock_addr *ctx, const __u32 w[4])
+{
+	bool mapped = w[0] == 0 && w[1] == 0 && w[2] == bpf_htonl(0x0000ffff);
+
+	ctx->user_ip6[0] = 0;
+	ctx->user_ip6[1] = 0;
+	ctx->user_ip6[2] = mapped ? bpf_htonl(0x0000ffff) : 0;
+	ctx->user_ip6[3] = mapped ? bpf_htonl(LOOPBACK4) : bpf_htonl(1);
+	ctx->user_port = bpf_htons(sl_cfg_dns_port);
 }
 
 static __always_inline int judge6(struct bpf_sock_addr *ctx, __u8 hook, bool is_sendmsg)
@@ -260,8 +402,72 @@ static __always_inline int judge6(struct bpf_sock_addr *ctx, __u8 hook, bool is_
 	ev.family = AF_INET6;
 	ev.port = bpf_ntohs((__u16)ctx->user_port);
 	__builtin_memcpy(ev.addr, w, 16);
+	if (dns_redirectable(ev.port, proto) && !v6_blackholed_any(w)) {
+		if (dns_save_orig(ctx, AF_INET6, ev.addr)) {
+			dns_rewrite6(ctx, w);
+			verdict_dns(&v);
+		} else {
+			verdict_dns_failed(&v);
+		}
+		return finish(ctx, &ev, &v, hook, is_sendmsg);
+	}
 	decide_v6(&v, &ev, w, ev.port, proto);
 	return finish(ctx, &ev, &v, hook, is_sendmsg);
+}
+
+/*
+ * recvmsg and getpeername: an answer or peer that is the run's resolver is shown as the server
+ * the client asked. These hooks must return 1; they only rewrite.
+ */
+static __always_inline int unredirect4(struct bpf_sock_addr *ctx)
+{
+	struct sl_dns_orig *o;
+
+	if (!sl_cfg_dns_port || ctx->user_ip4 != bpf_htonl(LOOPBACK4) ||
+	    ctx->user_port != bpf_htons(sl_cfg_dns_port) || !ctx->sk)
+		return 1;
+	o = bpf_sk_storage_get(&sl_sk_dns, ctx->sk, 0, 0);
+	if (!o || !o->valid || o->family != AF_INET)
+		return 1;
+	ctx->user_ip4 = *(__u32 *)o->addr;
+	ctx->user_port = o->port;
+	return 1;
+}
+
+static __always_inline int unredirect6(struct bpf_sock_addr *ctx)
+{
+	struct sl_dns_orig *o;
+	__u32 w0, w1, w2, w3;
+	bool mapped_lo;
+
+	if (!sl_cfg_dns_port || ctx->user_port != bpf_htons(sl_cfg_dns_port) || !ctx->sk)
+		return 1;
+	w0 = ctx->user_ip6[0];
+	w1 = ctx->user_ip6[1];
+	w2 = ctx->user_ip6[2];
+	w3 = ctx->user_ip6[3];
+	if (w0 || w1)
+		return 1;
+	mapped_lo = w2 == bpf_htonl(0x0000ffff) && w3 == bpf_htonl(LOOPBACK4);
+	if (!mapped_lo && !(w2 == 0 && w3 == bpf_htonl(1)))
+		return 1;
+	o = bpf_sk_storage_get(&sl_sk_dns, ctx->sk, 0, 0);
+	if (!o || !o->valid)
+		return 1;
+	if (o->family == AF_INET) {
+		/* a v4 destination the v4 hook redirected, seen by a dual-stack socket */
+		ctx->user_ip6[0] = 0;
+		ctx->user_ip6[1] = 0;
+		ctx->user_ip6[2] = bpf_htonl(0x0000ffff);
+		ctx->user_ip6[3] = *(__u32 *)o->addr;
+	} else {
+		ctx->user_ip6[0] = *(__u32 *)&o->addr[0];
+		ctx->user_ip6[1] = *(__u32 *)&o->addr[4];
+		ctx->user_ip6[2] = *(__u32 *)&o->addr[8];
+		ctx->user_ip6[3] = *(__u32 *)&o->addr[12];
+	}
+	ctx->user_port = o->port;
+	return 1;
 }
 
 SEC("cgroup/connect4")
@@ -286,4 +492,28 @@ SEC("cgroup/sendmsg6")
 int sl_sendmsg6(struct bpf_sock_addr *ctx)
 {
 	return judge6(ctx, SL_HOOK_SENDMSG6, true);
+}
+
+SEC("cgroup/recvmsg4")
+int sl_recvmsg4(struct bpf_sock_addr *ctx)
+{
+	return unredirect4(ctx);
+}
+
+SEC("cgroup/recvmsg6")
+int sl_recvmsg6(struct bpf_sock_addr *ctx)
+{
+	return unredirect6(ctx);
+}
+
+SEC("cgroup/getpeername4")
+int sl_getpeername4(struct bpf_sock_addr *ctx)
+{
+	return unredirect4(ctx);
+}
+
+SEC("cgroup/getpeername6")
+int sl_getpeername6(struct bpf_sock_addr *ctx)
+{
+	return unredirect6(ctx);
 }

@@ -1734,6 +1734,56 @@ bad:
 	return -EINVAL;
 }
 
+/*
+ * The ports and protocols of every rule, indexed by rule_id: addresses the run's resolver learns
+ * for a host rule are judged against these (sl_rule_ports).
+ */
+static int compile_rule_ports(const struct policy *p, struct policy_compiled *pc, char *err,
+			      size_t err_len)
+{
+	const char *path = p->path ? p->path : "policy";
+
+	pc->n_rule_ports = p->n_rules + 1;
+	pc->rule_ports = calloc(pc->n_rule_ports, sizeof(*pc->rule_ports));
+	if (!pc->rule_ports) {
+		set_err(err, err_len, "%s: out of memory", path);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < p->n_rules; i++) {
+		const struct policy_rule *r = &p->rules[i];
+		struct sl_port_rule e[SL_MAX_PORT_RULES + 1];
+		struct policy_port_range any = {.lo = 0, .hi = 65535};
+		const struct policy_port_range *ports = r->n_ports ? r->ports : &any;
+		size_t n_ports = r->n_ports ? r->n_ports : 1, n = 0;
+		struct policy_port_range *merged;
+
+		merged = calloc(n_ports, sizeof(*merged));
+		if (!merged) {
+			set_err(err, err_len, "%s: out of memory", path);
+			return -ENOMEM;
+		}
+		memcpy(merged, ports, n_ports * sizeof(*merged));
+		n_ports = merge_ranges(merged, n_ports);
+		if (n_ports > SL_MAX_PORT_RULES) {
+			free(merged);
+			set_err(err, err_len,
+				"%s:%u:%u: rules[%zu]: %zu port ranges, at most %d fit the kernel's "
+				"per-rule table", path, r->line, r->column, i, n_ports,
+				SL_MAX_PORT_RULES);
+			return -E2BIG;
+		}
+		for (size_t k = 0; k < n_ports; k++)
+			e[n++] = (struct sl_port_rule){.port_lo = merged[k].lo,
+						       .port_hi = merged[k].hi,
+						       .rule_id = (uint16_t)(i + 1),
+						       .protocols = r->protocols};
+		free(merged);
+		pc->rule_ports[i + 1].count = (uint32_t)n;
+		memcpy(pc->rule_ports[i + 1].e, e, n * sizeof(e[0]));
+	}
+	return 0;
+}
+
 int policy_compile(const struct policy *p, struct policy_compiled **out, char *err, size_t err_len)
 {
 	struct citem *i4 = NULL, *i6 = NULL;
@@ -1847,6 +1897,9 @@ int policy_compile(const struct policy *p, struct policy_compiled **out, char *e
 	}
 	pc->n_v4 = ne4;
 	pc->n_v6 = ne6;
+	ret = compile_rule_ports(p, pc, err, err_len);
+	if (ret)
+		goto out;
 	*out = pc;
 	pc = NULL;
 	ret = 0;
@@ -1873,6 +1926,7 @@ void policy_compiled_free(struct policy_compiled *c)
 {
 	if (!c)
 		return;
+	free(c->rule_ports);
 	free(c->v4);
 	free(c->v6);
 	free(c);
@@ -1996,4 +2050,42 @@ void policy_print_summary(const struct policy *p, const struct policy_compiled *
 		fprintf(out, "\nkernel LPM entries: %zu IPv4, %zu IPv6\n", c->n_v4, c->n_v6);
 	else
 		fprintf(out, "\nkernel LPM entries: not compiled\n");
+}
+
+/* Matching names and addresses against the policy, for the resolver. */
+
+static bool host_matches(const char *pattern, const char *name)
+{
+	size_t pl, nl;
+
+	if (strncmp(pattern, "*.", 2))
+		return !strcmp(pattern, name);
+	/* "*.example.com": name must end in ".example.com" with at least one label before it. */
+	pattern += 1;
+	pl = strlen(pattern);
+	nl = strlen(name);
+	return nl > pl && !strcmp(name + nl - pl, pattern);
+}
+
+long policy_match_host(const struct policy *p, const char *name)
+{
+	for (size_t i = 0; i < p->n_rules; i++)
+		for (size_t k = 0; k < p->rules[i].n_hosts; k++)
+			if (host_matches(p->rules[i].hosts[k], name))
+				return (long)i;
+	return -1;
+}
+
+bool policy_cidr_covers(const struct policy *p, int family, const uint8_t *addr)
+{
+	for (size_t i = 0; i < p->n_rules; i++) {
+		for (size_t k = 0; k < p->rules[i].n_cidrs; k++) {
+			const struct policy_cidr *c = &p->rules[i].cidrs[k];
+			unsigned int len = family == AF_INET ? 4 : 16;
+
+			if (c->family == family && in_prefix(addr, len * 8, c->addr, c->prefixlen))
+				return true;
+		}
+	}
+	return false;
 }

@@ -97,7 +97,19 @@ struct policy_compiled {
 	size_t n_v4;
 	struct policy_lpm6_entry *v6;
 	size_t n_v6;
+	struct sl_dst_rules *rule_ports; /* indexed by rule_id; [0] (the default) is empty */
+	size_t n_rule_ports;		 /* n_rules + 1 */
 };
+
+/*
+ * The first rule (0-based index) whose hosts match name, or -1. "example.com" matches only
+ * itself; "*.example.com" matches any name below example.com (a.example.com, a.b.example.com)
+ * but not example.com itself. Names are compared lower-case, without a trailing dot.
+ */
+long policy_match_host(const struct policy *p, const char *name);
+
+/* True if some CIDR rule of the policy covers addr (4 or 16 bytes, by family). */
+bool policy_cidr_covers(const struct policy *p, int family, const uint8_t *addr);
 
 /*
  * Compile the CIDR/port/protocol rules (host rules produce no entries: they allow nothing until

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
@@ -18,34 +19,48 @@
 #include "util.h"
 #include "sock_addr.skel.h"
 
+/* Every program of the run, in attach order; the decision hooks first, then the rewriters. */
+enum loader_prog {
+	PROG_CONNECT4,
+	PROG_CONNECT6,
+	PROG_SENDMSG4,
+	PROG_SENDMSG6,
+	PROG_RECVMSG4,
+	PROG_RECVMSG6,
+	PROG_GETPEERNAME4,
+	PROG_GETPEERNAME6,
+	PROG_MAX,
+};
+
+static const char *const prog_names[PROG_MAX] = {
+	[PROG_CONNECT4] = "connect4",	      [PROG_CONNECT6] = "connect6",
+	[PROG_SENDMSG4] = "sendmsg4",	      [PROG_SENDMSG6] = "sendmsg6",
+	[PROG_RECVMSG4] = "recvmsg4",	      [PROG_RECVMSG6] = "recvmsg6",
+	[PROG_GETPEERNAME4] = "getpeername4", [PROG_GETPEERNAME6] = "getpeername6",
+};
+
 struct loader {
 	struct sl_sock_addr *skel;
-	struct bpf_link *links[SL_HOOK_MAX];
+	struct bpf_link *links[PROG_MAX];
 	char pin_dir[PATH_MAX];
 	int ncpus;
+	const struct policy_compiled *compiled;
 };
 
-/* The programs and the hook each one judges; the index is the enum sl_hook value. */
-static const char *const link_names[SL_HOOK_MAX] = {
-	[SL_HOOK_CONNECT4] = "connect4",
-	[SL_HOOK_CONNECT6] = "connect6",
-	[SL_HOOK_SENDMSG4] = "sendmsg4",
-	[SL_HOOK_SENDMSG6] = "sendmsg6",
-};
-
-static struct bpf_program *hook_program(struct sl_sock_addr *skel, int hook)
+static struct bpf_program *prog_of(struct sl_sock_addr *skel, enum loader_prog i)
 {
-	switch (hook) {
-	case SL_HOOK_CONNECT4:
-		return skel->progs.sl_connect4;
-	case SL_HOOK_CONNECT6:
-		return skel->progs.sl_connect6;
-	case SL_HOOK_SENDMSG4:
-		return skel->progs.sl_sendmsg4;
-	case SL_HOOK_SENDMSG6:
-		return skel->progs.sl_sendmsg6;
-	}
-	return NULL;
+	struct bpf_program *const progs[PROG_MAX] = {
+		[PROG_CONNECT4] = skel->progs.sl_connect4,
+		[PROG_CONNECT6] = skel->progs.sl_connect6,
+		[PROG_SENDMSG4] = skel->progs.sl_sendmsg4,
+		[PROG_SENDMSG6] = skel->progs.sl_sendmsg6,
+		[PROG_RECVMSG4] = skel->progs.sl_recvmsg4,
+		[PROG_RECVMSG6] = skel->progs.sl_recvmsg6,
+		[PROG_GETPEERNAME4] = skel->progs.sl_getpeername4,
+		[PROG_GETPEERNAME6] = skel->progs.sl_getpeername6,
+	};
+
+	return progs[i];
 }
 
 static bool libbpf_verbose;
@@ -92,7 +107,15 @@ static int ensure_bpffs(void)
 static int fill_policy_maps(struct loader *l, const struct policy_compiled *c)
 {
 	int fd4 = bpf_map__fd(l->skel->maps.sl_dst4), fd6 = bpf_map__fd(l->skel->maps.sl_dst6);
+	int fdr = bpf_map__fd(l->skel->maps.sl_rule_ports);
 	size_t i;
+
+	for (i = 0; i < c->n_rule_ports; i++) {
+		__u32 key = (__u32)i;
+
+		if (bpf_map_update_elem(fdr, &key, &c->rule_ports[i], BPF_ANY))
+			return -errno;
+	}
 
 	for (i = 0; i < c->n_v4; i++)
 		if (bpf_map_update_elem(fd4, &c->v4[i].key, &c->v4[i].val, BPF_NOEXIST))
@@ -133,6 +156,7 @@ struct loader *loader_load(const struct policy *p, const struct policy_compiled 
 	l->skel->rodata->sl_cfg_default_allow = p->default_verdict == POLICY_DEFAULT_ALLOW;
 	l->skel->rodata->sl_cfg_deny_errno = p->deny_errno;
 	l->skel->rodata->sl_cfg_wakeup_bytes = opts->wakeup_bytes;
+	l->skel->rodata->sl_cfg_dns_port = opts->dns_port;
 
 	/* An LPM trie must have max_entries >= 1, even for a policy with no CIDR rules. */
 	err = bpf_map__set_max_entries(l->skel->maps.sl_dst4, c->n_v4 ? c->n_v4 : 1);
@@ -140,6 +164,15 @@ struct loader *loader_load(const struct policy *p, const struct policy_compiled 
 		err = bpf_map__set_max_entries(l->skel->maps.sl_dst6, c->n_v6 ? c->n_v6 : 1);
 	if (!err)
 		err = bpf_map__set_max_entries(l->skel->maps.sl_events, opts->ringbuf_bytes);
+	if (!err)
+		err = bpf_map__set_max_entries(l->skel->maps.sl_rule_ports,
+					       (__u32)c->n_rule_ports);
+	if (!err)
+		err = bpf_map__set_max_entries(l->skel->maps.sl_learned4,
+					       opts->learned_max ? opts->learned_max : 1);
+	if (!err)
+		err = bpf_map__set_max_entries(l->skel->maps.sl_learned6,
+					       opts->learned_max ? opts->learned_max : 1);
 	if (err)
 		goto err_destroy;
 
@@ -162,7 +195,7 @@ err_free:
 int loader_attach(struct loader *l, int cgroup_fd, const char *run_id)
 {
 	char path[PATH_MAX];
-	int hook, err;
+	int i, err;
 
 	err = ensure_bpffs();
 	if (err) {
@@ -182,20 +215,20 @@ int loader_attach(struct loader *l, int cgroup_fd, const char *run_id)
 		return err;
 	}
 
-	for (hook = SL_HOOK_CONNECT4; hook < SL_HOOK_MAX; hook++) {
+	for (i = 0; i < PROG_MAX; i++) {
 		/* bpf_link attachment only: it cannot be replaced or detached by legacy attach. */
-		l->links[hook] = bpf_program__attach_cgroup(hook_program(l->skel, hook), cgroup_fd);
-		if (!l->links[hook]) {
+		l->links[i] = bpf_program__attach_cgroup(prog_of(l->skel, i), cgroup_fd);
+		if (!l->links[i]) {
 			err = -errno;
-			fprintf(stderr, "sluice: attach %s to the run's cgroup: %s\n", link_names[hook],
+			fprintf(stderr, "sluice: attach %s to the run's cgroup: %s\n", prog_names[i],
 				strerror(-err));
 			return err;
 		}
-		if (util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, link_names[hook]))
+		if (util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, prog_names[i]))
 			return -ENAMETOOLONG;
-		err = bpf_link__pin(l->links[hook], path);
+		err = bpf_link__pin(l->links[i], path);
 		if (err) {
-			fprintf(stderr, "sluice: pin %s at %s: %s\n", link_names[hook], path,
+			fprintf(stderr, "sluice: pin %s at %s: %s\n", prog_names[i], path,
 				strerror(-err));
 			return err;
 		}
@@ -236,17 +269,57 @@ uint64_t loader_next_seq(const struct loader *l)
 	return __atomic_load_n(&l->skel->bss->sl_seq, __ATOMIC_ACQUIRE);
 }
 
+/* Merge rule_id into an address's entry: a CDN address may serve several allowed names. */
+static void learned_merge(struct sl_learned *cur, const struct sl_learned *add)
+{
+	int i;
+
+	for (i = 0; i < SL_LEARNED_RULES; i++) {
+		if (cur->rule_ids[i] == add->rule_ids[0])
+			break;
+		if (!cur->rule_ids[i]) {
+			cur->rule_ids[i] = add->rule_ids[0];
+			break;
+		}
+	}
+	/* A TTL-bound entry takes the later expiry; a run-long one stays run-long. */
+	if (cur->expires_ns && (!add->expires_ns || add->expires_ns > cur->expires_ns))
+		cur->expires_ns = add->expires_ns;
+}
+
+int loader_learn(struct loader *l, int family, const uint8_t *addr, uint16_t rule_id,
+		 uint32_t host_id, uint64_t expires_ns)
+{
+	struct bpf_map *map = family == AF_INET ? l->skel->maps.sl_learned4 :
+						   l->skel->maps.sl_learned6;
+	struct sl_learned add = { .rule_ids = { rule_id }, .host_id = host_id,
+				  .expires_ns = expires_ns }, cur;
+	uint8_t key[16];
+	size_t klen = family == AF_INET ? 4 : 16;
+	int fd = bpf_map__fd(map);
+
+	memcpy(key, addr, klen);
+	if (!bpf_map_lookup_elem(fd, key, &cur)) {
+		learned_merge(&cur, &add);
+		add = cur;
+	}
+	/* Only the resolver thread writes these maps: lookup-then-update does not race. */
+	if (bpf_map_update_elem(fd, key, &add, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
 void loader_destroy(struct loader *l)
 {
-	int hook;
+	int i;
 
 	if (!l)
 		return;
-	for (hook = 0; hook < SL_HOOK_MAX; hook++) {
-		if (!l->links[hook])
+	for (i = 0; i < PROG_MAX; i++) {
+		if (!l->links[i])
 			continue;
-		bpf_link__unpin(l->links[hook]);
-		bpf_link__destroy(l->links[hook]);
+		bpf_link__unpin(l->links[i]);
+		bpf_link__destroy(l->links[i]);
 	}
 	if (l->pin_dir[0] && rmdir(l->pin_dir) && errno != ENOENT)
 		fprintf(stderr, "sluice: remove %s: %s\n", l->pin_dir, strerror(errno));

@@ -22,6 +22,8 @@ struct loader_opts {
 	uint32_t ringbuf_bytes; /* power of two, >= page size */
 	uint32_t wakeup_bytes;	/* force a reader wake-up once this much is queued */
 	bool verbose;		/* pass libbpf's debug output through */
+	uint16_t dns_port;	/* the run's resolver on loopback; 0: no resolver, no redirect */
+	uint32_t learned_max;	/* capacity of the learned-address maps, per family */
 };
 
 /* Open, configure and load the programs, and fill the policy maps. Sets errno, returns NULL. */
@@ -33,6 +35,14 @@ int loader_attach(struct loader *l, int cgroup_fd, const char *run_id);
 
 /* Fd of the run's ring buffer map. */
 int loader_events_fd(const struct loader *l);
+
+/*
+ * Allow addr (4 or 16 bytes) for rule_id (1-based) because the run's resolver answered it for a
+ * name of that rule; host_id names it in the log. expires_ns is CLOCK_BOOTTIME, 0 for the run.
+ * Returns -E2BIG when the map is full (the caller must then not hand out the address).
+ */
+int loader_learn(struct loader *l, int family, const uint8_t *addr, uint16_t rule_id,
+		 uint32_t host_id, uint64_t expires_ns);
 
 /* Sum over CPUs of the failed ring-buffer reservations, per hook. */
 int loader_lost_counts(const struct loader *l, uint64_t lost[SL_HOOK_MAX]);
