@@ -67,7 +67,10 @@ $(OUTPUT)/selftests/%: selftests/tools/%.c | $(OUTPUT)/selftests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $< -o $@
 
-$(OUTPUT)/selftests/%: selftests/unit/%.c policy/policy.c | $(OUTPUT)/selftests
+# Each unit test links the one module it tests.
+$(OUTPUT)/selftests/test_policy: policy/policy.c
+$(OUTPUT)/selftests/test_dns: userspace/dns.c
+$(OUTPUT)/selftests/test_%: selftests/unit/test_%.c | $(OUTPUT)/selftests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -I. -DSLUICE_SRC_DIR='"$(CURDIR)"' $^ -lyaml -o $@
 

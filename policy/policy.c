@@ -1949,8 +1949,15 @@ static void print_rule(FILE *f, const struct policy *p, size_t i)
 
 	fprintf(f, "\nrule %zu: %s (line %u)\n", i + 1, policy_rule_name(p, i, nb, sizeof(nb)),
 		r->line);
+	fprintf(f, "  enforced in the kernel:\n");
+	if (r->n_hosts) {
+		fprintf(f, "    hosts: ");
+		print_strings(f, r->hosts, r->n_hosts);
+		fprintf(f, "\n      (through the run's resolver: only listed names resolve, and only "
+			   "the addresses it answered are reachable)\n");
+	}
 	if (r->n_cidrs) {
-		fprintf(f, "  enforced in the kernel:\n    cidrs: ");
+		fprintf(f, "    cidrs: ");
 		for (size_t k = 0; k < r->n_cidrs && k < SUMMARY_LIST_MAX; k++) {
 			struct citem it;
 
@@ -1967,33 +1974,29 @@ static void print_rule(FILE *f, const struct policy *p, size_t i)
 		}
 		if (r->n_cidrs > SUMMARY_LIST_MAX)
 			fprintf(f, " and %zu more", r->n_cidrs - SUMMARY_LIST_MAX);
-		fprintf(f, "\n    ports: ");
-		if (!r->n_ports)
-			fprintf(f, "any");
-		for (size_t k = 0; k < r->n_ports && k < SUMMARY_LIST_MAX; k++) {
-			if (r->ports[k].lo == r->ports[k].hi)
-				fprintf(f, "%s%u", k ? ", " : "", r->ports[k].lo);
-			else
-				fprintf(f, "%s%u-%u", k ? ", " : "", r->ports[k].lo,
-					r->ports[k].hi);
-		}
-		if (r->n_ports > SUMMARY_LIST_MAX)
-			fprintf(f, " and %zu more", r->n_ports - SUMMARY_LIST_MAX);
-		fprintf(f, "\n    protocols: %s%s%s\n", r->protocols & SL_PROTO_TCP ? "tcp" : "",
-			r->protocols == (SL_PROTO_TCP | SL_PROTO_UDP) ? ", " : "",
-			r->protocols & SL_PROTO_UDP ? "udp" : "");
-	} else {
-		fprintf(f, "  enforced in the kernel: nothing (the rule has no cidrs)\n");
+		fprintf(f, "\n");
 	}
+	fprintf(f, "    ports: ");
+	if (!r->n_ports)
+		fprintf(f, "any");
+	for (size_t k = 0; k < r->n_ports && k < SUMMARY_LIST_MAX; k++) {
+		if (r->ports[k].lo == r->ports[k].hi)
+			fprintf(f, "%s%u", k ? ", " : "", r->ports[k].lo);
+		else
+			fprintf(f, "%s%u-%u", k ? ", " : "", r->ports[k].lo,
+				r->ports[k].hi);
+	}
+	if (r->n_ports > SUMMARY_LIST_MAX)
+		fprintf(f, " and %zu more", r->n_ports - SUMMARY_LIST_MAX);
+	fprintf(f, "\n    protocols: %s%s%s\n", r->protocols & SL_PROTO_TCP ? "tcp" : "",
+		r->protocols == (SL_PROTO_TCP | SL_PROTO_UDP) ? ", " : "",
+		r->protocols & SL_PROTO_UDP ? "udp" : "");
 	if (!r->n_hosts && !r->n_methods && !r->has_max_request_bytes && !r->has_max_response_bytes)
 		return;
 	fprintf(f, "  not enforced:\n");
-	if (r->n_hosts) {
-		fprintf(f, "    hosts ");
-		print_strings(f, r->hosts, r->n_hosts);
-		fprintf(f, ": NOT ENFORCED YET: host rules need the per-run resolver; until then "
-			   "they allow nothing (fail closed)\n");
-	}
+	if (r->n_hosts)
+		fprintf(f, "    TLS server names: not checked yet; a listed name's address accepts "
+			   "any SNI (and so any name served from the same address)\n");
 	if (r->n_methods) {
 		fprintf(f, "    methods ");
 		print_strings(f, r->methods, r->n_methods);

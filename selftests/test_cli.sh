@@ -51,8 +51,8 @@ expect "policy check refuses a bad port with file:line:col" 1 \
 	"^$bad:5:17: rules\\[0\\]\\.ports\\[1\\]: .*70000" "$SLUICE" policy check "$bad"
 expect "policy check on a missing file names it" 1 "$tmp/missing.yaml" \
 	"$SLUICE" policy check "$tmp/missing.yaml"
-expect "the seed policy loads unchanged and host rules are reported as not enforced" 0 \
-	'NOT ENFORCED YET' "$SLUICE" policy check "$REPO/policy/examples/seed-003.yaml"
+expect "the seed policy loads unchanged and its host rules are enforced through the resolver" 0 \
+	"through the run's resolver" "$SLUICE" policy check "$REPO/policy/examples/seed-003.yaml"
 expect "unknown command is a usage error" 2 'unknown command' "$SLUICE" frobnicate
 expect "run without --policy says so" 125 'policy FILE is required' \
 	"$SLUICE" run -- true

@@ -59,8 +59,8 @@ cases=(
 	"tcp-v6           tcp           2001:db8::20   80   connect6"
 	"tcp-wrong-port   tcp           198.51.100.10  8080 connect4"
 	"udp-sendto-v4    udp-sendto    198.51.100.20  9999 sendmsg4"
-	"udp-sendmmsg-v6  udp-sendmmsg  2001:db8::20   53   sendmsg6"
-	"udp-connect-v4   udp-connect   203.0.113.7    53   connect4"
+	"udp-sendmmsg-v6  udp-sendmmsg  2001:db8::20   5353 sendmsg6"
+	"udp-connect-v4   udp-connect   203.0.113.7    5353 connect4"
 )
 
 CASE_POLICY=$SL_TMP/report.yaml

@@ -21,7 +21,7 @@ request_access: "$CASE_REQ"
 rules:
   - name: udp-host
     cidrs: ["198.51.100.10/32", "2001:db8::10/128"]
-    ports: [53, 9999]
+    ports: [9999]
     protocols: [udp]
   - name: web
     cidrs: ["198.51.100.10/32", "2001:db8::10/128"]
@@ -32,10 +32,10 @@ EOF
 # label                  mode          addr           port hook      rule
 allowed=(
 	"udp-sendto-v4        udp-sendto    198.51.100.10  9999 sendmsg4  udp-host"
-	"udp-sendmsg-v4       udp-sendmsg   198.51.100.10  53   sendmsg4  udp-host"
+	"udp-sendmsg-v4       udp-sendmsg   198.51.100.10  9999 sendmsg4  udp-host"
 	"udp-sendmmsg-v4      udp-sendmmsg  198.51.100.10  9999 sendmsg4  udp-host"
 	"udp-sendto-v6        udp-sendto    2001:db8::10   9999 sendmsg6  udp-host"
-	"udp-sendmmsg-v6      udp-sendmmsg  2001:db8::10   53   sendmsg6  udp-host"
+	"udp-sendmmsg-v6      udp-sendmmsg  2001:db8::10   9999 sendmsg6  udp-host"
 	"udp-connect-v4       udp-connect   198.51.100.10  9999 connect4  udp-host"
 	"udp-connect-v6       udp-connect   2001:db8::10   9999 connect6  udp-host"
 	"tcp-443-control      tcp           198.51.100.10  443  connect4  web"
@@ -51,7 +51,7 @@ denied=(
 	"P3-sendmsg-v4        udp-sendmsg   198.51.100.20  9999 EPERM sendmsg4  default"
 	"P3-sendmmsg-v4       udp-sendmmsg  198.51.100.20  9999 EPERM sendmsg4  default"
 	"P3-sendto-v6         udp-sendto    2001:db8::20   9999 EPERM sendmsg6  default"
-	"P3-sendmsg-v6        udp-sendmsg   2001:db8::20   53   EPERM sendmsg6  default"
+	"P3-sendmsg-v6        udp-sendmsg   2001:db8::20   5353 EPERM sendmsg6  default"
 	"P3-sendmmsg-v6       udp-sendmmsg  2001:db8::20   9999 EPERM sendmsg6  default"
 	"udp-connect-unl-v4   udp-connect   198.51.100.20  9999 EPERM connect4  default"
 	"udp-connect-unl-v6   udp-connect   2001:db8::20   9999 EPERM connect6  default"

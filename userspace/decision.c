@@ -23,6 +23,7 @@ static const char *const reason_names[] = {
 	[SL_REASON_DEFAULT_DENY] = "default_deny",
 	[SL_REASON_BLACKHOLE] = "blackhole",
 	[SL_REASON_PROTOCOL] = "unclassified_protocol",
+	[SL_REASON_DNS_REDIRECT] = "dns_redirect",
 };
 
 const char *decision_hook_name(unsigned int hook)
@@ -53,7 +54,7 @@ int decision_view_init(struct decision_view *v, const struct sl_decision_event *
 	memset(v, 0, sizeof(*v));
 	if (ev->hook == SL_HOOK_NONE || ev->hook >= SL_HOOK_MAX ||
 	    (ev->verdict != SL_VERDICT_ALLOW && ev->verdict != SL_VERDICT_DENY) ||
-	    ev->reason < SL_REASON_RULE || ev->reason > SL_REASON_PROTOCOL)
+	    ev->reason < SL_REASON_RULE || ev->reason > SL_REASON_DNS_REDIRECT)
 		return -EINVAL;
 	if (ev->reason == SL_REASON_RULE && (ev->rule_id == SL_RULE_DEFAULT ||
 					     ev->rule_id > p->n_rules))
@@ -87,6 +88,8 @@ int decision_view_init(struct decision_view *v, const struct sl_decision_event *
 		policy_rule_name(p, ev->rule_id - 1, v->rule, sizeof(v->rule));
 	else if (ev->reason == SL_REASON_BLACKHOLE)
 		util_copy(v->rule, sizeof(v->rule), "blackhole");
+	else if (ev->reason == SL_REASON_DNS_REDIRECT)
+		util_copy(v->rule, sizeof(v->rule), "dns");
 	else
 		util_copy(v->rule, sizeof(v->rule), "default");
 

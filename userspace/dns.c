@@ -15,15 +15,15 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "dns.h"
 
 #define DNS_HDR_LEN 12
-#define DNS_RR_FIXED 10		     /* type, class, TTL, rdlength after the owner */
+#define DNS_RR_FIXED 10		      /* type, class, TTL, rdlength after the owner */
 #define DNS_RR_MIN (1 + DNS_RR_FIXED) /* root owner, empty rdata */
-#define DNS_QUESTION_MIN 5	     /* root name, type, class */
-#define DNS_OPT_LEN DNS_RR_MIN	     /* the OPT record we write: root owner, no options */
-#define DNS_WIRE_NAME_MAX 255	     /* RFC 1035 3.1, on the wire, root label included */
+#define DNS_OPT_LEN DNS_RR_MIN	      /* the OPT record we write: root owner, no options */
+#define DNS_WIRE_NAME_MAX 255	      /* RFC 1035 3.1, on the wire, root label included */
 #define DNS_LABEL_MAX 63
 #define DNS_LABELS_MAX 127 /* (255 - 1) / 2 */
 #define DNS_PTR_HOPS_MAX 32
@@ -94,15 +94,6 @@ static int get16(struct reader *r, uint16_t *v)
 		return fail(r, -EBADMSG, "message truncated");
 	*v = load16(r->msg + r->off);
 	r->off += 2;
-	return 0;
-}
-
-static int get32(struct reader *r, uint32_t *v)
-{
-	if (r->len - r->off < 4)
-		return fail(r, -EBADMSG, "message truncated");
-	*v = load32(r->msg + r->off);
-	r->off += 4;
 	return 0;
 }
 
@@ -183,7 +174,8 @@ static int read_name(struct reader *r, char *out, char *orig)
 			}
 			for (size_t i = 0; i < c; i++) {
 				if (!label_byte_ok(l[i]))
-					return fail(r, -EBADMSG, "label holds '.', '\\' or unprintable byte");
+					return fail(r, -EBADMSG,
+						    "label holds '.', '\\' or unprintable byte");
 				out[o] = lower((char)l[i]);
 				if (orig)
 					orig[o] = (char)l[i];
@@ -270,18 +262,20 @@ static int read_query_opt(struct reader *r, struct dns_query *q)
 	if ((h.ttl >> 16 & 0xff) != 0)
 		return fail(r, -EBADMSG, "EDNS version not 0");
 	opts = rdata_reader(r, &h);
+	/* Options are code, length, value: each must end inside the rdata. */
 	while (opts.off < opts.len) {
-		uint16_t code, olen;
+		uint16_t olen;
 
-		err = get16(&opts, &code);
-		if (!err)
-			err = get16(&opts, &olen);
-		if (err || opts.len - opts.off < olen)
+		if (opts.len - opts.off < 4)
+			return fail(r, -EBADMSG, "EDNS option truncated");
+		olen = load16(opts.msg + opts.off + 2);
+		opts.off += 4;
+		if (opts.len - opts.off < olen)
 			return fail(r, -EBADMSG, "EDNS option truncated");
 		opts.off += olen;
 	}
 	q->edns = true;
-	q->edns_udp_size = h.rclass < DNS_UDP_MIN	     ? DNS_UDP_MIN
+	q->edns_udp_size = h.rclass < DNS_UDP_MIN	 ? DNS_UDP_MIN
 			   : h.rclass > DNS_EDNS_UDP_MAX ? DNS_EDNS_UDP_MAX
 							 : h.rclass;
 	q->edns_do = h.ttl & DNS_EDNS_DO;
@@ -549,8 +543,8 @@ out:
 /* Building. */
 
 struct comp_entry {
-	uint16_t off;  /* where the label's length byte was written */
-	int16_t next;  /* entry of the rest of the name, -1 for the root */
+	uint16_t off; /* where the label's length byte was written */
+	int16_t next; /* entry of the rest of the name, -1 for the root */
 };
 
 struct writer {
@@ -666,7 +660,7 @@ static int put_name(struct writer *w, const struct wire_name *n)
 	if (match < 0) {
 		err = put(w, n->b, n->len);
 	} else {
-		size_t head = split ? n->starts[split] : 0;
+		size_t head = n->starts[split]; /* the labels before the match */
 
 		if (w->cap - w->len < head + 2)
 			return -ENOSPC;
@@ -682,7 +676,8 @@ static int put_name(struct writer *w, const struct wire_name *n)
 
 		if (w->n_comp >= DNS_COMP_MAX || off > DNS_PTR_OFF_MAX)
 			break;
-		w->comp[w->n_comp] = (struct comp_entry){.off = (uint16_t)off, .next = (int16_t)match};
+		w->comp[w->n_comp] =
+			(struct comp_entry){.off = (uint16_t)off, .next = (int16_t)match};
 		match = (int)w->n_comp++;
 	}
 	return 0;
@@ -792,7 +787,7 @@ int dns_build_reply(const struct dns_query *q, uint8_t rcode, const struct dns_r
 	struct wire_name qname, owner, target;
 	struct writer w;
 	uint16_t flags;
-	size_t i, limit, kept = 0;
+	size_t i, reserve, kept = 0;
 	int err;
 
 	if (!q || !out || !out_len || rcode > 0xf || (n_answers && !answers))
@@ -823,10 +818,10 @@ int dns_build_reply(const struct dns_query *q, uint8_t rcode, const struct dns_r
 	w.len = 0;
 	w.n_comp = 0;
 	/* The OPT record is written last, into room kept for it from the start. */
-	limit = q->edns ? DNS_OPT_LEN : 0;
-	if (max_len < limit)
+	reserve = q->edns ? DNS_OPT_LEN : 0;
+	if (max_len < reserve)
 		return -ENOSPC;
-	w.cap = max_len - limit;
+	w.cap = max_len - reserve;
 	flags = DNS_FLAG_QR | DNS_FLAG_RA | (q->flags & (DNS_FLAG_RD | DNS_FLAG_CD)) | rcode;
 	err = put_header(&w, q->id, flags, 1, 0, 0, q->edns);
 	if (!err)
@@ -898,15 +893,33 @@ const char *dns_type_name(uint16_t type, char *buf, size_t len)
 		uint16_t type;
 		const char *name;
 	} names[] = {
-		{DNS_TYPE_A, "A"},	   {DNS_TYPE_NS, "NS"},	      {DNS_TYPE_CNAME, "CNAME"},
-		{DNS_TYPE_SOA, "SOA"},	   {DNS_TYPE_PTR, "PTR"},     {DNS_TYPE_MX, "MX"},
-		{DNS_TYPE_TXT, "TXT"},	   {DNS_TYPE_AAAA, "AAAA"},   {DNS_TYPE_SRV, "SRV"},
-		{DNS_TYPE_OPT, "OPT"},	   {DNS_TYPE_SVCB, "SVCB"},   {DNS_TYPE_HTTPS, "HTTPS"},
-		{DNS_TYPE_ANY, "ANY"},	   {13, "HINFO"},	      {35, "NAPTR"},
-		{39, "DNAME"},		   {43, "DS"},		      {46, "RRSIG"},
-		{47, "NSEC"},		   {48, "DNSKEY"},	      {50, "NSEC3"},
-		{51, "NSEC3PARAM"},	   {52, "TLSA"},	      {99, "SPF"},
-		{250, "TSIG"},		   {251, "IXFR"},	      {252, "AXFR"},
+		{DNS_TYPE_A, "A"},
+		{DNS_TYPE_NS, "NS"},
+		{DNS_TYPE_CNAME, "CNAME"},
+		{DNS_TYPE_SOA, "SOA"},
+		{DNS_TYPE_PTR, "PTR"},
+		{DNS_TYPE_MX, "MX"},
+		{DNS_TYPE_TXT, "TXT"},
+		{DNS_TYPE_AAAA, "AAAA"},
+		{DNS_TYPE_SRV, "SRV"},
+		{DNS_TYPE_OPT, "OPT"},
+		{DNS_TYPE_SVCB, "SVCB"},
+		{DNS_TYPE_HTTPS, "HTTPS"},
+		{DNS_TYPE_ANY, "ANY"},
+		{13, "HINFO"},
+		{35, "NAPTR"},
+		{39, "DNAME"},
+		{43, "DS"},
+		{46, "RRSIG"},
+		{47, "NSEC"},
+		{48, "DNSKEY"},
+		{50, "NSEC3"},
+		{51, "NSEC3PARAM"},
+		{52, "TLSA"},
+		{99, "SPF"},
+		{250, "TSIG"},
+		{251, "IXFR"},
+		{252, "AXFR"},
 		{257, "CAA"},
 	};
 	int n;

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 struct journal {
 	FILE *f;
 	int err; /* first write error, sticky: the caller reports it once */
+	pthread_mutex_t lock; /* the resolver's threads write too: whole lines, never interleaved */
 };
 
 struct journal *journal_open(const char *path)
@@ -30,6 +32,7 @@ struct journal *journal_open(const char *path)
 	j->f = fdopen(fd, "w");
 	if (!j->f)
 		goto err_free;
+	pthread_mutex_init(&j->lock, NULL);
 	return j;
 
 err_free:
@@ -161,21 +164,29 @@ void journal_line_strv(struct journal_line *l, const char *key, char *const *val
 
 int journal_write(struct journal *j, struct journal_line *l)
 {
+	int err;
+
 	put(l, "}\n", 2);
 	if (l->overflow)
 		return -E2BIG;
-	if (j->err)
-		return j->err;
-	if (fwrite(l->buf, 1, l->len, j->f) != l->len)
+	pthread_mutex_lock(&j->lock);
+	if (!j->err && fwrite(l->buf, 1, l->len, j->f) != l->len)
 		j->err = errno ? -errno : -EIO;
-	return j->err;
+	err = j->err;
+	pthread_mutex_unlock(&j->lock);
+	return err;
 }
 
 int journal_flush(struct journal *j)
 {
+	int err;
+
+	pthread_mutex_lock(&j->lock);
 	if (!j->err && fflush(j->f))
 		j->err = -errno;
-	return j->err;
+	err = j->err;
+	pthread_mutex_unlock(&j->lock);
+	return err;
 }
 
 int journal_close(struct journal *j)
@@ -189,6 +200,7 @@ int journal_close(struct journal *j)
 		err = -errno;
 	if (fclose(j->f) && !err)
 		err = -errno;
+	pthread_mutex_destroy(&j->lock);
 	free(j);
 	return err;
 }

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
 #include <signal.h>
@@ -22,9 +23,11 @@
 
 #include "cgroup.h"
 #include "decision.h"
+#include "dns.h"
 #include "events.h"
 #include "journal.h"
 #include "loader.h"
+#include "resolver.h"
 #include "run.h"
 #include "spawn.h"
 #include "util.h"
@@ -33,6 +36,7 @@
 #define TASK_MAX 256
 #define POLL_INTERVAL_MS 100	/* upper bound on how late an allow record reaches the log */
 #define KILL_TIMEOUT_MS 5000
+#define RUN_LEARNED_MAX 65536	/* addresses the resolver may hand out, per family */
 
 struct run_args {
 	const char *policy_path;
@@ -41,6 +45,9 @@ struct run_args {
 	const char *mode;
 	const char *log_path;
 	const char *cgroup_parent;
+	const char *netns;
+	const char *upstream;
+	bool dns_ttl;
 	unsigned long ringbuf_kib;
 	bool verbose;
 	char **cmd;
@@ -57,6 +64,8 @@ struct run {
 	struct run_cgroup cg;
 	struct events *events;
 	struct journal *journal;
+	struct resolver *resolver;
+	int netns_fd;
 	int64_t boot_to_real_ns; /* CLOCK_REALTIME - CLOCK_BOOTTIME, to date kernel timestamps */
 	uint64_t lost_reported[SL_HOOK_MAX];
 	uint64_t denials;
@@ -68,12 +77,18 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: sluice run --policy FILE [--run-id ID] [--task TASK] [--mode enforce|report]\n"
-		"                  [--log FILE] [--cgroup-parent NAME] [--ringbuf-kib N] [-v]\n"
-		"                  -- CMD [ARG…]\n"
+		"                  [--log FILE] [--netns PATH] [--upstream ADDR[:PORT]] [--dns-ttl]\n"
+		"                  [--cgroup-parent NAME] [--ringbuf-kib N] [-v] -- CMD [ARG…]\n"
 		"\n"
 		"Runs CMD in a new cgroup whose connect() and sendmsg() calls are judged in the kernel\n"
 		"against the policy. Denials fail at once and are printed on stderr; every decision is\n"
-		"written to the log (default ./sluice-RUN_ID.jsonl). Exits with CMD's status.\n");
+		"written to the log (default ./sluice-RUN_ID.jsonl). Exits with CMD's status.\n"
+		"\n"
+		"  --netns PATH     start CMD in this network namespace (/run/netns/NAME); the run's\n"
+		"                   resolver listens there, on loopback\n"
+		"  --upstream ADDR  where the run's resolver asks for listed names (default: the first\n"
+		"                   nameserver in /etc/resolv.conf), reached from sluice's namespace\n"
+		"  --dns-ttl        learned addresses expire with their DNS TTL (default: with the run)\n");
 }
 
 static int64_t ts_ns(clockid_t clk)
@@ -124,6 +139,9 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		{ "log", required_argument, NULL, 'l' },
 		{ "cgroup-parent", required_argument, NULL, 'c' },
 		{ "ringbuf-kib", required_argument, NULL, 'b' },
+		{ "netns", required_argument, NULL, 'n' },
+		{ "upstream", required_argument, NULL, 'u' },
+		{ "dns-ttl", no_argument, NULL, 'T' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
@@ -136,7 +154,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 	a->ringbuf_kib = 1024;
 	optind = 1;
 	/* "+": stop at the first non-option, so CMD's own options are never ours. */
-	while ((c = getopt_long(argc, argv, "+p:r:t:m:l:c:b:vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+p:r:t:m:l:c:b:n:u:Tvh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			a->policy_path = optarg;
@@ -166,6 +184,15 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 						"from 4 to 1048576, got \"%s\"\n", optarg);
 				return -EINVAL;
 			}
+			break;
+		case 'n':
+			a->netns = optarg;
+			break;
+		case 'u':
+			a->upstream = optarg;
+			break;
+		case 'T':
+			a->dns_ttl = true;
 			break;
 		case 'v':
 			a->verbose = true;
@@ -271,7 +298,8 @@ static int on_decision(const struct sl_decision_event *ev, void *ctx)
 	struct journal_line l;
 	struct decision_view v;
 	struct timespec ts = boot_to_realtime(r, ev->hdr.ts_ns);
-	char task[TASK_MAX + 1];
+	char task[TASK_MAX + 1], host_buf[256];
+	const char *host;
 
 	if (decision_view_init(&v, ev, r->policy)) {
 		line_run_fields(r, &l, "anomaly", &ts);
@@ -281,14 +309,20 @@ static int on_decision(const struct sl_decision_event *ev, void *ctx)
 		return 0;
 	}
 
+	host = resolver_host(r->resolver, ev->host_id, host_buf, sizeof(host_buf));
 	if (v.deny) {
-		r->denials++;
+		__atomic_fetch_add(&r->denials, 1, __ATOMIC_RELAXED);
 		safe_text(task, sizeof(task), r->args.task ? r->args.task : "-");
-		fprintf(stderr, "%s: %s (rule: %s) run_id=%s task=%s\n",
-			v.enforced ? "egress denied" : "egress would be denied (report mode)",
-			v.dst_port, v.rule, r->run_id, task);
+		if (host)
+			fprintf(stderr, "%s: %s [%s] (rule: %s) run_id=%s task=%s\n",
+				v.enforced ? "egress denied" : "egress would be denied (report mode)",
+				host, v.dst_port, v.rule, r->run_id, task);
+		else
+			fprintf(stderr, "%s: %s (rule: %s) run_id=%s task=%s\n",
+				v.enforced ? "egress denied" : "egress would be denied (report mode)",
+				v.dst_port, v.rule, r->run_id, task);
 		if (r->policy->request_access && v.reason[0] != 'b')
-			print_request_access(r->policy->request_access, v.dst);
+			print_request_access(r->policy->request_access, host ? host : v.dst);
 	}
 	if (v.deny ? !r->policy->log_deny : !r->policy->log_allow)
 		return 0;
@@ -301,6 +335,7 @@ static int on_decision(const struct sl_decision_event *ev, void *ctx)
 	journal_line_str(&l, "reason", v.reason);
 	journal_line_str(&l, "family", v.family);
 	journal_line_str(&l, "proto", v.proto);
+	journal_line_str(&l, "host", host);
 	journal_line_str(&l, "dst", v.dst);
 	if (v.dst_v4[0])
 		journal_line_str(&l, "dst_v4", v.dst_v4);
@@ -313,6 +348,45 @@ static int on_decision(const struct sl_decision_event *ev, void *ctx)
 	journal_line_u64(&l, "kseq", ev->hdr.seq);
 	write_line(r, &l);
 	return 0;
+}
+
+/* One query the run's resolver answered (called from its threads). */
+static void on_dns(const struct resolver_event *ev, void *ctx)
+{
+	struct run *r = ctx;
+	struct journal_line l;
+	struct timespec now;
+	char task[TASK_MAX + 1], name[DNS_NAME_MAX];
+	bool deny = !strcmp(ev->decision, "deny"), refused = !strcmp(ev->decision, "refused");
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	line_run_fields(r, &l, "dns", &now);
+	journal_line_str(&l, "host", ev->name);
+	journal_line_str(&l, "qtype", ev->qtype);
+	journal_line_str(&l, "decision", ev->decision);
+	journal_line_str(&l, "rule", ev->rule);
+	journal_line_str(&l, "rcode", ev->rcode);
+	journal_line_str(&l, "transport", ev->transport);
+	journal_line_strv(&l, "answers", (char *const *)ev->answers, ev->n_answers);
+	journal_line_strv(&l, "cname", (char *const *)ev->chain, ev->n_chain);
+	if (ev->why)
+		journal_line_str(&l, "why", ev->why);
+	write_line(r, &l);
+
+	if (!deny && !refused)
+		return;
+	__atomic_fetch_add(&r->denials, 1, __ATOMIC_RELAXED);
+	safe_text(task, sizeof(task), r->args.task ? r->args.task : "-");
+	safe_text(name, sizeof(name), ev->name);
+	if (deny) {
+		fprintf(stderr, "egress denied: %s (rule: %s) run_id=%s task=%s\n", name, ev->rule,
+			r->run_id, task);
+		if (r->policy->request_access)
+			print_request_access(r->policy->request_access, name);
+	} else {
+		fprintf(stderr, "egress denied: %s (answer refused: %s) run_id=%s task=%s\n", name,
+			ev->why ? ev->why : "", r->run_id, task);
+	}
 }
 
 static void on_malformed(const char *why, size_t size, void *ctx)
@@ -505,8 +579,14 @@ static int teardown(struct run *r)
 			ret = err;
 		}
 	}
+	/* The resolver writes into the loader's maps: stop it first. */
+	resolver_stop(r->resolver);
+	r->resolver = NULL;
 	loader_destroy(r->loader);
 	r->loader = NULL;
+	if (r->netns_fd >= 0)
+		close(r->netns_fd);
+	r->netns_fd = -1;
 	if (r->cg.path[0]) {
 		err = cgroup_remove(&r->cg);
 		if (err) {
@@ -519,6 +599,65 @@ static int teardown(struct run *r)
 	policy_compiled_free(r->compiled);
 	policy_free(r->policy);
 	return ret;
+}
+
+static bool policy_has_hosts(const struct policy *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->n_rules; i++)
+		if (p->rules[i].n_hosts)
+			return true;
+	return false;
+}
+
+/* Bind the run's resolver (in the run's netns, if it has one); it serves once the maps exist. */
+static int start_resolver(struct run *r, char *err, size_t err_len)
+{
+	struct resolver_opts o = {
+		.policy = r->policy,
+		.netns_fd = -1,
+		.ttl_mode = r->args.dns_ttl,
+		.on_event = on_dns,
+		.ctx = r,
+	};
+	int ret;
+
+	if (r->args.netns) {
+		r->netns_fd = open(r->args.netns, O_RDONLY | O_CLOEXEC);
+		if (r->netns_fd < 0) {
+			ret = -errno;
+			util_fmt(err, err_len, "--netns %s: %s", r->args.netns, strerror(-ret));
+			return ret;
+		}
+		o.netns_fd = r->netns_fd;
+	}
+	if (r->args.upstream) {
+		ret = resolver_parse_addr(r->args.upstream, &o.upstream, &o.upstream_len);
+		if (ret) {
+			util_fmt(err, err_len, "--upstream: expected ADDR, ADDR:PORT or [ADDR6]:PORT, "
+					       "got \"%s\"", r->args.upstream);
+			return ret;
+		}
+	} else {
+		ret = resolver_upstream_from_file("/etc/resolv.conf", &o.upstream, &o.upstream_len);
+		/* Without host rules the resolver only ever answers NXDOMAIN: no upstream needed. */
+		if (ret && policy_has_hosts(r->policy)) {
+			util_fmt(err, err_len, "no upstream resolver for the policy's host rules: "
+					       "/etc/resolv.conf names none (%s); give --upstream",
+				 strerror(-ret));
+			return ret;
+		}
+	}
+	r->resolver = resolver_new(&o);
+	if (!r->resolver) {
+		ret = -errno;
+		util_fmt(err, err_len, "bind the run's resolver on loopback%s: %s%s",
+			 r->args.netns ? " in the run's netns" : "", strerror(-ret),
+			 ret == -ENETDOWN ? " (is lo up in that namespace?)" : "");
+		return ret;
+	}
+	return 0;
 }
 
 static int setup(struct run *r, char *err, size_t err_len)
@@ -549,6 +688,12 @@ static int setup(struct run *r, char *err, size_t err_len)
 				       "CAP_NET_ADMIN)");
 		return -EPERM;
 	}
+
+	ret = start_resolver(r, err, err_len);
+	if (ret)
+		return ret;
+	lo.dns_port = resolver_port(r->resolver);
+	lo.learned_max = RUN_LEARNED_MAX;
 
 	r->loader = loader_load(r->policy, r->compiled, &lo);
 	if (!r->loader) {
@@ -588,12 +733,16 @@ static int setup(struct run *r, char *err, size_t err_len)
 			 ret == -EEXIST ? " (logs are never overwritten)" : "");
 		return ret;
 	}
-	return 0;
+	/* The log exists: from here on the resolver may report queries into it. */
+	ret = resolver_serve(r->resolver, r->loader);
+	if (ret)
+		util_fmt(err, err_len, "start the run's resolver: %s", strerror(-ret));
+	return ret;
 }
 
 int run_main(int argc, char **argv)
 {
-	struct run r = { .cg = { .fd = -1 } };
+	struct run r = { .cg = { .fd = -1 }, .netns_fd = -1 };
 	sigset_t block, old;
 	const char *why = "sluice error";
 	char err[1024] = "";
@@ -642,7 +791,7 @@ int run_main(int argc, char **argv)
 	}
 
 	write_run_start(&r);
-	ret = spawn_in_cgroup(r.cg.fd, r.args.cmd, &old, &child);
+	ret = spawn_in_cgroup(r.cg.fd, r.netns_fd, r.args.cmd, &old, &child);
 	if (ret) {
 		fprintf(stderr, "sluice run: cannot execute %s: %s\n", r.args.cmd[0],
 			strerror(-ret));
@@ -657,6 +806,8 @@ int run_main(int argc, char **argv)
 		fprintf(stderr, "sluice: processes of run %s did not exit in time\n", r.run_id);
 	if (!ret)
 		waitpid(child, NULL, WNOHANG);
+	/* Nothing may be logged after run_end: the resolver finishes its last queries first. */
+	resolver_halt(r.resolver);
 	drain(&r);
 	write_run_end(&r, status, why);
 

@@ -14,22 +14,26 @@
 #include "spawn.h"
 
 /* Child side: only async-signal-safe calls between clone3 and exec. */
-static void __attribute__((noreturn)) exec_child(char *const argv[], const sigset_t *mask,
-						  int err_fd)
+static void __attribute__((noreturn)) exec_child(int netns_fd, char *const argv[],
+						  const sigset_t *mask, int err_fd)
 {
 	int sig, err;
 
 	for (sig = 1; sig < NSIG; sig++)
 		signal(sig, SIG_DFL);
 	sigprocmask(SIG_SETMASK, mask, NULL);
+	if (netns_fd >= 0 && setns(netns_fd, CLONE_NEWNET))
+		goto fail;
 	execvp(argv[0], argv);
+fail:
 	err = errno;
 	if (write(err_fd, &err, sizeof(err)) != sizeof(err))
 		_exit(127);
 	_exit(127);
 }
 
-int spawn_in_cgroup(int cgroup_fd, char *const argv[], const sigset_t *child_mask, pid_t *pid)
+int spawn_in_cgroup(int cgroup_fd, int netns_fd, char *const argv[], const sigset_t *child_mask,
+		    pid_t *pid)
 {
 	struct clone_args args;
 	int pipefd[2], child_err, err = 0;
@@ -51,7 +55,7 @@ int spawn_in_cgroup(int cgroup_fd, char *const argv[], const sigset_t *child_mas
 	}
 	if (ret == 0) {
 		close(pipefd[0]);
-		exec_child(argv, child_mask, pipefd[1]);
+		exec_child(netns_fd, argv, child_mask, pipefd[1]);
 	}
 
 	close(pipefd[1]);

@@ -11,9 +11,11 @@
 
 /*
  * Run argv (PATH searched) in the cgroup given by cgroup_fd, with the signal mask the caller had
- * before it blocked signals for its own loop (child_mask). Returns 0 and the pid, or -errno: the
+ * before it blocked signals for its own loop (child_mask), inside the network namespace netns_fd
+ * (-1: sluice's own). Returns 0 and the pid, or -errno: the
  * exec failure of the child is reported here, not as exit status 127 later.
  */
-int spawn_in_cgroup(int cgroup_fd, char *const argv[], const sigset_t *child_mask, pid_t *pid);
+int spawn_in_cgroup(int cgroup_fd, int netns_fd, char *const argv[], const sigset_t *child_mask,
+		    pid_t *pid);
 
 #endif /* SLUICE_SPAWN_H */

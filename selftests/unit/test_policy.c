@@ -1003,9 +1003,9 @@ static bool misc_summary_seed(char *why)
 		"mode: enforce",
 		"default: deny",
 		"EPERM",
-		"hosts registry.npmjs.org, pypi.org, files.pythonhosted.org: NOT ENFORCED YET: "
-		"host "
-		"rules need the per-run resolver; until then they allow nothing (fail closed)",
+		"hosts: registry.npmjs.org, pypi.org, files.pythonhosted.org\n"
+		"      (through the run's resolver: only listed names resolve",
+		"TLS server names: not checked yet",
 		"methods GET, HEAD: cannot be enforced in the kernel: HTTP methods are inside TLS",
 		"max_response_bytes 500000000: not enforced yet (needs the packet layer)",
 		"max_request_bytes 65536: not enforced yet (needs the packet layer)",
@@ -1030,6 +1030,50 @@ static bool misc_summary_demo(char *why)
 	};
 
 	return summary_has("demo.yaml", want, ARRAY_SIZE(want), why);
+}
+
+/* Host matching: exact names, wildcards strictly below their domain, first rule wins. */
+static bool misc_host_match(char *why)
+{
+	static const char yaml[] = "rules:\n"
+				   "  - name: exact\n"
+				   "    hosts: [\"pypi.org\", \"Registry.NPMJS.org.\"]\n"
+				   "  - name: wild\n"
+				   "    hosts: [\"*.githubusercontent.com\", \"*.pypi.org\"]\n";
+	static const struct {
+		const char *name;
+		long want;
+	} cases[] = {
+		{ "pypi.org", 0 },
+		{ "registry.npmjs.org", 0 },
+		{ "a.pypi.org", 1 },
+		{ "raw.githubusercontent.com", 1 },
+		{ "a.b.githubusercontent.com", 1 },
+		{ "githubusercontent.com", -1 },
+		{ "xgithubusercontent.com", -1 },
+		{ "pypi.org.evil.example", -1 },
+		{ "evilpypi.org", -1 },
+		{ "", -1 },
+	};
+	char err[ERR_LEN];
+	struct policy *p = NULL;
+	size_t i;
+	int ret;
+
+	ret = policy_load_buffer(yaml, sizeof(yaml) - 1, "hosts.yaml", &p, err, sizeof(err));
+	EXPECT(!ret, "expected the policy to load, got %d \"%s\"", ret, err);
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		long got = policy_match_host(p, cases[i].name);
+
+		if (got != cases[i].want) {
+			snprintf(why, WHY_LEN, "expected \"%s\" to match rule %ld, got %ld",
+				 cases[i].name, cases[i].want, got);
+			policy_free(p);
+			return false;
+		}
+	}
+	policy_free(p);
+	return true;
 }
 
 static bool misc_missing_file(char *why)
@@ -1162,6 +1206,7 @@ static const struct misc_case misc_cases[] = {
 	{"misc: policy_errno_name", misc_errno_name},
 	{"misc: summary of seed-003.yaml says what is not enforced", misc_summary_seed},
 	{"misc: summary of demo.yaml", misc_summary_demo},
+	{"misc: host matching (exact, wildcard below its domain only, first rule)", misc_host_match},
 	{"misc: missing file is -ENOENT", misc_missing_file},
 	{"misc: input over POLICY_MAX_BYTES is -EFBIG", misc_too_big},
 	{"misc: POLICY_MAX_RULES rules load, one more is refused", misc_rule_limit},

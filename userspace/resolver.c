@@ -1,0 +1,1040 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The run's resolver. One thread accepts (UDP datagrams, TCP connections) and queues them; a few
+ * workers answer, each query with blocking I/O bounded by timeouts, so a slow upstream delays
+ * only the queries that need it. Sockets are bound inside the run's network namespace by the
+ * thread that creates the resolver; the threads themselves, and so every upstream socket, live in
+ * sluice's own namespace.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dns.h"
+#include "resolver.h"
+#include "util.h"
+
+#define N_WORKERS 4
+#define MAX_QUEUED 256
+#define UPSTREAM_TIMEOUT_MS 2000
+#define UPSTREAM_TRIES 2
+#define TCP_CLIENT_TIMEOUT_S 5
+#define TCP_MAX_QUERIES 64
+#define MAX_CHAIN 8
+#define MAX_HOSTS 100000
+
+enum transport { T_UDP, T_TCP };
+
+struct job {
+	struct job *next;
+	enum transport transport;
+	int fd;	       /* UDP: the listener to answer from; TCP: the accepted connection */
+	struct sockaddr_storage peer;
+	socklen_t peer_len;
+	size_t len;
+	uint8_t msg[DNS_MSG_MAX];
+};
+
+struct resolver {
+	struct resolver_opts o;
+	struct loader *loader;
+	int udp[2], tcp[2]; /* [0] IPv4, [1] IPv6; -1 when that family has no loopback */
+	uint16_t port;
+	int stop_fd;
+
+	pthread_t acceptor;
+	pthread_t workers[N_WORKERS];
+	int n_workers;
+	bool acceptor_started;
+	bool halted;
+
+	pthread_mutex_t lock; /* the queue, stopping, hosts */
+	pthread_cond_t cond;
+	struct job *head, *tail;
+	size_t queued;
+	bool stopping;
+	char **hosts;
+	size_t n_hosts, cap_hosts;
+};
+
+/* An answer being assembled for one query. */
+struct outcome {
+	const char *decision;
+	const char *rule;
+	uint8_t rcode;
+	char why[256];
+	char chain[MAX_CHAIN][DNS_NAME_MAX];
+	size_t n_chain;
+	struct dns_rr addrs[RESOLVER_MAX_ADDRS];
+	size_t n_addrs;
+};
+
+static int close_fd(int fd)
+{
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
+int resolver_parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len)
+{
+	char host[INET6_ADDRSTRLEN + 2];
+	const char *port_s = NULL;
+	unsigned long port = 53;
+	char *end;
+
+	memset(ss, 0, sizeof(*ss));
+	if (s[0] == '[') {
+		const char *close = strchr(s, ']');
+
+		if (!close || (size_t)(close - s - 1) >= sizeof(host))
+			return -EINVAL;
+		memcpy(host, s + 1, (size_t)(close - s - 1));
+		host[close - s - 1] = '\0';
+		if (close[1] == ':')
+			port_s = close + 2;
+		else if (close[1])
+			return -EINVAL;
+	} else {
+		const char *colon = strchr(s, ':');
+
+		/* one colon: ADDR:PORT; several: a bare IPv6 address */
+		if (colon && !strchr(colon + 1, ':')) {
+			if ((size_t)(colon - s) >= sizeof(host))
+				return -EINVAL;
+			memcpy(host, s, (size_t)(colon - s));
+			host[colon - s] = '\0';
+			port_s = colon + 1;
+		} else if (util_copy(host, sizeof(host), s)) {
+			return -EINVAL;
+		}
+	}
+	if (port_s) {
+		errno = 0;
+		port = strtoul(port_s, &end, 10);
+		if (errno || *end || !*port_s || port == 0 || port > 65535)
+			return -EINVAL;
+	}
+	if (inet_pton(AF_INET, host, &((struct sockaddr_in *)ss)->sin_addr) == 1) {
+		((struct sockaddr_in *)ss)->sin_family = AF_INET;
+		((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)port);
+		*len = sizeof(struct sockaddr_in);
+		return 0;
+	}
+	if (inet_pton(AF_INET6, host, &((struct sockaddr_in6 *)ss)->sin6_addr) == 1) {
+		((struct sockaddr_in6 *)ss)->sin6_family = AF_INET6;
+		((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)port);
+		*len = sizeof(struct sockaddr_in6);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int resolver_upstream_from_file(const char *path, struct sockaddr_storage *ss, socklen_t *len)
+{
+	char line[512], addr[INET6_ADDRSTRLEN + 1];
+	FILE *f = fopen(path, "re");
+	int err = -ENOENT;
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, " nameserver %46s", addr) != 1)
+			continue;
+		/* a scoped link-local nameserver ("fe80::1%eth0") cannot be named as ADDR */
+		if (strchr(addr, '%'))
+			continue;
+		if (!strchr(addr, ':'))
+			err = resolver_parse_addr(addr, ss, len);
+		else {
+			char bracketed[INET6_ADDRSTRLEN + 3];
+
+			err = util_fmt(bracketed, sizeof(bracketed), "[%s]", addr);
+			if (!err)
+				err = resolver_parse_addr(bracketed, ss, len);
+		}
+		if (!err)
+			break;
+	}
+	fclose(f);
+	return err;
+}
+
+/* --- listeners ------------------------------------------------------------------------------ */
+
+static int bind_loopback(int family, int type, uint16_t port, uint16_t *bound)
+{
+	struct sockaddr_storage ss = {};
+	socklen_t len;
+	int fd, one = 1, err;
+
+	fd = socket(family, type | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (family == AF_INET) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+
+		sin->sin_family = AF_INET;
+		sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		sin->sin_port = htons(port);
+		len = sizeof(*sin);
+	} else {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+
+		/* v6-only: mapped v4 queries go to the v4 listener, as the redirect sends them */
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_addr = in6addr_loopback;
+		sin6->sin6_port = htons(port);
+		len = sizeof(*sin6);
+	}
+	if (type == SOCK_STREAM)
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&ss, len) ||
+	    (type == SOCK_STREAM && listen(fd, 64))) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	if (bound) {
+		len = sizeof(ss);
+		if (getsockname(fd, (struct sockaddr *)&ss, &len)) {
+			err = -errno;
+			close(fd);
+			return err;
+		}
+		*bound = ntohs(family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port :
+						   ((struct sockaddr_in6 *)&ss)->sin6_port);
+	}
+	return fd;
+}
+
+/* Close every listener bound so far. */
+static void close_listeners(struct resolver *r)
+{
+	int k;
+
+	for (k = 0; k < 2; k++) {
+		r->udp[k] = close_fd(r->udp[k]);
+		r->tcp[k] = close_fd(r->tcp[k]);
+	}
+}
+
+/*
+ * One port for UDP and TCP on 127.0.0.1 and, where the namespace has it, ::1 (without it, v6 DNS
+ * fails closed: nothing listens where the redirect sends it). The port is the kernel's pick for
+ * the first socket; if another socket holds it on the other listeners, pick again.
+ */
+static int bind_listeners(struct resolver *r)
+{
+	int attempt, fd;
+
+	for (attempt = 0; attempt < 16; attempt++) {
+		fd = bind_loopback(AF_INET, SOCK_DGRAM, 0, &r->port);
+		if (fd < 0)
+			return fd == -EADDRNOTAVAIL ? -ENETDOWN : fd;
+		r->udp[0] = fd;
+		fd = bind_loopback(AF_INET, SOCK_STREAM, r->port, NULL);
+		if (fd < 0)
+			goto retry;
+		r->tcp[0] = fd;
+		fd = bind_loopback(AF_INET6, SOCK_DGRAM, r->port, NULL);
+		if (fd == -EADDRNOTAVAIL || fd == -EAFNOSUPPORT)
+			return 0;
+		if (fd < 0)
+			goto retry;
+		r->udp[1] = fd;
+		fd = bind_loopback(AF_INET6, SOCK_STREAM, r->port, NULL);
+		if (fd < 0)
+			goto retry;
+		r->tcp[1] = fd;
+		return 0;
+retry:
+		close_listeners(r);
+		if (fd != -EADDRINUSE)
+			return fd;
+	}
+	return -EADDRINUSE;
+}
+
+struct resolver *resolver_new(const struct resolver_opts *o)
+{
+	struct resolver *r;
+	int self_ns = -1, err = 0;
+
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->o = *o;
+	r->udp[0] = r->udp[1] = r->tcp[0] = r->tcp[1] = -1;
+	r->stop_fd = -1;
+	pthread_mutex_init(&r->lock, NULL);
+	pthread_cond_init(&r->cond, NULL);
+
+	if (o->netns_fd >= 0) {
+		self_ns = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+		if (self_ns < 0 || setns(o->netns_fd, CLONE_NEWNET)) {
+			err = -errno;
+			goto out;
+		}
+	}
+	err = bind_listeners(r);
+	if (self_ns >= 0 && setns(self_ns, CLONE_NEWNET)) {
+		/* stuck in the run's namespace: nothing this process does next would be safe */
+		fprintf(stderr, "sluice: cannot return to own network namespace: %s\n",
+			strerror(errno));
+		abort();
+	}
+	if (err)
+		goto out;
+	r->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (r->stop_fd < 0)
+		err = -errno;
+out:
+	close_fd(self_ns);
+	if (err) {
+		resolver_stop(r);
+		errno = -err;
+		return NULL;
+	}
+	return r;
+}
+
+uint16_t resolver_port(const struct resolver *r)
+{
+	return r->port;
+}
+
+/* --- names ---------------------------------------------------------------------------------- */
+
+static uint32_t intern_host(struct resolver *r, const char *name)
+{
+	uint32_t id = 0;
+	size_t i;
+
+	pthread_mutex_lock(&r->lock);
+	for (i = 0; i < r->n_hosts; i++) {
+		if (!strcmp(r->hosts[i], name)) {
+			id = (uint32_t)i + 1;
+			goto out;
+		}
+	}
+	if (r->n_hosts >= MAX_HOSTS)
+		goto out;
+	if (r->n_hosts == r->cap_hosts) {
+		size_t cap = r->cap_hosts ? r->cap_hosts * 2 : 64;
+		char **h = realloc(r->hosts, cap * sizeof(*h));
+
+		if (!h)
+			goto out;
+		r->hosts = h;
+		r->cap_hosts = cap;
+	}
+	r->hosts[r->n_hosts] = strdup(name);
+	if (r->hosts[r->n_hosts])
+		id = (uint32_t)++r->n_hosts;
+out:
+	pthread_mutex_unlock(&r->lock);
+	return id;
+}
+
+const char *resolver_host(struct resolver *r, uint32_t host_id, char *buf, size_t len)
+{
+	const char *ret = NULL;
+
+	if (!r || !host_id)
+		return NULL;
+	pthread_mutex_lock(&r->lock);
+	if (host_id <= r->n_hosts && !util_copy(buf, len, r->hosts[host_id - 1]))
+		ret = buf;
+	pthread_mutex_unlock(&r->lock);
+	return ret;
+}
+
+/* --- upstream ------------------------------------------------------------------------------- */
+
+static int io_wait(int fd, short events, int timeout_ms)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+	int n;
+
+	do {
+		n = poll(&p, 1, timeout_ms);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	return n ? 0 : -ETIMEDOUT;
+}
+
+static int read_full(int fd, uint8_t *buf, size_t len, int timeout_ms)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n;
+		int err = io_wait(fd, POLLIN, timeout_ms);
+
+		if (err)
+			return err;
+		n = read(fd, buf + got, len - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -ECONNRESET;
+		got += (size_t)n;
+	}
+	return 0;
+}
+
+static int write_full(int fd, const uint8_t *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = send(fd, buf + done, len - done, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+/* The response must answer the question we asked, with the id we chose. */
+static bool response_matches(const struct dns_response *resp, uint16_t id, const char *name,
+			     uint16_t qtype)
+{
+	return resp->id == id && resp->qtype == qtype && resp->qclass == DNS_CLASS_IN &&
+	       !strcmp(resp->qname, name) && (resp->flags & DNS_FLAG_QR);
+}
+
+static int query_tcp(struct resolver *r, const uint8_t *q, size_t qlen, uint8_t *buf,
+		     size_t *len)
+{
+	uint8_t hdr[2] = { (uint8_t)(qlen >> 8), (uint8_t)qlen };
+	socklen_t elen = sizeof(int);
+	int fd, err, soerr = 0;
+	size_t rlen;
+
+	fd = socket(r->o.upstream.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&r->o.upstream, r->o.upstream_len) &&
+	    errno != EINPROGRESS) {
+		err = -errno;
+		goto out;
+	}
+	err = io_wait(fd, POLLOUT, UPSTREAM_TIMEOUT_MS);
+	if (!err && getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &elen))
+		err = -errno;
+	if (!err && soerr)
+		err = -soerr;
+	if (!err)
+		err = write_full(fd, hdr, 2);
+	if (!err)
+		err = write_full(fd, q, qlen);
+	if (!err)
+		err = read_full(fd, hdr, 2, UPSTREAM_TIMEOUT_MS);
+	if (err)
+		goto out;
+	rlen = ((size_t)hdr[0] << 8) | hdr[1];
+	err = read_full(fd, buf, rlen, UPSTREAM_TIMEOUT_MS);
+	*len = rlen;
+out:
+	close(fd);
+	return err;
+}
+
+/* Ask upstream name/qtype: UDP with a retry, then TCP when the answer was truncated. */
+static int ask_upstream(struct resolver *r, const char *name, uint16_t qtype,
+			struct dns_response *resp, char *why, size_t why_len)
+{
+	struct dns_query q = { .qtype = qtype, .qclass = DNS_CLASS_IN };
+	uint8_t out[512], *in;
+	size_t qlen, rlen = 0;
+	uint16_t id;
+	int fd = -1, err, attempt;
+
+	in = malloc(DNS_MSG_MAX);
+	if (!in)
+		return -ENOMEM;
+	if (util_copy(q.name, sizeof(q.name), name) ||
+	    getrandom(&id, sizeof(id), 0) != sizeof(id)) {
+		err = -EINVAL;
+		goto out;
+	}
+	err = dns_build_query(&q, id, out, sizeof(out), &qlen);
+	if (err)
+		goto out;
+	fd = socket(r->o.upstream.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&r->o.upstream, r->o.upstream_len)) {
+		err = -errno;
+		util_fmt(why, why_len, "upstream unreachable: %s", strerror(errno));
+		goto out;
+	}
+	err = -ETIMEDOUT;
+	for (attempt = 0; attempt < UPSTREAM_TRIES && err; attempt++) {
+		if (send(fd, out, qlen, 0) < 0) {
+			err = -errno;
+			continue;
+		}
+		/* Wait for the matching answer; stray or malformed datagrams are ignored. */
+		for (;;) {
+			ssize_t n;
+
+			err = io_wait(fd, POLLIN, UPSTREAM_TIMEOUT_MS);
+			if (err)
+				break;
+			n = recv(fd, in, DNS_MSG_MAX, 0);
+			if (n < 0) {
+				err = -errno;
+				break;
+			}
+			err = dns_parse_response(in, (size_t)n, resp, why, why_len);
+			if (!err && response_matches(resp, id, name, qtype))
+				break;
+			err = -EAGAIN;
+		}
+	}
+	if (err) {
+		if (!why[0])
+			util_fmt(why, why_len, "upstream did not answer: %s", strerror(-err));
+		goto out;
+	}
+	if (resp->flags & DNS_FLAG_TC) {
+		err = query_tcp(r, out, qlen, in, &rlen);
+		if (!err)
+			err = dns_parse_response(in, rlen, resp, why, why_len);
+		if (!err && !response_matches(resp, id, name, qtype))
+			err = -EBADMSG;
+		if (err && !why[0])
+			util_fmt(why, why_len, "upstream TCP retry failed: %s", strerror(-err));
+	}
+out:
+	close_fd(fd);
+	free(in);
+	return err;
+}
+
+/* --- answers -------------------------------------------------------------------------------- */
+
+static bool v4_in(const uint8_t *a, uint32_t net, int plen)
+{
+	uint32_t v = ((uint32_t)a[0] << 24) | ((uint32_t)a[1] << 16) | ((uint32_t)a[2] << 8) | a[3];
+	uint32_t mask = plen ? 0xffffffffu << (32 - plen) : 0;
+
+	return (v & mask) == net;
+}
+
+/*
+ * Why an address may not be handed out for a public name: "blackhole" (never), "private"
+ * (loopback, RFC 1918, link-local, ULA, …: only if a CIDR rule lists it), or NULL.
+ */
+static const char *v4_forbidden(const uint8_t *a)
+{
+	if (v4_in(a, 0xa9fe0000, 16))
+		return "blackhole";
+	if (v4_in(a, 0x00000000, 8) || v4_in(a, 0x0a000000, 8) || v4_in(a, 0x64400000, 10) ||
+	    v4_in(a, 0x7f000000, 8) || v4_in(a, 0xac100000, 12) || v4_in(a, 0xc0a80000, 16) ||
+	    v4_in(a, 0xe0000000, 3))
+		return "private";
+	return NULL;
+}
+
+static const char *v6_forbidden(const uint8_t *a)
+{
+	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
+	static const uint8_t nat64[12] = { 0, 0x64, 0xff, 0x9b };
+	static const uint8_t zero[15];
+
+	if ((a[0] == 0xfe && (a[1] & 0xc0) == 0x80) ||
+	    (a[0] == 0xfd && a[1] == 0x00 && a[2] == 0x0e && a[3] == 0xc2))
+		return "blackhole";
+	if (!memcmp(a, mapped, 12) || !memcmp(a, nat64, 12))
+		return v4_forbidden(a + 12);
+	if (!memcmp(a, zero, 15) || (a[0] & 0xfe) == 0xfc || a[0] == 0xff)
+		return "private";
+	return NULL;
+}
+
+/* Advance cur along the CNAME records of one response; records off the chain are ignored. */
+static int follow_chain(const struct dns_response *resp, char *cur, struct outcome *oc)
+{
+	bool advanced = true;
+	size_t i;
+
+	while (advanced) {
+		advanced = false;
+		for (i = 0; i < resp->n_answers; i++) {
+			const struct dns_rr *rr = &resp->answers[i];
+
+			if (rr->type != DNS_TYPE_CNAME || !rr->decoded || strcmp(rr->name, cur))
+				continue;
+			if (oc->n_chain >= MAX_CHAIN) {
+				util_fmt(oc->why, sizeof(oc->why), "CNAME chain longer than %d",
+					 MAX_CHAIN);
+				return -ELOOP;
+			}
+			util_copy(oc->chain[oc->n_chain++], DNS_NAME_MAX, rr->data.target);
+			util_copy(cur, DNS_NAME_MAX, rr->data.target);
+			advanced = true;
+			break;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Resolve qname: follow its CNAME chain, asking upstream again for the last name when an answer
+ * stops at a CNAME without addresses, and collect the addresses at the end of the chain.
+ */
+static int collect(struct resolver *r, const char *qname, uint16_t qtype, struct outcome *oc)
+{
+	struct dns_response *resp;
+	char cur[DNS_NAME_MAX], before[DNS_NAME_MAX];
+	int err = 0, hop;
+	size_t i;
+
+	resp = malloc(sizeof(*resp));
+	if (!resp)
+		return -ENOMEM;
+	util_copy(cur, sizeof(cur), qname);
+	oc->rcode = DNS_RCODE_SERVFAIL;
+	for (hop = 0;; hop++) {
+		if (hop > MAX_CHAIN) {
+			util_fmt(oc->why, sizeof(oc->why), "CNAME chain not resolved in %d queries",
+				 MAX_CHAIN);
+			err = -ELOOP;
+			goto out;
+		}
+		memset(resp, 0, sizeof(*resp));
+		err = ask_upstream(r, cur, qtype, resp, oc->why, sizeof(oc->why));
+		if (err)
+			goto out;
+		if (DNS_RCODE(resp->flags) == DNS_RCODE_NXDOMAIN) {
+			oc->rcode = DNS_RCODE_NXDOMAIN;
+			goto out;
+		}
+		if (DNS_RCODE(resp->flags) != DNS_RCODE_NOERROR) {
+			util_fmt(oc->why, sizeof(oc->why), "upstream answered rcode %u",
+				 DNS_RCODE(resp->flags));
+			err = -EREMOTEIO;
+			goto out;
+		}
+		util_copy(before, sizeof(before), cur);
+		err = follow_chain(resp, cur, oc);
+		if (err)
+			goto out;
+		for (i = 0; i < resp->n_answers && oc->n_addrs < RESOLVER_MAX_ADDRS; i++) {
+			const struct dns_rr *rr = &resp->answers[i];
+
+			if (rr->type == qtype && rr->decoded && !strcmp(rr->name, cur))
+				oc->addrs[oc->n_addrs++] = *rr;
+		}
+		/* Addresses, or an answer that does not move the chain (no data): done. */
+		if (oc->n_addrs || !strcmp(before, cur))
+			break;
+	}
+	oc->rcode = DNS_RCODE_NOERROR;
+out:
+	free(resp);
+	return err;
+}
+
+static void addr_string(const struct dns_rr *rr, char *buf, size_t len)
+{
+	inet_ntop(rr->type == DNS_TYPE_A ? AF_INET : AF_INET6, rr->data.aaaa, buf, (socklen_t)len);
+}
+
+/* Refuse the whole answer if any address points where a public name must not. */
+static bool answer_refused(struct resolver *r, const char *qname, struct outcome *oc)
+{
+	size_t i;
+
+	for (i = 0; i < oc->n_addrs; i++) {
+		const struct dns_rr *rr = &oc->addrs[i];
+		int family = rr->type == DNS_TYPE_A ? AF_INET : AF_INET6;
+		const char *bad = family == AF_INET ? v4_forbidden(rr->data.a) :
+						      v6_forbidden(rr->data.aaaa);
+		char a[INET6_ADDRSTRLEN];
+
+		if (!bad || (!strcmp(bad, "private") &&
+			     policy_cidr_covers(r->o.policy, family, rr->data.aaaa)))
+			continue;
+		addr_string(rr, a, sizeof(a));
+		util_fmt(oc->why, sizeof(oc->why), "upstream answered %s for %s (%s address%s)", a,
+			 qname, bad, !strcmp(bad, "private") ? " no cidrs rule lists" : "");
+		return true;
+	}
+	return false;
+}
+
+static uint64_t boot_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Write every address into the run's maps before the client can see any of them. */
+static int learn(struct resolver *r, const char *qname, long rule, struct outcome *oc)
+{
+	uint32_t host_id = intern_host(r, qname);
+	size_t i;
+	int err;
+
+	for (i = 0; i < oc->n_addrs; i++) {
+		const struct dns_rr *rr = &oc->addrs[i];
+		uint64_t exp = r->o.ttl_mode ? boot_ns() + (uint64_t)rr->ttl * 1000000000ull : 0;
+
+		err = loader_learn(r->loader, rr->type == DNS_TYPE_A ? AF_INET : AF_INET6,
+				   rr->data.aaaa, (uint16_t)(rule + 1), host_id, exp);
+		if (err) {
+			util_fmt(oc->why, sizeof(oc->why), "cannot record learned address: %s%s",
+				 strerror(-err), err == -E2BIG ? " (learned-address map full)" : "");
+			return err;
+		}
+	}
+	return 0;
+}
+
+static void report(struct resolver *r, const struct dns_query *q, enum transport t,
+		   const struct outcome *oc)
+{
+	char addrs[RESOLVER_MAX_ADDRS][INET6_ADDRSTRLEN], type[16];
+	const char *answers[RESOLVER_MAX_ADDRS], *chain[MAX_CHAIN];
+	static const char *const rcodes[] = { "NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN",
+					      "NOTIMP", "REFUSED" };
+	struct resolver_event ev = {
+		.name = q->name,
+		.qtype = dns_type_name(q->qtype, type, sizeof(type)),
+		.decision = oc->decision,
+		.rule = oc->rule,
+		.rcode = oc->rcode < 6 ? rcodes[oc->rcode] : "SERVFAIL",
+		.why = oc->why[0] ? oc->why : NULL,
+		.transport = t == T_UDP ? "udp" : "tcp",
+		.answers = answers,
+		.chain = chain,
+	};
+	size_t i;
+
+	if (!strcmp(oc->decision, "allow")) {
+		for (i = 0; i < oc->n_addrs; i++) {
+			addr_string(&oc->addrs[i], addrs[i], sizeof(addrs[i]));
+			answers[ev.n_answers++] = addrs[i];
+		}
+	}
+	for (i = 0; i < oc->n_chain; i++)
+		chain[ev.n_chain++] = oc->chain[i];
+	if (r->o.on_event)
+		r->o.on_event(&ev, r->o.ctx);
+}
+
+/* Answer one query into out; returns the reply length, or 0 to send nothing. */
+static size_t answer(struct resolver *r, const uint8_t *msg, size_t len, enum transport t,
+		     uint8_t *out, size_t cap)
+{
+	struct dns_query q;
+	struct outcome *oc;
+	struct dns_rr *rrs = NULL;
+	char rule_name[128], why[128] = "";
+	size_t max_len, out_len = 0, n = 0, i;
+	long rule;
+
+	if (dns_parse_query(msg, len, &q, why, sizeof(why))) {
+		struct resolver_event ev = { .name = "", .qtype = "", .decision = "error",
+					     .rule = "default", .rcode = "none", .why = why,
+					     .transport = t == T_UDP ? "udp" : "tcp" };
+
+		/* Not a query we can answer, or even echo: drop it, but say so. */
+		if (r->o.on_event)
+			r->o.on_event(&ev, r->o.ctx);
+		return 0;
+	}
+	max_len = t == T_TCP ? cap : (q.edns ? q.edns_udp_size : DNS_UDP_MIN);
+	if (max_len > cap)
+		max_len = cap;
+
+	oc = calloc(1, sizeof(*oc));
+	if (!oc)
+		return 0;
+	rule = policy_match_host(r->o.policy, q.name);
+	oc->decision = "allow";
+	oc->rule = "default";
+	if (rule < 0) {
+		oc->decision = "deny";
+		oc->rcode = DNS_RCODE_NXDOMAIN;
+	} else {
+		oc->rule = policy_rule_name(r->o.policy, (size_t)rule, rule_name, sizeof(rule_name));
+		/* Only addresses are ever passed on: other types of a listed name get no data. */
+		if (q.qtype == DNS_TYPE_A || q.qtype == DNS_TYPE_AAAA) {
+			if (collect(r, q.name, q.qtype, oc))
+				oc->decision = "error";
+			else if (answer_refused(r, q.name, oc))
+				oc->decision = "refused";
+			else if (learn(r, q.name, rule, oc))
+				oc->decision = "error";
+			if (strcmp(oc->decision, "allow")) {
+				oc->rcode = DNS_RCODE_SERVFAIL;
+				oc->n_addrs = 0;
+				oc->n_chain = strcmp(oc->decision, "refused") ? 0 : oc->n_chain;
+			}
+		}
+	}
+
+	/* The reply: the CNAME chain from the asked name, then the addresses at its end. */
+	if (oc->rcode == DNS_RCODE_NOERROR) {
+		rrs = calloc(MAX_CHAIN + RESOLVER_MAX_ADDRS, sizeof(*rrs));
+		if (!rrs)
+			goto out;
+		for (i = 0; i < oc->n_chain; i++) {
+			struct dns_rr *c = &rrs[n++];
+
+			util_copy(c->name, sizeof(c->name), i ? oc->chain[i - 1] : q.name);
+			c->type = DNS_TYPE_CNAME;
+			c->rclass = DNS_CLASS_IN;
+			c->ttl = oc->n_addrs ? oc->addrs[0].ttl : 60;
+			c->decoded = true;
+			util_copy(c->data.target, sizeof(c->data.target), oc->chain[i]);
+		}
+		for (i = 0; i < oc->n_addrs; i++)
+			rrs[n++] = oc->addrs[i];
+	}
+	if (dns_build_reply(&q, oc->rcode, rrs, n, out, max_len, &out_len))
+		out_len = 0;
+	report(r, &q, t, oc);
+out:
+	free(rrs);
+	free(oc);
+	return out_len;
+}
+
+/* --- threads -------------------------------------------------------------------------------- */
+
+static void serve_tcp(struct resolver *r, int fd, uint8_t *out)
+{
+	struct timeval tv = { .tv_sec = TCP_CLIENT_TIMEOUT_S };
+	uint8_t hdr[2], *msg;
+	int i;
+
+	msg = malloc(DNS_MSG_MAX);
+	if (!msg)
+		return;
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	for (i = 0; i < TCP_MAX_QUERIES; i++) {
+		size_t len, out_len;
+
+		if (read_full(fd, hdr, 2, TCP_CLIENT_TIMEOUT_S * 1000))
+			break;
+		len = ((size_t)hdr[0] << 8) | hdr[1];
+		if (read_full(fd, msg, len, TCP_CLIENT_TIMEOUT_S * 1000))
+			break;
+		out_len = answer(r, msg, len, T_TCP, out + 2, DNS_MSG_MAX);
+		if (!out_len)
+			break;
+		out[0] = (uint8_t)(out_len >> 8);
+		out[1] = (uint8_t)out_len;
+		if (write_full(fd, out, out_len + 2))
+			break;
+	}
+	free(msg);
+}
+
+static void *worker(void *arg)
+{
+	struct resolver *r = arg;
+	uint8_t *out = malloc(DNS_MSG_MAX + 2);
+
+	for (;;) {
+		struct job *j;
+
+		pthread_mutex_lock(&r->lock);
+		while (!r->head && !r->stopping)
+			pthread_cond_wait(&r->cond, &r->lock);
+		if (r->stopping && !r->head) {
+			pthread_mutex_unlock(&r->lock);
+			break;
+		}
+		j = r->head;
+		r->head = j->next;
+		if (!r->head)
+			r->tail = NULL;
+		r->queued--;
+		pthread_mutex_unlock(&r->lock);
+
+		if (out && j->transport == T_UDP) {
+			size_t n = answer(r, j->msg, j->len, T_UDP, out, DNS_MSG_MAX);
+
+			if (n)
+				sendto(j->fd, out, n, 0, (struct sockaddr *)&j->peer, j->peer_len);
+		} else if (out) {
+			serve_tcp(r, j->fd, out);
+		}
+		if (j->transport == T_TCP)
+			close(j->fd);
+		free(j);
+	}
+	free(out);
+	return NULL;
+}
+
+static void enqueue(struct resolver *r, struct job *j)
+{
+	pthread_mutex_lock(&r->lock);
+	if (r->queued >= MAX_QUEUED) {
+		pthread_mutex_unlock(&r->lock);
+		/* Overloaded: the client retries; a dropped query never leaks anything. */
+		if (j->transport == T_TCP)
+			close(j->fd);
+		free(j);
+		return;
+	}
+	if (r->tail)
+		r->tail->next = j;
+	else
+		r->head = j;
+	r->tail = j;
+	r->queued++;
+	pthread_cond_signal(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+}
+
+static void *acceptor(void *arg)
+{
+	struct resolver *r = arg;
+	struct pollfd p[5];
+	int n = 0, i;
+
+	p[n++] = (struct pollfd){ .fd = r->stop_fd, .events = POLLIN };
+	for (i = 0; i < 2; i++) {
+		if (r->udp[i] >= 0)
+			p[n++] = (struct pollfd){ .fd = r->udp[i], .events = POLLIN };
+		if (r->tcp[i] >= 0)
+			p[n++] = (struct pollfd){ .fd = r->tcp[i], .events = POLLIN };
+	}
+	for (;;) {
+		if (poll(p, (nfds_t)n, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (p[0].revents)
+			break;
+		for (i = 1; i < n; i++) {
+			struct job *j;
+			bool udp = p[i].fd == r->udp[0] || p[i].fd == r->udp[1];
+			ssize_t len;
+
+			if (!(p[i].revents & POLLIN))
+				continue;
+			j = calloc(1, sizeof(*j));
+			if (!j)
+				continue;
+			j->peer_len = sizeof(j->peer);
+			if (udp) {
+				len = recvfrom(p[i].fd, j->msg, sizeof(j->msg), MSG_DONTWAIT,
+					       (struct sockaddr *)&j->peer, &j->peer_len);
+				if (len < 0) {
+					free(j);
+					continue;
+				}
+				j->transport = T_UDP;
+				j->fd = p[i].fd;
+				j->len = (size_t)len;
+			} else {
+				j->fd = accept4(p[i].fd, (struct sockaddr *)&j->peer, &j->peer_len,
+						SOCK_CLOEXEC);
+				if (j->fd < 0) {
+					free(j);
+					continue;
+				}
+				j->transport = T_TCP;
+			}
+			enqueue(r, j);
+		}
+	}
+	return NULL;
+}
+
+int resolver_serve(struct resolver *r, struct loader *loader)
+{
+	int err, i;
+
+	r->loader = loader;
+	for (i = 0; i < N_WORKERS; i++) {
+		err = pthread_create(&r->workers[i], NULL, worker, r);
+		if (err)
+			return -err;
+		r->n_workers++;
+	}
+	err = pthread_create(&r->acceptor, NULL, acceptor, r);
+	if (err)
+		return -err;
+	r->acceptor_started = true;
+	return 0;
+}
+
+void resolver_halt(struct resolver *r)
+{
+	uint64_t one = 1;
+	struct job *j;
+	int k;
+
+	if (!r || r->halted)
+		return;
+	r->halted = true;
+	if (r->acceptor_started) {
+		if (write(r->stop_fd, &one, sizeof(one)) != sizeof(one))
+			pthread_cancel(r->acceptor);
+		pthread_join(r->acceptor, NULL);
+	}
+	pthread_mutex_lock(&r->lock);
+	r->stopping = true;
+	/* queued work is dropped: the run is over, nobody is left to answer */
+	while ((j = r->head)) {
+		r->head = j->next;
+		if (j->transport == T_TCP)
+			close(j->fd);
+		free(j);
+	}
+	r->tail = NULL;
+	pthread_cond_broadcast(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+	for (k = 0; k < r->n_workers; k++)
+		pthread_join(r->workers[k], NULL);
+	close_listeners(r);
+	r->stop_fd = close_fd(r->stop_fd);
+}
+
+void resolver_stop(struct resolver *r)
+{
+	size_t i;
+
+	if (!r)
+		return;
+	resolver_halt(r);
+	for (i = 0; i < r->n_hosts; i++)
+		free(r->hosts[i]);
+	free(r->hosts);
+	pthread_mutex_destroy(&r->lock);
+	pthread_cond_destroy(&r->cond);
+	free(r);
+}
