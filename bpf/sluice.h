@@ -166,4 +166,15 @@ struct sl_dns_orig {
 };
 _Static_assert(sizeof(struct sl_dns_orig) == 24, "sl_dns_orig ABI");
 
+/*
+ * Who sent a redirected DNS query: kept per client socket cookie (sl_dns_clients) so the
+ * resolver, which only sees a loopback source port, can name the querying process.
+ */
+struct sl_dns_client {
+	__u32 pid;  /* thread id */
+	__u32 tgid; /* process id */
+	char comm[16];
+};
+_Static_assert(sizeof(struct sl_dns_client) == 24, "sl_dns_client ABI");
+
 #endif /* SLUICE_H */

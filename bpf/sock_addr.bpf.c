@@ -107,6 +107,13 @@ struct {
 	__type(value, struct sl_dns_orig);
 } sl_sk_dns SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64); /* socket cookie */
+	__type(value, struct sl_dns_client);
+} sl_dns_clients SEC(".maps");
+
 struct verdict {
 	__u8 verdict;
 	__u8 reason;
@@ -303,6 +310,16 @@ static __always_inline bool dns_redirectable(__u16 port, __u8 proto)
 	return sl_cfg_dns_port && port == DNS_PORT && proto;
 }
 
+/* Name the process behind a redirected query for the resolver's log (best effort: LRU). */
+static __always_inline void dns_note_client(struct bpf_sock_addr *ctx)
+{
+	__u64 cookie = bpf_get_socket_cookie(ctx), id = bpf_get_current_pid_tgid();
+	struct sl_dns_client c = { .pid = (__u32)id, .tgid = id >> 32 };
+
+	bpf_get_current_comm(c.comm, sizeof(c.comm));
+	bpf_map_update_elem(&sl_dns_clients, &cookie, &c, BPF_ANY);
+}
+
 /* Remember where the client meant to go, for recvmsg/getpeername to show it the same server. */
 static __always_inline bool dns_save_orig(struct bpf_sock_addr *ctx, __u8 family,
 					  const __u8 addr[16])
@@ -318,6 +335,7 @@ static __always_inline bool dns_save_orig(struct bpf_sock_addr *ctx, __u8 family
 	o->port = (__u16)ctx->user_port;
 	o->family = family;
 	o->valid = 1;
+	dns_note_client(ctx);
 	return true;
 }
 

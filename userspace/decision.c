@@ -31,7 +31,7 @@ const char *decision_hook_name(unsigned int hook)
 	return hook < SL_HOOK_MAX ? hook_names[hook] : "unknown";
 }
 
-static void safe_comm(char *out, size_t len, const char comm[16])
+void decision_safe_comm(char *out, size_t len, const char comm[16])
 {
 	size_t i, w = 0;
 
@@ -93,7 +93,7 @@ int decision_view_init(struct decision_view *v, const struct sl_decision_event *
 	else
 		util_copy(v->rule, sizeof(v->rule), "default");
 
-	safe_comm(v->comm, sizeof(v->comm), ev->comm);
+	decision_safe_comm(v->comm, sizeof(v->comm), ev->comm);
 	v->hook = hook_names[ev->hook];
 	v->deny = ev->verdict == SL_VERDICT_DENY;
 	v->decision = v->deny ? "deny" : "allow";

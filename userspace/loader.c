@@ -264,6 +264,13 @@ int loader_lost_counts(const struct loader *l, uint64_t lost[SL_HOOK_MAX])
 	return err;
 }
 
+int loader_dns_client(const struct loader *l, uint64_t cookie, struct sl_dns_client *out)
+{
+	if (bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.sl_dns_clients), &cookie, out))
+		return -errno;
+	return 0;
+}
+
 uint64_t loader_next_seq(const struct loader *l)
 {
 	return __atomic_load_n(&l->skel->bss->sl_seq, __ATOMIC_ACQUIRE);

@@ -44,6 +44,9 @@ int loader_events_fd(const struct loader *l);
 int loader_learn(struct loader *l, int family, const uint8_t *addr, uint16_t rule_id,
 		 uint32_t host_id, uint64_t expires_ns);
 
+/* The process that sent DNS from the socket with this cookie; -ENOENT if unknown. */
+int loader_dns_client(const struct loader *l, uint64_t cookie, struct sl_dns_client *out);
+
 /* Sum over CPUs of the failed ring-buffer reservations, per hook. */
 int loader_lost_counts(const struct loader *l, uint64_t lost[SL_HOOK_MAX]);
 

@@ -25,6 +25,7 @@
 
 #include "dns.h"
 #include "resolver.h"
+#include "sockdiag.h"
 #include "util.h"
 
 #define N_WORKERS 4
@@ -54,6 +55,8 @@ struct resolver {
 	int udp[2], tcp[2]; /* [0] IPv4, [1] IPv6; -1 when that family has no loopback */
 	uint16_t port;
 	int stop_fd;
+	int diag_fd;		/* NETLINK_SOCK_DIAG in the run's netns, to name query senders */
+	pthread_mutex_t diag_lock; /* one request in flight on it at a time */
 
 	pthread_t acceptor;
 	pthread_t workers[N_WORKERS];
@@ -281,7 +284,9 @@ struct resolver *resolver_new(const struct resolver_opts *o)
 	r->o = *o;
 	r->udp[0] = r->udp[1] = r->tcp[0] = r->tcp[1] = -1;
 	r->stop_fd = -1;
+	r->diag_fd = -1;
 	pthread_mutex_init(&r->lock, NULL);
+	pthread_mutex_init(&r->diag_lock, NULL);
 	pthread_cond_init(&r->cond, NULL);
 
 	if (o->netns_fd >= 0) {
@@ -292,6 +297,8 @@ struct resolver *resolver_new(const struct resolver_opts *o)
 		}
 	}
 	err = bind_listeners(r);
+	/* Without sock_diag queries are still answered, just not attributed to a process. */
+	r->diag_fd = sockdiag_open();
 	if (self_ns >= 0 && setns(self_ns, CLONE_NEWNET)) {
 		/* stuck in the run's namespace: nothing this process does next would be safe */
 		fprintf(stderr, "sluice: cannot return to own network namespace: %s\n",
@@ -717,7 +724,7 @@ static int learn(struct resolver *r, const char *qname, long rule, struct outcom
 }
 
 static void report(struct resolver *r, const struct dns_query *q, enum transport t,
-		   const struct outcome *oc)
+		   const struct sl_dns_client *who, const struct outcome *oc)
 {
 	char addrs[RESOLVER_MAX_ADDRS][INET6_ADDRSTRLEN], type[16];
 	const char *answers[RESOLVER_MAX_ADDRS], *chain[MAX_CHAIN];
@@ -731,6 +738,7 @@ static void report(struct resolver *r, const struct dns_query *q, enum transport
 		.rcode = oc->rcode < 6 ? rcodes[oc->rcode] : "SERVFAIL",
 		.why = oc->why[0] ? oc->why : NULL,
 		.transport = t == T_UDP ? "udp" : "tcp",
+		.who = who,
 		.answers = answers,
 		.chain = chain,
 	};
@@ -748,9 +756,33 @@ static void report(struct resolver *r, const struct dns_query *q, enum transport
 		r->o.on_event(&ev, r->o.ctx);
 }
 
+/* The process behind a query from peer, through its socket cookie; false if unknown. */
+static bool who_asked(struct resolver *r, enum transport t, const struct sockaddr_storage *peer,
+		      struct sl_dns_client *who)
+{
+	struct sockaddr_storage server = { .ss_family = peer->ss_family };
+	uint64_t cookie;
+	int err;
+
+	if (r->diag_fd < 0)
+		return false;
+	if (peer->ss_family == AF_INET) {
+		((struct sockaddr_in *)&server)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		((struct sockaddr_in *)&server)->sin_port = htons(r->port);
+	} else {
+		((struct sockaddr_in6 *)&server)->sin6_addr = in6addr_loopback;
+		((struct sockaddr_in6 *)&server)->sin6_port = htons(r->port);
+	}
+	pthread_mutex_lock(&r->diag_lock);
+	err = sockdiag_cookie(r->diag_fd, t == T_TCP ? IPPROTO_TCP : IPPROTO_UDP, peer, &server,
+			      &cookie);
+	pthread_mutex_unlock(&r->diag_lock);
+	return !err && !loader_dns_client(r->loader, cookie, who);
+}
+
 /* Answer one query into out; returns the reply length, or 0 to send nothing. */
 static size_t answer(struct resolver *r, const uint8_t *msg, size_t len, enum transport t,
-		     uint8_t *out, size_t cap)
+		     const struct sl_dns_client *who, uint8_t *out, size_t cap)
 {
 	struct dns_query q;
 	struct outcome *oc;
@@ -762,7 +794,7 @@ static size_t answer(struct resolver *r, const uint8_t *msg, size_t len, enum tr
 	if (dns_parse_query(msg, len, &q, why, sizeof(why))) {
 		struct resolver_event ev = { .name = "", .qtype = "", .decision = "error",
 					     .rule = "default", .rcode = "none", .why = why,
-					     .transport = t == T_UDP ? "udp" : "tcp" };
+					     .transport = t == T_UDP ? "udp" : "tcp", .who = who };
 
 		/* Not a query we can answer, or even echo: drop it, but say so. */
 		if (r->o.on_event)
@@ -820,7 +852,7 @@ static size_t answer(struct resolver *r, const uint8_t *msg, size_t len, enum tr
 	}
 	if (dns_build_reply(&q, oc->rcode, rrs, n, out, max_len, &out_len))
 		out_len = 0;
-	report(r, &q, t, oc);
+	report(r, &q, t, who, oc);
 out:
 	free(rrs);
 	free(oc);
@@ -829,8 +861,11 @@ out:
 
 /* --- threads -------------------------------------------------------------------------------- */
 
-static void serve_tcp(struct resolver *r, int fd, uint8_t *out)
+static void serve_tcp(struct resolver *r, int fd, const struct sockaddr_storage *peer,
+		      uint8_t *out)
 {
+	struct sl_dns_client who;
+	bool known = who_asked(r, T_TCP, peer, &who);
 	struct timeval tv = { .tv_sec = TCP_CLIENT_TIMEOUT_S };
 	uint8_t hdr[2], *msg;
 	int i;
@@ -847,7 +882,7 @@ static void serve_tcp(struct resolver *r, int fd, uint8_t *out)
 		len = ((size_t)hdr[0] << 8) | hdr[1];
 		if (read_full(fd, msg, len, TCP_CLIENT_TIMEOUT_S * 1000))
 			break;
-		out_len = answer(r, msg, len, T_TCP, out + 2, DNS_MSG_MAX);
+		out_len = answer(r, msg, len, T_TCP, known ? &who : NULL, out + 2, DNS_MSG_MAX);
 		if (!out_len)
 			break;
 		out[0] = (uint8_t)(out_len >> 8);
@@ -881,12 +916,15 @@ static void *worker(void *arg)
 		pthread_mutex_unlock(&r->lock);
 
 		if (out && j->transport == T_UDP) {
-			size_t n = answer(r, j->msg, j->len, T_UDP, out, DNS_MSG_MAX);
+			struct sl_dns_client who;
+			bool known = who_asked(r, T_UDP, &j->peer, &who);
+			size_t n = answer(r, j->msg, j->len, T_UDP, known ? &who : NULL, out,
+					  DNS_MSG_MAX);
 
 			if (n)
 				sendto(j->fd, out, n, 0, (struct sockaddr *)&j->peer, j->peer_len);
 		} else if (out) {
-			serve_tcp(r, j->fd, out);
+			serve_tcp(r, j->fd, &j->peer, out);
 		}
 		if (j->transport == T_TCP)
 			close(j->fd);
@@ -1022,6 +1060,7 @@ void resolver_halt(struct resolver *r)
 		pthread_join(r->workers[k], NULL);
 	close_listeners(r);
 	r->stop_fd = close_fd(r->stop_fd);
+	r->diag_fd = close_fd(r->diag_fd);
 }
 
 void resolver_stop(struct resolver *r)
@@ -1035,6 +1074,7 @@ void resolver_stop(struct resolver *r)
 		free(r->hosts[i]);
 	free(r->hosts);
 	pthread_mutex_destroy(&r->lock);
+	pthread_mutex_destroy(&r->diag_lock);
 	pthread_cond_destroy(&r->cond);
 	free(r);
 }

@@ -34,6 +34,7 @@ struct resolver_event {
 	const char *rcode;    /* what the client got: "NOERROR", "NXDOMAIN", "SERVFAIL", … */
 	const char *why;      /* for refused/error: the reason; else NULL */
 	const char *transport; /* "udp", "tcp" */
+	const struct sl_dns_client *who; /* the querying process, or NULL if it cannot be named */
 	const char *const *answers; /* addresses handed out */
 	size_t n_answers;
 	const char *const *chain; /* CNAME targets followed, in order */

@@ -367,6 +367,14 @@ static void on_dns(const struct resolver_event *ev, void *ctx)
 	journal_line_str(&l, "rule", ev->rule);
 	journal_line_str(&l, "rcode", ev->rcode);
 	journal_line_str(&l, "transport", ev->transport);
+	if (ev->who) {
+		char comm[64];
+
+		decision_safe_comm(comm, sizeof(comm), ev->who->comm);
+		journal_line_u64(&l, "pid", ev->who->tgid);
+		journal_line_u64(&l, "tid", ev->who->pid);
+		journal_line_str(&l, "comm", comm);
+	}
 	journal_line_strv(&l, "answers", (char *const *)ev->answers, ev->n_answers);
 	journal_line_strv(&l, "cname", (char *const *)ev->chain, ev->n_chain);
 	if (ev->why)

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#define _GNU_SOURCE
+#include <errno.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+
+#include "sockdiag.h"
+
+int sockdiag_open(void)
+{
+	struct timeval tv = { .tv_sec = 1 };
+	int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+
+	if (fd < 0)
+		return -errno;
+	/* A lookup must never hold a resolver worker for long. */
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return fd;
+}
+
+static void put_endpoint(const struct sockaddr_storage *ss, __be16 *port, __be32 addr[4])
+{
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
+
+		*port = sin->sin_port;
+		addr[0] = sin->sin_addr.s_addr;
+	} else {
+		const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)ss;
+
+		*port = sin6->sin6_port;
+		memcpy(addr, &sin6->sin6_addr, 16);
+	}
+}
+
+int sockdiag_cookie(int fd, int protocol, const struct sockaddr_storage *client,
+		    const struct sockaddr_storage *server, uint64_t *cookie)
+{
+	struct {
+		struct nlmsghdr nlh;
+		struct inet_diag_req_v2 r;
+	} req;
+	union {
+		struct nlmsghdr nlh;
+		char buf[8192];
+	} resp;
+	const struct sockaddr_storage *src, *dst;
+	struct inet_diag_msg *msg;
+	ssize_t n;
+
+	if (client->ss_family != server->ss_family ||
+	    (client->ss_family != AF_INET && client->ss_family != AF_INET6))
+		return -EAFNOSUPPORT;
+	/*
+	 * The kernel's exact lookups read the id differently: TCP finds the socket whose local end
+	 * is idiag_src; UDP swaps them ("for historical reasons", udp_diag.c) and finds the socket
+	 * whose local end is idiag_dst.
+	 */
+	src = protocol == IPPROTO_TCP ? client : server;
+	dst = protocol == IPPROTO_TCP ? server : client;
+
+	memset(&req, 0, sizeof(req));
+	req.nlh.nlmsg_len = sizeof(req);
+	req.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+	req.nlh.nlmsg_flags = NLM_F_REQUEST;
+	req.r.sdiag_family = (__u8)client->ss_family;
+	req.r.sdiag_protocol = (__u8)protocol;
+	req.r.idiag_states = ~0U;
+	req.r.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
+	req.r.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
+	put_endpoint(src, &req.r.id.idiag_sport, req.r.id.idiag_src);
+	put_endpoint(dst, &req.r.id.idiag_dport, req.r.id.idiag_dst);
+
+	if (send(fd, &req, sizeof(req), 0) != (ssize_t)sizeof(req))
+		return -errno;
+	n = recv(fd, &resp, sizeof(resp), 0);
+	if (n < 0)
+		return -errno;
+	if ((size_t)n < sizeof(struct nlmsghdr) || resp.nlh.nlmsg_len > (size_t)n)
+		return -EBADMSG;
+	if (resp.nlh.nlmsg_type == NLMSG_ERROR) {
+		const struct nlmsgerr *e = NLMSG_DATA(&resp.nlh);
+
+		if (resp.nlh.nlmsg_len < NLMSG_LENGTH(sizeof(*e)))
+			return -EBADMSG;
+		return e->error ? e->error : -ENOENT;
+	}
+	if (resp.nlh.nlmsg_type != SOCK_DIAG_BY_FAMILY ||
+	    resp.nlh.nlmsg_len < NLMSG_LENGTH(sizeof(*msg)))
+		return -EBADMSG;
+	msg = NLMSG_DATA(&resp.nlh);
+	*cookie = (uint64_t)msg->id.idiag_cookie[0] | ((uint64_t)msg->id.idiag_cookie[1] << 32);
+	return 0;
+}

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Socket cookies through NETLINK_SOCK_DIAG: the resolver sees a query's loopback source address
+ * and port, and needs the cookie of the client socket behind it to find out which process sent
+ * it (sl_dns_clients is keyed by cookie). The netlink socket must be opened in the network
+ * namespace the client lives in.
+ */
+#ifndef SLUICE_SOCKDIAG_H
+#define SLUICE_SOCKDIAG_H
+
+#include <stdint.h>
+#include <sys/socket.h>
+
+/* A NETLINK_SOCK_DIAG socket in the calling thread's network namespace, or -errno. */
+int sockdiag_open(void);
+
+/*
+ * The cookie of the socket (TCP or UDP, by protocol) at client that talks to server (both of
+ * the same family). Returns 0, -ENOENT when no such socket exists, or -errno.
+ */
+int sockdiag_cookie(int fd, int protocol, const struct sockaddr_storage *client,
+		    const struct sockaddr_storage *server, uint64_t *cookie);
+
+#endif /* SLUICE_SOCKDIAG_H */
