@@ -163,14 +163,13 @@ static __always_inline void policy_default(struct verdict *v, __u8 proto)
 }
 
 /* An address the resolver learned: allowed if one of the rules it was learned under covers it. */
-static __always_inline bool learned_match(struct sl_learned *l, struct sl_decision_event *ev,
-					  __u16 port, __u8 proto, __u16 *rule_id)
+static __always_inline bool learned_match(const struct sl_learned *l, __u16 port, __u8 proto,
+					  __u16 *rule_id)
 {
 	int i;
 
 	if (!l)
 		return false;
-	ev->host_id = l->host_id;
 	if (l->expires_ns && l->expires_ns < bpf_ktime_get_boot_ns())
 		return false;
 	for (i = 0; i < SL_LEARNED_RULES; i++) {
@@ -188,6 +187,7 @@ static __always_inline void decide_v4(struct verdict *v, struct sl_decision_even
 				      __u16 port, __u8 proto)
 {
 	struct sl_lpm4_key key = { .prefixlen = 32 };
+	struct sl_learned *learned;
 
 	if (v4_is_blackholed(addr)) {
 		v->verdict = SL_VERDICT_DENY;
@@ -196,9 +196,12 @@ static __always_inline void decide_v4(struct verdict *v, struct sl_decision_even
 		return;
 	}
 	__builtin_memcpy(key.addr, &addr, 4);
+	/* Looked up even when a CIDR rule allows: the log names the host either way. */
+	learned = bpf_map_lookup_elem(&sl_learned4, &addr);
+	if (learned)
+		ev->host_id = learned->host_id;
 	if (proto && (rules_match(bpf_map_lookup_elem(&sl_dst4, &key), port, proto, &v->rule_id) ||
-		      learned_match(bpf_map_lookup_elem(&sl_learned4, &addr), ev, port, proto,
-				    &v->rule_id))) {
+		      learned_match(learned, port, proto, &v->rule_id))) {
 		v->verdict = SL_VERDICT_ALLOW;
 		v->reason = SL_REASON_RULE;
 		return;
@@ -210,6 +213,7 @@ static __always_inline void decide_v6(struct verdict *v, struct sl_decision_even
 				      const __u32 w[4], __u16 port, __u8 proto)
 {
 	struct sl_lpm6_key key = { .prefixlen = 128 };
+	struct sl_learned *learned;
 	__u32 v4 = 0;
 
 	if (v6_native_is_blackholed(w)) {
@@ -233,9 +237,11 @@ static __always_inline void decide_v6(struct verdict *v, struct sl_decision_even
 		return;
 	}
 	__builtin_memcpy(key.addr, w, 16);
+	learned = bpf_map_lookup_elem(&sl_learned6, key.addr);
+	if (learned)
+		ev->host_id = learned->host_id;
 	if (proto && (rules_match(bpf_map_lookup_elem(&sl_dst6, &key), port, proto, &v->rule_id) ||
-		      learned_match(bpf_map_lookup_elem(&sl_learned6, key.addr), ev, port, proto,
-				    &v->rule_id))) {
+		      learned_match(learned, port, proto, &v->rule_id))) {
 		v->verdict = SL_VERDICT_ALLOW;
 		v->reason = SL_REASON_RULE;
 		return;

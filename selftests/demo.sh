@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make demo: run one sandboxed command under policy/examples/demo.yaml in a throwaway topology
-# (PROBES.md: run netns -- router netns -- "internet" netns with test hosts), show an allowed and a
-# denied connection, the blackhole, and the log. Everything it creates is removed on exit.
+# (PROBES.md: run netns -- router netns -- "internet" netns with test hosts), with a test DNS
+# upstream on loopback. It shows a name allowed and a name denied, an address allowed and one
+# denied, the metadata blackhole, and the log. Everything it creates is removed on exit.
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" >/dev/null
 
@@ -13,24 +14,36 @@ run_id=demo-$$
 log=$REPO/.output/$run_id.jsonl
 
 topo_up >/dev/null
+# The public names, as the test upstream answers them: both registries live on the test host.
+dns_upstream_start demo-upstream \
+	--address=/registry.npmjs.org/198.51.100.10 --address=/registry.npmjs.org/2001:db8::10 \
+	--address=/pypi.org/198.51.100.10 --address=/pypi.org/2001:db8::10 \
+	--address=/static.rust-lang.org/198.51.100.20 ||
+	{ echo "cannot start the test DNS upstream (dnsmasq)" >&2; exit 1; }
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
 say "policy: sluice policy check $policy"
 "$SLUICE" policy check "$policy"
 
-say "sluice run --policy demo.yaml --run-id $run_id --task DEMO-1 -- <workload in its netns>"
+say "sluice run --policy demo.yaml --run-id $run_id --task DEMO-1 --netns … -- sh -c …"
 cat <<'SH'
-  curl http://198.51.100.10/            (listed: test-host, port 80)
+  curl http://registry.npmjs.org/       (listed by name: resolves, connects)
+  curl http://static.rust-lang.org/     (not listed: does not resolve)
+  curl http://198.51.100.10/            (listed by address: test-host)
   curl http://198.51.100.20/            (not listed)
   curl http://169.254.169.254/          (metadata: blackholed whatever the policy)
 SH
 echo
-"$SLUICE" run --policy "$policy" --run-id "$run_id" --task DEMO-1 --log "$log" -- \
-	ip netns exec "$SL_NS_RUN" sh -c '
-		printf "workload: allowed  -> "; curl -sS -m 5 http://198.51.100.10/ || echo "curl failed: $?"; sleep 0.3
-		printf "workload: unlisted -> "; curl -sS -m 5 http://198.51.100.20/ 2>&1 || true; sleep 0.3
-		printf "workload: metadata -> "; curl -sS -m 5 http://169.254.169.254/ 2>&1 || true; sleep 0.3
+step() { printf 'workload: %-24s -> ' "$1"; shift; "$@" 2>&1 || true; sleep 0.3; }
+export -f step
+"$SLUICE" run --policy "$policy" --run-id "$run_id" --task DEMO-1 --log "$log" \
+	--netns "/run/netns/$SL_NS_RUN" --upstream "127.0.0.1:$SL_DNS_PORT" -- bash -c '
+		step registry.npmjs.org curl -sS -m 5 http://registry.npmjs.org/
+		step static.rust-lang.org curl -sS -m 5 http://static.rust-lang.org/
+		step 198.51.100.10 curl -sS -m 5 http://198.51.100.10/
+		step 198.51.100.20 curl -sS -m 5 http://198.51.100.20/
+		step 169.254.169.254 curl -sS -m 5 http://169.254.169.254/
 	'
 status=$?
 echo "sluice run exited with $status (the workload's status)"

@@ -1015,3 +1015,129 @@ pid_running() {
 	state=$(sed -E 's/^[0-9]+ \(.*\) ([A-Za-z]).*/\1/' "/proc/$1/stat" 2>/dev/null)
 	[[ -n $state && $state != Z && $state != X ]]
 }
+
+# ---------------------------------------------------------------------------------------------
+# DNS: an upstream for the run's resolver, extra sinks, reading dig's output
+
+# sl_free_port: a port free for both TCP and UDP on 127.0.0.1 (someone may take it before use:
+# callers retry).
+sl_free_port() {
+	python3 -c '
+import socket
+for _ in range(50):
+    t = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    t.bind(("127.0.0.1", 0))
+    port = t.getsockname()[1]
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        u.bind(("127.0.0.1", port))
+    except OSError:
+        continue
+    print(port)
+    break
+else:
+    raise SystemExit("no free port")'
+}
+
+# sl_start_sink_ports NS NAME TCP_PORTS UDP_PORTS: like sl_start_sink, on the ports given
+# (comma-separated, "" for none of a kind), logging to $SL_TMP/NAME.log.
+sl_start_sink_ports() {
+	local ns=$1 name=$2 tcp=$3 udp=$4 pid i
+	local -a ports=()
+	[[ -n $tcp ]] && ports+=(--tcp "$tcp")
+	[[ -n $udp ]] && ports+=(--udp "$udp")
+	ip netns exec "$ns" "$SL_SINK" --log "$SL_TMP/$name.log" --pidfile "$SL_TMP/$name.pid" \
+		"${ports[@]}" --reply >"$SL_TMP/$name.out" 2>&1 </dev/null &
+	pid=$!
+	sl_track_pid "$pid"
+	for i in $(seq 100); do
+		[[ -s $SL_TMP/$name.pid ]] && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	if [[ ! -s $SL_TMP/$name.pid ]]; then
+		echo "sink $name did not start: $(cat "$SL_TMP/$name.out")" >&2
+		return 1
+	fi
+	[[ $(<"$SL_TMP/$name.pid") == "$pid" ]] || sl_track_pid "$(<"$SL_TMP/$name.pid")"
+	return 0
+}
+
+# dns_upstream_start NAME [DNSMASQ_ARGS…]: a dnsmasq in this (the root) netns, bound to
+# 127.0.0.1 only, on a free port, answering from its arguments (--address=/name/addr,
+# --cname=…, --host-record=…) and nothing else: no upstream of its own, no /etc/hosts, no config
+# file. Every query is logged to $SL_TMP/NAME.log. Sets SL_DNS_PORT, SL_DNS_PID, SL_DNS_LOG;
+# topo_down stops it.
+SL_DNS_PORT=
+SL_DNS_PID=
+SL_DNS_LOG=
+dns_upstream_start() {
+	local name=$1 try port pid i
+	shift
+	command -v dnsmasq >/dev/null || return 1
+	SL_DNS_LOG=$SL_TMP/$name.log
+	for try in 1 2 3 4 5; do
+		port=$(sl_free_port) || return 1
+		dnsmasq --no-daemon --conf-file=/dev/null --no-resolv --no-hosts --no-poll \
+			--listen-address=127.0.0.1 --bind-interfaces --port="$port" \
+			--log-queries --log-facility="$SL_DNS_LOG" --pid-file="$SL_TMP/$name.pid" "$@" \
+			>"$SL_TMP/$name.out" 2>&1 </dev/null &
+		pid=$!
+		sl_track_pid "$pid"
+		for i in $(seq 100); do
+			kill -0 "$pid" 2>/dev/null || break
+			# Any answer at all (REFUSED for "."): it is listening.
+			if dig +time=1 +tries=1 -p "$port" @127.0.0.1 . SOA 2>/dev/null |
+				grep -q 'status:'; then
+				SL_DNS_PORT=$port
+				SL_DNS_PID=$pid
+				return 0
+			fi
+			sleep 0.05
+		done
+		sl_stop_pid "$pid"
+	done
+	echo "dnsmasq did not start: $(cat "$SL_TMP/$name.out")" >&2
+	return 1
+}
+
+dns_upstream_stop() {
+	[[ -n $SL_DNS_PID ]] && sl_stop_pid "$SL_DNS_PID"
+	return 0
+}
+
+# upstream_mark / upstream_count NAME [TYPE]: queries the upstream logged for NAME (and TYPE, as
+# dnsmasq names it: A, AAAA, TXT, …; default any) since the mark.
+SL_DNS_MARK=0
+upstream_mark() { SL_DNS_MARK=$(sl_lines "$SL_DNS_LOG"); }
+upstream_count() {
+	[[ -f $SL_DNS_LOG ]] || {
+		echo 0
+		return
+	}
+	awk -v skip="$SL_DNS_MARK" -v name="$1" -v type="${2:-}" '
+		NR > skip {
+			for (i = 1; i < NF; i++)
+				if ($i ~ /^query\[/ && $(i + 1) == name) {
+					t = substr($i, 7, length($i) - 7)
+					if (type == "" || t == type)
+						c++
+				}
+		}
+		END { print c + 0 }' "$SL_DNS_LOG"
+}
+# Lines the upstream logged since the mark, for diagnostics.
+upstream_new_lines() { tail -n +"$((SL_DNS_MARK + 1))" "$SL_DNS_LOG" 2>/dev/null; }
+
+# Reading dig's full output (not +short) from a file:
+#   dig_status F    NOERROR, NXDOMAIN, SERVFAIL… ("" when dig got no answer)
+#   dig_answers F   the answer section as "TYPE DATA" records, sorted, one space-separated line
+#   dig_query_ms F  the query time in ms
+#   dig_server F    the server line, "ADDR#PORT(ADDR) (UDP)"
+dig_status() { sed -n 's/^;; ->>HEADER<<-.* status: \([A-Z]*\),.*/\1/p' "$1" | tail -n 1; }
+dig_answers() {
+	awk '/^;; ANSWER SECTION:/ { a = 1; next } a && /^$/ { a = 0 } a && !/^;/ { print $4, $5 }' \
+		"$1" | sort | paste -sd ' ' -
+}
+dig_query_ms() { sed -n 's/^;; Query time: \([0-9]*\) msec.*/\1/p' "$1" | tail -n 1; }
+dig_server() { sed -n 's/^;; SERVER: //p' "$1" | tail -n 1; }

@@ -11,6 +11,8 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +68,9 @@ struct run {
 	struct journal *journal;
 	struct resolver *resolver;
 	int netns_fd;
+	pthread_mutex_t notice_lock; /* the last DNS denial announced, shared with resolver threads */
+	char last_denied_name[DNS_NAME_MAX];
+	int64_t last_denied_ns;
 	int64_t boot_to_real_ns; /* CLOCK_REALTIME - CLOCK_BOOTTIME, to date kernel timestamps */
 	uint64_t lost_reported[SL_HOOK_MAX];
 	uint64_t denials;
@@ -242,29 +247,61 @@ static void safe_text(char *out, size_t len, const char *in)
 	out[i] = '\0';
 }
 
+/* A notice for stderr, built whole and written with one write(): threads never interleave. */
+struct notice {
+	char buf[2048];
+	size_t len;
+};
+
+static void notice_add(struct notice *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void notice_add(struct notice *n, const char *fmt, ...)
+{
+	va_list ap;
+	int k;
+
+	if (n->len >= sizeof(n->buf) - 1)
+		return;
+	va_start(ap, fmt);
+	k = vsnprintf(n->buf + n->len, sizeof(n->buf) - n->len, fmt, ap);
+	va_end(ap);
+	/* Truncated notices are still written: a cut line beats no line. */
+	if (k > 0)
+		n->len = n->len + (size_t)k < sizeof(n->buf) ? n->len + (size_t)k : sizeof(n->buf) - 1;
+}
+
 /* request_access with {host} replaced by the percent-encoded destination. */
-static void print_request_access(const char *tmpl, const char *host)
+static void notice_request_access(struct notice *n, const char *tmpl, const char *host)
 {
 	static const char unreserved[] = "-._~";
 	const char *p;
 
-	fputs("to request access: ", stderr);
+	notice_add(n, "to request access: ");
 	for (p = tmpl; *p; p++) {
 		const char *h;
 
 		if (strncmp(p, "{host}", 6)) {
-			fputc((unsigned char)*p < 0x20 ? '?' : *p, stderr);
+			notice_add(n, "%c", (unsigned char)*p < 0x20 ? '?' : *p);
 			continue;
 		}
 		for (h = host; *h; h++) {
 			if (isalnum((unsigned char)*h) || strchr(unreserved, *h))
-				fputc(*h, stderr);
+				notice_add(n, "%c", *h);
 			else
-				fprintf(stderr, "%%%02X", (unsigned char)*h);
+				notice_add(n, "%%%02X", (unsigned char)*h);
 		}
 		p += 5;
 	}
-	fputc('\n', stderr);
+	notice_add(n, "\n");
+}
+
+static void notice_write(struct notice *n)
+{
+	/* a truncated notice still ends its line */
+	if (n->len && n->buf[n->len - 1] != '\n')
+		n->buf[n->len - 1] = '\n';
+	if (write(STDERR_FILENO, n->buf, n->len) < 0)
+		return; /* stderr gone: the log still has every line */
 }
 
 static void journal_error(struct run *r, int err)
@@ -311,18 +348,20 @@ static int on_decision(const struct sl_decision_event *ev, void *ctx)
 
 	host = resolver_host(r->resolver, ev->host_id, host_buf, sizeof(host_buf));
 	if (v.deny) {
+		struct notice n = { .len = 0 };
+		const char *what = v.enforced ? "egress denied" : "egress would be denied (report mode)";
+
 		__atomic_fetch_add(&r->denials, 1, __ATOMIC_RELAXED);
 		safe_text(task, sizeof(task), r->args.task ? r->args.task : "-");
 		if (host)
-			fprintf(stderr, "%s: %s [%s] (rule: %s) run_id=%s task=%s\n",
-				v.enforced ? "egress denied" : "egress would be denied (report mode)",
-				host, v.dst_port, v.rule, r->run_id, task);
+			notice_add(&n, "%s: %s [%s] (rule: %s) run_id=%s task=%s\n", what, host,
+				   v.dst_port, v.rule, r->run_id, task);
 		else
-			fprintf(stderr, "%s: %s (rule: %s) run_id=%s task=%s\n",
-				v.enforced ? "egress denied" : "egress would be denied (report mode)",
-				v.dst_port, v.rule, r->run_id, task);
-		if (r->policy->request_access && v.reason[0] != 'b')
-			print_request_access(r->policy->request_access, host ? host : v.dst);
+			notice_add(&n, "%s: %s (rule: %s) run_id=%s task=%s\n", what, v.dst_port,
+				   v.rule, r->run_id, task);
+		if (r->policy->request_access && ev->reason != SL_REASON_BLACKHOLE)
+			notice_request_access(&n, r->policy->request_access, host ? host : v.dst);
+		notice_write(&n);
 	}
 	if (v.deny ? !r->policy->log_deny : !r->policy->log_allow)
 		return 0;
@@ -350,6 +389,22 @@ static int on_decision(const struct sl_decision_event *ev, void *ctx)
 	return 0;
 }
 
+/* True unless the same name was announced within the last two seconds. */
+static bool notice_name_is_new(struct run *r, const char *name)
+{
+	int64_t now = ts_ns(CLOCK_MONOTONIC);
+	bool fresh;
+
+	pthread_mutex_lock(&r->notice_lock);
+	fresh = strcmp(r->last_denied_name, name) || now - r->last_denied_ns > 2000000000LL;
+	if (fresh) {
+		util_copy(r->last_denied_name, sizeof(r->last_denied_name), name);
+		r->last_denied_ns = now;
+	}
+	pthread_mutex_unlock(&r->notice_lock);
+	return fresh;
+}
+
 /* One query the run's resolver answered (called from its threads). */
 static void on_dns(const struct resolver_event *ev, void *ctx)
 {
@@ -358,6 +413,7 @@ static void on_dns(const struct resolver_event *ev, void *ctx)
 	struct timespec now;
 	char task[TASK_MAX + 1], name[DNS_NAME_MAX];
 	bool deny = !strcmp(ev->decision, "deny"), refused = !strcmp(ev->decision, "refused");
+	struct notice n = { .len = 0 };
 
 	clock_gettime(CLOCK_REALTIME, &now);
 	line_run_fields(r, &l, "dns", &now);
@@ -384,17 +440,21 @@ static void on_dns(const struct resolver_event *ev, void *ctx)
 	if (!deny && !refused)
 		return;
 	__atomic_fetch_add(&r->denials, 1, __ATOMIC_RELAXED);
+	/* A client asks for A and AAAA at once: one notice per name, the log keeps both. */
+	if (!notice_name_is_new(r, ev->name))
+		return;
 	safe_text(task, sizeof(task), r->args.task ? r->args.task : "-");
 	safe_text(name, sizeof(name), ev->name);
 	if (deny) {
-		fprintf(stderr, "egress denied: %s (rule: %s) run_id=%s task=%s\n", name, ev->rule,
-			r->run_id, task);
+		notice_add(&n, "egress denied: %s (rule: %s) run_id=%s task=%s\n", name, ev->rule,
+			   r->run_id, task);
 		if (r->policy->request_access)
-			print_request_access(r->policy->request_access, name);
+			notice_request_access(&n, r->policy->request_access, name);
 	} else {
-		fprintf(stderr, "egress denied: %s (answer refused: %s) run_id=%s task=%s\n", name,
-			ev->why ? ev->why : "", r->run_id, task);
+		notice_add(&n, "egress denied: %s (answer refused: %s) run_id=%s task=%s\n", name,
+			   ev->why ? ev->why : "", r->run_id, task);
 	}
+	notice_write(&n);
 }
 
 static void on_malformed(const char *why, size_t size, void *ctx)
@@ -750,7 +810,8 @@ static int setup(struct run *r, char *err, size_t err_len)
 
 int run_main(int argc, char **argv)
 {
-	struct run r = { .cg = { .fd = -1 }, .netns_fd = -1 };
+	struct run r = { .cg = { .fd = -1 }, .netns_fd = -1,
+			 .notice_lock = PTHREAD_MUTEX_INITIALIZER };
 	sigset_t block, old;
 	const char *why = "sluice error";
 	char err[1024] = "";

@@ -113,7 +113,11 @@ static bool check_demo(const struct policy *p, char *why)
 	const struct policy_rule *r = &p->rules[0];
 	char a[64], b[64];
 
-	EXPECT(p->n_rules == 1, "expected 1 rule, got %zu", p->n_rules);
+	EXPECT(p->n_rules == 2, "expected 2 rules, got %zu", p->n_rules);
+	EXPECT(p->rules[1].n_hosts == 2 && !strcmp(p->rules[1].hosts[0], "registry.npmjs.org") &&
+		       !strcmp(p->rules[1].hosts[1], "pypi.org") && !p->rules[1].n_cidrs,
+	       "expected rule 2 to list registry.npmjs.org and pypi.org, got %zu hosts",
+	       p->rules[1].n_hosts);
 	EXPECT(r->name && !strcmp(r->name, "test-host"), "expected name test-host, got %s",
 	       r->name ? r->name : "(none)");
 	EXPECT(r->n_cidrs == 2 && cidr_is(&r->cidrs[0], "198.51.100.10/32") &&
