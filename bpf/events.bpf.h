@@ -24,16 +24,28 @@ struct {
 	__type(value, __u64);
 } sl_lost SEC(".maps");
 
-/* Next kernel sequence number; userspace sees a gap for every lost record. */
-__u64 sl_seq = 0;
+/*
+ * Next kernel sequence number; userspace sees a gap for every lost record. A map rather than a
+ * global so that every object of the run (sock_addr, skb) shares one sequence.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} sl_seq SEC(".maps");
 
 static __always_inline void event_hdr_init(struct sl_event_hdr *h, __u16 type, __u32 size)
 {
+	__u32 zero = 0;
+	__u64 *seq = bpf_map_lookup_elem(&sl_seq, &zero);
+
 	h->type = type;
 	h->version = SL_ABI_VERSION;
 	h->size = size;
 	h->ts_ns = bpf_ktime_get_boot_ns();
-	h->seq = __sync_fetch_and_add(&sl_seq, 1);
+	/* an array lookup of index 0 cannot fail; the check is for the verifier */
+	h->seq = seq ? __sync_fetch_and_add(seq, 1) : ~0ULL;
 }
 
 static __always_inline void event_count_loss(__u32 hook)

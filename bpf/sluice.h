@@ -17,6 +17,7 @@
 /* Record types (struct sl_event_hdr.type). */
 enum sl_event_type {
 	SL_EV_DECISION = 1, /* a connect/sendmsg was judged: struct sl_decision_event */
+	SL_EV_TLS = 2,	    /* a TLS flow's server name was judged: struct sl_tls_event */
 };
 
 /* Hooks that judge or observe; also the index of the per-hook loss counters. */
@@ -26,6 +27,7 @@ enum sl_hook {
 	SL_HOOK_CONNECT6 = 2,
 	SL_HOOK_SENDMSG4 = 3,
 	SL_HOOK_SENDMSG6 = 4,
+	SL_HOOK_EGRESS = 5, /* cgroup_skb egress: the TLS server-name check */
 	SL_HOOK_MAX, /* array size, not a hook; recvmsg/getpeername rewrite and record nothing */
 };
 
@@ -42,6 +44,10 @@ enum sl_reason {
 	SL_REASON_BLACKHOLE = 4,     /* fixed metadata/link-local blackhole, in any form */
 	SL_REASON_PROTOCOL = 5,	     /* socket protocol is neither TCP nor UDP: cannot classify */
 	SL_REASON_DNS_REDIRECT = 6,  /* port 53: sent to the run's resolver instead (allowed) */
+	SL_REASON_SNI_OK = 7,	     /* ClientHello names a host resolved to this address */
+	SL_REASON_SNI_MISMATCH = 8,  /* ClientHello names a host not resolved to this address */
+	SL_REASON_SNI_MISSING = 9,   /* ClientHello without a server name */
+	SL_REASON_SNI_UNPARSEABLE = 10, /* first payload is not a whole, parseable ClientHello */
 };
 
 /* Policy modes (rodata sl_cfg_mode). */
@@ -176,5 +182,58 @@ struct sl_dns_client {
 	char comm[16];
 };
 _Static_assert(sizeof(struct sl_dns_client) == 24, "sl_dns_client ABI");
+
+/*
+ * TLS flows that must pass the server-name check: set in socket storage by connect when the
+ * destination was allowed as an address the resolver learned for a name, and the port is the
+ * TLS port; read by the egress program on the first payload.
+ */
+enum sl_tls_state {
+	SL_TLS_PENDING = 1, /* no payload seen yet */
+	SL_TLS_ALLOWED = 2,
+	SL_TLS_DENIED = 3,  /* every further packet is dropped */
+};
+
+struct sl_sk_tls {
+	__u8 state;	/* enum sl_tls_state */
+	__u8 pad[3];
+	__u32 host_id;	/* the name the destination was learned for */
+	__u32 pid;	/* who connected, for the record */
+	__u32 tgid;
+	char comm[16];
+};
+_Static_assert(sizeof(struct sl_sk_tls) == 32, "sl_sk_tls ABI");
+
+/* (destination, server name) pairs the run's resolver produced; value: host_id. */
+struct sl_sni_key {
+	__u8 addr[16];	 /* v4 in the first 4 bytes, the rest zero */
+	__u64 name_hash; /* FNV-1a 64 of the lower-case name, see SL_FNV_* */
+};
+_Static_assert(sizeof(struct sl_sni_key) == 24, "sl_sni_key ABI");
+
+#define SL_FNV_OFFSET 0xcbf29ce484222325ULL
+#define SL_FNV_PRIME 0x100000001b3ULL
+#define SL_SNI_MAX 255
+
+/* One judged TLS ClientHello. sni holds sni_len bytes (not NUL-terminated), lower-cased. */
+struct sl_tls_event {
+	struct sl_event_hdr hdr;
+	__u64 cgroup_id;
+	__u64 sock_cookie;
+	__u32 pid;	  /* from connect time */
+	__u32 tgid;
+	__u16 port;
+	__u8 family;
+	__u8 verdict;
+	__u8 reason;
+	__u8 enforced;
+	__u16 sni_len;
+	__u32 host_id;	  /* the name the destination was learned for */
+	__u32 pad;
+	__u8 addr[16];
+	char comm[16];
+	char sni[256];
+};
+_Static_assert(sizeof(struct sl_tls_event) == 352, "sl_tls_event ABI");
 
 #endif /* SLUICE_H */

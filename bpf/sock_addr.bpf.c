@@ -24,6 +24,7 @@
 #include "sluice.h"
 #include "addr.bpf.h"
 #include "events.bpf.h"
+#include "tls.bpf.h"
 
 #define AF_INET 2
 #define AF_INET6 10
@@ -118,6 +119,7 @@ struct verdict {
 	__u8 verdict;
 	__u8 reason;
 	__u16 rule_id;
+	bool learned; /* allowed because the run's resolver produced the address */
 };
 
 static __always_inline __u8 proto_bit(__u32 protocol)
@@ -200,10 +202,15 @@ static __always_inline void decide_v4(struct verdict *v, struct sl_decision_even
 	learned = bpf_map_lookup_elem(&sl_learned4, &addr);
 	if (learned)
 		ev->host_id = learned->host_id;
-	if (proto && (rules_match(bpf_map_lookup_elem(&sl_dst4, &key), port, proto, &v->rule_id) ||
-		      learned_match(learned, port, proto, &v->rule_id))) {
+	if (proto && rules_match(bpf_map_lookup_elem(&sl_dst4, &key), port, proto, &v->rule_id)) {
 		v->verdict = SL_VERDICT_ALLOW;
 		v->reason = SL_REASON_RULE;
+		return;
+	}
+	if (proto && learned_match(learned, port, proto, &v->rule_id)) {
+		v->verdict = SL_VERDICT_ALLOW;
+		v->reason = SL_REASON_RULE;
+		v->learned = true;
 		return;
 	}
 	policy_default(v, proto);
@@ -240,10 +247,15 @@ static __always_inline void decide_v6(struct verdict *v, struct sl_decision_even
 	learned = bpf_map_lookup_elem(&sl_learned6, key.addr);
 	if (learned)
 		ev->host_id = learned->host_id;
-	if (proto && (rules_match(bpf_map_lookup_elem(&sl_dst6, &key), port, proto, &v->rule_id) ||
-		      learned_match(learned, port, proto, &v->rule_id))) {
+	if (proto && rules_match(bpf_map_lookup_elem(&sl_dst6, &key), port, proto, &v->rule_id)) {
 		v->verdict = SL_VERDICT_ALLOW;
 		v->reason = SL_REASON_RULE;
+		return;
+	}
+	if (proto && learned_match(learned, port, proto, &v->rule_id)) {
+		v->verdict = SL_VERDICT_ALLOW;
+		v->reason = SL_REASON_RULE;
+		v->learned = true;
 		return;
 	}
 	policy_default(v, proto);
@@ -277,26 +289,59 @@ static __always_inline bool sendmsg_allow_already_recorded(struct bpf_sock_addr 
 	return false;
 }
 
+/*
+ * A TLS connection to an address learned for a name: the packet layer will require the
+ * ClientHello to name a host the resolver produced this address for. Returns false when the
+ * flow cannot be marked (no storage): the caller then denies the connect.
+ */
+static __always_inline bool tls_expect_server_name(struct bpf_sock_addr *ctx,
+						   const struct sl_decision_event *ev)
+{
+	struct sl_sk_tls *t;
+
+	if (!ctx->sk)
+		return false;
+	t = bpf_sk_storage_get(&sl_sk_tls, ctx->sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!t)
+		return false;
+	t->state = SL_TLS_PENDING;
+	t->host_id = ev->host_id;
+	t->pid = ev->pid;
+	t->tgid = ev->tgid;
+	__builtin_memcpy(t->comm, ev->comm, sizeof(t->comm));
+	return true;
+}
+
 /* Record the decision and turn it into the program's return value. */
 static __always_inline int finish(struct bpf_sock_addr *ctx, struct sl_decision_event *ev,
-				  const struct verdict *v, __u8 hook, bool is_sendmsg)
+				  struct verdict *v, __u8 hook, bool is_sendmsg)
 {
-	bool deny = v->verdict == SL_VERDICT_DENY;
-	/* Report mode lets denials through, except the blackhole, which no mode or policy opens. */
-	bool enforce = deny && (sl_cfg_mode == SL_MODE_ENFORCE || v->reason == SL_REASON_BLACKHOLE);
 	__u64 id = bpf_get_current_pid_tgid();
+	bool deny, enforce;
 
+	ev->pid = (__u32)id;
+	ev->tgid = id >> 32;
+	ev->cgroup_id = bpf_get_current_cgroup_id();
+	ev->sock_cookie = bpf_get_socket_cookie(ctx);
+	bpf_get_current_comm(ev->comm, sizeof(ev->comm));
+
+	/* An unmarked TLS flow would escape the server-name check: refuse it instead. */
+	if (v->learned && !is_sendmsg && ctx->protocol == IPPROTO_TCP && sl_cfg_tls_port &&
+	    ev->port == sl_cfg_tls_port && !tls_expect_server_name(ctx, ev)) {
+		v->verdict = SL_VERDICT_DENY;
+		v->reason = SL_REASON_DEFAULT_DENY;
+		v->rule_id = SL_RULE_DEFAULT;
+	}
+
+	deny = v->verdict == SL_VERDICT_DENY;
+	/* Report mode lets denials through, except the blackhole, which no mode or policy opens. */
+	enforce = deny && (sl_cfg_mode == SL_MODE_ENFORCE || v->reason == SL_REASON_BLACKHOLE);
 	ev->verdict = v->verdict;
 	ev->reason = v->reason;
 	ev->rule_id = v->rule_id;
 	ev->enforced = enforce || !deny;
 	ev->hook = hook;
 	ev->protocol = ctx->protocol;
-	ev->pid = (__u32)id;
-	ev->tgid = id >> 32;
-	ev->cgroup_id = bpf_get_current_cgroup_id();
-	ev->sock_cookie = bpf_get_socket_cookie(ctx);
-	bpf_get_current_comm(ev->comm, sizeof(ev->comm));
 
 	if (deny || !is_sendmsg || !sendmsg_allow_already_recorded(ctx, ev)) {
 		event_hdr_init(&ev->hdr, SL_EV_DECISION, sizeof(*ev));

@@ -15,6 +15,7 @@ static const char *const hook_names[SL_HOOK_MAX] = {
 	[SL_HOOK_CONNECT6] = "connect6",
 	[SL_HOOK_SENDMSG4] = "sendmsg4",
 	[SL_HOOK_SENDMSG6] = "sendmsg6",
+	[SL_HOOK_EGRESS] = "egress",
 };
 
 static const char *const reason_names[] = {
@@ -24,7 +25,18 @@ static const char *const reason_names[] = {
 	[SL_REASON_BLACKHOLE] = "blackhole",
 	[SL_REASON_PROTOCOL] = "unclassified_protocol",
 	[SL_REASON_DNS_REDIRECT] = "dns_redirect",
+	[SL_REASON_SNI_OK] = "sni_ok",
+	[SL_REASON_SNI_MISMATCH] = "sni_mismatch",
+	[SL_REASON_SNI_MISSING] = "sni_missing",
+	[SL_REASON_SNI_UNPARSEABLE] = "sni_unparseable",
 };
+
+const char *decision_reason_name(unsigned int reason)
+{
+	if (reason >= sizeof(reason_names) / sizeof(reason_names[0]) || !reason_names[reason])
+		return "unknown";
+	return reason_names[reason];
+}
 
 const char *decision_hook_name(unsigned int hook)
 {
@@ -52,7 +64,7 @@ int decision_view_init(struct decision_view *v, const struct sl_decision_event *
 		       const struct policy *p)
 {
 	memset(v, 0, sizeof(*v));
-	if (ev->hook == SL_HOOK_NONE || ev->hook >= SL_HOOK_MAX ||
+	if (ev->hook == SL_HOOK_NONE || ev->hook > SL_HOOK_SENDMSG6 ||
 	    (ev->verdict != SL_VERDICT_ALLOW && ev->verdict != SL_VERDICT_DENY) ||
 	    ev->reason < SL_REASON_RULE || ev->reason > SL_REASON_DNS_REDIRECT)
 		return -EINVAL;

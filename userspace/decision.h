@@ -33,6 +33,7 @@ int decision_view_init(struct decision_view *v, const struct sl_decision_event *
 		       const struct policy *p);
 
 const char *decision_hook_name(unsigned int hook);
+const char *decision_reason_name(unsigned int reason);
 
 /* A kernel comm made safe for JSON and terminals: non-printables as \xNN. */
 void decision_safe_comm(char *out, size_t len, const char comm[16]);

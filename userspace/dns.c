@@ -543,8 +543,9 @@ out:
 /* Building. */
 
 struct comp_entry {
-	uint16_t off; /* where the label's length byte was written */
-	int16_t next; /* entry of the rest of the name, -1 for the root */
+	uint16_t off;  /* where the label's length byte was written */
+	int16_t next;  /* entry of the rest of the name, -1 for the root */
+	uint8_t depth; /* pointers a reader follows from this label to the root */
 };
 
 struct writer {
@@ -635,24 +636,30 @@ static bool label_equal(const uint8_t *a, const uint8_t *b)
  * right, each label's entry pointing at the entry of the rest), write the labels before it and
  * a pointer to it, or the whole name with its root label. The labels written are remembered
  * while the table has room and their offset fits a pointer.
+ *
+ * Pointing at a suffix costs one hop more than reaching the root from it already does, so a
+ * suffix that is itself DNS_PTR_HOPS_MAX pointers deep is not used: names each one label longer
+ * than the last would otherwise chain a pointer per name, past what any reader (ours included)
+ * follows. Depth never decreases as the suffix grows, so the first too deep one ends the search.
  */
 static int put_name(struct writer *w, const struct wire_name *n)
 {
 	size_t split = n->n_labels, start = w->len, i;
+	unsigned int depth;
 	int match = -1, err;
 
 	while (split > 0) {
 		const uint8_t *label = n->b + n->starts[split - 1];
 		int found = -1;
 
+		/* A label written again after a too deep match has twins: take the shallowest. */
 		for (i = 0; i < w->n_comp; i++) {
 			if (w->comp[i].next == match &&
-			    label_equal(w->buf + w->comp[i].off, label)) {
+			    (found < 0 || w->comp[i].depth < w->comp[found].depth) &&
+			    label_equal(w->buf + w->comp[i].off, label))
 				found = (int)i;
-				break;
-			}
 		}
-		if (found < 0)
+		if (found < 0 || w->comp[found].depth >= DNS_PTR_HOPS_MAX)
 			break;
 		match = found;
 		split--;
@@ -671,13 +678,14 @@ static int put_name(struct writer *w, const struct wire_name *n)
 	if (err)
 		return err;
 	/* Remember the labels just written, right to left, each pointing at the one after it. */
+	depth = match < 0 ? 0 : w->comp[match].depth + 1;
 	for (i = split; i > 0; i--) {
 		size_t off = start + n->starts[i - 1];
 
 		if (w->n_comp >= DNS_COMP_MAX || off > DNS_PTR_OFF_MAX)
 			break;
-		w->comp[w->n_comp] =
-			(struct comp_entry){.off = (uint16_t)off, .next = (int16_t)match};
+		w->comp[w->n_comp] = (struct comp_entry){
+			.off = (uint16_t)off, .next = (int16_t)match, .depth = (uint8_t)depth};
 		match = (int)w->n_comp++;
 	}
 	return 0;

@@ -26,6 +26,7 @@ static int on_record(void *ctx, void *data, size_t size)
 {
 	struct events *e = ctx;
 	struct sl_decision_event ev;
+	struct sl_tls_event tls;
 	struct sl_event_hdr hdr;
 
 	if (size < sizeof(hdr))
@@ -43,6 +44,13 @@ static int on_record(void *ctx, void *data, size_t size)
 			return malformed(e, "decision record of the wrong size", size);
 		memcpy(&ev, data, sizeof(ev));
 		break;
+	case SL_EV_TLS:
+		if (size != sizeof(tls))
+			return malformed(e, "TLS record of the wrong size", size);
+		memcpy(&tls, data, sizeof(tls));
+		if (tls.sni_len > SL_SNI_MAX)
+			return malformed(e, "TLS record with a server name longer than 255", size);
+		break;
 	default:
 		return malformed(e, "unknown record type", size);
 	}
@@ -50,6 +58,8 @@ static int on_record(void *ctx, void *data, size_t size)
 	e->stats.received++;
 	if (hdr.seq >= e->stats.next_seq)
 		e->stats.next_seq = hdr.seq + 1;
+	if (hdr.type == SL_EV_TLS)
+		return e->h.tls(&tls, e->ctx);
 	return e->h.decision(&ev, e->ctx);
 }
 

@@ -18,6 +18,8 @@ struct events;
 struct events_handlers {
 	/* A valid decision record; a negative return stops the current poll. */
 	int (*decision)(const struct sl_decision_event *ev, void *ctx);
+	/* A valid TLS server-name record. */
+	int (*tls)(const struct sl_tls_event *ev, void *ctx);
 	/* A record that does not match the ABI; why says how. */
 	void (*malformed)(const char *why, size_t size, void *ctx);
 };

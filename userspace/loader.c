@@ -18,6 +18,10 @@
 #include "loader.h"
 #include "util.h"
 #include "sock_addr.skel.h"
+#include "skb.skel.h"
+#include "destroy.skel.h"
+#include <fcntl.h>
+#include <sched.h>
 
 /* Every program of the run, in attach order; the decision hooks first, then the rewriters. */
 enum loader_prog {
@@ -29,6 +33,7 @@ enum loader_prog {
 	PROG_RECVMSG6,
 	PROG_GETPEERNAME4,
 	PROG_GETPEERNAME6,
+	PROG_EGRESS,
 	PROG_MAX,
 };
 
@@ -37,18 +42,22 @@ static const char *const prog_names[PROG_MAX] = {
 	[PROG_SENDMSG4] = "sendmsg4",	      [PROG_SENDMSG6] = "sendmsg6",
 	[PROG_RECVMSG4] = "recvmsg4",	      [PROG_RECVMSG6] = "recvmsg6",
 	[PROG_GETPEERNAME4] = "getpeername4", [PROG_GETPEERNAME6] = "getpeername6",
+	[PROG_EGRESS] = "egress",
 };
 
 struct loader {
 	struct sl_sock_addr *skel;
+	struct sl_skb *skb;	     /* the packet layer; shares the evidence and TLS maps */
+	struct sl_destroy *destroy; /* NULL where the kernel lacks bpf_sock_destroy */
 	struct bpf_link *links[PROG_MAX];
 	char pin_dir[PATH_MAX];
 	int ncpus;
 	const struct policy_compiled *compiled;
 };
 
-static struct bpf_program *prog_of(struct sl_sock_addr *skel, enum loader_prog i)
+static struct bpf_program *prog_of(const struct loader *l, enum loader_prog i)
 {
+	struct sl_sock_addr *skel = l->skel;
 	struct bpf_program *const progs[PROG_MAX] = {
 		[PROG_CONNECT4] = skel->progs.sl_connect4,
 		[PROG_CONNECT6] = skel->progs.sl_connect6,
@@ -58,6 +67,7 @@ static struct bpf_program *prog_of(struct sl_sock_addr *skel, enum loader_prog i
 		[PROG_RECVMSG6] = skel->progs.sl_recvmsg6,
 		[PROG_GETPEERNAME4] = skel->progs.sl_getpeername4,
 		[PROG_GETPEERNAME6] = skel->progs.sl_getpeername6,
+		[PROG_EGRESS] = l->skb->progs.sl_egress,
 	};
 
 	return progs[i];
@@ -126,6 +136,87 @@ static int fill_policy_maps(struct loader *l, const struct policy_compiled *c)
 	return 0;
 }
 
+/* The packet layer is a second object: it reuses the first one's maps, so they are shared. */
+static int load_packet_layer(struct loader *l, const struct policy *p)
+{
+	struct {
+		struct bpf_map *theirs, *ours;
+	} shared[] = {
+		{ l->skb->maps.sl_events, l->skel->maps.sl_events },
+		{ l->skb->maps.sl_lost, l->skel->maps.sl_lost },
+		{ l->skb->maps.sl_seq, l->skel->maps.sl_seq },
+		{ l->skb->maps.sl_sk_tls, l->skel->maps.sl_sk_tls },
+		{ l->skb->maps.sl_sni_ok, l->skel->maps.sl_sni_ok },
+	};
+	size_t i;
+	int err;
+
+	for (i = 0; i < sizeof(shared) / sizeof(shared[0]); i++) {
+		err = bpf_map__reuse_fd(shared[i].theirs, bpf_map__fd(shared[i].ours));
+		if (err)
+			return err;
+	}
+	l->skb->rodata->sl_cfg_mode = p->mode;
+	l->skb->rodata->sl_cfg_tls_port = l->skel->rodata->sl_cfg_tls_port;
+	return sl_skb__load(l->skb);
+}
+
+/* Optional: socket destruction needs bpf_sock_destroy (6.5+); without it denied flows only drop. */
+static void load_destroyer(struct loader *l)
+{
+	libbpf_print_fn_t old = libbpf_set_print(NULL);
+
+	/* a missing kfunc is an expected outcome here, not a warning to print */
+	l->destroy = sl_destroy__open_and_load();
+	libbpf_set_print(old);
+}
+
+bool loader_can_destroy(const struct loader *l)
+{
+	return l->destroy != NULL;
+}
+
+int loader_kill_socket(struct loader *l, uint64_t cookie, int netns_fd)
+{
+	struct bpf_link *link = NULL;
+	int self_ns = -1, iter_fd = -1, err = 0;
+	__u8 one = 1;
+	char buf[64];
+
+	if (!l->destroy)
+		return -EOPNOTSUPP;
+	if (bpf_map_update_elem(bpf_map__fd(l->destroy->maps.sl_kill), &cookie, &one, BPF_ANY))
+		return -errno;
+	link = bpf_program__attach_iter(l->destroy->progs.sl_destroy_tcp, NULL);
+	if (!link)
+		return -errno;
+	/* A TCP iterator walks the sockets of the namespace it is created in: the run's. */
+	if (netns_fd >= 0) {
+		self_ns = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+		if (self_ns < 0 || setns(netns_fd, CLONE_NEWNET)) {
+			err = -errno;
+			goto out;
+		}
+	}
+	iter_fd = bpf_iter_create(bpf_link__fd(link));
+	if (iter_fd < 0)
+		err = -errno;
+	if (self_ns >= 0 && setns(self_ns, CLONE_NEWNET)) {
+		fprintf(stderr, "sluice: cannot return to own network namespace: %s\n",
+			strerror(errno));
+		abort();
+	}
+	while (iter_fd >= 0 && read(iter_fd, buf, sizeof(buf)) > 0)
+		;
+out:
+	if (iter_fd >= 0)
+		close(iter_fd);
+	if (self_ns >= 0)
+		close(self_ns);
+	bpf_link__destroy(link);
+	return err;
+}
+
 struct loader *loader_load(const struct policy *p, const struct policy_compiled *c,
 			   const struct loader_opts *opts)
 {
@@ -152,6 +243,12 @@ struct loader *loader_load(const struct policy *p, const struct policy_compiled 
 		err = -errno;
 		goto err_free;
 	}
+	l->skb = sl_skb__open();
+	if (!l->skb) {
+		err = -errno;
+		sl_sock_addr__destroy(l->skel);
+		goto err_free;
+	}
 	l->skel->rodata->sl_cfg_mode = p->mode;
 	l->skel->rodata->sl_cfg_default_allow = p->default_verdict == POLICY_DEFAULT_ALLOW;
 	l->skel->rodata->sl_cfg_deny_errno = p->deny_errno;
@@ -173,6 +270,10 @@ struct loader *loader_load(const struct policy *p, const struct policy_compiled 
 	if (!err)
 		err = bpf_map__set_max_entries(l->skel->maps.sl_learned6,
 					       opts->learned_max ? opts->learned_max : 1);
+	/* (address, name) pairs: an address may serve several names */
+	if (!err)
+		err = bpf_map__set_max_entries(l->skel->maps.sl_sni_ok,
+					       opts->learned_max ? 2 * opts->learned_max : 1);
 	if (err)
 		goto err_destroy;
 
@@ -180,11 +281,15 @@ struct loader *loader_load(const struct policy *p, const struct policy_compiled 
 	if (err)
 		goto err_destroy;
 	err = fill_policy_maps(l, c);
+	if (!err)
+		err = load_packet_layer(l, p);
 	if (err)
 		goto err_destroy;
+	load_destroyer(l);
 	return l;
 
 err_destroy:
+	sl_skb__destroy(l->skb);
 	sl_sock_addr__destroy(l->skel);
 err_free:
 	free(l);
@@ -217,7 +322,7 @@ int loader_attach(struct loader *l, int cgroup_fd, const char *run_id)
 
 	for (i = 0; i < PROG_MAX; i++) {
 		/* bpf_link attachment only: it cannot be replaced or detached by legacy attach. */
-		l->links[i] = bpf_program__attach_cgroup(prog_of(l->skel, i), cgroup_fd);
+		l->links[i] = bpf_program__attach_cgroup(prog_of(l, i), cgroup_fd);
 		if (!l->links[i]) {
 			err = -errno;
 			fprintf(stderr, "sluice: attach %s to the run's cgroup: %s\n", prog_names[i],
@@ -273,7 +378,12 @@ int loader_dns_client(const struct loader *l, uint64_t cookie, struct sl_dns_cli
 
 uint64_t loader_next_seq(const struct loader *l)
 {
-	return __atomic_load_n(&l->skel->bss->sl_seq, __ATOMIC_ACQUIRE);
+	__u32 zero = 0;
+	__u64 seq = 0;
+
+	if (bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.sl_seq), &zero, &seq))
+		return 0;
+	return seq;
 }
 
 /* Merge rule_id into an address's entry: a CDN address may serve several allowed names. */
@@ -316,6 +426,23 @@ int loader_learn(struct loader *l, int family, const uint8_t *addr, uint16_t rul
 	return 0;
 }
 
+int loader_sni_learn(struct loader *l, int family, const uint8_t *addr, const char *name,
+		     uint32_t host_id)
+{
+	struct sl_sni_key key = { .name_hash = SL_FNV_OFFSET };
+	const unsigned char *c;
+
+	memcpy(key.addr, addr, family == AF_INET ? 4 : 16);
+	/* the same FNV-1a 64 over the lower-case name as the egress program */
+	for (c = (const unsigned char *)name; *c; c++) {
+		key.name_hash ^= (uint64_t)(*c >= 'A' && *c <= 'Z' ? *c + ('a' - 'A') : *c);
+		key.name_hash *= SL_FNV_PRIME;
+	}
+	if (bpf_map_update_elem(bpf_map__fd(l->skel->maps.sl_sni_ok), &key, &host_id, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
 void loader_destroy(struct loader *l)
 {
 	int i;
@@ -330,6 +457,8 @@ void loader_destroy(struct loader *l)
 	}
 	if (l->pin_dir[0] && rmdir(l->pin_dir) && errno != ENOENT)
 		fprintf(stderr, "sluice: remove %s: %s\n", l->pin_dir, strerror(errno));
+	sl_destroy__destroy(l->destroy);
+	sl_skb__destroy(l->skb);
 	sl_sock_addr__destroy(l->skel);
 	free(l);
 }

@@ -44,6 +44,22 @@ int loader_events_fd(const struct loader *l);
 int loader_learn(struct loader *l, int family, const uint8_t *addr, uint16_t rule_id,
 		 uint32_t host_id, uint64_t expires_ns);
 
+/*
+ * Let TLS flows to addr (4 or 16 bytes) name host in their ClientHello: the resolver produced
+ * addr for it. Returns 0 or -errno (-E2BIG: map full).
+ */
+int loader_sni_learn(struct loader *l, int family, const uint8_t *addr, const char *name,
+		     uint32_t host_id);
+
+/* True when the kernel can destroy sockets (bpf_sock_destroy, 6.5+). */
+bool loader_can_destroy(const struct loader *l);
+
+/*
+ * Destroy the TCP socket with this cookie in the network namespace netns_fd (-1: ours), so a
+ * flow the packet layer denied fails at once. -EOPNOTSUPP without bpf_sock_destroy.
+ */
+int loader_kill_socket(struct loader *l, uint64_t cookie, int netns_fd);
+
 /* The process that sent DNS from the socket with this cookie; -ENOENT if unknown. */
 int loader_dns_client(const struct loader *l, uint64_t cookie, struct sl_dns_client *out);
 

@@ -714,6 +714,9 @@ static int learn(struct resolver *r, const char *qname, long rule, struct outcom
 
 		err = loader_learn(r->loader, rr->type == DNS_TYPE_A ? AF_INET : AF_INET6,
 				   rr->data.aaaa, (uint16_t)(rule + 1), host_id, exp);
+		if (!err)
+			err = loader_sni_learn(r->loader, rr->type == DNS_TYPE_A ? AF_INET : AF_INET6,
+					       rr->data.aaaa, qname, host_id);
 		if (err) {
 			util_fmt(oc->why, sizeof(oc->why), "cannot record learned address: %s%s",
 				 strerror(-err), err == -E2BIG ? " (learned-address map full)" : "");

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <arpa/inet.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -389,6 +390,66 @@ static int on_decision(const struct sl_decision_event *ev, void *ctx)
 	return 0;
 }
 
+/*
+ * A TLS flow's server name was judged. A denial is enforced by dropping; destroying the socket
+ * makes the client fail now rather than after its retransmissions give up.
+ */
+static int on_tls(const struct sl_tls_event *ev, void *ctx)
+{
+	struct run *r = ctx;
+	struct journal_line l;
+	struct timespec ts = boot_to_realtime(r, ev->hdr.ts_ns);
+	char sni[SL_SNI_MAX + 1], host_buf[256], dst[INET6_ADDRSTRLEN], comm[64], task[TASK_MAX + 1];
+	const char *host = resolver_host(r->resolver, ev->host_id, host_buf, sizeof(host_buf));
+	bool deny = ev->verdict == SL_VERDICT_DENY;
+	const char *killed = NULL;
+	size_t i;
+
+	for (i = 0; i < ev->sni_len; i++)
+		sni[i] = ev->sni[i] >= 0x20 && ev->sni[i] < 0x7f && ev->sni[i] != '"' ?
+				 ev->sni[i] : '?';
+	sni[i] = '\0';
+	inet_ntop(ev->family == AF_INET6 ? AF_INET6 : AF_INET, ev->addr, dst, sizeof(dst));
+	decision_safe_comm(comm, sizeof(comm), ev->comm);
+
+	if (deny && ev->enforced) {
+		int err = loader_kill_socket(r->loader, ev->sock_cookie, r->netns_fd);
+
+		killed = !err ? "destroyed" : err == -EOPNOTSUPP ? "dropped (kernel cannot destroy "
+								     "sockets)" : "dropped";
+	}
+
+	line_run_fields(r, &l, "tls", &ts);
+	journal_line_str(&l, "decision", deny ? "deny" : "allow");
+	journal_line_bool(&l, "enforced", ev->enforced);
+	journal_line_str(&l, "reason", decision_reason_name(ev->reason));
+	journal_line_str(&l, "host", host);
+	journal_line_str(&l, "sni", ev->sni_len ? sni : NULL);
+	journal_line_str(&l, "dst", dst);
+	journal_line_u64(&l, "port", ev->port);
+	journal_line_u64(&l, "pid", ev->tgid);
+	journal_line_str(&l, "comm", comm);
+	journal_line_u64(&l, "sock_cookie", ev->sock_cookie);
+	if (killed)
+		journal_line_str(&l, "flow", killed);
+	journal_line_u64(&l, "kseq", ev->hdr.seq);
+	write_line(r, &l);
+
+	if (deny) {
+		struct notice n = { .len = 0 };
+
+		__atomic_fetch_add(&r->denials, 1, __ATOMIC_RELAXED);
+		safe_text(task, sizeof(task), r->args.task ? r->args.task : "-");
+		notice_add(&n, "%s: TLS to %s:%u named \"%s\", which did not resolve there "
+			       "(resolved for %s; %s) run_id=%s task=%s\n",
+			   ev->enforced ? "egress denied" : "egress would be denied (report mode)", dst,
+			   ev->port, ev->sni_len ? sni : "(no server name)", host ? host : "?",
+			   decision_reason_name(ev->reason), r->run_id, task);
+		notice_write(&n);
+	}
+	return 0;
+}
+
 /* True unless the same name was announced within the last two seconds. */
 static bool notice_name_is_new(struct run *r, const char *name)
 {
@@ -732,6 +793,7 @@ static int setup(struct run *r, char *err, size_t err_len)
 {
 	static const struct events_handlers handlers = {
 		.decision = on_decision,
+		.tls = on_tls,
 		.malformed = on_malformed,
 	};
 	struct loader_opts lo = {

@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Packet layer (cgroup_skb egress on the run's cgroup): the TLS server-name check.
+ *
+ * connect() allowed a flow to an address because the run's resolver produced it for a listed
+ * name; an address may serve many names (CDNs), so the flow's ClientHello must name a host that
+ * resolved to this very address in this run. The first payload of such a flow must be a whole
+ * ClientHello with a server name; anything else — another name, no name, a record that does not
+ * parse, a ClientHello cut before its server name — denies the flow: the packet is dropped, every
+ * later one that carries data too, and userspace destroys the socket so the client fails at once.
+ *
+ * Only flows the decision layer marked (socket storage sl_sk_tls) are looked at; every other
+ * packet costs one storage lookup.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#include "sluice.h"
+#include "events.bpf.h"
+#include "tls.bpf.h"
+
+#define AF_INET 2
+#define AF_INET6 10
+#define ETH_P_IP 0x0800
+#define ETH_P_IPV6 0x86DD
+#define IPPROTO_TCP 6
+#define TLS_CONTENT_HANDSHAKE 0x16
+#define TLS_HANDSHAKE_CLIENT_HELLO 0x01
+#define TLS_EXT_SERVER_NAME 0
+#define TLS_MAX_EXTENSIONS 32
+#define SKB_PASS 1
+#define SKB_DROP 0
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+const volatile __u8 sl_cfg_mode = SL_MODE_ENFORCE;
+
+/* The event is larger than is comfortable on the BPF stack: build it in per-CPU scratch. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sl_tls_event);
+} sl_tls_scratch SEC(".maps");
+
+/* Offset of the TCP payload, and the destination, of an unfragmented IPv4/IPv6 TCP packet. */
+static __always_inline int tcp_payload(struct __sk_buff *skb, __u32 *off, __u8 daddr[16],
+				       __u8 *family)
+{
+	struct tcphdr th;
+	__u32 l4;
+
+	if (skb->protocol == bpf_htons(ETH_P_IP)) {
+		struct iphdr ip;
+
+		if (bpf_skb_load_bytes(skb, 0, &ip, sizeof(ip)) || ip.protocol != IPPROTO_TCP ||
+		    ip.ihl < 5 || (ip.frag_off & bpf_htons(0x3fff)))
+			return -1;
+		__builtin_memcpy(daddr, &ip.daddr, 4);
+		*family = AF_INET;
+		l4 = ip.ihl * 4;
+	} else if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr ip6;
+
+		/* our own TCP sockets send no extension headers */
+		if (bpf_skb_load_bytes(skb, 0, &ip6, sizeof(ip6)) || ip6.nexthdr != IPPROTO_TCP)
+			return -1;
+		__builtin_memcpy(daddr, &ip6.daddr, 16);
+		*family = AF_INET6;
+		l4 = sizeof(ip6);
+	} else {
+		return -1;
+	}
+	if (bpf_skb_load_bytes(skb, l4, &th, sizeof(th)) || th.doff < 5)
+		return -1;
+	*off = l4 + th.doff * 4;
+	return 0;
+}
+
+static __always_inline int load_be16(struct __sk_buff *skb, __u32 off, __u32 *v)
+{
+	__u16 x;
+
+	if (bpf_skb_load_bytes(skb, off, &x, sizeof(x)))
+		return -1;
+	*v = bpf_ntohs(x);
+	return 0;
+}
+
+static __always_inline int load_u8(struct __sk_buff *skb, __u32 off, __u32 *v)
+{
+	__u8 x;
+
+	if (bpf_skb_load_bytes(skb, off, &x, sizeof(x)))
+		return -1;
+	*v = x;
+	return 0;
+}
+
+/*
+ * Find the server name of the ClientHello at off and copy it into ev->sni. Returns the reason:
+ * SL_REASON_SNI_OK when a name was found (matching is the caller's), _MISSING or _UNPARSEABLE.
+ * A ClientHello split across segments fails here: the loads past the end of this skb fail.
+ */
+static __always_inline __u8 client_hello_sni(struct __sk_buff *skb, __u32 off,
+					     struct sl_tls_event *ev)
+{
+	__u8 hdr[6];
+	__u32 p, n, ext_end, type, len;
+	int i;
+
+	/* record: type, version (2), length (2); handshake: type, length (3) */
+	if (bpf_skb_load_bytes(skb, off, hdr, sizeof(hdr)) || hdr[0] != TLS_CONTENT_HANDSHAKE ||
+	    hdr[1] != 0x03 || hdr[5] != TLS_HANDSHAKE_CLIENT_HELLO)
+		return SL_REASON_SNI_UNPARSEABLE;
+	/* past the handshake header (4), client_version (2) and random (32) */
+	p = off + 5 + 4 + 2 + 32;
+	if (load_u8(skb, p, &n) || n > 32)
+		return SL_REASON_SNI_UNPARSEABLE;
+	p += 1 + n;
+	if (load_be16(skb, p, &n))
+		return SL_REASON_SNI_UNPARSEABLE;
+	p += 2 + n;
+	if (load_u8(skb, p, &n))
+		return SL_REASON_SNI_UNPARSEABLE;
+	p += 1 + n;
+	if (load_be16(skb, p, &n))
+		return SL_REASON_SNI_MISSING; /* a ClientHello without extensions */
+	p += 2;
+	ext_end = p + n;
+	for (i = 0; i < TLS_MAX_EXTENSIONS; i++) {
+		if (p + 4 > ext_end)
+			return SL_REASON_SNI_MISSING;
+		if (load_be16(skb, p, &type) || load_be16(skb, p + 2, &len))
+			return SL_REASON_SNI_UNPARSEABLE;
+		if (type == TLS_EXT_SERVER_NAME)
+			break;
+		p += 4 + len;
+	}
+	if (i == TLS_MAX_EXTENSIONS)
+		return SL_REASON_SNI_UNPARSEABLE;
+	/* server_name_list length (2), name_type (1, host_name = 0), name length (2), name */
+	if (load_u8(skb, p + 6, &type) || type != 0 || load_be16(skb, p + 7, &n))
+		return SL_REASON_SNI_UNPARSEABLE;
+	if (n < 1 || n > SL_SNI_MAX)
+		return SL_REASON_SNI_UNPARSEABLE;
+	/* ((n - 1) & 0xff) + 1 == n here; the form shows the verifier a length of 1..256 */
+	if (bpf_skb_load_bytes(skb, p + 9, ev->sni, ((n - 1) & 0xff) + 1))
+		return SL_REASON_SNI_UNPARSEABLE;
+	ev->sni_len = n;
+	return SL_REASON_SNI_OK;
+}
+
+/* Lower-case the name in place and hash it as the resolver does (FNV-1a 64). */
+static __always_inline __u64 sni_hash(struct sl_tls_event *ev)
+{
+	__u64 h = SL_FNV_OFFSET;
+	int i;
+
+	for (i = 0; i < SL_SNI_MAX; i++) {
+		__u8 c;
+
+		if (i >= ev->sni_len)
+			break;
+		c = ev->sni[i];
+		if (c >= 'A' && c <= 'Z')
+			c += 'a' - 'A';
+		ev->sni[i] = c;
+		h ^= c;
+		h *= SL_FNV_PRIME;
+	}
+	return h;
+}
+
+static __always_inline int judge_client_hello(struct __sk_buff *skb, struct bpf_sock *sk,
+					      struct sl_sk_tls *t, __u32 off, const __u8 daddr[16],
+					      __u8 family)
+{
+	struct sl_sni_key key = {};
+	struct sl_tls_event *ev;
+	__u32 zero = 0;
+	__u8 reason;
+	bool deny, enforce;
+
+	ev = bpf_map_lookup_elem(&sl_tls_scratch, &zero);
+	if (!ev)
+		return SKB_DROP;
+	__builtin_memset(ev, 0, sizeof(*ev));
+	reason = client_hello_sni(skb, off, ev);
+	if (reason == SL_REASON_SNI_OK) {
+		__builtin_memcpy(key.addr, daddr, 16);
+		key.name_hash = sni_hash(ev);
+		if (!bpf_map_lookup_elem(&sl_sni_ok, &key))
+			reason = SL_REASON_SNI_MISMATCH;
+	}
+	deny = reason != SL_REASON_SNI_OK;
+	enforce = deny && sl_cfg_mode == SL_MODE_ENFORCE;
+	t->state = enforce ? SL_TLS_DENIED : SL_TLS_ALLOWED;
+
+	ev->family = family;
+	__builtin_memcpy(ev->addr, daddr, 16);
+	ev->port = bpf_ntohs((__u16)(sk->dst_port));
+	ev->verdict = deny ? SL_VERDICT_DENY : SL_VERDICT_ALLOW;
+	ev->reason = reason;
+	ev->enforced = enforce || !deny;
+	ev->host_id = t->host_id;
+	ev->pid = t->pid;
+	ev->tgid = t->tgid;
+	__builtin_memcpy(ev->comm, t->comm, sizeof(ev->comm));
+	ev->cgroup_id = bpf_skb_cgroup_id(skb);
+	ev->sock_cookie = bpf_get_socket_cookie(skb);
+	event_hdr_init(&ev->hdr, SL_EV_TLS, sizeof(*ev));
+	event_submit(ev, sizeof(*ev), SL_HOOK_EGRESS, deny);
+	return enforce ? SKB_DROP : SKB_PASS;
+}
+
+SEC("cgroup_skb/egress")
+int sl_egress(struct __sk_buff *skb)
+{
+	struct bpf_sock *sk = skb->sk;
+	struct sl_sk_tls *t;
+	__u8 daddr[16] = {}, family = 0;
+	__u32 off;
+
+	if (!sk)
+		return SKB_PASS;
+	sk = bpf_sk_fullsock(sk);
+	if (!sk)
+		return SKB_PASS;
+	t = bpf_sk_storage_get(&sl_sk_tls, sk, 0, 0);
+	if (!t || t->state == SL_TLS_ALLOWED)
+		return SKB_PASS;
+	if (tcp_payload(skb, &off, daddr, &family)) {
+		if (t->state == SL_TLS_DENIED)
+			return SKB_DROP;
+		/* Pending: a packet that does not parse is a flow that cannot be judged. */
+		return judge_client_hello(skb, sk, t, ~0U, daddr, family);
+	}
+	/* A denied flow's bare FIN or RST carries nothing: let the peer learn the flow is gone. */
+	if (t->state == SL_TLS_DENIED)
+		return off >= skb->len ? SKB_PASS : SKB_DROP;
+	if (off >= skb->len)
+		return SKB_PASS; /* SYN, pure ACK: no payload yet */
+	return judge_client_hello(skb, sk, t, off, daddr, family);
+}

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * State shared by the decision layer and the packet layer for the TLS server-name check. Both
+ * objects declare these maps; the loader makes the second reuse the first's, so they are one.
+ */
+#ifndef SLUICE_TLS_BPF_H
+#define SLUICE_TLS_BPF_H
+
+#include "sluice.h"
+
+/* The TLS port whose flows to learned addresses must name their host; 0: no check. */
+const volatile __u16 sl_cfg_tls_port = 443;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct sl_sk_tls);
+} sl_sk_tls SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1); /* resized by the loader */
+	__type(key, struct sl_sni_key);
+	__type(value, __u32);
+} sl_sni_ok SEC(".maps");
+
+#endif /* SLUICE_TLS_BPF_H */
