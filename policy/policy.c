@@ -1954,7 +1954,9 @@ static void print_rule(FILE *f, const struct policy *p, size_t i)
 		fprintf(f, "    hosts: ");
 		print_strings(f, r->hosts, r->n_hosts);
 		fprintf(f, "\n      (through the run's resolver: only listed names resolve, and only "
-			   "the addresses it answered are reachable)\n");
+			   "the addresses it answered are reachable;\n       TLS on port 443 to "
+			   "them must name, in its ClientHello, a host that resolved to that "
+			   "address)\n");
 	}
 	if (r->n_cidrs) {
 		fprintf(f, "    cidrs: ");
@@ -1991,12 +1993,9 @@ static void print_rule(FILE *f, const struct policy *p, size_t i)
 	fprintf(f, "\n    protocols: %s%s%s\n", r->protocols & SL_PROTO_TCP ? "tcp" : "",
 		r->protocols == (SL_PROTO_TCP | SL_PROTO_UDP) ? ", " : "",
 		r->protocols & SL_PROTO_UDP ? "udp" : "");
-	if (!r->n_hosts && !r->n_methods && !r->has_max_request_bytes && !r->has_max_response_bytes)
+	if (!r->n_methods && !r->has_max_request_bytes && !r->has_max_response_bytes)
 		return;
 	fprintf(f, "  not enforced:\n");
-	if (r->n_hosts)
-		fprintf(f, "    TLS server names: not checked yet; a listed name's address accepts "
-			   "any SNI (and so any name served from the same address)\n");
 	if (r->n_methods) {
 		fprintf(f, "    methods ");
 		print_strings(f, r->methods, r->n_methods);

@@ -1009,7 +1009,7 @@ static bool misc_summary_seed(char *why)
 		"EPERM",
 		"hosts: registry.npmjs.org, pypi.org, files.pythonhosted.org\n"
 		"      (through the run's resolver: only listed names resolve",
-		"TLS server names: not checked yet",
+		"TLS on port 443 to them must name, in its ClientHello, a host that resolved",
 		"methods GET, HEAD: cannot be enforced in the kernel: HTTP methods are inside TLS",
 		"max_response_bytes 500000000: not enforced yet (needs the packet layer)",
 		"max_request_bytes 65536: not enforced yet (needs the packet layer)",
