@@ -185,48 +185,58 @@ static __always_inline bool learned_match(const struct sl_learned *l, __u16 port
 	return false;
 }
 
-static __always_inline void decide_v4(struct verdict *v, struct sl_decision_event *ev, __u32 addr,
-				      __u16 port, __u8 proto)
+static __always_inline void set_verdict(struct verdict *v, __u8 verdict, __u8 reason,
+					__u16 rule_id)
 {
-	struct sl_lpm4_key key = { .prefixlen = 32 };
-	struct sl_learned *learned;
+	v->verdict = verdict;
+	v->reason = reason;
+	v->rule_id = rule_id;
+}
 
-	if (v4_is_blackholed(addr)) {
-		v->verdict = SL_VERDICT_DENY;
-		v->reason = SL_REASON_BLACKHOLE;
-		v->rule_id = SL_RULE_DEFAULT;
-		return;
-	}
-	__builtin_memcpy(key.addr, &addr, 4);
-	/* Looked up even when a CIDR rule allows: the log names the host either way. */
-	learned = bpf_map_lookup_elem(&sl_learned4, &addr);
+/*
+ * CIDR rules first, then the addresses the run's resolver learned, then the policy default. The
+ * learned entry names the host even when a CIDR rule allows: the log shows the name either way.
+ */
+static __always_inline void decide_by_rules(struct verdict *v, struct sl_decision_event *ev,
+					    const struct sl_dst_rules *cidr,
+					    const struct sl_learned *learned, __u16 port, __u8 proto)
+{
 	if (learned)
 		ev->host_id = learned->host_id;
-	if (proto && rules_match(bpf_map_lookup_elem(&sl_dst4, &key), port, proto, &v->rule_id)) {
-		v->verdict = SL_VERDICT_ALLOW;
-		v->reason = SL_REASON_RULE;
+	if (proto && rules_match(cidr, port, proto, &v->rule_id)) {
+		set_verdict(v, SL_VERDICT_ALLOW, SL_REASON_RULE, v->rule_id);
 		return;
 	}
 	if (proto && learned_match(learned, port, proto, &v->rule_id)) {
-		v->verdict = SL_VERDICT_ALLOW;
-		v->reason = SL_REASON_RULE;
+		set_verdict(v, SL_VERDICT_ALLOW, SL_REASON_RULE, v->rule_id);
 		v->learned = true;
 		return;
 	}
 	policy_default(v, proto);
 }
 
+static __always_inline void decide_v4(struct verdict *v, struct sl_decision_event *ev, __u32 addr,
+				      __u16 port, __u8 proto)
+{
+	struct sl_lpm4_key key = { .prefixlen = 32 };
+
+	if (v4_is_blackholed(addr)) {
+		set_verdict(v, SL_VERDICT_DENY, SL_REASON_BLACKHOLE, SL_RULE_DEFAULT);
+		return;
+	}
+	__builtin_memcpy(key.addr, &addr, 4);
+	decide_by_rules(v, ev, bpf_map_lookup_elem(&sl_dst4, &key),
+			bpf_map_lookup_elem(&sl_learned4, &addr), port, proto);
+}
+
 static __always_inline void decide_v6(struct verdict *v, struct sl_decision_event *ev,
 				      const __u32 w[4], __u16 port, __u8 proto)
 {
 	struct sl_lpm6_key key = { .prefixlen = 128 };
-	struct sl_learned *learned;
 	__u32 v4 = 0;
 
 	if (v6_native_is_blackholed(w)) {
-		v->verdict = SL_VERDICT_DENY;
-		v->reason = SL_REASON_BLACKHOLE;
-		v->rule_id = SL_RULE_DEFAULT;
+		set_verdict(v, SL_VERDICT_DENY, SL_REASON_BLACKHOLE, SL_RULE_DEFAULT);
 		return;
 	}
 	if (v6_embeds_v4_for_policy(w, &v4)) {
@@ -238,27 +248,12 @@ static __always_inline void decide_v6(struct verdict *v, struct sl_decision_even
 	if (v6_embeds_blackholed_v4(w, &v4)) {
 		ev->embedded_v4 = 1;
 		__builtin_memcpy(ev->eff_addr, &v4, 4);
-		v->verdict = SL_VERDICT_DENY;
-		v->reason = SL_REASON_BLACKHOLE;
-		v->rule_id = SL_RULE_DEFAULT;
+		set_verdict(v, SL_VERDICT_DENY, SL_REASON_BLACKHOLE, SL_RULE_DEFAULT);
 		return;
 	}
 	__builtin_memcpy(key.addr, w, 16);
-	learned = bpf_map_lookup_elem(&sl_learned6, key.addr);
-	if (learned)
-		ev->host_id = learned->host_id;
-	if (proto && rules_match(bpf_map_lookup_elem(&sl_dst6, &key), port, proto, &v->rule_id)) {
-		v->verdict = SL_VERDICT_ALLOW;
-		v->reason = SL_REASON_RULE;
-		return;
-	}
-	if (proto && learned_match(learned, port, proto, &v->rule_id)) {
-		v->verdict = SL_VERDICT_ALLOW;
-		v->reason = SL_REASON_RULE;
-		v->learned = true;
-		return;
-	}
-	policy_default(v, proto);
+	decide_by_rules(v, ev, bpf_map_lookup_elem(&sl_dst6, &key),
+			bpf_map_lookup_elem(&sl_learned6, key.addr), port, proto);
 }
 
 /* clang does not lower memcmp for BPF. */
@@ -327,11 +322,8 @@ static __always_inline int finish(struct bpf_sock_addr *ctx, struct sl_decision_
 
 	/* An unmarked TLS flow would escape the server-name check: refuse it instead. */
 	if (v->learned && !is_sendmsg && ctx->protocol == IPPROTO_TCP && sl_cfg_tls_port &&
-	    ev->port == sl_cfg_tls_port && !tls_expect_server_name(ctx, ev)) {
-		v->verdict = SL_VERDICT_DENY;
-		v->reason = SL_REASON_DEFAULT_DENY;
-		v->rule_id = SL_RULE_DEFAULT;
-	}
+	    ev->port == sl_cfg_tls_port && !tls_expect_server_name(ctx, ev))
+		set_verdict(v, SL_VERDICT_DENY, SL_REASON_DEFAULT_DENY, SL_RULE_DEFAULT);
 
 	deny = v->verdict == SL_VERDICT_DENY;
 	/* Report mode lets denials through, except the blackhole, which no mode or policy opens. */
@@ -392,9 +384,7 @@ static __always_inline bool dns_save_orig(struct bpf_sock_addr *ctx, __u8 family
 
 static __always_inline void verdict_dns(struct verdict *v)
 {
-	v->verdict = SL_VERDICT_ALLOW;
-	v->reason = SL_REASON_DNS_REDIRECT;
-	v->rule_id = SL_RULE_DEFAULT;
+	set_verdict(v, SL_VERDICT_ALLOW, SL_REASON_DNS_REDIRECT, SL_RULE_DEFAULT);
 }
 
 /*
@@ -403,9 +393,7 @@ static __always_inline void verdict_dns(struct verdict *v)
  */
 static __always_inline void verdict_dns_failed(struct verdict *v)
 {
-	v->verdict = SL_VERDICT_DENY;
-	v->reason = SL_REASON_DEFAULT_DENY;
-	v->rule_id = SL_RULE_DEFAULT;
+	set_verdict(v, SL_VERDICT_DENY, SL_REASON_DEFAULT_DENY, SL_RULE_DEFAULT);
 }
 
 static __always_inline int judge4(struct bpf_sock_addr *ctx, __u8 hook, bool is_sendmsg)
