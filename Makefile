@@ -36,7 +36,7 @@ endif
 
 .DELETE_ON_ERROR:
 .SECONDARY: $(BPF_OBJS) $(SKELS)
-.PHONY: all deps test demo install clean vmlinux
+.PHONY: all deps test demo install clean vmlinux fuzz
 
 all: $(OUTPUT)/sluice $(TOOLS) $(UNIT_TESTS)
 
@@ -82,6 +82,17 @@ test: deps
 demo: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)bash selftests/demo.sh
+
+# libFuzzer on the DNS parser and builder, for FUZZ_SECONDS, from a copy of the unit-test corpus
+# (new inputs land in .output/fuzz-corpus; crashes in .output/). The corpus itself runs in make test.
+FUZZ_SECONDS ?= 60
+fuzz: | $(OUTPUT)
+	$(call msg,FUZZ,$(OUTPUT)/fuzz_dns)
+	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -I. selftests/fuzz/fuzz_dns.c \
+		userspace/dns.c -o $(OUTPUT)/fuzz_dns
+	$(Q)mkdir -p $(OUTPUT)/fuzz-corpus && cp selftests/unit/dns-corpus/* $(OUTPUT)/fuzz-corpus/
+	$(Q)$(OUTPUT)/fuzz_dns -max_total_time=$(FUZZ_SECONDS) -max_len=1024 \
+		-artifact_prefix=$(OUTPUT)/ $(OUTPUT)/fuzz-corpus
 
 install: $(OUTPUT)/sluice
 	install -D -m 0755 $(OUTPUT)/sluice $(DESTDIR)$(PREFIX)/sbin/sluice

@@ -543,9 +543,11 @@ out:
 /* Building. */
 
 struct comp_entry {
-	uint16_t off;  /* where the label's length byte was written */
-	int16_t next;  /* entry of the rest of the name, -1 for the root */
-	uint8_t depth; /* pointers a reader follows from this label to the root */
+	uint16_t off;	 /* where the label's length byte was written */
+	int16_t next;	 /* entry of the rest of the name, -1 for the root */
+	int16_t sibling; /* the entry added before it with the same rest, or -1 */
+	int16_t child;	 /* the latest entry whose rest is this one, or -1 */
+	uint8_t depth;	 /* pointers a reader follows from this label to the root */
 };
 
 struct writer {
@@ -554,7 +556,33 @@ struct writer {
 	size_t cap;
 	struct comp_entry comp[DNS_COMP_MAX];
 	size_t n_comp;
+	int16_t root_child; /* the latest entry whose rest is the root, or -1 */
 };
+
+static void writer_init(struct writer *w, uint8_t *buf, size_t cap)
+{
+	w->buf = buf;
+	w->len = 0;
+	w->cap = cap > DNS_MSG_MAX ? DNS_MSG_MAX : cap;
+	w->n_comp = 0;
+	w->root_child = -1;
+}
+
+/* The list of entries whose rest is entry (-1: the root), newest first. */
+static int16_t *comp_children(struct writer *w, int entry)
+{
+	return entry < 0 ? &w->root_child : &w->comp[entry].child;
+}
+
+/* Forget the entries from n on, newest first: each is the head of its list when it goes. */
+static void comp_truncate(struct writer *w, size_t n)
+{
+	while (w->n_comp > n) {
+		const struct comp_entry *e = &w->comp[--w->n_comp];
+
+		*comp_children(w, e->next) = e->sibling;
+	}
+}
 
 /* A presentation name in wire form, uncompressed. */
 struct wire_name {
@@ -653,11 +681,10 @@ static int put_name(struct writer *w, const struct wire_name *n)
 		int found = -1;
 
 		/* A label written again after a too deep match has twins: take the shallowest. */
-		for (i = 0; i < w->n_comp; i++) {
-			if (w->comp[i].next == match &&
-			    (found < 0 || w->comp[i].depth < w->comp[found].depth) &&
-			    label_equal(w->buf + w->comp[i].off, label))
-				found = (int)i;
+		for (int e = *comp_children(w, match); e >= 0; e = w->comp[e].sibling) {
+			if ((found < 0 || w->comp[e].depth <= w->comp[found].depth) &&
+			    label_equal(w->buf + w->comp[e].off, label))
+				found = e;
 		}
 		if (found < 0 || w->comp[found].depth >= DNS_PTR_HOPS_MAX)
 			break;
@@ -685,7 +712,13 @@ static int put_name(struct writer *w, const struct wire_name *n)
 		if (w->n_comp >= DNS_COMP_MAX || off > DNS_PTR_OFF_MAX)
 			break;
 		w->comp[w->n_comp] = (struct comp_entry){
-			.off = (uint16_t)off, .next = (int16_t)match, .depth = (uint8_t)depth};
+			.off = (uint16_t)off,
+			.next = (int16_t)match,
+			.sibling = *comp_children(w, match),
+			.child = -1,
+			.depth = (uint8_t)depth,
+		};
+		*comp_children(w, match) = (int16_t)w->n_comp;
 		match = (int)w->n_comp++;
 	}
 	return 0;
@@ -822,14 +855,11 @@ int dns_build_reply(const struct dns_query *q, uint8_t rcode, const struct dns_r
 
 	if (max_len > DNS_MSG_MAX)
 		max_len = DNS_MSG_MAX;
-	w.buf = out;
-	w.len = 0;
-	w.n_comp = 0;
 	/* The OPT record is written last, into room kept for it from the start. */
 	reserve = q->edns ? DNS_OPT_LEN : 0;
 	if (max_len < reserve)
 		return -ENOSPC;
-	w.cap = max_len - reserve;
+	writer_init(&w, out, max_len - reserve);
 	flags = DNS_FLAG_QR | DNS_FLAG_RA | (q->flags & (DNS_FLAG_RD | DNS_FLAG_CD)) | rcode;
 	err = put_header(&w, q->id, flags, 1, 0, 0, q->edns);
 	if (!err)
@@ -846,7 +876,7 @@ int dns_build_reply(const struct dns_query *q, uint8_t rcode, const struct dns_r
 		if (err == -ENOSPC) {
 			/* Drop the partial record and what it taught the compressor. */
 			w.len = len;
-			w.n_comp = n_comp;
+			comp_truncate(&w, n_comp);
 			flags |= DNS_FLAG_TC;
 			break;
 		}
@@ -880,10 +910,7 @@ int dns_build_query(const struct dns_query *q, uint16_t id, uint8_t *out, size_t
 	err = name_to_wire(q->name, &qname);
 	if (err)
 		return err;
-	w.buf = out;
-	w.len = 0;
-	w.cap = cap > DNS_MSG_MAX ? DNS_MSG_MAX : cap;
-	w.n_comp = 0;
+	writer_init(&w, out, cap);
 	err = put_header(&w, id, DNS_FLAG_RD, 1, 0, 0, 1);
 	if (!err)
 		err = put_question(&w, &qname, q->qtype);
