@@ -18,6 +18,11 @@ APP_SRCS := $(wildcard userspace/*.c) policy/policy.c
 APP_OBJS := $(patsubst %.c,$(OUTPUT)/obj/%.o,$(APP_SRCS))
 
 TOOLS := $(patsubst selftests/tools/%.c,$(OUTPUT)/selftests/%,$(wildcard selftests/tools/*.c))
+# The same stub-resolver client against musl, static, where musl-gcc is installed (make deps).
+MUSL_GCC := $(shell command -v musl-gcc)
+ifneq ($(MUSL_GCC),)
+TOOLS += $(OUTPUT)/selftests/sl_resolve_musl
+endif
 UNIT_TESTS := $(patsubst selftests/unit/%.c,$(OUTPUT)/selftests/%,$(wildcard selftests/unit/*.c))
 
 CFLAGS ?= -O2 -g
@@ -66,6 +71,10 @@ $(OUTPUT)/sluice: $(APP_OBJS)
 $(OUTPUT)/selftests/%: selftests/tools/%.c | $(OUTPUT)/selftests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $< -o $@
+
+$(OUTPUT)/selftests/sl_resolve_musl: selftests/tools/sl_resolve.c | $(OUTPUT)/selftests
+	$(call msg,MUSL-CC,$@)
+	$(Q)$(MUSL_GCC) -static -O2 -Wall -Wextra -Werror $< -o $@
 
 # Each unit test links the one module it tests.
 $(OUTPUT)/selftests/test_policy: policy/policy.c

@@ -43,7 +43,8 @@ if [ ! -f "$stamp" ] || [ -n "$(find "$bp_list" -newer "$stamp" 2>/dev/null)" ] 
 fi
 
 base_pkgs=(make gcc clang-14 llvm-14 libelf-dev zlib1g-dev libyaml-dev libssl-dev pkg-config
-	iproute2 curl netcat-openbsd socat python3 perl dnsmasq-base bind9-dnsutils)
+	iproute2 curl netcat-openbsd socat python3 perl dnsmasq-base bind9-dnsutils
+	musl-tools openssl)
 bp_pkgs=(libbpf-dev bpftool)
 
 missing=()
