@@ -1,13 +1,20 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * Packet layer (cgroup_skb egress on the run's cgroup): the TLS server-name check.
+ * Packet layer (cgroup_skb on the run's cgroup): the TLS server-name check.
  *
  * connect() allowed a flow to an address because the run's resolver produced it for a listed
- * name; an address may serve many names (CDNs), so the flow's ClientHello must name a host that
- * resolved to this very address in this run. The first payload of such a flow must be a whole
- * ClientHello with a server name; anything else — another name, no name, a record that does not
- * parse, a ClientHello cut before its server name — denies the flow: the packet is dropped, every
- * later one that carries data too, and userspace destroys the socket so the client fails at once.
+ * name; an address may serve many names (CDNs), so every ClientHello of such a flow must name a
+ * host that resolved to this very address in this run. The first payload must be a ClientHello
+ * held whole in its first record, with a server name; anything else — another name, no name, a
+ * record that does not parse, a ClientHello cut across records or segments — denies the flow:
+ * the packet is dropped, every later data packet too, and userspace destroys the socket so the
+ * client fails at once.
+ *
+ * A TLS 1.3 server may answer with a HelloRetryRequest, after which the client sends a second
+ * ClientHello that the server then serves. So the check does not stop at the first ClientHello:
+ * the ingress program reads the server's first handshake record, and only a real ServerHello
+ * ends the checking; after a HelloRetryRequest the next client handshake record must again be a
+ * ClientHello that passes.
  *
  * Only flows the decision layer marked (socket storage sl_sk_tls) are looked at; every other
  * packet costs one storage lookup.
@@ -25,8 +32,11 @@
 #define ETH_P_IP 0x0800
 #define ETH_P_IPV6 0x86DD
 #define IPPROTO_TCP 6
+#define TLS_CONTENT_CHANGE_CIPHER_SPEC 0x14
 #define TLS_CONTENT_HANDSHAKE 0x16
 #define TLS_HANDSHAKE_CLIENT_HELLO 0x01
+#define TLS_HANDSHAKE_SERVER_HELLO 0x02
+#define TLS_MAX_RECORDS 4 /* records looked at in one packet */
 #define TLS_EXT_SERVER_NAME 0
 #define TLS_MAX_EXTENSIONS 32
 #define SKB_PASS 1
@@ -99,23 +109,30 @@ static __always_inline int load_u8(struct __sk_buff *skb, __u32 off, __u32 *v)
 }
 
 /*
- * Find the server name of the ClientHello at off and copy it into ev->sni. Returns the reason:
+ * Find the server name of the ClientHello in the record at off and copy it into ev->sni. Returns
  * SL_REASON_SNI_OK when a name was found (matching is the caller's), _MISSING or _UNPARSEABLE.
- * A ClientHello split across segments fails here: the loads past the end of this skb fail.
+ * The whole ClientHello must lie in this one record, and every length is checked against the
+ * end of what contains it: a ClientHello spread over records, or cut short by the end of the
+ * segment, does not parse.
  */
 static __always_inline __u8 client_hello_sni(struct __sk_buff *skb, __u32 off,
 					     struct sl_tls_event *ev)
 {
-	__u8 hdr[6];
-	__u32 p, n, ext_end, type, len;
+	__u8 hdr[9];
+	__u32 p, n, end, ext_end, type, len;
 	int i;
 
 	/* record: type, version (2), length (2); handshake: type, length (3) */
 	if (bpf_skb_load_bytes(skb, off, hdr, sizeof(hdr)) || hdr[0] != TLS_CONTENT_HANDSHAKE ||
 	    hdr[1] != 0x03 || hdr[5] != TLS_HANDSHAKE_CLIENT_HELLO)
 		return SL_REASON_SNI_UNPARSEABLE;
-	/* past the handshake header (4), client_version (2) and random (32) */
-	p = off + 5 + 4 + 2 + 32;
+	len = ((__u32)hdr[3] << 8) | hdr[4];
+	n = ((__u32)hdr[6] << 16) | ((__u32)hdr[7] << 8) | hdr[8];
+	if (n + 4 > len)
+		return SL_REASON_SNI_UNPARSEABLE;
+	end = off + 9 + n; /* end of the ClientHello */
+	/* past client_version (2) and random (32) */
+	p = off + 9 + 2 + 32;
 	if (load_u8(skb, p, &n) || n > 32)
 		return SL_REASON_SNI_UNPARSEABLE;
 	p += 1 + n;
@@ -125,14 +142,20 @@ static __always_inline __u8 client_hello_sni(struct __sk_buff *skb, __u32 off,
 	if (load_u8(skb, p, &n))
 		return SL_REASON_SNI_UNPARSEABLE;
 	p += 1 + n;
-	if (load_be16(skb, p, &n))
+	if (p == end)
 		return SL_REASON_SNI_MISSING; /* a ClientHello without extensions */
+	if (p + 2 > end || load_be16(skb, p, &n))
+		return SL_REASON_SNI_UNPARSEABLE;
 	p += 2;
 	ext_end = p + n;
+	if (ext_end > end)
+		return SL_REASON_SNI_UNPARSEABLE;
 	for (i = 0; i < TLS_MAX_EXTENSIONS; i++) {
-		if (p + 4 > ext_end)
+		if (p == ext_end)
 			return SL_REASON_SNI_MISSING;
-		if (load_be16(skb, p, &type) || load_be16(skb, p + 2, &len))
+		if (p + 4 > ext_end || load_be16(skb, p, &type) || load_be16(skb, p + 2, &len))
+			return SL_REASON_SNI_UNPARSEABLE;
+		if (p + 4 + len > ext_end)
 			return SL_REASON_SNI_UNPARSEABLE;
 		if (type == TLS_EXT_SERVER_NAME)
 			break;
@@ -141,9 +164,9 @@ static __always_inline __u8 client_hello_sni(struct __sk_buff *skb, __u32 off,
 	if (i == TLS_MAX_EXTENSIONS)
 		return SL_REASON_SNI_UNPARSEABLE;
 	/* server_name_list length (2), name_type (1, host_name = 0), name length (2), name */
-	if (load_u8(skb, p + 6, &type) || type != 0 || load_be16(skb, p + 7, &n))
+	if (len < 5 || load_u8(skb, p + 6, &type) || type != 0 || load_be16(skb, p + 7, &n))
 		return SL_REASON_SNI_UNPARSEABLE;
-	if (n < 1 || n > SL_SNI_MAX)
+	if (n < 1 || n > SL_SNI_MAX || 5 + n > len)
 		return SL_REASON_SNI_UNPARSEABLE;
 	/* ((n - 1) & 0xff) + 1 == n here; the form shows the verifier a length of 1..256 */
 	if (bpf_skb_load_bytes(skb, p + 9, ev->sni, ((n - 1) & 0xff) + 1))
@@ -173,9 +196,13 @@ static __always_inline __u64 sni_hash(struct sl_tls_event *ev)
 	return h;
 }
 
+/*
+ * Judge the ClientHello at off (~0U: none could be found). A recheck (a later ClientHello, or a
+ * retransmission of the first) is recorded only when it denies: the flow's allow is on record.
+ */
 static __always_inline int judge_client_hello(struct __sk_buff *skb, struct bpf_sock *sk,
 					      struct sl_sk_tls *t, __u32 off, const __u8 daddr[16],
-					      __u8 family)
+					      __u8 family, bool recheck)
 {
 	struct sl_sni_key key = {};
 	struct sl_tls_event *ev;
@@ -196,7 +223,8 @@ static __always_inline int judge_client_hello(struct __sk_buff *skb, struct bpf_
 	}
 	deny = reason != SL_REASON_SNI_OK;
 	enforce = deny && sl_cfg_mode == SL_MODE_ENFORCE;
-	t->state = enforce ? SL_TLS_DENIED : SL_TLS_ALLOWED;
+	/* Passed (or report mode): keep watching until the server answers with a ServerHello. */
+	t->state = enforce ? SL_TLS_DENIED : SL_TLS_AWAIT_SERVER;
 
 	ev->family = family;
 	__builtin_memcpy(ev->addr, daddr, 16);
@@ -210,9 +238,40 @@ static __always_inline int judge_client_hello(struct __sk_buff *skb, struct bpf_
 	__builtin_memcpy(ev->comm, t->comm, sizeof(ev->comm));
 	ev->cgroup_id = bpf_skb_cgroup_id(skb);
 	ev->sock_cookie = bpf_get_socket_cookie(skb);
-	event_hdr_init(&ev->hdr, SL_EV_TLS, sizeof(*ev));
-	event_submit(ev, sizeof(*ev), SL_HOOK_EGRESS, deny);
+	if (deny || !recheck) {
+		event_hdr_init(&ev->hdr, SL_EV_TLS, sizeof(*ev));
+		event_submit(ev, sizeof(*ev), SL_HOOK_EGRESS, deny);
+	}
 	return enforce ? SKB_DROP : SKB_PASS;
+}
+
+/*
+ * The records of a payload after the first one: a ClientHello among them is checked again.
+ * After a HelloRetryRequest the first handshake record must be that second ClientHello.
+ */
+static __always_inline int judge_later_records(struct __sk_buff *skb, struct bpf_sock *sk,
+					       struct sl_sk_tls *t, __u32 off,
+					       const __u8 daddr[16], __u8 family)
+{
+	bool expect_ch2 = t->state == SL_TLS_EXPECT_CH2;
+	__u8 hdr[6];
+	int i;
+
+	for (i = 0; i < TLS_MAX_RECORDS; i++) {
+		if (off >= skb->len)
+			return SKB_PASS;
+		/* a record header cut by the segment end: cannot be judged */
+		if (bpf_skb_load_bytes(skb, off, hdr, sizeof(hdr)))
+			return expect_ch2 ? judge_client_hello(skb, sk, t, ~0U, daddr, family, true) :
+					    SKB_PASS;
+		if (hdr[0] == TLS_CONTENT_HANDSHAKE &&
+		    (hdr[5] == TLS_HANDSHAKE_CLIENT_HELLO || expect_ch2))
+			return judge_client_hello(skb, sk, t, off, daddr, family, true);
+		if (expect_ch2 && hdr[0] != TLS_CONTENT_CHANGE_CIPHER_SPEC)
+			return judge_client_hello(skb, sk, t, ~0U, daddr, family, true);
+		off += 5 + (((__u32)hdr[3] << 8) | hdr[4]);
+	}
+	return SKB_PASS;
 }
 
 SEC("cgroup_skb/egress")
@@ -234,13 +293,61 @@ int sl_egress(struct __sk_buff *skb)
 	if (tcp_payload(skb, &off, daddr, &family)) {
 		if (t->state == SL_TLS_DENIED)
 			return SKB_DROP;
-		/* Pending: a packet that does not parse is a flow that cannot be judged. */
-		return judge_client_hello(skb, sk, t, ~0U, daddr, family);
+		/* a packet that does not parse is a flow that cannot be judged */
+		return judge_client_hello(skb, sk, t, ~0U, daddr, family,
+					  t->state != SL_TLS_PENDING);
 	}
-	/* A denied flow's bare FIN or RST carries nothing: let the peer learn the flow is gone. */
-	if (t->state == SL_TLS_DENIED)
-		return off >= skb->len ? SKB_PASS : SKB_DROP;
 	if (off >= skb->len)
-		return SKB_PASS; /* SYN, pure ACK: no payload yet */
-	return judge_client_hello(skb, sk, t, off, daddr, family);
+		return SKB_PASS; /* SYN, pure ACK, a denied flow's bare FIN or RST: nothing to carry */
+	if (t->state == SL_TLS_DENIED)
+		return SKB_DROP;
+	if (t->state == SL_TLS_PENDING)
+		return judge_client_hello(skb, sk, t, off, daddr, family, false);
+	return judge_later_records(skb, sk, t, off, daddr, family);
+}
+
+/*
+ * SHA-256("HelloRetryRequest"): the ServerHello.random that marks a HelloRetryRequest (RFC 8446),
+ * as four little-endian words, the way the program loads it.
+ */
+static const __u64 hrr_random[4] = {
+	0x11619ae574ad21cfULL, 0x91b8651e028c1dbeULL, 0x5e8cbb7a1611a2c2ULL, 0x9c33a8c8e2099e07ULL,
+};
+
+/*
+ * The server's first handshake record of a checked flow: a ServerHello ends the checking, a
+ * HelloRetryRequest makes the next ClientHello subject to it again. What does not parse leaves
+ * the flow being watched. Ingress only observes: it never drops.
+ */
+SEC("cgroup_skb/ingress")
+int sl_ingress(struct __sk_buff *skb)
+{
+	struct bpf_sock *sk = skb->sk;
+	struct sl_sk_tls *t;
+	__u8 addr[16] = {}, family = 0, hdr[6];
+	__u64 random[4];
+	__u32 off;
+
+	if (!sk)
+		return SKB_PASS;
+	sk = bpf_sk_fullsock(sk);
+	if (!sk)
+		return SKB_PASS;
+	t = bpf_sk_storage_get(&sl_sk_tls, sk, 0, 0);
+	if (!t || t->state != SL_TLS_AWAIT_SERVER)
+		return SKB_PASS;
+	if (tcp_payload(skb, &off, addr, &family) || off >= skb->len)
+		return SKB_PASS;
+	if (bpf_skb_load_bytes(skb, off, hdr, sizeof(hdr)) || hdr[0] != TLS_CONTENT_HANDSHAKE ||
+	    hdr[5] != TLS_HANDSHAKE_SERVER_HELLO)
+		return SKB_PASS;
+	/* record header (5), handshake header (4), legacy_version (2), then random (32) */
+	if (bpf_skb_load_bytes(skb, off + 11, random, sizeof(random)))
+		return SKB_PASS;
+	if (random[0] == hrr_random[0] && random[1] == hrr_random[1] &&
+	    random[2] == hrr_random[2] && random[3] == hrr_random[3])
+		t->state = SL_TLS_EXPECT_CH2;
+	else
+		t->state = SL_TLS_ALLOWED;
+	return SKB_PASS;
 }

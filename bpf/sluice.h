@@ -189,9 +189,11 @@ _Static_assert(sizeof(struct sl_dns_client) == 24, "sl_dns_client ABI");
  * TLS port; read by the egress program on the first payload.
  */
 enum sl_tls_state {
-	SL_TLS_PENDING = 1, /* no payload seen yet */
-	SL_TLS_ALLOWED = 2,
-	SL_TLS_DENIED = 3,  /* every further packet is dropped */
+	SL_TLS_PENDING = 1,	 /* no payload seen yet */
+	SL_TLS_ALLOWED = 2,	 /* the server answered a checked ClientHello: no more checks */
+	SL_TLS_DENIED = 3,	 /* every further data packet is dropped */
+	SL_TLS_AWAIT_SERVER = 4, /* ClientHello checked; until the ServerHello, any other is too */
+	SL_TLS_EXPECT_CH2 = 5,	 /* the server sent a HelloRetryRequest: a second ClientHello follows */
 };
 
 struct sl_sk_tls {

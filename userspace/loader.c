@@ -34,6 +34,7 @@ enum loader_prog {
 	PROG_GETPEERNAME4,
 	PROG_GETPEERNAME6,
 	PROG_EGRESS,
+	PROG_INGRESS,
 	PROG_MAX,
 };
 
@@ -43,6 +44,7 @@ static const char *const prog_names[PROG_MAX] = {
 	[PROG_RECVMSG4] = "recvmsg4",	      [PROG_RECVMSG6] = "recvmsg6",
 	[PROG_GETPEERNAME4] = "getpeername4", [PROG_GETPEERNAME6] = "getpeername6",
 	[PROG_EGRESS] = "egress",
+	[PROG_INGRESS] = "ingress",
 };
 
 struct loader {
@@ -68,6 +70,7 @@ static struct bpf_program *prog_of(const struct loader *l, enum loader_prog i)
 		[PROG_GETPEERNAME4] = skel->progs.sl_getpeername4,
 		[PROG_GETPEERNAME6] = skel->progs.sl_getpeername6,
 		[PROG_EGRESS] = l->skb->progs.sl_egress,
+		[PROG_INGRESS] = l->skb->progs.sl_ingress,
 	};
 
 	return progs[i];

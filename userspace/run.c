@@ -440,9 +440,10 @@ static int on_tls(const struct sl_tls_event *ev, void *ctx)
 
 		__atomic_fetch_add(&r->denials, 1, __ATOMIC_RELAXED);
 		safe_text(task, sizeof(task), r->args.task ? r->args.task : "-");
-		notice_add(&n, "%s: TLS to %s:%u named \"%s\", which did not resolve there "
+		notice_add(&n, "%s: TLS to %s%s%s:%u named \"%s\", which did not resolve there "
 			       "(resolved for %s; %s) run_id=%s task=%s\n",
-			   ev->enforced ? "egress denied" : "egress would be denied (report mode)", dst,
+			   ev->enforced ? "egress denied" : "egress would be denied (report mode)",
+			   ev->family == AF_INET6 ? "[" : "", dst, ev->family == AF_INET6 ? "]" : "",
 			   ev->port, ev->sni_len ? sni : "(no server name)", host ? host : "?",
 			   decision_reason_name(ev->reason), r->run_id, task);
 		notice_write(&n);
