@@ -31,7 +31,10 @@
 #define AF_INET6 10
 #define ETH_P_IP 0x0800
 #define ETH_P_IPV6 0x86DD
+#define IPPROTO_HOPOPTS 0
 #define IPPROTO_TCP 6
+#define IPPROTO_ROUTING 43
+#define IPPROTO_DSTOPTS 60
 #define TLS_CONTENT_CHANGE_CIPHER_SPEC 0x14
 #define TLS_CONTENT_HANDSHAKE 0x16
 #define TLS_HANDSHAKE_CLIENT_HELLO 0x01
@@ -274,6 +277,57 @@ static __always_inline int judge_later_records(struct __sk_buff *skb, struct bpf
 	return SKB_PASS;
 }
 
+/*
+ * IPv4 options (source routing) or an IPv6 routing header send a packet to a first hop other
+ * than the destination connect()/sendmsg() judged. setsockopt() of them is refused by the
+ * surface layer; a per-datagram control message (IP_RETOPTS, IPV6_RTHDR cmsg) is caught here.
+ */
+static __always_inline bool reroutes(struct __sk_buff *skb)
+{
+	__u8 b[2];
+
+	if (skb->protocol == bpf_htons(ETH_P_IP)) {
+		if (bpf_skb_load_bytes(skb, 0, b, 1))
+			return true;
+		return (b[0] & 0x0f) > 5;
+	}
+	if (skb->protocol != bpf_htons(ETH_P_IPV6))
+		return false;
+	/* next header, then, behind hop-by-hop or destination options, the one after it */
+	if (bpf_skb_load_bytes(skb, 6, b, 1))
+		return true;
+	if (b[0] == IPPROTO_ROUTING)
+		return true;
+	if (b[0] != IPPROTO_HOPOPTS && b[0] != IPPROTO_DSTOPTS)
+		return false;
+	if (bpf_skb_load_bytes(skb, 40, b, 2))
+		return true;
+	if (b[0] == IPPROTO_ROUTING)
+		return true;
+	if (b[0] != IPPROTO_HOPOPTS && b[0] != IPPROTO_DSTOPTS)
+		return false;
+	/* a second options header: look behind it too, once */
+	if (bpf_skb_load_bytes(skb, 40 + 8 * (b[1] + 1), b, 1))
+		return true;
+	return b[0] == IPPROTO_ROUTING || b[0] == IPPROTO_HOPOPTS || b[0] == IPPROTO_DSTOPTS;
+}
+
+static __always_inline int drop_rerouted(struct __sk_buff *skb)
+{
+	struct sl_decision_event ev = {};
+
+	ev.family = skb->protocol == bpf_htons(ETH_P_IP) ? AF_INET : AF_INET6;
+	ev.hook = SL_HOOK_EGRESS;
+	ev.verdict = SL_VERDICT_DENY;
+	ev.reason = SL_REASON_SOURCE_ROUTE;
+	ev.enforced = 1;
+	ev.cgroup_id = bpf_skb_cgroup_id(skb);
+	ev.sock_cookie = bpf_get_socket_cookie(skb);
+	event_hdr_init(&ev.hdr, SL_EV_DECISION, sizeof(ev));
+	event_submit(&ev, sizeof(ev), SL_HOOK_EGRESS, true);
+	return SKB_DROP;
+}
+
 SEC("cgroup_skb/egress")
 int sl_egress(struct __sk_buff *skb)
 {
@@ -282,6 +336,8 @@ int sl_egress(struct __sk_buff *skb)
 	__u8 daddr[16] = {}, family = 0;
 	__u32 off;
 
+	if (reroutes(skb))
+		return drop_rerouted(skb);
 	if (!sk)
 		return SKB_PASS;
 	sk = bpf_sk_fullsock(sk);

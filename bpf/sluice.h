@@ -27,7 +27,9 @@ enum sl_hook {
 	SL_HOOK_CONNECT6 = 2,
 	SL_HOOK_SENDMSG4 = 3,
 	SL_HOOK_SENDMSG6 = 4,
-	SL_HOOK_EGRESS = 5, /* cgroup_skb egress: the TLS server-name check */
+	SL_HOOK_EGRESS = 5,	 /* cgroup_skb egress: the TLS server-name check, header checks */
+	SL_HOOK_SOCK_CREATE = 6, /* cgroup/sock_create: socket kinds */
+	SL_HOOK_SETSOCKOPT = 7,	 /* cgroup/setsockopt: options that reroute packets */
 	SL_HOOK_MAX, /* array size, not a hook; recvmsg/getpeername rewrite and record nothing */
 };
 
@@ -48,6 +50,9 @@ enum sl_reason {
 	SL_REASON_SNI_MISMATCH = 8,  /* ClientHello names a host not resolved to this address */
 	SL_REASON_SNI_MISSING = 9,   /* ClientHello without a server name */
 	SL_REASON_SNI_UNPARSEABLE = 10, /* first payload is not a whole, parseable ClientHello */
+	SL_REASON_SOCKET_KIND = 11,  /* raw, packet, ping, SCTP, MPTCP…: only TCP and UDP */
+	SL_REASON_SOURCE_ROUTE = 12, /* IP options / IPv6 routing header: the packet would go elsewhere */
+	SL_REASON_V4_RELAY = 13,     /* 6to4, Teredo, ISATAP, local NAT64: an IPv4 host behind a relay */
 };
 
 /* Policy modes (rodata sl_cfg_mode). */
@@ -85,10 +90,11 @@ struct sl_decision_event {
 	__u64 sock_cookie;
 	__u32 pid;         /* thread id */
 	__u32 tgid;        /* process id */
-	__u16 port;        /* destination port, host order */
-	__u16 rule_id;     /* matching rule, or SL_RULE_DEFAULT */
+	__u16 port;        /* destination port, host order; SL_HOOK_SOCK_CREATE: the socket type;
+			      SL_HOOK_SETSOCKOPT: the option name */
+	__u16 rule_id;     /* matching rule, or SL_RULE_DEFAULT; SL_HOOK_SOCK_CREATE: the protocol */
 	__u8 family;       /* AF_INET (2) or AF_INET6 (10) */
-	__u8 protocol;     /* IPPROTO_* of the socket */
+	__u8 protocol;     /* IPPROTO_* of the socket; SL_HOOK_SETSOCKOPT: the option level */
 	__u8 hook;         /* enum sl_hook */
 	__u8 verdict;      /* enum sl_verdict: what the policy says */
 	__u8 reason;       /* enum sl_reason */

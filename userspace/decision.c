@@ -16,6 +16,8 @@ static const char *const hook_names[SL_HOOK_MAX] = {
 	[SL_HOOK_SENDMSG4] = "sendmsg4",
 	[SL_HOOK_SENDMSG6] = "sendmsg6",
 	[SL_HOOK_EGRESS] = "egress",
+	[SL_HOOK_SOCK_CREATE] = "sock_create",
+	[SL_HOOK_SETSOCKOPT] = "setsockopt",
 };
 
 static const char *const reason_names[] = {
@@ -29,6 +31,9 @@ static const char *const reason_names[] = {
 	[SL_REASON_SNI_MISMATCH] = "sni_mismatch",
 	[SL_REASON_SNI_MISSING] = "sni_missing",
 	[SL_REASON_SNI_UNPARSEABLE] = "sni_unparseable",
+	[SL_REASON_SOCKET_KIND] = "socket_kind",
+	[SL_REASON_SOURCE_ROUTE] = "source_route",
+	[SL_REASON_V4_RELAY] = "ipv4_relay",
 };
 
 const char *decision_reason_name(unsigned int reason)
@@ -60,14 +65,42 @@ void decision_safe_comm(char *out, size_t len, const char comm[16])
 	out[w] = '\0';
 }
 
+/* Socket kinds and options refused by the surface layer: no destination, a description. */
+static int surface_view_init(struct decision_view *v, const struct sl_decision_event *ev)
+{
+	v->family = ev->family == AF_INET ? "ipv4" : ev->family == AF_INET6 ? "ipv6" : "other";
+	if (ev->hook == SL_HOOK_SOCK_CREATE)
+		util_fmt(v->dst_port, sizeof(v->dst_port), "socket(family %u, type %u, protocol %u)",
+			 ev->family, ev->port, ev->rule_id);
+	else if (ev->hook == SL_HOOK_SETSOCKOPT)
+		util_fmt(v->dst_port, sizeof(v->dst_port), "setsockopt(level %u, option %u)",
+			 ev->protocol, ev->port);
+	else
+		util_copy(v->dst_port, sizeof(v->dst_port),
+			  "a packet with IP options or an IPv6 routing header");
+	util_fmt(v->proto, sizeof(v->proto), "ip-%u", ev->protocol);
+	util_copy(v->rule, sizeof(v->rule), "surface");
+	decision_safe_comm(v->comm, sizeof(v->comm), ev->comm);
+	v->hook = hook_names[ev->hook];
+	v->deny = true;
+	v->decision = "deny";
+	v->reason = reason_names[ev->reason];
+	v->enforced = ev->enforced;
+	v->surface = true;
+	return 0;
+}
+
 int decision_view_init(struct decision_view *v, const struct sl_decision_event *ev,
 		       const struct policy *p)
 {
 	memset(v, 0, sizeof(*v));
-	if (ev->hook == SL_HOOK_NONE || ev->hook > SL_HOOK_SENDMSG6 ||
+	if (ev->hook == SL_HOOK_NONE || ev->hook >= SL_HOOK_MAX ||
 	    (ev->verdict != SL_VERDICT_ALLOW && ev->verdict != SL_VERDICT_DENY) ||
-	    ev->reason < SL_REASON_RULE || ev->reason > SL_REASON_DNS_REDIRECT)
+	    ev->reason < SL_REASON_RULE || ev->reason > SL_REASON_V4_RELAY)
 		return -EINVAL;
+	if (ev->hook == SL_HOOK_SOCK_CREATE || ev->hook == SL_HOOK_SETSOCKOPT ||
+	    ev->hook == SL_HOOK_EGRESS)
+		return surface_view_init(v, ev);
 	if (ev->reason == SL_REASON_RULE && (ev->rule_id == SL_RULE_DEFAULT ||
 					     ev->rule_id > p->n_rules))
 		return -EINVAL;

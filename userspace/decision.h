@@ -26,6 +26,7 @@ struct decision_view {
 	const char *reason;	       /* "rule", "default_deny", "blackhole", … */
 	bool deny;
 	bool enforced;
+	bool surface; /* a socket kind or option, not a destination: dst is empty */
 };
 
 /* Fails with -EINVAL when a field holds a value no sluice program writes. */

@@ -19,6 +19,7 @@
 #include "util.h"
 #include "sock_addr.skel.h"
 #include "skb.skel.h"
+#include "surface.skel.h"
 #include "destroy.skel.h"
 #include <fcntl.h>
 #include <sched.h>
@@ -35,6 +36,8 @@ enum loader_prog {
 	PROG_GETPEERNAME6,
 	PROG_EGRESS,
 	PROG_INGRESS,
+	PROG_SOCK_CREATE,
+	PROG_SETSOCKOPT,
 	PROG_MAX,
 };
 
@@ -45,11 +48,14 @@ static const char *const prog_names[PROG_MAX] = {
 	[PROG_GETPEERNAME4] = "getpeername4", [PROG_GETPEERNAME6] = "getpeername6",
 	[PROG_EGRESS] = "egress",
 	[PROG_INGRESS] = "ingress",
+	[PROG_SOCK_CREATE] = "sock_create",
+	[PROG_SETSOCKOPT] = "setsockopt",
 };
 
 struct loader {
 	struct sl_sock_addr *skel;
 	struct sl_skb *skb;	     /* the packet layer; shares the evidence and TLS maps */
+	struct sl_surface *surface;  /* socket kinds and options; shares the evidence maps */
 	struct sl_destroy *destroy; /* NULL where the kernel lacks bpf_sock_destroy */
 	struct bpf_link *links[PROG_MAX];
 	char pin_dir[PATH_MAX];
@@ -71,6 +77,8 @@ static struct bpf_program *prog_of(const struct loader *l, enum loader_prog i)
 		[PROG_GETPEERNAME6] = skel->progs.sl_getpeername6,
 		[PROG_EGRESS] = l->skb->progs.sl_egress,
 		[PROG_INGRESS] = l->skb->progs.sl_ingress,
+		[PROG_SOCK_CREATE] = l->surface->progs.sl_sock_create,
+		[PROG_SETSOCKOPT] = l->surface->progs.sl_setsockopt,
 	};
 
 	return progs[i];
@@ -164,6 +172,24 @@ static int load_packet_layer(struct loader *l, const struct policy *p)
 	return sl_skb__load(l->skb);
 }
 
+/* The surface layer records into the same ring buffer, sequence and loss counters. */
+static int load_surface_layer(struct loader *l)
+{
+	struct bpf_map *theirs[] = { l->surface->maps.sl_events, l->surface->maps.sl_lost,
+				     l->surface->maps.sl_seq };
+	struct bpf_map *ours[] = { l->skel->maps.sl_events, l->skel->maps.sl_lost,
+				   l->skel->maps.sl_seq };
+	size_t i;
+	int err;
+
+	for (i = 0; i < sizeof(theirs) / sizeof(theirs[0]); i++) {
+		err = bpf_map__reuse_fd(theirs[i], bpf_map__fd(ours[i]));
+		if (err)
+			return err;
+	}
+	return sl_surface__load(l->surface);
+}
+
 /* Optional: socket destruction needs bpf_sock_destroy (6.5+); without it denied flows only drop. */
 static void load_destroyer(struct loader *l)
 {
@@ -247,8 +273,10 @@ struct loader *loader_load(const struct policy *p, const struct policy_compiled 
 		goto err_free;
 	}
 	l->skb = sl_skb__open();
-	if (!l->skb) {
+	l->surface = l->skb ? sl_surface__open() : NULL;
+	if (!l->surface) {
 		err = -errno;
+		sl_skb__destroy(l->skb);
 		sl_sock_addr__destroy(l->skel);
 		goto err_free;
 	}
@@ -286,12 +314,15 @@ struct loader *loader_load(const struct policy *p, const struct policy_compiled 
 	err = fill_policy_maps(l, c);
 	if (!err)
 		err = load_packet_layer(l, p);
+	if (!err)
+		err = load_surface_layer(l);
 	if (err)
 		goto err_destroy;
 	load_destroyer(l);
 	return l;
 
 err_destroy:
+	sl_surface__destroy(l->surface);
 	sl_skb__destroy(l->skb);
 	sl_sock_addr__destroy(l->skel);
 err_free:
@@ -461,6 +492,7 @@ void loader_destroy(struct loader *l)
 	if (l->pin_dir[0] && rmdir(l->pin_dir) && errno != ENOENT)
 		fprintf(stderr, "sluice: remove %s: %s\n", l->pin_dir, strerror(errno));
 	sl_destroy__destroy(l->destroy);
+	sl_surface__destroy(l->surface);
 	sl_skb__destroy(l->skb);
 	sl_sock_addr__destroy(l->skel);
 	free(l);

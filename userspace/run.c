@@ -360,7 +360,7 @@ static int on_decision(const struct sl_decision_event *ev, void *ctx)
 		else
 			notice_add(&n, "%s: %s (rule: %s) run_id=%s task=%s\n", what, v.dst_port,
 				   v.rule, r->run_id, task);
-		if (r->policy->request_access && ev->reason != SL_REASON_BLACKHOLE)
+		if (r->policy->request_access && ev->reason != SL_REASON_BLACKHOLE && !v.surface)
 			notice_request_access(&n, r->policy->request_access, host ? host : v.dst);
 		notice_write(&n);
 	}
@@ -376,10 +376,15 @@ static int on_decision(const struct sl_decision_event *ev, void *ctx)
 	journal_line_str(&l, "family", v.family);
 	journal_line_str(&l, "proto", v.proto);
 	journal_line_str(&l, "host", host);
-	journal_line_str(&l, "dst", v.dst);
-	if (v.dst_v4[0])
-		journal_line_str(&l, "dst_v4", v.dst_v4);
-	journal_line_u64(&l, "port", ev->port);
+	if (v.surface) {
+		/* a socket kind or option: no destination, say what was refused instead */
+		journal_line_str(&l, "what", v.dst_port);
+	} else {
+		journal_line_str(&l, "dst", v.dst);
+		if (v.dst_v4[0])
+			journal_line_str(&l, "dst_v4", v.dst_v4);
+		journal_line_u64(&l, "port", ev->port);
+	}
 	journal_line_u64(&l, "pid", ev->tgid);
 	journal_line_u64(&l, "tid", ev->pid);
 	journal_line_str(&l, "comm", v.comm);

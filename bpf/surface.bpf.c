@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Surface layer: what a run may create and configure, before any address is involved.
+ *
+ * sock_create: the decision layer judges TCP and UDP (the sock_addr hooks exist for them only),
+ * so every other socket of the IP families is refused at creation: raw (needs CAP_NET_RAW, but a
+ * root workload has it), ping (needs no capability where net.ipv4.ping_group_range allows the
+ * user, and its sendto() is judged by no hook), SCTP, MPTCP (its extra subflows are connected by
+ * the kernel, not by a judged connect()). Packet sockets and other families are refused too
+ * where the kernel runs this hook for them.
+ *
+ * setsockopt: IPv4 options (source routing) and IPv6 routing headers make the kernel send a
+ * packet to a first hop other than the address connect()/sendmsg() judged; they are refused.
+ * Per-datagram control messages bypass this hook: the egress program drops such packets too.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+
+#include "sluice.h"
+#include "events.bpf.h"
+
+#define AF_UNIX 1
+#define AF_INET 2
+#define AF_INET6 10
+#define AF_NETLINK 16
+#define SOCK_STREAM 1
+#define SOCK_DGRAM 2
+#define IPPROTO_TCP 6
+#define IPPROTO_UDP 17
+#define SOL_IP 0
+#define IPPROTO_IPV6 41
+#define IP_OPTIONS 4
+#define IPV6_2292RTHDR 5
+#define IPV6_RTHDR 57
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Only the kinds the decision layer can judge. */
+static __always_inline bool socket_kind_allowed(__u32 family, __u32 type, __u32 protocol)
+{
+	if (family == AF_UNIX || family == AF_NETLINK)
+		return true; /* local to the machine: nothing leaves through them */
+	if (family != AF_INET && family != AF_INET6)
+		return false;
+	return (type == SOCK_STREAM && protocol == IPPROTO_TCP) ||
+	       (type == SOCK_DGRAM && protocol == IPPROTO_UDP);
+}
+
+static __always_inline void record_refusal(__u8 hook, __u8 reason, __u32 family, __u32 kind,
+					   __u32 protocol)
+{
+	struct sl_decision_event ev = {};
+	__u64 id = bpf_get_current_pid_tgid();
+
+	ev.family = (__u8)family;
+	ev.protocol = (__u8)protocol;
+	/* protocols above 255 exist (MPTCP is 262): the full value rides in rule_id */
+	ev.rule_id = (__u16)protocol;
+	ev.port = (__u16)kind;
+	ev.hook = hook;
+	ev.verdict = SL_VERDICT_DENY;
+	ev.reason = reason;
+	ev.enforced = 1;
+	ev.pid = (__u32)id;
+	ev.tgid = id >> 32;
+	ev.cgroup_id = bpf_get_current_cgroup_id();
+	bpf_get_current_comm(ev.comm, sizeof(ev.comm));
+	event_hdr_init(&ev.hdr, SL_EV_DECISION, sizeof(ev));
+	event_submit(&ev, sizeof(ev), hook, true);
+}
+
+SEC("cgroup/sock_create")
+int sl_sock_create(struct bpf_sock *ctx)
+{
+	if (socket_kind_allowed(ctx->family, ctx->type, ctx->protocol))
+		return 1;
+	record_refusal(SL_HOOK_SOCK_CREATE, SL_REASON_SOCKET_KIND, ctx->family, ctx->type,
+		       ctx->protocol);
+	return 0;
+}
+
+SEC("cgroup/setsockopt")
+int sl_setsockopt(struct bpf_sockopt *ctx)
+{
+	/* Each field read once, as a plain load: the verifier refuses ctx pointer arithmetic. */
+	__s32 level = ctx->level, optname = ctx->optname, optlen = ctx->optlen;
+	struct bpf_sock *sk = ctx->sk;
+	bool reroutes;
+
+	barrier_var(level);
+	barrier_var(optname);
+	reroutes = (level == SOL_IP && optname == IP_OPTIONS) ||
+		   (level == IPPROTO_IPV6 && (optname == IPV6_RTHDR || optname == IPV6_2292RTHDR));
+	/* Clearing them (an empty value) is harmless. */
+	if (!reroutes || optlen == 0) {
+		/* 1 with optlen untouched: the kernel uses the caller's own buffer */
+		return 1;
+	}
+	record_refusal(SL_HOOK_SETSOCKOPT, SL_REASON_SOURCE_ROUTE, sk ? sk->family : 0, optname,
+		       level);
+	return 0;
+}

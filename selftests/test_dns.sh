@@ -1,0 +1,990 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# Hostname rules through the run's resolver (P7, P8). Every run starts its command in the run
+# netns (sluice run --netns) with its own resolver, which asks a dnsmasq bound to 127.0.0.1 in
+# this netns (the "upstream", loopback only). Checked at the receiving side (the test hosts' sinks
+# and the upstream's query log), in the JSON log and on stderr:
+#   - DNS to any server, UDP or TCP, v4 or v6, is answered by the run's resolver; nothing reaches
+#     an outside resolver; clients see the server they asked (P7);
+#   - listed names (exact and "*.suffix") resolve, unlisted ones get NXDOMAIN at once, with a deny
+#     line, "egress denied: NAME" and the request-access hint, and never reach the upstream;
+#   - CNAME chains are followed and attributed to the asked name; other query types of a listed
+#     name get no data; truncated answers come back over TCP;
+#   - answers into 169.254/16 or private space are refused (SERVFAIL) unless a cidrs rule covers
+#     them (P8);
+#   - a listed name's addresses are allowed only once this run's resolver produced them, on the
+#     rule's ports and protocols (learned-only, per run);
+#   - curl, glibc and python resolve through /etc/resolv.conf, whatever server it names;
+#   - nothing is left behind.
+
+# Workload scripts are single-quoted on purpose: they expand inside the run.
+# shellcheck disable=SC2016
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+require_root
+require_sluice
+for t in dig curl dnsmasq ss; do
+	command -v "$t" >/dev/null || skip_all "$t not installed (bind9-dnsutils, curl, dnsmasq-base)"
+done
+topo_up
+
+SEED=$REPO/policy/examples/seed-003.yaml
+[[ -r $SEED ]] || bail_out "missing $SEED"
+DIG=(dig +time=2 +tries=1)
+
+# ---------------------------------------------------------------------------------------------
+# Topology additions: the outside resolvers the workload asks (203.0.113.53, 2001:db8::53; the
+# inet sink already takes UDP 53 on every address there, a second sink takes TCP 53), and a
+# private test host 10.1.2.3 for the rebinding cases.
+
+in_inet ip addr add 203.0.113.53/32 dev lo || bail_out "cannot add 203.0.113.53"
+in_inet ip addr add 2001:db8::53/128 dev lo nodad || bail_out "cannot add 2001:db8::53"
+in_inet ip addr add 10.1.2.3/32 dev lo || bail_out "cannot add 10.1.2.3"
+in_rtr ip route add 10.1.2.3/32 via 10.200.2.2 || bail_out "cannot route 10.1.2.3"
+# TCP 53 (the outside resolvers over TCP) and UDP 80 (UDP to a tcp-only rule's port).
+sl_start_sink_ports "$SL_NS_INET" inet-extra 53 80 || bail_out "cannot start the extra sink"
+SL_EXTRA_LOG=$SL_TMP/inet-extra.log
+SL_EXTRA_MARK=0
+
+# ---------------------------------------------------------------------------------------------
+# The upstream. The seed's names are mapped to the test hosts; host records are exact names
+# (dnsmasq's --address also answers every subdomain).
+
+LISTED=(registry.npmjs.org pypi.org git.internal.acme.com broker.dev.acme.internal
+	artifacts.acme.internal ghcr.io api.github.com)
+up=(--local-ttl=300)
+for n in "${LISTED[@]}"; do
+	up+=("--host-record=$n,198.51.100.10,2001:db8::10")
+done
+# shellcheck disable=SC2054 # dnsmasq's arguments have commas
+up+=(
+	# Unlisted names that resolve upstream: an NXDOMAIN must come from the run's resolver.
+	--host-record=static.rust-lang.org,198.51.100.20,2001:db8::20
+	--host-record=transfer.sh,198.51.100.20,2001:db8::20
+	# A CNAME answered alone (the resolver must ask again for the target) ...
+	--cname=files.pythonhosted.org,cdn.fastly.example
+	--address=/cdn.fastly.example/198.51.100.10
+	# ... and a two-hop chain answered at once.
+	--cname=pkg-containers.ghcr.io,edge.ghcr.example
+	--cname=edge.ghcr.example,cdn2.fastly.example
+	--host-record=cdn2.fastly.example,198.51.100.10,2001:db8::10
+	# Other types of a listed name: if they were passed on, the client would see data.
+	--txt-record=registry.npmjs.org,leaked-txt
+	--dns-rr=registry.npmjs.org,65,000100
+	--dns-rr=registry.npmjs.org,64,000100
+	# Wildcards: every name below githubusercontent.com, and the bare name too.
+	--address=/githubusercontent.com/198.51.100.10
+	--address=/githubusercontent.com/2001:db8::10
+	--host-record=evilgithubusercontent.com,198.51.100.20
+	--host-record=githubusercontent.com.evil.example,198.51.100.20
+	# Rebinding (P8).
+	--host-record=meta.rebind.example,169.254.169.254
+	--host-record=private.rebind.example,10.1.2.3
+	--host-record=loop.rebind.example,127.0.0.1
+	--host-record=mixed.rebind.example,198.51.100.10
+	--host-record=mixed.rebind.example,10.1.2.3
+	--cname=via-cname.rebind.example,meta.rebind.example
+	--address=/mapped.rebind.example/::ffff:169.254.169.254
+	--address=/imds6.rebind.example/fd00:ec2::254
+	--address=/ula.rebind.example/fd12:3456::1
+	--address=/loop6.rebind.example/::1
+)
+# 32 addresses: more than 512 bytes, so a UDP answer without EDNS is truncated.
+for i in $(seq 101 132); do
+	up+=("--host-record=big.example,198.51.100.$i")
+done
+dns_upstream_start upstream "${up[@]}" || bail_out "cannot start dnsmasq on 127.0.0.1"
+sl_on_exit dns_upstream_stop
+
+# The upstream itself answers what the cases rely on (from this netns, to loopback only).
+upstream_dig() { dig +time=2 +tries=1 -p "$SL_DNS_PORT" @127.0.0.1 "$@" 2>&1; }
+f=$SL_TMP/upstream-check.dig
+upstream_dig static.rust-lang.org >"$f"
+tap_is "fixture: the upstream resolves the unlisted static.rust-lang.org" \
+	"$(dig_status "$f") $(dig_answers "$f")" "NOERROR A 198.51.100.20"
+upstream_dig registry.npmjs.org TXT >"$f"
+tap_is "fixture: the upstream has a TXT record for registry.npmjs.org" \
+	"$(dig_status "$f") $(dig_answers "$f")" "NOERROR TXT \"leaked-txt\""
+upstream_dig +noedns +ignore big.example >"$f"
+if grep -q '^;; flags:.* tc[ ;]' "$f"; then
+	tap_ok "fixture: the upstream truncates big.example over UDP without EDNS"
+else
+	tap_fail "fixture: the upstream truncates big.example over UDP without EDNS" \
+		"expected the tc flag; got: $(grep '^;; flags' "$f")"
+fi
+# Only what the runs asked counts from here on.
+UPSTREAM_FIXTURE_END=$(sl_lines "$SL_DNS_LOG")
+
+# ---------------------------------------------------------------------------------------------
+# Policies
+
+CASE_REQ='https://tooling.example/egress/request?host={host}'
+# The seed with a request_access line (the seed itself has none).
+{
+	echo "request_access: \"$CASE_REQ\""
+	cat "$SEED"
+} >"$SL_TMP/seed-ra.yaml"
+cat >"$SL_TMP/wild.yaml" <<'EOF'
+default: deny
+rules:
+  - name: gh-content
+    hosts: ["*.githubusercontent.com"]
+EOF
+REBIND_HOSTS='["meta.rebind.example", "private.rebind.example", "loop.rebind.example",
+            "mixed.rebind.example", "via-cname.rebind.example", "mapped.rebind.example",
+            "imds6.rebind.example", "ula.rebind.example", "loop6.rebind.example"]'
+cat >"$SL_TMP/rebind.yaml" <<EOF
+default: deny
+rules:
+  - name: rebind
+    hosts: $REBIND_HOSTS
+EOF
+cat >"$SL_TMP/rebind-cidr.yaml" <<EOF
+default: deny
+rules:
+  - name: rebind
+    hosts: $REBIND_HOSTS
+  - name: internal
+    cidrs: ["10.0.0.0/8"]
+EOF
+cat >"$SL_TMP/ports.yaml" <<EOF
+default: deny
+request_access: "$CASE_REQ"
+rules:
+  - name: npm-web
+    hosts: ["registry.npmjs.org"]
+    ports: [80]
+    protocols: [tcp]
+  - name: pypi-alt
+    hosts: ["pypi.org"]
+    ports: [8080]
+    protocols: [tcp]
+  - name: pypi-web
+    hosts: ["pypi.org"]
+    ports: [80]
+    protocols: [tcp]
+EOF
+cat >"$SL_TMP/big.yaml" <<'EOF'
+default: deny
+rules:
+  - name: big
+    hosts: ["big.example"]
+EOF
+# Port 53 of a test host allowed by a CIDR rule: DNS there is still the run's resolver's.
+cat >"$SL_TMP/cidr53.yaml" <<'EOF'
+default: deny
+rules:
+  - name: npm
+    hosts: ["registry.npmjs.org"]
+  - name: ns-host
+    cidrs: ["198.51.100.20/32", "2001:db8::20/128"]
+    ports: [53]
+EOF
+
+# ---------------------------------------------------------------------------------------------
+# Helpers
+
+# A workload-side DNS client with its own sockets: "udp" sends with sendto on an unconnected
+# socket and reports recvfrom's source; "tcp" connects and reports getpeername. Prints
+# "peer ADDR PORT rcode N answers N".
+cat >"$SL_TMP/dnsq.py" <<'EOF'
+import socket, struct, sys
+mode, server, name = sys.argv[1:4]
+qid = 0x5a17
+q = struct.pack(">HHHHHH", qid, 0x0100, 1, 0, 0, 0)
+for label in name.split("."):
+    q += bytes([len(label)]) + label.encode()
+q += b"\0" + struct.pack(">HH", 1, 1)
+fam = socket.AF_INET6 if ":" in server else socket.AF_INET
+if mode == "udp":
+    s = socket.socket(fam, socket.SOCK_DGRAM)
+    s.settimeout(2)
+    s.sendto(q, (server, 53))
+    data, peer = s.recvfrom(4096)
+else:
+    s = socket.socket(fam, socket.SOCK_STREAM)
+    s.settimeout(2)
+    s.connect((server, 53))
+    peer = s.getpeername()
+    s.sendall(struct.pack(">H", len(q)) + q)
+    data = b""
+    while len(data) < 2 or len(data) < 2 + struct.unpack(">H", data[:2])[0]:
+        chunk = s.recv(4096)
+        if not chunk:
+            sys.exit("connection closed early")
+        data += chunk
+    data = data[2:]
+rid, flags, _, an = struct.unpack(">HHHH", data[:8])
+if rid != qid:
+    sys.exit(f"answer id {rid:#x}, asked {qid:#x}")
+print(f"peer {peer[0]} {peer[1]} rcode {flags & 0xf} answers {an}")
+EOF
+# getaddrinfo the way most programs resolve: the addresses, or the EAI_ error's name.
+cat >"$SL_TMP/gai.py" <<'EOF'
+import socket, sys
+try:
+    res = socket.getaddrinfo(sys.argv[1], 80, proto=socket.IPPROTO_TCP)
+    print(" ".join(sorted({a[4][0] for a in res})))
+except socket.gaierror as e:
+    names = {getattr(socket, n): n for n in dir(socket) if n.startswith("EAI_")}
+    print("gaierror", names.get(e.errno, e.errno))
+EOF
+# timed CMD…: run CMD, then "timed: rc=N ms=N" on stderr.
+cat >"$SL_TMP/timed.sh" <<'EOF'
+#!/bin/bash
+s=${EPOCHREALTIME/./}
+"$@"
+rc=$?
+e=${EPOCHREALTIME/./}
+echo "timed: rc=$rc ms=$(((e - s) / 1000))" >&2
+exit $rc
+EOF
+chmod 0755 "$SL_TMP/timed.sh"
+
+# The server glibc asks, from /etc/resolv.conf (127.0.0.1 when it names none).
+RESOLV_NS=$(awk '$1 == "nameserver" { print $2; exit }' /etc/resolv.conf 2>/dev/null)
+RESOLV_NS=${RESOLV_NS%%%*}
+[[ -n $RESOLV_NS ]] || RESOLV_NS=127.0.0.1
+
+# dns_run POLICY -- CMD…: one run of CMD in the run netns, with its resolver asking the
+# upstream. Sets what sluice_run sets, and CASE_LOG; moves every mark.
+dns_run() {
+	local policy=$1 id
+	shift
+	[[ ${1-} == -- ]] && shift
+	id=$(sluice_next_run_id)
+	CASE_LOG=$SL_TMP/$id.log
+	SL_EXTRA_MARK=$(sl_lines "$SL_EXTRA_LOG")
+	upstream_mark
+	sluice_run "$policy" "$CASE_LOG" --netns "/run/netns/$SL_NS_RUN" \
+		--upstream "127.0.0.1:$SL_DNS_PORT" -- "$@"
+}
+
+extra_sink_count() { sl_count_fields "$SL_EXTRA_LOG" "$SL_EXTRA_MARK" "$1"; }
+
+# Everything any test host received on port 53 since the marks.
+outside_dns_lines() {
+	awk -v s="$SL_SINK_MARK" 'NR > s && $3 == 53 { print "inet: " $0 }' "$SL_INET_LOG"
+	awk -v s="$SL_RTR_SINK_MARK" 'NR > s && $3 == 53 { print "rtr: " $0 }' "$SL_RTR_LOG"
+	awk -v s="$SL_EXTRA_MARK" 'NR > s && $3 == 53 { print "inet-extra: " $0 }' "$SL_EXTRA_LOG"
+}
+
+# assert_no_outside_dns NAME: after the settle time, no test host received anything on port 53.
+assert_no_outside_dns() {
+	local got
+	sink_settle
+	got=$(outside_dns_lines)
+	if [[ -z $got ]]; then
+		tap_ok "$1"
+	else
+		tap_fail "$1" "expected no DNS traffic (port 53) at any test host; got:"$'\n'"$got"
+		sluice_diag "$CASE_LOG"
+	fi
+}
+
+# assert_extra_none NAME PATTERN: the extra sink (TCP 53, UDP 80) did not log PATTERN.
+assert_extra_none() {
+	local n
+	sink_settle
+	n=$(extra_sink_count "$2")
+	if [[ $n -eq 0 ]]; then
+		tap_ok "$1"
+	else
+		tap_fail "$1" "expected nothing to arrive; the extra sink logged \"$2\" x$n"
+		sluice_diag "$CASE_LOG"
+	fi
+}
+
+# Nothing of the last run remains: cgroup, pins, links, and no resolver socket in the run netns.
+# shellcheck disable=SC2317 # called through tap_check
+run_leftovers() {
+	local socks
+	leftovers_check "$SL_RUN_ID" "$SL_RUN_CGID" || return 1
+	socks=$(in_run ss -Hlntu 2>&1)
+	if [[ -n $socks ]]; then
+		echo "sockets still listening in $SL_NS_RUN:"
+		echo "$socks"
+		return 1
+	fi
+	return 0
+}
+assert_run_clean() { tap_check "$1" run_leftovers; }
+
+# assert_dig NAME FILE STATUS ANSWERS [SERVER VIA]: dig's output in FILE has STATUS and exactly
+# the answer records ANSWERS (as dig_answers prints them, "" for none), and came from SERVER over
+# VIA (UDP or TCP) as dig saw it.
+assert_dig() {
+	local name=$1 f=$2 want_s=$3 want_a=$4 server=${5:-} via=${6:-} got_s got_a got_srv
+	local bad=
+	got_s=$(dig_status "$f")
+	got_a=$(dig_answers "$f")
+	got_srv=$(dig_server "$f")
+	[[ $got_s == "$want_s" ]] || bad+="status \"${got_s:-none: no answer}\" instead of $want_s; "
+	[[ $got_a == "$want_a" ]] || bad+="answers \"$got_a\" instead of \"$want_a\"; "
+	if [[ -n $server && $got_srv != "$server#53($server) ($via)" ]]; then
+		bad+="server line \"$got_srv\" instead of \"$server#53($server) ($via)\"; "
+	fi
+	if [[ -z $bad ]]; then
+		tap_ok "$name"
+	else
+		tap_fail "$name" "expected dig to get $want_s with answers \"$want_a\"; got: $bad"
+		tap_diag_file "$f" 30
+		sluice_diag "$CASE_LOG"
+	fi
+}
+
+# assert_prompt NAME MS MAX: an answer that must come at once did.
+assert_prompt() {
+	if [[ $2 =~ ^[0-9]+$ && $2 -le $3 ]]; then
+		tap_ok "$1"
+	else
+		tap_fail "$1" "expected an answer within $3 ms, got \"$2\" ms"
+	fi
+}
+
+# assert_no_stderr NAME REGEX: no line of sluice's stderr matches.
+assert_no_stderr() {
+	local got
+	got=$(grep -E -- "$2" "$SL_ERR")
+	if [[ -z $got ]]; then
+		tap_ok "$1"
+	else
+		tap_fail "$1" "expected no stderr line matching /$2/; got:"$'\n'"$got"
+	fi
+}
+
+# log_dns_values LOG FIELD key=value…: FIELD (a list) of the first dns line matching the pairs,
+# sorted and space-separated; "none" when no line matches.
+log_dns_values() {
+	local log=$1 field=$2 line
+	shift 2
+	line=$(log_lines "$log" type=dns "$@" | head -n 1)
+	if [[ -z $line ]]; then
+		echo none
+		return
+	fi
+	python3 -c '
+import json, sys
+v = json.loads(sys.argv[1]).get(sys.argv[2])
+print(" ".join(sorted(v)) if isinstance(v, list) else repr(v))' "$line" "$field"
+}
+# The same, in the order the log has it, as JSON.
+log_dns_json() {
+	local log=$1 field=$2 line
+	shift 2
+	line=$(log_lines "$log" type=dns "$@" | head -n 1)
+	[[ -n $line ]] || {
+		echo none
+		return
+	}
+	python3 -c '
+import json, sys
+print(json.dumps(json.loads(sys.argv[1]).get(sys.argv[2]), separators=(",", ":")))' \
+		"$line" "$field"
+}
+
+# assert_upstream NAME HOST TYPE WANT: the upstream got queries for HOST of TYPE ("" any): "none"
+# or "some".
+assert_upstream() {
+	local name=$1 host=$2 type=$3 want=$4 n i
+	if [[ $want == some ]]; then
+		for i in $(seq 40); do
+			[[ $(upstream_count "$host" "$type") -gt 0 ]] && break
+			sleep 0.05
+		done
+	fi
+	n=$(upstream_count "$host" "$type")
+	if [[ ($want == some && $n -gt 0) || ($want == none && $n -eq 0) ]]; then
+		tap_ok "$name"
+	else
+		tap_fail "$name" "expected $want upstream queries for $host ${type:-(any type)}, got $n"
+		upstream_new_lines | tail -n 10 | sed 's/^/# upstream: /'
+	fi
+}
+
+# assert_probe_lines NAME WANT…: the run's stdout is these probe results in this order ("ok" or
+# "err ENAME"; denials within SL_PROMPT_MS).
+assert_probe_lines() {
+	local name=$1 i=0 line bad=
+	shift
+	local -a exp=("$@") seen=()
+	mapfile -t seen <"$SL_OUT"
+	[[ ${#seen[@]} -eq ${#exp[@]} ]] || bad+="${#seen[@]} line(s) instead of ${#exp[@]}; "
+	for ((i = 0; i < ${#exp[@]}; i++)); do
+		line=${seen[i]-}
+		if [[ ${exp[i]} == ok ]]; then
+			[[ $line == ok ]] || bad+="probe $((i + 1)): \"$line\" instead of ok; "
+		elif [[ $line =~ ^(err [A-Z0-9]+)\ ([0-9]+)$ ]]; then
+			[[ ${BASH_REMATCH[1]} == "${exp[i]}" ]] ||
+				bad+="probe $((i + 1)): \"$line\" instead of \"${exp[i]}\"; "
+			[[ ${BASH_REMATCH[2]} -le $SL_PROMPT_MS ]] ||
+				bad+="probe $((i + 1)): took ${BASH_REMATCH[2]} ms; "
+		else
+			bad+="probe $((i + 1)): \"$line\" instead of \"${exp[i]}\"; "
+		fi
+	done
+	if [[ -z $bad ]]; then
+		tap_ok "$name"
+	else
+		tap_fail "$name" "expected probe results: ${exp[*]}; got: $bad"
+		sluice_diag "$CASE_LOG"
+	fi
+}
+
+# "rule_3" in a table is the seed's unnamed third rule, "rule 3".
+rule_name() { [[ $1 =~ ^rule_([0-9]+)$ ]] && echo "rule ${BASH_REMATCH[1]}" || echo "$1"; }
+family_of() { [[ $1 == *:* ]] && echo ipv6 || echo ipv4; }
+# The transports a dig over VIA uses, in order.
+via_protos() {
+	case $1 in
+	udp) echo udp ;;
+	tcp) echo tcp ;;
+	noedns) echo udp tcp ;;
+	esac
+}
+
+# dig_case LABEL POLICY VIA SERVER NAME TYPE STATUS ANSWERS RULE
+# One dig in one run, fully checked. VIA: udp, tcp, or noedns (UDP without EDNS, so a large
+# answer comes back truncated and dig retries over TCP). ANSWERS: dig's answer records as
+# "TYPE/DATA,TYPE/DATA" in dig_answers order, or "-". RULE: the rule the name matches, or
+# "default" for an unlisted name.
+dig_case() {
+	local label=$1 policy=$2 via=$3 server=$4 name=$5 type=$6 status=$7 answers=$8 rule
+	local f decision want_addrs got_addrs t host=${5,,}
+	local -a opts=()
+	rule=$(rule_name "$9")
+	[[ $answers == - ]] && answers=
+	answers=${answers//,/ }
+	answers=${answers//\// }
+	case $via in
+	tcp) opts=(+tcp) ;;
+	noedns) opts=(+noedns) ;;
+	esac
+	f=$SL_TMP/$label.dig
+	dns_run "$policy" -- "${DIG[@]}" "${opts[@]}" "@$server" "$name" "$type"
+	cp "$SL_OUT" "$f"
+	local shown_via=UDP
+	[[ $via != udp ]] && shown_via=TCP
+	assert_dig "$label: dig @$server $name $type over $via gets $status ${answers:+($answers)}" \
+		"$f" "$status" "$answers" "$server" "$shown_via"
+	if [[ $status == NXDOMAIN ]]; then
+		assert_prompt "$label: the NXDOMAIN came at once" "$(dig_query_ms "$f")" \
+			"$SL_PROMPT_MS"
+	fi
+	assert_no_outside_dns "$label: the query never reached an outside resolver"
+
+	# The redirect: one line per connection dig made (noedns: UDP, then TCP).
+	for t in $(via_protos "$via"); do
+		assert_log "$label: log has the $t redirect to the run's resolver (dst $server)" \
+			"$CASE_LOG" 1 type=decision "run_id=$SL_RUN_ID" decision=allow rule=dns \
+			reason=dns_redirect "dst=$server" port=53 "proto=$t" \
+			"family=$(family_of "$server")"
+	done
+
+	decision=allow
+	[[ $status == NXDOMAIN ]] && decision=deny
+	[[ $status == SERVFAIL ]] && decision=refused
+	for t in $(via_protos "$via"); do
+		assert_log "$label: log has the dns line ($name $type $decision, rule $rule, $status, $t)" \
+			"$CASE_LOG" 1 type=dns "run_id=$SL_RUN_ID" task=selftest "host=$host" \
+			"qtype=$type" "decision=$decision" "rule=$rule" "rcode=$status" "transport=$t"
+	done
+	if [[ $decision == allow ]]; then
+		# The addresses the client got are the ones logged (and learned).
+		want_addrs=$(tr ' ' '\n' <<<"${answers}" | paste - - 2>/dev/null |
+			awk -v t="$type" '$1 == t { print $2 }' | sort | paste -sd ' ' -)
+		got_addrs=$(log_dns_values "$CASE_LOG" answers "host=$host" "qtype=$type")
+		tap_is "$label: the dns line lists the answered addresses" "$got_addrs" "$want_addrs"
+		assert_no_stderr "$label: stderr has no denial" '^egress (would be )?denied'
+	else
+		local deny="egress denied: $host (rule: default) run_id=$SL_RUN_ID task=selftest"
+		assert_stderr "$label: stderr names the denied name" "$deny"
+	fi
+
+	if [[ $status == NXDOMAIN || ($type != A && $type != AAAA) ]]; then
+		assert_upstream "$label: the upstream never saw $host" "$host" "" none
+	else
+		assert_upstream "$label: the upstream was asked $host $type" "$host" "$type" some
+	fi
+	assert_run_clean "$label: nothing left (cgroup, pins, links, resolver sockets)"
+}
+
+# Controls: without sluice, a query from the run netns to an outside resolver reaches the test
+# host, over UDP and TCP (so the checks below would see a leak).
+sink_mark
+SL_EXTRA_MARK=$(sl_lines "$SL_EXTRA_LOG")
+# (The sinks do not answer DNS: each dig runs into its timeout. The first IPv6 connect through
+# the fresh topology may need a SYN retransmission: 3 s.)
+in_run dig +time=3 +tries=1 @203.0.113.53 registry.npmjs.org >/dev/null 2>&1
+in_run dig +tcp +time=3 +tries=1 @2001:db8::53 registry.npmjs.org >/dev/null 2>&1
+control_seen() {
+	echo "udp $(sink_count 'udp 203.0.113.53 53') tcp $(extra_sink_count 'tcp-accept 2001:db8::53 53')"
+}
+wait_until 3000 test "$(control_seen)" = "udp 1 tcp 1"
+tap_is "control: without sluice, DNS to 203.0.113.53 (UDP) and [2001:db8::53] (TCP) arrives" \
+	"$(control_seen)" "udp 1 tcp 1"
+CONTROL_SINK_MARK=$(sl_lines "$SL_INET_LOG")
+CONTROL_RTR_MARK=$(sl_lines "$SL_RTR_LOG")
+CONTROL_EXTRA_MARK=$(sl_lines "$SL_EXTRA_LOG")
+
+# ---------------------------------------------------------------------------------------------
+# 1, 2, 11. P7: DNS to outside resolvers, UDP and TCP, v4 and v6, listed and unlisted names.
+
+# label              policy via    server         name                      type status   answers             rule
+dig_cases=(
+	"P7-udp-v4        SEED  udp    203.0.113.53   registry.npmjs.org        A    NOERROR  A/198.51.100.10     rule_1"
+	"P7-tcp-v4        SEED  tcp    203.0.113.53   registry.npmjs.org        AAAA NOERROR  AAAA/2001:db8::10   rule_1"
+	"P7-udp-v6        SEED  udp    2001:db8::53   pypi.org                  AAAA NOERROR  AAAA/2001:db8::10   rule_1"
+	"P7-tcp-v6        SEED  tcp    2001:db8::53   git.internal.acme.com     A    NOERROR  A/198.51.100.10     rule_2"
+	"P7-udp-testhost  SEED  udp    198.51.100.20  broker.dev.acme.internal  A    NOERROR  A/198.51.100.10     rule_3"
+	"P7-udp-testhost6 SEED  udp    2001:db8::20   artifacts.acme.internal   AAAA NOERROR  AAAA/2001:db8::10   rule_3"
+	"P7-udp-router    SEED  udp    10.200.1.1     ghcr.io                   A    NOERROR  A/198.51.100.10     rule_4"
+	"P7-tcp-router6   SEED  tcp    fd10:200:1::1  api.github.com            A    NOERROR  A/198.51.100.10     rule_5"
+	"P7-udp-stub      SEED  udp    127.0.0.53     registry.npmjs.org        A    NOERROR  A/198.51.100.10     rule_1"
+	"P7-tcp-loopback6 SEED  tcp    ::1            registry.npmjs.org        A    NOERROR  A/198.51.100.10     rule_1"
+	"P7-udp-allowed53 CIDR53 udp   198.51.100.20  registry.npmjs.org        A    NOERROR  A/198.51.100.10     npm"
+	"P7-tcp-allowed53 CIDR53 tcp   2001:db8::20   registry.npmjs.org        A    NOERROR  A/198.51.100.10     npm"
+	"P7-udp-unlisted  SEED  udp    203.0.113.53   static.rust-lang.org      A    NXDOMAIN -                   default"
+	"P7-tcp-unlisted  SEED  tcp    203.0.113.53   transfer.sh               A    NXDOMAIN -                   default"
+	"P7-udp-unlisted6 SEED  udp    2001:db8::53   static.rust-lang.org      AAAA NXDOMAIN -                   default"
+	"P7-tcp-unlisted6 SEED  tcp    2001:db8::53   transfer.sh               AAAA NXDOMAIN -                   default"
+	"case-insensitive SEED  udp    203.0.113.53   Registry.NPMJS.org        A    NOERROR  A/198.51.100.10     rule_1"
+	# 5. CNAME chains (the chain is the asked name's; its target alone is not listed).
+	"cname-one-hop    SEED  udp    203.0.113.53   files.pythonhosted.org    A    NOERROR  A/198.51.100.10,CNAME/cdn.fastly.example. rule_1"
+	"cname-two-hops   SEED  tcp    203.0.113.53   pkg-containers.ghcr.io    AAAA NOERROR  AAAA/2001:db8::10,CNAME/cdn2.fastly.example.,CNAME/edge.ghcr.example. rule_4"
+	"cname-target     SEED  udp    203.0.113.53   cdn.fastly.example        A    NXDOMAIN -                   default"
+	# 6. Wildcards: strictly below the suffix.
+	"wild-two-labels  WILD  udp    203.0.113.53   a.b.githubusercontent.com A    NOERROR  A/198.51.100.10     gh-content"
+	"wild-aaaa        WILD  tcp    2001:db8::53   raw.githubusercontent.com AAAA NOERROR  AAAA/2001:db8::10   gh-content"
+	"wild-apex        WILD  udp    203.0.113.53   githubusercontent.com     A    NXDOMAIN -                   default"
+	"wild-no-dot      WILD  udp    203.0.113.53   evilgithubusercontent.com A    NXDOMAIN -                   default"
+	"wild-as-prefix   WILD  udp    203.0.113.53   githubusercontent.com.evil.example A NXDOMAIN -            default"
+	# 10. Other types of a listed name: no data, and the upstream is not asked.
+	"type-https       SEED  udp    203.0.113.53   registry.npmjs.org        HTTPS NOERROR -                   rule_1"
+	"type-svcb        SEED  udp    203.0.113.53   registry.npmjs.org        SVCB NOERROR  -                   rule_1"
+	"type-txt         SEED  tcp    203.0.113.53   registry.npmjs.org        TXT  NOERROR  -                   rule_1"
+	"type-https-unl   SEED  udp    203.0.113.53   static.rust-lang.org      HTTPS NXDOMAIN -                  default"
+)
+for c in "${dig_cases[@]}"; do
+	read -r label pol via server name type status answers rule <<<"$c"
+	case $pol in
+	SEED) pol=$SEED ;;
+	WILD) pol=$SL_TMP/wild.yaml ;;
+	CIDR53) pol=$SL_TMP/cidr53.yaml ;;
+	esac
+	dig_case "$label" "$pol" "$via" "$server" "$name" "$type" "$status" "$answers" "$rule"
+	if [[ $label == cname-* && $status == NOERROR ]]; then
+		case $name in
+		files.pythonhosted.org) want='["cdn.fastly.example"]' ;;
+		pkg-containers.ghcr.io) want='["edge.ghcr.example","cdn2.fastly.example"]' ;;
+		esac
+		tap_is "$label: the dns line has the chain in order" \
+			"$(log_dns_json "$CASE_LOG" cname "host=$name")" "$want"
+	fi
+done
+
+# Truncation: the upstream truncates big.example over UDP (the resolver retries over TCP); a
+# client without EDNS gets a truncated answer and retries over TCP itself.
+dig_case "truncated" "$SL_TMP/big.yaml" noedns 203.0.113.53 big.example A NOERROR \
+	"$(for i in $(seq 101 132); do echo "A/198.51.100.$i"; done | sort | paste -sd , -)" big
+if grep -q '^;; Truncated, retrying in TCP mode' "$SL_TMP/truncated.dig"; then
+	tap_ok "truncated: the UDP answer to a client without EDNS was truncated"
+else
+	tap_fail "truncated: the UDP answer to a client without EDNS was truncated" \
+		"expected dig to say \";; Truncated, retrying in TCP mode\""
+	tap_diag_file "$SL_TMP/truncated.dig" 15
+fi
+dig_case "big-edns" "$SL_TMP/big.yaml" udp 203.0.113.53 big.example A NOERROR \
+	"$(for i in $(seq 101 132); do echo "A/198.51.100.$i"; done | sort | paste -sd , -)" big
+
+# 1. The denial's request-access hint, when the policy has one (the seed has none).
+dns_run "$SEED" -- "${DIG[@]}" @203.0.113.53 static.rust-lang.org
+deny="egress denied: static.rust-lang.org (rule: default) run_id=$SL_RUN_ID task=selftest"
+assert_stderr "hint-seed: stderr names the denied name" "$deny"
+assert_no_stderr "hint-seed: no request-access hint (the seed has no request_access)" \
+	'^to request access'
+dns_run "$SL_TMP/seed-ra.yaml" -- "${DIG[@]}" @203.0.113.53 static.rust-lang.org
+cp "$SL_OUT" "$SL_TMP/hint.dig"
+assert_dig "hint: dig gets NXDOMAIN" "$SL_TMP/hint.dig" NXDOMAIN ""
+deny="egress denied: static.rust-lang.org (rule: default) run_id=$SL_RUN_ID task=selftest"
+assert_request_access "hint: the denial is followed by the request-access hint for the name" \
+	"$deny" static.rust-lang.org
+assert_run_clean "hint: nothing left"
+
+# P7 with the workload's own sockets: unconnected sendto/recvfrom and a TCP connect; the
+# answer's source and the peer are the server asked (v4-mapped from an AF_INET6 socket too).
+# label               mode server               peer                 name
+sock_cases=(
+	"sock-udp-v4        udp  203.0.113.53         203.0.113.53         registry.npmjs.org"
+	"sock-udp-v6        udp  2001:db8::53         2001:db8::53         pypi.org"
+	"sock-udp-mapped    udp  ::ffff:203.0.113.53  ::ffff:203.0.113.53  ghcr.io"
+	"sock-tcp-v4        tcp  203.0.113.53         203.0.113.53         api.github.com"
+	"sock-tcp-v6        tcp  2001:db8::53         2001:db8::53         ghcr.io"
+	"sock-tcp-mapped    tcp  ::ffff:203.0.113.53  ::ffff:203.0.113.53  pypi.org"
+	"sock-udp-unlisted  udp  198.51.100.20        198.51.100.20        transfer.sh"
+)
+for c in "${sock_cases[@]}"; do
+	read -r label mode server peer name <<<"$c"
+	dns_run "$SEED" -- python3 "$SL_TMP/dnsq.py" "$mode" "$server" "$name"
+	want="peer $peer 53 rcode 0 answers 1"
+	[[ $name == transfer.sh ]] && want="peer $peer 53 rcode 3 answers 0"
+	got=$(cat "$SL_OUT")
+	if [[ $got == "$want" ]]; then
+		tap_ok "$label: $mode to $server:53 for $name: $want"
+	else
+		tap_fail "$label: $mode to $server:53 for $name: $want" "expected \"$want\", got \"$got\""
+		sluice_diag "$CASE_LOG"
+	fi
+	assert_no_outside_dns "$label: nothing reached an outside resolver"
+	assert_run_clean "$label: nothing left"
+done
+
+# ---------------------------------------------------------------------------------------------
+# 3. curl by name through glibc and /etc/resolv.conf (whatever server it names: redirected).
+
+dns_run "$SEED" -- "$SL_TMP/timed.sh" curl -sS --noproxy '*' --max-time 5 \
+	http://registry.npmjs.org/
+assert_rc "curl-listed: sluice exits with curl's status 0" 0
+tap_is "curl-listed: http://registry.npmjs.org/ answers through the run" "$(cat "$SL_OUT")" ok
+assert_sink_saw "curl-listed: the test host 198.51.100.10 received the request" \
+	"tcp-accept 198.51.100.10 80"
+assert_log "curl-listed: the allow line names the host" "$CASE_LOG" +1 type=decision \
+	"run_id=$SL_RUN_ID" decision=allow dst=198.51.100.10 port=80 proto=tcp comm=curl \
+	host=registry.npmjs.org "rule=rule 1"
+assert_log "curl-listed: glibc's query to $RESOLV_NS was redirected" "$CASE_LOG" +1 \
+	type=decision "run_id=$SL_RUN_ID" rule=dns reason=dns_redirect "dst=$RESOLV_NS" port=53
+assert_log "curl-listed: log has the A answer" "$CASE_LOG" +1 type=dns host=registry.npmjs.org \
+	qtype=A decision=allow 'answers:raw=["198.51.100.10"]'
+assert_no_outside_dns "curl-listed: nothing reached an outside resolver"
+assert_no_stderr "curl-listed: stderr has no denial" '^egress (would be )?denied'
+assert_run_clean "curl-listed: nothing left"
+
+dns_run "$SEED" -- curl -6 -sS --noproxy '*' --max-time 5 http://registry.npmjs.org/
+assert_rc "curl-listed-v6: sluice exits with curl's status 0" 0
+assert_sink_saw "curl-listed-v6: the test host 2001:db8::10 received the request" \
+	"tcp-accept 2001:db8::10 80"
+assert_log "curl-listed-v6: the allow line names the host" "$CASE_LOG" +1 type=decision \
+	"run_id=$SL_RUN_ID" decision=allow dst=2001:db8::10 port=80 proto=tcp family=ipv6 \
+	host=registry.npmjs.org
+assert_run_clean "curl-listed-v6: nothing left"
+
+dns_run "$SEED" -- "$SL_TMP/timed.sh" curl -sS --noproxy '*' --max-time 5 \
+	http://static.rust-lang.org/
+assert_rc "curl-unlisted: sluice exits with curl's status 6 (could not resolve)" 6
+if grep -qF 'Could not resolve host: static.rust-lang.org' "$SL_ERR"; then
+	tap_ok "curl-unlisted: curl says it could not resolve static.rust-lang.org"
+else
+	tap_fail "curl-unlisted: curl says it could not resolve static.rust-lang.org" \
+		"expected \"Could not resolve host: static.rust-lang.org\" on stderr"
+	sluice_diag "$CASE_LOG"
+fi
+ms=$(sed -n 's/^timed: rc=[0-9]* ms=\([0-9]*\)$/\1/p' "$SL_ERR")
+assert_prompt "curl-unlisted: curl failed at once" "$ms" 1000
+assert_sink_none "curl-unlisted: nothing arrives at 198.51.100.20" \
+	"tcp-accept 198.51.100.20 80" "tcp-accept 2001:db8::20 80"
+assert_log "curl-unlisted: log has the deny line for the A query" "$CASE_LOG" 1 type=dns \
+	host=static.rust-lang.org qtype=A decision=deny rule=default rcode=NXDOMAIN
+assert_stderr "curl-unlisted: stderr names the denied name" \
+	"egress denied: static.rust-lang.org (rule: default) run_id=$SL_RUN_ID task=selftest"
+assert_upstream "curl-unlisted: the upstream never saw static.rust-lang.org" \
+	static.rust-lang.org "" none
+assert_no_outside_dns "curl-unlisted: nothing reached an outside resolver"
+assert_run_clean "curl-unlisted: nothing left"
+
+# 5, 6. A connect through a CNAME'd and a wildcard name: the decision names the asked name.
+for c in "files.pythonhosted.org rule_1 SEED" "a.b.githubusercontent.com gh-content WILD"; do
+	read -r name rule pol <<<"$c"
+	rule=$(rule_name "$rule")
+	[[ $pol == SEED ]] && pol=$SEED || pol=$SL_TMP/wild.yaml
+	dns_run "$pol" -- curl -4 -sS --noproxy '*' --max-time 5 "http://$name/"
+	tap_is "curl-$name: answers through the run" "$(cat "$SL_OUT")" ok
+	assert_sink_saw "curl-$name: the test host received the request" \
+		"tcp-accept 198.51.100.10 80"
+	assert_log "curl-$name: the allow line names $name (rule $rule)" "$CASE_LOG" 1 \
+		type=decision "run_id=$SL_RUN_ID" decision=allow dst=198.51.100.10 port=80 \
+		proto=tcp "host=$name" "rule=$rule"
+	assert_run_clean "curl-$name: nothing left"
+done
+
+# 4. getaddrinfo (python) for listed and unlisted names.
+# label          name                  want
+gai_cases=(
+	"gai-listed     pypi.org              198.51.100.10 2001:db8::10"
+	"gai-cname      files.pythonhosted.org 198.51.100.10"
+	"gai-unlisted   transfer.sh           gaierror EAI_NONAME"
+)
+for c in "${gai_cases[@]}"; do
+	read -r label name want <<<"$c"
+	dns_run "$SEED" -- python3 "$SL_TMP/gai.py" "$name"
+	tap_is "$label: getaddrinfo($name) gives: $want" "$(cat "$SL_OUT")" "$want"
+	if [[ $want == gaierror* ]]; then
+		assert_log "$label: log has deny lines for $name" "$CASE_LOG" +1 type=dns \
+			"host=$name" decision=deny rcode=NXDOMAIN
+		assert_upstream "$label: the upstream never saw $name" "$name" "" none
+	else
+		assert_log "$label: log has the allowed A query for $name" "$CASE_LOG" +1 type=dns \
+			"host=$name" qtype=A decision=allow rcode=NOERROR
+	fi
+	assert_no_outside_dns "$label: nothing reached an outside resolver"
+	assert_run_clean "$label: nothing left"
+done
+
+# ---------------------------------------------------------------------------------------------
+# 7. P8: answers into the blackhole or private space are refused, and not learned.
+
+# sh -c "$DIG_THEN_PROBE" sh DIG_OUT PROBE ADDR DIG…: the dig, then a tcp probe to ADDR:80.
+DIG_THEN_PROBE='f=$1 p=$2 a=$3; shift 3; "$@" >"$f"; exec "$p" tcp "$a" 80'
+
+# label            policy  name                      type addr                    kind      probe
+refused=(
+	"P8-imds          REBIND  meta.rebind.example       A    169.254.169.254         blackhole 169.254.169.254"
+	"P8-rfc1918       REBIND  private.rebind.example    A    10.1.2.3                private   10.1.2.3"
+	"P8-loopback      REBIND  loop.rebind.example       A    127.0.0.1               private   -"
+	"P8-mixed         REBIND  mixed.rebind.example      A    10.1.2.3                private   198.51.100.10"
+	"P8-via-cname     REBIND  via-cname.rebind.example  A    169.254.169.254         blackhole -"
+	"P8-v4-mapped     REBIND  mapped.rebind.example     AAAA ::ffff:169.254.169.254  blackhole -"
+	"P8-imds-v6       REBIND  imds6.rebind.example      AAAA fd00:ec2::254           blackhole fd00:ec2::254"
+	"P8-ula           REBIND  ula.rebind.example        AAAA fd12:3456::1            private   -"
+	"P8-loopback6     REBIND  loop6.rebind.example      AAAA ::1                     private   -"
+	"P8-cidr-imds     CIDR    meta.rebind.example       A    169.254.169.254         blackhole 169.254.169.254"
+	"P8-cidr-loopback CIDR    loop.rebind.example       A    127.0.0.1               private   -"
+	"P8-cidr-ula      CIDR    ula.rebind.example        AAAA fd12:3456::1            private   -"
+)
+for c in "${refused[@]}"; do
+	read -r label pol name type addr kind probe <<<"$c"
+	[[ $pol == REBIND ]] && pol=$SL_TMP/rebind.yaml || pol=$SL_TMP/rebind-cidr.yaml
+	f=$SL_TMP/$label.dig
+	if [[ $probe == - ]]; then
+		dns_run "$pol" -- sh -c '"$@" >"$0"' "$f" "${DIG[@]}" @203.0.113.53 "$name" "$type"
+	else
+		dns_run "$pol" -- sh -c "$DIG_THEN_PROBE" sh "$f" "$SL_PROBE" "$probe" \
+			"${DIG[@]}" @203.0.113.53 "$name" "$type"
+	fi
+	assert_dig "$label: $name $type (upstream: $addr) gets SERVFAIL, no answers" "$f" \
+		SERVFAIL ""
+	assert_log "$label: log has the refused line" "$CASE_LOG" 1 type=dns "run_id=$SL_RUN_ID" \
+		"host=$name" "qtype=$type" decision=refused rule=rebind rcode=SERVFAIL \
+		'answers:raw=[]'
+	why=$(log_lines "$CASE_LOG" type=dns "host=$name" decision=refused | head -n 1)
+	why=$(log_field "$why" why 2>/dev/null)
+	want_why="upstream answered $addr for $name ($kind address"
+	if [[ $why == "$want_why"* && ($kind != blackhole || $why == "$want_why)") ]]; then
+		tap_ok "$label: why names the address: \"$why\""
+	else
+		tap_fail "$label: why names the address" \
+			"expected a why starting \"$want_why\"$([[ $kind == blackhole ]] && echo ", ending there with \")\""), got \"$why\""
+	fi
+	assert_stderr "$label: stderr says the answer was refused" \
+		"egress denied: $name (answer refused: $why) run_id=$SL_RUN_ID task=selftest"
+	assert_upstream "$label: the upstream was asked (the refusal is the answer's)" "$name" \
+		"" some
+	if [[ $probe != - ]]; then
+		assert_probe_lines "$label: a connect to $probe:80 after the refusal fails" "err EPERM"
+		assert_sink_none "$label: nothing arrives at $probe" "tcp-accept $probe 80"
+	fi
+	assert_run_clean "$label: nothing left"
+done
+
+# A cidrs rule covering the private answer lets it through (and the connect).
+# label            name                    type answers                              probe
+cidr_allowed=(
+	"P8-cidr-rfc1918 private.rebind.example  A    A/10.1.2.3                           10.1.2.3"
+	"P8-cidr-mixed   mixed.rebind.example    A    A/10.1.2.3,A/198.51.100.10           198.51.100.10"
+)
+for c in "${cidr_allowed[@]}"; do
+	read -r label name type answers probe <<<"$c"
+	answers=${answers//,/ }
+	answers=${answers//\// }
+	f=$SL_TMP/$label.dig
+	dns_run "$SL_TMP/rebind-cidr.yaml" -- sh -c "$DIG_THEN_PROBE" sh "$f" "$SL_PROBE" "$probe" \
+		"${DIG[@]}" @203.0.113.53 "$name" "$type"
+	assert_dig "$label: $name gets $answers" "$f" NOERROR "$answers"
+	assert_log "$label: log has the allow line" "$CASE_LOG" 1 type=dns "host=$name" \
+		decision=allow rule=rebind rcode=NOERROR
+	assert_probe_lines "$label: a connect to $probe:80 succeeds" ok
+	assert_sink_saw "$label: the test host $probe received it" "tcp $probe 80"
+	assert_no_stderr "$label: stderr has no denial" '^egress (would be )?denied'
+	assert_run_clean "$label: nothing left"
+done
+
+# ---------------------------------------------------------------------------------------------
+# 8. Learned-only: a listed name's address is allowed only after this run resolved it, per
+# family, and only in this run. The seed's rules have no ports: any port, both protocols.
+
+P=$SL_PROBE
+dns_run "$SEED" -- sh -c '
+	p=$0
+	"$p" tcp 198.51.100.10 80
+	"$p" tcp 2001:db8::10 80
+	"$@" A >/dev/null
+	"$p" tcp 198.51.100.10 80
+	"$p" tcp 2001:db8::10 80
+	"$@" AAAA >/dev/null
+	"$p" tcp 2001:db8::10 80
+	"$p" tcp 198.51.100.10 8080
+	"$p" udp-sendto 198.51.100.10 9999
+	exit 0' "$P" "${DIG[@]}" @203.0.113.53 registry.npmjs.org
+assert_probe_lines "learned: denied before the A query, allowed after it; v6 only after AAAA" \
+	"err EPERM" "err EPERM" ok "err EPERM" ok ok ok
+assert_sink_saw "learned: 198.51.100.10:80 received exactly the allowed connect" \
+	"tcp 198.51.100.10 80" 1
+assert_sink_saw "learned: [2001:db8::10]:80 received exactly the allowed connect" \
+	"tcp 2001:db8::10 80" 1
+assert_sink_saw "learned: any port (8080) once learned" "tcp 198.51.100.10 8080" 1
+assert_sink_saw "learned: any protocol (UDP 9999) once learned" "udp 198.51.100.10 9999" 1
+assert_log "learned: the early connect is denied without a host" "$CASE_LOG" 1 type=decision \
+	"run_id=$SL_RUN_ID" decision=deny dst=198.51.100.10 port=80 rule=default host:raw=null
+assert_log "learned: the later connect is allowed for registry.npmjs.org" "$CASE_LOG" 1 \
+	type=decision "run_id=$SL_RUN_ID" decision=allow dst=198.51.100.10 port=80 proto=tcp \
+	host=registry.npmjs.org "rule=rule 1"
+assert_log "learned: v6 denied twice (before any query, after A only)" "$CASE_LOG" 2 \
+	type=decision "run_id=$SL_RUN_ID" decision=deny dst=2001:db8::10 port=80 rule=default
+assert_stderr "learned: stderr shows the early denial by address" \
+	"egress denied: 198.51.100.10:80/tcp (rule: default) run_id=$SL_RUN_ID task=selftest"
+assert_run_clean "learned: nothing left"
+
+dns_run "$SEED" -- "$P" tcp 198.51.100.10 80
+assert_probe_lines "learned-next-run: a new run has learned nothing: denied" "err EPERM"
+assert_sink_none "learned-next-run: nothing arrives" "tcp-accept 198.51.100.10 80"
+assert_log "learned-next-run: log has the deny line" "$CASE_LOG" 1 type=decision \
+	"run_id=$SL_RUN_ID" decision=deny dst=198.51.100.10 port=80 rule=default
+assert_run_clean "learned-next-run: nothing left"
+
+# Two runs at once: what one run learned does not open the address for the other.
+A_READY=$SL_TMP/run-a.ready
+A_GO=$SL_TMP/run-a.go
+A_LOG=$SL_TMP/$(sluice_next_run_id).log
+SL_EXTRA_MARK=$(sl_lines "$SL_EXTRA_LOG")
+sluice_start "$SEED" "$A_LOG" --netns "/run/netns/$SL_NS_RUN" \
+	--upstream "127.0.0.1:$SL_DNS_PORT" -- sh -c '
+	p=$1
+	shift
+	"$@" >/dev/null
+	: >"$0.ready"
+	i=0
+	while [ ! -e "$0.go" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done
+	exec "$p" tcp 198.51.100.10 80' "$SL_TMP/run-a" "$P" "${DIG[@]}" @203.0.113.53 \
+	registry.npmjs.org
+A_ID=$SL_RUN_ID A_OUT=$SL_OUT A_PID=$SL_RUN_PID
+if wait_until 10000 test -e "$A_READY"; then
+	tap_ok "concurrent: run A resolved registry.npmjs.org and waits"
+else
+	tap_fail "concurrent: run A resolved registry.npmjs.org and waits" \
+		"expected $A_READY within 10 s; run A: $(cat "$SL_TMP/$A_ID.err" 2>/dev/null)"
+fi
+dns_run "$SEED" -- "$P" tcp 198.51.100.10 80
+assert_probe_lines "concurrent: run B, which resolved nothing, is denied" "err EPERM"
+assert_sink_none "concurrent: nothing of run B arrives" "tcp-accept 198.51.100.10 80"
+# (Run A's resolver still listens in the run netns: only the cgroup, pins and links here.)
+assert_no_leftovers "concurrent: run B left nothing"
+: >"$A_GO"
+SL_RUN_PID=$A_PID
+if sluice_wait 20; then
+	tap_is "concurrent: run A still connects (its own learned address)" "$(cat "$A_OUT")" ok
+	tap_is "concurrent: run A exits 0" "$SL_RC" 0
+	assert_sink_saw "concurrent: run A's connect arrived" "tcp 198.51.100.10 80"
+else
+	tap_fail "concurrent: run A ended" "expected run A to end within 20 s"
+	tap_skip "concurrent: run A exits 0" "run A did not end"
+fi
+A_CGID=$(head -n 1 "$A_LOG" | python3 -c \
+	'import json, sys; print(json.loads(sys.stdin.read()).get("cgroup_id", ""))' 2>/dev/null)
+SL_RUN_ID=$A_ID SL_RUN_CGID=$A_CGID
+assert_run_clean "concurrent: run A left nothing"
+
+# ---------------------------------------------------------------------------------------------
+# 9. Ports and protocols of the rule that listed the name.
+
+dns_run "$SL_TMP/ports.yaml" -- sh -c '
+	p=$0
+	"$@" >/dev/null
+	"$p" tcp 198.51.100.10 80
+	"$p" tcp 198.51.100.10 8080
+	"$p" udp-sendto 198.51.100.10 80
+	exit 0' "$P" "${DIG[@]}" @203.0.113.53 registry.npmjs.org
+assert_probe_lines "ports: tcp/80 allowed, tcp/8080 and udp/80 denied" ok "err EPERM" "err EPERM"
+assert_sink_saw "ports: 198.51.100.10:80 received the allowed connect" "tcp 198.51.100.10 80"
+assert_sink_none "ports: nothing arrives on 8080" "tcp-accept 198.51.100.10 8080"
+assert_extra_none "ports: no UDP datagram arrives on 80" "udp 198.51.100.10 80"
+assert_log "ports: allow line for 80 (rule npm-web, host named)" "$CASE_LOG" 1 type=decision \
+	"run_id=$SL_RUN_ID" decision=allow dst=198.51.100.10 port=80 proto=tcp rule=npm-web \
+	host=registry.npmjs.org
+assert_log "ports: deny line for 8080 names the host" "$CASE_LOG" 1 type=decision \
+	"run_id=$SL_RUN_ID" decision=deny dst=198.51.100.10 port=8080 proto=tcp rule=default \
+	host=registry.npmjs.org
+deny="egress denied: registry.npmjs.org [198.51.100.10:8080/tcp] (rule: default)"
+deny+=" run_id=$SL_RUN_ID task=selftest"
+assert_stderr "ports: stderr names the host and the address:port" "$deny"
+assert_request_access "ports: the hint names the host" "$deny" registry.npmjs.org
+deny="egress denied: registry.npmjs.org [198.51.100.10:80/udp] (rule: default)"
+deny+=" run_id=$SL_RUN_ID task=selftest"
+assert_stderr "ports: stderr names the UDP denial" "$deny"
+assert_run_clean "ports: nothing left"
+
+# A name listed by two rules gets the ports of both, as an address listed by two cidrs rules
+# does. (Plain-text ports: 443 would bring in the TLS layer.)
+dns_run "$SL_TMP/ports.yaml" -- sh -c '
+	p=$0
+	"$@" >/dev/null
+	"$p" tcp 198.51.100.10 8080
+	"$p" tcp 198.51.100.10 80
+	"$p" tcp 198.51.100.10 443
+	exit 0' "$P" "${DIG[@]}" @203.0.113.53 pypi.org
+assert_probe_lines "ports-two-rules: 8080 (pypi-alt) and 80 (pypi-web) allowed, 443 denied" \
+	ok ok "err EPERM"
+assert_sink_saw "ports-two-rules: 8080 arrives" "tcp 198.51.100.10 8080"
+assert_sink_saw "ports-two-rules: 80 arrives" "tcp 198.51.100.10 80"
+assert_sink_none "ports-two-rules: nothing arrives on 443" "tcp-accept 198.51.100.10 443"
+assert_log "ports-two-rules: the 80 connect is allowed by pypi-web" "$CASE_LOG" 1 \
+	type=decision "run_id=$SL_RUN_ID" decision=allow dst=198.51.100.10 port=80 rule=pypi-web \
+	host=pypi.org
+assert_run_clean "ports-two-rules: nothing left"
+
+# ---------------------------------------------------------------------------------------------
+# The log of a DNS run is well formed.
+
+dns_run "$SEED" -- "${DIG[@]}" @203.0.113.53 registry.npmjs.org
+tap_check "log: every line is a JSON object, run_start first, run_end last" \
+	log_well_formed "$CASE_LOG"
+assert_run_clean "log: nothing left"
+
+# ---------------------------------------------------------------------------------------------
+# 12. The policy summary.
+
+out=$("$SLUICE" policy check "$SEED" 2>&1)
+rc=$?
+tap_is "policy check: seed-003 is valid (exit 0)" "$rc" 0
+if grep -q 'NOT ENFORCED YET' <<<"$out"; then
+	tap_fail "policy check: host rules are no longer reported as NOT ENFORCED YET" \
+		"expected no \"NOT ENFORCED YET\"; got:"$'\n'"$(grep 'NOT ENFORCED YET' <<<"$out")"
+else
+	tap_ok "policy check: host rules are no longer reported as NOT ENFORCED YET"
+fi
+
+# ---------------------------------------------------------------------------------------------
+# 13. The whole file: no test host ever received DNS, no unlisted name ever reached the upstream,
+# the upstream stops.
+
+SL_SINK_MARK=$CONTROL_SINK_MARK SL_RTR_SINK_MARK=$CONTROL_RTR_MARK SL_EXTRA_MARK=$CONTROL_EXTRA_MARK
+got=$(outside_dns_lines)
+tap_is "all runs: no test host ever received anything on port 53" "$got" ""
+SL_DNS_MARK=$UPSTREAM_FIXTURE_END
+leaked=
+for n in static.rust-lang.org transfer.sh githubusercontent.com evilgithubusercontent.com \
+	githubusercontent.com.evil.example; do
+	[[ $(upstream_count "$n") -eq 0 ]] || leaked+="$n x$(upstream_count "$n"); "
+done
+tap_is "all runs: no unlisted name ever reached the upstream" "$leaked" ""
+other=$(upstream_new_lines | grep -E 'query\[' | grep -E 'registry\.npmjs\.org' |
+	grep -vE 'query\[(A|AAAA)\] ' | head -n 5)
+tap_is "all runs: the upstream was only ever asked A/AAAA for registry.npmjs.org" "$other" ""
+dns_upstream_stop
+if pid_running "$SL_DNS_PID"; then
+	tap_fail "dnsmasq stopped" "expected pid $SL_DNS_PID to be gone"
+else
+	tap_ok "dnsmasq stopped"
+fi
+
+tap_done
