@@ -36,10 +36,13 @@
 #define IPPROTO_ROUTING 43
 #define IPPROTO_DSTOPTS 60
 #define TLS_CONTENT_CHANGE_CIPHER_SPEC 0x14
+#define TLS_CONTENT_ALERT 0x15
 #define TLS_CONTENT_HANDSHAKE 0x16
+#define TLS_CONTENT_APPLICATION_DATA 0x17
+#define TLS_MAX_WATCHED_PAYLOADS 16 /* client payloads before the server must have answered */
 #define TLS_HANDSHAKE_CLIENT_HELLO 0x01
 #define TLS_HANDSHAKE_SERVER_HELLO 0x02
-#define TLS_MAX_RECORDS 4 /* records looked at in one packet */
+#define TLS_MAX_RECORDS 8 /* records looked at in one packet */
 #define TLS_EXT_SERVER_NAME 0
 #define TLS_MAX_EXTENSIONS 32
 #define SKB_PASS 1
@@ -249,32 +252,43 @@ static __always_inline int judge_client_hello(struct __sk_buff *skb, struct bpf_
 }
 
 /*
- * The records of a payload after the first one: a ClientHello among them is checked again.
- * After a HelloRetryRequest the first handshake record must be that second ClientHello.
+ * A client payload of a watched flow, before the server's first answer: it must consist of
+ * whole records, each a ClientHello that passes, a ChangeCipherSpec, an alert, or (before any
+ * HelloRetryRequest) early data. Anything else — a record cut by the segment end, a record type
+ * or handshake message that has no business here, more records than we look at — is a flow that
+ * cannot be judged, and is denied: a ClientHello could hide in what we did not read.
  */
-static __always_inline int judge_later_records(struct __sk_buff *skb, struct bpf_sock *sk,
-					       struct sl_sk_tls *t, __u32 off,
-					       const __u8 daddr[16], __u8 family)
+static __always_inline int judge_records(struct __sk_buff *skb, struct bpf_sock *sk,
+					 struct sl_sk_tls *t, __u32 off, const __u8 daddr[16],
+					 __u8 family)
 {
-	bool expect_ch2 = t->state == SL_TLS_EXPECT_CH2;
+	bool first = t->state == SL_TLS_PENDING;
 	__u8 hdr[6];
 	int i;
 
 	for (i = 0; i < TLS_MAX_RECORDS; i++) {
-		if (off >= skb->len)
+		__u32 end;
+
+		if (off == skb->len)
 			return SKB_PASS;
-		/* a record header cut by the segment end: cannot be judged */
 		if (bpf_skb_load_bytes(skb, off, hdr, sizeof(hdr)))
-			return expect_ch2 ? judge_client_hello(skb, sk, t, ~0U, daddr, family, true) :
-					    SKB_PASS;
-		if (hdr[0] == TLS_CONTENT_HANDSHAKE &&
-		    (hdr[5] == TLS_HANDSHAKE_CLIENT_HELLO || expect_ch2))
-			return judge_client_hello(skb, sk, t, off, daddr, family, true);
-		if (expect_ch2 && hdr[0] != TLS_CONTENT_CHANGE_CIPHER_SPEC)
-			return judge_client_hello(skb, sk, t, ~0U, daddr, family, true);
-		off += 5 + (((__u32)hdr[3] << 8) | hdr[4]);
+			break;
+		end = off + 5 + (((__u32)hdr[3] << 8) | hdr[4]);
+		if (end > skb->len)
+			break;
+		if (hdr[0] == TLS_CONTENT_HANDSHAKE && hdr[5] == TLS_HANDSHAKE_CLIENT_HELLO) {
+			if (judge_client_hello(skb, sk, t, off, daddr, family, !first) == SKB_DROP)
+				return SKB_DROP;
+			first = false;
+		} else if (first || (hdr[0] != TLS_CONTENT_CHANGE_CIPHER_SPEC &&
+				     hdr[0] != TLS_CONTENT_ALERT &&
+				     (hdr[0] != TLS_CONTENT_APPLICATION_DATA ||
+				      t->state == SL_TLS_EXPECT_CH2))) {
+			break;
+		}
+		off = end;
 	}
-	return SKB_PASS;
+	return judge_client_hello(skb, sk, t, ~0U, daddr, family, !first);
 }
 
 /*
@@ -357,9 +371,11 @@ int sl_egress(struct __sk_buff *skb)
 		return SKB_PASS; /* SYN, pure ACK, a denied flow's bare FIN or RST: nothing to carry */
 	if (t->state == SL_TLS_DENIED)
 		return SKB_DROP;
-	if (t->state == SL_TLS_PENDING)
-		return judge_client_hello(skb, sk, t, off, daddr, family, false);
-	return judge_later_records(skb, sk, t, off, daddr, family);
+	/* A server that never answers with a readable ServerHello: stop watching, closed. */
+	if (t->payloads >= TLS_MAX_WATCHED_PAYLOADS)
+		return judge_client_hello(skb, sk, t, ~0U, daddr, family, true);
+	t->payloads++;
+	return judge_records(skb, sk, t, off, daddr, family);
 }
 
 /*

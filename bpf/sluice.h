@@ -204,7 +204,8 @@ enum sl_tls_state {
 
 struct sl_sk_tls {
 	__u8 state;	/* enum sl_tls_state */
-	__u8 pad[3];
+	__u8 payloads;	/* client payloads seen while watching, to bound the watch */
+	__u8 pad[2];
 	__u32 host_id;	/* the name the destination was learned for */
 	__u32 pid;	/* who connected, for the record */
 	__u32 tgid;

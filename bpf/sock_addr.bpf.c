@@ -320,10 +320,17 @@ static __always_inline int finish(struct bpf_sock_addr *ctx, struct sl_decision_
 	ev->sock_cookie = bpf_get_socket_cookie(ctx);
 	bpf_get_current_comm(ev->comm, sizeof(ev->comm));
 
-	/* An unmarked TLS flow would escape the server-name check: refuse it instead. */
-	if (v->learned && !is_sendmsg && ctx->protocol == IPPROTO_TCP && sl_cfg_tls_port &&
-	    ev->port == sl_cfg_tls_port && !tls_expect_server_name(ctx, ev))
-		set_verdict(v, SL_VERDICT_DENY, SL_REASON_DEFAULT_DENY, SL_RULE_DEFAULT);
+	if (!is_sendmsg && ctx->protocol == IPPROTO_TCP && ctx->sk) {
+		if (v->learned && sl_cfg_tls_port && ev->port == sl_cfg_tls_port) {
+			/* An unmarked TLS flow would escape the server-name check: refuse it. */
+			if (!tls_expect_server_name(ctx, ev))
+				set_verdict(v, SL_VERDICT_DENY, SL_REASON_DEFAULT_DENY,
+					    SL_RULE_DEFAULT);
+		} else {
+			/* a socket connected again must not carry an earlier flow's TLS state */
+			bpf_sk_storage_delete(&sl_sk_tls, ctx->sk);
+		}
+	}
 
 	deny = v->verdict == SL_VERDICT_DENY;
 	/* Report mode lets denials through, except the blackhole, which no mode or policy opens. */

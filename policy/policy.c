@@ -2071,7 +2071,12 @@ static bool host_matches(const char *pattern, const char *name)
 
 long policy_match_host(const struct policy *p, const char *name)
 {
-	for (size_t i = 0; i < p->n_rules; i++)
+	return policy_match_host_from(p, name, 0);
+}
+
+long policy_match_host_from(const struct policy *p, const char *name, size_t start)
+{
+	for (size_t i = start; i < p->n_rules; i++)
 		for (size_t k = 0; k < p->rules[i].n_hosts; k++)
 			if (host_matches(p->rules[i].hosts[k], name))
 				return (long)i;

@@ -108,6 +108,9 @@ struct policy_compiled {
  */
 long policy_match_host(const struct policy *p, const char *name);
 
+/* The next rule at or after index start whose hosts match name, or -1. */
+long policy_match_host_from(const struct policy *p, const char *name, size_t start);
+
 /* True if some CIDR rule of the policy covers addr (4 or 16 bytes, by family). */
 bool policy_cidr_covers(const struct policy *p, int family, const uint8_t *addr);
 

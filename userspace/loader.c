@@ -2,6 +2,8 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <time.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,7 +62,7 @@ struct loader {
 	struct bpf_link *links[PROG_MAX];
 	char pin_dir[PATH_MAX];
 	int ncpus;
-	const struct policy_compiled *compiled;
+	pthread_mutex_t learn_lock; /* serialises read-merge-write of the learned maps */
 };
 
 static struct bpf_program *prog_of(const struct loader *l, enum loader_prog i)
@@ -262,6 +264,7 @@ struct loader *loader_load(const struct policy *p, const struct policy_compiled 
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return NULL;
+	pthread_mutex_init(&l->learn_lock, NULL);
 	l->ncpus = libbpf_num_possible_cpus();
 	if (l->ncpus <= 0) {
 		err = l->ncpus ? l->ncpus : -EINVAL;
@@ -326,8 +329,10 @@ err_destroy:
 	sl_skb__destroy(l->skb);
 	sl_sock_addr__destroy(l->skel);
 err_free:
+	pthread_mutex_destroy(&l->learn_lock);
 	free(l);
-	errno = -err;
+	/* a libbpf call may fail without an errno: never report success as the reason */
+	errno = err ? -err : EINVAL;
 	return NULL;
 }
 
@@ -420,11 +425,18 @@ uint64_t loader_next_seq(const struct loader *l)
 	return seq;
 }
 
-/* Merge rule_id into an address's entry: a CDN address may serve several allowed names. */
-static void learned_merge(struct sl_learned *cur, const struct sl_learned *add)
+/*
+ * Merge rule_id into an address's entry: a CDN address may serve several allowed names. An
+ * expired entry starts afresh (its old rules must not revive). -E2BIG when every slot is taken.
+ */
+static int learned_merge(struct sl_learned *cur, const struct sl_learned *add, uint64_t now_ns)
 {
 	int i;
 
+	if (cur->expires_ns && cur->expires_ns < now_ns) {
+		*cur = *add;
+		return 0;
+	}
 	for (i = 0; i < SL_LEARNED_RULES; i++) {
 		if (cur->rule_ids[i] == add->rule_ids[0])
 			break;
@@ -433,9 +445,12 @@ static void learned_merge(struct sl_learned *cur, const struct sl_learned *add)
 			break;
 		}
 	}
+	if (i == SL_LEARNED_RULES)
+		return -E2BIG;
 	/* A TTL-bound entry takes the later expiry; a run-long one stays run-long. */
 	if (cur->expires_ns && (!add->expires_ns || add->expires_ns > cur->expires_ns))
 		cur->expires_ns = add->expires_ns;
+	return 0;
 }
 
 int loader_learn(struct loader *l, int family, const uint8_t *addr, uint16_t rule_id,
@@ -449,15 +464,23 @@ int loader_learn(struct loader *l, int family, const uint8_t *addr, uint16_t rul
 	size_t klen = family == AF_INET ? 4 : 16;
 	int fd = bpf_map__fd(map);
 
+	struct timespec now;
+	int err = 0;
+
+	memset(key, 0, sizeof(key));
 	memcpy(key, addr, klen);
+	clock_gettime(CLOCK_BOOTTIME, &now);
+	/* The resolver's workers learn concurrently: lookup, merge and update as one step. */
+	pthread_mutex_lock(&l->learn_lock);
 	if (!bpf_map_lookup_elem(fd, key, &cur)) {
-		learned_merge(&cur, &add);
+		err = learned_merge(&cur, &add,
+				    (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec);
 		add = cur;
 	}
-	/* Only the resolver thread writes these maps: lookup-then-update does not race. */
-	if (bpf_map_update_elem(fd, key, &add, BPF_ANY))
-		return -errno;
-	return 0;
+	if (!err && bpf_map_update_elem(fd, key, &add, BPF_ANY))
+		err = -errno;
+	pthread_mutex_unlock(&l->learn_lock);
+	return err;
 }
 
 int loader_sni_learn(struct loader *l, int family, const uint8_t *addr, const char *name,
@@ -477,7 +500,7 @@ int loader_sni_learn(struct loader *l, int family, const uint8_t *addr, const ch
 	return 0;
 }
 
-void loader_destroy(struct loader *l)
+void loader_detach(struct loader *l)
 {
 	int i;
 
@@ -488,12 +511,27 @@ void loader_destroy(struct loader *l)
 			continue;
 		bpf_link__unpin(l->links[i]);
 		bpf_link__destroy(l->links[i]);
+		l->links[i] = NULL;
 	}
 	if (l->pin_dir[0] && rmdir(l->pin_dir) && errno != ENOENT)
 		fprintf(stderr, "sluice: remove %s: %s\n", l->pin_dir, strerror(errno));
+	l->pin_dir[0] = '\0';
+}
+
+void loader_destroy(struct loader *l)
+{
+	int i;
+
+	if (!l)
+		return;
+	/* Links still here are pinned: closing our fds leaves them attached. */
+	for (i = 0; i < PROG_MAX; i++)
+		if (l->links[i])
+			bpf_link__destroy(l->links[i]);
 	sl_destroy__destroy(l->destroy);
 	sl_surface__destroy(l->surface);
 	sl_skb__destroy(l->skb);
 	sl_sock_addr__destroy(l->skel);
+	pthread_mutex_destroy(&l->learn_lock);
 	free(l);
 }

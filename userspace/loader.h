@@ -69,7 +69,13 @@ int loader_lost_counts(const struct loader *l, uint64_t lost[SL_HOOK_MAX]);
 /* The run's next kernel sequence number: every record ever attempted took one below it. */
 uint64_t loader_next_seq(const struct loader *l);
 
-/* Unpin and detach every link, remove the pin directory, free everything. Accepts NULL. */
+/* Unpin and detach every link and remove the pin directory. Accepts NULL. */
+void loader_detach(struct loader *l);
+
+/*
+ * Free everything. Links not detached before stay pinned, so the programs keep judging whatever
+ * is left in the cgroup after sluice is gone. Accepts NULL.
+ */
 void loader_destroy(struct loader *l);
 
 /* A sentence saying why loading failed, for the errno loader_load() set. */

@@ -701,19 +701,25 @@ static uint64_t boot_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Write every address into the run's maps before the client can see any of them. */
-static int learn(struct resolver *r, const char *qname, long rule, struct outcome *oc)
+/*
+ * Write every address into the run's maps before the client can see any of them, under every
+ * rule that lists the name (each may allow other ports).
+ */
+static int learn(struct resolver *r, const char *qname, long first_rule, struct outcome *oc)
 {
 	uint32_t host_id = intern_host(r, qname);
 	size_t i;
-	int err;
+	long rule;
+	int err = 0;
 
 	for (i = 0; i < oc->n_addrs; i++) {
 		const struct dns_rr *rr = &oc->addrs[i];
 		uint64_t exp = r->o.ttl_mode ? boot_ns() + (uint64_t)rr->ttl * 1000000000ull : 0;
 
-		err = loader_learn(r->loader, rr->type == DNS_TYPE_A ? AF_INET : AF_INET6,
-				   rr->data.aaaa, (uint16_t)(rule + 1), host_id, exp);
+		for (rule = first_rule; rule >= 0 && !err;
+		     rule = policy_match_host_from(r->o.policy, qname, (size_t)rule + 1))
+			err = loader_learn(r->loader, rr->type == DNS_TYPE_A ? AF_INET : AF_INET6,
+					   rr->data.aaaa, (uint16_t)(rule + 1), host_id, exp);
 		if (!err)
 			err = loader_sni_learn(r->loader, rr->type == DNS_TYPE_A ? AF_INET : AF_INET6,
 					       rr->data.aaaa, qname, host_id);

@@ -69,6 +69,7 @@ struct run {
 	struct journal *journal;
 	struct resolver *resolver;
 	int netns_fd;
+	bool still_running; /* processes survived the kill: enforcement must stay in place */
 	pthread_mutex_t notice_lock; /* the last DNS denial announced, shared with resolver threads */
 	char last_denied_name[DNS_NAME_MAX];
 	int64_t last_denied_ns;
@@ -703,26 +704,42 @@ static int supervise(struct run *r, pid_t child, int sig_fd, const char **why)
 }
 
 /* Undo in reverse order whatever was set up; every step tolerates "not done". */
+/*
+ * End the run's processes. Returns 0 once the cgroup is empty; otherwise the programs must stay
+ * attached: a process that survived the kill would leave with an unjudged network.
+ */
+static int end_processes(struct run *r)
+{
+	int err;
+
+	if (r->cg.fd < 0)
+		return 0;
+	err = cgroup_kill_and_wait(&r->cg, KILL_TIMEOUT_MS);
+	if (err) {
+		r->still_running = true;
+		fprintf(stderr, "sluice: run %s: processes still alive in %s after %d ms (%s); its "
+				"programs stay attached and pinned under %s/sluice/%s\n",
+			r->run_id, r->cg.path, KILL_TIMEOUT_MS, strerror(-err), LOADER_BPFFS, r->run_id);
+	}
+	return err;
+}
+
+/* Undo in reverse order whatever was set up; every step tolerates "not done". */
 static int teardown(struct run *r)
 {
-	int err, ret = 0;
+	int err, ret = end_processes(r);
 
-	if (r->cg.fd >= 0) {
-		err = cgroup_kill_and_wait(&r->cg, KILL_TIMEOUT_MS);
-		if (err) {
-			fprintf(stderr, "sluice: kill cgroup %s: %s\n", r->cg.path, strerror(-err));
-			ret = err;
-		}
-	}
 	/* The resolver writes into the loader's maps: stop it first. */
 	resolver_stop(r->resolver);
 	r->resolver = NULL;
+	if (!r->still_running)
+		loader_detach(r->loader);
 	loader_destroy(r->loader);
 	r->loader = NULL;
 	if (r->netns_fd >= 0)
 		close(r->netns_fd);
 	r->netns_fd = -1;
-	if (r->cg.path[0]) {
+	if (r->cg.path[0] && !r->still_running) {
 		err = cgroup_remove(&r->cg);
 		if (err) {
 			fprintf(stderr, "sluice: remove cgroup %s: %s\n", r->cg.path, strerror(-err));
@@ -939,14 +956,20 @@ int run_main(int argc, char **argv)
 	}
 
 	/* The run is the cgroup: daemons the command left behind end with it. */
-	if (cgroup_kill_and_wait(&r.cg, KILL_TIMEOUT_MS))
-		fprintf(stderr, "sluice: processes of run %s did not exit in time\n", r.run_id);
+	end_processes(&r);
 	if (!ret)
 		waitpid(child, NULL, WNOHANG);
-	/* Nothing may be logged after run_end: the resolver finishes its last queries first. */
+	/*
+	 * Nothing may be recorded after run_end: the resolver finishes its last queries, and the
+	 * programs are detached (when no process is left for them to judge) before the last drain.
+	 */
 	resolver_halt(r.resolver);
+	if (!r.still_running)
+		loader_detach(r.loader);
 	drain(&r);
-	write_run_end(&r, status, why);
+	write_run_end(&r, r.still_running ? RUN_EXIT_SLUICE_ERROR : status, why);
+	if (r.still_running)
+		status = RUN_EXIT_SLUICE_ERROR;
 
 out:
 	if (teardown(&r))
