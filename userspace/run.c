@@ -50,6 +50,7 @@ struct run_args {
 	const char *cgroup_parent;
 	const char *netns;
 	const char *upstream;
+	const char *user;
 	bool dns_ttl;
 	unsigned long ringbuf_kib;
 	bool verbose;
@@ -70,6 +71,8 @@ struct run {
 	struct resolver *resolver;
 	int netns_fd;
 	bool still_running; /* processes survived the kill: enforcement must stay in place */
+	uid_t uid;	    /* what CMD runs as */
+	gid_t gid;
 	pthread_mutex_t notice_lock; /* the last DNS denial announced, shared with resolver threads */
 	char last_denied_name[DNS_NAME_MAX];
 	int64_t last_denied_ns;
@@ -85,6 +88,7 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: sluice run --policy FILE [--run-id ID] [--task TASK] [--mode enforce|report]\n"
 		"                  [--log FILE] [--netns PATH] [--upstream ADDR[:PORT]] [--dns-ttl]\n"
+		"                  [--user USER[:GROUP]]\n"
 		"                  [--cgroup-parent NAME] [--ringbuf-kib N] [-v] -- CMD [ARG…]\n"
 		"\n"
 		"Runs CMD in a new cgroup whose connect() and sendmsg() calls are judged in the kernel\n"
@@ -95,7 +99,9 @@ static void usage(FILE *out)
 		"                   resolver listens there, on loopback\n"
 		"  --upstream ADDR  where the run's resolver asks for listed names (default: the first\n"
 		"                   nameserver in /etc/resolv.conf), reached from sluice's namespace\n"
-		"  --dns-ttl        learned addresses expire with their DNS TTL (default: with the run)\n");
+		"  --dns-ttl        learned addresses expire with their DNS TTL (default: with the run)\n"
+		"  --user U[:G]     run CMD as this user (and group), with no_new_privs: the\n"
+		"                   guarantees assume an unprivileged workload (default: as root)\n");
 }
 
 static int64_t ts_ns(clockid_t clk)
@@ -149,6 +155,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		{ "netns", required_argument, NULL, 'n' },
 		{ "upstream", required_argument, NULL, 'u' },
 		{ "dns-ttl", no_argument, NULL, 'T' },
+		{ "user", required_argument, NULL, 'U' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
@@ -161,7 +168,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 	a->ringbuf_kib = 1024;
 	optind = 1;
 	/* "+": stop at the first non-option, so CMD's own options are never ours. */
-	while ((c = getopt_long(argc, argv, "+p:r:t:m:l:c:b:n:u:Tvh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+p:r:t:m:l:c:b:n:u:U:Tvh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			a->policy_path = optarg;
@@ -200,6 +207,9 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 			break;
 		case 'T':
 			a->dns_ttl = true;
+			break;
+		case 'U':
+			a->user = optarg;
 			break;
 		case 'v':
 			a->verbose = true;
@@ -598,6 +608,8 @@ static void write_run_start(struct run *r)
 	journal_line_str(&l, "cgroup", r->cg.path);
 	journal_line_u64(&l, "cgroup_id", r->cg.id);
 	journal_line_strv(&l, "argv", r->args.cmd, (size_t)r->args.n_cmd);
+	journal_line_u64(&l, "uid", r->uid);
+	journal_line_u64(&l, "gid", r->gid);
 	err = journal_write(r->journal, &l);
 	if (err == -E2BIG) {
 		/* A huge command line must not cost the record: keep the program name only. */
@@ -901,10 +913,26 @@ int run_main(int argc, char **argv)
 	const char *why = "sluice error";
 	char err[1024] = "";
 	int sig_fd = -1, status = RUN_EXIT_SLUICE_ERROR, ret;
+	struct spawn_opts so = { .cgroup_fd = -1, .netns_fd = -1 };
 	pid_t child;
 
 	if (parse_args(argc, argv, &r.args))
 		return RUN_EXIT_SLUICE_ERROR;
+	/* Resolved now: name lookups are not safe between clone3 and exec. */
+	if (r.args.user) {
+		ret = spawn_parse_user(r.args.user, &so.uid, &so.gid);
+		if (ret) {
+			fprintf(stderr, "sluice run: --user: no user (or group) \"%s\": %s\n",
+				r.args.user, strerror(-ret));
+			return RUN_EXIT_SLUICE_ERROR;
+		}
+		so.drop = true;
+	} else {
+		so.uid = geteuid();
+		so.gid = getegid();
+	}
+	r.uid = so.uid;
+	r.gid = so.gid;
 	if (r.args.run_id) {
 		if (check_run_id(r.args.run_id)) {
 			fprintf(stderr, "sluice run: --run-id: expected 1-%d characters of "
@@ -945,7 +973,10 @@ int run_main(int argc, char **argv)
 	}
 
 	write_run_start(&r);
-	ret = spawn_in_cgroup(r.cg.fd, r.netns_fd, r.args.cmd, &old, &child);
+	so.cgroup_fd = r.cg.fd;
+	so.netns_fd = r.netns_fd;
+	so.child_mask = &old;
+	ret = spawn_in_cgroup(&so, r.args.cmd, &child);
 	if (ret) {
 		fprintf(stderr, "sluice run: cannot execute %s: %s\n", r.args.cmd[0],
 			strerror(-ret));

@@ -7,15 +7,25 @@
 #define SLUICE_SPAWN_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include <sys/types.h>
 
+struct spawn_opts {
+	int cgroup_fd;		   /* the run's cgroup */
+	int netns_fd;		   /* network namespace to enter, or -1 for sluice's own */
+	bool drop;		   /* become uid:gid, with no_new_privs, before exec */
+	uid_t uid;
+	gid_t gid;
+	const sigset_t *child_mask; /* the signal mask sluice had before blocking its own */
+};
+
 /*
- * Run argv (PATH searched) in the cgroup given by cgroup_fd, with the signal mask the caller had
- * before it blocked signals for its own loop (child_mask), inside the network namespace netns_fd
- * (-1: sluice's own). Returns 0 and the pid, or -errno: the
- * exec failure of the child is reported here, not as exit status 127 later.
+ * Run argv (PATH searched) as o says. Returns 0 and the pid, or -errno: a failure of the child
+ * before or at exec is reported here, not as exit status 127 later.
  */
-int spawn_in_cgroup(int cgroup_fd, int netns_fd, char *const argv[], const sigset_t *child_mask,
-		    pid_t *pid);
+int spawn_in_cgroup(const struct spawn_opts *o, char *const argv[], pid_t *pid);
+
+/* "USER[:GROUP]", names or numbers; without GROUP, the user's primary group. */
+int spawn_parse_user(const char *spec, uid_t *uid, gid_t *gid);
 
 #endif /* SLUICE_SPAWN_H */
