@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# The surface layer and the workload's privileges: socket kinds the decision layer cannot judge
+# are refused at creation (P12), options that reroute packets are refused, a source-routed
+# datagram sent with a control message is dropped at egress (nothing arrives, though its
+# destination is allowed), and --user runs CMD unprivileged with no_new_privs.
+
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+require_root
+require_sluice
+topo_up
+
+policy=$SL_TMP/surface.yaml
+cat >"$policy" <<'EOF2'
+default: deny
+rules:
+  - name: test-host
+    cidrs: ["198.51.100.10/32", "2001:db8::10/128"]
+    ports: [9999]
+    protocols: [udp]
+EOF2
+
+# Ping sockets need no capability where ping_group_range allows the group: allow everyone in the
+# run's netns, so that only sluice can be what refuses them.
+in_run sysctl -qw net.ipv4.ping_group_range="0 2147483647"
+
+# case: label, python socket() arguments, the /proc/net file whose kind it is
+kinds=(
+	"raw-icmp      socket.AF_INET,socket.SOCK_RAW,socket.IPPROTO_ICMP"
+	"raw-udp6      socket.AF_INET6,socket.SOCK_RAW,socket.IPPROTO_UDP"
+	"ping4         socket.AF_INET,socket.SOCK_DGRAM,socket.IPPROTO_ICMP"
+	"ping6         socket.AF_INET6,socket.SOCK_DGRAM,socket.IPPROTO_ICMPV6"
+	"mptcp         socket.AF_INET,socket.SOCK_STREAM,262"
+)
+for c in "${kinds[@]}"; do
+	read -r label args <<<"$c"
+	log=$SL_TMP/$label.jsonl
+	sluice_run "$policy" "$log" -- "${RUN_EXEC[@]}" python3 -c "
+import socket, sys
+try:
+    socket.socket($args)
+    print('created')
+except OSError as e:
+    print('refused', e.errno)
+"
+	tap_is "P12 $label: socket() is refused with EPERM" "$(cat "$SL_OUT")" "refused 1"
+	tap_cmp "P12 $label: the log names the refusal" \
+		"$(log_count "$log" type=decision hook=sock_create decision=deny reason=socket_kind)" -eq 1
+	tap_check "P12 $label: stderr says what was refused" grep -q 'egress denied: socket(' "$SL_ERR"
+	assert_no_leftovers "P12 $label: nothing left"
+done
+
+# Ordinary sockets still work, and a local one too.
+log=$SL_TMP/ordinary.jsonl
+sluice_run "$policy" "$log" -- "${RUN_EXEC[@]}" python3 -c "
+import socket
+for a in [(socket.AF_INET, socket.SOCK_STREAM, 0), (socket.AF_INET6, socket.SOCK_DGRAM, 0),
+          (socket.AF_UNIX, socket.SOCK_STREAM, 0)]:
+    socket.socket(*a)
+print('ok')
+"
+tap_is "TCP, UDP and unix sockets are created" "$(cat "$SL_OUT")" "ok"
+tap_cmp "no refusal is logged for them" "$(log_count "$log" hook=sock_create)" -eq 0
+
+# AF_PACKET does not pass through cgroup/sock_create (the kernel runs it for inet sockets only).
+log=$SL_TMP/packet.jsonl
+sluice_run "$policy" "$log" -- "${RUN_EXEC[@]}" python3 -c "
+import socket
+try:
+    socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0); print('created')
+except OSError as e:
+    print('refused', e.errno)
+"
+if [[ $(cat "$SL_OUT") == "refused 1" ]]; then
+	tap_ok "P12 packet socket refused"
+else
+	tap_skip "P12 packet socket refused" \
+		"this kernel runs no cgroup sock_create hook for AF_PACKET; needs CAP_NET_RAW, which --user drops"
+fi
+
+# Source routing: the option is refused; sent as a control message, the datagram is dropped.
+log=$SL_TMP/srr.jsonl
+sluice_run "$policy" "$log" -- "${RUN_EXEC[@]}" python3 -c "
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+lsrr = bytes([0x83, 7, 4, 203, 0, 113, 7, 0])
+try:
+    s.setsockopt(socket.IPPROTO_IP, socket.IP_OPTIONS, lsrr); print('setsockopt set')
+except OSError as e:
+    print('setsockopt refused', e.errno)
+try:
+    s.sendmsg([b'srr'], [(socket.IPPROTO_IP, 7, lsrr)], 0, ('198.51.100.10', 9999)); print('cmsg sent')
+except OSError as e:
+    print('cmsg refused', e.errno)
+s.sendto(b'plain', ('198.51.100.10', 9999)); print('plain sent')
+s6 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+rthdr = bytes([17, 2, 0, 1, 0, 0, 0, 0]) + socket.inet_pton(socket.AF_INET6, '2001:db8::20')
+try:
+    s6.setsockopt(socket.IPPROTO_IPV6, 57, rthdr); print('rthdr set')
+except OSError as e:
+    print('rthdr refused', e.errno)
+"
+tap_check "IP_OPTIONS (loose source route) is refused with EPERM" grep -qx 'setsockopt refused 1' "$SL_OUT"
+tap_check "a source-routed datagram (IP_RETOPTS cmsg) fails with EPERM" grep -qx 'cmsg refused 1' "$SL_OUT"
+tap_check "IPV6_RTHDR is refused with EPERM" grep -qx 'rthdr refused 1' "$SL_OUT"
+assert_sink_none "nothing source-routed reaches a test host" 'udp 203.0.113.7' 'udp 198.51.100.10 9999 10.200.1.2 3'
+assert_sink_saw "control: the plain datagram to the allowed host arrives" 'udp 198.51.100.10 9999'
+tap_cmp "the log has the two setsockopt refusals" \
+	"$(log_count "$log" hook=setsockopt decision=deny reason=source_route)" -eq 2
+tap_cmp "the log has the egress drop" \
+	"$(log_count "$log" hook=egress decision=deny reason=source_route)" -eq 1
+assert_no_leftovers "source routing: nothing left"
+
+# --user: CMD runs unprivileged, with no_new_privs, and the log says who it ran as.
+log=$SL_TMP/user.jsonl
+# (--netns, not ip netns exec: entering a namespace needs the privileges the user lacks)
+sluice_run "$policy" "$log" --user nobody --netns "/run/netns/$SL_NS_RUN" -- sh -c \
+	'id -u; grep NoNewPrivs /proc/self/status | tr -d "\t"'
+tap_is "--user nobody: CMD runs as uid 65534" "$(sed -n 1p "$SL_OUT")" "65534"
+tap_is "--user nobody: no_new_privs is set" "$(sed -n 2p "$SL_OUT")" "NoNewPrivs:1"
+tap_cmp "--user nobody: run_start records the uid" "$(log_count "$log" type=run_start uid=65534)" -eq 1
+sluice_run "$policy" "$SL_TMP/baduser.jsonl" --user no-such-user-here -- true
+assert_rc "--user with an unknown user is refused before anything starts" 125
+tap_check "--user with an unknown user says so" grep -q 'no user' "$SL_ERR"
+
+tap_done
