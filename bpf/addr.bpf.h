@@ -96,4 +96,28 @@ static __always_inline bool v6_embeds_blackholed_v4(const __u32 w[4], __u32 *v4)
 	return false;
 }
 
+/*
+ * IPv6 destinations that reach an IPv4 host through a relay or translator: 6to4 (2002::/16),
+ * Teredo (2001:0::/32), ISATAP interface ids, the local-use NAT64 prefix (64:ff9b:1::/48) and the
+ * rest of 64:ff9b::/32. The v6 policy cannot speak for the IPv4 host behind them.
+ */
+static __always_inline bool v6_is_v4_relay(const __u32 w[4])
+{
+	__u32 h0 = bpf_ntohl(w[0]), h2 = bpf_ntohl(w[2]);
+
+	return (h0 >> 16) == 0x2002 || h0 == 0x20010000 || (h2 & 0xfdffffff) == 0x00005efe ||
+	       h0 == 0x0064ff9b;
+}
+
+/*
+ * The last 32 bits as an IPv4 address, for forms a lax translator may map that way: anything in
+ * 64:ff9b::/32 and anything under ::/64 (SIIT's ::ffff:0:a.b.c.d among them).
+ */
+static __always_inline bool v6_tail_is_blackholed(const __u32 w[4])
+{
+	bool translated = w[0] == bpf_htonl(0x0064ff9b) || (w[0] == 0 && w[1] == 0);
+
+	return translated && v4_is_blackholed(w[3]);
+}
+
 #endif /* SLUICE_ADDR_BPF_H */

@@ -245,10 +245,17 @@ static __always_inline void decide_v6(struct verdict *v, struct sl_decision_even
 		decide_v4(v, ev, v4, port, proto);
 		return;
 	}
-	if (v6_embeds_blackholed_v4(w, &v4)) {
+	if (v6_tail_is_blackholed(w))
+		v4 = w[3];
+	if (v4 || v6_embeds_blackholed_v4(w, &v4)) {
 		ev->embedded_v4 = 1;
 		__builtin_memcpy(ev->eff_addr, &v4, 4);
 		set_verdict(v, SL_VERDICT_DENY, SL_REASON_BLACKHOLE, SL_RULE_DEFAULT);
+		return;
+	}
+	/* A relayed IPv4 host is not what a v6 rule speaks for: only a default-allow policy opens it. */
+	if (v6_is_v4_relay(w) && !sl_cfg_default_allow) {
+		set_verdict(v, SL_VERDICT_DENY, SL_REASON_V4_RELAY, SL_RULE_DEFAULT);
 		return;
 	}
 	__builtin_memcpy(key.addr, w, 16);
@@ -432,7 +439,7 @@ static __always_inline bool v6_blackholed_any(const __u32 w[4])
 {
 	__u32 v4 = 0;
 
-	if (v6_native_is_blackholed(w))
+	if (v6_native_is_blackholed(w) || v6_tail_is_blackholed(w))
 		return true;
 	if (v6_embeds_v4_for_policy(w, &v4))
 		return v4_is_blackholed(v4);

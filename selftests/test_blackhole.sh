@@ -72,6 +72,9 @@ blackholed=(
 	"P6-ec2-udp        udp-sendto    fd00:ec2::254          53   sendmsg6"
 	"P6-linklocal-tcp  tcp           $SL_RTR_LL%$SL_RUN_IF  80   connect6"
 	"P6-linklocal-udp  udp-sendto    $SL_RTR_LL%$SL_RUN_IF  9999 sendmsg6"
+	"P6-6to4-tcp       tcp           2002:a9fe:a9fe::1      80   connect6  $MD"
+	"P6-siit-tcp       tcp           ::ffff:0:a9fe:a9fe     80   connect6  $MD"
+	"P6-nat64-any-tcp  tcp           64:ff9b::ffff:a9fe:a9fe 80  connect6  $MD"
 )
 
 CASE_POLICY=$SL_TMP/everything.yaml
@@ -82,6 +85,17 @@ done
 for c in "${blackholed[@]}"; do
 	read -r label mode addr port hook v4 <<<"$c"
 	probe_denied "0/0: $label" "$mode" "$addr" "$port" EPERM "$hook" blackhole "$v4"
+done
+
+# An IPv4 host behind a relay (6to4, Teredo, local-use NAT64) is not what ::/0 speaks for.
+relayed=(
+	"relay-6to4        2002:cb00:7107::1"
+	"relay-teredo      2001:0:cb00:7107::1"
+	"relay-nat64-local 64:ff9b:1::cb00:7107"
+)
+for c in "${relayed[@]}"; do
+	read -r label addr <<<"$c"
+	probe_denied "0/0: $label" tcp "$addr" 80 EPERM connect6 default
 done
 
 # "default: allow" does not open the blackhole either.

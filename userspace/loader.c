@@ -240,6 +240,8 @@ int loader_kill_socket(struct loader *l, uint64_t cookie, int netns_fd)
 	while (iter_fd >= 0 && read(iter_fd, buf, sizeof(buf)) > 0)
 		;
 out:
+	/* found or long gone, the cookie has had its walk: never let sl_kill fill up */
+	bpf_map_delete_elem(bpf_map__fd(l->destroy->maps.sl_kill), &cookie);
 	if (iter_fd >= 0)
 		close(iter_fd);
 	if (self_ns >= 0)

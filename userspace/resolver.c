@@ -870,6 +870,22 @@ out:
 
 /* --- threads -------------------------------------------------------------------------------- */
 
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Milliseconds left before deadline; 0 (poll returns at once) once it has passed. */
+static int deadline_left(int64_t deadline)
+{
+	int64_t left = deadline - now_ms();
+
+	return left > 0 ? (int)left : 0;
+}
+
 static void serve_tcp(struct resolver *r, int fd, const struct sockaddr_storage *peer,
 		      uint8_t *out)
 {
@@ -877,19 +893,22 @@ static void serve_tcp(struct resolver *r, int fd, const struct sockaddr_storage 
 	bool known = who_asked(r, T_TCP, peer, &who);
 	struct timeval tv = { .tv_sec = TCP_CLIENT_TIMEOUT_S };
 	uint8_t hdr[2], *msg;
+	int64_t deadline;
 	int i;
 
 	msg = malloc(DNS_MSG_MAX);
 	if (!msg)
 		return;
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	/* One deadline for the whole connection: a trickling client cannot hold a worker (or halt). */
+	deadline = now_ms() + TCP_CLIENT_TIMEOUT_S * 1000;
 	for (i = 0; i < TCP_MAX_QUERIES; i++) {
 		size_t len, out_len;
 
-		if (read_full(fd, hdr, 2, TCP_CLIENT_TIMEOUT_S * 1000))
+		if (read_full(fd, hdr, 2, deadline_left(deadline)))
 			break;
 		len = ((size_t)hdr[0] << 8) | hdr[1];
-		if (read_full(fd, msg, len, TCP_CLIENT_TIMEOUT_S * 1000))
+		if (read_full(fd, msg, len, deadline_left(deadline)))
 			break;
 		out_len = answer(r, msg, len, T_TCP, known ? &who : NULL, out + 2, DNS_MSG_MAX);
 		if (!out_len)

@@ -80,7 +80,8 @@ struct run {
 	uint64_t lost_reported[SL_HOOK_MAX];
 	uint64_t denials;
 	bool journal_failed;
-	struct timespec started;
+	bool started; /* run_start was written */
+	struct timespec started_at;
 };
 
 static void usage(FILE *out)
@@ -337,6 +338,17 @@ static void write_line(struct run *r, struct journal_line *l)
 {
 	int err = journal_write(r->journal, l);
 
+	if (err == -E2BIG) {
+		/* The record does not fit a line: say so in one that does, never drop it silently. */
+		struct journal_line a;
+		struct timespec now;
+
+		clock_gettime(CLOCK_REALTIME, &now);
+		line_run_fields(r, &a, "anomaly", &now);
+		journal_line_str(&a, "what", "record too long for a log line");
+		journal_line_u64(&a, "size", l->len);
+		err = journal_write(r->journal, &a);
+	}
 	if (err)
 		journal_error(r, err);
 }
@@ -599,8 +611,9 @@ static void write_run_start(struct run *r)
 	struct journal_line l;
 	int err;
 
-	clock_gettime(CLOCK_REALTIME, &r->started);
-	line_run_fields(r, &l, "run_start", &r->started);
+	clock_gettime(CLOCK_REALTIME, &r->started_at);
+	r->started = true;
+	line_run_fields(r, &l, "run_start", &r->started_at);
 	journal_line_str(&l, "mode", r->policy->mode == SL_MODE_REPORT ? "report" : "enforce");
 	journal_line_str(&l, "default",
 			 r->policy->default_verdict == POLICY_DEFAULT_ALLOW ? "allow" : "deny");
@@ -613,7 +626,7 @@ static void write_run_start(struct run *r)
 	err = journal_write(r->journal, &l);
 	if (err == -E2BIG) {
 		/* A huge command line must not cost the record: keep the program name only. */
-		line_run_fields(r, &l, "run_start", &r->started);
+		line_run_fields(r, &l, "run_start", &r->started_at);
 		journal_line_str(&l, "mode", r->policy->mode == SL_MODE_REPORT ? "report" : "enforce");
 		journal_line_str(&l, "policy", r->args.policy_path);
 		journal_line_str(&l, "cgroup", r->cg.path);
@@ -658,8 +671,8 @@ static void write_run_end(struct run *r, int status, const char *why)
 	journal_line_u64(&l, "denials", r->denials);
 	journal_line_u64(&l, "kseq_next", next_seq);
 	journal_line_i64(&l, "duration_ms",
-			 (now.tv_sec - r->started.tv_sec) * 1000 +
-				 (now.tv_nsec - r->started.tv_nsec) / 1000000);
+			 (now.tv_sec - r->started_at.tv_sec) * 1000 +
+				 (now.tv_nsec - r->started_at.tv_nsec) / 1000000);
 	write_line(r, &l);
 }
 
@@ -1008,6 +1021,9 @@ out:
 	ret = journal_close(r.journal);
 	if (ret)
 		fprintf(stderr, "sluice: closing log %s: %s\n", r.log_path, strerror(-ret));
+	/* A run that never started leaves no empty log to block a retry with the same id. */
+	if (r.journal && !r.started)
+		unlink(r.log_path);
 	if (sig_fd >= 0)
 		close(sig_fd);
 	return status;

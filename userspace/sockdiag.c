@@ -49,6 +49,7 @@ int sockdiag_cookie(int fd, int protocol, const struct sockaddr_storage *client,
 		struct nlmsghdr nlh;
 		char buf[8192];
 	} resp;
+	static __u32 seq; /* callers serialise on one socket */
 	const struct sockaddr_storage *src, *dst;
 	struct inet_diag_msg *msg;
 	ssize_t n;
@@ -76,13 +77,17 @@ int sockdiag_cookie(int fd, int protocol, const struct sockaddr_storage *client,
 	put_endpoint(src, &req.r.id.idiag_sport, req.r.id.idiag_src);
 	put_endpoint(dst, &req.r.id.idiag_dport, req.r.id.idiag_dst);
 
+	/* A reply that arrives after its request timed out must not answer the next request. */
+	req.nlh.nlmsg_seq = ++seq;
 	if (send(fd, &req, sizeof(req), 0) != (ssize_t)sizeof(req))
 		return -errno;
-	n = recv(fd, &resp, sizeof(resp), 0);
-	if (n < 0)
-		return -errno;
-	if ((size_t)n < sizeof(struct nlmsghdr) || resp.nlh.nlmsg_len > (size_t)n)
-		return -EBADMSG;
+	do {
+		n = recv(fd, &resp, sizeof(resp), 0);
+		if (n < 0)
+			return -errno;
+		if ((size_t)n < sizeof(struct nlmsghdr) || resp.nlh.nlmsg_len > (size_t)n)
+			return -EBADMSG;
+	} while (resp.nlh.nlmsg_seq != req.nlh.nlmsg_seq);
 	if (resp.nlh.nlmsg_type == NLMSG_ERROR) {
 		const struct nlmsgerr *e = NLMSG_DATA(&resp.nlh);
 
