@@ -87,4 +87,30 @@ CASE_POLICY=$SL_TMP/report.yaml
 CASE_EXTRA=(--mode enforce)
 probe_denied "control-flag-overrides-policy" tcp 198.51.100.20 80 EPERM connect4 default
 
+# Names in report mode: an unlisted name resolves (the run works as it would unconfined), the
+# connect to its address goes through, and both are logged as what enforcing would refuse.
+dns_upstream_start report-upstream --address=/static.rust-lang.org/198.51.100.20 \
+	--address=/registry.npmjs.org/198.51.100.10 || bail_out "cannot start dnsmasq"
+cat >"$SL_TMP/report-hosts.yaml" <<'EOF2'
+default: deny
+mode: report
+rules:
+  - name: registries
+    hosts: ["registry.npmjs.org"]
+EOF2
+log=$SL_TMP/report-hosts.jsonl
+sluice_run "$SL_TMP/report-hosts.yaml" "$log" --netns "/run/netns/$SL_NS_RUN" \
+	--upstream "127.0.0.1:$SL_DNS_PORT" -- sh -c \
+	'dig +short +time=2 +tries=1 static.rust-lang.org A; "$1" tcp 198.51.100.20 80' \
+	sh "$SL_PROBE"
+tap_check "report mode: an unlisted name resolves" grep -qx '198.51.100.20' "$SL_OUT"
+assert_sink_saw "report mode: the connect to its address arrives" 'tcp 198.51.100.20 80'
+tap_cmp "report mode: the dns line is a deny that was not enforced" \
+	"$(log_count "$log" type=dns host=static.rust-lang.org decision=deny enforced=false rcode=NOERROR)" -ge 1
+tap_cmp "report mode: the connect is logged as a would-be denial naming the host" \
+	"$(log_count "$log" type=decision host=static.rust-lang.org decision=deny enforced=false)" -eq 1
+tap_check "report mode: stderr says the name would be denied" \
+	grep -q 'egress would be denied (report mode): static.rust-lang.org' "$SL_ERR"
+assert_no_leftovers "report mode with names: nothing left"
+
 tap_done

@@ -76,6 +76,7 @@ struct resolver {
 /* An answer being assembled for one query. */
 struct outcome {
 	const char *decision;
+	bool enforced; /* false: report mode let through what enforcing would refuse */
 	const char *rule;
 	uint8_t rcode;
 	char why[256];
@@ -671,7 +672,8 @@ static void addr_string(const struct dns_rr *rr, char *buf, size_t len)
 }
 
 /* Refuse the whole answer if any address points where a public name must not. */
-static bool answer_refused(struct resolver *r, const char *qname, struct outcome *oc)
+static bool answer_refused(struct resolver *r, const char *qname, struct outcome *oc,
+			   bool *blackhole)
 {
 	size_t i;
 
@@ -688,6 +690,7 @@ static bool answer_refused(struct resolver *r, const char *qname, struct outcome
 		addr_string(rr, a, sizeof(a));
 		util_fmt(oc->why, sizeof(oc->why), "upstream answered %s for %s (%s address%s)", a,
 			 qname, bad, !strcmp(bad, "private") ? " no cidrs rule lists" : "");
+		*blackhole = !strcmp(bad, "blackhole");
 		return true;
 	}
 	return false;
@@ -716,6 +719,10 @@ static int learn(struct resolver *r, const char *qname, long first_rule, struct 
 		const struct dns_rr *rr = &oc->addrs[i];
 		uint64_t exp = r->o.ttl_mode ? boot_ns() + (uint64_t)rr->ttl * 1000000000ull : 0;
 
+		/* report mode, unlisted: recorded under no rule, so decisions can name the host */
+		if (first_rule < 0)
+			err = loader_learn(r->loader, rr->type == DNS_TYPE_A ? AF_INET : AF_INET6,
+					   rr->data.aaaa, SL_RULE_DEFAULT, host_id, exp);
 		for (rule = first_rule; rule >= 0 && !err;
 		     rule = policy_match_host_from(r->o.policy, qname, (size_t)rule + 1))
 			err = loader_learn(r->loader, rr->type == DNS_TYPE_A ? AF_INET : AF_INET6,
@@ -743,6 +750,7 @@ static void report(struct resolver *r, const struct dns_query *q, enum transport
 		.name = q->name,
 		.qtype = dns_type_name(q->qtype, type, sizeof(type)),
 		.decision = oc->decision,
+		.enforced = oc->enforced,
 		.rule = oc->rule,
 		.rcode = oc->rcode < 6 ? rcodes[oc->rcode] : "SERVFAIL",
 		.why = oc->why[0] ? oc->why : NULL,
@@ -753,7 +761,7 @@ static void report(struct resolver *r, const struct dns_query *q, enum transport
 	};
 	size_t i;
 
-	if (!strcmp(oc->decision, "allow")) {
+	if (oc->n_addrs) {
 		for (i = 0; i < oc->n_addrs; i++) {
 			addr_string(&oc->addrs[i], addrs[i], sizeof(addrs[i]));
 			answers[ev.n_answers++] = addrs[i];
@@ -789,6 +797,16 @@ static bool who_asked(struct resolver *r, enum transport t, const struct sockadd
 	return !err && !loader_dns_client(r->loader, cookie, who);
 }
 
+/* The client gets SERVFAIL and no address; a refused answer's chain stays in the log. */
+static void refuse_answer(struct outcome *oc)
+{
+	if (!strcmp(oc->decision, "allow") || !strcmp(oc->decision, "deny"))
+		oc->decision = "error"; /* learning failed */
+	oc->rcode = DNS_RCODE_SERVFAIL;
+	oc->n_addrs = 0;
+	oc->n_chain = strcmp(oc->decision, "refused") ? 0 : oc->n_chain;
+}
+
 /* Answer one query into out; returns the reply length, or 0 to send nothing. */
 static size_t answer(struct resolver *r, const uint8_t *msg, size_t len, enum transport t,
 		     const struct sl_dns_client *who, uint8_t *out, size_t cap)
@@ -799,6 +817,7 @@ static size_t answer(struct resolver *r, const uint8_t *msg, size_t len, enum tr
 	char rule_name[128], why[128] = "";
 	size_t max_len, out_len = 0, n = 0, i;
 	long rule;
+	bool report_mode = r->o.policy->mode == SL_MODE_REPORT;
 
 	if (dns_parse_query(msg, len, &q, why, sizeof(why))) {
 		struct resolver_event ev = { .name = "", .qtype = "", .decision = "error",
@@ -820,26 +839,40 @@ static size_t answer(struct resolver *r, const uint8_t *msg, size_t len, enum tr
 	rule = policy_match_host(r->o.policy, q.name);
 	oc->decision = "allow";
 	oc->rule = "default";
-	if (rule < 0) {
+	oc->enforced = true;
+	if (rule >= 0)
+		oc->rule = policy_rule_name(r->o.policy, (size_t)rule, rule_name, sizeof(rule_name));
+	if (rule < 0 && !report_mode) {
 		oc->decision = "deny";
 		oc->rcode = DNS_RCODE_NXDOMAIN;
-	} else {
-		oc->rule = policy_rule_name(r->o.policy, (size_t)rule, rule_name, sizeof(rule_name));
-		/* Only addresses are ever passed on: other types of a listed name get no data. */
-		if (q.qtype == DNS_TYPE_A || q.qtype == DNS_TYPE_AAAA) {
-			if (collect(r, q.name, q.qtype, oc))
-				oc->decision = "error";
-			else if (answer_refused(r, q.name, oc))
-				oc->decision = "refused";
-			else if (learn(r, q.name, rule, oc))
-				oc->decision = "error";
-			if (strcmp(oc->decision, "allow")) {
-				oc->rcode = DNS_RCODE_SERVFAIL;
-				oc->n_addrs = 0;
-				oc->n_chain = strcmp(oc->decision, "refused") ? 0 : oc->n_chain;
-			}
+	} else if (q.qtype == DNS_TYPE_A || q.qtype == DNS_TYPE_AAAA) {
+		bool blackhole = false;
+
+		/*
+		 * Report mode answers unlisted names too, and hands out private answers, so the
+		 * run works as it would unconfined while the log says what enforcing would refuse.
+		 * Only the blackhole stays refused.
+		 */
+		if (rule < 0) {
+			oc->decision = "deny";
+			oc->enforced = false;
 		}
+		if (collect(r, q.name, q.qtype, oc)) {
+			oc->decision = "error";
+		} else if (answer_refused(r, q.name, oc, &blackhole)) {
+			oc->decision = "refused";
+			oc->enforced = !report_mode || blackhole;
+		}
+		if (!strcmp(oc->decision, "error") || (oc->enforced && strcmp(oc->decision, "allow")))
+			refuse_answer(oc);
+		else if (learn(r, q.name, rule, oc))
+			refuse_answer(oc);
+	} else if (rule < 0) {
+		/* report mode, a type other than addresses: what enforcing would have said */
+		oc->decision = "deny";
+		oc->enforced = false;
 	}
+	/* (other types of a listed name get no data: only addresses are ever passed on) */
 
 	/* The reply: the CNAME chain from the asked name, then the addresses at its end. */
 	if (oc->rcode == DNS_RCODE_NOERROR) {

@@ -30,6 +30,7 @@ struct resolver_event {
 	const char *name;     /* the asked name, lower case */
 	const char *qtype;    /* "A", "AAAA", "HTTPS", … */
 	const char *decision; /* "allow", "deny" (not listed), "refused" (answer refused), "error" */
+	bool enforced;	      /* false: a report-mode run let through what enforcing would refuse */
 	const char *rule;     /* rule name, or "default" */
 	const char *rcode;    /* what the client got: "NOERROR", "NXDOMAIN", "SERVFAIL", … */
 	const char *why;      /* for refused/error: the reason; else NULL */

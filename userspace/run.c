@@ -504,12 +504,14 @@ static void on_dns(const struct resolver_event *ev, void *ctx)
 	char task[TASK_MAX + 1], name[DNS_NAME_MAX];
 	bool deny = !strcmp(ev->decision, "deny"), refused = !strcmp(ev->decision, "refused");
 	struct notice n = { .len = 0 };
+	const char *what;
 
 	clock_gettime(CLOCK_REALTIME, &now);
 	line_run_fields(r, &l, "dns", &now);
 	journal_line_str(&l, "host", ev->name);
 	journal_line_str(&l, "qtype", ev->qtype);
 	journal_line_str(&l, "decision", ev->decision);
+	journal_line_bool(&l, "enforced", ev->enforced);
 	journal_line_str(&l, "rule", ev->rule);
 	journal_line_str(&l, "rcode", ev->rcode);
 	journal_line_str(&l, "transport", ev->transport);
@@ -535,13 +537,14 @@ static void on_dns(const struct resolver_event *ev, void *ctx)
 		return;
 	safe_text(task, sizeof(task), r->args.task ? r->args.task : "-");
 	safe_text(name, sizeof(name), ev->name);
+	what = ev->enforced ? "egress denied" : "egress would be denied (report mode)";
 	if (deny) {
-		notice_add(&n, "egress denied: %s (rule: %s) run_id=%s task=%s\n", name, ev->rule,
+		notice_add(&n, "%s: %s (rule: %s) run_id=%s task=%s\n", what, name, ev->rule,
 			   r->run_id, task);
 		if (r->policy->request_access)
 			notice_request_access(&n, r->policy->request_access, name);
 	} else {
-		notice_add(&n, "egress denied: %s (answer refused: %s) run_id=%s task=%s\n", name,
+		notice_add(&n, "%s: %s (answer refused: %s) run_id=%s task=%s\n", what, name,
 			   ev->why ? ev->why : "", r->run_id, task);
 	}
 	notice_write(&n);
