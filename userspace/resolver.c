@@ -69,8 +69,10 @@ struct resolver {
 	struct job *head, *tail;
 	size_t queued;
 	bool stopping;
-	char **hosts;
+	char **hosts;	  /* host_id - 1 → name */
 	size_t n_hosts, cap_hosts;
+	uint32_t *index;  /* hash of names → host_id, 0 empty; capacity a power of two */
+	size_t cap_index;
 };
 
 /* An answer being assembled for one query. */
@@ -328,17 +330,56 @@ uint16_t resolver_port(const struct resolver *r)
 
 /* --- names ---------------------------------------------------------------------------------- */
 
+/* FNV-1a, for the name index: names come from the run, so lookups must not be linear. */
+static uint64_t name_hash(const char *name)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (; *name; name++) {
+		h ^= (unsigned char)*name;
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+/* The index slot (open addressing, linear probing) holding name's id, or the empty one for it. */
+static size_t index_slot(const struct resolver *r, const char *name)
+{
+	size_t mask = r->cap_index - 1, i = (size_t)name_hash(name) & mask;
+
+	while (r->index[i] && strcmp(r->hosts[r->index[i] - 1], name))
+		i = (i + 1) & mask;
+	return i;
+}
+
+/* Keep the index at most half full; ids are stable, so it is rebuilt from the hosts array. */
+static int grow_index(struct resolver *r)
+{
+	size_t cap = r->cap_index ? r->cap_index * 2 : 128, i;
+	uint32_t *idx = calloc(cap, sizeof(*idx));
+
+	if (!idx)
+		return -ENOMEM;
+	free(r->index);
+	r->index = idx;
+	r->cap_index = cap;
+	for (i = 0; i < r->n_hosts; i++)
+		r->index[index_slot(r, r->hosts[i])] = (uint32_t)i + 1;
+	return 0;
+}
+
 static uint32_t intern_host(struct resolver *r, const char *name)
 {
 	uint32_t id = 0;
-	size_t i;
+	size_t slot;
 
 	pthread_mutex_lock(&r->lock);
-	for (i = 0; i < r->n_hosts; i++) {
-		if (!strcmp(r->hosts[i], name)) {
-			id = (uint32_t)i + 1;
-			goto out;
-		}
+	if ((r->n_hosts + 1) * 2 > r->cap_index && grow_index(r))
+		goto out;
+	slot = index_slot(r, name);
+	if (r->index[slot]) {
+		id = r->index[slot];
+		goto out;
 	}
 	if (r->n_hosts >= MAX_HOSTS)
 		goto out;
@@ -352,8 +393,10 @@ static uint32_t intern_host(struct resolver *r, const char *name)
 		r->cap_hosts = cap;
 	}
 	r->hosts[r->n_hosts] = strdup(name);
-	if (r->hosts[r->n_hosts])
+	if (r->hosts[r->n_hosts]) {
 		id = (uint32_t)++r->n_hosts;
+		r->index[slot] = id;
+	}
 out:
 	pthread_mutex_unlock(&r->lock);
 	return id;
@@ -1134,6 +1177,7 @@ void resolver_stop(struct resolver *r)
 	for (i = 0; i < r->n_hosts; i++)
 		free(r->hosts[i]);
 	free(r->hosts);
+	free(r->index);
 	pthread_mutex_destroy(&r->lock);
 	pthread_mutex_destroy(&r->diag_lock);
 	pthread_cond_destroy(&r->cond);
