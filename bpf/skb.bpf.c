@@ -298,7 +298,9 @@ static __always_inline int judge_records(struct __sk_buff *skb, struct bpf_sock 
  */
 static __always_inline bool reroutes(struct __sk_buff *skb)
 {
+	__u32 next = 6, hdr = 40; /* the next-header byte, and where the header it names starts */
 	__u8 b[2];
+	int i;
 
 	if (skb->protocol == bpf_htons(ETH_P_IP)) {
 		if (bpf_skb_load_bytes(skb, 0, b, 1))
@@ -307,23 +309,18 @@ static __always_inline bool reroutes(struct __sk_buff *skb)
 	}
 	if (skb->protocol != bpf_htons(ETH_P_IPV6))
 		return false;
-	/* next header, then, behind hop-by-hop or destination options, the one after it */
-	if (bpf_skb_load_bytes(skb, 6, b, 1))
-		return true;
-	if (b[0] == IPPROTO_ROUTING)
-		return true;
-	if (b[0] != IPPROTO_HOPOPTS && b[0] != IPPROTO_DSTOPTS)
-		return false;
-	if (bpf_skb_load_bytes(skb, 40, b, 2))
-		return true;
-	if (b[0] == IPPROTO_ROUTING)
-		return true;
-	if (b[0] != IPPROTO_HOPOPTS && b[0] != IPPROTO_DSTOPTS)
-		return false;
-	/* a second options header: look behind it too, once */
-	if (bpf_skb_load_bytes(skb, 40 + 8 * (b[1] + 1), b, 1))
-		return true;
-	return b[0] == IPPROTO_ROUTING || b[0] == IPPROTO_HOPOPTS || b[0] == IPPROTO_DSTOPTS;
+	/* a routing header, possibly behind hop-by-hop or destination options */
+	for (i = 0; i < 3; i++) {
+		if (bpf_skb_load_bytes(skb, next, b, 1) || b[0] == IPPROTO_ROUTING)
+			return true;
+		if (b[0] != IPPROTO_HOPOPTS && b[0] != IPPROTO_DSTOPTS)
+			return false;
+		if (bpf_skb_load_bytes(skb, hdr, b, 2))
+			return true;
+		next = hdr;
+		hdr += 8 * (b[1] + 1);
+	}
+	return true; /* more option headers than we look through: cannot be judged */
 }
 
 static __always_inline int drop_rerouted(struct __sk_buff *skb)

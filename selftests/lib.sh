@@ -309,26 +309,9 @@ in_run() { ip netns exec "$SL_NS_RUN" "$@"; }
 in_rtr() { ip netns exec "$SL_NS_RTR" "$@"; }
 in_inet() { ip netns exec "$SL_NS_INET" "$@"; }
 
-# Start a sink in NS, logging to $SL_TMP/NAME.log; wait for its pid file.
+# Start a sink in NS, logging to $SL_TMP/NAME.log, on the test ports; wait for its pid file.
 sl_start_sink() {
-	local ns=$1 name=$2 pid i
-	ip netns exec "$ns" "$SL_SINK" --log "$SL_TMP/$name.log" --pidfile "$SL_TMP/$name.pid" \
-		--tcp 80,443,8080 --udp 53,443,5353,9999 --reply \
-		>"$SL_TMP/$name.out" 2>&1 </dev/null &
-	pid=$!
-	sl_track_pid "$pid"
-	for i in $(seq 100); do
-		[[ -s $SL_TMP/$name.pid ]] && break
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.05
-	done
-	if [[ ! -s $SL_TMP/$name.pid ]]; then
-		echo "sink $name did not start: $(cat "$SL_TMP/$name.out")" >&2
-		return 1
-	fi
-	# "ip netns exec" execs the sink in place: the pid we hold is the sink's.
-	[[ $(<"$SL_TMP/$name.pid") == "$pid" ]] || sl_track_pid "$(<"$SL_TMP/$name.pid")"
-	return 0
+	sl_start_sink_ports "$1" "$2" 80,443,8080 53,443,5353,9999
 }
 
 sl_topo_build() {
@@ -1059,6 +1042,7 @@ sl_start_sink_ports() {
 		echo "sink $name did not start: $(cat "$SL_TMP/$name.out")" >&2
 		return 1
 	fi
+	# "ip netns exec" execs the sink in place: the pid we hold is the sink's.
 	[[ $(<"$SL_TMP/$name.pid") == "$pid" ]] || sl_track_pid "$(<"$SL_TMP/$name.pid")"
 	return 0
 }
