@@ -339,10 +339,22 @@ static __always_inline int drop_rerouted(struct __sk_buff *skb)
 	return SKB_DROP;
 }
 
+/* A datagram of a UDP socket whose connect() was denied: drop it, record the denial once. */
+static __always_inline int drop_held(struct sl_sk_held *held)
+{
+	if (!held->recorded) {
+		held->recorded = 1;
+		event_hdr_init(&held->ev.hdr, SL_EV_DECISION, sizeof(held->ev));
+		event_submit(&held->ev, sizeof(held->ev), held->ev.hook, true);
+	}
+	return SKB_DROP;
+}
+
 SEC("cgroup_skb/egress")
 int sl_egress(struct __sk_buff *skb)
 {
 	struct bpf_sock *sk = skb->sk;
+	struct sl_sk_held *held;
 	struct sl_sk_tls *t;
 	__u8 daddr[16] = {}, family = 0;
 	__u32 off;
@@ -354,6 +366,9 @@ int sl_egress(struct __sk_buff *skb)
 	sk = bpf_sk_fullsock(sk);
 	if (!sk)
 		return SKB_PASS;
+	held = bpf_sk_storage_get(&sl_sk_held, sk, 0, 0);
+	if (held)
+		return drop_held(held);
 	t = bpf_sk_storage_get(&sl_sk_tls, sk, 0, 0);
 	if (!t || t->state == SL_TLS_ALLOWED)
 		return SKB_PASS;

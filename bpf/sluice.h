@@ -213,6 +213,18 @@ struct sl_sk_tls {
 };
 _Static_assert(sizeof(struct sl_sk_tls) == 32, "sl_sk_tls ABI");
 
+/*
+ * A UDP socket connect()ed to a destination the policy denies: connect() itself sends nothing
+ * (glibc connects a UDP socket to every candidate address just to sort them), so the connect is
+ * let through and the denial held here, to be applied and recorded at the socket's first send.
+ */
+struct sl_sk_held {
+	struct sl_decision_event ev; /* the denial, recorded when the first datagram is dropped */
+	__u8 recorded;
+	__u8 pad[7];
+};
+_Static_assert(sizeof(struct sl_sk_held) == 112, "sl_sk_held ABI");
+
 /* (destination, server name) pairs the run's resolver produced; value: host_id. */
 struct sl_sni_key {
 	__u8 addr[16];	 /* v4 in the first 4 bytes, the rest zero */

@@ -314,6 +314,24 @@ static __always_inline bool tls_expect_server_name(struct bpf_sock_addr *ctx,
 	return true;
 }
 
+/*
+ * Keep the denial of a UDP connect() in the socket's storage; the egress program drops the
+ * socket's datagrams (the send fails with EPERM) and records the denial at the first one.
+ * Without storage the connect is denied at once instead.
+ */
+static __always_inline bool hold_udp_denial(struct bpf_sock_addr *ctx,
+					    const struct sl_decision_event *ev)
+{
+	struct sl_sk_held *h = bpf_sk_storage_get(&sl_sk_held, ctx->sk, 0,
+						  BPF_SK_STORAGE_GET_F_CREATE);
+
+	if (!h)
+		return false;
+	__builtin_memcpy(&h->ev, ev, sizeof(h->ev));
+	h->recorded = 0;
+	return true;
+}
+
 /* Record the decision and turn it into the program's return value. */
 static __always_inline int finish(struct bpf_sock_addr *ctx, struct sl_decision_event *ev,
 				  struct verdict *v, __u8 hook, bool is_sendmsg)
@@ -348,6 +366,16 @@ static __always_inline int finish(struct bpf_sock_addr *ctx, struct sl_decision_
 	ev->enforced = enforce || !deny;
 	ev->hook = hook;
 	ev->protocol = ctx->protocol;
+
+	if (ctx->protocol == IPPROTO_UDP && ctx->sk) {
+		/* A UDP connect() sends nothing: hold its denial until the socket sends. */
+		if (enforce && !is_sendmsg && v->reason != SL_REASON_BLACKHOLE &&
+		    hold_udp_denial(ctx, ev))
+			return 1;
+		/* allowed now: an earlier connect's held denial no longer applies */
+		if (!deny)
+			bpf_sk_storage_delete(&sl_sk_held, ctx->sk);
+	}
 
 	if (deny || !is_sendmsg || !sendmsg_allow_already_recorded(ctx, ev)) {
 		event_hdr_init(&ev->hdr, SL_EV_DECISION, sizeof(*ev));

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * State shared by the decision layer and the packet layer for the TLS server-name check. Both
- * objects declare these maps; the loader makes the second reuse the first's, so they are one.
+ * Socket state shared by the decision layer and the packet layer: the TLS server-name check and
+ * held UDP denials. Both objects declare these maps; the loader makes the second reuse the
+ * first's, so they are one.
  */
 #ifndef SLUICE_TLS_BPF_H
 #define SLUICE_TLS_BPF_H
@@ -24,5 +25,13 @@ struct {
 	__type(key, struct sl_sni_key);
 	__type(value, __u32);
 } sl_sni_ok SEC(".maps");
+
+/* Denials of UDP connect() held until the first send (see struct sl_sk_held). */
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct sl_sk_held);
+} sl_sk_held SEC(".maps");
 
 #endif /* SLUICE_TLS_BPF_H */

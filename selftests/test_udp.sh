@@ -65,4 +65,21 @@ for c in "${denied[@]}"; do
 	probe_denied "$label" "$mode" "$addr" "$port" "$errno" "$hook" "$rule"
 done
 
+# A UDP connect() sends nothing (glibc connects one to every candidate address to sort them):
+# it succeeds, and only a send is denied; a socket that never sends leaves no denial behind,
+# and one that is connected again to an allowed destination sends normally.
+log=$SL_TMP/udp-connect-only.jsonl
+sluice_run "$CASE_POLICY" "$log" -- "${RUN_EXEC[@]}" python3 -c "
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.connect(('198.51.100.20', 9999)); print('connected')
+s.connect(('198.51.100.10', 9999)); s.send(b'reconnected'); print('sent')
+"
+tap_is "udp: connect() to an unlisted host succeeds, reconnecting to an allowed one sends" \
+	"$(tr '\n' ' ' <"$SL_OUT")" "connected sent "
+tap_cmp "udp: a connect() never followed by a send leaves no denial in the log" \
+	"$(log_count "$log" type=decision decision=deny)" -eq 0
+tap_check "udp: nor on stderr" bash -c "! grep -q 'egress denied' '$SL_ERR'"
+assert_sink_saw "udp: the datagram after reconnecting arrives" 'udp 198.51.100.10 9999'
+
 tap_done

@@ -159,6 +159,7 @@ static int load_packet_layer(struct loader *l, const struct policy *p)
 		{ l->skb->maps.sl_lost, l->skel->maps.sl_lost },
 		{ l->skb->maps.sl_seq, l->skel->maps.sl_seq },
 		{ l->skb->maps.sl_sk_tls, l->skel->maps.sl_sk_tls },
+		{ l->skb->maps.sl_sk_held, l->skel->maps.sl_sk_held },
 		{ l->skb->maps.sl_sni_ok, l->skel->maps.sl_sni_ok },
 	};
 	size_t i;
