@@ -18,7 +18,7 @@ APP_SRCS := $(wildcard userspace/*.c) policy/policy.c
 APP_OBJS := $(patsubst %.c,$(OUTPUT)/obj/%.o,$(APP_SRCS))
 
 TOOLS := $(patsubst selftests/tools/%.c,$(OUTPUT)/selftests/%,$(wildcard selftests/tools/*.c))
-# The same stub-resolver client against musl, static, where musl-gcc is installed (make deps).
+# The same getaddrinfo client against musl, static, where musl-gcc is installed (make deps).
 MUSL_GCC := $(shell command -v musl-gcc)
 ifneq ($(MUSL_GCC),)
 TOOLS += $(OUTPUT)/selftests/sl_resolve_musl

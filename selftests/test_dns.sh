@@ -542,7 +542,7 @@ dig_cases=(
 	"P7-udp-testhost6 SEED  udp    2001:db8::20   artifacts.acme.internal   AAAA NOERROR  AAAA/2001:db8::10   rule_3"
 	"P7-udp-router    SEED  udp    10.200.1.1     ghcr.io                   A    NOERROR  A/198.51.100.10     rule_4"
 	"P7-tcp-router6   SEED  tcp    fd10:200:1::1  api.github.com            A    NOERROR  A/198.51.100.10     rule_5"
-	"P7-udp-stub      SEED  udp    127.0.0.53     registry.npmjs.org        A    NOERROR  A/198.51.100.10     rule_1"
+	"P7-udp-local     SEED  udp    127.0.0.53     registry.npmjs.org        A    NOERROR  A/198.51.100.10     rule_1"
 	"P7-tcp-loopback6 SEED  tcp    ::1            registry.npmjs.org        A    NOERROR  A/198.51.100.10     rule_1"
 	"P7-udp-allowed53 CIDR53 udp   198.51.100.20  registry.npmjs.org        A    NOERROR  A/198.51.100.10     npm"
 	"P7-tcp-allowed53 CIDR53 tcp   2001:db8::20   registry.npmjs.org        A    NOERROR  A/198.51.100.10     npm"

@@ -2,7 +2,7 @@
 /*
  * sl_resolve NAME [tcp|udp]: resolve NAME with the C library's getaddrinfo() and print one
  * address per line, or "err EAI_NAME". Built against glibc and, statically, against musl: the
- * two stub resolvers differ (musl queries every nameserver in parallel, glibc one after another;
+ * two C-library resolvers differ (musl queries every nameserver in parallel, glibc one after another;
  * musl checks that answers come from the server asked), so the run's resolver must satisfy both.
  */
 #include <arpa/inet.h>
