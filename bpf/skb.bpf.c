@@ -33,6 +33,7 @@
 #define ETH_P_IPV6 0x86DD
 #define IPPROTO_HOPOPTS 0
 #define IPPROTO_TCP 6
+#define IPPROTO_UDP 17
 #define IPPROTO_ROUTING 43
 #define IPPROTO_DSTOPTS 60
 #define TLS_CONTENT_CHANGE_CIPHER_SPEC 0x14
@@ -61,8 +62,8 @@ struct {
 } sl_tls_scratch SEC(".maps");
 
 /* Offset of the TCP payload, and the destination, of an unfragmented IPv4/IPv6 TCP packet. */
-static __always_inline int tcp_payload(struct __sk_buff *skb, __u32 *off, __u8 daddr[16],
-				       __u8 *family)
+static __always_inline int tcp_header(struct __sk_buff *skb, __u32 *off, __u8 daddr[16],
+				      __u8 *family, struct tcphdr *th_out)
 {
 	struct tcphdr th;
 	__u32 l4;
@@ -91,7 +92,60 @@ static __always_inline int tcp_payload(struct __sk_buff *skb, __u32 *off, __u8 d
 	if (bpf_skb_load_bytes(skb, l4, &th, sizeof(th)) || th.doff < 5)
 		return -1;
 	*off = l4 + th.doff * 4;
+	if (th_out)
+		__builtin_memcpy(th_out, &th, sizeof(th));
 	return 0;
+}
+
+static __always_inline int tcp_payload(struct __sk_buff *skb, __u32 *off, __u8 daddr[16],
+				       __u8 *family)
+{
+	return tcp_header(skb, off, daddr, family, NULL);
+}
+
+/*
+ * Add this packet's payload to its flow, once: a TCP segment counts only the bytes past the
+ * highest sequence number seen in its direction, so retransmissions add nothing; a UDP datagram
+ * counts whole.
+ */
+static __always_inline void flow_count(struct __sk_buff *skb, struct sl_flow *f, bool out)
+{
+	__u8 addr[16], family;
+	struct tcphdr th;
+	__u32 off, len, start, end, *next;
+	__u8 *init;
+	__u64 *bytes = out ? &f->req_bytes : &f->resp_bytes;
+
+	if (f->protocol == IPPROTO_UDP) {
+		off = skb->protocol == bpf_htons(ETH_P_IP) ? 20 : 40;
+		if (skb->protocol == bpf_htons(ETH_P_IP)) {
+			__u8 v;
+
+			if (bpf_skb_load_bytes(skb, 0, &v, 1))
+				return;
+			off = (v & 0x0f) * 4;
+		}
+		if (skb->len > off + 8)
+			__sync_fetch_and_add(bytes, skb->len - off - 8);
+		return;
+	}
+	if (tcp_header(skb, &off, addr, &family, &th) || off >= skb->len)
+		return;
+	len = skb->len - off;
+	start = bpf_ntohl(th.seq) + (th.syn ? 1 : 0); /* a SYN takes one sequence number */
+	end = start + len;
+	next = out ? &f->snd_next : &f->rcv_next;
+	init = out ? &f->snd_init : &f->rcv_init;
+	if (!*init) {
+		*init = 1;
+		*next = end;
+		__sync_fetch_and_add(bytes, len);
+		return;
+	}
+	if ((__s32)(end - *next) <= 0)
+		return; /* nothing new */
+	__sync_fetch_and_add(bytes, (__s32)(start - *next) >= 0 ? len : end - *next);
+	*next = end;
 }
 
 static __always_inline int load_be16(struct __sk_buff *skb, __u32 off, __u32 *v)
@@ -350,25 +404,13 @@ static __always_inline int drop_held(struct sl_sk_held *held)
 	return SKB_DROP;
 }
 
-SEC("cgroup_skb/egress")
-int sl_egress(struct __sk_buff *skb)
+/* The TLS server-name check on a packet of a marked flow (see the top of the file). */
+static __always_inline int tls_egress(struct __sk_buff *skb, struct bpf_sock *sk)
 {
-	struct bpf_sock *sk = skb->sk;
-	struct sl_sk_held *held;
 	struct sl_sk_tls *t;
 	__u8 daddr[16] = {}, family = 0;
 	__u32 off;
 
-	if (reroutes(skb))
-		return drop_rerouted(skb);
-	if (!sk)
-		return SKB_PASS;
-	sk = bpf_sk_fullsock(sk);
-	if (!sk)
-		return SKB_PASS;
-	held = bpf_sk_storage_get(&sl_sk_held, sk, 0, 0);
-	if (held)
-		return drop_held(held);
 	t = bpf_sk_storage_get(&sl_sk_tls, sk, 0, 0);
 	if (!t || t->state == SL_TLS_ALLOWED)
 		return SKB_PASS;
@@ -390,6 +432,32 @@ int sl_egress(struct __sk_buff *skb)
 	return judge_records(skb, sk, t, off, daddr, family);
 }
 
+SEC("cgroup_skb/egress")
+int sl_egress(struct __sk_buff *skb)
+{
+	struct bpf_sock *sk = skb->sk;
+	struct sl_sk_held *held;
+	struct sl_flow *flow;
+
+	if (reroutes(skb))
+		return drop_rerouted(skb);
+	if (!sk)
+		return SKB_PASS;
+	sk = bpf_sk_fullsock(sk);
+	if (!sk)
+		return SKB_PASS;
+	held = bpf_sk_storage_get(&sl_sk_held, sk, 0, 0);
+	if (held)
+		return drop_held(held);
+	/* What leaves is counted; what the TLS check drops is not. */
+	flow = bpf_sk_storage_get(&sl_sk_flow, sk, 0, 0);
+	if (tls_egress(skb, sk) == SKB_DROP)
+		return SKB_DROP;
+	if (flow)
+		flow_count(skb, flow, true);
+	return SKB_PASS;
+}
+
 /*
  * SHA-256("HelloRetryRequest"): the ServerHello.random that marks a HelloRetryRequest (RFC 8446),
  * as four little-endian words, the way the program loads it.
@@ -399,14 +467,15 @@ static const __u64 hrr_random[4] = {
 };
 
 /*
- * The server's first handshake record of a checked flow: a ServerHello ends the checking, a
- * HelloRetryRequest makes the next ClientHello subject to it again. What does not parse leaves
- * the flow being watched. Ingress only observes: it never drops.
+ * Ingress counts a flow's received bytes, and reads the server's first handshake record of a
+ * checked flow: a ServerHello ends the checking, a HelloRetryRequest makes the next ClientHello
+ * subject to it again. What does not parse leaves the flow being watched. It never drops.
  */
 SEC("cgroup_skb/ingress")
 int sl_ingress(struct __sk_buff *skb)
 {
 	struct bpf_sock *sk = skb->sk;
+	struct sl_flow *flow;
 	struct sl_sk_tls *t;
 	__u8 addr[16] = {}, family = 0, hdr[6];
 	__u64 random[4];
@@ -417,6 +486,9 @@ int sl_ingress(struct __sk_buff *skb)
 	sk = bpf_sk_fullsock(sk);
 	if (!sk)
 		return SKB_PASS;
+	flow = bpf_sk_storage_get(&sl_sk_flow, sk, 0, 0);
+	if (flow)
+		flow_count(skb, flow, false);
 	t = bpf_sk_storage_get(&sl_sk_tls, sk, 0, 0);
 	if (!t || t->state != SL_TLS_AWAIT_SERVER)
 		return SKB_PASS;

@@ -18,6 +18,7 @@
 enum sl_event_type {
 	SL_EV_DECISION = 1, /* a connect/sendmsg was judged: struct sl_decision_event */
 	SL_EV_TLS = 2,	    /* a TLS flow's server name was judged: struct sl_tls_event */
+	SL_EV_FLOW = 3,	    /* an allowed flow ended (its socket was released): struct sl_flow_event */
 };
 
 /* Hooks that judge or observe; also the index of the per-hook loss counters. */
@@ -30,6 +31,7 @@ enum sl_hook {
 	SL_HOOK_EGRESS = 5,	 /* cgroup_skb egress: the TLS server-name check, header checks */
 	SL_HOOK_SOCK_CREATE = 6, /* cgroup/sock_create: socket kinds */
 	SL_HOOK_SETSOCKOPT = 7,	 /* cgroup/setsockopt: options that reroute packets */
+	SL_HOOK_SOCK_RELEASE = 8, /* cgroup/sock_release: a flow's record */
 	SL_HOOK_MAX, /* array size, not a hook; recvmsg/getpeername rewrite and record nothing */
 };
 
@@ -256,5 +258,40 @@ struct sl_tls_event {
 	char sni[256];
 };
 _Static_assert(sizeof(struct sl_tls_event) == 352, "sl_tls_event ABI");
+
+/*
+ * An allowed connected flow, kept in socket storage from connect() to the socket's release.
+ * Payload bytes are counted once: TCP by sequence number (a retransmission adds nothing), UDP
+ * per datagram.
+ */
+struct sl_flow {
+	__u64 start_ns;	  /* CLOCK_BOOTTIME at connect() */
+	__u64 req_bytes;  /* payload sent */
+	__u64 resp_bytes; /* payload received */
+	__u32 snd_next;	  /* TCP: sequence number after the last new byte sent */
+	__u32 rcv_next;	  /* TCP: sequence number after the last new byte received */
+	__u8 snd_init;	  /* snd_next is set */
+	__u8 rcv_init;
+	__u8 family;
+	__u8 protocol;
+	__u16 port;	  /* destination, host order */
+	__u16 rule_id;
+	__u32 host_id;
+	__u32 pid;
+	__u32 tgid;
+	__u32 pad;
+	__u8 addr[16];
+	char comm[16];
+};
+_Static_assert(sizeof(struct sl_flow) == 88, "sl_flow ABI");
+
+struct sl_flow_event {
+	struct sl_event_hdr hdr;
+	__u64 cgroup_id;
+	__u64 sock_cookie;
+	__u64 end_ns; /* CLOCK_BOOTTIME at release */
+	struct sl_flow flow;
+};
+_Static_assert(sizeof(struct sl_flow_event) == 136, "sl_flow_event ABI");
 
 #endif /* SLUICE_H */

@@ -315,6 +315,31 @@ static __always_inline bool tls_expect_server_name(struct bpf_sock_addr *ctx,
 }
 
 /*
+ * Begin counting an allowed flow. A socket connected again starts a new flow; the bytes of the
+ * old one are lost to the log (rare: a UDP socket re-aimed), which is said in the README.
+ */
+static __always_inline void flow_start(struct bpf_sock_addr *ctx,
+				       const struct sl_decision_event *ev)
+{
+	struct sl_flow *f = bpf_sk_storage_get(&sl_sk_flow, ctx->sk, 0,
+					       BPF_SK_STORAGE_GET_F_CREATE);
+
+	if (!f)
+		return;
+	__builtin_memset(f, 0, sizeof(*f));
+	f->start_ns = bpf_ktime_get_boot_ns();
+	f->family = ev->family;
+	f->protocol = ev->protocol;
+	f->port = ev->port;
+	f->rule_id = ev->rule_id;
+	f->host_id = ev->host_id;
+	f->pid = ev->pid;
+	f->tgid = ev->tgid;
+	__builtin_memcpy(f->addr, ev->addr, sizeof(f->addr));
+	__builtin_memcpy(f->comm, ev->comm, sizeof(f->comm));
+}
+
+/*
  * Keep the denial of a UDP connect() in the socket's storage; the egress program drops the
  * socket's datagrams (the send fails with EPERM) and records the denial at the first one.
  * Without storage the connect is denied at once instead.
@@ -376,6 +401,10 @@ static __always_inline int finish(struct bpf_sock_addr *ctx, struct sl_decision_
 		if (!deny)
 			bpf_sk_storage_delete(&sl_sk_held, ctx->sk);
 	}
+
+	/* An allowed connect() starts a flow; the redirect to the resolver is not one. */
+	if (!deny && !is_sendmsg && ctx->sk && v->reason != SL_REASON_DNS_REDIRECT)
+		flow_start(ctx, ev);
 
 	if (deny || !is_sendmsg || !sendmsg_allow_already_recorded(ctx, ev)) {
 		event_hdr_init(&ev->hdr, SL_EV_DECISION, sizeof(*ev));
@@ -615,4 +644,23 @@ SEC("cgroup/getpeername6")
 int sl_getpeername6(struct bpf_sock_addr *ctx)
 {
 	return unredirect6(ctx);
+}
+
+/* The socket is gone: its flow, with what it carried, becomes one record. */
+SEC("cgroup/sock_release")
+int sl_sock_release(struct bpf_sock *sk)
+{
+	struct sl_flow_event ev = {};
+	struct sl_flow *f = bpf_sk_storage_get(&sl_sk_flow, sk, 0, 0);
+
+	if (!f)
+		return 1;
+	__builtin_memcpy(&ev.flow, f, sizeof(ev.flow));
+	ev.end_ns = bpf_ktime_get_boot_ns();
+	ev.cgroup_id = bpf_get_current_cgroup_id();
+	ev.sock_cookie = bpf_get_socket_cookie(sk);
+	event_hdr_init(&ev.hdr, SL_EV_FLOW, sizeof(ev));
+	/* (the storage goes with the socket: this program may not delete it, and need not) */
+	event_submit(&ev, sizeof(ev), SL_HOOK_SOCK_RELEASE, false);
+	return 1;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Socket state shared by the decision layer and the packet layer: the TLS server-name check and
- * held UDP denials. Both objects declare these maps; the loader makes the second reuse the
+ * Socket state shared by the decision layer and the packet layer: the TLS server-name check,
+ * held UDP denials and per-flow byte counts. Both objects declare these maps; the loader makes the second reuse the
  * first's, so they are one.
  */
 #ifndef SLUICE_TLS_BPF_H
@@ -33,5 +33,13 @@ struct {
 	__type(key, int);
 	__type(value, struct sl_sk_held);
 } sl_sk_held SEC(".maps");
+
+/* Allowed connected flows and their byte counts (see struct sl_flow). */
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct sl_flow);
+} sl_sk_flow SEC(".maps");
 
 #endif /* SLUICE_TLS_BPF_H */

@@ -18,6 +18,7 @@ static const char *const hook_names[SL_HOOK_MAX] = {
 	[SL_HOOK_EGRESS] = "egress",
 	[SL_HOOK_SOCK_CREATE] = "sock_create",
 	[SL_HOOK_SETSOCKOPT] = "setsockopt",
+	[SL_HOOK_SOCK_RELEASE] = "sock_release",
 };
 
 static const char *const reason_names[] = {
@@ -94,7 +95,7 @@ int decision_view_init(struct decision_view *v, const struct sl_decision_event *
 		       const struct policy *p)
 {
 	memset(v, 0, sizeof(*v));
-	if (ev->hook == SL_HOOK_NONE || ev->hook >= SL_HOOK_MAX ||
+	if (ev->hook == SL_HOOK_NONE || ev->hook >= SL_HOOK_MAX || ev->hook == SL_HOOK_SOCK_RELEASE ||
 	    (ev->verdict != SL_VERDICT_ALLOW && ev->verdict != SL_VERDICT_DENY) ||
 	    ev->reason < SL_REASON_RULE || ev->reason > SL_REASON_V4_RELAY)
 		return -EINVAL;

@@ -27,6 +27,7 @@ static int on_record(void *ctx, void *data, size_t size)
 	struct events *e = ctx;
 	struct sl_decision_event ev;
 	struct sl_tls_event tls;
+	struct sl_flow_event flow;
 	struct sl_event_hdr hdr;
 
 	if (size < sizeof(hdr))
@@ -51,6 +52,11 @@ static int on_record(void *ctx, void *data, size_t size)
 		if (tls.sni_len > SL_SNI_MAX)
 			return malformed(e, "TLS record with a server name longer than 255", size);
 		break;
+	case SL_EV_FLOW:
+		if (size != sizeof(flow))
+			return malformed(e, "flow record of the wrong size", size);
+		memcpy(&flow, data, sizeof(flow));
+		break;
 	default:
 		return malformed(e, "unknown record type", size);
 	}
@@ -60,6 +66,8 @@ static int on_record(void *ctx, void *data, size_t size)
 		e->stats.next_seq = hdr.seq + 1;
 	if (hdr.type == SL_EV_TLS)
 		return e->h.tls(&tls, e->ctx);
+	if (hdr.type == SL_EV_FLOW)
+		return e->h.flow(&flow, e->ctx);
 	return e->h.decision(&ev, e->ctx);
 }
 

@@ -20,6 +20,8 @@ struct events_handlers {
 	int (*decision)(const struct sl_decision_event *ev, void *ctx);
 	/* A valid TLS server-name record. */
 	int (*tls)(const struct sl_tls_event *ev, void *ctx);
+	/* A valid record of a finished flow. */
+	int (*flow)(const struct sl_flow_event *ev, void *ctx);
 	/* A record that does not match the ABI; why says how. */
 	void (*malformed)(const char *why, size_t size, void *ctx);
 };

@@ -40,6 +40,7 @@ enum loader_prog {
 	PROG_INGRESS,
 	PROG_SOCK_CREATE,
 	PROG_SETSOCKOPT,
+	PROG_SOCK_RELEASE,
 	PROG_MAX,
 };
 
@@ -52,6 +53,7 @@ static const char *const prog_names[PROG_MAX] = {
 	[PROG_INGRESS] = "ingress",
 	[PROG_SOCK_CREATE] = "sock_create",
 	[PROG_SETSOCKOPT] = "setsockopt",
+	[PROG_SOCK_RELEASE] = "sock_release",
 };
 
 struct loader {
@@ -81,6 +83,7 @@ static struct bpf_program *prog_of(const struct loader *l, enum loader_prog i)
 		[PROG_INGRESS] = l->skb->progs.sl_ingress,
 		[PROG_SOCK_CREATE] = l->surface->progs.sl_sock_create,
 		[PROG_SETSOCKOPT] = l->surface->progs.sl_setsockopt,
+		[PROG_SOCK_RELEASE] = skel->progs.sl_sock_release,
 	};
 
 	return progs[i];
@@ -160,6 +163,7 @@ static int load_packet_layer(struct loader *l, const struct policy *p)
 		{ l->skb->maps.sl_seq, l->skel->maps.sl_seq },
 		{ l->skb->maps.sl_sk_tls, l->skel->maps.sl_sk_tls },
 		{ l->skb->maps.sl_sk_held, l->skel->maps.sl_sk_held },
+		{ l->skb->maps.sl_sk_flow, l->skel->maps.sl_sk_flow },
 		{ l->skb->maps.sl_sni_ok, l->skel->maps.sl_sni_ok },
 	};
 	size_t i;
