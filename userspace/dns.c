@@ -283,6 +283,24 @@ static int read_query_opt(struct reader *r, struct dns_query *q)
 	return 0;
 }
 
+/*
+ * The end of a parse: a message must be used up exactly; on any failure the output is wiped (a
+ * half-filled struct is never handed on) and the reason reported.
+ */
+static int parse_end(struct reader *r, int err, void *out, size_t out_size, char *why,
+		     size_t why_len)
+{
+	if (!err && r->off != r->len) {
+		err = -EBADMSG;
+		r->why = "trailing bytes after the message";
+	}
+	if (err) {
+		memset(out, 0, out_size);
+		set_why(why, why_len, r->why);
+	}
+	return err;
+}
+
 int dns_parse_query(const uint8_t *msg, size_t len, struct dns_query *q, char *why, size_t why_len)
 {
 	struct reader r = {.msg = msg, .len = len};
@@ -345,16 +363,8 @@ int dns_parse_query(const uint8_t *msg, size_t len, struct dns_query *q, char *w
 			goto out;
 	}
 	err = 0;
-	if (r.off != r.len) {
-		err = -EBADMSG;
-		r.why = "trailing bytes after the message";
-	}
 out:
-	if (err) {
-		memset(q, 0, sizeof(*q));
-		set_why(why, why_len, r.why);
-	}
-	return err;
+	return parse_end(&r, err, q, sizeof(*q), why, why_len);
 }
 
 static int read_answer(struct reader *r, struct dns_rr *rr)
@@ -528,16 +538,8 @@ int dns_parse_response(const uint8_t *msg, size_t len, struct dns_response *resp
 			goto out;
 	}
 	err = 0;
-	if (r.off != r.len) {
-		err = -EBADMSG;
-		r.why = "trailing bytes after the message";
-	}
 out:
-	if (err) {
-		memset(resp, 0, sizeof(*resp));
-		set_why(why, why_len, r.why);
-	}
-	return err;
+	return parse_end(&r, err, resp, sizeof(*resp), why, why_len);
 }
 
 /* Building. */
