@@ -53,13 +53,20 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 const volatile __u8 sl_cfg_mode = SL_MODE_ENFORCE;
 
-/* The event is larger than is comfortable on the BPF stack: build it in per-CPU scratch. */
+/* The events are larger than is comfortable on the BPF stack: build them in per-CPU scratch. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct sl_tls_event);
 } sl_tls_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sl_flow_event);
+} sl_flow_scratch SEC(".maps");
 
 /* Offset of the TCP payload, and the destination, of an unfragmented IPv4/IPv6 TCP packet. */
 static __always_inline int tcp_header(struct __sk_buff *skb, __u32 *off, __u8 daddr[16],
@@ -103,49 +110,88 @@ static __always_inline int tcp_payload(struct __sk_buff *skb, __u32 *off, __u8 d
 	return tcp_header(skb, off, daddr, family, NULL);
 }
 
-/*
- * Add this packet's payload to its flow, once: a TCP segment counts only the bytes past the
- * highest sequence number seen in its direction, so retransmissions add nothing; a UDP datagram
- * counts whole.
- */
-static __always_inline void flow_count(struct __sk_buff *skb, struct sl_flow *f, bool out)
+/* A flow just cut: its record, now (end_ns 0 marks the cut), built in per-CPU scratch. */
+static __always_inline void flow_cut_record(struct __sk_buff *skb, const struct sl_flow *f)
+{
+	__u32 zero = 0;
+	struct sl_flow_event *ev = bpf_map_lookup_elem(&sl_flow_scratch, &zero);
+
+	if (!ev)
+		return;
+	__builtin_memcpy(&ev->flow, f, sizeof(ev->flow));
+	ev->end_ns = 0;
+	ev->cgroup_id = bpf_skb_cgroup_id(skb);
+	ev->sock_cookie = bpf_get_socket_cookie(skb);
+	event_hdr_init(&ev->hdr, SL_EV_FLOW, sizeof(*ev));
+	event_submit(ev, sizeof(*ev), SL_HOOK_EGRESS, true);
+}
+
+/* This packet's new payload bytes in its direction: TCP by sequence number, UDP whole. */
+static __always_inline __u32 flow_new_bytes(struct __sk_buff *skb, struct sl_flow *f, bool out,
+					    __u32 *next_end)
 {
 	__u8 addr[16], family;
 	struct tcphdr th;
-	__u32 off, len, start, end, *next;
-	__u8 *init;
-	__u64 *bytes = out ? &f->req_bytes : &f->resp_bytes;
+	__u32 off, len, start, end, next;
 
 	if (f->protocol == IPPROTO_UDP) {
-		off = skb->protocol == bpf_htons(ETH_P_IP) ? 20 : 40;
+		off = 40;
 		if (skb->protocol == bpf_htons(ETH_P_IP)) {
 			__u8 v;
 
 			if (bpf_skb_load_bytes(skb, 0, &v, 1))
-				return;
+				return 0;
 			off = (v & 0x0f) * 4;
 		}
-		if (skb->len > off + 8)
-			__sync_fetch_and_add(bytes, skb->len - off - 8);
-		return;
+		return skb->len > off + 8 ? skb->len - off - 8 : 0;
 	}
 	if (tcp_header(skb, &off, addr, &family, &th) || off >= skb->len)
-		return;
+		return 0;
 	len = skb->len - off;
 	start = bpf_ntohl(th.seq) + (th.syn ? 1 : 0); /* a SYN takes one sequence number */
 	end = start + len;
-	next = out ? &f->snd_next : &f->rcv_next;
-	init = out ? &f->snd_init : &f->rcv_init;
-	if (!*init) {
-		*init = 1;
-		*next = end;
-		__sync_fetch_and_add(bytes, len);
-		return;
+	*next_end = end;
+	if (!(out ? f->snd_init : f->rcv_init))
+		return len;
+	next = out ? f->snd_next : f->rcv_next;
+	if ((__s32)(end - next) <= 0)
+		return 0; /* a retransmission: nothing new */
+	return (__s32)(start - next) >= 0 ? len : end - next;
+}
+
+/*
+ * Count this packet's payload into its flow, once (retransmissions add nothing), unless it
+ * would take the flow past its rule's cap: then the flow is cut — this packet and every later
+ * one that carries data are dropped, and a record goes out at once so userspace can end the
+ * socket. Returns SKB_PASS or SKB_DROP.
+ */
+static __always_inline int flow_count(struct __sk_buff *skb, struct sl_flow *f, bool out)
+{
+	__u64 *bytes = out ? &f->req_bytes : &f->resp_bytes;
+	__u64 cap = out ? f->max_req : f->max_resp;
+	__u32 next_end = 0, n;
+
+	if (f->cut)
+		return flow_new_bytes(skb, f, out, &next_end) ? SKB_DROP : SKB_PASS;
+	n = flow_new_bytes(skb, f, out, &next_end);
+	if (!n)
+		return SKB_PASS;
+	if (cap && *bytes + n > cap - 1) { /* caps are stored plus one */
+		f->cut = out ? SL_CUT_REQUEST : SL_CUT_RESPONSE;
+		flow_cut_record(skb, f);
+		return SKB_DROP;
 	}
-	if ((__s32)(end - *next) <= 0)
-		return; /* nothing new */
-	__sync_fetch_and_add(bytes, (__s32)(start - *next) >= 0 ? len : end - *next);
-	*next = end;
+	__sync_fetch_and_add(bytes, n);
+	if (f->protocol != IPPROTO_UDP) {
+		if (out) {
+			f->snd_next = next_end;
+			f->snd_init = 1;
+		} else {
+			f->rcv_next = next_end;
+			f->rcv_init = 1;
+		}
+	}
+	return SKB_PASS;
 }
 
 static __always_inline int load_be16(struct __sk_buff *skb, __u32 off, __u32 *v)
@@ -453,9 +499,7 @@ int sl_egress(struct __sk_buff *skb)
 	flow = bpf_sk_storage_get(&sl_sk_flow, sk, 0, 0);
 	if (tls_egress(skb, sk) == SKB_DROP)
 		return SKB_DROP;
-	if (flow)
-		flow_count(skb, flow, true);
-	return SKB_PASS;
+	return flow ? flow_count(skb, flow, true) : SKB_PASS;
 }
 
 /*
@@ -467,9 +511,10 @@ static const __u64 hrr_random[4] = {
 };
 
 /*
- * Ingress counts a flow's received bytes, and reads the server's first handshake record of a
- * checked flow: a ServerHello ends the checking, a HelloRetryRequest makes the next ClientHello
- * subject to it again. What does not parse leaves the flow being watched. It never drops.
+ * Ingress counts a flow's received bytes (dropping what would pass max_response_bytes), and
+ * reads the server's first handshake record of a checked flow: a ServerHello ends the checking,
+ * a HelloRetryRequest makes the next ClientHello subject to it again. What does not parse leaves
+ * the flow being watched.
  */
 SEC("cgroup_skb/ingress")
 int sl_ingress(struct __sk_buff *skb)
@@ -487,8 +532,8 @@ int sl_ingress(struct __sk_buff *skb)
 	if (!sk)
 		return SKB_PASS;
 	flow = bpf_sk_storage_get(&sl_sk_flow, sk, 0, 0);
-	if (flow)
-		flow_count(skb, flow, false);
+	if (flow && flow_count(skb, flow, false) == SKB_DROP)
+		return SKB_DROP; /* past max_response_bytes: the run never reads it */
 	t = bpf_sk_storage_get(&sl_sk_tls, sk, 0, 0);
 	if (!t || t->state != SL_TLS_AWAIT_SERVER)
 		return SKB_PASS;

@@ -279,19 +279,42 @@ struct sl_flow {
 	__u32 host_id;
 	__u32 pid;
 	__u32 tgid;
-	__u32 pad;
+	__u8 cut;	  /* enum sl_cut: the flow exceeded a cap and was cut */
+	__u8 pad[3];
 	__u8 addr[16];
 	char comm[16];
+	__u64 max_req;	  /* the rule's caps plus one; 0: none (see struct sl_rule_caps) */
+	__u64 max_resp;
 };
-_Static_assert(sizeof(struct sl_flow) == 88, "sl_flow ABI");
+_Static_assert(sizeof(struct sl_flow) == 104, "sl_flow ABI");
 
+enum sl_cut {
+	SL_CUT_NONE = 0,
+	SL_CUT_REQUEST = 1,  /* max_request_bytes */
+	SL_CUT_RESPONSE = 2, /* max_response_bytes */
+};
+
+/*
+ * A rule's byte caps (sl_rule_caps, indexed by rule_id), each stored as the cap plus one so that
+ * 0 means "no cap" while a cap of 0 bytes is still expressible.
+ */
+struct sl_rule_caps {
+	__u64 max_req;
+	__u64 max_resp;
+};
+_Static_assert(sizeof(struct sl_rule_caps) == 16, "sl_rule_caps ABI");
+
+/*
+ * A flow's record: at its socket's release (end_ns set), or at once when it is cut (end_ns 0;
+ * flow.cut says which cap), so that userspace can end it.
+ */
 struct sl_flow_event {
 	struct sl_event_hdr hdr;
 	__u64 cgroup_id;
 	__u64 sock_cookie;
-	__u64 end_ns; /* CLOCK_BOOTTIME at release */
+	__u64 end_ns; /* CLOCK_BOOTTIME at release; 0 for a cut */
 	struct sl_flow flow;
 };
-_Static_assert(sizeof(struct sl_flow_event) == 136, "sl_flow_event ABI");
+_Static_assert(sizeof(struct sl_flow_event) == 152, "sl_flow_event ABI");
 
 #endif /* SLUICE_H */

@@ -109,6 +109,13 @@ struct {
 } sl_sk_dns SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* n_rules + 1, indexed by rule_id */
+	__type(key, __u32);
+	__type(value, struct sl_rule_caps);
+} sl_rule_caps SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);
 	__type(key, __u64); /* socket cookie */
@@ -323,6 +330,8 @@ static __always_inline void flow_start(struct bpf_sock_addr *ctx,
 {
 	struct sl_flow *f = bpf_sk_storage_get(&sl_sk_flow, ctx->sk, 0,
 					       BPF_SK_STORAGE_GET_F_CREATE);
+	struct sl_rule_caps *caps;
+	__u32 rid;
 
 	if (!f)
 		return;
@@ -337,6 +346,12 @@ static __always_inline void flow_start(struct bpf_sock_addr *ctx,
 	f->tgid = ev->tgid;
 	__builtin_memcpy(f->addr, ev->addr, sizeof(f->addr));
 	__builtin_memcpy(f->comm, ev->comm, sizeof(f->comm));
+	rid = ev->rule_id;
+	caps = bpf_map_lookup_elem(&sl_rule_caps, &rid);
+	if (caps) {
+		f->max_req = caps->max_req;
+		f->max_resp = caps->max_resp;
+	}
 }
 
 /*

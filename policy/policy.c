@@ -1993,22 +1993,17 @@ static void print_rule(FILE *f, const struct policy *p, size_t i)
 	fprintf(f, "\n    protocols: %s%s%s\n", r->protocols & SL_PROTO_TCP ? "tcp" : "",
 		r->protocols == (SL_PROTO_TCP | SL_PROTO_UDP) ? ", " : "",
 		r->protocols & SL_PROTO_UDP ? "udp" : "");
-	if (!r->n_methods && !r->has_max_request_bytes && !r->has_max_response_bytes)
-		return;
-	fprintf(f, "  not enforced:\n");
-	if (r->n_methods) {
-		fprintf(f, "    methods ");
-		print_strings(f, r->methods, r->n_methods);
-		fprintf(f, ": cannot be enforced in the kernel: HTTP methods are inside TLS\n");
-	}
 	if (r->has_max_request_bytes)
-		fprintf(f,
-			"    max_request_bytes %llu: not enforced yet (needs the packet layer)\n",
+		fprintf(f, "    max_request_bytes: %llu per flow (not yet per run and host)\n",
 			(unsigned long long)r->max_request_bytes);
 	if (r->has_max_response_bytes)
-		fprintf(f,
-			"    max_response_bytes %llu: not enforced yet (needs the packet layer)\n",
+		fprintf(f, "    max_response_bytes: %llu per flow (not yet per run and host)\n",
 			(unsigned long long)r->max_response_bytes);
+	if (!r->n_methods)
+		return;
+	fprintf(f, "  not enforced:\n    methods ");
+	print_strings(f, r->methods, r->n_methods);
+	fprintf(f, ": cannot be enforced in the kernel: HTTP methods are inside TLS\n");
 }
 
 void policy_print_summary(const struct policy *p, const struct policy_compiled *c, FILE *out)

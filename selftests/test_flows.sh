@@ -93,6 +93,73 @@ tap_is "open flow: recorded at run end with what it sent" \
 tap_check "open flow: the log ends with run_end" log_well_formed "$log"
 assert_no_leftovers "open flow: nothing left"
 
+# P20: byte caps. A flow that would pass its rule's max_request_bytes (max_response_bytes) is
+# cut: what would pass the cap is dropped, the socket is ended, and the log says so with counts.
+capped=$SL_TMP/capped.yaml
+cat >"$capped" <<'EOF2'
+default: deny
+rules:
+  - name: upload-cap
+    cidrs: ["198.51.100.10/32"]
+    ports: [8080]
+    max_request_bytes: 65_536
+  - name: download-cap
+    cidrs: ["198.51.100.10/32"]
+    ports: [80]
+    max_response_bytes: 10
+EOF2
+log=$SL_TMP/cap-req.jsonl
+sluice_run "$capped" "$log" -- "${RUN_EXEC[@]}" python3 -c "
+import socket, time
+s = socket.create_connection(('198.51.100.10', 8080), timeout=5)
+t = time.monotonic()
+try:
+    s.sendall(b'x' * 1000000)
+    s.shutdown(socket.SHUT_WR)
+    while s.recv(65536):
+        pass
+    print('not cut')
+except OSError as e:
+    print('cut', e.errno, int((time.monotonic() - t) * 1000))
+"
+read -r what _ ms <"$SL_OUT"
+tap_is "P20 request cap: the client's upload is cut" "$what" cut
+tap_cmp "P20 request cap: promptly (ms)" "${ms:-99999}" -lt 3000
+sink_bytes=$(tail -n +"$((SL_SINK_MARK + 1))" "$SL_INET_LOG" |
+	awk '$1 == "tcp" && $2 == "198.51.100.10" && $3 == 8080 { print $5 }')
+tap_cmp "P20 request cap: the test host got no more than 65536 bytes" "${sink_bytes:-999999999}" -le 65536
+tap_cmp "P20 request cap: a flow_cut line names the cap" \
+	"$(log_count "$log" type=flow_cut cap=max_request_bytes limit=65536 rule=upload-cap)" -eq 1
+cut_req=$(log_field "$(log_lines "$log" type=flow_cut)" req_bytes)
+tap_is "P20 request cap: its byte count is what the test host received" "$cut_req" "$sink_bytes"
+tap_cmp "P20 request cap: the flow line says it was cut" \
+	"$(log_count "$log" type=flow cut=max_request_bytes)" -eq 1
+tap_check "P20 request cap: stderr says so" grep -q 'egress cut: 198.51.100.10:8080/tcp' "$SL_ERR"
+assert_no_leftovers "P20 request cap: nothing left"
+
+log=$SL_TMP/cap-resp.jsonl
+sluice_run "$capped" "$log" -- "${RUN_EXEC[@]}" python3 -c "
+import socket
+s = socket.create_connection(('198.51.100.10', 80), timeout=5)
+s.sendall(b'GET / HTTP/1.0\r\n\r\n')
+got = b''
+try:
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        got += b
+    print('read', len(got))
+except OSError as e:
+    print('cut', e.errno, len(got))
+"
+read -r what _ got <"$SL_OUT"
+tap_is "P20 response cap: the download is cut" "$what" cut
+tap_is "P20 response cap: the client read none of the 41-byte answer past its 10-byte cap" "$got" 0
+tap_cmp "P20 response cap: a flow_cut line names the cap" \
+	"$(log_count "$log" type=flow_cut cap=max_response_bytes limit=10 rule=download-cap)" -eq 1
+assert_no_leftovers "P20 response cap: nothing left"
+
 # The resolver redirect is not a flow; a denied connect is not either.
 log=$SL_TMP/none.jsonl
 sluice_run "$policy" "$log" -- "${RUN_EXEC[@]}" "$SL_PROBE" tcp 198.51.100.20 80

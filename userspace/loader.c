@@ -152,6 +152,27 @@ static int fill_policy_maps(struct loader *l, const struct policy_compiled *c)
 	return 0;
 }
 
+/* Each rule's byte caps, by rule_id: flows copy them at connect() (0: no cap). */
+static int fill_rule_caps(struct loader *l, const struct policy *p)
+{
+	int fd = bpf_map__fd(l->skel->maps.sl_rule_caps);
+	size_t i;
+
+	for (i = 0; i < p->n_rules; i++) {
+		const struct policy_rule *r = &p->rules[i];
+		/* stored plus one, so that 0 can mean "no cap" and a cap of 0 bytes still counts */
+		struct sl_rule_caps caps = {
+			.max_req = r->has_max_request_bytes ? r->max_request_bytes + 1 : 0,
+			.max_resp = r->has_max_response_bytes ? r->max_response_bytes + 1 : 0,
+		};
+		__u32 key = (__u32)i + 1;
+
+		if (bpf_map_update_elem(fd, &key, &caps, BPF_ANY))
+			return -errno;
+	}
+	return 0;
+}
+
 /* The packet layer is a second object: it reuses the first one's maps, so they are shared. */
 static int load_packet_layer(struct loader *l, const struct policy *p)
 {
@@ -212,15 +233,20 @@ bool loader_can_destroy(const struct loader *l)
 	return l->destroy != NULL;
 }
 
-int loader_kill_socket(struct loader *l, uint64_t cookie, int netns_fd)
+int loader_kill_socket(struct loader *l, uint64_t cookie, int netns_fd, uint32_t pid)
 {
 	struct bpf_link *link = NULL;
-	int self_ns = -1, iter_fd = -1, err = 0;
+	int self_ns = -1, iter_fd = -1, pid_ns = -1, err = 0;
 	__u8 one = 1;
 	char buf[64];
 
 	if (!l->destroy)
 		return -EOPNOTSUPP;
+	/* Without --netns the run may still have entered a namespace of its own: the process's. */
+	if (netns_fd < 0 && pid && !util_fmt(buf, sizeof(buf), "/proc/%u/ns/net", pid)) {
+		pid_ns = open(buf, O_RDONLY | O_CLOEXEC);
+		netns_fd = pid_ns;
+	}
 	if (bpf_map_update_elem(bpf_map__fd(l->destroy->maps.sl_kill), &cookie, &one, BPF_ANY))
 		return -errno;
 	link = bpf_program__attach_iter(l->destroy->progs.sl_destroy_tcp, NULL);
@@ -251,6 +277,8 @@ out:
 		close(iter_fd);
 	if (self_ns >= 0)
 		close(self_ns);
+	if (pid_ns >= 0)
+		close(pid_ns);
 	bpf_link__destroy(link);
 	return err;
 }
@@ -306,6 +334,8 @@ struct loader *loader_load(const struct policy *p, const struct policy_compiled 
 		err = bpf_map__set_max_entries(l->skel->maps.sl_rule_ports,
 					       (__u32)c->n_rule_ports);
 	if (!err)
+		err = bpf_map__set_max_entries(l->skel->maps.sl_rule_caps, (__u32)p->n_rules + 1);
+	if (!err)
 		err = bpf_map__set_max_entries(l->skel->maps.sl_learned4,
 					       opts->learned_max ? opts->learned_max : 1);
 	if (!err)
@@ -322,6 +352,8 @@ struct loader *loader_load(const struct policy *p, const struct policy_compiled 
 	if (err)
 		goto err_destroy;
 	err = fill_policy_maps(l, c);
+	if (!err)
+		err = fill_rule_caps(l, p);
 	if (!err)
 		err = load_packet_layer(l, p);
 	if (!err)

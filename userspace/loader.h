@@ -55,10 +55,11 @@ int loader_sni_learn(struct loader *l, int family, const uint8_t *addr, const ch
 bool loader_can_destroy(const struct loader *l);
 
 /*
- * Destroy the TCP socket with this cookie in the network namespace netns_fd (-1: ours), so a
- * flow the packet layer denied fails at once. -EOPNOTSUPP without bpf_sock_destroy.
+ * Destroy the TCP socket with this cookie in the network namespace netns_fd (-1: that of
+ * process pid, else ours), so a flow the packet layer denied fails at once. -EOPNOTSUPP without
+ * bpf_sock_destroy.
  */
-int loader_kill_socket(struct loader *l, uint64_t cookie, int netns_fd);
+int loader_kill_socket(struct loader *l, uint64_t cookie, int netns_fd, uint32_t pid);
 
 /* The process that sent DNS from the socket with this cookie; -ENOENT if unknown. */
 int loader_dns_client(const struct loader *l, uint64_t cookie, struct sl_dns_client *out);

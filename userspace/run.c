@@ -442,7 +442,7 @@ static int on_tls(const struct sl_tls_event *ev, void *ctx)
 	decision_safe_comm(comm, sizeof(comm), ev->comm);
 
 	if (deny && ev->enforced) {
-		int err = loader_kill_socket(r->loader, ev->sock_cookie, r->netns_fd);
+		int err = loader_kill_socket(r->loader, ev->sock_cookie, r->netns_fd, ev->tgid);
 
 		killed = !err ? "destroyed" : err == -EOPNOTSUPP ? "dropped (kernel cannot destroy "
 								     "sockets)" : "dropped";
@@ -480,6 +480,58 @@ static int on_tls(const struct sl_tls_event *ev, void *ctx)
 	return 0;
 }
 
+static const char *cut_name(unsigned int cut)
+{
+	return cut == SL_CUT_REQUEST ? "max_request_bytes" :
+	       cut == SL_CUT_RESPONSE ? "max_response_bytes" : NULL;
+}
+
+/*
+ * A flow that went past its rule's byte cap: the packet layer drops what would pass it; ending
+ * the socket makes the client fail now instead of retransmitting into the drop.
+ */
+static void flow_cut(struct run *r, const struct sl_flow_event *ev, const char *host,
+		     const char *dst, const char *proto, const char *rule)
+{
+	const struct sl_flow *f = &ev->flow;
+	struct timespec ts = boot_to_realtime(r, ev->hdr.ts_ns);
+	struct notice n = { .len = 0 };
+	struct journal_line l;
+	char task[TASK_MAX + 1];
+	const char *how = "dropped";
+	uint64_t cap = (f->cut == SL_CUT_REQUEST ? f->max_req : f->max_resp) - 1;
+
+	if (f->protocol == IPPROTO_TCP) {
+		int err = loader_kill_socket(r->loader, ev->sock_cookie, r->netns_fd, f->tgid);
+
+		how = !err ? "destroyed" : "dropped";
+	}
+	line_run_fields(r, &l, "flow_cut", &ts);
+	journal_line_str(&l, "host", host);
+	journal_line_str(&l, "dst", dst);
+	journal_line_u64(&l, "port", f->port);
+	journal_line_str(&l, "proto", proto);
+	journal_line_str(&l, "rule", rule);
+	journal_line_str(&l, "cap", cut_name(f->cut));
+	journal_line_u64(&l, "limit", cap);
+	journal_line_u64(&l, "req_bytes", f->req_bytes);
+	journal_line_u64(&l, "resp_bytes", f->resp_bytes);
+	journal_line_str(&l, "flow", how);
+	journal_line_u64(&l, "pid", f->tgid);
+	journal_line_u64(&l, "sock_cookie", ev->sock_cookie);
+	journal_line_u64(&l, "kseq", ev->hdr.seq);
+	write_line(r, &l);
+
+	__atomic_fetch_add(&r->denials, 1, __ATOMIC_RELAXED);
+	safe_text(task, sizeof(task), r->args.task ? r->args.task : "-");
+	notice_add(&n, "egress cut: %s%s%s:%u/%s after %llu bytes %s (%s: %llu) run_id=%s task=%s\n",
+		   host ? host : "", host ? " " : "", dst, f->port, proto,
+		   (unsigned long long)(f->cut == SL_CUT_REQUEST ? f->req_bytes : f->resp_bytes),
+		   f->cut == SL_CUT_REQUEST ? "sent" : "received", cut_name(f->cut),
+		   (unsigned long long)cap, r->run_id, task);
+	notice_write(&n);
+}
+
 /* A flow ended: one line with what it carried, in the seed's shape. */
 static int on_flow(const struct sl_flow_event *ev, void *ctx)
 {
@@ -490,7 +542,8 @@ static int on_flow(const struct sl_flow_event *ev, void *ctx)
 	const char *host = resolver_host(r->resolver, f->host_id, host_buf, sizeof(host_buf));
 	struct journal_line l;
 
-	if ((f->family != AF_INET && f->family != AF_INET6) || f->rule_id > r->policy->n_rules) {
+	if ((f->family != AF_INET && f->family != AF_INET6) || f->rule_id > r->policy->n_rules ||
+	    f->cut > SL_CUT_RESPONSE || (!ev->end_ns && !f->cut)) {
 		line_run_fields(r, &l, "anomaly", &ts);
 		journal_line_str(&l, "what", "flow record with out-of-range fields");
 		journal_line_u64(&l, "kseq", ev->hdr.seq);
@@ -508,6 +561,10 @@ static int on_flow(const struct sl_flow_event *ev, void *ctx)
 	else
 		util_fmt(proto, sizeof(proto), "ip-%u", f->protocol);
 
+	if (!ev->end_ns) {
+		flow_cut(r, ev, host, dst, proto, rule);
+		return 0;
+	}
 	line_run_fields(r, &l, "flow", &ts);
 	journal_line_str(&l, "host", host);
 	journal_line_str(&l, "dst", dst);
@@ -519,6 +576,8 @@ static int on_flow(const struct sl_flow_event *ev, void *ctx)
 	journal_line_u64(&l, "resp_bytes", f->resp_bytes);
 	journal_line_u64(&l, "duration_ms",
 			 ev->end_ns > f->start_ns ? (ev->end_ns - f->start_ns) / 1000000 : 0);
+	if (f->cut)
+		journal_line_str(&l, "cut", cut_name(f->cut));
 	journal_line_u64(&l, "pid", f->tgid);
 	journal_line_str(&l, "comm", comm);
 	journal_line_u64(&l, "sock_cookie", ev->sock_cookie);

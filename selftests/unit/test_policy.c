@@ -1011,8 +1011,8 @@ static bool misc_summary_seed(char *why)
 		"      (through the run's resolver: only listed names resolve",
 		"TLS on port 443 to them must name, in its ClientHello, a host that resolved",
 		"methods GET, HEAD: cannot be enforced in the kernel: HTTP methods are inside TLS",
-		"max_response_bytes 500000000: not enforced yet (needs the packet layer)",
-		"max_request_bytes 65536: not enforced yet (needs the packet layer)",
+		"max_response_bytes: 500000000 per flow (not yet per run and host)",
+		"max_request_bytes: 65536 per flow (not yet per run and host)",
 		"always blackholed, whatever the policy: 169.254.0.0/16, fe80::/10, fd00:ec2::/32 "
 		"and "
 		"their v4-mapped/NAT64/IPv4-compatible forms",
