@@ -802,14 +802,110 @@ static int parse_method(struct pctx *x, const char *where, char **out)
 
 static int parse_alert(struct pctx *x, const char *where, char **out)
 {
+	struct policy_alert a;
 	const unsigned char *s;
+	char why[160], q[QUOTE_LEN];
 	size_t len;
 	int err;
 
 	err = string_value(x, where, "an alert condition (a string)", &s, &len);
 	if (err)
 		return err;
-	return dup_string(x, s, len, out);
+	err = dup_string(x, s, len, out);
+	if (err)
+		return err;
+	/* An alert that cannot be evaluated would stay silent forever: refuse it now. */
+	if (policy_alert_parse(*out, &a, why, sizeof(why)))
+		return perr(x, &x->ev.start_mark, where,
+			    "expected \"deny\" or \"allow where FIELD OP NUMBER\" (FIELD: "
+			    "request_bytes, response_bytes, bytes, duration_ms; OP: > >= < <= ==), "
+			    "got %s: %s", quote(s, len, q, sizeof(q)), why);
+	return 0;
+}
+
+/* One word of an alert condition: letters, digits, '_' or operator characters. */
+static const char *alert_word(const char *s, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	while (*s == ' ')
+		s++;
+	while (*s && *s != ' ' && n + 1 < len)
+		buf[n++] = *s++;
+	buf[n] = '\0';
+	return s;
+}
+
+int policy_alert_parse(const char *s, struct policy_alert *out, char *why, size_t why_len)
+{
+	static const char *const fields[] = { NULL, "request_bytes", "response_bytes", "bytes",
+					       "duration_ms" };
+	static const char *const ops[] = { NULL, ">", ">=", "<", "<=", "==" };
+	char w[6][32];
+	unsigned int i;
+
+	memset(out, 0, sizeof(*out));
+	for (i = 0; i < 6; i++)
+		s = alert_word(s, w[i], sizeof(w[i]));
+	if (!strcmp(w[0], "deny") && !w[1][0]) {
+		out->kind = POLICY_ALERT_DENY;
+		return 0;
+	}
+	if (strcmp(w[0], "allow") || strcmp(w[1], "where") || !w[4][0] || w[5][0] || *s) {
+		set_err(why, why_len, "not one of the two forms");
+		return -EINVAL;
+	}
+	out->kind = POLICY_ALERT_FLOW;
+	for (i = 1; i < ARRAY_SIZE(fields); i++)
+		if (!strcmp(w[2], fields[i]))
+			out->field = (enum policy_alert_field)i;
+	for (i = 1; i < ARRAY_SIZE(ops); i++)
+		if (!strcmp(w[3], ops[i]))
+			out->op = (enum policy_alert_op)i;
+	if (!out->field || !out->op) {
+		set_err(why, why_len, "unknown %s \"%s\"", !out->field ? "field" : "operator",
+			!out->field ? w[2] : w[3]);
+		return -EINVAL;
+	}
+	if (parse_u64((const unsigned char *)w[4], strlen(w[4]), &out->value)) {
+		set_err(why, why_len, "\"%s\" is not a whole number", w[4]);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+bool policy_alert_flow_matches(const struct policy_alert *a, uint64_t req_bytes,
+			       uint64_t resp_bytes, uint64_t duration_ms)
+{
+	uint64_t v;
+
+	if (a->kind != POLICY_ALERT_FLOW)
+		return false;
+	switch (a->field) {
+	case POLICY_FIELD_REQUEST_BYTES:
+		v = req_bytes;
+		break;
+	case POLICY_FIELD_RESPONSE_BYTES:
+		v = resp_bytes;
+		break;
+	case POLICY_FIELD_BYTES:
+		v = req_bytes + resp_bytes;
+		break;
+	default:
+		v = duration_ms;
+	}
+	switch (a->op) {
+	case POLICY_OP_GT:
+		return v > a->value;
+	case POLICY_OP_GE:
+		return v >= a->value;
+	case POLICY_OP_LT:
+		return v < a->value;
+	case POLICY_OP_LE:
+		return v <= a->value;
+	default:
+		return v == a->value;
+	}
 }
 
 /* A sequence of strings, each read by item(); the sequence must be non-empty unless allow_empty. */
@@ -1206,6 +1302,24 @@ static int cmp_named(const void *a, const void *b)
  * Rule names go into every log line: two rules with one name would make the log ambiguous.
  * Sorting keeps the check O(n log n) for the largest policy.
  */
+/* alert_on, parsed once for the run (every string was checked as it was read). */
+static int compile_alerts(struct pctx *x)
+{
+	struct policy *p = x->p;
+	char why[160];
+	size_t i;
+
+	if (!p->n_alert_on)
+		return 0;
+	p->alerts = calloc(p->n_alert_on, sizeof(*p->alerts));
+	if (!p->alerts)
+		return oom(x);
+	for (i = 0; i < p->n_alert_on; i++)
+		if (policy_alert_parse(p->alert_on[i], &p->alerts[i], why, sizeof(why)))
+			return -EINVAL;
+	return 0;
+}
+
 static int check_rule_names(struct pctx *x)
 {
 	const struct policy *p = x->p;
@@ -1332,6 +1446,8 @@ int policy_load_buffer(const char *buf, size_t len, const char *name, struct pol
 	ret = parse_stream(&x);
 	if (!ret)
 		ret = check_rule_names(&x);
+	if (!ret)
+		ret = compile_alerts(&x);
 	goto out;
 
 out_oom:
@@ -1435,6 +1551,7 @@ void policy_free(struct policy *p)
 	}
 	free(p->rules);
 	free_strings(p->alert_on, p->n_alert_on);
+	free(p->alerts);
 	free(p->request_access);
 	free(p->path);
 	free(p);
@@ -2031,7 +2148,7 @@ void policy_print_summary(const struct policy *p, const struct policy_compiled *
 		log = p->log_allow ? "allow" : "deny";
 	fprintf(out, "log: %s\n", log);
 	if (p->n_alert_on) {
-		fprintf(out, "alert_on (kept, not evaluated yet): ");
+		fprintf(out, "alert_on (raised on stderr, in the log and in --alerts): ");
 		for (size_t i = 0; i < p->n_alert_on && i < SUMMARY_LIST_MAX; i++)
 			fprintf(out, "%s\"%s\"", i ? ", " : "", p->alert_on[i]);
 		if (p->n_alert_on > SUMMARY_LIST_MAX)

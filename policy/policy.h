@@ -55,6 +55,46 @@ struct policy_rule {
 	uint64_t max_response_bytes;
 };
 
+/*
+ * An alert_on condition: "deny" (every denial: connect, name, TLS flow, byte cap), or
+ * "allow where FIELD OP NUMBER" on finished allowed flows, FIELD one of request_bytes,
+ * response_bytes, bytes (both ways), duration_ms; OP one of > >= < <= ==; NUMBER may use
+ * underscores (10_000_000).
+ */
+enum policy_alert_kind {
+	POLICY_ALERT_DENY = 1,
+	POLICY_ALERT_FLOW = 2,
+};
+
+enum policy_alert_field {
+	POLICY_FIELD_REQUEST_BYTES = 1,
+	POLICY_FIELD_RESPONSE_BYTES = 2,
+	POLICY_FIELD_BYTES = 3,
+	POLICY_FIELD_DURATION_MS = 4,
+};
+
+enum policy_alert_op {
+	POLICY_OP_GT = 1,
+	POLICY_OP_GE = 2,
+	POLICY_OP_LT = 3,
+	POLICY_OP_LE = 4,
+	POLICY_OP_EQ = 5,
+};
+
+struct policy_alert {
+	enum policy_alert_kind kind;
+	enum policy_alert_field field; /* POLICY_ALERT_FLOW only */
+	enum policy_alert_op op;
+	uint64_t value;
+};
+
+/* Parse one alert_on string; -EINVAL with a reason in why. */
+int policy_alert_parse(const char *s, struct policy_alert *out, char *why, size_t why_len);
+
+/* Does a finished allowed flow with these counts meet the condition? */
+bool policy_alert_flow_matches(const struct policy_alert *a, uint64_t req_bytes,
+			       uint64_t resp_bytes, uint64_t duration_ms);
+
 struct policy {
 	char *path; /* as given to policy_load_file, or the name given to policy_load_buffer */
 	enum policy_default default_verdict;
@@ -64,7 +104,8 @@ struct policy {
 	size_t n_rules;
 	bool log_allow; /* "log:" absent means both */
 	bool log_deny;
-	char **alert_on; /* kept verbatim */
+	char **alert_on; /* verbatim, as written */
+	struct policy_alert *alerts; /* alert_on, parsed: alerts[i] is alert_on[i] */
 	size_t n_alert_on;
 	char *request_access; /* URL template; "{host}" is replaced by the denied destination */
 };

@@ -160,6 +160,45 @@ tap_cmp "P20 response cap: a flow_cut line names the cap" \
 	"$(log_count "$log" type=flow_cut cap=max_response_bytes limit=10 rule=download-cap)" -eq 1
 assert_no_leftovers "P20 response cap: nothing left"
 
+# alert_on: "deny" raises an alert per denial, "allow where request_bytes > N" one per finished
+# flow that sent more; alerts go to stderr, the log, and the --alerts file.
+alerting=$SL_TMP/alerting.yaml
+cat >"$alerting" <<'EOF2'
+default: deny
+rules:
+  - name: test-host
+    cidrs: ["198.51.100.10/32"]
+    ports: [80]
+alert_on: [deny, "allow where request_bytes > 100_000"]
+EOF2
+alerts=$SL_TMP/alerts.jsonl
+log=$SL_TMP/alerting.jsonl
+sluice_run "$alerting" "$log" --alerts "$alerts" -- "${RUN_EXEC[@]}" python3 -c "
+import socket
+for n in (200000, 10):
+    s = socket.create_connection(('198.51.100.10', 80), timeout=5)
+    s.sendall(b'x' * n)
+    s.shutdown(socket.SHUT_WR)
+    while s.recv(65536):
+        pass
+    s.close()
+try:
+    socket.create_connection(('198.51.100.20', 80), timeout=5)
+except OSError:
+    pass
+"
+tap_cmp "alerts: the --alerts file has one line per alert (a denial, one big flow)" \
+	"$(grep -c . "$alerts" 2>/dev/null || echo 0)" -eq 2
+tap_cmp "alerts: the deny alert names the denied destination" \
+	"$(log_count "$alerts" type=alert condition=deny)" -eq 1
+tap_check "alerts: ... whose text is the denial" grep -q '198.51.100.20:80/tcp' "$alerts"
+tap_cmp "alerts: the flow alert is raised for the 200000-byte flow only" \
+	"$(log_count "$alerts" type=alert "condition=allow where request_bytes > 100_000")" -eq 1
+tap_check "alerts: ... and says how much it sent" grep -q 'sent 200000 bytes' "$alerts"
+tap_cmp "alerts: the log has the same alert lines" "$(log_count "$log" type=alert)" -eq 2
+tap_check "alerts: stderr shows them" grep -q 'sluice alert (deny): egress denied' "$SL_ERR"
+assert_no_leftovers "alerts: nothing left"
+
 # The resolver redirect is not a flow; a denied connect is not either.
 log=$SL_TMP/none.jsonl
 sluice_run "$policy" "$log" -- "${RUN_EXEC[@]}" "$SL_PROBE" tcp 198.51.100.20 80

@@ -162,12 +162,17 @@ void journal_line_strv(struct journal_line *l, const char *key, char *const *val
 	put(l, "]", 1);
 }
 
+int journal_line_finish(struct journal_line *l)
+{
+	put(l, "}\n", 2);
+	return l->overflow ? -E2BIG : 0;
+}
+
 int journal_write(struct journal *j, struct journal_line *l)
 {
 	int err;
 
-	put(l, "}\n", 2);
-	if (l->overflow)
+	if (journal_line_finish(l))
 		return -E2BIG;
 	pthread_mutex_lock(&j->lock);
 	if (!j->err && fwrite(l->buf, 1, l->len, j->f) != l->len)

@@ -36,6 +36,9 @@ void journal_line_i64(struct journal_line *l, const char *key, int64_t val);
 void journal_line_bool(struct journal_line *l, const char *key, bool val);
 void journal_line_strv(struct journal_line *l, const char *key, char *const *vals, size_t n);
 
+/* Close the object ("}\n"): the line is then complete in l->buf. -E2BIG if it did not fit. */
+int journal_line_finish(struct journal_line *l);
+
 /* Close the object and append it to the log (buffered; see journal_flush). */
 int journal_write(struct journal *j, struct journal_line *l);
 int journal_flush(struct journal *j);

@@ -52,6 +52,7 @@ struct run_args {
 	const char *netns;
 	const char *upstream;
 	const char *user;
+	const char *alerts;
 	bool dns_ttl;
 	unsigned long ringbuf_kib;
 	bool verbose;
@@ -71,6 +72,7 @@ struct run {
 	struct journal *journal;
 	struct resolver *resolver;
 	int netns_fd;
+	int alerts_fd;	/* --alerts, or -1 */
 	bool still_running; /* processes survived the kill: enforcement must stay in place */
 	uid_t uid;	    /* what CMD runs as */
 	gid_t gid;
@@ -90,7 +92,7 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: sluice run --policy FILE [--run-id ID] [--task TASK] [--mode enforce|report]\n"
 		"                  [--log FILE] [--netns PATH] [--upstream ADDR[:PORT]] [--dns-ttl]\n"
-		"                  [--user USER[:GROUP]]\n"
+		"                  [--user USER[:GROUP]] [--alerts FILE]\n"
 		"                  [--cgroup-parent NAME] [--ringbuf-kib N] [-v] -- CMD [ARG…]\n"
 		"\n"
 		"Runs CMD in a new cgroup whose connect() and sendmsg() calls are judged in the kernel\n"
@@ -103,7 +105,8 @@ static void usage(FILE *out)
 		"                   nameserver in /etc/resolv.conf), reached from sluice's namespace\n"
 		"  --dns-ttl        learned addresses expire with their DNS TTL (default: with the run)\n"
 		"  --user U[:G]     run CMD as this user (and group), with no_new_privs: the\n"
-		"                   guarantees assume an unprivileged workload (default: as root)\n");
+		"                   guarantees assume an unprivileged workload (default: as root)\n"
+		"  --alerts FILE    also append the policy's alert_on alerts to FILE (JSON lines)\n");
 }
 
 static int64_t ts_ns(clockid_t clk)
@@ -158,6 +161,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		{ "upstream", required_argument, NULL, 'u' },
 		{ "dns-ttl", no_argument, NULL, 'T' },
 		{ "user", required_argument, NULL, 'U' },
+		{ "alerts", required_argument, NULL, 'A' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
@@ -170,7 +174,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 	a->ringbuf_kib = 1024;
 	optind = 1;
 	/* "+": stop at the first non-option, so CMD's own options are never ours. */
-	while ((c = getopt_long(argc, argv, "+p:r:t:m:l:c:b:n:u:U:Tvh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+p:r:t:m:l:c:b:n:u:U:A:Tvh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			a->policy_path = optarg;
@@ -212,6 +216,9 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 			break;
 		case 'U':
 			a->user = optarg;
+			break;
+		case 'A':
+			a->alerts = optarg;
 			break;
 		case 'v':
 			a->verbose = true;
@@ -318,6 +325,53 @@ static void notice_write(struct notice *n)
 		return; /* stderr gone: the log still has every line */
 }
 
+static void write_line(struct run *r, struct journal_line *l);
+static void line_run_fields(struct run *r, struct journal_line *l, const char *type,
+			    const struct timespec *ts);
+
+/*
+ * An alert_on condition held: the alert goes to stderr, into the log, and to --alerts, a
+ * stream a security team can tail apart from the run's own output.
+ */
+static void raise_alert(struct run *r, const char *condition, const char *what)
+{
+	struct journal_line l;
+	struct timespec now;
+	struct notice n = { .len = 0 };
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	line_run_fields(r, &l, "alert", &now);
+	journal_line_str(&l, "condition", condition);
+	journal_line_str(&l, "what", what);
+	if (r->alerts_fd >= 0 && !journal_line_finish(&l)) {
+		/* one write per line, O_APPEND: tailing readers never see half of one */
+		if (write(r->alerts_fd, l.buf, l.len) != (ssize_t)l.len)
+			fprintf(stderr, "sluice: writing alerts %s: %s\n", r->args.alerts,
+				strerror(errno));
+		l.len -= 2; /* reopen the object for the log's own copy */
+	}
+	write_line(r, &l);
+	notice_add(&n, "sluice alert (%s): %s\n", condition, what);
+	notice_write(&n);
+}
+
+/* A denial's notice, and the "deny" alerts it raises (its first line says what was denied). */
+static void notice_denial(struct run *r, struct notice *n)
+{
+	char first[512];
+	size_t i, len;
+
+	notice_write(n);
+	len = strcspn(n->buf, "\n");
+	if (len >= sizeof(first))
+		len = sizeof(first) - 1;
+	memcpy(first, n->buf, len);
+	first[len] = '\0';
+	for (i = 0; i < r->policy->n_alert_on; i++)
+		if (r->policy->alerts[i].kind == POLICY_ALERT_DENY)
+			raise_alert(r, r->policy->alert_on[i], first);
+}
+
 static void journal_error(struct run *r, int err)
 {
 	if (r->journal_failed)
@@ -386,7 +440,7 @@ static int on_decision(const struct sl_decision_event *ev, void *ctx)
 				   v.rule, r->run_id, task);
 		if (r->policy->request_access && ev->reason != SL_REASON_BLACKHOLE && !v.surface)
 			notice_request_access(&n, r->policy->request_access, host ? host : v.dst);
-		notice_write(&n);
+		notice_denial(r, &n);
 	}
 	if (v.deny ? !r->policy->log_deny : !r->policy->log_allow)
 		return 0;
@@ -475,9 +529,29 @@ static int on_tls(const struct sl_tls_event *ev, void *ctx)
 			   ev->family == AF_INET6 ? "[" : "", dst, ev->family == AF_INET6 ? "]" : "",
 			   ev->port, ev->sni_len ? sni : "(no server name)", host ? host : "?",
 			   decision_reason_name(ev->reason), r->run_id, task);
-		notice_write(&n);
+		notice_denial(r, &n);
 	}
 	return 0;
+}
+
+/* "allow where …" alerts on a finished flow. */
+static void flow_alerts(struct run *r, const struct sl_flow *f, const char *host, const char *dst,
+			const char *proto, uint64_t duration_ms)
+{
+	char what[512];
+	size_t i;
+
+	for (i = 0; i < r->policy->n_alert_on; i++) {
+		if (!policy_alert_flow_matches(&r->policy->alerts[i], f->req_bytes, f->resp_bytes,
+					       duration_ms))
+			continue;
+		util_fmt(what, sizeof(what),
+			 "flow to %s%s%s:%u/%s sent %llu bytes, received %llu, in %llu ms",
+			 host ? host : "", host ? " " : "", dst, f->port, proto,
+			 (unsigned long long)f->req_bytes, (unsigned long long)f->resp_bytes,
+			 (unsigned long long)duration_ms);
+		raise_alert(r, r->policy->alert_on[i], what);
+	}
 }
 
 static const char *cut_name(unsigned int cut)
@@ -529,7 +603,7 @@ static void flow_cut(struct run *r, const struct sl_flow_event *ev, const char *
 		   (unsigned long long)(f->cut == SL_CUT_REQUEST ? f->req_bytes : f->resp_bytes),
 		   f->cut == SL_CUT_REQUEST ? "sent" : "received", cut_name(f->cut),
 		   (unsigned long long)cap, r->run_id, task);
-	notice_write(&n);
+	notice_denial(r, &n);
 }
 
 /* A flow ended: one line with what it carried, in the seed's shape. */
@@ -583,6 +657,8 @@ static int on_flow(const struct sl_flow_event *ev, void *ctx)
 	journal_line_u64(&l, "sock_cookie", ev->sock_cookie);
 	journal_line_u64(&l, "kseq", ev->hdr.seq);
 	write_line(r, &l);
+	flow_alerts(r, f, host, dst, proto,
+		    ev->end_ns > f->start_ns ? (ev->end_ns - f->start_ns) / 1000000 : 0);
 	return 0;
 }
 
@@ -654,7 +730,7 @@ static void on_dns(const struct resolver_event *ev, void *ctx)
 		notice_add(&n, "%s: %s (answer refused: %s) run_id=%s task=%s\n", what, name,
 			   ev->why ? ev->why : "", r->run_id, task);
 	}
-	notice_write(&n);
+	notice_denial(r, &n);
 }
 
 static void on_malformed(const char *why, size_t size, void *ctx)
@@ -1022,6 +1098,16 @@ static int setup(struct run *r, char *err, size_t err_len)
 			 ret == -EEXIST ? " (logs are never overwritten)" : "");
 		return ret;
 	}
+	if (r->args.alerts) {
+		r->alerts_fd = open(r->args.alerts,
+				    O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0640);
+		if (r->alerts_fd < 0) {
+			ret = -errno;
+			util_fmt(err, err_len, "open alerts file %s: %s", r->args.alerts,
+				 strerror(-ret));
+			return ret;
+		}
+	}
 	/* The log exists: from here on the resolver may report queries into it. */
 	ret = resolver_serve(r->resolver, r->loader);
 	if (ret)
@@ -1031,7 +1117,7 @@ static int setup(struct run *r, char *err, size_t err_len)
 
 int run_main(int argc, char **argv)
 {
-	struct run r = { .cg = { .fd = -1 }, .netns_fd = -1,
+	struct run r = { .cg = { .fd = -1 }, .netns_fd = -1, .alerts_fd = -1,
 			 .notice_lock = PTHREAD_MUTEX_INITIALIZER };
 	sigset_t block, old;
 	const char *why = "sluice error";
@@ -1137,5 +1223,7 @@ out:
 		unlink(r.log_path);
 	if (sig_fd >= 0)
 		close(sig_fd);
+	if (r.alerts_fd >= 0)
+		close(r.alerts_fd);
 	return status;
 }

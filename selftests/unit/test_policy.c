@@ -246,9 +246,19 @@ static bool check_top(const struct policy *p, char *why)
 	       p->default_verdict);
 	EXPECT(p->deny_errno == ECONNREFUSED, "expected ECONNREFUSED, got %d", p->deny_errno);
 	EXPECT(p->n_rules == 0, "expected no rules, got %zu", p->n_rules);
-	EXPECT(p->n_alert_on == 2 && !strcmp(p->alert_on[0], "deny where host: x") &&
+	EXPECT(p->n_alert_on == 2 && !strcmp(p->alert_on[0], "deny") &&
 		       !strcmp(p->alert_on[1], "allow where request_bytes > 10_000_000"),
 	       "expected alert_on kept verbatim, got %zu", p->n_alert_on);
+	EXPECT(p->alerts && p->alerts[0].kind == POLICY_ALERT_DENY &&
+		       p->alerts[1].kind == POLICY_ALERT_FLOW &&
+		       p->alerts[1].field == POLICY_FIELD_REQUEST_BYTES &&
+		       p->alerts[1].op == POLICY_OP_GT && p->alerts[1].value == 10000000,
+	       "expected alert_on parsed as deny and request_bytes > 10000000, got kind %d",
+	       p->alerts ? (int)p->alerts[0].kind : -1);
+	EXPECT(policy_alert_flow_matches(&p->alerts[1], 10000001, 0, 0) &&
+		       !policy_alert_flow_matches(&p->alerts[1], 10000000, 5, 5),
+	       "expected request_bytes > 10000000 to hold for 10000001 only, got %d",
+	       policy_alert_flow_matches(&p->alerts[1], 10000000, 5, 5));
 	EXPECT(p->request_access && !strcmp(p->request_access, "mailto:sec@example.com?s={host}"),
 	       "expected request_access verbatim, got %s",
 	       p->request_access ? p->request_access : "(none)");
@@ -325,7 +335,7 @@ static const struct accept_case accept_cases[] = {
 	 "deny_errno: ECONNREFUSED\n"
 	 "rules: []\n"
 	 "alert_on:\n"
-	 "  - \"deny where host: x\"\n"
+	 "  - \"deny\"\n"
 	 "  - allow where request_bytes > 10_000_000\n"
 	 "request_access: mailto:sec@example.com?s={host}\n",
 	 check_top},
@@ -373,6 +383,14 @@ struct reject_case {
 };
 
 static const struct reject_case reject_cases[] = {
+	{"reject: alert_on a condition it cannot evaluate", "alert_on:\n  - \"deny where host: x\"\n",
+	 2, 5, "alert_on[0]: expected \"deny\" or \"allow where FIELD OP NUMBER\""},
+	{"reject: alert_on an unknown field", "alert_on: [\"allow where rows > 5\"]\n", 1, 12,
+	 "unknown field \"rows\""},
+	{"reject: alert_on an unknown operator", "alert_on: [\"allow where bytes >> 5\"]\n", 1, 12,
+	 "unknown operator \">>\""},
+	{"reject: alert_on a number that is not one", "alert_on: [\"allow where bytes > 5MB\"]\n", 1,
+	 12, "\"5MB\" is not a whole number"},
 	{"reject: unknown top-level key", "default: deny\nfoo: 1\n", 2, 1,
 	 "top level: unknown key, expected one of default, mode"},
 	{"reject: unknown key in a rule", "rules:\n  - cidrs: [\"10.0.0.0/8\"]\n    port: [1]\n", 3,
