@@ -9,9 +9,7 @@
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
-
-#define AF_INET 2
-#define AF_INET6 10
+#include "net.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 

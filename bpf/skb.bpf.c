@@ -26,16 +26,8 @@
 #include "sluice.h"
 #include "events.bpf.h"
 #include "tls.bpf.h"
+#include "net.bpf.h"
 
-#define AF_INET 2
-#define AF_INET6 10
-#define ETH_P_IP 0x0800
-#define ETH_P_IPV6 0x86DD
-#define IPPROTO_HOPOPTS 0
-#define IPPROTO_TCP 6
-#define IPPROTO_UDP 17
-#define IPPROTO_ROUTING 43
-#define IPPROTO_DSTOPTS 60
 #define TLS_CONTENT_CHANGE_CIPHER_SPEC 0x14
 #define TLS_CONTENT_ALERT 0x15
 #define TLS_CONTENT_HANDSHAKE 0x16

@@ -25,12 +25,7 @@
 #include "addr.bpf.h"
 #include "events.bpf.h"
 #include "tls.bpf.h"
-
-#define AF_INET 2
-#define AF_INET6 10
-#define IPPROTO_TCP 6
-#define IPPROTO_UDP 17
-#define EPERM 1
+#include "net.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 

@@ -18,17 +18,8 @@
 
 #include "sluice.h"
 #include "events.bpf.h"
+#include "net.bpf.h"
 
-#define AF_UNIX 1
-#define AF_INET 2
-#define AF_INET6 10
-#define AF_NETLINK 16
-#define SOCK_STREAM 1
-#define SOCK_DGRAM 2
-#define IPPROTO_TCP 6
-#define IPPROTO_UDP 17
-#define SOL_IP 0
-#define IPPROTO_IPV6 41
 #define IP_OPTIONS 4
 #define IPV6_2292RTHDR 5
 #define IPV6_RTHDR 57

@@ -1853,7 +1853,8 @@ bad:
 
 /*
  * The ports and protocols of every rule, indexed by rule_id: addresses the run's resolver learns
- * for a host rule are judged against these (sl_rule_ports).
+ * for a host rule are judged against these (sl_rule_ports); and every rule's byte caps, which
+ * flows copy at connect() (sl_rule_caps).
  */
 static int compile_rule_ports(const struct policy *p, struct policy_compiled *pc, char *err,
 			      size_t err_len)
@@ -1862,7 +1863,8 @@ static int compile_rule_ports(const struct policy *p, struct policy_compiled *pc
 
 	pc->n_rule_ports = p->n_rules + 1;
 	pc->rule_ports = calloc(pc->n_rule_ports, sizeof(*pc->rule_ports));
-	if (!pc->rule_ports) {
+	pc->rule_caps = calloc(pc->n_rule_ports, sizeof(*pc->rule_caps));
+	if (!pc->rule_ports || !pc->rule_caps) {
 		set_err(err, err_len, "%s: out of memory", path);
 		return -ENOMEM;
 	}
@@ -1897,6 +1899,10 @@ static int compile_rule_ports(const struct policy *p, struct policy_compiled *pc
 		free(merged);
 		pc->rule_ports[i + 1].count = (uint32_t)n;
 		memcpy(pc->rule_ports[i + 1].e, e, n * sizeof(e[0]));
+		/* stored plus one, so that 0 can mean "no cap" and a cap of 0 bytes still counts */
+		pc->rule_caps[i + 1].max_req = r->has_max_request_bytes ? r->max_request_bytes + 1 : 0;
+		pc->rule_caps[i + 1].max_resp =
+			r->has_max_response_bytes ? r->max_response_bytes + 1 : 0;
 	}
 	return 0;
 }
@@ -2044,6 +2050,7 @@ void policy_compiled_free(struct policy_compiled *c)
 	if (!c)
 		return;
 	free(c->rule_ports);
+	free(c->rule_caps);
 	free(c->v4);
 	free(c->v6);
 	free(c);

@@ -139,6 +139,7 @@ struct policy_compiled {
 	struct policy_lpm6_entry *v6;
 	size_t n_v6;
 	struct sl_dst_rules *rule_ports; /* indexed by rule_id; [0] (the default) is empty */
+	struct sl_rule_caps *rule_caps;	 /* indexed by rule_id, n_rule_ports of them */
 	size_t n_rule_ports;		 /* n_rules + 1 */
 };
 

@@ -62,8 +62,6 @@ static int on_record(void *ctx, void *data, size_t size)
 	}
 
 	e->stats.received++;
-	if (hdr.seq >= e->stats.next_seq)
-		e->stats.next_seq = hdr.seq + 1;
 	if (hdr.type == SL_EV_TLS)
 		return e->h.tls(&tls, e->ctx);
 	if (hdr.type == SL_EV_FLOW)

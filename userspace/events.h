@@ -29,7 +29,6 @@ struct events_handlers {
 struct events_stats {
 	uint64_t received;  /* valid records */
 	uint64_t malformed; /* records refused by the ABI checks */
-	uint64_t next_seq;  /* one past the highest kernel sequence number seen */
 };
 
 struct events *events_new(int ringbuf_fd, const struct events_handlers *h, void *ctx);

@@ -134,12 +134,14 @@ static int fill_policy_maps(struct loader *l, const struct policy_compiled *c)
 {
 	int fd4 = bpf_map__fd(l->skel->maps.sl_dst4), fd6 = bpf_map__fd(l->skel->maps.sl_dst6);
 	int fdr = bpf_map__fd(l->skel->maps.sl_rule_ports);
+	int fdc = bpf_map__fd(l->skel->maps.sl_rule_caps);
 	size_t i;
 
 	for (i = 0; i < c->n_rule_ports; i++) {
 		__u32 key = (__u32)i;
 
-		if (bpf_map_update_elem(fdr, &key, &c->rule_ports[i], BPF_ANY))
+		if (bpf_map_update_elem(fdr, &key, &c->rule_ports[i], BPF_ANY) ||
+		    bpf_map_update_elem(fdc, &key, &c->rule_caps[i], BPF_ANY))
 			return -errno;
 	}
 
@@ -152,70 +154,44 @@ static int fill_policy_maps(struct loader *l, const struct policy_compiled *c)
 	return 0;
 }
 
-/* Each rule's byte caps, by rule_id: flows copy them at connect() (0: no cap). */
-static int fill_rule_caps(struct loader *l, const struct policy *p)
+/*
+ * The other layers are objects of their own. Every map they declare under the same name as one
+ * of the decision layer's (the evidence maps, the socket storages, the server-name pairs) is
+ * made to reuse it, so there is one of each for the run. Their internal maps (.rodata, scratch)
+ * have names of their own and stay theirs.
+ */
+static int share_maps(struct bpf_object *obj, const struct loader *l)
 {
-	int fd = bpf_map__fd(l->skel->maps.sl_rule_caps);
-	size_t i;
+	struct bpf_map *map, *ours;
+	int err;
 
-	for (i = 0; i < p->n_rules; i++) {
-		const struct policy_rule *r = &p->rules[i];
-		/* stored plus one, so that 0 can mean "no cap" and a cap of 0 bytes still counts */
-		struct sl_rule_caps caps = {
-			.max_req = r->has_max_request_bytes ? r->max_request_bytes + 1 : 0,
-			.max_resp = r->has_max_response_bytes ? r->max_response_bytes + 1 : 0,
-		};
-		__u32 key = (__u32)i + 1;
-
-		if (bpf_map_update_elem(fd, &key, &caps, BPF_ANY))
-			return -errno;
+	bpf_object__for_each_map(map, obj) {
+		ours = bpf_object__find_map_by_name(l->skel->obj, bpf_map__name(map));
+		if (!ours)
+			continue;
+		err = bpf_map__reuse_fd(map, bpf_map__fd(ours));
+		if (err)
+			return err;
 	}
 	return 0;
 }
 
-/* The packet layer is a second object: it reuses the first one's maps, so they are shared. */
 static int load_packet_layer(struct loader *l, const struct policy *p)
 {
-	struct {
-		struct bpf_map *theirs, *ours;
-	} shared[] = {
-		{ l->skb->maps.sl_events, l->skel->maps.sl_events },
-		{ l->skb->maps.sl_lost, l->skel->maps.sl_lost },
-		{ l->skb->maps.sl_seq, l->skel->maps.sl_seq },
-		{ l->skb->maps.sl_sk_tls, l->skel->maps.sl_sk_tls },
-		{ l->skb->maps.sl_sk_held, l->skel->maps.sl_sk_held },
-		{ l->skb->maps.sl_sk_flow, l->skel->maps.sl_sk_flow },
-		{ l->skb->maps.sl_sni_ok, l->skel->maps.sl_sni_ok },
-	};
-	size_t i;
-	int err;
+	int err = share_maps(l->skb->obj, l);
 
-	for (i = 0; i < sizeof(shared) / sizeof(shared[0]); i++) {
-		err = bpf_map__reuse_fd(shared[i].theirs, bpf_map__fd(shared[i].ours));
-		if (err)
-			return err;
-	}
+	if (err)
+		return err;
 	l->skb->rodata->sl_cfg_mode = p->mode;
 	l->skb->rodata->sl_cfg_tls_port = l->skel->rodata->sl_cfg_tls_port;
 	return sl_skb__load(l->skb);
 }
 
-/* The surface layer records into the same ring buffer, sequence and loss counters. */
 static int load_surface_layer(struct loader *l)
 {
-	struct bpf_map *theirs[] = { l->surface->maps.sl_events, l->surface->maps.sl_lost,
-				     l->surface->maps.sl_seq };
-	struct bpf_map *ours[] = { l->skel->maps.sl_events, l->skel->maps.sl_lost,
-				   l->skel->maps.sl_seq };
-	size_t i;
-	int err;
+	int err = share_maps(l->surface->obj, l);
 
-	for (i = 0; i < sizeof(theirs) / sizeof(theirs[0]); i++) {
-		err = bpf_map__reuse_fd(theirs[i], bpf_map__fd(ours[i]));
-		if (err)
-			return err;
-	}
-	return sl_surface__load(l->surface);
+	return err ? err : sl_surface__load(l->surface);
 }
 
 /* Optional: socket destruction needs bpf_sock_destroy (6.5+); without it denied flows only drop. */
@@ -226,11 +202,6 @@ static void load_destroyer(struct loader *l)
 	/* a missing kfunc is an expected outcome here, not a warning to print */
 	l->destroy = sl_destroy__open_and_load();
 	libbpf_set_print(old);
-}
-
-bool loader_can_destroy(const struct loader *l)
-{
-	return l->destroy != NULL;
 }
 
 int loader_kill_socket(struct loader *l, uint64_t cookie, int netns_fd, uint32_t pid)
@@ -334,7 +305,8 @@ struct loader *loader_load(const struct policy *p, const struct policy_compiled 
 		err = bpf_map__set_max_entries(l->skel->maps.sl_rule_ports,
 					       (__u32)c->n_rule_ports);
 	if (!err)
-		err = bpf_map__set_max_entries(l->skel->maps.sl_rule_caps, (__u32)p->n_rules + 1);
+		err = bpf_map__set_max_entries(l->skel->maps.sl_rule_caps,
+					       (__u32)c->n_rule_ports);
 	if (!err)
 		err = bpf_map__set_max_entries(l->skel->maps.sl_learned4,
 					       opts->learned_max ? opts->learned_max : 1);
@@ -352,8 +324,6 @@ struct loader *loader_load(const struct policy *p, const struct policy_compiled 
 	if (err)
 		goto err_destroy;
 	err = fill_policy_maps(l, c);
-	if (!err)
-		err = fill_rule_caps(l, p);
 	if (!err)
 		err = load_packet_layer(l, p);
 	if (!err)

@@ -51,9 +51,6 @@ int loader_learn(struct loader *l, int family, const uint8_t *addr, uint16_t rul
 int loader_sni_learn(struct loader *l, int family, const uint8_t *addr, const char *name,
 		     uint32_t host_id);
 
-/* True when the kernel can destroy sockets (bpf_sock_destroy, 6.5+). */
-bool loader_can_destroy(const struct loader *l);
-
 /*
  * Destroy the TCP socket with this cookie in the network namespace netns_fd (-1: that of
  * process pid, else ours), so a flow the packet layer denied fails at once. -EOPNOTSUPP without

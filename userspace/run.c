@@ -63,6 +63,7 @@ struct run_args {
 struct run {
 	struct run_args args;
 	char run_id[RUN_ID_MAX + 1];
+	char task_text[TASK_MAX + 1]; /* --task made safe for stderr notices, or "-" */
 	char log_path[PATH_MAX];
 	struct policy *policy;
 	struct policy_compiled *compiled;
@@ -414,7 +415,7 @@ static int on_decision(const struct sl_decision_event *ev, void *ctx)
 	struct journal_line l;
 	struct decision_view v;
 	struct timespec ts = boot_to_realtime(r, ev->hdr.ts_ns);
-	char task[TASK_MAX + 1], host_buf[256];
+	char host_buf[256];
 	const char *host;
 
 	if (decision_view_init(&v, ev, r->policy)) {
@@ -431,13 +432,12 @@ static int on_decision(const struct sl_decision_event *ev, void *ctx)
 		const char *what = v.enforced ? "egress denied" : "egress would be denied (report mode)";
 
 		__atomic_fetch_add(&r->denials, 1, __ATOMIC_RELAXED);
-		safe_text(task, sizeof(task), r->args.task ? r->args.task : "-");
 		if (host)
 			notice_add(&n, "%s: %s [%s] (rule: %s) run_id=%s task=%s\n", what, host,
-				   v.dst_port, v.rule, r->run_id, task);
+				   v.dst_port, v.rule, r->run_id, r->task_text);
 		else
 			notice_add(&n, "%s: %s (rule: %s) run_id=%s task=%s\n", what, v.dst_port,
-				   v.rule, r->run_id, task);
+				   v.rule, r->run_id, r->task_text);
 		if (r->policy->request_access && ev->reason != SL_REASON_BLACKHOLE && !v.surface)
 			notice_request_access(&n, r->policy->request_access, host ? host : v.dst);
 		notice_denial(r, &n);
@@ -482,7 +482,7 @@ static int on_tls(const struct sl_tls_event *ev, void *ctx)
 	struct run *r = ctx;
 	struct journal_line l;
 	struct timespec ts = boot_to_realtime(r, ev->hdr.ts_ns);
-	char sni[SL_SNI_MAX + 1], host_buf[256], dst[INET6_ADDRSTRLEN], comm[64], task[TASK_MAX + 1];
+	char sni[SL_SNI_MAX + 1], host_buf[256], dst[INET6_ADDRSTRLEN], comm[64];
 	const char *host = resolver_host(r->resolver, ev->host_id, host_buf, sizeof(host_buf));
 	bool deny = ev->verdict == SL_VERDICT_DENY;
 	const char *killed = NULL;
@@ -522,13 +522,12 @@ static int on_tls(const struct sl_tls_event *ev, void *ctx)
 		struct notice n = { .len = 0 };
 
 		__atomic_fetch_add(&r->denials, 1, __ATOMIC_RELAXED);
-		safe_text(task, sizeof(task), r->args.task ? r->args.task : "-");
 		notice_add(&n, "%s: TLS to %s%s%s:%u named \"%s\", which did not resolve there "
 			       "(resolved for %s; %s) run_id=%s task=%s\n",
 			   ev->enforced ? "egress denied" : "egress would be denied (report mode)",
 			   ev->family == AF_INET6 ? "[" : "", dst, ev->family == AF_INET6 ? "]" : "",
 			   ev->port, ev->sni_len ? sni : "(no server name)", host ? host : "?",
-			   decision_reason_name(ev->reason), r->run_id, task);
+			   decision_reason_name(ev->reason), r->run_id, r->task_text);
 		notice_denial(r, &n);
 	}
 	return 0;
@@ -571,7 +570,6 @@ static void flow_cut(struct run *r, const struct sl_flow_event *ev, const char *
 	struct timespec ts = boot_to_realtime(r, ev->hdr.ts_ns);
 	struct notice n = { .len = 0 };
 	struct journal_line l;
-	char task[TASK_MAX + 1];
 	const char *how = "dropped";
 	uint64_t cap = (f->cut == SL_CUT_REQUEST ? f->max_req : f->max_resp) - 1;
 
@@ -597,12 +595,11 @@ static void flow_cut(struct run *r, const struct sl_flow_event *ev, const char *
 	write_line(r, &l);
 
 	__atomic_fetch_add(&r->denials, 1, __ATOMIC_RELAXED);
-	safe_text(task, sizeof(task), r->args.task ? r->args.task : "-");
 	notice_add(&n, "egress cut: %s%s%s:%u/%s after %llu bytes %s (%s: %llu) run_id=%s task=%s\n",
 		   host ? host : "", host ? " " : "", dst, f->port, proto,
 		   (unsigned long long)(f->cut == SL_CUT_REQUEST ? f->req_bytes : f->resp_bytes),
 		   f->cut == SL_CUT_REQUEST ? "sent" : "received", cut_name(f->cut),
-		   (unsigned long long)cap, r->run_id, task);
+		   (unsigned long long)cap, r->run_id, r->task_text);
 	notice_denial(r, &n);
 }
 
@@ -684,7 +681,7 @@ static void on_dns(const struct resolver_event *ev, void *ctx)
 	struct run *r = ctx;
 	struct journal_line l;
 	struct timespec now;
-	char task[TASK_MAX + 1], name[DNS_NAME_MAX];
+	char name[DNS_NAME_MAX];
 	bool deny = !strcmp(ev->decision, "deny"), refused = !strcmp(ev->decision, "refused");
 	struct notice n = { .len = 0 };
 	const char *what;
@@ -718,17 +715,16 @@ static void on_dns(const struct resolver_event *ev, void *ctx)
 	/* A client asks for A and AAAA at once: one notice per name, the log keeps both. */
 	if (!notice_name_is_new(r, ev->name))
 		return;
-	safe_text(task, sizeof(task), r->args.task ? r->args.task : "-");
 	safe_text(name, sizeof(name), ev->name);
 	what = ev->enforced ? "egress denied" : "egress would be denied (report mode)";
 	if (deny) {
 		notice_add(&n, "%s: %s (rule: %s) run_id=%s task=%s\n", what, name, ev->rule,
-			   r->run_id, task);
+			   r->run_id, r->task_text);
 		if (r->policy->request_access)
 			notice_request_access(&n, r->policy->request_access, name);
 	} else {
 		notice_add(&n, "%s: %s (answer refused: %s) run_id=%s task=%s\n", what, name,
-			   ev->why ? ev->why : "", r->run_id, task);
+			   ev->why ? ev->why : "", r->run_id, r->task_text);
 	}
 	notice_denial(r, &n);
 }
@@ -1128,6 +1124,7 @@ int run_main(int argc, char **argv)
 
 	if (parse_args(argc, argv, &r.args))
 		return RUN_EXIT_SLUICE_ERROR;
+	safe_text(r.task_text, sizeof(r.task_text), r.args.task ? r.args.task : "-");
 	/* Resolved now: name lookups are not safe between clone3 and exec. */
 	if (r.args.user) {
 		ret = spawn_parse_user(r.args.user, &so.uid, &so.gid);

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * UAPI constants the BPF programs need. vmlinux.h carries the kernel's types but not its
+ * #defines (and only some enums), so they are written out once here.
+ */
+#ifndef SLUICE_NET_BPF_H
+#define SLUICE_NET_BPF_H
+
+#define EPERM 1
+
+#define AF_UNIX 1
+#define AF_INET 2
+#define AF_INET6 10
+#define AF_NETLINK 16
+
+#define SOCK_STREAM 1
+#define SOCK_DGRAM 2
+
+#define ETH_P_IP 0x0800
+#define ETH_P_IPV6 0x86DD
+
+#define SOL_IP 0
+#define IPPROTO_HOPOPTS 0
+#define IPPROTO_TCP 6
+#define IPPROTO_UDP 17
+#define IPPROTO_IPV6 41
+#define IPPROTO_ROUTING 43
+#define IPPROTO_DSTOPTS 60
+
+#endif /* SLUICE_NET_BPF_H */
