@@ -27,7 +27,7 @@ UNIT_TESTS := $(patsubst selftests/unit/%.c,$(OUTPUT)/selftests/%,$(wildcard sel
 
 CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 -Wall -Wextra -Werror -MMD -MP -I$(OUTPUT) -D_FORTIFY_SOURCE=2
-LDLIBS := -lbpf -lelf -lz -lyaml
+LDLIBS := -lbpf -lelf -lz -lyaml -lcrypto
 BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf \
 	-Wall -Werror
 
@@ -79,9 +79,12 @@ $(OUTPUT)/selftests/sl_resolve_musl: selftests/tools/sl_resolve.c | $(OUTPUT)/se
 # Each unit test links the one module it tests.
 $(OUTPUT)/selftests/test_policy: policy/policy.c
 $(OUTPUT)/selftests/test_dns: userspace/dns.c
+$(OUTPUT)/selftests/test_tlog: userspace/tlog.c userspace/note.c
+$(OUTPUT)/selftests/test_verify: userspace/jsonline.c userspace/verify.c userspace/tlog.c \
+	userspace/note.c
 $(OUTPUT)/selftests/test_%: selftests/unit/test_%.c | $(OUTPUT)/selftests
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) -I. -DSLUICE_SRC_DIR='"$(CURDIR)"' $^ -lyaml -o $@
+	$(Q)$(CC) $(CFLAGS) -I. -DSLUICE_SRC_DIR='"$(CURDIR)"' $^ -lyaml -lcrypto -lz -o $@
 
 # Unit tests (no root) first, then the root selftests, each building its own topology.
 test: deps

@@ -23,10 +23,16 @@ dns_upstream_start demo-upstream \
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
+# The key that certifies each run's signing key; on a real host, /etc/sluice/host.key.
+key=$SL_TMP/demo-host.key
+say "host key: sluice keygen --name demo-host $key"
+"$SLUICE" keygen --name demo-host "$key" || { echo "sluice keygen failed" >&2; exit 1; }
+
 say "policy: sluice policy check $policy"
 "$SLUICE" policy check "$policy"
 
-say "sluice run --policy demo.yaml --run-id $run_id --task DEMO-1 --netns … -- sh -c …"
+say "sluice run --policy demo.yaml --run-id $run_id --task DEMO-1 --key demo-host.key" \
+	"--netns … -- sh -c …"
 cat <<'SH'
   curl http://registry.npmjs.org/       (listed by name: resolves, connects)
   curl http://static.rust-lang.org/     (not listed: does not resolve)
@@ -37,7 +43,7 @@ SH
 echo
 step() { printf 'workload: %-24s -> ' "$1"; shift; "$@" 2>&1 || true; sleep 0.3; }
 export -f step
-"$SLUICE" run --policy "$policy" --run-id "$run_id" --task DEMO-1 --log "$log" \
+"$SLUICE" run --policy "$policy" --run-id "$run_id" --task DEMO-1 --log "$log" --key "$key" \
 	--netns "/run/netns/$SL_NS_RUN" --upstream "127.0.0.1:$SL_DNS_PORT" -- bash -c '
 		step registry.npmjs.org curl -sS -m 5 http://registry.npmjs.org/
 		step static.rust-lang.org curl -sS -m 5 http://static.rust-lang.org/
@@ -53,3 +59,13 @@ cat "$SL_INET_LOG"
 
 say "the run's log: $log"
 cat "$log"
+
+say "its signed checkpoints, also in $log.checkpoints"
+cat "$log.checkpoints"
+
+say "sluice verify $log --key demo-host.key.pub"
+"$SLUICE" verify "$log" --key "$key.pub"
+vstatus=$?
+echo "sluice verify exited with $vstatus (0: intact, sealed, no loss)"
+# make demo fails if the log it just produced does not verify
+exit "$vstatus"

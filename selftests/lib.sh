@@ -178,6 +178,20 @@ tap_done() {
 }
 
 # ---------------------------------------------------------------------------------------------
+# The host key that signs every log of this test process
+
+# sl_key_setup DIR: a fresh key pair DIR/host.key(.pub) from sluice keygen; every sluice run of
+# this process signs with it (SLUICE_KEY) and verifies against it (SLUICE_PUB).
+sl_key_setup() {
+	local dir=$1 out
+	out=$("$SLUICE" keygen --name sluice-selftest "$dir/host.key" 2>&1) || {
+		echo "sluice keygen $dir/host.key: $out" >&2
+		return 1
+	}
+	export SLUICE_KEY=$dir/host.key SLUICE_PUB=$dir/host.key.pub
+}
+
+# ---------------------------------------------------------------------------------------------
 # Requirements
 
 require_root() {
@@ -374,6 +388,7 @@ topo_up() {
 	SL_TOPO_UP=1
 	SL_TMP=$(mktemp -d "${TMPDIR:-/tmp}/sluice-selftest.XXXXXX") || bail_out "mktemp failed"
 	chmod 0755 "$SL_TMP"
+	sl_key_setup "$SL_TMP" || bail_out "cannot create a host key with sluice keygen"
 	sl_topo_build || bail_out "cannot build the test topology"
 	sl_start_sink "$SL_NS_INET" inet || bail_out "cannot start the sink in $SL_NS_INET"
 	sl_start_sink "$SL_NS_RTR" rtr || bail_out "cannot start the sink in $SL_NS_RTR"
@@ -480,8 +495,7 @@ sluice_run() {
 	SL_RC=$?
 	# The run's cgroup id, from its run_start line: leftovers_check looks for links still on it.
 	SL_RUN_CGID=
-	[[ -s $log ]] && SL_RUN_CGID=$(head -n 1 "$log" | python3 -c \
-		'import json, sys; print(json.loads(sys.stdin.read()).get("cgroup_id", ""))' 2>/dev/null)
+	[[ -s $log ]] && SL_RUN_CGID=$(log_run_start_field "$log" cgroup_id)
 	return 0
 }
 
@@ -572,31 +586,31 @@ if v is None:
 print(json.dumps(v) if not isinstance(v, str) else v)' "$1" "$2"
 }
 
-# log_well_formed LOG: every line a JSON object; first run_start, last run_end.
-log_well_formed() {
-	python3 - "$1" <<'EOF'
+# log_run_start_field LOG KEY: KEY of the log's run_start line (its second line, after log_start).
+log_run_start_field() {
+	python3 - "$1" "$2" <<'EOF' 2>/dev/null
 import json, sys
-path = sys.argv[1]
-try:
-    lines = open(path).read().splitlines()
-except OSError as e:
-    sys.exit(f"cannot read {path}: {e}")
-if not lines:
-    sys.exit(f"{path} is empty")
-objs = []
-for i, l in enumerate(lines, 1):
-    try:
-        o = json.loads(l)
-    except ValueError as e:
-        sys.exit(f"line {i} is not JSON ({e}): {l[:200]}")
-    if not isinstance(o, dict):
-        sys.exit(f"line {i} is not an object: {l[:200]}")
-    objs.append(o)
-if objs[0].get("type") != "run_start":
-    sys.exit(f'first line has type {objs[0].get("type")!r}, expected "run_start"')
-if objs[-1].get("type") != "run_end":
-    sys.exit(f'last line has type {objs[-1].get("type")!r}, expected "run_end"')
+for line in open(sys.argv[1], "rb"):
+    o = json.loads(line)
+    if o.get("type") == "run_start":
+        print(o.get(sys.argv[2], ""))
+        break
 EOF
+}
+
+# log_well_formed LOG [--unsealed]: the evidence format, checked independently of sluice
+# (selftests/tools/sl_logcheck.py): every line canonical; seq contiguous from 0 and the prev
+# chain intact; log_start first, then run_start; every checkpoint's size, root and signature
+# (and, with SLUICE_PUB, the host key's certificate of the run key); the sidecar LOG.checkpoints
+# holding exactly the log's checkpoints; the last line the "final" checkpoint after run_end
+# (--unsealed: not checked, for a run that was killed).
+log_well_formed() {
+	local log=$1
+	local -a opts=()
+	shift
+	[[ -n ${SLUICE_PUB:-} ]] && opts+=(--pub "$SLUICE_PUB")
+	[[ -e $log.checkpoints ]] && opts+=(--copy "$log.checkpoints")
+	python3 "$SL_LIB_DIR/tools/sl_logcheck.py" "$log" "${opts[@]}" "$@"
 }
 
 # ---------------------------------------------------------------------------------------------

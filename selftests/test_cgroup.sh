@@ -190,7 +190,7 @@ got procs: $(run_procs "$cg" | tr '\n' ' ') pidfile: $(cat "$pidf" 2>/dev/null)"
 	done
 	tap_is "$label: every process of the run is gone" "$alive" ""
 	tap_cmp "$label: sluice's exit status says it did not succeed" "${SL_RC:-0}" -ne 0
-	tap_check "$label: the log is well formed and ends with run_end" log_well_formed "$log"
+	tap_check "$label: the log is well formed and sealed after run_end" log_well_formed "$log"
 	assert_no_leftovers "$label: no cgroup or pins left"
 }
 # shellcheck disable=SC2317 # called through wait_until

@@ -13,6 +13,7 @@ require_sluice
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/sluice-cli.XXXXXX") || bail_out "mktemp failed"
 trap 'rm -rf -- "$tmp"' EXIT
 chmod 0755 "$tmp"
+sl_key_setup "$tmp" || bail_out "cannot create a host key"
 
 good=$tmp/good.yaml
 bad=$tmp/bad.yaml

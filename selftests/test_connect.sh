@@ -67,10 +67,11 @@ assert_log "curl: log has the allow line with comm curl" "$SL_TMP/curl.log" +1 t
 	dst=198.51.100.10 port=80 decision=allow rule=test-host comm=curl
 assert_no_leftovers "curl: no cgroup or pins left"
 
-# The log of a run: JSON lines, run_start first, run_end last with the exit status.
+# The log of a run: canonical JSON lines, log_start then run_start first, run_end (with the exit
+# status) then the final signed checkpoint last.
 sluice_run "$CASE_POLICY" "$SL_TMP/shape.log" -- \
 	"${RUN_EXEC[@]}" "$SL_PROBE" tcp 198.51.100.20 80
-tap_check "log: every line is a JSON object, run_start first, run_end last" \
+tap_check "log: canonical, chained and signed, run_start first, sealed after run_end" \
 	log_well_formed "$SL_TMP/shape.log"
 assert_log "log: run_start names run_id and task" "$SL_TMP/shape.log" 1 type=run_start \
 	"run_id=$SL_RUN_ID" task=selftest

@@ -889,8 +889,7 @@ else
 	tap_fail "concurrent: run A ended" "expected run A to end within 20 s"
 	tap_skip "concurrent: run A exits 0" "run A did not end"
 fi
-A_CGID=$(head -n 1 "$A_LOG" | python3 -c \
-	'import json, sys; print(json.loads(sys.stdin.read()).get("cgroup_id", ""))' 2>/dev/null)
+A_CGID=$(log_run_start_field "$A_LOG" cgroup_id)
 SL_RUN_ID=$A_ID SL_RUN_CGID=$A_CGID
 assert_run_clean "concurrent: run A left nothing"
 
@@ -946,7 +945,7 @@ assert_run_clean "ports-two-rules: nothing left"
 # The log of a DNS run is well formed.
 
 dns_run "$SEED" -- "${DIG[@]}" @203.0.113.53 registry.npmjs.org
-tap_check "log: every line is a JSON object, run_start first, run_end last" \
+tap_check "log: canonical, chained and signed, run_start first, sealed after run_end" \
 	log_well_formed "$CASE_LOG"
 assert_run_clean "log: nothing left"
 

@@ -14,6 +14,7 @@ require_sluice
 trap topo_down EXIT
 SL_TOPO_UP=1
 SL_TMP=$(mktemp -d "${TMPDIR:-/tmp}/sluice-selftest.XXXXXX") || bail_out "mktemp failed"
+sl_key_setup "$SL_TMP" || bail_out "cannot create a host key"
 
 policy=$SL_TMP/hostns.yaml
 cat >"$policy" <<'EOF2'

@@ -90,7 +90,7 @@ if os.fork() == 0:
 sleep 1'
 tap_is "open flow: recorded at run end with what it sent" \
 	"$(flow_field "$log" req_bytes dst=198.51.100.10 port=80)" 4
-tap_check "open flow: the log ends with run_end" log_well_formed "$log"
+tap_check "open flow: the log is sealed after run_end" log_well_formed "$log"
 assert_no_leftovers "open flow: nothing left"
 
 # P20: byte caps. A flow that would pass its rule's max_request_bytes (max_response_bytes) is

@@ -43,13 +43,13 @@ sluice_run "$policy" "$log" --ringbuf-kib 4 -- \
 
 assert_rc "flood workload exits 0" 0
 tap_check "every datagram was refused (workload saw $FLOOD EPERMs)" grep -qx "denied $FLOOD" "$SL_OUT"
-tap_check "log is well-formed JSON lines from run_start to run_end" log_well_formed "$log"
+tap_check "log is well formed, chained and signed from log_start to its seal" log_well_formed "$log"
 assert_sink_none "nothing of the flood reached the test host" 'udp 198.51.100.20 9999'
 
 summary=$(python3 - "$log" <<'PY'
 import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1])]
-end = recs[-1]
+end = next(r for r in reversed(recs) if r.get("type") == "run_end")
 loss = sum(r["count"] for r in recs if r.get("type") == "loss")
 decisions = sum(1 for r in recs if r.get("type") == "decision")
 anomalies = sum(1 for r in recs if r.get("type") == "anomaly")

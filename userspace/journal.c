@@ -1,51 +1,73 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The log writer. Lines are composed by the callers without seq and prev; under the journal's
+ * lock each gets the next seq and the hash of the line before it, becomes a leaf of the Merkle
+ * tree, and goes into a write buffer that reaches the file in whole lines. Checkpoints sign the
+ * tree's root with the run key and are copied to the sidecar and the export descriptor only once
+ * the log holding them has been written, so no copy ever covers more than the log does.
+ */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <libgen.h>
+#include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "journal.h"
+#include "tlog.h"
+#include "util.h"
+
+#define WBUF_SIZE (64 * 1024)
+#define NOTE_MAX 1024	  /* a checkpoint or certificate note: origin, size, root, one signature */
+#define SEGMENT_MAX 999999 /* LOG.000001.gz … LOG.999999.gz */
 
 struct journal {
-	FILE *f;
-	int err; /* first write error, sticky: the caller reports it once */
-	pthread_mutex_t lock; /* the resolver's threads write too: whole lines, never interleaved */
+	pthread_mutex_t lock; /* the resolver's threads write too: one chain, never interleaved */
+	int fd;		      /* the live segment */
+	int sidecar_fd;
+	int export_fd;
+	int err;      /* first error writing the log, sticky: nothing more is appended after it */
+	int side_err; /* first error writing a checkpoint copy; that copy stops, the log goes on */
+	bool export_failed;
+	bool sealed;
+	const struct note_signer *signer;
+	char origin[NOTE_NAME_MAX + 1];
+	char path[PATH_MAX];
+	char sidecar_path[PATH_MAX];
+
+	uint64_t seq;			/* of the next line */
+	uint8_t prev[TLOG_HASH_SIZE];	/* hash of the last line */
+	struct tlog_tree tree;
+
+	uint64_t checkpoint_lines;
+	unsigned int checkpoint_secs;
+	uint64_t since_checkpoint; /* lines written after the last checkpoint line */
+	struct timespec last_checkpoint; /* CLOCK_MONOTONIC */
+
+	uint64_t rotate_bytes;
+	uint64_t file_bytes; /* of the live segment, buffered bytes included */
+	unsigned int segment; /* number of the next rotated segment */
+
+	char wbuf[WBUF_SIZE];
+	size_t wlen;
+	uint64_t wlines; /* whole lines in wbuf */
+	uint64_t file_off; /* bytes of the live segment on disk */
+
+	char line[JOURNAL_LINE_MAX];	 /* a line being composed, seq and prev included */
+	struct journal_line cp;		 /* a checkpoint being built */
 };
 
-struct journal *journal_open(const char *path)
-{
-	struct journal *j;
-	int fd;
-
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
-	if (fd < 0)
-		return NULL;
-	j = calloc(1, sizeof(*j));
-	if (!j)
-		goto err_close;
-	j->f = fdopen(fd, "w");
-	if (!j->f)
-		goto err_free;
-	pthread_mutex_init(&j->lock, NULL);
-	return j;
-
-err_free:
-	free(j);
-err_close:
-	{
-		int saved = errno;
-
-		close(fd);
-		errno = saved;
-	}
-	return NULL;
-}
+/* ------------------------------------------------------------------------------------------ */
+/* Lines */
 
 static void put(struct journal_line *l, const char *s, size_t n)
 {
@@ -76,25 +98,72 @@ static void putf(struct journal_line *l, const char *fmt, ...)
 	put(l, tmp, (size_t)n);
 }
 
-/* JSON string with every control character, quote and backslash escaped (RFC 8259). */
-static void put_json_string(struct journal_line *l, const char *s)
+/*
+ * Length of the well-formed UTF-8 sequence at s (shortest form, no surrogates, at most
+ * U+10FFFF), or 0. The NUL terminator is never a continuation byte, so this stops at it.
+ */
+static size_t utf8_len(const unsigned char *s)
 {
-	put(l, "\"", 1);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
+	unsigned char lo = 0x80, hi = 0xbf;
+	size_t n, i;
 
-		if (c == '"')
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	if (s[0] == 0xe0)
+		lo = 0xa0; /* overlong */
+	else if (s[0] == 0xed)
+		hi = 0x9f; /* surrogates */
+	else if (s[0] == 0xf0)
+		lo = 0x90; /* overlong */
+	else if (s[0] == 0xf4)
+		hi = 0x8f; /* above U+10FFFF */
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (i = 2; i < n; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return n;
+}
+
+/*
+ * The one canonical string form (README "Evidence"): quote, backslash, newline and tab as
+ * two-character escapes, other control bytes and every byte of invalid UTF-8 as \u00xx, the
+ * rest, well-formed UTF-8 included, as is. Invalid bytes thus survive byte-exact.
+ */
+static void put_json_string(struct journal_line *l, const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+
+	put(l, "\"", 1);
+	while (*s) {
+		size_t n;
+
+		if (*s == '"') {
 			put(l, "\\\"", 2);
-		else if (c == '\\')
+		} else if (*s == '\\') {
 			put(l, "\\\\", 2);
-		else if (c == '\n')
+		} else if (*s == '\n') {
 			put(l, "\\n", 2);
-		else if (c == '\t')
+		} else if (*s == '\t') {
 			put(l, "\\t", 2);
-		else if (c < 0x20 || c == 0x7f)
-			putf(l, "\\u%04x", c);
-		else
-			put(l, (const char *)&c, 1);
+		} else if (*s < 0x20 || *s == 0x7f) {
+			putf(l, "\\u%04x", *s);
+		} else if (*s < 0x80) {
+			put(l, (const char *)s, 1);
+		} else if ((n = utf8_len(s))) {
+			put(l, (const char *)s, n);
+			s += n;
+			continue;
+		} else {
+			putf(l, "\\u%04x", *s);
+		}
+		s++;
 	}
 	put(l, "\"", 1);
 }
@@ -108,15 +177,9 @@ static void put_key(struct journal_line *l, const char *key)
 
 void journal_line_begin(struct journal_line *l, const char *type, const struct timespec *ts)
 {
-	struct tm tm;
-	char when[32];
-
 	l->len = 0;
-	l->overflow = false;
-	gmtime_r(&ts->tv_sec, &tm);
-	if (!strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm))
-		l->overflow = true;
-	putf(l, "{\"ts\":\"%s.%06ldZ\"", when, ts->tv_nsec / 1000);
+	l->overflow = util_copy(l->type, sizeof(l->type), type) != 0;
+	putf(l, "{\"ts\":%" PRId64, (int64_t)ts->tv_sec * 1000000 + ts->tv_nsec / 1000);
 	put_key(l, "type");
 	put_json_string(l, type);
 }
@@ -168,6 +231,381 @@ int journal_line_finish(struct journal_line *l)
 	return l->overflow ? -E2BIG : 0;
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* Writing (all with j->lock held, or before any other thread has the journal) */
+
+/* write() of a whole buffer; returns bytes written and sets *err on failure. */
+static size_t write_all(int fd, const char *buf, size_t len, int *err)
+{
+	size_t done = 0;
+
+	*err = 0;
+	while (done < len) {
+		ssize_t n = write(fd, buf + done, len - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			*err = n < 0 ? -errno : -EIO;
+			break;
+		}
+		done += (size_t)n;
+	}
+	return done;
+}
+
+/*
+ * A write to the export descriptor: a pipe whose reader left must fail with EPIPE, not kill the
+ * enforcer with SIGPIPE, so the signal is blocked and any pending one taken back.
+ */
+static int write_export(struct journal *j, const char *buf, size_t len)
+{
+	static const struct timespec zero = { 0, 0 };
+	sigset_t pipe_set, old;
+	int err;
+
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+	write_all(j->export_fd, buf, len, &err);
+	if (err == -EPIPE && !sigismember(&old, SIGPIPE))
+		sigtimedwait(&pipe_set, NULL, &zero);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return err;
+}
+
+/* The log failed: remember it, and say so in the export stream where a supervisor reads. */
+static void log_failed(struct journal *j, uint64_t seq, int err)
+{
+	char msg[256];
+	int n;
+
+	j->err = err;
+	if (j->export_fd < 0 || j->export_failed)
+		return;
+	n = snprintf(msg, sizeof(msg), "sluice: log write failed at seq %" PRIu64 ": %s\n\n", seq,
+		     strerror(-err));
+	if (n > 0 && (size_t)n < sizeof(msg) && write_export(j, msg, (size_t)n))
+		j->export_failed = true;
+}
+
+/*
+ * Write the buffer out. On a failure the file is cut back to its last whole line, so the log on
+ * disk stays a valid (unsealed) prefix; the lines that did not make it are gone with the error.
+ */
+static int flush_locked(struct journal *j)
+{
+	size_t done, cut, i;
+	uint64_t whole = 0;
+	int err;
+
+	if (j->err)
+		return j->err;
+	if (!j->wlen)
+		return 0;
+	done = write_all(j->fd, j->wbuf, j->wlen, &err);
+	if (!err) {
+		j->file_off += done;
+		j->wlen = 0;
+		j->wlines = 0;
+		return 0;
+	}
+	for (cut = 0, i = 0; i < done; i++) {
+		if (j->wbuf[i] == '\n') {
+			cut = i + 1;
+			whole++;
+		}
+	}
+	if (cut < done && ftruncate(j->fd, (off_t)(j->file_off + cut)) == 0)
+		lseek(j->fd, (off_t)(j->file_off + cut), SEEK_SET);
+	j->file_off += cut;
+	log_failed(j, j->seq - j->wlines + whole, err);
+	j->wlen = 0;
+	j->wlines = 0;
+	return err;
+}
+
+static int sync_locked(struct journal *j)
+{
+	int err = flush_locked(j);
+
+	if (!err && fsync(j->fd)) {
+		err = -errno;
+		log_failed(j, j->seq, err);
+	}
+	return err;
+}
+
+/*
+ * Give the line in body ({"ts":…}\n, as journal_line_finish left it) its seq and prev, add it to
+ * the tree and the write buffer.
+ */
+static int append_locked(struct journal *j, const struct journal_line *body)
+{
+	char prev_hex[2 * TLOG_HASH_SIZE + 1];
+	size_t n, total;
+	int i, k, err;
+
+	if (j->err)
+		return j->err;
+	if (j->sealed)
+		return -EPIPE;
+	for (i = 0; i < TLOG_HASH_SIZE; i++)
+		snprintf(prev_hex + 2 * i, 3, "%02x", j->prev[i]);
+	k = snprintf(j->line, sizeof(j->line), "{\"seq\":%" PRIu64 ",\"prev\":\"%s\",", j->seq,
+		     prev_hex);
+	if (k < 0 || (size_t)k >= sizeof(j->line))
+		return -E2BIG;
+	n = (size_t)k;
+	/* body starts with "{" and ends with "}\n" */
+	if (body->len < 3 || body->buf[0] != '{' || body->len - 1 > sizeof(j->line) - n)
+		return -E2BIG;
+	memcpy(j->line + n, body->buf + 1, body->len - 1);
+	total = n + body->len - 1;
+
+	if (total > sizeof(j->wbuf) - j->wlen) {
+		err = flush_locked(j);
+		if (err)
+			return err;
+	}
+	tlog_sha256(j->line, total - 1, j->prev);
+	tlog_append(&j->tree, j->line, total - 1);
+	memcpy(j->wbuf + j->wlen, j->line, total);
+	j->wlen += total;
+	j->wlines++;
+	j->seq++;
+	j->file_bytes += total;
+	j->since_checkpoint++;
+	return 0;
+}
+
+static bool reason_valid(const char *reason)
+{
+	static const char *const reasons[] = { "lines", "time", "heartbeat", "loss", "anomaly",
+					       "rotate", "final" };
+	size_t i;
+
+	for (i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++)
+		if (!strcmp(reason, reasons[i]))
+			return true;
+	return false;
+}
+
+/* The note then one blank line, to the sidecar and the export fd. */
+static int copy_note(struct journal *j, char *note, size_t len)
+{
+	int err = 0, e;
+
+	note[len] = '\n'; /* note has room: NOTE_MAX + 1 */
+	if (j->sidecar_fd >= 0) {
+		write_all(j->sidecar_fd, note, len + 1, &e);
+		if (e) {
+			/* a torn note in the sidecar reads as malformed: the copy stops here */
+			close(j->sidecar_fd);
+			j->sidecar_fd = -1;
+			err = e;
+		}
+	}
+	if (j->export_fd >= 0 && !j->export_failed) {
+		e = write_export(j, note, len + 1);
+		if (e) {
+			j->export_failed = true;
+			err = err ? err : e;
+		}
+	}
+	note[len] = '\0';
+	if (err && !j->side_err) {
+		j->side_err = err;
+		return err;
+	}
+	return 0;
+}
+
+static int checkpoint_locked(struct journal *j, const char *reason)
+{
+	bool durable = !strcmp(reason, "loss") || !strcmp(reason, "rotate") ||
+		       !strcmp(reason, "final");
+	uint8_t root[TLOG_HASH_SIZE];
+	char text[NOTE_MAX], note[NOTE_MAX + 1], root64[64];
+	struct timespec now;
+	size_t note_len;
+	int len, err;
+
+	if (j->err)
+		return j->err;
+	if (j->sealed)
+		return -EPIPE;
+	/* The lines a "loss" or the seal covers are on disk before anything claims they are. */
+	if (durable) {
+		err = sync_locked(j);
+		if (err)
+			return err;
+	}
+	tlog_root(&j->tree, root);
+	len = checkpoint_text(j->origin, j->tree.size, root, text, sizeof(text));
+	if (len < 0)
+		return len;
+	err = note_sign(j->signer, text, (size_t)len, note, sizeof(note) - 1, &note_len);
+	if (err)
+		return err;
+	len = note_base64_encode(root, sizeof(root), root64, sizeof(root64));
+	if (len < 0)
+		return len;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	journal_line_begin(&j->cp, "checkpoint", &now);
+	journal_line_str(&j->cp, "reason", reason);
+	journal_line_u64(&j->cp, "size", j->tree.size);
+	journal_line_str(&j->cp, "root", root64);
+	journal_line_str(&j->cp, "note", note);
+	err = journal_line_finish(&j->cp);
+	if (!err)
+		err = append_locked(j, &j->cp);
+	if (!err)
+		err = durable ? sync_locked(j) : flush_locked(j);
+	if (err)
+		return err;
+	j->since_checkpoint = 0;
+	clock_gettime(CLOCK_MONOTONIC, &j->last_checkpoint);
+	if (!strcmp(reason, "final"))
+		j->sealed = true;
+	return copy_note(j, note, note_len);
+}
+
+static int fsync_dir_of(const char *path)
+{
+	char copy[PATH_MAX];
+	int fd, err = 0;
+
+	if (util_copy(copy, sizeof(copy), path))
+		return -ENAMETOOLONG;
+	fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd))
+		err = -errno;
+	close(fd);
+	return err;
+}
+
+/* gzip src into dst (created, never overwritten), fsynced. On failure dst is removed. */
+static int compress_file(const char *src, const char *dst)
+{
+	char buf[64 * 1024];
+	int in = -1, out = -1, gfd = -1, err = 0;
+	gzFile gz = NULL;
+	ssize_t n;
+
+	in = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (in < 0)
+		return -errno;
+	out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
+	if (out < 0) {
+		err = -errno;
+		goto out_in;
+	}
+	/* gzclose closes the descriptor it was given: keep ours for the fsync. */
+	gfd = dup(out);
+	if (gfd < 0) {
+		err = -errno;
+		goto out_remove;
+	}
+	gz = gzdopen(gfd, "wb9");
+	if (!gz) {
+		close(gfd);
+		err = -ENOMEM;
+		goto out_remove;
+	}
+	while ((n = read(in, buf, sizeof(buf))) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			err = -errno;
+			break;
+		}
+		if (gzwrite(gz, buf, (unsigned int)n) != (int)n) {
+			err = errno ? -errno : -EIO;
+			break;
+		}
+	}
+	if (gzclose(gz) != Z_OK && !err)
+		err = errno ? -errno : -EIO;
+	if (!err && fsync(out))
+		err = -errno;
+out_remove:
+	close(out);
+	if (err)
+		unlink(dst);
+out_in:
+	close(in);
+	return err;
+}
+
+/*
+ * Close the live segment with a "rotate" checkpoint, compress it into PATH.NNNNNN.gz, and go on
+ * in a new PATH; seq, prev and the tree go on too. The plain file is removed only once its
+ * compressed copy is on disk. If compressing fails the log stays in the plain file, which the
+ * writer keeps appending to (rotation stops): lines are never lost to a failed rotation.
+ */
+static int rotate_locked(struct journal *j)
+{
+	char seg[PATH_MAX];
+	int err, fd;
+
+	if (j->segment > SEGMENT_MAX)
+		return 0;
+	if (util_fmt(seg, sizeof(seg), "%s.%06u.gz", j->path, j->segment))
+		return -ENAMETOOLONG;
+	err = checkpoint_locked(j, "rotate");
+	if (err)
+		return err;
+	err = compress_file(j->path, seg);
+	if (!err)
+		err = fsync_dir_of(seg);
+	if (err) {
+		j->rotate_bytes = 0;
+		return err;
+	}
+	j->segment++;
+	/* The old segment is safe in seg: its name is free for the next one. */
+	if (unlink(j->path)) {
+		err = -errno;
+		log_failed(j, j->seq, err);
+		return err;
+	}
+	fd = open(j->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
+	if (fd < 0) {
+		err = -errno;
+		log_failed(j, j->seq, err);
+		return err;
+	}
+	fsync_dir_of(j->path);
+	close(j->fd);
+	j->fd = fd;
+	j->file_off = 0;
+	j->file_bytes = 0;
+	return 0;
+}
+
+/* After lines were appended: the checkpoints and rotation they call for. */
+static int after_lines_locked(struct journal *j, const char *type)
+{
+	int err = 0;
+
+	if (!strcmp(type, "loss"))
+		err = checkpoint_locked(j, "loss");
+	else if (!strcmp(type, "anomaly"))
+		err = checkpoint_locked(j, "anomaly");
+	else if (j->since_checkpoint >= j->checkpoint_lines)
+		err = checkpoint_locked(j, "lines");
+	if (!err && j->rotate_bytes && j->file_bytes >= j->rotate_bytes && !j->sealed)
+		err = rotate_locked(j);
+	return err;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* API */
+
 int journal_write(struct journal *j, struct journal_line *l)
 {
 	int err;
@@ -175,9 +613,40 @@ int journal_write(struct journal *j, struct journal_line *l)
 	if (journal_line_finish(l))
 		return -E2BIG;
 	pthread_mutex_lock(&j->lock);
-	if (!j->err && fwrite(l->buf, 1, l->len, j->f) != l->len)
-		j->err = errno ? -errno : -EIO;
-	err = j->err;
+	err = append_locked(j, l);
+	if (!err)
+		err = after_lines_locked(j, l->type);
+	pthread_mutex_unlock(&j->lock);
+	return err;
+}
+
+int journal_checkpoint(struct journal *j, const char *reason)
+{
+	int err;
+
+	if (!reason_valid(reason))
+		return -EINVAL;
+	pthread_mutex_lock(&j->lock);
+	err = checkpoint_locked(j, reason);
+	pthread_mutex_unlock(&j->lock);
+	return err;
+}
+
+int journal_tick(struct journal *j)
+{
+	struct timespec now;
+	int64_t ms;
+	int err = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	pthread_mutex_lock(&j->lock);
+	ms = (int64_t)(now.tv_sec - j->last_checkpoint.tv_sec) * 1000 +
+	     (now.tv_nsec - j->last_checkpoint.tv_nsec) / 1000000;
+	if (!j->err && !j->sealed && ms >= (int64_t)j->checkpoint_secs * 1000) {
+		err = checkpoint_locked(j, j->since_checkpoint ? "time" : "heartbeat");
+		if (!err && j->rotate_bytes && j->file_bytes >= j->rotate_bytes)
+			err = rotate_locked(j);
+	}
 	pthread_mutex_unlock(&j->lock);
 	return err;
 }
@@ -187,25 +656,140 @@ int journal_flush(struct journal *j)
 	int err;
 
 	pthread_mutex_lock(&j->lock);
-	if (!j->err && fflush(j->f))
-		j->err = -errno;
-	err = j->err;
+	err = flush_locked(j);
 	pthread_mutex_unlock(&j->lock);
 	return err;
 }
 
+static int write_log_start(struct journal *j, const struct journal_opts *o)
+{
+	char vkey[NOTE_VKEY_MAX + 1];
+	struct timespec now;
+	int err;
+
+	err = note_signer_vkey(o->signer, vkey, sizeof(vkey));
+	if (err)
+		return err;
+	clock_gettime(CLOCK_REALTIME, &now);
+	journal_line_begin(&j->cp, "log_start", &now);
+	journal_line_str(&j->cp, "origin", j->origin);
+	journal_line_str(&j->cp, "run_id", o->run_id);
+	journal_line_str(&j->cp, "key", vkey);
+	journal_line_str(&j->cp, "host_key", o->host_vkey);
+	journal_line_str(&j->cp, "cert", o->cert);
+	journal_line_u64(&j->cp, "checkpoint_lines", o->checkpoint_lines);
+	journal_line_u64(&j->cp, "checkpoint_secs", o->checkpoint_secs);
+	journal_line_u64(&j->cp, "format", JOURNAL_FORMAT);
+	err = journal_line_finish(&j->cp);
+	if (!err)
+		err = append_locked(j, &j->cp);
+	if (!err)
+		err = flush_locked(j);
+	return err;
+}
+
+struct journal *journal_open(const struct journal_opts *o)
+{
+	char seg[PATH_MAX];
+	struct journal *j;
+	struct stat st;
+	int err;
+
+	if (!o->signer || !o->host_vkey || !o->cert || !o->run_id || !o->checkpoint_lines ||
+	    !o->checkpoint_secs) {
+		errno = EINVAL;
+		return NULL;
+	}
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return NULL;
+	j->fd = -1;
+	j->sidecar_fd = -1;
+	j->export_fd = o->export_fd;
+	j->signer = o->signer;
+	j->checkpoint_lines = o->checkpoint_lines;
+	j->checkpoint_secs = o->checkpoint_secs;
+	j->rotate_bytes = o->rotate_bytes;
+	j->segment = 1;
+	tlog_init(&j->tree);
+	pthread_mutex_init(&j->lock, NULL);
+	err = util_copy(j->origin, sizeof(j->origin), note_signer_name(o->signer));
+	if (!err)
+		err = util_copy(j->path, sizeof(j->path), o->path);
+	if (!err)
+		err = util_fmt(j->sidecar_path, sizeof(j->sidecar_path), "%s.checkpoints", o->path);
+	if (!err)
+		err = util_fmt(seg, sizeof(seg), "%s.%06u.gz", o->path, 1);
+	if (err)
+		goto err_free;
+	/* A first segment of another log would be read as the start of this one. */
+	if (!lstat(seg, &st)) {
+		err = -EEXIST;
+		goto err_free;
+	}
+
+	j->fd = open(o->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
+	if (j->fd < 0) {
+		err = -errno;
+		goto err_free;
+	}
+	j->sidecar_fd = open(j->sidecar_path,
+			     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, 0640);
+	if (j->sidecar_fd < 0) {
+		err = -errno;
+		goto err_unlink_log;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &j->last_checkpoint);
+	err = write_log_start(j, o);
+	if (err)
+		goto err_unlink_sidecar;
+	return j;
+
+err_unlink_sidecar:
+	close(j->sidecar_fd);
+	unlink(j->sidecar_path);
+err_unlink_log:
+	close(j->fd);
+	unlink(j->path);
+err_free:
+	pthread_mutex_destroy(&j->lock);
+	free(j);
+	errno = -err;
+	return NULL;
+}
+
 int journal_close(struct journal *j)
 {
-	int err;
+	int err, ret;
 
 	if (!j)
 		return 0;
-	err = journal_flush(j);
-	if (!err && fsync(fileno(j->f)))
+	pthread_mutex_lock(&j->lock);
+	err = sync_locked(j);
+	pthread_mutex_unlock(&j->lock);
+	if (close(j->fd) && !err)
 		err = -errno;
-	if (fclose(j->f) && !err)
-		err = -errno;
+	if (j->sidecar_fd >= 0) {
+		ret = fsync(j->sidecar_fd) ? -errno : 0;
+		if (close(j->sidecar_fd) && !ret)
+			ret = -errno;
+		if (!err && !j->side_err)
+			err = ret;
+	}
 	pthread_mutex_destroy(&j->lock);
 	free(j);
 	return err;
+}
+
+void journal_discard(struct journal *j)
+{
+	if (!j)
+		return;
+	close(j->fd);
+	if (j->sidecar_fd >= 0)
+		close(j->sidecar_fd);
+	unlink(j->path);
+	unlink(j->sidecar_path);
+	pthread_mutex_destroy(&j->lock);
+	free(j);
 }

@@ -1,8 +1,16 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * The run's log: one compact JSON object per line, keys in a fixed order, starting with
- * "ts" (UTC, microseconds) and "type". A line is built in a fixed buffer (struct journal_line) and
- * written whole, so a full disk or a crash never leaves half a record behind another.
+ * The run's log, as evidence: one canonical JSON object per line (the README's "Evidence"
+ * section), chained and signed.
+ *
+ *   {"seq":N,"prev":"<sha256 of line N-1>","ts":<µs since the epoch>,"type":"…",…}
+ *
+ * A line is built in a fixed buffer (struct journal_line) without its seq and prev, which the
+ * journal assigns under its lock when it writes the line, so threads writing at once still
+ * produce one contiguous chain. Every line is a leaf of the log's Merkle tree; checkpoint lines
+ * carry the tree's root signed by the run's key, and go to a sidecar file and an optional
+ * inherited descriptor too. Lines are written whole (a full disk never leaves half a record on
+ * disk: the file is cut back to the last whole line).
  */
 #ifndef SLUICE_JOURNAL_H
 #define SLUICE_JOURNAL_H
@@ -12,23 +20,42 @@
 #include <stdint.h>
 #include <time.h>
 
-#define JOURNAL_LINE_MAX 8192
+#include "note.h"
+
+#define JOURNAL_LINE_MAX 8192 /* a whole line, its "\n" included */
+#define JOURNAL_FORMAT 1      /* log_start's "format" */
+#define JOURNAL_TYPE_MAX 32
 
 struct journal;
 
 struct journal_line {
-	char buf[JOURNAL_LINE_MAX];
+	char buf[JOURNAL_LINE_MAX]; /* {"ts":…,"type":…,… without seq and prev */
 	size_t len;
 	bool overflow; /* a field did not fit: journal_write() refuses the line */
+	char type[JOURNAL_TYPE_MAX]; /* "loss" and "anomaly" lines are followed by a checkpoint */
+};
+
+struct journal_opts {
+	const char *path;		/* the log; created, never overwritten */
+	const char *run_id;
+	/* The run key, named the log's origin ("sluice/RUN_ID"); borrowed until journal_close. */
+	const struct note_signer *signer;
+	const char *host_vkey;		/* the host's verifier key, for log_start */
+	const char *cert;		/* the host key's signed note certifying the run key */
+	uint64_t checkpoint_lines;	/* a checkpoint after this many lines (> 0) */
+	unsigned int checkpoint_secs;	/* … or after this many seconds (> 0), see journal_tick */
+	uint64_t rotate_bytes;		/* rotate past this size; 0: never */
+	int export_fd;			/* checkpoints are written here too; -1: nowhere */
 };
 
 /*
- * Create the log file. It must not exist: evidence is never overwritten. Opened without
- * following symlinks, mode 0640. Sets errno and returns NULL on failure.
+ * Create the log and its sidecar PATH.checkpoints (neither may exist, nor PATH.000001.gz:
+ * evidence is never overwritten; opened without following symlinks, mode 0640) and write
+ * log_start as line 0. Sets errno and returns NULL on failure, leaving no file behind.
  */
-struct journal *journal_open(const char *path);
+struct journal *journal_open(const struct journal_opts *o);
 
-/* Start a line: {"ts":"…","type":"…" — ts is CLOCK_REALTIME. */
+/* Start a line: {"ts":<CLOCK_REALTIME in µs>,"type":"…" */
 void journal_line_begin(struct journal_line *l, const char *type, const struct timespec *ts);
 void journal_line_str(struct journal_line *l, const char *key, const char *val); /* NULL: null */
 void journal_line_u64(struct journal_line *l, const char *key, uint64_t val);
@@ -36,13 +63,38 @@ void journal_line_i64(struct journal_line *l, const char *key, int64_t val);
 void journal_line_bool(struct journal_line *l, const char *key, bool val);
 void journal_line_strv(struct journal_line *l, const char *key, char *const *vals, size_t n);
 
-/* Close the object ("}\n"): the line is then complete in l->buf. -E2BIG if it did not fit. */
+/*
+ * Close the object ("}\n"): the line, without seq and prev, is then complete in l->buf (what
+ * --alerts gets). -E2BIG if it did not fit.
+ */
 int journal_line_finish(struct journal_line *l);
 
-/* Close the object and append it to the log (buffered; see journal_flush). */
+/*
+ * Close the object, give it the next seq and the previous line's hash, and append it to the log
+ * (buffered; see journal_flush). Automatic checkpoints follow: after a "loss" or "anomaly" line,
+ * and every checkpoint_lines lines. -E2BIG if the line does not fit JOURNAL_LINE_MAX (nothing
+ * written); -EPIPE once the log is sealed; otherwise the log's first write error, sticky.
+ */
 int journal_write(struct journal *j, struct journal_line *l);
+
+/*
+ * Write a checkpoint line now. reason: "lines", "time", "heartbeat", "loss", "anomaly",
+ * "rotate" or "final". The log is flushed, and fsynced first for "loss", "rotate" and "final";
+ * the note is then appended to the sidecar and the export fd. "final" seals the log: nothing can
+ * be written after it.
+ */
+int journal_checkpoint(struct journal *j, const char *reason);
+
+/*
+ * Called from the run's loop (at least every second): a "time" checkpoint when checkpoint_secs
+ * have passed since the last one and lines were written since, a "heartbeat" when none were.
+ */
+int journal_tick(struct journal *j);
+
 int journal_flush(struct journal *j);
 /* Flush, fsync and close. Accepts NULL. */
 int journal_close(struct journal *j);
+/* Close and remove the files journal_open created: for a run that never started. NULL ok. */
+void journal_discard(struct journal *j);
 
 #endif /* SLUICE_JOURNAL_H */

@@ -3,8 +3,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "keygen_cmd.h"
 #include "policy_cmd.h"
 #include "run.h"
+#include "verify_cmd.h"
 
 #define SLUICE_VERSION "0.1.0"
 
@@ -16,6 +18,8 @@ static void usage(FILE *out)
 		"commands:\n"
 		"  run --policy FILE [options] -- CMD [ARG…]   run CMD with its egress confined\n"
 		"  policy check FILE                           validate a policy, show what it enforces\n"
+		"  keygen [--name NAME] FILE                   create the key pair that signs logs\n"
+		"  verify LOG [--key PUB] [--checkpoints F]    check a log's chain, signatures, seal\n"
 		"  version                                     print the version\n"
 		"\n"
 		"'sluice run --help' lists the options of run.\n");
@@ -31,6 +35,10 @@ int main(int argc, char **argv)
 		return run_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "policy"))
 		return policy_cmd_main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "keygen"))
+		return keygen_cmd_main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "verify"))
+		return verify_cmd_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
 		printf("sluice %s\n", SLUICE_VERSION);
 		return 0;

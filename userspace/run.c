@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -31,6 +32,7 @@
 #include "events.h"
 #include "journal.h"
 #include "loader.h"
+#include "note.h"
 #include "resolver.h"
 #include "run.h"
 #include "spawn.h"
@@ -41,6 +43,14 @@
 #define POLL_INTERVAL_MS 100	/* upper bound on how late an allow record reaches the log */
 #define KILL_TIMEOUT_MS 5000
 #define RUN_LEARNED_MAX 65536	/* addresses the resolver may hand out, per family */
+#define RUN_HOST_KEY "/etc/sluice/host.key"
+#define RUN_CERT_MAX 1024	/* the host key's note certifying the run key */
+/*
+ * A checkpoint every 1000 lines or 10 s: a crash leaves at most that much unsigned, for one
+ * Ed25519 signature and two small writes per thousand lines.
+ */
+#define RUN_CHECKPOINT_LINES 1000
+#define RUN_CHECKPOINT_SECS 10
 
 struct run_args {
 	const char *policy_path;
@@ -53,6 +63,11 @@ struct run_args {
 	const char *upstream;
 	const char *user;
 	const char *alerts;
+	const char *key_path;	/* --key, $SLUICE_KEY or RUN_HOST_KEY */
+	unsigned long checkpoint_lines;
+	unsigned long checkpoint_secs;
+	int checkpoint_fd;	/* --checkpoint-fd, or -1 */
+	unsigned long rotate_kib;
 	bool dns_ttl;
 	unsigned long ringbuf_kib;
 	bool verbose;
@@ -74,6 +89,9 @@ struct run {
 	struct resolver *resolver;
 	int netns_fd;
 	int alerts_fd;	/* --alerts, or -1 */
+	struct note_signer *run_key; /* signs this run's checkpoints, certified by the host key */
+	char host_vkey[NOTE_VKEY_MAX + 1];
+	char cert[RUN_CERT_MAX];
 	bool still_running; /* processes survived the kill: enforcement must stay in place */
 	uid_t uid;	    /* what CMD runs as */
 	gid_t gid;
@@ -94,6 +112,8 @@ static void usage(FILE *out)
 		"usage: sluice run --policy FILE [--run-id ID] [--task TASK] [--mode enforce|report]\n"
 		"                  [--log FILE] [--netns PATH] [--upstream ADDR[:PORT]] [--dns-ttl]\n"
 		"                  [--user USER[:GROUP]] [--alerts FILE]\n"
+		"                  [--key FILE] [--checkpoint-lines N] [--checkpoint-secs T]\n"
+		"                  [--checkpoint-fd FD] [--log-rotate-kib N]\n"
 		"                  [--cgroup-parent NAME] [--ringbuf-kib N] [-v] -- CMD [ARG…]\n"
 		"\n"
 		"Runs CMD in a new cgroup whose connect() and sendmsg() calls are judged in the kernel\n"
@@ -107,7 +127,19 @@ static void usage(FILE *out)
 		"  --dns-ttl        learned addresses expire with their DNS TTL (default: with the run)\n"
 		"  --user U[:G]     run CMD as this user (and group), with no_new_privs: the\n"
 		"                   guarantees assume an unprivileged workload (default: as root)\n"
-		"  --alerts FILE    also append the policy's alert_on alerts to FILE (JSON lines)\n");
+		"  --alerts FILE    also append the policy's alert_on alerts to FILE (JSON lines)\n"
+		"\n"
+		"The log is signed: a fresh key for the run, certified in the log's first line by the\n"
+		"host key, signs a checkpoint of it every N lines or T seconds, after any loss or\n"
+		"anomaly, and at the end; the checkpoints also go to LOG.checkpoints.\n"
+		"  --key FILE       the host's signer key (default: $SLUICE_KEY, else\n"
+		"                   " RUN_HOST_KEY "; create it with 'sluice keygen FILE')\n"
+		"  --checkpoint-lines N  (default %d)    --checkpoint-secs T  (default %d)\n"
+		"  --checkpoint-fd FD  also write each checkpoint to this inherited descriptor (a pipe\n"
+		"                   to a supervisor, a file the run cannot reach); not passed to CMD\n"
+		"  --log-rotate-kib N  past N KiB, compress the log into LOG.000001.gz, … and go on in\n"
+		"                   a new LOG (default 0: never)\n",
+		RUN_CHECKPOINT_LINES, RUN_CHECKPOINT_SECS);
 }
 
 static int64_t ts_ns(clockid_t clk)
@@ -148,6 +180,109 @@ static int make_run_id(char *buf, size_t len)
 	return util_fmt(buf, len, "run-%02x%02x%02x", rnd[0], rnd[1], rnd[2]);
 }
 
+enum { OPT_KEY = 256, OPT_CHECKPOINT_LINES, OPT_CHECKPOINT_SECS, OPT_CHECKPOINT_FD,
+       OPT_LOG_ROTATE_KIB };
+
+/* A decimal number in [min, max] for option opt. */
+static int parse_ulong(const char *opt, const char *s, unsigned long min, unsigned long max,
+		       unsigned long *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtoul(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-' || *out < min || *out > max) {
+		fprintf(stderr, "sluice run: %s: expected a number from %lu to %lu, got \"%s\"\n", opt,
+			min, max, s);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * The checkpoint descriptor must be open for writing now, and stays sluice's own: close-on-exec,
+ * so the workload cannot write to (or truncate) the copy meant to catch it.
+ */
+static int take_checkpoint_fd(const char *s, int *out)
+{
+	unsigned long fd;
+	int fl;
+
+	if (parse_ulong("--checkpoint-fd", s, 0, INT_MAX, &fd))
+		return -EINVAL;
+	if (fd <= STDERR_FILENO) {
+		fprintf(stderr, "sluice run: --checkpoint-fd: %lu is the command's stdio too; give a "
+				"descriptor of its own (e.g. 3>FILE --checkpoint-fd 3)\n", fd);
+		return -EINVAL;
+	}
+	fl = fcntl((int)fd, F_GETFL);
+	if (fl < 0 || fcntl((int)fd, F_GETFD) < 0) {
+		fprintf(stderr, "sluice run: --checkpoint-fd: %lu is not an open descriptor\n", fd);
+		return -EBADF;
+	}
+	if ((fl & O_ACCMODE) == O_RDONLY) {
+		fprintf(stderr, "sluice run: --checkpoint-fd: %lu is open read-only\n", fd);
+		return -EBADF;
+	}
+	if (fcntl((int)fd, F_SETFD, FD_CLOEXEC)) {
+		fprintf(stderr, "sluice run: --checkpoint-fd: %lu: %s\n", fd, strerror(errno));
+		return -errno;
+	}
+	*out = (int)fd;
+	return 0;
+}
+
+/*
+ * The run's own key, certified by the host key: the long-lived host secret is in memory only for
+ * the one signature over "sluice run key\n" ORIGIN "\n" RUN_VKEY "\n", and the run key can only
+ * ever sign this run's log (its name is the log's origin).
+ */
+static int make_run_key(struct run *r, char *msg, size_t msg_len)
+{
+	const char *path = r->args.key_path;
+	char skey[NOTE_SKEY_MAX + 2], origin[NOTE_NAME_MAX + 1], vkey[NOTE_VKEY_MAX + 1];
+	char text[NOTE_NAME_MAX + NOTE_VKEY_MAX + 32];
+	struct note_signer *host = NULL;
+	size_t len;
+	int err;
+
+	if (!path) {
+		path = getenv("SLUICE_KEY");
+		if (!path || !*path)
+			path = RUN_HOST_KEY;
+	}
+	err = note_key_file_read(path, skey, sizeof(skey));
+	if (err) {
+		util_fmt(msg, msg_len, "host key %s: %s; the log is signed with it: create one with "
+				       "'sluice keygen %s' (or give --key FILE, or set SLUICE_KEY)",
+			 path, strerror(-err), path);
+		goto out;
+	}
+	err = note_signer_parse(skey, &host);
+	explicit_bzero(skey, sizeof(skey));
+	if (err) {
+		util_fmt(msg, msg_len, "host key %s: not a signer key (PRIVATE+KEY+NAME+HASH+KEY, as "
+				       "'sluice keygen' writes)", path);
+		goto out;
+	}
+	err = note_signer_vkey(host, r->host_vkey, sizeof(r->host_vkey));
+	if (!err)
+		err = util_fmt(origin, sizeof(origin), "sluice/%s", r->run_id);
+	if (!err)
+		err = note_signer_generate(origin, &r->run_key);
+	if (!err)
+		err = note_signer_vkey(r->run_key, vkey, sizeof(vkey));
+	if (!err)
+		err = util_fmt(text, sizeof(text), "sluice run key\n%s\n%s\n", origin, vkey);
+	if (!err)
+		err = note_sign(host, text, strlen(text), r->cert, sizeof(r->cert), &len);
+	if (err)
+		util_fmt(msg, msg_len, "cannot make the run's key: %s", strerror(-err));
+out:
+	note_signer_free(host);
+	return err;
+}
+
 static int parse_args(int argc, char **argv, struct run_args *a)
 {
 	static const struct option opts[] = {
@@ -163,6 +298,11 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		{ "dns-ttl", no_argument, NULL, 'T' },
 		{ "user", required_argument, NULL, 'U' },
 		{ "alerts", required_argument, NULL, 'A' },
+		{ "key", required_argument, NULL, OPT_KEY },
+		{ "checkpoint-lines", required_argument, NULL, OPT_CHECKPOINT_LINES },
+		{ "checkpoint-secs", required_argument, NULL, OPT_CHECKPOINT_SECS },
+		{ "checkpoint-fd", required_argument, NULL, OPT_CHECKPOINT_FD },
+		{ "log-rotate-kib", required_argument, NULL, OPT_LOG_ROTATE_KIB },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
@@ -173,6 +313,9 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 	memset(a, 0, sizeof(*a));
 	a->cgroup_parent = "sluice";
 	a->ringbuf_kib = 1024;
+	a->checkpoint_lines = RUN_CHECKPOINT_LINES;
+	a->checkpoint_secs = RUN_CHECKPOINT_SECS;
+	a->checkpoint_fd = -1;
 	optind = 1;
 	/* "+": stop at the first non-option, so CMD's own options are never ours. */
 	while ((c = getopt_long(argc, argv, "+p:r:t:m:l:c:b:n:u:U:A:Tvh", opts, NULL)) != -1) {
@@ -220,6 +363,27 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 			break;
 		case 'A':
 			a->alerts = optarg;
+			break;
+		case OPT_KEY:
+			a->key_path = optarg;
+			break;
+		case OPT_CHECKPOINT_LINES:
+			if (parse_ulong("--checkpoint-lines", optarg, 1, 1UL << 32,
+					&a->checkpoint_lines))
+				return -EINVAL;
+			break;
+		case OPT_CHECKPOINT_SECS:
+			if (parse_ulong("--checkpoint-secs", optarg, 1, 86400, &a->checkpoint_secs))
+				return -EINVAL;
+			break;
+		case OPT_CHECKPOINT_FD:
+			if (take_checkpoint_fd(optarg, &a->checkpoint_fd))
+				return -EINVAL;
+			break;
+		case OPT_LOG_ROTATE_KIB:
+			/* up to 1 TiB; a line is at most 8 KiB, so smaller sizes rotate every line */
+			if (parse_ulong("--log-rotate-kib", optarg, 0, 1UL << 30, &a->rotate_kib))
+				return -EINVAL;
 			break;
 		case 'v':
 			a->verbose = true;
@@ -880,7 +1044,7 @@ static int supervise(struct run *r, pid_t child, int sig_fd, const char **why)
 
 	for (;;) {
 		struct signalfd_siginfo si;
-		int wstatus;
+		int wstatus, err;
 		pid_t got;
 
 		if (poll(pfd, 2, POLL_INTERVAL_MS) < 0 && errno != EINTR) {
@@ -889,6 +1053,10 @@ static int supervise(struct run *r, pid_t child, int sig_fd, const char **why)
 			return RUN_EXIT_SLUICE_ERROR;
 		}
 		drain(r);
+		/* time and heartbeat checkpoints: an idle run still proves it was alive */
+		err = journal_tick(r->journal);
+		if (err)
+			journal_error(r, err);
 		while (read(sig_fd, &si, sizeof(si)) == sizeof(si)) {
 			if (si.ssi_signo == SIGCHLD)
 				continue;
@@ -1032,6 +1200,15 @@ static int setup(struct run *r, char *err, size_t err_len)
 		.wakeup_bytes = (uint32_t)(r->args.ringbuf_kib * 1024 / 4),
 		.verbose = r->args.verbose,
 	};
+	struct journal_opts jo = {
+		.run_id = r->run_id,
+		.host_vkey = r->host_vkey,
+		.cert = r->cert,
+		.checkpoint_lines = r->args.checkpoint_lines,
+		.checkpoint_secs = (unsigned int)r->args.checkpoint_secs,
+		.rotate_bytes = (uint64_t)r->args.rotate_kib * 1024,
+		.export_fd = r->args.checkpoint_fd,
+	};
 	int ret;
 
 	ret = policy_load_file(r->args.policy_path, &r->policy, err, err_len);
@@ -1049,6 +1226,11 @@ static int setup(struct run *r, char *err, size_t err_len)
 				       "CAP_NET_ADMIN)");
 		return -EPERM;
 	}
+	/* Before anything is created: a run that cannot sign its log does not start. */
+	ret = make_run_key(r, err, err_len);
+	if (ret)
+		return ret;
+	jo.signer = r->run_key;
 
 	ret = start_resolver(r, err, err_len);
 	if (ret)
@@ -1087,10 +1269,12 @@ static int setup(struct run *r, char *err, size_t err_len)
 	r->boot_to_real_ns = ts_ns(CLOCK_REALTIME) - ts_ns(CLOCK_BOOTTIME);
 
 	/* Last, so that a failed setup leaves no empty log behind. */
-	r->journal = journal_open(r->log_path);
+	jo.path = r->log_path;
+	r->journal = journal_open(&jo);
 	if (!r->journal) {
 		ret = -errno;
-		util_fmt(err, err_len, "create log %s: %s%s", r->log_path, strerror(-ret),
+		util_fmt(err, err_len, "create log %s (and %s.checkpoints): %s%s", r->log_path,
+			 r->log_path, strerror(-ret),
 			 ret == -EEXIST ? " (logs are never overwritten)" : "");
 		return ret;
 	}
@@ -1206,21 +1390,30 @@ int run_main(int argc, char **argv)
 		loader_detach(r.loader);
 	drain(&r);
 	write_run_end(&r, r.still_running ? RUN_EXIT_SLUICE_ERROR : status, why);
+	/* The seal: the last line, signing everything before it. */
+	ret = journal_checkpoint(r.journal, "final");
+	if (ret)
+		journal_error(&r, ret);
 	if (r.still_running)
 		status = RUN_EXIT_SLUICE_ERROR;
 
 out:
 	if (teardown(&r))
 		fprintf(stderr, "sluice: run %s was not cleaned up completely\n", r.run_id);
-	ret = journal_close(r.journal);
-	if (ret)
-		fprintf(stderr, "sluice: closing log %s: %s\n", r.log_path, strerror(-ret));
 	/* A run that never started leaves no empty log to block a retry with the same id. */
-	if (r.journal && !r.started)
-		unlink(r.log_path);
+	if (!r.started) {
+		journal_discard(r.journal);
+	} else {
+		ret = journal_close(r.journal);
+		if (ret && !r.journal_failed)
+			fprintf(stderr, "sluice: closing log %s: %s\n", r.log_path, strerror(-ret));
+	}
 	if (sig_fd >= 0)
 		close(sig_fd);
 	if (r.alerts_fd >= 0)
 		close(r.alerts_fd);
+	note_signer_free(r.run_key);
+	if (r.args.checkpoint_fd >= 0)
+		close(r.args.checkpoint_fd);
 	return status;
 }

@@ -1,0 +1,221 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# The log writer's evidence (README "Evidence"), checked by an implementation that shares no code
+# with sluice (tools/sl_logcheck.py: hashlib, python3-cryptography): canonical lines byte for byte,
+# the seq/prev chain, checkpoints every N lines, after T seconds and as heartbeats, each with the
+# right size, root and signature by a run key the host key certified; the sidecar and the
+# --checkpoint-fd copy holding exactly the log's checkpoints; rotation into .gz segments that
+# chain on; no run without a host key; a killed run's unsealed tail; a full disk cutting the log
+# at a whole line and saying so once.
+
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+require_root
+require_sluice
+topo_up
+python3 -c 'import cryptography' 2>/dev/null ||
+	skip_all "python3-cryptography not installed (make deps)"
+
+CHECK=$SL_LIB_DIR/tools/sl_logcheck.py
+
+policy=$SL_TMP/journal.yaml
+cat >"$policy" <<'EOF2'
+default: deny
+rules:
+  - name: test-host
+    cidrs: ["198.51.100.10/32"]
+    ports: [80]
+EOF2
+
+# denials N: a workload making N denied connections, one decision line each.
+denials() {
+	echo "for i in \$(seq $1); do $SL_PROBE tcp 198.51.100.20 80 >/dev/null; done; true"
+}
+
+# py_log LOG EXPR: evaluate EXPR over recs (the log's records, rotated segments first).
+py_log() {
+	python3 - "$1" "$2" <<'EOF2'
+import gzip, json, os, sys
+path, expr = sys.argv[1], sys.argv[2]
+recs, k = [], 1
+while os.path.exists(f"{path}.{k:06d}.gz"):
+    recs += [json.loads(l) for l in gzip.open(f"{path}.{k:06d}.gz", "rb")]
+    k += 1
+recs += [json.loads(l) for l in open(path, "rb")]
+cps = [r for r in recs if r["type"] == "checkpoint"]
+print(eval(expr))
+EOF2
+}
+
+# ---------------------------------------------------------------------------------------------
+# 1. Every N lines; the signatures, roots and chain by the independent check; both copies.
+
+log=$SL_TMP/lines.jsonl
+exec 3>"$SL_TMP/lines.export"
+sluice_run "$policy" "$log" --checkpoint-lines 5 --checkpoint-fd 3 -- "${RUN_EXEC[@]}" \
+	sh -c "$(denials 12); if [ -e /proc/\$\$/fd/3 ]; then echo fd3-leaked; fi"
+exec 3>&-
+assert_rc "lines: the run exits 0" 0
+tap_cmp "lines: the workload made 12 denied connections" \
+	"$(log_count "$log" type=decision decision=deny)" -eq 12
+tap_check "lines: canonical, chained, every checkpoint's root and signature right" \
+	python3 "$CHECK" "$log" --pub "$SLUICE_PUB"
+tap_cmp "lines: a checkpoint after every 5 lines (at least 3 here)" \
+	"$(py_log "$log" 'sum(1 for c in cps if c["reason"] == "lines")')" -ge 3
+tap_is "lines: each \"lines\" checkpoint comes 5 lines after the one before" \
+	"$(py_log "$log" '[c["seq"] - p["seq"] for p, c in zip([{"seq": -1}] + cps, cps)
+		if c["reason"] == "lines" and c["seq"] - p["seq"] != 6]')" "[]"
+tap_is "lines: the last line is the final seal" "$(py_log "$log" 'recs[-1]["reason"]')" final
+tap_check "lines: the sidecar holds exactly the log's checkpoint notes" \
+	python3 "$CHECK" "$log" --copy "$log.checkpoints"
+tap_check "lines: --checkpoint-fd received exactly the same notes" \
+	python3 "$CHECK" "$log" --copy "$SL_TMP/lines.export"
+tap_check "lines: the workload did not inherit the checkpoint fd" \
+	test "$(cat "$SL_OUT")" = ""
+tap_check "lines: the check fails with another host key (it can fail)" \
+	bash -c "cd '$SL_TMP' && '$SLUICE' keygen --name other other.key >/dev/null &&
+		! python3 '$CHECK' '$log' --pub other.key.pub 2>/dev/null"
+cp "$log" "$SL_TMP/tampered.jsonl"
+sed -i '0,/"decision":"deny"/s//"decision":"allo"/' "$SL_TMP/tampered.jsonl"
+tap_check "lines: the check fails on a log with one edited byte (it can fail)" \
+	bash -c "! python3 '$CHECK' '$SL_TMP/tampered.jsonl' 2>/dev/null"
+assert_no_leftovers "lines: nothing left"
+
+# ---------------------------------------------------------------------------------------------
+# 2. Time and heartbeat checkpoints: T = 1 s over a 3 s idle workload.
+
+log=$SL_TMP/heartbeat.jsonl
+sluice_run "$policy" "$log" --checkpoint-secs 1 -- sleep 3
+assert_rc "heartbeat: the run exits 0" 0
+tap_check "heartbeat: the log checks" log_well_formed "$log"
+tap_cmp "heartbeat: a \"time\" checkpoint for the lines of the start" \
+	"$(py_log "$log" 'sum(1 for c in cps if c["reason"] == "time")')" -ge 1
+tap_cmp "heartbeat: \"heartbeat\" checkpoints while nothing happened" \
+	"$(py_log "$log" 'sum(1 for c in cps if c["reason"] == "heartbeat")')" -ge 1
+tap_is "heartbeat: log_start says T = 1" "$(py_log "$log" 'recs[0]["checkpoint_secs"]')" 1
+tap_cmp "heartbeat: no gap between checkpoints (or from log_start) over 2T + 1 s, in µs" \
+	"$(py_log "$log" 'max(b["ts"] - a["ts"] for a, b in zip([recs[0]] + cps, cps))')" \
+	-le 3000000
+tap_is "heartbeat: ts is an integer count of µs (this century)" \
+	"$(py_log "$log" 'all(type(r["ts"]) is int and 10**15 < r["ts"] < 10**16 for r in recs)')" \
+	True
+
+# ---------------------------------------------------------------------------------------------
+# 3. Rotation: 4 KiB segments, compressed, chaining on; verify reads them in order.
+
+log=$SL_TMP/rotate.jsonl
+sluice_run "$policy" "$log" --log-rotate-kib 4 -- "${RUN_EXEC[@]}" sh -c "$(denials 40)"
+assert_rc "rotate: the run exits 0" 0
+tap_check "rotate: the first segment is $log.000001.gz" test -s "$log.000001.gz"
+tap_check "rotate: and the second" test -s "$log.000002.gz"
+tap_check "rotate: seq, prev, roots and signatures check across the segments" \
+	log_well_formed "$log"
+tap_cmp "rotate: no segment over 4 KiB plus one line" \
+	"$(for f in "$log".0*.gz; do gzip -dc "$f" | wc -c; done | sort -n | tail -n 1)" -le 12288
+tap_cmp "rotate: all 40 decisions are in the segments and the live log" \
+	"$(py_log "$log" 'sum(1 for r in recs if r["type"] == "decision")')" -eq 40
+tap_is "rotate: no plain copy of a rotated segment is left" \
+	"$(find "$SL_TMP" -name 'rotate.jsonl.0*' ! -name '*.gz' | wc -l)" 0
+
+# ---------------------------------------------------------------------------------------------
+# 4. Canonical strings: invalid UTF-8, control bytes, quotes and backslashes in argv.
+
+log=$SL_TMP/canon.jsonl
+arg=$'\xff\x01\xc3\xa9\\"\t\x7f\xf0\x9f\x98\x80\xed\xa0\x80\xc0\xaf\n-'
+sluice_run "$policy" "$log" -- true "$arg"
+assert_rc "canonical: the run exits 0" 0
+tap_check "canonical: every line re-serializes to the same bytes" log_well_formed "$log"
+want='"argv":["true","\u00ff\u0001é\\\"\t\u007f😀\u00ed\u00a0\u0080\u00c0\u00af\n-"]'
+tap_check "canonical: invalid bytes as \\u00xx, UTF-8 raw, \\\" \\\\ \\t \\n" \
+	grep -qF -- "$want" "$log"
+
+# ---------------------------------------------------------------------------------------------
+# 5. Keys and descriptors refused before anything is created.
+
+nokey_run() {
+	local name=$1 want=$2
+	shift 2
+	local id=nokey-$SL_ID-$name out rc
+	out=$("$@" "$SLUICE" run --policy "$policy" --run-id "$id" --log "$SL_TMP/$id.jsonl" \
+		-- true 2>&1)
+	rc=$?
+	if [[ $rc -eq 125 ]] && grep -qE -- "$want" <<<"$out"; then
+		tap_ok "keys: $name: exit 125 and /$want/"
+	else
+		tap_fail "keys: $name: exit 125 and /$want/" "got exit $rc: $out"
+	fi
+	tap_is "keys: $name: no log, no sidecar" \
+		"$(find "$SL_TMP" -maxdepth 1 -name "$id.jsonl*" | wc -l)" 0
+	tap_check "keys: $name: no cgroup or pins" leftovers_check "$id"
+}
+nokey_run missing "host key $SL_TMP/none.key: No such file.*sluice keygen" \
+	env SLUICE_KEY="$SL_TMP/none.key"
+printf 'not a key\n' >"$SL_TMP/garbage.key"
+chmod 0600 "$SL_TMP/garbage.key"
+nokey_run garbage "not a signer key" env SLUICE_KEY="$SL_TMP/garbage.key"
+ln -s "$SLUICE_KEY" "$SL_TMP/link.key"
+nokey_run symlink "host key $SL_TMP/link.key: " env SLUICE_KEY="$SL_TMP/link.key"
+if [[ ! -e /etc/sluice/host.key ]]; then
+	nokey_run default "/etc/sluice/host.key.*sluice keygen /etc/sluice/host.key" \
+		env -u SLUICE_KEY
+else
+	tap_skip "keys: default: /etc/sluice/host.key" "this host has one"
+fi
+for bad in "9 closed:not an open descriptor" "1 stdout:stdio too" "x word:expected a number"; do
+	fd=${bad%% *} why=${bad#*:} label=${bad%%:*}
+	out=$("$SLUICE" run --policy "$policy" --checkpoint-fd "$fd" --log "$SL_TMP/fd.jsonl" \
+		-- true 2>&1 9>&-)
+	rc=$?
+	if [[ $rc -eq 125 && $out == *"$why"* && ! -e $SL_TMP/fd.jsonl ]]; then
+		tap_ok "checkpoint-fd ${label#* }: refused (125, \"$why\")"
+	else
+		tap_fail "checkpoint-fd ${label#* }: refused (125, \"$why\")" "got exit $rc: $out"
+	fi
+done
+
+# ---------------------------------------------------------------------------------------------
+# 6. A killed sluice leaves a log whose every line checks, with an unsealed tail.
+
+log=$SL_TMP/killed.jsonl
+sluice_start "$policy" "$log" -- sleep 30
+if wait_until 10000 grep -qs '"type":"run_start"' "$log"; then
+	kill -KILL "$SL_RUN_PID"
+	wait "$SL_RUN_PID" 2>/dev/null
+	tap_check "killed: the lines written check, as an unsealed log" \
+		python3 "$CHECK" "$log" --unsealed --pub "$SLUICE_PUB"
+	tap_check "killed: and it is not sealed" bash -c "! python3 '$CHECK' '$log' 2>/dev/null"
+else
+	tap_fail "killed: the run started" "no run_start in $log after 10 s"
+	tap_skip "killed: and it is not sealed" "the run did not start"
+fi
+sl_scrub_run "$SL_RUN_ID"
+
+# ---------------------------------------------------------------------------------------------
+# 7. A full disk: the log stops at a whole line, stderr says so once, the export stream too.
+
+full=$SL_TMP/full
+mkdir -p "$full"
+if mount -t tmpfs -o size=64k sl-journal-full "$full"; then
+	sl_on_exit "umount '$full'"
+	log=$full/full.jsonl
+	exec 3>"$SL_TMP/full.export"
+	sluice_run "$policy" "$log" --checkpoint-fd 3 -- "${RUN_EXEC[@]}" sh -c "$(denials 200)"
+	exec 3>&-
+	assert_rc "full disk: enforcement goes on, the run exits 0" 0
+	tap_is "full disk: stderr reports the log failing once" \
+		"$(grep -c "writing log $log: No space left on device" "$SL_ERR")" 1
+	tap_check "full disk: what is on disk is whole lines that check (unsealed)" \
+		python3 "$CHECK" "$log" --unsealed --pub "$SLUICE_PUB"
+	tap_check "full disk: the export stream says where the log stopped" \
+		grep -qE "^sluice: log write failed at seq [0-9]+: No space left on device$" \
+		"$SL_TMP/full.export"
+	tap_is "full disk: that seq is the number of lines on disk" \
+		"$(sed -nE 's/^sluice: log write failed at seq ([0-9]+):.*/\1/p' "$SL_TMP/full.export")" \
+		"$(wc -l <"$log")"
+	assert_no_leftovers "full disk: nothing left"
+else
+	tap_skip "full disk" "cannot mount a tmpfs"
+fi
+
+tap_done

@@ -1,0 +1,300 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# sluice verify on real logs: an intact run verifies (exit 0), with its checkpoints exported
+# through --checkpoint-fd too; the tamper corpus (edit a byte, delete, swap or insert a line,
+# non-canonical whitespace, a replaced checkpoint signature, the tail cut, the log cut below an
+# exported checkpoint, another run's log, another host's key) is each caught with the right exit
+# status and first bad line; a flood past the ring buffer (P18) is declared and signed loss (exit
+# 3); a SIGKILLed sluice leaves an unsealed tail (exit 2) of the right length; a rotated log
+# verifies across its .gz segments and fails when one is deleted.
+#
+# The expected line of each tamper case is computed from the log by the mutation itself
+# (tamper() below), never hard-coded: the run's exact lines vary.
+
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+require_root
+require_sluice
+topo_up
+
+cat >"$SL_TMP/policy.yaml" <<'EOF'
+default: deny
+rules:
+  - name: test-host
+    cidrs: ["198.51.100.10/32"]
+    ports: [80]
+    protocols: [tcp]
+EOF
+policy=$SL_TMP/policy.yaml
+
+# connects N times to ADDR:PORT, printing nothing; denied ones fail with EPERM at once
+connects=$(cat <<'PY'
+import socket, sys
+addr, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+for _ in range(n):
+    s = socket.socket()
+    s.settimeout(2)
+    try:
+        s.connect((addr, port))
+    except OSError:
+        pass
+    s.close()
+PY
+)
+
+# verify_json LOG [ARGS…]: runs sluice verify --json; sets V_RC and V_JSON.
+verify_json() {
+	local log=$1
+	shift
+	V_JSON=$("$SLUICE" verify "$log" --json "$@" 2>"$SL_TMP/verify.err")
+	V_RC=$?
+}
+
+# vfield KEY: a field of V_JSON (first_error.line as first_error.line); "" if absent or null.
+vfield() {
+	python3 -c '
+import json, sys
+o = json.loads(sys.argv[1])
+for k in sys.argv[2].split("."):
+    o = o.get(k) if isinstance(o, dict) else None
+print("" if o is None else o)' "$V_JSON" "$1" 2>/dev/null
+}
+
+# tamper LOG OUT MUTATION: writes the mutated log to OUT, prints the expected first bad line
+# (or, for "tail", the expected number of unsealed lines).
+tamper() {
+	python3 - "$@" <<'PY'
+import sys
+src, dst, what = sys.argv[1], sys.argv[2], sys.argv[3]
+lines = open(src, "rb").read().split(b"\n")
+assert lines[-1] == b"", "log does not end with a newline"
+lines = lines[:-1]
+n = len(lines)
+
+def is_type(l, t):
+    return b'"type":"' + t + b'"' in l
+
+def is_cp(l):
+    return is_type(l, b"checkpoint")
+
+# a record line (not a checkpoint) with two more lines after it
+rec = next(i for i in range(2, n - 2) if is_type(lines[i], b"decision"))
+out, want = list(lines), None
+if what == "edit":
+    l = lines[rec]
+    k = l.index(b'"comm":"') + len(b'"comm":"')
+    out[rec] = l[:k] + (b"X" if l[k:k + 1] != b"X" else b"Y") + l[k + 1:]
+    want = rec + 2                   # the next line's prev no longer matches
+elif what == "delete":
+    del out[rec]
+    want = rec + 1                   # the line now there has the wrong seq
+elif what == "swap":
+    out[rec], out[rec + 1] = out[rec + 1], out[rec]
+    want = rec + 1
+elif what == "insert":
+    out.insert(rec + 1, lines[rec])
+    want = rec + 2
+elif what == "space":
+    out[rec] = lines[rec].replace(b",", b", ", 1)
+    want = rec + 1
+elif what == "sig":
+    cp = next(i for i in range(n - 1) if is_cp(lines[i]))
+    l = lines[cp]
+    k = l.index("\u2014 ".encode(), l.index(b'"note":"'))
+    k = l.index(b" ", k + 4) + 1 + 20  # inside the signature, past the key hash
+    out[cp] = l[:k] + (b"A" if l[k:k + 1] != b"A" else b"B") + l[k + 1:]
+    want = cp + 1
+elif what == "tail":
+    # after a checkpoint followed by two records, cut: 2 unsigned lines
+    cp = next(i for i in range(n - 3) if is_cp(lines[i]) and not is_cp(lines[i + 1])
+              and not is_cp(lines[i + 2]) and not is_type(lines[i + 2], b"run_end"))
+    out = lines[:cp + 3]
+    want = 2
+elif what == "below":
+    out = lines[:n - 3]
+    want = n - 2                     # the first line that is missing
+else:
+    sys.exit("unknown mutation " + what)
+open(dst, "wb").write(b"".join(l + b"\n" for l in out))
+print(want)
+PY
+}
+
+# case_verify NAME STATUS LINE LOG [ARGS…]: verify exits STATUS and names LINE first ("" = none)
+case_verify() {
+	local name=$1 status=$2 line=$3 log=$4 got
+	shift 4
+	verify_json "$log" "$@"
+	got=$(vfield first_error.line)
+	if [[ $V_RC -eq $status && $got == "$line" ]]; then
+		tap_ok "$name"
+	else
+		tap_fail "$name" "expected exit $status, first bad line \"$line\"; got exit $V_RC, line \"$got\"
+$V_JSON
+$(cat "$SL_TMP/verify.err")"
+	fi
+}
+
+# ---------------------------------------------------------------------------------------------
+# Run A: a few denials and allows, a checkpoint every 4 lines, checkpoints exported to fd 3.
+
+log_a=$SL_TMP/a.log
+cps_a=$SL_TMP/a.exported
+exec 3>"$cps_a"
+# shellcheck disable=SC2016 # expanded by the inner sh
+sluice_run "$policy" "$log_a" --checkpoint-lines 4 --checkpoint-fd 3 -- \
+	"${RUN_EXEC[@]}" sh -c 'python3 -c "$1" 198.51.100.20 80 9 && python3 -c "$1" 198.51.100.10 80 3' \
+	sh "$connects"
+exec 3>&-
+assert_rc "run A exits 0" 0
+[[ -s $log_a ]] || bail_out "run A wrote no log"
+
+out=$("$SLUICE" verify "$log_a" 2>&1)
+rc=$?
+if [[ $rc -eq 0 ]] && grep -q '^OK: intact and complete' <<<"$out"; then
+	tap_ok "run A's log verifies: exit 0, summary says OK"
+else
+	tap_fail "run A's log verifies: exit 0, summary says OK" "got exit $rc: $out"
+fi
+tap_diag "$out"
+case_verify "run A with the checkpoints it exported to --checkpoint-fd: exit 0" 0 "" \
+	"$log_a" --checkpoints "$cps_a"
+tap_cmp "the exported stream held every checkpoint" "$(vfield exported_checkpoints)" -eq \
+	"$(vfield checkpoints)"
+tap_cmp "run A has several checkpoints" "$(vfield checkpoints)" -ge 4
+case_verify "run A with the sidecar copy as exported checkpoints: exit 0" 0 "" "$log_a" \
+	--checkpoints "$log_a.checkpoints"
+
+for m in edit delete swap insert space sig; do
+	t=$SL_TMP/a-$m.log
+	want=$(tamper "$log_a" "$t" "$m") || {
+		tap_fail "tamper $m" "could not mutate $log_a"
+		continue
+	}
+	case_verify "tamper: $m -> exit 1 at line $want" 1 "$want" "$t"
+done
+
+t=$SL_TMP/a-tail.log
+want=$(tamper "$log_a" "$t" tail)
+case_verify "tail cut after a checkpoint + 2 lines -> exit 2" 2 "" "$t"
+tap_is "... with 2 unsealed lines reported" "$(vfield unsealed_lines)" "$want"
+
+t=$SL_TMP/a-below.log
+want=$(tamper "$log_a" "$t" below)
+case_verify "cut below an exported checkpoint -> exit 1 at line $want" 1 "$want" "$t" \
+	--checkpoints "$cps_a"
+case_verify "the same cut without the exported checkpoints -> exit 2 (unsealed)" 2 "" "$t"
+
+# Another host key: the cert of run A's key is not by it.
+"$SLUICE" keygen --name other-host "$SL_TMP/other.key" >/dev/null 2>&1 ||
+	bail_out "sluice keygen other.key failed"
+case_verify "run A verified with another host's key -> exit 1 at line 1" 1 1 "$log_a" \
+	--key "$SL_TMP/other.key.pub"
+
+# Run B, replayed in place of run A: its own log verifies, against A's exports it does not.
+log_b=$SL_TMP/b.log
+sluice_run "$policy" "$log_b" --checkpoint-lines 4 -- \
+	"${RUN_EXEC[@]}" python3 -c "$connects" 198.51.100.20 80 9
+assert_rc "run B exits 0" 0
+case_verify "run B's log alone: exit 0" 0 "" "$log_b"
+case_verify "run B's log with run A's exported checkpoints (replay) -> exit 1 at line 1" 1 1 \
+	"$log_b" --checkpoints "$cps_a"
+
+# Usage and unreadable input: exit 4.
+verify_json "$SL_TMP/nonexistent.log"
+tap_is "a log that does not exist -> exit 4" "$V_RC" 4
+"$SLUICE" verify >/dev/null 2>&1
+tap_is "no LOG -> exit 4" "$?" 4
+SLUICE_PUB='' "$SLUICE" verify "$log_a" --key "$SL_TMP/nonexistent.pub" >/dev/null 2>&1
+tap_is "an unreadable host key -> exit 4" "$?" 4
+
+# ---------------------------------------------------------------------------------------------
+# P18: a flood past a one-page ring buffer; the loss is declared, checkpointed, and verifies as 3.
+
+FLOOD=2000
+log_loss=$SL_TMP/loss.log
+flood=$(cat <<'PY'
+import socket, sys
+n = int(sys.argv[1])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for _ in range(n):
+    try:
+        s.sendto(b"x", ("198.51.100.20", 9999))
+    except PermissionError:
+        pass
+PY
+)
+# shellcheck disable=SC2016 # expanded by the inner sh
+sluice_run "$policy" "$log_loss" --ringbuf-kib 4 -- \
+	"${RUN_EXEC[@]}" sh -c 'kill -STOP $PPID; python3 -c "$1" "$2"; rc=$?; kill -CONT $PPID; exit $rc' \
+	sh "$flood" "$FLOOD"
+assert_rc "P18 flood workload exits 0" 0
+case_verify "P18: a log with declared loss -> exit 3" 3 "" "$log_loss"
+declared=$(vfield declared_loss)
+tap_cmp "P18: records were lost and declared" "$declared" -gt 0
+tap_is "P18: missing kernel sequence numbers = declared loss" "$(vfield missing_kseq)" "$declared"
+loss_cp=$(python3 - "$log_loss" <<'PY'
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1], "rb")]
+print(sum(1 for i, r in enumerate(recs[:-1]) if r["type"] == "loss" and
+          recs[i + 1]["type"] == "checkpoint" and recs[i + 1]["reason"] == "loss"))
+PY
+)
+tap_cmp "P18: each loss record is followed by a loss checkpoint" "$loss_cp" -gt 0
+
+# ---------------------------------------------------------------------------------------------
+# A SIGKILLed sluice, killed just after three denials reached the log and before the next
+# checkpoint (every 5 s): unsealed, with those lines counted.
+
+log_k=$SL_TMP/killed.log
+# shellcheck disable=SC2016 # expanded by the inner sh
+sluice_start "$policy" "$log_k" --checkpoint-secs 5 -- \
+	"${RUN_EXEC[@]}" sh -c 'sleep 1; python3 -c "$1" 198.51.100.20 80 3; sleep 30' sh "$connects"
+# shellcheck disable=SC2317 # called through wait_until
+three_denials() { [[ $(grep -c '"type":"decision"' "$log_k" 2>/dev/null) -ge 3 ]]; }
+if wait_until 4000 three_denials; then
+	kill -KILL "$SL_RUN_PID"
+	wait "$SL_RUN_PID" 2>/dev/null
+	want=$(python3 - "$log_k" <<'PY'
+import sys
+lines = open(sys.argv[1], "rb").read().split(b"\n")[:-1]
+last = max([i for i, l in enumerate(lines) if b'"type":"checkpoint"' in l], default=-1)
+print(len(lines) - 1 - last)
+PY
+)
+	case_verify "SIGKILLed sluice -> exit 2 (unsealed)" 2 "" "$log_k"
+	tap_cmp "... the three denials are in the unsigned tail" "$want" -ge 3
+	tap_is "... the unsealed lines reported are those after the last checkpoint ($want)" \
+		"$(vfield unsealed_lines)" "$want"
+	tap_is "... and the log is not sealed" "$(vfield sealed)" False
+else
+	tap_fail "SIGKILLed sluice -> exit 2 (unsealed)" "three denials not in the log within 4 s"
+	sluice_diag "$log_k"
+fi
+sl_stop_pid "$SL_RUN_PID"
+sl_scrub_run "$SL_RUN_ID"
+
+# ---------------------------------------------------------------------------------------------
+# Rotation: a 1 KiB limit, a tick every second: segments LOG.000001.gz, … verify as one log.
+
+log_r=$SL_TMP/rot.log
+# shellcheck disable=SC2016 # expanded by the inner sh
+sluice_run "$policy" "$log_r" --log-rotate-kib 1 --checkpoint-secs 1 -- \
+	"${RUN_EXEC[@]}" sh -c 'for i in 1 2 3 4; do python3 -c "$1" 198.51.100.20 80 4; sleep 1.2; done' \
+	sh "$connects"
+assert_rc "rotating run exits 0" 0
+nseg=$(find "$SL_TMP" -maxdepth 1 -name 'rot.log.*.gz' | wc -l)
+tap_cmp "the log rotated into at least 2 segments" "$nseg" -ge 2
+case_verify "a rotated log verifies across its segments: exit 0" 0 "" "$log_r"
+tap_is "... all files read" "$(vfield segments)" "$((nseg + 1))"
+if [[ $nseg -ge 2 ]]; then
+	first2=$(gzip -dc "$log_r.000001.gz" | wc -l)
+	mv "$log_r.000002.gz" "$SL_TMP/seg2.gz"
+	case_verify "middle segment deleted -> exit 1 at the line after segment 1" 1 \
+		"$((first2 + 1))" "$log_r"
+	mv "$SL_TMP/seg2.gz" "$log_r.000002.gz"
+fi
+
+tap_done

@@ -1,0 +1,1622 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Unit test of userspace/jsonline.c and userspace/verify.c: the canonical-line grammar (a table of
+ * accepted and refused lines, each refusal at a given byte, and a property test: every byte string
+ * the spec's escaping writes parses back to itself, and every other spelling of it is refused),
+ * then the verifier against logs this test writes itself with tlog/note — a tiny writer that
+ * follows the evidence spec (log_start with the host-signed cert, records, checkpoints, run_end,
+ * final seal) — and then tampers with: each case names the exit status and the first bad line.
+ * Last, a 200 000-line log verifies in bounded memory.
+ *
+ * Usage: test_verify        TAP 13; exits 1 if any test failed, 0 otherwise. Needs no root.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "userspace/jsonline.h"
+#include "userspace/note.h"
+#include "userspace/tlog.h"
+#include "userspace/verify.h"
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define WHY_LEN 8192
+
+#define EXPECT(cond, ...)                                                                          \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			snprintf(why, WHY_LEN, __VA_ARGS__);                                       \
+			return false;                                                              \
+		}                                                                                  \
+	} while (0)
+
+static int n_test, n_failed;
+
+static void report(bool ok, const char *name, const char *why)
+{
+	n_test++;
+	printf("%sok %d - %s\n", ok ? "" : "not ", n_test, name);
+	if (!ok) {
+		printf("# %s\n", why);
+		n_failed++;
+	}
+	fflush(stdout);
+}
+
+static void *xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+
+	if (!p) {
+		fprintf(stderr, "out of memory\n");
+		exit(2);
+	}
+	return p;
+}
+
+static char *xstrdup(const char *s)
+{
+	return strcpy(xmalloc(strlen(s) + 1), s);
+}
+
+/* ========================================================================================== */
+/* The grammar                                                                                 */
+
+#define Z63 "000000000000000000000000000000000000000000000000000000000000000"
+#define Z64 Z63 "0"
+#define HDR "{\"seq\":0,\"prev\":\"" Z64 "\",\"ts\":1,\"type\":\"t\""
+
+struct grammar_case {
+	const char *name;
+	const char *line;
+	size_t len;	/* 0: strlen(line) */
+	const char *at; /* NULL: accepted; else refused at the first occurrence of at */
+};
+
+static const struct grammar_case grammar_cases[] = {
+	/* accepted */
+	{"header only", HDR "}", 0, NULL},
+	{"every short escape", HDR ",\"s\":\"a\\\"b\\\\c\\nd\\te\"}", 0, NULL},
+	{"\\u00xx for controls and DEL",
+	 HDR ",\"s\":\"\\u0000\\u0001\\u001f\\u007f\\u000d\\u0008\"}", 0, NULL},
+	{"raw UTF-8, 2 to 4 bytes, U+0080 and U+10FFFF",
+	 HDR ",\"s\":\"\xc2\x80 \xc3\xa9 \xe2\x82\xac \xef\xbf\xbf \xf0\x9d\x84\x9e "
+	     "\xf4\x8f\xbf\xbf\"}",
+	 0, NULL},
+	{"invalid UTF-8 bytes escaped", HDR ",\"s\":\"\\u00ff\\u0080\\u00c0\\u0080\"}", 0, NULL},
+	{"lead byte escaped before ASCII", HDR ",\"s\":\"\\u00c3A\"}", 0, NULL},
+	{"incomplete sequence escaped", HDR ",\"s\":\"\\u00e2\\u0082\"}", 0, NULL},
+	{"escaped lead before a raw sequence", HDR ",\"s\":\"\\u00c3\xc2\xa9\"}", 0, NULL},
+	{"surrogate bytes escaped", HDR ",\"s\":\"\\u00ed\\u00a0\\u0080\"}", 0, NULL},
+	{"above U+10FFFF escaped", HDR ",\"s\":\"\\u00f4\\u0090\\u0080\\u0080\"}", 0, NULL},
+	{"overlong 3-byte escaped", HDR ",\"s\":\"\\u00e0\\u0080\\u0080\"}", 0, NULL},
+	{"integers 0, -1, uint64 max, int64 min",
+	 HDR ",\"a\":0,\"b\":-1,\"c\":18446744073709551615,\"d\":-9223372036854775808}", 0, NULL},
+	{"true false null", HDR ",\"a\":true,\"b\":false,\"c\":null}", 0, NULL},
+	{"arrays", HDR ",\"a\":[],\"b\":[\"x\",1,-2,\"\"],\"c\":[0]}", 0, NULL},
+	{"empty string, key with digits and _", HDR ",\"k_2\":\"\"}", 0, NULL},
+	{"negative ts", "{\"seq\":7,\"prev\":\"" Z64 "\",\"ts\":-5,\"type\":\"\"}", 0, NULL},
+
+	/* refused: whitespace */
+	{"space after {", "{ \"seq\":0}", 0, " "},
+	{"space before :", HDR ",\"a\" :1}", 0, " :"},
+	{"space after :", HDR ",\"a\": 1}", 0, " 1"},
+	{"space after ,", HDR ", \"a\":1}", 0, " \"a"},
+	{"space before }", HDR ",\"a\":1 }", 0, " }"},
+	{"space in array", HDR ",\"a\":[1, 2]}", 0, " 2"},
+	{"trailing space", HDR "} ", 0, " "},
+	{"leading space", " " HDR "}", 0, " "},
+	{"tab between members", HDR ",\t\"a\":1}", 0, "\t"},
+	{"CR at the end (CRLF)", HDR "}\r", 0, "\r"},
+	/* refused: structure */
+	{"empty line", "", 0, ""},
+	{"empty object", "{}", 0, "}"},
+	{"not an object", "[1]", 0, "["},
+	{"garbage after the object", HDR "}x", 0, "x"},
+	{"two objects", HDR "}{}", 0, "{}"},
+	{"unterminated object", HDR, 0, ""},
+	{"nested object", HDR ",\"a\":{}}", 0, "{}"},
+	{"nested array", HDR ",\"a\":[[1]]}", 0, "[1]]"},
+	{"true in an array", HDR ",\"a\":[true]}", 0, "true"},
+	{"trailing comma", HDR ",}", 0, "}"},
+	{"trailing comma in array", HDR ",\"a\":[1,]}", 0, "]}"},
+	/* refused: keys */
+	{"upper-case key", HDR ",\"Key\":1}", 0, "Key"},
+	{"key with -", HDR ",\"a-b\":1}", 0, "-b"},
+	{"empty key", HDR ",\"\":1}", 0, "\"\":"},
+	{"escaped key", HDR ",\"a\\u0062\":1}", 0, "\\u"},
+	{"duplicate key", HDR ",\"a\":1,\"a\":2}", 0, "\"a\":2"},
+	{"duplicate header key", HDR ",\"seq\":1}", 0, "\"seq\":1}"},
+	/* refused: integers */
+	{"fraction", HDR ",\"a\":1.5}", 0, ".5"},
+	{"exponent", HDR ",\"a\":1e3}", 0, "e3"},
+	{"plus sign", HDR ",\"a\":+1}", 0, "+1"},
+	{"-0", HDR ",\"a\":-0}", 0, "-0"},
+	{"leading zero", HDR ",\"a\":01}", 0, "01"},
+	{"uint64 overflow", HDR ",\"a\":18446744073709551616}", 0, "18446744073709551616"},
+	{"int64 underflow", HDR ",\"a\":-9223372036854775809}", 0, "-9223372036854775809"},
+	{"bare word", HDR ",\"a\":yes}", 0, "yes"},
+	{"single quotes", HDR ",\"a\":'x'}", 0, "'x'"},
+	/* refused: string escapes */
+	{"\\/", HDR ",\"s\":\"a\\/b\"}", 0, "\\/"},
+	{"\\b", HDR ",\"s\":\"\\b\"}", 0, "\\b"},
+	{"\\f", HDR ",\"s\":\"\\f\"}", 0, "\\f"},
+	{"\\r", HDR ",\"s\":\"\\r\"}", 0, "\\r"},
+	{"\\u of a printable byte", HDR ",\"s\":\"\\u0041\"}", 0, "\\u0041"},
+	{"\\u of a quote", HDR ",\"s\":\"\\u0022\"}", 0, "\\u0022"},
+	{"\\u000a instead of \\n", HDR ",\"s\":\"\\u000a\"}", 0, "\\u000a"},
+	{"\\u0009 instead of \\t", HDR ",\"s\":\"\\u0009\"}", 0, "\\u0009"},
+	{"upper-case hex", HDR ",\"s\":\"\\u00E9\"}", 0, "E9"},
+	{"\\u above 0xff", HDR ",\"s\":\"\\u0100\"}", 0, "\\u0100"},
+	{"\\u20ac for a code point", HDR ",\"s\":\"\\u20ac\"}", 0, "\\u20ac"},
+	{"truncated \\u", HDR ",\"s\":\"\\u00\"}", 0, "\"}"},
+	{"escaped UTF-8 sequence (2 bytes)", HDR ",\"s\":\"x\\u00c3\\u00a9\"}", 0, "\\u00c3"},
+	{"escaped UTF-8 sequence (3 bytes)", HDR ",\"s\":\"\\u00e2\\u0082\\u00ac\"}", 0, "\\u00e2"},
+	{"escaped UTF-8 sequence (4 bytes)", HDR ",\"s\":\"\\u00f0\\u009d\\u0084\\u009e\"}", 0,
+	 "\\u00f0"},
+	{"unterminated string", HDR ",\"s\":\"abc}", 0, ""},
+	/* refused: raw bytes */
+	{"raw control byte", HDR ",\"s\":\"a\x01\"}", 0, "\x01"},
+	{"raw tab", HDR ",\"s\":\"a\tb\"}", 0, "\t"},
+	{"raw DEL", HDR ",\"s\":\"\x7f\"}", 0, "\x7f"},
+	{"raw lone continuation byte", HDR ",\"s\":\"\x80\"}", 0, "\x80"},
+	{"raw lead without continuation", HDR ",\"s\":\"\xc3(\"}", 0, "\xc3"},
+	{"raw overlong 2-byte", HDR ",\"s\":\"\xc0\x80\"}", 0, "\xc0"},
+	{"raw overlong 3-byte", HDR ",\"s\":\"\xe0\x80\x80\"}", 0, "\xe0"},
+	{"raw surrogate", HDR ",\"s\":\"\xed\xa0\x80\"}", 0, "\xed"},
+	{"raw above U+10FFFF", HDR ",\"s\":\"\xf4\x90\x80\x80\"}", 0, "\xf4"},
+	{"raw 0xf5", HDR ",\"s\":\"\xf5\x80\x80\x80\"}", 0, "\xf5"},
+	{"raw NUL", HDR ",\"s\":\"a\0b\"}", sizeof(HDR ",\"s\":\"a\0b\"}") - 1, ""},
+	/* refused: the header */
+	{"seq not first", "{\"prev\":\"" Z64 "\",\"seq\":0,\"ts\":1,\"type\":\"t\"}", 0, "\"prev"},
+	{"prev not second", "{\"seq\":0,\"ts\":1,\"prev\":\"" Z64 "\",\"type\":\"t\"}", 0, "\"ts"},
+	{"type not fourth", "{\"seq\":0,\"prev\":\"" Z64 "\",\"ts\":1,\"x\":1,\"type\":\"t\"}", 0,
+	 "\"x"},
+	{"header cut short", "{\"seq\":0,\"prev\":\"" Z64 "\",\"ts\":1}", 0, "}"},
+	{"negative seq", "{\"seq\":-1,\"prev\":\"" Z64 "\",\"ts\":1,\"type\":\"t\"}", 0, "-1"},
+	{"seq a string", "{\"seq\":\"0\",\"prev\":\"" Z64 "\",\"ts\":1,\"type\":\"t\"}", 0,
+	 "\"0\""},
+	{"prev upper-case", "{\"seq\":0,\"prev\":\"A" Z63 "\",\"ts\":1,\"type\":\"t\"}", 0, "A0"},
+	{"ts a string", "{\"seq\":0,\"prev\":\"" Z64 "\",\"ts\":\"1\",\"type\":\"t\"}", 0, "\"1\""},
+	{"ts above int64",
+	 "{\"seq\":0,\"prev\":\"" Z64 "\",\"ts\":9223372036854775808,"
+	 "\"type\":\"t\"}",
+	 0, "9223372036854775808"},
+	{"type not a string", "{\"seq\":0,\"prev\":\"" Z64 "\",\"ts\":1,\"type\":1}", 0, "1}"},
+};
+
+static bool run_grammar_case(const struct grammar_case *c, char *why)
+{
+	static struct jsonline jl;
+	size_t len = c->len ? c->len : strlen(c->line), off = 0, want;
+	const char *reason = NULL;
+	int err;
+
+	err = jsonline_parse(&jl, c->line, len, &off, &reason);
+	if (!c->at) {
+		EXPECT(!err, "expected accepted, refused at byte %zu: %s", off, reason);
+		return true;
+	}
+	/* "": at the end of the line, or at its first NUL */
+	want = c->at[0] ? (size_t)(strstr(c->line, c->at) - c->line) : strlen(c->line);
+	EXPECT(err == -EBADMSG, "expected refused at byte %zu, accepted", want);
+	EXPECT(off == want, "expected refused at byte %zu, refused at %zu (%s)", want, off, reason);
+	return true;
+}
+
+/* prev of 63 digits, built here: the table cannot cut a macro. */
+static bool check_prev_63(char *why)
+{
+	static struct jsonline jl;
+	char line[256];
+	const char *reason;
+	size_t off;
+
+	snprintf(line, sizeof(line), "{\"seq\":0,\"prev\":\"%.63s\",\"ts\":1,\"type\":\"t\"}", Z64);
+	EXPECT(jsonline_parse(&jl, line, strlen(line), &off, &reason) == -EBADMSG && off == 16,
+	       "expected refused at byte 16");
+	return true;
+}
+
+static bool check_line_max(char *why)
+{
+	static struct jsonline jl;
+	static char line[JSONLINE_MAX + 2];
+	const char *reason;
+	size_t off, n;
+
+	n = (size_t)snprintf(line, sizeof(line), HDR ",\"s\":\"");
+	memset(line + n, 'x', sizeof(line) - n);
+	/* exactly JSONLINE_MAX bytes: accepted */
+	memcpy(line + JSONLINE_MAX - 2, "\"}", 2);
+	EXPECT(!jsonline_parse(&jl, line, JSONLINE_MAX, &off, &reason),
+	       "a %d-byte line refused: %s", JSONLINE_MAX, reason);
+	memcpy(line + JSONLINE_MAX - 2, "x\"}", 3);
+	EXPECT(jsonline_parse(&jl, line, JSONLINE_MAX + 1, &off, &reason) == -EBADMSG,
+	       "a %d-byte line accepted", JSONLINE_MAX + 1);
+	return true;
+}
+
+static bool check_accessors(char *why)
+{
+	static struct jsonline jl;
+	const char line[] = "{\"seq\":42,\"prev\":\"" Z64 "\",\"ts\":-7,\"type\":\"loss\","
+			    "\"count\":18446744073709551615,\"n\":-3,\"s\":\"a\\\"\\\\\\n\\t\\u0001"
+			    "\\u00ff\xc3\xa9\",\"v\":[\"x\\n\",12],\"b\":true}";
+	struct jsonline_value e;
+	const char *reason;
+	char buf[64];
+	uint64_t u;
+	int64_t i;
+	size_t off, pos = 0;
+	int n;
+
+	EXPECT(!jsonline_parse(&jl, line, strlen(line), &off, &reason), "refused at %zu: %s", off,
+	       reason);
+	EXPECT(jl.seq == 42 && jl.ts == -7 && jl.n == 9,
+	       "header seq %" PRIu64 " ts %" PRId64 " n %zu", jl.seq, jl.ts, jl.n);
+	EXPECT(jsonline_type_is(&jl, "loss") && !jsonline_type_is(&jl, "los"), "type");
+	EXPECT(!jsonline_u64(&jl, "count", &u) && u == UINT64_MAX, "count");
+	EXPECT(jsonline_u64(&jl, "n", &u) == -EINVAL, "negative read as u64");
+	EXPECT(!jsonline_i64(&jl, "n", &i) && i == -3, "n");
+	EXPECT(jsonline_i64(&jl, "count", &i) == -EINVAL, "uint64 max read as int64");
+	EXPECT(jsonline_u64(&jl, "nope", &u) == -ENOENT, "absent key");
+	n = jsonline_str(&jl, "s", buf, sizeof(buf));
+	EXPECT(n == 9 && !memcmp(buf, "a\"\\\n\t\x01\xff\xc3\xa9", 9), "decoded s (%d bytes)", n);
+	EXPECT(jsonline_str(&jl, "s", buf, 9) == -ENOSPC, "short buffer");
+	EXPECT(jsonline_str(&jl, "b", buf, sizeof(buf)) == -EINVAL, "bool read as string");
+	EXPECT(jsonline_array_next(&jl, &jsonline_get(&jl, "v")->v, &pos, &e) == 1 &&
+		       e.kind == JSONLINE_STRING &&
+		       jsonline_decode(&jl, &e, buf, sizeof(buf)) == 2 && !strcmp(buf, "x\n"),
+	       "array element 0");
+	EXPECT(jsonline_array_next(&jl, &jsonline_get(&jl, "v")->v, &pos, &e) == 1 &&
+		       e.kind == JSONLINE_INT && e.u == 12,
+	       "array element 1");
+	EXPECT(jsonline_array_next(&jl, &jsonline_get(&jl, "v")->v, &pos, &e) == 0, "array end");
+	return true;
+}
+
+/* The spec's UTF-8 rule, written independently of jsonline.c: code point arithmetic. */
+static size_t spec_utf8_len(const unsigned char *s, size_t avail)
+{
+	uint32_t cp;
+	size_t n, i;
+
+	if (s[0] >= 0xf0 && s[0] < 0xf8) {
+		n = 4;
+		cp = s[0] & 0x07;
+	} else if (s[0] >= 0xe0 && s[0] < 0xf0) {
+		n = 3;
+		cp = s[0] & 0x0f;
+	} else if (s[0] >= 0xc0 && s[0] < 0xe0) {
+		n = 2;
+		cp = s[0] & 0x1f;
+	} else {
+		return 0;
+	}
+	if (avail < n)
+		return 0;
+	for (i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000))
+		return 0;
+	if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+/* The spec's escaping (section 1). alt >= 0: spell the byte or sequence at alt another way. */
+static size_t spec_escape(const unsigned char *s, size_t n, char *out, long alt, bool *altered)
+{
+	size_t i = 0, o = 0, k;
+
+	while (i < n) {
+		unsigned char c = s[i];
+
+		k = c >= 0x80 ? spec_utf8_len(s + i, n - i) : 0;
+		if ((long)i == alt || (alt >= 0 && k && (long)i < alt && alt < (long)(i + k))) {
+			/* a non-canonical spelling: \u00xx for what has another form */
+			size_t j, m = k ? k : 1;
+
+			if (c == '"' || c == '\\' || (c >= 0x20 && c < 0x7f) || c == '\n' ||
+			    c == '\t' || k) {
+				for (j = 0; j < m; j++)
+					o += (size_t)sprintf(out + o, "\\u00%02x", s[i + j]);
+				*altered = true;
+				i += m;
+				continue;
+			}
+		}
+		if (c == '"' || c == '\\') {
+			out[o++] = '\\';
+			out[o++] = (char)c;
+		} else if (c == '\n') {
+			o += (size_t)sprintf(out + o, "\\n");
+		} else if (c == '\t') {
+			o += (size_t)sprintf(out + o, "\\t");
+		} else if (c < 0x20 || c == 0x7f || (c >= 0x80 && !k)) {
+			o += (size_t)sprintf(out + o, "\\u00%02x", c);
+		} else if (k) {
+			memcpy(out + o, s + i, k);
+			o += k;
+			i += k;
+			continue;
+		} else {
+			out[o++] = (char)c;
+		}
+		i++;
+	}
+	out[o] = '\0';
+	return o;
+}
+
+static void random_bytes(unsigned char *s, size_t n)
+{
+	static const char *const seqs[] = {"\xc3\xa9", "\xe2\x82\xac",	   "\xf0\x9d\x84\x9e",
+					   "\xc2\x80", "\xf4\x8f\xbf\xbf", "\xed\x9f\xbf"};
+	size_t i = 0;
+
+	while (i < n) {
+		int r = rand() % 8;
+
+		if (r == 0 && i + 4 <= n) {
+			const char *q = seqs[rand() % ARRAY_SIZE(seqs)];
+
+			memcpy(s + i, q, strlen(q));
+			i += strlen(q);
+		} else if (r <= 2) {
+			s[i++] = (unsigned char)(0x80 + rand() % 0x80);
+		} else if (r == 3) {
+			s[i++] = (unsigned char)(rand() % 0x20);
+		} else {
+			s[i++] = (unsigned char)(0x20 + rand() % 0x60);
+		}
+	}
+}
+
+/*
+ * Every byte string, escaped as the spec says, parses and decodes back to itself; the same string
+ * with one byte or sequence spelled another way is refused.
+ */
+static bool check_escape_property(char *why)
+{
+	static struct jsonline jl;
+	unsigned char s[48], back[64];
+	char enc[48 * 6 + 1], line[512];
+	const char *reason;
+	size_t off;
+	int iter, n;
+
+	srand(1);
+	for (iter = 0; iter < 20000; iter++) {
+		size_t len = (size_t)(rand() % 40);
+		bool altered = false;
+
+		random_bytes(s, len);
+		spec_escape(s, len, enc, -1, &altered);
+		snprintf(line, sizeof(line), HDR ",\"s\":\"%s\"}", enc);
+		EXPECT(!jsonline_parse(&jl, line, strlen(line), &off, &reason),
+		       "canonical spelling refused at byte %zu (%s): %s", off, reason, line);
+		n = jsonline_str(&jl, "s", (char *)back, sizeof(back));
+		EXPECT(n == (int)len && !memcmp(back, s, len), "decode differs: %s", line);
+		if (!len)
+			continue;
+		spec_escape(s, len, enc, rand() % (long)len, &altered);
+		if (!altered)
+			continue;
+		snprintf(line, sizeof(line), HDR ",\"s\":\"%s\"}", enc);
+		EXPECT(jsonline_parse(&jl, line, strlen(line), &off, &reason) == -EBADMSG,
+		       "non-canonical spelling accepted: %s", line);
+	}
+	return true;
+}
+
+/* ========================================================================================== */
+/* A writer of spec-conformant logs                                                            */
+
+struct log {
+	char **l; /* lines, without "\n" */
+	size_t n, cap;
+	bool no_last_newline; /* the last line is cut (a writer killed mid-line) */
+	char *cps;	      /* exported checkpoints, sidecar format */
+	size_t cps_len;
+};
+
+struct tw {
+	struct log *log; /* lines kept here, or */
+	FILE *out;	 /* streamed here */
+	struct tlog_tree tree;
+	uint8_t prev[TLOG_HASH_SIZE];
+	uint64_t seq;
+	int64_t ts, step;
+	char origin[NOTE_NAME_MAX + 1];
+	const struct note_signer *run;
+};
+
+static struct {
+	struct note_signer *host, *other_host;
+	struct note_signer *run_a, *run_a2, *run_b; /* run_a2: run-a's name, another key */
+	char host_vkey[NOTE_VKEY_MAX + 1], other_vkey[NOTE_VKEY_MAX + 1];
+	char dir[64];
+	int file_n;
+} g;
+
+static void log_push(struct log *l, const char *line)
+{
+	if (l->n == l->cap) {
+		l->cap = l->cap ? l->cap * 2 : 32;
+		l->l = realloc(l->l, l->cap * sizeof(*l->l));
+		if (!l->l)
+			exit(2);
+	}
+	l->l[l->n++] = xstrdup(line);
+}
+
+static void log_free(struct log *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->l[i]);
+	free(l->l);
+	free(l->cps);
+	memset(l, 0, sizeof(*l));
+}
+
+static void cps_append(struct log *l, const char *s, size_t n)
+{
+	l->cps = realloc(l->cps, l->cps_len + n + 1);
+	if (!l->cps)
+		exit(2);
+	memcpy(l->cps + l->cps_len, s, n);
+	l->cps_len += n;
+	l->cps[l->cps_len] = '\0';
+}
+
+static void hexs(const uint8_t *h, char *out)
+{
+	for (int i = 0; i < TLOG_HASH_SIZE; i++)
+		sprintf(out + 2 * i, "%02x", h[i]);
+}
+
+/* Escape s (NUL-terminated) as the spec says. */
+static void jstr(const char *s, char *out)
+{
+	bool altered = false;
+
+	spec_escape((const unsigned char *)s, strlen(s), out, -1, &altered);
+}
+
+static void tw_emit(struct tw *w, const char *line)
+{
+	size_t len = strlen(line);
+
+	if (len > JSONLINE_MAX) {
+		fprintf(stderr, "test writer: line too long\n");
+		exit(2);
+	}
+	tlog_append(&w->tree, line, len);
+	tlog_sha256(line, len, w->prev);
+	w->seq++;
+	if (w->log)
+		log_push(w->log, line);
+	else
+		fprintf(w->out, "%s\n", line);
+}
+
+static void tw_line(struct tw *w, const char *type, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* One record: the header, then fmt (the members after "type", without the leading comma). */
+static void tw_line(struct tw *w, const char *type, const char *fmt, ...)
+{
+	char line[JSONLINE_MAX + 2], prev[65];
+	va_list ap;
+	int n;
+
+	w->ts += w->step;
+	hexs(w->prev, prev);
+	n = snprintf(line, sizeof(line),
+		     "{\"seq\":%" PRIu64 ",\"prev\":\"%s\",\"ts\":%" PRId64 ",\"type\":\"%s\"",
+		     w->seq, prev, w->ts, type);
+	if (fmt[0]) {
+		line[n++] = ',';
+		va_start(ap, fmt);
+		n += vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+		va_end(ap);
+	}
+	snprintf(line + n, sizeof(line) - (size_t)n, "}");
+	tw_emit(w, line);
+}
+
+static void tw_start(struct tw *w, struct log *log, FILE *out, const char *run_id,
+		     const struct note_signer *host, const struct note_signer *run, uint64_t secs)
+{
+	char text[512], note[2048], cert[4096], key[NOTE_VKEY_MAX + 1], hkey[NOTE_VKEY_MAX + 1];
+	size_t len;
+
+	memset(w, 0, sizeof(*w));
+	w->log = log;
+	w->out = out;
+	tlog_init(&w->tree);
+	w->ts = 1700000000000000;
+	w->step = 100000;
+	snprintf(w->origin, sizeof(w->origin), "sluice/%s", run_id);
+	w->run = run;
+	note_signer_vkey(run, key, sizeof(key));
+	note_signer_vkey(host, hkey, sizeof(hkey));
+	snprintf(text, sizeof(text), "sluice run key\n%s\n%s\n", w->origin, key);
+	if (note_sign(host, text, strlen(text), note, sizeof(note), &len)) {
+		fprintf(stderr, "test writer: cannot sign the cert\n");
+		exit(2);
+	}
+	jstr(note, cert);
+	tw_line(w, "log_start",
+		"\"origin\":\"%s\",\"run_id\":\"%s\",\"key\":\"%s\",\"host_key\":\"%s\","
+		"\"cert\":\"%s\",\"checkpoint_lines\":5,\"checkpoint_secs\":%" PRIu64
+		",\"format\":1",
+		w->origin, run_id, key, hkey, cert, secs);
+}
+
+/* A checkpoint note for the tree as it is, signed by s (the run key, or another). */
+static void tw_note(struct tw *w, const struct note_signer *s, char *note, size_t size,
+		    char *root_b64)
+{
+	uint8_t root[TLOG_HASH_SIZE];
+	char text[512];
+	size_t len;
+
+	tlog_root(&w->tree, root);
+	note_base64_encode(root, sizeof(root), root_b64, 64);
+	if (checkpoint_text(w->origin, w->tree.size, root, text, sizeof(text)) < 0 ||
+	    note_sign(s, text, strlen(text), note, size, &len)) {
+		fprintf(stderr, "test writer: cannot sign a checkpoint\n");
+		exit(2);
+	}
+}
+
+static void tw_checkpoint(struct tw *w, const char *reason)
+{
+	char note[2048], esc[4096], root[64];
+
+	tw_note(w, w->run, note, sizeof(note), root);
+	if (w->log) {
+		cps_append(w->log, note, strlen(note));
+		cps_append(w->log, "\n", 1);
+	}
+	jstr(note, esc);
+	tw_line(w, "checkpoint",
+		"\"reason\":\"%s\",\"size\":%" PRIu64 ",\"root\":\"%s\",\"note\":\"%s\"", reason,
+		w->seq, root, esc);
+}
+
+static void tw_rec(struct tw *w, uint64_t kseq)
+{
+	tw_line(w, "decision",
+		"\"hook\":\"connect4\",\"decision\":\"deny\",\"dst\":\"10.0.0.%" PRIu64
+		"\",\"comm\":\"cu\\u0001rl \xc3\xa9\\u00ff\",\"argv\":[\"a\",\"b "
+		"c\"],\"kseq\":%" PRIu64,
+		kseq % 250, kseq);
+}
+
+static void tw_loss(struct tw *w, uint64_t count, uint64_t total)
+{
+	tw_line(w, "loss", "\"hook\":\"connect4\",\"count\":%" PRIu64 ",\"total\":%" PRIu64, count,
+		total);
+	tw_checkpoint(w, "loss");
+}
+
+static void tw_end_unlogged(struct tw *w, uint64_t kseq_next, uint64_t lost, uint64_t unlogged)
+{
+	if (unlogged)
+		tw_line(w, "run_end",
+			"\"why\":\"exited\",\"exit_status\":0,\"lost\":%" PRIu64
+			",\"unlogged\":%" PRIu64 ",\"kseq_next\":%" PRIu64,
+			lost, unlogged, kseq_next);
+	else
+		tw_line(w, "run_end",
+			"\"why\":\"exited\",\"exit_status\":0,\"lost\":%" PRIu64
+			",\"kseq_next\":%" PRIu64,
+			lost, kseq_next);
+	tw_checkpoint(w, "final");
+}
+
+static void tw_end(struct tw *w, uint64_t kseq_next, uint64_t lost)
+{
+	tw_end_unlogged(w, kseq_next, lost, 0);
+}
+
+/*
+ * The standard log, 18 lines:
+ *   1 log_start | 2-6 kseq 0-4 | 7 checkpoint (size 6) | 8-12 kseq 5-9 |
+ *   13 checkpoint (size 12) | 14-16 kseq 10-12 | 17 run_end | 18 final (size 17)
+ */
+static void build_run(struct log *l, const char *run_id, const struct note_signer *host,
+		      const struct note_signer *run)
+{
+	struct tw w;
+	uint64_t k = 0;
+
+	tw_start(&w, l, NULL, run_id, host, run, 10);
+	for (; k < 5; k++)
+		tw_rec(&w, k);
+	tw_checkpoint(&w, "lines");
+	for (; k < 10; k++)
+		tw_rec(&w, k);
+	tw_checkpoint(&w, "lines");
+	for (; k < 13; k++)
+		tw_rec(&w, k);
+	tw_end(&w, k, 0);
+}
+
+static void build_basic(struct log *l)
+{
+	build_run(l, "run-a", g.host, g.run_a);
+}
+
+/* Run B: another run id and key, same host. */
+static void build_run_b(struct log *l)
+{
+	build_run(l, "run-b", g.host, g.run_b);
+}
+
+/* Run A's id again, with another key (a second run given the same id). */
+static void build_run_a2(struct log *l)
+{
+	build_run(l, "run-a", g.host, g.run_a2);
+}
+
+static void build_other_host(struct log *l)
+{
+	build_run(l, "run-a", g.other_host, g.run_a);
+}
+
+/* A fork: the same run key signing different lines (a writer that kept its key). */
+static void build_fork(struct log *l)
+{
+	struct tw w;
+	uint64_t k;
+
+	tw_start(&w, l, NULL, "run-a", g.host, g.run_a, 10);
+	for (k = 0; k < 5; k++)
+		tw_rec(&w, k + 100);
+	tw_checkpoint(&w, "lines");
+	tw_end(&w, 0, 0);
+}
+
+/* 1 log_start | 2-6 kseq 0-4 | 7 loss 3 | 8 checkpoint | 9-10 kseq 8,9 | 11 run_end | 12 final */
+static void build_loss(struct log *l)
+{
+	struct tw w;
+	uint64_t k;
+
+	tw_start(&w, l, NULL, "run-a", g.host, g.run_a, 10);
+	for (k = 0; k < 5; k++)
+		tw_rec(&w, k);
+	tw_loss(&w, 3, 3);
+	tw_rec(&w, 8);
+	tw_rec(&w, 9);
+	tw_end(&w, 10, 3);
+}
+
+/* Records with the kseqs given, then run_end (kseq_next, declared loss) and the seal. */
+static void build_kseqs(struct log *l, const uint64_t *ks, size_t n, uint64_t next, uint64_t loss)
+{
+	struct tw w;
+
+	tw_start(&w, l, NULL, "run-a", g.host, g.run_a, 10);
+	for (size_t i = 0; i < n; i++)
+		tw_rec(&w, ks[i]);
+	if (loss)
+		tw_loss(&w, loss, loss);
+	tw_end(&w, next, loss);
+}
+
+/* 1 log_start | 2-4 kseq 0,1,3 | 5 run_end (kseq_next 4) | 6 final */
+static void build_gap(struct log *l)
+{
+	static const uint64_t ks[] = {0, 1, 3};
+
+	build_kseqs(l, ks, ARRAY_SIZE(ks), 4, 0);
+}
+
+/* kseq 0,1,3 and run_end counting one record not logged by policy: nothing undeclared */
+static void build_unlogged(struct log *l)
+{
+	struct tw w;
+
+	tw_start(&w, l, NULL, "run-a", g.host, g.run_a, 10);
+	tw_rec(&w, 0);
+	tw_rec(&w, 1);
+	tw_rec(&w, 3);
+	tw_end_unlogged(&w, 4, 0, 1);
+}
+
+/* the same, counting two: 1 log_start | 2-4 | 5 run_end */
+static void build_overunlogged(struct log *l)
+{
+	struct tw w;
+
+	tw_start(&w, l, NULL, "run-a", g.host, g.run_a, 10);
+	tw_rec(&w, 0);
+	tw_rec(&w, 1);
+	tw_rec(&w, 3);
+	tw_end_unlogged(&w, 4, 0, 2);
+}
+
+/* 1 log_start | 2-3 kseq 0,1 | 4 loss 2 | 5 checkpoint | 6 run_end (kseq_next 3) | 7 final */
+static void build_overdeclared(struct log *l)
+{
+	static const uint64_t ks[] = {0, 1};
+
+	build_kseqs(l, ks, ARRAY_SIZE(ks), 3, 2);
+}
+
+/* 1 log_start | 2-4 kseq 0,1,1 | ... */
+static void build_dup(struct log *l)
+{
+	static const uint64_t ks[] = {0, 1, 1};
+
+	build_kseqs(l, ks, ARRAY_SIZE(ks), 2, 0);
+}
+
+static void build_dup2(struct log *l)
+{
+	static const uint64_t ks[] = {0, 2, 2};
+
+	build_kseqs(l, ks, ARRAY_SIZE(ks), 3, 0);
+}
+
+static void build_out_of_order(struct log *l)
+{
+	static const uint64_t ks[] = {1, 0, 3, 2, 4};
+
+	build_kseqs(l, ks, ARRAY_SIZE(ks), 5, 0);
+}
+
+/* kseq 0..2, run_end says kseq_next 2: line 5 (run_end) */
+static void build_next_low(struct log *l)
+{
+	static const uint64_t ks[] = {0, 1, 2};
+
+	build_kseqs(l, ks, ARRAY_SIZE(ks), 2, 0);
+}
+
+/* Checkpoints gap seconds apart: 1 log_start | 2 kseq 0 | 3 cp | 4 kseq 1 | 5 cp | 6 run_end | 7 */
+static void build_gap_secs(struct log *l, int64_t gap_us)
+{
+	struct tw w;
+
+	tw_start(&w, l, NULL, "run-a", g.host, g.run_a, 10);
+	tw_rec(&w, 0);
+	tw_checkpoint(&w, "lines");
+	w.step = gap_us - 100000;
+	tw_rec(&w, 1);
+	w.step = 100000;
+	tw_checkpoint(&w, "heartbeat");
+	tw_end(&w, 2, 0);
+}
+
+static void build_heartbeat_21s(struct log *l)
+{
+	build_gap_secs(l, 21000000);
+}
+
+static void build_heartbeat_gap(struct log *l)
+{
+	build_gap_secs(l, 21000001);
+}
+
+/* A writer SIGKILLed: 1 log_start | 2-4 kseq 0-2 | 5 cp | 6-9 kseq 3-6 */
+static void build_killed(struct log *l)
+{
+	struct tw w;
+	uint64_t k;
+
+	tw_start(&w, l, NULL, "run-a", g.host, g.run_a, 10);
+	for (k = 0; k < 3; k++)
+		tw_rec(&w, k);
+	tw_checkpoint(&w, "lines");
+	for (; k < 7; k++)
+		tw_rec(&w, k);
+}
+
+/* Killed after a declared loss: 1 | 2 kseq 0 | 3 loss 2 | 4 cp | 5 kseq 3 */
+static void build_killed_loss(struct log *l)
+{
+	struct tw w;
+
+	tw_start(&w, l, NULL, "run-a", g.host, g.run_a, 10);
+	tw_rec(&w, 0);
+	tw_loss(&w, 2, 2);
+	tw_rec(&w, 3);
+}
+
+/* Rotated at lines 7 and 13: 1 | 2-6 | 7 rotate | 8-12 | 13 rotate | 14-16 | 17 run_end | 18 */
+static void build_rotated(struct log *l)
+{
+	struct tw w;
+	uint64_t k = 0;
+
+	tw_start(&w, l, NULL, "run-a", g.host, g.run_a, 10);
+	for (; k < 5; k++)
+		tw_rec(&w, k);
+	tw_checkpoint(&w, "rotate");
+	for (; k < 10; k++)
+		tw_rec(&w, k);
+	tw_checkpoint(&w, "rotate");
+	for (; k < 13; k++)
+		tw_rec(&w, k);
+	tw_end(&w, k, 0);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Tampering                                                                                   */
+
+/* Rewrite seq and prev of lines from..n-1 so the chain holds again (an attacker without the key).
+ */
+static void rechain(struct log *l, size_t from)
+{
+	uint8_t h[TLOG_HASH_SIZE];
+	char prev[65], *line, *rest;
+
+	for (size_t i = from; i < l->n; i++) {
+		tlog_sha256(l->l[i - 1], strlen(l->l[i - 1]), h);
+		hexs(h, prev);
+		rest = strstr(l->l[i], "\",\"ts\":");
+		if (asprintf(&line, "{\"seq\":%zu,\"prev\":\"%s%s", i, prev, rest) < 0)
+			exit(2);
+		free(l->l[i]);
+		l->l[i] = line;
+	}
+}
+
+/* Line 9 (index 8, kseq 6): its dst 10.0.0.6 becomes 10.0.0.7. */
+static void m_edit_byte(struct log *l)
+{
+	char *p = strstr(l->l[8], "\"dst\":\"10.0.0.6\"");
+
+	p[strlen("\"dst\":\"10.0.0.")] = '7';
+}
+
+static void m_edit_rechain(struct log *l)
+{
+	m_edit_byte(l);
+	rechain(l, 9);
+}
+
+static void m_delete(struct log *l)
+{
+	free(l->l[8]);
+	memmove(&l->l[8], &l->l[9], (l->n - 9) * sizeof(*l->l));
+	l->n--;
+}
+
+static void m_swap(struct log *l)
+{
+	char *t = l->l[8];
+
+	l->l[8] = l->l[9];
+	l->l[9] = t;
+}
+
+static void m_insert(struct log *l)
+{
+	log_push(l, "");
+	memmove(&l->l[10], &l->l[9], (l->n - 10) * sizeof(*l->l));
+	l->l[9] = xstrdup(l->l[8]);
+}
+
+/* A record repeated after itself, renumbered and rechained: its kseq repeats. */
+static void m_insert_rechain(struct log *l)
+{
+	m_insert(l);
+	rechain(l, 9);
+}
+
+/* A forged record (no kseq) inserted, renumbered, rechained: checkpoint line 14 fails. */
+static void m_forge_rechain(struct log *l)
+{
+	m_insert(l);
+	free(l->l[9]);
+	l->l[9] = xstrdup("{\"seq\":0,\"prev\":\"" Z64 "\",\"ts\":1700000000900000,"
+			  "\"type\":\"note\",\"what\":\"nothing happened\"}");
+	rechain(l, 9);
+}
+
+static void m_truncate(struct log *l, size_t keep)
+{
+	while (l->n > keep)
+		free(l->l[--l->n]);
+}
+
+static void m_keep_12(struct log *l)
+{
+	m_truncate(l, 12);
+}
+
+static void m_keep_13(struct log *l)
+{
+	m_truncate(l, 13);
+}
+
+static void m_keep_10(struct log *l)
+{
+	m_truncate(l, 10);
+}
+
+static void m_keep_16(struct log *l)
+{
+	m_truncate(l, 16);
+}
+
+static void m_keep_17(struct log *l)
+{
+	m_truncate(l, 17);
+}
+
+/* 15 lines and half of line 16, with no newline */
+static void m_cut_mid_line(struct log *l)
+{
+	m_truncate(l, 16);
+	l->l[15][strlen(l->l[15]) / 2] = '\0';
+	l->no_last_newline = true;
+}
+
+/* A complete last line without its newline: still not a line. */
+static void m_no_final_newline(struct log *l)
+{
+	l->no_last_newline = true;
+}
+
+/* Line 7's checkpoint: one base64 character of the signature changed. */
+static void m_replace_sig(struct log *l)
+{
+	char *p = strstr(l->l[6], "\xe2\x80\x94 sluice/run-a ");
+
+	p += strlen("\xe2\x80\x94 sluice/run-a ") + 20;
+	*p = *p == 'A' ? 'B' : 'A';
+}
+
+/* Line 7's note replaced by one of the same text signed by another key of the same name. */
+static void m_sig_other_key(struct log *l)
+{
+	struct tw w = {0};
+	char note[2048], esc[4096], root[64], *line, *p;
+
+	tlog_init(&w.tree);
+	for (int i = 0; i < 6; i++)
+		tlog_append(&w.tree, l->l[i], strlen(l->l[i]));
+	snprintf(w.origin, sizeof(w.origin), "sluice/run-a");
+	tw_note(&w, g.run_a2, note, sizeof(note), root);
+	jstr(note, esc);
+	p = strstr(l->l[6], ",\"note\":\"");
+	*p = '\0';
+	if (asprintf(&line, "%s,\"note\":\"%s\"}", l->l[6], esc) < 0)
+		exit(2);
+	free(l->l[6]);
+	l->l[6] = line;
+}
+
+/* Line 7's root field changed to the root of another tree (the note still signs the right one) */
+static void m_checkpoint_root(struct log *l)
+{
+	char *p = strstr(l->l[6], "\"root\":\"") + 8;
+
+	*p = *p == 'A' ? 'B' : 'A';
+}
+
+static void m_space(struct log *l)
+{
+	char *line;
+
+	if (asprintf(&line, "{\"seq\": %s", l->l[8] + strlen("{\"seq\":")) < 0)
+		exit(2);
+	free(l->l[8]);
+	l->l[8] = line;
+}
+
+static void m_crlf(struct log *l)
+{
+	char *line;
+
+	if (asprintf(&line, "%s\r", l->l[4]) < 0)
+		exit(2);
+	free(l->l[4]);
+	l->l[4] = line;
+}
+
+/* A non-canonical escape in line 3's comm: the raw UTF-8 of é written as \u00c3\u00a9. */
+static void m_escape(struct log *l)
+{
+	char *p = strstr(l->l[2], "\xc3\xa9"), *line;
+
+	*p = '\0';
+	if (asprintf(&line, "%s\\u00c3\\u00a9%s", l->l[2], p + 2) < 0)
+		exit(2);
+	free(l->l[2]);
+	l->l[2] = line;
+}
+
+/* A canonical record after the seal, chained properly: line 19. */
+static void m_after_final(struct log *l)
+{
+	log_push(l, l->l[l->n - 3]);
+	rechain(l, l->n - 1);
+}
+
+static void m_not_log_start(struct log *l)
+{
+	char *p = strstr(l->l[0], "\"log_start\"");
+
+	memcpy(p, "\"log_stbrt\"", 11);
+}
+
+static void m_empty(struct log *l)
+{
+	m_truncate(l, 0);
+}
+
+/* log_start's key replaced by another key of the same name: the cert names a different one. */
+static void m_cert_key(struct log *l)
+{
+	char key_a[NOTE_VKEY_MAX + 1], key_a2[NOTE_VKEY_MAX + 1], *p, *line;
+
+	note_signer_vkey(g.run_a, key_a, sizeof(key_a));
+	note_signer_vkey(g.run_a2, key_a2, sizeof(key_a2));
+	p = strstr(l->l[0], key_a);
+	*p = '\0';
+	if (asprintf(&line, "%s%s%s", l->l[0], key_a2, p + strlen(key_a)) < 0)
+		exit(2);
+	free(l->l[0]);
+	l->l[0] = line;
+	rechain(l, 1);
+}
+
+/* A loss record deleted and the chain rebuilt: the checkpoint after it (line 7) fails. */
+static void m_hide_loss(struct log *l)
+{
+	free(l->l[6]);
+	memmove(&l->l[6], &l->l[7], (l->n - 7) * sizeof(*l->l));
+	l->n--;
+	rechain(l, 6);
+}
+
+static void cps_garbage(struct log *l)
+{
+	cps_append(l, "garbage\n", 8);
+}
+
+/* The first exported note's size changed: its signature no longer holds. */
+static void cps_bad_sig(struct log *l)
+{
+	char *p = strstr(l->cps, "\n6\n");
+
+	p[1] = '7';
+}
+
+/* The writer's notice that the log failed, between notes (journal.c log_failed). */
+static void cps_notice(struct log *l)
+{
+	static const char notice[] =
+		"sluice: log write failed at seq 18: No space left on device\n\n";
+
+	cps_append(l, notice, strlen(notice));
+}
+
+static void cps_notice_cut(struct log *l)
+{
+	cps_notice(l);
+	l->cps[--l->cps_len] = '\0';
+}
+
+static void cps_no_blank(struct log *l)
+{
+	l->cps[--l->cps_len] = '\0';
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+enum {
+	SEGMENTS = 1,	 /* write rotated segments: split after each rotate checkpoint */
+	DROP_SEG2 = 2,	 /* then remove LOG.000002.gz */
+	TRUNC_SEG1 = 4,	 /* then cut LOG.000001.gz short */
+	SPLIT_AT_5 = 8,	 /* one segment of lines 1-5 (no rotate checkpoint), then LOG */
+	PLAIN_SEG1 = 16, /* LOG.000001.gz not compressed (gzread reads it as it is) */
+};
+
+struct verify_case {
+	const char *name;
+	void (*build)(struct log *);
+	void (*mutate)(struct log *);
+	void (*cps_from)(struct log *); /* exported checkpoints: this run's */
+	void (*cps_mutate)(struct log *);
+	unsigned int flags;
+	int status;
+	uint64_t line;	  /* expected err_line (status 1), 0 for none */
+	int64_t unsealed; /* expected unsealed_lines (status 2), -1: not checked */
+	const char *why;  /* a substring of the reason (status 1) */
+};
+
+static const struct verify_case verify_cases[] = {
+	{"intact log: exit 0", build_basic, NULL, NULL, NULL, 0, VERIFY_OK, 0, -1, NULL},
+	{"intact log with its exported checkpoints: exit 0", build_basic, NULL, build_basic, NULL,
+	 0, VERIFY_OK, 0, -1, NULL},
+	{"a byte edited in line 9: line 10's prev", build_basic, m_edit_byte, NULL, NULL, 0,
+	 VERIFY_INVALID, 10, -1, "prev is not the SHA-256 of line 9"},
+	{"a byte edited, chain rebuilt: checkpoint line 13", build_basic, m_edit_rechain, NULL,
+	 NULL, 0, VERIFY_INVALID, 13, -1, "root is not the root of lines 1..12"},
+	{"line 9 deleted", build_basic, m_delete, NULL, NULL, 0, VERIFY_INVALID, 9, -1,
+	 "seq 9, expected 8"},
+	{"lines 9 and 10 swapped", build_basic, m_swap, NULL, NULL, 0, VERIFY_INVALID, 9, -1,
+	 "seq 9, expected 8"},
+	{"line 9 repeated after itself", build_basic, m_insert, NULL, NULL, 0, VERIFY_INVALID, 10,
+	 -1, "seq 8, expected 9"},
+	{"a record repeated, renumbered and rechained: line 10", build_basic, m_insert_rechain,
+	 NULL, NULL, 0, VERIFY_INVALID, 10, -1, "kseq 6 repeats"},
+	{"a line forged, renumbered and rechained: checkpoint line 14", build_basic,
+	 m_forge_rechain, NULL, NULL, 0, VERIFY_INVALID, 14, -1,
+	 "size 12 is not the line's seq 13"},
+	{"tail cut after line 12: unsealed, 5 lines", build_basic, m_keep_12, NULL, NULL, 0,
+	 VERIFY_UNSEALED, 0, 5, NULL},
+	{"tail cut after checkpoint line 13: unsealed, 0 lines", build_basic, m_keep_13, NULL, NULL,
+	 0, VERIFY_UNSEALED, 0, 0, NULL},
+	{"final seal cut (run_end kept): unsealed, 4 lines", build_basic, m_keep_17, NULL, NULL, 0,
+	 VERIFY_UNSEALED, 0, 4, NULL},
+	{"tail cut inside line 16: unsealed, 3 lines", build_basic, m_cut_mid_line, NULL, NULL, 0,
+	 VERIFY_UNSEALED, 0, 3, NULL},
+	{"seal without its newline: unsealed, 5 lines", build_basic, m_no_final_newline, NULL, NULL,
+	 0, VERIFY_UNSEALED, 0, 5, NULL},
+	{"cut to 10 lines, below exported checkpoints: line 11", build_basic, m_keep_10,
+	 build_basic, NULL, 0, VERIFY_INVALID, 11, -1,
+	 "log truncated below an exported checkpoint of size 17"},
+	{"seal cut, lines 1..17 as exported: unsealed, 4 lines", build_basic, m_keep_17,
+	 build_basic, NULL, 0, VERIFY_UNSEALED, 0, 4, NULL},
+	{"run_end cut, below the exported seal: line 17", build_basic, m_keep_16, build_basic, NULL,
+	 0, VERIFY_INVALID, 17, -1, "log truncated below an exported checkpoint of size 17"},
+	{"checkpoint signature altered: line 7", build_basic, m_replace_sig, NULL, NULL, 0,
+	 VERIFY_INVALID, 7, -1, "signature by that key that does not verify"},
+	{"checkpoint signed by another key of the run's name: line 7", build_basic, m_sig_other_key,
+	 NULL, NULL, 0, VERIFY_INVALID, 7, -1, "has no signature by that key"},
+	{"checkpoint root field altered: line 7", build_basic, m_checkpoint_root, NULL, NULL, 0,
+	 VERIFY_INVALID, 7, -1, "root is not"},
+	{"run B's log with run A's exported checkpoints: line 1", build_run_b, NULL, build_basic,
+	 NULL, 0, VERIFY_INVALID, 1, -1, "differs from the origin sluice/run-a"},
+	{"run A's id, another run key, A's checkpoints: line 1", build_run_a2, NULL, build_basic,
+	 NULL, 0, VERIFY_INVALID, 1, -1, "not signed by the run key"},
+	{"run B's log alone: intact (nothing to compare with)", build_run_b, NULL, NULL, NULL, 0,
+	 VERIFY_OK, 0, -1, NULL},
+	{"cert signed by another host key: line 1", build_other_host, NULL, NULL, NULL, 0,
+	 VERIFY_INVALID, 1, -1, "not signed by the host key"},
+	{"log_start names a key the cert does not: line 1", build_basic, m_cert_key, NULL, NULL, 0,
+	 VERIFY_INVALID, 1, -1, "does not name this origin and run key"},
+	{"same run key, other lines than exported: line 6", build_fork, NULL, build_basic, NULL, 0,
+	 VERIFY_INVALID, 6, -1, "lines 1..6 are not the ones"},
+	{"space after {\"seq\": in line 9", build_basic, m_space, NULL, NULL, 0, VERIFY_INVALID, 9,
+	 -1, "not canonical at column 8: whitespace"},
+	{"CRLF ending on line 5", build_basic, m_crlf, NULL, NULL, 0, VERIFY_INVALID, 5, -1,
+	 "whitespace after the object"},
+	{"escaped UTF-8 in line 3", build_basic, m_escape, NULL, NULL, 0, VERIFY_INVALID, 3, -1,
+	 "must be raw"},
+	{"a record after the final seal: line 19", build_basic, m_after_final, NULL, NULL, 0,
+	 VERIFY_INVALID, 19, -1, "after the final seal"},
+	{"first line not log_start: line 1", build_basic, m_not_log_start, NULL, NULL, 0,
+	 VERIFY_INVALID, 1, -1, "not a log_start"},
+	{"empty log: line 1", build_basic, m_empty, NULL, NULL, 0, VERIFY_INVALID, 1, -1, "empty"},
+	{"loss declared and signed: exit 3", build_loss, NULL, NULL, NULL, 0, VERIFY_LOSS, 0, -1,
+	 NULL},
+	{"loss record deleted, chain rebuilt: line 7", build_loss, m_hide_loss, NULL, NULL, 0,
+	 VERIFY_INVALID, 7, -1, "size 7 is not the line's seq 6"},
+	{"kseq gap not declared: run_end line 5", build_gap, NULL, NULL, NULL, 0, VERIFY_INVALID, 5,
+	 -1, "1 kernel records missing from the log (first kseq 2), only 0 declared"},
+	{"more loss declared than missing: run_end line 6", build_overdeclared, NULL, NULL, NULL, 0,
+	 VERIFY_INVALID, 6, -1, "2 kernel records declared lost, but 1"},
+	{"a kseq gap counted in run_end.unlogged (log: [deny]): exit 0", build_unlogged, NULL, NULL,
+	 NULL, 0, VERIFY_OK, 0, -1, NULL},
+	{"run_end.unlogged above the gap: run_end line 5", build_overunlogged, NULL, NULL, NULL, 0,
+	 VERIFY_INVALID, 5, -1, "2 kernel records declared lost or not logged, but 1"},
+	{"a kseq twice: line 4", build_dup, NULL, NULL, NULL, 0, VERIFY_INVALID, 4, -1,
+	 "kseq 1 repeats"},
+	{"a kseq twice above a gap: line 4", build_dup2, NULL, NULL, NULL, 0, VERIFY_INVALID, 4, -1,
+	 "kseq 2 appears twice"},
+	{"kseqs out of order, none missing: exit 0", build_out_of_order, NULL, NULL, NULL, 0,
+	 VERIFY_OK, 0, -1, NULL},
+	{"run_end kseq_next below a recorded kseq: line 5", build_next_low, NULL, NULL, NULL, 0,
+	 VERIFY_INVALID, 5, -1, "kseq_next 2 but kseq 2 was recorded"},
+	{"checkpoints 2T+1 s apart: exit 0", build_heartbeat_21s, NULL, NULL, NULL, 0, VERIFY_OK, 0,
+	 -1, NULL},
+	{"heartbeat gap over 2T+1 s: line 5", build_heartbeat_gap, NULL, NULL, NULL, 0,
+	 VERIFY_INVALID, 5, -1, "heartbeat gap: 21.000001 s"},
+	{"killed writer: unsealed, 4 lines", build_killed, NULL, NULL, NULL, 0, VERIFY_UNSEALED, 0,
+	 4, NULL},
+	{"killed after a loss: unsealed (2) wins over loss (3)", build_killed_loss, NULL, NULL,
+	 NULL, 0, VERIFY_UNSEALED, 0, 1, NULL},
+	{"rotated segments verify across the boundaries", build_rotated, NULL, build_rotated, NULL,
+	 SEGMENTS, VERIFY_OK, 0, -1, NULL},
+	{"a plain (uncompressed) segment reads the same", build_rotated, NULL, NULL, NULL,
+	 SEGMENTS | PLAIN_SEG1, VERIFY_OK, 0, -1, NULL},
+	{"middle segment deleted: line 8 (LOG line 1)", build_rotated, NULL, NULL, NULL,
+	 SEGMENTS | DROP_SEG2, VERIFY_INVALID, 8, -1, "seq 13, expected 7"},
+	{"first segment's gzip cut short", build_rotated, NULL, NULL, NULL, SEGMENTS | TRUNC_SEG1,
+	 VERIFY_INVALID, 7, -1, "cannot read the rest of the file"},
+	{"segment not ending with a rotate checkpoint: line 5", build_rotated, NULL, NULL, NULL,
+	 SPLIT_AT_5, VERIFY_INVALID, 5, -1, "does not end with a rotate checkpoint"},
+	{"rotate checkpoints inside one file (rotation failed): exit 0", build_rotated, NULL, NULL,
+	 NULL, 0, VERIFY_OK, 0, -1, NULL},
+	{"exported checkpoints with trailing garbage", build_basic, NULL, build_basic, cps_garbage,
+	 0, VERIFY_INVALID, 0, -1, "file ends inside a note"},
+	{"exported checkpoint altered: line 1", build_basic, NULL, build_basic, cps_bad_sig, 0,
+	 VERIFY_INVALID, 1, -1, "signature does not verify"},
+	{"the writer's failure notice in the exported stream is read", build_basic, NULL,
+	 build_basic, cps_notice, 0, VERIFY_OK, 0, -1, NULL},
+	{"the writer's failure notice without its blank line", build_basic, NULL, build_basic,
+	 cps_notice_cut, 0, VERIFY_INVALID, 0, -1, "inside the writer's failure notice"},
+	{"exported checkpoints without the last blank line", build_basic, NULL, build_basic,
+	 cps_no_blank, 0, VERIFY_INVALID, 0, -1, "no blank line after the signatures"},
+};
+
+static int write_file(const char *path, const char *data, size_t len)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f || fwrite(data, 1, len, f) != len || fclose(f))
+		return -1;
+	return 0;
+}
+
+/* Write lines [from, to) to path, gzip-compressed or plain. */
+static int write_lines(const char *path, const struct log *l, size_t from, size_t to, bool gz)
+{
+	gzFile z = NULL;
+	FILE *f = NULL;
+
+	if (gz)
+		z = gzopen(path, "wb");
+	else
+		f = fopen(path, "w");
+	if (!z && !f)
+		return -1;
+	for (size_t i = from; i < to; i++) {
+		bool nl = !(i == l->n - 1 && l->no_last_newline);
+
+		if (z) {
+			gzputs(z, l->l[i]);
+			if (nl)
+				gzputc(z, '\n');
+		} else {
+			fputs(l->l[i], f);
+			if (nl)
+				fputc('\n', f);
+		}
+	}
+	return z ? (gzclose(z) == Z_OK ? 0 : -1) : fclose(f);
+}
+
+static int cut_file(const char *path, long drop)
+{
+	FILE *f = fopen(path, "r+");
+	long size;
+
+	if (!f || fseek(f, 0, SEEK_END))
+		return -1;
+	size = ftell(f);
+	fclose(f);
+	return truncate(path, size - drop);
+}
+
+static bool run_verify_case(const struct verify_case *c, char *why)
+{
+	static struct verify_result r;
+	struct log l = {0}, cl = {0};
+	char log[128], cps[128], seg[160];
+	const char *cp_list[1];
+	struct verify_opts o = {0};
+	size_t from = 0, k = 1;
+
+	g.file_n++;
+	snprintf(log, sizeof(log), "%s/case%d.jsonl", g.dir, g.file_n);
+	snprintf(cps, sizeof(cps), "%s/case%d.checkpoints", g.dir, g.file_n);
+	c->build(&l);
+	if (c->mutate)
+		c->mutate(&l);
+	if (c->flags & (SEGMENTS | SPLIT_AT_5)) {
+		for (size_t i = 0; i < l.n; i++) {
+			bool end = (c->flags & SPLIT_AT_5)
+					   ? i == 4
+					   : strstr(l.l[i], "\"reason\":\"rotate\"") != NULL;
+
+			if (!end)
+				continue;
+			verify_segment_path(log, (unsigned int)k, seg, sizeof(seg));
+			EXPECT(!write_lines(seg, &l, from, i + 1,
+					    !(k == 1 && c->flags & PLAIN_SEG1)),
+			       "cannot write %s", seg);
+			from = i + 1;
+			k++;
+		}
+	}
+	EXPECT(!write_lines(log, &l, from, l.n, false), "cannot write %s", log);
+	if (c->flags & DROP_SEG2) {
+		verify_segment_path(log, 2, seg, sizeof(seg));
+		EXPECT(!unlink(seg), "cannot remove %s", seg);
+	}
+	if (c->flags & TRUNC_SEG1) {
+		verify_segment_path(log, 1, seg, sizeof(seg));
+		EXPECT(!cut_file(seg, 30), "cannot cut %s", seg);
+	}
+	o.log = log;
+	o.host_vkey = g.host_vkey;
+	if (c->cps_from) {
+		c->cps_from(&cl);
+		if (c->cps_mutate)
+			c->cps_mutate(&cl);
+		EXPECT(!write_file(cps, cl.cps, cl.cps_len), "cannot write %s", cps);
+		cp_list[0] = cps;
+		o.checkpoints = cp_list;
+		o.n_checkpoints = 1;
+	}
+	verify_log(&o, &r);
+	log_free(&l);
+	log_free(&cl);
+	EXPECT(r.status == c->status, "expected exit %d, got %d (line %" PRIu64 ", %s: %s)",
+	       c->status, r.status, r.err_line, r.err_file, r.why);
+	if (c->status == VERIFY_INVALID) {
+		EXPECT(r.err_line == c->line,
+		       "expected first bad line %" PRIu64 ", got %" PRIu64 " (%s line %" PRIu64
+		       ": %s)",
+		       c->line, r.err_line, r.err_file, r.err_file_line, r.why);
+		EXPECT(!c->why || strstr(r.why, c->why),
+		       "expected the reason to say \"%s\", got: %s", c->why, r.why);
+		if (c->line)
+			EXPECT(r.err_seq == c->line - 1, "expected seq %" PRIu64 ", got %" PRIu64,
+			       c->line - 1, r.err_seq);
+	} else {
+		EXPECT(!r.why[0], "no error expected, got: %s", r.why);
+	}
+	if (c->unsealed >= 0)
+		EXPECT(r.unsealed_lines == (uint64_t)c->unsealed,
+		       "expected %" PRId64 " unsealed lines, got %" PRIu64, c->unsealed,
+		       r.unsealed_lines);
+	if (c->status != VERIFY_INVALID)
+		EXPECT(r.sealed == (c->status != VERIFY_UNSEALED), "sealed is %d for exit %d",
+		       r.sealed, c->status);
+	return true;
+}
+
+/* Details the table does not check: counts, ranges and where in which file. */
+static bool check_result_details(char *why)
+{
+	static struct verify_result r;
+	const struct verify_case *seg = NULL, *loss = NULL;
+	char want[160];
+
+	for (size_t i = 0; i < ARRAY_SIZE(verify_cases); i++) {
+		if (verify_cases[i].flags == (SEGMENTS | DROP_SEG2))
+			seg = &verify_cases[i];
+		if (verify_cases[i].build == build_loss && !verify_cases[i].mutate)
+			loss = &verify_cases[i];
+	}
+	/* the deleted-segment case again: the bad line is LOG's first */
+	if (!run_verify_case(seg, why))
+		return false;
+	{
+		struct verify_opts o = {.host_vkey = g.host_vkey};
+		char log[128];
+
+		snprintf(log, sizeof(log), "%s/case%d.jsonl", g.dir, g.file_n);
+		o.log = log;
+		verify_log(&o, &r);
+		EXPECT(!strcmp(r.err_file, log) && r.err_file_line == 1,
+		       "expected %s line 1, got %s line %" PRIu64, log, r.err_file,
+		       r.err_file_line);
+		EXPECT(r.segments == 2, "expected 2 files read, got %u", r.segments);
+	}
+	if (!run_verify_case(loss, why))
+		return false;
+	{
+		struct verify_opts o = {.host_vkey = g.host_vkey};
+		char log[128];
+
+		snprintf(log, sizeof(log), "%s/case%d.jsonl", g.dir, g.file_n);
+		o.log = log;
+		verify_log(&o, &r);
+		EXPECT(r.declared_loss == 3 && r.missing_kseq == 3 && r.n_missing == 1 &&
+			       r.missing[0].first == 5 && r.missing[0].last == 7,
+		       "expected 3 declared, kseq 5-7 missing; got %" PRIu64 " declared, %" PRIu64
+		       " missing",
+		       r.declared_loss, r.missing_kseq);
+		EXPECT(r.lines == 12 && r.checkpoints == 2 && r.last_checkpoint_size == 11,
+		       "expected 12 lines, 2 checkpoints, last of size 11; got %" PRIu64
+		       ", %" PRIu64 ", %" PRIu64,
+		       r.lines, r.checkpoints, r.last_checkpoint_size);
+		snprintf(want, sizeof(want), "sluice/run-a");
+		EXPECT(!strcmp(r.origin, want), "origin %s", r.origin);
+	}
+	return true;
+}
+
+static bool check_errors_exit_4(char *why)
+{
+	static struct verify_result r;
+	struct verify_opts o = {.host_vkey = g.host_vkey};
+	const char *cp_list[] = {"/nonexistent/cps"};
+	char log[128];
+
+	snprintf(log, sizeof(log), "%s/missing.jsonl", g.dir);
+	o.log = log;
+	EXPECT(verify_log(&o, &r) == VERIFY_ERROR && strstr(r.why, "cannot open"),
+	       "missing log: exit %d (%s)", r.status, r.why);
+	snprintf(log, sizeof(log), "%s/case1.jsonl", g.dir);
+	o.host_vkey = "not a key";
+	EXPECT(verify_log(&o, &r) == VERIFY_ERROR, "bad host key: exit %d", r.status);
+	o.host_vkey = g.host_vkey;
+	o.checkpoints = cp_list;
+	o.n_checkpoints = 1;
+	EXPECT(verify_log(&o, &r) == VERIFY_ERROR && !strcmp(r.err_file, cp_list[0]),
+	       "missing checkpoints file: exit %d (%s: %s)", r.status, r.err_file, r.why);
+	return true;
+}
+
+/*
+ * A 200 000-line log, with a checkpoint every 1000 lines, kseqs out of order, and a loss past
+ * the kseq window: verifying it must not grow the process by more than 2 MiB. In a child, so
+ * the peak RSS measured is this check's alone.
+ */
+#define BIG_LINES 200000
+static bool check_big_log(char *why)
+{
+	char log[128];
+	int status;
+	pid_t pid;
+
+	snprintf(log, sizeof(log), "%s/big.jsonl", g.dir);
+	fflush(stdout);
+	pid = fork();
+	EXPECT(pid >= 0, "fork: %s", strerror(errno));
+	if (!pid) {
+		static struct verify_result r;
+		struct verify_opts o = {.log = log, .host_vkey = g.host_vkey};
+		struct rusage before, after;
+		struct tw w;
+		uint64_t k = 0;
+		int rc = 0;
+
+		FILE *out = fopen(log, "w");
+
+		if (!out)
+			_exit(3);
+		tw_start(&w, NULL, out, "run-a", g.host, g.run_a2, 10);
+		w.step = 1000;
+		while (w.seq < BIG_LINES - 3) {
+			if (w.seq % 1000 == 999) {
+				tw_checkpoint(&w, "lines");
+				continue;
+			}
+			/* pairs swapped: 1 0 3 2 … */
+			tw_rec(&w, k ^ 1);
+			k++;
+			if (k == 100000) {
+				tw_loss(&w, 2000000, 2000000);
+				k += 2000000;
+			}
+		}
+		if (k & 1) {
+			tw_rec(&w, k ^ 1);
+			k++;
+		}
+		tw_end(&w, k, 2000000);
+		fclose(w.out);
+		getrusage(RUSAGE_SELF, &before);
+		verify_log(&o, &r);
+		getrusage(RUSAGE_SELF, &after);
+		if (r.status != VERIFY_LOSS || r.lines < BIG_LINES) {
+			printf("# big log: exit %d, %" PRIu64 " lines: %s (line %" PRIu64 ")\n",
+			       r.status, r.lines, r.why, r.err_line);
+			rc = 1;
+		}
+		if (after.ru_maxrss - before.ru_maxrss > 2048) {
+			printf("# big log: peak RSS grew by %ld KiB while verifying\n",
+			       after.ru_maxrss - before.ru_maxrss);
+			rc = 1;
+		}
+		printf("# big log: %" PRIu64 " lines, %" PRIu64 " checkpoints, peak RSS +%ld KiB\n",
+		       r.lines, r.checkpoints, after.ru_maxrss - before.ru_maxrss);
+		fflush(stdout);
+		unlink(log);
+		_exit(rc);
+	}
+	EXPECT(waitpid(pid, &status, 0) == pid, "waitpid: %s", strerror(errno));
+	EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	       "expected a 200000-line log with declared loss to verify (exit 3) in under 2 MiB");
+	return true;
+}
+
+static const struct {
+	const char *name;
+	bool (*fn)(char *why);
+} misc_cases[] = {
+	{"prev of 63 digits refused", check_prev_63},
+	{"line length: 8191 bytes accepted, 8192 refused", check_line_max},
+	{"accessors: typed lookups, decoding, arrays", check_accessors},
+	{"20000 random strings: the spec's escaping round-trips, other spellings refused",
+	 check_escape_property},
+};
+
+static const struct {
+	const char *name;
+	bool (*fn)(char *why);
+} late_cases[] = {
+	{"result details: missing ranges, counts, file and line of the error",
+	 check_result_details},
+	{"unreadable log, bad host key, missing checkpoints file: exit 4", check_errors_exit_4},
+	{"a 200000-line log verifies in bounded memory", check_big_log},
+};
+
+static int setup(void)
+{
+	if (note_signer_generate("test-host", &g.host) ||
+	    note_signer_generate("test-host", &g.other_host) ||
+	    note_signer_generate("sluice/run-a", &g.run_a) ||
+	    note_signer_generate("sluice/run-a", &g.run_a2) ||
+	    note_signer_generate("sluice/run-b", &g.run_b))
+		return -1;
+	note_signer_vkey(g.host, g.host_vkey, sizeof(g.host_vkey));
+	note_signer_vkey(g.other_host, g.other_vkey, sizeof(g.other_vkey));
+	snprintf(g.dir, sizeof(g.dir), "%s/sl-verify.XXXXXX", getenv("TMPDIR") ?: "/tmp");
+	return mkdtemp(g.dir) ? 0 : -1;
+}
+
+static void teardown(void)
+{
+	char cmd[128];
+
+	/* the directory holds only files this test wrote */
+	snprintf(cmd, sizeof(cmd), "rm -rf -- '%s'", g.dir);
+	if (system(cmd))
+		fprintf(stderr, "cannot remove %s\n", g.dir);
+	note_signer_free(g.host);
+	note_signer_free(g.other_host);
+	note_signer_free(g.run_a);
+	note_signer_free(g.run_a2);
+	note_signer_free(g.run_b);
+}
+
+int main(void)
+{
+	size_t plan = ARRAY_SIZE(grammar_cases) + ARRAY_SIZE(misc_cases) +
+		      ARRAY_SIZE(verify_cases) + ARRAY_SIZE(late_cases);
+	char why[WHY_LEN];
+
+	if (setup()) {
+		printf("Bail out! cannot create keys or a temporary directory\n");
+		return 1;
+	}
+	printf("TAP version 13\n1..%zu\n", plan);
+	for (size_t i = 0; i < ARRAY_SIZE(grammar_cases); i++) {
+		why[0] = '\0';
+		report(run_grammar_case(&grammar_cases[i], why), grammar_cases[i].name, why);
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(misc_cases); i++) {
+		why[0] = '\0';
+		report(misc_cases[i].fn(why), misc_cases[i].name, why);
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(verify_cases); i++) {
+		why[0] = '\0';
+		report(run_verify_case(&verify_cases[i], why), verify_cases[i].name, why);
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(late_cases); i++) {
+		why[0] = '\0';
+		report(late_cases[i].fn(why), late_cases[i].name, why);
+	}
+	teardown();
+	return n_failed ? 1 : 0;
+}

@@ -1,0 +1,1029 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "jsonline.h"
+#include "note.h"
+#include "tlog.h"
+#include "verify.h"
+
+/* The largest string a line can carry, decoded (a cert or a checkpoint note). */
+#define FIELD_MAX (JSONLINE_MAX + 1)
+#define READ_CHUNK (64 * 1024)
+/* A checkpoint note: three text lines and a few signature lines, far below this. */
+#define EXT_NOTE_MAX 4096
+#define LINE_REF_MAX 64
+
+static const char *const log_start_keys[] = {
+	"seq",
+	"prev",
+	"ts",
+	"type",
+	"origin",
+	"run_id",
+	"key",
+	"host_key",
+	"cert",
+	"checkpoint_lines",
+	"checkpoint_secs",
+	"format",
+};
+static const char *const checkpoint_keys[] = {
+	"seq", "prev", "ts", "type", "reason", "size", "root", "note",
+};
+static const char *const reasons[] = {
+	"lines", "time", "heartbeat", "loss", "anomaly", "rotate", "final",
+};
+
+/* A line reader over zlib: gzread passes plain files through unchanged. */
+struct reader {
+	gzFile gz;
+	const char *path;
+	uint64_t line; /* lines returned so far */
+	size_t start, end;
+	bool eof;
+	char buf[READ_CHUNK + JSONLINE_MAX + 1];
+};
+
+enum read_result {
+	READ_LINE = 1,
+	READ_EOF = 0,
+	READ_PARTIAL = 2, /* bytes at the end with no "\n" */
+};
+
+struct ext_checkpoint {
+	uint64_t size;
+	uint8_t root[TLOG_HASH_SIZE];
+	unsigned int file;  /* index in opts->checkpoints */
+	uint64_t file_line; /* where its note starts */
+};
+
+struct verifier {
+	const struct verify_opts *o;
+	struct verify_result *r;
+	struct note_verifier host, run;
+	bool have_run;
+	uint64_t checkpoint_secs;
+
+	struct tlog_tree tree;
+	uint8_t prev[TLOG_HASH_SIZE];
+	uint64_t lines;
+
+	/* where the current line is, for errors */
+	const char *file;
+	uint64_t file_line;
+
+	int64_t last_cp_ts;    /* of the last checkpoint, or of log_start */
+	uint64_t last_cp_line; /* 1-based, 0: none yet */
+	bool last_cp_final;
+	uint64_t rotate_line; /* the current line, if a rotate checkpoint; else 0 */
+	uint64_t run_end_line;
+	char run_end_file[PATH_MAX];
+	uint64_t run_end_file_line;
+	bool has_lost;
+	uint64_t lost; /* run_end.lost */
+
+	struct ext_checkpoint *ext;
+	size_t n_ext, next_ext;
+
+	/* kernel sequence numbers: all below kseq_low are resolved (seen or counted missing) */
+	uint64_t *kseq_bits;
+	uint64_t kseq_low, kseq_high; /* high: one past the largest seen */
+
+	struct jsonline jl;
+	char field[FIELD_MAX];
+	char text[FIELD_MAX];
+};
+
+static int verr(struct verifier *v, int status, uint64_t line, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/*
+ * Record the first error: status 1 (invalid) or 4 (could not verify), at log line `line`
+ * (1-based; 0 for none) of the current file.
+ */
+static int verr(struct verifier *v, int status, uint64_t line, const char *fmt, ...)
+{
+	struct verify_result *r = v->r;
+	va_list ap;
+
+	if (r->status == VERIFY_INVALID || r->status == VERIFY_ERROR)
+		return -ECANCELED;
+	r->status = status;
+	r->err_line = line;
+	r->err_has_seq = line > 0;
+	r->err_seq = line ? line - 1 : 0;
+	snprintf(r->err_file, sizeof(r->err_file), "%s", v->file ? v->file : "");
+	r->err_file_line = v->file_line;
+	va_start(ap, fmt);
+	vsnprintf(r->why, sizeof(r->why), fmt, ap);
+	va_end(ap);
+	return -ECANCELED;
+}
+
+/* An error at the current line. */
+#define BAD(v, ...) verr((v), VERIFY_INVALID, (v)->lines + 1, __VA_ARGS__)
+
+static int reader_open(struct reader *rd, const char *path)
+{
+	memset(rd, 0, offsetof(struct reader, buf));
+	rd->path = path;
+	rd->gz = gzopen(path, "rb");
+	if (!rd->gz)
+		return errno ? -errno : -ENOMEM;
+	gzbuffer(rd->gz, READ_CHUNK);
+	return 0;
+}
+
+static void reader_close(struct reader *rd)
+{
+	if (rd->gz)
+		gzclose_r(rd->gz);
+	rd->gz = NULL;
+}
+
+/*
+ * The next line (without its "\n") into *line and *len. A line longer than JSONLINE_MAX is returned
+ * as its first JSONLINE_MAX + 1 bytes, for the parser to refuse. -EIO with *why on a read error
+ * (a truncated or corrupt compressed segment).
+ */
+static int reader_next(struct reader *rd, const char **line, size_t *len, const char **why)
+{
+	for (;;) {
+		char *nl = memchr(rd->buf + rd->start, '\n', rd->end - rd->start);
+		size_t have = rd->end - rd->start;
+		int n, zerr;
+
+		if (nl) {
+			*line = rd->buf + rd->start;
+			*len = (size_t)(nl - *line);
+			rd->start += *len + 1;
+			rd->line++;
+			return READ_LINE;
+		}
+		if (have > JSONLINE_MAX) {
+			*line = rd->buf + rd->start;
+			*len = have;
+			rd->line++;
+			return READ_LINE;
+		}
+		if (rd->eof) {
+			if (!have)
+				return READ_EOF;
+			*line = rd->buf + rd->start;
+			*len = have;
+			rd->start = rd->end;
+			rd->line++;
+			return READ_PARTIAL;
+		}
+		memmove(rd->buf, rd->buf + rd->start, have);
+		rd->start = 0;
+		rd->end = have;
+		n = gzread(rd->gz, rd->buf + rd->end, READ_CHUNK);
+		if (n < 0 || (n == 0 && gzerror(rd->gz, &zerr) && zerr != Z_OK)) {
+			*why = gzerror(rd->gz, &zerr);
+			if (zerr == Z_ERRNO) {
+				*why = strerror(errno);
+				return -EIO;
+			}
+			return -EBADMSG;
+		}
+		if (n == 0)
+			rd->eof = true;
+		rd->end += (size_t)n;
+	}
+}
+
+static void hex(const uint8_t *in, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		out[2 * i] = digits[in[i] >> 4];
+		out[2 * i + 1] = digits[in[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Kernel sequence numbers */
+
+static bool kseq_test(const struct verifier *v, uint64_t k)
+{
+	uint64_t i = k % VERIFY_KSEQ_WINDOW;
+
+	return v->kseq_bits[i / 64] >> (i % 64) & 1;
+}
+
+static void kseq_flip(struct verifier *v, uint64_t k)
+{
+	uint64_t i = k % VERIFY_KSEQ_WINDOW;
+
+	v->kseq_bits[i / 64] ^= 1ull << (i % 64);
+}
+
+static void missing_add(struct verify_result *r, uint64_t first, uint64_t last)
+{
+	struct verify_range *m = r->n_missing ? &r->missing[r->n_missing - 1] : NULL;
+
+	r->missing_kseq += last - first + 1;
+	if (m && !r->more_missing && m->last + 1 == first) {
+		m->last = last;
+		return;
+	}
+	if (r->n_missing == VERIFY_RANGES_MAX) {
+		r->more_missing = true;
+		return;
+	}
+	r->missing[r->n_missing].first = first;
+	r->missing[r->n_missing].last = last;
+	r->n_missing++;
+}
+
+/* Resolve every kseq below new_low: those seen leave the window, the others are missing. */
+static void kseq_resolve(struct verifier *v, uint64_t new_low)
+{
+	uint64_t end = v->kseq_high < new_low ? v->kseq_high : new_low;
+	uint64_t k, run = 0;
+	bool in_run = false;
+
+	if (new_low <= v->kseq_low)
+		return;
+
+	for (k = v->kseq_low; k < end; k++) {
+		if (kseq_test(v, k)) {
+			kseq_flip(v, k);
+			if (in_run)
+				missing_add(v->r, run, k - 1);
+			in_run = false;
+		} else if (!in_run) {
+			run = k;
+			in_run = true;
+		}
+	}
+	if (end < new_low && !in_run) {
+		/* nothing at or above kseq_high was seen: all missing */
+		run = end;
+		in_run = true;
+	}
+	if (in_run)
+		missing_add(v->r, run, new_low - 1);
+	v->kseq_low = new_low;
+	if (v->kseq_high < new_low)
+		v->kseq_high = new_low;
+}
+
+static int kseq_add(struct verifier *v, uint64_t k)
+{
+	if (k < v->kseq_low)
+		return BAD(v,
+			   "kseq %" PRIu64 " repeats an earlier record's (or arrives more than %u "
+			   "records out of order)",
+			   k, VERIFY_KSEQ_WINDOW);
+	if (k == UINT64_MAX)
+		return BAD(v, "kseq %" PRIu64 " out of range", k);
+	if (k - v->kseq_low >= VERIFY_KSEQ_WINDOW)
+		kseq_resolve(v, k - VERIFY_KSEQ_WINDOW + 1);
+	if (kseq_test(v, k))
+		return BAD(v, "kseq %" PRIu64 " appears twice", k);
+	kseq_flip(v, k);
+	if (k + 1 > v->kseq_high)
+		v->kseq_high = k + 1;
+	while (v->kseq_low < v->kseq_high && kseq_test(v, v->kseq_low)) {
+		kseq_flip(v, v->kseq_low);
+		v->kseq_low++;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Exported checkpoints */
+
+static int ext_check(struct verifier *v);
+
+static int ext_cmp(const void *a, const void *b)
+{
+	const struct ext_checkpoint *x = a, *y = b;
+
+	return x->size < y->size ? -1 : x->size > y->size;
+}
+
+static int ext_push(struct verifier *v, const struct ext_checkpoint *e, size_t *cap)
+{
+	struct ext_checkpoint *n;
+
+	if (v->n_ext == *cap) {
+		size_t c = *cap ? *cap * 2 : 64;
+
+		if (c > SIZE_MAX / sizeof(*n))
+			return -ENOMEM;
+		n = realloc(v->ext, c * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		v->ext = n;
+		*cap = c;
+	}
+	v->ext[v->n_ext++] = *e;
+	return 0;
+}
+
+/*
+ * One note of a checkpoint file, text and signatures, as the sidecar holds it. A note from
+ * another origin or not signed by this run's key is refused at line 1: the log_start line is
+ * then the one that does not belong with the checkpoints (a replayed log).
+ */
+static int ext_note(struct verifier *v, unsigned int file, uint64_t note_line, const char *note,
+		    size_t len, size_t text_len, size_t *cap)
+{
+	const char *path = v->o->checkpoints[file];
+	struct ext_checkpoint e = {.file = file, .file_line = note_line};
+	char origin[NOTE_NAME_MAX + 1];
+	size_t tlen;
+	int err;
+
+	err = checkpoint_parse(note, text_len, origin, sizeof(origin), &e.size, e.root);
+	if (err) {
+		v->file = path;
+		v->file_line = note_line;
+		return verr(v, VERIFY_INVALID, 0, "not a checkpoint (origin, size, root): %s",
+			    strerror(-err));
+	}
+	if (strcmp(origin, v->r->origin))
+		return verr(v, VERIFY_INVALID, 1,
+			    "the log's origin %s differs from the origin %s of the exported "
+			    "checkpoint at %s:%" PRIu64 " (another run's log?)",
+			    v->r->origin, origin, path, note_line);
+	err = note_open(&v->run, note, len, &tlen);
+	if (err)
+		return verr(v, VERIFY_INVALID, 1,
+			    "the exported checkpoint at %s:%" PRIu64
+			    " is not signed by the run key "
+			    "of this log (%s; another run's log?)",
+			    path, note_line,
+			    err == -ENOKEY	   ? "no signature by it"
+			    : err == -EKEYREJECTED ? "signature does not verify"
+						   : "malformed note");
+	if (tlen != text_len) {
+		v->file = path;
+		v->file_line = note_line;
+		return verr(v, VERIFY_INVALID, 0, "the note's text is not the checkpoint's text");
+	}
+	err = ext_push(v, &e, cap);
+	if (err)
+		return verr(v, VERIFY_ERROR, 0, "exported checkpoints: %s", strerror(-err));
+	v->r->ext_checkpoints++;
+	return 0;
+}
+
+/*
+ * A checkpoint file: notes back to back, each "text lines, blank line, signature lines, blank
+ * line". Parsed strictly: nothing else may be in it.
+ */
+static int ext_load_file(struct verifier *v, unsigned int file, size_t *cap)
+{
+	static const char write_failed[] = "sluice: log write failed at seq ";
+	const char *path = v->o->checkpoints[file];
+	const char *saved_file = v->file, *why = NULL;
+	uint64_t saved_line = v->file_line, note_line = 0;
+	enum { TEXT, SIGS, NOTICE } state = TEXT;
+	struct reader *rd;
+	char *note = NULL;
+	size_t len = 0, text_len = 0, n_sigs = 0;
+	const char *line;
+	size_t llen;
+	int err, res;
+
+	rd = malloc(sizeof(*rd));
+	note = malloc(EXT_NOTE_MAX);
+	if (!rd || !note) {
+		err = verr(v, VERIFY_ERROR, 0, "exported checkpoints: %s", strerror(ENOMEM));
+		goto out;
+	}
+	v->file = path;
+	v->file_line = 0;
+	err = reader_open(rd, path);
+	if (err) {
+		err = verr(v, VERIFY_ERROR, 0, "cannot open: %s", strerror(-err));
+		goto out_free;
+	}
+	for (;;) {
+		res = reader_next(rd, &line, &llen, &why);
+		v->file = path;
+		v->file_line = rd->line;
+		if (res < 0) {
+			err = verr(v, res == -EIO ? VERIFY_ERROR : VERIFY_INVALID, 0,
+				   "cannot read: %s", why);
+			goto out_close;
+		}
+		if (res == READ_EOF)
+			break;
+		if (res == READ_PARTIAL) {
+			err = verr(v, VERIFY_INVALID, 0, "file ends inside a line");
+			goto out_close;
+		}
+		if (state == NOTICE) {
+			if (llen) {
+				err = verr(v, VERIFY_INVALID, 0,
+					   "expected a blank line after the "
+					   "writer's failure notice");
+				goto out_close;
+			}
+			state = TEXT;
+			continue;
+		}
+		/* The writer's notice that the log could not be written (journal.c log_failed). */
+		if (state == TEXT && !len && llen > strlen(write_failed) &&
+		    !memcmp(line, write_failed, strlen(write_failed))) {
+			if (!v->r->ext_write_failure[0])
+				snprintf(v->r->ext_write_failure, sizeof(v->r->ext_write_failure),
+					 "%.*s", (int)llen, line);
+			state = NOTICE;
+			continue;
+		}
+		if (!len)
+			note_line = rd->line;
+		if (llen) {
+			if (state == SIGS && (llen < 4 || memcmp(line, "\xe2\x80\x94 ", 4))) {
+				err = verr(v, VERIFY_INVALID, 0,
+					   "expected a signature line (\"— NAME SIG\") or a blank "
+					   "line");
+				goto out_close;
+			}
+			if (len + llen + 1 >= EXT_NOTE_MAX) {
+				err = verr(v, VERIFY_INVALID, 0,
+					   "checkpoint note longer than %d bytes", EXT_NOTE_MAX);
+				goto out_close;
+			}
+			memcpy(note + len, line, llen);
+			len += llen;
+			note[len++] = '\n';
+			if (state == SIGS)
+				n_sigs++;
+			continue;
+		}
+		/* a blank line: ends the text, or the note */
+		if (state == TEXT) {
+			if (!len) {
+				err = verr(v, VERIFY_INVALID, 0,
+					   "blank line where a note should start");
+				goto out_close;
+			}
+			text_len = len;
+			note[len++] = '\n';
+			state = SIGS;
+			continue;
+		}
+		if (!n_sigs) {
+			err = verr(v, VERIFY_INVALID, 0, "note without a signature line");
+			goto out_close;
+		}
+		v->file = saved_file;
+		v->file_line = saved_line;
+		err = ext_note(v, file, note_line, note, len, text_len, cap);
+		if (err)
+			goto out_close;
+		len = 0;
+		n_sigs = 0;
+		state = TEXT;
+	}
+	if (state == NOTICE) {
+		err = verr(v, VERIFY_INVALID, 0, "file ends inside the writer's failure notice");
+		goto out_close;
+	}
+	if (len) {
+		err = verr(v, VERIFY_INVALID, 0, "file ends inside a note (%s)",
+			   state == TEXT ? "no signatures" : "no blank line after the signatures");
+		goto out_close;
+	}
+	err = 0;
+out_close:
+	reader_close(rd);
+out_free:
+	v->file = saved_file;
+	v->file_line = saved_line;
+out:
+	free(note);
+	free(rd);
+	return err;
+}
+
+static int ext_load(struct verifier *v)
+{
+	size_t cap = 0;
+	unsigned int i;
+	int err;
+
+	for (i = 0; i < v->o->n_checkpoints; i++) {
+		err = ext_load_file(v, i, &cap);
+		if (err)
+			return err;
+	}
+	if (v->n_ext)
+		qsort(v->ext, v->n_ext, sizeof(*v->ext), ext_cmp);
+	return ext_check(v);
+}
+
+/*
+ * Compare the tree of the lines so far with every exported checkpoint of that size. Called after
+ * each line is appended (and once before any, for size 0): sizes come up in order.
+ */
+static int ext_check(struct verifier *v)
+{
+	uint8_t root[TLOG_HASH_SIZE];
+
+	if (v->next_ext >= v->n_ext || v->ext[v->next_ext].size != v->tree.size)
+		return 0;
+	tlog_root(&v->tree, root);
+	for (; v->next_ext < v->n_ext && v->ext[v->next_ext].size == v->tree.size; v->next_ext++) {
+		const struct ext_checkpoint *e = &v->ext[v->next_ext];
+
+		if (memcmp(root, e->root, sizeof(root)))
+			return verr(v, VERIFY_INVALID, v->lines,
+				    "lines 1..%" PRIu64
+				    " are not the ones the exported checkpoint at "
+				    "%s:%" PRIu64 " signed (its root differs)",
+				    e->size, v->o->checkpoints[e->file], e->file_line);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Lines */
+
+/* The members after the header must be exactly keys[4..n). */
+static int check_keys(struct verifier *v, const char *type, const char *const *keys, size_t n)
+{
+	const struct jsonline *jl = &v->jl;
+	size_t i;
+
+	for (i = 4; i < n; i++) {
+		if (!jsonline_key_is(jl, i, keys[i]))
+			return BAD(v, "%s: member %zu is not \"%s\" (column %u)", type, i + 1,
+				   keys[i], i < jl->n ? jl->m[i].key_off : (unsigned int)jl->len);
+	}
+	if (jl->n != n)
+		return BAD(v, "%s: unexpected member after \"%s\" (column %u)", type, keys[n - 1],
+			   jl->m[n].key_off);
+	return 0;
+}
+
+static int str_field(struct verifier *v, const char *type, const char *key, char *buf, size_t size)
+{
+	int n = jsonline_str(&v->jl, key, buf, size);
+
+	if (n == -ENOSPC)
+		return BAD(v, "%s: %s too long", type, key);
+	if (n < 0)
+		return BAD(v, "%s: %s is not a string", type, key);
+	if (strlen(buf) != (size_t)n)
+		return BAD(v, "%s: %s contains a NUL byte", type, key);
+	return n;
+}
+
+static int u64_field(struct verifier *v, const char *type, const char *key, uint64_t *out)
+{
+	if (jsonline_u64(&v->jl, key, out))
+		return BAD(v, "%s: %s is not a non-negative integer", type, key);
+	return 0;
+}
+
+static bool run_id_valid(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n < 1 || n > 64)
+		return false;
+	return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == n;
+}
+
+static const char *note_err(int err)
+{
+	switch (err) {
+	case -ENOKEY:
+		return "has no signature by that key";
+	case -EKEYREJECTED:
+		return "has a signature by that key that does not verify";
+	default:
+		return "is not a well-formed signed note";
+	}
+}
+
+static int check_log_start(struct verifier *v)
+{
+	static const char prefix[] = "sluice/";
+	struct verify_result *r = v->r;
+	char run_id[80], key[NOTE_VKEY_MAX + 1], host_key[NOTE_VKEY_MAX + 1];
+	struct note_verifier claimed;
+	uint64_t format, lines;
+	size_t text_len;
+	int n, err;
+
+	if (!jsonline_type_is(&v->jl, "log_start"))
+		return BAD(v, "the first line is not a log_start record");
+	err = check_keys(v, "log_start", log_start_keys, sizeof(log_start_keys) / sizeof(char *));
+	if (err)
+		return err;
+	if (str_field(v, "log_start", "origin", r->origin, sizeof(r->origin)) < 0 ||
+	    str_field(v, "log_start", "run_id", run_id, sizeof(run_id)) < 0 ||
+	    str_field(v, "log_start", "key", key, sizeof(key)) < 0 ||
+	    str_field(v, "log_start", "host_key", host_key, sizeof(host_key)) < 0 ||
+	    u64_field(v, "log_start", "checkpoint_lines", &lines) ||
+	    u64_field(v, "log_start", "checkpoint_secs", &v->checkpoint_secs) ||
+	    u64_field(v, "log_start", "format", &format))
+		return -ECANCELED;
+	if (format != 1)
+		return BAD(v, "log_start: format %" PRIu64 " (this verifier reads format 1)",
+			   format);
+	if (!run_id_valid(run_id))
+		return BAD(v, "log_start: run_id is not [A-Za-z0-9._-]{1,64}");
+	if (strncmp(r->origin, prefix, strlen(prefix)) ||
+	    strcmp(r->origin + strlen(prefix), run_id))
+		return BAD(v, "log_start: origin %s is not sluice/<run_id>", r->origin);
+	if (note_verifier_parse(key, &v->run))
+		return BAD(v, "log_start: key is not a verifier key");
+	if (strcmp(v->run.name, r->origin))
+		return BAD(v, "log_start: the run key is named %s, not the origin", v->run.name);
+	if (note_verifier_parse(host_key, &claimed))
+		return BAD(v, "log_start: host_key is not a verifier key");
+	v->have_run = true;
+
+	n = str_field(v, "log_start", "cert", v->field, sizeof(v->field));
+	if (n < 0)
+		return n;
+	err = note_open(&v->host, v->field, (size_t)n, &text_len);
+	if (err) {
+		if (err == -ENOKEY &&
+		    (claimed.hash != v->host.hash || strcmp(claimed.name, v->host.name)))
+			return BAD(v,
+				   "log_start: the run key's certificate is not signed by the host "
+				   "key %s (the log names host key %s)",
+				   v->host.name, host_key);
+		return BAD(v, "log_start: the run key's certificate %s of the host key %s",
+			   note_err(err), v->host.name);
+	}
+	err = snprintf(v->text, sizeof(v->text), "sluice run key\n%s\n%s\n", r->origin, key);
+	if (err < 0 || (size_t)err != text_len || memcmp(v->text, v->field, text_len))
+		return BAD(v, "log_start: the certificate does not name this origin and run key");
+	return ext_load(v);
+}
+
+static int check_checkpoint(struct verifier *v)
+{
+	const struct jsonline *jl = &v->jl;
+	uint8_t root[TLOG_HASH_SIZE], field_root[TLOG_HASH_SIZE], note_root[TLOG_HASH_SIZE];
+	char origin[NOTE_NAME_MAX + 1], reason[16];
+	uint64_t size, note_size;
+	size_t text_len, i;
+	int n, err;
+
+	err = check_keys(v, "checkpoint", checkpoint_keys,
+			 sizeof(checkpoint_keys) / sizeof(char *));
+	if (err)
+		return err;
+	if (str_field(v, "checkpoint", "reason", reason, sizeof(reason)) < 0)
+		return -ECANCELED;
+	for (i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++)
+		if (!strcmp(reason, reasons[i]))
+			break;
+	if (i == sizeof(reasons) / sizeof(reasons[0]))
+		return BAD(v, "checkpoint: unknown reason \"%s\"", reason);
+	if (u64_field(v, "checkpoint", "size", &size))
+		return -ECANCELED;
+	if (size != jl->seq)
+		return BAD(v, "checkpoint: size %" PRIu64 " is not the line's seq %" PRIu64, size,
+			   jl->seq);
+	tlog_root(&v->tree, root);
+	n = str_field(v, "checkpoint", "root", v->field, sizeof(v->field));
+	if (n < 0)
+		return n;
+	if (note_base64_decode(v->field, (size_t)n, field_root, sizeof(field_root)) !=
+	    TLOG_HASH_SIZE)
+		return BAD(v, "checkpoint: root is not the base64 of 32 bytes");
+	if (memcmp(field_root, root, sizeof(root)))
+		return BAD(v,
+			   "checkpoint: root is not the root of lines 1..%" PRIu64
+			   " (an earlier line was changed)",
+			   size);
+	n = str_field(v, "checkpoint", "note", v->field, sizeof(v->field));
+	if (n < 0)
+		return n;
+	err = note_open(&v->run, v->field, (size_t)n, &text_len);
+	if (err)
+		return BAD(v, "checkpoint: the note %s of the run key %s", note_err(err),
+			   v->run.name);
+	err = checkpoint_parse(v->field, text_len, origin, sizeof(origin), &note_size, note_root);
+	if (err)
+		return BAD(v,
+			   "checkpoint: the signed text is not a checkpoint (origin, size, root)");
+	if (strcmp(origin, v->r->origin))
+		return BAD(v, "checkpoint: the note is for origin %s, not %s", origin,
+			   v->r->origin);
+	if (note_size != size || memcmp(note_root, root, sizeof(root)))
+		return BAD(v, "checkpoint: the signed size and root are not this line's");
+	if (v->checkpoint_secs && jl->ts > v->last_cp_ts &&
+	    (uint64_t)(jl->ts - v->last_cp_ts) > (2 * v->checkpoint_secs + 1) * 1000000)
+		return BAD(v,
+			   "heartbeat gap: %" PRId64 ".%06" PRId64 " s since %s (line %" PRIu64
+			   "), more than 2*%" PRIu64 "+1 s",
+			   (jl->ts - v->last_cp_ts) / 1000000, (jl->ts - v->last_cp_ts) % 1000000,
+			   v->last_cp_line ? "the previous checkpoint" : "log_start",
+			   v->last_cp_line ? v->last_cp_line : 1, v->checkpoint_secs);
+	if (!strcmp(reason, "final") && !v->run_end_line)
+		return BAD(v, "checkpoint: final seal without a run_end record before it");
+	/*
+	 * A rotated segment must end with one (the boundary is signed); one inside a file is
+	 * allowed: the writer keeps appending to the plain file when compressing fails.
+	 */
+	v->rotate_line = !strcmp(reason, "rotate") ? v->lines + 1 : 0;
+	v->last_cp_final = !strcmp(reason, "final");
+	v->last_cp_ts = jl->ts;
+	v->last_cp_line = v->lines + 1;
+	v->r->checkpoints++;
+	v->r->last_checkpoint_size = size;
+	return 0;
+}
+
+static int check_run_end(struct verifier *v)
+{
+	int err;
+
+	if (v->run_end_line)
+		return BAD(v, "a second run_end record (the first is line %" PRIu64 ")",
+			   v->run_end_line);
+	if (u64_field(v, "run_end", "kseq_next", &v->r->kseq_next))
+		return -ECANCELED;
+	if (v->kseq_high > v->r->kseq_next)
+		return BAD(v, "run_end: kseq_next %" PRIu64 " but kseq %" PRIu64 " was recorded",
+			   v->r->kseq_next, v->kseq_high - 1);
+	err = jsonline_u64(&v->jl, "lost", &v->lost);
+	if (err == -EINVAL)
+		return BAD(v, "run_end: lost is not a non-negative integer");
+	v->has_lost = !err;
+	/* records the policy says not to log (log: [deny]) are counted, not written */
+	err = jsonline_u64(&v->jl, "unlogged", &v->r->unlogged);
+	if (err == -EINVAL)
+		return BAD(v, "run_end: unlogged is not a non-negative integer");
+	v->run_end_line = v->lines + 1;
+	snprintf(v->run_end_file, sizeof(v->run_end_file), "%s", v->file);
+	v->run_end_file_line = v->file_line;
+	v->r->has_run_end = true;
+	return 0;
+}
+
+static int check_record(struct verifier *v)
+{
+	const struct jsonline *jl = &v->jl;
+	uint64_t k, count;
+	int err;
+
+	if (!v->lines)
+		return check_log_start(v);
+	if (jsonline_type_is(jl, "log_start"))
+		return BAD(v, "log_start record after the first line");
+	if (jsonline_type_is(jl, "checkpoint"))
+		return check_checkpoint(v);
+	if (jsonline_type_is(jl, "run_end")) {
+		err = check_run_end(v);
+		if (err)
+			return err;
+	} else if (jsonline_type_is(jl, "loss")) {
+		if (u64_field(v, "loss", "count", &count))
+			return -ECANCELED;
+		if (count > UINT64_MAX - v->r->declared_loss)
+			return BAD(v, "loss: the counts overflow");
+		v->r->declared_loss += count;
+	} else if (jsonline_type_is(jl, "anomaly")) {
+		v->r->anomalies++;
+	}
+	err = jsonline_u64(jl, "kseq", &k);
+	if (err == -EINVAL)
+		return BAD(v, "kseq is not a non-negative integer");
+	if (!err) {
+		if (v->run_end_line && k >= v->r->kseq_next)
+			return BAD(v, "kseq %" PRIu64 " at or past run_end's kseq_next %" PRIu64, k,
+				   v->r->kseq_next);
+		return kseq_add(v, k);
+	}
+	return 0;
+}
+
+static int check_line(struct verifier *v, const char *line, size_t len)
+{
+	uint8_t h[TLOG_HASH_SIZE];
+	char want[2 * TLOG_HASH_SIZE + 1];
+	const char *why;
+	size_t off;
+	int err;
+
+	if (v->last_cp_final)
+		return BAD(v, "line after the final seal (line %" PRIu64 ")", v->last_cp_line);
+	if (jsonline_parse(&v->jl, line, len, &off, &why))
+		return BAD(v, "not canonical at column %zu: %s", off + 1, why);
+	if (v->jl.seq != v->lines)
+		return BAD(v,
+			   "seq %" PRIu64 ", expected %" PRIu64 " (lines deleted, inserted or "
+			   "reordered)",
+			   v->jl.seq, v->lines);
+	hex(v->prev, sizeof(v->prev), want);
+	if (memcmp(v->jl.prev, want, 64)) {
+		if (!v->lines)
+			return BAD(v, "prev of the first line is not 64 zeros");
+		return BAD(v,
+			   "prev is not the SHA-256 of line %" PRIu64 " (a line before it "
+			   "changed, or this line was moved)",
+			   v->lines);
+	}
+	v->rotate_line = 0;
+	err = check_record(v);
+	if (err)
+		return err;
+	tlog_sha256(line, len, h);
+	memcpy(v->prev, h, sizeof(h));
+	tlog_append(&v->tree, line, len);
+	v->lines++;
+	if (v->lines == 1)
+		v->last_cp_ts = v->jl.ts;
+	return ext_check(v);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+int verify_segment_path(const char *log, unsigned int k, char *buf, size_t size)
+{
+	int n = snprintf(buf, size, "%s.%06u.gz", log, k);
+
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+/* One file of the log; *last says whether it is LOG itself (not a rotated segment). */
+static int verify_file(struct verifier *v, struct reader *rd, const char *path, bool last)
+{
+	struct stat st;
+	const char *line, *why = NULL;
+	size_t len;
+	int res, err;
+
+	v->file = path;
+	v->file_line = 0;
+	if (stat(path, &st))
+		return verr(v, VERIFY_ERROR, 0, "cannot open: %s", strerror(errno));
+	if (S_ISDIR(st.st_mode))
+		return verr(v, VERIFY_ERROR, 0, "cannot open: %s", strerror(EISDIR));
+	err = reader_open(rd, path);
+	if (err)
+		return verr(v, VERIFY_ERROR, 0, "cannot open: %s", strerror(-err));
+	v->r->segments++;
+	for (;;) {
+		res = reader_next(rd, &line, &len, &why);
+		v->file_line = rd->line;
+		if (res == READ_EOF)
+			break;
+		if (res == -EIO) {
+			err = verr(v, VERIFY_ERROR, 0, "read error: %s", why);
+			goto out;
+		}
+		if (res < 0) {
+			v->file_line = rd->line + 1;
+			err = BAD(v, "cannot read the rest of the file: %s", why);
+			goto out;
+		}
+		if (res == READ_PARTIAL) {
+			/* the writer died inside a line: only at the very end of the log */
+			if (!last || v->last_cp_final) {
+				err = BAD(v, "the file ends inside a line (no newline)");
+				goto out;
+			}
+			v->r->partial_line = true;
+			break;
+		}
+		err = check_line(v, line, len);
+		if (err)
+			goto out;
+	}
+	err = 0;
+	if (!last) {
+		if (!v->rotate_line)
+			err = verr(v, VERIFY_INVALID, v->lines,
+				   "the segment does not end with a rotate checkpoint");
+		v->rotate_line = 0;
+	}
+out:
+	reader_close(rd);
+	return err;
+}
+
+static int verify_end(struct verifier *v)
+{
+	struct verify_result *r = v->r;
+
+	if (!v->lines) {
+		v->file_line = 1;
+		return BAD(v, "the log is empty (no log_start)");
+	}
+	/* ext_check() took every exported checkpoint up to this size */
+	if (v->next_ext < v->n_ext) {
+		const struct ext_checkpoint *e = &v->ext[v->n_ext - 1];
+
+		v->file_line++;
+		return verr(v, VERIFY_INVALID, v->lines + 1,
+			    "log truncated below an exported checkpoint of size %" PRIu64
+			    " (%s:%" PRIu64 "): the log has %" PRIu64 " lines",
+			    e->size, v->o->checkpoints[e->file], e->file_line, v->lines);
+	}
+	r->lines = v->lines;
+	if (!v->last_cp_final || r->partial_line) {
+		kseq_resolve(v, v->kseq_high);
+		r->unsealed_lines = v->lines - v->last_cp_line + r->partial_line;
+		r->status = VERIFY_UNSEALED;
+		return 0;
+	}
+	r->sealed = true;
+	kseq_resolve(v, r->kseq_next);
+	v->file = v->run_end_file;
+	v->file_line = v->run_end_file_line;
+	/* a kernel record is either in the log, declared lost, or counted as not logged */
+	if (r->declared_loss > UINT64_MAX - r->unlogged)
+		return verr(v, VERIFY_INVALID, v->run_end_line, "run_end: unlogged overflows");
+	if (r->missing_kseq > r->declared_loss + r->unlogged)
+		return verr(v, VERIFY_INVALID, v->run_end_line,
+			    "%" PRIu64 " kernel records missing from the log (first kseq %" PRIu64
+			    "), only %" PRIu64 " declared lost%s",
+			    r->missing_kseq, r->missing[0].first, r->declared_loss + r->unlogged,
+			    r->unlogged ? " or not logged" : "");
+	if (r->missing_kseq < r->declared_loss + r->unlogged)
+		return verr(v, VERIFY_INVALID, v->run_end_line,
+			    "%" PRIu64 " kernel records declared lost%s, but %" PRIu64
+			    " kseq values are missing",
+			    r->declared_loss + r->unlogged, r->unlogged ? " or not logged" : "",
+			    r->missing_kseq);
+	if (v->has_lost && v->lost != r->declared_loss)
+		return verr(v, VERIFY_INVALID, v->run_end_line,
+			    "run_end: lost %" PRIu64 " differs from the loss records' sum %" PRIu64,
+			    v->lost, r->declared_loss);
+	r->status = r->declared_loss ? VERIFY_LOSS : VERIFY_OK;
+	return 0;
+}
+
+int verify_log(const struct verify_opts *o, struct verify_result *r)
+{
+	struct verifier *v;
+	struct reader *rd = NULL;
+	char path[PATH_MAX];
+	unsigned int k;
+	int err;
+
+	memset(r, 0, sizeof(*r));
+	v = calloc(1, sizeof(*v));
+	if (!v) {
+		r->status = VERIFY_ERROR;
+		snprintf(r->why, sizeof(r->why), "%s", strerror(ENOMEM));
+		return r->status;
+	}
+	v->o = o;
+	v->r = r;
+	tlog_init(&v->tree);
+	rd = malloc(sizeof(*rd));
+	v->kseq_bits = calloc(VERIFY_KSEQ_WINDOW / 64, sizeof(uint64_t));
+	if (!rd || !v->kseq_bits) {
+		verr(v, VERIFY_ERROR, 0, "%s", strerror(ENOMEM));
+		goto out;
+	}
+	if (note_verifier_parse(o->host_vkey, &v->host)) {
+		verr(v, VERIFY_ERROR, 0, "the host key is not a verifier key (NAME+HASH+KEY)");
+		goto out;
+	}
+	snprintf(r->host_key_name, sizeof(r->host_key_name), "%s", v->host.name);
+	for (k = 1;; k++) {
+		if (verify_segment_path(o->log, k, path, sizeof(path))) {
+			v->file = o->log;
+			verr(v, VERIFY_ERROR, 0, "path too long");
+			goto out;
+		}
+		if (access(path, F_OK))
+			break;
+		err = verify_file(v, rd, path, false);
+		if (err)
+			goto out;
+	}
+	err = verify_file(v, rd, o->log, true);
+	if (err)
+		goto out;
+	verify_end(v);
+out:
+	if (r->status == VERIFY_INVALID || r->status == VERIFY_ERROR)
+		r->lines = v->lines;
+	free(v->ext);
+	free(v->kseq_bits);
+	free(rd);
+	free(v);
+	return r->status;
+}

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Verification of a run's log (evidence spec section 7), streaming: the log's rotated segments
+ * LOG.000001.gz, LOG.000002.gz, … and then LOG are read line by line through zlib (which reads
+ * plain files as they are), and memory stays constant apart from the Merkle tree's O(log n) state,
+ * the exported checkpoints given, and a fixed window of kernel sequence numbers.
+ *
+ * Every check stops at the first bad line and names it; see verify_log() for the outcomes.
+ */
+#ifndef SLUICE_VERIFY_H
+#define SLUICE_VERIFY_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "note.h"
+
+/* The exit codes of sluice verify. */
+enum verify_status {
+	VERIFY_OK = 0,	     /* intact, sealed, no loss */
+	VERIFY_INVALID = 1,  /* tampered or invalid: err_* name the first bad line */
+	VERIFY_UNSEALED = 2, /* intact, but lines after the last checkpoint are not signed */
+	VERIFY_LOSS = 3,     /* intact, sealed, kernel records lost and every one declared */
+	VERIFY_ERROR = 4,    /* could not verify: unreadable file, bad host key, no memory */
+};
+
+/*
+ * Kernel sequence numbers may arrive out of order (one ring buffer per CPU in the future, the
+ * resolver's thread today); this many past the lowest one not yet seen are tracked. A record that
+ * arrives further behind than this is refused, as a repeat would be.
+ */
+#define VERIFY_KSEQ_WINDOW (1u << 20)
+/* How many missing kseq ranges the result lists (all are counted). */
+#define VERIFY_RANGES_MAX 16
+#define VERIFY_WHY_MAX 512
+
+struct verify_opts {
+	const char *log;
+	const char *host_vkey;		/* the host's verifier key, as in its .pub file */
+	const char *const *checkpoints; /* exported checkpoint files (sidecar format) */
+	size_t n_checkpoints;
+};
+
+struct verify_range {
+	uint64_t first, last;
+};
+
+struct verify_result {
+	int status;		       /* enum verify_status */
+	uint64_t lines;		       /* complete lines read */
+	unsigned int segments;	       /* files read: rotated segments + LOG */
+	uint64_t checkpoints;	       /* checkpoint lines verified */
+	uint64_t last_checkpoint_size; /* 0 if none */
+	bool sealed;		       /* ends with the final checkpoint */
+	uint64_t unsealed_lines;       /* lines after the last checkpoint */
+	bool partial_line;	       /* the log ends inside a line (counted unsealed) */
+	uint64_t ext_checkpoints;      /* exported checkpoints verified */
+	/* the writer's first "sluice: log write failed at seq N: …" in the exported stream */
+	char ext_write_failure[VERIFY_WHY_MAX];
+	uint64_t anomalies;	/* anomaly records */
+	uint64_t declared_loss; /* sum of the loss records' counts */
+	uint64_t missing_kseq;	/* kernel sequence numbers absent from the log */
+	uint64_t unlogged;	/* run_end.unlogged: records not logged by policy */
+	struct verify_range missing[VERIFY_RANGES_MAX];
+	size_t n_missing; /* ranges listed; more exist if more_missing */
+	bool more_missing;
+	bool has_run_end;
+	uint64_t kseq_next; /* from run_end */
+	char origin[NOTE_NAME_MAX + 1];
+	char host_key_name[NOTE_NAME_MAX + 1];
+
+	/* The first error (status 1, and 4 when it is about a file). */
+	uint64_t err_line; /* 1-based over the whole log; 0: not a log line */
+	bool err_has_seq;
+	uint64_t err_seq;	 /* the seq the bad line should have had */
+	char err_file[PATH_MAX]; /* the segment or checkpoint file */
+	uint64_t err_file_line;	 /* 1-based line within err_file; 0 if none */
+	char why[VERIFY_WHY_MAX];
+};
+
+/*
+ * Verify o->log; fills *r and returns r->status. Exit 2 (unsealed) wins over 3 (declared loss):
+ * loss in an unsealed tail cannot be told from records in flight when the writer died.
+ */
+int verify_log(const struct verify_opts *o, struct verify_result *r);
+
+/* The segment paths verify_log reads: "LOG.%06u.gz" for k >= 1; -ENAMETOOLONG if too long. */
+int verify_segment_path(const char *log, unsigned int k, char *buf, size_t size);
+
+#endif /* SLUICE_VERIFY_H */
