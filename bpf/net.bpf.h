@@ -16,7 +16,9 @@
 #define SOCK_STREAM 1
 #define SOCK_DGRAM 2
 
+#define ETH_HLEN 14
 #define ETH_P_IP 0x0800
+#define ETH_P_ARP 0x0806
 #define ETH_P_IPV6 0x86DD
 
 #define SOL_IP 0
@@ -25,6 +27,8 @@
 #define IPPROTO_UDP 17
 #define IPPROTO_IPV6 41
 #define IPPROTO_ROUTING 43
+#define IPPROTO_FRAGMENT 44
+#define IPPROTO_ICMPV6 58
 #define IPPROTO_DSTOPTS 60
 
 #endif /* SLUICE_NET_BPF_H */

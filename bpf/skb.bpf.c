@@ -26,6 +26,7 @@
 #include "sluice.h"
 #include "events.bpf.h"
 #include "tls.bpf.h"
+#include "packet.bpf.h"
 #include "net.bpf.h"
 
 #define TLS_CONTENT_CHANGE_CIPHER_SPEC 0x14
@@ -44,6 +45,12 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 const volatile __u8 sl_cfg_mode = SL_MODE_ENFORCE;
+/* The run's resolver on loopback (see sock_addr.bpf.c): the one place redirected DNS goes. */
+const volatile __u16 sl_cfg_dns_port = 0;
+/* 0 only for the selftest that shows what the backstop catches (see the README). */
+const volatile __u8 sl_cfg_backstop = 1;
+
+#define LOOPBACK4 0x7f000001
 
 /* The events are larger than is comfortable on the BPF stack: build them in per-CPU scratch. */
 struct {
@@ -470,6 +477,101 @@ static __always_inline int tls_egress(struct __sk_buff *skb, struct bpf_sock *sk
 	return judge_records(skb, sk, t, off, daddr, family);
 }
 
+/* The run's resolver, where the decision layer sends every port-53 packet. */
+static __always_inline bool dst_is_resolver(const struct packet_dst *d)
+{
+	const __u32 *w = (const __u32 *)d->addr;
+
+	if (!sl_cfg_dns_port || d->port != sl_cfg_dns_port ||
+	    (d->proto != IPPROTO_TCP && d->proto != IPPROTO_UDP))
+		return false;
+	if (d->family == AF_INET)
+		return w[0] == bpf_htonl(LOOPBACK4);
+	return w[0] == 0 && w[1] == 0 && w[2] == 0 && w[3] == bpf_htonl(1);
+}
+
+/* The packet goes where its socket's allowed flow was connected. */
+static __always_inline bool dst_is_flow_dst(const struct packet_dst *d, const struct sl_flow *f)
+{
+	const __u32 *a = (const __u32 *)d->addr, *b = (const __u32 *)f->addr;
+
+	if (!f || f->family != d->family || f->port != d->port || f->protocol != d->proto)
+		return false;
+	if (d->family == AF_INET)
+		return a[0] == b[0];
+	return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3];
+}
+
+/*
+ * The backstop: whatever connect() or sendmsg() judged, the packet's own destination must be one
+ * the run's allowlist admits. A packet of an allowed flow that goes where the flow was connected
+ * costs one comparison; anything else is judged in full. A mismatch is dropped, the socket
+ * keeps the denial (every later packet is dropped too, as for a held UDP denial) and it is
+ * recorded once.
+ */
+static __always_inline int backstop(struct __sk_buff *skb, struct bpf_sock *sk,
+				    const struct sl_flow *flow)
+{
+	struct packet_dst d = {};
+	struct sl_decision_event ev = {};
+	struct verdict v = {};
+	struct sl_sk_held *h;
+
+	if (packet_dst(skb, 0, &d))
+		return SKB_PASS; /* not IP, or unreadable: the kernel itself sends nothing of it */
+	if (dst_is_flow_dst(&d, flow) || dst_is_resolver(&d))
+		return SKB_PASS;
+	packet_judge(&d, &v, &ev);
+	if (v.verdict != SL_VERDICT_DENY ||
+	    (sl_cfg_mode != SL_MODE_ENFORCE && v.reason != SL_REASON_BLACKHOLE))
+		return SKB_PASS;
+	ev.hook = SL_HOOK_EGRESS;
+	ev.verdict = SL_VERDICT_DENY;
+	ev.reason = v.reason;
+	ev.rule_id = v.rule_id;
+	ev.enforced = 1;
+	ev.cgroup_id = bpf_skb_cgroup_id(skb);
+	ev.sock_cookie = bpf_get_socket_cookie(skb);
+	if (flow) {
+		ev.pid = flow->pid;
+		ev.tgid = flow->tgid;
+		__builtin_memcpy(ev.comm, flow->comm, sizeof(ev.comm));
+	}
+	h = bpf_sk_storage_get(&sl_sk_held, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!h) {
+		event_hdr_init(&ev.hdr, SL_EV_DECISION, sizeof(ev));
+		event_submit(&ev, sizeof(ev), SL_HOOK_EGRESS, true);
+		return SKB_DROP;
+	}
+	__builtin_memcpy(&h->ev, &ev, sizeof(ev));
+	h->recorded = 0;
+	return drop_held(h);
+}
+
+/*
+ * The backstop is a program of its own, attached before sl_egress on the same hook (the kernel
+ * runs both; a packet leaves only if both pass): one program holding both checks is more than
+ * the verifier will walk. A socket already holding a denial is left to sl_egress, which drops
+ * and records it.
+ */
+SEC("cgroup_skb/egress")
+int sl_backstop(struct __sk_buff *skb)
+{
+	struct bpf_sock *sk = skb->sk;
+
+	if (!sl_cfg_backstop)
+		return SKB_PASS;
+	if (reroutes(skb))
+		return drop_rerouted(skb);
+	if (!sk)
+		return SKB_PASS;
+	/* request and time-wait sockets: a listener's answer, a closed flow's last ACK */
+	sk = bpf_sk_fullsock(sk);
+	if (!sk || bpf_sk_storage_get(&sl_sk_held, sk, 0, 0))
+		return SKB_PASS;
+	return backstop(skb, sk, bpf_sk_storage_get(&sl_sk_flow, sk, 0, 0));
+}
+
 SEC("cgroup_skb/egress")
 int sl_egress(struct __sk_buff *skb)
 {
@@ -477,8 +579,6 @@ int sl_egress(struct __sk_buff *skb)
 	struct sl_sk_held *held;
 	struct sl_flow *flow;
 
-	if (reroutes(skb))
-		return drop_rerouted(skb);
 	if (!sk)
 		return SKB_PASS;
 	sk = bpf_sk_fullsock(sk);

@@ -32,6 +32,9 @@ enum sl_hook {
 	SL_HOOK_SOCK_CREATE = 6, /* cgroup/sock_create: socket kinds */
 	SL_HOOK_SETSOCKOPT = 7,	 /* cgroup/setsockopt: options that reroute packets */
 	SL_HOOK_SOCK_RELEASE = 8, /* cgroup/sock_release: a flow's record */
+	SL_HOOK_TC = 9,		  /* tc ingress on the host side of the run's veth; sock_cookie
+				     carries the ifindex there */
+	SL_HOOK_LSM = 10,	  /* BPF LSM on the run's cgroup: sockets the other hooks miss */
 	SL_HOOK_MAX, /* array size, not a hook; recvmsg/getpeername rewrite and record nothing */
 };
 

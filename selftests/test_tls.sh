@@ -706,6 +706,8 @@ tls_allowed() {
 	else
 		tap_fail "$label: the allow line has no \"flow\"" "got: $line"
 	fi
+	assert_log "$label: the flow line carries the server name" "$CASE_LOG" +1 type=flow \
+		"run_id=$SL_RUN_ID" "sni=${sni,,}" "dst=$dst" port=443
 	assert_no_notice "$label: stderr has no TLS denial" '^egress (would be )?denied: TLS'
 	assert_run_clean "$label: nothing left (cgroup, pins, links, resolver sockets)"
 }

@@ -90,6 +90,11 @@ int cgroup_create_run(const char *parent, const char *run_id, struct run_cgroup 
 		return err;
 	}
 	cg->id = st.st_ino;
+	/* <parent>/<run_id> below the root: one level per component */
+	cg->level = 1;
+	for (const char *c = parent; *c; c++)
+		if (*c != '/' && (c == parent || c[-1] == '/'))
+			cg->level++;
 	return 0;
 }
 

@@ -14,6 +14,7 @@ struct run_cgroup {
 	char path[PATH_MAX]; /* absolute path of the run's cgroup directory */
 	int fd;		     /* O_RDONLY|O_DIRECTORY fd, for attach and CLONE_INTO_CGROUP; -1 if none */
 	uint64_t id;	     /* cgroup id (inode number), as bpf_get_current_cgroup_id() reports it */
+	int level;	     /* depth below the root of the hierarchy (the root is 0) */
 };
 
 /* Mount point of the cgroup v2 hierarchy, from /proc/self/mountinfo. */

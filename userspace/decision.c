@@ -16,6 +16,8 @@ static const char *const hook_names[SL_HOOK_MAX] = {
 	[SL_HOOK_SENDMSG4] = "sendmsg4",
 	[SL_HOOK_SENDMSG6] = "sendmsg6",
 	[SL_HOOK_EGRESS] = "egress",
+	[SL_HOOK_TC] = "tc",
+	[SL_HOOK_LSM] = "lsm",
 	[SL_HOOK_SOCK_CREATE] = "sock_create",
 	[SL_HOOK_SETSOCKOPT] = "setsockopt",
 	[SL_HOOK_SOCK_RELEASE] = "sock_release",
@@ -70,7 +72,9 @@ void decision_safe_comm(char *out, size_t len, const char comm[16])
 static int surface_view_init(struct decision_view *v, const struct sl_decision_event *ev)
 {
 	v->family = ev->family == AF_INET ? "ipv4" : ev->family == AF_INET6 ? "ipv6" : "other";
-	if (ev->hook == SL_HOOK_SOCK_CREATE)
+	if (ev->hook == SL_HOOK_TC)
+		util_copy(v->dst_port, sizeof(v->dst_port), "a frame that is not IPv4 or IPv6");
+	else if (ev->hook == SL_HOOK_SOCK_CREATE || ev->hook == SL_HOOK_LSM)
 		util_fmt(v->dst_port, sizeof(v->dst_port), "socket(family %u, type %u, protocol %u)",
 			 ev->family, ev->port, ev->rule_id);
 	else if (ev->hook == SL_HOOK_SETSOCKOPT)
@@ -99,8 +103,11 @@ int decision_view_init(struct decision_view *v, const struct sl_decision_event *
 	    (ev->verdict != SL_VERDICT_ALLOW && ev->verdict != SL_VERDICT_DENY) ||
 	    ev->reason < SL_REASON_RULE || ev->reason > SL_REASON_V4_RELAY)
 		return -EINVAL;
+	/* the egress program also judges destinations (the backstop); tc sees non-IP frames */
 	if (ev->hook == SL_HOOK_SOCK_CREATE || ev->hook == SL_HOOK_SETSOCKOPT ||
-	    ev->hook == SL_HOOK_EGRESS)
+	    (ev->hook == SL_HOOK_LSM && ev->reason == SL_REASON_SOCKET_KIND) ||
+	    (ev->hook == SL_HOOK_EGRESS && ev->reason == SL_REASON_SOURCE_ROUTE) ||
+	    (ev->hook == SL_HOOK_TC && ev->family != AF_INET && ev->family != AF_INET6))
 		return surface_view_init(v, ev);
 	if (ev->reason == SL_REASON_RULE && (ev->rule_id == SL_RULE_DEFAULT ||
 					     ev->rule_id > p->n_rules))

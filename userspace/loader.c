@@ -23,6 +23,9 @@
 #include "skb.skel.h"
 #include "surface.skel.h"
 #include "destroy.skel.h"
+#include "tc.skel.h"
+#include "lsm.skel.h"
+#include "netdev.h"
 #include <fcntl.h>
 #include <sched.h>
 
@@ -36,6 +39,7 @@ enum loader_prog {
 	PROG_RECVMSG6,
 	PROG_GETPEERNAME4,
 	PROG_GETPEERNAME6,
+	PROG_BACKSTOP,
 	PROG_EGRESS,
 	PROG_INGRESS,
 	PROG_SOCK_CREATE,
@@ -49,6 +53,7 @@ static const char *const prog_names[PROG_MAX] = {
 	[PROG_SENDMSG4] = "sendmsg4",	      [PROG_SENDMSG6] = "sendmsg6",
 	[PROG_RECVMSG4] = "recvmsg4",	      [PROG_RECVMSG6] = "recvmsg6",
 	[PROG_GETPEERNAME4] = "getpeername4", [PROG_GETPEERNAME6] = "getpeername6",
+	[PROG_BACKSTOP] = "backstop",
 	[PROG_EGRESS] = "egress",
 	[PROG_INGRESS] = "ingress",
 	[PROG_SOCK_CREATE] = "sock_create",
@@ -56,14 +61,30 @@ static const char *const prog_names[PROG_MAX] = {
 	[PROG_SOCK_RELEASE] = "sock_release",
 };
 
+/* A host-side attachment: a tcx link, or a clsact filter (which has no link to pin). */
+struct tc_attachment {
+	struct bpf_link *link;
+	struct netdev_peer peer;
+	bool clsact;
+	bool clsact_created; /* we added the clsact qdisc: remove it when done */
+};
+
 struct loader {
 	struct sl_sock_addr *skel;
+	struct sl_tc *tc;	     /* the host-side layer; shares the policy and evidence maps */
+	struct sl_lsm *lsm;	     /* optional BPF-LSM layer; NULL where the kernel has none */
+	struct bpf_link *lsm_links[3];
+	char lsm_why[128];	     /* why there is no LSM layer */
+	struct tc_attachment tc_att[NETDEV_PEERS_MAX];
+	int n_tc;
+	bool tc_clsact;
 	struct sl_skb *skb;	     /* the packet layer; shares the evidence and TLS maps */
 	struct sl_surface *surface;  /* socket kinds and options; shares the evidence maps */
 	struct sl_destroy *destroy; /* NULL where the kernel lacks bpf_sock_destroy */
 	struct bpf_link *links[PROG_MAX];
 	char pin_dir[PATH_MAX];
 	int ncpus;
+	bool no_backstop;
 	pthread_mutex_t learn_lock; /* serialises read-merge-write of the learned maps */
 };
 
@@ -79,6 +100,7 @@ static struct bpf_program *prog_of(const struct loader *l, enum loader_prog i)
 		[PROG_RECVMSG6] = skel->progs.sl_recvmsg6,
 		[PROG_GETPEERNAME4] = skel->progs.sl_getpeername4,
 		[PROG_GETPEERNAME6] = skel->progs.sl_getpeername6,
+		[PROG_BACKSTOP] = l->skb->progs.sl_backstop,
 		[PROG_EGRESS] = l->skb->progs.sl_egress,
 		[PROG_INGRESS] = l->skb->progs.sl_ingress,
 		[PROG_SOCK_CREATE] = l->surface->progs.sl_sock_create,
@@ -184,7 +206,21 @@ static int load_packet_layer(struct loader *l, const struct policy *p)
 		return err;
 	l->skb->rodata->sl_cfg_mode = p->mode;
 	l->skb->rodata->sl_cfg_tls_port = l->skel->rodata->sl_cfg_tls_port;
+	l->skb->rodata->sl_cfg_default_allow = l->skel->rodata->sl_cfg_default_allow;
+	l->skb->rodata->sl_cfg_dns_port = l->skel->rodata->sl_cfg_dns_port;
+	l->skb->rodata->sl_cfg_backstop = !l->no_backstop;
 	return sl_skb__load(l->skb);
+}
+
+static int load_tc_layer(struct loader *l, const struct policy *p)
+{
+	int err = share_maps(l->tc->obj, l);
+
+	if (err)
+		return err;
+	l->tc->rodata->sl_cfg_mode = p->mode;
+	l->tc->rodata->sl_cfg_default_allow = l->skel->rodata->sl_cfg_default_allow;
+	return sl_tc__load(l->tc);
 }
 
 static int load_surface_layer(struct loader *l)
@@ -281,10 +317,14 @@ struct loader *loader_load(const struct policy *p, const struct policy_compiled 
 		err = -errno;
 		goto err_free;
 	}
+	l->no_backstop = opts->no_backstop;
+	l->tc_clsact = opts->tc_clsact;
 	l->skb = sl_skb__open();
 	l->surface = l->skb ? sl_surface__open() : NULL;
-	if (!l->surface) {
+	l->tc = l->surface ? sl_tc__open() : NULL;
+	if (!l->tc) {
 		err = -errno;
+		sl_surface__destroy(l->surface);
 		sl_skb__destroy(l->skb);
 		sl_sock_addr__destroy(l->skel);
 		goto err_free;
@@ -328,12 +368,15 @@ struct loader *loader_load(const struct policy *p, const struct policy_compiled 
 		err = load_packet_layer(l, p);
 	if (!err)
 		err = load_surface_layer(l);
+	if (!err)
+		err = load_tc_layer(l, p);
 	if (err)
 		goto err_destroy;
 	load_destroyer(l);
 	return l;
 
 err_destroy:
+	sl_tc__destroy(l->tc);
 	sl_surface__destroy(l->surface);
 	sl_skb__destroy(l->skb);
 	sl_sock_addr__destroy(l->skel);
@@ -345,7 +388,64 @@ err_free:
 	return NULL;
 }
 
-int loader_attach(struct loader *l, int cgroup_fd, const char *run_id)
+static const char *const lsm_link_names[3] = { "lsm-socket-create", "lsm-connect",
+						 "lsm-sendmsg" };
+
+/*
+ * Optional: BPF LSM needs CONFIG_BPF_LSM and "bpf" among the active LSMs; lsm_cgroup needs 6.0.
+ * Failing here is not an error: the run goes on without the layer, and says so.
+ */
+static void load_lsm_layer(struct loader *l, int cgroup_fd, uint64_t cgroup_id, int level)
+{
+	/* a failure is expected where the kernel has no BPF LSM: only -v shows libbpf's words */
+	libbpf_print_fn_t old = libbpf_verbose ? libbpf_print : libbpf_set_print(NULL);
+	__u32 zero = 0, fd = (__u32)cgroup_fd;
+	struct bpf_link *links[3] = {};
+	const char *step = "open";
+	int i;
+
+	l->lsm = sl_lsm__open();
+	if (!l->lsm || share_maps(l->lsm->obj, l))
+		goto fail;
+	step = "load";
+	l->lsm->rodata->sl_cfg_mode = l->skel->rodata->sl_cfg_mode;
+	l->lsm->rodata->sl_cfg_deny_errno = l->skel->rodata->sl_cfg_deny_errno;
+	l->lsm->rodata->sl_cfg_default_allow = l->skel->rodata->sl_cfg_default_allow;
+	l->lsm->rodata->sl_cfg_cgroup_id = cgroup_id;
+	l->lsm->rodata->sl_cfg_cgroup_level = level;
+	if (sl_lsm__load(l->lsm) ||
+	    bpf_map_update_elem(bpf_map__fd(l->lsm->maps.sl_run_cgroup), &zero, &fd, BPF_ANY))
+		goto fail;
+	step = "attach";
+	links[0] = bpf_program__attach_cgroup(l->lsm->progs.sl_lsm_socket_create, cgroup_fd);
+	links[1] = bpf_program__attach_lsm(l->lsm->progs.sl_lsm_connect);
+	links[2] = bpf_program__attach_lsm(l->lsm->progs.sl_lsm_sendmsg);
+	for (i = 0; i < 3; i++)
+		if (!links[i])
+			goto fail;
+	memcpy(l->lsm_links, links, sizeof(links));
+	libbpf_set_print(old);
+	return;
+fail:
+	for (i = 0; i < 3; i++)
+		bpf_link__destroy(links[i]);
+	sl_lsm__destroy(l->lsm);
+	l->lsm = NULL;
+	/* EPERM also comes from lockdown or a host policy that forbids LSM programs */
+	if (util_fmt(l->lsm_why, sizeof(l->lsm_why), "BPF LSM programs: %s failed: %s", step,
+		     strerror(errno ? errno : EINVAL)))
+		l->lsm_why[0] = '\0';
+	libbpf_set_print(old);
+}
+
+bool loader_lsm_active(const struct loader *l, const char **why)
+{
+	*why = l->lsm_why;
+	return l->lsm != NULL;
+}
+
+int loader_attach(struct loader *l, int cgroup_fd, uint64_t cgroup_id, int cgroup_level,
+		  const char *run_id)
 {
 	char path[PATH_MAX];
 	int i, err;
@@ -382,6 +482,17 @@ int loader_attach(struct loader *l, int cgroup_fd, const char *run_id)
 		err = bpf_link__pin(l->links[i], path);
 		if (err) {
 			fprintf(stderr, "sluice: pin %s at %s: %s\n", prog_names[i], path,
+				strerror(-err));
+			return err;
+		}
+	}
+	load_lsm_layer(l, cgroup_fd, cgroup_id, cgroup_level);
+	for (i = 0; l->lsm && i < 3; i++) {
+		if (util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, lsm_link_names[i]))
+			return -ENAMETOOLONG;
+		err = bpf_link__pin(l->lsm_links[i], path);
+		if (err) {
+			fprintf(stderr, "sluice: pin %s at %s: %s\n", lsm_link_names[i], path,
 				strerror(-err));
 			return err;
 		}
@@ -509,6 +620,115 @@ int loader_sni_learn(struct loader *l, int family, const uint8_t *addr, const ch
 	return 0;
 }
 
+struct tc_op {
+	struct loader *l;
+	struct tc_attachment *a;
+	int index;
+};
+
+/* In the peer's namespace: tcx first; clsact only where the kernel has no tcx (before 6.6). */
+static int tc_attach_here(void *arg)
+{
+	struct tc_op *op = arg;
+	struct tc_attachment *a = op->a;
+	int prog_fd = bpf_program__fd(op->l->tc->progs.sl_tc_ingress), err;
+	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = a->peer.ifindex, .attach_point = BPF_TC_INGRESS);
+	LIBBPF_OPTS(bpf_tc_opts, topts, .prog_fd = prog_fd, .handle = 0x51c, .priority = 1);
+
+	if (!op->l->tc_clsact) {
+		a->link = bpf_program__attach_tcx(op->l->tc->progs.sl_tc_ingress, a->peer.ifindex,
+						   NULL);
+		if (a->link)
+			return 0;
+		err = -errno;
+		if (err != -EINVAL && err != -EOPNOTSUPP)
+			return err;
+	}
+	err = bpf_tc_hook_create(&hook);
+	if (err && err != -EEXIST)
+		return err;
+	a->clsact_created = !err;
+	err = bpf_tc_attach(&hook, &topts);
+	if (err) {
+		if (a->clsact_created)
+			bpf_tc_hook_destroy(&hook);
+		return err;
+	}
+	a->clsact = true;
+	return 0;
+}
+
+static int tc_detach_here(void *arg)
+{
+	struct tc_attachment *a = arg;
+	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = a->peer.ifindex, .attach_point = BPF_TC_INGRESS);
+	LIBBPF_OPTS(bpf_tc_opts, topts, .handle = 0x51c, .priority = 1);
+	int err = bpf_tc_detach(&hook, &topts);
+
+	/* the qdisc itself goes only with both attach points named, and only if it was ours */
+	if (a->clsact_created) {
+		hook.attach_point = BPF_TC_INGRESS | BPF_TC_EGRESS;
+		bpf_tc_hook_destroy(&hook);
+	}
+	return err;
+}
+
+static void tc_detach(struct loader *l, struct tc_attachment *a)
+{
+	(void)l;
+	if (a->link) {
+		bpf_link__unpin(a->link);
+		bpf_link__destroy(a->link);
+		a->link = NULL;
+	} else if (a->clsact) {
+		/* the peer (and with it the filter) may be gone with the sandbox already */
+		netdev_in_netns(a->peer.netns_fd, tc_detach_here, a);
+		a->clsact = false;
+	}
+}
+
+int loader_attach_tc(struct loader *l, int run_netns_fd, char *desc, size_t desc_size)
+{
+	struct netdev_peer peers[NETDEV_PEERS_MAX];
+	char path[PATH_MAX];
+	size_t used = 0;
+	int n, i, err;
+
+	desc[0] = '\0';
+	n = netdev_veth_peers(run_netns_fd, peers, NETDEV_PEERS_MAX);
+	if (n < 0)
+		return n;
+	for (i = 0; i < n; i++) {
+		struct tc_attachment *a = &l->tc_att[l->n_tc];
+		struct tc_op op = { .l = l, .a = a, .index = i };
+
+		memset(a, 0, sizeof(*a));
+		a->peer = peers[i];
+		peers[i].netns_fd = -1;
+		l->n_tc++;
+		err = netdev_in_netns(a->peer.netns_fd, tc_attach_here, &op);
+		if (err) {
+			fprintf(stderr, "sluice: attach tc to %s%s%s: %s\n", a->peer.ifname,
+				a->peer.netns[0] ? "@" : "", a->peer.netns, strerror(-err));
+			netdev_peers_free(peers + i + 1, n - i - 1);
+			return err;
+		}
+		if (a->link) {
+			if (util_fmt(path, sizeof(path), "%s/tc-%d", l->pin_dir, i))
+				return -ENAMETOOLONG;
+			err = bpf_link__pin(a->link, path);
+			if (err)
+				return err;
+		}
+		if (util_fmt(desc + used, desc_size - used, "%s%s%s%s%s", used ? "," : "",
+			     a->peer.ifname, a->peer.netns[0] ? "@" : "", a->peer.netns,
+			     a->clsact ? " (clsact)" : ""))
+			return -ENAMETOOLONG;
+		used = strlen(desc);
+	}
+	return n;
+}
+
 void loader_detach(struct loader *l)
 {
 	int i;
@@ -521,6 +741,15 @@ void loader_detach(struct loader *l)
 		bpf_link__unpin(l->links[i]);
 		bpf_link__destroy(l->links[i]);
 		l->links[i] = NULL;
+	}
+	for (i = 0; i < l->n_tc; i++)
+		tc_detach(l, &l->tc_att[i]);
+	for (i = 0; i < 3; i++) {
+		if (!l->lsm_links[i])
+			continue;
+		bpf_link__unpin(l->lsm_links[i]);
+		bpf_link__destroy(l->lsm_links[i]);
+		l->lsm_links[i] = NULL;
 	}
 	if (l->pin_dir[0] && rmdir(l->pin_dir) && errno != ENOENT)
 		fprintf(stderr, "sluice: remove %s: %s\n", l->pin_dir, strerror(errno));
@@ -537,7 +766,17 @@ void loader_destroy(struct loader *l)
 	for (i = 0; i < PROG_MAX; i++)
 		if (l->links[i])
 			bpf_link__destroy(l->links[i]);
+	for (i = 0; i < l->n_tc; i++)
+		if (l->tc_att[i].link)
+			bpf_link__destroy(l->tc_att[i].link);
+	for (i = 0; i < l->n_tc; i++)
+		netdev_peers_free(&l->tc_att[i].peer, 1);
+	for (i = 0; i < 3; i++)
+		if (l->lsm_links[i])
+			bpf_link__destroy(l->lsm_links[i]);
+	sl_lsm__destroy(l->lsm);
 	sl_destroy__destroy(l->destroy);
+	sl_tc__destroy(l->tc);
 	sl_surface__destroy(l->surface);
 	sl_skb__destroy(l->skb);
 	sl_sock_addr__destroy(l->skel);

@@ -24,14 +24,31 @@ struct loader_opts {
 	bool verbose;		/* pass libbpf's debug output through */
 	uint16_t dns_port;	/* the run's resolver on loopback; 0: no resolver, no redirect */
 	uint32_t learned_max;	/* capacity of the learned-address maps, per family */
+	bool no_backstop;	/* selftests only: show what the packet checks catch */
+	bool tc_clsact;		/* selftests only: attach tc as clsact even where tcx exists */
 };
 
 /* Open, configure and load the programs, and fill the policy maps. Sets errno, returns NULL. */
 struct loader *loader_load(const struct policy *p, const struct policy_compiled *c,
 			   const struct loader_opts *opts);
 
-/* Attach every program to the cgroup and pin the links under <bpffs>/sluice/<run_id>. */
-int loader_attach(struct loader *l, int cgroup_fd, const char *run_id);
+/*
+ * Attach every program to the cgroup and pin the links under <bpffs>/sluice/<run_id>. The
+ * optional BPF-LSM layer is loaded here too (it needs the cgroup's id and level); whether it
+ * could be is loader_lsm_active().
+ */
+int loader_attach(struct loader *l, int cgroup_fd, uint64_t cgroup_id, int cgroup_level,
+		  const char *run_id);
+
+/* The BPF-LSM layer is attached; otherwise why not (a static string) in *why. */
+bool loader_lsm_active(const struct loader *l, const char **why);
+
+/*
+ * Attach the host-side tc program to the peer of every veth in the run's network namespace
+ * (tcx, pinned with the other links; a clsact filter where the kernel has no tcx) and pin it.
+ * Writes "IFNAME[@NETNS],…" (the peers) into desc. Returns how many peers, or -errno.
+ */
+int loader_attach_tc(struct loader *l, int run_netns_fd, char *desc, size_t desc_size);
 
 /* Fd of the run's ring buffer map. */
 int loader_events_fd(const struct loader *l);

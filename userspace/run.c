@@ -102,6 +102,9 @@ struct run {
 	uint64_t lost_reported[SL_HOOK_MAX];
 	uint64_t denials;
 	bool journal_failed;
+	bool no_backstop;	  /* selftests: the packet checks are off */
+	char host_side[256];	  /* the veth peers the tc program watches, "" for none */
+	struct sni_slot *sni_cache; /* server names of open TLS flows, for their flow lines */
 	bool started; /* run_start was written */
 	struct timespec started_at;
 };
@@ -627,14 +630,52 @@ static int on_decision(const struct sl_decision_event *ev, void *ctx)
 			journal_line_str(&l, "dst_v4", v.dst_v4);
 		journal_line_u64(&l, "port", ev->port);
 	}
-	journal_line_u64(&l, "pid", ev->tgid);
-	journal_line_u64(&l, "tid", ev->pid);
-	journal_line_str(&l, "comm", v.comm);
-	journal_line_u64(&l, "cgroup_id", ev->cgroup_id);
-	journal_line_u64(&l, "sock_cookie", ev->sock_cookie);
+	if (ev->hook == SL_HOOK_TC) {
+		/* a frame on the run's interface: no process or socket to name */
+		journal_line_u64(&l, "ifindex", ev->sock_cookie);
+	} else {
+		journal_line_u64(&l, "pid", ev->tgid);
+		journal_line_u64(&l, "tid", ev->pid);
+		journal_line_str(&l, "comm", v.comm);
+		journal_line_u64(&l, "cgroup_id", ev->cgroup_id);
+		journal_line_u64(&l, "sock_cookie", ev->sock_cookie);
+	}
 	journal_line_u64(&l, "kseq", ev->hdr.seq);
 	write_line(r, &l);
 	return 0;
+}
+
+/*
+ * The server name a TLS flow's ClientHello carried, kept by socket cookie until the flow's line
+ * is written. Direct-mapped and bounded: a flow whose slot was reused by another gets "sni":null
+ * (never another flow's name: the cookie is compared).
+ */
+#define SNI_SLOTS 1024
+
+struct sni_slot {
+	uint64_t cookie;
+	char sni[SL_SNI_MAX + 1];
+};
+
+static void sni_remember(struct run *r, uint64_t cookie, const char *sni)
+{
+	if (!r->sni_cache)
+		r->sni_cache = calloc(SNI_SLOTS, sizeof(*r->sni_cache));
+	if (!r->sni_cache)
+		return;
+	r->sni_cache[cookie % SNI_SLOTS].cookie = cookie;
+	util_copy(r->sni_cache[cookie % SNI_SLOTS].sni, sizeof(r->sni_cache->sni), sni);
+}
+
+/* The flow's server name, or NULL; the slot is freed. Copies into buf. */
+static const char *sni_take(struct run *r, uint64_t cookie, char *buf, size_t len)
+{
+	struct sni_slot *s = r->sni_cache ? &r->sni_cache[cookie % SNI_SLOTS] : NULL;
+
+	if (!s || !cookie || s->cookie != cookie || util_copy(buf, len, s->sni))
+		return NULL;
+	s->cookie = 0;
+	return buf;
 }
 
 /*
@@ -672,6 +713,8 @@ static int on_tls(const struct sl_tls_event *ev, void *ctx)
 	journal_line_str(&l, "reason", decision_reason_name(ev->reason));
 	journal_line_str(&l, "host", host);
 	journal_line_str(&l, "sni", ev->sni_len ? sni : NULL);
+	if (!deny && ev->sni_len)
+		sni_remember(r, ev->sock_cookie, sni);
 	journal_line_str(&l, "dst", dst);
 	journal_line_u64(&l, "port", ev->port);
 	journal_line_u64(&l, "pid", ev->tgid);
@@ -774,7 +817,10 @@ static int on_flow(const struct sl_flow_event *ev, void *ctx)
 	const struct sl_flow *f = &ev->flow;
 	struct timespec ts = boot_to_realtime(r, ev->hdr.ts_ns);
 	char host_buf[256], dst[INET6_ADDRSTRLEN], comm[64], rule[128], proto[16];
+	char sni_buf[SL_SNI_MAX + 1];
 	const char *host = resolver_host(r->resolver, f->host_id, host_buf, sizeof(host_buf));
+	const char *sni = ev->end_ns ? sni_take(r, ev->sock_cookie, sni_buf, sizeof(sni_buf)) :
+				       NULL;
 	struct journal_line l;
 
 	if ((f->family != AF_INET && f->family != AF_INET6) || f->rule_id > r->policy->n_rules ||
@@ -802,6 +848,7 @@ static int on_flow(const struct sl_flow_event *ev, void *ctx)
 	}
 	line_run_fields(r, &l, "flow", &ts);
 	journal_line_str(&l, "host", host);
+	journal_line_str(&l, "sni", sni);
 	journal_line_str(&l, "dst", dst);
 	journal_line_u64(&l, "port", f->port);
 	journal_line_str(&l, "proto", proto);
@@ -954,6 +1001,7 @@ static void drain(struct run *r)
 
 static void write_run_start(struct run *r)
 {
+	const char *lsm_why;
 	struct journal_line l;
 	int err;
 
@@ -969,6 +1017,13 @@ static void write_run_start(struct run *r)
 	journal_line_strv(&l, "argv", r->args.cmd, (size_t)r->args.n_cmd);
 	journal_line_u64(&l, "uid", r->uid);
 	journal_line_u64(&l, "gid", r->gid);
+	journal_line_str(&l, "host_side", r->host_side[0] ? r->host_side : NULL);
+	if (loader_lsm_active(r->loader, &lsm_why))
+		journal_line_bool(&l, "lsm", true);
+	else
+		journal_line_str(&l, "lsm", lsm_why); /* why the hardening layer is absent */
+	if (r->no_backstop)
+		journal_line_bool(&l, "backstop", false);
 	err = journal_write(r->journal, &l);
 	if (err == -E2BIG) {
 		/* A huge command line must not cost the record: keep the program name only. */
@@ -1125,6 +1180,8 @@ static int teardown(struct run *r)
 	r->events = NULL;
 	policy_compiled_free(r->compiled);
 	policy_free(r->policy);
+	free(r->sni_cache);
+	r->sni_cache = NULL;
 	return ret;
 }
 
@@ -1199,6 +1256,9 @@ static int setup(struct run *r, char *err, size_t err_len)
 		.ringbuf_bytes = (uint32_t)(r->args.ringbuf_kib * 1024),
 		.wakeup_bytes = (uint32_t)(r->args.ringbuf_kib * 1024 / 4),
 		.verbose = r->args.verbose,
+		/* selftests only, and said on stderr and in run_start: see selftests/test_backstop.sh */
+		.no_backstop = getenv("SLUICE_SELFTEST_NO_BACKSTOP") != NULL,
+		.tc_clsact = getenv("SLUICE_SELFTEST_TC_CLSACT") != NULL,
 	};
 	struct journal_opts jo = {
 		.run_id = r->run_id,
@@ -1254,10 +1314,22 @@ static int setup(struct run *r, char *err, size_t err_len)
 		return ret;
 	}
 
-	ret = loader_attach(r->loader, r->cg.fd, r->run_id);
+	ret = loader_attach(r->loader, r->cg.fd, r->cg.id, r->cg.level, r->run_id);
 	if (ret) {
 		util_fmt(err, err_len, "attach to cgroup %s: %s", r->cg.path, strerror(-ret));
 		return ret;
+	}
+	r->no_backstop = lo.no_backstop;
+	if (r->no_backstop)
+		fprintf(stderr, "sluice: SLUICE_SELFTEST_NO_BACKSTOP is set: packet checks are off\n");
+	if (r->netns_fd >= 0 && !r->no_backstop) {
+		ret = loader_attach_tc(r->loader, r->netns_fd, r->host_side, sizeof(r->host_side));
+		if (ret < 0) {
+			util_fmt(err, err_len, "attach tc to the host side of %s: %s%s",
+				 r->args.netns, strerror(-ret),
+				 ret == -ENOENT ? " (a veth peer in a namespace sluice cannot name)" : "");
+			return ret;
+		}
 	}
 
 	r->events = events_new(loader_events_fd(r->loader), &handlers, r);

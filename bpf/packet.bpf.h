@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Where a packet really goes, read from its headers, and the run's allowlist applied to that:
+ * the backstop of the cgroup_skb egress program and the host-side tc program both judge what
+ * they see here, whatever the socket that sent it was allowed to reach.
+ */
+#ifndef SLUICE_PACKET_BPF_H
+#define SLUICE_PACKET_BPF_H
+
+#include "sluice.h"
+#include "policy.bpf.h"
+#include "net.bpf.h"
+
+#define PACKET_MAX_EXT_HDRS 3
+
+struct packet_dst {
+	__u8 addr[16] __attribute__((aligned(8))); /* v4 in the first 4 bytes */
+	__u8 family;
+	__u8 proto;	/* IPPROTO_* of the transport header (after IPv6 extension headers) */
+	__u16 port;	/* destination port, host order; 0 without one */
+	__u8 hop_limit;
+	__u8 icmp6_type; /* ICMPv6 only */
+	bool fragment;	/* an IPv4/IPv6 fragment: the transport header may be elsewhere */
+};
+
+/*
+ * Parse the IP header at l3 (skb->protocol names it): destination, transport protocol and port.
+ * IPv6 hop-by-hop and destination options are skipped; more than PACKET_MAX_EXT_HDRS of them,
+ * or a header that cannot be read, fails (-1): the caller cannot judge the packet.
+ */
+static __always_inline int packet_dst(struct __sk_buff *skb, __u32 l3, struct packet_dst *d)
+{
+	__u32 l4;
+	__u8 b[2];
+	int i;
+
+	if (skb->protocol == bpf_htons(ETH_P_IP)) {
+		struct iphdr ip;
+
+		if (bpf_skb_load_bytes(skb, l3, &ip, sizeof(ip)) || ip.ihl < 5)
+			return -1;
+		d->family = AF_INET;
+		d->proto = ip.protocol;
+		d->hop_limit = ip.ttl;
+		__builtin_memcpy(d->addr, &ip.daddr, 4);
+		d->fragment = ip.frag_off & bpf_htons(0x3fff);
+		l4 = l3 + ip.ihl * 4;
+	} else if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr ip6;
+		__u8 next;
+
+		if (bpf_skb_load_bytes(skb, l3, &ip6, sizeof(ip6)))
+			return -1;
+		d->family = AF_INET6;
+		d->hop_limit = ip6.hop_limit;
+		__builtin_memcpy(d->addr, &ip6.daddr, 16);
+		next = ip6.nexthdr;
+		l4 = l3 + sizeof(ip6);
+		for (i = 0; i < PACKET_MAX_EXT_HDRS; i++) {
+			if (next != IPPROTO_HOPOPTS && next != IPPROTO_DSTOPTS)
+				break;
+			if (bpf_skb_load_bytes(skb, l4, b, 2))
+				return -1;
+			next = b[0];
+			l4 += 8 * (b[1] + 1);
+		}
+		if (next == IPPROTO_HOPOPTS || next == IPPROTO_DSTOPTS)
+			return -1;
+		d->fragment = next == IPPROTO_FRAGMENT;
+		d->proto = next;
+	} else {
+		return -1;
+	}
+	d->port = 0;
+	if (d->fragment)
+		return 0;
+	if (d->proto == IPPROTO_TCP || d->proto == IPPROTO_UDP) {
+		__be16 ports[2];
+
+		if (bpf_skb_load_bytes(skb, l4, ports, sizeof(ports)))
+			return -1;
+		d->port = bpf_ntohs(ports[1]);
+	} else if (d->proto == IPPROTO_ICMPV6) {
+		if (bpf_skb_load_bytes(skb, l4, &d->icmp6_type, 1))
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * The run's allowlist applied to the packet's destination, as the decision layer applies it to
+ * a connect(): the blackhole in every form, CIDR rules, learned addresses, the default. ev gets
+ * what a decision record needs (a fragment has no port: only a default-allow policy passes it).
+ */
+static __always_inline void packet_judge(const struct packet_dst *d, struct verdict *v,
+					 struct sl_decision_event *ev)
+{
+	__u8 proto = (d->proto == IPPROTO_TCP || d->proto == IPPROTO_UDP) && !d->fragment ?
+			     proto_bit(d->proto) : 0;
+
+	ev->family = d->family;
+	ev->protocol = d->proto;
+	ev->port = d->port;
+	__builtin_memcpy(ev->addr, d->addr, 16);
+	if (d->family == AF_INET)
+		decide_v4(v, ev, *(__u32 *)d->addr, d->port, proto);
+	else
+		decide_v6(v, ev, (const __u32 *)d->addr, d->port, proto);
+}
+
+#endif /* SLUICE_PACKET_BPF_H */

@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The run's allowlist and how a destination is judged against it, shared by every layer that
+ * judges one: the decision layer at connect()/sendmsg(), the backstop on every packet the run's
+ * sockets send, and the tc program on the host side of the run's network namespace. Each object
+ * declares the maps; the loader makes the other layers reuse the decision layer's, so there is
+ * one allowlist per run and the layers can never disagree about it.
+ */
+#ifndef SLUICE_POLICY_BPF_H
+#define SLUICE_POLICY_BPF_H
+
+#include "sluice.h"
+#include "addr.bpf.h"
+#include "net.bpf.h"
+
+/* Set by the loader before load, in every object that includes this header. */
+const volatile __u8 sl_cfg_default_allow = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, 1); /* resized by the loader to the compiled policy */
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct sl_lpm4_key);
+	__type(value, struct sl_dst_rules);
+} sl_dst4 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct sl_lpm6_key);
+	__type(value, struct sl_dst_rules);
+} sl_dst6 SEC(".maps");
+
+/* Addresses the run's resolver answered for listed names, and the ports of each host rule. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1); /* resized by the loader */
+	__type(key, __u32);
+	__type(value, struct sl_learned);
+} sl_learned4 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, struct sl_learned6_key);
+	__type(value, struct sl_learned);
+} sl_learned6 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* n_rules + 1, indexed by rule_id */
+	__type(key, __u32);
+	__type(value, struct sl_dst_rules);
+} sl_rule_ports SEC(".maps");
+
+struct verdict {
+	__u8 verdict;
+	__u8 reason;
+	__u16 rule_id;
+	bool learned; /* allowed because the run's resolver produced the address */
+};
+
+static __always_inline __u8 proto_bit(__u32 protocol)
+{
+	if (protocol == IPPROTO_TCP)
+		return SL_PROTO_TCP;
+	if (protocol == IPPROTO_UDP)
+		return SL_PROTO_UDP;
+	return 0;
+}
+
+/* First entry of the longest matching prefix that covers this port and protocol. */
+static __always_inline bool rules_match(const struct sl_dst_rules *r, __u16 port, __u8 proto,
+					__u16 *rule_id)
+{
+	int i;
+
+	if (!r)
+		return false;
+	for (i = 0; i < SL_MAX_PORT_RULES; i++) {
+		const struct sl_port_rule *e = &r->e[i];
+
+		if (i >= r->count)
+			break;
+		if ((e->protocols & proto) && port >= e->port_lo && port <= e->port_hi) {
+			*rule_id = e->rule_id;
+			return true;
+		}
+	}
+	return false;
+}
+
+static __always_inline void policy_default(struct verdict *v, __u8 proto)
+{
+	v->rule_id = SL_RULE_DEFAULT;
+	if (sl_cfg_default_allow) {
+		v->verdict = SL_VERDICT_ALLOW;
+		v->reason = SL_REASON_DEFAULT_ALLOW;
+	} else {
+		v->verdict = SL_VERDICT_DENY;
+		v->reason = proto ? SL_REASON_DEFAULT_DENY : SL_REASON_PROTOCOL;
+	}
+}
+
+/* An address the resolver learned: allowed if one of the rules it was learned under covers it. */
+static __always_inline bool learned_match(const struct sl_learned *l, __u16 port, __u8 proto,
+					  __u16 *rule_id)
+{
+	int i;
+
+	if (!l)
+		return false;
+	if (l->expires_ns && l->expires_ns < bpf_ktime_get_boot_ns())
+		return false;
+	for (i = 0; i < SL_LEARNED_RULES; i++) {
+		__u32 rid = l->rule_ids[i];
+
+		if (!rid)
+			break;
+		if (rules_match(bpf_map_lookup_elem(&sl_rule_ports, &rid), port, proto, rule_id))
+			return true;
+	}
+	return false;
+}
+
+static __always_inline void set_verdict(struct verdict *v, __u8 verdict, __u8 reason,
+					__u16 rule_id)
+{
+	v->verdict = verdict;
+	v->reason = reason;
+	v->rule_id = rule_id;
+}
+
+/*
+ * CIDR rules first, then the addresses the run's resolver learned, then the policy default. The
+ * learned entry names the host even when a CIDR rule allows: the log shows the name either way.
+ */
+static __always_inline void decide_by_rules(struct verdict *v, struct sl_decision_event *ev,
+					    const struct sl_dst_rules *cidr,
+					    const struct sl_learned *learned, __u16 port, __u8 proto)
+{
+	if (learned)
+		ev->host_id = learned->host_id;
+	if (proto && rules_match(cidr, port, proto, &v->rule_id)) {
+		set_verdict(v, SL_VERDICT_ALLOW, SL_REASON_RULE, v->rule_id);
+		return;
+	}
+	if (proto && learned_match(learned, port, proto, &v->rule_id)) {
+		set_verdict(v, SL_VERDICT_ALLOW, SL_REASON_RULE, v->rule_id);
+		v->learned = true;
+		return;
+	}
+	policy_default(v, proto);
+}
+
+static __always_inline void decide_v4(struct verdict *v, struct sl_decision_event *ev, __u32 addr,
+				      __u16 port, __u8 proto)
+{
+	struct sl_lpm4_key key = { .prefixlen = 32 };
+
+	if (v4_is_blackholed(addr)) {
+		set_verdict(v, SL_VERDICT_DENY, SL_REASON_BLACKHOLE, SL_RULE_DEFAULT);
+		return;
+	}
+	__builtin_memcpy(key.addr, &addr, 4);
+	decide_by_rules(v, ev, bpf_map_lookup_elem(&sl_dst4, &key),
+			bpf_map_lookup_elem(&sl_learned4, &addr), port, proto);
+}
+
+static __always_inline void decide_v6(struct verdict *v, struct sl_decision_event *ev,
+				      const __u32 w[4], __u16 port, __u8 proto)
+{
+	struct sl_lpm6_key key = { .prefixlen = 128 };
+	__u32 v4 = 0;
+
+	if (v6_native_is_blackholed(w)) {
+		set_verdict(v, SL_VERDICT_DENY, SL_REASON_BLACKHOLE, SL_RULE_DEFAULT);
+		return;
+	}
+	if (v6_embeds_v4_for_policy(w, &v4)) {
+		ev->embedded_v4 = 1;
+		__builtin_memcpy(ev->eff_addr, &v4, 4);
+		decide_v4(v, ev, v4, port, proto);
+		return;
+	}
+	if (v6_tail_is_blackholed(w))
+		v4 = w[3];
+	if (v4 || v6_embeds_blackholed_v4(w, &v4)) {
+		ev->embedded_v4 = 1;
+		__builtin_memcpy(ev->eff_addr, &v4, 4);
+		set_verdict(v, SL_VERDICT_DENY, SL_REASON_BLACKHOLE, SL_RULE_DEFAULT);
+		return;
+	}
+	/* A relayed IPv4 host is not what a v6 rule speaks for: only a default-allow policy opens it. */
+	if (v6_is_v4_relay(w) && !sl_cfg_default_allow) {
+		set_verdict(v, SL_VERDICT_DENY, SL_REASON_V4_RELAY, SL_RULE_DEFAULT);
+		return;
+	}
+	__builtin_memcpy(key.addr, w, 16);
+	decide_by_rules(v, ev, bpf_map_lookup_elem(&sl_dst6, &key),
+			bpf_map_lookup_elem(&sl_learned6, key.addr), port, proto);
+}
+
+/* The blackhole in any form a v6 destination can take. */
+static __always_inline bool v6_blackholed_any(const __u32 w[4])
+{
+	__u32 v4 = 0;
+
+	if (v6_native_is_blackholed(w) || v6_tail_is_blackholed(w))
+		return true;
+	if (v6_embeds_v4_for_policy(w, &v4))
+		return v4_is_blackholed(v4);
+	return v6_embeds_blackholed_v4(w, &v4);
+}
+
+#endif /* SLUICE_POLICY_BPF_H */

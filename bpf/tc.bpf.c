@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Host-side layer: a tc program on the host-side peer of every veth of the run's network
+ * namespace (tcx ingress where the kernel has it, a clsact ingress filter otherwise). It sees
+ * every frame the sandbox emits, whoever made it — including frames of AF_PACKET sockets, which
+ * leave without passing any cgroup hook or the sandbox's own qdiscs — and applies the run's
+ * allowlist and the blackhole to each, attributed to the run by interface.
+ *
+ * What passes without a rule: ARP, IPv6 neighbour discovery (ICMPv6 133-137 with hop limit 255,
+ * which no router forwards) and link-scope multicast and broadcast; the sandbox needs them to
+ * reach its gateway, and none of them can leave the link. Everything else must be IPv4 or IPv6
+ * to an allowed destination: other ethertypes, VLAN tags, and IP fragments (whose ports cannot be
+ * judged) are dropped in enforce mode. Report mode drops only the blackhole.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#include "sluice.h"
+#include "events.bpf.h"
+#include "packet.bpf.h"
+#include "net.bpf.h"
+
+#define TC_PASS 0 /* TC_ACT_OK / TCX_PASS */
+#define TC_DROP 2 /* TC_ACT_SHOT / TCX_DROP */
+#define REPORT_INTERVAL_NS 1000000000ULL
+#define ND_FIRST 133 /* router solicitation … redirect */
+#define ND_LAST 137
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+const volatile __u8 sl_cfg_mode = SL_MODE_ENFORCE;
+
+/*
+ * A frame flood to one destination must not become a record flood: denials are recorded once a
+ * second per (destination, port, protocol); the drops themselves are never limited.
+ */
+struct tc_report_key {
+	__u8 addr[16];
+	__u16 port;
+	__u8 family;
+	__u8 proto;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct tc_report_key);
+	__type(value, __u64);
+} sl_tc_reported SEC(".maps");
+
+static __always_inline bool link_local_only(const struct packet_dst *d)
+{
+	const __u8 *a = d->addr;
+
+	if (d->family == AF_INET)
+		return (a[0] == 255 && a[1] == 255 && a[2] == 255 && a[3] == 255) ||
+		       (a[0] == 224 && a[1] == 0 && a[2] == 0); /* 224.0.0.0/24 */
+	if (a[0] == 0xff && (a[1] & 0x0f) == 0x02)
+		return true; /* ff02::/16: link-scope multicast */
+	return d->proto == IPPROTO_ICMPV6 && d->hop_limit == 255 && d->icmp6_type >= ND_FIRST &&
+	       d->icmp6_type <= ND_LAST;
+}
+
+static __always_inline bool report_due(const struct packet_dst *d)
+{
+	struct tc_report_key key = { .port = d->port, .family = d->family, .proto = d->proto };
+	__u64 now = bpf_ktime_get_boot_ns(), *last;
+
+	__builtin_memcpy(key.addr, d->addr, 16);
+	last = bpf_map_lookup_elem(&sl_tc_reported, &key);
+	if (last && now - *last < REPORT_INTERVAL_NS)
+		return false;
+	bpf_map_update_elem(&sl_tc_reported, &key, &now, BPF_ANY);
+	return true;
+}
+
+static __always_inline int drop(struct __sk_buff *skb, struct sl_decision_event *ev,
+				const struct packet_dst *d, __u8 reason, __u16 rule_id)
+{
+	if (!report_due(d))
+		return TC_DROP;
+	ev->hook = SL_HOOK_TC;
+	ev->verdict = SL_VERDICT_DENY;
+	ev->reason = reason;
+	ev->rule_id = rule_id;
+	ev->enforced = 1;
+	/* no process or socket: the frame is the run's because it came in on its interface */
+	ev->port = d->port;
+	ev->protocol = d->proto;
+	ev->sock_cookie = skb->ifindex;
+	event_hdr_init(&ev->hdr, SL_EV_DECISION, sizeof(*ev));
+	event_submit(ev, sizeof(*ev), SL_HOOK_TC, true);
+	return TC_DROP;
+}
+
+SEC("tcx/ingress")
+int sl_tc_ingress(struct __sk_buff *skb)
+{
+	struct sl_decision_event ev = {};
+	struct packet_dst d = {};
+	struct verdict v = {};
+	bool enforce = sl_cfg_mode == SL_MODE_ENFORCE;
+
+	if (skb->protocol == bpf_htons(ETH_P_ARP))
+		return TC_PASS;
+	if (packet_dst(skb, ETH_HLEN, &d)) {
+		/* not IPv4/IPv6 (or unreadable): the sandbox has nothing else to send */
+		if (!enforce)
+			return TC_PASS;
+		d.family = 0;
+		return drop(skb, &ev, &d, SL_REASON_PROTOCOL, SL_RULE_DEFAULT);
+	}
+	if (link_local_only(&d))
+		return TC_PASS;
+	packet_judge(&d, &v, &ev);
+	if (v.verdict != SL_VERDICT_DENY)
+		return TC_PASS;
+	if (!enforce && v.reason != SL_REASON_BLACKHOLE)
+		return TC_PASS;
+	return drop(skb, &ev, &d, v.reason, v.rule_id);
+}

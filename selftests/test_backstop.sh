@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# The packet checks that judge what actually leaves, whatever a socket was allowed to reach:
+# - the host-side tc program on the peer of the run's veth (runs with --netns) judges every frame
+#   the sandbox emits, including frames from AF_PACKET sockets that pass no cgroup hook (P13);
+# - the cgroup_skb backstop drops a source-routed datagram sent with a control message.
+# Then the same with the checks turned off (SLUICE_SELFTEST_NO_BACKSTOP=1), to show what they
+# were catching: the frames arrive, the datagram leaves.
+
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+require_root
+require_sluice
+topo_up
+
+policy=$SL_TMP/backstop.yaml
+cat >"$policy" <<'EOF2'
+default: deny
+rules:
+  - name: test-host
+    cidrs: ["198.51.100.10/32", "2001:db8::10/128"]
+    ports: [9999]
+    protocols: [udp]
+EOF2
+
+rtr_mac=$(in_rtr cat /sys/class/net/vrun/address)
+
+# Hand-built UDP-in-IPv4 Ethernet frames, sent on the sandbox's veth through AF_PACKET: nothing
+# of the IP stack (and so no cgroup hook) sees them. Run from inside the sandbox's netns by a
+# process outside the run's cgroup, as a sidecar would: the host side judges by interface.
+cat >"$SL_TMP/frames.py" <<'EOF2'
+import socket, struct, sys
+
+def csum(b):
+    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+    s = (s >> 16) + (s & 0xFFFF)
+    s += s >> 16
+    return ~s & 0xFFFF
+
+def frame(dst_mac, src_mac, dst, payload):
+    udp = struct.pack("!HHHH", 40000, 9999, 8 + len(payload), 0) + payload
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 1, 0, 64, 17, 0,
+                     socket.inet_aton("10.200.1.2"), socket.inet_aton(dst))
+    ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
+    return dst_mac + src_mac + b"\x08\x00" + ip + udp
+
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind(("veth0", 0))
+src = s.getsockname()[4]
+dst_mac = bytes.fromhex(sys.argv[1].replace(":", ""))
+for dst in sys.argv[2:]:
+    s.send(frame(dst_mac, src, dst, b"afpacket"))
+print("sent")
+EOF2
+
+# frames_during_run LOG [EXTRA_ENV…]: a run that sleeps while frames are sent beside it.
+frames_during_run() {
+	local log=$1 i
+	shift
+	SL_RUN_N=$((SL_RUN_N + 1))
+	SL_RUN_ID=t-$SL_ID-$SL_RUN_N
+	SL_RUNS+=("$SL_RUN_ID")
+	SL_OUT=$SL_TMP/$SL_RUN_ID.out
+	SL_ERR=$SL_TMP/$SL_RUN_ID.err
+	sink_mark
+	env "$@" timeout -k 5 "$SL_RUN_TIMEOUT" "$SLUICE" run --policy "$policy" \
+		--run-id "$SL_RUN_ID" --task selftest --log "$log" --netns "/run/netns/$SL_NS_RUN" \
+		-- sleep 3 >"$SL_OUT" 2>"$SL_ERR" </dev/null &
+	local pid=$!
+	sl_track_pid "$pid"
+	for i in $(seq 100); do
+		[[ -s $log ]] && grep -q '"run_start"' "$log" && break
+		sleep 0.05
+	done
+	in_run python3 "$SL_TMP/frames.py" "$rtr_mac" 198.51.100.10 203.0.113.7 169.254.169.254 \
+		>"$SL_TMP/frames.out" 2>&1
+	wait "$pid"
+	SL_RC=$?
+	SL_RUN_CGID=$(log_lines "$log" type=run_start | head -n 1 | python3 -c \
+		'import json, sys; print(json.loads(sys.stdin.read()).get("cgroup_id", ""))' 2>/dev/null)
+}
+
+# P13 with the host side in place.
+log=$SL_TMP/tc.jsonl
+frames_during_run "$log"
+assert_rc "tc: the run ends normally" 0
+tap_is "tc: the AF_PACKET sender sent its frames" "$(cat "$SL_TMP/frames.out")" "sent"
+tap_check "tc: run_start names the host-side peer it watches" \
+	grep -q "\"host_side\":\"vrun@$SL_NS_RTR\"" "$log"
+sink_wait 'udp 198.51.100.10 9999' 1 2000
+assert_sink_saw "P13 control: a frame to the allowed host arrives" 'udp 198.51.100.10 9999'
+assert_sink_none "P13: a frame to a denied host is dropped at the host side" 'udp 203.0.113.7'
+assert_sink_none "P13: a frame to the metadata address is dropped at the host side" \
+	'udp 169.254.169.254'
+tap_cmp "P13: the log has the tc denial of the denied host" \
+	"$(log_count "$log" type=decision hook=tc dst=203.0.113.7 port=9999 reason=default_deny enforced=true)" -eq 1
+tap_cmp "P13: the log has the tc denial of the blackhole" \
+	"$(log_count "$log" type=decision hook=tc dst=169.254.169.254 reason=blackhole)" -eq 1
+tap_cmp "P13: the allowed frame is not logged as denied" \
+	"$(log_count "$log" type=decision hook=tc dst=198.51.100.10 proto=udp)" -eq 0
+assert_no_leftovers "tc: nothing left"
+tap_is "tc: no program is left on the host-side peer" \
+	"$(in_rtr bpftool net show dev vrun 2>/dev/null | grep -c sl_tc)" "0"
+
+# The same through a clsact filter, the fallback for kernels without tcx.
+log=$SL_TMP/clsact.jsonl
+frames_during_run "$log" SLUICE_SELFTEST_TC_CLSACT=1
+assert_rc "clsact: the run ends normally" 0
+tap_check "clsact: run_start says the fallback was used" grep -q '"host_side":"vrun@[^"]* (clsact)"' "$log"
+sink_wait 'udp 198.51.100.10 9999' 1 2000
+assert_sink_saw "clsact control: a frame to the allowed host arrives" 'udp 198.51.100.10 9999'
+assert_sink_none "clsact: a frame to a denied host is dropped" 'udp 203.0.113.7'
+tap_cmp "clsact: the log has the denial" \
+	"$(log_count "$log" type=decision hook=tc dst=203.0.113.7 reason=default_deny)" -eq 1
+tap_is "clsact: the filter and the qdisc sluice added are removed" \
+	"$(in_rtr tc qdisc show dev vrun | grep -c clsact)" "0"
+assert_no_leftovers "clsact: nothing left"
+
+# Ordinary traffic through the host side: IPv4 and IPv6 (neighbour discovery must pass).
+log=$SL_TMP/ordinary.jsonl
+sluice_run "$policy" "$log" --netns "/run/netns/$SL_NS_RUN" -- python3 -c "
+import socket
+for fam, dst in ((socket.AF_INET, '198.51.100.10'), (socket.AF_INET6, '2001:db8::10')):
+    s = socket.socket(fam, socket.SOCK_DGRAM)
+    s.sendto(b'ok', (dst, 9999))
+print('sent')
+"
+sink_wait 'udp 2001:db8::10 9999' 1 3000
+assert_sink_saw "with tc: an allowed IPv4 datagram arrives" 'udp 198.51.100.10 9999'
+assert_sink_saw "with tc: an allowed IPv6 datagram arrives (neighbour discovery passes)" \
+	'udp 2001:db8::10 9999'
+# (the sink answers; a late answer gets an ICMP port unreachable, which the host side drops)
+tap_cmp "with tc: no datagram is denied" "$(log_count "$log" decision=deny proto=udp)" -eq 0
+assert_no_leftovers "ordinary: nothing left"
+
+# What the packet checks were catching: turned off, the frames arrive and the source-routed
+# datagram leaves.
+log=$SL_TMP/off.jsonl
+frames_during_run "$log" SLUICE_SELFTEST_NO_BACKSTOP=1
+assert_rc "checks off: the run ends normally" 0
+tap_check "checks off: sluice says so on stderr" grep -q 'packet checks are off' "$SL_ERR"
+tap_check "checks off: run_start says so" grep -q '"backstop":false' "$log"
+sink_wait 'udp 203.0.113.7 9999' 1 2000
+assert_sink_saw "checks off: the frame to the denied host arrives" 'udp 203.0.113.7 9999'
+assert_sink_saw "checks off: the frame to the (test) metadata address arrives" \
+	'udp 169.254.169.254 9999'
+assert_no_leftovers "checks off: nothing left"
+
+srr='
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+lsrr = bytes([0x83, 7, 4, 203, 0, 113, 7, 0])
+try:
+    s.sendmsg([b"srr"], [(socket.IPPROTO_IP, 7, lsrr)], 0, ("198.51.100.10", 9999)); print("cmsg sent")
+except OSError as e:
+    print("cmsg refused", e.errno)
+'
+log=$SL_TMP/srr-on.jsonl
+sluice_run "$policy" "$log" -- "${RUN_EXEC[@]}" python3 -c "$srr"
+tap_is "backstop: a source-routed datagram is refused (EPERM)" "$(cat "$SL_OUT")" "cmsg refused 1"
+tap_cmp "backstop: the log has the drop" \
+	"$(log_count "$log" hook=egress decision=deny reason=source_route)" -eq 1
+log=$SL_TMP/srr-off.jsonl
+SLUICE_SELFTEST_NO_BACKSTOP=1 sluice_run "$policy" "$log" -- "${RUN_EXEC[@]}" python3 -c "$srr"
+tap_is "checks off: the source-routed datagram is sent" "$(cat "$SL_OUT")" "cmsg sent"
+tap_cmp "checks off: nothing is logged for it" "$(log_count "$log" hook=egress)" -eq 0
+assert_no_leftovers "source route: nothing left"
+
+tap_done

@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <linux/if_link.h>
+#include <linux/net_namespace.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+
+#include "netdev.h"
+#include "util.h"
+
+#define NETNS_RUN_DIR "/run/netns"
+#define NL_BUF 32768
+
+int netdev_in_netns(int netns_fd, int (*fn)(void *arg), void *arg)
+{
+	int self, err;
+
+	self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (self < 0)
+		return -errno;
+	if (setns(netns_fd, CLONE_NEWNET)) {
+		err = -errno;
+		close(self);
+		return err;
+	}
+	err = fn(arg);
+	/* Failing to come back would leave sluice judging from the wrong place: that is fatal. */
+	if (setns(self, CLONE_NEWNET))
+		abort();
+	close(self);
+	return err;
+}
+
+static int open_rtnl(void *arg)
+{
+	int *fd = arg;
+
+	*fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	return *fd < 0 ? -errno : 0;
+}
+
+static int nl_send(int fd, struct nlmsghdr *nlh)
+{
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+
+	if (sendto(fd, nlh, nlh->nlmsg_len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return -errno;
+	return 0;
+}
+
+static const struct rtattr *rta_find(const struct rtattr *rta, int len, unsigned short type)
+{
+	for (; RTA_OK(rta, len); rta = RTA_NEXT(rta, len))
+		if (rta->rta_type == type)
+			return rta;
+	return NULL;
+}
+
+static bool link_is_veth(const struct rtattr *attrs, int len)
+{
+	const struct rtattr *info = rta_find(attrs, len, IFLA_LINKINFO), *kind;
+
+	if (!info)
+		return false;
+	kind = rta_find(RTA_DATA(info), (int)RTA_PAYLOAD(info), IFLA_INFO_KIND);
+	return kind && RTA_PAYLOAD(kind) >= 5 && !memcmp(RTA_DATA(kind), "veth", 5);
+}
+
+struct veth_link {
+	int peer_ifindex;
+	int32_t peer_nsid;
+};
+
+/* The veths of the namespace rtnl speaks for whose peer is in another namespace. */
+static int dump_veths(int rtnl, struct veth_link *out, int max)
+{
+	struct {
+		struct nlmsghdr nlh;
+		struct ifinfomsg ifi;
+	} req = {
+		.nlh = { .nlmsg_len = sizeof(req), .nlmsg_type = RTM_GETLINK,
+			 .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP, .nlmsg_seq = 1 },
+		.ifi = { .ifi_family = AF_UNSPEC },
+	};
+	static char buf[NL_BUF] __attribute__((aligned(4)));
+	int n = 0, err;
+
+	err = nl_send(rtnl, &req.nlh);
+	if (err)
+		return err;
+	for (;;) {
+		ssize_t len = recv(rtnl, buf, sizeof(buf), 0);
+		struct nlmsghdr *h;
+
+		if (len < 0)
+			return -errno;
+		for (h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)len); h = NLMSG_NEXT(h, len)) {
+			const struct ifinfomsg *ifi;
+			const struct rtattr *link, *nsid;
+			int alen;
+
+			if (h->nlmsg_type == NLMSG_DONE)
+				return n;
+			if (h->nlmsg_type == NLMSG_ERROR)
+				return -EPROTO;
+			if (h->nlmsg_type != RTM_NEWLINK ||
+			    h->nlmsg_len < NLMSG_LENGTH(sizeof(*ifi)))
+				continue;
+			ifi = NLMSG_DATA(h);
+			alen = (int)(h->nlmsg_len - NLMSG_LENGTH(sizeof(*ifi)));
+			if (!link_is_veth(IFLA_RTA(ifi), alen))
+				continue;
+			link = rta_find(IFLA_RTA(ifi), alen, IFLA_LINK);
+			nsid = rta_find(IFLA_RTA(ifi), alen, IFLA_LINK_NETNSID);
+			if (!link || !nsid || RTA_PAYLOAD(link) < 4 || RTA_PAYLOAD(nsid) < 4)
+				continue; /* both ends inside the sandbox */
+			if (n == max)
+				return -E2BIG;
+			memcpy(&out[n].peer_ifindex, RTA_DATA(link), 4);
+			memcpy(&out[n].peer_nsid, RTA_DATA(nsid), 4);
+			n++;
+		}
+	}
+}
+
+/* The id the namespace rtnl speaks for gives the namespace netns_fd; -1 if none. */
+static int32_t nsid_of(int rtnl, int netns_fd)
+{
+	struct {
+		struct nlmsghdr nlh;
+		struct rtgenmsg g;
+		char pad[3];
+		struct rtattr fd_attr;
+		uint32_t fd;
+	} req = {
+		.nlh = { .nlmsg_len = sizeof(req), .nlmsg_type = RTM_GETNSID,
+			 .nlmsg_flags = NLM_F_REQUEST, .nlmsg_seq = 2 },
+		.g = { .rtgen_family = AF_UNSPEC },
+		.fd_attr = { .rta_len = RTA_LENGTH(4), .rta_type = NETNSA_FD },
+		.fd = (uint32_t)netns_fd,
+	};
+	char buf[1024] __attribute__((aligned(4)));
+	struct nlmsghdr *h = (struct nlmsghdr *)buf;
+	const struct rtattr *a;
+	int32_t id;
+	ssize_t len;
+
+	if (nl_send(rtnl, &req.nlh))
+		return -1;
+	len = recv(rtnl, buf, sizeof(buf), 0);
+	if (len < 0 || !NLMSG_OK(h, (size_t)len) || h->nlmsg_type != RTM_NEWNSID ||
+	    h->nlmsg_len < NLMSG_LENGTH(sizeof(struct rtgenmsg)))
+		return -1;
+	a = rta_find((const struct rtattr *)((char *)NLMSG_DATA(h) +
+					     NLMSG_ALIGN(sizeof(struct rtgenmsg))),
+		     (int)(h->nlmsg_len - NLMSG_LENGTH(NLMSG_ALIGN(sizeof(struct rtgenmsg)))),
+		     NETNSA_NSID);
+	if (!a || RTA_PAYLOAD(a) < 4)
+		return -1;
+	memcpy(&id, RTA_DATA(a), 4);
+	return id;
+}
+
+struct name_arg {
+	int ifindex;
+	char *name;
+};
+
+static int name_of_index(void *arg)
+{
+	struct name_arg *a = arg;
+
+	return if_indextoname((unsigned int)a->ifindex, a->name) ? 0 : -errno;
+}
+
+/* Find the namespace with this id among ours and those under /run/netns; fill p's netns and name. */
+static int resolve_peer(int rtnl, int32_t nsid, int ifindex, struct netdev_peer *p)
+{
+	struct name_arg na = { .ifindex = ifindex, .name = p->ifname };
+	struct dirent *de;
+	DIR *d;
+	int fd, err;
+
+	fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && nsid_of(rtnl, fd) == nsid) {
+		p->netns[0] = '\0';
+		goto found;
+	}
+	if (fd >= 0)
+		close(fd);
+	d = opendir(NETNS_RUN_DIR);
+	if (!d)
+		return -ENOENT;
+	fd = -1;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		fd = openat(dirfd(d), de->d_name, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (nsid_of(rtnl, fd) == nsid &&
+		    !util_copy(p->netns, sizeof(p->netns), de->d_name))
+			break;
+		close(fd);
+		fd = -1;
+	}
+	closedir(d);
+	if (fd < 0)
+		return -ENOENT;
+found:
+	p->ifindex = ifindex;
+	p->netns_fd = fd;
+	err = netdev_in_netns(fd, name_of_index, &na);
+	if (err) {
+		close(fd);
+		p->netns_fd = -1;
+	}
+	return err;
+}
+
+int netdev_veth_peers(int run_netns_fd, struct netdev_peer *out, int max)
+{
+	struct veth_link links[NETDEV_PEERS_MAX];
+	int rtnl = -1, n, i, err;
+
+	err = netdev_in_netns(run_netns_fd, open_rtnl, &rtnl);
+	if (err)
+		return err;
+	n = dump_veths(rtnl, links, max < NETDEV_PEERS_MAX ? max : NETDEV_PEERS_MAX);
+	for (i = 0; i < n; i++) {
+		err = resolve_peer(rtnl, links[i].peer_nsid, links[i].peer_ifindex, &out[i]);
+		if (err) {
+			netdev_peers_free(out, i);
+			n = err;
+			break;
+		}
+	}
+	close(rtnl);
+	return n;
+}
+
+void netdev_peers_free(struct netdev_peer *p, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (p[i].netns_fd >= 0)
+			close(p[i].netns_fd);
+		p[i].netns_fd = -1;
+	}
+}

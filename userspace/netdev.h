@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The host side of a run's network namespace: for every veth inside it whose peer lives in
+ * another namespace, that peer (its index and name there, and an fd of that namespace), found
+ * over rtnetlink: the link's IFLA_LINK and IFLA_LINK_NETNSID, and RTM_GETNSID to tell which of
+ * the namespaces we can name (our own, those under /run/netns) that id is.
+ */
+#ifndef SLUICE_NETDEV_H
+#define SLUICE_NETDEV_H
+
+#include <net/if.h>
+
+#define NETDEV_PEERS_MAX 8
+
+struct netdev_peer {
+	int ifindex;		  /* in the peer's namespace */
+	char ifname[IF_NAMESIZE]; /* there */
+	char netns[64];		  /* "" for our own namespace, else the /run/netns name */
+	int netns_fd;		  /* the peer's namespace; close it (netdev_peers_free) */
+};
+
+/*
+ * Fill out with the host-side peers of run_netns_fd's veths; returns how many, or -errno.
+ * -ENOENT: a veth whose peer's namespace we cannot name.
+ */
+int netdev_veth_peers(int run_netns_fd, struct netdev_peer *out, int max);
+void netdev_peers_free(struct netdev_peer *p, int n);
+
+/* Run fn(arg) with the calling thread in netns_fd, then return to the thread's namespace. */
+int netdev_in_netns(int netns_fd, int (*fn)(void *arg), void *arg);
+
+#endif /* SLUICE_NETDEV_H */
