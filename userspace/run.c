@@ -101,6 +101,7 @@ struct run {
 	int64_t boot_to_real_ns; /* CLOCK_REALTIME - CLOCK_BOOTTIME, to date kernel timestamps */
 	uint64_t lost_reported[SL_HOOK_MAX];
 	uint64_t denials;
+	uint64_t unlogged; /* decision records the policy's log: setting leaves out */
 	bool journal_failed;
 	bool no_backstop;	  /* selftests: the packet checks are off */
 	char host_side[256];	  /* the veth peers the tc program watches, "" for none */
@@ -609,8 +610,10 @@ static int on_decision(const struct sl_decision_event *ev, void *ctx)
 			notice_request_access(&n, r->policy->request_access, host ? host : v.dst);
 		notice_denial(r, &n);
 	}
-	if (v.deny ? !r->policy->log_deny : !r->policy->log_allow)
+	if (v.deny ? !r->policy->log_deny : !r->policy->log_allow) {
+		r->unlogged++; /* the policy's log: list leaves it out; run_end counts it */
 		return 0;
+	}
 
 	line_run_fields(r, &l, "decision", &ts);
 	journal_line_str(&l, "hook", v.hook);
@@ -1069,6 +1072,8 @@ static void write_run_end(struct run *r, int status, const char *why)
 	journal_line_u64(&l, "records", st->received);
 	journal_line_u64(&l, "lost", lost);
 	journal_line_u64(&l, "malformed", st->malformed);
+	/* kernel records with no line of their own: left out by the policy's log:, or malformed */
+	journal_line_u64(&l, "unlogged", r->unlogged + st->malformed);
 	journal_line_u64(&l, "denials", r->denials);
 	journal_line_u64(&l, "kseq_next", next_seq);
 	journal_line_i64(&l, "duration_ms",
