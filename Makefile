@@ -26,7 +26,8 @@ endif
 UNIT_TESTS := $(patsubst selftests/unit/%.c,$(OUTPUT)/selftests/%,$(wildcard selftests/unit/*.c))
 
 CFLAGS ?= -O2 -g
-CFLAGS += -std=gnu11 -Wall -Wextra -Werror -MMD -MP -I$(OUTPUT) -D_FORTIFY_SOURCE=2
+# override: also when CFLAGS is given on the command line (make CFLAGS='-O1 -fsanitize=address')
+override CFLAGS += -std=gnu11 -Wall -Wextra -Werror -MMD -MP -I$(OUTPUT) -D_FORTIFY_SOURCE=2
 LDLIBS := -lbpf -lelf -lz -lyaml -lcrypto
 BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf \
 	-Wall -Werror
@@ -81,7 +82,8 @@ $(OUTPUT)/selftests/test_policy: policy/policy.c
 $(OUTPUT)/selftests/test_dns: userspace/dns.c
 $(OUTPUT)/selftests/test_tlog: userspace/tlog.c userspace/note.c
 $(OUTPUT)/selftests/test_verify: userspace/jsonline.c userspace/verify.c userspace/tlog.c \
-	userspace/note.c
+	userspace/note.c userspace/seqset.c
+$(OUTPUT)/selftests/test_seqset: userspace/seqset.c
 $(OUTPUT)/selftests/test_%: selftests/unit/test_%.c | $(OUTPUT)/selftests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -I. -DSLUICE_SRC_DIR='"$(CURDIR)"' $^ -lyaml -lcrypto -lz -o $@

@@ -613,6 +613,48 @@ log_well_formed() {
 	python3 "$SL_LIB_DIR/tools/sl_logcheck.py" "$log" "${opts[@]}" "$@"
 }
 
+# loss_ranges_of LOG: the kseq values of [0, run_end.kseq_next) that no line of LOG (one file)
+# carries, worked out here as a set difference, and compared with the log's loss_ranges record:
+# it must count them all and list exactly their first maximal ranges, "truncated" saying whether
+# more exist; no record when nothing is missing. Prints "MISSING RANGES LISTED TRUNCATED"
+# (0 0 0 none without a record); exits 1 saying why otherwise.
+loss_ranges_of() {
+	python3 - "$1" <<'PY'
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1], "rb")]
+ends = [r for r in recs if r["type"] == "run_end"]
+if len(ends) != 1:
+    sys.exit(f"{len(ends)} run_end records")
+ks = [r["kseq"] for r in recs if "kseq" in r]
+if len(set(ks)) != len(ks):
+    sys.exit("a kseq appears twice")
+absent = sorted(set(range(ends[0]["kseq_next"])) - set(ks))
+ranges = []
+for k in absent:
+    if ranges and ranges[-1][1] == k - 1:
+        ranges[-1][1] = k
+    else:
+        ranges.append([k, k])
+lr = [r for r in recs if r["type"] == "loss_ranges"]
+if not absent:
+    if lr:
+        sys.exit(f"nothing is missing, yet a loss_ranges record: {lr}")
+    print(0, 0, 0, "none")
+    sys.exit(0)
+if len(lr) != 1:
+    sys.exit(f"{len(absent)} kseqs absent (first {absent[0]}), {len(lr)} loss_ranges records")
+lr = lr[0]
+listed = [list(p) for p in zip(lr["ranges"][0::2], lr["ranges"][1::2])]
+if lr["missing"] != len(absent):
+    sys.exit(f"loss_ranges says {lr['missing']} missing, {len(absent)} kseqs are absent")
+if not listed or listed != ranges[:len(listed)]:
+    sys.exit(f"loss_ranges lists {listed[:8]}…, the absent kseqs are {ranges[:8]}…")
+if lr["truncated"] != (len(ranges) > len(listed)):
+    sys.exit(f"{len(ranges)} ranges absent, {len(listed)} listed, truncated {lr['truncated']}")
+print(len(absent), len(ranges), len(listed), str(lr["truncated"]).lower())
+PY
+}
+
 # ---------------------------------------------------------------------------------------------
 # Leftovers
 

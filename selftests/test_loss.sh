@@ -4,6 +4,10 @@
 # Loss is counted, never silent: with the reader stopped and a one-page ring buffer, a flood of
 # denied datagrams overflows the buffer; every record the kernel could not queue must come back
 # as a "loss" line, and records + lost must equal exactly the number of datagrams attempted.
+# The log says which kernel sequence numbers have no line: each loss line bounds the numbers it
+# counts (kseq_below), and one loss_ranges line lists them all, which is checked here against
+# the numbers absent from the log. A run whose policy logs denials only (log: [deny]) leaves
+# every allowed record out: more ranges than a loss_ranges line lists, counted as unlogged.
 
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -53,10 +57,11 @@ end = next(r for r in reversed(recs) if r.get("type") == "run_end")
 loss = sum(r["count"] for r in recs if r.get("type") == "loss")
 decisions = sum(1 for r in recs if r.get("type") == "decision")
 anomalies = sum(1 for r in recs if r.get("type") == "anomaly")
-print(end.get("records", -1), end.get("lost", -1), loss, decisions, anomalies, end.get("kseq_next", -1))
+print(end.get("records", -1), end.get("lost", -1), loss, decisions, anomalies, end.get("kseq_next", -1),
+      end.get("unlogged", -1))
 PY
 )
-read -r records lost loss_lines decisions anomalies kseq_next <<<"$summary"
+read -r records lost loss_lines decisions anomalies kseq_next unlogged <<<"$summary"
 tap_cmp "records were lost (a 4 KiB ring cannot hold $FLOOD)" "$lost" -gt 0
 tap_is "loss lines add up to run_end.lost" "$loss_lines" "$lost"
 tap_is "records + lost = datagrams attempted" "$((records + lost))" "$FLOOD"
@@ -65,5 +70,86 @@ tap_is "kernel sequence numbers all accounted for" "$kseq_next" "$FLOOD"
 tap_is "no anomaly lines" "$anomalies" 0
 tap_check "stderr reports the loss" grep -q 'records lost (ring buffer full)' "$SL_ERR"
 tap_check "nothing of the run is left" leftovers_check "$SL_RUN_ID"
+
+# kseq_below: never down, at least the records declared so far, at most run_end.kseq_next.
+below=$(python3 - "$log" <<'PY'
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1], "rb")]
+end = next(r for r in recs if r["type"] == "run_end")
+last, declared = 0, 0
+for r in (r for r in recs if r["type"] == "loss"):
+    declared += r["count"]
+    kb = r.get("kseq_below")
+    if not isinstance(kb, int) or not declared <= kb <= end["kseq_next"] or kb < last:
+        sys.exit(f"loss line {r['seq']}: kseq_below {kb}, after {last}, {declared} declared, "
+                 f"kseq_next {end['kseq_next']}")
+    last = kb
+print(last)
+PY
+)
+tap_cmp "each loss line bounds its records: declared <= kseq_below <= kseq_next" "${below:-x}" -ge 1
+if tap_check "loss_ranges lists exactly the kernel sequence numbers absent from the log" \
+	loss_ranges_of "$log"; then
+	read -r missing _ listed truncated <<<"$(loss_ranges_of "$log")"
+	tap_is "... and counts them: lost + unlogged" "$missing" "$((lost + unlogged))"
+	tap_is "... all listed (not truncated)" "$truncated" false
+	tap_cmp "... in at least one range" "$listed" -ge 1
+else
+	sluice_diag "$log"
+fi
+verify_out=$("$SLUICE" verify "$log" --json)
+tap_is "sluice verify: declared loss (exit 3)" "$?" 3
+tap_check "... having compared the loss_ranges line with the log" \
+	grep -q '"loss_ranges_line":[0-9]' <<<"$verify_out"
+
+# log: [deny], a datagram allowed (a new socket each) then one denied, 300 times, the reader
+# running: 300 allowed records with no line, each between two denied ones.
+N=300
+policy_d=$SL_TMP/deny-only.yaml
+log_d=$SL_TMP/deny-only.jsonl
+cat >"$policy_d" <<'EOF2'
+default: deny
+log: [deny]
+rules:
+  - name: test-host
+    cidrs: ["198.51.100.10/32"]
+    ports: [9999]
+    protocols: [udp]
+EOF2
+alternate=$(cat <<'PY'
+import socket, sys
+denied = 0
+for _ in range(int(sys.argv[1])):
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as a:
+        a.sendto(b"x", ("198.51.100.10", 9999))
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as d:
+        try:
+            d.sendto(b"x", ("198.51.100.20", 9999))
+        except PermissionError:
+            denied += 1
+print(f"denied {denied}")
+PY
+)
+sluice_run "$policy_d" "$log_d" -- "${RUN_EXEC[@]}" python3 -c "$alternate" "$N"
+assert_rc "log: [deny] workload exits 0" 0
+tap_check "every second datagram was refused" grep -qx "denied $N" "$SL_OUT"
+tap_check "log: [deny]: log well formed (its kseq accounting included)" log_well_formed "$log_d"
+read -r unlogged_d lost_d <<<"$(python3 -c '
+import json, sys
+end = [json.loads(l) for l in open(sys.argv[1], "rb")][-2]
+print(end.get("unlogged", -1), end.get("lost", -1))' "$log_d")"
+tap_cmp "log: [deny]: run_end counts the allowed records as unlogged" "${unlogged_d:-0}" -ge "$N"
+if tap_check "log: [deny]: loss_ranges lists exactly the kseqs absent from the log" \
+	loss_ranges_of "$log_d"; then
+	read -r missing nranges listed truncated <<<"$(loss_ranges_of "$log_d")"
+	tap_is "... counts them: lost + unlogged" "$missing" "$((lost_d + unlogged_d))"
+	tap_cmp "... more ranges than one line lists" "$nranges" -gt 256
+	tap_is "... so the first 256 are listed, truncated" "$listed $truncated" "256 true"
+else
+	sluice_diag "$log_d"
+fi
+"$SLUICE" verify "$log_d" >/dev/null
+tap_is "sluice verify: unlogged records only: intact and complete (exit 0)" "$?" 0
+tap_check "nothing of the log: [deny] run is left" leftovers_check "$SL_RUN_ID"
 
 tap_done

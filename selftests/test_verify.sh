@@ -6,7 +6,7 @@
 # non-canonical whitespace, a replaced checkpoint signature, the tail cut, the log cut below an
 # exported checkpoint, another run's log, another host's key) is each caught with the right exit
 # status and first bad line; a flood past the ring buffer (P18) is declared and signed loss (exit
-# 3); a SIGKILLed sluice leaves an unsealed tail (exit 2) of the right length; a rotated log
+# 3), its loss_ranges line listing exactly the kseqs the log lacks; a SIGKILLed sluice leaves an unsealed tail (exit 2) of the right length; a rotated log
 # verifies across its .gz segments and fails when one is deleted.
 #
 # The expected line of each tamper case is computed from the log by the mutation itself
@@ -161,8 +161,8 @@ fi
 tap_diag "$out"
 case_verify "run A with the checkpoints it exported to --checkpoint-fd: exit 0" 0 "" \
 	"$log_a" --checkpoints "$cps_a"
-tap_cmp "the exported stream held every checkpoint" "$(vfield exported_checkpoints)" -eq \
-	"$(vfield checkpoints)"
+tap_cmp "the exported stream held every checkpoint, and the note covering the seal" \
+	"$(vfield exported_checkpoints)" -eq "$(($(vfield checkpoints) + 1))"
 tap_cmp "run A has several checkpoints" "$(vfield checkpoints)" -ge 4
 case_verify "run A with the sidecar copy as exported checkpoints: exit 0" 0 "" "$log_a" \
 	--checkpoints "$log_a.checkpoints"
@@ -235,6 +235,13 @@ case_verify "P18: a log with declared loss -> exit 3" 3 "" "$log_loss"
 declared=$(vfield declared_loss)
 tap_cmp "P18: records were lost and declared" "$declared" -gt 0
 tap_is "P18: missing kernel sequence numbers = declared loss" "$(vfield missing_kseq)" "$declared"
+tap_cmp "P18: verify compared the log's loss_ranges line with the kseqs it lacks" \
+	"$(vfield loss_ranges_line)" -gt 1
+if tap_check "P18: loss_ranges lists exactly the kernel sequence numbers absent from the log" \
+	loss_ranges_of "$log_loss"; then
+	read -r missing _ _ _ <<<"$(loss_ranges_of "$log_loss")"
+	tap_is "P18: ... and counts them all (= declared loss)" "$missing" "$declared"
+fi
 loss_cp=$(python3 - "$log_loss" <<'PY'
 import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1], "rb")]

@@ -4,7 +4,11 @@
  * lock each gets the next seq and the hash of the line before it, becomes a leaf of the Merkle
  * tree, and goes into a write buffer that reaches the file in whole lines. Checkpoints sign the
  * tree's root with the run key and are copied to the sidecar and the export descriptor only once
- * the log holding them has been written, so no copy ever covers more than the log does.
+ * the log holding them is on disk (fdatasync), so no copy ever covers more than the log does.
+ *
+ * Rotation renames the live file to PATH.NNNNNN (atomic: the segment is whole under one name or
+ * the other) and goes on in a new PATH at once; a closed segment never changes, so a compressor
+ * thread turns it into PATH.NNNNNN.gz later, outside the lock: writers never wait for zlib.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -30,13 +34,28 @@
 #define NOTE_MAX 1024	  /* a checkpoint or certificate note: origin, size, root, one signature */
 #define SEGMENT_MAX 999999 /* LOG.000001.gz … LOG.999999.gz */
 
+/*
+ * Rotated segments wait here to be compressed, in order, by one thread started at the first
+ * rotation. Lock order: journal.lock, then gz.lock; the thread takes only gz.lock.
+ */
+struct compressor {
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	pthread_t thread;
+	bool started;
+	bool stop;		/* journal_close: finish what is queued, then end */
+	unsigned int next;	/* the next segment to compress */
+	unsigned int closed;	/* segments below this are closed (renamed) */
+	bool failed;		/* one failure is reported; its segment stays plain */
+};
+
 struct journal {
 	pthread_mutex_t lock; /* the resolver's threads write too: one chain, never interleaved */
 	int fd;		      /* the live segment */
 	int sidecar_fd;
 	int export_fd;
-	int err;      /* first error writing the log, sticky: nothing more is appended after it */
-	int side_err; /* first error writing a checkpoint copy; that copy stops, the log goes on */
+	int err; /* first error writing the log, sticky: nothing more is appended after it */
+	/* a failed copy stops (reported once, on stderr); the log goes on */
 	bool export_failed;
 	bool sealed;
 	const struct note_signer *signer;
@@ -51,11 +70,17 @@ struct journal {
 	uint64_t checkpoint_lines;
 	unsigned int checkpoint_secs;
 	uint64_t since_checkpoint; /* lines written after the last checkpoint line */
-	struct timespec last_checkpoint; /* CLOCK_MONOTONIC */
+	/*
+	 * CLOCK_BOOTTIME: it goes on during suspend, as the realtime ts gaps a verifier checks do,
+	 * so a resumed run writes its overdue heartbeat at once.
+	 */
+	struct timespec last_checkpoint;
 
 	uint64_t rotate_bytes;
 	uint64_t file_bytes; /* of the live segment, buffered bytes included */
 	unsigned int segment; /* number of the next rotated segment */
+	bool keep_plain;      /* selftests: rotated segments are not compressed */
+	struct compressor gz;
 
 	char wbuf[WBUF_SIZE];
 	size_t wlen;
@@ -98,12 +123,10 @@ static void putf(struct journal_line *l, const char *fmt, ...)
 	put(l, tmp, (size_t)n);
 }
 
-/*
- * Length of the well-formed UTF-8 sequence at s (shortest form, no surrogates, at most
- * U+10FFFF), or 0. The NUL terminator is never a continuation byte, so this stops at it.
- */
-static size_t utf8_len(const unsigned char *s)
+/* The NUL terminator is never a continuation byte, so this stops at it. */
+size_t journal_utf8_len(const char *str)
 {
+	const unsigned char *s = (const unsigned char *)str;
 	unsigned char lo = 0x80, hi = 0xbf;
 	size_t n, i;
 
@@ -156,7 +179,7 @@ static void put_json_string(struct journal_line *l, const char *str)
 			putf(l, "\\u%04x", *s);
 		} else if (*s < 0x80) {
 			put(l, (const char *)s, 1);
-		} else if ((n = utf8_len(s))) {
+		} else if ((n = journal_utf8_len((const char *)s))) {
 			put(l, (const char *)s, n);
 			s += n;
 			continue;
@@ -225,6 +248,17 @@ void journal_line_strv(struct journal_line *l, const char *key, char *const *val
 	put(l, "]", 1);
 }
 
+void journal_line_u64v(struct journal_line *l, const char *key, const uint64_t *vals, size_t n)
+{
+	size_t i;
+
+	put_key(l, key);
+	put(l, "[", 1);
+	for (i = 0; i < n; i++)
+		putf(l, i ? ",%" PRIu64 : "%" PRIu64, vals[i]);
+	put(l, "]", 1);
+}
+
 int journal_line_finish(struct journal_line *l)
 {
 	put(l, "}\n", 2);
@@ -274,19 +308,44 @@ static int write_export(struct journal *j, const char *buf, size_t len)
 	return err;
 }
 
+/*
+ * A checkpoint copy failed: that copy stops (a torn note could only be its last thing), the log
+ * goes on. Said here, once per copy, in words of its own: the log did not fail, and a later
+ * failure of the log must still be reported as one.
+ */
+static void export_failed(struct journal *j, int err)
+{
+	j->export_failed = true;
+	fprintf(stderr,
+		"sluice: exporting checkpoints to descriptor %d: %s; the export stops, the log "
+		"goes on\n",
+		j->export_fd, strerror(-err));
+}
+
+static void sidecar_failed(struct journal *j, int err)
+{
+	close(j->sidecar_fd);
+	j->sidecar_fd = -1;
+	fprintf(stderr, "sluice: writing checkpoints to %s: %s; that copy stops, the log goes on\n",
+		j->sidecar_path, strerror(-err));
+}
+
 /* The log failed: remember it, and say so in the export stream where a supervisor reads. */
 static void log_failed(struct journal *j, uint64_t seq, int err)
 {
 	char msg[256];
-	int n;
+	int n, e;
 
 	j->err = err;
 	if (j->export_fd < 0 || j->export_failed)
 		return;
 	n = snprintf(msg, sizeof(msg), "sluice: log write failed at seq %" PRIu64 ": %s\n\n", seq,
 		     strerror(-err));
-	if (n > 0 && (size_t)n < sizeof(msg) && write_export(j, msg, (size_t)n))
-		j->export_failed = true;
+	if (n > 0 && (size_t)n < sizeof(msg)) {
+		e = write_export(j, msg, (size_t)n);
+		if (e)
+			export_failed(j, e);
+	}
 }
 
 /*
@@ -325,11 +384,12 @@ static int flush_locked(struct journal *j)
 	return err;
 }
 
+/* Flush, and the data on disk (fdatasync: the file's size too, not its times). */
 static int sync_locked(struct journal *j)
 {
 	int err = flush_locked(j);
 
-	if (!err && fsync(j->fd)) {
+	if (!err && fdatasync(j->fd)) {
 		err = -errno;
 		log_failed(j, j->seq, err);
 	}
@@ -391,42 +451,46 @@ static bool reason_valid(const char *reason)
 	return false;
 }
 
-/* The note then one blank line, to the sidecar and the export fd. */
-static int copy_note(struct journal *j, char *note, size_t len)
+/*
+ * The note then one blank line, to the sidecar and the export fd. A failure stops that copy
+ * only, and is not the log's: it is reported by itself, never returned as a log error.
+ */
+static void copy_note(struct journal *j, char *note, size_t len)
 {
-	int err = 0, e;
+	int e;
 
 	note[len] = '\n'; /* note has room: NOTE_MAX + 1 */
 	if (j->sidecar_fd >= 0) {
 		write_all(j->sidecar_fd, note, len + 1, &e);
-		if (e) {
-			/* a torn note in the sidecar reads as malformed: the copy stops here */
-			close(j->sidecar_fd);
-			j->sidecar_fd = -1;
-			err = e;
-		}
+		if (e)
+			sidecar_failed(j, e);
 	}
 	if (j->export_fd >= 0 && !j->export_failed) {
 		e = write_export(j, note, len + 1);
-		if (e) {
-			j->export_failed = true;
-			err = err ? err : e;
-		}
+		if (e)
+			export_failed(j, e);
 	}
 	note[len] = '\0';
-	if (err && !j->side_err) {
-		j->side_err = err;
-		return err;
-	}
-	return 0;
+}
+
+/* The signed checkpoint note of the tree as it is now, in note (NOTE_MAX + 1 bytes). */
+static int sign_tree(struct journal *j, uint8_t root[TLOG_HASH_SIZE], char *note, size_t *note_len)
+{
+	char text[NOTE_MAX];
+	int len;
+
+	tlog_root(&j->tree, root);
+	len = checkpoint_text(j->origin, j->tree.size, root, text, sizeof(text));
+	if (len < 0)
+		return len;
+	return note_sign(j->signer, text, (size_t)len, note, NOTE_MAX, note_len);
 }
 
 static int checkpoint_locked(struct journal *j, const char *reason)
 {
-	bool durable = !strcmp(reason, "loss") || !strcmp(reason, "rotate") ||
-		       !strcmp(reason, "final");
+	bool final = !strcmp(reason, "final");
 	uint8_t root[TLOG_HASH_SIZE];
-	char text[NOTE_MAX], note[NOTE_MAX + 1], root64[64];
+	char note[NOTE_MAX + 1], root64[64];
 	struct timespec now;
 	size_t note_len;
 	int len, err;
@@ -435,17 +499,7 @@ static int checkpoint_locked(struct journal *j, const char *reason)
 		return j->err;
 	if (j->sealed)
 		return -EPIPE;
-	/* The lines a "loss" or the seal covers are on disk before anything claims they are. */
-	if (durable) {
-		err = sync_locked(j);
-		if (err)
-			return err;
-	}
-	tlog_root(&j->tree, root);
-	len = checkpoint_text(j->origin, j->tree.size, root, text, sizeof(text));
-	if (len < 0)
-		return len;
-	err = note_sign(j->signer, text, (size_t)len, note, sizeof(note) - 1, &note_len);
+	err = sign_tree(j, root, note, &note_len);
 	if (err)
 		return err;
 	len = note_base64_encode(root, sizeof(root), root64, sizeof(root64));
@@ -461,15 +515,34 @@ static int checkpoint_locked(struct journal *j, const char *reason)
 	err = journal_line_finish(&j->cp);
 	if (!err)
 		err = append_locked(j, &j->cp);
+	/*
+	 * Every checkpoint line, and all lines before it, are on disk before any copy claims
+	 * them: an exported note must never cover more than a crash leaves of the log. One
+	 * fdatasync per checkpoint.
+	 */
 	if (!err)
-		err = durable ? sync_locked(j) : flush_locked(j);
+		err = sync_locked(j);
 	if (err)
 		return err;
 	j->since_checkpoint = 0;
-	clock_gettime(CLOCK_MONOTONIC, &j->last_checkpoint);
-	if (!strcmp(reason, "final"))
-		j->sealed = true;
-	return copy_note(j, note, note_len);
+	clock_gettime(CLOCK_BOOTTIME, &j->last_checkpoint);
+	copy_note(j, note, note_len);
+	if (!final)
+		return 0;
+	j->sealed = true;
+	/*
+	 * The seal line S is covered by no signature in the log (a checkpoint covers the lines
+	 * before it). The copies get one more note, of size S + 1, so that an exported stream
+	 * authenticates the seal itself: its reason and ts. The log does not hold it.
+	 */
+	err = sign_tree(j, root, note, &note_len);
+	if (err)
+		fprintf(stderr, "sluice: signing the checkpoint of the seal for %s and the export: "
+				"%s; the copies end one line short\n",
+			j->sidecar_path, strerror(-err));
+	else
+		copy_note(j, note, note_len);
+	return 0;
 }
 
 static int fsync_dir_of(const char *path)
@@ -488,11 +561,41 @@ static int fsync_dir_of(const char *path)
 	return err;
 }
 
+/* rename() that never replaces a file: evidence is never overwritten. */
+static int rename_noreplace(const char *from, const char *to)
+{
+	if (!renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE))
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS)
+		return -errno;
+	/* a file system without RENAME_NOREPLACE: link() refuses an existing name too */
+	if (link(from, to))
+		return -errno;
+	if (unlink(from)) {
+		int err = -errno;
+
+		unlink(to);
+		return err;
+	}
+	return 0;
+}
+
+/* What zlib says went wrong with gz: errno only when it says the error was the file's. */
+static int gz_err(gzFile gz)
+{
+	int zerr;
+
+	gzerror(gz, &zerr);
+	if (zerr == Z_ERRNO)
+		return errno ? -errno : -EIO;
+	return zerr == Z_MEM_ERROR ? -ENOMEM : -EIO;
+}
+
 /* gzip src into dst (created, never overwritten), fsynced. On failure dst is removed. */
 static int compress_file(const char *src, const char *dst)
 {
 	char buf[64 * 1024];
-	int in = -1, out = -1, gfd = -1, err = 0;
+	int in = -1, out = -1, gfd = -1, err = 0, zret;
 	gzFile gz = NULL;
 	ssize_t n;
 
@@ -524,12 +627,16 @@ static int compress_file(const char *src, const char *dst)
 			break;
 		}
 		if (gzwrite(gz, buf, (unsigned int)n) != (int)n) {
-			err = errno ? -errno : -EIO;
+			err = gz_err(gz);
 			break;
 		}
 	}
-	if (gzclose(gz) != Z_OK && !err)
-		err = errno ? -errno : -EIO;
+	/* the last block and the trailer, while gzerror can still say why they failed */
+	if (!err && gzflush(gz, Z_FINISH) != Z_OK)
+		err = gz_err(gz);
+	zret = gzclose(gz);
+	if (!err && zret != Z_OK)
+		err = zret == Z_ERRNO && errno ? -errno : zret == Z_MEM_ERROR ? -ENOMEM : -EIO;
 	if (!err && fsync(out))
 		err = -errno;
 out_remove:
@@ -542,10 +649,133 @@ out_in:
 }
 
 /*
- * Close the live segment with a "rotate" checkpoint, compress it into PATH.NNNNNN.gz, and go on
- * in a new PATH; seq, prev and the tree go on too. The plain file is removed only once its
- * compressed copy is on disk. If compressing fails the log stays in the plain file, which the
- * writer keeps appending to (rotation stops): lines are never lost to a failed rotation.
+ * Compress segment k: PATH.k → PATH.k.gz.tmp (fsynced) → renamed PATH.k.gz → directory fsynced
+ * → PATH.k removed. At every step the disk holds the whole segment under a name a verifier
+ * reads (PATH.k.gz, else PATH.k; *.tmp is never read). On failure PATH.k stays, plain.
+ */
+static int compress_segment(const char *path, unsigned int k)
+{
+	char plain[PATH_MAX], tmp[PATH_MAX], gz[PATH_MAX];
+	int err;
+
+	if (util_fmt(plain, sizeof(plain), "%s.%06u", path, k) ||
+	    util_fmt(tmp, sizeof(tmp), "%s.%06u.gz.tmp", path, k) ||
+	    util_fmt(gz, sizeof(gz), "%s.%06u.gz", path, k))
+		return -ENAMETOOLONG;
+	err = compress_file(plain, tmp);
+	if (err)
+		return err;
+	err = rename_noreplace(tmp, gz);
+	if (err) {
+		unlink(tmp);
+		return err;
+	}
+	/* The .gz's name is on disk before the plain copy goes. */
+	err = fsync_dir_of(gz);
+	if (err)
+		return err;
+	if (unlink(plain))
+		return -errno;
+	/*
+	 * The removal need not reach the disk: a crash that undoes it leaves the plain copy next
+	 * to the .gz, the same lines, and a verifier reads the .gz.
+	 */
+	return 0;
+}
+
+static void *compressor_main(void *arg)
+{
+	struct journal *j = arg;
+	struct compressor *c = &j->gz;
+
+	pthread_mutex_lock(&c->lock);
+	for (;;) {
+		while (c->next < c->closed) {
+			unsigned int k = c->next;
+			int err;
+
+			pthread_mutex_unlock(&c->lock);
+			err = compress_segment(j->path, k); /* j->path never changes */
+			pthread_mutex_lock(&c->lock);
+			c->next = k + 1;
+			if (err && !c->failed) {
+				c->failed = true;
+				fprintf(stderr,
+					"sluice: compressing %s.%06u: %s; the segment stays "
+					"uncompressed (it verifies as it is)\n",
+					j->path, k, strerror(-err));
+			}
+		}
+		if (c->stop)
+			break;
+		pthread_cond_wait(&c->wake, &c->lock);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return NULL;
+}
+
+/* Queue the segments below j->segment; with j->lock held. */
+static void compressor_queue(struct journal *j)
+{
+	struct compressor *c = &j->gz;
+	sigset_t all, old;
+	int err = 0;
+
+	if (j->keep_plain)
+		return;
+	pthread_mutex_lock(&c->lock);
+	if (!c->started && !c->failed) {
+		/* signals are for the run's loop (signalfd), never for this thread */
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		err = -pthread_create(&c->thread, NULL, compressor_main, j);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		c->started = !err;
+		if (err) {
+			c->failed = true;
+			fprintf(stderr, "sluice: starting the log compressor: %s; rotated segments "
+					"stay uncompressed\n",
+				strerror(-err));
+		}
+	}
+	c->closed = j->segment;
+	pthread_cond_signal(&c->wake);
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* Let the compressor finish what is queued, and end it. */
+static void compressor_stop(struct journal *j)
+{
+	struct compressor *c = &j->gz;
+	bool started;
+
+	pthread_mutex_lock(&c->lock);
+	c->stop = true;
+	started = c->started;
+	pthread_cond_signal(&c->wake);
+	pthread_mutex_unlock(&c->lock);
+	if (started)
+		pthread_join(c->thread, NULL);
+	c->started = false;
+}
+
+/* The rotation stops (the log goes on in PATH, a "rotate" checkpoint mid-file); said once. */
+static int rotation_stops(struct journal *j, const char *what, int err)
+{
+	j->rotate_bytes = 0;
+	fprintf(stderr, "sluice: rotating log %s: %s: %s; rotation stops, the log goes on\n",
+		j->path, what, strerror(-err));
+	return 0;
+}
+
+/*
+ * Close the live segment with a "rotate" checkpoint (on disk before anything else happens),
+ * rename it to PATH.NNNNNN, and go on in a new PATH; seq, prev and the tree go on too. The
+ * compressor turns PATH.NNNNNN into PATH.NNNNNN.gz later. On disk, in order (evidence spec 6):
+ *   PATH (ends with the rotate checkpoint)
+ *   PATH.NNNNNN, no PATH     (a crash here: unsealed, the segment whole)
+ *   PATH.NNNNNN + new PATH
+ * A failed rename stops rotation; the lines stay in PATH, which the writer keeps appending to.
  */
 static int rotate_locked(struct journal *j)
 {
@@ -554,36 +784,45 @@ static int rotate_locked(struct journal *j)
 
 	if (j->segment > SEGMENT_MAX)
 		return 0;
-	if (util_fmt(seg, sizeof(seg), "%s.%06u.gz", j->path, j->segment))
-		return -ENAMETOOLONG;
+	if (util_fmt(seg, sizeof(seg), "%s.%06u", j->path, j->segment))
+		return rotation_stops(j, "segment name", -ENAMETOOLONG);
 	err = checkpoint_locked(j, "rotate");
 	if (err)
 		return err;
-	err = compress_file(j->path, seg);
-	if (!err)
-		err = fsync_dir_of(seg);
+	err = rename_noreplace(j->path, seg);
+	if (err)
+		return rotation_stops(j, seg, err);
+	/* The rename is on disk before the new PATH is (or, after a crash, the log looks gone). */
+	err = fsync_dir_of(j->path);
 	if (err) {
-		j->rotate_bytes = 0;
-		return err;
-	}
-	j->segment++;
-	/* The old segment is safe in seg: its name is free for the next one. */
-	if (unlink(j->path)) {
-		err = -errno;
 		log_failed(j, j->seq, err);
 		return err;
 	}
 	fd = open(j->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
 	if (fd < 0) {
 		err = -errno;
+		/*
+		 * Back under its name, to go on in it (a rotate checkpoint mid-file is valid), and
+		 * that on disk before more lines are: appended to PATH.NNNNNN they would not be.
+		 */
+		if (rename_noreplace(seg, j->path) || fsync_dir_of(j->path)) {
+			log_failed(j, j->seq, err);
+			return err;
+		}
+		return rotation_stops(j, "create the next segment", err);
+	}
+	err = fsync_dir_of(j->path);
+	if (err) {
+		close(fd);
 		log_failed(j, j->seq, err);
 		return err;
 	}
-	fsync_dir_of(j->path);
 	close(j->fd);
 	j->fd = fd;
 	j->file_off = 0;
 	j->file_bytes = 0;
+	j->segment++;
+	compressor_queue(j);
 	return 0;
 }
 
@@ -638,7 +877,7 @@ int journal_tick(struct journal *j)
 	int64_t ms;
 	int err = 0;
 
-	clock_gettime(CLOCK_MONOTONIC, &now);
+	clock_gettime(CLOCK_BOOTTIME, &now);
 	pthread_mutex_lock(&j->lock);
 	ms = (int64_t)(now.tv_sec - j->last_checkpoint.tv_sec) * 1000 +
 	     (now.tv_nsec - j->last_checkpoint.tv_nsec) / 1000000;
@@ -690,7 +929,7 @@ static int write_log_start(struct journal *j, const struct journal_opts *o)
 
 struct journal *journal_open(const struct journal_opts *o)
 {
-	char seg[PATH_MAX];
+	char seg[PATH_MAX], plain[PATH_MAX];
 	struct journal *j;
 	struct stat st;
 	int err;
@@ -710,9 +949,14 @@ struct journal *journal_open(const struct journal_opts *o)
 	j->checkpoint_lines = o->checkpoint_lines;
 	j->checkpoint_secs = o->checkpoint_secs;
 	j->rotate_bytes = o->rotate_bytes;
+	j->keep_plain = o->keep_plain;
 	j->segment = 1;
+	j->gz.next = 1;
+	j->gz.closed = 1;
 	tlog_init(&j->tree);
 	pthread_mutex_init(&j->lock, NULL);
+	pthread_mutex_init(&j->gz.lock, NULL);
+	pthread_cond_init(&j->gz.wake, NULL);
 	err = util_copy(j->origin, sizeof(j->origin), note_signer_name(o->signer));
 	if (!err)
 		err = util_copy(j->path, sizeof(j->path), o->path);
@@ -720,10 +964,12 @@ struct journal *journal_open(const struct journal_opts *o)
 		err = util_fmt(j->sidecar_path, sizeof(j->sidecar_path), "%s.checkpoints", o->path);
 	if (!err)
 		err = util_fmt(seg, sizeof(seg), "%s.%06u.gz", o->path, 1);
+	if (!err)
+		err = util_fmt(plain, sizeof(plain), "%s.%06u", o->path, 1);
 	if (err)
 		goto err_free;
 	/* A first segment of another log would be read as the start of this one. */
-	if (!lstat(seg, &st)) {
+	if (!lstat(seg, &st) || !lstat(plain, &st)) {
 		err = -EEXIST;
 		goto err_free;
 	}
@@ -739,7 +985,11 @@ struct journal *journal_open(const struct journal_opts *o)
 		err = -errno;
 		goto err_unlink_log;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &j->last_checkpoint);
+	/* the log's name on disk, not only its lines (a crash must not lose the file itself) */
+	err = fsync_dir_of(j->path);
+	if (err)
+		goto err_unlink_sidecar;
+	clock_gettime(CLOCK_BOOTTIME, &j->last_checkpoint);
 	err = write_log_start(j, o);
 	if (err)
 		goto err_unlink_sidecar;
@@ -752,32 +1002,48 @@ err_unlink_log:
 	close(j->fd);
 	unlink(j->path);
 err_free:
+	pthread_cond_destroy(&j->gz.wake);
+	pthread_mutex_destroy(&j->gz.lock);
 	pthread_mutex_destroy(&j->lock);
 	free(j);
 	errno = -err;
 	return NULL;
 }
 
+static void journal_free(struct journal *j)
+{
+	pthread_cond_destroy(&j->gz.wake);
+	pthread_mutex_destroy(&j->gz.lock);
+	pthread_mutex_destroy(&j->lock);
+	free(j);
+}
+
 int journal_close(struct journal *j)
 {
-	int err, ret;
+	int err, e;
 
 	if (!j)
 		return 0;
 	pthread_mutex_lock(&j->lock);
-	err = sync_locked(j);
+	err = flush_locked(j);
+	if (!err && fsync(j->fd)) {
+		err = -errno;
+		log_failed(j, j->seq, err);
+	}
 	pthread_mutex_unlock(&j->lock);
 	if (close(j->fd) && !err)
 		err = -errno;
+	/* the segments still queued are compressed before the run ends */
+	compressor_stop(j);
 	if (j->sidecar_fd >= 0) {
-		ret = fsync(j->sidecar_fd) ? -errno : 0;
-		if (close(j->sidecar_fd) && !ret)
-			ret = -errno;
-		if (!err && !j->side_err)
-			err = ret;
+		e = fsync(j->sidecar_fd) ? -errno : 0;
+		if (e)
+			sidecar_failed(j, e); /* the sidecar's own failure, not the log's */
+		else if (close(j->sidecar_fd))
+			fprintf(stderr, "sluice: closing %s: %s\n", j->sidecar_path,
+				strerror(errno));
 	}
-	pthread_mutex_destroy(&j->lock);
-	free(j);
+	journal_free(j);
 	return err;
 }
 
@@ -785,11 +1051,11 @@ void journal_discard(struct journal *j)
 {
 	if (!j)
 		return;
+	compressor_stop(j);
 	close(j->fd);
 	if (j->sidecar_fd >= 0)
 		close(j->sidecar_fd);
 	unlink(j->path);
 	unlink(j->sidecar_path);
-	pthread_mutex_destroy(&j->lock);
-	free(j);
+	journal_free(j);
 }

@@ -45,13 +45,21 @@ struct journal_opts {
 	uint64_t checkpoint_lines;	/* a checkpoint after this many lines (> 0) */
 	unsigned int checkpoint_secs;	/* … or after this many seconds (> 0), see journal_tick */
 	uint64_t rotate_bytes;		/* rotate past this size; 0: never */
+	/*
+	 * Selftests only: rotated segments stay plain PATH.NNNNNN, the state a crash leaves
+	 * between a rotation and the compression of its segment.
+	 */
+	bool keep_plain;
 	int export_fd;			/* checkpoints are written here too; -1: nowhere */
 };
 
 /*
- * Create the log and its sidecar PATH.checkpoints (neither may exist, nor PATH.000001.gz:
- * evidence is never overwritten; opened without following symlinks, mode 0640) and write
- * log_start as line 0. Sets errno and returns NULL on failure, leaving no file behind.
+ * Create the log and its sidecar PATH.checkpoints (neither may exist, nor PATH.000001.gz or
+ * PATH.000001: evidence is never overwritten; opened without following symlinks, mode 0640) and
+ * write log_start as line 0. Sets errno and returns NULL on failure, leaving no file behind.
+ *
+ * Failures of a checkpoint copy (sidecar, export fd) or of compressing a rotated segment are
+ * not the log's: the journal reports each once on stderr and goes on; they are never returned.
  */
 struct journal *journal_open(const struct journal_opts *o);
 
@@ -62,6 +70,7 @@ void journal_line_u64(struct journal_line *l, const char *key, uint64_t val);
 void journal_line_i64(struct journal_line *l, const char *key, int64_t val);
 void journal_line_bool(struct journal_line *l, const char *key, bool val);
 void journal_line_strv(struct journal_line *l, const char *key, char *const *vals, size_t n);
+void journal_line_u64v(struct journal_line *l, const char *key, const uint64_t *vals, size_t n);
 
 /*
  * Close the object ("}\n"): the line, without seq and prev, is then complete in l->buf (what
@@ -79,22 +88,33 @@ int journal_write(struct journal *j, struct journal_line *l);
 
 /*
  * Write a checkpoint line now. reason: "lines", "time", "heartbeat", "loss", "anomaly",
- * "rotate" or "final". The log is flushed, and fsynced first for "loss", "rotate" and "final";
- * the note is then appended to the sidecar and the export fd. "final" seals the log: nothing can
- * be written after it.
+ * "rotate" or "final". The log is flushed and fdatasynced, then the note is appended to the
+ * sidecar and the export fd. "final" seals the log: nothing can be written after it; the copies
+ * then get one more note, of size S + 1 (S: the seal's seq), which covers the seal line itself.
  */
 int journal_checkpoint(struct journal *j, const char *reason);
 
 /*
  * Called from the run's loop (at least every second): a "time" checkpoint when checkpoint_secs
- * have passed since the last one and lines were written since, a "heartbeat" when none were.
+ * have passed (on CLOCK_BOOTTIME, which counts a suspend too) since the last one and lines were
+ * written since, a "heartbeat" when none were.
  */
 int journal_tick(struct journal *j);
 
 int journal_flush(struct journal *j);
-/* Flush, fsync and close. Accepts NULL. */
+/*
+ * Flush, fsync and close; waits for the compression of rotated segments still in flight.
+ * Returns the log's error only. Accepts NULL.
+ */
 int journal_close(struct journal *j);
 /* Close and remove the files journal_open created: for a run that never started. NULL ok. */
 void journal_discard(struct journal *j);
+
+/*
+ * Length of the well-formed UTF-8 sequence at s (shortest form, no surrogates, at most
+ * U+10FFFF), or 0: what the canonical string form keeps raw (bytes >= 0x80 outside such a
+ * sequence it writes as \u00xx). For printing decoded strings the same way.
+ */
+size_t journal_utf8_len(const char *s);
 
 #endif /* SLUICE_JOURNAL_H */

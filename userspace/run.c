@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -35,6 +36,7 @@
 #include "note.h"
 #include "resolver.h"
 #include "run.h"
+#include "seqset.h"
 #include "spawn.h"
 #include "util.h"
 
@@ -75,6 +77,12 @@ struct run_args {
 	int n_cmd;
 };
 
+/* The kernel sequence numbers that have a line, and the first ranges of those that have none. */
+struct run_kseqs {
+	struct seqset set;
+	struct seqset_list missing;
+};
+
 struct run {
 	struct run_args args;
 	char run_id[RUN_ID_MAX + 1];
@@ -102,6 +110,9 @@ struct run {
 	uint64_t lost_reported[SL_HOOK_MAX];
 	uint64_t denials;
 	uint64_t unlogged; /* decision records the policy's log: setting leaves out */
+	/* the ring-buffer reader's (main) thread only; NULL until first needed */
+	struct run_kseqs *kseqs;
+	bool kseqs_failed; /* could not be tracked: no loss_ranges record */
 	bool journal_failed;
 	bool no_backstop;	  /* selftests: the packet checks are off */
 	char host_side[256];	  /* the veth peers the tc program watches, "" for none */
@@ -175,13 +186,17 @@ static int check_run_id(const char *id)
 	return 0;
 }
 
+/*
+ * run-<16 hex digits>: 64 random bits, so that the origin "sluice/<run_id>" a log's checkpoints
+ * name is unique (C2SP tlog-checkpoint) across every run of a host, not just likely to be.
+ */
 static int make_run_id(char *buf, size_t len)
 {
-	unsigned char rnd[3];
+	uint64_t rnd;
 
-	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
+	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
 		return -errno;
-	return util_fmt(buf, len, "run-%02x%02x%02x", rnd[0], rnd[1], rnd[2]);
+	return util_fmt(buf, len, "run-%016" PRIx64, rnd);
 }
 
 enum { OPT_KEY = 256, OPT_CHECKPOINT_LINES, OPT_CHECKPOINT_SECS, OPT_CHECKPOINT_FD,
@@ -558,7 +573,10 @@ static void line_run_fields(struct run *r, struct journal_line *l, const char *t
 	journal_line_str(l, "task", r->args.task);
 }
 
-static void write_line(struct run *r, struct journal_line *l)
+static void kseq_logged(struct run *r, uint64_t kseq);
+
+/* Write l; kseq: the sequence number of the kernel record it is the line of, or NULL. */
+static void write_record(struct run *r, struct journal_line *l, const uint64_t *kseq)
 {
 	int err = journal_write(r->journal, l);
 
@@ -571,10 +589,76 @@ static void write_line(struct run *r, struct journal_line *l)
 		line_run_fields(r, &a, "anomaly", &now);
 		journal_line_str(&a, "what", "record too long for a log line");
 		journal_line_u64(&a, "size", l->len);
+		if (kseq)
+			journal_line_u64(&a, "kseq", *kseq); /* the record's line is this one */
 		err = journal_write(r->journal, &a);
 	}
 	if (err)
 		journal_error(r, err);
+	else if (kseq)
+		kseq_logged(r, *kseq);
+}
+
+static void write_line(struct run *r, struct journal_line *l)
+{
+	write_record(r, l, NULL);
+}
+
+/* A kernel record's line: its "kseq" last, and the number noted as having a line. */
+static void write_kernel_line(struct run *r, struct journal_line *l, uint64_t kseq)
+{
+	journal_line_u64(l, "kseq", kseq);
+	write_record(r, l, &kseq);
+}
+
+/* The writer's account of kernel sequence numbers, made at its first use. */
+static struct run_kseqs *run_kseqs(struct run *r)
+{
+	struct journal_line l;
+	struct timespec now;
+	int err = -ENOMEM;
+
+	if (r->kseqs || r->kseqs_failed)
+		return r->kseqs;
+	r->kseqs = calloc(1, sizeof(*r->kseqs));
+	if (r->kseqs)
+		err = seqset_init(&r->kseqs->set, seqset_list_add, &r->kseqs->missing);
+	if (!err)
+		return r->kseqs;
+	free(r->kseqs);
+	r->kseqs = NULL;
+	r->kseqs_failed = true;
+	clock_gettime(CLOCK_REALTIME, &now);
+	line_run_fields(r, &l, "anomaly", &now);
+	journal_line_str(&l, "what", "cannot track kernel sequence numbers: no loss_ranges record");
+	journal_line_str(&l, "why", strerror(-err));
+	write_line(r, &l);
+	return NULL;
+}
+
+/*
+ * kseq has its line. The numbers that never get one are listed at the end (loss_ranges); one
+ * that comes twice, or too late to be told from a lost one, is an anomaly (and makes the log
+ * fail verification at its line).
+ */
+static void kseq_logged(struct run *r, uint64_t kseq)
+{
+	struct run_kseqs *k = run_kseqs(r);
+	struct journal_line l;
+	struct timespec now;
+	int err;
+
+	if (!k)
+		return;
+	err = seqset_add(&k->set, kseq);
+	if (!err)
+		return;
+	clock_gettime(CLOCK_REALTIME, &now);
+	line_run_fields(r, &l, "anomaly", &now);
+	journal_line_str(&l, "what", err == -EEXIST ? "kernel sequence number seen twice" :
+				     "kernel sequence number repeated or too far out of order");
+	journal_line_u64(&l, "record_kseq", kseq);
+	write_line(r, &l);
 }
 
 static int on_decision(const struct sl_decision_event *ev, void *ctx)
@@ -589,8 +673,7 @@ static int on_decision(const struct sl_decision_event *ev, void *ctx)
 	if (decision_view_init(&v, ev, r->policy)) {
 		line_run_fields(r, &l, "anomaly", &ts);
 		journal_line_str(&l, "what", "decision record with out-of-range fields");
-		journal_line_u64(&l, "kseq", ev->hdr.seq);
-		write_line(r, &l);
+		write_kernel_line(r, &l, ev->hdr.seq);
 		return 0;
 	}
 
@@ -643,8 +726,7 @@ static int on_decision(const struct sl_decision_event *ev, void *ctx)
 		journal_line_u64(&l, "cgroup_id", ev->cgroup_id);
 		journal_line_u64(&l, "sock_cookie", ev->sock_cookie);
 	}
-	journal_line_u64(&l, "kseq", ev->hdr.seq);
-	write_line(r, &l);
+	write_kernel_line(r, &l, ev->hdr.seq);
 	return 0;
 }
 
@@ -725,8 +807,7 @@ static int on_tls(const struct sl_tls_event *ev, void *ctx)
 	journal_line_u64(&l, "sock_cookie", ev->sock_cookie);
 	if (killed)
 		journal_line_str(&l, "flow", killed);
-	journal_line_u64(&l, "kseq", ev->hdr.seq);
-	write_line(r, &l);
+	write_kernel_line(r, &l, ev->hdr.seq);
 
 	if (deny) {
 		struct notice n = { .len = 0 };
@@ -801,8 +882,7 @@ static void flow_cut(struct run *r, const struct sl_flow_event *ev, const char *
 	journal_line_str(&l, "flow", how);
 	journal_line_u64(&l, "pid", f->tgid);
 	journal_line_u64(&l, "sock_cookie", ev->sock_cookie);
-	journal_line_u64(&l, "kseq", ev->hdr.seq);
-	write_line(r, &l);
+	write_kernel_line(r, &l, ev->hdr.seq);
 
 	__atomic_fetch_add(&r->denials, 1, __ATOMIC_RELAXED);
 	notice_add(&n, "egress cut: %s%s%s:%u/%s after %llu bytes %s (%s: %llu) run_id=%s task=%s\n",
@@ -830,8 +910,7 @@ static int on_flow(const struct sl_flow_event *ev, void *ctx)
 	    f->cut > SL_CUT_RESPONSE || (!ev->end_ns && !f->cut)) {
 		line_run_fields(r, &l, "anomaly", &ts);
 		journal_line_str(&l, "what", "flow record with out-of-range fields");
-		journal_line_u64(&l, "kseq", ev->hdr.seq);
-		write_line(r, &l);
+		write_kernel_line(r, &l, ev->hdr.seq);
 		return 0;
 	}
 	inet_ntop(f->family, f->addr, dst, sizeof(dst));
@@ -866,8 +945,7 @@ static int on_flow(const struct sl_flow_event *ev, void *ctx)
 	journal_line_u64(&l, "pid", f->tgid);
 	journal_line_str(&l, "comm", comm);
 	journal_line_u64(&l, "sock_cookie", ev->sock_cookie);
-	journal_line_u64(&l, "kseq", ev->hdr.seq);
-	write_line(r, &l);
+	write_kernel_line(r, &l, ev->hdr.seq);
 	flow_alerts(r, f, host, dst, proto,
 		    ev->end_ns > f->start_ns ? (ev->end_ns - f->start_ns) / 1000000 : 0);
 	return 0;
@@ -957,12 +1035,16 @@ static void on_malformed(const char *why, size_t size, void *ctx)
 	write_line(r, &l);
 }
 
-/* Turn any increase of the kernel's failed-reservation counters into loss records. */
+/*
+ * Turn any increase of the kernel's failed-reservation counters into loss records. Each says
+ * which numbers the records it counts can have: all are below its "kseq_below".
+ */
 static void report_loss(struct run *r)
 {
-	uint64_t lost[SL_HOOK_MAX];
+	uint64_t lost[SL_HOOK_MAX], below, all = 0;
 	struct journal_line l;
 	struct timespec now;
+	bool changed = false;
 	int hook, err;
 
 	err = loader_lost_counts(r->loader, lost);
@@ -975,6 +1057,22 @@ static void report_loss(struct run *r)
 		return;
 	}
 	for (hook = 0; hook < SL_HOOK_MAX; hook++) {
+		changed |= lost[hook] != r->lost_reported[hook];
+		all += lost[hook];
+	}
+	if (!changed)
+		return;
+	/*
+	 * The next sequence number, read AFTER the counters, is above every record they count: a
+	 * program takes its number (event_hdr_init's fetch-and-add, fully ordered) before its
+	 * reservation fails and the counter goes up (event_count_loss), so a failure we saw
+	 * counted had taken its number before our first read, and the second read sees it. The
+	 * fence keeps our two reads in that order on weakly ordered CPUs. Read the other way
+	 * round, a failure between the reads would be counted with a number at or above the bound.
+	 */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	below = loader_next_seq(r->loader);
+	for (hook = 0; hook < SL_HOOK_MAX; hook++) {
 		if (lost[hook] == r->lost_reported[hook])
 			continue;
 		clock_gettime(CLOCK_REALTIME, &now);
@@ -982,6 +1080,9 @@ static void report_loss(struct run *r)
 		journal_line_str(&l, "hook", decision_hook_name(hook));
 		journal_line_u64(&l, "count", lost[hook] - r->lost_reported[hook]);
 		journal_line_u64(&l, "total", lost[hook]);
+		/* each counted record has its own number below it; 0 means the read failed */
+		if (below >= all)
+			journal_line_u64(&l, "kseq_below", below);
 		write_line(r, &l);
 		fprintf(stderr, "sluice: %llu %s records lost (ring buffer full); counted in the log\n",
 			(unsigned long long)(lost[hook] - r->lost_reported[hook]),
@@ -1042,6 +1143,49 @@ static void write_run_start(struct run *r)
 		journal_error(r, err);
 }
 
+/*
+ * The kernel sequence numbers below next_seq that have no line, as ranges a verifier compares
+ * with the log: lost in the kernel (the loss records count them), left out by the policy's
+ * log: setting, or malformed (run_end's unlogged counts those two), so "missing" is lost +
+ * unlogged. Written once, after the last drain, when no record is in flight; only when some
+ * number is missing. The first ranges, as many as fit the line (at most SEQSET_RANGES_LISTED);
+ * "truncated" says more exist.
+ */
+static void write_loss_ranges(struct run *r, uint64_t next_seq)
+{
+	/* what a line holds besides the body built here: {"seq":N,"prev":"<64 hex>", */
+	static const size_t head = 128, tail = sizeof(",\"ranges\":[],\"truncated\":false}\n");
+	struct run_kseqs *k = run_kseqs(r);
+	uint64_t vals[2 * SEQSET_RANGES_LISTED];
+	struct journal_line l;
+	struct timespec now;
+	size_t n, room;
+	char num[48];
+
+	if (!k)
+		return;
+	seqset_finish(&k->set, next_seq);
+	if (!k->set.missing)
+		return;
+	clock_gettime(CLOCK_REALTIME, &now);
+	line_run_fields(r, &l, "loss_ranges", &now);
+	journal_line_u64(&l, "missing", k->set.missing);
+	room = l.len + head + tail < JOURNAL_LINE_MAX ? JOURNAL_LINE_MAX - l.len - head - tail : 0;
+	for (n = 0; n < k->missing.n; n++) {
+		int w = snprintf(num, sizeof(num), ",%" PRIu64 ",%" PRIu64, k->missing.r[n].first,
+				 k->missing.r[n].last);
+
+		if (w < 0 || (size_t)w > room)
+			break;
+		room -= (size_t)w;
+		vals[2 * n] = k->missing.r[n].first;
+		vals[2 * n + 1] = k->missing.r[n].last;
+	}
+	journal_line_u64v(&l, "ranges", vals, 2 * n);
+	journal_line_bool(&l, "truncated", n < k->missing.total);
+	write_line(r, &l);
+}
+
 static void write_run_end(struct run *r, int status, const char *why)
 {
 	const struct events_stats *st = events_stats(r->events);
@@ -1065,6 +1209,7 @@ static void write_run_end(struct run *r, int status, const char *why)
 		journal_line_u64(&l, "accounted", st->received + st->malformed + lost);
 		write_line(r, &l);
 	}
+	write_loss_ranges(r, next_seq);
 	clock_gettime(CLOCK_REALTIME, &now);
 	line_run_fields(r, &l, "run_end", &now);
 	journal_line_str(&l, "why", why);
@@ -1187,6 +1332,10 @@ static int teardown(struct run *r)
 	policy_free(r->policy);
 	free(r->sni_cache);
 	r->sni_cache = NULL;
+	if (r->kseqs)
+		seqset_free(&r->kseqs->set);
+	free(r->kseqs);
+	r->kseqs = NULL;
 	return ret;
 }
 
@@ -1272,6 +1421,8 @@ static int setup(struct run *r, char *err, size_t err_len)
 		.checkpoint_lines = r->args.checkpoint_lines,
 		.checkpoint_secs = (unsigned int)r->args.checkpoint_secs,
 		.rotate_bytes = (uint64_t)r->args.rotate_kib * 1024,
+		/* selftests only, and said on stderr: see selftests/test_journal.sh */
+		.keep_plain = getenv("SLUICE_SELFTEST_KEEP_PLAIN") != NULL,
 		.export_fd = r->args.checkpoint_fd,
 	};
 	int ret;
@@ -1327,6 +1478,9 @@ static int setup(struct run *r, char *err, size_t err_len)
 	r->no_backstop = lo.no_backstop;
 	if (r->no_backstop)
 		fprintf(stderr, "sluice: SLUICE_SELFTEST_NO_BACKSTOP is set: packet checks are off\n");
+	if (jo.keep_plain)
+		fprintf(stderr, "sluice: SLUICE_SELFTEST_KEEP_PLAIN is set: rotated log segments are "
+				"not compressed\n");
 	if (r->netns_fd >= 0 && !r->no_backstop) {
 		ret = loader_attach_tc(r->loader, r->netns_fd, r->host_side, sizeof(r->host_side));
 		if (ret < 0) {

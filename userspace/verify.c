@@ -12,6 +12,7 @@
 
 #include "jsonline.h"
 #include "note.h"
+#include "seqset.h"
 #include "tlog.h"
 #include "verify.h"
 
@@ -94,9 +95,20 @@ struct verifier {
 	struct ext_checkpoint *ext;
 	size_t n_ext, next_ext;
 
-	/* kernel sequence numbers: all below kseq_low are resolved (seen or counted missing) */
-	uint64_t *kseq_bits;
-	uint64_t kseq_low, kseq_high; /* high: one past the largest seen */
+	/* kernel sequence numbers seen, and the first ranges of those no line carries */
+	struct seqset kseqs;
+	struct seqset_list missing;
+	/* the largest loss.kseq_below so far, and its line (0: none yet) */
+	uint64_t loss_below;
+	uint64_t loss_below_line;
+	/* the loss_ranges record (line 0: none), compared with missing at the end */
+	uint64_t lr_line;
+	char lr_file[PATH_MAX];
+	uint64_t lr_file_line;
+	uint64_t lr_missing;
+	bool lr_truncated;
+	size_t lr_n;
+	struct seqset_range lr[SEQSET_RANGES_LISTED];
 
 	struct jsonline jl;
 	char field[FIELD_MAX];
@@ -217,92 +229,37 @@ static void hex(const uint8_t *in, size_t n, char *out)
 /* ------------------------------------------------------------------------------------------ */
 /* Kernel sequence numbers */
 
-static bool kseq_test(const struct verifier *v, uint64_t k)
+/* A range of kseq values that no line carries (seqset_missing_fn). */
+static void missing_range(const struct seqset_range *m, void *ctx)
 {
-	uint64_t i = k % VERIFY_KSEQ_WINDOW;
+	struct verifier *v = ctx;
+	struct verify_result *r = v->r;
 
-	return v->kseq_bits[i / 64] >> (i % 64) & 1;
-}
-
-static void kseq_flip(struct verifier *v, uint64_t k)
-{
-	uint64_t i = k % VERIFY_KSEQ_WINDOW;
-
-	v->kseq_bits[i / 64] ^= 1ull << (i % 64);
-}
-
-static void missing_add(struct verify_result *r, uint64_t first, uint64_t last)
-{
-	struct verify_range *m = r->n_missing ? &r->missing[r->n_missing - 1] : NULL;
-
-	r->missing_kseq += last - first + 1;
-	if (m && !r->more_missing && m->last + 1 == first) {
-		m->last = last;
-		return;
-	}
-	if (r->n_missing == VERIFY_RANGES_MAX) {
+	if (r->n_missing < VERIFY_RANGES_MAX) {
+		r->missing[r->n_missing].first = m->first;
+		r->missing[r->n_missing].last = m->last;
+		r->n_missing++;
+	} else {
 		r->more_missing = true;
-		return;
 	}
-	r->missing[r->n_missing].first = first;
-	r->missing[r->n_missing].last = last;
-	r->n_missing++;
-}
-
-/* Resolve every kseq below new_low: those seen leave the window, the others are missing. */
-static void kseq_resolve(struct verifier *v, uint64_t new_low)
-{
-	uint64_t end = v->kseq_high < new_low ? v->kseq_high : new_low;
-	uint64_t k, run = 0;
-	bool in_run = false;
-
-	if (new_low <= v->kseq_low)
-		return;
-
-	for (k = v->kseq_low; k < end; k++) {
-		if (kseq_test(v, k)) {
-			kseq_flip(v, k);
-			if (in_run)
-				missing_add(v->r, run, k - 1);
-			in_run = false;
-		} else if (!in_run) {
-			run = k;
-			in_run = true;
-		}
-	}
-	if (end < new_low && !in_run) {
-		/* nothing at or above kseq_high was seen: all missing */
-		run = end;
-		in_run = true;
-	}
-	if (in_run)
-		missing_add(v->r, run, new_low - 1);
-	v->kseq_low = new_low;
-	if (v->kseq_high < new_low)
-		v->kseq_high = new_low;
+	seqset_list_add(m, &v->missing);
 }
 
 static int kseq_add(struct verifier *v, uint64_t k)
 {
-	if (k < v->kseq_low)
+	switch (seqset_add(&v->kseqs, k)) {
+	case 0:
+		return 0;
+	case -ERANGE:
 		return BAD(v,
 			   "kseq %" PRIu64 " repeats an earlier record's (or arrives more than %u "
 			   "records out of order)",
 			   k, VERIFY_KSEQ_WINDOW);
-	if (k == UINT64_MAX)
-		return BAD(v, "kseq %" PRIu64 " out of range", k);
-	if (k - v->kseq_low >= VERIFY_KSEQ_WINDOW)
-		kseq_resolve(v, k - VERIFY_KSEQ_WINDOW + 1);
-	if (kseq_test(v, k))
+	case -EEXIST:
 		return BAD(v, "kseq %" PRIu64 " appears twice", k);
-	kseq_flip(v, k);
-	if (k + 1 > v->kseq_high)
-		v->kseq_high = k + 1;
-	while (v->kseq_low < v->kseq_high && kseq_test(v, v->kseq_low)) {
-		kseq_flip(v, v->kseq_low);
-		v->kseq_low++;
+	default:
+		return BAD(v, "kseq %" PRIu64 " out of range", k);
 	}
-	return 0;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -761,9 +718,14 @@ static int check_run_end(struct verifier *v)
 			   v->run_end_line);
 	if (u64_field(v, "run_end", "kseq_next", &v->r->kseq_next))
 		return -ECANCELED;
-	if (v->kseq_high > v->r->kseq_next)
+	if (v->kseqs.high > v->r->kseq_next)
 		return BAD(v, "run_end: kseq_next %" PRIu64 " but kseq %" PRIu64 " was recorded",
-			   v->r->kseq_next, v->kseq_high - 1);
+			   v->r->kseq_next, v->kseqs.high - 1);
+	if (v->loss_below_line && v->loss_below > v->r->kseq_next)
+		return BAD(v,
+			   "run_end: kseq_next %" PRIu64 " is below the kseq_below %" PRIu64
+			   " of the loss record at line %" PRIu64,
+			   v->r->kseq_next, v->loss_below, v->loss_below_line);
 	err = jsonline_u64(&v->jl, "lost", &v->lost);
 	if (err == -EINVAL)
 		return BAD(v, "run_end: lost is not a non-negative integer");
@@ -779,10 +741,173 @@ static int check_run_end(struct verifier *v)
 	return 0;
 }
 
+/*
+ * A loss record: its count adds to the declared loss. Its kseq_below (optional) bounds the
+ * numbers of the records it counts: the writer reads the kernel's next sequence number after
+ * the loss counters, so the values never go down, and every record counted so far (each took
+ * its own number) lies below it.
+ */
+static int check_loss(struct verifier *v)
+{
+	struct verify_result *r = v->r;
+	uint64_t count, below;
+	int err;
+
+	if (u64_field(v, "loss", "count", &count))
+		return -ECANCELED;
+	if (count > UINT64_MAX - r->declared_loss)
+		return BAD(v, "loss: the counts overflow");
+	r->declared_loss += count;
+	err = jsonline_u64(&v->jl, "kseq_below", &below);
+	if (err == -ENOENT)
+		return 0;
+	if (err)
+		return BAD(v, "loss: kseq_below is not a non-negative integer");
+	if (v->loss_below_line && below < v->loss_below)
+		return BAD(v,
+			   "loss: kseq_below %" PRIu64 " is below the %" PRIu64
+			   " of the loss record at line %" PRIu64,
+			   below, v->loss_below, v->loss_below_line);
+	if (below < r->declared_loss)
+		return BAD(v,
+			   "loss: %" PRIu64 " records declared lost so far cannot all have a kseq "
+			   "below kseq_below %" PRIu64,
+			   r->declared_loss, below);
+	if (v->run_end_line && below > r->kseq_next)
+		return BAD(v, "loss: kseq_below %" PRIu64 " is past run_end's kseq_next %" PRIu64,
+			   below, r->kseq_next);
+	v->loss_below = below;
+	v->loss_below_line = v->lines + 1;
+	return 0;
+}
+
+/*
+ * The writer's list of the kseq values missing from the log: "missing" (how many),
+ * "ranges" (first,last pairs, ascending, at most SEQSET_RANGES_LISTED) and "truncated" (more
+ * ranges exist than listed). Checked for consistency here and against the log at the end.
+ */
+static int check_loss_ranges(struct verifier *v)
+{
+	const struct jsonline_member *m;
+	struct jsonline_value e;
+	uint64_t first = 0, listed = 0;
+	size_t pos = 0, n = 0;
+	int res;
+
+	if (v->lr_line)
+		return BAD(v, "a second loss_ranges record (the first is line %" PRIu64 ")",
+			   v->lr_line);
+	if (v->run_end_line)
+		return BAD(v, "loss_ranges after run_end (line %" PRIu64 ")", v->run_end_line);
+	if (u64_field(v, "loss_ranges", "missing", &v->lr_missing))
+		return -ECANCELED;
+	m = jsonline_get(&v->jl, "ranges");
+	if (!m || m->v.kind != JSONLINE_ARRAY)
+		return BAD(v, "loss_ranges: ranges is not an array");
+	while ((res = jsonline_array_next(&v->jl, &m->v, &pos, &e)) > 0) {
+		struct seqset_range *rg;
+
+		if (e.kind != JSONLINE_INT || e.neg)
+			return BAD(v, "loss_ranges: ranges holds a value that is not a "
+				      "non-negative integer");
+		if (!(n++ % 2)) {
+			first = e.u;
+			continue;
+		}
+		if (n / 2 > SEQSET_RANGES_LISTED)
+			return BAD(v, "loss_ranges: lists more than %d ranges",
+				   SEQSET_RANGES_LISTED);
+		if (first > e.u)
+			return BAD(v,
+				   "loss_ranges: range %zu (%" PRIu64 "..%" PRIu64 ") is reversed",
+				   n / 2, first, e.u);
+		/* maximal and ascending: a kseq that is not missing lies between two ranges */
+		if (v->lr_n &&
+		    (first <= v->lr[v->lr_n - 1].last || first - v->lr[v->lr_n - 1].last < 2))
+			return BAD(v,
+				   "loss_ranges: range %zu (%" PRIu64 "..%" PRIu64
+				   ") does not start past the previous one's end + 1",
+				   n / 2, first, e.u);
+		if (e.u - first >= v->lr_missing - listed)
+			return BAD(v,
+				   "loss_ranges: the ranges hold more than the %" PRIu64
+				   " missing values the record counts",
+				   v->lr_missing);
+		listed += e.u - first + 1;
+		rg = &v->lr[v->lr_n++];
+		rg->first = first;
+		rg->last = e.u;
+	}
+	if (n % 2)
+		return BAD(v, "loss_ranges: ranges has an odd number of values");
+	m = jsonline_get(&v->jl, "truncated");
+	if (!m || (m->v.kind != JSONLINE_TRUE && m->v.kind != JSONLINE_FALSE))
+		return BAD(v, "loss_ranges: truncated is not true or false");
+	v->lr_truncated = m->v.kind == JSONLINE_TRUE;
+	if (!v->lr_truncated && listed != v->lr_missing)
+		return BAD(v,
+			   "loss_ranges: counts %" PRIu64 " missing values, but its ranges (not "
+			   "truncated) hold %" PRIu64,
+			   v->lr_missing, listed);
+	if (v->lr_truncated && listed == v->lr_missing)
+		return BAD(v, "loss_ranges: truncated, but its ranges hold all %" PRIu64 " values",
+			   listed);
+	v->lr_line = v->lines + 1;
+	snprintf(v->lr_file, sizeof(v->lr_file), "%s", v->file);
+	v->lr_file_line = v->file_line;
+	return 0;
+}
+
+/*
+ * At the end of a sealed log: the loss_ranges record must list exactly the ranges of kseq
+ * values in [0, kseq_next) that no line carries, the first ones if truncated, and count them
+ * all. Compared range by range with the first SEQSET_RANGES_LISTED the verifier found itself.
+ */
+static int check_loss_ranges_end(struct verifier *v)
+{
+	const struct seqset_list *have = &v->missing;
+	size_t i;
+
+	v->file = v->lr_file;
+	v->file_line = v->lr_file_line;
+	if (v->lr_missing != v->kseqs.missing)
+		return verr(v, VERIFY_INVALID, v->lr_line,
+			    "loss_ranges: says %" PRIu64 " kseq values are missing, but %" PRIu64
+			    " of [0, kseq_next %" PRIu64 ") have no line",
+			    v->lr_missing, v->kseqs.missing, v->r->kseq_next);
+	for (i = 0; i < v->lr_n; i++) {
+		const struct seqset_range *said = &v->lr[i];
+
+		if (i >= have->n)
+			return verr(v, VERIFY_INVALID, v->lr_line,
+				    "loss_ranges: range %zu (%" PRIu64 "..%" PRIu64 ") is not "
+				    "missing: the log lacks only %" PRIu64 " ranges",
+				    i + 1, said->first, said->last, have->total);
+		if (said->first != have->r[i].first || said->last != have->r[i].last)
+			return verr(v, VERIFY_INVALID, v->lr_line,
+				    "loss_ranges: range %zu is %" PRIu64 "..%" PRIu64
+				    ", but the log's missing range %zu is %" PRIu64 "..%" PRIu64,
+				    i + 1, said->first, said->last, i + 1, have->r[i].first,
+				    have->r[i].last);
+	}
+	if (!v->lr_truncated && have->total != v->lr_n)
+		return verr(v, VERIFY_INVALID, v->lr_line,
+			    "loss_ranges: lists %zu ranges and is not truncated, but the log lacks "
+			    "%" PRIu64 " ranges",
+			    v->lr_n, have->total);
+	if (v->lr_truncated && have->total == v->lr_n)
+		return verr(
+			v, VERIFY_INVALID, v->lr_line,
+			"loss_ranges: truncated, but the log lacks no range past the %zu listed",
+			v->lr_n);
+	v->r->loss_ranges_line = v->lr_line;
+	return 0;
+}
+
 static int check_record(struct verifier *v)
 {
 	const struct jsonline *jl = &v->jl;
-	uint64_t k, count;
+	uint64_t k;
 	int err;
 
 	if (!v->lines)
@@ -796,11 +921,13 @@ static int check_record(struct verifier *v)
 		if (err)
 			return err;
 	} else if (jsonline_type_is(jl, "loss")) {
-		if (u64_field(v, "loss", "count", &count))
-			return -ECANCELED;
-		if (count > UINT64_MAX - v->r->declared_loss)
-			return BAD(v, "loss: the counts overflow");
-		v->r->declared_loss += count;
+		err = check_loss(v);
+		if (err)
+			return err;
+	} else if (jsonline_type_is(jl, "loss_ranges")) {
+		err = check_loss_ranges(v);
+		if (err)
+			return err;
 	} else if (jsonline_type_is(jl, "anomaly")) {
 		v->r->anomalies++;
 	}
@@ -941,13 +1068,17 @@ static int verify_end(struct verifier *v)
 	}
 	r->lines = v->lines;
 	if (!v->last_cp_final || r->partial_line) {
-		kseq_resolve(v, v->kseq_high);
+		seqset_finish(&v->kseqs, v->kseqs.high);
+		r->missing_kseq = v->kseqs.missing;
 		r->unsealed_lines = v->lines - v->last_cp_line + r->partial_line;
 		r->status = VERIFY_UNSEALED;
 		return 0;
 	}
 	r->sealed = true;
-	kseq_resolve(v, r->kseq_next);
+	seqset_finish(&v->kseqs, r->kseq_next);
+	r->missing_kseq = v->kseqs.missing;
+	if (v->lr_line && check_loss_ranges_end(v))
+		return -ECANCELED;
 	v->file = v->run_end_file;
 	v->file_line = v->run_end_file_line;
 	/* a kernel record is either in the log, declared lost, or counted as not logged */
@@ -992,8 +1123,7 @@ int verify_log(const struct verify_opts *o, struct verify_result *r)
 	v->r = r;
 	tlog_init(&v->tree);
 	rd = malloc(sizeof(*rd));
-	v->kseq_bits = calloc(VERIFY_KSEQ_WINDOW / 64, sizeof(uint64_t));
-	if (!rd || !v->kseq_bits) {
+	if (!rd || seqset_init(&v->kseqs, missing_range, v)) {
 		verr(v, VERIFY_ERROR, 0, "%s", strerror(ENOMEM));
 		goto out;
 	}
@@ -1022,7 +1152,7 @@ out:
 	if (r->status == VERIFY_INVALID || r->status == VERIFY_ERROR)
 		r->lines = v->lines;
 	free(v->ext);
-	free(v->kseq_bits);
+	seqset_free(&v->kseqs);
 	free(rd);
 	free(v);
 	return r->status;

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "note.h"
+#include "seqset.h"
 
 /* The exit codes of sluice verify. */
 enum verify_status {
@@ -31,7 +32,7 @@ enum verify_status {
  * resolver's thread today); this many past the lowest one not yet seen are tracked. A record that
  * arrives further behind than this is refused, as a repeat would be.
  */
-#define VERIFY_KSEQ_WINDOW (1u << 20)
+#define VERIFY_KSEQ_WINDOW SEQSET_WINDOW
 /* How many missing kseq ranges the result lists (all are counted). */
 #define VERIFY_RANGES_MAX 16
 #define VERIFY_WHY_MAX 512
@@ -66,6 +67,8 @@ struct verify_result {
 	struct verify_range missing[VERIFY_RANGES_MAX];
 	size_t n_missing; /* ranges listed; more exist if more_missing */
 	bool more_missing;
+	/* the log's loss_ranges record, when it lists exactly the missing ranges; else 0 */
+	uint64_t loss_ranges_line;
 	bool has_run_end;
 	uint64_t kseq_next; /* from run_end */
 	char origin[NOTE_NAME_MAX + 1];

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "journal.h"
 #include "note.h"
 #include "verify.h"
 #include "verify_cmd.h"
@@ -55,24 +56,103 @@ static const char *status_word(int status)
 	}
 }
 
-static void json_str(FILE *f, const char *s)
+/*
+ * The strings printed come from the log (origin, reasons, the why texts that quote them) and
+ * the exported stream: an attacker's bytes. JSON gets the log's own canonical string form
+ * (evidence spec 1: invalid UTF-8 and control bytes as \u00xx), so the output is valid UTF-8
+ * JSON whatever the input.
+ */
+static void json_str(FILE *f, const char *str)
 {
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
+	const unsigned char *s = (const unsigned char *)str;
 
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c == '\n')
+	fputc('"', f);
+	while (*s) {
+		size_t n = *s >= 0x80 ? journal_utf8_len((const char *)s) : 0;
+
+		if (*s == '"' || *s == '\\')
+			fprintf(f, "\\%c", *s);
+		else if (*s == '\n')
 			fputs("\\n", f);
-		else if (c == '\t')
+		else if (*s == '\t')
 			fputs("\\t", f);
-		else if (c < 0x20 || c == 0x7f)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
+		else if (*s < 0x20 || *s == 0x7f || (*s >= 0x80 && !n))
+			fprintf(f, "\\u%04x", *s);
+		else if (n) {
+			fwrite(s, 1, n, f);
+			s += n;
+			continue;
+		} else
+			fputc(*s, f);
+		s++;
 	}
 	fputc('"', f);
+}
+
+/* The code point of the well-formed n-byte UTF-8 sequence at s. */
+static uint32_t utf8_cp(const unsigned char *s, size_t n)
+{
+	uint32_t cp = s[0] & (0x7f >> n);
+	size_t i;
+
+	for (i = 1; i < n; i++)
+		cp = cp << 6 | (s[i] & 0x3f);
+	return cp;
+}
+
+/*
+ * Characters a terminal acts on or that change how a line reads: C1 controls, bidirectional
+ * overrides and isolates, line and paragraph separators.
+ */
+static bool cp_unsafe(uint32_t cp)
+{
+	return (cp >= 0x80 && cp <= 0x9f) || cp == 0x200e || cp == 0x200f ||
+	       (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+/*
+ * For the human summary: printable ASCII and well-formed UTF-8 as they are; control bytes
+ * (ESC included), DEL, invalid UTF-8, the characters cp_unsafe() names and the backslash as
+ * \xNN (\\ for the backslash), byte by byte, so nothing in a log can drive the terminal or
+ * pass for a line of the summary.
+ */
+static void human_str(FILE *f, const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+
+	while (*s) {
+		size_t n = *s >= 0x80 ? journal_utf8_len((const char *)s) : 0, i;
+
+		if (*s == '\\') {
+			fputs("\\\\", f);
+			s++;
+		} else if (*s >= 0x20 && *s < 0x7f) {
+			fputc(*s, f);
+			s++;
+		} else if (n && !cp_unsafe(utf8_cp(s, n))) {
+			fwrite(s, 1, n, f);
+			s += n;
+		} else {
+			for (i = 0; i < (n ? n : 1); i++)
+				fprintf(f, "\\x%02x", s[i]);
+			s += n ? n : 1;
+		}
+	}
+}
+
+/*
+ * Whether the log's run key certificate verified under the host key: line 1 (log_start) is
+ * checked whole before any later line, so an intact or unsealed log, or a first error after
+ * line 1, means it did. (An error at line 1 itself may still come after the certificate, from
+ * the exported checkpoints; then this says no, which only leaves the "certified" line out.)
+ */
+static bool cert_verified(const struct verify_result *r)
+{
+	if (!r->origin[0])
+		return false;
+	if (r->status == VERIFY_OK || r->status == VERIFY_LOSS || r->status == VERIFY_UNSEALED)
+		return true;
+	return r->status == VERIFY_INVALID && r->err_line > 1;
 }
 
 static void print_json(const char *log, const struct verify_result *r)
@@ -100,7 +180,12 @@ static void print_json(const char *log, const struct verify_result *r)
 	for (i = 0; i < r->n_missing; i++)
 		printf("%s[%" PRIu64 ",%" PRIu64 "]", i ? "," : "", r->missing[i].first,
 		       r->missing[i].last);
-	printf("],\"first_error\":");
+	printf("]");
+	if (r->loss_ranges_line)
+		printf(",\"loss_ranges_line\":%" PRIu64, r->loss_ranges_line);
+	else
+		printf(",\"loss_ranges_line\":null");
+	printf(",\"first_error\":");
 	if (r->status != VERIFY_INVALID && r->status != VERIFY_ERROR) {
 		printf("null}\n");
 		return;
@@ -141,7 +226,8 @@ static void print_where(const struct verify_result *r)
 	if (r->err_line)
 		printf("line %" PRIu64 " (seq %" PRIu64 ")", r->err_line, r->err_seq);
 	if (r->err_file[0]) {
-		printf("%s%s", r->err_line ? ", " : "", r->err_file);
+		printf("%s", r->err_line ? ", " : "");
+		human_str(stdout, r->err_file);
 		if (r->err_file_line)
 			printf(" line %" PRIu64, r->err_file_line);
 	}
@@ -149,10 +235,16 @@ static void print_where(const struct verify_result *r)
 
 static void print_human(const char *log, const struct verify_result *r)
 {
-	printf("sluice verify %s\n", log);
-	if (r->origin[0])
-		printf("  run:         %s (run key certified by host key %s)\n", r->origin,
-		       r->host_key_name);
+	printf("sluice verify ");
+	human_str(stdout, log);
+	printf("\n");
+	if (cert_verified(r)) {
+		printf("  run:         ");
+		human_str(stdout, r->origin);
+		printf(" (run key certified by host key ");
+		human_str(stdout, r->host_key_name);
+		printf(")\n");
+	}
 	printf("  lines:       %" PRIu64 " in %u file%s", r->lines, r->segments,
 	       r->segments == 1 ? "" : "s");
 	if (r->partial_line)
@@ -163,8 +255,11 @@ static void print_human(const char *log, const struct verify_result *r)
 	if (r->ext_checkpoints)
 		printf(", %" PRIu64 " exported", r->ext_checkpoints);
 	printf("\n  sealed:      %s\n", r->sealed ? "yes" : "no");
-	if (r->ext_write_failure[0])
-		printf("  exported:    the writer reported \"%s\"\n", r->ext_write_failure);
+	if (r->ext_write_failure[0]) {
+		printf("  exported:    the writer reported \"");
+		human_str(stdout, r->ext_write_failure);
+		printf("\"\n");
+	}
 	printf("  loss:        %" PRIu64 " kernel records declared lost, ", r->declared_loss);
 	if (r->unlogged)
 		printf("%" PRIu64 " not logged by policy, ", r->unlogged);
@@ -174,6 +269,9 @@ static void print_human(const char *log, const struct verify_result *r)
 		print_ranges(r);
 		printf(")");
 	}
+	if (r->loss_ranges_line)
+		printf(", as the log's loss_ranges record (line %" PRIu64 ") lists",
+		       r->loss_ranges_line);
 	printf("\n");
 	if (r->anomalies)
 		printf("  anomalies:   %" PRIu64 "\n", r->anomalies);
@@ -195,7 +293,9 @@ static void print_human(const char *log, const struct verify_result *r)
 	default:
 		printf("INVALID: ");
 		print_where(r);
-		printf(": %s\n", r->why);
+		printf(": ");
+		human_str(stdout, r->why);
+		printf("\n");
 		break;
 	}
 }
@@ -281,10 +381,13 @@ int verify_cmd_main(int argc, char **argv)
 	status = verify_log(&o, r);
 	if (json)
 		print_json(o.log, r);
-	else if (status == VERIFY_ERROR)
-		fprintf(stderr, "sluice verify: %s%s%s\n", r->err_file, r->err_file[0] ? ": " : "",
-			r->why);
-	else
+	else if (status == VERIFY_ERROR) {
+		fprintf(stderr, "sluice verify: ");
+		human_str(stderr, r->err_file);
+		fprintf(stderr, "%s", r->err_file[0] ? ": " : "");
+		human_str(stderr, r->why);
+		fprintf(stderr, "\n");
+	} else
 		print_human(o.log, r);
 out:
 	free(r);

@@ -14,8 +14,19 @@ and sharing no code with sluice: hashlib for SHA-256, python3-cryptography for E
 - line 1 is run_start; the last line is the "final" checkpoint, and the last line before it
   that is not a checkpoint is run_end
   (--unsealed: a run killed before its end; the structure at the end is not checked);
+- kernel sequence numbers (the lines' "kseq"): each at most once, all below run_end.kseq_next;
+  every loss record has a "kseq_below" that never goes down, is at least the records declared
+  lost so far and at most kseq_next; at the end, the values of [0, kseq_next) no line carries
+  are exactly as many as the loss records declare plus run_end.unlogged, and when there are any
+  the one loss_ranges record (before run_end) counts them ("missing") and lists their maximal
+  ranges ("ranges": first,last,… ascending, the first ones; "truncated" if more exist); when
+  there are none there is no loss_ranges record. (sluice verify reads kseq_below and
+  loss_ranges when present; this checker, which tests the writer, requires them.)
 - --copy FILE: FILE holds exactly the log's checkpoint notes, each followed by one blank line
-  (the sidecar LOG.checkpoints, or what --checkpoint-fd received).
+  (the sidecar LOG.checkpoints, or what --checkpoint-fd received), and, when the log ends with
+  its seal (size S), one more note of size S + 1 by the run key whose root covers the seal line.
+- segment k is LOG.k.gz, else the plain LOG.k (a rotation whose compression did not happen);
+  LOG.k.gz.tmp is never read.
 
 Exit 0 when all holds (--summary then prints one line of counts), 1 with "where: why" otherwise.
 """
@@ -28,6 +39,7 @@ import sys
 
 KEY_RE = re.compile(rb"[a-z0-9_]+\Z")
 REASONS = {"lines", "time", "heartbeat", "loss", "anomaly", "rotate", "final"}
+RANGES_LISTED = 256  # the most ranges a loss_ranges record lists
 
 
 class Bad(Exception):
@@ -269,10 +281,120 @@ def open_note(note, vkey):
 
 # ---------------------------------------------------------------------------------------------
 
+def is_uint(v):
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+class Kseqs:
+    """The kernel sequence numbers of a log, and what its loss records say about them."""
+
+    def __init__(self):
+        self.seen = set()
+        self.declared = 0
+        self.below = None  # (the last loss.kseq_below, where)
+        self.ranges = None  # (the loss_ranges record, where)
+        self.end = None  # run_end
+
+    def line(self, o):
+        k = o.get("kseq")
+        if k is not None:
+            if not is_uint(k):
+                raise Bad(f"kseq {k!r} is not a non-negative integer")
+            if k in self.seen:
+                raise Bad(f"kseq {k} appears twice")
+            if self.end is not None and k >= self.end["kseq_next"]:
+                raise Bad(f"kseq {k} after run_end, whose kseq_next is {self.end['kseq_next']}")
+            self.seen.add(k)
+
+    def loss(self, o, where):
+        if not is_uint(o["count"]):
+            raise Bad("loss count is not a non-negative integer")
+        self.declared += o["count"]
+        kb = o.get("kseq_below")
+        if not is_uint(kb):
+            raise Bad("loss record without a non-negative integer kseq_below")
+        if self.below is not None and kb < self.below[0]:
+            raise Bad(f"kseq_below {kb} went down from {self.below[0]} ({self.below[1]})")
+        if kb < self.declared:
+            raise Bad(f"kseq_below {kb}, but {self.declared} records were declared lost so far")
+        if self.end is not None and kb > self.end["kseq_next"]:
+            raise Bad(f"kseq_below {kb} past run_end's kseq_next {self.end['kseq_next']}")
+        self.below = (kb, where)
+
+    def loss_ranges(self, o, where):
+        if self.ranges is not None:
+            raise Bad(f"a second loss_ranges record (the first: {self.ranges[1]})")
+        if self.end is not None:
+            raise Bad("loss_ranges after run_end")
+        r = o["ranges"]
+        if not is_uint(o["missing"]) or not isinstance(r, list) or not all(map(is_uint, r)):
+            raise Bad("loss_ranges: missing or ranges is not (a list of) non-negative integers")
+        if len(r) % 2 or len(r) > 2 * RANGES_LISTED:
+            raise Bad(f"loss_ranges: {len(r)} values in ranges (pairs, at most {RANGES_LISTED})")
+        if not isinstance(o["truncated"], bool):
+            raise Bad("loss_ranges: truncated is not true or false")
+        self.ranges = (o, where)
+
+    def run_end(self, o):
+        if self.end is not None:
+            raise Bad("a second run_end record")
+        kn = o["kseq_next"]
+        if not is_uint(kn):
+            raise Bad("run_end kseq_next is not a non-negative integer")
+        if self.seen and max(self.seen) >= kn:
+            raise Bad(f"kseq_next {kn}, but kseq {max(self.seen)} is in the log")
+        if self.below is not None and self.below[0] > kn:
+            raise Bad(f"kseq_next {kn} below the kseq_below {self.below[0]} of {self.below[1]}")
+        self.end = o
+
+    def finish(self, path):
+        """The sealed log's accounting: which numbers have no line, and what the log says."""
+        kn = self.end["kseq_next"]
+        gaps, nxt = [], 0
+        for k in sorted(self.seen):
+            if k > nxt:
+                gaps.append((nxt, k - 1))
+            nxt = k + 1
+        if kn > nxt:
+            gaps.append((nxt, kn - 1))
+        missing = sum(b - a + 1 for a, b in gaps)
+        unlogged = self.end.get("unlogged", 0)
+        if self.end.get("lost", self.declared) != self.declared:
+            raise Bad(f"{path}: run_end lost {self.end['lost']}, loss records {self.declared}")
+        if missing != self.declared + unlogged:
+            raise Bad(f"{path}: {missing} kseq values of [0, {kn}) have no line, but "
+                      f"{self.declared} are declared lost and {unlogged} unlogged")
+        if not missing:
+            if self.ranges is not None:
+                raise Bad(f"{self.ranges[1]}: loss_ranges, but no kseq value is missing")
+            return
+        if self.ranges is None:
+            raise Bad(f"{path}: {missing} kseq values have no line (first {gaps[0][0]}) and "
+                      "there is no loss_ranges record")
+        o, where = self.ranges
+        listed = list(zip(o["ranges"][0::2], o["ranges"][1::2]))
+        if o["missing"] != missing:
+            raise Bad(f"{where}: loss_ranges says {o['missing']} missing, the log lacks {missing}")
+        for i, (said, true) in enumerate(zip(listed, gaps + [None] * len(listed))):
+            if said != true:
+                raise Bad(f"{where}: loss_ranges range {i + 1} is {said[0]}..{said[1]}, the log "
+                          f"lacks {'nothing more' if true is None else f'{true[0]}..{true[1]}'}")
+        if o["truncated"] != (len(gaps) > len(listed)):
+            raise Bad(f"{where}: loss_ranges lists {len(listed)} of {len(gaps)} ranges, "
+                      f"truncated is {o['truncated']}")
+
+
 def segments(path):
     k = 1
-    while os.path.exists(f"{path}.{k:06d}.gz"):
-        yield f"{path}.{k:06d}.gz", gzip.open(f"{path}.{k:06d}.gz", "rb").read()
+    while True:
+        gz, plain = f"{path}.{k:06d}.gz", f"{path}.{k:06d}"
+        if os.path.exists(gz):
+            yield gz, gzip.open(gz, "rb").read()
+        elif os.path.exists(plain):
+            with open(plain, "rb") as f:
+                yield plain, f.read()
+        else:
+            break
         k += 1
     with open(path, "rb") as f:
         yield path, f.read()
@@ -284,6 +406,7 @@ def check(path, pub, copies, unsealed):
     notes, objs, reasons = [], [], {}
     nseg = 0
     last_record = None
+    ks = Kseqs()
     for segname, data in segments(path):
         nseg += 1
         if data and not data.endswith(b"\n"):
@@ -336,6 +459,13 @@ def check(path, pub, copies, unsealed):
                     raise Bad(f"a {objs[-1]['type']} line not followed by a checkpoint")
                 if segname != path and n == len(lines) and o.get("reason") != "rotate":
                     raise Bad("rotated segment does not end with a rotate checkpoint")
+                ks.line(o)
+                if o["type"] == "loss":
+                    ks.loss(o, where)
+                elif o["type"] == "loss_ranges":
+                    ks.loss_ranges(o, where)
+                elif o["type"] == "run_end":
+                    ks.run_end(o)
             except (Bad, KeyError, ValueError, TypeError) as e:
                 raise Bad(f"{where}: {e}") from None
             tree.append(b)
@@ -356,13 +486,27 @@ def check(path, pub, copies, unsealed):
             raise Bad(f"{path}: the last line is not the final checkpoint ({objs[-1]})")
         if last_record != "run_end":
             raise Bad(f"{path}: the last record before the seal is {last_record!r}, not run_end")
+        ks.finish(path)
     want = "".join(n + "\n" for n in notes).encode()
+    sealed = objs[-1].get("reason") == "final"
+    seal_text = f"{origin}\n{seq}\n{base64.b64encode(tree.root()).decode()}\n"
     for c in copies:
         with open(c, "rb") as f:
             got = f.read()
-        if got != want:
+        if not got.startswith(want) or (got != want and not sealed):
             raise Bad(f"{c}: {len(got)} bytes, not the log's {len(notes)} checkpoint notes "
                       f"({len(want)} bytes)")
+        if not sealed:
+            continue
+        rest = got[len(want):]
+        if not rest.endswith(b"\n\n"):
+            raise Bad(f"{c}: after the log's {len(notes)} notes, not one more note (of the seal)")
+        try:
+            text = open_note(rest[:-1].decode(), run_key)
+        except (Bad, UnicodeDecodeError, ValueError) as e:
+            raise Bad(f"{c}: the note after the log's notes: {e}") from None
+        if text != seal_text:
+            raise Bad(f"{c}: the last note says {text!r}, not {seal_text!r} (the seal covered)")
     return seq, nseg, reasons
 
 

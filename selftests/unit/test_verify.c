@@ -841,6 +841,146 @@ static void build_killed_loss(struct log *l)
 	tw_rec(&w, 3);
 }
 
+/* A loss record with its kseq_below, and its checkpoint. */
+static void tw_loss_below(struct tw *w, uint64_t count, uint64_t total, uint64_t below)
+{
+	tw_line(w, "loss",
+		"\"hook\":\"connect4\",\"count\":%" PRIu64 ",\"total\":%" PRIu64
+		",\"kseq_below\":%" PRIu64,
+		count, total, below);
+	tw_checkpoint(w, "loss");
+}
+
+/*
+ * kseq 0,1,3,6,7 of 10: missing 2, 4-5, 8-9 (5 values), all declared lost.
+ *   1 log_start | 2-6 kseq | 7 loss 5 (kseq_below 10) | 8 checkpoint | 9 loss_ranges (the
+ *   members given; none if NULL) | 10 run_end (kseq_next 10) | 11 final
+ */
+static void build_lr(struct log *l, const char *members)
+{
+	static const uint64_t ks[] = {0, 1, 3, 6, 7};
+	struct tw w;
+
+	tw_start(&w, l, NULL, "run-a", g.host, g.run_a, 10);
+	for (size_t i = 0; i < ARRAY_SIZE(ks); i++)
+		tw_rec(&w, ks[i]);
+	tw_loss_below(&w, 5, 5, 10);
+	if (members)
+		tw_line(&w, "loss_ranges", "%s", members);
+	tw_end(&w, 10, 5);
+}
+
+#define BUILD_LR(name, members)                                                                    \
+	static void name(struct log *l)                                                            \
+	{                                                                                          \
+		build_lr(l, members);                                                              \
+	}
+
+BUILD_LR(build_lr_ok, "\"missing\":5,\"ranges\":[2,2,4,5,8,9],\"truncated\":false")
+BUILD_LR(build_lr_none, NULL)
+/* the first two of three ranges, truncated: a valid shorter listing */
+BUILD_LR(build_lr_first2, "\"missing\":5,\"ranges\":[2,2,4,5],\"truncated\":true")
+/* 4-5 left out, truncated to hide it */
+BUILD_LR(build_lr_omit, "\"missing\":5,\"ranges\":[2,2,8,9],\"truncated\":true")
+/* 4-5 left out, the count lowered to match */
+BUILD_LR(build_lr_omit_count, "\"missing\":3,\"ranges\":[2,2,8,9],\"truncated\":false")
+/* kseq 0 (which has its line) added */
+BUILD_LR(build_lr_add, "\"missing\":6,\"ranges\":[0,0,2,2,4,5,8,9],\"truncated\":false")
+/* 8-9 moved to 7-8: the same count */
+BUILD_LR(build_lr_shift, "\"missing\":5,\"ranges\":[2,2,4,5,7,8],\"truncated\":false")
+/* inconsistent in itself */
+BUILD_LR(build_lr_sum, "\"missing\":5,\"ranges\":[2,2,4,5],\"truncated\":false")
+BUILD_LR(build_lr_trunc_all, "\"missing\":5,\"ranges\":[2,2,4,5,8,9],\"truncated\":true")
+BUILD_LR(build_lr_adjacent, "\"missing\":5,\"ranges\":[2,2,3,3,8,10],\"truncated\":false")
+BUILD_LR(build_lr_reversed, "\"missing\":5,\"ranges\":[2,2,5,4,8,9],\"truncated\":false")
+BUILD_LR(build_lr_odd, "\"missing\":5,\"ranges\":[2,2,4,5,8],\"truncated\":false")
+BUILD_LR(build_lr_string, "\"missing\":5,\"ranges\":[2,2,4,5,8,\"9\"],\"truncated\":false")
+BUILD_LR(build_lr_no_trunc, "\"missing\":5,\"ranges\":[2,2,4,5,8,9]")
+
+/* 257 ranges listed: more than a loss_ranges record may hold (line 9) */
+static void build_lr_257(struct log *l)
+{
+	char members[4096];
+	int n = snprintf(members, sizeof(members), "\"missing\":257,\"ranges\":[");
+
+	for (int i = 0; i < 257; i++)
+		n += snprintf(members + n, sizeof(members) - (size_t)n, "%s%d,%d", i ? "," : "",
+			      100 + 2 * i, 100 + 2 * i);
+	snprintf(members + n, sizeof(members) - (size_t)n, "],\"truncated\":false");
+	build_lr(l, members);
+}
+
+/* 1 | 2-6 | 7 loss | 8 cp | 9 loss_ranges | 10 loss_ranges again | 11 run_end | 12 final */
+static void build_lr_twice(struct log *l)
+{
+	static const uint64_t ks[] = {0, 1, 3, 6, 7};
+	static const char m[] = "\"missing\":5,\"ranges\":[2,2,4,5,8,9],\"truncated\":false";
+	struct tw w;
+
+	tw_start(&w, l, NULL, "run-a", g.host, g.run_a, 10);
+	for (size_t i = 0; i < ARRAY_SIZE(ks); i++)
+		tw_rec(&w, ks[i]);
+	tw_loss_below(&w, 5, 5, 10);
+	tw_line(&w, "loss_ranges", "%s", m);
+	tw_line(&w, "loss_ranges", "%s", m);
+	tw_end(&w, 10, 5);
+}
+
+/* 1 | 2-6 | 7 loss | 8 cp | 9 run_end | 10 loss_ranges | 11 final */
+static void build_lr_after_end(struct log *l)
+{
+	static const uint64_t ks[] = {0, 1, 3, 6, 7};
+	struct tw w;
+
+	tw_start(&w, l, NULL, "run-a", g.host, g.run_a, 10);
+	for (size_t i = 0; i < ARRAY_SIZE(ks); i++)
+		tw_rec(&w, ks[i]);
+	tw_loss_below(&w, 5, 5, 10);
+	tw_line(&w, "run_end", "\"why\":\"exited\",\"exit_status\":0,\"lost\":5,\"kseq_next\":10");
+	tw_line(&w, "loss_ranges", "\"missing\":5,\"ranges\":[2,2,4,5,8,9],\"truncated\":false");
+	tw_checkpoint(&w, "final");
+}
+
+/*
+ * Two loss records: kseq 0,1 | loss 2 (kseq_below b1) | kseq 4,5 | loss 2 (kseq_below b2) |
+ * run_end (kseq_next next). Lines: 1 | 2-3 | 4 loss | 5 cp | 6-7 | 8 loss | 9 cp | 10 run_end
+ * | 11 final. Missing 2-3 and 6-7 (next 8).
+ */
+static void build_below(struct log *l, uint64_t b1, uint64_t b2, uint64_t next)
+{
+	struct tw w;
+
+	tw_start(&w, l, NULL, "run-a", g.host, g.run_a, 10);
+	tw_rec(&w, 0);
+	tw_rec(&w, 1);
+	tw_loss_below(&w, 2, 2, b1);
+	tw_rec(&w, 4);
+	tw_rec(&w, 5);
+	tw_loss_below(&w, 2, 4, b2);
+	tw_end(&w, next, 4);
+}
+
+static void build_below_ok(struct log *l)
+{
+	build_below(l, 4, 8, 8);
+}
+
+static void build_below_down(struct log *l)
+{
+	build_below(l, 6, 5, 8);
+}
+
+/* two records declared by kseq_below 1: impossible (each has its own number below it) */
+static void build_below_few(struct log *l)
+{
+	build_below(l, 1, 8, 8);
+}
+
+static void build_below_past_end(struct log *l)
+{
+	build_below(l, 4, 9, 8);
+}
+
 /* Rotated at lines 7 and 13: 1 | 2-6 | 7 rotate | 8-12 | 13 rotate | 14-16 | 17 run_end | 18 */
 static void build_rotated(struct log *l)
 {
@@ -1232,6 +1372,51 @@ static const struct verify_case verify_cases[] = {
 	 VERIFY_OK, 0, -1, NULL},
 	{"run_end kseq_next below a recorded kseq: line 5", build_next_low, NULL, NULL, NULL, 0,
 	 VERIFY_INVALID, 5, -1, "kseq_next 2 but kseq 2 was recorded"},
+	{"loss_ranges listing exactly the missing kseqs: exit 3", build_lr_ok, NULL, NULL, NULL, 0,
+	 VERIFY_LOSS, 0, -1, NULL},
+	{"no loss_ranges record (optional): exit 3", build_lr_none, NULL, NULL, NULL, 0,
+	 VERIFY_LOSS, 0, -1, NULL},
+	{"loss_ranges listing the first 2 of 3 ranges, truncated: exit 3", build_lr_first2, NULL,
+	 NULL, NULL, 0, VERIFY_LOSS, 0, -1, NULL},
+	{"loss_ranges omitting a range (truncated): line 9", build_lr_omit, NULL, NULL, NULL, 0,
+	 VERIFY_INVALID, 9, -1, "range 2 is 8..9, but the log's missing range 2 is 4..5"},
+	{"loss_ranges omitting a range and its count: line 9", build_lr_omit_count, NULL, NULL,
+	 NULL, 0, VERIFY_INVALID, 9, -1, "says 3 kseq values are missing, but 5"},
+	{"loss_ranges adding a range: line 9", build_lr_add, NULL, NULL, NULL, 0, VERIFY_INVALID,
+	 9, -1, "says 6 kseq values are missing, but 5"},
+	{"loss_ranges with a range moved: line 9", build_lr_shift, NULL, NULL, NULL, 0,
+	 VERIFY_INVALID, 9, -1, "range 3 is 7..8, but the log's missing range 3 is 8..9"},
+	{"loss_ranges whose ranges do not add up to its count: line 9", build_lr_sum, NULL, NULL,
+	 NULL, 0, VERIFY_INVALID, 9, -1, "counts 5 missing values, but its ranges (not truncated) "
+	 "hold 3"},
+	{"loss_ranges truncated, yet holding all: line 9", build_lr_trunc_all, NULL, NULL, NULL, 0,
+	 VERIFY_INVALID, 9, -1, "truncated, but its ranges hold all 5"},
+	{"loss_ranges with ranges touching: line 9", build_lr_adjacent, NULL, NULL, NULL, 0,
+	 VERIFY_INVALID, 9, -1, "range 2 (3..3) does not start past"},
+	{"loss_ranges with a reversed range: line 9", build_lr_reversed, NULL, NULL, NULL, 0,
+	 VERIFY_INVALID, 9, -1, "range 2 (5..4) is reversed"},
+	{"loss_ranges with an odd number of values: line 9", build_lr_odd, NULL, NULL, NULL, 0,
+	 VERIFY_INVALID, 9, -1, "odd number of values"},
+	{"loss_ranges with a string in ranges: line 9", build_lr_string, NULL, NULL, NULL, 0,
+	 VERIFY_INVALID, 9, -1, "not a non-negative integer"},
+	{"loss_ranges without truncated: line 9", build_lr_no_trunc, NULL, NULL, NULL, 0,
+	 VERIFY_INVALID, 9, -1, "truncated is not true or false"},
+	{"loss_ranges listing 257 ranges: line 9", build_lr_257, NULL, NULL, NULL, 0,
+	 VERIFY_INVALID, 9, -1, "lists more than 256 ranges"},
+	{"a second loss_ranges: line 10", build_lr_twice, NULL, NULL, NULL, 0, VERIFY_INVALID, 10,
+	 -1, "a second loss_ranges record (the first is line 9)"},
+	{"loss_ranges after run_end: line 10", build_lr_after_end, NULL, NULL, NULL, 0,
+	 VERIFY_INVALID, 10, -1, "loss_ranges after run_end (line 9)"},
+	{"loss records' kseq_below rising to kseq_next: exit 3", build_below_ok, NULL, NULL, NULL,
+	 0, VERIFY_LOSS, 0, -1, NULL},
+	{"a loss record's kseq_below going down: line 8", build_below_down, NULL, NULL, NULL, 0,
+	 VERIFY_INVALID, 8, -1, "kseq_below 5 is below the 6 of the loss record at line 4"},
+	{"kseq_below below the records declared: line 4", build_below_few, NULL, NULL, NULL, 0,
+	 VERIFY_INVALID, 4, -1, "2 records declared lost so far cannot all have a kseq below "
+	 "kseq_below 1"},
+	{"kseq_below past run_end's kseq_next: run_end line 10", build_below_past_end, NULL, NULL,
+	 NULL, 0, VERIFY_INVALID, 10, -1, "kseq_next 8 is below the kseq_below 9 of the loss "
+	 "record at line 8"},
 	{"checkpoints 2T+1 s apart: exit 0", build_heartbeat_21s, NULL, NULL, NULL, 0, VERIFY_OK, 0,
 	 -1, NULL},
 	{"heartbeat gap over 2T+1 s: line 5", build_heartbeat_gap, NULL, NULL, NULL, 0,
@@ -1444,6 +1629,36 @@ static bool check_result_details(char *why)
 	return true;
 }
 
+/* The line of a loss_ranges record that matched is reported; none when there is none. */
+static bool check_loss_ranges_line(char *why)
+{
+	static struct verify_result r;
+	struct verify_opts o = {.host_vkey = g.host_vkey};
+	void (*builds[])(struct log *) = {build_lr_ok, build_lr_none};
+	uint64_t want[] = {9, 0};
+	char log[128];
+
+	for (size_t i = 0; i < ARRAY_SIZE(builds); i++) {
+		struct log l = {0};
+
+		g.file_n++;
+		snprintf(log, sizeof(log), "%s/case%d.jsonl", g.dir, g.file_n);
+		builds[i](&l);
+		EXPECT(!write_lines(log, &l, 0, l.n, false), "cannot write %s", log);
+		log_free(&l);
+		o.log = log;
+		verify_log(&o, &r);
+		EXPECT(r.status == VERIFY_LOSS && r.loss_ranges_line == want[i] &&
+			       r.missing_kseq == 5 && r.n_missing == 3 && r.missing[1].first == 4 &&
+			       r.missing[1].last == 5,
+		       "case %zu: expected exit 3, loss_ranges line %" PRIu64 ", 5 missing in 3 "
+		       "ranges (the second 4..5); got exit %d, line %" PRIu64 ", %" PRIu64
+		       " in %zu (%s)",
+		       i, want[i], r.status, r.loss_ranges_line, r.missing_kseq, r.n_missing, r.why);
+	}
+	return true;
+}
+
 static bool check_errors_exit_4(char *why)
 {
 	static struct verify_result r;
@@ -1557,6 +1772,7 @@ static const struct {
 } late_cases[] = {
 	{"result details: missing ranges, counts, file and line of the error",
 	 check_result_details},
+	{"result details: the loss_ranges line that matched", check_loss_ranges_line},
 	{"unreadable log, bad host key, missing checkpoints file: exit 4", check_errors_exit_4},
 	{"a 200000-line log verifies in bounded memory", check_big_log},
 };
