@@ -72,6 +72,11 @@ $(OUTPUT)/selftests/%: selftests/tools/%.c | $(OUTPUT)/selftests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $< -o $@
 
+# io_uring's connect and sendmsg (P11), through liburing (make deps).
+$(OUTPUT)/selftests/sl_uring: selftests/tools/sl_uring.c | $(OUTPUT)/selftests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $< -luring -o $@
+
 $(OUTPUT)/selftests/sl_resolve_musl: selftests/tools/sl_resolve.c | $(OUTPUT)/selftests
 	$(call msg,MUSL-CC,$@)
 	$(Q)$(MUSL_GCC) -static -O2 -Wall -Wextra -Werror $< -o $@

@@ -164,6 +164,39 @@ static __always_inline __u32 flow_new_bytes(struct __sk_buff *skb, struct sl_flo
  * one that carries data are dropped, and a record goes out at once so userspace can end the
  * socket. Returns SKB_PASS or SKB_DROP.
  */
+/*
+ * Take n bytes from the flow's host budget for the run (rules with max_total_*): false when
+ * they do not fit, or the host cannot be counted (map full). Added first and given back on
+ * overrun, so concurrent flows to one host never pass more than the cap between them.
+ */
+static __always_inline bool host_total_take(const struct sl_flow *f, bool out, __u32 n)
+{
+	struct sl_rule_caps *caps;
+	struct sl_host_bytes *b;
+	struct sl_host_key k;
+	__u32 rid = f->rule_id;
+	__u64 cap, old, *total;
+
+	caps = bpf_map_lookup_elem(&sl_rule_caps, &rid);
+	if (!caps)
+		return true;
+	cap = out ? caps->max_total_req : caps->max_total_resp;
+	if (!cap)
+		return true;
+	host_key_of(&k, f->rule_id, f->host_id, f->family, f->addr);
+	b = host_bytes_get(&k);
+	if (!b)
+		return false;
+	total = out ? &b->req_bytes : &b->resp_bytes;
+	old = __sync_fetch_and_add(total, (__u64)n);
+	if (old + n > cap - 1) { /* caps are stored plus one */
+		__sync_fetch_and_add(total, -(__u64)n);
+		b->spent = 1;
+		return false;
+	}
+	return true;
+}
+
 static __always_inline int flow_count(struct __sk_buff *skb, struct sl_flow *f, bool out)
 {
 	__u64 *bytes = out ? &f->req_bytes : &f->resp_bytes;
@@ -177,6 +210,11 @@ static __always_inline int flow_count(struct __sk_buff *skb, struct sl_flow *f, 
 		return SKB_PASS;
 	if (cap && *bytes + n > cap - 1) { /* caps are stored plus one */
 		f->cut = out ? SL_CUT_REQUEST : SL_CUT_RESPONSE;
+		flow_cut_record(skb, f);
+		return SKB_DROP;
+	}
+	if (f->totals && !host_total_take(f, out, n)) {
+		f->cut = out ? SL_CUT_TOTAL_REQUEST : SL_CUT_TOTAL_RESPONSE;
 		flow_cut_record(skb, f);
 		return SKB_DROP;
 	}

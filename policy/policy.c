@@ -71,8 +71,21 @@ static const char *const rule_keys[] = {
 	"methods",
 	"max_request_bytes",
 	"max_response_bytes",
+	"max_total_request_bytes",
+	"max_total_response_bytes",
 };
-enum { R_NAME, R_HOSTS, R_CIDRS, R_PORTS, R_PROTOCOLS, R_METHODS, R_MAX_REQ, R_MAX_RESP };
+enum {
+	R_NAME,
+	R_HOSTS,
+	R_CIDRS,
+	R_PORTS,
+	R_PROTOCOLS,
+	R_METHODS,
+	R_MAX_REQ,
+	R_MAX_RESP,
+	R_MAX_TOTAL_REQ,
+	R_MAX_TOTAL_RESP,
+};
 
 static const char *const default_words[] = {"deny", "allow"};
 static const char *const mode_words[] = {"enforce", "report"};
@@ -1144,6 +1157,14 @@ static int parse_rule(struct pctx *x, const char *where, size_t idx)
 			err = parse_bytes(x, kw, &r->max_response_bytes);
 			r->has_max_response_bytes = !err;
 			break;
+		case R_MAX_TOTAL_REQ:
+			err = parse_bytes(x, kw, &r->max_total_request_bytes);
+			r->has_max_total_request_bytes = !err;
+			break;
+		case R_MAX_TOTAL_RESP:
+			err = parse_bytes(x, kw, &r->max_total_response_bytes);
+			r->has_max_total_response_bytes = !err;
+			break;
 		}
 		if (err)
 			return err;
@@ -1903,6 +1924,10 @@ static int compile_rule_ports(const struct policy *p, struct policy_compiled *pc
 		pc->rule_caps[i + 1].max_req = r->has_max_request_bytes ? r->max_request_bytes + 1 : 0;
 		pc->rule_caps[i + 1].max_resp =
 			r->has_max_response_bytes ? r->max_response_bytes + 1 : 0;
+		pc->rule_caps[i + 1].max_total_req =
+			r->has_max_total_request_bytes ? r->max_total_request_bytes + 1 : 0;
+		pc->rule_caps[i + 1].max_total_resp =
+			r->has_max_total_response_bytes ? r->max_total_response_bytes + 1 : 0;
 	}
 	return 0;
 }
@@ -2118,11 +2143,17 @@ static void print_rule(FILE *f, const struct policy *p, size_t i)
 		r->protocols == (SL_PROTO_TCP | SL_PROTO_UDP) ? ", " : "",
 		r->protocols & SL_PROTO_UDP ? "udp" : "");
 	if (r->has_max_request_bytes)
-		fprintf(f, "    max_request_bytes: %llu per flow (not yet per run and host)\n",
+		fprintf(f, "    max_request_bytes: %llu per flow\n",
 			(unsigned long long)r->max_request_bytes);
 	if (r->has_max_response_bytes)
-		fprintf(f, "    max_response_bytes: %llu per flow (not yet per run and host)\n",
+		fprintf(f, "    max_response_bytes: %llu per flow\n",
 			(unsigned long long)r->max_response_bytes);
+	if (r->has_max_total_request_bytes)
+		fprintf(f, "    max_total_request_bytes: %llu per host, over the run\n",
+			(unsigned long long)r->max_total_request_bytes);
+	if (r->has_max_total_response_bytes)
+		fprintf(f, "    max_total_response_bytes: %llu per host, over the run\n",
+			(unsigned long long)r->max_total_response_bytes);
 	if (!r->n_methods)
 		return;
 	fprintf(f, "  not enforced:\n    methods ");

@@ -53,6 +53,11 @@ struct policy_rule {
 	uint64_t max_request_bytes;
 	bool has_max_response_bytes;
 	uint64_t max_response_bytes;
+	/* the sum over the run's flows to one host (a name, or an address for CIDR rules) */
+	bool has_max_total_request_bytes;
+	uint64_t max_total_request_bytes;
+	bool has_max_total_response_bytes;
+	uint64_t max_total_response_bytes;
 };
 
 /*

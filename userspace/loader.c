@@ -334,6 +334,7 @@ struct loader *loader_load(const struct policy *p, const struct policy_compiled 
 	l->skel->rodata->sl_cfg_deny_errno = p->deny_errno;
 	l->skel->rodata->sl_cfg_wakeup_bytes = opts->wakeup_bytes;
 	l->skel->rodata->sl_cfg_dns_port = opts->dns_port;
+	l->skel->rodata->sl_cfg_strict = opts->strict_evidence;
 
 	/* An LPM trie must have max_entries >= 1, even for a policy with no CIDR rules. */
 	err = bpf_map__set_max_entries(l->skel->maps.sl_dst4, c->n_v4 ? c->n_v4 : 1);

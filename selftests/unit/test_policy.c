@@ -154,6 +154,34 @@ static bool check_integers(const struct policy *p, char *why)
 	return true;
 }
 
+static bool check_totals(const struct policy *p, char *why)
+{
+	const struct policy_rule *r = &p->rules[0], *r2 = &p->rules[1];
+	struct policy_compiled *c = NULL;
+	char err[256];
+	bool ok;
+
+	EXPECT(r->has_max_total_request_bytes && r->max_total_request_bytes == 100000,
+	       "expected max_total_request_bytes 100000, got %llu",
+	       (unsigned long long)r->max_total_request_bytes);
+	EXPECT(!r->has_max_total_response_bytes, "expected no max_total_response_bytes in rule 1");
+	EXPECT(r2->has_max_total_response_bytes && r2->max_total_response_bytes == 0,
+	       "expected max_total_response_bytes 0 in rule 2, got %llu",
+	       (unsigned long long)r2->max_total_response_bytes);
+	EXPECT(!policy_compile(p, &c, err, sizeof(err)), "compile failed: %s", err);
+	/* stored plus one, so that 0 means "no cap" and a cap of 0 still counts */
+	ok = c->rule_caps[1].max_total_req == 100001 && c->rule_caps[1].max_total_resp == 0 &&
+	     c->rule_caps[2].max_total_req == 0 && c->rule_caps[2].max_total_resp == 1 &&
+	     c->rule_caps[1].max_req == 0;
+	snprintf(why, WHY_LEN, "compiled caps: rule 1 total %llu/%llu, rule 2 total %llu/%llu",
+		 (unsigned long long)c->rule_caps[1].max_total_req,
+		 (unsigned long long)c->rule_caps[1].max_total_resp,
+		 (unsigned long long)c->rule_caps[2].max_total_req,
+		 (unsigned long long)c->rule_caps[2].max_total_resp);
+	policy_compiled_free(c);
+	return ok;
+}
+
 static bool check_ports(const struct policy *p, char *why)
 {
 	static const struct policy_port_range want[] = {
@@ -304,6 +332,13 @@ static const struct accept_case accept_cases[] = {
 	 "    max_request_bytes: 18446744073709551615\n"
 	 "    max_response_bytes: 12_345_678\n",
 	 check_integers},
+	{"accept: byte totals per run and host", NULL,
+	 "rules:\n"
+	 "  - hosts: [a.example]\n"
+	 "    max_total_request_bytes: 100_000\n"
+	 "  - cidrs: [\"10.0.0.0/8\"]\n"
+	 "    max_total_response_bytes: 0\n",
+	 check_totals},
 	{"accept: ports, ranges, quoted and unquoted", NULL,
 	 "rules:\n"
 	 "  - cidrs: [\"10.0.0.0/8\"]\n"
@@ -1029,8 +1064,8 @@ static bool misc_summary_seed(char *why)
 		"      (through the run's resolver: only listed names resolve",
 		"TLS on port 443 to them must name, in its ClientHello, a host that resolved",
 		"methods GET, HEAD: cannot be enforced in the kernel: HTTP methods are inside TLS",
-		"max_response_bytes: 500000000 per flow (not yet per run and host)",
-		"max_request_bytes: 65536 per flow (not yet per run and host)",
+		"max_response_bytes: 500000000 per flow",
+		"max_request_bytes: 65536 per flow",
 		"always blackholed, whatever the policy: 169.254.0.0/16, fe80::/10, fd00:ec2::/32 "
 		"and "
 		"their v4-mapped/NAT64/IPv4-compatible forms",
