@@ -543,9 +543,9 @@ static __always_inline bool dst_is_flow_dst(const struct packet_dst *d, const st
 /*
  * The backstop: whatever connect() or sendmsg() judged, the packet's own destination must be one
  * the run's allowlist admits. A packet of an allowed flow that goes where the flow was connected
- * costs one comparison; anything else is judged in full. A mismatch is dropped, the socket
- * keeps the denial (every later packet is dropped too, as for a held UDP denial) and it is
- * recorded once.
+ * costs one comparison; anything else is judged in full. A mismatch is dropped and recorded;
+ * a connected socket keeps the denial (every later packet is dropped too, as for a held UDP
+ * denial, and it is recorded once).
  */
 static __always_inline int backstop(struct __sk_buff *skb, struct bpf_sock *sk,
 				    const struct sl_flow *flow)
@@ -575,7 +575,11 @@ static __always_inline int backstop(struct __sk_buff *skb, struct bpf_sock *sk,
 		ev.tgid = flow->tgid;
 		__builtin_memcpy(ev.comm, flow->comm, sizeof(ev.comm));
 	}
-	h = bpf_sk_storage_get(&sl_sk_held, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	/*
+	 * A connected flow keeps the denial (its later packets go to the same wrong place); a
+	 * socket without one (ping, raw, unconnected UDP) is judged packet by packet.
+	 */
+	h = flow ? bpf_sk_storage_get(&sl_sk_held, sk, 0, BPF_SK_STORAGE_GET_F_CREATE) : NULL;
 	if (!h) {
 		event_hdr_init(&ev.hdr, SL_EV_DECISION, sizeof(ev));
 		event_submit(&ev, sizeof(ev), SL_HOOK_EGRESS, true);

@@ -72,6 +72,11 @@ enum sl_mode {
 /* Protocol bits in struct sl_port_rule.protocols. */
 #define SL_PROTO_TCP 0x01
 #define SL_PROTO_UDP 0x02
+#define SL_PROTO_ICMP 0x04 /* ICMP and ICMPv6 (ping and raw sockets the policy allows); no ports */
+
+/* Socket kinds a policy may allow beyond TCP and UDP (policy "sockets:"). */
+#define SL_SOCKETS_PING 0x01 /* ICMP echo sockets */
+#define SL_SOCKETS_RAW 0x02  /* raw IP sockets: every packet judged by the backstop */
 
 /* rule_id 0 is the policy default; rules are numbered from 1 in policy order. */
 #define SL_RULE_DEFAULT 0

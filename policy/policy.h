@@ -113,6 +113,7 @@ struct policy {
 	struct policy_alert *alerts; /* alert_on, parsed: alerts[i] is alert_on[i] */
 	size_t n_alert_on;
 	char *request_access; /* URL template; "{host}" is replaced by the denied destination */
+	unsigned int sockets; /* SL_SOCKETS_*: kinds beyond TCP and UDP the run may create */
 };
 
 /*

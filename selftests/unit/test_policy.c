@@ -182,6 +182,18 @@ static bool check_totals(const struct policy *p, char *why)
 	return ok;
 }
 
+static bool check_icmp(const struct policy *p, char *why)
+{
+	EXPECT(p->sockets == (SL_SOCKETS_PING | SL_SOCKETS_RAW), "expected sockets ping|raw, got %#x",
+	       p->sockets);
+	EXPECT(p->rules[0].protocols == (SL_PROTO_ICMP | SL_PROTO_TCP),
+	       "expected protocols icmp|tcp, got %#x", p->rules[0].protocols);
+	EXPECT(p->rules[1].protocols == (SL_PROTO_TCP | SL_PROTO_UDP),
+	       "expected the default tcp|udp (not icmp) without protocols:, got %#x",
+	       p->rules[1].protocols);
+	return true;
+}
+
 static bool check_ports(const struct policy *p, char *why)
 {
 	static const struct policy_port_range want[] = {
@@ -332,6 +344,13 @@ static const struct accept_case accept_cases[] = {
 	 "    max_request_bytes: 18446744073709551615\n"
 	 "    max_response_bytes: 12_345_678\n",
 	 check_integers},
+	{"accept: icmp rules and ping/raw sockets", NULL,
+	 "sockets: [ping, raw, PING]\n"
+	 "rules:\n"
+	 "  - cidrs: [\"10.0.0.0/8\"]\n"
+	 "    protocols: [icmp, tcp]\n"
+	 "  - cidrs: [\"10.0.0.0/8\"]\n",
+	 check_icmp},
 	{"accept: byte totals per run and host", NULL,
 	 "rules:\n"
 	 "  - hosts: [a.example]\n"
@@ -587,8 +606,12 @@ static const struct reject_case reject_cases[] = {
 	 "mode: expected one of enforce, report"},
 	{"reject: unknown log kind", "log: [allow, info]\n", 1, 14,
 	 "log[1]: expected one of allow, deny, got \"info\""},
-	{"reject: unknown protocol", "rules:\n  - cidrs: [\"10.0.0.0/8\"]\n    protocols: [icmp]\n",
-	 3, 17, "rules[0].protocols[0]: expected one of tcp, udp, got \"icmp\""},
+	{"reject: unknown protocol", "rules:\n  - cidrs: [\"10.0.0.0/8\"]\n    protocols: [sctp]\n",
+	 3, 17, "rules[0].protocols[0]: expected one of tcp, udp, icmp, got \"sctp\""},
+	{"reject: unknown socket kind", "sockets: [ping, packet]\n", 1, 17,
+	 "sockets[1]: expected one of ping, raw, got \"packet\""},
+	{"reject: sockets not a sequence", "sockets: ping\n", 1, 10,
+	 "sockets: expected a sequence of socket kinds (ping, raw), got \"ping\""},
 	{"reject: alert_on item as a mapping", "alert_on: [{a: b}]\n", 1, 12,
 	 "alert_on[0]: expected an alert condition (a string), got a mapping"},
 	{"reject: request_access empty", "request_access: \"\"\n", 1, 17,
