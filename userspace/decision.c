@@ -115,14 +115,17 @@ int decision_view_init(struct decision_view *v, const struct sl_decision_event *
 	    (ev->rule_id == SL_RULE_DEFAULT || ev->rule_id > p->n_rules))
 		return -EINVAL;
 
+	/* dst_port is for the stderr notice of a denial: an allow (the hot path) needs none */
 	if (ev->family == AF_INET) {
 		inet_ntop(AF_INET, ev->addr, v->dst, sizeof(v->dst));
 		v->family = "ipv4";
-		util_fmt(v->dst_port, sizeof(v->dst_port), "%s:%u", v->dst, ev->port);
+		if (ev->verdict == SL_VERDICT_DENY)
+			util_fmt(v->dst_port, sizeof(v->dst_port), "%s:%u", v->dst, ev->port);
 	} else if (ev->family == AF_INET6) {
 		inet_ntop(AF_INET6, ev->addr, v->dst, sizeof(v->dst));
 		v->family = "ipv6";
-		util_fmt(v->dst_port, sizeof(v->dst_port), "[%s]:%u", v->dst, ev->port);
+		if (ev->verdict == SL_VERDICT_DENY)
+			util_fmt(v->dst_port, sizeof(v->dst_port), "[%s]:%u", v->dst, ev->port);
 		if (ev->embedded_v4)
 			inet_ntop(AF_INET, ev->eff_addr, v->dst_v4, sizeof(v->dst_v4));
 	} else {
@@ -136,8 +139,11 @@ int decision_view_init(struct decision_view *v, const struct sl_decision_event *
 	else
 		util_fmt(v->proto, sizeof(v->proto), "ip-%u", ev->protocol);
 	/* dst_port is sized for the longest address, port and protocol name. */
-	strncat(v->dst_port, "/", sizeof(v->dst_port) - strlen(v->dst_port) - 1);
-	strncat(v->dst_port, v->proto, sizeof(v->dst_port) - strlen(v->dst_port) - 1);
+	if (ev->verdict == SL_VERDICT_DENY) {
+		size_t n = strlen(v->dst_port);
+
+		util_fmt(v->dst_port + n, sizeof(v->dst_port) - n, "/%s", v->proto);
+	}
 
 	if (ev->reason == SL_REASON_RULE || ev->reason == SL_REASON_HOST_CAP)
 		policy_rule_name(p, ev->rule_id - 1, v->rule, sizeof(v->rule));
