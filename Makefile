@@ -42,7 +42,7 @@ endif
 
 .DELETE_ON_ERROR:
 .SECONDARY: $(BPF_OBJS) $(SKELS)
-.PHONY: all deps test demo install clean vmlinux fuzz
+.PHONY: all deps test demo bench install clean vmlinux fuzz
 
 all: $(OUTPUT)/sluice $(TOOLS) $(UNIT_TESTS)
 
@@ -73,6 +73,15 @@ $(OUTPUT)/selftests/%: selftests/tools/%.c | $(OUTPUT)/selftests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $< -o $@
 
+# io_uring's connect and sendmsg (P11), through liburing (make deps).
+$(OUTPUT)/selftests/sl_uring: selftests/tools/sl_uring.c | $(OUTPUT)/selftests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $< -luring -o $@
+
+$(OUTPUT)/selftests/sl_bench: selftests/tools/sl_bench.c | $(OUTPUT)/selftests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $< -lpthread -o $@
+
 $(OUTPUT)/selftests/sl_resolve_musl: selftests/tools/sl_resolve.c | $(OUTPUT)/selftests
 	$(call msg,MUSL-CC,$@)
 	$(Q)$(MUSL_GCC) -static -O2 -Wall -Wextra -Werror $< -o $@
@@ -96,6 +105,11 @@ test: deps
 demo: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)bash selftests/demo.sh
+
+# DESIGN.md's performance targets as ratios measured side by side (root; a few minutes).
+bench: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)bash selftests/bench.sh
 
 # libFuzzer on the DNS parser and builder, for FUZZ_SECONDS, from a copy of the unit-test corpus
 # (new inputs land in .output/fuzz-corpus; crashes in .output/). The corpus itself runs in make test.

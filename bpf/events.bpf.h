@@ -72,10 +72,14 @@ static __always_inline __u64 event_wakeup_flags(bool urgent)
 	return BPF_RB_NO_WAKEUP;
 }
 
-static __always_inline void event_submit(void *ev, __u32 size, __u32 hook, bool urgent)
+/* Queue a record; false (and counted) when the ring buffer had no room for it. */
+static __always_inline bool event_submit(void *ev, __u32 size, __u32 hook, bool urgent)
 {
-	if (bpf_ringbuf_output(&sl_events, ev, size, event_wakeup_flags(urgent)))
+	if (bpf_ringbuf_output(&sl_events, ev, size, event_wakeup_flags(urgent))) {
 		event_count_loss(hook);
+		return false;
+	}
+	return true;
 }
 
 #endif /* SLUICE_EVENTS_BPF_H */

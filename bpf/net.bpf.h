@@ -15,6 +15,7 @@
 
 #define SOCK_STREAM 1
 #define SOCK_DGRAM 2
+#define SOCK_RAW 3
 
 #define ETH_HLEN 14
 #define ETH_P_IP 0x0800
@@ -23,6 +24,7 @@
 
 #define SOL_IP 0
 #define IPPROTO_HOPOPTS 0
+#define IPPROTO_ICMP 1
 #define IPPROTO_TCP 6
 #define IPPROTO_UDP 17
 #define IPPROTO_IPV6 41

@@ -95,8 +95,12 @@ static __always_inline int packet_dst(struct __sk_buff *skb, __u32 l3, struct pa
 static __always_inline void packet_judge(const struct packet_dst *d, struct verdict *v,
 					 struct sl_decision_event *ev)
 {
-	__u8 proto = (d->proto == IPPROTO_TCP || d->proto == IPPROTO_UDP) && !d->fragment ?
-			     proto_bit(d->proto) : 0;
+	__u8 proto = 0;
+
+	if (!d->fragment && (d->proto == IPPROTO_TCP || d->proto == IPPROTO_UDP))
+		proto = proto_bit(d->proto);
+	else if (!d->fragment && (d->proto == IPPROTO_ICMP || d->proto == IPPROTO_ICMPV6))
+		proto = SL_PROTO_ICMP;
 
 	ev->family = d->family;
 	ev->protocol = d->proto;

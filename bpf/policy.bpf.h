@@ -83,7 +83,9 @@ static __always_inline bool rules_match(const struct sl_dst_rules *r, __u16 port
 
 		if (i >= r->count)
 			break;
-		if ((e->protocols & proto) && port >= e->port_lo && port <= e->port_hi) {
+		/* ICMP has no ports: a rule that lists it covers all of it */
+		if ((e->protocols & proto) &&
+		    (proto == SL_PROTO_ICMP || (port >= e->port_lo && port <= e->port_hi))) {
 			*rule_id = e->rule_id;
 			return true;
 		}

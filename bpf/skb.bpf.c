@@ -164,6 +164,39 @@ static __always_inline __u32 flow_new_bytes(struct __sk_buff *skb, struct sl_flo
  * one that carries data are dropped, and a record goes out at once so userspace can end the
  * socket. Returns SKB_PASS or SKB_DROP.
  */
+/*
+ * Take n bytes from the flow's host budget for the run (rules with max_total_*): false when
+ * they do not fit, or the host cannot be counted (map full). Added first and given back on
+ * overrun, so concurrent flows to one host never pass more than the cap between them.
+ */
+static __always_inline bool host_total_take(const struct sl_flow *f, bool out, __u32 n)
+{
+	struct sl_rule_caps *caps;
+	struct sl_host_bytes *b;
+	struct sl_host_key k;
+	__u32 rid = f->rule_id;
+	__u64 cap, old, *total;
+
+	caps = bpf_map_lookup_elem(&sl_rule_caps, &rid);
+	if (!caps)
+		return true;
+	cap = out ? caps->max_total_req : caps->max_total_resp;
+	if (!cap)
+		return true;
+	host_key_of(&k, f->rule_id, f->host_id, f->family, f->addr);
+	b = host_bytes_get(&k);
+	if (!b)
+		return false;
+	total = out ? &b->req_bytes : &b->resp_bytes;
+	old = __sync_fetch_and_add(total, (__u64)n);
+	if (old + n > cap - 1) { /* caps are stored plus one */
+		__sync_fetch_and_add(total, -(__u64)n);
+		b->spent = 1;
+		return false;
+	}
+	return true;
+}
+
 static __always_inline int flow_count(struct __sk_buff *skb, struct sl_flow *f, bool out)
 {
 	__u64 *bytes = out ? &f->req_bytes : &f->resp_bytes;
@@ -177,6 +210,11 @@ static __always_inline int flow_count(struct __sk_buff *skb, struct sl_flow *f, 
 		return SKB_PASS;
 	if (cap && *bytes + n > cap - 1) { /* caps are stored plus one */
 		f->cut = out ? SL_CUT_REQUEST : SL_CUT_RESPONSE;
+		flow_cut_record(skb, f);
+		return SKB_DROP;
+	}
+	if (f->totals && !host_total_take(f, out, n)) {
+		f->cut = out ? SL_CUT_TOTAL_REQUEST : SL_CUT_TOTAL_RESPONSE;
 		flow_cut_record(skb, f);
 		return SKB_DROP;
 	}
@@ -505,9 +543,9 @@ static __always_inline bool dst_is_flow_dst(const struct packet_dst *d, const st
 /*
  * The backstop: whatever connect() or sendmsg() judged, the packet's own destination must be one
  * the run's allowlist admits. A packet of an allowed flow that goes where the flow was connected
- * costs one comparison; anything else is judged in full. A mismatch is dropped, the socket
- * keeps the denial (every later packet is dropped too, as for a held UDP denial) and it is
- * recorded once.
+ * costs one comparison; anything else is judged in full. A mismatch is dropped and recorded;
+ * a connected socket keeps the denial (every later packet is dropped too, as for a held UDP
+ * denial, and it is recorded once).
  */
 static __always_inline int backstop(struct __sk_buff *skb, struct bpf_sock *sk,
 				    const struct sl_flow *flow)
@@ -537,7 +575,11 @@ static __always_inline int backstop(struct __sk_buff *skb, struct bpf_sock *sk,
 		ev.tgid = flow->tgid;
 		__builtin_memcpy(ev.comm, flow->comm, sizeof(ev.comm));
 	}
-	h = bpf_sk_storage_get(&sl_sk_held, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	/*
+	 * A connected flow keeps the denial (its later packets go to the same wrong place); a
+	 * socket without one (ping, raw, unconnected UDP) is judged packet by packet.
+	 */
+	h = flow ? bpf_sk_storage_get(&sl_sk_held, sk, 0, BPF_SK_STORAGE_GET_F_CREATE) : NULL;
 	if (!h) {
 		event_hdr_init(&ev.hdr, SL_EV_DECISION, sizeof(ev));
 		event_submit(&ev, sizeof(ev), SL_HOOK_EGRESS, true);

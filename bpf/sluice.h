@@ -58,6 +58,9 @@ enum sl_reason {
 	SL_REASON_SOCKET_KIND = 11,  /* raw, packet, ping, SCTP, MPTCP…: only TCP and UDP */
 	SL_REASON_SOURCE_ROUTE = 12, /* IP options / IPv6 routing header: the packet would go elsewhere */
 	SL_REASON_V4_RELAY = 13,     /* 6to4, Teredo, ISATAP, local NAT64: an IPv4 host behind a relay */
+	SL_REASON_HOST_CAP = 14,     /* the host's byte total for the run has reached the rule's cap */
+	SL_REASON_UNRECORDED = 15,   /* strict evidence: the allow could not be recorded (never logged,
+					counted as loss) */
 };
 
 /* Policy modes (rodata sl_cfg_mode). */
@@ -69,6 +72,11 @@ enum sl_mode {
 /* Protocol bits in struct sl_port_rule.protocols. */
 #define SL_PROTO_TCP 0x01
 #define SL_PROTO_UDP 0x02
+#define SL_PROTO_ICMP 0x04 /* ICMP and ICMPv6 (ping and raw sockets the policy allows); no ports */
+
+/* Socket kinds a policy may allow beyond TCP and UDP (policy "sockets:"). */
+#define SL_SOCKETS_PING 0x01 /* ICMP echo sockets */
+#define SL_SOCKETS_RAW 0x02  /* raw IP sockets: every packet judged by the backstop */
 
 /* rule_id 0 is the policy default; rules are numbered from 1 in policy order. */
 #define SL_RULE_DEFAULT 0
@@ -283,7 +291,8 @@ struct sl_flow {
 	__u32 pid;
 	__u32 tgid;
 	__u8 cut;	  /* enum sl_cut: the flow exceeded a cap and was cut */
-	__u8 pad[3];
+	__u8 totals;	  /* its rule caps the host's totals: count them in sl_host_bytes */
+	__u8 pad[2];
 	__u8 addr[16];
 	char comm[16];
 	__u64 max_req;	  /* the rule's caps plus one; 0: none (see struct sl_rule_caps) */
@@ -295,6 +304,8 @@ enum sl_cut {
 	SL_CUT_NONE = 0,
 	SL_CUT_REQUEST = 1,  /* max_request_bytes */
 	SL_CUT_RESPONSE = 2, /* max_response_bytes */
+	SL_CUT_TOTAL_REQUEST = 3,  /* max_total_request_bytes: the host's total for the run */
+	SL_CUT_TOTAL_RESPONSE = 4, /* max_total_response_bytes */
 };
 
 /*
@@ -302,10 +313,33 @@ enum sl_cut {
  * 0 means "no cap" while a cap of 0 bytes is still expressible.
  */
 struct sl_rule_caps {
-	__u64 max_req;
+	__u64 max_req;	      /* per flow */
 	__u64 max_resp;
+	__u64 max_total_req;  /* per (run, host): the sum over the run's flows to one host */
+	__u64 max_total_resp;
 };
-_Static_assert(sizeof(struct sl_rule_caps) == 16, "sl_rule_caps ABI");
+_Static_assert(sizeof(struct sl_rule_caps) == 32, "sl_rule_caps ABI");
+
+/*
+ * A host's byte totals over the run, for rules with max_total_*: a name the resolver learned
+ * (host_id set, addr zero) or, for CIDR rules, one address.
+ */
+struct sl_host_key {
+	__u8 addr[16];
+	__u32 host_id;
+	__u16 rule_id;
+	__u8 family;
+	__u8 pad;
+};
+_Static_assert(sizeof(struct sl_host_key) == 24, "sl_host_key ABI");
+
+struct sl_host_bytes {
+	__u64 req_bytes;
+	__u64 resp_bytes;
+	__u8 spent;	/* a flow went past a total cap: the host gets no new flow */
+	__u8 pad[7];
+};
+_Static_assert(sizeof(struct sl_host_bytes) == 24, "sl_host_bytes ABI");
 
 /*
  * A flow's record: at its socket's release (end_ns set), or at once when it is cut (end_ns 0;

@@ -33,6 +33,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /* Set by the loader before load. */
 const volatile __u8 sl_cfg_mode = SL_MODE_ENFORCE;
 const volatile __s32 sl_cfg_deny_errno = EPERM;
+/* Strict evidence: a connection whose allow cannot be recorded is refused (see finish()). */
+const volatile __u8 sl_cfg_strict = 0;
 /* Port of the run's resolver on loopback (127.0.0.1 and ::1); 0: no resolver, no redirect. */
 const volatile __u16 sl_cfg_dns_port = 0;
 
@@ -65,12 +67,6 @@ struct {
 	__type(value, struct sl_dns_orig);
 } sl_sk_dns SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1); /* n_rules + 1, indexed by rule_id */
-	__type(key, __u32);
-	__type(value, struct sl_rule_caps);
-} sl_rule_caps SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -160,7 +156,54 @@ static __always_inline void flow_start(struct bpf_sock_addr *ctx,
 	if (caps) {
 		f->max_req = caps->max_req;
 		f->max_resp = caps->max_resp;
+		f->totals = caps->max_total_req || caps->max_total_resp;
 	}
+}
+
+/*
+ * A host whose total for the run has reached its rule's cap gets no new flow: once a flow was cut
+ * for it, what is left of the budget is smaller than the packet that did not fit.
+ */
+static __always_inline bool host_budget_spent(const struct sl_decision_event *ev, __u16 rule_id)
+{
+	struct sl_rule_caps *caps;
+	struct sl_host_bytes *b;
+	struct sl_host_key k;
+	__u32 rid = rule_id;
+
+	caps = bpf_map_lookup_elem(&sl_rule_caps, &rid);
+	if (!caps || (!caps->max_total_req && !caps->max_total_resp))
+		return false;
+	host_key_of(&k, rule_id, ev->host_id, ev->family, ev->addr);
+	b = bpf_map_lookup_elem(&sl_host_bytes, &k);
+	if (!b)
+		return false;
+	/* caps are stored plus one: spent when not one more byte fits, or once a flow was cut */
+	return b->spent || (caps->max_total_req && b->req_bytes >= caps->max_total_req - 1) ||
+	       (caps->max_total_resp && b->resp_bytes >= caps->max_total_resp - 1);
+}
+
+/*
+ * Strict evidence: the connection would go ahead, but its record found no room in the ring
+ * buffer (the loss is counted). Undo what the allow set up on the socket and refuse it.
+ */
+static __always_inline int refuse_unrecorded(struct bpf_sock_addr *ctx, bool is_sendmsg)
+{
+	struct sl_sk_last_dst *last;
+
+	if (ctx->sk) {
+		if (is_sendmsg) {
+			last = bpf_sk_storage_get(&sl_sk_last, ctx->sk, 0, 0);
+			if (last)
+				last->valid = 0; /* the next datagram there must be recorded again */
+		} else {
+			bpf_sk_storage_delete(&sl_sk_flow, ctx->sk);
+			bpf_sk_storage_delete(&sl_sk_tls, ctx->sk);
+		}
+	}
+	if (sl_cfg_deny_errno != EPERM)
+		bpf_set_retval(-sl_cfg_deny_errno);
+	return 0;
 }
 
 /*
@@ -206,6 +249,10 @@ static __always_inline int finish(struct bpf_sock_addr *ctx, struct sl_decision_
 		}
 	}
 
+	if (!is_sendmsg && v->verdict == SL_VERDICT_ALLOW && v->reason == SL_REASON_RULE &&
+	    host_budget_spent(ev, v->rule_id))
+		set_verdict(v, SL_VERDICT_DENY, SL_REASON_HOST_CAP, v->rule_id);
+
 	deny = v->verdict == SL_VERDICT_DENY;
 	/* Report mode lets denials through, except the blackhole, which no mode or policy opens. */
 	enforce = deny && (sl_cfg_mode == SL_MODE_ENFORCE || v->reason == SL_REASON_BLACKHOLE);
@@ -232,7 +279,10 @@ static __always_inline int finish(struct bpf_sock_addr *ctx, struct sl_decision_
 
 	if (deny || !is_sendmsg || !sendmsg_allow_already_recorded(ctx, ev)) {
 		event_hdr_init(&ev->hdr, SL_EV_DECISION, sizeof(*ev));
-		event_submit(ev, sizeof(*ev), hook, deny);
+		/* (redirected DNS is logged by the resolver, not by this record) */
+		if (!event_submit(ev, sizeof(*ev), hook, deny) && !enforce && sl_cfg_strict &&
+		    v->reason != SL_REASON_DNS_REDIRECT)
+			return refuse_unrecorded(ctx, is_sendmsg);
 	}
 
 	if (!enforce)

@@ -3,7 +3,8 @@
  * Surface layer: what a run may create and configure, before any address is involved.
  *
  * sock_create: the decision layer judges TCP and UDP (the sock_addr hooks exist for them only),
- * so every other socket of the IP families is refused at creation: raw (needs CAP_NET_RAW, but a
+ * so every other socket of the IP families is refused at creation, unless the policy's
+ * "sockets:" allows ping or raw sockets, whose packets the backstop then judges one by one: raw (needs CAP_NET_RAW, but a
  * root workload has it), ping (needs no capability where net.ipv4.ping_group_range allows the
  * user, and its sendto() is judged by no hook), SCTP, MPTCP (its extra subflows are connected by
  * the kernel, not by a judged connect()). Packet sockets and other families are refused too
@@ -26,13 +27,26 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* Only the kinds the decision layer can judge. */
+/* SL_SOCKETS_*: the kinds beyond TCP and UDP the policy allows (their packets meet the backstop). */
+const volatile __u8 sl_cfg_sockets = 0;
+
+/*
+ * The kinds the decision layer can judge, and ping and raw sockets where the policy allows them
+ * ("sockets:"): no sock_addr hook sees their sends, but the backstop judges every packet they
+ * emit by its own headers.
+ */
 static __always_inline bool socket_kind_allowed(__u32 family, __u32 type, __u32 protocol)
 {
 	if (family == AF_UNIX || family == AF_NETLINK)
 		return true; /* local to the machine: nothing leaves through them */
 	if (family != AF_INET && family != AF_INET6)
 		return false;
+	if ((sl_cfg_sockets & SL_SOCKETS_PING) && type == SOCK_DGRAM &&
+	    ((family == AF_INET && protocol == IPPROTO_ICMP) ||
+	     (family == AF_INET6 && protocol == IPPROTO_ICMPV6)))
+		return true;
+	if ((sl_cfg_sockets & SL_SOCKETS_RAW) && type == SOCK_RAW)
+		return true;
 	return (type == SOCK_STREAM && protocol == IPPROTO_TCP) ||
 	       (type == SOCK_DGRAM && protocol == IPPROTO_UDP);
 }

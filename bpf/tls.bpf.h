@@ -8,6 +8,8 @@
 #define SLUICE_TLS_BPF_H
 
 #include "sluice.h"
+#include "addr.bpf.h"
+#include "net.bpf.h"
 
 /* The TLS port whose flows to learned addresses must name their host; 0: no check. */
 const volatile __u16 sl_cfg_tls_port = 443;
@@ -41,5 +43,58 @@ struct {
 	__type(key, int);
 	__type(value, struct sl_flow);
 } sl_sk_flow SEC(".maps");
+
+/* Each rule's byte caps, indexed by rule_id (n_rules + 1 entries; see struct sl_rule_caps). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* resized by the loader */
+	__type(key, __u32);
+	__type(value, struct sl_rule_caps);
+} sl_rule_caps SEC(".maps");
+
+/*
+ * Byte totals per (rule, host) for rules with max_total_*. Not an LRU: an evicted total would
+ * reopen a spent budget. A host that finds the map full cannot be counted, and is refused.
+ */
+#define SL_HOST_TOTALS_MAX 16384
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SL_HOST_TOTALS_MAX);
+	__type(key, struct sl_host_key);
+	__type(value, struct sl_host_bytes);
+} sl_host_bytes SEC(".maps");
+
+/* The key of a flow's host: its name when the resolver produced the address, else the address. */
+static __always_inline void host_key_of(struct sl_host_key *k, __u16 rule_id, __u32 host_id,
+					__u8 family, const __u8 addr[16])
+{
+	__u32 v4 = 0;
+
+	__builtin_memset(k, 0, sizeof(*k));
+	k->rule_id = rule_id;
+	k->host_id = host_id;
+	if (host_id)
+		return;
+	/* one budget per host whatever form its address was asked in (::ffff:a.b.c.d, NAT64) */
+	if (family == AF_INET6 && v6_embeds_v4_for_policy((const __u32 *)addr, &v4)) {
+		k->family = AF_INET;
+		__builtin_memcpy(k->addr, &v4, 4);
+		return;
+	}
+	k->family = family;
+	__builtin_memcpy(k->addr, addr, 16);
+}
+
+/* The host's totals, created at zero; NULL when the map is full. */
+static __always_inline struct sl_host_bytes *host_bytes_get(const struct sl_host_key *k)
+{
+	struct sl_host_bytes zero = {}, *b = bpf_map_lookup_elem(&sl_host_bytes, k);
+
+	if (b)
+		return b;
+	bpf_map_update_elem(&sl_host_bytes, k, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&sl_host_bytes, k);
+}
 
 #endif /* SLUICE_TLS_BPF_H */

@@ -58,9 +58,18 @@ struct pctx {
 };
 
 static const char *const top_keys[] = {
-	"default", "mode", "deny_errno", "rules", "log", "alert_on", "request_access",
+	"default", "mode", "deny_errno", "rules", "log", "alert_on", "request_access", "sockets",
 };
-enum { TOP_DEFAULT, TOP_MODE, TOP_DENY_ERRNO, TOP_RULES, TOP_LOG, TOP_ALERT_ON, TOP_REQUEST };
+enum {
+	TOP_DEFAULT,
+	TOP_MODE,
+	TOP_DENY_ERRNO,
+	TOP_RULES,
+	TOP_LOG,
+	TOP_ALERT_ON,
+	TOP_REQUEST,
+	TOP_SOCKETS,
+};
 
 static const char *const rule_keys[] = {
 	"name",
@@ -71,13 +80,30 @@ static const char *const rule_keys[] = {
 	"methods",
 	"max_request_bytes",
 	"max_response_bytes",
+	"max_total_request_bytes",
+	"max_total_response_bytes",
 };
-enum { R_NAME, R_HOSTS, R_CIDRS, R_PORTS, R_PROTOCOLS, R_METHODS, R_MAX_REQ, R_MAX_RESP };
+enum {
+	R_NAME,
+	R_HOSTS,
+	R_CIDRS,
+	R_PORTS,
+	R_PROTOCOLS,
+	R_METHODS,
+	R_MAX_REQ,
+	R_MAX_RESP,
+	R_MAX_TOTAL_REQ,
+	R_MAX_TOTAL_RESP,
+};
 
 static const char *const default_words[] = {"deny", "allow"};
 static const char *const mode_words[] = {"enforce", "report"};
 static const char *const log_words[] = {"allow", "deny"};
-static const char *const proto_words[] = {"tcp", "udp"};
+static const char *const proto_words[] = {"tcp", "udp", "icmp"};
+static const unsigned int proto_bits[] = {SL_PROTO_TCP, SL_PROTO_UDP, SL_PROTO_ICMP};
+/* Socket kinds beyond TCP and UDP (packet sockets cannot be allowed: no hook judges them). */
+static const char *const socket_words[] = {"ping", "raw"};
+static const unsigned int socket_bits[] = {SL_SOCKETS_PING, SL_SOCKETS_RAW};
 static const char *const method_words[] = {
 	"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE",
 };
@@ -1038,7 +1064,7 @@ static int parse_protocols(struct pctx *x, const char *where, struct policy_rule
 	char iw[WHERE_LEN];
 	int err;
 
-	err = seq_start(x, where, "a sequence of protocols (tcp, udp)");
+	err = seq_start(x, where, "a sequence of protocols (tcp, udp, icmp)");
 	if (err)
 		return err;
 	for (size_t i = 0;; i++) {
@@ -1052,7 +1078,7 @@ static int parse_protocols(struct pctx *x, const char *where, struct policy_rule
 		err = keyword(x, iw, proto_words, ARRAY_SIZE(proto_words), true, &idx);
 		if (err)
 			return err;
-		r->protocols |= idx == 0 ? SL_PROTO_TCP : SL_PROTO_UDP;
+		r->protocols |= proto_bits[idx];
 	}
 	if (!r->protocols)
 		return empty_seq(x, &start, where, "protocols");
@@ -1144,6 +1170,14 @@ static int parse_rule(struct pctx *x, const char *where, size_t idx)
 			err = parse_bytes(x, kw, &r->max_response_bytes);
 			r->has_max_response_bytes = !err;
 			break;
+		case R_MAX_TOTAL_REQ:
+			err = parse_bytes(x, kw, &r->max_total_request_bytes);
+			r->has_max_total_request_bytes = !err;
+			break;
+		case R_MAX_TOTAL_RESP:
+			err = parse_bytes(x, kw, &r->max_total_response_bytes);
+			r->has_max_total_response_bytes = !err;
+			break;
 		}
 		if (err)
 			return err;
@@ -1224,6 +1258,30 @@ static int parse_log(struct pctx *x, const char *where)
 	return 0;
 }
 
+static int parse_sockets(struct pctx *x, const char *where)
+{
+	char iw[WHERE_LEN];
+	int err;
+
+	err = seq_start(x, where, "a sequence of socket kinds (ping, raw)");
+	if (err)
+		return err;
+	for (size_t i = 0;; i++) {
+		size_t idx;
+
+		err = seq_item(x, where, i, iw, sizeof(iw));
+		if (err < 0)
+			return err;
+		if (!err)
+			break;
+		err = keyword(x, iw, socket_words, ARRAY_SIZE(socket_words), true, &idx);
+		if (err)
+			return err;
+		x->p->sockets |= socket_bits[idx];
+	}
+	return 0;
+}
+
 static int parse_top(struct pctx *x)
 {
 	static const char *const where = "top level";
@@ -1275,6 +1333,9 @@ static int parse_top(struct pctx *x)
 			err = string_value(x, kw, "a URL template (a string)", &s, &len);
 			if (!err)
 				err = dup_string(x, s, len, &p->request_access);
+			break;
+		case TOP_SOCKETS:
+			err = parse_sockets(x, kw);
 			break;
 		}
 		if (err)
@@ -1826,7 +1887,7 @@ static int check_rule(const struct policy *p, size_t i, char *err, size_t err_le
 	const struct policy_rule *r = &p->rules[i];
 	const char *path = p->path ? p->path : "policy";
 
-	if (!r->protocols || (r->protocols & ~(SL_PROTO_TCP | SL_PROTO_UDP)))
+	if (!r->protocols || (r->protocols & ~(SL_PROTO_TCP | SL_PROTO_UDP | SL_PROTO_ICMP)))
 		goto bad;
 	if (r->n_cidrs && !r->cidrs)
 		goto bad;
@@ -1903,6 +1964,10 @@ static int compile_rule_ports(const struct policy *p, struct policy_compiled *pc
 		pc->rule_caps[i + 1].max_req = r->has_max_request_bytes ? r->max_request_bytes + 1 : 0;
 		pc->rule_caps[i + 1].max_resp =
 			r->has_max_response_bytes ? r->max_response_bytes + 1 : 0;
+		pc->rule_caps[i + 1].max_total_req =
+			r->has_max_total_request_bytes ? r->max_total_request_bytes + 1 : 0;
+		pc->rule_caps[i + 1].max_total_resp =
+			r->has_max_total_response_bytes ? r->max_total_response_bytes + 1 : 0;
 	}
 	return 0;
 }
@@ -2114,15 +2179,23 @@ static void print_rule(FILE *f, const struct policy *p, size_t i)
 	}
 	if (r->n_ports > SUMMARY_LIST_MAX)
 		fprintf(f, " and %zu more", r->n_ports - SUMMARY_LIST_MAX);
-	fprintf(f, "\n    protocols: %s%s%s\n", r->protocols & SL_PROTO_TCP ? "tcp" : "",
-		r->protocols == (SL_PROTO_TCP | SL_PROTO_UDP) ? ", " : "",
-		r->protocols & SL_PROTO_UDP ? "udp" : "");
+	fprintf(f, "\n    protocols:");
+	for (size_t k = 0, n = 0; k < ARRAY_SIZE(proto_words); k++)
+		if (r->protocols & proto_bits[k])
+			fprintf(f, "%s %s", n++ ? "," : "", proto_words[k]);
+	fprintf(f, "%s\n", r->protocols & SL_PROTO_ICMP ? " (icmp: any type, no ports)" : "");
 	if (r->has_max_request_bytes)
-		fprintf(f, "    max_request_bytes: %llu per flow (not yet per run and host)\n",
+		fprintf(f, "    max_request_bytes: %llu per flow\n",
 			(unsigned long long)r->max_request_bytes);
 	if (r->has_max_response_bytes)
-		fprintf(f, "    max_response_bytes: %llu per flow (not yet per run and host)\n",
+		fprintf(f, "    max_response_bytes: %llu per flow\n",
 			(unsigned long long)r->max_response_bytes);
+	if (r->has_max_total_request_bytes)
+		fprintf(f, "    max_total_request_bytes: %llu per host, over the run\n",
+			(unsigned long long)r->max_total_request_bytes);
+	if (r->has_max_total_response_bytes)
+		fprintf(f, "    max_total_response_bytes: %llu per host, over the run\n",
+			(unsigned long long)r->max_total_response_bytes);
 	if (!r->n_methods)
 		return;
 	fprintf(f, "  not enforced:\n    methods ");
@@ -2164,6 +2237,12 @@ void policy_print_summary(const struct policy *p, const struct policy_compiled *
 	}
 	if (p->request_access)
 		fprintf(out, "request_access: %s\n", p->request_access);
+	fprintf(out, "sockets: tcp, udp (and unix, netlink)");
+	for (size_t k = 0; k < ARRAY_SIZE(socket_words); k++)
+		if (p->sockets & socket_bits[k])
+			fprintf(out, ", %s", socket_words[k]);
+	fprintf(out, "%s\n", p->sockets ? " (their packets are judged one by one by the backstop, "
+					   "against rules that list their protocol)" : "");
 	fprintf(out, "rules: %zu\n", p->n_rules);
 	for (size_t i = 0; i < p->n_rules; i++)
 		print_rule(out, p, i);

@@ -53,6 +53,11 @@ struct policy_rule {
 	uint64_t max_request_bytes;
 	bool has_max_response_bytes;
 	uint64_t max_response_bytes;
+	/* the sum over the run's flows to one host (a name, or an address for CIDR rules) */
+	bool has_max_total_request_bytes;
+	uint64_t max_total_request_bytes;
+	bool has_max_total_response_bytes;
+	uint64_t max_total_response_bytes;
 };
 
 /*
@@ -108,6 +113,7 @@ struct policy {
 	struct policy_alert *alerts; /* alert_on, parsed: alerts[i] is alert_on[i] */
 	size_t n_alert_on;
 	char *request_access; /* URL template; "{host}" is replaced by the denied destination */
+	unsigned int sockets; /* SL_SOCKETS_*: kinds beyond TCP and UDP the run may create */
 };
 
 /*

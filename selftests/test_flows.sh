@@ -160,6 +160,93 @@ tap_cmp "P20 response cap: a flow_cut line names the cap" \
 	"$(log_count "$log" type=flow_cut cap=max_response_bytes limit=10 rule=download-cap)" -eq 1
 assert_no_leftovers "P20 response cap: nothing left"
 
+# Retransmissions count once: the router drops a fifth of the flow's packets each way (nftables,
+# in the test's router namespace), so TCP resends; the counts must still be what arrived.
+in_rtr nft add table inet sl_loss &&
+	in_rtr nft add chain inet sl_loss lossy '{ type filter hook forward priority 0; }' &&
+	in_rtr nft add rule inet sl_loss lossy ip daddr 198.51.100.10 tcp dport 80 \
+		numgen random mod 5 == 0 counter drop &&
+	in_rtr nft add rule inet sl_loss lossy ip saddr 198.51.100.10 tcp sport 80 \
+		numgen random mod 5 == 0 counter drop ||
+	bail_out "cannot add the lossy nftables chain in $SL_NS_RTR"
+log=$SL_TMP/lossy.jsonl
+sluice_run "$policy" "$log" -- "${RUN_EXEC[@]}" python3 -c "
+import socket
+s = socket.create_connection(('198.51.100.10', 80), timeout=20)
+s.sendall(b'x' * 200000)
+s.shutdown(socket.SHUT_WR)
+got = 0
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    got += len(b)
+print('sent 200000 recv', got)
+"
+read -r _ sent _ recv <"$SL_OUT"
+dropped=$(in_rtr nft list chain inet sl_loss lossy | awk '/counter packets/ { for (i = 1; i < NF; i++) if ($i == "packets") n += $(i + 1) } END { print n + 0 }')
+in_rtr nft delete table inet sl_loss
+tap_cmp "lossy: the router dropped packets of the flow (so TCP retransmitted)" "$dropped" -gt 0
+sink_bytes=$(tail -n +"$((SL_SINK_MARK + 1))" "$SL_INET_LOG" |
+	awk '$1 == "tcp" && $2 == "198.51.100.10" && $3 == 80 { print $5 }')
+tap_is "lossy: the test host received the 200000 bytes once" "$sink_bytes" 200000
+tap_is "lossy: req_bytes counts each byte once despite retransmissions" \
+	"$(flow_field "$log" req_bytes dst=198.51.100.10 port=80 proto=tcp)" "$sent"
+tap_is "lossy: resp_bytes is what the client read" \
+	"$(flow_field "$log" resp_bytes dst=198.51.100.10 port=80 proto=tcp)" "$recv"
+assert_no_leftovers "lossy: nothing left"
+
+# Byte totals per run and host: three uploads of 60,000 bytes to one host under a 100,000-byte
+# total. The first passes whole, the second is cut where the host's total would pass the cap, and
+# then the host gets no new flow, in any address form.
+totals=$SL_TMP/totals.yaml
+cat >"$totals" <<'EOF2'
+default: deny
+rules:
+  - name: total-cap
+    cidrs: ["198.51.100.10/32", "::ffff:198.51.100.10/128"]
+    ports: [8080]
+    max_total_request_bytes: 100_000
+EOF2
+log=$SL_TMP/totals.jsonl
+sluice_run "$totals" "$log" -- "${RUN_EXEC[@]}" python3 -c "
+import socket
+for fam, dst in ((socket.AF_INET, '198.51.100.10'), (socket.AF_INET, '198.51.100.10'),
+                 (socket.AF_INET, '198.51.100.10'), (socket.AF_INET6, '::ffff:198.51.100.10')):
+    try:
+        s = socket.socket(fam, socket.SOCK_STREAM)
+        s.settimeout(5)
+        s.connect((dst, 8080))
+    except OSError as e:
+        print('refused', e.errno)
+        continue
+    try:
+        s.sendall(b'x' * 60000)
+        s.shutdown(socket.SHUT_WR)
+        while s.recv(65536):
+            pass
+        print('sent')
+    except OSError as e:
+        print('cut')
+    s.close()
+"
+tap_is "totals: first upload passes, the second is cut, then no new flow (v4, v4-mapped)" \
+	"$(tr '\n' ' ' <"$SL_OUT")" "sent cut refused 1 refused 1 "
+sink_total=$(tail -n +"$((SL_SINK_MARK + 1))" "$SL_INET_LOG" |
+	awk '$1 == "tcp" && $2 == "198.51.100.10" && $3 == 8080 { n += $5 } END { print n + 0 }')
+tap_cmp "totals: the test host got no more than 100000 bytes in all" "$sink_total" -le 100000
+tap_cmp "totals: and more than the first upload" "$sink_total" -gt 60000
+tap_cmp "totals: a flow_cut line names the host's cap" \
+	"$(log_count "$log" type=flow_cut cap=max_total_request_bytes limit=100000 rule=total-cap)" -eq 1
+tap_cmp "totals: the later connects are denied for the spent budget" \
+	"$(log_count "$log" type=decision decision=deny reason=host_total_cap rule=total-cap)" -eq 2
+line=$(log_lines "$log" type=host_total rule=total-cap dst=198.51.100.10)
+tap_is "totals: the host_total line counts what the test host received" \
+	"$(log_field "$line" req_bytes 2>/dev/null)/$(log_field "$line" flows 2>/dev/null)" "$sink_total/2"
+tap_check "totals: stderr says the host's total was reached" \
+	grep -q "the host's total for the run reached (max_total_request_bytes: 100000)" "$SL_ERR"
+assert_no_leftovers "totals: nothing left"
+
 # alert_on: "deny" raises an alert per denial, "allow where request_bytes > N" one per finished
 # flow that sent more; alerts go to stderr, the log, and the --alerts file.
 alerting=$SL_TMP/alerting.yaml

@@ -152,4 +152,54 @@ fi
 tap_is "sluice verify: unlogged records only: intact and complete (exit 0)" "$?" 0
 tap_check "nothing of the log: [deny] run is left" leftovers_check "$SL_RUN_ID"
 
+# Strict evidence: a datagram the ring buffer has no room to record is refused, so every one
+# that left has its allow line. Each goes from a new socket (an allow is recorded once per
+# socket and destination). Without --strict-evidence the same flood all leaves, with loss.
+allowing=$SL_TMP/allowing.yaml
+cat >"$allowing" <<'EOF2'
+default: deny
+rules:
+  - name: test-host
+    cidrs: ["198.51.100.10/32"]
+    ports: [9999]
+    protocols: [udp]
+EOF2
+allowed_flood=$(cat <<'PY'
+import os, socket, sys
+n = int(sys.argv[1])
+sent = refused = 0
+for _ in range(n):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.sendto(b"x", ("198.51.100.10", 9999))
+        sent += 1
+    except PermissionError:
+        refused += 1
+    s.close()
+print(f"sent {sent} refused {refused}")
+PY
+)
+for strict in yes no; do
+	log=$SL_TMP/strict-$strict.jsonl
+	extra=()
+	[[ $strict == yes ]] && extra=(--strict-evidence)
+	sluice_run "$allowing" "$log" --ringbuf-kib 4 "${extra[@]}" -- \
+		"${RUN_EXEC[@]}" sh -c 'kill -STOP $PPID; python3 -c "$1" "$2"; rc=$?; kill -CONT $PPID; exit $rc' \
+		sh "$allowed_flood" "$FLOOD"
+	read -r _ sent _ refused <"$SL_OUT"
+	allows=$(log_count "$log" type=decision hook=sendmsg4 decision=allow)
+	lost=$(log_field "$(log_lines "$log" type=run_end)" lost)
+	tap_check "strict=$strict: log is well formed, chained and signed" log_well_formed "$log"
+	if [[ $strict == yes ]]; then
+		tap_cmp "strict: some datagrams were refused (no room to record them)" "${refused:-0}" -gt 0
+		tap_is "strict: every datagram that left has its allow line" "$allows" "$sent"
+		tap_is "strict: the refused ones are the records lost" "$lost" "$refused"
+		tap_check "strict: run_start says so" grep -q '"strict_evidence":true' "$log"
+	else
+		tap_is "not strict: every datagram left" "$sent" "$FLOOD"
+		tap_is "not strict: allow lines + lost = datagrams" "$((allows + lost))" "$FLOOD"
+	fi
+	tap_check "strict=$strict: nothing of the run is left" leftovers_check "$SL_RUN_ID"
+done
+
 tap_done

@@ -80,6 +80,60 @@ else
 		"this kernel runs no cgroup sock_create hook for AF_PACKET; needs CAP_NET_RAW, which --user drops"
 fi
 
+# Ping and raw sockets where the policy allows them ("sockets:"): no hook judges their sends, so
+# the backstop judges every packet by its own headers, against rules that list its protocol.
+allowing=$SL_TMP/sockets.yaml
+cat >"$allowing" <<'EOF2'
+default: deny
+sockets: [ping, raw]
+rules:
+  - name: pingable
+    cidrs: ["198.51.100.10/32", "2001:db8::10/128"]
+    protocols: [icmp]
+  - name: test-host
+    cidrs: ["198.51.100.10/32"]
+    ports: [9999]
+    protocols: [udp]
+EOF2
+log=$SL_TMP/sockets.jsonl
+sluice_run "$allowing" "$log" -- "${RUN_EXEC[@]}" python3 -c "
+import socket, struct
+def echo(fam, proto, dst):
+    s = socket.socket(fam, socket.SOCK_DGRAM, proto)
+    s.settimeout(2)
+    typ = 8 if fam == socket.AF_INET else 128
+    try:
+        s.sendto(struct.pack('!BBHHH', typ, 0, 0, 0, 1) + b'sluice', (dst, 0))
+        s.recv(128)
+        return 'ok'
+    except OSError as e:
+        return 'refused %s' % e.errno
+for dst in ('198.51.100.10', '198.51.100.20'):
+    print('ping', dst, echo(socket.AF_INET, socket.IPPROTO_ICMP, dst))
+for dst in ('2001:db8::10', '2001:db8::20'):
+    print('ping6', dst, echo(socket.AF_INET6, socket.IPPROTO_ICMPV6, dst))
+r = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_UDP)
+for dst in ('198.51.100.10', '198.51.100.20'):
+    try:
+        r.sendto(struct.pack('!HHHH', 40000, 9999, 8 + 3, 0) + b'raw', (dst, 0))
+        print('raw', dst, 'sent')
+    except OSError as e:
+        print('raw', dst, 'refused', e.errno)
+"
+tap_check "sockets: a ping to a host an icmp rule lists is answered" grep -qx 'ping 198.51.100.10 ok' "$SL_OUT"
+tap_check "sockets: a ping to another host fails with EPERM" grep -qx 'ping 198.51.100.20 refused 1' "$SL_OUT"
+tap_check "sockets: ping6 to the listed host is answered" grep -qx 'ping6 2001:db8::10 ok' "$SL_OUT"
+# (the IPv6 ping path does not hand the drop's EPERM back to sendto: the echo just gets no answer)
+tap_check "sockets: ping6 to another host gets no answer" grep -qE '^ping6 2001:db8::20 refused (1|None)$' "$SL_OUT"
+tap_check "sockets: a raw UDP packet to the listed host:port leaves" grep -qx 'raw 198.51.100.10 sent' "$SL_OUT"
+tap_check "sockets: a raw UDP packet to another host fails with EPERM" grep -qx 'raw 198.51.100.20 refused 1' "$SL_OUT"
+assert_sink_saw "sockets: the raw datagram arrives at the listed host" 'udp 198.51.100.10 9999'
+assert_sink_none "sockets: nothing raw reaches the other host" 'udp 198.51.100.20'
+tap_cmp "sockets: the backstop logged the refused pings and the raw packet" \
+	"$(log_count "$log" type=decision hook=egress decision=deny reason=default_deny)" -eq 3
+tap_cmp "sockets: no socket was refused at creation" "$(log_count "$log" hook=sock_create)" -eq 0
+assert_no_leftovers "sockets: nothing left"
+
 # Source routing: the option is refused; sent as a control message, the datagram is dropped.
 log=$SL_TMP/srr.jsonl
 sluice_run "$policy" "$log" -- "${RUN_EXEC[@]}" python3 -c "

@@ -37,6 +37,8 @@ static const char *const reason_names[] = {
 	[SL_REASON_SOCKET_KIND] = "socket_kind",
 	[SL_REASON_SOURCE_ROUTE] = "source_route",
 	[SL_REASON_V4_RELAY] = "ipv4_relay",
+	[SL_REASON_HOST_CAP] = "host_total_cap",
+	[SL_REASON_UNRECORDED] = "unrecorded",
 };
 
 const char *decision_reason_name(unsigned int reason)
@@ -101,7 +103,7 @@ int decision_view_init(struct decision_view *v, const struct sl_decision_event *
 	memset(v, 0, sizeof(*v));
 	if (ev->hook == SL_HOOK_NONE || ev->hook >= SL_HOOK_MAX || ev->hook == SL_HOOK_SOCK_RELEASE ||
 	    (ev->verdict != SL_VERDICT_ALLOW && ev->verdict != SL_VERDICT_DENY) ||
-	    ev->reason < SL_REASON_RULE || ev->reason > SL_REASON_V4_RELAY)
+	    ev->reason < SL_REASON_RULE || ev->reason > SL_REASON_HOST_CAP)
 		return -EINVAL;
 	/* the egress program also judges destinations (the backstop); tc sees non-IP frames */
 	if (ev->hook == SL_HOOK_SOCK_CREATE || ev->hook == SL_HOOK_SETSOCKOPT ||
@@ -109,18 +111,21 @@ int decision_view_init(struct decision_view *v, const struct sl_decision_event *
 	    (ev->hook == SL_HOOK_EGRESS && ev->reason == SL_REASON_SOURCE_ROUTE) ||
 	    (ev->hook == SL_HOOK_TC && ev->family != AF_INET && ev->family != AF_INET6))
 		return surface_view_init(v, ev);
-	if (ev->reason == SL_REASON_RULE && (ev->rule_id == SL_RULE_DEFAULT ||
-					     ev->rule_id > p->n_rules))
+	if ((ev->reason == SL_REASON_RULE || ev->reason == SL_REASON_HOST_CAP) &&
+	    (ev->rule_id == SL_RULE_DEFAULT || ev->rule_id > p->n_rules))
 		return -EINVAL;
 
+	/* dst_port is for the stderr notice of a denial: an allow (the hot path) needs none */
 	if (ev->family == AF_INET) {
 		inet_ntop(AF_INET, ev->addr, v->dst, sizeof(v->dst));
 		v->family = "ipv4";
-		util_fmt(v->dst_port, sizeof(v->dst_port), "%s:%u", v->dst, ev->port);
+		if (ev->verdict == SL_VERDICT_DENY)
+			util_fmt(v->dst_port, sizeof(v->dst_port), "%s:%u", v->dst, ev->port);
 	} else if (ev->family == AF_INET6) {
 		inet_ntop(AF_INET6, ev->addr, v->dst, sizeof(v->dst));
 		v->family = "ipv6";
-		util_fmt(v->dst_port, sizeof(v->dst_port), "[%s]:%u", v->dst, ev->port);
+		if (ev->verdict == SL_VERDICT_DENY)
+			util_fmt(v->dst_port, sizeof(v->dst_port), "[%s]:%u", v->dst, ev->port);
 		if (ev->embedded_v4)
 			inet_ntop(AF_INET, ev->eff_addr, v->dst_v4, sizeof(v->dst_v4));
 	} else {
@@ -134,10 +139,13 @@ int decision_view_init(struct decision_view *v, const struct sl_decision_event *
 	else
 		util_fmt(v->proto, sizeof(v->proto), "ip-%u", ev->protocol);
 	/* dst_port is sized for the longest address, port and protocol name. */
-	strncat(v->dst_port, "/", sizeof(v->dst_port) - strlen(v->dst_port) - 1);
-	strncat(v->dst_port, v->proto, sizeof(v->dst_port) - strlen(v->dst_port) - 1);
+	if (ev->verdict == SL_VERDICT_DENY) {
+		size_t n = strlen(v->dst_port);
 
-	if (ev->reason == SL_REASON_RULE)
+		util_fmt(v->dst_port + n, sizeof(v->dst_port) - n, "/%s", v->proto);
+	}
+
+	if (ev->reason == SL_REASON_RULE || ev->reason == SL_REASON_HOST_CAP)
 		policy_rule_name(p, ev->rule_id - 1, v->rule, sizeof(v->rule));
 	else if (ev->reason == SL_REASON_BLACKHOLE)
 		util_copy(v->rule, sizeof(v->rule), "blackhole");

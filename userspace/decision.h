@@ -16,7 +16,8 @@
 struct decision_view {
 	char dst[INET6_ADDRSTRLEN];    /* as the program saw it */
 	char dst_v4[INET_ADDRSTRLEN];  /* the IPv4 address judged for an embedding form, or "" */
-	char dst_port[INET6_ADDRSTRLEN + 16]; /* "1.2.3.4:80/tcp", "[2001:db8::1]:80/tcp" */
+	char dst_port[INET6_ADDRSTRLEN + 16]; /* "1.2.3.4:80/tcp", "[2001:db8::1]:80/tcp";
+						 denials only (for their notice) */
 	char proto[16];		       /* "tcp", "udp", or "ip-N" */
 	char rule[128];		       /* rule name, "default" or "blackhole" */
 	char comm[64];		       /* JSON- and terminal-safe: non-printables as \xNN */

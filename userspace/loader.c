@@ -223,10 +223,11 @@ static int load_tc_layer(struct loader *l, const struct policy *p)
 	return sl_tc__load(l->tc);
 }
 
-static int load_surface_layer(struct loader *l)
+static int load_surface_layer(struct loader *l, const struct policy *p)
 {
 	int err = share_maps(l->surface->obj, l);
 
+	l->surface->rodata->sl_cfg_sockets = (__u8)p->sockets;
 	return err ? err : sl_surface__load(l->surface);
 }
 
@@ -334,6 +335,7 @@ struct loader *loader_load(const struct policy *p, const struct policy_compiled 
 	l->skel->rodata->sl_cfg_deny_errno = p->deny_errno;
 	l->skel->rodata->sl_cfg_wakeup_bytes = opts->wakeup_bytes;
 	l->skel->rodata->sl_cfg_dns_port = opts->dns_port;
+	l->skel->rodata->sl_cfg_strict = opts->strict_evidence;
 
 	/* An LPM trie must have max_entries >= 1, even for a policy with no CIDR rules. */
 	err = bpf_map__set_max_entries(l->skel->maps.sl_dst4, c->n_v4 ? c->n_v4 : 1);
@@ -367,7 +369,7 @@ struct loader *loader_load(const struct policy *p, const struct policy_compiled 
 	if (!err)
 		err = load_packet_layer(l, p);
 	if (!err)
-		err = load_surface_layer(l);
+		err = load_surface_layer(l, p);
 	if (!err)
 		err = load_tc_layer(l, p);
 	if (err)

@@ -26,6 +26,7 @@ struct loader_opts {
 	uint32_t learned_max;	/* capacity of the learned-address maps, per family */
 	bool no_backstop;	/* selftests only: show what the packet checks catch */
 	bool tc_clsact;		/* selftests only: attach tc as clsact even where tcx exists */
+	bool strict_evidence;	/* refuse connections whose allow cannot be recorded */
 };
 
 /* Open, configure and load the programs, and fill the policy maps. Sets errno, returns NULL. */

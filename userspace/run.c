@@ -31,6 +31,7 @@
 #include "decision.h"
 #include "dns.h"
 #include "events.h"
+#include "hosttotals.h"
 #include "journal.h"
 #include "loader.h"
 #include "note.h"
@@ -71,6 +72,7 @@ struct run_args {
 	int checkpoint_fd;	/* --checkpoint-fd, or -1 */
 	unsigned long rotate_kib;
 	bool dns_ttl;
+	bool strict_evidence;
 	unsigned long ringbuf_kib;
 	bool verbose;
 	char **cmd;
@@ -117,6 +119,7 @@ struct run {
 	bool no_backstop;	  /* selftests: the packet checks are off */
 	char host_side[256];	  /* the veth peers the tc program watches, "" for none */
 	struct sni_slot *sni_cache; /* server names of open TLS flows, for their flow lines */
+	struct hosttotals *totals;  /* bytes per (rule, host), for the host_total lines */
 	bool started; /* run_start was written */
 	struct timespec started_at;
 };
@@ -128,7 +131,7 @@ static void usage(FILE *out)
 		"                  [--log FILE] [--netns PATH] [--upstream ADDR[:PORT]] [--dns-ttl]\n"
 		"                  [--user USER[:GROUP]] [--alerts FILE]\n"
 		"                  [--key FILE] [--checkpoint-lines N] [--checkpoint-secs T]\n"
-		"                  [--checkpoint-fd FD] [--log-rotate-kib N]\n"
+		"                  [--checkpoint-fd FD] [--log-rotate-kib N] [--strict-evidence]\n"
 		"                  [--cgroup-parent NAME] [--ringbuf-kib N] [-v] -- CMD [ARG…]\n"
 		"\n"
 		"Runs CMD in a new cgroup whose connect() and sendmsg() calls are judged in the kernel\n"
@@ -153,7 +156,9 @@ static void usage(FILE *out)
 		"  --checkpoint-fd FD  also write each checkpoint to this inherited descriptor (a pipe\n"
 		"                   to a supervisor, a file the run cannot reach); not passed to CMD\n"
 		"  --log-rotate-kib N  past N KiB, compress the log into LOG.000001.gz, … and go on in\n"
-		"                   a new LOG (default 0: never)\n",
+		"                   a new LOG (default 0: never)\n"
+		"  --strict-evidence  refuse a connection whose allow the ring buffer has no room to\n"
+		"                   record (the loss is counted, the connect fails with EPERM)\n",
 		RUN_CHECKPOINT_LINES, RUN_CHECKPOINT_SECS);
 }
 
@@ -200,7 +205,7 @@ static int make_run_id(char *buf, size_t len)
 }
 
 enum { OPT_KEY = 256, OPT_CHECKPOINT_LINES, OPT_CHECKPOINT_SECS, OPT_CHECKPOINT_FD,
-       OPT_LOG_ROTATE_KIB };
+       OPT_LOG_ROTATE_KIB, OPT_STRICT_EVIDENCE };
 
 /* A decimal number in [min, max] for option opt. */
 static int parse_ulong(const char *opt, const char *s, unsigned long min, unsigned long max,
@@ -322,6 +327,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		{ "checkpoint-secs", required_argument, NULL, OPT_CHECKPOINT_SECS },
 		{ "checkpoint-fd", required_argument, NULL, OPT_CHECKPOINT_FD },
 		{ "log-rotate-kib", required_argument, NULL, OPT_LOG_ROTATE_KIB },
+		{ "strict-evidence", no_argument, NULL, OPT_STRICT_EVIDENCE },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
@@ -403,6 +409,9 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 			/* up to 1 TiB; a line is at most 8 KiB, so smaller sizes rotate every line */
 			if (parse_ulong("--log-rotate-kib", optarg, 0, 1UL << 30, &a->rotate_kib))
 				return -EINVAL;
+			break;
+		case OPT_STRICT_EVIDENCE:
+			a->strict_evidence = true;
 			break;
 		case 'v':
 			a->verbose = true;
@@ -847,7 +856,26 @@ static void flow_alerts(struct run *r, const struct sl_flow *f, const char *host
 static const char *cut_name(unsigned int cut)
 {
 	return cut == SL_CUT_REQUEST ? "max_request_bytes" :
-	       cut == SL_CUT_RESPONSE ? "max_response_bytes" : NULL;
+	       cut == SL_CUT_RESPONSE ? "max_response_bytes" :
+	       cut == SL_CUT_TOTAL_REQUEST ? "max_total_request_bytes" :
+	       cut == SL_CUT_TOTAL_RESPONSE ? "max_total_response_bytes" : NULL;
+}
+
+/* The cap a cut flow went past: its own (kept in the flow), or its host's total for the run. */
+static uint64_t cut_limit(const struct run *r, const struct sl_flow *f)
+{
+	const struct policy_rule *rule = f->rule_id ? &r->policy->rules[f->rule_id - 1] : NULL;
+
+	switch (f->cut) {
+	case SL_CUT_REQUEST:
+		return f->max_req - 1;
+	case SL_CUT_RESPONSE:
+		return f->max_resp - 1;
+	case SL_CUT_TOTAL_REQUEST:
+		return rule ? rule->max_total_request_bytes : 0;
+	default:
+		return rule ? rule->max_total_response_bytes : 0;
+	}
 }
 
 /*
@@ -862,7 +890,9 @@ static void flow_cut(struct run *r, const struct sl_flow_event *ev, const char *
 	struct notice n = { .len = 0 };
 	struct journal_line l;
 	const char *how = "dropped";
-	uint64_t cap = (f->cut == SL_CUT_REQUEST ? f->max_req : f->max_resp) - 1;
+	uint64_t cap = cut_limit(r, f);
+	bool out = f->cut == SL_CUT_REQUEST || f->cut == SL_CUT_TOTAL_REQUEST;
+	bool total = f->cut == SL_CUT_TOTAL_REQUEST || f->cut == SL_CUT_TOTAL_RESPONSE;
 
 	if (f->protocol == IPPROTO_TCP) {
 		int err = loader_kill_socket(r->loader, ev->sock_cookie, r->netns_fd, f->tgid);
@@ -885,11 +915,11 @@ static void flow_cut(struct run *r, const struct sl_flow_event *ev, const char *
 	write_kernel_line(r, &l, ev->hdr.seq);
 
 	__atomic_fetch_add(&r->denials, 1, __ATOMIC_RELAXED);
-	notice_add(&n, "egress cut: %s%s%s:%u/%s after %llu bytes %s (%s: %llu) run_id=%s task=%s\n",
+	notice_add(&n, "egress cut: %s%s%s:%u/%s after %llu bytes %s%s (%s: %llu) run_id=%s task=%s\n",
 		   host ? host : "", host ? " " : "", dst, f->port, proto,
-		   (unsigned long long)(f->cut == SL_CUT_REQUEST ? f->req_bytes : f->resp_bytes),
-		   f->cut == SL_CUT_REQUEST ? "sent" : "received", cut_name(f->cut),
-		   (unsigned long long)cap, r->run_id, r->task_text);
+		   (unsigned long long)(out ? f->req_bytes : f->resp_bytes), out ? "sent" : "received",
+		   total ? " on this flow, the host's total for the run reached" : "",
+		   cut_name(f->cut), (unsigned long long)cap, r->run_id, r->task_text);
 	notice_denial(r, &n);
 }
 
@@ -907,7 +937,7 @@ static int on_flow(const struct sl_flow_event *ev, void *ctx)
 	struct journal_line l;
 
 	if ((f->family != AF_INET && f->family != AF_INET6) || f->rule_id > r->policy->n_rules ||
-	    f->cut > SL_CUT_RESPONSE || (!ev->end_ns && !f->cut)) {
+	    f->cut > SL_CUT_TOTAL_RESPONSE || (!ev->end_ns && !f->cut)) {
 		line_run_fields(r, &l, "anomaly", &ts);
 		journal_line_str(&l, "what", "flow record with out-of-range fields");
 		write_kernel_line(r, &l, ev->hdr.seq);
@@ -946,6 +976,8 @@ static int on_flow(const struct sl_flow_event *ev, void *ctx)
 	journal_line_str(&l, "comm", comm);
 	journal_line_u64(&l, "sock_cookie", ev->sock_cookie);
 	write_kernel_line(r, &l, ev->hdr.seq);
+	if (r->totals)
+		hosttotals_add(r->totals, f);
 	flow_alerts(r, f, host, dst, proto,
 		    ev->end_ns > f->start_ns ? (ev->end_ns - f->start_ns) / 1000000 : 0);
 	return 0;
@@ -1121,6 +1153,8 @@ static void write_run_start(struct run *r)
 	journal_line_strv(&l, "argv", r->args.cmd, (size_t)r->args.n_cmd);
 	journal_line_u64(&l, "uid", r->uid);
 	journal_line_u64(&l, "gid", r->gid);
+	if (r->args.strict_evidence)
+		journal_line_bool(&l, "strict_evidence", true);
 	journal_line_str(&l, "host_side", r->host_side[0] ? r->host_side : NULL);
 	if (loader_lsm_active(r->loader, &lsm_why))
 		journal_line_bool(&l, "lsm", true);
@@ -1183,6 +1217,54 @@ static void write_loss_ranges(struct run *r, uint64_t next_seq)
 	}
 	journal_line_u64v(&l, "ranges", vals, 2 * n);
 	journal_line_bool(&l, "truncated", n < k->missing.total);
+	write_line(r, &l);
+}
+
+static void write_host_total(const struct hosttotal *h, void *ctx)
+{
+	struct run *r = ctx;
+	char host_buf[256], dst[INET6_ADDRSTRLEN], rule[128];
+	const char *host = h->host_id ? resolver_host(r->resolver, h->host_id, host_buf,
+						      sizeof(host_buf)) : NULL;
+	struct journal_line l;
+	struct timespec now;
+
+	if (h->rule_id)
+		policy_rule_name(r->policy, h->rule_id - 1, rule, sizeof(rule));
+	else
+		util_copy(rule, sizeof(rule), "default");
+	clock_gettime(CLOCK_REALTIME, &now);
+	line_run_fields(r, &l, "host_total", &now);
+	journal_line_str(&l, "host", host);
+	if (h->host_id)
+		journal_line_str(&l, "dst", NULL);
+	else
+		journal_line_str(&l, "dst", inet_ntop(h->family, h->addr, dst, sizeof(dst)));
+	journal_line_str(&l, "rule", rule);
+	journal_line_u64(&l, "flows", h->flows);
+	journal_line_u64(&l, "req_bytes", h->req_bytes);
+	journal_line_u64(&l, "resp_bytes", h->resp_bytes);
+	write_line(r, &l);
+}
+
+/*
+ * One line per (rule, host) the run's finished flows went to, with what they carried in all:
+ * the per-(run, host) counts, whether or not the rule caps them.
+ */
+static void write_host_totals(struct run *r)
+{
+	struct journal_line l;
+	struct timespec now;
+
+	if (!r->totals)
+		return;
+	hosttotals_each(r->totals, write_host_total, r);
+	if (!hosttotals_untracked(r->totals))
+		return;
+	clock_gettime(CLOCK_REALTIME, &now);
+	line_run_fields(r, &l, "anomaly", &now);
+	journal_line_str(&l, "what", "flows to more hosts than host_total lines are kept for");
+	journal_line_u64(&l, "flows", hosttotals_untracked(r->totals));
 	write_line(r, &l);
 }
 
@@ -1336,6 +1418,8 @@ static int teardown(struct run *r)
 		seqset_free(&r->kseqs->set);
 	free(r->kseqs);
 	r->kseqs = NULL;
+	hosttotals_free(r->totals);
+	r->totals = NULL;
 	return ret;
 }
 
@@ -1413,6 +1497,7 @@ static int setup(struct run *r, char *err, size_t err_len)
 		/* selftests only, and said on stderr and in run_start: see selftests/test_backstop.sh */
 		.no_backstop = getenv("SLUICE_SELFTEST_NO_BACKSTOP") != NULL,
 		.tc_clsact = getenv("SLUICE_SELFTEST_TC_CLSACT") != NULL,
+		.strict_evidence = r->args.strict_evidence,
 	};
 	struct journal_opts jo = {
 		.run_id = r->run_id,
@@ -1498,6 +1583,11 @@ static int setup(struct run *r, char *err, size_t err_len)
 		return ret;
 	}
 	r->boot_to_real_ns = ts_ns(CLOCK_REALTIME) - ts_ns(CLOCK_BOOTTIME);
+	r->totals = hosttotals_new();
+	if (!r->totals) {
+		util_fmt(err, err_len, "out of memory");
+		return -ENOMEM;
+	}
 
 	/* Last, so that a failed setup leaves no empty log behind. */
 	jo.path = r->log_path;
@@ -1620,6 +1710,7 @@ int run_main(int argc, char **argv)
 	if (!r.still_running)
 		loader_detach(r.loader);
 	drain(&r);
+	write_host_totals(&r);
 	write_run_end(&r, r.still_running ? RUN_EXIT_SLUICE_ERROR : status, why);
 	/* The seal: the last line, signing everything before it. */
 	ret = journal_checkpoint(r.journal, "final");

@@ -6,6 +6,7 @@
  * binary counter carries; the root of a tree of any size folds the remaining subtrees from the
  * smallest (rightmost) up, which is MTH's split at the largest power of two below the size.
  */
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,14 +26,27 @@ struct part {
  * OpenSSL cannot allocate; a tree that silently skipped a hash would sign a wrong root, so that
  * is fatal rather than an error the void API could lose.
  */
+static EVP_MD *sha256_md;
+static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
+
+/*
+ * Fetched once: EVP_sha256() makes OpenSSL 3 look the algorithm up in its provider store, under
+ * a lock, at every digest, and the writer hashes each line two or three times.
+ */
+static void sha256_fetch(void)
+{
+	sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);
+}
+
 static void sha256_parts(const struct part *parts, size_t n, uint8_t out[TLOG_HASH_SIZE])
 {
 	unsigned int out_len = 0;
 	EVP_MD_CTX *ctx;
 	bool ok;
 
+	pthread_once(&sha256_once, sha256_fetch);
 	ctx = EVP_MD_CTX_new();
-	ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1;
+	ok = ctx && sha256_md && EVP_DigestInit_ex(ctx, sha256_md, NULL) == 1;
 	for (size_t i = 0; ok && i < n; i++)
 		ok = EVP_DigestUpdate(ctx, parts[i].data, parts[i].len) == 1;
 	ok = ok && EVP_DigestFinal_ex(ctx, out, &out_len) == 1 && out_len == TLOG_HASH_SIZE;

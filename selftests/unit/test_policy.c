@@ -154,6 +154,46 @@ static bool check_integers(const struct policy *p, char *why)
 	return true;
 }
 
+static bool check_totals(const struct policy *p, char *why)
+{
+	const struct policy_rule *r = &p->rules[0], *r2 = &p->rules[1];
+	struct policy_compiled *c = NULL;
+	char err[256];
+	bool ok;
+
+	EXPECT(r->has_max_total_request_bytes && r->max_total_request_bytes == 100000,
+	       "expected max_total_request_bytes 100000, got %llu",
+	       (unsigned long long)r->max_total_request_bytes);
+	EXPECT(!r->has_max_total_response_bytes, "expected no max_total_response_bytes in rule 1");
+	EXPECT(r2->has_max_total_response_bytes && r2->max_total_response_bytes == 0,
+	       "expected max_total_response_bytes 0 in rule 2, got %llu",
+	       (unsigned long long)r2->max_total_response_bytes);
+	EXPECT(!policy_compile(p, &c, err, sizeof(err)), "compile failed: %s", err);
+	/* stored plus one, so that 0 means "no cap" and a cap of 0 still counts */
+	ok = c->rule_caps[1].max_total_req == 100001 && c->rule_caps[1].max_total_resp == 0 &&
+	     c->rule_caps[2].max_total_req == 0 && c->rule_caps[2].max_total_resp == 1 &&
+	     c->rule_caps[1].max_req == 0;
+	snprintf(why, WHY_LEN, "compiled caps: rule 1 total %llu/%llu, rule 2 total %llu/%llu",
+		 (unsigned long long)c->rule_caps[1].max_total_req,
+		 (unsigned long long)c->rule_caps[1].max_total_resp,
+		 (unsigned long long)c->rule_caps[2].max_total_req,
+		 (unsigned long long)c->rule_caps[2].max_total_resp);
+	policy_compiled_free(c);
+	return ok;
+}
+
+static bool check_icmp(const struct policy *p, char *why)
+{
+	EXPECT(p->sockets == (SL_SOCKETS_PING | SL_SOCKETS_RAW), "expected sockets ping|raw, got %#x",
+	       p->sockets);
+	EXPECT(p->rules[0].protocols == (SL_PROTO_ICMP | SL_PROTO_TCP),
+	       "expected protocols icmp|tcp, got %#x", p->rules[0].protocols);
+	EXPECT(p->rules[1].protocols == (SL_PROTO_TCP | SL_PROTO_UDP),
+	       "expected the default tcp|udp (not icmp) without protocols:, got %#x",
+	       p->rules[1].protocols);
+	return true;
+}
+
 static bool check_ports(const struct policy *p, char *why)
 {
 	static const struct policy_port_range want[] = {
@@ -304,6 +344,20 @@ static const struct accept_case accept_cases[] = {
 	 "    max_request_bytes: 18446744073709551615\n"
 	 "    max_response_bytes: 12_345_678\n",
 	 check_integers},
+	{"accept: icmp rules and ping/raw sockets", NULL,
+	 "sockets: [ping, raw, PING]\n"
+	 "rules:\n"
+	 "  - cidrs: [\"10.0.0.0/8\"]\n"
+	 "    protocols: [icmp, tcp]\n"
+	 "  - cidrs: [\"10.0.0.0/8\"]\n",
+	 check_icmp},
+	{"accept: byte totals per run and host", NULL,
+	 "rules:\n"
+	 "  - hosts: [a.example]\n"
+	 "    max_total_request_bytes: 100_000\n"
+	 "  - cidrs: [\"10.0.0.0/8\"]\n"
+	 "    max_total_response_bytes: 0\n",
+	 check_totals},
 	{"accept: ports, ranges, quoted and unquoted", NULL,
 	 "rules:\n"
 	 "  - cidrs: [\"10.0.0.0/8\"]\n"
@@ -552,8 +606,12 @@ static const struct reject_case reject_cases[] = {
 	 "mode: expected one of enforce, report"},
 	{"reject: unknown log kind", "log: [allow, info]\n", 1, 14,
 	 "log[1]: expected one of allow, deny, got \"info\""},
-	{"reject: unknown protocol", "rules:\n  - cidrs: [\"10.0.0.0/8\"]\n    protocols: [icmp]\n",
-	 3, 17, "rules[0].protocols[0]: expected one of tcp, udp, got \"icmp\""},
+	{"reject: unknown protocol", "rules:\n  - cidrs: [\"10.0.0.0/8\"]\n    protocols: [sctp]\n",
+	 3, 17, "rules[0].protocols[0]: expected one of tcp, udp, icmp, got \"sctp\""},
+	{"reject: unknown socket kind", "sockets: [ping, packet]\n", 1, 17,
+	 "sockets[1]: expected one of ping, raw, got \"packet\""},
+	{"reject: sockets not a sequence", "sockets: ping\n", 1, 10,
+	 "sockets: expected a sequence of socket kinds (ping, raw), got \"ping\""},
 	{"reject: alert_on item as a mapping", "alert_on: [{a: b}]\n", 1, 12,
 	 "alert_on[0]: expected an alert condition (a string), got a mapping"},
 	{"reject: request_access empty", "request_access: \"\"\n", 1, 17,
@@ -1029,8 +1087,8 @@ static bool misc_summary_seed(char *why)
 		"      (through the run's resolver: only listed names resolve",
 		"TLS on port 443 to them must name, in its ClientHello, a host that resolved",
 		"methods GET, HEAD: cannot be enforced in the kernel: HTTP methods are inside TLS",
-		"max_response_bytes: 500000000 per flow (not yet per run and host)",
-		"max_request_bytes: 65536 per flow (not yet per run and host)",
+		"max_response_bytes: 500000000 per flow",
+		"max_request_bytes: 65536 per flow",
 		"always blackholed, whatever the policy: 169.254.0.0/16, fe80::/10, fd00:ec2::/32 "
 		"and "
 		"their v4-mapped/NAT64/IPv4-compatible forms",

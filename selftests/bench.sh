@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# make bench: the performance targets of DESIGN.md, measured as ratios side by side in one run
+# (never as absolute times), on a two-namespace link this script builds and removes:
+#   connect(): median <= 1.10x and p99 <= 1.20x of no program, with a 10,000-CIDR policy, and
+#              never slower than nftables with a set of the same 10,000 prefixes;
+#   throughput: one TCP stream loses <= 3% under sluice (backstop, counting, host-side tc);
+#   pipeline:   allow records through the full signed path (ring buffer, writer, hash chain,
+#              Merkle tree, checkpoints): none lost, and sluice's CPU time per record.
+# Each variant runs in turns (none, sluice, nftables, none, …) so drift hits them alike.
+# Prints a table and exits 1 if a target is missed. Tunables: BENCH_ROUNDS, BENCH_CONNECTS,
+# BENCH_STREAM_S, BENCH_FLOOD.
+
+set -u
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+SLUICE=${SLUICE:-$REPO/.output/sluice}
+BENCH=${SL_TOOLS:-$REPO/.output/selftests}/sl_bench
+ROUNDS=${BENCH_ROUNDS:-5}
+CONNECTS=${BENCH_CONNECTS:-2000}
+STREAM_S=${BENCH_STREAM_S:-3}
+FLOOD=${BENCH_FLOOD:-200000}
+ID=$$
+C=slb-c-$ID
+S=slb-s-$ID
+PORT=5001
+SERVER=10.201.0.2
+
+[[ $(id -u) == 0 ]] || { echo "make bench needs root" >&2; exit 2; }
+for t in "$SLUICE" "$BENCH"; do
+	[[ -x $t ]] || { echo "$t not built (make)" >&2; exit 2; }
+done
+command -v nft >/dev/null || { echo "nft not installed (make deps)" >&2; exit 2; }
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/sluice-bench.XXXXXX")
+SERVE_PID=
+cleanup() {
+	[[ -n $SERVE_PID ]] && kill "$SERVE_PID" 2>/dev/null && wait "$SERVE_PID" 2>/dev/null
+	ip netns del "$C" 2>/dev/null
+	ip netns del "$S" 2>/dev/null
+	rm -rf -- "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+ip netns add "$C" && ip netns add "$S" || exit 2
+ip -n "$C" link add veth0 type veth peer name vsrv netns "$S" || exit 2
+ip -n "$C" addr add 10.201.0.1/24 dev veth0 && ip -n "$S" addr add "$SERVER/24" dev vsrv || exit 2
+for ns in "$C" "$S"; do
+	ip -n "$ns" link set lo up
+done
+ip -n "$C" link set veth0 up && ip -n "$S" link set vsrv up || exit 2
+ip netns exec "$S" "$BENCH" serve "$PORT" >"$TMP/serve.out" 2>&1 &
+SERVE_PID=$!
+for _ in $(seq 100); do grep -q ready "$TMP/serve.out" 2>/dev/null && break; sleep 0.05; done
+
+"$SLUICE" keygen --name sluice-bench "$TMP/host.key" >/dev/null || exit 2
+export SLUICE_KEY=$TMP/host.key
+
+# 10,000 prefixes (/24 and /32, aligned, outside every blackhole) plus the server.
+python3 - "$TMP" <<'PY'
+import random, sys
+tmp = sys.argv[1]
+random.seed(1)
+nets = set()
+while len(nets) < 10000:
+    a, b, c, d = random.randrange(20, 60), random.randrange(256), random.randrange(256), random.randrange(256)
+    nets.add(f"{a}.{b}.{c}.0/24" if random.random() < 0.5 else f"{a}.{b}.{c}.{d}/32")
+with open(f"{tmp}/bench.yaml", "w") as f:
+    f.write("default: deny\nrules:\n  - name: server\n")
+    f.write('    cidrs: ["10.201.0.2/32"]\n    ports: [5001]\n    protocols: [tcp, udp]\n')
+    f.write("  - name: many\n    ports: [443]\n    cidrs: [" + ", ".join(f'"{n}"' for n in sorted(nets)) + "]\n")
+with open(f"{tmp}/nft.conf", "w") as f:
+    f.write("table inet bench {\n  set many { type ipv4_addr; flags interval; auto-merge; elements = { ")
+    f.write(", ".join(sorted(nets)) + " } }\n")
+    f.write("  chain out { type filter hook output priority 0; policy drop;\n")
+    f.write("    ip daddr @many tcp dport 443 accept\n")
+    f.write("    ip daddr 10.201.0.2 accept\n    oif lo accept\n  }\n}\n")
+PY
+
+run_none() { ip netns exec "$C" "$BENCH" "$@"; }
+run_nft() {
+	ip netns exec "$C" nft -f "$TMP/nft.conf" 2>"$TMP/nft.err" || { head -c 300 "$TMP/nft.err" >&2; return 2; }
+	ip netns exec "$C" "$BENCH" "$@"
+	local rc=$?
+	ip netns exec "$C" nft delete table inet bench
+	return $rc
+}
+run_sluice() {
+	local n=$((++RUN_N))
+	"$SLUICE" run --policy "$TMP/bench.yaml" --run-id "bench-$ID-$n" --log "$TMP/run-$n.jsonl" \
+		--netns "/run/netns/$C" "${SLUICE_EXTRA[@]}" -- "$BENCH" "$@" 2>>"$TMP/sluice.err"
+}
+RUN_N=0
+SLUICE_EXTRA=()
+
+echo "connect(): $ROUNDS rounds x $CONNECTS connects per variant"
+for r in $(seq "$ROUNDS"); do
+	run_none connect "$SERVER" "$PORT" "$CONNECTS" >>"$TMP/c-none" || exit 2
+	run_sluice connect "$SERVER" "$PORT" "$CONNECTS" >>"$TMP/c-sluice" || exit 2
+	run_nft connect "$SERVER" "$PORT" "$CONNECTS" >>"$TMP/c-nft" || exit 2
+done
+echo "throughput: $ROUNDS rounds x ${STREAM_S}s per variant"
+for r in $(seq "$ROUNDS"); do
+	run_none stream "$SERVER" "$PORT" "$STREAM_S" >>"$TMP/s-none" || exit 2
+	run_sluice stream "$SERVER" "$PORT" "$STREAM_S" >>"$TMP/s-sluice" || exit 2
+done
+# sluice's CPU time for a run with the flood, minus that of the same run without it (loading
+# and attaching the programs, the resolver, the seal): what the records themselves cost.
+echo "pipeline: $FLOOD allow records"
+flood_run() {
+	/usr/bin/time -f "%U %S" -o "$TMP/$1.time" "$SLUICE" run --policy "$TMP/bench.yaml" \
+		--run-id "bench-$ID-$1" --log "$TMP/$1.jsonl" --netns "/run/netns/$C" \
+		--ringbuf-kib 65536 -- "$BENCH" udpflood "$SERVER" "$PORT" "$2" >"$TMP/$1.out" \
+		2>>"$TMP/sluice.err"
+}
+flood_run empty 1 && flood_run flood "$FLOOD" || exit 2
+
+python3 - "$TMP" "$FLOOD" <<'PY'
+import json, statistics, sys
+tmp, flood = sys.argv[1], int(sys.argv[2])
+
+def lat(name):
+    v = sorted(int(x) for x in open(f"{tmp}/c-{name}"))
+    return statistics.median(v), v[int(len(v) * 0.99) - 1]
+
+def rate(name):
+    rows = [l.split() for l in open(f"{tmp}/s-{name}")]
+    return statistics.median(int(b) / int(ns) * 1e9 for b, ns in rows)
+
+none, sl, nft = lat("none"), lat("sluice"), lat("nft")
+rn, rs = rate("none"), rate("sluice")
+recs = [json.loads(l) for l in open(f"{tmp}/flood.jsonl")]
+allows = sum(1 for r in recs if r.get("type") == "decision" and r.get("decision") == "allow")
+end = next(r for r in reversed(recs) if r.get("type") == "run_end")
+def cpu(name):
+    return sum(float(x) for x in open(f"{tmp}/{name}.time").read().split())
+cpu_flood = cpu("flood") - cpu("empty")
+cpu_per = cpu_flood / max(end["records"], 1) * 1e9
+results = [
+    ("connect median, sluice / none", sl[0] / none[0], "<= 1.10", sl[0] / none[0] <= 1.10),
+    ("connect p99, sluice / none", sl[1] / none[1], "<= 1.20", sl[1] / none[1] <= 1.20),
+    ("connect median, sluice / nftables (10k set)", sl[0] / nft[0], "<= 1.00", sl[0] / nft[0] <= 1.00),
+    ("TCP throughput, sluice / none", rs / rn, ">= 0.97", rs / rn >= 0.97),
+    ("allow records lost in the flood", end["lost"], "== 0", end["lost"] == 0),
+    ("sluice CPU per record (ns; 500k/s on one core = 2000)", cpu_per, "<= 2000", cpu_per <= 2000),
+]
+print(f"\nconnect() ns: none {none[0]:.0f}/{none[1]:.0f}  sluice {sl[0]:.0f}/{sl[1]:.0f}  "
+      f"nftables {nft[0]:.0f}/{nft[1]:.0f}  (median/p99)")
+print(f"throughput MB/s: none {rn / 1e6:.0f}  sluice {rs / 1e6:.0f}")
+print(f"flood: {flood} datagrams, {end['records']} records, {allows} allow lines, "
+      f"{end['lost']} lost, sluice CPU for them {cpu_flood:.2f} s\n")
+bad = 0
+for name, val, target, ok in results:
+    print(f"{'ok  ' if ok else 'MISS'} {name:52} {val:10.3f}  target {target}")
+    bad += not ok
+sys.exit(1 if bad else 0)
+PY
