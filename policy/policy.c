@@ -1622,10 +1622,15 @@ const char *policy_rule_name(const struct policy *p, size_t rule_idx, char *buf,
 {
 	if (!buf || !buf_len)
 		return "";
-	if (p && rule_idx < p->n_rules && p->rules[rule_idx].name)
-		snprintf(buf, buf_len, "%s", p->rules[rule_idx].name);
-	else
+	if (p && rule_idx < p->n_rules && p->rules[rule_idx].name) {
+		/* (on every record's path: a copy, not snprintf) */
+		size_t n = strnlen(p->rules[rule_idx].name, buf_len - 1);
+
+		memcpy(buf, p->rules[rule_idx].name, n);
+		buf[n] = '\0';
+	} else {
 		snprintf(buf, buf_len, "rule %zu", rule_idx + 1);
+	}
 	return buf;
 }
 

@@ -70,6 +70,26 @@ void decision_safe_comm(char *out, size_t len, const char comm[16])
 	out[w] = '\0';
 }
 
+/* Dotted quad without inet_ntop's printf: this runs for every record. */
+static void format_v4(const uint8_t a[4], char out[INET_ADDRSTRLEN])
+{
+	size_t w = 0;
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		unsigned int b = a[i];
+
+		if (i)
+			out[w++] = '.';
+		if (b >= 100)
+			out[w++] = (char)('0' + b / 100);
+		if (b >= 10)
+			out[w++] = (char)('0' + b / 10 % 10);
+		out[w++] = (char)('0' + b % 10);
+	}
+	out[w] = '\0';
+}
+
 /* Socket kinds and options refused by the surface layer: no destination, a description. */
 static int surface_view_init(struct decision_view *v, const struct sl_decision_event *ev)
 {
@@ -117,7 +137,7 @@ int decision_view_init(struct decision_view *v, const struct sl_decision_event *
 
 	/* dst_port is for the stderr notice of a denial: an allow (the hot path) needs none */
 	if (ev->family == AF_INET) {
-		inet_ntop(AF_INET, ev->addr, v->dst, sizeof(v->dst));
+		format_v4(ev->addr, v->dst);
 		v->family = "ipv4";
 		if (ev->verdict == SL_VERDICT_DENY)
 			util_fmt(v->dst_port, sizeof(v->dst_port), "%s:%u", v->dst, ev->port);
