@@ -7,9 +7,10 @@
 # right size, root and signature by a run key the host key certified; the sidecar and the
 # --checkpoint-fd copy holding exactly the log's checkpoints, then one more note covering the seal
 # line; rotation into .gz segments that chain on (and, with the test-only
-# SLUICE_SELFTEST_KEEP_PLAIN, the plain segments a crash before compression leaves); no run
-# without a host key; a killed run's unsealed tail; a full disk cutting the log at a whole line
-# and saying so once; a broken export pipe reported as the export's failure, not the log's;
+# SLUICE_SELFTEST_KEEP_PLAIN, the plain segments a crash before compression leaves, which sluice
+# verify reads as they are, with LOG gone as unsealed, next to a corrupt .gz copy as invalid);
+# no run without a host key; a killed run's unsealed tail; a full disk cutting the log at a whole
+# line and saying so once; a broken export pipe reported as the export's failure, not the log's;
 # generated run ids of 64 random bits; verify's output never passing a log's bytes through raw.
 #
 # Not tested here: that a checkpoint's note is copied only after the log is fdatasynced (it
@@ -163,6 +164,31 @@ tap_check "rotate, kept plain: the plain segments check, each ending with its ro
 tap_cmp "rotate, kept plain: all 40 decisions are there" \
 	"$(python3 "$CHECK" "$log" --summary >/dev/null &&
 		cat "$log".0* "$log" | grep -c '"type":"decision"')" -eq 40
+# sluice verify reads the same layout: plain segments, a stray temporary file ignored, LOG gone
+# = unsealed (a crash between the rename and the new LOG), both forms of a segment compared.
+tap_check "rotate, kept plain: sluice verify, with the sidecar as exported checkpoints: exit 0" \
+	"$SLUICE" verify "$log" --checkpoints "$log.checkpoints"
+printf 'not gzip\n' >"$log.000001.gz.tmp"
+tap_check "rotate, kept plain: a stray LOG.000001.gz.tmp is not read: exit 0" \
+	"$SLUICE" verify "$log"
+rm -f "$log.000001.gz.tmp"
+gzip -c "$log.000001" >"$log.000001.gz"
+tap_check "rotate, kept plain: LOG.000001 with its gzip copy next to it: exit 0" \
+	"$SLUICE" verify "$log"
+head -c 100 "$log.000001.gz" >"$SL_TMP/cut.gz" && mv "$SL_TMP/cut.gz" "$log.000001.gz"
+"$SLUICE" verify "$log" >"$SL_TMP/plain.verify" 2>&1
+tap_is "rotate, kept plain: ... and with that copy cut short: exit 1 (the plain one is no excuse)" \
+	"$?" 1
+tap_check "rotate, kept plain: ... naming the corrupt copy" \
+	grep -q "plain.jsonl.000001.gz line [0-9]*: cannot read the rest of the file" \
+	"$SL_TMP/plain.verify"
+rm -f "$log.000001.gz"
+mv "$log" "$SL_TMP/plain.live"
+"$SLUICE" verify "$log" >"$SL_TMP/plain.verify" 2>&1
+tap_is "rotate, kept plain: LOG moved away, the segments left: exit 2 (unsealed), not 4" "$?" 2
+tap_check "rotate, kept plain: ... saying LOG is missing" \
+	grep -q "UNSEALED: intact, but .*plain.jsonl is missing" "$SL_TMP/plain.verify"
+mv "$SL_TMP/plain.live" "$log"
 
 # A compression that fails (its temporary name is taken) leaves that segment plain, says so
 # once, and the next segments are compressed as usual.

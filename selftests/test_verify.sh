@@ -6,8 +6,12 @@
 # non-canonical whitespace, a replaced checkpoint signature, the tail cut, the log cut below an
 # exported checkpoint, another run's log, another host's key) is each caught with the right exit
 # status and first bad line; a flood past the ring buffer (P18) is declared and signed loss (exit
-# 3), its loss_ranges line listing exactly the kseqs the log lacks; a SIGKILLed sluice leaves an unsealed tail (exit 2) of the right length; a rotated log
-# verifies across its .gz segments and fails when one is deleted.
+# 3), its loss_ranges line listing exactly the kseqs the log lacks; a SIGKILLed sluice leaves an
+# unsealed tail (exit 2) of the right length; a rotated log verifies across its .gz segments and
+# fails when one is deleted. Also: --run-id/--origin refuse another run's whole log; the summary
+# names the run key's hash and start time; the seal needs the exported note that covers it (a
+# forged last line is caught through the copies); host keys through a symlink, CRLF ones refused
+# saying so; a FIFO as key, log or checkpoints file is refused at once, not waited on.
 #
 # The expected line of each tamper case is computed from the log by the mutation itself
 # (tamper() below), never hard-coded: the run's exact lines vary.
@@ -201,6 +205,84 @@ assert_rc "run B exits 0" 0
 case_verify "run B's log alone: exit 0" 0 "" "$log_b"
 case_verify "run B's log with run A's exported checkpoints (replay) -> exit 1 at line 1" 1 1 \
 	"$log_b" --checkpoints "$cps_a"
+
+# Pinning the run: run B is a whole, certified log of this host, but not of the run expected.
+run_a_id=$(python3 -c '
+import json, sys
+print(json.loads(open(sys.argv[1], "rb").readline())["run_id"])' "$log_a")
+case_verify "run B's log with --run-id of run A -> exit 1 at line 1" 1 1 "$log_b" \
+	--run-id "$run_a_id"
+tap_check "... saying whose log it is" \
+	grep -q "this is the log of run" <<<"$(vfield first_error.why)"
+case_verify "run A's log with its own --run-id: exit 0" 0 "" "$log_a" --run-id "$run_a_id"
+case_verify "run A's log with its own --origin: exit 0" 0 "" "$log_a" --origin "sluice/$run_a_id"
+out=$("$SLUICE" verify "$log_a" 2>&1)
+hash=$(python3 -c '
+import hashlib, json, sys
+key = json.loads(open(sys.argv[1], "rb").readline())["key"]
+print(key.split("+")[1])' "$log_a")
+utc_re='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z'
+tap_check "the summary names the run key's hash ($hash) and when the run started (UTC)" \
+	grep -Eq "run key $hash certified by host key .*started: +$utc_re" <<<"$(tr '\n' ' ' <<<"$out")"
+verify_json "$log_a" --key "$SL_TMP/other.key.pub"
+tap_is "JSON of a log whose certificate does not verify: origin null, certified false" \
+	"$(vfield origin)/$(vfield certified)" "/False"
+
+# The seal line is signed only by the note exported after it: copies lacking it leave it open.
+python3 - "$cps_a" "$SL_TMP/a.exported-1" <<'PY'
+import sys
+data = open(sys.argv[1], "rb").read()
+parts = [n + b"\n\n" for n in data.split(b"\n\n")[:-1]]      # text, sigs, text, sigs, ...
+notes = [parts[i] + parts[i + 1] for i in range(0, len(parts), 2)]
+open(sys.argv[2], "wb").write(b"".join(notes[:-1]))
+PY
+case_verify "run A with copies lacking the note that covers the seal -> exit 2" 2 "" "$log_a" \
+	--checkpoints "$SL_TMP/a.exported-1"
+tap_is "... the seal is reported not covered" "$(vfield seal_uncovered)" True
+# the seal dropped, a record forged in its place with the chain recomputed
+python3 - "$log_a" "$SL_TMP/a-forged.log" <<'PY'
+import hashlib, sys
+lines = open(sys.argv[1], "rb").read().split(b"\n")[:-1]
+prev = hashlib.sha256(lines[-2]).hexdigest()
+seq = len(lines) - 1
+lines[-1] = b'{"seq":%d,"prev":"%s","ts":1,"type":"note","what":"nothing"}' % (seq, prev.encode())
+open(sys.argv[2], "wb").write(b"".join(l + b"\n" for l in lines))
+PY
+n_a=$(wc -l <"$log_a")
+case_verify "seal replaced by a forged record, with the copies -> exit 1 at line $n_a" 1 "$n_a" \
+	"$SL_TMP/a-forged.log" --checkpoints "$cps_a"
+case_verify "... with the copies ending at the seal's own note -> exit 1 at line $n_a" 1 \
+	"$n_a" "$SL_TMP/a-forged.log" --checkpoints "$SL_TMP/a.exported-1"
+case_verify "... without copies: exit 2 (a record after the last checkpoint)" 2 "" \
+	"$SL_TMP/a-forged.log"
+
+# Host keys: a symlinked .pub is fine; a CRLF one, a FIFO, a directory are refused, saying why.
+ln -s "$SLUICE_PUB" "$SL_TMP/link.pub"
+case_verify "--key through a symlink: exit 0" 0 "" "$log_a" --key "$SL_TMP/link.pub"
+printf '%s\r\n' "$(cat "$SLUICE_PUB")" >"$SL_TMP/crlf.pub"
+out=$(timeout 10 "$SLUICE" verify "$log_a" --key "$SL_TMP/crlf.pub" 2>&1)
+rc=$?
+if [[ $rc -eq 4 ]] && grep -q "CRLF" <<<"$out"; then
+	tap_ok "a CRLF host key -> exit 4, saying CRLF"
+else
+	tap_fail "a CRLF host key -> exit 4, saying CRLF" "got exit $rc: $out"
+fi
+mkfifo "$SL_TMP/fifo.pub" "$SL_TMP/fifo.log" "$SL_TMP/fifo.cps"
+for what in key log cps; do
+	case $what in
+	key) args=("$log_a" --key "$SL_TMP/fifo.pub") ;;
+	log) args=("$SL_TMP/fifo.log") ;;
+	cps) args=("$log_a" --checkpoints "$SL_TMP/fifo.cps") ;;
+	esac
+	out=$(timeout 10 "$SLUICE" verify "${args[@]}" 2>&1)
+	rc=$?
+	if [[ $rc -eq 4 ]] && grep -q "a FIFO" <<<"$out"; then
+		tap_ok "a FIFO as the $what -> exit 4 at once, saying it is a FIFO"
+	else
+		tap_fail "a FIFO as the $what -> exit 4 at once, saying it is a FIFO" \
+			"got exit $rc (124: hung): $out"
+	fi
+done
 
 # Usage and unreadable input: exit 4.
 verify_json "$SL_TMP/nonexistent.log"

@@ -5,7 +5,7 @@
 
 #include "seqset.h"
 
-_Static_assert(SEQSET_WINDOW % 64 == 0, "the window is whole bitmap words");
+_Static_assert(SEQSET_WINDOW % (64 * 64) == 0, "the window is whole summary words");
 
 static bool seen(const struct seqset *s, uint64_t k)
 {
@@ -14,11 +14,16 @@ static bool seen(const struct seqset *s, uint64_t k)
 	return s->bits[i / 64] >> (i % 64) & 1;
 }
 
+/* Flip number k's bit, and keep the summary bit of its word in step. */
 static void flip(struct seqset *s, uint64_t k)
 {
-	uint64_t i = k % SEQSET_WINDOW;
+	uint64_t i = k % SEQSET_WINDOW, w = i / 64;
 
-	s->bits[i / 64] ^= 1ull << (i % 64);
+	s->bits[w] ^= 1ull << (i % 64);
+	if (s->bits[w])
+		s->summary[w / 64] |= 1ull << (w % 64);
+	else
+		s->summary[w / 64] &= ~(1ull << (w % 64));
 }
 
 /* A number was seen right after the pending range: it cannot grow any more. */
@@ -48,22 +53,42 @@ static void pend_add(struct seqset *s, uint64_t first, uint64_t last)
 	s->has_pend = true;
 }
 
+/* The first bitmap word at or after word w (of this lap of the window) that is not zero. */
+static uint64_t next_word(struct seqset *s, uint64_t w)
+{
+	while (w < SEQSET_WORDS) {
+		uint64_t m = s->summary[w / 64] >> (w % 64);
+
+		s->words_scanned++;
+		if (m)
+			return w + (uint64_t)__builtin_ctzll(m);
+		w = (w / 64 + 1) * 64;
+	}
+	return SEQSET_WORDS;
+}
+
 /*
- * The first number seen in [k, end), or end. Word by word: the numbers of one bitmap word are
- * consecutive, and the bits of numbers already resolved are clear, so a bit found past the
- * window's wrap belongs to no number below end.
+ * The first number seen in [k, end), or end. The numbers of one bitmap word are consecutive,
+ * and the bits of numbers already resolved are clear, so a bit found past the window's wrap
+ * belongs to no number below end. Zero words are skipped through the summary: a scan costs at
+ * most a few hundred words (two laps of SEQSET_SUMMARY_WORDS), however far apart the numbers
+ * seen are, not SEQSET_WORDS.
  */
-static uint64_t next_seen(const struct seqset *s, uint64_t k, uint64_t end)
+static uint64_t next_seen(struct seqset *s, uint64_t k, uint64_t end)
 {
 	while (k < end) {
-		uint64_t i = k % SEQSET_WINDOW;
-		uint64_t w = s->bits[i / 64] >> (i % 64);
+		uint64_t i = k % SEQSET_WINDOW, w = i / 64, bits = s->bits[w] >> (i % 64), step;
 
-		if (w) {
-			k += (uint64_t)__builtin_ctzll(w);
+		s->words_scanned++;
+		if (bits) {
+			k += (uint64_t)__builtin_ctzll(bits);
 			return k < end ? k : end;
 		}
-		k += 64 - i % 64;
+		/* to the next word, then over the zero words after it (to the lap's end at most) */
+		step = 64 - i % 64 + (next_word(s, w + 1) - (w + 1)) * 64;
+		if (end - k <= step)
+			return end;
+		k += step;
 	}
 	return end;
 }
@@ -100,9 +125,12 @@ static void resolve(struct seqset *s, uint64_t new_low)
 int seqset_init(struct seqset *s, seqset_missing_fn fn, void *ctx)
 {
 	memset(s, 0, sizeof(*s));
-	s->bits = calloc(SEQSET_WINDOW / 64, sizeof(*s->bits));
-	if (!s->bits)
+	s->bits = calloc(SEQSET_WORDS, sizeof(*s->bits));
+	s->summary = calloc(SEQSET_SUMMARY_WORDS, sizeof(*s->summary));
+	if (!s->bits || !s->summary) {
+		seqset_free(s);
 		return -ENOMEM;
+	}
 	s->fn = fn;
 	s->ctx = ctx;
 	return 0;
@@ -111,7 +139,9 @@ int seqset_init(struct seqset *s, seqset_missing_fn fn, void *ctx)
 void seqset_free(struct seqset *s)
 {
 	free(s->bits);
+	free(s->summary);
 	s->bits = NULL;
+	s->summary = NULL;
 }
 
 int seqset_add(struct seqset *s, uint64_t k)

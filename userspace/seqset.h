@@ -21,6 +21,9 @@
 
 /* Numbers tracked above the lowest one not yet seen (a bit each: 128 KiB). */
 #define SEQSET_WINDOW (1u << 20)
+/* The bitmap's 64-bit words, and the summary's: bit w of the summary says word w is not zero. */
+#define SEQSET_WORDS (SEQSET_WINDOW / 64)
+#define SEQSET_SUMMARY_WORDS (SEQSET_WORDS / 64)
 /*
  * The most ranges a `loss_ranges` record lists (evidence spec): the first ones, ascending; its
  * "missing" count is exact however many there are.
@@ -41,8 +44,15 @@ struct seqset {
 	uint64_t low;	  /* every number below is resolved */
 	uint64_t high;	  /* one past the largest number seen or resolved */
 	uint64_t missing; /* numbers resolved as missing so far (reported or about to be) */
+	/*
+	 * Bitmap and summary words examined while looking for the next number seen: the work the
+	 * window does, so a test can bound it (a crafted run of numbers far apart must not cost a
+	 * scan of the whole window per number).
+	 */
+	uint64_t words_scanned;
 	/* private */
 	uint64_t *bits;		  /* SEQSET_WINDOW bits: number k is bit k % SEQSET_WINDOW */
+	uint64_t *summary;	  /* SEQSET_WORDS bits: word w of bits is not zero */
 	struct seqset_range pend; /* a missing range that may still grow */
 	bool has_pend;
 	seqset_missing_fn fn;

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -44,9 +46,11 @@ static const char *const reasons[] = {
 	"lines", "time", "heartbeat", "loss", "anomaly", "rotate", "final",
 };
 
-/* A line reader over zlib: gzread passes plain files through unchanged. */
+/* A line reader over a plain file (read) or a gzip one (zlib). */
 struct reader {
-	gzFile gz;
+	gzFile gz;   /* a .gz segment */
+	int fd;	     /* a plain file; -1 when gz */
+	mode_t mode; /* the file's type, when reader_open refused it */
 	const char *path;
 	uint64_t line; /* lines returned so far */
 	size_t start, end;
@@ -94,6 +98,15 @@ struct verifier {
 
 	struct ext_checkpoint *ext;
 	size_t n_ext, next_ext;
+	/*
+	 * An exported note of size S matched the lines so far, and the log goes on: the writer
+	 * exports notes of its checkpoint lines only (and one of the seal line), so line seq S must
+	 * be a checkpoint. ext[cp_due - 1] is that note; 0: none due.
+	 */
+	size_t cp_due;
+	/* a loss or anomaly line (its 1-based line) needs a checkpoint of that reason next */
+	const char *cp_after_type;
+	uint64_t cp_after_line;
 
 	/* kernel sequence numbers seen, and the first ranges of those no line carries */
 	struct seqset kseqs;
@@ -144,22 +157,113 @@ static int verr(struct verifier *v, int status, uint64_t line, const char *fmt, 
 /* An error at the current line. */
 #define BAD(v, ...) verr((v), VERIFY_INVALID, (v)->lines + 1, __VA_ARGS__)
 
-static int reader_open(struct reader *rd, const char *path)
+const char *verify_file_kind(mode_t mode)
 {
+	switch (mode & S_IFMT) {
+	case S_IFIFO:
+		return "a FIFO";
+	case S_IFDIR:
+		return "a directory";
+	case S_IFSOCK:
+		return "a socket";
+	case S_IFCHR:
+		return "a character device";
+	case S_IFBLK:
+		return "a block device";
+	default:
+		return "not a regular file";
+	}
+}
+
+/*
+ * Open path for reading, as gzip (gz) or as it is. Only a regular file: opened with O_NONBLOCK so
+ * a FIFO planted at the path cannot hang open() (nor gzopen's read, which would wait for a
+ * writer), then checked with fstat. -EINVAL with rd->mode set when it is not a regular file;
+ * -EMEDIUMTYPE when gz and the file is not gzip (zlib would pass it through as it is).
+ */
+static int reader_open(struct reader *rd, const char *path, bool gz)
+{
+	struct stat st;
+	int fd, flags, err;
+
 	memset(rd, 0, offsetof(struct reader, buf));
+	rd->fd = -1;
 	rd->path = path;
-	rd->gz = gzopen(path, "rb");
-	if (!rd->gz)
-		return errno ? -errno : -ENOMEM;
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st)) {
+		err = -errno;
+		goto out_close;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		rd->mode = st.st_mode;
+		err = -EINVAL;
+		goto out_close;
+	}
+	flags = fcntl(fd, F_GETFL);
+	if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK)) {
+		err = -errno;
+		goto out_close;
+	}
+	if (!gz) {
+		rd->fd = fd;
+		return 0;
+	}
+	rd->gz = gzdopen(fd, "rb");
+	if (!rd->gz) {
+		err = -ENOMEM;
+		goto out_close;
+	}
 	gzbuffer(rd->gz, READ_CHUNK);
+	/* reads the header; 1 when zlib found no gzip stream and would copy the bytes */
+	if (gzdirect(rd->gz)) {
+		gzclose_r(rd->gz);
+		rd->gz = NULL;
+		return -EMEDIUMTYPE;
+	}
 	return 0;
+out_close:
+	close(fd);
+	return err;
 }
 
 static void reader_close(struct reader *rd)
 {
 	if (rd->gz)
 		gzclose_r(rd->gz);
+	else if (rd->fd >= 0)
+		close(rd->fd);
 	rd->gz = NULL;
+	rd->fd = -1;
+}
+
+/* Up to n bytes into buf: their count, 0 at the end; -EIO (read error) or -EBADMSG (corrupt). */
+static int reader_fill(struct reader *rd, char *buf, unsigned int n, const char **why)
+{
+	ssize_t got;
+	int zerr;
+
+	if (rd->gz) {
+		got = gzread(rd->gz, buf, n);
+		if (got < 0 || (got == 0 && gzerror(rd->gz, &zerr) && zerr != Z_OK)) {
+			*why = gzerror(rd->gz, &zerr);
+			if (zerr == Z_ERRNO) {
+				*why = strerror(errno);
+				return -EIO;
+			}
+			return -EBADMSG;
+		}
+		return (int)got;
+	}
+	do
+		got = read(rd->fd, buf, n);
+	while (got < 0 && errno == EINTR);
+	if (got < 0) {
+		*why = strerror(errno);
+		return -EIO;
+	}
+	return (int)got;
 }
 
 /*
@@ -172,7 +276,7 @@ static int reader_next(struct reader *rd, const char **line, size_t *len, const 
 	for (;;) {
 		char *nl = memchr(rd->buf + rd->start, '\n', rd->end - rd->start);
 		size_t have = rd->end - rd->start;
-		int n, zerr;
+		int n;
 
 		if (nl) {
 			*line = rd->buf + rd->start;
@@ -199,15 +303,9 @@ static int reader_next(struct reader *rd, const char **line, size_t *len, const 
 		memmove(rd->buf, rd->buf + rd->start, have);
 		rd->start = 0;
 		rd->end = have;
-		n = gzread(rd->gz, rd->buf + rd->end, READ_CHUNK);
-		if (n < 0 || (n == 0 && gzerror(rd->gz, &zerr) && zerr != Z_OK)) {
-			*why = gzerror(rd->gz, &zerr);
-			if (zerr == Z_ERRNO) {
-				*why = strerror(errno);
-				return -EIO;
-			}
-			return -EBADMSG;
-		}
+		n = reader_fill(rd, rd->buf + rd->end, READ_CHUNK, why);
+		if (n < 0)
+			return n;
 		if (n == 0)
 			rd->eof = true;
 		rd->end += (size_t)n;
@@ -316,8 +414,8 @@ static int ext_note(struct verifier *v, unsigned int file, uint64_t note_line, c
 	}
 	if (strcmp(origin, v->r->origin))
 		return verr(v, VERIFY_INVALID, 1,
-			    "the log's origin %s differs from the origin %s of the exported "
-			    "checkpoint at %s:%" PRIu64 " (another run's log?)",
+			    "the log's origin \"%s\" differs from the origin \"%s\" of the "
+			    "exported checkpoint at %s:%" PRIu64 " (another run's log?)",
 			    v->r->origin, origin, path, note_line);
 	err = note_open(&v->run, note, len, &tlen);
 	if (err)
@@ -367,9 +465,10 @@ static int ext_load_file(struct verifier *v, unsigned int file, size_t *cap)
 	}
 	v->file = path;
 	v->file_line = 0;
-	err = reader_open(rd, path);
+	err = reader_open(rd, path, false);
 	if (err) {
-		err = verr(v, VERIFY_ERROR, 0, "cannot open: %s", strerror(-err));
+		err = verr(v, VERIFY_ERROR, 0, "cannot open: %s",
+			   err == -EINVAL ? verify_file_kind(rd->mode) : strerror(-err));
 		goto out_free;
 	}
 	for (;;) {
@@ -499,6 +598,14 @@ static int ext_check(struct verifier *v)
 
 	if (v->next_ext >= v->n_ext || v->ext[v->next_ext].size != v->tree.size)
 		return 0;
+	if (!v->tree.size) {
+		const struct ext_checkpoint *e = &v->ext[v->next_ext];
+
+		return verr(v, VERIFY_INVALID, 1,
+			    "the exported checkpoint at %s:%" PRIu64 " has size 0: the writer "
+			    "exports none (line 1 is log_start, not a checkpoint)",
+			    v->o->checkpoints[e->file], e->file_line);
+	}
 	tlog_root(&v->tree, root);
 	for (; v->next_ext < v->n_ext && v->ext[v->next_ext].size == v->tree.size; v->next_ext++) {
 		const struct ext_checkpoint *e = &v->ext[v->next_ext];
@@ -509,6 +616,7 @@ static int ext_check(struct verifier *v)
 				    " are not the ones the exported checkpoint at "
 				    "%s:%" PRIu64 " signed (its root differs)",
 				    e->size, v->o->checkpoints[e->file], e->file_line);
+		v->cp_due = v->next_ext + 1;
 	}
 	return 0;
 }
@@ -604,11 +712,12 @@ static int check_log_start(struct verifier *v)
 		return BAD(v, "log_start: run_id is not [A-Za-z0-9._-]{1,64}");
 	if (strncmp(r->origin, prefix, strlen(prefix)) ||
 	    strcmp(r->origin + strlen(prefix), run_id))
-		return BAD(v, "log_start: origin %s is not sluice/<run_id>", r->origin);
+		return BAD(v, "log_start: origin \"%s\" is not sluice/<run_id>", r->origin);
 	if (note_verifier_parse(key, &v->run))
 		return BAD(v, "log_start: key is not a verifier key");
 	if (strcmp(v->run.name, r->origin))
-		return BAD(v, "log_start: the run key is named %s, not the origin", v->run.name);
+		return BAD(v, "log_start: the run key is named \"%s\", not the origin",
+			   v->run.name);
 	if (note_verifier_parse(host_key, &claimed))
 		return BAD(v, "log_start: host_key is not a verifier key");
 	v->have_run = true;
@@ -622,14 +731,27 @@ static int check_log_start(struct verifier *v)
 		    (claimed.hash != v->host.hash || strcmp(claimed.name, v->host.name)))
 			return BAD(v,
 				   "log_start: the run key's certificate is not signed by the host "
-				   "key %s (the log names host key %s)",
+				   "key \"%s\" (the log names host key \"%s\")",
 				   v->host.name, host_key);
-		return BAD(v, "log_start: the run key's certificate %s of the host key %s",
+		return BAD(v, "log_start: the run key's certificate %s of the host key \"%s\"",
 			   note_err(err), v->host.name);
 	}
 	err = snprintf(v->text, sizeof(v->text), "sluice run key\n%s\n%s\n", r->origin, key);
 	if (err < 0 || (size_t)err != text_len || memcmp(v->text, v->field, text_len))
 		return BAD(v, "log_start: the certificate does not name this origin and run key");
+	/* the certificate binds the run key, not this field: it must name the key given too */
+	if (strcmp(host_key, v->o->host_vkey))
+		return BAD(v, "log_start: host_key \"%s\" is not the host key given (\"%s\")",
+			   host_key, v->o->host_vkey);
+	r->cert_verified = true;
+	r->start_ts = v->jl.ts;
+	r->run_key_hash = v->run.hash;
+	/* the run expected: the host key certifies every run of its host */
+	if (v->o->run_id && strcmp(run_id, v->o->run_id))
+		return BAD(v, "this is the log of run \"%s\", not \"%s\"", run_id, v->o->run_id);
+	if (v->o->origin && strcmp(r->origin, v->o->origin))
+		return BAD(v, "this is the log of run \"%s\" (origin \"%s\"), not of origin \"%s\"",
+			   run_id, r->origin, v->o->origin);
 	return ext_load(v);
 }
 
@@ -653,6 +775,11 @@ static int check_checkpoint(struct verifier *v)
 			break;
 	if (i == sizeof(reasons) / sizeof(reasons[0]))
 		return BAD(v, "checkpoint: unknown reason \"%s\"", reason);
+	if (v->cp_after_type && strcmp(reason, v->cp_after_type))
+		return BAD(v,
+			   "checkpoint: reason \"%s\", but it follows the %s record at line "
+			   "%" PRIu64 " (reason \"%s\" expected)",
+			   reason, v->cp_after_type, v->cp_after_line, v->cp_after_type);
 	if (u64_field(v, "checkpoint", "size", &size))
 		return -ECANCELED;
 	if (size != jl->seq)
@@ -675,14 +802,14 @@ static int check_checkpoint(struct verifier *v)
 		return n;
 	err = note_open(&v->run, v->field, (size_t)n, &text_len);
 	if (err)
-		return BAD(v, "checkpoint: the note %s of the run key %s", note_err(err),
+		return BAD(v, "checkpoint: the note %s of the run key \"%s\"", note_err(err),
 			   v->run.name);
 	err = checkpoint_parse(v->field, text_len, origin, sizeof(origin), &note_size, note_root);
 	if (err)
 		return BAD(v,
 			   "checkpoint: the signed text is not a checkpoint (origin, size, root)");
 	if (strcmp(origin, v->r->origin))
-		return BAD(v, "checkpoint: the note is for origin %s, not %s", origin,
+		return BAD(v, "checkpoint: the note is for origin \"%s\", not \"%s\"", origin,
 			   v->r->origin);
 	if (note_size != size || memcmp(note_root, root, sizeof(root)))
 		return BAD(v, "checkpoint: the signed size and root are not this line's");
@@ -702,6 +829,7 @@ static int check_checkpoint(struct verifier *v)
 	 */
 	v->rotate_line = !strcmp(reason, "rotate") ? v->lines + 1 : 0;
 	v->last_cp_final = !strcmp(reason, "final");
+	v->cp_after_type = NULL;
 	v->last_cp_ts = jl->ts;
 	v->last_cp_line = v->lines + 1;
 	v->r->checkpoints++;
@@ -916,6 +1044,12 @@ static int check_record(struct verifier *v)
 		return BAD(v, "log_start record after the first line");
 	if (jsonline_type_is(jl, "checkpoint"))
 		return check_checkpoint(v);
+	/* the writer signs a loss or an anomaly at once, in the same locked write */
+	if (v->cp_after_type)
+		return BAD(v,
+			   "the %s record at line %" PRIu64 " is not followed at once by a "
+			   "checkpoint (reason \"%s\")",
+			   v->cp_after_type, v->cp_after_line, v->cp_after_type);
 	if (jsonline_type_is(jl, "run_end")) {
 		err = check_run_end(v);
 		if (err)
@@ -924,12 +1058,16 @@ static int check_record(struct verifier *v)
 		err = check_loss(v);
 		if (err)
 			return err;
+		v->cp_after_type = "loss";
+		v->cp_after_line = v->lines + 1;
 	} else if (jsonline_type_is(jl, "loss_ranges")) {
 		err = check_loss_ranges(v);
 		if (err)
 			return err;
 	} else if (jsonline_type_is(jl, "anomaly")) {
 		v->r->anomalies++;
+		v->cp_after_type = "anomaly";
+		v->cp_after_line = v->lines + 1;
 	}
 	err = jsonline_u64(jl, "kseq", &k);
 	if (err == -EINVAL)
@@ -969,6 +1107,18 @@ static int check_line(struct verifier *v, const char *line, size_t len)
 			   "changed, or this line was moved)",
 			   v->lines);
 	}
+	if (v->cp_due) {
+		const struct ext_checkpoint *e = &v->ext[v->cp_due - 1];
+
+		v->cp_due = 0;
+		if (!jsonline_type_is(&v->jl, "checkpoint"))
+			return BAD(v,
+				   "not a checkpoint, but the exported checkpoint at %s:%" PRIu64
+				   " has size %" PRIu64 " (the writer exports the notes of its "
+				   "checkpoint lines, and one covering the seal line: a line of "
+				   "seq %" PRIu64 " must be that checkpoint)",
+				   v->o->checkpoints[e->file], e->file_line, e->size, e->size);
+	}
 	v->rotate_line = 0;
 	err = check_record(v);
 	if (err)
@@ -984,36 +1134,89 @@ static int check_line(struct verifier *v, const char *line, size_t len)
 
 /* ------------------------------------------------------------------------------------------ */
 
-int verify_segment_path(const char *log, unsigned int k, char *buf, size_t size)
+int verify_segment_path(const char *log, unsigned int k, bool gz, char *buf, size_t size)
 {
-	int n = snprintf(buf, size, "%s.%06u.gz", log, k);
+	int n = snprintf(buf, size, gz ? "%s.%06u.gz" : "%s.%06u", log, k);
 
 	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 
-/* One file of the log; *last says whether it is LOG itself (not a rotated segment). */
-static int verify_file(struct verifier *v, struct reader *rd, const char *path, bool last)
+/*
+ * Whether path exists (as anything, a dangling symlink too); an error other than ENOENT says
+ * yes, so that opening it reports the error.
+ */
+static bool path_exists(const char *path)
 {
 	struct stat st;
+
+	return !lstat(path, &st) || errno != ENOENT;
+}
+
+/* Open a file of the log; an error (exit 4, or 1 for a .gz that is not gzip) if it cannot be. */
+static int file_open(struct verifier *v, struct reader *rd, const char *path, bool gz)
+{
+	int err = reader_open(rd, path, gz);
+
+	if (!err)
+		return 0;
+	v->file = path;
+	v->file_line = 0;
+	if (err == -EMEDIUMTYPE) {
+		v->file_line = 1;
+		return BAD(v, "not in gzip format (a rotated segment's .gz is its gzip)");
+	}
+	return verr(v, VERIFY_ERROR, 0, "cannot open: %s",
+		    err == -EINVAL ? verify_file_kind(rd->mode) : strerror(-err));
+}
+
+/*
+ * The copy's next line must be the same as line (segment k in both forms, plain and gzip: the
+ * writer removes the plain one only after the gzip one is complete under its name).
+ */
+static int copy_same(struct verifier *v, const struct reader *rd, struct reader *copy,
+		     const char *line, size_t len, int res)
+{
+	const char *cline, *why = NULL;
+	size_t clen;
+	int cres = reader_next(copy, &cline, &clen, &why);
+
+	if (cres == res && (res == READ_EOF || (clen == len && !memcmp(cline, line, len))))
+		return 0;
+	v->file = copy->path;
+	v->file_line = copy->line;
+	if (cres < 0) {
+		v->file_line = copy->line + 1;
+		return BAD(v, "cannot read the rest of the file: %s (a corrupt gzip copy of %s)",
+			   why, rd->path);
+	}
+	if (res == READ_EOF)
+		return BAD(v, "holds more lines than %s, of which it is the gzip copy", rd->path);
+	return BAD(v,
+		   "differs from %s, of which it is the gzip copy (both must hold the same "
+		   "bytes)",
+		   rd->path);
+}
+
+/*
+ * One file of the log; *last says whether it is LOG itself (not a rotated segment). copy, when
+ * not NULL, is the segment's gzip form, read alongside and compared line by line.
+ */
+static int verify_file(struct verifier *v, struct reader *rd, const char *path, bool gz, bool last,
+		       struct reader *copy)
+{
 	const char *line, *why = NULL;
 	size_t len;
 	int res, err;
 
+	err = file_open(v, rd, path, gz);
+	if (err)
+		return err;
 	v->file = path;
 	v->file_line = 0;
-	if (stat(path, &st))
-		return verr(v, VERIFY_ERROR, 0, "cannot open: %s", strerror(errno));
-	if (S_ISDIR(st.st_mode))
-		return verr(v, VERIFY_ERROR, 0, "cannot open: %s", strerror(EISDIR));
-	err = reader_open(rd, path);
-	if (err)
-		return verr(v, VERIFY_ERROR, 0, "cannot open: %s", strerror(-err));
 	v->r->segments++;
 	for (;;) {
 		res = reader_next(rd, &line, &len, &why);
 		v->file_line = rd->line;
-		if (res == READ_EOF)
-			break;
 		if (res == -EIO) {
 			err = verr(v, VERIFY_ERROR, 0, "read error: %s", why);
 			goto out;
@@ -1023,6 +1226,15 @@ static int verify_file(struct verifier *v, struct reader *rd, const char *path, 
 			err = BAD(v, "cannot read the rest of the file: %s", why);
 			goto out;
 		}
+		if (copy) {
+			err = copy_same(v, rd, copy, line, len, res);
+			if (err)
+				goto out;
+			v->file = path;
+			v->file_line = rd->line;
+		}
+		if (res == READ_EOF)
+			break;
 		if (res == READ_PARTIAL) {
 			/* the writer died inside a line: only at the very end of the log */
 			if (!last || v->last_cp_final) {
@@ -1048,6 +1260,47 @@ out:
 	return err;
 }
 
+/*
+ * Segment k: LOG.k.gz, or the plain LOG.k a crash left before (or during) its compression. When
+ * both exist (a crash after the .gz got its name, before the plain one was removed), the plain
+ * one is read: it is the file the writer wrote and synced, the .gz only its copy; the .gz must
+ * still decompress to the same bytes, else the log is invalid (the writer names the .gz only
+ * once it is complete and synced, so a corrupt one did not come from it).
+ */
+static int verify_segment(struct verifier *v, struct reader *rd, unsigned int k, bool *found)
+{
+	char gz[PATH_MAX], plain[PATH_MAX];
+	struct reader *copy = NULL;
+	bool have_gz, have_plain;
+	int err;
+
+	*found = false;
+	if (verify_segment_path(v->o->log, k, true, gz, sizeof(gz)) ||
+	    verify_segment_path(v->o->log, k, false, plain, sizeof(plain))) {
+		v->file = v->o->log;
+		return verr(v, VERIFY_ERROR, 0, "path too long");
+	}
+	have_gz = path_exists(gz);
+	have_plain = path_exists(plain);
+	if (!have_gz && !have_plain)
+		return 0;
+	*found = true;
+	if (!have_plain)
+		return verify_file(v, rd, gz, true, false, NULL);
+	if (!have_gz)
+		return verify_file(v, rd, plain, false, false, NULL);
+	copy = malloc(sizeof(*copy));
+	if (!copy)
+		return verr(v, VERIFY_ERROR, 0, "%s", strerror(ENOMEM));
+	err = file_open(v, copy, gz, true);
+	if (!err) {
+		err = verify_file(v, rd, plain, false, false, copy);
+		reader_close(copy);
+	}
+	free(copy);
+	return err;
+}
+
 static int verify_end(struct verifier *v)
 {
 	struct verify_result *r = v->r;
@@ -1066,7 +1319,35 @@ static int verify_end(struct verifier *v)
 			    " (%s:%" PRIu64 "): the log has %" PRIu64 " lines",
 			    e->size, v->o->checkpoints[e->file], e->file_line, v->lines);
 	}
+	/*
+	 * A note of size lines that is not the seal's own: the checkpoint line it was made for
+	 * (seq lines) was written and synced before the note left, and is gone.
+	 */
+	if (v->cp_due && (!v->last_cp_final || r->partial_line)) {
+		const struct ext_checkpoint *e = &v->ext[v->cp_due - 1];
+
+		v->file_line++;
+		return verr(v, VERIFY_INVALID, v->lines + 1,
+			    "log truncated: the exported checkpoint at %s:%" PRIu64
+			    " has size %" PRIu64 ", the note of a checkpoint line of seq %" PRIu64
+			    " that the log lacks",
+			    v->o->checkpoints[e->file], e->file_line, e->size, e->size);
+	}
 	r->lines = v->lines;
+	/*
+	 * The seal line itself is signed only by the note the writer exports after it (size =
+	 * lines): with exported checkpoints given, a seal they do not cover may be forged (a log
+	 * cut after a checkpoint, its reason edited to "final").
+	 */
+	if (v->last_cp_final && !r->partial_line && v->o->n_checkpoints &&
+	    !(v->n_ext && v->ext[v->n_ext - 1].size == v->lines)) {
+		r->seal_uncovered = true;
+		seqset_finish(&v->kseqs, v->kseqs.high);
+		r->missing_kseq = v->kseqs.missing;
+		r->unsealed_lines = 1;
+		r->status = VERIFY_UNSEALED;
+		return 0;
+	}
 	if (!v->last_cp_final || r->partial_line) {
 		seqset_finish(&v->kseqs, v->kseqs.high);
 		r->missing_kseq = v->kseqs.missing;
@@ -1108,7 +1389,6 @@ int verify_log(const struct verify_opts *o, struct verify_result *r)
 {
 	struct verifier *v;
 	struct reader *rd = NULL;
-	char path[PATH_MAX];
 	unsigned int k;
 	int err;
 
@@ -1133,22 +1413,25 @@ int verify_log(const struct verify_opts *o, struct verify_result *r)
 	}
 	snprintf(r->host_key_name, sizeof(r->host_key_name), "%s", v->host.name);
 	for (k = 1;; k++) {
-		if (verify_segment_path(o->log, k, path, sizeof(path))) {
-			v->file = o->log;
-			verr(v, VERIFY_ERROR, 0, "path too long");
-			goto out;
-		}
-		if (access(path, F_OK))
-			break;
-		err = verify_file(v, rd, path, false);
+		bool found;
+
+		err = verify_segment(v, rd, k, &found);
 		if (err)
 			goto out;
+		if (!found)
+			break;
 	}
-	err = verify_file(v, rd, o->log, true);
-	if (err)
+	/*
+	 * Segments without LOG: a crash between rotation's rename of LOG and the creation of the
+	 * next one (the last segment ends with its rotate checkpoint): unsealed, not unreadable.
+	 */
+	if (k > 1 && !path_exists(o->log))
+		r->log_missing = true;
+	else if (verify_file(v, rd, o->log, false, true, NULL))
 		goto out;
 	verify_end(v);
 out:
+	r->kseq_words_scanned = v->kseqs.words_scanned;
 	if (r->status == VERIFY_INVALID || r->status == VERIFY_ERROR)
 		r->lines = v->lines;
 	free(v->ext);

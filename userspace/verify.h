@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * Verification of a run's log (evidence spec section 7), streaming: the log's rotated segments
- * LOG.000001.gz, LOG.000002.gz, … and then LOG are read line by line through zlib (which reads
- * plain files as they are), and memory stays constant apart from the Merkle tree's O(log n) state,
- * the exported checkpoints given, and a fixed window of kernel sequence numbers.
+ * (segment k is LOG.k.gz, else the plain LOG.k that a crash before its compression leaves; k =
+ * 000001, 000002, … as long as one of them exists) and then LOG are read line by line, and memory
+ * stays constant apart from the Merkle tree's O(log n) state, the exported checkpoints given, and
+ * a fixed window of kernel sequence numbers.
  *
  * Every check stops at the first bad line and names it; see verify_log() for the outcomes.
  */
@@ -14,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "note.h"
 #include "seqset.h"
@@ -42,6 +44,9 @@ struct verify_opts {
 	const char *host_vkey;		/* the host's verifier key, as in its .pub file */
 	const char *const *checkpoints; /* exported checkpoint files (sidecar format) */
 	size_t n_checkpoints;
+	/* the run expected (NULL: any run the host key certified): another run's log is invalid */
+	const char *run_id; /* log_start.run_id */
+	const char *origin; /* log_start.origin ("sluice/" run_id) */
 };
 
 struct verify_range {
@@ -54,10 +59,17 @@ struct verify_result {
 	unsigned int segments;	       /* files read: rotated segments + LOG */
 	uint64_t checkpoints;	       /* checkpoint lines verified */
 	uint64_t last_checkpoint_size; /* 0 if none */
-	bool sealed;		       /* ends with the final checkpoint */
+	bool sealed;		       /* ends with the final checkpoint (covered, see below) */
 	uint64_t unsealed_lines;       /* lines after the last checkpoint */
 	bool partial_line;	       /* the log ends inside a line (counted unsealed) */
-	uint64_t ext_checkpoints;      /* exported checkpoints verified */
+	/* rotated segments, but no LOG: unsealed (a crash between rotation's rename and create) */
+	bool log_missing;
+	/*
+	 * The log ends with its final seal, but exported checkpoints were given and none covers
+	 * the seal line (the writer exports one of size lines): unsealed, the seal line unsigned.
+	 */
+	bool seal_uncovered;
+	uint64_t ext_checkpoints; /* exported checkpoints verified */
 	/* the writer's first "sluice: log write failed at seq N: …" in the exported stream */
 	char ext_write_failure[VERIFY_WHY_MAX];
 	uint64_t anomalies;	/* anomaly records */
@@ -70,9 +82,15 @@ struct verify_result {
 	/* the log's loss_ranges record, when it lists exactly the missing ranges; else 0 */
 	uint64_t loss_ranges_line;
 	bool has_run_end;
-	uint64_t kseq_next; /* from run_end */
-	char origin[NOTE_NAME_MAX + 1];
+	uint64_t kseq_next;		/* from run_end */
+	char origin[NOTE_NAME_MAX + 1]; /* log_start's; trust it only if cert_verified */
 	char host_key_name[NOTE_NAME_MAX + 1];
+	/* log_start's run key certificate verified under the host key (origin, key, ts below) */
+	bool cert_verified;
+	int64_t start_ts;      /* log_start.ts: microseconds since the epoch */
+	uint32_t run_key_hash; /* the run key's hash (as in its verifier key) */
+	/* for tests: words the kseq window examined (a crafted log must not make this explode) */
+	uint64_t kseq_words_scanned;
 
 	/* The first error (status 1, and 4 when it is about a file). */
 	uint64_t err_line; /* 1-based over the whole log; 0: not a log line */
@@ -89,7 +107,13 @@ struct verify_result {
  */
 int verify_log(const struct verify_opts *o, struct verify_result *r);
 
-/* The segment paths verify_log reads: "LOG.%06u.gz" for k >= 1; -ENAMETOOLONG if too long. */
-int verify_segment_path(const char *log, unsigned int k, char *buf, size_t size);
+/*
+ * The segment paths verify_log reads: "LOG.%06u.gz" (gz) or "LOG.%06u" for k >= 1;
+ * -ENAMETOOLONG if too long.
+ */
+int verify_segment_path(const char *log, unsigned int k, bool gz, char *buf, size_t size);
+
+/* What a file that is not a regular one is, for an error: "a FIFO", "a directory", … */
+const char *verify_file_kind(mode_t mode);
 
 #endif /* SLUICE_VERIFY_H */

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "journal.h"
@@ -18,19 +21,27 @@
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: sluice verify LOG [--key PUB] [--checkpoints FILE]... [--json]\n"
+		"usage: sluice verify LOG [--key PUB] [--checkpoints FILE]... [--run-id ID]\n"
+		"                         [--origin ORIGIN] [--json]\n"
 		"\n"
 		"Verify a run's log: canonical lines, the hash chain, every signed checkpoint, "
 		"the\n"
 		"final seal, declared against missing kernel records. Rotated segments "
-		"LOG.000001.gz,\n"
-		"LOG.000002.gz, ... are read first.\n"
+		"LOG.000001.gz\n"
+		"(or a plain LOG.000001), LOG.000002.gz, ... are read first.\n"
 		"\n"
 		"  -k, --key PUB            the host's verifier key (default: $SLUICE_PUB, else\n"
 		"                           " DEFAULT_PUB ")\n"
 		"  -c, --checkpoints FILE   checkpoints exported during the run (--checkpoint-fd, "
 		"or a\n"
 		"                           copy of LOG.checkpoints); repeat for several files\n"
+		"  -r, --run-id ID          the run expected: another run's log (of the same host) "
+		"is\n"
+		"                           invalid; without it or exported checkpoints, a whole "
+		"log "
+		"of\n"
+		"                           any run the host key certified verifies as that run's\n"
+		"  -o, --origin ORIGIN      the same, as the log's origin (sluice/ID)\n"
 		"  -j, --json               one JSON object on stdout instead of the summary\n"
 		"\n"
 		"exit status: 0 intact, sealed, no loss; 3 intact, sealed, loss declared; 2 intact "
@@ -140,31 +151,48 @@ static void human_str(FILE *f, const char *str)
 	}
 }
 
-/*
- * Whether the log's run key certificate verified under the host key: line 1 (log_start) is
- * checked whole before any later line, so an intact or unsealed log, or a first error after
- * line 1, means it did. (An error at line 1 itself may still come after the certificate, from
- * the exported checkpoints; then this says no, which only leaves the "certified" line out.)
- */
-static bool cert_verified(const struct verify_result *r)
+/* log_start's ts, microseconds since the epoch, as UTC: "2024-05-01T12:00:00.123456Z". */
+static void utc(int64_t us, char *buf, size_t size)
 {
-	if (!r->origin[0])
-		return false;
-	if (r->status == VERIFY_OK || r->status == VERIFY_LOSS || r->status == VERIFY_UNSEALED)
-		return true;
-	return r->status == VERIFY_INVALID && r->err_line > 1;
+	int64_t frac = us % 1000000;
+	time_t sec = (time_t)(us / 1000000);
+	struct tm tm;
+	size_t n;
+
+	if (frac < 0) {
+		frac += 1000000;
+		sec--;
+	}
+	if (!gmtime_r(&sec, &tm) || !(n = strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm))) {
+		snprintf(buf, size, "%" PRId64 " us", us);
+		return;
+	}
+	snprintf(buf + n, size - n, ".%06" PRId64 "Z", frac);
 }
 
 static void print_json(const char *log, const struct verify_result *r)
 {
+	char when[64];
 	size_t i;
 
 	printf("{\"status\":");
 	json_str(stdout, status_word(r->status));
 	printf(",\"exit\":%d,\"log\":", r->status);
 	json_str(stdout, log);
-	printf(",\"origin\":");
-	json_str(stdout, r->origin);
+	/* log_start's claims, only when the host key certified them */
+	printf(",\"certified\":%s,\"origin\":", r->cert_verified ? "true" : "false");
+	if (r->cert_verified) {
+		json_str(stdout, r->origin);
+		utc(r->start_ts, when, sizeof(when));
+		printf(",\"started\":");
+		json_str(stdout, when);
+		printf(",\"start_ts\":%" PRId64 ",\"run_key_hash\":\"%08x\"", r->start_ts,
+		       r->run_key_hash);
+	} else {
+		printf("null,\"started\":null,\"start_ts\":null,\"run_key_hash\":null");
+	}
+	printf(",\"log_missing\":%s,\"seal_uncovered\":%s", r->log_missing ? "true" : "false",
+	       r->seal_uncovered ? "true" : "false");
 	printf(",\"lines\":%" PRIu64 ",\"segments\":%u,\"checkpoints\":%" PRIu64
 	       ",\"last_checkpoint_size\":%" PRIu64 ",\"sealed\":%s,\"unsealed_lines\":%" PRIu64
 	       ",\"partial_line\":%s,\"exported_checkpoints\":%" PRIu64 ",\"anomalies\":%" PRIu64
@@ -235,15 +263,18 @@ static void print_where(const struct verify_result *r)
 
 static void print_human(const char *log, const struct verify_result *r)
 {
+	char when[64];
+
 	printf("sluice verify ");
 	human_str(stdout, log);
 	printf("\n");
-	if (cert_verified(r)) {
+	if (r->cert_verified) {
+		utc(r->start_ts, when, sizeof(when));
 		printf("  run:         ");
 		human_str(stdout, r->origin);
-		printf(" (run key certified by host key ");
+		printf(" (run key %08x certified by host key ", r->run_key_hash);
 		human_str(stdout, r->host_key_name);
-		printf(")\n");
+		printf(")\n  started:     %s\n", when);
 	}
 	printf("  lines:       %" PRIu64 " in %u file%s", r->lines, r->segments,
 	       r->segments == 1 ? "" : "s");
@@ -285,6 +316,22 @@ static void print_human(const char *log, const struct verify_result *r)
 		       r->declared_loss);
 		break;
 	case VERIFY_UNSEALED:
+		if (r->seal_uncovered) {
+			printf("UNSEALED: intact, but the seal (line %" PRIu64
+			       ") is not covered by "
+			       "the exported checkpoints: none has size %" PRIu64 ", so its reason "
+			       "and time are not signed\n",
+			       r->lines, r->lines);
+			break;
+		}
+		if (r->log_missing) {
+			printf("UNSEALED: intact, but ");
+			human_str(stdout, log);
+			printf(" is missing: the rotated segments end with a rotate checkpoint and "
+			       "nothing follows (the writer died between renaming the log and "
+			       "creating the next one, or the file was removed); no final seal\n");
+			break;
+		}
 		printf("UNSEALED: intact, but the last %" PRIu64 " line%s (after the last "
 		       "checkpoint) %s not covered by any signature; no final seal\n",
 		       r->unsealed_lines, r->unsealed_lines == 1 ? "" : "s",
@@ -300,10 +347,83 @@ static void print_human(const char *log, const struct verify_result *r)
 	}
 }
 
+/*
+ * A verifier key file: the key and at most one "\n". Unlike a private key, a public one may be
+ * reached through a symlink (/etc/sluice/host.key.pub -> …); it must still be a regular file of
+ * key size (a FIFO would hang the read: O_NONBLOCK, then fstat).
+ */
+static int pub_read(const char *path, char *buf, size_t size, const char **why)
+{
+	struct stat st;
+	size_t got = 0, i;
+	int fd, err = 0;
+
+	*why = NULL;
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st)) {
+		err = -errno;
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		*why = verify_file_kind(st.st_mode);
+		err = -EINVAL;
+		goto out;
+	}
+	if ((uint64_t)st.st_size > size - 1) {
+		err = -EFBIG;
+		goto out;
+	}
+	/* to EOF, one byte past the bound, so a file that grew is caught too */
+	for (;;) {
+		ssize_t n = read(fd, buf + got, size - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err = -errno;
+			goto out;
+		}
+		if (!n)
+			break;
+		got += (size_t)n;
+		if (got == size) {
+			err = -EFBIG;
+			goto out;
+		}
+	}
+	if (got && buf[got - 1] == '\n')
+		got--;
+	for (i = 0; i < got; i++) {
+		if (buf[i] == '\r') {
+			*why = "the key is followed by a CR (a CRLF line ending?); the file must "
+			       "hold "
+			       "the key and one \"\\n\" only";
+			err = -EINVAL;
+			goto out;
+		}
+		if ((unsigned char)buf[i] < 0x20 || buf[i] == 0x7f) {
+			*why = "not one line holding the key (a control byte or a second line)";
+			err = -EINVAL;
+			goto out;
+		}
+	}
+	if (!got) {
+		*why = "empty";
+		err = -EINVAL;
+		goto out;
+	}
+	buf[got] = '\0';
+out:
+	close(fd);
+	return err;
+}
+
 /* The host key: --key, else $SLUICE_PUB, else the default file if it exists. */
 static int host_key(const char *opt, char *buf, size_t size)
 {
-	const char *path = opt;
+	const char *path = opt, *why;
 	int err;
 
 	if (!path)
@@ -316,9 +436,14 @@ static int host_key(const char *opt, char *buf, size_t size)
 		}
 		path = DEFAULT_PUB;
 	}
-	err = note_key_file_read(path, buf, size);
+	err = pub_read(path, buf, size, &why);
 	if (err) {
-		fprintf(stderr, "sluice verify: read host key %s: %s\n", path, strerror(-err));
+		fprintf(stderr, "sluice verify: read host key ");
+		human_str(stderr, path);
+		fprintf(stderr, ": %s\n",
+			err == -EFBIG ? "larger than a verifier key file"
+			: why	      ? why
+				      : strerror(-err));
 		return err;
 	}
 	return 0;
@@ -329,6 +454,8 @@ int verify_cmd_main(int argc, char **argv)
 	static const struct option opts[] = {
 		{"key", required_argument, NULL, 'k'},
 		{"checkpoints", required_argument, NULL, 'c'},
+		{"run-id", required_argument, NULL, 'r'},
+		{"origin", required_argument, NULL, 'o'},
 		{"json", no_argument, NULL, 'j'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -347,10 +474,16 @@ int verify_cmd_main(int argc, char **argv)
 		fprintf(stderr, "sluice verify: %s\n", strerror(ENOMEM));
 		goto out;
 	}
-	while ((c = getopt_long(argc, argv, "k:c:jh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "k:c:r:o:jh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'k':
 			key_path = optarg;
+			break;
+		case 'r':
+			o.run_id = optarg;
+			break;
+		case 'o':
+			o.origin = optarg;
 			break;
 		case 'c':
 			cps[o.n_checkpoints++] = optarg;

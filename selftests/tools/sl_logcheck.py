@@ -26,7 +26,9 @@ and sharing no code with sluice: hashlib for SHA-256, python3-cryptography for E
   (the sidecar LOG.checkpoints, or what --checkpoint-fd received), and, when the log ends with
   its seal (size S), one more note of size S + 1 by the run key whose root covers the seal line.
 - segment k is LOG.k.gz, else the plain LOG.k (a rotation whose compression did not happen);
-  LOG.k.gz.tmp is never read.
+  when both exist the plain one is read and the .gz must decompress to the same bytes;
+  LOG.k.gz.tmp is never read;
+- a loss or anomaly line is followed at once by a checkpoint of that reason.
 
 Exit 0 when all holds (--summary then prints one line of counts), 1 with "where: why" otherwise.
 """
@@ -388,11 +390,24 @@ def segments(path):
     k = 1
     while True:
         gz, plain = f"{path}.{k:06d}.gz", f"{path}.{k:06d}"
-        if os.path.exists(gz):
-            yield gz, gzip.open(gz, "rb").read()
-        elif os.path.exists(plain):
+        if os.path.exists(plain):
+            # the plain one is what the writer wrote; a .gz next to it (compressed, not yet
+            # unlinked) must hold the same bytes
             with open(plain, "rb") as f:
-                yield plain, f.read()
+                data = f.read()
+            if os.path.exists(gz):
+                try:
+                    copy = gzip.open(gz, "rb").read()
+                except (OSError, EOFError) as e:
+                    raise Bad(f"{gz}: a corrupt gzip copy of {plain}: {e}") from None
+                if copy != data:
+                    raise Bad(f"{gz}: not the same bytes as {plain}, of which it is the copy")
+            yield plain, data
+        elif os.path.exists(gz):
+            try:
+                yield gz, gzip.open(gz, "rb").read()
+            except (OSError, EOFError) as e:
+                raise Bad(f"{gz}: {e}") from None
         else:
             break
         k += 1
@@ -457,6 +472,10 @@ def check(path, pub, copies, unsealed):
                         raise Bad("lines after the final checkpoint")
                 elif seq > 0 and objs and objs[-1]["type"] in ("loss", "anomaly"):
                     raise Bad(f"a {objs[-1]['type']} line not followed by a checkpoint")
+                if (o["type"] == "checkpoint" and objs and objs[-1]["type"] in ("loss", "anomaly")
+                        and o["reason"] != objs[-1]["type"]):
+                    raise Bad(f"the checkpoint after a {objs[-1]['type']} line has reason "
+                              f"{o['reason']!r}")
                 if segname != path and n == len(lines) and o.get("reason") != "rotate":
                     raise Bad("rotated segment does not end with a rotate checkpoint")
                 ks.line(o)

@@ -389,6 +389,39 @@ static bool t_model_window(char *why)
 	       t_model(0x13198a2e03707344ull, 3 * W + 17, 5, 1000, 1, why);
 }
 
+/*
+ * Numbers far apart (a crafted log's kseqs): every one pushes the window past the one before, so
+ * each add resolves a window of W numbers holding a single bit. The work must stay a few hundred
+ * words per number (the summary skips zero words 64 at a time), not the W / 64 = 16384 words a
+ * word-by-word scan costs; the counts stay exact. Patterns: W apart, W - 1 apart (the bit sits
+ * anywhere in the window), and W / 2 + 7 apart (two bits in the window).
+ */
+static bool t_sparse_work(char *why)
+{
+	static const uint64_t gaps[] = {W, W - 1, W / 2 + 7};
+	const uint64_t n = 3000, per_add = 3 * SEQSET_SUMMARY_WORDS;
+
+	for (size_t g = 0; g < ARRAY_SIZE(gaps); g++) {
+		uint64_t k;
+
+		if (!start(why))
+			return false;
+		for (k = 0; k < n; k++)
+			EXPECT(!seqset_add(&g_set, k * gaps[g]),
+			       "gap %" PRIu64 ": add %" PRIu64 " failed", gaps[g], k * gaps[g]);
+		seqset_finish(&g_set, (n - 1) * gaps[g] + 1);
+		EXPECT(g_set.missing == (n - 1) * (gaps[g] - 1) && g_got.n == n - 1,
+		       "gap %" PRIu64 ": expected %" PRIu64 " missing in %" PRIu64
+		       " ranges, got %" PRIu64 " in %zu",
+		       gaps[g], (n - 1) * (gaps[g] - 1), n - 1, g_set.missing, g_got.n);
+		EXPECT(g_set.words_scanned <= n * per_add,
+		       "gap %" PRIu64 ": %" PRIu64 " words scanned for %" PRIu64
+		       " numbers (%" PRIu64 " each), expected at most %" PRIu64 " each",
+		       gaps[g], g_set.words_scanned, n, g_set.words_scanned / n, per_add);
+	}
+	return true;
+}
+
 static const struct {
 	const char *name;
 	bool (*fn)(char *why);
@@ -407,6 +440,8 @@ static const struct {
 	{"200 random small runs against the model", t_model_small},
 	{"runs over three windows, shuffled and very late arrivals, against the model",
 	 t_model_window},
+	{"3000 numbers a window apart: a few hundred words scanned each, not the whole window",
+	 t_sparse_work},
 };
 
 int main(void)

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -450,6 +451,8 @@ static struct {
 	char host_vkey[NOTE_VKEY_MAX + 1], other_vkey[NOTE_VKEY_MAX + 1];
 	char dir[64];
 	int file_n;
+	/* log_start's host_key, when not the key that signs the cert (NULL: that key) */
+	const char *host_key_field;
 } g;
 
 static void log_push(struct log *l, const char *line)
@@ -554,6 +557,8 @@ static void tw_start(struct tw *w, struct log *log, FILE *out, const char *run_i
 	w->run = run;
 	note_signer_vkey(run, key, sizeof(key));
 	note_signer_vkey(host, hkey, sizeof(hkey));
+	if (g.host_key_field)
+		snprintf(hkey, sizeof(hkey), "%s", g.host_key_field);
 	snprintf(text, sizeof(text), "sluice run key\n%s\n%s\n", w->origin, key);
 	if (note_sign(host, text, strlen(text), note, sizeof(note), &len)) {
 		fprintf(stderr, "test writer: cannot sign the cert\n");
@@ -597,6 +602,12 @@ static void tw_checkpoint(struct tw *w, const char *reason)
 	tw_line(w, "checkpoint",
 		"\"reason\":\"%s\",\"size\":%" PRIu64 ",\"root\":\"%s\",\"note\":\"%s\"", reason,
 		w->seq, root, esc);
+	/* the writer exports one more note after the seal: the one covering the seal line */
+	if (w->log && !strcmp(reason, "final")) {
+		tw_note(w, w->run, note, sizeof(note), root);
+		cps_append(w->log, note, strlen(note));
+		cps_append(w->log, "\n", 1);
+	}
 }
 
 static void tw_rec(struct tw *w, uint64_t kseq)
@@ -1264,14 +1275,183 @@ static void cps_no_blank(struct log *l)
 	l->cps[--l->cps_len] = '\0';
 }
 
+/* Keep the first n notes of the exported copy (each note: text, blank line, signatures, blank). */
+static void cps_keep(struct log *l, size_t n)
+{
+	size_t blanks = 0;
+
+	for (size_t i = 0; i + 1 < l->cps_len; i++) {
+		if (l->cps[i] != '\n' || l->cps[i + 1] != '\n')
+			continue;
+		if (++blanks == 2 * n) {
+			l->cps_len = i + 2;
+			l->cps[l->cps_len] = '\0';
+			return;
+		}
+	}
+}
+
+static size_t cps_count(const struct log *l)
+{
+	size_t blanks = 0;
+
+	for (size_t i = 0; i + 1 < l->cps_len; i++)
+		blanks += l->cps[i] == '\n' && l->cps[i + 1] == '\n';
+	return blanks / 2;
+}
+
+/* The copies without their last note (the one covering the seal line) */
+static void cps_drop_1(struct log *l)
+{
+	cps_keep(l, cps_count(l) - 1);
+}
+
+/* … and without the seal's own note either */
+static void cps_drop_2(struct log *l)
+{
+	cps_keep(l, cps_count(l) - 2);
+}
+
+static void cps_keep_2(struct log *l)
+{
+	cps_keep(l, 2);
+}
+
+/* A note of size 0 (the empty tree), signed by the run key: the writer makes none. */
+static void cps_size_0(struct log *l)
+{
+	struct tw w = {0};
+	char note[2048], root[64];
+
+	tlog_init(&w.tree);
+	snprintf(w.origin, sizeof(w.origin), "sluice/run-a");
+	tw_note(&w, g.run_a, note, sizeof(note), root);
+	cps_append(l, note, strlen(note));
+	cps_append(l, "\n", 1);
+}
+
+/* The seal (line 18) replaced by a record of its seq, chained on: a forged last line. */
+static void m_forge_seal(struct log *l)
+{
+	free(l->l[--l->n]);
+	log_push(l, "{\"seq\":0,\"prev\":\"" Z64 "\",\"ts\":1700000001900000,"
+		    "\"type\":\"note\",\"what\":\"nothing happened\"}");
+	rechain(l, l->n - 1);
+}
+
+/*
+ * run_end then a "lines" checkpoint then the seal: 1 log_start | 2-6 kseq 0-4 | 7 cp | 8-12
+ * kseq 5-9 | 13 cp | 14-16 kseq 10-12 | 17 run_end | 18 cp "lines" | 19 final
+ */
+static void build_cp_before_seal(struct log *l)
+{
+	struct tw w;
+	uint64_t k = 0;
+
+	tw_start(&w, l, NULL, "run-a", g.host, g.run_a, 10);
+	for (; k < 5; k++)
+		tw_rec(&w, k);
+	tw_checkpoint(&w, "lines");
+	for (; k < 10; k++)
+		tw_rec(&w, k);
+	tw_checkpoint(&w, "lines");
+	for (; k < 13; k++)
+		tw_rec(&w, k);
+	tw_line(&w, "run_end", "\"why\":\"exited\",\"exit_status\":0,\"lost\":0,\"kseq_next\":13");
+	tw_checkpoint(&w, "lines");
+	tw_checkpoint(&w, "final");
+}
+
+/* The seal dropped and the "lines" checkpoint before it (now the last line) made "final". */
+static void m_promote_seal(struct log *l)
+{
+	char *p;
+
+	free(l->l[--l->n]);
+	p = strstr(l->l[l->n - 1], "\"reason\":\"lines\"");
+	memcpy(p + strlen("\"reason\":\""), "final", 5);
+}
+
+static void m_keep_3(struct log *l)
+{
+	m_truncate(l, 3);
+}
+
+/* 1 log_start | 2 kseq 0 | 3 loss 1, no checkpoint | 4 kseq 2 | 5 run_end | 6 final */
+static void build_loss_no_cp(struct log *l)
+{
+	struct tw w;
+
+	tw_start(&w, l, NULL, "run-a", g.host, g.run_a, 10);
+	tw_rec(&w, 0);
+	tw_line(&w, "loss", "\"hook\":\"connect4\",\"count\":1,\"total\":1");
+	tw_rec(&w, 2);
+	tw_end(&w, 3, 1);
+}
+
+/* 1 log_start | 2 kseq 0 | 3 anomaly | 4 checkpoint (reason) | 5 run_end | 6 final */
+static void build_anomaly_reason(struct log *l, const char *reason)
+{
+	struct tw w;
+
+	tw_start(&w, l, NULL, "run-a", g.host, g.run_a, 10);
+	tw_rec(&w, 0);
+	tw_line(&w, "anomaly", "\"what\":\"something odd\"");
+	tw_checkpoint(&w, reason);
+	tw_end(&w, 1, 0);
+}
+
+static void build_anomaly(struct log *l)
+{
+	build_anomaly_reason(l, "anomaly");
+}
+
+static void build_anomaly_lines_cp(struct log *l)
+{
+	build_anomaly_reason(l, "lines");
+}
+
+/* log_start's host_key names the other host's key; the cert is signed by the host's. */
+static void build_host_key_field(struct log *l)
+{
+	g.host_key_field = g.other_vkey;
+	build_basic(l);
+	g.host_key_field = NULL;
+}
+
+/* Line 7's note replaced by one for origin sluice/run-b (same size and root, run A's key). */
+static void m_note_origin(struct log *l)
+{
+	struct tw w = {0};
+	char note[2048], esc[4096], root[64], *line, *p;
+
+	tlog_init(&w.tree);
+	for (int i = 0; i < 6; i++)
+		tlog_append(&w.tree, l->l[i], strlen(l->l[i]));
+	snprintf(w.origin, sizeof(w.origin), "sluice/run-b");
+	tw_note(&w, g.run_a, note, sizeof(note), root);
+	jstr(note, esc);
+	p = strstr(l->l[6], ",\"note\":\"");
+	*p = '\0';
+	if (asprintf(&line, "%s,\"note\":\"%s\"}", l->l[6], esc) < 0)
+		exit(2);
+	free(l->l[6]);
+	l->l[6] = line;
+}
+
 /* ------------------------------------------------------------------------------------------ */
 
 enum {
-	SEGMENTS = 1,	 /* write rotated segments: split after each rotate checkpoint */
-	DROP_SEG2 = 2,	 /* then remove LOG.000002.gz */
-	TRUNC_SEG1 = 4,	 /* then cut LOG.000001.gz short */
-	SPLIT_AT_5 = 8,	 /* one segment of lines 1-5 (no rotate checkpoint), then LOG */
-	PLAIN_SEG1 = 16, /* LOG.000001.gz not compressed (gzread reads it as it is) */
+	SEGMENTS = 1,	   /* write rotated segments: split after each rotate checkpoint */
+	DROP_SEG2 = 2,	   /* then remove LOG.000002.gz */
+	TRUNC_SEG1 = 4,	   /* then cut LOG.000001.gz short */
+	SPLIT_AT_5 = 8,	   /* one segment of lines 1-5 (no rotate checkpoint), then LOG */
+	PLAIN_SEG1 = 16,   /* segment 1 as the plain LOG.000001 (its compression not done) */
+	BOTH_SEG1 = 32,	   /* segment 1 as LOG.000001 and LOG.000001.gz (plain not removed) */
+	EDIT_GZ_SEG1 = 64, /* LOG.000001.gz: line 3 with a byte changed (not in LOG.000001) */
+	NO_LOG = 128,	   /* then remove LOG (crash between rotation's rename and create) */
+	TMP_FILES = 256,   /* garbage in LOG.000001.gz.tmp and LOG.000003.gz.tmp (ignored) */
+	GZ_IS_PLAIN = 512, /* LOG.000001.gz holds the segment uncompressed */
 };
 
 struct verify_case {
@@ -1318,11 +1498,35 @@ static const struct verify_case verify_cases[] = {
 	 0, VERIFY_UNSEALED, 0, 5, NULL},
 	{"cut to 10 lines, below exported checkpoints: line 11", build_basic, m_keep_10,
 	 build_basic, NULL, 0, VERIFY_INVALID, 11, -1,
-	 "log truncated below an exported checkpoint of size 17"},
-	{"seal cut, lines 1..17 as exported: unsealed, 4 lines", build_basic, m_keep_17,
-	 build_basic, NULL, 0, VERIFY_UNSEALED, 0, 4, NULL},
+	 "log truncated below an exported checkpoint of size 18"},
+	{"seal cut, below the note covering it: line 18", build_basic, m_keep_17, build_basic, NULL,
+	 0, VERIFY_INVALID, 18, -1, "log truncated below an exported checkpoint of size 18"},
+	{"seal cut, the copies without the seal's own note: line 18", build_basic, m_keep_17,
+	 build_basic, cps_drop_1, 0, VERIFY_INVALID, 18, -1,
+	 "log truncated: the exported checkpoint at"},
 	{"run_end cut, below the exported seal: line 17", build_basic, m_keep_16, build_basic, NULL,
-	 0, VERIFY_INVALID, 17, -1, "log truncated below an exported checkpoint of size 17"},
+	 0, VERIFY_INVALID, 17, -1, "log truncated below an exported checkpoint of size 18"},
+	{"cut before checkpoint line 13, whose note is the copies' last: line 13", build_basic,
+	 m_keep_12, build_basic, cps_keep_2, 0, VERIFY_INVALID, 13, -1,
+	 "has size 12, the note of a checkpoint line of seq 12 that the log lacks"},
+	{"seal replaced by a forged record, full copies: line 18", build_basic, m_forge_seal,
+	 build_basic, NULL, 0, VERIFY_INVALID, 18, -1,
+	 "not a checkpoint, but the exported checkpoint at"},
+	{"seal replaced by a forged record, copies ending at the seal's size: line 18", build_basic,
+	 m_forge_seal, build_basic, cps_drop_1, 0, VERIFY_INVALID, 18, -1,
+	 "has size 17 (the writer exports the notes of its checkpoint lines"},
+	{"the copies lack the note covering the seal: unsealed, the seal line", build_basic, NULL,
+	 build_basic, cps_drop_1, 0, VERIFY_UNSEALED, 0, 1, NULL},
+	{"seal dropped, the checkpoint before it made \"final\": exit 0 without copies",
+	 build_cp_before_seal, m_promote_seal, NULL, NULL, 0, VERIFY_OK, 0, -1, NULL},
+	{"seal dropped, the checkpoint before it made \"final\", full copies: line 18",
+	 build_cp_before_seal, m_promote_seal, build_cp_before_seal, NULL, 0, VERIFY_INVALID, 18,
+	 -1, "lines 1..18 are not the ones the exported checkpoint"},
+	{"seal dropped, the checkpoint before it made \"final\", copies up to it: unsealed",
+	 build_cp_before_seal, m_promote_seal, build_cp_before_seal, cps_drop_2, 0, VERIFY_UNSEALED,
+	 0, 1, NULL},
+	{"an exported note of size 0: line 1", build_basic, NULL, build_basic, cps_size_0, 0,
+	 VERIFY_INVALID, 1, -1, "has size 0"},
 	{"checkpoint signature altered: line 7", build_basic, m_replace_sig, NULL, NULL, 0,
 	 VERIFY_INVALID, 7, -1, "signature by that key that does not verify"},
 	{"checkpoint signed by another key of the run's name: line 7", build_basic, m_sig_other_key,
@@ -1330,7 +1534,7 @@ static const struct verify_case verify_cases[] = {
 	{"checkpoint root field altered: line 7", build_basic, m_checkpoint_root, NULL, NULL, 0,
 	 VERIFY_INVALID, 7, -1, "root is not"},
 	{"run B's log with run A's exported checkpoints: line 1", build_run_b, NULL, build_basic,
-	 NULL, 0, VERIFY_INVALID, 1, -1, "differs from the origin sluice/run-a"},
+	 NULL, 0, VERIFY_INVALID, 1, -1, "differs from the origin \"sluice/run-a\""},
 	{"run A's id, another run key, A's checkpoints: line 1", build_run_a2, NULL, build_basic,
 	 NULL, 0, VERIFY_INVALID, 1, -1, "not signed by the run key"},
 	{"run B's log alone: intact (nothing to compare with)", build_run_b, NULL, NULL, NULL, 0,
@@ -1427,8 +1631,8 @@ static const struct verify_case verify_cases[] = {
 	 NULL, 0, VERIFY_UNSEALED, 0, 1, NULL},
 	{"rotated segments verify across the boundaries", build_rotated, NULL, build_rotated, NULL,
 	 SEGMENTS, VERIFY_OK, 0, -1, NULL},
-	{"a plain (uncompressed) segment reads the same", build_rotated, NULL, NULL, NULL,
-	 SEGMENTS | PLAIN_SEG1, VERIFY_OK, 0, -1, NULL},
+	{"a plain segment LOG.000001 (compression not done) reads the same", build_rotated, NULL,
+	 build_rotated, NULL, SEGMENTS | PLAIN_SEG1, VERIFY_OK, 0, -1, NULL},
 	{"middle segment deleted: line 8 (LOG line 1)", build_rotated, NULL, NULL, NULL,
 	 SEGMENTS | DROP_SEG2, VERIFY_INVALID, 8, -1, "seq 13, expected 7"},
 	{"first segment's gzip cut short", build_rotated, NULL, NULL, NULL, SEGMENTS | TRUNC_SEG1,
@@ -1437,6 +1641,37 @@ static const struct verify_case verify_cases[] = {
 	 SPLIT_AT_5, VERIFY_INVALID, 5, -1, "does not end with a rotate checkpoint"},
 	{"rotate checkpoints inside one file (rotation failed): exit 0", build_rotated, NULL, NULL,
 	 NULL, 0, VERIFY_OK, 0, -1, NULL},
+	{"segment 1 in both forms, the same bytes: exit 0", build_rotated, NULL, build_rotated,
+	 NULL, SEGMENTS | BOTH_SEG1, VERIFY_OK, 0, -1, NULL},
+	{"segment 1 in both forms, the .gz cut short: line 7", build_rotated, NULL, NULL, NULL,
+	 SEGMENTS | BOTH_SEG1 | TRUNC_SEG1, VERIFY_INVALID, 7, -1, "a corrupt gzip copy of"},
+	{"segment 1 in both forms, the .gz's line 3 differs: line 3", build_rotated, NULL, NULL,
+	 NULL, SEGMENTS | BOTH_SEG1 | EDIT_GZ_SEG1, VERIFY_INVALID, 3, -1,
+	 "of which it is the gzip copy"},
+	{"segment 1 .gz holding plain text: line 1", build_rotated, NULL, NULL, NULL,
+	 SEGMENTS | GZ_IS_PLAIN, VERIFY_INVALID, 1, -1, "not in gzip format"},
+	{"stray .gz.tmp files are never read: exit 0", build_rotated, NULL, NULL, NULL,
+	 SEGMENTS | TMP_FILES, VERIFY_OK, 0, -1, NULL},
+	{"segments without LOG: unsealed, 0 lines", build_rotated, m_keep_13, NULL, NULL,
+	 SEGMENTS | NO_LOG, VERIFY_UNSEALED, 0, 0, NULL},
+	{"segments without LOG, below the exported checkpoints: line 14", build_rotated, m_keep_13,
+	 build_rotated, NULL, SEGMENTS | NO_LOG, VERIFY_INVALID, 14, -1,
+	 "log truncated below an exported checkpoint of size 18"},
+	{"a loss record not followed by its checkpoint: line 4", build_loss_no_cp, NULL, NULL, NULL,
+	 0, VERIFY_INVALID, 4, -1,
+	 "the loss record at line 3 is not followed at once by a checkpoint"},
+	{"an anomaly followed by a \"lines\" checkpoint: line 4", build_anomaly_lines_cp, NULL,
+	 NULL, NULL, 0, VERIFY_INVALID, 4, -1,
+	 "reason \"lines\", but it follows the anomaly record at line 3"},
+	{"an anomaly followed by its checkpoint: exit 0", build_anomaly, NULL, NULL, NULL, 0,
+	 VERIFY_OK, 0, -1, NULL},
+	{"a killed writer after a loss record, before its checkpoint: unsealed", build_loss_no_cp,
+	 m_keep_3, NULL, NULL, 0, VERIFY_UNSEALED, 0, 3, NULL},
+	{"log_start naming another host key, cert by the one given: line 1", build_host_key_field,
+	 NULL, NULL, NULL, 0, VERIFY_INVALID, 1, -1, "is not the host key given"},
+	{"a checkpoint note for another origin: line 7, both quoted", build_basic, m_note_origin,
+	 NULL, NULL, 0, VERIFY_INVALID, 7, -1,
+	 "the note is for origin \"sluice/run-b\", not \"sluice/run-a\""},
 	{"exported checkpoints with trailing garbage", build_basic, NULL, build_basic, cps_garbage,
 	 0, VERIFY_INVALID, 0, -1, "file ends inside a note"},
 	{"exported checkpoint altered: line 1", build_basic, NULL, build_basic, cps_bad_sig, 0,
@@ -1521,22 +1756,47 @@ static bool run_verify_case(const struct verify_case *c, char *why)
 
 			if (!end)
 				continue;
-			verify_segment_path(log, (unsigned int)k, seg, sizeof(seg));
-			EXPECT(!write_lines(seg, &l, from, i + 1,
-					    !(k == 1 && c->flags & PLAIN_SEG1)),
-			       "cannot write %s", seg);
+			if (k > 1 || !(c->flags & PLAIN_SEG1)) {
+				bool plain = k == 1 && c->flags & GZ_IS_PLAIN;
+				char *saved = l.l[2];
+
+				verify_segment_path(log, (unsigned int)k, true, seg, sizeof(seg));
+				if (k == 1 && c->flags & EDIT_GZ_SEG1) {
+					l.l[2] = xstrdup(saved);
+					l.l[2][strlen(l.l[2]) - 3] ^= 1;
+				}
+				EXPECT(!write_lines(seg, &l, from, i + 1, !plain),
+				       "cannot write %s", seg);
+				if (l.l[2] != saved) {
+					free(l.l[2]);
+					l.l[2] = saved;
+				}
+			}
+			if (k == 1 && c->flags & (PLAIN_SEG1 | BOTH_SEG1)) {
+				verify_segment_path(log, 1, false, seg, sizeof(seg));
+				EXPECT(!write_lines(seg, &l, from, i + 1, false), "cannot write %s",
+				       seg);
+			}
 			from = i + 1;
 			k++;
 		}
 	}
 	EXPECT(!write_lines(log, &l, from, l.n, false), "cannot write %s", log);
 	if (c->flags & DROP_SEG2) {
-		verify_segment_path(log, 2, seg, sizeof(seg));
+		verify_segment_path(log, 2, true, seg, sizeof(seg));
 		EXPECT(!unlink(seg), "cannot remove %s", seg);
 	}
 	if (c->flags & TRUNC_SEG1) {
-		verify_segment_path(log, 1, seg, sizeof(seg));
+		verify_segment_path(log, 1, true, seg, sizeof(seg));
 		EXPECT(!cut_file(seg, 30), "cannot cut %s", seg);
+	}
+	if (c->flags & NO_LOG)
+		EXPECT(!unlink(log), "cannot remove %s", log);
+	if (c->flags & TMP_FILES) {
+		for (unsigned int t = 1; t <= 3; t += 2) {
+			snprintf(seg, sizeof(seg), "%s.%06u.gz.tmp", log, t);
+			EXPECT(!write_file(seg, "garbage\n", 8), "cannot write %s", seg);
+		}
 	}
 	o.log = log;
 	o.host_vkey = g.host_vkey;
@@ -1681,6 +1941,204 @@ static bool check_errors_exit_4(char *why)
 	return true;
 }
 
+/* Write l as dir/caseN.jsonl; its path in log. */
+static bool write_case(struct log *l, char *log, size_t size, char *why)
+{
+	g.file_n++;
+	snprintf(log, size, "%s/case%d.jsonl", g.dir, g.file_n);
+	EXPECT(!write_lines(log, l, 0, l->n, false), "cannot write %s", log);
+	return true;
+}
+
+/* --run-id / --origin: the run expected. Another run's complete log of the same host is refused. */
+static bool check_run_pinned(char *why)
+{
+	static struct verify_result r;
+	struct verify_opts o = {.host_vkey = g.host_vkey};
+	struct log a = {0}, b = {0};
+	char log_a[128], log_b[128];
+	bool ok = write_case((build_basic(&a), &a), log_a, sizeof(log_a), why) &&
+		  write_case((build_run_b(&b), &b), log_b, sizeof(log_b), why);
+
+	log_free(&a);
+	log_free(&b);
+	if (!ok)
+		return false;
+	o.log = log_b;
+	EXPECT(verify_log(&o, &r) == VERIFY_OK, "run B's log alone: exit %d (%s)", r.status, r.why);
+	o.run_id = "run-a";
+	EXPECT(verify_log(&o, &r) == VERIFY_INVALID && r.err_line == 1 &&
+		       strstr(r.why, "this is the log of run \"run-b\", not \"run-a\""),
+	       "run B's log with --run-id run-a: expected exit 1 at line 1, got exit %d at line "
+	       "%" PRIu64 ": %s",
+	       r.status, r.err_line, r.why);
+	EXPECT(r.cert_verified, "the refused log's certificate did verify: cert_verified false");
+	o.run_id = NULL;
+	o.origin = "sluice/run-a";
+	EXPECT(verify_log(&o, &r) == VERIFY_INVALID &&
+		       strstr(r.why, "not of origin \"sluice/run-a\""),
+	       "run B's log with origin sluice/run-a: exit %d: %s", r.status, r.why);
+	o.log = log_a;
+	EXPECT(verify_log(&o, &r) == VERIFY_OK, "run A's log, origin sluice/run-a: exit %d (%s)",
+	       r.status, r.why);
+	o.run_id = "run-a";
+	EXPECT(verify_log(&o, &r) == VERIFY_OK, "run A's log, run id run-a too: exit %d (%s)",
+	       r.status, r.why);
+	return true;
+}
+
+/* cert_verified, the start time and the run key's hash; none of them when the cert failed. */
+static bool check_run_identity(char *why)
+{
+	static struct verify_result r;
+	struct verify_opts o = {.host_vkey = g.host_vkey};
+	struct note_verifier run;
+	char log[128], vkey[NOTE_VKEY_MAX + 1];
+	struct log l = {0};
+	bool ok;
+
+	note_signer_vkey(g.run_a, vkey, sizeof(vkey));
+	EXPECT(!note_verifier_parse(vkey, &run), "cannot parse run A's key");
+	ok = write_case((build_basic(&l), &l), log, sizeof(log), why);
+	log_free(&l);
+	if (!ok)
+		return false;
+	o.log = log;
+	verify_log(&o, &r);
+	EXPECT(r.status == VERIFY_OK && r.cert_verified && r.start_ts == 1700000000100000 &&
+		       r.run_key_hash == run.hash,
+	       "run A: expected exit 0, certified, ts 1700000000100000, key hash %08x; got exit "
+	       "%d, %d, %" PRId64 ", %08x",
+	       run.hash, r.status, r.cert_verified, r.start_ts, r.run_key_hash);
+	ok = write_case((build_other_host(&l), &l), log, sizeof(log), why);
+	log_free(&l);
+	if (!ok)
+		return false;
+	verify_log(&o, &r);
+	EXPECT(r.status == VERIFY_INVALID && !r.cert_verified && !r.start_ts && !r.run_key_hash,
+	       "another host's cert: expected exit 1, not certified, no ts or hash; got exit %d, "
+	       "%d, %" PRId64 ", %08x",
+	       r.status, r.cert_verified, r.start_ts, r.run_key_hash);
+	return true;
+}
+
+/*
+ * verify_log in a child that SIGALRM ends after 10 s: a FIFO must not hang it. The child's exit
+ * status is verify's; the why is passed back through a pipe.
+ */
+static int verify_bounded(const struct verify_opts *o, char *out, size_t size)
+{
+	int pfd[2], status;
+	ssize_t n;
+	pid_t pid;
+
+	if (pipe(pfd))
+		return -1;
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		static struct verify_result r;
+
+		close(pfd[0]);
+		alarm(10);
+		verify_log(o, &r);
+		if (write(pfd[1], r.why, strlen(r.why)) < 0)
+			_exit(100);
+		_exit(r.status);
+	}
+	close(pfd[1]);
+	n = read(pfd[0], out, size - 1);
+	out[n > 0 ? n : 0] = '\0';
+	close(pfd[0]);
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	if (WIFSIGNALED(status)) {
+		snprintf(out, size, "killed by signal %d (hung?)", WTERMSIG(status));
+		return -1;
+	}
+	return WEXITSTATUS(status);
+}
+
+/* A FIFO at LOG, at a segment and as the checkpoints file: exit 4 at once, saying what it is. */
+static bool check_fifo(char *why)
+{
+	struct verify_opts o = {.host_vkey = g.host_vkey};
+	char log[128], fifo[160], got[VERIFY_WHY_MAX];
+	const char *cp_list[] = {fifo};
+	struct log l = {0};
+	int rc;
+	bool ok;
+
+	g.file_n++;
+	snprintf(log, sizeof(log), "%s/case%d.jsonl", g.dir, g.file_n);
+	EXPECT(!mkfifo(log, 0600), "mkfifo %s: %s", log, strerror(errno));
+	o.log = log;
+	rc = verify_bounded(&o, got, sizeof(got));
+	EXPECT(rc == VERIFY_ERROR && strstr(got, "a FIFO"), "a FIFO at LOG: exit %d (%s)", rc, got);
+
+	ok = write_case((build_rotated(&l), &l), log, sizeof(log), why);
+	log_free(&l);
+	if (!ok)
+		return false;
+	verify_segment_path(log, 1, false, fifo, sizeof(fifo));
+	EXPECT(!mkfifo(fifo, 0600), "mkfifo %s: %s", fifo, strerror(errno));
+	o.log = log;
+	rc = verify_bounded(&o, got, sizeof(got));
+	EXPECT(rc == VERIFY_ERROR && strstr(got, "a FIFO"), "a FIFO at LOG.000001: exit %d (%s)",
+	       rc, got);
+	EXPECT(!unlink(fifo), "unlink %s", fifo);
+
+	snprintf(fifo, sizeof(fifo), "%s/case%d.fifo", g.dir, g.file_n);
+	EXPECT(!mkfifo(fifo, 0600), "mkfifo %s: %s", fifo, strerror(errno));
+	o.checkpoints = cp_list;
+	o.n_checkpoints = 1;
+	rc = verify_bounded(&o, got, sizeof(got));
+	EXPECT(rc == VERIFY_ERROR && strstr(got, "a FIFO"), "a FIFO as --checkpoints: exit %d (%s)",
+	       rc, got);
+	return true;
+}
+
+/*
+ * 3000 kernel records whose kseqs lie a whole window apart (a crafted log): each one pushes the
+ * window past the one before. Verifying must cost a few hundred bitmap words per record, not the
+ * window's 16384 (which took seconds), and the accounting stays exact.
+ */
+static bool check_sparse_kseqs(char *why)
+{
+	static struct verify_result r;
+	const uint64_t n = 3000, gap = VERIFY_KSEQ_WINDOW, per = 3 * SEQSET_SUMMARY_WORDS;
+	struct verify_opts o = {.host_vkey = g.host_vkey};
+	struct log l = {0};
+	char log[128];
+	struct tw w;
+	bool ok;
+
+	tw_start(&w, &l, NULL, "run-a", g.host, g.run_a, 10);
+	for (uint64_t i = 0; i < n; i++) {
+		tw_rec(&w, i * gap);
+		if (i % 100 == 99)
+			tw_checkpoint(&w, "lines");
+	}
+	tw_loss(&w, (n - 1) * (gap - 1), (n - 1) * (gap - 1));
+	tw_end(&w, (n - 1) * gap + 1, (n - 1) * (gap - 1));
+	ok = write_case(&l, log, sizeof(log), why);
+	log_free(&l);
+	if (!ok)
+		return false;
+	o.log = log;
+	verify_log(&o, &r);
+	EXPECT(r.status == VERIFY_LOSS && r.missing_kseq == (n - 1) * (gap - 1),
+	       "expected exit 3 with %" PRIu64 " missing, got exit %d, %" PRIu64 " (%s)",
+	       (n - 1) * (gap - 1), r.status, r.missing_kseq, r.why);
+	EXPECT(r.kseq_words_scanned <= n * per,
+	       "%" PRIu64 " bitmap words scanned for %" PRIu64 " records (%" PRIu64 " each), "
+	       "expected at most %" PRIu64 " each",
+	       r.kseq_words_scanned, n, r.kseq_words_scanned / n, per);
+	return true;
+}
+
 /*
  * A 200 000-line log, with a checkpoint every 1000 lines, kseqs out of order, and a loss past
  * the kseq window: verifying it must not grow the process by more than 2 MiB. In a child, so
@@ -1774,6 +2232,12 @@ static const struct {
 	 check_result_details},
 	{"result details: the loss_ranges line that matched", check_loss_ranges_line},
 	{"unreadable log, bad host key, missing checkpoints file: exit 4", check_errors_exit_4},
+	{"the run pinned (run id, origin): another run's whole log is refused", check_run_pinned},
+	{"certified: the run's start time and key hash, none when the cert fails",
+	 check_run_identity},
+	{"a FIFO at LOG, at a segment, as the checkpoints file: exit 4, not a hang", check_fifo},
+	{"3000 kseqs a window apart: a few hundred bitmap words each, exact accounting",
+	 check_sparse_kseqs},
 	{"a 200000-line log verifies in bounded memory", check_big_log},
 };
 
