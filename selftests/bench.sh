@@ -88,13 +88,15 @@ run_nft() {
 	ip netns exec "$C" nft delete table inet bench
 	return $rc
 }
+# run_sluice ARGS…: sl_bench ARGS… inside a sluice run (run_sluice sh -c …: any command)
 run_sluice() {
 	local n=$((++RUN_N))
+	local -a cmd=("$BENCH" "$@")
+	[[ $1 == sh ]] && cmd=("$@")
 	"$SLUICE" run --policy "$TMP/bench.yaml" --run-id "bench-$ID-$n" --log "$TMP/run-$n.jsonl" \
-		--netns "/run/netns/$C" "${SLUICE_EXTRA[@]}" -- "$BENCH" "$@" 2>>"$TMP/sluice.err"
+		--netns "/run/netns/$C" -- "${cmd[@]}" 2>>"$TMP/sluice.err"
 }
 RUN_N=0
-SLUICE_EXTRA=()
 
 echo "connect(): $ROUNDS rounds x $CONNECTS connects per variant"
 for r in $(seq "$ROUNDS"); do
@@ -102,6 +104,15 @@ for r in $(seq "$ROUNDS"); do
 	run_sluice connect "$SERVER" "$PORT" "$CONNECTS" >>"$TMP/c-sluice" || exit 2
 	run_nft connect "$SERVER" "$PORT" "$CONNECTS" >>"$TMP/c-nft" || exit 2
 done
+# Where a connect's time goes: one more run (not counted above) with the kernel's BPF run-time
+# statistics on, read before the run ends; the average ns of each of sluice's programs.
+echo "per-program cost: 1 run of $CONNECTS connects with kernel.bpf_stats_enabled"
+stats_was=$(sysctl -n kernel.bpf_stats_enabled)
+sysctl -qw kernel.bpf_stats_enabled=1
+run_sluice sh -c '"$1" connect "$2" "$3" "$4" >/dev/null; bpftool prog show -j >"$5"' sh \
+	"$BENCH" "$SERVER" "$PORT" "$CONNECTS" "$TMP/progs.json" || exit 2
+sysctl -qw kernel.bpf_stats_enabled="$stats_was"
+
 echo "throughput: $ROUNDS rounds x ${STREAM_S}s per variant"
 for r in $(seq "$ROUNDS"); do
 	run_none stream "$SERVER" "$PORT" "$STREAM_S" >>"$TMP/s-none" || exit 2
@@ -167,6 +178,12 @@ print(f"\nconnect() ns: none {none[0]:.0f}/{none[1]:.0f}  sluice {sl[0]:.0f}/{sl
 print(f"throughput MB/s: none {rn / 1e6:.0f}  sluice {rs / 1e6:.0f}")
 print(f"flood: {flood} datagrams, {end['records']} records, {allows} allow lines, "
       f"{end['lost']} lost, sluice CPU for them {cpu_flood:.2f} s\n")
+progs = [p for p in json.load(open(f"{tmp}/progs.json"))
+         if p.get("name", "").startswith("sl_") and p.get("run_cnt")]
+print("per-program average while connecting (bpf_stats; tc runs on the host side):")
+for p in sorted(progs, key=lambda p: -p["run_time_ns"] / p["run_cnt"]):
+    print(f"  {p['name']:20} {p['run_time_ns'] / p['run_cnt']:6.0f} ns x {p['run_cnt']}")
+print()
 bad = 0
 for name, val, target, ok in results:
     print(f"{'ok  ' if ok else 'MISS'} {name:52} {val:10.3f}  target {target}")
