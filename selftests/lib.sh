@@ -432,8 +432,9 @@ sl_lines() {
 }
 
 sink_mark() {
-	SL_SINK_MARK=$(sl_lines "$SL_INET_LOG")
-	SL_RTR_SINK_MARK=$(sl_lines "$SL_RTR_LOG")
+	# (tests without the topology have no sinks: nothing to mark)
+	SL_SINK_MARK=$(sl_lines "${SL_INET_LOG:-}")
+	SL_RTR_SINK_MARK=$(sl_lines "${SL_RTR_LOG:-}")
 }
 
 sink_count() { sl_count_fields "$SL_INET_LOG" "$SL_SINK_MARK" "$1"; }
