@@ -7,10 +7,11 @@
  * allowlist and the blackhole to each, attributed to the run by interface.
  *
  * What passes without a rule: ARP, IPv6 neighbour discovery (ICMPv6 133-137 with hop limit 255,
- * which no router forwards) and link-scope multicast and broadcast; the sandbox needs them to
- * reach its gateway, and none of them can leave the link. Everything else must be IPv4 or IPv6
- * to an allowed destination: other ethertypes, VLAN tags, and IP fragments (whose ports cannot be
- * judged) are dropped in enforce mode. Report mode drops only the blackhole.
+ * which no router forwards), and MLD/IGMP membership to link-scope groups; the sandbox needs them
+ * to reach its gateway, and none of them can leave the link. Other multicast and broadcast is
+ * judged like any destination: it reaches whatever listens on the host side. Everything else must
+ * be IPv4 or IPv6 to an allowed destination: other ethertypes, VLAN tags, and IP fragments (whose
+ * ports cannot be judged) are dropped in enforce mode. Report mode drops only the blackhole.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -26,6 +27,9 @@
 #define REPORT_INTERVAL_NS 1000000000ULL
 #define ND_FIRST 133 /* router solicitation … redirect */
 #define ND_LAST 137
+#define MLD_FIRST 130 /* query, report, done */
+#define MLD_LAST 132
+#define MLD2_REPORT 143
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -49,17 +53,27 @@ struct {
 	__type(value, __u64);
 } sl_tc_reported SEC(".maps");
 
-static __always_inline bool link_local_only(const struct packet_dst *d)
+/*
+ * The link's own control traffic, which the sandbox needs to reach its gateway and which no
+ * router forwards: IPv6 neighbour discovery (hop limit 255, as RFC 4861 requires), MLD and IGMP
+ * group membership to link-scope groups. Anything else to a multicast or broadcast address —
+ * UDP to ff02::1 or 255.255.255.255 reaches whatever listens on the host side — is judged like
+ * any destination.
+ */
+static __always_inline bool link_control(const struct packet_dst *d)
 {
 	const __u8 *a = d->addr;
 
 	if (d->family == AF_INET)
-		return (a[0] == 255 && a[1] == 255 && a[2] == 255 && a[3] == 255) ||
-		       (a[0] == 224 && a[1] == 0 && a[2] == 0); /* 224.0.0.0/24 */
-	if (a[0] == 0xff && (a[1] & 0x0f) == 0x02)
-		return true; /* ff02::/16: link-scope multicast */
-	return d->proto == IPPROTO_ICMPV6 && d->hop_limit == 255 && d->icmp6_type >= ND_FIRST &&
-	       d->icmp6_type <= ND_LAST;
+		return d->proto == IPPROTO_IGMP && a[0] == 224 && a[1] == 0 && a[2] == 0;
+	if (d->proto != IPPROTO_ICMPV6)
+		return false;
+	if (d->hop_limit == 255 && d->icmp6_type >= ND_FIRST && d->icmp6_type <= ND_LAST)
+		return true;
+	/* MLD query, report, done, v2 report: to ff02::/16 only */
+	return a[0] == 0xff && (a[1] & 0x0f) == 0x02 &&
+	       ((d->icmp6_type >= MLD_FIRST && d->icmp6_type <= MLD_LAST) ||
+		d->icmp6_type == MLD2_REPORT);
 }
 
 static __always_inline bool report_due(const struct packet_dst *d)
@@ -111,7 +125,7 @@ int sl_tc_ingress(struct __sk_buff *skb)
 		d.family = 0;
 		return drop(skb, &ev, &d, SL_REASON_PROTOCOL, SL_RULE_DEFAULT);
 	}
-	if (link_local_only(&d))
+	if (link_control(&d))
 		return TC_PASS;
 	packet_judge(&d, &v, &ev);
 	if (v.verdict != SL_VERDICT_DENY)

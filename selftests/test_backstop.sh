@@ -74,7 +74,7 @@ frames_during_run() {
 		sleep 0.05
 	done
 	in_run python3 "$SL_TMP/frames.py" "$rtr_mac" 198.51.100.10 203.0.113.7 169.254.169.254 \
-		>"$SL_TMP/frames.out" 2>&1
+		255.255.255.255 >"$SL_TMP/frames.out" 2>&1
 	wait "$pid"
 	SL_RC=$?
 	SL_RUN_CGID=$(log_lines "$log" type=run_start | head -n 1 | python3 -c \
@@ -97,6 +97,10 @@ tap_cmp "P13: the log has the tc denial of the denied host" \
 	"$(log_count "$log" type=decision hook=tc dst=203.0.113.7 port=9999 reason=default_deny enforced=true)" -eq 1
 tap_cmp "P13: the log has the tc denial of the blackhole" \
 	"$(log_count "$log" type=decision hook=tc dst=169.254.169.254 reason=blackhole)" -eq 1
+assert_sink_none "P13: a broadcast frame reaches no listener on the host side" \
+	'udp 255.255.255.255'
+tap_cmp "P13: the log has the tc denial of the broadcast" \
+	"$(log_count "$log" type=decision hook=tc dst=255.255.255.255 reason=default_deny)" -eq 1
 tap_cmp "P13: the allowed frame is not logged as denied" \
 	"$(log_count "$log" type=decision hook=tc dst=198.51.100.10 proto=udp)" -eq 0
 assert_no_leftovers "tc: nothing left"
@@ -145,6 +149,8 @@ sink_wait 'udp 203.0.113.7 9999' 1 2000
 assert_sink_saw "checks off: the frame to the denied host arrives" 'udp 203.0.113.7 9999'
 assert_sink_saw "checks off: the frame to the (test) metadata address arrives" \
 	'udp 169.254.169.254 9999'
+assert_sink_saw "checks off: the broadcast frame reaches a listener on the host side" \
+	'udp 255.255.255.255 9999' 1 rtr
 assert_no_leftovers "checks off: nothing left"
 
 srr='
