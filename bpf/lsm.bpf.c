@@ -179,10 +179,17 @@ int BPF_PROG(sl_lsm_sendmsg, struct socket *sock, struct msghdr *msg, int size)
 
 	if (!foreign_socket_in_run(sock))
 		return 0;
-	if (read_sockaddr(BPF_CORE_READ(msg, msg_name), &ev))
-		return judge(sock, &ev, SL_HOOK_LSM);
-	/* no address given: where the socket is connected */
 	sk = BPF_CORE_READ(sock, sk);
+	/*
+	 * TCP ignores msg_name once connected (the data goes to the peer, whatever address is
+	 * passed): judge the peer. msg_name counts only for datagrams, and for a TCP socket not
+	 * yet connected (MSG_FASTOPEN).
+	 */
+	if ((BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP ||
+	     !BPF_CORE_READ(sk, __sk_common.skc_dport)) &&
+	    read_sockaddr(BPF_CORE_READ(msg, msg_name), &ev))
+		return judge(sock, &ev, SL_HOOK_LSM);
+	/* no address given, or a connected stream: where the socket is connected */
 	family = BPF_CORE_READ(sk, __sk_common.skc_family);
 	if (family == AF_INET) {
 		__u32 daddr = BPF_CORE_READ(sk, __sk_common.skc_daddr);

@@ -67,6 +67,9 @@ static __always_inline __u8 proto_bit(__u32 protocol)
 		return SL_PROTO_TCP;
 	if (protocol == IPPROTO_UDP)
 		return SL_PROTO_UDP;
+	/* ping sockets pass through connect() too (their sends meet only the backstop) */
+	if (protocol == IPPROTO_ICMP || protocol == IPPROTO_ICMPV6)
+		return SL_PROTO_ICMP;
 	return 0;
 }
 

@@ -144,18 +144,38 @@ static __always_inline __u32 flow_new_bytes(struct __sk_buff *skb, struct sl_flo
 		}
 		return skb->len > off + 8 ? skb->len - off - 8 : 0;
 	}
-	if (tcp_header(skb, &off, addr, &family, &th) || off >= skb->len)
+	if (tcp_header(skb, &off, addr, &family, &th))
+		return 0;
+	start = bpf_ntohl(th.seq) + (th.syn ? 1 : 0); /* a SYN takes one sequence number */
+	/* The SYN (and SYN-ACK) says where each direction's bytes start. */
+	if (th.syn) {
+		if (out) {
+			f->snd_next = start;
+			f->snd_init = 1;
+		} else {
+			f->rcv_next = start;
+			f->rcv_init = 1;
+		}
+	}
+	if (off >= skb->len)
 		return 0;
 	len = skb->len - off;
-	start = bpf_ntohl(th.seq) + (th.syn ? 1 : 0); /* a SYN takes one sequence number */
 	end = start + len;
-	*next_end = end;
-	if (!(out ? f->snd_init : f->rcv_init))
+	if (!(out ? f->snd_init : f->rcv_init)) {
+		*next_end = end;
 		return len;
+	}
 	next = out ? f->snd_next : f->rcv_next;
 	if ((__s32)(end - next) <= 0)
 		return 0; /* a retransmission: nothing new */
-	return (__s32)(start - next) >= 0 ? len : end - next;
+	/*
+	 * Counted up to the highest sequence number seen, holes included: a segment past a loss
+	 * counts the missing bytes before it too, and their retransmission then counts nothing.
+	 * (Counting only its own length would never count the hole: the flow would carry more
+	 * than its line and its cap say.)
+	 */
+	*next_end = end;
+	return end - next;
 }
 
 /*
@@ -208,17 +228,22 @@ static __always_inline int flow_count(struct __sk_buff *skb, struct sl_flow *f, 
 	n = flow_new_bytes(skb, f, out, &next_end);
 	if (!n)
 		return SKB_PASS;
-	if (cap && *bytes + n > cap - 1) { /* caps are stored plus one */
+	/*
+	 * Added first and given back on overrun, as the host totals are: sends on several CPUs
+	 * (connected UDP, TCP receive before the socket lock) never pass more than the cap.
+	 */
+	if (__sync_fetch_and_add(bytes, (__u64)n) + n > cap - 1 && cap) { /* stored plus one */
+		__sync_fetch_and_add(bytes, -(__u64)n);
 		f->cut = out ? SL_CUT_REQUEST : SL_CUT_RESPONSE;
 		flow_cut_record(skb, f);
 		return SKB_DROP;
 	}
 	if (f->totals && !host_total_take(f, out, n)) {
+		__sync_fetch_and_add(bytes, -(__u64)n);
 		f->cut = out ? SL_CUT_TOTAL_REQUEST : SL_CUT_TOTAL_RESPONSE;
 		flow_cut_record(skb, f);
 		return SKB_DROP;
 	}
-	__sync_fetch_and_add(bytes, n);
 	if (f->protocol != IPPROTO_UDP) {
 		if (out) {
 			f->snd_next = next_end;
@@ -460,14 +485,15 @@ static __always_inline bool reroutes(struct __sk_buff *skb)
 	return true; /* more option headers than we look through: cannot be judged */
 }
 
-static __always_inline int drop_rerouted(struct __sk_buff *skb)
+/* A packet the backstop cannot judge as sent: source-routed (SOURCE_ROUTE) or unreadable (PROTOCOL). */
+static __always_inline int drop_unjudged(struct __sk_buff *skb, __u8 reason)
 {
 	struct sl_decision_event ev = {};
 
 	ev.family = skb->protocol == bpf_htons(ETH_P_IP) ? AF_INET : AF_INET6;
 	ev.hook = SL_HOOK_EGRESS;
 	ev.verdict = SL_VERDICT_DENY;
-	ev.reason = SL_REASON_SOURCE_ROUTE;
+	ev.reason = reason;
 	ev.enforced = 1;
 	ev.cgroup_id = bpf_skb_cgroup_id(skb);
 	ev.sock_cookie = bpf_get_socket_cookie(skb);
@@ -555,8 +581,13 @@ static __always_inline int backstop(struct __sk_buff *skb, struct bpf_sock *sk,
 	struct verdict v = {};
 	struct sl_sk_held *h;
 
+	/*
+	 * Headers that cannot be read (a raw socket's IHL below 5, a transport header cut short):
+	 * the kernel's own TCP and UDP never send such a packet, and one that cannot be judged
+	 * must not leave.
+	 */
 	if (packet_dst(skb, 0, &d))
-		return SKB_PASS; /* not IP, or unreadable: the kernel itself sends nothing of it */
+		return drop_unjudged(skb, SL_REASON_PROTOCOL);
 	if (dst_is_flow_dst(&d, flow) || dst_is_resolver(&d))
 		return SKB_PASS;
 	packet_judge(&d, &v, &ev);
@@ -604,7 +635,7 @@ int sl_backstop(struct __sk_buff *skb)
 	if (!sl_cfg_backstop)
 		return SKB_PASS;
 	if (reroutes(skb))
-		return drop_rerouted(skb);
+		return drop_unjudged(skb, SL_REASON_SOURCE_ROUTE);
 	if (!sk)
 		return SKB_PASS;
 	/* request and time-wait sockets: a listener's answer, a closed flow's last ACK */

@@ -274,7 +274,8 @@ static __always_inline int finish(struct bpf_sock_addr *ctx, struct sl_decision_
 	}
 
 	/* An allowed connect() starts a flow; the redirect to the resolver is not one. */
-	if (!deny && !is_sendmsg && ctx->sk && v->reason != SL_REASON_DNS_REDIRECT)
+	if (!deny && !is_sendmsg && ctx->sk && v->reason != SL_REASON_DNS_REDIRECT &&
+	    (ctx->protocol == IPPROTO_TCP || ctx->protocol == IPPROTO_UDP))
 		flow_start(ctx, ev);
 
 	if (deny || !is_sendmsg || !sendmsg_allow_already_recorded(ctx, ev)) {

@@ -6,12 +6,14 @@
  * leave without passing any cgroup hook or the sandbox's own qdiscs — and applies the run's
  * allowlist and the blackhole to each, attributed to the run by interface.
  *
- * What passes without a rule: ARP, IPv6 neighbour discovery (ICMPv6 133-137 with hop limit 255,
- * which no router forwards), and MLD/IGMP membership to link-scope groups; the sandbox needs them
- * to reach its gateway, and none of them can leave the link. Other multicast and broadcast is
+ * What passes without a rule: ARP, IPv6 neighbour discovery (ICMPv6 133-137, hop limit 255) to
+ * link-local or link-scope addresses or to the host side itself, and MLD/IGMP membership to
+ * link-scope groups; the sandbox needs them to reach its gateway, and none of them is forwarded. Other multicast and broadcast is
  * judged like any destination: it reaches whatever listens on the host side. Everything else must
  * be IPv4 or IPv6 to an allowed destination: other ethertypes, VLAN tags, and IP fragments (whose
  * ports cannot be judged) are dropped in enforce mode. Report mode drops only the blackhole.
+ * (IPv4 options and IPv6 routing headers are not looked at here: the host side's own kernel
+ * refuses source routing by default, accept_source_route=0 and seg6_enabled=0.)
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -22,7 +24,11 @@
 #include "packet.bpf.h"
 #include "net.bpf.h"
 
-#define TC_PASS 0 /* TC_ACT_OK / TCX_PASS */
+/*
+ * An allowed frame goes on to whatever else the host runs here (TCX_NEXT / TC_ACT_UNSPEC), so
+ * sluice neither ends the chain early nor needs to be last; it is attached first.
+ */
+#define TC_PASS -1
 #define TC_DROP 2 /* TC_ACT_SHOT / TCX_DROP */
 #define REPORT_INTERVAL_NS 1000000000ULL
 #define ND_FIRST 133 /* router solicitation … redirect */
@@ -53,27 +59,40 @@ struct {
 	__type(value, __u64);
 } sl_tc_reported SEC(".maps");
 
+/* The packet is for the host side itself (an address of the peer's namespace), not forwarded. */
+static __always_inline bool for_host_side(struct __sk_buff *skb, const struct packet_dst *d)
+{
+	struct bpf_fib_lookup p = {};
+
+	p.family = AF_INET6;
+	p.ifindex = skb->ingress_ifindex;
+	__builtin_memcpy(p.ipv6_dst, d->addr, 16);
+	return bpf_fib_lookup(skb, &p, sizeof(p), 0) == BPF_FIB_LKUP_RET_NOT_FWDED;
+}
+
 /*
- * The link's own control traffic, which the sandbox needs to reach its gateway and which no
- * router forwards: IPv6 neighbour discovery (hop limit 255, as RFC 4861 requires), MLD and IGMP
- * group membership to link-scope groups. Anything else to a multicast or broadcast address —
- * UDP to ff02::1 or 255.255.255.255 reaches whatever listens on the host side — is judged like
- * any destination.
+ * The link's own control traffic, which the sandbox needs to reach its gateway: IPv6 neighbour
+ * discovery to a link-local or link-scope multicast address or to the host side's own address
+ * (hop limit 255 only says the sender was on-link; a router forwards such a packet to any other
+ * address like any other, so that is judged), and MLD and IGMP membership to link-scope groups.
+ * Anything else to a multicast or broadcast address — UDP to ff02::1 or 255.255.255.255 reaches
+ * whatever listens on the host side — is judged like any destination.
  */
-static __always_inline bool link_control(const struct packet_dst *d)
+static __always_inline bool link_control(struct __sk_buff *skb, const struct packet_dst *d)
 {
 	const __u8 *a = d->addr;
+	bool link_scope = a[0] == 0xff && (a[1] & 0x0f) == 0x02;	  /* ff02::/16 */
+	bool link_local = a[0] == 0xfe && (a[1] & 0xc0) == 0x80; /* fe80::/10 */
 
 	if (d->family == AF_INET)
 		return d->proto == IPPROTO_IGMP && a[0] == 224 && a[1] == 0 && a[2] == 0;
-	if (d->proto != IPPROTO_ICMPV6)
+	if (d->proto != IPPROTO_ICMPV6 || d->fragment)
 		return false;
 	if (d->hop_limit == 255 && d->icmp6_type >= ND_FIRST && d->icmp6_type <= ND_LAST)
-		return true;
+		return link_scope || link_local || for_host_side(skb, d);
 	/* MLD query, report, done, v2 report: to ff02::/16 only */
-	return a[0] == 0xff && (a[1] & 0x0f) == 0x02 &&
-	       ((d->icmp6_type >= MLD_FIRST && d->icmp6_type <= MLD_LAST) ||
-		d->icmp6_type == MLD2_REPORT);
+	return link_scope && ((d->icmp6_type >= MLD_FIRST && d->icmp6_type <= MLD_LAST) ||
+			      d->icmp6_type == MLD2_REPORT);
 }
 
 static __always_inline bool report_due(const struct packet_dst *d)
@@ -125,7 +144,7 @@ int sl_tc_ingress(struct __sk_buff *skb)
 		d.family = 0;
 		return drop(skb, &ev, &d, SL_REASON_PROTOCOL, SL_RULE_DEFAULT);
 	}
-	if (link_control(&d))
+	if (link_control(skb, &d))
 		return TC_PASS;
 	packet_judge(&d, &v, &ev);
 	if (v.verdict != SL_VERDICT_DENY)

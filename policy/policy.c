@@ -2196,10 +2196,10 @@ static void print_rule(FILE *f, const struct policy *p, size_t i)
 		fprintf(f, "    max_response_bytes: %llu per flow\n",
 			(unsigned long long)r->max_response_bytes);
 	if (r->has_max_total_request_bytes)
-		fprintf(f, "    max_total_request_bytes: %llu per host, over the run\n",
+		fprintf(f, "    max_total_request_bytes: %llu per host, over the run (connected flows)\n",
 			(unsigned long long)r->max_total_request_bytes);
 	if (r->has_max_total_response_bytes)
-		fprintf(f, "    max_total_response_bytes: %llu per host, over the run\n",
+		fprintf(f, "    max_total_response_bytes: %llu per host, over the run (connected flows)\n",
 			(unsigned long long)r->max_total_response_bytes);
 	if (!r->n_methods)
 		return;

@@ -45,12 +45,24 @@ def frame(dst_mac, src_mac, dst, payload):
     ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
     return dst_mac + src_mac + b"\x08\x00" + ip + udp
 
+# An IPv6 neighbour solicitation (hop limit 255) carrying data, to any IPv6 address.
+def ns_frame(dst_mac, src_mac, dst, payload):
+    s6, d6 = socket.inet_pton(socket.AF_INET6, "fd10:200:1::2"), socket.inet_pton(socket.AF_INET6, dst)
+    body = struct.pack("!BBHI", 135, 0, 0, 0) + d6 + payload
+    pseudo = s6 + d6 + struct.pack("!IxxxB", len(body), 58)
+    body = body[:2] + struct.pack("!H", csum(pseudo + body)) + body[4:]
+    ip6 = struct.pack("!IHBB", 6 << 28, len(body), 58, 255) + s6 + d6
+    return dst_mac + src_mac + b"\x86\xdd" + ip6 + body
+
 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
 s.bind(("veth0", 0))
 src = s.getsockname()[4]
 dst_mac = bytes.fromhex(sys.argv[1].replace(":", ""))
 for dst in sys.argv[2:]:
-    s.send(frame(dst_mac, src, dst, b"afpacket"))
+    if ":" in dst:
+        s.send(ns_frame(dst_mac, src, dst, b"SLUICE-ND-DATA"))
+    else:
+        s.send(frame(dst_mac, src, dst, b"afpacket"))
 print("sent")
 EOF2
 
@@ -73,13 +85,28 @@ frames_during_run() {
 		[[ -s $log ]] && grep -q '"run_start"' "$log" && break
 		sleep 0.05
 	done
+	: >"$SL_TMP/nd.seen"
 	in_run python3 "$SL_TMP/frames.py" "$rtr_mac" 198.51.100.10 203.0.113.7 169.254.169.254 \
-		255.255.255.255 >"$SL_TMP/frames.out" 2>&1
+		255.255.255.255 2001:db8::20 >"$SL_TMP/frames.out" 2>&1
 	wait "$pid"
 	SL_RC=$?
 	SL_RUN_CGID=$(log_lines "$log" type=run_start | head -n 1 | python3 -c \
 		'import json, sys; print(json.loads(sys.stdin.read()).get("cgroup_id", ""))' 2>/dev/null)
 }
+
+# What reaches the test hosts as ICMPv6 carrying the solicitation's data (a raw listener).
+ip netns exec "$SL_NS_INET" python3 -c "
+import socket
+r = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6)
+open('$SL_TMP/nd.ready', 'w').close()
+while True:
+    data, addr = r.recvfrom(4096)
+    if b'SLUICE-ND-DATA' in data:
+        with open('$SL_TMP/nd.seen', 'a') as f:
+            f.write(addr[0] + '\n')  # (the sender: the test host got it)
+" >/dev/null 2>&1 &
+sl_track_pid $!
+for _ in $(seq 100); do [[ -e $SL_TMP/nd.ready ]] && break; sleep 0.05; done
 
 # P13 with the host side in place.
 log=$SL_TMP/tc.jsonl
@@ -101,6 +128,11 @@ assert_sink_none "P13: a broadcast frame reaches no listener on the host side" \
 	'udp 255.255.255.255'
 tap_cmp "P13: the log has the tc denial of the broadcast" \
 	"$(log_count "$log" type=decision hook=tc dst=255.255.255.255 reason=default_deny)" -eq 1
+sleep 0.3
+tap_is "P13: a neighbour solicitation carrying data to an unlisted host does not arrive" \
+	"$(grep -c . "$SL_TMP/nd.seen")" 0
+tap_cmp "P13: the log has the tc denial of that solicitation" \
+	"$(log_count "$log" type=decision hook=tc dst=2001:db8::20 proto=ip-58)" -eq 1
 tap_cmp "P13: the allowed frame is not logged as denied" \
 	"$(log_count "$log" type=decision hook=tc dst=198.51.100.10 proto=udp)" -eq 0
 assert_no_leftovers "tc: nothing left"
@@ -151,6 +183,9 @@ assert_sink_saw "checks off: the frame to the (test) metadata address arrives" \
 	'udp 169.254.169.254 9999'
 assert_sink_saw "checks off: the broadcast frame reaches a listener on the host side" \
 	'udp 255.255.255.255 9999' 1 rtr
+sleep 0.3
+tap_cmp "checks off: the solicitation carrying data reaches the unlisted host" \
+	"$(grep -c . "$SL_TMP/nd.seen")" -ge 1
 assert_no_leftovers "checks off: nothing left"
 
 srr='

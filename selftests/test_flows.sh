@@ -169,31 +169,100 @@ in_rtr nft add table inet sl_loss &&
 	in_rtr nft add rule inet sl_loss lossy ip saddr 198.51.100.10 tcp sport 80 \
 		numgen random mod 5 == 0 counter drop ||
 	bail_out "cannot add the lossy nftables chain in $SL_NS_RTR"
-log=$SL_TMP/lossy.jsonl
-sluice_run "$policy" "$log" -- "${RUN_EXEC[@]}" python3 -c "
+# (a server of the test's own on port 8081 answers 3,000,000 bytes: the response is many
+# segments, so losses leave holes that later segments pass)
+in_rtr nft add rule inet sl_loss lossy ip saddr 198.51.100.10 tcp sport 8081 \
+	numgen random mod 5 == 0 counter drop || bail_out "cannot add the lossy rule for 8081"
+ip netns exec "$SL_NS_INET" python3 -c "
 import socket
-s = socket.create_connection(('198.51.100.10', 80), timeout=20)
-s.sendall(b'x' * 200000)
+l = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+l.bind(('198.51.100.10', 8081))
+l.listen(4)
+open('$SL_TMP/big.ready', 'w').close()
+while True:
+    c, _ = l.accept()
+    try:
+        while c.recv(65536):
+            pass
+        c.sendall(b'y' * 3000000)
+    except OSError:
+        pass
+    c.close()
+" >/dev/null 2>&1 &
+sl_track_pid $!
+for _ in $(seq 100); do [[ -e $SL_TMP/big.ready ]] && break; sleep 0.05; done
+lossy_policy=$SL_TMP/lossy.yaml
+cat >"$lossy_policy" <<'EOF2'
+default: deny
+rules:
+  - name: test-host
+    cidrs: ["198.51.100.10/32"]
+    ports: [80, 8081]
+EOF2
+log=$SL_TMP/lossy.jsonl
+sluice_run "$lossy_policy" "$log" -- "${RUN_EXEC[@]}" python3 -c "
+import socket
+for port, n in ((80, 200000), (8081, 1000)):
+    s = socket.create_connection(('198.51.100.10', port), timeout=30)
+    s.sendall(b'x' * n)
+    s.shutdown(socket.SHUT_WR)
+    got = 0
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        got += len(b)
+    s.close()
+    print('sent', n, 'recv', got)
+"
+read -r _ sent _ recv <<<"$(sed -n 1p "$SL_OUT")"
+read -r _ _ _ big_recv <<<"$(sed -n 2p "$SL_OUT")"
+sink_wait 'tcp 198.51.100.10 80'
+sink_bytes=$(tail -n +"$((SL_SINK_MARK + 1))" "$SL_INET_LOG" |
+	awk '$1 == "tcp" && $2 == "198.51.100.10" && $3 == 80 { print $5 }')
+# The same lossy answer under a 1,000,000-byte response cap: the client reads no more than that.
+capped_lossy=$SL_TMP/lossy-cap.yaml
+cat >"$capped_lossy" <<'EOF2'
+default: deny
+rules:
+  - name: capped
+    cidrs: ["198.51.100.10/32"]
+    ports: [8081]
+    max_response_bytes: 1_000_000
+EOF2
+log_cap=$SL_TMP/lossy-cap.jsonl
+sluice_run "$capped_lossy" "$log_cap" -- "${RUN_EXEC[@]}" python3 -c "
+import socket
+s = socket.create_connection(('198.51.100.10', 8081), timeout=30)
+s.sendall(b'x')
 s.shutdown(socket.SHUT_WR)
 got = 0
-while True:
-    b = s.recv(65536)
-    if not b:
-        break
-    got += len(b)
-print('sent 200000 recv', got)
+try:
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        got += len(b)
+except OSError:
+    pass
+print(got)
 "
-read -r _ sent _ recv <"$SL_OUT"
+tap_cmp "lossy: under a 1,000,000-byte cap the client reads no more than that" \
+	"$(cat "$SL_OUT")" -le 1000000
+tap_cmp "lossy: the cap is what cut the flow" \
+	"$(log_count "$log_cap" type=flow_cut cap=max_response_bytes limit=1000000)" -eq 1
 dropped=$(in_rtr nft list chain inet sl_loss lossy | awk '/counter packets/ { for (i = 1; i < NF; i++) if ($i == "packets") n += $(i + 1) } END { print n + 0 }')
 in_rtr nft delete table inet sl_loss
 tap_cmp "lossy: the router dropped packets of the flow (so TCP retransmitted)" "$dropped" -gt 0
-sink_bytes=$(tail -n +"$((SL_SINK_MARK + 1))" "$SL_INET_LOG" |
-	awk '$1 == "tcp" && $2 == "198.51.100.10" && $3 == 80 { print $5 }')
 tap_is "lossy: the test host received the 200000 bytes once" "$sink_bytes" 200000
 tap_is "lossy: req_bytes counts each byte once despite retransmissions" \
 	"$(flow_field "$log" req_bytes dst=198.51.100.10 port=80 proto=tcp)" "$sent"
 tap_is "lossy: resp_bytes is what the client read" \
 	"$(flow_field "$log" resp_bytes dst=198.51.100.10 port=80 proto=tcp)" "$recv"
+tap_is "lossy: the client read the whole 3,000,000-byte answer" "$big_recv" 3000000
+tap_is "lossy: resp_bytes counts it once, holes and retransmissions included" \
+	"$(flow_field "$log" resp_bytes dst=198.51.100.10 port=8081 proto=tcp)" 3000000
 assert_no_leftovers "lossy: nothing left"
 
 # Byte totals per run and host: three uploads of 60,000 bytes to one host under a 100,000-byte

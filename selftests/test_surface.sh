@@ -119,6 +119,18 @@ for dst in ('198.51.100.10', '198.51.100.20'):
         print('raw', dst, 'sent')
     except OSError as e:
         print('raw', dst, 'refused', e.errno)
+# 3 bytes: too short for a UDP header, so no port to judge: it must not leave either
+for fam, dst in ((socket.AF_INET, '169.254.169.254'), (socket.AF_INET6, '2001:db8::20')):
+    try:
+        socket.socket(fam, socket.SOCK_RAW, socket.IPPROTO_UDP).sendto(b'raw', (dst, 0))
+        print('short', dst, 'sent')
+    except OSError as e:
+        print('short', dst, 'refused', e.errno)
+p = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_ICMP)
+try:
+    p.connect(('198.51.100.10', 0)); print('ping connect ok')
+except OSError as e:
+    print('ping connect refused', e.errno)
 "
 tap_check "sockets: a ping to a host an icmp rule lists is answered" grep -qx 'ping 198.51.100.10 ok' "$SL_OUT"
 tap_check "sockets: a ping to another host fails with EPERM" grep -qx 'ping 198.51.100.20 refused 1' "$SL_OUT"
@@ -127,6 +139,14 @@ tap_check "sockets: ping6 to the listed host is answered" grep -qx 'ping6 2001:d
 tap_check "sockets: ping6 to another host gets no answer" grep -qE '^ping6 2001:db8::20 refused (1|None)$' "$SL_OUT"
 tap_check "sockets: a raw UDP packet to the listed host:port leaves" grep -qx 'raw 198.51.100.10 sent' "$SL_OUT"
 tap_check "sockets: a raw UDP packet to another host fails with EPERM" grep -qx 'raw 198.51.100.20 refused 1' "$SL_OUT"
+tap_check "sockets: a raw packet too short to judge is refused (IPv4)" \
+	grep -qx 'short 169.254.169.254 refused 1' "$SL_OUT"
+tap_check "sockets: a raw packet too short to judge is refused (IPv6)" \
+	grep -qx 'short 2001:db8::20 refused 1' "$SL_OUT"
+tap_cmp "sockets: the backstop logged them as unreadable" \
+	"$(log_count "$log" type=decision hook=egress reason=unclassified_protocol)" -eq 2
+tap_check "sockets: connect() on a ping socket to a host an icmp rule lists works" \
+	grep -qx 'ping connect ok' "$SL_OUT"
 assert_sink_saw "sockets: the raw datagram arrives at the listed host" 'udp 198.51.100.10 9999'
 assert_sink_none "sockets: nothing raw reaches the other host" 'udp 198.51.100.20'
 tap_cmp "sockets: the backstop logged the refused pings and the raw packet" \

@@ -102,6 +102,8 @@ static int surface_view_init(struct decision_view *v, const struct sl_decision_e
 	else if (ev->hook == SL_HOOK_SETSOCKOPT)
 		util_fmt(v->dst_port, sizeof(v->dst_port), "setsockopt(level %u, option %u)",
 			 ev->protocol, ev->port);
+	else if (ev->reason == SL_REASON_PROTOCOL)
+		util_copy(v->dst_port, sizeof(v->dst_port), "a packet whose headers cannot be read");
 	else
 		util_copy(v->dst_port, sizeof(v->dst_port),
 			  "a packet with IP options or an IPv6 routing header");
@@ -128,7 +130,8 @@ int decision_view_init(struct decision_view *v, const struct sl_decision_event *
 	/* the egress program also judges destinations (the backstop); tc sees non-IP frames */
 	if (ev->hook == SL_HOOK_SOCK_CREATE || ev->hook == SL_HOOK_SETSOCKOPT ||
 	    (ev->hook == SL_HOOK_LSM && ev->reason == SL_REASON_SOCKET_KIND) ||
-	    (ev->hook == SL_HOOK_EGRESS && ev->reason == SL_REASON_SOURCE_ROUTE) ||
+	    (ev->hook == SL_HOOK_EGRESS &&
+	     (ev->reason == SL_REASON_SOURCE_ROUTE || ev->reason == SL_REASON_PROTOCOL)) ||
 	    (ev->hook == SL_HOOK_TC && ev->family != AF_INET && ev->family != AF_INET6))
 		return surface_view_init(v, ev);
 	if ((ev->reason == SL_REASON_RULE || ev->reason == SL_REASON_HOST_CAP) &&

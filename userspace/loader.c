@@ -638,8 +638,11 @@ static int tc_attach_here(void *arg)
 	LIBBPF_OPTS(bpf_tc_opts, topts, .prog_fd = prog_fd, .handle = 0x51c, .priority = 1);
 
 	if (!op->l->tc_clsact) {
+		/* first: a program before sluice that passes or redirects would skip it */
+		LIBBPF_OPTS(bpf_tcx_opts, first, .flags = BPF_F_BEFORE);
+
 		a->link = bpf_program__attach_tcx(op->l->tc->progs.sl_tc_ingress, a->peer.ifindex,
-						   NULL);
+						   &first);
 		if (a->link)
 			return 0;
 		err = -errno;

@@ -191,7 +191,8 @@ static int resolve_peer(int rtnl, int32_t nsid, int ifindex, struct netdev_peer 
 	DIR *d;
 	int fd, err;
 
-	fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	/* the calling thread's namespace: setns works per thread */
+	fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
 	if (fd >= 0 && nsid_of(rtnl, fd) == nsid) {
 		p->netns[0] = '\0';
 		goto found;
