@@ -1058,13 +1058,18 @@ static int parse_ports(struct pctx *x, const char *where, struct policy_rule *r)
 	return 0;
 }
 
-static int parse_protocols(struct pctx *x, const char *where, struct policy_rule *r)
+/*
+ * A sequence of keywords, each adding its bit to *mask (protocols, socket kinds, log kinds).
+ * what: the expected value, for errors ("a sequence of protocols (tcp, udp, icmp)").
+ */
+static int parse_keyword_set(struct pctx *x, const char *where, const char *what,
+			     const char *const *words, const unsigned int *bits, size_t n,
+			     bool nocase, unsigned int *mask)
 {
-	yaml_mark_t start = x->ev.start_mark;
 	char iw[WHERE_LEN];
 	int err;
 
-	err = seq_start(x, where, "a sequence of protocols (tcp, udp, icmp)");
+	err = seq_start(x, where, what);
 	if (err)
 		return err;
 	for (size_t i = 0;; i++) {
@@ -1074,12 +1079,25 @@ static int parse_protocols(struct pctx *x, const char *where, struct policy_rule
 		if (err < 0)
 			return err;
 		if (!err)
-			break;
-		err = keyword(x, iw, proto_words, ARRAY_SIZE(proto_words), true, &idx);
+			return 0;
+		err = keyword(x, iw, words, n, nocase, &idx);
 		if (err)
 			return err;
-		r->protocols |= proto_bits[idx];
+		*mask |= bits[idx];
 	}
+}
+
+static int parse_protocols(struct pctx *x, const char *where, struct policy_rule *r)
+{
+	yaml_mark_t start = x->ev.start_mark;
+	unsigned int mask = 0;
+	int err;
+
+	err = parse_keyword_set(x, where, "a sequence of protocols (tcp, udp, icmp)", proto_words,
+				proto_bits, ARRAY_SIZE(proto_words), true, &mask);
+	if (err)
+		return err;
+	r->protocols |= mask;
 	if (!r->protocols)
 		return empty_seq(x, &start, where, "protocols");
 	return 0;
@@ -1231,55 +1249,23 @@ static int parse_rules(struct pctx *x, const char *where)
 
 static int parse_log(struct pctx *x, const char *where)
 {
-	char iw[WHERE_LEN];
+	static const unsigned int log_bits[] = {1, 2};
+	unsigned int mask = 0;
 	int err;
 
-	err = seq_start(x, where, "a sequence of allow, deny");
+	err = parse_keyword_set(x, where, "a sequence of allow, deny", log_words, log_bits,
+				ARRAY_SIZE(log_words), false, &mask);
 	if (err)
 		return err;
-	x->p->log_allow = false;
-	x->p->log_deny = false;
-	for (size_t i = 0;; i++) {
-		size_t idx;
-
-		err = seq_item(x, where, i, iw, sizeof(iw));
-		if (err < 0)
-			return err;
-		if (!err)
-			break;
-		err = keyword(x, iw, log_words, ARRAY_SIZE(log_words), false, &idx);
-		if (err)
-			return err;
-		if (idx == 0)
-			x->p->log_allow = true;
-		else
-			x->p->log_deny = true;
-	}
+	x->p->log_allow = mask & 1;
+	x->p->log_deny = mask & 2;
 	return 0;
 }
 
 static int parse_sockets(struct pctx *x, const char *where)
 {
-	char iw[WHERE_LEN];
-	int err;
-
-	err = seq_start(x, where, "a sequence of socket kinds (ping, raw)");
-	if (err)
-		return err;
-	for (size_t i = 0;; i++) {
-		size_t idx;
-
-		err = seq_item(x, where, i, iw, sizeof(iw));
-		if (err < 0)
-			return err;
-		if (!err)
-			break;
-		err = keyword(x, iw, socket_words, ARRAY_SIZE(socket_words), true, &idx);
-		if (err)
-			return err;
-		x->p->sockets |= socket_bits[idx];
-	}
-	return 0;
+	return parse_keyword_set(x, where, "a sequence of socket kinds (ping, raw)", socket_words,
+				 socket_bits, ARRAY_SIZE(socket_words), true, &x->p->sockets);
 }
 
 static int parse_top(struct pctx *x)

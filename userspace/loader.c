@@ -625,7 +625,6 @@ int loader_sni_learn(struct loader *l, int family, const uint8_t *addr, const ch
 struct tc_op {
 	struct loader *l;
 	struct tc_attachment *a;
-	int index;
 };
 
 /* In the peer's namespace: tcx first; clsact only where the kernel has no tcx (before 6.6). */
@@ -678,9 +677,8 @@ static int tc_detach_here(void *arg)
 	return err;
 }
 
-static void tc_detach(struct loader *l, struct tc_attachment *a)
+static void tc_detach(struct tc_attachment *a)
 {
-	(void)l;
 	if (a->link) {
 		bpf_link__unpin(a->link);
 		bpf_link__destroy(a->link);
@@ -705,7 +703,7 @@ int loader_attach_tc(struct loader *l, int run_netns_fd, char *desc, size_t desc
 		return n;
 	for (i = 0; i < n; i++) {
 		struct tc_attachment *a = &l->tc_att[l->n_tc];
-		struct tc_op op = { .l = l, .a = a, .index = i };
+		struct tc_op op = { .l = l, .a = a };
 
 		memset(a, 0, sizeof(*a));
 		a->peer = peers[i];
@@ -748,7 +746,7 @@ void loader_detach(struct loader *l)
 		l->links[i] = NULL;
 	}
 	for (i = 0; i < l->n_tc; i++)
-		tc_detach(l, &l->tc_att[i]);
+		tc_detach(&l->tc_att[i]);
 	for (i = 0; i < 3; i++) {
 		if (!l->lsm_links[i])
 			continue;

@@ -27,38 +27,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sl_addr.h"
+
 static int64_t now_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int parse_addr(const char *s, const char *port, struct sockaddr_storage *ss,
-		      socklen_t *len)
-{
-	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
-	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
-	char *end;
-	long p = strtol(port, &end, 10);
-
-	if (*end || p < 1 || p > 65535)
-		return -1;
-	memset(ss, 0, sizeof(*ss));
-	if (inet_pton(AF_INET, s, &sin->sin_addr) == 1) {
-		sin->sin_family = AF_INET;
-		sin->sin_port = htons((uint16_t)p);
-		*len = sizeof(*sin);
-		return 0;
-	}
-	if (inet_pton(AF_INET6, s, &sin6->sin6_addr) == 1) {
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons((uint16_t)p);
-		*len = sizeof(*sin6);
-		return 0;
-	}
-	return -1;
 }
 
 static void *drain(void *arg)
@@ -179,7 +155,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (argc == 3 && !strcmp(argv[1], "serve"))
 		return serve(argv[2]);
-	if (argc == 5 && !parse_addr(argv[2], argv[3], &ss, &len)) {
+	if (argc == 5 && !sl_parse_addr(argv[2], argv[3], &ss, &len)) {
 		if (!strcmp(argv[1], "connect"))
 			return bench_connect(&ss, len, atol(argv[4]));
 		if (!strcmp(argv[1], "stream"))

@@ -20,31 +20,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-static int parse_addr(const char *s, const char *port, struct sockaddr_storage *ss,
-		      socklen_t *len)
-{
-	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
-	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
-	char *end;
-	long p = strtol(port, &end, 10);
-
-	if (*end || p < 1 || p > 65535)
-		return -1;
-	memset(ss, 0, sizeof(*ss));
-	if (inet_pton(AF_INET, s, &sin->sin_addr) == 1) {
-		sin->sin_family = AF_INET;
-		sin->sin_port = htons((uint16_t)p);
-		*len = sizeof(*sin);
-		return 0;
-	}
-	if (inet_pton(AF_INET6, s, &sin6->sin6_addr) == 1) {
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons((uint16_t)p);
-		*len = sizeof(*sin6);
-		return 0;
-	}
-	return -1;
-}
+#include "sl_addr.h"
 
 /* Submit the one prepared operation and return its result (negative errno on failure). */
 static int run_one(struct io_uring *ring)
@@ -75,7 +51,7 @@ int main(int argc, char **argv)
 	int fd, res, err;
 
 	if (argc != 4 || (strcmp(argv[1], "connect") && strcmp(argv[1], "sendmsg")) ||
-	    parse_addr(argv[2], argv[3], &ss, &len)) {
+	    sl_parse_addr(argv[2], argv[3], &ss, &len)) {
 		fprintf(stderr, "usage: sl_uring connect|sendmsg ADDR PORT\n");
 		return 2;
 	}
