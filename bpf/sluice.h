@@ -354,4 +354,18 @@ struct sl_flow_event {
 };
 _Static_assert(sizeof(struct sl_flow_event) == 152, "sl_flow_event ABI");
 
+/*
+ * The name a host_id stands for (sl_hosts: key host_id, written by the run's resolver before it
+ * hands out the name's first address). No program reads it: it keeps the names in the kernel
+ * with the run, so that a writer resuming a dead one's log names the hosts of the records it
+ * reads as the dead one would have. host_ids count from 1, densely, up to SL_HOSTS_MAX.
+ */
+#define SL_HOSTS_MAX 100000
+#define SL_HOST_NAME_MAX 256 /* a DNS name (at most 253 bytes) and its NUL */
+
+struct sl_host_name {
+	__u8 name[SL_HOST_NAME_MAX]; /* NUL-terminated, lower case */
+};
+_Static_assert(sizeof(struct sl_host_name) == 256, "sl_host_name ABI");
+
 #endif /* SLUICE_H */

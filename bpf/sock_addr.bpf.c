@@ -75,6 +75,15 @@ struct {
 	__type(value, struct sl_dns_client);
 } sl_dns_clients SEC(".maps");
 
+/* Host names by host_id, for a resumed writer (see struct sl_host_name); no program reads it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, SL_HOSTS_MAX);
+	__type(key, __u32);
+	__type(value, struct sl_host_name);
+} sl_hosts SEC(".maps");
+
 /* clang does not lower memcmp for BPF. */
 static __always_inline bool addr16_equal(const __u8 *a, const __u8 *b)
 {

@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
 #include <yaml.h>
 
 #include "policy.h"
@@ -1484,6 +1485,9 @@ int policy_load_buffer(const char *buf, size_t len, const char *name, struct pol
 	p->log_allow = true;
 	p->log_deny = true;
 	x.p = p;
+	/* the bytes parsed are the bytes named: no window between the digest and the parse */
+	if (!EVP_Digest(x.buf, x.len, p->sha256, NULL, EVP_sha256(), NULL))
+		goto out_oom;
 
 	if (!yaml_parser_initialize(&x.parser))
 		goto out_oom;

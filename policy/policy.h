@@ -114,6 +114,8 @@ struct policy {
 	size_t n_alert_on;
 	char *request_access; /* URL template; "{host}" is replaced by the denied destination */
 	unsigned int sockets; /* SL_SOCKETS_*: kinds beyond TCP and UDP the run may create */
+	/* SHA-256 of the policy's bytes: run_start names it, sluice resume checks it */
+	unsigned char sha256[32];
 };
 
 /*

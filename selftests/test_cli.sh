@@ -3,7 +3,8 @@
 #
 # The command line's contract: policy check accepts and refuses with file:line:col; run refuses
 # bad arguments, a non-root caller and an existing log with a message saying why, creates nothing
-# when it refuses, and never touches a log that already exists.
+# when it refuses, and never touches a log that already exists; resume refuses bad arguments,
+# a non-root caller and a file that is not a run's log, writing nothing.
 
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -79,6 +80,22 @@ expect "run refuses to overwrite an existing log" 125 'logs are never overwritte
 	"$SLUICE" run --policy "$good" --run-id "cli-$$-log" --log "$tmp/existing.jsonl" -- true
 tap_is "the existing log is untouched" "$(cat "$tmp/existing.jsonl")" "evidence"
 tap_check "a run refused for its log leaves nothing behind" leftovers_check "cli-$$-log"
+
+expect "resume without a run id says so" 125 'expected one RUN_ID' "$SLUICE" resume
+expect "resume refuses a run id that is not a path component" 125 'RUN_ID: expected' \
+	"$SLUICE" resume ../x
+expect "resume of a run without a log says which log" 125 "open log $tmp/none.jsonl" \
+	"$SLUICE" resume "cli-$$-none" --log "$tmp/none.jsonl"
+expect "resume refuses a file that is not a log, writing nothing" 125 'nothing was written' \
+	"$SLUICE" resume "cli-$$-log" --log "$tmp/existing.jsonl"
+tap_is "... the file is untouched" "$(cat "$tmp/existing.jsonl")" "evidence"
+if command -v setpriv >/dev/null; then
+	expect "resume as an unprivileged user says root is needed" 125 'needs root' \
+		setpriv --reuid=65534 --regid=65534 --clear-groups \
+		"$SLUICE" resume "cli-$$-log" --log "$tmp/existing.jsonl"
+else
+	tap_skip "resume as an unprivileged user says root is needed" "setpriv not installed"
+fi
 
 expect "a command that does not exist exits 127 and says so" 127 'cannot execute' \
 	"$SLUICE" run --policy "$good" --run-id "cli-$$-nx" --log "$tmp/nx.jsonl" -- /nonexistent/cmd

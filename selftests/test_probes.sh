@@ -3,7 +3,8 @@
 #
 # Escape probes that take other roads into the kernel's socket code (PROBES.md):
 # P10 TCP Fast Open (sendto with MSG_FASTOPEN) to an unlisted host; P11 io_uring connect and
-# sendmsg to an unlisted host; P17 the loader SIGKILLed mid-run (enforcement continues, pinned);
+# sendmsg to an unlisted host; P17 the loader SIGKILLed mid-run (enforcement continues, pinned;
+# sluice resume records the gap and ends the run);
 # P19 an unprivileged process of the run trying to detach the programs.
 
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -120,7 +121,8 @@ detach_run() {
 		sluice_start "$policy" "$log" --netns "/run/netns/$SL_NS_RUN" -- \
 			python3 -c "$(detach_probe "$id" "$only")"
 	fi
-	wait_until 5000 test -s "$log"
+	# run_start reaches the file at the run's first drain, after log_start
+	wait_until 5000 grep -q '"type":"run_start"' "$log"
 	cgid=$(log_run_start_field "$log" cgroup_id)
 	bpftool link list -j | python3 -c '
 import json, sys
@@ -151,8 +153,8 @@ sluice_start "$policy" "$log" -- "${RUN_EXEC[@]}" sh -c \
 	"while :; do $SL_TOOLS/sl_probe tcp 198.51.100.20 80 >>$SL_TMP/p17.out 2>&1; sleep 0.2; done"
 killed_id=$SL_RUN_ID
 for _ in $(seq 100); do [[ -s $SL_TMP/p17.out ]] && break; sleep 0.05; done
+disown "$SL_RUN_PID" 2>/dev/null # first: no "Killed" job notice in the TAP stream
 kill -KILL "$SL_RUN_PID"
-disown "$SL_RUN_PID" 2>/dev/null # (no "Killed" job notice in the TAP stream)
 for _ in $(seq 100); do kill -0 "$SL_RUN_PID" 2>/dev/null || break; sleep 0.05; done
 : >"$SL_TMP/p17.out"
 sleep 1.5
@@ -162,7 +164,25 @@ tap_is "P17: every probe after the kill was still refused" \
 	"$(grep -vc '^err EPERM' "$SL_TMP/p17.out")" 0
 assert_sink_none "P17: nothing reached the unlisted host" 'tcp 198.51.100.20'
 tap_check "P17: the links are still pinned" test -e "/sys/fs/bpf/sluice/$killed_id/connect4"
-sl_scrub_run "$killed_id"
-tap_check "P17: cleaned up by the test" leftovers_check "$killed_id"
+# On restart the log records the gap: sluice resume takes the run over, writes what the kernel
+# kept while no writer read, and ends the run when told to.
+dead_lines=$(wc -l <"$log")
+"$SLUICE" resume "$killed_id" --log "$log" >"$SL_TMP/p17-resume.out" 2>"$SL_TMP/p17-resume.err" &
+resume_pid=$!
+sl_track_pid "$resume_pid"
+# shellcheck disable=SC2317 # called through wait_until
+restarted() { [[ $(log_count "$log" type=writer_restart) -eq 1 ]]; }
+wait_until 5000 restarted
+kill -TERM "$resume_pid"
+wait "$resume_pid"
+tap_is "P17: sluice resume takes the run over and ends it on SIGTERM (128+15)" "$?" 143
+tap_diag_file "$SL_TMP/p17-resume.err"
+tap_is "P17: the log records the restart right after the dead writer's last line" \
+	"$(log_count "$log" type=writer_restart "seq=$dead_lines")" 1
+tap_cmp "P17: the denials made while no writer lived are in the log" \
+	"$(tail -n +"$((dead_lines + 1))" "$log" | grep -c '"decision":"deny"')" -ge 3
+"$SLUICE" verify "$log" >"$SL_TMP/p17-verify.out" 2>&1
+tap_is "P17: the resumed log verifies: intact and complete" "$?" 0
+tap_check "P17: cleaned up by sluice resume" leftovers_check "$killed_id"
 
 tap_done

@@ -52,10 +52,33 @@ static int mkdir_one(const char *path)
 	return 0;
 }
 
+/* The fd, id and level of the run's cgroup at cg->path, <parent>/<run_id> below the root. */
+static int open_run(const char *parent, struct run_cgroup *cg)
+{
+	struct stat st;
+	int err;
+
+	cg->fd = open(cg->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (cg->fd < 0)
+		return -errno;
+	if (fstat(cg->fd, &st)) {
+		err = -errno;
+		close(cg->fd);
+		cg->fd = -1;
+		return err;
+	}
+	cg->id = st.st_ino;
+	/* one level per component */
+	cg->level = 1;
+	for (const char *c = parent; *c; c++)
+		if (*c != '/' && (c == parent || c[-1] == '/'))
+			cg->level++;
+	return 0;
+}
+
 int cgroup_create_run(const char *parent, const char *run_id, struct run_cgroup *cg)
 {
 	char mnt[PATH_MAX], dir[PATH_MAX];
-	struct stat st;
 	int err;
 
 	cg->fd = -1;
@@ -78,24 +101,32 @@ int cgroup_create_run(const char *parent, const char *run_id, struct run_cgroup 
 		cg->path[0] = '\0';
 		return err;
 	}
-	cg->fd = open(cg->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (cg->fd < 0) {
-		err = -errno;
+	err = open_run(parent, cg);
+	if (err) {
 		rmdir(cg->path);
-		return err;
+		cg->path[0] = '\0';
 	}
-	if (fstat(cg->fd, &st)) {
-		err = -errno;
-		cgroup_remove(cg);
+	return err;
+}
+
+int cgroup_open_run(const char *parent, const char *run_id, struct run_cgroup *cg)
+{
+	char mnt[PATH_MAX];
+	int err;
+
+	cg->fd = -1;
+	cg->path[0] = '\0';
+	err = cgroup_v2_mount(mnt, sizeof(mnt));
+	if (err)
 		return err;
+	if (util_fmt(cg->path, sizeof(cg->path), "%s/%s/%s", mnt, parent, run_id)) {
+		cg->path[0] = '\0';
+		return -ENAMETOOLONG;
 	}
-	cg->id = st.st_ino;
-	/* <parent>/<run_id> below the root: one level per component */
-	cg->level = 1;
-	for (const char *c = parent; *c; c++)
-		if (*c != '/' && (c == parent || c[-1] == '/'))
-			cg->level++;
-	return 0;
+	err = open_run(parent, cg);
+	if (err)
+		cg->path[0] = '\0';
+	return err;
 }
 
 int cgroup_is_populated(const struct run_cgroup *cg)

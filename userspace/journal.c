@@ -33,6 +33,8 @@
 #define WBUF_SIZE (64 * 1024)
 #define NOTE_MAX 1024	  /* a checkpoint or certificate note: origin, size, root, one signature */
 #define SEGMENT_MAX 999999 /* LOG.000001.gz … LOG.999999.gz */
+/* A sidecar holds a note per checkpoint: a few hundred bytes per thousand lines of log. */
+#define SIDECAR_MAX (256 * 1024 * 1024)
 
 /*
  * Rotated segments wait here to be compressed, in order, by one thread started at the first
@@ -500,7 +502,7 @@ static int append_locked(struct journal *j, const struct journal_line *body)
 static bool reason_valid(const char *reason)
 {
 	static const char *const reasons[] = { "lines", "time", "heartbeat", "loss", "anomaly",
-					       "rotate", "final" };
+					       "rotate", "restart", "final" };
 	size_t i;
 
 	for (i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++)
@@ -706,6 +708,33 @@ out_in:
 	return err;
 }
 
+/* 0 when the gzip file gz decompresses to exactly the bytes of plain; -EEXIST when not. */
+static int gz_holds(const char *gz, const char *plain)
+{
+	char a[16 * 1024], b[sizeof(a)];
+	gzFile z = gzopen(gz, "rbe");
+	int fd = open(plain, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), err = 0;
+	ssize_t n;
+	int m;
+
+	if (!z || fd < 0) {
+		err = errno ? -errno : -ENOMEM;
+		goto out;
+	}
+	do {
+		n = read(fd, a, sizeof(a));
+		m = gzread(z, b, (unsigned int)sizeof(b));
+		if (n < 0 || m < 0 || n != m || memcmp(a, b, (size_t)n))
+			err = -EEXIST;
+	} while (!err && n > 0);
+out:
+	if (z)
+		gzclose(z);
+	if (fd >= 0)
+		close(fd);
+	return err;
+}
+
 /*
  * Compress segment k: PATH.k → PATH.k.gz.tmp (fsynced) → renamed PATH.k.gz → directory fsynced
  * → PATH.k removed. At every step the disk holds the whole segment under a name a verifier
@@ -720,6 +749,17 @@ static int compress_segment(const char *path, unsigned int k)
 	    util_fmt(tmp, sizeof(tmp), "%s.%06u.gz.tmp", path, k) ||
 	    util_fmt(gz, sizeof(gz), "%s.%06u.gz", path, k))
 		return -ENAMETOOLONG;
+	/*
+	 * What a writer that died in the middle left (journal_resume queues every segment): a
+	 * segment already compressed, or a .gz whose plain copy was still to be removed (only if
+	 * it holds the same bytes: a .gz of anything else stays, and so does the segment).
+	 */
+	if (access(plain, F_OK))
+		return errno == ENOENT ? 0 : -errno;
+	if (!access(gz, F_OK)) {
+		err = gz_holds(gz, plain);
+		return err ? err : unlink(plain) ? -errno : 0;
+	}
 	err = compress_file(plain, tmp);
 	if (err)
 		return err;
@@ -985,11 +1025,12 @@ static int write_log_start(struct journal *j, const struct journal_opts *o)
 	return err;
 }
 
-struct journal *journal_open(const struct journal_opts *o)
+static void journal_free(struct journal *j);
+
+/* A journal for o, its files not opened yet. Sets errno and returns NULL on failure. */
+static struct journal *journal_new(const struct journal_opts *o)
 {
-	char seg[PATH_MAX], plain[PATH_MAX];
 	struct journal *j;
-	struct stat st;
 	int err;
 
 	if (!o->signer || !o->host_vkey || !o->cert || !o->run_id || !o->checkpoint_lines ||
@@ -1020,8 +1061,24 @@ struct journal *journal_open(const struct journal_opts *o)
 		err = util_copy(j->path, sizeof(j->path), o->path);
 	if (!err)
 		err = util_fmt(j->sidecar_path, sizeof(j->sidecar_path), "%s.checkpoints", o->path);
-	if (!err)
-		err = util_fmt(seg, sizeof(seg), "%s.%06u.gz", o->path, 1);
+	if (err) {
+		journal_free(j);
+		errno = -err;
+		return NULL;
+	}
+	return j;
+}
+
+struct journal *journal_open(const struct journal_opts *o)
+{
+	char seg[PATH_MAX], plain[PATH_MAX];
+	struct journal *j = journal_new(o);
+	struct stat st;
+	int err;
+
+	if (!j)
+		return NULL;
+	err = util_fmt(seg, sizeof(seg), "%s.%06u.gz", o->path, 1);
 	if (!err)
 		err = util_fmt(plain, sizeof(plain), "%s.%06u", o->path, 1);
 	if (err)
@@ -1060,10 +1117,219 @@ err_unlink_log:
 	close(j->fd);
 	unlink(j->path);
 err_free:
-	pthread_cond_destroy(&j->gz.wake);
-	pthread_mutex_destroy(&j->gz.lock);
-	pthread_mutex_destroy(&j->lock);
-	free(j);
+	journal_free(j);
+	errno = -err;
+	return NULL;
+}
+
+/*
+ * Where the whole notes of a sidecar end, and the size the last one states: notes back to back,
+ * each its text, a blank line, its signature lines and a blank line (as copy_note writes them).
+ */
+static void sidecar_scan(const char *buf, size_t len, size_t *end, uint64_t *size)
+{
+	size_t pos = 0, note = 0, text_end = 0;
+	bool sigs = false;
+	char origin[NOTE_NAME_MAX + 1];
+	uint8_t root[TLOG_HASH_SIZE];
+	uint64_t sz;
+
+	*end = 0;
+	*size = 0;
+	while (pos < len) {
+		const char *nl = memchr(buf + pos, '\n', len - pos);
+
+		if (!nl)
+			break;
+		if (nl == buf + pos) { /* a blank line: the end of the text, or of the note */
+			if (!sigs) {
+				text_end = pos;
+				sigs = true;
+			} else {
+				if (!checkpoint_parse(buf + note, text_end - note, origin,
+						      sizeof(origin), &sz, root))
+					*size = sz;
+				*end = pos + 1;
+				note = pos + 1;
+				sigs = false;
+			}
+		}
+		pos = (size_t)(nl - buf) + 1;
+	}
+}
+
+/*
+ * The sidecar a writer that died left: its last note possibly cut off (removed here: the log's
+ * checkpoint line holds it whole), possibly one short of the log (the crash came between the
+ * checkpoint line's fdatasync and its copy: the note is added from the line). Returns the
+ * sidecar's fd, or -1: that copy stops (said on stderr), the log goes on.
+ */
+static int sidecar_resume(struct journal *j, const struct journal_tail *t)
+{
+	char *buf = NULL;
+	size_t end = 0, len;
+	uint64_t have = 0;
+	int fd, n, err = 0;
+	struct stat st;
+
+	fd = open(j->sidecar_path, O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0640);
+	if (fd < 0 || fstat(fd, &st)) {
+		err = -errno;
+		goto stop;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_size > SIDECAR_MAX) {
+		err = S_ISREG(st.st_mode) ? -EFBIG : -EINVAL;
+		goto stop;
+	}
+	len = (size_t)st.st_size;
+	buf = malloc(len + 1);
+	if (!buf) {
+		err = -ENOMEM;
+		goto stop;
+	}
+	n = len ? (int)pread(fd, buf, len, 0) : 0;
+	if (n < 0 || (size_t)n != len) {
+		err = n < 0 ? -errno : -EIO;
+		goto stop;
+	}
+	sidecar_scan(buf, len, &end, &have);
+	free(buf);
+	buf = NULL;
+	if (end < len) {
+		fprintf(stderr, "sluice: %s ends inside a note (its writer died writing it): cut "
+				"off, the log's checkpoint line holds it whole\n",
+			j->sidecar_path);
+		if (ftruncate(fd, (off_t)end)) {
+			err = -errno;
+			goto stop;
+		}
+	}
+	if (have == t->cp_size)
+		return fd;
+	if (t->cp_note && have == t->cp_size_before) {
+		size_t nlen = strlen(t->cp_note);
+		char blank = '\n';
+
+		if (write_all(fd, t->cp_note, nlen, &err) == nlen)
+			write_all(fd, &blank, 1, &err);
+		if (!err)
+			return fd;
+		goto stop;
+	}
+	fprintf(stderr, "sluice: %s ends at a checkpoint of size %" PRIu64 ", the log's last one "
+			"has size %" PRIu64 " (that copy had stopped): it stays as it is\n",
+		j->sidecar_path, have, t->cp_size);
+	close(fd);
+	return -1;
+stop:
+	free(buf);
+	fprintf(stderr, "sluice: reopening %s: %s; that copy stops, the log goes on\n",
+		j->sidecar_path, strerror(-err));
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
+/* The restarted writer's first line: its key, certified by the host key, and what it took on. */
+static int write_restart(struct journal *j, const struct journal_opts *o,
+			 const struct journal_tail *t)
+{
+	char vkey[NOTE_VKEY_MAX + 1];
+	struct timespec now;
+	int err;
+
+	err = note_signer_vkey(o->signer, vkey, sizeof(vkey));
+	if (err)
+		return err;
+	clock_gettime(CLOCK_REALTIME, &now);
+	journal_line_begin(&j->cp, "writer_restart", &now);
+	journal_line_str(&j->cp, "origin", j->origin);
+	journal_line_str(&j->cp, "key", vkey);
+	journal_line_str(&j->cp, "cert", o->cert);
+	journal_line_u64(&j->cp, "torn", t->torn);
+	journal_line_u64(&j->cp, "unsealed", t->unsealed);
+	journal_line_u64(&j->cp, "kseq_below", t->kseq_below);
+	err = journal_line_finish(&j->cp);
+	if (!err)
+		err = append_locked(j, &j->cp);
+	/* everything before it, the dead writer's unsigned tail included, under the new key */
+	if (!err)
+		err = checkpoint_locked(j, "restart");
+	return err;
+}
+
+struct journal *journal_resume(const struct journal_opts *o, const struct journal_tail *t)
+{
+	struct journal *j = journal_new(o);
+	bool queue = false;
+	struct stat st;
+	unsigned int k;
+	int err = 0;
+
+	if (!j)
+		return NULL;
+	j->seq = t->lines;
+	memcpy(j->prev, t->prev, sizeof(j->prev));
+	j->tree = t->tree;
+	j->segment = t->segments + 1;
+	j->gz.closed = j->segment;
+	if (t->log_missing)
+		j->fd = open(o->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
+	else
+		j->fd = open(o->path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+	if (j->fd < 0 || fstat(j->fd, &st)) {
+		err = -errno;
+		goto err_free;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		err = -EINVAL;
+		goto err_free;
+	}
+	if (t->log_missing && (err = fsync_dir_of(o->path)))
+		goto err_free;
+	j->file_off = (uint64_t)st.st_size;
+	j->file_bytes = (uint64_t)st.st_size;
+	/*
+	 * The last line's end (a torn line stays as it is, a line of its own), in the one write()
+	 * of writer_restart and its checkpoint: an ended torn line with nothing after it to say so
+	 * would be a log no resume could take on again.
+	 */
+	if (t->newline_missing) {
+		j->wbuf[0] = '\n';
+		j->wlen = 1;
+		j->file_bytes++;
+	}
+	j->sidecar_fd = sidecar_resume(j, t);
+	clock_gettime(CLOCK_BOOTTIME, &j->last_checkpoint);
+	err = write_restart(j, o, t);
+	if (err)
+		goto err_free;
+	/*
+	 * Segments a crash left plain are compressed now; a .gz.tmp beside one is the dead
+	 * writer's half-done compression, never part of the log.
+	 */
+	for (k = 1; k < j->segment; k++) {
+		char plain[PATH_MAX], tmp[PATH_MAX];
+
+		if (util_fmt(plain, sizeof(plain), "%s.%06u", o->path, k) ||
+		    util_fmt(tmp, sizeof(tmp), "%s.gz.tmp", plain) || access(plain, F_OK))
+			continue;
+		unlink(tmp);
+		queue = true;
+	}
+	if (queue) {
+		pthread_mutex_lock(&j->lock);
+		compressor_queue(j);
+		pthread_mutex_unlock(&j->lock);
+	}
+	return j;
+
+err_free:
+	if (j->fd >= 0)
+		close(j->fd);
+	if (j->sidecar_fd >= 0)
+		close(j->sidecar_fd);
+	journal_free(j);
 	errno = -err;
 	return NULL;
 }

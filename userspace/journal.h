@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "note.h"
+#include "tlog.h"
 
 #define JOURNAL_LINE_MAX 8192 /* a whole line, its "\n" included */
 #define JOURNAL_FORMAT 1      /* log_start's "format" */
@@ -63,6 +64,34 @@ struct journal_opts {
  */
 struct journal *journal_open(const struct journal_opts *o);
 
+/* Where the log of a writer that died stands, as sluice resume read and verified it. */
+struct journal_tail {
+	uint64_t lines;			/* lines on disk, a torn one included: the next seq */
+	uint8_t prev[TLOG_HASH_SIZE];	/* the hash of the last of them */
+	struct tlog_tree tree;
+	unsigned int segments;		/* rotated segments: the next one is segments + 1 */
+	bool log_missing;		/* segments, but no PATH: the next file is started */
+	bool newline_missing;		/* the last line lacks its "\n" (whole or torn) */
+	uint64_t torn;			/* bytes of a torn last line; 0: none */
+	uint64_t unsealed;		/* lines no checkpoint covers (writer_restart's "unsealed") */
+	uint64_t kseq_below;		/* the kernel's next sequence number, now */
+	/* the last two checkpoint lines' sizes (0: none) and the last one's note: see below */
+	uint64_t cp_size, cp_size_before;
+	const char *cp_note;
+};
+
+/*
+ * Go on with the log of a writer that died (sluice resume): the live file is opened to append
+ * (created when t->log_missing), a missing "\n" after its last line is added (a torn line stays
+ * as it is, a line of its own), and o->signer, a fresh run key that o->cert certifies for the
+ * same origin, writes writer_restart and a "restart" checkpoint covering everything before it.
+ * The sidecar is appended to: a note cut off by the crash is removed, and the last checkpoint
+ * line's note added when it is the one the crash kept from the sidecar; a sidecar that ends
+ * further back (it had failed) is not written to again. Rotated segments left plain by the
+ * crash are compressed. Sets errno and returns NULL on failure; nothing is appended then.
+ */
+struct journal *journal_resume(const struct journal_opts *o, const struct journal_tail *t);
+
 /* Start a line: {"ts":<CLOCK_REALTIME in µs>,"type":"…" */
 void journal_line_begin(struct journal_line *l, const char *type, const struct timespec *ts);
 void journal_line_str(struct journal_line *l, const char *key, const char *val); /* NULL: null */
@@ -88,9 +117,9 @@ int journal_write(struct journal *j, struct journal_line *l);
 
 /*
  * Write a checkpoint line now. reason: "lines", "time", "heartbeat", "loss", "anomaly",
- * "rotate" or "final". The log is flushed and fdatasynced, then the note is appended to the
- * sidecar and the export fd. "final" seals the log: nothing can be written after it; the copies
- * then get one more note, of size S + 1 (S: the seal's seq), which covers the seal line itself.
+ * "rotate", "restart" or "final". The log is flushed and fdatasynced, then the note is appended
+ * to the sidecar and the export fd. "final" seals the log: nothing can be written after it; the
+ * copies then get one more note, of size S + 1 (S: the seal's seq), which covers the seal line.
  */
 int journal_checkpoint(struct journal *j, const char *reason);
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -61,6 +62,33 @@ static const char *const prog_names[PROG_MAX] = {
 	[PROG_SOCK_RELEASE] = "sock_release",
 };
 
+/*
+ * The maps a writer that resumes a dead one's run needs, pinned beside the links as
+ * "map-<name>": the evidence maps (ring buffer, loss counters, sequence counter), what the
+ * run's resolver writes and reads (learned addresses, server names, DNS clients, host names),
+ * and the decision layer's configuration as it was loaded (.rodata: the resolver's port).
+ */
+enum loader_map {
+	MAP_EVENTS,
+	MAP_LOST,
+	MAP_SEQ,
+	MAP_DNS_CLIENTS,
+	MAP_LEARNED4,
+	MAP_LEARNED6,
+	MAP_SNI_OK,
+	MAP_HOSTS,
+	MAP_RODATA,
+	MAP_MAX,
+};
+
+static const char *const map_pin_names[MAP_MAX] = {
+	[MAP_EVENTS] = "map-events",	     [MAP_LOST] = "map-lost",
+	[MAP_SEQ] = "map-seq",		     [MAP_DNS_CLIENTS] = "map-dns-clients",
+	[MAP_LEARNED4] = "map-learned4",     [MAP_LEARNED6] = "map-learned6",
+	[MAP_SNI_OK] = "map-sni-ok",	     [MAP_HOSTS] = "map-hosts",
+	[MAP_RODATA] = "map-rodata",
+};
+
 /* A host-side attachment: a tcx link, or a clsact filter (which has no link to pin). */
 struct tc_attachment {
 	struct bpf_link *link;
@@ -83,6 +111,8 @@ struct loader {
 	struct sl_destroy *destroy; /* NULL where the kernel lacks bpf_sock_destroy */
 	struct bpf_link *links[PROG_MAX];
 	char pin_dir[PATH_MAX];
+	bool maps_pinned;	     /* the maps a resumed writer needs are pinned in pin_dir */
+	int pin_lock;		     /* pin_dir, flock()ed: one writer per run at a time; -1 */
 	int ncpus;
 	bool no_backstop;
 	pthread_mutex_t learn_lock; /* serialises read-merge-write of the learned maps */
@@ -109,6 +139,24 @@ static struct bpf_program *prog_of(const struct loader *l, enum loader_prog i)
 	};
 
 	return progs[i];
+}
+
+static struct bpf_map *map_of(const struct loader *l, enum loader_map i)
+{
+	struct sl_sock_addr *skel = l->skel;
+	struct bpf_map *const maps[MAP_MAX] = {
+		[MAP_EVENTS] = skel->maps.sl_events,
+		[MAP_LOST] = skel->maps.sl_lost,
+		[MAP_SEQ] = skel->maps.sl_seq,
+		[MAP_DNS_CLIENTS] = skel->maps.sl_dns_clients,
+		[MAP_LEARNED4] = skel->maps.sl_learned4,
+		[MAP_LEARNED6] = skel->maps.sl_learned6,
+		[MAP_SNI_OK] = skel->maps.sl_sni_ok,
+		[MAP_HOSTS] = skel->maps.sl_hosts,
+		[MAP_RODATA] = skel->maps.rodata,
+	};
+
+	return maps[i];
 }
 
 static bool libbpf_verbose;
@@ -308,6 +356,7 @@ struct loader *loader_load(const struct policy *p, const struct policy_compiled 
 	if (!l)
 		return NULL;
 	pthread_mutex_init(&l->learn_lock, NULL);
+	l->pin_lock = -1;
 	l->ncpus = libbpf_num_possible_cpus();
 	if (l->ncpus <= 0) {
 		err = l->ncpus ? l->ncpus : -EINVAL;
@@ -394,6 +443,146 @@ static const char *const lsm_link_names[3] = { "lsm-socket-create", "lsm-connect
 						 "lsm-sendmsg" };
 
 /*
+ * One pinned map of a run into the unloaded skeleton's map: the shape must be this build's, or
+ * the records and values would be read with another layout.
+ */
+static int reopen_map(struct loader *l, enum loader_map i)
+{
+	struct bpf_map *map = map_of(l, i);
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+	char path[PATH_MAX];
+	int fd, err;
+
+	if (util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, map_pin_names[i]))
+		return -ENAMETOOLONG;
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return -errno;
+	err = bpf_map_get_info_by_fd(fd, &info, &len);
+	if (!err && (info.type != bpf_map__type(map) || info.key_size != bpf_map__key_size(map) ||
+		     info.value_size != bpf_map__value_size(map)))
+		err = -EPROTO;
+	if (!err)
+		err = bpf_map__reuse_fd(map, fd);
+	close(fd);
+	return err;
+}
+
+static int reopen_link(const char *dir, const char *name, struct bpf_link **out)
+{
+	char path[PATH_MAX];
+
+	if (util_fmt(path, sizeof(path), "%s/%s", dir, name))
+		return -ENAMETOOLONG;
+	/* optional pins (tc-N, lsm-*) are looked for; libbpf would warn about each absent one */
+	if (access(path, F_OK))
+		return -errno;
+	*out = bpf_link__open(path);
+	return *out ? 0 : -errno;
+}
+
+struct loader *loader_reopen(const char *run_id, bool verbose)
+{
+	struct loader *l;
+	char name[16];
+	__u32 zero = 0;
+	int i, err;
+
+	libbpf_verbose = verbose;
+	libbpf_set_print(libbpf_print);
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return NULL;
+	pthread_mutex_init(&l->learn_lock, NULL);
+	l->pin_lock = -1;
+	l->ncpus = libbpf_num_possible_cpus();
+	err = l->ncpus > 0 ? 0 : l->ncpus ? l->ncpus : -EINVAL;
+	if (!err)
+		err = util_fmt(l->pin_dir, sizeof(l->pin_dir), "%s/sluice/%s", LOADER_BPFFS, run_id);
+	if (!err) {
+		l->pin_lock = open(l->pin_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (l->pin_lock < 0)
+			err = -errno;
+		/* the run's loader (or another resume) is alive: two writers must never share a log */
+		else if (flock(l->pin_lock, LOCK_EX | LOCK_NB))
+			err = errno == EWOULDBLOCK ? -EBUSY : -errno;
+	}
+	if (!err) {
+		l->skel = sl_sock_addr__open();
+		err = l->skel ? 0 : -errno;
+	}
+	for (i = 0; !err && i < MAP_MAX; i++)
+		err = reopen_map(l, i);
+	l->maps_pinned = !err;
+	/* the configuration the programs run with: what the resumed writer must match */
+	if (!err && bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.rodata), &zero, l->skel->rodata))
+		err = -errno;
+	for (i = 0; !err && i < PROG_MAX; i++)
+		err = reopen_link(l->pin_dir, prog_names[i], &l->links[i]);
+	/* the host side's tcx links and the LSM layer's, where the run had them */
+	for (i = 0; !err && i < NETDEV_PEERS_MAX; i++) {
+		err = util_fmt(name, sizeof(name), "tc-%d", i);
+		if (err || reopen_link(l->pin_dir, name, &l->tc_att[i].link))
+			break;
+		l->tc_att[i].peer.netns_fd = -1;
+		l->n_tc++;
+	}
+	for (i = 0; !err && i < 3; i++)
+		if (reopen_link(l->pin_dir, lsm_link_names[i], &l->lsm_links[i]))
+			break;
+	if (err) {
+		/* not a run of this build (or not a whole run): touch nothing of it */
+		l->maps_pinned = false;
+		l->pin_dir[0] = '\0';
+		loader_destroy(l);
+		errno = -err;
+		return NULL;
+	}
+	snprintf(l->lsm_why, sizeof(l->lsm_why), "%s",
+		 l->lsm_links[0] ? "" : "the run has no BPF LSM layer");
+	load_destroyer(l);
+	return l;
+}
+
+uint16_t loader_dns_port(const struct loader *l)
+{
+	return l->skel->rodata->sl_cfg_dns_port;
+}
+
+int loader_host_name(struct loader *l, uint32_t host_id, const char *name)
+{
+	struct sl_host_name v = {};
+
+	if (util_copy((char *)v.name, sizeof(v.name), name))
+		return -ENAMETOOLONG;
+	if (bpf_map_update_elem(bpf_map__fd(l->skel->maps.sl_hosts), &host_id, &v, BPF_NOEXIST))
+		return -errno;
+	return 0;
+}
+
+int loader_host_names(const struct loader *l,
+		      int (*fn)(uint32_t host_id, const char *name, void *ctx), void *ctx)
+{
+	int fd = bpf_map__fd(l->skel->maps.sl_hosts), err;
+	struct sl_host_name v;
+	__u32 key, next;
+	void *prev = NULL;
+
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &v))
+			continue; /* deleted meanwhile: sluice never deletes, so never */
+		v.name[sizeof(v.name) - 1] = '\0';
+		err = fn(key, (const char *)v.name, ctx);
+		if (err)
+			return err;
+	}
+	return errno == ENOENT ? 0 : -errno;
+}
+
+/*
  * Optional: BPF LSM needs CONFIG_BPF_LSM and "bpf" among the active LSMs; lsm_cgroup needs 6.0.
  * Failing here is not an error: the run goes on without the layer, and says so.
  */
@@ -469,6 +658,10 @@ int loader_attach(struct loader *l, int cgroup_fd, uint64_t cgroup_id, int cgrou
 			strerror(-err));
 		return err;
 	}
+	/* held for this process's life: a sluice resume of the run waits for its death */
+	l->pin_lock = open(l->pin_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (l->pin_lock < 0 || flock(l->pin_lock, LOCK_EX | LOCK_NB))
+		return -errno;
 
 	for (i = 0; i < PROG_MAX; i++) {
 		/* bpf_link attachment only: it cannot be replaced or detached by legacy attach. */
@@ -487,6 +680,17 @@ int loader_attach(struct loader *l, int cgroup_fd, uint64_t cgroup_id, int cgrou
 				strerror(-err));
 			return err;
 		}
+	}
+	for (i = 0; i < MAP_MAX; i++) {
+		if (util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, map_pin_names[i]))
+			return -ENAMETOOLONG;
+		err = bpf_map__pin(map_of(l, i), path);
+		if (err) {
+			fprintf(stderr, "sluice: pin %s at %s: %s\n", bpf_map__name(map_of(l, i)),
+				path, strerror(-err));
+			return err;
+		}
+		l->maps_pinned = true;
 	}
 	load_lsm_layer(l, cgroup_fd, cgroup_id, cgroup_level);
 	for (i = 0; l->lsm && i < 3; i++) {
@@ -734,6 +938,7 @@ int loader_attach_tc(struct loader *l, int run_netns_fd, char *desc, size_t desc
 
 void loader_detach(struct loader *l)
 {
+	char path[PATH_MAX];
 	int i;
 
 	if (!l)
@@ -754,6 +959,12 @@ void loader_detach(struct loader *l)
 		bpf_link__destroy(l->lsm_links[i]);
 		l->lsm_links[i] = NULL;
 	}
+	/* the maps stay alive while sluice holds them: only their names go */
+	for (i = 0; l->maps_pinned && i < MAP_MAX; i++)
+		if (!util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, map_pin_names[i]) &&
+		    unlink(path) && errno != ENOENT)
+			fprintf(stderr, "sluice: unpin %s: %s\n", path, strerror(errno));
+	l->maps_pinned = false;
 	if (l->pin_dir[0] && rmdir(l->pin_dir) && errno != ENOENT)
 		fprintf(stderr, "sluice: remove %s: %s\n", l->pin_dir, strerror(errno));
 	l->pin_dir[0] = '\0';
@@ -783,6 +994,8 @@ void loader_destroy(struct loader *l)
 	sl_surface__destroy(l->surface);
 	sl_skb__destroy(l->skb);
 	sl_sock_addr__destroy(l->skel);
+	if (l->pin_lock >= 0)
+		close(l->pin_lock);
 	pthread_mutex_destroy(&l->learn_lock);
 	free(l);
 }

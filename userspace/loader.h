@@ -34,9 +34,31 @@ struct loader *loader_load(const struct policy *p, const struct policy_compiled 
 			   const struct loader_opts *opts);
 
 /*
- * Attach every program to the cgroup and pin the links under <bpffs>/sluice/<run_id>. The
- * optional BPF-LSM layer is loaded here too (it needs the cgroup's id and level); whether it
- * could be is loader_lsm_active().
+ * The loader of a run whose writer died: its programs attached and pinned under
+ * <bpffs>/sluice/<run_id> (with the maps a writer needs), opened from there without attaching
+ * or changing anything. loader_detach then ends the run's enforcement as it would have.
+ * Sets errno and returns NULL: ENOENT, no such run is pinned (or not all of it); EBUSY, the
+ * run's loader (or another resume of it) is alive: one writer per log; EPROTO, the pinned maps
+ * have another shape than this build's (another version of sluice made the run).
+ */
+struct loader *loader_reopen(const char *run_id, bool verbose);
+
+/* The run's resolver port the programs redirect DNS to (0: none). */
+uint16_t loader_dns_port(const struct loader *l);
+
+/*
+ * Keep the name host_id stands for with the run (sl_hosts), before any address is learned for
+ * it; loader_host_names calls fn for each kept name (a non-zero return stops the walk).
+ */
+int loader_host_name(struct loader *l, uint32_t host_id, const char *name);
+int loader_host_names(const struct loader *l,
+		      int (*fn)(uint32_t host_id, const char *name, void *ctx), void *ctx);
+
+/*
+ * Attach every program to the cgroup and pin the links under <bpffs>/sluice/<run_id>, and the
+ * maps a resumed writer needs beside them (loader_reopen). The optional BPF-LSM layer is
+ * loaded here too (it needs the cgroup's id and level); whether it could be is
+ * loader_lsm_active().
  */
 int loader_attach(struct loader *l, int cgroup_fd, uint64_t cgroup_id, int cgroup_level,
 		  const char *run_id);
@@ -85,7 +107,7 @@ int loader_lost_counts(const struct loader *l, uint64_t lost[SL_HOOK_MAX]);
 /* The run's next kernel sequence number: every record ever attempted took one below it. */
 uint64_t loader_next_seq(const struct loader *l);
 
-/* Unpin and detach every link and remove the pin directory. Accepts NULL. */
+/* Unpin and detach every link, unpin the maps and remove the pin directory. Accepts NULL. */
 void loader_detach(struct loader *l);
 
 /*

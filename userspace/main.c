@@ -5,6 +5,7 @@
 
 #include "keygen_cmd.h"
 #include "policy_cmd.h"
+#include "resume.h"
 #include "run.h"
 #include "verify_cmd.h"
 
@@ -17,6 +18,7 @@ static void usage(FILE *out)
 		"\n"
 		"commands:\n"
 		"  run --policy FILE [options] -- CMD [ARG…]   run CMD with its egress confined\n"
+		"  resume RUN_ID [options]                     take over a run whose sluice died\n"
 		"  policy check FILE                           validate a policy, show what it enforces\n"
 		"  keygen [--name NAME] FILE                   create the key pair that signs logs\n"
 		"  verify LOG [--key PUB] [--checkpoints F]    check a log's chain, signatures, seal\n"
@@ -33,6 +35,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "run"))
 		return run_main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "resume"))
+		return resume_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "policy"))
 		return policy_cmd_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "keygen"))

@@ -35,7 +35,6 @@
 #define TCP_CLIENT_TIMEOUT_S 5
 #define TCP_MAX_QUERIES 64
 #define MAX_CHAIN 8
-#define MAX_HOSTS 100000
 
 enum transport { T_UDP, T_TCP };
 
@@ -149,6 +148,25 @@ int resolver_parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *l
 	return -EINVAL;
 }
 
+int resolver_format_addr(const struct sockaddr_storage *ss, char *buf, size_t len)
+{
+	char host[INET6_ADDRSTRLEN];
+
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
+
+		inet_ntop(AF_INET, &sin->sin_addr, host, sizeof(host));
+		return util_fmt(buf, len, "%s:%u", host, ntohs(sin->sin_port));
+	}
+	if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)ss;
+
+		inet_ntop(AF_INET6, &sin6->sin6_addr, host, sizeof(host));
+		return util_fmt(buf, len, "[%s]:%u", host, ntohs(sin6->sin6_port));
+	}
+	return -EAFNOSUPPORT;
+}
+
 int resolver_upstream_from_file(const char *path, struct sockaddr_storage *ss, socklen_t *len)
 {
 	char line[512], addr[INET6_ADDRSTRLEN + 1];
@@ -249,7 +267,7 @@ static int bind_listeners(struct resolver *r)
 	int attempt, fd;
 
 	for (attempt = 0; attempt < 16; attempt++) {
-		fd = bind_loopback(AF_INET, SOCK_DGRAM, 0, &r->port);
+		fd = bind_loopback(AF_INET, SOCK_DGRAM, r->o.port, &r->port);
 		if (fd < 0)
 			return fd == -EADDRNOTAVAIL ? -ENETDOWN : fd;
 		r->udp[0] = fd;
@@ -270,7 +288,8 @@ static int bind_listeners(struct resolver *r)
 		return 0;
 retry:
 		close_listeners(r);
-		if (fd != -EADDRINUSE)
+		/* a port the programs were loaded with cannot be picked again */
+		if (fd != -EADDRINUSE || r->o.port)
 			return fd;
 	}
 	return -EADDRINUSE;
@@ -381,7 +400,10 @@ static uint32_t intern_host(struct resolver *r, const char *name)
 		id = r->index[slot];
 		goto out;
 	}
-	if (r->n_hosts >= MAX_HOSTS)
+	if (r->n_hosts >= SL_HOSTS_MAX)
+		goto out;
+	/* with the run first: a writer resuming after us must name what this id learns */
+	if (r->loader && loader_host_name(r->loader, (uint32_t)r->n_hosts + 1, name))
 		goto out;
 	if (r->n_hosts == r->cap_hosts) {
 		size_t cap = r->cap_hosts ? r->cap_hosts * 2 : 64;
@@ -400,6 +422,53 @@ static uint32_t intern_host(struct resolver *r, const char *name)
 out:
 	pthread_mutex_unlock(&r->lock);
 	return id;
+}
+
+uint32_t resolver_host_id(struct resolver *r, const char *name)
+{
+	uint32_t id = 0;
+
+	if (!r)
+		return 0;
+	pthread_mutex_lock(&r->lock);
+	if (r->cap_index)
+		id = r->index[index_slot(r, name)];
+	pthread_mutex_unlock(&r->lock);
+	return id;
+}
+
+/* One name the run kept (loader_host_names): host_id - 1 is its place in hosts. */
+static int adopt_host(uint32_t host_id, const char *name, void *ctx)
+{
+	struct resolver *r = ctx;
+
+	if (!host_id || host_id > SL_HOSTS_MAX || host_id > r->cap_hosts || r->hosts[host_id - 1])
+		return -EPROTO;
+	r->hosts[host_id - 1] = strdup(name);
+	if (!r->hosts[host_id - 1])
+		return -ENOMEM;
+	if (host_id > r->n_hosts)
+		r->n_hosts = host_id;
+	return 0;
+}
+
+int resolver_adopt_hosts(struct resolver *r, const struct loader *loader)
+{
+	size_t i;
+	int err;
+
+	r->hosts = calloc(SL_HOSTS_MAX, sizeof(*r->hosts));
+	if (!r->hosts)
+		return -ENOMEM;
+	r->cap_hosts = SL_HOSTS_MAX;
+	err = loader_host_names(loader, adopt_host, r);
+	/* ids are handed out densely, each kept before it is used: a hole is not sluice's doing */
+	for (i = 0; !err && i < r->n_hosts; i++)
+		if (!r->hosts[i])
+			err = -EPROTO;
+	while (!err && r->cap_index < (r->n_hosts + 1) * 2)
+		err = grow_index(r);
+	return err;
 }
 
 const char *resolver_host(struct resolver *r, uint32_t host_id, char *buf, size_t len)

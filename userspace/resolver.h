@@ -49,6 +49,7 @@ struct resolver_opts {
 	struct sockaddr_storage upstream; /* reached from sluice's own network namespace */
 	socklen_t upstream_len;
 	int netns_fd;	  /* listen inside this network namespace; -1: sluice's own */
+	uint16_t port;	  /* listen on this port (the one a resumed run's programs send to); 0: any */
 	bool ttl_mode;	  /* learned addresses expire with the answer's TTL (else: with the run) */
 	resolver_event_fn on_event;
 	void *ctx;
@@ -70,6 +71,15 @@ uint16_t resolver_port(const struct resolver *r);
 /* The name a host_id in a decision record stands for, or NULL. Thread-safe. */
 const char *resolver_host(struct resolver *r, uint32_t host_id, char *buf, size_t len);
 
+/* The host_id of a name the resolver handed out addresses for, 0 if none. Thread-safe. */
+uint32_t resolver_host_id(struct resolver *r, const char *name);
+
+/*
+ * A resumed run: take the names (and their ids) the run's first resolver kept with the run
+ * (loader_host_name), before serving. -EPROTO if they are not the dense set it writes.
+ */
+int resolver_adopt_hosts(struct resolver *r, const struct loader *loader);
+
 /*
  * Stop serving and wait for in-flight queries; names stay readable (resolver_host) so the last
  * records can still be named. Idempotent; accepts NULL.
@@ -84,5 +94,8 @@ int resolver_upstream_from_file(const char *path, struct sockaddr_storage *ss, s
 
 /* "ADDR", "ADDR:PORT", "[V6]:PORT" → sockaddr. */
 int resolver_parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len);
+
+/* The other way: "ADDR:PORT" or "[V6]:PORT", as resolver_parse_addr reads it. */
+int resolver_format_addr(const struct sockaddr_storage *ss, char *buf, size_t len);
 
 #endif /* SLUICE_RESOLVER_H */

@@ -1,14 +1,131 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* "sluice run": confine one command's network to a policy, in its own cgroup, and log it. */
+/*
+ * "sluice run": confine one command's network to a policy, in its own cgroup, and log it. The
+ * second half of a run's life (streaming records until the run ends, then ending it) is shared
+ * with "sluice resume" (resume.c), which takes over a run whose writer died.
+ */
 #ifndef SLUICE_RUN_H
 #define SLUICE_RUN_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <signal.h>
+#include <sys/types.h>
+
+#include "cgroup.h"
+#include "journal.h"
+#include "note.h"
+#include "records.h"
 
 /* Exit statuses of sluice itself, apart from the command's own (docker/env convention). */
 #define RUN_EXIT_SLUICE_ERROR 125 /* sluice could not set up or tear down the run */
 #define RUN_EXIT_CANNOT_EXEC 126
 #define RUN_EXIT_NOT_FOUND 127
 
+#define RUN_ID_MAX 64
+#define RUN_HOST_KEY "/etc/sluice/host.key"
+#define RUN_CERT_MAX 1024 /* the host key's note certifying the run key */
+#define RUN_UPSTREAM_MAX 64 /* "[IPv6]:PORT" */
+
+struct run_args {
+	const char *cmd_name; /* "sluice run" or "sluice resume", for messages */
+	const char *policy_path;
+	const char *run_id;
+	const char *task;
+	const char *mode;
+	const char *log_path;
+	const char *cgroup_parent;
+	const char *netns;
+	const char *upstream;
+	const char *user;
+	const char *alerts;
+	const char *key_path; /* --key, $SLUICE_KEY or RUN_HOST_KEY */
+	unsigned long checkpoint_lines;
+	unsigned long checkpoint_secs;
+	int checkpoint_fd; /* --checkpoint-fd, or -1 */
+	unsigned long rotate_kib;
+	bool dns_ttl;
+	bool strict_evidence;
+	unsigned long ringbuf_kib;
+	bool verbose;
+	char **cmd;
+	int n_cmd;
+};
+
+struct run {
+	struct run_args args;
+	char run_id[RUN_ID_MAX + 1];
+	char log_path[PATH_MAX];
+	struct policy *policy;
+	struct policy_compiled *compiled;
+	struct loader *loader;
+	struct run_cgroup cg;
+	struct events *events;
+	struct journal *journal;
+	struct resolver *resolver;
+	struct records rec; /* the log's lines; borrows the pointers above */
+	int netns_fd;
+	struct note_signer *run_key; /* signs this run's checkpoints, certified by the host key */
+	char host_vkey[NOTE_VKEY_MAX + 1];
+	char cert[RUN_CERT_MAX];
+	char upstream[RUN_UPSTREAM_MAX]; /* where the resolver asks, as run_start names it */
+	uid_t uid; /* what CMD runs as */
+	gid_t gid;
+	bool no_backstop;      /* selftests: the packet checks are off */
+	char host_side[256];   /* the veth peers the tc program watches, "" for none */
+	bool still_running; /* processes survived the kill: enforcement must stay in place */
+	bool started;	    /* the log holds the run's first line */
+	/* a resume that has not taken the run over: its end leaves it exactly as it was */
+	bool hands_off;
+};
+
 /* argv starts after "run". Returns the process exit status. */
 int run_main(int argc, char **argv);
+
+/* A run id names a cgroup and a bpffs directory: 1-64 of [A-Za-z0-9._-], not "." or "-" first. */
+int run_check_id(const char *id);
+
+/* A run as the commands start it: nothing created yet, every descriptor -1. */
+void run_init(struct run *r, const char *cmd_name);
+
+/* A decimal option value in [min, max]; says why not on stderr. */
+int run_parse_ulong(const struct run_args *a, const char *opt, const char *s, unsigned long min,
+		    unsigned long max, unsigned long *out);
+/* --checkpoint-fd: an inherited descriptor open for writing, made close-on-exec. */
+int run_take_checkpoint_fd(const struct run_args *a, const char *s, int *out);
+
+/*
+ * The run's own key, certified by the host key (args.key_path, $SLUICE_KEY or RUN_HOST_KEY):
+ * r->run_key, r->host_vkey, r->cert.
+ */
+int run_make_key(struct run *r, char *msg, size_t msg_len);
+
+/*
+ * Bind the run's resolver (in args.netns, if given) on port (0: any), asking args.upstream or
+ * /etc/resolv.conf's first nameserver; it serves from resolver_serve on.
+ */
+int run_start_resolver(struct run *r, uint16_t port, char *err, size_t err_len);
+
+/* --alerts, opened for appending. */
+int run_open_alerts(struct run *r, char *err, size_t err_len);
+
+/* The signals that end a run, blocked and readable from *sig_fd; old gets the previous mask. */
+int run_block_signals(sigset_t *old, int *sig_fd);
+
+/*
+ * Stream records until the run ends: the command child exits (child > 0; *has_status then
+ * true), or, with child -1, the run's cgroup is empty; or sluice gets SIGINT, SIGTERM, SIGHUP.
+ * Returns the status to exit with; *why says which.
+ */
+int run_supervise(struct run *r, pid_t child, int sig_fd, bool *has_status, const char **why);
+
+/*
+ * End the run: kill what is left in its cgroup, stop the resolver, detach the programs (if no
+ * process survived), drain the last records, write host totals, loss ranges and run_end, seal.
+ */
+void run_finish(struct run *r, bool has_status, int status, const char *why);
+
+/* Undo whatever was set up, close the log. Returns 0, or -errno if something was left. */
+int run_close(struct run *r);
 
 #endif /* SLUICE_RUN_H */

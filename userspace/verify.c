@@ -42,8 +42,11 @@ static const char *const log_start_keys[] = {
 static const char *const checkpoint_keys[] = {
 	"seq", "prev", "ts", "type", "reason", "size", "root", "note",
 };
+static const char *const writer_restart_keys[] = {
+	"seq", "prev", "ts", "type", "origin", "key", "cert", "torn", "unsealed", "kseq_below",
+};
 static const char *const reasons[] = {
-	"lines", "time", "heartbeat", "loss", "anomaly", "rotate", "final",
+	"lines", "time", "heartbeat", "loss", "anomaly", "rotate", "restart", "final",
 };
 
 /* A line reader over a plain file (read) or a gzip one (zlib). */
@@ -69,14 +72,32 @@ struct ext_checkpoint {
 	uint8_t root[TLOG_HASH_SIZE];
 	unsigned int file;  /* index in opts->checkpoints */
 	uint64_t file_line; /* where its note starts */
+	/*
+	 * The note, kept only when log_start's run key does not sign it: a run key that a later
+	 * writer_restart names may, and which one is in force for size is known only once the log
+	 * reaches it (ext_signed). NULL when log_start's key signs it.
+	 */
+	char *note;
+	uint32_t len, text_len;
+	int err; /* note_open()'s under log_start's key */
+};
+
+/* A run key of the log: log_start's, then each writer_restart's. */
+struct run_key {
+	uint32_t hash;
+	uint8_t pub[32];
+	uint64_t line; /* 1-based: of log_start or of the writer_restart */
 };
 
 struct verifier {
 	const struct verify_opts *o;
 	struct verify_result *r;
-	struct note_verifier host, run;
+	struct note_verifier host, run; /* run: the run key in force (the last of keys) */
 	bool have_run;
 	uint64_t checkpoint_secs;
+	struct run_key *keys;
+	size_t n_keys, keys_cap;
+	char first_file[PATH_MAX]; /* the file holding line 1 (log_start), for errors there */
 
 	struct tlog_tree tree;
 	uint8_t prev[TLOG_HASH_SIZE];
@@ -107,6 +128,32 @@ struct verifier {
 	/* a loss or anomaly line (its 1-based line) needs a checkpoint of that reason next */
 	const char *cp_after_type;
 	uint64_t cp_after_line;
+
+	/* the last writer_restart (1-based line, 0: none), and its kseq_below */
+	uint64_t restart_line;
+	uint64_t restart_below;
+	bool restart_cp_due; /* it was the last line: a "restart" checkpoint must come next */
+	uint64_t loss_before_restart; /* the loss declared before it */
+	/*
+	 * The missing kseq values reported so far below the last writer_restart's kseq_below, and
+	 * at or above it: run_end.restart_gap can lie only in the first (what dead writers took).
+	 */
+	uint64_t gap_below, gap_above;
+	/*
+	 * A line that is not canonical, held: it is a torn line if the next one is a writer_restart
+	 * saying so (torn_accept), else the log is invalid there with its parse error. It is in the
+	 * tree, prev and lines already.
+	 */
+	struct {
+		bool pending;
+		uint64_t line, file_line;
+		size_t len, off;
+		const char *why;
+	} torn;
+	uint64_t torn_before; /* the current line follows a torn line of that many bytes; 0: not */
+	/* resume: LOG's last bytes without "\n", a whole line (newline_missing) or a torn one */
+	bool newline_missing;
+	uint64_t torn_last;
 
 	/* kernel sequence numbers seen, and the first ranges of those no line carries */
 	struct seqset kseqs;
@@ -332,7 +379,18 @@ static void missing_range(const struct seqset_range *m, void *ctx)
 {
 	struct verifier *v = ctx;
 	struct verify_result *r = v->r;
+	uint64_t below = 0;
 
+	/*
+	 * Ranges come in ascending order, each below the largest kseq read when it is reported. A
+	 * writer_restart's kseq_below is above every kseq before it, so what was reported before it
+	 * lies below it (writer_restart moves gap_above to gap_below): only a range reported after
+	 * the last one can straddle its kseq_below.
+	 */
+	if (v->restart_line && m->first < v->restart_below)
+		below = (m->last < v->restart_below ? m->last + 1 : v->restart_below) - m->first;
+	v->gap_below += below;
+	v->gap_above += m->last - m->first + 1 - below;
 	if (r->n_missing < VERIFY_RANGES_MAX) {
 		r->missing[r->n_missing].first = m->first;
 		r->missing[r->n_missing].last = m->last;
@@ -358,6 +416,87 @@ static int kseq_add(struct verifier *v, uint64_t k)
 	default:
 		return BAD(v, "kseq %" PRIu64 " out of range", k);
 	}
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Run keys */
+
+static int run_key_add(struct verifier *v, const struct note_verifier *k, uint64_t line)
+{
+	struct run_key *n;
+
+	/* log_start's and one per restart; check_writer_restart() refuses one more first */
+	if (v->n_keys >= VERIFY_RESTARTS_MAX + 1)
+		return -E2BIG;
+	if (v->n_keys == v->keys_cap) {
+		size_t c = v->keys_cap ? v->keys_cap * 2 : 4;
+
+		if (c > VERIFY_RESTARTS_MAX + 1)
+			c = VERIFY_RESTARTS_MAX + 1;
+		n = realloc(v->keys, c * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		v->keys = n;
+		v->keys_cap = c;
+	}
+	n = &v->keys[v->n_keys++];
+	n->hash = k->hash;
+	memcpy(n->pub, k->pub, sizeof(n->pub));
+	n->line = line;
+	return 0;
+}
+
+/* Run key i as a verifier: every run key is named as the origin. */
+static void run_key_verifier(const struct verifier *v, size_t i, struct note_verifier *out)
+{
+	snprintf(out->name, sizeof(out->name), "%s", v->r->origin);
+	out->hash = v->keys[i].hash;
+	memcpy(out->pub, v->keys[i].pub, sizeof(out->pub));
+}
+
+/*
+ * The first of run keys 0..below-1 with a valid signature on note, or -1. From a writer_restart
+ * on only its key signs, so such a signature was made by a key whose writer was gone: a fork.
+ * The hashes on the note's signature lines are read first, so that a note costs one pass and a
+ * note_open() per signature line of an earlier key, not one per key of the log.
+ */
+static ssize_t earlier_signer(const struct verifier *v, size_t below, const char *note, size_t len)
+{
+	static const char dash[] = "\xe2\x80\x94 ";
+	size_t dash_len = strlen(dash), olen = strlen(v->r->origin), pos = 0, tlen, i;
+	struct note_verifier k;
+
+	while (pos < len) {
+		const char *line = note + pos, *eol = memchr(line, '\n', len - pos);
+		size_t llen = eol ? (size_t)(eol - line) : len - pos, pre = dash_len + olen + 1;
+		uint8_t sig[4 + 64 + 4];
+		uint32_t hash;
+
+		pos += llen + 1;
+		if (llen <= pre || memcmp(line, dash, dash_len) ||
+		    memcmp(line + dash_len, v->r->origin, olen) || line[pre - 1] != ' ' ||
+		    note_base64_decode(line + pre, llen - pre, sig, sizeof(sig)) < 4)
+			continue;
+		hash = (uint32_t)sig[0] << 24 | (uint32_t)sig[1] << 16 | (uint32_t)sig[2] << 8 |
+		       sig[3];
+		for (i = 0; i < below; i++) {
+			if (v->keys[i].hash != hash)
+				continue;
+			run_key_verifier(v, i, &k);
+			if (!note_open(&k, note, len, &tlen))
+				return (ssize_t)i;
+		}
+	}
+	return -1;
+}
+
+/* Where run key i came from, for errors: "log_start" or "the writer_restart at line N". */
+static const char *run_key_origin(const struct verifier *v, size_t i, char *buf, size_t size)
+{
+	if (!i)
+		return "log_start";
+	snprintf(buf, size, "the writer_restart at line %" PRIu64, v->keys[i].line);
+	return buf;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -391,10 +530,19 @@ static int ext_push(struct verifier *v, const struct ext_checkpoint *e, size_t *
 	return 0;
 }
 
+static const char *ext_sig_err(int err)
+{
+	return err == -ENOKEY	      ? "no signature by it"
+	       : err == -EKEYREJECTED ? "signature does not verify"
+				      : "malformed note";
+}
+
 /*
  * One note of a checkpoint file, text and signatures, as the sidecar holds it. A note from
- * another origin or not signed by this run's key is refused at line 1: the log_start line is
- * then the one that does not belong with the checkpoints (a replayed log).
+ * another origin, or that is not a signed note at all, is refused at line 1: the log_start line
+ * is then the one that does not belong with the checkpoints (a replayed log). A note that
+ * log_start's run key does not sign is kept for ext_signed(): a writer_restart before the line
+ * of its size may name the key that does.
  */
 static int ext_note(struct verifier *v, unsigned int file, uint64_t note_line, const char *note,
 		    size_t len, size_t text_len, size_t *cap)
@@ -418,23 +566,33 @@ static int ext_note(struct verifier *v, unsigned int file, uint64_t note_line, c
 			    "exported checkpoint at %s:%" PRIu64 " (another run's log?)",
 			    v->r->origin, origin, path, note_line);
 	err = note_open(&v->run, note, len, &tlen);
-	if (err)
+	if (err && err != -ENOKEY && err != -EKEYREJECTED)
 		return verr(v, VERIFY_INVALID, 1,
 			    "the exported checkpoint at %s:%" PRIu64
 			    " is not signed by the run key "
 			    "of this log (%s; another run's log?)",
-			    path, note_line,
-			    err == -ENOKEY	   ? "no signature by it"
-			    : err == -EKEYREJECTED ? "signature does not verify"
-						   : "malformed note");
-	if (tlen != text_len) {
+			    path, note_line, ext_sig_err(err));
+	if (!err && tlen != text_len) {
 		v->file = path;
 		v->file_line = note_line;
 		return verr(v, VERIFY_INVALID, 0, "the note's text is not the checkpoint's text");
 	}
+	if (err) {
+		/* len < EXT_NOTE_MAX */
+		e.note = malloc(len);
+		if (!e.note)
+			return verr(v, VERIFY_ERROR, 0, "exported checkpoints: %s",
+				    strerror(ENOMEM));
+		memcpy(e.note, note, len);
+		e.len = (uint32_t)len;
+		e.text_len = (uint32_t)text_len;
+		e.err = err;
+	}
 	err = ext_push(v, &e, cap);
-	if (err)
+	if (err) {
+		free(e.note);
 		return verr(v, VERIFY_ERROR, 0, "exported checkpoints: %s", strerror(-err));
+	}
 	v->r->ext_checkpoints++;
 	return 0;
 }
@@ -589,8 +747,64 @@ static int ext_load(struct verifier *v)
 }
 
 /*
- * Compare the tree of the lines so far with every exported checkpoint of that size. Called after
- * each line is appended (and once before any, for size 0): sizes come up in order.
+ * An exported note of size S, now that the log reached S: it must be signed by the run key in
+ * force for the checkpoint line of seq S, log_start's up to the first writer_restart's seq, then
+ * the key of the last writer_restart before line S (the one in force now, with lines 1..S read),
+ * and by no earlier run key. A note that log_start's key does not sign, when no writer_restart
+ * came before S, is refused at line 1 as before (another run's log); with one, at line S.
+ */
+static int ext_signed(struct verifier *v, const struct ext_checkpoint *e)
+{
+	const char *path = v->o->checkpoints[e->file];
+	char from[64];
+	size_t tlen, cur = v->n_keys - 1;
+	ssize_t i;
+	int err;
+
+	if (!cur) {
+		if (!e->note)
+			return 0;
+		v->file = v->first_file;
+		v->file_line = 1;
+		return verr(v, VERIFY_INVALID, 1,
+			    "the exported checkpoint at %s:%" PRIu64
+			    " is not signed by the run key "
+			    "of this log (%s; another run's log?)",
+			    path, e->file_line, ext_sig_err(e->err));
+	}
+	if (!e->note)
+		return verr(v, VERIFY_INVALID, v->lines,
+			    "the exported checkpoint at %s:%" PRIu64 " (size %" PRIu64
+			    ") is signed by log_start's run key, which signs nothing after the "
+			    "writer_restart at line %" PRIu64,
+			    path, e->file_line, e->size, v->keys[1].line);
+	err = note_open(&v->run, e->note, e->len, &tlen);
+	i = earlier_signer(v, cur, e->note, e->len);
+	if (i >= 0)
+		return verr(v, VERIFY_INVALID, v->lines,
+			    "the exported checkpoint at %s:%" PRIu64 " (size %" PRIu64
+			    ") is signed by the run key of %s, which signs nothing after the "
+			    "writer_restart at line %" PRIu64,
+			    path, e->file_line, e->size,
+			    run_key_origin(v, (size_t)i, from, sizeof(from)), v->keys[i + 1].line);
+	if (err)
+		return verr(v, VERIFY_INVALID, v->lines,
+			    "the exported checkpoint at %s:%" PRIu64
+			    " is not signed by the run key "
+			    "of this log (%s; another run's log?)",
+			    path, e->file_line, ext_sig_err(err));
+	if (tlen != e->text_len) {
+		v->file = path;
+		v->file_line = e->file_line;
+		return verr(v, VERIFY_INVALID, 0, "the note's text is not the checkpoint's text");
+	}
+	return 0;
+}
+
+/*
+ * Compare the tree of the lines so far with every exported checkpoint of that size, once its
+ * signature holds. Called after each line is appended (and once before any, for size 0): sizes
+ * come up in order.
  */
 static int ext_check(struct verifier *v)
 {
@@ -609,7 +823,10 @@ static int ext_check(struct verifier *v)
 	tlog_root(&v->tree, root);
 	for (; v->next_ext < v->n_ext && v->ext[v->next_ext].size == v->tree.size; v->next_ext++) {
 		const struct ext_checkpoint *e = &v->ext[v->next_ext];
+		int err = ext_signed(v, e);
 
+		if (err)
+			return err;
 		if (memcmp(root, e->root, sizeof(root)))
 			return verr(v, VERIFY_INVALID, v->lines,
 				    "lines 1..%" PRIu64
@@ -752,16 +969,151 @@ static int check_log_start(struct verifier *v)
 	if (v->o->origin && strcmp(r->origin, v->o->origin))
 		return BAD(v, "this is the log of run \"%s\" (origin \"%s\"), not of origin \"%s\"",
 			   run_id, r->origin, v->o->origin);
+	if (run_key_add(v, &v->run, 1))
+		return verr(v, VERIFY_ERROR, 0, "%s", strerror(ENOMEM));
+	snprintf(v->first_file, sizeof(v->first_file), "%s", v->file);
 	return ext_load(v);
+}
+
+/*
+ * A writer_restart: a restarted writer's fresh run key, certified by the host key for the same
+ * origin, and what it found (the torn line before it, the lines no checkpoint covers, the
+ * kernel's next kseq). From this line on its key alone signs; the next line must be its
+ * "restart" checkpoint.
+ */
+static int check_writer_restart(struct verifier *v)
+{
+	struct verify_result *r = v->r;
+	char origin[NOTE_NAME_MAX + 1], key[NOTE_VKEY_MAX + 1];
+	uint64_t torn, unsealed, below, line = v->lines + 1;
+	struct note_verifier nk;
+	size_t text_len, i;
+	int n, err;
+
+	if (v->run_end_line)
+		return BAD(v, "writer_restart after run_end (line %" PRIu64 ")", v->run_end_line);
+	err = check_keys(v, "writer_restart", writer_restart_keys,
+			 sizeof(writer_restart_keys) / sizeof(char *));
+	if (err)
+		return err;
+	if (str_field(v, "writer_restart", "origin", origin, sizeof(origin)) < 0 ||
+	    str_field(v, "writer_restart", "key", key, sizeof(key)) < 0 ||
+	    u64_field(v, "writer_restart", "torn", &torn) ||
+	    u64_field(v, "writer_restart", "unsealed", &unsealed) ||
+	    u64_field(v, "writer_restart", "kseq_below", &below))
+		return -ECANCELED;
+	if (strcmp(origin, r->origin))
+		return BAD(v, "writer_restart: origin \"%s\" is not log_start's \"%s\"", origin,
+			   r->origin);
+	if (r->restarts >= VERIFY_RESTARTS_MAX)
+		return BAD(v,
+			   "writer_restart: more than %d writer restarts (the most this verifier "
+			   "reads)",
+			   VERIFY_RESTARTS_MAX);
+	if (note_verifier_parse(key, &nk))
+		return BAD(v, "writer_restart: key is not a verifier key");
+	if (strcmp(nk.name, r->origin))
+		return BAD(v, "writer_restart: the run key is named \"%s\", not the origin",
+			   nk.name);
+	for (i = 0; i < v->n_keys; i++)
+		if (v->keys[i].hash == nk.hash)
+			return BAD(v,
+				   "writer_restart: the run key's hash %08x is that of the run key "
+				   "of line %" PRIu64 " (a restart never reuses a key)",
+				   nk.hash, v->keys[i].line);
+
+	n = str_field(v, "writer_restart", "cert", v->field, sizeof(v->field));
+	if (n < 0)
+		return n;
+	err = note_open(&v->host, v->field, (size_t)n, &text_len);
+	if (err == -ENOKEY)
+		return BAD(v,
+			   "writer_restart: the run key's certificate is not signed by the host "
+			   "key \"%s\" (the one that certified log_start's)",
+			   v->host.name);
+	if (err)
+		return BAD(v, "writer_restart: the run key's certificate %s of the host key \"%s\"",
+			   note_err(err), v->host.name);
+	err = snprintf(v->text, sizeof(v->text), "sluice run key\n%s\n%s\n", r->origin, key);
+	if (err < 0 || (size_t)err != text_len || memcmp(v->text, v->field, text_len))
+		return BAD(v,
+			   "writer_restart: the certificate does not name this origin and run key");
+
+	/* the torn line itself was accepted by torn_accept(), which set torn_before */
+	if (torn != v->torn_before) {
+		if (!v->torn_before)
+			return BAD(v,
+				   "writer_restart: torn %" PRIu64 ", but line %" PRIu64
+				   " before it is a whole line, not a torn one",
+				   torn, v->lines);
+		return BAD(v,
+			   "writer_restart: torn %" PRIu64 ", but the torn line before it (line "
+			   "%" PRIu64 ") has %" PRIu64 " bytes",
+			   torn, v->lines, v->torn_before);
+	}
+	if (unsealed != v->lines - v->last_cp_line) {
+		if (!v->last_cp_line)
+			return BAD(v,
+				   "writer_restart: unsealed %" PRIu64 ", but no checkpoint covers "
+				   "the %" PRIu64 " lines before it (there is none)",
+				   unsealed, v->lines);
+		return BAD(v,
+			   "writer_restart: unsealed %" PRIu64 ", but %" PRIu64
+			   " lines before it follow the last checkpoint (line %" PRIu64 ")",
+			   unsealed, v->lines - v->last_cp_line, v->last_cp_line);
+	}
+
+	/* the kernel's next kseq: above every record before, and it never goes down */
+	if (below < v->kseqs.high)
+		return BAD(v,
+			   "writer_restart: kseq_below %" PRIu64 ", but kseq %" PRIu64
+			   " was recorded before it",
+			   below, v->kseqs.high - 1);
+	if (v->loss_below_line && below < v->loss_below)
+		return BAD(v,
+			   "writer_restart: kseq_below %" PRIu64 " is below the %" PRIu64
+			   " of the loss record at line %" PRIu64,
+			   below, v->loss_below, v->loss_below_line);
+	if (v->restart_line && below < v->restart_below)
+		return BAD(v,
+			   "writer_restart: kseq_below %" PRIu64 " is below the %" PRIu64
+			   " of the writer_restart at line %" PRIu64,
+			   below, v->restart_below, v->restart_line);
+	if (below < r->declared_loss)
+		return BAD(v,
+			   "writer_restart: %" PRIu64 " records declared lost so far cannot all "
+			   "have a kseq below kseq_below %" PRIu64,
+			   r->declared_loss, below);
+
+	err = run_key_add(v, &nk, line);
+	if (err)
+		return verr(v, VERIFY_ERROR, 0, "%s", strerror(-err));
+	v->run = nk;
+	/* every missing range reported so far lies below the kseqs read, so below this one */
+	v->gap_below += v->gap_above;
+	v->gap_above = 0;
+	v->restart_below = below;
+	v->restart_line = line;
+	v->restart_cp_due = true;
+	v->loss_before_restart = r->declared_loss;
+	/* a loss or anomaly line the dead writer did not sign: the restart checkpoint covers it */
+	v->cp_after_type = NULL;
+	if (!r->restarts)
+		r->first_restart_line = line;
+	r->restarts++;
+	r->restart_unsealed += unsealed;
+	return 0;
 }
 
 static int check_checkpoint(struct verifier *v)
 {
 	const struct jsonline *jl = &v->jl;
 	uint8_t root[TLOG_HASH_SIZE], field_root[TLOG_HASH_SIZE], note_root[TLOG_HASH_SIZE];
-	char origin[NOTE_NAME_MAX + 1], reason[16];
+	char origin[NOTE_NAME_MAX + 1], reason[16], from[64];
 	uint64_t size, note_size;
 	size_t text_len, i;
+	ssize_t signer;
+	bool restart;
 	int n, err;
 
 	err = check_keys(v, "checkpoint", checkpoint_keys,
@@ -775,6 +1127,15 @@ static int check_checkpoint(struct verifier *v)
 			break;
 	if (i == sizeof(reasons) / sizeof(reasons[0]))
 		return BAD(v, "checkpoint: unknown reason \"%s\"", reason);
+	restart = !strcmp(reason, "restart");
+	if (v->restart_cp_due && !restart)
+		return BAD(v,
+			   "checkpoint: reason \"%s\", but it follows the writer_restart record at "
+			   "line %" PRIu64 " (reason \"restart\" expected)",
+			   reason, v->restart_line);
+	if (!v->restart_cp_due && restart)
+		return BAD(v, "checkpoint: reason \"restart\", but the line before it is not a "
+			      "writer_restart record");
 	if (v->cp_after_type && strcmp(reason, v->cp_after_type))
 		return BAD(v,
 			   "checkpoint: reason \"%s\", but it follows the %s record at line "
@@ -801,6 +1162,20 @@ static int check_checkpoint(struct verifier *v)
 	if (n < 0)
 		return n;
 	err = note_open(&v->run, v->field, (size_t)n, &text_len);
+	/* from a writer_restart on its key alone signs: an earlier one's signature is a fork */
+	signer = v->n_keys > 1 ? earlier_signer(v, v->n_keys - 1, v->field, (size_t)n) : -1;
+	if (signer >= 0)
+		return BAD(
+			v,
+			"checkpoint: the note is signed by the run key of %s, which signs nothing "
+			"after the writer_restart at line %" PRIu64,
+			run_key_origin(v, (size_t)signer, from, sizeof(from)),
+			v->keys[signer + 1].line);
+	if (err && v->n_keys > 1)
+		return BAD(v,
+			   "checkpoint: the note %s of the run key \"%s\" (%08x) of the "
+			   "writer_restart at line %" PRIu64,
+			   note_err(err), v->run.name, v->run.hash, v->keys[v->n_keys - 1].line);
 	if (err)
 		return BAD(v, "checkpoint: the note %s of the run key \"%s\"", note_err(err),
 			   v->run.name);
@@ -813,7 +1188,14 @@ static int check_checkpoint(struct verifier *v)
 			   v->r->origin);
 	if (note_size != size || memcmp(note_root, root, sizeof(root)))
 		return BAD(v, "checkpoint: the signed size and root are not this line's");
-	if (v->checkpoint_secs && jl->ts > v->last_cp_ts &&
+	/*
+	 * The time from the checkpoint before a restart one is the writer's downtime: reported, not
+	 * held to the heartbeat rule. The next checkpoint is, measured from the restart one.
+	 */
+	if (restart && jl->ts > v->last_cp_ts &&
+	    (uint64_t)(jl->ts - v->last_cp_ts) > v->r->restart_downtime_us)
+		v->r->restart_downtime_us = (uint64_t)(jl->ts - v->last_cp_ts);
+	if (!restart && v->checkpoint_secs && jl->ts > v->last_cp_ts &&
 	    (uint64_t)(jl->ts - v->last_cp_ts) > (2 * v->checkpoint_secs + 1) * 1000000)
 		return BAD(v,
 			   "heartbeat gap: %" PRId64 ".%06" PRId64 " s since %s (line %" PRIu64
@@ -830,6 +1212,7 @@ static int check_checkpoint(struct verifier *v)
 	v->rotate_line = !strcmp(reason, "rotate") ? v->lines + 1 : 0;
 	v->last_cp_final = !strcmp(reason, "final");
 	v->cp_after_type = NULL;
+	v->restart_cp_due = false;
 	v->last_cp_ts = jl->ts;
 	v->last_cp_line = v->lines + 1;
 	v->r->checkpoints++;
@@ -839,6 +1222,8 @@ static int check_checkpoint(struct verifier *v)
 
 static int check_run_end(struct verifier *v)
 {
+	const struct jsonline_member *m;
+	uint64_t gap;
 	int err;
 
 	if (v->run_end_line)
@@ -862,6 +1247,26 @@ static int check_run_end(struct verifier *v)
 	err = jsonline_u64(&v->jl, "unlogged", &v->r->unlogged);
 	if (err == -EINVAL)
 		return BAD(v, "run_end: unlogged is not a non-negative integer");
+	if (v->restart_line && v->restart_below > v->r->kseq_next)
+		return BAD(v,
+			   "run_end: kseq_next %" PRIu64 " is below the kseq_below %" PRIu64
+			   " of the writer_restart at line %" PRIu64,
+			   v->r->kseq_next, v->restart_below, v->restart_line);
+	/* what the dead writers took and never wrote, and what their log: setting left out */
+	err = jsonline_u64(&v->jl, "restart_gap", &gap);
+	if (err == -EINVAL)
+		return BAD(v, "run_end: restart_gap is not a non-negative integer");
+	if (!err && !v->restart_line)
+		return BAD(v, "run_end: restart_gap without a writer_restart record before it");
+	if (!err)
+		v->r->restart_gap = gap;
+	/* the restarted writer is not the command's parent: its exit status died with the first */
+	m = jsonline_get(&v->jl, "exit_status");
+	if (v->restart_line && m && m->v.kind != JSONLINE_NULL)
+		return BAD(v,
+			   "run_end: exit_status after a writer_restart (line %" PRIu64
+			   ") is not null (the restarted writer cannot know it)",
+			   v->restart_line);
 	v->run_end_line = v->lines + 1;
 	snprintf(v->run_end_file, sizeof(v->run_end_file), "%s", v->file);
 	v->run_end_file_line = v->file_line;
@@ -901,6 +1306,11 @@ static int check_loss(struct verifier *v)
 			   "loss: %" PRIu64 " records declared lost so far cannot all have a kseq "
 			   "below kseq_below %" PRIu64,
 			   r->declared_loss, below);
+	if (v->restart_line && below < v->restart_below)
+		return BAD(v,
+			   "loss: kseq_below %" PRIu64 " is below the %" PRIu64
+			   " of the writer_restart at line %" PRIu64,
+			   below, v->restart_below, v->restart_line);
 	if (v->run_end_line && below > r->kseq_next)
 		return BAD(v, "loss: kseq_below %" PRIu64 " is past run_end's kseq_next %" PRIu64,
 			   below, r->kseq_next);
@@ -1044,6 +1454,19 @@ static int check_record(struct verifier *v)
 		return BAD(v, "log_start record after the first line");
 	if (jsonline_type_is(jl, "checkpoint"))
 		return check_checkpoint(v);
+	/*
+	 * A loss or anomaly line before it the dead writer could not sign: the restart does. So
+	 * with a writer_restart whose own checkpoint never came (that writer died too): the next
+	 * one's covers both, and the key of the one before signed nothing.
+	 */
+	if (jsonline_type_is(jl, "writer_restart"))
+		return check_writer_restart(v);
+	if (v->restart_cp_due)
+		return BAD(v,
+			   "the writer_restart record at line %" PRIu64
+			   " is not followed at once by "
+			   "a checkpoint (reason \"restart\")",
+			   v->restart_line);
 	/* the writer signs a loss or an anomaly at once, in the same locked write */
 	if (v->cp_after_type)
 		return BAD(v,
@@ -1081,9 +1504,85 @@ static int check_record(struct verifier *v)
 	return 0;
 }
 
+/* An exported note of size S matched: line seq S (at line, not a checkpoint) had to be one. */
+static int cp_due_refuse(struct verifier *v, uint64_t line)
+{
+	const struct ext_checkpoint *e = &v->ext[v->cp_due - 1];
+
+	return verr(v, VERIFY_INVALID, line,
+		    "not a checkpoint, but the exported checkpoint at %s:%" PRIu64
+		    " has size %" PRIu64 " (the writer exports the notes of its "
+		    "checkpoint lines, and one covering the seal line: a line of "
+		    "seq %" PRIu64 " must be that checkpoint)",
+		    v->o->checkpoints[e->file], e->file_line, e->size, e->size);
+}
+
+/* The line held as torn is not one: invalid there, with its parse error. */
+static int torn_refuse(struct verifier *v)
+{
+	v->file_line = v->torn.file_line;
+	return verr(v, VERIFY_INVALID, v->torn.line, "not canonical at column %zu: %s",
+		    v->torn.off + 1, v->torn.why);
+}
+
+/* Append a line's bytes to the tree and the chain (a torn line's too). */
+static void chain_append(struct verifier *v, const char *line, size_t len)
+{
+	tlog_sha256(line, len, v->prev);
+	tlog_append(&v->tree, line, len);
+	v->lines++;
+}
+
+/*
+ * A line that is not canonical. It may be the torn line a writer killed inside a write() left,
+ * if a writer_restart follows at once to say so: held (in the tree, prev and lines already, as
+ * the writer_restart's seq and prev count it) until the next line tells. It can never be line 1,
+ * longer than a line, nor the line after run_end (no writer_restart may follow): refused at
+ * once. (After a writer_restart it is that restart's checkpoint, torn: another restart follows.)
+ */
+static int torn_hold(struct verifier *v, const char *line, size_t len, size_t off, const char *why)
+{
+	if (!v->lines || len > JSONLINE_MAX || v->run_end_line)
+		return BAD(v, "not canonical at column %zu: %s", off + 1, why);
+	v->torn.pending = true;
+	v->torn.line = v->lines + 1;
+	v->torn.file_line = v->file_line;
+	v->torn.len = len;
+	v->torn.off = off;
+	v->torn.why = why;
+	v->rotate_line = 0;
+	chain_append(v, line, len);
+	return 0;
+}
+
+/*
+ * The line after a held one, parsed: the held line is a torn line if this is a writer_restart
+ * with a torn length (check_writer_restart compares it), else the log is invalid at the held
+ * line. Once accepted, the torn line gets the checks a line gets after its append, at its line.
+ */
+static int torn_accept(struct verifier *v)
+{
+	uint64_t torn, file_line = v->file_line;
+	int err;
+
+	v->torn.pending = false;
+	if (!jsonline_type_is(&v->jl, "writer_restart") || jsonline_u64(&v->jl, "torn", &torn) ||
+	    !torn)
+		return torn_refuse(v);
+	v->file_line = v->torn.file_line;
+	if (v->cp_due)
+		return cp_due_refuse(v, v->torn.line);
+	err = ext_check(v);
+	if (err)
+		return err;
+	v->file_line = file_line;
+	v->torn_before = v->torn.len;
+	v->r->restart_torn++;
+	return 0;
+}
+
 static int check_line(struct verifier *v, const char *line, size_t len)
 {
-	uint8_t h[TLOG_HASH_SIZE];
 	char want[2 * TLOG_HASH_SIZE + 1];
 	const char *why;
 	size_t off;
@@ -1091,8 +1590,17 @@ static int check_line(struct verifier *v, const char *line, size_t len)
 
 	if (v->last_cp_final)
 		return BAD(v, "line after the final seal (line %" PRIu64 ")", v->last_cp_line);
-	if (jsonline_parse(&v->jl, line, len, &off, &why))
-		return BAD(v, "not canonical at column %zu: %s", off + 1, why);
+	if (jsonline_parse(&v->jl, line, len, &off, &why)) {
+		/* two lines in a row that are not canonical: the first is no torn line */
+		if (v->torn.pending)
+			return torn_refuse(v);
+		return torn_hold(v, line, len, off, why);
+	}
+	if (v->torn.pending) {
+		err = torn_accept(v);
+		if (err)
+			return err;
+	}
 	if (v->jl.seq != v->lines)
 		return BAD(v,
 			   "seq %" PRIu64 ", expected %" PRIu64 " (lines deleted, inserted or "
@@ -1108,27 +1616,53 @@ static int check_line(struct verifier *v, const char *line, size_t len)
 			   v->lines);
 	}
 	if (v->cp_due) {
-		const struct ext_checkpoint *e = &v->ext[v->cp_due - 1];
-
-		v->cp_due = 0;
 		if (!jsonline_type_is(&v->jl, "checkpoint"))
-			return BAD(v,
-				   "not a checkpoint, but the exported checkpoint at %s:%" PRIu64
-				   " has size %" PRIu64 " (the writer exports the notes of its "
-				   "checkpoint lines, and one covering the seal line: a line of "
-				   "seq %" PRIu64 " must be that checkpoint)",
-				   v->o->checkpoints[e->file], e->file_line, e->size, e->size);
+			return cp_due_refuse(v, v->lines + 1);
+		v->cp_due = 0;
 	}
 	v->rotate_line = 0;
 	err = check_record(v);
 	if (err)
 		return err;
-	tlog_sha256(line, len, h);
-	memcpy(v->prev, h, sizeof(h));
-	tlog_append(&v->tree, line, len);
-	v->lines++;
+	v->torn_before = 0;
+	chain_append(v, line, len);
 	if (v->lines == 1)
 		v->last_cp_ts = v->jl.ts;
+	err = ext_check(v);
+	if (err)
+		return err;
+	if (v->o->on_line)
+		v->o->on_line(&v->jl, v->o->ctx);
+	return 0;
+}
+
+/*
+ * Resume: LOG's last bytes, without "\n". A whole line that only lacks its newline is checked as
+ * one (sluice resume appends the "\n"); anything else is the torn line resume keeps as a line of
+ * its own, followed by its writer_restart: in the tree, prev and lines, as check_line() would
+ * put it.
+ */
+static int resume_tail(struct verifier *v, const char *line, size_t len)
+{
+	const char *why;
+	size_t off;
+	int err;
+
+	if (!jsonline_parse(&v->jl, line, len, &off, &why)) {
+		err = check_line(v, line, len);
+		if (!err)
+			v->newline_missing = true;
+		return err;
+	}
+	if (v->torn.pending)
+		return torn_refuse(v);
+	if (!v->lines)
+		return BAD(v, "not canonical at column %zu: %s", off + 1, why);
+	if (v->cp_due)
+		return cp_due_refuse(v, v->lines + 1);
+	v->rotate_line = 0;
+	chain_append(v, line, len);
+	v->torn_last = len;
 	return ext_check(v);
 }
 
@@ -1235,7 +1769,17 @@ static int verify_file(struct verifier *v, struct reader *rd, const char *path, 
 		}
 		if (res == READ_EOF)
 			break;
+		if (res == READ_PARTIAL && last && v->o->resume && !v->last_cp_final) {
+			err = resume_tail(v, line, len);
+			if (err)
+				goto out;
+			break;
+		}
 		if (res == READ_PARTIAL) {
+			if (v->torn.pending) {
+				err = torn_refuse(v);
+				goto out;
+			}
 			/* the writer died inside a line: only at the very end of the log */
 			if (!last || v->last_cp_final) {
 				err = BAD(v, "the file ends inside a line (no newline)");
@@ -1247,6 +1791,11 @@ static int verify_file(struct verifier *v, struct reader *rd, const char *path, 
 		err = check_line(v, line, len);
 		if (err)
 			goto out;
+	}
+	/* a line held as torn, no writer_restart after it (one never follows in another file) */
+	if (v->torn.pending) {
+		err = torn_refuse(v);
+		goto out;
 	}
 	err = 0;
 	if (!last) {
@@ -1304,6 +1853,8 @@ static int verify_segment(struct verifier *v, struct reader *rd, unsigned int k,
 static int verify_end(struct verifier *v)
 {
 	struct verify_result *r = v->r;
+	uint64_t accounted, room;
+	const char *how;
 
 	if (!v->lines) {
 		v->file_line = 1;
@@ -1362,26 +1913,48 @@ static int verify_end(struct verifier *v)
 		return -ECANCELED;
 	v->file = v->run_end_file;
 	v->file_line = v->run_end_file_line;
-	/* a kernel record is either in the log, declared lost, or counted as not logged */
-	if (r->declared_loss > UINT64_MAX - r->unlogged)
+	/*
+	 * A kernel record is either in the log, declared lost, counted as not logged, or one a dead
+	 * writer took and never wrote (run_end.restart_gap).
+	 */
+	if (r->declared_loss > UINT64_MAX - r->unlogged ||
+	    r->declared_loss + r->unlogged > UINT64_MAX - r->restart_gap)
 		return verr(v, VERIFY_INVALID, v->run_end_line, "run_end: unlogged overflows");
-	if (r->missing_kseq > r->declared_loss + r->unlogged)
+	accounted = r->declared_loss + r->unlogged + r->restart_gap;
+	how = r->restart_gap ? (r->unlogged ? ", not logged or unaccounted across a writer restart"
+					    : " or unaccounted across a writer restart")
+	      : r->unlogged  ? " or not logged"
+			     : "";
+	if (r->missing_kseq > accounted)
 		return verr(v, VERIFY_INVALID, v->run_end_line,
 			    "%" PRIu64 " kernel records missing from the log (first kseq %" PRIu64
 			    "), only %" PRIu64 " declared lost%s",
-			    r->missing_kseq, r->missing[0].first, r->declared_loss + r->unlogged,
-			    r->unlogged ? " or not logged" : "");
-	if (r->missing_kseq < r->declared_loss + r->unlogged)
+			    r->missing_kseq, r->missing[0].first, accounted, how);
+	if (r->missing_kseq < accounted)
 		return verr(v, VERIFY_INVALID, v->run_end_line,
 			    "%" PRIu64 " kernel records declared lost%s, but %" PRIu64
 			    " kseq values are missing",
-			    r->declared_loss + r->unlogged, r->unlogged ? " or not logged" : "",
-			    r->missing_kseq);
+			    accounted, how, r->missing_kseq);
 	if (v->has_lost && v->lost != r->declared_loss)
 		return verr(v, VERIFY_INVALID, v->run_end_line,
 			    "run_end: lost %" PRIu64 " differs from the loss records' sum %" PRIu64,
 			    v->lost, r->declared_loss);
-	r->status = r->declared_loss ? VERIFY_LOSS : VERIFY_OK;
+	/*
+	 * The gap lies in what the dead writers took: kseqs below the last writer_restart's
+	 * kseq_below. The loss declared before that writer_restart lies there too (each record it
+	 * counts took its kseq before the counters were read, before the restarted writer read the
+	 * kernel's next one), so the gap is at most what is missing there besides.
+	 */
+	room = v->gap_below > v->loss_before_restart ? v->gap_below - v->loss_before_restart : 0;
+	if (r->restart_gap > room)
+		return verr(v, VERIFY_INVALID, v->run_end_line,
+			    "run_end: restart_gap %" PRIu64 ", but only %" PRIu64
+			    " kseq values below the kseq_below %" PRIu64
+			    " of the last writer_restart "
+			    "(line %" PRIu64 ") are missing and not declared lost before it (the "
+			    "gap can only lie in what the dead writers took)",
+			    r->restart_gap, room, v->restart_below, v->restart_line);
+	r->status = r->declared_loss || r->restart_gap ? VERIFY_LOSS : VERIFY_OK;
 	return 0;
 }
 
@@ -1430,11 +2003,28 @@ int verify_log(const struct verify_opts *o, struct verify_result *r)
 	else if (verify_file(v, rd, o->log, false, true, NULL))
 		goto out;
 	verify_end(v);
+	if (o->resume && o->state && r->status == VERIFY_UNSEALED) {
+		struct verify_state *st = o->state;
+
+		memset(st, 0, sizeof(*st));
+		st->tree = v->tree;
+		memcpy(st->prev, v->prev, sizeof(st->prev));
+		st->lines = v->lines;
+		st->segments = k - 1;
+		st->log_missing = r->log_missing;
+		st->newline_missing = v->newline_missing;
+		st->torn = v->torn_last;
+		st->unsealed = v->lines - v->last_cp_line;
+		st->kseq_high = v->kseqs.high;
+	}
 out:
 	r->kseq_words_scanned = v->kseqs.words_scanned;
 	if (r->status == VERIFY_INVALID || r->status == VERIFY_ERROR)
 		r->lines = v->lines;
+	for (size_t i = 0; i < v->n_ext; i++)
+		free(v->ext[i].note);
 	free(v->ext);
+	free(v->keys);
 	seqset_free(&v->kseqs);
 	free(rd);
 	free(v);

@@ -3,8 +3,9 @@
  * Verification of a run's log (evidence spec section 7), streaming: the log's rotated segments
  * (segment k is LOG.k.gz, else the plain LOG.k that a crash before its compression leaves; k =
  * 000001, 000002, … as long as one of them exists) and then LOG are read line by line, and memory
- * stays constant apart from the Merkle tree's O(log n) state, the exported checkpoints given, and
- * a fixed window of kernel sequence numbers.
+ * stays constant apart from the Merkle tree's O(log n) state, the exported checkpoints given, a
+ * fixed window of kernel sequence numbers, and the run keys of at most VERIFY_RESTARTS_MAX
+ * writer restarts.
  *
  * Every check stops at the first bad line and names it; see verify_log() for the outcomes.
  */
@@ -17,8 +18,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "jsonline.h"
 #include "note.h"
 #include "seqset.h"
+#include "tlog.h"
 
 /* The exit codes of sluice verify. */
 enum verify_status {
@@ -38,6 +41,29 @@ enum verify_status {
 /* How many missing kseq ranges the result lists (all are counted). */
 #define VERIFY_RANGES_MAX 16
 #define VERIFY_WHY_MAX 512
+/*
+ * The most writer_restart records one log may hold. Verify keeps every run key of the log (36
+ * bytes each: a restart must not reuse one, and none may sign after its successor took over), so
+ * the number is bounded to keep memory flat; a writer that died this often has no log worth
+ * resuming.
+ */
+#define VERIFY_RESTARTS_MAX 1024
+
+/*
+ * What sluice resume needs to append to the log of a writer that died (verify_opts.resume): the
+ * state of the lines read, the torn one included, as a writer that had written them would hold it.
+ */
+struct verify_state {
+	struct tlog_tree tree;	      /* the tree of every line read, the torn one included */
+	uint8_t prev[TLOG_HASH_SIZE]; /* SHA-256 of the last line (torn or not) */
+	uint64_t lines;		      /* lines read, torn included: the next seq */
+	unsigned int segments;	      /* rotated segments read: the next one is segments + 1 */
+	bool log_missing;	      /* segments, but no LOG */
+	bool newline_missing;	      /* LOG's last line is whole but has no "\n" */
+	uint64_t torn;		      /* bytes of a torn last line, 0: none */
+	uint64_t unsealed;	      /* as writer_restart.unsealed would be for the next line */
+	uint64_t kseq_high;	      /* 1 + the largest kseq read, 0: none */
+};
 
 struct verify_opts {
 	const char *log;
@@ -47,6 +73,21 @@ struct verify_opts {
 	/* the run expected (NULL: any run the host key certified): another run's log is invalid */
 	const char *run_id; /* log_start.run_id */
 	const char *origin; /* log_start.origin ("sluice/" run_id) */
+	/*
+	 * The log of a writer that died, for sluice resume: LOG's last bytes without a "\n" are
+	 * checked as a line when they parse (state->newline_missing), else they are its torn line
+	 * (state->torn: hashed into prev and the tree, counted in lines). Everything else is
+	 * verified as without it; the outcome expected is VERIFY_UNSEALED (a sealed log, or one
+	 * with run_end, is the caller's to refuse).
+	 */
+	bool resume;
+	/*
+	 * Called with every line that passed its checks (not a torn one), with or without resume;
+	 * jl and the line it points into are valid during the call only. NULL: none.
+	 */
+	void (*on_line)(const struct jsonline *jl, void *ctx);
+	void *ctx;
+	struct verify_state *state; /* filled when resume and status is VERIFY_UNSEALED */
 };
 
 struct verify_range {
@@ -81,6 +122,14 @@ struct verify_result {
 	bool more_missing;
 	/* the log's loss_ranges record, when it lists exactly the missing ranges; else 0 */
 	uint64_t loss_ranges_line;
+	/* writer restarts: writer_restart records */
+	uint64_t restarts;
+	uint64_t restart_unsealed; /* the sum of their unsealed: lines first signed at a restart */
+	uint64_t restart_torn;	   /* torn lines (each followed by its writer_restart) */
+	uint64_t restart_gap;	   /* run_end.restart_gap, 0 if absent */
+	uint64_t first_restart_line; /* 1-based; 0: none */
+	/* the longest time between a restart checkpoint and the checkpoint before it */
+	uint64_t restart_downtime_us;
 	bool has_run_end;
 	uint64_t kseq_next;		/* from run_end */
 	char origin[NOTE_NAME_MAX + 1]; /* log_start's; trust it only if cert_verified */

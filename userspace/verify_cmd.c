@@ -200,6 +200,11 @@ static void print_json(const char *log, const struct verify_result *r)
 	       r->lines, r->segments, r->checkpoints, r->last_checkpoint_size,
 	       r->sealed ? "true" : "false", r->unsealed_lines, r->partial_line ? "true" : "false",
 	       r->ext_checkpoints, r->anomalies, r->declared_loss, r->unlogged, r->missing_kseq);
+	printf(",\"restarts\":%" PRIu64 ",\"restart_unsealed\":%" PRIu64
+	       ",\"restart_torn\":%" PRIu64 ",\"restart_gap\":%" PRIu64
+	       ",\"restart_downtime_ms\":%" PRIu64,
+	       r->restarts, r->restart_unsealed, r->restart_torn, r->restart_gap,
+	       r->restart_downtime_us / 1000);
 	if (r->ext_write_failure[0]) {
 		printf(",\"write_failure\":");
 		json_str(stdout, r->ext_write_failure);
@@ -306,11 +311,37 @@ static void print_human(const char *log, const struct verify_result *r)
 	printf("\n");
 	if (r->anomalies)
 		printf("  anomalies:   %" PRIu64 "\n", r->anomalies);
+	if (r->restarts) {
+		printf("  restarts:    writer restarted %" PRIu64 " time%s: first at line %" PRIu64
+		       "; %" PRIu64 " line%s the dead writer had not signed %s signed only at the "
+		       "restart; %" PRIu64 " torn line%s; longest downtime %" PRIu64 ".%03" PRIu64
+		       " s",
+		       r->restarts, r->restarts == 1 ? "" : "s", r->first_restart_line,
+		       r->restart_unsealed, r->restart_unsealed == 1 ? "" : "s",
+		       r->restart_unsealed == 1 ? "was" : "were", r->restart_torn,
+		       r->restart_torn == 1 ? "" : "s", r->restart_downtime_us / 1000000,
+		       r->restart_downtime_us % 1000000 / 1000);
+		if (r->sealed)
+			printf("; %" PRIu64 " kernel record%s unaccounted across the restart",
+			       r->restart_gap, r->restart_gap == 1 ? "" : "s");
+		printf("\n");
+	}
 	switch (r->status) {
 	case VERIFY_OK:
 		printf("OK: intact and complete\n");
 		break;
 	case VERIFY_LOSS:
+		if (r->restart_gap) {
+			printf("LOSS: intact and sealed; ");
+			if (r->declared_loss)
+				printf("%" PRIu64 " kernel records were lost, every one declared "
+				       "in a signed loss record, and ",
+				       r->declared_loss);
+			printf("%" PRIu64 " kernel records went unaccounted across the writer "
+			       "restart, declared in the signed run_end\n",
+			       r->restart_gap);
+			break;
+		}
 		printf("LOSS: intact and sealed; %" PRIu64 " kernel records were lost, every one "
 		       "declared in a signed loss record\n",
 		       r->declared_loss);

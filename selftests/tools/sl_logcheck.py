@@ -6,31 +6,65 @@ An independent check of a sluice log, written from the format's description (REA
 and sharing no code with sluice: hashlib for SHA-256, python3-cryptography for Ed25519.
 
 - every line canonical: parsed from its bytes and re-serialized under the canonical rules, the
-  result must be the same bytes (so a different escape, spacing or number form is caught);
+  result must be the same bytes (so a different escape, spacing or number form is caught),
+  except a torn line (below);
 - seq contiguous from 0 and prev the SHA-256 of the line before, across LOG.NNNNNN.gz segments;
 - line 0 is log_start; with --pub, its cert is a note by that host key naming the origin and run
   key; every checkpoint: size == seq, root == the RFC 9162 root of the lines before it, note
-  text == origin/size/root, signed by the run key; rotated segments end with a "rotate" one;
+  text == origin/size/root, signed by the run key in force (log_start's, then that of the last
+  writer_restart before it); rotated segments end with a "rotate" one;
 - line 1 is run_start; the last line is the "final" checkpoint, and the last line before it
   that is not a checkpoint is run_end
   (--unsealed: a run killed before its end; the structure at the end is not checked);
 - kernel sequence numbers (the lines' "kseq"): each at most once, all below run_end.kseq_next;
   every loss record has a "kseq_below" that never goes down, is at least the records declared
   lost so far and at most kseq_next; at the end, the values of [0, kseq_next) no line carries
-  are exactly as many as the loss records declare plus run_end.unlogged, and when there are any
+  are exactly as many as the loss records declare plus run_end.unlogged (plus
+  run_end.restart_gap, after a writer restart), and when there are any
   the one loss_ranges record (before run_end) counts them ("missing") and lists their maximal
   ranges ("ranges": first,last,… ascending, the first ones; "truncated" if more exist); when
   there are none there is no loss_ranges record. (sluice verify reads kseq_below and
   loss_ranges when present; this checker, which tests the writer, requires them.)
 - --copy FILE: FILE holds exactly the log's checkpoint notes, each followed by one blank line
   (the sidecar LOG.checkpoints, or what --checkpoint-fd received), and, when the log ends with
-  its seal (size S), one more note of size S + 1 by the run key whose root covers the seal line.
+  its seal (size S), one more note of size S + 1 by the run key in force at the end whose root
+  covers the seal line (the log's notes are compared byte for byte, whichever key signed them);
 - segment k is LOG.k.gz, else the plain LOG.k (a rotation whose compression did not happen);
   when both exist the plain one is read and the .gz must decompress to the same bytes;
   LOG.k.gz.tmp is never read;
-- a loss or anomaly line is followed at once by a checkpoint of that reason.
+- a loss or anomaly line is followed at once by a checkpoint of that reason, or (a writer that
+  died between the two, or inside the write of the checkpoint) by a writer_restart, at once or
+  after a torn line.
 
-Exit 0 when all holds (--summary then prints one line of counts), 1 with "where: why" otherwise.
+A writer restart (`sluice resume`; any number of them in a log):
+- writer_restart: exactly the keys seq, prev, ts, type, origin, key, cert, torn, unsealed,
+  kseq_below, in that order; never line 0, after run_end or after the final seal; origin is
+  log_start's; key a verifier key named as the origin whose hash is that of no earlier run key
+  (log_start's, earlier restarts'); with --pub, cert is a note by the host key whose text is
+  "sluice run key\n" origin "\n" key "\n"; unsealed == its seq - L, L the 1-based line number
+  of the last checkpoint line before it (0: none); every kseq before it is below its kseq_below,
+  which is at least every earlier loss's or restart's kseq_below, at most run_end.kseq_next and
+  at most every later loss's kseq_below; torn (below);
+- the line after it is a checkpoint of reason "restart" (that reason nowhere else), signed by
+  the new key, or another writer_restart (that writer died before its checkpoint) (--unsealed:
+  a writer_restart may be the last line); from there on every
+  checkpoint note, and the note of the seal in --copy files, is signed by that key and carries
+  no signature by a run key it replaced;
+- a torn line (a dead writer's last bytes, that are not a canonical line) is a line like any
+  other for seq, prev and the tree; it is accepted only when the very next line is a
+  writer_restart whose torn is its length in bytes, and it is at most 8191 bytes, not line 0 or
+  1, not the end of a rotated segment and not after run_end (right after a writer_restart it is
+  that restart's checkpoint, torn: the writer_restart after it restarts the restart);
+  else the log is invalid at the torn line, with its parse error. torn > 0 after a canonical
+  line, or a torn of another length, is invalid at the writer_restart;
+- run_end has restart_gap (right after unlogged, a non-negative integer) if and only if a
+  writer_restart came before it; after one, its exit_status is null (without one, exit_status
+  is not checked); restart_gap is at most the number of kseq values below the last
+  writer_restart's kseq_below that no line carries.
+(This checker does not check heartbeat gaps, so the restart checkpoint needs no exemption.)
+
+Exit 0 when all holds (--summary then prints one line of counts: lines, segments, restarts
+(writer_restart records), and each checkpoint reason's), 1 with "where: why" otherwise.
 """
 import base64
 import gzip
@@ -40,7 +74,7 @@ import re
 import sys
 
 KEY_RE = re.compile(rb"[a-z0-9_]+\Z")
-REASONS = {"lines", "time", "heartbeat", "loss", "anomaly", "rotate", "final"}
+REASONS = {"lines", "time", "heartbeat", "loss", "anomaly", "rotate", "restart", "final"}
 RANGES_LISTED = 256  # the most ranges a loss_ranges record lists
 
 
@@ -52,7 +86,8 @@ class Bad(Exception):
 # Canonical form: parse bytes leniently, re-serialize strictly, compare.
 
 def parse_string(b, i):
-    assert b[i:i + 1] == b'"'
+    if b[i:i + 1] != b'"':
+        raise Bad(f"expected a string at byte {i}")
     i += 1
     out = bytearray()
     while True:
@@ -281,6 +316,27 @@ def open_note(note, vkey):
     raise Bad(f"note carries no signature by {name}+{khash.hex()}")
 
 
+def signed_by(note, vkey):
+    """Whether a note has a signature line naming vkey (valid or not)."""
+    name, khash, _ = parse_vkey(vkey)
+    b = note.encode("utf-8")
+    for line in b[b.rfind(b"\n\n") + 2:].split(b"\n"):
+        who, _, b64 = line[len("\u2014 ".encode()):].rpartition(b" ")
+        try:
+            if who.decode() == name and base64.b64decode(b64, validate=True)[:4] == khash:
+                return True
+        except ValueError:
+            pass
+    return False
+
+
+def old_key_signs(note, run_keys):
+    """After a writer_restart the keys it replaced sign nothing: not even next to the new one."""
+    for (old, _, whose), (_, _, by) in zip(run_keys, run_keys[1:]):
+        if signed_by(note, old):
+            raise Bad(f"the note also carries a signature by {whose}, replaced by {by}")
+
+
 # ---------------------------------------------------------------------------------------------
 
 def is_uint(v):
@@ -296,6 +352,8 @@ class Kseqs:
         self.below = None  # (the last loss.kseq_below, where)
         self.ranges = None  # (the loss_ranges record, where)
         self.end = None  # run_end
+        self.end_where = None
+        self.restart = None  # (the last writer_restart.kseq_below, where)
 
     def line(self, o):
         k = o.get("kseq")
@@ -321,7 +379,22 @@ class Kseqs:
             raise Bad(f"kseq_below {kb}, but {self.declared} records were declared lost so far")
         if self.end is not None and kb > self.end["kseq_next"]:
             raise Bad(f"kseq_below {kb} past run_end's kseq_next {self.end['kseq_next']}")
+        if self.restart is not None and kb < self.restart[0]:
+            raise Bad(f"kseq_below {kb} went down from the kseq_below {self.restart[0]} of the "
+                      f"writer_restart at {self.restart[1]}")
         self.below = (kb, where)
+
+    def writer_restart(self, o, where):
+        """A restarted writer's kernel number: above every kseq before it, never going down."""
+        q = o["kseq_below"]
+        if self.seen and max(self.seen) >= q:
+            raise Bad(f"writer_restart kseq_below {q}, but kseq {max(self.seen)} is on a line "
+                      "before it")
+        for what in (self.below, self.restart):
+            if what is not None and q < what[0]:
+                raise Bad(f"writer_restart kseq_below {q} is below the kseq_below {what[0]} "
+                          f"of {what[1]}")
+        self.restart = (q, where)
 
     def loss_ranges(self, o, where):
         if self.ranges is not None:
@@ -337,7 +410,7 @@ class Kseqs:
             raise Bad("loss_ranges: truncated is not true or false")
         self.ranges = (o, where)
 
-    def run_end(self, o):
+    def run_end(self, o, where):
         if self.end is not None:
             raise Bad("a second run_end record")
         kn = o["kseq_next"]
@@ -347,7 +420,27 @@ class Kseqs:
             raise Bad(f"kseq_next {kn}, but kseq {max(self.seen)} is in the log")
         if self.below is not None and self.below[0] > kn:
             raise Bad(f"kseq_next {kn} below the kseq_below {self.below[0]} of {self.below[1]}")
+        if self.restart is not None and self.restart[0] > kn:
+            raise Bad(f"kseq_next {kn} below the kseq_below {self.restart[0]} of the "
+                      f"writer_restart at {self.restart[1]}")
+        # a resumed writer's run_end: restart_gap right after unlogged (only after a restart)
+        keys = list(o)
+        if "restart_gap" in o:
+            if self.restart is None:
+                raise Bad("run_end has a restart_gap, but the log has no writer_restart")
+            if keys.index("restart_gap") == 0 or keys[keys.index("restart_gap") - 1] != "unlogged":
+                raise Bad("run_end restart_gap is not right after unlogged")
+            if not is_uint(o["restart_gap"]):
+                raise Bad(f"run_end restart_gap {o['restart_gap']!r} is not a non-negative "
+                          "integer")
+        elif self.restart is not None:
+            raise Bad(f"run_end without restart_gap after the writer_restart at "
+                      f"{self.restart[1]}")
+        if self.restart is not None and o["exit_status"] is not None:
+            raise Bad(f"run_end exit_status {o['exit_status']!r} after the writer_restart at "
+                      f"{self.restart[1]}: a resumed writer writes null")
         self.end = o
+        self.end_where = where
 
     def finish(self, path):
         """The sealed log's accounting: which numbers have no line, and what the log says."""
@@ -363,9 +456,22 @@ class Kseqs:
         unlogged = self.end.get("unlogged", 0)
         if self.end.get("lost", self.declared) != self.declared:
             raise Bad(f"{path}: run_end lost {self.end['lost']}, loss records {self.declared}")
-        if missing != self.declared + unlogged:
-            raise Bad(f"{path}: {missing} kseq values of [0, {kn}) have no line, but "
-                      f"{self.declared} are declared lost and {unlogged} unlogged")
+        if self.restart is None:
+            if missing != self.declared + unlogged:
+                raise Bad(f"{path}: {missing} kseq values of [0, {kn}) have no line, but "
+                          f"{self.declared} are declared lost and {unlogged} unlogged")
+        else:
+            gap = self.end["restart_gap"]
+            if missing != self.declared + unlogged + gap:
+                raise Bad(f"{path}: {missing} kseq values of [0, {kn}) have no line, but "
+                          f"{self.declared} are declared lost, {unlogged} unlogged and {gap} "
+                          "unaccounted across the restart (restart_gap)")
+            q, qwhere = self.restart
+            below = q - sum(1 for k in self.seen if k < q)
+            if gap > below:
+                raise Bad(f"{self.end_where}: restart_gap {gap}, but only {below} kseq values "
+                          f"below the kseq_below {q} of the last writer_restart ({qwhere}) have "
+                          "no line")
         if not missing:
             if self.ranges is not None:
                 raise Bad(f"{self.ranges[1]}: loss_ranges, but no kseq value is missing")
@@ -415,12 +521,25 @@ def segments(path):
         yield path, f.read()
 
 
+class Located(Bad):
+    """An error whose text already says where it is."""
+
+
+RESTART_KEYS = ["seq", "prev", "ts", "type", "origin", "key", "cert", "torn", "unsealed",
+                "kseq_below"]
+
+
 def check(path, pub, copies, unsealed):
     tree, prev, seq = Tree(), "0" * 64, 0
     run_key = origin = None
+    run_keys = []  # every run key so far: (verifier key, its hash, whose), the one in force last
     notes, objs, reasons = [], [], {}
     nseg = 0
     last_record = None
+    last_cp = None  # the seq of the last checkpoint line
+    torn = None  # (where, length, parse error) of the line just read when it is not canonical
+    restart = None  # where the line just read is a writer_restart: its checkpoint comes next
+    restarts = 0
     ks = Kseqs()
     for segname, data in segments(path):
         nseg += 1
@@ -430,74 +549,186 @@ def check(path, pub, copies, unsealed):
         for n, b in enumerate(lines, 1):
             where = f"{segname}:{n} (seq {seq})"
             try:
+                if torn is not None and len(b) + 1 > 8192:
+                    raise Located(f"{torn[0]}: {torn[2]}")  # not followed by a writer_restart
                 if len(b) + 1 > 8192:
                     raise Bad(f"line of {len(b) + 1} bytes")
-                o = check_canonical(b)
-                if o["seq"] != seq:
-                    raise Bad(f"seq {o['seq']}, expected {seq}")
-                if o["prev"] != prev:
-                    raise Bad(f"prev {o['prev']}, expected {prev}")
-                if seq == 0:
-                    if o["type"] != "log_start":
-                        raise Bad(f"line 0 has type {o['type']!r}, expected log_start")
-                    origin, run_key = o["origin"], o["key"]
-                    if origin != "sluice/" + o["run_id"] or parse_vkey(run_key)[0] != origin:
-                        raise Bad("origin, run_id and run key name disagree")
-                    if o["format"] != 1:
-                        raise Bad(f"format {o['format']}")
-                    if pub is not None:
-                        if o["host_key"] != pub:
-                            raise Bad(f"host_key {o['host_key']!r} is not {pub!r}")
-                        text = open_note(o["cert"], pub)
-                        if text != f"sluice run key\n{origin}\n{run_key}\n":
-                            raise Bad(f"cert text {text!r} does not certify this run key")
-                elif o["type"] == "log_start":
-                    raise Bad("log_start after line 0")
-                if o["type"] == "checkpoint":
-                    if o["size"] != seq:
-                        raise Bad(f"checkpoint size {o['size']} != its seq {seq}")
-                    if o["reason"] not in REASONS:
-                        raise Bad(f"checkpoint reason {o['reason']!r}")
-                    root = base64.b64encode(tree.root()).decode()
-                    if o["root"] != root:
-                        raise Bad(f"root {o['root']}, recomputed {root}")
-                    text = open_note(o["note"], run_key)
-                    if text != f"{origin}\n{seq}\n{root}\n":
-                        raise Bad(f"checkpoint note text {text!r}")
-                    notes.append(o["note"])
-                    reasons[o["reason"]] = reasons.get(o["reason"], 0) + 1
-                    if o["reason"] == "rotate" and n != len(lines):
-                        raise Bad("a rotate checkpoint that does not end its segment")
-                    if o["reason"] == "final" and n != len(lines):
-                        raise Bad("lines after the final checkpoint")
-                elif seq > 0 and objs and objs[-1]["type"] in ("loss", "anomaly"):
-                    raise Bad(f"a {objs[-1]['type']} line not followed by a checkpoint")
-                if (o["type"] == "checkpoint" and objs and objs[-1]["type"] in ("loss", "anomaly")
-                        and o["reason"] != objs[-1]["type"]):
-                    raise Bad(f"the checkpoint after a {objs[-1]['type']} line has reason "
-                              f"{o['reason']!r}")
-                if segname != path and n == len(lines) and o.get("reason") != "rotate":
-                    raise Bad("rotated segment does not end with a rotate checkpoint")
-                ks.line(o)
-                if o["type"] == "loss":
-                    ks.loss(o, where)
-                elif o["type"] == "loss_ranges":
-                    ks.loss_ranges(o, where)
-                elif o["type"] == "run_end":
-                    ks.run_end(o)
+                try:
+                    o = check_canonical(b)
+                except Bad as e:
+                    # a torn line (a dead writer's last bytes) if a writer_restart follows it,
+                    # which the next line decides; never line 0 or 1, the end of a rotated
+                    # segment, after run_end (no writer_restart may follow), nor right after a
+                    # writer_restart
+                    if seq < 2 or (segname != path and n == len(lines)) or ks.end is not None:
+                        raise
+                    if torn is not None:  # two lines in a row that are not canonical
+                        raise Located(f"{torn[0]}: {torn[2]}") from None
+                    # (after a loss or anomaly line: the writer died inside the write of its
+                    # checkpoint; the restart checkpoint covers both. After a writer_restart:
+                    # that restart's own checkpoint, torn; another restart must follow)
+                    o, torn = None, (where, len(b), str(e))
+                if o is not None:
+                    if torn is not None and not (o["type"] == "writer_restart"
+                                                 and is_uint(o.get("torn")) and o["torn"] > 0):
+                        # the torn line is not followed by a writer_restart that says so
+                        raise Located(f"{torn[0]}: {torn[2]}")
+                    if o["seq"] != seq:
+                        raise Bad(f"seq {o['seq']}, expected {seq}")
+                    if o["prev"] != prev:
+                        raise Bad(f"prev {o['prev']}, expected {prev}")
+                    # a restarted writer that died before its restart checkpoint: restarted
+                    # again, the next restart's checkpoint covers both
+                    if restart is not None and o["type"] != "writer_restart" and (
+                            o["type"], o.get("reason")) != ("checkpoint", "restart"):
+                        what = (f"a checkpoint of reason {o.get('reason')!r}"
+                                if o["type"] == "checkpoint" else f"a {o['type']} line")
+                        raise Bad(f"the line after the writer_restart at {restart} is {what}, "
+                                  "not a checkpoint of reason 'restart'")
+                    if seq == 0:
+                        if o["type"] != "log_start":
+                            raise Bad(f"line 0 has type {o['type']!r}, expected log_start")
+                        origin, run_key = o["origin"], o["key"]
+                        if origin != "sluice/" + o["run_id"] or parse_vkey(run_key)[0] != origin:
+                            raise Bad("origin, run_id and run key name disagree")
+                        if o["format"] != 1:
+                            raise Bad(f"format {o['format']}")
+                        if pub is not None:
+                            if o["host_key"] != pub:
+                                raise Bad(f"host_key {o['host_key']!r} is not {pub!r}")
+                            text = open_note(o["cert"], pub)
+                            if text != f"sluice run key\n{origin}\n{run_key}\n":
+                                raise Bad(f"cert text {text!r} does not certify this run key")
+                        run_keys.append((run_key, parse_vkey(run_key)[1], "log_start's run key"))
+                    elif o["type"] == "log_start":
+                        raise Bad("log_start after line 0")
+                    if o["type"] == "writer_restart":
+                        if list(o) != RESTART_KEYS:
+                            raise Bad(f"writer_restart has the keys {', '.join(list(o)[4:])} "
+                                      f"after type, expected {', '.join(RESTART_KEYS[4:])}")
+                        if ks.end is not None:
+                            raise Bad(f"writer_restart after run_end ({ks.end_where})")
+                        for k in ("origin", "key", "cert"):
+                            if not isinstance(o[k], str):
+                                raise Bad(f"writer_restart {k} {o[k]!r} is not a string")
+                        for k in ("torn", "unsealed", "kseq_below"):
+                            if not is_uint(o[k]):
+                                raise Bad(f"writer_restart {k} {o[k]!r} is not a non-negative "
+                                          "integer")
+                        if o["origin"] != origin:
+                            raise Bad(f"writer_restart origin {o['origin']!r} is not log_start's "
+                                      f"{origin!r}")
+                        name, khash, _ = parse_vkey(o["key"])
+                        if name != origin:
+                            raise Bad(f"writer_restart key {o['key']!r} is not named as the "
+                                      f"origin {origin!r}")
+                        for _, h, whose in run_keys:
+                            if h == khash:
+                                raise Bad(f"writer_restart key hash {khash.hex()} is that of "
+                                          f"{whose}: a restart never reuses a run key")
+                        if pub is not None:
+                            try:
+                                text = open_note(o["cert"], pub)
+                            except (Bad, ValueError) as e:
+                                raise Bad(f"writer_restart cert: {e}") from None
+                            if text != f"sluice run key\n{origin}\n{o['key']}\n":
+                                raise Bad(f"writer_restart cert text {text!r} does not certify "
+                                          "this origin and key")
+                        if torn is not None and o["torn"] != torn[1]:
+                            raise Bad(f"writer_restart torn {o['torn']}, but the torn line before "
+                                      f"it ({torn[0]}) has {torn[1]} bytes")
+                        if torn is None and o["torn"]:
+                            raise Bad(f"writer_restart torn {o['torn']}, but the line before it "
+                                      "is a whole canonical line")
+                        cover = 0 if last_cp is None else last_cp + 1
+                        if o["unsealed"] != seq - cover:
+                            raise Bad(f"writer_restart unsealed {o['unsealed']}, but {seq - cover} "
+                                      "lines before it are after the last checkpoint line "
+                                      f"({'none' if last_cp is None else f'seq {last_cp}'})")
+                        ks.writer_restart(o, where)
+                        run_key = o["key"]
+                        run_keys.append((run_key, khash,
+                                         f"the run key of the writer_restart at {where}"))
+                        restarts += 1
+                    if o["type"] == "checkpoint":
+                        if o["size"] != seq:
+                            raise Bad(f"checkpoint size {o['size']} != its seq {seq}")
+                        if o["reason"] not in REASONS:
+                            raise Bad(f"checkpoint reason {o['reason']!r}")
+                        if o["reason"] == "restart" and restart is None:
+                            raise Bad("a checkpoint of reason 'restart' that does not follow a "
+                                      "writer_restart")
+                        root = base64.b64encode(tree.root()).decode()
+                        if o["root"] != root:
+                            raise Bad(f"root {o['root']}, recomputed {root}")
+                        try:
+                            text = open_note(o["note"], run_key)
+                        except Bad as e:
+                            for old, _, whose in run_keys[:-1]:
+                                try:
+                                    open_note(o["note"], old)
+                                except (Bad, ValueError):
+                                    continue
+                                raise Bad(f"checkpoint note signed by {whose}, not by the key in "
+                                          f"force, {run_keys[-1][2]} ({e})") from None
+                            raise
+                        if text != f"{origin}\n{seq}\n{root}\n":
+                            raise Bad(f"checkpoint note text {text!r}")
+                        old_key_signs(o["note"], run_keys)
+                        notes.append(o["note"])
+                        reasons[o["reason"]] = reasons.get(o["reason"], 0) + 1
+                        last_cp = seq
+                        if o["reason"] == "rotate" and n != len(lines):
+                            raise Bad("a rotate checkpoint that does not end its segment")
+                        if o["reason"] == "final" and n != len(lines):
+                            try:
+                                after = check_canonical(lines[n])
+                            except (Bad, KeyError, ValueError, TypeError):
+                                after = {}
+                            if after.get("type") == "writer_restart":
+                                raise Located(f"{segname}:{n + 1} (seq {seq + 1}): writer_restart "
+                                              f"after the final seal ({where})")
+                            raise Bad("lines after the final checkpoint")
+                    elif (seq > 0 and objs and objs[-1]["type"] in ("loss", "anomaly")
+                          and o["type"] != "writer_restart"):
+                        # (a dead writer's loss or anomaly line: the restart checkpoint covers it)
+                        raise Bad(f"a {objs[-1]['type']} line not followed by a checkpoint")
+                    if (o["type"] == "checkpoint" and objs
+                            and objs[-1]["type"] in ("loss", "anomaly")
+                            and o["reason"] != objs[-1]["type"]):
+                        raise Bad(f"the checkpoint after a {objs[-1]['type']} line has reason "
+                                  f"{o['reason']!r}")
+                    if segname != path and n == len(lines) and o.get("reason") != "rotate":
+                        raise Bad("rotated segment does not end with a rotate checkpoint")
+                    ks.line(o)
+                    if o["type"] == "loss":
+                        ks.loss(o, where)
+                    elif o["type"] == "loss_ranges":
+                        ks.loss_ranges(o, where)
+                    elif o["type"] == "run_end":
+                        ks.run_end(o, where)
+            except Located:
+                raise
             except (Bad, KeyError, ValueError, TypeError) as e:
                 raise Bad(f"{where}: {e}") from None
             tree.append(b)
             prev = hashlib.sha256(b).hexdigest()
             seq += 1
-            if o["type"] != "checkpoint":
-                last_record = o["type"]
-            objs.append(o if o["type"] != "checkpoint" else {"type": "checkpoint",
-                                                              "reason": o["reason"]})
+            if o is None:
+                objs.append({"type": None})
+            else:
+                torn = None
+                if o["type"] != "checkpoint":
+                    last_record = o["type"]
+                restart = where if o["type"] == "writer_restart" else None
+                objs.append(o if o["type"] != "checkpoint" else {"type": "checkpoint",
+                                                                  "reason": o["reason"]})
             if len(objs) > 3:
                 objs.pop(0)
             if seq == 2 and o["type"] != "run_start":
                 raise Bad(f"{where}: line 1 has type {o['type']!r}, expected run_start")
+    if torn is not None:
+        raise Bad(f"{torn[0]}: {torn[2]}")
     if seq == 0:
         raise Bad(f"{path}: empty log")
     if not unsealed:
@@ -522,11 +753,12 @@ def check(path, pub, copies, unsealed):
             raise Bad(f"{c}: after the log's {len(notes)} notes, not one more note (of the seal)")
         try:
             text = open_note(rest[:-1].decode(), run_key)
+            old_key_signs(rest[:-1].decode(), run_keys)
         except (Bad, UnicodeDecodeError, ValueError) as e:
             raise Bad(f"{c}: the note after the log's notes: {e}") from None
         if text != seal_text:
             raise Bad(f"{c}: the last note says {text!r}, not {seal_text!r} (the seal covered)")
-    return seq, nseg, reasons
+    return seq, nseg, reasons, restarts
 
 
 def main(argv):
@@ -541,12 +773,12 @@ def main(argv):
     a = ap.parse_args(argv)
     pub = open(a.pub).read().strip("\n") if a.pub else None
     try:
-        lines, nseg, reasons = check(a.log, pub, a.copy, a.unsealed)
+        lines, nseg, reasons, restarts = check(a.log, pub, a.copy, a.unsealed)
     except (Bad, OSError) as e:
         print(e, file=sys.stderr)
         return 1
     if a.summary:
-        print(f"lines={lines} segments={nseg} " +
+        print(f"lines={lines} segments={nseg} restarts={restarts} " +
               " ".join(f"{k}={v}" for k, v in sorted(reasons.items())))
     return 0
 

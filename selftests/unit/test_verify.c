@@ -443,11 +443,16 @@ struct tw {
 	int64_t ts, step;
 	char origin[NOTE_NAME_MAX + 1];
 	const struct note_signer *run;
+	uint64_t last_cp;   /* 1-based line of the last checkpoint, 0: none */
+	uint64_t kseq_high; /* 1 + the largest kseq written, 0: none */
+	/* the exported copy of the next checkpoint signed by this key instead (NULL: the run's) */
+	const struct note_signer *export_as;
 };
 
 static struct {
 	struct note_signer *host, *other_host;
 	struct note_signer *run_a, *run_a2, *run_b; /* run_a2: run-a's name, another key */
+	struct note_signer *run_r1, *run_r2;	    /* run-a's name: the keys of its restarts */
 	char host_vkey[NOTE_VKEY_MAX + 1], other_vkey[NOTE_VKEY_MAX + 1];
 	char dir[64];
 	int file_n;
@@ -589,19 +594,35 @@ static void tw_note(struct tw *w, const struct note_signer *s, char *note, size_
 	}
 }
 
-static void tw_checkpoint(struct tw *w, const char *reason)
+/* A checkpoint whose note s signs (the run key, or another). */
+static void tw_checkpoint_by(struct tw *w, const char *reason, const struct note_signer *s)
 {
 	char note[2048], esc[4096], root[64];
 
-	tw_note(w, w->run, note, sizeof(note), root);
+	tw_note(w, s, note, sizeof(note), root);
 	if (w->log) {
-		cps_append(w->log, note, strlen(note));
+		char copy[2048];
+
+		if (w->export_as)
+			tw_note(w, w->export_as, copy, sizeof(copy), root);
+		else
+			strcpy(copy, note);
+		w->export_as = NULL;
+		cps_append(w->log, copy, strlen(copy));
 		cps_append(w->log, "\n", 1);
 	}
 	jstr(note, esc);
+	w->last_cp = w->seq + 1;
 	tw_line(w, "checkpoint",
 		"\"reason\":\"%s\",\"size\":%" PRIu64 ",\"root\":\"%s\",\"note\":\"%s\"", reason,
 		w->seq, root, esc);
+}
+
+static void tw_checkpoint(struct tw *w, const char *reason)
+{
+	char note[2048], root[64];
+
+	tw_checkpoint_by(w, reason, w->run);
 	/* the writer exports one more note after the seal: the one covering the seal line */
 	if (w->log && !strcmp(reason, "final")) {
 		tw_note(w, w->run, note, sizeof(note), root);
@@ -612,6 +633,8 @@ static void tw_checkpoint(struct tw *w, const char *reason)
 
 static void tw_rec(struct tw *w, uint64_t kseq)
 {
+	if (kseq >= w->kseq_high)
+		w->kseq_high = kseq + 1;
 	tw_line(w, "decision",
 		"\"hook\":\"connect4\",\"decision\":\"deny\",\"dst\":\"10.0.0.%" PRIu64
 		"\",\"comm\":\"cu\\u0001rl \xc3\xa9\\u00ff\",\"argv\":[\"a\",\"b "
@@ -1011,6 +1034,317 @@ static void build_rotated(struct log *l)
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* Writer restarts                                                                             */
+
+/*
+ * The line the writer would write next, cut in half and written so, without its end: the torn
+ * line of a writer killed inside a write(). A "time" checkpoint (its note never exported: the
+ * writer exports a note only once its line is on disk) or the record of kseq k. Its length.
+ */
+static size_t tw_torn(struct tw *w, bool checkpoint, uint64_t k)
+{
+	struct log scratch = {0};
+	struct tw t = *w;
+	size_t len;
+
+	t.log = &scratch;
+	t.out = NULL;
+	if (checkpoint)
+		tw_checkpoint(&t, "time");
+	else
+		tw_rec(&t, k);
+	len = strlen(scratch.l[0]) / 2;
+	scratch.l[0][len] = '\0';
+	w->ts = t.ts;
+	tw_emit(w, scratch.l[0]);
+	log_free(&scratch);
+	return len;
+}
+
+/*
+ * A writer_restart: key the new run key (from this line on it signs), its cert by host naming
+ * cert_key, and the members given. The caller writes the restart checkpoint.
+ */
+static void tw_restart_full(struct tw *w, const struct note_signer *key,
+			    const struct note_signer *host, const struct note_signer *cert_key,
+			    const char *origin, uint64_t torn, uint64_t unsealed, uint64_t below)
+{
+	char text[512], note[2048], cert[4096], vkey[NOTE_VKEY_MAX + 1], ckey[NOTE_VKEY_MAX + 1];
+	size_t len;
+
+	note_signer_vkey(key, vkey, sizeof(vkey));
+	note_signer_vkey(cert_key, ckey, sizeof(ckey));
+	snprintf(text, sizeof(text), "sluice run key\n%s\n%s\n", w->origin, ckey);
+	if (note_sign(host, text, strlen(text), note, sizeof(note), &len)) {
+		fprintf(stderr, "test writer: cannot sign the restart's cert\n");
+		exit(2);
+	}
+	jstr(note, cert);
+	tw_line(w, "writer_restart",
+		"\"origin\":\"%s\",\"key\":\"%s\",\"cert\":\"%s\",\"torn\":%" PRIu64
+		",\"unsealed\":%" PRIu64 ",\"kseq_below\":%" PRIu64,
+		origin ? origin : w->origin, vkey, cert, torn, unsealed, below);
+	w->run = key;
+}
+
+/* A correct writer_restart and its restart checkpoint, torn the length of a torn line before. */
+static void tw_restart(struct tw *w, const struct note_signer *key, uint64_t torn, uint64_t below)
+{
+	tw_restart_full(w, key, g.host, key, NULL, torn, w->seq - w->last_cp, below);
+	tw_checkpoint(w, "restart");
+}
+
+static void tw_end_restarted(struct tw *w, uint64_t kseq_next, uint64_t lost, uint64_t gap)
+{
+	tw_line(w, "run_end",
+		"\"why\":\"cgroup emptied\",\"exit_status\":null,\"lost\":%" PRIu64
+		",\"unlogged\":0,\"restart_gap\":%" PRIu64 ",\"kseq_next\":%" PRIu64,
+		lost, gap, kseq_next);
+	tw_checkpoint(w, "final");
+}
+
+/* Keys by name, so that the scenarios below can be static tables: 0 is each knob's default. */
+enum { K_DEFAULT, K_A, K_A2, K_R1, K_R2 };
+
+static const struct note_signer *key_of(int k, const struct note_signer *dflt)
+{
+	switch (k) {
+	case K_A:
+		return g.run_a;
+	case K_A2:
+		return g.run_a2;
+	case K_R1:
+		return g.run_r1;
+	case K_R2:
+		return g.run_r2;
+	default:
+		return dflt;
+	}
+}
+
+enum { TORN_NONE, TORN_CP, TORN_REC };
+/* how a restarted writer died before its restart checkpoint: not, after its writer_restart, in it */
+enum { DIED_NONE, DIED_AFTER_RESTART, DIED_IN_CP };
+
+/* How a restarted log departs from the standard one (build_rs); all zero: the standard one. */
+struct rs {
+	int torn;	      /* TORN_CP: a "time" checkpoint torn; TORN_REC: kseq 7's record */
+	long torn_delta;      /* added to writer_restart.torn */
+	bool torn_zero;	      /* writer_restart.torn 0 (after a torn line) */
+	uint64_t torn_force;  /* writer_restart.torn this (without a torn line) */
+	bool no_restart;      /* after the torn line a record, no writer_restart */
+	long unsealed_delta;  /* added to writer_restart.unsealed */
+	int key, cert_key;    /* the new run key (R1), the key its cert names (the same) */
+	bool cert_other_host; /* the cert signed by the other host key */
+	const char *origin;   /* writer_restart.origin (log_start's) */
+	long below_delta;     /* added to writer_restart.kseq_below (the kernel's next kseq) */
+	int restart_cp_key;   /* the key signing the restart checkpoint (the new one) */
+	const char *restart_cp_reason; /* its reason ("restart") */
+	bool no_restart_cp;	       /* a record where the restart checkpoint should be */
+	int restart_died; /* DIED_*: then another writer_restart (key R2) restarts it */
+	int next_cp_key;	       /* the key signing the checkpoint after it (the new one) */
+	int64_t next_step;  /* microseconds between the lines after the restart checkpoint */
+	bool after_run_end; /* the dead writer wrote run_end (not its seal); the restart after */
+	bool loss_last;	    /* the dead writer's last line: a loss (kseq 7) without checkpoint */
+	bool gap;	    /* the dead writer took kseq 7 and never wrote it: restart_gap 1 */
+	long gap_delta;	    /* added to run_end.restart_gap */
+	bool exit_zero;	    /* run_end.exit_status 0, not null */
+	bool two;	    /* a second restart (key R2, or second_key) */
+	int second_key;
+	int export_key;	     /* the exported copy of the restart checkpoint signed by it */
+	int export_dead_key; /* the exported copy of the dead writer's checkpoint signed by it */
+	bool rotate;	     /* the dead writer's checkpoint rotates the log */
+};
+
+/*
+ * The standard restarted log, 16 lines:
+ *   1 log_start | 2-6 kseq 0-4 | 7 checkpoint (size 6) | 8-9 kseq 5,6 (the dead writer's
+ *   unsigned tail) | 10 writer_restart (unsealed 2, kseq_below 7), after 30 s | 11 checkpoint
+ *   "restart" (size 10) | 12-13 kseq 7,8 | 14 checkpoint (size 13) | 15 run_end | 16 final
+ * A torn line or the dead writer's loss line comes in as line 10 and moves the rest down one.
+ */
+static void build_rs(struct log *l, const struct rs *o)
+{
+	const struct note_signer *key = key_of(o->key, g.run_r1);
+	uint64_t k = 0, torn = 0, lost = 0, below, gap = o->gap || o->torn == TORN_REC;
+	struct tw w;
+
+	tw_start(&w, l, NULL, "run-a", g.host, g.run_a, 10);
+	for (; k < 5; k++)
+		tw_rec(&w, k);
+	w.export_as = o->export_dead_key ? key_of(o->export_dead_key, NULL) : NULL;
+	tw_checkpoint(&w, o->rotate ? "rotate" : "lines");
+	for (; k < 7; k++)
+		tw_rec(&w, k);
+	if (o->after_run_end) {
+		tw_line(&w, "run_end",
+			"\"why\":\"exited\",\"exit_status\":0,\"lost\":0,\"kseq_next\":7");
+	}
+	if (o->loss_last) {
+		tw_line(&w, "loss",
+			"\"hook\":\"connect4\",\"count\":1,\"total\":1,\"kseq_below\":8");
+		lost = 1;
+		k++;
+	}
+	if (o->torn)
+		torn = tw_torn(&w, o->torn == TORN_CP, k);
+	if (gap)
+		k++;
+	if (o->no_restart) {
+		tw_rec(&w, k++);
+		tw_end(&w, k, 0);
+		return;
+	}
+	below = (uint64_t)((long)k + o->below_delta);
+	w.step = 30000000;
+	tw_restart_full(&w, key, o->cert_other_host ? g.other_host : g.host,
+			key_of(o->cert_key, key), o->origin,
+			o->torn_force  ? o->torn_force
+			: o->torn_zero ? 0
+				       : (uint64_t)((long)torn + o->torn_delta),
+			(uint64_t)((long)(w.seq - w.last_cp) + o->unsealed_delta), below);
+	w.step = 100000;
+	if (o->restart_died) {
+		size_t torn2 = o->restart_died == DIED_IN_CP ? tw_torn(&w, true, k) : 0;
+
+		tw_restart_full(&w, g.run_r2, g.host, g.run_r2, NULL, torn2, w.seq - w.last_cp,
+				below);
+	}
+	if (o->no_restart_cp) {
+		tw_rec(&w, k++);
+	} else {
+		w.export_as = o->export_key ? key_of(o->export_key, NULL) : NULL;
+		tw_checkpoint_by(&w, o->restart_cp_reason ? o->restart_cp_reason : "restart",
+				 key_of(o->restart_cp_key, w.run));
+	}
+	if (o->next_step)
+		w.step = o->next_step;
+	for (uint64_t n = k + 2; k < n; k++)
+		tw_rec(&w, k);
+	tw_checkpoint_by(&w, "lines", key_of(o->next_cp_key, w.run));
+	w.step = 100000;
+	if (o->two) {
+		for (uint64_t n = k + 2; k < n; k++)
+			tw_rec(&w, k);
+		tw_restart(&w, key_of(o->second_key, g.run_r2), 0, k);
+		tw_rec(&w, k++);
+		tw_checkpoint(&w, "lines");
+	}
+	if (o->exit_zero) {
+		tw_line(&w, "run_end",
+			"\"why\":\"cgroup emptied\",\"exit_status\":0,\"lost\":0,\"unlogged\":0,"
+			"\"restart_gap\":0,\"kseq_next\":%" PRIu64,
+			k);
+		tw_checkpoint(&w, "final");
+		return;
+	}
+	tw_end_restarted(&w, k, lost, (uint64_t)((long)gap + o->gap_delta));
+}
+
+#define BUILD_RS(name, ...)                                                                        \
+	static void name(struct log *l)                                                            \
+	{                                                                                          \
+		static const struct rs o = {__VA_ARGS__};                                          \
+		build_rs(l, &o);                                                                   \
+	}
+
+BUILD_RS(build_rs_ok, .torn = TORN_NONE)
+BUILD_RS(build_rs_torn, .torn = TORN_CP)
+BUILD_RS(build_rs_torn_rec, .torn = TORN_REC)
+BUILD_RS(build_rs_two, .two = true)
+BUILD_RS(build_rs_two_torn, .two = true, .torn = TORN_CP)
+BUILD_RS(build_rs_gap, .gap = true)
+BUILD_RS(build_rs_gap_above, .gap = true, .below_delta = -1)
+BUILD_RS(build_rs_gap_more, .gap = true, .gap_delta = 1)
+BUILD_RS(build_rs_reuse_a, .key = K_A)
+BUILD_RS(build_rs_reuse_r1, .two = true, .second_key = K_R1)
+BUILD_RS(build_rs_cert_host, .cert_other_host = true)
+BUILD_RS(build_rs_cert_key, .cert_key = K_R2)
+BUILD_RS(build_rs_origin, .origin = "sluice/run-b")
+BUILD_RS(build_rs_unsealed, .unsealed_delta = 1)
+BUILD_RS(build_rs_torn_wrong, .torn = TORN_CP, .torn_delta = 1)
+BUILD_RS(build_rs_torn_zero, .torn = TORN_CP, .torn_zero = true)
+BUILD_RS(build_rs_torn_none, .torn_force = 40)
+BUILD_RS(build_rs_torn_alone, .torn = TORN_CP, .no_restart = true)
+BUILD_RS(build_rs_no_cp, .no_restart_cp = true)
+BUILD_RS(build_rs_died, .restart_died = DIED_AFTER_RESTART)
+BUILD_RS(build_rs_died_torn, .restart_died = DIED_IN_CP)
+BUILD_RS(build_rs_cp_reason, .restart_cp_reason = "lines")
+BUILD_RS(build_rs_cp_old, .restart_cp_key = K_A)
+BUILD_RS(build_rs_next_old, .next_cp_key = K_A)
+BUILD_RS(build_rs_next_stranger, .next_cp_key = K_A2)
+BUILD_RS(build_rs_below_low, .below_delta = -2)
+BUILD_RS(build_rs_after_end, .after_run_end = true)
+BUILD_RS(build_rs_loss, .loss_last = true)
+BUILD_RS(build_rs_loss_torn, .loss_last = true, .torn = TORN_CP)
+BUILD_RS(build_rs_exit_zero, .exit_zero = true)
+BUILD_RS(build_rs_next_gap, .next_step = 7000001)
+BUILD_RS(build_rs_export_stranger, .export_key = K_A2)
+BUILD_RS(build_rs_export_old, .export_key = K_A)
+BUILD_RS(build_rs_export_dead, .export_dead_key = K_A2)
+BUILD_RS(build_rs_export_early, .export_dead_key = K_R1)
+BUILD_RS(build_rs_rotated, .rotate = true)
+
+/* The standard log whose run_end has a restart_gap, without any writer_restart: line 17. */
+static void build_gap_no_restart(struct log *l)
+{
+	struct tw w;
+	uint64_t k = 0;
+
+	tw_start(&w, l, NULL, "run-a", g.host, g.run_a, 10);
+	for (; k < 5; k++)
+		tw_rec(&w, k);
+	tw_checkpoint(&w, "lines");
+	for (; k < 10; k++)
+		tw_rec(&w, k);
+	tw_checkpoint(&w, "lines");
+	for (; k < 13; k++)
+		tw_rec(&w, k);
+	tw_end_restarted(&w, k, 0, 0);
+}
+
+/*
+ * Kseqs a window apart before the restart, so that the window reports 1..W missing before the
+ * writer_restart, and all of what is missing is the dead writer's doing: 1 log_start | 2-4 kseq
+ * 0, W+1, 2W+2 | 5 cp | 6 writer_restart (kseq_below 2W+3) | 7 cp | 8 kseq 2W+3 | 9 run_end
+ * (restart_gap 2W) | 10 final
+ */
+static void build_rs_window(struct log *l)
+{
+	const uint64_t W = VERIFY_KSEQ_WINDOW;
+	struct tw w;
+
+	tw_start(&w, l, NULL, "run-a", g.host, g.run_a, 10);
+	tw_rec(&w, 0);
+	tw_rec(&w, W + 1);
+	tw_rec(&w, 2 * W + 2);
+	tw_checkpoint(&w, "lines");
+	tw_restart(&w, g.run_r1, 0, 2 * W + 3);
+	tw_rec(&w, 2 * W + 3);
+	tw_end_restarted(&w, 2 * W + 4, 0, 2 * W);
+}
+
+/* A "restart" checkpoint with no writer_restart before it: 1 | 2-6 | 7 restart cp | … */
+static void build_restart_cp_alone(struct log *l)
+{
+	struct tw w;
+	uint64_t k = 0;
+
+	tw_start(&w, l, NULL, "run-a", g.host, g.run_a, 10);
+	for (; k < 5; k++)
+		tw_rec(&w, k);
+	tw_checkpoint(&w, "restart");
+	tw_end(&w, k, 0);
+}
+
+/* The killed writer's log (build_killed) and a line that is not canonical after it: line 10. */
+static void build_killed_garbage(struct log *l)
+{
+	build_killed(l);
+	log_push(l, "{\"seq\":9,\"prev\":\"");
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* Tampering                                                                                   */
 
 /* Rewrite seq and prev of lines from..n-1 so the chain holds again (an attacker without the key).
@@ -1103,6 +1437,11 @@ static void m_keep_13(struct log *l)
 static void m_keep_10(struct log *l)
 {
 	m_truncate(l, 10);
+}
+
+static void m_keep_11(struct log *l)
+{
+	m_truncate(l, 11);
 }
 
 static void m_keep_16(struct log *l)
@@ -1682,6 +2021,121 @@ static const struct verify_case verify_cases[] = {
 	 cps_notice_cut, 0, VERIFY_INVALID, 0, -1, "inside the writer's failure notice"},
 	{"exported checkpoints without the last blank line", build_basic, NULL, build_basic,
 	 cps_no_blank, 0, VERIFY_INVALID, 0, -1, "no blank line after the signatures"},
+	/* writer restarts */
+	{"restarted log (writer_restart, restart checkpoint 30 s on): exit 0", build_rs_ok, NULL,
+	 NULL, NULL, 0, VERIFY_OK, 0, -1, NULL},
+	{"restarted log with its exported checkpoints, the new key's included: exit 0", build_rs_ok,
+	 NULL, build_rs_ok, NULL, 0, VERIFY_OK, 0, -1, NULL},
+	{"restarted after a torn line (a checkpoint cut in half): exit 0", build_rs_torn, NULL,
+	 build_rs_torn, NULL, 0, VERIFY_OK, 0, -1, NULL},
+	{"two restarts, two fresh keys: exit 0", build_rs_two, NULL, build_rs_two, NULL, 0,
+	 VERIFY_OK, 0, -1, NULL},
+	{"two restarts, the first after a torn line: exit 0", build_rs_two_torn, NULL, NULL, NULL,
+	 0, VERIFY_OK, 0, -1, NULL},
+	{"a restarted writer that died before its restart checkpoint, restarted again: exit 0",
+	 build_rs_died, NULL, build_rs_died, NULL, 0, VERIFY_OK, 0, -1, NULL},
+	{"... that died writing its restart checkpoint (torn), restarted again: exit 0",
+	 build_rs_died_torn, NULL, build_rs_died_torn, NULL, 0, VERIFY_OK, 0, -1, NULL},
+	{"restarted across a rotation (the dead writer's checkpoint rotated): exit 0",
+	 build_rs_rotated, NULL, build_rs_rotated, NULL, SEGMENTS, VERIFY_OK, 0, -1, NULL},
+	{"a record the dead writer took and never wrote, as run_end.restart_gap: exit 3",
+	 build_rs_gap, NULL, NULL, NULL, 0, VERIFY_LOSS, 0, -1, NULL},
+	{"a torn record, its kseq as run_end.restart_gap: exit 3", build_rs_torn_rec, NULL, NULL,
+	 NULL, 0, VERIFY_LOSS, 0, -1, NULL},
+	{"restart_gap over kseqs the window reported missing before the restart: exit 3",
+	 build_rs_window, NULL, NULL, NULL, 0, VERIFY_LOSS, 0, -1, NULL},
+	{"restart_gap on a kseq at or above the restart's kseq_below: run_end line 15",
+	 build_rs_gap_above, NULL, NULL, NULL, 0, VERIFY_INVALID, 15, -1,
+	 "restart_gap 1, but only 0 kseq values below the kseq_below 7 of the last "
+	 "writer_restart (line 10)"},
+	{"restart_gap above the kseqs missing: run_end line 15", build_rs_gap_more, NULL, NULL,
+	 NULL, 0, VERIFY_INVALID, 15, -1,
+	 "2 kernel records declared lost or unaccounted across a writer restart, but 1"},
+	{"restart_gap without a writer_restart: run_end line 17", build_gap_no_restart, NULL, NULL,
+	 NULL, 0, VERIFY_INVALID, 17, -1, "restart_gap without a writer_restart record"},
+	{"writer_restart reusing log_start's key: line 10", build_rs_reuse_a, NULL, NULL, NULL, 0,
+	 VERIFY_INVALID, 10, -1, "is that of the run key of line 1 (a restart never reuses"},
+	{"a second writer_restart reusing the first's key: line 17", build_rs_reuse_r1, NULL, NULL,
+	 NULL, 0, VERIFY_INVALID, 17, -1, "is that of the run key of line 10"},
+	{"writer_restart's cert by another host key: line 10", build_rs_cert_host, NULL, NULL, NULL,
+	 0, VERIFY_INVALID, 10, -1, "certificate is not signed by the host key"},
+	{"writer_restart's cert naming another key: line 10", build_rs_cert_key, NULL, NULL, NULL,
+	 0, VERIFY_INVALID, 10, -1,
+	 "writer_restart: the certificate does not name this origin and run key"},
+	{"writer_restart for another origin: line 10", build_rs_origin, NULL, NULL, NULL, 0,
+	 VERIFY_INVALID, 10, -1, "origin \"sluice/run-b\" is not log_start's \"sluice/run-a\""},
+	{"writer_restart with a wrong unsealed: line 10", build_rs_unsealed, NULL, NULL, NULL, 0,
+	 VERIFY_INVALID, 10, -1,
+	 "unsealed 3, but 2 lines before it follow the last checkpoint (line 7)"},
+	{"writer_restart with a torn length that is not the torn line's: line 11",
+	 build_rs_torn_wrong, NULL, NULL, NULL, 0, VERIFY_INVALID, 11, -1,
+	 "but the torn line before it (line 10) has"},
+	{"writer_restart with torn 40 after a whole line: line 10", build_rs_torn_none, NULL, NULL,
+	 NULL, 0, VERIFY_INVALID, 10, -1,
+	 "torn 40, but line 9 before it is a whole line, not a torn one"},
+	{"a torn line, the writer_restart after it saying torn 0: line 10, its parse error",
+	 build_rs_torn_zero, NULL, NULL, NULL, 0, VERIFY_INVALID, 10, -1,
+	 "not canonical at column"},
+	{"a line that is not canonical, a record after it: line 10, its parse error",
+	 build_rs_torn_alone, NULL, NULL, NULL, 0, VERIFY_INVALID, 10, -1,
+	 "not canonical at column"},
+	{"a line that is not canonical at the end of the log: line 10, its parse error",
+	 build_killed_garbage, NULL, NULL, NULL, 0, VERIFY_INVALID, 10, -1,
+	 "not canonical at column 18"},
+	{"writer_restart not followed by its checkpoint: line 11", build_rs_no_cp, NULL, NULL, NULL,
+	 0, VERIFY_INVALID, 11, -1,
+	 "the writer_restart record at line 10 is not followed at once by a checkpoint "
+	 "(reason \"restart\")"},
+	{"writer_restart followed by a \"lines\" checkpoint: line 11", build_rs_cp_reason, NULL,
+	 NULL, NULL, 0, VERIFY_INVALID, 11, -1,
+	 "reason \"lines\", but it follows the writer_restart record at line 10"},
+	{"a \"restart\" checkpoint without a writer_restart: line 7", build_restart_cp_alone, NULL,
+	 NULL, NULL, 0, VERIFY_INVALID, 7, -1,
+	 "reason \"restart\", but the line before it is not a writer_restart"},
+	{"the restart checkpoint signed by the old key: line 11", build_rs_cp_old, NULL, NULL, NULL,
+	 0, VERIFY_INVALID, 11, -1,
+	 "signed by the run key of log_start, which signs nothing after the writer_restart at "
+	 "line 10"},
+	{"a checkpoint after the restart signed by the old key: line 14", build_rs_next_old, NULL,
+	 NULL, NULL, 0, VERIFY_INVALID, 14, -1,
+	 "signed by the run key of log_start, which signs nothing after the writer_restart at "
+	 "line 10"},
+	{"a checkpoint after the restart signed by a key of no writer_restart: line 14",
+	 build_rs_next_stranger, NULL, NULL, NULL, 0, VERIFY_INVALID, 14, -1,
+	 "has no signature by that key of the run key \"sluice/run-a\""},
+	{"writer_restart's kseq_below below a kseq before it: line 10", build_rs_below_low, NULL,
+	 NULL, NULL, 0, VERIFY_INVALID, 10, -1, "kseq_below 5, but kseq 6 was recorded before it"},
+	{"writer_restart after run_end: line 11", build_rs_after_end, NULL, NULL, NULL, 0,
+	 VERIFY_INVALID, 11, -1, "writer_restart after run_end (line 10)"},
+	{"the resumed writer's run_end with an exit status: line 15", build_rs_exit_zero, NULL,
+	 NULL, NULL, 0, VERIFY_INVALID, 15, -1, "exit_status after a writer_restart (line 10)"},
+	{"the dead writer's loss line followed at once by writer_restart: exit 3", build_rs_loss,
+	 NULL, NULL, NULL, 0, VERIFY_LOSS, 0, -1, NULL},
+	{"the dead writer's loss line, its checkpoint torn, writer_restart: exit 3",
+	 build_rs_loss_torn, NULL, NULL, NULL, 0, VERIFY_LOSS, 0, -1, NULL},
+	{"the checkpoint after the restart one, 21.000003 s on: line 14", build_rs_next_gap, NULL,
+	 NULL, NULL, 0, VERIFY_INVALID, 14, -1,
+	 "heartbeat gap: 21.000003 s since the previous checkpoint (line 11)"},
+	{"the restart checkpoint exported signed by a key of no writer_restart: line 10",
+	 build_rs_ok, NULL, build_rs_export_stranger, NULL, 0, VERIFY_INVALID, 10, -1,
+	 "is not signed by the run key of this log (no signature by it; another run's log?)"},
+	{"the restart checkpoint exported signed by the old key: line 10", build_rs_ok, NULL,
+	 build_rs_export_old, NULL, 0, VERIFY_INVALID, 10, -1,
+	 "(size 10) is signed by log_start's run key, which signs nothing after the "
+	 "writer_restart at line 10"},
+	{"the dead writer's checkpoint exported signed by another key: line 1", build_rs_ok, NULL,
+	 build_rs_export_dead, NULL, 0, VERIFY_INVALID, 1, -1,
+	 "is not signed by the run key of this log (no signature by it; another run's log?)"},
+	{"the dead writer's checkpoint exported signed by the later key: line 1", build_rs_ok, NULL,
+	 build_rs_export_early, NULL, 0, VERIFY_INVALID, 1, -1,
+	 "is not signed by the run key of this log"},
+	{"a restarted log cut after its writer_restart: unsealed, 3 lines", build_rs_ok, m_keep_10,
+	 NULL, NULL, 0, VERIFY_UNSEALED, 0, 3, NULL},
+	{"a restarted log cut after its restart checkpoint: unsealed, 0 lines", build_rs_ok,
+	 m_keep_11, NULL, NULL, 0, VERIFY_UNSEALED, 0, 0, NULL},
+	{"the restarted log cut below its exported restart checkpoint: line 11", build_rs_ok,
+	 m_keep_10, build_rs_ok, NULL, 0, VERIFY_INVALID, 11, -1,
+	 "log truncated below an exported checkpoint"},
 };
 
 static int write_file(const char *path, const char *data, size_t len)
@@ -2022,6 +2476,396 @@ static bool check_run_identity(char *why)
 	return true;
 }
 
+/* The restart counts: restarts, lines first signed at a restart, torn lines, gap, downtime. */
+static bool check_restart_details(char *why)
+{
+	static struct verify_result r;
+	struct verify_opts o = {.host_vkey = g.host_vkey};
+	struct log l = {0};
+	char log[128];
+	bool ok;
+
+	/* 1 | 2-6 | 7 cp | 8-9 | 10 torn | 11 writer_restart | 12 restart cp | 13-14 | 15 cp |
+	 * 16-17 | 18 writer_restart | 19 restart cp | 20 | 21 cp | 22 run_end | 23 final */
+	ok = write_case((build_rs_two_torn(&l), &l), log, sizeof(log), why);
+	log_free(&l);
+	if (!ok)
+		return false;
+	o.log = log;
+	verify_log(&o, &r);
+	EXPECT(r.status == VERIFY_OK && r.lines == 23 && r.restarts == 2 &&
+		       r.restart_unsealed == 5 && r.restart_torn == 1 && r.restart_gap == 0 &&
+		       r.first_restart_line == 11 && r.restart_downtime_us == 30400000,
+	       "two restarts, one torn line: expected exit 0, 23 lines, 2 restarts, 3+2 unsealed, "
+	       "1 torn, no gap, first at line 11, downtime 30.4 s; got exit %d, %" PRIu64
+	       ", %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64
+	       " us (%s)",
+	       r.status, r.lines, r.restarts, r.restart_unsealed, r.restart_torn, r.restart_gap,
+	       r.first_restart_line, r.restart_downtime_us, r.why);
+	ok = write_case((build_rs_torn_rec(&l), &l), log, sizeof(log), why);
+	log_free(&l);
+	if (!ok)
+		return false;
+	verify_log(&o, &r);
+	EXPECT(r.status == VERIFY_LOSS && r.restart_gap == 1 && r.declared_loss == 0 &&
+		       r.missing_kseq == 1 && r.n_missing == 1 && r.missing[0].first == 7,
+	       "a torn record: expected exit 3, restart_gap 1, nothing declared, kseq 7 missing; "
+	       "got exit %d, %" PRIu64 ", %" PRIu64 ", %" PRIu64 " (%s)",
+	       r.status, r.restart_gap, r.declared_loss, r.missing_kseq, r.why);
+	ok = write_case((build_basic(&l), &l), log, sizeof(log), why);
+	log_free(&l);
+	if (!ok)
+		return false;
+	verify_log(&o, &r);
+	EXPECT(r.status == VERIFY_OK && !r.restarts && !r.first_restart_line &&
+		       !r.restart_downtime_us,
+	       "a log without restarts: expected no restart counts, got %" PRIu64 " restarts",
+	       r.restarts);
+	return true;
+}
+
+/* VERIFY_RESTARTS_MAX restarts are read; one more is refused at its line. */
+static bool check_restart_bound(char *why)
+{
+	static struct verify_result r;
+	struct verify_opts o = {.host_vkey = g.host_vkey};
+	struct note_signer *key = NULL, *old = NULL;
+	struct log l = {0};
+	char log[128];
+	struct tw w;
+	bool ok;
+
+	/* 1 log_start | 2 kseq 0 | 3 cp | then writer_restart i at line 4 + 2i, its cp after */
+	tw_start(&w, &l, NULL, "run-a", g.host, g.run_a, 10);
+	tw_rec(&w, 0);
+	tw_checkpoint(&w, "lines");
+	for (int i = 0; i <= VERIFY_RESTARTS_MAX; i++) {
+		if (note_signer_generate("sluice/run-a", &key)) {
+			note_signer_free(old);
+			log_free(&l);
+			EXPECT(false, "cannot make a key");
+		}
+		tw_restart(&w, key, 0, 1);
+		note_signer_free(old);
+		old = key;
+	}
+	note_signer_free(old);
+	ok = write_case(&l, log, sizeof(log), why);
+	if (ok) {
+		o.log = log;
+		verify_log(&o, &r);
+		m_truncate(&l, l.n - 2);
+		ok = write_case(&l, log, sizeof(log), why);
+	}
+	log_free(&l);
+	if (!ok)
+		return false;
+	EXPECT(r.status == VERIFY_INVALID && r.err_line == 4 + 2 * VERIFY_RESTARTS_MAX &&
+		       strstr(r.why, "more than 1024 writer restarts"),
+	       "%d restarts: expected exit 1 at line %d, got exit %d at line %" PRIu64 ": %s",
+	       VERIFY_RESTARTS_MAX + 1, 4 + 2 * VERIFY_RESTARTS_MAX, r.status, r.err_line, r.why);
+	verify_log(&o, &r);
+	EXPECT(r.status == VERIFY_UNSEALED && r.restarts == VERIFY_RESTARTS_MAX &&
+		       r.unsealed_lines == 0,
+	       "%d restarts: expected exit 2 with all of them read, got exit %d, %" PRIu64
+	       " restarts (line %" PRIu64 ": %s)",
+	       VERIFY_RESTARTS_MAX, r.status, r.restarts, r.err_line, r.why);
+	return true;
+}
+
+struct lines_seen {
+	uint64_t n;
+	char first[32], last[32];
+};
+
+static void count_line(const struct jsonline *jl, void *ctx)
+{
+	struct lines_seen *s = ctx;
+	const struct jsonline_member *m = jsonline_get(jl, "type");
+
+	if (!s->n)
+		jsonline_decode(jl, &m->v, s->first, sizeof(s->first));
+	jsonline_decode(jl, &m->v, s->last, sizeof(s->last));
+	s->n++;
+}
+
+/* The tree root and last line hash of l's first n lines. */
+static void lines_state(const struct log *l, size_t n, uint8_t root[TLOG_HASH_SIZE],
+			uint8_t prev[TLOG_HASH_SIZE])
+{
+	struct tlog_tree t;
+
+	tlog_init(&t);
+	for (size_t i = 0; i < n; i++)
+		tlog_append(&t, l->l[i], strlen(l->l[i]));
+	tlog_root(&t, root);
+	tlog_sha256(l->l[n - 1], strlen(l->l[n - 1]), prev);
+}
+
+/*
+ * Resume the log l: verify_log in resume mode; exit 2 expected, and the state: lines (the
+ * torn one counted), torn, newline_missing, unsealed and kseq_high as given, the tree and prev
+ * those of l's lines, on_line called for every line but a torn one.
+ */
+static bool resume_expect(struct log *l, const char *what, uint64_t lines, uint64_t torn,
+			  bool newline_missing, uint64_t unsealed, uint64_t kseq_high,
+			  struct verify_state *st, char *why)
+{
+	static struct verify_result r;
+	struct lines_seen seen = {0};
+	struct verify_opts o = {.host_vkey = g.host_vkey,
+				.resume = true,
+				.on_line = count_line,
+				.ctx = &seen,
+				.state = st};
+	uint8_t root[TLOG_HASH_SIZE], want_root[TLOG_HASH_SIZE], want_prev[TLOG_HASH_SIZE];
+	char log[128];
+
+	if (!write_case(l, log, sizeof(log), why))
+		return false;
+	o.log = log;
+	memset(st, 0xa5, sizeof(*st));
+	verify_log(&o, &r);
+	EXPECT(r.status == VERIFY_UNSEALED, "%s: expected exit 2, got %d (line %" PRIu64 ": %s)",
+	       what, r.status, r.err_line, r.why);
+	EXPECT(st->lines == lines && st->torn == torn && st->newline_missing == newline_missing &&
+		       st->unsealed == unsealed && st->kseq_high == kseq_high && !st->segments &&
+		       !st->log_missing,
+	       "%s: expected %" PRIu64 " lines, torn %" PRIu64 ", newline_missing %d, unsealed "
+	       "%" PRIu64 ", kseq_high %" PRIu64 ", no segments; got %" PRIu64 ", %" PRIu64
+	       ", %d, %" PRIu64 ", %" PRIu64 ", %u segments, log_missing %d",
+	       what, lines, torn, newline_missing, unsealed, kseq_high, st->lines, st->torn,
+	       st->newline_missing, st->unsealed, st->kseq_high, st->segments, st->log_missing);
+	EXPECT(r.unsealed_lines == unsealed && !r.partial_line && r.lines == lines,
+	       "%s: expected the result to say %" PRIu64 " lines, %" PRIu64 " unsealed, no "
+	       "partial line; got %" PRIu64 ", %" PRIu64 ", %d",
+	       what, lines, unsealed, r.lines, r.unsealed_lines, r.partial_line);
+	lines_state(l, (size_t)lines, want_root, want_prev);
+	tlog_root(&st->tree, root);
+	EXPECT(st->tree.size == lines && !memcmp(root, want_root, sizeof(root)),
+	       "%s: the state's tree (size %" PRIu64 ") is not that of the %" PRIu64 " lines", what,
+	       st->tree.size, lines);
+	EXPECT(!memcmp(st->prev, want_prev, sizeof(want_prev)),
+	       "%s: the state's prev is not the SHA-256 of line %" PRIu64, what, lines);
+	EXPECT(seen.n == lines - (torn > 0) && !strcmp(seen.first, "log_start"),
+	       "%s: on_line called %" PRIu64 " times (first \"%s\"), expected %" PRIu64
+	       " from log_start",
+	       what, seen.n, seen.first, lines - (torn > 0));
+	return true;
+}
+
+/* A killed writer's log, and a torn record (kseq 7's) after it: 1 | 2-4 | 5 cp | 6-9 | 10 */
+static size_t build_killed_torn(struct log *l, struct tw *w)
+{
+	uint64_t k;
+
+	tw_start(w, l, NULL, "run-a", g.host, g.run_a, 10);
+	for (k = 0; k < 3; k++)
+		tw_rec(w, k);
+	tw_checkpoint(w, "lines");
+	for (; k < 7; k++)
+		tw_rec(w, k);
+	l->no_last_newline = true;
+	return tw_torn(w, false, 7);
+}
+
+/*
+ * Resume mode (sluice resume): the state after a clean cut, after a whole last line without its
+ * newline, after a torn last line, and after a checkpoint; the same log without resume.
+ */
+static bool check_resume_state(char *why)
+{
+	static struct verify_state st;
+	static struct verify_result r;
+	struct verify_opts o = {.host_vkey = g.host_vkey};
+	struct log l = {0};
+	char log[128];
+	struct tw w;
+	size_t torn;
+	bool ok;
+
+	/* build_killed: 1 log_start | 2-4 kseq 0-2 | 5 cp | 6-9 kseq 3-6 */
+	build_killed(&l);
+	ok = resume_expect(&l, "a clean cut", 9, 0, false, 4, 7, &st, why);
+	log_free(&l);
+	if (!ok)
+		return false;
+
+	build_killed(&l);
+	l.no_last_newline = true;
+	ok = resume_expect(&l, "a whole last line without \"\\n\"", 9, 0, true, 4, 7, &st, why);
+	log_free(&l);
+	if (!ok)
+		return false;
+	/* without resume, the same bytes are an incomplete line, counted unsealed */
+	o.log = log;
+	snprintf(log, sizeof(log), "%s/case%d.jsonl", g.dir, g.file_n);
+	verify_log(&o, &r);
+	EXPECT(r.status == VERIFY_UNSEALED && r.partial_line && r.lines == 8 &&
+		       r.unsealed_lines == 4,
+	       "the same without resume: expected exit 2, a partial line, 8 lines, 4 unsealed; "
+	       "got exit %d, %d, %" PRIu64 ", %" PRIu64,
+	       r.status, r.partial_line, r.lines, r.unsealed_lines);
+
+	torn = build_killed_torn(&l, &w);
+	ok = resume_expect(&l, "a torn last line", 10, torn, false, 5, 7, &st, why);
+	log_free(&l);
+	if (!ok)
+		return false;
+
+	build_killed(&l);
+	m_truncate(&l, 5);
+	ok = resume_expect(&l, "cut after a checkpoint", 5, 0, false, 0, 3, &st, why);
+	log_free(&l);
+	if (!ok)
+		return false;
+
+	/* a sealed log: verified as such, the state left alone (the caller refuses it) */
+	ok = write_case((build_basic(&l), &l), log, sizeof(log), why);
+	log_free(&l);
+	if (!ok)
+		return false;
+	o.resume = true;
+	o.state = &st;
+	memset(&st, 0xa5, sizeof(st));
+	verify_log(&o, &r);
+	EXPECT(r.status == VERIFY_OK && st.lines == 0xa5a5a5a5a5a5a5a5ull,
+	       "a sealed log in resume mode: expected exit 0 and the state untouched; got exit "
+	       "%d, state lines %" PRIu64,
+	       r.status, st.lines);
+
+	/* a torn first line: never a torn line */
+	log_push(&l, "{\"seq\":0,\"prev\":\"");
+	l.no_last_newline = true;
+	ok = write_case(&l, log, sizeof(log), why);
+	log_free(&l);
+	if (!ok)
+		return false;
+	verify_log(&o, &r);
+	EXPECT(r.status == VERIFY_INVALID && r.err_line == 1 && strstr(r.why, "not canonical"),
+	       "a torn first line in resume mode: expected exit 1 at line 1, got exit %d at line "
+	       "%" PRIu64 ": %s",
+	       r.status, r.err_line, r.why);
+	return true;
+}
+
+/*
+ * The resume round trip: a writer continued from the state a resume-mode verify gives (the torn
+ * line ended with "\n", a writer_restart saying torn and unsealed, its checkpoint, the run's
+ * end) writes a log that verifies, torn line and all.
+ */
+static bool check_resume_continue(char *why)
+{
+	static struct verify_state st;
+	static struct verify_result r;
+	struct verify_opts o = {.host_vkey = g.host_vkey, .resume = true, .state = &st};
+	struct log l = {0};
+	char log[128];
+	struct tw w;
+
+	build_killed_torn(&l, &w);
+	if (!write_case(&l, log, sizeof(log), why)) {
+		log_free(&l);
+		return false;
+	}
+	o.log = log;
+	verify_log(&o, &r);
+	if (r.status != VERIFY_UNSEALED) {
+		log_free(&l);
+		EXPECT(false, "resume: expected exit 2, got %d: %s", r.status, r.why);
+	}
+	/* the writer as sluice resume would set it up from the state */
+	w.tree = st.tree;
+	memcpy(w.prev, st.prev, sizeof(w.prev));
+	w.seq = st.lines;
+	w.last_cp = st.lines - st.unsealed;
+	l.no_last_newline = false;
+	/* kseq 7 went with the torn line: the kernel's next is 8, and 7 is the restart's gap */
+	tw_restart(&w, g.run_r1, st.torn, st.kseq_high + 1);
+	tw_rec(&w, 8);
+	tw_end_restarted(&w, 9, 0, 1);
+	o.resume = false;
+	o.state = NULL;
+	if (!write_case(&l, log, sizeof(log), why)) {
+		log_free(&l);
+		return false;
+	}
+	log_free(&l);
+	verify_log(&o, &r);
+	EXPECT(r.status == VERIFY_LOSS && r.restarts == 1 && r.restart_torn == 1 &&
+		       r.restart_unsealed == 5 && r.restart_gap == 1 && r.first_restart_line == 11,
+	       "the continued log: expected exit 3, 1 restart at line 11 after 1 torn line, 5 "
+	       "unsealed, gap 1; got exit %d, %" PRIu64 ", line %" PRIu64 ", %" PRIu64 ", %" PRIu64
+	       ", %" PRIu64 " (line %" PRIu64 ": %s)",
+	       r.status, r.restarts, r.first_restart_line, r.restart_torn, r.restart_unsealed,
+	       r.restart_gap, r.err_line, r.why);
+	return true;
+}
+
+/* Resume on rotated segments: the segments counted, and LOG missing said. */
+static bool check_resume_segments(char *why)
+{
+	static struct verify_state st;
+	static struct verify_result r;
+	struct verify_opts o = {.host_vkey = g.host_vkey, .resume = true, .state = &st};
+	struct log l = {0};
+	char log[128], seg[160];
+	bool ok = true;
+
+	/* build_rotated: rotate checkpoints at lines 7 and 13; LOG is lines 14-18 */
+	build_rotated(&l);
+	m_truncate(&l, 15);
+	g.file_n++;
+	snprintf(log, sizeof(log), "%s/case%d.jsonl", g.dir, g.file_n);
+	verify_segment_path(log, 1, true, seg, sizeof(seg));
+	ok = !write_lines(seg, &l, 0, 7, true);
+	verify_segment_path(log, 2, true, seg, sizeof(seg));
+	ok = ok && !write_lines(seg, &l, 7, 13, true) && !write_lines(log, &l, 13, 15, false);
+	if (!ok) {
+		log_free(&l);
+		EXPECT(false, "cannot write %s and its segments", log);
+	}
+	o.log = log;
+	verify_log(&o, &r);
+	EXPECT(r.status == VERIFY_UNSEALED && st.segments == 2 && !st.log_missing &&
+		       st.lines == 15 && st.unsealed == 2,
+	       "two segments and LOG: expected exit 2, 2 segments, 15 lines, 2 unsealed; got exit "
+	       "%d, %u, %" PRIu64 ", %" PRIu64 " (%s)",
+	       r.status, st.segments, st.lines, st.unsealed, r.why);
+	EXPECT(!unlink(log), "cannot remove %s", log);
+	log_free(&l);
+	verify_log(&o, &r);
+	EXPECT(r.status == VERIFY_UNSEALED && st.segments == 2 && st.log_missing &&
+		       st.lines == 13 && st.unsealed == 0,
+	       "two segments, no LOG: expected exit 2, 2 segments, LOG missing, 13 lines; got "
+	       "exit %d, %u, %d, %" PRIu64 " (%s)",
+	       r.status, st.segments, st.log_missing, st.lines, r.why);
+	return true;
+}
+
+/* on_line without resume: every line, in order. */
+static bool check_on_line(char *why)
+{
+	static struct verify_result r;
+	struct lines_seen seen = {0};
+	struct verify_opts o = {.host_vkey = g.host_vkey, .on_line = count_line, .ctx = &seen};
+	struct log l = {0};
+	char log[128];
+	bool ok = write_case((build_rs_torn(&l), &l), log, sizeof(log), why);
+
+	log_free(&l);
+	if (!ok)
+		return false;
+	o.log = log;
+	verify_log(&o, &r);
+	EXPECT(r.status == VERIFY_OK && seen.n == 16 && !strcmp(seen.first, "log_start") &&
+		       !strcmp(seen.last, "checkpoint"),
+	       "a restarted log of 17 lines, one torn: expected exit 0 and 16 lines from log_start "
+	       "to the seal; got exit %d, %" PRIu64 " lines, \"%s\" to \"%s\"",
+	       r.status, seen.n, seen.first, seen.last);
+	return true;
+}
+
 /*
  * verify_log in a child that SIGALRM ends after 10 s: a FIFO must not hang it. The child's exit
  * status is verify's; the why is passed back through a pipe.
@@ -2236,6 +3080,15 @@ static const struct {
 	{"certified: the run's start time and key hash, none when the cert fails",
 	 check_run_identity},
 	{"a FIFO at LOG, at a segment, as the checkpoints file: exit 4, not a hang", check_fifo},
+	{"writer restarts: restarts, unsealed and torn lines, gap, downtime",
+	 check_restart_details},
+	{"resume mode: the state after a clean cut, a line without \"\\n\", a torn line",
+	 check_resume_state},
+	{"resume mode: a writer continued from the state writes a log that verifies",
+	 check_resume_continue},
+	{"resume mode: rotated segments counted, LOG missing said", check_resume_segments},
+	{"on_line: every line but a torn one, in order", check_on_line},
+	{"1024 writer restarts read, the 1025th refused", check_restart_bound},
 	{"3000 kseqs a window apart: a few hundred bitmap words each, exact accounting",
 	 check_sparse_kseqs},
 	{"a 200000-line log verifies in bounded memory", check_big_log},
@@ -2247,7 +3100,9 @@ static int setup(void)
 	    note_signer_generate("test-host", &g.other_host) ||
 	    note_signer_generate("sluice/run-a", &g.run_a) ||
 	    note_signer_generate("sluice/run-a", &g.run_a2) ||
-	    note_signer_generate("sluice/run-b", &g.run_b))
+	    note_signer_generate("sluice/run-b", &g.run_b) ||
+	    note_signer_generate("sluice/run-a", &g.run_r1) ||
+	    note_signer_generate("sluice/run-a", &g.run_r2))
 		return -1;
 	note_signer_vkey(g.host, g.host_vkey, sizeof(g.host_vkey));
 	note_signer_vkey(g.other_host, g.other_vkey, sizeof(g.other_vkey));
@@ -2268,6 +3123,8 @@ static void teardown(void)
 	note_signer_free(g.run_a);
 	note_signer_free(g.run_a2);
 	note_signer_free(g.run_b);
+	note_signer_free(g.run_r1);
+	note_signer_free(g.run_r2);
 }
 
 int main(void)

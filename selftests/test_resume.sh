@@ -1,0 +1,395 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# sluice resume: a run whose sluice is SIGKILLed goes on under its pinned programs (P17), and
+# `sluice resume RUN_ID` takes it over. Run A: a workload that resolves a listed name and holds a
+# flow open across the kill; while no writer lives it is denied three times; after the resume its
+# DNS is answered again, the flow's line names its host and counts its bytes from both writers'
+# time, the denials made while the writer was dead are in the log, the checkpoints exported by
+# both writers verify against the log, and the run ends (and is cleaned up) when its cgroup
+# empties; a second resume while the first is alive is refused. Run B: refused resumes leave run
+# and log untouched (the writer still alive, another policy, a log that does not verify, no such
+# run); a torn last line and a sidecar cut mid-note are kept and mended; SIGTERM ends a resumed
+# run. Run C: records the dead writer's log: setting left out, and a flood past a one-page ring
+# buffer while nobody read it, are declared (restart_gap, loss: verify exit 3); rotation goes on
+# across the restart; a last line without its newline gets it. Run D: a cgroup of the run's name
+# but another id is refused; once it is gone, the run's end is written at once. Every log is
+# checked by sluice verify and by the independent checker (sl_logcheck.py).
+
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+require_root
+require_sluice
+topo_up
+
+# resume_start ID LOG [ARGS…]: sluice resume in the background; SL_RESUME_PID, its output in
+# $SL_TMP/resume-ID.{out,err}.
+resume_start() {
+	local id=$1 log=$2
+	shift 2
+	SL_RESUME_RC=
+	"$SLUICE" resume "$id" --log "$log" "$@" >"$SL_TMP/resume-$id.out" \
+		2>"$SL_TMP/resume-$id.err" </dev/null &
+	SL_RESUME_PID=$!
+	sl_track_pid "$SL_RESUME_PID"
+}
+
+# resume_wait TIMEOUT_S: SL_RESUME_RC, or 1 if it did not end.
+resume_wait() {
+	local i
+	for ((i = 0; i < $1 * 20; i++)); do
+		kill -0 "$SL_RESUME_PID" 2>/dev/null || break
+		sleep 0.05
+	done
+	kill -0 "$SL_RESUME_PID" 2>/dev/null && return 1
+	wait "$SL_RESUME_PID"
+	SL_RESUME_RC=$?
+}
+
+# resume_refused NAME ID LOG WHY [ARGS…]: sluice resume exits 125 saying WHY (a grep -E pattern),
+# and neither the log nor its sidecar changed.
+resume_refused() {
+	local name=$1 id=$2 log=$3 why=$4 before after rc
+	shift 4
+	before=$(cat "$log" "$log.checkpoints" 2>/dev/null | sha256sum)
+	"$SLUICE" resume "$id" --log "$log" "$@" >"$SL_TMP/refused.out" 2>"$SL_TMP/refused.err" \
+		</dev/null
+	rc=$?
+	after=$(cat "$log" "$log.checkpoints" 2>/dev/null | sha256sum)
+	if [[ $rc -eq 125 && $before == "$after" ]] && grep -qE "$why" "$SL_TMP/refused.err"; then
+		tap_ok "$name"
+	else
+		tap_fail "$name" "expected exit 125, \"$why\" on stderr and the log unchanged; got exit $rc, log $([[ $before == "$after" ]] && echo unchanged || echo changed)"
+		tap_diag_file "$SL_TMP/refused.err"
+	fi
+}
+
+# kill_writer: SIGKILL the background sluice run and reap it.
+kill_writer() {
+	kill -KILL "$SL_RUN_PID"
+	wait "$SL_RUN_PID" 2>/dev/null
+}
+
+# verify_is NAME WANT LOG [ARGS…]: sluice verify's exit status (the summary shown on failure).
+verify_is() {
+	local name=$1 want=$2 log=$3 rc
+	shift 3
+	"$SLUICE" verify "$log" "$@" >"$SL_TMP/verify.out" 2>&1
+	rc=$?
+	if [[ $rc -eq $want ]]; then
+		tap_ok "$name"
+	else
+		tap_fail "$name" "expected sluice verify to exit $want, got $rc"
+		tap_diag_file "$SL_TMP/verify.out"
+	fi
+}
+
+# field LOG TYPE KEY: KEY of the first line of TYPE ("" if none), rotated segments included.
+field() {
+	python3 - "$@" <<'PY'
+import glob, gzip, json, sys
+log, typ, key = sys.argv[1:4]
+def lines():
+    for seg in sorted(glob.glob(glob.escape(log) + ".[0-9]*[0-9].gz")):
+        yield from gzip.open(seg)
+    yield from open(log, "rb")
+for line in lines():
+    try:
+        o = json.loads(line)
+    except ValueError:
+        continue
+    if o.get("type") == typ:
+        v = o.get(key)
+        print("" if v is None else json.dumps(v) if not isinstance(v, (str, int)) else v)
+        break
+PY
+}
+
+# a file appears (the workload's way of saying where it is)
+# shellcheck disable=SC2317 # called through wait_until
+seen() { [[ -e $1 ]]; }
+# shellcheck disable=SC2317
+log_has() { [[ $(log_count "$@") -gt 0 ]]; }
+
+# ---------------------------------------------------------------------------------------------
+# Run A
+
+cat >"$SL_TMP/a.yaml" <<'EOF'
+default: deny
+rules:
+  - name: registry
+    hosts: ["registry.npmjs.org"]
+    ports: [80]
+    protocols: [tcp]
+EOF
+dns_upstream_start a --address=/registry.npmjs.org/198.51.100.10 || bail_out "cannot start dnsmasq"
+
+# The workload, in phases the test steps through with files in $SL_TMP: (1) resolve the listed
+# name, one whole flow of 100 bytes, a second flow opened with 50 bytes sent; "a-ready".
+# (2) once "a-dead" exists (sluice was killed): three denied connects; "a-denied". (3) once
+# "a-go" exists (resumed): resolve the name again, a third flow of 30 bytes, 70 more bytes on the
+# second flow, which then closes.
+workload_a=$(cat <<'PY'
+import os, socket, sys, time
+tmp, probe_name = sys.argv[1], "registry.npmjs.org"
+def wait_for(f):
+    while not os.path.exists(os.path.join(tmp, f)):
+        time.sleep(0.05)
+def mark(f):
+    open(os.path.join(tmp, f), "w").close()
+def resolve():
+    try:
+        return socket.getaddrinfo(probe_name, 80, socket.AF_INET, socket.SOCK_STREAM)[0][4][0]
+    except OSError as e:
+        return "err %s" % e
+def flow(addr, n):
+    s = socket.create_connection((addr, 80), timeout=3)
+    s.sendall(b"x" * n)
+    return s
+addr = resolve()
+print("resolved", addr, flush=True)
+s1 = flow(addr, 100); s1.close()
+s2 = flow(addr, 50)
+time.sleep(0.3)
+mark("a-ready")
+wait_for("a-dead")
+for _ in range(3):
+    s = socket.socket()
+    try:
+        s.connect(("198.51.100.20", 80)); print("dead: connected", flush=True)
+    except OSError as e:
+        print("dead: err", e.errno, flush=True)
+    s.close()
+mark("a-denied")
+wait_for("a-go")
+again = resolve()
+print("resolved again", again, flush=True)
+if again == addr:
+    s3 = flow(addr, 30); s3.close(); print("third flow ok", flush=True)
+s2.sendall(b"y" * 70)
+s2.close()
+print("done", flush=True)
+PY
+)
+log_a=$SL_TMP/a.jsonl
+exec 3>"$SL_TMP/a-first.cp"
+sluice_start "$SL_TMP/a.yaml" "$log_a" --netns "/run/netns/$SL_NS_RUN" \
+	--upstream "127.0.0.1:$SL_DNS_PORT" --checkpoint-fd 3 -- \
+	"${RUN_EXEC[@]}" python3 -c "$workload_a" "$SL_TMP"
+exec 3>&-
+id_a=$SL_RUN_ID
+pid_a=$SL_RUN_PID
+if ! wait_until 10000 seen "$SL_TMP/a-ready" ||
+	! wait_until 3000 log_has "$log_a" type=flow req_bytes=100; then
+	sluice_diag "$log_a"
+	bail_out "run A: the workload's first phase did not finish"
+fi
+resume_refused "a resume while the run's sluice is alive is refused" "$id_a" "$log_a" \
+	"writer is alive"
+kill_writer
+touch "$SL_TMP/a-dead"
+wait_until 5000 seen "$SL_TMP/a-denied" || bail_out "run A: no denials while the writer was dead"
+tap_is "P17: with no writer alive, connects to an unlisted host are still denied" \
+	"$(grep -c '^dead: err 1$' "$SL_OUT")" 3
+tap_check "P17: the run's pins outlive its writer" test -e "/sys/fs/bpf/sluice/$id_a/connect4"
+lines_dead=$(wc -l <"$log_a")
+
+exec 3>"$SL_TMP/a-second.cp"
+resume_start "$id_a" "$log_a" --checkpoint-fd 3 --upstream "127.0.0.1:$SL_DNS_PORT"
+exec 3>&-
+if ! wait_until 5000 log_has "$log_a" type=writer_restart; then
+	tap_diag_file "$SL_TMP/resume-$id_a.err"
+	bail_out "run A: sluice resume wrote no writer_restart"
+fi
+resume_refused "a second resume while the first is alive is refused" "$id_a" "$log_a" \
+	"writer is alive"
+touch "$SL_TMP/a-go"
+if resume_wait 20; then
+	tap_is "resume: exits 0 when the run's cgroup empties" "$SL_RESUME_RC" 0
+else
+	tap_fail "resume: exits 0 when the run's cgroup empties" "still running after 20 s"
+	sl_stop_pid "$SL_RESUME_PID"
+fi
+tap_diag_file "$SL_TMP/resume-$id_a.err"
+tap_check "resume: the workload's DNS is answered again (same address)" \
+	grep -qx 'resolved again 198.51.100.10' "$SL_OUT"
+tap_check "resume: the listed host is reached again" grep -qx 'third flow ok' "$SL_OUT"
+tap_is "writer_restart follows the lines the dead writer left" \
+	"$(field "$log_a" writer_restart seq)" "$lines_dead"
+tap_cmp "the denials made while no writer lived are in the log" \
+	"$(log_count "$log_a" type=decision decision=deny dst=198.51.100.20)" -eq 3
+tap_cmp "a dns line of the resumed resolver for the listed name" \
+	"$(log_count "$log_a" type=dns host=registry.npmjs.org decision=allow)" -ge 2
+tap_cmp "the flow open across the restart: one line, its host named, both writers' bytes" \
+	"$(log_count "$log_a" type=flow host=registry.npmjs.org req_bytes=120)" -eq 1
+tap_cmp "host_total sums the flows of both writers (100 + 120 + 30)" \
+	"$(log_count "$log_a" type=host_total host=registry.npmjs.org flows=3 req_bytes=250)" -eq 1
+tap_is "run_end: the command's status is unknown to a resumed writer" \
+	"$(log_count "$log_a" type=run_end exit_status=null 'why=cgroup emptied')" 1
+tap_is "run_end: nothing unaccounted across the restart" "$(field "$log_a" run_end restart_gap)" 0
+verify_is "run A: sluice verify exit 0" 0 "$log_a"
+verify_is "run A: ... and against both writers' exported checkpoints" 0 "$log_a" \
+	--checkpoints "$SL_TMP/a-first.cp" --checkpoints "$SL_TMP/a-second.cp"
+tap_check "run A: the independent checker accepts the log and its sidecar" \
+	log_well_formed "$log_a"
+tap_check "run A: cgroup, pins and links are gone" leftovers_check "$id_a" \
+	"$(log_run_start_field "$log_a" cgroup_id)"
+dns_upstream_stop
+
+# ---------------------------------------------------------------------------------------------
+# Run B: refusals, a torn line, a cut sidecar, SIGTERM
+
+cat >"$SL_TMP/b.yaml" <<'EOF'
+default: deny
+rules:
+  - name: test-host
+    cidrs: ["198.51.100.10/32"]
+    ports: [80]
+    protocols: [tcp]
+EOF
+cp "$SL_TMP/b.yaml" "$SL_TMP/b-copy.yaml"
+log_b=$SL_TMP/b.jsonl
+sluice_start "$SL_TMP/b.yaml" "$log_b" --checkpoint-lines 2 -- "${RUN_EXEC[@]}" sh -c \
+	"$SL_PROBE tcp 198.51.100.20 80; $SL_PROBE tcp 198.51.100.20 80; : >$SL_TMP/b-ready; sleep 60"
+id_b=$SL_RUN_ID
+wait_until 5000 seen "$SL_TMP/b-ready" || bail_out "run B did not start"
+wait_until 3000 log_has "$log_b" type=decision decision=deny || bail_out "run B: no denial logged"
+kill_writer
+echo "# a comment changes the digest" >>"$SL_TMP/b.yaml"
+resume_refused "a policy file that changed is refused (its SHA-256)" "$id_b" "$log_b" \
+	"is not the one run"
+resume_refused "... and so is another file with --policy" "$id_b" "$log_b" "is not the one run" \
+	--policy "$SL_TMP/a.yaml"
+resume_refused "no such run: refused" "no-such-run" "$log_b" "is the log of run|not pinned"
+cp "$log_b" "$SL_TMP/b.good"
+python3 - "$log_b" <<'PY'
+import sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+i = b.index(b'"comm":"', b.index(b'"type":"decision"')) + 8
+b[i] = ord("X") if b[i] != ord("X") else ord("Y")
+open(p, "wb").write(b)
+PY
+resume_refused "a log that does not verify is not continued" "$id_b" "$log_b" "does not verify" \
+	--policy "$SL_TMP/b-copy.yaml"
+cp "$SL_TMP/b.good" "$log_b"
+tap_check "refused resumes left the run alone: still pinned, still running" \
+	test -e "/sys/fs/bpf/sluice/$id_b/connect4" -a -n "$(cat "$(cg2_mount)/sluice/$id_b/cgroup.procs")"
+# a writer killed inside a write: half a line at the end, and the sidecar's last note cut short
+torn_seq=$(wc -l <"$log_b")
+torn=$(printf '{"seq":%d,"prev":"00' "$torn_seq")
+printf '%s' "$torn" >>"$log_b"
+truncate -s -7 "$log_b.checkpoints"
+resume_start "$id_b" "$log_b" --policy "$SL_TMP/b-copy.yaml"
+wait_until 5000 log_has "$log_b" type=writer_restart || tap_diag_file "$SL_TMP/resume-$id_b.err"
+kill -TERM "$SL_RESUME_PID"
+if resume_wait 15; then
+	tap_is "SIGTERM ends a resumed run: exit 128+15" "$SL_RESUME_RC" 143
+else
+	tap_fail "SIGTERM ends a resumed run: exit 128+15" "still running after 15 s"
+fi
+tap_diag_file "$SL_TMP/resume-$id_b.err"
+tap_is "the torn line stays, a line of its own, and writer_restart says how long it is" \
+	"$(field "$log_b" writer_restart torn)" "${#torn}"
+tap_is "... writer_restart comes right after it" "$(field "$log_b" writer_restart seq)" \
+	"$((torn_seq + 1))"
+tap_check "the sidecar's cut note was said on stderr" \
+	grep -q 'ends inside a note' "$SL_TMP/resume-$id_b.err"
+tap_is "run_end: why signal" "$(field "$log_b" run_end why)" signal
+verify_is "run B: sluice verify exit 0 (torn line and all)" 0 "$log_b"
+tap_check "run B: the independent checker accepts the log and the mended sidecar" \
+	log_well_formed "$log_b"
+tap_check "run B: cleaned up" leftovers_check "$id_b" "$(log_run_start_field "$log_b" cgroup_id)"
+
+# ---------------------------------------------------------------------------------------------
+# Run C: what the dead writer's log: left out, a flood while nobody read, rotation
+
+cat >"$SL_TMP/c.yaml" <<'EOF'
+default: deny
+rules:
+  - name: test-host
+    cidrs: ["198.51.100.10/32"]
+    ports: [80]
+    protocols: [tcp]
+log: [deny]
+EOF
+log_c=$SL_TMP/c.jsonl
+# five allowed connects (not logged), then, once sluice is dead, 300 denials: a one-page ring
+# buffer holds far fewer
+flood=$(cat <<'PY'
+import os, socket, sys, time
+tmp = sys.argv[1]
+for _ in range(5):
+    s = socket.create_connection(("198.51.100.10", 80), timeout=3); s.close()
+open(os.path.join(tmp, "c-ready"), "w").close()
+while not os.path.exists(os.path.join(tmp, "c-dead")):
+    time.sleep(0.05)
+for _ in range(300):
+    s = socket.socket()
+    try:
+        s.connect(("198.51.100.20", 80))
+    except OSError:
+        pass
+    s.close()
+open(os.path.join(tmp, "c-flooded"), "w").close()
+while not os.path.exists(os.path.join(tmp, "c-go")):
+    time.sleep(0.05)
+PY
+)
+sluice_start "$SL_TMP/c.yaml" "$log_c" --ringbuf-kib 4 --log-rotate-kib 1 --checkpoint-lines 2 -- \
+	"${RUN_EXEC[@]}" python3 -c "$flood" "$SL_TMP"
+id_c=$SL_RUN_ID
+wait_until 10000 seen "$SL_TMP/c-ready" || bail_out "run C did not start"
+sleep 0.5 # the writer is idle: the five allows have had their drain
+kill_writer
+touch "$SL_TMP/c-dead"
+wait_until 10000 seen "$SL_TMP/c-flooded" || bail_out "run C: the flood did not finish"
+segs=$(find "$SL_TMP" -maxdepth 1 -name 'c.jsonl.0*' | wc -l)
+# the last line's newline lost (a cut write that ended exactly there)
+[[ -s $log_c ]] && truncate -s -1 "$log_c"
+resume_start "$id_c" "$log_c" --log-rotate-kib 1
+wait_until 5000 log_has "$log_c" type=writer_restart || tap_diag_file "$SL_TMP/resume-$id_c.err"
+touch "$SL_TMP/c-go"
+resume_wait 20 || sl_stop_pid "$SL_RESUME_PID"
+tap_diag_file "$SL_TMP/resume-$id_c.err"
+tap_cmp "run C: the log had rotated before the kill" "$segs" -ge 1
+tap_cmp "... and rotates on after the restart" \
+	"$(find "$SL_TMP" -maxdepth 1 -name 'c.jsonl.0*.gz' | wc -l)" -gt "$segs"
+tap_is "restart_gap counts the five allows the dead writer's log: [deny] left out" \
+	"$(field "$log_c" run_end restart_gap)" 5
+tap_cmp "the flood while nobody read: loss declared after the restart" \
+	"$(field "$log_c" run_end lost)" -gt 0
+verify_is "run C: sluice verify exit 3 (intact, loss and the restart gap declared)" 3 "$log_c"
+tap_check "run C: verify says what went unaccounted across the restart" \
+	grep -q '5 kernel records unaccounted across the restart' "$SL_TMP/verify.out"
+tap_check "run C: the independent checker accepts the log" log_well_formed "$log_c"
+tap_check "run C: cleaned up" leftovers_check "$id_c" "$(log_run_start_field "$log_c" cgroup_id)"
+
+# ---------------------------------------------------------------------------------------------
+# Run D: the run's cgroup replaced while no writer lived, then removed
+
+log_d=$SL_TMP/d.jsonl
+sluice_start "$SL_TMP/b-copy.yaml" "$log_d" -- "${RUN_EXEC[@]}" sh -c \
+	"$SL_PROBE tcp 198.51.100.20 80; while [ ! -e $SL_TMP/d-dead ]; do sleep 0.05; done"
+id_d=$SL_RUN_ID
+wait_until 5000 log_has "$log_d" type=decision decision=deny || bail_out "run D: no denial logged"
+kill_writer
+touch "$SL_TMP/d-dead"
+cg_d=$(cg2_mount)/sluice/$id_d
+wait_until 5000 test -z "$(cat "$cg_d/cgroup.procs" 2>/dev/null)"
+rmdir "$cg_d" && mkdir "$cg_d"
+resume_refused "a cgroup of the run's name but not the run's (another id) is refused" "$id_d" \
+	"$log_d" "is not the run's"
+rmdir "$cg_d"
+resume_start "$id_d" "$log_d"
+resume_wait 10 || sl_stop_pid "$SL_RESUME_PID"
+tap_diag_file "$SL_TMP/resume-$id_d.err"
+tap_is "the run's cgroup already removed: resume writes the run's end at once (exit 0)" \
+	"${SL_RESUME_RC:-}" 0
+tap_is "... run_end says so" "$(field "$log_d" run_end why)" "cgroup removed"
+verify_is "run D: sluice verify exit 0" 0 "$log_d"
+tap_check "run D: the pins and links are gone" leftovers_check "$id_d" \
+	"$(log_run_start_field "$log_d" cgroup_id)"
+
+tap_done

@@ -1,0 +1,989 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The lines of a run's log, in the words a reader needs: each record of the kernel, each query
+ * the run's resolver answered, each loss the kernel counted, and the end of the run. Denials are
+ * also said on stderr as they happen, and the policy's alert_on conditions raised.
+ */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include "decision.h"
+#include "hosttotals.h"
+#include "records.h"
+#include "util.h"
+
+/* The kernel sequence numbers that have a line, and the first ranges of those that have none. */
+struct records_kseqs {
+	struct seqset set;
+	struct seqset_list missing;
+};
+
+static int64_t ts_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static struct timespec boot_to_realtime(const struct records *r, uint64_t boot_ns)
+{
+	int64_t real = (int64_t)boot_ns + r->boot_to_real_ns;
+	struct timespec ts = { .tv_sec = real / 1000000000, .tv_nsec = real % 1000000000 };
+
+	return ts;
+}
+
+/* Terminal-safe copy for stderr: control characters become '?'. */
+static void safe_text(char *out, size_t len, const char *in)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < len && in[i]; i++)
+		out[i] = (unsigned char)in[i] < 0x20 || in[i] == 0x7f ? '?' : in[i];
+	out[i] = '\0';
+}
+
+/* A notice for stderr, built whole and written with one write(): threads never interleave. */
+struct notice {
+	char buf[2048];
+	size_t len;
+};
+
+static void notice_add(struct notice *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void notice_add(struct notice *n, const char *fmt, ...)
+{
+	va_list ap;
+	int k;
+
+	if (n->len >= sizeof(n->buf) - 1)
+		return;
+	va_start(ap, fmt);
+	k = vsnprintf(n->buf + n->len, sizeof(n->buf) - n->len, fmt, ap);
+	va_end(ap);
+	/* Truncated notices are still written: a cut line beats no line. */
+	if (k > 0)
+		n->len = n->len + (size_t)k < sizeof(n->buf) ? n->len + (size_t)k : sizeof(n->buf) - 1;
+}
+
+/* request_access with {host} replaced by the percent-encoded destination. */
+static void notice_request_access(struct notice *n, const char *tmpl, const char *host)
+{
+	static const char unreserved[] = "-._~";
+	const char *p;
+
+	notice_add(n, "to request access: ");
+	for (p = tmpl; *p; p++) {
+		const char *h;
+
+		if (strncmp(p, "{host}", 6)) {
+			notice_add(n, "%c", (unsigned char)*p < 0x20 ? '?' : *p);
+			continue;
+		}
+		for (h = host; *h; h++) {
+			if (isalnum((unsigned char)*h) || strchr(unreserved, *h))
+				notice_add(n, "%c", *h);
+			else
+				notice_add(n, "%%%02X", (unsigned char)*h);
+		}
+		p += 5;
+	}
+	notice_add(n, "\n");
+}
+
+static void notice_write(struct notice *n)
+{
+	/* a truncated notice still ends its line */
+	if (n->len && n->buf[n->len - 1] != '\n')
+		n->buf[n->len - 1] = '\n';
+	if (write(STDERR_FILENO, n->buf, n->len) < 0)
+		return; /* stderr gone: the log still has every line */
+}
+
+
+/*
+ * An alert_on condition held: the alert goes to stderr, into the log, and to --alerts, a
+ * stream a security team can tail apart from the run's own output.
+ */
+static void raise_alert(struct records *r, const char *condition, const char *what)
+{
+	struct journal_line l;
+	struct timespec now;
+	struct notice n = { .len = 0 };
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	records_line(r, &l, "alert", &now);
+	journal_line_str(&l, "condition", condition);
+	journal_line_str(&l, "what", what);
+	if (r->alerts_fd >= 0 && !journal_line_finish(&l)) {
+		/* one write per line, O_APPEND: tailing readers never see half of one */
+		if (write(r->alerts_fd, l.buf, l.len) != (ssize_t)l.len)
+			fprintf(stderr, "sluice: writing alerts %s: %s\n", r->alerts_path,
+				strerror(errno));
+		l.len -= 2; /* reopen the object for the log's own copy */
+	}
+	records_write(r, &l);
+	notice_add(&n, "sluice alert (%s): %s\n", condition, what);
+	notice_write(&n);
+}
+
+/* A denial's notice, and the "deny" alerts it raises (its first line says what was denied). */
+static void notice_denial(struct records *r, struct notice *n)
+{
+	char first[512];
+	size_t i, len;
+
+	notice_write(n);
+	len = strcspn(n->buf, "\n");
+	if (len >= sizeof(first))
+		len = sizeof(first) - 1;
+	memcpy(first, n->buf, len);
+	first[len] = '\0';
+	for (i = 0; i < r->policy->n_alert_on; i++)
+		if (r->policy->alerts[i].kind == POLICY_ALERT_DENY)
+			raise_alert(r, r->policy->alert_on[i], first);
+}
+
+void records_journal_error(struct records *r, int err)
+{
+	if (r->journal_failed)
+		return;
+	r->journal_failed = true;
+	fprintf(stderr, "sluice: writing log %s: %s; enforcement continues\n", r->log_path,
+		strerror(-err));
+}
+
+void records_line(struct records *r, struct journal_line *l, const char *type,
+		  const struct timespec *ts)
+{
+	journal_line_begin(l, type, ts);
+	journal_line_str(l, "run_id", r->run_id);
+	journal_line_str(l, "task", r->task);
+}
+
+static void kseq_logged(struct records *r, uint64_t kseq);
+
+/* Write l; kseq: the sequence number of the kernel record it is the line of, or NULL. */
+static void write_record(struct records *r, struct journal_line *l, const uint64_t *kseq)
+{
+	int err = journal_write(r->journal, l);
+
+	if (err == -E2BIG) {
+		/* The record does not fit a line: say so in one that does, never drop it silently. */
+		struct journal_line a;
+		struct timespec now;
+
+		clock_gettime(CLOCK_REALTIME, &now);
+		records_line(r, &a, "anomaly", &now);
+		journal_line_str(&a, "what", "record too long for a log line");
+		journal_line_u64(&a, "size", l->len);
+		if (kseq)
+			journal_line_u64(&a, "kseq", *kseq); /* the record's line is this one */
+		err = journal_write(r->journal, &a);
+	}
+	if (err)
+		records_journal_error(r, err);
+	else if (kseq)
+		kseq_logged(r, *kseq);
+}
+
+void records_write(struct records *r, struct journal_line *l)
+{
+	write_record(r, l, NULL);
+}
+
+/* A kernel record's line: its "kseq" last, and the number noted as having a line. */
+static void write_kernel_line(struct records *r, struct journal_line *l, uint64_t kseq)
+{
+	journal_line_u64(l, "kseq", kseq);
+	write_record(r, l, &kseq);
+}
+
+/*
+ * kseq has its line. The numbers that never get one are listed at the end (loss_ranges); one
+ * that comes twice, or too late to be told from a lost one, is an anomaly (and makes the log
+ * fail verification at its line).
+ */
+static void kseq_logged(struct records *r, uint64_t kseq)
+{
+	struct journal_line l;
+	struct timespec now;
+	int err = seqset_add(&r->kseqs->set, kseq);
+
+	if (!err)
+		return;
+	clock_gettime(CLOCK_REALTIME, &now);
+	records_line(r, &l, "anomaly", &now);
+	journal_line_str(&l, "what", err == -EEXIST ? "kernel sequence number seen twice" :
+				     "kernel sequence number repeated or too far out of order");
+	journal_line_u64(&l, "record_kseq", kseq);
+	records_write(r, &l);
+}
+
+static int on_decision(const struct sl_decision_event *ev, void *ctx)
+{
+	struct records *r = ctx;
+	struct journal_line l;
+	struct decision_view v;
+	struct timespec ts = boot_to_realtime(r, ev->hdr.ts_ns);
+	char host_buf[256];
+	const char *host;
+
+	if (decision_view_init(&v, ev, r->policy)) {
+		records_line(r, &l, "anomaly", &ts);
+		journal_line_str(&l, "what", "decision record with out-of-range fields");
+		write_kernel_line(r, &l, ev->hdr.seq);
+		return 0;
+	}
+
+	host = resolver_host(r->resolver, ev->host_id, host_buf, sizeof(host_buf));
+	if (v.deny) {
+		struct notice n = { .len = 0 };
+		const char *what = v.enforced ? "egress denied" : "egress would be denied (report mode)";
+
+		__atomic_fetch_add(&r->denials, 1, __ATOMIC_RELAXED);
+		if (host)
+			notice_add(&n, "%s: %s [%s] (rule: %s) run_id=%s task=%s\n", what, host,
+				   v.dst_port, v.rule, r->run_id, r->task_text);
+		else
+			notice_add(&n, "%s: %s (rule: %s) run_id=%s task=%s\n", what, v.dst_port,
+				   v.rule, r->run_id, r->task_text);
+		if (r->policy->request_access && ev->reason != SL_REASON_BLACKHOLE && !v.surface)
+			notice_request_access(&n, r->policy->request_access, host ? host : v.dst);
+		notice_denial(r, &n);
+	}
+	if (v.deny ? !r->policy->log_deny : !r->policy->log_allow) {
+		r->unlogged++; /* the policy's log: list leaves it out; run_end counts it */
+		return 0;
+	}
+
+	records_line(r, &l, "decision", &ts);
+	journal_line_str(&l, "hook", v.hook);
+	journal_line_str(&l, "decision", v.decision);
+	journal_line_bool(&l, "enforced", v.enforced);
+	journal_line_str(&l, "rule", v.rule);
+	journal_line_str(&l, "reason", v.reason);
+	journal_line_str(&l, "family", v.family);
+	journal_line_str(&l, "proto", v.proto);
+	journal_line_str(&l, "host", host);
+	if (v.surface) {
+		/* a socket kind or option: no destination, say what was refused instead */
+		journal_line_str(&l, "what", v.dst_port);
+	} else {
+		journal_line_str(&l, "dst", v.dst);
+		if (v.dst_v4[0])
+			journal_line_str(&l, "dst_v4", v.dst_v4);
+		journal_line_u64(&l, "port", ev->port);
+	}
+	if (ev->hook == SL_HOOK_TC) {
+		/* a frame on the run's interface: no process or socket to name */
+		journal_line_u64(&l, "ifindex", ev->sock_cookie);
+	} else {
+		journal_line_u64(&l, "pid", ev->tgid);
+		journal_line_u64(&l, "tid", ev->pid);
+		journal_line_str(&l, "comm", v.comm);
+		journal_line_u64(&l, "cgroup_id", ev->cgroup_id);
+		journal_line_u64(&l, "sock_cookie", ev->sock_cookie);
+	}
+	write_kernel_line(r, &l, ev->hdr.seq);
+	return 0;
+}
+
+/*
+ * The server name a TLS flow's ClientHello carried, kept by socket cookie until the flow's line
+ * is written. Direct-mapped and bounded: a flow whose slot was reused by another gets "sni":null
+ * (never another flow's name: the cookie is compared).
+ */
+#define SNI_SLOTS 1024
+
+struct sni_slot {
+	uint64_t cookie;
+	char sni[SL_SNI_MAX + 1];
+};
+
+static void sni_remember(struct records *r, uint64_t cookie, const char *sni)
+{
+	if (!r->sni_cache)
+		r->sni_cache = calloc(SNI_SLOTS, sizeof(*r->sni_cache));
+	if (!r->sni_cache)
+		return;
+	r->sni_cache[cookie % SNI_SLOTS].cookie = cookie;
+	util_copy(r->sni_cache[cookie % SNI_SLOTS].sni, sizeof(r->sni_cache->sni), sni);
+}
+
+/* The flow's server name, or NULL; the slot is freed. Copies into buf. */
+static const char *sni_take(struct records *r, uint64_t cookie, char *buf, size_t len)
+{
+	struct sni_slot *s = r->sni_cache ? &r->sni_cache[cookie % SNI_SLOTS] : NULL;
+
+	if (!s || !cookie || s->cookie != cookie || util_copy(buf, len, s->sni))
+		return NULL;
+	s->cookie = 0;
+	return buf;
+}
+
+/*
+ * A TLS flow's server name was judged. A denial is enforced by dropping; destroying the socket
+ * makes the client fail now rather than after its retransmissions give up.
+ */
+static int on_tls(const struct sl_tls_event *ev, void *ctx)
+{
+	struct records *r = ctx;
+	struct journal_line l;
+	struct timespec ts = boot_to_realtime(r, ev->hdr.ts_ns);
+	char sni[SL_SNI_MAX + 1], host_buf[256], dst[INET6_ADDRSTRLEN], comm[64];
+	const char *host = resolver_host(r->resolver, ev->host_id, host_buf, sizeof(host_buf));
+	bool deny = ev->verdict == SL_VERDICT_DENY;
+	const char *killed = NULL;
+	size_t i;
+
+	for (i = 0; i < ev->sni_len; i++)
+		sni[i] = ev->sni[i] >= 0x20 && ev->sni[i] < 0x7f && ev->sni[i] != '"' ?
+				 ev->sni[i] : '?';
+	sni[i] = '\0';
+	inet_ntop(ev->family == AF_INET6 ? AF_INET6 : AF_INET, ev->addr, dst, sizeof(dst));
+	decision_safe_comm(comm, sizeof(comm), ev->comm);
+
+	if (deny && ev->enforced) {
+		int err = loader_kill_socket(r->loader, ev->sock_cookie, r->netns_fd, ev->tgid);
+
+		killed = !err ? "destroyed" : err == -EOPNOTSUPP ? "dropped (kernel cannot destroy "
+								     "sockets)" : "dropped";
+	}
+
+	records_line(r, &l, "tls", &ts);
+	journal_line_str(&l, "decision", deny ? "deny" : "allow");
+	journal_line_bool(&l, "enforced", ev->enforced);
+	journal_line_str(&l, "reason", decision_reason_name(ev->reason));
+	journal_line_str(&l, "host", host);
+	journal_line_str(&l, "sni", ev->sni_len ? sni : NULL);
+	if (!deny && ev->sni_len)
+		sni_remember(r, ev->sock_cookie, sni);
+	journal_line_str(&l, "dst", dst);
+	journal_line_u64(&l, "port", ev->port);
+	journal_line_u64(&l, "pid", ev->tgid);
+	journal_line_str(&l, "comm", comm);
+	journal_line_u64(&l, "sock_cookie", ev->sock_cookie);
+	if (killed)
+		journal_line_str(&l, "flow", killed);
+	write_kernel_line(r, &l, ev->hdr.seq);
+
+	if (deny) {
+		struct notice n = { .len = 0 };
+
+		__atomic_fetch_add(&r->denials, 1, __ATOMIC_RELAXED);
+		notice_add(&n, "%s: TLS to %s%s%s:%u named \"%s\", which did not resolve there "
+			       "(resolved for %s; %s) run_id=%s task=%s\n",
+			   ev->enforced ? "egress denied" : "egress would be denied (report mode)",
+			   ev->family == AF_INET6 ? "[" : "", dst, ev->family == AF_INET6 ? "]" : "",
+			   ev->port, ev->sni_len ? sni : "(no server name)", host ? host : "?",
+			   decision_reason_name(ev->reason), r->run_id, r->task_text);
+		notice_denial(r, &n);
+	}
+	return 0;
+}
+
+/* "allow where …" alerts on a finished flow. */
+static void flow_alerts(struct records *r, const struct sl_flow *f, const char *host, const char *dst,
+			const char *proto, uint64_t duration_ms)
+{
+	char what[512];
+	size_t i;
+
+	for (i = 0; i < r->policy->n_alert_on; i++) {
+		if (!policy_alert_flow_matches(&r->policy->alerts[i], f->req_bytes, f->resp_bytes,
+					       duration_ms))
+			continue;
+		util_fmt(what, sizeof(what),
+			 "flow to %s%s%s:%u/%s sent %llu bytes, received %llu, in %llu ms",
+			 host ? host : "", host ? " " : "", dst, f->port, proto,
+			 (unsigned long long)f->req_bytes, (unsigned long long)f->resp_bytes,
+			 (unsigned long long)duration_ms);
+		raise_alert(r, r->policy->alert_on[i], what);
+	}
+}
+
+static const char *cut_name(unsigned int cut)
+{
+	return cut == SL_CUT_REQUEST ? "max_request_bytes" :
+	       cut == SL_CUT_RESPONSE ? "max_response_bytes" :
+	       cut == SL_CUT_TOTAL_REQUEST ? "max_total_request_bytes" :
+	       cut == SL_CUT_TOTAL_RESPONSE ? "max_total_response_bytes" : NULL;
+}
+
+/* The cap a cut flow went past: its own (kept in the flow), or its host's total for the run. */
+static uint64_t cut_limit(const struct records *r, const struct sl_flow *f)
+{
+	const struct policy_rule *rule = f->rule_id ? &r->policy->rules[f->rule_id - 1] : NULL;
+
+	switch (f->cut) {
+	case SL_CUT_REQUEST:
+		return f->max_req - 1;
+	case SL_CUT_RESPONSE:
+		return f->max_resp - 1;
+	case SL_CUT_TOTAL_REQUEST:
+		return rule ? rule->max_total_request_bytes : 0;
+	default:
+		return rule ? rule->max_total_response_bytes : 0;
+	}
+}
+
+/*
+ * A flow that went past its rule's byte cap: the packet layer drops what would pass it; ending
+ * the socket makes the client fail now instead of retransmitting into the drop.
+ */
+static void flow_cut(struct records *r, const struct sl_flow_event *ev, const char *host,
+		     const char *dst, const char *proto, const char *rule)
+{
+	const struct sl_flow *f = &ev->flow;
+	struct timespec ts = boot_to_realtime(r, ev->hdr.ts_ns);
+	struct notice n = { .len = 0 };
+	struct journal_line l;
+	const char *how = "dropped";
+	uint64_t cap = cut_limit(r, f);
+	bool out = f->cut == SL_CUT_REQUEST || f->cut == SL_CUT_TOTAL_REQUEST;
+	bool total = f->cut == SL_CUT_TOTAL_REQUEST || f->cut == SL_CUT_TOTAL_RESPONSE;
+
+	if (f->protocol == IPPROTO_TCP) {
+		int err = loader_kill_socket(r->loader, ev->sock_cookie, r->netns_fd, f->tgid);
+
+		how = !err ? "destroyed" : "dropped";
+	}
+	records_line(r, &l, "flow_cut", &ts);
+	journal_line_str(&l, "host", host);
+	journal_line_str(&l, "dst", dst);
+	journal_line_u64(&l, "port", f->port);
+	journal_line_str(&l, "proto", proto);
+	journal_line_str(&l, "rule", rule);
+	journal_line_str(&l, "cap", cut_name(f->cut));
+	journal_line_u64(&l, "limit", cap);
+	journal_line_u64(&l, "req_bytes", f->req_bytes);
+	journal_line_u64(&l, "resp_bytes", f->resp_bytes);
+	journal_line_str(&l, "flow", how);
+	journal_line_u64(&l, "pid", f->tgid);
+	journal_line_u64(&l, "sock_cookie", ev->sock_cookie);
+	write_kernel_line(r, &l, ev->hdr.seq);
+
+	__atomic_fetch_add(&r->denials, 1, __ATOMIC_RELAXED);
+	notice_add(&n, "egress cut: %s%s%s:%u/%s after %llu bytes %s%s (%s: %llu) run_id=%s task=%s\n",
+		   host ? host : "", host ? " " : "", dst, f->port, proto,
+		   (unsigned long long)(out ? f->req_bytes : f->resp_bytes), out ? "sent" : "received",
+		   total ? " on this flow, the host's total for the run reached" : "",
+		   cut_name(f->cut), (unsigned long long)cap, r->run_id, r->task_text);
+	notice_denial(r, &n);
+}
+
+/* A flow ended: one line with what it carried, in the seed's shape. */
+static int on_flow(const struct sl_flow_event *ev, void *ctx)
+{
+	struct records *r = ctx;
+	const struct sl_flow *f = &ev->flow;
+	struct timespec ts = boot_to_realtime(r, ev->hdr.ts_ns);
+	char host_buf[256], dst[INET6_ADDRSTRLEN], comm[64], rule[128], proto[16];
+	char sni_buf[SL_SNI_MAX + 1];
+	const char *host = resolver_host(r->resolver, f->host_id, host_buf, sizeof(host_buf));
+	const char *sni = ev->end_ns ? sni_take(r, ev->sock_cookie, sni_buf, sizeof(sni_buf)) :
+				       NULL;
+	struct journal_line l;
+
+	if ((f->family != AF_INET && f->family != AF_INET6) || f->rule_id > r->policy->n_rules ||
+	    f->cut > SL_CUT_TOTAL_RESPONSE || (!ev->end_ns && !f->cut)) {
+		records_line(r, &l, "anomaly", &ts);
+		journal_line_str(&l, "what", "flow record with out-of-range fields");
+		write_kernel_line(r, &l, ev->hdr.seq);
+		return 0;
+	}
+	inet_ntop(f->family, f->addr, dst, sizeof(dst));
+	decision_safe_comm(comm, sizeof(comm), f->comm);
+	if (f->rule_id)
+		policy_rule_name(r->policy, f->rule_id - 1, rule, sizeof(rule));
+	else
+		util_copy(rule, sizeof(rule), "default");
+	if (f->protocol == IPPROTO_TCP || f->protocol == IPPROTO_UDP)
+		util_copy(proto, sizeof(proto), f->protocol == IPPROTO_TCP ? "tcp" : "udp");
+	else
+		util_fmt(proto, sizeof(proto), "ip-%u", f->protocol);
+
+	if (!ev->end_ns) {
+		flow_cut(r, ev, host, dst, proto, rule);
+		return 0;
+	}
+	records_line(r, &l, "flow", &ts);
+	journal_line_str(&l, "host", host);
+	journal_line_str(&l, "sni", sni);
+	journal_line_str(&l, "dst", dst);
+	journal_line_u64(&l, "port", f->port);
+	journal_line_str(&l, "proto", proto);
+	journal_line_str(&l, "decision", "allow");
+	journal_line_str(&l, "rule", rule);
+	journal_line_u64(&l, "req_bytes", f->req_bytes);
+	journal_line_u64(&l, "resp_bytes", f->resp_bytes);
+	journal_line_u64(&l, "duration_ms",
+			 ev->end_ns > f->start_ns ? (ev->end_ns - f->start_ns) / 1000000 : 0);
+	if (f->cut)
+		journal_line_str(&l, "cut", cut_name(f->cut));
+	journal_line_u64(&l, "pid", f->tgid);
+	journal_line_str(&l, "comm", comm);
+	journal_line_u64(&l, "sock_cookie", ev->sock_cookie);
+	write_kernel_line(r, &l, ev->hdr.seq);
+	if (r->totals)
+		hosttotals_add(r->totals, f);
+	flow_alerts(r, f, host, dst, proto,
+		    ev->end_ns > f->start_ns ? (ev->end_ns - f->start_ns) / 1000000 : 0);
+	return 0;
+}
+
+/* True unless the same name was announced within the last two seconds. */
+static bool notice_name_is_new(struct records *r, const char *name)
+{
+	int64_t now = ts_ns(CLOCK_MONOTONIC);
+	bool fresh;
+
+	pthread_mutex_lock(&r->notice_lock);
+	fresh = strcmp(r->last_denied_name, name) || now - r->last_denied_ns > 2000000000LL;
+	if (fresh) {
+		util_copy(r->last_denied_name, sizeof(r->last_denied_name), name);
+		r->last_denied_ns = now;
+	}
+	pthread_mutex_unlock(&r->notice_lock);
+	return fresh;
+}
+
+/* One query the run's resolver answered (called from its threads). */
+void records_on_dns(const struct resolver_event *ev, void *ctx)
+{
+	struct records *r = ctx;
+	struct journal_line l;
+	struct timespec now;
+	char name[DNS_NAME_MAX];
+	bool deny = !strcmp(ev->decision, "deny"), refused = !strcmp(ev->decision, "refused");
+	struct notice n = { .len = 0 };
+	const char *what;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	records_line(r, &l, "dns", &now);
+	journal_line_str(&l, "host", ev->name);
+	journal_line_str(&l, "qtype", ev->qtype);
+	journal_line_str(&l, "decision", ev->decision);
+	journal_line_bool(&l, "enforced", ev->enforced);
+	journal_line_str(&l, "rule", ev->rule);
+	journal_line_str(&l, "rcode", ev->rcode);
+	journal_line_str(&l, "transport", ev->transport);
+	if (ev->who) {
+		char comm[64];
+
+		decision_safe_comm(comm, sizeof(comm), ev->who->comm);
+		journal_line_u64(&l, "pid", ev->who->tgid);
+		journal_line_u64(&l, "tid", ev->who->pid);
+		journal_line_str(&l, "comm", comm);
+	}
+	journal_line_strv(&l, "answers", (char *const *)ev->answers, ev->n_answers);
+	journal_line_strv(&l, "cname", (char *const *)ev->chain, ev->n_chain);
+	if (ev->why)
+		journal_line_str(&l, "why", ev->why);
+	records_write(r, &l);
+
+	if (!deny && !refused)
+		return;
+	__atomic_fetch_add(&r->denials, 1, __ATOMIC_RELAXED);
+	/* A client asks for A and AAAA at once: one notice per name, the log keeps both. */
+	if (!notice_name_is_new(r, ev->name))
+		return;
+	safe_text(name, sizeof(name), ev->name);
+	what = ev->enforced ? "egress denied" : "egress would be denied (report mode)";
+	if (deny) {
+		notice_add(&n, "%s: %s (rule: %s) run_id=%s task=%s\n", what, name, ev->rule,
+			   r->run_id, r->task_text);
+		if (r->policy->request_access)
+			notice_request_access(&n, r->policy->request_access, name);
+	} else {
+		notice_add(&n, "%s: %s (answer refused: %s) run_id=%s task=%s\n", what, name,
+			   ev->why ? ev->why : "", r->run_id, r->task_text);
+	}
+	notice_denial(r, &n);
+}
+
+static void on_malformed(const char *why, size_t size, void *ctx)
+{
+	struct records *r = ctx;
+	struct journal_line l;
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	records_line(r, &l, "anomaly", &now);
+	journal_line_str(&l, "what", "malformed ring-buffer record");
+	journal_line_str(&l, "why", why);
+	journal_line_u64(&l, "size", size);
+	records_write(r, &l);
+}
+
+/*
+ * Turn any increase of the kernel's failed-reservation counters into loss records. Each says
+ * which numbers the records it counts can have: all are below its "kseq_below".
+ */
+static void report_loss(struct records *r)
+{
+	uint64_t lost[SL_HOOK_MAX], below, all = 0;
+	struct journal_line l;
+	struct timespec now;
+	bool changed = false;
+	int hook, err;
+
+	err = loader_lost_counts(r->loader, lost);
+	if (err) {
+		clock_gettime(CLOCK_REALTIME, &now);
+		records_line(r, &l, "anomaly", &now);
+		journal_line_str(&l, "what", "cannot read the loss counters");
+		journal_line_str(&l, "why", strerror(-err));
+		records_write(r, &l);
+		return;
+	}
+	for (hook = 0; hook < SL_HOOK_MAX; hook++) {
+		changed |= lost[hook] != r->lost_reported[hook];
+		all += lost[hook];
+	}
+	if (!changed)
+		return;
+	/*
+	 * The next sequence number, read AFTER the counters, is above every record they count: a
+	 * program takes its number (event_hdr_init's fetch-and-add, fully ordered) before its
+	 * reservation fails and the counter goes up (event_count_loss), so a failure we saw
+	 * counted had taken its number before our first read, and the second read sees it. The
+	 * fence keeps our two reads in that order on weakly ordered CPUs. Read the other way
+	 * round, a failure between the reads would be counted with a number at or above the bound.
+	 */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	below = loader_next_seq(r->loader);
+	for (hook = 0; hook < SL_HOOK_MAX; hook++) {
+		if (lost[hook] == r->lost_reported[hook])
+			continue;
+		clock_gettime(CLOCK_REALTIME, &now);
+		records_line(r, &l, "loss", &now);
+		journal_line_str(&l, "hook", decision_hook_name(hook));
+		journal_line_u64(&l, "count", lost[hook] - r->lost_reported[hook]);
+		journal_line_u64(&l, "total", lost[hook]);
+		/* each counted record has its own number below it; 0 means the read failed */
+		if (below >= all)
+			journal_line_u64(&l, "kseq_below", below);
+		records_write(r, &l);
+		fprintf(stderr, "sluice: %llu %s records lost (ring buffer full); counted in the log\n",
+			(unsigned long long)(lost[hook] - r->lost_reported[hook]),
+			decision_hook_name(hook));
+		r->lost_reported[hook] = lost[hook];
+	}
+}
+
+void records_drain(struct records *r)
+{
+	int err = events_consume(r->events);
+
+	if (err < 0 && err != -EINTR)
+		fprintf(stderr, "sluice: reading ring buffer: %s\n", strerror(-err));
+	report_loss(r);
+	err = journal_flush(r->journal);
+	if (err)
+		records_journal_error(r, err);
+}
+/*
+ * The kernel sequence numbers below next_seq that have no line, as ranges a verifier compares
+ * with the log: lost in the kernel (the loss records count them), left out by the policy's
+ * log: setting, or malformed (run_end's unlogged counts those two), so "missing" is lost +
+ * unlogged. Written once, after the last drain, when no record is in flight; only when some
+ * number is missing. The first ranges, as many as fit the line (at most SEQSET_RANGES_LISTED);
+ * "truncated" says more exist.
+ */
+static void write_loss_ranges(struct records *r, uint64_t next_seq)
+{
+	/* what a line holds besides the body built here: {"seq":N,"prev":"<64 hex>", */
+	static const size_t head = 128, tail = sizeof(",\"ranges\":[],\"truncated\":false}\n");
+	struct records_kseqs *k = r->kseqs;
+	uint64_t vals[2 * SEQSET_RANGES_LISTED];
+	struct journal_line l;
+	struct timespec now;
+	size_t n, room;
+	char num[48];
+
+	seqset_finish(&k->set, next_seq);
+	if (!k->set.missing)
+		return;
+	clock_gettime(CLOCK_REALTIME, &now);
+	records_line(r, &l, "loss_ranges", &now);
+	journal_line_u64(&l, "missing", k->set.missing);
+	room = l.len + head + tail < JOURNAL_LINE_MAX ? JOURNAL_LINE_MAX - l.len - head - tail : 0;
+	for (n = 0; n < k->missing.n; n++) {
+		int w = snprintf(num, sizeof(num), ",%" PRIu64 ",%" PRIu64, k->missing.r[n].first,
+				 k->missing.r[n].last);
+
+		if (w < 0 || (size_t)w > room)
+			break;
+		room -= (size_t)w;
+		vals[2 * n] = k->missing.r[n].first;
+		vals[2 * n + 1] = k->missing.r[n].last;
+	}
+	journal_line_u64v(&l, "ranges", vals, 2 * n);
+	journal_line_bool(&l, "truncated", n < k->missing.total);
+	records_write(r, &l);
+}
+
+static void write_host_total(const struct hosttotal *h, void *ctx)
+{
+	struct records *r = ctx;
+	char host_buf[256], dst[INET6_ADDRSTRLEN], rule[128];
+	const char *host = h->host_id ? resolver_host(r->resolver, h->host_id, host_buf,
+						      sizeof(host_buf)) : NULL;
+	struct journal_line l;
+	struct timespec now;
+
+	if (h->rule_id)
+		policy_rule_name(r->policy, h->rule_id - 1, rule, sizeof(rule));
+	else
+		util_copy(rule, sizeof(rule), "default");
+	clock_gettime(CLOCK_REALTIME, &now);
+	records_line(r, &l, "host_total", &now);
+	journal_line_str(&l, "host", host);
+	if (h->host_id)
+		journal_line_str(&l, "dst", NULL);
+	else
+		journal_line_str(&l, "dst", inet_ntop(h->family, h->addr, dst, sizeof(dst)));
+	journal_line_str(&l, "rule", rule);
+	journal_line_u64(&l, "flows", h->flows);
+	journal_line_u64(&l, "req_bytes", h->req_bytes);
+	journal_line_u64(&l, "resp_bytes", h->resp_bytes);
+	records_write(r, &l);
+}
+
+/*
+ * One line per (rule, host) the run's finished flows went to, with what they carried in all:
+ * the per-(run, host) counts, whether or not the rule caps them.
+ */
+static void write_host_totals(struct records *r)
+{
+	struct journal_line l;
+	struct timespec now;
+
+	if (!r->totals)
+		return;
+	hosttotals_each(r->totals, write_host_total, r);
+	if (!hosttotals_untracked(r->totals))
+		return;
+	clock_gettime(CLOCK_REALTIME, &now);
+	records_line(r, &l, "anomaly", &now);
+	journal_line_str(&l, "what", "flows to more hosts than host_total lines are kept for");
+	journal_line_u64(&l, "flows", hosttotals_untracked(r->totals));
+	records_write(r, &l);
+}
+
+/*
+ * Kernel records no line and no count accounts for, across a writer restart: records a dead
+ * writer took from the ring buffer and never wrote, and those its log: setting left out (its
+ * unlogged count died with it). After the last drain, from the numbers that have no line.
+ */
+static uint64_t restart_gap(const struct records *r, uint64_t lost, uint64_t unlogged)
+{
+	uint64_t explained = lost + unlogged;
+
+	return r->kseqs->set.missing > explained ? r->kseqs->set.missing - explained : 0;
+}
+
+void records_end(struct records *r, bool has_status, int status, const char *why)
+{
+	const struct events_stats *st = events_stats(r->events);
+	struct journal_line l;
+	struct timespec now;
+	uint64_t lost = 0, next_seq;
+	int hook;
+
+	write_host_totals(r);
+	for (hook = 0; hook < SL_HOOK_MAX; hook++)
+		lost += r->lost_reported[hook];
+	/*
+	 * Every sequence number the kernel handed out is a record received, malformed or counted
+	 * lost; anything else means records vanished without being counted. (A resumed writer
+	 * cannot tell: what the dead one received died with it, and restart_gap says what is left.)
+	 */
+	next_seq = loader_next_seq(r->loader);
+	if (!r->resumed && next_seq != st->received + st->malformed + lost) {
+		clock_gettime(CLOCK_REALTIME, &now);
+		records_line(r, &l, "anomaly", &now);
+		journal_line_str(&l, "what", "records unaccounted for");
+		journal_line_u64(&l, "kseq_next", next_seq);
+		journal_line_u64(&l, "accounted", st->received + st->malformed + lost);
+		records_write(r, &l);
+	}
+	write_loss_ranges(r, next_seq);
+	clock_gettime(CLOCK_REALTIME, &now);
+	records_line(r, &l, "run_end", &now);
+	journal_line_str(&l, "why", why);
+	if (has_status)
+		journal_line_i64(&l, "exit_status", status);
+	else
+		journal_line_str(&l, "exit_status", NULL);
+	journal_line_u64(&l, "records", r->restored_records + st->received);
+	journal_line_u64(&l, "lost", lost);
+	journal_line_u64(&l, "malformed", st->malformed);
+	/* kernel records with no line of their own: left out by the policy's log:, or malformed */
+	journal_line_u64(&l, "unlogged", r->unlogged + st->malformed);
+	if (r->resumed)
+		journal_line_u64(&l, "restart_gap",
+				 restart_gap(r, lost, r->unlogged + st->malformed));
+	journal_line_u64(&l, "denials", r->denials);
+	journal_line_u64(&l, "kseq_next", next_seq);
+	journal_line_i64(&l, "duration_ms",
+			 (now.tv_sec - r->started_at.tv_sec) * 1000 +
+				 (now.tv_nsec - r->started_at.tv_nsec) / 1000000);
+	records_write(r, &l);
+}
+
+const struct events_handlers records_handlers = {
+	.decision = on_decision,
+	.tls = on_tls,
+	.flow = on_flow,
+	.malformed = on_malformed,
+};
+
+int records_init(struct records *r)
+{
+	int err;
+
+	err = -pthread_mutex_init(&r->notice_lock, NULL);
+	if (err)
+		return err;
+	util_copy(r->task_text, sizeof(r->task_text), "-");
+	if (r->task)
+		safe_text(r->task_text, sizeof(r->task_text), r->task);
+	r->boot_to_real_ns = ts_ns(CLOCK_REALTIME) - ts_ns(CLOCK_BOOTTIME);
+	r->totals = hosttotals_new();
+	r->kseqs = calloc(1, sizeof(*r->kseqs));
+	err = r->totals && r->kseqs ? 0 : -ENOMEM;
+	if (!err)
+		err = seqset_init(&r->kseqs->set, seqset_list_add, &r->kseqs->missing);
+	if (err) {
+		free(r->kseqs);
+		r->kseqs = NULL;
+		hosttotals_free(r->totals);
+		r->totals = NULL;
+		pthread_mutex_destroy(&r->notice_lock);
+	}
+	return err;
+}
+
+void records_free(struct records *r)
+{
+	if (!r->totals)
+		return; /* never initialised */
+	free(r->sni_cache);
+	r->sni_cache = NULL;
+	if (r->kseqs)
+		seqset_free(&r->kseqs->set);
+	free(r->kseqs);
+	r->kseqs = NULL;
+	hosttotals_free(r->totals);
+	r->totals = NULL;
+	pthread_mutex_destroy(&r->notice_lock);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* A resumed writer: the state the dead writer's lines leave */
+
+static bool type_is(const struct jsonline *jl, const char *type)
+{
+	return jsonline_type_is(jl, type);
+}
+
+static bool str_is(const struct jsonline *jl, const char *key, const char *val)
+{
+	const struct jsonline_member *m = jsonline_get(jl, key);
+
+	return m && m->v.kind == JSONLINE_STRING && jsonline_str_is(jl, &m->v, val);
+}
+
+/* The rule a log line names (its "rule"), as a rule id: 1-based, 0 for "default"; -1 unknown. */
+static long rule_id_named(const struct records *r, const struct jsonline *jl)
+{
+	char name[128], want[128];
+	size_t i;
+
+	if (jsonline_str(jl, "rule", name, sizeof(name)) < 0)
+		return -1;
+	if (!strcmp(name, "default"))
+		return 0;
+	for (i = 0; i < r->policy->n_rules; i++)
+		if (policy_rule_name(r->policy, i, want, sizeof(want)) && !strcmp(want, name))
+			return (long)i + 1;
+	return -1;
+}
+
+/* A flow line's bytes, for its host's host_total line. */
+static void restore_flow_total(struct records *r, const struct jsonline *jl)
+{
+	struct sl_flow f = {};
+	char host[DNS_NAME_MAX], dst[INET6_ADDRSTRLEN];
+	uint64_t req, resp;
+	long rule = rule_id_named(r, jl);
+
+	if (rule < 0 || jsonline_u64(jl, "req_bytes", &req) || jsonline_u64(jl, "resp_bytes", &resp))
+		return;
+	f.rule_id = (__u16)rule;
+	f.req_bytes = req;
+	f.resp_bytes = resp;
+	if (jsonline_str(jl, "host", host, sizeof(host)) > 0)
+		f.host_id = resolver_host_id(r->resolver, host);
+	if (jsonline_str(jl, "dst", dst, sizeof(dst)) > 0) {
+		if (inet_pton(AF_INET, dst, f.addr) == 1)
+			f.family = AF_INET;
+		else if (inet_pton(AF_INET6, dst, f.addr) == 1)
+			f.family = AF_INET6;
+	}
+	if (f.host_id || f.family)
+		hosttotals_add(r->totals, &f);
+}
+
+void records_restore_line(struct records *r, const struct jsonline *jl)
+{
+	char sni[SL_SNI_MAX + 1], hook[32];
+	uint64_t kseq, total, cookie;
+	int h;
+
+	r->resumed = true;
+	if (!jsonline_u64(jl, "kseq", &kseq)) {
+		r->restored_records++;
+		/* verify accepted the log: every number comes once, within the window */
+		seqset_add(&r->kseqs->set, kseq);
+	}
+	if (type_is(jl, "loss")) {
+		/* the counters live in the kernel: the new writer declares only what is new */
+		if (jsonline_str(jl, "hook", hook, sizeof(hook)) < 0 || jsonline_u64(jl, "total", &total))
+			return;
+		for (h = 0; h < SL_HOOK_MAX; h++)
+			if (!strcmp(decision_hook_name((unsigned int)h), hook))
+				r->lost_reported[h] = total;
+		return;
+	}
+	if ((type_is(jl, "decision") && str_is(jl, "decision", "deny")) ||
+	    (type_is(jl, "tls") && str_is(jl, "decision", "deny")) || type_is(jl, "flow_cut") ||
+	    (type_is(jl, "dns") && (str_is(jl, "decision", "deny") ||
+				    str_is(jl, "decision", "refused")))) {
+		r->denials++;
+		return;
+	}
+	if (type_is(jl, "tls") && !jsonline_u64(jl, "sock_cookie", &cookie) &&
+	    jsonline_str(jl, "sni", sni, sizeof(sni)) > 0) {
+		sni_remember(r, cookie, sni);
+		return;
+	}
+	if (type_is(jl, "flow")) {
+		if (!jsonline_u64(jl, "sock_cookie", &cookie))
+			sni_take(r, cookie, sni, sizeof(sni));
+		restore_flow_total(r, jl);
+	}
+}

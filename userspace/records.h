@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * What a run's log says: every kernel record, DNS answer and loss count becomes a line (and a
+ * denial a notice on stderr, an alert where the policy's alert_on asks), and the run ends with
+ * its host totals, the kernel sequence numbers that have no line, and run_end. Shared by the two
+ * writers a run's log can have: sluice run, and sluice resume after the first one died — which
+ * first rebuilds this state from the lines the dead writer left (records_restore_line).
+ */
+#ifndef SLUICE_RECORDS_H
+#define SLUICE_RECORDS_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+#include <linux/types.h>
+
+#include "../bpf/sluice.h"
+#include "../policy/policy.h"
+#include "dns.h"
+#include "events.h"
+#include "journal.h"
+#include "jsonline.h"
+#include "loader.h"
+#include "resolver.h"
+#include "seqset.h"
+
+#define RECORDS_TASK_MAX 256
+
+struct hosttotals;
+struct sni_slot;
+struct records_kseqs;
+
+struct records {
+	/* Set by the writer before use; borrowed. */
+	const char *run_id;
+	const char *task;	 /* --task, or NULL */
+	const char *log_path;	 /* for messages */
+	const char *alerts_path; /* --alerts, or NULL */
+	const struct policy *policy;
+	struct resolver *resolver; /* may be NULL: hosts are then unnamed */
+	struct loader *loader;
+	struct events *events;
+	struct journal *journal;
+	int netns_fd;  /* the run's namespace, for destroying its sockets; -1: the process's */
+	int alerts_fd; /* --alerts, or -1 */
+	struct timespec started_at; /* run_start's time, for run_end's duration */
+
+	/* Kept here. */
+	char task_text[RECORDS_TASK_MAX + 1]; /* the task made safe for stderr notices, or "-" */
+	pthread_mutex_t notice_lock; /* the last DNS denial announced, shared with resolver threads */
+	char last_denied_name[DNS_NAME_MAX];
+	int64_t last_denied_ns;
+	int64_t boot_to_real_ns; /* CLOCK_REALTIME - CLOCK_BOOTTIME, to date kernel timestamps */
+	uint64_t lost_reported[SL_HOOK_MAX];
+	uint64_t denials;
+	uint64_t unlogged; /* decision records the policy's log: setting leaves out */
+	struct records_kseqs *kseqs; /* the ring-buffer reader's (main) thread only */
+	bool journal_failed;
+	struct sni_slot *sni_cache; /* server names of open TLS flows, for their flow lines */
+	struct hosttotals *totals;  /* bytes per (rule, host), for the host_total lines */
+
+	/* A resumed writer: what the dead one's lines account for (records_restore_line). */
+	bool resumed;
+	uint64_t restored_records; /* lines of kernel records (those with a kseq) */
+};
+
+/* Initialise the writer's own state (after the fields above are set). Returns 0 or -errno. */
+int records_init(struct records *r);
+/* Free what records_init and the records made. Accepts a zeroed struct. */
+void records_free(struct records *r);
+
+/* The ring-buffer handlers (ctx: the struct records). */
+extern const struct events_handlers records_handlers;
+/* The resolver's per-query callback (ctx: the struct records). */
+void records_on_dns(const struct resolver_event *ev, void *ctx);
+
+/* Start a line of the run: ts, type, run_id and task. */
+void records_line(struct records *r, struct journal_line *l, const char *type,
+		  const struct timespec *ts);
+/* Write a line; a failure of the log is said once on stderr (enforcement goes on). */
+void records_write(struct records *r, struct journal_line *l);
+/* The first failure of the log (err < 0), said once. */
+void records_journal_error(struct records *r, int err);
+
+/* Read what the ring buffer holds, turn new loss counts into loss lines, flush the log. */
+void records_drain(struct records *r);
+
+/*
+ * The end of the run, after the last drain: host_total lines, loss_ranges, run_end. status is
+ * the command's exit status; has_status false writes null (a resumed writer cannot know it).
+ */
+void records_end(struct records *r, bool has_status, int status, const char *why);
+
+/*
+ * A resumed writer, before anything new is written: fold one line of the dead writer's log
+ * (verified, in order) into the state the records keep — the kernel sequence numbers that have
+ * a line, the loss counts already declared, the denials, the server names of TLS flows still
+ * open and the bytes of finished flows per host.
+ */
+void records_restore_line(struct records *r, const struct jsonline *jl);
+
+#endif /* SLUICE_RECORDS_H */

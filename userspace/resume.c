@@ -1,0 +1,592 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * sluice resume: take over a run whose writer died (SIGKILL, OOM, a crash). The run's programs
+ * went on judging its processes from their pins; what stopped is the log, the run's resolver and
+ * the run's end. In order, and nothing is changed until every check has passed:
+ *   - the log's first lines say how the run was started (run_start: policy and its digest,
+ *     cgroup, namespace, upstream); the policy must be the very one;
+ *   - the pins are opened (flock()ed: a living writer of the run refuses the resume), the
+ *     cgroup must be the run's own (its id), and the resolver is bound on the port the programs
+ *     send DNS to, with the names the first resolver kept in the kernel;
+ *   - the whole log is verified (a log that does not verify is never continued) and, line by
+ *     line, the state the dead writer held is rebuilt: the tree, the chain, the kernel sequence
+ *     numbers that have a line, the loss already declared, denials, open TLS flows, host bytes;
+ *   - writer_restart: a fresh run key certified by the host key for the same origin, and a
+ *     checkpoint by it covering everything before, the dead writer's unsigned tail included;
+ *   - then the run goes on as sluice run's would: records from the ring buffer (what the
+ *     kernel kept in it while no one read, and the loss it counted when it was full), DNS
+ *     answered again, until the cgroup is empty or sluice is told to stop; then the run's end.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "jsonline.h"
+#include "loader.h"
+#include "records.h"
+#include "resolver.h"
+#include "resume.h"
+#include "run.h"
+#include "tlog.h"
+#include "util.h"
+#include "verify.h"
+
+/* How the run was started, from its first two lines (checked again by the whole verify). */
+struct resume_start {
+	char run_id[RUN_ID_MAX + 1];
+	uint64_t checkpoint_lines, checkpoint_secs;
+	char task[RECORDS_TASK_MAX + 1];
+	bool has_task;
+	char policy[PATH_MAX];
+	char policy_sha256[65];
+	bool report_mode;
+	char cgroup[PATH_MAX];
+	uint64_t cgroup_id;
+	char netns[PATH_MAX];
+	bool has_netns;
+	char upstream[RUN_UPSTREAM_MAX];
+	bool has_upstream;
+	bool dns_ttl;
+	int64_t started_us;
+};
+
+/* The verify pass: the records' state, and what the sidecar may lack. */
+struct resume_pass {
+	struct records *rec;
+	uint64_t cp_size, cp_size_before;
+	char *cp_note;
+	uint64_t run_end_line; /* 1-based; 0: none */
+	bool failed; /* out of memory keeping a note */
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: sluice resume RUN_ID [--log FILE] [--key FILE] [--policy FILE]\n"
+		"                     [--upstream ADDR[:PORT]] [--alerts FILE] [--checkpoint-fd FD]\n"
+		"                     [--log-rotate-kib N] [--cgroup-parent NAME] [-v]\n"
+		"\n"
+		"Takes over run RUN_ID, whose sluice run (or resume) died while the run's processes\n"
+		"went on under its pinned programs: verifies the log (default ./sluice-RUN_ID.jsonl),\n"
+		"continues it with a fresh run key the host key certifies (a writer_restart record\n"
+		"and a checkpoint covering everything before), answers the run's DNS again, writes\n"
+		"what the kernel recorded meanwhile, and ends the run when its cgroup is empty (or on\n"
+		"SIGINT, SIGTERM, SIGHUP: then the run's processes are killed) as sluice run would.\n"
+		"\n"
+		"  --policy FILE    the run's policy, if it moved (its SHA-256 must be run_start's)\n"
+		"  --upstream ADDR  where the resolver asks (default: the one run_start names)\n"
+		"  --key, --alerts, --checkpoint-fd, --log-rotate-kib, --cgroup-parent: as for run\n"
+		"\n"
+		"exit status: 0 the run ended, 128+N stopped by signal N, 125 not resumed (nothing\n"
+		"written) or a failure.\n");
+}
+
+enum { OPT_KEY = 256, OPT_CHECKPOINT_FD, OPT_LOG_ROTATE_KIB };
+
+static int parse_args(int argc, char **argv, struct run_args *a)
+{
+	static const struct option opts[] = {
+		{ "log", required_argument, NULL, 'l' },
+		{ "policy", required_argument, NULL, 'p' },
+		{ "upstream", required_argument, NULL, 'u' },
+		{ "alerts", required_argument, NULL, 'A' },
+		{ "cgroup-parent", required_argument, NULL, 'c' },
+		{ "key", required_argument, NULL, OPT_KEY },
+		{ "checkpoint-fd", required_argument, NULL, OPT_CHECKPOINT_FD },
+		{ "log-rotate-kib", required_argument, NULL, OPT_LOG_ROTATE_KIB },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "l:p:u:A:c:vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'l':
+			a->log_path = optarg;
+			break;
+		case 'p':
+			a->policy_path = optarg;
+			break;
+		case 'u':
+			a->upstream = optarg;
+			break;
+		case 'A':
+			a->alerts = optarg;
+			break;
+		case 'c':
+			a->cgroup_parent = optarg;
+			break;
+		case OPT_KEY:
+			a->key_path = optarg;
+			break;
+		case OPT_CHECKPOINT_FD:
+			if (run_take_checkpoint_fd(a, optarg, &a->checkpoint_fd))
+				return -EINVAL;
+			break;
+		case OPT_LOG_ROTATE_KIB:
+			if (run_parse_ulong(a, "--log-rotate-kib", optarg, 0, 1UL << 30,
+					    &a->rotate_kib))
+				return -EINVAL;
+			break;
+		case 'v':
+			a->verbose = true;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			return -EINVAL;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "sluice resume: expected one RUN_ID (sluice resume RUN_ID [options])\n");
+		return -EINVAL;
+	}
+	a->run_id = argv[optind];
+	if (run_check_id(a->run_id) || run_check_id(a->cgroup_parent)) {
+		fprintf(stderr, "sluice resume: %s: expected 1-%d characters of [A-Za-z0-9._-] not "
+				"starting with '.' or '-'\n",
+			run_check_id(a->run_id) ? "RUN_ID" : "--cgroup-parent", RUN_ID_MAX);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The run's first lines */
+
+static int str_member(const struct jsonline *jl, const char *key, char *buf, size_t size,
+		      bool *present)
+{
+	const struct jsonline_member *m = jsonline_get(jl, key);
+	int n;
+
+	if (present)
+		*present = m && m->v.kind != JSONLINE_NULL;
+	if (m && m->v.kind == JSONLINE_NULL && present)
+		return 0;
+	n = jsonline_str(jl, key, buf, size);
+	return n < 0 || strlen(buf) != (size_t)n ? -EINVAL : 0;
+}
+
+static int bool_member(const struct jsonline *jl, const char *key, bool *out)
+{
+	const struct jsonline_member *m = jsonline_get(jl, key);
+
+	if (!m || (m->v.kind != JSONLINE_TRUE && m->v.kind != JSONLINE_FALSE))
+		return -EINVAL;
+	*out = m->v.kind == JSONLINE_TRUE;
+	return 0;
+}
+
+/* log_start and run_start, the first two lines of the log's first file. */
+static int read_start(const char *log, struct resume_start *s, char *msg, size_t msg_len)
+{
+	char path[PATH_MAX], *line = NULL, mode[16];
+	struct jsonline *jl = NULL;
+	const char *why = "";
+	gzFile gz = NULL;
+	size_t off;
+	int n, err = 0;
+
+	/* the first rotated segment, compressed or not, else the live file; zlib reads either */
+	if (verify_segment_path(log, 1, true, path, sizeof(path)) ||
+	    (access(path, F_OK) && verify_segment_path(log, 1, false, path, sizeof(path))) ||
+	    (access(path, F_OK) && util_copy(path, sizeof(path), log)))
+		return util_fmt(msg, msg_len, "%s: path too long", log), -ENAMETOOLONG;
+	line = malloc(JOURNAL_LINE_MAX + 1);
+	jl = malloc(sizeof(*jl));
+	gz = line && jl ? gzopen(path, "rbe") : NULL;
+	if (!gz) {
+		err = errno ? -errno : -ENOMEM;
+		util_fmt(msg, msg_len, "open log %s: %s", path, strerror(-err));
+		goto out;
+	}
+	for (n = 0; n < 2 && !err; n++) {
+		size_t len;
+
+		if (!gzgets(gz, line, JOURNAL_LINE_MAX + 1) || !(len = strlen(line)) ||
+		    line[len - 1] != '\n' ||
+		    jsonline_parse(jl, line, len - 1, &off, &why)) {
+			err = -EBADMSG;
+			util_fmt(msg, msg_len, "%s: line %d is not a whole log line%s%s", path, n + 1,
+				 *why ? ": " : "", why);
+			break;
+		}
+		if (n == 0) {
+			if (!jsonline_type_is(jl, "log_start") ||
+			    str_member(jl, "run_id", s->run_id, sizeof(s->run_id), NULL) ||
+			    jsonline_u64(jl, "checkpoint_lines", &s->checkpoint_lines) ||
+			    jsonline_u64(jl, "checkpoint_secs", &s->checkpoint_secs))
+				err = -EBADMSG;
+			continue;
+		}
+		if (!jsonline_type_is(jl, "run_start") ||
+		    str_member(jl, "task", s->task, sizeof(s->task), &s->has_task) ||
+		    str_member(jl, "mode", mode, sizeof(mode), NULL) ||
+		    str_member(jl, "policy", s->policy, sizeof(s->policy), NULL) ||
+		    str_member(jl, "cgroup", s->cgroup, sizeof(s->cgroup), NULL) ||
+		    jsonline_u64(jl, "cgroup_id", &s->cgroup_id)) {
+			err = -EBADMSG;
+			break;
+		}
+		/* what a sluice that could not be resumed did not write */
+		if (str_member(jl, "policy_sha256", s->policy_sha256, sizeof(s->policy_sha256),
+			       NULL) ||
+		    str_member(jl, "netns", s->netns, sizeof(s->netns), &s->has_netns) ||
+		    str_member(jl, "upstream", s->upstream, sizeof(s->upstream), &s->has_upstream) ||
+		    bool_member(jl, "dns_ttl", &s->dns_ttl)) {
+			util_fmt(msg, msg_len, "%s: run_start lacks what a resume needs (policy_sha256, "
+					       "netns, upstream, dns_ttl): the run was started by "
+					       "a sluice that cannot be resumed",
+				 path);
+			err = -EPROTO;
+			goto out;
+		}
+		s->report_mode = !strcmp(mode, "report");
+		s->started_us = jl->ts;
+	}
+	if (err && !*msg)
+		util_fmt(msg, msg_len, "%s: the first lines are not log_start and run_start", path);
+out:
+	if (gz)
+		gzclose(gz);
+	free(line);
+	free(jl);
+	return err;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The verify pass */
+
+static void on_line(const struct jsonline *jl, void *ctx)
+{
+	struct resume_pass *p = ctx;
+
+	if (jsonline_type_is(jl, "run_end") && !p->run_end_line)
+		p->run_end_line = jl->seq + 1;
+	if (jsonline_type_is(jl, "checkpoint")) {
+		const struct jsonline_member *m = jsonline_get(jl, "note");
+		char *note = m ? malloc((size_t)m->v.len + 1) : NULL;
+
+		/* the last checkpoint's note: what a sidecar cut short by the crash lacks */
+		if (!note || jsonline_decode(jl, &m->v, note, (size_t)m->v.len + 1) < 0) {
+			free(note);
+			p->failed = true;
+			return;
+		}
+		free(p->cp_note);
+		p->cp_note = note;
+		p->cp_size_before = p->cp_size;
+		p->cp_size = jl->seq;
+	}
+	records_restore_line(p->rec, jl);
+}
+
+static const char *verify_word(int status)
+{
+	switch (status) {
+	case VERIFY_OK:
+	case VERIFY_LOSS:
+		return "is sealed: the run has ended";
+	case VERIFY_INVALID:
+		return "does not verify";
+	default:
+		return "could not be read";
+	}
+}
+
+/* Verify the dead writer's log and rebuild the records' state; the tail to append after. */
+static int verify_pass(struct run *r, struct resume_pass *p, struct journal_tail *t, char *msg,
+		       size_t msg_len)
+{
+	struct verify_opts o = {
+		.log = r->log_path,
+		.host_vkey = r->host_vkey,
+		.run_id = r->run_id,
+		.resume = true,
+		.on_line = on_line,
+		.ctx = p,
+	};
+	struct verify_result *res = calloc(1, sizeof(*res));
+	struct verify_state *st = calloc(1, sizeof(*st));
+	int err = 0;
+
+	if (!res || !st) {
+		err = -ENOMEM;
+		util_fmt(msg, msg_len, "%s", strerror(ENOMEM));
+		goto out;
+	}
+	o.state = st;
+	verify_log(&o, res);
+	if (res->status != VERIFY_UNSEALED) {
+		err = res->status == VERIFY_ERROR ? -EIO : -EBADMSG;
+		if (res->err_line)
+			util_fmt(msg, msg_len, "log %s %s: line %" PRIu64 " (%s:%" PRIu64 "): %s; it is "
+					       "not continued",
+				 r->log_path, verify_word(res->status), res->err_line, res->err_file,
+				 res->err_file_line, res->why);
+		else
+			util_fmt(msg, msg_len, "log %s %s%s%s", r->log_path, verify_word(res->status),
+				 res->why[0] ? ": " : "", res->why);
+		goto out;
+	}
+	if (p->failed) {
+		err = -ENOMEM;
+		util_fmt(msg, msg_len, "%s", strerror(ENOMEM));
+		goto out;
+	}
+	if (p->run_end_line) {
+		/* the run's end is written: only its seal is missing, and that is not a restart */
+		err = -EALREADY;
+		util_fmt(msg, msg_len, "log %s already holds the run's end (run_end, line %" PRIu64
+				       "): the run ended, its writer died before the seal",
+			 r->log_path, p->run_end_line);
+		goto out;
+	}
+	t->lines = st->lines;
+	memcpy(t->prev, st->prev, sizeof(t->prev));
+	t->tree = st->tree;
+	t->segments = st->segments;
+	t->log_missing = st->log_missing;
+	/* a torn line gets its "\n" too: it stays, a line of its own */
+	t->newline_missing = st->newline_missing || st->torn;
+	t->torn = st->torn;
+	t->unsealed = st->unsealed;
+	t->cp_size = p->cp_size;
+	t->cp_size_before = p->cp_size_before;
+	t->cp_note = p->cp_note;
+out:
+	free(res);
+	free(st);
+	return err;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+static int hex_digest(const unsigned char *d, size_t n, char *out, size_t size)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t i;
+
+	if (size < 2 * n + 1)
+		return -ENOSPC;
+	for (i = 0; i < n; i++) {
+		out[2 * i] = hex[d[i] >> 4];
+		out[2 * i + 1] = hex[d[i] & 15];
+	}
+	out[2 * n] = '\0';
+	return 0;
+}
+
+/* Everything but the log: the policy, the pins, the cgroup, the key, the resolver. */
+static int take_over(struct run *r, const struct resume_start *s, char *msg, size_t msg_len)
+{
+	char digest[65], dummy[PATH_MAX];
+	int err;
+
+	err = policy_load_file(r->args.policy_path, &r->policy, msg, msg_len);
+	if (err)
+		return err;
+	hex_digest(r->policy->sha256, sizeof(r->policy->sha256), digest, sizeof(digest));
+	/* the kernel enforces the policy the run started with: the log must name that one */
+	if (strcmp(digest, s->policy_sha256)) {
+		util_fmt(msg, msg_len, "policy %s is not the one run %s started with (its SHA-256 is "
+				       "%s, run_start's %s); give the run's policy with --policy",
+			 r->args.policy_path, r->run_id, digest, s->policy_sha256);
+		return -EINVAL;
+	}
+	r->policy->mode = s->report_mode ? SL_MODE_REPORT : SL_MODE_ENFORCE;
+
+	r->loader = loader_reopen(r->run_id, r->args.verbose);
+	if (!r->loader) {
+		err = -errno;
+		util_fmt(msg, msg_len, "run %s: %s", r->run_id,
+			 err == -ENOENT ? "its programs are not pinned under " LOADER_BPFFS
+					  "/sluice (the run ended, or ran on another host)" :
+			 err == -EBUSY ? "its writer is alive (sluice run or resume holds the pins); "
+					 "one writer per log" :
+			 err == -EPROTO ? "its pinned maps are not this build's (another version "
+					  "of sluice started it)" :
+					  strerror(-err));
+		return err;
+	}
+	r->rec.loader = r->loader;
+
+	err = cgroup_open_run(r->args.cgroup_parent, r->run_id, &r->cg);
+	if (err == -ENOENT) {
+		/* removed once empty (by someone else): the run is over, only its end is missing */
+		r->cg.path[0] = '\0';
+	} else if (err || strcmp(r->cg.path, s->cgroup) || r->cg.id != s->cgroup_id) {
+		util_fmt(msg, msg_len, "cgroup %s%s: %s", r->cg.path[0] ? r->cg.path : s->cgroup,
+			 err ? "" : " is not the run's",
+			 err ? strerror(-err) : "its path or id differs from run_start's");
+		return err ? err : -ESTALE;
+	}
+
+	err = run_make_key(r, msg, msg_len);
+	if (err)
+		return err;
+	r->rec.run_id = r->run_id;
+	r->rec.task = r->args.task;
+	r->rec.log_path = r->log_path;
+	r->rec.policy = r->policy;
+	r->rec.started_at.tv_sec = s->started_us / 1000000;
+	r->rec.started_at.tv_nsec = (s->started_us % 1000000) * 1000;
+	err = records_init(&r->rec);
+	if (err)
+		return util_fmt(msg, msg_len, "%s", strerror(-err)), err;
+	r->rec.resumed = true;
+
+	r->events = events_new(loader_events_fd(r->loader), &records_handlers, &r->rec);
+	if (!r->events) {
+		err = -errno;
+		util_fmt(msg, msg_len, "open the run's ring buffer: %s", strerror(-err));
+		return err;
+	}
+	r->rec.events = r->events;
+
+	/* DNS again on the port the programs send it to; a run without it still gets its log */
+	err = run_start_resolver(r, loader_dns_port(r->loader), dummy, sizeof(dummy));
+	if (!err)
+		err = resolver_adopt_hosts(r->resolver, r->loader);
+	if (err) {
+		fprintf(stderr, "sluice resume: %s; the run's names no longer resolve (closed, not "
+				"open), and its records name no hosts\n",
+			dummy[0] ? dummy : strerror(-err));
+		resolver_stop(r->resolver);
+		r->resolver = NULL;
+		r->rec.resolver = NULL;
+	}
+	return 0;
+}
+
+/* Said in the log once the new writer holds it: the run's DNS could not be served again. */
+static void note_no_resolver(struct run *r)
+{
+	struct journal_line l;
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	records_line(&r->rec, &l, "anomaly", &now);
+	journal_line_str(&l, "what", "the run's resolver could not be restarted");
+	journal_line_str(&l, "why", "names no longer resolve, and records name no hosts");
+	records_write(&r->rec, &l);
+}
+
+int resume_main(int argc, char **argv)
+{
+	struct run r;
+	struct resume_start s = {};
+	struct resume_pass pass = { .rec = &r.rec };
+	struct journal_tail tail = {};
+	struct journal_opts jo = {};
+	char msg[1024] = "";
+	int sig_fd = -1, status = RUN_EXIT_SLUICE_ERROR, err;
+	const char *why = "sluice error";
+	bool has_status = false;
+	sigset_t old;
+
+	run_init(&r, "sluice resume");
+	/* until the log is continued, a failure leaves the run exactly as it found it */
+	r.hands_off = true;
+	if (parse_args(argc, argv, &r.args))
+		return RUN_EXIT_SLUICE_ERROR;
+	util_copy(r.run_id, sizeof(r.run_id), r.args.run_id);
+	if (util_fmt(r.log_path, sizeof(r.log_path), "%s", r.args.log_path ? r.args.log_path : "") ||
+	    (!r.args.log_path &&
+	     util_fmt(r.log_path, sizeof(r.log_path), "sluice-%s.jsonl", r.run_id))) {
+		fprintf(stderr, "sluice resume: --log: path too long\n");
+		return RUN_EXIT_SLUICE_ERROR;
+	}
+	if (geteuid() != 0) {
+		fprintf(stderr, "sluice resume needs root: it opens the run's pinned programs and "
+				"maps (CAP_SYS_ADMIN, CAP_BPF)\n");
+		return RUN_EXIT_SLUICE_ERROR;
+	}
+	if (run_block_signals(&old, &sig_fd)) {
+		fprintf(stderr, "sluice resume: signalfd: %s\n", strerror(errno));
+		goto out;
+	}
+
+	err = read_start(r.log_path, &s, msg, sizeof(msg));
+	if (!err && strcmp(s.run_id, r.run_id)) {
+		util_fmt(msg, sizeof(msg), "log %s is the log of run %s, not %s", r.log_path,
+			 s.run_id, r.run_id);
+		err = -EINVAL;
+	}
+	if (err)
+		goto fail;
+	if (!r.args.policy_path)
+		r.args.policy_path = s.policy;
+	if (!r.args.upstream && s.has_upstream)
+		r.args.upstream = s.upstream;
+	r.args.task = s.has_task ? s.task : NULL;
+	r.args.netns = s.has_netns ? s.netns : NULL;
+	r.args.dns_ttl = s.dns_ttl;
+	err = take_over(&r, &s, msg, sizeof(msg));
+	if (!err)
+		err = verify_pass(&r, &pass, &tail, msg, sizeof(msg));
+	if (err)
+		goto fail;
+
+	/* read before anything is drained: every record the log holds took a number below it */
+	tail.kseq_below = loader_next_seq(r.loader);
+	jo.path = r.log_path;
+	jo.run_id = r.run_id;
+	jo.signer = r.run_key;
+	jo.host_vkey = r.host_vkey;
+	jo.cert = r.cert;
+	/* the log's own cadence: verify holds every checkpoint to log_start's */
+	jo.checkpoint_lines = s.checkpoint_lines;
+	jo.checkpoint_secs = (unsigned int)s.checkpoint_secs;
+	jo.rotate_bytes = (uint64_t)r.args.rotate_kib * 1024;
+	jo.export_fd = r.args.checkpoint_fd;
+	r.journal = journal_resume(&jo, &tail);
+	if (!r.journal) {
+		/* a newline or the sidecar's mending may be on disk: what a next resume verifies */
+		fprintf(stderr, "sluice resume: continue log %s: %s; the run is left as it was\n",
+			r.log_path, strerror(errno));
+		goto out;
+	}
+	r.rec.journal = r.journal;
+	r.started = true;
+	r.hands_off = false; /* the log is ours: so is the run's end */
+	fprintf(stderr, "sluice: resumed run %s: %" PRIu64 " lines verified (%" PRIu64 " the dead "
+			"writer had not signed, now signed by the new run key%s)\n",
+		r.run_id, tail.lines, tail.unsealed, tail.torn ? "; a torn last line kept as it is" :
+								 "");
+	if (run_open_alerts(&r, msg, sizeof(msg)))
+		fprintf(stderr, "sluice resume: %s\n", msg);
+	if (!r.resolver)
+		note_no_resolver(&r);
+	else if ((err = resolver_serve(r.resolver, r.loader)))
+		fprintf(stderr, "sluice resume: start the run's resolver: %s\n", strerror(-err));
+
+	if (r.cg.path[0])
+		status = run_supervise(&r, -1, sig_fd, &has_status, &why);
+	else
+		status = 0, why = "cgroup removed";
+	run_finish(&r, has_status, status, why);
+	if (r.still_running)
+		status = RUN_EXIT_SLUICE_ERROR;
+	goto out;
+
+fail:
+	fprintf(stderr, "sluice resume: %s; nothing was written\n", msg);
+out:
+	run_close(&r);
+	free(pass.cp_note);
+	if (sig_fd >= 0)
+		close(sig_fd);
+	return status;
+}
