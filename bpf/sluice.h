@@ -368,4 +368,21 @@ struct sl_host_name {
 };
 _Static_assert(sizeof(struct sl_host_name) == 256, "sl_host_name ABI");
 
+/*
+ * What a run was started with that sluice resume takes over from the kernel rather than from
+ * the log (a dead writer may not have signed its first lines): the decision layer's .rodata
+ * holds it (sl_cfg_run), no program reads it.
+ */
+struct sl_run_cfg {
+	__u8 policy_sha256[32]; /* of the policy file's bytes, as parsed */
+	__u8 upstream_addr[16]; /* where the run's resolver asks (4 bytes for AF_INET) */
+	__u16 upstream_port;	/* host order */
+	__u8 upstream_family;	/* AF_INET, AF_INET6; 0: none */
+	__u8 dns_ttl;		/* learned addresses expire with their TTL */
+	__u8 pad[4];
+	__u64 netns_dev; /* the run's namespace (--netns): st_dev and st_ino; 0: none */
+	__u64 netns_ino;
+};
+_Static_assert(sizeof(struct sl_run_cfg) == 72, "sl_run_cfg ABI");
+
 #endif /* SLUICE_H */

@@ -37,6 +37,8 @@ const volatile __s32 sl_cfg_deny_errno = EPERM;
 const volatile __u8 sl_cfg_strict = 0;
 /* Port of the run's resolver on loopback (127.0.0.1 and ::1); 0: no resolver, no redirect. */
 const volatile __u16 sl_cfg_dns_port = 0;
+/* The run's configuration for sluice resume (struct sl_run_cfg); no program reads it. */
+const volatile struct sl_run_cfg sl_cfg_run = {};
 
 #define DNS_PORT 53
 #define LOOPBACK4 0x7f000001

@@ -12,9 +12,13 @@
 # run); a torn last line and a sidecar cut mid-note are kept and mended; SIGTERM ends a resumed
 # run. Run C: records the dead writer's log: setting left out, and a flood past a one-page ring
 # buffer while nobody read it, are declared (restart_gap, loss: verify exit 3); rotation goes on
-# across the restart; a last line without its newline gets it. Run D: a cgroup of the run's name
-# but another id is refused; once it is gone, the run's end is written at once. Every log is
-# checked by sluice verify and by the independent checker (sl_logcheck.py).
+# across the restart; a last line without its newline gets it. Run E: an edit to the unsigned
+# run_start that rebuilds the chain (report mode, another upstream) is refused against what the
+# run's programs keep; a log cut back below its sidecar's checkpoint is refused; the resolver's
+# port is privileged, out of the workload's reach; a resumed writer killed is resumed again.
+# Run F: a writer killed inside a record's handler after that record's line was synced (libbpf
+# had not moved past it): the resumed writer does not write it twice. Run D: a cgroup of the run's name but another id is refused; once it is gone, the run's end
+# is written at once. Every log is checked by sluice verify and by sl_logcheck.py.
 
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -365,6 +369,142 @@ tap_check "run C: verify says what went unaccounted across the restart" \
 	grep -q '5 kernel records unaccounted across the restart' "$SL_TMP/verify.out"
 tap_check "run C: the independent checker accepts the log" log_well_formed "$log_c"
 tap_check "run C: cleaned up" leftovers_check "$id_c" "$(log_run_start_field "$log_c" cgroup_id)"
+
+# ---------------------------------------------------------------------------------------------
+# Run E: what the log says against what the kernel keeps. Killed before its first checkpoint,
+# the run's first lines are signed by no one: an edit that rebuilds the hash chain verifies as
+# an unsealed log, and resume must still refuse it. A log cut back below a checkpoint its
+# sidecar holds is refused too. And the run's resolver port is one the workload cannot bind.
+
+# rechain LOG PYEXPR: apply PYEXPR to the parsed line o of every line, rewrite prev and seq
+rechain() {
+	python3 - "$1" "$2" <<'PY'
+import hashlib, json, sys
+path, expr = sys.argv[1], sys.argv[2]
+out, prev = [], "0" * 64
+for i, line in enumerate(open(path, "rb").read().split(b"\n")[:-1]):
+    o = json.loads(line)
+    if i:
+        o["prev"] = prev
+        exec(expr)
+    b = json.dumps(o, separators=(",", ":"), ensure_ascii=False).encode()
+    out.append(b)
+    prev = hashlib.sha256(b).hexdigest()
+open(path, "wb").write(b"".join(l + b"\n" for l in out))
+PY
+}
+
+log_e=$SL_TMP/e.jsonl
+mkdir -m 1777 "$SL_TMP/e" # where the workload, as nobody, says where it is
+sluice_start "$SL_TMP/b-copy.yaml" "$log_e" --user nobody --netns "/run/netns/$SL_NS_RUN" -- \
+	sh -c "$SL_PROBE tcp 198.51.100.20 80; : >$SL_TMP/e/ready; while [ ! -e $SL_TMP/e/go ]; do sleep 0.05; done"
+id_e=$SL_RUN_ID
+wait_until 5000 seen "$SL_TMP/e/ready" || bail_out "run E did not start"
+wait_until 3000 log_has "$log_e" type=decision decision=deny || bail_out "run E: no denial logged"
+port_e=$(in_run ss -H -uln src 127.0.0.1 | awk '{ sub(/.*:/, "", $4); print $4; exit }')
+tap_cmp "the run's resolver listens on a privileged port" "${port_e:-65535}" -lt 1024
+kill_writer
+bind_e=$(in_run setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+try:
+    s.bind(("127.0.0.1", int(sys.argv[1]))); print("bound")
+except OSError as e:
+    print("refused", e.errno)' "${port_e:-0}")
+tap_is "with the writer dead, the workload's user cannot take the resolver's port" "$bind_e" \
+	"refused 13"
+cp "$log_e" "$SL_TMP/e.good"
+tap_is "the first lines are signed by no one yet" "$(log_count "$log_e" type=checkpoint)" 0
+rechain "$log_e" 'o["mode"] = "report" if o.get("type") == "run_start" else o.get("mode")
+if o.get("type") != "run_start": o.pop("mode")'
+"$SLUICE" verify "$log_e" >/dev/null 2>&1
+tap_is "... an edit to run_start (report mode) with the chain rebuilt verifies: unsealed" "$?" 2
+resume_refused "... and resume refuses it: run_start is not what the programs were loaded with" \
+	"$id_e" "$log_e" "run_start's mode is not what the run's programs were loaded with"
+cp "$SL_TMP/e.good" "$log_e"
+rechain "$log_e" 'o["upstream"] = "192.0.2.53:53" if o.get("type") == "run_start" else o.get("upstream")
+if o.get("type") != "run_start": o.pop("upstream")'
+resume_refused "... the same for another upstream" "$id_e" "$log_e" "run_start's upstream"
+cp "$SL_TMP/e.good" "$log_e"
+# a checkpoint exported to the sidecar, then the log cut back below it
+resume_start "$id_e" "$log_e"
+wait_until 5000 log_has "$log_e" type=writer_restart || tap_diag_file "$SL_TMP/resume-$id_e.err"
+kill -KILL "$SL_RESUME_PID"
+wait "$SL_RESUME_PID" 2>/dev/null
+cp "$log_e" "$SL_TMP/e.resumed"
+head -n "$(grep -c . "$SL_TMP/e.good")" "$SL_TMP/e.resumed" >"$log_e"
+resume_refused "a log cut back below a checkpoint its sidecar holds is refused" "$id_e" \
+	"$log_e" "the log was cut back"
+cp "$SL_TMP/e.resumed" "$log_e"
+resume_start "$id_e" "$log_e"
+wait_until 5000 test "$(log_count "$log_e" type=writer_restart)" -eq 2 ||
+	tap_diag_file "$SL_TMP/resume-$id_e.err"
+touch "$SL_TMP/e/go"
+resume_wait 15 || sl_stop_pid "$SL_RESUME_PID"
+tap_is "a resumed writer killed in turn is resumed again: two restarts, exit 0" \
+	"${SL_RESUME_RC:-}" 0
+verify_is "run E: sluice verify exit 0" 0 "$log_e"
+tap_check "run E: the independent checker accepts the log" log_well_formed "$log_e"
+tap_check "run E: cleaned up" leftovers_check "$id_e" "$(log_run_start_field "$log_e" cgroup_id)"
+
+# ---------------------------------------------------------------------------------------------
+# Run F: a record whose line is on disk but whose place in the ring buffer was not yet passed.
+# Every line is checkpointed (so synced) as it is written, and each finished flow raises an
+# alert into a FIFO no one reads: once it is full the writer blocks inside a flow's handler,
+# after that flow's line reached the disk, before libbpf moves past its record. Killed there,
+# the resumed writer reads that record again and must not write it twice.
+
+cat >"$SL_TMP/f.yaml" <<'EOF2'
+default: deny
+rules:
+  - name: test-host
+    cidrs: ["198.51.100.10/32"]
+    ports: [80]
+    protocols: [tcp]
+alert_on: ["allow where bytes >= 0"]
+EOF2
+log_f=$SL_TMP/f.jsonl
+mkfifo "$SL_TMP/f.alerts"
+exec 7<>"$SL_TMP/f.alerts" # a reader that never reads: writes block once the pipe is full
+flows=$(cat <<'PY'
+import socket
+for _ in range(600):
+    try:
+        socket.create_connection(("198.51.100.10", 80), timeout=3).close()
+    except OSError:
+        pass
+PY
+)
+sluice_start "$SL_TMP/f.yaml" "$log_f" --checkpoint-lines 1 --alerts "$SL_TMP/f.alerts" -- \
+	"${RUN_EXEC[@]}" sh -c "python3 -c '$flows'; sleep 60"
+id_f=$SL_RUN_ID
+# shellcheck disable=SC2317 # called through wait_until
+log_still() {
+	local a b
+	a=$(wc -c <"$log_f")
+	sleep 0.5
+	b=$(wc -c <"$log_f")
+	[[ $a -eq $b && $(log_count "$log_f" type=flow) -gt 0 ]]
+}
+wait_until 20000 log_still
+kill_writer
+exec 7>&-
+flows_dead=$(log_count "$log_f" type=flow)
+tap_cmp "the writer blocked inside a flow's alert, its flow lines synced" "$flows_dead" -gt 0
+resume_start "$id_f" "$log_f"
+wait_until 5000 log_has "$log_f" type=writer_restart || tap_diag_file "$SL_TMP/resume-$id_f.err"
+kill -TERM "$SL_RESUME_PID"
+resume_wait 15 || sl_stop_pid "$SL_RESUME_PID"
+tap_is "no flow has two lines (each socket cookie once)" "$(python3 - "$log_f" <<'PY'
+import collections, json, sys
+c = collections.Counter(json.loads(l)["sock_cookie"] for l in open(sys.argv[1], "rb")
+                        if b'"type":"flow"' in l)
+print(sum(1 for n in c.values() if n > 1))
+PY
+)" 0
+verify_is "run F: sluice verify accepts it (no kseq twice)" 0 "$log_f"
+tap_check "run F: the independent checker accepts the log" log_well_formed "$log_f"
+tap_check "run F: cleaned up" leftovers_check "$id_f" "$(log_run_start_field "$log_f" cgroup_id)"
 
 # ---------------------------------------------------------------------------------------------
 # Run D: the run's cgroup replaced while no writer lived, then removed

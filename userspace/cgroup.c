@@ -109,9 +109,11 @@ int cgroup_create_run(const char *parent, const char *run_id, struct run_cgroup 
 	return err;
 }
 
-int cgroup_open_run(const char *parent, const char *run_id, struct run_cgroup *cg)
+int cgroup_open_path(const char *path, const char *run_id, struct run_cgroup *cg)
 {
-	char mnt[PATH_MAX];
+	char mnt[PATH_MAX], parent[PATH_MAX];
+	const char *base = strrchr(path, '/'), *below;
+	size_t n;
 	int err;
 
 	cg->fd = -1;
@@ -119,10 +121,16 @@ int cgroup_open_run(const char *parent, const char *run_id, struct run_cgroup *c
 	err = cgroup_v2_mount(mnt, sizeof(mnt));
 	if (err)
 		return err;
-	if (util_fmt(cg->path, sizeof(cg->path), "%s/%s/%s", mnt, parent, run_id)) {
-		cg->path[0] = '\0';
+	n = strlen(mnt);
+	below = path + n + 1;
+	/* <mount>/<parent…>/<run_id>: a parent, and nothing that climbs out of the hierarchy */
+	if (strncmp(path, mnt, n) || path[n] != '/' || !base || base < below ||
+	    strcmp(base + 1, run_id) || strstr(path, "/..") || strstr(path, "//"))
+		return -EINVAL;
+	if ((size_t)(base - below) >= sizeof(parent) || util_copy(cg->path, sizeof(cg->path), path))
 		return -ENAMETOOLONG;
-	}
+	memcpy(parent, below, (size_t)(base - below));
+	parent[base - below] = '\0';
 	err = open_run(parent, cg);
 	if (err)
 		cg->path[0] = '\0';

@@ -23,8 +23,11 @@ int cgroup_v2_mount(char *buf, size_t len);
 /* mkdir <v2 mount>/<parent>/<run_id>; fails with -EEXIST if a run of that id exists. */
 int cgroup_create_run(const char *parent, const char *run_id, struct run_cgroup *cg);
 
-/* Open the existing cgroup of a run (sluice resume): <v2 mount>/<parent>/<run_id>. */
-int cgroup_open_run(const char *parent, const char *run_id, struct run_cgroup *cg);
+/*
+ * Open the existing cgroup of a run (sluice resume) at path, which must be
+ * <v2 mount>/<parent…>/<run_id>: -EINVAL for any other.
+ */
+int cgroup_open_path(const char *path, const char *run_id, struct run_cgroup *cg);
 
 /* Kill every process in the subtree (cgroup.kill) and wait up to timeout_ms for it to empty. */
 int cgroup_kill_and_wait(const struct run_cgroup *cg, int timeout_ms);

@@ -1162,9 +1162,10 @@ static void sidecar_scan(const char *buf, size_t len, size_t *end, uint64_t *siz
  * The sidecar a writer that died left: its last note possibly cut off (removed here: the log's
  * checkpoint line holds it whole), possibly one short of the log (the crash came between the
  * checkpoint line's fdatasync and its copy: the note is added from the line). Returns the
- * sidecar's fd, or -1: that copy stops (said on stderr), the log goes on.
+ * sidecar's fd, or -1: that copy stops (said on stderr), the log goes on. *fatal: the sidecar
+ * holds a checkpoint the log lacks — the log was cut back since — and nothing may be written.
  */
-static int sidecar_resume(struct journal *j, const struct journal_tail *t)
+static int sidecar_resume(struct journal *j, const struct journal_tail *t, int *fatal)
 {
 	char *buf = NULL;
 	size_t end = 0, len;
@@ -1172,13 +1173,16 @@ static int sidecar_resume(struct journal *j, const struct journal_tail *t)
 	int fd, n, err = 0;
 	struct stat st;
 
+	*fatal = 0;
 	fd = open(j->sidecar_path, O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0640);
 	if (fd < 0 || fstat(fd, &st)) {
 		err = -errno;
 		goto stop;
 	}
-	if (!S_ISREG(st.st_mode) || st.st_size > SIDECAR_MAX) {
-		err = S_ISREG(st.st_mode) ? -EFBIG : -EINVAL;
+	/* only a file of the writer's own is ever cut: no link to another, no one else's */
+	if (!S_ISREG(st.st_mode) || st.st_nlink != 1 || st.st_uid != geteuid() ||
+	    st.st_size > SIDECAR_MAX) {
+		err = st.st_size > SIDECAR_MAX ? -EFBIG : -EPERM;
 		goto stop;
 	}
 	len = (size_t)st.st_size;
@@ -1195,7 +1199,20 @@ static int sidecar_resume(struct journal *j, const struct journal_tail *t)
 	sidecar_scan(buf, len, &end, &have);
 	free(buf);
 	buf = NULL;
+	if (have > t->cp_size) {
+		fprintf(stderr, "sluice: %s holds a checkpoint of size %" PRIu64 ", the log's last "
+				"is of size %" PRIu64 ": the log was cut back since it was written\n",
+			j->sidecar_path, have, t->cp_size);
+		*fatal = -ESTALE;
+		close(fd);
+		return -1;
+	}
 	if (end < len) {
+		/* a note cut short is shorter than a note; anything longer is not the writer's */
+		if (len - end > 2 * NOTE_MAX) {
+			err = -EBADMSG;
+			goto stop;
+		}
 		fprintf(stderr, "sluice: %s ends inside a note (its writer died writing it): cut "
 				"off, the log's checkpoint line holds it whole\n",
 			j->sidecar_path);
@@ -1281,8 +1298,11 @@ struct journal *journal_resume(const struct journal_opts *o, const struct journa
 		err = -errno;
 		goto err_free;
 	}
-	if (!S_ISREG(st.st_mode)) {
-		err = -EINVAL;
+	/* the very file verified, as long as it was: not one put in its place since */
+	if (!S_ISREG(st.st_mode) ||
+	    (!t->log_missing && (st.st_dev != t->log_dev || st.st_ino != t->log_ino ||
+				 (uint64_t)st.st_size != t->log_size))) {
+		err = S_ISREG(st.st_mode) ? -ESTALE : -EINVAL;
 		goto err_free;
 	}
 	if (t->log_missing && (err = fsync_dir_of(o->path)))
@@ -1299,11 +1319,19 @@ struct journal *journal_resume(const struct journal_opts *o, const struct journa
 		j->wlen = 1;
 		j->file_bytes++;
 	}
-	j->sidecar_fd = sidecar_resume(j, t);
-	clock_gettime(CLOCK_BOOTTIME, &j->last_checkpoint);
-	err = write_restart(j, o, t);
+	j->sidecar_fd = sidecar_resume(j, t, &err);
 	if (err)
 		goto err_free;
+	clock_gettime(CLOCK_BOOTTIME, &j->last_checkpoint);
+	err = write_restart(j, o, t);
+	if (err) {
+		/* the log as it was: a "\n" after a torn line with nothing after it would be a log
+		 * no later resume could take on */
+		if (ftruncate(j->fd, st.st_size))
+			fprintf(stderr, "sluice: cutting %s back to %lld bytes: %s\n", o->path,
+				(long long)st.st_size, strerror(errno));
+		goto err_free;
+	}
 	/*
 	 * Segments a crash left plain are compressed now; a .gz.tmp beside one is the dead
 	 * writer's half-done compression, never part of the log.

@@ -75,6 +75,7 @@ struct journal_tail {
 	uint64_t torn;			/* bytes of a torn last line; 0: none */
 	uint64_t unsealed;		/* lines no checkpoint covers (writer_restart's "unsealed") */
 	uint64_t kseq_below;		/* the kernel's next sequence number, now */
+	uint64_t log_dev, log_ino, log_size; /* the live file as verified (not log_missing) */
 	/* the last two checkpoint lines' sizes (0: none) and the last one's note: see below */
 	uint64_t cp_size, cp_size_before;
 	const char *cp_note;
@@ -85,10 +86,13 @@ struct journal_tail {
  * (created when t->log_missing), a missing "\n" after its last line is added (a torn line stays
  * as it is, a line of its own), and o->signer, a fresh run key that o->cert certifies for the
  * same origin, writes writer_restart and a "restart" checkpoint covering everything before it.
- * The sidecar is appended to: a note cut off by the crash is removed, and the last checkpoint
+ * The live file must be the one verified (t->log_dev, log_ino, log_size), else ESTALE. The
+ * sidecar is appended to: a note cut off by the crash is removed, and the last checkpoint
  * line's note added when it is the one the crash kept from the sidecar; a sidecar that ends
- * further back (it had failed) is not written to again. Rotated segments left plain by the
- * crash are compressed. Sets errno and returns NULL on failure; nothing is appended then.
+ * further back (it had failed) is not written to again, one that holds a checkpoint the log
+ * lacks (the log was cut back) fails the resume (ESTALE). Rotated segments left plain by the
+ * crash are compressed. Sets errno and returns NULL on failure; the log is as it was then
+ * (the sidecar's mending may have happened: it only ever agrees with the log).
  */
 struct journal *journal_resume(const struct journal_opts *o, const struct journal_tail *t);
 

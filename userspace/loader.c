@@ -385,6 +385,7 @@ struct loader *loader_load(const struct policy *p, const struct policy_compiled 
 	l->skel->rodata->sl_cfg_wakeup_bytes = opts->wakeup_bytes;
 	l->skel->rodata->sl_cfg_dns_port = opts->dns_port;
 	l->skel->rodata->sl_cfg_strict = opts->strict_evidence;
+	l->skel->rodata->sl_cfg_run = opts->run_cfg;
 
 	/* An LPM trie must have max_entries >= 1, even for a policy with no CIDR rules. */
 	err = bpf_map__set_max_entries(l->skel->maps.sl_dst4, c->n_v4 ? c->n_v4 : 1);
@@ -548,6 +549,31 @@ struct loader *loader_reopen(const char *run_id, bool verbose)
 uint16_t loader_dns_port(const struct loader *l)
 {
 	return l->skel->rodata->sl_cfg_dns_port;
+}
+
+int loader_mode(const struct loader *l)
+{
+	return l->skel->rodata->sl_cfg_mode;
+}
+
+const struct sl_run_cfg *loader_run_cfg(const struct loader *l)
+{
+	return (const struct sl_run_cfg *)&l->skel->rodata->sl_cfg_run;
+}
+
+int loader_cgroup_id(const struct loader *l, uint64_t *id)
+{
+	struct bpf_link_info info = {};
+	__u32 len = sizeof(info);
+
+	if (!l->links[PROG_CONNECT4])
+		return -ENOENT;
+	if (bpf_link_get_info_by_fd(bpf_link__fd(l->links[PROG_CONNECT4]), &info, &len))
+		return -errno;
+	if (info.type != BPF_LINK_TYPE_CGROUP)
+		return -EPROTO;
+	*id = info.cgroup.cgroup_id;
+	return 0;
 }
 
 int loader_host_name(struct loader *l, uint32_t host_id, const char *name)

@@ -27,6 +27,7 @@ struct loader_opts {
 	bool no_backstop;	/* selftests only: show what the packet checks catch */
 	bool tc_clsact;		/* selftests only: attach tc as clsact even where tcx exists */
 	bool strict_evidence;	/* refuse connections whose allow cannot be recorded */
+	struct sl_run_cfg run_cfg; /* kept with the programs for sluice resume */
 };
 
 /* Open, configure and load the programs, and fill the policy maps. Sets errno, returns NULL. */
@@ -45,6 +46,15 @@ struct loader *loader_reopen(const char *run_id, bool verbose);
 
 /* The run's resolver port the programs redirect DNS to (0: none). */
 uint16_t loader_dns_port(const struct loader *l);
+/* The mode the programs enforce (SL_MODE_*), and what loader_opts.run_cfg kept. */
+int loader_mode(const struct loader *l);
+const struct sl_run_cfg *loader_run_cfg(const struct loader *l);
+/*
+ * The id of the cgroup the run's programs are attached to, from the kernel's view of the
+ * pinned connect4 link: 0 once that cgroup is gone (the kernel detaches its links then).
+ * -errno if the link cannot be read.
+ */
+int loader_cgroup_id(const struct loader *l, uint64_t *id);
 
 /*
  * Keep the name host_id stands for with the run (sl_hosts), before any address is learned for

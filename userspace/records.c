@@ -230,6 +230,23 @@ static void kseq_logged(struct records *r, uint64_t kseq)
 	records_write(r, &l);
 }
 
+/*
+ * A record the dead writer already wrote, read again by its resumed successor: among the first
+ * records after the restart, one whose kseq is that of one of the dead writer's last lines.
+ */
+static bool written_before(struct records *r, uint64_t kseq)
+{
+	unsigned int i, n = r->n_tail < RECORDS_TAIL ? r->n_tail : RECORDS_TAIL;
+
+	if (!r->dup_window)
+		return false;
+	r->dup_window--;
+	for (i = 0; i < n; i++)
+		if (r->tail_kseqs[i] == kseq)
+			return true;
+	return false;
+}
+
 static int on_decision(const struct sl_decision_event *ev, void *ctx)
 {
 	struct records *r = ctx;
@@ -239,6 +256,8 @@ static int on_decision(const struct sl_decision_event *ev, void *ctx)
 	char host_buf[256];
 	const char *host;
 
+	if (written_before(r, ev->hdr.seq))
+		return 0;
 	if (decision_view_init(&v, ev, r->policy)) {
 		records_line(r, &l, "anomaly", &ts);
 		journal_line_str(&l, "what", "decision record with out-of-range fields");
@@ -347,6 +366,8 @@ static int on_tls(const struct sl_tls_event *ev, void *ctx)
 	const char *killed = NULL;
 	size_t i;
 
+	if (written_before(r, ev->hdr.seq))
+		return 0;
 	for (i = 0; i < ev->sni_len; i++)
 		sni[i] = ev->sni[i] >= 0x20 && ev->sni[i] < 0x7f && ev->sni[i] != '"' ?
 				 ev->sni[i] : '?';
@@ -496,6 +517,8 @@ static int on_flow(const struct sl_flow_event *ev, void *ctx)
 				       NULL;
 	struct journal_line l;
 
+	if (written_before(r, ev->hdr.seq))
+		return 0;
 	if ((f->family != AF_INET && f->family != AF_INET6) || f->rule_id > r->policy->n_rules ||
 	    f->cut > SL_CUT_TOTAL_RESPONSE || (!ev->end_ns && !f->cut)) {
 		records_line(r, &l, "anomaly", &ts);
@@ -959,6 +982,8 @@ void records_restore_line(struct records *r, const struct jsonline *jl)
 		r->restored_records++;
 		/* verify accepted the log: every number comes once, within the window */
 		seqset_add(&r->kseqs->set, kseq);
+		r->tail_kseqs[r->n_tail++ % RECORDS_TAIL] = kseq;
+		r->dup_window = RECORDS_TAIL;
 	}
 	if (type_is(jl, "loss")) {
 		/* the counters live in the kernel: the new writer declares only what is new */

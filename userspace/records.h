@@ -26,6 +26,7 @@
 #include "seqset.h"
 
 #define RECORDS_TASK_MAX 256
+#define RECORDS_TAIL 16
 
 struct hosttotals;
 struct sni_slot;
@@ -63,6 +64,10 @@ struct records {
 	/* A resumed writer: what the dead one's lines account for (records_restore_line). */
 	bool resumed;
 	uint64_t restored_records; /* lines of kernel records (those with a kseq) */
+	/* the kseqs of the dead writer's last kernel-record lines, and how many records may
+	 * still be one of them (see records_restore_line) */
+	uint64_t tail_kseqs[RECORDS_TAIL];
+	unsigned int n_tail, dup_window;
 };
 
 /* Initialise the writer's own state (after the fields above are set). Returns 0 or -errno. */
@@ -96,7 +101,10 @@ void records_end(struct records *r, bool has_status, int status, const char *why
  * A resumed writer, before anything new is written: fold one line of the dead writer's log
  * (verified, in order) into the state the records keep — the kernel sequence numbers that have
  * a line, the loss counts already declared, the denials, the server names of TLS flows still
- * open and the bytes of finished flows per host.
+ * open and the bytes of finished flows per host. The first records read after it that are
+ * among the dead writer's last few lines are not written again: libbpf moves the ring
+ * buffer's consumer position only once a record's handler returns, and a line can be on disk
+ * before that (a checkpoint inside the handler), so the writer may have died in between.
  */
 void records_restore_line(struct records *r, const struct jsonline *jl);
 

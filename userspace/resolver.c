@@ -29,6 +29,9 @@
 #include "util.h"
 
 #define N_WORKERS 4
+/* the resolver's own ports: privileged, so the run cannot bind them (see bind_listeners) */
+#define RESOLVER_PORT_LO 600
+#define RESOLVER_PORT_HI 1024
 #define MAX_QUEUED 256
 #define UPSTREAM_TIMEOUT_MS 2000
 #define UPSTREAM_TRIES 2
@@ -258,39 +261,66 @@ static void close_listeners(struct resolver *r)
 }
 
 /*
- * One port for UDP and TCP on 127.0.0.1 and, where the namespace has it, ::1 (without it, v6 DNS
- * fails closed: nothing listens where the redirect sends it). The port is the kernel's pick for
- * the first socket; if another socket holds it on the other listeners, pick again.
+ * All four listeners on one port: UDP and TCP on 127.0.0.1 and, where the namespace has it, ::1
+ * (without it, v6 DNS fails closed: nothing listens where the redirect sends it). port 0: the
+ * kernel's pick for the first. -EADDRINUSE if another socket holds it on any of them.
+ */
+static int bind_at(struct resolver *r, uint16_t port)
+{
+	int fd;
+
+	fd = bind_loopback(AF_INET, SOCK_DGRAM, port, &r->port);
+	if (fd < 0)
+		return fd == -EADDRNOTAVAIL ? -ENETDOWN : fd;
+	r->udp[0] = fd;
+	fd = bind_loopback(AF_INET, SOCK_STREAM, r->port, NULL);
+	if (fd < 0)
+		goto fail;
+	r->tcp[0] = fd;
+	fd = bind_loopback(AF_INET6, SOCK_DGRAM, r->port, NULL);
+	if (fd == -EADDRNOTAVAIL || fd == -EAFNOSUPPORT)
+		return 0;
+	if (fd < 0)
+		goto fail;
+	r->udp[1] = fd;
+	fd = bind_loopback(AF_INET6, SOCK_STREAM, r->port, NULL);
+	if (fd < 0)
+		goto fail;
+	r->tcp[1] = fd;
+	return 0;
+fail:
+	close_listeners(r);
+	return fd;
+}
+
+/*
+ * The port: the one given (the one a resumed run's programs send DNS to), or a free one below
+ * ip_unprivileged_port_start (1024 unless the namespace lowered it), which an unprivileged
+ * process of the run cannot bind: were sluice to die, the run could not take its resolver's
+ * place for a resume. Failing that, the kernel's pick, and a word on stderr.
  */
 static int bind_listeners(struct resolver *r)
 {
-	int attempt, fd;
+	uint16_t start, i;
+	int err, attempt;
 
+	if (r->o.port)
+		return bind_at(r, r->o.port);
+	if (getrandom(&start, sizeof(start), 0) != sizeof(start))
+		start = (uint16_t)getpid();
+	for (i = 0; i < RESOLVER_PORT_HI - RESOLVER_PORT_LO; i++) {
+		err = bind_at(r, (uint16_t)(RESOLVER_PORT_LO +
+					    (start + i) % (RESOLVER_PORT_HI - RESOLVER_PORT_LO)));
+		if (err != -EADDRINUSE)
+			return err;
+	}
+	fprintf(stderr, "sluice: every port from %d to %d is taken: the run's resolver listens on "
+			"an unprivileged one\n",
+		RESOLVER_PORT_LO, RESOLVER_PORT_HI - 1);
 	for (attempt = 0; attempt < 16; attempt++) {
-		fd = bind_loopback(AF_INET, SOCK_DGRAM, r->o.port, &r->port);
-		if (fd < 0)
-			return fd == -EADDRNOTAVAIL ? -ENETDOWN : fd;
-		r->udp[0] = fd;
-		fd = bind_loopback(AF_INET, SOCK_STREAM, r->port, NULL);
-		if (fd < 0)
-			goto retry;
-		r->tcp[0] = fd;
-		fd = bind_loopback(AF_INET6, SOCK_DGRAM, r->port, NULL);
-		if (fd == -EADDRNOTAVAIL || fd == -EAFNOSUPPORT)
-			return 0;
-		if (fd < 0)
-			goto retry;
-		r->udp[1] = fd;
-		fd = bind_loopback(AF_INET6, SOCK_STREAM, r->port, NULL);
-		if (fd < 0)
-			goto retry;
-		r->tcp[1] = fd;
-		return 0;
-retry:
-		close_listeners(r);
-		/* a port the programs were loaded with cannot be picked again */
-		if (fd != -EADDRINUSE || r->o.port)
-			return fd;
+		err = bind_at(r, 0);
+		if (err != -EADDRINUSE)
+			return err;
 	}
 	return -EADDRINUSE;
 }
@@ -310,6 +340,8 @@ struct resolver *resolver_new(const struct resolver_opts *o)
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_mutex_init(&r->diag_lock, NULL);
 	pthread_cond_init(&r->cond, NULL);
+	if (o->names_only)
+		return r;
 
 	if (o->netns_fd >= 0) {
 		self_ns = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
@@ -402,9 +434,6 @@ static uint32_t intern_host(struct resolver *r, const char *name)
 	}
 	if (r->n_hosts >= SL_HOSTS_MAX)
 		goto out;
-	/* with the run first: a writer resuming after us must name what this id learns */
-	if (r->loader && loader_host_name(r->loader, (uint32_t)r->n_hosts + 1, name))
-		goto out;
 	if (r->n_hosts == r->cap_hosts) {
 		size_t cap = r->cap_hosts ? r->cap_hosts * 2 : 64;
 		char **h = realloc(r->hosts, cap * sizeof(*h));
@@ -415,10 +444,19 @@ static uint32_t intern_host(struct resolver *r, const char *name)
 		r->cap_hosts = cap;
 	}
 	r->hosts[r->n_hosts] = strdup(name);
-	if (r->hosts[r->n_hosts]) {
-		id = (uint32_t)++r->n_hosts;
-		r->index[slot] = id;
+	if (!r->hosts[r->n_hosts])
+		goto out;
+	/*
+	 * With the run before the id is used: a writer resuming after us must name what this id
+	 * learns. Last, so that a failure before it leaves the id free to be tried again.
+	 */
+	if (r->loader && loader_host_name(r->loader, (uint32_t)r->n_hosts + 1, name)) {
+		free(r->hosts[r->n_hosts]);
+		r->hosts[r->n_hosts] = NULL;
+		goto out;
 	}
+	id = (uint32_t)++r->n_hosts;
+	r->index[slot] = id;
 out:
 	pthread_mutex_unlock(&r->lock);
 	return id;
@@ -1190,6 +1228,8 @@ int resolver_serve(struct resolver *r, struct loader *loader)
 	int err, i;
 
 	r->loader = loader;
+	if (r->o.names_only)
+		return 0;
 	for (i = 0; i < N_WORKERS; i++) {
 		err = pthread_create(&r->workers[i], NULL, worker, r);
 		if (err)

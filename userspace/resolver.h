@@ -50,6 +50,7 @@ struct resolver_opts {
 	socklen_t upstream_len;
 	int netns_fd;	  /* listen inside this network namespace; -1: sluice's own */
 	uint16_t port;	  /* listen on this port (the one a resumed run's programs send to); 0: any */
+	bool names_only;  /* no listeners: only the names (resolver_host) for a run's records */
 	bool ttl_mode;	  /* learned addresses expire with the answer's TTL (else: with the run) */
 	resolver_event_fn on_event;
 	void *ctx;

@@ -19,6 +19,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -26,6 +27,9 @@
 #include <string.h>
 #include <unistd.h>
 #include <zlib.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/stat.h>
 
 #include "jsonline.h"
 #include "loader.h"
@@ -62,6 +66,9 @@ struct resume_pass {
 	uint64_t cp_size, cp_size_before;
 	char *cp_note;
 	uint64_t run_end_line; /* 1-based; 0: none */
+	/* what the kernel's next kseq must be at least: every bound and count the log states */
+	uint64_t kseq_floor;
+	uint64_t lost;
 	bool failed; /* out of memory keeping a note */
 };
 
@@ -70,7 +77,7 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: sluice resume RUN_ID [--log FILE] [--key FILE] [--policy FILE]\n"
 		"                     [--upstream ADDR[:PORT]] [--alerts FILE] [--checkpoint-fd FD]\n"
-		"                     [--log-rotate-kib N] [--cgroup-parent NAME] [-v]\n"
+		"                     [--log-rotate-kib N] [-v]\n"
 		"\n"
 		"Takes over run RUN_ID, whose sluice run (or resume) died while the run's processes\n"
 		"went on under its pinned programs: verifies the log (default ./sluice-RUN_ID.jsonl),\n"
@@ -81,7 +88,7 @@ static void usage(FILE *out)
 		"\n"
 		"  --policy FILE    the run's policy, if it moved (its SHA-256 must be run_start's)\n"
 		"  --upstream ADDR  where the resolver asks (default: the one run_start names)\n"
-		"  --key, --alerts, --checkpoint-fd, --log-rotate-kib, --cgroup-parent: as for run\n"
+		"  --key, --alerts, --checkpoint-fd, --log-rotate-kib: as for run\n"
 		"\n"
 		"exit status: 0 the run ended, 128+N stopped by signal N, 125 not resumed (nothing\n"
 		"written) or a failure.\n");
@@ -96,7 +103,6 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		{ "policy", required_argument, NULL, 'p' },
 		{ "upstream", required_argument, NULL, 'u' },
 		{ "alerts", required_argument, NULL, 'A' },
-		{ "cgroup-parent", required_argument, NULL, 'c' },
 		{ "key", required_argument, NULL, OPT_KEY },
 		{ "checkpoint-fd", required_argument, NULL, OPT_CHECKPOINT_FD },
 		{ "log-rotate-kib", required_argument, NULL, OPT_LOG_ROTATE_KIB },
@@ -107,7 +113,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "l:p:u:A:c:vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "l:p:u:A:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'l':
 			a->log_path = optarg;
@@ -120,9 +126,6 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 			break;
 		case 'A':
 			a->alerts = optarg;
-			break;
-		case 'c':
-			a->cgroup_parent = optarg;
 			break;
 		case OPT_KEY:
 			a->key_path = optarg;
@@ -152,10 +155,10 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		return -EINVAL;
 	}
 	a->run_id = argv[optind];
-	if (run_check_id(a->run_id) || run_check_id(a->cgroup_parent)) {
-		fprintf(stderr, "sluice resume: %s: expected 1-%d characters of [A-Za-z0-9._-] not "
-				"starting with '.' or '-'\n",
-			run_check_id(a->run_id) ? "RUN_ID" : "--cgroup-parent", RUN_ID_MAX);
+	if (run_check_id(a->run_id)) {
+		fprintf(stderr, "sluice resume: RUN_ID: expected 1-%d characters of [A-Za-z0-9._-] "
+				"not starting with '.' or '-'\n",
+			RUN_ID_MAX);
 		return -EINVAL;
 	}
 	return 0;
@@ -274,6 +277,14 @@ static void on_line(const struct jsonline *jl, void *ctx)
 
 	if (jsonline_type_is(jl, "run_end") && !p->run_end_line)
 		p->run_end_line = jl->seq + 1;
+	if (jsonline_type_is(jl, "loss") || jsonline_type_is(jl, "writer_restart")) {
+		uint64_t below, count;
+
+		if (!jsonline_u64(jl, "kseq_below", &below) && below > p->kseq_floor)
+			p->kseq_floor = below;
+		if (jsonline_type_is(jl, "loss") && !jsonline_u64(jl, "count", &count))
+			p->lost += count;
+	}
 	if (jsonline_type_is(jl, "checkpoint")) {
 		const struct jsonline_member *m = jsonline_get(jl, "note");
 		char *note = m ? malloc((size_t)m->v.len + 1) : NULL;
@@ -353,6 +364,22 @@ static int verify_pass(struct run *r, struct resume_pass *p, struct journal_tail
 			 r->log_path, p->run_end_line);
 		goto out;
 	}
+	/*
+	 * The kernel's next sequence number, read now (before anything is drained), is above
+	 * every record the log holds and every bound it states: else these pins are not the
+	 * run this log was written for, and a writer_restart claiming it would not verify.
+	 */
+	t->kseq_below = loader_next_seq(r->loader);
+	if (t->kseq_below < st->kseq_high || t->kseq_below < p->kseq_floor ||
+	    t->kseq_below < p->lost) {
+		err = -ESTALE;
+		util_fmt(msg, msg_len, "the run's kernel sequence counter (%" PRIu64 ") is below "
+				       "what log %s holds (%" PRIu64 "): its pins are not this log's "
+				       "run",
+			 t->kseq_below, r->log_path,
+			 st->kseq_high > p->kseq_floor ? st->kseq_high : p->kseq_floor);
+		goto out;
+	}
 	t->lines = st->lines;
 	memcpy(t->prev, st->prev, sizeof(t->prev));
 	t->tree = st->tree;
@@ -362,6 +389,9 @@ static int verify_pass(struct run *r, struct resume_pass *p, struct journal_tail
 	t->newline_missing = st->newline_missing || st->torn;
 	t->torn = st->torn;
 	t->unsealed = st->unsealed;
+	t->log_dev = st->log_dev;
+	t->log_ino = st->log_ino;
+	t->log_size = st->log_size;
 	t->cp_size = p->cp_size;
 	t->cp_size_before = p->cp_size_before;
 	t->cp_note = p->cp_note;
@@ -388,52 +418,208 @@ static int hex_digest(const unsigned char *d, size_t n, char *out, size_t size)
 	return 0;
 }
 
-/* Everything but the log: the policy, the pins, the cgroup, the key, the resolver. */
-static int take_over(struct run *r, const struct resume_start *s, char *msg, size_t msg_len)
+/* The upstream the programs keep, as a sockaddr and as run_start names it; false: none. */
+static bool cfg_upstream(const struct sl_run_cfg *cfg, struct sockaddr_storage *ss,
+			 socklen_t *len)
 {
-	char digest[65], dummy[PATH_MAX];
+	memset(ss, 0, sizeof(*ss));
+	if (cfg->upstream_family == AF_INET) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+
+		sin->sin_family = AF_INET;
+		memcpy(&sin->sin_addr, cfg->upstream_addr, 4);
+		sin->sin_port = htons(cfg->upstream_port);
+		*len = sizeof(*sin);
+		return true;
+	}
+	if (cfg->upstream_family == AF_INET6) {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+
+		sin6->sin6_family = AF_INET6;
+		memcpy(&sin6->sin6_addr, cfg->upstream_addr, 16);
+		sin6->sin6_port = htons(cfg->upstream_port);
+		*len = sizeof(*sin6);
+		return true;
+	}
+	*len = 0;
+	return false;
+}
+
+/*
+ * run_start, read before the log was verified and perhaps never signed by the dead writer,
+ * against what the run's programs keep (struct sl_run_cfg): what the resolver will do comes
+ * from the kernel, and a log that says otherwise was edited.
+ */
+static int check_start(struct run *r, const struct resume_start *s, char *msg, size_t msg_len)
+{
+	const struct sl_run_cfg *cfg = loader_run_cfg(r->loader);
+	char digest[65], upstream[RUN_UPSTREAM_MAX] = "";
+	struct sockaddr_storage ss;
+	socklen_t len;
+	const char *what = NULL;
+
+	hex_digest(cfg->policy_sha256, sizeof(cfg->policy_sha256), digest, sizeof(digest));
+	if (cfg_upstream(cfg, &ss, &len))
+		resolver_format_addr(&ss, upstream, sizeof(upstream));
+	if (strcmp(digest, s->policy_sha256))
+		what = "policy_sha256";
+	else if (s->report_mode != (loader_mode(r->loader) == SL_MODE_REPORT))
+		what = "mode";
+	else if (s->dns_ttl != !!cfg->dns_ttl)
+		what = "dns_ttl";
+	else if (strcmp(s->has_upstream ? s->upstream : "", upstream))
+		what = "upstream";
+	else if (s->has_netns != (cfg->netns_ino != 0))
+		what = "netns";
+	if (what) {
+		util_fmt(msg, msg_len, "log %s: run_start's %s is not what the run's programs were "
+				       "loaded with (the log was edited?)",
+			 r->log_path, what);
+		return -EBADMSG;
+	}
+	if (!r->args.upstream) { /* --upstream: the operator's choice wins */
+		r->upstream_ss = ss;
+		r->upstream_len = len;
+	}
+	r->args.dns_ttl = cfg->dns_ttl;
+	return 0;
+}
+
+/* The policy file, checked against the digest the programs keep: the kernel enforces that one. */
+static int take_policy(struct run *r, const struct resume_start *s, char *msg, size_t msg_len)
+{
+	const struct sl_run_cfg *cfg = loader_run_cfg(r->loader);
+	char digest[65];
 	int err;
 
 	err = policy_load_file(r->args.policy_path, &r->policy, msg, msg_len);
 	if (err)
 		return err;
-	hex_digest(r->policy->sha256, sizeof(r->policy->sha256), digest, sizeof(digest));
-	/* the kernel enforces the policy the run started with: the log must name that one */
-	if (strcmp(digest, s->policy_sha256)) {
+	if (memcmp(r->policy->sha256, cfg->policy_sha256, sizeof(cfg->policy_sha256))) {
+		hex_digest(r->policy->sha256, sizeof(r->policy->sha256), digest, sizeof(digest));
 		util_fmt(msg, msg_len, "policy %s is not the one run %s started with (its SHA-256 is "
-				       "%s, run_start's %s); give the run's policy with --policy",
+				       "%s, the run's %s); give the run's policy with --policy",
 			 r->args.policy_path, r->run_id, digest, s->policy_sha256);
 		return -EINVAL;
 	}
-	r->policy->mode = s->report_mode ? SL_MODE_REPORT : SL_MODE_ENFORCE;
+	r->policy->mode = loader_mode(r->loader) == SL_MODE_REPORT ? SL_MODE_REPORT : SL_MODE_ENFORCE;
+	return 0;
+}
+
+/*
+ * The run's cgroup: where run_start says, and the very one the pinned programs are attached
+ * to (the kernel's link says which). Gone (the kernel detached the links): the run is over,
+ * only its end is missing; anywhere else, or another cgroup at that path: refused.
+ */
+static int take_cgroup(struct run *r, const struct resume_start *s, char *msg, size_t msg_len)
+{
+	uint64_t attached;
+	int err;
+
+	err = loader_cgroup_id(r->loader, &attached);
+	if (err) {
+		util_fmt(msg, msg_len, "the run's connect4 link: %s", strerror(-err));
+		return err;
+	}
+	if (attached && attached != s->cgroup_id) {
+		util_fmt(msg, msg_len, "the run's programs are attached to cgroup id %" PRIu64 ", "
+				       "run_start names id %" PRIu64,
+			 attached, s->cgroup_id);
+		return -ESTALE;
+	}
+	err = cgroup_open_path(s->cgroup, r->run_id, &r->cg);
+	if (err == -ENOENT && !attached) {
+		r->cg.path[0] = '\0';
+		return 0;
+	}
+	if (err) {
+		util_fmt(msg, msg_len, "the run's cgroup %s: %s", s->cgroup,
+			 err == -ENOENT ? "not there, but the run's programs are still attached to "
+					  "it (moved?)" : strerror(-err));
+		return err;
+	}
+	if (r->cg.id != attached) {
+		util_fmt(msg, msg_len, "cgroup %s is not the run's (id %" PRIu64 "; the run's "
+				       "programs are attached to id %" PRIu64 ")",
+			 r->cg.path, r->cg.id, attached);
+		return -ESTALE;
+	}
+	return 0;
+}
+
+/*
+ * The run's network namespace, the one whose (dev, inode) the programs keep: the --netns path
+ * run_start names if it still names it, else that of a process of the run. -1: none (or gone).
+ */
+static int find_netns(const struct run *r, const struct resume_start *s)
+{
+	const struct sl_run_cfg *cfg = loader_run_cfg(r->loader);
+	char path[PATH_MAX], procs[PATH_MAX], line[32];
+	struct stat st;
+	FILE *f;
+	int fd;
+
+	if (!cfg->netns_ino)
+		return -1;
+	/* O_NONBLOCK: a FIFO put at the path must not hang the resume */
+	fd = s->has_netns ? open(s->netns, O_RDONLY | O_NONBLOCK | O_CLOEXEC) : -1;
+	if (fd >= 0 && !fstat(fd, &st) && st.st_dev == cfg->netns_dev && st.st_ino == cfg->netns_ino)
+		return fd;
+	if (fd >= 0)
+		close(fd);
+	if (!r->cg.path[0] || util_fmt(procs, sizeof(procs), "%s/cgroup.procs", r->cg.path))
+		return -1;
+	f = fopen(procs, "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		if (util_fmt(path, sizeof(path), "/proc/%ld/ns/net", strtol(line, NULL, 10)))
+			continue;
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0 && !fstat(fd, &st) && st.st_dev == cfg->netns_dev &&
+		    st.st_ino == cfg->netns_ino)
+			break;
+		if (fd >= 0)
+			close(fd);
+		fd = -1;
+	}
+	if (f)
+		fclose(f);
+	return fd;
+}
+
+static const char *reopen_why(int err)
+{
+	switch (err) {
+	case -ENOENT:
+		return "its programs are not pinned under " LOADER_BPFFS "/sluice (the run ended, "
+		       "or ran on another host)";
+	case -EBUSY:
+		return "its writer is alive (sluice run or resume holds the pins); one writer per log";
+	case -EPROTO:
+		return "its pinned maps are not this build's (another version of sluice started it)";
+	default:
+		return strerror(-err);
+	}
+}
+
+/* Everything but the log: the pins, what they keep, the policy, the cgroup, the key. */
+static int take_over(struct run *r, const struct resume_start *s, char *msg, size_t msg_len)
+{
+	int err;
 
 	r->loader = loader_reopen(r->run_id, r->args.verbose);
 	if (!r->loader) {
 		err = -errno;
-		util_fmt(msg, msg_len, "run %s: %s", r->run_id,
-			 err == -ENOENT ? "its programs are not pinned under " LOADER_BPFFS
-					  "/sluice (the run ended, or ran on another host)" :
-			 err == -EBUSY ? "its writer is alive (sluice run or resume holds the pins); "
-					 "one writer per log" :
-			 err == -EPROTO ? "its pinned maps are not this build's (another version "
-					  "of sluice started it)" :
-					  strerror(-err));
+		util_fmt(msg, msg_len, "run %s: %s", r->run_id, reopen_why(err));
 		return err;
 	}
 	r->rec.loader = r->loader;
-
-	err = cgroup_open_run(r->args.cgroup_parent, r->run_id, &r->cg);
-	if (err == -ENOENT) {
-		/* removed once empty (by someone else): the run is over, only its end is missing */
-		r->cg.path[0] = '\0';
-	} else if (err || strcmp(r->cg.path, s->cgroup) || r->cg.id != s->cgroup_id) {
-		util_fmt(msg, msg_len, "cgroup %s%s: %s", r->cg.path[0] ? r->cg.path : s->cgroup,
-			 err ? "" : " is not the run's",
-			 err ? strerror(-err) : "its path or id differs from run_start's");
-		return err ? err : -ESTALE;
-	}
-
-	err = run_make_key(r, msg, msg_len);
+	err = check_start(r, s, msg, msg_len);
+	if (!err)
+		err = take_policy(r, s, msg, msg_len);
+	if (!err)
+		err = take_cgroup(r, s, msg, msg_len);
+	if (!err)
+		err = run_make_key(r, msg, msg_len);
 	if (err)
 		return err;
 	r->rec.run_id = r->run_id;
@@ -454,20 +640,41 @@ static int take_over(struct run *r, const struct resume_start *s, char *msg, siz
 		return err;
 	}
 	r->rec.events = r->events;
+	return 0;
+}
 
-	/* DNS again on the port the programs send it to; a run without it still gets its log */
-	err = run_start_resolver(r, loader_dns_port(r->loader), dummy, sizeof(dummy));
+/*
+ * DNS again, on the port the programs send it to, in the run's namespace, with the names the
+ * first resolver kept with the run. Where it cannot listen (the namespace is gone, the port is
+ * taken) the names are still taken, for the records; false then (said in the log later).
+ */
+static bool start_resolver(struct run *r, const struct resume_start *s)
+{
+	char why[512] = "";
+	int err = -ENOENT;
+
+	r->netns_fd = find_netns(r, s);
+	if (r->netns_fd >= 0 || !loader_run_cfg(r->loader)->netns_ino)
+		err = run_start_resolver(r, loader_dns_port(r->loader), why, sizeof(why));
+	else
+		util_fmt(why, sizeof(why), "the run's network namespace is gone");
+	if (err) {
+		fprintf(stderr, "sluice resume: %s; the run's names no longer resolve (closed, not "
+				"open)\n",
+			why[0] ? why : strerror(-err));
+		err = run_start_resolver_names(r);
+	}
 	if (!err)
 		err = resolver_adopt_hosts(r->resolver, r->loader);
 	if (err) {
-		fprintf(stderr, "sluice resume: %s; the run's names no longer resolve (closed, not "
-				"open), and its records name no hosts\n",
-			dummy[0] ? dummy : strerror(-err));
+		fprintf(stderr, "sluice resume: the host names the run kept: %s; its records name no "
+				"hosts\n",
+			strerror(-err));
 		resolver_stop(r->resolver);
 		r->resolver = NULL;
 		r->rec.resolver = NULL;
 	}
-	return 0;
+	return r->resolver && resolver_port(r->resolver);
 }
 
 /* Said in the log once the new writer holds it: the run's DNS could not be served again. */
@@ -479,7 +686,7 @@ static void note_no_resolver(struct run *r)
 	clock_gettime(CLOCK_REALTIME, &now);
 	records_line(&r->rec, &l, "anomaly", &now);
 	journal_line_str(&l, "what", "the run's resolver could not be restarted");
-	journal_line_str(&l, "why", "names no longer resolve, and records name no hosts");
+	journal_line_str(&l, "why", "names no longer resolve");
 	records_write(&r->rec, &l);
 }
 
@@ -493,7 +700,7 @@ int resume_main(int argc, char **argv)
 	char msg[1024] = "";
 	int sig_fd = -1, status = RUN_EXIT_SLUICE_ERROR, err;
 	const char *why = "sluice error";
-	bool has_status = false;
+	bool has_status = false, serving;
 	sigset_t old;
 
 	run_init(&r, "sluice resume");
@@ -528,19 +735,15 @@ int resume_main(int argc, char **argv)
 		goto fail;
 	if (!r.args.policy_path)
 		r.args.policy_path = s.policy;
-	if (!r.args.upstream && s.has_upstream)
-		r.args.upstream = s.upstream;
 	r.args.task = s.has_task ? s.task : NULL;
-	r.args.netns = s.has_netns ? s.netns : NULL;
-	r.args.dns_ttl = s.dns_ttl;
 	err = take_over(&r, &s, msg, sizeof(msg));
-	if (!err)
-		err = verify_pass(&r, &pass, &tail, msg, sizeof(msg));
+	if (err)
+		goto fail;
+	serving = start_resolver(&r, &s);
+	err = verify_pass(&r, &pass, &tail, msg, sizeof(msg));
 	if (err)
 		goto fail;
 
-	/* read before anything is drained: every record the log holds took a number below it */
-	tail.kseq_below = loader_next_seq(r.loader);
 	jo.path = r.log_path;
 	jo.run_id = r.run_id;
 	jo.signer = r.run_key;
@@ -567,7 +770,7 @@ int resume_main(int argc, char **argv)
 								 "");
 	if (run_open_alerts(&r, msg, sizeof(msg)))
 		fprintf(stderr, "sluice resume: %s\n", msg);
-	if (!r.resolver)
+	if (!serving)
 		note_no_resolver(&r);
 	else if ((err = resolver_serve(r.resolver, r.loader)))
 		fprintf(stderr, "sluice resume: start the run's resolver: %s\n", strerror(-err));

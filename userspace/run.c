@@ -13,13 +13,17 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -78,6 +82,11 @@ enum { OPT_KEY = 256, OPT_CHECKPOINT_LINES, OPT_CHECKPOINT_SECS, OPT_CHECKPOINT_
 
 void run_init(struct run *r, const char *cmd_name)
 {
+	/*
+	 * The run key lives in this process's memory: no core dump may carry it out (with it, a
+	 * fork of the log could be signed). A workload's exec resets the flag for itself.
+	 */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	memset(r, 0, sizeof(*r));
 	r->args.cmd_name = cmd_name;
 	r->args.cgroup_parent = "sluice";
@@ -545,11 +554,13 @@ void run_finish(struct run *r, bool has_status, int status, const char *why)
 	if (!r->still_running)
 		loader_detach(r->loader);
 	records_drain(&r->rec);
-	if (r->still_running) {
+	/* a resumed writer never knows the command's status, survivors or not */
+	if (r->still_running && !r->rec.resumed) {
 		has_status = true;
 		status = RUN_EXIT_SLUICE_ERROR;
 	}
-	records_end(&r->rec, has_status, status, why);
+	records_end(&r->rec, has_status, status,
+		    r->still_running && r->rec.resumed ? "processes survived the kill" : why);
 	/* The seal: the last line, signing everything before it. */
 	err = journal_checkpoint(r->journal, "final");
 	if (err)
@@ -640,17 +651,20 @@ int run_start_resolver(struct run *r, uint16_t port, char *err, size_t err_len)
 	};
 	int ret;
 
-	if (r->args.netns) {
+	if (r->netns_fd < 0 && r->args.netns) {
 		r->netns_fd = open(r->args.netns, O_RDONLY | O_CLOEXEC);
 		if (r->netns_fd < 0) {
 			ret = -errno;
 			util_fmt(err, err_len, "--netns %s: %s", r->args.netns, strerror(-ret));
 			return ret;
 		}
-		o.netns_fd = r->netns_fd;
-		r->rec.netns_fd = r->netns_fd;
 	}
-	if (r->args.upstream) {
+	o.netns_fd = r->netns_fd;
+	r->rec.netns_fd = r->netns_fd;
+	if (r->upstream_len) {
+		o.upstream = r->upstream_ss;
+		o.upstream_len = r->upstream_len;
+	} else if (r->args.upstream) {
 		ret = resolver_parse_addr(r->args.upstream, &o.upstream, &o.upstream_len);
 		if (ret) {
 			util_fmt(err, err_len, "--upstream: expected ADDR, ADDR:PORT or [ADDR6]:PORT, "
@@ -667,6 +681,8 @@ int run_start_resolver(struct run *r, uint16_t port, char *err, size_t err_len)
 			return ret;
 		}
 	}
+	r->upstream_ss = o.upstream;
+	r->upstream_len = o.upstream_len;
 	if (o.upstream_len)
 		resolver_format_addr(&o.upstream, r->upstream, sizeof(r->upstream));
 	r->resolver = resolver_new(&o);
@@ -678,6 +694,17 @@ int run_start_resolver(struct run *r, uint16_t port, char *err, size_t err_len)
 			 ret == -ENETDOWN ? " (is lo up in that namespace?)" : "");
 		return ret;
 	}
+	r->rec.resolver = r->resolver;
+	return 0;
+}
+
+int run_start_resolver_names(struct run *r)
+{
+	struct resolver_opts o = { .policy = r->policy, .netns_fd = -1, .names_only = true };
+
+	r->resolver = resolver_new(&o);
+	if (!r->resolver)
+		return -errno;
 	r->rec.resolver = r->resolver;
 	return 0;
 }
@@ -695,6 +722,35 @@ int run_open_alerts(struct run *r, char *err, size_t err_len)
 		ret = -errno;
 		util_fmt(err, err_len, "open alerts file %s: %s", r->args.alerts, strerror(-ret));
 		return ret;
+	}
+	return 0;
+}
+
+int run_cfg_of(const struct run *r, struct sl_run_cfg *cfg)
+{
+	struct stat st;
+
+	memset(cfg, 0, sizeof(*cfg));
+	memcpy(cfg->policy_sha256, r->policy->sha256, sizeof(cfg->policy_sha256));
+	if (r->upstream_ss.ss_family == AF_INET && r->upstream_len) {
+		const struct sockaddr_in *sin = (const struct sockaddr_in *)&r->upstream_ss;
+
+		cfg->upstream_family = AF_INET;
+		memcpy(cfg->upstream_addr, &sin->sin_addr, 4);
+		cfg->upstream_port = ntohs(sin->sin_port);
+	} else if (r->upstream_ss.ss_family == AF_INET6 && r->upstream_len) {
+		const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)&r->upstream_ss;
+
+		cfg->upstream_family = AF_INET6;
+		memcpy(cfg->upstream_addr, &sin6->sin6_addr, 16);
+		cfg->upstream_port = ntohs(sin6->sin6_port);
+	}
+	cfg->dns_ttl = r->args.dns_ttl;
+	if (r->netns_fd >= 0) {
+		if (fstat(r->netns_fd, &st))
+			return -errno;
+		cfg->netns_dev = st.st_dev;
+		cfg->netns_ino = st.st_ino;
 	}
 	return 0;
 }
@@ -758,6 +814,11 @@ static int setup(struct run *r, char *err, size_t err_len)
 		return ret;
 	lo.dns_port = resolver_port(r->resolver);
 	lo.learned_max = RUN_LEARNED_MAX;
+	ret = run_cfg_of(r, &lo.run_cfg);
+	if (ret) {
+		util_fmt(err, err_len, "--netns %s: %s", r->args.netns, strerror(-ret));
+		return ret;
+	}
 
 	r->loader = loader_load(r->policy, r->compiled, &lo);
 	if (!r->loader) {

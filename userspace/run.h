@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include "cgroup.h"
@@ -69,6 +70,8 @@ struct run {
 	char host_vkey[NOTE_VKEY_MAX + 1];
 	char cert[RUN_CERT_MAX];
 	char upstream[RUN_UPSTREAM_MAX]; /* where the resolver asks, as run_start names it */
+	struct sockaddr_storage upstream_ss; /* the same; upstream_len 0: none */
+	socklen_t upstream_len;
 	uid_t uid; /* what CMD runs as */
 	gid_t gid;
 	bool no_backstop;      /* selftests: the packet checks are off */
@@ -101,10 +104,17 @@ int run_take_checkpoint_fd(const struct run_args *a, const char *s, int *out);
 int run_make_key(struct run *r, char *msg, size_t msg_len);
 
 /*
- * Bind the run's resolver (in args.netns, if given) on port (0: any), asking args.upstream or
- * /etc/resolv.conf's first nameserver; it serves from resolver_serve on.
+ * Bind the run's resolver (in r->netns_fd, else in args.netns if given) on port (0: one of its
+ * own), asking r->upstream_ss if set, else args.upstream or /etc/resolv.conf's first
+ * nameserver; it serves from resolver_serve on.
  */
 int run_start_resolver(struct run *r, uint16_t port, char *err, size_t err_len);
+
+/* A resolver that answers nothing, for the names of a run whose own could not listen again. */
+int run_start_resolver_names(struct run *r);
+
+/* What the programs keep for a resume: the policy's digest, upstream, dns_ttl, the netns. */
+int run_cfg_of(const struct run *r, struct sl_run_cfg *cfg);
 
 /* --alerts, opened for appending. */
 int run_open_alerts(struct run *r, char *err, size_t err_len);

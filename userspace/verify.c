@@ -153,6 +153,7 @@ struct verifier {
 	uint64_t torn_before; /* the current line follows a torn line of that many bytes; 0: not */
 	/* resume: LOG's last bytes without "\n", a whole line (newline_missing) or a torn one */
 	bool newline_missing;
+	uint64_t log_dev, log_ino, log_size; /* LOG as read (plain: it is never compressed) */
 	uint64_t torn_last;
 
 	/* kernel sequence numbers seen, and the first ranges of those no line carries */
@@ -1258,6 +1259,11 @@ static int check_run_end(struct verifier *v)
 		return BAD(v, "run_end: restart_gap is not a non-negative integer");
 	if (!err && !v->restart_line)
 		return BAD(v, "run_end: restart_gap without a writer_restart record before it");
+	if (err == -ENOENT && v->restart_line)
+		return BAD(v,
+			   "run_end: no restart_gap after the writer_restart at line %" PRIu64
+			   " (a restarted writer always writes it)",
+			   v->restart_line);
 	if (!err)
 		v->r->restart_gap = gap;
 	/* the restarted writer is not the command's parent: its exit status died with the first */
@@ -1536,13 +1542,13 @@ static void chain_append(struct verifier *v, const char *line, size_t len)
 /*
  * A line that is not canonical. It may be the torn line a writer killed inside a write() left,
  * if a writer_restart follows at once to say so: held (in the tree, prev and lines already, as
- * the writer_restart's seq and prev count it) until the next line tells. It can never be line 1,
- * longer than a line, nor the line after run_end (no writer_restart may follow): refused at
- * once. (After a writer_restart it is that restart's checkpoint, torn: another restart follows.)
+ * the writer_restart's seq and prev count it) until the next line tells. It can never be line 1
+ * or 2 (log_start and run_start: no writer can resume without them), longer than a line, nor
+ * the line after run_end (no writer_restart may follow): refused at once. (After a writer_restart it is that restart's checkpoint, torn: another restart follows.)
  */
 static int torn_hold(struct verifier *v, const char *line, size_t len, size_t off, const char *why)
 {
-	if (!v->lines || len > JSONLINE_MAX || v->run_end_line)
+	if (v->lines < 2 || len > JSONLINE_MAX || v->run_end_line)
 		return BAD(v, "not canonical at column %zu: %s", off + 1, why);
 	v->torn.pending = true;
 	v->torn.line = v->lines + 1;
@@ -1739,6 +1745,7 @@ static int verify_file(struct verifier *v, struct reader *rd, const char *path, 
 		       struct reader *copy)
 {
 	const char *line, *why = NULL;
+	struct stat st;
 	size_t len;
 	int res, err;
 
@@ -1805,6 +1812,12 @@ static int verify_file(struct verifier *v, struct reader *rd, const char *path, 
 		v->rotate_line = 0;
 	}
 out:
+	/* what a resumed writer must find when it opens LOG to append: the file verified */
+	if (last && rd->fd >= 0 && !fstat(rd->fd, &st)) {
+		v->log_dev = st.st_dev;
+		v->log_ino = st.st_ino;
+		v->log_size = (uint64_t)st.st_size;
+	}
 	reader_close(rd);
 	return err;
 }
@@ -2016,6 +2029,9 @@ int verify_log(const struct verify_opts *o, struct verify_result *r)
 		st->torn = v->torn_last;
 		st->unsealed = v->lines - v->last_cp_line;
 		st->kseq_high = v->kseqs.high;
+		st->log_dev = v->log_dev;
+		st->log_ino = v->log_ino;
+		st->log_size = v->log_size;
 	}
 out:
 	r->kseq_words_scanned = v->kseqs.words_scanned;

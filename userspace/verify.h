@@ -63,6 +63,8 @@ struct verify_state {
 	uint64_t torn;		      /* bytes of a torn last line, 0: none */
 	uint64_t unsealed;	      /* as writer_restart.unsealed would be for the next line */
 	uint64_t kseq_high;	      /* 1 + the largest kseq read, 0: none */
+	/* LOG as it was read (st_dev, st_ino, bytes): the file a writer may append to */
+	uint64_t log_dev, log_ino, log_size;
 };
 
 struct verify_opts {

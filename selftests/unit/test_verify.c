@@ -1142,6 +1142,7 @@ struct rs {
 	const char *restart_cp_reason; /* its reason ("restart") */
 	bool no_restart_cp;	       /* a record where the restart checkpoint should be */
 	int restart_died; /* DIED_*: then another writer_restart (key R2) restarts it */
+	bool no_gap_member; /* run_end without restart_gap */
 	int next_cp_key;	       /* the key signing the checkpoint after it (the new one) */
 	int64_t next_step;  /* microseconds between the lines after the restart checkpoint */
 	bool after_run_end; /* the dead writer wrote run_end (not its seal); the restart after */
@@ -1238,6 +1239,14 @@ static void build_rs(struct log *l, const struct rs *o)
 		tw_checkpoint(&w, "final");
 		return;
 	}
+	if (o->no_gap_member) {
+		tw_line(&w, "run_end",
+			"\"why\":\"cgroup emptied\",\"exit_status\":null,\"lost\":0,"
+			"\"unlogged\":0,\"kseq_next\":%" PRIu64,
+			k);
+		tw_checkpoint(&w, "final");
+		return;
+	}
 	tw_end_restarted(&w, k, lost, (uint64_t)((long)gap + o->gap_delta));
 }
 
@@ -1269,6 +1278,17 @@ BUILD_RS(build_rs_torn_alone, .torn = TORN_CP, .no_restart = true)
 BUILD_RS(build_rs_no_cp, .no_restart_cp = true)
 BUILD_RS(build_rs_died, .restart_died = DIED_AFTER_RESTART)
 BUILD_RS(build_rs_died_torn, .restart_died = DIED_IN_CP)
+BUILD_RS(build_rs_no_gap, .no_gap_member = true)
+
+/* A torn line where run_start belongs, then a writer_restart: line 2, its parse error. */
+static void build_torn_run_start(struct log *l)
+{
+	struct tw w;
+
+	tw_start(&w, l, NULL, "run-a", g.host, g.run_a, 10);
+	tw_restart_full(&w, g.run_r1, g.host, g.run_r1, NULL, tw_torn(&w, false, 0), 2, 0);
+	tw_checkpoint(&w, "restart");
+}
 BUILD_RS(build_rs_cp_reason, .restart_cp_reason = "lines")
 BUILD_RS(build_rs_cp_old, .restart_cp_key = K_A)
 BUILD_RS(build_rs_next_old, .next_cp_key = K_A)
@@ -2036,6 +2056,11 @@ static const struct verify_case verify_cases[] = {
 	 build_rs_died, NULL, build_rs_died, NULL, 0, VERIFY_OK, 0, -1, NULL},
 	{"... that died writing its restart checkpoint (torn), restarted again: exit 0",
 	 build_rs_died_torn, NULL, build_rs_died_torn, NULL, 0, VERIFY_OK, 0, -1, NULL},
+	{"run_end after a restart without restart_gap: run_end line 15", build_rs_no_gap, NULL,
+	 NULL, NULL, 0, VERIFY_INVALID, 15, -1,
+	 "no restart_gap after the writer_restart at line 10"},
+	{"a torn line where run_start belongs: line 2, not canonical", build_torn_run_start, NULL,
+	 NULL, NULL, 0, VERIFY_INVALID, 2, -1, "not canonical at column"},
 	{"restarted across a rotation (the dead writer's checkpoint rotated): exit 0",
 	 build_rs_rotated, NULL, build_rs_rotated, NULL, SEGMENTS, VERIFY_OK, 0, -1, NULL},
 	{"a record the dead writer took and never wrote, as run_end.restart_gap: exit 3",
