@@ -42,7 +42,7 @@ endif
 
 .DELETE_ON_ERROR:
 .SECONDARY: $(BPF_OBJS) $(SKELS)
-.PHONY: all deps test demo bench install clean vmlinux fuzz
+.PHONY: all deps test vmtest demo bench install clean vmlinux fuzz
 
 all: $(OUTPUT)/sluice $(TOOLS) $(UNIT_TESTS)
 
@@ -101,6 +101,14 @@ $(OUTPUT)/selftests/test_%: selftests/unit/test_%.c | $(OUTPUT)/selftests
 test: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)prove --exec '' $(UNIT_TESTS) $(sort $(wildcard selftests/test_*.sh))
+
+# Every root selftest on Debian's 6.1 and 6.12 kernels, each booted in qemu on this machine's
+# root and build (software emulation: an hour or more per kernel). VMTEST_ARGS: -k 6.1, -t SECONDS,
+# test files (selftests/vm/vmtest.sh).
+VMTEST_ARGS ?=
+vmtest: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)bash selftests/vm/vmtest.sh $(VMTEST_ARGS)
 
 demo: deps
 	$(Q)$(MAKE) --no-print-directory all

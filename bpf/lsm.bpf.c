@@ -102,8 +102,30 @@ static __always_inline bool foreign_socket_in_run(struct socket *sock)
 	return !socket_of_run(sock);
 }
 
+/*
+ * The policy's errno as an LSM hook's return. Kernels since 6.7 refuse an LSM program unless
+ * they can prove R0 is in [-4095, 0], as a 64-bit value: neither a .rodata value nor its
+ * negation is known to them, and an int return (a 32-bit move) is zero-extended. So each errno
+ * a policy may name (policy.c's deny_errno) is a constant of its own, and the hooks return long.
+ */
+static __always_inline long deny_retval(void)
+{
+	switch (sl_cfg_deny_errno) {
+	case EACCES:
+		return -EACCES;
+	case ECONNREFUSED:
+		return -ECONNREFUSED;
+	case ENETUNREACH:
+		return -ENETUNREACH;
+	case EHOSTUNREACH:
+		return -EHOSTUNREACH;
+	default:
+		return -EPERM;
+	}
+}
+
 /* Judge (family, address, port) for this socket's protocol; returns the LSM verdict. */
-static __always_inline int judge(struct socket *sock, struct sl_decision_event *ev, __u8 hook)
+static __always_inline long judge(struct socket *sock, struct sl_decision_event *ev, __u8 hook)
 {
 	__u16 sk_protocol = BPF_CORE_READ(sock, sk, sk_protocol);
 	__u8 proto = sk_protocol == IPPROTO_TCP ? SL_PROTO_TCP :
@@ -127,7 +149,7 @@ static __always_inline int judge(struct socket *sock, struct sl_decision_event *
 	ev->sock_cookie = 0;
 	event_hdr_init(&ev->hdr, SL_EV_DECISION, sizeof(*ev));
 	event_submit(ev, sizeof(*ev), SL_HOOK_LSM, v.verdict == SL_VERDICT_DENY);
-	return enforce ? -sl_cfg_deny_errno : 0;
+	return enforce ? deny_retval() : 0;
 }
 
 /* Read a kernel copy of a sockaddr into ev; false if it is not inet. */
@@ -161,7 +183,7 @@ static __always_inline bool read_sockaddr(const void *addr, struct sl_decision_e
 }
 
 SEC("lsm/socket_connect")
-int BPF_PROG(sl_lsm_connect, struct socket *sock, struct sockaddr *address, int addrlen)
+long BPF_PROG(sl_lsm_connect, struct socket *sock, struct sockaddr *address, int addrlen)
 {
 	struct sl_decision_event ev = {};
 
@@ -171,7 +193,7 @@ int BPF_PROG(sl_lsm_connect, struct socket *sock, struct sockaddr *address, int 
 }
 
 SEC("lsm/socket_sendmsg")
-int BPF_PROG(sl_lsm_sendmsg, struct socket *sock, struct msghdr *msg, int size)
+long BPF_PROG(sl_lsm_sendmsg, struct socket *sock, struct msghdr *msg, int size)
 {
 	struct sl_decision_event ev = {};
 	struct sock *sk;

@@ -6,7 +6,12 @@
 #ifndef SLUICE_NET_BPF_H
 #define SLUICE_NET_BPF_H
 
+/* the errnos a policy's deny_errno may name (policy.c errno_names) */
 #define EPERM 1
+#define EACCES 13
+#define ENETUNREACH 101
+#define ECONNREFUSED 111
+#define EHOSTUNREACH 113
 
 #define AF_UNIX 1
 #define AF_INET 2

@@ -1,0 +1,58 @@
+#!/bin/bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# PID 1 of a selftest VM (selftests/vm/vmtest.sh), on the host's root mounted read-only over
+# 9p: mounts what the tests write to and what sluice needs (tmpfs, cgroup2, bpffs), lets the
+# kernel load its own modules from the unpacked image (the host has none of them), runs the
+# tests named in the configuration file $1 through prove, says "vmtest-result: N" on the
+# console and powers the VM off. Nothing here can reach a real network: the VM has no network
+# device, and the tests build their own namespaces as on the host.
+set -u
+conf=$1
+
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+mkdir -p /dev/pts /dev/shm
+mount -t devpts devpts /dev/pts
+mount -t tmpfs tmpfs /dev/shm
+for d in /run /tmp /var/tmp /root; do
+	mount -t tmpfs -o mode=0755 tmpfs "$d"
+done
+chmod 1777 /tmp /var/tmp /dev/shm
+mount -t cgroup2 cgroup2 /sys/fs/cgroup
+mount -t bpf bpf /sys/fs/bpf
+mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+
+# shellcheck source=/dev/null
+. "$conf" # REPO, KDIR, TESTS
+# the kernel's requests for modules (veth, nf_tables, sch_ingress…) go to the image's tree
+mkdir -p /run/vm
+printf '#!/bin/sh\nexec /sbin/modprobe -d %s "$@"\n' "$KDIR" >/run/vm/modprobe
+chmod 0755 /run/vm/modprobe
+echo /run/vm/modprobe >/proc/sys/kernel/modprobe
+ip link set lo up
+hostname sluice-vm
+export HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin SLUICE_VM=1
+
+cd "$REPO" || exit 1
+echo "vmtest: kernel $(uname -r), ${#TESTS[@]} test file(s)"
+# one prove per file, and one line the host reads for each: "vmtest-file: FILE ok|fail|skip WHY"
+failed=0
+for t in "${TESTS[@]}"; do
+	prove --exec '' "$t" >/run/vm/prove.out 2>&1
+	rc=$?
+	sed 's/^/  /' /run/vm/prove.out
+	why=$(sed -n 's/.* skipped: //p' /run/vm/prove.out | head -n 1)
+	if [[ $rc -ne 0 ]]; then
+		echo "vmtest-file: $t fail"
+		failed=1
+	elif [[ -n $why ]]; then
+		echo "vmtest-file: $t skip $why"
+	else
+		echo "vmtest-file: $t ok"
+	fi
+done
+echo "vmtest-result: $failed"
+sync
+/bin/busybox poweroff -f
