@@ -16,16 +16,24 @@ mount -t devtmpfs dev /dev
 mkdir -p /dev/pts /dev/shm
 mount -t devpts devpts /dev/pts
 mount -t tmpfs tmpfs /dev/shm
+
+# shellcheck source=/dev/null
+. "$conf" # REPO, KDIR, TESTS
+# The tests write to tmpfs mounts of their own; a tree below one of them (a CI clone in /tmp)
+# is kept in sight: held at /mnt meanwhile, then put back at its own path.
+mount --bind "$REPO" /mnt
 for d in /run /tmp /var/tmp /root; do
 	mount -t tmpfs -o mode=0755 tmpfs "$d"
 done
+if [[ -e $conf ]]; then
+	umount /mnt
+else
+	mkdir -p "$REPO" && mount --move /mnt "$REPO"
+fi
 chmod 1777 /tmp /var/tmp /dev/shm
 mount -t cgroup2 cgroup2 /sys/fs/cgroup
 mount -t bpf bpf /sys/fs/bpf
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
-
-# shellcheck source=/dev/null
-. "$conf" # REPO, KDIR, TESTS
 # the kernel's requests for modules (veth, nf_tables, sch_ingress…) go to the image's tree
 mkdir -p /run/vm
 printf '#!/bin/sh\nexec /sbin/modprobe -d %s "$@"\n' "$KDIR" >/run/vm/modprobe
