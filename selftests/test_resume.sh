@@ -481,10 +481,10 @@ id_f=$SL_RUN_ID
 # shellcheck disable=SC2317 # called through wait_until
 log_still() {
 	local a b
-	a=$(wc -c <"$log_f")
+	a=$(stat -c %s "$log_f" 2>/dev/null)
 	sleep 0.5
-	b=$(wc -c <"$log_f")
-	[[ $a -eq $b && $(log_count "$log_f" type=flow) -gt 0 ]]
+	b=$(stat -c %s "$log_f" 2>/dev/null)
+	[[ -n $a && $a == "$b" && $(log_count "$log_f" type=flow) -gt 0 ]]
 }
 wait_until 20000 log_still
 kill_writer

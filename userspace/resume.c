@@ -403,21 +403,6 @@ out:
 
 /* ------------------------------------------------------------------------------------------ */
 
-static int hex_digest(const unsigned char *d, size_t n, char *out, size_t size)
-{
-	static const char hex[] = "0123456789abcdef";
-	size_t i;
-
-	if (size < 2 * n + 1)
-		return -ENOSPC;
-	for (i = 0; i < n; i++) {
-		out[2 * i] = hex[d[i] >> 4];
-		out[2 * i + 1] = hex[d[i] & 15];
-	}
-	out[2 * n] = '\0';
-	return 0;
-}
-
 /* The upstream the programs keep, as a sockaddr and as run_start names it; false: none. */
 static bool cfg_upstream(const struct sl_run_cfg *cfg, struct sockaddr_storage *ss,
 			 socklen_t *len)
@@ -458,7 +443,7 @@ static int check_start(struct run *r, const struct resume_start *s, char *msg, s
 	socklen_t len;
 	const char *what = NULL;
 
-	hex_digest(cfg->policy_sha256, sizeof(cfg->policy_sha256), digest, sizeof(digest));
+	util_hex(cfg->policy_sha256, sizeof(cfg->policy_sha256), digest, sizeof(digest));
 	if (cfg_upstream(cfg, &ss, &len))
 		resolver_format_addr(&ss, upstream, sizeof(upstream));
 	if (strcmp(digest, s->policy_sha256))
@@ -496,7 +481,7 @@ static int take_policy(struct run *r, const struct resume_start *s, char *msg, s
 	if (err)
 		return err;
 	if (memcmp(r->policy->sha256, cfg->policy_sha256, sizeof(cfg->policy_sha256))) {
-		hex_digest(r->policy->sha256, sizeof(r->policy->sha256), digest, sizeof(digest));
+		util_hex(r->policy->sha256, sizeof(r->policy->sha256), digest, sizeof(digest));
 		util_fmt(msg, msg_len, "policy %s is not the one run %s started with (its SHA-256 is "
 				       "%s, the run's %s); give the run's policy with --policy",
 			 r->args.policy_path, r->run_id, digest, s->policy_sha256);
@@ -648,28 +633,27 @@ static int take_over(struct run *r, const struct resume_start *s, char *msg, siz
  * first resolver kept with the run. Where it cannot listen (the namespace is gone, the port is
  * taken) the names are still taken, for the records; false then (said in the log later).
  */
-static bool start_resolver(struct run *r, const struct resume_start *s)
+static bool start_resolver(struct run *r, const struct resume_start *s, char *why, size_t len)
 {
-	char why[512] = "";
+	char bind_why[256] = "";
 	int err = -ENOENT;
 
+	why[0] = '\0';
 	r->netns_fd = find_netns(r, s);
 	if (r->netns_fd >= 0 || !loader_run_cfg(r->loader)->netns_ino)
-		err = run_start_resolver(r, loader_dns_port(r->loader), why, sizeof(why));
+		err = run_start_resolver(r, loader_dns_port(r->loader), bind_why, sizeof(bind_why));
 	else
-		util_fmt(why, sizeof(why), "the run's network namespace is gone");
+		util_fmt(bind_why, sizeof(bind_why), "the run's network namespace is gone");
 	if (err) {
-		fprintf(stderr, "sluice resume: %s; the run's names no longer resolve (closed, not "
-				"open)\n",
-			why[0] ? why : strerror(-err));
+		util_fmt(why, len, "%s; the run's names no longer resolve (closed, not open)",
+			 bind_why[0] ? bind_why : strerror(-err));
 		err = run_start_resolver_names(r);
 	}
 	if (!err)
 		err = resolver_adopt_hosts(r->resolver, r->loader);
 	if (err) {
-		fprintf(stderr, "sluice resume: the host names the run kept: %s; its records name no "
-				"hosts\n",
-			strerror(-err));
+		util_fmt(why, len, "the host names the run kept: %s; its records name no hosts",
+			 strerror(-err));
 		resolver_stop(r->resolver);
 		r->resolver = NULL;
 		r->rec.resolver = NULL;
@@ -697,7 +681,7 @@ int resume_main(int argc, char **argv)
 	struct resume_pass pass = { .rec = &r.rec };
 	struct journal_tail tail = {};
 	struct journal_opts jo = {};
-	char msg[1024] = "";
+	char msg[1024] = "", dns_why[512];
 	int sig_fd = -1, status = RUN_EXIT_SLUICE_ERROR, err;
 	const char *why = "sluice error";
 	bool has_status = false, serving;
@@ -739,10 +723,19 @@ int resume_main(int argc, char **argv)
 	err = take_over(&r, &s, msg, sizeof(msg));
 	if (err)
 		goto fail;
-	serving = start_resolver(&r, &s);
+	serving = start_resolver(&r, &s, dns_why, sizeof(dns_why));
 	err = verify_pass(&r, &pass, &tail, msg, sizeof(msg));
 	if (err)
 		goto fail;
+	/* the log's cadence, as verify held every checkpoint to it */
+	if (!s.checkpoint_lines || !s.checkpoint_secs || s.checkpoint_secs > 86400) {
+		util_fmt(msg, sizeof(msg), "log %s: log_start's checkpoint_lines %" PRIu64
+					   " or checkpoint_secs %" PRIu64 " is not one sluice writes",
+			 r.log_path, s.checkpoint_lines, s.checkpoint_secs);
+		goto fail;
+	}
+	if (dns_why[0])
+		fprintf(stderr, "sluice resume: %s\n", dns_why);
 
 	jo.path = r.log_path;
 	jo.run_id = r.run_id;

@@ -382,15 +382,9 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 /* The fields a resumed writer needs to take the run over, in both forms of run_start. */
 static void run_start_resume_fields(struct run *r, struct journal_line *l)
 {
-	static const char hex[] = "0123456789abcdef";
 	char digest[2 * sizeof(r->policy->sha256) + 1];
-	size_t i;
 
-	for (i = 0; i < sizeof(r->policy->sha256); i++) {
-		digest[2 * i] = hex[r->policy->sha256[i] >> 4];
-		digest[2 * i + 1] = hex[r->policy->sha256[i] & 15];
-	}
-	digest[2 * i] = '\0';
+	util_hex(r->policy->sha256, sizeof(r->policy->sha256), digest, sizeof(digest));
 	journal_line_str(l, "policy_sha256", digest);
 	journal_line_str(l, "cgroup", r->cg.path);
 	journal_line_u64(l, "cgroup_id", r->cg.id);

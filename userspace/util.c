@@ -88,3 +88,19 @@ int util_unescape_mountinfo(char *s)
 	*w = '\0';
 	return 0;
 }
+
+int util_hex(const void *in, size_t n, char *out, size_t size)
+{
+	static const char digits[] = "0123456789abcdef";
+	const unsigned char *d = in;
+	size_t i;
+
+	if (size < 2 * n + 1)
+		return -ENOSPC;
+	for (i = 0; i < n; i++) {
+		out[2 * i] = digits[d[i] >> 4];
+		out[2 * i + 1] = digits[d[i] & 15];
+	}
+	out[2 * n] = '\0';
+	return 0;
+}

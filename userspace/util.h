@@ -17,6 +17,9 @@ int util_read_file(const char *path, char *buf, size_t len);
 /* Write a string to an existing file (cgroupfs, sysfs); returns 0 or -errno. */
 int util_write_file(const char *path, const char *s);
 
+/* Lower-case hex of n bytes into out (2n + 1 bytes with the NUL); -ENOSPC if it does not fit. */
+int util_hex(const void *in, size_t n, char *out, size_t size);
+
 /* Undo the octal escapes (\040 for a space, …) that /proc/self/mountinfo uses in paths. */
 int util_unescape_mountinfo(char *s);
 
