@@ -16,19 +16,9 @@
 #include <sys/stat.h>
 
 #include "userspace/dns.h"
+#include "tap.h"
 
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-#define WHY_LEN 4096
 #define REASON_LEN 128
-
-/* Fail the current check with an "expected … got …" diagnostic. */
-#define EXPECT(cond, ...)                                                                          \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			snprintf(why, WHY_LEN, __VA_ARGS__);                                       \
-			return false;                                                              \
-		}                                                                                  \
-	} while (0)
 
 /* Wire-format building blocks for the tables. */
 #define U16(v) (((v) >> 8) & 0xff), ((v)&0xff)
@@ -46,18 +36,6 @@
 /* 13 bytes at offset 12..24; the question ends at 29. */
 #define EXAMPLE_COM 7, 'e', 'x', 'a', 'm', 'p', 'l', 'e', 3, 'c', 'o', 'm', 0
 #define Q_EXAMPLE_COM(type) EXAMPLE_COM, U16(type), U16(1)
-
-static int n_test, n_failed;
-
-static void report(bool ok, const char *name, const char *why)
-{
-	n_test++;
-	printf("%sok %d - %s\n", ok ? "" : "not ", n_test, name);
-	if (!ok) {
-		printf("# %s\n", why);
-		n_failed++;
-	}
-}
 
 static const char *err_name(int err)
 {
@@ -1633,5 +1611,5 @@ int main(int argc, char **argv)
 		report(misc_cases[i].fn(why), misc_cases[i].name, why);
 	}
 	run_corpus(root);
-	return n_failed ? 1 : 0;
+	return tap_status();
 }

@@ -13,33 +13,11 @@
 #include <sys/socket.h>
 
 #include "policy/policy.h"
+#include "tap.h"
 
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define ERR_LEN 1024
-#define WHY_LEN 4096
-
-/* Fail the current check with an "expected … got …" diagnostic. */
-#define EXPECT(cond, ...)                                                                          \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			snprintf(why, WHY_LEN, __VA_ARGS__);                                       \
-			return false;                                                              \
-		}                                                                                  \
-	} while (0)
 
 static const char *root;
-static int n_test, n_failed;
-
-static void report(bool ok, const char *name, const char *why)
-{
-	n_test++;
-	printf("%sok %d - %s\n", ok ? "" : "not ", n_test, name);
-	if (!ok) {
-		printf("# %s\n", why);
-		n_failed++;
-	}
-}
-
 static bool example_path(const char *file, char *buf, size_t len)
 {
 	int n = snprintf(buf, len, "%s/policy/examples/%s", root, file);
@@ -1324,5 +1302,5 @@ int main(int argc, char **argv)
 
 		report(misc_cases[i].fn(why), misc_cases[i].name, why);
 	}
-	return n_failed ? 1 : 0;
+	return tap_status();
 }

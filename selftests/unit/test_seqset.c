@@ -14,32 +14,10 @@
 #include <string.h>
 
 #include "userspace/seqset.h"
+#include "tap.h"
 
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-#define WHY_LEN 1024
 #define W ((uint64_t)SEQSET_WINDOW)
 #define MAX_GOT (1u << 20)
-
-/* Fail the current check with an "expected … got …" diagnostic. */
-#define EXPECT(cond, ...)                                                                          \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			snprintf(why, WHY_LEN, __VA_ARGS__);                                       \
-			return false;                                                              \
-		}                                                                                  \
-	} while (0)
-
-static int n_test, n_failed;
-
-static void report(bool ok, const char *name, const char *why)
-{
-	n_test++;
-	printf("%sok %d - %s\n", ok ? "" : "not ", n_test, name);
-	if (!ok) {
-		printf("# %s\n", why);
-		n_failed++;
-	}
-}
 
 /* What the callback received, in order. */
 struct got {
@@ -460,5 +438,5 @@ int main(void)
 	}
 	seqset_free(&g_set);
 	free(g_got.r);
-	return n_failed ? 1 : 0;
+	return tap_status();
 }

@@ -26,32 +26,10 @@
 
 #include "userspace/note.h"
 #include "userspace/tlog.h"
+#include "tap.h"
 
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-#define WHY_LEN 4096
 #define NOTE_BUF 8192
 #define HOOK_MAX (64 * 1024)
-
-/* Fail the current check with an "expected … got …" diagnostic. */
-#define EXPECT(cond, ...)                                                                          \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			snprintf(why, WHY_LEN, __VA_ARGS__);                                       \
-			return false;                                                              \
-		}                                                                                  \
-	} while (0)
-
-static int n_test, n_failed;
-
-static void report(bool ok, const char *name, const char *why)
-{
-	n_test++;
-	printf("%sok %d - %s\n", ok ? "" : "not ", n_test, name);
-	if (!ok) {
-		printf("# %s\n", why);
-		n_failed++;
-	}
-}
 
 static const char *err_name(int err)
 {
@@ -1080,5 +1058,5 @@ int main(int argc, char **argv)
 		report(misc_cases[i].fn(why), misc_cases[i].name, why);
 	}
 	cleanup_tmpdir();
-	return n_failed ? 1 : 0;
+	return tap_status();
 }

@@ -27,30 +27,8 @@
 #include "userspace/note.h"
 #include "userspace/tlog.h"
 #include "userspace/verify.h"
+#include "tap.h"
 
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-#define WHY_LEN 8192
-
-#define EXPECT(cond, ...)                                                                          \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			snprintf(why, WHY_LEN, __VA_ARGS__);                                       \
-			return false;                                                              \
-		}                                                                                  \
-	} while (0)
-
-static int n_test, n_failed;
-
-static void report(bool ok, const char *name, const char *why)
-{
-	n_test++;
-	printf("%sok %d - %s\n", ok ? "" : "not ", n_test, name);
-	if (!ok) {
-		printf("# %s\n", why);
-		n_failed++;
-	}
-	fflush(stdout);
-}
 
 static void *xmalloc(size_t n)
 {
@@ -3180,5 +3158,5 @@ int main(void)
 		report(late_cases[i].fn(why), late_cases[i].name, why);
 	}
 	teardown();
-	return n_failed ? 1 : 0;
+	return tap_status();
 }
