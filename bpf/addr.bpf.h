@@ -2,11 +2,17 @@
 /*
  * Address classification shared by every layer: the fixed blackhole and the IPv4 addresses that
  * IPv6 destinations embed. All addresses are in network order, as the kernel hands them to us.
+ * Pure functions of their arguments: userspace includes this header too (hosttotals.c).
  */
 #ifndef SLUICE_ADDR_BPF_H
 #define SLUICE_ADDR_BPF_H
 
 #include <bpf/bpf_endian.h>
+#ifdef __bpf__
+#include "net.bpf.h" /* AF_INET, AF_INET6 */
+#else
+#include <sys/socket.h>
+#endif
 
 /*
  * 169.254.0.0/16: link-local, home of every cloud's metadata service. It needs no DNS, so a
@@ -47,6 +53,31 @@ static __always_inline bool v6_embeds_v4_for_policy(const __u32 w[4], __u32 *v4)
 		return true;
 	}
 	return false;
+}
+
+/*
+ * The key of a flow's host: its name when the resolver produced the address, else the address.
+ * Shared with userspace (hosttotals.c), so that the host_total lines count hosts as the caps
+ * do: the includer provides struct sl_host_key (sluice.h) and AF_INET/AF_INET6.
+ */
+static __always_inline void host_key_of(struct sl_host_key *k, __u16 rule_id, __u32 host_id,
+					__u8 family, const __u8 addr[16])
+{
+	__u32 v4 = 0;
+
+	__builtin_memset(k, 0, sizeof(*k));
+	k->rule_id = rule_id;
+	k->host_id = host_id;
+	if (host_id)
+		return;
+	/* one budget per host whatever form its address was asked in (::ffff:a.b.c.d, NAT64) */
+	if (family == AF_INET6 && v6_embeds_v4_for_policy((const __u32 *)addr, &v4)) {
+		k->family = AF_INET;
+		__builtin_memcpy(k->addr, &v4, 4);
+		return;
+	}
+	k->family = family;
+	__builtin_memcpy(k->addr, addr, 16);
 }
 
 static __always_inline __u32 bytes_to_v4(__u8 a, __u8 b, __u8 c, __u8 d)

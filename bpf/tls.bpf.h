@@ -65,27 +65,6 @@ struct {
 	__type(value, struct sl_host_bytes);
 } sl_host_bytes SEC(".maps");
 
-/* The key of a flow's host: its name when the resolver produced the address, else the address. */
-static __always_inline void host_key_of(struct sl_host_key *k, __u16 rule_id, __u32 host_id,
-					__u8 family, const __u8 addr[16])
-{
-	__u32 v4 = 0;
-
-	__builtin_memset(k, 0, sizeof(*k));
-	k->rule_id = rule_id;
-	k->host_id = host_id;
-	if (host_id)
-		return;
-	/* one budget per host whatever form its address was asked in (::ffff:a.b.c.d, NAT64) */
-	if (family == AF_INET6 && v6_embeds_v4_for_policy((const __u32 *)addr, &v4)) {
-		k->family = AF_INET;
-		__builtin_memcpy(k->addr, &v4, 4);
-		return;
-	}
-	k->family = family;
-	__builtin_memcpy(k->addr, addr, 16);
-}
-
 /* The host's totals, created at zero; NULL when the map is full. */
 static __always_inline struct sl_host_bytes *host_bytes_get(const struct sl_host_key *k)
 {

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include "hosttotals.h"
+#include "../bpf/addr.bpf.h"
 
 #define BUCKETS 4096
 
@@ -27,29 +28,17 @@ struct hosttotals *hosttotals_new(void)
 	return calloc(1, sizeof(struct hosttotals));
 }
 
-/* The host's key, as bpf/tls.bpf.h host_key_of() forms it (v4 embedded forms as v4). */
+/* The host's key, formed by the same code as the kernel's caps (v4 embedded forms as v4). */
 static void key_of(const struct sl_flow *f, struct hosttotal *k)
 {
-	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-	static const uint8_t nat64[12] = { 0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0 };
-	static const uint8_t zero[12], one[4] = { 0, 0, 0, 1 }, none[4];
+	struct sl_host_key hk;
 
+	host_key_of(&hk, f->rule_id, f->host_id, f->family, f->addr);
 	memset(k, 0, sizeof(*k));
-	k->rule_id = f->rule_id;
-	k->host_id = f->host_id;
-	if (f->host_id)
-		return;
-	if (f->family == AF_INET6 &&
-	    (!memcmp(f->addr, mapped, 12) || !memcmp(f->addr, nat64, 12) ||
-	     /* IPv4-compatible ::a.b.c.d, but not :: or ::1 */
-	     (!memcmp(f->addr, zero, 12) && memcmp(f->addr + 12, none, 4) &&
-	      memcmp(f->addr + 12, one, 4)))) {
-		k->family = AF_INET;
-		memcpy(k->addr, f->addr + 12, 4);
-		return;
-	}
-	k->family = f->family;
-	memcpy(k->addr, f->addr, f->family == AF_INET ? 4 : 16);
+	k->rule_id = hk.rule_id;
+	k->host_id = hk.host_id;
+	k->family = hk.family;
+	memcpy(k->addr, hk.addr, sizeof(k->addr));
 }
 
 static bool same_host(const struct hosttotal *a, const struct hosttotal *b)

@@ -18,7 +18,7 @@ mount -t devpts devpts /dev/pts
 mount -t tmpfs tmpfs /dev/shm
 
 # shellcheck source=/dev/null
-. "$conf" # REPO, KDIR, TESTS
+. "$conf" # REPO, KDIR, TESTS, FILE_TIMEOUT
 # The tests write to tmpfs mounts of their own; a tree below one of them (a CI clone in /tmp)
 # is kept in sight: held at /mnt meanwhile, then put back at its own path.
 mount --bind "$REPO" /mnt
@@ -48,8 +48,10 @@ echo "vmtest: kernel $(uname -r), ${#TESTS[@]} test file(s)"
 # one prove per file, and one line the host reads for each: "vmtest-file: FILE ok|fail|skip WHY"
 failed=0
 for t in "${TESTS[@]}"; do
-	prove --exec '' "$t" >/run/vm/prove.out 2>&1
+	# one file that hangs must not take the others' time: each gets at most FILE_TIMEOUT s
+	timeout -k 10 "${FILE_TIMEOUT:-1800}" prove --exec '' "$t" >/run/vm/prove.out 2>&1
 	rc=$?
+	[[ $rc -eq 124 ]] && echo "  (timed out after ${FILE_TIMEOUT:-1800} s)" >>/run/vm/prove.out
 	sed 's/^/  /' /run/vm/prove.out
 	why=$(sed -n 's/.* skipped: //p' /run/vm/prove.out | head -n 1)
 	if [[ $rc -ne 0 ]]; then

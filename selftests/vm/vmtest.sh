@@ -17,13 +17,15 @@
 # with "# SKIP why" where the test skipped there), prove's output as comments; "not ok" for a
 # file that failed and for a kernel that could not be fetched or booted, or did not finish.
 # Exits 1 if anything failed. Software emulation (TCG) makes the tests about ten times slower
-# than on the host; -t bounds each VM (default 3600 s).
+# than on the host; -t bounds each VM (default 3600 s), SL_VM_FILE_TIMEOUT each test file in it
+# (default 1800 s).
 set -u
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 VMDIR=$REPO/.output/vm
 kernels=()
 timeout_s=3600
+file_timeout=${SL_VM_FILE_TIMEOUT:-1800}
 tests=()
 
 while getopts "k:t:" opt; do
@@ -170,6 +172,7 @@ run_kernel() {
 		printf 'REPO=%q\n' "$REPO"
 		printf 'KDIR=%q\n' "$dir"
 		printf 'TESTS=(%s)\n' "$(printf '%q ' "${tests[@]}")"
+		printf 'FILE_TIMEOUT=%q\n' "$file_timeout"
 	} >"$dir/guest.conf"
 	log=$dir/console.log
 	# no network device (-nodefaults): the VM reaches nothing but its own namespaces
