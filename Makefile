@@ -103,9 +103,9 @@ test: deps
 	$(Q)prove --exec '' $(UNIT_TESTS) $(sort $(wildcard selftests/test_*.sh))
 
 # Every root selftest on Debian's 6.1 and 6.12 kernels, each booted in qemu on this machine's
-# root and build (software emulation: an hour or more per kernel). VMTEST_ARGS: -k 6.1, -t SECONDS,
-# test files (selftests/vm/vmtest.sh).
-VMTEST_ARGS ?=
+# root and build (software emulation: an hour or more per kernel). VMTEST_ARGS: -k 6.1, -t SECONDS
+# per VM (default here 4 h), test files (selftests/vm/vmtest.sh).
+VMTEST_ARGS ?= -t 14400
 vmtest: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)bash selftests/vm/vmtest.sh $(VMTEST_ARGS)

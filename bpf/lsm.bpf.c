@@ -103,10 +103,11 @@ static __always_inline bool foreign_socket_in_run(struct socket *sock)
 }
 
 /*
- * The policy's errno as an LSM hook's return. Kernels since 6.7 refuse an LSM program unless
- * they can prove R0 is in [-4095, 0], as a 64-bit value: neither a .rodata value nor its
- * negation is known to them, and an int return (a 32-bit move) is zero-extended. So each errno
- * a policy may name (policy.c's deny_errno) is a constant of its own, and the hooks return long.
+ * The policy's errno as an LSM hook's return. Newer kernels (6.12 here) refuse an LSM program
+ * unless they can prove R0 is in [-4095, 0]; 6.12's verifier loses a negated value (w = -w
+ * leaves an unknown scalar) and checks R0 as 64 bits, which an int return's 32-bit move
+ * zero-extends. So each errno a policy may name (policy.c's errno_names; a new one there gets
+ * EPERM here until it is added) is a constant of its own, and the hooks return long.
  */
 static __always_inline long deny_retval(void)
 {

@@ -379,8 +379,9 @@ struct sl_run_cfg {
 	__u16 upstream_port;	/* host order */
 	__u8 upstream_family;	/* AF_INET, AF_INET6; 0: none */
 	__u8 dns_ttl;		/* learned addresses expire with their TTL */
-	__u8 pad[4];
-	__u64 netns_dev; /* the run's namespace (--netns): st_dev and st_ino; 0: none */
+	__u8 netns_given;	/* --netns named the namespace below; 0: it is sluice's own */
+	__u8 pad[3];
+	__u64 netns_dev; /* where the run's resolver listens: st_dev and st_ino of its netns */
 	__u64 netns_ino;
 };
 _Static_assert(sizeof(struct sl_run_cfg) == 72, "sl_run_cfg ABI");

@@ -17,7 +17,9 @@
 # run's programs keep; a log cut back below its sidecar's checkpoint is refused; the resolver's
 # port is privileged, out of the workload's reach; a resumed writer killed is resumed again.
 # Run F: a writer killed inside a record's handler after that record's line was synced (libbpf
-# had not moved past it): the resumed writer does not write it twice. Run D: a cgroup of the run's name but another id is refused; once it is gone, the run's end
+# had not moved past it): the resumed writer does not write it twice. Run G: a line forged
+# into the unsigned tail for the next record does not hide it (verify finds the kseq twice).
+# Run D: a cgroup of the run's name but another id is refused; once it is gone, the run's end
 # is written at once. Every log is checked by sluice verify and by sl_logcheck.py.
 
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -426,6 +428,13 @@ rechain "$log_e" 'o["upstream"] = "192.0.2.53:53" if o.get("type") == "run_start
 if o.get("type") != "run_start": o.pop("upstream")'
 resume_refused "... the same for another upstream" "$id_e" "$log_e" "run_start's upstream"
 cp "$SL_TMP/e.good" "$log_e"
+rechain "$log_e" 'o["policy"] = "'"$SLUICE_KEY"'" if o.get("type") == "run_start" else o.get("policy")
+if o.get("type") != "run_start": o.pop("policy")'
+resume_refused "a run_start naming the host key as the policy is refused" "$id_e" "$log_e" \
+	"is not the one run"
+tap_check "... without a byte of the key in what it says" \
+	test "$(grep -c 'PRIVATE+KEY' "$SL_TMP/refused.err")" -eq 0
+cp "$SL_TMP/e.good" "$log_e"
 # a checkpoint exported to the sidecar, then the log cut back below it
 resume_start "$id_e" "$log_e"
 wait_until 5000 log_has "$log_e" type=writer_restart || tap_diag_file "$SL_TMP/resume-$id_e.err"
@@ -505,6 +514,49 @@ PY
 verify_is "run F: sluice verify accepts it (no kseq twice)" 0 "$log_f"
 tap_check "run F: the independent checker accepts the log" log_well_formed "$log_f"
 tap_check "run F: cleaned up" leftovers_check "$id_f" "$(log_run_start_field "$log_f" cgroup_id)"
+
+# ---------------------------------------------------------------------------------------------
+# Run G: a line forged into the dead writer's unsigned tail for the record that comes next (its
+# kseq, another socket) does not hide that record: it is written, and verify finds the kseq twice.
+
+log_g=$SL_TMP/g.jsonl
+sluice_start "$SL_TMP/b-copy.yaml" "$log_g" -- "${RUN_EXEC[@]}" sh -c \
+	"$SL_PROBE tcp 198.51.100.20 80; : >$SL_TMP/g-ready
+	 while [ ! -e $SL_TMP/g-dead ]; do sleep 0.05; done
+	 $SL_PROBE tcp 198.51.100.20 80; : >$SL_TMP/g-denied
+	 while [ ! -e $SL_TMP/g-go ]; do sleep 0.05; done"
+id_g=$SL_RUN_ID
+wait_until 5000 seen "$SL_TMP/g-ready" || bail_out "run G did not start"
+wait_until 3000 log_has "$log_g" type=decision decision=deny || bail_out "run G: no denial logged"
+kill_writer
+touch "$SL_TMP/g-dead"
+wait_until 5000 seen "$SL_TMP/g-denied" || bail_out "run G: no denial while the writer was dead"
+# the forgery: the last decision line again, as the next kseq and another socket
+python3 - "$log_g" <<'PY'
+import hashlib, json, sys
+path = sys.argv[1]
+lines = [json.loads(l) for l in open(path, "rb")]
+last = max(i for i, o in enumerate(lines) if o["type"] == "decision")
+fake = dict(lines[last])
+fake["kseq"] += 1
+fake["sock_cookie"] += 1000
+lines.append(fake)
+prev = "0" * 64
+with open(path, "wb") as f:
+    for i, o in enumerate(lines):
+        o["seq"], o["prev"] = i, prev
+        b = json.dumps(o, separators=(",", ":"), ensure_ascii=False).encode()
+        f.write(b + b"\n")
+        prev = hashlib.sha256(b).hexdigest()
+PY
+resume_start "$id_g" "$log_g"
+wait_until 5000 log_has "$log_g" type=writer_restart || tap_diag_file "$SL_TMP/resume-$id_g.err"
+touch "$SL_TMP/g-go"
+resume_wait 15 || sl_stop_pid "$SL_RESUME_PID"
+"$SLUICE" verify "$log_g" >"$SL_TMP/verify.out" 2>&1
+tap_is "a forged line for the next record: the record is written anyway, verify exit 1" "$?" 1
+tap_check "... naming the kseq found twice" grep -qE 'kseq [0-9]+ (appears twice|repeats)' "$SL_TMP/verify.out"
+tap_check "run G: cleaned up" leftovers_check "$id_g" "$(log_run_start_field "$log_g" cgroup_id)"
 
 # ---------------------------------------------------------------------------------------------
 # Run D: the run's cgroup replaced while no writer lived, then removed

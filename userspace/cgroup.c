@@ -11,6 +11,9 @@
 #include <time.h>
 #include <unistd.h>
 
+/* linux/exportfs.h's FILEID_KERNFS, which the UAPI does not carry: kernfs (cgroupfs) handles */
+#define CGROUP_FILEID_KERNFS 0xfe
+
 #include "cgroup.h"
 #include "util.h"
 
@@ -134,6 +137,32 @@ int cgroup_open_path(const char *path, const char *run_id, struct run_cgroup *cg
 	err = open_run(parent, cg);
 	if (err)
 		cg->path[0] = '\0';
+	return err;
+}
+
+int cgroup_id_exists(uint64_t id)
+{
+	/* a struct file_handle and its 8 handle bytes, suitably aligned */
+	uint64_t buf[(sizeof(struct file_handle) + sizeof(uint64_t) + 7) / 8] = {};
+	struct file_handle *fh = (struct file_handle *)buf;
+	char mnt[PATH_MAX];
+	int mfd, fd, err;
+
+	err = cgroup_v2_mount(mnt, sizeof(mnt));
+	if (err)
+		return err;
+	mfd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (mfd < 0)
+		return -errno;
+	/* cgroupfs hands out kernfs file handles: the 64-bit id is the handle */
+	fh->handle_bytes = sizeof(id);
+	fh->handle_type = CGROUP_FILEID_KERNFS;
+	memcpy(fh->f_handle, &id, sizeof(id));
+	fd = open_by_handle_at(mfd, fh, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	err = fd >= 0 ? 1 : errno == ESTALE || errno == ENOENT ? 0 : -errno;
+	if (fd >= 0)
+		close(fd);
+	close(mfd);
 	return err;
 }
 

@@ -29,6 +29,9 @@ int cgroup_create_run(const char *parent, const char *run_id, struct run_cgroup 
  */
 int cgroup_open_path(const char *path, const char *run_id, struct run_cgroup *cg);
 
+/* Whether a cgroup of this id still exists (anywhere in the hierarchy): 1, 0, or -errno. */
+int cgroup_id_exists(uint64_t id);
+
 /* Kill every process in the subtree (cgroup.kill) and wait up to timeout_ms for it to empty. */
 int cgroup_kill_and_wait(const struct run_cgroup *cg, int timeout_ms);
 

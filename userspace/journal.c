@@ -1174,9 +1174,10 @@ static int sidecar_resume(struct journal *j, const struct journal_tail *t, int *
 	struct stat st;
 
 	*fatal = 0;
-	fd = open(j->sidecar_path, O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0640);
+	fd = util_open_regular(j->sidecar_path, O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW, 0640);
 	if (fd < 0 || fstat(fd, &st)) {
-		err = -errno;
+		err = fd < 0 ? fd : -errno;
+		fd = fd < 0 ? -1 : fd;
 		goto stop;
 	}
 	/* only a file of the writer's own is ever cut: no link to another, no one else's */
@@ -1290,11 +1291,16 @@ struct journal *journal_resume(const struct journal_opts *o, const struct journa
 	j->tree = t->tree;
 	j->segment = t->segments + 1;
 	j->gz.closed = j->segment;
-	if (t->log_missing)
-		j->fd = open(o->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
-	else
-		j->fd = open(o->path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
-	if (j->fd < 0 || fstat(j->fd, &st)) {
+	/* (a FIFO put in the live file's place since the verify is not waited on) */
+	j->fd = t->log_missing ? util_open_regular(o->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW,
+						    0640) :
+				 util_open_regular(o->path, O_WRONLY | O_APPEND | O_NOFOLLOW, 0);
+	if (j->fd < 0) {
+		err = j->fd;
+		j->fd = -1;
+		goto err_free;
+	}
+	if (fstat(j->fd, &st)) {
 		err = -errno;
 		goto err_free;
 	}

@@ -869,12 +869,15 @@ static int tc_attach_here(void *arg)
 	if (!op->l->tc_clsact) {
 		/* first: a program before sluice that passes or redirects would skip it */
 		LIBBPF_OPTS(bpf_tcx_opts, first, .flags = BPF_F_BEFORE);
+		/* before 6.6 this fails (EINVAL): expected, not a warning to print */
+		libbpf_print_fn_t old = libbpf_verbose ? libbpf_print : libbpf_set_print(NULL);
 
 		a->link = bpf_program__attach_tcx(op->l->tc->progs.sl_tc_ingress, a->peer.ifindex,
 						   &first);
+		err = a->link ? 0 : -errno;
+		libbpf_set_print(old);
 		if (a->link)
 			return 0;
-		err = -errno;
 		if (err != -EINVAL && err != -EOPNOTSUPP)
 			return err;
 	}

@@ -231,20 +231,20 @@ static void kseq_logged(struct records *r, uint64_t kseq)
 }
 
 /*
- * A record the dead writer already wrote, read again by its resumed successor: among the first
- * records after the restart, one whose kseq is that of one of the dead writer's last lines.
+ * The first record a resumed writer reads, if it is the dead writer's last kernel-record line
+ * (records_restore_line): that writer died after the line was on disk, before libbpf moved past
+ * the record. Only the first, and only with every field of its mark equal.
  */
-static bool written_before(struct records *r, uint64_t kseq)
+static bool written_before(struct records *r, const char *type, uint64_t kseq, uint64_t cookie,
+			   uint64_t pid, uint64_t port, const char *dst)
 {
-	unsigned int i, n = r->n_tail < RECORDS_TAIL ? r->n_tail : RECORDS_TAIL;
+	const struct records_mark *m = &r->last;
 
-	if (!r->dup_window)
+	if (!r->check_first)
 		return false;
-	r->dup_window--;
-	for (i = 0; i < n; i++)
-		if (r->tail_kseqs[i] == kseq)
-			return true;
-	return false;
+	r->check_first = false;
+	return !strcmp(m->type, type) && m->kseq == kseq && m->cookie == cookie && m->pid == pid &&
+	       m->port == port && !strcmp(m->dst, dst);
 }
 
 static int on_decision(const struct sl_decision_event *ev, void *ctx)
@@ -256,8 +256,6 @@ static int on_decision(const struct sl_decision_event *ev, void *ctx)
 	char host_buf[256];
 	const char *host;
 
-	if (written_before(r, ev->hdr.seq))
-		return 0;
 	if (decision_view_init(&v, ev, r->policy)) {
 		records_line(r, &l, "anomaly", &ts);
 		journal_line_str(&l, "what", "decision record with out-of-range fields");
@@ -265,6 +263,10 @@ static int on_decision(const struct sl_decision_event *ev, void *ctx)
 		return 0;
 	}
 
+	if (written_before(r, "decision", ev->hdr.seq, ev->sock_cookie,
+			   ev->hook == SL_HOOK_TC ? 0 : ev->tgid, v.surface ? 0 : ev->port,
+			   v.surface ? "" : v.dst))
+		return 0;
 	host = resolver_host(r->resolver, ev->host_id, host_buf, sizeof(host_buf));
 	if (v.deny) {
 		struct notice n = { .len = 0 };
@@ -366,13 +368,13 @@ static int on_tls(const struct sl_tls_event *ev, void *ctx)
 	const char *killed = NULL;
 	size_t i;
 
-	if (written_before(r, ev->hdr.seq))
-		return 0;
 	for (i = 0; i < ev->sni_len; i++)
 		sni[i] = ev->sni[i] >= 0x20 && ev->sni[i] < 0x7f && ev->sni[i] != '"' ?
 				 ev->sni[i] : '?';
 	sni[i] = '\0';
 	inet_ntop(ev->family == AF_INET6 ? AF_INET6 : AF_INET, ev->addr, dst, sizeof(dst));
+	if (written_before(r, "tls", ev->hdr.seq, ev->sock_cookie, ev->tgid, ev->port, dst))
+		return 0;
 	decision_safe_comm(comm, sizeof(comm), ev->comm);
 
 	if (deny && ev->enforced) {
@@ -517,8 +519,6 @@ static int on_flow(const struct sl_flow_event *ev, void *ctx)
 				       NULL;
 	struct journal_line l;
 
-	if (written_before(r, ev->hdr.seq))
-		return 0;
 	if ((f->family != AF_INET && f->family != AF_INET6) || f->rule_id > r->policy->n_rules ||
 	    f->cut > SL_CUT_TOTAL_RESPONSE || (!ev->end_ns && !f->cut)) {
 		records_line(r, &l, "anomaly", &ts);
@@ -527,6 +527,9 @@ static int on_flow(const struct sl_flow_event *ev, void *ctx)
 		return 0;
 	}
 	inet_ntop(f->family, f->addr, dst, sizeof(dst));
+	if (written_before(r, ev->end_ns ? "flow" : "flow_cut", ev->hdr.seq, ev->sock_cookie,
+			   f->tgid, f->port, dst))
+		return 0;
 	decision_safe_comm(comm, sizeof(comm), f->comm);
 	if (f->rule_id)
 		policy_rule_name(r->policy, f->rule_id - 1, rule, sizeof(rule));
@@ -971,6 +974,24 @@ static void restore_flow_total(struct records *r, const struct jsonline *jl)
 		hosttotals_add(r->totals, &f);
 }
 
+/* The mark of a kernel record's line (written_before): the last one read is kept. */
+static void restore_mark(struct records *r, const struct jsonline *jl, uint64_t kseq)
+{
+	struct records_mark *m = &r->last;
+
+	memset(m, 0, sizeof(*m));
+	m->kseq = kseq;
+	if (jsonline_str(jl, "type", m->type, sizeof(m->type)) < 0)
+		m->type[0] = '\0';
+	if (jsonline_u64(jl, "sock_cookie", &m->cookie))
+		jsonline_u64(jl, "ifindex", &m->cookie); /* a tc decision */
+	jsonline_u64(jl, "pid", &m->pid);
+	jsonline_u64(jl, "port", &m->port);
+	if (jsonline_str(jl, "dst", m->dst, sizeof(m->dst)) < 0)
+		m->dst[0] = '\0';
+	r->check_first = true;
+}
+
 void records_restore_line(struct records *r, const struct jsonline *jl)
 {
 	char sni[SL_SNI_MAX + 1], hook[32];
@@ -982,8 +1003,7 @@ void records_restore_line(struct records *r, const struct jsonline *jl)
 		r->restored_records++;
 		/* verify accepted the log: every number comes once, within the window */
 		seqset_add(&r->kseqs->set, kseq);
-		r->tail_kseqs[r->n_tail++ % RECORDS_TAIL] = kseq;
-		r->dup_window = RECORDS_TAIL;
+		restore_mark(r, jl, kseq);
 	}
 	if (type_is(jl, "loss")) {
 		/* the counters live in the kernel: the new writer declares only what is new */

@@ -26,7 +26,14 @@
 #include "seqset.h"
 
 #define RECORDS_TASK_MAX 256
-#define RECORDS_TAIL 16
+
+/* What names a kernel record's line: its type, kseq, socket (or ifindex), process, destination. */
+struct records_mark {
+	char type[16];
+	uint64_t kseq, cookie, pid;
+	uint64_t port;
+	char dst[64];
+};
 
 struct hosttotals;
 struct sni_slot;
@@ -64,10 +71,9 @@ struct records {
 	/* A resumed writer: what the dead one's lines account for (records_restore_line). */
 	bool resumed;
 	uint64_t restored_records; /* lines of kernel records (those with a kseq) */
-	/* the kseqs of the dead writer's last kernel-record lines, and how many records may
-	 * still be one of them (see records_restore_line) */
-	uint64_t tail_kseqs[RECORDS_TAIL];
-	unsigned int n_tail, dup_window;
+	/* the dead writer's last kernel-record line, for the first record read (see below) */
+	struct records_mark last;
+	bool check_first;
 };
 
 /* Initialise the writer's own state (after the fields above are set). Returns 0 or -errno. */
@@ -101,10 +107,13 @@ void records_end(struct records *r, bool has_status, int status, const char *why
  * A resumed writer, before anything new is written: fold one line of the dead writer's log
  * (verified, in order) into the state the records keep — the kernel sequence numbers that have
  * a line, the loss counts already declared, the denials, the server names of TLS flows still
- * open and the bytes of finished flows per host. The first records read after it that are
- * among the dead writer's last few lines are not written again: libbpf moves the ring
- * buffer's consumer position only once a record's handler returns, and a line can be on disk
- * before that (a checkpoint inside the handler), so the writer may have died in between.
+ * open and the bytes of finished flows per host. The first record read after it is not
+ * written again when it is the dead writer's last kernel-record line — the same kseq, type,
+ * socket, process and destination: libbpf moves the ring buffer's consumer position only once
+ * a record's handler returns, and a line can be on disk before that (a checkpoint inside the
+ * handler), so the writer may have died in between. A line that only claims that kseq (an
+ * edit of the unsigned tail) does not hide the record: it is written, and verify finds the
+ * kseq twice.
  */
 void records_restore_line(struct records *r, const struct jsonline *jl);
 

@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -294,29 +295,41 @@ fail:
 }
 
 /*
- * The port: the one given (the one a resumed run's programs send DNS to), or a free one below
- * ip_unprivileged_port_start (1024 unless the namespace lowered it), which an unprivileged
- * process of the run cannot bind: were sluice to die, the run could not take its resolver's
- * place for a resume. Failing that, the kernel's pick, and a word on stderr.
+ * The port: the one given (the one a resumed run's programs send DNS to), or a free one from
+ * 600 up, below the namespace's ip_unprivileged_port_start (1024 by default), that no entry of
+ * the services database names: an unprivileged process of the run cannot bind it, so were
+ * sluice to die, the run could not take its resolver's place for a resume. (A process with
+ * CAP_NET_BIND_SERVICE in the namespace — the owner of a user namespace it belongs to, in a
+ * rootless container — still could.) Failing that, the kernel's pick, and a word on stderr.
  */
 static int bind_listeners(struct resolver *r)
 {
-	uint16_t start, i;
+	char buf[32];
+	uint16_t start, i, port;
+	long hi = RESOLVER_PORT_HI;
 	int err, attempt;
 
 	if (r->o.port)
 		return bind_at(r, r->o.port);
+	/* in the namespace the listeners are made in: ports below this need CAP_NET_BIND_SERVICE */
+	if (util_read_file("/proc/sys/net/ipv4/ip_unprivileged_port_start", buf, sizeof(buf)) > 0 &&
+	    strtol(buf, NULL, 10) < hi)
+		hi = strtol(buf, NULL, 10);
 	if (getrandom(&start, sizeof(start), 0) != sizeof(start))
 		start = (uint16_t)getpid();
-	for (i = 0; i < RESOLVER_PORT_HI - RESOLVER_PORT_LO; i++) {
-		err = bind_at(r, (uint16_t)(RESOLVER_PORT_LO +
-					    (start + i) % (RESOLVER_PORT_HI - RESOLVER_PORT_LO)));
+	for (i = 0; hi > RESOLVER_PORT_LO && i < hi - RESOLVER_PORT_LO; i++) {
+		port = (uint16_t)(RESOLVER_PORT_LO + (start + i) % (hi - RESOLVER_PORT_LO));
+		/* a port a service of the host is known by stays free for it */
+		if (getservbyport(htons(port), NULL))
+			continue;
+		err = bind_at(r, port);
 		if (err != -EADDRINUSE)
 			return err;
 	}
-	fprintf(stderr, "sluice: every port from %d to %d is taken: the run's resolver listens on "
-			"an unprivileged one\n",
-		RESOLVER_PORT_LO, RESOLVER_PORT_HI - 1);
+	fprintf(stderr, "sluice: no free port below %ld (ip_unprivileged_port_start) from %d on: "
+			"the run's resolver listens on one an unprivileged process of the run could "
+			"bind were sluice to die\n",
+		hi, RESOLVER_PORT_LO);
 	for (attempt = 0; attempt < 16; attempt++) {
 		err = bind_at(r, 0);
 		if (err != -EADDRINUSE)

@@ -199,7 +199,7 @@ static int read_start(const char *log, struct resume_start *s, char *msg, size_t
 	const char *why = "";
 	gzFile gz = NULL;
 	size_t off;
-	int n, err = 0;
+	int n, fd, err = 0;
 
 	/* the first rotated segment, compressed or not, else the live file; zlib reads either */
 	if (verify_segment_path(log, 1, true, path, sizeof(path)) ||
@@ -208,10 +208,14 @@ static int read_start(const char *log, struct resume_start *s, char *msg, size_t
 		return util_fmt(msg, msg_len, "%s: path too long", log), -ENAMETOOLONG;
 	line = malloc(JOURNAL_LINE_MAX + 1);
 	jl = malloc(sizeof(*jl));
-	gz = line && jl ? gzopen(path, "rbe") : NULL;
+	fd = line && jl ? util_open_regular(path, O_RDONLY, 0) : -ENOMEM;
+	gz = fd >= 0 ? gzdopen(fd, "rb") : NULL;
 	if (!gz) {
-		err = errno ? -errno : -ENOMEM;
-		util_fmt(msg, msg_len, "open log %s: %s", path, strerror(-err));
+		err = fd < 0 ? fd : -ENOMEM;
+		if (fd >= 0)
+			close(fd);
+		util_fmt(msg, msg_len, "open log %s: %s", path,
+			 err == -EINVAL ? "not a regular file" : strerror(-err));
 		goto out;
 	}
 	for (n = 0; n < 2 && !err; n++) {
@@ -454,7 +458,7 @@ static int check_start(struct run *r, const struct resume_start *s, char *msg, s
 		what = "dns_ttl";
 	else if (strcmp(s->has_upstream ? s->upstream : "", upstream))
 		what = "upstream";
-	else if (s->has_netns != (cfg->netns_ino != 0))
+	else if (s->has_netns != !!cfg->netns_given)
 		what = "netns";
 	if (what) {
 		util_fmt(msg, msg_len, "log %s: run_start's %s is not what the run's programs were "
@@ -474,19 +478,45 @@ static int check_start(struct run *r, const struct resume_start *s, char *msg, s
 static int take_policy(struct run *r, const struct resume_start *s, char *msg, size_t msg_len)
 {
 	const struct sl_run_cfg *cfg = loader_run_cfg(r->loader);
-	char digest[65];
-	int err;
+	uint8_t sha[TLOG_HASH_SIZE];
+	char digest[65], *buf = NULL;
+	ssize_t n = 0;
+	size_t len = 0;
+	int fd, err;
 
-	err = policy_load_file(r->args.policy_path, &r->policy, msg, msg_len);
-	if (err)
-		return err;
-	if (memcmp(r->policy->sha256, cfg->policy_sha256, sizeof(cfg->policy_sha256))) {
-		util_hex(r->policy->sha256, sizeof(r->policy->sha256), digest, sizeof(digest));
+	/*
+	 * The path may come from run_start, which no one may have signed: its bytes are read and
+	 * must have the digest the programs keep before anything parses them (a parse error
+	 * quotes the file: pointed at the host key, it would print the key).
+	 */
+	fd = util_open_regular(r->args.policy_path, O_RDONLY, 0);
+	buf = fd >= 0 ? malloc(POLICY_MAX_BYTES + 1) : NULL;
+	while (buf && len <= POLICY_MAX_BYTES &&
+	       ((n = read(fd, buf + len, POLICY_MAX_BYTES + 1 - len)) > 0 ||
+		(n < 0 && errno == EINTR)))
+		len += n > 0 ? (size_t)n : 0;
+	err = fd < 0 ? fd : !buf ? -ENOMEM : n < 0 ? -errno : 0;
+	if (fd >= 0)
+		close(fd);
+	if (err) {
+		util_fmt(msg, msg_len, "policy %s: %s", r->args.policy_path,
+			 err == -EINVAL ? "not a regular file" : strerror(-err));
+		goto out;
+	}
+	tlog_sha256(buf, len, sha);
+	if (len > POLICY_MAX_BYTES || memcmp(sha, cfg->policy_sha256, sizeof(sha))) {
+		util_hex(sha, sizeof(sha), digest, sizeof(digest));
 		util_fmt(msg, msg_len, "policy %s is not the one run %s started with (its SHA-256 is "
 				       "%s, the run's %s); give the run's policy with --policy",
 			 r->args.policy_path, r->run_id, digest, s->policy_sha256);
-		return -EINVAL;
+		err = -EINVAL;
+		goto out;
 	}
+	err = policy_load_buffer(buf, len, r->args.policy_path, &r->policy, msg, msg_len);
+out:
+	free(buf);
+	if (err)
+		return err;
 	r->policy->mode = loader_mode(r->loader) == SL_MODE_REPORT ? SL_MODE_REPORT : SL_MODE_ENFORCE;
 	return 0;
 }
@@ -513,7 +543,11 @@ static int take_cgroup(struct run *r, const struct resume_start *s, char *msg, s
 		return -ESTALE;
 	}
 	err = cgroup_open_path(s->cgroup, r->run_id, &r->cg);
-	if (err == -ENOENT && !attached) {
+	/*
+	 * Removed: the kernel detaches the links only once the last socket made in the cgroup is
+	 * gone, so links still attached to a cgroup that no longer exists are no reason to wait.
+	 */
+	if (err == -ENOENT && (!attached || cgroup_id_exists(attached) == 0)) {
 		r->cg.path[0] = '\0';
 		return 0;
 	}
@@ -532,35 +566,57 @@ static int take_cgroup(struct run *r, const struct resume_start *s, char *msg, s
 	return 0;
 }
 
+/* fd is the namespace the programs keep (struct sl_run_cfg netns_dev, netns_ino). */
+static bool is_run_netns(const struct sl_run_cfg *cfg, int fd)
+{
+	struct stat st;
+
+	return fd >= 0 && !fstat(fd, &st) && st.st_dev == cfg->netns_dev &&
+	       st.st_ino == cfg->netns_ino;
+}
+
 /*
- * The run's network namespace, the one whose (dev, inode) the programs keep: the --netns path
- * run_start names if it still names it, else that of a process of the run. -1: none (or gone).
+ * The namespace the run's resolver listened in, by the identity the programs keep: this
+ * process's own (*own, -1 returned), the --netns path run_start names while it still names
+ * it, or a process of the run's. -1: none of them (the namespace is gone).
  */
-static int find_netns(const struct run *r, const struct resume_start *s)
+static int find_netns(const struct run *r, const struct resume_start *s, bool *own)
 {
 	const struct sl_run_cfg *cfg = loader_run_cfg(r->loader);
 	char path[PATH_MAX], procs[PATH_MAX], line[32];
-	struct stat st;
 	FILE *f;
 	int fd;
 
-	if (!cfg->netns_ino)
-		return -1;
-	/* O_NONBLOCK: a FIFO put at the path must not hang the resume */
-	fd = s->has_netns ? open(s->netns, O_RDONLY | O_NONBLOCK | O_CLOEXEC) : -1;
-	if (fd >= 0 && !fstat(fd, &st) && st.st_dev == cfg->netns_dev && st.st_ino == cfg->netns_ino)
-		return fd;
+	fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	*own = is_run_netns(cfg, fd);
 	if (fd >= 0)
 		close(fd);
+	if (*own)
+		return -1;
+	if (s->has_netns) {
+		/* O_PATH: whatever the (unsigned) path names is looked at, never opened */
+		fd = open(s->netns, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (is_run_netns(cfg, fd) &&
+		    !util_fmt(path, sizeof(path), "/proc/self/fd/%d", fd)) {
+			int ns = open(path, O_RDONLY | O_CLOEXEC);
+
+			close(fd);
+			if (is_run_netns(cfg, ns))
+				return ns;
+			fd = ns;
+		}
+		if (fd >= 0)
+			close(fd);
+	}
 	if (!r->cg.path[0] || util_fmt(procs, sizeof(procs), "%s/cgroup.procs", r->cg.path))
 		return -1;
 	f = fopen(procs, "re");
+	fd = -1;
 	while (f && fgets(line, sizeof(line), f)) {
 		if (util_fmt(path, sizeof(path), "/proc/%ld/ns/net", strtol(line, NULL, 10)))
 			continue;
 		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd >= 0 && !fstat(fd, &st) && st.st_dev == cfg->netns_dev &&
-		    st.st_ino == cfg->netns_ino)
+		if (is_run_netns(cfg, fd))
 			break;
 		if (fd >= 0)
 			close(fd);
@@ -638,12 +694,16 @@ static bool start_resolver(struct run *r, const struct resume_start *s, char *wh
 	char bind_why[256] = "";
 	int err = -ENOENT;
 
+	bool own;
+
 	why[0] = '\0';
-	r->netns_fd = find_netns(r, s);
-	if (r->netns_fd >= 0 || !loader_run_cfg(r->loader)->netns_ino)
+	r->netns_fd = find_netns(r, s, &own);
+	if (r->netns_fd >= 0 || own)
 		err = run_start_resolver(r, loader_dns_port(r->loader), bind_why, sizeof(bind_why));
 	else
-		util_fmt(bind_why, sizeof(bind_why), "the run's network namespace is gone");
+		util_fmt(bind_why, sizeof(bind_why), "the namespace the run's resolver listened in "
+						     "is gone (or, without --netns, is not this "
+						     "process's)");
 	if (err) {
 		util_fmt(why, len, "%s; the run's names no longer resolve (closed, not open)",
 			 bind_why[0] ? bind_why : strerror(-err));

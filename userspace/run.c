@@ -740,12 +740,12 @@ int run_cfg_of(const struct run *r, struct sl_run_cfg *cfg)
 		cfg->upstream_port = ntohs(sin6->sin6_port);
 	}
 	cfg->dns_ttl = r->args.dns_ttl;
-	if (r->netns_fd >= 0) {
-		if (fstat(r->netns_fd, &st))
-			return -errno;
-		cfg->netns_dev = st.st_dev;
-		cfg->netns_ino = st.st_ino;
-	}
+	/* the namespace the resolver listens in: the run's, or sluice's own without --netns */
+	cfg->netns_given = r->netns_fd >= 0;
+	if (r->netns_fd >= 0 ? fstat(r->netns_fd, &st) : stat("/proc/thread-self/ns/net", &st))
+		return -errno;
+	cfg->netns_dev = st.st_dev;
+	cfg->netns_ino = st.st_ino;
 	return 0;
 }
 

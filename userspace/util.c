@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -103,4 +104,31 @@ int util_hex(const void *in, size_t n, char *out, size_t size)
 	}
 	out[2 * n] = '\0';
 	return 0;
+}
+
+int util_open_regular(const char *path, int flags, mode_t mode)
+{
+	struct stat st;
+	int fd, fl, err;
+
+	/* O_NONBLOCK: a FIFO or a device put at the path is never waited on, nor set going */
+	fd = open(path, flags | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, mode);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
 }

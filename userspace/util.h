@@ -3,6 +3,8 @@
 #ifndef SLUICE_UTIL_H
 #define SLUICE_UTIL_H
 
+#include <sys/types.h>
+
 #include <stddef.h>
 
 /* snprintf that returns -ENAMETOOLONG on truncation and -EINVAL on an encoding error. */
@@ -16,6 +18,13 @@ int util_read_file(const char *path, char *buf, size_t len);
 
 /* Write a string to an existing file (cgroupfs, sysfs); returns 0 or -errno. */
 int util_write_file(const char *path, const char *s);
+
+/*
+ * open() a path that must be a regular file (else -EINVAL): a FIFO or a device at the path is
+ * neither waited on nor opened for real (O_NONBLOCK until it is known to be a file). Adds
+ * O_CLOEXEC; mode is for O_CREAT. Returns the fd or -errno.
+ */
+int util_open_regular(const char *path, int flags, mode_t mode);
 
 /* Lower-case hex of n bytes into out (2n + 1 bytes with the NUL); -ENOSPC if it does not fit. */
 int util_hex(const void *in, size_t n, char *out, size_t size);

@@ -49,11 +49,14 @@ echo "vmtest: kernel $(uname -r), ${#TESTS[@]} test file(s)"
 failed=0
 for t in "${TESTS[@]}"; do
 	# one file that hangs must not take the others' time: each gets at most FILE_TIMEOUT s
-	timeout -k 10 "${FILE_TIMEOUT:-1800}" prove --exec '' "$t" >/run/vm/prove.out 2>&1
+	timeout -k 10 "${FILE_TIMEOUT:-1800}" prove -v --exec '' "$t" >/run/vm/prove.out 2>&1
 	rc=$?
-	[[ $rc -eq 124 ]] && echo "  (timed out after ${FILE_TIMEOUT:-1800} s)" >>/run/vm/prove.out
-	sed 's/^/  /' /run/vm/prove.out
-	why=$(sed -n 's/.* skipped: //p' /run/vm/prove.out | head -n 1)
+	[[ $rc -eq 124 ]] && echo "(timed out after ${FILE_TIMEOUT:-1800} s)" >>/run/vm/prove.out
+	# what failed, with its diagnostics, and prove's verdict; not every passing line
+	awk '/^not ok/ { show = 1; print; next } /^(ok|[0-9]+\.\.)/ { show = 0 }
+		show && /^#/ { print } /^(Failed|Result|Files=|Dubious|  Failed|\(timed out)/ { print }' \
+		/run/vm/prove.out | sed 's/^/  /'
+	why=$(sed -n 's/^1\.\.0 # SKIP //p; s/^1\.\.0 # skip //p' /run/vm/prove.out | head -n 1)
 	if [[ $rc -ne 0 ]]; then
 		echo "vmtest-file: $t fail"
 		failed=1
@@ -65,4 +68,5 @@ for t in "${TESTS[@]}"; do
 done
 echo "vmtest-result: $failed"
 sync
+sleep 1 # the serial line's last bytes, before the power goes
 /bin/busybox poweroff -f

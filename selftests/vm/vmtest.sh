@@ -83,11 +83,12 @@ kernel_package() {
 kernel_tree() {
 	local pkg=$1 dir=$VMDIR/$1
 	if [[ ! -f $dir/.unpacked ]]; then
-		mkdir -p "$VMDIR/deb" "$dir" || return 1
+		mkdir -p -m 0755 "$VMDIR/deb" "$dir" || return 1
+		chmod 0755 "$VMDIR/deb"
 		if ! ls "$VMDIR/deb/${pkg}_"*.deb >/dev/null 2>&1; then
-			# apt's sandbox user must be able to write there
-			chmod 0777 "$VMDIR/deb"
-			(cd "$VMDIR/deb" && apt-get download -q "$pkg") >"$VMDIR/deb/$pkg.log" 2>&1 || {
+			# as root: the cache stays root's own (apt's sandbox user would need it writable)
+			(cd "$VMDIR/deb" && apt-get download -q -o APT::Sandbox::User=root "$pkg") \
+				>"$VMDIR/deb/$pkg.log" 2>&1 || {
 				cat "$VMDIR/deb/$pkg.log" >&2
 				return 1
 			}
@@ -177,7 +178,7 @@ run_kernel() {
 	log=$dir/console.log
 	# no network device (-nodefaults): the VM reaches nothing but its own namespaces
 	timeout -k 10 "$timeout_s" qemu-system-x86_64 -machine q35 -accel tcg,thread=multi \
-		-cpu max -smp 2 -m 3G -nographic -no-reboot -nodefaults -serial stdio \
+		-cpu max -smp 2 -m 3G -nographic -no-reboot -nodefaults -nic none -serial stdio \
 		-kernel "$dir/boot/vmlinuz-$kv" -initrd "$dir/initrd.gz" \
 		-append "console=ttyS0 panic=-1 quiet sluice_vm=$dir/guest.conf" \
 		-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
@@ -203,6 +204,10 @@ run_kernel() {
 			tap "not ok" "$kv: the VM ended without a result (qemu exit $rc; console: $log)"
 		fi
 		tail -n 20 "$log" | tr -d '\r' | sed 's/^/#   /'
+		return 1
+	fi
+	if [[ $seen -ne ${#tests[@]} ]]; then
+		tap "not ok" "$kv: $seen of ${#tests[@]} test files reported (console: $log)"
 		return 1
 	fi
 	return $failed
