@@ -34,7 +34,8 @@
 #
 # Environment: SLUICE, SL_TOOLS (binaries), SL_KEEP_TMP=1 (keep $SL_TMP for a post-mortem),
 # SL_RUN_TIMEOUT (s, per run), SL_SETTLE (s, wait before "nothing arrived"), SL_PROMPT_MS (the
-# most a denied call may take).
+# most a denied call may take), SL_SLOW (a factor for every wait and limit of the helpers below:
+# the selftest VMs, under software emulation, set it; default 1).
 
 set -u
 
@@ -45,7 +46,8 @@ SL_TOOLS=${SL_TOOLS:-$REPO/.output/selftests}
 SL_PROBE=$SL_TOOLS/sl_probe
 SL_SINK=$SL_TOOLS/sl_sink
 # Upper bound for one sluice run; a hang is a failure, not a stuck test suite.
-SL_RUN_TIMEOUT=${SL_RUN_TIMEOUT:-60}
+SL_SLOW=${SL_SLOW:-1}
+SL_RUN_TIMEOUT=${SL_RUN_TIMEOUT:-$((60 * SL_SLOW))}
 
 SL_ID=$$
 SL_NS_RUN=sl-run-$SL_ID
@@ -450,7 +452,7 @@ sink_new_lines() {
 
 # sink_wait PATTERN [N] [TIMEOUT_MS]: until the sink saw PATTERN at least N times (default 1).
 sink_wait() {
-	local pat=$1 n=${2:-1} t=${3:-3000} waited=0
+	local pat=$1 n=${2:-1} t=$((${3:-3000} * SL_SLOW)) waited=0
 	while [[ $(sink_count "$pat") -lt $n ]]; do
 		[[ $waited -ge $t ]] && return 1
 		sleep 0.05
@@ -460,7 +462,7 @@ sink_wait() {
 }
 
 # Time for traffic that should not arrive to have arrived if it was sent anyway.
-SL_SETTLE=${SL_SETTLE:-0.5}
+SL_SETTLE=${SL_SETTLE:-$(awk -v f="$SL_SLOW" 'BEGIN { print 0.5 * f }')}
 sink_settle() { sleep "$SL_SETTLE"; }
 
 # ---------------------------------------------------------------------------------------------
@@ -697,7 +699,7 @@ print(sum(1 for l in json.load(sys.stdin) if l.get("cgroup_id") == int(sys.argv[
 # what was expected, what was seen, and shows the run's output.
 
 # A denied operation must fail at once, not after a timeout.
-SL_PROMPT_MS=${SL_PROMPT_MS:-500}
+SL_PROMPT_MS=${SL_PROMPT_MS:-$((500 * SL_SLOW))}
 
 # assert_rc NAME WANT: sluice's exit status.
 assert_rc() {
@@ -1023,7 +1025,7 @@ sluice_start() {
 
 # sluice_wait TIMEOUT_S: wait for the background run; 1 (and SL_RC empty) if it did not end.
 sluice_wait() {
-	local t=$1 i
+	local t=$(($1 * SL_SLOW)) i
 	for ((i = 0; i < t * 20; i++)); do
 		kill -0 "$SL_RUN_PID" 2>/dev/null || break
 		sleep 0.05
@@ -1038,7 +1040,7 @@ sluice_wait() {
 
 # wait_until TIMEOUT_MS CMD…: poll CMD every 50 ms until it succeeds.
 wait_until() {
-	local t=$1 waited=0
+	local t=$(($1 * SL_SLOW)) waited=0
 	shift
 	until "$@"; do
 		[[ $waited -ge $t ]] && return 1

@@ -41,7 +41,8 @@ chmod 0755 /run/vm/modprobe
 echo /run/vm/modprobe >/proc/sys/kernel/modprobe
 ip link set lo up
 hostname sluice-vm
-export HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin SLUICE_VM=1
+# SL_SLOW: software emulation runs the tests about ten times slower; their waits are scaled
+export HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin SLUICE_VM=1 SL_SLOW=${SL_SLOW:-5}
 
 cd "$REPO" || exit 1
 echo "vmtest: kernel $(uname -r), ${#TESTS[@]} test file(s)"
