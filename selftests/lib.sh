@@ -759,7 +759,7 @@ assert_sink_none() {
 assert_sink_saw() {
 	local name=$1 pat=$2 n=${3:-1} where=${4:-inet} got i
 	if [[ $where == rtr ]]; then
-		for i in $(seq 60); do
+		for i in $(seq $((60 * SL_SLOW))); do
 			[[ $(rtr_sink_count "$pat") -ge $n ]] && break
 			sleep 0.05
 		done
@@ -1092,7 +1092,7 @@ sl_start_sink_ports() {
 		"${ports[@]}" --reply >"$SL_TMP/$name.out" 2>&1 </dev/null &
 	pid=$!
 	sl_track_pid "$pid"
-	for i in $(seq 100); do
+	for i in $(seq $((100 * SL_SLOW))); do
 		[[ -s $SL_TMP/$name.pid ]] && break
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.05
@@ -1127,7 +1127,7 @@ dns_upstream_start() {
 			>"$SL_TMP/$name.out" 2>&1 </dev/null &
 		pid=$!
 		sl_track_pid "$pid"
-		for i in $(seq 100); do
+		for i in $(seq $((100 * SL_SLOW))); do
 			kill -0 "$pid" 2>/dev/null || break
 			# Any answer at all (REFUSED for "."): it is listening.
 			if dig +time=1 +tries=1 -p "$port" @127.0.0.1 . SOA 2>/dev/null |

@@ -68,7 +68,7 @@ EOF2
 
 # frames_during_run LOG [EXTRA_ENV…]: a run that sleeps while frames are sent beside it.
 frames_during_run() {
-	local log=$1 i
+	local log=$1
 	shift
 	SL_RUN_N=$((SL_RUN_N + 1))
 	SL_RUN_ID=t-$SL_ID-$SL_RUN_N
@@ -84,10 +84,9 @@ frames_during_run() {
 		>"$SL_OUT" 2>"$SL_ERR" </dev/null &
 	local pid=$!
 	sl_track_pid "$pid"
-	for i in $(seq 100); do
-		[[ -s $log ]] && grep -q '"run_start"' "$log" && break
-		sleep 0.05
-	done
+	# the host side is in place once run_start is in the log (a slow machine takes a while)
+	wait_until 5000 grep -qs '"run_start"' "$log" || tap_diag "no run_start in $log"
+
 	: >"$SL_TMP/nd.seen"
 	in_run python3 "$SL_TMP/frames.py" "$rtr_mac" 198.51.100.10 203.0.113.7 169.254.169.254 \
 		255.255.255.255 2001:db8::20 >"$SL_TMP/frames.out" 2>&1
@@ -111,7 +110,7 @@ while True:
             f.write(addr[0] + '\n')  # (the sender: the test host got it)
 " >/dev/null 2>&1 &
 sl_track_pid $!
-for _ in $(seq 100); do [[ -e $SL_TMP/nd.ready ]] && break; sleep 0.05; done
+for _ in $(seq $((100 * SL_SLOW))); do [[ -e $SL_TMP/nd.ready ]] && break; sleep 0.05; done
 
 # P13 with the host side in place.
 log=$SL_TMP/tc.jsonl

@@ -141,6 +141,9 @@ done
 
 # --- a signal to sluice ends the whole run ------------------------------------------------------
 
+# shellcheck disable=SC2317 # called through wait_until
+pid_in_procs() { run_procs "$1" | grep -qx "$2"; }
+
 # signal_run SIG: the command starts a daemon and sleeps; SIG to sluice must end all of it.
 signal_run() {
 	local sig=$1 label pidf log cg dpid procs alive p live
@@ -160,7 +163,8 @@ signal_run() {
 got procs: $(run_procs "$cg" | tr '\n' ' ') pidfile: $(cat "$pidf" 2>/dev/null)"
 	fi
 	dpid=$(cat "$pidf" 2>/dev/null)
-	if [[ -n $dpid ]] && grep -qx "$dpid" <(run_procs "$cg"); then
+	# (the pid file can be there a moment before its process is: on a slow machine, wait)
+	if [[ -n $dpid ]] && wait_until 2000 pid_in_procs "$cg" "$dpid"; then
 		tap_ok "$label: the daemon is in the run's cgroup"
 	else
 		tap_fail "$label: the daemon is in the run's cgroup" \

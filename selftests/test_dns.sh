@@ -390,7 +390,7 @@ print(json.dumps(json.loads(sys.argv[1]).get(sys.argv[2]), separators=(",", ":")
 assert_upstream() {
 	local name=$1 host=$2 type=$3 want=$4 n i
 	if [[ $want == some ]]; then
-		for i in $(seq 40); do
+		for i in $(seq $((40 * SL_SLOW))); do
 			[[ $(upstream_count "$host" "$type") -gt 0 ]] && break
 			sleep 0.05
 		done

@@ -191,7 +191,7 @@ while True:
     c.close()
 " >/dev/null 2>&1 &
 sl_track_pid $!
-for _ in $(seq 100); do [[ -e $SL_TMP/big.ready ]] && break; sleep 0.05; done
+for _ in $(seq $((100 * SL_SLOW))); do [[ -e $SL_TMP/big.ready ]] && break; sleep 0.05; done
 lossy_policy=$SL_TMP/lossy.yaml
 cat >"$lossy_policy" <<'EOF2'
 default: deny

@@ -58,7 +58,7 @@ c.recv(1)
 EOF2
 in_run python3 "$SL_TMP/giver.py" "$SL_TMP/give.sock" &
 sl_track_pid $!
-for i in $(seq 100); do [[ -e $SL_TMP/give.sock.ready ]] && break; sleep 0.05; done
+for i in $(seq $((100 * SL_SLOW))); do [[ -e $SL_TMP/give.sock.ready ]] && break; sleep 0.05; done
 log=$SL_TMP/foreign.jsonl
 sluice_run "$policy" "$log" -- "${RUN_EXEC[@]}" python3 -c "
 import socket

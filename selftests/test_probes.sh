@@ -152,10 +152,10 @@ log=$SL_TMP/killed.jsonl
 sluice_start "$policy" "$log" -- "${RUN_EXEC[@]}" sh -c \
 	"while :; do $SL_TOOLS/sl_probe tcp 198.51.100.20 80 >>$SL_TMP/p17.out 2>&1; sleep 0.2; done"
 killed_id=$SL_RUN_ID
-for _ in $(seq 100); do [[ -s $SL_TMP/p17.out ]] && break; sleep 0.05; done
+for _ in $(seq $((100 * SL_SLOW))); do [[ -s $SL_TMP/p17.out ]] && break; sleep 0.05; done
 disown "$SL_RUN_PID" 2>/dev/null # first: no "Killed" job notice in the TAP stream
 kill -KILL "$SL_RUN_PID"
-for _ in $(seq 100); do kill -0 "$SL_RUN_PID" 2>/dev/null || break; sleep 0.05; done
+for _ in $(seq $((100 * SL_SLOW))); do kill -0 "$SL_RUN_PID" 2>/dev/null || break; sleep 0.05; done
 : >"$SL_TMP/p17.out"
 sleep 1.5
 tap_check "P17: sluice is gone, the workload still runs" test -n "$(cat "$cg/sluice/$killed_id/cgroup.procs" 2>/dev/null)"

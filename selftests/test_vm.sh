@@ -16,6 +16,7 @@
 require_root
 [[ -n ${SLUICE_VM:-} ]] && skip_all "already inside a selftest VM"
 command -v qemu-system-x86_64 >/dev/null || skip_all "qemu-system-x86_64 not installed (make deps)"
+[[ $(uname -m) == x86_64 ]] || skip_all "the selftest VMs boot Debian's amd64 kernels; this is $(uname -m)"
 
 read -r -a tests <<<"${SL_VM_TESTS:-selftests/test_lsm.sh selftests/test_connect.sh}"
 # vmtest.sh speaks TAP itself: its lines are this file's (its "TAP version" line is this one's)

@@ -47,8 +47,9 @@ if [[ ${#tests[@]} -eq 0 ]]; then
 	done
 fi
 
+echo "TAP version 13"
 die() {
-	echo "vmtest: $*" >&2
+	echo "Bail out! vmtest: $*"
 	exit 1
 }
 
@@ -213,7 +214,6 @@ run_kernel() {
 	return $failed
 }
 
-echo "TAP version 13"
 mkdir -p "$VMDIR" || die "cannot create $VMDIR"
 failed=0
 for k in "${kernels[@]}"; do
