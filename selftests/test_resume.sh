@@ -396,9 +396,17 @@ open(path, "wb").write(b"".join(l + b"\n" for l in out))
 PY
 }
 
+# host_filters: sluice's filters on the run's veth peer (clsact), and clsact qdiscs there
+host_filters() {
+	echo "filters $(in_rtr tc filter show dev vrun ingress | grep -c sl_tc_ingress)" \
+		"qdiscs $(in_rtr tc qdisc show dev vrun | grep -c clsact)"
+}
+
 log_e=$SL_TMP/e.jsonl
 mkdir -m 1777 "$SL_TMP/e" # where the workload, as nobody, says where it is
-sluice_start "$SL_TMP/b-copy.yaml" "$log_e" --user nobody --netns "/run/netns/$SL_NS_RUN" -- \
+# the host side as on kernels without tcx (before 6.6): a clsact filter, which has no link to pin
+SLUICE_SELFTEST_TC_CLSACT=1 \
+	sluice_start "$SL_TMP/b-copy.yaml" "$log_e" --user nobody --netns "/run/netns/$SL_NS_RUN" -- \
 	sh -c "$SL_PROBE tcp 198.51.100.20 80; : >$SL_TMP/e/ready; while [ ! -e $SL_TMP/e/go ]; do sleep 0.05; done"
 id_e=$SL_RUN_ID
 wait_until 5000 seen "$SL_TMP/e/ready" || bail_out "run E did not start"
@@ -406,6 +414,8 @@ wait_until 3000 log_has "$log_e" type=decision decision=deny || bail_out "run E:
 port_e=$(in_run ss -H -uln src 127.0.0.1 | awk '{ sub(/.*:/, "", $4); print $4; exit }')
 tap_cmp "the run's resolver listens on a privileged port" "${port_e:-65535}" -lt 1024
 kill_writer
+tap_is "clsact: the dead writer's host-side filter is still in place" "$(host_filters)" \
+	"filters 1 qdiscs 1"
 bind_e=$(in_run setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 -c '
 import socket, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -452,7 +462,15 @@ touch "$SL_TMP/e/go"
 resume_wait 15 || sl_stop_pid "$SL_RESUME_PID"
 tap_is "a resumed writer killed in turn is resumed again: two restarts, exit 0" \
 	"${SL_RESUME_RC:-}" 0
+tap_is "clsact: the second resume found the filter and removed it, and the qdisc it came with" \
+	"$(host_filters)" "filters 0 qdiscs 0"
 verify_is "run E: sluice verify exit 0" 0 "$log_e"
+# the key in force at the end is the second restart's, and the summary says it is
+last_key=$(grep '"type":"writer_restart"' "$log_e" | tail -n 1 | python3 -c '
+import json, sys
+print(json.loads(sys.stdin.read())["key"].split("+")[1])')
+tap_check "run E: verify's summary names the second restart's key as the one in force" \
+	grep -q "key now:     run key $last_key," "$SL_TMP/verify.out"
 tap_check "run E: the independent checker accepts the log" log_well_formed "$log_e"
 tap_check "run E: cleaned up" leftovers_check "$id_e" "$(log_run_start_field "$log_e" cgroup_id)"
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -97,6 +98,25 @@ struct tc_attachment {
 	bool clsact_created; /* we added the clsact qdisc: remove it when done */
 };
 
+/*
+ * A clsact filter has no link, so a resumed writer could not find it and it would outlive the
+ * run (and its handle would refuse the next run on that veth). The filter's program is pinned
+ * instead, as "tc-clsact-<N>-<ifindex>[-qdisc]" ("-qdisc": sluice added the clsact qdisc): a
+ * resumed writer looks on the run's veth peers for a filter at sluice's handle running that
+ * very program, and detaches it at the end of the run (loader_refind_clsact).
+ */
+#define TC_CLSACT_PIN "tc-clsact-"
+#define TC_HANDLE 0x51c
+#define TC_PRIORITY 1
+
+struct clsact_pin {
+	char name[48];
+	int ifindex;
+	bool qdisc;	  /* sluice created the qdisc */
+	__u32 prog_id;	  /* the pinned program's */
+	bool found;	  /* a filter on a peer runs it (resume) */
+};
+
 struct loader {
 	struct sl_sock_addr *skel;
 	struct sl_tc *tc;	     /* the host-side layer; shares the policy and evidence maps */
@@ -105,6 +125,8 @@ struct loader {
 	char lsm_why[128];	     /* why there is no LSM layer */
 	struct tc_attachment tc_att[NETDEV_PEERS_MAX];
 	int n_tc;
+	struct clsact_pin clsact_pins[NETDEV_PEERS_MAX];
+	int n_clsact_pins;
 	bool tc_clsact;
 	struct sl_skb *skb;	     /* the packet layer; shares the evidence and TLS maps */
 	struct sl_surface *surface;  /* socket kinds and options; shares the evidence maps */
@@ -470,6 +492,55 @@ static int reopen_map(struct loader *l, enum loader_map i)
 	return err;
 }
 
+/* A pin of a dead writer's clsact filter: "tc-clsact-<N>-<ifindex>[-qdisc]", its program's id. */
+static int reopen_clsact_pin(struct loader *l, const char *name)
+{
+	struct clsact_pin *p = &l->clsact_pins[l->n_clsact_pins];
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info);
+	char path[PATH_MAX], *end;
+	int fd, err = 0;
+
+	if (l->n_clsact_pins >= NETDEV_PEERS_MAX)
+		return -E2BIG;
+	strtol(name + strlen(TC_CLSACT_PIN), &end, 10);
+	if (end == name + strlen(TC_CLSACT_PIN) || *end != '-')
+		return -EPROTO;
+	p->ifindex = (int)strtol(end + 1, &end, 10);
+	p->qdisc = !strcmp(end, "-qdisc");
+	if (p->ifindex <= 0 || (*end && !p->qdisc) || util_copy(p->name, sizeof(p->name), name) ||
+	    util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, name))
+		return -EPROTO;
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return -errno;
+	if (bpf_prog_get_info_by_fd(fd, &info, &len))
+		err = -errno;
+	else if (info.type != BPF_PROG_TYPE_SCHED_CLS)
+		err = -EPROTO;
+	close(fd);
+	if (err)
+		return err;
+	p->prog_id = info.id;
+	l->n_clsact_pins++;
+	return 0;
+}
+
+static int reopen_clsact_pins(struct loader *l)
+{
+	DIR *d = opendir(l->pin_dir);
+	struct dirent *e;
+	int err = 0;
+
+	if (!d)
+		return -errno;
+	while (!err && (e = readdir(d)))
+		if (!strncmp(e->d_name, TC_CLSACT_PIN, strlen(TC_CLSACT_PIN)))
+			err = reopen_clsact_pin(l, e->d_name);
+	closedir(d);
+	return err;
+}
+
 static int reopen_link(const char *dir, const char *name, struct bpf_link **out)
 {
 	char path[PATH_MAX];
@@ -532,6 +603,8 @@ struct loader *loader_reopen(const char *run_id, bool verbose)
 	for (i = 0; !err && i < 3; i++)
 		if (reopen_link(l->pin_dir, lsm_link_names[i], &l->lsm_links[i]))
 			break;
+	if (!err)
+		err = reopen_clsact_pins(l);
 	if (err) {
 		/* not a run of this build (or not a whole run): touch nothing of it */
 		l->maps_pinned = false;
@@ -864,7 +937,8 @@ static int tc_attach_here(void *arg)
 	struct tc_attachment *a = op->a;
 	int prog_fd = bpf_program__fd(op->l->tc->progs.sl_tc_ingress), err;
 	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = a->peer.ifindex, .attach_point = BPF_TC_INGRESS);
-	LIBBPF_OPTS(bpf_tc_opts, topts, .prog_fd = prog_fd, .handle = 0x51c, .priority = 1);
+	LIBBPF_OPTS(bpf_tc_opts, topts, .prog_fd = prog_fd, .handle = TC_HANDLE,
+		    .priority = TC_PRIORITY);
 
 	if (!op->l->tc_clsact) {
 		/* first: a program before sluice that passes or redirects would skip it */
@@ -899,7 +973,8 @@ static int tc_detach_here(void *arg)
 {
 	struct tc_attachment *a = arg;
 	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = a->peer.ifindex, .attach_point = BPF_TC_INGRESS);
-	LIBBPF_OPTS(bpf_tc_opts, topts, .handle = 0x51c, .priority = 1);
+	LIBBPF_OPTS(bpf_tc_opts, topts, .handle = TC_HANDLE,
+		    .priority = TC_PRIORITY);
 	int err = bpf_tc_detach(&hook, &topts);
 
 	/* the qdisc itself goes only with both attach points named, and only if it was ours */
@@ -921,6 +996,85 @@ static void tc_detach(struct tc_attachment *a)
 		netdev_in_netns(a->peer.netns_fd, tc_detach_here, a);
 		a->clsact = false;
 	}
+}
+
+/* The clsact filter on peer N: its program pinned under a name that says where (struct clsact_pin). */
+static int pin_clsact(struct loader *l, int n, const struct tc_attachment *a)
+{
+	struct clsact_pin *p = &l->clsact_pins[l->n_clsact_pins];
+	char path[PATH_MAX];
+	int err;
+
+	if (util_fmt(p->name, sizeof(p->name), TC_CLSACT_PIN "%d-%d%s", n, a->peer.ifindex,
+		     a->clsact_created ? "-qdisc" : "") ||
+	    util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, p->name))
+		return -ENAMETOOLONG;
+	err = bpf_program__pin(l->tc->progs.sl_tc_ingress, path);
+	if (err)
+		return err;
+	p->ifindex = a->peer.ifindex;
+	p->qdisc = a->clsact_created;
+	l->n_clsact_pins++;
+	return 0;
+}
+
+struct tc_query {
+	struct tc_attachment *a;
+	__u32 prog_id; /* out: the program at sluice's handle, 0 if none */
+};
+
+static int tc_query_here(void *arg)
+{
+	struct tc_query *q = arg;
+	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = q->a->peer.ifindex,
+		    .attach_point = BPF_TC_INGRESS);
+	LIBBPF_OPTS(bpf_tc_opts, topts, .handle = TC_HANDLE, .priority = TC_PRIORITY);
+	int err = bpf_tc_query(&hook, &topts);
+
+	q->prog_id = err ? 0 : topts.prog_id;
+	return err == -ENOENT || err == -EINVAL ? 0 : err;
+}
+
+int loader_refind_clsact(struct loader *l, int run_netns_fd)
+{
+	struct netdev_peer peers[NETDEV_PEERS_MAX];
+	int n, i, j, found = 0, err = 0;
+
+	if (!l->n_clsact_pins)
+		return 0;
+	n = netdev_veth_peers(run_netns_fd, peers, NETDEV_PEERS_MAX);
+	if (n < 0)
+		return n;
+	for (i = 0; i < n && l->n_tc < NETDEV_PEERS_MAX; i++) {
+		struct tc_attachment *a = &l->tc_att[l->n_tc];
+		struct tc_query q = { .a = a };
+
+		memset(a, 0, sizeof(*a));
+		a->peer = peers[i];
+		peers[i].netns_fd = -1;
+		for (j = 0; j < l->n_clsact_pins; j++) {
+			struct clsact_pin *p = &l->clsact_pins[j];
+
+			if (p->found || p->ifindex != a->peer.ifindex)
+				continue;
+			/* the same ifindex in another namespace runs another program (or none) */
+			err = netdev_in_netns(a->peer.netns_fd, tc_query_here, &q);
+			if (err || q.prog_id != p->prog_id)
+				continue;
+			p->found = true;
+			a->clsact = true;
+			a->clsact_created = p->qdisc;
+			break;
+		}
+		if (!a->clsact) {
+			netdev_peers_free(&a->peer, 1);
+			continue;
+		}
+		l->n_tc++;
+		found++;
+	}
+	netdev_peers_free(peers + i, n - i);
+	return found;
 }
 
 int loader_attach_tc(struct loader *l, int run_netns_fd, char *desc, size_t desc_size)
@@ -955,6 +1109,10 @@ int loader_attach_tc(struct loader *l, int run_netns_fd, char *desc, size_t desc
 			err = bpf_link__pin(a->link, path);
 			if (err)
 				return err;
+		} else {
+			err = pin_clsact(l, i, a);
+			if (err)
+				return err;
 		}
 		if (util_fmt(desc + used, desc_size - used, "%s%s%s%s%s", used ? "," : "",
 			     a->peer.ifname, a->peer.netns[0] ? "@" : "", a->peer.netns,
@@ -981,6 +1139,12 @@ void loader_detach(struct loader *l)
 	}
 	for (i = 0; i < l->n_tc; i++)
 		tc_detach(&l->tc_att[i]);
+	/* every clsact pin, found again or not (its veth gone with the sandbox) */
+	for (i = 0; i < l->n_clsact_pins; i++)
+		if (!util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, l->clsact_pins[i].name) &&
+		    unlink(path) && errno != ENOENT)
+			fprintf(stderr, "sluice: unpin %s: %s\n", path, strerror(errno));
+	l->n_clsact_pins = 0;
 	for (i = 0; i < 3; i++) {
 		if (!l->lsm_links[i])
 			continue;

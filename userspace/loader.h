@@ -83,6 +83,13 @@ bool loader_lsm_active(const struct loader *l, const char **why);
  */
 int loader_attach_tc(struct loader *l, int run_netns_fd, char *desc, size_t desc_size);
 
+/*
+ * For a resumed writer: the clsact filters (kernels without tcx) its run left on the peers of
+ * run_netns_fd's veths, found by the pinned program they run, so that loader_detach removes
+ * them. Returns how many were found, or -errno. (tcx links are pinned: loader_reopen has them.)
+ */
+int loader_refind_clsact(struct loader *l, int run_netns_fd);
+
 /* Fd of the run's ring buffer map. */
 int loader_events_fd(const struct loader *l);
 

@@ -823,6 +823,11 @@ int resume_main(int argc, char **argv)
 								 "");
 	if (run_open_alerts(&r, msg, sizeof(msg)))
 		fprintf(stderr, "sluice resume: %s\n", msg);
+	/* the host side's clsact filters (kernels without tcx): found, so the run's end removes them */
+	if (r.netns_fd >= 0 && (err = loader_refind_clsact(r.loader, r.netns_fd)) < 0)
+		fprintf(stderr, "sluice resume: find the run's host-side clsact filters: %s; they "
+				"stay until their veths go\n",
+			strerror(-err));
 	if (!serving)
 		note_no_resolver(&r);
 	else if ((err = resolver_serve(r.resolver, r.loader)))

@@ -964,6 +964,7 @@ static int check_log_start(struct verifier *v)
 	r->cert_verified = true;
 	r->start_ts = v->jl.ts;
 	r->run_key_hash = v->run.hash;
+	r->last_key_hash = v->run.hash;
 	/* the run expected: the host key certifies every run of its host */
 	if (v->o->run_id && strcmp(run_id, v->o->run_id))
 		return BAD(v, "this is the log of run \"%s\", not \"%s\"", run_id, v->o->run_id);
@@ -1103,6 +1104,7 @@ static int check_writer_restart(struct verifier *v)
 		r->first_restart_line = line;
 	r->restarts++;
 	r->restart_unsealed += unsealed;
+	r->last_key_hash = nk.hash;
 	return 0;
 }
 

@@ -140,6 +140,7 @@ struct verify_result {
 	bool cert_verified;
 	int64_t start_ts;      /* log_start.ts: microseconds since the epoch */
 	uint32_t run_key_hash; /* the run key's hash (as in its verifier key) */
+	uint32_t last_key_hash; /* the key in force at the end: the last writer_restart's, if any */
 	/* for tests: words the kseq window examined (a crafted log must not make this explode) */
 	uint64_t kseq_words_scanned;
 

@@ -186,10 +186,11 @@ static void print_json(const char *log, const struct verify_result *r)
 		utc(r->start_ts, when, sizeof(when));
 		printf(",\"started\":");
 		json_str(stdout, when);
-		printf(",\"start_ts\":%" PRId64 ",\"run_key_hash\":\"%08x\"", r->start_ts,
-		       r->run_key_hash);
+		printf(",\"start_ts\":%" PRId64 ",\"run_key_hash\":\"%08x\",\"last_key_hash\":\"%08x\"",
+		       r->start_ts, r->run_key_hash, r->last_key_hash);
 	} else {
-		printf("null,\"started\":null,\"start_ts\":null,\"run_key_hash\":null");
+		printf("null,\"started\":null,\"start_ts\":null,\"run_key_hash\":null,"
+		       "\"last_key_hash\":null");
 	}
 	printf(",\"log_missing\":%s,\"seal_uncovered\":%s", r->log_missing ? "true" : "false",
 	       r->seal_uncovered ? "true" : "false");
@@ -280,6 +281,10 @@ static void print_human(const char *log, const struct verify_result *r)
 		printf(" (run key %08x certified by host key ", r->run_key_hash);
 		human_str(stdout, r->host_key_name);
 		printf(")\n  started:     %s\n", when);
+		if (r->restarts)
+			printf("  key now:     run key %08x, certified by the same host key at the "
+			       "last restart\n",
+			       r->last_key_hash);
 	}
 	printf("  lines:       %" PRIu64 " in %u file%s", r->lines, r->segments,
 	       r->segments == 1 ? "" : "s");

@@ -2463,10 +2463,10 @@ static bool check_run_identity(char *why)
 	o.log = log;
 	verify_log(&o, &r);
 	EXPECT(r.status == VERIFY_OK && r.cert_verified && r.start_ts == 1700000000100000 &&
-		       r.run_key_hash == run.hash,
-	       "run A: expected exit 0, certified, ts 1700000000100000, key hash %08x; got exit "
-	       "%d, %d, %" PRId64 ", %08x",
-	       run.hash, r.status, r.cert_verified, r.start_ts, r.run_key_hash);
+		       r.run_key_hash == run.hash && r.last_key_hash == run.hash,
+	       "run A: expected exit 0, certified, ts 1700000000100000, key hash %08x (also the "
+	       "last); got exit %d, %d, %" PRId64 ", %08x, %08x",
+	       run.hash, r.status, r.cert_verified, r.start_ts, r.run_key_hash, r.last_key_hash);
 	ok = write_case((build_other_host(&l), &l), log, sizeof(log), why);
 	log_free(&l);
 	if (!ok)
@@ -2484,10 +2484,15 @@ static bool check_restart_details(char *why)
 {
 	static struct verify_result r;
 	struct verify_opts o = {.host_vkey = g.host_vkey};
+	struct note_verifier first, last;
+	char log[128], vkey[NOTE_VKEY_MAX + 1];
 	struct log l = {0};
-	char log[128];
 	bool ok;
 
+	note_signer_vkey(g.run_a, vkey, sizeof(vkey));
+	EXPECT(!note_verifier_parse(vkey, &first), "cannot parse run A's key");
+	note_signer_vkey(g.run_r2, vkey, sizeof(vkey));
+	EXPECT(!note_verifier_parse(vkey, &last), "cannot parse the second restart's key");
 	/* 1 | 2-6 | 7 cp | 8-9 | 10 torn | 11 writer_restart | 12 restart cp | 13-14 | 15 cp |
 	 * 16-17 | 18 writer_restart | 19 restart cp | 20 | 21 cp | 22 run_end | 23 final */
 	ok = write_case((build_rs_two_torn(&l), &l), log, sizeof(log), why);
@@ -2498,13 +2503,15 @@ static bool check_restart_details(char *why)
 	verify_log(&o, &r);
 	EXPECT(r.status == VERIFY_OK && r.lines == 23 && r.restarts == 2 &&
 		       r.restart_unsealed == 5 && r.restart_torn == 1 && r.restart_gap == 0 &&
-		       r.first_restart_line == 11 && r.restart_downtime_us == 30400000,
+		       r.first_restart_line == 11 && r.restart_downtime_us == 30400000 &&
+		       r.run_key_hash == first.hash && r.last_key_hash == last.hash,
 	       "two restarts, one torn line: expected exit 0, 23 lines, 2 restarts, 3+2 unsealed, "
-	       "1 torn, no gap, first at line 11, downtime 30.4 s; got exit %d, %" PRIu64
-	       ", %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64
-	       " us (%s)",
-	       r.status, r.lines, r.restarts, r.restart_unsealed, r.restart_torn, r.restart_gap,
-	       r.first_restart_line, r.restart_downtime_us, r.why);
+	       "1 torn, no gap, first at line 11, downtime 30.4 s, key %08x then %08x; got exit "
+	       "%d, %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64
+	       ", %" PRIu64 " us, %08x then %08x (%s)",
+	       first.hash, last.hash, r.status, r.lines, r.restarts, r.restart_unsealed,
+	       r.restart_torn, r.restart_gap, r.first_restart_line, r.restart_downtime_us,
+	       r.run_key_hash, r.last_key_hash, r.why);
 	ok = write_case((build_rs_torn_rec(&l), &l), log, sizeof(log), why);
 	log_free(&l);
 	if (!ok)
