@@ -200,6 +200,12 @@ require_root() {
 	[[ $(id -u) -eq 0 ]] || skip_all "needs root (network namespaces, cgroups, BPF)"
 }
 
+# kernel_destroys_sockets: bpf_sock_destroy (6.5+): a denied or cut TCP flow is ended at once;
+# without it the flow is only dropped (the client times out, the peer never sees it end).
+kernel_destroys_sockets() {
+	grep -qa bpf_sock_destroy /sys/kernel/btf/vmlinux 2>/dev/null
+}
+
 require_tools() {
 	local t
 	for t in "$SL_PROBE" "$SL_SINK"; do
@@ -323,6 +329,11 @@ topo_down() {
 
 in_run() { ip netns exec "$SL_NS_RUN" "$@"; }
 in_rtr() { ip netns exec "$SL_NS_RTR" "$@"; }
+# host_filters: sluice's clsact filters on the run namespace's veth peer, and clsact qdiscs there
+host_filters() {
+	echo "filters $(in_rtr tc filter show dev vrun ingress | grep -c sl_tc_ingress)" \
+		"qdiscs $(in_rtr tc qdisc show dev vrun | grep -c clsact)"
+}
 in_inet() { ip netns exec "$SL_NS_INET" "$@"; }
 
 # Start a sink in NS, logging to $SL_TMP/NAME.log, on the test ports; wait for its pid file.

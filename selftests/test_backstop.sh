@@ -164,6 +164,31 @@ tap_is "clsact: the filter and the qdisc sluice added are removed" \
 	"$(in_rtr tc qdisc show dev vrun | grep -c clsact)" "0"
 assert_no_leftovers "clsact: nothing left"
 
+# Two runs in one namespace through clsact: a filter each (at a handle each), and the qdisc the
+# first run made goes with it once the other's filter has gone.
+clsact_run() {
+	SLUICE_SELFTEST_TC_CLSACT=1 sluice_start "$policy" "$SL_TMP/clsact-$1.jsonl" \
+		--netns "/run/netns/$SL_NS_RUN" -- \
+		sh -c "while [ ! -e $SL_TMP/clsact-$1.done ]; do sleep 0.05; done"
+	wait_until 5000 grep -qs '"run_start"' "$SL_TMP/clsact-$1.jsonl" ||
+		tap_diag_file "$SL_ERR"
+}
+clsact_run 1
+pid1=$SL_RUN_PID
+clsact_run 2
+pid2=$SL_RUN_PID
+tap_is "clsact, two runs in one namespace: each has its filter" "$(host_filters)" \
+	"filters 2 qdiscs 1"
+touch "$SL_TMP/clsact-2.done"
+wait "$pid2"
+tap_is "... the second run ends: its filter goes, the first's stays" "$(host_filters)" \
+	"filters 1 qdiscs 1"
+touch "$SL_TMP/clsact-1.done"
+wait "$pid1"
+tap_is "... the first run ends: its filter and the qdisc it made go" "$(host_filters)" \
+	"filters 0 qdiscs 0"
+assert_no_leftovers "clsact, two runs: nothing left"
+
 # Ordinary traffic through the host side: IPv4 and IPv6 (neighbour discovery must pass).
 log=$SL_TMP/ordinary.jsonl
 sluice_run "$policy" "$log" --netns "/run/netns/$SL_NS_RUN" -- python3 -c "

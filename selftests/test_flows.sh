@@ -124,7 +124,13 @@ except OSError as e:
 "
 read -r what _ ms <"$SL_OUT"
 tap_is "P20 request cap: the client's upload is cut" "$what" cut
-tap_cmp "P20 request cap: promptly (ms)" "${ms:-99999}" -lt 3000
+if kernel_destroys_sockets; then
+	# (before the client's own 5 s timeout: the socket was ended, it did not time out)
+	tap_cmp "P20 request cap: promptly (ms)" "${ms:-99999}" -lt 3000
+else
+	tap_skip "P20 request cap: promptly" \
+		"no bpf_sock_destroy in this kernel: the cut flow is only dropped, the client times out"
+fi
 sink_bytes=$(tail -n +"$((SL_SINK_MARK + 1))" "$SL_INET_LOG" |
 	awk '$1 == "tcp" && $2 == "198.51.100.10" && $3 == 8080 { print $5 }')
 tap_cmp "P20 request cap: the test host got no more than 65536 bytes" "${sink_bytes:-999999999}" -le 65536
@@ -304,14 +310,29 @@ tap_is "totals: first upload passes, the second is cut, then no new flow (v4, v4
 sink_total=$(tail -n +"$((SL_SINK_MARK + 1))" "$SL_INET_LOG" |
 	awk '$1 == "tcp" && $2 == "198.51.100.10" && $3 == 8080 { n += $5 } END { print n + 0 }')
 tap_cmp "totals: the test host got no more than 100000 bytes in all" "$sink_total" -le 100000
-tap_cmp "totals: and more than the first upload" "$sink_total" -gt 60000
+# without bpf_sock_destroy the cut flow never ends at the test host, which counts a flow's
+# bytes when it ends: only the first upload is counted there
+if kernel_destroys_sockets; then
+	tap_cmp "totals: and more than the first upload" "$sink_total" -gt 60000
+else
+	tap_skip "totals: and more than the first upload" \
+		"no bpf_sock_destroy in this kernel: the test host never sees the cut flow end"
+fi
 tap_cmp "totals: a flow_cut line names the host's cap" \
 	"$(log_count "$log" type=flow_cut cap=max_total_request_bytes limit=100000 rule=total-cap)" -eq 1
 tap_cmp "totals: the later connects are denied for the spent budget" \
 	"$(log_count "$log" type=decision decision=deny reason=host_total_cap rule=total-cap)" -eq 2
 line=$(log_lines "$log" type=host_total rule=total-cap dst=198.51.100.10)
-tap_is "totals: the host_total line counts what the test host received" \
-	"$(log_field "$line" req_bytes 2>/dev/null)/$(log_field "$line" flows 2>/dev/null)" "$sink_total/2"
+if kernel_destroys_sockets; then
+	tap_is "totals: the host_total line counts what the test host received" \
+		"$(log_field "$line" req_bytes 2>/dev/null)/$(log_field "$line" flows 2>/dev/null)" \
+		"$sink_total/2"
+else
+	tap_skip "totals: the host_total line counts what the test host received" \
+		"no bpf_sock_destroy in this kernel: the test host never sees the cut flow end"
+	tap_cmp "totals: the host_total line counts no more than the cap" \
+		"$(log_field "$line" req_bytes 2>/dev/null || echo 999999999)" -le 100000
+fi
 tap_check "totals: stderr says the host's total was reached" \
 	grep -q "the host's total for the run reached (max_total_request_bytes: 100000)" "$SL_ERR"
 assert_no_leftovers "totals: nothing left"

@@ -396,12 +396,6 @@ open(path, "wb").write(b"".join(l + b"\n" for l in out))
 PY
 }
 
-# host_filters: sluice's filters on the run's veth peer (clsact), and clsact qdiscs there
-host_filters() {
-	echo "filters $(in_rtr tc filter show dev vrun ingress | grep -c sl_tc_ingress)" \
-		"qdiscs $(in_rtr tc qdisc show dev vrun | grep -c clsact)"
-}
-
 log_e=$SL_TMP/e.jsonl
 mkdir -m 1777 "$SL_TMP/e" # where the workload, as nobody, says where it is
 # the host side as on kernels without tcx (before 6.6): a clsact filter, which has no link to pin

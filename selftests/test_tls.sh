@@ -533,7 +533,7 @@ tls_dst_text() {
 }
 
 # The "flow" value a denied, enforced flow must have on this kernel.
-if grep -qa bpf_sock_destroy /sys/kernel/btf/vmlinux 2>/dev/null; then
+if kernel_destroys_sockets; then
 	WANT_FLOW=destroyed
 else
 	WANT_FLOW="dropped (kernel cannot destroy sockets)"

@@ -96,22 +96,29 @@ struct tc_attachment {
 	struct netdev_peer peer;
 	bool clsact;
 	bool clsact_created; /* we added the clsact qdisc: remove it when done */
+	__u32 handle;	     /* the clsact filter's */
 };
 
 /*
  * A clsact filter has no link, so a resumed writer could not find it and it would outlive the
  * run (and its handle would refuse the next run on that veth). The filter's program is pinned
- * instead, as "tc-clsact-<N>-<ifindex>[-qdisc]" ("-qdisc": sluice added the clsact qdisc): a
- * resumed writer looks on the run's veth peers for a filter at sluice's handle running that
- * very program, and detaches it at the end of the run (loader_refind_clsact).
+ * instead, as "tc-clsact-<N>-<ifindex>-<handle>[-qdisc]" ("-qdisc": sluice added the clsact
+ * qdisc): a resumed writer looks on the run's veth peers for the filter at that handle running
+ * that very program, and detaches it at the end of the run (loader_refind_clsact).
+ *
+ * Runs sharing a namespace each have a filter of their own, at the first free handle from
+ * TC_HANDLE on, all at the first priority; an allowed frame goes on to the next (TC_ACT_UNSPEC,
+ * the value of TCX_NEXT), so each run's allowlist judges it.
  */
 #define TC_CLSACT_PIN "tc-clsact-"
 #define TC_HANDLE 0x51c
+#define TC_HANDLES 64
 #define TC_PRIORITY 1
 
 struct clsact_pin {
-	char name[48];
+	char name[64];
 	int ifindex;
+	__u32 handle;
 	bool qdisc;	  /* sluice created the qdisc */
 	__u32 prog_id;	  /* the pinned program's */
 	bool found;	  /* a filter on a peer runs it (resume) */
@@ -492,7 +499,7 @@ static int reopen_map(struct loader *l, enum loader_map i)
 	return err;
 }
 
-/* A pin of a dead writer's clsact filter: "tc-clsact-<N>-<ifindex>[-qdisc]", its program's id. */
+/* A pin of a dead writer's clsact filter (struct clsact_pin), and its program's id. */
 static int reopen_clsact_pin(struct loader *l, const char *name)
 {
 	struct clsact_pin *p = &l->clsact_pins[l->n_clsact_pins];
@@ -507,8 +514,12 @@ static int reopen_clsact_pin(struct loader *l, const char *name)
 	if (end == name + strlen(TC_CLSACT_PIN) || *end != '-')
 		return -EPROTO;
 	p->ifindex = (int)strtol(end + 1, &end, 10);
+	if (*end != '-')
+		return -EPROTO;
+	p->handle = (__u32)strtoul(end + 1, &end, 10);
 	p->qdisc = !strcmp(end, "-qdisc");
-	if (p->ifindex <= 0 || (*end && !p->qdisc) || util_copy(p->name, sizeof(p->name), name) ||
+	if (p->ifindex <= 0 || p->handle < TC_HANDLE || p->handle >= TC_HANDLE + TC_HANDLES ||
+	    (*end && !p->qdisc) || util_copy(p->name, sizeof(p->name), name) ||
 	    util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, name))
 		return -EPROTO;
 	fd = bpf_obj_get(path);
@@ -937,15 +948,14 @@ static int tc_attach_here(void *arg)
 	struct tc_attachment *a = op->a;
 	int prog_fd = bpf_program__fd(op->l->tc->progs.sl_tc_ingress), err;
 	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = a->peer.ifindex, .attach_point = BPF_TC_INGRESS);
-	LIBBPF_OPTS(bpf_tc_opts, topts, .prog_fd = prog_fd, .handle = TC_HANDLE,
-		    .priority = TC_PRIORITY);
+	libbpf_print_fn_t old;
+	__u32 h;
 
 	if (!op->l->tc_clsact) {
 		/* first: a program before sluice that passes or redirects would skip it */
 		LIBBPF_OPTS(bpf_tcx_opts, first, .flags = BPF_F_BEFORE);
 		/* before 6.6 this fails (EINVAL): expected, not a warning to print */
-		libbpf_print_fn_t old = libbpf_verbose ? libbpf_print : libbpf_set_print(NULL);
-
+		old = libbpf_verbose ? libbpf_print : libbpf_set_print(NULL);
 		a->link = bpf_program__attach_tcx(op->l->tc->progs.sl_tc_ingress, a->peer.ifindex,
 						   &first);
 		err = a->link ? 0 : -errno;
@@ -959,11 +969,20 @@ static int tc_attach_here(void *arg)
 	if (err && err != -EEXIST)
 		return err;
 	a->clsact_created = !err;
-	err = bpf_tc_attach(&hook, &topts);
+	/* another run's filter at a handle is expected (the kernel's "exists" is no warning) */
+	old = libbpf_verbose ? libbpf_print : libbpf_set_print(NULL);
+	for (h = TC_HANDLE, err = -EEXIST; err == -EEXIST && h < TC_HANDLE + TC_HANDLES; h++) {
+		LIBBPF_OPTS(bpf_tc_opts, topts, .prog_fd = prog_fd, .handle = h,
+			    .priority = TC_PRIORITY);
+
+		err = bpf_tc_attach(&hook, &topts);
+		a->handle = h;
+	}
+	libbpf_set_print(old);
 	if (err) {
 		if (a->clsact_created)
 			bpf_tc_hook_destroy(&hook);
-		return err;
+		return err == -EEXIST ? -EBUSY : err;
 	}
 	a->clsact = true;
 	return 0;
@@ -973,12 +992,15 @@ static int tc_detach_here(void *arg)
 {
 	struct tc_attachment *a = arg;
 	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = a->peer.ifindex, .attach_point = BPF_TC_INGRESS);
-	LIBBPF_OPTS(bpf_tc_opts, topts, .handle = TC_HANDLE,
-		    .priority = TC_PRIORITY);
+	LIBBPF_OPTS(bpf_tc_opts, topts, .handle = a->handle, .priority = TC_PRIORITY);
 	int err = bpf_tc_detach(&hook, &topts);
 
-	/* the qdisc itself goes only with both attach points named, and only if it was ours */
-	if (a->clsact_created) {
+	/*
+	 * The qdisc goes only with both attach points named, only if it was ours, and only once
+	 * it is empty: another run in the namespace (or the host) may have a filter there since.
+	 * (Then it stays: nothing says whether the last filter's owner would have made it.)
+	 */
+	if (a->clsact_created && netdev_clsact_filters(a->peer.ifindex) == 0) {
 		hook.attach_point = BPF_TC_INGRESS | BPF_TC_EGRESS;
 		bpf_tc_hook_destroy(&hook);
 	}
@@ -1005,14 +1027,15 @@ static int pin_clsact(struct loader *l, int n, const struct tc_attachment *a)
 	char path[PATH_MAX];
 	int err;
 
-	if (util_fmt(p->name, sizeof(p->name), TC_CLSACT_PIN "%d-%d%s", n, a->peer.ifindex,
-		     a->clsact_created ? "-qdisc" : "") ||
+	if (util_fmt(p->name, sizeof(p->name), TC_CLSACT_PIN "%d-%d-%u%s", n, a->peer.ifindex,
+		     a->handle, a->clsact_created ? "-qdisc" : "") ||
 	    util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, p->name))
 		return -ENAMETOOLONG;
 	err = bpf_program__pin(l->tc->progs.sl_tc_ingress, path);
 	if (err)
 		return err;
 	p->ifindex = a->peer.ifindex;
+	p->handle = a->handle;
 	p->qdisc = a->clsact_created;
 	l->n_clsact_pins++;
 	return 0;
@@ -1028,7 +1051,7 @@ static int tc_query_here(void *arg)
 	struct tc_query *q = arg;
 	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = q->a->peer.ifindex,
 		    .attach_point = BPF_TC_INGRESS);
-	LIBBPF_OPTS(bpf_tc_opts, topts, .handle = TC_HANDLE, .priority = TC_PRIORITY);
+	LIBBPF_OPTS(bpf_tc_opts, topts, .handle = q->a->handle, .priority = TC_PRIORITY);
 	int err = bpf_tc_query(&hook, &topts);
 
 	q->prog_id = err ? 0 : topts.prog_id;
@@ -1058,6 +1081,7 @@ int loader_refind_clsact(struct loader *l, int run_netns_fd)
 			if (p->found || p->ifindex != a->peer.ifindex)
 				continue;
 			/* the same ifindex in another namespace runs another program (or none) */
+			a->handle = p->handle;
 			err = netdev_in_netns(a->peer.netns_fd, tc_query_here, &q);
 			if (err || q.prog_id != p->prog_id)
 				continue;

@@ -13,6 +13,7 @@
 #include <linux/if_link.h>
 #include <linux/net_namespace.h>
 #include <linux/netlink.h>
+#include <linux/pkt_sched.h>
 #include <linux/rtnetlink.h>
 
 #include "netdev.h"
@@ -259,4 +260,57 @@ void netdev_peers_free(struct netdev_peer *p, int n)
 			close(p[i].netns_fd);
 		p[i].netns_fd = -1;
 	}
+}
+
+/* Filters under one clsact attach point (parent) of ifindex, in the calling thread's namespace. */
+static int count_filters(int rtnl, int ifindex, uint32_t parent)
+{
+	struct {
+		struct nlmsghdr nlh;
+		struct tcmsg tcm;
+	} req = {
+		.nlh = { .nlmsg_len = sizeof(req), .nlmsg_type = RTM_GETTFILTER,
+			 .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP, .nlmsg_seq = 3 },
+		.tcm = { .tcm_family = AF_UNSPEC, .tcm_ifindex = ifindex, .tcm_parent = parent },
+	};
+	static char buf[NL_BUF] __attribute__((aligned(4)));
+	int n = 0, err;
+
+	err = nl_send(rtnl, &req.nlh);
+	if (err)
+		return err;
+	for (;;) {
+		ssize_t len = recv(rtnl, buf, sizeof(buf), 0);
+		struct nlmsghdr *h;
+
+		if (len < 0)
+			return -errno;
+		for (h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)len); h = NLMSG_NEXT(h, len)) {
+			const struct tcmsg *t = NLMSG_DATA(h);
+
+			if (h->nlmsg_type == NLMSG_DONE)
+				return n;
+			if (h->nlmsg_type == NLMSG_ERROR) {
+				const struct nlmsgerr *e = NLMSG_DATA(h);
+
+				return e->error ? e->error : -EPROTO;
+			}
+			/* each priority is dumped once with handle 0, then once per filter */
+			if (h->nlmsg_type == RTM_NEWTFILTER &&
+			    h->nlmsg_len >= NLMSG_LENGTH(sizeof(*t)) && t->tcm_handle)
+				n++;
+		}
+	}
+}
+
+int netdev_clsact_filters(int ifindex)
+{
+	int rtnl = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE), in, out;
+
+	if (rtnl < 0)
+		return -errno;
+	in = count_filters(rtnl, ifindex, TC_H_MAKE(TC_H_CLSACT, TC_H_MIN_INGRESS));
+	out = in < 0 ? in : count_filters(rtnl, ifindex, TC_H_MAKE(TC_H_CLSACT, TC_H_MIN_EGRESS));
+	close(rtnl);
+	return in < 0 ? in : out < 0 ? out : in + out;
 }

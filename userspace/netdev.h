@@ -26,6 +26,12 @@ struct netdev_peer {
 int netdev_veth_peers(int run_netns_fd, struct netdev_peer *out, int max);
 void netdev_peers_free(struct netdev_peer *p, int n);
 
+/*
+ * How many tc filters the clsact qdisc of ifindex holds (ingress and egress), in the calling
+ * thread's namespace; -errno (-EINVAL: no clsact qdisc there).
+ */
+int netdev_clsact_filters(int ifindex);
+
 /* Run fn(arg) with the calling thread in netns_fd, then return to the thread's namespace. */
 int netdev_in_netns(int netns_fd, int (*fn)(void *arg), void *arg);
 

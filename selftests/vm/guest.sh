@@ -16,6 +16,9 @@ mount -t devtmpfs dev /dev
 mkdir -p /dev/pts /dev/shm
 mount -t devpts devpts /dev/pts
 mount -t tmpfs tmpfs /dev/shm
+# what udev or systemd makes on a booted machine: bash's process substitution needs /dev/fd
+ln -sfn /proc/self/fd /dev/fd
+for i in 0:stdin 1:stdout 2:stderr; do ln -sfn "/proc/self/fd/${i%%:*}" "/dev/${i#*:}"; done
 
 # shellcheck source=/dev/null
 . "$conf" # REPO, KDIR, TESTS, FILE_TIMEOUT
@@ -53,9 +56,13 @@ for t in "${TESTS[@]}"; do
 	timeout -k 10 "${FILE_TIMEOUT:-1800}" prove -v --exec '' "$t" >/run/vm/prove.out 2>&1
 	rc=$?
 	[[ $rc -eq 124 ]] && echo "(timed out after ${FILE_TIMEOUT:-1800} s)" >>/run/vm/prove.out
-	# what failed, with its diagnostics, and prove's verdict; not every passing line
-	awk '/^not ok/ { show = 1; print; next } /^(ok|[0-9]+\.\.)/ { show = 0 }
-		show && /^#/ { print } /^(Failed|Result|Files=|Dubious|  Failed|\(timed out)/ { print }' \
+	# what failed, with its diagnostics (a bail-out's come before it), and prove's verdict; not
+	# every passing line
+	awk '/^not ok/ { show = 1; held = ""; print; next }
+		/^(ok|[0-9]+\.\.)/ { show = 0; held = ""; next }
+		/^#/ { if (show) print; else held = held $0 "\n"; next }
+		/^Bail out!/ { printf "%s", held; held = ""; print; next }
+		/^(Failed|Result|Files=|Dubious|  Failed|\(timed out)/ { print }' \
 		/run/vm/prove.out | sed 's/^/  /'
 	why=$(sed -n 's/^1\.\.0 # SKIP //p; s/^1\.\.0 # skip //p' /run/vm/prove.out | head -n 1)
 	if [[ $rc -ne 0 ]]; then
