@@ -200,12 +200,6 @@ require_root() {
 	[[ $(id -u) -eq 0 ]] || skip_all "needs root (network namespaces, cgroups, BPF)"
 }
 
-# kernel_destroys_sockets: bpf_sock_destroy (6.5+): a denied or cut TCP flow is ended at once;
-# without it the flow is only dropped (the client times out, the peer never sees it end).
-kernel_destroys_sockets() {
-	grep -qa bpf_sock_destroy /sys/kernel/btf/vmlinux 2>/dev/null
-}
-
 require_tools() {
 	local t
 	for t in "$SL_PROBE" "$SL_SINK"; do

@@ -28,6 +28,7 @@
 #include "tc.skel.h"
 #include "lsm.skel.h"
 #include "netdev.h"
+#include "sockdiag.h"
 #include <fcntl.h>
 #include <sched.h>
 
@@ -308,14 +309,26 @@ static int load_surface_layer(struct loader *l, const struct policy *p)
 	return err ? err : sl_surface__load(l->surface);
 }
 
-/* Optional: socket destruction needs bpf_sock_destroy (6.5+); without it denied flows only drop. */
+/*
+ * Optional: bpf_sock_destroy is 6.5+; without it a denied flow's socket is destroyed through
+ * sock_diag (loader_kill_socket). SLUICE_SELFTEST_NO_BPF_DESTROY=1 takes that path here too.
+ */
 static void load_destroyer(struct loader *l)
 {
-	libbpf_print_fn_t old = libbpf_set_print(NULL);
+	libbpf_print_fn_t old;
+
+	if (getenv("SLUICE_SELFTEST_NO_BPF_DESTROY"))
+		return;
+	old = libbpf_set_print(NULL);
 
 	/* a missing kfunc is an expected outcome here, not a warning to print */
 	l->destroy = sl_destroy__open_and_load();
 	libbpf_set_print(old);
+}
+
+static int sockdiag_destroy_here(void *arg)
+{
+	return sockdiag_destroy_tcp(*(const uint64_t *)arg);
 }
 
 int loader_kill_socket(struct loader *l, uint64_t cookie, int netns_fd, uint32_t pid)
@@ -325,12 +338,22 @@ int loader_kill_socket(struct loader *l, uint64_t cookie, int netns_fd, uint32_t
 	__u8 one = 1;
 	char buf[64];
 
-	if (!l->destroy)
-		return -EOPNOTSUPP;
 	/* Without --netns the run may still have entered a namespace of its own: the process's. */
 	if (netns_fd < 0 && pid && !util_fmt(buf, sizeof(buf), "/proc/%u/ns/net", pid)) {
 		pid_ns = open(buf, O_RDONLY | O_CLOEXEC);
 		netns_fd = pid_ns;
+	}
+	if (!l->destroy) {
+		/*
+		 * Before 6.5: sock_diag's SOCK_DESTROY (CONFIG_INET_DIAG_DESTROY, in the run's
+		 * namespace). A socket left alive would keep its dropped data queued, and send it
+		 * once the run's programs are detached: the socket outlives its process.
+		 */
+		err = netns_fd >= 0 ? netdev_in_netns(netns_fd, sockdiag_destroy_here, &cookie) :
+				      sockdiag_destroy_tcp(cookie);
+		if (pid_ns >= 0)
+			close(pid_ns);
+		return err;
 	}
 	if (bpf_map_update_elem(bpf_map__fd(l->destroy->maps.sl_kill), &cookie, &one, BPF_ANY))
 		return -errno;

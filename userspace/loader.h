@@ -110,8 +110,8 @@ int loader_sni_learn(struct loader *l, int family, const uint8_t *addr, const ch
 
 /*
  * Destroy the TCP socket with this cookie in the network namespace netns_fd (-1: that of
- * process pid, else ours), so a flow the packet layer denied fails at once. -EOPNOTSUPP without
- * bpf_sock_destroy.
+ * process pid, else ours), so a flow the packet layer denied fails at once: with
+ * bpf_sock_destroy (6.5+), else through sock_diag. -EOPNOTSUPP: the kernel can do neither.
  */
 int loader_kill_socket(struct loader *l, uint64_t cookie, int netns_fd, uint32_t pid);
 

@@ -357,6 +357,15 @@ static const char *sni_take(struct records *r, uint64_t cookie, char *buf, size_
  * A TLS flow's server name was judged. A denial is enforced by dropping; destroying the socket
  * makes the client fail now rather than after its retransmissions give up.
  */
+/* End a denied or cut TCP flow's socket; what became of the flow, for the log's "flow". */
+static const char *kill_flow(struct records *r, uint64_t cookie, uint32_t tgid)
+{
+	int err = loader_kill_socket(r->loader, cookie, r->netns_fd, tgid);
+
+	return !err ? "destroyed" :
+	       err == -EOPNOTSUPP ? "dropped (kernel cannot destroy sockets)" : "dropped";
+}
+
 static int on_tls(const struct sl_tls_event *ev, void *ctx)
 {
 	struct records *r = ctx;
@@ -377,12 +386,8 @@ static int on_tls(const struct sl_tls_event *ev, void *ctx)
 		return 0;
 	decision_safe_comm(comm, sizeof(comm), ev->comm);
 
-	if (deny && ev->enforced) {
-		int err = loader_kill_socket(r->loader, ev->sock_cookie, r->netns_fd, ev->tgid);
-
-		killed = !err ? "destroyed" : err == -EOPNOTSUPP ? "dropped (kernel cannot destroy "
-								     "sockets)" : "dropped";
-	}
+	if (deny && ev->enforced)
+		killed = kill_flow(r, ev->sock_cookie, ev->tgid);
 
 	records_line(r, &l, "tls", &ts);
 	journal_line_str(&l, "decision", deny ? "deny" : "allow");
@@ -477,11 +482,8 @@ static void flow_cut(struct records *r, const struct sl_flow_event *ev, const ch
 	bool out = f->cut == SL_CUT_REQUEST || f->cut == SL_CUT_TOTAL_REQUEST;
 	bool total = f->cut == SL_CUT_TOTAL_REQUEST || f->cut == SL_CUT_TOTAL_RESPONSE;
 
-	if (f->protocol == IPPROTO_TCP) {
-		int err = loader_kill_socket(r->loader, ev->sock_cookie, r->netns_fd, f->tgid);
-
-		how = !err ? "destroyed" : "dropped";
-	}
+	if (f->protocol == IPPROTO_TCP)
+		how = kill_flow(r, ev->sock_cookie, f->tgid);
 	records_line(r, &l, "flow_cut", &ts);
 	journal_line_str(&l, "host", host);
 	journal_line_str(&l, "dst", dst);

@@ -102,3 +102,100 @@ int sockdiag_cookie(int fd, int protocol, const struct sockaddr_storage *client,
 	*cookie = (uint64_t)msg->id.idiag_cookie[0] | ((uint64_t)msg->id.idiag_cookie[1] << 32);
 	return 0;
 }
+
+/* One TCP dump of a family: the id of the socket whose cookie is this one (1), or 0, or -errno. */
+static int find_tcp(int fd, __u8 family, uint64_t cookie, __u32 seq, struct inet_diag_sockid *id)
+{
+	struct {
+		struct nlmsghdr nlh;
+		struct inet_diag_req_v2 r;
+	} req = {
+		.nlh = { .nlmsg_len = sizeof(req), .nlmsg_type = SOCK_DIAG_BY_FAMILY,
+			 .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP, .nlmsg_seq = seq },
+		.r = { .sdiag_family = family, .sdiag_protocol = IPPROTO_TCP, .idiag_states = ~0U },
+	};
+	static char buf[32768] __attribute__((aligned(4)));
+	int found = 0;
+
+	if (send(fd, &req, sizeof(req), 0) != (ssize_t)sizeof(req))
+		return -errno;
+	for (;;) {
+		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+		struct nlmsghdr *h;
+
+		if (n < 0)
+			return -errno;
+		for (h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
+			const struct inet_diag_msg *m = NLMSG_DATA(h);
+
+			if (h->nlmsg_seq != seq)
+				continue; /* a late answer to an earlier request */
+			if (h->nlmsg_type == NLMSG_DONE)
+				return found;
+			if (h->nlmsg_type == NLMSG_ERROR) {
+				const struct nlmsgerr *e = NLMSG_DATA(h);
+
+				return e->error ? e->error : -EPROTO;
+			}
+			if (found || h->nlmsg_type != SOCK_DIAG_BY_FAMILY ||
+			    h->nlmsg_len < NLMSG_LENGTH(sizeof(*m)))
+				continue;
+			if (((uint64_t)m->id.idiag_cookie[0] |
+			     ((uint64_t)m->id.idiag_cookie[1] << 32)) == cookie) {
+				*id = m->id;
+				found = 1;
+			}
+		}
+	}
+}
+
+int sockdiag_destroy_tcp(uint64_t cookie)
+{
+	static const __u8 families[] = { AF_INET, AF_INET6 };
+	struct {
+		struct nlmsghdr nlh;
+		struct inet_diag_req_v2 r;
+	} req = {
+		.nlh = { .nlmsg_len = sizeof(req), .nlmsg_type = SOCK_DESTROY,
+			 .nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK, .nlmsg_seq = 3 },
+		.r = { .sdiag_protocol = IPPROTO_TCP, .idiag_states = ~0U },
+	};
+	union {
+		struct nlmsghdr nlh;
+		char buf[1024];
+	} resp;
+	int fd = sockdiag_open(), err = 0;
+	size_t i;
+	ssize_t n;
+
+	if (fd < 0)
+		return fd;
+	for (i = 0, err = 0; !err && i < sizeof(families); i++) {
+		err = find_tcp(fd, families[i], cookie, (__u32)(i + 1), &req.r.id);
+		if (err == 1)
+			req.r.sdiag_family = families[i];
+	}
+	if (err <= 0) {
+		close(fd);
+		return err ? err : -ENOENT;
+	}
+	/* the exact lookup of SOCK_DESTROY: the dump's id, its cookie checked by the kernel */
+	if (send(fd, &req, sizeof(req), 0) != (ssize_t)sizeof(req)) {
+		err = -errno;
+		goto out;
+	}
+	do {
+		n = recv(fd, &resp, sizeof(resp), 0);
+		if (n < 0) {
+			err = -errno;
+			goto out;
+		}
+	} while ((size_t)n >= sizeof(struct nlmsghdr) && resp.nlh.nlmsg_seq != req.nlh.nlmsg_seq);
+	if ((size_t)n < NLMSG_LENGTH(sizeof(struct nlmsgerr)) || resp.nlh.nlmsg_type != NLMSG_ERROR)
+		err = -EBADMSG;
+	else
+		err = ((const struct nlmsgerr *)NLMSG_DATA(&resp.nlh))->error;
+out:
+	close(fd);
+	return err;
+}

@@ -3,7 +3,7 @@
  * Socket cookies through NETLINK_SOCK_DIAG: the resolver sees a query's loopback source address
  * and port, and needs the cookie of the client socket behind it to find out which process sent
  * it (sl_dns_clients is keyed by cookie). The netlink socket must be opened in the network
- * namespace the client lives in.
+ * namespace the client lives in. And, where BPF cannot destroy sockets, destroying one.
  */
 #ifndef SLUICE_SOCKDIAG_H
 #define SLUICE_SOCKDIAG_H
@@ -20,5 +20,13 @@ int sockdiag_open(void);
  */
 int sockdiag_cookie(int fd, int protocol, const struct sockaddr_storage *client,
 		    const struct sockaddr_storage *server, uint64_t *cookie);
+
+/*
+ * Destroy the TCP socket with this cookie (SOCK_DESTROY, CONFIG_INET_DIAG_DESTROY), in the
+ * calling thread's network namespace: found in a dump, then named exactly. The way to end a
+ * denied flow where the kernel has no bpf_sock_destroy (before 6.5). Returns 0, -ENOENT (no
+ * such socket), -EOPNOTSUPP (the kernel cannot), or -errno.
+ */
+int sockdiag_destroy_tcp(uint64_t cookie);
 
 #endif /* SLUICE_SOCKDIAG_H */
