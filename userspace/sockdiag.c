@@ -114,7 +114,7 @@ static int find_tcp(int fd, __u8 family, uint64_t cookie, __u32 seq, struct inet
 			 .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP, .nlmsg_seq = seq },
 		.r = { .sdiag_family = family, .sdiag_protocol = IPPROTO_TCP, .idiag_states = ~0U },
 	};
-	static char buf[32768] __attribute__((aligned(4)));
+	char buf[32768] __attribute__((aligned(4))); /* (the records thread's stack, not shared) */
 	int found = 0;
 
 	if (send(fd, &req, sizeof(req), 0) != (ssize_t)sizeof(req))
