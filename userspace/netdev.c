@@ -17,10 +17,10 @@
 #include <linux/rtnetlink.h>
 
 #include "netdev.h"
+#include "netlink.h"
 #include "util.h"
 
 #define NETNS_RUN_DIR "/run/netns"
-#define NL_BUF 32768
 
 int netdev_in_netns(int netns_fd, int (*fn)(void *arg), void *arg)
 {
@@ -50,15 +50,6 @@ static int open_rtnl(void *arg)
 	return *fd < 0 ? -errno : 0;
 }
 
-static int nl_send(int fd, struct nlmsghdr *nlh)
-{
-	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
-
-	if (sendto(fd, nlh, nlh->nlmsg_len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		return -errno;
-	return 0;
-}
-
 static const struct rtattr *rta_find(const struct rtattr *rta, int len, unsigned short type)
 {
 	for (; RTA_OK(rta, len); rta = RTA_NEXT(rta, len))
@@ -82,6 +73,35 @@ struct veth_link {
 	int32_t peer_nsid;
 };
 
+struct veths {
+	struct veth_link *out;
+	int n, max;
+};
+
+static int on_link(const struct nlmsghdr *h, void *ctx)
+{
+	const struct ifinfomsg *ifi = NLMSG_DATA(h);
+	const struct rtattr *link, *nsid;
+	struct veths *v = ctx;
+	int alen;
+
+	if (h->nlmsg_type != RTM_NEWLINK || h->nlmsg_len < NLMSG_LENGTH(sizeof(*ifi)))
+		return 0;
+	alen = (int)(h->nlmsg_len - NLMSG_LENGTH(sizeof(*ifi)));
+	if (!link_is_veth(IFLA_RTA(ifi), alen))
+		return 0;
+	link = rta_find(IFLA_RTA(ifi), alen, IFLA_LINK);
+	nsid = rta_find(IFLA_RTA(ifi), alen, IFLA_LINK_NETNSID);
+	if (!link || !nsid || RTA_PAYLOAD(link) < 4 || RTA_PAYLOAD(nsid) < 4)
+		return 0; /* both ends inside the sandbox */
+	if (v->n == v->max)
+		return -E2BIG;
+	memcpy(&v->out[v->n].peer_ifindex, RTA_DATA(link), 4);
+	memcpy(&v->out[v->n].peer_nsid, RTA_DATA(nsid), 4);
+	v->n++;
+	return 0;
+}
+
 /* The veths of the namespace rtnl speaks for whose peer is in another namespace. */
 static int dump_veths(int rtnl, struct veth_link *out, int max)
 {
@@ -93,45 +113,10 @@ static int dump_veths(int rtnl, struct veth_link *out, int max)
 			 .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP, .nlmsg_seq = 1 },
 		.ifi = { .ifi_family = AF_UNSPEC },
 	};
-	static char buf[NL_BUF] __attribute__((aligned(4)));
-	int n = 0, err;
+	struct veths v = { .out = out, .max = max };
+	int err = nl_dump(rtnl, &req.nlh, on_link, &v);
 
-	err = nl_send(rtnl, &req.nlh);
-	if (err)
-		return err;
-	for (;;) {
-		ssize_t len = recv(rtnl, buf, sizeof(buf), 0);
-		struct nlmsghdr *h;
-
-		if (len < 0)
-			return -errno;
-		for (h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)len); h = NLMSG_NEXT(h, len)) {
-			const struct ifinfomsg *ifi;
-			const struct rtattr *link, *nsid;
-			int alen;
-
-			if (h->nlmsg_type == NLMSG_DONE)
-				return n;
-			if (h->nlmsg_type == NLMSG_ERROR)
-				return -EPROTO;
-			if (h->nlmsg_type != RTM_NEWLINK ||
-			    h->nlmsg_len < NLMSG_LENGTH(sizeof(*ifi)))
-				continue;
-			ifi = NLMSG_DATA(h);
-			alen = (int)(h->nlmsg_len - NLMSG_LENGTH(sizeof(*ifi)));
-			if (!link_is_veth(IFLA_RTA(ifi), alen))
-				continue;
-			link = rta_find(IFLA_RTA(ifi), alen, IFLA_LINK);
-			nsid = rta_find(IFLA_RTA(ifi), alen, IFLA_LINK_NETNSID);
-			if (!link || !nsid || RTA_PAYLOAD(link) < 4 || RTA_PAYLOAD(nsid) < 4)
-				continue; /* both ends inside the sandbox */
-			if (n == max)
-				return -E2BIG;
-			memcpy(&out[n].peer_ifindex, RTA_DATA(link), 4);
-			memcpy(&out[n].peer_nsid, RTA_DATA(nsid), 4);
-			n++;
-		}
-	}
+	return err ? err : v.n;
 }
 
 /* The id the namespace rtnl speaks for gives the namespace netns_fd; -1 if none. */
@@ -262,6 +247,17 @@ void netdev_peers_free(struct netdev_peer *p, int n)
 	}
 }
 
+/* each priority is dumped once with handle 0, then once per filter */
+static int on_filter(const struct nlmsghdr *h, void *ctx)
+{
+	const struct tcmsg *t = NLMSG_DATA(h);
+
+	if (h->nlmsg_type == RTM_NEWTFILTER && h->nlmsg_len >= NLMSG_LENGTH(sizeof(*t)) &&
+	    t->tcm_handle)
+		++*(int *)ctx;
+	return 0;
+}
+
 /* Filters under one clsact attach point (parent) of ifindex, in the calling thread's namespace. */
 static int count_filters(int rtnl, int ifindex, uint32_t parent)
 {
@@ -273,34 +269,9 @@ static int count_filters(int rtnl, int ifindex, uint32_t parent)
 			 .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP, .nlmsg_seq = 3 },
 		.tcm = { .tcm_family = AF_UNSPEC, .tcm_ifindex = ifindex, .tcm_parent = parent },
 	};
-	static char buf[NL_BUF] __attribute__((aligned(4)));
-	int n = 0, err;
+	int n = 0, err = nl_dump(rtnl, &req.nlh, on_filter, &n);
 
-	err = nl_send(rtnl, &req.nlh);
-	if (err)
-		return err;
-	for (;;) {
-		ssize_t len = recv(rtnl, buf, sizeof(buf), 0);
-		struct nlmsghdr *h;
-
-		if (len < 0)
-			return -errno;
-		for (h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)len); h = NLMSG_NEXT(h, len)) {
-			const struct tcmsg *t = NLMSG_DATA(h);
-
-			if (h->nlmsg_type == NLMSG_DONE)
-				return n;
-			if (h->nlmsg_type == NLMSG_ERROR) {
-				const struct nlmsgerr *e = NLMSG_DATA(h);
-
-				return e->error ? e->error : -EPROTO;
-			}
-			/* each priority is dumped once with handle 0, then once per filter */
-			if (h->nlmsg_type == RTM_NEWTFILTER &&
-			    h->nlmsg_len >= NLMSG_LENGTH(sizeof(*t)) && t->tcm_handle)
-				n++;
-		}
-	}
+	return err ? err : n;
 }
 
 int netdev_clsact_filters(int ifindex)

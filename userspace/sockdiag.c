@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
 
+#include "netlink.h"
 #include "sockdiag.h"
 
 int sockdiag_open(void)
@@ -103,6 +105,28 @@ int sockdiag_cookie(int fd, int protocol, const struct sockaddr_storage *client,
 	return 0;
 }
 
+struct tcp_find {
+	uint64_t cookie;
+	struct inet_diag_sockid *id;
+	bool found;
+};
+
+static int on_tcp(const struct nlmsghdr *h, void *ctx)
+{
+	const struct inet_diag_msg *m = NLMSG_DATA(h);
+	struct tcp_find *f = ctx;
+
+	if (f->found || h->nlmsg_type != SOCK_DIAG_BY_FAMILY ||
+	    h->nlmsg_len < NLMSG_LENGTH(sizeof(*m)))
+		return 0;
+	if (((uint64_t)m->id.idiag_cookie[0] | ((uint64_t)m->id.idiag_cookie[1] << 32)) ==
+	    f->cookie) {
+		*f->id = m->id;
+		f->found = true;
+	}
+	return 0;
+}
+
 /* One TCP dump of a family: the id of the socket whose cookie is this one (1), or 0, or -errno. */
 static int find_tcp(int fd, __u8 family, uint64_t cookie, __u32 seq, struct inet_diag_sockid *id)
 {
@@ -114,39 +138,10 @@ static int find_tcp(int fd, __u8 family, uint64_t cookie, __u32 seq, struct inet
 			 .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP, .nlmsg_seq = seq },
 		.r = { .sdiag_family = family, .sdiag_protocol = IPPROTO_TCP, .idiag_states = ~0U },
 	};
-	char buf[32768] __attribute__((aligned(4))); /* (the records thread's stack, not shared) */
-	int found = 0;
+	struct tcp_find f = { .cookie = cookie, .id = id };
+	int err = nl_dump(fd, &req.nlh, on_tcp, &f);
 
-	if (send(fd, &req, sizeof(req), 0) != (ssize_t)sizeof(req))
-		return -errno;
-	for (;;) {
-		ssize_t n = recv(fd, buf, sizeof(buf), 0);
-		struct nlmsghdr *h;
-
-		if (n < 0)
-			return -errno;
-		for (h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
-			const struct inet_diag_msg *m = NLMSG_DATA(h);
-
-			if (h->nlmsg_seq != seq)
-				continue; /* a late answer to an earlier request */
-			if (h->nlmsg_type == NLMSG_DONE)
-				return found;
-			if (h->nlmsg_type == NLMSG_ERROR) {
-				const struct nlmsgerr *e = NLMSG_DATA(h);
-
-				return e->error ? e->error : -EPROTO;
-			}
-			if (found || h->nlmsg_type != SOCK_DIAG_BY_FAMILY ||
-			    h->nlmsg_len < NLMSG_LENGTH(sizeof(*m)))
-				continue;
-			if (((uint64_t)m->id.idiag_cookie[0] |
-			     ((uint64_t)m->id.idiag_cookie[1] << 32)) == cookie) {
-				*id = m->id;
-				found = 1;
-			}
-		}
-	}
+	return err ? err : f.found;
 }
 
 int sockdiag_destroy_tcp(uint64_t cookie)
