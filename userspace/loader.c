@@ -355,11 +355,15 @@ int loader_kill_socket(struct loader *l, uint64_t cookie, int netns_fd, uint32_t
 			close(pid_ns);
 		return err;
 	}
-	if (bpf_map_update_elem(bpf_map__fd(l->destroy->maps.sl_kill), &cookie, &one, BPF_ANY))
-		return -errno;
+	if (bpf_map_update_elem(bpf_map__fd(l->destroy->maps.sl_kill), &cookie, &one, BPF_ANY)) {
+		err = -errno;
+		goto out;
+	}
 	link = bpf_program__attach_iter(l->destroy->progs.sl_destroy_tcp, NULL);
-	if (!link)
-		return -errno;
+	if (!link) {
+		err = -errno;
+		goto out;
+	}
 	/* A TCP iterator walks the sockets of the namespace it is created in: the run's. */
 	if (netns_fd >= 0) {
 		self_ns = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
@@ -965,6 +969,37 @@ struct tc_op {
 };
 
 /* In the peer's namespace: tcx first; clsact only where the kernel has no tcx (before 6.6). */
+/*
+ * Runs sharing a namespace share its clsact qdisc: adding a filter and removing the qdisc once
+ * it holds none are done under one lock (bpffs's sluice directory, flock()ed), so a run's
+ * removal never takes another run's new filter with it. -1 if it cannot be had (then unlocked).
+ */
+static int clsact_lock(void)
+{
+	int fd = open(LOADER_BPFFS "/sluice", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd >= 0 && flock(fd, LOCK_EX)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+static void clsact_unlock(int fd)
+{
+	if (fd >= 0)
+		close(fd);
+}
+
+/* The clsact qdisc sluice made, once no filter is left on it (both attach points named). */
+static void clsact_remove_if_empty(struct bpf_tc_hook *hook)
+{
+	if (netdev_clsact_filters(hook->ifindex) == 0) {
+		hook->attach_point = BPF_TC_INGRESS | BPF_TC_EGRESS;
+		bpf_tc_hook_destroy(hook);
+	}
+}
+
 static int tc_attach_here(void *arg)
 {
 	struct tc_op *op = arg;
@@ -972,6 +1007,7 @@ static int tc_attach_here(void *arg)
 	int prog_fd = bpf_program__fd(op->l->tc->progs.sl_tc_ingress), err;
 	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = a->peer.ifindex, .attach_point = BPF_TC_INGRESS);
 	libbpf_print_fn_t old;
+	int lock;
 	__u32 h;
 
 	if (!op->l->tc_clsact) {
@@ -988,9 +1024,12 @@ static int tc_attach_here(void *arg)
 		if (err != -EINVAL && err != -EOPNOTSUPP)
 			return err;
 	}
+	lock = clsact_lock();
 	err = bpf_tc_hook_create(&hook);
-	if (err && err != -EEXIST)
+	if (err && err != -EEXIST) {
+		clsact_unlock(lock);
 		return err;
+	}
 	a->clsact_created = !err;
 	/* another run's filter at a handle is expected (the kernel's "exists" is no warning) */
 	old = libbpf_verbose ? libbpf_print : libbpf_set_print(NULL);
@@ -1002,11 +1041,11 @@ static int tc_attach_here(void *arg)
 		a->handle = h;
 	}
 	libbpf_set_print(old);
-	if (err) {
-		if (a->clsact_created)
-			bpf_tc_hook_destroy(&hook);
+	if (err && a->clsact_created)
+		clsact_remove_if_empty(&hook);
+	clsact_unlock(lock);
+	if (err)
 		return err == -EEXIST ? -EBUSY : err;
-	}
 	a->clsact = true;
 	return 0;
 }
@@ -1016,17 +1055,16 @@ static int tc_detach_here(void *arg)
 	struct tc_attachment *a = arg;
 	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = a->peer.ifindex, .attach_point = BPF_TC_INGRESS);
 	LIBBPF_OPTS(bpf_tc_opts, topts, .handle = a->handle, .priority = TC_PRIORITY);
-	int err = bpf_tc_detach(&hook, &topts);
+	int lock = clsact_lock(), err = bpf_tc_detach(&hook, &topts);
 
 	/*
-	 * The qdisc goes only with both attach points named, only if it was ours, and only once
-	 * it is empty: another run in the namespace (or the host) may have a filter there since.
-	 * (Then it stays: nothing says whether the last filter's owner would have made it.)
+	 * The qdisc goes only if it was ours, and only once it is empty: another run in the
+	 * namespace (or the host) may have a filter there since. (Then it stays: nothing says
+	 * whether the last filter's owner would have made it.)
 	 */
-	if (a->clsact_created && netdev_clsact_filters(a->peer.ifindex) == 0) {
-		hook.attach_point = BPF_TC_INGRESS | BPF_TC_EGRESS;
-		bpf_tc_hook_destroy(&hook);
-	}
+	if (a->clsact_created)
+		clsact_remove_if_empty(&hook);
+	clsact_unlock(lock);
 	return err;
 }
 

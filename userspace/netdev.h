@@ -28,7 +28,7 @@ void netdev_peers_free(struct netdev_peer *p, int n);
 
 /*
  * How many tc filters the clsact qdisc of ifindex holds (ingress and egress), in the calling
- * thread's namespace; -errno (-EINVAL: no clsact qdisc there).
+ * thread's namespace (0 also when there is no clsact qdisc), or -errno.
  */
 int netdev_clsact_filters(int ifindex);
 

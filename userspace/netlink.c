@@ -33,8 +33,16 @@ int nl_dump(int fd, const struct nlmsghdr *nlh, int (*fn)(const struct nlmsghdr 
 		for (h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)len); h = NLMSG_NEXT(h, len)) {
 			if (h->nlmsg_seq != nlh->nlmsg_seq)
 				continue;
-			if (h->nlmsg_type == NLMSG_DONE)
+			/* the set changed while it was dumped: the answer may have missed some */
+			if (h->nlmsg_flags & NLM_F_DUMP_INTR)
+				return -EINTR;
+			if (h->nlmsg_type == NLMSG_DONE) {
+				/* a dump that failed part-way says so in its DONE */
+				if (h->nlmsg_len >= NLMSG_LENGTH(sizeof(int)) &&
+				    *(const int *)NLMSG_DATA(h) < 0)
+					return *(const int *)NLMSG_DATA(h);
 				return 0;
+			}
 			if (h->nlmsg_type == NLMSG_ERROR) {
 				const struct nlmsgerr *e = NLMSG_DATA(h);
 

@@ -172,7 +172,8 @@ int sockdiag_destroy_tcp(uint64_t cookie)
 	}
 	if (err <= 0) {
 		close(fd);
-		return err ? err : -ENOENT;
+		/* a dump that fails with ENOENT: the kernel has no TCP sock_diag (tcp_diag) */
+		return !err ? -ENOENT : err == -ENOENT ? -EOPNOTSUPP : err;
 	}
 	/* the exact lookup of SOCK_DESTROY: the dump's id, its cookie checked by the kernel */
 	if (send(fd, &req, sizeof(req), 0) != (ssize_t)sizeof(req)) {
