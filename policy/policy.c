@@ -1517,11 +1517,64 @@ out:
 	return 0;
 }
 
-int policy_load_file(const char *path, struct policy **out, char *err, size_t err_len)
+int policy_read_fd(int fd, const char *name, char **out, size_t *out_len, char *err,
+		   size_t err_len)
 {
 	size_t len = 0, cap = 0;
 	char *buf = NULL;
-	int fd = -1, ret;
+	int ret;
+
+	/* Read to EOF whatever the file claims to be: st_size lies for pipes and procfs. */
+	for (;;) {
+		ssize_t n;
+
+		if (len == cap) {
+			/* One byte past the limit is enough to know the file is too large. */
+			size_t want = cap ? cap * 2 : 65536;
+			char *nb;
+
+			if (cap > POLICY_MAX_BYTES) {
+				set_err(err, err_len, "%s: the policy is more than %u bytes", name,
+					POLICY_MAX_BYTES);
+				ret = -EFBIG;
+				goto fail;
+			}
+			if (want > (size_t)POLICY_MAX_BYTES + 1)
+				want = (size_t)POLICY_MAX_BYTES + 1;
+			nb = realloc(buf, want);
+			if (!nb) {
+				set_err(err, err_len, "%s: out of memory", name);
+				ret = -ENOMEM;
+				goto fail;
+			}
+			buf = nb;
+			cap = want;
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			ret = -errno;
+			set_err(err, err_len, "%s: read: %s", name, strerror(-ret));
+			goto fail;
+		}
+		if (!n)
+			break;
+		len += (size_t)n;
+	}
+	*out = buf;
+	*out_len = len;
+	return 0;
+fail:
+	free(buf);
+	return ret;
+}
+
+int policy_load_file(const char *path, struct policy **out, char *err, size_t err_len)
+{
+	size_t len = 0;
+	char *buf = NULL;
+	int fd, ret;
 
 	if (err && err_len)
 		err[0] = '\0';
@@ -1535,48 +1588,11 @@ int policy_load_file(const char *path, struct policy **out, char *err, size_t er
 		set_err(err, err_len, "%s: %s", path, strerror(-ret));
 		return ret;
 	}
-	/* Read to EOF whatever the file claims to be: st_size lies for pipes and procfs. */
-	for (;;) {
-		ssize_t n;
-
-		if (len == cap) {
-			/* One byte past the limit is enough to know the file is too large. */
-			size_t want = cap ? cap * 2 : 65536;
-			char *nb;
-
-			if (cap > POLICY_MAX_BYTES) {
-				set_err(err, err_len, "%s: the policy is more than %u bytes", path,
-					POLICY_MAX_BYTES);
-				ret = -EFBIG;
-				goto out;
-			}
-			if (want > (size_t)POLICY_MAX_BYTES + 1)
-				want = (size_t)POLICY_MAX_BYTES + 1;
-			nb = realloc(buf, want);
-			if (!nb) {
-				set_err(err, err_len, "%s: out of memory", path);
-				ret = -ENOMEM;
-				goto out;
-			}
-			buf = nb;
-			cap = want;
-		}
-		n = read(fd, buf + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			ret = -errno;
-			set_err(err, err_len, "%s: read: %s", path, strerror(-ret));
-			goto out;
-		}
-		if (!n)
-			break;
-		len += (size_t)n;
-	}
-	ret = policy_load_buffer(buf, len, path, out, err, err_len);
-out:
-	free(buf);
+	ret = policy_read_fd(fd, path, &buf, &len, err, err_len);
 	close(fd);
+	if (!ret)
+		ret = policy_load_buffer(buf, len, path, out, err, err_len);
+	free(buf);
 	return ret;
 }
 

@@ -123,6 +123,12 @@ struct policy {
  * message with file:line:column into err; *out is untouched.
  */
 int policy_load_file(const char *path, struct policy **out, char *err, size_t err_len);
+/*
+ * Read an open policy file to its end into a malloc()ed *out (*out_len bytes), at most
+ * POLICY_MAX_BYTES (else -EFBIG); nothing is parsed. name is for err. 0 or -errno.
+ */
+int policy_read_fd(int fd, const char *name, char **out, size_t *out_len, char *err,
+		   size_t err_len);
 int policy_load_buffer(const char *buf, size_t len, const char *name, struct policy **out,
 		       char *err, size_t err_len);
 void policy_free(struct policy *p);

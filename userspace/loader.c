@@ -198,6 +198,13 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	return vfprintf(stderr, fmt, ap);
 }
 
+/* Around a call whose failure is an expected outcome: only -v shows libbpf's words. Returns the
+ * printer to put back with libbpf_set_print(). */
+static libbpf_print_fn_t libbpf_quiet(void)
+{
+	return libbpf_verbose ? libbpf_print : libbpf_set_print(NULL);
+}
+
 const char *loader_explain(int err)
 {
 	switch (err) {
@@ -725,8 +732,8 @@ int loader_host_names(const struct loader *l,
  */
 static void load_lsm_layer(struct loader *l, int cgroup_fd, uint64_t cgroup_id, int level)
 {
-	/* a failure is expected where the kernel has no BPF LSM: only -v shows libbpf's words */
-	libbpf_print_fn_t old = libbpf_verbose ? libbpf_print : libbpf_set_print(NULL);
+	/* a failure is expected where the kernel has no BPF LSM */
+	libbpf_print_fn_t old = libbpf_quiet();
 	__u32 zero = 0, fd = (__u32)cgroup_fd;
 	struct bpf_link *links[3] = {};
 	const char *step = "open";
@@ -968,7 +975,6 @@ struct tc_op {
 	struct tc_attachment *a;
 };
 
-/* In the peer's namespace: tcx first; clsact only where the kernel has no tcx (before 6.6). */
 /*
  * Runs sharing a namespace share its clsact qdisc: adding a filter and removing the qdisc once
  * it holds none are done under one lock (bpffs's sluice directory, flock()ed), so a run's
@@ -1000,6 +1006,7 @@ static void clsact_remove_if_empty(struct bpf_tc_hook *hook)
 	}
 }
 
+/* In the peer's namespace: tcx first; clsact only where the kernel has no tcx (before 6.6). */
 static int tc_attach_here(void *arg)
 {
 	struct tc_op *op = arg;
@@ -1014,7 +1021,7 @@ static int tc_attach_here(void *arg)
 		/* first: a program before sluice that passes or redirects would skip it */
 		LIBBPF_OPTS(bpf_tcx_opts, first, .flags = BPF_F_BEFORE);
 		/* before 6.6 this fails (EINVAL): expected, not a warning to print */
-		old = libbpf_verbose ? libbpf_print : libbpf_set_print(NULL);
+		old = libbpf_quiet();
 		a->link = bpf_program__attach_tcx(op->l->tc->progs.sl_tc_ingress, a->peer.ifindex,
 						   &first);
 		err = a->link ? 0 : -errno;
@@ -1032,7 +1039,7 @@ static int tc_attach_here(void *arg)
 	}
 	a->clsact_created = !err;
 	/* another run's filter at a handle is expected (the kernel's "exists" is no warning) */
-	old = libbpf_verbose ? libbpf_print : libbpf_set_print(NULL);
+	old = libbpf_quiet();
 	for (h = TC_HANDLE, err = -EEXIST; err == -EEXIST && h < TC_HANDLE + TC_HANDLES; h++) {
 		LIBBPF_OPTS(bpf_tc_opts, topts, .prog_fd = prog_fd, .handle = h,
 			    .priority = TC_PRIORITY);
@@ -1208,9 +1215,18 @@ int loader_attach_tc(struct loader *l, int run_netns_fd, char *desc, size_t desc
 	return n;
 }
 
-void loader_detach(struct loader *l)
+/* Remove a pin of the run's directory by name (gone already is fine). */
+static void unpin_name(const struct loader *l, const char *name)
 {
 	char path[PATH_MAX];
+
+	if (!util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, name) && unlink(path) &&
+	    errno != ENOENT)
+		fprintf(stderr, "sluice: unpin %s: %s\n", path, strerror(errno));
+}
+
+void loader_detach(struct loader *l)
+{
 	int i;
 
 	if (!l)
@@ -1226,9 +1242,7 @@ void loader_detach(struct loader *l)
 		tc_detach(&l->tc_att[i]);
 	/* every clsact pin, found again or not (its veth gone with the sandbox) */
 	for (i = 0; i < l->n_clsact_pins; i++)
-		if (!util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, l->clsact_pins[i].name) &&
-		    unlink(path) && errno != ENOENT)
-			fprintf(stderr, "sluice: unpin %s: %s\n", path, strerror(errno));
+		unpin_name(l, l->clsact_pins[i].name);
 	l->n_clsact_pins = 0;
 	for (i = 0; i < 3; i++) {
 		if (!l->lsm_links[i])
@@ -1239,9 +1253,7 @@ void loader_detach(struct loader *l)
 	}
 	/* the maps stay alive while sluice holds them: only their names go */
 	for (i = 0; l->maps_pinned && i < MAP_MAX; i++)
-		if (!util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, map_pin_names[i]) &&
-		    unlink(path) && errno != ENOENT)
-			fprintf(stderr, "sluice: unpin %s: %s\n", path, strerror(errno));
+		unpin_name(l, map_pin_names[i]);
 	l->maps_pinned = false;
 	if (l->pin_dir[0] && rmdir(l->pin_dir) && errno != ENOENT)
 		fprintf(stderr, "sluice: remove %s: %s\n", l->pin_dir, strerror(errno));

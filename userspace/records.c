@@ -353,10 +353,6 @@ static const char *sni_take(struct records *r, uint64_t cookie, char *buf, size_
 	return buf;
 }
 
-/*
- * A TLS flow's server name was judged. A denial is enforced by dropping; destroying the socket
- * makes the client fail now rather than after its retransmissions give up.
- */
 /* End a denied or cut TCP flow's socket; what became of the flow, for the log's "flow". */
 static const char *kill_flow(struct records *r, uint64_t cookie, uint32_t tgid)
 {
@@ -366,6 +362,10 @@ static const char *kill_flow(struct records *r, uint64_t cookie, uint32_t tgid)
 	       err == -EOPNOTSUPP ? "dropped (kernel cannot destroy sockets)" : "dropped";
 }
 
+/*
+ * A TLS flow's server name was judged. A denial is enforced by dropping; destroying the socket
+ * makes the client fail now rather than after its retransmissions give up.
+ */
 static int on_tls(const struct sl_tls_event *ev, void *ctx)
 {
 	struct records *r = ctx;

@@ -480,7 +480,6 @@ static int take_policy(struct run *r, const struct resume_start *s, char *msg, s
 	const struct sl_run_cfg *cfg = loader_run_cfg(r->loader);
 	uint8_t sha[TLOG_HASH_SIZE];
 	char digest[65], *buf = NULL;
-	ssize_t n = 0;
 	size_t len = 0;
 	int fd, err;
 
@@ -490,21 +489,17 @@ static int take_policy(struct run *r, const struct resume_start *s, char *msg, s
 	 * quotes the file: pointed at the host key, it would print the key).
 	 */
 	fd = util_open_regular(r->args.policy_path, O_RDONLY, 0);
-	buf = fd >= 0 ? malloc(POLICY_MAX_BYTES + 1) : NULL;
-	while (buf && len <= POLICY_MAX_BYTES &&
-	       ((n = read(fd, buf + len, POLICY_MAX_BYTES + 1 - len)) > 0 ||
-		(n < 0 && errno == EINTR)))
-		len += n > 0 ? (size_t)n : 0;
-	err = fd < 0 ? fd : !buf ? -ENOMEM : n < 0 ? -errno : 0;
-	if (fd >= 0)
-		close(fd);
-	if (err) {
+	if (fd < 0) {
 		util_fmt(msg, msg_len, "policy %s: %s", r->args.policy_path,
-			 err == -EINVAL ? "not a regular file" : strerror(-err));
-		goto out;
+			 fd == -EINVAL ? "not a regular file" : strerror(-fd));
+		return fd;
 	}
+	err = policy_read_fd(fd, r->args.policy_path, &buf, &len, msg, msg_len);
+	close(fd);
+	if (err)
+		return err;
 	tlog_sha256(buf, len, sha);
-	if (len > POLICY_MAX_BYTES || memcmp(sha, cfg->policy_sha256, sizeof(sha))) {
+	if (memcmp(sha, cfg->policy_sha256, sizeof(sha))) {
 		util_hex(sha, sizeof(sha), digest, sizeof(digest));
 		util_fmt(msg, msg_len, "policy %s is not the one run %s started with (its SHA-256 is "
 				       "%s, the run's %s); give the run's policy with --policy",
@@ -693,7 +688,6 @@ static bool start_resolver(struct run *r, const struct resume_start *s, char *wh
 {
 	char bind_why[256] = "";
 	int err = -ENOENT;
-
 	bool own;
 
 	why[0] = '\0';

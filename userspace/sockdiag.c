@@ -25,6 +25,11 @@ int sockdiag_open(void)
 	return fd;
 }
 
+static uint64_t cookie_of(const struct inet_diag_sockid *id)
+{
+	return (uint64_t)id->idiag_cookie[0] | ((uint64_t)id->idiag_cookie[1] << 32);
+}
+
 static void put_endpoint(const struct sockaddr_storage *ss, __be16 *port, __be32 addr[4])
 {
 	if (ss->ss_family == AF_INET) {
@@ -101,7 +106,7 @@ int sockdiag_cookie(int fd, int protocol, const struct sockaddr_storage *client,
 	    resp.nlh.nlmsg_len < NLMSG_LENGTH(sizeof(*msg)))
 		return -EBADMSG;
 	msg = NLMSG_DATA(&resp.nlh);
-	*cookie = (uint64_t)msg->id.idiag_cookie[0] | ((uint64_t)msg->id.idiag_cookie[1] << 32);
+	*cookie = cookie_of(&msg->id);
 	return 0;
 }
 
@@ -119,8 +124,7 @@ static int on_tcp(const struct nlmsghdr *h, void *ctx)
 	if (f->found || h->nlmsg_type != SOCK_DIAG_BY_FAMILY ||
 	    h->nlmsg_len < NLMSG_LENGTH(sizeof(*m)))
 		return 0;
-	if (((uint64_t)m->id.idiag_cookie[0] | ((uint64_t)m->id.idiag_cookie[1] << 32)) ==
-	    f->cookie) {
+	if (cookie_of(&m->id) == f->cookie) {
 		*f->id = m->id;
 		f->found = true;
 	}
