@@ -114,7 +114,7 @@ demo: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)bash selftests/demo.sh
 
-# DESIGN.md's performance targets as ratios measured side by side (root; a few minutes).
+# The performance targets (README, Performance) as ratios side by side (root; a few minutes).
 bench: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)bash selftests/bench.sh

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make demo: run one sandboxed command under policy/examples/demo.yaml in a throwaway topology
-# (PROBES.md: run netns -- router netns -- "internet" netns with test hosts), with a test DNS
-# upstream on loopback. It shows a name allowed and a name denied, an address allowed and one
+# (the topology of selftests/lib.sh: run netns -- router -- "internet" netns with test hosts), with
+# upstream DNS on loopback. It shows a name allowed and a name denied, an address allowed and one
 # denied, the metadata blackhole, and the log. Everything it creates is removed on exit.
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" >/dev/null
