@@ -35,7 +35,8 @@
 #define SUMMARY_LIST_MAX 32
 
 static const char *const blackhole_text =
-	"169.254.0.0/16, fe80::/10, fd00:ec2::/32 and their v4-mapped/NAT64/IPv4-compatible forms";
+	"169.254.0.0/16, fe80::/10, fd00:ec2::/32 and every IPv6 form that embeds 169.254.0.0/16 "
+	"(v4-mapped, IPv4-compatible, NAT64, SIIT, 6to4, Teredo, ISATAP)";
 
 struct pos {
 	unsigned int line;
