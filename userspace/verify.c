@@ -1227,8 +1227,8 @@ static int check_checkpoint(struct verifier *v)
 	if (!strcmp(reason, "rotate") && v->rotation_stopped)
 		return BAD(v,
 			   "checkpoint: reason \"rotate\", but the rotate checkpoint at line "
-			   "%" PRIu64 " is not the last line of its file: its rename failed and that writer "
-			   "rotates no more (only a writer_restart's writer may)",
+			   "%" PRIu64 " is not the last line of its file: its rename failed and "
+			   "that writer rotates no more (only a writer_restart's writer may)",
 			   v->rotation_stopped);
 	/*
 	 * A rotated segment must end with one (the boundary is signed); one inside a file is
