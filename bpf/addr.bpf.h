@@ -2,17 +2,24 @@
 /*
  * Address classification shared by every layer: the fixed blackhole and the IPv4 addresses that
  * IPv6 destinations embed. All addresses are in network order, as the kernel hands them to us.
- * Pure functions of their arguments: userspace includes this header too (hosttotals.c).
+ * Pure functions of their arguments, plain C over words and bytes: userspace includes this header
+ * too (hosttotals.c; the resolver and the policy compiler through addr_class()), so that what the
+ * kernel blackholes and what the resolver refuses to hand out are decided by the same code.
  */
 #ifndef SLUICE_ADDR_BPF_H
 #define SLUICE_ADDR_BPF_H
 
-#include <bpf/bpf_endian.h>
 #ifdef __bpf__
 #include "net.bpf.h" /* AF_INET, AF_INET6 */
 #else
+#include <linux/types.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/cdefs.h> /* __always_inline */
 #include <sys/socket.h>
 #endif
+#include <bpf/bpf_endian.h>
+#include "sluice.h" /* struct sl_host_key */
 
 /*
  * 169.254.0.0/16: link-local, home of every cloud's metadata service. It needs no DNS, so a
@@ -85,18 +92,24 @@ static __always_inline __u32 bytes_to_v4(__u8 a, __u8 b, __u8 c, __u8 d)
 	return bpf_htonl(((__u32)a << 24) | ((__u32)b << 16) | ((__u32)c << 8) | d);
 }
 
+/* The local-use NAT64 prefix 64:ff9b:1::/48 (RFC 8215). */
+static __always_inline bool v6_is_local_nat64(const __u32 w[4])
+{
+	return w[0] == bpf_htonl(0x0064ff9b) && (bpf_ntohl(w[1]) >> 16) == 0x0001;
+}
+
 /*
  * Other places an IPv4 address hides in an IPv6 one, checked against the blackhole only (the v6
  * policy still applies to them): 6to4 2002:V4::/48, Teredo 2001:0::/32 (server in bits 32-63,
  * client inverted in the last 32 bits), ISATAP interface ids ::[02]00:5efe:V4, and the RFC 6052
  * positions (/48, /56, /64, /96) inside the local-use NAT64 prefix 64:ff9b:1::/48.
- * Returns true and the embedded address in *v4 when one of them is in the blackhole.
+ * Their addresses into cand, the four NAT64 positions last (at most 5 in all: ISATAP's interface
+ * id can come with any of the others, which exclude each other); their number.
  */
-static __always_inline bool v6_embeds_blackholed_v4(const __u32 w[4], __u32 *v4)
+static __always_inline int v6_relay_v4s(const __u32 w[4], __u32 cand[6])
 {
 	__u32 h0 = bpf_ntohl(w[0]), h1 = bpf_ntohl(w[1]), h2 = bpf_ntohl(w[2]), h3 = bpf_ntohl(w[3]);
-	__u32 cand[6];
-	int n = 0, i;
+	int n = 0;
 
 	if ((h0 >> 16) == 0x2002)
 		cand[n++] = bpf_htonl((h0 << 16) | (h1 >> 16));
@@ -106,7 +119,7 @@ static __always_inline bool v6_embeds_blackholed_v4(const __u32 w[4], __u32 *v4)
 	}
 	if ((h2 & 0xfdffffff) == 0x00005efe)
 		cand[n++] = w[3];
-	if (h0 == 0x0064ff9b && (h1 >> 16) == 0x0001) {
+	if (v6_is_local_nat64(w)) {
 		/* /48: bits 48-63 and 72-87 (bits 64-71 are the RFC 6052 u octet) */
 		cand[n++] = bpf_htonl(((h1 & 0xffff) << 16) | ((h2 >> 8) & 0xffff));
 		/* /56: bits 56-63, 72-95 */
@@ -116,6 +129,15 @@ static __always_inline bool v6_embeds_blackholed_v4(const __u32 w[4], __u32 *v4)
 		/* /96: the last 32 bits */
 		cand[n++] = w[3];
 	}
+	return n;
+}
+
+/* Returns true and the embedded address in *v4 when one of v6_relay_v4s() is in the blackhole. */
+static __always_inline bool v6_embeds_blackholed_v4(const __u32 w[4], __u32 *v4)
+{
+	__u32 cand[6];
+	int n = v6_relay_v4s(w, cand), i;
+
 	for (i = 0; i < 6; i++) {
 		if (i >= n)
 			break;
@@ -149,6 +171,109 @@ static __always_inline bool v6_tail_is_blackholed(const __u32 w[4])
 	bool translated = w[0] == bpf_htonl(0x0064ff9b) || (w[0] == 0 && w[1] == 0);
 
 	return translated && v4_is_blackholed(w[3]);
+}
+
+/* The blackhole in any form a v6 destination can take. */
+static __always_inline bool v6_blackholed_any(const __u32 w[4])
+{
+	__u32 v4 = 0;
+
+	if (v6_native_is_blackholed(w) || v6_tail_is_blackholed(w))
+		return true;
+	if (v6_embeds_v4_for_policy(w, &v4))
+		return v4_is_blackholed(v4);
+	return v6_embeds_blackholed_v4(w, &v4);
+}
+
+/*
+ * Space a public name must not point into unless a cidrs rule lists it (the resolver's refusal
+ * of rebinding answers; the kernel programs do not use these): 0/8, RFC 1918, CGNAT 100.64/10,
+ * loopback, multicast and reserved 224/3.
+ */
+static __always_inline bool v4_is_private(__u32 addr)
+{
+	__u32 h = bpf_ntohl(addr);
+
+	return (h >> 24) == 0 || (h >> 24) == 10 || (h & 0xffc00000) == 0x64400000 ||
+	       (h >> 24) == 127 || (h & 0xfff00000) == 0xac100000 || (h >> 16) == 0xc0a8 ||
+	       (h >> 29) == 7;
+}
+
+/* :: and ::1, ULA fc00::/7, multicast ff00::/8. */
+static __always_inline bool v6_native_is_private(const __u32 w[4])
+{
+	__u32 h0 = bpf_ntohl(w[0]);
+
+	if (!w[0] && !w[1] && !w[2] && (!w[3] || w[3] == bpf_htonl(1)))
+		return true;
+	return (h0 >> 25) == (0xfc000000 >> 25) || (h0 >> 24) == 0xff;
+}
+
+enum sl_addr_class {
+	SL_ADDR_PUBLIC,
+	SL_ADDR_PRIVATE,   /* v4_is_private(), v6_native_is_private(), or one embedded */
+	SL_ADDR_BLACKHOLE, /* what the kernel programs refuse whatever the policy says */
+};
+
+/*
+ * What an address points at, in every form it can take. The blackhole: as the kernel programs
+ * judge it (v4_is_blackholed, v6_blackholed_any): natively, in the IPv4 address an IPv6 one
+ * carries for the policy (::ffff:, 64:ff9b::/96, ::a.b.c.d), through a relay (6to4, Teredo server
+ * and client, ISATAP, every RFC 6052 position in the local-use NAT64 prefix) or for a lax
+ * translator (the last 32 bits under 64:ff9b::/32 and ::/64). Private space: natively, or in
+ * those embedded IPv4 addresses whose place the address fixes — not the local-use NAT64
+ * positions nor the last 32 bits of 64:ff9b::/32 beyond /96, whose place depends on a prefix
+ * length the address does not carry (read at every place, any public IPv4 address would look
+ * private at one of them). The blackhole wins over private space. a is 4 or 16 bytes (family);
+ * *v4 gets the embedded IPv4 address that decided, and *embedded whether one did.
+ */
+static __always_inline enum sl_addr_class addr_class(int family, const __u8 *a, __u32 *v4,
+						     bool *embedded)
+{
+	__u32 w[4], any[8], fixed[8], e;
+	int n_any, n_fixed = 0, i;
+
+	*embedded = false;
+	*v4 = 0;
+	if (family == AF_INET) {
+		__builtin_memcpy(w, a, 4);
+		if (v4_is_blackholed(w[0]))
+			return SL_ADDR_BLACKHOLE;
+		return v4_is_private(w[0]) ? SL_ADDR_PRIVATE : SL_ADDR_PUBLIC;
+	}
+	__builtin_memcpy(w, a, 16);
+	if (v6_native_is_blackholed(w))
+		return SL_ADDR_BLACKHOLE;
+	n_any = v6_relay_v4s(w, any);
+	for (i = 0; i < n_any - (v6_is_local_nat64(w) ? 4 : 0); i++)
+		fixed[n_fixed++] = any[i];
+	if (v6_embeds_v4_for_policy(w, &e)) {
+		any[n_any++] = e;
+		fixed[n_fixed++] = e;
+	}
+	if (!w[0] && !w[1]) {
+		any[n_any++] = w[3];
+		fixed[n_fixed++] = w[3];
+	} else if (w[0] == bpf_htonl(0x0064ff9b)) {
+		any[n_any++] = w[3];
+	}
+	for (i = 0; i < n_any; i++) {
+		if (v4_is_blackholed(any[i])) {
+			*v4 = any[i];
+			*embedded = true;
+			return SL_ADDR_BLACKHOLE;
+		}
+	}
+	if (v6_native_is_private(w))
+		return SL_ADDR_PRIVATE;
+	for (i = 0; i < n_fixed; i++) {
+		if (v4_is_private(fixed[i])) {
+			*v4 = fixed[i];
+			*embedded = true;
+			return SL_ADDR_PRIVATE;
+		}
+	}
+	return SL_ADDR_PUBLIC;
 }
 
 #endif /* SLUICE_ADDR_BPF_H */

@@ -207,16 +207,4 @@ static __always_inline void decide_v6(struct verdict *v, struct sl_decision_even
 			bpf_map_lookup_elem(&sl_learned6, key.addr), port, proto);
 }
 
-/* The blackhole in any form a v6 destination can take. */
-static __always_inline bool v6_blackholed_any(const __u32 w[4])
-{
-	__u32 v4 = 0;
-
-	if (v6_native_is_blackholed(w) || v6_tail_is_blackholed(w))
-		return true;
-	if (v6_embeds_v4_for_policy(w, &v4))
-		return v4_is_blackholed(v4);
-	return v6_embeds_blackholed_v4(w, &v4);
-}
-
 #endif /* SLUICE_POLICY_BPF_H */

@@ -20,6 +20,7 @@
 #include <openssl/evp.h>
 #include <yaml.h>
 
+#include "../bpf/addr.bpf.h"
 #include "policy.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -34,7 +35,8 @@
 #define SUMMARY_LIST_MAX 32
 
 static const char *const blackhole_text =
-	"169.254.0.0/16, fe80::/10, fd00:ec2::/32 and their v4-mapped/NAT64/IPv4-compatible forms";
+	"169.254.0.0/16, fe80::/10, fd00:ec2::/32 and every IPv6 form that embeds 169.254.0.0/16 "
+	"(v4-mapped, IPv4-compatible, NAT64, SIIT, 6to4, Teredo, ISATAP)";
 
 struct pos {
 	unsigned int line;
@@ -616,26 +618,31 @@ static bool in_prefix(const uint8_t *addr, unsigned int plen, const uint8_t *p, 
 	return !rest || !((addr[full] ^ p[full]) & (uint8_t)(0xff << (8 - rest)));
 }
 
+/*
+ * Whether every address of c is blackholed, as the kernel programs decide it (bpf/addr.bpf.h):
+ * its first and its last one are. Each form of the blackhole is a range of addresses over which
+ * the embedded IPv4 address only grows (or, Teredo's inverted client, only shrinks), so a CIDR
+ * whose two ends are in it lies inside it whole.
+ */
 bool policy_cidr_in_blackhole(const struct policy_cidr *c)
 {
-	static const uint8_t v4_ll[4] = {169, 254};
-	static const uint8_t v6_ll[16] = {0xfe, 0x80};
-	static const uint8_t v6_ec2[16] = {0xfd, 0x00, 0x0e, 0xc2};
-	static const uint8_t v6_mapped[16] = {[10] = 0xff, [11] = 0xff, [12] = 169, [13] = 254};
-	static const uint8_t v6_compat[16] = {[12] = 169, [13] = 254};
-	static const uint8_t v6_nat64[16] = {0x00, 0x64, 0xff, 0x9b, [12] = 169, [13] = 254};
+	uint8_t first[16], last[16];
+	unsigned int len, i;
+	bool emb;
+	__u32 v4;
 
-	if (!c)
+	if (!c || (c->family != AF_INET && c->family != AF_INET6))
 		return false;
-	if (c->family == AF_INET)
-		return in_prefix(c->addr, c->prefixlen, v4_ll, 16);
-	if (c->family != AF_INET6)
-		return false;
-	return in_prefix(c->addr, c->prefixlen, v6_ll, 10) ||
-	       in_prefix(c->addr, c->prefixlen, v6_ec2, 32) ||
-	       in_prefix(c->addr, c->prefixlen, v6_mapped, 112) ||
-	       in_prefix(c->addr, c->prefixlen, v6_compat, 112) ||
-	       in_prefix(c->addr, c->prefixlen, v6_nat64, 112);
+	len = c->family == AF_INET ? 4 : 16;
+	for (i = 0; i < len; i++) {
+		unsigned int fixed = c->prefixlen > i * 8 ? c->prefixlen - i * 8 : 0;
+		uint8_t mask = fixed >= 8 ? 0xff : (uint8_t)(0xff << (8 - fixed));
+
+		first[i] = c->addr[i] & mask;
+		last[i] = (uint8_t)(c->addr[i] | ~mask);
+	}
+	return addr_class(c->family, first, &v4, &emb) == SL_ADDR_BLACKHOLE &&
+	       addr_class(c->family, last, &v4, &emb) == SL_ADDR_BLACKHOLE;
 }
 
 int policy_cidr_format(const struct policy_cidr *c, char *buf, size_t buf_len)

@@ -11,8 +11,8 @@
 #     line, "egress denied: NAME" and the request-access hint, and never reach the upstream;
 #   - CNAME chains are followed and attributed to the asked name; other query types of a listed
 #     name get no data; truncated answers come back over TCP;
-#   - answers into 169.254/16 or private space are refused (SERVFAIL) unless a cidrs rule covers
-#     them (P8);
+#   - answers into 169.254/16 or private space, also inside 6to4, Teredo or NAT64 addresses, are
+#     refused (SERVFAIL) unless a cidrs rule covers them (the blackhole: never) (P8);
 #   - a listed name's addresses are allowed only once this run's resolver produced them, on the
 #     rule's ports and protocols (learned-only, per run);
 #   - curl, glibc and python resolve through /etc/resolv.conf, whatever server it names;
@@ -90,6 +90,11 @@ up+=(
 	--address=/imds6.rebind.example/fd00:ec2::254
 	--address=/ula.rebind.example/fd12:3456::1
 	--address=/loop6.rebind.example/::1
+	# the blackhole and private space inside IPv6 forms that carry an IPv4 address
+	--address=/sixto4.rebind.example/2002:a9fe:a9fe::1
+	--address=/teredo.rebind.example/2001:0:4136:e378:8000:63bf:5601:5601
+	--address=/nat64.rebind.example/64:ff9b:1::a9fe:a9fe
+	--address=/sixto4-private.rebind.example/2002:a01:203::1
 )
 # 32 addresses: more than 512 bytes, so a UDP answer without EDNS is truncated.
 for i in $(seq 101 132); do
@@ -134,7 +139,9 @@ rules:
 EOF
 REBIND_HOSTS='["meta.rebind.example", "private.rebind.example", "loop.rebind.example",
             "mixed.rebind.example", "via-cname.rebind.example", "mapped.rebind.example",
-            "imds6.rebind.example", "ula.rebind.example", "loop6.rebind.example"]'
+            "imds6.rebind.example", "ula.rebind.example", "loop6.rebind.example",
+            "sixto4.rebind.example", "teredo.rebind.example", "nat64.rebind.example",
+            "sixto4-private.rebind.example"]'
 cat >"$SL_TMP/rebind.yaml" <<EOF
 default: deny
 rules:
@@ -738,23 +745,31 @@ done
 DIG_THEN_PROBE='f=$1 p=$2 a=$3; shift 3; "$@" >"$f"; exec "$p" tcp "$a" 80'
 
 # label            policy  name                      type addr                    kind      probe
+# (kind/V4: the address embeds V4, and why says so)
 refused=(
 	"P8-imds          REBIND  meta.rebind.example       A    169.254.169.254         blackhole 169.254.169.254"
 	"P8-rfc1918       REBIND  private.rebind.example    A    10.1.2.3                private   10.1.2.3"
 	"P8-loopback      REBIND  loop.rebind.example       A    127.0.0.1               private   -"
 	"P8-mixed         REBIND  mixed.rebind.example      A    10.1.2.3                private   198.51.100.10"
 	"P8-via-cname     REBIND  via-cname.rebind.example  A    169.254.169.254         blackhole -"
-	"P8-v4-mapped     REBIND  mapped.rebind.example     AAAA ::ffff:169.254.169.254  blackhole -"
+	"P8-v4-mapped     REBIND  mapped.rebind.example     AAAA ::ffff:169.254.169.254  blackhole/169.254.169.254 -"
 	"P8-imds-v6       REBIND  imds6.rebind.example      AAAA fd00:ec2::254           blackhole fd00:ec2::254"
 	"P8-ula           REBIND  ula.rebind.example        AAAA fd12:3456::1            private   -"
 	"P8-loopback6     REBIND  loop6.rebind.example      AAAA ::1                     private   -"
 	"P8-cidr-imds     CIDR    meta.rebind.example       A    169.254.169.254         blackhole 169.254.169.254"
 	"P8-cidr-loopback CIDR    loop.rebind.example       A    127.0.0.1               private   -"
 	"P8-cidr-ula      CIDR    ula.rebind.example        AAAA fd12:3456::1            private   -"
+	"P8-6to4          REBIND  sixto4.rebind.example     AAAA 2002:a9fe:a9fe::1       blackhole/169.254.169.254 -"
+	"P8-teredo        REBIND  teredo.rebind.example     AAAA 2001:0:4136:e378:8000:63bf:5601:5601 blackhole/169.254.169.254 -"
+	"P8-nat64-local   REBIND  nat64.rebind.example      AAAA 64:ff9b:1::a9fe:a9fe    blackhole/169.254.169.254 -"
+	"P8-6to4-rfc1918  REBIND  sixto4-private.rebind.example AAAA 2002:a01:203::1     private/10.1.2.3 -"
+	"P8-cidr-6to4     CIDR    sixto4.rebind.example     AAAA 2002:a9fe:a9fe::1       blackhole/169.254.169.254 -"
 )
 for c in "${refused[@]}"; do
 	read -r label pol name type addr kind probe <<<"$c"
 	[[ $pol == REBIND ]] && pol=$SL_TMP/rebind.yaml || pol=$SL_TMP/rebind-cidr.yaml
+	embeds=
+	[[ $kind == */* ]] && embeds=", embeds ${kind#*/}" && kind=${kind%%/*}
 	f=$SL_TMP/$label.dig
 	if [[ $probe == - ]]; then
 		dns_run "$pol" -- sh -c '"$@" >"$0"' "$f" "${DIG[@]}" @203.0.113.53 "$name" "$type"
@@ -770,11 +785,12 @@ for c in "${refused[@]}"; do
 	why=$(log_lines "$CASE_LOG" type=dns "host=$name" decision=refused | head -n 1)
 	why=$(log_field "$why" why 2>/dev/null)
 	want_why="upstream answered $addr for $name ($kind address"
-	if [[ $why == "$want_why"* && ($kind != blackhole || $why == "$want_why)") ]]; then
+	if [[ $why == "$want_why"* && $why == *"$embeds)" &&
+		($kind != blackhole || $why == "$want_why$embeds)") ]]; then
 		tap_ok "$label: why names the address: \"$why\""
 	else
 		tap_fail "$label: why names the address" \
-			"expected a why starting \"$want_why\"$([[ $kind == blackhole ]] && echo ", ending there with \")\""), got \"$why\""
+			"expected a why starting \"$want_why\", ending \"$embeds)\"$([[ $kind == blackhole ]] && echo " (nothing between)"), got \"$why\""
 	fi
 	assert_stderr "$label: stderr says the answer was refused" \
 		"egress denied: $name (answer refused: $why) run_id=$SL_RUN_ID task=selftest"

@@ -11,7 +11,8 @@
 # fails when one is deleted. Also: --run-id/--origin refuse another run's whole log; the summary
 # names the run key's hash and start time; the seal needs the exported note that covers it (a
 # forged last line is caught through the copies); host keys through a symlink, CRLF ones refused
-# saying so; a FIFO as key, log or checkpoints file is refused at once, not waited on.
+# saying so; a FIFO as key, log or checkpoints file is refused at once, not waited on. And a corpus
+# of crafted logs (test_verify --corpus) that sluice verify and sl_logcheck.py must judge alike.
 #
 # The expected line of each tamper case is computed from the log by the mutation itself
 # (tamper() below), never hard-coded: the run's exact lines vary.
@@ -142,6 +143,37 @@ $(cat "$SL_TMP/verify.err")"
 }
 
 # ---------------------------------------------------------------------------------------------
+# Both verifiers on one corpus: logs the unit test's writer makes (test_verify --corpus) for what
+# an independent verifier written from the README found unsaid: the line limit (8191 bytes, 8192
+# with the newline), a rotate checkpoint inside its file (the rename failed: its writer's last),
+# what may stand between run_end and the seal (checkpoints of reason lines, time, heartbeat or
+# rotate), run_end.lost = the loss records' counts, and the log's notes carrying the one
+# signature their writer made. sluice verify must give each log's exit status and first bad
+# line, and sl_logcheck.py must accept the same logs and refuse the others at the same line. (The
+# names give the unit test's line numbers; the corpus has one line more, run_start, after line 1.)
+
+corpus=$SL_TMP/corpus
+mkdir -p "$corpus"
+if "$SL_TOOLS/test_verify" --corpus "$corpus" 2>"$SL_TMP/corpus.err"; then
+	while IFS=$'\t' read -r file status line name; do
+		[[ $line == 0 ]] && line=""
+		case_verify "corpus, sluice verify: $name" "$status" "$line" "$file" \
+			--key "$corpus/host.pub"
+		out=$(python3 "$SL_LIB_DIR/tools/sl_logcheck.py" "$file" --pub "$corpus/host.pub" 2>&1)
+		rc=$?
+		if [[ $status == 1 && $rc == 1 && $out == "$file:$line (seq $((line - 1))):"* ]] ||
+			[[ $status != 1 && $rc == 0 ]]; then
+			tap_ok "corpus, sl_logcheck.py: $name"
+		else
+			tap_fail "corpus, sl_logcheck.py: $name" \
+				"expected $([[ $status == 1 ]] && echo "exit 1 at $file:$line" || echo "exit 0"), got exit $rc: $out"
+		fi
+	done <"$corpus/cases.tsv"
+else
+	tap_fail "test_verify --corpus writes the corpus" "$(cat "$SL_TMP/corpus.err")"
+fi
+
+# ---------------------------------------------------------------------------------------------
 # Run A: a few denials and allows, a checkpoint every 4 lines, checkpoints exported to fd 3.
 
 log_a=$SL_TMP/a.log
@@ -253,8 +285,8 @@ case_verify "seal replaced by a forged record, with the copies -> exit 1 at line
 	"$SL_TMP/a-forged.log" --checkpoints "$cps_a"
 case_verify "... with the copies ending at the seal's own note -> exit 1 at line $n_a" 1 \
 	"$n_a" "$SL_TMP/a-forged.log" --checkpoints "$SL_TMP/a.exported-1"
-case_verify "... without copies: exit 2 (a record after the last checkpoint)" 2 "" \
-	"$SL_TMP/a-forged.log"
+case_verify "... without copies: exit 1 at line $n_a (only checkpoints may follow run_end)" 1 \
+	"$n_a" "$SL_TMP/a-forged.log"
 
 # Host keys: a symlinked .pub is fine; a CRLF one, a FIFO, a directory are refused, saying why.
 ln -s "$SLUICE_PUB" "$SL_TMP/link.pub"

@@ -638,6 +638,22 @@ int note_open(const struct note_verifier *v, const char *note, size_t len, size_
 	return 0;
 }
 
+int note_open_sole(const struct note_verifier *v, const char *note, size_t len, size_t *text_len)
+{
+	size_t tlen, pos, lines = 0;
+	int err = note_open(v, note, len, &tlen);
+
+	if (err)
+		return err;
+	/* after the text, its blank line, then signature lines, each ending in "\n" */
+	for (pos = tlen + 1; pos < len; pos++)
+		lines += note[pos] == '\n';
+	if (lines != 1)
+		return -ENOTUNIQ;
+	*text_len = tlen;
+	return 0;
+}
+
 /* ---- checkpoints (C2SP tlog-checkpoint) ----------------------------------------------------- */
 
 /* An origin line: non-empty note text without the newline. */

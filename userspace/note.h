@@ -66,6 +66,14 @@ int note_sign(const struct note_signer *s, const char *text, size_t len, char *o
  */
 int note_open(const struct note_verifier *v, const char *note, size_t len, size_t *text_len);
 
+/*
+ * note_open(), for a note whose writer signs with one key only (the log's own notes: the
+ * certificates and checkpoint notes a log line holds): also -ENOTUNIQ when it carries any
+ * signature line besides v's one. (Other signatures are C2SP's cosignatures: a copy of a note
+ * may gather them, the line the writer wrote never does.)
+ */
+int note_open_sole(const struct note_verifier *v, const char *note, size_t len, size_t *text_len);
+
 /* The C2SP tlog-checkpoint text: ORIGIN "\n" SIZE "\n" BASE64(ROOT) "\n". Returns its length. */
 int checkpoint_text(const char *origin, uint64_t size, const uint8_t root[TLOG_HASH_SIZE],
 		    char *buf, size_t bufsize);

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../bpf/addr.bpf.h"
 #include "dns.h"
 #include "resolver.h"
 #include "sockdiag.h"
@@ -706,45 +707,6 @@ out:
 
 /* --- answers -------------------------------------------------------------------------------- */
 
-static bool v4_in(const uint8_t *a, uint32_t net, int plen)
-{
-	uint32_t v = ((uint32_t)a[0] << 24) | ((uint32_t)a[1] << 16) | ((uint32_t)a[2] << 8) | a[3];
-	uint32_t mask = plen ? 0xffffffffu << (32 - plen) : 0;
-
-	return (v & mask) == net;
-}
-
-/*
- * Why an address may not be handed out for a public name: "blackhole" (never), "private"
- * (loopback, RFC 1918, link-local, ULA, …: only if a CIDR rule lists it), or NULL.
- */
-static const char *v4_forbidden(const uint8_t *a)
-{
-	if (v4_in(a, 0xa9fe0000, 16))
-		return "blackhole";
-	if (v4_in(a, 0x00000000, 8) || v4_in(a, 0x0a000000, 8) || v4_in(a, 0x64400000, 10) ||
-	    v4_in(a, 0x7f000000, 8) || v4_in(a, 0xac100000, 12) || v4_in(a, 0xc0a80000, 16) ||
-	    v4_in(a, 0xe0000000, 3))
-		return "private";
-	return NULL;
-}
-
-static const char *v6_forbidden(const uint8_t *a)
-{
-	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
-	static const uint8_t nat64[12] = { 0, 0x64, 0xff, 0x9b };
-	static const uint8_t zero[15];
-
-	if ((a[0] == 0xfe && (a[1] & 0xc0) == 0x80) ||
-	    (a[0] == 0xfd && a[1] == 0x00 && a[2] == 0x0e && a[3] == 0xc2))
-		return "blackhole";
-	if (!memcmp(a, mapped, 12) || !memcmp(a, nat64, 12))
-		return v4_forbidden(a + 12);
-	if (!memcmp(a, zero, 15) || (a[0] & 0xfe) == 0xfc || a[0] == 0xff)
-		return "private";
-	return NULL;
-}
-
 /* Advance cur along the CNAME records of one response; records off the chain are ignored. */
 static int follow_chain(const struct dns_response *resp, char *cur, struct outcome *oc)
 {
@@ -834,7 +796,13 @@ static void addr_string(const struct dns_rr *rr, char *buf, size_t len)
 	inet_ntop(rr->type == DNS_TYPE_A ? AF_INET : AF_INET6, rr->data.aaaa, buf, (socklen_t)len);
 }
 
-/* Refuse the whole answer if any address points where a public name must not. */
+/*
+ * Refuse the whole answer if any address points where a public name must not: the blackhole
+ * ("never"), or private space (loopback, RFC 1918, ULA, …: only if a cidrs rule lists the
+ * address), in every form an IPv6 address can carry an IPv4 one. Classified by the kernel
+ * programs' own code (bpf/addr.bpf.h), so that no answer is handed out that the kernel would
+ * only blackhole at connect().
+ */
 static bool answer_refused(struct resolver *r, const char *qname, struct outcome *oc,
 			   bool *blackhole)
 {
@@ -843,17 +811,25 @@ static bool answer_refused(struct resolver *r, const char *qname, struct outcome
 	for (i = 0; i < oc->n_addrs; i++) {
 		const struct dns_rr *rr = &oc->addrs[i];
 		int family = rr->type == DNS_TYPE_A ? AF_INET : AF_INET6;
-		const char *bad = family == AF_INET ? v4_forbidden(rr->data.a) :
-						      v6_forbidden(rr->data.aaaa);
-		char a[INET6_ADDRSTRLEN];
+		char a[INET6_ADDRSTRLEN], emb[INET_ADDRSTRLEN + 16] = "";
+		enum sl_addr_class cls;
+		bool embedded;
+		__u32 v4;
 
-		if (!bad || (!strcmp(bad, "private") &&
-			     policy_cidr_covers(r->o.policy, family, rr->data.aaaa)))
+		cls = addr_class(family, rr->data.aaaa, &v4, &embedded);
+		if (cls == SL_ADDR_PUBLIC ||
+		    (cls == SL_ADDR_PRIVATE &&
+		     policy_cidr_covers(r->o.policy, family, rr->data.aaaa)))
 			continue;
 		addr_string(rr, a, sizeof(a));
-		util_fmt(oc->why, sizeof(oc->why), "upstream answered %s for %s (%s address%s)", a,
-			 qname, bad, !strcmp(bad, "private") ? " no cidrs rule lists" : "");
-		*blackhole = !strcmp(bad, "blackhole");
+		if (embedded) {
+			memcpy(emb, ", embeds ", 9);
+			inet_ntop(AF_INET, &v4, emb + 9, sizeof(emb) - 9);
+		}
+		*blackhole = cls == SL_ADDR_BLACKHOLE;
+		util_fmt(oc->why, sizeof(oc->why), "upstream answered %s for %s (%s address%s%s)",
+			 a, qname, *blackhole ? "blackhole" : "private",
+			 *blackhole ? "" : " no cidrs rule lists", emb);
 		return true;
 	}
 	return false;

@@ -111,10 +111,14 @@ struct verifier {
 	uint64_t last_cp_line; /* 1-based, 0: none yet */
 	bool last_cp_final;
 	uint64_t rotate_line; /* the current line, if a rotate checkpoint; else 0 */
+	/*
+	 * A rotate checkpoint with more lines after it in its file (1-based; 0: none since the last
+	 * writer_restart): the rename failed, and that writer rotates no more.
+	 */
+	uint64_t rotation_stopped;
 	uint64_t run_end_line;
 	char run_end_file[PATH_MAX];
 	uint64_t run_end_file_line;
-	bool has_lost;
 	uint64_t lost; /* run_end.lost */
 
 	struct ext_checkpoint *ext;
@@ -895,6 +899,9 @@ static const char *note_err(int err)
 		return "has no signature by that key";
 	case -EKEYREJECTED:
 		return "has a signature by that key that does not verify";
+	case -ENOTUNIQ:
+		return "carries a signature line besides that key's (the writer signs with that "
+		       "key alone)";
 	default:
 		return "is not a well-formed signed note";
 	}
@@ -943,7 +950,7 @@ static int check_log_start(struct verifier *v)
 	n = str_field(v, "log_start", "cert", v->field, sizeof(v->field));
 	if (n < 0)
 		return n;
-	err = note_open(&v->host, v->field, (size_t)n, &text_len);
+	err = note_open_sole(&v->host, v->field, (size_t)n, &text_len);
 	if (err) {
 		if (err == -ENOKEY &&
 		    (claimed.hash != v->host.hash || strcmp(claimed.name, v->host.name)))
@@ -1027,7 +1034,7 @@ static int check_writer_restart(struct verifier *v)
 	n = str_field(v, "writer_restart", "cert", v->field, sizeof(v->field));
 	if (n < 0)
 		return n;
-	err = note_open(&v->host, v->field, (size_t)n, &text_len);
+	err = note_open_sole(&v->host, v->field, (size_t)n, &text_len);
 	if (err == -ENOKEY)
 		return BAD(v,
 			   "writer_restart: the run key's certificate is not signed by the host "
@@ -1091,6 +1098,7 @@ static int check_writer_restart(struct verifier *v)
 	if (err)
 		return verr(v, VERIFY_ERROR, 0, "%s", strerror(-err));
 	v->run = nk;
+	v->rotation_stopped = 0; /* the new writer rotates afresh */
 	/* every missing range reported so far lies below the kseqs read, so below this one */
 	v->gap_below += v->gap_above;
 	v->gap_above = 0;
@@ -1164,7 +1172,7 @@ static int check_checkpoint(struct verifier *v)
 	n = str_field(v, "checkpoint", "note", v->field, sizeof(v->field));
 	if (n < 0)
 		return n;
-	err = note_open(&v->run, v->field, (size_t)n, &text_len);
+	err = note_open_sole(&v->run, v->field, (size_t)n, &text_len);
 	/* from a writer_restart on its key alone signs: an earlier one's signature is a fork */
 	signer = v->n_keys > 1 ? earlier_signer(v, v->n_keys - 1, v->field, (size_t)n) : -1;
 	if (signer >= 0)
@@ -1208,9 +1216,25 @@ static int check_checkpoint(struct verifier *v)
 			   v->last_cp_line ? v->last_cp_line : 1, v->checkpoint_secs);
 	if (!strcmp(reason, "final") && !v->run_end_line)
 		return BAD(v, "checkpoint: final seal without a run_end record before it");
+	/* after run_end the writer signs on only as time and size ask, then seals */
+	if (v->run_end_line && strcmp(reason, "final") && strcmp(reason, "lines") &&
+	    strcmp(reason, "time") && strcmp(reason, "heartbeat") && strcmp(reason, "rotate"))
+		return BAD(v,
+			   "checkpoint: reason \"%s\" after run_end (line %" PRIu64 "): only "
+			   "\"lines\", \"time\", \"heartbeat\", \"rotate\" and the final seal "
+			   "come after it",
+			   reason, v->run_end_line);
+	if (!strcmp(reason, "rotate") && v->rotation_stopped)
+		return BAD(v,
+			   "checkpoint: reason \"rotate\", but the rotate checkpoint at line "
+			   "%" PRIu64 " is not the last line of its file: its rename failed and "
+			   "that writer rotates no more (only a writer_restart's writer may)",
+			   v->rotation_stopped);
 	/*
 	 * A rotated segment must end with one (the boundary is signed); one inside a file is
-	 * allowed: the writer keeps appending to the plain file when compressing fails.
+	 * allowed once per writer: when renaming the file (or creating the next) fails, the writer
+	 * stops rotating and goes on appending to it (check_line() notes it, writer_restart ends
+	 * it).
 	 */
 	v->rotate_line = !strcmp(reason, "rotate") ? v->lines + 1 : 0;
 	v->last_cp_final = !strcmp(reason, "final");
@@ -1242,10 +1266,14 @@ static int check_run_end(struct verifier *v)
 			   "run_end: kseq_next %" PRIu64 " is below the kseq_below %" PRIu64
 			   " of the loss record at line %" PRIu64,
 			   v->r->kseq_next, v->loss_below, v->loss_below_line);
-	err = jsonline_u64(&v->jl, "lost", &v->lost);
-	if (err == -EINVAL)
-		return BAD(v, "run_end: lost is not a non-negative integer");
-	v->has_lost = !err;
+	/* every loss line comes before run_end, which sums them */
+	if (u64_field(v, "run_end", "lost", &v->lost))
+		return -ECANCELED;
+	if (v->lost != v->r->declared_loss)
+		return BAD(v,
+			   "run_end: lost %" PRIu64 " differs from the sum %" PRIu64
+			   " of the loss records' counts",
+			   v->lost, v->r->declared_loss);
 	/* records the policy says not to log (log: [deny]) are counted, not written */
 	err = jsonline_u64(&v->jl, "unlogged", &v->r->unlogged);
 	if (err == -EINVAL)
@@ -1481,6 +1509,18 @@ static int check_record(struct verifier *v)
 			   "the %s record at line %" PRIu64 " is not followed at once by a "
 			   "checkpoint (reason \"%s\")",
 			   v->cp_after_type, v->cp_after_line, v->cp_after_type);
+	/* run_end is the last record: its counts are final (a second one or loss_ranges say so) */
+	if (v->run_end_line && !jsonline_type_is(jl, "run_end") &&
+	    !jsonline_type_is(jl, "loss_ranges")) {
+		char type[32];
+
+		if (jsonline_decode(jl, &jl->m[3].v, type, sizeof(type)) < 0)
+			snprintf(type, sizeof(type), "(long type)");
+		return BAD(v,
+			   "a \"%s\" record after run_end (line %" PRIu64 "): only checkpoints "
+			   "come between run_end and the final seal",
+			   type, v->run_end_line);
+	}
 	if (jsonline_type_is(jl, "run_end")) {
 		err = check_run_end(v);
 		if (err)
@@ -1598,6 +1638,9 @@ static int check_line(struct verifier *v, const char *line, size_t len)
 
 	if (v->last_cp_final)
 		return BAD(v, "line after the final seal (line %" PRIu64 ")", v->last_cp_line);
+	/* the line before was a rotate checkpoint, in this file: not renamed, rotation stopped */
+	if (v->rotate_line)
+		v->rotation_stopped = v->rotate_line;
 	if (jsonline_parse(&v->jl, line, len, &off, &why)) {
 		/* two lines in a row that are not canonical: the first is no torn line */
 		if (v->torn.pending)
@@ -1666,6 +1709,8 @@ static int resume_tail(struct verifier *v, const char *line, size_t len)
 		return torn_refuse(v);
 	if (!v->lines)
 		return BAD(v, "not canonical at column %zu: %s", off + 1, why);
+	if (v->rotate_line)
+		v->rotation_stopped = v->rotate_line;
 	if (v->cp_due)
 		return cp_due_refuse(v, v->lines + 1);
 	v->rotate_line = 0;
@@ -1950,10 +1995,6 @@ static int verify_end(struct verifier *v)
 			    "%" PRIu64 " kernel records declared lost%s, but %" PRIu64
 			    " kseq values are missing",
 			    accounted, how, r->missing_kseq);
-	if (v->has_lost && v->lost != r->declared_loss)
-		return verr(v, VERIFY_INVALID, v->run_end_line,
-			    "run_end: lost %" PRIu64 " differs from the loss records' sum %" PRIu64,
-			    v->lost, r->declared_loss);
 	/*
 	 * The gap lies in what the dead writers took: kseqs below the last writer_restart's
 	 * kseq_below. The loss declared before that writer_restart lies there too (each record it

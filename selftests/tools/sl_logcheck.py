@@ -15,7 +15,15 @@ and sharing no code with sluice: hashlib for SHA-256, python3-cryptography for E
   writer_restart before it); rotated segments end with a "rotate" one;
 - line 1 is run_start; the last line is the "final" checkpoint, and the last line before it
   that is not a checkpoint is run_end
-  (--unsealed: a run killed before its end; the structure at the end is not checked);
+  (--unsealed: a run killed before its end; the structure at the end is not checked); after
+  run_end come only checkpoints of reason lines, time, heartbeat or rotate, and the seal; run_end
+  has lost, the sum of the loss records' counts;
+- a rotate checkpoint ends its file, or else (its rename failed) it is its writer's last: no
+  other rotate checkpoint comes before a writer_restart;
+- the notes in the log (certificates, checkpoint notes) carry exactly one signature line: the
+  writer signs with one key (a copy of a note may gather C2SP cosignatures; --copy compares the
+  copies byte for byte with the log's notes, as the writer makes them);
+- a line is at most 8191 bytes, 8192 with its "\n";
 - kernel sequence numbers (the lines' "kseq"): each at most once, all below run_end.kseq_next;
   every loss record has a "kseq_below" that never goes down, is at least the records declared
   lost so far and at most kseq_next; at the end, the values of [0, kseq_next) no line carries
@@ -290,8 +298,10 @@ def parse_vkey(vkey):
     return name, khash, raw[1:]
 
 
-def open_note(note, vkey):
-    """The note's text, if it carries a valid signature by vkey."""
+def open_note(note, vkey, sole=False):
+    """The note's text, if it carries a valid signature by vkey (sole: and no other signature
+    line, as the notes a log line holds: their writer signs with one key; a copy may gather
+    C2SP cosignatures, which are ignored)."""
     from cryptography.exceptions import InvalidSignature
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
@@ -301,6 +311,10 @@ def open_note(note, vkey):
     if cut < 0 or not b.endswith(b"\n"):
         raise Bad("note has no signature block")
     text, sigs = b[:cut + 1], b[cut + 2:]
+    nsigs = sigs.count(b"\n")
+    if sole and nsigs != 1:
+        raise Bad(f"note carries {nsigs} signature lines, not only {name}'s "
+                  "(the writer signs its notes with that key alone)")
     for line in sigs[:-1].split(b"\n"):
         if not line.startswith("\u2014 ".encode()):
             raise Bad(f"note signature line {line!r} does not start with an em dash")
@@ -413,6 +427,11 @@ class Kseqs:
     def run_end(self, o, where):
         if self.end is not None:
             raise Bad("a second run_end record")
+        # every loss record comes before run_end, whose lost is their sum
+        if not is_uint(o.get("lost")):
+            raise Bad(f"run_end lost {o.get('lost')!r} is not a non-negative integer")
+        if o["lost"] != self.declared:
+            raise Bad(f"run_end lost {o['lost']}, but the loss records count {self.declared}")
         kn = o["kseq_next"]
         if not is_uint(kn):
             raise Bad("run_end kseq_next is not a non-negative integer")
@@ -454,8 +473,6 @@ class Kseqs:
             gaps.append((nxt, kn - 1))
         missing = sum(b - a + 1 for a, b in gaps)
         unlogged = self.end.get("unlogged", 0)
-        if self.end.get("lost", self.declared) != self.declared:
-            raise Bad(f"{path}: run_end lost {self.end['lost']}, loss records {self.declared}")
         if self.restart is None:
             if missing != self.declared + unlogged:
                 raise Bad(f"{path}: {missing} kseq values of [0, {kn}) have no line, but "
@@ -537,6 +554,7 @@ def check(path, pub, copies, unsealed):
     nseg = 0
     last_record = None
     last_cp = None  # the seq of the last checkpoint line
+    rotation_stopped = None  # where a rotate checkpoint inside its file is, since a restart
     torn = None  # (where, length, parse error) of the line just read when it is not canonical
     restart = None  # where the line just read is a writer_restart: its checkpoint comes next
     restarts = 0
@@ -596,7 +614,7 @@ def check(path, pub, copies, unsealed):
                         if pub is not None:
                             if o["host_key"] != pub:
                                 raise Bad(f"host_key {o['host_key']!r} is not {pub!r}")
-                            text = open_note(o["cert"], pub)
+                            text = open_note(o["cert"], pub, sole=True)
                             if text != f"sluice run key\n{origin}\n{run_key}\n":
                                 raise Bad(f"cert text {text!r} does not certify this run key")
                         run_keys.append((run_key, parse_vkey(run_key)[1], "log_start's run key"))
@@ -628,7 +646,7 @@ def check(path, pub, copies, unsealed):
                                           f"{whose}: a restart never reuses a run key")
                         if pub is not None:
                             try:
-                                text = open_note(o["cert"], pub)
+                                text = open_note(o["cert"], pub, sole=True)
                             except (Bad, ValueError) as e:
                                 raise Bad(f"writer_restart cert: {e}") from None
                             if text != f"sluice run key\n{origin}\n{o['key']}\n":
@@ -646,10 +664,21 @@ def check(path, pub, copies, unsealed):
                                       "lines before it are after the last checkpoint line "
                                       f"({'none' if last_cp is None else f'seq {last_cp}'})")
                         ks.writer_restart(o, where)
+                        rotation_stopped = None
                         run_key = o["key"]
                         run_keys.append((run_key, khash,
                                          f"the run key of the writer_restart at {where}"))
                         restarts += 1
+                    # run_end is the last record: only checkpoints come after it, of the reasons
+                    # time and size ask for, then the seal
+                    if ks.end is not None and o["type"] not in ("checkpoint", "run_end",
+                                                                "loss_ranges"):
+                        raise Bad(f"a {o['type']!r} record after run_end ({ks.end_where}): only "
+                                  "checkpoints come between run_end and the final seal")
+                    if (ks.end is not None and o["type"] == "checkpoint" and o.get("reason")
+                            not in ("lines", "time", "heartbeat", "rotate", "final")):
+                        raise Bad(f"a checkpoint of reason {o.get('reason')!r} after run_end "
+                                  f"({ks.end_where})")
                     if o["type"] == "checkpoint":
                         if o["size"] != seq:
                             raise Bad(f"checkpoint size {o['size']} != its seq {seq}")
@@ -662,7 +691,7 @@ def check(path, pub, copies, unsealed):
                         if o["root"] != root:
                             raise Bad(f"root {o['root']}, recomputed {root}")
                         try:
-                            text = open_note(o["note"], run_key)
+                            text = open_note(o["note"], run_key, sole=True)
                         except Bad as e:
                             for old, _, whose in run_keys[:-1]:
                                 try:
@@ -678,8 +707,15 @@ def check(path, pub, copies, unsealed):
                         notes.append(o["note"])
                         reasons[o["reason"]] = reasons.get(o["reason"], 0) + 1
                         last_cp = seq
-                        if o["reason"] == "rotate" and n != len(lines):
-                            raise Bad("a rotate checkpoint that does not end its segment")
+                        if o["reason"] == "rotate":
+                            # one inside its file: the rename failed and that writer rotates no
+                            # more (a restarted writer may again)
+                            if rotation_stopped is not None:
+                                raise Bad("a rotate checkpoint, but the one at "
+                                          f"{rotation_stopped} is not the last line of its "
+                                          "file: rotation stopped there (its rename failed)")
+                            if n != len(lines):
+                                rotation_stopped = where
                         if o["reason"] == "final" and n != len(lines):
                             try:
                                 after = check_canonical(lines[n])

@@ -940,6 +940,19 @@ static const struct blackhole_case blackhole_cases[] = {
 	{"64:ff9b::/96", false},
 	{"::/0", false},
 	{"2001:db8::/32", false},
+	/* the forms the kernel also blackholes (bpf/addr.bpf.h): 6to4, Teredo, ISATAP, SIIT, NAT64 */
+	{"2002:a9fe::/32", true},
+	{"2002:a9fe:a9fe::/48", true},
+	{"2002:a9fe::/31", false},
+	{"2002::/16", false},
+	{"2001:0:a9fe::/48", true},
+	{"2001::/32", false},
+	{"2001:db8::5efe:a9fe:0/112", true},
+	{"2001:db8::5efe:0:0/96", false},
+	{"::ffff:0:a9fe:0/112", true},
+	{"64:ff9b:1::a9fe:a9fe/128", true},
+	{"64:ff9b:1:a9fe::/64", true},
+	{"64:ff9b:1::/48", false},
 };
 
 static bool parse_cidr_text(const char *s, struct policy_cidr *c)
@@ -1068,8 +1081,8 @@ static bool misc_summary_seed(char *why)
 		"max_response_bytes: 500000000 per flow",
 		"max_request_bytes: 65536 per flow",
 		"always blackholed, whatever the policy: 169.254.0.0/16, fe80::/10, fd00:ec2::/32 "
-		"and "
-		"their v4-mapped/NAT64/IPv4-compatible forms",
+		"and every IPv6 form that embeds 169.254.0.0/16 (v4-mapped, IPv4-compatible, NAT64, "
+		"SIIT, 6to4, Teredo, ISATAP)",
 		"kernel LPM entries: 0 IPv4, 0 IPv6",
 	};
 

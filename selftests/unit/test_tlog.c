@@ -487,6 +487,39 @@ static bool run_open_case(const struct open_case *c, char *why)
 	return true;
 }
 
+/*
+ * note_open_sole(): the notes a log line holds carry their writer's one signature; a second line,
+ * even a valid cosignature, is refused (-ENOTUNIQ), while note_open() ignores it as C2SP says.
+ */
+static bool check_open_sole(char *why)
+{
+	static const struct {
+		const char *vkey, *note;
+		int want;
+	} c[] = {
+		{PETER_VKEY, GO_NOTE, 0},
+		{PETER_VKEY, GO_TEXT "\n" PETER_SIG ENOCH_SIG, -ENOTUNIQ},
+		{PETER_VKEY, GO_TEXT "\n" ENOCH_SIG PETER_SIG, -ENOTUNIQ},
+		{PETER_VKEY, GO_TEXT "\n" PETER_SIG PETER_SIG, -ENOTUNIQ},
+		{ENOCH_VKEY, GO_NOTE, -ENOKEY},
+		{PETER_VKEY, GO_TEXT "\n" PETER_SIG_ABCD ENOCH_SIG, -EKEYREJECTED},
+	};
+	struct note_verifier v;
+	size_t text_len = 0;
+
+	for (size_t i = 0; i < ARRAY_SIZE(c); i++) {
+		int err = note_verifier_parse(c[i].vkey, &v);
+
+		if (!err)
+			err = note_open_sole(&v, c[i].note, strlen(c[i].note), &text_len);
+		EXPECT(err == c[i].want, "case %zu: note_open_sole = %s, expected %s", i,
+		       err_name(err), err_name(c[i].want));
+		if (!err)
+			EXPECT(text_len == strlen(GO_TEXT), "case %zu: text length %zu", i, text_len);
+	}
+	return true;
+}
+
 /* ---- generated keys, signing ---------------------------------------------------------------- */
 
 static bool check_generate(char *why)
@@ -1011,6 +1044,7 @@ static const struct {
 	{"malformed keys Go refuses, and the spellings we refuse", check_bad_keys},
 	{"Go: Sign gives Go's signature byte for byte", check_go_sign},
 	{"generated key: encodings, round trips, sign/open, fresh", check_generate},
+	{"note_open_sole: the one signature of a log's note, a cosignature refused", check_open_sole},
 	{"note_sign refuses bad text and short buffers", check_sign_rejects},
 	{"key name validity", check_names},
 	{"base64: RFC 4648 vectors, strict decoding", check_base64},

@@ -425,6 +425,8 @@ struct tw {
 	uint64_t kseq_high; /* 1 + the largest kseq written, 0: none */
 	/* the exported copy of the next checkpoint signed by this key instead (NULL: the run's) */
 	const struct note_signer *export_as;
+	/* the next checkpoint's note also signed by this key: in the log line, in its copy */
+	const struct note_signer *cosign_log, *cosign_copy;
 };
 
 static struct {
@@ -436,6 +438,9 @@ static struct {
 	int file_n;
 	/* log_start's host_key, when not the key that signs the cert (NULL: that key) */
 	const char *host_key_field;
+	struct note_signer *witness; /* a C2SP cosigner of checkpoints, a key of no run */
+	bool cert_cosigned;	     /* log_start's cert also signed by the witness */
+	bool run_start;		     /* a run_start line after log_start (--corpus: sl_logcheck) */
 } g;
 
 static void log_push(struct log *l, const char *line)
@@ -472,6 +477,24 @@ static void hexs(const uint8_t *h, char *out)
 {
 	for (int i = 0; i < TLOG_HASH_SIZE; i++)
 		sprintf(out + 2 * i, "%02x", h[i]);
+}
+
+/*
+ * Add a signature line by s to the signed note in note (NUL-terminated, size bytes): a C2SP
+ * cosignature, as a witness adds one to a copy of a checkpoint.
+ */
+static void cosign(char *note, size_t size, const struct note_signer *s)
+{
+	char signed_by_s[2048], *text_end = strstr(note, "\n\n");
+	size_t len, tlen = text_end ? (size_t)(text_end - note) + 1 : 0;
+
+	if (!text_end || note_sign(s, note, tlen, signed_by_s, sizeof(signed_by_s), &len) ||
+	    strlen(note) + len - tlen > size - 1) {
+		fprintf(stderr, "test writer: cannot cosign\n");
+		exit(2);
+	}
+	/* signed_by_s is the text, a blank line and s's signature line */
+	strcat(note, signed_by_s + tlen + 1);
 }
 
 /* Escape s (NUL-terminated) as the spec says. */
@@ -547,12 +570,16 @@ static void tw_start(struct tw *w, struct log *log, FILE *out, const char *run_i
 		fprintf(stderr, "test writer: cannot sign the cert\n");
 		exit(2);
 	}
+	if (g.cert_cosigned)
+		cosign(note, sizeof(note), g.witness);
 	jstr(note, cert);
 	tw_line(w, "log_start",
 		"\"origin\":\"%s\",\"run_id\":\"%s\",\"key\":\"%s\",\"host_key\":\"%s\","
 		"\"cert\":\"%s\",\"checkpoint_lines\":5,\"checkpoint_secs\":%" PRIu64
 		",\"format\":1",
 		w->origin, run_id, key, hkey, cert, secs);
+	if (g.run_start)
+		tw_line(w, "run_start", "\"mode\":\"enforce\",\"default\":\"deny\"");
 }
 
 /* A checkpoint note for the tree as it is, signed by s (the run key, or another). */
@@ -585,10 +612,16 @@ static void tw_checkpoint_by(struct tw *w, const char *reason, const struct note
 			tw_note(w, w->export_as, copy, sizeof(copy), root);
 		else
 			strcpy(copy, note);
+		if (w->cosign_copy)
+			cosign(copy, sizeof(copy), w->cosign_copy);
 		w->export_as = NULL;
+		w->cosign_copy = NULL;
 		cps_append(w->log, copy, strlen(copy));
 		cps_append(w->log, "\n", 1);
 	}
+	if (w->cosign_log)
+		cosign(note, sizeof(note), w->cosign_log);
+	w->cosign_log = NULL;
 	jstr(note, esc);
 	w->last_cp = w->seq + 1;
 	tw_line(w, "checkpoint",
@@ -1777,6 +1810,329 @@ static void m_note_origin(struct log *l)
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* What an independent verifier written from the README found unsaid or unchecked (issue 11)   */
+
+/* A record of kseq k whose line is exactly want bytes (a "pad" string fills it). */
+static void tw_rec_len(struct tw *w, uint64_t k, size_t want)
+{
+	struct log scratch = {0};
+	struct tw t = *w;
+	size_t len;
+	char *pad;
+
+	t.log = &scratch;
+	t.out = NULL;
+	tw_line(&t, "decision", "\"pad\":\"\",\"kseq\":%" PRIu64, k);
+	len = strlen(scratch.l[0]);
+	log_free(&scratch);
+	pad = xmalloc(want - len + 1);
+	memset(pad, 'x', want - len);
+	pad[want - len] = '\0';
+	tw_line(w, "decision", "\"pad\":\"%s\",\"kseq\":%" PRIu64, pad, k);
+	free(pad);
+	if (k >= w->kseq_high)
+		w->kseq_high = k + 1;
+}
+
+/* build_run's log, line 9 (kseq 6) exactly JSONLINE_MAX bytes: 8192 with its "\n". */
+static void build_line_max(struct log *l)
+{
+	struct tw w;
+	uint64_t k = 0;
+
+	tw_start(&w, l, NULL, "run-a", g.host, g.run_a, 10);
+	for (; k < 5; k++)
+		tw_rec(&w, k);
+	tw_checkpoint(&w, "lines");
+	tw_rec(&w, k++);
+	tw_rec_len(&w, k++, JSONLINE_MAX);
+	for (; k < 10; k++)
+		tw_rec(&w, k);
+	tw_checkpoint(&w, "lines");
+	for (; k < 13; k++)
+		tw_rec(&w, k);
+	tw_end(&w, k, 0);
+}
+
+/* The padded line one byte longer: 8192 bytes, 8193 with its "\n". */
+static void m_line_8192(struct log *l)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		char *p = strstr(l->l[i], "\"pad\":\"x"), *line;
+
+		if (!p)
+			continue;
+		p += strlen("\"pad\":\"");
+		if (asprintf(&line, "%.*sx%s", (int)(p - l->l[i]), l->l[i], p) < 0)
+			exit(2);
+		free(l->l[i]);
+		l->l[i] = line;
+	}
+}
+
+/*
+ * One rotate checkpoint inside the file: its rename failed, rotation stopped, the writer went
+ * on in the same file. 1 | 2-6 | 7 rotate | 8-12 | 13 lines | 14-16 | 17 run_end | 18 final
+ */
+static void build_rotate_stopped(struct log *l)
+{
+	struct tw w;
+	uint64_t k = 0;
+
+	tw_start(&w, l, NULL, "run-a", g.host, g.run_a, 10);
+	for (; k < 5; k++)
+		tw_rec(&w, k);
+	tw_checkpoint(&w, "rotate");
+	for (; k < 10; k++)
+		tw_rec(&w, k);
+	tw_checkpoint(&w, "lines");
+	for (; k < 13; k++)
+		tw_rec(&w, k);
+	tw_end(&w, k, 0);
+}
+
+/*
+ * Rotation stopped (line 7), the writer died; the restarted one rotates again (line 13).
+ * 1 | 2-6 | 7 rotate | 8-9 | 10 writer_restart | 11 restart | 12 | 13 rotate | 14 | 15 run_end |
+ * 16 final
+ */
+static void build_rotate_restart(struct log *l)
+{
+	struct tw w;
+	uint64_t k = 0;
+
+	tw_start(&w, l, NULL, "run-a", g.host, g.run_a, 10);
+	for (; k < 5; k++)
+		tw_rec(&w, k);
+	tw_checkpoint(&w, "rotate");
+	for (; k < 7; k++)
+		tw_rec(&w, k);
+	w.step = 30000000;
+	tw_restart(&w, g.run_r1, 0, k);
+	w.step = 100000;
+	tw_rec(&w, k++);
+	tw_checkpoint(&w, "rotate");
+	tw_rec(&w, k++);
+	tw_end_restarted(&w, k, 0, 0);
+}
+
+/* run_end (line 7), then what the writer may still sign before its seal. */
+static void tw_run_end(struct tw *w, uint64_t lost, uint64_t kseq_next)
+{
+	tw_line(w, "run_end",
+		"\"why\":\"exited\",\"exit_status\":0,\"lost\":%" PRIu64 ",\"kseq_next\":%" PRIu64,
+		lost, kseq_next);
+}
+
+/* 1 | 2-6 | 7 run_end | 8 lines | 9 time | 10 heartbeat | 11 rotate | 12 final */
+static void build_end_cps(struct log *l)
+{
+	struct tw w;
+
+	tw_start(&w, l, NULL, "run-a", g.host, g.run_a, 10);
+	for (uint64_t k = 0; k < 5; k++)
+		tw_rec(&w, k);
+	tw_run_end(&w, 0, 5);
+	tw_checkpoint(&w, "lines");
+	tw_checkpoint(&w, "time");
+	tw_checkpoint(&w, "heartbeat");
+	tw_checkpoint(&w, "rotate");
+	tw_checkpoint(&w, "final");
+}
+
+/* 1 | 2-6 kseq 0-4 | 7 run_end (kseq_next 6) | 8 kseq 5 | 9 final */
+static void build_end_record(struct log *l)
+{
+	struct tw w;
+
+	tw_start(&w, l, NULL, "run-a", g.host, g.run_a, 10);
+	for (uint64_t k = 0; k < 5; k++)
+		tw_rec(&w, k);
+	tw_run_end(&w, 0, 6);
+	tw_rec(&w, 5);
+	tw_checkpoint(&w, "final");
+}
+
+/* 1 | 2-6 kseq 0-4 | 7 run_end (lost 0, kseq_next 6) | 8 loss 1 | 9 loss cp | 10 final */
+static void build_end_loss(struct log *l)
+{
+	struct tw w;
+
+	tw_start(&w, l, NULL, "run-a", g.host, g.run_a, 10);
+	for (uint64_t k = 0; k < 5; k++)
+		tw_rec(&w, k);
+	tw_run_end(&w, 0, 6);
+	tw_loss(&w, 1, 1);
+	tw_checkpoint(&w, "final");
+}
+
+/* 1 | 2-6 | 7 run_end | 8 checkpoint "anomaly" (no anomaly record) | 9 final */
+static void build_end_anomaly_cp(struct log *l)
+{
+	struct tw w;
+
+	tw_start(&w, l, NULL, "run-a", g.host, g.run_a, 10);
+	for (uint64_t k = 0; k < 5; k++)
+		tw_rec(&w, k);
+	tw_run_end(&w, 0, 5);
+	tw_checkpoint(&w, "anomaly");
+	tw_checkpoint(&w, "final");
+}
+
+/* build_loss (3 declared, kseq 5-7 missing), run_end saying lost 2: line 11 */
+static void build_lost_short(struct log *l)
+{
+	struct tw w;
+	uint64_t k;
+
+	tw_start(&w, l, NULL, "run-a", g.host, g.run_a, 10);
+	for (k = 0; k < 5; k++)
+		tw_rec(&w, k);
+	tw_loss_below(&w, 3, 3, 8);
+	tw_rec(&w, 8);
+	tw_rec(&w, 9);
+	tw_end(&w, 10, 2);
+}
+
+/* run_end saying lost 1, no loss record, kseq 5 missing: line 7 */
+static void build_lost_undeclared(struct log *l)
+{
+	struct tw w;
+
+	tw_start(&w, l, NULL, "run-a", g.host, g.run_a, 10);
+	for (uint64_t k = 0; k < 5; k++)
+		tw_rec(&w, k);
+	tw_end(&w, 6, 1);
+}
+
+/* run_end without lost: line 7 */
+static void build_lost_absent(struct log *l)
+{
+	struct tw w;
+
+	tw_start(&w, l, NULL, "run-a", g.host, g.run_a, 10);
+	for (uint64_t k = 0; k < 5; k++)
+		tw_rec(&w, k);
+	tw_line(&w, "run_end", "\"why\":\"exited\",\"exit_status\":0,\"kseq_next\":5");
+	tw_checkpoint(&w, "final");
+}
+
+/* The seal's note (line 18) with a witness's signature line after the run key's. */
+static void build_seal_cosigned(struct log *l)
+{
+	struct tw w;
+	uint64_t k = 0;
+
+	tw_start(&w, l, NULL, "run-a", g.host, g.run_a, 10);
+	for (; k < 5; k++)
+		tw_rec(&w, k);
+	tw_checkpoint(&w, "lines");
+	for (; k < 10; k++)
+		tw_rec(&w, k);
+	tw_checkpoint(&w, "lines");
+	for (; k < 13; k++)
+		tw_rec(&w, k);
+	w.cosign_log = g.witness;
+	tw_end(&w, k, 0);
+}
+
+/* The same for checkpoint line 7, in the log and in its exported copy. */
+static void build_cp_cosigned(struct log *l)
+{
+	struct tw w;
+	uint64_t k = 0;
+
+	tw_start(&w, l, NULL, "run-a", g.host, g.run_a, 10);
+	for (; k < 5; k++)
+		tw_rec(&w, k);
+	w.cosign_log = g.witness;
+	w.cosign_copy = g.witness;
+	tw_checkpoint(&w, "lines");
+	for (; k < 10; k++)
+		tw_rec(&w, k);
+	tw_checkpoint(&w, "lines");
+	for (; k < 13; k++)
+		tw_rec(&w, k);
+	tw_end(&w, k, 0);
+}
+
+/* log_start's certificate also signed by the witness: line 1 */
+static void build_cert_cosigned(struct log *l)
+{
+	g.cert_cosigned = true;
+	build_basic(l);
+	g.cert_cosigned = false;
+}
+
+/* The exported copies of checkpoint line 7 and of the seal cosigned by a witness (C2SP). */
+static void build_copies_cosigned(struct log *l)
+{
+	struct tw w;
+	uint64_t k = 0;
+
+	tw_start(&w, l, NULL, "run-a", g.host, g.run_a, 10);
+	for (; k < 5; k++)
+		tw_rec(&w, k);
+	w.cosign_copy = g.witness;
+	tw_checkpoint(&w, "lines");
+	for (; k < 10; k++)
+		tw_rec(&w, k);
+	tw_checkpoint(&w, "lines");
+	for (; k < 13; k++)
+		tw_rec(&w, k);
+	w.cosign_copy = g.witness;
+	tw_end(&w, k, 0);
+}
+
+/* The exported copy of checkpoint line 7 signed by the witness alone, not by the run key. */
+static void build_copies_witness_only(struct log *l)
+{
+	struct tw w;
+	uint64_t k = 0;
+
+	tw_start(&w, l, NULL, "run-a", g.host, g.run_a, 10);
+	for (; k < 5; k++)
+		tw_rec(&w, k);
+	w.export_as = g.witness;
+	tw_checkpoint(&w, "lines");
+	for (; k < 10; k++)
+		tw_rec(&w, k);
+	tw_checkpoint(&w, "lines");
+	for (; k < 13; k++)
+		tw_rec(&w, k);
+	tw_end(&w, k, 0);
+}
+
+/* The seal cut off: an unsealed log. */
+static void m_drop_seal(struct log *l)
+{
+	m_truncate(l, l->n - 1);
+}
+
+/* The exported copy of checkpoint line 7: the witness's signature named as the run key. */
+static void cps_witness_as_run(struct log *l)
+{
+	char *sig = strstr(l->cps, "\xe2\x80\x94 sluice/run-a ");
+	char text[512], note[2048], *end, *out;
+	size_t tlen = (size_t)(strstr(l->cps, "\n\n") - l->cps) + 1, len;
+	struct note_signer *impostor;
+
+	/* a key named as the run's (its hash differs) signs in the run key's line's place */
+	if (note_signer_generate("sluice/run-a", &impostor))
+		exit(2);
+	memcpy(text, l->cps, tlen);
+	if (note_sign(impostor, text, tlen, note, sizeof(note), &len))
+		exit(2);
+	note_signer_free(impostor);
+	end = strchr(sig, '\n');
+	if (asprintf(&out, "%.*s%s%s", (int)(sig - l->cps), l->cps, note + tlen + 1, end + 1) < 0)
+		exit(2);
+	free(l->cps);
+	l->cps = out;
+	l->cps_len = strlen(out);
+}
+
+/* ------------------------------------------------------------------------------------------ */
 
 enum {
 	SEGMENTS = 1,	   /* write rotated segments: split after each rotate checkpoint */
@@ -1976,8 +2332,13 @@ static const struct verify_case verify_cases[] = {
 	 VERIFY_INVALID, 7, -1, "cannot read the rest of the file"},
 	{"segment not ending with a rotate checkpoint: line 5", build_rotated, NULL, NULL, NULL,
 	 SPLIT_AT_5, VERIFY_INVALID, 5, -1, "does not end with a rotate checkpoint"},
-	{"rotate checkpoints inside one file (rotation failed): exit 0", build_rotated, NULL, NULL,
-	 NULL, 0, VERIFY_OK, 0, -1, NULL},
+	{"two rotate checkpoints inside one file, one writer: the second, line 13", build_rotated,
+	 NULL, NULL, NULL, 0, VERIFY_INVALID, 13, -1,
+	 "the rotate checkpoint at line 7 is not the last line of its file"},
+	{"a rotate checkpoint inside its file (the rename failed): exit 0", build_rotate_stopped,
+	 NULL, NULL, NULL, 0, VERIFY_OK, 0, -1, NULL},
+	{"rotation stopped, the writer restarted, the new writer rotates: exit 0",
+	 build_rotate_restart, NULL, NULL, NULL, 0, VERIFY_OK, 0, -1, NULL},
 	{"segment 1 in both forms, the same bytes: exit 0", build_rotated, NULL, build_rotated,
 	 NULL, SEGMENTS | BOTH_SEG1, VERIFY_OK, 0, -1, NULL},
 	{"segment 1 in both forms, the .gz cut short: line 7", build_rotated, NULL, NULL, NULL,
@@ -2019,6 +2380,45 @@ static const struct verify_case verify_cases[] = {
 	 cps_notice_cut, 0, VERIFY_INVALID, 0, -1, "inside the writer's failure notice"},
 	{"exported checkpoints without the last blank line", build_basic, NULL, build_basic,
 	 cps_no_blank, 0, VERIFY_INVALID, 0, -1, "no blank line after the signatures"},
+	/* line length: at most 8191 bytes, 8192 with the "\n" */
+	{"a line of 8191 bytes (8192 with its newline): exit 0", build_line_max, NULL, NULL, NULL,
+	 0, VERIFY_OK, 0, -1, NULL},
+	{"a line of 8192 bytes (8193 with its newline): line 9", build_line_max, m_line_8192, NULL,
+	 NULL, 0, VERIFY_INVALID, 9, -1, "line longer than 8191 bytes"},
+	/* what stands between run_end and the seal: checkpoints of these reasons */
+	{"run_end, then lines, time, heartbeat and rotate checkpoints, the seal: exit 0",
+	 build_end_cps, NULL, NULL, NULL, 0, VERIFY_OK, 0, -1, NULL},
+	{"a record after run_end: line 8", build_end_record, NULL, NULL, NULL, 0, VERIFY_INVALID, 8,
+	 -1, "a \"decision\" record after run_end (line 7)"},
+	{"a loss record after run_end: line 8", build_end_loss, NULL, NULL, NULL, 0,
+	 VERIFY_INVALID, 8, -1, "a \"loss\" record after run_end (line 7)"},
+	{"an anomaly checkpoint after run_end: line 8", build_end_anomaly_cp, NULL, NULL, NULL, 0,
+	 VERIFY_INVALID, 8, -1, "reason \"anomaly\" after run_end (line 7)"},
+	/* run_end.lost is the sum of the loss records' counts */
+	{"run_end.lost 2, loss records 3: run_end line 11", build_lost_short, NULL, NULL, NULL, 0,
+	 VERIFY_INVALID, 11, -1, "run_end: lost 2 differs from the sum 3"},
+	{"... the seal cut off: still run_end line 11, not unsealed", build_lost_short, m_drop_seal,
+	 NULL, NULL, 0, VERIFY_INVALID, 11, -1, "run_end: lost 2 differs from the sum 3"},
+	{"run_end.lost 1, no loss record: run_end line 7", build_lost_undeclared, NULL, NULL, NULL,
+	 0, VERIFY_INVALID, 7, -1, "run_end: lost 1 differs from the sum 0"},
+	{"run_end without lost: line 7", build_lost_absent, NULL, NULL, NULL, 0, VERIFY_INVALID, 7,
+	 -1, "run_end: lost is not a non-negative integer"},
+	/* the log's notes carry the writer's one signature; copies may gather cosignatures */
+	{"the seal's note with a witness's signature line too: line 18", build_seal_cosigned, NULL,
+	 NULL, NULL, 0, VERIFY_INVALID, 18, -1, "carries a signature line besides that key's"},
+	{"a checkpoint's note with a witness's signature line too: line 7", build_cp_cosigned, NULL,
+	 NULL, NULL, 0, VERIFY_INVALID, 7, -1, "carries a signature line besides that key's"},
+	{"log_start's certificate with a witness's signature line too: line 1",
+	 build_cert_cosigned, NULL, NULL, NULL, 0, VERIFY_INVALID, 1, -1,
+	 "carries a signature line besides that key's"},
+	{"exported copies cosigned by a witness (C2SP cosignatures): exit 0", build_basic, NULL,
+	 build_copies_cosigned, NULL, 0, VERIFY_OK, 0, -1, NULL},
+	{"an exported copy signed by the witness instead of the run key: line 1", build_basic, NULL,
+	 build_copies_witness_only, NULL, 0, VERIFY_INVALID, 1, -1,
+	 "is not signed by the run key of this log (no signature by it"},
+	{"an exported copy whose run-key line another key of that name signed: line 1",
+	 build_basic, NULL, build_basic, cps_witness_as_run, 0, VERIFY_INVALID, 1, -1,
+	 "is not signed by the run key of this log (no signature by it"},
 	/* writer restarts */
 	{"restarted log (writer_restart, restart checkpoint 30 s on): exit 0", build_rs_ok, NULL,
 	 NULL, NULL, 0, VERIFY_OK, 0, -1, NULL},
@@ -3112,7 +3512,8 @@ static int setup(void)
 	    note_signer_generate("sluice/run-a", &g.run_a2) ||
 	    note_signer_generate("sluice/run-b", &g.run_b) ||
 	    note_signer_generate("sluice/run-a", &g.run_r1) ||
-	    note_signer_generate("sluice/run-a", &g.run_r2))
+	    note_signer_generate("sluice/run-a", &g.run_r2) ||
+	    note_signer_generate("witness.example", &g.witness))
 		return -1;
 	note_signer_vkey(g.host, g.host_vkey, sizeof(g.host_vkey));
 	note_signer_vkey(g.other_host, g.other_vkey, sizeof(g.other_vkey));
@@ -3135,9 +3536,94 @@ static void teardown(void)
 	note_signer_free(g.run_b);
 	note_signer_free(g.run_r1);
 	note_signer_free(g.run_r2);
+	note_signer_free(g.witness);
 }
 
-int main(void)
+/*
+ * test_verify --corpus DIR: the corpus cases' logs, each with a run_start line after log_start
+ * as the writer writes it, into DIR/NAME.jsonl, the host key into DIR/host.pub, and
+ * DIR/cases.tsv: one line per log, "FILE<TAB>STATUS<TAB>LINE<TAB>NAME" (the exit status
+ * sluice verify must give and the first bad line, 0 for none). test_verify.sh runs sluice
+ * verify and the independent sl_logcheck.py on them: both must find what this table says.
+ */
+/*
+ * The cases also in the corpus: one file, no exported checkpoints, mutations that find their line
+ * by its content (a run_start line moves the others).
+ */
+static bool in_corpus(const struct verify_case *c)
+{
+	static const struct {
+		void (*build)(struct log *);
+		void (*mutate)(struct log *);
+	} corpus[] = {
+		{build_basic, NULL},
+		{build_rotated, NULL},
+		{build_rotate_stopped, NULL},
+		{build_rotate_restart, NULL},
+		{build_line_max, NULL},
+		{build_line_max, m_line_8192},
+		{build_end_cps, NULL},
+		{build_end_record, NULL},
+		{build_end_loss, NULL},
+		{build_end_anomaly_cp, NULL},
+		{build_lost_short, NULL},
+		{build_lost_short, m_drop_seal},
+		{build_lost_undeclared, NULL},
+		{build_lost_absent, NULL},
+		{build_seal_cosigned, NULL},
+		{build_cp_cosigned, NULL},
+		{build_cert_cosigned, NULL},
+	};
+
+	if (c->flags || c->cps_from)
+		return false;
+	for (size_t i = 0; i < ARRAY_SIZE(corpus); i++)
+		if (c->build == corpus[i].build && c->mutate == corpus[i].mutate)
+			return true;
+	return false;
+}
+
+static int write_corpus(const char *dir)
+{
+	char path[PATH_MAX], pub[NOTE_VKEY_MAX + 2];
+	FILE *tsv;
+	int n = 0;
+
+	snprintf(pub, sizeof(pub), "%s\n", g.host_vkey);
+	snprintf(path, sizeof(path), "%s/host.pub", dir);
+	if (write_file(path, pub, strlen(pub)))
+		return -1;
+	snprintf(path, sizeof(path), "%s/cases.tsv", dir);
+	tsv = fopen(path, "w");
+	if (!tsv)
+		return -1;
+	g.run_start = true;
+	for (size_t i = 0; i < ARRAY_SIZE(verify_cases); i++) {
+		const struct verify_case *c = &verify_cases[i];
+		struct log l = {0};
+
+		if (!in_corpus(c))
+			continue;
+		c->build(&l);
+		if (c->mutate)
+			c->mutate(&l);
+		snprintf(path, sizeof(path), "%s/case%02zu.jsonl", dir, i);
+		if (write_lines(path, &l, 0, l.n, false)) {
+			log_free(&l);
+			fclose(tsv);
+			return -1;
+		}
+		log_free(&l);
+		/* the run_start line moves every line after line 1 down one */
+		fprintf(tsv, "%s\t%d\t%" PRIu64 "\t%s\n", path, c->status,
+			c->line > 1 ? c->line + 1 : c->line, c->name);
+		n++;
+	}
+	g.run_start = false;
+	return fclose(tsv) || !n ? -1 : 0;
+}
+
+int main(int argc, char **argv)
 {
 	size_t plan = ARRAY_SIZE(grammar_cases) + ARRAY_SIZE(misc_cases) +
 		      ARRAY_SIZE(verify_cases) + ARRAY_SIZE(late_cases);
@@ -3146,6 +3632,19 @@ int main(void)
 	if (setup()) {
 		printf("Bail out! cannot create keys or a temporary directory\n");
 		return 1;
+	}
+	if (argc == 3 && !strcmp(argv[1], "--corpus")) {
+		int err = write_corpus(argv[2]);
+
+		if (err)
+			fprintf(stderr, "test_verify: cannot write the corpus into %s\n", argv[2]);
+		teardown();
+		return err ? 1 : 0;
+	}
+	if (argc != 1) {
+		fprintf(stderr, "usage: %s [--corpus DIR]\n", argv[0]);
+		teardown();
+		return 2;
 	}
 	printf("TAP version 13\n1..%zu\n", plan);
 	for (size_t i = 0; i < ARRAY_SIZE(grammar_cases); i++) {
