@@ -215,7 +215,7 @@ enum sl_tls_state {
 	SL_TLS_DENIED = 3,	 /* every further data packet is dropped */
 	SL_TLS_AWAIT_SERVER = 4, /* ClientHello checked; until the ServerHello, any other is too */
 	SL_TLS_EXPECT_CH2 = 5,	 /* the server sent a HelloRetryRequest: a second ClientHello follows */
-	SL_TLS_NOT_TLS = 6,	 /* not the TLS port, and the first payload is not a TLS record */
+	SL_TLS_NOT_TLS = 6,	 /* not the TLS port, and the first payload is not TLS: unchecked */
 };
 
 struct sl_sk_tls {
