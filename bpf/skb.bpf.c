@@ -4,11 +4,13 @@
  *
  * connect() allowed a flow to an address because the run's resolver produced it for a listed
  * name; an address may serve many names (CDNs), so every ClientHello of such a flow must name a
- * host that resolved to this very address in this run. The first payload must be a ClientHello
- * held whole in its first record, with a server name; anything else — another name, no name, a
- * record that does not parse, a ClientHello cut across records or segments — denies the flow:
- * the packet is dropped, every later data packet too, and userspace destroys the socket so the
- * client fails at once.
+ * host that resolved to this very address in this run, on whatever port (TLS runs on any). On
+ * the TLS port (443) the first payload must be a ClientHello; on another port, a first payload
+ * whose first byte is not that of a TLS handshake record is not TLS, and the flow is left alone.
+ * A ClientHello must be held whole in its first record, with a server name; anything else —
+ * another name, no name, a record that does not parse, a ClientHello cut across records or
+ * segments — denies the flow: the packet is dropped, every later data packet too, and userspace
+ * destroys the socket so the client fails at once.
  *
  * A TLS 1.3 server may answer with a HelloRetryRequest, after which the client sends a second
  * ClientHello that the server then serves. So the check does not stop at the first ClientHello:
@@ -66,6 +68,14 @@ struct {
 	__type(key, __u32);
 	__type(value, struct sl_flow_event);
 } sl_flow_scratch SEC(".maps");
+
+/* The server-name check's map key (see sni_resolved_here). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sl_sni_key);
+} sl_sni_scratch SEC(".maps");
 
 /* Offset of the TCP payload, and the destination, of an unfragmented IPv4/IPv6 TCP packet. */
 static __always_inline int tcp_header(struct __sk_buff *skb, __u32 *off, __u8 daddr[16],
@@ -343,10 +353,9 @@ static __always_inline __u8 client_hello_sni(struct __sk_buff *skb, __u32 off,
 	return SL_REASON_SNI_OK;
 }
 
-/* Lower-case the name in place and hash it as the resolver does (FNV-1a 64). */
-static __always_inline __u64 sni_hash(struct sl_tls_event *ev)
+/* Lower-case the name in place: names are compared as the resolver keeps them. */
+static __always_inline void sni_lower(struct sl_tls_event *ev)
 {
-	__u64 h = SL_FNV_OFFSET;
 	int i;
 
 	for (i = 0; i < SL_SNI_MAX; i++) {
@@ -356,12 +365,28 @@ static __always_inline __u64 sni_hash(struct sl_tls_event *ev)
 			break;
 		c = ev->sni[i];
 		if (c >= 'A' && c <= 'Z')
-			c += 'a' - 'A';
-		ev->sni[i] = c;
-		h ^= c;
-		h *= SL_FNV_PRIME;
+			ev->sni[i] = c + ('a' - 'A');
 	}
-	return h;
+}
+
+/*
+ * Did the run's resolver produce daddr for the (lower-cased) name in ev? An exact match on the
+ * whole name: the key (280 bytes, more than is comfortable on the stack) is built in per-CPU
+ * scratch, zeroed first, since every byte of it is compared. ev->sni is zero past sni_len.
+ */
+static __always_inline bool sni_resolved_here(const struct sl_tls_event *ev, const __u8 daddr[16])
+{
+	struct sl_sni_key *key;
+	__u32 zero = 0;
+
+	key = bpf_map_lookup_elem(&sl_sni_scratch, &zero);
+	if (!key)
+		return false;
+	__builtin_memset(key, 0, sizeof(*key));
+	__builtin_memcpy(key->addr, daddr, sizeof(key->addr));
+	key->name_len = ev->sni_len;
+	__builtin_memcpy(key->name, ev->sni, sizeof(key->name));
+	return bpf_map_lookup_elem(&sl_sni_ok, key) != NULL;
 }
 
 /*
@@ -372,7 +397,6 @@ static __always_inline int judge_client_hello(struct __sk_buff *skb, struct bpf_
 					      struct sl_sk_tls *t, __u32 off, const __u8 daddr[16],
 					      __u8 family, bool recheck)
 {
-	struct sl_sni_key key = {};
 	struct sl_tls_event *ev;
 	__u32 zero = 0;
 	__u8 reason;
@@ -384,9 +408,8 @@ static __always_inline int judge_client_hello(struct __sk_buff *skb, struct bpf_
 	__builtin_memset(ev, 0, sizeof(*ev));
 	reason = client_hello_sni(skb, off, ev);
 	if (reason == SL_REASON_SNI_OK) {
-		__builtin_memcpy(key.addr, daddr, 16);
-		key.name_hash = sni_hash(ev);
-		if (!bpf_map_lookup_elem(&sl_sni_ok, &key))
+		sni_lower(ev);
+		if (!sni_resolved_here(ev, daddr))
 			reason = SL_REASON_SNI_MISMATCH;
 	}
 	deny = reason != SL_REASON_SNI_OK;
@@ -513,6 +536,14 @@ static __always_inline int drop_held(struct sl_sk_held *held)
 	return SKB_DROP;
 }
 
+/* The payload at off begins with a TLS handshake record (or cannot be read: judged then). */
+static __always_inline bool starts_like_tls(struct __sk_buff *skb, __u32 off)
+{
+	__u8 type;
+
+	return bpf_skb_load_bytes(skb, off, &type, 1) || type == TLS_CONTENT_HANDSHAKE;
+}
+
 /* The TLS server-name check on a packet of a marked flow (see the top of the file). */
 static __always_inline int tls_egress(struct __sk_buff *skb, struct bpf_sock *sk)
 {
@@ -521,7 +552,7 @@ static __always_inline int tls_egress(struct __sk_buff *skb, struct bpf_sock *sk
 	__u32 off;
 
 	t = bpf_sk_storage_get(&sl_sk_tls, sk, 0, 0);
-	if (!t || t->state == SL_TLS_ALLOWED)
+	if (!t || t->state == SL_TLS_ALLOWED || t->state == SL_TLS_NOT_TLS)
 		return SKB_PASS;
 	if (tcp_payload(skb, &off, daddr, &family)) {
 		if (t->state == SL_TLS_DENIED)
@@ -534,6 +565,16 @@ static __always_inline int tls_egress(struct __sk_buff *skb, struct bpf_sock *sk
 		return SKB_PASS; /* SYN, pure ACK, a denied flow's bare FIN or RST: nothing to carry */
 	if (t->state == SL_TLS_DENIED)
 		return SKB_DROP;
+	/*
+	 * Off the TLS port, a first payload that does not begin a TLS record (plain HTTP, SSH…)
+	 * is not TLS and is not judged. One that does, even by its first byte only, is TLS and
+	 * must be a whole ClientHello like any on the TLS port: a hello cut into small segments
+	 * is denied, not waved through.
+	 */
+	if (t->state == SL_TLS_PENDING && !t->tls_port && !starts_like_tls(skb, off)) {
+		t->state = SL_TLS_NOT_TLS;
+		return SKB_PASS;
+	}
 	/* A server that never answers with a readable ServerHello: stop watching, closed. */
 	if (t->payloads >= TLS_MAX_WATCHED_PAYLOADS)
 		return judge_client_hello(skb, sk, t, ~0U, daddr, family, true);

@@ -203,9 +203,11 @@ struct sl_dns_client {
 _Static_assert(sizeof(struct sl_dns_client) == 24, "sl_dns_client ABI");
 
 /*
- * TLS flows that must pass the server-name check: set in socket storage by connect when the
- * destination was allowed as an address the resolver learned for a name, and the port is the
- * TLS port; read by the egress program on the first payload.
+ * TCP flows subject to the server-name check: set in socket storage by connect when the
+ * destination was allowed as an address the resolver learned for a name, whatever the port;
+ * read by the egress program on the first payload. On the TLS port that payload must be a
+ * ClientHello; on any other port only a payload that starts like TLS (a handshake record, first
+ * byte 0x16) is judged, and anything else ends the check.
  */
 enum sl_tls_state {
 	SL_TLS_PENDING = 1,	 /* no payload seen yet */
@@ -213,12 +215,14 @@ enum sl_tls_state {
 	SL_TLS_DENIED = 3,	 /* every further data packet is dropped */
 	SL_TLS_AWAIT_SERVER = 4, /* ClientHello checked; until the ServerHello, any other is too */
 	SL_TLS_EXPECT_CH2 = 5,	 /* the server sent a HelloRetryRequest: a second ClientHello follows */
+	SL_TLS_NOT_TLS = 6,	 /* not the TLS port, and the first payload is not TLS: unchecked */
 };
 
 struct sl_sk_tls {
 	__u8 state;	/* enum sl_tls_state */
 	__u8 payloads;	/* client payloads seen while watching, to bound the watch */
-	__u8 pad[2];
+	__u8 tls_port;	/* the flow goes to the TLS port: its first payload must be TLS */
+	__u8 pad;
 	__u32 host_id;	/* the name the destination was learned for */
 	__u32 pid;	/* who connected, for the record */
 	__u32 tgid;
@@ -238,16 +242,21 @@ struct sl_sk_held {
 };
 _Static_assert(sizeof(struct sl_sk_held) == 112, "sl_sk_held ABI");
 
-/* (destination, server name) pairs the run's resolver produced; value: host_id. */
-struct sl_sni_key {
-	__u8 addr[16];	 /* v4 in the first 4 bytes, the rest zero */
-	__u64 name_hash; /* FNV-1a 64 of the lower-case name, see SL_FNV_* */
-};
-_Static_assert(sizeof(struct sl_sni_key) == 24, "sl_sni_key ABI");
-
-#define SL_FNV_OFFSET 0xcbf29ce484222325ULL
-#define SL_FNV_PRIME 0x100000001b3ULL
 #define SL_SNI_MAX 255
+
+/*
+ * (destination, server name) pairs the run's resolver produced; value: host_id. The whole name
+ * is the key, so the lookup is an exact match: a hash of it would let a workload send a name
+ * computed to collide with a listed one (a hash is not a name). Every byte counts, so a key is
+ * zeroed before it is filled.
+ */
+struct sl_sni_key {
+	__u8 addr[16];	/* v4 in the first 4 bytes, the rest zero */
+	__u16 name_len; /* bytes of name, 1..SL_SNI_MAX */
+	__u8 pad[6];
+	char name[SL_SNI_MAX + 1]; /* lower case, zero-padded, not NUL-terminated when full */
+};
+_Static_assert(sizeof(struct sl_sni_key) == 280, "sl_sni_key ABI");
 
 /* One judged TLS ClientHello. sni holds sni_len bytes (not NUL-terminated), lower-cased. */
 struct sl_tls_event {

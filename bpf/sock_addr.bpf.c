@@ -115,9 +115,10 @@ static __always_inline bool sendmsg_allow_already_recorded(struct bpf_sock_addr 
 }
 
 /*
- * A TLS connection to an address learned for a name: the packet layer will require the
- * ClientHello to name a host the resolver produced this address for. Returns false when the
- * flow cannot be marked (no storage): the caller then denies the connect.
+ * A TCP connection to an address learned for a name, on any port: the packet layer will require
+ * a ClientHello in it to name a host the resolver produced this address for (on the TLS port,
+ * the first payload must be one). Returns false when the flow cannot be marked (no storage):
+ * the caller then denies the connect.
  */
 static __always_inline bool tls_expect_server_name(struct bpf_sock_addr *ctx,
 						   const struct sl_decision_event *ev)
@@ -130,6 +131,8 @@ static __always_inline bool tls_expect_server_name(struct bpf_sock_addr *ctx,
 	if (!t)
 		return false;
 	t->state = SL_TLS_PENDING;
+	t->payloads = 0;
+	t->tls_port = sl_cfg_tls_port && ev->port == sl_cfg_tls_port;
 	t->host_id = ev->host_id;
 	t->pid = ev->pid;
 	t->tgid = ev->tgid;
@@ -249,8 +252,11 @@ static __always_inline int finish(struct bpf_sock_addr *ctx, struct sl_decision_
 	bpf_get_current_comm(ev->comm, sizeof(ev->comm));
 
 	if (!is_sendmsg && ctx->protocol == IPPROTO_TCP && ctx->sk) {
-		if (v->learned && sl_cfg_tls_port && ev->port == sl_cfg_tls_port) {
-			/* An unmarked TLS flow would escape the server-name check: refuse it. */
+		/*
+		 * TLS runs on any port: every flow to a learned address is marked, and one that
+		 * cannot be would escape the server-name check: refuse it.
+		 */
+		if (v->learned) {
 			if (!tls_expect_server_name(ctx, ev))
 				set_verdict(v, SL_VERDICT_DENY, SL_REASON_DEFAULT_DENY,
 					    SL_RULE_DEFAULT);

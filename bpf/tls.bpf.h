@@ -11,7 +11,10 @@
 #include "addr.bpf.h"
 #include "net.bpf.h"
 
-/* The TLS port whose flows to learned addresses must name their host; 0: no check. */
+/*
+ * The TLS port: flows to learned addresses there must open with a ClientHello; on other ports
+ * only a first payload that starts like TLS is judged. 0: no port is held to the stricter rule.
+ */
 const volatile __u16 sl_cfg_tls_port = 443;
 
 struct {
@@ -21,8 +24,10 @@ struct {
 	__type(value, struct sl_sk_tls);
 } sl_sk_tls SEC(".maps");
 
+/* Keys of 280 bytes: allocated as the resolver learns, not up front for the whole capacity. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 1); /* resized by the loader */
 	__type(key, struct sl_sni_key);
 	__type(value, __u32);

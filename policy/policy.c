@@ -1217,8 +1217,14 @@ static int parse_rule(struct pctx *x, const char *where, size_t idx)
 		return perr(x, &start, where,
 			    "expected hosts or cidrs in every rule (for any destination: "
 			    "cidrs: [\"0.0.0.0/0\", \"::/0\"]), got neither");
+	/*
+	 * A rule naming hosts defaults to TCP only: the server-name check binds a TLS flow to the
+	 * names resolved for its address, but nothing in the kernel can read the server name of
+	 * QUIC (encrypted in its Initial), so UDP to a shared address would reach any name it
+	 * serves. UDP there must be asked for (and policy check says what it means).
+	 */
 	if (!first[R_PROTOCOLS])
-		r->protocols = SL_PROTO_TCP | SL_PROTO_UDP;
+		r->protocols = r->n_hosts ? SL_PROTO_TCP : SL_PROTO_TCP | SL_PROTO_UDP;
 	return 0;
 }
 
@@ -2161,9 +2167,9 @@ static void print_rule(FILE *f, const struct policy *p, size_t i)
 		fprintf(f, "    hosts: ");
 		print_strings(f, r->hosts, r->n_hosts);
 		fprintf(f, "\n      (through the run's resolver: only listed names resolve, and only "
-			   "the addresses it answered are reachable;\n       TLS on port 443 to "
-			   "them must name, in its ClientHello, a host that resolved to that "
-			   "address)\n");
+			   "the addresses it answered are reachable;\n       TLS to them, on any "
+			   "port (on 443 every flow must be TLS), must name, in its ClientHello, a "
+			   "host\n       that resolved to that address)\n");
 	}
 	if (r->n_cidrs) {
 		fprintf(f, "    cidrs: ");
@@ -2214,9 +2220,19 @@ static void print_rule(FILE *f, const struct policy *p, size_t i)
 	if (r->has_max_total_response_bytes)
 		fprintf(f, "    max_total_response_bytes: %llu per host, over the run (connected flows)\n",
 			(unsigned long long)r->max_total_response_bytes);
+	if (!r->n_methods && !(r->n_hosts && (r->protocols & SL_PROTO_UDP)))
+		return;
+	fprintf(f, "  not enforced:\n");
+	if (r->n_hosts && (r->protocols & SL_PROTO_UDP))
+		fprintf(f, "    udp to these hosts' addresses: the server name is not checked: "
+			   "QUIC (HTTP/3) carries it in\n      its Initial packet, encrypted, and "
+			   "the kernel cannot bind it to the name without decrypting\n      the "
+			   "Initial; UDP to an address learned for these names may reach any name "
+			   "that\n      address serves (on a shared CDN address: any site there). "
+			   "Leave udp out unless that is meant\n");
 	if (!r->n_methods)
 		return;
-	fprintf(f, "  not enforced:\n    methods ");
+	fprintf(f, "    methods ");
 	print_strings(f, r->methods, r->n_methods);
 	fprintf(f, ": cannot be enforced in the kernel: HTTP methods are inside TLS\n");
 }

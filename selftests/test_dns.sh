@@ -827,7 +827,8 @@ done
 
 # ---------------------------------------------------------------------------------------------
 # 8. Learned-only: a listed name's address is allowed only after this run resolved it, per
-# family, and only in this run. The seed's rules have no ports: any port, both protocols.
+# family, and only in this run. The seed's rules have no ports: and no protocols:: any port, TCP
+# only (a host rule's default: UDP to a name's address, QUIC, is not name-checked; P22).
 
 P=$SL_PROBE
 dns_run "$SEED" -- sh -c '
@@ -843,13 +844,14 @@ dns_run "$SEED" -- sh -c '
 	"$p" udp-sendto 198.51.100.10 9999
 	exit 0' "$P" "${DIG[@]}" @203.0.113.53 registry.npmjs.org
 assert_probe_lines "learned: denied before the A query, allowed after it; v6 only after AAAA" \
-	"err EPERM" "err EPERM" ok "err EPERM" ok ok ok
+	"err EPERM" "err EPERM" ok "err EPERM" ok ok "err EPERM"
 assert_sink_saw "learned: 198.51.100.10:80 received exactly the allowed connect" \
 	"tcp 198.51.100.10 80" 1
 assert_sink_saw "learned: [2001:db8::10]:80 received exactly the allowed connect" \
 	"tcp 2001:db8::10 80" 1
 assert_sink_saw "learned: any port (8080) once learned" "tcp 198.51.100.10 8080" 1
-assert_sink_saw "learned: any protocol (UDP 9999) once learned" "udp 198.51.100.10 9999" 1
+assert_sink_none "learned: no UDP (9999) for a host rule without protocols:" \
+	"udp 198.51.100.10 9999"
 assert_log "learned: the early connect is denied without a host" "$CASE_LOG" 1 type=decision \
 	"run_id=$SL_RUN_ID" decision=deny dst=198.51.100.10 port=80 rule=default host:raw=null
 assert_log "learned: the later connect is allowed for registry.npmjs.org" "$CASE_LOG" 1 \

@@ -18,7 +18,13 @@
 #     record boundaries reads a different name than the server, and for a second ClientHello
 #     after a HelloRetryRequest (TLS 1.3) that names another host;
 #   - report mode lets the mismatch through and logs it with "enforced":false;
-#   - CIDR-rule flows and ports other than 443 are not checked;
+#   - CIDR-rule flows are not checked;
+#   - P21: a name whose FNV-1a 64 hash equals the listed name's (a real pair) is refused too,
+#     v4 and v6: whole names are compared;
+#   - P22: TLS on any port: another name on 8443 (v4, v6, split into segments), on any port of a
+#     rule without ports:, on a listed port other than 443, is refused; plain TCP there is not
+#     judged; QUIC (UDP/443) to a name's address is refused unless its rule says udp, and
+#     policy check says what udp on a host rule means;
 #   - the socket is destroyed by bpf_sock_destroy (6.5+), else through sock_diag (run the file
 #     with SLUICE_SELFTEST_NO_BPF_DESTROY=1 to take that path here); on a kernel that can do
 #     neither the fast-failure checks are SKIPs (the log's "flow" says "dropped (kernel cannot
@@ -110,13 +116,17 @@ mkdir -m 0700 "$TLS_DIR" || bail_out "mkdir $TLS_DIR"
 ) || bail_out "openssl req failed: $(tail -n 3 "$TLS_DIR/req.out")"
 sl_on_exit "rm -f -- '$TLS_DIR/key.pem'"
 
-# tls_server_start NAME: s_server on [::]:443 (dual stack: every address of sl-tls-ID), -www
+# tls_server_start NAME: s_server on [::]:$CASE_PORT (443 unless a case sets it; dual stack:
+# every address of sl-tls-ID), -www
 # (answers "GET /" with a status page), -trace (every record it receives, decoded, flushed as it
 # goes) into $SL_TMP/NAME.srv. One per case, so a case's trace is its own and a flow a kernel
 # could only drop cannot leave s_server (which serves one connection at a time) stuck for the
 # next case. Sets TLS_SRV_PID and TLS_SRV_OUT.
 TLS_SRV_PID=
 TLS_SRV_OUT=
+# The port of the flows a case makes (s_server's, the log's, stderr's); the policy it runs under.
+CASE_PORT=443
+CASE_POL=
 # shellcheck disable=SC2317 # called through wait_until
 tls_server_ready() {
 	pid_running "$TLS_SRV_PID" && grep -q '^ACCEPT$' "$TLS_SRV_OUT"
@@ -127,7 +137,7 @@ tls_server_start() {
 	# subshell in between). It prints ACCEPT once it listens.
 	# Line-buffered: s_server writes through stdio and dies by SIGTERM without flushing, so a
 	# record it received could otherwise be missing from the trace.
-	ip netns exec "$SL_NS_TLS" stdbuf -oL -eL openssl s_server -accept 443 \
+	ip netns exec "$SL_NS_TLS" stdbuf -oL -eL openssl s_server -accept "$CASE_PORT" \
 		-cert "$TLS_DIR/cert.pem" -key "$TLS_DIR/key.pem" -www -trace \
 		>"$TLS_SRV_OUT" 2>&1 </dev/null &
 	TLS_SRV_PID=$!
@@ -185,6 +195,15 @@ srv_snis() { python3 "$SL_TMP/trace_snis.py" "$TLS_SRV_OUT"; }
 srv_records() { grep -c '^Received Record' "$TLS_SRV_OUT"; }
 
 # ---------------------------------------------------------------------------------------------
+# P21 (section 7): two names with one FNV-1a 64 hash, the hash the server-name check once
+# compared. Found offline, in minutes on two cores, by a Pollard-rho search (distinguished
+# points) over names "<13 base-32 characters>.listed.example" and "….attacker.example", the
+# characters spelling the previous hash; section 7 checks again that they collide.
+COLLIDE_LISTED=lhxslbt3moksh.listed.example
+COLLIDE_EVIL=gqwhimsucb2gm.attacker.example
+COLLIDE_FNV=91a04f6561e89882
+
+# ---------------------------------------------------------------------------------------------
 # The upstream: listed names on the TLS test hosts, ghcr.io on the byte-counting inet sink.
 
 # shellcheck disable=SC2054 # dnsmasq's arguments have commas
@@ -194,6 +213,8 @@ up=(--local-ttl=300
 	# A CDN address serving two listed names.
 	--host-record=files.pythonhosted.org,198.51.100.30
 	--host-record=ghcr.io,198.51.100.10
+	# P21: the listed half of the colliding pair, on the same test host.
+	"--host-record=$COLLIDE_LISTED,198.51.100.30,2001:db8::30"
 	# Unlisted: the run never learns it, whatever its address.
 	--host-record=evil.example,198.51.100.30
 )
@@ -220,6 +241,9 @@ printf 'default: deny\n%s\n' "$TLS_RULES" >"$SL_TMP/tls.yaml"
 printf 'default: deny\nmode: report\n%s\n' "$TLS_RULES" >"$SL_TMP/report.yaml"
 POL=$SL_TMP/tls.yaml
 REPORT_POL=$SL_TMP/report.yaml
+COLLIDE_POL=$SL_TMP/collide.yaml
+printf 'default: deny\nrules:\n  - name: collide\n    hosts: ["%s"]\n    ports: [443]\n' \
+	"$COLLIDE_LISTED" >"$COLLIDE_POL"
 
 # ---------------------------------------------------------------------------------------------
 # The workload side
@@ -248,10 +272,12 @@ exit $rc
 EOF
 chmod 0755 "$SL_TMP/tlsw.sh"
 
-# hello.py ADDR SNI [HOW]: a ClientHello made by Python's ssl (SNI "-": none) sent to ADDR:443 on
+# hello.py ADDR SNI [HOW [PORT]]: a ClientHello made by Python's ssl (SNI "-": none) sent to
+# ADDR:PORT (default 443) on
 # an AF_INET or AF_INET6 socket (so ::ffff:a.b.c.d is a v4-mapped connect). HOW:
 #   whole (default)  in one write;
 #   split            its first 11 bytes (record and handshake headers), then the rest;
+#   split1           its first byte alone, then the rest;
 #   desync:FAKE      in one write, but as two TLS records (a handshake message may span records,
 #                    RFC 8446 5.1), with two unknown extensions placed so that a reader that
 #                    ignores record boundaries, off by the second record's 5-byte header, finds a
@@ -268,6 +294,7 @@ cat >"$SL_TMP/hello.py" <<'EOF'
 import errno, socket, ssl, sys, time
 addr, sni = sys.argv[1], sys.argv[2]
 how = sys.argv[3] if len(sys.argv) > 3 else "whole"
+port = int(sys.argv[4]) if len(sys.argv) > 4 else 443
 ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 ctx.check_hostname = False
 ctx.verify_mode = ssl.CERT_NONE
@@ -360,9 +387,9 @@ s.settimeout(6)  # before the outer timeout (8 s) ends it without a word
 s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 try:
     if how == "fastopen":
-        s.sendto(hello, socket.MSG_FASTOPEN, (addr, 443))
+        s.sendto(hello, socket.MSG_FASTOPEN, (addr, port))
     else:
-        s.connect((addr, 443))
+        s.connect((addr, port))
         if how.startswith("hrr:"):
             s.sendall(retry_first(hello, how[len("hrr:"):]))
             t, body = next_record(s)
@@ -371,10 +398,11 @@ try:
                 print("no HelloRetryRequest: %s %s" % (t, body[:16].hex()))
                 sys.exit(1)
             s.sendall(hello)
-        elif how == "split":
-            s.sendall(hello[:11])
+        elif how in ("split", "split1"):
+            cut = 11 if how == "split" else 1
+            s.sendall(hello[:cut])
             time.sleep(0.2)
-            s.sendall(hello[11:])
+            s.sendall(hello[cut:])
         elif how.startswith("desync:"):
             s.sendall(desync(hello, how[len("desync:"):]))
         else:
@@ -411,7 +439,7 @@ tls_run() {
 	CASE_CLIENT=$SL_TMP/$id.client
 	CASE_NAMES=("${names[@]}")
 	tls_server_start "$id" || bail_out "$label: cannot start s_server"
-	sluice_run "$policy" "$CASE_LOG" --netns "/run/netns/$SL_NS_RUN" \
+	sluice_run "${CASE_POL:-$policy}" "$CASE_LOG" --netns "/run/netns/$SL_NS_RUN" \
 		--upstream "127.0.0.1:$SL_DNS_PORT" -- \
 		"$SL_TMP/tlsw.sh" "$CASE_CLIENT" "${names[@]}" -- "$@"
 	# Stopping s_server ends its trace: what it received is all there.
@@ -484,16 +512,16 @@ assert_nothing_arrived() {
 		fi
 		return
 	fi
-	sink_wait "tcp $dst 443" 1 3000
+	sink_wait "tcp $dst $CASE_PORT" 1 3000
 	sink_settle
-	got=$(sink_bytes "$dst" 443)
-	if [[ $(sink_count "tcp-accept $dst 443") -ge 1 &&
+	got=$(sink_bytes "$dst" "$CASE_PORT")
+	if [[ $(sink_count "tcp-accept $dst $CASE_PORT") -ge 1 &&
 		(-z $got && $FLOW != destroyed || $got =~ ^0( 0)*$) ]]; then
-		tap_ok "$label: the sink at $dst:443 got the connection and 0 bytes"
+		tap_ok "$label: the sink at $dst:$CASE_PORT got the connection and 0 bytes"
 	else
 		why="expected a tcp-accept line and close lines with 0 bytes; got accepts"
-		why+=" $(sink_count "tcp-accept $dst 443"), byte counts \"$got\""
-		tap_fail "$label: the sink at $dst:443 got the connection and 0 bytes" "$why"
+		why+=" $(sink_count "tcp-accept $dst $CASE_PORT"), byte counts \"$got\""
+		tap_fail "$label: the sink at $dst:$CASE_PORT got the connection and 0 bytes" "$why"
 		tls_diag
 	fi
 }
@@ -578,14 +606,15 @@ tls_denied() {
 	tls_run "$POL" "$label" "$@"
 	assert_resolved "$label"
 	# (A v4-mapped connect is logged with "dst":"::ffff:a.b.c.d" and "dst_v4".)
-	n=$(($(log_count "$CASE_LOG" type=decision "run_id=$SL_RUN_ID" decision=allow port=443 \
-		proto=tcp "host=$host" "dst=$dst") + $(log_count "$CASE_LOG" type=decision \
-		"run_id=$SL_RUN_ID" decision=allow port=443 proto=tcp "host=$host" "dst_v4=$dst")))
-	what="$label: connect() to $(tls_dst_text "$dst" 443) was allowed as $host's address"
+	n=$(($(log_count "$CASE_LOG" type=decision "run_id=$SL_RUN_ID" decision=allow \
+		"port=$CASE_PORT" proto=tcp "host=$host" "dst=$dst") + $(log_count "$CASE_LOG" \
+		type=decision "run_id=$SL_RUN_ID" decision=allow "port=$CASE_PORT" proto=tcp \
+		"host=$host" "dst_v4=$dst")))
+	what="$label: connect() to $(tls_dst_text "$dst" "$CASE_PORT") was allowed as $host's address"
 	if [[ $n -ge 1 ]]; then
 		tap_ok "$what"
 	else
-		tap_fail "$what" "expected a decision line allowing tcp to $dst:443 for $host"
+		tap_fail "$what" "expected a decision line allowing tcp to $dst:$CASE_PORT for $host"
 		tls_diag
 	fi
 
@@ -602,7 +631,7 @@ tls_denied() {
 	assert_log "$label: the tls line is a $reason deny naming $host and ${sni/#null/no name}" \
 		"$CASE_LOG" 1 \
 		type=tls "run_id=$SL_RUN_ID" task=selftest decision=deny enforced=true \
-		"reason=$reason" "host=$host" "sni=$sni" "dst=$dst" port=443 "comm=$comm"
+		"reason=$reason" "host=$host" "sni=$sni" "dst=$dst" "port=$CASE_PORT" "comm=$comm"
 	assert_decision_ids_tls "$label"
 	# destroyed: by bpf_sock_destroy (6.5+), else through sock_diag (CONFIG_INET_DIAG_DESTROY)
 	if [[ $FLOW == "dropped (kernel cannot destroy sockets)" ]]; then
@@ -653,7 +682,7 @@ tls_denied() {
 
 	assert_nothing_arrived "$label" "$where" "$dst"
 
-	want="egress denied: TLS to $(tls_dst_text "$dst" 443) named"
+	want="egress denied: TLS to $(tls_dst_text "$dst" "$CASE_PORT") named"
 	if [[ $sni == null ]]; then
 		want+=" \"(no server name)\""
 	else
@@ -697,10 +726,10 @@ tls_allowed() {
 			tls_diag
 		fi
 	fi
-	assert_arrived "$label" "$where" "$dst" 443 "$sni"
+	assert_arrived "$label" "$where" "$dst" "$CASE_PORT" "$sni"
 	assert_log "$label: one tls line, an sni_ok allow for ${sni,,}" "$CASE_LOG" 1 type=tls \
 		"run_id=$SL_RUN_ID" decision=allow enforced=true reason=sni_ok "sni=${sni,,}" \
-		"dst=$dst" port=443 "comm=$comm" "${hostkv[@]}"
+		"dst=$dst" "port=$CASE_PORT" "comm=$comm" "${hostkv[@]}"
 	line=$(tls_lines | head -n 1)
 	if [[ -n $line ]] && ! log_field "$line" flow >/dev/null 2>&1; then
 		tap_ok "$label: the allow line has no \"flow\""
@@ -708,7 +737,7 @@ tls_allowed() {
 		tap_fail "$label: the allow line has no \"flow\"" "got: $line"
 	fi
 	assert_log "$label: the flow line carries the server name" "$CASE_LOG" +1 type=flow \
-		"run_id=$SL_RUN_ID" "sni=${sni,,}" "dst=$dst" port=443
+		"run_id=$SL_RUN_ID" "sni=${sni,,}" "dst=$dst" "port=$CASE_PORT"
 	assert_no_notice "$label: stderr has no TLS denial" '^egress (would be )?denied: TLS'
 	assert_run_clean "$label: nothing left (cgroup, pins, links, resolver sockets)"
 }
@@ -997,7 +1026,7 @@ tls_reported "report-P9-sink" sni_mismatch ghcr.io evil.example 198.51.100.10 si
 	ghcr.io -- "${S_CLIENT[@]}" -connect 198.51.100.10:443 -servername evil.example
 
 # ---------------------------------------------------------------------------------------------
-# 6. Not checked: flows a CIDR rule allows, and ports other than 443.
+# 6. Not checked: flows a CIDR rule allows (other ports: section 8).
 
 tls_unchecked "cidr-s_client" 198.51.100.32 443 srv mirror -- \
 	"${S_CLIENT[@]}" -connect 198.51.100.32:443 -servername evil.example
@@ -1010,11 +1039,143 @@ tap_is "cidr-curl: curl got HTTP 200 from s_server" "$(cat "$CASE_CLIENT")" 200
 tls_unchecked "cidr-sink" 203.0.113.7 443 sink mirror -- \
 	"${S_CLIENT[@]}" -connect 203.0.113.7:443 -servername evil.example
 
-tls_unchecked "other-port" 198.51.100.10 8080 sink containers ghcr.io -- \
-	"${S_CLIENT[@]}" -connect 198.51.100.10:8080 -servername evil.example
+# ---------------------------------------------------------------------------------------------
+# 7. P21: a server name whose FNV-1a 64 hash equals a listed name's. The check once compared
+# such hashes; a workload that computes a colliding <label>.attacker.example (a minute's work)
+# must still be refused: whole names are compared.
+
+tap_is "P21: the pair really collides under FNV-1a 64 (and the names differ)" \
+	"$(python3 -c '
+import sys
+def fnv(s):
+    h = 0xcbf29ce484222325
+    for c in s.encode():
+        h = ((h ^ c) * 0x100000001b3) % 2**64
+    return h
+a, b = sys.argv[1:]
+print("%016x %016x %s" % (fnv(a), fnv(b), "same" if a == b else "differ"))' \
+		"$COLLIDE_LISTED" "$COLLIDE_EVIL")" "$COLLIDE_FNV $COLLIDE_FNV differ"
+
+CASE_POL=$COLLIDE_POL
+tls_allowed "P21-listed" "$COLLIDE_LISTED" "$COLLIDE_LISTED" 198.51.100.30 srv openssl \
+	"$COLLIDE_LISTED" -- "${S_CLIENT[@]}" -connect 198.51.100.30:443 \
+	-servername "$COLLIDE_LISTED"
+tls_denied "P21-collision" sni_mismatch "$COLLIDE_LISTED" "$COLLIDE_EVIL" 198.51.100.30 srv \
+	openssl "$ABORTED" "$COLLIDE_LISTED" -- \
+	"${S_CLIENT[@]}" -connect 198.51.100.30:443 -servername "$COLLIDE_EVIL"
+tls_denied "P21-collision-v6" sni_mismatch "$COLLIDE_LISTED" "$COLLIDE_EVIL" 2001:db8::30 srv \
+	openssl "$ABORTED" "$COLLIDE_LISTED/6" -- \
+	"${S_CLIENT[@]}" -connect '[2001:db8::30]:443' -servername "$COLLIDE_EVIL"
+CASE_POL=
 
 # ---------------------------------------------------------------------------------------------
-# 8. The fixtures go: dnsmasq and every s_server of this file stopped.
+# 8. P22: TLS on any port. Every TCP flow to a name's address whose first payload starts like
+# TLS (a handshake record) is checked, on 8443 as on 443, and on every port of a rule without
+# ports:; a first payload that is not TLS is left alone off 443. UDP (QUIC, whose server name is
+# encrypted) to a name's address needs a rule that says protocols: [udp].
+
+P22_POL=$SL_TMP/p22.yaml
+cat >"$P22_POL" <<'EOF'
+default: deny
+rules:
+  - name: registries
+    hosts: ["registry.npmjs.org"]
+    ports: [443, 8443]
+  - name: anyport
+    hosts: ["ghcr.io"]
+EOF
+P22_UDP_POL=$SL_TMP/p22-udp.yaml
+cat >"$P22_UDP_POL" <<'EOF'
+default: deny
+rules:
+  - name: anyport
+    hosts: ["ghcr.io"]
+    protocols: [tcp, udp]
+EOF
+
+CASE_POL=$P22_POL CASE_PORT=8443
+tls_allowed "P22-8443-listed" registry.npmjs.org registry.npmjs.org 198.51.100.30 srv openssl \
+	registry.npmjs.org -- "${S_CLIENT[@]}" -connect 198.51.100.30:8443 \
+	-servername registry.npmjs.org
+tls_denied "P22-8443" sni_mismatch registry.npmjs.org evil.example 198.51.100.30 srv openssl \
+	"$ABORTED" registry.npmjs.org -- \
+	"${S_CLIENT[@]}" -connect 198.51.100.30:8443 -servername evil.example
+tls_denied "P22-8443-v6" sni_mismatch registry.npmjs.org evil.example 2001:db8::30 srv openssl \
+	"$ABORTED" registry.npmjs.org/6 -- \
+	"${S_CLIENT[@]}" -connect '[2001:db8::30]:8443' -servername evil.example
+# Its first segment starts like TLS: the rest must not get through in pieces.
+tls_denied "P22-8443-split" sni_unparseable registry.npmjs.org null 198.51.100.30 srv python3 \
+	'^err ECONNABORTED$' registry.npmjs.org -- \
+	"${HELLO[@]}" 198.51.100.30 registry.npmjs.org split 8443
+tls_denied "P22-8443-split1" sni_unparseable registry.npmjs.org null 198.51.100.30 srv python3 \
+	'^err ECONNABORTED$' registry.npmjs.org -- \
+	"${HELLO[@]}" 198.51.100.30 registry.npmjs.org split1 8443
+# A rule without ports: every port is checked (the sink listens on 8080).
+CASE_PORT=8080
+tls_denied "P22-any-port" sni_mismatch ghcr.io evil.example 198.51.100.10 sink openssl \
+	"$ABORTED" ghcr.io -- "${S_CLIENT[@]}" -connect 198.51.100.10:8080 -servername evil.example
+# Control: a first payload that is not TLS (plain HTTP) is not judged off 443.
+tls_unchecked "P22-plain-8080" 198.51.100.10 8080 sink anyport ghcr.io -- \
+	"${CURL[@]}" -o /dev/null http://ghcr.io:8080/
+# A rule that lists ports other than 443 (containers: 443, 8080).
+CASE_POL=
+tls_denied "P22-listed-port" sni_mismatch ghcr.io evil.example 198.51.100.10 sink openssl \
+	"$ABORTED" ghcr.io -- "${S_CLIENT[@]}" -connect 198.51.100.10:8080 -servername evil.example
+CASE_PORT=443
+
+# quic_case LABEL POLICY: resolve ghcr.io, then one QUIC-like datagram to its address, UDP/443
+# (the sink listens there). Sets QUIC_OUT ("sent" or "err ENAME").
+quic_case() {
+	local label=$1 policy=$2
+	tls_run "$policy" "$label" ghcr.io -- python3 -c '
+import errno, socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+try:
+    s.sendto(b"\xc3\x00\x00\x00\x01" + bytes(1195), ("198.51.100.10", 443))
+    print("sent")
+except OSError as e:
+    print("err " + errno.errorcode.get(e.errno, str(e.errno)))'
+	assert_resolved "$label"
+	QUIC_OUT=$(cat "$CASE_CLIENT")
+}
+
+# A host rule without protocols is TCP only: QUIC to the name's address is refused.
+label=P22-quic-default
+quic_case "$label" "$P22_POL"
+tap_is "$label: the datagram to 198.51.100.10:443 fails with EPERM" "$QUIC_OUT" "err EPERM"
+assert_sink_none "$label: nothing reaches the sink's UDP/443" "udp 198.51.100.10 443"
+assert_log "$label: the log has the udp denial" "$CASE_LOG" 1 type=decision \
+	"run_id=$SL_RUN_ID" decision=deny proto=udp dst=198.51.100.10 port=443
+assert_run_clean "$label: nothing left (cgroup, pins, links, resolver sockets)"
+
+label=P22-quic-explicit
+quic_case "$label" "$P22_UDP_POL"
+tap_is "$label: with protocols: [tcp, udp] the datagram is sent" "$QUIC_OUT" sent
+assert_sink_saw "$label: the sink gets it on UDP/443" "udp 198.51.100.10 443"
+assert_log "$label: the log has the udp allow under anyport" "$CASE_LOG" +1 type=decision \
+	"run_id=$SL_RUN_ID" decision=allow proto=udp dst=198.51.100.10 port=443 rule=anyport
+assert_run_clean "$label: nothing left (cgroup, pins, links, resolver sockets)"
+
+# policy check says what UDP on a host rule means, and a host rule without protocols is tcp.
+label=P22-policy-check
+out=$("$SLUICE" policy check "$P22_UDP_POL" 2>&1)
+if grep -q "the server name is not checked: QUIC (HTTP/3) carries it in" <<<"$out" &&
+	grep -q "the kernel cannot bind it to the name without decrypting" <<<"$out"; then
+	tap_ok "$label: a host rule with udp is explained (QUIC's server name is not checked)"
+else
+	tap_fail "$label: a host rule with udp is explained (QUIC's server name is not checked)" \
+		"got: $out"
+fi
+out=$("$SLUICE" policy check "$P22_POL" 2>&1)
+if [[ $(grep -c '^    protocols: tcp$' <<<"$out") -eq 2 ]] && ! grep -q QUIC <<<"$out"; then
+	tap_ok "$label: host rules without protocols are tcp only, nothing to explain"
+else
+	tap_fail "$label: host rules without protocols are tcp only, nothing to explain" \
+		"got: $out"
+fi
+
+# ---------------------------------------------------------------------------------------------
+# 9. The fixtures go: dnsmasq and every s_server of this file stopped.
 
 dns_upstream_stop
 if pid_running "$SL_DNS_PID"; then

@@ -956,15 +956,19 @@ int loader_learn(struct loader *l, int family, const uint8_t *addr, uint16_t rul
 int loader_sni_learn(struct loader *l, int family, const uint8_t *addr, const char *name,
 		     uint32_t host_id)
 {
-	struct sl_sni_key key = { .name_hash = SL_FNV_OFFSET };
-	const unsigned char *c;
+	struct sl_sni_key key;
+	size_t i, len = strlen(name);
 
+	/* no server name can be longer; DNS names are at most 253 bytes anyway */
+	if (!len || len > SL_SNI_MAX)
+		return -ENAMETOOLONG;
+	/* the whole key is compared, padding included: the same bytes as the egress program's */
+	memset(&key, 0, sizeof(key));
 	memcpy(key.addr, addr, family == AF_INET ? 4 : 16);
-	/* the same FNV-1a 64 over the lower-case name as the egress program */
-	for (c = (const unsigned char *)name; *c; c++) {
-		key.name_hash ^= (uint64_t)(*c >= 'A' && *c <= 'Z' ? *c + ('a' - 'A') : *c);
-		key.name_hash *= SL_FNV_PRIME;
-	}
+	key.name_len = (__u16)len;
+	for (i = 0; i < len; i++)
+		key.name[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] + ('a' - 'A') :
+					name[i]);
 	if (bpf_map_update_elem(bpf_map__fd(l->skel->maps.sl_sni_ok), &key, &host_id, BPF_ANY))
 		return -errno;
 	return 0;

@@ -103,7 +103,8 @@ int loader_learn(struct loader *l, int family, const uint8_t *addr, uint16_t rul
 
 /*
  * Let TLS flows to addr (4 or 16 bytes) name host in their ClientHello: the resolver produced
- * addr for it. Returns 0 or -errno (-E2BIG: map full).
+ * addr for it. The name is kept whole (lower-cased) and matched exactly. Returns 0 or -errno
+ * (-E2BIG: map full; -ENAMETOOLONG: longer than a server name can be).
  */
 int loader_sni_learn(struct loader *l, int family, const uint8_t *addr, const char *name,
 		     uint32_t host_id);

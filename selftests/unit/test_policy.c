@@ -57,8 +57,8 @@ static bool check_seed(const struct policy *p, char *why)
 		EXPECT(!p->rules[i].n_cidrs && !p->rules[i].name,
 		       "expected rule %zu without cidrs and name, got %zu cidrs", i + 1,
 		       p->rules[i].n_cidrs);
-		EXPECT(p->rules[i].protocols == (SL_PROTO_TCP | SL_PROTO_UDP),
-		       "expected rule %zu protocols tcp|udp, got %#x", i + 1,
+		EXPECT(p->rules[i].protocols == SL_PROTO_TCP,
+		       "expected rule %zu protocols tcp (hosts, none given), got %#x", i + 1,
 		       p->rules[i].protocols);
 	}
 	r = &p->rules[0];
@@ -185,6 +185,22 @@ static bool check_ports(const struct policy *p, char *why)
 		EXPECT(r->ports[i].lo == want[i].lo && r->ports[i].hi == want[i].hi,
 		       "expected ports[%zu] = %u-%u, got %u-%u", i, want[i].lo, want[i].hi,
 		       r->ports[i].lo, r->ports[i].hi);
+	return true;
+}
+
+/* A rule with hosts gets tcp when it says nothing (QUIC's server name cannot be checked). */
+static bool check_host_protocols(const struct policy *p, char *why)
+{
+	static const unsigned int want[] = {
+		SL_PROTO_TCP, SL_PROTO_UDP, SL_PROTO_TCP | SL_PROTO_UDP, SL_PROTO_TCP,
+		SL_PROTO_TCP | SL_PROTO_UDP,
+	};
+
+	EXPECT(p->n_rules == ARRAY_SIZE(want), "expected %zu rules, got %zu", ARRAY_SIZE(want),
+	       p->n_rules);
+	for (size_t i = 0; i < ARRAY_SIZE(want); i++)
+		EXPECT(p->rules[i].protocols == want[i], "expected rule %zu protocols %#x, got %#x",
+		       i + 1, want[i], p->rules[i].protocols);
 	return true;
 }
 
@@ -347,6 +363,14 @@ static const struct accept_case accept_cases[] = {
 	 "  - {cidrs: [\"10.0.0.0/8\"], protocols: [TCP, Udp]}\n"
 	 "  - {cidrs: [\"10.0.0.0/8\"]}\n",
 	 check_protocols},
+	{"accept: host rules default to tcp, cidr rules to tcp and udp", NULL,
+	 "rules:\n"
+	 "  - {hosts: [a.example]}\n"
+	 "  - {hosts: [a.example], protocols: [udp]}\n"
+	 "  - {hosts: [a.example], protocols: [tcp, udp]}\n"
+	 "  - {hosts: [a.example], cidrs: [\"10.0.0.0/8\"]}\n"
+	 "  - {cidrs: [\"10.0.0.0/8\"]}\n",
+	 check_host_protocols},
 	{"accept: hosts lower-cased, trailing dot stripped, methods upper-cased", NULL,
 	 "rules:\n"
 	 "  - hosts: [\"*.Example.COM.\", PyPI.org, a-b.c0.io, localhost, \"x.y\"]\n"
@@ -1028,19 +1052,24 @@ static bool misc_errno_name(char *why)
 	return true;
 }
 
-static bool summary_has(const char *file, const char *const *want, size_t n, char *why)
+/* What policy check prints for an example file, or for yaml when file is NULL; NULL on error. */
+static char *summary_text(const char *file, const char *yaml, char *why)
 {
-	char err[ERR_LEN], path[4096], *text = NULL;
+	char err[ERR_LEN] = "", path[4096], *text = NULL;
 	struct policy_compiled *c = NULL;
 	struct policy *p = NULL;
 	size_t len = 0;
-	FILE *f = NULL;
-	bool ok = false;
+	FILE *f;
+	int ret;
 
-	if (!example_path(file, path, sizeof(path)) ||
-	    policy_load_file(path, &p, err, sizeof(err)) ||
-	    policy_compile(p, &c, err, sizeof(err))) {
-		snprintf(why, WHY_LEN, "expected %s to load and compile, got \"%s\"", file, err);
+	if (file)
+		ret = example_path(file, path, sizeof(path)) ?
+			      policy_load_file(path, &p, err, sizeof(err)) : -ENAMETOOLONG;
+	else
+		ret = policy_load_buffer(yaml, strlen(yaml), "summary.yaml", &p, err, sizeof(err));
+	if (ret || policy_compile(p, &c, err, sizeof(err))) {
+		snprintf(why, WHY_LEN, "expected %s to load and compile, got \"%s\"",
+			 file ? file : "the policy", err);
 		goto out;
 	}
 	f = open_memstream(&text, &len);
@@ -1050,21 +1079,27 @@ static bool summary_has(const char *file, const char *const *want, size_t n, cha
 	}
 	policy_print_summary(p, c, f);
 	fclose(f);
-	f = NULL;
-	for (size_t i = 0; i < n; i++) {
+out:
+	policy_compiled_free(c);
+	policy_free(p);
+	return text;
+}
+
+static bool summary_has(const char *file, const char *const *want, size_t n, char *why)
+{
+	char *text = summary_text(file, NULL, why);
+	bool ok = text != NULL;
+
+	for (size_t i = 0; ok && i < n; i++) {
 		if (!strstr(text, want[i])) {
 			snprintf(why, WHY_LEN,
 				 "expected the summary to contain \"%s\", got %zu bytes "
 				 "without it",
-				 want[i], len);
-			goto out;
+				 want[i], strlen(text));
+			ok = false;
 		}
 	}
-	ok = true;
-out:
 	free(text);
-	policy_compiled_free(c);
-	policy_free(p);
 	return ok;
 }
 
@@ -1076,7 +1111,8 @@ static bool misc_summary_seed(char *why)
 		"EPERM",
 		"hosts: registry.npmjs.org, pypi.org, files.pythonhosted.org\n"
 		"      (through the run's resolver: only listed names resolve",
-		"TLS on port 443 to them must name, in its ClientHello, a host that resolved",
+		"TLS to them, on any port (on 443 every flow must be TLS), must name, in its "
+		"ClientHello, a host\n       that resolved to that address",
 		"methods GET, HEAD: cannot be enforced in the kernel: HTTP methods are inside TLS",
 		"max_response_bytes: 500000000 per flow",
 		"max_request_bytes: 65536 per flow",
@@ -1101,6 +1137,43 @@ static bool misc_summary_demo(char *why)
 	};
 
 	return summary_has("demo.yaml", want, ARRAY_SIZE(want), why);
+}
+
+/*
+ * UDP to a name's addresses is not name-checked (QUIC): a host rule gets it only when asked
+ * (protocols: [udp]), and the summary says, for that rule only, what it means.
+ */
+static bool misc_summary_udp_hosts(char *why)
+{
+	static const char yaml[] = "rules:\n"
+				   "  - {name: quic, hosts: [q.example], protocols: [udp]}\n"
+				   "  - {name: web, hosts: [w.example]}\n"
+				   "  - {name: net, cidrs: [\"10.0.0.0/8\"]}\n";
+	static const char quic[] = "udp to these hosts' addresses: the server name is not "
+				   "checked: QUIC (HTTP/3) carries it in\n      its Initial "
+				   "packet, encrypted, and the kernel cannot bind it to the name "
+				   "without decrypting\n      the Initial";
+	char *text = summary_text(NULL, yaml, why), *at, *web, *net;
+	bool ok = false;
+
+	if (!text)
+		return false;
+	at = strstr(text, quic);
+	web = strstr(text, "rule 2: web");
+	net = strstr(text, "rule 3: net");
+	if (!at || !web || !net || at > web)
+		snprintf(why, WHY_LEN, "expected rule 1 (quic) to explain QUIC: \"%s\"; got:\n%s",
+			 quic, text);
+	else if (strstr(at + sizeof(quic) - 1, "QUIC"))
+		snprintf(why, WHY_LEN, "expected no QUIC note for rules 2 (tcp) and 3 (cidrs); got:"
+			 "\n%s", web);
+	else if (!strstr(web, "protocols: tcp\n") || strstr(web, "protocols: tcp\n") > net ||
+		 !strstr(net, "protocols: tcp, udp\n"))
+		snprintf(why, WHY_LEN, "expected rule 2 tcp, rule 3 tcp, udp; got:\n%s", web);
+	else
+		ok = true;
+	free(text);
+	return ok;
 }
 
 /* Host matching: exact names, wildcards strictly below their domain, first rule wins. */
@@ -1277,6 +1350,8 @@ static const struct misc_case misc_cases[] = {
 	{"misc: policy_errno_name", misc_errno_name},
 	{"misc: summary of seed-003.yaml says what is not enforced", misc_summary_seed},
 	{"misc: summary of demo.yaml", misc_summary_demo},
+	{"misc: summary explains UDP on a host rule (QUIC is not name-checked)",
+	 misc_summary_udp_hosts},
 	{"misc: host matching (exact, wildcard below its domain only, first rule)", misc_host_match},
 	{"misc: missing file is -ENOENT", misc_missing_file},
 	{"misc: input over POLICY_MAX_BYTES is -EFBIG", misc_too_big},
