@@ -770,6 +770,8 @@ static int setup(struct run *r, char *err, size_t err_len)
 		/* selftests only, and said on stderr: see selftests/test_journal.sh */
 		.keep_plain = getenv("SLUICE_SELFTEST_KEEP_PLAIN") != NULL,
 		.export_fd = r->args.checkpoint_fd,
+		.on_fail = records_log_failed,
+		.fail_ctx = &r->rec,
 	};
 	int ret;
 
@@ -797,6 +799,7 @@ static int setup(struct run *r, char *err, size_t err_len)
 	r->rec.task = r->args.task;
 	r->rec.log_path = r->log_path;
 	r->rec.policy = r->policy;
+	r->rec.strict = r->args.strict_evidence;
 	ret = records_init(&r->rec);
 	if (ret) {
 		util_fmt(err, err_len, "%s", strerror(-ret));
@@ -958,6 +961,11 @@ int run_main(int argc, char **argv)
 	run_finish(&r, has_status, status, why);
 	if (!ret)
 		waitpid(child, NULL, WNOHANG);
+	if (records_log_incomplete(&r.rec)) {
+		fprintf(stderr, "sluice: run %s: the log could not be written at some point: exit "
+				"%d\n", r.run_id, RUN_EXIT_LOG_INCOMPLETE);
+		status = RUN_EXIT_LOG_INCOMPLETE;
+	}
 	if (r.still_running)
 		status = RUN_EXIT_SLUICE_ERROR;
 
