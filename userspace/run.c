@@ -233,7 +233,10 @@ static void usage(FILE *out)
 		"  --log-rotate-kib N  past N KiB, compress the log into LOG.000001.gz, … and go on in\n"
 		"                   a new LOG (default 0: never)\n"
 		"  --strict-evidence  refuse a connection whose allow the ring buffer has no room to\n"
-		"                   record (the loss is counted, the connect fails with EPERM)\n",
+		"                   record (the loss is counted, the connect fails with EPERM), and\n"
+		"                   every new connection once the log cannot be written\n"
+		"Exit status: CMD's; 123 if the log could not be written at some point; 125 if\n"
+		"sluice failed; 126/127 if CMD could not be run.\n",
 		RUN_CHECKPOINT_LINES, RUN_CHECKPOINT_SECS);
 }
 
