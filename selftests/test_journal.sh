@@ -299,7 +299,8 @@ sl_scrub_run "$SL_RUN_ID"
 
 # ---------------------------------------------------------------------------------------------
 # 7. A full disk: the log stops at a whole line, stderr says so once, the export stream too;
-# enforcement goes on and sluice exits 123 (the log could not hold every record: test_logfull.sh).
+# enforcement goes on and sluice exits 123 (the log could not hold every record: test_logfull.sh);
+# the log ends, in the room the writer kept on disk, with what it could not write and its seal.
 
 full=$SL_TMP/full
 mkdir -p "$full"
@@ -315,8 +316,10 @@ if mount -t tmpfs -o size=64k sl-journal-full "$full"; then
 	tap_is "full disk: stderr reports the log failing once (again only after it went on)" \
 		"$(grep -c "writing log $log: No space left on device" "$SL_ERR")" \
 		"$((1 + $(grep -c "sluice: log $log can be written again" "$SL_ERR")))"
-	tap_check "full disk: what is on disk is whole lines that check (unsealed)" \
-		python3 "$CHECK" "$log" --unsealed --pub "$SLUICE_PUB"
+	tap_check "full disk: what is on disk is whole lines that check, sealed in the room kept for the end" \
+		python3 "$CHECK" "$log" --pub "$SLUICE_PUB"
+	tap_cmp "full disk: a loss line of hook log declares what could not be written" \
+		"$(log_count "$log" type=loss hook=log)" -ge 1
 	tap_check "full disk: the export stream says where the log stopped" \
 		grep -qE "^sluice: log write failed at seq [0-9]+: No space left on device$" \
 		"$SL_TMP/full.export"

@@ -10,8 +10,8 @@
 #   the log is sealed, and sluice exits 123.
 # - Without it: the connections go on (the sink sees each), the log goes on once space is freed
 #   with the same declaration, sluice exits 123, and sluice verify and sl_logcheck.py both report
-#   the unwritten records (verify exit 3, never "0 lost"); a log that never gets space back
-#   stays a verifiable, unsealed prefix, and sluice still exits 123.
+#   the unwritten records (verify exit 3, never "0 lost"); on a disk that never gets space back
+#   the log still ends with that declaration and its seal (room taken ahead on disk).
 # Each case runs in the default configuration (CMD as root, sluice's own network namespace) and
 # in the recommended one (--user nobody --netns).
 
@@ -172,8 +172,9 @@ for config in default recommended; do
 	one_case "$config" ""
 done
 
-# A disk that never gets space back: no declaration is possible in the log, which stays a
-# verifiable unsealed prefix; sluice still exits 123 (and stderr said why).
+# A disk that never gets space back: the writer takes room on disk ahead of its lines, so the
+# disk fills while the run's last lines still fit there: the log ends with the declaration of
+# what it could not write, run_end and the seal; sluice exits 123.
 if new_fs; then
 	log=$FS/log.jsonl
 	sluice_start "$policy" "$log" -- "${RUN_EXEC[@]}" sh -c \
@@ -186,10 +187,18 @@ if new_fs; then
 	else
 		tap_fail "P25 (never freed): the run ended" "sluice still running"
 	fi
-	tap_check "P25 (never freed): the log on disk checks, unsealed" \
-		python3 "$CHECK" "$log" --unsealed --pub "$SLUICE_PUB"
 	tap_check "P25 (never freed): stderr says the log could not be written" \
-		err_has "the log could not be written at some point: exit 123"
+		err_has "writing log $log: No space left on device"
+	tap_check "P25 (never freed): the log checks, sealed, on the full disk" \
+		python3 "$CHECK" "$log" --pub "$SLUICE_PUB"
+	"$SLUICE" verify "$log" >"$SL_TMP/verify.out" 2>&1
+	tap_is "P25 (never freed): sluice verify: exit 3" "$?" 3
+	counts=$(verify_counts "$log" | tr '\n' ' ')
+	read -r c1 c2 c3 <<<"$counts"
+	tap_check "P25 (never freed): verify, --json and sl_logcheck.py report the same unwritten count, the 20 connections' records at least" \
+		test -n "$c1" -a "$c1" = "${c2-}" -a "$c1" = "${c3-}" -a "${c1:-0}" -ge 20
+	tap_is "P25 (never freed): the log's file takes no room past its end once closed" \
+		"$(($(stat -c %b "$log") * $(stat -c %B "$log") <= ($(stat -c %s "$log") + 4095) / 4096 * 4096))" 1
 	unfill
 	assert_no_leftovers "P25 (never freed): nothing left"
 else

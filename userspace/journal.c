@@ -33,6 +33,14 @@
 #define WBUF_SIZE (64 * 1024)
 #define NOTE_MAX 1024	  /* a checkpoint or certificate note: origin, size, root, one signature */
 #define SEGMENT_MAX 999999 /* LOG.000001.gz … LOG.999999.gz */
+/*
+ * Room on disk taken ahead of the lines (fallocate, the file's size unchanged): a disk that
+ * fills up fails the log while the run's last lines — the declaration of what could not be
+ * written, host_total, loss_ranges (8 KiB at most), run_end and the seal — still fit in it.
+ * Taken in steps, so that a flush rarely needs a fallocate.
+ */
+#define RESERVE_BYTES (32 * 1024)
+#define RESERVE_STEP (256 * 1024)
 /* A sidecar holds a note per checkpoint: a few hundred bytes per thousand lines of log. */
 #define SIDECAR_MAX (256 * 1024 * 1024)
 
@@ -98,6 +106,9 @@ struct journal {
 	size_t wlen;
 	uint64_t wlines; /* whole lines in wbuf */
 	uint64_t file_off; /* bytes of the live segment on disk */
+	uint64_t reserved_end; /* the live segment's blocks are allocated up to here */
+	bool no_reserve;       /* the file system cannot allocate ahead (no fallocate) */
+	bool final;	       /* the run's last lines: they may use the reserve (journal_final) */
 	/*
 	 * The chain as the file holds it (wbuf empty): a failed write cuts the file back to
 	 * file_off and the chain back to this, so the next line follows the last one on disk.
@@ -440,6 +451,47 @@ static void disk_state_save(struct journal *j)
 }
 
 /*
+ * Room for len more bytes and RESERVE_BYTES after them, taken before they are written: a lack
+ * of space then fails the log with nothing written, the reserve intact.
+ */
+static int reserve_locked(struct journal *j, size_t len)
+{
+	uint64_t need = j->file_off + len + RESERVE_BYTES;
+	int err;
+
+	if (j->no_reserve || j->final || need <= j->reserved_end)
+		return 0;
+	if (!fallocate(j->fd, FALLOC_FL_KEEP_SIZE, (off_t)j->file_off,
+		       (off_t)(len + RESERVE_BYTES + RESERVE_STEP))) {
+		j->reserved_end = need + RESERVE_STEP;
+		return 0;
+	}
+	err = -errno;
+	if ((err == -ENOSPC || err == -EDQUOT) &&
+	    !fallocate(j->fd, FALLOC_FL_KEEP_SIZE, (off_t)j->file_off, (off_t)(len + RESERVE_BYTES))) {
+		j->reserved_end = need;
+		return 0;
+	}
+	if (err == -ENOSPC || err == -EDQUOT)
+		return err;
+	/* a file system that cannot: the log is written as it comes, and cut back on a failure */
+	j->no_reserve = true;
+	return 0;
+}
+
+/* The blocks taken beyond the end of the live segment, given back (best effort). */
+static void reserve_release(struct journal *j)
+{
+	/* to a page boundary (64 KiB: any page size), or the last page taken would stay */
+	uint64_t end = (j->reserved_end + 0xffff) & ~(uint64_t)0xffff;
+
+	if (j->reserved_end > j->file_off)
+		fallocate(j->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)j->file_off,
+			  (off_t)(end - j->file_off));
+	j->reserved_end = 0;
+}
+
+/*
  * Write the buffer out. On a failure the file is cut back to where this write started: the
  * lines before it are untouched, none of this write's is left (whole or torn), and the chain
  * goes back to the last line on disk, so that the log can go on after it once there is room
@@ -454,7 +506,8 @@ static int flush_locked(struct journal *j)
 		return j->err;
 	if (!j->wlen)
 		return 0;
-	done = write_all(j->fd, j->wbuf, j->wlen, &err);
+	err = reserve_locked(j, j->wlen);
+	done = err ? 0 : write_all(j->fd, j->wbuf, j->wlen, &err);
 	if (!err) {
 		j->file_off += done;
 		j->wlen = 0;
@@ -470,6 +523,8 @@ static int flush_locked(struct journal *j)
 	memcpy(j->prev, j->disk_prev, sizeof(j->prev));
 	j->tree = j->disk_tree;
 	j->file_bytes = j->file_off;
+	if (done)
+		j->reserved_end = 0; /* cutting back may give back what was taken ahead */
 	/* (with O_APPEND, as after a resume, the offset follows the size by itself) */
 	if (done && (ftruncate(j->fd, (off_t)j->file_off) ||
 		     lseek(j->fd, (off_t)j->file_off, SEEK_SET) < 0)) {
@@ -958,6 +1013,7 @@ static int rotate_locked(struct journal *j)
 		log_failed(j, j->seq, err, false);
 		return err;
 	}
+	reserve_release(j);
 	close(j->fd);
 	j->fd = fd;
 	j->file_off = 0;
@@ -1031,6 +1087,13 @@ int journal_retry(struct journal *j, struct journal_line *l)
 out:
 	pthread_mutex_unlock(&j->lock);
 	return err;
+}
+
+void journal_final(struct journal *j)
+{
+	pthread_mutex_lock(&j->lock);
+	j->final = true;
+	pthread_mutex_unlock(&j->lock);
 }
 
 int journal_failure(struct journal *j, bool *dead)
@@ -1481,6 +1544,7 @@ int journal_close(struct journal *j)
 		return 0;
 	pthread_mutex_lock(&j->lock);
 	err = flush_locked(j);
+	reserve_release(j);
 	if (!err && fsync(j->fd)) {
 		err = -errno;
 		log_failed(j, j->seq, err, false);

@@ -132,6 +132,13 @@ int journal_line_finish(struct journal_line *l);
  */
 int journal_write(struct journal *j, struct journal_line *l);
 
+/*
+ * The run's last lines follow: they may use the room taken ahead on disk (writes take it
+ * RESERVE_BYTES ahead of the lines, so a disk that fills fails the log while they still fit).
+ * A log that failed for lack of space is then retried into it (journal_retry).
+ */
+void journal_final(struct journal *j);
+
 /* Lines in the file now (wholly written, not necessarily synced). Any thread, no lock. */
 uint64_t journal_lines_written(const struct journal *j);
 

@@ -225,8 +225,13 @@ static void kseq_pending(struct records *r, uint64_t seq, uint64_t kseq)
 static void kseqs_settle(struct records *r)
 {
 	struct records_kseqs *k = r->kseqs;
+	/*
+	 * The failure first: a failed log's file does not grow (only journal_retry, on this
+	 * thread, ends a failure), so every line it lacks then is lost. Read the other way
+	 * round, lines a flush wrote between the two reads would be taken for lost.
+	 */
+	bool failed = journal_failure(r->journal, NULL) != 0;
 	uint64_t written = journal_lines_written(r->journal);
-	bool failed;
 
 	while (k->n && k->pending[k->head].seq < written) {
 		uint64_t kseq = k->pending[k->head].kseq;
@@ -235,9 +240,6 @@ static void kseqs_settle(struct records *r)
 		k->n--;
 		kseq_logged(r, kseq);
 	}
-	if (!k->n)
-		return;
-	failed = journal_failure(r->journal, NULL) != 0;
 	while (failed && k->n) {
 		k->head = (k->head + 1) % PENDING_MAX;
 		k->n--;
@@ -797,7 +799,7 @@ static void report_loss(struct records *r)
  * It bounds their kseqs as a kernel loss line does: each was read from the ring buffer, so
  * took its number before the kernel's next one, read now. Returns true when the log goes on.
  */
-static bool declare_unwritten(struct records *r)
+static bool declare_unwritten(struct records *r, bool final)
 {
 	struct journal_line l;
 	struct timespec now;
@@ -819,9 +821,14 @@ static bool declare_unwritten(struct records *r)
 	journal_line_str(&l, "why", strerror(-err));
 	if (journal_retry(r->journal, &l))
 		return false;
-	fprintf(stderr, "sluice: log %s can be written again; %" PRIu64 " kernel records could not "
-			"be written, declared in it\n",
-		r->log_path, r->unwritten - r->unwritten_reported);
+	if (final)
+		fprintf(stderr, "sluice: log %s ends in the room kept for the end of the run; %" PRIu64
+				" kernel records could not be written, declared in it\n",
+			r->log_path, r->unwritten - r->unwritten_reported);
+	else
+		fprintf(stderr, "sluice: log %s can be written again; %" PRIu64 " kernel records "
+				"could not be written, declared in it\n",
+			r->log_path, r->unwritten - r->unwritten_reported);
 	r->unwritten_reported = r->unwritten;
 	r->journal_failed = false;
 	return true;
@@ -838,7 +845,7 @@ void records_drain(struct records *r)
 	if (err)
 		records_journal_error(r, err);
 	kseqs_settle(r);
-	if (!declare_unwritten(r))
+	if (!declare_unwritten(r, false))
 		return;
 	report_loss(r);
 	err = journal_flush(r->journal);
@@ -960,10 +967,14 @@ void records_end(struct records *r, bool has_status, int status, const char *why
 	uint64_t lost = 0, next_seq;
 	int hook;
 
-	/* the last lines pending are settled, and what never reached the log declared */
+	/*
+	 * The last lines pending are settled, and what never reached the log declared: into the
+	 * room taken ahead on disk, if the disk is still full.
+	 */
+	journal_final(r->journal);
 	journal_flush(r->journal);
 	kseqs_settle(r);
-	declare_unwritten(r);
+	declare_unwritten(r, true);
 	write_host_totals(r);
 	for (hook = 0; hook < SL_HOOK_MAX; hook++)
 		lost += r->lost_reported[hook];

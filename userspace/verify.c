@@ -1308,8 +1308,9 @@ static int check_loss(struct verifier *v)
 		if (u64_field(v, "loss", "lines", &lines))
 			return -ECANCELED;
 		if (lines < count)
-			return BAD(v, "loss: %" PRIu64 " records of hook log not written, but only "
-				      "%" PRIu64 " lines",
+			return BAD(v,
+				   "loss: %" PRIu64 " records of hook log not written, but only "
+				   "%" PRIu64 " lines",
 				   count, lines);
 		r->unwritten += count;
 		r->unwritten_lines += lines < UINT64_MAX - r->unwritten_lines ? lines : 0;
