@@ -61,6 +61,9 @@ enum sl_reason {
 	SL_REASON_HOST_CAP = 14,     /* the host's byte total for the run has reached the rule's cap */
 	SL_REASON_UNRECORDED = 15,   /* strict evidence: the allow could not be recorded (never logged,
 					counted as loss) */
+	/* 16: reserved */
+	SL_REASON_LOG_UNWRITABLE = 17, /* strict evidence: the run's log cannot be written (a full
+					  disk, an I/O error): nothing goes ahead unrecorded */
 };
 
 /* Policy modes (rodata sl_cfg_mode). */

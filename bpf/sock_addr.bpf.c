@@ -77,6 +77,17 @@ struct {
 	__type(value, struct sl_dns_client);
 } sl_dns_clients SEC(".maps");
 
+/*
+ * Index 0 is set (to 1) by userspace the moment the run's log cannot be written: with strict
+ * evidence, what would go ahead is then refused, since its record could not reach the log.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} sl_log_state SEC(".maps");
+
 /* Host names by host_id, for a resumed writer (see struct sl_host_name); no program reads it. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -238,6 +249,14 @@ static __always_inline bool hold_udp_denial(struct bpf_sock_addr *ctx,
 	return true;
 }
 
+static __always_inline bool log_unwritable(void)
+{
+	__u32 zero = 0;
+	__u32 *down = bpf_map_lookup_elem(&sl_log_state, &zero);
+
+	return down && *down;
+}
+
 /* Record the decision and turn it into the program's return value. */
 static __always_inline int finish(struct bpf_sock_addr *ctx, struct sl_decision_event *ev,
 				  struct verdict *v, __u8 hook, bool is_sendmsg)
@@ -273,6 +292,14 @@ static __always_inline int finish(struct bpf_sock_addr *ctx, struct sl_decision_
 	deny = v->verdict == SL_VERDICT_DENY;
 	/* Report mode lets denials through, except the blackhole, which no mode or policy opens. */
 	enforce = deny && (sl_cfg_mode == SL_MODE_ENFORCE || v->reason == SL_REASON_BLACKHOLE);
+	/*
+	 * Strict evidence, and the log cannot be written: whatever would go ahead (an allow, a
+	 * DNS redirect, a report-mode denial) is refused, at once, with the denial's errno.
+	 */
+	if (sl_cfg_strict && !enforce && log_unwritable()) {
+		set_verdict(v, SL_VERDICT_DENY, SL_REASON_LOG_UNWRITABLE, v->rule_id);
+		deny = enforce = true;
+	}
 	ev->verdict = v->verdict;
 	ev->reason = v->reason;
 	ev->rule_id = v->rule_id;
@@ -283,7 +310,7 @@ static __always_inline int finish(struct bpf_sock_addr *ctx, struct sl_decision_
 	if (ctx->protocol == IPPROTO_UDP && ctx->sk) {
 		/* A UDP connect() sends nothing: hold its denial until the socket sends. */
 		if (enforce && !is_sendmsg && v->reason != SL_REASON_BLACKHOLE &&
-		    hold_udp_denial(ctx, ev))
+		    v->reason != SL_REASON_LOG_UNWRITABLE && hold_udp_denial(ctx, ev))
 			return 1;
 		/* allowed now: an earlier connect's held denial no longer applies */
 		if (!deny)

@@ -39,6 +39,7 @@ static const char *const reason_names[] = {
 	[SL_REASON_V4_RELAY] = "ipv4_relay",
 	[SL_REASON_HOST_CAP] = "host_total_cap",
 	[SL_REASON_UNRECORDED] = "unrecorded",
+	[SL_REASON_LOG_UNWRITABLE] = "log_unwritable",
 };
 
 const char *decision_reason_name(unsigned int reason)
@@ -125,7 +126,8 @@ int decision_view_init(struct decision_view *v, const struct sl_decision_event *
 	memset(v, 0, sizeof(*v));
 	if (ev->hook == SL_HOOK_NONE || ev->hook >= SL_HOOK_MAX || ev->hook == SL_HOOK_SOCK_RELEASE ||
 	    (ev->verdict != SL_VERDICT_ALLOW && ev->verdict != SL_VERDICT_DENY) ||
-	    ev->reason < SL_REASON_RULE || ev->reason > SL_REASON_HOST_CAP)
+	    ev->reason < SL_REASON_RULE ||
+	    (ev->reason > SL_REASON_HOST_CAP && ev->reason != SL_REASON_LOG_UNWRITABLE))
 		return -EINVAL;
 	/* the egress program also judges destinations (the backstop); tc sees non-IP frames */
 	if (ev->hook == SL_HOOK_SOCK_CREATE || ev->hook == SL_HOOK_SETSOCKOPT ||
@@ -136,6 +138,9 @@ int decision_view_init(struct decision_view *v, const struct sl_decision_event *
 		return surface_view_init(v, ev);
 	if ((ev->reason == SL_REASON_RULE || ev->reason == SL_REASON_HOST_CAP) &&
 	    (ev->rule_id == SL_RULE_DEFAULT || ev->rule_id > p->n_rules))
+		return -EINVAL;
+	/* refused while the log could not be written: the rule that would have allowed it */
+	if (ev->reason == SL_REASON_LOG_UNWRITABLE && ev->rule_id > p->n_rules)
 		return -EINVAL;
 
 	/* dst_port is for the stderr notice of a denial: an allow (the hot path) needs none */
@@ -168,7 +173,8 @@ int decision_view_init(struct decision_view *v, const struct sl_decision_event *
 		util_fmt(v->dst_port + n, sizeof(v->dst_port) - n, "/%s", v->proto);
 	}
 
-	if (ev->reason == SL_REASON_RULE || ev->reason == SL_REASON_HOST_CAP)
+	if (ev->reason == SL_REASON_RULE || ev->reason == SL_REASON_HOST_CAP ||
+	    (ev->reason == SL_REASON_LOG_UNWRITABLE && ev->rule_id))
 		policy_rule_name(p, ev->rule_id - 1, v->rule, sizeof(v->rule));
 	else if (ev->reason == SL_REASON_BLACKHOLE)
 		util_copy(v->rule, sizeof(v->rule), "blackhole");

@@ -33,6 +33,14 @@
 #define WBUF_SIZE (64 * 1024)
 #define NOTE_MAX 1024	  /* a checkpoint or certificate note: origin, size, root, one signature */
 #define SEGMENT_MAX 999999 /* LOG.000001.gz … LOG.999999.gz */
+/*
+ * Room on disk taken ahead of the lines (fallocate, the file's size unchanged): a disk that
+ * fills up fails the log while the run's last lines — the declaration of what could not be
+ * written, host_total, loss_ranges (8 KiB at most), run_end and the seal — still fit in it.
+ * Taken in steps, so that a flush rarely needs a fallocate.
+ */
+#define RESERVE_BYTES (32 * 1024)
+#define RESERVE_STEP (256 * 1024)
 /* A sidecar holds a note per checkpoint: a few hundred bytes per thousand lines of log. */
 #define SIDECAR_MAX (256 * 1024 * 1024)
 
@@ -56,7 +64,17 @@ struct journal {
 	int fd;		      /* the live segment */
 	int sidecar_fd;
 	int export_fd;
-	int err; /* first error writing the log, sticky: nothing more is appended after it */
+	/*
+	 * The log's failure, 0 while it can be written: nothing is appended while it is set. A
+	 * lack of space (ENOSPC, EDQUOT) whose write was cut back cleanly can be undone by
+	 * journal_retry; anything else (dead) stays for the rest of the run.
+	 */
+	int err;
+	bool dead;
+	bool retrying; /* journal_retry's own lines may be appended, and fail quietly */
+	uint64_t unwritten; /* lines refused or cut off since the log failed */
+	void (*on_fail)(int err, void *ctx);
+	void *fail_ctx;
 	/* a failed copy stops (reported once, on stderr); the log goes on */
 	bool export_failed;
 	bool sealed;
@@ -88,6 +106,16 @@ struct journal {
 	size_t wlen;
 	uint64_t wlines; /* whole lines in wbuf */
 	uint64_t file_off; /* bytes of the live segment on disk */
+	uint64_t reserved_end; /* the live segment's blocks are allocated up to here */
+	bool no_reserve;       /* the file system cannot allocate ahead (no fallocate) */
+	bool final;	       /* the run's last lines: they may use the reserve (journal_final) */
+	/*
+	 * The chain as the file holds it (wbuf empty): a failed write cuts the file back to
+	 * file_off and the chain back to this, so the next line follows the last one on disk.
+	 */
+	uint64_t disk_seq; /* read without the lock: journal_lines_written */
+	uint8_t disk_prev[TLOG_HASH_SIZE];
+	struct tlog_tree disk_tree;
 
 	char line[JOURNAL_LINE_MAX];	 /* a line being composed, seq and prev included */
 	struct journal_line cp;		 /* a checkpoint being built */
@@ -386,13 +414,23 @@ static void sidecar_failed(struct journal *j, int err)
 		j->sidecar_path, strerror(-err));
 }
 
-/* The log failed: remember it, and say so in the export stream where a supervisor reads. */
-static void log_failed(struct journal *j, uint64_t seq, int err)
+/*
+ * The log failed: remember it, say so in the export stream where a supervisor reads, and tell
+ * the run (--strict-evidence refuses new connections from now on). A lack of space can be
+ * retried (journal_retry); journal_retry's own failures are not news.
+ */
+static void log_failed(struct journal *j, uint64_t seq, int err, bool space)
 {
 	char msg[256];
 	int n, e;
 
+	if (!space || (err != -ENOSPC && err != -EDQUOT))
+		j->dead = true;
+	if (j->err)
+		return;
 	j->err = err;
+	if (j->on_fail)
+		j->on_fail(err, j->fail_ctx);
 	if (j->export_fd < 0 || j->export_failed)
 		return;
 	n = snprintf(msg, sizeof(msg), "sluice: log write failed at seq %" PRIu64 ": %s\n\n", seq,
@@ -404,39 +442,98 @@ static void log_failed(struct journal *j, uint64_t seq, int err)
 	}
 }
 
+/* The file holds every line so far: what a failed write goes back to. */
+static void disk_state_save(struct journal *j)
+{
+	__atomic_store_n(&j->disk_seq, j->seq, __ATOMIC_RELEASE);
+	memcpy(j->disk_prev, j->prev, sizeof(j->prev));
+	j->disk_tree = j->tree;
+}
+
 /*
- * Write the buffer out. On a failure the file is cut back to its last whole line, so the log on
- * disk stays a valid (unsealed) prefix; the lines that did not make it are gone with the error.
+ * Room for len more bytes and RESERVE_BYTES after them, taken before they are written: a lack
+ * of space then fails the log with nothing written, the reserve intact.
+ */
+static int reserve_locked(struct journal *j, size_t len)
+{
+	uint64_t need = j->file_off + len + RESERVE_BYTES;
+	int err;
+
+	if (j->no_reserve || j->final || need <= j->reserved_end)
+		return 0;
+	if (!fallocate(j->fd, FALLOC_FL_KEEP_SIZE, (off_t)j->file_off,
+		       (off_t)(len + RESERVE_BYTES + RESERVE_STEP))) {
+		j->reserved_end = need + RESERVE_STEP;
+		return 0;
+	}
+	err = -errno;
+	if ((err == -ENOSPC || err == -EDQUOT) &&
+	    !fallocate(j->fd, FALLOC_FL_KEEP_SIZE, (off_t)j->file_off, (off_t)(len + RESERVE_BYTES))) {
+		j->reserved_end = need;
+		return 0;
+	}
+	if (err == -ENOSPC || err == -EDQUOT)
+		return err;
+	/* a file system that cannot: the log is written as it comes, and cut back on a failure */
+	j->no_reserve = true;
+	return 0;
+}
+
+/* The blocks taken beyond the end of the live segment, given back (best effort). */
+static void reserve_release(struct journal *j)
+{
+	/* to a page boundary (64 KiB: any page size), or the last page taken would stay */
+	uint64_t end = (j->reserved_end + 0xffff) & ~(uint64_t)0xffff;
+
+	if (j->reserved_end > j->file_off)
+		fallocate(j->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)j->file_off,
+			  (off_t)(end - j->file_off));
+	j->reserved_end = 0;
+}
+
+/*
+ * Write the buffer out. On a failure the file is cut back to where this write started: the
+ * lines before it are untouched, none of this write's is left (whole or torn), and the chain
+ * goes back to the last line on disk, so that the log can go on after it once there is room
+ * again. The lines cut off are counted as unwritten.
  */
 static int flush_locked(struct journal *j)
 {
-	size_t done, cut, i;
-	uint64_t whole = 0;
+	size_t done;
 	int err;
 
-	if (j->err)
+	if (j->err && !j->retrying)
 		return j->err;
 	if (!j->wlen)
 		return 0;
-	done = write_all(j->fd, j->wbuf, j->wlen, &err);
+	err = reserve_locked(j, j->wlen);
+	done = err ? 0 : write_all(j->fd, j->wbuf, j->wlen, &err);
 	if (!err) {
 		j->file_off += done;
 		j->wlen = 0;
 		j->wlines = 0;
+		disk_state_save(j);
 		return 0;
 	}
-	for (cut = 0, i = 0; i < done; i++) {
-		if (j->wbuf[i] == '\n') {
-			cut = i + 1;
-			whole++;
-		}
-	}
-	if (cut < done && ftruncate(j->fd, (off_t)(j->file_off + cut)) == 0)
-		lseek(j->fd, (off_t)(j->file_off + cut), SEEK_SET);
-	j->file_off += cut;
-	log_failed(j, j->seq - j->wlines + whole, err);
+	if (!j->retrying)
+		j->unwritten += j->wlines;
 	j->wlen = 0;
 	j->wlines = 0;
+	j->seq = j->disk_seq;
+	memcpy(j->prev, j->disk_prev, sizeof(j->prev));
+	j->tree = j->disk_tree;
+	j->file_bytes = j->file_off;
+	if (done)
+		j->reserved_end = 0; /* cutting back may give back what was taken ahead */
+	/* (with O_APPEND, as after a resume, the offset follows the size by itself) */
+	if (done && (ftruncate(j->fd, (off_t)j->file_off) ||
+		     lseek(j->fd, (off_t)j->file_off, SEEK_SET) < 0)) {
+		fprintf(stderr, "sluice: cutting log %s back to its last whole line: %s\n", j->path,
+			strerror(errno));
+		log_failed(j, j->seq, err, false);
+		return err;
+	}
+	log_failed(j, j->seq, err, true);
 	return err;
 }
 
@@ -445,9 +542,10 @@ static int sync_locked(struct journal *j)
 {
 	int err = flush_locked(j);
 
+	/* lines written but perhaps not on disk: no going back, nor on */
 	if (!err && fdatasync(j->fd)) {
 		err = -errno;
-		log_failed(j, j->seq, err);
+		log_failed(j, j->seq, err, false);
 	}
 	return err;
 }
@@ -462,7 +560,7 @@ static int append_locked(struct journal *j, const struct journal_line *body)
 	size_t n, total;
 	int i, err;
 
-	if (j->err)
+	if (j->err && !j->retrying)
 		return j->err;
 	if (j->sealed)
 		return -EPIPE;
@@ -555,7 +653,7 @@ static int checkpoint_locked(struct journal *j, const char *reason)
 	size_t note_len;
 	int len, err;
 
-	if (j->err)
+	if (j->err && !j->retrying)
 		return j->err;
 	if (j->sealed)
 		return -EPIPE;
@@ -893,7 +991,7 @@ static int rotate_locked(struct journal *j)
 	/* The rename is on disk before the new PATH is (or, after a crash, the log looks gone). */
 	err = fsync_dir_of(j->path);
 	if (err) {
-		log_failed(j, j->seq, err);
+		log_failed(j, j->seq, err, false);
 		return err;
 	}
 	fd = open(j->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
@@ -904,7 +1002,7 @@ static int rotate_locked(struct journal *j)
 		 * that on disk before more lines are: appended to PATH.NNNNNN they would not be.
 		 */
 		if (rename_noreplace(seg, j->path) || fsync_dir_of(j->path)) {
-			log_failed(j, j->seq, err);
+			log_failed(j, j->seq, err, false);
 			return err;
 		}
 		return rotation_stops(j, "create the next segment", err);
@@ -912,9 +1010,10 @@ static int rotate_locked(struct journal *j)
 	err = fsync_dir_of(j->path);
 	if (err) {
 		close(fd);
-		log_failed(j, j->seq, err);
+		log_failed(j, j->seq, err, false);
 		return err;
 	}
+	reserve_release(j);
 	close(j->fd);
 	j->fd = fd;
 	j->file_off = 0;
@@ -950,11 +1049,68 @@ int journal_write(struct journal *j, struct journal_line *l)
 	if (journal_line_finish(l))
 		return -E2BIG;
 	pthread_mutex_lock(&j->lock);
+	if (j->err && !j->sealed)
+		j->unwritten++;
+	l->seq = j->seq;
 	err = append_locked(j, l);
 	if (!err)
 		err = after_lines_locked(j, l->type);
 	pthread_mutex_unlock(&j->lock);
 	return err;
+}
+
+int journal_retry(struct journal *j, struct journal_line *l)
+{
+	int err;
+
+	pthread_mutex_lock(&j->lock);
+	err = j->err;
+	if (!err || j->dead || j->sealed)
+		goto out;
+	journal_line_u64(l, "lines", j->unwritten);
+	if (journal_line_finish(l)) {
+		err = -E2BIG;
+		goto out;
+	}
+	/* the line and its checkpoint, synced; a failure cuts them off again, quietly */
+	j->retrying = true;
+	err = append_locked(j, l);
+	if (!err)
+		err = after_lines_locked(j, l->type);
+	j->retrying = false;
+	if (err) {
+		err = j->err;
+		goto out;
+	}
+	j->err = 0;
+	j->unwritten = 0;
+out:
+	pthread_mutex_unlock(&j->lock);
+	return err;
+}
+
+void journal_final(struct journal *j)
+{
+	pthread_mutex_lock(&j->lock);
+	j->final = true;
+	pthread_mutex_unlock(&j->lock);
+}
+
+int journal_failure(struct journal *j, bool *dead)
+{
+	int err;
+
+	pthread_mutex_lock(&j->lock);
+	err = j->err;
+	if (dead)
+		*dead = j->dead;
+	pthread_mutex_unlock(&j->lock);
+	return err;
+}
+
+uint64_t journal_lines_written(const struct journal *j)
+{
+	return __atomic_load_n(&j->disk_seq, __ATOMIC_ACQUIRE);
 }
 
 int journal_checkpoint(struct journal *j, const char *reason)
@@ -1052,7 +1208,10 @@ static struct journal *journal_new(const struct journal_opts *o)
 	j->segment = 1;
 	j->gz.next = 1;
 	j->gz.closed = 1;
+	j->on_fail = o->on_fail;
+	j->fail_ctx = o->fail_ctx;
 	tlog_init(&j->tree);
+	disk_state_save(j);
 	pthread_mutex_init(&j->lock, NULL);
 	pthread_mutex_init(&j->gz.lock, NULL);
 	pthread_cond_init(&j->gz.wake, NULL);
@@ -1289,6 +1448,7 @@ struct journal *journal_resume(const struct journal_opts *o, const struct journa
 	j->seq = t->lines;
 	memcpy(j->prev, t->prev, sizeof(j->prev));
 	j->tree = t->tree;
+	disk_state_save(j);
 	j->segment = t->segments + 1;
 	j->gz.closed = j->segment;
 	/* (a FIFO put in the live file's place since the verify is not waited on) */
@@ -1384,9 +1544,10 @@ int journal_close(struct journal *j)
 		return 0;
 	pthread_mutex_lock(&j->lock);
 	err = flush_locked(j);
+	reserve_release(j);
 	if (!err && fsync(j->fd)) {
 		err = -errno;
-		log_failed(j, j->seq, err);
+		log_failed(j, j->seq, err, false);
 	}
 	pthread_mutex_unlock(&j->lock);
 	if (close(j->fd) && !err)

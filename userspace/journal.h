@@ -10,7 +10,8 @@
  * produce one contiguous chain. Every line is a leaf of the log's Merkle tree; checkpoint lines
  * carry the tree's root signed by the run's key, and go to a sidecar file and an optional
  * inherited descriptor too. Lines are written whole (a full disk never leaves half a record on
- * disk: the file is cut back to the last whole line).
+ * disk: the file is cut back to the last whole line), and a log that ran out of space can go on
+ * once there is room again (journal_retry).
  */
 #ifndef SLUICE_JOURNAL_H
 #define SLUICE_JOURNAL_H
@@ -34,6 +35,7 @@ struct journal_line {
 	size_t len;
 	bool overflow; /* a field did not fit: journal_write() refuses the line */
 	char type[JOURNAL_TYPE_MAX]; /* "loss" and "anomaly" lines are followed by a checkpoint */
+	uint64_t seq; /* set by journal_write: the seq the line was given */
 };
 
 struct journal_opts {
@@ -52,6 +54,12 @@ struct journal_opts {
 	 */
 	bool keep_plain;
 	int export_fd;			/* checkpoints are written here too; -1: nowhere */
+	/*
+	 * Called (with the journal's lock held, from whichever thread wrote) the moment the log
+	 * fails: a write or sync error, ENOSPC included. NULL: nobody is told.
+	 */
+	void (*on_fail)(int err, void *ctx);
+	void *fail_ctx;
 };
 
 /*
@@ -112,12 +120,43 @@ void journal_line_u64v(struct journal_line *l, const char *key, const uint64_t *
 int journal_line_finish(struct journal_line *l);
 
 /*
- * Close the object, give it the next seq and the previous line's hash, and append it to the log
- * (buffered; see journal_flush). Automatic checkpoints follow: after a "loss" or "anomaly" line,
- * and every checkpoint_lines lines. -E2BIG if the line does not fit JOURNAL_LINE_MAX (nothing
- * written); -EPIPE once the log is sealed; otherwise the log's first write error, sticky.
+ * Close the object, give it the next seq (l->seq) and the previous line's hash, and append it
+ * to the log (buffered; see journal_flush). Automatic checkpoints follow: after a "loss" or
+ * "anomaly" line, and every checkpoint_lines lines. -E2BIG if the line does not fit
+ * JOURNAL_LINE_MAX (nothing written); -EPIPE once the log is sealed; otherwise the log's
+ * failure, while it lasts (the line is refused and counted as unwritten).
+ *
+ * A line is in the file only once journal_lines_written() has passed its seq: a write that
+ * fails cuts the file back to where it started, and every line it held is then unwritten
+ * (counted; the chain goes back to the last line on disk, and the next line takes that seq).
  */
 int journal_write(struct journal *j, struct journal_line *l);
+
+/*
+ * The run's last lines follow: they may use the room taken ahead on disk (writes take it
+ * RESERVE_BYTES ahead of the lines, so a disk that fills fails the log while they still fit).
+ * A log that failed for lack of space is then retried into it (journal_retry).
+ */
+void journal_final(struct journal *j);
+
+/* Lines in the file now (wholly written, not necessarily synced). Any thread, no lock. */
+uint64_t journal_lines_written(const struct journal *j);
+
+/*
+ * The log's failure (0: none); *dead (may be NULL): it cannot be retried (not a lack of space,
+ * a sync that failed, a file that could not be cut back). A lack of space is retried by
+ * journal_retry.
+ */
+int journal_failure(struct journal *j, bool *dead);
+
+/*
+ * A log that ran out of space: try to go on with l, the line that declares what could not be
+ * written, to which "lines" (every line refused or cut off since the failure) is added; a
+ * checkpoint of l's type follows when it is "loss" or "anomaly", synced. 0: written, the log
+ * goes on; otherwise the failure stays (l and its checkpoint are cut off again: nothing on
+ * disk changes). A log that has not failed: 0 and l is not written.
+ */
+int journal_retry(struct journal *j, struct journal_line *l);
 
 /*
  * Write a checkpoint line now. reason: "lines", "time", "heartbeat", "loss", "anomaly",

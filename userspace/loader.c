@@ -80,6 +80,7 @@ enum loader_map {
 	MAP_SNI_OK,
 	MAP_HOSTS,
 	MAP_RODATA,
+	MAP_LOG_STATE,
 	MAP_MAX,
 };
 
@@ -88,7 +89,7 @@ static const char *const map_pin_names[MAP_MAX] = {
 	[MAP_SEQ] = "map-seq",		     [MAP_DNS_CLIENTS] = "map-dns-clients",
 	[MAP_LEARNED4] = "map-learned4",     [MAP_LEARNED6] = "map-learned6",
 	[MAP_SNI_OK] = "map-sni-ok",	     [MAP_HOSTS] = "map-hosts",
-	[MAP_RODATA] = "map-rodata",
+	[MAP_RODATA] = "map-rodata",	     [MAP_LOG_STATE] = "map-log-state",
 };
 
 /* A host-side attachment: a tcx link, or a clsact filter (which has no link to pin). */
@@ -184,6 +185,7 @@ static struct bpf_map *map_of(const struct loader *l, enum loader_map i)
 		[MAP_SNI_OK] = skel->maps.sl_sni_ok,
 		[MAP_HOSTS] = skel->maps.sl_hosts,
 		[MAP_RODATA] = skel->maps.rodata,
+		[MAP_LOG_STATE] = skel->maps.sl_log_state,
 	};
 
 	return maps[i];
@@ -669,6 +671,11 @@ uint16_t loader_dns_port(const struct loader *l)
 	return l->skel->rodata->sl_cfg_dns_port;
 }
 
+bool loader_strict(const struct loader *l)
+{
+	return l->skel->rodata->sl_cfg_strict;
+}
+
 int loader_mode(const struct loader *l)
 {
 	return l->skel->rodata->sl_cfg_mode;
@@ -881,6 +888,15 @@ int loader_lost_counts(const struct loader *l, uint64_t lost[SL_HOOK_MAX])
 int loader_dns_client(const struct loader *l, uint64_t cookie, struct sl_dns_client *out)
 {
 	if (bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.sl_dns_clients), &cookie, out))
+		return -errno;
+	return 0;
+}
+
+int loader_log_unwritable(const struct loader *l)
+{
+	__u32 zero = 0, down = 1;
+
+	if (bpf_map_update_elem(bpf_map__fd(l->skel->maps.sl_log_state), &zero, &down, BPF_ANY))
 		return -errno;
 	return 0;
 }

@@ -48,6 +48,7 @@ struct loader *loader_reopen(const char *run_id, bool verbose);
 uint16_t loader_dns_port(const struct loader *l);
 /* The mode the programs enforce (SL_MODE_*), and what loader_opts.run_cfg kept. */
 int loader_mode(const struct loader *l);
+bool loader_strict(const struct loader *l); /* --strict-evidence, as loaded */
 const struct sl_run_cfg *loader_run_cfg(const struct loader *l);
 /*
  * The id of the cgroup the run's programs are attached to, from the kernel's view of the
@@ -124,6 +125,11 @@ int loader_lost_counts(const struct loader *l, uint64_t lost[SL_HOOK_MAX]);
 
 /* The run's next kernel sequence number: every record ever attempted took one below it. */
 uint64_t loader_next_seq(const struct loader *l);
+/*
+ * The run's log cannot be written: with --strict-evidence the decision layer refuses, from now
+ * on, whatever would go ahead (SL_REASON_LOG_UNWRITABLE). For the rest of the run. Any thread.
+ */
+int loader_log_unwritable(const struct loader *l);
 
 /* Unpin and detach every link, unpin the maps and remove the pin directory. Accepts NULL. */
 void loader_detach(struct loader *l);

@@ -21,10 +21,20 @@
 #include "records.h"
 #include "util.h"
 
+/*
+ * Kernel-record lines given to the journal whose place in the file is not known yet (still in
+ * its buffer): a line counts as logged only once the file holds it.
+ */
+#define PENDING_MAX 4096
+
 /* The kernel sequence numbers that have a line, and the first ranges of those that have none. */
 struct records_kseqs {
 	struct seqset set;
 	struct seqset_list missing;
+	struct {
+		uint64_t seq, kseq; /* the line's seq, the record's kseq */
+	} pending[PENDING_MAX];
+	size_t head, n;
 };
 
 static int64_t ts_ns(clockid_t clk)
@@ -159,8 +169,23 @@ void records_journal_error(struct records *r, int err)
 	if (r->journal_failed)
 		return;
 	r->journal_failed = true;
-	fprintf(stderr, "sluice: writing log %s: %s; enforcement continues\n", r->log_path,
-		strerror(-err));
+	fprintf(stderr, "sluice: writing log %s: %s; %s\n", r->log_path, strerror(-err),
+		r->strict ? "--strict-evidence: new connections are refused from now on" :
+			    "enforcement continues, what cannot be written is counted");
+}
+
+void records_log_failed(int err, void *ctx)
+{
+	struct records *r = ctx;
+	int e;
+
+	(void)err;
+	__atomic_store_n(&r->log_broke, true, __ATOMIC_RELAXED);
+	/* the decision layer refuses at once (with --strict-evidence), whichever thread wrote */
+	e = r->loader ? loader_log_unwritable(r->loader) : -ENODEV;
+	if (e && r->strict)
+		fprintf(stderr, "sluice: cannot tell the decision layer that the log failed: %s\n",
+			strerror(-e));
 }
 
 void records_line(struct records *r, struct journal_line *l, const char *type,
@@ -172,15 +197,67 @@ void records_line(struct records *r, struct journal_line *l, const char *type,
 }
 
 static void kseq_logged(struct records *r, uint64_t kseq);
+static void kseqs_settle(struct records *r);
 
-/* Write l; kseq: the sequence number of the kernel record it is the line of, or NULL. */
-static void write_record(struct records *r, struct journal_line *l, const uint64_t *kseq)
+/* A kernel record's line, given the seq: logged once the file holds that seq (kseqs_settle). */
+static void kseq_pending(struct records *r, uint64_t seq, uint64_t kseq)
 {
+	struct records_kseqs *k = r->kseqs;
+
+	if (k->n == PENDING_MAX) {
+		kseqs_settle(r);
+		if (k->n == PENDING_MAX) {
+			journal_flush(r->journal);
+			kseqs_settle(r);
+		}
+	}
+	k->pending[(k->head + k->n) % PENDING_MAX].seq = seq;
+	k->pending[(k->head + k->n) % PENDING_MAX].kseq = kseq;
+	k->n++;
+}
+
+/*
+ * The pending lines the file now holds are logged; while the log has failed, the rest never
+ * will be (the journal cut them off or refused them): the records are unwritten. The journal
+ * goes on only through declare_unwritten, on this thread, after a settle: a seq it hands out
+ * again then is never confused with a line that was cut off.
+ */
+static void kseqs_settle(struct records *r)
+{
+	struct records_kseqs *k = r->kseqs;
+	/*
+	 * The failure first: a failed log's file does not grow (only journal_retry, on this
+	 * thread, ends a failure), so every line it lacks then is lost. Read the other way
+	 * round, lines a flush wrote between the two reads would be taken for lost.
+	 */
+	bool failed = journal_failure(r->journal, NULL) != 0;
+	uint64_t written = journal_lines_written(r->journal);
+
+	while (k->n && k->pending[k->head].seq < written) {
+		uint64_t kseq = k->pending[k->head].kseq;
+
+		k->head = (k->head + 1) % PENDING_MAX;
+		k->n--;
+		kseq_logged(r, kseq);
+	}
+	while (failed && k->n) {
+		k->head = (k->head + 1) % PENDING_MAX;
+		k->n--;
+		r->unwritten++;
+	}
+}
+
+/*
+ * Write l; kseq: the sequence number of the kernel record it is the line of, or NULL. Returns
+ * 0 or the journal's error (the line is then not in the log).
+ */
+static int write_record(struct records *r, struct journal_line *l, const uint64_t *kseq)
+{
+	struct journal_line a, *w = l;
 	int err = journal_write(r->journal, l);
 
 	if (err == -E2BIG) {
 		/* The record does not fit a line: say so in one that does, never drop it silently. */
-		struct journal_line a;
 		struct timespec now;
 
 		clock_gettime(CLOCK_REALTIME, &now);
@@ -190,16 +267,19 @@ static void write_record(struct records *r, struct journal_line *l, const uint64
 		if (kseq)
 			journal_line_u64(&a, "kseq", *kseq); /* the record's line is this one */
 		err = journal_write(r->journal, &a);
+		w = &a;
 	}
+	/* refused or cut off, the line's seq says where it stands: kseqs_settle tells */
+	if (kseq && err != -E2BIG)
+		kseq_pending(r, w->seq, *kseq);
 	if (err)
 		records_journal_error(r, err);
-	else if (kseq)
-		kseq_logged(r, *kseq);
+	return err;
 }
 
-void records_write(struct records *r, struct journal_line *l)
+int records_write(struct records *r, struct journal_line *l)
 {
-	write_record(r, l, NULL);
+	return write_record(r, l, NULL);
 }
 
 /* A kernel record's line: its "kseq" last, and the number noted as having a line. */
@@ -703,12 +783,55 @@ static void report_loss(struct records *r)
 		/* each counted record has its own number below it; 0 means the read failed */
 		if (below >= all)
 			journal_line_u64(&l, "kseq_below", below);
-		records_write(r, &l);
+		/* not in the log: declared by a later line, once the log can be written again */
+		if (records_write(r, &l))
+			continue;
 		fprintf(stderr, "sluice: %llu %s records lost (ring buffer full); counted in the log\n",
 			(unsigned long long)(lost[hook] - r->lost_reported[hook]),
 			decision_hook_name(hook));
 		r->lost_reported[hook] = lost[hook];
 	}
+}
+
+/*
+ * The log failed for lack of space: try to go on with a "loss" line of hook "log" that declares
+ * the kernel records read but never written (and, in "lines", every line the log did not get).
+ * It bounds their kseqs as a kernel loss line does: each was read from the ring buffer, so
+ * took its number before the kernel's next one, read now. Returns true when the log goes on.
+ */
+static bool declare_unwritten(struct records *r, bool final)
+{
+	struct journal_line l;
+	struct timespec now;
+	bool dead;
+	int err = journal_failure(r->journal, &dead);
+
+	if (!err)
+		return true;
+	kseqs_settle(r);
+	if (dead)
+		return false;
+	clock_gettime(CLOCK_REALTIME, &now);
+	records_line(r, &l, "loss", &now);
+	journal_line_str(&l, "hook", "log");
+	journal_line_u64(&l, "count", r->unwritten - r->unwritten_reported);
+	journal_line_u64(&l, "total", r->unwritten);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	journal_line_u64(&l, "kseq_below", loader_next_seq(r->loader));
+	journal_line_str(&l, "why", strerror(-err));
+	if (journal_retry(r->journal, &l))
+		return false;
+	if (final)
+		fprintf(stderr, "sluice: log %s ends in the room kept for the end of the run; %" PRIu64
+				" kernel records could not be written, declared in it\n",
+			r->log_path, r->unwritten - r->unwritten_reported);
+	else
+		fprintf(stderr, "sluice: log %s can be written again; %" PRIu64 " kernel records "
+				"could not be written, declared in it\n",
+			r->log_path, r->unwritten - r->unwritten_reported);
+	r->unwritten_reported = r->unwritten;
+	r->journal_failed = false;
+	return true;
 }
 
 void records_drain(struct records *r)
@@ -717,10 +840,23 @@ void records_drain(struct records *r)
 
 	if (err < 0 && err != -EINTR)
 		fprintf(stderr, "sluice: reading ring buffer: %s\n", strerror(-err));
+	/* what was lost while the log could not be written first, then the kernel's losses */
+	err = journal_flush(r->journal);
+	if (err)
+		records_journal_error(r, err);
+	kseqs_settle(r);
+	if (!declare_unwritten(r, false))
+		return;
 	report_loss(r);
 	err = journal_flush(r->journal);
 	if (err)
 		records_journal_error(r, err);
+	kseqs_settle(r);
+}
+
+bool records_log_incomplete(const struct records *r)
+{
+	return __atomic_load_n(&r->log_broke, __ATOMIC_RELAXED);
 }
 /*
  * The kernel sequence numbers below next_seq that have no line, as ranges a verifier compares
@@ -831,6 +967,14 @@ void records_end(struct records *r, bool has_status, int status, const char *why
 	uint64_t lost = 0, next_seq;
 	int hook;
 
+	/*
+	 * The last lines pending are settled, and what never reached the log declared: into the
+	 * room taken ahead on disk, if the disk is still full.
+	 */
+	journal_final(r->journal);
+	journal_flush(r->journal);
+	kseqs_settle(r);
+	declare_unwritten(r, true);
 	write_host_totals(r);
 	for (hook = 0; hook < SL_HOOK_MAX; hook++)
 		lost += r->lost_reported[hook];
@@ -848,6 +992,10 @@ void records_end(struct records *r, bool has_status, int status, const char *why
 		journal_line_u64(&l, "accounted", st->received + st->malformed + lost);
 		records_write(r, &l);
 	}
+	/* from here on, the kernel's losses and the log's own are one count, as in the loss lines */
+	lost += r->unwritten_reported;
+	journal_flush(r->journal);
+	kseqs_settle(r);
 	write_loss_ranges(r, next_seq);
 	clock_gettime(CLOCK_REALTIME, &now);
 	records_line(r, &l, "run_end", &now);
@@ -1014,6 +1162,9 @@ void records_restore_line(struct records *r, const struct jsonline *jl)
 		for (h = 0; h < SL_HOOK_MAX; h++)
 			if (!strcmp(decision_hook_name((unsigned int)h), hook))
 				r->lost_reported[h] = total;
+		/* records the dead writer could not write, and declared */
+		if (!strcmp(hook, "log"))
+			r->unwritten = r->unwritten_reported = total;
 		return;
 	}
 	if ((type_is(jl, "decision") && str_is(jl, "decision", "deny")) ||

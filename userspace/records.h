@@ -53,6 +53,7 @@ struct records {
 	int netns_fd;  /* the run's namespace, for destroying its sockets; -1: the process's */
 	int alerts_fd; /* --alerts, or -1 */
 	struct timespec started_at; /* run_start's time, for run_end's duration */
+	bool strict; /* --strict-evidence: a failed log refuses new connections (for messages) */
 
 	/* Kept here. */
 	char task_text[RECORDS_TASK_MAX + 1]; /* the task made safe for stderr notices, or "-" */
@@ -65,6 +66,10 @@ struct records {
 	uint64_t unlogged; /* decision records the policy's log: setting leaves out */
 	struct records_kseqs *kseqs; /* the ring-buffer reader's (main) thread only */
 	bool journal_failed;
+	bool log_broke; /* the log failed at some point of the run (records_log_failed) */
+	/* kernel records read from the ring buffer that never reached the log, and those declared */
+	uint64_t unwritten;
+	uint64_t unwritten_reported;
 	struct sni_slot *sni_cache; /* server names of open TLS flows, for their flow lines */
 	struct hosttotals *totals;  /* bytes per (rule, host), for the host_total lines */
 
@@ -89,12 +94,27 @@ void records_on_dns(const struct resolver_event *ev, void *ctx);
 /* Start a line of the run: ts, type, run_id and task. */
 void records_line(struct records *r, struct journal_line *l, const char *type,
 		  const struct timespec *ts);
-/* Write a line; a failure of the log is said once on stderr (enforcement goes on). */
-void records_write(struct records *r, struct journal_line *l);
+/*
+ * Write a line; a failure of the log is said once on stderr (enforcement goes on, or with
+ * --strict-evidence new connections are refused). Returns 0 or the journal's error.
+ */
+int records_write(struct records *r, struct journal_line *l);
 /* The first failure of the log (err < 0), said once. */
 void records_journal_error(struct records *r, int err);
 
-/* Read what the ring buffer holds, turn new loss counts into loss lines, flush the log. */
+/*
+ * The journal's on_fail (ctx: the struct records): the decision layer is told at once
+ * (loader_log_unwritable), so that --strict-evidence refuses new connections.
+ */
+void records_log_failed(int err, void *ctx);
+/* The log failed at some point of the run: a line, a record perhaps, could not be written. */
+bool records_log_incomplete(const struct records *r);
+
+/*
+ * Read what the ring buffer holds, turn new loss counts into loss lines, flush the log. A log
+ * that ran out of space is retried first: a "loss" line of hook "log" declares the records
+ * that could not be written, and the log goes on.
+ */
 void records_drain(struct records *r);
 
 /*

@@ -801,6 +801,9 @@ int resume_main(int argc, char **argv)
 	jo.checkpoint_secs = (unsigned int)s.checkpoint_secs;
 	jo.rotate_bytes = (uint64_t)r.args.rotate_kib * 1024;
 	jo.export_fd = r.args.checkpoint_fd;
+	jo.on_fail = records_log_failed;
+	jo.fail_ctx = &r.rec;
+	r.rec.strict = loader_strict(r.loader);
 	r.journal = journal_resume(&jo, &tail);
 	if (!r.journal) {
 		/* a newline or the sidecar's mending may be on disk: what a next resume verifies */
@@ -832,6 +835,8 @@ int resume_main(int argc, char **argv)
 	else
 		status = 0, why = "cgroup removed";
 	run_finish(&r, has_status, status, why);
+	if (records_log_incomplete(&r.rec))
+		status = RUN_EXIT_LOG_INCOMPLETE;
 	if (r.still_running)
 		status = RUN_EXIT_SLUICE_ERROR;
 	goto out;

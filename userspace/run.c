@@ -233,7 +233,10 @@ static void usage(FILE *out)
 		"  --log-rotate-kib N  past N KiB, compress the log into LOG.000001.gz, … and go on in\n"
 		"                   a new LOG (default 0: never)\n"
 		"  --strict-evidence  refuse a connection whose allow the ring buffer has no room to\n"
-		"                   record (the loss is counted, the connect fails with EPERM)\n",
+		"                   record (the loss is counted, the connect fails with EPERM), and\n"
+		"                   every new connection once the log cannot be written\n"
+		"Exit status: CMD's; 123 if the log could not be written at some point; 125 if\n"
+		"sluice failed; 126/127 if CMD could not be run.\n",
 		RUN_CHECKPOINT_LINES, RUN_CHECKPOINT_SECS);
 }
 
@@ -770,6 +773,8 @@ static int setup(struct run *r, char *err, size_t err_len)
 		/* selftests only, and said on stderr: see selftests/test_journal.sh */
 		.keep_plain = getenv("SLUICE_SELFTEST_KEEP_PLAIN") != NULL,
 		.export_fd = r->args.checkpoint_fd,
+		.on_fail = records_log_failed,
+		.fail_ctx = &r->rec,
 	};
 	int ret;
 
@@ -797,6 +802,7 @@ static int setup(struct run *r, char *err, size_t err_len)
 	r->rec.task = r->args.task;
 	r->rec.log_path = r->log_path;
 	r->rec.policy = r->policy;
+	r->rec.strict = r->args.strict_evidence;
 	ret = records_init(&r->rec);
 	if (ret) {
 		util_fmt(err, err_len, "%s", strerror(-ret));
@@ -958,6 +964,11 @@ int run_main(int argc, char **argv)
 	run_finish(&r, has_status, status, why);
 	if (!ret)
 		waitpid(child, NULL, WNOHANG);
+	if (records_log_incomplete(&r.rec)) {
+		fprintf(stderr, "sluice: run %s: the log could not be written at some point: exit "
+				"%d\n", r.run_id, RUN_EXIT_LOG_INCOMPLETE);
+		status = RUN_EXIT_LOG_INCOMPLETE;
+	}
 	if (r.still_running)
 		status = RUN_EXIT_SLUICE_ERROR;
 

@@ -19,6 +19,8 @@
 #include "records.h"
 
 /* Exit statuses of sluice itself, apart from the command's own (docker/env convention). */
+/* the log could not be written at some point (lines, records perhaps, are not in it) */
+#define RUN_EXIT_LOG_INCOMPLETE 123
 #define RUN_EXIT_SLUICE_ERROR 125 /* sluice could not set up or tear down the run */
 #define RUN_EXIT_CANNOT_EXEC 126
 #define RUN_EXIT_NOT_FOUND 127

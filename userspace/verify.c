@@ -1318,6 +1318,7 @@ static int check_run_end(struct verifier *v)
  */
 static int check_loss(struct verifier *v)
 {
+	const struct jsonline_member *hook;
 	struct verify_result *r = v->r;
 	uint64_t count, below;
 	int err;
@@ -1327,6 +1328,22 @@ static int check_loss(struct verifier *v)
 	if (count > UINT64_MAX - r->declared_loss)
 		return BAD(v, "loss: the counts overflow");
 	r->declared_loss += count;
+	/* the writer's own: records it read but could not write, the log being unwritable */
+	hook = jsonline_get(&v->jl, "hook");
+	if (hook && hook->v.kind == JSONLINE_STRING && jsonline_str_is(&v->jl, &hook->v, "log")) {
+		uint64_t lines;
+
+		if (u64_field(v, "loss", "lines", &lines))
+			return -ECANCELED;
+		if (lines < count)
+			return BAD(v,
+				   "loss: %" PRIu64 " records of hook log not written, but only "
+				   "%" PRIu64 " lines",
+				   count, lines);
+		r->unwritten += count;
+		r->unwritten_lines += lines < UINT64_MAX - r->unwritten_lines ? lines : 0;
+		r->log_failures++;
+	}
 	err = jsonline_u64(&v->jl, "kseq_below", &below);
 	if (err == -ENOENT)
 		return 0;
@@ -2010,7 +2027,7 @@ static int verify_end(struct verifier *v)
 			    "(line %" PRIu64 ") are missing and not declared lost before it (the "
 			    "gap can only lie in what the dead writers took)",
 			    r->restart_gap, room, v->restart_below, v->restart_line);
-	r->status = r->declared_loss || r->restart_gap ? VERIFY_LOSS : VERIFY_OK;
+	r->status = r->declared_loss || r->restart_gap || r->log_failures ? VERIFY_LOSS : VERIFY_OK;
 	return 0;
 }
 

@@ -117,6 +117,14 @@ struct verify_result {
 	char ext_write_failure[VERIFY_WHY_MAX];
 	uint64_t anomalies;	/* anomaly records */
 	uint64_t declared_loss; /* sum of the loss records' counts */
+	/*
+	 * The loss records of hook "log": the log could not be written for a while (a full
+	 * disk). Kernel records read but never written (their counts, part of declared_loss),
+	 * and every line it did not get (their "lines", kernel records included).
+	 */
+	uint64_t unwritten;
+	uint64_t unwritten_lines;
+	uint64_t log_failures; /* such records */
 	uint64_t missing_kseq;	/* kernel sequence numbers absent from the log */
 	uint64_t unlogged;	/* run_end.unlogged: records not logged by policy */
 	struct verify_range missing[VERIFY_RANGES_MAX];

@@ -201,6 +201,8 @@ static void print_json(const char *log, const struct verify_result *r)
 	       r->lines, r->segments, r->checkpoints, r->last_checkpoint_size,
 	       r->sealed ? "true" : "false", r->unsealed_lines, r->partial_line ? "true" : "false",
 	       r->ext_checkpoints, r->anomalies, r->declared_loss, r->unlogged, r->missing_kseq);
+	printf(",\"unwritten\":%" PRIu64 ",\"unwritten_lines\":%" PRIu64, r->unwritten,
+	       r->unwritten_lines);
 	printf(",\"restarts\":%" PRIu64 ",\"restart_unsealed\":%" PRIu64
 	       ",\"restart_torn\":%" PRIu64 ",\"restart_gap\":%" PRIu64
 	       ",\"restart_downtime_ms\":%" PRIu64,
@@ -301,6 +303,11 @@ static void print_human(const char *log, const struct verify_result *r)
 		human_str(stdout, r->ext_write_failure);
 		printf("\"\n");
 	}
+	if (r->log_failures)
+		printf("  log failed:  %" PRIu64 " time%s: %" PRIu64 " kernel records read but never "
+		       "written, %" PRIu64 " lines in all, declared in loss records of hook log\n",
+		       r->log_failures, r->log_failures == 1 ? "" : "s", r->unwritten,
+		       r->unwritten_lines);
 	printf("  loss:        %" PRIu64 " kernel records declared lost, ", r->declared_loss);
 	if (r->unlogged)
 		printf("%" PRIu64 " not logged by policy, ", r->unlogged);
@@ -348,8 +355,13 @@ static void print_human(const char *log, const struct verify_result *r)
 			break;
 		}
 		printf("LOSS: intact and sealed; %" PRIu64 " kernel records were lost, every one "
-		       "declared in a signed loss record\n",
+		       "declared in a signed loss record",
 		       r->declared_loss);
+		if (r->log_failures)
+			printf(" (%" PRIu64 " of them, and %" PRIu64 " lines in all, could not be "
+			       "written: the log was unwritable for a while)",
+			       r->unwritten, r->unwritten_lines);
+		printf("\n");
 		break;
 	case VERIFY_UNSEALED:
 		if (r->seal_uncovered) {

@@ -32,7 +32,10 @@ and sharing no code with sluice: hashlib for SHA-256, python3-cryptography for E
   the one loss_ranges record (before run_end) counts them ("missing") and lists their maximal
   ranges ("ranges": first,last,… ascending, the first ones; "truncated" if more exist); when
   there are none there is no loss_ranges record. (sluice verify reads kseq_below and
-  loss_ranges when present; this checker, which tests the writer, requires them.)
+  loss_ranges when present; this checker, which tests the writer, requires them.) A loss
+  record of hook "log" (the log could not be written for a while) counts, like any, the
+  kernel records it declares (count); its "lines" (every line the log did not get) is at least
+  that count, and its total is the sum of the counts of hook "log" so far;
 - --copy FILE: FILE holds exactly the log's checkpoint notes, each followed by one blank line
   (the sidecar LOG.checkpoints, or what --checkpoint-fd received), and, when the log ends with
   its seal (size S), one more note of size S + 1 by the run key in force at the end whose root
@@ -72,7 +75,9 @@ A writer restart (`sluice resume`; any number of them in a log):
 (This checker does not check heartbeat gaps, so the restart checkpoint needs no exemption.)
 
 Exit 0 when all holds (--summary then prints one line of counts: lines, segments, restarts
-(writer_restart records), and each checkpoint reason's), 1 with "where: why" otherwise.
+(writer_restart records), lost (the loss records' counts), unwritten and unwritten_lines (those
+of hook "log": their counts and lines), and each checkpoint reason's), 1 with "where: why"
+otherwise.
 """
 import base64
 import gzip
@@ -363,6 +368,8 @@ class Kseqs:
     def __init__(self):
         self.seen = set()
         self.declared = 0
+        self.unwritten = 0  # loss records of hook "log": their counts
+        self.unwritten_lines = 0  # … and their lines
         self.below = None  # (the last loss.kseq_below, where)
         self.ranges = None  # (the loss_ranges record, where)
         self.end = None  # run_end
@@ -384,6 +391,15 @@ class Kseqs:
         if not is_uint(o["count"]):
             raise Bad("loss count is not a non-negative integer")
         self.declared += o["count"]
+        if o.get("hook") == "log":
+            if not is_uint(o.get("lines")) or o["lines"] < o["count"]:
+                raise Bad(f"loss of hook log: lines {o.get('lines')!r} is not an integer of at "
+                          f"least its count {o['count']}")
+            self.unwritten += o["count"]
+            self.unwritten_lines += o["lines"]
+            if o.get("total") != self.unwritten:
+                raise Bad(f"loss of hook log: total {o.get('total')!r}, but the counts of hook "
+                          f"log add up to {self.unwritten}")
         kb = o.get("kseq_below")
         if not is_uint(kb):
             raise Bad("loss record without a non-negative integer kseq_below")
@@ -794,7 +810,7 @@ def check(path, pub, copies, unsealed):
             raise Bad(f"{c}: the note after the log's notes: {e}") from None
         if text != seal_text:
             raise Bad(f"{c}: the last note says {text!r}, not {seal_text!r} (the seal covered)")
-    return seq, nseg, reasons, restarts
+    return seq, nseg, reasons, restarts, ks
 
 
 def main(argv):
@@ -809,12 +825,13 @@ def main(argv):
     a = ap.parse_args(argv)
     pub = open(a.pub).read().strip("\n") if a.pub else None
     try:
-        lines, nseg, reasons, restarts = check(a.log, pub, a.copy, a.unsealed)
+        lines, nseg, reasons, restarts, ks = check(a.log, pub, a.copy, a.unsealed)
     except (Bad, OSError) as e:
         print(e, file=sys.stderr)
         return 1
     if a.summary:
-        print(f"lines={lines} segments={nseg} restarts={restarts} " +
+        print(f"lines={lines} segments={nseg} restarts={restarts} lost={ks.declared} "
+              f"unwritten={ks.unwritten} unwritten_lines={ks.unwritten_lines} " +
               " ".join(f"{k}={v}" for k, v in sorted(reasons.items())))
     return 0
 

@@ -753,6 +753,46 @@ static void build_loss(struct log *l)
 	tw_end(&w, 10, 3);
 }
 
+/*
+ * The log could not be written for a while (P25): the writer's loss line of hook "log", with
+ * the lines it did not get besides the records. 1 log_start | 2-6 kseq 0-4 | 7 loss (log, 3,
+ * lines LINES) | 8 checkpoint | 9-10 kseq 8,9 | 11 run_end | 12 final
+ */
+static void build_log_loss_lines(struct log *l, uint64_t count, uint64_t lines)
+{
+	struct tw w;
+	uint64_t k;
+
+	tw_start(&w, l, NULL, "run-a", g.host, g.run_a, 10);
+	for (k = 0; k < 5; k++)
+		tw_rec(&w, k);
+	tw_line(&w, "loss",
+		"\"hook\":\"log\",\"count\":%" PRIu64 ",\"total\":%" PRIu64
+		",\"kseq_below\":8,\"why\":\"No space left on device\",\"lines\":%" PRIu64,
+		count, count, lines);
+	tw_checkpoint(&w, "loss");
+	for (k = 5 + count; k < 10; k++)
+		tw_rec(&w, k);
+	tw_end(&w, 10, count);
+}
+
+static void build_log_loss(struct log *l)
+{
+	build_log_loss_lines(l, 3, 4);
+}
+
+/* only lines that are not records (DNS answers) were lost: still not a complete log */
+static void build_log_loss_no_records(struct log *l)
+{
+	build_log_loss_lines(l, 0, 2);
+}
+
+/* fewer lines than records */
+static void build_log_loss_few_lines(struct log *l)
+{
+	build_log_loss_lines(l, 3, 2);
+}
+
 /* Records with the kseqs given, then run_end (kseq_next, declared loss) and the seal. */
 static void build_kseqs(struct log *l, const uint64_t *ks, size_t n, uint64_t next, uint64_t loss)
 {
@@ -2259,6 +2299,12 @@ static const struct verify_case verify_cases[] = {
 	 VERIFY_INVALID, 6, -1, "2 kernel records declared lost, but 1"},
 	{"a kseq gap counted in run_end.unlogged (log: [deny]): exit 0", build_unlogged, NULL, NULL,
 	 NULL, 0, VERIFY_OK, 0, -1, NULL},
+	{"P25: records the log could not hold, declared (hook log): exit 3", build_log_loss, NULL,
+	 NULL, NULL, 0, VERIFY_LOSS, 0, -1, NULL},
+	{"P25: only lines that are not records unwritten (hook log, count 0): exit 3, not 0",
+	 build_log_loss_no_records, NULL, NULL, NULL, 0, VERIFY_LOSS, 0, -1, NULL},
+	{"P25: a loss of hook log with fewer lines than records: line 7", build_log_loss_few_lines,
+	 NULL, NULL, NULL, 0, VERIFY_INVALID, 7, -1, "records of hook log not written, but only"},
 	{"run_end.unlogged above the gap: run_end line 5", build_overunlogged, NULL, NULL, NULL, 0,
 	 VERIFY_INVALID, 5, -1, "2 kernel records declared lost or not logged, but 1"},
 	{"a kseq twice: line 4", build_dup, NULL, NULL, NULL, 0, VERIFY_INVALID, 4, -1,
@@ -2742,6 +2788,25 @@ static bool check_result_details(char *why)
 		       r.lines, r.checkpoints, r.last_checkpoint_size);
 		snprintf(want, sizeof(want), "sluice/run-a");
 		EXPECT(!strcmp(r.origin, want), "origin %s", r.origin);
+	}
+	/* P25: the records the log could not hold are told apart from the kernel's losses */
+	for (size_t i = 0; i < ARRAY_SIZE(verify_cases); i++)
+		if (verify_cases[i].build == build_log_loss)
+			loss = &verify_cases[i];
+	if (!run_verify_case(loss, why))
+		return false;
+	{
+		struct verify_opts o = {.host_vkey = g.host_vkey};
+		char log[128];
+
+		snprintf(log, sizeof(log), "%s/case%d.jsonl", g.dir, g.file_n);
+		o.log = log;
+		verify_log(&o, &r);
+		EXPECT(r.declared_loss == 3 && r.unwritten == 3 && r.unwritten_lines == 4 &&
+			       r.log_failures == 1,
+		       "expected 3 declared, 3 unwritten, 4 lines, 1 failure; got %" PRIu64 ", %" PRIu64
+		       ", %" PRIu64 ", %" PRIu64,
+		       r.declared_loss, r.unwritten, r.unwritten_lines, r.log_failures);
 	}
 	return true;
 }

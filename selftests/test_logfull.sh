@@ -1,0 +1,208 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# P25: the log on a filesystem that fills up in the middle of a run (a small tmpfs of the test's
+# own, filled from outside while the workload makes connections to an allowed host).
+# - With --strict-evidence: once the writer has failed, a new connection to the allowed host is
+#   refused at once with EPERM (reason log_unwritable) and nothing reaches the sink; it stays
+#   refused after space returns (the decision taken: closed for the rest of the run). The log
+#   goes on once there is room: a loss line of hook "log" declares what could not be written,
+#   the log is sealed, and sluice exits 123.
+# - Without it: the connections go on (the sink sees each), the log goes on once space is freed
+#   with the same declaration, sluice exits 123, and sluice verify and sl_logcheck.py both report
+#   the unwritten records (verify exit 3, never "0 lost"); on a disk that never gets space back
+#   the log still ends with that declaration and its seal (room taken ahead on disk).
+# Each case runs in the default configuration (CMD as root, sluice's own network namespace) and
+# in the recommended one (--user nobody --netns).
+
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+require_root
+require_sluice
+topo_up
+python3 -c 'import cryptography' 2>/dev/null ||
+	skip_all "python3-cryptography not installed (make deps)"
+
+CHECK=$SL_LIB_DIR/tools/sl_logcheck.py
+policy=$SL_TMP/logfull.yaml
+cat >"$policy" <<'EOF2'
+default: deny
+rules:
+  - name: test-host
+    cidrs: ["198.51.100.10/32"]
+    ports: [80]
+EOF2
+
+# A tmpfs of the test's own for each run's log (its sidecar too), unmounted on exit.
+mnt_n=0
+new_fs() {
+	mnt_n=$((mnt_n + 1))
+	FS=$SL_TMP/fs$mnt_n
+	mkdir -p "$FS"
+	mount -t tmpfs -o size=256k,mode=0755 "sl-logfull-$SL_ID-$mnt_n" "$FS" || return 1
+	sl_on_exit "umount '$FS'"
+}
+
+# fill: every free page of the run's tmpfs taken by a file of the test's.
+fill() { dd if=/dev/zero of="$FS/filler" bs=4k >/dev/null 2>&1 || true; }
+unfill() { rm -f "$FS/filler"; }
+err_has() { grep -qF -- "$1" "$SL_ERR"; }
+seen() { [[ -e $1 ]]; }
+accepted() { sink_count 'tcp-accept 198.51.100.10 80'; }
+
+# The workload, by marker files in M (world-writable: CMD may run as nobody):
+#   3 allowed connections; M/ready; denied connections until M/go (the log gets lines to fail
+#   on); 5 allowed connections (one result line each in M/after); M/done1; wait for M/go2;
+#   2 allowed connections (M/later); M/done2.
+workload() {
+	local m=$1 p="$SL_PROBE tcp 198.51.100.10 80 --timeout-ms 2000"
+	cat <<EOF2
+for i in 1 2 3; do $p >>$m/before; done
+: >$m/ready
+while [ ! -e $m/go ]; do $SL_PROBE tcp 198.51.100.20 80 >/dev/null; sleep 0.05; done
+for i in 1 2 3 4 5; do $p >>$m/after; done
+: >$m/done1
+while [ ! -e $m/go2 ]; do sleep 0.05; done
+for i in 1 2; do $p >>$m/later; done
+: >$m/done2
+EOF2
+}
+
+# every line of FILE is "err EPERM MS", MS within the prompt limit, and there are N of them
+all_refused() {
+	local file=$1 n=$2 line got=0
+	while read -r line; do
+		[[ $line =~ ^err\ EPERM\ ([0-9]+)$ ]] || return 1
+		[[ ${BASH_REMATCH[1]} -le $SL_PROMPT_MS ]] || return 1
+		got=$((got + 1))
+	done <"$file"
+	[[ $got -eq $n ]]
+}
+all_ok() { [[ $(grep -cx ok "$1") -eq $2 && $(wc -l <"$1") -eq $2 ]]; }
+
+# verify_unwritten LOG: "N" from verify's summary line "log failed: … N kernel records read but
+# never written", and the same count from verify --json and from sl_logcheck.py --summary.
+verify_counts() {
+	local log=$1
+	"$SLUICE" verify "$log" | sed -nE 's/^  log failed: .*: ([0-9]+) kernel records read but never written.*/\1/p'
+	"$SLUICE" verify --json "$log" | python3 -c 'import json,sys; print(json.load(sys.stdin)["unwritten"])'
+	python3 "$CHECK" "$log" --pub "$SLUICE_PUB" --summary | sed -nE 's/.* unwritten=([0-9]+) .*/\1/p'
+}
+
+# one_case CONFIG STRICT: CONFIG "default" or "recommended"; STRICT "strict" or "".
+one_case() {
+	local config=$1 strict=$2 name m log args=() cmd a0 a1
+	name="P25 ($config${strict:+, strict})"
+	if ! new_fs; then
+		tap_skip "$name" "cannot mount a tmpfs"
+		return
+	fi
+	m=$SL_TMP/m$mnt_n
+	mkdir -m 1777 "$m"
+	log=$FS/log.jsonl
+	[[ -n $strict ]] && args+=(--strict-evidence)
+	if [[ $config == recommended ]]; then
+		args+=(--user nobody --netns "/run/netns/$SL_NS_RUN")
+		cmd=(sh -c "$(workload "$m")")
+	else
+		cmd=("${RUN_EXEC[@]}" sh -c "$(workload "$m")")
+	fi
+	sluice_start "$policy" "$log" "${args[@]}" -- "${cmd[@]}"
+	wait_until 10000 seen "$m/ready" || bail_out "$name: the workload did not start"
+	tap_check "$name: before the disk fills, the allowed host is reached" all_ok "$m/before" 3
+
+	fill
+	wait_until 10000 err_has "writing log $log: No space left on device" ||
+		tap_fail "$name: the writer noticed the full disk" "no such line on stderr"
+	a0=$(accepted)
+	: >"$m/go"
+	wait_until 20000 seen "$m/done1" || bail_out "$name: the workload did not go on"
+	a1=$(accepted)
+	if [[ -n $strict ]]; then
+		tap_check "$name: after the log failed, each connection to the allowed host is refused at once with EPERM" \
+			all_refused "$m/after" 5
+		sink_settle
+		tap_is "$name: and nothing of them reached the sink" "$(($(accepted) - a0))" 0
+	else
+		tap_check "$name: the connections go on while the log cannot be written" \
+			all_ok "$m/after" 5
+		tap_is "$name: the sink saw each of them" "$((a1 - a0))" 5
+	fi
+
+	# Space comes back: the writer goes on, and says what it could not write.
+	unfill
+	wait_until 10000 err_has "sluice: log $log can be written again" ||
+		tap_fail "$name: the writer goes on once there is room" "no such line on stderr"
+	a1=$(accepted)
+	: >"$m/go2"
+	wait_until 20000 seen "$m/done2" || bail_out "$name: the workload did not end"
+	if [[ -n $strict ]]; then
+		tap_check "$name: the refusal holds for the rest of the run, space or not" \
+			all_refused "$m/later" 2
+		sink_settle
+		tap_is "$name: nothing reached the sink after the log failed" "$(($(accepted) - a0))" 0
+		tap_cmp "$name: those refusals are in the log, as log_unwritable denials" \
+			"$(log_count "$log" type=decision decision=deny reason=log_unwritable)" -eq 2
+	else
+		tap_check "$name: after that too" all_ok "$m/later" 2
+	fi
+	if ! sluice_wait "$SL_RUN_TIMEOUT"; then
+		tap_fail "$name: the run ended" "sluice still running"
+		return
+	fi
+	assert_rc "$name: sluice exits 123: the log could not hold every record" 123
+	tap_check "$name: the log checks, sealed, independently" \
+		python3 "$CHECK" "$log" --pub "$SLUICE_PUB"
+	tap_cmp "$name: a loss line of hook log declares what was not written" \
+		"$(log_count "$log" type=loss hook=log)" -ge 1
+	"$SLUICE" verify "$log" >"$SL_TMP/verify.out" 2>&1
+	tap_is "$name: sluice verify: exit 3 (intact, sealed, with declared loss)" "$?" 3
+	tap_check "$name: verify does not say 0 lost" \
+		bash -c "! grep -q '^  loss:        0 kernel records declared lost' '$SL_TMP/verify.out'"
+	local counts
+	counts=$(verify_counts "$log" | tr '\n' ' ')
+	read -r c1 c2 c3 <<<"$counts"
+	tap_check "$name: verify, verify --json and sl_logcheck.py report the same unwritten count, at least the 5 (or, strict, the refusals)" \
+		test -n "$c1" -a "$c1" = "${c2-}" -a "$c1" = "${c3-}" -a "${c1:-0}" -ge 5
+	assert_no_leftovers "$name: nothing left"
+}
+
+for config in default recommended; do
+	one_case "$config" strict
+	one_case "$config" ""
+done
+
+# A disk that never gets space back: the writer takes room on disk ahead of its lines, so the
+# disk fills while the run's last lines still fit there: the log ends with the declaration of
+# what it could not write, run_end and the seal; sluice exits 123.
+if new_fs; then
+	log=$FS/log.jsonl
+	sluice_start "$policy" "$log" -- "${RUN_EXEC[@]}" sh -c \
+		"for i in 1 2 3; do $SL_PROBE tcp 198.51.100.10 80 >/dev/null; done; : >$FS/ready;
+		 sleep 1; for i in \$(seq 20); do $SL_PROBE tcp 198.51.100.10 80 >/dev/null; done"
+	wait_until 10000 seen "$FS/ready" || bail_out "P25 (never freed): the workload did not start"
+	fill
+	if sluice_wait "$SL_RUN_TIMEOUT"; then
+		assert_rc "P25 (never freed): sluice exits 123" 123
+	else
+		tap_fail "P25 (never freed): the run ended" "sluice still running"
+	fi
+	tap_check "P25 (never freed): stderr says the log could not be written" \
+		err_has "writing log $log: No space left on device"
+	tap_check "P25 (never freed): the log checks, sealed, on the full disk" \
+		python3 "$CHECK" "$log" --pub "$SLUICE_PUB"
+	"$SLUICE" verify "$log" >"$SL_TMP/verify.out" 2>&1
+	tap_is "P25 (never freed): sluice verify: exit 3" "$?" 3
+	counts=$(verify_counts "$log" | tr '\n' ' ')
+	read -r c1 c2 c3 <<<"$counts"
+	tap_check "P25 (never freed): verify, --json and sl_logcheck.py report the same unwritten count, the 20 connections' records at least" \
+		test -n "$c1" -a "$c1" = "${c2-}" -a "$c1" = "${c3-}" -a "${c1:-0}" -ge 20
+	tap_is "P25 (never freed): the log's file takes no room past its end once closed" \
+		"$(($(stat -c %b "$log") * $(stat -c %B "$log") <= ($(stat -c %s "$log") + 4095) / 4096 * 4096))" 1
+	unfill
+	assert_no_leftovers "P25 (never freed): nothing left"
+else
+	tap_skip "P25 (never freed)" "cannot mount a tmpfs"
+fi
+
+tap_done
