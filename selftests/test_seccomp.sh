@@ -150,6 +150,18 @@ for dst in ('198.51.100.10', '198.51.100.20'):
 	assert_no_leftovers "P23 control ($user): nothing left"
 done
 
+# A dead sluice answers nothing: the kernel fails the refused calls with ENOSYS (closed, not open).
+log=$SL_TMP/dead.jsonl
+sluice_start "$policy" "$log" --user nobody --netns "$NS" -- sh -c \
+	"sleep $((2 * SL_SLOW)); $FAM socket:vsock socket:unix"
+wait_until 10000 grep -qs '"run_start"' "$log" || tap_diag "no run_start in $log"
+kill -KILL "$SL_RUN_PID"
+{ wait "$SL_RUN_PID"; } 2>/dev/null
+wait_until 20000 grep -qs '^socket:unix' "$SL_OUT"
+tap_check "P23 sluice killed: socket(AF_VSOCK) fails with ENOSYS" grep -qx "socket:vsock ENOSYS" "$SL_OUT"
+tap_check "P23 sluice killed: socket(AF_UNIX) still works" grep -qx "socket:unix ok" "$SL_OUT"
+sl_scrub_run "$SL_RUN_ID"
+
 # With the filter off (selftests only), the same calls get through: what the filter catches.
 log=$SL_TMP/off.jsonl
 SLUICE_SELFTEST_NO_SECCOMP=1 sluice_run "$policy" "$log" --user nobody --netns "$NS" -- \
