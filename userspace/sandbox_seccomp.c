@@ -27,6 +27,7 @@
 #include "util.h"
 
 #define PROG_MAX 256
+#define ANSWER_BATCH 64
 #define NO_CALL (-1)
 #define X32_BIT 0x40000000u
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -480,7 +481,7 @@ int sandbox_seccomp_answer(struct sandbox_seccomp *s,
 	struct seccomp_notif *req = NULL;
 	struct seccomp_notif_resp *resp = NULL;
 	struct pollfd pfd = { .fd = s ? s->listener : -1, .events = POLLIN };
-	int n = 0, err = 0;
+	int i, n = 0, err = 0;
 
 	if (pfd.fd < 0)
 		return 0;
@@ -490,8 +491,11 @@ int sandbox_seccomp_answer(struct sandbox_seccomp *s,
 		err = -ENOMEM;
 		goto out;
 	}
-	/* RECV blocks when nothing waits: ask poll first, every time */
-	while (poll(&pfd, 1, 0) > 0) {
+	/*
+	 * RECV blocks when nothing waits: ask poll first, every time. At most ANSWER_BATCH at a
+	 * time: a workload refused in a loop must not keep the caller from its other work.
+	 */
+	for (i = 0; i < ANSWER_BATCH && poll(&pfd, 1, 0) > 0; i++) {
 		if (pfd.revents & POLLIN) {
 			err = answer_one(s, req, resp, fn, ctx);
 			if (err < 0)
