@@ -74,6 +74,18 @@ tap_check "P23: the log is well formed (sl_logcheck.py)" log_well_formed "$log"
 tap_check "P23: sluice verify accepts the log" "$SLUICE" verify "$log"
 assert_no_leftovers "P23 families: nothing left"
 
+# Even as root (no --user): packet sockets, also as AF_INET with the obsolete SOCK_PACKET type,
+# which the kernel turns into a packet socket that no cgroup hook sees.
+log=$SL_TMP/root.jsonl
+sluice_run "$policy" "$log" --netns "$NS" -- "$FAM" socket:packet socket:inet:10 socket:inet:1
+for call in socket:packet socket:inet:10; do
+	tap_check "P23 root $call: refused with EAFNOSUPPORT" grep -qx "$call EAFNOSUPPORT" "$SL_OUT"
+done
+tap_cmp "P23 root: both logged as packet sockets" \
+	"$(log_count "$log" type=decision hook=seccomp family=packet)" -eq 2
+tap_check "P23 root control: socket:inet:1 works" grep -qx "socket:inet:1 ok" "$SL_OUT"
+assert_no_leftovers "P23 root: nothing left"
+
 # The i386 ABI (int $0x80 from this 64-bit binary) and x32: no way around the filter.
 log=$SL_TMP/abi.jsonl
 if [[ $i386 -eq 1 ]]; then

@@ -28,6 +28,7 @@
 
 #define PROG_MAX 256
 #define ANSWER_BATCH 64
+#define SOCK_TYPE_MASK 0xf /* the kernel's: the type below SOCK_NONBLOCK, SOCK_CLOEXEC */
 #define NO_CALL (-1)
 #define X32_BIT 0x40000000u
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -118,16 +119,23 @@ static void ret(struct builder *b, uint32_t action)
 	emit(b, BPF_RET | BPF_K, action, 0, 0);
 }
 
-/* With the number in A: when it is nr, the family (argument 0) must be one a hook judges. */
+/*
+ * With the number in A: when it is nr, the family (argument 0) must be one a hook judges. The
+ * kernel turns AF_INET with the obsolete SOCK_PACKET type (argument 1, below its flags) into a
+ * packet socket: refused as one.
+ */
 static void check_family(struct builder *b, uint32_t nr)
 {
 	unsigned int skip = emit(b, BPF_JMP | BPF_JEQ | BPF_K, nr, 0, 0);
 
 	emit(b, BPF_LD | BPF_W | BPF_ABS, ARG_LO(0), 0, 0);
-	emit(b, BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 4, 0);
-	emit(b, BPF_JMP | BPF_JEQ | BPF_K, AF_INET, 3, 0);
-	emit(b, BPF_JMP | BPF_JEQ | BPF_K, AF_INET6, 2, 0);
-	emit(b, BPF_JMP | BPF_JEQ | BPF_K, AF_NETLINK, 1, 0);
+	emit(b, BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 7, 0);
+	emit(b, BPF_JMP | BPF_JEQ | BPF_K, AF_INET6, 6, 0);
+	emit(b, BPF_JMP | BPF_JEQ | BPF_K, AF_NETLINK, 5, 0);
+	emit(b, BPF_JMP | BPF_JEQ | BPF_K, AF_INET, 0, 3);
+	emit(b, BPF_LD | BPF_W | BPF_ABS, ARG_LO(1), 0, 0);
+	emit(b, BPF_ALU | BPF_AND | BPF_K, SOCK_TYPE_MASK, 0, 0);
+	emit(b, BPF_JMP | BPF_JEQ | BPF_K, SOCK_PACKET, 0, 1);
 	ret(b, SECCOMP_RET_USER_NOTIF);
 	ret(b, SECCOMP_RET_ALLOW);
 	patch_jf(b, skip);
@@ -390,6 +398,8 @@ static void describe(const struct seccomp_notif *n, struct sandbox_refusal *ref,
 	if (call == SYS_SOCKET || call == SYS_SOCKETPAIR) {
 		ref->err = EAFNOSUPPORT;
 		ref->family = family_name(args[0], fam_buf, fam_len);
+		if (args[0] == AF_INET && (args[1] & SOCK_TYPE_MASK) == SOCK_PACKET)
+			ref->family = "packet"; /* what the kernel would have made */
 		family_const(args[0], fam, sizeof(fam));
 		util_fmt(ref->what, sizeof(ref->what), "%s%s(%s, %u, %u)",
 			 a && (int)nr == a->socketcall ? "socketcall: " : "",
