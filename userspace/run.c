@@ -437,6 +437,7 @@ static void write_run_start(struct run *r)
 		journal_line_str(&l, "netns", r->args.netns);
 		journal_line_str(&l, "upstream", r->upstream[0] ? r->upstream : NULL);
 		journal_line_bool(&l, "dns_ttl", r->args.dns_ttl);
+		journal_line_bool(&l, "seccomp", r->seccomp != NULL);
 		err = journal_write(r->journal, &l);
 	}
 	if (err)

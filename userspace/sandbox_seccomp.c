@@ -28,6 +28,7 @@
 
 #define PROG_MAX 256
 #define ANSWER_BATCH 64
+#define JEQ (BPF_JMP | BPF_JEQ | BPF_K)
 #define SOCK_TYPE_MASK 0xf /* the kernel's: the type below SOCK_NONBLOCK, SOCK_CLOEXEC */
 #define NO_CALL (-1)
 #define X32_BIT 0x40000000u
@@ -150,7 +151,7 @@ static void emit_abi(struct builder *b, const struct abi *a, bool io_uring)
 	if (a->socketpair != NO_CALL)
 		check_family(b, a->nr_bit | (uint32_t)a->socketpair);
 	if (a->socketcall != NO_CALL) {
-		skip = emit(b, BPF_JMP | BPF_JEQ | BPF_K, a->nr_bit | (uint32_t)a->socketcall, 0, 0);
+		skip = emit(b, JEQ, a->nr_bit | (uint32_t)a->socketcall, 0, 0);
 		emit(b, BPF_LD | BPF_W | BPF_ABS, ARG_LO(0), 0, 0);
 		emit(b, BPF_JMP | BPF_JEQ | BPF_K, SYS_SOCKET, 2, 0);
 		emit(b, BPF_JMP | BPF_JEQ | BPF_K, SYS_SOCKETPAIR, 1, 0);
@@ -159,7 +160,7 @@ static void emit_abi(struct builder *b, const struct abi *a, bool io_uring)
 		patch_jf(b, skip);
 	}
 	if (a->io_uring_setup != NO_CALL) {
-		skip = emit(b, BPF_JMP | BPF_JEQ | BPF_K, a->nr_bit | (uint32_t)a->io_uring_setup, 0, 0);
+		skip = emit(b, JEQ, a->nr_bit | (uint32_t)a->io_uring_setup, 0, 0);
 		ret(b, io_uring ? SECCOMP_RET_ALLOW : SECCOMP_RET_USER_NOTIF);
 		patch_jf(b, skip);
 	}
@@ -267,7 +268,8 @@ int sandbox_seccomp_install(const struct sandbox_seccomp *s)
 
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 		return -1;
-	fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &fprog);
+	fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
+		     &fprog);
 	if (fd < 0)
 		return -1;
 	cm->cmsg_level = SOL_SOCKET;
@@ -298,7 +300,7 @@ int sandbox_seccomp_take(struct sandbox_seccomp *s)
 	struct cmsghdr *cm;
 	ssize_t n;
 
-	/* the child sent before its exec, which the caller has seen: it is queued, or never comes */
+	/* the child sent it before the exec the caller has seen: it is queued, or never comes */
 	close(s->sock[1]);
 	s->sock[1] = -1;
 	do {
@@ -327,7 +329,8 @@ static const struct abi *abi_of(const struct seccomp_data *d)
 	size_t i;
 
 	for (i = ARRAY_SIZE(abis); i-- > 0;)
-		if (abis[i].arch == d->arch && (!abis[i].nr_bit || ((uint32_t)d->nr & abis[i].nr_bit)))
+		if (abis[i].arch == d->arch &&
+		    (!abis[i].nr_bit || ((uint32_t)d->nr & abis[i].nr_bit)))
 			return &abis[i];
 #else
 	(void)d;
@@ -407,12 +410,13 @@ static void describe(const struct seccomp_notif *n, struct sandbox_refusal *ref,
 	} else if (a && (int)nr == a->io_uring_setup) {
 		/* as on a kernel without io_uring: programs fall back to plain system calls */
 		ref->err = ENOSYS;
-		util_copy(ref->what, sizeof(ref->what), "io_uring_setup() (io_uring creates sockets "
-			  "of any family unseen; the policy can allow it: sockets: [io_uring])");
+		util_copy(ref->what, sizeof(ref->what),
+			  "io_uring_setup() (io_uring creates sockets of any family unseen; the "
+			  "policy can allow it: sockets: [io_uring])");
 	} else if (a && (int)nr == a->seccomp) {
-		util_copy(ref->what, sizeof(ref->what), "seccomp(SECCOMP_SET_MODE_FILTER, "
-			  "SECCOMP_FILTER_FLAG_NEW_LISTENER) (a listener of the workload's own could "
-			  "let refused calls through)");
+		util_copy(ref->what, sizeof(ref->what),
+			  "seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER) (a "
+			  "listener of the workload's own could let refused calls through)");
 	} else {
 		util_fmt(ref->what, sizeof(ref->what), "system call %u", nr);
 	}
