@@ -35,6 +35,9 @@ enum sl_hook {
 	SL_HOOK_TC = 9,		  /* tc ingress on the host side of the run's veth; sock_cookie
 				     carries the ifindex there */
 	SL_HOOK_LSM = 10,	  /* BPF LSM on the run's cgroup: sockets the other hooks miss */
+	SL_HOOK_SECCOMP = 11,	  /* the workload's seccomp filter (userspace/sandbox_seccomp.c):
+				     socket families no hook judges; sluice writes its lines, no
+				     program records it */
 	SL_HOOK_MAX, /* array size, not a hook; recvmsg/getpeername rewrite and record nothing */
 };
 
@@ -61,7 +64,8 @@ enum sl_reason {
 	SL_REASON_HOST_CAP = 14,     /* the host's byte total for the run has reached the rule's cap */
 	SL_REASON_UNRECORDED = 15,   /* strict evidence: the allow could not be recorded (never logged,
 					counted as loss) */
-	/* 16: reserved */
+	SL_REASON_SOCKET_FAMILY = 16, /* seccomp: a socket family no hook judges (vsock, packet…),
+					 or a way to make one the filter cannot see (io_uring) */
 	SL_REASON_LOG_UNWRITABLE = 17, /* strict evidence: the run's log cannot be written (a full
 					  disk, an I/O error): nothing goes ahead unrecorded */
 };
@@ -80,6 +84,9 @@ enum sl_mode {
 /* Socket kinds a policy may allow beyond TCP and UDP (policy "sockets:"). */
 #define SL_SOCKETS_PING 0x01 /* ICMP echo sockets */
 #define SL_SOCKETS_RAW 0x02  /* raw IP sockets: every packet judged by the backstop */
+#define SL_SOCKETS_IO_URING 0x04 /* io_uring_setup is allowed: io_uring can create sockets of any
+				    family unseen by the seccomp filter (connect and sendmsg of inet
+				    sockets are still judged by the cgroup hooks) */
 
 /* rule_id 0 is the policy default; rules are numbered from 1 in policy order. */
 #define SL_RULE_DEFAULT 0

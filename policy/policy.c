@@ -62,6 +62,7 @@ struct pctx {
 
 static const char *const top_keys[] = {
 	"default", "mode", "deny_errno", "rules", "log", "alert_on", "request_access", "sockets",
+	"require",
 };
 enum {
 	TOP_DEFAULT,
@@ -72,6 +73,7 @@ enum {
 	TOP_ALERT_ON,
 	TOP_REQUEST,
 	TOP_SOCKETS,
+	TOP_REQUIRE,
 };
 
 static const char *const rule_keys[] = {
@@ -104,9 +106,15 @@ static const char *const mode_words[] = {"enforce", "report"};
 static const char *const log_words[] = {"allow", "deny"};
 static const char *const proto_words[] = {"tcp", "udp", "icmp"};
 static const unsigned int proto_bits[] = {SL_PROTO_TCP, SL_PROTO_UDP, SL_PROTO_ICMP};
-/* Socket kinds beyond TCP and UDP (packet sockets cannot be allowed: no hook judges them). */
-static const char *const socket_words[] = {"ping", "raw"};
-static const unsigned int socket_bits[] = {SL_SOCKETS_PING, SL_SOCKETS_RAW};
+/*
+ * Socket kinds beyond TCP and UDP (packet sockets cannot be allowed: no hook judges them), and
+ * io_uring, which the seccomp filter refuses unless listed: it creates sockets unseen by it.
+ */
+static const char *const socket_words[] = {"ping", "raw", "io_uring"};
+static const unsigned int socket_bits[] = {SL_SOCKETS_PING, SL_SOCKETS_RAW, SL_SOCKETS_IO_URING};
+/* Layers a run must have, or it does not start. */
+static const char *const require_words[] = {"lsm"};
+static const unsigned int require_bits[] = {POLICY_REQUIRE_LSM};
 static const char *const method_words[] = {
 	"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE",
 };
@@ -1278,8 +1286,15 @@ static int parse_log(struct pctx *x, const char *where)
 
 static int parse_sockets(struct pctx *x, const char *where)
 {
-	return parse_keyword_set(x, where, "a sequence of socket kinds (ping, raw)", socket_words,
-				 socket_bits, ARRAY_SIZE(socket_words), true, &x->p->sockets);
+	return parse_keyword_set(x, where, "a sequence of socket kinds (ping, raw, io_uring)",
+				 socket_words, socket_bits, ARRAY_SIZE(socket_words), true,
+				 &x->p->sockets);
+}
+
+static int parse_require(struct pctx *x, const char *where)
+{
+	return parse_keyword_set(x, where, "a sequence of layers (lsm)", require_words,
+				 require_bits, ARRAY_SIZE(require_words), true, &x->p->require);
 }
 
 static int parse_top(struct pctx *x)
@@ -1336,6 +1351,9 @@ static int parse_top(struct pctx *x)
 			break;
 		case TOP_SOCKETS:
 			err = parse_sockets(x, kw);
+			break;
+		case TOP_REQUIRE:
+			err = parse_require(x, kw);
 			break;
 		}
 		if (err)
@@ -2273,10 +2291,26 @@ void policy_print_summary(const struct policy *p, const struct policy_compiled *
 		fprintf(out, "request_access: %s\n", p->request_access);
 	fprintf(out, "sockets: tcp, udp (and unix, netlink)");
 	for (size_t k = 0; k < ARRAY_SIZE(socket_words); k++)
-		if (p->sockets & socket_bits[k])
+		if (p->sockets & socket_bits[k] & ~SL_SOCKETS_IO_URING)
 			fprintf(out, ", %s", socket_words[k]);
-	fprintf(out, "%s\n", p->sockets ? " (their packets are judged one by one by the backstop, "
-					   "against rules that list their protocol)" : "");
+	fprintf(out, "%s\n", p->sockets & ~SL_SOCKETS_IO_URING ?
+			" (their packets are judged one by one by the backstop, against rules that "
+			"list their protocol)" : "");
+	fprintf(out, "socket families: unix, inet, inet6, netlink; any other (vsock, packet, …) is "
+		     "refused by the workload's seccomp filter (EAFNOSUPPORT, logged)\n");
+	if (p->sockets & SL_SOCKETS_IO_URING)
+		fprintf(out, "io_uring: allowed (sockets: [io_uring]); what it costs: io_uring can "
+			     "create sockets of any family (vsock, packet, …) unseen by the seccomp "
+			     "filter, so only the BPF-LSM layer (when it loads) still refuses those; "
+			     "connect and sendmsg of inet sockets are still judged by the cgroup "
+			     "hooks\n");
+	else
+		fprintf(out, "io_uring: refused (io_uring_setup fails with ENOSYS, logged): it can "
+			     "create sockets of any family unseen by the seccomp filter; "
+			     "sockets: [io_uring] allows it\n");
+	if (p->require & POLICY_REQUIRE_LSM)
+		fprintf(out, "require: lsm (a run fails before starting the command if the BPF-LSM "
+			     "layer does not load)\n");
 	fprintf(out, "rules: %zu\n", p->n_rules);
 	for (size_t i = 0; i < p->n_rules; i++)
 		print_rule(out, p, i);

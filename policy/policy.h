@@ -24,6 +24,9 @@ enum policy_default {
 	POLICY_DEFAULT_ALLOW = 1,
 };
 
+/* Bits of struct policy.require ("require:"). */
+#define POLICY_REQUIRE_LSM 0x01 /* the BPF-LSM layer must load, or the run does not start */
+
 struct policy_cidr {
 	uint8_t family;	   /* AF_INET or AF_INET6 */
 	uint8_t prefixlen; /* 0-32 or 0-128 */
@@ -114,6 +117,7 @@ struct policy {
 	size_t n_alert_on;
 	char *request_access; /* URL template; "{host}" is replaced by the denied destination */
 	unsigned int sockets; /* SL_SOCKETS_*: kinds beyond TCP and UDP the run may create */
+	unsigned int require; /* POLICY_REQUIRE_*: layers without which the run does not start */
 	/* SHA-256 of the policy's bytes: run_start names it, sluice resume checks it */
 	unsigned char sha256[32];
 };

@@ -49,12 +49,15 @@ tap_cmp "P10: the log has both denials" \
 	"$(log_count "$log" type=decision decision=deny port=80 proto=tcp)" -eq 2
 assert_no_leftovers "P10: nothing left"
 
-# P11: io_uring's connect and sendmsg operations.
+# P11: io_uring's connect and sendmsg operations, under a policy that allows io_uring (the
+# workload's seccomp filter refuses io_uring_setup otherwise: test_seccomp.sh).
+uring=$SL_TMP/probes-uring.yaml
+{ cat "$policy"; echo "sockets: [io_uring]"; } >"$uring"
 for c in "connect 198.51.100.20 80 tcp connect4" "connect 2001:db8::20 80 tcp connect6" \
 	"sendmsg 198.51.100.20 9999 udp sendmsg4" "sendmsg 2001:db8::20 9999 udp sendmsg6"; do
 	read -r op addr port proto hook <<<"$c"
 	log=$SL_TMP/uring-$op-$hook.jsonl
-	sluice_run "$policy" "$log" -- "${RUN_EXEC[@]}" "$SL_TOOLS/sl_uring" "$op" "$addr" "$port"
+	sluice_run "$uring" "$log" -- "${RUN_EXEC[@]}" "$SL_TOOLS/sl_uring" "$op" "$addr" "$port"
 	tap_is "P11: io_uring $op to unlisted $addr fails with EPERM" "$(cat "$SL_OUT")" "err EPERM"
 	assert_sink_none "P11: io_uring $op: nothing reaches $addr" "$proto $addr" "tcp-accept $addr"
 	tap_cmp "P11: io_uring $op: the log has the denial ($hook)" \
@@ -62,7 +65,7 @@ for c in "connect 198.51.100.20 80 tcp connect4" "connect 2001:db8::20 80 tcp co
 	assert_no_leftovers "P11: io_uring $op $addr: nothing left"
 done
 log=$SL_TMP/uring-ok.jsonl
-sluice_run "$policy" "$log" -- "${RUN_EXEC[@]}" sh -c \
+sluice_run "$uring" "$log" -- "${RUN_EXEC[@]}" sh -c \
 	"$SL_TOOLS/sl_uring connect 198.51.100.10 80 && $SL_TOOLS/sl_uring sendmsg 198.51.100.10 9999"
 tap_is "P11 control: io_uring connect and sendmsg to the listed host work" \
 	"$(tr '\n' ' ' <"$SL_OUT")" "ok ok "

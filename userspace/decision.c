@@ -21,6 +21,7 @@ static const char *const hook_names[SL_HOOK_MAX] = {
 	[SL_HOOK_SOCK_CREATE] = "sock_create",
 	[SL_HOOK_SETSOCKOPT] = "setsockopt",
 	[SL_HOOK_SOCK_RELEASE] = "sock_release",
+	[SL_HOOK_SECCOMP] = "seccomp",
 };
 
 static const char *const reason_names[] = {
@@ -39,6 +40,7 @@ static const char *const reason_names[] = {
 	[SL_REASON_V4_RELAY] = "ipv4_relay",
 	[SL_REASON_HOST_CAP] = "host_total_cap",
 	[SL_REASON_UNRECORDED] = "unrecorded",
+	[SL_REASON_SOCKET_FAMILY] = "socket_family",
 	[SL_REASON_LOG_UNWRITABLE] = "log_unwritable",
 };
 
@@ -124,7 +126,9 @@ int decision_view_init(struct decision_view *v, const struct sl_decision_event *
 		       const struct policy *p)
 {
 	memset(v, 0, sizeof(*v));
+	/* no program records seccomp refusals: sluice writes their lines itself */
 	if (ev->hook == SL_HOOK_NONE || ev->hook >= SL_HOOK_MAX || ev->hook == SL_HOOK_SOCK_RELEASE ||
+	    ev->hook == SL_HOOK_SECCOMP ||
 	    (ev->verdict != SL_VERDICT_ALLOW && ev->verdict != SL_VERDICT_DENY) ||
 	    ev->reason < SL_REASON_RULE ||
 	    (ev->reason > SL_REASON_HOST_CAP && ev->reason != SL_REASON_LOG_UNWRITABLE))

@@ -721,6 +721,46 @@ void records_on_dns(const struct resolver_event *ev, void *ctx)
 	notice_denial(r, &n);
 }
 
+void records_on_refusal(const struct sandbox_refusal *ref, void *ctx)
+{
+	struct records *r = ctx;
+	struct journal_line l;
+	struct timespec now;
+	struct notice n = { .len = 0 };
+	char comm[64], what[sizeof(ref->what)];
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	decision_safe_comm(comm, sizeof(comm), ref->comm);
+	records_line(r, &l, "decision", &now);
+	journal_line_str(&l, "hook", decision_hook_name(SL_HOOK_SECCOMP));
+	journal_line_str(&l, "decision", "deny");
+	journal_line_bool(&l, "enforced", true);
+	journal_line_str(&l, "rule", "surface");
+	journal_line_str(&l, "reason", decision_reason_name(SL_REASON_SOCKET_FAMILY));
+	journal_line_str(&l, "family", ref->family);
+	journal_line_str(&l, "what", ref->what);
+	journal_line_str(&l, "abi", ref->abi);
+	journal_line_str(&l, "errno", strerrorname_np(ref->err));
+	if (ref->known) {
+		journal_line_u64(&l, "pid", ref->tgid);
+		journal_line_u64(&l, "tid", ref->tid);
+		journal_line_str(&l, "comm", comm);
+	} else {
+		/* the caller died before its answer: its pid may be another's by now */
+		journal_line_str(&l, "pid", NULL);
+		journal_line_u64(&l, "tid", ref->tid);
+		journal_line_str(&l, "comm", NULL);
+	}
+	records_write(r, &l);
+
+	__atomic_fetch_add(&r->denials, 1, __ATOMIC_RELAXED);
+	safe_text(what, sizeof(what), ref->what);
+	notice_add(&n, "egress denied: %s (rule: surface, %s) pid=%u comm=%s run_id=%s task=%s\n",
+		   what, ref->abi, ref->known ? ref->tgid : ref->tid, ref->known ? comm : "?",
+		   r->run_id, r->task_text);
+	notice_denial(r, &n);
+}
+
 static void on_malformed(const char *why, size_t size, void *ctx)
 {
 	struct records *r = ctx;

@@ -23,6 +23,7 @@
 #include "jsonline.h"
 #include "loader.h"
 #include "resolver.h"
+#include "sandbox_seccomp.h"
 #include "seqset.h"
 
 #define RECORDS_TASK_MAX 256
@@ -90,6 +91,13 @@ void records_free(struct records *r);
 extern const struct events_handlers records_handlers;
 /* The resolver's per-query callback (ctx: the struct records). */
 void records_on_dns(const struct resolver_event *ev, void *ctx);
+
+/*
+ * A call the workload's seccomp filter refused, as sluice answered it (ctx: the struct
+ * records): a decision line with hook "seccomp" (no kseq: sluice, not a program, records it),
+ * a notice on stderr, deny alerts.
+ */
+void records_on_refusal(const struct sandbox_refusal *ref, void *ctx);
 
 /* Start a line of the run: ts, type, run_id and task. */
 void records_line(struct records *r, struct journal_line *l, const char *type,

@@ -36,6 +36,7 @@
 #include "records.h"
 #include "resolver.h"
 #include "run.h"
+#include "sandbox_seccomp.h"
 #include "spawn.h"
 #include "tlog.h"
 #include "util.h"
@@ -212,6 +213,9 @@ static void usage(FILE *out)
 		"Runs CMD in a new cgroup whose connect() and sendmsg() calls are judged in the kernel\n"
 		"against the policy. Denials fail at once and are printed on stderr; every decision is\n"
 		"written to the log (default ./sluice-RUN_ID.jsonl). Exits with CMD's status.\n"
+		"CMD runs with no_new_privs under a seccomp filter that refuses (and logs) socket\n"
+		"families no hook judges (vsock, packet, …) and io_uring (unless the policy lists\n"
+		"sockets: [io_uring]).\n"
 		"\n"
 		"  --netns PATH     start CMD in this network namespace (/run/netns/NAME); the run's\n"
 		"                   resolver listens there, on loopback\n"
@@ -422,6 +426,8 @@ static void write_run_start(struct run *r)
 		journal_line_str(&l, "lsm", lsm_why); /* why the hardening layer is absent */
 	if (r->no_backstop)
 		journal_line_bool(&l, "backstop", false);
+	/* the socket-family filter: the command runs only if it was installed */
+	journal_line_bool(&l, "seccomp", r->seccomp != NULL);
 	err = journal_write(r->journal, &l);
 	if (err == -E2BIG) {
 		/* A huge command line must not cost the record: keep the program name only. */
@@ -434,6 +440,7 @@ static void write_run_start(struct run *r)
 		journal_line_str(&l, "netns", r->args.netns);
 		journal_line_str(&l, "upstream", r->upstream[0] ? r->upstream : NULL);
 		journal_line_bool(&l, "dns_ttl", r->args.dns_ttl);
+		journal_line_bool(&l, "seccomp", r->seccomp != NULL);
 		err = journal_write(r->journal, &l);
 	}
 	if (err)
@@ -466,9 +473,10 @@ int run_block_signals(sigset_t *old, int *sig_fd)
 
 int run_supervise(struct run *r, pid_t child, int sig_fd, bool *has_status, const char **why)
 {
-	struct pollfd pfd[2] = {
+	struct pollfd pfd[3] = {
 		{ .fd = events_fd(r->events), .events = POLLIN },
 		{ .fd = sig_fd, .events = POLLIN },
+		{ .fd = sandbox_seccomp_fd(r->seccomp), .events = POLLIN },
 	};
 
 	*has_status = false;
@@ -477,10 +485,22 @@ int run_supervise(struct run *r, pid_t child, int sig_fd, bool *has_status, cons
 		int wstatus, err;
 		pid_t got;
 
-		if (poll(pfd, 2, POLL_INTERVAL_MS) < 0 && errno != EINTR) {
+		if (poll(pfd, 3, POLL_INTERVAL_MS) < 0 && errno != EINTR) {
 			fprintf(stderr, "sluice: poll: %s\n", strerror(errno));
 			*why = "sluice error";
 			return RUN_EXIT_SLUICE_ERROR;
+		}
+		/* refused socket families wait for their answer: first */
+		if (pfd[2].fd >= 0 && pfd[2].revents) {
+			err = sandbox_seccomp_answer(r->seccomp, records_on_refusal, &r->rec);
+			if (err < 0)
+				fprintf(stderr, "sluice: answering the seccomp filter: %s; its refused "
+						"calls now fail with ENOSYS\n", strerror(-err));
+			if (err < 0 || sandbox_seccomp_fd(r->seccomp) < 0) {
+				sandbox_seccomp_free(r->seccomp);
+				r->seccomp = NULL;
+				pfd[2].fd = -1;
+			}
 		}
 		records_drain(&r->rec);
 		/* time and heartbeat checkpoints: an idle run still proves it was alive */
@@ -594,6 +614,8 @@ static int teardown(struct run *r)
 	}
 	events_free(r->events);
 	r->events = NULL;
+	sandbox_seccomp_free(r->seccomp);
+	r->seccomp = NULL;
 	records_free(&r->rec);
 	policy_compiled_free(r->compiled);
 	policy_free(r->policy);
@@ -754,6 +776,7 @@ int run_cfg_of(const struct run *r, struct sl_run_cfg *cfg)
 
 static int setup(struct run *r, char *err, size_t err_len)
 {
+	const char *lsm_why;
 	struct loader_opts lo = {
 		.ringbuf_bytes = (uint32_t)(r->args.ringbuf_kib * 1024),
 		.wakeup_bytes = (uint32_t)(r->args.ringbuf_kib * 1024 / 4),
@@ -786,6 +809,19 @@ static int setup(struct run *r, char *err, size_t err_len)
 	ret = policy_compile(r->policy, &r->compiled, err, err_len);
 	if (ret)
 		return ret;
+	/* selftests only, and said on stderr and in run_start: see selftests/test_seccomp.sh */
+	if (getenv("SLUICE_SELFTEST_NO_SECCOMP")) {
+		fprintf(stderr, "sluice: SLUICE_SELFTEST_NO_SECCOMP is set: socket families are not "
+				"filtered\n");
+	} else {
+		ret = sandbox_seccomp_new(r->policy->sockets, &r->seccomp);
+		if (ret) {
+			util_fmt(err, err_len, "build the workload's seccomp filter: %s%s",
+				 strerror(-ret), ret == -EOPNOTSUPP ?
+				 " (it knows no system call numbers for this architecture)" : "");
+			return ret;
+		}
+	}
 
 	if (geteuid() != 0) {
 		util_fmt(err, err_len, "sluice run needs root: it creates a cgroup, loads BPF "
@@ -841,6 +877,11 @@ static int setup(struct run *r, char *err, size_t err_len)
 	if (ret) {
 		util_fmt(err, err_len, "attach to cgroup %s: %s", r->cg.path, strerror(-ret));
 		return ret;
+	}
+	if ((r->policy->require & POLICY_REQUIRE_LSM) && !loader_lsm_active(r->loader, &lsm_why)) {
+		util_fmt(err, err_len, "the policy requires the BPF-LSM layer (require: [lsm]), "
+				       "which is absent: %s", lsm_why[0] ? lsm_why : "not loaded");
+		return -EOPNOTSUPP;
 	}
 	r->no_backstop = lo.no_backstop;
 	if (r->no_backstop)
@@ -950,6 +991,7 @@ int run_main(int argc, char **argv)
 	so.cgroup_fd = r.cg.fd;
 	so.netns_fd = r.netns_fd;
 	so.child_mask = &old;
+	so.seccomp = r.seccomp;
 	ret = spawn_in_cgroup(&so, r.args.cmd, &child);
 	if (ret) {
 		fprintf(stderr, "sluice run: cannot execute %s: %s\n", r.args.cmd[0],

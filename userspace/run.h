@@ -30,6 +30,8 @@
 #define RUN_CERT_MAX 1024 /* the host key's note certifying the run key */
 #define RUN_UPSTREAM_MAX 64 /* "[IPv6]:PORT" */
 
+struct sandbox_seccomp;
+
 struct run_args {
 	const char *cmd_name; /* "sluice run" or "sluice resume", for messages */
 	const char *policy_path;
@@ -77,6 +79,8 @@ struct run {
 	uid_t uid; /* what CMD runs as */
 	gid_t gid;
 	bool no_backstop;      /* selftests: the packet checks are off */
+	struct sandbox_seccomp *seccomp; /* the workload's socket-family filter; NULL: none (a
+					    resume, or the selftests' SLUICE_SELFTEST_NO_SECCOMP) */
 	char host_side[256];   /* the veth peers the tc program watches, "" for none */
 	bool still_running; /* processes survived the kill: enforcement must stay in place */
 	bool started;	    /* the log holds the run's first line */

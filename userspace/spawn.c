@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <linux/sched.h>
 
+#include "sandbox_seccomp.h"
 #include "spawn.h"
 
 /* Child side: only async-signal-safe calls between clone3 and exec. */
@@ -38,6 +39,9 @@ static void __attribute__((noreturn)) exec_child(const struct spawn_opts *o, cha
 			syscall(SYS_setresgid, o->gid, o->gid, o->gid) ||
 			syscall(SYS_setresuid, o->uid, o->uid, o->uid) ||
 			prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)))
+		goto fail;
+	/* Socket families no hook judges (sandbox_seccomp.c): last, with no_new_privs always. */
+	if (o->seccomp && sandbox_seccomp_install(o->seccomp))
 		goto fail;
 	execvp(argv[0], argv);
 fail:
@@ -124,6 +128,15 @@ int spawn_in_cgroup(const struct spawn_opts *o, char *const argv[], pid_t *pid)
 		waitpid((pid_t)ret, NULL, 0);
 		err = -child_err;
 		goto out;
+	}
+	/* The filter's listener, sent before the exec just seen: without it, no run. */
+	if (o->seccomp) {
+		err = sandbox_seccomp_take(o->seccomp);
+		if (err) {
+			kill((pid_t)ret, SIGKILL);
+			waitpid((pid_t)ret, NULL, 0);
+			goto out;
+		}
 	}
 	*pid = (pid_t)ret;
 out:

@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+struct sandbox_seccomp;
+
 struct spawn_opts {
 	int cgroup_fd;		   /* the run's cgroup */
 	int netns_fd;		   /* network namespace to enter, or -1 for sluice's own */
@@ -17,6 +19,8 @@ struct spawn_opts {
 	uid_t uid;
 	gid_t gid;
 	const sigset_t *child_mask; /* the signal mask sluice had before blocking its own */
+	struct sandbox_seccomp *seccomp; /* the socket-family filter to install last before exec
+					    (its listener is taken on success), or NULL */
 };
 
 /*

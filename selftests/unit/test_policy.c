@@ -160,6 +160,13 @@ static bool check_totals(const struct policy *p, char *why)
 	return ok;
 }
 
+static bool check_uring(const struct policy *p, char *why)
+{
+	EXPECT(p->sockets == SL_SOCKETS_IO_URING, "expected sockets io_uring, got %#x", p->sockets);
+	EXPECT(p->require == POLICY_REQUIRE_LSM, "expected require lsm, got %#x", p->require);
+	return true;
+}
+
 static bool check_icmp(const struct policy *p, char *why)
 {
 	EXPECT(p->sockets == (SL_SOCKETS_PING | SL_SOCKETS_RAW), "expected sockets ping|raw, got %#x",
@@ -345,6 +352,10 @@ static const struct accept_case accept_cases[] = {
 	 "    protocols: [icmp, tcp]\n"
 	 "  - cidrs: [\"10.0.0.0/8\"]\n",
 	 check_icmp},
+	{"accept: io_uring opted in, the LSM layer required", NULL,
+	 "sockets: [io_uring]\n"
+	 "require: [lsm]\n",
+	 check_uring},
 	{"accept: byte totals per run and host", NULL,
 	 "rules:\n"
 	 "  - hosts: [a.example]\n"
@@ -611,9 +622,13 @@ static const struct reject_case reject_cases[] = {
 	{"reject: unknown protocol", "rules:\n  - cidrs: [\"10.0.0.0/8\"]\n    protocols: [sctp]\n",
 	 3, 17, "rules[0].protocols[0]: expected one of tcp, udp, icmp, got \"sctp\""},
 	{"reject: unknown socket kind", "sockets: [ping, packet]\n", 1, 17,
-	 "sockets[1]: expected one of ping, raw, got \"packet\""},
+	 "sockets[1]: expected one of ping, raw, io_uring, got \"packet\""},
 	{"reject: sockets not a sequence", "sockets: ping\n", 1, 10,
-	 "sockets: expected a sequence of socket kinds (ping, raw), got \"ping\""},
+	 "sockets: expected a sequence of socket kinds (ping, raw, io_uring), got \"ping\""},
+	{"reject: unknown required layer", "require: [lsm, tc]\n", 1, 16,
+	 "require[1]: expected one of lsm, got \"tc\""},
+	{"reject: require not a sequence", "require: lsm\n", 1, 10,
+	 "require: expected a sequence of layers (lsm), got \"lsm\""},
 	{"reject: alert_on item as a mapping", "alert_on: [{a: b}]\n", 1, 12,
 	 "alert_on[0]: expected an alert condition (a string), got a mapping"},
 	{"reject: request_access empty", "request_access: \"\"\n", 1, 17,

@@ -1,0 +1,206 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# P23: socket families no hook judges. cgroup/sock_create sees inet sockets only and the BPF-LSM
+# layer may not load, so the workload's seccomp filter refuses socket() and socketpair() of any
+# family but unix, inet, inet6 and netlink with EAFNOSUPPORT, through every ABI (x86_64, x32,
+# i386 with socketcall), refuses io_uring_setup unless the policy lists sockets: [io_uring], and
+# refuses a seccomp listener of the workload's own; each refusal is logged with its family,
+# pid and comm. Ordinary sockets and connections are untouched. A policy can require the
+# BPF-LSM layer. Sockets here are only ever created: never connect an AF_VSOCK socket.
+
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+require_root
+require_sluice
+topo_up
+FAM=$SL_TOOLS/sl_sockfam
+[[ -x $FAM ]] || bail_out "$FAM not built (make)"
+NS=/run/netns/$SL_NS_RUN
+
+policy=$SL_TMP/seccomp.yaml
+cat >"$policy" <<'EOF2'
+default: deny
+rules:
+  - name: test-host
+    cidrs: ["198.51.100.10/32", "2001:db8::10/128"]
+    ports: [80, 9999]
+EOF2
+
+# What the same unprivileged process gets without sluice: the hole on this kernel.
+as_nobody() { in_run setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
+without=$(as_nobody "$FAM" socket:vsock i386-socket:unix)
+tap_diag "without sluice, as nobody: $(tr '\n' ' ' <<<"$without")"
+vsock_hole=$(grep -c '^socket:vsock ok$' <<<"$without")
+i386=$(grep -c '^i386-socket:unix ok$' <<<"$without")
+
+# family label of each call, as the log names it
+refused=(socket:vsock:vsock socket:packet:packet socket:xdp:3:xdp socket:tipc:tipc
+	socket:bluetooth:bluetooth socket:alg:alg socket:can:can socket:key:key
+	socketpair:vsock:vsock socketpair:tipc:tipc)
+calls=()
+for c in "${refused[@]}"; do calls+=("${c%:*}"); done
+log=$SL_TMP/families.jsonl
+sluice_run "$policy" "$log" --user nobody --netns "$NS" -- "$FAM" "${calls[@]}" \
+	socket:unix socket:inet socket:inet:2 socket:inet6 socket:inet6:2 socket:netlink \
+	socketpair:unix
+tap_is "P23: the run ends normally" "$SL_RC" 0
+tap_is "P23: run_start says the filter is in force" "$(log_run_start_field "$log" seccomp)" True
+if [[ $vsock_hole -eq 1 ]]; then
+	tap_ok "P23: without sluice, nobody creates an AF_VSOCK socket here (the hole)"
+else
+	tap_skip "P23: without sluice, nobody creates an AF_VSOCK socket here (the hole)" \
+		"no vsock on this kernel: $without"
+fi
+for c in "${refused[@]}"; do
+	call=${c%:*}
+	fam=${c##*:}
+	tap_check "P23 $call: refused with EAFNOSUPPORT" grep -qx "$call EAFNOSUPPORT" "$SL_OUT"
+	tap_cmp "P23 $call: the log has the refusal with its family, pid and comm" \
+		"$(log_lines "$log" type=decision hook=seccomp decision=deny reason=socket_family \
+			"family=$fam" abi=x86_64 errno=EAFNOSUPPORT comm=sl_sockfam |
+			grep -c "\"what\":\"${call%%:*}(")" -eq 1
+done
+tap_cmp "P23: each refusal has one line, with a pid" \
+	"$(log_lines "$log" type=decision hook=seccomp | grep -c '"pid":[0-9]')" -eq "${#refused[@]}"
+tap_check "P23: stderr says what was refused" \
+	grep -q '^egress denied: socket(AF_VSOCK, 1, 0) (rule: surface, x86_64) pid=[0-9]* comm=sl_sockfam' \
+	"$SL_ERR"
+for call in socket:unix socket:inet socket:inet:2 socket:inet6 socket:inet6:2 socket:netlink \
+	socketpair:unix; do
+	tap_check "P23 control: $call works" grep -qx "$call ok" "$SL_OUT"
+done
+tap_check "P23: the log is well formed (sl_logcheck.py)" log_well_formed "$log"
+tap_check "P23: sluice verify accepts the log" "$SLUICE" verify "$log"
+assert_no_leftovers "P23 families: nothing left"
+
+# Even as root (no --user): packet sockets, also as AF_INET with the obsolete SOCK_PACKET type,
+# which the kernel turns into a packet socket that no cgroup hook sees.
+log=$SL_TMP/root.jsonl
+sluice_run "$policy" "$log" --netns "$NS" -- "$FAM" socket:packet socket:inet:10 socket:inet:1
+for call in socket:packet socket:inet:10; do
+	tap_check "P23 root $call: refused with EAFNOSUPPORT" grep -qx "$call EAFNOSUPPORT" "$SL_OUT"
+done
+tap_cmp "P23 root: both logged as packet sockets" \
+	"$(log_count "$log" type=decision hook=seccomp family=packet)" -eq 2
+tap_check "P23 root control: socket:inet:1 works" grep -qx "socket:inet:1 ok" "$SL_OUT"
+assert_no_leftovers "P23 root: nothing left"
+
+# The i386 ABI (int $0x80 from this 64-bit binary) and x32: no way around the filter.
+log=$SL_TMP/abi.jsonl
+if [[ $i386 -eq 1 ]]; then
+	sluice_run "$policy" "$log" --user nobody --netns "$NS" -- "$FAM" i386-socket:vsock \
+		i386-socketpair:vsock i386-socketcall:vsock i386-socketcall:inet x32-socket:vsock \
+		i386-socket:inet i386-socket:unix i386-socketpair:unix
+	for call in i386-socket:vsock i386-socketpair:vsock i386-socketcall:vsock \
+		i386-socketcall:inet x32-socket:vsock; do
+		tap_check "P23 $call: refused with EAFNOSUPPORT" grep -qx "$call EAFNOSUPPORT" "$SL_OUT"
+	done
+	tap_cmp "P23 i386: socket and socketpair refusals are logged with the family" \
+		"$(log_count "$log" type=decision hook=seccomp abi=i386 family=vsock)" -eq 3
+	tap_cmp "P23 i386: socketcall (arguments behind a pointer) is refused for inet too" \
+		"$(log_count "$log" type=decision hook=seccomp abi=i386 family=inet)" -eq 1
+	tap_cmp "P23 x32: the refusal is logged" \
+		"$(log_count "$log" type=decision hook=seccomp abi=x32 family=vsock)" -eq 1
+	for call in i386-socket:inet i386-socket:unix i386-socketpair:unix; do
+		tap_check "P23 i386 control: $call works" grep -qx "$call ok" "$SL_OUT"
+	done
+	tap_check "P23 i386: the log is well formed" log_well_formed "$log"
+	assert_no_leftovers "P23 i386: nothing left"
+else
+	tap_skip "P23 i386 and x32 ABIs" "this kernel runs no i386 system calls: $without"
+fi
+
+# io_uring makes sockets unseen: refused by default, with what it takes to allow it; a seccomp
+# listener of the workload's own could answer refused calls with "continue": refused too.
+log=$SL_TMP/uring.jsonl
+sluice_run "$policy" "$log" --user nobody --netns "$NS" -- "$FAM" io_uring listener socket:unix
+tap_check "P23: io_uring_setup is refused with ENOSYS by default" grep -qx "io_uring ENOSYS" "$SL_OUT"
+tap_cmp "P23: the io_uring refusal is logged" \
+	"$(log_count "$log" type=decision hook=seccomp errno=ENOSYS family=null)" -eq 1
+tap_check "P23: a seccomp listener of the workload's own is refused (EPERM)" \
+	grep -qx "listener EPERM" "$SL_OUT"
+tap_cmp "P23: the listener refusal is logged" \
+	"$(log_count "$log" type=decision hook=seccomp errno=EPERM)" -eq 1
+tap_check "P23 control: after them, sockets still work" grep -qx "socket:unix ok" "$SL_OUT"
+assert_no_leftovers "P23 io_uring: nothing left"
+
+opted=$SL_TMP/uring.yaml
+{ cat "$policy"; echo "sockets: [io_uring]"; } >"$opted"
+log=$SL_TMP/uring-opted.jsonl
+sluice_run "$opted" "$log" --user nobody --netns "$NS" -- "$FAM" io_uring socket:vsock
+tap_check "P23: with sockets: [io_uring], io_uring_setup works" grep -qx "io_uring ok" "$SL_OUT"
+tap_check "P23: with sockets: [io_uring], socket(AF_VSOCK) is still refused" \
+	grep -qx "socket:vsock EAFNOSUPPORT" "$SL_OUT"
+tap_check "P23: policy check says what opting in to io_uring costs" \
+	sh -c "'$SLUICE' policy check '$opted' | grep -q 'io_uring: allowed.*any family'"
+tap_check "P23: policy check says io_uring is refused by default" \
+	sh -c "'$SLUICE' policy check '$policy' | grep -q 'io_uring: refused'"
+assert_no_leftovers "P23 io_uring opted in: nothing left"
+
+# An ordinary run is unaffected: a listed host is reached, an unlisted one still denied by the
+# cgroup hooks, names resolve through getaddrinfo (netlink), as root and as nobody.
+for user in root nobody; do
+	log=$SL_TMP/ordinary-$user.jsonl
+	as=()
+	[[ $user == nobody ]] && as=(--user nobody)
+	sluice_run "$policy" "$log" "${as[@]}" --netns "$NS" -- python3 -c "
+import socket
+socket.getaddrinfo('localhost', 80, flags=socket.AI_ADDRCONFIG)
+for dst in ('198.51.100.10', '198.51.100.20'):
+    try:
+        s = socket.create_connection((dst, 80), timeout=5)
+        s.sendall(b'seccomp\\n')
+        s.close()
+        print(dst, 'sent')
+    except OSError as e:
+        print(dst, 'err', e.errno)
+"
+	tap_is "P23 control ($user): a listed host is reached, an unlisted one denied" \
+		"$(tr '\n' ' ' <"$SL_OUT")" "198.51.100.10 sent 198.51.100.20 err 1 "
+	tap_cmp "P23 control ($user): no seccomp line" "$(log_count "$log" hook=seccomp)" -eq 0
+	assert_no_leftovers "P23 control ($user): nothing left"
+done
+
+# A dead sluice answers nothing: the kernel fails the refused calls with ENOSYS (closed, not open).
+log=$SL_TMP/dead.jsonl
+sluice_start "$policy" "$log" --user nobody --netns "$NS" -- sh -c \
+	"sleep $((2 * SL_SLOW)); $FAM socket:vsock socket:unix"
+wait_until 10000 grep -qs '"run_start"' "$log" || tap_diag "no run_start in $log"
+kill -KILL "$SL_RUN_PID"
+{ wait "$SL_RUN_PID"; } 2>/dev/null
+wait_until 20000 grep -qs '^socket:unix' "$SL_OUT"
+tap_check "P23 sluice killed: socket(AF_VSOCK) fails with ENOSYS" grep -qx "socket:vsock ENOSYS" "$SL_OUT"
+tap_check "P23 sluice killed: socket(AF_UNIX) still works" grep -qx "socket:unix ok" "$SL_OUT"
+sl_scrub_run "$SL_RUN_ID"
+
+# With the filter off (selftests only), the same calls get through: what the filter catches.
+log=$SL_TMP/off.jsonl
+SLUICE_SELFTEST_NO_SECCOMP=1 sluice_run "$policy" "$log" --user nobody --netns "$NS" -- \
+	"$FAM" socket:vsock io_uring listener
+tap_is "P23 filter off: run_start says so" "$(log_run_start_field "$log" seccomp)" False
+if [[ $vsock_hole -eq 1 ]]; then
+	tap_check "P23 filter off: socket(AF_VSOCK) is created" grep -qx "socket:vsock ok" "$SL_OUT"
+fi
+tap_check "P23 filter off: io_uring_setup works" grep -qx "io_uring ok" "$SL_OUT"
+assert_no_leftovers "P23 filter off: nothing left"
+
+# require: [lsm]: a run without the BPF-LSM layer does not start its command.
+req=$SL_TMP/require.yaml
+{ cat "$policy"; echo "require: [lsm]"; } >"$req"
+lsm=$(log_run_start_field "$SL_TMP/families.jsonl" lsm)
+log=$SL_TMP/require.jsonl
+rm -f "$SL_TMP/started"
+sluice_run "$req" "$log" --netns "$NS" -- touch "$SL_TMP/started"
+if [[ $lsm == True ]]; then
+	tap_is "require: [lsm]: with the layer, the run starts" "$SL_RC" 0
+	tap_check "require: [lsm]: the command ran" test -e "$SL_TMP/started"
+else
+	tap_is "require: [lsm]: without the layer, the run fails (125)" "$SL_RC" 125
+	tap_check "require: [lsm]: the command never started" test ! -e "$SL_TMP/started"
+	tap_check "require: [lsm]: stderr says why" grep -q 'requires the BPF-LSM layer' "$SL_ERR"
+	tap_check "require: [lsm]: no log is left" test ! -e "$log"
+fi
+assert_no_leftovers "require: [lsm]: nothing left"
+
+tap_done
