@@ -40,6 +40,8 @@ const volatile __u8 sl_cfg_strict = 0;
 const volatile __u16 sl_cfg_dns_port = 0;
 /* The run's configuration for sluice resume (struct sl_run_cfg); no program reads it. */
 const volatile struct sl_run_cfg sl_cfg_run = {};
+/* The run's token among the runs of its network namespace (nsflows.bpf.h), for sluice resume. */
+const volatile __u64 sl_cfg_ns_token = 0;
 
 #define DNS_PORT 53
 #define LOOPBACK4 0x7f000001
