@@ -20,6 +20,7 @@ struct packet_dst {
 	__u8 proto;	/* IPPROTO_* of the transport header (after IPv6 extension headers) */
 	__u16 port;	/* destination port, host order; 0 without one */
 	__u16 sport;	/* source port, likewise */
+	__u32 l4;	/* offset of the transport header */
 	__u8 hop_limit;
 	__u8 icmp6_type; /* ICMPv6 only */
 	bool fragment;	/* an IPv4/IPv6 fragment: the transport header may be elsewhere */
@@ -77,6 +78,7 @@ static __always_inline int packet_dst(struct __sk_buff *skb, __u32 l3, struct pa
 	}
 	d->port = 0;
 	d->sport = 0;
+	d->l4 = l4;
 	if (d->fragment)
 		return 0;
 	if (d->proto == IPPROTO_TCP || d->proto == IPPROTO_UDP) {

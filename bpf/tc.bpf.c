@@ -149,7 +149,7 @@ int sl_tc_ingress(struct __sk_buff *skb)
 	if (link_control(skb, &d))
 		return TC_PASS;
 	/* another run in this namespace sent it: that run's programs judge it (nsflows.bpf.h) */
-	if (ns_flow_of_other_run(&d))
+	if (ns_flow_of_other_run(&d) || ns_icmp_error_of_other_run(skb, &d))
 		return TC_PASS;
 	packet_judge(&d, &v, &ev);
 	if (v.verdict != SL_VERDICT_DENY)

@@ -119,8 +119,8 @@ struct tc_attachment {
 
 /*
  * The maps the runs of one network namespace share (bpf/nsflows.bpf.h), pinned as "flows" and
- * "runs" under <bpffs>/sluice/netns@<dev>-<ino> (no run id has an "@"; bpffs refuses dots). Their sizes are
- * fixed: a later run reuses the pins only if its maps have the same shape.
+ * "runs" under <bpffs>/sluice/netns@<dev>-<ino> (no run id has an "@"; bpffs refuses dots).
+ * Their sizes are fixed: a later run reuses the pins only if its maps have the same shape.
  */
 #define NS_DIR_FMT "%s/sluice/netns@%llu-%llu"
 #define NS_FLOWS_MAX 65536
