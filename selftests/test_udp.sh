@@ -168,7 +168,8 @@ log=$SL_TMP/p24-dns.jsonl
 sluice_run "$CASE_POLICY" "$log" --netns "/run/netns/$SL_NS_RUN" -- python3 -c "
 import socket, struct
 q = struct.pack('>HHHHHH', 0x2424, 0x0100, 1, 0, 0, 0)
-q += b''.join(bytes([len(l)]) + l for l in (b'unlisted', b'example')) + b'\0' + struct.pack('>HH', 1, 1)
+q += b''.join(bytes([len(l)]) + l for l in (b'unlisted', b'example')) + b'\0'
+q += struct.pack('>HH', 1, 1)
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.connect(('198.51.100.20', 53))
 s.settimeout($((5 * SL_SLOW)))
