@@ -15,9 +15,12 @@
 
 struct packet_dst {
 	__u8 addr[16] __attribute__((aligned(8))); /* v4 in the first 4 bytes */
+	__u8 saddr[16] __attribute__((aligned(8))); /* the source, likewise (sl_ns_flows) */
 	__u8 family;
 	__u8 proto;	/* IPPROTO_* of the transport header (after IPv6 extension headers) */
 	__u16 port;	/* destination port, host order; 0 without one */
+	__u16 sport;	/* source port, likewise */
+	__u32 l4;	/* offset of the transport header */
 	__u8 hop_limit;
 	__u8 icmp6_type; /* ICMPv6 only */
 	bool fragment;	/* an IPv4/IPv6 fragment: the transport header may be elsewhere */
@@ -43,6 +46,7 @@ static __always_inline int packet_dst(struct __sk_buff *skb, __u32 l3, struct pa
 		d->proto = ip.protocol;
 		d->hop_limit = ip.ttl;
 		__builtin_memcpy(d->addr, &ip.daddr, 4);
+		__builtin_memcpy(d->saddr, &ip.saddr, 4);
 		d->fragment = ip.frag_off & bpf_htons(0x3fff);
 		l4 = l3 + ip.ihl * 4;
 	} else if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
@@ -54,6 +58,7 @@ static __always_inline int packet_dst(struct __sk_buff *skb, __u32 l3, struct pa
 		d->family = AF_INET6;
 		d->hop_limit = ip6.hop_limit;
 		__builtin_memcpy(d->addr, &ip6.daddr, 16);
+		__builtin_memcpy(d->saddr, &ip6.saddr, 16);
 		next = ip6.nexthdr;
 		l4 = l3 + sizeof(ip6);
 		for (i = 0; i < PACKET_MAX_EXT_HDRS; i++) {
@@ -72,6 +77,8 @@ static __always_inline int packet_dst(struct __sk_buff *skb, __u32 l3, struct pa
 		return -1;
 	}
 	d->port = 0;
+	d->sport = 0;
+	d->l4 = l4;
 	if (d->fragment)
 		return 0;
 	if (d->proto == IPPROTO_TCP || d->proto == IPPROTO_UDP) {
@@ -80,6 +87,7 @@ static __always_inline int packet_dst(struct __sk_buff *skb, __u32 l3, struct pa
 		if (bpf_skb_load_bytes(skb, l4, ports, sizeof(ports)))
 			return -1;
 		d->port = bpf_ntohs(ports[1]);
+		d->sport = bpf_ntohs(ports[0]);
 	} else if (d->proto == IPPROTO_ICMPV6) {
 		if (bpf_skb_load_bytes(skb, l4, &d->icmp6_type, 1))
 			return -1;

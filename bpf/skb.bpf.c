@@ -29,6 +29,7 @@
 #include "events.bpf.h"
 #include "tls.bpf.h"
 #include "packet.bpf.h"
+#include "nsflows.bpf.h"
 #include "net.bpf.h"
 
 #define TLS_CONTENT_CHANGE_CIPHER_SPEC 0x14
@@ -629,12 +630,18 @@ static __always_inline int backstop(struct __sk_buff *skb, struct bpf_sock *sk,
 	 */
 	if (packet_dst(skb, 0, &d))
 		return drop_unjudged(skb, SL_REASON_PROTOCOL);
-	if (dst_is_flow_dst(&d, flow) || dst_is_resolver(&d))
+	if (dst_is_resolver(&d))
 		return SKB_PASS;
+	if (dst_is_flow_dst(&d, flow)) {
+		ns_flow_note(&d);
+		return SKB_PASS;
+	}
 	packet_judge(&d, &v, &ev);
 	if (v.verdict != SL_VERDICT_DENY ||
-	    (sl_cfg_mode != SL_MODE_ENFORCE && v.reason != SL_REASON_BLACKHOLE))
+	    (sl_cfg_mode != SL_MODE_ENFORCE && v.reason != SL_REASON_BLACKHOLE)) {
+		ns_flow_note(&d);
 		return SKB_PASS;
+	}
 	ev.hook = SL_HOOK_EGRESS;
 	ev.verdict = SL_VERDICT_DENY;
 	ev.reason = v.reason;
@@ -671,7 +678,8 @@ static __always_inline int backstop(struct __sk_buff *skb, struct bpf_sock *sk,
 SEC("cgroup_skb/egress")
 int sl_backstop(struct __sk_buff *skb)
 {
-	struct bpf_sock *sk = skb->sk;
+	struct bpf_sock *sk = skb->sk, *full;
+	struct packet_dst d = {};
 
 	if (!sl_cfg_backstop)
 		return SKB_PASS;
@@ -680,10 +688,16 @@ int sl_backstop(struct __sk_buff *skb)
 	if (!sk)
 		return SKB_PASS;
 	/* request and time-wait sockets: a listener's answer, a closed flow's last ACK */
-	sk = bpf_sk_fullsock(sk);
-	if (!sk || bpf_sk_storage_get(&sl_sk_held, sk, 0, 0))
+	full = bpf_sk_fullsock(sk);
+	if (!full) {
+		/* still the run's: its host-side program judges them, not the other runs' */
+		if (sl_cfg_ns_token && !packet_dst(skb, 0, &d))
+			ns_flow_note(&d);
 		return SKB_PASS;
-	return backstop(skb, sk, bpf_sk_storage_get(&sl_sk_flow, sk, 0, 0));
+	}
+	if (bpf_sk_storage_get(&sl_sk_held, full, 0, 0))
+		return SKB_PASS;
+	return backstop(skb, full, bpf_sk_storage_get(&sl_sk_flow, full, 0, 0));
 }
 
 SEC("cgroup_skb/egress")

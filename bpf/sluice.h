@@ -405,4 +405,21 @@ struct sl_run_cfg {
 };
 _Static_assert(sizeof(struct sl_run_cfg) == 72, "sl_run_cfg ABI");
 
+/*
+ * A frame's addresses and ports, as the packet layer and the host side both read them from its
+ * headers: the key of sl_ns_flows, where the runs sharing a network namespace record what their
+ * cgroups let out (value: the run's token), so that each run's host-side program judges its own
+ * frames and those no run sent, and leaves the other runs' frames to them.
+ */
+struct sl_ns_flow_key {
+	__u8 saddr[16]; /* v4 in the first 4 bytes, the rest zero */
+	__u8 daddr[16];
+	__u16 sport;	/* host order; 0 for a protocol without ports, or a fragment */
+	__u16 dport;
+	__u8 family;
+	__u8 proto;
+	__u8 pad[2];
+};
+_Static_assert(sizeof(struct sl_ns_flow_key) == 40, "sl_ns_flow_key ABI");
+
 #endif /* SLUICE_H */

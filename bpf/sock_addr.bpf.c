@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * Decision layer: cgroup sock_addr programs that judge every connect() and unconnected sendmsg()
- * of a run against its allowlist, at syscall time, and return an immediate errno on denial.
+ * of a run against its allowlist (and a connected UDP send with a control message, by its peer:
+ * see judge_peer), at syscall time, and return an immediate errno on denial.
  *
  * One instance of this object is loaded per run and attached (bpf_link) at the run's cgroup, the
  * way systemd loads socket-bind per unit. The kernel runs a cgroup's effective programs for every
@@ -39,6 +40,8 @@ const volatile __u8 sl_cfg_strict = 0;
 const volatile __u16 sl_cfg_dns_port = 0;
 /* The run's configuration for sluice resume (struct sl_run_cfg); no program reads it. */
 const volatile struct sl_run_cfg sl_cfg_run = {};
+/* The run's token among the runs of its network namespace (nsflows.bpf.h), for sluice resume. */
+const volatile __u64 sl_cfg_ns_token = 0;
 
 #define DNS_PORT 53
 #define LOOPBACK4 0x7f000001
@@ -386,6 +389,103 @@ static __always_inline void verdict_dns_failed(struct verdict *v)
 	set_verdict(v, SL_VERDICT_DENY, SL_REASON_DEFAULT_DENY, SL_RULE_DEFAULT);
 }
 
+/*
+ * A send of a UDP socket whose connect() was let through with its denial held: refuse it, and
+ * record the held denial once (as the egress program does for the socket's plain sends).
+ */
+static __always_inline int refuse_held(struct sl_sk_held *h)
+{
+	if (!h->recorded) {
+		h->recorded = 1;
+		event_hdr_init(&h->ev.hdr, SL_EV_DECISION, sizeof(h->ev));
+		event_submit(&h->ev, sizeof(h->ev), h->ev.hook, true);
+	}
+	if (sl_cfg_deny_errno != EPERM)
+		bpf_set_retval(-sl_cfg_deny_errno);
+	return 0;
+}
+
+/* The socket's peer is the run's resolver, where connect() redirected a DNS server. */
+static __always_inline struct sl_dns_orig *peer_is_resolver(struct bpf_sock *sk, __u16 port,
+							     const __u32 w[4], __u8 family)
+{
+	struct sl_dns_orig *o;
+	bool lo;
+
+	if (!sl_cfg_dns_port || port != sl_cfg_dns_port)
+		return NULL;
+	lo = family == AF_INET ? w[0] == bpf_htonl(LOOPBACK4) :
+				 w[0] == 0 && w[1] == 0 && w[2] == 0 && w[3] == bpf_htonl(1);
+	if (!lo)
+		return NULL;
+	o = bpf_sk_storage_get(&sl_sk_dns, sk, 0, 0);
+	return o && o->valid ? o : NULL;
+}
+
+/*
+ * A connected UDP socket that sends with an IP-level control message (IP_PKTINFO, IP_TOS, IP_TTL,
+ * IPV6_PKTINFO, IPV6_HOPLIMIT, IPV6_TCLASS…: QUIC stacks send ECN this way) reaches the sendmsg
+ * programs without an address: the kernel hands them a zeroed one (AF_UNSPEC, port 0) and sends
+ * to the socket's connected peer. (A send that names its destination never has port 0: the
+ * kernel refuses that before.) Such a send is judged by that peer, the way connect() judged it:
+ * a held denial still holds, a redirect to the run's resolver stays one, anything else meets the
+ * blackhole and the policy. Without a peer it is denied (0.0.0.0 or ::, port 0, default_deny).
+ * (A v6 socket's v4-mapped peer is not seen here: the kernel hands such a send to the sendmsg4
+ * programs with the peer's address.)
+ */
+static __always_inline int judge_peer(struct bpf_sock_addr *ctx, __u8 hook)
+{
+	struct sl_decision_event ev = {};
+	struct verdict v = {};
+	struct bpf_sock *sk = ctx->sk;
+	struct sl_dns_orig *o;
+	struct sl_sk_held *h;
+	__u8 proto = proto_bit(ctx->protocol);
+	__u32 w[4] = {}, ip4;
+
+	ev.family = hook == SL_HOOK_SENDMSG4 ? AF_INET : AF_INET6;
+	if (!sk) {
+		set_verdict(&v, SL_VERDICT_DENY, SL_REASON_DEFAULT_DENY, SL_RULE_DEFAULT);
+		return finish(ctx, &ev, &v, hook, true);
+	}
+	h = bpf_sk_storage_get(&sl_sk_held, sk, 0, 0);
+	if (h)
+		return refuse_held(h);
+	/* each field is read at its own offset: the verifier allows no arithmetic on sk */
+	ip4 = sk->dst_ip4;
+	w[0] = sk->dst_ip6[0];
+	w[1] = sk->dst_ip6[1];
+	w[2] = sk->dst_ip6[2];
+	w[3] = sk->dst_ip6[3];
+	ev.family = sk->family == AF_INET ? AF_INET : AF_INET6;
+	ev.port = bpf_ntohs((__u16)sk->dst_port);
+	if (ev.family == AF_INET) {
+		w[0] = ip4;
+		w[1] = 0;
+		w[2] = 0;
+		w[3] = 0;
+	}
+	__builtin_memcpy(ev.addr, w, 16);
+	if (!ev.port || !(w[0] | w[1] | w[2] | w[3])) {
+		set_verdict(&v, SL_VERDICT_DENY, SL_REASON_DEFAULT_DENY, SL_RULE_DEFAULT);
+		return finish(ctx, &ev, &v, hook, true);
+	}
+	o = peer_is_resolver(sk, ev.port, w, ev.family);
+	if (o) {
+		/* recorded as the redirect was: the server the client asked */
+		ev.family = o->family;
+		ev.port = bpf_ntohs(o->port);
+		__builtin_memcpy(ev.addr, o->addr, 16);
+		verdict_dns(&v);
+		return finish(ctx, &ev, &v, hook, true);
+	}
+	if (ev.family == AF_INET)
+		decide_v4(&v, &ev, w[0], ev.port, proto);
+	else
+		decide_v6(&v, &ev, w, ev.port, proto);
+	return finish(ctx, &ev, &v, hook, true);
+}
+
 static __always_inline int judge4(struct bpf_sock_addr *ctx, __u8 hook, bool is_sendmsg)
 {
 	struct sl_decision_event ev = {};
@@ -393,6 +493,8 @@ static __always_inline int judge4(struct bpf_sock_addr *ctx, __u8 hook, bool is_
 	__u32 addr = ctx->user_ip4;
 	__u8 proto = proto_bit(ctx->protocol);
 
+	if (is_sendmsg && !ctx->user_port)
+		return judge_peer(ctx, hook);
 	ev.family = AF_INET;
 	ev.port = bpf_ntohs((__u16)ctx->user_port);
 	__builtin_memcpy(ev.addr, &addr, 4);
@@ -429,6 +531,8 @@ static __always_inline int judge6(struct bpf_sock_addr *ctx, __u8 hook, bool is_
 	__u32 w[4];
 	__u8 proto = proto_bit(ctx->protocol);
 
+	if (is_sendmsg && !ctx->user_port)
+		return judge_peer(ctx, hook);
 	/* The context only allows 4-byte loads of user_ip6. */
 	w[0] = ctx->user_ip6[0];
 	w[1] = ctx->user_ip6[1];

@@ -4,7 +4,8 @@
  * namespace (tcx ingress where the kernel has it, a clsact ingress filter otherwise). It sees
  * every frame the sandbox emits, whoever made it — including frames of AF_PACKET sockets, which
  * leave without passing any cgroup hook or the sandbox's own qdiscs — and applies the run's
- * allowlist and the blackhole to each, attributed to the run by interface.
+ * allowlist and the blackhole to each, attributed to the run by interface. Where runs share the
+ * namespace, a frame another run's cgroup sent is left to that run (nsflows.bpf.h).
  *
  * What passes without a rule: ARP, IPv6 neighbour discovery (ICMPv6 133-137, hop limit 255) to
  * link-local or link-scope addresses or to the host side itself, and MLD/IGMP membership to
@@ -22,6 +23,7 @@
 #include "sluice.h"
 #include "events.bpf.h"
 #include "packet.bpf.h"
+#include "nsflows.bpf.h"
 #include "net.bpf.h"
 
 /*
@@ -145,6 +147,9 @@ int sl_tc_ingress(struct __sk_buff *skb)
 		return drop(skb, &ev, &d, SL_REASON_PROTOCOL, SL_RULE_DEFAULT);
 	}
 	if (link_control(skb, &d))
+		return TC_PASS;
+	/* another run in this namespace sent it: that run's programs judge it (nsflows.bpf.h) */
+	if (ns_flow_of_other_run(&d) || ns_icmp_error_of_other_run(skb, &d))
 		return TC_PASS;
 	packet_judge(&d, &v, &ev);
 	if (v.verdict != SL_VERDICT_DENY)

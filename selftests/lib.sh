@@ -305,6 +305,9 @@ topo_down() {
 	for i in "${SL_RUNS[@]}"; do
 		sl_scrub_run "$i"
 	done
+	# the maps the runs in the run netns shared (loader.c), if a run died holding them
+	i=/sys/fs/bpf/sluice/netns@$(stat -L -c '%d-%i' "/run/netns/$SL_NS_RUN" 2>/dev/null)
+	[[ -d $i ]] && rm -rf -- "$i"
 	ip netns del "$SL_NS_RUN" 2>/dev/null
 	ip netns del "$SL_NS_RTR" 2>/dev/null
 	ip netns del "$SL_NS_INET" 2>/dev/null

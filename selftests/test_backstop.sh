@@ -30,7 +30,9 @@ rtr_mac=$(in_rtr cat /sys/class/net/vrun/address)
 # of the IP stack (and so no cgroup hook) sees them. Run from inside the sandbox's netns by a
 # process outside the run's cgroup, as a sidecar would: the host side judges by interface.
 cat >"$SL_TMP/frames.py" <<'EOF2'
-import socket, struct, sys
+import os, socket, struct, sys
+
+PORT = int(os.environ.get("FRAME_PORT", "9999"))
 
 def csum(b):
     s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
@@ -39,7 +41,7 @@ def csum(b):
     return ~s & 0xFFFF
 
 def frame(dst_mac, src_mac, dst, payload):
-    udp = struct.pack("!HHHH", 40000, 9999, 8 + len(payload), 0) + payload
+    udp = struct.pack("!HHHH", 40000, PORT, 8 + len(payload), 0) + payload
     ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 1, 0, 64, 17, 0,
                      socket.inet_aton("10.200.1.2"), socket.inet_aton(dst))
     ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
@@ -188,6 +190,138 @@ wait "$pid1"
 tap_is "... the first run ends: its filter and the qdisc it made go" "$(host_filters)" \
 	"filters 0 qdiscs 0"
 assert_no_leftovers "clsact, two runs: nothing left"
+
+# P26: runs sharing a namespace, each with its own policy. Each run's host side leaves a frame
+# another run's cgroup sent to that run, so each run's allowed traffic arrives (UDP and TCP, IPv4
+# and IPv6) and each log holds only its own records; a frame no run sent (AF_PACKET beside them)
+# is judged by every run's host side: it passes only if all of them allow it.
+for r in a b; do
+	if [[ $r == a ]]; then h4=198.51.100.10 h6=2001:db8::10; else h4=203.0.113.7 h6=2001:db8::20; fi
+	cat >"$SL_TMP/p26$r.yaml" <<EOF2
+default: deny
+rules:
+  - name: host-$r
+    cidrs: ["$h4/32", "$h6/128"]
+    ports: [80, 5353, 9999]
+    protocols: [tcp, udp]
+EOF2
+done
+cat >"$SL_TMP/p26.py" <<'EOF2'
+import os, socket, sys, time
+
+v4, v6, tag, go = sys.argv[1:5]
+while not os.path.exists(go):
+    time.sleep(0.05)
+keep = []  # open to the end: the sink's echo finds its socket (no ICMP error from the kernel)
+for fam, dst in ((socket.AF_INET, v4), (socket.AF_INET6, v6)):
+    s = socket.socket(fam, socket.SOCK_DGRAM)
+    s.sendto(tag.encode(), (dst, 9999))
+    keep.append(s)
+    c = socket.create_connection((dst, 80), timeout=5)
+    c.sendall(tag.encode())
+    c.shutdown(socket.SHUT_WR)
+    c.recv(1)
+    keep.append(c)
+if tag.startswith("a-"):
+    # a flow whose socket is gone: an answer to it gets an ICMP error from the namespace's kernel
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("0.0.0.0", 0))
+    s.sendto(b"icmp", (v4, 9999))
+    with open(go + ".port", "w") as f:
+        f.write(str(s.getsockname()[1]))
+    s.close()
+print("sent", flush=True)
+while not os.path.exists(go + ".end"):
+    time.sleep(0.05)
+EOF2
+# p26_start R MODE: run R (a or b) in the shared namespace, its workload waiting for p26.go.
+p26_start() {
+	local r=$1 mode=$2 h4=198.51.100.10 h6=2001:db8::10
+	[[ $r == b ]] && h4=203.0.113.7 h6=2001:db8::20
+	sluice_start "$SL_TMP/p26$r.yaml" "$SL_TMP/p26-$mode-$r.jsonl" \
+		--netns "/run/netns/$SL_NS_RUN" -- \
+		python3 "$SL_TMP/p26.py" "$h4" "$h6" "$r-$mode" "$SL_TMP/p26.go"
+	wait_until 5000 grep -qs '"run_start"' "$SL_TMP/p26-$mode-$r.jsonl" ||
+		tap_diag_file "$SL_ERR"
+	P26_PID[$r]=$SL_RUN_PID
+	P26_OUT[$r]=$SL_OUT
+	P26_ID[$r]=$SL_RUN_ID
+}
+
+# p26_check MODE: both runs are up; let them send, then send frames beside them.
+p26_check() {
+	local mode=$1 la=$SL_TMP/p26-$1-a.jsonl lb=$SL_TMP/p26-$1-b.jsonl r rc
+	sink_mark
+	touch "$SL_TMP/p26.go"
+	wait_until 10000 grep -qs sent "${P26_OUT[a]}"
+	wait_until 10000 grep -qs sent "${P26_OUT[b]}"
+	tap_is "P26 $mode: both runs' workloads sent (TCP connects included)" \
+		"$(cat "${P26_OUT[a]}" "${P26_OUT[b]}" | tr '\n' ' ')" "sent sent "
+	assert_sink_saw "P26 $mode: run a's IPv4 datagrams arrive" 'udp 198.51.100.10 9999' 2
+	assert_sink_saw "P26 $mode: run a's IPv6 datagram arrives" 'udp 2001:db8::10 9999'
+	assert_sink_saw "P26 $mode: run a's IPv4 connection arrives" 'tcp 198.51.100.10 80'
+	assert_sink_saw "P26 $mode: run a's IPv6 connection arrives" 'tcp 2001:db8::10 80'
+	assert_sink_saw "P26 $mode: run b's IPv4 datagram arrives" 'udp 203.0.113.7 9999'
+	assert_sink_saw "P26 $mode: run b's IPv6 datagram arrives" 'udp 2001:db8::20 9999'
+	assert_sink_saw "P26 $mode: run b's IPv4 connection arrives" 'tcp 203.0.113.7 80'
+	assert_sink_saw "P26 $mode: run b's IPv6 connection arrives" 'tcp 2001:db8::20 80'
+	sink_settle
+	# A late answer to run a's closed socket (from the test host, by hand: the sink's echo may
+	# come before the close) gets an ICMP error from the namespace's kernel: run a's to judge.
+	in_inet python3 -c "
+import socket, struct, sys
+port = int(open('$SL_TMP/p26.go.port').read())
+udp = struct.pack('!HHHH', 9999, port, 12, 0) + b'late'
+ip = struct.pack('!BBHHHBBH4s4s', 0x45, 0, 20 + len(udp), 1, 0, 64, 17, 0,
+                 socket.inet_aton('198.51.100.10'), socket.inet_aton('10.200.1.2'))
+socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW).sendto(ip + udp, ('10.200.1.2', 0))
+"
+	wait_until 3000 grep -qs '"hook":"tc".*"proto":"ip-1"' "$la"
+	icmp=$(log_count "$la" type=decision hook=tc proto=ip-1 dst=198.51.100.10)
+	tap_cmp "P26 $mode: run a's host side judged the ICMP error about its closed socket" \
+		"$icmp" -ge 1
+	tap_cmp "P26 $mode: run a's log has no other denial" \
+		"$(log_count "$la" type=decision decision=deny)" -eq "$icmp"
+	tap_cmp "P26 $mode: run b's log has no denial" \
+		"$(log_count "$lb" type=decision decision=deny)" -eq 0
+	tap_cmp "P26 $mode: run a's log names none of run b's hosts" \
+		"$(grep -cE '"dst":"(203\.0\.113\.7|2001:db8::20)"' "$la")" -eq 0
+	tap_cmp "P26 $mode: run b's log names none of run a's hosts" \
+		"$(grep -cE '"dst":"(198\.51\.100\.10|2001:db8::10)"' "$lb")" -eq 0
+
+	# frames no run sent: each must pass both runs' host sides
+	FRAME_PORT=5353 in_run python3 "$SL_TMP/frames.py" "$rtr_mac" 198.51.100.10 203.0.113.7 \
+		198.51.100.20 >"$SL_TMP/frames.out" 2>&1
+	assert_sink_none "P26 $mode: AF_PACKET frames beside the runs arrive nowhere (one run denies each)" \
+		'udp 198.51.100.10 5353' 'udp 203.0.113.7 5353' 'udp 198.51.100.20 5353'
+	tap_cmp "P26 $mode: run a's host side denied the frame to run b's host" \
+		"$(log_count "$la" type=decision hook=tc dst=203.0.113.7 port=5353)" -eq 1
+	tap_cmp "P26 $mode: run b's host side denied the frame to run a's host" \
+		"$(log_count "$lb" type=decision hook=tc dst=198.51.100.10 port=5353)" -eq 1
+	# (the first host side to drop it ends the frame's way: one run records it)
+	tap_cmp "P26 $mode: the frame to a host neither allows is denied" \
+		"$(($(log_count "$la" type=decision hook=tc dst=198.51.100.20) + \
+			$(log_count "$lb" type=decision hook=tc dst=198.51.100.20)))" -eq 1
+
+	touch "$SL_TMP/p26.go.end"
+	for r in a b; do
+		wait "${P26_PID[$r]}"
+		rc=$?
+		tap_is "P26 $mode: run $r ends normally" "$rc" 0
+		tap_check "P26 $mode: run $r left nothing" leftovers_check "${P26_ID[$r]}"
+	done
+	tap_is "P26 $mode: the namespace's shared maps are gone with its last run" \
+		"$(find /sys/fs/bpf/sluice -maxdepth 1 -name "netns@$(stat -L -c '%d-%i' \
+			"/run/netns/$SL_NS_RUN")" | wc -l)" 0
+	rm -f "$SL_TMP/p26.go" "$SL_TMP/p26.go.end" "$SL_TMP/p26.go.port"
+}
+declare -A P26_PID P26_OUT P26_ID
+p26_start a tcx
+p26_start b tcx
+p26_check tcx
+SLUICE_SELFTEST_TC_CLSACT=1 p26_start a clsact
+SLUICE_SELFTEST_TC_CLSACT=1 p26_start b clsact
+p26_check clsact
 
 # Ordinary traffic through the host side: IPv4 and IPv6 (neighbour discovery must pass).
 log=$SL_TMP/ordinary.jsonl

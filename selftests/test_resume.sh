@@ -218,6 +218,9 @@ else
 	sl_stop_pid "$SL_RESUME_PID"
 fi
 tap_diag_file "$SL_TMP/resume-$id_a.err"
+tap_is "resume: the run leaves its namespace's shared maps, the last run there removes them" \
+	"$(find /sys/fs/bpf/sluice -maxdepth 1 -name "netns@$(stat -L -c '%d-%i' \
+		"/run/netns/$SL_NS_RUN")" | wc -l)" 0
 tap_check "resume: the workload's DNS is answered again (same address)" \
 	grep -qx 'resolved again 198.51.100.10' "$SL_OUT"
 tap_check "resume: the listed host is reached again" grep -qx 'third flow ok' "$SL_OUT"

@@ -13,6 +13,7 @@
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/random.h>
 #include <sys/statfs.h>
 #include <unistd.h>
 #include <linux/magic.h>
@@ -117,6 +118,15 @@ struct tc_attachment {
 #define TC_HANDLES 64
 #define TC_PRIORITY 1
 
+/*
+ * The maps the runs of one network namespace share (bpf/nsflows.bpf.h), pinned as "flows" and
+ * "runs" under <bpffs>/sluice/netns@<dev>-<ino> (no run id has an "@"; bpffs refuses dots).
+ * Their sizes are fixed: a later run reuses the pins only if its maps have the same shape.
+ */
+#define NS_DIR_FMT "%s/sluice/netns@%llu-%llu"
+#define NS_FLOWS_MAX 65536
+#define NS_RUNS_MAX 256
+
 struct clsact_pin {
 	char name[64];
 	int ifindex;
@@ -146,8 +156,13 @@ struct loader {
 	int pin_lock;		     /* pin_dir, flock()ed: one writer per run at a time; -1 */
 	int ncpus;
 	bool no_backstop;
+	char ns_dir[PATH_MAX];	     /* the namespace's shared maps; "" when the run has none */
+	__u64 ns_token;		     /* the run's key in them (sl_ns_runs); 0: none */
 	pthread_mutex_t learn_lock; /* serialises read-merge-write of the learned maps */
 };
+
+static int clsact_lock(void);
+static void clsact_unlock(int fd);
 
 static struct bpf_program *prog_of(const struct loader *l, enum loader_prog i)
 {
@@ -285,12 +300,40 @@ static int share_maps(struct bpf_object *obj, const struct loader *l)
 	return 0;
 }
 
+/*
+ * A run with a host side (--netns) shares its namespace's attribution maps: the pins are reused,
+ * or made by this load (under clsact_lock, held by the caller until the run has joined).
+ */
+static int ns_maps_prepare(struct loader *l)
+{
+	struct bpf_map *flows = l->skb->maps.sl_ns_flows, *runs = l->skb->maps.sl_ns_runs;
+	char path[PATH_MAX];
+	int err;
+
+	err = bpf_map__set_max_entries(flows, l->ns_token ? NS_FLOWS_MAX : 1);
+	if (!err)
+		err = bpf_map__set_max_entries(runs, l->ns_token ? NS_RUNS_MAX : 1);
+	if (err || !l->ns_token)
+		return err;
+	if (util_fmt(path, sizeof(path), "%s/flows", l->ns_dir))
+		return -ENAMETOOLONG;
+	err = bpf_map__set_pin_path(flows, path);
+	if (err)
+		return err;
+	if (util_fmt(path, sizeof(path), "%s/runs", l->ns_dir))
+		return -ENAMETOOLONG;
+	return bpf_map__set_pin_path(runs, path);
+}
+
 static int load_packet_layer(struct loader *l, const struct policy *p)
 {
 	int err = share_maps(l->skb->obj, l);
 
+	if (!err)
+		err = ns_maps_prepare(l);
 	if (err)
 		return err;
+	l->skb->rodata->sl_cfg_ns_token = l->ns_token;
 	l->skb->rodata->sl_cfg_mode = p->mode;
 	l->skb->rodata->sl_cfg_tls_port = l->skel->rodata->sl_cfg_tls_port;
 	l->skb->rodata->sl_cfg_default_allow = l->skel->rodata->sl_cfg_default_allow;
@@ -303,8 +346,14 @@ static int load_tc_layer(struct loader *l, const struct policy *p)
 {
 	int err = share_maps(l->tc->obj, l);
 
+	if (!err)
+		err = bpf_map__reuse_fd(l->tc->maps.sl_ns_flows,
+					bpf_map__fd(l->skb->maps.sl_ns_flows));
+	if (!err)
+		err = bpf_map__reuse_fd(l->tc->maps.sl_ns_runs, bpf_map__fd(l->skb->maps.sl_ns_runs));
 	if (err)
 		return err;
+	l->tc->rodata->sl_cfg_ns_token = l->ns_token;
 	l->tc->rodata->sl_cfg_mode = p->mode;
 	l->tc->rodata->sl_cfg_default_allow = l->skel->rodata->sl_cfg_default_allow;
 	return sl_tc__load(l->tc);
@@ -404,11 +453,82 @@ out:
 	return err;
 }
 
+/* The directory of the namespace's shared maps, and a token for the run (random, never 0). */
+static int ns_share_init(struct loader *l, const struct sl_run_cfg *cfg)
+{
+	char path[PATH_MAX];
+	int err = ensure_bpffs();
+
+	if (err)
+		return err;
+	if (util_fmt(path, sizeof(path), "%s/sluice", LOADER_BPFFS) ||
+	    util_fmt(l->ns_dir, sizeof(l->ns_dir), NS_DIR_FMT, LOADER_BPFFS,
+		     (unsigned long long)cfg->netns_dev, (unsigned long long)cfg->netns_ino))
+		return -ENAMETOOLONG;
+	if (mkdir(path, 0700) && errno != EEXIST)
+		return -errno;
+	while (!l->ns_token)
+		if (getrandom(&l->ns_token, sizeof(l->ns_token), 0) != sizeof(l->ns_token))
+			return -errno;
+	return 0;
+}
+
+/* The run is alive in its namespace: from now on the other runs leave its frames to it. */
+static int ns_join(struct loader *l)
+{
+	__u8 one = 1;
+
+	if (bpf_map_update_elem(bpf_map__fd(l->skb->maps.sl_ns_runs), &l->ns_token, &one,
+				BPF_NOEXIST))
+		return errno == E2BIG ? -EUSERS : -errno;
+	return 0;
+}
+
+/*
+ * The run leaves its namespace: its frames, if any were still to come, would be judged by every
+ * run's host side. The last run out removes the pins. lock: clsact_lock() is held already (-2:
+ * take it here).
+ */
+static void ns_leave(struct loader *l, int lock)
+{
+	char runs[PATH_MAX], flows[PATH_MAX];
+	bool empty = false;
+	__u64 key;
+	int fd;
+
+	if (!l->ns_dir[0])
+		return;
+	if (!util_fmt(runs, sizeof(runs), "%s/runs", l->ns_dir) &&
+	    !util_fmt(flows, sizeof(flows), "%s/flows", l->ns_dir)) {
+		bool taken = lock == -2;
+
+		if (taken)
+			lock = clsact_lock();
+		fd = bpf_obj_get(runs);
+		if (fd >= 0) {
+			bpf_map_delete_elem(fd, &l->ns_token);
+			empty = bpf_map_get_next_key(fd, NULL, &key) && errno == ENOENT;
+			close(fd);
+		} else {
+			empty = errno == ENOENT;
+		}
+		if (empty) {
+			unlink(flows);
+			unlink(runs);
+			rmdir(l->ns_dir);
+		}
+		if (taken)
+			clsact_unlock(lock);
+	}
+	l->ns_dir[0] = '\0';
+	l->ns_token = 0;
+}
+
 struct loader *loader_load(const struct policy *p, const struct policy_compiled *c,
 			   const struct loader_opts *opts)
 {
 	struct loader *l;
-	int err;
+	int err, ns_lock = -1;
 
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
 		errno = ENOENT;
@@ -451,6 +571,10 @@ struct loader *loader_load(const struct policy *p, const struct policy_compiled 
 	l->skel->rodata->sl_cfg_dns_port = opts->dns_port;
 	l->skel->rodata->sl_cfg_strict = opts->strict_evidence;
 	l->skel->rodata->sl_cfg_run = opts->run_cfg;
+	err = opts->ns_share ? ns_share_init(l, &opts->run_cfg) : 0;
+	if (err)
+		goto err_destroy;
+	l->skel->rodata->sl_cfg_ns_token = l->ns_token;
 
 	/* An LPM trie must have max_entries >= 1, even for a policy with no CIDR rules. */
 	err = bpf_map__set_max_entries(l->skel->maps.sl_dst4, c->n_v4 ? c->n_v4 : 1);
@@ -481,18 +605,26 @@ struct loader *loader_load(const struct policy *p, const struct policy_compiled 
 	if (err)
 		goto err_destroy;
 	err = fill_policy_maps(l, c);
+	/* the namespace's maps are made or reused, and the run joins, under one lock */
+	if (!err && l->ns_token)
+		ns_lock = clsact_lock();
 	if (!err)
 		err = load_packet_layer(l, p);
 	if (!err)
 		err = load_surface_layer(l, p);
 	if (!err)
 		err = load_tc_layer(l, p);
+	if (!err && l->ns_token)
+		err = ns_join(l);
 	if (err)
 		goto err_destroy;
+	clsact_unlock(ns_lock);
 	load_destroyer(l);
 	return l;
 
 err_destroy:
+	ns_leave(l, ns_lock >= 0 ? ns_lock : -2);
+	clsact_unlock(ns_lock);
 	sl_tc__destroy(l->tc);
 	sl_surface__destroy(l->surface);
 	sl_skb__destroy(l->skb);
@@ -660,6 +792,13 @@ struct loader *loader_reopen(const char *run_id, bool verbose)
 		errno = -err;
 		return NULL;
 	}
+	/* the namespace's shared maps, which the run leaves at its end */
+	l->ns_token = l->skel->rodata->sl_cfg_ns_token;
+	if (l->ns_token &&
+	    util_fmt(l->ns_dir, sizeof(l->ns_dir), NS_DIR_FMT, LOADER_BPFFS,
+		     (unsigned long long)l->skel->rodata->sl_cfg_run.netns_dev,
+		     (unsigned long long)l->skel->rodata->sl_cfg_run.netns_ino))
+		l->ns_token = 0;
 	snprintf(l->lsm_why, sizeof(l->lsm_why), "%s",
 		 l->lsm_links[0] ? "" : "the run has no BPF LSM layer");
 	load_destroyer(l);
@@ -1260,6 +1399,7 @@ void loader_detach(struct loader *l)
 	}
 	for (i = 0; i < l->n_tc; i++)
 		tc_detach(&l->tc_att[i]);
+	ns_leave(l, -2);
 	/* every clsact pin, found again or not (its veth gone with the sandbox) */
 	for (i = 0; i < l->n_clsact_pins; i++)
 		unpin_name(l, l->clsact_pins[i].name);

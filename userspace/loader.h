@@ -27,6 +27,8 @@ struct loader_opts {
 	bool no_backstop;	/* selftests only: show what the packet checks catch */
 	bool tc_clsact;		/* selftests only: attach tc as clsact even where tcx exists */
 	bool strict_evidence;	/* refuse connections whose allow cannot be recorded */
+	bool ns_share;		/* a host side (--netns): share the namespace's attribution maps
+				   with its other runs (bpf/nsflows.bpf.h); run_cfg names it */
 	struct sl_run_cfg run_cfg; /* kept with the programs for sluice resume */
 };
 

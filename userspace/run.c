@@ -849,6 +849,8 @@ static int setup(struct run *r, char *err, size_t err_len)
 	if (ret)
 		return ret;
 	lo.dns_port = resolver_port(r->resolver);
+	/* the host side is attached only with --netns (and the packet checks on) */
+	lo.ns_share = r->netns_fd >= 0 && !lo.no_backstop;
 	lo.learned_max = RUN_LEARNED_MAX;
 	ret = run_cfg_of(r, &lo.run_cfg);
 	if (ret) {

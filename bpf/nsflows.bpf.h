@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Runs that share a network namespace (--netns) each put a host-side program on the same veth
+ * peers, and each would apply its own allowlist to every frame there: the runs would drop each
+ * other's traffic. So the frames are attributed. The packet layer of each run (cgroup_skb egress,
+ * which knows its run: it is attached to the run's cgroup) records the addresses and ports of
+ * every packet it lets out in sl_ns_flows, under the run's token; a run's host-side program
+ * leaves a frame recorded by another run that is alive (sl_ns_runs) to that run, whose cgroup
+ * judged it already and whose own host-side program judges it again. Every other frame — the
+ * run's own, a frame no run's cgroup sent (AF_PACKET, a process outside every run, a packet the
+ * kernel made, other than an ICMP error about a run's flow), a fragment — is judged by every
+ * run's host-side program, so it passes only if every run there allows it.
+ *
+ * The two maps are pinned per namespace (<bpffs>/sluice/netns@<dev>-<ino>, see loader.c) and
+ * shared by its runs; a run alone in its namespace has them too. Token 0: the run has no host
+ * side (no --netns), nothing is recorded.
+ */
+#ifndef SLUICE_NSFLOWS_BPF_H
+#define SLUICE_NSFLOWS_BPF_H
+
+#include "sluice.h"
+#include "packet.bpf.h"
+
+/* The run's token in sl_ns_runs (random, never 0); set by the loader before load. */
+const volatile __u64 sl_cfg_ns_token = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1); /* resized by the loader */
+	__type(key, struct sl_ns_flow_key);
+	__type(value, __u64); /* the token of the run whose cgroup sent it */
+} sl_ns_flows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1); /* resized by the loader */
+	__type(key, __u64); /* a run's token, while the run is alive */
+	__type(value, __u8);
+} sl_ns_runs SEC(".maps");
+
+static __always_inline void ns_flow_key(struct sl_ns_flow_key *k, const struct packet_dst *d)
+{
+	__builtin_memset(k, 0, sizeof(*k));
+	__builtin_memcpy(k->saddr, d->saddr, 16);
+	__builtin_memcpy(k->daddr, d->addr, 16);
+	k->sport = d->sport;
+	k->dport = d->port;
+	k->family = d->family;
+	k->proto = d->proto;
+}
+
+/* The packet layer: this packet leaves the run's cgroup; its frame is the run's. */
+static __always_inline void ns_flow_note(const struct packet_dst *d)
+{
+	struct sl_ns_flow_key k;
+	__u64 token = sl_cfg_ns_token, *owner;
+
+	if (!token)
+		return;
+	ns_flow_key(&k, d);
+	owner = bpf_map_lookup_elem(&sl_ns_flows, &k);
+	if (owner && *owner == token)
+		return;
+	bpf_map_update_elem(&sl_ns_flows, &k, &token, BPF_ANY);
+}
+
+static __always_inline bool ns_key_of_other_run(const struct sl_ns_flow_key *k)
+{
+	__u64 *owner = bpf_map_lookup_elem(&sl_ns_flows, k);
+
+	if (!owner || *owner == sl_cfg_ns_token)
+		return false;
+	return bpf_map_lookup_elem(&sl_ns_runs, owner) != NULL;
+}
+
+/* The host side: a frame another living run's cgroup sent, for that run's program to judge. */
+static __always_inline bool ns_flow_of_other_run(const struct packet_dst *d)
+{
+	struct sl_ns_flow_key k;
+
+	ns_flow_key(&k, d);
+	return ns_key_of_other_run(&k);
+}
+
+/*
+ * An ICMP error the namespace's kernel sends about a packet it received — a port unreachable
+ * for an answer to a socket already closed — belongs to the run whose flow that packet answered:
+ * the quoted header's key with its ends swapped. (Outer and quoted header have one family.)
+ */
+static __always_inline bool ns_icmp_error_of_other_run(struct __sk_buff *skb,
+						       const struct packet_dst *d)
+{
+	struct packet_dst q = {};
+	struct sl_ns_flow_key k;
+	__u8 type;
+
+	if (d->fragment || !sl_cfg_ns_token)
+		return false;
+	if (d->family == AF_INET && d->proto == IPPROTO_ICMP) {
+		/* unreachable, source quench, redirect, time exceeded, parameter problem */
+		if (bpf_skb_load_bytes(skb, d->l4, &type, 1) ||
+		    (type != 3 && type != 4 && type != 5 && type != 11 && type != 12))
+			return false;
+	} else if (d->family != AF_INET6 || d->proto != IPPROTO_ICMPV6 || d->icmp6_type > 4 ||
+		   !d->icmp6_type) {
+		return false; /* ICMPv6 errors: unreachable, too big, time exceeded, parameter */
+	}
+	if (packet_dst(skb, d->l4 + 8, &q) || q.family != d->family)
+		return false;
+	__builtin_memset(&k, 0, sizeof(k));
+	__builtin_memcpy(k.saddr, q.addr, 16);
+	__builtin_memcpy(k.daddr, q.saddr, 16);
+	k.sport = q.port;
+	k.dport = q.sport;
+	k.family = q.family;
+	k.proto = q.proto;
+	return ns_key_of_other_run(&k);
+}
+
+#endif /* SLUICE_NSFLOWS_BPF_H */
