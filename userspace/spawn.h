@@ -10,12 +10,16 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "confine.h"
+
 struct spawn_opts {
 	int cgroup_fd;		   /* the run's cgroup */
 	int netns_fd;		   /* network namespace to enter, or -1 for sluice's own */
 	bool drop;		   /* become uid:gid, with no_new_privs, before exec */
 	uid_t uid;
 	gid_t gid;
+	/* CMD as a confined root (confine.h): own namespaces, cut capabilities; NULL: not */
+	const struct confine *confine;
 	const sigset_t *child_mask; /* the signal mask sluice had before blocking its own */
 };
 

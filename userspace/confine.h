@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The default workload (no --user, no --allow-root): still uid 0, but without the power to undo
+ * the run. uid 0 keeps owning root-owned files even without capabilities, so dropping
+ * capabilities is not enough on its own; the command also gets namespaces of its own:
+ *  - a cgroup namespace rooted at the run's cgroup: the kernel refuses to migrate a process to a
+ *    cgroup outside it, so cgroup.procs of the root (mode 644, root's) no longer lets it leave;
+ *  - a PID namespace: sluice has no pid the command can name, so kill() cannot reach it (same
+ *    uid, no CAP_KILL needed otherwise); a small init forks CMD and passes its status through;
+ *  - a mount namespace (slave of sluice's, nothing propagates back) in which every bpffs is
+ *    unmounted (a pinned link opened with BPF_OBJ_GET can be detached by its owner, no
+ *    capability needed), /sys and every cgroupfs are read-only (cgroup.kill, cgroup.freeze,
+ *    uevent_helper…), /proc is the new PID namespace's own with /proc/sys and
+ *    /proc/sysrq-trigger read-only (core_pattern and sysctls are writable by uid 0 without
+ *    capabilities), and the host key reads empty;
+ * and finally a bounding set cut to CONFINE_KEEP_CAPS, no ambient or inheritable capabilities,
+ * and no_new_privs.
+ */
+#ifndef SLUICE_CONFINE_H
+#define SLUICE_CONFINE_H
+
+#include <limits.h>
+
+#define CONFINE_PATHS_MAX 256
+
+/* Prepared by the parent (it reads /proc/self/mountinfo); only read in the child. */
+struct confine {
+	const char *umount[CONFINE_PATHS_MAX]; /* bpffs mounts, in mountinfo order */
+	int n_umount;
+	const char *ro[CONFINE_PATHS_MAX]; /* /sys and below, cgroupfs anywhere */
+	int n_ro;
+	char mask[PATH_MAX]; /* a file that must read empty (the host key), or "" */
+	char buf[32768];     /* the paths above point in here */
+	size_t used;
+};
+
+/* Fill c from this process's mount table; mask: the host key's path, or NULL. */
+int confine_prepare(struct confine *c, const char *mask);
+
+/*
+ * In the clone3 child (CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWCGROUP), before exec: set up the
+ * mounts, drop the capabilities, fork CMD's process and return 0 in it. This process becomes
+ * the namespace's init: it closes close_fd (the exec-error pipe, so that only CMD's copy is
+ * left), reaps every orphan, and exits with CMD's status (128+N when CMD died of signal N: the
+ * number sluice exits with either way). Only async-signal-safe calls; returns -errno (in the
+ * init, before any fork) on failure.
+ */
+int confine_child(const struct confine *c, int close_fd);
+
+#endif /* SLUICE_CONFINE_H */
