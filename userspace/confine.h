@@ -13,6 +13,8 @@
  *    uevent_helper…), /proc is the new PID namespace's own with /proc/sys and
  *    /proc/sysrq-trigger read-only (core_pattern and sysctls are writable by uid 0 without
  *    capabilities), and the host key reads empty;
+ *  - an IPC namespace: root-owned SysV IPC objects and message queues of the host stay out of
+ *    reach;
  * and finally a bounding set cut to CONFINE_KEEP_CAPS, no ambient or inheritable capabilities,
  * and no_new_privs.
  */
@@ -38,12 +40,12 @@ struct confine {
 int confine_prepare(struct confine *c, const char *mask);
 
 /*
- * In the clone3 child (CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWCGROUP), before exec: set up the
- * mounts, drop the capabilities, fork CMD's process and return 0 in it. This process becomes
- * the namespace's init: it closes close_fd (the exec-error pipe, so that only CMD's copy is
- * left), reaps every orphan, and exits with CMD's status (128+N when CMD died of signal N: the
- * number sluice exits with either way). Only async-signal-safe calls; returns -errno (in the
- * init, before any fork) on failure.
+ * In the clone3 child (CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWIPC), before
+ * exec: set up the mounts, drop the capabilities, fork CMD's process and return 0 in it. The
+ * clone3 child becomes the namespace's init: it closes close_fd (the exec-error pipe, so that
+ * only CMD's copy is left), reaps every orphan, and exits with CMD's status (128+N when CMD
+ * died of signal N: the number sluice exits with either way). Only async-signal-safe calls;
+ * returns -errno (in the init, before any fork) on failure.
  */
 int confine_child(const struct confine *c, int close_fd);
 

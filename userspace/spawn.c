@@ -113,7 +113,7 @@ int spawn_in_cgroup(const struct spawn_opts *o, char *const argv[], pid_t *pid)
 	args.flags = CLONE_INTO_CGROUP;
 	/* the cgroup namespace is rooted at the cgroup the child is cloned into */
 	if (o->confine)
-		args.flags |= CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWCGROUP;
+		args.flags |= CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWIPC;
 	args.exit_signal = SIGCHLD;
 	args.cgroup = (uint64_t)o->cgroup_fd;
 	ret = syscall(SYS_clone3, &args, sizeof(args));
