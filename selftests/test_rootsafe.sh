@@ -5,9 +5,10 @@
 # tries to leave the run's cgroup (for the root cgroup and for a sibling), to kill another
 # cgroup, to enter sluice's network namespace through /proc/<sluice pid>/ns/net, to open packet
 # and raw sockets, to open and detach the run's BPF links (by id, through the pins, with
-# bpftool), to unlink the pins, to read the host key, to write a sysctl, and to SIGKILL sluice:
-# every one fails, and the run's traffic is still judged. The same probe with --allow-root (the
-# control) succeeds, and run_start says which it was. Ordinary root work still works.
+# bpftool), to unlink the pins, to read the host key, to write a sysctl, to append to or move
+# the log, and to SIGKILL sluice: every one fails, and the run's traffic is still judged. The
+# same probe with --allow-root (the control) succeeds, and run_start says which it was.
+# Ordinary root work still works.
 
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -37,7 +38,7 @@ sl_on_exit "rmdir '$sib' 2>/dev/null"
 probe=$SL_TMP/rootsafe_probe.py
 cat >"$probe" <<EOF
 import ctypes, os, signal, socket, struct, subprocess, sys, time
-mode, rid = sys.argv[1], sys.argv[2]
+mode, rid, log = sys.argv[1], sys.argv[2], sys.argv[3]
 attack = mode == 'attack'
 tmp, cg, sib = '$SL_TMP', '$cg', '$sib'
 pins = '/sys/fs/bpf/sluice/' + rid
@@ -131,6 +132,8 @@ if attack:
     report('raw socket', lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, 255) and True)
     report('bpftool detach', bpftool_detach)
     report('unlink pin', lambda: os.unlink(pins + '/connect4') or True)
+    report('append to the log', lambda: open(log, 'a').write('x') and True)
+    report('move the log away', lambda: os.rename(log, log + '.moved') or True)
     report('kill sibling cgroup', lambda: write(sib + '/cgroup.kill', '1'))
     report('move to sibling cgroup', lambda: write(sib + '/cgroup.procs', str(os.getpid())))
     report('move to root cgroup', lambda: write(cg + '/cgroup.procs', str(os.getpid())))
@@ -156,7 +159,7 @@ rootsafe_run() {
 	shift 2
 	id=$(sluice_next_run_id)
 	sluice_start "$policy" "$log" "$@" --netns "/run/netns/$SL_NS_RUN" -- \
-		python3 "$probe" "$mode" "$id"
+		python3 "$probe" "$mode" "$id" "$log"
 	wait_until 5000 grep -qs '"type":"run_start"' "$log"
 	cgid=$(log_run_start_field "$log" cgroup_id)
 	bpftool link list -j | python3 -c '
@@ -175,6 +178,7 @@ log=$SL_TMP/default.jsonl
 rootsafe_run "$log" attack
 for what in "packet socket" "raw socket" "setns sluice netns" "link by id" "pin open" \
 	"list pins" "bpftool detach" "unlink pin" "read host key" "write sysctl" \
+	"append to the log" "move the log away" \
 	"kill sibling cgroup" "move to sibling cgroup" "move to root cgroup"; do
 	tap_check "P27: default root: '$what' is refused" grep -qx "$what refused" "$SL_OUT"
 done
@@ -184,6 +188,8 @@ tap_is "P27: default root: SIGKILL did not reach sluice: it exits with the comma
 	"$SL_RC" 0
 tap_cmp "P27: default root: sluice sealed the log (run_end, final checkpoint)" \
 	"$(log_count "$log" type=run_end exit_status=0)" -eq 1
+"$SLUICE" verify "$log" >"$SL_TMP/default-verify.out" 2>&1
+tap_is "P27: default root: the log verifies, intact and sealed" "$?" 0
 tap_cmp "P27: run_start says the root was confined (allow_root false, uid 0)" \
 	"$(log_count "$log" type=run_start uid=0 allow_root=false)" -eq 1
 tap_check "P27: default root: the policy still holds afterwards (unlisted host refused)" \

@@ -74,7 +74,25 @@ static bool under_sys(const char *p)
 	return !strcmp(p, "/sys") || !strncmp(p, "/sys/", 5);
 }
 
-int confine_prepare(struct confine *c, const char *mask)
+static int add_file(struct confine *c, const char **list, int *n, const char *path)
+{
+	if (*n == CONFINE_FILES_MAX || !(list[*n] = keep_path(c, path)))
+		return -E2BIG;
+	(*n)++;
+	return 0;
+}
+
+int confine_hide(struct confine *c, const char *path)
+{
+	return add_file(c, c->hide, &c->n_hide, path);
+}
+
+int confine_protect(struct confine *c, const char *path)
+{
+	return add_file(c, c->protect, &c->n_protect, path);
+}
+
+int confine_prepare(struct confine *c)
 {
 	char *line = NULL, *mnt, *fstype, *sep;
 	const char **list;
@@ -83,8 +101,6 @@ int confine_prepare(struct confine *c, const char *mask)
 	FILE *f;
 
 	memset(c, 0, sizeof(*c));
-	if (mask && strlen(mask) < sizeof(c->mask))
-		strcpy(c->mask, mask);
 	f = fopen("/proc/self/mountinfo", "re");
 	if (!f)
 		return -errno;
@@ -162,8 +178,19 @@ static int setup_mounts(const struct confine *c)
 		if (err)
 			return err;
 	}
-	if (c->mask[0] && mount("/dev/null", c->mask, NULL, MS_BIND, NULL) && errno != ENOENT)
-		return -errno;
+	for (n = 0; n < c->n_hide; n++)
+		if (mount("/dev/null", c->hide[n], NULL, MS_BIND, NULL) && errno != ENOENT)
+			return -errno;
+	for (n = 0; n < c->n_protect; n++) {
+		if (mount(c->protect[n], c->protect[n], NULL, MS_BIND, NULL)) {
+			if (errno == ENOENT)
+				continue;
+			return -errno;
+		}
+		err = set_ro(c->protect[n], 0);
+		if (err)
+			return err;
+	}
 	return 0;
 }
 

@@ -12,7 +12,8 @@
  *    capability needed), /sys and every cgroupfs are read-only (cgroup.kill, cgroup.freeze,
  *    uevent_helper…), /proc is the new PID namespace's own with /proc/sys and
  *    /proc/sysrq-trigger read-only (core_pattern and sysctls are writable by uid 0 without
- *    capabilities), and the host key reads empty;
+ *    capabilities), the host key reads empty, and the log cannot be written, renamed or
+ *    unlinked (it is a read-only mount point there);
  *  - an IPC namespace: root-owned SysV IPC objects and message queues of the host stay out of
  *    reach;
  * and finally a bounding set cut to CONFINE_KEEP_CAPS, no ambient or inheritable capabilities,
@@ -24,6 +25,7 @@
 #include <limits.h>
 
 #define CONFINE_PATHS_MAX 256
+#define CONFINE_FILES_MAX 8
 
 /* Prepared by the parent (it reads /proc/self/mountinfo); only read in the child. */
 struct confine {
@@ -31,13 +33,20 @@ struct confine {
 	int n_umount;
 	const char *ro[CONFINE_PATHS_MAX]; /* /sys and below, cgroupfs anywhere */
 	int n_ro;
-	char mask[PATH_MAX]; /* a file that must read empty (the host key), or "" */
-	char buf[32768];     /* the paths above point in here */
+	const char *hide[CONFINE_FILES_MAX]; /* files that read empty (the host key) */
+	int n_hide;
+	const char *protect[CONFINE_FILES_MAX]; /* files that stay read-only (the log) */
+	int n_protect;
+	char buf[32768]; /* the paths above point in here */
 	size_t used;
 };
 
-/* Fill c from this process's mount table; mask: the host key's path, or NULL. */
-int confine_prepare(struct confine *c, const char *mask);
+/* Fill c from this process's mount table. */
+int confine_prepare(struct confine *c);
+/* In CMD's mount namespace, path reads empty (bound to /dev/null). */
+int confine_hide(struct confine *c, const char *path);
+/* In CMD's mount namespace, path is a read-only mount point: no write, rename or unlink. */
+int confine_protect(struct confine *c, const char *path);
 
 /*
  * In the clone3 child (CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWIPC), before

@@ -148,12 +148,6 @@ int run_take_checkpoint_fd(const struct run_args *a, const char *s, int *out)
 	return 0;
 }
 
-/*
- * The run's own key, certified by the host key: the long-lived host secret is in memory only for
- * the one signature over "sluice run key\n" ORIGIN "\n" RUN_VKEY "\n", and the run key can only
- * ever sign this run's log (its name is the log's origin). A resumed writer makes a fresh one
- * the same way: the dead writer's key died with it.
- */
 const char *run_key_path(const struct run_args *a)
 {
 	const char *path = a->key_path;
@@ -166,6 +160,12 @@ const char *run_key_path(const struct run_args *a)
 	return path;
 }
 
+/*
+ * The run's own key, certified by the host key: the long-lived host secret is in memory only for
+ * the one signature over "sluice run key\n" ORIGIN "\n" RUN_VKEY "\n", and the run key can only
+ * ever sign this run's log (its name is the log's origin). A resumed writer makes a fresh one
+ * the same way: the dead writer's key died with it.
+ */
 int run_make_key(struct run *r, char *msg, size_t msg_len)
 {
 	const char *path = run_key_path(&r->args);
@@ -906,6 +906,29 @@ static int setup(struct run *r, char *err, size_t err_len)
 	return ret;
 }
 
+/*
+ * What the default root workload must not reach of its own run: the host key reads empty, the
+ * log, its checkpoints and the alerts file are read-only mount points it cannot replace.
+ */
+static int confine_run(const struct run *r, struct confine *c)
+{
+	char sidecar[PATH_MAX];
+	int err;
+
+	err = confine_prepare(c);
+	if (!err)
+		err = confine_hide(c, run_key_path(&r->args));
+	if (!err)
+		err = confine_protect(c, r->log_path);
+	if (!err)
+		err = util_fmt(sidecar, sizeof(sidecar), "%s.checkpoints", r->log_path);
+	if (!err)
+		err = confine_protect(c, sidecar);
+	if (!err && r->args.alerts)
+		err = confine_protect(c, r->args.alerts);
+	return err;
+}
+
 int run_main(int argc, char **argv)
 {
 	struct run r;
@@ -973,10 +996,10 @@ int run_main(int argc, char **argv)
 	} else if (!r.args.user) {
 		/* read now: the mount table as it is with the run's bpffs in it */
 		conf = malloc(sizeof(*conf));
-		ret = conf ? confine_prepare(conf, run_key_path(&r.args)) : -ENOMEM;
+		ret = conf ? confine_run(&r, conf) : -ENOMEM;
 		if (ret) {
-			fprintf(stderr, "sluice run: cannot confine %s (read /proc/self/mountinfo): "
-					"%s\n", r.args.cmd[0], strerror(-ret));
+			fprintf(stderr, "sluice run: cannot confine %s (its mount table): %s\n",
+				r.args.cmd[0], strerror(-ret));
 			goto out;
 		}
 		so.confine = conf;
