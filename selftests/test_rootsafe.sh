@@ -242,6 +242,25 @@ tap_cmp "P27: the command sees only its own processes (its own PID namespace)" \
 assert_rc "P27: default root: the command's exit status passes through" 7
 assert_sink_saw "P27: default root: the listed host received the connection" "tcp 198.51.100.10 80"
 assert_no_leftovers "P27: ordinary work: nothing left"
+# The log the workload sees is a read-only mount of the file sluice started: rotation (a rename
+# and a new file in sluice's own namespace) still works.
+log=$SL_TMP/rotate.jsonl
+sluice_run "$policy" "$log" --log-rotate-kib 1 --netns "/run/netns/$SL_NS_RUN" -- python3 -c '
+import socket
+for i in range(40):
+    s = socket.socket()
+    try:
+        s.connect(("198.51.100.20", 80))
+    except OSError:
+        pass
+    s.close()
+'
+assert_rc "P27: default root with --log-rotate-kib: the run exits 0" 0
+tap_cmp "P27: the log rotated into segments" \
+	"$(find "$SL_TMP" -maxdepth 1 -name 'rotate.jsonl.*.gz' | wc -l)" -ge 1
+"$SLUICE" verify "$log" >"$SL_TMP/rotate-verify.out" 2>&1
+tap_is "P27: the rotated log verifies across its segments" "$?" 0
+assert_no_leftovers "P27: rotation: nothing left"
 sluice_run "$policy" "$SL_TMP/sig.jsonl" -- sh -c 'kill -TERM $$'
 assert_rc "P27: default root: a command killed by SIGTERM gives 128+15" 143
 sluice_run "$policy" "$SL_TMP/nx.jsonl" -- /nonexistent/cmd
