@@ -106,15 +106,16 @@ int confine_prepare(struct confine *c)
 		return -errno;
 	while (getline(&line, &cap, f) > 0) {
 		/* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [OPTIONAL…] - FSTYPE SOURCE SUPEROPTS */
-		if (strtok(line, " ") == NULL || !strtok(NULL, " ") || !strtok(NULL, " ") ||
+		sep = strstr(line, " - ");
+		if (!sep)
+			continue;
+		*sep = '\0';
+		fstype = strtok(sep + 3, " \n");
+		if (!fstype || !strtok(line, " ") || !strtok(NULL, " ") || !strtok(NULL, " ") ||
 		    !strtok(NULL, " "))
 			continue;
 		mnt = strtok(NULL, " ");
-		sep = mnt ? strstr(mnt + strlen(mnt) + 1, " - ") : NULL;
-		if (!sep)
-			continue;
-		fstype = strtok(sep + 3, " ");
-		if (!fstype)
+		if (!mnt)
 			continue;
 		unescape(mnt);
 		if (!strcmp(fstype, "bpf")) {
