@@ -479,6 +479,20 @@ sink_settle() { sleep "$SL_SETTLE"; }
 # The run id the next sluice_run will use (for tests that need it inside the command).
 sluice_next_run_id() { echo "t-$SL_ID-$((SL_RUN_N + 1))"; }
 
+# sl_need_root EXTRA_ARGS… -- CMD…: "--allow-root" when CMD starts by entering the test netns
+# ("${RUN_EXEC[@]}" or "${RUN_EXEC_NETONLY[@]}": setns and mounts need CAP_SYS_ADMIN, which the
+# default confined root has not) and no --user or --allow-root is given.
+sl_need_root() {
+	local a
+	for a in "$@"; do
+		[[ $a == -- ]] && break
+		[[ $a == --user || $a == --allow-root ]] && return 0
+	done
+	while [[ $# -gt 0 && $1 != -- ]]; do shift; done
+	[[ ${2-} == "${RUN_EXEC[0]}" || ${2-} == "${RUN_EXEC_NETONLY[0]}" ]] && echo --allow-root
+	return 0
+}
+
 # sluice_run POLICY LOG [EXTRA_ARGS…] -- CMD…
 # Sets SL_RUN_ID, SL_RC (sluice's exit status), SL_OUT and SL_ERR (files with its stdout and
 # stderr; the workload's output is in them too), and moves the sink mark.
@@ -495,6 +509,8 @@ sluice_run() {
 		return 2
 	fi
 	shift
+	# shellcheck disable=SC2207 # one word or none
+	extra+=($(sl_need_root "${extra[@]}" -- "$@"))
 	SL_RUN_N=$((SL_RUN_N + 1))
 	SL_RUN_ID=t-$SL_ID-$SL_RUN_N
 	SL_RUNS+=("$SL_RUN_ID")
@@ -1018,6 +1034,8 @@ sluice_start() {
 		return 2
 	fi
 	shift
+	# shellcheck disable=SC2207 # one word or none
+	extra+=($(sl_need_root "${extra[@]}" -- "$@"))
 	SL_RUN_N=$((SL_RUN_N + 1))
 	SL_RUN_ID=t-$SL_ID-$SL_RUN_N
 	SL_RUNS+=("$SL_RUN_ID")

@@ -73,8 +73,8 @@ assert_sink_saw "P11 control: the datagram arrives" 'udp 198.51.100.10 9999'
 assert_no_leftovers "P11 control: nothing left"
 
 # P19: an unprivileged process of the run tries to take the programs off: through the pins, the
-# cgroup, or the BPF link ids (which the test looks up and hands to it). The same probe as root
-# (the control) does open the links, so the probe itself works.
+# cgroup, or the BPF link ids (which the test looks up and hands to it). The same probe as full
+# root (--allow-root, the control) does open the links, so the probe itself works.
 cg=$(cg2_mount)
 detach_probe() {
 	local id=$1 only=${2:-}
@@ -145,8 +145,8 @@ tap_check "P19: as nobody, none of the run's BPF links can be opened by id" \
 tap_check "P19: and the policy still holds" grep -qx 'connect refused 1' "$SL_OUT"
 assert_no_leftovers "P19: nothing left"
 log=$SL_TMP/detach-root.jsonl
-detach_run "$log" "" links-only
-tap_check "P19 control: as root, the probe opens every one of the run's links" \
+detach_run "$log" "--allow-root" links-only
+tap_check "P19 control: as full root (--allow-root), the probe opens every one of the run's links" \
 	grep -qE '^link fds ([1-9][0-9]*) of \1$' "$SL_OUT"
 assert_no_leftovers "P19 control: nothing left"
 

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "confine.h"
 #include "events.h"
 #include "journal.h"
 #include "loader.h"
@@ -79,7 +80,7 @@ static int make_run_id(char *buf, size_t len)
 
 
 enum { OPT_KEY = 256, OPT_CHECKPOINT_LINES, OPT_CHECKPOINT_SECS, OPT_CHECKPOINT_FD,
-       OPT_LOG_ROTATE_KIB, OPT_STRICT_EVIDENCE };
+       OPT_LOG_ROTATE_KIB, OPT_STRICT_EVIDENCE, OPT_ALLOW_ROOT };
 
 void run_init(struct run *r, const char *cmd_name)
 {
@@ -148,6 +149,18 @@ int run_take_checkpoint_fd(const struct run_args *a, const char *s, int *out)
 	return 0;
 }
 
+const char *run_key_path(const struct run_args *a)
+{
+	const char *path = a->key_path;
+
+	if (!path) {
+		path = getenv("SLUICE_KEY");
+		if (!path || !*path)
+			path = RUN_HOST_KEY;
+	}
+	return path;
+}
+
 /*
  * The run's own key, certified by the host key: the long-lived host secret is in memory only for
  * the one signature over "sluice run key\n" ORIGIN "\n" RUN_VKEY "\n", and the run key can only
@@ -156,18 +169,13 @@ int run_take_checkpoint_fd(const struct run_args *a, const char *s, int *out)
  */
 int run_make_key(struct run *r, char *msg, size_t msg_len)
 {
-	const char *path = r->args.key_path;
+	const char *path = run_key_path(&r->args);
 	char skey[NOTE_SKEY_MAX + 2], origin[NOTE_NAME_MAX + 1], vkey[NOTE_VKEY_MAX + 1];
 	char text[NOTE_NAME_MAX + NOTE_VKEY_MAX + 32];
 	struct note_signer *host = NULL;
 	size_t len;
 	int err;
 
-	if (!path) {
-		path = getenv("SLUICE_KEY");
-		if (!path || !*path)
-			path = RUN_HOST_KEY;
-	}
 	err = note_key_file_read(path, skey, sizeof(skey));
 	if (err) {
 		util_fmt(msg, msg_len, "host key %s: %s; the log is signed with it: create one with "
@@ -205,7 +213,7 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: sluice run --policy FILE [--run-id ID] [--task TASK] [--mode enforce|report]\n"
 		"                  [--log FILE] [--netns PATH] [--upstream ADDR[:PORT]] [--dns-ttl]\n"
-		"                  [--user USER[:GROUP]] [--alerts FILE]\n"
+		"                  [--user USER[:GROUP] | --allow-root] [--alerts FILE]\n"
 		"                  [--key FILE] [--checkpoint-lines N] [--checkpoint-secs T]\n"
 		"                  [--checkpoint-fd FD] [--log-rotate-kib N] [--strict-evidence]\n"
 		"                  [--cgroup-parent NAME] [--ringbuf-kib N] [-v] -- CMD [ARG…]\n"
@@ -223,7 +231,10 @@ static void usage(FILE *out)
 		"                   nameserver in /etc/resolv.conf), reached from sluice's namespace\n"
 		"  --dns-ttl        learned addresses expire with their DNS TTL (default: with the run)\n"
 		"  --user U[:G]     run CMD as this user (and group), with no_new_privs: the\n"
-		"                   guarantees assume an unprivileged workload (default: as root)\n"
+		"                   guarantees assume an unprivileged workload (recommended)\n"
+		"  --allow-root     run CMD as full root, able to undo the run (logged, warned)\n"
+		"                   Default: root confined: few capabilities, no_new_privs, its own\n"
+		"                   PID, mount and cgroup namespaces, no bpffs, read-only /sys\n"
 		"  --alerts FILE    also append the policy's alert_on alerts to FILE (JSON lines)\n"
 		"\n"
 		"The log is signed: a fresh key for the run, certified in the log's first line by the\n"
@@ -265,6 +276,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		{ "checkpoint-fd", required_argument, NULL, OPT_CHECKPOINT_FD },
 		{ "log-rotate-kib", required_argument, NULL, OPT_LOG_ROTATE_KIB },
 		{ "strict-evidence", no_argument, NULL, OPT_STRICT_EVIDENCE },
+		{ "allow-root", no_argument, NULL, OPT_ALLOW_ROOT },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
@@ -347,6 +359,9 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		case OPT_STRICT_EVIDENCE:
 			a->strict_evidence = true;
 			break;
+		case OPT_ALLOW_ROOT:
+			a->allow_root = true;
+			break;
 		case 'v':
 			a->verbose = true;
 			break;
@@ -374,6 +389,11 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 	if (run_check_id(a->cgroup_parent)) {
 		fprintf(stderr, "sluice run: --cgroup-parent: expected one path component of "
 				"[A-Za-z0-9._-], got \"%s\"\n", a->cgroup_parent);
+		return -EINVAL;
+	}
+	if (a->allow_root && a->user) {
+		fprintf(stderr, "sluice run: --allow-root and --user: choose one (--user runs CMD "
+				"unprivileged, --allow-root as full root)\n");
 		return -EINVAL;
 	}
 	if (optind >= argc) {
@@ -414,6 +434,9 @@ static void write_run_start(struct run *r)
 	journal_line_strv(&l, "argv", r->args.cmd, (size_t)r->args.n_cmd);
 	journal_line_u64(&l, "uid", r->uid);
 	journal_line_u64(&l, "gid", r->gid);
+	/* root without --user: confined (false), or full root that can undo the run (true) */
+	if (!r->args.user)
+		journal_line_bool(&l, "allow_root", r->args.allow_root);
 	journal_line_str(&l, "netns", r->args.netns);
 	journal_line_str(&l, "upstream", r->upstream[0] ? r->upstream : NULL);
 	journal_line_bool(&l, "dns_ttl", r->args.dns_ttl);
@@ -437,6 +460,8 @@ static void write_run_start(struct run *r)
 		run_start_resume_fields(r, &l);
 		journal_line_strv(&l, "argv", r->args.cmd, 1);
 		journal_line_bool(&l, "argv_truncated", true);
+		if (!r->args.user)
+			journal_line_bool(&l, "allow_root", r->args.allow_root);
 		journal_line_str(&l, "netns", r->args.netns);
 		journal_line_str(&l, "upstream", r->upstream[0] ? r->upstream : NULL);
 		journal_line_bool(&l, "dns_ttl", r->args.dns_ttl);
@@ -930,6 +955,29 @@ static int setup(struct run *r, char *err, size_t err_len)
 	return ret;
 }
 
+/*
+ * What the default root workload must not reach of its own run: the host key reads empty, the
+ * log, its checkpoints and the alerts file are read-only mount points it cannot replace.
+ */
+static int confine_run(const struct run *r, struct confine *c)
+{
+	char sidecar[PATH_MAX];
+	int err;
+
+	err = confine_prepare(c);
+	if (!err)
+		err = confine_hide(c, run_key_path(&r->args));
+	if (!err)
+		err = confine_protect(c, r->log_path);
+	if (!err)
+		err = util_fmt(sidecar, sizeof(sidecar), "%s.checkpoints", r->log_path);
+	if (!err)
+		err = confine_protect(c, sidecar);
+	if (!err && r->args.alerts)
+		err = confine_protect(c, r->args.alerts);
+	return err;
+}
+
 int run_main(int argc, char **argv)
 {
 	struct run r;
@@ -938,6 +986,7 @@ int run_main(int argc, char **argv)
 	char err[1024] = "";
 	int sig_fd = -1, status = RUN_EXIT_SLUICE_ERROR, ret;
 	struct spawn_opts so = { .cgroup_fd = -1, .netns_fd = -1 };
+	struct confine *conf = NULL;
 	bool has_status = true;
 	pid_t child;
 
@@ -989,6 +1038,21 @@ int run_main(int argc, char **argv)
 		goto out;
 	}
 
+	if (r.args.allow_root) {
+		fprintf(stderr, "sluice: WARNING: --allow-root: %s runs as full root and can undo "
+				"this run (leave its cgroup, detach its programs, kill sluice): nothing "
+				"it sends is sure to be judged\n", r.args.cmd[0]);
+	} else if (!r.args.user) {
+		/* read now: the mount table as it is with the run's bpffs in it */
+		conf = malloc(sizeof(*conf));
+		ret = conf ? confine_run(&r, conf) : -ENOMEM;
+		if (ret) {
+			fprintf(stderr, "sluice run: cannot confine %s (its mount table): %s\n",
+				r.args.cmd[0], strerror(-ret));
+			goto out;
+		}
+		so.confine = conf;
+	}
 	write_run_start(&r);
 	so.cgroup_fd = r.cg.fd;
 	so.netns_fd = r.netns_fd;
@@ -1018,6 +1082,7 @@ int run_main(int argc, char **argv)
 
 out:
 	run_close(&r);
+	free(conf);
 	if (sig_fd >= 0)
 		close(sig_fd);
 	return status;

@@ -51,6 +51,7 @@ struct run_args {
 	unsigned long rotate_kib;
 	bool dns_ttl;
 	bool strict_evidence;
+	bool allow_root; /* no --user: CMD as full root instead of a confined one */
 	unsigned long ringbuf_kib;
 	bool verbose;
 	char **cmd;
@@ -108,6 +109,8 @@ int run_take_checkpoint_fd(const struct run_args *a, const char *s, int *out);
  * r->run_key, r->host_vkey, r->cert.
  */
 int run_make_key(struct run *r, char *msg, size_t msg_len);
+/* The host key's path: --key, else $SLUICE_KEY, else RUN_HOST_KEY. */
+const char *run_key_path(const struct run_args *a);
 
 /*
  * Bind the run's resolver (in r->netns_fd, else in args.netns if given) on port (0: one of its

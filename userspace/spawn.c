@@ -29,6 +29,14 @@ static void __attribute__((noreturn)) exec_child(const struct spawn_opts *o, cha
 	sigprocmask(SIG_SETMASK, o->child_mask, NULL);
 	if (o->netns_fd >= 0 && setns(o->netns_fd, CLONE_NEWNET))
 		goto fail;
+	/* The default root workload: from here on CMD's own process, under an init of its own. */
+	if (o->confine) {
+		err = confine_child(o->confine, err_fd);
+		if (err) {
+			errno = -err;
+			goto fail;
+		}
+	}
 	/*
 	 * The threat model is an unprivileged workload: drop to it for good. Groups first (that
 	 * needs root), then the ids; no_new_privs keeps setuid binaries from climbing back. Raw
@@ -107,6 +115,9 @@ int spawn_in_cgroup(const struct spawn_opts *o, char *const argv[], pid_t *pid)
 
 	memset(&args, 0, sizeof(args));
 	args.flags = CLONE_INTO_CGROUP;
+	/* the cgroup namespace is rooted at the cgroup the child is cloned into */
+	if (o->confine)
+		args.flags |= CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWIPC;
 	args.exit_signal = SIGCHLD;
 	args.cgroup = (uint64_t)o->cgroup_fd;
 	ret = syscall(SYS_clone3, &args, sizeof(args));

@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "confine.h"
+
 struct sandbox_seccomp;
 
 struct spawn_opts {
@@ -18,6 +20,8 @@ struct spawn_opts {
 	bool drop;		   /* become uid:gid, with no_new_privs, before exec */
 	uid_t uid;
 	gid_t gid;
+	/* CMD as a confined root (confine.h): own namespaces, cut capabilities; NULL: not */
+	const struct confine *confine;
 	const sigset_t *child_mask; /* the signal mask sluice had before blocking its own */
 	struct sandbox_seccomp *seccomp; /* the socket-family filter to install last before exec
 					    (its listener is taken on success), or NULL */
