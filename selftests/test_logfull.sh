@@ -205,4 +205,87 @@ else
 	tap_skip "P25 (never freed)" "cannot mount a tmpfs"
 fi
 
+# P25 (strict, DNS): a workload that connected a UDP socket to port 53 before the log failed
+# sends later queries with send(): no connect or sendmsg hook sees them, the backstop passes
+# them to the run's resolver. With --strict-evidence the resolver must not carry them upstream
+# once the log cannot be written (a listed wildcard name is a channel out: <data>.ok.test);
+# it answers REFUSED and asks nobody.
+dns_workload() {
+	cat <<'EOF2'
+import errno, os, socket, struct, sys, time
+m = sys.argv[1]
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(3)
+s.connect(("192.0.2.53", 53))
+def ask(name, qid, out):
+    q = struct.pack(">HHHHHH", qid, 0x0100, 1, 0, 0, 0)
+    q += b"".join(bytes([len(p)]) + p.encode() for p in name.split(".")) + b"\0"
+    q += struct.pack(">HH", 1, 1)
+    try:
+        s.send(q)
+        res = "rcode %d" % (s.recv(4096)[3] & 15)
+    except OSError as e:
+        res = "err " + errno.errorcode.get(e.errno, "timeout")
+    with open(out, "a") as f:
+        f.write(res + "\n")
+ask("before.ok.test", 1, m + "/before")
+open(m + "/ready", "w").close()
+while not os.path.exists(m + "/go"):
+    t = socket.socket()
+    t.settimeout(1)
+    try:
+        t.connect(("198.51.100.20", 80))
+    except OSError:
+        pass
+    t.close()
+    time.sleep(0.05)
+for i in range(3):
+    ask("leak%d.ok.test" % i, 10 + i, m + "/after")
+open(m + "/done", "w").close()
+EOF2
+}
+dns_policy=$SL_TMP/logfull-dns.yaml
+cat >"$dns_policy" <<'EOF2'
+default: deny
+rules:
+  - name: ok
+    hosts: ["*.ok.test"]
+    ports: [80]
+EOF2
+if ! dns_upstream_start upstream --address=/ok.test/198.51.100.10; then
+	tap_skip "P25 (strict, DNS)" "cannot start dnsmasq"
+elif ! new_fs; then
+	tap_skip "P25 (strict, DNS)" "cannot mount a tmpfs"
+else
+	sl_on_exit dns_upstream_stop
+	m=$SL_TMP/m$mnt_n
+	mkdir -m 1777 "$m"
+	dns_workload >"$m/w.py"
+	log=$FS/log.jsonl
+	upstream_mark
+	sluice_start "$dns_policy" "$log" --strict-evidence --user nobody \
+		--netns "/run/netns/$SL_NS_RUN" --upstream "127.0.0.1:$SL_DNS_PORT" -- \
+		python3 "$m/w.py" "$m"
+	wait_until 10000 seen "$m/ready" || bail_out "P25 (strict, DNS): the workload did not start"
+	tap_is "P25 (strict, DNS): before the disk fills, a query is answered" \
+		"$(cat "$m/before")" "rcode 0"
+	fill
+	wait_until 10000 err_has "writing log $log: No space left on device" ||
+		tap_fail "P25 (strict, DNS): the writer noticed the full disk" "no such line on stderr"
+	upstream_mark
+	: >"$m/go"
+	wait_until 20000 seen "$m/done" || bail_out "P25 (strict, DNS): the workload did not go on"
+	sleep 0.5
+	n=0
+	for i in 0 1 2; do n=$((n + $(upstream_count "leak$i.ok.test"))); done
+	tap_is "P25 (strict, DNS): no query sent on an open socket after the log failed goes upstream" \
+		"$n" 0
+	tap_check "P25 (strict, DNS): each is answered without an address" \
+		bash -c "! grep -qx 'rcode 0' '$m/after'"
+	unfill
+	sluice_wait "$SL_RUN_TIMEOUT" || tap_fail "P25 (strict, DNS): the run ended" "still running"
+	assert_rc "P25 (strict, DNS): sluice exits 123" 123
+	assert_no_leftovers "P25 (strict, DNS): nothing left"
+fi
+
 tap_done
