@@ -305,12 +305,20 @@ if new_fs 1m; then
 	done) &
 	filler=$!
 	sl_track_pid "$filler"
-	wait_until 20000 err_has "writing log $log: No space left on device" ||
-		tap_fail "P25 (rotation): the writer noticed the full disk" "no such line on stderr"
+	# a rotation on the full disk: the log failed in the new segment, or rotation stopped
+	rotated_full() {
+		err_has "writing log $log: No space left on device" ||
+			err_has "rotating log $log: room for the next segment: No space left on device"
+	}
+	wait_until 20000 rotated_full ||
+		tap_fail "P25 (rotation): a rotation came while the disk was full" "not on stderr"
+	tap_check "P25 (rotation): rotation stops there, the log goes on in its room" \
+		err_has "rotating log $log: room for the next segment: No space left on device; rotation stops"
 	sleep 1
 	: >"$m/stop"
 	if sluice_wait "$SL_RUN_TIMEOUT"; then
-		assert_rc "P25 (rotation): sluice exits 123" 123
+		tap_check "P25 (rotation): sluice exits 0, or 123 if the log failed after all" \
+			test "$SL_RC" = 0 -o "$SL_RC" = 123
 	else
 		tap_fail "P25 (rotation): the run ended" "sluice still running"
 	fi
@@ -319,7 +327,9 @@ if new_fs 1m; then
 	tap_check "P25 (rotation): the log checks, sealed, on the disk kept full" \
 		python3 "$CHECK" "$log" --pub "$SLUICE_PUB"
 	"$SLUICE" verify "$log" >"$SL_TMP/verify.out" 2>&1
-	tap_is "P25 (rotation): sluice verify: exit 3 (the unwritten records declared)" "$?" 3
+	rc=$?
+	tap_check "P25 (rotation): sluice verify: exit 0, or 3 with the unwritten records declared" \
+		test "$rc" = 0 -o "$rc" = 3
 	unfill
 	assert_no_leftovers "P25 (rotation): nothing left"
 else
