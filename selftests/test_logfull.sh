@@ -336,4 +336,66 @@ else
 	tap_skip "P25 (rotation)" "cannot mount a tmpfs"
 fi
 
+# P25 (many hosts): the room kept for the end holds the seal and what precedes it, not a
+# host_total line per host: a workload that sends to 254 addresses of an allowed /24 and then
+# fills the disk made the end of the run overflow it (an unsealed log, like a crash). The lines
+# that do not fit are counted in an anomaly; the log ends sealed.
+ht_policy=$SL_TMP/logfull-ht.yaml
+cat >"$ht_policy" <<'EOF2'
+default: deny
+rules:
+  - name: net
+    cidrs: ["198.51.100.0/24"]
+    ports: [80]
+    protocols: [udp]
+EOF2
+if new_fs 1m; then
+	m=$SL_TMP/m$mnt_n
+	mkdir -m 1777 "$m"
+	cat >"$m/w.py" <<'EOF2'
+import os, socket, sys, time
+m = sys.argv[1]
+for n in range(1, 255):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.connect(("198.51.100.%d" % n, 80))
+    s.send(b"x")
+    s.close()
+open(m + "/ready", "w").close()
+while not os.path.exists(m + "/go"):
+    time.sleep(0.05)
+while not os.path.exists(m + "/stop"):
+    t = socket.socket()
+    t.settimeout(1)
+    try:
+        t.connect(("192.0.2.1", 80))
+    except OSError:
+        pass
+    t.close()
+EOF2
+	log=$FS/log.jsonl
+	sluice_start "$ht_policy" "$log" -- "${RUN_EXEC[@]}" python3 "$m/w.py" "$m"
+	wait_until 20000 seen "$m/ready" || bail_out "P25 (many hosts): the workload did not start"
+	sleep 1
+	fill
+	: >"$m/go"
+	wait_until 60000 err_has "writing log $log: No space left on device" ||
+		tap_fail "P25 (many hosts): the writer noticed the full disk" "no such line on stderr"
+	: >"$m/stop"
+	if sluice_wait "$SL_RUN_TIMEOUT"; then
+		assert_rc "P25 (many hosts): sluice exits 123" 123
+	else
+		tap_fail "P25 (many hosts): the run ended" "sluice still running"
+	fi
+	tap_check "P25 (many hosts): the log checks, sealed, on the full disk" \
+		python3 "$CHECK" "$log" --pub "$SLUICE_PUB"
+	"$SLUICE" verify "$log" >"$SL_TMP/verify.out" 2>&1
+	tap_is "P25 (many hosts): sluice verify: exit 3" "$?" 3
+	tap_cmp "P25 (many hosts): an anomaly counts the host_total lines left out" \
+		"$(log_count "$log" type=anomaly what="host_total lines the disk had no room for")" -eq 1
+	unfill
+	assert_no_leftovers "P25 (many hosts): nothing left"
+else
+	tap_skip "P25 (many hosts)" "cannot mount a tmpfs"
+fi
+
 tap_done

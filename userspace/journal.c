@@ -583,8 +583,12 @@ static int append_locked(struct journal *j, const struct journal_line *body)
 
 	if (total > sizeof(j->wbuf) - j->wlen) {
 		err = flush_locked(j);
-		if (err)
+		if (err) {
+			/* this line is lost with the buffer's: counted with them (not in a retry) */
+			if (!j->retrying)
+				j->unwritten++;
 			return err;
+		}
 	}
 	tlog_sha256(j->line, total - 1, j->prev);
 	tlog_append(&j->tree, j->line, total - 1);
@@ -1131,6 +1135,23 @@ int journal_failure(struct journal *j, bool *dead)
 		*dead = j->dead;
 	pthread_mutex_unlock(&j->lock);
 	return err;
+}
+
+bool journal_room_for(struct journal *j, size_t bytes)
+{
+	uint64_t need;
+	bool ok = true;
+
+	pthread_mutex_lock(&j->lock);
+	need = j->file_off + j->wlen + bytes + JOURNAL_TAIL_BYTES;
+	if (!j->no_reserve && need > j->reserved_end) {
+		ok = !fallocate(j->fd, FALLOC_FL_KEEP_SIZE, (off_t)j->file_off,
+				(off_t)(need - j->file_off));
+		if (ok)
+			j->reserved_end = need;
+	}
+	pthread_mutex_unlock(&j->lock);
+	return ok;
 }
 
 uint64_t journal_lines_written(const struct journal *j)
