@@ -39,7 +39,7 @@ new_fs() {
 	mnt_n=$((mnt_n + 1))
 	FS=$SL_TMP/fs$mnt_n
 	mkdir -p "$FS"
-	mount -t tmpfs -o size=256k,mode=0755 "sl-logfull-$SL_ID-$mnt_n" "$FS" || return 1
+	mount -t tmpfs -o "size=${1:-256k},mode=0755" "sl-logfull-$SL_ID-$mnt_n" "$FS" || return 1
 	sl_on_exit "umount '$FS'"
 }
 
@@ -203,6 +203,199 @@ if new_fs; then
 	assert_no_leftovers "P25 (never freed): nothing left"
 else
 	tap_skip "P25 (never freed)" "cannot mount a tmpfs"
+fi
+
+# P25 (strict, DNS): a workload that connected a UDP socket to port 53 before the log failed
+# sends later queries with send(): no connect or sendmsg hook sees them, the backstop passes
+# them to the run's resolver. With --strict-evidence the resolver must not carry them upstream
+# once the log cannot be written (a listed wildcard name is a channel out: <data>.ok.test);
+# it answers REFUSED and asks nobody.
+dns_workload() {
+	cat <<'EOF2'
+import errno, os, socket, struct, sys, time
+m = sys.argv[1]
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(3)
+s.connect(("192.0.2.53", 53))
+def ask(name, qid, out):
+    q = struct.pack(">HHHHHH", qid, 0x0100, 1, 0, 0, 0)
+    q += b"".join(bytes([len(p)]) + p.encode() for p in name.split(".")) + b"\0"
+    q += struct.pack(">HH", 1, 1)
+    try:
+        s.send(q)
+        res = "rcode %d" % (s.recv(4096)[3] & 15)
+    except OSError as e:
+        res = "err " + errno.errorcode.get(e.errno, "timeout")
+    with open(out, "a") as f:
+        f.write(res + "\n")
+ask("before.ok.test", 1, m + "/before")
+open(m + "/ready", "w").close()
+while not os.path.exists(m + "/go"):
+    t = socket.socket()
+    t.settimeout(1)
+    try:
+        t.connect(("198.51.100.20", 80))
+    except OSError:
+        pass
+    t.close()
+    time.sleep(0.05)
+for i in range(3):
+    ask("leak%d.ok.test" % i, 10 + i, m + "/after")
+open(m + "/done", "w").close()
+EOF2
+}
+dns_policy=$SL_TMP/logfull-dns.yaml
+cat >"$dns_policy" <<'EOF2'
+default: deny
+rules:
+  - name: ok
+    hosts: ["*.ok.test"]
+    ports: [80]
+EOF2
+if ! dns_upstream_start upstream --address=/ok.test/198.51.100.10; then
+	tap_skip "P25 (strict, DNS)" "cannot start dnsmasq"
+elif ! new_fs; then
+	tap_skip "P25 (strict, DNS)" "cannot mount a tmpfs"
+else
+	sl_on_exit dns_upstream_stop
+	m=$SL_TMP/m$mnt_n
+	mkdir -m 1777 "$m"
+	dns_workload >"$m/w.py"
+	log=$FS/log.jsonl
+	upstream_mark
+	sluice_start "$dns_policy" "$log" --strict-evidence --user nobody \
+		--netns "/run/netns/$SL_NS_RUN" --upstream "127.0.0.1:$SL_DNS_PORT" -- \
+		python3 "$m/w.py" "$m"
+	wait_until 10000 seen "$m/ready" || bail_out "P25 (strict, DNS): the workload did not start"
+	tap_is "P25 (strict, DNS): before the disk fills, a query is answered" \
+		"$(cat "$m/before")" "rcode 0"
+	fill
+	wait_until 10000 err_has "writing log $log: No space left on device" ||
+		tap_fail "P25 (strict, DNS): the writer noticed the full disk" "no such line on stderr"
+	upstream_mark
+	: >"$m/go"
+	wait_until 20000 seen "$m/done" || bail_out "P25 (strict, DNS): the workload did not go on"
+	sleep 0.5
+	n=0
+	for i in 0 1 2; do n=$((n + $(upstream_count "leak$i.ok.test"))); done
+	tap_is "P25 (strict, DNS): no query sent on an open socket after the log failed goes upstream" \
+		"$n" 0
+	tap_check "P25 (strict, DNS): each is answered without an address" \
+		bash -c "! grep -qx 'rcode 0' '$m/after'"
+	unfill
+	sluice_wait "$SL_RUN_TIMEOUT" || tap_fail "P25 (strict, DNS): the run ended" "still running"
+	assert_rc "P25 (strict, DNS): sluice exits 123" 123
+	assert_no_leftovers "P25 (strict, DNS): nothing left"
+fi
+
+# P25 (rotation): the room taken ahead must survive a rotation. A workload (here: the test,
+# for it) that keeps the disk full grabs whatever the writer gives back; a rotation that gave
+# back the old segment's room before the new one had its own left the log no room for its last
+# lines: unsealed, the unwritten records never declared.
+if new_fs 1m; then
+	m=$SL_TMP/m$mnt_n
+	mkdir -m 1777 "$m"
+	log=$FS/log.jsonl
+	SLUICE_SELFTEST_KEEP_PLAIN=1 sluice_start "$policy" "$log" --log-rotate-kib 4 -- \
+		"${RUN_EXEC[@]}" sh -c ": >$m/ready; while [ ! -e $m/stop ]; do
+			$SL_PROBE tcp 198.51.100.20 80 >/dev/null; sleep 0.3; done"
+	wait_until 10000 seen "$m/ready" || bail_out "P25 (rotation): the workload did not start"
+	(while [[ ! -e $m/stopfill ]]; do
+		cat /dev/zero >>"$FS/filler" 2>/dev/null
+	done) &
+	filler=$!
+	sl_track_pid "$filler"
+	# a rotation on the full disk: the log failed in the new segment, or rotation stopped
+	rotated_full() {
+		err_has "writing log $log: No space left on device" ||
+			err_has "rotating log $log: room for the next segment: No space left on device"
+	}
+	wait_until 20000 rotated_full ||
+		tap_fail "P25 (rotation): a rotation came while the disk was full" "not on stderr"
+	tap_check "P25 (rotation): rotation stops there, the log goes on in its room" \
+		err_has "rotating log $log: room for the next segment: No space left on device; rotation stops"
+	sleep 1
+	: >"$m/stop"
+	if sluice_wait "$SL_RUN_TIMEOUT"; then
+		tap_check "P25 (rotation): sluice exits 0, or 123 if the log failed after all" \
+			test "$SL_RC" = 0 -o "$SL_RC" = 123
+	else
+		tap_fail "P25 (rotation): the run ended" "sluice still running"
+	fi
+	: >"$m/stopfill"
+	wait "$filler" 2>/dev/null
+	tap_check "P25 (rotation): the log checks, sealed, on the disk kept full" \
+		python3 "$CHECK" "$log" --pub "$SLUICE_PUB"
+	"$SLUICE" verify "$log" >"$SL_TMP/verify.out" 2>&1
+	rc=$?
+	tap_check "P25 (rotation): sluice verify: exit 0, or 3 with the unwritten records declared" \
+		test "$rc" = 0 -o "$rc" = 3
+	unfill
+	assert_no_leftovers "P25 (rotation): nothing left"
+else
+	tap_skip "P25 (rotation)" "cannot mount a tmpfs"
+fi
+
+# P25 (many hosts): the room kept for the end holds the seal and what precedes it, not a
+# host_total line per host: a workload that sends to 254 addresses of an allowed /24 and then
+# fills the disk made the end of the run overflow it (an unsealed log, like a crash). The lines
+# that do not fit are counted in an anomaly; the log ends sealed.
+ht_policy=$SL_TMP/logfull-ht.yaml
+cat >"$ht_policy" <<'EOF2'
+default: deny
+rules:
+  - name: net
+    cidrs: ["198.51.100.0/24"]
+    ports: [80]
+    protocols: [udp]
+EOF2
+if new_fs 1m; then
+	m=$SL_TMP/m$mnt_n
+	mkdir -m 1777 "$m"
+	cat >"$m/w.py" <<'EOF2'
+import os, socket, sys, time
+m = sys.argv[1]
+for n in range(1, 255):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.connect(("198.51.100.%d" % n, 80))
+    s.send(b"x")
+    s.close()
+open(m + "/ready", "w").close()
+while not os.path.exists(m + "/go"):
+    time.sleep(0.05)
+while not os.path.exists(m + "/stop"):
+    t = socket.socket()
+    t.settimeout(1)
+    try:
+        t.connect(("192.0.2.1", 80))
+    except OSError:
+        pass
+    t.close()
+EOF2
+	log=$FS/log.jsonl
+	sluice_start "$ht_policy" "$log" -- "${RUN_EXEC[@]}" python3 "$m/w.py" "$m"
+	wait_until 20000 seen "$m/ready" || bail_out "P25 (many hosts): the workload did not start"
+	sleep 1
+	fill
+	: >"$m/go"
+	wait_until 60000 err_has "writing log $log: No space left on device" ||
+		tap_fail "P25 (many hosts): the writer noticed the full disk" "no such line on stderr"
+	: >"$m/stop"
+	if sluice_wait "$SL_RUN_TIMEOUT"; then
+		assert_rc "P25 (many hosts): sluice exits 123" 123
+	else
+		tap_fail "P25 (many hosts): the run ended" "sluice still running"
+	fi
+	tap_check "P25 (many hosts): the log checks, sealed, on the full disk" \
+		python3 "$CHECK" "$log" --pub "$SLUICE_PUB"
+	"$SLUICE" verify "$log" >"$SL_TMP/verify.out" 2>&1
+	tap_is "P25 (many hosts): sluice verify: exit 3" "$?" 3
+	tap_cmp "P25 (many hosts): an anomaly counts the host_total lines left out" \
+		"$(log_count "$log" type=anomaly what="host_total lines the disk had no room for")" -eq 1
+	unfill
+	assert_no_leftovers "P25 (many hosts): nothing left"
+else
+	tap_skip "P25 (many hosts)" "cannot mount a tmpfs"
 fi
 
 tap_done

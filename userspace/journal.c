@@ -583,8 +583,12 @@ static int append_locked(struct journal *j, const struct journal_line *body)
 
 	if (total > sizeof(j->wbuf) - j->wlen) {
 		err = flush_locked(j);
-		if (err)
+		if (err) {
+			/* this line is lost with the buffer's: counted with them (not in a retry) */
+			if (!j->retrying)
+				j->unwritten++;
 			return err;
+		}
 	}
 	tlog_sha256(j->line, total - 1, j->prev);
 	tlog_append(&j->tree, j->line, total - 1);
@@ -976,6 +980,7 @@ static int rotation_stops(struct journal *j, const char *what, int err)
 static int rotate_locked(struct journal *j)
 {
 	char seg[PATH_MAX];
+	const char *what;
 	int err, fd;
 
 	if (j->segment > SEGMENT_MAX)
@@ -997,15 +1002,27 @@ static int rotate_locked(struct journal *j)
 	fd = open(j->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
 	if (fd < 0) {
 		err = -errno;
-		/*
-		 * Back under its name, to go on in it (a rotate checkpoint mid-file is valid), and
-		 * that on disk before more lines are: appended to PATH.NNNNNN they would not be.
-		 */
-		if (rename_noreplace(seg, j->path) || fsync_dir_of(j->path)) {
-			log_failed(j, j->seq, err, false);
-			return err;
+		what = "create the next segment";
+		goto back;
+	}
+	/*
+	 * The next segment's room is taken before the old one's is given back: whatever keeps
+	 * the disk full (the workload, if it can write there) takes what is given back, and the
+	 * run's last lines would have nowhere to go. No room for it: stay in the old segment.
+	 */
+	if (!j->no_reserve && fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, RESERVE_BYTES)) {
+		err = -errno;
+		if (err == -ENOSPC || err == -EDQUOT) {
+			close(fd);
+			if (unlink(j->path)) {
+				err = -errno;
+				log_failed(j, j->seq, err, false);
+				return err;
+			}
+			what = "room for the next segment";
+			goto back;
 		}
-		return rotation_stops(j, "create the next segment", err);
+		j->no_reserve = true; /* a file system that cannot (see reserve_locked) */
 	}
 	err = fsync_dir_of(j->path);
 	if (err) {
@@ -1018,9 +1035,21 @@ static int rotate_locked(struct journal *j)
 	j->fd = fd;
 	j->file_off = 0;
 	j->file_bytes = 0;
+	j->reserved_end = j->no_reserve ? 0 : RESERVE_BYTES;
 	j->segment++;
 	compressor_queue(j);
 	return 0;
+
+back:
+	/*
+	 * Back under its name, to go on in it (a rotate checkpoint mid-file is valid), and that on
+	 * disk before more lines are: appended to PATH.NNNNNN they would not be.
+	 */
+	if (rename_noreplace(seg, j->path) || fsync_dir_of(j->path)) {
+		log_failed(j, j->seq, err, false);
+		return err;
+	}
+	return rotation_stops(j, what, err);
 }
 
 /* After lines were appended: the checkpoints and rotation they call for. */
@@ -1106,6 +1135,23 @@ int journal_failure(struct journal *j, bool *dead)
 		*dead = j->dead;
 	pthread_mutex_unlock(&j->lock);
 	return err;
+}
+
+bool journal_room_for(struct journal *j, size_t bytes)
+{
+	uint64_t need;
+	bool ok = true;
+
+	pthread_mutex_lock(&j->lock);
+	need = j->file_off + j->wlen + bytes + JOURNAL_TAIL_BYTES;
+	if (!j->no_reserve && need > j->reserved_end) {
+		ok = !fallocate(j->fd, FALLOC_FL_KEEP_SIZE, (off_t)j->file_off,
+				(off_t)(need - j->file_off));
+		if (ok)
+			j->reserved_end = need;
+	}
+	pthread_mutex_unlock(&j->lock);
+	return ok;
 }
 
 uint64_t journal_lines_written(const struct journal *j)

@@ -150,6 +150,14 @@ uint64_t journal_lines_written(const struct journal *j);
 int journal_failure(struct journal *j, bool *dead);
 
 /*
+ * The run's last lines (after journal_final): is there room on disk for bytes more past what is
+ * written and buffered, and for JOURNAL_TAIL_BYTES after them (loss_ranges, run_end, the seal)?
+ * Taken ahead if it can be. True on a file system that cannot take room ahead.
+ */
+#define JOURNAL_TAIL_BYTES (16 * 1024)
+bool journal_room_for(struct journal *j, size_t bytes);
+
+/*
  * A log that ran out of space: try to go on with l, the line that declares what could not be
  * written, to which "lines" (every line refused or cut off since the failure) is added; a
  * checkpoint of l's type follows when it is "loss" or "anomaly", synced. 0: written, the log

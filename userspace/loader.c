@@ -1040,6 +1040,16 @@ int loader_log_unwritable(const struct loader *l)
 	return 0;
 }
 
+bool loader_log_down(const struct loader *l)
+{
+	__u32 zero = 0, down = 0;
+
+	/* a map that cannot be read says nothing either way: the kernel's copy is what refuses */
+	if (bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.sl_log_state), &zero, &down))
+		return false;
+	return down;
+}
+
 uint64_t loader_next_seq(const struct loader *l)
 {
 	__u32 zero = 0;

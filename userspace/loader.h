@@ -132,6 +132,8 @@ uint64_t loader_next_seq(const struct loader *l);
  * on, whatever would go ahead (SL_REASON_LOG_UNWRITABLE). For the rest of the run. Any thread.
  */
 int loader_log_unwritable(const struct loader *l);
+/* The log was found unwritable (loader_log_unwritable) at some time in the run. Any thread. */
+bool loader_log_down(const struct loader *l);
 
 /* Unpin and detach every link, unpin the maps and remove the pin directory. Accepts NULL. */
 void loader_detach(struct loader *l);

@@ -948,6 +948,14 @@ static void write_host_total(const struct hosttotal *h, void *ctx)
 	struct journal_line l;
 	struct timespec now;
 
+	/*
+	 * A full disk: the room kept for the end is for the seal and what precedes it, not for
+	 * a line per host (a workload can make thousands of hosts): the rest are counted.
+	 */
+	if (r->totals_unwritten || !journal_room_for(r->journal, JSONLINE_MAX + 1)) {
+		r->totals_unwritten++;
+		return;
+	}
 	if (h->rule_id)
 		policy_rule_name(r->policy, h->rule_id - 1, rule, sizeof(rule));
 	else
@@ -978,6 +986,13 @@ static void write_host_totals(struct records *r)
 	if (!r->totals)
 		return;
 	hosttotals_each(r->totals, write_host_total, r);
+	if (r->totals_unwritten) {
+		clock_gettime(CLOCK_REALTIME, &now);
+		records_line(r, &l, "anomaly", &now);
+		journal_line_str(&l, "what", "host_total lines the disk had no room for");
+		journal_line_u64(&l, "hosts", r->totals_unwritten);
+		records_write(r, &l);
+	}
 	if (!hosttotals_untracked(r->totals))
 		return;
 	clock_gettime(CLOCK_REALTIME, &now);

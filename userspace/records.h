@@ -73,6 +73,7 @@ struct records {
 	uint64_t unwritten_reported;
 	struct sni_slot *sni_cache; /* server names of open TLS flows, for their flow lines */
 	struct hosttotals *totals;  /* bytes per (rule, host), for the host_total lines */
+	uint64_t totals_unwritten;  /* host_total lines a full disk had no room for */
 
 	/* A resumed writer: what the dead one's lines account for (records_restore_line). */
 	bool resumed;

@@ -981,7 +981,16 @@ static size_t answer(struct resolver *r, const uint8_t *msg, size_t len, enum tr
 	oc->enforced = true;
 	if (rule >= 0)
 		oc->rule = policy_rule_name(r->o.policy, (size_t)rule, rule_name, sizeof(rule_name));
-	if (rule < 0 && !report_mode) {
+	if (r->loader && loader_strict(r->loader) && loader_log_down(r->loader)) {
+		/*
+		 * Strict evidence and the log failed: a socket connected to port 53 before that
+		 * still reaches us without any hook, and a query carried upstream is traffic out
+		 * (a listed wildcard is a channel: <data>.name). Refuse it, ask nobody.
+		 */
+		oc->decision = "deny";
+		oc->rcode = DNS_RCODE_REFUSED;
+		util_copy(oc->why, sizeof(oc->why), "log_unwritable: --strict-evidence");
+	} else if (rule < 0 && !report_mode) {
 		oc->decision = "deny";
 		oc->rcode = DNS_RCODE_NXDOMAIN;
 	} else if (q.qtype == DNS_TYPE_A || q.qtype == DNS_TYPE_AAAA) {
