@@ -22,9 +22,10 @@
 #   - P21: a name whose FNV-1a 64 hash equals the listed name's (a real pair) is refused too,
 #     v4 and v6: whole names are compared;
 #   - P22: TLS on any port: another name on 8443 (v4, v6, split into segments), on any port of a
-#     rule without ports:, on a listed port other than 443, is refused; plain TCP there is not
-#     judged; QUIC (UDP/443) to a name's address is refused unless its rule says udp, and
-#     policy check says what udp on a host rule means;
+#     rule without ports:, on a listed port other than 443, behind a warning alert sent first,
+#     or beside the listed one (a second server_name extension, a second name in its list), is
+#     refused; plain TCP there is not judged; QUIC (UDP/443) to a name's address is refused
+#     unless its rule says udp, and policy check says what udp on a host rule means;
 #   - the socket is destroyed by bpf_sock_destroy (6.5+), else through sock_diag (run the file
 #     with SLUICE_SELFTEST_NO_BPF_DESTROY=1 to take that path here); on a kernel that can do
 #     neither the fast-failure checks are SKIPs (the log's "flow" says "dropped (kernel cannot
@@ -288,6 +289,10 @@ chmod 0755 "$SL_TMP/tlsw.sh"
 #                    real one, naming SNI (a server that takes the second ClientHello's name, as
 #                    OpenSSL does, serves SNI).
 #   fastopen         in the SYN (sendto MSG_FASTOPEN; needs net.ipv4.tcp_fastopen & 5).
+#   alert            after a TLS warning alert record sent alone (a Go server, for one, drops
+#                    warning alerts that come before the ClientHello, and reads on).
+#   twosni:SECOND    in one write, with a second server_name extension, naming SECOND, last.
+#   twonames:SECOND  in one write, its server_name list holding a second host_name, SECOND.
 # Prints "ok" (status 0) when a TLS record comes back (for hrr: after the second ClientHello);
 # "eof", "other" or "err ENAME" (status 1) otherwise.
 cat >"$SL_TMP/hello.py" <<'EOF'
@@ -363,6 +368,32 @@ def retry_first(rec, first):
     return b"\x16\x03\x01" + be(len(h1), 2) + h1
 
 
+def more_sni(rec, second, own_ext):
+    """rec: one record holding the ClientHello. The same, with second added as a host_name in
+    a server_name extension of its own, last (own_ext), or at the end of the existing list."""
+    h = rec[5:]
+    p = 4 + 2 + 32
+    p += 1 + h[p]
+    p += 2 + int.from_bytes(h[p:p + 2], "big")
+    p += 1 + h[p]
+    ext_off, end, q, exts = p, p + 2 + int.from_bytes(h[p:p + 2], "big"), p + 2, b""
+    name = second.encode()
+    entry = b"\0" + be(len(name), 2) + name
+    while q < end:
+        t, n = int.from_bytes(h[q:q + 2], "big"), int.from_bytes(h[q + 2:q + 4], "big")
+        d = h[q + 4:q + 4 + n]
+        if t == 0 and not own_ext:
+            lst = d[2:] + entry
+            d = be(len(lst), 2) + lst
+        exts += be(t, 2) + be(len(d), 2) + d
+        q += 4 + n
+    if own_ext:
+        exts += be(0, 2) + be(len(entry) + 2, 2) + be(len(entry), 2) + entry
+    h1 = h[:ext_off] + be(len(exts), 2) + exts
+    h1 = h1[:1] + be(len(h1) - 4, 3) + h1[4:]
+    return b"\x16\x03\x01" + be(len(h1), 2) + h1
+
+
 def next_record(s):
     """(type, body) of the next TLS record but ChangeCipherSpec; (None, b"") at EOF."""
     while True:
@@ -405,6 +436,15 @@ try:
             s.sendall(hello[cut:])
         elif how.startswith("desync:"):
             s.sendall(desync(hello, how[len("desync:"):]))
+        elif how == "alert":
+            # warning (1), user_canceled (90)
+            s.sendall(b"\x15\x03\x03\x00\x02\x01\x5a")
+            time.sleep(0.2)
+            s.sendall(hello)
+        elif how.startswith("twosni:"):
+            s.sendall(more_sni(hello, how[len("twosni:"):], True))
+        elif how.startswith("twonames:"):
+            s.sendall(more_sni(hello, how[len("twonames:"):], False))
         else:
             s.sendall(hello)
     t, body = next_record(s)
@@ -1117,6 +1157,18 @@ tls_denied "P22-any-port" sni_mismatch ghcr.io evil.example 198.51.100.10 sink o
 # Control: a first payload that is not TLS (plain HTTP) is not judged off 443.
 tls_unchecked "P22-plain-8080" 198.51.100.10 8080 sink anyport ghcr.io -- \
 	"${CURL[@]}" -o /dev/null http://ghcr.io:8080/
+# A first payload that starts like TLS but not with a handshake (a warning alert, which a Go
+# server drops before reading the ClientHello that follows) is TLS too: judged, not waved
+# through as plain TCP with the foreign name behind it.
+tls_denied "P22-8080-alert-first" sni_unparseable ghcr.io null 198.51.100.10 sink python3 \
+	'^err ECONNABORTED$' ghcr.io -- "${HELLO[@]}" 198.51.100.10 evil.example alert 8080
+# A ClientHello that names the listed host and another one (a second server_name extension, or
+# a second name in its list): which one a server takes is the server's choice, so it is refused.
+tls_denied "P22-8080-two-sni" sni_unparseable ghcr.io null 198.51.100.10 sink python3 \
+	'^err ECONNABORTED$' ghcr.io -- "${HELLO[@]}" 198.51.100.10 ghcr.io twosni:evil.example 8080
+tls_denied "P22-8080-two-names" sni_unparseable ghcr.io null 198.51.100.10 sink python3 \
+	'^err ECONNABORTED$' ghcr.io -- \
+	"${HELLO[@]}" 198.51.100.10 ghcr.io twonames:evil.example 8080
 # A rule that lists ports other than 443 (containers: 443, 8080).
 CASE_POL=
 tls_denied "P22-listed-port" sni_mismatch ghcr.io evil.example 198.51.100.10 sink openssl \
