@@ -573,12 +573,13 @@ static __always_inline int tls_egress(struct __sk_buff *skb, struct bpf_sock *sk
 {
 	struct sl_sk_tls *t;
 	__u8 daddr[16] = {}, family = 0;
+	struct tcphdr th;
 	__u32 off;
 
 	t = bpf_sk_storage_get(&sl_sk_tls, sk, 0, 0);
 	if (!t || t->state == SL_TLS_ALLOWED || t->state == SL_TLS_NOT_TLS)
 		return SKB_PASS;
-	if (tcp_payload(skb, &off, daddr, &family)) {
+	if (tcp_header(skb, &off, daddr, &family, &th)) {
 		if (t->state == SL_TLS_DENIED)
 			return SKB_DROP;
 		/* a packet that does not parse is a flow that cannot be judged */
@@ -599,6 +600,14 @@ static __always_inline int tls_egress(struct __sk_buff *skb, struct bpf_sock *sk
 		t->state = SL_TLS_NOT_TLS;
 		return SKB_PASS;
 	}
+	/*
+	 * Urgent data: the receiving stack takes the urgent byte out of the stream (unless the
+	 * server reads it inline), so the server would not read the bytes judged here, and a hello
+	 * can be built to read as another name one byte off. TLS never sends urgent data.
+	 */
+	if (th.urg)
+		return judge_client_hello(skb, sk, t, ~0U, daddr, family,
+					  t->state != SL_TLS_PENDING);
 	/* A server that never answers with a readable ServerHello: stop watching, closed. */
 	if (t->payloads >= TLS_MAX_WATCHED_PAYLOADS)
 		return judge_client_hello(skb, sk, t, ~0U, daddr, family, true);

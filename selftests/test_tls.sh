@@ -12,8 +12,9 @@
 #     shared CDN address, in a TCP Fast Open SYN) and is logged "sni_ok";
 #   - another name (P9: s_client, curl, Python; v4, v6, v4-mapped, Fast Open), a listed name
 #     that resolved elsewhere or was not resolved in this run, no server name, plain HTTP on
-#     443, a ClientHello split before its server name: nothing arrives, the client fails at once
-#     (socket destroyed: ECONNABORTED), a "tls" deny line names both names, stderr says why;
+#     443, a ClientHello split before its server name or sent as urgent data (MSG_OOB): nothing
+#     arrives, the client fails at once (socket destroyed: ECONNABORTED), a "tls" deny line
+#     names both names, stderr says why;
 #   - the same for a ClientHello spread over two TLS records so that a parser that ignores
 #     record boundaries reads a different name than the server, and for a second ClientHello
 #     after a HelloRetryRequest (TLS 1.3) that names another host;
@@ -293,6 +294,8 @@ chmod 0755 "$SL_TMP/tlsw.sh"
 #                    warning alerts that come before the ClientHello, and reads on).
 #   twosni:SECOND    in one write, with a second server_name extension, naming SECOND, last.
 #   twonames:SECOND  in one write, its server_name list holding a second host_name, SECOND.
+#   oob              in one write as urgent data (MSG_OOB): the server's stack takes the last
+#                    byte out of the stream, so the server does not read the bytes sent.
 # Prints "ok" (status 0) when a TLS record comes back (for hrr: after the second ClientHello);
 # "eof", "other" or "err ENAME" (status 1) otherwise.
 cat >"$SL_TMP/hello.py" <<'EOF'
@@ -436,6 +439,8 @@ try:
             s.sendall(hello[cut:])
         elif how.startswith("desync:"):
             s.sendall(desync(hello, how[len("desync:"):]))
+        elif how == "oob":
+            s.send(hello, socket.MSG_OOB)
         elif how == "alert":
             # warning (1), user_canceled (90)
             s.sendall(b"\x15\x03\x03\x00\x02\x01\x5a")
@@ -1055,6 +1060,13 @@ tls_denied "plain-http-443-sink" sni_unparseable ghcr.io null 198.51.100.10 sink
 tls_denied "split-client-hello" sni_unparseable registry.npmjs.org null 198.51.100.30 srv \
 	python3 '^err ECONNABORTED$' registry.npmjs.org -- \
 	"${HELLO[@]}" 198.51.100.30 registry.npmjs.org split
+
+# Urgent data: the server's stack takes the urgent byte out of the stream, so the server reads
+# other bytes than those judged (one byte less: a hello built around that byte reads as another
+# one there). A ClientHello sent with MSG_OOB, even naming the resolved host, cannot be judged.
+tls_denied "urgent-client-hello" sni_unparseable registry.npmjs.org null 198.51.100.30 srv \
+	python3 '^err ECONNABORTED$' registry.npmjs.org -- \
+	"${HELLO[@]}" 198.51.100.30 registry.npmjs.org oob
 
 # ---------------------------------------------------------------------------------------------
 # 5. Report mode: the mismatch goes through, logged as a denial not enforced.
