@@ -18,6 +18,8 @@
 #   - the same for a ClientHello spread over two TLS records so that a parser that ignores
 #     record boundaries reads a different name than the server, and for a second ClientHello
 #     after a HelloRetryRequest (TLS 1.3) that names another host;
+#   - a known gap, a TAP TODO: a ClientHello sent by sendfile() and swapped in the file right
+#     after is served under the swapped-in name (P9-sendfile-swap);
 #   - report mode lets the mismatch through and logs it with "enforced":false;
 #   - CIDR-rule flows are not checked;
 #   - P21: a name whose FNV-1a 64 hash equals the listed name's (a real pair) is refused too,
@@ -296,6 +298,9 @@ chmod 0755 "$SL_TMP/tlsw.sh"
 #   twonames:SECOND  in one write, its server_name list holding a second host_name, SECOND.
 #   oob              in one write as urgent data (MSG_OOB): the server's stack takes the last
 #                    byte out of the stream, so the server does not read the bytes sent.
+#   swap:OTHER       by sendfile() from a file, which is then overwritten at once with a
+#                    ClientHello of the same length naming OTHER: the packet refers to the
+#                    file's page, which the server's stack copies only when the server reads.
 # Prints "ok" (status 0) when a TLS record comes back (for hrr: after the second ClientHello);
 # "eof", "other" or "err ENAME" (status 1) otherwise.
 cat >"$SL_TMP/hello.py" <<'EOF'
@@ -315,6 +320,17 @@ try:
 except ssl.SSLWantReadError:
     pass
 hello = outg.read()
+if how.startswith("swap:"):
+    o_in, o_out = ssl.MemoryBIO(), ssl.MemoryBIO()
+    o_obj = ctx.wrap_bio(o_in, o_out, server_hostname=how[len("swap:"):])
+    try:
+        o_obj.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    other = o_out.read()
+    if len(other) != len(hello):
+        print("swap: the two ClientHellos differ in length")
+        sys.exit(1)
 
 
 def be(v, n):
@@ -439,6 +455,19 @@ try:
             s.sendall(hello[cut:])
         elif how.startswith("desync:"):
             s.sendall(desync(hello, how[len("desync:"):]))
+        elif how.startswith("swap:"):
+            import mmap, os, tempfile
+            with tempfile.TemporaryFile() as f:
+                f.write(hello)
+                f.flush()
+                # mapped and written once before, so the swap is a store, not a page fault
+                m = mmap.mmap(f.fileno(), len(hello))
+                m[:] = hello
+                os.sendfile(s.fileno(), f.fileno(), 0, len(hello))
+                m[:] = other
+                t, body = next_record(s)
+            print("ok" if t == 0x16 else "other")
+            sys.exit(0 if t == 0x16 else 1)
         elif how == "oob":
             s.send(hello, socket.MSG_OOB)
         elif how == "alert":
@@ -1024,6 +1053,28 @@ tls_denied "P9-fastopen" sni_mismatch registry.npmjs.org evil.example 198.51.100
 	python3 '^err ECONNABORTED$' registry.npmjs.org -- \
 	"${HELLO[@]}" 198.51.100.30 evil.example fastopen
 in_run sysctl -qw "net.ipv4.tcp_fastopen=$TFO_WAS"
+
+# A known gap, as a TAP TODO (reported, not failing the file; drop the TODO once it holds): the
+# check reads the packet when it leaves, but a packet sent by sendfile() (or splice) refers to
+# the file's page cache page, which the server's stack copies only when the server reads. A
+# workload that sends a ClientHello naming the resolved host from a file and overwrites the
+# file at once with one naming another host (same length) gets the other one served, while
+# the log says sni_ok. Nothing in a cgroup_skb program can copy or pin the bytes it judged.
+# It is a race (the server must not have read the packet before the overwrite): 20 tries, each
+# a flow that is served one name or the other, none of them denied.
+label=P9-sendfile-swap
+tls_run "$POL" "$label" registry.npmjs.org -- bash -c 'for i in $(seq 20); do "$@"; done' _ \
+	"${HELLO[@]}" 198.51.100.30 registry.npmjs.org swap:evilevil.evil.test
+assert_resolved "$label"
+got=$(srv_snis)
+SL_TAP_N=$((SL_TAP_N + 1))
+if [[ " $got " != *" evilevil.evil.test "* ]]; then
+	echo "ok $SL_TAP_N - $label: no ClientHello naming evilevil.evil.test reached s_server # TODO sendfile pages are read after the check"
+else
+	echo "not ok $SL_TAP_N - $label: no ClientHello naming evilevil.evil.test reached s_server # TODO sendfile pages are read after the check"
+	tap_diag "s_server saw \"$got\"; the client: $(cat "$CASE_CLIENT"); the run logged: $(tls_lines)"
+fi
+assert_run_clean "$label: nothing left (cgroup, pins, links, resolver sockets)"
 
 # ---------------------------------------------------------------------------------------------
 # 3. A listed name is not enough: it must have resolved to this address, in this run.
