@@ -6,8 +6,8 @@
  * name; an address may serve many names (CDNs), so every ClientHello of such a flow must name a
  * host that resolved to this very address in this run, on whatever port (TLS runs on any). On
  * the TLS port (443) the first payload must be a ClientHello; on another port, a first payload
- * whose first byte is not that of a TLS handshake record is not TLS, and the flow is left alone.
- * A ClientHello must be held whole in its first record, with a server name; anything else —
+ * whose first byte is not that of a TLS record is not TLS, and the flow is left alone.
+ * A ClientHello must be held whole in its first record, with one server name; anything else —
  * another name, no name, a record that does not parse, a ClientHello cut across records or
  * segments — denies the flow: the packet is dropped, every later data packet too, and userspace
  * destroys the socket so the client fails at once.
@@ -36,6 +36,7 @@
 #define TLS_CONTENT_ALERT 0x15
 #define TLS_CONTENT_HANDSHAKE 0x16
 #define TLS_CONTENT_APPLICATION_DATA 0x17
+#define TLS_CONTENT_HEARTBEAT 0x18
 #define TLS_MAX_WATCHED_PAYLOADS 16 /* client payloads before the server must have answered */
 #define TLS_HANDSHAKE_CLIENT_HELLO 0x01
 #define TLS_HANDSHAKE_SERVER_HELLO 0x02
@@ -298,7 +299,7 @@ static __always_inline __u8 client_hello_sni(struct __sk_buff *skb, __u32 off,
 					     struct sl_tls_event *ev)
 {
 	__u8 hdr[9];
-	__u32 p, n, end, ext_end, type, len;
+	__u32 p, n, end, ext_end, type, len, sn = 0, sn_len = 0, list;
 	int i;
 
 	/* record: type, version (2), length (2); handshake: type, length (3) */
@@ -329,23 +330,40 @@ static __always_inline __u8 client_hello_sni(struct __sk_buff *skb, __u32 off,
 	ext_end = p + n;
 	if (ext_end > end)
 		return SL_REASON_SNI_UNPARSEABLE;
+	/*
+	 * Every extension is read: a second server_name extension is refused, since which of the
+	 * two a server takes is its own choice (most refuse the hello, a lax one may take the
+	 * last), and the name checked must be the one served.
+	 */
 	for (i = 0; i < TLS_MAX_EXTENSIONS; i++) {
 		if (p == ext_end)
-			return SL_REASON_SNI_MISSING;
+			break;
 		if (p + 4 > ext_end || load_be16(skb, p, &type) || load_be16(skb, p + 2, &len))
 			return SL_REASON_SNI_UNPARSEABLE;
 		if (p + 4 + len > ext_end)
 			return SL_REASON_SNI_UNPARSEABLE;
-		if (type == TLS_EXT_SERVER_NAME)
-			break;
+		if (type == TLS_EXT_SERVER_NAME) {
+			if (sn)
+				return SL_REASON_SNI_UNPARSEABLE;
+			sn = p;
+			sn_len = len;
+		}
 		p += 4 + len;
 	}
-	if (i == TLS_MAX_EXTENSIONS)
+	if (p != ext_end)
+		return SL_REASON_SNI_UNPARSEABLE; /* more extensions than we read */
+	if (!sn)
+		return SL_REASON_SNI_MISSING;
+	p = sn;
+	len = sn_len;
+	/*
+	 * server_name_list length (2), name_type (1, host_name = 0), name length (2), name: the
+	 * list must hold that one name alone (a second one would again be the server's choice).
+	 */
+	if (len < 5 || load_be16(skb, p + 4, &list) || load_u8(skb, p + 6, &type) || type != 0 ||
+	    load_be16(skb, p + 7, &n))
 		return SL_REASON_SNI_UNPARSEABLE;
-	/* server_name_list length (2), name_type (1, host_name = 0), name length (2), name */
-	if (len < 5 || load_u8(skb, p + 6, &type) || type != 0 || load_be16(skb, p + 7, &n))
-		return SL_REASON_SNI_UNPARSEABLE;
-	if (n < 1 || n > SL_SNI_MAX || 5 + n > len)
+	if (n < 1 || n > SL_SNI_MAX || 5 + n != len || list != len - 2)
 		return SL_REASON_SNI_UNPARSEABLE;
 	/* ((n - 1) & 0xff) + 1 == n here; the form shows the verifier a length of 1..256 */
 	if (bpf_skb_load_bytes(skb, p + 9, ev->sni, ((n - 1) & 0xff) + 1))
@@ -537,12 +555,18 @@ static __always_inline int drop_held(struct sl_sk_held *held)
 	return SKB_DROP;
 }
 
-/* The payload at off begins with a TLS handshake record (or cannot be read: judged then). */
+/*
+ * The payload at off begins with a TLS record of any content type (or cannot be read: judged
+ * then). Not only a handshake record: a server may read past records that come before the
+ * ClientHello (Go's drops warning alerts), so a flow opening with an alert or a
+ * ChangeCipherSpec is TLS too, and judged (it is denied: the first record must be a hello).
+ */
 static __always_inline bool starts_like_tls(struct __sk_buff *skb, __u32 off)
 {
 	__u8 type;
 
-	return bpf_skb_load_bytes(skb, off, &type, 1) || type == TLS_CONTENT_HANDSHAKE;
+	return bpf_skb_load_bytes(skb, off, &type, 1) ||
+	       (type >= TLS_CONTENT_CHANGE_CIPHER_SPEC && type <= TLS_CONTENT_HEARTBEAT);
 }
 
 /* The TLS server-name check on a packet of a marked flow (see the top of the file). */
@@ -550,12 +574,13 @@ static __always_inline int tls_egress(struct __sk_buff *skb, struct bpf_sock *sk
 {
 	struct sl_sk_tls *t;
 	__u8 daddr[16] = {}, family = 0;
+	struct tcphdr th;
 	__u32 off;
 
 	t = bpf_sk_storage_get(&sl_sk_tls, sk, 0, 0);
 	if (!t || t->state == SL_TLS_ALLOWED || t->state == SL_TLS_NOT_TLS)
 		return SKB_PASS;
-	if (tcp_payload(skb, &off, daddr, &family)) {
+	if (tcp_header(skb, &off, daddr, &family, &th)) {
 		if (t->state == SL_TLS_DENIED)
 			return SKB_DROP;
 		/* a packet that does not parse is a flow that cannot be judged */
@@ -576,6 +601,14 @@ static __always_inline int tls_egress(struct __sk_buff *skb, struct bpf_sock *sk
 		t->state = SL_TLS_NOT_TLS;
 		return SKB_PASS;
 	}
+	/*
+	 * Urgent data: the receiving stack takes the urgent byte out of the stream (unless the
+	 * server reads it inline), so the server would not read the bytes judged here, and a hello
+	 * can be built to read as another name one byte off. TLS never sends urgent data.
+	 */
+	if (th.urg)
+		return judge_client_hello(skb, sk, t, ~0U, daddr, family,
+					  t->state != SL_TLS_PENDING);
 	/* A server that never answers with a readable ServerHello: stop watching, closed. */
 	if (t->payloads >= TLS_MAX_WATCHED_PAYLOADS)
 		return judge_client_hello(skb, sk, t, ~0U, daddr, family, true);

@@ -216,8 +216,8 @@ _Static_assert(sizeof(struct sl_dns_client) == 24, "sl_dns_client ABI");
  * TCP flows subject to the server-name check: set in socket storage by connect when the
  * destination was allowed as an address the resolver learned for a name, whatever the port;
  * read by the egress program on the first payload. On the TLS port that payload must be a
- * ClientHello; on any other port only a payload that starts like TLS (a handshake record, first
- * byte 0x16) is judged, and anything else ends the check.
+ * ClientHello; on any other port only a payload that starts like TLS (a record of any TLS
+ * content type, first byte 0x14-0x18) is judged, and anything else ends the check.
  */
 enum sl_tls_state {
 	SL_TLS_PENDING = 1,	 /* no payload seen yet */
