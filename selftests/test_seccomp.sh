@@ -120,7 +120,7 @@ log=$SL_TMP/uffd.jsonl
 if [[ $i386 -eq 1 && -c /dev/userfaultfd ]]; then
 	sluice_start "$policy" "$log" --netns "$NS" -- "$FAM" i386-socketcall-uffd:vsock socket:unix
 	wait_until 10000 grep -qs '^socket:unix' "$SL_OUT"
-	tap_check "P23 socketcall behind a stalled page: refused with EAFNOSUPPORT, sluice not held" \
+	tap_check "P23 socketcall behind a stalled page: refused (EAFNOSUPPORT), sluice not held" \
 		grep -qx "i386-socketcall-uffd:vsock EAFNOSUPPORT" "$SL_OUT"
 	# a held sluice does not even end on SIGTERM: then SIGKILL, and scrub what it left
 	wait_until 5000 sh -c "! kill -0 $SL_RUN_PID 2>/dev/null"
@@ -129,13 +129,13 @@ if [[ $i386 -eq 1 && -c /dev/userfaultfd ]]; then
 	kill -KILL "$SL_RUN_PID" 2>/dev/null
 	{ wait "$SL_RUN_PID"; } 2>/dev/null
 	tap_cmp "P23 socketcall behind a stalled page: the refusal is logged" \
-		"$(log_count "$log" type=decision hook=seccomp abi=i386 family=null errno=EAFNOSUPPORT)" \
-		-eq 1
+		"$(log_count "$log" type=decision hook=seccomp abi=i386 family=null \
+			errno=EAFNOSUPPORT)" -eq 1
 	SL_RUN_CGID=$(log_run_start_field "$log" cgroup_id)
 	sl_scrub_run "$SL_RUN_ID"
 	assert_no_leftovers "P23 socketcall behind a stalled page: nothing left"
 else
-	tap_skip "P23 socketcall behind a stalled page" "no i386 system calls or no /dev/userfaultfd"
+	tap_skip "P23 socketcall behind a stalled page" "no i386 system calls, or no userfaultfd"
 fi
 
 # The listener is sluice's alone: a workload that takes it (pidfd_getfd of its parent, sluice)
@@ -199,7 +199,8 @@ tap_todo_check "P23 root: the workload cannot take sluice's listener (pidfd_getf
 	"issue 11 item 7 (default workload without CAP_SYS_PTRACE)" \
 	grep -qx "listener not taken" "$SL_OUT"
 tap_todo_check "P23 root: no AF_VSOCK socket is made past the filter" \
-	"issue 11 item 7 (default workload without CAP_SYS_PTRACE)" grep -qx "vsock made 0" "$SL_OUT"
+	"issue 11 item 7 (default workload without CAP_SYS_PTRACE)" \
+	grep -qx "vsock made 0" "$SL_OUT"
 tap_cmp "P23 root: every AF_VSOCK socket not made is logged" \
 	"$(log_count "$log" type=decision hook=seccomp family=vsock)" -eq \
 	"$((20 - $(sed -n 's/^vsock made //p' "$SL_OUT")))"
