@@ -97,9 +97,10 @@ if [[ $i386 -eq 1 ]]; then
 		tap_check "P23 $call: refused with EAFNOSUPPORT" grep -qx "$call EAFNOSUPPORT" "$SL_OUT"
 	done
 	tap_cmp "P23 i386: socket and socketpair refusals are logged with the family" \
-		"$(log_count "$log" type=decision hook=seccomp abi=i386 family=vsock)" -eq 3
-	tap_cmp "P23 i386: socketcall (arguments behind a pointer) is refused for inet too" \
-		"$(log_count "$log" type=decision hook=seccomp abi=i386 family=inet)" -eq 1
+		"$(log_count "$log" type=decision hook=seccomp abi=i386 family=vsock)" -eq 2
+	# socketcall's arguments are behind a pointer: refused, and logged, without reading them
+	tap_cmp "P23 i386: socketcall is refused for inet too, logged without a family" \
+		"$(log_count "$log" type=decision hook=seccomp abi=i386 family=null)" -eq 2
 	tap_cmp "P23 x32: the refusal is logged" \
 		"$(log_count "$log" type=decision hook=seccomp abi=x32 family=vsock)" -eq 1
 	for call in i386-socket:inet i386-socket:unix i386-socketpair:unix; do
@@ -110,6 +111,100 @@ if [[ $i386 -eq 1 ]]; then
 else
 	tap_skip "P23 i386 and x32 ABIs" "this kernel runs no i386 system calls: $without"
 fi
+
+# socketcall's arguments live in the workload's memory. Reading them to describe the refusal
+# would let the workload stall sluice: a page behind a userfaultfd nobody serves (root opens
+# /dev/userfaultfd, capabilities or not) holds the reader in the fault, and with it sluice's
+# loop: no answers, no log, no signals. sluice answers without reading them.
+log=$SL_TMP/uffd.jsonl
+if [[ $i386 -eq 1 && -c /dev/userfaultfd ]]; then
+	sluice_start "$policy" "$log" --netns "$NS" -- "$FAM" i386-socketcall-uffd:vsock socket:unix
+	wait_until 10000 grep -qs '^socket:unix' "$SL_OUT"
+	tap_check "P23 socketcall behind a stalled page: refused (EAFNOSUPPORT), sluice not held" \
+		grep -qx "i386-socketcall-uffd:vsock EAFNOSUPPORT" "$SL_OUT"
+	# a held sluice does not even end on SIGTERM: then SIGKILL, and scrub what it left
+	wait_until 5000 sh -c "! kill -0 $SL_RUN_PID 2>/dev/null"
+	kill -TERM "$SL_RUN_PID" 2>/dev/null
+	wait_until 5000 sh -c "! kill -0 $SL_RUN_PID 2>/dev/null"
+	kill -KILL "$SL_RUN_PID" 2>/dev/null
+	{ wait "$SL_RUN_PID"; } 2>/dev/null
+	tap_cmp "P23 socketcall behind a stalled page: the refusal is logged" \
+		"$(log_count "$log" type=decision hook=seccomp abi=i386 family=null \
+			errno=EAFNOSUPPORT)" -eq 1
+	SL_RUN_CGID=$(log_run_start_field "$log" cgroup_id)
+	sl_scrub_run "$SL_RUN_ID"
+	assert_no_leftovers "P23 socketcall behind a stalled page: nothing left"
+else
+	tap_skip "P23 socketcall behind a stalled page" "no i386 system calls, or no userfaultfd"
+fi
+
+# The listener is sluice's alone: a workload that takes it (pidfd_getfd of its parent, sluice)
+# answers the refused calls itself, with "continue". Root with CAP_SYS_PTRACE can, so this holds
+# only once the default workload runs without the capabilities that undo sluice (issue 11 item
+# 7): a TAP TODO until then (reported, not counted as a failure; "TODO passed" once it holds).
+tap_todo_check() {
+	local name=$1 why=$2
+	shift 2
+	SL_TAP_N=$((SL_TAP_N + 1))
+	if "$@" >/dev/null 2>&1; then
+		echo "ok $SL_TAP_N - $name # TODO $why"
+	else
+		echo "not ok $SL_TAP_N - $name # TODO $why"
+	fi
+}
+steal=$SL_TMP/steal.py
+cat >"$steal" <<'EOF2'
+import ctypes, fcntl, os, socket, struct, threading, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+pp, lfd, mine = os.getppid(), None, -1
+try:
+    for f in os.listdir('/proc/%d/fd' % pp):
+        try:
+            if os.readlink('/proc/%d/fd/%s' % (pp, f)) == 'anon_inode:seccomp notify':
+                lfd = int(f)
+        except OSError:
+            pass
+except OSError:
+    pass
+if lfd is not None:
+    pidfd = libc.syscall(434, pp, 0)                          # pidfd_open
+    mine = libc.syscall(438, pidfd, lfd, 0) if pidfd >= 0 else -1  # pidfd_getfd
+print('listener taken' if mine >= 0 else 'listener not taken')
+def serve():
+    while True:
+        req = bytearray(80)
+        try:
+            fcntl.ioctl(mine, 0xc0502100, req)                # SECCOMP_IOCTL_NOTIF_RECV
+            resp = bytearray(struct.pack('=QqiI', struct.unpack_from('=Q', req)[0], 0, 0, 1))
+            fcntl.ioctl(mine, 0xc0182101, resp)               # NOTIF_SEND, FLAG_CONTINUE
+        except OSError:
+            return
+if mine >= 0:
+    threading.Thread(target=serve, daemon=True).start()
+    time.sleep(0.5)
+made = 0
+for i in range(20):
+    try:
+        socket.socket(40, socket.SOCK_STREAM).close()      # AF_VSOCK: never connected
+        made += 1
+    except OSError:
+        pass
+print('vsock made', made)
+EOF2
+log=$SL_TMP/steal.jsonl
+sluice_run "$policy" "$log" --netns "$NS" -- python3 "$steal"
+tap_diag "root workload: $(tr '\n' ' ' <"$SL_OUT")"
+tap_todo_check "P23 root: the workload cannot take sluice's listener (pidfd_getfd)" \
+	"issue 11 item 7 (default workload without CAP_SYS_PTRACE)" \
+	grep -qx "listener not taken" "$SL_OUT"
+tap_todo_check "P23 root: no AF_VSOCK socket is made past the filter" \
+	"issue 11 item 7 (default workload without CAP_SYS_PTRACE)" \
+	grep -qx "vsock made 0" "$SL_OUT"
+tap_cmp "P23 root: every AF_VSOCK socket not made is logged" \
+	"$(log_count "$log" type=decision hook=seccomp family=vsock)" -eq \
+	"$((20 - $(sed -n 's/^vsock made //p' "$SL_OUT")))"
+assert_no_leftovers "P23 root listener: nothing left"
 
 # io_uring makes sockets unseen: refused by default, with what it takes to allow it; a seccomp
 # listener of the workload's own could answer refused calls with "continue": refused too.

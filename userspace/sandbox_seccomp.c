@@ -382,21 +382,16 @@ static void describe(const struct seccomp_notif *n, struct sandbox_refusal *ref,
 		call = (int)nr == a->socket ? SYS_SOCKET : SYS_SOCKETPAIR;
 	} else if (a && (int)nr == a->socketcall) {
 		/*
-		 * Only for the log (the filter refused it unread): the caller waits, so its three
-		 * 32-bit arguments are where the pointer says.
+		 * Its arguments are in the caller's memory, and not read even for the log: the
+		 * caller can put them on a page whose fault never ends (a userfaultfd it never
+		 * serves, a FUSE file), and the reader would wait in that fault, with it sluice's
+		 * loop: no answers, no log, no signals.
 		 */
-		struct iovec local = { .iov_base = args, .iov_len = sizeof(args) };
-		struct iovec remote = { .iov_base = (void *)(uintptr_t)(uint32_t)n->data.args[1],
-					.iov_len = sizeof(args) };
-
-		call = (int)n->data.args[0];
-		if (process_vm_readv((pid_t)n->pid, &local, 1, &remote, 1, 0) != sizeof(args)) {
-			ref->err = EAFNOSUPPORT;
-			util_fmt(ref->what, sizeof(ref->what), "socketcall(%s, …) (its arguments "
-				 "are behind a pointer the filter cannot read)",
-				 call == SYS_SOCKET ? "SYS_SOCKET" : "SYS_SOCKETPAIR");
-			return;
-		}
+		ref->err = EAFNOSUPPORT;
+		util_fmt(ref->what, sizeof(ref->what), "socketcall(%s, …) (its arguments are "
+			 "behind a pointer the filter cannot read)",
+			 n->data.args[0] == SYS_SOCKET ? "SYS_SOCKET" : "SYS_SOCKETPAIR");
+		return;
 	}
 	if (call == SYS_SOCKET || call == SYS_SOCKETPAIR) {
 		ref->err = EAFNOSUPPORT;
@@ -404,8 +399,7 @@ static void describe(const struct seccomp_notif *n, struct sandbox_refusal *ref,
 		if (args[0] == AF_INET && (args[1] & SOCK_TYPE_MASK) == SOCK_PACKET)
 			ref->family = "packet"; /* what the kernel would have made */
 		family_const(args[0], fam, sizeof(fam));
-		util_fmt(ref->what, sizeof(ref->what), "%s%s(%s, %u, %u)",
-			 a && (int)nr == a->socketcall ? "socketcall: " : "",
+		util_fmt(ref->what, sizeof(ref->what), "%s(%s, %u, %u)",
 			 call == SYS_SOCKET ? "socket" : "socketpair", fam, args[1], args[2]);
 	} else if (a && (int)nr == a->io_uring_setup) {
 		/* as on a kernel without io_uring: programs fall back to plain system calls */

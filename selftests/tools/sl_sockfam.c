@@ -8,7 +8,7 @@
  *
  *   sl_sockfam CALL…    CALL: socket:FAMILY[:TYPE] | socketpair:FAMILY | i386-socket:FAMILY |
  *                       i386-socketpair:FAMILY | i386-socketcall:FAMILY | x32-socket:FAMILY |
- *                       io_uring | listener
+ *                       i386-socketcall-uffd:FAMILY | io_uring | listener
  *
  * FAMILY is a number or unix, inet, inet6, netlink, packet, vsock, …; TYPE a number (default
  * SOCK_STREAM, SOCK_RAW for packet, SOCK_DGRAM for netlink). Prints one line per CALL: "CALL ok"
@@ -29,6 +29,9 @@
 #include <linux/io_uring.h>
 #include <linux/net.h>
 #include <linux/seccomp.h>
+#include <linux/userfaultfd.h>
+#include <fcntl.h>
+#include <sys/ioctl.h>
 
 static const struct {
 	const char *name;
@@ -172,6 +175,32 @@ static long one(const char *call)
 		r = sys32(102, SYS_SOCKET, (long)(unsigned long)args, 0);
 		munmap(args, 4096);
 		return r;
+	}
+	if (!strcmp(buf, "i386-socketcall-uffd")) {
+		/*
+		 * The arguments on a page whose first touch waits for a userfaultfd handler that
+		 * never answers: whoever reads them to describe the call waits forever too.
+		 */
+		struct uffdio_api api = { .api = UFFD_API };
+		struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+		int dev = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC), uffd;
+		void *page;
+
+		if (dev < 0)
+			return -errno;
+		uffd = ioctl(dev, USERFAULTFD_IOC_NEW, O_CLOEXEC);
+		close(dev);
+		if (uffd < 0 || ioctl(uffd, UFFDIO_API, &api))
+			return -errno;
+		page = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);
+		if (page == MAP_FAILED)
+			return -errno;
+		reg.range.start = (unsigned long)page;
+		reg.range.len = 4096;
+		if (ioctl(uffd, UFFDIO_REGISTER, &reg))
+			return -errno;
+		return sys32(102, SYS_SOCKET, (long)(unsigned long)page, 0);
 	}
 	if (!strcmp(buf, "x32-socket"))
 		return sys_x32(41, family, kind, 0);
