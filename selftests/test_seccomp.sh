@@ -139,19 +139,9 @@ else
 fi
 
 # The listener is sluice's alone: a workload that takes it (pidfd_getfd of its parent, sluice)
-# answers the refused calls itself, with "continue". Root with CAP_SYS_PTRACE can, so this holds
-# only once the default workload runs without the capabilities that undo sluice (issue 11 item
-# 7): a TAP TODO until then (reported, not counted as a failure; "TODO passed" once it holds).
-tap_todo_check() {
-	local name=$1 why=$2
-	shift 2
-	SL_TAP_N=$((SL_TAP_N + 1))
-	if "$@" >/dev/null 2>&1; then
-		echo "ok $SL_TAP_N - $name # TODO $why"
-	else
-		echo "not ok $SL_TAP_N - $name # TODO $why"
-	fi
-}
+# would answer the refused calls itself, with "continue". The default root workload cannot: it
+# runs in a PID namespace of its own (sluice has no pid there) without CAP_SYS_PTRACE. With
+# --allow-root (the control) it can, which is what that option warns about.
 steal=$SL_TMP/steal.py
 cat >"$steal" <<'EOF2'
 import ctypes, fcntl, os, socket, struct, threading, time
@@ -195,16 +185,17 @@ EOF2
 log=$SL_TMP/steal.jsonl
 sluice_run "$policy" "$log" --netns "$NS" -- python3 "$steal"
 tap_diag "root workload: $(tr '\n' ' ' <"$SL_OUT")"
-tap_todo_check "P23 root: the workload cannot take sluice's listener (pidfd_getfd)" \
-	"issue 11 item 7 (default workload without CAP_SYS_PTRACE)" \
+tap_check "P23 root: the workload cannot take sluice's listener (pidfd_getfd)" \
 	grep -qx "listener not taken" "$SL_OUT"
-tap_todo_check "P23 root: no AF_VSOCK socket is made past the filter" \
-	"issue 11 item 7 (default workload without CAP_SYS_PTRACE)" \
-	grep -qx "vsock made 0" "$SL_OUT"
+tap_check "P23 root: no AF_VSOCK socket is made past the filter" grep -qx "vsock made 0" "$SL_OUT"
 tap_cmp "P23 root: every AF_VSOCK socket not made is logged" \
-	"$(log_count "$log" type=decision hook=seccomp family=vsock)" -eq \
-	"$((20 - $(sed -n 's/^vsock made //p' "$SL_OUT")))"
+	"$(log_count "$log" type=decision hook=seccomp family=vsock)" -eq 20
 assert_no_leftovers "P23 root listener: nothing left"
+log=$SL_TMP/steal-allow-root.jsonl
+sluice_run "$policy" "$log" --allow-root --netns "$NS" -- python3 "$steal"
+tap_check "P23 control: with --allow-root the probe does take sluice's listener" \
+	grep -qx "listener taken" "$SL_OUT"
+assert_no_leftovers "P23 root listener control: nothing left"
 
 # io_uring makes sockets unseen: refused by default, with what it takes to allow it; a seccomp
 # listener of the workload's own could answer refused calls with "continue": refused too.
