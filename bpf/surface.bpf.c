@@ -13,6 +13,11 @@
  * setsockopt: IPv4 options (source routing) and IPv6 routing headers make the kernel send a
  * packet to a first hop other than the address connect()/sendmsg() judged; they are refused.
  * Per-datagram control messages bypass this hook: the egress program drops such packets too.
+ * IP_FREEBIND/IPV6_FREEBIND (unprivileged) let an IPv6 socket bind or send (IPV6_PKTINFO) from
+ * any source address: a packet "from" another run's destination to this namespace's own address
+ * gets an answer from the kernel (a TCP reset, an ICMP error) that carries that run's flow and
+ * that its host side lets out (nsflows.bpf.h). So they are refused too (the transparent options
+ * need CAP_NET_ADMIN, which a run does not have).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -24,6 +29,8 @@
 #define IP_OPTIONS 4
 #define IPV6_2292RTHDR 5
 #define IPV6_RTHDR 57
+#define IP_FREEBIND 15
+#define IPV6_FREEBIND 78
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -96,6 +103,13 @@ int sl_setsockopt(struct bpf_sockopt *ctx)
 	barrier_var(optname);
 	reroutes = (level == SOL_IP && optname == IP_OPTIONS) ||
 		   (level == IPPROTO_IPV6 && (optname == IPV6_RTHDR || optname == IPV6_2292RTHDR));
+	/* any value: both set one flag of the socket, which an IPv6 socket honours either way */
+	if ((level == SOL_IP && optname == IP_FREEBIND) ||
+	    (level == IPPROTO_IPV6 && optname == IPV6_FREEBIND)) {
+		record_refusal(SL_HOOK_SETSOCKOPT, SL_REASON_SOURCE_ROUTE, sk ? sk->family : 0,
+			       optname, level);
+		return 0;
+	}
 	/* Clearing them (an empty value) is harmless. */
 	if (!reroutes || optlen == 0) {
 		/* 1 with optlen untouched: the kernel uses the caller's own buffer */

@@ -323,6 +323,98 @@ SLUICE_SELFTEST_TC_CLSACT=1 p26_start a clsact
 SLUICE_SELFTEST_TC_CLSACT=1 p26_start b clsact
 p26_check clsact
 
+# P26: a run cannot borrow another run's flow. Run a (nobody) binds an IPv6 socket with
+# IPV6_FREEBIND to run b's host and port, and connects from there to the namespace's own address
+# (which its policy allows) at the port of run b's closed flow: the namespace's kernel answers
+# with a TCP reset that carries run b's flow, which run a's host side leaves to run b and run b's
+# allows. So run a could signal to a host only run b may reach. The option is refused.
+cat >"$SL_TMP/p26sb.yaml" <<'EOF2'
+default: deny
+rules:
+  - name: host-b
+    cidrs: ["2001:db8::20/128"]
+    ports: [8080]
+    protocols: [tcp]
+EOF2
+cat >"$SL_TMP/p26sa.yaml" <<'EOF2'
+default: deny
+rules:
+  - name: own-subnet
+    cidrs: ["fd10:200:1::/64"]
+    protocols: [tcp]
+EOF2
+cat >"$SL_TMP/p26cap.py" <<'EOF2'
+import socket, struct, sys, time
+s = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_TCP)
+s.settimeout(0.2)
+out = open(sys.argv[1], "a")
+while True:
+    try:
+        d, a = s.recvfrom(2048)
+    except socket.timeout:
+        continue
+    sp, dp, fl = struct.unpack("!HH9xB", d[:14])
+    out.write("%s %d %d %s\n" % (a[0], sp, dp, "rst" if fl & 4 else "-"))
+    out.flush()
+EOF2
+cat >"$SL_TMP/p26sb.py" <<'EOF2'
+import os, socket, sys, time
+c = socket.create_connection(("2001:db8::20", 8080), timeout=5)
+port = c.getsockname()[1]
+c.sendall(b"b")
+c.shutdown(socket.SHUT_WR)
+c.recv(1)
+c.close()
+time.sleep(0.5)
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write(str(port))
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+while not os.path.exists(sys.argv[1] + ".end"):
+    time.sleep(0.05)
+EOF2
+cat >"$SL_TMP/p26sa.py" <<'EOF2'
+import errno, socket, sys
+port = int(open(sys.argv[1]).read())
+res = []
+for i in range(5):
+    s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    s.settimeout(2)
+    try:
+        s.setsockopt(socket.IPPROTO_IPV6, 78, 1)  # IPV6_FREEBIND
+        s.bind(("2001:db8::20", 8080))
+        s.connect(("fd10:200:1::2", port))
+        res.append("connected")
+    except OSError as e:
+        res.append(errno.errorcode.get(e.errno, str(e)))
+    s.close()
+print(" ".join(res))
+EOF2
+in_inet python3 "$SL_TMP/p26cap.py" "$SL_TMP/p26cap.log" </dev/null &>/dev/null &
+p26cap=$!
+sl_track_pid "$p26cap"
+sluice_start "$SL_TMP/p26sb.yaml" "$SL_TMP/p26sb.jsonl" --netns "/run/netns/$SL_NS_RUN" -- \
+	python3 "$SL_TMP/p26sb.py" "$SL_TMP/p26s.port"
+p26b_pid=$SL_RUN_PID p26b_id=$SL_RUN_ID
+wait_until 10000 test -s "$SL_TMP/p26s.port"
+port=$(cat "$SL_TMP/p26s.port")
+sink_settle
+before=$(sl_lines "$SL_TMP/p26cap.log")
+la=$SL_TMP/p26sa.jsonl
+sluice_run "$SL_TMP/p26sa.yaml" "$la" --user nobody --netns "/run/netns/$SL_NS_RUN" -- \
+	python3 "$SL_TMP/p26sa.py" "$SL_TMP/p26s.port"
+tap_diag "run a's connects: $(cat "$SL_OUT")"
+sink_settle
+resets=$(tail -n +"$((before + 1))" "$SL_TMP/p26cap.log" | grep -c "^fd10:200:1::2 $port 8080 rst")
+tap_is "P26 spoof: no reset of run b's closed flow, provoked by run a, reaches run b's host" \
+	"$resets" 0
+tap_cmp "P26 spoof: run a's IPV6_FREEBIND is refused and recorded" \
+	"$(log_count "$la" type=decision hook=setsockopt decision=deny)" -ge 5
+touch "$SL_TMP/p26s.port.end"
+wait "$p26b_pid"
+tap_is "P26 spoof: run b ends normally" "$?" 0
+sl_stop_pid "$p26cap"
+tap_check "P26 spoof: run b left nothing" leftovers_check "$p26b_id"
+
 # Ordinary traffic through the host side: IPv4 and IPv6 (neighbour discovery must pass).
 log=$SL_TMP/ordinary.jsonl
 sluice_run "$policy" "$log" --netns "/run/netns/$SL_NS_RUN" -- python3 -c "
