@@ -13,6 +13,8 @@
  * setsockopt: IPv4 options (source routing) and IPv6 routing headers make the kernel send a
  * packet to a first hop other than the address connect()/sendmsg() judged; they are refused.
  * Per-datagram control messages bypass this hook: the egress program drops such packets too.
+ * SO_ZEROCOPY is refused too: MSG_ZEROCOPY sends the caller's own pages, which it can rewrite
+ * after the TLS check read them and before the receiver copies them (see skb.bpf.c).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -24,6 +26,8 @@
 #define IP_OPTIONS 4
 #define IPV6_2292RTHDR 5
 #define IPV6_RTHDR 57
+#define SOL_SOCKET 1
+#define SO_ZEROCOPY 60
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -90,18 +94,20 @@ int sl_setsockopt(struct bpf_sockopt *ctx)
 	/* Each field read once, as a plain load: the verifier refuses ctx pointer arithmetic. */
 	__s32 level = ctx->level, optname = ctx->optname, optlen = ctx->optlen;
 	struct bpf_sock *sk = ctx->sk;
-	bool reroutes;
+	bool reroutes, zerocopy;
 
 	barrier_var(level);
 	barrier_var(optname);
 	reroutes = (level == SOL_IP && optname == IP_OPTIONS) ||
 		   (level == IPPROTO_IPV6 && (optname == IPV6_RTHDR || optname == IPV6_2292RTHDR));
+	/* Any value: the kernel's own check (an int) comes after this hook. */
+	zerocopy = level == SOL_SOCKET && optname == SO_ZEROCOPY;
 	/* Clearing them (an empty value) is harmless. */
-	if (!reroutes || optlen == 0) {
+	if ((!reroutes && !zerocopy) || optlen == 0) {
 		/* 1 with optlen untouched: the kernel uses the caller's own buffer */
 		return 1;
 	}
-	record_refusal(SL_HOOK_SETSOCKOPT, SL_REASON_SOURCE_ROUTE, sk ? sk->family : 0, optname,
-		       level);
+	record_refusal(SL_HOOK_SETSOCKOPT, zerocopy ? SL_REASON_SOCKET_KIND : SL_REASON_SOURCE_ROUTE,
+		       sk ? sk->family : 0, optname, level);
 	return 0;
 }
