@@ -107,7 +107,8 @@ int sl_setsockopt(struct bpf_sockopt *ctx)
 		/* 1 with optlen untouched: the kernel uses the caller's own buffer */
 		return 1;
 	}
-	record_refusal(SL_HOOK_SETSOCKOPT, zerocopy ? SL_REASON_SOCKET_KIND : SL_REASON_SOURCE_ROUTE,
+	record_refusal(SL_HOOK_SETSOCKOPT,
+		       zerocopy ? SL_REASON_SOCKET_KIND : SL_REASON_SOURCE_ROUTE,
 		       sk ? sk->family : 0, optname, level);
 	return 0;
 }
