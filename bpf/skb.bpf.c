@@ -53,6 +53,14 @@ const volatile __u8 sl_cfg_mode = SL_MODE_ENFORCE;
 const volatile __u16 sl_cfg_dns_port = 0;
 /* 0 only for the selftest that shows what the backstop catches (see the README). */
 const volatile __u8 sl_cfg_backstop = 1;
+/*
+ * 1 where the kernel has bpf_cast_to_kern_ctx (6.3+; the loader looks in its BTF): the TLS check
+ * can then see that a packet's pages are still the sender's (see frags_mutable). Elsewhere the
+ * kfunc is left unresolved (weak) and the code that calls it is dead to the verifier.
+ */
+const volatile __u8 sl_cfg_frag_check = 0;
+
+extern void *bpf_cast_to_kern_ctx(void *obj) __ksym __weak;
 
 #define LOOPBACK4 0x7f000001
 
@@ -569,6 +577,30 @@ static __always_inline bool starts_like_tls(struct __sk_buff *skb, __u32 off)
 	       (type >= TLS_CONTENT_CHANGE_CIPHER_SPEC && type <= TLS_CONTENT_HEARTBEAT);
 }
 
+/*
+ * The packet's payload lies (in part) in pages the sender can still write: sendfile(), splice()
+ * and vmsplice() put page-cache or user pages in the packet (SKBFL_SHARED_FRAG), MSG_ZEROCOPY and
+ * io_uring's send_zc the sender's own buffer (SKBFL_ZEROCOPY_ENABLE). The receiving stack copies
+ * those bytes only when its reader reads them, so what was judged here is not what the server
+ * reads: a workload rewrites the page right after the check. A coalesced packet may mix copied
+ * and shared pages; it is one packet, judged as a whole. The flags live in skb_shared_info, at
+ * head + end of the kernel's sk_buff, which only bpf_cast_to_kern_ctx reaches (6.3+).
+ */
+static __always_inline bool frags_mutable(struct __sk_buff *skb)
+{
+	struct sk_buff *kskb;
+	struct skb_shared_info *shinfo;
+	__u8 flags = 0;
+
+	if (!sl_cfg_frag_check)
+		return false;
+	kskb = bpf_cast_to_kern_ctx(skb);
+	shinfo = (struct skb_shared_info *)(kskb->head + kskb->end);
+	if (bpf_probe_read_kernel(&flags, sizeof(flags), &shinfo->flags))
+		return true; /* cannot be read: cannot be judged */
+	return flags & (SKBFL_SHARED_FRAG | SKBFL_ZEROCOPY_ENABLE);
+}
+
 /* The TLS server-name check on a packet of a marked flow (see the top of the file). */
 static __always_inline int tls_egress(struct __sk_buff *skb, struct bpf_sock *sk)
 {
@@ -591,6 +623,15 @@ static __always_inline int tls_egress(struct __sk_buff *skb, struct bpf_sock *sk
 		return SKB_PASS; /* SYN, pure ACK, a denied flow's bare FIN or RST: nothing to carry */
 	if (t->state == SL_TLS_DENIED)
 		return SKB_DROP;
+	/*
+	 * Bytes the sender can still change after this check (see frags_mutable): not judged, the
+	 * flow is denied. TLS clients copy their handshake (send, write); and this comes before
+	 * the not-TLS decision below, since a first payload that reads as plain text here could
+	 * read as a ClientHello by the time the server reads it.
+	 */
+	if (frags_mutable(skb))
+		return judge_client_hello(skb, sk, t, ~0U, daddr, family,
+					  t->state != SL_TLS_PENDING);
 	/*
 	 * Off the TLS port, a first payload that does not begin a TLS record (plain HTTP, SSH…)
 	 * is not TLS and is not judged. One that does, even by its first byte only, is TLS and

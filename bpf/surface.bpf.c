@@ -18,6 +18,8 @@
  * gets an answer from the kernel (a TCP reset, an ICMP error) that carries that run's flow and
  * that its host side lets out (nsflows.bpf.h). So they are refused too (the transparent options
  * need CAP_NET_ADMIN, which a run does not have).
+ * SO_ZEROCOPY is refused too: MSG_ZEROCOPY sends the caller's own pages, which it can rewrite
+ * after the TLS check read them and before the receiver copies them (see skb.bpf.c).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -31,6 +33,8 @@
 #define IPV6_RTHDR 57
 #define IP_FREEBIND 15
 #define IPV6_FREEBIND 78
+#define SOL_SOCKET 1
+#define SO_ZEROCOPY 60
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -97,7 +101,7 @@ int sl_setsockopt(struct bpf_sockopt *ctx)
 	/* Each field read once, as a plain load: the verifier refuses ctx pointer arithmetic. */
 	__s32 level = ctx->level, optname = ctx->optname, optlen = ctx->optlen;
 	struct bpf_sock *sk = ctx->sk;
-	bool reroutes;
+	bool reroutes, zerocopy;
 
 	barrier_var(level);
 	barrier_var(optname);
@@ -110,12 +114,15 @@ int sl_setsockopt(struct bpf_sockopt *ctx)
 			       optname, level);
 		return 0;
 	}
+	/* Any value: the kernel's own check (an int) comes after this hook. */
+	zerocopy = level == SOL_SOCKET && optname == SO_ZEROCOPY;
 	/* Clearing them (an empty value) is harmless. */
-	if (!reroutes || optlen == 0) {
+	if ((!reroutes && !zerocopy) || optlen == 0) {
 		/* 1 with optlen untouched: the kernel uses the caller's own buffer */
 		return 1;
 	}
-	record_refusal(SL_HOOK_SETSOCKOPT, SL_REASON_SOURCE_ROUTE, sk ? sk->family : 0, optname,
-		       level);
+	record_refusal(SL_HOOK_SETSOCKOPT,
+		       zerocopy ? SL_REASON_SOCKET_KIND : SL_REASON_SOURCE_ROUTE,
+		       sk ? sk->family : 0, optname, level);
 	return 0;
 }

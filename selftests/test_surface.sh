@@ -186,6 +186,24 @@ tap_cmp "the log has the egress drop" \
 	"$(log_count "$log" hook=egress decision=deny reason=source_route)" -eq 1
 assert_no_leftovers "source routing: nothing left"
 
+# SO_ZEROCOPY is refused: MSG_ZEROCOPY would send pages the workload can still rewrite after
+# the TLS check read them (see test_tls.sh P9-zerocopy-swap). Other socket options are not.
+log=$SL_TMP/zerocopy.jsonl
+sluice_run "$policy" "$log" -- "${RUN_EXEC[@]}" python3 -c "
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+try:
+    s.setsockopt(socket.SOL_SOCKET, 60, 1); print('zerocopy set')
+except OSError as e:
+    print('zerocopy refused', e.errno)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1); print('keepalive set')
+"
+tap_check "SO_ZEROCOPY is refused with EPERM" grep -qx 'zerocopy refused 1' "$SL_OUT"
+tap_check "control: SO_KEEPALIVE is not" grep -qx 'keepalive set' "$SL_OUT"
+tap_cmp "the log has the SO_ZEROCOPY refusal" \
+	"$(log_count "$log" hook=setsockopt decision=deny reason=socket_kind)" -eq 1
+assert_no_leftovers "SO_ZEROCOPY: nothing left"
+
 # --user: CMD runs unprivileged, with no_new_privs, and the log says who it ran as.
 log=$SL_TMP/user.jsonl
 # (--netns, not ip netns exec: entering a namespace needs the privileges the user lacks)

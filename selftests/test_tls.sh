@@ -18,8 +18,9 @@
 #   - the same for a ClientHello spread over two TLS records so that a parser that ignores
 #     record boundaries reads a different name than the server, and for a second ClientHello
 #     after a HelloRetryRequest (TLS 1.3) that names another host;
-#   - a known gap, a TAP TODO: a ClientHello sent by sendfile() and swapped in the file right
-#     after is served under the swapped-in name (P9-sendfile-swap);
+#   - a ClientHello sent by sendfile() and swapped in the file right after is refused
+#     (P9-sendfile-swap; 6.3+), and so is SO_ZEROCOPY, which MSG_ZEROCOPY needs; sendfile()
+#     on a CIDR-rule flow is not judged;
 #   - report mode lets the mismatch through and logs it with "enforced":false;
 #   - CIDR-rule flows are not checked;
 #   - P21: a name whose FNV-1a 64 hash equals the listed name's (a real pair) is refused too,
@@ -301,6 +302,10 @@ chmod 0755 "$SL_TMP/tlsw.sh"
 #   swap:OTHER       by sendfile() from a file, which is then overwritten at once with a
 #                    ClientHello of the same length naming OTHER: the packet refers to the
 #                    file's page, which the server's stack copies only when the server reads.
+#   sendfile         by sendfile() from a file, left as it is.
+#   zerocopy:OTHER   SO_ZEROCOPY on the socket, then in one MSG_ZEROCOPY send from a mapping
+#                    that is overwritten at once as for swap:OTHER ("err EPERM" when the
+#                    setsockopt is refused).
 # Prints "ok" (status 0) when a TLS record comes back (for hrr: after the second ClientHello);
 # "eof", "other" or "err ENAME" (status 1) otherwise.
 cat >"$SL_TMP/hello.py" <<'EOF'
@@ -320,9 +325,9 @@ try:
 except ssl.SSLWantReadError:
     pass
 hello = outg.read()
-if how.startswith("swap:"):
+if how.startswith(("swap:", "zerocopy:")):
     o_in, o_out = ssl.MemoryBIO(), ssl.MemoryBIO()
-    o_obj = ctx.wrap_bio(o_in, o_out, server_hostname=how[len("swap:"):])
+    o_obj = ctx.wrap_bio(o_in, o_out, server_hostname=how.split(":", 1)[1])
     try:
         o_obj.do_handshake()
     except ssl.SSLWantReadError:
@@ -436,6 +441,8 @@ s = socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET, socket.SOC
 s.settimeout(6)  # before the outer timeout (8 s) ends it without a word
 s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 try:
+    if how.startswith("zerocopy:"):
+        s.setsockopt(socket.SOL_SOCKET, 60, 1)  # SO_ZEROCOPY
     if how == "fastopen":
         s.sendto(hello, socket.MSG_FASTOPEN, (addr, port))
     else:
@@ -468,6 +475,18 @@ try:
                 t, body = next_record(s)
             print("ok" if t == 0x16 else "other")
             sys.exit(0 if t == 0x16 else 1)
+        elif how == "sendfile":
+            import os, tempfile
+            with tempfile.TemporaryFile() as f:
+                f.write(hello)
+                f.flush()
+                os.sendfile(s.fileno(), f.fileno(), 0, len(hello))
+        elif how.startswith("zerocopy:"):
+            import mmap
+            m = mmap.mmap(-1, len(hello))
+            m[:] = hello
+            s.send(memoryview(m), 0x4000000)  # MSG_ZEROCOPY: the packet holds m's page
+            m[:] = other
         elif how == "oob":
             s.send(hello, socket.MSG_OOB)
         elif how == "alert":
@@ -1054,30 +1073,61 @@ tls_denied "P9-fastopen" sni_mismatch registry.npmjs.org evil.example 198.51.100
 	"${HELLO[@]}" 198.51.100.30 evil.example fastopen
 in_run sysctl -qw "net.ipv4.tcp_fastopen=$TFO_WAS"
 
-# A known gap, as a TAP TODO (reported, not failing the file; drop the TODO once it holds): the
-# check reads the packet when it leaves, but a packet sent by sendfile() (or splice) refers to
-# the file's page cache page, which the server's stack copies only when the server reads. A
-# workload that sends a ClientHello naming the resolved host from a file and overwrites the
-# file at once with one naming another host (same length) gets the other one served, while
-# the log says sni_ok. Nothing in a cgroup_skb program can copy or pin the bytes it judged.
-# It is a race (the server must not have read the packet before the overwrite): 20 tries, each
-# a flow that is served one name or the other, none of them denied.
+# P9-sendfile-swap: a packet sent by sendfile() (or splice, vmsplice) refers to the file's page
+# cache page, which the server's stack copies only when the server reads. A workload that sends
+# a ClientHello naming the resolved host from a file and overwrites the file at once with one
+# naming another host (same length) would get the other one served, the log saying sni_ok. So
+# while a flow is watched, a packet whose pages the sender can still write is not judged: the
+# flow is denied (sni_unparseable). The check needs bpf_cast_to_kern_ctx (6.3+; README).
 label=P9-sendfile-swap
-tls_run "$POL" "$label" registry.npmjs.org -- bash -c 'for i in $(seq 20); do "$@"; done' _ \
-	"${HELLO[@]}" 198.51.100.30 registry.npmjs.org swap:evilevil.evil.test
-assert_resolved "$label"
-got=$(srv_snis)
-what="$label: no ClientHello naming evilevil.evil.test reached s_server"
-what+=" # TODO sendfile pages are read after the check"
-SL_TAP_N=$((SL_TAP_N + 1))
-if [[ " $got " != *" evilevil.evil.test "* ]]; then
-	echo "ok $SL_TAP_N - $what"
+if grep -qw bpf_cast_to_kern_ctx /proc/kallsyms; then
+	tls_denied "$label" sni_unparseable registry.npmjs.org null 198.51.100.30 srv python3 \
+		'^err ECONNABORTED$' registry.npmjs.org -- \
+		"${HELLO[@]}" 198.51.100.30 registry.npmjs.org swap:evilevil.evil.test
+	# The race itself, 20 tries (before the fix, each was served one name or the other).
+	label=P9-sendfile-swap-race
+	tls_run "$POL" "$label" registry.npmjs.org -- bash -c 'for i in $(seq 20); do "$@"; done' \
+		_ "${HELLO[@]}" 198.51.100.30 registry.npmjs.org swap:evilevil.evil.test
+	assert_resolved "$label"
+	got=$(srv_records)
+	if [[ $got -eq 0 ]]; then
+		tap_ok "$label: s_server received nothing in 20 tries"
+	else
+		tap_fail "$label: s_server received nothing in 20 tries" \
+			"s_server got $got records, server names \"$(srv_snis)\""
+		tls_diag
+	fi
+	assert_log "$label: 20 enforced sni_unparseable denials" "$CASE_LOG" 20 type=tls \
+		"run_id=$SL_RUN_ID" decision=deny enforced=true reason=sni_unparseable \
+		host=registry.npmjs.org dst=198.51.100.30 port=443
+	assert_log "$label: no tls allow" "$CASE_LOG" 0 type=tls decision=allow
+	assert_run_clean "$label: nothing left (cgroup, pins, links, resolver sockets)"
 else
-	echo "not ok $SL_TAP_N - $what"
-	tap_diag "s_server saw \"$got\"; the client: $(cat "$CASE_CLIENT")"
-	tap_diag "the run logged: $(tls_lines)"
+	why="no bpf_cast_to_kern_ctx (before 6.3): sendfile pages are read after the check"
+	for what in "resolved" "connect() allowed" "one tls line" "the tls line" "ids" "destroyed" \
+		"failed at once" "aborted" "nothing arrived" "stderr" "nothing left" \
+		"race: resolved" "race: nothing arrived" "race: denials" "race: no allow" \
+		"race: nothing left"; do
+		tap_skip "$label: $what" "$why"
+	done
 fi
+
+# MSG_ZEROCOPY sends the caller's own pages the same way: SO_ZEROCOPY, which it needs, is
+# refused for the run's sockets (every kernel), logged like the other refused options.
+label=P9-zerocopy-swap
+tls_run "$POL" "$label" registry.npmjs.org -- \
+	"${HELLO[@]}" 198.51.100.30 registry.npmjs.org zerocopy:evilevil.evil.test
+assert_resolved "$label"
+tap_check "$label: setsockopt(SO_ZEROCOPY) fails with EPERM" grep -qx 'err EPERM' "$CASE_CLIENT"
+assert_log "$label: the log has the SO_ZEROCOPY refusal" "$CASE_LOG" 1 type=decision \
+	"run_id=$SL_RUN_ID" hook=setsockopt decision=deny enforced=true reason=socket_kind
+tap_is "$label: s_server received nothing" "$(srv_records)" 0
 assert_run_clean "$label: nothing left (cgroup, pins, links, resolver sockets)"
+
+# Controls: sendfile() on a flow the check does not watch (CIDR rule) still works (a plain
+# send() of a listed name's ClientHello is "python-listed" above).
+tls_unchecked "cidr-sendfile" 198.51.100.32 443 srv mirror -- \
+	"${HELLO[@]}" 198.51.100.32 evil.example sendfile
 
 # ---------------------------------------------------------------------------------------------
 # 3. A listed name is not enough: it must have resolved to this address, in this run.

@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <linux/magic.h>
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "loader.h"
@@ -325,6 +326,23 @@ static int ns_maps_prepare(struct loader *l)
 	return bpf_map__set_pin_path(runs, path);
 }
 
+/*
+ * The kernel has this kfunc (its BTF names it). bpf_cast_to_kern_ctx (6.3+) is one every program
+ * type may call: where it exists, the TLS check can see a packet whose pages the sender can still
+ * change (sendfile, splice, MSG_ZEROCOPY); see frags_mutable in skb.bpf.c and the README.
+ */
+static bool kernel_has_kfunc(const char *name)
+{
+	struct btf *vmlinux = btf__load_vmlinux_btf();
+	bool found;
+
+	if (!vmlinux)
+		return false;
+	found = btf__find_by_name_kind(vmlinux, name, BTF_KIND_FUNC) > 0;
+	btf__free(vmlinux);
+	return found;
+}
+
 static int load_packet_layer(struct loader *l, const struct policy *p)
 {
 	int err = share_maps(l->skb->obj, l);
@@ -339,6 +357,7 @@ static int load_packet_layer(struct loader *l, const struct policy *p)
 	l->skb->rodata->sl_cfg_default_allow = l->skel->rodata->sl_cfg_default_allow;
 	l->skb->rodata->sl_cfg_dns_port = l->skel->rodata->sl_cfg_dns_port;
 	l->skb->rodata->sl_cfg_backstop = !l->no_backstop;
+	l->skb->rodata->sl_cfg_frag_check = kernel_has_kfunc("bpf_cast_to_kern_ctx");
 	return sl_skb__load(l->skb);
 }
 
