@@ -2,7 +2,8 @@
 /*
  * sluice ABI: the one header shared by the BPF programs and userspace.
  *
- * Rules (see STYLE.md): no includes, fixed-width types only, explicit padding, a size assertion
+ * Rules, so that userspace and BPF read one layout: no includes, fixed-width types only,
+ * explicit padding, a size assertion
  * after every struct, every ring-buffer record starts with struct sl_event_hdr, and codes are
  * never reused: add new ones at the end, never renumber.
  *

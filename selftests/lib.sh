@@ -6,7 +6,8 @@
 # sluice selftests: TAP 13 output, the throwaway test topology, and helpers to run sluice and read
 # what the receiving side saw. Sourced by selftests/test_*.sh.
 #
-# Topology (PROBES.md), one per test process, every name suffixed with $SL_ID (= the test's pid):
+# Topology (no namespace has a route to a real network), one per test process, every name
+# suffixed with $SL_ID (= the test's pid):
 #
 #   sl-run-ID  --veth--  sl-rtr-ID  --veth--  sl-inet-ID
 #   workload             router, sink         test hosts on lo, sink
