@@ -3,9 +3,8 @@
  * sluice ABI: the one header shared by the BPF programs and userspace.
  *
  * Rules, so that userspace and BPF read one layout: no includes, fixed-width types only,
- * explicit padding, a size assertion
- * after every struct, every ring-buffer record starts with struct sl_event_hdr, and codes are
- * never reused: add new ones at the end, never renumber.
+ * explicit padding, a size assertion after every struct, every ring-buffer record starts with
+ * struct sl_event_hdr, and codes are never reused: add new ones at the end, never renumber.
  *
  * Users of this header must provide __u8 … __u64 and __s32 (vmlinux.h in BPF, <linux/types.h>
  * in userspace) before including it.
