@@ -1,0 +1,464 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* The daemon's control protocol: see control.h. */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "control.h"
+#include "util.h"
+
+/* A daemon that has not answered in this long is not going to (attach loads programs: seconds). */
+#define CONTROL_REPLY_TIMEOUT_MS 60000
+
+const char *control_socket_path(const char *opt)
+{
+	const char *env = getenv("SLUICE_SOCKET");
+
+	if (opt && *opt)
+		return opt;
+	return env && *env ? env : CONTROL_SOCKET_DEFAULT;
+}
+
+int control_connect(const char *path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd, err;
+
+	if (strlen(path) >= sizeof(sun.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun))) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+static int write_all(int fd, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+ssize_t control_read_line(int fd, char *buf, size_t len)
+{
+	size_t got = 0;
+	bool too_long = false;
+
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		char c;
+		ssize_t n;
+
+		n = read(fd, &c, 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN) {
+			if (poll(&p, 1, CONTROL_REPLY_TIMEOUT_MS) == 0)
+				return -ETIMEDOUT;
+			continue;
+		}
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return got || too_long ? -EPIPE : 0; /* a line cut short is not a line */
+		if (c == '\n')
+			break;
+		if (got + 1 >= len) {
+			too_long = true;
+			continue;
+		}
+		buf[got++] = c;
+	}
+	buf[got] = '\0';
+	return too_long ? -EMSGSIZE : (ssize_t)got;
+}
+
+int control_call(int fd, const char *request, char *reply, size_t reply_len)
+{
+	size_t len = strlen(request);
+	ssize_t n;
+	char *line;
+	int err;
+
+	if (len + 1 > CONTROL_LINE_MAX)
+		return -EMSGSIZE;
+	line = malloc(len + 1);
+	if (!line)
+		return -ENOMEM;
+	memcpy(line, request, len);
+	line[len] = '\n';
+	err = write_all(fd, line, len + 1);
+	free(line);
+	if (err)
+		return err;
+	n = control_read_line(fd, reply, reply_len);
+	if (n < 0)
+		return (int)n;
+	if (n == 0)
+		return -ECONNRESET;
+	return strstr(reply, "\"ok\":true") == reply + 1 ? 0 : -EPROTO;
+}
+
+void control_msg_begin(struct control_msg *m)
+{
+	m->buf[0] = '{';
+	m->len = 1;
+	m->overflow = false;
+}
+
+static void put(struct control_msg *m, const char *s, size_t n)
+{
+	/* room for the closing brace and the NUL */
+	if (m->overflow || m->len + n + 2 > sizeof(m->buf)) {
+		m->overflow = true;
+		return;
+	}
+	memcpy(m->buf + m->len, s, n);
+	m->len += n;
+}
+
+static void put_string(struct control_msg *m, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	char esc[8];
+
+	put(m, "\"", 1);
+	for (; *p; p++) {
+		if (*p == '"' || *p == '\\') {
+			esc[0] = '\\';
+			esc[1] = (char)*p;
+			put(m, esc, 2);
+		} else if (*p == '\n') {
+			put(m, "\\n", 2);
+		} else if (*p == '\t') {
+			put(m, "\\t", 2);
+		} else if (*p < 0x20 || *p == 0x7f) {
+			snprintf(esc, sizeof(esc), "\\u%04x", *p);
+			put(m, esc, 6);
+		} else {
+			put(m, (const char *)p, 1);
+		}
+	}
+	put(m, "\"", 1);
+}
+
+static void put_key(struct control_msg *m, const char *key)
+{
+	if (m->len > 1)
+		put(m, ",", 1);
+	put_string(m, key);
+	put(m, ":", 1);
+}
+
+void control_msg_str(struct control_msg *m, const char *key, const char *val)
+{
+	put_key(m, key);
+	put_string(m, val);
+}
+
+void control_msg_u64(struct control_msg *m, const char *key, uint64_t val)
+{
+	char num[24];
+
+	put_key(m, key);
+	put(m, num, (size_t)snprintf(num, sizeof(num), "%llu", (unsigned long long)val));
+}
+
+void control_msg_bool(struct control_msg *m, const char *key, bool val)
+{
+	put_key(m, key);
+	put(m, val ? "true" : "false", val ? 4 : 5);
+}
+
+void control_msg_raw(struct control_msg *m, const char *key, const char *json)
+{
+	put_key(m, key);
+	put(m, json, strlen(json));
+}
+
+int control_msg_end(struct control_msg *m)
+{
+	if (m->overflow || m->len + 2 > sizeof(m->buf))
+		return -EMSGSIZE;
+	m->buf[m->len++] = '}';
+	m->buf[m->len] = '\0';
+	return 0;
+}
+
+/* The parser: a cursor over the line and where decoded strings go. */
+struct cursor {
+	const char *s;
+	size_t len, pos;
+	char *out;
+	size_t out_len, out_pos;
+	char *why;
+	size_t why_len;
+};
+
+static int fail(struct cursor *c, const char *what)
+{
+	util_fmt(c->why, c->why_len, "byte %zu: %s", c->pos, what);
+	return -EINVAL;
+}
+
+static void skip_ws(struct cursor *c)
+{
+	while (c->pos < c->len && (c->s[c->pos] == ' ' || c->s[c->pos] == '\t' ||
+				   c->s[c->pos] == '\r'))
+		c->pos++;
+}
+
+static int hexval(char h)
+{
+	if (h >= '0' && h <= '9')
+		return h - '0';
+	if (h >= 'a' && h <= 'f')
+		return h - 'a' + 10;
+	if (h >= 'A' && h <= 'F')
+		return h - 'A' + 10;
+	return -1;
+}
+
+static int emit(struct cursor *c, char ch)
+{
+	if (c->out_pos + 1 >= c->out_len)
+		return fail(c, "strings too long");
+	c->out[c->out_pos++] = ch;
+	return 0;
+}
+
+/* A string at c->pos (its opening quote), decoded into c->out; *start where it begins. */
+static int parse_string(struct cursor *c, char **start)
+{
+	int err;
+
+	if (c->pos >= c->len || c->s[c->pos] != '"')
+		return fail(c, "expected a string");
+	c->pos++;
+	*start = c->out + c->out_pos;
+	for (;;) {
+		unsigned char ch;
+
+		if (c->pos >= c->len)
+			return fail(c, "unterminated string");
+		ch = (unsigned char)c->s[c->pos];
+		if (ch == '"') {
+			c->pos++;
+			break;
+		}
+		if (ch < 0x20)
+			return fail(c, "control character in a string");
+		if (ch != '\\') {
+			err = emit(c, (char)ch);
+			if (err)
+				return err;
+			c->pos++;
+			continue;
+		}
+		if (c->pos + 1 >= c->len)
+			return fail(c, "unterminated escape");
+		switch (c->s[c->pos + 1]) {
+		case '"': case '\\': case '/':
+			err = emit(c, c->s[c->pos + 1]);
+			c->pos += 2;
+			break;
+		case 'n':
+			err = emit(c, '\n');
+			c->pos += 2;
+			break;
+		case 't':
+			err = emit(c, '\t');
+			c->pos += 2;
+			break;
+		case 'r':
+			err = emit(c, '\r');
+			c->pos += 2;
+			break;
+		case 'u': {
+			int v = 0, i, h;
+
+			if (c->pos + 6 > c->len)
+				return fail(c, "short \\u escape");
+			for (i = 2; i < 6; i++) {
+				h = hexval(c->s[c->pos + i]);
+				if (h < 0)
+					return fail(c, "bad \\u escape");
+				v = v * 16 + h;
+			}
+			/* requests name paths and ids: bytes, not text beyond ASCII escapes */
+			if (v == 0 || v > 0x7f)
+				return fail(c, "\\u escape outside 0x01-0x7f");
+			err = emit(c, (char)v);
+			c->pos += 6;
+			break;
+		}
+		default:
+			return fail(c, "unknown escape");
+		}
+		if (err)
+			return err;
+	}
+	return emit(c, '\0');
+}
+
+int control_parse(struct control_obj *o, const char *line, size_t len, char *why, size_t why_len)
+{
+	struct cursor c = { .s = line, .len = len, .out = o->text, .out_len = sizeof(o->text),
+			    .why = why, .why_len = why_len };
+	int err;
+
+	o->n = 0;
+	if (len + 1 > CONTROL_LINE_MAX)
+		return fail(&c, "request longer than a line may be");
+	skip_ws(&c);
+	if (c.pos >= len || line[c.pos] != '{')
+		return fail(&c, "expected '{'");
+	c.pos++;
+	skip_ws(&c);
+	if (c.pos < len && line[c.pos] == '}') {
+		c.pos++;
+		goto end;
+	}
+	for (;;) {
+		struct control_member *m;
+		char *key;
+		size_t i;
+
+		if (o->n == CONTROL_MEMBERS_MAX)
+			return fail(&c, "too many members");
+		m = &o->m[o->n];
+		skip_ws(&c);
+		err = parse_string(&c, &key);
+		if (err)
+			return err;
+		if (!*key || strlen(key) > CONTROL_KEY_MAX ||
+		    strspn(key, "abcdefghijklmnopqrstuvwxyz0123456789_") != strlen(key))
+			return fail(&c, "a key must be 1-32 characters of [a-z0-9_]");
+		for (i = 0; i < o->n; i++)
+			if (!strcmp(o->m[i].key, key))
+				return fail(&c, "the same key twice");
+		memcpy(m->key, key, strlen(key) + 1);
+		skip_ws(&c);
+		if (c.pos >= len || line[c.pos] != ':')
+			return fail(&c, "expected ':'");
+		c.pos++;
+		skip_ws(&c);
+		if (c.pos < len && line[c.pos] == '"') {
+			m->kind = CONTROL_STR;
+			err = parse_string(&c, &m->str);
+			if (err)
+				return err;
+		} else if (c.pos + 4 <= len && !memcmp(line + c.pos, "true", 4)) {
+			m->kind = CONTROL_BOOL;
+			m->b = true;
+			c.pos += 4;
+		} else if (c.pos + 5 <= len && !memcmp(line + c.pos, "false", 5)) {
+			m->kind = CONTROL_BOOL;
+			m->b = false;
+			c.pos += 5;
+		} else if (c.pos < len && (line[c.pos] == '-' || (line[c.pos] >= '0' &&
+								   line[c.pos] <= '9'))) {
+			bool neg = line[c.pos] == '-';
+			uint64_t v = 0;
+			size_t digits = 0;
+
+			if (neg)
+				c.pos++;
+			while (c.pos < len && line[c.pos] >= '0' && line[c.pos] <= '9') {
+				if (v > (UINT64_C(1) << 62) / 5)
+					return fail(&c, "integer out of range");
+				v = v * 10 + (uint64_t)(line[c.pos] - '0');
+				c.pos++;
+				digits++;
+			}
+			if (!digits || v > (uint64_t)INT64_MAX)
+				return fail(&c, "bad integer");
+			m->kind = CONTROL_INT;
+			m->i = neg ? -(int64_t)v : (int64_t)v;
+		} else {
+			return fail(&c, "expected a string, an integer, true or false");
+		}
+		o->n++;
+		skip_ws(&c);
+		if (c.pos < len && line[c.pos] == ',') {
+			c.pos++;
+			continue;
+		}
+		if (c.pos < len && line[c.pos] == '}') {
+			c.pos++;
+			break;
+		}
+		return fail(&c, "expected ',' or '}'");
+	}
+end:
+	skip_ws(&c);
+	if (c.pos != len)
+		return fail(&c, "bytes after the object");
+	return 0;
+}
+
+const struct control_member *control_get(const struct control_obj *o, const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < o->n; i++)
+		if (!strcmp(o->m[i].key, key))
+			return &o->m[i];
+	return NULL;
+}
+
+const char *control_str(const struct control_obj *o, const char *key, bool *bad)
+{
+	const struct control_member *m = control_get(o, key);
+
+	if (m && m->kind != CONTROL_STR) {
+		if (bad)
+			*bad = true;
+		return NULL;
+	}
+	return m ? m->str : NULL;
+}
+
+int control_bool(const struct control_obj *o, const char *key)
+{
+	const struct control_member *m = control_get(o, key);
+
+	if (!m)
+		return -ENOENT;
+	if (m->kind != CONTROL_BOOL)
+		return -EINVAL;
+	return m->b;
+}
+
+void control_reply_error(const char *reply, char *buf, size_t len)
+{
+	struct control_obj *o = malloc(sizeof(*o));
+	char why[128];
+	const char *e = NULL;
+
+	if (o && !control_parse(o, reply, strlen(reply), why, sizeof(why)))
+		e = control_str(o, "error", NULL);
+	util_copy(buf, len, e ? e : reply);
+	if (e && !buf[0])
+		util_copy(buf, len, reply);
+	free(o);
+}
