@@ -1478,3 +1478,495 @@ void loader_destroy(struct loader *l)
 	pthread_mutex_destroy(&l->learn_lock);
 	free(l);
 }
+
+/*
+ * --- Switching a live run to another policy or mode (sluice set-mode, replace-policy) ----------
+ *
+ * The mode and much of the policy are constants of the programs (.rodata: the verifier prunes
+ * what a mode does not need), so a switch loads a second set of the run's programs with the new
+ * configuration, verified while the first goes on judging. The second set reuses every map that
+ * holds the run's state (the ring buffer, sequence and loss counters, socket storages, DNS
+ * clients, host names and totals, the log's state, the namespace's attribution maps) and gets
+ * maps of its own for what the policy decides: the CIDR tries, each rule's ports and caps, and
+ * the learned addresses and server names, which the caller re-fills under the new rule ids
+ * (loader_next_learn, loader_next_sni) before loader_next_commit moves every link of the run
+ * (cgroup and tcx) to the new programs with bpf_link_update. That is atomic per hook: each hook
+ * runs either the old or the new programs, never neither; a failure moves back the links already
+ * moved and leaves the old programs in place. Mode in a map instead would have kept the set but
+ * not the policy (its rodata, its rule numbering), and cost every hook a lookup.
+ */
+struct loader_next {
+	struct sl_sock_addr *skel;
+	struct sl_skb *skb;
+	struct sl_surface *surface;
+	struct sl_tc *tc;
+	struct sl_lsm *lsm;
+};
+
+/* The maps a policy decides: the new programs get their own (all in the decision layer). */
+static bool policy_map(const char *name)
+{
+	static const char *const names[] = { "sl_dst4", "sl_dst6", "sl_rule_ports",
+					     "sl_rule_caps", "sl_learned4", "sl_learned6",
+					     "sl_sni_ok" };
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(name, names[i]))
+			return true;
+	return false;
+}
+
+/*
+ * Every map of obj that is not internal: the one of the same name in the new decision layer
+ * (first, when it is loaded), else the old object's own (per-object state: the host side's
+ * report cache, the namespace's maps, the LSM layer's cgroup).
+ */
+static int next_share(struct bpf_object *obj, struct bpf_object *first, struct bpf_object *old)
+{
+	struct bpf_map *map, *src;
+	int err;
+
+	bpf_object__for_each_map(map, obj) {
+		if (bpf_map__is_internal(map))
+			continue;
+		src = first ? bpf_object__find_map_by_name(first, bpf_map__name(map)) : NULL;
+		if (!src && old)
+			src = bpf_object__find_map_by_name(old, bpf_map__name(map));
+		if (!src)
+			continue;
+		err = bpf_map__reuse_fd(map, bpf_map__fd(src));
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* The decision layer: the run's state maps reused, the policy's sized for the new one. */
+static int next_share_decision(struct loader_next *n, const struct loader *l,
+			       const struct policy_compiled *c)
+{
+	struct bpf_map *map, *old;
+	int err = 0;
+
+	bpf_object__for_each_map(map, n->skel->obj) {
+		if (bpf_map__is_internal(map) || policy_map(bpf_map__name(map)))
+			continue;
+		old = bpf_object__find_map_by_name(l->skel->obj, bpf_map__name(map));
+		if (!old)
+			return -ENOENT;
+		err = bpf_map__reuse_fd(map, bpf_map__fd(old));
+		if (err)
+			return err;
+	}
+	err = bpf_map__set_max_entries(n->skel->maps.sl_dst4, c->n_v4 ? c->n_v4 : 1);
+	if (!err)
+		err = bpf_map__set_max_entries(n->skel->maps.sl_dst6, c->n_v6 ? c->n_v6 : 1);
+	if (!err)
+		err = bpf_map__set_max_entries(n->skel->maps.sl_rule_ports, (__u32)c->n_rule_ports);
+	if (!err)
+		err = bpf_map__set_max_entries(n->skel->maps.sl_rule_caps, (__u32)c->n_rule_ports);
+	if (!err)
+		err = bpf_map__set_max_entries(n->skel->maps.sl_learned4,
+					       bpf_map__max_entries(l->skel->maps.sl_learned4));
+	if (!err)
+		err = bpf_map__set_max_entries(n->skel->maps.sl_learned6,
+					       bpf_map__max_entries(l->skel->maps.sl_learned6));
+	if (!err)
+		err = bpf_map__set_max_entries(n->skel->maps.sl_sni_ok,
+					       bpf_map__max_entries(l->skel->maps.sl_sni_ok));
+	return err;
+}
+
+void loader_next_free(struct loader_next *n)
+{
+	if (!n)
+		return;
+	sl_lsm__destroy(n->lsm);
+	sl_tc__destroy(n->tc);
+	sl_surface__destroy(n->surface);
+	sl_skb__destroy(n->skb);
+	sl_sock_addr__destroy(n->skel);
+	free(n);
+}
+
+int loader_next_load(struct loader *l, const struct policy *p, const struct policy_compiled *c,
+		     int mode, struct loader_next **out)
+{
+	struct loader_next *n;
+	struct loader shadow = {};
+	int err;
+
+	*out = NULL;
+	/* a resumed writer holds the pinned maps only, not the programs' other state maps */
+	if (!l->skb || !l->surface || !l->tc)
+		return -EOPNOTSUPP;
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	n->skel = sl_sock_addr__open();
+	n->skb = n->skel ? sl_skb__open() : NULL;
+	n->surface = n->skb ? sl_surface__open() : NULL;
+	n->tc = n->surface ? sl_tc__open() : NULL;
+	if (!n->tc) {
+		err = -errno;
+		goto fail;
+	}
+	/* what the run was loaded with (ports, tokens, the resume configuration), then the policy */
+	memcpy((void *)n->skel->rodata, (const void *)l->skel->rodata, sizeof(*n->skel->rodata));
+	n->skel->rodata->sl_cfg_mode = (__u8)mode;
+	n->skel->rodata->sl_cfg_default_allow = p->default_verdict == POLICY_DEFAULT_ALLOW;
+	n->skel->rodata->sl_cfg_deny_errno = p->deny_errno;
+	memcpy((void *)n->skel->rodata->sl_cfg_run.policy_sha256, p->sha256, sizeof(p->sha256));
+	err = next_share_decision(n, l, c);
+	if (!err)
+		err = sl_sock_addr__load(n->skel);
+	if (err)
+		goto fail;
+	/* fill_policy_maps, share_maps and the layers' loaders work on a loader: the new one's */
+	shadow.skel = n->skel;
+	err = fill_policy_maps(&shadow, c);
+	if (err)
+		goto fail;
+
+	memcpy((void *)n->skb->rodata, (const void *)l->skb->rodata, sizeof(*n->skb->rodata));
+	n->skb->rodata->sl_cfg_mode = (__u8)mode;
+	n->skb->rodata->sl_cfg_default_allow = n->skel->rodata->sl_cfg_default_allow;
+	err = next_share(n->skb->obj, n->skel->obj, l->skb->obj);
+	if (!err)
+		err = sl_skb__load(n->skb);
+	if (err)
+		goto fail;
+	memcpy((void *)n->surface->rodata, (const void *)l->surface->rodata,
+	       sizeof(*n->surface->rodata));
+	n->surface->rodata->sl_cfg_sockets = (__u8)p->sockets;
+	err = next_share(n->surface->obj, n->skel->obj, l->surface->obj);
+	if (!err)
+		err = sl_surface__load(n->surface);
+	if (err)
+		goto fail;
+	memcpy((void *)n->tc->rodata, (const void *)l->tc->rodata, sizeof(*n->tc->rodata));
+	n->tc->rodata->sl_cfg_mode = (__u8)mode;
+	n->tc->rodata->sl_cfg_default_allow = n->skel->rodata->sl_cfg_default_allow;
+	/* the namespace's attribution maps are the old packet layer's (pinned, shared) */
+	err = next_share(n->tc->obj, n->skel->obj, l->skb->obj);
+	if (!err)
+		err = next_share(n->tc->obj, NULL, l->tc->obj);
+	if (!err)
+		err = sl_tc__load(n->tc);
+	if (err)
+		goto fail;
+	if (l->lsm) {
+		n->lsm = sl_lsm__open();
+		err = n->lsm ? 0 : -errno;
+		if (!err) {
+			memcpy((void *)n->lsm->rodata, (const void *)l->lsm->rodata,
+			       sizeof(*n->lsm->rodata));
+			n->lsm->rodata->sl_cfg_mode = (__u8)mode;
+			n->lsm->rodata->sl_cfg_deny_errno = p->deny_errno;
+			n->lsm->rodata->sl_cfg_default_allow =
+				n->skel->rodata->sl_cfg_default_allow;
+			err = next_share(n->lsm->obj, n->skel->obj, l->lsm->obj);
+		}
+		if (!err)
+			err = sl_lsm__load(n->lsm);
+		if (err)
+			goto fail;
+	}
+	*out = n;
+	return 0;
+fail:
+	loader_next_free(n);
+	return err ? err : -EINVAL;
+}
+
+int loader_learned_walk(const struct loader *l, int family,
+			int (*fn)(const uint8_t *addr, const struct sl_learned *e, void *ctx),
+			void *ctx)
+{
+	int fd = bpf_map__fd(family == AF_INET ? l->skel->maps.sl_learned4 :
+						  l->skel->maps.sl_learned6), err;
+	uint8_t key[16], next[16];
+	struct sl_learned e;
+	void *prev = NULL;
+
+	memset(next, 0, sizeof(next));
+	while (!bpf_map_get_next_key(fd, prev, next)) {
+		memcpy(key, next, sizeof(key));
+		prev = key;
+		if (bpf_map_lookup_elem(fd, key, &e))
+			continue; /* expired and replaced meanwhile */
+		err = fn(key, &e, ctx);
+		if (err)
+			return err;
+	}
+	return errno == ENOENT ? 0 : -errno;
+}
+
+int loader_sni_walk(const struct loader *l,
+		    int (*fn)(const uint8_t addr[16], const char *name, uint32_t host_id,
+			      void *ctx),
+		    void *ctx)
+{
+	int fd = bpf_map__fd(l->skel->maps.sl_sni_ok), err;
+	struct sl_sni_key key, next;
+	char name[SL_SNI_MAX + 1];
+	void *prev = NULL;
+	__u32 host_id;
+
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &host_id) || !key.name_len ||
+		    key.name_len > SL_SNI_MAX)
+			continue;
+		memcpy(name, key.name, key.name_len);
+		name[key.name_len] = '\0';
+		err = fn(key.addr, name, host_id, ctx);
+		if (err)
+			return err;
+	}
+	return errno == ENOENT ? 0 : -errno;
+}
+
+static struct bpf_map *next_learned(struct loader_next *n, int family)
+{
+	return family == AF_INET ? n->skel->maps.sl_learned4 : n->skel->maps.sl_learned6;
+}
+
+int loader_next_learned_get(struct loader_next *n, int family, const uint8_t *addr,
+			    struct sl_learned *e)
+{
+	uint8_t key[16] = {};
+
+	memcpy(key, addr, family == AF_INET ? 4 : 16);
+	if (bpf_map_lookup_elem(bpf_map__fd(next_learned(n, family)), key, e))
+		return -errno;
+	return 0;
+}
+
+int loader_next_learned_put(struct loader_next *n, int family, const uint8_t *addr,
+			    const struct sl_learned *e)
+{
+	uint8_t key[16] = {};
+
+	memcpy(key, addr, family == AF_INET ? 4 : 16);
+	if (bpf_map_update_elem(bpf_map__fd(next_learned(n, family)), key, e, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int loader_next_learned_del(struct loader_next *n, int family, const uint8_t *addr)
+{
+	uint8_t key[16] = {};
+
+	memcpy(key, addr, family == AF_INET ? 4 : 16);
+	if (bpf_map_delete_elem(bpf_map__fd(next_learned(n, family)), key) && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+int loader_next_learned_walk(struct loader_next *n, int family,
+			     int (*fn)(const uint8_t *addr, const struct sl_learned *e, void *ctx),
+			     void *ctx)
+{
+	struct loader shadow = { .skel = n->skel };
+
+	return loader_learned_walk(&shadow, family, fn, ctx);
+}
+
+int loader_next_sni(struct loader_next *n, const uint8_t addr[16], const char *name,
+		    uint32_t host_id)
+{
+	struct sl_sni_key key;
+	size_t len = strlen(name);
+
+	if (!len || len > SL_SNI_MAX)
+		return -ENAMETOOLONG;
+	memset(&key, 0, sizeof(key));
+	memcpy(key.addr, addr, sizeof(key.addr));
+	key.name_len = (__u16)len;
+	memcpy(key.name, name, len); /* as the old map held it: lower-cased already */
+	if (bpf_map_update_elem(bpf_map__fd(n->skel->maps.sl_sni_ok), &key, &host_id, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+/* The program of the new set at hook i (prog_of's table, for the new skeletons). */
+static struct bpf_program *next_prog(const struct loader_next *n, enum loader_prog i)
+{
+	struct loader shadow = { .skel = n->skel, .skb = n->skb, .surface = n->surface };
+
+	return prog_of(&shadow, i);
+}
+
+struct tc_replace {
+	struct tc_attachment *a;
+	int prog_fd;
+};
+
+/* A clsact filter has no link: replace it in place, at its handle (the kernel swaps it). */
+static int tc_replace_here(void *arg)
+{
+	struct tc_replace *t = arg;
+	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = t->a->peer.ifindex,
+		    .attach_point = BPF_TC_INGRESS);
+	LIBBPF_OPTS(bpf_tc_opts, topts, .prog_fd = t->prog_fd, .handle = t->a->handle,
+		    .priority = TC_PRIORITY, .flags = BPF_TC_F_REPLACE);
+
+	return bpf_tc_attach(&hook, &topts);
+}
+
+static int tc_move(struct tc_attachment *a, int prog_fd)
+{
+	struct tc_replace t = { .a = a, .prog_fd = prog_fd };
+
+	if (a->link)
+		return bpf_link_update(bpf_link__fd(a->link), prog_fd, NULL) ? -errno : 0;
+	if (a->clsact)
+		return netdev_in_netns(a->peer.netns_fd, tc_replace_here, &t);
+	return 0;
+}
+
+/* Pin obj under name in the run's directory in place of what is there (rename is atomic). */
+static int repin(const struct loader *l, const char *name, int (*pin)(void *obj, const char *path),
+		 void *obj)
+{
+	char path[PATH_MAX], tmp[PATH_MAX];
+	int err;
+
+	if (util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, name) ||
+	    util_fmt(tmp, sizeof(tmp), "%s/next-%s", l->pin_dir, name))
+		return -ENAMETOOLONG;
+	unlink(tmp);
+	err = pin(obj, tmp);
+	if (err)
+		return err;
+	if (rename(tmp, path)) {
+		err = -errno;
+		unlink(tmp);
+		return err;
+	}
+	return 0;
+}
+
+static int pin_map(void *obj, const char *path)
+{
+	return bpf_obj_pin(bpf_map__fd(obj), path) ? -errno : 0;
+}
+
+static int pin_prog(void *obj, const char *path)
+{
+	return bpf_obj_pin(bpf_program__fd(obj), path) ? -errno : 0;
+}
+
+static int pin_link(void *obj, const char *path)
+{
+	return bpf_link__pin(obj, path);
+}
+
+/* Links 0..n_links-1 and tc attachments 0..n_tc-1 back to the old programs. */
+static void commit_undo(struct loader *l, int n_links, int n_tc)
+{
+	int i;
+
+	for (i = n_tc - 1; i >= 0; i--)
+		if (tc_move(&l->tc_att[i], bpf_program__fd(l->tc->progs.sl_tc_ingress)))
+			fprintf(stderr, "sluice: move tc back: %s\n", strerror(errno));
+	for (i = n_links - 1; i >= 0; i--)
+		if (l->links[i] && bpf_link_update(bpf_link__fd(l->links[i]),
+						   bpf_program__fd(prog_of(l, i)), NULL))
+			fprintf(stderr, "sluice: move %s back: %s\n", prog_names[i],
+				strerror(errno));
+}
+
+/*
+ * Every link of the run to the new programs; on a failure, those moved back. The LSM layer's
+ * hooks that are not cgroup links (connect, sendmsg) cannot be updated: the new ones are
+ * attached beside the old ones first (both judge, the stricter wins), then the old ones go.
+ */
+int loader_next_commit(struct loader *l, struct loader_next *n, char *err_msg, size_t err_len)
+{
+	struct bpf_link *lsm_new[3] = {};
+	int i, t = 0, err = 0;
+
+	for (i = 0; i < PROG_MAX; i++) {
+		if (l->links[i] && bpf_link_update(bpf_link__fd(l->links[i]),
+						   bpf_program__fd(next_prog(n, i)), NULL)) {
+			err = -errno;
+			util_fmt(err_msg, err_len, "update the %s link: %s", prog_names[i],
+				 strerror(-err));
+			goto undo;
+		}
+	}
+	for (t = 0; t < l->n_tc; t++) {
+		err = tc_move(&l->tc_att[t], bpf_program__fd(n->tc->progs.sl_tc_ingress));
+		if (err) {
+			util_fmt(err_msg, err_len, "update the host side on %s: %s",
+				 l->tc_att[t].peer.ifname, strerror(-err));
+			goto undo;
+		}
+	}
+	if (l->lsm && n->lsm) {
+		if (l->lsm_links[0] &&
+		    bpf_link_update(bpf_link__fd(l->lsm_links[0]),
+				    bpf_program__fd(n->lsm->progs.sl_lsm_socket_create), NULL)) {
+			err = -errno;
+			util_fmt(err_msg, err_len, "update the LSM socket link: %s", strerror(-err));
+			goto undo;
+		}
+		lsm_new[1] = bpf_program__attach_lsm(n->lsm->progs.sl_lsm_connect);
+		lsm_new[2] = lsm_new[1] ? bpf_program__attach_lsm(n->lsm->progs.sl_lsm_sendmsg) :
+					  NULL;
+		if (!lsm_new[2]) {
+			err = errno ? -errno : -EINVAL;
+			util_fmt(err_msg, err_len, "attach the new LSM programs: %s",
+				 strerror(-err));
+			bpf_link__destroy(lsm_new[1]);
+			if (l->lsm_links[0])
+				bpf_link_update(bpf_link__fd(l->lsm_links[0]),
+						bpf_program__fd(l->lsm->progs.sl_lsm_socket_create),
+						NULL);
+			goto undo;
+		}
+	}
+	/* the new LSM hooks judge now: the old ones go, the new ones take their pins */
+	for (i = 1; i < 3 && lsm_new[1]; i++) {
+		if (l->pin_dir[0])
+			repin(l, lsm_link_names[i], pin_link, lsm_new[i]);
+		bpf_link__destroy(l->lsm_links[i]);
+		l->lsm_links[i] = lsm_new[i];
+	}
+	/* a resumed writer reopens the run with the new maps and configuration */
+	if (l->maps_pinned) {
+		struct loader shadow = { .skel = n->skel };
+
+		for (i = 0; i < MAP_MAX; i++)
+			if (policy_map(bpf_map__name(map_of(&shadow, i))) || i == MAP_RODATA)
+				if (repin(l, map_pin_names[i], pin_map, map_of(&shadow, i)))
+					fprintf(stderr, "sluice: pin %s: %s\n", map_pin_names[i],
+						strerror(errno));
+	}
+	for (i = 0; i < l->n_clsact_pins; i++)
+		if (repin(l, l->clsact_pins[i].name, pin_prog, n->tc->progs.sl_tc_ingress))
+			fprintf(stderr, "sluice: pin %s: %s\n", l->clsact_pins[i].name,
+				strerror(errno));
+
+	/* the old programs are freed with their objects: no link holds them any more */
+	sl_lsm__destroy(l->lsm);
+	sl_tc__destroy(l->tc);
+	sl_surface__destroy(l->surface);
+	sl_skb__destroy(l->skb);
+	sl_sock_addr__destroy(l->skel);
+	l->skel = n->skel;
+	l->skb = n->skb;
+	l->surface = n->surface;
+	l->tc = n->tc;
+	l->lsm = n->lsm;
+	free(n);
+	return 0;
+undo:
+	/* back to the old programs, in reverse: nothing changes */
+	commit_undo(l, i, t);
+	return err;
+}

@@ -144,6 +144,41 @@ void loader_detach(struct loader *l);
  */
 void loader_destroy(struct loader *l);
 
+/*
+ * Switching a live run (switch.c): a second set of the run's programs, loaded with policy p in
+ * mode (SL_MODE_*) beside the attached set, sharing every map of the run's state and with
+ * policy maps of its own; the learned addresses and server names are left for the caller to
+ * fill (loader_next_learned_put, loader_next_sni). loader_next_commit moves every link of the
+ * run to it (bpf_link_update: each hook runs the old or the new programs, never neither) and
+ * frees the old set; on failure it moves back what it moved and says why in err. Returns
+ * -EOPNOTSUPP for a resumed writer's loader (it holds only the pinned maps).
+ */
+struct loader_next;
+int loader_next_load(struct loader *l, const struct policy *p, const struct policy_compiled *c,
+		     int mode, struct loader_next **out);
+int loader_next_commit(struct loader *l, struct loader_next *n, char *err, size_t err_len);
+void loader_next_free(struct loader_next *n); /* a set never committed; accepts NULL */
+
+/* The attached set's learned addresses (4 or 16 bytes), and (address, server name) pairs. */
+int loader_learned_walk(const struct loader *l, int family,
+			int (*fn)(const uint8_t *addr, const struct sl_learned *e, void *ctx),
+			void *ctx);
+int loader_sni_walk(const struct loader *l,
+		    int (*fn)(const uint8_t addr[16], const char *name, uint32_t host_id,
+			      void *ctx),
+		    void *ctx);
+/* The new set's learned addresses and server names, before the commit. */
+int loader_next_learned_get(struct loader_next *n, int family, const uint8_t *addr,
+			    struct sl_learned *e);
+int loader_next_learned_put(struct loader_next *n, int family, const uint8_t *addr,
+			    const struct sl_learned *e);
+int loader_next_learned_del(struct loader_next *n, int family, const uint8_t *addr);
+int loader_next_learned_walk(struct loader_next *n, int family,
+			     int (*fn)(const uint8_t *addr, const struct sl_learned *e, void *ctx),
+			     void *ctx);
+int loader_next_sni(struct loader_next *n, const uint8_t addr[16], const char *name,
+		    uint32_t host_id);
+
 /* A sentence saying why loading failed, for the errno loader_load() set. */
 const char *loader_explain(int err);
 

@@ -70,6 +70,11 @@ struct resolver {
 
 	pthread_mutex_t lock; /* the queue, stopping, hosts */
 	pthread_cond_t cond;
+	/*
+	 * o.policy and the loader's programs: each query is answered (decided and learned) under
+	 * one policy. Held shared for a whole answer, exclusively by a switch (resolver_lock).
+	 */
+	pthread_rwlock_t policy_lock;
 	struct job *head, *tail;
 	size_t queued;
 	bool stopping;
@@ -354,6 +359,15 @@ struct resolver *resolver_new(const struct resolver_opts *o)
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_mutex_init(&r->diag_lock, NULL);
 	pthread_cond_init(&r->cond, NULL);
+	{
+		pthread_rwlockattr_t a;
+
+		/* a switch must not starve behind a stream of queries */
+		pthread_rwlockattr_init(&a);
+		pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+		pthread_rwlock_init(&r->policy_lock, &a);
+		pthread_rwlockattr_destroy(&a);
+	}
 	if (o->names_only)
 		return r;
 
@@ -947,7 +961,7 @@ static void refuse_answer(struct outcome *oc)
 }
 
 /* Answer one query into out; returns the reply length, or 0 to send nothing. */
-static size_t answer(struct resolver *r, const uint8_t *msg, size_t len, enum transport t,
+static size_t answer_locked(struct resolver *r, const uint8_t *msg, size_t len, enum transport t,
 		     const struct sl_dns_client *who, uint8_t *out, size_t cap)
 {
 	struct dns_query q;
@@ -1047,6 +1061,35 @@ out:
 	free(rrs);
 	free(oc);
 	return out_len;
+}
+
+static size_t answer(struct resolver *r, const uint8_t *msg, size_t len, enum transport t,
+		     const struct sl_dns_client *who, uint8_t *out, size_t cap)
+{
+	size_t n;
+
+	pthread_rwlock_rdlock(&r->policy_lock);
+	n = answer_locked(r, msg, len, t, who, out, cap);
+	pthread_rwlock_unlock(&r->policy_lock);
+	return n;
+}
+
+void resolver_lock(struct resolver *r)
+{
+	if (r)
+		pthread_rwlock_wrlock(&r->policy_lock);
+}
+
+void resolver_unlock(struct resolver *r)
+{
+	if (r)
+		pthread_rwlock_unlock(&r->policy_lock);
+}
+
+void resolver_set_policy(struct resolver *r, const struct policy *p)
+{
+	if (r)
+		r->o.policy = p;
 }
 
 /* --- threads -------------------------------------------------------------------------------- */
@@ -1288,5 +1331,6 @@ void resolver_stop(struct resolver *r)
 	pthread_mutex_destroy(&r->lock);
 	pthread_mutex_destroy(&r->diag_lock);
 	pthread_cond_destroy(&r->cond);
+	pthread_rwlock_destroy(&r->policy_lock);
 	free(r);
 }

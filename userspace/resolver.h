@@ -82,6 +82,16 @@ uint32_t resolver_host_id(struct resolver *r, const char *name);
 int resolver_adopt_hosts(struct resolver *r, const struct loader *loader);
 
 /*
+ * A switch of the run's policy or mode (switch.c): resolver_lock waits for the queries being
+ * answered and holds off new ones; between it and resolver_unlock the caller moves the programs
+ * and their learned addresses to the new policy and gives it here (resolver_set_policy), so
+ * every answer is decided, and its addresses learned, under one policy. Accept NULL.
+ */
+void resolver_lock(struct resolver *r);
+void resolver_unlock(struct resolver *r);
+void resolver_set_policy(struct resolver *r, const struct policy *p);
+
+/*
  * Stop serving and wait for in-flight queries; names stay readable (resolver_host) so the last
  * records can still be named. Idempotent; accepts NULL.
  */

@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/socket.h>
+
+#include "switch.h"
+#include "loader.h"
+#include "records.h"
+#include "resolver.h"
+#include "run.h"
+#include "util.h"
+
+struct remap {
+	struct run *r;
+	struct loader_next *n;
+	const struct policy *p;
+	int mode;
+	int family;		/* of the learned map being walked */
+	uint64_t kept, dropped; /* learned addresses, both families */
+	uint8_t (*doomed)[16];	/* addresses of the family being pruned that no rule keeps */
+	size_t n_doomed, cap_doomed;
+};
+
+/*
+ * One learned address of the old programs: under the rules of the new policy that list the name
+ * it was learned for (its other names, if any, come with the server names below). Written even
+ * without a rule: a sibling name may bring one; the prune pass drops what is left without.
+ */
+static int remap_learned(const uint8_t *addr, const struct sl_learned *e, void *ctx)
+{
+	struct remap *m = ctx;
+	struct sl_learned ne = { .host_id = e->host_id, .expires_ns = e->expires_ns };
+	char buf[256];
+	const char *name = resolver_host(m->r->resolver, e->host_id, buf, sizeof(buf));
+
+	if (name && switch_name_kept(m->p, m->mode, name))
+		switch_add_rules(&ne, m->p, name);
+	return loader_next_learned_put(m->n, m->family, addr, &ne);
+}
+
+/* One (address, server name) pair: kept if the new policy allows the name, its rules added. */
+static int remap_sni(const uint8_t addr[16], const char *name, uint32_t host_id, void *ctx)
+{
+	static const uint8_t zero[12];
+	struct remap *m = ctx;
+	struct sl_learned e;
+	int family, err, i;
+
+	if (!switch_name_kept(m->p, m->mode, name))
+		return 0;
+	err = loader_next_sni(m->n, addr, name, host_id);
+	if (err)
+		return err;
+	/* the key does not say the family: a v4 address is the first 4 bytes, the rest zero */
+	for (i = 0; i < 2; i++) {
+		family = i ? AF_INET6 : AF_INET;
+		if (family == AF_INET && memcmp(addr + 4, zero, sizeof(zero)))
+			continue;
+		if (loader_next_learned_get(m->n, family, addr, &e))
+			continue;
+		/* the log names the address by a name that is still allowed */
+		if (switch_no_rule(&e) && switch_add_rules(&e, m->p, name))
+			e.host_id = host_id;
+		else
+			switch_add_rules(&e, m->p, name);
+		err = loader_next_learned_put(m->n, family, addr, &e);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* Enforce mode: an address no rule of the new policy lists is not carried over. */
+static int remap_prune(const uint8_t *addr, const struct sl_learned *e, void *ctx)
+{
+	struct remap *m = ctx;
+
+	if (m->mode == SL_MODE_REPORT || !switch_no_rule(e)) {
+		m->kept++;
+		return 0;
+	}
+	if (m->n_doomed == m->cap_doomed) {
+		size_t cap = m->cap_doomed ? 2 * m->cap_doomed : 256;
+		void *d = realloc(m->doomed, cap * sizeof(*m->doomed));
+
+		if (!d)
+			return -ENOMEM;
+		m->doomed = d;
+		m->cap_doomed = cap;
+	}
+	memset(m->doomed[m->n_doomed], 0, sizeof(m->doomed[0]));
+	memcpy(m->doomed[m->n_doomed++], addr, m->family == AF_INET ? 4 : 16);
+	return 0;
+}
+
+static int remap_all(struct remap *m)
+{
+	static const int families[2] = { AF_INET, AF_INET6 };
+	size_t i;
+	int f, err = 0;
+
+	for (f = 0; !err && f < 2; f++) {
+		m->family = families[f];
+		err = loader_learned_walk(m->r->loader, m->family, remap_learned, m);
+	}
+	if (!err)
+		err = loader_sni_walk(m->r->loader, remap_sni, m);
+	for (f = 0; !err && f < 2; f++) {
+		m->family = families[f];
+		m->n_doomed = 0;
+		err = loader_next_learned_walk(m->n, m->family, remap_prune, m);
+		for (i = 0; !err && i < m->n_doomed; i++)
+			err = loader_next_learned_del(m->n, m->family, m->doomed[i]);
+		m->dropped += m->n_doomed;
+	}
+	free(m->doomed);
+	m->doomed = NULL;
+	return err;
+}
+
+static const char *mode_name(int mode)
+{
+	return mode == SL_MODE_REPORT ? "report" : "enforce";
+}
+
+static void write_policy_change(struct run *r, const unsigned char prev_sha[32], int prev_mode,
+				const struct remap *m)
+{
+	char digest[65], prev[65];
+	struct journal_line l;
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	util_hex(r->policy->sha256, sizeof(r->policy->sha256), digest, sizeof(digest));
+	util_hex(prev_sha, 32, prev, sizeof(prev));
+	records_line(&r->rec, &l, "policy_change", &now);
+	journal_line_str(&l, "policy", r->args.policy_path);
+	journal_line_str(&l, "policy_sha256", digest);
+	journal_line_str(&l, "mode", mode_name(r->policy->mode));
+	journal_line_str(&l, "default",
+			 r->policy->default_verdict == POLICY_DEFAULT_ALLOW ? "allow" : "deny");
+	journal_line_str(&l, "prev_policy_sha256", prev);
+	journal_line_str(&l, "prev_mode", mode_name(prev_mode));
+	journal_line_u64(&l, "learned_kept", m->kept);
+	journal_line_u64(&l, "learned_dropped", m->dropped);
+	records_write(&r->rec, &l);
+}
+
+int run_switch(struct run *r, const char *policy_path, int mode, char *err, size_t err_len)
+{
+	struct policy *np = NULL, *old_p = NULL;
+	struct policy_compiled *nc = NULL, *old_c = NULL;
+	const struct policy *target;
+	const struct policy_compiled *target_c;
+	struct loader_next *n = NULL;
+	struct remap m = { .r = r };
+	unsigned char prev_sha[32];
+	int prev_mode, ret;
+	const char *why;
+
+	if (mode != -1 && mode != SL_MODE_ENFORCE && mode != SL_MODE_REPORT) {
+		util_fmt(err, err_len, "mode %d is neither enforce nor report", mode);
+		return -EINVAL;
+	}
+	if (!policy_path && mode == -1) {
+		util_fmt(err, err_len, "nothing to switch: neither a policy nor a mode given");
+		return -EINVAL;
+	}
+	if (!r->loader || !r->policy || !r->compiled) {
+		util_fmt(err, err_len, "run %s has no programs to switch", r->run_id);
+		return -ENOENT;
+	}
+	prev_mode = r->policy->mode;
+	memcpy(prev_sha, r->policy->sha256, sizeof(prev_sha));
+	m.mode = mode == -1 ? prev_mode : mode;
+	target = r->policy;
+	target_c = r->compiled;
+	if (policy_path) {
+		ret = policy_load_file(policy_path, &np, err, err_len);
+		if (ret)
+			return ret;
+		np->mode = m.mode;
+		ret = policy_compile(np, &nc, err, err_len);
+		if (ret)
+			goto out;
+		/* the workload's seccomp filter was installed at its start, from the old one */
+		if (r->seccomp && np->sockets != r->policy->sockets) {
+			util_fmt(err, err_len, "%s: sockets: differs from the run's policy, and the "
+					       "workload's socket-family filter cannot change",
+				 policy_path);
+			ret = -EINVAL;
+			goto out;
+		}
+		if ((np->require & POLICY_REQUIRE_LSM) && !loader_lsm_active(r->loader, &why)) {
+			util_fmt(err, err_len, "%s requires the BPF-LSM layer (require: [lsm]), "
+					       "which the run does not have", policy_path);
+			ret = -EOPNOTSUPP;
+			goto out;
+		}
+		target = np;
+		target_c = nc;
+	}
+	m.p = target;
+
+	/* verified while the old programs go on judging */
+	ret = loader_next_load(r->loader, target, target_c, m.mode, &n);
+	if (ret) {
+		util_fmt(err, err_len, "load the new programs: %s",
+			 ret == -EOPNOTSUPP ? "this writer took the run over from a dead one and "
+					      "holds only its pinned maps" :
+					      loader_explain(-ret));
+		goto out;
+	}
+	m.n = n;
+
+	/* no query is answered from here to the end: none under one policy and learned in the
+	   other's maps */
+	resolver_lock(r->resolver);
+	ret = remap_all(&m);
+	if (ret)
+		util_fmt(err, err_len, "carry the learned addresses over: %s", strerror(-ret));
+	else
+		ret = loader_next_commit(r->loader, n, err, err_len);
+	if (ret) {
+		resolver_unlock(r->resolver);
+		loader_next_free(n);
+		goto out;
+	}
+	/* what the old programs recorded is named by the old policy */
+	if (r->events)
+		records_drain(&r->rec);
+	if (np) {
+		old_p = r->policy;
+		old_c = r->compiled;
+		r->policy = np;
+		r->compiled = nc;
+		r->rec.policy = np;
+		r->args.policy_path = np->path;
+		resolver_set_policy(r->resolver, np);
+		np = NULL;
+		nc = NULL;
+	} else {
+		r->policy->mode = m.mode;
+	}
+	resolver_unlock(r->resolver);
+	write_policy_change(r, prev_sha, prev_mode, &m);
+	policy_compiled_free(old_c);
+	policy_free(old_p);
+out:
+	policy_compiled_free(nc);
+	policy_free(np);
+	return ret;
+}
