@@ -137,6 +137,13 @@ struct verifier {
 	uint64_t restart_line;
 	uint64_t restart_below;
 	bool restart_cp_due; /* it was the last line: a "restart" checkpoint must come next */
+	/*
+	 * The policy in force: run_start's digest and mode (each "" where it names none), then
+	 * each policy_change's; pol_line is the line that set them (0: run_start or none).
+	 */
+	char pol_sha[65];
+	char pol_mode[8];
+	uint64_t pol_line;
 	uint64_t loss_before_restart; /* the loss declared before it */
 	/*
 	 * The missing kseq values reported so far below the last writer_restart's kseq_below, and
@@ -1495,6 +1502,66 @@ static int check_loss_ranges_end(struct verifier *v)
 	return 0;
 }
 
+/* run_start: the policy it names, for the first policy_change to start from (optional here). */
+static void note_run_start(struct verifier *v)
+{
+	if (jsonline_str(&v->jl, "policy_sha256", v->pol_sha, sizeof(v->pol_sha)) != 64)
+		v->pol_sha[0] = '\0';
+	if (jsonline_str(&v->jl, "mode", v->pol_mode, sizeof(v->pol_mode)) < 0)
+		v->pol_mode[0] = '\0';
+	v->pol_line = 0;
+}
+
+static bool sha256_hex(const char *s)
+{
+	return strlen(s) == 64 && strspn(s, "0123456789abcdef") == 64;
+}
+
+static bool mode_valid(const char *s)
+{
+	return !strcmp(s, "enforce") || !strcmp(s, "report");
+}
+
+/*
+ * A live run switched policy or mode (sluice set-mode, replace-policy): the new policy's path,
+ * digest and mode, and the previous ones, which must be those in force (run_start's, or the
+ * last policy_change's) where the log names them.
+ */
+static int check_policy_change(struct verifier *v)
+{
+	static const char *const T = "policy_change";
+	char sha[80], mode[16], prev_sha[80], prev_mode[16], where[48];
+	const struct jsonline_member *m = jsonline_get(&v->jl, "policy");
+
+	if (!m || (m->v.kind != JSONLINE_STRING && m->v.kind != JSONLINE_NULL))
+		return BAD(v, "%s: policy is not a string or null", T);
+	if (str_field(v, T, "policy_sha256", sha, sizeof(sha)) < 0 ||
+	    str_field(v, T, "mode", mode, sizeof(mode)) < 0 ||
+	    str_field(v, T, "prev_policy_sha256", prev_sha, sizeof(prev_sha)) < 0 ||
+	    str_field(v, T, "prev_mode", prev_mode, sizeof(prev_mode)) < 0)
+		return -ECANCELED;
+	if (!sha256_hex(sha) || !sha256_hex(prev_sha))
+		return BAD(v, "%s: %s is not 64 lower-case hex digits", T,
+			   sha256_hex(sha) ? "prev_policy_sha256" : "policy_sha256");
+	if (!mode_valid(mode) || !mode_valid(prev_mode))
+		return BAD(v, "%s: %s is neither \"enforce\" nor \"report\"", T,
+			   mode_valid(mode) ? "prev_mode" : "mode");
+	if (v->pol_line)
+		snprintf(where, sizeof(where), "the policy_change at line %" PRIu64, v->pol_line);
+	else
+		snprintf(where, sizeof(where), "run_start");
+	if (v->pol_sha[0] && strcmp(prev_sha, v->pol_sha))
+		return BAD(v, "%s: prev_policy_sha256 %s is not the policy of %s (%s)", T, prev_sha,
+			   where, v->pol_sha);
+	if (v->pol_mode[0] && strcmp(prev_mode, v->pol_mode))
+		return BAD(v, "%s: prev_mode %s is not the mode of %s (%s)", T, prev_mode, where,
+			   v->pol_mode);
+	memcpy(v->pol_sha, sha, 65);
+	memcpy(v->pol_mode, mode, strlen(mode) + 1);
+	v->pol_line = v->lines + 1;
+	return 0;
+}
+
 static int check_record(struct verifier *v)
 {
 	const struct jsonline *jl = &v->jl;
@@ -1550,6 +1617,12 @@ static int check_record(struct verifier *v)
 		v->cp_after_line = v->lines + 1;
 	} else if (jsonline_type_is(jl, "loss_ranges")) {
 		err = check_loss_ranges(v);
+		if (err)
+			return err;
+	} else if (jsonline_type_is(jl, "run_start")) {
+		note_run_start(v);
+	} else if (jsonline_type_is(jl, "policy_change")) {
+		err = check_policy_change(v);
 		if (err)
 			return err;
 	} else if (jsonline_type_is(jl, "anomaly")) {

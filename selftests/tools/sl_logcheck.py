@@ -43,6 +43,10 @@ and sharing no code with sluice: hashlib for SHA-256, python3-cryptography for E
 - segment k is LOG.k.gz, else the plain LOG.k (a rotation whose compression did not happen);
   when both exist the plain one is read and the .gz must decompress to the same bytes;
   LOG.k.gz.tmp is never read;
+- policy_change (a live run switched policy or mode): policy a string or null, policy_sha256
+  and prev_policy_sha256 64 lower-case hex digits, mode and prev_mode "enforce" or "report";
+  prev_policy_sha256 and prev_mode are those in force: run_start's (where it names them), then
+  the last policy_change's;
 - a loss or anomaly line is followed at once by a checkpoint of that reason, or (a writer that
   died between the two, or inside the write of the checkpoint) by a writer_restart, at once or
   after a torn line.
@@ -562,6 +566,29 @@ RESTART_KEYS = ["seq", "prev", "ts", "type", "origin", "key", "cert", "torn", "u
                 "kseq_below"]
 
 
+HEX64_RE = re.compile(r"[0-9a-f]{64}\Z")
+MODES = ("enforce", "report")
+
+
+def check_policy_change(o, policy, where):
+    """A live run's switch: the new digest and mode, after those in force (where named)."""
+    if not (o.get("policy") is None or isinstance(o.get("policy"), str)):
+        raise Bad("policy_change: policy is not a string or null")
+    for k in ("policy_sha256", "prev_policy_sha256"):
+        if not isinstance(o.get(k), str) or not HEX64_RE.match(o[k]):
+            raise Bad(f"policy_change: {k} is not 64 lower-case hex digits")
+    for k in ("mode", "prev_mode"):
+        if o.get(k) not in MODES:
+            raise Bad(f"policy_change: {k} is neither 'enforce' nor 'report'")
+    sha, mode, at = policy
+    if isinstance(sha, str) and HEX64_RE.match(sha) and o["prev_policy_sha256"] != sha:
+        raise Bad(f"policy_change: prev_policy_sha256 {o['prev_policy_sha256']} is not the "
+                  f"policy of {at} ({sha})")
+    if isinstance(mode, str) and o["prev_mode"] != mode:
+        raise Bad(f"policy_change: prev_mode {o['prev_mode']} is not the mode of {at} ({mode})")
+    return (o["policy_sha256"], o["mode"], f"the policy_change at {where}")
+
+
 def check(path, pub, copies, unsealed):
     tree, prev, seq = Tree(), "0" * 64, 0
     run_key = origin = None
@@ -573,6 +600,7 @@ def check(path, pub, copies, unsealed):
     rotation_stopped = None  # where a rotate checkpoint inside its file is, since a restart
     torn = None  # (where, length, parse error) of the line just read when it is not canonical
     restart = None  # where the line just read is a writer_restart: its checkpoint comes next
+    policy = (None, None, "run_start")  # the policy in force: digest, mode, what set them
     restarts = 0
     ks = Kseqs()
     for segname, data in segments(path):
@@ -759,6 +787,10 @@ def check(path, pub, copies, unsealed):
                         ks.loss_ranges(o, where)
                     elif o["type"] == "run_end":
                         ks.run_end(o, where)
+                    elif o["type"] == "run_start":
+                        policy = (o.get("policy_sha256"), o.get("mode"), "run_start")
+                    elif o["type"] == "policy_change":
+                        policy = check_policy_change(o, policy, where)
             except Located:
                 raise
             except (Bad, KeyError, ValueError, TypeError) as e:

@@ -1356,6 +1356,47 @@ BUILD_RS(build_rs_export_dead, .export_dead_key = K_A2)
 BUILD_RS(build_rs_export_early, .export_dead_key = K_R1)
 BUILD_RS(build_rs_rotated, .rotate = true)
 
+/*
+ * A run switched twice (sluice set-mode, replace-policy): 1 log_start | 2-6 kseq 0-4 | 7 cp |
+ * 8 policy_change (enforce -> report, policy A -> B) | 9-13 | 14 cp | 15 policy_change (report
+ * -> enforce, B -> C) | 16-18 | 19 run_end | 20 final. (The corpus's run_start, mode enforce,
+ * names no digest.) bad: 0 none; 1 line 8's mode "audit"; 2 line 15's prev_policy_sha256 is A's;
+ * 3 line 15's prev_mode enforce; 4 line 8's policy_sha256 not hex.
+ */
+static void build_pc(struct log *l, int bad)
+{
+	static const char a[] = "1111111111111111111111111111111111111111111111111111111111111111";
+	static const char b[] = "2222222222222222222222222222222222222222222222222222222222222222";
+	static const char c[] = "3333333333333333333333333333333333333333333333333333333333333333";
+	struct tw w;
+	uint64_t k = 0;
+
+	tw_start(&w, l, NULL, "run-a", g.host, g.run_a, 10);
+	for (; k < 5; k++)
+		tw_rec(&w, k);
+	tw_checkpoint(&w, "lines");
+	tw_line(&w, "policy_change",
+		"\"run_id\":\"run-a\",\"policy\":\"/etc/b.yaml\",\"policy_sha256\":\"%s\","
+		"\"mode\":\"%s\",\"prev_policy_sha256\":\"%s\",\"prev_mode\":\"enforce\"",
+		bad == 4 ? "B" : b, bad == 1 ? "audit" : "report", a);
+	for (; k < 10; k++)
+		tw_rec(&w, k);
+	tw_checkpoint(&w, "lines");
+	tw_line(&w, "policy_change",
+		"\"run_id\":\"run-a\",\"policy\":\"/etc/c.yaml\",\"policy_sha256\":\"%s\","
+		"\"mode\":\"enforce\",\"prev_policy_sha256\":\"%s\",\"prev_mode\":\"%s\"",
+		c, bad == 2 ? a : b, bad == 3 ? "enforce" : "report");
+	for (; k < 13; k++)
+		tw_rec(&w, k);
+	tw_end(&w, k, 0);
+}
+
+static void build_pc_ok(struct log *l) { build_pc(l, 0); }
+static void build_pc_mode(struct log *l) { build_pc(l, 1); }
+static void build_pc_prev_sha(struct log *l) { build_pc(l, 2); }
+static void build_pc_prev_mode(struct log *l) { build_pc(l, 3); }
+static void build_pc_sha(struct log *l) { build_pc(l, 4); }
+
 /* The standard log whose run_end has a restart_gap, without any writer_restart: line 17. */
 static void build_gap_no_restart(struct log *l)
 {
@@ -2465,6 +2506,19 @@ static const struct verify_case verify_cases[] = {
 	{"an exported copy whose run-key line another key of that name signed: line 1",
 	 build_basic, NULL, build_basic, cps_witness_as_run, 0, VERIFY_INVALID, 1, -1,
 	 "is not signed by the run key of this log (no signature by it"},
+	/* a live run's switches of policy and mode (sluice set-mode, replace-policy) */
+	{"two policy_change lines, each after the policy in force: exit 0", build_pc_ok, NULL,
+	 NULL, NULL, 0, VERIFY_OK, 0, -1, NULL},
+	{"policy_change with mode \"audit\": line 8", build_pc_mode, NULL, NULL, NULL, 0,
+	 VERIFY_INVALID, 8, -1, "policy_change: mode is neither"},
+	{"policy_change with a policy_sha256 that is no digest: line 8", build_pc_sha, NULL, NULL,
+	 NULL, 0, VERIFY_INVALID, 8, -1, "policy_change: policy_sha256 is not 64 lower-case hex"},
+	{"policy_change whose prev_policy_sha256 is not the policy in force: line 15",
+	 build_pc_prev_sha, NULL, NULL, NULL, 0, VERIFY_INVALID, 15, -1,
+	 "is not the policy of the policy_change at line 8"},
+	{"policy_change whose prev_mode is not the mode in force: line 15", build_pc_prev_mode,
+	 NULL, NULL, NULL, 0, VERIFY_INVALID, 15, -1,
+	 "prev_mode enforce is not the mode of the policy_change at line 8 (report)"},
 	/* writer restarts */
 	{"restarted log (writer_restart, restart checkpoint 30 s on): exit 0", build_rs_ok, NULL,
 	 NULL, NULL, 0, VERIFY_OK, 0, -1, NULL},
@@ -3622,6 +3676,11 @@ static bool in_corpus(const struct verify_case *c)
 		void (*mutate)(struct log *);
 	} corpus[] = {
 		{build_basic, NULL},
+		{build_pc_ok, NULL},
+		{build_pc_mode, NULL},
+		{build_pc_sha, NULL},
+		{build_pc_prev_sha, NULL},
+		{build_pc_prev_mode, NULL},
 		{build_rotated, NULL},
 		{build_rotate_stopped, NULL},
 		{build_rotate_restart, NULL},
