@@ -529,10 +529,13 @@ static const char *cut_name(unsigned int cut)
 	       cut == SL_CUT_TOTAL_RESPONSE ? "max_total_response_bytes" : NULL;
 }
 
+static const struct policy *policy_at(const struct records *r, uint64_t ns);
+
 /* The cap a cut flow went past: its own (kept in the flow), or its host's total for the run. */
 static uint64_t cut_limit(const struct records *r, const struct sl_flow *f)
 {
-	const struct policy_rule *rule = f->rule_id ? &r->policy->rules[f->rule_id - 1] : NULL;
+	const struct policy *p = policy_at(r, f->start_ns);
+	const struct policy_rule *rule = f->rule_id ? &p->rules[f->rule_id - 1] : NULL;
 
 	switch (f->cut) {
 	case SL_CUT_REQUEST:
@@ -599,9 +602,10 @@ static int on_flow(const struct sl_flow_event *ev, void *ctx)
 	const char *host = resolver_host(r->resolver, f->host_id, host_buf, sizeof(host_buf));
 	const char *sni = ev->end_ns ? sni_take(r, ev->sock_cookie, sni_buf, sizeof(sni_buf)) :
 				       NULL;
+	const struct policy *p = policy_at(r, f->start_ns);
 	struct journal_line l;
 
-	if ((f->family != AF_INET && f->family != AF_INET6) || f->rule_id > r->policy->n_rules ||
+	if ((f->family != AF_INET && f->family != AF_INET6) || f->rule_id > p->n_rules ||
 	    f->cut > SL_CUT_TOTAL_RESPONSE || (!ev->end_ns && !f->cut)) {
 		records_line(r, &l, "anomaly", &ts);
 		journal_line_str(&l, "what", "flow record with out-of-range fields");
@@ -614,7 +618,7 @@ static int on_flow(const struct sl_flow_event *ev, void *ctx)
 		return 0;
 	decision_safe_comm(comm, sizeof(comm), f->comm);
 	if (f->rule_id)
-		policy_rule_name(r->policy, f->rule_id - 1, rule, sizeof(rule));
+		policy_rule_name(p, f->rule_id - 1, rule, sizeof(rule));
 	else
 		util_copy(rule, sizeof(rule), "default");
 	if (f->protocol == IPPROTO_TCP || f->protocol == IPPROTO_UDP)
@@ -1120,7 +1124,34 @@ void records_free(struct records *r)
 	r->kseqs = NULL;
 	hosttotals_free(r->totals);
 	r->totals = NULL;
+	while (r->n_eras)
+		policy_free(r->eras[--r->n_eras].policy);
+	free(r->eras);
+	r->eras = NULL;
 	pthread_mutex_destroy(&r->notice_lock);
+}
+
+int records_policy_replaced(struct records *r, struct policy *old, uint64_t since_ns)
+{
+	struct records_era *e = realloc(r->eras, (r->n_eras + 1) * sizeof(*e));
+
+	if (!e)
+		return -ENOMEM;
+	r->eras = e;
+	e[r->n_eras].policy = old;
+	e[r->n_eras++].until_ns = since_ns;
+	return 0;
+}
+
+/* The policy in force at CLOCK_BOOTTIME ns (a flow's connect()). */
+static const struct policy *policy_at(const struct records *r, uint64_t ns)
+{
+	size_t i;
+
+	for (i = 0; i < r->n_eras; i++)
+		if (ns < r->eras[i].until_ns)
+			return r->eras[i].policy;
+	return r->policy;
 }
 
 /* ------------------------------------------------------------------------------------------ */

@@ -40,6 +40,12 @@ struct hosttotals;
 struct sni_slot;
 struct records_kseqs;
 
+/* A policy a live switch replaced (switch.c), and the CLOCK_BOOTTIME the next one took over. */
+struct records_era {
+	struct policy *policy;
+	uint64_t until_ns;
+};
+
 struct records {
 	/* Set by the writer before use; borrowed. */
 	const char *run_id;
@@ -74,6 +80,10 @@ struct records {
 	struct sni_slot *sni_cache; /* server names of open TLS flows, for their flow lines */
 	struct hosttotals *totals;  /* bytes per (rule, host), for the host_total lines */
 	uint64_t totals_unwritten;  /* host_total lines a full disk had no room for */
+	/* the policies switches replaced, oldest first: a flow's rule is named by the one in force
+	   at its connect() (records_policy_replaced) */
+	struct records_era *eras;
+	size_t n_eras;
 
 	/* A resumed writer: what the dead one's lines account for (records_restore_line). */
 	bool resumed;
@@ -85,6 +95,12 @@ struct records {
 
 /* Initialise the writer's own state (after the fields above are set). Returns 0 or -errno. */
 int records_init(struct records *r);
+/*
+ * A switch replaced old (which the records now own, and free) by the policy now in r->policy,
+ * from CLOCK_BOOTTIME since_ns on: flows opened before are still named by old's rules.
+ */
+int records_policy_replaced(struct records *r, struct policy *old, uint64_t since_ns);
+
 /* Free what records_init and the records made. Accepts a zeroed struct. */
 void records_free(struct records *r);
 

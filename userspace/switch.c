@@ -159,6 +159,8 @@ int run_switch(struct run *r, const char *policy_path, int mode, char *err, size
 	struct loader_next *n = NULL;
 	struct remap m = { .r = r };
 	unsigned char prev_sha[32];
+	struct timespec since = {};
+	uint64_t since_ns;
 	int prev_mode, ret;
 	const char *why;
 
@@ -189,8 +191,8 @@ int run_switch(struct run *r, const char *policy_path, int mode, char *err, size
 			goto out;
 		/* the workload's seccomp filter was installed at its start, from the old one */
 		if (r->seccomp && np->sockets != r->policy->sockets) {
-			util_fmt(err, err_len, "%s: sockets: differs from the run's policy, and the "
-					       "workload's socket-family filter cannot change",
+			util_fmt(err, err_len, "%s: sockets: differs from the run's policy, and "
+					       "the workload's socket-family filter cannot change",
 				 policy_path);
 			ret = -EINVAL;
 			goto out;
@@ -221,10 +223,13 @@ int run_switch(struct run *r, const char *policy_path, int mode, char *err, size
 	   other's maps */
 	resolver_lock(r->resolver);
 	ret = remap_all(&m);
-	if (ret)
+	if (ret) {
 		util_fmt(err, err_len, "carry the learned addresses over: %s", strerror(-ret));
-	else
+	} else {
+		/* a flow connected from here on was judged by the new connect programs */
+		clock_gettime(CLOCK_BOOTTIME, &since);
 		ret = loader_next_commit(r->loader, n, err, err_len);
+	}
 	if (ret) {
 		resolver_unlock(r->resolver);
 		loader_next_free(n);
@@ -249,6 +254,10 @@ int run_switch(struct run *r, const char *policy_path, int mode, char *err, size
 	resolver_unlock(r->resolver);
 	write_policy_change(r, prev_sha, prev_mode, &m);
 	policy_compiled_free(old_c);
+	/* the flows open now are named by the old policy's rules when they end */
+	since_ns = (uint64_t)since.tv_sec * 1000000000ull + (uint64_t)since.tv_nsec;
+	if (old_p && !records_policy_replaced(&r->rec, old_p, since_ns))
+		old_p = NULL;
 	policy_free(old_p);
 out:
 	policy_compiled_free(nc);
