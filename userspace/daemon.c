@@ -33,6 +33,7 @@
 #include "records.h"
 #include "resume.h"
 #include "run.h"
+#include "switch.h"
 #include "util.h"
 
 #define DAEMON_RUNS_MAX 256
@@ -435,6 +436,52 @@ static int op_detach(struct daemon *d, const struct control_obj *o, struct contr
 	return 0;
 }
 
+/*
+ * set_mode {run_id, mode} and replace_policy {run_id, policy}: the run switches at once, with no
+ * instant where neither policy applies, and its log says so (switch.c); on failure nothing
+ * changed.
+ */
+static int op_switch(struct daemon *d, const struct control_obj *o, bool replace,
+		     struct control_msg *rep, char *err, size_t err_len)
+{
+	static const char *const mode_allowed[] = { "op", "run_id", "mode", NULL };
+	static const char *const policy_allowed[] = { "op", "run_id", "policy", NULL };
+	const char *mode = NULL, *policy = NULL;
+	char digest[65];
+	struct drun *dr;
+	int ret = check_members(o, replace ? policy_allowed : mode_allowed, err, err_len);
+
+	if (ret)
+		return ret;
+	dr = need_run(d, o, err, err_len);
+	if (!dr)
+		return -ENOENT;
+	if (replace) {
+		policy = control_str(o, "policy", NULL);
+		if (!policy || policy[0] != '/')
+			return util_fmt(err, err_len, "replace_policy needs \"policy\", an absolute "
+						      "path"), -EINVAL;
+	} else {
+		mode = control_str(o, "mode", NULL);
+		if (!mode || (strcmp(mode, "report") && strcmp(mode, "enforce")))
+			return util_fmt(err, err_len, "set_mode needs \"mode\": \"report\" or "
+						      "\"enforce\""), -EINVAL;
+	}
+	ret = run_switch(&dr->r, policy,
+			 !mode ? -1 : strcmp(mode, "report") ? SL_MODE_ENFORCE : SL_MODE_REPORT,
+			 err, err_len);
+	if (ret)
+		return ret;
+	fprintf(stderr, "sluice daemon: run %s switched to %s (%s)\n", dr->r.run_id,
+		dr->r.args.policy_path, dr->r.policy->mode == SL_MODE_REPORT ? "report" : "enforce");
+	util_hex(dr->r.policy->sha256, sizeof(dr->r.policy->sha256), digest, sizeof(digest));
+	control_msg_str(rep, "run_id", dr->r.run_id);
+	control_msg_str(rep, "mode", dr->r.policy->mode == SL_MODE_REPORT ? "report" : "enforce");
+	control_msg_str(rep, "policy", dr->r.args.policy_path);
+	control_msg_str(rep, "policy_sha256", digest);
+	return 0;
+}
+
 static uint64_t run_lost(const struct run *r)
 {
 	uint64_t n = r->rec.unwritten;
@@ -543,6 +590,8 @@ static void handle_request(struct daemon *d, struct client *c, const char *line,
 		ret = op_attach(d, o, rep, err, sizeof(err));
 	} else if (!strcmp(op, "detach")) {
 		ret = op_detach(d, o, rep, err, sizeof(err));
+	} else if (!strcmp(op, "set_mode") || !strcmp(op, "replace_policy")) {
+		ret = op_switch(d, o, !strcmp(op, "replace_policy"), rep, err, sizeof(err));
 	} else if (!strcmp(op, "status")) {
 		static const char *const allowed[] = { "op", NULL };
 
