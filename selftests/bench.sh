@@ -7,10 +7,14 @@
 #              never slower than nftables with a set of the same 10,000 prefixes;
 #   throughput: one TCP stream loses <= 3% under sluice (backstop, counting, host-side tc);
 #   pipeline:   allow records through the full signed path (ring buffer, writer, hash chain,
-#              Merkle tree, checkpoints): none lost, and sluice's own CPU time per record.
+#              Merkle tree, checkpoints): none lost, and sluice's own CPU time per record;
+#   switch:     sluice replace-policy between two 100,000-CIDR policies and set-mode on a live
+#              run attached by a daemon, while a process of the run connects in a loop to the
+#              server both policies allow: no connect fails across the switches (the time each
+#              switch takes is reported, not held to a target).
 # Each variant runs in turns (none, sluice, nftables, none, …) so drift hits them alike.
 # Prints a table and exits 1 if a target is missed. Tunables: BENCH_ROUNDS, BENCH_CONNECTS,
-# BENCH_STREAM_S, BENCH_FLOOD.
+# BENCH_STREAM_S, BENCH_FLOOD, BENCH_SWITCH_PREFIXES.
 
 set -u
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -20,6 +24,7 @@ ROUNDS=${BENCH_ROUNDS:-5}
 CONNECTS=${BENCH_CONNECTS:-2000}
 STREAM_S=${BENCH_STREAM_S:-3}
 FLOOD=${BENCH_FLOOD:-200000}
+SWITCH_PREFIXES=${BENCH_SWITCH_PREFIXES:-99999} # + the server: the 100,000 CIDRs a policy may hold
 ID=$$
 C=slb-c-$ID
 S=slb-s-$ID
@@ -35,7 +40,16 @@ command -v nft >/dev/null || { echo "nft not installed (make deps)" >&2; exit 2;
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/sluice-bench.XXXXXX")
 SERVE_PID=
 FLOOD_PID=
+DAEMON_PID=
+SW_CG=
 cleanup() {
+	if [[ -n $SW_CG && -d $SW_CG ]]; then
+		echo 1 >"$SW_CG/cgroup.kill" 2>/dev/null
+		for _ in $(seq 40); do [[ -z $(cat "$SW_CG/cgroup.procs") ]] && break; sleep 0.05; done
+		rmdir "$SW_CG"
+	fi
+	[[ -n $DAEMON_PID ]] && kill "$DAEMON_PID" 2>/dev/null && wait "$DAEMON_PID" 2>/dev/null
+	rm -rf -- "/sys/fs/bpf/sluice/bench-$ID-switch"
 	[[ -n $FLOOD_PID ]] && kill "$FLOOD_PID" 2>/dev/null && wait "$FLOOD_PID" 2>/dev/null
 	[[ -n $SERVE_PID ]] && kill "$SERVE_PID" 2>/dev/null && wait "$SERVE_PID" 2>/dev/null
 	ip netns del "$C" 2>/dev/null
@@ -145,6 +159,61 @@ echo "$(( t1 - t0 )) $(getconf CLK_TCK)" >"$TMP/flood.cpu"
 kill -TERM "$FLOOD_PID"
 wait "$FLOOD_PID"
 
+# A live switch of a large policy: a daemon of this script attaches a run to a cgroup this script
+# made, with SWITCH_PREFIXES prefixes; a process of the run connects to the server in a loop
+# (batches of 50); replace-policy to another policy of as many other prefixes, and back, then
+# set-mode report and enforce. Each switch's time, and the connects that failed meanwhile.
+echo "switch: ${SWITCH_PREFIXES}-prefix policies, replace-policy x2 and set-mode x2 on a live run"
+python3 - "$TMP" "$SWITCH_PREFIXES" <<'PY'
+import random, sys
+tmp, n = sys.argv[1], int(sys.argv[2])
+for name, seed in (("big1", 2), ("big2", 3)):
+    random.seed(seed)
+    nets = set()
+    while len(nets) < n:
+        a, b, c, d = random.randrange(20, 60), random.randrange(256), random.randrange(256), random.randrange(256)
+        nets.add(f"{a}.{b}.{c}.{d}/32")
+    with open(f"{tmp}/{name}.yaml", "w") as f:
+        f.write("default: deny\nrules:\n  - name: server\n")
+        f.write('    cidrs: ["10.201.0.2/32"]\n    ports: [5001]\n')
+        f.write(f"  - name: {name}\n    ports: [443]\n    cidrs: [" + ", ".join(f'"{x}"' for x in sorted(nets)) + "]\n")
+PY
+export SLUICE_SOCKET=$TMP/sluice.sock
+"$SLUICE" daemon --state-dir "$TMP/dstate" --log-dir "$TMP/dlogs" >"$TMP/daemon.out" \
+	2>"$TMP/daemon.err" &
+DAEMON_PID=$!
+for _ in $(seq 200); do "$SLUICE" status >/dev/null 2>&1 && break; sleep 0.05; done
+SW_CG=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)/sluice-bench-$ID
+mkdir "$SW_CG" || exit 2
+ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
+t0=$(date +%s%N)
+python3 - "$SLUICE_SOCKET" "{\"op\":\"attach\",\"run_id\":\"bench-$ID-switch\",\"cgroup\":\"$SW_CG\",\"policy\":\"$TMP/big1.yaml\",\"netns\":\"/run/netns/$C\",\"log\":\"$TMP/switch.jsonl\"}" >"$TMP/attach.out" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(600)
+s.connect(sys.argv[1])
+s.sendall(sys.argv[2].encode() + b"\n")
+print(s.makefile("rb").readline().decode().rstrip("\n"))
+PY
+grep -q '"ok":true' "$TMP/attach.out" || { cat "$TMP/attach.out" "$TMP/daemon.err" >&2; exit 2; }
+echo "attach $(ms_since "$t0")" >"$TMP/switch.times"
+nsenter --net="/run/netns/$C" -- sh -c 'echo $$ >"$1/cgroup.procs" && while :; do
+	"$2" connect "$3" "$4" 50 >>"$6" 2>>"$5" || echo fail >>"$5"; done' sh \
+	"$SW_CG" "$BENCH" "$SERVER" "$PORT" "$TMP/switch.fails" "$TMP/switch.connects" &
+sleep 1
+: >"$TMP/switch.fails"
+: >"$TMP/switch.connects"
+for step in "replace-policy --run-id bench-$ID-switch $TMP/big2.yaml" \
+	"replace-policy --run-id bench-$ID-switch $TMP/big1.yaml" \
+	"set-mode --run-id bench-$ID-switch report" "set-mode --run-id bench-$ID-switch enforce"; do
+	t0=$(date +%s%N)
+	# shellcheck disable=SC2086 # the step's words
+	"$SLUICE" $step >>"$TMP/switch.out" 2>&1 || { cat "$TMP/switch.out" >&2; exit 2; }
+	echo "${step%% *} $(ms_since "$t0")" >>"$TMP/switch.times"
+done
+sleep 1
+"$SLUICE" detach --run-id "bench-$ID-switch" >/dev/null 2>&1
+
 python3 - "$TMP" "$FLOOD" <<'PY'
 import json, statistics, sys
 tmp, flood = sys.argv[1], int(sys.argv[2])
@@ -173,6 +242,11 @@ results = [
     ("allow records lost in the flood", end["lost"], "== 0", end["lost"] == 0),
     ("sluice CPU per record (ns; 500k/s on one core = 2000)", cpu_per, "<= 2000", cpu_per <= 2000),
 ]
+times = [l.split() for l in open(f"{tmp}/switch.times")]
+fails = sum(1 for l in open(f"{tmp}/switch.fails") if l.startswith("fail"))
+connects = sum(1 for _ in open(f"{tmp}/switch.connects"))
+results.append(("connects failed across the live switches", fails, "== 0",
+                fails == 0 and connects > 0))
 print(f"\nconnect() ns: none {none[0]:.0f}/{none[1]:.0f}  sluice {sl[0]:.0f}/{sl[1]:.0f}  "
       f"nftables {nft[0]:.0f}/{nft[1]:.0f}  (median/p99)")
 print(f"throughput MB/s: none {rn / 1e6:.0f}  sluice {rs / 1e6:.0f}")
@@ -183,6 +257,9 @@ progs = [p for p in json.load(open(f"{tmp}/progs.json"))
 print("per-program average while connecting (bpf_stats; tc runs on the host side):")
 for p in sorted(progs, key=lambda p: -p["run_time_ns"] / p["run_cnt"]):
     print(f"  {p['name']:20} {p['run_time_ns'] / p['run_cnt']:6.0f} ns x {p['run_cnt']}")
+print("live switch, ms (reported, no target): " +
+      "  ".join(f"{what} {ms}" for what, ms in times) +
+      f"; {connects} connects meanwhile")
 print()
 bad = 0
 for name, val, target, ok in results:
