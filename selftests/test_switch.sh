@@ -13,7 +13,9 @@
 # - a policy that does not parse, a mode that does not exist, a run that is not attached: an
 #   error that says why, and nothing changes;
 # - the log has one policy_change line per switch (the new policy's path and digest, its mode,
-#   the previous ones) and verifies (sluice verify).
+#   the previous ones) and verifies (sluice verify);
+# - a daemon killed after the switches: the next one takes the run over under the new policy
+#   and mode (from the log's last policy_change line, checked against the pinned programs).
 
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -205,6 +207,25 @@ tap_check "sluice status shows the new policy's digest" \
 	grep -q "\"run_id\":\"$RUN\".*\"policy_sha256\":\"$(sha256sum "$SL_TMP/b.yaml" | cut -c1-64)\"" \
 	<<<"$status"
 
+# --- a daemon that dies after a switch: the next one takes the run over under the new policy -------
+sl_daemon_kill KILL
+# shellcheck disable=SC2119 # no arguments: the default daemon
+sl_daemon_start || bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
+status=$("$SLUICE" status --json 2>&1)
+tap_check "a new daemon takes the switched run over, with the new policy and mode" \
+	grep -q "\"run_id\":\"$RUN\".*\"mode\":\"enforce\".*\"policy\":\"$SL_TMP/b.yaml\".*\"policy_sha256\":\"$(sha256sum "$SL_TMP/b.yaml" | cut -c1-64)\"" \
+	<<<"$status"
+[[ $status == *"\"run_id\":\"$RUN\""* ]] || tap_diag "$status $(tail -n 5 "$SL_DAEMON_DIR/err")"
+n_seven=$(lines seven)
+tap_is "after the takeover the dropped host stays denied" "$(after seven "$n_seven")" "err EPERM"
+tap_is "the new daemon's resolver answers by the new policy" "$(rcode seven.switch.example)" \
+	NXDOMAIN
+out=$("$SLUICE" set-mode --run-id "$RUN" report 2>&1)
+tap_check "a run taken over cannot switch yet, and says so" \
+	test -z "${out##*took the run over*}"
+after ten "$(lines ten)" >/dev/null
+no_failure ten "the host both policies list never failed, across the takeover too"
+
 # --- the log ----------------------------------------------------------------------------------------
 kill "$CLIENT" 2>/dev/null
 wait_until 5000 sh -c "! kill -0 $CLIENT 2>/dev/null"
@@ -225,6 +246,7 @@ tap_check "decisions after the replace name the new policy's rule (ten-b)" \
 	sh -c "tail -n +$((pc + 1)) '$LOG' | grep '\"type\":\"decision\"' |
 		grep '\"dst\":\"198.51.100.10\"' | grep -q '\"rule\":\"ten-b\"'"
 tap_cmp "no anomaly line" "$(grep -c '"type":"anomaly"' "$LOG")" -eq 0
+assert_log "the log has the takeover's writer_restart" "$LOG" 1 type=writer_restart
 out=$("$SLUICE" verify --key "$SLUICE_PUB" "$LOG" 2>&1)
 rc=$?
 tap_check "sluice verify: the log is intact" test "$rc" -eq 0

@@ -192,6 +192,66 @@ static int bool_member(const struct jsonline *jl, const char *key, bool *out)
 	return 0;
 }
 
+/* One file of the log (a segment, or the live file): the last policy_change line into s. */
+static void read_policy_changes(const char *path, struct resume_start *s, char *line,
+				struct jsonline *jl)
+{
+	char mode[16], pol[PATH_MAX], sha[65];
+	const char *why;
+	size_t len, off;
+	gzFile gz;
+	int fd;
+
+	fd = util_open_regular(path, O_RDONLY, 0);
+	gz = fd >= 0 ? gzdopen(fd, "rb") : NULL;
+	if (!gz) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while (gzgets(gz, line, JOURNAL_LINE_MAX + 1)) {
+		len = strlen(line);
+		if (!strstr(line, "\"type\":\"policy_change\"") || !len || line[len - 1] != '\n' ||
+		    jsonline_parse(jl, line, len - 1, &off, &why) ||
+		    !jsonline_type_is(jl, "policy_change") ||
+		    str_member(jl, "policy", pol, sizeof(pol), NULL) ||
+		    str_member(jl, "policy_sha256", sha, sizeof(sha), NULL) ||
+		    str_member(jl, "mode", mode, sizeof(mode), NULL))
+			continue;
+		memcpy(s->policy, pol, sizeof(pol));
+		memcpy(s->policy_sha256, sha, sizeof(sha));
+		s->report_mode = !strcmp(mode, "report");
+	}
+	gzclose(gz);
+}
+
+/*
+ * A run switched live (sluice set-mode, replace-policy; switch.c) runs the policy and mode of
+ * its last policy_change line: those, like run_start's, are checked against what the programs
+ * keep (check_start, take_policy), and verified with the whole log after.
+ */
+static int read_last_policy(const char *log, struct resume_start *s)
+{
+	char path[PATH_MAX], *line = malloc(JOURNAL_LINE_MAX + 1);
+	struct jsonline *jl = malloc(sizeof(*jl));
+	unsigned int k;
+	int err = line && jl ? 0 : -ENOMEM;
+
+	for (k = 1; !err; k++) {
+		if (verify_segment_path(log, k, false, path, sizeof(path)))
+			break;
+		if (access(path, F_OK) &&
+		    (verify_segment_path(log, k, true, path, sizeof(path)) || access(path, F_OK)))
+			break;
+		read_policy_changes(path, s, line, jl);
+	}
+	if (!err)
+		read_policy_changes(log, s, line, jl);
+	free(line);
+	free(jl);
+	return err;
+}
+
 /* log_start and run_start, the first two lines of the log's first file. */
 static int read_start(const char *log, struct resume_start *s, char *msg, size_t msg_len)
 {
@@ -518,6 +578,8 @@ out:
 	free(buf);
 	if (err)
 		return err;
+	/* the path may be read_start's, which does not outlive resume_take: the policy's copy */
+	r->args.policy_path = r->policy->path;
 	r->policy->mode = loader_mode(r->loader) == SL_MODE_REPORT ? SL_MODE_REPORT : SL_MODE_ENFORCE;
 	return 0;
 }
@@ -750,6 +812,8 @@ int resume_take(struct run *r, char *msg, size_t msg_len)
 	/* until the log is continued, a failure leaves the run exactly as it found it */
 	r->hands_off = true;
 	err = read_start(r->log_path, &s, msg, msg_len);
+	if (!err && read_last_policy(r->log_path, &s))
+		err = -ENOMEM;
 	if (!err && strcmp(s.run_id, r->run_id)) {
 		util_fmt(msg, msg_len, "log %s is the log of run %s, not %s", r->log_path,
 			 s.run_id, r->run_id);

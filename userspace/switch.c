@@ -172,9 +172,15 @@ int run_switch(struct run *r, const char *policy_path, int mode, char *err, size
 		util_fmt(err, err_len, "nothing to switch: neither a policy nor a mode given");
 		return -EINVAL;
 	}
-	if (!r->loader || !r->policy || !r->compiled) {
+	if (!r->loader || !r->policy) {
 		util_fmt(err, err_len, "run %s has no programs to switch", r->run_id);
 		return -ENOENT;
+	}
+	/* a run taken over from a dead writer has its policy, not compiled: the maps were full */
+	if (!r->compiled) {
+		ret = policy_compile(r->policy, &r->compiled, err, err_len);
+		if (ret)
+			return ret;
 	}
 	prev_mode = r->policy->mode;
 	memcpy(prev_sha, r->policy->sha256, sizeof(prev_sha));
