@@ -173,7 +173,8 @@ static int write_state(struct drun *dr)
 	int fd, err = 0;
 	size_t len = strlen(dr->r.log_path);
 
-	if (util_fmt(tmp, sizeof(tmp), "%s.new", dr->state_path))
+	/* a name no run id can have (ids never start with '.'): "X.new" is a valid run id */
+	if (util_fmt(tmp, sizeof(tmp), "%s/runs/.%s.new", dr->d->state_dir, dr->r.run_id))
 		return -ENAMETOOLONG;
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
@@ -864,7 +865,7 @@ static void adopt_runs(struct daemon *d)
 		struct drun *dr;
 		int n, err;
 
-		if (e->d_name[0] == '.' || run_check_id(e->d_name) || strstr(e->d_name, ".new"))
+		if (e->d_name[0] == '.' || run_check_id(e->d_name))
 			continue;
 		dr = calloc(1, sizeof(*dr));
 		if (!dr)
