@@ -683,8 +683,13 @@ static void clients_reap(struct daemon *d)
 	for (i = 0; i < d->n_clients;) {
 		struct client *c = d->clients[i];
 
-		if (!c->stream && !c->dead && c->len && now - c->since_ms > DAEMON_CLIENT_IDLE_MS)
-			c->dead = true; /* half a request, and nothing more: not worth a slot */
+		/*
+		 * half a request and nothing more, or nothing at all (a client that connected and
+		 * went quiet, or keeps its connection after its reply): not worth one of the slots
+		 * an oci-hook may need
+		 */
+		if (!c->stream && !c->dead && now - c->since_ms > DAEMON_CLIENT_IDLE_MS)
+			c->dead = true;
 		if (!c->dead) {
 			i++;
 			continue;
