@@ -283,6 +283,23 @@ static const char *need(const struct control_obj *o, const char *key, char *err,
 	return v && *v ? v : NULL;
 }
 
+/* A file an attach names: regular (a netns file is one too), never a FIFO nor a device. */
+static int check_file(const char *path, bool regular, const char *what, char *err, size_t len)
+{
+	struct stat st;
+	int ret;
+
+	if (stat(path, &st)) {
+		ret = -errno;
+		return util_fmt(err, len, "%s %s: %s", what, path, strerror(-ret)), ret;
+	}
+	if (regular ? !S_ISREG(st.st_mode) : (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode) ||
+					      S_ISBLK(st.st_mode) || S_ISSOCK(st.st_mode)))
+		return util_fmt(err, len, "%s %s: not a %s", what, path,
+				regular ? "regular file" : "namespace file"), -EINVAL;
+	return 0;
+}
+
 static int op_attach(struct daemon *d, const struct control_obj *o, struct control_msg *rep,
 		     char *err, size_t err_len)
 {
@@ -314,6 +331,15 @@ static int op_attach(struct daemon *d, const struct control_obj *o, struct contr
 	if (control_str(o, "task", NULL) && strlen(control_str(o, "task", NULL)) > RECORDS_TASK_MAX)
 		return util_fmt(err, err_len, "task: longer than %d bytes", RECORDS_TASK_MAX),
 		       -EINVAL;
+	/*
+	 * The loop that drains every run opens these: a FIFO (or a device) would hold it in
+	 * open() or read() for as long as its other end likes.
+	 */
+	ret = check_file(policy, true, "policy", err, err_len);
+	if (!ret && control_str(o, "netns", NULL))
+		ret = check_file(control_str(o, "netns", NULL), false, "netns", err, err_len);
+	if (ret)
+		return ret;
 	if (find_run(d, run_id))
 		return util_fmt(err, err_len, "run %s is attached already (to %s)", run_id,
 				find_run(d, run_id)->r.cg.path), -EEXIST;
