@@ -325,6 +325,10 @@ static int op_attach(struct daemon *d, const struct control_obj *o, struct contr
 	if (run_check_id(run_id))
 		return util_fmt(err, err_len, "run_id: expected 1-%d characters of [A-Za-z0-9._-] "
 					      "not starting with '.' or '-'", RUN_ID_MAX), -EINVAL;
+	/* it names the run's bpffs directory, and bpffs refuses every name with a '.' (EPERM) */
+	if (strchr(run_id, '.'))
+		return util_fmt(err, err_len, "run_id: no '.' (bpffs, where the run's programs are "
+					      "pinned under its id, refuses it)"), -EINVAL;
 	mode = control_str(o, "mode", NULL);
 	if (mode && strcmp(mode, "report") && strcmp(mode, "enforce"))
 		return util_fmt(err, err_len, "mode: expected \"report\" or \"enforce\""), -EINVAL;
