@@ -167,11 +167,20 @@ static int state_path(const struct daemon *d, const char *run_id, char *buf, siz
 	return util_fmt(buf, len, "%s/runs/%s", d->state_dir, run_id);
 }
 
-static int write_state(struct drun *dr)
+/*
+ * The state file: the run's log path and "\n"; while the attach is under way, "attaching\n"
+ * after it. It is written before anything is pinned, so that a daemon killed at any moment of
+ * an attach leaves the next one a name for every pin: it takes the run over, or, for an attach
+ * its client was never told "ok" of, undoes it.
+ */
+#define STATE_ATTACHING "attaching\n"
+
+static int write_state(struct drun *dr, bool attaching)
 {
 	char tmp[PATH_MAX + 8];
 	int fd, err = 0;
 	size_t len = strlen(dr->r.log_path);
+	size_t alen = attaching ? strlen(STATE_ATTACHING) : 0;
 
 	/* a name no run id can have (ids never start with '.'): "X.new" is a valid run id */
 	if (util_fmt(tmp, sizeof(tmp), "%s/runs/.%s.new", dr->d->state_dir, dr->r.run_id))
@@ -180,7 +189,7 @@ static int write_state(struct drun *dr)
 	if (fd < 0)
 		return -errno;
 	if (write(fd, dr->r.log_path, len) != (ssize_t)len || write(fd, "\n", 1) != 1 ||
-	    fsync(fd))
+	    (alen && write(fd, STATE_ATTACHING, alen) != (ssize_t)alen) || fsync(fd))
 		err = errno ? -errno : -EIO;
 	if (close(fd) && !err)
 		err = -errno;
@@ -306,6 +315,7 @@ static int op_attach(struct daemon *d, const struct control_obj *o, struct contr
 	static const char *const allowed[] = { "op", "cgroup", "policy", "run_id", "task", "mode",
 					       "netns", "log", "upstream", "source", NULL };
 	const char *cgroup, *policy, *run_id, *mode, *log;
+	char pins[PATH_MAX];
 	struct drun *dr;
 	int64_t t0 = now_ms();
 	bool oom = false;
@@ -401,10 +411,23 @@ static int op_attach(struct daemon *d, const struct control_obj *o, struct contr
 		return ret;
 	}
 
+	/* pins no run of ours owns (a sluice run's, one to resume): never ours to take or undo */
+	if (util_fmt(pins, sizeof(pins), "%s/sluice/%s", LOADER_BPFFS, run_id) ||
+	    !access(pins, F_OK)) {
+		drun_free(dr);
+		return util_fmt(err, err_len, "run id %s is pinned already (%s), by no run of this "
+					      "daemon", run_id, pins), -EEXIST;
+	}
+	ret = write_state(dr, true);
+	if (ret) {
+		util_fmt(err, err_len, "write %s: %s", dr->state_path, strerror(-ret));
+		drun_free(dr);
+		return ret;
+	}
 	ret = run_setup(&dr->r, err, err_len);
 	if (!ret) {
 		run_write_start(&dr->r);
-		ret = write_state(dr);
+		ret = write_state(dr, false);
 		if (ret)
 			util_fmt(err, err_len, "write %s: %s", dr->state_path, strerror(-ret));
 	}
@@ -412,7 +435,8 @@ static int op_attach(struct daemon *d, const struct control_obj *o, struct contr
 		/* nothing of it stays: the cgroup is left as it was found */
 		if (dr->r.started)
 			run_finish(&dr->r, false, 0, "attach failed");
-		run_close(&dr->r);
+		if (!run_close(&dr->r))
+			unlink(dr->state_path);
 		drun_free(dr);
 		return ret;
 	}
@@ -884,6 +908,37 @@ static int listen_socket(struct daemon *d)
 	return 0;
 }
 
+/*
+ * An attach a daemon died during: its client was never told "ok" (its oci-hook failed the
+ * container), so nothing of it may stay. The pins are the links' last holders: removing them
+ * detaches the programs.
+ */
+static void undo_attach(struct daemon *d, const char *run_id, const char *log)
+{
+	struct loader *l = loader_reopen(run_id, d->verbose);
+	char dir[PATH_MAX], path[PATH_MAX];
+	struct dirent *e;
+	DIR *pd;
+
+	if (l) {
+		loader_detach(l);
+		loader_destroy(l);
+	}
+	/* what reopen could not take (the daemon died halfway through pinning) */
+	if (!util_fmt(dir, sizeof(dir), "%s/sluice/%s", LOADER_BPFFS, run_id) &&
+	    (pd = opendir(dir))) {
+		while ((e = readdir(pd)))
+			if (e->d_name[0] != '.' &&
+			    !util_fmt(path, sizeof(path), "%s/%s", dir, e->d_name))
+				unlink(path);
+		closedir(pd);
+		if (rmdir(dir) && errno != ENOENT)
+			fprintf(stderr, "sluice daemon: remove %s: %s\n", dir, strerror(errno));
+	}
+	fprintf(stderr, "sluice daemon: run %s: its attach never completed (a daemon died during "
+			"it): undone; its log, if any, is %s\n", run_id, log);
+}
+
 /* Every run a previous daemon owned and left pinned: taken over, its gap declared. */
 static void adopt_runs(struct daemon *d)
 {
@@ -898,6 +953,7 @@ static void adopt_runs(struct daemon *d)
 		return;
 	while ((e = readdir(dir))) {
 		struct drun *dr;
+		char *attaching;
 		int n, err;
 
 		if (e->d_name[0] == '.' || run_check_id(e->d_name))
@@ -922,9 +978,20 @@ static void adopt_runs(struct daemon *d)
 			continue;
 		}
 		log[n - 1] = '\0';
+		attaching = strchr(log, '\n');
+		if (attaching && !strncmp(attaching + 1, STATE_ATTACHING, strlen(attaching + 1)) &&
+		    strlen(attaching + 1) == strlen(STATE_ATTACHING) - 1) {
+			*attaching = '\0';
+			undo_attach(d, e->d_name, log);
+			unlink(dr->state_path);
+			drun_free(dr);
+			continue;
+		}
 		util_copy(dr->r.log_path, sizeof(dr->r.log_path), log);
 		err = resume_take(&dr->r, msg, sizeof(msg));
 		if (err || add_run(d, dr)) {
+			/* not taken: left exactly as it was found, pinned, for a next try */
+			dr->r.hands_off = true;
 			fprintf(stderr, "sluice daemon: take over run %s: %s\n", e->d_name,
 				err ? msg : "too many runs");
 			if (err == -ENOENT) {
