@@ -403,4 +403,39 @@ fi
 "$SLUICE" detach --run-id "t-$SL_ID-p2" >/dev/null 2>&1
 rmdir "$CG_P/child" 2>/dev/null
 
+# Untrusted code in one attached cgroup floods denials (UDP sendto from a namespace with no
+# route: nothing leaves even if allowed). The daemon's one loop must still serve others: an
+# oci-hook waiting on it fails its container, and every other run's ring buffer waits too.
+CG_FL=$(sl_cgroup_new flood) || bail_out "cannot make a test cgroup"
+RF=t-$SL_ID-flood
+SL_RUNS+=("$RF")
+out=$(attach "$RF" "$CG_FL" "$SL_TMP/r.yaml")
+[[ ${out:0:10} == '{"ok":true' ]] || tap_diag "$out"
+flood_pids=()
+for _ in 1 2; do
+	sl_in_cgroup "$CG_FL" unshare -n python3 -c '
+import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+end = time.time() + 8
+n = 0
+while time.time() < end:
+    n += 1
+    try:
+        s.sendto(b"x", ("192.0.2.1", 1000 + n % 50000))
+    except OSError:
+        pass
+' &
+	flood_pids+=($!)
+	sl_track_pid $!
+done
+sleep 2
+t0=$(date +%s%N)
+timeout 20 "$SLUICE" status >/dev/null 2>&1
+ms=$((($(date +%s%N) - t0) / 1000000))
+kill "${flood_pids[@]}" 2>/dev/null
+wait "${flood_pids[@]}" 2>/dev/null
+tap_cmp "a run flooding denials does not hold the daemon: status answers in < 2 s (took $ms ms)" \
+	"$ms" -lt 2000
+"$SLUICE" detach --run-id "$RF" >/dev/null 2>&1
+
 tap_done
