@@ -437,5 +437,9 @@ wait "${flood_pids[@]}" 2>/dev/null
 tap_cmp "a run flooding denials does not hold the daemon: status answers in < 2 s (took $ms ms)" \
 	"$ms" -lt 2000
 "$SLUICE" detach --run-id "$RF" >/dev/null 2>&1
+out=$("$SLUICE" verify "$D/logs/$RF.jsonl" --key "$SLUICE_PUB" 2>&1)
+rc=$?
+tap_check "the flooded run's log verifies (intact, sealed, losses declared)" test $rc -eq 0 -o $rc -eq 3
+[[ $rc -eq 0 || $rc -eq 3 ]] || tap_diag "$(tail -5 <<<"$out")"
 
 tap_done
