@@ -40,6 +40,11 @@
 #define DAEMON_POLL_MS 100	     /* as sluice run: how late an allow record may reach the log */
 #define DAEMON_CLIENT_IDLE_MS 10000 /* a client that sends no whole request in this long */
 #define DAEMON_STREAM_SNDBUF (4 << 20)
+/*
+ * Records a run's turn of the loop takes at most (about 30 ms of writing): a workload that
+ * floods its ring buffer (denials in a loop) must not hold every other run and client.
+ */
+#define DAEMON_DRAIN_MAX 1024
 
 struct daemon;
 
@@ -441,6 +446,7 @@ static int op_attach(struct daemon *d, const struct control_obj *o, struct contr
 		return ret;
 	}
 	add_run(d, dr);
+	dr->r.rec.drain_max = DAEMON_DRAIN_MAX;
 	dr->attached_ms = now_ms() - t0;
 	fprintf(stderr, "sluice daemon: run %s attached to %s (%s, %" PRId64 " ms); log %s\n",
 		dr->r.run_id, dr->r.cg.path,
@@ -1004,6 +1010,7 @@ static void adopt_runs(struct daemon *d)
 			drun_free(dr);
 			continue;
 		}
+		dr->r.rec.drain_max = DAEMON_DRAIN_MAX;
 		fprintf(stderr, "sluice daemon: took over run %s (%s); log %s\n", dr->r.run_id,
 			dr->r.cg.path[0] ? dr->r.cg.path : "cgroup gone", dr->r.log_path);
 		/* a cgroup removed while no daemon ran: the run's end is all that is missing */
@@ -1023,6 +1030,7 @@ static void leave_runs(struct daemon *d)
 		struct drun *dr = d->runs[d->n_runs - 1];
 
 		dr->r.hands_off = true;
+		dr->r.rec.drain_max = 0; /* all that is there, for the log the next daemon continues */
 		records_drain(&dr->r.rec);
 		run_close(&dr->r);
 		remove_run(d, dr);

@@ -876,7 +876,7 @@ static bool declare_unwritten(struct records *r, bool final)
 
 void records_drain(struct records *r)
 {
-	int err = events_consume(r->events);
+	int err = events_consume_max(r->events, r->drain_max);
 
 	if (err < 0 && err != -EINTR)
 		fprintf(stderr, "sluice: reading ring buffer: %s\n", strerror(-err));

@@ -52,6 +52,8 @@ struct records {
 	struct events *events;
 	struct journal *journal;
 	int netns_fd;  /* the run's namespace, for destroying its sockets; -1: the process's */
+	/* records one records_drain takes at most (0: all): a daemon's runs share one loop */
+	size_t drain_max;
 	int alerts_fd; /* --alerts, or -1 */
 	struct timespec started_at; /* run_start's time, for run_end's duration */
 	bool strict; /* --strict-evidence: a failed log refuses new connections (for messages) */

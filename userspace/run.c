@@ -622,6 +622,8 @@ void run_finish(struct run *r, bool has_status, int status, const char *why)
 {
 	int err;
 
+	/* every record to the last: no loop shares this turn */
+	r->rec.drain_max = 0;
 	/* The run is the cgroup: daemons the command left behind end with it. */
 	end_processes(r);
 	/*
