@@ -267,6 +267,13 @@ rules:
     ports: [80]
 EOF
 
+# Every op refuses members it does not know (ping too); a log path is absolute, as the state
+# file that hands it to the next daemon (whose working directory may differ) keeps it as given.
+check_refused "ping with an unknown member" $'{"op":"ping","force":true}\n' 'unknown member'
+check_refused "a relative log path" \
+	"{\"op\":\"attach\",\"run_id\":\"t-$SL_ID-rel\",\"cgroup\":\"$(cg2_mount)/x\",\"policy\":\"$SL_TMP/r.yaml\",\"log\":\"rel.jsonl\"}"$'\n' \
+	'\"log\" must be an absolute path'
+
 # A policy path that is a FIFO (or a device) must not stall the loop that drains every run:
 # the attach is refused, and the daemon answers others meanwhile.
 mkfifo "$SL_TMP/policy.fifo"
