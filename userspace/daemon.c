@@ -334,9 +334,12 @@ static int op_attach(struct daemon *d, const struct control_obj *o, struct contr
 	    !(policy = need(o, "policy", err, err_len)) ||
 	    !(run_id = need(o, "run_id", err, err_len)))
 		return -EINVAL;
-	if (cgroup[0] != '/' || policy[0] != '/')
+	log = control_str(o, "log", NULL);
+	/* the state file hands the log's path to the next daemon, whose directory may differ */
+	if (cgroup[0] != '/' || policy[0] != '/' || (log && log[0] != '/'))
 		return util_fmt(err, err_len, "\"%s\" must be an absolute path",
-				cgroup[0] != '/' ? "cgroup" : "policy"), -EINVAL;
+				cgroup[0] != '/' ? "cgroup" : policy[0] != '/' ? "policy" : "log"),
+		       -EINVAL;
 	if (run_check_id(run_id))
 		return util_fmt(err, err_len, "run_id: expected 1-%d characters of [A-Za-z0-9._-] "
 					      "not starting with '.' or '-'", RUN_ID_MAX), -EINVAL;
@@ -401,7 +404,6 @@ static int op_attach(struct daemon *d, const struct control_obj *o, struct contr
 	dr->r.on_line = tap_line;
 	dr->r.line_ctx = dr;
 	util_copy(dr->r.run_id, sizeof(dr->r.run_id), run_id);
-	log = control_str(o, "log", NULL);
 	if ((log ? util_fmt(dr->r.log_path, sizeof(dr->r.log_path), "%s", log) :
 		   util_fmt(dr->r.log_path, sizeof(dr->r.log_path), "%s/%s.jsonl", d->log_dir,
 			    run_id)) ||
@@ -597,9 +599,11 @@ static void handle_request(struct daemon *d, struct client *c, const char *line,
 	control_msg_begin(rep);
 	control_msg_bool(rep, "ok", true);
 	if (!strcmp(op, "ping")) {
+		static const char *const allowed[] = { "op", NULL };
+
+		ret = check_members(o, allowed, err, sizeof(err));
 		control_msg_u64(rep, "pid", (uint64_t)getpid());
 		control_msg_u64(rep, "runs", d->n_runs);
-		ret = 0;
 	} else if (!strcmp(op, "attach")) {
 		ret = op_attach(d, o, rep, err, sizeof(err));
 	} else if (!strcmp(op, "detach")) {
