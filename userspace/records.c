@@ -436,7 +436,7 @@ static const char *sni_take(struct records *r, uint64_t cookie, char *buf, size_
 /* End a denied or cut TCP flow's socket; what became of the flow, for the log's "flow". */
 static const char *kill_flow(struct records *r, uint64_t cookie, uint32_t tgid)
 {
-	int err = loader_kill_socket(r->loader, cookie, r->netns_fd, tgid);
+	int err = r->kill_socket ? r->kill_socket(r->kill_ctx, cookie, tgid) : -EOPNOTSUPP;
 
 	return !err ? "destroyed" :
 	       err == -EOPNOTSUPP ? "dropped (kernel cannot destroy sockets)" : "dropped";

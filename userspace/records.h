@@ -51,7 +51,12 @@ struct records {
 	struct loader *loader;
 	struct events *events;
 	struct journal *journal;
-	int netns_fd;  /* the run's namespace, for destroying its sockets; -1: the process's */
+	/*
+	 * Ends a denied or cut flow's socket: the run's to do (run.c), not the log's; the line
+	 * says what became of it. 0, -EOPNOTSUPP (the kernel cannot), -errno. NULL: nothing is.
+	 */
+	int (*kill_socket)(void *ctx, uint64_t cookie, uint32_t tgid);
+	void *kill_ctx;
 	int alerts_fd; /* --alerts, or -1 */
 	struct timespec started_at; /* run_start's time, for run_end's duration */
 	bool strict; /* --strict-evidence: a failed log refuses new connections (for messages) */
