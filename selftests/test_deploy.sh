@@ -67,7 +67,8 @@ cmd = c["command"]
 if cmd[:2] != ["/usr/local/sbin/sluice", "daemon"]:
     print(cmd)
 for a in cmd[2:]:
-    if a.startswith("-") and not re.search(r"(^|[\s,\[])" + re.escape(a) + r"([\s=\]]|$)", HELP, re.M):
+    if a.startswith("-") and not re.search(r"(^|[\s,\[])" + re.escape(a) + r"([\s=\]]|$)",
+                                           HELP, re.M):
         print(a, "is not in sluice daemon --help")
 args = dict(zip(cmd[2::2], cmd[3::2]))
 for opt, want in [("--socket", "/run/sluice/"), ("--state-dir", "/var/lib/sluice"),
