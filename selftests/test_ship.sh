@@ -17,6 +17,7 @@
 # collector's verify would say so), TLS between the two (the config is plain TCP), the Fluent Bit
 # and OpenTelemetry Collector configurations beside it (neither is packaged in Debian).
 
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 require_root
@@ -106,6 +107,7 @@ copy_of() {
 
 lines_of() { [[ -e $1 ]] && wc -l <"$1" || echo 0; }
 # has_lines FILE N: FILE has at least N lines (now: for wait_until)
+# shellcheck disable=SC2317 # called through wait_until
 has_lines() { [[ $(lines_of "$1") -ge $2 ]]; }
 
 policy=$SL_TMP/ship.yaml
@@ -157,6 +159,7 @@ sluice_start "$policy" "$log" --checkpoint-lines 5 -- "${RUN_EXEC[@]}" sh -c "$(
 # ---------------------------------------------------------------------------------------------
 # 1. Shipped while the run is live.
 
+# shellcheck disable=SC2317 # called through wait_until
 copy_has_lines() { has_lines "$(copy_of "$(basename "$log")")" "$1"; }
 wait_until 20000 has_lines "$log" 20
 if wait_until 20000 copy_has_lines 10; then
@@ -209,6 +212,7 @@ fi
 # ---------------------------------------------------------------------------------------------
 # 3. The collector's copies: byte for byte, and verified there.
 
+# shellcheck disable=SC2317 # called through wait_until
 same_size() { [[ -e $2 && $(stat -c %s "$1") == $(stat -c %s "$2") ]]; }
 wait_until 30000 same_size "$log" "$copy"
 wait_until 30000 same_size "$log.checkpoints" "$copy.checkpoints"
