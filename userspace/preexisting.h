@@ -18,6 +18,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <linux/types.h>
 
 #include "../bpf/sluice.h"
 #include "../policy/policy.h"
