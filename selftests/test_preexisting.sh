@@ -2,12 +2,13 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #
 # P28: connections made before the attach. A process in a cgroup this test makes (not a sluice
-# run) holds TCP connections to a denied host, an allowed host, the fake metadata service and a
-# host only a host-name rule lists, and a connected UDP socket to the denied host; then a daemon
-# this test starts attaches a policy to the cgroup. Enforce: the denied, blackholed and
-# host-rule connections and the UDP socket are destroyed (the holder's next send fails), the
-# allowed one still carries data, each is a "preexisting" line. Report: only the blackholed one
-# is cut; the others stay up, the denied ones logged as "would deny". Both logs verify.
+# run) holds TCP connections to a denied host (IPv4 and IPv6), an allowed host (IPv4 and
+# v4-mapped), the fake metadata service, a host only a host-name rule lists, the denied host
+# from another network namespace, and a connected UDP socket to the denied host, shared with a
+# child; then a daemon this test starts attaches a policy to the cgroup. Enforce: every denied
+# one is destroyed (the holder's next send fails), the allowed ones still carry data, each
+# socket is one "preexisting" line. Report: only the blackholed one is cut; the others stay up,
+# the denied ones logged as "would deny". Both logs verify.
 
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -32,9 +33,19 @@ EOF
 # The holder: connects, says so, waits for "go", sends on each socket, writes what happened.
 HOLDER=$SL_TMP/holder.py
 cat >"$HOLDER" <<'EOF'
-import errno, os, socket, sys, time
-d = sys.argv[1]
+import ctypes, errno, os, socket, sys, time
+d, other_ns = sys.argv[1], sys.argv[2]
 conns = {}
+# made in another namespace (the router's), then the holder goes back to its own: a socket no
+# holder's namespace dump shows
+libc = ctypes.CDLL(None, use_errno=True)
+own = os.open("/proc/self/ns/net", os.O_RDONLY)
+other = os.open(other_ns, os.O_RDONLY)
+if libc.setns(other, 0x40000000):
+    sys.exit("setns: " + os.strerror(ctypes.get_errno()))
+conns["elsewhere"] = socket.create_connection(("198.51.100.20", 80), timeout=5)
+if libc.setns(own, 0x40000000):
+    sys.exit("setns back: " + os.strerror(ctypes.get_errno()))
 def tcp(name, addr, port):
     s = socket.create_connection((addr, port), timeout=5)
     conns[name] = s
@@ -132,8 +143,8 @@ held_case() {
 	mkdir "$cg" || bail_out "cannot create cgroup $cg"
 	sl_on_exit "touch '$CASE_DIR/end'; sleep 0.3; [[ -e '$cg/cgroup.kill' ]] && echo 1 >'$cg/cgroup.kill'; sleep 0.2; rmdir '$cg' 2>/dev/null"
 	sink_mark
-	"${RUN_EXEC_NETONLY[@]}" sh -c 'echo $$ >"$1/cgroup.procs" && exec python3 "$2" "$3"' \
-		sh "$cg" "$HOLDER" "$CASE_DIR" >"$CASE_DIR/holder.out" 2>&1 &
+	"${RUN_EXEC_NETONLY[@]}" sh -c 'echo $$ >"$1/cgroup.procs" && exec python3 "$2" "$3" "$4"' \
+		sh "$cg" "$HOLDER" "$CASE_DIR" "/run/netns/$SL_NS_RTR" >"$CASE_DIR/holder.out" 2>&1 &
 	pid=$!
 	sl_track_pid "$pid"
 	if ! wait_until 10000 test -e "$CASE_DIR/ready"; then
@@ -190,7 +201,7 @@ check_verifies() {
 	fi
 }
 
-tap_plan 40
+tap_plan 43
 
 # not_reached FIRST COUNT LABEL: fail what a failed case did not get to, up to test FIRST+COUNT-1
 not_reached() {
@@ -211,6 +222,8 @@ if held_case enforce; then
 		EDESTADDRREQ
 	check_result "enforce: the allowed TCP connection still carries data" allowed ok
 	check_result "enforce: the denied IPv6 connection was cut" v6 ECONNABORTED
+	check_result "enforce: the connection made in another namespace was cut" elsewhere \
+		ECONNABORTED
 	check_result "enforce: the v4-mapped connection to the allowed host carries data" mapped ok
 	assert_sink_saw "enforce: the allowed host received the data sent after the attach" \
 		"tcp 198.51.100.10 80" 2
@@ -223,7 +236,7 @@ if held_case enforce; then
 	fi
 	assert_log "enforce: the denied connection's line" "$CASE_LOG" 1 type=preexisting \
 		decision=deny enforced=true rule=default reason=default_deny proto=tcp \
-		dst=198.51.100.20 port=80 flow=destroyed holders=2
+		src=10.200.1.2 dst=198.51.100.20 port=80 flow=destroyed holders=2
 	assert_log "enforce: the blackholed connection's line" "$CASE_LOG" 1 type=preexisting \
 		decision=deny enforced=true rule=blackhole reason=blackhole dst=169.254.169.254 \
 		flow=destroyed
@@ -241,7 +254,9 @@ if held_case enforce; then
 	assert_log "enforce: the v4-mapped connection judged as its IPv4 host" "$CASE_LOG" 1 \
 		type=preexisting decision=allow family=ipv6 dst=::ffff:198.51.100.10 \
 		dst_v4=198.51.100.10 rule=test-host flow=open
-	assert_log "enforce: seven preexisting lines, each socket once" "$CASE_LOG" 7 \
+	assert_log "enforce: the other namespace's connection's line" "$CASE_LOG" 1 \
+		type=preexisting decision=deny src=10.200.2.1 dst=198.51.100.20 flow=destroyed
+	assert_log "enforce: eight preexisting lines, each socket once" "$CASE_LOG" 8 \
 		type=preexisting
 	# the destroyed sockets' resets meet the backstop too: their egress denials count as well
 	n=$(($(log_count "$CASE_LOG" decision=deny)))
@@ -249,7 +264,7 @@ if held_case enforce; then
 		type=run_end "denials=$n"
 	check_verifies enforce
 else
-	not_reached "$first" 23 enforce
+	not_reached "$first" 25 enforce
 fi
 
 # --- report
@@ -259,14 +274,16 @@ if held_case report; then
 	check_result "report: the host-rule connection stays up" named ok
 	check_result "report: the denied UDP socket stays up" udp ok
 	check_result "report: the allowed TCP connection stays up" allowed ok
+	check_result "report: the other namespace's connection stays up" elsewhere ok
 	check_result "report: the blackholed connection is cut all the same" blackhole \
 		ECONNABORTED
 	assert_sink_saw "report: the denied host received both UDP datagrams sent after the attach" \
 		"udp 198.51.100.20 9999" 2
 	assert_sink_saw "report: the denied TCP connection delivered its data" \
-		"tcp 198.51.100.20 80"
+		"tcp 198.51.100.20 80 10.200.1.2"
 	assert_log "report: the denied connection is logged as would deny" "$CASE_LOG" 1 \
-		type=preexisting decision=deny enforced=false dst=198.51.100.20 proto=tcp \
+		type=preexisting decision=deny enforced=false src=10.200.1.2 dst=198.51.100.20 \
+		proto=tcp \
 		"flow=left open (would deny: report mode)"
 	assert_log "report: so is the UDP socket" "$CASE_LOG" 1 type=preexisting decision=deny \
 		enforced=false proto=udp "flow=left open (would deny: report mode)"
@@ -283,7 +300,7 @@ if held_case report; then
 	fi
 	check_verifies report
 else
-	not_reached "$first" 17 report
+	not_reached "$first" 18 report
 fi
 
 tap_done

@@ -15,7 +15,10 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <linux/sockios.h>
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
@@ -45,12 +48,14 @@ struct preexisting_sock {
 	struct records_preexisting rec;
 	struct inet_diag_sockid id; /* as the dump gave it: what SOCK_DESTROY names */
 	int ns;			    /* index into netns_fds; -1 until a dump finds it */
+	int fd;			    /* its number in the first holder's table */
 };
 
 /* A socket fd of a process, before the dumps: inode, who, where. */
 struct held {
 	uint64_t inode;
 	uint32_t pid;
+	int fd;
 	uint64_t netns;
 	char comm[16];
 };
@@ -157,6 +162,7 @@ static int scan_pid(struct held_list *hl, uint32_t pid)
 		if (sscanf(link, "socket:[%llu]", &ino) != 1)
 			continue;
 		h.inode = ino;
+		h.fd = atoi(de->d_name);
 		err = held_add(hl, &h);
 		found = true;
 	}
@@ -316,6 +322,74 @@ static int dump_netns(struct dump_ctx *c, int netns_fd)
 	return err;
 }
 
+/*
+ * The network namespace of the inet socket at fd_num in pid's table, if it is one (1; *ns_fd
+ * open), else 0: a copy of the descriptor (pidfd_getfd) asked with SIOCGSKNS, and closed again
+ * (the holder's socket is untouched). A process that left or closed the fd meanwhile: 0.
+ */
+static int sock_netns(uint32_t pid, int fd_num, int *ns_fd)
+{
+	int pidfd, fd, dom = 0, ret = 0;
+	socklen_t len = sizeof(dom);
+
+	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pidfd < 0)
+		return 0;
+	fd = (int)syscall(SYS_pidfd_getfd, pidfd, fd_num, 0);
+	close(pidfd);
+	if (fd < 0)
+		return 0;
+	if (!getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &len) &&
+	    (dom == AF_INET || dom == AF_INET6)) {
+		*ns_fd = ioctl(fd, SIOCGSKNS);
+		ret = *ns_fd >= 0;
+	}
+	close(fd);
+	return ret;
+}
+
+/*
+ * Sockets the dumps did not find: not inet ones (unix, netlink…), or inet ones made in a
+ * namespace none of their holders lives in — before a setns, or passed in over a unix socket.
+ * The packet programs never see the latter (they are attached to the cgroup the socket was
+ * made in), so they are looked for too: their namespace is dumped.
+ */
+static int scan_other_netns(struct preexisting_scan *s)
+{
+	size_t i, k;
+	int err;
+
+	for (i = 0; i < s->n; i++) {
+		struct preexisting_sock *ps = &s->socks[i];
+		struct dump_ctx c = { .s = s };
+		struct stat st;
+		int ns_fd = -1;
+
+		if (ps->ns >= 0 || !sock_netns(ps->rec.pid, ps->fd, &ns_fd))
+			continue;
+		if (fstat(ns_fd, &st)) {
+			close(ns_fd);
+			continue;
+		}
+		for (k = 0; k < s->n_netns; k++)
+			if (s->netns_ino[k] == st.st_ino)
+				break;
+		/* a namespace already dumped: a state not judged (listening, unconnected UDP) */
+		if (k < s->n_netns || s->n_netns == MAX_NETNS) {
+			close(ns_fd);
+			continue;
+		}
+		c.ns = (int)s->n_netns;
+		c.netns_ino = st.st_ino;
+		s->netns_ino[s->n_netns] = st.st_ino;
+		s->netns_fds[s->n_netns++] = ns_fd;
+		err = dump_netns(&c, ns_fd);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 void preexisting_scan_free(struct preexisting_scan *s)
 {
 	size_t i;
@@ -324,6 +398,7 @@ void preexisting_scan_free(struct preexisting_scan *s)
 		if (s->netns_fds[i] >= 0)
 			close(s->netns_fds[i]);
 	free(s->netns_fds);
+	free(s->netns_ino);
 	free(s->socks);
 	memset(s, 0, sizeof(*s));
 }
@@ -359,8 +434,9 @@ int preexisting_scan(const char *cgroup_path, uint64_t cgroup_id, struct preexis
 	/* one entry per socket: the first holder by pid, and how many processes hold it */
 	qsort(hl.h, hl.n, sizeof(*hl.h), cmp_held);
 	s->socks = calloc(hl.n ? hl.n : 1, sizeof(*s->socks));
-	s->netns_fds = calloc(hl.n_netns ? hl.n_netns : 1, sizeof(*s->netns_fds));
-	if (!s->socks || !s->netns_fds) {
+	s->netns_fds = calloc(MAX_NETNS, sizeof(*s->netns_fds));
+	s->netns_ino = calloc(MAX_NETNS, sizeof(*s->netns_ino));
+	if (!s->socks || !s->netns_fds || !s->netns_ino) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -368,6 +444,7 @@ int preexisting_scan(const char *cgroup_path, uint64_t cgroup_id, struct preexis
 		struct preexisting_sock *ps = &s->socks[out++];
 
 		ps->ns = -1;
+		ps->fd = hl.h[i].fd;
 		ps->rec.inode = hl.h[i].inode;
 		ps->rec.pid = hl.h[i].pid;
 		memcpy(ps->rec.comm, hl.h[i].comm, sizeof(ps->rec.comm));
@@ -386,6 +463,7 @@ int preexisting_scan(const char *cgroup_path, uint64_t cgroup_id, struct preexis
 
 		util_fmt(path, sizeof(path), "/proc/%u/ns/net", hl.netns_pid[i]);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
+		s->netns_ino[s->n_netns] = hl.netns[i];
 		s->netns_fds[s->n_netns++] = fd;
 		/* the process left (or changed namespace): its sockets went with it */
 		if (fd < 0 || fstat(fd, &nst) || nst.st_ino != hl.netns[i])
@@ -396,6 +474,12 @@ int preexisting_scan(const char *cgroup_path, uint64_t cgroup_id, struct preexis
 				 hl.netns_pid[i], strerror(-ret));
 			goto out;
 		}
+	}
+	ret = scan_other_netns(s);
+	if (ret) {
+		util_fmt(err, err_len, "sock_diag dump in a namespace a socket was made in: %s",
+			 strerror(-ret));
+		goto out;
 	}
 	/* keep what the dumps found: inet sockets of the namespaces; the rest are not inet */
 	for (i = 0, out = 0; i < s->n; i++)

@@ -8,7 +8,8 @@
  *
  * Sockets are found by who holds them, not by where they were made: every process of the
  * cgroup's subtree (cgroup.procs of each descendant), the socket inodes of its /proc/PID/fd,
- * matched to a sock_diag dump of the process's network namespace. sock_diag's cgroup-id
+ * matched to a sock_diag dump of the process's network namespace, and of the namespace of any
+ * inet socket it holds that was made elsewhere (pidfd_getfd, SIOCGSKNS). sock_diag's cgroup-id
  * attribute names the cgroup a socket was created in, which misses a socket made before its
  * process was moved into the cgroup (sluice attach --pid on a process a runtime moved) or
  * passed in over a unix socket, and would blame the run for one it passed out.
@@ -30,7 +31,8 @@ struct run;
 struct preexisting_scan {
 	struct preexisting_sock *socks;
 	size_t n;
-	int *netns_fds; /* one per namespace the holders live in */
+	int *netns_fds;	    /* the namespaces the sockets were found in */
+	uint64_t *netns_ino; /* their inodes */
 	size_t n_netns;
 	unsigned int pids; /* processes looked at */
 };
