@@ -93,6 +93,9 @@ $(OUTPUT)/selftests/test_tlog: userspace/tlog.c userspace/note.c
 $(OUTPUT)/selftests/test_verify: userspace/jsonline.c userspace/verify.c userspace/tlog.c \
 	userspace/note.c userspace/seqset.c
 $(OUTPUT)/selftests/test_seqset: userspace/seqset.c
+# the verdict only: the records and loader calls it makes are stubbed in the test
+$(OUTPUT)/selftests/test_preexisting: userspace/preexisting.c userspace/netdev.c \
+	userspace/netlink.c userspace/sockdiag.c userspace/util.c policy/policy.c
 $(OUTPUT)/selftests/test_%: selftests/unit/test_%.c | $(OUTPUT)/selftests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -I. -DSLUICE_SRC_DIR='"$(CURDIR)"' $^ -lyaml -lcrypto -lz -o $@
