@@ -97,6 +97,8 @@ static void usage(FILE *out)
 		"Clients: sluice attach, detach, status, set-mode, replace-policy, events, oci-hook.\n"
 		"It stays in the foreground; stopping it leaves every run enforced, and the next daemon\n"
 		"takes them over.\n"
+		"An attach also judges the connections the cgroup's processes already hold (TCP,\n"
+		"connected UDP): each is a \"preexisting\" line, a denied one destroyed in enforce mode.\n"
 		"\n"
 		"  --socket PATH    the control socket (default %s; $SLUICE_SOCKET): root only\n"
 		"  --state-dir DIR  which runs it owns, for the next daemon (default %s); one daemon\n"
