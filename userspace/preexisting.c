@@ -656,6 +656,23 @@ static const char *destroy_outcome(int err, char *buf, size_t len)
 	return buf;
 }
 
+/*
+ * The run's resolver (loopback, on its port), where the decision layer sends every port-53
+ * connect: a socket connected there between the attach and the scan was sent there by it.
+ */
+static bool to_resolver(const struct records_preexisting *s, uint16_t dns_port)
+{
+	static const uint8_t lo6[16] = { [15] = 1 };
+	static const uint8_t mapped_lo[16] = { [10] = 0xff, [11] = 0xff, [12] = 127, [15] = 1 };
+	static const uint8_t lo4[4] = { 127, 0, 0, 1 };
+
+	if (!dns_port || s->dport != dns_port)
+		return false;
+	if (s->family == AF_INET)
+		return !memcmp(s->dst, lo4, 4);
+	return !memcmp(s->dst, lo6, 16) || !memcmp(s->dst, mapped_lo, 16);
+}
+
 int preexisting_judge(struct run *r, char *err, size_t err_len)
 {
 	struct preexisting_scan s;
@@ -688,7 +705,10 @@ int preexisting_judge(struct run *r, char *err, size_t err_len)
 		if (r->loader && !loader_learned(r->loader, family, a, &learned) &&
 		    (!learned.expires_ns || learned.expires_ns > now_boot))
 			lp = &learned;
-		preexisting_verdict(r->policy, mode, lp, rec);
+		if (r->loader && to_resolver(rec, loader_dns_port(r->loader)))
+			set(rec, SL_VERDICT_ALLOW, SL_REASON_DNS_REDIRECT, -1);
+		else
+			preexisting_verdict(r->policy, mode, lp, rec);
 		if (rec->verdict == SL_VERDICT_ALLOW)
 			rec->flow = "open";
 		else if (!rec->enforced)

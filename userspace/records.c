@@ -791,7 +791,9 @@ void records_preexisting(struct records *r, const struct records_preexisting *p)
 		policy_rule_name(r->policy, (size_t)p->rule, rule, sizeof(rule));
 	else
 		util_copy(rule, sizeof(rule),
-			  p->reason == SL_REASON_BLACKHOLE ? "blackhole" : "default");
+			  p->reason == SL_REASON_BLACKHOLE	  ? "blackhole" :
+			  p->reason == SL_REASON_DNS_REDIRECT ? "dns" :
+								"default");
 	util_copy(fam, sizeof(fam), p->family == AF_INET ? "ipv4" : "ipv6");
 
 	records_line(r, &l, "preexisting", &now);

@@ -33,6 +33,12 @@ int loader_kill_socket(struct loader *l, uint64_t cookie, int netns_fd, uint32_t
 	return -EOPNOTSUPP;
 }
 
+uint16_t loader_dns_port(const struct loader *l)
+{
+	(void)l;
+	return 0;
+}
+
 int loader_learned(const struct loader *l, int family, const uint8_t *addr,
 		   struct sl_learned *out)
 {
