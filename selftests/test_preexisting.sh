@@ -130,6 +130,17 @@ detach() {
 	"$SLUICE" detach --run-id "$1" >/dev/null
 }
 
+# held_cleanup DIR CGROUP: let the holder end, kill what is left in the cgroup, remove it.
+# shellcheck disable=SC2317 # called from topo_down (sl_on_exit)
+held_cleanup() {
+	touch "$1/end"
+	sleep 0.3
+	[[ -e $2/cgroup.kill ]] && echo 1 >"$2/cgroup.kill"
+	wait_until 2000 test -z "$(cat "$2/cgroup.procs" 2>/dev/null)"
+	rmdir "$2" 2>/dev/null
+	return 0
+}
+
 # held_case MODE: the whole scenario in one mode; sets CASE_DIR, CASE_LOG, CASE_ID.
 held_case() {
 	local mode=$1 cg pid
@@ -141,14 +152,17 @@ held_case() {
 	mkdir -p "$CASE_DIR"
 	cg=$CG_ROOT/sl-pre-$SL_ID-$mode
 	mkdir "$cg" || bail_out "cannot create cgroup $cg"
-	sl_on_exit "touch '$CASE_DIR/end'; sleep 0.3; [[ -e '$cg/cgroup.kill' ]] && echo 1 >'$cg/cgroup.kill'; sleep 0.2; rmdir '$cg' 2>/dev/null"
+	sl_on_exit "held_cleanup '$CASE_DIR' '$cg'"
 	sink_mark
+	# shellcheck disable=SC2016 # the inner shell expands them
 	"${RUN_EXEC_NETONLY[@]}" sh -c 'echo $$ >"$1/cgroup.procs" && exec python3 "$2" "$3" "$4"' \
-		sh "$cg" "$HOLDER" "$CASE_DIR" "/run/netns/$SL_NS_RTR" >"$CASE_DIR/holder.out" 2>&1 &
+		sh "$cg" "$HOLDER" "$CASE_DIR" "/run/netns/$SL_NS_RTR" \
+		>"$CASE_DIR/holder.out" 2>&1 &
 	pid=$!
 	sl_track_pid "$pid"
 	if ! wait_until 10000 test -e "$CASE_DIR/ready"; then
-		tap_fail "$mode: the holder connected before the attach" "$(cat "$CASE_DIR/holder.out")"
+		tap_fail "$mode: the holder connected before the attach" \
+			"$(cat "$CASE_DIR/holder.out")"
 		return 1
 	fi
 	tap_ok "$mode: the holder connected before the attach"
@@ -183,7 +197,8 @@ check_result() {
 	if result_is "$name" "$want"; then
 		tap_ok "$label"
 	else
-		tap_fail "$label" "expected $want for $name; holder wrote: $(tr '\n' ';' <<<"$CASE_RESULT")"
+		tap_fail "$label" \
+			"expected $want for $name; holder wrote: $(tr '\n' ';' <<<"$CASE_RESULT")"
 	fi
 }
 
@@ -277,7 +292,7 @@ if held_case report; then
 	check_result "report: the other namespace's connection stays up" elsewhere ok
 	check_result "report: the blackholed connection is cut all the same" blackhole \
 		ECONNABORTED
-	assert_sink_saw "report: the denied host received both UDP datagrams sent after the attach" \
+	assert_sink_saw "report: the denied host got both UDP datagrams sent after the attach" \
 		"udp 198.51.100.20 9999" 2
 	assert_sink_saw "report: the denied TCP connection delivered its data" \
 		"tcp 198.51.100.20 80 10.200.1.2"

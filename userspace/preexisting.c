@@ -285,7 +285,7 @@ static int open_diag(void *arg)
 	return 0;
 }
 
-/* TCP in every state a flow can send in (not LISTEN, CLOSE; TIME_WAIT has no holder), UDP connected. */
+/* TCP in any state a flow sends in (not LISTEN, CLOSE; TIME_WAIT has no holder), UDP connected. */
 static int dump_netns(struct dump_ctx *c, int netns_fd)
 {
 	static const uint8_t families[] = { AF_INET, AF_INET6 };
@@ -470,7 +470,8 @@ int preexisting_scan(const char *cgroup_path, uint64_t cgroup_id, struct preexis
 			continue;
 		ret = dump_netns(&c, fd);
 		if (ret) {
-			util_fmt(err, err_len, "sock_diag dump in the network namespace of pid %u: %s",
+			util_fmt(err, err_len,
+				 "sock_diag dump in the network namespace of pid %u: %s",
 				 hl.netns_pid[i], strerror(-ret));
 			goto out;
 		}
