@@ -30,6 +30,7 @@
 #include "daemon.h"
 #include "journal.h"
 #include "loader.h"
+#include "preexisting.h"
 #include "records.h"
 #include "resume.h"
 #include "run.h"
@@ -96,6 +97,9 @@ static void usage(FILE *out)
 		"Clients: sluice attach, detach, status, set-mode, replace-policy, events, oci-hook.\n"
 		"It stays in the foreground; stopping it leaves every run enforced, and the next daemon\n"
 		"takes them over.\n"
+		"An attach also judges the connections the cgroup's processes already hold (TCP,\n"
+		"connected UDP): each is a \"preexisting\" line; in enforce mode a denied one is\n"
+		"destroyed.\n"
 		"\n"
 		"  --socket PATH    the control socket (default %s; $SLUICE_SOCKET): root only\n"
 		"  --state-dir DIR  which runs it owns, for the next daemon (default %s); one daemon\n"
@@ -288,6 +292,8 @@ static int op_attach(struct daemon *d, const struct control_obj *o, struct contr
 	static const char *const allowed[] = { "op", "cgroup", "policy", "run_id", "task", "mode",
 					       "netns", "log", "upstream", "source", NULL };
 	const char *cgroup, *policy, *run_id, *mode, *log;
+	char pre_err[256] = "";
+	int n_pre = 0;
 	struct drun *dr;
 	int64_t t0 = now_ms();
 	bool oom = false;
@@ -373,6 +379,15 @@ static int op_attach(struct daemon *d, const struct control_obj *o, struct contr
 	ret = run_setup(&dr->r, err, err_len);
 	if (!ret) {
 		run_write_start(&dr->r);
+		/*
+		 * The programs judge every connect() from now on; the connections the cgroup's
+		 * processes made before are judged here (preexisting.c). A scan that fails leaves
+		 * them unjudged, not the run unattached: said on stderr and in the reply.
+		 */
+		n_pre = preexisting_judge(&dr->r, pre_err, sizeof(pre_err));
+		if (n_pre < 0)
+			fprintf(stderr, "sluice daemon: run %s: the sockets its processes already "
+					"held were not judged: %s\n", run_id, pre_err);
 		ret = write_state(dr);
 		if (ret)
 			util_fmt(err, err_len, "write %s: %s", dr->state_path, strerror(-ret));
@@ -396,6 +411,10 @@ static int op_attach(struct daemon *d, const struct control_obj *o, struct contr
 	control_msg_str(rep, "log", dr->r.log_path);
 	control_msg_str(rep, "mode", dr->r.policy->mode == SL_MODE_REPORT ? "report" : "enforce");
 	control_msg_u64(rep, "attach_ms", (uint64_t)dr->attached_ms);
+	if (n_pre >= 0)
+		control_msg_u64(rep, "preexisting", (uint64_t)n_pre);
+	else
+		control_msg_str(rep, "preexisting_error", pre_err);
 	return 0;
 }
 
