@@ -93,6 +93,7 @@ $(OUTPUT)/selftests/test_tlog: userspace/tlog.c userspace/note.c
 $(OUTPUT)/selftests/test_verify: userspace/jsonline.c userspace/verify.c userspace/tlog.c \
 	userspace/note.c userspace/seqset.c
 $(OUTPUT)/selftests/test_seqset: userspace/seqset.c
+$(OUTPUT)/selftests/test_json: userspace/json.c userspace/util.c
 $(OUTPUT)/selftests/test_%: selftests/unit/test_%.c | $(OUTPUT)/selftests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -I. -DSLUICE_SRC_DIR='"$(CURDIR)"' $^ -lyaml -lcrypto -lz -o $@
