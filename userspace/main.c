@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "attach_cmd.h"
+#include "client_cmd.h"
+#include "daemon.h"
 #include "keygen_cmd.h"
 #include "oci_hook.h"
 #include "policy_cmd.h"
@@ -27,6 +29,9 @@ static void usage(FILE *out)
 		"  policy check FILE                           validate a policy, show what it enforces\n"
 		"  keygen [--name NAME] FILE                   create the key pair that signs logs\n"
 		"  verify LOG [--key PUB] [--checkpoints F]    check a log's chain, signatures, seal\n"
+		"  daemon [options]                            the per-host agent: attaches runs to\n"
+		"                                              cgroups others make\n"
+		"  detach | status | set-mode | replace-policy requests to the daemon (--help)\n"
 		"  version                                     print the version\n"
 		"\n"
 		"'sluice run --help' lists the options of run.\n");
@@ -52,6 +57,11 @@ int main(int argc, char **argv)
 		return keygen_cmd_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "verify"))
 		return verify_cmd_main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "daemon"))
+		return daemon_main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "detach") || !strcmp(argv[1], "status") ||
+	    !strcmp(argv[1], "set-mode") || !strcmp(argv[1], "replace-policy"))
+		return client_cmd_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
 		printf("sluice %s\n", SLUICE_VERSION);
 		return 0;
