@@ -223,23 +223,6 @@ int oci_hook_main(int argc, char **argv)
 	    annotation(state, config, "io.sluice.mode", &r.mode) ||
 	    annotation(state, config, "io.sluice.task", &r.task))
 		goto out;
-	if (!r.policy && default_policy) {
-		if (!realpath(default_policy, policy_abs)) {
-			fprintf(stderr, HOOK ": --policy %s: %s\n", default_policy, strerror(errno));
-			goto out;
-		}
-		r.policy = policy_abs;
-	}
-	if (!r.policy) {
-		fprintf(stderr, HOOK ": container %s has no io.sluice.policy annotation (and the "
-				"hook no --policy): refusing to let it start unconfined\n", id);
-		goto out;
-	}
-	if (r.policy[0] != '/') {
-		fprintf(stderr, HOOK ": annotation io.sluice.policy: expected an absolute path, got "
-				"\"%s\"\n", r.policy);
-		goto out;
-	}
 	if (!r.run_id) {
 		if (run_check_id(id)) {
 			fprintf(stderr, HOOK ": the container id \"%s\" is not a valid run id (1-%d "
@@ -259,6 +242,23 @@ int oci_hook_main(int argc, char **argv)
 		goto out;
 	}
 
+	if (!r.policy && default_policy) {
+		if (!realpath(default_policy, policy_abs)) {
+			fprintf(stderr, HOOK ": --policy %s: %s\n", default_policy, strerror(errno));
+			goto out;
+		}
+		r.policy = policy_abs;
+	}
+	if (!r.policy) {
+		fprintf(stderr, HOOK ": container %s has no io.sluice.policy annotation (and the "
+				"hook no --policy): refusing to let it start unconfined\n", id);
+		goto out;
+	}
+	if (r.policy[0] != '/') {
+		fprintf(stderr, HOOK ": annotation io.sluice.policy: expected an absolute path, got "
+				"\"%s\"\n", r.policy);
+		goto out;
+	}
 	/* the cgroup: config.json's word, which the kernel's word for the init must match */
 	err = cgroup_v2_mount(mnt, sizeof(mnt));
 	if (err) {
