@@ -64,8 +64,16 @@ oci_cleanup() {
 	for d in "$CG2"/../*/"$PFX"-*; do
 		[[ -d $d ]] && rmdir "$d" 2>/dev/null
 	done
+	# podman's parent (cgroupfs manager), if this test's podman made it
+	if [[ $LIBPOD_PARENT_MADE -eq 1 ]]; then
+		for d in "$CG2"/../*/libpod_parent; do
+			[[ -d $d ]] && rmdir "$d" 2>/dev/null
+		done
+	fi
 	return 0
 }
+LIBPOD_PARENT_MADE=0
+[[ -e $CG2/libpod_parent ]] || LIBPOD_PARENT_MADE=1
 sl_on_exit oci_cleanup
 
 # make_bundle NAME HOOK ARG…: $SL_TMP/NAME/config.json from `runc spec`, running ARG… in the run
@@ -78,7 +86,8 @@ make_bundle() {
 	mkdir -p "$dir"
 	(cd "$dir" && rm -f config.json && runc spec) || return 1
 	python3 - "$dir/config.json" "$hook" "$SLUICE" "${SLUICE_SOCKET:-}" "/$PFX-$name" \
-		"/run/netns/$SL_NS_RUN" "$ROOTFS" "${#ANNOT[@]}" "${ANNOT[@]}" "$@" <<'EOF' || return 1
+		"/run/netns/$SL_NS_RUN" "$ROOTFS" "${#ANNOT[@]}" "${ANNOT[@]}" "$@" \
+		<<'EOF' || return 1
 import json, sys
 path, hook, sluice, sock, cgpath, netns, rootfs, n = sys.argv[1:9]
 n = int(n)
@@ -157,9 +166,10 @@ hook_config() {
 		"$1" "$ann" >"$HB/config.json"
 }
 # hook_case NAME WANT_RC WANT_TEXT STATE: the hook (--dry-run) on STATE
+HOOK_ARGS=()
 hook_case() {
 	local name=$1 want_rc=$2 want=$3 state=$4 rc
-	printf '%s' "$state" | "$SLUICE" oci-hook --dry-run >"$SL_OUT" 2>"$SL_ERR"
+	printf '%s' "$state" | "$SLUICE" oci-hook --dry-run "${HOOK_ARGS[@]}" >"$SL_OUT" 2>"$SL_ERR"
 	rc=$?
 	if [[ $rc -eq $want_rc ]] && grep -qF -- "$want" "$SL_ERR" "$SL_OUT"; then
 		tap_ok "oci-hook: $name: exit $want_rc, \"$want\""
@@ -173,6 +183,8 @@ state() {
 		"$1" "$2" "$3" "${4:-}"
 }
 POL_ANN='{"io.sluice.policy":"'$POLICY'"}'
+# with_policy PATH: the state's annotations member naming PATH as the policy
+with_policy() { printf ',"annotations":{"io.sluice.policy":"%s"}' "$1"; }
 
 hook_config "\"$REL_CG\"" "$POL_ANN"
 hook_case "the request" 0 \
@@ -184,7 +196,8 @@ hook_case "run id, mode and task from annotations" 0 \
 	"$(state c-1 "$HOST_PID" "$HB" ',"annotations":{"io.sluice.policy":"'"$POLICY"'",
 	"io.sluice.run-id":"r-7","io.sluice.mode":"report","io.sluice.task":"t 1"}')"
 hook_case "empty stdin" 2 "state on stdin: byte 0: expected a value" ""
-hook_case "truncated state" 2 "state on stdin: byte 29: unterminated string" '{"ociVersion":"1.0.2","id":"c'
+hook_case "truncated state" 2 "state on stdin: byte 29: unterminated string" \
+	'{"ociVersion":"1.0.2","id":"c'
 hook_case "trailing bytes" 2 "state on stdin: byte 3: bytes after the value" '{} {}'
 hook_case "not an object" 2 "state on stdin: expected a JSON object" '["x"]'
 hook_case "duplicate key" 2 "the same key twice" \
@@ -219,8 +232,26 @@ hook_config "\"$REL_CG\"" "$POL_ANN"
 hook_case "policy from config.json's annotations" 0 "\"policy\":\"$POLICY\"" \
 	"$(state c-1 "$HOST_PID" "$HB")"
 hook_config "\"$REL_CG\""
+# --policy-dir: the annotation may only name a policy inside it (symlinks resolved)
+mkdir -p "$SL_TMP/policies"
+cp "$POLICY" "$SL_TMP/policies/ok.yaml"
+ln -s "$POLICY" "$SL_TMP/policies/link.yaml"
+HOOK_ARGS=(--policy-dir "$SL_TMP/policies")
+hook_case "--policy-dir: a policy inside" 0 "\"policy\":\"$SL_TMP/policies/ok.yaml\"" \
+	"$(state c-1 "$HOST_PID" "$HB" "$(with_policy "$SL_TMP/policies/ok.yaml")")"
+hook_case "--policy-dir: a policy outside" 2 "$POLICY is not inside the --policy-dir" \
+	"$(state c-1 "$HOST_PID" "$HB" "$(with_policy "$POLICY")")"
+hook_case "--policy-dir: a symlink inside to a file outside" 2 "is not inside the --policy-dir" \
+	"$(state c-1 "$HOST_PID" "$HB" "$(with_policy "$SL_TMP/policies/link.yaml")")"
+hook_case "--policy-dir: .. out of it" 2 "is not inside the --policy-dir" \
+	"$(state c-1 "$HOST_PID" "$HB" "$(with_policy "$SL_TMP/policies/../policy.yaml")")"
+HOOK_ARGS=(--policy "$POLICY")
+hook_case "--policy: the default without an annotation" 0 "\"policy\":\"$POLICY\"" \
+	"$(state c-1 "$HOST_PID" "$HB")"
+HOOK_ARGS=()
 hook_case "bad mode" 2 "annotation io.sluice.mode: expected report or enforce" \
-	"$(state c-1 "$HOST_PID" "$HB" ',"annotations":{"io.sluice.mode":"off","io.sluice.policy":"/p"}')"
+	"$(state c-1 "$HOST_PID" "$HB" \
+		',"annotations":{"io.sluice.mode":"off","io.sluice.policy":"/p"}')"
 hook_case "bad run id" 2 "annotation io.sluice.run-id: expected 1-64 characters" \
 	"$(state c-1 "$HOST_PID" "$HB" ',"annotations":{"io.sluice.run-id":"-x"}')"
 hook_case "id not a valid run id" 2 "is not a valid run id" \
@@ -274,15 +305,17 @@ sl_daemon_start || bail_out "the test's daemon did not start: $(cat "$SL_DAEMON_
 LOGS=$SL_DAEMON_DIR/logs
 
 ANNOT=("io.sluice.policy=$POLICY" "io.sluice.run-id=$PFX-first" "io.sluice.task=oci test")
-make_bundle first yes sh -c \
-	'nc -w 3 198.51.100.20 80 </dev/null; echo "denied-rc=$?"; echo hi | nc -w 3 198.51.100.10 80; echo "allowed-rc=$?"' ||
+make_bundle first yes sh -c 'nc -w 3 198.51.100.20 80 </dev/null; echo "denied-rc=$?"
+	echo hi | nc -w 3 198.51.100.10 80; echo "allowed-rc=$?"' ||
 	bail_out "cannot make the bundle"
 sink_mark
 run_container first
-if [[ $SL_RC -eq 0 ]] && grep -q '^denied-rc=1$' "$SL_OUT" && grep -q '^allowed-rc=0$' "$SL_OUT"; then
-	tap_ok "runc: the container ran; its first connect (denied host) failed, the allowed one worked"
+T="runc: the container ran; its first connect (denied host) failed, the allowed one worked"
+if [[ $SL_RC -eq 0 ]] && grep -q '^denied-rc=1$' "$SL_OUT" &&
+	grep -q '^allowed-rc=0$' "$SL_OUT"; then
+	tap_ok "$T"
 else
-	tap_fail "runc: the container ran; its first connect (denied host) failed, the allowed one worked" \
+	tap_fail "$T" \
 		"runc exit $SL_RC: $(cat "$SL_OUT" "$SL_ERR"; tail -n 20 "$SL_DAEMON_DIR/err")"
 fi
 assert_contains "runc: the denied connect failed with EPERM" "$SL_ERR" "Operation not permitted"
@@ -359,6 +392,35 @@ tap_is "attach --pid to a cgroup already attached: the daemon refuses (exit 1)" 
 assert_contains "attach --pid twice: the daemon's reason" "$SL_ERR" "overlaps run $PFX-a1"
 runc kill "$PFX-a1" KILL >/dev/null 2>&1
 
+attach_dry --unit "$PFX-none.service"
+tap_is "attach --unit: a unit without a cgroup (or no systemd) is refused: exit 3" "$SL_RC" 3
+
+# ---------------------------------------------------------------------------------------------
+# No hook: the parent cgroup attached before any container exists in it
+
+PARENT=$(sl_cgroup_new parent) || bail_out "cannot make a cgroup"
+sl_on_exit "sl_cgroup_remove '$PARENT'"
+"$SLUICE" attach --cgroup "$PARENT" --netns "/run/netns/$SL_NS_RUN" --policy "$POLICY" \
+	--run-id "$PFX-parent" >"$SL_OUT" 2>"$SL_ERR"
+SL_RC=$?
+tap_is "parent cgroup: attached before any child exists" "$SL_RC" 0
+ANNOT=()
+make_bundle child no sh -c 'nc -w 3 198.51.100.20 80 </dev/null; echo "denied-rc=$?"' ||
+	bail_out "cannot make the bundle"
+# the child's cgroup below the attached parent (runc makes it, as docker --cgroup-parent does)
+python3 -c 'import json, sys
+c = json.load(open(sys.argv[1]))
+c["linux"]["cgroupsPath"] = sys.argv[2]
+json.dump(c, open(sys.argv[1], "w"))' "$SL_TMP/child/config.json" "${PARENT#"$CG2"}/$PFX-child"
+sink_mark
+run_container child
+tap_is "parent cgroup: a container started below it, no hook: its first connect is denied" \
+	"$SL_RC $(grep -c '^denied-rc=1$' "$SL_OUT")" "0 1"
+assert_log "parent cgroup: the denial is in the parent's run log" "$LOGS/$PFX-parent.jsonl" 1 \
+	type=decision dst=198.51.100.20 decision=deny enforced=true
+assert_sink_none "parent cgroup: nothing reached the denied host" "tcp-accept 198.51.100.20"
+"$SLUICE" detach --run-id "$PFX-parent" >/dev/null 2>&1
+
 # ---------------------------------------------------------------------------------------------
 # runc with the daemon down: the container never starts
 
@@ -414,7 +476,8 @@ EOF
 			POD_NAME=$base-$try
 			PODMAN_IDS+=("$POD_NAME")
 			timeout "$SL_RUN_TIMEOUT" "${PODMAN_RUN[@]}" --name "$POD_NAME" \
-				--annotation "io.sluice.run-id=$POD_NAME" --rootfs "$ROOTFS:O" "$@" \
+				--annotation "io.sluice.run-id=$POD_NAME" \
+				--rootfs "$ROOTFS:O" "$@" \
 				</dev/null \
 				>"$SL_OUT" 2>"$SL_ERR"
 			SL_RC=$?
@@ -445,7 +508,8 @@ else
 	sl_daemon_kill TERM
 	podman_run "$PFX-pdown" /bin/sh -c 'echo started-marker'
 	tap_is "podman, daemon down: podman run fails, the process never ran" \
-		"$([[ $SL_RC -ne 0 ]] && echo failed) $(grep -c started-marker "$SL_OUT")" "failed 0"
+		"$([[ $SL_RC -ne 0 ]] && echo failed) $(grep -c started-marker "$SL_OUT")" \
+		"failed 0"
 	assert_contains "podman, daemon down: the hook says why" "$SL_ERR" "no sluice daemon at"
 	podman rm --force "$POD_NAME" >/dev/null 2>&1
 fi

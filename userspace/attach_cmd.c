@@ -34,26 +34,26 @@ static void usage(FILE *out)
 		"\n"
 		"Asks the sluice daemon to confine an existing cgroup under the policy: every\n"
 		"process in it, now and later, and the sockets they already hold.\n"
-		"  --cgroup PATH      that cgroup (absolute, under the cgroup v2 mount)\n"
-		"  --pid PID          the cgroup of that process (its \"0::\" line in /proc/PID/cgroup)\n"
-		"  --container NAME   a running container, by name, id or unique id prefix, found in\n"
-		"                     its runtime's own state: runc (/run/runc), Docker\n"
-		"                     (/run/docker/runtime-runc/moby, names from /var/lib/docker),\n"
-		"                     containerd (/run/containerd/runc/NS), crun (/run/crun), podman\n"
-		"                     (podman container inspect). A name that matches two containers\n"
-		"                     is refused, with both listed\n"
-		"  --unit NAME        a systemd unit's ControlGroup (a unit with none is refused)\n"
-		"  --netns PATH       the run's network namespace: its resolver listens on loopback\n"
-		"                     there and the host side of its veths gets the packet checks.\n"
-		"                     Default with --pid/--container/--unit: /proc/PID/ns/net of the\n"
-		"                     process found, when it is not sluice's own namespace; 'none'\n"
-		"                     sends none. The daemon opens it at once: the process must live\n"
-		"                     until the attach returns\n"
-		"  --log FILE         the run's log (default: the daemon's choice)\n"
-		"  --upstream ADDR    where the run's resolver asks for listed names\n"
-		"  --socket PATH      the daemon's socket (default: $SLUICE_SOCKET, else\n"
-		"                     " CONTROL_SOCKET_DEFAULT ")\n"
-		"  --dry-run          print the request instead of sending it\n"
+		"  --cgroup PATH     that cgroup (absolute, under the cgroup v2 mount)\n"
+		"  --pid PID         the cgroup of that process (\"0::\" in /proc/PID/cgroup)\n"
+		"  --container NAME  a running container, by name, id or unique id prefix,\n"
+		"                    found in its runtime's own state: runc (/run/runc),\n"
+		"                    Docker (/run/docker/runtime-runc/moby, names from\n"
+		"                    /var/lib/docker), containerd (/run/containerd/runc/NS),\n"
+		"                    crun (/run/crun), podman (podman container inspect).\n"
+		"                    A name matching two containers is refused, both listed\n"
+		"  --unit NAME       a systemd unit's ControlGroup (a unit with none is refused)\n"
+		"  --netns PATH      the run's network namespace: its resolver listens on its\n"
+		"                    loopback, the host side of its veths gets the packet checks.\n"
+		"                    Default with --pid/--container/--unit: /proc/PID/ns/net of\n"
+		"                    the process found, when it is not sluice's own; 'none':\n"
+		"                    no netns. The daemon opens it during the attach: the\n"
+		"                    process must live until the attach returns\n"
+		"  --log FILE        the run's log (default: the daemon's choice)\n"
+		"  --upstream ADDR   where the run's resolver asks for listed names\n"
+		"  --socket PATH     the daemon's socket (default: $SLUICE_SOCKET, else\n"
+		"                    " CONTROL_SOCKET_DEFAULT ")\n"
+		"  --dry-run         print the request instead of sending it\n"
 		"Exit status: 0 attached (or printed, with --dry-run); 1 the daemon refused (its\n"
 		"error is printed); 2 bad arguments; 3 the target was not found or is ambiguous;\n"
 		"4 no daemon answers at the socket.\n");
@@ -185,7 +185,8 @@ int attach_send(const char *cmd, const char *socket, struct control_msg *m)
 	}
 	ret = ATTACH_EXIT_OK;
 	if (!control_parse(o, reply, strlen(reply), err_text, sizeof(err_text))) {
-		const char *id = control_str(o, "run_id", NULL), *cg = control_str(o, "cgroup", NULL);
+		const char *id = control_str(o, "run_id", NULL);
+		const char *cg = control_str(o, "cgroup", NULL);
 		const char *log = control_str(o, "log", NULL);
 
 		printf("attached run %s to %s, logging to %s\n", id ? id : "?", cg ? cg : "?",
@@ -294,7 +295,8 @@ int attach_cmd_main(int argc, char **argv)
 		}
 		/* canonical (no "..", no symlink), and below the v2 mount, not the mount itself */
 		if (!realpath(cgroup, cg_abs)) {
-			fprintf(stderr, "sluice attach: --cgroup %s: %s\n", cgroup, strerror(errno));
+			fprintf(stderr, "sluice attach: --cgroup %s: %s\n", cgroup,
+				strerror(errno));
 			ret = ATTACH_EXIT_NOT_FOUND;
 			goto out;
 		}

@@ -63,7 +63,8 @@ static int check_below(const char *mnt, const char *path, char *why, size_t why_
 	if (strncmp(path, mnt, n) || path[n] != '/' || !path[n + 1] || strstr(path, "/../") ||
 	    (strlen(path) >= 3 && !strcmp(path + strlen(path) - 3, "/..")) ||
 	    strstr(path, "/./") || strstr(path, "//")) {
-		util_fmt(why, why_len, "%s is not a cgroup below the cgroup v2 mount %s", path, mnt);
+		util_fmt(why, why_len, "%s is not a cgroup below the cgroup v2 mount %s", path,
+			 mnt);
 		return -EINVAL;
 	}
 	if (stat(path, &st) || !S_ISDIR(st.st_mode)) {
@@ -99,7 +100,7 @@ int locate_cgroup_of_pid(pid_t pid, char *buf, size_t len, char *why, size_t why
 		if (strncmp(line, "0::", 3))
 			continue;
 		found = true;
-		/* Another cgroup namespace shows paths relative to its root: not ours to resolve. */
+		/* Another cgroup namespace shows paths relative to its root: not ours to resolve */
 		if (line[3] != '/' || !strncmp(line + 3, "/..", 3)) {
 			util_fmt(why, why_len, "process %d: cgroup \"%s\" is outside this cgroup "
 					       "namespace", (int)pid, line + 3);
@@ -107,8 +108,8 @@ int locate_cgroup_of_pid(pid_t pid, char *buf, size_t len, char *why, size_t why
 			break;
 		}
 		if (!strcmp(line + 3, "/")) {
-			util_fmt(why, why_len, "process %d is in the root cgroup: refusing to attach "
-					       "to the whole host", (int)pid);
+			util_fmt(why, why_len, "process %d is in the root cgroup: refusing to "
+					       "attach to the whole host", (int)pid);
 			err = -EINVAL;
 			break;
 		}
@@ -286,7 +287,8 @@ static int read_runc_state(struct search *s, const char *path, const char *id, s
 	if (err || strncmp(pidcg, cg, strlen(cg)) ||
 	    (pidcg[strlen(cg)] && pidcg[strlen(cg)] != '/')) {
 		err = -EINVAL;
-		search_fail(s, err, "%s: the init process is not in the state's cgroup %s", path, cg);
+		search_fail(s, err, "%s: the init process is not in the state's cgroup %s", path,
+			    cg);
 		goto out;
 	}
 	err = check_below(s->mnt, c->cgroup, why, sizeof(why));
@@ -543,7 +545,8 @@ static void scan_docker_names(struct search *s)
 		const char *name;
 
 		if (de->d_name[0] == '.' ||
-		    util_fmt(path, sizeof(path), DOCKER_CONTAINERS "/%s/config.v2.json", de->d_name) ||
+		    util_fmt(path, sizeof(path), DOCKER_CONTAINERS "/%s/config.v2.json",
+			     de->d_name) ||
 		    json_read_file(path, &j, why, sizeof(why)))
 			continue;
 		name = json_str(json_get(j, "Name"));
@@ -608,9 +611,9 @@ int locate_container(const char *name, struct locate *l, char *why, size_t why_l
 	if (s->n > 1) {
 		used = (size_t)snprintf(why, why_len, "\"%s\" is ambiguous: it matches", name);
 		for (i = 0; i < s->n && used < why_len; i++)
-			used += (size_t)snprintf(why + used, why_len - used, "%s %s (%s, cgroup %s)",
-						 i ? ";" : "", s->c[i].id, s->c[i].runtime,
-						 s->c[i].cgroup);
+			used += (size_t)snprintf(why + used, why_len - used,
+						 "%s %s (%s, cgroup %s)", i ? ";" : "", s->c[i].id,
+						 s->c[i].runtime, s->c[i].cgroup);
 		if (used < why_len)
 			snprintf(why + used, why_len - used, "; give the full id");
 		err = -EEXIST;
@@ -748,8 +751,8 @@ int locate_cgroups_path(const char *mnt, const char *spec, char *buf, size_t len
 	c1 = strchr(spec, ':');
 	c2 = c1 ? strchr(c1 + 1, ':') : NULL;
 	if (!c1 || !c2 || strchr(c2 + 1, ':')) {
-		util_fmt(why, why_len, "cgroupsPath: \"%s\" is neither an absolute cgroupfs path nor "
-				       "systemd's SLICE:PREFIX:NAME", spec);
+		util_fmt(why, why_len, "cgroupsPath: \"%s\" is neither an absolute cgroupfs path "
+				       "nor systemd's SLICE:PREFIX:NAME", spec);
 		return -EINVAL;
 	}
 	if ((size_t)(c1 - spec) >= sizeof(slice) || (size_t)(c2 - c1 - 1) >= sizeof(prefix) ||

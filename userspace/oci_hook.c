@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * sluice oci-hook [--policy FILE] [--socket PATH] [--dry-run]
+ * sluice oci-hook [--policy FILE] [--policy-dir DIR] [--socket PATH] [--dry-run]
  *
  * An OCI runtime hook for createRuntime: the runtime has made the container's namespaces and
  * cgroup and put its init process (still waiting, before the user's program) in them, and passes
@@ -33,25 +33,29 @@
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: sluice oci-hook [--policy FILE] [--socket PATH] [--dry-run]\n"
+		"usage: sluice oci-hook [--policy FILE] [--policy-dir DIR] [--socket PATH]\n"
+		"                       [--dry-run]\n"
 		"\n"
-		"An OCI runtime createRuntime hook: reads the container's state (JSON) on stdin and\n"
-		"asks the sluice daemon to attach to the container's cgroup before its process\n"
-		"starts. Exits non-zero when it cannot, so the container fails to start instead of\n"
-		"starting unconfined.\n"
+		"An OCI runtime createRuntime hook: reads the container's state (JSON) on\n"
+		"stdin and asks the sluice daemon to attach to the container's cgroup before\n"
+		"its process starts. Exits non-zero when it cannot, so the container fails to\n"
+		"start instead of starting unconfined.\n"
 		"  cgroup   config.json's linux.cgroupsPath in the bundle: a cgroupfs path, or\n"
-		"           systemd's SLICE:PREFIX:NAME (<SLICE hierarchy>/PREFIX-NAME.scope); it must\n"
-		"           hold the state's pid (without a cgroupsPath: that pid's cgroup)\n"
+		"           systemd's SLICE:PREFIX:NAME (<SLICE hierarchy>/PREFIX-NAME.scope);\n"
+		"           it must hold the state's pid (no cgroupsPath: that pid's cgroup)\n"
 		"  netns    /proc/PID/ns/net, when it is not sluice's own namespace\n"
 		"  annotations of the container (the state's, else config.json's):\n"
 		"    io.sluice.policy   the policy file, an absolute path (required, or --policy)\n"
-		"    io.sluice.run-id   the run id (default: the container id, if it is a valid one)\n"
-		"    io.sluice.mode     report or enforce (default: the daemon's)\n"
+		"    io.sluice.run-id   the run id (default: the container id, if a valid one)\n"
+		"    io.sluice.mode     report or enforce (default: the policy's mode)\n"
 		"    io.sluice.task     the task recorded in the log\n"
-		"  --policy FILE  the policy of containers without io.sluice.policy\n"
-		"  --socket PATH  the daemon's socket (default: $SLUICE_SOCKET, else\n"
-		"                 " CONTROL_SOCKET_DEFAULT ")\n"
-		"  --dry-run      print the attach request instead of sending it\n"
+		"  --policy FILE      the policy of containers without io.sluice.policy\n"
+		"  --policy-dir DIR   io.sluice.policy may only name a policy inside DIR\n"
+		"                     (symlinks resolved): whoever creates containers chooses\n"
+		"                     among the policies the node's administrator put there\n"
+		"  --socket PATH      the daemon's socket (default: $SLUICE_SOCKET, else\n"
+		"                     " CONTROL_SOCKET_DEFAULT ")\n"
+		"  --dry-run          print the attach request instead of sending it\n"
 		"Exit status: 0 attached; 1 the daemon refused; 2 bad input (stdin, config.json,\n"
 		"annotations, arguments); 3 the container's cgroup was not found; 4 no daemon.\n");
 }
@@ -140,15 +144,17 @@ int oci_hook_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "policy", required_argument, NULL, 'p' },
+		{ "policy-dir", required_argument, NULL, 'P' },
 		{ "socket", required_argument, NULL, 's' },
 		{ "dry-run", no_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
 	static char cgroup[PATH_MAX], pid_cg[PATH_MAX], mnt[PATH_MAX], netns[PATH_MAX];
-	static char cfg_path[PATH_MAX], policy_abs[PATH_MAX];
+	static char cfg_path[PATH_MAX], policy_abs[PATH_MAX], dir_abs[PATH_MAX];
 	static struct control_msg m;
-	const char *socket = NULL, *default_policy = NULL, *version, *id, *bundle, *cg_spec;
+	const char *socket = NULL, *default_policy = NULL, *policy_dir = NULL;
+	const char *version, *id, *bundle, *cg_spec;
 	struct json *state = NULL, *config = NULL;
 	const struct json *cgp;
 	struct attach_req r = { .source = "oci-hook" };
@@ -162,6 +168,7 @@ int oci_hook_main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p': default_policy = optarg; break;
+		case 'P': policy_dir = optarg; break;
 		case 's': socket = optarg; break;
 		case 'D': dry_run = true; break;
 		case 'h':
@@ -196,7 +203,8 @@ int oci_hook_main(int argc, char **argv)
 	    string_field(state, "bundle", PATH_MAX - 16, &bundle))
 		goto out;
 	if (locate_check_name(id)) {
-		fprintf(stderr, HOOK ": state on stdin: \"id\": expected [A-Za-z0-9][A-Za-z0-9_.-]*\n");
+		fprintf(stderr, HOOK ": state on stdin: \"id\": expected "
+				"[A-Za-z0-9][A-Za-z0-9_.-]*\n");
 		goto out;
 	}
 	if (bundle[0] != '/') {
@@ -225,9 +233,9 @@ int oci_hook_main(int argc, char **argv)
 		goto out;
 	if (!r.run_id) {
 		if (run_check_id(id)) {
-			fprintf(stderr, HOOK ": the container id \"%s\" is not a valid run id (1-%d "
-					"characters of [A-Za-z0-9._-]): give io.sluice.run-id\n",
-				id, RUN_ID_MAX);
+			fprintf(stderr, HOOK ": the container id \"%s\" is not a valid run id "
+					"(1-%d characters of [A-Za-z0-9._-]): give "
+					"io.sluice.run-id\n", id, RUN_ID_MAX);
 			goto out;
 		}
 		r.run_id = id;
@@ -244,7 +252,8 @@ int oci_hook_main(int argc, char **argv)
 
 	if (!r.policy && default_policy) {
 		if (!realpath(default_policy, policy_abs)) {
-			fprintf(stderr, HOOK ": --policy %s: %s\n", default_policy, strerror(errno));
+			fprintf(stderr, HOOK ": --policy %s: %s\n", default_policy,
+				strerror(errno));
 			goto out;
 		}
 		r.policy = policy_abs;
@@ -255,9 +264,31 @@ int oci_hook_main(int argc, char **argv)
 		goto out;
 	}
 	if (r.policy[0] != '/') {
-		fprintf(stderr, HOOK ": annotation io.sluice.policy: expected an absolute path, got "
-				"\"%s\"\n", r.policy);
+		fprintf(stderr, HOOK ": annotation io.sluice.policy: expected an absolute path, "
+				"got \"%s\"\n", r.policy);
 		goto out;
+	}
+	if (policy_dir && r.policy != policy_abs) {
+		size_t n;
+
+		if (!realpath(policy_dir, dir_abs)) {
+			fprintf(stderr, HOOK ": --policy-dir %s: %s\n", policy_dir,
+				strerror(errno));
+			goto out;
+		}
+		if (!realpath(r.policy, policy_abs)) {
+			fprintf(stderr, HOOK ": annotation io.sluice.policy: %s: %s\n", r.policy,
+				strerror(errno));
+			goto out;
+		}
+		n = strlen(dir_abs);
+		if (strncmp(policy_abs, dir_abs, n) || (policy_abs[n] != '/' && n > 1)) {
+			fprintf(stderr, HOOK ": annotation io.sluice.policy: %s is not inside the "
+					"--policy-dir %s\n", r.policy, dir_abs);
+			goto out;
+		}
+		/* the file checked is the file named: the daemon reads this path, not the link */
+		r.policy = policy_abs;
 	}
 	/* the cgroup: config.json's word, which the kernel's word for the init must match */
 	err = cgroup_v2_mount(mnt, sizeof(mnt));

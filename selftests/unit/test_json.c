@@ -23,7 +23,8 @@ static bool nested_state(void)
 {
 	static const char doc[] =
 		"{\"ociVersion\":\"1.0.2\",\"id\":\"c1\",\"pid\":4242,\"bundle\":\"/b\",\n"
-		" \"annotations\":{\"io.sluice.policy\":\"/p.yaml\",\"x\":\"\\u00e9\\ud83d\\ude00\"},\n"
+		" \"annotations\":{\"io.sluice.policy\":\"/p.yaml\",\n"
+		" \"x\":\"\\u00e9\\ud83d\\ude00\"},\n"
 		" \"linux\":{\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"network\",\"path\":"
 		"\"/run/netns/a\"}]},\"n\":null,\"t\":true,\"f\":false,\"neg\":-12,\"fr\":1.5e3,"
 		"\"big\":9223372036854775807,\"esc\":\"a\\\"b\\\\c\\/d\\n\"}";
