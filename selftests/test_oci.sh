@@ -67,7 +67,7 @@ oci_cleanup() {
 	# podman's parent (cgroupfs manager), if this test's podman made it
 	if [[ $LIBPOD_PARENT_MADE -eq 1 ]]; then
 		for d in "$CG2"/../*/libpod_parent; do
-			[[ -d $d ]] && rmdir "$d" 2>/dev/null
+			[[ -d $d ]] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
 		done
 	fi
 	return 0
