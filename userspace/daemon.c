@@ -594,6 +594,15 @@ static void client_read(struct daemon *d, struct client *c)
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (n <= 0) {
+		/* a request cut short by the end of the stream is answered, not dropped in silence */
+		if (n == 0 && c->len && !c->stream) {
+			rep = malloc(sizeof(*rep));
+			if (rep) {
+				reply_error(c, rep, "truncated request: the stream ended before its "
+						    "newline");
+				free(rep);
+			}
+		}
 		c->dead = true;
 		return;
 	}
