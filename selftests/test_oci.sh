@@ -248,6 +248,13 @@ hook_case "--policy-dir: .. out of it" 2 "is not inside the --policy-dir" \
 HOOK_ARGS=(--policy "$POLICY")
 hook_case "--policy: the default without an annotation" 0 "\"policy\":\"$POLICY\"" \
 	"$(state c-1 "$HOST_PID" "$HB")"
+HOOK_ARGS=(--mode enforce)
+hook_case "--mode enforce: the request's mode" 0 '"mode":"enforce"' \
+	"$(state c-1 "$HOST_PID" "$HB" "$(with_policy "$POLICY")")"
+hook_case "--mode enforce: an annotation asking for report is refused" 2 \
+	'annotation io.sluice.mode: "report", but this hook runs every container in enforce mode' \
+	"$(state c-1 "$HOST_PID" "$HB" \
+		',"annotations":{"io.sluice.mode":"report","io.sluice.policy":"/p"}')"
 HOOK_ARGS=()
 hook_case "bad mode" 2 "annotation io.sluice.mode: expected report or enforce" \
 	"$(state c-1 "$HOST_PID" "$HB" \

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * sluice oci-hook [--policy FILE] [--policy-dir DIR] [--socket PATH] [--dry-run]
+ * sluice oci-hook [--policy FILE] [--policy-dir DIR] [--mode MODE] [--socket PATH] [--dry-run]
  *
  * An OCI runtime hook for createRuntime: the runtime has made the container's namespaces and
  * cgroup and put its init process (still waiting, before the user's program) in them, and passes
@@ -33,8 +33,8 @@
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: sluice oci-hook [--policy FILE] [--policy-dir DIR] [--socket PATH]\n"
-		"                       [--dry-run]\n"
+		"usage: sluice oci-hook [--policy FILE] [--policy-dir DIR] [--mode MODE]\n"
+		"                       [--socket PATH] [--dry-run]\n"
 		"\n"
 		"An OCI runtime createRuntime hook: reads the container's state (JSON) on\n"
 		"stdin and asks the sluice daemon to attach to the container's cgroup before\n"
@@ -50,6 +50,8 @@ static void usage(FILE *out)
 		"    io.sluice.mode     report or enforce (default: the policy's mode)\n"
 		"    io.sluice.task     the task recorded in the log\n"
 		"  --policy FILE      the policy of containers without io.sluice.policy\n"
+		"  --mode MODE        every container in MODE (report or enforce); an\n"
+		"                     io.sluice.mode annotation that says otherwise is refused\n"
 		"  --policy-dir DIR   io.sluice.policy may only name a policy inside DIR\n"
 		"                     (symlinks resolved): whoever creates containers chooses\n"
 		"                     among the policies the node's administrator put there\n"
@@ -146,6 +148,7 @@ int oci_hook_main(int argc, char **argv)
 		{ "policy", required_argument, NULL, 'p' },
 		{ "policy-dir", required_argument, NULL, 'P' },
 		{ "socket", required_argument, NULL, 's' },
+		{ "mode", required_argument, NULL, 'm' },
 		{ "dry-run", no_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
@@ -153,7 +156,7 @@ int oci_hook_main(int argc, char **argv)
 	static char cgroup[PATH_MAX], pid_cg[PATH_MAX], mnt[PATH_MAX], netns[PATH_MAX];
 	static char cfg_path[PATH_MAX], policy_abs[PATH_MAX], dir_abs[PATH_MAX];
 	static struct control_msg m;
-	const char *socket = NULL, *default_policy = NULL, *policy_dir = NULL;
+	const char *socket = NULL, *default_policy = NULL, *policy_dir = NULL, *forced_mode = NULL;
 	const char *version, *id, *bundle, *cg_spec;
 	struct json *state = NULL, *config = NULL;
 	const struct json *cgp;
@@ -170,6 +173,7 @@ int oci_hook_main(int argc, char **argv)
 		case 'p': default_policy = optarg; break;
 		case 'P': policy_dir = optarg; break;
 		case 's': socket = optarg; break;
+		case 'm': forced_mode = optarg; break;
 		case 'D': dry_run = true; break;
 		case 'h':
 			usage(stdout);
@@ -244,6 +248,17 @@ int oci_hook_main(int argc, char **argv)
 				"[A-Za-z0-9._-], not starting with '.' or '-'\n", RUN_ID_MAX);
 		goto out;
 	}
+	if (forced_mode && strcmp(forced_mode, "report") && strcmp(forced_mode, "enforce")) {
+		fprintf(stderr, HOOK ": --mode: expected report or enforce\n");
+		goto out;
+	}
+	if (forced_mode && r.mode && strcmp(r.mode, forced_mode)) {
+		fprintf(stderr, HOOK ": annotation io.sluice.mode: \"%.64s\", but this hook runs "
+				"every container in %s mode (--mode)\n", r.mode, forced_mode);
+		goto out;
+	}
+	if (forced_mode)
+		r.mode = forced_mode;
 	if (r.mode && strcmp(r.mode, "report") && strcmp(r.mode, "enforce")) {
 		fprintf(stderr, HOOK ": annotation io.sluice.mode: expected report or enforce, got "
 				"\"%.64s\"\n", r.mode);
