@@ -52,6 +52,7 @@ done
 # Containers this test made: runc's (deleted with their cgroups) and podman's.
 RUNC_IDS=()
 PODMAN_IDS=()
+# shellcheck disable=SC2317 # (run from topo_down)
 oci_cleanup() {
 	local id d
 	for id in "${RUNC_IDS[@]}"; do
@@ -308,6 +309,7 @@ sl_stop_pid "$HOST_PID"
 # ---------------------------------------------------------------------------------------------
 # runc: confined from the first instruction
 
+# shellcheck disable=SC2119 # (no arguments: the daemon's defaults)
 sl_daemon_start || bail_out "the test's daemon did not start: $(cat "$SL_DAEMON_DIR/err")"
 LOGS=$SL_DAEMON_DIR/logs
 
@@ -344,7 +346,8 @@ tap_check "runc: the run ended with the container; its log verifies" \
 # sluice attach --container / --pid against runc's own state
 
 ANNOT=()
-make_bundle a1 no sleep 600 && make_bundle a2 no sleep 600 || bail_out "cannot make bundles"
+make_bundle a1 no sleep 600 || bail_out "cannot make a bundle"
+make_bundle a2 no sleep 600 || bail_out "cannot make a bundle"
 RUNC_IDS+=("$PFX-a1" "$PFX-a2")
 A1_PID=$(start_container a1) || bail_out "runc run -d a1: $(cat "$SL_ERR")"
 A2_PID=$(start_container a2) || bail_out "runc run -d a2: $(cat "$SL_ERR")"
@@ -460,6 +463,7 @@ if ! command -v podman >/dev/null; then
 fi
 PODMAN_TESTS=6
 if [[ -z $podman_skip ]]; then
+	# shellcheck disable=SC2119
 	sl_daemon_start || bail_out "the daemon did not restart: $(tail "$SL_DAEMON_DIR/err")"
 	HOOKS=$SL_TMP/hooks.d
 	mkdir -p "$HOOKS"
