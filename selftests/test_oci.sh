@@ -65,6 +65,8 @@ oci_cleanup() {
 	for d in "$CG2"/../*/"$PFX"-*; do
 		[[ -d $d ]] && rmdir "$d" 2>/dev/null
 	done
+	# a run a stopped daemon left pinned (the test fails then: see its end)
+	rm -rf -- /sys/fs/bpf/sluice/"$PFX"-*
 	# podman's parent (cgroupfs manager), if this test's podman made it
 	if [[ $LIBPOD_PARENT_MADE -eq 1 ]]; then
 		for d in "$CG2"/../*/libpod_parent; do
@@ -400,6 +402,7 @@ assert_log "attach --container: the denial is in its log" "$LOGS/$PFX-a1.jsonl" 
 SL_RC=$?
 tap_is "attach --pid to a cgroup already attached: the daemon refuses (exit 1)" "$SL_RC" 1
 assert_contains "attach --pid twice: the daemon's reason" "$SL_ERR" "overlaps run $PFX-a1"
+tap_check "detach the run of the running container" "$SLUICE" detach --run-id "$PFX-a1"
 runc kill "$PFX-a1" KILL >/dev/null 2>&1
 
 attach_dry --unit "$PFX-none.service"
@@ -533,5 +536,9 @@ if command -v dockerd >/dev/null && docker info >/dev/null 2>&1; then
 else
 	tap_skip "docker" "no Docker daemon here (dockerd not installed: only the docker client)"
 fi
+
+# every run of this test ended, none left pinned (the daemon leaves runs pinned when it stops)
+left=$(ls -d /sys/fs/bpf/sluice/"$PFX"-* 2>/dev/null)
+tap_is "no run of this test is left pinned" "$left" ""
 
 tap_done
