@@ -3,9 +3,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "attach_cmd.h"
 #include "client_cmd.h"
 #include "daemon.h"
 #include "keygen_cmd.h"
+#include "oci_hook.h"
 #include "policy_cmd.h"
 #include "resume.h"
 #include "run.h"
@@ -21,6 +23,9 @@ static void usage(FILE *out)
 		"commands:\n"
 		"  run --policy FILE [options] -- CMD [ARG…]   run CMD with its egress confined\n"
 		"  resume RUN_ID [options]                     take over a run whose sluice died\n"
+		"  attach (--cgroup P|--pid N|--container C|--unit U) --policy FILE --run-id ID\n"
+		"                                              confine an existing cgroup (daemon)\n"
+		"  oci-hook [--policy FILE]                    OCI createRuntime hook: attach first\n"
 		"  policy check FILE                           validate a policy, show what it enforces\n"
 		"  keygen [--name NAME] FILE                   create the key pair that signs logs\n"
 		"  verify LOG [--key PUB] [--checkpoints F]    check a log's chain, signatures, seal\n"
@@ -42,6 +47,10 @@ int main(int argc, char **argv)
 		return run_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "resume"))
 		return resume_main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "attach"))
+		return attach_cmd_main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "oci-hook"))
+		return oci_hook_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "policy"))
 		return policy_cmd_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "keygen"))
