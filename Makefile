@@ -93,6 +93,8 @@ $(OUTPUT)/selftests/test_tlog: userspace/tlog.c userspace/note.c
 $(OUTPUT)/selftests/test_verify: userspace/jsonline.c userspace/verify.c userspace/tlog.c \
 	userspace/note.c userspace/seqset.c
 $(OUTPUT)/selftests/test_seqset: userspace/seqset.c
+$(OUTPUT)/selftests/test_events: userspace/events_cmd.c userspace/metrics.c userspace/jsonline.c \
+	userspace/control.c userspace/util.c userspace/decision.c policy/policy.c
 $(OUTPUT)/selftests/test_%: selftests/unit/test_%.c | $(OUTPUT)/selftests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -I. -DSLUICE_SRC_DIR='"$(CURDIR)"' $^ -lyaml -lcrypto -lz -o $@

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "events_cmd.h"
 #include "keygen_cmd.h"
 #include "policy_cmd.h"
 #include "resume.h"
@@ -22,6 +23,8 @@ static void usage(FILE *out)
 		"  policy check FILE                           validate a policy, show what it enforces\n"
 		"  keygen [--name NAME] FILE                   create the key pair that signs logs\n"
 		"  verify LOG [--key PUB] [--checkpoints F]    check a log's chain, signatures, seal\n"
+		"  events [-f] [filters] [LOG|-]               show a log's records, or the daemon's\n"
+		"  metrics [--textfile PATH] LOG...            Prometheus metrics of logs\n"
 		"  version                                     print the version\n"
 		"\n"
 		"'sluice run --help' lists the options of run.\n");
@@ -43,6 +46,10 @@ int main(int argc, char **argv)
 		return keygen_cmd_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "verify"))
 		return verify_cmd_main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "events"))
+		return events_cmd_main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "metrics"))
+		return metrics_cmd_main(argc - 1, argv + 1, SLUICE_VERSION);
 	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
 		printf("sluice %s\n", SLUICE_VERSION);
 		return 0;
