@@ -414,25 +414,6 @@ static bool segment_path(const char *path, unsigned int k, char *buf, size_t siz
 	return n > 0 && (size_t)n < size && !stat(buf, &st);
 }
 
-static int read_segments(struct reader *r, const char *path)
-{
-	char seg[PATH_MAX];
-	unsigned int k;
-	int fd, err;
-
-	for (k = 1; segment_path(path, k, seg, sizeof(seg)); k++) {
-		fd = open(seg, O_RDONLY | O_CLOEXEC);
-		if (fd < 0) {
-			fprintf(stderr, "%s: %s: %m\n", r->prog, seg);
-			return -errno;
-		}
-		err = read_whole(r, fd, seg);
-		if (err)
-			return err;
-	}
-	return 0;
-}
-
 static void nap(void)
 {
 	struct timespec ts = { .tv_nsec = FOLLOW_POLL_NS };
@@ -441,44 +422,31 @@ static void nap(void)
 }
 
 /*
- * -f: like tail -F. Reads LOG to its end, then every new line as the writer adds it. When the
- * writer rotates (renames LOG to LOG.NNNNNN and creates a new LOG), the old file is read to its
- * end through the descriptor still open on it, then the new LOG from its start. A LOG that does
- * not exist yet is waited for. Runs until killed.
+ * -f on the live file fd: every new line as the writer adds it, until the writer rotates it
+ * (renames it to LOG.NNNNNN and creates a new LOG): then what it wrote before the rename is
+ * read through fd, which is closed, and 1 returned. A file cut back (truncated) is read again
+ * from its start, said on stderr. Returns 1, or -errno.
  */
-static int follow(struct reader *r, const char *path)
+static int follow_fd(struct reader *r, int fd, const char *path)
 {
 	char buf[65536];
 	struct stat st, cur;
 	off_t pos = 0;
-	int fd = -1;
 	ssize_t n;
+	int err;
 
+	if (fstat(fd, &cur)) {
+		err = -errno;
+		goto fail;
+	}
+	source_begin(r, path);
 	for (;;) {
-		if (fd < 0) {
-			fd = open(path, O_RDONLY | O_CLOEXEC);
-			if (fd < 0 && errno != ENOENT) {
-				fprintf(stderr, "%s: %s: %m\n", r->prog, path);
-				return -errno;
-			}
-			if (fd < 0) {
-				nap();
-				continue;
-			}
-			if (fstat(fd, &cur)) {
-				close(fd);
-				return -errno;
-			}
-			pos = 0;
-			source_begin(r, path);
-		}
 		n = read(fd, buf, sizeof(buf));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			fprintf(stderr, "%s: %s: %m\n", r->prog, path);
-			close(fd);
-			return -errno;
+			err = -errno;
+			goto fail;
 		}
 		if (n > 0) {
 			feed(r, buf, (size_t)n);
@@ -486,28 +454,86 @@ static int follow(struct reader *r, const char *path)
 			continue;
 		}
 		fflush(stdout);
-		if (stat(path, &st) || st.st_ino != cur.st_ino || st.st_dev != cur.st_dev) {
-			/* Rotated: what the writer put in the old file before the rename. */
-			while ((n = read(fd, buf, sizeof(buf))) > 0)
-				feed(r, buf, (size_t)n);
-			source_end(r);
-			close(fd);
-			fd = -1;
-			fflush(stdout);
-			continue;
-		}
+		if (stat(path, &st) || st.st_ino != cur.st_ino || st.st_dev != cur.st_dev)
+			break;
 		if (st.st_size < pos) {
 			fprintf(stderr, "%s: %s: file truncated; reading it from the start\n",
 				r->prog, path);
 			if (lseek(fd, 0, SEEK_SET) < 0) {
-				close(fd);
-				return -errno;
+				err = -errno;
+				goto fail;
 			}
 			pos = 0;
 			source_begin(r, path);
 			continue;
 		}
 		nap();
+	}
+	/* Rotated: the lines written before the rename (the rotate checkpoint last). */
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		feed(r, buf, (size_t)n);
+	source_end(r);
+	close(fd);
+	fflush(stdout);
+	return 1;
+fail:
+	fprintf(stderr, "%s: %s: %s\n", r->prog, path, strerror(-err));
+	close(fd);
+	return err;
+}
+
+/*
+ * A log as verify reads it: its rotated segments LOG.000001(.gz), LOG.000002(.gz), … then LOG;
+ * with follow, LOG is followed as it grows and, like tail -F, across the writer's rotations.
+ * Segment numbers keep the order exact when rotations come faster than the polls: the file
+ * opened as LOG is known to become segment k (LOG.k did not exist once it was open), so after
+ * its rotation the next file is LOG.k+1 if it exists already, else the new LOG. A LOG that does
+ * not exist yet is waited for when following. Returns 0 (follow: only on an error), or -errno.
+ */
+static int read_log(struct reader *r, const char *path, bool follow_it)
+{
+	char seg[PATH_MAX];
+	unsigned int k = 1;
+	int fd, err;
+
+	for (;;) {
+		if (segment_path(path, k, seg, sizeof(seg))) {
+			fd = open(seg, O_RDONLY | O_CLOEXEC);
+			if (fd < 0 && errno == ENOENT) /* its plain copy, compressed meanwhile */
+				continue;
+			if (fd < 0) {
+				err = -errno;
+				fprintf(stderr, "%s: %s: %m\n", r->prog, seg);
+				return err;
+			}
+			err = read_whole(r, fd, seg);
+			if (err)
+				return err;
+			k++;
+			continue;
+		}
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 && errno == ENOENT && follow_it) {
+			nap();
+			continue;
+		}
+		if (fd < 0) {
+			err = -errno;
+			fprintf(stderr, "%s: %s: %m%s\n", r->prog, path,
+				k > 1 ? " (rotated segments without it: an unsealed log, or a "
+					"rotation under way)" : "");
+			return err;
+		}
+		if (segment_path(path, k, seg, sizeof(seg))) { /* a rotation since the check */
+			close(fd);
+			continue;
+		}
+		if (!follow_it)
+			return read_whole(r, fd, path);
+		err = follow_fd(r, fd, path);
+		if (err < 0)
+			return err;
+		k++;
 	}
 }
 
@@ -738,18 +764,7 @@ int events_cmd_main(int argc, char **argv)
 		fd = dup(STDIN_FILENO);
 		err = fd < 0 ? -errno : read_whole(r, fd, "stdin");
 	} else {
-		err = read_segments(r, file);
-		if (!err && follow_it) {
-			err = follow(r, file);
-		} else if (!err) {
-			fd = open(file, O_RDONLY | O_CLOEXEC);
-			if (fd < 0) {
-				err = -errno;
-				fprintf(stderr, "sluice events: %s: %m\n", file);
-			} else {
-				err = read_whole(r, fd, file);
-			}
-		}
+		err = read_log(r, file, follow_it);
 	}
 	fflush(stdout);
 	c = err || r->malformed ? 1 : 0;
@@ -839,16 +854,7 @@ int metrics_cmd_main(int argc, char **argv, const char *version)
 			fd = dup(STDIN_FILENO);
 			e = fd < 0 ? -errno : read_whole(r, fd, "stdin");
 		} else {
-			e = read_segments(r, file);
-			if (!e) {
-				fd = open(file, O_RDONLY | O_CLOEXEC);
-				if (fd < 0) {
-					e = -errno;
-					fprintf(stderr, "sluice metrics: %s: %m\n", file);
-				} else {
-					e = read_whole(r, fd, file);
-				}
-			}
+			e = read_log(r, file, false);
 		}
 		if (e && !err)
 			err = e;
