@@ -16,6 +16,10 @@ SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 
 APP_SRCS := $(wildcard userspace/*.c) policy/policy.c
 APP_OBJS := $(patsubst %.c,$(OUTPUT)/obj/%.o,$(APP_SRCS))
+# Everything but the command line, in one library that the binary and the unit tests link.
+MAIN_OBJ := $(OUTPUT)/obj/userspace/main.o
+LIB := $(OUTPUT)/libsluice.a
+LIB_OBJS := $(filter-out $(MAIN_OBJ),$(APP_OBJS))
 
 TOOLS := $(patsubst selftests/tools/%.c,$(OUTPUT)/selftests/%,$(wildcard selftests/tools/*.c))
 # The same getaddrinfo client against musl, static, where musl-gcc is installed (make deps).
@@ -65,7 +69,11 @@ $(OUTPUT)/obj/%.o: %.c $(SKELS)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
-$(OUTPUT)/sluice: $(APP_OBJS)
+$(LIB): $(LIB_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(OUTPUT)/sluice: $(MAIN_OBJ) $(LIB)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
 
@@ -86,18 +94,10 @@ $(OUTPUT)/selftests/sl_resolve_musl: selftests/tools/sl_resolve.c | $(OUTPUT)/se
 	$(call msg,MUSL-CC,$@)
 	$(Q)$(MUSL_GCC) -static -O2 -Wall -Wextra -Werror $< -o $@
 
-# Each unit test links the one module it tests.
-$(OUTPUT)/selftests/test_policy: policy/policy.c
-$(OUTPUT)/selftests/test_dns: userspace/dns.c
-$(OUTPUT)/selftests/test_tlog: userspace/tlog.c userspace/note.c
-$(OUTPUT)/selftests/test_verify: userspace/jsonline.c userspace/verify.c userspace/tlog.c \
-	userspace/note.c userspace/seqset.c
-$(OUTPUT)/selftests/test_seqset: userspace/seqset.c
-$(OUTPUT)/selftests/test_events: userspace/events_cmd.c userspace/metrics.c userspace/jsonline.c \
-	userspace/control.c userspace/util.c userspace/decision.c policy/policy.c
-$(OUTPUT)/selftests/test_%: selftests/unit/test_%.c | $(OUTPUT)/selftests
+# Each unit test links the library: the linker takes the modules it uses, as the binary does.
+$(OUTPUT)/selftests/test_%: selftests/unit/test_%.c $(LIB) | $(OUTPUT)/selftests
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) -I. -DSLUICE_SRC_DIR='"$(CURDIR)"' $^ -lyaml -lcrypto -lz -o $@
+	$(Q)$(CC) $(CFLAGS) -I. -DSLUICE_SRC_DIR='"$(CURDIR)"' $< $(LIB) $(LDLIBS) -o $@
 
 # Unit tests (no root) first, then the root selftests, each building its own topology.
 test: deps

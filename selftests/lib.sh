@@ -1211,3 +1211,63 @@ dig_answers() {
 }
 dig_query_ms() { sed -n 's/^;; Query time: \([0-9]*\) msec.*/\1/p' "$1" | tail -n 1; }
 dig_server() { sed -n 's/^;; SERVER: //p' "$1" | tail -n 1; }
+
+# ---------------------------------------------------------------------------------------------
+# The daemon (sluice daemon) and cgroups that the test, not sluice, makes
+
+# sl_daemon_start [ARGS…]: a daemon of this test, its socket, state and logs under
+# $SL_TMP/daemon (SL_DAEMON_DIR), SLUICE_SOCKET exported for every client; SL_DAEMON_PID. Its
+# stderr accumulates in $SL_DAEMON_DIR/err across restarts. Waits until it answers.
+sl_daemon_start() {
+	local i
+	SL_DAEMON_DIR=$SL_TMP/daemon
+	mkdir -p "$SL_DAEMON_DIR"
+	export SLUICE_SOCKET=$SL_DAEMON_DIR/sluice.sock
+	"$SLUICE" daemon --state-dir "$SL_DAEMON_DIR/state" --log-dir "$SL_DAEMON_DIR/logs" "$@" \
+		>>"$SL_DAEMON_DIR/out" 2>>"$SL_DAEMON_DIR/err" </dev/null &
+	SL_DAEMON_PID=$!
+	sl_track_pid "$SL_DAEMON_PID"
+	for i in $(seq $((200 * SL_SLOW))); do
+		"$SLUICE" status >/dev/null 2>&1 && return 0
+		kill -0 "$SL_DAEMON_PID" 2>/dev/null || return 1
+		sleep 0.05
+	done
+	return 1
+}
+
+# sl_daemon_kill [SIGNAL]: stop the test's daemon (KILL by default) and wait for it.
+sl_daemon_kill() {
+	kill "-${1:-KILL}" "$SL_DAEMON_PID" 2>/dev/null
+	wait "$SL_DAEMON_PID" 2>/dev/null
+	return 0
+}
+
+# sl_cgroup_new NAME: make a cgroup as a runtime would (outside sluice's own), removed with
+# whatever is in it when the test ends; prints its path.
+sl_cgroup_new() {
+	local p
+	p=$(cg2_mount)/sluice-selftest-$SL_ID-$1
+	mkdir "$p" || return 1
+	sl_on_exit "sl_cgroup_remove '$p'"
+	echo "$p"
+}
+
+# sl_cgroup_remove PATH: kill what is in the subtree, remove it deepest first.
+sl_cgroup_remove() {
+	local p=$1 d
+	[[ -d $p ]] || return 0
+	[[ -e $p/cgroup.kill ]] && echo 1 >"$p/cgroup.kill" 2>/dev/null
+	for _ in $(seq 40); do
+		[[ -z $(cat "$p/cgroup.procs" 2>/dev/null) ]] && break
+		sleep 0.05
+	done
+	find "$p" -depth -type d 2>/dev/null | while IFS= read -r d; do rmdir "$d" 2>/dev/null; done
+	return 0
+}
+
+# sl_in_cgroup PATH CMD…: CMD as a process of cgroup PATH from its first instruction.
+sl_in_cgroup() {
+	local p=$1
+	shift
+	bash -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$p" "$@"
+}

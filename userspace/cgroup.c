@@ -262,3 +262,38 @@ int cgroup_remove(struct run_cgroup *cg)
 		return 0;
 	return remove_tree(cg->path, 0);
 }
+
+int cgroup_open_existing(const char *path, struct run_cgroup *cg)
+{
+	char mnt[PATH_MAX];
+	const char *below;
+	size_t n;
+	int err;
+
+	cg->fd = -1;
+	cg->path[0] = '\0';
+	err = cgroup_v2_mount(mnt, sizeof(mnt));
+	if (err)
+		return err;
+	n = strlen(mnt);
+	/* below the root (the root is everything: not a sandbox), nothing that climbs out */
+	if (strncmp(path, mnt, n) || path[n] != '/' || !path[n + 1] || strstr(path, "/..") ||
+	    strstr(path, "//") || strstr(path, "/./") || path[strlen(path) - 1] == '/')
+		return -EINVAL;
+	if (util_copy(cg->path, sizeof(cg->path), path))
+		return -ENAMETOOLONG;
+	below = path + n + 1;
+	/* open_run counts the parent's components and adds one for the last */
+	{
+		char parent[PATH_MAX];
+		const char *base = strrchr(below, '/');
+		size_t plen = base ? (size_t)(base - below) : 0;
+
+		memcpy(parent, below, plen);
+		parent[plen] = '\0';
+		err = open_run(parent, cg);
+	}
+	if (err)
+		cg->path[0] = '\0';
+	return err;
+}

@@ -29,6 +29,12 @@ int cgroup_create_run(const char *parent, const char *run_id, struct run_cgroup 
  */
 int cgroup_open_path(const char *path, const char *run_id, struct run_cgroup *cg);
 
+/*
+ * Open a cgroup that something else made (a container's, a unit's), for a daemon to attach to:
+ * path must be absolute, below the v2 mount and not the root itself (-EINVAL otherwise). It is
+ * never killed or removed by sluice.
+ */
+int cgroup_open_existing(const char *path, struct run_cgroup *cg);
 /* Whether a cgroup of this id still exists (anywhere in the hierarchy): 1, 0, or -errno. */
 int cgroup_id_exists(uint64_t id);
 

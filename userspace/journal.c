@@ -75,6 +75,8 @@ struct journal {
 	uint64_t unwritten; /* lines refused or cut off since the log failed */
 	void (*on_fail)(int err, void *ctx);
 	void *fail_ctx;
+	void (*on_line)(const char *line, size_t len, void *ctx);
+	void *line_ctx;
 	/* a failed copy stops (reported once, on stderr); the log goes on */
 	bool export_failed;
 	bool sealed;
@@ -598,6 +600,8 @@ static int append_locked(struct journal *j, const struct journal_line *body)
 	j->seq++;
 	j->file_bytes += total;
 	j->since_checkpoint++;
+	if (j->on_line)
+		j->on_line(j->line, total, j->line_ctx);
 	return 0;
 }
 
@@ -1256,6 +1260,8 @@ static struct journal *journal_new(const struct journal_opts *o)
 	j->gz.closed = 1;
 	j->on_fail = o->on_fail;
 	j->fail_ctx = o->fail_ctx;
+	j->on_line = o->on_line;
+	j->line_ctx = o->line_ctx;
 	tlog_init(&j->tree);
 	disk_state_save(j);
 	pthread_mutex_init(&j->lock, NULL);

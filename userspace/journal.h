@@ -60,6 +60,13 @@ struct journal_opts {
 	 */
 	void (*on_fail)(int err, void *ctx);
 	void *fail_ctx;
+	/*
+	 * Called for every line the moment it is added to the log (its "\n" included; with the
+	 * journal's lock held, from whichever thread wrote): a daemon's live view. Must not block
+	 * nor call into the journal. NULL: nobody.
+	 */
+	void (*on_line)(const char *line, size_t len, void *ctx);
+	void *line_ctx;
 };
 
 /*

@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "client_cmd.h"
+#include "daemon.h"
 #include "events_cmd.h"
 #include "keygen_cmd.h"
 #include "policy_cmd.h"
@@ -23,6 +25,9 @@ static void usage(FILE *out)
 		"  policy check FILE                           validate a policy, show what it enforces\n"
 		"  keygen [--name NAME] FILE                   create the key pair that signs logs\n"
 		"  verify LOG [--key PUB] [--checkpoints F]    check a log's chain, signatures, seal\n"
+		"  daemon [options]                            the per-host agent: attaches runs to\n"
+		"                                              cgroups others make\n"
+		"  detach | status | set-mode | replace-policy requests to the daemon (--help)\n"
 		"  events [-f] [filters] [LOG|-]               show a log's records, or the daemon's\n"
 		"  metrics [--textfile PATH] LOG...            Prometheus metrics of logs\n"
 		"  version                                     print the version\n"
@@ -46,6 +51,11 @@ int main(int argc, char **argv)
 		return keygen_cmd_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "verify"))
 		return verify_cmd_main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "daemon"))
+		return daemon_main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "detach") || !strcmp(argv[1], "status") ||
+	    !strcmp(argv[1], "set-mode") || !strcmp(argv[1], "replace-policy"))
+		return client_cmd_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "events"))
 		return events_cmd_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "metrics"))

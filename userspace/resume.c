@@ -57,6 +57,7 @@ struct resume_start {
 	char upstream[RUN_UPSTREAM_MAX];
 	bool has_upstream;
 	bool dns_ttl;
+	bool attached; /* a daemon attached the run to a cgroup it did not make */
 	int64_t started_us;
 };
 
@@ -261,6 +262,11 @@ static int read_start(const char *log, struct resume_start *s, char *msg, size_t
 		}
 		s->report_mode = !strcmp(mode, "report");
 		s->started_us = jl->ts;
+		{
+			const struct jsonline_member *m = jsonline_get(jl, "attached");
+
+			s->attached = m && m->v.kind == JSONLINE_TRUE;
+		}
 	}
 	if (err && !*msg)
 		util_fmt(msg, msg_len, "%s: the first lines are not log_start and run_start", path);
@@ -537,7 +543,10 @@ static int take_cgroup(struct run *r, const struct resume_start *s, char *msg, s
 			 attached, s->cgroup_id);
 		return -ESTALE;
 	}
-	err = cgroup_open_path(s->cgroup, r->run_id, &r->cg);
+	/* a container's cgroup has its runtime's name, not the run id */
+	r->attached = s->attached;
+	err = s->attached ? cgroup_open_existing(s->cgroup, &r->cg) :
+			    cgroup_open_path(s->cgroup, r->run_id, &r->cg);
 	/*
 	 * Removed: the kernel detaches the links only once the last socket made in the cgroup is
 	 * gone, so links still attached to a cgroup that no longer exists are no reason to wait.
@@ -728,17 +737,110 @@ static void note_no_resolver(struct run *r)
 	records_write(&r->rec, &l);
 }
 
+int resume_take(struct run *r, char *msg, size_t msg_len)
+{
+	struct resume_start s = {};
+	struct resume_pass pass = { .rec = &r->rec };
+	struct journal_tail tail = {};
+	struct journal_opts jo = {};
+	char dns_why[512];
+	bool serving;
+	int err;
+
+	/* until the log is continued, a failure leaves the run exactly as it found it */
+	r->hands_off = true;
+	err = read_start(r->log_path, &s, msg, msg_len);
+	if (!err && strcmp(s.run_id, r->run_id)) {
+		util_fmt(msg, msg_len, "log %s is the log of run %s, not %s", r->log_path,
+			 s.run_id, r->run_id);
+		err = -EINVAL;
+	}
+	if (err)
+		goto out;
+	if (!r->args.policy_path)
+		r->args.policy_path = s.policy;
+	r->args.task = s.has_task ? s.task : NULL;
+	err = take_over(r, &s, msg, msg_len);
+	if (err)
+		goto out;
+	serving = start_resolver(r, &s, dns_why, sizeof(dns_why));
+	err = verify_pass(r, &pass, &tail, msg, msg_len);
+	if (err)
+		goto out;
+	/* the log's cadence, as verify held every checkpoint to it */
+	if (!s.checkpoint_lines || !s.checkpoint_secs || s.checkpoint_secs > 86400) {
+		util_fmt(msg, msg_len, "log %s: log_start's checkpoint_lines %" PRIu64
+				       " or checkpoint_secs %" PRIu64 " is not one sluice writes",
+			 r->log_path, s.checkpoint_lines, s.checkpoint_secs);
+		err = -EPROTO;
+		goto out;
+	}
+	if (dns_why[0])
+		fprintf(stderr, "%s: %s\n", r->args.cmd_name, dns_why);
+
+	jo.path = r->log_path;
+	jo.run_id = r->run_id;
+	jo.signer = r->run_key;
+	jo.host_vkey = r->host_vkey;
+	jo.cert = r->cert;
+	/* the log's own cadence: verify holds every checkpoint to log_start's */
+	jo.checkpoint_lines = s.checkpoint_lines;
+	jo.checkpoint_secs = (unsigned int)s.checkpoint_secs;
+	jo.rotate_bytes = (uint64_t)r->args.rotate_kib * 1024;
+	jo.export_fd = r->args.checkpoint_fd;
+	jo.on_fail = records_log_failed;
+	jo.fail_ctx = &r->rec;
+	jo.on_line = r->on_line;
+	jo.line_ctx = r->line_ctx;
+	r->rec.strict = loader_strict(r->loader);
+	r->journal = journal_resume(&jo, &tail);
+	if (!r->journal) {
+		/* a newline or the sidecar's mending may be on disk: what a next resume verifies */
+		err = -errno;
+		util_fmt(msg, msg_len, "continue log %s: %s; the run is left as it was",
+			 r->log_path, strerror(-err));
+		goto out_free;
+	}
+	r->rec.journal = r->journal;
+	r->started = true;
+	r->hands_off = false; /* the log is ours: so is the run's end */
+	fprintf(stderr, "sluice: resumed run %s: %" PRIu64 " lines verified (%" PRIu64 " the dead "
+			"writer had not signed, now signed by the new run key%s)\n",
+		r->run_id, tail.lines, tail.unsealed, tail.torn ? "; a torn last line kept as it is" :
+								 "");
+	if (run_open_alerts(r, msg, msg_len))
+		fprintf(stderr, "%s: %s\n", r->args.cmd_name, msg);
+	msg[0] = '\0';
+	/* the host side's clsact filters (kernels without tcx): found, so the run's end removes them */
+	if (r->netns_fd >= 0 && (err = loader_refind_clsact(r->loader, r->netns_fd)) < 0)
+		fprintf(stderr, "%s: find the run's host-side clsact filters: %s; they "
+				"stay until their veths go\n",
+			r->args.cmd_name, strerror(-err));
+	err = 0;
+	if (!serving)
+		note_no_resolver(r);
+	else if ((err = resolver_serve(r->resolver, r->loader)))
+		fprintf(stderr, "%s: start the run's resolver: %s\n", r->args.cmd_name,
+			strerror(-err));
+	err = 0;
+out:
+	if (err) {
+		size_t n = strlen(msg);
+
+		util_fmt(msg + n, msg_len - n, "; nothing was written");
+	}
+out_free:
+	free(pass.cp_note);
+	return err;
+}
+
 int resume_main(int argc, char **argv)
 {
 	struct run r;
-	struct resume_start s = {};
-	struct resume_pass pass = { .rec = &r.rec };
-	struct journal_tail tail = {};
-	struct journal_opts jo = {};
-	char msg[1024] = "", dns_why[512];
+	char msg[1024] = "";
 	int sig_fd = -1, status = RUN_EXIT_SLUICE_ERROR, err;
 	const char *why = "sluice error";
-	bool has_status = false, serving;
+	bool has_status = false;
 	sigset_t old;
 
 	run_init(&r, "sluice resume");
@@ -762,74 +864,11 @@ int resume_main(int argc, char **argv)
 		fprintf(stderr, "sluice resume: signalfd: %s\n", strerror(errno));
 		goto out;
 	}
-
-	err = read_start(r.log_path, &s, msg, sizeof(msg));
-	if (!err && strcmp(s.run_id, r.run_id)) {
-		util_fmt(msg, sizeof(msg), "log %s is the log of run %s, not %s", r.log_path,
-			 s.run_id, r.run_id);
-		err = -EINVAL;
-	}
-	if (err)
-		goto fail;
-	if (!r.args.policy_path)
-		r.args.policy_path = s.policy;
-	r.args.task = s.has_task ? s.task : NULL;
-	err = take_over(&r, &s, msg, sizeof(msg));
-	if (err)
-		goto fail;
-	serving = start_resolver(&r, &s, dns_why, sizeof(dns_why));
-	err = verify_pass(&r, &pass, &tail, msg, sizeof(msg));
-	if (err)
-		goto fail;
-	/* the log's cadence, as verify held every checkpoint to it */
-	if (!s.checkpoint_lines || !s.checkpoint_secs || s.checkpoint_secs > 86400) {
-		util_fmt(msg, sizeof(msg), "log %s: log_start's checkpoint_lines %" PRIu64
-					   " or checkpoint_secs %" PRIu64 " is not one sluice writes",
-			 r.log_path, s.checkpoint_lines, s.checkpoint_secs);
-		goto fail;
-	}
-	if (dns_why[0])
-		fprintf(stderr, "sluice resume: %s\n", dns_why);
-
-	jo.path = r.log_path;
-	jo.run_id = r.run_id;
-	jo.signer = r.run_key;
-	jo.host_vkey = r.host_vkey;
-	jo.cert = r.cert;
-	/* the log's own cadence: verify holds every checkpoint to log_start's */
-	jo.checkpoint_lines = s.checkpoint_lines;
-	jo.checkpoint_secs = (unsigned int)s.checkpoint_secs;
-	jo.rotate_bytes = (uint64_t)r.args.rotate_kib * 1024;
-	jo.export_fd = r.args.checkpoint_fd;
-	jo.on_fail = records_log_failed;
-	jo.fail_ctx = &r.rec;
-	r.rec.strict = loader_strict(r.loader);
-	r.journal = journal_resume(&jo, &tail);
-	if (!r.journal) {
-		/* a newline or the sidecar's mending may be on disk: what a next resume verifies */
-		fprintf(stderr, "sluice resume: continue log %s: %s; the run is left as it was\n",
-			r.log_path, strerror(errno));
+	err = resume_take(&r, msg, sizeof(msg));
+	if (err) {
+		fprintf(stderr, "sluice resume: %s\n", msg);
 		goto out;
 	}
-	r.rec.journal = r.journal;
-	r.started = true;
-	r.hands_off = false; /* the log is ours: so is the run's end */
-	fprintf(stderr, "sluice: resumed run %s: %" PRIu64 " lines verified (%" PRIu64 " the dead "
-			"writer had not signed, now signed by the new run key%s)\n",
-		r.run_id, tail.lines, tail.unsealed, tail.torn ? "; a torn last line kept as it is" :
-								 "");
-	if (run_open_alerts(&r, msg, sizeof(msg)))
-		fprintf(stderr, "sluice resume: %s\n", msg);
-	/* the host side's clsact filters (kernels without tcx): found, so the run's end removes them */
-	if (r.netns_fd >= 0 && (err = loader_refind_clsact(r.loader, r.netns_fd)) < 0)
-		fprintf(stderr, "sluice resume: find the run's host-side clsact filters: %s; they "
-				"stay until their veths go\n",
-			strerror(-err));
-	if (!serving)
-		note_no_resolver(&r);
-	else if ((err = resolver_serve(r.resolver, r.loader)))
-		fprintf(stderr, "sluice resume: start the run's resolver: %s\n", strerror(-err));
-
 	if (r.cg.path[0])
 		status = run_supervise(&r, -1, sig_fd, &has_status, &why);
 	else
@@ -839,13 +878,8 @@ int resume_main(int argc, char **argv)
 		status = RUN_EXIT_LOG_INCOMPLETE;
 	if (r.still_running)
 		status = RUN_EXIT_SLUICE_ERROR;
-	goto out;
-
-fail:
-	fprintf(stderr, "sluice resume: %s; nothing was written\n", msg);
 out:
 	run_close(&r);
-	free(pass.cp_note);
 	if (sig_fd >= 0)
 		close(sig_fd);
 	return status;

@@ -93,6 +93,9 @@ void run_init(struct run *r, const char *cmd_name)
 	r->args.cmd_name = cmd_name;
 	r->args.cgroup_parent = "sluice";
 	r->args.checkpoint_fd = -1;
+	r->args.ringbuf_kib = 1024;
+	r->args.checkpoint_lines = RUN_CHECKPOINT_LINES;
+	r->args.checkpoint_secs = RUN_CHECKPOINT_SECS;
 	r->cg.fd = -1;
 	r->netns_fd = -1;
 	r->rec.netns_fd = -1;
@@ -417,7 +420,7 @@ static void run_start_resume_fields(struct run *r, struct journal_line *l)
 	journal_line_u64(l, "cgroup_id", r->cg.id);
 }
 
-static void write_run_start(struct run *r)
+void run_write_start(struct run *r)
 {
 	const char *lsm_why;
 	struct journal_line l;
@@ -431,11 +434,17 @@ static void write_run_start(struct run *r)
 			 r->policy->default_verdict == POLICY_DEFAULT_ALLOW ? "allow" : "deny");
 	journal_line_str(&l, "policy", r->args.policy_path);
 	run_start_resume_fields(r, &l);
-	journal_line_strv(&l, "argv", r->args.cmd, (size_t)r->args.n_cmd);
-	journal_line_u64(&l, "uid", r->uid);
-	journal_line_u64(&l, "gid", r->gid);
+	if (r->attached) {
+		/* a cgroup someone else started: what asked for the attach, not a command */
+		journal_line_bool(&l, "attached", true);
+		journal_line_str(&l, "source", r->args.source);
+	} else {
+		journal_line_strv(&l, "argv", r->args.cmd, (size_t)r->args.n_cmd);
+		journal_line_u64(&l, "uid", r->uid);
+		journal_line_u64(&l, "gid", r->gid);
+	}
 	/* root without --user: confined (false), or full root that can undo the run (true) */
-	if (!r->args.user)
+	if (!r->args.user && !r->attached)
 		journal_line_bool(&l, "allow_root", r->args.allow_root);
 	journal_line_str(&l, "netns", r->args.netns);
 	journal_line_str(&l, "upstream", r->upstream[0] ? r->upstream : NULL);
@@ -496,27 +505,26 @@ int run_block_signals(sigset_t *old, int *sig_fd)
 	return *sig_fd < 0 ? -errno : 0;
 }
 
-int run_supervise(struct run *r, pid_t child, int sig_fd, bool *has_status, const char **why)
+int run_poll_fds(const struct run *r, struct pollfd *pfd, int max)
 {
-	struct pollfd pfd[3] = {
-		{ .fd = events_fd(r->events), .events = POLLIN },
-		{ .fd = sig_fd, .events = POLLIN },
-		{ .fd = sandbox_seccomp_fd(r->seccomp), .events = POLLIN },
-	};
+	int n = 0;
 
-	*has_status = false;
-	for (;;) {
-		struct signalfd_siginfo si;
-		int wstatus, err;
-		pid_t got;
+	if (n < max && r->events)
+		pfd[n++] = (struct pollfd){ .fd = events_fd(r->events), .events = POLLIN };
+	if (n < max && sandbox_seccomp_fd(r->seccomp) >= 0)
+		pfd[n++] = (struct pollfd){ .fd = sandbox_seccomp_fd(r->seccomp), .events = POLLIN };
+	return n;
+}
 
-		if (poll(pfd, 3, POLL_INTERVAL_MS) < 0 && errno != EINTR) {
-			fprintf(stderr, "sluice: poll: %s\n", strerror(errno));
-			*why = "sluice error";
-			return RUN_EXIT_SLUICE_ERROR;
-		}
-		/* refused socket families wait for their answer: first */
-		if (pfd[2].fd >= 0 && pfd[2].revents) {
+bool run_step(struct run *r, const char **why)
+{
+	int err;
+
+	/* refused socket families wait for their answer: first */
+	if (sandbox_seccomp_fd(r->seccomp) >= 0) {
+		struct pollfd p = { .fd = sandbox_seccomp_fd(r->seccomp), .events = POLLIN };
+
+		if (poll(&p, 1, 0) > 0) {
 			err = sandbox_seccomp_answer(r->seccomp, records_on_refusal, &r->rec);
 			if (err < 0)
 				fprintf(stderr, "sluice: answering the seccomp filter: %s; its refused "
@@ -524,14 +532,47 @@ int run_supervise(struct run *r, pid_t child, int sig_fd, bool *has_status, cons
 			if (err < 0 || sandbox_seccomp_fd(r->seccomp) < 0) {
 				sandbox_seccomp_free(r->seccomp);
 				r->seccomp = NULL;
-				pfd[2].fd = -1;
 			}
 		}
-		records_drain(&r->rec);
-		/* time and heartbeat checkpoints: an idle run still proves it was alive */
-		err = journal_tick(r->journal);
-		if (err)
-			records_journal_error(&r->rec, err);
+	}
+	records_drain(&r->rec);
+	/* time and heartbeat checkpoints: an idle run still proves it was alive */
+	err = journal_tick(r->journal);
+	if (err)
+		records_journal_error(&r->rec, err);
+	if (r->attached) {
+		/* a container's or unit's cgroup: the run ends when its owner removes it */
+		if (cgroup_id_exists(r->cg.id) == 0) {
+			*why = "cgroup removed";
+			return true;
+		}
+	} else if (r->rec.resumed && cgroup_is_populated(&r->cg) == 0) {
+		/* a resumed run: the command is not our child; the cgroup says when it ends */
+		*why = "cgroup emptied";
+		return true;
+	}
+	return false;
+}
+
+int run_supervise(struct run *r, pid_t child, int sig_fd, bool *has_status, const char **why)
+{
+	struct pollfd pfd[3];
+
+	*has_status = false;
+	for (;;) {
+		struct signalfd_siginfo si;
+		int wstatus, n;
+		pid_t got;
+
+		pfd[0] = (struct pollfd){ .fd = sig_fd, .events = POLLIN };
+		n = 1 + run_poll_fds(r, pfd + 1, 2);
+		if (poll(pfd, (nfds_t)n, POLL_INTERVAL_MS) < 0 && errno != EINTR) {
+			fprintf(stderr, "sluice: poll: %s\n", strerror(errno));
+			*why = "sluice error";
+			return RUN_EXIT_SLUICE_ERROR;
+		}
+		if (run_step(r, why))
+			return 0;
 		while (read(sig_fd, &si, sizeof(si)) == sizeof(si)) {
 			if (si.ssi_signo == SIGCHLD)
 				continue;
@@ -541,14 +582,8 @@ int run_supervise(struct run *r, pid_t child, int sig_fd, bool *has_status, cons
 			*why = "signal";
 			return 128 + (int)si.ssi_signo;
 		}
-		if (child < 0) {
-			/* a resumed run: the command is not our child; the cgroup says when it ends */
-			if (cgroup_is_populated(&r->cg) == 0) {
-				*why = "cgroup emptied";
-				return 0;
-			}
+		if (child < 0)
 			continue;
-		}
 		got = waitpid(child, &wstatus, WNOHANG);
 		if (got == child) {
 			*why = "command exited";
@@ -570,7 +605,8 @@ static int end_processes(struct run *r)
 {
 	int err;
 
-	if (r->cg.fd < 0)
+	/* an attached run's processes are its owner's: the run ends, they do not */
+	if (r->cg.fd < 0 || r->attached)
 		return 0;
 	err = cgroup_kill_and_wait(&r->cg, KILL_TIMEOUT_MS);
 	if (err) {
@@ -627,7 +663,7 @@ static int teardown(struct run *r)
 	if (r->netns_fd >= 0)
 		close(r->netns_fd);
 	r->netns_fd = -1;
-	if (r->cg.path[0] && !r->still_running) {
+	if (r->cg.path[0] && !r->still_running && !r->attached) {
 		err = cgroup_remove(&r->cg);
 		if (err) {
 			fprintf(stderr, "sluice: remove cgroup %s: %s\n", r->cg.path, strerror(-err));
@@ -799,7 +835,7 @@ int run_cfg_of(const struct run *r, struct sl_run_cfg *cfg)
 	return 0;
 }
 
-static int setup(struct run *r, char *err, size_t err_len)
+int run_setup(struct run *r, char *err, size_t err_len)
 {
 	const char *lsm_why;
 	struct loader_opts lo = {
@@ -823,6 +859,8 @@ static int setup(struct run *r, char *err, size_t err_len)
 		.export_fd = r->args.checkpoint_fd,
 		.on_fail = records_log_failed,
 		.fail_ctx = &r->rec,
+		.on_line = r->on_line,
+		.line_ctx = r->line_ctx,
 	};
 	int ret;
 
@@ -834,8 +872,14 @@ static int setup(struct run *r, char *err, size_t err_len)
 	ret = policy_compile(r->policy, &r->compiled, err, err_len);
 	if (ret)
 		return ret;
-	/* selftests only, and said on stderr and in run_start: see selftests/test_seccomp.sh */
-	if (getenv("SLUICE_SELFTEST_NO_SECCOMP")) {
+	/*
+	 * An attached cgroup's processes were started by someone else: no filter can be put on
+	 * them now (run_start says "seccomp":false; the README says what that leaves open).
+	 */
+	if (r->attached) {
+		/* nothing to install */
+	} else if (getenv("SLUICE_SELFTEST_NO_SECCOMP")) {
+		/* selftests only, and said on stderr and in run_start: see test_seccomp.sh */
 		fprintf(stderr, "sluice: SLUICE_SELFTEST_NO_SECCOMP is set: socket families are not "
 				"filtered\n");
 	} else {
@@ -849,9 +893,9 @@ static int setup(struct run *r, char *err, size_t err_len)
 	}
 
 	if (geteuid() != 0) {
-		util_fmt(err, err_len, "sluice run needs root: it creates a cgroup, loads BPF "
+		util_fmt(err, err_len, "%s needs root: it creates a cgroup, loads BPF "
 				       "programs and pins them in bpffs (CAP_SYS_ADMIN, CAP_BPF, "
-				       "CAP_NET_ADMIN)");
+				       "CAP_NET_ADMIN)", r->args.cmd_name);
 		return -EPERM;
 	}
 	/* Before anything is created: a run that cannot sign its log does not start. */
@@ -891,7 +935,17 @@ static int setup(struct run *r, char *err, size_t err_len)
 	}
 	r->rec.loader = r->loader;
 
-	ret = cgroup_create_run(r->args.cgroup_parent, r->run_id, &r->cg);
+	if (r->attached) {
+		ret = cgroup_open_existing(r->args.cgroup_path, &r->cg);
+		if (ret) {
+			util_fmt(err, err_len, "open cgroup %s: %s%s", r->args.cgroup_path,
+				 strerror(-ret), ret == -EINVAL ? " (not a cgroup below the v2 "
+				 "hierarchy's root)" : "");
+			return ret;
+		}
+	} else {
+		ret = cgroup_create_run(r->args.cgroup_parent, r->run_id, &r->cg);
+	}
 	if (ret) {
 		util_fmt(err, err_len, "create cgroup %s/%s for the run: %s%s",
 			 r->args.cgroup_parent, r->run_id, strerror(-ret),
@@ -1032,7 +1086,7 @@ int run_main(int argc, char **argv)
 		fprintf(stderr, "sluice run: signalfd: %s\n", strerror(errno));
 		goto out;
 	}
-	ret = setup(&r, err, sizeof(err));
+	ret = run_setup(&r, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "sluice run: %s\n", err);
 		goto out;
@@ -1053,7 +1107,7 @@ int run_main(int argc, char **argv)
 		}
 		so.confine = conf;
 	}
-	write_run_start(&r);
+	run_write_start(&r);
 	so.cgroup_fd = r.cg.fd;
 	so.netns_fd = r.netns_fd;
 	so.child_mask = &old;

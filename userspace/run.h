@@ -8,6 +8,7 @@
 #define SLUICE_RUN_H
 
 #include <limits.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -40,6 +41,8 @@ struct run_args {
 	const char *mode;
 	const char *log_path;
 	const char *cgroup_parent;
+	const char *cgroup_path; /* a daemon's attach: an existing cgroup (attached run) */
+	const char *source;	 /* a daemon's attach: what asked ("pid:N", "oci-hook", …) */
 	const char *netns;
 	const char *upstream;
 	const char *user;
@@ -83,6 +86,14 @@ struct run {
 	struct sandbox_seccomp *seccomp; /* the workload's socket-family filter; NULL: none (a
 					    resume, or the selftests' SLUICE_SELFTEST_NO_SECCOMP) */
 	char host_side[256];   /* the veth peers the tc program watches, "" for none */
+	/*
+	 * The cgroup is someone else's (a daemon attached to it): its processes are never killed
+	 * nor the cgroup removed; the run ends when the cgroup goes, or on detach.
+	 */
+	bool attached;
+	/* every line as it is logged (journal_opts.on_line): a daemon's live view; NULL: none */
+	void (*on_line)(const char *line, size_t len, void *ctx);
+	void *line_ctx;
 	bool still_running; /* processes survived the kill: enforcement must stay in place */
 	bool started;	    /* the log holds the run's first line */
 	/* a resume that has not taken the run over: its end leaves it exactly as it was */
@@ -124,6 +135,25 @@ int run_start_resolver_names(struct run *r);
 
 /* What the programs keep for a resume: the policy's digest, upstream, dns_ttl, the netns. */
 int run_cfg_of(const struct run *r, struct sl_run_cfg *cfg);
+
+/*
+ * Load the policy, start the resolver, load and attach the programs (to a new cgroup, or to
+ * args.cgroup_path for an attached run), open the log. Says why not in err.
+ */
+int run_setup(struct run *r, char *err, size_t err_len);
+
+/* The log's run_start line: how the run was started (after run_setup). */
+void run_write_start(struct run *r);
+
+/* The descriptors a poll loop watches for the run (ring buffer, seccomp); returns how many. */
+int run_poll_fds(const struct run *r, struct pollfd *pfd, int max);
+
+/*
+ * One turn of the run's loop, after a poll: answer the seccomp filter, drain the ring buffer,
+ * write due checkpoints. Returns true when the run has ended by itself (an attached run's
+ * cgroup is gone; a resumed run's cgroup is empty), with *why saying so.
+ */
+bool run_step(struct run *r, const char **why);
 
 /* --alerts, opened for appending. */
 int run_open_alerts(struct run *r, char *err, size_t err_len);

@@ -1,0 +1,261 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# sluice daemon: the per-host agent that attaches runs to cgroups other software made.
+# - One daemon per host: a second one on the same state directory, or on the same socket, is
+#   refused and says who has it.
+# - The socket: a client that is not root is refused (checked by the kernel's peer credentials,
+#   with the socket's mode opened up so that only the check stands between); malformed,
+#   truncated, oversized, unknown and ill-typed requests are answered with an error that says
+#   where, and the daemon goes on serving.
+# - Two runs with different policies, attached to two cgroups the test made, in the test
+#   topology's run namespace: each run's allowed host is reached, the other run's is not; each
+#   run's resolver answers its own names only, and an address learned by one run does not open
+#   anything for the other; each log holds only its own run's lines and verifies.
+# - An overlapping cgroup, or a run id in use, is refused.
+# - SIGKILL of the daemon mid-run: denials still hold and names fail closed while no daemon
+#   lives; a new daemon takes the run over, its log continues with the restart declared; the
+#   run ends when its cgroup is removed, sealed, and sluice verify says intact.
+# - sluice detach ends a run: sealed log, pins gone; the cgroup's processes live on.
+
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+require_root
+require_sluice
+topo_up
+
+command -v dig >/dev/null || skip_all "dig not installed"
+
+# raw_req TEXT: send TEXT as is on the daemon's socket, print the first reply line.
+raw_req() {
+	python3 - "$SLUICE_SOCKET" "$1" <<'EOF'
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(10)
+s.connect(sys.argv[1])
+s.sendall(sys.argv[2].encode("latin-1"))
+s.shutdown(socket.SHUT_WR)
+print(s.makefile("rb").readline().decode("latin-1").rstrip("\n"))
+EOF
+}
+
+# ping_ok: the daemon still answers.
+ping_ok() { [[ $(raw_req $'{"op":"ping"}\n') == '{"ok":true,'* ]]; }
+
+# attach RUN_ID CGROUP POLICY [MEMBER…]: attach through the socket; prints the reply.
+attach() {
+	local id=$1 cg=$2 pol=$3 extra=
+	shift 3
+	for kv in "$@"; do extra+=",$kv"; done
+	raw_req "{\"op\":\"attach\",\"run_id\":\"$id\",\"cgroup\":\"$cg\",\"policy\":\"$pol\"$extra}"$'\n'
+}
+
+# in_cg CGROUP CMD…: CMD in the cgroup and the run namespace.
+in_cg() {
+	local cg=$1
+	shift
+	sl_in_cgroup "$cg" "${RUN_EXEC_NETONLY[@]}" "$@"
+}
+
+dns_upstream_start upstream --host-record=a.daemon.example,198.51.100.10 \
+	--host-record=b.daemon.example,198.51.100.20 || bail_out "cannot start dnsmasq"
+sl_on_exit dns_upstream_stop
+
+D=$SL_TMP/daemon
+sl_daemon_start || bail_out "the daemon did not start: $(cat "$D/err" 2>/dev/null)"
+sl_on_exit "sl_daemon_kill TERM"
+
+# --- one daemon per host ---------------------------------------------------------------------
+out=$("$SLUICE" daemon --state-dir "$D/state" --log-dir "$D/logs" 2>&1)
+rc=$?
+if [[ $rc -ne 0 && $out == *"one daemon per host"* ]]; then
+	tap_ok "a second daemon on the same state directory is refused"
+else
+	tap_fail "a second daemon on the same state directory is refused" "rc $rc: $out"
+fi
+out=$("$SLUICE" daemon --state-dir "$SL_TMP/other-state" 2>&1)
+rc=$?
+if [[ $rc -ne 0 && $out == *"is serving $SLUICE_SOCKET"* ]]; then
+	tap_ok "a second daemon on the same socket is refused"
+else
+	tap_fail "a second daemon on the same socket is refused" "rc $rc: $out"
+fi
+tap_check "the first daemon still answers" ping_ok
+
+cat >"$SL_TMP/a.yaml" <<EOF
+default: deny
+rules:
+  - name: a-host
+    hosts: [a.daemon.example]
+    ports: [80]
+EOF
+cat >"$SL_TMP/b.yaml" <<EOF
+default: deny
+rules:
+  - name: b-host
+    hosts: [b.daemon.example]
+    ports: [80]
+  - name: b-cidr
+    cidrs: [203.0.113.7/32]
+    ports: [80]
+EOF
+
+# --- the socket ------------------------------------------------------------------------------
+tap_is "the socket is root's alone (mode 0600)" "$(stat -c %a "$SLUICE_SOCKET")" 600
+chmod 0666 "$SLUICE_SOCKET"
+out=$(setpriv --reuid 65534 --regid 65534 --clear-groups /usr/bin/python3 - "$SLUICE_SOCKET" <<'EOF' 2>&1
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(10)
+s.connect(sys.argv[1])
+try:
+    s.sendall(b'{"op":"status"}\n')
+except BrokenPipeError:
+    pass # the daemon answers at once, then closes
+print(s.makefile("rb").readline().decode().rstrip("\n"))
+EOF
+)
+chmod 0600 "$SLUICE_SOCKET"
+if [[ $out == *'"ok":false'*'root only'* ]]; then
+	tap_ok "a client that is not root is refused by its peer credentials"
+else
+	tap_fail "a client that is not root is refused by its peer credentials" "got: $out"
+fi
+
+check_refused() {
+	local name=$1 req=$2 want=$3 got
+	got=$(raw_req "$req")
+	if [[ $got == '{"ok":false,"error":'*"$want"* ]] && ping_ok; then
+		tap_ok "$name: refused, and the daemon serves on"
+	else
+		tap_fail "$name: refused, and the daemon serves on" \
+			"expected an error containing \"$want\"; got \"$got\""
+	fi
+}
+check_refused "not JSON" $'hello\n' "malformed request: byte 0"
+check_refused "truncated" '{"op":"attach","run_id":"x' "truncated request"
+check_refused "a string cut short" $'{"op":"pi\n' "unterminated string"
+check_refused "oversized" "{\"op\":\"$(head -c 70000 /dev/zero | tr '\0' a)\"}"$'\n' \
+	"longer than 65536"
+check_refused "unknown op" $'{"op":"format-disk"}\n' 'unknown op'
+check_refused "unknown member" $'{"op":"detach","run_id":"x","force":true}\n' \
+	'unknown member \"force\"'
+check_refused "a number where a string belongs" $'{"op":"detach","run_id":7}\n' \
+	'must be a string'
+check_refused "the same key twice" $'{"op":"ping","op":"ping"}\n' "the same key twice"
+check_refused "a relative cgroup" \
+	$'{"op":"attach","run_id":"r1","cgroup":"sys/fs/cgroup","policy":"/p"}\n' "absolute path"
+check_refused "a bad run id" \
+	$'{"op":"attach","run_id":"../x","cgroup":"/sys/fs/cgroup/x","policy":"/p"}\n' "run_id"
+check_refused "the cgroup hierarchy's root" \
+	"{\"op\":\"attach\",\"run_id\":\"t-$SL_ID-root\",\"cgroup\":\"$(cg2_mount)\",\"policy\":\"$SL_TMP/a.yaml\"}"$'\n' \
+	"not a cgroup below the v2 hierarchy's root"
+
+# --- two runs, two policies ------------------------------------------------------------------
+CG_A=$(sl_cgroup_new a) && CG_B=$(sl_cgroup_new b) || bail_out "cannot make the test cgroups"
+RA=t-$SL_ID-a
+RB=t-$SL_ID-b
+SL_RUNS+=("$RA" "$RB")
+NETNS=/run/netns/$SL_NS_RUN
+UP=127.0.0.1:$SL_DNS_PORT
+out=$(attach "$RA" "$CG_A" "$SL_TMP/a.yaml" "\"netns\":\"$NETNS\"" "\"upstream\":\"$UP\"" \
+	'"task":"T-A"' '"source":"selftest"')
+tap_check "run A is attached to its cgroup" test "${out:0:10}" == '{"ok":true'
+[[ ${out:0:10} == '{"ok":true' ]] || tap_diag "$out"$'\n'"$(tail -5 "$D/err")"
+out=$(attach "$RB" "$CG_B" "$SL_TMP/b.yaml" "\"netns\":\"$NETNS\"" "\"upstream\":\"$UP\"")
+tap_check "run B is attached to its cgroup" test "${out:0:10}" == '{"ok":true'
+[[ ${out:0:10} == '{"ok":true' ]] || tap_diag "$out"$'\n'"$(tail -5 "$D/err")"
+LA=$D/logs/$RA.jsonl
+LB=$D/logs/$RB.jsonl
+
+out=$(attach "t-$SL_ID-c" "$CG_A" "$SL_TMP/a.yaml")
+tap_check "a second run on run A's cgroup is refused" \
+	test "${out:0:11}" == '{"ok":false' -a -z "${out##*overlaps run $RA*}"
+mkdir "$CG_A/child"
+out=$(attach "t-$SL_ID-c" "$CG_A/child" "$SL_TMP/a.yaml")
+tap_check "a run on a cgroup inside run A's is refused" \
+	test "${out:0:11}" == '{"ok":false' -a -z "${out##*overlaps*}"
+rmdir "$CG_A/child"
+out=$(attach "$RA" "$(sl_cgroup_new c)" "$SL_TMP/a.yaml")
+tap_check "a run id in use is refused" \
+	test "${out:0:11}" == '{"ok":false' -a -z "${out##*attached already*}"
+
+status=$("$SLUICE" status --json)
+tap_cmp "sluice status lists both runs" "$(grep -c -e "\"run_id\":\"$RA\"" \
+	-e "\"run_id\":\"$RB\"" <<<"$status")" -eq 2
+tap_check "status names run A's mode, cgroup and policy digest" \
+	grep -q "\"run_id\":\"$RA\",\"cgroup\":\"$CG_A\",\"mode\":\"enforce\".*\"policy_sha256\":\"$(sha256sum "$SL_TMP/a.yaml" | cut -c1-64)\"" <<<"$status"
+
+# each resolves its own name only; the address learned by A is not B's
+sink_mark
+out=$(in_cg "$CG_A" dig +time=2 +tries=1 +short @198.51.100.53 a.daemon.example)
+tap_is "run A resolves its name" "$out" 198.51.100.10
+out=$(in_cg "$CG_A" dig +time=2 +tries=1 @198.51.100.53 b.daemon.example | grep -o 'status: [A-Z]*')
+tap_is "run A does not resolve run B's name" "$out" "status: NXDOMAIN"
+out=$(in_cg "$CG_B" dig +time=2 +tries=1 +short @198.51.100.53 b.daemon.example)
+tap_is "run B resolves its name" "$out" 198.51.100.20
+tap_is "run A reaches its host" "$(in_cg "$CG_A" "$SL_PROBE" tcp 198.51.100.10 80)" ok
+tap_is "run B does not reach the address run A learned" \
+	"$(in_cg "$CG_B" "$SL_PROBE" tcp 198.51.100.10 80 | cut -d' ' -f1-2)" "err EPERM"
+tap_is "run A does not reach run B's host" \
+	"$(in_cg "$CG_A" "$SL_PROBE" tcp 198.51.100.20 80 | cut -d' ' -f1-2)" "err EPERM"
+tap_is "run A does not reach run B's CIDR" \
+	"$(in_cg "$CG_A" "$SL_PROBE" tcp 203.0.113.7 80 | cut -d' ' -f1-2)" "err EPERM"
+tap_is "run B reaches its host and its CIDR" \
+	"$(in_cg "$CG_B" "$SL_PROBE" tcp 198.51.100.20 80; in_cg "$CG_B" "$SL_PROBE" tcp 203.0.113.7 80)" \
+	$'ok\nok'
+assert_sink_saw "the allowed connections arrived" "tcp 198.51.100.10 80" 1
+tap_cmp "nothing arrived at 198.51.100.20 but run B's" "$(sink_count 'tcp 198.51.100.20 80')" -eq 1
+tap_cmp "run A's log has its denials" \
+	"$(log_count "$LA" type=decision decision=deny)" -ge 2
+tap_is "run A's log holds only run A's lines" \
+	"$(grep -c '"run_id":' "$LA")" "$(grep -c "\"run_id\":\"$RA\"" "$LA")"
+tap_is "run B's log holds only run B's lines" \
+	"$(grep -c '"run_id":' "$LB")" "$(grep -c "\"run_id\":\"$RB\"" "$LB")"
+tap_is "run A's run_start says it was attached, and by what" \
+	"$(log_run_start_field "$LA" attached) $(log_run_start_field "$LA" source)" "True selftest"
+
+# --- SIGKILL of the daemon -------------------------------------------------------------------
+sl_daemon_kill KILL
+tap_is "with the daemon dead, run A's denial holds" \
+	"$(in_cg "$CG_A" "$SL_PROBE" tcp 198.51.100.20 80 | cut -d' ' -f1-2)" "err EPERM"
+out=$(in_cg "$CG_A" dig +time=1 +tries=1 +short @198.51.100.53 a.daemon.example 2>&1)
+tap_check "with the daemon dead, run A's names fail closed (no answer)" \
+	test -z "$(grep -E '^[0-9.]+$' <<<"$out")"
+sl_daemon_start || bail_out "the daemon did not restart: $(tail -5 "$D/err")"
+tap_check "the new daemon took both runs over" \
+	test "$(grep -c 'took over run t-' "$D/err")" -eq 2
+out=$(in_cg "$CG_A" dig +time=2 +tries=1 +short @198.51.100.53 a.daemon.example)
+tap_is "after the takeover, run A's names are answered again" "$out" 198.51.100.10
+tap_is "after the takeover, run A's denial is logged" \
+	"$(in_cg "$CG_A" "$SL_PROBE" tcp 198.51.100.20 8080 | cut -d' ' -f1-2)" "err EPERM"
+
+# --- the end of runs: detach, and a cgroup removed ----------------------------------------
+sleep 300 &
+holder=$!
+sl_track_pid "$holder"
+echo "$holder" >"$CG_B/cgroup.procs"
+out=$("$SLUICE" detach --run-id "$RB")
+tap_check "sluice detach ends run B" test $? -eq 0
+tap_check "run B's pins are gone" test ! -e "/sys/fs/bpf/sluice/$RB"
+tap_check "run B's cgroup and its process live on" kill -0 "$holder"
+tap_check "run B's log ends detached" grep -q '"type":"run_end".*"why":"detached"' "$LB"
+out=$("$SLUICE" verify "$LB" --key "$SLUICE_PUB" 2>&1)
+tap_check "run B's log verifies intact" test $? -eq 0
+[[ $out == *"OK: intact and complete"* ]] || tap_diag "$out"
+
+sl_cgroup_remove "$CG_A"
+for _ in $(seq $((100 * SL_SLOW))); do
+	grep -q '"type":"run_end"' "$LA" && break
+	sleep 0.05
+done
+tap_check "run A ends when its cgroup is removed" grep -q '"why":"cgroup removed"' "$LA"
+out=$("$SLUICE" verify "$LA" --key "$SLUICE_PUB" 2>&1)
+tap_check "run A's log verifies across the daemon's death" test $? -eq 0
+tap_check "… and declares the restart" grep -q 'writer restarted 1 time' <<<"$out"
+[[ $out == *"writer restarted 1 time"* ]] || tap_diag "$out"
+tap_is "no run is left" "$("$SLUICE" status --json | wc -l)" 0
+tap_check "run A's pins are gone" test ! -e "/sys/fs/bpf/sluice/$RA"
+
+tap_done

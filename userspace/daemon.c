@@ -1,0 +1,1038 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * "sluice daemon": see daemon.h. One thread runs the loop: the control socket's clients, every
+ * run's ring buffer and checkpoints, the signals. A run's resolver answers on threads of its
+ * own, as in sluice run. Requests are answered in order; an attach loads and verifies its
+ * programs inside the loop (about a second), which the runs' ring buffers absorb.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "control.h"
+#include "daemon.h"
+#include "journal.h"
+#include "loader.h"
+#include "records.h"
+#include "resume.h"
+#include "run.h"
+#include "util.h"
+
+#define DAEMON_RUNS_MAX 256
+#define DAEMON_CLIENTS_MAX 64
+#define DAEMON_POLL_MS 100	     /* as sluice run: how late an allow record may reach the log */
+#define DAEMON_CLIENT_IDLE_MS 10000 /* a client that sends no whole request in this long */
+#define DAEMON_STREAM_SNDBUF (4 << 20)
+
+struct daemon;
+
+struct client {
+	int fd;
+	bool stream; /* an "events" viewer: lines are pushed to it */
+	bool dead;   /* to be closed by the loop (a viewer that fell behind, a bad request) */
+	struct drun *only; /* a viewer of one run; NULL: every run */
+	int64_t since_ms;
+	size_t len;
+	char buf[CONTROL_LINE_MAX];
+};
+
+/* An attached run and the request strings it keeps (struct run borrows them). */
+struct drun {
+	struct run r;
+	struct daemon *d;
+	char *cgroup, *policy, *task, *mode, *netns, *upstream, *source;
+	char state_path[PATH_MAX];
+	int64_t attached_ms; /* the time the attach took */
+};
+
+struct daemon {
+	const char *socket_path;
+	const char *state_dir;
+	const char *log_dir;
+	const char *key_path;
+	bool verbose;
+	int lock_fd, listen_fd, sig_fd;
+	struct drun *runs[DAEMON_RUNS_MAX];
+	size_t n_runs;
+	struct client *clients[DAEMON_CLIENTS_MAX];
+	size_t n_clients;
+	/* the viewers, as the journal's writers (any run's, any thread) reach them */
+	pthread_mutex_t tap_lock;
+};
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: sluice daemon [--socket PATH] [--state-dir DIR] [--log-dir DIR] [--key FILE]\n"
+		"                     [-v]\n"
+		"\n"
+		"One process per host that attaches policies to cgroups other software made (a\n"
+		"container's, a unit's, a CI job's) on request, and writes each run's signed log.\n"
+		"Clients: sluice attach, detach, status, set-mode, replace-policy, events, oci-hook.\n"
+		"It stays in the foreground; stopping it leaves every run enforced, and the next daemon\n"
+		"takes them over.\n"
+		"\n"
+		"  --socket PATH    the control socket (default %s; $SLUICE_SOCKET): root only\n"
+		"  --state-dir DIR  which runs it owns, for the next daemon (default %s); one daemon\n"
+		"                   per state directory, and per socket\n"
+		"  --log-dir DIR    where a run's log goes when the attach names none (default %s)\n"
+		"  --key FILE       the host key that certifies each run's key (default $SLUICE_KEY,\n"
+		"                   else %s)\n"
+		"  -v, --verbose    libbpf's messages\n"
+		"\n"
+		"Exit status: 0 stopped by a signal (runs left enforced), 125 could not start.\n",
+		CONTROL_SOCKET_DEFAULT, DAEMON_STATE_DIR, DAEMON_LOG_DIR, RUN_HOST_KEY);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Viewers */
+
+/* journal_opts.on_line: push the line to every viewer of the run, never waiting for one. */
+static void tap_line(const char *line, size_t len, void *ctx)
+{
+	struct drun *dr = ctx;
+	struct daemon *d = dr->d;
+	size_t i;
+
+	pthread_mutex_lock(&d->tap_lock);
+	for (i = 0; i < d->n_clients; i++) {
+		struct client *c = d->clients[i];
+		ssize_t n;
+
+		if (!c->stream || c->dead || (c->only && c->only != dr))
+			continue;
+		n = send(c->fd, line, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+		/* a viewer that cannot keep up is dropped: its cut line tells it so */
+		if (n != (ssize_t)len)
+			c->dead = true;
+	}
+	pthread_mutex_unlock(&d->tap_lock);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Runs */
+
+static struct drun *find_run(struct daemon *d, const char *run_id)
+{
+	size_t i;
+
+	for (i = 0; i < d->n_runs; i++)
+		if (!strcmp(d->runs[i]->r.run_id, run_id))
+			return d->runs[i];
+	return NULL;
+}
+
+static void drun_free(struct drun *dr)
+{
+	if (!dr)
+		return;
+	free(dr->cgroup);
+	free(dr->policy);
+	free(dr->task);
+	free(dr->mode);
+	free(dr->netns);
+	free(dr->upstream);
+	free(dr->source);
+	free(dr);
+}
+
+/* The state file that tells the next daemon where the run's log is. */
+static int state_path(const struct daemon *d, const char *run_id, char *buf, size_t len)
+{
+	return util_fmt(buf, len, "%s/runs/%s", d->state_dir, run_id);
+}
+
+static int write_state(struct drun *dr)
+{
+	char tmp[PATH_MAX + 8];
+	int fd, err = 0;
+	size_t len = strlen(dr->r.log_path);
+
+	if (util_fmt(tmp, sizeof(tmp), "%s.new", dr->state_path))
+		return -ENAMETOOLONG;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, dr->r.log_path, len) != (ssize_t)len || write(fd, "\n", 1) != 1 ||
+	    fsync(fd))
+		err = errno ? -errno : -EIO;
+	if (close(fd) && !err)
+		err = -errno;
+	if (!err && rename(tmp, dr->state_path))
+		err = -errno;
+	if (err)
+		unlink(tmp);
+	return err;
+}
+
+/* Take the run out of the table (the viewers of it stop) and free it. */
+static void remove_run(struct daemon *d, struct drun *dr)
+{
+	size_t i;
+
+	pthread_mutex_lock(&d->tap_lock);
+	for (i = 0; i < d->n_clients; i++)
+		if (d->clients[i]->only == dr) {
+			d->clients[i]->only = NULL;
+			d->clients[i]->dead = true;
+		}
+	for (i = 0; i < d->n_runs; i++)
+		if (d->runs[i] == dr) {
+			d->runs[i] = d->runs[--d->n_runs];
+			break;
+		}
+	pthread_mutex_unlock(&d->tap_lock);
+	drun_free(dr);
+}
+
+/* The run is over (detached, or its cgroup is gone): its log is sealed, its state forgotten. */
+static void end_run(struct daemon *d, struct drun *dr, const char *why)
+{
+	int err;
+
+	run_finish(&dr->r, false, 0, why);
+	err = run_close(&dr->r);
+	fprintf(stderr, "sluice daemon: run %s ended (%s)%s; log %s\n", dr->r.run_id, why,
+		err ? ", not cleaned up completely" : "", dr->r.log_path);
+	if (!dr->r.still_running && unlink(dr->state_path) && errno != ENOENT)
+		fprintf(stderr, "sluice daemon: remove %s: %s\n", dr->state_path, strerror(errno));
+	remove_run(d, dr);
+}
+
+static int add_run(struct daemon *d, struct drun *dr)
+{
+	if (d->n_runs == DAEMON_RUNS_MAX)
+		return -ENOSPC;
+	pthread_mutex_lock(&d->tap_lock);
+	d->runs[d->n_runs++] = dr;
+	pthread_mutex_unlock(&d->tap_lock);
+	return 0;
+}
+
+/* a is b, or one holds the other: two policies on one process would both judge it. */
+static bool cgroups_overlap(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), n = la < lb ? la : lb;
+
+	return !strncmp(a, b, n) && (la == lb || (la < lb ? b[n] : a[n]) == '/');
+}
+
+static char *dup_opt(const char *s, bool *oom)
+{
+	char *c;
+
+	if (!s)
+		return NULL;
+	c = strdup(s);
+	if (!c)
+		*oom = true;
+	return c;
+}
+
+/* The members a request may have, by op: anything else is refused, by name. */
+static int check_members(const struct control_obj *o, const char *const *allowed, char *err,
+			 size_t err_len)
+{
+	size_t i, j;
+
+	for (i = 0; i < o->n; i++) {
+		for (j = 0; allowed[j]; j++)
+			if (!strcmp(o->m[i].key, allowed[j]))
+				break;
+		if (!allowed[j])
+			return util_fmt(err, err_len, "unknown member \"%s\"", o->m[i].key), -EINVAL;
+		if (o->m[i].kind != CONTROL_STR)
+			return util_fmt(err, err_len, "member \"%s\" must be a string", o->m[i].key),
+			       -EINVAL;
+	}
+	return 0;
+}
+
+static const char *need(const struct control_obj *o, const char *key, char *err, size_t len)
+{
+	const char *v = control_str(o, key, NULL);
+
+	if (!v || !*v)
+		util_fmt(err, len, "attach needs \"%s\"", key);
+	return v && *v ? v : NULL;
+}
+
+static int op_attach(struct daemon *d, const struct control_obj *o, struct control_msg *rep,
+		     char *err, size_t err_len)
+{
+	static const char *const allowed[] = { "op", "cgroup", "policy", "run_id", "task", "mode",
+					       "netns", "log", "upstream", "source", NULL };
+	const char *cgroup, *policy, *run_id, *mode, *log;
+	struct drun *dr;
+	int64_t t0 = now_ms();
+	bool oom = false;
+	size_t i;
+	int ret;
+
+	ret = check_members(o, allowed, err, err_len);
+	if (ret)
+		return ret;
+	if (!(cgroup = need(o, "cgroup", err, err_len)) ||
+	    !(policy = need(o, "policy", err, err_len)) ||
+	    !(run_id = need(o, "run_id", err, err_len)))
+		return -EINVAL;
+	if (cgroup[0] != '/' || policy[0] != '/')
+		return util_fmt(err, err_len, "\"%s\" must be an absolute path",
+				cgroup[0] != '/' ? "cgroup" : "policy"), -EINVAL;
+	if (run_check_id(run_id))
+		return util_fmt(err, err_len, "run_id: expected 1-%d characters of [A-Za-z0-9._-] "
+					      "not starting with '.' or '-'", RUN_ID_MAX), -EINVAL;
+	mode = control_str(o, "mode", NULL);
+	if (mode && strcmp(mode, "report") && strcmp(mode, "enforce"))
+		return util_fmt(err, err_len, "mode: expected \"report\" or \"enforce\""), -EINVAL;
+	if (control_str(o, "task", NULL) && strlen(control_str(o, "task", NULL)) > RECORDS_TASK_MAX)
+		return util_fmt(err, err_len, "task: longer than %d bytes", RECORDS_TASK_MAX),
+		       -EINVAL;
+	if (find_run(d, run_id))
+		return util_fmt(err, err_len, "run %s is attached already (to %s)", run_id,
+				find_run(d, run_id)->r.cg.path), -EEXIST;
+	for (i = 0; i < d->n_runs; i++)
+		if (cgroups_overlap(d->runs[i]->r.cg.path, cgroup))
+			return util_fmt(err, err_len, "cgroup %s overlaps run %s's %s: one policy "
+						      "per process", cgroup,
+					d->runs[i]->r.run_id, d->runs[i]->r.cg.path), -EEXIST;
+	if (d->n_runs == DAEMON_RUNS_MAX)
+		return util_fmt(err, err_len, "%d runs are attached: no room for more",
+				DAEMON_RUNS_MAX), -ENOSPC;
+
+	dr = calloc(1, sizeof(*dr));
+	if (!dr)
+		return util_fmt(err, err_len, "out of memory"), -ENOMEM;
+	dr->d = d;
+	run_init(&dr->r, "sluice daemon");
+	dr->cgroup = dup_opt(cgroup, &oom);
+	dr->policy = dup_opt(policy, &oom);
+	dr->task = dup_opt(control_str(o, "task", NULL), &oom);
+	dr->mode = dup_opt(mode, &oom);
+	dr->netns = dup_opt(control_str(o, "netns", NULL), &oom);
+	dr->upstream = dup_opt(control_str(o, "upstream", NULL), &oom);
+	dr->source = dup_opt(control_str(o, "source", NULL), &oom);
+	if (oom) {
+		drun_free(dr);
+		return util_fmt(err, err_len, "out of memory"), -ENOMEM;
+	}
+	dr->r.attached = true;
+	dr->r.args.cgroup_path = dr->cgroup;
+	dr->r.args.policy_path = dr->policy;
+	dr->r.args.run_id = run_id;
+	dr->r.args.task = dr->task;
+	dr->r.args.mode = dr->mode;
+	dr->r.args.netns = dr->netns;
+	dr->r.args.upstream = dr->upstream;
+	dr->r.args.source = dr->source;
+	dr->r.args.key_path = d->key_path;
+	dr->r.args.verbose = d->verbose;
+	dr->r.on_line = tap_line;
+	dr->r.line_ctx = dr;
+	util_copy(dr->r.run_id, sizeof(dr->r.run_id), run_id);
+	log = control_str(o, "log", NULL);
+	if ((log ? util_fmt(dr->r.log_path, sizeof(dr->r.log_path), "%s", log) :
+		   util_fmt(dr->r.log_path, sizeof(dr->r.log_path), "%s/%s.jsonl", d->log_dir,
+			    run_id)) ||
+	    state_path(d, run_id, dr->state_path, sizeof(dr->state_path))) {
+		drun_free(dr);
+		return util_fmt(err, err_len, "log or state path too long"), -ENAMETOOLONG;
+	}
+	if (!log && mkdir(d->log_dir, 0750) && errno != EEXIST) {
+		ret = -errno;
+		util_fmt(err, err_len, "create log directory %s: %s", d->log_dir, strerror(-ret));
+		drun_free(dr);
+		return ret;
+	}
+
+	ret = run_setup(&dr->r, err, err_len);
+	if (!ret) {
+		run_write_start(&dr->r);
+		ret = write_state(dr);
+		if (ret)
+			util_fmt(err, err_len, "write %s: %s", dr->state_path, strerror(-ret));
+	}
+	if (ret) {
+		/* nothing of it stays: the cgroup is left as it was found */
+		if (dr->r.started)
+			run_finish(&dr->r, false, 0, "attach failed");
+		run_close(&dr->r);
+		drun_free(dr);
+		return ret;
+	}
+	add_run(d, dr);
+	dr->attached_ms = now_ms() - t0;
+	fprintf(stderr, "sluice daemon: run %s attached to %s (%s, %" PRId64 " ms); log %s\n",
+		dr->r.run_id, dr->r.cg.path,
+		dr->r.policy->mode == SL_MODE_REPORT ? "report" : "enforce", dr->attached_ms,
+		dr->r.log_path);
+	control_msg_str(rep, "run_id", dr->r.run_id);
+	control_msg_str(rep, "cgroup", dr->r.cg.path);
+	control_msg_str(rep, "log", dr->r.log_path);
+	control_msg_str(rep, "mode", dr->r.policy->mode == SL_MODE_REPORT ? "report" : "enforce");
+	control_msg_u64(rep, "attach_ms", (uint64_t)dr->attached_ms);
+	return 0;
+}
+
+static struct drun *need_run(struct daemon *d, const struct control_obj *o, char *err,
+			     size_t err_len)
+{
+	const char *id = control_str(o, "run_id", NULL);
+	struct drun *dr;
+
+	if (!id || !*id) {
+		util_fmt(err, err_len, "needs \"run_id\"");
+		return NULL;
+	}
+	dr = find_run(d, id);
+	if (!dr)
+		util_fmt(err, err_len, "no run %s is attached", id);
+	return dr;
+}
+
+static int op_detach(struct daemon *d, const struct control_obj *o, struct control_msg *rep,
+		     char *err, size_t err_len)
+{
+	static const char *const allowed[] = { "op", "run_id", NULL };
+	struct drun *dr;
+	char log[PATH_MAX];
+	int ret = check_members(o, allowed, err, err_len);
+
+	if (ret)
+		return ret;
+	dr = need_run(d, o, err, err_len);
+	if (!dr)
+		return -ENOENT;
+	util_copy(log, sizeof(log), dr->r.log_path);
+	control_msg_str(rep, "run_id", dr->r.run_id);
+	end_run(d, dr, "detached");
+	control_msg_str(rep, "log", log);
+	return 0;
+}
+
+static uint64_t run_lost(const struct run *r)
+{
+	uint64_t n = r->rec.unwritten;
+	int h;
+
+	for (h = 0; h < SL_HOOK_MAX; h++)
+		n += r->rec.lost_reported[h];
+	return n;
+}
+
+/* One line per run after the reply: {"run_id":…,"cgroup":…,"mode":…,…}. */
+static int send_status_lines(struct daemon *d, struct client *c)
+{
+	struct control_msg *m = malloc(sizeof(*m));
+	char digest[65];
+	size_t i;
+	int err = 0;
+
+	if (!m)
+		return -ENOMEM;
+	for (i = 0; i < d->n_runs && !err; i++) {
+		const struct run *r = &d->runs[i]->r;
+
+		util_hex(r->policy->sha256, sizeof(r->policy->sha256), digest, sizeof(digest));
+		control_msg_begin(m);
+		control_msg_str(m, "run_id", r->run_id);
+		control_msg_str(m, "cgroup", r->cg.path);
+		control_msg_str(m, "mode", r->policy->mode == SL_MODE_REPORT ? "report" : "enforce");
+		control_msg_str(m, "policy", r->args.policy_path);
+		control_msg_str(m, "policy_sha256", digest);
+		control_msg_str(m, "log", r->log_path);
+		if (r->args.task)
+			control_msg_str(m, "task", r->args.task);
+		control_msg_u64(m, "lines", journal_lines_written(r->journal));
+		control_msg_u64(m, "denials", r->rec.denials);
+		control_msg_u64(m, "lost", run_lost(r));
+		control_msg_str(m, "resolver", r->resolver ? "serving" : "none");
+		control_msg_bool(m, "log_ok", !r->rec.log_broke);
+		if (control_msg_end(m)) {
+			err = -EMSGSIZE;
+			break;
+		}
+		m->buf[m->len++] = '\n';
+		if (send(c->fd, m->buf, m->len, MSG_NOSIGNAL) != (ssize_t)m->len)
+			err = -EPIPE;
+	}
+	free(m);
+	return err;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Clients */
+
+static void send_reply(struct client *c, struct control_msg *rep)
+{
+	if (control_msg_end(rep)) {
+		control_msg_begin(rep);
+		control_msg_bool(rep, "ok", false);
+		control_msg_str(rep, "error", "reply too long");
+		control_msg_end(rep);
+	}
+	rep->buf[rep->len++] = '\n';
+	/* replies are small and clients read them: a client that does not is dropped */
+	if (send(c->fd, rep->buf, rep->len, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)rep->len)
+		c->dead = true;
+}
+
+static void reply_error(struct client *c, struct control_msg *rep, const char *why)
+{
+	control_msg_begin(rep);
+	control_msg_bool(rep, "ok", false);
+	control_msg_str(rep, "error", why);
+	send_reply(c, rep);
+}
+
+static void handle_request(struct daemon *d, struct client *c, const char *line, size_t len)
+{
+	struct control_obj *o = malloc(sizeof(*o));
+	struct control_msg *rep = malloc(sizeof(*rep));
+	char err[1024] = "", why[256];
+	const char *op;
+	bool status = false;
+	int ret;
+
+	if (!o || !rep) {
+		c->dead = true;
+		goto out;
+	}
+	if (control_parse(o, line, len, why, sizeof(why))) {
+		util_fmt(err, sizeof(err), "malformed request: %s", why);
+		reply_error(c, rep, err);
+		goto out;
+	}
+	op = control_str(o, "op", NULL);
+	if (!op) {
+		reply_error(c, rep, "request has no \"op\" string");
+		goto out;
+	}
+	control_msg_begin(rep);
+	control_msg_bool(rep, "ok", true);
+	if (!strcmp(op, "ping")) {
+		control_msg_u64(rep, "pid", (uint64_t)getpid());
+		control_msg_u64(rep, "runs", d->n_runs);
+		ret = 0;
+	} else if (!strcmp(op, "attach")) {
+		ret = op_attach(d, o, rep, err, sizeof(err));
+	} else if (!strcmp(op, "detach")) {
+		ret = op_detach(d, o, rep, err, sizeof(err));
+	} else if (!strcmp(op, "status")) {
+		static const char *const allowed[] = { "op", NULL };
+
+		ret = check_members(o, allowed, err, sizeof(err));
+		if (!ret)
+			control_msg_u64(rep, "runs", d->n_runs);
+		status = !ret;
+	} else if (!strcmp(op, "events")) {
+		static const char *const allowed[] = { "op", "run_id", NULL };
+		struct drun *dr = NULL;
+		int sz = DAEMON_STREAM_SNDBUF;
+
+		ret = check_members(o, allowed, err, sizeof(err));
+		if (!ret && control_str(o, "run_id", NULL) &&
+		    !(dr = need_run(d, o, err, sizeof(err))))
+			ret = -ENOENT;
+		if (!ret) {
+			setsockopt(c->fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+			pthread_mutex_lock(&d->tap_lock);
+			send_reply(c, rep);
+			c->stream = true;
+			c->only = dr;
+			pthread_mutex_unlock(&d->tap_lock);
+			goto out;
+		}
+	} else {
+		util_fmt(err, sizeof(err), "unknown op \"%s\"", op);
+		ret = -EINVAL;
+	}
+	if (ret) {
+		reply_error(c, rep, err[0] ? err : strerror(-ret));
+		goto out;
+	}
+	send_reply(c, rep);
+	if (status && send_status_lines(d, c))
+		c->dead = true;
+out:
+	free(o);
+	free(rep);
+}
+
+static void client_read(struct daemon *d, struct client *c)
+{
+	struct control_msg *rep;
+	char *nl;
+	ssize_t n;
+
+	n = read(c->fd, c->buf + c->len, sizeof(c->buf) - c->len);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		/* a request cut short by the end of the stream is answered, not dropped in silence */
+		if (n == 0 && c->len && !c->stream) {
+			rep = malloc(sizeof(*rep));
+			if (rep) {
+				reply_error(c, rep, "truncated request: the stream ended before its "
+						    "newline");
+				free(rep);
+			}
+		}
+		c->dead = true;
+		return;
+	}
+	c->len += (size_t)n;
+	while (!c->dead && (nl = memchr(c->buf, '\n', c->len))) {
+		size_t line = (size_t)(nl - c->buf);
+
+		/* a viewer sends nothing more; what it sends is ignored */
+		if (!c->stream)
+			handle_request(d, c, c->buf, line);
+		memmove(c->buf, nl + 1, c->len - line - 1);
+		c->len -= line + 1;
+		c->since_ms = now_ms();
+	}
+	if (c->len == sizeof(c->buf)) {
+		rep = malloc(sizeof(*rep));
+		if (rep) {
+			reply_error(c, rep, "request longer than " "65536 bytes");
+			free(rep);
+		}
+		c->dead = true;
+	}
+}
+
+static void client_accept(struct daemon *d)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	struct client *c;
+	int fd;
+
+	fd = accept4(d->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd < 0)
+		return;
+	/* root only: the socket's mode says so too, the kernel's word on the peer decides */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) || cred.uid != 0) {
+		static const char msg[] = "{\"ok\":false,\"error\":\"the sluice daemon answers root "
+					  "only\"}\n";
+
+		if (send(fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+			/* nothing more to tell it */
+		}
+		close(fd);
+		return;
+	}
+	if (d->n_clients == DAEMON_CLIENTS_MAX) {
+		static const char msg[] = "{\"ok\":false,\"error\":\"too many clients\"}\n";
+
+		if (send(fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+			/* nothing more to tell it */
+		}
+		close(fd);
+		return;
+	}
+	c = malloc(sizeof(*c));
+	if (!c) {
+		close(fd);
+		return;
+	}
+	c->fd = fd;
+	c->stream = false;
+	c->dead = false;
+	c->only = NULL;
+	c->len = 0;
+	c->since_ms = now_ms();
+	pthread_mutex_lock(&d->tap_lock);
+	d->clients[d->n_clients++] = c;
+	pthread_mutex_unlock(&d->tap_lock);
+}
+
+static void clients_reap(struct daemon *d)
+{
+	int64_t now = now_ms();
+	size_t i;
+
+	pthread_mutex_lock(&d->tap_lock);
+	for (i = 0; i < d->n_clients;) {
+		struct client *c = d->clients[i];
+
+		if (!c->stream && !c->dead && c->len && now - c->since_ms > DAEMON_CLIENT_IDLE_MS)
+			c->dead = true; /* half a request, and nothing more: not worth a slot */
+		if (!c->dead) {
+			i++;
+			continue;
+		}
+		close(c->fd);
+		free(c);
+		d->clients[i] = d->clients[--d->n_clients];
+	}
+	pthread_mutex_unlock(&d->tap_lock);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Start and stop */
+
+static int parse_args(int argc, char **argv, struct daemon *d)
+{
+	static const struct option opts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "state-dir", required_argument, NULL, 'S' },
+		{ "log-dir", required_argument, NULL, 'L' },
+		{ "key", required_argument, NULL, 'k' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			d->socket_path = optarg;
+			break;
+		case 'S':
+			d->state_dir = optarg;
+			break;
+		case 'L':
+			d->log_dir = optarg;
+			break;
+		case 'k':
+			d->key_path = optarg;
+			break;
+		case 'v':
+			d->verbose = true;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			return -EINVAL;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "sluice daemon: unexpected argument \"%s\"\n", argv[optind]);
+		return -EINVAL;
+	}
+	d->socket_path = control_socket_path(d->socket_path);
+	return 0;
+}
+
+static int mkdir_p(const char *path, mode_t mode)
+{
+	char buf[PATH_MAX];
+	char *p;
+
+	if (util_copy(buf, sizeof(buf), path))
+		return -ENAMETOOLONG;
+	for (p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0755) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, mode) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* One daemon per state directory (its runs) and per socket: a second one says who has them. */
+static int take_lock(struct daemon *d)
+{
+	char path[PATH_MAX], pid[32] = "";
+	int err;
+
+	if (mkdir_p(d->state_dir, 0700) || util_fmt(path, sizeof(path), "%s/runs", d->state_dir) ||
+	    mkdir_p(path, 0700)) {
+		fprintf(stderr, "sluice daemon: create state directory %s: %s\n", d->state_dir,
+			strerror(errno));
+		return -EIO;
+	}
+	if (util_fmt(path, sizeof(path), "%s/daemon.lock", d->state_dir))
+		return -ENAMETOOLONG;
+	d->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (d->lock_fd < 0) {
+		err = -errno;
+		fprintf(stderr, "sluice daemon: open %s: %s\n", path, strerror(-err));
+		return err;
+	}
+	if (flock(d->lock_fd, LOCK_EX | LOCK_NB)) {
+		err = -errno;
+		if (pread(d->lock_fd, pid, sizeof(pid) - 1, 0) < 0)
+			pid[0] = '\0';
+		pid[strcspn(pid, "\n")] = '\0';
+		fprintf(stderr, "sluice daemon: another sluice daemon (pid %s) owns %s: one daemon "
+				"per host\n", pid[0] ? pid : "?", d->state_dir);
+		return err == -EWOULDBLOCK ? -EBUSY : err;
+	}
+	if (ftruncate(d->lock_fd, 0) == 0 && dprintf(d->lock_fd, "%d\n", (int)getpid()) < 0)
+		fprintf(stderr, "sluice daemon: write %s: %s\n", path, strerror(errno));
+	return 0;
+}
+
+static int listen_socket(struct daemon *d)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	char dir[PATH_MAX], *slash;
+	int fd, err;
+
+	if (strlen(d->socket_path) >= sizeof(sun.sun_path) ||
+	    util_copy(dir, sizeof(dir), d->socket_path))
+		return fprintf(stderr, "sluice daemon: socket path too long\n"), -ENAMETOOLONG;
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		err = mkdir_p(dir, 0700);
+		if (err) {
+			fprintf(stderr, "sluice daemon: create %s: %s\n", dir, strerror(-err));
+			return err;
+		}
+	}
+	/* a daemon answering there already (with another state directory) keeps it */
+	fd = control_connect(d->socket_path);
+	if (fd >= 0) {
+		close(fd);
+		fprintf(stderr, "sluice daemon: another sluice daemon is serving %s: one daemon per "
+				"host\n", d->socket_path);
+		return -EBUSY;
+	}
+	unlink(d->socket_path); /* a dead daemon's */
+	memcpy(sun.sun_path, d->socket_path, strlen(d->socket_path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	/* created 0600 from the first instant: no window in which anyone else could connect */
+	{
+		mode_t old = umask(0177);
+
+		err = bind(fd, (struct sockaddr *)&sun, sizeof(sun)) ? -errno : 0;
+		umask(old);
+	}
+	if (!err && listen(fd, 64))
+		err = -errno;
+	if (err) {
+		fprintf(stderr, "sluice daemon: listen on %s: %s\n", d->socket_path, strerror(-err));
+		close(fd);
+		return err;
+	}
+	d->listen_fd = fd;
+	return 0;
+}
+
+/* Every run a previous daemon owned and left pinned: taken over, its gap declared. */
+static void adopt_runs(struct daemon *d)
+{
+	char dirpath[PATH_MAX], log[PATH_MAX], msg[1024];
+	struct dirent *e;
+	DIR *dir;
+
+	if (util_fmt(dirpath, sizeof(dirpath), "%s/runs", d->state_dir))
+		return;
+	dir = opendir(dirpath);
+	if (!dir)
+		return;
+	while ((e = readdir(dir))) {
+		struct drun *dr;
+		int n, err;
+
+		if (e->d_name[0] == '.' || run_check_id(e->d_name) || strstr(e->d_name, ".new"))
+			continue;
+		dr = calloc(1, sizeof(*dr));
+		if (!dr)
+			break;
+		dr->d = d;
+		run_init(&dr->r, "sluice daemon");
+		util_copy(dr->r.run_id, sizeof(dr->r.run_id), e->d_name);
+		dr->r.args.run_id = dr->r.run_id;
+		dr->r.args.key_path = d->key_path;
+		dr->r.args.verbose = d->verbose;
+		dr->r.on_line = tap_line;
+		dr->r.line_ctx = dr;
+		state_path(d, e->d_name, dr->state_path, sizeof(dr->state_path));
+		n = util_read_file(dr->state_path, log, sizeof(log));
+		if (n <= 1 || log[n - 1] != '\n') {
+			fprintf(stderr, "sluice daemon: %s: not a log path; run %s left as it is\n",
+				dr->state_path, e->d_name);
+			drun_free(dr);
+			continue;
+		}
+		log[n - 1] = '\0';
+		util_copy(dr->r.log_path, sizeof(dr->r.log_path), log);
+		err = resume_take(&dr->r, msg, sizeof(msg));
+		if (err || add_run(d, dr)) {
+			fprintf(stderr, "sluice daemon: take over run %s: %s\n", e->d_name,
+				err ? msg : "too many runs");
+			if (err == -ENOENT) {
+				/* nothing is pinned: nothing left to enforce nor to take */
+				fprintf(stderr, "sluice daemon: run %s is not pinned any more; its log "
+						"%s ends unsealed\n", e->d_name, log);
+				unlink(dr->state_path);
+			}
+			run_close(&dr->r);
+			drun_free(dr);
+			continue;
+		}
+		fprintf(stderr, "sluice daemon: took over run %s (%s); log %s\n", dr->r.run_id,
+			dr->r.cg.path[0] ? dr->r.cg.path : "cgroup gone", dr->r.log_path);
+		/* a cgroup removed while no daemon ran: the run's end is all that is missing */
+		if (!dr->r.cg.path[0])
+			end_run(d, dr, "cgroup removed");
+	}
+	closedir(dir);
+}
+
+/*
+ * Stop serving: every run stays attached and pinned, its resolver stops (names fail closed),
+ * its log is flushed unsealed, for the next daemon to take over and continue.
+ */
+static void leave_runs(struct daemon *d)
+{
+	while (d->n_runs) {
+		struct drun *dr = d->runs[d->n_runs - 1];
+
+		dr->r.hands_off = true;
+		records_drain(&dr->r.rec);
+		run_close(&dr->r);
+		remove_run(d, dr);
+	}
+}
+
+static int block_signals(struct daemon *d)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGPIPE);
+	if (sigprocmask(SIG_BLOCK, &set, NULL))
+		return -errno;
+	d->sig_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	return d->sig_fd < 0 ? -errno : 0;
+}
+
+static void loop(struct daemon *d)
+{
+	enum { FIXED = 2 };
+	struct pollfd pfd[FIXED + DAEMON_CLIENTS_MAX + 2 * DAEMON_RUNS_MAX];
+
+	for (;;) {
+		struct signalfd_siginfo si;
+		size_t i, n_clients;
+		int n = FIXED;
+
+		pfd[0] = (struct pollfd){ .fd = d->listen_fd, .events = POLLIN };
+		pfd[1] = (struct pollfd){ .fd = d->sig_fd, .events = POLLIN };
+		n_clients = d->n_clients;
+		for (i = 0; i < n_clients; i++)
+			pfd[n++] = (struct pollfd){ .fd = d->clients[i]->fd, .events = POLLIN };
+		for (i = 0; i < d->n_runs; i++)
+			n += run_poll_fds(&d->runs[i]->r, pfd + n, 2);
+		if (poll(pfd, (nfds_t)n, DAEMON_POLL_MS) < 0 && errno != EINTR) {
+			fprintf(stderr, "sluice daemon: poll: %s\n", strerror(errno));
+			return;
+		}
+		while (read(d->sig_fd, &si, sizeof(si)) == sizeof(si)) {
+			if (si.ssi_signo == SIGPIPE)
+				continue;
+			fprintf(stderr, "sluice daemon: %s received: stopping; %zu run%s stay "
+					"enforced for the next daemon\n", strsignal((int)si.ssi_signo),
+				d->n_runs, d->n_runs == 1 ? "" : "s");
+			return;
+		}
+		for (i = 0; i < n_clients; i++)
+			if (pfd[FIXED + i].revents)
+				client_read(d, d->clients[i]);
+		if (pfd[0].revents & POLLIN)
+			client_accept(d);
+		for (i = 0; i < d->n_runs;) {
+			struct drun *dr = d->runs[i];
+			const char *why;
+
+			if (run_step(&dr->r, &why)) {
+				end_run(d, dr, why);
+				continue; /* the table moved its last run here */
+			}
+			i++;
+		}
+		clients_reap(d);
+	}
+}
+
+int daemon_main(int argc, char **argv)
+{
+	struct daemon d = {
+		.state_dir = DAEMON_STATE_DIR,
+		.log_dir = DAEMON_LOG_DIR,
+		.lock_fd = -1,
+		.listen_fd = -1,
+		.sig_fd = -1,
+	};
+	int status = RUN_EXIT_SLUICE_ERROR;
+
+	if (parse_args(argc, argv, &d))
+		return RUN_EXIT_SLUICE_ERROR;
+	if (geteuid() != 0) {
+		fprintf(stderr, "sluice daemon needs root: it loads BPF programs, attaches them to "
+				"cgroups and pins them in bpffs\n");
+		return RUN_EXIT_SLUICE_ERROR;
+	}
+	pthread_mutex_init(&d.tap_lock, NULL);
+	if (block_signals(&d)) {
+		fprintf(stderr, "sluice daemon: signalfd: %s\n", strerror(errno));
+		goto out;
+	}
+	if (take_lock(&d) || listen_socket(&d))
+		goto out;
+	adopt_runs(&d);
+	fprintf(stderr, "sluice daemon: serving %s (pid %d, %zu run%s taken over)\n",
+		d.socket_path, (int)getpid(), d.n_runs, d.n_runs == 1 ? "" : "s");
+	loop(&d);
+	leave_runs(&d);
+	status = 0;
+out:
+	while (d.n_clients) {
+		close(d.clients[d.n_clients - 1]->fd);
+		free(d.clients[--d.n_clients]);
+	}
+	if (d.listen_fd >= 0) {
+		close(d.listen_fd);
+		unlink(d.socket_path);
+	}
+	if (d.sig_fd >= 0)
+		close(d.sig_fd);
+	if (d.lock_fd >= 0)
+		close(d.lock_fd);
+	pthread_mutex_destroy(&d.tap_lock);
+	return status;
+}
