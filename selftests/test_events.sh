@@ -9,7 +9,8 @@
 # and what it printed is the whole log, segment after segment, no line lost or twice); the
 # metrics of the logs, written as a textfile, are read by the real prometheus-node-exporter and
 # scraped over HTTP: the sluice series hold the counts Python computes from the logs, and no
-# label names a run.
+# label names a run. Without LOG, the daemon's live stream of a run attached to a cgroup the test
+# made: a denial shows up at once, filtered alike, each line as the run's log has it.
 
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -271,5 +272,74 @@ EOF2
 )
 tap_is "the scrape holds the logs' counts, and no run id" "$check" ok
 sl_stop_pid "$nepid"
+
+# ---------------------------------------------------------------------------------------------
+# 5. Without LOG: the daemon's live stream, filtered alike
+
+# raw_req TEXT: send TEXT on the daemon's socket, print the first reply line.
+raw_req() {
+	python3 - "$SLUICE_SOCKET" "$1" "$SL_SLOW" <<'EOF2'
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(60 * int(sys.argv[3]))
+s.connect(sys.argv[1])
+s.sendall(sys.argv[2].encode())
+s.shutdown(socket.SHUT_WR)
+print(s.makefile("rb").readline().decode().rstrip("\n"))
+EOF2
+}
+
+# shellcheck disable=SC2119 # no extra daemon arguments
+if ! sl_daemon_start; then
+	tap_fail "the daemon starts" "$(cat "$SL_TMP/daemon/err" 2>/dev/null)"
+	tap_done
+fi
+sl_on_exit "sl_daemon_kill TERM"
+cg=$(sl_cgroup_new ev) || bail_out "cannot make the test cgroup"
+rd=t-$SL_ID-d
+SL_RUNS+=("$rd")
+"$SLUICE" events -o compact --decision deny >"$SL_TMP/d-deny.out" 2>"$SL_TMP/d-deny.err" &
+dv1=$!
+sl_track_pid "$dv1"
+"$SLUICE" events -o json --run-id nope >"$SL_TMP/d-nope.out" 2>"$SL_TMP/d-nope.err"
+tap_is "--run-id of a run the daemon does not have: refused, exit 1" \
+	"$?:$(grep -c 'the daemon refused' "$SL_TMP/d-nope.err")" "1:1"
+t0=$(date +%s%N)
+out=$(raw_req "{\"op\":\"attach\",\"run_id\":\"$rd\",\"cgroup\":\"$cg\",\"policy\":\"$policy\",\"netns\":\"/run/netns/$SL_NS_RUN\"}"$'\n')
+tap_check "a run is attached to a cgroup the test made" test "${out:0:10}" == '{"ok":true'
+[[ ${out:0:10} == '{"ok":true' ]] || tap_diag "$out"$'\n'"$(tail -5 "$SL_TMP/daemon/err")"
+tap_diag "the attach took $((($(date +%s%N) - t0) / 1000000)) ms"
+dlog=$SL_TMP/daemon/logs/$rd.jsonl
+"$SLUICE" events -o json --run-id "$rd" >"$SL_TMP/d-run.out" 2>"$SL_TMP/d-run.err" &
+dv2=$!
+sl_track_pid "$dv2"
+# The viewers see what is written after they connect: deny until the first one shows it.
+seen=0
+for _ in $(seq $((20 * SL_SLOW))); do
+	sl_in_cgroup "$cg" "${RUN_EXEC_NETONLY[@]}" "$SL_PROBE" tcp 198.51.100.20 80 >/dev/null
+	if grep -q " $rd decision deny 198\.51\.100\.20:80/tcp rule=default" "$SL_TMP/d-deny.out" &&
+		grep -q '"decision":"deny"' "$SL_TMP/d-run.out"; then
+		seen=1
+		break
+	fi
+	sleep 0.5
+done
+tap_is "sluice events (no LOG) shows the attached run's denial live, compact and as JSON" \
+	"$seen" 1
+[[ $seen == 1 ]] || tap_diag "$(cat "$SL_TMP"/d-*.out "$SL_TMP"/d-*.err)"
+tap_is "the daemon's stream sent no allow line through --decision deny" \
+	"$(grep -vc ' decision deny ' "$SL_TMP/d-deny.out")" 0
+sl_in_cgroup "$cg" "${RUN_EXEC_NETONLY[@]}" "$SL_PROBE" tcp 198.51.100.10 80 >/dev/null
+wait_until 5000 grep -q '"decision":"allow"' "$SL_TMP/d-run.out"
+bad=0
+while IFS= read -r line; do
+	grep -qxF -- "$line" "$dlog" || bad=$((bad + 1))
+done <"$SL_TMP/d-run.out"
+tap_is "every line the --run-id stream printed is a line of the run's log, as it is there" \
+	"$bad/$(grep -c . "$SL_TMP/d-run.out" | sed 's/^[01]$/few/')" "0/$(grep -c . "$SL_TMP/d-run.out")"
+tap_is "the viewers reported nothing malformed" "$(cat "$SL_TMP/d-deny.err" "$SL_TMP/d-run.err")" ""
+raw_req "{\"op\":\"detach\",\"run_id\":\"$rd\"}"$'\n' >/dev/null
+sl_stop_pid "$dv1"
+sl_stop_pid "$dv2"
 
 tap_done
