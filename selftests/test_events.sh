@@ -106,12 +106,12 @@ re+="decision deny 198\.51\.100\.20:80/tcp rule=default reason=default_deny hook
 re+="[0-9]+/sl_probe$"
 compact=$("$SLUICE" events -o compact --decision deny --type decision --host '198.51.100.20' \
 	"$log")
-tap_is "compact: one line per TCP denial, time, run, verdict, dst:port/proto, rule, reason, pid/comm" \
+tap_is "compact: per TCP denial, time, run, verdict, dst:port/proto, rule, reason, pid/comm" \
 	"$(grep -cE "$re" <<<"$compact")/$(wc -l <<<"$compact")" "2/2"
+re=" $run1 decision deny 203\.0\.113\.7:5353/udp rule=default reason=default_deny "
+re+="hook=sendmsg4 [0-9]+/sl_probe$"
 tap_is "compact: the UDP denial" \
-	"$("$SLUICE" events -o compact --host 203.0.113.7 "$log" | grep -cE \
-		" $run1 decision deny 203\.0\.113\.7:5353/udp rule=default reason=default_deny hook=sendmsg4 [0-9]+/sl_probe$")" \
-	1
+	"$("$SLUICE" events -o compact --host 203.0.113.7 "$log" | grep -cE "$re")" 1
 tap_check "bad usage: exit 2" bash -c "'$SLUICE' events --decision maybe '$log' 2>/dev/null
 	[[ \$? -eq 2 ]]"
 tap_check "--help is a manual page" bash -c "'$SLUICE' events --help | grep -q '^SYNOPSIS'"
@@ -305,7 +305,9 @@ sl_track_pid "$dv1"
 tap_is "--run-id of a run the daemon does not have: refused, exit 1" \
 	"$?:$(grep -c 'the daemon refused' "$SL_TMP/d-nope.err")" "1:1"
 t0=$(date +%s%N)
-out=$(raw_req "{\"op\":\"attach\",\"run_id\":\"$rd\",\"cgroup\":\"$cg\",\"policy\":\"$policy\",\"netns\":\"/run/netns/$SL_NS_RUN\"}"$'\n')
+req="{\"op\":\"attach\",\"run_id\":\"$rd\",\"cgroup\":\"$cg\",\"policy\":\"$policy\","
+req+="\"netns\":\"/run/netns/$SL_NS_RUN\"}"
+out=$(raw_req "$req"$'\n')
 tap_check "a run is attached to a cgroup the test made" test "${out:0:10}" == '{"ok":true'
 [[ ${out:0:10} == '{"ok":true' ]] || tap_diag "$out"$'\n'"$(tail -5 "$SL_TMP/daemon/err")"
 tap_diag "the attach took $((($(date +%s%N) - t0) / 1000000)) ms"
@@ -336,7 +338,8 @@ while IFS= read -r line; do
 	grep -qxF -- "$line" "$dlog" || bad=$((bad + 1))
 done <"$SL_TMP/d-run.out"
 tap_is "every line the --run-id stream printed is a line of the run's log, as it is there" \
-	"$bad/$(grep -c . "$SL_TMP/d-run.out" | sed 's/^[01]$/few/')" "0/$(grep -c . "$SL_TMP/d-run.out")"
+	"$bad" 0
+tap_cmp "... the deny and the allow at least" "$(grep -c . "$SL_TMP/d-run.out")" -ge 2
 tap_is "the viewers reported nothing malformed" "$(cat "$SL_TMP/d-deny.err" "$SL_TMP/d-run.err")" ""
 raw_req "{\"op\":\"detach\",\"run_id\":\"$rd\"}"$'\n' >/dev/null
 sl_stop_pid "$dv1"

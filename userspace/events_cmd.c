@@ -51,7 +51,7 @@ static bool type_listed(const char *types, const char *type)
 
 bool events_filter_match(const struct events_filter *f, const struct jsonline *jl)
 {
-	static const char *const host_keys[] = { "host", "sni", "name", "dst" };
+	static const char *const host_keys[] = {"host", "sni", "name", "dst"};
 	char v[JSONLINE_MAX + 1];
 	size_t i;
 
@@ -209,12 +209,11 @@ int events_compact(const struct jsonline *jl, char *buf, size_t size)
 {
 	/* What each line is about, after its target; each shown as key=value when present. */
 	static const char *const keys[] = {
-		"rule",	       "reason",     "hook",	"sni",	     "rcode",	    "why",
-		"mode",	       "condition",  "cap",	"flow",	     "count",	    "total",
-		"exit_status", "req_bytes",  "resp_bytes", "duration_ms", "flows", "errno",
-		"family",      "ifindex",    "size",
+		"rule",	      "reason",	     "hook",  "sni",   "rcode",	 "why",		"mode",
+		"condition",  "cap",	     "flow",  "count", "total",	 "exit_status", "req_bytes",
+		"resp_bytes", "duration_ms", "flows", "errno", "family", "ifindex",	"size",
 	};
-	struct sb s = { .buf = buf, .size = size };
+	struct sb s = {.buf = buf, .size = size};
 	char type[64];
 	const struct jsonline_member *m;
 	size_t i;
@@ -416,7 +415,7 @@ static bool segment_path(const char *path, unsigned int k, char *buf, size_t siz
 
 static void nap(void)
 {
-	struct timespec ts = { .tv_nsec = FOLLOW_POLL_NS };
+	struct timespec ts = {.tv_nsec = FOLLOW_POLL_NS};
 
 	nanosleep(&ts, NULL);
 }
@@ -521,7 +520,8 @@ static int read_log(struct reader *r, const char *path, bool follow_it)
 			err = -errno;
 			fprintf(stderr, "%s: %s: %m%s\n", r->prog, path,
 				k > 1 ? " (rotated segments without it: an unsealed log, or a "
-					"rotation under way)" : "");
+					"rotation under way)"
+				      : "");
 			return err;
 		}
 		if (segment_path(path, k, seg, sizeof(seg))) { /* a rotation since the check */
@@ -548,8 +548,9 @@ static int from_daemon(struct reader *r, const char *run_id)
 
 	fd = control_connect(sock);
 	if (fd < 0) {
-		fprintf(stderr, "%s: cannot reach the daemon at %s: %s (give a log FILE, or start "
-				"sluice daemon)\n",
+		fprintf(stderr,
+			"%s: cannot reach the daemon at %s: %s (give a log FILE, or start "
+			"sluice daemon)\n",
 			r->prog, sock, strerror(-fd));
 		return fd;
 	}
@@ -603,7 +604,8 @@ static void events_usage(FILE *out)
 {
 	fprintf(out,
 		"NAME\n"
-		"    sluice events - show a sluice log's records, filtered, live or after the fact\n"
+		"    sluice events - show a sluice log's records, filtered, live or after the "
+		"fact\n"
 		"\n"
 		"SYNOPSIS\n"
 		"    sluice events [-f] [--run-id ID] [--decision VERDICT] [--host GLOB]\n"
@@ -611,26 +613,33 @@ static void events_usage(FILE *out)
 		"\n"
 		"DESCRIPTION\n"
 		"    Reads the log FILE (its rotated segments FILE.000001(.gz), ... first), or\n"
-		"    standard input for -, or without FILE the daemon's live stream of every run's\n"
-		"    lines ($SLUICE_SOCKET, default " CONTROL_SOCKET_DEFAULT "). Each line is parsed\n"
+		"    standard input for -, or without FILE the daemon's live stream of every "
+		"run's\n"
+		"    lines ($SLUICE_SOCKET, default " CONTROL_SOCKET_DEFAULT
+		"). Each line is parsed\n"
 		"    in the log's strict canonical form; a line that is not is reported on stderr\n"
 		"    with its file, line number, byte and why, and reading goes on. Nothing here\n"
 		"    checks signatures or the hash chain: that is sluice verify.\n"
 		"\n"
 		"OPTIONS\n"
 		"    -f, --follow       after the end of FILE, print lines as they are written,\n"
-		"                       across the writer's rotations (like tail -F) until killed;\n"
+		"                       across the writer's rotations (like tail -F) until "
+		"killed;\n"
 		"                       a FILE that does not exist yet is waited for\n"
 		"    -r, --run-id ID    only lines of run ID (sent to the daemon for its stream)\n"
-		"    -d, --decision V   only lines whose decision is V: allow or deny (report-mode\n"
+		"    -d, --decision V   only lines whose decision is V: allow or deny "
+		"(report-mode\n"
 		"                       denials included), and for dns lines also refused, error\n"
 		"    -H, --host GLOB    only lines whose host, sni, name or dst matches the shell\n"
-		"                       glob GLOB, case-insensitively (*.example.com, 198.51.100.*)\n"
+		"                       glob GLOB, case-insensitively (*.example.com, "
+		"198.51.100.*)\n"
 		"    -t, --type T       only lines of type T (decision, dns, tls, flow, flow_cut,\n"
 		"                       run_start, run_end, loss, ...); several: T1,T2\n"
 		"    -o, --output FMT   json: the lines exactly as logged (default when stdout is\n"
-		"                       not a terminal); compact: one line per record (default on a\n"
-		"                       terminal): UTC time, run, type, verdict ((report) when not\n"
+		"                       not a terminal); compact: one line per record (default on "
+		"a\n"
+		"                       terminal): UTC time, run, type, verdict ((report) when "
+		"not\n"
 		"                       enforced), host=dst:port/proto, rule=, reason=, ...,\n"
 		"                       pid/comm; bytes outside printable ASCII shown as \\xHH\n"
 		"    -h, --help         this text\n"
@@ -680,17 +689,17 @@ static void reader_free(struct reader *r)
 int events_cmd_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "follow", no_argument, NULL, 'f' },
-		{ "run-id", required_argument, NULL, 'r' },
-		{ "decision", required_argument, NULL, 'd' },
-		{ "host", required_argument, NULL, 'H' },
-		{ "type", required_argument, NULL, 't' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
+		{"follow", no_argument, NULL, 'f'},
+		{"run-id", required_argument, NULL, 'r'},
+		{"decision", required_argument, NULL, 'd'},
+		{"host", required_argument, NULL, 'H'},
+		{"type", required_argument, NULL, 't'},
+		{"output", required_argument, NULL, 'o'},
+		{"help", no_argument, NULL, 'h'},
+		{0},
 	};
-	static const char *const verdicts[] = { "allow", "deny", "refused", "error", NULL };
-	struct events_filter f = { 0 };
+	static const char *const verdicts[] = {"allow", "deny", "refused", "error", NULL};
+	struct events_filter f = {0};
 	const char *file = NULL, *fmt = NULL;
 	bool follow_it = false;
 	struct reader *r;
@@ -706,8 +715,9 @@ int events_cmd_main(int argc, char **argv)
 			break;
 		case 'd':
 			if (!one_of(optarg, verdicts)) {
-				fprintf(stderr, "sluice events: --decision %s: want allow, deny, "
-						"refused or error\n",
+				fprintf(stderr,
+					"sluice events: --decision %s: want allow, deny, "
+					"refused or error\n",
 					optarg);
 				return 2;
 			}
@@ -719,8 +729,9 @@ int events_cmd_main(int argc, char **argv)
 		case 't':
 			if (!*optarg || strspn(optarg, "abcdefghijklmnopqrstuvwxyz0123456789_,") !=
 						strlen(optarg)) {
-				fprintf(stderr, "sluice events: --type %s: want type names "
-						"([a-z0-9_]), separated by commas\n",
+				fprintf(stderr,
+					"sluice events: --type %s: want type names "
+					"([a-z0-9_]), separated by commas\n",
 					optarg);
 				return 2;
 			}
@@ -789,14 +800,17 @@ static void metrics_usage(FILE *out)
 		"\n"
 		"DESCRIPTION\n"
 		"    Counts the records of the logs given (each with its rotated segments; - for\n"
-		"    standard input) into the metrics sluice daemon serves on --metrics-listen, and\n"
-		"    prints them in the Prometheus text format. Labels take values from fixed sets\n"
+		"    standard input) into the metrics sluice daemon serves on --metrics-listen, "
+		"and\n"
+		"    prints them in the Prometheus text format. Labels take values from fixed "
+		"sets\n"
 		"    (verdict, reason, hook, rcode, mode, line type; anything else is \"other\"):\n"
 		"    never a run id, host or address. A malformed line is reported on stderr with\n"
 		"    its line number and counted in sluice_metrics_malformed_lines_total.\n"
 		"\n"
 		"OPTIONS\n"
-		"    -t, --textfile PATH   write them to PATH instead (for node-exporter's textfile\n"
+		"    -t, --textfile PATH   write them to PATH instead (for node-exporter's "
+		"textfile\n"
 		"                          collector: PATH should end in .prom), atomically: a\n"
 		"                          temporary file in PATH's directory renamed over it\n"
 		"    -h, --help            this text\n"
@@ -809,9 +823,9 @@ static void metrics_usage(FILE *out)
 int metrics_cmd_main(int argc, char **argv, const char *version)
 {
 	static const struct option opts[] = {
-		{ "textfile", required_argument, NULL, 't' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
+		{"textfile", required_argument, NULL, 't'},
+		{"help", no_argument, NULL, 'h'},
+		{0},
 	};
 	const char *textfile = NULL;
 	struct metrics *m = NULL;

@@ -22,16 +22,16 @@
  * the table is counted under "other", so the set of series is fixed by this file whatever the
  * lines say.
  */
-static const char *const verdicts[METRICS_VERDICTS - 1] = { "allow", "deny" };
-static const char *const dns_decisions[METRICS_DNS_DECISIONS - 1] = { "allow", "deny", "refused",
-								      "error" };
-static const char *const rcodes[METRICS_RCODES - 1] = { "NOERROR", "FORMERR", "SERVFAIL",
-							"NXDOMAIN", "NOTIMP", "REFUSED" };
-static const char *const modes[METRICS_MODES - 1] = { "enforce", "report" };
+static const char *const verdicts[METRICS_VERDICTS - 1] = {"allow", "deny"};
+static const char *const dns_decisions[METRICS_DNS_DECISIONS - 1] = {"allow", "deny", "refused",
+								     "error"};
+static const char *const rcodes[METRICS_RCODES - 1] = {"NOERROR",  "FORMERR", "SERVFAIL",
+						       "NXDOMAIN", "NOTIMP",  "REFUSED"};
+static const char *const modes[METRICS_MODES - 1] = {"enforce", "report"};
 static const char *const types[] = {
-	"log_start", "checkpoint", "writer_restart", "run_start", "decision", "dns", "tls",
-	"flow_cut", "flow", "host_total", "alert", "loss", "loss_ranges", "anomaly", "run_end",
-	"mode_change", "policy_change",
+	"log_start",   "checkpoint", "writer_restart", "run_start",   "decision",      "dns",
+	"tls",	       "flow_cut",   "flow",	       "host_total",  "alert",	       "loss",
+	"loss_ranges", "anomaly",    "run_end",	       "mode_change", "policy_change",
 };
 _Static_assert(sizeof(types) / sizeof(types[0]) < METRICS_TYPES, "types table too long");
 _Static_assert(SL_HOOK_MAX + 2 <= METRICS_HOOKS, "hook table too short");
@@ -101,6 +101,7 @@ void metrics_init(struct metrics *m, const char *version)
 {
 	memset(m, 0, sizeof(*m));
 	snprintf(m->version, sizeof(m->version), "%s", version);
+	pthread_mutex_init(&m->lock, NULL);
 }
 
 void metrics_free(struct metrics *m)
@@ -110,8 +111,9 @@ void metrics_free(struct metrics *m)
 	for (i = 0; i < m->n_active; i++)
 		free(m->active[i].run_id);
 	free(m->active);
-	m->active = NULL;
-	m->n_active = 0;
+	free(m->scratch);
+	pthread_mutex_destroy(&m->lock);
+	memset(m, 0, sizeof(*m));
 }
 
 /* A string member, or "" when absent, not a string, or too long (which no table holds). */
@@ -182,7 +184,7 @@ static void run_ended(struct metrics *m, const char *run_id)
 	m->runs_ended[mode]++;
 }
 
-void metrics_observe(struct metrics *m, const struct jsonline *jl)
+static void observe_locked(struct metrics *m, const struct jsonline *jl)
 {
 	char type[32], a[64], b[64], c[64], run_id[256];
 	unsigned int t;
@@ -235,17 +237,28 @@ void metrics_observe(struct metrics *m, const struct jsonline *jl)
 	}
 }
 
+void metrics_observe(struct metrics *m, const struct jsonline *jl)
+{
+	pthread_mutex_lock(&m->lock);
+	observe_locked(m, jl);
+	pthread_mutex_unlock(&m->lock);
+}
+
 void metrics_observe_raw(struct metrics *m, const char *line, size_t len)
 {
-	struct jsonline *jl = malloc(sizeof(*jl));
 	const char *why;
 	size_t off;
 
-	if (!jl || jsonline_parse(jl, line, len, &off, &why))
+	if (len && line[len - 1] == '\n')
+		len--;
+	pthread_mutex_lock(&m->lock);
+	if (!m->scratch)
+		m->scratch = malloc(sizeof(*m->scratch));
+	if (!m->scratch || jsonline_parse(m->scratch, line, len, &off, &why))
 		m->malformed++;
 	else
-		metrics_observe(m, jl);
-	free(jl);
+		observe_locked(m, m->scratch);
+	pthread_mutex_unlock(&m->lock);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -286,7 +299,7 @@ static void one(FILE *f, const char *name, const char *lname, const char *lval, 
 
 static void render(const struct metrics *m, FILE *f)
 {
-	uint64_t active[METRICS_MODES] = { 0 };
+	uint64_t active[METRICS_MODES] = {0};
 	unsigned int i, e, r, h;
 	size_t k;
 
@@ -301,7 +314,8 @@ static void render(const struct metrics *m, FILE *f)
 		    m->lines[i], i == N(types));
 
 	head(f, "sluice_decisions_total", "counter",
-	     "Decisions logged, by verdict, whether enforced (false: report mode), reason and hook.");
+	     "Decisions logged, by verdict, whether enforced (false: report mode), reason and "
+	     "hook.");
 	for (i = 0; i < METRICS_VERDICTS; i++)
 		for (e = 0; e < 2; e++)
 			for (r = 0; r < METRICS_REASONS; r++)
@@ -311,8 +325,8 @@ static void render(const struct metrics *m, FILE *f)
 					if (!v)
 						continue;
 					fputs("sluice_decisions_total{", f);
-					label(f, "decision", i < N(verdicts) ? verdicts[i] : "other",
-					      true);
+					label(f, "decision",
+					      i < N(verdicts) ? verdicts[i] : "other", true);
 					label(f, "enforced", e ? "true" : "false", false);
 					label(f, "reason", reason_label(r), false);
 					label(f, "hook", hook_label(h), false);
@@ -356,7 +370,8 @@ static void render(const struct metrics *m, FILE *f)
 	     "Records lost (loss lines' counts), by hook (log: read but not written).");
 	for (h = 0; h < HOOK_LABELS; h++)
 		if (m->lost[h] || h == SL_HOOK_MAX)
-			one(f, "sluice_events_lost_total", "hook", hook_label(h), m->lost[h], false);
+			one(f, "sluice_events_lost_total", "hook", hook_label(h), m->lost[h],
+			    false);
 
 	for (k = 0; k < m->n_active; k++)
 		active[m->active[k].mode]++;
@@ -394,7 +409,10 @@ int metrics_render(const struct metrics *m, char **out, size_t *len)
 
 	if (!f)
 		return -errno;
+	/* the counters only change under the lock; rendering reads them as one snapshot */
+	pthread_mutex_lock((pthread_mutex_t *)&m->lock);
 	render(m, f);
+	pthread_mutex_unlock((pthread_mutex_t *)&m->lock);
 	if (fclose(f)) {
 		free(*out);
 		*out = NULL;
@@ -588,11 +606,11 @@ size_t metrics_http_pollfds(const struct metrics_http *h, struct pollfd *fds, si
 	int i;
 
 	if (n < max)
-		fds[n++] = (struct pollfd){ .fd = h->lfd, .events = POLLIN };
+		fds[n++] = (struct pollfd){.fd = h->lfd, .events = POLLIN};
 	for (i = 0; i < METRICS_HTTP_CLIENTS && n < max; i++)
 		if (h->c[i].fd >= 0)
-			fds[n++] = (struct pollfd){ .fd = h->c[i].fd,
-						    .events = h->c[i].out ? POLLOUT : POLLIN };
+			fds[n++] = (struct pollfd){.fd = h->c[i].fd,
+						   .events = h->c[i].out ? POLLOUT : POLLIN};
 	return n;
 }
 

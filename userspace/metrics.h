@@ -14,6 +14,7 @@
 #define SLUICE_METRICS_H
 
 #include <poll.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -49,6 +50,9 @@ struct metrics {
 	uint64_t malformed; /* lines metrics_observe_raw could not parse */
 	struct metrics_run *active;
 	size_t n_active;
+	struct jsonline *scratch; /* metrics_observe_raw's parse */
+	/* Held by every function here: the writer's thread may observe while the loop renders. */
+	pthread_mutex_t lock;
 };
 
 void metrics_init(struct metrics *m, const char *version);
@@ -56,7 +60,10 @@ void metrics_free(struct metrics *m);
 
 /* Count one canonical line (of any run). */
 void metrics_observe(struct metrics *m, const struct jsonline *jl);
-/* The same from the line's bytes (no "\n"); a line that does not parse counts as malformed. */
+/*
+ * The same from the line's bytes (a final "\n" is ignored: a journal on_line callback's line can
+ * be passed as it is); a line that does not parse counts as malformed.
+ */
 void metrics_observe_raw(struct metrics *m, const char *line, size_t len);
 
 /* The text exposition format into a malloc'd buffer (*out, *len). Returns 0 or -errno. */
