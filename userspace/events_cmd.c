@@ -583,7 +583,13 @@ static int from_daemon(struct reader *r, const char *run_id)
 		}
 		if (n <= 0) {
 			err = (int)n;
-			if (n < 0)
+			if (n == -EPIPE) /* the daemon cuts the line of a viewer it drops */
+				fprintf(stderr,
+					"%s: the daemon dropped this viewer mid-line (it did not "
+					"keep up); lines are missing here: the runs' logs have "
+					"them all\n",
+					r->prog);
+			else if (n < 0)
 				fprintf(stderr, "%s: the daemon's stream: %s\n", r->prog,
 					strerror((int)-n));
 			break;
