@@ -75,6 +75,13 @@ got exit $rc and $(wc -l <<<"$got") line(s): $(head -c 600 <<<"$got") $(cat "$SL
 	fi
 }
 
+# scraped LINE: the daemon's metrics (port $mport), scraped into $SL_TMP/m.txt, have this line.
+# shellcheck disable=SC2317 # called through wait_until and tap_check
+scraped() {
+	curl -sf "http://127.0.0.1:$mport/metrics" -o "$SL_TMP/m.txt" &&
+		grep -qxF -- "$1" "$SL_TMP/m.txt"
+}
+
 # ---------------------------------------------------------------------------------------------
 # 1. A finished run: one allow, three denials (two TCP, one UDP)
 
@@ -344,5 +351,61 @@ tap_is "the viewers reported nothing malformed" "$(cat "$SL_TMP/d-deny.err" "$SL
 raw_req "{\"op\":\"detach\",\"run_id\":\"$rd\"}"$'\n' >/dev/null
 sl_stop_pid "$dv1"
 sl_stop_pid "$dv2"
+
+# ---------------------------------------------------------------------------------------------
+# 6. The daemon's metrics: --metrics-listen (HTTP from its poll loop) and --metrics-textfile
+
+if ! "$SLUICE" daemon --help 2>&1 | grep -q -- --metrics-listen; then
+	tap_skip "the daemon serves metrics" "this sluice daemon has no --metrics-listen"
+	tap_done
+fi
+sl_daemon_kill TERM
+mport=$(sl_free_port)
+# shellcheck disable=SC2119
+if ! sl_daemon_start --metrics-listen "127.0.0.1:$mport" --metrics-textfile "$prom/daemon.prom"
+then
+	tap_fail "the daemon starts with --metrics-listen" "$(tail -5 "$SL_TMP/daemon/err")"
+	tap_done
+fi
+cg=$(sl_cgroup_new m) || bail_out "cannot make the test cgroup"
+rm_=t-$SL_ID-m
+SL_RUNS+=("$rm_")
+req="{\"op\":\"attach\",\"run_id\":\"$rm_\",\"cgroup\":\"$cg\",\"policy\":\"$policy\","
+req+="\"netns\":\"/run/netns/$SL_NS_RUN\"}"
+out=$(raw_req "$req"$'\n')
+tap_check "a run is attached" test "${out:0:10}" == '{"ok":true'
+sl_in_cgroup "$cg" "${RUN_EXEC_NETONLY[@]}" "$SL_PROBE" tcp 198.51.100.20 80 >/dev/null
+sl_in_cgroup "$cg" "${RUN_EXEC_NETONLY[@]}" "$SL_PROBE" tcp 198.51.100.10 80 >/dev/null
+s='sluice_decisions_total{decision="deny",enforced="true",reason="default_deny",hook="connect4"} 1'
+wait_until 5000 scraped "$s"
+tap_check "GET /metrics: the denial is counted" grep -qxF -- "$s" "$SL_TMP/m.txt"
+tap_check "... and the allow" grep -qxF -- \
+	'sluice_decisions_total{decision="allow",enforced="true",reason="rule",hook="connect4"} 1' \
+	"$SL_TMP/m.txt"
+tap_check "... one active run in enforce mode" grep -qxF 'sluice_runs_active{mode="enforce"} 1' \
+	"$SL_TMP/m.txt"
+tap_is "... and no run id" "$(grep -c -e "$rm_" -e run_id "$SL_TMP/m.txt")" 0
+tap_is "POST: 405, another path: 404" \
+	"$(curl -s -X POST -o /dev/null -w '%{http_code}' "http://127.0.0.1:$mport/metrics") $(
+		curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$mport/")" "405 404"
+# A client that connects and sends nothing must not hold the loop.
+python3 -c 'import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.send(b"GET /metr")
+time.sleep(30)' "$mport" &
+slow=$!
+sl_track_pid "$slow"
+sleep 0.5
+t0=$(date +%s%N)
+"$SLUICE" status >/dev/null
+ms=$((($(date +%s%N) - t0) / 1000000))
+tap_cmp "a silent HTTP client does not hold the daemon's loop (status took ${ms} ms)" "$ms" \
+	-lt $((2000 * SL_SLOW))
+tap_check "nor the other HTTP clients" scraped "$s"
+sl_stop_pid "$slow"
+raw_req "{\"op\":\"detach\",\"run_id\":\"$rm_\"}"$'\n' >/dev/null
+sl_daemon_kill TERM
+tap_check "--metrics-textfile: written at the end, the run ended" grep -qxF \
+	'sluice_runs_ended_total{mode="enforce"} 1' "$prom/daemon.prom"
 
 tap_done
