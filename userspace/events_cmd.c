@@ -209,9 +209,10 @@ int events_compact(const struct jsonline *jl, char *buf, size_t size)
 {
 	/* What each line is about, after its target; each shown as key=value when present. */
 	static const char *const keys[] = {
-		"rule",	      "reason",	     "hook",  "sni",   "rcode",	 "why",		"mode",
-		"condition",  "cap",	     "flow",  "count", "total",	 "exit_status", "req_bytes",
-		"resp_bytes", "duration_ms", "flows", "errno", "family", "ifindex",	"size",
+		"rule",	 "reason",	"hook",	     "sni",	   "rcode",	  "why",
+		"mode",	 "prev_mode",	"condition", "cap",	   "flow",	  "count",
+		"total", "exit_status", "req_bytes", "resp_bytes", "duration_ms", "flows",
+		"errno", "family",	"ifindex",   "size",
 	};
 	struct sb s = {.buf = buf, .size = size};
 	char type[64];

@@ -29,9 +29,9 @@ static const char *const rcodes[METRICS_RCODES - 1] = {"NOERROR",  "FORMERR", "S
 						       "NXDOMAIN", "NOTIMP",  "REFUSED"};
 static const char *const modes[METRICS_MODES - 1] = {"enforce", "report"};
 static const char *const types[] = {
-	"log_start",   "checkpoint", "writer_restart", "run_start",   "decision",      "dns",
-	"tls",	       "flow_cut",   "flow",	       "host_total",  "alert",	       "loss",
-	"loss_ranges", "anomaly",    "run_end",	       "mode_change", "policy_change",
+	"log_start",   "checkpoint", "writer_restart", "run_start",	"decision",    "dns",
+	"tls",	       "flow_cut",   "flow",	       "host_total",	"alert",       "loss",
+	"loss_ranges", "anomaly",    "run_end",	       "policy_change", "preexisting",
 };
 _Static_assert(sizeof(types) / sizeof(types[0]) < METRICS_TYPES, "types table too long");
 _Static_assert(SL_HOOK_MAX + 2 <= METRICS_HOOKS, "hook table too short");
@@ -221,13 +221,17 @@ static void observe_locked(struct metrics *m, const struct jsonline *jl)
 		run_started(m, run_id, lookup(modes, N(modes), a));
 	} else if (!strcmp(type, "run_end")) {
 		run_ended(m, run_id);
-	} else if (!strcmp(type, "mode_change")) {
+	} else if (!strcmp(type, "policy_change")) {
+		/* set-mode and replace-policy: "mode" is the run's mode from here on */
 		struct metrics_run *r = active_find(m, run_id);
 		unsigned int mode;
 
 		str_of(jl, "mode", a, sizeof(a));
+		str_of(jl, "prev_mode", b, sizeof(b));
 		mode = lookup(modes, N(modes), a);
-		m->mode_changes[mode]++;
+		m->policy_changes++;
+		if (strcmp(a, b))
+			m->mode_changes[mode]++;
 		if (r)
 			r->mode = mode;
 	} else if (!strcmp(type, "alert")) {
@@ -388,6 +392,9 @@ static void render(const struct metrics *m, FILE *f)
 	for (i = 0; i < METRICS_MODES; i++)
 		one(f, "sluice_runs_active", "mode", i < N(modes) ? modes[i] : "other", active[i],
 		    i == N(modes));
+	head(f, "sluice_policy_changes_total", "counter",
+	     "Policy or mode changes of running runs (policy_change lines).");
+	fprintf(f, "sluice_policy_changes_total %" PRIu64 "\n", m->policy_changes);
 	head(f, "sluice_mode_changes_total", "counter",
 	     "Mode changes of running runs, by the mode changed to.");
 	for (i = 0; i < METRICS_MODES; i++)

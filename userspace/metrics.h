@@ -45,6 +45,7 @@ struct metrics {
 	uint64_t runs_started[METRICS_MODES];
 	uint64_t runs_ended[METRICS_MODES];
 	uint64_t mode_changes[METRICS_MODES]; /* by the mode changed to */
+	uint64_t policy_changes;
 	uint64_t alerts;
 	uint64_t anomalies;
 	uint64_t malformed; /* lines metrics_observe_raw could not parse */

@@ -79,6 +79,10 @@ static const char start_line[] = HEAD("run_start") ",\"run_id\":\"smoke2\",\"tas
 						   "\"enforce\",\"default\":\"deny\"}";
 static const char start2_line[] = HEAD("run_start") ",\"run_id\":\"other-run\",\"task\":null,"
 						    "\"mode\":\"report\",\"default\":\"deny\"}";
+static const char switch_line[] =
+	HEAD("policy_change") ",\"run_id\":\"other-run\",\"task\":null,\"policy\":\"/"
+			      "p.yaml\",\"mode\":\"enforce\","
+			      "\"prev_mode\":\"report\"}";
 static const char end_line[] = HEAD("run_end") ",\"run_id\":\"smoke2\",\"task\":null,\"why\":"
 					       "\"command exited\",\"exit_status\":0}";
 /* A hostile writer's values: none may become a label. */
@@ -192,6 +196,10 @@ static bool t_compact(char *why)
 	       compact_is(loss_line,
 			  "2026-11-29T12:00:52.429Z smoke2 loss - - hook=connect4 count=5 total=5",
 			  why) &&
+	       compact_is(switch_line,
+			  "2026-11-29T12:00:52.429Z other-run policy_change - - mode=enforce "
+			  "prev_mode=report",
+			  why) &&
 	       compact_is(end_line,
 			  "2026-11-29T12:00:52.429Z smoke2 run_end - - why=command\\x20exited "
 			  "exit_status=0",
@@ -217,12 +225,12 @@ static struct metrics g_m;
 
 static void observe_all(void)
 {
-	static const char *const lines[] = {
-		start_line, start2_line, deny_line, deny_line, report_line, allow_line,	 dns_line,
-		tls_line,   flow_line,	 flow_line, loss_line, end_line,    hostile_line};
-	size_t i;
-
+	static const char *const lines[] = {start_line,	  start2_line, deny_line, deny_line,
+					    report_line,  allow_line,  dns_line,  tls_line,
+					    flow_line,	  flow_line,   loss_line, end_line,
+					    hostile_line, switch_line};
 	static char nl[sizeof(flow_line) + 1];
+	size_t i;
 
 	metrics_init(&g_m, "0.1.0-\"t\\");
 	for (i = 0; i < ARRAY_SIZE(lines); i++) {
@@ -277,8 +285,11 @@ static bool t_metrics_render(char *why)
 		"sluice_runs_started_total{mode=\"enforce\"} 1",
 		"sluice_runs_started_total{mode=\"report\"} 1",
 		"sluice_runs_ended_total{mode=\"enforce\"} 1",
-		"sluice_runs_active{mode=\"enforce\"} 0",
-		"sluice_runs_active{mode=\"report\"} 1",
+		"sluice_runs_active{mode=\"enforce\"} 1",
+		"sluice_runs_active{mode=\"report\"} 0",
+		"sluice_mode_changes_total{mode=\"enforce\"} 1",
+		"sluice_mode_changes_total{mode=\"report\"} 0",
+		"sluice_policy_changes_total 1",
 		"sluice_log_lines_total{type=\"decision\"} 5",
 		"sluice_metrics_malformed_lines_total 1",
 	};
