@@ -6,6 +6,7 @@
 #include "attach_cmd.h"
 #include "client_cmd.h"
 #include "daemon.h"
+#include "events_cmd.h"
 #include "keygen_cmd.h"
 #include "oci_hook.h"
 #include "policy_cmd.h"
@@ -32,6 +33,8 @@ static void usage(FILE *out)
 		"  daemon [options]                            the per-host agent: attaches runs to\n"
 		"                                              cgroups others make\n"
 		"  detach | status | set-mode | replace-policy requests to the daemon (--help)\n"
+		"  events [-f] [filters] [LOG|-]               show a log's records, or the daemon's\n"
+		"  metrics [--textfile PATH] LOG...            Prometheus metrics of logs\n"
 		"  version                                     print the version\n"
 		"\n"
 		"'sluice run --help' lists the options of run.\n");
@@ -62,6 +65,10 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "detach") || !strcmp(argv[1], "status") ||
 	    !strcmp(argv[1], "set-mode") || !strcmp(argv[1], "replace-policy"))
 		return client_cmd_main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "events"))
+		return events_cmd_main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "metrics"))
+		return metrics_cmd_main(argc - 1, argv + 1, SLUICE_VERSION);
 	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
 		printf("sluice %s\n", SLUICE_VERSION);
 		return 0;
