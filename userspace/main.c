@@ -14,7 +14,7 @@
 #include "run.h"
 #include "verify_cmd.h"
 
-#define SLUICE_VERSION "0.1.0"
+#include "version.h"
 
 static void usage(FILE *out)
 {

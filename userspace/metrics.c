@@ -150,11 +150,25 @@ static struct metrics_run *active_find(struct metrics *m, const char *run_id)
 	return NULL;
 }
 
+static void run_active(struct metrics *m, const char *run_id, unsigned int mode);
+
 static void run_started(struct metrics *m, const char *run_id, unsigned int mode)
+{
+	m->runs_started[mode]++;
+	run_active(m, run_id, mode);
+}
+
+void metrics_adopt(struct metrics *m, const char *run_id, bool report)
+{
+	pthread_mutex_lock(&m->lock);
+	run_active(m, run_id, lookup(modes, N(modes), report ? "report" : "enforce"));
+	pthread_mutex_unlock(&m->lock);
+}
+
+static void run_active(struct metrics *m, const char *run_id, unsigned int mode)
 {
 	struct metrics_run *r = active_find(m, run_id), *grown;
 
-	m->runs_started[mode]++;
 	if (r) { /* a writer_restart's run_start, or a run id used twice: one active run */
 		r->mode = mode;
 		return;

@@ -57,6 +57,8 @@ struct metrics {
 };
 
 void metrics_init(struct metrics *m, const char *version);
+/* A run a daemon took over (its run_start was written by another process): active, in mode. */
+void metrics_adopt(struct metrics *m, const char *run_id, bool report);
 void metrics_free(struct metrics *m);
 
 /* Count one canonical line (of any run). */
