@@ -32,6 +32,8 @@ SL_RC=0
 : >"$SL_ERR"
 
 POLICY=$SL_TMP/policy.yaml
+# the hook's policy directory (an annotation names only a policy in it): the test's own
+export SL_POLICY_DIR=$SL_TMP
 cat >"$POLICY" <<'EOF'
 default: deny
 rules:
@@ -91,7 +93,7 @@ make_bundle() {
 	python3 - "$dir/config.json" "$hook" "$SLUICE" "${SLUICE_SOCKET:-}" "/$PFX-$name" \
 		"/run/netns/$SL_NS_RUN" "$ROOTFS" "${#ANNOT[@]}" "${ANNOT[@]}" "$@" \
 		<<'EOF' || return 1
-import json, sys
+import json, os, sys
 path, hook, sluice, sock, cgpath, netns, rootfs, n = sys.argv[1:9]
 n = int(n)
 annot = dict(a.split("=", 1) for a in sys.argv[9:9 + n])
@@ -107,7 +109,8 @@ for ns in c["linux"]["namespaces"]:
 c["annotations"] = annot
 if hook == "yes":
     c["hooks"] = {"createRuntime": [{"path": sluice,
-                                      "args": ["sluice", "oci-hook", "--socket", sock]}]}
+                                      "args": ["sluice", "oci-hook", "--socket", sock,
+                                               "--policy-dir", os.environ["SL_POLICY_DIR"]]}]}
 json.dump(c, open(path, "w"), indent=1)
 EOF
 }
@@ -169,7 +172,7 @@ hook_config() {
 		"$1" "$ann" >"$HB/config.json"
 }
 # hook_case NAME WANT_RC WANT_TEXT STATE: the hook (--dry-run) on STATE
-HOOK_ARGS=()
+HOOK_ARGS=(--policy-dir "$SL_TMP")
 hook_case() {
 	local name=$1 want_rc=$2 want=$3 state=$4 rc
 	printf '%s' "$state" | "$SLUICE" oci-hook --dry-run "${HOOK_ARGS[@]}" >"$SL_OUT" 2>"$SL_ERR"
@@ -195,9 +198,18 @@ hook_case "the request" 0 \
 	"$(state c-1 "$HOST_PID" "$HB")"
 hook_case "source oci-hook" 0 '"source":"oci-hook"' "$(state c-1 "$HOST_PID" "$HB")"
 hook_case "run id, mode and task from annotations" 0 \
-	'"run_id":"r-7","task":"t 1","mode":"report"' \
+	'"run_id":"r-7","task":"t 1","mode":"enforce"' \
 	"$(state c-1 "$HOST_PID" "$HB" ',"annotations":{"io.sluice.policy":"'"$POLICY"'",
-	"io.sluice.run-id":"r-7","io.sluice.mode":"report","io.sluice.task":"t 1"}')"
+	"io.sluice.run-id":"r-7","io.sluice.mode":"enforce","io.sluice.task":"t 1"}')"
+hook_case "an annotation cannot turn enforcement off (report)" 2 \
+	'annotation io.sluice.mode: "report" would let whoever creates the container' \
+	"$(state c-1 "$HOST_PID" "$HB" ',"annotations":{"io.sluice.policy":"'"$POLICY"'",
+	"io.sluice.mode":"report"}')"
+HOOK_ARGS=()
+hook_case "by default, an annotation names only a policy in /etc/sluice/policies" 2 \
+	"policy directory /etc/sluice/policies" \
+	"$(state c-1 "$HOST_PID" "$HB" "$(with_policy "$POLICY")")"
+HOOK_ARGS=(--policy-dir "$SL_TMP")
 hook_case "empty stdin" 2 "state on stdin: byte 0: expected a value" ""
 hook_case "truncated state" 2 "state on stdin: byte 29: unterminated string" \
 	'{"ociVersion":"1.0.2","id":"c'
@@ -242,23 +254,27 @@ ln -s "$POLICY" "$SL_TMP/policies/link.yaml"
 HOOK_ARGS=(--policy-dir "$SL_TMP/policies")
 hook_case "--policy-dir: a policy inside" 0 "\"policy\":\"$SL_TMP/policies/ok.yaml\"" \
 	"$(state c-1 "$HOST_PID" "$HB" "$(with_policy "$SL_TMP/policies/ok.yaml")")"
-hook_case "--policy-dir: a policy outside" 2 "$POLICY is not inside the --policy-dir" \
+hook_case "--policy-dir: a policy outside" 2 "$POLICY is not inside the policy directory" \
 	"$(state c-1 "$HOST_PID" "$HB" "$(with_policy "$POLICY")")"
-hook_case "--policy-dir: a symlink inside to a file outside" 2 "is not inside the --policy-dir" \
+hook_case "--policy-dir: a symlink inside to a file outside" 2 "is not inside the policy directory" \
 	"$(state c-1 "$HOST_PID" "$HB" "$(with_policy "$SL_TMP/policies/link.yaml")")"
-hook_case "--policy-dir: .. out of it" 2 "is not inside the --policy-dir" \
+hook_case "--policy-dir: .. out of it" 2 "is not inside the policy directory" \
 	"$(state c-1 "$HOST_PID" "$HB" "$(with_policy "$SL_TMP/policies/../policy.yaml")")"
 HOOK_ARGS=(--policy "$POLICY")
 hook_case "--policy: the default without an annotation" 0 "\"policy\":\"$POLICY\"" \
 	"$(state c-1 "$HOST_PID" "$HB")"
-HOOK_ARGS=(--mode enforce)
+HOOK_ARGS=(--mode enforce --policy-dir "$SL_TMP")
 hook_case "--mode enforce: the request's mode" 0 '"mode":"enforce"' \
 	"$(state c-1 "$HOST_PID" "$HB" "$(with_policy "$POLICY")")"
 hook_case "--mode enforce: an annotation asking for report is refused" 2 \
 	'annotation io.sluice.mode: "report", but this hook runs every container in enforce mode' \
 	"$(state c-1 "$HOST_PID" "$HB" \
 		',"annotations":{"io.sluice.mode":"report","io.sluice.policy":"/p"}')"
-HOOK_ARGS=()
+HOOK_ARGS=(--mode report --policy-dir "$SL_TMP")
+hook_case "--mode report: an annotation may then say report" 0 '"mode":"report"' \
+	"$(state c-1 "$HOST_PID" "$HB" ',"annotations":{"io.sluice.policy":"'"$POLICY"'",
+	"io.sluice.mode":"report"}')"
+HOOK_ARGS=(--policy-dir "$SL_TMP")
 hook_case "bad mode" 2 "annotation io.sluice.mode: expected report or enforce" \
 	"$(state c-1 "$HOST_PID" "$HB" \
 		',"annotations":{"io.sluice.mode":"off","io.sluice.policy":"/p"}')"
@@ -267,7 +283,7 @@ hook_case "bad run id" 2 "annotation io.sluice.run-id: expected 1-64 characters"
 hook_case "id not a valid run id" 2 "is not a valid run id" \
 	"$(state "$(printf 'b%.0s' $(seq 70))" "$HOST_PID" "$HB")"
 hook_case "task too long" 2 "task: longer than 256 bytes" \
-	"$(state c-1 "$HOST_PID" "$HB" ',"annotations":{"io.sluice.policy":"/p",
+	"$(state c-1 "$HOST_PID" "$HB" ',"annotations":{"io.sluice.policy":"'"$POLICY"'",
 	"io.sluice.task":"'"$(printf 't%.0s' $(seq 300))"'"}')"
 
 hook_config '"a:b"' "$POL_ANN"
@@ -472,7 +488,8 @@ if [[ -z $podman_skip ]]; then
 	mkdir -p "$HOOKS"
 	cat >"$HOOKS/sluice.json" <<EOF
 {"version": "1.0.0",
- "hook": {"path": "$SLUICE", "args": ["sluice", "oci-hook", "--socket", "$SLUICE_SOCKET"]},
+ "hook": {"path": "$SLUICE", "args": ["sluice", "oci-hook", "--socket", "$SLUICE_SOCKET",
+                                      "--policy-dir", "$SL_TMP"]},
  "when": {"annotations": {"^io\\\\.sluice\\\\.policy\$": ".+"}},
  "stages": ["createRuntime"]}
 EOF

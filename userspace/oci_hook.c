@@ -45,16 +45,19 @@ static void usage(FILE *out)
 		"           it must hold the state's pid (no cgroupsPath: that pid's cgroup)\n"
 		"  netns    /proc/PID/ns/net, when it is not sluice's own namespace\n"
 		"  annotations of the container (the state's, else config.json's):\n"
-		"    io.sluice.policy   the policy file, an absolute path (required, or --policy)\n"
+		"    io.sluice.policy   the policy file, an absolute path inside the policy\n"
+		"                       directory (required, or --policy)\n"
 		"    io.sluice.run-id   the run id (default: the container id, if a valid one)\n"
-		"    io.sluice.mode     report or enforce (default: the policy's mode)\n"
+		"    io.sluice.mode     enforce (default: the policy's mode; report is refused:\n"
+		"                       the policy or --mode report chooses it)\n"
 		"    io.sluice.task     the task recorded in the log\n"
 		"  --policy FILE      the policy of containers without io.sluice.policy\n"
 		"  --mode MODE        every container in MODE (report or enforce); an\n"
 		"                     io.sluice.mode annotation that says otherwise is refused\n"
 		"  --policy-dir DIR   io.sluice.policy may only name a policy inside DIR\n"
-		"                     (symlinks resolved): whoever creates containers chooses\n"
-		"                     among the policies the node's administrator put there\n"
+		"                     (symlinks resolved; default " OCI_HOOK_POLICY_DIR "):\n"
+		"                     whoever creates containers chooses among the policies\n"
+		"                     the node's administrator put there\n"
 		"  --socket PATH      the daemon's socket (default: $SLUICE_SOCKET, else\n"
 		"                     " CONTROL_SOCKET_DEFAULT ")\n"
 		"  --dry-run          print the attach request instead of sending it\n"
@@ -257,6 +260,13 @@ int oci_hook_main(int argc, char **argv)
 				"every container in %s mode (--mode)\n", r.mode, forced_mode);
 		goto out;
 	}
+	/* the same people must not be able to turn enforcement off: report is the policy's word */
+	if (!forced_mode && r.mode && !strcmp(r.mode, "report")) {
+		fprintf(stderr, HOOK ": annotation io.sluice.mode: \"report\" would let whoever "
+				"creates the container turn enforcement off; a policy that says "
+				"mode: report, or this hook's --mode report, chooses report\n");
+		goto out;
+	}
 	if (forced_mode)
 		r.mode = forced_mode;
 	if (r.mode && strcmp(r.mode, "report") && strcmp(r.mode, "enforce")) {
@@ -283,12 +293,19 @@ int oci_hook_main(int argc, char **argv)
 				"got \"%s\"\n", r.policy);
 		goto out;
 	}
-	if (policy_dir && r.policy != policy_abs) {
+	/*
+	 * Whoever creates containers writes their annotations (a pod's author, say), and the daemon
+	 * reads the file as root: an annotation names only a policy the node's administrator put
+	 * in the policy directory, by default too.
+	 */
+	if (!policy_dir)
+		policy_dir = OCI_HOOK_POLICY_DIR;
+	if (r.policy != policy_abs) {
 		size_t n;
 
 		if (!realpath(policy_dir, dir_abs)) {
-			fprintf(stderr, HOOK ": --policy-dir %s: %s\n", policy_dir,
-				strerror(errno));
+			fprintf(stderr, HOOK ": the policy directory %s (--policy-dir): %s\n",
+				policy_dir, strerror(errno));
 			goto out;
 		}
 		if (!realpath(r.policy, policy_abs)) {
@@ -299,7 +316,7 @@ int oci_hook_main(int argc, char **argv)
 		n = strlen(dir_abs);
 		if (strncmp(policy_abs, dir_abs, n) || (policy_abs[n] != '/' && n > 1)) {
 			fprintf(stderr, HOOK ": annotation io.sluice.policy: %s is not inside the "
-					"--policy-dir %s\n", r.policy, dir_abs);
+					"policy directory %s (--policy-dir)\n", r.policy, dir_abs);
 			goto out;
 		}
 		/* the file checked is the file named: the daemon reads this path, not the link */
