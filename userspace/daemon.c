@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/signalfd.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -28,8 +29,11 @@
 
 #include "control.h"
 #include "daemon.h"
+#include "metrics.h"
+#include "version.h"
 #include "journal.h"
 #include "loader.h"
+#include "preexisting.h"
 #include "records.h"
 #include "resume.h"
 #include "run.h"
@@ -45,6 +49,7 @@
  * floods its ring buffer (denials in a loop) must not hold every other run and client.
  */
 #define DAEMON_DRAIN_MAX 1024
+#define DAEMON_TEXTFILE_MS 15000 /* --metrics-textfile: how often it is rewritten */
 
 struct daemon;
 
@@ -80,6 +85,12 @@ struct daemon {
 	size_t n_clients;
 	/* the viewers, as the journal's writers (any run's, any thread) reach them */
 	pthread_mutex_t tap_lock;
+	/* counters of every line written (their own lock), served over HTTP and/or a textfile */
+	struct metrics *metrics;
+	struct metrics_http *http;
+	const char *metrics_listen, *metrics_textfile;
+	int64_t textfile_due_ms;
+	bool textfile_failed;
 };
 
 static int64_t now_ms(void)
@@ -101,6 +112,9 @@ static void usage(FILE *out)
 		"Clients: sluice attach, detach, status, set-mode, replace-policy, events, oci-hook.\n"
 		"It stays in the foreground; stopping it leaves every run enforced, and the next daemon\n"
 		"takes them over.\n"
+		"An attach also judges the connections the cgroup's processes already hold (TCP,\n"
+		"connected UDP): each is a \"preexisting\" line; in enforce mode a denied one is\n"
+		"destroyed.\n"
 		"\n"
 		"  --socket PATH    the control socket (default %s; $SLUICE_SOCKET): root only\n"
 		"  --state-dir DIR  which runs it owns, for the next daemon (default %s); one daemon\n"
@@ -108,6 +122,10 @@ static void usage(FILE *out)
 		"  --log-dir DIR    where a run's log goes when the attach names none (default %s)\n"
 		"  --key FILE       the host key that certifies each run's key (default $SLUICE_KEY,\n"
 		"                   else %s)\n"
+		"  --metrics-listen ADDR  serve Prometheus metrics of every run's lines at\n"
+		"                   http://ADDR/metrics (IP:PORT, [IPv6]:PORT, PORT: 127.0.0.1)\n"
+		"  --metrics-textfile PATH  write them to PATH every 15 s, atomically (for\n"
+		"                   node-exporter's textfile collector: a .prom file)\n"
 		"  -v, --verbose    libbpf's messages\n"
 		"\n"
 		"Exit status: 0 stopped by a signal (runs left enforced), 125 could not start.\n",
@@ -124,6 +142,8 @@ static void tap_line(const char *line, size_t len, void *ctx)
 	struct daemon *d = dr->d;
 	size_t i;
 
+	if (d->metrics)
+		metrics_observe_raw(d->metrics, line, len);
 	pthread_mutex_lock(&d->tap_lock);
 	for (i = 0; i < d->n_clients; i++) {
 		struct client *c = d->clients[i];
@@ -321,6 +341,8 @@ static int op_attach(struct daemon *d, const struct control_obj *o, struct contr
 					       "netns", "log", "upstream", "source", NULL };
 	const char *cgroup, *policy, *run_id, *mode, *log;
 	char pins[PATH_MAX];
+	char pre_err[256] = "";
+	int n_pre = 0;
 	struct drun *dr;
 	int64_t t0 = now_ms();
 	bool oom = false;
@@ -434,6 +456,15 @@ static int op_attach(struct daemon *d, const struct control_obj *o, struct contr
 	ret = run_setup(&dr->r, err, err_len);
 	if (!ret) {
 		run_write_start(&dr->r);
+		/*
+		 * The programs judge every connect() from now on; the connections the cgroup's
+		 * processes made before are judged here (preexisting.c). A scan that fails leaves
+		 * them unjudged, not the run unattached: said on stderr and in the reply.
+		 */
+		n_pre = preexisting_judge(&dr->r, pre_err, sizeof(pre_err));
+		if (n_pre < 0)
+			fprintf(stderr, "sluice daemon: run %s: the sockets its processes already "
+					"held were not judged: %s\n", run_id, pre_err);
 		ret = write_state(dr, false);
 		if (ret)
 			util_fmt(err, err_len, "write %s: %s", dr->state_path, strerror(-ret));
@@ -459,6 +490,10 @@ static int op_attach(struct daemon *d, const struct control_obj *o, struct contr
 	control_msg_str(rep, "log", dr->r.log_path);
 	control_msg_str(rep, "mode", dr->r.policy->mode == SL_MODE_REPORT ? "report" : "enforce");
 	control_msg_u64(rep, "attach_ms", (uint64_t)dr->attached_ms);
+	if (n_pre >= 0)
+		control_msg_u64(rep, "preexisting", (uint64_t)n_pre);
+	else
+		control_msg_str(rep, "preexisting_error", pre_err);
 	return 0;
 }
 
@@ -775,6 +810,8 @@ static int parse_args(int argc, char **argv, struct daemon *d)
 		{ "state-dir", required_argument, NULL, 'S' },
 		{ "log-dir", required_argument, NULL, 'L' },
 		{ "key", required_argument, NULL, 'k' },
+		{ "metrics-listen", required_argument, NULL, 'M' },
+		{ "metrics-textfile", required_argument, NULL, 'T' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
@@ -795,6 +832,21 @@ static int parse_args(int argc, char **argv, struct daemon *d)
 			break;
 		case 'k':
 			d->key_path = optarg;
+			break;
+		case 'M': {
+			struct sockaddr_in6 sa;
+			unsigned int len;
+
+			if (metrics_http_parse_addr(optarg, &sa, &len)) {
+				fprintf(stderr, "sluice daemon: --metrics-listen %s: want IP:PORT, "
+						"[IPv6]:PORT or PORT\n", optarg);
+				return -EINVAL;
+			}
+			d->metrics_listen = optarg;
+			break;
+		}
+		case 'T':
+			d->metrics_textfile = optarg;
 			break;
 		case 'v':
 			d->verbose = true;
@@ -1015,6 +1067,9 @@ static void adopt_runs(struct daemon *d)
 			continue;
 		}
 		dr->r.rec.drain_max = DAEMON_DRAIN_MAX;
+		if (d->metrics)
+			metrics_adopt(d->metrics, dr->r.run_id,
+				      dr->r.policy->mode == SL_MODE_REPORT);
 		fprintf(stderr, "sluice daemon: took over run %s (%s); log %s\n", dr->r.run_id,
 			dr->r.cg.path[0] ? dr->r.cg.path : "cgroup gone", dr->r.log_path);
 		/* a cgroup removed while no daemon ran: the run's end is all that is missing */
@@ -1056,15 +1111,30 @@ static int block_signals(struct daemon *d)
 	return d->sig_fd < 0 ? -errno : 0;
 }
 
+/* --metrics-textfile: rewritten every DAEMON_TEXTFILE_MS, and once more at the end. */
+static void textfile(struct daemon *d, bool now)
+{
+	int err;
+
+	if (!d->metrics_textfile || (!now && now_ms() < d->textfile_due_ms))
+		return;
+	d->textfile_due_ms = now_ms() + DAEMON_TEXTFILE_MS;
+	err = metrics_write_textfile(d->metrics, d->metrics_textfile);
+	if (err && !d->textfile_failed)
+		fprintf(stderr, "sluice daemon: writing the metrics to %s: %s (said once)\n",
+			d->metrics_textfile, strerror(-err));
+	d->textfile_failed = err != 0;
+}
+
 static void loop(struct daemon *d)
 {
 	enum { FIXED = 2 };
-	struct pollfd pfd[FIXED + DAEMON_CLIENTS_MAX + 2 * DAEMON_RUNS_MAX];
+	struct pollfd pfd[FIXED + DAEMON_CLIENTS_MAX + 2 * DAEMON_RUNS_MAX + METRICS_HTTP_POLLFDS];
 
 	for (;;) {
 		struct signalfd_siginfo si;
 		size_t i, n_clients;
-		int n = FIXED;
+		int n = FIXED, http0, timeout;
 
 		pfd[0] = (struct pollfd){ .fd = d->listen_fd, .events = POLLIN };
 		pfd[1] = (struct pollfd){ .fd = d->sig_fd, .events = POLLIN };
@@ -1073,7 +1143,16 @@ static void loop(struct daemon *d)
 			pfd[n++] = (struct pollfd){ .fd = d->clients[i]->fd, .events = POLLIN };
 		for (i = 0; i < d->n_runs; i++)
 			n += run_poll_fds(&d->runs[i]->r, pfd + n, 2);
-		if (poll(pfd, (nfds_t)n, DAEMON_POLL_MS) < 0 && errno != EINTR) {
+		http0 = n;
+		timeout = DAEMON_POLL_MS;
+		if (d->http) {
+			int t = metrics_http_timeout_ms(d->http);
+
+			n += (int)metrics_http_pollfds(d->http, pfd + n, METRICS_HTTP_POLLFDS);
+			if (t >= 0 && t < timeout)
+				timeout = t;
+		}
+		if (poll(pfd, (nfds_t)n, timeout) < 0 && errno != EINTR) {
 			fprintf(stderr, "sluice daemon: poll: %s\n", strerror(errno));
 			return;
 		}
@@ -1101,6 +1180,9 @@ static void loop(struct daemon *d)
 			i++;
 		}
 		clients_reap(d);
+		if (d->http)
+			metrics_http_handle(d->http, pfd + http0, (size_t)(n - http0));
+		textfile(d, false);
 	}
 }
 
@@ -1123,6 +1205,21 @@ int daemon_main(int argc, char **argv)
 		return RUN_EXIT_SLUICE_ERROR;
 	}
 	pthread_mutex_init(&d.tap_lock, NULL);
+	d.metrics = malloc(sizeof(*d.metrics));
+	if (!d.metrics) {
+		fprintf(stderr, "sluice daemon: out of memory\n");
+		goto out;
+	}
+	metrics_init(d.metrics, SLUICE_VERSION);
+	if (d.metrics_listen) {
+		int err = metrics_http_new(&d.http, d.metrics_listen, d.metrics);
+
+		if (err) {
+			fprintf(stderr, "sluice daemon: --metrics-listen %s: %s\n",
+				d.metrics_listen, strerror(-err));
+			goto out;
+		}
+	}
 	if (block_signals(&d)) {
 		fprintf(stderr, "sluice daemon: signalfd: %s\n", strerror(errno));
 		goto out;
@@ -1134,6 +1231,7 @@ int daemon_main(int argc, char **argv)
 		d.socket_path, (int)getpid(), d.n_runs, d.n_runs == 1 ? "" : "s");
 	loop(&d);
 	leave_runs(&d);
+	textfile(&d, true);
 	status = 0;
 out:
 	while (d.n_clients) {
@@ -1149,5 +1247,9 @@ out:
 	if (d.lock_fd >= 0)
 		close(d.lock_fd);
 	pthread_mutex_destroy(&d.tap_lock);
+	metrics_http_free(d.http);
+	if (d.metrics)
+		metrics_free(d.metrics);
+	free(d.metrics);
 	return status;
 }

@@ -82,6 +82,14 @@ static int make_run_id(char *buf, size_t len)
 enum { OPT_KEY = 256, OPT_CHECKPOINT_LINES, OPT_CHECKPOINT_SECS, OPT_CHECKPOINT_FD,
        OPT_LOG_ROTATE_KIB, OPT_STRICT_EVIDENCE, OPT_ALLOW_ROOT };
 
+/* records.kill_socket: a flow the packet layer denied fails at once, in the run's namespace. */
+static int kill_socket(void *ctx, uint64_t cookie, uint32_t tgid)
+{
+	struct run *r = ctx;
+
+	return loader_kill_socket(r->loader, cookie, r->netns_fd, tgid);
+}
+
 void run_init(struct run *r, const char *cmd_name)
 {
 	/*
@@ -98,8 +106,9 @@ void run_init(struct run *r, const char *cmd_name)
 	r->args.checkpoint_secs = RUN_CHECKPOINT_SECS;
 	r->cg.fd = -1;
 	r->netns_fd = -1;
-	r->rec.netns_fd = -1;
 	r->rec.alerts_fd = -1;
+	r->rec.kill_socket = kill_socket;
+	r->rec.kill_ctx = r;
 }
 
 int run_parse_ulong(const struct run_args *a, const char *opt, const char *s, unsigned long min,
@@ -742,7 +751,6 @@ int run_start_resolver(struct run *r, uint16_t port, char *err, size_t err_len)
 		}
 	}
 	o.netns_fd = r->netns_fd;
-	r->rec.netns_fd = r->netns_fd;
 	if (r->upstream_len) {
 		o.upstream = r->upstream_ss;
 		o.upstream_len = r->upstream_len;
