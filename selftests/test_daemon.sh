@@ -76,7 +76,7 @@ else
 fi
 out=$("$SLUICE" daemon --state-dir "$SL_TMP/other-state" 2>&1)
 rc=$?
-if [[ $rc -ne 0 && $out == *"is serving $SLUICE_SOCKET"* ]]; then
+if [[ $rc -ne 0 && $out == *"one daemon per host"* && $out == *"$SLUICE_SOCKET"* ]]; then
 	tap_ok "a second daemon on the same socket is refused"
 else
 	tap_fail "a second daemon on the same socket is refused" "rc $rc: $out"
@@ -209,10 +209,11 @@ assert_sink_saw "the allowed connections arrived" "tcp 198.51.100.10 80" 1
 tap_cmp "nothing arrived at 198.51.100.20 but run B's" "$(sink_count 'tcp 198.51.100.20 80')" -eq 1
 tap_cmp "run A's log has its denials" \
 	"$(log_count "$LA" type=decision decision=deny)" -ge 2
+# one pass over each log (it may grow meanwhile): lines naming a run id that is not the run's
 tap_is "run A's log holds only run A's lines" \
-	"$(grep -c '"run_id":' "$LA")" "$(grep -c "\"run_id\":\"$RA\"" "$LA")"
+	"$(grep -o '"run_id":"[^"]*"' "$LA" | grep -vc "\"run_id\":\"$RA\"")" 0
 tap_is "run B's log holds only run B's lines" \
-	"$(grep -c '"run_id":' "$LB")" "$(grep -c "\"run_id\":\"$RB\"" "$LB")"
+	"$(grep -o '"run_id":"[^"]*"' "$LB" | grep -vc "\"run_id\":\"$RB\"")" 0
 tap_is "run A's run_start says it was attached, and by what" \
 	"$(log_run_start_field "$LA" attached) $(log_run_start_field "$LA" source)" "True selftest"
 

@@ -106,8 +106,8 @@ int attach_build(const struct attach_req *r, struct control_msg *m, char *why, s
 		return -EINVAL;
 	}
 	if (run_check_id(r->run_id)) {
-		util_fmt(why, why_len, "run id: expected 1-%d characters of [A-Za-z0-9._-], not "
-				       "starting with '.' or '-'", RUN_ID_MAX);
+		util_fmt(why, why_len, "run id: expected 1-%d characters of [A-Za-z0-9_-], not "
+				       "starting with '-'", RUN_ID_MAX);
 		return -EINVAL;
 	}
 	if (r->mode && strcmp(r->mode, "report") && strcmp(r->mode, "enforce")) {

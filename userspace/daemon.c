@@ -78,7 +78,7 @@ struct daemon {
 	const char *log_dir;
 	const char *key_path;
 	bool verbose;
-	int lock_fd, listen_fd, sig_fd;
+	int lock_fd, sock_lock_fd, listen_fd, sig_fd;
 	struct drun *runs[DAEMON_RUNS_MAX];
 	size_t n_runs;
 	struct client *clients[DAEMON_CLIENTS_MAX];
@@ -363,12 +363,10 @@ static int op_attach(struct daemon *d, const struct control_obj *o, struct contr
 				cgroup[0] != '/' ? "cgroup" : policy[0] != '/' ? "policy" : "log"),
 		       -EINVAL;
 	if (run_check_id(run_id))
-		return util_fmt(err, err_len, "run_id: expected 1-%d characters of [A-Za-z0-9._-] "
-					      "not starting with '.' or '-'", RUN_ID_MAX), -EINVAL;
-	/* it names the run's bpffs directory, and bpffs refuses every name with a '.' (EPERM) */
-	if (strchr(run_id, '.'))
-		return util_fmt(err, err_len, "run_id: no '.' (bpffs, where the run's programs are "
-					      "pinned under its id, refuses it)"), -EINVAL;
+		return util_fmt(err, err_len, "run_id: expected 1-%d characters of [A-Za-z0-9_-] "
+					      "not starting with '-' (no '.': bpffs, where the run's "
+					      "programs are pinned under its id, refuses it)",
+				RUN_ID_MAX), -EINVAL;
 	mode = control_str(o, "mode", NULL);
 	if (mode && strcmp(mode, "report") && strcmp(mode, "enforce"))
 		return util_fmt(err, err_len, "mode: expected \"report\" or \"enforce\""), -EINVAL;
@@ -939,6 +937,20 @@ static int listen_socket(struct daemon *d)
 			return err;
 		}
 	}
+	/*
+	 * Two daemons starting at once (other state directories, one socket) would both find
+	 * nobody answering, and the second would unlink the first's socket: the lock decides.
+	 */
+	if (util_fmt(dir, sizeof(dir), "%s.lock", d->socket_path))
+		return -ENAMETOOLONG;
+	d->sock_lock_fd = open(dir, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (d->sock_lock_fd < 0 || flock(d->sock_lock_fd, LOCK_EX | LOCK_NB)) {
+		err = -errno;
+		fprintf(stderr, "sluice daemon: %s: %s\n", dir,
+			err == -EWOULDBLOCK ? "another sluice daemon holds this socket: one daemon "
+					      "per host" : strerror(-err));
+		return err == -EWOULDBLOCK ? -EBUSY : err;
+	}
 	/* a daemon answering there already (with another state directory) keeps it */
 	fd = control_connect(d->socket_path);
 	if (fd >= 0) {
@@ -1192,6 +1204,7 @@ int daemon_main(int argc, char **argv)
 		.state_dir = DAEMON_STATE_DIR,
 		.log_dir = DAEMON_LOG_DIR,
 		.lock_fd = -1,
+		.sock_lock_fd = -1,
 		.listen_fd = -1,
 		.sig_fd = -1,
 	};
@@ -1246,6 +1259,8 @@ out:
 		close(d.sig_fd);
 	if (d.lock_fd >= 0)
 		close(d.lock_fd);
+	if (d.sock_lock_fd >= 0)
+		close(d.sock_lock_fd);
 	pthread_mutex_destroy(&d.tap_lock);
 	metrics_http_free(d.http);
 	if (d.metrics)

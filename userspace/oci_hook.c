@@ -241,14 +241,14 @@ int oci_hook_main(int argc, char **argv)
 	if (!r.run_id) {
 		if (run_check_id(id)) {
 			fprintf(stderr, HOOK ": the container id \"%s\" is not a valid run id "
-					"(1-%d characters of [A-Za-z0-9._-]): give "
+					"(1-%d characters of [A-Za-z0-9_-]): give "
 					"io.sluice.run-id\n", id, RUN_ID_MAX);
 			goto out;
 		}
 		r.run_id = id;
 	} else if (run_check_id(r.run_id)) {
 		fprintf(stderr, HOOK ": annotation io.sluice.run-id: expected 1-%d characters of "
-				"[A-Za-z0-9._-], not starting with '.' or '-'\n", RUN_ID_MAX);
+				"[A-Za-z0-9_-], not starting with '-'\n", RUN_ID_MAX);
 		goto out;
 	}
 	if (forced_mode && strcmp(forced_mode, "report") && strcmp(forced_mode, "enforce")) {
