@@ -45,7 +45,8 @@ fi
 base_pkgs=(make gcc clang-14 llvm-14 libelf-dev zlib1g-dev libyaml-dev libssl-dev pkg-config
 	iproute2 curl netcat-openbsd socat python3 perl dnsmasq-base bind9-dnsutils
 	musl-tools openssl python3-cryptography nftables liburing-dev
-	qemu-system-x86 busybox-static kmod xz-utils)
+	qemu-system-x86 busybox-static kmod xz-utils
+	runc podman rsyslog prometheus-node-exporter python3-yaml systemd util-linux)
 bp_pkgs=(libbpf-dev bpftool)
 
 missing=()

@@ -68,6 +68,10 @@ enum sl_reason {
 					 or a way to make one the filter cannot see (io_uring) */
 	SL_REASON_LOG_UNWRITABLE = 17, /* strict evidence: the run's log cannot be written (a full
 					  disk, an I/O error): nothing goes ahead unrecorded */
+	/* 18, 19: assigned to other work */
+	SL_REASON_PREEXISTING_UNNAMED = 20, /* a flow made before the run's programs were attached,
+					       that only a host rule could allow: its name was never
+					       resolved by the run, so no rule can vouch for it */
 };
 
 /* Policy modes (rodata sl_cfg_mode). */

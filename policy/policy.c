@@ -2362,3 +2362,42 @@ bool policy_cidr_covers(const struct policy *p, int family, const uint8_t *addr)
 	}
 	return false;
 }
+
+/* Whether a rule lists this port (no ports: any) and protocol (an SL_PROTO_* bit). */
+static bool rule_takes(const struct policy_rule *r, uint16_t port, uint8_t proto)
+{
+	if (!(r->protocols & proto))
+		return false;
+	if (!r->n_ports || proto == SL_PROTO_ICMP)
+		return true;
+	for (size_t i = 0; i < r->n_ports; i++)
+		if (port >= r->ports[i].lo && port <= r->ports[i].hi)
+			return true;
+	return false;
+}
+
+long policy_cidr_match(const struct policy *p, int family, const uint8_t *addr, uint16_t port,
+		       uint8_t proto)
+{
+	unsigned int len = family == AF_INET ? 32 : 128;
+
+	for (size_t i = 0; i < p->n_rules; i++) {
+		if (!rule_takes(&p->rules[i], port, proto))
+			continue;
+		for (size_t k = 0; k < p->rules[i].n_cidrs; k++) {
+			const struct policy_cidr *c = &p->rules[i].cidrs[k];
+
+			if (c->family == family && in_prefix(addr, len, c->addr, c->prefixlen))
+				return (long)i;
+		}
+	}
+	return -1;
+}
+
+long policy_host_rule_takes(const struct policy *p, uint16_t port, uint8_t proto)
+{
+	for (size_t i = 0; i < p->n_rules; i++)
+		if (p->rules[i].n_hosts && rule_takes(&p->rules[i], port, proto))
+			return (long)i;
+	return -1;
+}

@@ -175,6 +175,19 @@ long policy_match_host_from(const struct policy *p, const char *name, size_t sta
 bool policy_cidr_covers(const struct policy *p, int family, const uint8_t *addr);
 
 /*
+ * The first rule (0-based) with a CIDR covering addr (4 or 16 bytes, by family) that lists port
+ * and protocol proto (one SL_PROTO_* bit), or -1: whether the compiled LPM tries allow it (they
+ * hold every covering prefix's rules), judged without them (connections made before a run's
+ * programs were attached). The blackhole and embedded IPv4 forms are the caller's
+ * (bpf/addr.bpf.h); host rules are not looked at.
+ */
+long policy_cidr_match(const struct policy *p, int family, const uint8_t *addr, uint16_t port,
+		       uint8_t proto);
+
+/* The first rule with hosts that lists port and protocol proto (SL_PROTO_*), or -1. */
+long policy_host_rule_takes(const struct policy *p, uint16_t port, uint8_t proto);
+
+/*
  * Compile the CIDR/port/protocol rules (host rules produce no entries: they allow nothing until
  * the resolver fills them). rule_id in the entries is the 1-based rule index. Fails with -E2BIG and
  * a message naming the prefix when more than SL_MAX_PORT_RULES entries would cover one prefix.

@@ -107,8 +107,9 @@ run_sluice() {
 	local n=$((++RUN_N))
 	local -a cmd=("$BENCH" "$@")
 	[[ $1 == sh ]] && cmd=("$@")
+	# shellcheck disable=SC2086 # one option or none
 	"$SLUICE" run --policy "$TMP/bench.yaml" --run-id "bench-$ID-$n" --log "$TMP/run-$n.jsonl" \
-		--netns "/run/netns/$C" -- "${cmd[@]}" 2>>"$TMP/sluice.err"
+		--netns "/run/netns/$C" ${SLUICE_RUN_EXTRA:-} -- "${cmd[@]}" 2>>"$TMP/sluice.err"
 }
 RUN_N=0
 
@@ -123,7 +124,9 @@ done
 echo "per-program cost: 1 run of $CONNECTS connects with kernel.bpf_stats_enabled"
 stats_was=$(sysctl -n kernel.bpf_stats_enabled)
 sysctl -qw kernel.bpf_stats_enabled=1
-run_sluice sh -c '"$1" connect "$2" "$3" "$4" >/dev/null; bpftool prog show -j >"$5"' sh \
+# --allow-root: bpftool reads the kernel's program list, which the confined default cannot
+SLUICE_RUN_EXTRA=--allow-root run_sluice sh -c \
+	'"$1" connect "$2" "$3" "$4" >/dev/null; bpftool prog show -j >"$5"' sh \
 	"$BENCH" "$SERVER" "$PORT" "$CONNECTS" "$TMP/progs.json" || exit 2
 sysctl -qw kernel.bpf_stats_enabled="$stats_was"
 
@@ -159,6 +162,39 @@ echo "$(( t1 - t0 )) $(getconf CLK_TCK)" >"$TMP/flood.cpu"
 kill -TERM "$FLOOD_PID"
 wait "$FLOOD_PID"
 
+# Start-up: sluice run -- true end to end, and an attach through a running daemon (request to
+# reply: the moment an OCI hook lets the container's first instruction run), each STARTS times.
+STARTS=${BENCH_STARTS:-5}
+echo "start-up: $STARTS x sluice run -- true, $STARTS x attach through the daemon"
+now_ns() { date +%s%N; }
+for i in $(seq "$STARTS"); do
+	t0=$(now_ns)
+	"$SLUICE" run --policy "$TMP/bench.yaml" --run-id "bench-$ID-true-$i" \
+		--log "$TMP/true-$i.jsonl" -- true 2>>"$TMP/sluice.err" || exit 2
+	echo $(( $(now_ns) - t0 )) >>"$TMP/start-run"
+done
+export SLUICE_SOCKET=$TMP/daemon.sock
+"$SLUICE" daemon --state-dir "$TMP/dstate" --log-dir "$TMP/dlogs" 2>>"$TMP/daemon.err" &
+DAEMON_PID=$!
+for _ in $(seq 200); do "$SLUICE" status >/dev/null 2>&1 && break; sleep 0.05; done
+cg2=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
+for i in $(seq "$STARTS"); do
+	mkdir "$cg2/bench-$ID-$i"
+	req="{\"op\":\"attach\",\"run_id\":\"bench-$ID-a$i\",\"cgroup\":\"$cg2/bench-$ID-$i\",\"policy\":\"$TMP/bench.yaml\"}"
+	t0=$(now_ns)
+	python3 -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(sys.argv[2].encode() + b"\n")
+r = s.makefile().readline(); sys.exit(0 if r.startswith("{\"ok\":true") else print(r) or 1)' \
+		"$SLUICE_SOCKET" "$req" || exit 2
+	echo $(( $(now_ns) - t0 )) >>"$TMP/start-attach"
+	rmdir "$cg2/bench-$ID-$i"
+done
+kill -TERM "$DAEMON_PID"
+wait "$DAEMON_PID"
+for i in $(seq "$STARTS"); do
+	[[ -d /sys/fs/bpf/sluice/bench-$ID-a$i ]] && rm -rf "/sys/fs/bpf/sluice/bench-$ID-a$i"
+done
+
 # A live switch of a large policy: a daemon of this script attaches a run to a cgroup this script
 # made, with SWITCH_PREFIXES prefixes; a process of the run connects to the server in a loop
 # (batches of 50); replace-policy to another policy of as many other prefixes, and back, then
@@ -178,8 +214,8 @@ for name, seed in (("big1", 2), ("big2", 3)):
         f.write('    cidrs: ["10.201.0.2/32"]\n    ports: [5001]\n')
         f.write(f"  - name: {name}\n    ports: [443]\n    cidrs: [" + ", ".join(f'"{x}"' for x in sorted(nets)) + "]\n")
 PY
-export SLUICE_SOCKET=$TMP/sluice.sock
-"$SLUICE" daemon --state-dir "$TMP/dstate" --log-dir "$TMP/dlogs" >"$TMP/daemon.out" \
+export SLUICE_SOCKET=$TMP/switch.sock
+"$SLUICE" daemon --state-dir "$TMP/dstate-switch" --log-dir "$TMP/dlogs-switch" >"$TMP/daemon.out" \
 	2>"$TMP/daemon.err" &
 DAEMON_PID=$!
 for _ in $(seq 200); do "$SLUICE" status >/dev/null 2>&1 && break; sleep 0.05; done
@@ -241,6 +277,12 @@ results = [
     ("TCP throughput, sluice / none", rs / rn, ">= 0.97", rs / rn >= 0.97),
     ("allow records lost in the flood", end["lost"], "== 0", end["lost"] == 0),
     ("sluice CPU per record (ns; 500k/s on one core = 2000)", cpu_per, "<= 2000", cpu_per <= 2000),
+]
+start_run = statistics.median(int(x) for x in open(f"{tmp}/start-run")) / 1e6
+start_attach = statistics.median(int(x) for x in open(f"{tmp}/start-attach")) / 1e6
+results += [
+    ("sluice run -- true, median ms (no daemon)", start_run, "<= 150", start_run <= 150),
+    ("attach through the daemon, median ms", start_attach, "<= 20", start_attach <= 20),
 ]
 times = [l.split() for l in open(f"{tmp}/switch.times")]
 fails = sum(1 for l in open(f"{tmp}/switch.fails") if l.startswith("fail"))

@@ -303,6 +303,10 @@ topo_down() {
 	for pid in "${SL_PIDS[@]}"; do
 		sl_stop_pid "$pid"
 	done
+	# the cgroups the test made as a runtime would (sl_cgroup_new)
+	for i in "$(cg2_mount)/sluice-selftest-$SL_ID-"*; do
+		[[ -d $i ]] && sl_cgroup_remove "$i"
+	done
 	for i in "${SL_RUNS[@]}"; do
 		sl_scrub_run "$i"
 	done
@@ -1243,12 +1247,12 @@ sl_daemon_kill() {
 }
 
 # sl_cgroup_new NAME: make a cgroup as a runtime would (outside sluice's own), removed with
-# whatever is in it when the test ends; prints its path.
+# whatever is in it when the test ends (topo_down: every sluice-selftest-$SL_ID-* cgroup);
+# prints its path.
 sl_cgroup_new() {
 	local p
 	p=$(cg2_mount)/sluice-selftest-$SL_ID-$1
 	mkdir "$p" || return 1
-	sl_on_exit "sl_cgroup_remove '$p'"
 	echo "$p"
 }
 

@@ -61,6 +61,9 @@ expect "run without --policy says so" 125 'policy FILE is required' \
 expect "run without a command says so" 125 'no command given' "$SLUICE" run --policy "$good"
 expect "run refuses a run id that is not a path component" 125 'run-id: expected' \
 	"$SLUICE" run --policy "$good" --run-id ../x -- true
+expect "run refuses a run id with a '.' (bpffs refuses it as a pin name) up front" 125 \
+	"bpffs refuses '.'" "$SLUICE" run --policy "$good" --run-id "cli-$$-a.b" -- true
+tap_check "… and leaves nothing behind" leftovers_check "cli-$$-a.b"
 expect "run refuses an unknown mode" 125 'mode: expected enforce or report' \
 	"$SLUICE" run --policy "$good" --mode audit -- true
 expect "run refuses an invalid policy before creating anything" 125 "$bad:5:17" \

@@ -70,7 +70,8 @@ UP=127.0.0.1:$SL_DNS_PORT
 # attach through the CLI where the tree has it, else with the daemon's own request
 if "$SLUICE" attach --help >/dev/null 2>&1; then
 	out=$("$SLUICE" attach --cgroup "$CG" --policy "$SL_TMP/a.yaml" --run-id "$RUN" \
-		--mode report --netns "$NETNS" --upstream "$UP" --log "$LOG" 2>&1)
+		--mode report --netns "$NETNS" --upstream "$UP" --log "$LOG" 2>&1) &&
+		out='"ok":true'
 else
 	out=$(python3 - "$SLUICE_SOCKET" "{\"op\":\"attach\",\"run_id\":\"$RUN\",\"cgroup\":\"$CG\",\"policy\":\"$SL_TMP/a.yaml\",\"mode\":\"report\",\"netns\":\"$NETNS\",\"upstream\":\"$UP\",\"log\":\"$LOG\"}" <<'EOF'
 import socket, sys

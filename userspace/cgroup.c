@@ -277,8 +277,10 @@ int cgroup_open_existing(const char *path, struct run_cgroup *cg)
 		return err;
 	n = strlen(mnt);
 	/* below the root (the root is everything: not a sandbox), nothing that climbs out */
+	/* one spelling per cgroup ("X/." is X): the daemon tells overlapping runs apart by it */
 	if (strncmp(path, mnt, n) || path[n] != '/' || !path[n + 1] || strstr(path, "/..") ||
-	    strstr(path, "//") || strstr(path, "/./") || path[strlen(path) - 1] == '/')
+	    strstr(path, "//") || strstr(path, "/./") || path[strlen(path) - 1] == '/' ||
+	    !strcmp(path + strlen(path) - 2, "/."))
 		return -EINVAL;
 	if (util_copy(cg->path, sizeof(cg->path), path))
 		return -ENAMETOOLONG;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* The daemon's control protocol: see control.h. */
+#define _GNU_SOURCE /* struct ucred */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -27,6 +28,8 @@ const char *control_socket_path(const char *opt)
 int control_connect(const char *path)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
 	int fd, err;
 
 	if (strlen(path) >= sizeof(sun.sun_path))
@@ -39,6 +42,14 @@ int control_connect(const char *path)
 		err = -errno;
 		close(fd);
 		return err;
+	}
+	/*
+	 * Only root's listener is the daemon: whoever could create the socket's path (a loose
+	 * directory, $SLUICE_SOCKET under /tmp) must not be able to answer an attach "ok".
+	 */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) || cred.uid != 0) {
+		close(fd);
+		return -EPERM;
 	}
 	return fd;
 }

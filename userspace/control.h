@@ -25,7 +25,10 @@
 /* The daemon's socket: opt (--socket) if given, else $SLUICE_SOCKET, else the default. */
 const char *control_socket_path(const char *opt);
 
-/* Connect to the daemon at path. Returns the fd or -errno (-ENOENT, -ECONNREFUSED: none runs). */
+/*
+ * Connect to the daemon at path. Returns the fd or -errno (-ENOENT, -ECONNREFUSED: none runs;
+ * -EPERM: the listener there is not root, so not the daemon).
+ */
 int control_connect(const char *path);
 
 /*

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/signalfd.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -28,8 +29,11 @@
 
 #include "control.h"
 #include "daemon.h"
+#include "metrics.h"
+#include "version.h"
 #include "journal.h"
 #include "loader.h"
+#include "preexisting.h"
 #include "records.h"
 #include "resume.h"
 #include "run.h"
@@ -41,6 +45,12 @@
 #define DAEMON_POLL_MS 100	     /* as sluice run: how late an allow record may reach the log */
 #define DAEMON_CLIENT_IDLE_MS 10000 /* a client that sends no whole request in this long */
 #define DAEMON_STREAM_SNDBUF (4 << 20)
+/*
+ * Records a run's turn of the loop takes at most (about 30 ms of writing): a workload that
+ * floods its ring buffer (denials in a loop) must not hold every other run and client.
+ */
+#define DAEMON_DRAIN_MAX 1024
+#define DAEMON_TEXTFILE_MS 15000 /* --metrics-textfile: how often it is rewritten */
 
 struct daemon;
 
@@ -69,13 +79,19 @@ struct daemon {
 	const char *log_dir;
 	const char *key_path;
 	bool verbose;
-	int lock_fd, listen_fd, sig_fd;
+	int lock_fd, sock_lock_fd, listen_fd, sig_fd;
 	struct drun *runs[DAEMON_RUNS_MAX];
 	size_t n_runs;
 	struct client *clients[DAEMON_CLIENTS_MAX];
 	size_t n_clients;
 	/* the viewers, as the journal's writers (any run's, any thread) reach them */
 	pthread_mutex_t tap_lock;
+	/* counters of every line written (their own lock), served over HTTP and/or a textfile */
+	struct metrics *metrics;
+	struct metrics_http *http;
+	const char *metrics_listen, *metrics_textfile;
+	int64_t textfile_due_ms;
+	bool textfile_failed;
 };
 
 static int64_t now_ms(void)
@@ -97,6 +113,9 @@ static void usage(FILE *out)
 		"Clients: sluice attach, detach, status, set-mode, replace-policy, events, oci-hook.\n"
 		"It stays in the foreground; stopping it leaves every run enforced, and the next daemon\n"
 		"takes them over.\n"
+		"An attach also judges the connections the cgroup's processes already hold (TCP,\n"
+		"connected UDP): each is a \"preexisting\" line; in enforce mode a denied one is\n"
+		"destroyed.\n"
 		"\n"
 		"  --socket PATH    the control socket (default %s; $SLUICE_SOCKET): root only\n"
 		"  --state-dir DIR  which runs it owns, for the next daemon (default %s); one daemon\n"
@@ -104,6 +123,10 @@ static void usage(FILE *out)
 		"  --log-dir DIR    where a run's log goes when the attach names none (default %s)\n"
 		"  --key FILE       the host key that certifies each run's key (default $SLUICE_KEY,\n"
 		"                   else %s)\n"
+		"  --metrics-listen ADDR  serve Prometheus metrics of every run's lines at\n"
+		"                   http://ADDR/metrics (IP:PORT, [IPv6]:PORT, PORT: 127.0.0.1)\n"
+		"  --metrics-textfile PATH  write them to PATH every 15 s, atomically (for\n"
+		"                   node-exporter's textfile collector: a .prom file)\n"
 		"  -v, --verbose    libbpf's messages\n"
 		"\n"
 		"Exit status: 0 stopped by a signal (runs left enforced), 125 could not start.\n",
@@ -120,6 +143,8 @@ static void tap_line(const char *line, size_t len, void *ctx)
 	struct daemon *d = dr->d;
 	size_t i;
 
+	if (d->metrics)
+		metrics_observe_raw(d->metrics, line, len);
 	pthread_mutex_lock(&d->tap_lock);
 	for (i = 0; i < d->n_clients; i++) {
 		struct client *c = d->clients[i];
@@ -168,19 +193,29 @@ static int state_path(const struct daemon *d, const char *run_id, char *buf, siz
 	return util_fmt(buf, len, "%s/runs/%s", d->state_dir, run_id);
 }
 
-static int write_state(struct drun *dr)
+/*
+ * The state file: the run's log path and "\n"; while the attach is under way, "attaching\n"
+ * after it. It is written before anything is pinned, so that a daemon killed at any moment of
+ * an attach leaves the next one a name for every pin: it takes the run over, or, for an attach
+ * its client was never told "ok" of, undoes it.
+ */
+#define STATE_ATTACHING "attaching\n"
+
+static int write_state(struct drun *dr, bool attaching)
 {
 	char tmp[PATH_MAX + 8];
 	int fd, err = 0;
 	size_t len = strlen(dr->r.log_path);
+	size_t alen = attaching ? strlen(STATE_ATTACHING) : 0;
 
-	if (util_fmt(tmp, sizeof(tmp), "%s.new", dr->state_path))
+	/* a name no run id can have (ids never start with '.'): "X.new" is a valid run id */
+	if (util_fmt(tmp, sizeof(tmp), "%s/runs/.%s.new", dr->d->state_dir, dr->r.run_id))
 		return -ENAMETOOLONG;
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return -errno;
 	if (write(fd, dr->r.log_path, len) != (ssize_t)len || write(fd, "\n", 1) != 1 ||
-	    fsync(fd))
+	    (alen && write(fd, STATE_ATTACHING, alen) != (ssize_t)alen) || fsync(fd))
 		err = errno ? -errno : -EIO;
 	if (close(fd) && !err)
 		err = -errno;
@@ -283,12 +318,32 @@ static const char *need(const struct control_obj *o, const char *key, char *err,
 	return v && *v ? v : NULL;
 }
 
+/* A file an attach names: regular (a netns file is one too), never a FIFO nor a device. */
+static int check_file(const char *path, bool regular, const char *what, char *err, size_t len)
+{
+	struct stat st;
+	int ret;
+
+	if (stat(path, &st)) {
+		ret = -errno;
+		return util_fmt(err, len, "%s %s: %s", what, path, strerror(-ret)), ret;
+	}
+	if (regular ? !S_ISREG(st.st_mode) : (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode) ||
+					      S_ISBLK(st.st_mode) || S_ISSOCK(st.st_mode)))
+		return util_fmt(err, len, "%s %s: not a %s", what, path,
+				regular ? "regular file" : "namespace file"), -EINVAL;
+	return 0;
+}
+
 static int op_attach(struct daemon *d, const struct control_obj *o, struct control_msg *rep,
 		     char *err, size_t err_len)
 {
 	static const char *const allowed[] = { "op", "cgroup", "policy", "run_id", "task", "mode",
 					       "netns", "log", "upstream", "source", NULL };
 	const char *cgroup, *policy, *run_id, *mode, *log;
+	char pins[PATH_MAX];
+	char pre_err[256] = "";
+	int n_pre = 0;
 	struct drun *dr;
 	int64_t t0 = now_ms();
 	bool oom = false;
@@ -302,18 +357,32 @@ static int op_attach(struct daemon *d, const struct control_obj *o, struct contr
 	    !(policy = need(o, "policy", err, err_len)) ||
 	    !(run_id = need(o, "run_id", err, err_len)))
 		return -EINVAL;
-	if (cgroup[0] != '/' || policy[0] != '/')
+	log = control_str(o, "log", NULL);
+	/* the state file hands the log's path to the next daemon, whose directory may differ */
+	if (cgroup[0] != '/' || policy[0] != '/' || (log && log[0] != '/'))
 		return util_fmt(err, err_len, "\"%s\" must be an absolute path",
-				cgroup[0] != '/' ? "cgroup" : "policy"), -EINVAL;
+				cgroup[0] != '/' ? "cgroup" : policy[0] != '/' ? "policy" : "log"),
+		       -EINVAL;
 	if (run_check_id(run_id))
-		return util_fmt(err, err_len, "run_id: expected 1-%d characters of [A-Za-z0-9._-] "
-					      "not starting with '.' or '-'", RUN_ID_MAX), -EINVAL;
+		return util_fmt(err, err_len, "run_id: expected 1-%d characters of [A-Za-z0-9_-] "
+					      "not starting with '-' (no '.': bpffs, where the run's "
+					      "programs are pinned under its id, refuses it)",
+				RUN_ID_MAX), -EINVAL;
 	mode = control_str(o, "mode", NULL);
 	if (mode && strcmp(mode, "report") && strcmp(mode, "enforce"))
 		return util_fmt(err, err_len, "mode: expected \"report\" or \"enforce\""), -EINVAL;
 	if (control_str(o, "task", NULL) && strlen(control_str(o, "task", NULL)) > RECORDS_TASK_MAX)
 		return util_fmt(err, err_len, "task: longer than %d bytes", RECORDS_TASK_MAX),
 		       -EINVAL;
+	/*
+	 * The loop that drains every run opens these: a FIFO (or a device) would hold it in
+	 * open() or read() for as long as its other end likes.
+	 */
+	ret = check_file(policy, true, "policy", err, err_len);
+	if (!ret && control_str(o, "netns", NULL))
+		ret = check_file(control_str(o, "netns", NULL), false, "netns", err, err_len);
+	if (ret)
+		return ret;
 	if (find_run(d, run_id))
 		return util_fmt(err, err_len, "run %s is attached already (to %s)", run_id,
 				find_run(d, run_id)->r.cg.path), -EEXIST;
@@ -356,7 +425,6 @@ static int op_attach(struct daemon *d, const struct control_obj *o, struct contr
 	dr->r.on_line = tap_line;
 	dr->r.line_ctx = dr;
 	util_copy(dr->r.run_id, sizeof(dr->r.run_id), run_id);
-	log = control_str(o, "log", NULL);
 	if ((log ? util_fmt(dr->r.log_path, sizeof(dr->r.log_path), "%s", log) :
 		   util_fmt(dr->r.log_path, sizeof(dr->r.log_path), "%s/%s.jsonl", d->log_dir,
 			    run_id)) ||
@@ -371,10 +439,32 @@ static int op_attach(struct daemon *d, const struct control_obj *o, struct contr
 		return ret;
 	}
 
+	/* pins no run of ours owns (a sluice run's, one to resume): never ours to take or undo */
+	if (util_fmt(pins, sizeof(pins), "%s/sluice/%s", LOADER_BPFFS, run_id) ||
+	    !access(pins, F_OK)) {
+		drun_free(dr);
+		return util_fmt(err, err_len, "run id %s is pinned already (%s), by no run of this "
+					      "daemon", run_id, pins), -EEXIST;
+	}
+	ret = write_state(dr, true);
+	if (ret) {
+		util_fmt(err, err_len, "write %s: %s", dr->state_path, strerror(-ret));
+		drun_free(dr);
+		return ret;
+	}
 	ret = run_setup(&dr->r, err, err_len);
 	if (!ret) {
 		run_write_start(&dr->r);
-		ret = write_state(dr);
+		/*
+		 * The programs judge every connect() from now on; the connections the cgroup's
+		 * processes made before are judged here (preexisting.c). A scan that fails leaves
+		 * them unjudged, not the run unattached: said on stderr and in the reply.
+		 */
+		n_pre = preexisting_judge(&dr->r, pre_err, sizeof(pre_err));
+		if (n_pre < 0)
+			fprintf(stderr, "sluice daemon: run %s: the sockets its processes already "
+					"held were not judged: %s\n", run_id, pre_err);
+		ret = write_state(dr, false);
 		if (ret)
 			util_fmt(err, err_len, "write %s: %s", dr->state_path, strerror(-ret));
 	}
@@ -382,11 +472,13 @@ static int op_attach(struct daemon *d, const struct control_obj *o, struct contr
 		/* nothing of it stays: the cgroup is left as it was found */
 		if (dr->r.started)
 			run_finish(&dr->r, false, 0, "attach failed");
-		run_close(&dr->r);
+		if (!run_close(&dr->r))
+			unlink(dr->state_path);
 		drun_free(dr);
 		return ret;
 	}
 	add_run(d, dr);
+	dr->r.rec.drain_max = DAEMON_DRAIN_MAX;
 	dr->attached_ms = now_ms() - t0;
 	fprintf(stderr, "sluice daemon: run %s attached to %s (%s, %" PRId64 " ms); log %s\n",
 		dr->r.run_id, dr->r.cg.path,
@@ -397,6 +489,10 @@ static int op_attach(struct daemon *d, const struct control_obj *o, struct contr
 	control_msg_str(rep, "log", dr->r.log_path);
 	control_msg_str(rep, "mode", dr->r.policy->mode == SL_MODE_REPORT ? "report" : "enforce");
 	control_msg_u64(rep, "attach_ms", (uint64_t)dr->attached_ms);
+	if (n_pre >= 0)
+		control_msg_u64(rep, "preexisting", (uint64_t)n_pre);
+	else
+		control_msg_str(rep, "preexisting_error", pre_err);
 	return 0;
 }
 
@@ -583,9 +679,11 @@ static void handle_request(struct daemon *d, struct client *c, const char *line,
 	control_msg_begin(rep);
 	control_msg_bool(rep, "ok", true);
 	if (!strcmp(op, "ping")) {
+		static const char *const allowed[] = { "op", NULL };
+
+		ret = check_members(o, allowed, err, sizeof(err));
 		control_msg_u64(rep, "pid", (uint64_t)getpid());
 		control_msg_u64(rep, "runs", d->n_runs);
-		ret = 0;
 	} else if (!strcmp(op, "attach")) {
 		ret = op_attach(d, o, rep, err, sizeof(err));
 	} else if (!strcmp(op, "detach")) {
@@ -731,8 +829,13 @@ static void clients_reap(struct daemon *d)
 	for (i = 0; i < d->n_clients;) {
 		struct client *c = d->clients[i];
 
-		if (!c->stream && !c->dead && c->len && now - c->since_ms > DAEMON_CLIENT_IDLE_MS)
-			c->dead = true; /* half a request, and nothing more: not worth a slot */
+		/*
+		 * half a request and nothing more, or nothing at all (a client that connected and
+		 * went quiet, or keeps its connection after its reply): not worth one of the slots
+		 * an oci-hook may need
+		 */
+		if (!c->stream && !c->dead && now - c->since_ms > DAEMON_CLIENT_IDLE_MS)
+			c->dead = true;
 		if (!c->dead) {
 			i++;
 			continue;
@@ -754,6 +857,8 @@ static int parse_args(int argc, char **argv, struct daemon *d)
 		{ "state-dir", required_argument, NULL, 'S' },
 		{ "log-dir", required_argument, NULL, 'L' },
 		{ "key", required_argument, NULL, 'k' },
+		{ "metrics-listen", required_argument, NULL, 'M' },
+		{ "metrics-textfile", required_argument, NULL, 'T' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
@@ -774,6 +879,21 @@ static int parse_args(int argc, char **argv, struct daemon *d)
 			break;
 		case 'k':
 			d->key_path = optarg;
+			break;
+		case 'M': {
+			struct sockaddr_in6 sa;
+			unsigned int len;
+
+			if (metrics_http_parse_addr(optarg, &sa, &len)) {
+				fprintf(stderr, "sluice daemon: --metrics-listen %s: want IP:PORT, "
+						"[IPv6]:PORT or PORT\n", optarg);
+				return -EINVAL;
+			}
+			d->metrics_listen = optarg;
+			break;
+		}
+		case 'T':
+			d->metrics_textfile = optarg;
 			break;
 		case 'v':
 			d->verbose = true;
@@ -866,6 +986,20 @@ static int listen_socket(struct daemon *d)
 			return err;
 		}
 	}
+	/*
+	 * Two daemons starting at once (other state directories, one socket) would both find
+	 * nobody answering, and the second would unlink the first's socket: the lock decides.
+	 */
+	if (util_fmt(dir, sizeof(dir), "%s.lock", d->socket_path))
+		return -ENAMETOOLONG;
+	d->sock_lock_fd = open(dir, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (d->sock_lock_fd < 0 || flock(d->sock_lock_fd, LOCK_EX | LOCK_NB)) {
+		err = -errno;
+		fprintf(stderr, "sluice daemon: %s: %s\n", dir,
+			err == -EWOULDBLOCK ? "another sluice daemon holds this socket: one daemon "
+					      "per host" : strerror(-err));
+		return err == -EWOULDBLOCK ? -EBUSY : err;
+	}
 	/* a daemon answering there already (with another state directory) keeps it */
 	fd = control_connect(d->socket_path);
 	if (fd >= 0) {
@@ -897,6 +1031,37 @@ static int listen_socket(struct daemon *d)
 	return 0;
 }
 
+/*
+ * An attach a daemon died during: its client was never told "ok" (its oci-hook failed the
+ * container), so nothing of it may stay. The pins are the links' last holders: removing them
+ * detaches the programs.
+ */
+static void undo_attach(struct daemon *d, const char *run_id, const char *log)
+{
+	struct loader *l = loader_reopen(run_id, d->verbose);
+	char dir[PATH_MAX], path[PATH_MAX];
+	struct dirent *e;
+	DIR *pd;
+
+	if (l) {
+		loader_detach(l);
+		loader_destroy(l);
+	}
+	/* what reopen could not take (the daemon died halfway through pinning) */
+	if (!util_fmt(dir, sizeof(dir), "%s/sluice/%s", LOADER_BPFFS, run_id) &&
+	    (pd = opendir(dir))) {
+		while ((e = readdir(pd)))
+			if (e->d_name[0] != '.' &&
+			    !util_fmt(path, sizeof(path), "%s/%s", dir, e->d_name))
+				unlink(path);
+		closedir(pd);
+		if (rmdir(dir) && errno != ENOENT)
+			fprintf(stderr, "sluice daemon: remove %s: %s\n", dir, strerror(errno));
+	}
+	fprintf(stderr, "sluice daemon: run %s: its attach never completed (a daemon died during "
+			"it): undone; its log, if any, is %s\n", run_id, log);
+}
+
 /* Every run a previous daemon owned and left pinned: taken over, its gap declared. */
 static void adopt_runs(struct daemon *d)
 {
@@ -911,9 +1076,10 @@ static void adopt_runs(struct daemon *d)
 		return;
 	while ((e = readdir(dir))) {
 		struct drun *dr;
+		char *attaching;
 		int n, err;
 
-		if (e->d_name[0] == '.' || run_check_id(e->d_name) || strstr(e->d_name, ".new"))
+		if (e->d_name[0] == '.' || run_check_id(e->d_name))
 			continue;
 		dr = calloc(1, sizeof(*dr));
 		if (!dr)
@@ -935,9 +1101,20 @@ static void adopt_runs(struct daemon *d)
 			continue;
 		}
 		log[n - 1] = '\0';
+		attaching = strchr(log, '\n');
+		if (attaching && !strncmp(attaching + 1, STATE_ATTACHING, strlen(attaching + 1)) &&
+		    strlen(attaching + 1) == strlen(STATE_ATTACHING) - 1) {
+			*attaching = '\0';
+			undo_attach(d, e->d_name, log);
+			unlink(dr->state_path);
+			drun_free(dr);
+			continue;
+		}
 		util_copy(dr->r.log_path, sizeof(dr->r.log_path), log);
 		err = resume_take(&dr->r, msg, sizeof(msg));
 		if (err || add_run(d, dr)) {
+			/* not taken: left exactly as it was found, pinned, for a next try */
+			dr->r.hands_off = true;
 			fprintf(stderr, "sluice daemon: take over run %s: %s\n", e->d_name,
 				err ? msg : "too many runs");
 			if (err == -ENOENT) {
@@ -950,6 +1127,10 @@ static void adopt_runs(struct daemon *d)
 			drun_free(dr);
 			continue;
 		}
+		dr->r.rec.drain_max = DAEMON_DRAIN_MAX;
+		if (d->metrics)
+			metrics_adopt(d->metrics, dr->r.run_id,
+				      dr->r.policy->mode == SL_MODE_REPORT);
 		fprintf(stderr, "sluice daemon: took over run %s (%s); log %s\n", dr->r.run_id,
 			dr->r.cg.path[0] ? dr->r.cg.path : "cgroup gone", dr->r.log_path);
 		/* a cgroup removed while no daemon ran: the run's end is all that is missing */
@@ -969,6 +1150,7 @@ static void leave_runs(struct daemon *d)
 		struct drun *dr = d->runs[d->n_runs - 1];
 
 		dr->r.hands_off = true;
+		dr->r.rec.drain_max = 0; /* all that is there, for the log the next daemon continues */
 		records_drain(&dr->r.rec);
 		run_close(&dr->r);
 		remove_run(d, dr);
@@ -990,15 +1172,30 @@ static int block_signals(struct daemon *d)
 	return d->sig_fd < 0 ? -errno : 0;
 }
 
+/* --metrics-textfile: rewritten every DAEMON_TEXTFILE_MS, and once more at the end. */
+static void textfile(struct daemon *d, bool now)
+{
+	int err;
+
+	if (!d->metrics_textfile || (!now && now_ms() < d->textfile_due_ms))
+		return;
+	d->textfile_due_ms = now_ms() + DAEMON_TEXTFILE_MS;
+	err = metrics_write_textfile(d->metrics, d->metrics_textfile);
+	if (err && !d->textfile_failed)
+		fprintf(stderr, "sluice daemon: writing the metrics to %s: %s (said once)\n",
+			d->metrics_textfile, strerror(-err));
+	d->textfile_failed = err != 0;
+}
+
 static void loop(struct daemon *d)
 {
 	enum { FIXED = 2 };
-	struct pollfd pfd[FIXED + DAEMON_CLIENTS_MAX + 2 * DAEMON_RUNS_MAX];
+	struct pollfd pfd[FIXED + DAEMON_CLIENTS_MAX + 2 * DAEMON_RUNS_MAX + METRICS_HTTP_POLLFDS];
 
 	for (;;) {
 		struct signalfd_siginfo si;
 		size_t i, n_clients;
-		int n = FIXED;
+		int n = FIXED, http0, timeout;
 
 		pfd[0] = (struct pollfd){ .fd = d->listen_fd, .events = POLLIN };
 		pfd[1] = (struct pollfd){ .fd = d->sig_fd, .events = POLLIN };
@@ -1007,7 +1204,16 @@ static void loop(struct daemon *d)
 			pfd[n++] = (struct pollfd){ .fd = d->clients[i]->fd, .events = POLLIN };
 		for (i = 0; i < d->n_runs; i++)
 			n += run_poll_fds(&d->runs[i]->r, pfd + n, 2);
-		if (poll(pfd, (nfds_t)n, DAEMON_POLL_MS) < 0 && errno != EINTR) {
+		http0 = n;
+		timeout = DAEMON_POLL_MS;
+		if (d->http) {
+			int t = metrics_http_timeout_ms(d->http);
+
+			n += (int)metrics_http_pollfds(d->http, pfd + n, METRICS_HTTP_POLLFDS);
+			if (t >= 0 && t < timeout)
+				timeout = t;
+		}
+		if (poll(pfd, (nfds_t)n, timeout) < 0 && errno != EINTR) {
 			fprintf(stderr, "sluice daemon: poll: %s\n", strerror(errno));
 			return;
 		}
@@ -1035,6 +1241,9 @@ static void loop(struct daemon *d)
 			i++;
 		}
 		clients_reap(d);
+		if (d->http)
+			metrics_http_handle(d->http, pfd + http0, (size_t)(n - http0));
+		textfile(d, false);
 	}
 }
 
@@ -1044,6 +1253,7 @@ int daemon_main(int argc, char **argv)
 		.state_dir = DAEMON_STATE_DIR,
 		.log_dir = DAEMON_LOG_DIR,
 		.lock_fd = -1,
+		.sock_lock_fd = -1,
 		.listen_fd = -1,
 		.sig_fd = -1,
 	};
@@ -1057,6 +1267,21 @@ int daemon_main(int argc, char **argv)
 		return RUN_EXIT_SLUICE_ERROR;
 	}
 	pthread_mutex_init(&d.tap_lock, NULL);
+	d.metrics = malloc(sizeof(*d.metrics));
+	if (!d.metrics) {
+		fprintf(stderr, "sluice daemon: out of memory\n");
+		goto out;
+	}
+	metrics_init(d.metrics, SLUICE_VERSION);
+	if (d.metrics_listen) {
+		int err = metrics_http_new(&d.http, d.metrics_listen, d.metrics);
+
+		if (err) {
+			fprintf(stderr, "sluice daemon: --metrics-listen %s: %s\n",
+				d.metrics_listen, strerror(-err));
+			goto out;
+		}
+	}
 	if (block_signals(&d)) {
 		fprintf(stderr, "sluice daemon: signalfd: %s\n", strerror(errno));
 		goto out;
@@ -1068,6 +1293,7 @@ int daemon_main(int argc, char **argv)
 		d.socket_path, (int)getpid(), d.n_runs, d.n_runs == 1 ? "" : "s");
 	loop(&d);
 	leave_runs(&d);
+	textfile(&d, true);
 	status = 0;
 out:
 	while (d.n_clients) {
@@ -1082,6 +1308,12 @@ out:
 		close(d.sig_fd);
 	if (d.lock_fd >= 0)
 		close(d.lock_fd);
+	if (d.sock_lock_fd >= 0)
+		close(d.sock_lock_fd);
 	pthread_mutex_destroy(&d.tap_lock);
+	metrics_http_free(d.http);
+	if (d.metrics)
+		metrics_free(d.metrics);
+	free(d.metrics);
 	return status;
 }

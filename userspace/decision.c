@@ -42,6 +42,7 @@ static const char *const reason_names[] = {
 	[SL_REASON_UNRECORDED] = "unrecorded",
 	[SL_REASON_SOCKET_FAMILY] = "socket_family",
 	[SL_REASON_LOG_UNWRITABLE] = "log_unwritable",
+	[SL_REASON_PREEXISTING_UNNAMED] = "preexisting_unnamed",
 };
 
 const char *decision_reason_name(unsigned int reason)

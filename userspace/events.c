@@ -12,6 +12,8 @@ struct events {
 	struct events_handlers h;
 	void *ctx;
 	struct events_stats stats;
+	size_t budget, taken; /* events_consume_max: records this call may take, and took */
+	bool paused;	      /* the budget ran out: on_record stopped libbpf's loop */
 };
 
 static int malformed(struct events *e, const char *why, size_t size)
@@ -22,7 +24,7 @@ static int malformed(struct events *e, const char *why, size_t size)
 	return 0;
 }
 
-static int on_record(void *ctx, void *data, size_t size)
+static int on_record_one(void *ctx, void *data, size_t size)
 {
 	struct events *e = ctx;
 	struct sl_decision_event ev;
@@ -69,6 +71,22 @@ static int on_record(void *ctx, void *data, size_t size)
 	return e->h.decision(&ev, e->ctx);
 }
 
+/*
+ * libbpf consumes as long as records keep arriving: a producer as fast as the handlers would
+ * keep one consume going for ever. A negative return stops it after this record (consumed).
+ */
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct events *e = ctx;
+	int ret = on_record_one(ctx, data, size);
+
+	if (ret >= 0 && e->budget && ++e->taken >= e->budget) {
+		e->paused = true;
+		return -EAGAIN;
+	}
+	return ret;
+}
+
 struct events *events_new(int ringbuf_fd, const struct events_handlers *h, void *ctx)
 {
 	struct events *e;
@@ -97,6 +115,20 @@ int events_fd(const struct events *e)
 int events_consume(struct events *e)
 {
 	return ring_buffer__consume(e->rb);
+}
+
+int events_consume_max(struct events *e, size_t max)
+{
+	int ret;
+
+	e->budget = max;
+	e->taken = 0;
+	e->paused = false;
+	ret = ring_buffer__consume(e->rb);
+	if (e->paused)
+		ret = (int)e->taken;
+	e->budget = 0;
+	return ret;
 }
 
 const struct events_stats *events_stats(const struct events *e)

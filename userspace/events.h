@@ -36,6 +36,11 @@ struct events *events_new(int ringbuf_fd, const struct events_handlers *h, void 
 int events_fd(const struct events *e);
 /* Consume everything available now; returns records consumed or -errno. */
 int events_consume(struct events *e);
+/*
+ * The same, stopping after max records (0: no bound), the rest left for the next call: a loop
+ * that serves more than this ring buffer must not be held by its producer.
+ */
+int events_consume_max(struct events *e, size_t max);
 const struct events_stats *events_stats(const struct events *e);
 void events_free(struct events *e);
 

@@ -1137,6 +1137,17 @@ int loader_learn(struct loader *l, int family, const uint8_t *addr, uint16_t rul
 	return err;
 }
 
+int loader_learned(const struct loader *l, int family, const uint8_t *addr,
+		   struct sl_learned *out)
+{
+	struct bpf_map *map = family == AF_INET ? l->skel->maps.sl_learned4 :
+						   l->skel->maps.sl_learned6;
+	uint8_t key[16] = {};
+
+	memcpy(key, addr, family == AF_INET ? 4 : 16);
+	return bpf_map_lookup_elem(bpf_map__fd(map), key, out) ? -errno : 0;
+}
+
 int loader_sni_learn(struct loader *l, int family, const uint8_t *addr, const char *name,
 		     uint32_t host_id)
 {

@@ -104,6 +104,10 @@ int loader_events_fd(const struct loader *l);
 int loader_learn(struct loader *l, int family, const uint8_t *addr, uint16_t rule_id,
 		 uint32_t host_id, uint64_t expires_ns);
 
+/* What the resolver learned for addr (4 or 16 bytes): 0, -ENOENT (nothing), or -errno. */
+int loader_learned(const struct loader *l, int family, const uint8_t *addr,
+		   struct sl_learned *out);
+
 /*
  * Let TLS flows to addr (4 or 16 bytes) name host in their ClientHello: the resolver produced
  * addr for it. The name is kept whole (lower-cased) and matched exactly. Returns 0 or -errno

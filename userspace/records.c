@@ -436,7 +436,7 @@ static const char *sni_take(struct records *r, uint64_t cookie, char *buf, size_
 /* End a denied or cut TCP flow's socket; what became of the flow, for the log's "flow". */
 static const char *kill_flow(struct records *r, uint64_t cookie, uint32_t tgid)
 {
-	int err = loader_kill_socket(r->loader, cookie, r->netns_fd, tgid);
+	int err = r->kill_socket ? r->kill_socket(r->kill_ctx, cookie, tgid) : -EOPNOTSUPP;
 
 	return !err ? "destroyed" :
 	       err == -EOPNOTSUPP ? "dropped (kernel cannot destroy sockets)" : "dropped";
@@ -765,6 +765,78 @@ void records_on_refusal(const struct sandbox_refusal *ref, void *ctx)
 	notice_denial(r, &n);
 }
 
+/* The kernel's TCP state names (include/net/tcp_states.h), as ss prints them. */
+static const char *tcp_state_name(uint8_t state)
+{
+	static const char *const names[] = {
+		[1] = "established", [2] = "syn_sent",	[3] = "syn_recv",   [4] = "fin_wait1",
+		[5] = "fin_wait2",   [6] = "time_wait", [7] = "close",	    [8] = "close_wait",
+		[9] = "last_ack",    [10] = "listen",	[11] = "closing",
+	};
+
+	return state < sizeof(names) / sizeof(names[0]) && names[state] ? names[state] : "unknown";
+}
+
+void records_preexisting(struct records *r, const struct records_preexisting *p)
+{
+	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN], v4[INET_ADDRSTRLEN], comm[64];
+	char rule[128], fam[8];
+	const char *proto = p->protocol == IPPROTO_TCP ? "tcp" : "udp";
+	bool deny = p->verdict == SL_VERDICT_DENY;
+	struct notice n = { .len = 0 };
+	struct journal_line l;
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	inet_ntop(p->family, p->src, src, sizeof(src));
+	inet_ntop(p->family, p->dst, dst, sizeof(dst));
+	decision_safe_comm(comm, sizeof(comm), p->comm);
+	if (p->rule >= 0)
+		policy_rule_name(r->policy, (size_t)p->rule, rule, sizeof(rule));
+	else
+		util_copy(rule, sizeof(rule),
+			  p->reason == SL_REASON_BLACKHOLE	  ? "blackhole" :
+			  p->reason == SL_REASON_DNS_REDIRECT ? "dns" :
+								"default");
+	util_copy(fam, sizeof(fam), p->family == AF_INET ? "ipv4" : "ipv6");
+
+	records_line(r, &l, "preexisting", &now);
+	journal_line_str(&l, "decision", deny ? "deny" : "allow");
+	journal_line_bool(&l, "enforced", p->enforced);
+	journal_line_str(&l, "rule", rule);
+	journal_line_str(&l, "reason", decision_reason_name(p->reason));
+	journal_line_str(&l, "family", fam);
+	journal_line_str(&l, "proto", proto);
+	journal_line_str(&l, "state", p->protocol == IPPROTO_TCP ? tcp_state_name(p->state) :
+								   "connected");
+	journal_line_str(&l, "src", src);
+	journal_line_u64(&l, "sport", p->sport);
+	journal_line_str(&l, "dst", dst);
+	if (p->has_v4) {
+		inet_ntop(AF_INET, p->v4, v4, sizeof(v4));
+		journal_line_str(&l, "dst_v4", v4);
+	}
+	journal_line_u64(&l, "port", p->dport);
+	journal_line_u64(&l, "pid", p->pid);
+	journal_line_str(&l, "comm", comm);
+	journal_line_u64(&l, "holders", p->holders);
+	journal_line_u64(&l, "netns", p->netns);
+	journal_line_u64(&l, "sock_cookie", p->cookie);
+	journal_line_str(&l, "flow", p->flow);
+	records_write(r, &l);
+
+	if (!deny)
+		return;
+	__atomic_fetch_add(&r->denials, 1, __ATOMIC_RELAXED);
+	notice_add(&n, "%s: %s%s%s:%u/%s held since before the attach (rule: %s, %s) pid=%u "
+		       "comm=%s: %s run_id=%s task=%s\n",
+		   p->enforced ? "egress denied" : "egress would be denied (report mode)",
+		   p->family == AF_INET6 ? "[" : "", dst, p->family == AF_INET6 ? "]" : "",
+		   p->dport, proto, rule, decision_reason_name(p->reason), p->pid, comm, p->flow,
+		   r->run_id, r->task_text);
+	notice_denial(r, &n);
+}
+
 static void on_malformed(const char *why, size_t size, void *ctx)
 {
 	struct records *r = ctx;
@@ -880,7 +952,7 @@ static bool declare_unwritten(struct records *r, bool final)
 
 void records_drain(struct records *r)
 {
-	int err = events_consume(r->events);
+	int err = events_consume_max(r->events, r->drain_max);
 
 	if (err < 0 && err != -EINTR)
 		fprintf(stderr, "sluice: reading ring buffer: %s\n", strerror(-err));
@@ -1255,6 +1327,7 @@ void records_restore_line(struct records *r, const struct jsonline *jl)
 	}
 	if ((type_is(jl, "decision") && str_is(jl, "decision", "deny")) ||
 	    (type_is(jl, "tls") && str_is(jl, "decision", "deny")) || type_is(jl, "flow_cut") ||
+	    (type_is(jl, "preexisting") && str_is(jl, "decision", "deny")) ||
 	    (type_is(jl, "dns") && (str_is(jl, "decision", "deny") ||
 				    str_is(jl, "decision", "refused")))) {
 		r->denials++;

@@ -57,7 +57,14 @@ struct records {
 	struct loader *loader;
 	struct events *events;
 	struct journal *journal;
-	int netns_fd;  /* the run's namespace, for destroying its sockets; -1: the process's */
+	/*
+	 * Ends a denied or cut flow's socket: the run's to do (run.c), not the log's; the line
+	 * says what became of it. 0, -EOPNOTSUPP (the kernel cannot), -errno. NULL: nothing is.
+	 */
+	int (*kill_socket)(void *ctx, uint64_t cookie, uint32_t tgid);
+	void *kill_ctx;
+	/* records one records_drain takes at most (0: all): a daemon's runs share one loop */
+	size_t drain_max;
 	int alerts_fd; /* --alerts, or -1 */
 	struct timespec started_at; /* run_start's time, for run_end's duration */
 	bool strict; /* --strict-evidence: a failed log refuses new connections (for messages) */
@@ -115,6 +122,34 @@ void records_on_dns(const struct resolver_event *ev, void *ctx);
  * a notice on stderr, deny alerts.
  */
 void records_on_refusal(const struct sandbox_refusal *ref, void *ctx);
+
+/*
+ * A socket the run's processes held before its programs were attached (preexisting.c), as
+ * judged: one "preexisting" line, and for a denial a notice on stderr and deny alerts.
+ */
+struct records_preexisting {
+	uint32_t pid;	  /* the first process found holding it */
+	uint32_t holders; /* how many of the run's processes hold it */
+	char comm[16];
+	uint8_t family;	  /* AF_INET, AF_INET6 */
+	uint8_t protocol; /* IPPROTO_TCP, IPPROTO_UDP */
+	uint8_t state;	  /* TCP_ESTABLISHED…, as sock_diag reports it */
+	uint8_t src[16], dst[16];
+	uint16_t sport, dport;
+	uint64_t cookie;
+	uint64_t inode;
+	uint64_t netns; /* the inode of its network namespace */
+	/* the judgment */
+	uint8_t verdict; /* SL_VERDICT_* */
+	uint8_t reason;	 /* SL_REASON_* */
+	long rule;	 /* 0-based rule index, or -1 (default, blackhole) */
+	bool enforced;	 /* false: a report-mode denial */
+	bool has_v4;	 /* an IPv6 destination embeds the IPv4 address that was judged */
+	uint8_t v4[4];
+	const char *flow; /* what became of it: "open", "destroyed", "left open (…)" */
+};
+
+void records_preexisting(struct records *r, const struct records_preexisting *p);
 
 /* Start a line of the run: ts, type, run_id and task. */
 void records_line(struct records *r, struct journal_line *l, const char *type,

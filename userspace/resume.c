@@ -157,8 +157,8 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 	}
 	a->run_id = argv[optind];
 	if (run_check_id(a->run_id)) {
-		fprintf(stderr, "sluice resume: RUN_ID: expected 1-%d characters of [A-Za-z0-9._-] "
-				"not starting with '.' or '-'\n",
+		fprintf(stderr, "sluice resume: RUN_ID: expected 1-%d characters of [A-Za-z0-9_-] "
+				"not starting with \'-\'\n",
 			RUN_ID_MAX);
 		return -EINVAL;
 	}

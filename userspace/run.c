@@ -52,17 +52,27 @@
 #define RUN_CHECKPOINT_LINES 1000
 #define RUN_CHECKPOINT_SECS 10
 
-/* Run ids name a cgroup and a bpffs directory: keep them to a safe path component. */
-int run_check_id(const char *id)
+/* A cgroup's name below the v2 hierarchy (--cgroup-parent): a safe path component. */
+static int check_component(const char *name)
 {
-	size_t i, n = strlen(id);
+	size_t i, n = strlen(name);
 
-	if (n == 0 || n > RUN_ID_MAX || id[0] == '.' || id[0] == '-')
+	if (n == 0 || n > RUN_ID_MAX || name[0] == '.' || name[0] == '-')
 		return -EINVAL;
 	for (i = 0; i < n; i++)
-		if (!isalnum((unsigned char)id[i]) && id[i] != '-' && id[i] != '_' && id[i] != '.')
+		if (!isalnum((unsigned char)name[i]) && name[i] != '-' && name[i] != '_' &&
+		    name[i] != '.')
 			return -EINVAL;
 	return 0;
+}
+
+/*
+ * Run ids name a cgroup and a bpffs directory: a safe path component, and no '.', which bpffs
+ * refuses in every name (EPERM).
+ */
+int run_check_id(const char *id)
+{
+	return check_component(id) || strchr(id, '.') ? -EINVAL : 0;
 }
 
 /*
@@ -82,6 +92,14 @@ static int make_run_id(char *buf, size_t len)
 enum { OPT_KEY = 256, OPT_CHECKPOINT_LINES, OPT_CHECKPOINT_SECS, OPT_CHECKPOINT_FD,
        OPT_LOG_ROTATE_KIB, OPT_STRICT_EVIDENCE, OPT_ALLOW_ROOT };
 
+/* records.kill_socket: a flow the packet layer denied fails at once, in the run's namespace. */
+static int kill_socket(void *ctx, uint64_t cookie, uint32_t tgid)
+{
+	struct run *r = ctx;
+
+	return loader_kill_socket(r->loader, cookie, r->netns_fd, tgid);
+}
+
 void run_init(struct run *r, const char *cmd_name)
 {
 	/*
@@ -98,8 +116,9 @@ void run_init(struct run *r, const char *cmd_name)
 	r->args.checkpoint_secs = RUN_CHECKPOINT_SECS;
 	r->cg.fd = -1;
 	r->netns_fd = -1;
-	r->rec.netns_fd = -1;
 	r->rec.alerts_fd = -1;
+	r->rec.kill_socket = kill_socket;
+	r->rec.kill_ctx = r;
 }
 
 int run_parse_ulong(const struct run_args *a, const char *opt, const char *s, unsigned long min,
@@ -389,7 +408,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		fprintf(stderr, "sluice run: --task: longer than %d bytes\n", RECORDS_TASK_MAX);
 		return -EINVAL;
 	}
-	if (run_check_id(a->cgroup_parent)) {
+	if (check_component(a->cgroup_parent)) {
 		fprintf(stderr, "sluice run: --cgroup-parent: expected one path component of "
 				"[A-Za-z0-9._-], got \"%s\"\n", a->cgroup_parent);
 		return -EINVAL;
@@ -622,6 +641,8 @@ void run_finish(struct run *r, bool has_status, int status, const char *why)
 {
 	int err;
 
+	/* every record to the last: no loop shares this turn */
+	r->rec.drain_max = 0;
 	/* The run is the cgroup: daemons the command left behind end with it. */
 	end_processes(r);
 	/*
@@ -740,7 +761,6 @@ int run_start_resolver(struct run *r, uint16_t port, char *err, size_t err_len)
 		}
 	}
 	o.netns_fd = r->netns_fd;
-	r->rec.netns_fd = r->netns_fd;
 	if (r->upstream_len) {
 		o.upstream = r->upstream_ss;
 		o.upstream_len = r->upstream_len;
@@ -864,6 +884,16 @@ int run_setup(struct run *r, char *err, size_t err_len)
 	};
 	int ret;
 
+	/* first what is cheap to check: loading the programs takes a second */
+	if (r->attached) {
+		ret = cgroup_open_existing(r->args.cgroup_path, &r->cg);
+		if (ret) {
+			util_fmt(err, err_len, "open cgroup %s: %s%s", r->args.cgroup_path,
+				 strerror(-ret), ret == -EINVAL ? " (not a cgroup below the v2 "
+				 "hierarchy's root)" : "");
+			return ret;
+		}
+	}
 	ret = policy_load_file(r->args.policy_path, &r->policy, err, err_len);
 	if (ret)
 		return ret;
@@ -935,17 +965,7 @@ int run_setup(struct run *r, char *err, size_t err_len)
 	}
 	r->rec.loader = r->loader;
 
-	if (r->attached) {
-		ret = cgroup_open_existing(r->args.cgroup_path, &r->cg);
-		if (ret) {
-			util_fmt(err, err_len, "open cgroup %s: %s%s", r->args.cgroup_path,
-				 strerror(-ret), ret == -EINVAL ? " (not a cgroup below the v2 "
-				 "hierarchy's root)" : "");
-			return ret;
-		}
-	} else {
-		ret = cgroup_create_run(r->args.cgroup_parent, r->run_id, &r->cg);
-	}
+	ret = r->attached ? 0 : cgroup_create_run(r->args.cgroup_parent, r->run_id, &r->cg);
 	if (ret) {
 		util_fmt(err, err_len, "create cgroup %s/%s for the run: %s%s",
 			 r->args.cgroup_parent, r->run_id, strerror(-ret),
@@ -1065,7 +1085,8 @@ int run_main(int argc, char **argv)
 	if (r.args.run_id) {
 		if (run_check_id(r.args.run_id)) {
 			fprintf(stderr, "sluice run: --run-id: expected 1-%d characters of "
-					"[A-Za-z0-9._-] not starting with '.' or '-', got \"%s\"\n",
+					"[A-Za-z0-9_-] not starting with '-' (bpffs refuses '.'), "
+					"got \"%s\"\n",
 				RUN_ID_MAX, r.args.run_id);
 			return RUN_EXIT_SLUICE_ERROR;
 		}

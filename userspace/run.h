@@ -103,7 +103,7 @@ struct run {
 /* argv starts after "run". Returns the process exit status. */
 int run_main(int argc, char **argv);
 
-/* A run id names a cgroup and a bpffs directory: 1-64 of [A-Za-z0-9._-], not "." or "-" first. */
+/* A run id names a cgroup and a bpffs directory: 1-64 of [A-Za-z0-9_-], not "-" first. */
 int run_check_id(const char *id);
 
 /* A run as the commands start it: nothing created yet, every descriptor -1. */

@@ -1354,6 +1354,72 @@ static bool misc_truncations(char *why)
 	return true;
 }
 
+/*
+ * policy_cidr_match: a covering CIDR rule that lists the port and protocol, first in the
+ * policy's order; a longer prefix without the port does not hide a shorter one with it (the
+ * compiled tries fold covering prefixes in). policy_host_rule_takes: host rules by port and
+ * protocol (TCP only unless protocols: says otherwise).
+ */
+static bool misc_cidr_match(char *why)
+{
+	static const char yaml[] = "rules:\n"
+				   "  - name: web\n"
+				   "    cidrs: [10.0.0.0/8]\n"
+				   "    ports: [80, 8000-8099]\n"
+				   "  - name: narrow\n"
+				   "    cidrs: [10.1.0.0/16]\n"
+				   "    ports: [443]\n"
+				   "  - name: dns\n"
+				   "    cidrs: [\"2001:db8::/32\"]\n"
+				   "    protocols: [udp]\n"
+				   "  - name: names\n"
+				   "    hosts: [pypi.org]\n"
+				   "    ports: [443]\n";
+	static const struct {
+		int family;
+		const char *addr;
+		uint16_t port;
+		uint8_t proto;
+		long want;
+	} cases[] = {
+		{ AF_INET, "10.2.3.4", 80, SL_PROTO_TCP, 0 },
+		{ AF_INET, "10.2.3.4", 8050, SL_PROTO_UDP, 0 },
+		{ AF_INET, "10.1.3.4", 80, SL_PROTO_TCP, 0 },
+		{ AF_INET, "10.1.3.4", 443, SL_PROTO_TCP, 1 },
+		{ AF_INET, "10.2.3.4", 443, SL_PROTO_TCP, -1 },
+		{ AF_INET, "11.2.3.4", 80, SL_PROTO_TCP, -1 },
+		{ AF_INET6, "2001:db8::1", 53, SL_PROTO_UDP, 2 },
+		{ AF_INET6, "2001:db8::1", 53, SL_PROTO_TCP, -1 },
+		{ AF_INET6, "2001:db9::1", 53, SL_PROTO_UDP, -1 },
+	};
+	char err[ERR_LEN];
+	struct policy *p = NULL;
+	uint8_t a[16];
+	size_t i;
+	int ret;
+
+	ret = policy_load_buffer(yaml, sizeof(yaml) - 1, "cidrs.yaml", &p, err, sizeof(err));
+	EXPECT(!ret, "expected the policy to load, got %d \"%s\"", ret, err);
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		long got;
+
+		inet_pton(cases[i].family, cases[i].addr, a);
+		got = policy_cidr_match(p, cases[i].family, a, cases[i].port, cases[i].proto);
+		if (got != cases[i].want) {
+			snprintf(why, WHY_LEN, "expected rule %ld for %s port %u proto %u, got %ld",
+				 cases[i].want, cases[i].addr, cases[i].port, cases[i].proto, got);
+			policy_free(p);
+			return false;
+		}
+	}
+	ret = policy_host_rule_takes(p, 443, SL_PROTO_TCP) == 3 &&
+	      policy_host_rule_takes(p, 443, SL_PROTO_UDP) == -1 &&
+	      policy_host_rule_takes(p, 80, SL_PROTO_TCP) == -1;
+	policy_free(p);
+	EXPECT(ret, "expected host rule 3 for 443/tcp only");
+	return true;
+}
+
 struct misc_case {
 	const char *name;
 	bool (*fn)(char *why);
@@ -1373,6 +1439,8 @@ static const struct misc_case misc_cases[] = {
 	{"misc: POLICY_MAX_RULES rules load, one more is refused", misc_rule_limit},
 	{"misc: POLICY_MAX_CIDRS and POLICY_MAX_LIST are enforced", misc_cidr_limit},
 	{"misc: every truncation of the seed fails cleanly", misc_truncations},
+	{"misc: policy_cidr_match and policy_host_rule_takes (ports, protocols, first rule)",
+	 misc_cidr_match},
 };
 
 #ifndef SLUICE_SRC_DIR

@@ -1,0 +1,561 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# Containers that an OCI runtime starts, confined before their first instruction or not started
+# at all: runc (Debian's) runs a busybox container from a rootfs built here, in the test's run
+# netns, with `sluice oci-hook` as its createRuntime hook. With the test's daemon up, the
+# container's first command (a connect to a denied test host) fails and the run's log has the
+# denial; with the daemon down, runc refuses to start the container. `sluice attach --container`
+# (by id, by unique prefix; an ambiguous prefix refused with both listed) and `--pid` find the
+# cgroup runc's state.json names, and attach to a running container. The hook refuses bad input
+# (malformed state on stdin, a bad config.json or annotation) with an error naming the field,
+# and expands systemd's SLICE:PREFIX:NAME cgroupsPath. podman (on runc) the same, through a
+# hooks.d directory. Docker: SKIP (no dockerd here).
+
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+require_root
+require_sluice
+command -v runc >/dev/null || skip_all "runc not installed"
+BUSYBOX=$(command -v busybox) || skip_all "busybox not installed"
+file -L "$BUSYBOX" 2>/dev/null | grep -q 'statically linked' ||
+	skip_all "$BUSYBOX is not static (install busybox-static)"
+topo_up
+
+CG2=$(cg2_mount)
+PFX=sl-oci-$SL_ID
+SL_OUT=$SL_TMP/out
+SL_ERR=$SL_TMP/err
+SL_RC=0
+: >"$SL_OUT"
+: >"$SL_ERR"
+
+POLICY=$SL_TMP/policy.yaml
+# the hook's policy directory (an annotation names only a policy in it): the test's own
+export SL_POLICY_DIR=$SL_TMP
+cat >"$POLICY" <<'EOF'
+default: deny
+rules:
+  - name: test-host
+    cidrs: ["198.51.100.10/32"]
+    ports: [80]
+    protocols: [tcp]
+EOF
+
+# The rootfs every container shares: busybox and the links its commands need.
+ROOTFS=$SL_TMP/rootfs
+mkdir -p "$ROOTFS"/{bin,proc,dev,sys,tmp,etc}
+cp "$BUSYBOX" "$ROOTFS/bin/busybox"
+for a in sh nc echo cat sleep true; do
+	ln -s busybox "$ROOTFS/bin/$a"
+done
+
+# Containers this test made: runc's (deleted with their cgroups) and podman's.
+RUNC_IDS=()
+PODMAN_IDS=()
+# shellcheck disable=SC2317 # (run from topo_down)
+oci_cleanup() {
+	local id d
+	for id in "${RUNC_IDS[@]}"; do
+		runc delete --force "$id" >/dev/null 2>&1
+	done
+	for id in "${PODMAN_IDS[@]}"; do
+		podman rm --force "$id" >/dev/null 2>&1
+	done
+	# runc removes a container's cgroup in every hierarchy, podman its libpod-ID; never ours
+	for d in "$CG2"/../*/"$PFX"-*; do
+		[[ -d $d ]] && rmdir "$d" 2>/dev/null
+	done
+	# a run a stopped daemon left pinned (the test fails then: see its end)
+	rm -rf -- /sys/fs/bpf/sluice/"$PFX"-*
+	# podman's parent (cgroupfs manager), if this test's podman made it
+	if [[ $LIBPOD_PARENT_MADE -eq 1 ]]; then
+		for d in "$CG2"/../*/libpod_parent; do
+			[[ -d $d ]] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
+		done
+	fi
+	return 0
+}
+LIBPOD_PARENT_MADE=0
+[[ -e $CG2/libpod_parent ]] || LIBPOD_PARENT_MADE=1
+sl_on_exit oci_cleanup
+
+# make_bundle NAME HOOK ARG…: $SL_TMP/NAME/config.json from `runc spec`, running ARG… in the run
+# netns, in cgroup /$PFX-NAME, with the annotations in ANNOT (KEY=VALUE…); HOOK yes: sluice
+# oci-hook (on the test daemon's socket) as its createRuntime hook.
+ANNOT=()
+make_bundle() {
+	local name=$1 hook=$2 dir=$SL_TMP/$1
+	shift 2
+	mkdir -p "$dir"
+	(cd "$dir" && rm -f config.json && runc spec) || return 1
+	python3 - "$dir/config.json" "$hook" "$SLUICE" "${SLUICE_SOCKET:-}" "/$PFX-$name" \
+		"/run/netns/$SL_NS_RUN" "$ROOTFS" "${#ANNOT[@]}" "${ANNOT[@]}" "$@" \
+		<<'EOF' || return 1
+import json, os, sys
+path, hook, sluice, sock, cgpath, netns, rootfs, n = sys.argv[1:9]
+n = int(n)
+annot = dict(a.split("=", 1) for a in sys.argv[9:9 + n])
+args = sys.argv[9 + n:]
+c = json.load(open(path))
+c["process"]["args"] = args
+c["process"]["terminal"] = False
+c["root"] = {"path": rootfs, "readonly": True}
+c["linux"]["cgroupsPath"] = cgpath
+for ns in c["linux"]["namespaces"]:
+    if ns["type"] == "network":
+        ns["path"] = netns
+c["annotations"] = annot
+if hook == "yes":
+    c["hooks"] = {"createRuntime": [{"path": sluice,
+                                      "args": ["sluice", "oci-hook", "--socket", sock,
+                                               "--policy-dir", os.environ["SL_POLICY_DIR"]]}]}
+json.dump(c, open(path, "w"), indent=1)
+EOF
+}
+
+# run_container NAME: runc run it in the foreground; output in $SL_OUT/$SL_ERR, status SL_RC.
+run_container() {
+	RUNC_IDS+=("$PFX-$1")
+	timeout "$SL_RUN_TIMEOUT" runc run --bundle "$SL_TMP/$1" "$PFX-$1" </dev/null \
+		>"$SL_OUT" 2>"$SL_ERR"
+	SL_RC=$?
+	SL_RUN_ID=$PFX-$1
+}
+
+# start_container NAME: runc run -d; prints the init pid (called in $(…): the caller adds the
+# container to RUNC_IDS).
+start_container() {
+	runc run -d --bundle "$SL_TMP/$1" "$PFX-$1" </dev/null >"$SL_OUT" 2>"$SL_ERR" || return 1
+	python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["init_process_pid"])' \
+		"/run/runc/$PFX-$1/state.json"
+}
+
+state_cgroup() {
+	python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["cgroup_paths"][""])' \
+		"/run/runc/$1/state.json"
+}
+
+# the value of KEY in a flat JSON line on stdin
+json_member() {
+	python3 -c 'import json,sys; print(json.loads(sys.stdin.read()).get(sys.argv[1], ""))' "$1"
+}
+
+assert_contains() {
+	local name=$1 file=$2 want=$3
+	if grep -qF -- "$want" "$file"; then
+		tap_ok "$name"
+	else
+		tap_fail "$name" "expected \"$want\" in:"$'\n'"$(cat "$file")"
+	fi
+}
+
+# ---------------------------------------------------------------------------------------------
+# The hook by itself: bad input refused with the field named (no daemon needed)
+
+HB=$SL_TMP/hookb
+mkdir -p "$HB"
+sleep 600 &
+HOST_PID=$!
+sl_track_pid "$HOST_PID"
+HOST_CG=$(sl_cgroup_new hook) || bail_out "cannot make a cgroup"
+# (sl_cgroup_new's own cleanup registration is lost in the $(…) subshell)
+sl_on_exit "sl_cgroup_remove '$HOST_CG'"
+echo "$HOST_PID" >"$HOST_CG/cgroup.procs"
+REL_CG=${HOST_CG#"$CG2"}
+
+# hook_config CGROUPS_PATH [ANNOTATIONS_JSON]: the bundle's config.json for the cases below
+hook_config() {
+	local ann=${2:-'{}'}
+	printf '{"ociVersion":"1.0.2","linux":{"cgroupsPath":%s},"annotations":%s}\n' \
+		"$1" "$ann" >"$HB/config.json"
+}
+# hook_case NAME WANT_RC WANT_TEXT STATE: the hook (--dry-run) on STATE
+HOOK_ARGS=(--policy-dir "$SL_TMP")
+hook_case() {
+	local name=$1 want_rc=$2 want=$3 state=$4 rc
+	printf '%s' "$state" | "$SLUICE" oci-hook --dry-run "${HOOK_ARGS[@]}" >"$SL_OUT" 2>"$SL_ERR"
+	rc=$?
+	if [[ $rc -eq $want_rc ]] && grep -qF -- "$want" "$SL_ERR" "$SL_OUT"; then
+		tap_ok "oci-hook: $name: exit $want_rc, \"$want\""
+	else
+		tap_fail "oci-hook: $name: exit $want_rc, \"$want\"" \
+			"got exit $rc: $(cat "$SL_OUT" "$SL_ERR")"
+	fi
+}
+state() {
+	printf '{"ociVersion":"1.0.2","id":"%s","status":"creating","pid":%s,"bundle":"%s"%s}' \
+		"$1" "$2" "$3" "${4:-}"
+}
+POL_ANN='{"io.sluice.policy":"'$POLICY'"}'
+# with_policy PATH: the state's annotations member naming PATH as the policy
+with_policy() { printf ',"annotations":{"io.sluice.policy":"%s"}' "$1"; }
+
+hook_config "\"$REL_CG\"" "$POL_ANN"
+hook_case "the request" 0 \
+	"{\"op\":\"attach\",\"cgroup\":\"$HOST_CG\",\"policy\":\"$POLICY\",\"run_id\":\"c-1\"" \
+	"$(state c-1 "$HOST_PID" "$HB")"
+hook_case "source oci-hook" 0 '"source":"oci-hook"' "$(state c-1 "$HOST_PID" "$HB")"
+hook_case "run id, mode and task from annotations" 0 \
+	'"run_id":"r-7","task":"t 1","mode":"enforce"' \
+	"$(state c-1 "$HOST_PID" "$HB" ',"annotations":{"io.sluice.policy":"'"$POLICY"'",
+	"io.sluice.run-id":"r-7","io.sluice.mode":"enforce","io.sluice.task":"t 1"}')"
+hook_case "an annotation cannot turn enforcement off (report)" 2 \
+	'annotation io.sluice.mode: "report" would let whoever creates the container' \
+	"$(state c-1 "$HOST_PID" "$HB" ',"annotations":{"io.sluice.policy":"'"$POLICY"'",
+	"io.sluice.mode":"report"}')"
+HOOK_ARGS=()
+hook_case "by default, an annotation names only a policy in /etc/sluice/policies" 2 \
+	"policy directory /etc/sluice/policies" \
+	"$(state c-1 "$HOST_PID" "$HB" "$(with_policy "$POLICY")")"
+HOOK_ARGS=(--policy-dir "$SL_TMP")
+hook_case "empty stdin" 2 "state on stdin: byte 0: expected a value" ""
+hook_case "truncated state" 2 "state on stdin: byte 29: unterminated string" \
+	'{"ociVersion":"1.0.2","id":"c'
+hook_case "trailing bytes" 2 "state on stdin: byte 3: bytes after the value" '{} {}'
+hook_case "not an object" 2 "state on stdin: expected a JSON object" '["x"]'
+hook_case "duplicate key" 2 "the same key twice" \
+	'{"ociVersion":"1","id":"a","id":"b","pid":1,"bundle":"/"}'
+hook_case "invalid UTF-8" 2 "invalid UTF-8" $'{"ociVersion":"\xff"}'
+hook_case "no ociVersion" 2 '"ociVersion" is missing' '{"id":"a","pid":1,"bundle":"/"}'
+hook_case "ociVersion not a string" 2 '"ociVersion": expected a string of 1-64 bytes' \
+	'{"ociVersion":1,"id":"a","pid":1,"bundle":"/"}'
+hook_case "id too long" 2 '"id": expected a string of 1-253 bytes' \
+	"$(state "$(printf 'a%.0s' $(seq 300))" "$HOST_PID" "$HB")"
+hook_case "id with a slash" 2 '"id": expected [A-Za-z0-9]' "$(state ../x "$HOST_PID" "$HB")"
+hook_case "no pid" 2 '"pid": missing' '{"ociVersion":"1","id":"a","bundle":"/"}'
+hook_case "pid a string" 2 '"pid": expected an integer' "$(state a '"12"' "$HB")"
+hook_case "pid negative" 2 '"pid": expected an integer' "$(state a -5 "$HB")"
+hook_case "pid too big" 2 '"pid": expected an integer' "$(state a 99999999999 "$HB")"
+hook_case "relative bundle" 2 '"bundle": expected an absolute path' \
+	"$(state a "$HOST_PID" rel/dir)"
+hook_case "bundle without config.json" 2 "$SL_TMP/none/config.json: No such file" \
+	"$(state a "$HOST_PID" "$SL_TMP/none")"
+hook_case "oversized stdin" 2 "state on stdin: longer than 1 MiB" \
+	"$(state a 1 /x ',"pad":"'"$(head -c 1100000 /dev/zero | tr '\0' a)"'"')"
+hook_case "no process" 3 "process 999999999: no such process" "$(state a 999999999 "$HB")"
+
+hook_config "\"$REL_CG\""
+hook_case "no policy annotation" 2 "has no io.sluice.policy annotation" \
+	"$(state c-1 "$HOST_PID" "$HB")"
+hook_case "policy annotation not a string" 2 "annotation io.sluice.policy: expected a string" \
+	"$(state c-1 "$HOST_PID" "$HB" ',"annotations":{"io.sluice.policy":7}')"
+hook_case "relative policy" 2 "io.sluice.policy: expected an absolute path" \
+	"$(state c-1 "$HOST_PID" "$HB" ',"annotations":{"io.sluice.policy":"p.yaml"}')"
+hook_config "\"$REL_CG\"" "$POL_ANN"
+hook_case "policy from config.json's annotations" 0 "\"policy\":\"$POLICY\"" \
+	"$(state c-1 "$HOST_PID" "$HB")"
+hook_config "\"$REL_CG\""
+# --policy-dir: the annotation may only name a policy inside it (symlinks resolved)
+mkdir -p "$SL_TMP/policies"
+cp "$POLICY" "$SL_TMP/policies/ok.yaml"
+ln -s "$POLICY" "$SL_TMP/policies/link.yaml"
+HOOK_ARGS=(--policy-dir "$SL_TMP/policies")
+hook_case "--policy-dir: a policy inside" 0 "\"policy\":\"$SL_TMP/policies/ok.yaml\"" \
+	"$(state c-1 "$HOST_PID" "$HB" "$(with_policy "$SL_TMP/policies/ok.yaml")")"
+hook_case "--policy-dir: a policy outside" 2 "$POLICY is not inside the policy directory" \
+	"$(state c-1 "$HOST_PID" "$HB" "$(with_policy "$POLICY")")"
+hook_case "--policy-dir: a symlink inside to a file outside" 2 "is not inside the policy directory" \
+	"$(state c-1 "$HOST_PID" "$HB" "$(with_policy "$SL_TMP/policies/link.yaml")")"
+hook_case "--policy-dir: .. out of it" 2 "is not inside the policy directory" \
+	"$(state c-1 "$HOST_PID" "$HB" "$(with_policy "$SL_TMP/policies/../policy.yaml")")"
+HOOK_ARGS=(--policy "$POLICY")
+hook_case "--policy: the default without an annotation" 0 "\"policy\":\"$POLICY\"" \
+	"$(state c-1 "$HOST_PID" "$HB")"
+HOOK_ARGS=(--mode enforce --policy-dir "$SL_TMP")
+hook_case "--mode enforce: the request's mode" 0 '"mode":"enforce"' \
+	"$(state c-1 "$HOST_PID" "$HB" "$(with_policy "$POLICY")")"
+hook_case "--mode enforce: an annotation asking for report is refused" 2 \
+	'annotation io.sluice.mode: "report", but this hook runs every container in enforce mode' \
+	"$(state c-1 "$HOST_PID" "$HB" \
+		',"annotations":{"io.sluice.mode":"report","io.sluice.policy":"/p"}')"
+HOOK_ARGS=(--mode report --policy-dir "$SL_TMP")
+hook_case "--mode report: an annotation may then say report" 0 '"mode":"report"' \
+	"$(state c-1 "$HOST_PID" "$HB" ',"annotations":{"io.sluice.policy":"'"$POLICY"'",
+	"io.sluice.mode":"report"}')"
+HOOK_ARGS=(--policy-dir "$SL_TMP")
+hook_case "bad mode" 2 "annotation io.sluice.mode: expected report or enforce" \
+	"$(state c-1 "$HOST_PID" "$HB" \
+		',"annotations":{"io.sluice.mode":"off","io.sluice.policy":"/p"}')"
+hook_case "bad run id" 2 "annotation io.sluice.run-id: expected 1-64 characters" \
+	"$(state c-1 "$HOST_PID" "$HB" ',"annotations":{"io.sluice.run-id":"-x"}')"
+hook_case "id not a valid run id" 2 "is not a valid run id" \
+	"$(state "$(printf 'b%.0s' $(seq 70))" "$HOST_PID" "$HB")"
+hook_case "task too long" 2 "task: longer than 256 bytes" \
+	"$(state c-1 "$HOST_PID" "$HB" ',"annotations":{"io.sluice.policy":"'"$POLICY"'",
+	"io.sluice.task":"'"$(printf 't%.0s' $(seq 300))"'"}')"
+
+hook_config '"a:b"' "$POL_ANN"
+hook_case "cgroupsPath neither form" 2 "linux.cgroupsPath: \"a:b\" is neither" \
+	"$(state c-1 "$HOST_PID" "$HB")"
+hook_config '"/x/../y"' "$POL_ANN"
+hook_case "cgroupsPath with .." 2 "is not a plain cgroup path" "$(state c-1 "$HOST_PID" "$HB")"
+hook_config '"bad:pre:c9"' "$POL_ANN"
+hook_case "cgroupsPath bad slice" 2 "\"bad\" is not a valid slice name" \
+	"$(state c-1 "$HOST_PID" "$HB")"
+hook_config '["/x"]' "$POL_ANN"
+hook_case "cgroupsPath not a string" 2 "linux.cgroupsPath: expected a string" \
+	"$(state c-1 "$HOST_PID" "$HB")"
+hook_config '"/elsewhere"' "$POL_ANN"
+hook_case "cgroupsPath not the process's" 3 "but the container's process $HOST_PID is in" \
+	"$(state c-1 "$HOST_PID" "$HB")"
+printf '{"linux":{"cgroupsPath":"/x"},}' >"$HB/config.json"
+hook_case "malformed config.json" 2 "$HB/config.json: byte 30: expected a string" \
+	"$(state c-1 "$HOST_PID" "$HB")"
+
+# systemd's SLICE:PREFIX:NAME: slocia-b$ID.slice is slocia.slice/slocia-b$ID.slice
+SD_TOP=$CG2/slocia.slice
+if [[ -e $SD_TOP ]]; then
+	tap_skip "oci-hook: systemd cgroupsPath expanded" "$SD_TOP exists already"
+else
+	SD_CG=$SD_TOP/slocia-b$SL_ID.slice/sl-c9.scope
+	mkdir -p "$SD_CG"
+	sl_on_exit "sl_cgroup_remove '$SD_TOP'"
+	sleep 600 &
+	SD_PID=$!
+	sl_track_pid "$SD_PID"
+	echo "$SD_PID" >"$SD_CG/cgroup.procs"
+	hook_config "\"slocia-b$SL_ID.slice:sl:c9\"" "$POL_ANN"
+	hook_case "systemd cgroupsPath expanded" 0 "\"cgroup\":\"$SD_CG\"" \
+		"$(state c-9 "$SD_PID" "$HB")"
+	sl_stop_pid "$SD_PID"
+fi
+# reaped before the cgroup goes: a zombie keeps it busy
+sl_stop_pid "$HOST_PID"
+
+# ---------------------------------------------------------------------------------------------
+# runc: confined from the first instruction
+
+# shellcheck disable=SC2119 # (no arguments: the daemon's defaults)
+sl_daemon_start || bail_out "the test's daemon did not start: $(cat "$SL_DAEMON_DIR/err")"
+LOGS=$SL_DAEMON_DIR/logs
+
+ANNOT=("io.sluice.policy=$POLICY" "io.sluice.run-id=$PFX-first" "io.sluice.task=oci test")
+make_bundle first yes sh -c 'nc -w 3 198.51.100.20 80 </dev/null; echo "denied-rc=$?"
+	echo hi | nc -w 3 198.51.100.10 80; echo "allowed-rc=$?"' ||
+	bail_out "cannot make the bundle"
+sink_mark
+run_container first
+T="runc: the container ran; its first connect (denied host) failed, the allowed one worked"
+if [[ $SL_RC -eq 0 ]] && grep -q '^denied-rc=1$' "$SL_OUT" &&
+	grep -q '^allowed-rc=0$' "$SL_OUT"; then
+	tap_ok "$T"
+else
+	tap_fail "$T" \
+		"runc exit $SL_RC: $(cat "$SL_OUT" "$SL_ERR"; tail -n 20 "$SL_DAEMON_DIR/err")"
+fi
+assert_contains "runc: the denied connect failed with EPERM" "$SL_ERR" "Operation not permitted"
+assert_sink_none "runc: nothing reached the denied host" "tcp-accept 198.51.100.20"
+assert_sink_saw "runc: the allowed host received the container's connection" "tcp 198.51.100.10 80"
+LOG=$LOGS/$PFX-first.jsonl
+assert_log "runc: the run's log says the hook attached it" "$LOG" 1 type=run_start \
+	attached=true source=oci-hook "task=oci test"
+assert_log "runc: the run's log has the denial" "$LOG" 1 type=decision dst=198.51.100.20 \
+	port=80 decision=deny enforced=true rule=default
+assert_log "runc: the run's log has the allowed connection" "$LOG" +1 type=decision \
+	dst=198.51.100.10 port=80 decision=allow rule=test-host
+# the container is gone with its cgroup: the daemon ends the run
+wait_until 10000 bash -c "! '$SLUICE' status 2>/dev/null | grep -q '$PFX-first'"
+tap_check "runc: the run ended with the container; its log verifies" \
+	"$SLUICE" verify "$LOG" --key "$SLUICE_PUB"
+
+# ---------------------------------------------------------------------------------------------
+# sluice attach --container / --pid against runc's own state
+
+ANNOT=()
+make_bundle a1 no sleep 600 || bail_out "cannot make a bundle"
+make_bundle a2 no sleep 600 || bail_out "cannot make a bundle"
+RUNC_IDS+=("$PFX-a1" "$PFX-a2")
+A1_PID=$(start_container a1) || bail_out "runc run -d a1: $(cat "$SL_ERR")"
+A2_PID=$(start_container a2) || bail_out "runc run -d a2: $(cat "$SL_ERR")"
+A1_CG=$(state_cgroup "$PFX-a1")
+attach_dry() {
+	"$SLUICE" attach "$@" --policy "$POLICY" --run-id "$PFX-x" --dry-run >"$SL_OUT" 2>"$SL_ERR"
+	SL_RC=$?
+}
+attach_dry --container "$PFX-a1"
+tap_is "attach --container ID: the cgroup runc's state.json names" \
+	"$SL_RC $(json_member cgroup <"$SL_OUT")" "0 $A1_CG"
+tap_is "attach --container ID: the container's netns, its source" \
+	"$(json_member netns <"$SL_OUT") $(json_member source <"$SL_OUT")" \
+	"/proc/$A1_PID/ns/net container:$PFX-a1"
+attach_dry --pid "$A1_PID"
+tap_is "attach --pid: the same cgroup" "$SL_RC $(json_member cgroup <"$SL_OUT")" "0 $A1_CG"
+attach_dry --container "$PFX-a"
+tap_is "attach --container PREFIX of two: refused (exit 3)" "$SL_RC" 3
+assert_contains "attach --container PREFIX of two: both listed" "$SL_ERR" \
+	"\"$PFX-a\" is ambiguous: it matches"
+if grep -qF "$PFX-a1 (" "$SL_ERR" && grep -qF "$PFX-a2 (" "$SL_ERR"; then
+	tap_ok "attach --container PREFIX of two: names $PFX-a1 and $PFX-a2"
+else
+	tap_fail "attach --container PREFIX of two: names $PFX-a1 and $PFX-a2" "$(cat "$SL_ERR")"
+fi
+runc kill "$PFX-a2" KILL >/dev/null 2>&1
+wait_until 5000 bash -c "! kill -0 $A2_PID 2>/dev/null"
+attach_dry --container "$PFX-a"
+tap_is "attach --container PREFIX: unique once a2 is stopped" \
+	"$SL_RC $(json_member cgroup <"$SL_OUT")" "0 $A1_CG"
+attach_dry --container "$PFX-nothere"
+tap_is "attach --container: no such container: exit 3" "$SL_RC" 3
+attach_dry --container "../etc"
+tap_is "attach --container: a name with a slash: exit 2" "$SL_RC" 2
+
+# attached for real, the running container's next connect is judged
+"$SLUICE" attach --container "$PFX-a1" --policy "$POLICY" --run-id "$PFX-a1" >"$SL_OUT" \
+	2>"$SL_ERR"
+SL_RC=$?
+tap_is "attach --container: the daemon attached (exit 0)" "$SL_RC" 0
+assert_contains "attach --container: says where it attached" "$SL_OUT" \
+	"attached run $PFX-a1 to $A1_CG"
+runc exec "$PFX-a1" nc -w 3 198.51.100.20 80 </dev/null >"$SL_OUT" 2>"$SL_ERR"
+SL_RC=$?
+tap_is "attach --container: a connect to the denied host from the container fails" \
+	"$SL_RC $(grep -c 'Operation not permitted' "$SL_ERR")" "1 1"
+assert_log "attach --container: the denial is in its log" "$LOGS/$PFX-a1.jsonl" 1 \
+	type=decision dst=198.51.100.20 decision=deny
+"$SLUICE" attach --pid "$A1_PID" --policy "$POLICY" --run-id "$PFX-again" >"$SL_OUT" 2>"$SL_ERR"
+SL_RC=$?
+tap_is "attach --pid to a cgroup already attached: the daemon refuses (exit 1)" "$SL_RC" 1
+assert_contains "attach --pid twice: the daemon's reason" "$SL_ERR" "overlaps run $PFX-a1"
+tap_check "detach the run of the running container" "$SLUICE" detach --run-id "$PFX-a1"
+runc kill "$PFX-a1" KILL >/dev/null 2>&1
+
+attach_dry --unit "$PFX-none.service"
+tap_is "attach --unit: a unit without a cgroup (or no systemd) is refused: exit 3" "$SL_RC" 3
+
+# ---------------------------------------------------------------------------------------------
+# No hook: the parent cgroup attached before any container exists in it
+
+PARENT=$(sl_cgroup_new parent) || bail_out "cannot make a cgroup"
+sl_on_exit "sl_cgroup_remove '$PARENT'"
+"$SLUICE" attach --cgroup "$PARENT" --netns "/run/netns/$SL_NS_RUN" --policy "$POLICY" \
+	--run-id "$PFX-parent" >"$SL_OUT" 2>"$SL_ERR"
+SL_RC=$?
+tap_is "parent cgroup: attached before any child exists" "$SL_RC" 0
+ANNOT=()
+make_bundle child no sh -c 'nc -w 3 198.51.100.20 80 </dev/null; echo "denied-rc=$?"' ||
+	bail_out "cannot make the bundle"
+# the child's cgroup below the attached parent (runc makes it, as docker --cgroup-parent does)
+python3 -c 'import json, sys
+c = json.load(open(sys.argv[1]))
+c["linux"]["cgroupsPath"] = sys.argv[2]
+json.dump(c, open(sys.argv[1], "w"))' "$SL_TMP/child/config.json" "${PARENT#"$CG2"}/$PFX-child"
+sink_mark
+run_container child
+tap_is "parent cgroup: a container started below it, no hook: its first connect is denied" \
+	"$SL_RC $(grep -c '^denied-rc=1$' "$SL_OUT")" "0 1"
+assert_log "parent cgroup: the denial is in the parent's run log" "$LOGS/$PFX-parent.jsonl" 1 \
+	type=decision dst=198.51.100.20 decision=deny enforced=true
+assert_sink_none "parent cgroup: nothing reached the denied host" "tcp-accept 198.51.100.20"
+"$SLUICE" detach --run-id "$PFX-parent" >/dev/null 2>&1
+
+# ---------------------------------------------------------------------------------------------
+# runc with the daemon down: the container never starts
+
+sl_daemon_kill TERM
+ANNOT=("io.sluice.policy=$POLICY")
+make_bundle down yes sh -c 'echo started-marker; echo hi | nc -w 3 198.51.100.10 80' ||
+	bail_out "cannot make the bundle"
+sink_mark
+run_container down
+tap_is "daemon down: runc run fails" "$([[ $SL_RC -ne 0 ]] && echo failed)" failed
+assert_contains "daemon down: the hook says why" "$SL_ERR" "no sluice daemon at"
+if grep -q started-marker "$SL_OUT" "$SL_ERR"; then
+	tap_fail "daemon down: the container's process never ran" "$(cat "$SL_OUT")"
+else
+	tap_ok "daemon down: the container's process never ran"
+fi
+assert_sink_none "daemon down: nothing reached the test host" "tcp-accept 198.51.100.10"
+if runc state "$PFX-down" >/dev/null 2>&1 || [[ -e $CG2/$PFX-down ]]; then
+	tap_fail "daemon down: no container or cgroup left" "$(runc list; ls "$CG2")"
+else
+	tap_ok "daemon down: no container or cgroup left"
+fi
+
+# ---------------------------------------------------------------------------------------------
+# podman (on runc), the hook from a hooks.d directory
+
+podman_skip=
+if ! command -v podman >/dev/null; then
+	podman_skip="podman not installed"
+fi
+PODMAN_TESTS=6
+if [[ -z $podman_skip ]]; then
+	# shellcheck disable=SC2119
+	sl_daemon_start || bail_out "the daemon did not restart: $(tail "$SL_DAEMON_DIR/err")"
+	HOOKS=$SL_TMP/hooks.d
+	mkdir -p "$HOOKS"
+	cat >"$HOOKS/sluice.json" <<EOF
+{"version": "1.0.0",
+ "hook": {"path": "$SLUICE", "args": ["sluice", "oci-hook", "--socket", "$SLUICE_SOCKET",
+                                      "--policy-dir", "$SL_TMP"]},
+ "when": {"annotations": {"^io\\\\.sluice\\\\.policy\$": ".+"}},
+ "stages": ["createRuntime"]}
+EOF
+	# --ulimit: this machine's hard limits are below podman's defaults
+	PODMAN_RUN=(podman --hooks-dir "$HOOKS" run --runtime runc
+		--network "ns:/run/netns/$SL_NS_RUN" --ulimit nofile=1024:1024
+		--ulimit nproc=1024:1024 --annotation "io.sluice.policy=$POLICY")
+	# podman_run NAME CMD…: podman run, retried (with a new name) while runc fails to set the
+	# container's rlimits before it starts (it does, now and then, on this machine); POD_NAME is
+	# the name of the last attempt, output in $SL_OUT/$SL_ERR, status SL_RC.
+	podman_run() {
+		local base=$1 try
+		shift
+		for try in 1 2 3; do
+			POD_NAME=$base-$try
+			PODMAN_IDS+=("$POD_NAME")
+			timeout "$SL_RUN_TIMEOUT" "${PODMAN_RUN[@]}" --name "$POD_NAME" \
+				--annotation "io.sluice.run-id=$POD_NAME" \
+				--rootfs "$ROOTFS:O" "$@" \
+				</dev/null \
+				>"$SL_OUT" 2>"$SL_ERR"
+			SL_RC=$?
+			grep -q 'error setting rlimit' "$SL_ERR" || return 0
+			tap_diag "podman run $POD_NAME: $(head -c 300 "$SL_ERR")"
+			podman rm --force "$POD_NAME" >/dev/null 2>&1
+		done
+	}
+	sink_mark
+	podman_run "$PFX-pod" /bin/sh -c 'nc -w 3 198.51.100.20 80 </dev/null; echo "denied-rc=$?"'
+	if grep -q 'error setting rlimit\|hybrid mode not supported' "$SL_ERR"; then
+		podman_skip="podman cannot run a container here: $(head -c 200 "$SL_ERR")"
+	fi
+fi
+if [[ -n $podman_skip ]]; then
+	for i in $(seq "$PODMAN_TESTS"); do
+		tap_skip "podman $i" "$podman_skip"
+	done
+else
+	tap_is "podman: its first connect (denied host) failed" \
+		"$SL_RC $(grep -c '^denied-rc=1$' "$SL_OUT")" "0 1"
+	assert_log "podman: the run's log has the denial" "$LOGS/$POD_NAME.jsonl" 1 type=decision \
+		dst=198.51.100.20 port=80 decision=deny enforced=true
+	assert_log "podman: the hook attached it" "$LOGS/$POD_NAME.jsonl" 1 type=run_start \
+		source=oci-hook
+	assert_sink_none "podman: nothing reached the denied host" "tcp-accept 198.51.100.20"
+	podman rm --force "$POD_NAME" >/dev/null 2>&1
+	sl_daemon_kill TERM
+	podman_run "$PFX-pdown" /bin/sh -c 'echo started-marker'
+	tap_is "podman, daemon down: podman run fails, the process never ran" \
+		"$([[ $SL_RC -ne 0 ]] && echo failed) $(grep -c started-marker "$SL_OUT")" \
+		"failed 0"
+	assert_contains "podman, daemon down: the hook says why" "$SL_ERR" "no sluice daemon at"
+	podman rm --force "$POD_NAME" >/dev/null 2>&1
+fi
+
+# ---------------------------------------------------------------------------------------------
+# Docker
+
+if command -v dockerd >/dev/null && docker info >/dev/null 2>&1; then
+	tap_skip "docker" "a dockerd runs here, but this test does not drive it yet"
+else
+	tap_skip "docker" "no Docker daemon here (dockerd not installed: only the docker client)"
+fi
+
+# every run of this test ended, none left pinned (the daemon leaves runs pinned when it stops)
+left=$(ls -d /sys/fs/bpf/sluice/"$PFX"-* 2>/dev/null)
+tap_is "no run of this test is left pinned" "$left" ""
+
+tap_done

@@ -1,0 +1,321 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# P28: connections made before the attach. A process in a cgroup this test makes (not a sluice
+# run) holds TCP connections to a denied host (IPv4 and IPv6), an allowed host (IPv4 and
+# v4-mapped), the fake metadata service, a host only a host-name rule lists, the denied host
+# from another network namespace, and a connected UDP socket to the denied host, shared with a
+# child; then a daemon this test starts attaches a policy to the cgroup. Enforce: every denied
+# one is destroyed (the holder's next send fails), the allowed ones still carry data, each
+# socket is one "preexisting" line. Report: only the blackholed one is cut; the others stay up,
+# the denied ones logged as "would deny". Both logs verify.
+
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+require_root
+require_sluice
+topo_up
+
+CG_ROOT=$(cg2_mount)
+POLICY=$SL_TMP/pre.yaml
+cat >"$POLICY" <<'EOF'
+default: deny
+rules:
+  - name: test-host
+    cidrs: ["198.51.100.10/32"]
+    ports: [80]
+  - name: named
+    hosts: ["named.example"]
+    ports: [8080]
+EOF
+
+# The holder: connects, says so, waits for "go", sends on each socket, writes what happened.
+HOLDER=$SL_TMP/holder.py
+cat >"$HOLDER" <<'EOF'
+import ctypes, errno, os, socket, sys, time
+d, other_ns = sys.argv[1], sys.argv[2]
+conns = {}
+# made in another namespace (the router's), then the holder goes back to its own: a socket no
+# holder's namespace dump shows
+libc = ctypes.CDLL(None, use_errno=True)
+own = os.open("/proc/self/ns/net", os.O_RDONLY)
+other = os.open(other_ns, os.O_RDONLY)
+if libc.setns(other, 0x40000000):
+    sys.exit("setns: " + os.strerror(ctypes.get_errno()))
+conns["elsewhere"] = socket.create_connection(("198.51.100.20", 80), timeout=5)
+if libc.setns(own, 0x40000000):
+    sys.exit("setns back: " + os.strerror(ctypes.get_errno()))
+def tcp(name, addr, port):
+    s = socket.create_connection((addr, port), timeout=5)
+    conns[name] = s
+tcp("denied", "198.51.100.20", 80)
+tcp("allowed", "198.51.100.10", 80)
+tcp("blackhole", "169.254.169.254", 80)
+tcp("named", "203.0.113.7", 8080)
+tcp("v6", "2001:db8::20", 80)
+m = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+m.connect(("::ffff:198.51.100.10", 80))
+conns["mapped"] = m
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.connect(("198.51.100.20", 9999))
+conns["udp"] = u
+# shared with a child: the socket is one, held by two processes
+if os.fork() == 0:
+    while not os.path.exists(d + "/end"):
+        time.sleep(0.05)
+    os._exit(0)
+open(d + "/ready.tmp", "w").close()
+os.rename(d + "/ready.tmp", d + "/ready")
+while not os.path.exists(d + "/go"):
+    time.sleep(0.05)
+out = []
+for name, s in conns.items():
+    try:
+        # two sends: a destroyed TCP socket may take one to notice
+        s.send(b"after-attach\n")
+        time.sleep(0.2)
+        s.send(b"again\n")
+        out.append(name + " ok")
+    except OSError as e:
+        out.append(name + " " + errno.errorcode.get(e.errno, str(e.errno)))
+with open(d + "/result.tmp", "w") as f:
+    f.write("\n".join(out) + "\n")
+os.rename(d + "/result.tmp", d + "/result")
+while not os.path.exists(d + "/end"):
+    time.sleep(0.05)
+for s in conns.values():
+    s.close()
+os.wait()
+EOF
+
+DAEMON_SOCK=$SL_TMP/sluice.sock
+# what sluice_diag shows: the daemon's output
+SL_OUT=$SL_TMP/daemon.out
+SL_ERR=$SL_TMP/daemon.err
+SL_RC="(the daemon's runs have none)"
+export SLUICE_SOCKET=$DAEMON_SOCK
+mkdir -p "$SL_TMP/state" "$SL_TMP/logs"
+"$SLUICE" daemon --socket "$DAEMON_SOCK" --state-dir "$SL_TMP/state" --log-dir "$SL_TMP/logs" \
+	>"$SL_TMP/daemon.out" 2>"$SL_TMP/daemon.err" </dev/null &
+DAEMON_PID=$!
+sl_track_pid "$DAEMON_PID"
+wait_until 10000 test -S "$DAEMON_SOCK" || bail_out "the daemon did not open $DAEMON_SOCK: \
+$(cat "$SL_TMP/daemon.err")"
+
+# attach CGROUP RUN_ID MODE LOG: through sluice attach when it is there, else the daemon's
+# protocol itself (the same request line).
+attach() {
+	local cg=$1 id=$2 mode=$3 log=$4
+	if "$SLUICE" attach --help >/dev/null 2>&1; then
+		"$SLUICE" attach --cgroup "$cg" --policy "$POLICY" --run-id "$id" --mode "$mode" \
+			--log "$log" --task selftest
+		return
+	fi
+	python3 - "$DAEMON_SOCK" "$cg" "$POLICY" "$id" "$mode" "$log" <<'EOF'
+import json, socket, sys
+sock, cg, pol, rid, mode, log = sys.argv[1:]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(sock)
+s.sendall((json.dumps({"op": "attach", "cgroup": cg, "policy": pol, "run_id": rid,
+                       "task": "selftest", "mode": mode, "log": log},
+                      separators=(",", ":")) + "\n").encode())
+reply = s.makefile().readline()
+print(reply.strip())
+sys.exit(0 if json.loads(reply).get("ok") else 1)
+EOF
+}
+
+detach() {
+	"$SLUICE" detach --run-id "$1" >/dev/null
+}
+
+# held_cleanup DIR CGROUP: let the holder end, kill what is left in the cgroup, remove it.
+# shellcheck disable=SC2317 # called from topo_down (sl_on_exit)
+held_cleanup() {
+	touch "$1/end"
+	sleep 0.3
+	[[ -e $2/cgroup.kill ]] && echo 1 >"$2/cgroup.kill"
+	wait_until 2000 test -z "$(cat "$2/cgroup.procs" 2>/dev/null)"
+	rmdir "$2" 2>/dev/null
+	return 0
+}
+
+# held_case MODE: the whole scenario in one mode; sets CASE_DIR, CASE_LOG, CASE_ID.
+held_case() {
+	local mode=$1 cg pid
+	CASE_ID=pre-$SL_ID-$mode
+	CASE_DIR=$SL_TMP/$mode
+	CASE_LOG=$SL_TMP/$mode.jsonl
+	SL_RUNS+=("$CASE_ID")
+	SL_RUN_ID=$CASE_ID
+	mkdir -p "$CASE_DIR"
+	cg=$CG_ROOT/sl-pre-$SL_ID-$mode
+	mkdir "$cg" || bail_out "cannot create cgroup $cg"
+	sl_on_exit "held_cleanup '$CASE_DIR' '$cg'"
+	sink_mark
+	# shellcheck disable=SC2016 # the inner shell expands them
+	"${RUN_EXEC_NETONLY[@]}" sh -c 'echo $$ >"$1/cgroup.procs" && exec python3 "$2" "$3" "$4"' \
+		sh "$cg" "$HOLDER" "$CASE_DIR" "/run/netns/$SL_NS_RTR" \
+		>"$CASE_DIR/holder.out" 2>&1 &
+	pid=$!
+	sl_track_pid "$pid"
+	if ! wait_until 10000 test -e "$CASE_DIR/ready"; then
+		tap_fail "$mode: the holder connected before the attach" \
+			"$(cat "$CASE_DIR/holder.out")"
+		return 1
+	fi
+	tap_ok "$mode: the holder connected before the attach"
+	if attach "$cg" "$CASE_ID" "$mode" "$CASE_LOG" >"$CASE_DIR/attach.out" 2>&1; then
+		tap_ok "$mode: the daemon attached the policy to the cgroup"
+	else
+		tap_fail "$mode: the daemon attached the policy to the cgroup" \
+			"$(cat "$CASE_DIR/attach.out" "$SL_TMP/daemon.err")"
+		return 1
+	fi
+	touch "$CASE_DIR/go"
+	if ! wait_until 10000 test -e "$CASE_DIR/result"; then
+		tap_fail "$mode: the holder sent on every socket" "$(cat "$CASE_DIR/holder.out")"
+		return 1
+	fi
+	tap_ok "$mode: the holder sent on every socket"
+	CASE_RESULT=$(cat "$CASE_DIR/result")
+	touch "$CASE_DIR/end"
+	wait_until 5000 test ! -d "/proc/$pid"
+	detach "$CASE_ID" || tap_diag "detach $CASE_ID failed"
+	wait_until 10000 grep -q '"type":"run_end"' "$CASE_LOG"
+	sleep "$SL_SLOW"
+}
+
+# result_is NAME WANT: the holder's outcome for one socket ("ok", or an errno name).
+result_is() {
+	[[ $(awk -v n="$1" '$1 == n { print $2 }' <<<"$CASE_RESULT") == "$2" ]]
+}
+
+check_result() {
+	local label=$1 name=$2 want=$3
+	if result_is "$name" "$want"; then
+		tap_ok "$label"
+	else
+		tap_fail "$label" \
+			"expected $want for $name; holder wrote: $(tr '\n' ';' <<<"$CASE_RESULT")"
+	fi
+}
+
+check_verifies() {
+	local mode=$1 out
+	if out=$("$SLUICE" verify "$CASE_LOG" --key "$SLUICE_PUB" 2>&1); then
+		tap_ok "$mode: sluice verify accepts the log"
+	else
+		tap_fail "$mode: sluice verify accepts the log" "$out"
+	fi
+	if out=$(log_well_formed "$CASE_LOG" 2>&1); then
+		tap_ok "$mode: sl_logcheck accepts the log"
+	else
+		tap_fail "$mode: sl_logcheck accepts the log" "$out"
+	fi
+}
+
+tap_plan 43
+
+# not_reached FIRST COUNT LABEL: fail what a failed case did not get to, up to test FIRST+COUNT-1
+not_reached() {
+	while [[ $SL_TAP_N -lt $(($1 + $2)) ]]; do
+		tap_fail "$3: (not reached: the case failed before)"
+	done
+}
+
+# --- enforce
+first=$SL_TAP_N
+if held_case enforce; then
+	check_result "enforce: the denied TCP connection was cut (ECONNABORTED)" denied ECONNABORTED
+	check_result "enforce: the blackholed TCP connection was cut" blackhole ECONNABORTED
+	check_result "enforce: the connection only a host rule could allow was cut" named \
+		ECONNABORTED
+	# destroyed, it is no longer connected (the backstop alone would fail the send with EPERM)
+	check_result "enforce: the denied connected UDP socket was cut (EDESTADDRREQ)" udp \
+		EDESTADDRREQ
+	check_result "enforce: the allowed TCP connection still carries data" allowed ok
+	check_result "enforce: the denied IPv6 connection was cut" v6 ECONNABORTED
+	check_result "enforce: the connection made in another namespace was cut" elsewhere \
+		ECONNABORTED
+	check_result "enforce: the v4-mapped connection to the allowed host carries data" mapped ok
+	assert_sink_saw "enforce: the allowed host received the data sent after the attach" \
+		"tcp 198.51.100.10 80" 2
+	bytes=$(tail -n +"$((SL_SINK_MARK + 1))" "$SL_INET_LOG" |
+		awk '$1 == "tcp" && $2 == "198.51.100.10" { print $5 }' | sort -u | tr '\n' ' ')
+	if [[ $bytes == "19 " ]]; then
+		tap_ok "enforce: both sends of each reached the allowed host (19 bytes)"
+	else
+		tap_fail "enforce: both sends of each reached the allowed host" "got bytes: $bytes"
+	fi
+	assert_log "enforce: the denied connection's line" "$CASE_LOG" 1 type=preexisting \
+		decision=deny enforced=true rule=default reason=default_deny proto=tcp \
+		src=10.200.1.2 dst=198.51.100.20 port=80 flow=destroyed holders=2
+	assert_log "enforce: the blackholed connection's line" "$CASE_LOG" 1 type=preexisting \
+		decision=deny enforced=true rule=blackhole reason=blackhole dst=169.254.169.254 \
+		flow=destroyed
+	assert_log "enforce: the host-rule connection's line says why" "$CASE_LOG" 1 \
+		type=preexisting decision=deny enforced=true reason=preexisting_unnamed \
+		dst=203.0.113.7 port=8080 flow=destroyed
+	assert_log "enforce: the UDP socket's line" "$CASE_LOG" 1 type=preexisting \
+		decision=deny enforced=true proto=udp state=connected dst=198.51.100.20 port=9999 \
+		flow=destroyed
+	assert_log "enforce: the allowed connection's line" "$CASE_LOG" 1 type=preexisting \
+		decision=allow rule=test-host reason=rule dst=198.51.100.10 port=80 flow=open \
+		state=established comm=python3
+	assert_log "enforce: the IPv6 connection's line" "$CASE_LOG" 1 type=preexisting \
+		decision=deny family=ipv6 dst=2001:db8::20 flow=destroyed
+	assert_log "enforce: the v4-mapped connection judged as its IPv4 host" "$CASE_LOG" 1 \
+		type=preexisting decision=allow family=ipv6 dst=::ffff:198.51.100.10 \
+		dst_v4=198.51.100.10 rule=test-host flow=open
+	assert_log "enforce: the other namespace's connection's line" "$CASE_LOG" 1 \
+		type=preexisting decision=deny src=10.200.2.1 dst=198.51.100.20 flow=destroyed
+	assert_log "enforce: eight preexisting lines, each socket once" "$CASE_LOG" 8 \
+		type=preexisting
+	# the destroyed sockets' resets meet the backstop too: their egress denials count as well
+	n=$(($(log_count "$CASE_LOG" decision=deny)))
+	assert_log "enforce: run_end counts the preexisting denials ($n deny lines)" "$CASE_LOG" 1 \
+		type=run_end "denials=$n"
+	check_verifies enforce
+else
+	not_reached "$first" 25 enforce
+fi
+
+# --- report
+first=$SL_TAP_N
+if held_case report; then
+	check_result "report: the denied TCP connection stays up" denied ok
+	check_result "report: the host-rule connection stays up" named ok
+	check_result "report: the denied UDP socket stays up" udp ok
+	check_result "report: the allowed TCP connection stays up" allowed ok
+	check_result "report: the other namespace's connection stays up" elsewhere ok
+	check_result "report: the blackholed connection is cut all the same" blackhole \
+		ECONNABORTED
+	assert_sink_saw "report: the denied host got both UDP datagrams sent after the attach" \
+		"udp 198.51.100.20 9999" 2
+	assert_sink_saw "report: the denied TCP connection delivered its data" \
+		"tcp 198.51.100.20 80 10.200.1.2"
+	assert_log "report: the denied connection is logged as would deny" "$CASE_LOG" 1 \
+		type=preexisting decision=deny enforced=false src=10.200.1.2 dst=198.51.100.20 \
+		proto=tcp \
+		"flow=left open (would deny: report mode)"
+	assert_log "report: so is the UDP socket" "$CASE_LOG" 1 type=preexisting decision=deny \
+		enforced=false proto=udp "flow=left open (would deny: report mode)"
+	assert_log "report: the blackholed one is enforced" "$CASE_LOG" 1 type=preexisting \
+		decision=deny enforced=true reason=blackhole flow=destroyed
+	assert_log "report: the allowed one is open" "$CASE_LOG" 1 type=preexisting \
+		decision=allow dst=198.51.100.10 flow=open
+	if grep -q 'egress would be denied (report mode): 198.51.100.20:80/tcp held since before' \
+		"$SL_TMP/daemon.err"; then
+		tap_ok "report: the daemon's stderr says it would deny"
+	else
+		tap_fail "report: the daemon's stderr says it would deny" \
+			"$(tail -n 20 "$SL_TMP/daemon.err")"
+	fi
+	check_verifies report
+else
+	not_reached "$first" 18 report
+fi
+
+tap_done

@@ -1,0 +1,724 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Judging the sockets a cgroup's processes held before a run's programs were attached: see
+ * preexisting.h.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <linux/sockios.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+
+#include "../bpf/addr.bpf.h"
+#include "loader.h"
+#include "netdev.h"
+#include "netlink.h"
+#include "preexisting.h"
+#include "run.h"
+#include "sockdiag.h"
+#include "util.h"
+
+/* TCP states (include/net/tcp_states.h) */
+#define ST_ESTABLISHED 1
+#define ST_TIME_WAIT 6
+#define ST_CLOSE 7
+#define ST_LISTEN 10
+#define ST_NEW_SYN_RECV 12
+
+/* Bounds on what one scan holds: a cgroup past them is refused, never half judged in silence. */
+#define MAX_SOCKS 65536
+#define MAX_NETNS 256
+#define MAX_DEPTH 64
+
+struct preexisting_sock {
+	struct records_preexisting rec;
+	struct inet_diag_sockid id; /* as the dump gave it: what SOCK_DESTROY names */
+	int ns;			    /* index into netns_fds; -1 until a dump finds it */
+	int fd;			    /* its number in the first holder's table */
+};
+
+/* A socket fd of a process, before the dumps: inode, who, where. */
+struct held {
+	uint64_t inode;
+	uint32_t pid;
+	int fd;
+	uint64_t netns;
+	char comm[16];
+};
+
+struct held_list {
+	struct held *h;
+	size_t n, cap;
+	uint64_t *netns; /* distinct namespaces, with a process of each */
+	uint32_t *netns_pid;
+	size_t n_netns;
+	unsigned int pids;
+	char *err;
+	size_t err_len;
+};
+
+struct records_preexisting *preexisting_rec(struct preexisting_scan *s, size_t i)
+{
+	return &s->socks[i].rec;
+}
+
+static int held_add(struct held_list *hl, const struct held *h)
+{
+	if (hl->n == hl->cap) {
+		size_t cap = hl->cap ? hl->cap * 2 : 64;
+		struct held *n;
+
+		if (cap > MAX_SOCKS) {
+			util_fmt(hl->err, hl->err_len, "more than %d sockets held in the cgroup",
+				 MAX_SOCKS);
+			return -E2BIG;
+		}
+		n = realloc(hl->h, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		hl->h = n;
+		hl->cap = cap;
+	}
+	hl->h[hl->n++] = *h;
+	return 0;
+}
+
+static int netns_add(struct held_list *hl, uint64_t ino, uint32_t pid)
+{
+	size_t i;
+
+	for (i = 0; i < hl->n_netns; i++)
+		if (hl->netns[i] == ino)
+			return 0;
+	if (hl->n_netns == MAX_NETNS) {
+		util_fmt(hl->err, hl->err_len, "the cgroup's processes live in more than %d "
+			 "network namespaces", MAX_NETNS);
+		return -E2BIG;
+	}
+	if (!hl->netns) {
+		hl->netns = calloc(MAX_NETNS, sizeof(*hl->netns));
+		hl->netns_pid = calloc(MAX_NETNS, sizeof(*hl->netns_pid));
+		if (!hl->netns || !hl->netns_pid)
+			return -ENOMEM;
+	}
+	hl->netns[hl->n_netns] = ino;
+	hl->netns_pid[hl->n_netns++] = pid;
+	return 0;
+}
+
+/*
+ * The socket fds of one process. A process that exits meanwhile is skipped: its sockets are
+ * closed with it (or held by another process, which is looked at too).
+ */
+static int scan_pid(struct held_list *hl, uint32_t pid)
+{
+	char path[64], link[64];
+	struct held h = { .pid = pid };
+	struct dirent *de;
+	struct stat st;
+	bool found = false;
+	DIR *d;
+	int fd, err = 0;
+	ssize_t n;
+
+	util_fmt(path, sizeof(path), "/proc/%u/ns/net", pid);
+	if (stat(path, &st))
+		return errno == ENOENT || errno == ESRCH ? 0 : -errno;
+	h.netns = st.st_ino;
+	util_fmt(path, sizeof(path), "/proc/%u/comm", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, h.comm, sizeof(h.comm) - 1);
+		close(fd);
+		if (n > 0 && h.comm[n - 1] == '\n')
+			h.comm[n - 1] = '\0';
+	}
+	util_fmt(path, sizeof(path), "/proc/%u/fd", pid);
+	d = opendir(path);
+	if (!d)
+		return errno == ENOENT || errno == ESRCH ? 0 : -errno;
+	hl->pids++;
+	while (!err && (de = readdir(d))) {
+		unsigned long long ino;
+
+		n = readlinkat(dirfd(d), de->d_name, link, sizeof(link) - 1);
+		if (n <= 0)
+			continue;
+		link[n] = '\0';
+		if (sscanf(link, "socket:[%llu]", &ino) != 1)
+			continue;
+		h.inode = ino;
+		h.fd = atoi(de->d_name);
+		err = held_add(hl, &h);
+		found = true;
+	}
+	closedir(d);
+	return !err && found ? netns_add(hl, h.netns, pid) : err;
+}
+
+/* cgroup.procs of dir_fd, then every child cgroup, depth first. Consumes dir_fd. */
+static int scan_cgroup(struct held_list *hl, int dir_fd, int depth)
+{
+	struct dirent *de;
+	unsigned int pid;
+	int fd, err = 0;
+	DIR *d;
+	FILE *f;
+
+	if (depth > MAX_DEPTH) {
+		close(dir_fd);
+		util_fmt(hl->err, hl->err_len, "cgroups nested deeper than %d", MAX_DEPTH);
+		return -ELOOP;
+	}
+	fd = openat(dir_fd, "cgroup.procs", O_RDONLY | O_CLOEXEC);
+	f = fd >= 0 ? fdopen(fd, "r") : NULL;
+	if (!f) {
+		err = -errno;
+		if (fd >= 0)
+			close(fd);
+		close(dir_fd);
+		/* removed under us: nothing of it is left to judge */
+		return err == -ENOENT || err == -ENODEV ? 0 : err;
+	}
+	while (!err && fscanf(f, "%u", &pid) == 1)
+		err = scan_pid(hl, pid);
+	fclose(f);
+	d = fdopendir(dir_fd);
+	if (!d) {
+		err = err ? err : -errno;
+		close(dir_fd);
+		return err;
+	}
+	while (!err && (de = readdir(d))) {
+		int child;
+
+		if (de->d_type != DT_DIR || !strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		child = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (child < 0)
+			continue; /* removed meanwhile */
+		err = scan_cgroup(hl, child, depth + 1);
+	}
+	closedir(d);
+	return err;
+}
+
+static int cmp_held(const void *a, const void *b)
+{
+	const struct held *x = a, *y = b;
+
+	if (x->inode != y->inode)
+		return x->inode < y->inode ? -1 : 1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+/* What one namespace's dumps fill in. */
+struct dump_ctx {
+	struct preexisting_scan *s;
+	int ns;
+	uint64_t netns_ino;
+	uint8_t protocol;
+};
+
+static int cmp_sock_inode(const void *key, const void *elem)
+{
+	uint64_t k = *(const uint64_t *)key, e = ((const struct preexisting_sock *)elem)->rec.inode;
+
+	return k < e ? -1 : k > e;
+}
+
+static int on_sock(const struct nlmsghdr *h, void *arg)
+{
+	const struct inet_diag_msg *m = NLMSG_DATA(h);
+	struct dump_ctx *c = arg;
+	struct preexisting_sock *ps;
+	struct records_preexisting *r;
+	uint64_t ino;
+	size_t alen;
+
+	if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY || h->nlmsg_len < NLMSG_LENGTH(sizeof(*m)) ||
+	    !m->idiag_inode)
+		return 0;
+	if (m->idiag_family != AF_INET && m->idiag_family != AF_INET6)
+		return 0;
+	ino = m->idiag_inode;
+	ps = bsearch(&ino, c->s->socks, c->s->n, sizeof(*ps), cmp_sock_inode);
+	if (!ps || ps->ns >= 0)
+		return 0;
+	r = &ps->rec;
+	alen = m->idiag_family == AF_INET ? 4 : 16;
+	ps->ns = c->ns;
+	ps->id = m->id;
+	r->family = m->idiag_family;
+	r->protocol = c->protocol;
+	r->state = m->idiag_state;
+	memcpy(r->src, m->id.idiag_src, alen);
+	memcpy(r->dst, m->id.idiag_dst, alen);
+	r->sport = ntohs(m->id.idiag_sport);
+	r->dport = ntohs(m->id.idiag_dport);
+	r->cookie = (uint64_t)m->id.idiag_cookie[0] | ((uint64_t)m->id.idiag_cookie[1] << 32);
+	r->netns = c->netns_ino;
+	return 0;
+}
+
+static int open_diag(void *arg)
+{
+	int fd = sockdiag_open();
+
+	if (fd < 0)
+		return fd;
+	*(int *)arg = fd;
+	return 0;
+}
+
+/* TCP in any state a flow sends in (not LISTEN, CLOSE; TIME_WAIT has no holder), UDP connected. */
+static int dump_netns(struct dump_ctx *c, int netns_fd)
+{
+	static const uint8_t families[] = { AF_INET, AF_INET6 };
+	static const uint8_t protos[] = { IPPROTO_TCP, IPPROTO_UDP };
+	struct {
+		struct nlmsghdr nlh;
+		struct inet_diag_req_v2 r;
+	} req;
+	int fd = -1, err;
+	size_t i, k;
+
+	err = netdev_in_netns(netns_fd, open_diag, &fd);
+	if (err)
+		return err;
+	for (i = 0; !err && i < sizeof(families); i++) {
+		for (k = 0; !err && k < sizeof(protos); k++) {
+			memset(&req, 0, sizeof(req));
+			req.nlh.nlmsg_len = sizeof(req);
+			req.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+			req.nlh.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+			req.nlh.nlmsg_seq = (__u32)(i * 2 + k + 1);
+			req.r.sdiag_family = families[i];
+			req.r.sdiag_protocol = protos[k];
+			req.r.idiag_states =
+				protos[k] == IPPROTO_UDP ?
+					1u << ST_ESTABLISHED :
+					0xfffu & ~(1u << ST_LISTEN | 1u << ST_CLOSE |
+						   1u << ST_TIME_WAIT | 1u << ST_NEW_SYN_RECV);
+			c->protocol = protos[k];
+			err = nl_dump(fd, &req.nlh, on_sock, c);
+		}
+	}
+	close(fd);
+	return err;
+}
+
+/*
+ * The network namespace of the inet socket at fd_num in pid's table, if it is one (1; *ns_fd
+ * open), else 0: a copy of the descriptor (pidfd_getfd) asked with SIOCGSKNS, and closed again
+ * (the holder's socket is untouched). A process that left or closed the fd meanwhile: 0.
+ */
+static int sock_netns(uint32_t pid, int fd_num, int *ns_fd)
+{
+	int pidfd, fd, dom = 0, ret = 0;
+	socklen_t len = sizeof(dom);
+
+	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pidfd < 0)
+		return 0;
+	fd = (int)syscall(SYS_pidfd_getfd, pidfd, fd_num, 0);
+	close(pidfd);
+	if (fd < 0)
+		return 0;
+	if (!getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &len) &&
+	    (dom == AF_INET || dom == AF_INET6)) {
+		*ns_fd = ioctl(fd, SIOCGSKNS);
+		ret = *ns_fd >= 0;
+	}
+	close(fd);
+	return ret;
+}
+
+/*
+ * Sockets the dumps did not find: not inet ones (unix, netlink…), or inet ones made in a
+ * namespace none of their holders lives in — before a setns, or passed in over a unix socket.
+ * The packet programs never see the latter (they are attached to the cgroup the socket was
+ * made in), so they are looked for too: their namespace is dumped.
+ */
+static int scan_other_netns(struct preexisting_scan *s)
+{
+	size_t i, k;
+	int err;
+
+	for (i = 0; i < s->n; i++) {
+		struct preexisting_sock *ps = &s->socks[i];
+		struct dump_ctx c = { .s = s };
+		struct stat st;
+		int ns_fd = -1;
+
+		if (ps->ns >= 0 || !sock_netns(ps->rec.pid, ps->fd, &ns_fd))
+			continue;
+		if (fstat(ns_fd, &st)) {
+			close(ns_fd);
+			continue;
+		}
+		for (k = 0; k < s->n_netns; k++)
+			if (s->netns_ino[k] == st.st_ino)
+				break;
+		/* a namespace already dumped: a state not judged (listening, unconnected UDP) */
+		if (k < s->n_netns || s->n_netns == MAX_NETNS) {
+			close(ns_fd);
+			continue;
+		}
+		c.ns = (int)s->n_netns;
+		c.netns_ino = st.st_ino;
+		s->netns_ino[s->n_netns] = st.st_ino;
+		s->netns_fds[s->n_netns++] = ns_fd;
+		err = dump_netns(&c, ns_fd);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+void preexisting_scan_free(struct preexisting_scan *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->n_netns; i++)
+		if (s->netns_fds[i] >= 0)
+			close(s->netns_fds[i]);
+	free(s->netns_fds);
+	free(s->netns_ino);
+	free(s->socks);
+	memset(s, 0, sizeof(*s));
+}
+
+int preexisting_scan(const char *cgroup_path, uint64_t cgroup_id, struct preexisting_scan *s,
+		     char *err, size_t err_len)
+{
+	struct held_list hl = { .err = err, .err_len = err_len };
+	struct stat st;
+	size_t i, k, out;
+	int dir_fd, ret = 0;
+
+	memset(s, 0, sizeof(*s));
+	err[0] = '\0';
+	dir_fd = open(cgroup_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dir_fd < 0) {
+		ret = -errno;
+		util_fmt(err, err_len, "cgroup %s: %s", cgroup_path, strerror(errno));
+		return ret;
+	}
+	/* the path must still be the cgroup the programs were attached to, not a new one */
+	if (cgroup_id && (fstat(dir_fd, &st) || st.st_ino != cgroup_id)) {
+		close(dir_fd);
+		util_fmt(err, err_len, "cgroup %s is no longer the cgroup of id %llu", cgroup_path,
+			 (unsigned long long)cgroup_id);
+		return -ESTALE;
+	}
+	ret = scan_cgroup(&hl, dir_fd, 0);
+	if (ret)
+		goto out;
+	s->pids = hl.pids;
+
+	/* one entry per socket: the first holder by pid, and how many processes hold it */
+	qsort(hl.h, hl.n, sizeof(*hl.h), cmp_held);
+	s->socks = calloc(hl.n ? hl.n : 1, sizeof(*s->socks));
+	s->netns_fds = calloc(MAX_NETNS, sizeof(*s->netns_fds));
+	s->netns_ino = calloc(MAX_NETNS, sizeof(*s->netns_ino));
+	if (!s->socks || !s->netns_fds || !s->netns_ino) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (i = 0, out = 0; i < hl.n; i = k) {
+		struct preexisting_sock *ps = &s->socks[out++];
+
+		ps->ns = -1;
+		ps->fd = hl.h[i].fd;
+		ps->rec.inode = hl.h[i].inode;
+		ps->rec.pid = hl.h[i].pid;
+		memcpy(ps->rec.comm, hl.h[i].comm, sizeof(ps->rec.comm));
+		ps->rec.holders = 1;
+		for (k = i + 1; k < hl.n && hl.h[k].inode == hl.h[i].inode; k++)
+			if (hl.h[k].pid != hl.h[k - 1].pid)
+				ps->rec.holders++;
+	}
+	s->n = out;
+
+	for (i = 0; i < hl.n_netns; i++) {
+		struct dump_ctx c = { .s = s, .ns = (int)i, .netns_ino = hl.netns[i] };
+		char path[64];
+		struct stat nst;
+		int fd;
+
+		util_fmt(path, sizeof(path), "/proc/%u/ns/net", hl.netns_pid[i]);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		s->netns_ino[s->n_netns] = hl.netns[i];
+		s->netns_fds[s->n_netns++] = fd;
+		/* the process left (or changed namespace): its sockets went with it */
+		if (fd < 0 || fstat(fd, &nst) || nst.st_ino != hl.netns[i])
+			continue;
+		ret = dump_netns(&c, fd);
+		if (ret) {
+			util_fmt(err, err_len,
+				 "sock_diag dump in the network namespace of pid %u: %s",
+				 hl.netns_pid[i], strerror(-ret));
+			goto out;
+		}
+	}
+	ret = scan_other_netns(s);
+	if (ret) {
+		util_fmt(err, err_len, "sock_diag dump in a namespace a socket was made in: %s",
+			 strerror(-ret));
+		goto out;
+	}
+	/* keep what the dumps found: inet sockets of the namespaces; the rest are not inet */
+	for (i = 0, out = 0; i < s->n; i++)
+		if (s->socks[i].ns >= 0)
+			s->socks[out++] = s->socks[i];
+	s->n = out;
+out:
+	free(hl.h);
+	free(hl.netns);
+	free(hl.netns_pid);
+	if (ret) {
+		if (!err[0])
+			util_fmt(err, err_len, "scanning cgroup %s: %s", cgroup_path,
+				 strerror(-ret));
+		preexisting_scan_free(s);
+	}
+	return ret;
+}
+
+static void set(struct records_preexisting *s, uint8_t verdict, uint8_t reason, long rule)
+{
+	s->verdict = verdict;
+	s->reason = reason;
+	s->rule = rule;
+}
+
+/* A learned address allows the port and protocol if one of the rules it was learned for does. */
+static long learned_rule(const struct policy *p, const struct sl_learned *l, uint16_t port,
+			 uint8_t proto)
+{
+	size_t i;
+
+	for (i = 0; l && i < SL_LEARNED_RULES && l->rule_ids[i]; i++) {
+		const struct policy_rule *r;
+		size_t k;
+
+		if (l->rule_ids[i] > p->n_rules)
+			continue;
+		r = &p->rules[l->rule_ids[i] - 1];
+		if (!(r->protocols & proto))
+			continue;
+		if (!r->n_ports)
+			return l->rule_ids[i] - 1;
+		for (k = 0; k < r->n_ports; k++)
+			if (port >= r->ports[k].lo && port <= r->ports[k].hi)
+				return l->rule_ids[i] - 1;
+	}
+	return -1;
+}
+
+void preexisting_verdict(const struct policy *p, enum sl_mode mode,
+			 const struct sl_learned *learned, struct records_preexisting *s)
+{
+	uint8_t proto = s->protocol == IPPROTO_TCP ? SL_PROTO_TCP : SL_PROTO_UDP;
+	const uint8_t *addr = s->dst;
+	int family = s->family;
+	bool embedded;
+	__u32 w[4], v4;
+	long rule;
+
+	s->has_v4 = false;
+	/* the blackhole in every form, as the kernel programs and the resolver judge it */
+	if (addr_class(family, s->dst, &v4, &embedded) == SL_ADDR_BLACKHOLE) {
+		if (embedded) {
+			s->has_v4 = true;
+			memcpy(s->v4, &v4, 4);
+		}
+		set(s, SL_VERDICT_DENY, SL_REASON_BLACKHOLE, -1);
+		goto out;
+	}
+	if (family == AF_INET6) {
+		memcpy(w, s->dst, 16);
+		if (v6_embeds_v4_for_policy(w, &v4)) {
+			/* ::ffff:a.b.c.d, 64:ff9b::a.b.c.d: judged as the IPv4 host */
+			s->has_v4 = true;
+			memcpy(s->v4, &v4, 4);
+			family = AF_INET;
+			addr = s->v4;
+		} else if (v6_is_v4_relay(w) && p->default_verdict != POLICY_DEFAULT_ALLOW) {
+			set(s, SL_VERDICT_DENY, SL_REASON_V4_RELAY, -1);
+			goto out;
+		}
+	}
+	rule = policy_cidr_match(p, family, addr, s->dport, proto);
+	if (rule < 0)
+		rule = learned_rule(p, learned, s->dport, proto);
+	if (rule >= 0)
+		set(s, SL_VERDICT_ALLOW, SL_REASON_RULE, rule);
+	else if (p->default_verdict == POLICY_DEFAULT_ALLOW)
+		set(s, SL_VERDICT_ALLOW, SL_REASON_DEFAULT_ALLOW, -1);
+	else if (policy_host_rule_takes(p, s->dport, proto) >= 0)
+		set(s, SL_VERDICT_DENY, SL_REASON_PREEXISTING_UNNAMED, -1);
+	else
+		set(s, SL_VERDICT_DENY, SL_REASON_DEFAULT_DENY, -1);
+out:
+	/* report mode logs what it would deny, but the blackhole is enforced in every mode */
+	s->enforced = s->verdict == SL_VERDICT_DENY &&
+		      (mode == SL_MODE_ENFORCE || s->reason == SL_REASON_BLACKHOLE);
+}
+
+/*
+ * SOCK_DESTROY of the socket the dump named (id, its cookie checked by the kernel), in the
+ * namespace it lives in: UDP (udp_diag) has no BPF way to be destroyed.
+ */
+struct destroy_req {
+	const struct preexisting_sock *ps;
+};
+
+static int destroy_here(void *arg)
+{
+	const struct preexisting_sock *ps = ((struct destroy_req *)arg)->ps;
+	struct {
+		struct nlmsghdr nlh;
+		struct inet_diag_req_v2 r;
+	} req = {
+		.nlh = { .nlmsg_len = sizeof(req), .nlmsg_type = SOCK_DESTROY,
+			 .nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK, .nlmsg_seq = 1 },
+		.r = { .sdiag_family = ps->rec.family, .sdiag_protocol = ps->rec.protocol,
+		       .idiag_states = ~0U, .id = ps->id },
+	};
+	union {
+		struct nlmsghdr nlh;
+		char buf[1024];
+	} resp;
+	int fd = sockdiag_open(), err;
+	ssize_t n;
+
+	if (fd < 0)
+		return fd;
+	if (send(fd, &req, sizeof(req), 0) != (ssize_t)sizeof(req)) {
+		err = -errno;
+		goto out;
+	}
+	do {
+		n = recv(fd, &resp, sizeof(resp), 0);
+		if (n < 0) {
+			err = -errno;
+			goto out;
+		}
+	} while ((size_t)n >= sizeof(struct nlmsghdr) && resp.nlh.nlmsg_seq != req.nlh.nlmsg_seq);
+	if ((size_t)n < NLMSG_LENGTH(sizeof(struct nlmsgerr)) || resp.nlh.nlmsg_type != NLMSG_ERROR)
+		err = -EBADMSG;
+	else
+		err = ((const struct nlmsgerr *)NLMSG_DATA(&resp.nlh))->error;
+out:
+	close(fd);
+	return err;
+}
+
+static int destroy_sock(struct run *r, const struct preexisting_scan *s,
+			const struct preexisting_sock *ps)
+{
+	struct destroy_req req = { .ps = ps };
+	int netns_fd = s->netns_fds[ps->ns];
+
+	/* TCP the way every other denied flow is ended (bpf_sock_destroy, else sock_diag) */
+	if (ps->rec.protocol == IPPROTO_TCP && r && r->loader)
+		return loader_kill_socket(r->loader, ps->rec.cookie, netns_fd, ps->rec.pid);
+	return netdev_in_netns(netns_fd, destroy_here, &req);
+}
+
+/* What the line says became of a denied socket. */
+static const char *destroy_outcome(int err, char *buf, size_t len)
+{
+	if (!err)
+		return "destroyed";
+	if (err == -ENOENT)
+		return "closed before it could be destroyed";
+	if (err == -EOPNOTSUPP)
+		return "left open (kernel cannot destroy sockets of this protocol); its packets "
+		       "are dropped";
+	util_fmt(buf, len, "left open (destroying failed: %s); its packets are dropped",
+		 strerror(-err));
+	return buf;
+}
+
+/*
+ * The run's resolver (loopback, on its port), where the decision layer sends every port-53
+ * connect: a socket connected there between the attach and the scan was sent there by it.
+ */
+static bool to_resolver(const struct records_preexisting *s, uint16_t dns_port)
+{
+	static const uint8_t lo6[16] = { [15] = 1 };
+	static const uint8_t mapped_lo[16] = { [10] = 0xff, [11] = 0xff, [12] = 127, [15] = 1 };
+	static const uint8_t lo4[4] = { 127, 0, 0, 1 };
+
+	if (!dns_port || s->dport != dns_port)
+		return false;
+	if (s->family == AF_INET)
+		return !memcmp(s->dst, lo4, 4);
+	return !memcmp(s->dst, lo6, 16) || !memcmp(s->dst, mapped_lo, 16);
+}
+
+int preexisting_judge(struct run *r, char *err, size_t err_len)
+{
+	struct preexisting_scan s;
+	enum sl_mode mode = r->policy->mode;
+	struct timespec ts;
+	uint64_t now_boot;
+	char why[160];
+	size_t i;
+	int ret;
+
+	ret = preexisting_scan(r->cg.path, r->cg.id, &s, err, err_len);
+	if (ret)
+		return ret;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	now_boot = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	for (i = 0; i < s.n; i++) {
+		struct preexisting_sock *ps = &s.socks[i];
+		struct records_preexisting *rec = &ps->rec;
+		struct sl_learned learned, *lp = NULL;
+		const uint8_t *a = rec->dst;
+		int family = rec->family;
+		__u32 w[4], v4;
+
+		memcpy(w, rec->dst, sizeof(w));
+		if (family == AF_INET6 && v6_embeds_v4_for_policy(w, &v4)) {
+			family = AF_INET;
+			a = (const uint8_t *)&v4;
+		}
+		/* as the kernel: an entry past its TTL allows nothing */
+		if (r->loader && !loader_learned(r->loader, family, a, &learned) &&
+		    (!learned.expires_ns || learned.expires_ns > now_boot))
+			lp = &learned;
+		if (r->loader && to_resolver(rec, loader_dns_port(r->loader)))
+			set(rec, SL_VERDICT_ALLOW, SL_REASON_DNS_REDIRECT, -1);
+		else
+			preexisting_verdict(r->policy, mode, lp, rec);
+		if (rec->verdict == SL_VERDICT_ALLOW)
+			rec->flow = "open";
+		else if (!rec->enforced)
+			rec->flow = "left open (would deny: report mode)";
+		else
+			rec->flow = destroy_outcome(destroy_sock(r, &s, ps), why, sizeof(why));
+		records_preexisting(&r->rec, rec);
+	}
+	ret = (int)s.n;
+	preexisting_scan_free(&s);
+	return ret;
+}
