@@ -10,7 +10,10 @@
 # cgroup runc's state.json names, and attach to a running container. The hook refuses bad input
 # (malformed state on stdin, a bad config.json or annotation) with an error naming the field,
 # and expands systemd's SLICE:PREFIX:NAME cgroupsPath. podman (on runc) the same, through a
-# hooks.d directory. Docker: SKIP (no dockerd here).
+# hooks.d directory. Docker: SKIP (no dockerd here). Last, the README's walkthrough: a running
+# container under a report-mode policy, its would-be denials seen live with sluice events -f,
+# switched to enforce without a restart (nothing more reaches the unlisted host, the listed one
+# still works), the daemon SIGKILLed (still confined), taken over, and the log verified.
 
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -449,6 +452,68 @@ assert_log "parent cgroup: the denial is in the parent's run log" "$LOGS/$PFX-pa
 	type=decision dst=198.51.100.20 decision=deny enforced=true
 assert_sink_none "parent cgroup: nothing reached the denied host" "tcp-accept 198.51.100.20"
 "$SLUICE" detach --run-id "$PFX-parent" >/dev/null 2>&1
+
+# ---------------------------------------------------------------------------------------------
+# The README's walkthrough, end to end: a runc container under a report-only policy (the
+# policy's word, from the policy directory), its denials watched live with sluice events -f,
+# switched to enforce while it runs, then the daemon killed: the container stays confined.
+
+WALK_POLICY=$SL_TMP/walk-report.yaml
+sed 's/^default: deny$/mode: report\ndefault: deny/' "$POLICY" >"$WALK_POLICY"
+ANNOT=("io.sluice.policy=$WALK_POLICY" "io.sluice.run-id=$PFX-walk")
+# every 0.2 s, one connect to the listed host and one to an unlisted one
+make_bundle walk yes sh -c 'while :; do echo a | nc -w 1 198.51.100.10 80
+	echo b | nc -w 1 203.0.113.7 80; sleep 0.2; done' || bail_out "cannot make the bundle"
+RUNC_IDS+=("$PFX-walk")
+sink_mark
+WALK_PID=$(start_container walk) || bail_out "runc run -d walk: $(cat "$SL_ERR")"
+WALK_LOG=$LOGS/$PFX-walk.jsonl
+"$SLUICE" events -f --run-id "$PFX-walk" --decision deny -o compact >"$SL_TMP/walk-events" \
+	2>"$SL_TMP/walk-events.err" &
+EVENTS_PID=$!
+sl_track_pid "$EVENTS_PID"
+wait_until $((10000 * SL_SLOW)) grep -q '203.0.113.7' "$SL_TMP/walk-events"
+tap_check "walkthrough: report mode: sluice events -f shows the would-deny live" \
+	grep -q '203.0.113.7' "$SL_TMP/walk-events"
+[[ -s $SL_TMP/walk-events ]] || tap_diag "$(cat "$SL_TMP/walk-events.err")"
+wait_until $((10000 * SL_SLOW)) bash -c "[[ \$(grep -c 'tcp 203.0.113.7 80' '$SL_INET_LOG') -gt 0 ]]"
+tap_cmp "walkthrough: report mode: the unlisted host is reached" \
+	"$(sink_count 'tcp 203.0.113.7 80')" -gt 0
+"$SLUICE" set-mode --run-id "$PFX-walk" enforce >"$SL_OUT" 2>"$SL_ERR"
+tap_is "walkthrough: sluice set-mode enforce, the container running" "$?" 0
+[[ -s $SL_ERR ]] && tap_diag "$(cat "$SL_ERR")"
+sleep 1 # a connect in flight at the switch may still land: counted from here on
+sink_mark
+sleep $((2 * SL_SLOW))
+tap_is "walkthrough: enforce: nothing more reaches the unlisted host" \
+	"$(sink_count 'tcp 203.0.113.7 80')" 0
+tap_cmp "walkthrough: enforce: the listed host is still reached" \
+	"$(sink_count 'tcp 198.51.100.10 80')" -gt 0
+tap_check "walkthrough: the container was never restarted" kill -0 "$WALK_PID"
+sl_daemon_kill KILL
+sink_mark
+sleep $((2 * SL_SLOW))
+tap_is "walkthrough: daemon SIGKILLed: still nothing reaches the unlisted host" \
+	"$(sink_count 'tcp 203.0.113.7 80')" 0
+tap_cmp "walkthrough: daemon SIGKILLed: the listed host is still reached" \
+	"$(sink_count 'tcp 198.51.100.10 80')" -gt 0
+sl_daemon_start || bail_out "the daemon did not restart: $(tail "$SL_DAEMON_DIR/err")"
+tap_check "walkthrough: the new daemon took the run over, in enforce mode" \
+	bash -c "'$SLUICE' status | grep -q '^$PFX-walk  *enforce'"
+runc kill "$PFX-walk" KILL >/dev/null 2>&1
+runc delete --force "$PFX-walk" >/dev/null 2>&1
+wait_until $((10000 * SL_SLOW)) grep -q '"type":"run_end"' "$WALK_LOG"
+out=$("$SLUICE" verify "$WALK_LOG" --key "$SLUICE_PUB" 2>&1)
+tap_check "walkthrough: the log verifies: intact, the restart declared" \
+	grep -q 'writer restarted 1 time' <<<"$out"
+[[ $out == *"OK: intact"* ]] || tap_diag "$out"
+assert_log "walkthrough: the log records the switch to enforce" "$WALK_LOG" 1 \
+	type=policy_change mode=enforce
+assert_log "walkthrough: report-mode denials are logged as not enforced" "$WALK_LOG" +1 \
+	type=decision dst=203.0.113.7 decision=deny enforced=false
+assert_log "walkthrough: enforced denials after the switch" "$WALK_LOG" +1 \
+	type=decision dst=203.0.113.7 decision=deny enforced=true
+sl_stop_pid "$EVENTS_PID"
 
 # ---------------------------------------------------------------------------------------------
 # runc with the daemon down: the container never starts
