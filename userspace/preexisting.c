@@ -592,40 +592,11 @@ struct destroy_req {
 static int destroy_here(void *arg)
 {
 	const struct preexisting_sock *ps = ((struct destroy_req *)arg)->ps;
-	struct {
-		struct nlmsghdr nlh;
-		struct inet_diag_req_v2 r;
-	} req = {
-		.nlh = { .nlmsg_len = sizeof(req), .nlmsg_type = SOCK_DESTROY,
-			 .nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK, .nlmsg_seq = 1 },
-		.r = { .sdiag_family = ps->rec.family, .sdiag_protocol = ps->rec.protocol,
-		       .idiag_states = ~0U, .id = ps->id },
-	};
-	union {
-		struct nlmsghdr nlh;
-		char buf[1024];
-	} resp;
 	int fd = sockdiag_open(), err;
-	ssize_t n;
 
 	if (fd < 0)
 		return fd;
-	if (send(fd, &req, sizeof(req), 0) != (ssize_t)sizeof(req)) {
-		err = -errno;
-		goto out;
-	}
-	do {
-		n = recv(fd, &resp, sizeof(resp), 0);
-		if (n < 0) {
-			err = -errno;
-			goto out;
-		}
-	} while ((size_t)n >= sizeof(struct nlmsghdr) && resp.nlh.nlmsg_seq != req.nlh.nlmsg_seq);
-	if ((size_t)n < NLMSG_LENGTH(sizeof(struct nlmsgerr)) || resp.nlh.nlmsg_type != NLMSG_ERROR)
-		err = -EBADMSG;
-	else
-		err = ((const struct nlmsgerr *)NLMSG_DATA(&resp.nlh))->error;
-out:
+	err = sockdiag_destroy(fd, ps->rec.family, ps->rec.protocol, &ps->id);
 	close(fd);
 	return err;
 }

@@ -148,54 +148,56 @@ static int find_tcp(int fd, __u8 family, uint64_t cookie, __u32 seq, struct inet
 	return err ? err : f.found;
 }
 
-int sockdiag_destroy_tcp(uint64_t cookie)
+int sockdiag_destroy(int fd, uint8_t family, uint8_t protocol, const struct inet_diag_sockid *id)
 {
-	static const __u8 families[] = { AF_INET, AF_INET6 };
 	struct {
 		struct nlmsghdr nlh;
 		struct inet_diag_req_v2 r;
 	} req = {
 		.nlh = { .nlmsg_len = sizeof(req), .nlmsg_type = SOCK_DESTROY,
 			 .nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK, .nlmsg_seq = 3 },
-		.r = { .sdiag_protocol = IPPROTO_TCP, .idiag_states = ~0U },
+		.r = { .sdiag_family = family, .sdiag_protocol = protocol, .idiag_states = ~0U,
+		       .id = *id },
 	};
 	union {
 		struct nlmsghdr nlh;
 		char buf[1024];
 	} resp;
-	int fd = sockdiag_open(), err = 0;
-	size_t i;
 	ssize_t n;
+
+	if (send(fd, &req, sizeof(req), 0) != (ssize_t)sizeof(req))
+		return -errno;
+	do {
+		n = recv(fd, &resp, sizeof(resp), 0);
+		if (n < 0)
+			return -errno;
+	} while ((size_t)n >= sizeof(struct nlmsghdr) && resp.nlh.nlmsg_seq != req.nlh.nlmsg_seq);
+	if ((size_t)n < NLMSG_LENGTH(sizeof(struct nlmsgerr)) || resp.nlh.nlmsg_type != NLMSG_ERROR)
+		return -EBADMSG;
+	return ((const struct nlmsgerr *)NLMSG_DATA(&resp.nlh))->error;
+}
+
+int sockdiag_destroy_tcp(uint64_t cookie)
+{
+	static const __u8 families[] = { AF_INET, AF_INET6 };
+	struct inet_diag_sockid id;
+	int fd = sockdiag_open(), err = 0;
+	__u8 family = 0;
+	size_t i;
 
 	if (fd < 0)
 		return fd;
 	for (i = 0, err = 0; !err && i < sizeof(families); i++) {
-		err = find_tcp(fd, families[i], cookie, (__u32)(i + 1), &req.r.id);
+		err = find_tcp(fd, families[i], cookie, (__u32)(i + 1), &id);
 		if (err == 1)
-			req.r.sdiag_family = families[i];
+			family = families[i];
 	}
-	if (err <= 0) {
-		close(fd);
-		/* a dump that fails with ENOENT: the kernel has no TCP sock_diag (tcp_diag) */
-		return !err ? -ENOENT : err == -ENOENT ? -EOPNOTSUPP : err;
-	}
-	/* the exact lookup of SOCK_DESTROY: the dump's id, its cookie checked by the kernel */
-	if (send(fd, &req, sizeof(req), 0) != (ssize_t)sizeof(req)) {
-		err = -errno;
-		goto out;
-	}
-	do {
-		n = recv(fd, &resp, sizeof(resp), 0);
-		if (n < 0) {
-			err = -errno;
-			goto out;
-		}
-	} while ((size_t)n >= sizeof(struct nlmsghdr) && resp.nlh.nlmsg_seq != req.nlh.nlmsg_seq);
-	if ((size_t)n < NLMSG_LENGTH(sizeof(struct nlmsgerr)) || resp.nlh.nlmsg_type != NLMSG_ERROR)
-		err = -EBADMSG;
+	/* a dump that fails with ENOENT: the kernel has no TCP sock_diag (tcp_diag) */
+	if (err <= 0)
+		err = !err ? -ENOENT : err == -ENOENT ? -EOPNOTSUPP : err;
 	else
-		err = ((const struct nlmsgerr *)NLMSG_DATA(&resp.nlh))->error;
-out:
+		/* the exact lookup of SOCK_DESTROY: the dump's id, its cookie checked by the kernel */
+		err = sockdiag_destroy(fd, family, IPPROTO_TCP, &id);
 	close(fd);
 	return err;
 }

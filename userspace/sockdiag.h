@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 #include <sys/socket.h>
+#include <linux/inet_diag.h>
 
 /* A NETLINK_SOCK_DIAG socket in the calling thread's network namespace, or -errno. */
 int sockdiag_open(void);
@@ -28,5 +29,11 @@ int sockdiag_cookie(int fd, int protocol, const struct sockaddr_storage *client,
  * such socket), -EOPNOTSUPP (the kernel cannot), or -errno.
  */
 int sockdiag_destroy_tcp(uint64_t cookie);
+
+/*
+ * SOCK_DESTROY of the socket a dump named (id: its cookie is checked by the kernel), on fd:
+ * 0, or the kernel's -errno (-EOPNOTSUPP: no CONFIG_INET_DIAG_DESTROY, or no such diag module).
+ */
+int sockdiag_destroy(int fd, uint8_t family, uint8_t protocol, const struct inet_diag_sockid *id);
 
 #endif /* SLUICE_SOCKDIAG_H */
