@@ -123,4 +123,8 @@ tap_check "replace-policy: a TCP flow to a host only the old policy allowed is c
 
 out=$("$SLUICE" detach --run-id "$RUN" 2>&1)
 tap_check "the run detaches" test -z "${out##*\"ok\":true*}"
+out=$("$SLUICE" verify --key "$SLUICE_PUB" "$LOG" 2>&1)
+rc=$?
+tap_check "sluice verify: the log is intact" test "$rc" -eq 0
+[[ $rc -eq 0 ]] || tap_diag "$out"
 tap_done
