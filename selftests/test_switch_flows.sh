@@ -6,7 +6,8 @@
 #   host the policy denies must not stay usable after the switch (a connected UDP socket never
 #   passes the sendmsg hook again, and the egress backstop passes a flow's own destination);
 # - replace-policy: a TCP connection to a host only the old policy allowed must not stay usable;
-# - a flow both policies allow carries data across both switches.
+# - a flow both policies allow carries data across the switches, also one only a host rule
+#   allows (its learned address carried over) across a replace-policy that keeps the name.
 # P28-style holder: connects, says so, waits for "go", sends on each socket, writes the result.
 
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -16,6 +17,10 @@ require_root
 require_sluice
 topo_up
 
+command -v dig >/dev/null || skip_all "dig not installed"
+dns_upstream_start upstream --host-record=ten.switch.example,198.51.100.10 ||
+	bail_out "cannot start dnsmasq"
+sl_on_exit dns_upstream_stop
 # shellcheck disable=SC2119 # no arguments: the default daemon
 sl_daemon_start || bail_out "the daemon did not start: $(cat "$SL_DAEMON_DIR/err" 2>/dev/null)"
 sl_on_exit "sl_daemon_kill TERM"
@@ -32,6 +37,25 @@ default: deny
 rules:
   - name: seven
     cidrs: ["203.0.113.7/32"]
+    ports: [80]
+EOF
+
+# d: the host by name; e: another rule first (ten's rule gets another number), the same name.
+cat >"$SL_TMP/d.yaml" <<'EOF'
+default: deny
+rules:
+  - name: ten-d
+    hosts: ["ten.switch.example"]
+    ports: [80]
+EOF
+cat >"$SL_TMP/e.yaml" <<'EOF'
+default: deny
+rules:
+  - name: other
+    hosts: ["other.switch.example"]
+    ports: [81]
+  - name: ten-e
+    hosts: ["ten.switch.example"]
     ports: [80]
 EOF
 
@@ -77,7 +101,7 @@ LOG=$SL_TMP/swflows.jsonl
 NETNS=/run/netns/$SL_NS_RUN
 
 out=$("$SLUICE" attach --cgroup "$CG" --policy "$SL_TMP/a.yaml" --run-id "$RUN" \
-	--mode report --netns "$NETNS" --log "$LOG" 2>&1) ||
+	--mode report --netns "$NETNS" --upstream "127.0.0.1:$SL_DNS_PORT" --log "$LOG" 2>&1) ||
 	bail_out "attach failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
 tap_ok "the run is attached in report mode"
 
@@ -120,6 +144,20 @@ res=$(result "$SL_TMP/h2")
 tap_diag "after replace-policy: $(tr '\n' ' ' <<<"$res")"
 tap_check "replace-policy: a TCP flow to a host only the old policy allowed is cut" \
 	test "$(sent "$res" old)" != ok
+
+# --- a flow to a host only a host rule allows, open across a replace-policy that keeps the name --
+out=$("$SLUICE" replace-policy --run-id "$RUN" "$SL_TMP/d.yaml" 2>&1)
+tap_check "replace-policy to a policy naming the host succeeds" test -z "${out##*\"ok\":true*}"
+addr=$(sl_in_cgroup "$CG" "${RUN_EXEC_NETONLY[@]}" dig +time=2 +tries=1 +short @198.51.100.53 \
+	ten.switch.example | head -n 1)
+tap_is "the run's resolver answers the listed name" "$addr" 198.51.100.10
+hold "$SL_TMP/h3" named:tcp:198.51.100.10:80
+out=$("$SLUICE" replace-policy --run-id "$RUN" "$SL_TMP/e.yaml" 2>&1)
+tap_check "replace-policy to a policy that still lists the name succeeds" \
+	test -z "${out##*\"ok\":true*}"
+res=$(result "$SL_TMP/h3")
+tap_is "a flow to a host both policies list by name stays open across the switch" \
+	"$(sent "$res" named)" ok
 
 out=$("$SLUICE" detach --run-id "$RUN" 2>&1)
 tap_check "the run detaches" test -z "${out##*\"ok\":true*}"
