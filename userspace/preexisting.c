@@ -645,7 +645,7 @@ static bool to_resolver(const struct records_preexisting *s, uint16_t dns_port)
 	return !memcmp(s->dst, lo6, 16) || !memcmp(s->dst, mapped_lo, 16);
 }
 
-int preexisting_judge(struct run *r, char *err, size_t err_len)
+static int judge(struct run *r, bool any_ttl, char *err, size_t err_len)
 {
 	struct preexisting_scan s;
 	enum sl_mode mode = r->policy->mode;
@@ -673,9 +673,10 @@ int preexisting_judge(struct run *r, char *err, size_t err_len)
 			family = AF_INET;
 			a = (const uint8_t *)&v4;
 		}
-		/* as the kernel: an entry past its TTL allows nothing */
+		/* as the kernel: an entry past its TTL allows nothing (but a flow open across a
+		   switch connected while it was valid: its TTL is not the new policy's business) */
 		if (r->loader && !loader_learned(r->loader, family, a, &learned) &&
-		    (!learned.expires_ns || learned.expires_ns > now_boot))
+		    (any_ttl || !learned.expires_ns || learned.expires_ns > now_boot))
 			lp = &learned;
 		if (r->loader && to_resolver(rec, loader_dns_port(r->loader)))
 			set(rec, SL_VERDICT_ALLOW, SL_REASON_DNS_REDIRECT, -1);
@@ -692,4 +693,14 @@ int preexisting_judge(struct run *r, char *err, size_t err_len)
 	ret = (int)s.n;
 	preexisting_scan_free(&s);
 	return ret;
+}
+
+int preexisting_judge(struct run *r, char *err, size_t err_len)
+{
+	return judge(r, false, err, err_len);
+}
+
+int preexisting_rejudge(struct run *r, char *err, size_t err_len)
+{
+	return judge(r, true, err, err_len);
 }

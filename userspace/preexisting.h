@@ -69,4 +69,10 @@ void preexisting_verdict(const struct policy *p, enum sl_mode mode,
  */
 int preexisting_judge(struct run *r, char *err, size_t err_len);
 
+/*
+ * The same after a live switch (switch.c), under the new policy: a learned address past its
+ * TTL still vouches for a flow open across the switch (it was connected while valid).
+ */
+int preexisting_rejudge(struct run *r, char *err, size_t err_len);
+
 #endif /* SLUICE_PREEXISTING_H */

@@ -9,6 +9,7 @@
 
 #include "switch.h"
 #include "loader.h"
+#include "preexisting.h"
 #include "records.h"
 #include "resolver.h"
 #include "run.h"
@@ -259,6 +260,21 @@ int run_switch(struct run *r, const char *policy_path, int mode, char *err, size
 	}
 	resolver_unlock(r->resolver);
 	write_policy_change(r, prev_sha, prev_mode, &m);
+	/*
+	 * The connect programs judge only new flows, and the egress backstop passes a connected
+	 * flow's own destination: a TCP flow report mode (or the old policy) let through would
+	 * carry data to a host the new policy denies for as long as it stays open. Judge every
+	 * socket the run holds under the new policy now, as at an attach (a preexisting line
+	 * each), and in enforce mode destroy the denied ones.
+	 */
+	if (m.mode == SL_MODE_ENFORCE) {
+		char why[256];
+		int n_judged = preexisting_rejudge(r, why, sizeof(why));
+
+		if (n_judged < 0)
+			fprintf(stderr, "sluice: run %s: judge the open flows after the switch: %s\n",
+				r->run_id, why);
+	}
 	policy_compiled_free(old_c);
 	/* the flows open now are named by the old policy's rules when they end */
 	since_ns = (uint64_t)since.tv_sec * 1000000000ull + (uint64_t)since.tv_nsec;
