@@ -303,6 +303,28 @@ hook_case "cgroupsPath not a string" 2 "linux.cgroupsPath: expected a string" \
 hook_config '"/elsewhere"' "$POL_ANN"
 hook_case "cgroupsPath not the process's" 3 "but the container's process $HOST_PID is in" \
 	"$(state c-1 "$HOST_PID" "$HB")"
+# A container's creator writes cgroupsPath: runc 1.1 puts the init into a cgroup that holds
+# processes already (with a warning), so it could name a host service's or an unconfined
+# container's cgroup, or the parent of its own, and the run (and, in enforce mode, the
+# preexisting scan's socket kills) would land on processes that are not the container's.
+sleep 600 &
+VICTIM_PID=$!
+sl_track_pid "$VICTIM_PID"
+echo "$VICTIM_PID" >"$HOST_CG/cgroup.procs"
+hook_config "\"$REL_CG\"" "$POL_ANN"
+hook_case "cgroupsPath of a cgroup with other processes refused" 3 \
+	"holds process $VICTIM_PID, which is not the container's" \
+	"$(state c-1 "$HOST_PID" "$HB")"
+mkdir "$HOST_CG/sub"
+echo "$VICTIM_PID" >"$HOST_CG/sub/cgroup.procs"
+mkdir "$HOST_CG/sub2"
+echo "$HOST_PID" >"$HOST_CG/sub2/cgroup.procs"
+hook_case "cgroupsPath of the parent of the container's and another's cgroup refused" 3 \
+	"holds process $VICTIM_PID, which is not the container's" \
+	"$(state c-1 "$HOST_PID" "$HB")"
+sl_stop_pid "$VICTIM_PID"
+echo "$HOST_PID" >"$HOST_CG/cgroup.procs"
+rmdir "$HOST_CG/sub" "$HOST_CG/sub2"
 printf '{"linux":{"cgroupsPath":"/x"},}' >"$HB/config.json"
 hook_case "malformed config.json" 2 "$HB/config.json: byte 30: expected a string" \
 	"$(state c-1 "$HOST_PID" "$HB")"
