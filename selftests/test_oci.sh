@@ -425,6 +425,30 @@ attach_dry --container "$PFX-nothere"
 tap_is "attach --container: no such container: exit 3" "$SL_RC" 3
 attach_dry --container "../etc"
 tap_is "attach --container: a name with a slash: exit 2" "$SL_RC" 2
+# crun keeps a stopped container's status file until `crun delete`; its pid may then be an
+# unrelated process's. runc's state is checked against the init's start time; crun's
+# (process-start-time) must be too, or --container attaches to whatever got the pid.
+CRUN_STALE=/run/crun/$PFX-crs
+if [[ -d /run/crun && ! -e $CRUN_STALE ]]; then
+	sleep 600 &
+	UNREL_PID=$!
+	sl_track_pid "$UNREL_PID"
+	UNREL_CG=$(sl_cgroup_new unrel) || bail_out "cannot make a cgroup"
+	sl_on_exit "sl_cgroup_remove '$UNREL_CG'"
+	echo "$UNREL_PID" >"$UNREL_CG/cgroup.procs"
+	mkdir -m 0700 "$CRUN_STALE"
+	sl_on_exit "rm -rf '$CRUN_STALE'"
+	printf '{"pid":%s,"process-start-time":1,"cgroup-path":"/x","rootfs":"/","systemd-cgroup":false,"created":"2026-01-01T00:00:00Z"}\n' \
+		"$UNREL_PID" >"$CRUN_STALE/status"
+	attach_dry --container "$PFX-crs"
+	tap_is "attach --container: a stopped crun container whose pid was reused: exit 3" \
+		"$SL_RC" 3
+	sl_stop_pid "$UNREL_PID"
+	rm -rf "$CRUN_STALE"
+else
+	tap_skip "attach --container: a stopped crun container whose pid was reused" \
+		"no /run/crun, or $CRUN_STALE exists"
+fi
 
 # attached for real, the running container's next connect is judged
 "$SLUICE" attach --container "$PFX-a1" --policy "$POLICY" --run-id "$PFX-a1" >"$SL_OUT" \
