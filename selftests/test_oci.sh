@@ -303,6 +303,28 @@ hook_case "cgroupsPath not a string" 2 "linux.cgroupsPath: expected a string" \
 hook_config '"/elsewhere"' "$POL_ANN"
 hook_case "cgroupsPath not the process's" 3 "but the container's process $HOST_PID is in" \
 	"$(state c-1 "$HOST_PID" "$HB")"
+# A container's creator writes cgroupsPath: runc 1.1 puts the init into a cgroup that holds
+# processes already (with a warning), so it could name a host service's or an unconfined
+# container's cgroup, or the parent of its own, and the run (and, in enforce mode, the
+# preexisting scan's socket kills) would land on processes that are not the container's.
+sleep 600 &
+VICTIM_PID=$!
+sl_track_pid "$VICTIM_PID"
+echo "$VICTIM_PID" >"$HOST_CG/cgroup.procs"
+hook_config "\"$REL_CG\"" "$POL_ANN"
+hook_case "cgroupsPath of a cgroup with other processes refused" 3 \
+	"holds process $VICTIM_PID, which is not the container's" \
+	"$(state c-1 "$HOST_PID" "$HB")"
+mkdir "$HOST_CG/sub"
+echo "$VICTIM_PID" >"$HOST_CG/sub/cgroup.procs"
+mkdir "$HOST_CG/sub2"
+echo "$HOST_PID" >"$HOST_CG/sub2/cgroup.procs"
+hook_case "cgroupsPath of the parent of the container's and another's cgroup refused" 3 \
+	"holds process $VICTIM_PID, which is not the container's" \
+	"$(state c-1 "$HOST_PID" "$HB")"
+sl_stop_pid "$VICTIM_PID"
+echo "$HOST_PID" >"$HOST_CG/cgroup.procs"
+rmdir "$HOST_CG/sub" "$HOST_CG/sub2"
 printf '{"linux":{"cgroupsPath":"/x"},}' >"$HB/config.json"
 hook_case "malformed config.json" 2 "$HB/config.json: byte 30: expected a string" \
 	"$(state c-1 "$HOST_PID" "$HB")"
@@ -403,6 +425,30 @@ attach_dry --container "$PFX-nothere"
 tap_is "attach --container: no such container: exit 3" "$SL_RC" 3
 attach_dry --container "../etc"
 tap_is "attach --container: a name with a slash: exit 2" "$SL_RC" 2
+# crun keeps a stopped container's status file until `crun delete`; its pid may then be an
+# unrelated process's. runc's state is checked against the init's start time; crun's
+# (process-start-time) must be too, or --container attaches to whatever got the pid.
+CRUN_STALE=/run/crun/$PFX-crs
+if [[ -d /run/crun && ! -e $CRUN_STALE ]]; then
+	sleep 600 &
+	UNREL_PID=$!
+	sl_track_pid "$UNREL_PID"
+	UNREL_CG=$(sl_cgroup_new unrel) || bail_out "cannot make a cgroup"
+	sl_on_exit "sl_cgroup_remove '$UNREL_CG'"
+	echo "$UNREL_PID" >"$UNREL_CG/cgroup.procs"
+	mkdir -m 0700 "$CRUN_STALE"
+	sl_on_exit "rm -rf '$CRUN_STALE'"
+	printf '{"pid":%s,"process-start-time":1,"cgroup-path":"/x","rootfs":"/","systemd-cgroup":false,"created":"2026-01-01T00:00:00Z"}\n' \
+		"$UNREL_PID" >"$CRUN_STALE/status"
+	attach_dry --container "$PFX-crs"
+	tap_is "attach --container: a stopped crun container whose pid was reused: exit 3" \
+		"$SL_RC" 3
+	sl_stop_pid "$UNREL_PID"
+	rm -rf "$CRUN_STALE"
+else
+	tap_skip "attach --container: a stopped crun container whose pid was reused" \
+		"no /run/crun, or $CRUN_STALE exists"
+fi
 
 # attached for real, the running container's next connect is judged
 "$SLUICE" attach --container "$PFX-a1" --policy "$POLICY" --run-id "$PFX-a1" >"$SL_OUT" \

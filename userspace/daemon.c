@@ -464,9 +464,23 @@ static int op_attach(struct daemon *d, const struct control_obj *o, struct contr
 		if (n_pre < 0)
 			fprintf(stderr, "sluice daemon: run %s: the sockets its processes already "
 					"held were not judged: %s\n", run_id, pre_err);
-		ret = write_state(dr, false);
-		if (ret)
-			util_fmt(err, err_len, "write %s: %s", dr->state_path, strerror(-ret));
+		/*
+		 * A workload can make the scan give up (more socket fds than it holds, dup'd
+		 * ones too): in enforce mode that would leave its denied connections open, and
+		 * one made outside the cgroup is seen by no program. Fail closed: no attach.
+		 */
+		if (n_pre < 0 && dr->r.policy->mode == SL_MODE_ENFORCE) {
+			ret = n_pre;
+			util_fmt(err, err_len, "the sockets the cgroup's processes already hold "
+					       "could not be judged (%s): refusing to attach in "
+					       "enforce mode with them left open", pre_err);
+		}
+		if (!ret) {
+			ret = write_state(dr, false);
+			if (ret)
+				util_fmt(err, err_len, "write %s: %s", dr->state_path,
+					 strerror(-ret));
+		}
 	}
 	if (ret) {
 		/* nothing of it stays: the cgroup is left as it was found */

@@ -308,8 +308,9 @@ static int read_crun_status(struct search *s, const char *path, const char *id,
 			    struct candidate *c)
 {
 	char why[256];
+	unsigned long long start;
 	struct json *j = NULL;
-	int64_t pid;
+	int64_t pid, st;
 	int err;
 
 	err = json_read_file(path, &j, why, sizeof(why));
@@ -320,6 +321,18 @@ static int read_crun_status(struct search *s, const char *path, const char *id,
 	if (json_int(json_get(j, "pid"), &pid) || pid <= 0 || pid > INT32_MAX) {
 		err = -EINVAL;
 		search_fail(s, err, "%s: %s", path, "no valid \"pid\"");
+		goto out;
+	}
+	/*
+	 * crun keeps a stopped container's status until `crun delete`, and its pid may since be
+	 * another process's: the start time crun recorded (ticks since boot, as /proc/PID/stat's)
+	 * says whether it is still the container's init.
+	 */
+	if (!json_int(json_get(j, "process-start-time"), &st) &&
+	    (pid_start_time((pid_t)pid, &start) || start != (unsigned long long)st)) {
+		err = -ESRCH;
+		search_fail(s, err, "container %s (%s): its init process is gone: not running", id,
+			    path);
 		goto out;
 	}
 	err = locate_cgroup_of_pid((pid_t)pid, c->cgroup, sizeof(c->cgroup), why, sizeof(why));

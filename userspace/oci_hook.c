@@ -10,6 +10,7 @@
  * before the runtime goes on. When it cannot (no daemon, no policy, bad input) it exits non-zero,
  * and the runtime then refuses to start the container: it never starts unconfined.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -29,6 +30,7 @@
 #define HOOK "sluice oci-hook"
 #define HOOK_STATE_MAX (1u << 20) /* the state on stdin */
 #define HOOK_VERSION_MAX 64
+#define HOOK_CG_DEPTH 8 /* how deep below cgroupsPath the container's process may sit */
 
 static void usage(FILE *out)
 {
@@ -42,7 +44,8 @@ static void usage(FILE *out)
 		"start instead of starting unconfined.\n"
 		"  cgroup   config.json's linux.cgroupsPath in the bundle: a cgroupfs path, or\n"
 		"           systemd's SLICE:PREFIX:NAME (<SLICE hierarchy>/PREFIX-NAME.scope);\n"
-		"           it must hold the state's pid (no cgroupsPath: that pid's cgroup)\n"
+		"           it must hold the state's pid and no other process, in it or\n"
+		"           below it (no cgroupsPath: that pid's cgroup)\n"
 		"  netns    /proc/PID/ns/net, when it is not sluice's own namespace\n"
 		"  annotations of the container (the state's, else config.json's):\n"
 		"    io.sluice.policy   the policy file, an absolute path inside the policy\n"
@@ -143,6 +146,50 @@ static int string_field(const struct json *state, const char *key, size_t max, c
 		return -EINVAL;
 	}
 	return 0;
+}
+
+/*
+ * 0 when every process in the cgroup tree at path is pid, -EPERM (with *other set) when one is
+ * not. At createRuntime the container's cgroup holds its init and nothing else; but the
+ * container's creator writes cgroupsPath, and runc puts the init into a cgroup that holds
+ * processes already, so cgroupsPath could name a host service's cgroup, an unconfined
+ * container's, or a parent of its own, and the run would confine (and in enforce mode cut the
+ * connections of) processes that are not the container's.
+ */
+static int only_pid(const char *path, pid_t pid, int depth, long *other)
+{
+	char sub[PATH_MAX], line[32];
+	struct dirent *e;
+	FILE *f;
+	DIR *d;
+	int err = 0;
+
+	if (depth > HOOK_CG_DEPTH)
+		return -ELOOP;
+	if (util_fmt(sub, sizeof(sub), "%s/cgroup.procs", path))
+		return -ENAMETOOLONG;
+	f = fopen(sub, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		if (strtol(line, NULL, 10) != pid) {
+			*other = strtol(line, NULL, 10);
+			fclose(f);
+			return -EPERM;
+		}
+	fclose(f);
+	d = opendir(path);
+	if (!d)
+		return -errno;
+	while (!err && (e = readdir(d)))
+		if (e->d_type == DT_DIR && strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+			if (util_fmt(sub, sizeof(sub), "%s/%s", path, e->d_name))
+				err = -ENAMETOOLONG;
+			else
+				err = only_pid(sub, pid, depth + 1, other);
+		}
+	closedir(d);
+	return err;
 }
 
 int oci_hook_main(int argc, char **argv)
@@ -358,6 +405,23 @@ int oci_hook_main(int argc, char **argv)
 		}
 	} else {
 		util_copy(cgroup, sizeof(cgroup), pid_cg);
+	}
+	{
+		long other = 0;
+
+		err = only_pid(cgroup, (pid_t)pid, 0, &other);
+		if (err) {
+			if (err == -EPERM)
+				fprintf(stderr, HOOK ": the container's cgroup %s holds process %ld, "
+						"which is not the container's (%d): refusing to "
+						"confine what is not the container\n", cgroup, other,
+					(int)pid);
+			else
+				fprintf(stderr, HOOK ": the container's cgroup %s: %s\n", cgroup,
+					strerror(-err));
+			ret = ATTACH_EXIT_NOT_FOUND;
+			goto out;
+		}
 	}
 	r.cgroup = cgroup;
 
