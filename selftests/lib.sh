@@ -1261,8 +1261,9 @@ sl_cgroup_remove() {
 	local p=$1 d
 	[[ -d $p ]] || return 0
 	[[ -e $p/cgroup.kill ]] && echo 1 >"$p/cgroup.kill" 2>/dev/null
-	for _ in $(seq 40); do
-		[[ -z $(cat "$p/cgroup.procs" 2>/dev/null) ]] && break
+	# a loaded machine takes its time to reap (a process under strace, thousands of fds)
+	for _ in $(seq $((200 * SL_SLOW))); do
+		[[ $(cat "$p/cgroup.events" 2>/dev/null) != *"populated 1"* ]] && break
 		sleep 0.05
 	done
 	find "$p" -depth -type d 2>/dev/null | while IFS= read -r d; do rmdir "$d" 2>/dev/null; done
