@@ -135,6 +135,9 @@ fuzz: | $(OUTPUT)
 install: $(OUTPUT)/sluice
 	install -D -m 0755 $(OUTPUT)/sluice $(DESTDIR)$(PREFIX)/sbin/sluice
 	install -D -m 0644 policy/examples/demo.yaml $(DESTDIR)$(PREFIX)/share/sluice/examples/demo.yaml
+	install -D -m 0644 userspace/sluice.8 $(DESTDIR)$(PREFIX)/share/man/man8/sluice.8
+	install -D -m 0644 policy/sluice-policy.5 $(DESTDIR)$(PREFIX)/share/man/man5/sluice-policy.5
+	install -D -m 0644 userspace/sluice-log.5 $(DESTDIR)$(PREFIX)/share/man/man5/sluice-log.5
 
 # Regenerate the committed CO-RE header from the running kernel's BTF.
 vmlinux:
