@@ -114,29 +114,22 @@ int cgroup_create_run(const char *parent, const char *run_id, struct run_cgroup 
 
 int cgroup_open_path(const char *path, const char *run_id, struct run_cgroup *cg)
 {
-	char mnt[PATH_MAX], parent[PATH_MAX];
-	const char *base = strrchr(path, '/'), *below;
-	size_t n;
+	const char *base = strrchr(path, '/');
 	int err;
 
-	cg->fd = -1;
-	cg->path[0] = '\0';
-	err = cgroup_v2_mount(mnt, sizeof(mnt));
-	if (err)
-		return err;
-	n = strlen(mnt);
-	below = path + n + 1;
-	/* <mount>/<parent…>/<run_id>: a parent, and nothing that climbs out of the hierarchy */
-	if (strncmp(path, mnt, n) || path[n] != '/' || !base || base < below ||
-	    strcmp(base + 1, run_id) || strstr(path, "/..") || strstr(path, "//"))
-		return -EINVAL;
-	if ((size_t)(base - below) >= sizeof(parent) || util_copy(cg->path, sizeof(cg->path), path))
-		return -ENAMETOOLONG;
-	memcpy(parent, below, (size_t)(base - below));
-	parent[base - below] = '\0';
-	err = open_run(parent, cg);
-	if (err)
+	/* <mount>/<parent…>/<run_id>: the run's name last, below a parent of sluice's */
+	if (!base || strcmp(base + 1, run_id)) {
+		cg->fd = -1;
 		cg->path[0] = '\0';
+		return -EINVAL;
+	}
+	err = cgroup_open_existing(path, cg);
+	if (!err && cg->level < 2) {
+		close(cg->fd);
+		cg->fd = -1;
+		cg->path[0] = '\0';
+		err = -EINVAL;
+	}
 	return err;
 }
 
@@ -298,4 +291,16 @@ int cgroup_open_existing(const char *path, struct run_cgroup *cg)
 	if (err)
 		cg->path[0] = '\0';
 	return err;
+}
+
+int cgroup_is_removed(const struct run_cgroup *cg)
+{
+	struct stat st;
+
+	if (cg->fd < 0)
+		return cgroup_id_exists(cg->id) == 0;
+	/* a removed cgroup's directory, still open, holds no files any more */
+	if (!fstatat(cg->fd, "cgroup.events", &st, 0))
+		return 0;
+	return errno == ENOENT ? 1 : -errno;
 }

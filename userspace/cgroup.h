@@ -35,6 +35,11 @@ int cgroup_open_path(const char *path, const char *run_id, struct run_cgroup *cg
  * never killed or removed by sluice.
  */
 int cgroup_open_existing(const char *path, struct run_cgroup *cg);
+/*
+ * Whether the cgroup was removed (1) or is still there (0), from its open directory (no path
+ * lookup: the daemon asks every turn of its loop), or -errno.
+ */
+int cgroup_is_removed(const struct run_cgroup *cg);
 /* Whether a cgroup of this id still exists (anywhere in the hierarchy): 1, 0, or -errno. */
 int cgroup_id_exists(uint64_t id);
 

@@ -561,7 +561,7 @@ bool run_step(struct run *r, const char **why)
 		records_journal_error(&r->rec, err);
 	if (r->attached) {
 		/* a container's or unit's cgroup: the run ends when its owner removes it */
-		if (cgroup_id_exists(r->cg.id) == 0) {
+		if (cgroup_is_removed(&r->cg) == 1) {
 			*why = "cgroup removed";
 			return true;
 		}
