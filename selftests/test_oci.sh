@@ -10,7 +10,7 @@
 # cgroup runc's state.json names, and attach to a running container. The hook refuses bad input
 # (malformed state on stdin, a bad config.json or annotation) with an error naming the field,
 # and expands systemd's SLICE:PREFIX:NAME cgroupsPath. podman (on runc) the same, through a
-# hooks.d directory. Docker: SKIP (no dockerd here). Last, the README's walkthrough: a running
+# hooks.d directory (Docker, which runs no hooks: test_docker.sh). Last, the walkthrough: a running
 # container under a report-mode policy, its would-be denials seen live with sluice events -f,
 # switched to enforce without a restart (nothing more reaches the unlisted host, the listed one
 # still works), the daemon SIGKILLed (still confined), taken over, and the log verified.
@@ -677,15 +677,6 @@ else
 		"failed 0"
 	assert_contains "podman, daemon down: the hook says why" "$SL_ERR" "no sluice daemon at"
 	podman rm --force "$POD_NAME" >/dev/null 2>&1
-fi
-
-# ---------------------------------------------------------------------------------------------
-# Docker
-
-if command -v dockerd >/dev/null && docker info >/dev/null 2>&1; then
-	tap_skip "docker" "a dockerd runs here, but this test does not drive it yet"
-else
-	tap_skip "docker" "no Docker daemon here (dockerd not installed: only the docker client)"
 fi
 
 # every run of this test ended, none left pinned (the daemon leaves runs pinned when it stops)
