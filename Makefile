@@ -126,7 +126,7 @@ demo: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)bash selftests/demo.sh
 
-# The performance targets (README, Performance) as ratios side by side (root; a few minutes).
+# The performance targets (selftests/bench.sh) as ratios side by side (root; a few minutes).
 bench: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)bash selftests/bench.sh
