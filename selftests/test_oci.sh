@@ -10,10 +10,11 @@
 # cgroup runc's state.json names, and attach to a running container. The hook refuses bad input
 # (malformed state on stdin, a bad config.json or annotation) with an error naming the field,
 # and expands systemd's SLICE:PREFIX:NAME cgroupsPath. podman (on runc) the same, through a
-# hooks.d directory (Docker, which runs no hooks: test_docker.sh). Last, the walkthrough: a running
-# container under a report-mode policy, its would-be denials seen live with sluice events -f,
-# switched to enforce without a restart (nothing more reaches the unlisted host, the listed one
-# still works), the daemon SIGKILLed (still confined), taken over, and the log verified.
+# hooks.d directory (Docker, which runs no hooks: test_docker.sh). Last, sluice(8)'s attach
+# walkthrough: a running container under a report-mode policy, its would-be denials seen live
+# with sluice events -f, switched to enforce without a restart (nothing more reaches the
+# unlisted host, the listed one still works), the daemon SIGKILLed (still confined), taken over,
+# and the log verified.
 
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -521,7 +522,7 @@ assert_sink_none "parent cgroup: nothing reached the denied host" "tcp-accept 19
 "$SLUICE" detach --run-id "$PFX-parent" >/dev/null 2>&1
 
 # ---------------------------------------------------------------------------------------------
-# The README's walkthrough, end to end: a runc container under a report-only policy (the
+# sluice(8)'s walkthrough, end to end: a runc container under a report-only policy (the
 # policy's word, from the policy directory), its denials watched live with sluice events -f,
 # switched to enforce while it runs, then the daemon killed: the container stays confined.
 
