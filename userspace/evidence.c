@@ -622,8 +622,11 @@ static int on_decision(struct ev_ctx *c, const struct jsonline *jl, const char *
 {
 	const struct jsonline_member *dst = jsonline_get(jl, "dst");
 
-	/* a redirect to the run's resolver is the DNS line's business, not a connection */
-	if (jis(jl, "rule", "dns"))
+	/*
+	 * A redirect to the run's resolver is the DNS line's business, not a connection. Judged by
+	 * the reason: a policy may name a rule "dns".
+	 */
+	if (jis(jl, "reason", "dns_redirect"))
 		return 0;
 	if (dst && dst->v.kind == JSONLINE_STRING)
 		return on_connection(c, jl, type);

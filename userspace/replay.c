@@ -116,6 +116,7 @@ struct row {
 	size_t first_run;
 	uint64_t runs_mask; /* the first 64 runs; runs beyond are counted in more_runs */
 	bool more_runs;
+	size_t next; /* the endpoint's next row + 1, 0: none */
 };
 
 struct cut {
@@ -128,6 +129,7 @@ struct rctx {
 	const struct evidence *ev;
 	struct row *rows;
 	size_t n_rows;
+	size_t *first_row; /* per endpoint: its first row + 1, 0: none (rows chain by endpoint) */
 	struct judged *conn_j; /* per ev->conns */
 	struct cut *cuts;
 	size_t n_cuts;
@@ -139,9 +141,9 @@ static int add_row(struct rctx *c, const struct ev_conn *k, const struct judged 
 	struct row *r;
 	size_t i;
 
-	for (i = 0; i < c->n_rows; i++) {
-		r = &c->rows[i];
-		if (r->endpoint == k->endpoint && r->port == k->port && r->allow == j->allow &&
+	for (i = c->first_row[k->endpoint]; i; i = c->rows[i - 1].next) {
+		r = &c->rows[i - 1];
+		if (r->port == k->port && r->allow == j->allow &&
 		    !strcmp(r->proto, k->proto ? k->proto : "?") && !strcmp(r->why, j->why))
 			goto found;
 	}
@@ -157,6 +159,8 @@ static int add_row(struct rctx *c, const struct ev_conn *k, const struct judged 
 	r->allow = j->allow;
 	r->first_run = k->run;
 	memcpy(r->why, j->why, sizeof(r->why));
+	r->next = c->first_row[k->endpoint];
+	c->first_row[k->endpoint] = c->n_rows;
 found:
 	r->conns++;
 	r->needed += k->needed;
@@ -474,7 +478,8 @@ int policy_replay_main(int argc, char **argv)
 	c.p = p;
 	c.ev = ev;
 	c.conn_j = calloc(ev->n_conns ? ev->n_conns : 1, sizeof(*c.conn_j));
-	if (!c.conn_j)
+	c.first_row = calloc(ev->n_endpoints ? ev->n_endpoints : 1, sizeof(*c.first_row));
+	if (!c.conn_j || !c.first_row)
 		goto nomem;
 	for (i = 0; i < ev->n_conns; i++) {
 		const struct ev_conn *k = &ev->conns[i];
@@ -505,6 +510,7 @@ out:
 	free(c.rows);
 	free(c.cuts);
 	free(c.conn_j);
+	free(c.first_row);
 	evidence_free(ev);
 	policy_free(p);
 	return ret;

@@ -149,7 +149,18 @@ struct sctx {
 	const struct evidence *ev;
 	size_t min_runs;
 	FILE *f;
+	/* per endpoint: 0 not yet asked, 1 a host name the policy takes, 2 not (host_ok is a parse) */
+	unsigned char *name_ok;
 };
+
+static bool name_ok(const struct sctx *s, const struct ev_endpoint *e)
+{
+	size_t i = (size_t)(e - s->ev->endpoints);
+
+	if (!s->name_ok[i])
+		s->name_ok[i] = host_ok(e->name) ? 1 : 2;
+	return s->name_ok[i] == 1;
+}
 
 static void runs_list(const struct sctx *s, const struct ev_endpoint *e, FILE *f)
 {
@@ -308,7 +319,7 @@ static unsigned int flags_of(const struct sctx *s, const struct ev_endpoint *e,
 	unsigned int fl = FLAG_NONE;
 
 	*tele = NULL;
-	if (!host_ok(e->name))
+	if (!name_ok(s, e))
 		return FLAG_BADNAME;
 	*tele = suggest_telemetry_match(e->name);
 	if (*tele)
@@ -360,7 +371,7 @@ static void wildcards(const struct sctx *s)
 		const char *parent, *tele;
 		size_t n = 0;
 
-		if (e->kind != EV_HOST || !e->needed || !has_tcp_udp(e) || !host_ok(e->name))
+		if (e->kind != EV_HOST || !e->needed || !has_tcp_udp(e) || !name_ok(s, e))
 			continue;
 		parent = strchr(e->name, '.');
 		if (!parent || !strchr(parent + 1, '.'))
@@ -371,7 +382,7 @@ static void wildcards(const struct sctx *s)
 			const struct ev_endpoint *o = &ev->endpoints[j];
 			const char *op = o->kind == EV_HOST ? strchr(o->name, '.') : NULL;
 
-			if (op && o->needed && has_tcp_udp(o) && host_ok(o->name) &&
+			if (op && o->needed && has_tcp_udp(o) && name_ok(s, o) &&
 			    !strcmp(op + 1, parent))
 				break;
 		}
@@ -381,7 +392,7 @@ static void wildcards(const struct sctx *s)
 			const struct ev_endpoint *o = &ev->endpoints[j];
 			const char *op = o->kind == EV_HOST ? strchr(o->name, '.') : NULL;
 
-			n += op && o->needed && has_tcp_udp(o) && host_ok(o->name) &&
+			n += op && o->needed && has_tcp_udp(o) && name_ok(s, o) &&
 			     !strcmp(op + 1, parent);
 		}
 		if (n < 2)
@@ -397,7 +408,7 @@ static void wildcards(const struct sctx *s)
 			const char *op = o->kind == EV_HOST ? strchr(o->name, '.') : NULL;
 			unsigned int fl;
 
-			if (!(op && o->needed && has_tcp_udp(o) && host_ok(o->name) &&
+			if (!(op && o->needed && has_tcp_udp(o) && name_ok(s, o) &&
 			      !strcmp(op + 1, parent)))
 				continue;
 			fl = flags_of(s, o, &tele);
@@ -692,6 +703,11 @@ int policy_suggest_main(int argc, char **argv)
 		goto out;
 	s.ev = ev;
 	s.min_runs = min_runs > 0 ? (size_t)min_runs : ev->n_runs >= 2 ? 2 : 1;
+	s.name_ok = calloc(ev->n_endpoints ? ev->n_endpoints : 1, 1);
+	if (!s.name_ok) {
+		fprintf(stderr, PROG ": %s\n", strerror(ENOMEM));
+		goto out;
+	}
 	s.f = open_memstream(&text, &len);
 	if (!s.f) {
 		fprintf(stderr, PROG ": %s\n", strerror(errno));
@@ -727,6 +743,7 @@ out:
 	policy_compiled_free(pc);
 	policy_free(p);
 	free(text);
+	free(s.name_ok);
 	evidence_free(ev);
 	return ret;
 }
