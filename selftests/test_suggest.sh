@@ -194,4 +194,22 @@ tap_is "suggest: -o is left as it was on failure" "$(cat "$SL_TMP/out.yaml")" ke
 tap_check "suggest --unverified: goes on and says so in the header" \
 	grep -q '^# UNVERIFIED' "$SL_TMP/unv.yaml"
 
+: >"$SL_TMP/empty.log"
+"$SLUICE" policy suggest "$SL_TMP/empty.log" >"$SL_TMP/empty.out" 2>&1
+rc=$?
+tap_check "suggest: an empty log is refused, by name and why" \
+	bash -c "[[ $rc == 1 ]] && grep -q 'empty.log: refused, it does not verify: INVALID: .*empty' '$SL_TMP/empty.out'"
+printf 'default: deny\nrules:\n  - hosts: ["a.example"]\n    ports: [70000]\n' >"$SL_TMP/badp.yaml"
+"$SLUICE" policy replay "$SL_TMP/badp.yaml" "$L1" >"$SL_TMP/badp.out" 2>&1
+rc=$?
+tap_check "replay: a policy that does not parse: exit 2, file:line:col and why" \
+	bash -c "[[ $rc == 2 ]] && grep -q '^sluice policy replay: $SL_TMP/badp.yaml:4:.*70000' '$SL_TMP/badp.out'"
+"$SLUICE" policy diff "$S" "$SL_TMP/badp.yaml" >/dev/null 2>&1
+tap_is "diff: a policy that does not parse: exit 2" "$?" 2
+"$SLUICE" policy diff "$strict" "$S" >"$SL_TMP/diff.out" 2>&1
+rc=$?
+tap_diag_file "$SL_TMP/diff.out"
+tap_check "diff: exit 1 and pkgs.acme.example said as added" \
+	bash -c "[[ $rc == 1 ]] && grep -q '^+ host pkgs.acme.example: now allowed on 80/tcp' '$SL_TMP/diff.out'"
+
 tap_done

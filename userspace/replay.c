@@ -295,7 +295,8 @@ static void print_json(const struct rctx *c, const char *policy_path)
 
 	printf("{\"policy\":");
 	json_str(stdout, policy_path);
-	printf(",\"policy_mode\":\"%s\",\"logs\":[", c->p->mode == SL_MODE_REPORT ? "report" : "enforce");
+	printf(",\"policy_mode\":\"%s\",\"logs\":[",
+	       c->p->mode == SL_MODE_REPORT ? "report" : "enforce");
 	for (i = 0; i < ev->n_runs; i++) {
 		const struct ev_run *r = &ev->runs[i];
 
@@ -344,8 +345,8 @@ static void print_json(const struct rctx *c, const char *policy_path)
 		json_str(stdout, f->dst);
 		printf(",\"port\":%u,\"proto\":", f->port);
 		json_str(stdout, f->proto);
-		printf(",\"req_bytes\":%" PRIu64 ",\"resp_bytes\":%" PRIu64 ",\"cap\":", f->req_bytes,
-		       f->resp_bytes);
+		printf(",\"req_bytes\":%" PRIu64 ",\"resp_bytes\":%" PRIu64 ",\"cap\":",
+		       f->req_bytes, f->resp_bytes);
 		json_str(stdout, c->cuts[i].what);
 		printf("}");
 	}
@@ -361,17 +362,19 @@ static void print_table(const struct rctx *c, const char *policy_path)
 	size_t i, pass;
 
 	printf("replay of %s against %zu log%s (judged as enforced%s):\n",
-	       evidence_safe(policy_path, safe, sizeof(safe)), ev->n_runs, ev->n_runs == 1 ? "" : "s",
+	       evidence_safe(policy_path, safe, sizeof(safe)), ev->n_runs,
+	       ev->n_runs == 1 ? "" : "s",
 	       c->p->mode == SL_MODE_REPORT ? "; the policy itself says mode: report" : "");
 	for (i = 0; i < ev->n_runs; i++) {
 		const struct ev_run *r = &ev->runs[i];
 
-		printf("  %s: run %s, %s mode: %s\n", evidence_safe(r->path, safe, sizeof(safe)),
-		       r->run_id ? r->run_id : "?", r->mode ? r->mode : "?",
-		       r->verdict ? r->verdict : "?");
+		printf("  %s:", evidence_safe(r->path, safe, sizeof(safe)));
+		printf(" run %s,", evidence_safe(r->run_id ? r->run_id : "?", safe, sizeof(safe)));
+		printf(" %s mode:", evidence_safe(r->mode ? r->mode : "?", safe, sizeof(safe)));
+		printf(" %s\n", evidence_safe(r->verdict ? r->verdict : "?", safe, sizeof(safe)));
 	}
-	printf("\n%-6s %-40s %-11s %6s %6s  %s\n", "VERDICT", "DESTINATION", "PORT", "CONNS", "NEEDED",
-	       "WHY");
+	printf("\n%-6s %-40s %-11s %6s %6s  %s\n", "VERDICT", "DESTINATION", "PORT", "CONNS",
+	       "NEEDED", "WHY");
 	/* denials first: they are what the reader is looking for */
 	for (pass = 0; pass < 2; pass++) {
 		for (i = 0; i < c->n_rows; i++) {
@@ -382,7 +385,7 @@ static void print_table(const struct rctx *c, const char *policy_path)
 			snprintf(pp, sizeof(pp), "%u/%s", r->port, r->proto);
 			printf("%-7s %-40s %-11s %6" PRIu64 " %6" PRIu64 "  %s\n",
 			       r->allow ? "allow" : "deny",
-			       evidence_safe(ev->endpoints[r->endpoint].name, safe, sizeof(safe)), pp,
+			       evidence_safe(ev->endpoints[r->endpoint].name, safe, 256), pp,
 			       r->conns, r->needed, evidence_safe(r->why, safe + 256, 256));
 		}
 	}
@@ -390,14 +393,20 @@ static void print_table(const struct rctx *c, const char *policy_path)
 		const struct ev_flow *f = &ev->flows[c->cuts[i].flow];
 
 		snprintf(pp, sizeof(pp), "%u/%s", f->port, f->proto ? f->proto : "?");
-		printf("%-7s %-40s %-11s %6s %6s  %s (run %s)\n", "cut",
-		       evidence_safe(f->host ? f->host : f->dst ? f->dst : "?", safe, sizeof(safe)),
-		       pp, "1", "1", c->cuts[i].what, ev->runs[f->run].run_id);
+		printf("%-7s %-40s %-11s %6s %6s  %s", "cut",
+		       evidence_safe(f->host  ? f->host
+				     : f->dst ? f->dst
+					      : "?",
+				     safe, sizeof(safe)),
+		       pp, "1", "1", c->cuts[i].what);
+		printf(" (run %s)\n",
+		       evidence_safe(ev->runs[f->run].run_id ? ev->runs[f->run].run_id : "?", safe,
+				     sizeof(safe)));
 	}
 	printf("\n%" PRIu64 " connection%s: %" PRIu64 " allowed, %" PRIu64 " denied; %" PRIu64
 	       " needed connection%s denied, %zu flow%s cut by byte caps",
-	       c->allowed + c->denied, c->allowed + c->denied == 1 ? "" : "s", c->allowed, c->denied,
-	       c->needed_denied, c->needed_denied == 1 ? "" : "s", c->n_cuts,
+	       c->allowed + c->denied, c->allowed + c->denied == 1 ? "" : "s", c->allowed,
+	       c->denied, c->needed_denied, c->needed_denied == 1 ? "" : "s", c->n_cuts,
 	       c->n_cuts == 1 ? "" : "s");
 	if (c->relaxed)
 		printf("; %" PRIu64 " denied in the log would now be allowed", c->relaxed);
@@ -420,7 +429,8 @@ static void usage(FILE *out)
 		"  -u, --unverified    use logs that do not verify (said in the output)\n"
 		"  -j, --json          one JSON object instead of the table\n"
 		"\n"
-		"exit status: 0 everything needed would go through; 1 POLICY would deny or cut traffic\n"
+		"exit status: 0 everything needed would go through; 1 POLICY would deny or cut "
+		"traffic\n"
 		"the runs needed (a connection that went ahead: allowed, or denied in report mode\n"
 		"only); 2 usage, a policy that does not parse, or a log refused.\n");
 }
