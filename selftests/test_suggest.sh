@@ -148,6 +148,15 @@ tap_is "replay of a stricter policy: exit 1" "$rc" 1 || tap_diag_file "$SL_TMP/s
 tap_check "replay of a stricter policy: names the denial of pkgs.acme.example" \
 	grep -Eq 'deny +pkgs\.acme\.example +80/tcp' "$SL_TMP/strict.out"
 
+# Byte caps replayed on the recorded flows: each request carried 1018 bytes.
+capped=$SL_TMP/capped.yaml
+sed 's/^    # max_request_bytes: [0-9_]*/    max_request_bytes: 1000/' "$S" >"$capped"
+"$SLUICE" policy replay "$capped" "$L1" >"$SL_TMP/capped.out" 2>&1
+rc=$?
+tap_check "replay: a max_request_bytes below what a flow carried is a cut (exit 1)" \
+	bash -c "[[ $rc == 1 ]] && grep -Eq '^cut +pkgs\.acme\.example +80/tcp .*max_request_bytes 1000 < 1018 sent' '$SL_TMP/capped.out'" ||
+	tap_diag_file "$SL_TMP/capped.out"
+
 # --- enforce with the suggestion -------------------------------------------------------------
 L3=$SL_TMP/r3.log
 wrun "$S" "$L3" --mode enforce -- "${WORK2[@]}" "?unlisted.example:80"
