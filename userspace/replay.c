@@ -4,9 +4,10 @@
  * and flows the verified logs recorded. The matching is the policy module's own, the code the
  * resolver and the preexisting-socket scan use (policy_match_host, policy_rule_takes,
  * policy_cidr_match), so a replay and a run cannot disagree on what a rule covers:
- *   - a connection to a name the run's resolver learned is allowed by the first rule listing the
- *     name (the rule the resolver tags its addresses with) when that rule lists the port and
- *     protocol; else by a cidrs rule covering the address; else by default: allow;
+ *   - a connection to a name the run's resolver learned: denied when no rule lists the name
+ *     (enforcing, the resolver answers NXDOMAIN, whatever the default); allowed by the first
+ *     rule listing it (the rule the resolver tags its addresses with) when that rule lists the
+ *     port and protocol; else by a cidrs rule covering the address; else by default: allow;
  *   - a connection without a name: a cidrs rule covering the address, else default: allow;
  *   - the blackhole refuses what the log says it refused, whatever the policy;
  *   - a recorded flow is cut when its rule's max_request_bytes / max_response_bytes is below
@@ -72,6 +73,15 @@ static void judge(const struct policy *p, const char *host, const char *dst, uin
 		family = AF_INET6;
 	if (host) {
 		h = policy_match_host(p, host);
+		/*
+		 * Enforcing, the run's resolver answers NXDOMAIN to a name no rule lists, whatever
+		 * the default or a cidrs rule covering its address: the connection is never made.
+		 */
+		if (h < 0) {
+			snprintf(j->why, sizeof(j->why),
+				 "no rule lists the name (the resolver would answer NXDOMAIN)");
+			return;
+		}
 		if (h >= 0 && bit && policy_rule_takes(&p->rules[h], port, bit)) {
 			j->allow = true;
 			j->rule = h;
@@ -98,9 +108,6 @@ static void judge(const struct policy *p, const char *host, const char *dst, uin
 		snprintf(j->why, sizeof(j->why), "rule %s lists %s but not %u/%s",
 			 policy_rule_name(p, (size_t)h, rn, sizeof(rn)),
 			 evidence_safe(host, safe, sizeof(safe)), port, proto ? proto : "?");
-	else if (host)
-		snprintf(j->why, sizeof(j->why),
-			 "no rule lists the name (the resolver would answer NXDOMAIN)");
 	else
 		snprintf(j->why, sizeof(j->why), "an address without a name, in no cidrs rule");
 }
