@@ -8,6 +8,7 @@
  * parser and compiler before it is written, so policy check accepts what suggest writes.
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -551,6 +552,7 @@ static void body(const struct sctx *s)
 	for (i = 0; i < ev->n_endpoints; i++) {
 		const struct ev_endpoint *e = &ev->endpoints[i];
 		bool v6 = strchr(e->name, ':') != NULL;
+		unsigned char bin[16];
 
 		if (e->kind != EV_ADDR || !e->needed)
 			continue;
@@ -559,7 +561,7 @@ static void body(const struct sctx *s)
 				"\n# Addresses reached without a name: not allowed. A build that "
 				"dials IPs is worth a look;\n# if it must, uncomment.\n");
 		stats(s, e, "#   # ");
-		if (strspn(e->name, "0123456789abcdef:.") != strlen(e->name)) {
+		if (inet_pton(v6 ? AF_INET6 : AF_INET, e->name, bin) != 1) {
 			fprintf(f, "#   # (not an address a policy can hold)\n");
 			continue;
 		}
