@@ -8,6 +8,7 @@
 # stricter one would deny; and an enforced run under the suggestion lets the workload through
 # and denies exactly what the replay predicted, plus an unlisted host.
 
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 require_root
