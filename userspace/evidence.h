@@ -292,6 +292,22 @@ const struct ev_endpoint *evidence_find(const struct evidence *ev, enum ev_endpo
  */
 int evidence_read_pub(const char *opt, char *buf, size_t size, char *err, size_t err_len);
 
+/*
+ * What the decision commands share: a model of the logs paths[0..n), verified with the host key
+ * of evidence_read_pub(key_opt). A log that cannot be read, or (unless unverified) one whose
+ * status is not VERIFY_OK or VERIFY_LOSS, is refused: a message on stderr starting with prog
+ * names the file and why (verify's verdict, with line), and every log is still tried so all
+ * refusals are said at once. 0 and *out (sorted), or -errno (-EBADMSG: a log was refused).
+ */
+int evidence_load(const char *prog, char *const *paths, size_t n, const char *key_opt,
+		  bool unverified, struct evidence **out);
+
+/*
+ * A string from a log, made safe for one line of text (a YAML comment, a table cell): bytes
+ * outside printable ASCII, and backslash, as \xNN. Writes into buf, truncating with "...".
+ */
+const char *evidence_safe(const char *s, char *buf, size_t size);
+
 /* "2026-12-02 04:31:04Z" for a ts in microseconds since the epoch. */
 void evidence_utc(int64_t ts_us, char *buf, size_t size);
 
