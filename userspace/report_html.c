@@ -150,7 +150,7 @@ void report_bar_chart(FILE *f, const struct report_bar *bars, size_t n)
 			max = bars[i].received;
 	}
 	fprintf(f,
-		"<svg class=\"bars\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%u\" "
+		"<svg class=\"bars\" width=\"%u\" "
 		"height=\"%zu\" viewBox=\"0 0 %u %zu\" role=\"img\">\n",
 		w, n * row + 4, w, n * row + 4);
 	for (i = 0; i < n; i++) {
@@ -186,7 +186,7 @@ void report_timeline(FILE *f, const struct report_span *spans, size_t n, int64_t
 	char a[64], b[64];
 
 	fprintf(f,
-		"<svg class=\"tl\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%u\" "
+		"<svg class=\"tl\" width=\"%u\" "
 		"height=\"%zu\" "
 		"viewBox=\"0 0 %u %zu\" role=\"img\">\n",
 		w, rows * REPORT_TL_ROW + 20, w, rows * REPORT_TL_ROW + 20);
