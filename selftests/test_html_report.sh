@@ -101,6 +101,10 @@ tap_check "the denial and the would-be denial of 198.51.100.20" \
 	has_lines "$text" denied "would deny" 198.51.100.20
 tap_check "the host's bytes sent: 3000 per run, 6000 in all" has_lines "$text" 3000 6000
 tap_check "the DNS answer" has_lines "$text" "$NAME" 198.51.100.10
+tap_check "the suggested policy: a rule for the name, on the port seen" \
+	has_lines "$text" '  - hosts: ["'"$NAME"'"]' "    ports: [80]"
+tap_check "and its diff against the report run's policy: the mode" \
+	grep -q '^~ mode: report -> enforce' <<<"$text"
 n_rects=$(python3 "$CHECK" elements "$GOOD" | grep -c '^rect$')
 tap_cmp "bar chart and timelines drawn" "$n_rects" -ge 4
 
@@ -149,6 +153,8 @@ tap_check "the run id and the denial before the bad line are shown" \
 	has_lines "$text" "$E_ID" denied
 tap_check "the crafted host name is text" grep -qF '<script>alert(1)</script>' <<<"$text"
 tap_check "and no script element" bash -c "! python3 '$CHECK' elements '$BAD' | grep -qx script"
+tap_check "no policy suggested from logs that do not verify" \
+	grep -q '^None: 2 logs do not verify' <<<"$text"
 
 UNV=$SL_TMP/unverified.html
 report "$UNV" --unverified "$T" "$C"
@@ -202,7 +208,7 @@ browse() {
 	ip netns exec "$NS_BR" timeout -k 5 $((60 * SL_SLOW)) "$CHROMIUM" --headless --no-sandbox \
 		--disable-gpu --user-data-dir="$SL_TMP/chromium-$name" --no-first-run \
 		--disable-background-networking --disable-component-update --disable-sync \
-		--disable-extensions --disable-default-apps --window-size=1280,1000 \
+		--disable-extensions --disable-default-apps --window-size=1100,800 \
 		--log-net-log="$SL_TMP/$name.netlog" --screenshot="$SL_TMP/$name.png" \
 		--dump-dom "file://$page" >"$SL_TMP/$name.dom" 2>"$SL_TMP/$name.chromium.err"
 }

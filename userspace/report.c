@@ -19,10 +19,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../policy/policy.h"
 #include "evidence.h"
 #include "note.h"
+#include "policy_tools.h"
 #include "report.h"
 #include "report_html.h"
+#include "tlog.h"
 
 #define T(f, s) report_html_text(f, s)
 
@@ -35,7 +38,9 @@ static void usage(FILE *out)
 		"mail attachment) of what the logs show: a header with each run's id, task,\n"
 		"policy and its SHA-256, mode and verification verdict; the denials; bytes per\n"
 		"host (a bar chart); a timeline of each run's connections; DNS answers; byte caps\n"
-		"hit; alerts. Several logs make one page with a row per run.\n"
+		"hit; alerts; the policy sluice policy suggest makes from the logs and its diff\n"
+		"against the policy each run ran under. Several logs make one page with a row\n"
+		"per run.\n"
 		"\n"
 		"  -o, --output FILE   the page (written beside it, then renamed into place)\n"
 		"  -k, --key PUB       the host's verifier key (default: $SLUICE_PUB, else\n"
@@ -576,6 +581,136 @@ static void alerts(FILE *f, const struct evidence *ev)
 	fputs("</table>\n", f);
 }
 
+/*
+ * The policy file a run named, when it still holds the bytes the run hashed: the path comes from
+ * the log, so nothing of a file whose SHA-256 differs (or that is not a regular file) is parsed
+ * or shown. 0 and *out; else -errno and *why says what, in words that quote nothing of the file.
+ */
+static int policy_in_force(const char *path, const char *sha_hex, struct policy **out,
+			   const char **why)
+{
+	uint8_t sha[TLOG_HASH_SIZE];
+	char hex[2 * TLOG_HASH_SIZE + 1], err[512], *buf = NULL;
+	struct stat st;
+	size_t len = 0, i;
+	int fd, e;
+
+	*out = NULL;
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		*why = "cannot be opened here";
+		return -errno;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		*why = "is not a regular file here";
+		return -EINVAL;
+	}
+	e = policy_read_fd(fd, path, &buf, &len, err, sizeof(err));
+	close(fd);
+	if (e) {
+		*why = "cannot be read here";
+		return e;
+	}
+	tlog_sha256(buf, len, sha);
+	for (i = 0; i < sizeof(sha); i++)
+		snprintf(hex + 2 * i, 3, "%02x", sha[i]);
+	if (strcmp(hex, sha_hex)) {
+		free(buf);
+		*why = "has changed since the run (its SHA-256 is not the one the log names)";
+		return -ESTALE;
+	}
+	e = policy_load_buffer(buf, len, path, out, err, sizeof(err));
+	free(buf);
+	if (e)
+		*why = "does not parse with this sluice";
+	return e;
+}
+
+/*
+ * The suggestion sluice policy suggest makes from these logs, and what it changes against each
+ * policy the runs ran under, as sluice policy diff says it.
+ */
+static void suggestion(FILE *f, const struct evidence *ev, bool unverified)
+{
+	struct policy *sp = NULL;
+	char *text = NULL, *diff = NULL, err[1024];
+	size_t len = 0, dlen, i, j, bad = 0;
+
+	fputs("<h2 id=\"suggest\">Suggested policy</h2>\n", f);
+	for (i = 0; i < ev->n_runs; i++)
+		bad += !ev->runs[i].verified;
+	if (bad && !unverified) {
+		fprintf(f,
+			"<p>None: %zu log%s %s not verify (intact and sealed), and sluice policy "
+			"suggest uses none that does not (--unverified shows one made from them "
+			"anyway).</p>\n",
+			bad, bad == 1 ? "" : "s", bad == 1 ? "does" : "do");
+		return;
+	}
+	if (suggest_text(ev, 0, unverified, "suggested.yaml", &text, &len, err, sizeof(err))) {
+		fputs("<p>None: ", f);
+		T(f, err);
+		fputs("</p>\n", f);
+		return;
+	}
+	fputs("<p class=\"note\">What <code>sluice policy suggest</code> writes for these logs: "
+	      "it allows what the runs did and nothing else. Review it before use.</p>\n<pre>",
+	      f);
+	report_html_lines(f, text, len);
+	fputs("</pre>\n", f);
+	if (policy_load_buffer(text, len, "suggested.yaml", &sp, err, sizeof(err)))
+		goto out;
+	for (i = 0; i < ev->n_runs; i++) {
+		const struct ev_run *r = &ev->runs[i];
+		struct policy *cur = NULL;
+		const char *why = NULL;
+		FILE *m;
+
+		if (!r->policy || !r->policy_sha256)
+			continue;
+		/* each policy once */
+		for (j = 0; j < i; j++)
+			if (ev->runs[j].policy_sha256 &&
+			    !strcmp(ev->runs[j].policy_sha256, r->policy_sha256))
+				break;
+		if (j < i)
+			continue;
+		fputs("<h3>Against the policy in force: <code>", f);
+		T(f, r->policy);
+		fputs("</code></h3>\n", f);
+		if (policy_in_force(r->policy, r->policy_sha256, &cur, &why)) {
+			fputs("<p>No diff: the file ", f);
+			T(f, why);
+			fputs(".</p>\n", f);
+			continue;
+		}
+		diff = NULL;
+		dlen = 0;
+		m = open_memstream(&diff, &dlen);
+		if (m) {
+			size_t n = policy_diff_write(cur, sp, m);
+
+			if (!fclose(m)) {
+				if (!n)
+					fputs("<p>No difference: the suggestion is the policy in "
+					      "force.</p>\n",
+					      f);
+				else {
+					fputs("<pre>", f);
+					report_html_lines(f, diff, dlen);
+					fputs("</pre>\n", f);
+				}
+			}
+			free(diff);
+		}
+		policy_free(cur);
+	}
+out:
+	policy_free(sp);
+	free(text);
+}
+
 static void page(FILE *f, const struct evidence *ev, bool unverified)
 {
 	char now[64];
@@ -604,6 +739,7 @@ static void page(FILE *f, const struct evidence *ev, bool unverified)
 	dns_answers(f, ev);
 	caps_hit(f, ev);
 	alerts(f, ev);
+	suggestion(f, ev, unverified);
 	report_page_tail(f);
 }
 

@@ -42,13 +42,18 @@ static size_t utf8_len(const unsigned char *s, size_t n)
 	return journal_utf8_len(buf);
 }
 
-void report_html_textn(FILE *f, const char *str, size_t len)
+static void escape(FILE *f, const char *str, size_t len, bool lines)
 {
 	const unsigned char *s = (const unsigned char *)str, *end = s + len;
 
 	while (s < end) {
 		size_t n = *s >= 0x80 ? utf8_len(s, (size_t)(end - s)) : 0, i;
 
+		if (lines && *s == '\n') {
+			fputc('\n', f);
+			s++;
+			continue;
+		}
 		switch (*s) {
 		case '&':
 			fputs("&amp;", f);
@@ -85,6 +90,16 @@ void report_html_textn(FILE *f, const char *str, size_t len)
 		}
 		s++;
 	}
+}
+
+void report_html_textn(FILE *f, const char *s, size_t n)
+{
+	escape(f, s, n, false);
+}
+
+void report_html_lines(FILE *f, const char *s, size_t n)
+{
+	escape(f, s, n, true);
 }
 
 void report_html_text(FILE *f, const char *s)

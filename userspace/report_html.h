@@ -27,6 +27,8 @@
 void report_html_text(FILE *f, const char *s);
 /* The same for n bytes of s (NUL bytes included, as \x00). */
 void report_html_textn(FILE *f, const char *s, size_t n);
+/* The same, but "\n" kept as it is: for text sluice wrote itself, shown in a <pre>. */
+void report_html_lines(FILE *f, const char *s, size_t n);
 
 /* Geometry of the charts, in SVG user units (pixels at 100 %). */
 #define REPORT_BAR_WIDTH 360   /* the longest bar */

@@ -151,6 +151,26 @@ static bool check_random(void)
 	return true;
 }
 
+/* For sluice's own text in a <pre>: newlines kept, everything else as in text. */
+static bool check_lines(void)
+{
+	static const char in[] = "a: <b>\n\tc\x1b\n";
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	bool ok;
+
+	if (!f)
+		abort();
+	report_html_lines(f, in, sizeof(in) - 1);
+	fclose(f);
+	ok = !strcmp(buf, "a: &lt;b&gt;\n\\x09c\\x1b\n");
+	if (!ok)
+		snprintf(why, WHY_LEN, "got \"%s\"", buf);
+	free(buf);
+	return ok;
+}
+
 static bool check_bar_len(void)
 {
 	static const struct {
@@ -375,6 +395,7 @@ int main(void)
 	} tests[] = {
 		{"escaping: each attack, written out", check_cases},
 		{"escaping: random bytes give valid UTF-8 without markup", check_random},
+		{"lines: newlines kept for a <pre>, the rest escaped", check_lines},
 		{"bar length: scale, rounding, tiny values visible, no overflow", check_bar_len},
 		{"time axis: place, clamping, no overflow", check_time_x},
 		{"bar chart: rects where and as wide as computed, labels escaped", check_bar_chart},
