@@ -197,7 +197,7 @@ static void runs_table(FILE *f, const struct evidence *ev, bool unverified)
 	fputs("<h2 id=\"runs\">Runs</h2>\n<table><tr><th>run id</th><th>task</th><th>policy</th>"
 	      "<th>policy SHA-256</th><th>mode</th><th>started</th><th>duration</th><th>exit</th>"
 	      "<th>verification</th><th>connections</th><th>denied</th><th>would deny</th>"
-	      "<th>flows</th><th>log</th></tr>\n",
+	      "<th>flows</th></tr>\n",
 	      f);
 	for (i = 0; i < ev->n_runs; i++) {
 		const struct ev_run *r = &ev->runs[i];
@@ -243,18 +243,16 @@ static void runs_table(FILE *f, const struct evidence *ev, bool unverified)
 		td_u(f, r->denied);
 		td_u(f, r->would_deny);
 		td_u(f, r->flows);
-		fputs("<td class=\"mono\">", f);
+		fputs("</tr>\n<tr><td colspan=\"13\" class=\"mono\">log: ", f);
 		T(f, r->path);
-		fputs("</td></tr>\n", f);
 		if (r->n_argv) {
-			fputs("<tr><td colspan=\"14\" class=\"mono\">command: ", f);
+			fputs("<br>command:", f);
 			for (j = 0; j < r->n_argv; j++) {
-				if (j)
-					fputc(' ', f);
+				fputc(' ', f);
 				T(f, r->argv[j]);
 			}
-			fputs("</td></tr>\n", f);
 		}
+		fputs("</td></tr>\n", f);
 	}
 	fputs("</table>\n", f);
 }

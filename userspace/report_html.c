@@ -313,7 +313,7 @@ static const char page_css[] =
 	"table{border-collapse:collapse;margin:.3em 0}td,th{border:1px solid #ccc;"
 	"padding:.2em .5em;text-align:left;vertical-align:top}th{background:#f3f3f3}"
 	"td.n{text-align:right;font-variant-numeric:tabular-nums}"
-	"code,pre,.mono{font-family:monospace;word-break:break-all}"
+	"code,pre,.mono{font-family:monospace;overflow-wrap:anywhere}"
 	"pre{background:#f6f6f6;padding:.6em;white-space:pre-wrap;border:1px solid #ddd}"
 	".verdict{padding:.6em 1em;margin:.6em 0;font-size:1.15em;border:3px solid}"
 	".verdict b{font-size:1.4em;letter-spacing:.05em}"
