@@ -67,7 +67,8 @@ E=$SL_TMP/enforce.jsonl
 R=$SL_TMP/report.jsonl
 tap_check "both logs verify" bash -c "'$SLUICE' verify '$E' >/dev/null && '$SLUICE' verify '$R' >/dev/null"
 
-# has_lines TEXT LINE…: every LINE is a whole line of TEXT
+# has_lines TEXT LINE…: every LINE is a whole line of TEXT (called through tap_check)
+# shellcheck disable=SC2317
 has_lines() {
 	local t=$1 l
 	shift
