@@ -8,6 +8,7 @@
 # stricter one would deny; and an enforced run under the suggestion lets the workload through
 # and denies exactly what the replay predicted, plus an unlisted host.
 
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 require_root
@@ -148,6 +149,15 @@ tap_is "replay of a stricter policy: exit 1" "$rc" 1 || tap_diag_file "$SL_TMP/s
 tap_check "replay of a stricter policy: names the denial of pkgs.acme.example" \
 	grep -Eq 'deny +pkgs\.acme\.example +80/tcp' "$SL_TMP/strict.out"
 
+# Byte caps replayed on the recorded flows: each request carried 1018 bytes.
+capped=$SL_TMP/capped.yaml
+sed 's/^    # max_request_bytes: [0-9_]*/    max_request_bytes: 1000/' "$S" >"$capped"
+"$SLUICE" policy replay "$capped" "$L1" >"$SL_TMP/capped.out" 2>&1
+rc=$?
+tap_check "replay: a max_request_bytes below what a flow carried is a cut (exit 1)" \
+	bash -c "[[ $rc == 1 ]] && grep -Eq '^cut +pkgs\.acme\.example +80/tcp .*max_request_bytes 1000 < 1018 sent' '$SL_TMP/capped.out'" ||
+	tap_diag_file "$SL_TMP/capped.out"
+
 # --- enforce with the suggestion -------------------------------------------------------------
 L3=$SL_TMP/r3.log
 wrun "$S" "$L3" --mode enforce -- "${WORK2[@]}" "?unlisted.example:80"
@@ -193,5 +203,23 @@ tap_is "suggest: -o is left as it was on failure" "$(cat "$SL_TMP/out.yaml")" ke
 "$SLUICE" policy suggest "$bad" "$L2" --unverified -o "$SL_TMP/unv.yaml" >/dev/null 2>&1
 tap_check "suggest --unverified: goes on and says so in the header" \
 	grep -q '^# UNVERIFIED' "$SL_TMP/unv.yaml"
+
+: >"$SL_TMP/empty.log"
+"$SLUICE" policy suggest "$SL_TMP/empty.log" >"$SL_TMP/empty.out" 2>&1
+rc=$?
+tap_check "suggest: an empty log is refused, by name and why" \
+	bash -c "[[ $rc == 1 ]] && grep -q 'empty.log: refused, it does not verify: INVALID: .*empty' '$SL_TMP/empty.out'"
+printf 'default: deny\nrules:\n  - hosts: ["a.example"]\n    ports: [70000]\n' >"$SL_TMP/badp.yaml"
+"$SLUICE" policy replay "$SL_TMP/badp.yaml" "$L1" >"$SL_TMP/badp.out" 2>&1
+rc=$?
+tap_check "replay: a policy that does not parse: exit 2, file:line:col and why" \
+	bash -c "[[ $rc == 2 ]] && grep -q '^sluice policy replay: $SL_TMP/badp.yaml:4:.*70000' '$SL_TMP/badp.out'"
+"$SLUICE" policy diff "$S" "$SL_TMP/badp.yaml" >/dev/null 2>&1
+tap_is "diff: a policy that does not parse: exit 2" "$?" 2
+"$SLUICE" policy diff "$strict" "$S" >"$SL_TMP/diff.out" 2>&1
+rc=$?
+tap_diag_file "$SL_TMP/diff.out"
+tap_check "diff: exit 1 and pkgs.acme.example said as added" \
+	bash -c "[[ $rc == 1 ]] && grep -q '^+ host pkgs.acme.example: now allowed on 80/tcp' '$SL_TMP/diff.out'"
 
 tap_done

@@ -378,8 +378,7 @@ static int index_rebuild(struct evidence *ev, size_t n_slots)
 	return 0;
 }
 
-static long endpoint_lookup(const struct evidence *ev, enum ev_endpoint_kind kind,
-			    const char *name)
+static long endpoint_lookup(const struct evidence *ev, enum ev_endpoint_kind kind, const char *name)
 {
 	const struct ev_index *x = &((struct ev_caps *)ev->priv)->idx;
 	size_t h;
@@ -622,8 +621,11 @@ static int on_decision(struct ev_ctx *c, const struct jsonline *jl, const char *
 {
 	const struct jsonline_member *dst = jsonline_get(jl, "dst");
 
-	/* a redirect to the run's resolver is the DNS line's business, not a connection */
-	if (jis(jl, "rule", "dns"))
+	/*
+	 * A redirect to the run's resolver is the DNS line's business, not a connection. Judged by
+	 * the reason: a policy may name a rule "dns".
+	 */
+	if (jis(jl, "reason", "dns_redirect"))
 		return 0;
 	if (dst && dst->v.kind == JSONLINE_STRING)
 		return on_connection(c, jl, type);
@@ -882,12 +884,13 @@ static char *verdict_of(const struct verify_result *v)
 		break;
 	case VERIFY_LOSS:
 		if (v->restart_gap)
-			n = asprintf(&s,
-				     "LOSS: intact and sealed; %" PRIu64 " kernel records were "
-				     "lost, every one declared in a signed loss record, and %" PRIu64
-				     " kernel records went unaccounted across the writer restart, "
-				     "declared in the signed run_end",
-				     v->declared_loss, v->restart_gap);
+			n = asprintf(
+				&s,
+				"LOSS: intact and sealed; %" PRIu64 " kernel records were "
+				"lost, every one declared in a signed loss record, and %" PRIu64
+				" kernel records went unaccounted across the writer restart, "
+				"declared in the signed run_end",
+				v->declared_loss, v->restart_gap);
 		else
 			n = asprintf(&s,
 				     "LOSS: intact and sealed; %" PRIu64 " kernel records were "
@@ -904,11 +907,12 @@ static char *verdict_of(const struct verify_result *v)
 			n = asprintf(&s, "UNSEALED: intact, but the log file is missing after its "
 					 "rotated segments; no final seal");
 		else
-			n = asprintf(&s,
-				     "UNSEALED: intact, but the last %" PRIu64 " line%s (after the "
-				     "last checkpoint) %s not covered by any signature; no final seal",
-				     v->unsealed_lines, v->unsealed_lines == 1 ? "" : "s",
-				     v->unsealed_lines == 1 ? "is" : "are");
+			n = asprintf(
+				&s,
+				"UNSEALED: intact, but the last %" PRIu64 " line%s (after the "
+				"last checkpoint) %s not covered by any signature; no final seal",
+				v->unsealed_lines, v->unsealed_lines == 1 ? "" : "s",
+				v->unsealed_lines == 1 ? "is" : "are");
 		break;
 	default: {
 		char where[PATH_MAX + 96] = "";
@@ -1068,8 +1072,9 @@ int evidence_read_pub(const char *opt, char *buf, size_t size, char *err, size_t
 		path = getenv("SLUICE_PUB");
 	if (!path || !path[0]) {
 		if (access(DEFAULT_PUB, F_OK)) {
-			snprintf(err, err_len, "no host key: give --key PUB (the .pub file that "
-					       "'sluice keygen' wrote) or set SLUICE_PUB");
+			snprintf(err, err_len,
+				 "no host key: give --key PUB (the .pub file that "
+				 "'sluice keygen' wrote) or set SLUICE_PUB");
 			return -ENOKEY;
 		}
 		path = DEFAULT_PUB;
@@ -1134,7 +1139,8 @@ int evidence_load(const char *prog, char *const *paths, size_t n, const char *ke
 		}
 		if (r->verified)
 			continue;
-		fprintf(stderr, "%s: %s: %s: %s%s\n", prog, evidence_safe(paths[i], err, sizeof(err)),
+		fprintf(stderr, "%s: %s: %s: %s%s\n", prog,
+			evidence_safe(paths[i], err, sizeof(err)),
 			unverified ? "does not verify, used anyway (--unverified)"
 				   : "refused, it does not verify",
 			evidence_safe(r->verdict, safe, sizeof(safe)),

@@ -36,11 +36,11 @@
 
 #include "verify.h"
 
-/* The verdict of a log, as sluice verify's exit status (enum verify_status). */
+/* One log: its run, how it verified (as sluice verify says it), what its lines say of the run. */
 struct ev_run {
-	size_t idx;	    /* position in evidence.runs */
-	char *path;	    /* the LOG as given */
-	int status;	    /* enum verify_status of the log */
+	size_t idx; /* position in evidence.runs */
+	char *path; /* the LOG as given */
+	int status; /* enum verify_status of the log */
 	/*
 	 * The verdict in words, one line, as sluice verify's last line says it:
 	 * "OK: intact and complete", "UNSEALED: intact, but the last 3 lines …",
@@ -54,15 +54,15 @@ struct ev_run {
 
 	/* from run_start (NULL/0 when the log has none) */
 	char *run_id;
-	char *task;	     /* NULL when null in the log */
-	char *policy;	     /* the policy file's path as the run named it */
-	char *policy_sha256; /* 64 hex digits */
-	char *mode;	     /* "enforce" or "report" */
+	char *task;	       /* NULL when null in the log */
+	char *policy;	       /* the policy file's path as the run named it */
+	char *policy_sha256;   /* 64 hex digits */
+	char *mode;	       /* "enforce" or "report" */
 	char *default_verdict; /* "allow" or "deny" */
-	char **argv;	     /* the command, n_argv words */
+	char **argv;	       /* the command, n_argv words */
 	size_t n_argv;
-	int64_t start_ts;    /* microseconds since the epoch: run_start's ts (else log_start's) */
-	int64_t end_ts;	     /* the last line's ts */
+	int64_t start_ts; /* microseconds since the epoch: run_start's ts (else log_start's) */
+	int64_t end_ts;	  /* the last line's ts */
 	/* from run_end */
 	bool has_run_end;
 	char *end_why;
@@ -90,10 +90,10 @@ struct ev_run {
 /* One (port, protocol) of an endpoint. */
 struct ev_port {
 	uint16_t port;
-	char proto[8]; /* "tcp", "udp", … as the log says */
+	char proto[8];	      /* "tcp", "udp", … as the log says */
 	uint64_t connections; /* connection decisions, any verdict */
 	uint64_t allowed, denied, would_deny, blackholed;
-	uint64_t flows;		 /* flow lines */
+	uint64_t flows;			/* flow lines */
 	uint64_t req_bytes, resp_bytes; /* the flows' sums */
 	uint64_t max_req, max_resp;	/* the largest single flow each way */
 	int64_t first_ts, last_ts;	/* of any line naming it */
@@ -114,7 +114,7 @@ enum ev_endpoint_kind {
 
 struct ev_endpoint {
 	enum ev_endpoint_kind kind;
-	char *name;  /* EV_HOST: the name, lower-case; EV_ADDR: the address as the log writes it */
+	char *name; /* EV_HOST: the name, lower-case; EV_ADDR: the address as the log writes it */
 	/* EV_HOST: the CNAME chain the resolver followed under this asked name, in order */
 	char **cnames;
 	size_t n_cnames;
@@ -151,19 +151,19 @@ struct ev_denial {
 	size_t run;
 	enum ev_denial_kind kind;
 	int64_t ts;
-	uint64_t seq;	    /* the line's seq */
+	uint64_t seq; /* the line's seq */
 	bool enforced;
-	char *type;	    /* the line's type: decision, dns, tls, preexisting */
-	char *hook;	    /* NULL when the line has none */
-	char *host;	    /* NULL when none */
-	char *dst;	    /* NULL when none */
+	char *type; /* the line's type: decision, dns, tls, preexisting */
+	char *hook; /* NULL when the line has none */
+	char *host; /* NULL when none */
+	char *dst;  /* NULL when none */
 	uint16_t port;
-	char *proto;	    /* NULL when none */
-	char *rule;	    /* the rule named, or "default", "blackhole"; NULL when none */
-	char *reason;	    /* decision.reason, tls.reason, dns.why; NULL when none */
+	char *proto;  /* NULL when none */
+	char *rule;   /* the rule named, or "default", "blackhole"; NULL when none */
+	char *reason; /* decision.reason, tls.reason, dns.why; NULL when none */
 	char *comm;
-	int64_t pid;	    /* -1 when none */
-	char *what;	    /* surface denials: the line's "what" */
+	int64_t pid; /* -1 when none */
+	char *what;  /* surface denials: the line's "what" */
 };
 
 /* A dns line: what the run's resolver answered. */
@@ -209,9 +209,9 @@ struct ev_conn {
 	char *dst;
 	uint16_t port;
 	char *proto;
-	bool allow;	/* decision allow */
+	bool allow; /* decision allow */
 	bool enforced;
-	bool needed;	/* allow, or a deny not enforced: it went ahead */
+	bool needed; /* allow, or a deny not enforced: it went ahead */
 	char *rule;
 	char *reason;
 	char *comm;
@@ -244,7 +244,8 @@ struct ev_alert {
 struct evidence {
 	struct ev_run *runs;
 	size_t n_runs;
-	struct ev_endpoint *endpoints; /* hosts first (by name), then addresses; see evidence_sort */
+	struct ev_endpoint
+		*endpoints; /* hosts first (by name), then addresses; see evidence_sort */
 	size_t n_endpoints;
 	struct ev_denial *denials;
 	size_t n_denials;

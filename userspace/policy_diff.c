@@ -91,7 +91,8 @@ static const char *reach(const struct policy_rule *r, char *buf, size_t size)
 		snprintf(buf + o, size - o, "/%s%s%s%s%s", r->protocols & SL_PROTO_TCP ? "tcp" : "",
 			 (r->protocols & SL_PROTO_TCP) && (r->protocols & SL_PROTO_UDP) ? ", " : "",
 			 r->protocols & SL_PROTO_UDP ? "udp" : "",
-			 (r->protocols & SL_PROTO_ICMP) && (r->protocols & ~SL_PROTO_ICMP) ? ", " : "",
+			 (r->protocols & SL_PROTO_ICMP) && (r->protocols & ~SL_PROTO_ICMP) ? ", "
+											   : "",
 			 r->protocols & SL_PROTO_ICMP ? "icmp" : "");
 	return buf;
 }
@@ -141,8 +142,9 @@ static size_t caps_diff(const char *what, const char *key, const struct policy_r
 		if (c[i].ha == c[i].hb && c[i].va == c[i].vb)
 			continue;
 		fprintf(out, "~ %s %s: %s %s -> %s (%s)\n", what, key, c[i].name,
-			cap_str(c[i].ha, c[i].va, x, sizeof(x)), cap_str(c[i].hb, c[i].vb, y, sizeof(y)),
-			!c[i].hb		       ? "cap removed"
+			cap_str(c[i].ha, c[i].va, x, sizeof(x)),
+			cap_str(c[i].hb, c[i].vb, y, sizeof(y)),
+			!c[i].hb			? "cap removed"
 			: !c[i].ha || c[i].vb < c[i].va ? "tighter"
 							: "looser");
 		n++;
@@ -218,8 +220,9 @@ size_t policy_diff_write(const struct policy *a, const struct policy *b, FILE *o
 	}
 	if (a->mode != b->mode) {
 		fprintf(out, "~ mode: %s -> %s (%s)\n", mode_word(a->mode), mode_word(b->mode),
-			b->mode == SL_MODE_REPORT ? "denials are only logged from now on, NOT enforced"
-						  : "denials are enforced from now on");
+			b->mode == SL_MODE_REPORT
+				? "denials are only logged from now on, NOT enforced"
+				: "denials are enforced from now on");
 		n++;
 	}
 	if (a->deny_errno != b->deny_errno) {
@@ -237,8 +240,9 @@ size_t policy_diff_write(const struct policy *a, const struct policy *b, FILE *o
 		n++;
 	}
 	if (a->sockets != b->sockets) {
-		fprintf(out, "~ sockets: extra socket kinds changed (0x%x -> 0x%x): see policy "
-			     "check\n",
+		fprintf(out,
+			"~ sockets: extra socket kinds changed (0x%x -> 0x%x): see policy "
+			"check\n",
 			a->sockets, b->sockets);
 		n++;
 	}
@@ -276,14 +280,15 @@ size_t policy_diff_write(const struct policy *a, const struct policy *b, FILE *o
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: sluice policy diff OLD NEW\n"
-		     "\n"
-		     "What changes from policy OLD to NEW, one line each: the default, the mode,\n"
-		     "hosts and CIDRs allowed (+) or no longer allowed (-), their ports, protocols\n"
-		     "and byte caps (~), and the settings around them.\n"
-		     "\n"
-		     "exit status: 0 no difference; 1 differences, listed; 2 usage or a policy that\n"
-		     "does not parse.\n");
+	fprintf(out,
+		"usage: sluice policy diff OLD NEW\n"
+		"\n"
+		"What changes from policy OLD to NEW, one line each: the default, the mode,\n"
+		"hosts and CIDRs allowed (+) or no longer allowed (-), their ports, protocols\n"
+		"and byte caps (~), and the settings around them.\n"
+		"\n"
+		"exit status: 0 no difference; 1 differences, listed; 2 usage or a policy that\n"
+		"does not parse.\n");
 }
 
 int policy_diff_main(int argc, char **argv)

@@ -4,9 +4,10 @@
  * and flows the verified logs recorded. The matching is the policy module's own, the code the
  * resolver and the preexisting-socket scan use (policy_match_host, policy_rule_takes,
  * policy_cidr_match), so a replay and a run cannot disagree on what a rule covers:
- *   - a connection to a name the run's resolver learned is allowed by the first rule listing the
- *     name (the rule the resolver tags its addresses with) when that rule lists the port and
- *     protocol; else by a cidrs rule covering the address; else by default: allow;
+ *   - a connection to a name the run's resolver learned: denied when no rule lists the name
+ *     (enforcing, the resolver answers NXDOMAIN, whatever the default); allowed by the first
+ *     rule listing it (the rule the resolver tags its addresses with) when that rule lists the
+ *     port and protocol; else by a cidrs rule covering the address; else by default: allow;
  *   - a connection without a name: a cidrs rule covering the address, else default: allow;
  *   - the blackhole refuses what the log says it refused, whatever the policy;
  *   - a recorded flow is cut when its rule's max_request_bytes / max_response_bytes is below
@@ -72,6 +73,15 @@ static void judge(const struct policy *p, const char *host, const char *dst, uin
 		family = AF_INET6;
 	if (host) {
 		h = policy_match_host(p, host);
+		/*
+		 * Enforcing, the run's resolver answers NXDOMAIN to a name no rule lists, whatever
+		 * the default or a cidrs rule covering its address: the connection is never made.
+		 */
+		if (h < 0) {
+			snprintf(j->why, sizeof(j->why),
+				 "no rule lists the name (the resolver would answer NXDOMAIN)");
+			return;
+		}
 		if (h >= 0 && bit && policy_rule_takes(&p->rules[h], port, bit)) {
 			j->allow = true;
 			j->rule = h;
@@ -98,9 +108,6 @@ static void judge(const struct policy *p, const char *host, const char *dst, uin
 		snprintf(j->why, sizeof(j->why), "rule %s lists %s but not %u/%s",
 			 policy_rule_name(p, (size_t)h, rn, sizeof(rn)),
 			 evidence_safe(host, safe, sizeof(safe)), port, proto ? proto : "?");
-	else if (host)
-		snprintf(j->why, sizeof(j->why),
-			 "no rule lists the name (the resolver would answer NXDOMAIN)");
 	else
 		snprintf(j->why, sizeof(j->why), "an address without a name, in no cidrs rule");
 }
@@ -116,6 +123,7 @@ struct row {
 	size_t first_run;
 	uint64_t runs_mask; /* the first 64 runs; runs beyond are counted in more_runs */
 	bool more_runs;
+	size_t next; /* the endpoint's next row + 1, 0: none */
 };
 
 struct cut {
@@ -128,6 +136,7 @@ struct rctx {
 	const struct evidence *ev;
 	struct row *rows;
 	size_t n_rows;
+	size_t *first_row; /* per endpoint: its first row + 1, 0: none (rows chain by endpoint) */
 	struct judged *conn_j; /* per ev->conns */
 	struct cut *cuts;
 	size_t n_cuts;
@@ -139,9 +148,9 @@ static int add_row(struct rctx *c, const struct ev_conn *k, const struct judged 
 	struct row *r;
 	size_t i;
 
-	for (i = 0; i < c->n_rows; i++) {
-		r = &c->rows[i];
-		if (r->endpoint == k->endpoint && r->port == k->port && r->allow == j->allow &&
+	for (i = c->first_row[k->endpoint]; i; i = c->rows[i - 1].next) {
+		r = &c->rows[i - 1];
+		if (r->port == k->port && r->allow == j->allow &&
 		    !strcmp(r->proto, k->proto ? k->proto : "?") && !strcmp(r->why, j->why))
 			goto found;
 	}
@@ -157,6 +166,8 @@ static int add_row(struct rctx *c, const struct ev_conn *k, const struct judged 
 	r->allow = j->allow;
 	r->first_run = k->run;
 	memcpy(r->why, j->why, sizeof(r->why));
+	r->next = c->first_row[k->endpoint];
+	c->first_row[k->endpoint] = c->n_rows;
 found:
 	r->conns++;
 	r->needed += k->needed;
@@ -291,7 +302,8 @@ static void print_json(const struct rctx *c, const char *policy_path)
 
 	printf("{\"policy\":");
 	json_str(stdout, policy_path);
-	printf(",\"policy_mode\":\"%s\",\"logs\":[", c->p->mode == SL_MODE_REPORT ? "report" : "enforce");
+	printf(",\"policy_mode\":\"%s\",\"logs\":[",
+	       c->p->mode == SL_MODE_REPORT ? "report" : "enforce");
 	for (i = 0; i < ev->n_runs; i++) {
 		const struct ev_run *r = &ev->runs[i];
 
@@ -340,8 +352,8 @@ static void print_json(const struct rctx *c, const char *policy_path)
 		json_str(stdout, f->dst);
 		printf(",\"port\":%u,\"proto\":", f->port);
 		json_str(stdout, f->proto);
-		printf(",\"req_bytes\":%" PRIu64 ",\"resp_bytes\":%" PRIu64 ",\"cap\":", f->req_bytes,
-		       f->resp_bytes);
+		printf(",\"req_bytes\":%" PRIu64 ",\"resp_bytes\":%" PRIu64 ",\"cap\":",
+		       f->req_bytes, f->resp_bytes);
 		json_str(stdout, c->cuts[i].what);
 		printf("}");
 	}
@@ -357,17 +369,19 @@ static void print_table(const struct rctx *c, const char *policy_path)
 	size_t i, pass;
 
 	printf("replay of %s against %zu log%s (judged as enforced%s):\n",
-	       evidence_safe(policy_path, safe, sizeof(safe)), ev->n_runs, ev->n_runs == 1 ? "" : "s",
+	       evidence_safe(policy_path, safe, sizeof(safe)), ev->n_runs,
+	       ev->n_runs == 1 ? "" : "s",
 	       c->p->mode == SL_MODE_REPORT ? "; the policy itself says mode: report" : "");
 	for (i = 0; i < ev->n_runs; i++) {
 		const struct ev_run *r = &ev->runs[i];
 
-		printf("  %s: run %s, %s mode: %s\n", evidence_safe(r->path, safe, sizeof(safe)),
-		       r->run_id ? r->run_id : "?", r->mode ? r->mode : "?",
-		       r->verdict ? r->verdict : "?");
+		printf("  %s:", evidence_safe(r->path, safe, sizeof(safe)));
+		printf(" run %s,", evidence_safe(r->run_id ? r->run_id : "?", safe, sizeof(safe)));
+		printf(" %s mode:", evidence_safe(r->mode ? r->mode : "?", safe, sizeof(safe)));
+		printf(" %s\n", evidence_safe(r->verdict ? r->verdict : "?", safe, sizeof(safe)));
 	}
-	printf("\n%-6s %-40s %-11s %6s %6s  %s\n", "VERDICT", "DESTINATION", "PORT", "CONNS", "NEEDED",
-	       "WHY");
+	printf("\n%-6s %-40s %-11s %6s %6s  %s\n", "VERDICT", "DESTINATION", "PORT", "CONNS",
+	       "NEEDED", "WHY");
 	/* denials first: they are what the reader is looking for */
 	for (pass = 0; pass < 2; pass++) {
 		for (i = 0; i < c->n_rows; i++) {
@@ -378,7 +392,7 @@ static void print_table(const struct rctx *c, const char *policy_path)
 			snprintf(pp, sizeof(pp), "%u/%s", r->port, r->proto);
 			printf("%-7s %-40s %-11s %6" PRIu64 " %6" PRIu64 "  %s\n",
 			       r->allow ? "allow" : "deny",
-			       evidence_safe(ev->endpoints[r->endpoint].name, safe, sizeof(safe)), pp,
+			       evidence_safe(ev->endpoints[r->endpoint].name, safe, 256), pp,
 			       r->conns, r->needed, evidence_safe(r->why, safe + 256, 256));
 		}
 	}
@@ -386,14 +400,20 @@ static void print_table(const struct rctx *c, const char *policy_path)
 		const struct ev_flow *f = &ev->flows[c->cuts[i].flow];
 
 		snprintf(pp, sizeof(pp), "%u/%s", f->port, f->proto ? f->proto : "?");
-		printf("%-7s %-40s %-11s %6s %6s  %s (run %s)\n", "cut",
-		       evidence_safe(f->host ? f->host : f->dst ? f->dst : "?", safe, sizeof(safe)),
-		       pp, "1", "1", c->cuts[i].what, ev->runs[f->run].run_id);
+		printf("%-7s %-40s %-11s %6s %6s  %s", "cut",
+		       evidence_safe(f->host  ? f->host
+				     : f->dst ? f->dst
+					      : "?",
+				     safe, sizeof(safe)),
+		       pp, "1", "1", c->cuts[i].what);
+		printf(" (run %s)\n",
+		       evidence_safe(ev->runs[f->run].run_id ? ev->runs[f->run].run_id : "?", safe,
+				     sizeof(safe)));
 	}
 	printf("\n%" PRIu64 " connection%s: %" PRIu64 " allowed, %" PRIu64 " denied; %" PRIu64
 	       " needed connection%s denied, %zu flow%s cut by byte caps",
-	       c->allowed + c->denied, c->allowed + c->denied == 1 ? "" : "s", c->allowed, c->denied,
-	       c->needed_denied, c->needed_denied == 1 ? "" : "s", c->n_cuts,
+	       c->allowed + c->denied, c->allowed + c->denied == 1 ? "" : "s", c->allowed,
+	       c->denied, c->needed_denied, c->needed_denied == 1 ? "" : "s", c->n_cuts,
 	       c->n_cuts == 1 ? "" : "s");
 	if (c->relaxed)
 		printf("; %" PRIu64 " denied in the log would now be allowed", c->relaxed);
@@ -416,7 +436,8 @@ static void usage(FILE *out)
 		"  -u, --unverified    use logs that do not verify (said in the output)\n"
 		"  -j, --json          one JSON object instead of the table\n"
 		"\n"
-		"exit status: 0 everything needed would go through; 1 POLICY would deny or cut traffic\n"
+		"exit status: 0 everything needed would go through; 1 POLICY would deny or cut "
+		"traffic\n"
 		"the runs needed (a connection that went ahead: allowed, or denied in report mode\n"
 		"only); 2 usage, a policy that does not parse, or a log refused.\n");
 }
@@ -474,7 +495,8 @@ int policy_replay_main(int argc, char **argv)
 	c.p = p;
 	c.ev = ev;
 	c.conn_j = calloc(ev->n_conns ? ev->n_conns : 1, sizeof(*c.conn_j));
-	if (!c.conn_j)
+	c.first_row = calloc(ev->n_endpoints ? ev->n_endpoints : 1, sizeof(*c.first_row));
+	if (!c.conn_j || !c.first_row)
 		goto nomem;
 	for (i = 0; i < ev->n_conns; i++) {
 		const struct ev_conn *k = &ev->conns[i];
@@ -505,6 +527,7 @@ out:
 	free(c.rows);
 	free(c.cuts);
 	free(c.conn_j);
+	free(c.first_row);
 	evidence_free(ev);
 	policy_free(p);
 	return ret;

@@ -8,6 +8,7 @@
  * parser and compiler before it is written, so policy check accepts what suggest writes.
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -33,19 +34,34 @@
  * label of the name, or a part of a label between hyphens, is one of these words ...
  */
 static const char *const telemetry_words[] = {
-	"telemetry", "analytics", "metrics",  "stats",	 "statistics", "tracking", "tracker",
-	"beacon",    "collect",	  "collector", "events", "crash",      "crashes",  "crashreports",
-	"usage",     "rum",	  "otel",      "otlp",	 "sentry",     "segment",  "mixpanel",
-	"amplitude", "bugsnag",	  "hotjar",    "posthog", "datadog",   "newrelic", "honeycomb",
+	"telemetry", "analytics", "metrics",   "stats",	  "statistics", "tracking", "tracker",
+	"beacon",    "collect",	  "collector", "events",  "crash",	"crashes",  "crashreports",
+	"usage",     "rum",	  "otel",      "otlp",	  "sentry",	"segment",  "mixpanel",
+	"amplitude", "bugsnag",	  "hotjar",    "posthog", "datadog",	"newrelic", "honeycomb",
 };
 
 /* ... or the name is, or is below, one of these vendors' domains. */
 static const char *const telemetry_domains[] = {
-	"google-analytics.com", "googletagmanager.com", "doubleclick.net", "app-measurement.com",
-	"datadoghq.com",	"datadoghq.eu",		"newrelic.com",	   "nr-data.net",
-	"sentry.io",		"segment.io",		"segment.com",	   "mixpanel.com",
-	"amplitude.com",	"honeycomb.io",		"bugsnag.com",	   "hotjar.com",
-	"posthog.com",		"crashlytics.com",	"launchdarkly.com", "scarf.sh",
+	"google-analytics.com",
+	"googletagmanager.com",
+	"doubleclick.net",
+	"app-measurement.com",
+	"datadoghq.com",
+	"datadoghq.eu",
+	"newrelic.com",
+	"nr-data.net",
+	"sentry.io",
+	"segment.io",
+	"segment.com",
+	"mixpanel.com",
+	"amplitude.com",
+	"honeycomb.io",
+	"bugsnag.com",
+	"hotjar.com",
+	"posthog.com",
+	"crashlytics.com",
+	"launchdarkly.com",
+	"scarf.sh",
 };
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -149,7 +165,19 @@ struct sctx {
 	const struct evidence *ev;
 	size_t min_runs;
 	FILE *f;
+	/* per endpoint: 0 not yet asked, 1 a host name the policy takes, 2 not (host_ok is a parse)
+	 */
+	unsigned char *name_ok;
 };
+
+static bool name_ok(const struct sctx *s, const struct ev_endpoint *e)
+{
+	size_t i = (size_t)(e - s->ev->endpoints);
+
+	if (!s->name_ok[i])
+		s->name_ok[i] = host_ok(e->name) ? 1 : 2;
+	return s->name_ok[i] == 1;
+}
 
 static void runs_list(const struct sctx *s, const struct ev_endpoint *e, FILE *f)
 {
@@ -186,18 +214,21 @@ static void stats(const struct sctx *s, const struct ev_endpoint *e, const char 
 	runs_list(s, e, f);
 	fprintf(f, "); first seen %s, last %s\n", a, b);
 	if (e->would_deny || e->denied)
-		fprintf(f, "%s  %" PRIu64 " allowed, %" PRIu64 " denied in report mode only, %" PRIu64
-			   " denied under enforcement\n",
+		fprintf(f,
+			"%s  %" PRIu64 " allowed, %" PRIu64 " denied in report mode only, %" PRIu64
+			" denied under enforcement\n",
 			pfx, e->allowed, e->would_deny, e->denied);
 	if (e->flows)
-		fprintf(f, "%s  bytes: %s sent, %s received in %" PRIu64 " flow%s; largest request "
-			   "%s, largest response %s\n",
+		fprintf(f,
+			"%s  bytes: %s sent, %s received in %" PRIu64 " flow%s; largest request "
+			"%s, largest response %s\n",
 			pfx, num(e->req_bytes, a, sizeof(a)), num(e->resp_bytes, b, sizeof(b)),
 			e->flows, e->flows == 1 ? "" : "s", num(e->max_req, safe, 32),
 			num(e->max_resp, safe + 32, 32));
 	else
-		fprintf(f, "%s  bytes: none recorded (only allowed flows are counted: a report-mode "
-			   "denial starts no count)\n",
+		fprintf(f,
+			"%s  bytes: none recorded (only allowed flows are counted: a report-mode "
+			"denial starts no count)\n",
 			pfx);
 	for (i = 0; i < e->n_uses; i++) {
 		if (e->uses[i].req_bytes > run_req)
@@ -264,7 +295,8 @@ static void rule_body(const struct sctx *s, const struct ev_endpoint *e, const c
 	fprintf(f, "%s    protocols: [%s%s%s]\n", lp, tcp ? "tcp" : "", tcp && udp ? ", " : "",
 		udp ? "udp" : "");
 	if (tcp && udp)
-		fprintf(f, "%s    # tcp and udp were both seen: the rule lists every port for both\n",
+		fprintf(f,
+			"%s    # tcp and udp were both seen: the rule lists every port for both\n",
 			lp);
 	if (other)
 		fprintf(f, "%s    # other protocols were seen too (not listed): see the log\n", lp);
@@ -281,8 +313,9 @@ static void rule_body(const struct sctx *s, const struct ev_endpoint *e, const c
 			if (e->uses[i].resp_bytes > run_resp)
 				run_resp = e->uses[i].resp_bytes;
 		}
-		fprintf(f, "%s    # max_total_request_bytes: %s  # largest run total %s (%zu run%s); "
-			   "%s\n",
+		fprintf(f,
+			"%s    # max_total_request_bytes: %s  # largest run total %s (%zu run%s); "
+			"%s\n",
 			lp, num(cap_for(run_req), a, sizeof(a)), num(run_req, b, sizeof(b)), nr,
 			nr == 1 ? "" : "s", CAP_MARGIN);
 		fprintf(f, "%s    # max_total_response_bytes: %s  # largest run total %s; %s\n", lp,
@@ -302,13 +335,12 @@ static bool has_tcp_udp(const struct ev_endpoint *e)
 	return false;
 }
 
-static unsigned int flags_of(const struct sctx *s, const struct ev_endpoint *e,
-			     const char **tele)
+static unsigned int flags_of(const struct sctx *s, const struct ev_endpoint *e, const char **tele)
 {
 	unsigned int fl = FLAG_NONE;
 
 	*tele = NULL;
-	if (!host_ok(e->name))
+	if (!name_ok(s, e))
 		return FLAG_BADNAME;
 	*tele = suggest_telemetry_match(e->name);
 	if (*tele)
@@ -334,8 +366,9 @@ static void flag_lines(const struct sctx *s, const struct ev_endpoint *e, unsign
 	size_t nr = runs_needed(e);
 
 	if (fl & FLAG_TELEMETRY)
-		fprintf(s->f, "#   # telemetry? the name has \"%s\", on the telemetry list "
-			      "(sluice(8), POLICY SUGGEST)\n",
+		fprintf(s->f,
+			"#   # telemetry? the name has \"%s\", on the telemetry list "
+			"(sluice(8), POLICY SUGGEST)\n",
 			tele);
 	if (fl & FLAG_SINGLE) {
 		if (nr == 1)
@@ -360,7 +393,7 @@ static void wildcards(const struct sctx *s)
 		const char *parent, *tele;
 		size_t n = 0;
 
-		if (e->kind != EV_HOST || !e->needed || !has_tcp_udp(e) || !host_ok(e->name))
+		if (e->kind != EV_HOST || !e->needed || !has_tcp_udp(e) || !name_ok(s, e))
 			continue;
 		parent = strchr(e->name, '.');
 		if (!parent || !strchr(parent + 1, '.'))
@@ -371,7 +404,7 @@ static void wildcards(const struct sctx *s)
 			const struct ev_endpoint *o = &ev->endpoints[j];
 			const char *op = o->kind == EV_HOST ? strchr(o->name, '.') : NULL;
 
-			if (op && o->needed && has_tcp_udp(o) && host_ok(o->name) &&
+			if (op && o->needed && has_tcp_udp(o) && name_ok(s, o) &&
 			    !strcmp(op + 1, parent))
 				break;
 		}
@@ -381,7 +414,7 @@ static void wildcards(const struct sctx *s)
 			const struct ev_endpoint *o = &ev->endpoints[j];
 			const char *op = o->kind == EV_HOST ? strchr(o->name, '.') : NULL;
 
-			n += op && o->needed && has_tcp_udp(o) && host_ok(o->name) &&
+			n += op && o->needed && has_tcp_udp(o) && name_ok(s, o) &&
 			     !strcmp(op + 1, parent);
 		}
 		if (n < 2)
@@ -397,13 +430,15 @@ static void wildcards(const struct sctx *s)
 			const char *op = o->kind == EV_HOST ? strchr(o->name, '.') : NULL;
 			unsigned int fl;
 
-			if (!(op && o->needed && has_tcp_udp(o) && host_ok(o->name) &&
+			if (!(op && o->needed && has_tcp_udp(o) && name_ok(s, o) &&
 			      !strcmp(op + 1, parent)))
 				continue;
 			fl = flags_of(s, o, &tele);
 			fprintf(s->f, " %s%s%s%s", evidence_safe(o->name, safe, sizeof(safe)),
 				fl ? " (flagged:" : "", fl & FLAG_TELEMETRY ? " telemetry" : "",
-				fl & FLAG_SINGLE ? " single run)" : fl ? ")" : "");
+				fl & FLAG_SINGLE ? " single run)"
+				: fl		 ? ")"
+						 : "");
 		}
 		fprintf(s->f, "\n");
 	}
@@ -417,18 +452,22 @@ static void header(const struct sctx *s, bool unverified)
 
 	for (i = 0; i < ev->n_runs; i++)
 		bad += !ev->runs[i].verified;
-	fprintf(s->f, "# Suggested by sluice policy suggest from %zu log%s. Review every rule before "
-		      "using it.\n",
+	fprintf(s->f,
+		"# Suggested by sluice policy suggest from %zu log%s. Review every rule before "
+		"using it.\n",
 		ev->n_runs, ev->n_runs == 1 ? "" : "s");
 	if (unverified && bad)
-		fprintf(s->f, "# UNVERIFIED: %zu log%s below did not verify and %s used anyway "
-			      "(--unverified): what %s show may have been changed.\n",
-			bad, bad == 1 ? "" : "s", bad == 1 ? "was" : "were", bad == 1 ? "it" : "they");
+		fprintf(s->f,
+			"# UNVERIFIED: %zu log%s below did not verify and %s used anyway "
+			"(--unverified): what %s show may have been changed.\n",
+			bad, bad == 1 ? "" : "s", bad == 1 ? "was" : "were",
+			bad == 1 ? "it" : "they");
 	for (i = 0; i < ev->n_runs; i++) {
 		const struct ev_run *r = &ev->runs[i];
 
 		fprintf(s->f, "#   %s:", evidence_safe(r->path, safe, sizeof(safe)));
-		fprintf(s->f, " run %s", evidence_safe(r->run_id ? r->run_id : "?", safe, sizeof(safe)));
+		fprintf(s->f, " run %s",
+			evidence_safe(r->run_id ? r->run_id : "?", safe, sizeof(safe)));
 		if (r->task)
 			fprintf(s->f, ", task %s", evidence_safe(r->task, safe, sizeof(safe)));
 		evidence_utc(r->start_ts, a, sizeof(a));
@@ -446,8 +485,10 @@ static void header(const struct sctx *s, bool unverified)
 	}
 	fprintf(s->f,
 		"#\n"
-		"# Allowed below: every host the runs reached by name and that went ahead (allowed, or\n"
-		"# denied in report mode only), on the ports and protocols seen; one rule per host.\n"
+		"# Allowed below: every host the runs reached by name and that went ahead "
+		"(allowed, or\n"
+		"# denied in report mode only), on the ports and protocols seen; one rule per "
+		"host.\n"
 		"# Flagged and left commented out, with why (uncomment what you accept):\n"
 		"#   single run: used in fewer than --min-runs %zu of the runs;\n"
 		"#   telemetry?: a piece of the name, or its domain, is on the list in sluice(8);\n"
@@ -491,11 +532,13 @@ static void body(const struct sctx *s)
 		if (!fl)
 			continue;
 		if (!flagged++)
-			fprintf(f, "\n# Flagged: seen going ahead, but not allowed until you uncomment "
+			fprintf(f, "\n# Flagged: seen going ahead, but not allowed until you "
+				   "uncomment "
 				   "it.\n");
 		if (fl & FLAG_BADNAME) {
-			fprintf(f, "#   %s: not a name a policy can hold (%" PRIu64
-				   " connections); look at the log\n",
+			fprintf(f,
+				"#   %s: not a name a policy can hold (%" PRIu64
+				" connections); look at the log\n",
 				evidence_safe(e->name, safe, sizeof(safe)), e->needed);
 			continue;
 		}
@@ -509,14 +552,16 @@ static void body(const struct sctx *s)
 	for (i = 0; i < ev->n_endpoints; i++) {
 		const struct ev_endpoint *e = &ev->endpoints[i];
 		bool v6 = strchr(e->name, ':') != NULL;
+		unsigned char bin[16];
 
 		if (e->kind != EV_ADDR || !e->needed)
 			continue;
 		if (!addrs++)
-			fprintf(f, "\n# Addresses reached without a name: not allowed. A build that "
-				   "dials IPs is worth a look;\n# if it must, uncomment.\n");
+			fprintf(f,
+				"\n# Addresses reached without a name: not allowed. A build that "
+				"dials IPs is worth a look;\n# if it must, uncomment.\n");
 		stats(s, e, "#   # ");
-		if (strspn(e->name, "0123456789abcdef:.") != strlen(e->name)) {
+		if (inet_pton(v6 ? AF_INET6 : AF_INET, e->name, bin) != 1) {
 			fprintf(f, "#   # (not an address a policy can hold)\n");
 			continue;
 		}
@@ -531,8 +576,9 @@ static void body(const struct sctx *s)
 		if (!e->blackholed)
 			continue;
 		if (!blackholed++)
-			fprintf(f, "\n# Refused by the blackhole (no policy can allow these; the run "
-				   "tried):\n");
+			fprintf(f,
+				"\n# Refused by the blackhole (no policy can allow these; the run "
+				"tried):\n");
 		fprintf(f, "#   %s: %" PRIu64 " connection%s refused\n",
 			evidence_safe(e->name, safe, sizeof(safe)), e->blackholed,
 			e->blackholed == 1 ? "" : "s");
@@ -543,8 +589,9 @@ static void body(const struct sctx *s)
 		if (!d->decision || strcmp(d->decision, "refused"))
 			continue;
 		if (!blackholed++)
-			fprintf(f, "\n# Refused by the blackhole (no policy can allow these; the run "
-				   "tried):\n");
+			fprintf(f,
+				"\n# Refused by the blackhole (no policy can allow these; the run "
+				"tried):\n");
 		fprintf(f, "#   %s: answer refused",
 			evidence_safe(d->host ? d->host : "?", safe, sizeof(safe)));
 		fprintf(f, " (%s)\n", evidence_safe(d->why ? d->why : "", safe, sizeof(safe)));
@@ -556,8 +603,9 @@ static void body(const struct sctx *s)
 		if (e->needed || !e->denied)
 			continue;
 		if (!denied++)
-			fprintf(f, "\n# Denied under enforcement and never allowed in these runs (not "
-				   "added):\n");
+			fprintf(f,
+				"\n# Denied under enforcement and never allowed in these runs (not "
+				"added):\n");
 		fprintf(f, "#   %s: %" PRIu64 " connection%s denied\n",
 			evidence_safe(e->name, safe, sizeof(safe)), e->denied,
 			e->denied == 1 ? "" : "s");
@@ -583,9 +631,11 @@ static void usage(FILE *out)
 		"usage: sluice policy suggest LOG... [--key PUB] [--min-runs N] [--unverified]\n"
 		"                             [-o FILE]\n"
 		"\n"
-		"A policy from what verified runs did: one rule per host they reached by name (allowed,\n"
+		"A policy from what verified runs did: one rule per host they reached by name "
+		"(allowed,\n"
 		"or denied in report mode only), with the ports and protocols seen; flagged hosts\n"
-		"(single run, telemetry-looking), addresses without a name and wildcards are written\n"
+		"(single run, telemetry-looking), addresses without a name and wildcards are "
+		"written\n"
 		"commented out with the reason; byte caps are suggested, commented. Every log is\n"
 		"verified first; one that does not verify is refused.\n"
 		"\n"
@@ -594,10 +644,12 @@ static void usage(FILE *out)
 		"  -m, --min-runs N    flag a host used in fewer than N runs (default: 2 with two\n"
 		"                      logs or more, else 1)\n"
 		"  -u, --unverified    use logs that do not verify, and say so in the output\n"
-		"  -o, --output FILE   write the policy to FILE (replaced whole, or left as it was on\n"
+		"  -o, --output FILE   write the policy to FILE (replaced whole, or left as it was "
+		"on\n"
 		"                      failure) instead of stdout\n"
 		"\n"
-		"exit status: 0 written; 1 a log refused or unreadable, or the output not written;\n"
+		"exit status: 0 written; 1 a log refused or unreadable, or the output not "
+		"written;\n"
 		"2 usage.\n");
 }
 
@@ -644,10 +696,16 @@ int suggest_text(const struct evidence *ev, size_t min_runs, bool unverified, co
 	*len = 0;
 	s.ev = ev;
 	s.min_runs = min_runs ? min_runs : ev->n_runs >= 2 ? 2 : 1;
+	s.name_ok = calloc(ev->n_endpoints ? ev->n_endpoints : 1, 1);
+	if (!s.name_ok) {
+		snprintf(err, err_len, "%s", strerror(ENOMEM));
+		return -ENOMEM;
+	}
 	s.f = open_memstream(text, len);
 	if (!s.f) {
+		ret = -errno;
 		snprintf(err, err_len, "%s", strerror(errno));
-		return -errno;
+		goto out;
 	}
 	header(&s, unverified);
 	body(&s);
@@ -665,6 +723,7 @@ int suggest_text(const struct evidence *ev, size_t min_runs, bool unverified, co
 out:
 	policy_compiled_free(pc);
 	policy_free(p);
+	free(s.name_ok);
 	if (ret) {
 		free(*text);
 		*text = NULL;
@@ -675,12 +734,9 @@ out:
 int policy_suggest_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"key", required_argument, NULL, 'k'},
-		{"min-runs", required_argument, NULL, 'm'},
-		{"unverified", no_argument, NULL, 'u'},
-		{"output", required_argument, NULL, 'o'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+		{"key", required_argument, NULL, 'k'},	{"min-runs", required_argument, NULL, 'm'},
+		{"unverified", no_argument, NULL, 'u'}, {"output", required_argument, NULL, 'o'},
+		{"help", no_argument, NULL, 'h'},	{NULL, 0, NULL, 0},
 	};
 	struct evidence *ev = NULL;
 	const char *key = NULL, *out = NULL;
@@ -700,8 +756,9 @@ int policy_suggest_main(int argc, char **argv)
 			errno = 0;
 			min_runs = strtol(optarg, &end, 10);
 			if (errno || *end || min_runs < 1 || min_runs > 1000000) {
-				fprintf(stderr, PROG ": --min-runs: expected a number 1-1000000, got "
-						     "\"%s\"\n",
+				fprintf(stderr,
+					PROG ": --min-runs: expected a number 1-1000000, got "
+					     "\"%s\"\n",
 					optarg);
 				return 2;
 			}

@@ -66,8 +66,8 @@ static void tw_line(struct tw *w, const char *type, const char *fmt, ...)
 		sprintf(prev + 2 * i, "%02x", w->prev[i]);
 	w->ts += 100000;
 	n = snprintf(line, sizeof(line),
-		     "{\"seq\":%" PRIu64 ",\"prev\":\"%s\",\"ts\":%" PRId64 ",\"type\":\"%s\",", w->seq,
-		     prev, w->ts, type);
+		     "{\"seq\":%" PRIu64 ",\"prev\":\"%s\",\"ts\":%" PRId64 ",\"type\":\"%s\",",
+		     w->seq, prev, w->ts, type);
 	va_start(ap, fmt);
 	n += vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
 	va_end(ap);
@@ -91,8 +91,9 @@ static void tw_checkpoint(struct tw *w, const char *reason)
 	    note_sign(w->run, text, strlen(text), note, sizeof(note), &len))
 		exit(2);
 	esc(note, e);
-	tw_line(w, "checkpoint", "\"reason\":\"%s\",\"size\":%" PRIu64 ",\"root\":\"%s\",\"note\":\"%s\"",
-		reason, w->seq, b64, e);
+	tw_line(w, "checkpoint",
+		"\"reason\":\"%s\",\"size\":%" PRIu64 ",\"root\":\"%s\",\"note\":\"%s\"", reason,
+		w->seq, b64, e);
 }
 
 static void tw_start(struct tw *w, const char *path, const char *run_id,
@@ -115,7 +116,8 @@ static void tw_start(struct tw *w, const char *path, const char *run_id,
 		exit(2);
 	esc(note, cert);
 	tw_line(w, "log_start",
-		"\"origin\":\"%s\",\"run_id\":\"%s\",\"key\":\"%s\",\"host_key\":\"%s\",\"cert\":\"%s\","
+		"\"origin\":\"%s\",\"run_id\":\"%s\",\"key\":\"%s\",\"host_key\":\"%s\",\"cert\":"
+		"\"%s\","
 		"\"checkpoint_lines\":1000,\"checkpoint_secs\":10,\"format\":1",
 		w->origin, run_id, key, g.host_vkey, cert);
 	tw_line(w, "run_start",
@@ -141,8 +143,8 @@ static void tw_end(struct tw *w)
 }
 
 #define CONN(dec, enf, rule, reason, host, dst, port, proto)                                       \
-	"\"hook\":\"connect4\",\"decision\":\"" dec "\",\"enforced\":" enf ",\"rule\":\"" rule      \
-	"\",\"reason\":\"" reason "\",\"family\":\"ipv4\",\"proto\":\"" proto "\",\"host\":" host    \
+	"\"hook\":\"connect4\",\"decision\":\"" dec "\",\"enforced\":" enf ",\"rule\":\"" rule     \
+	"\",\"reason\":\"" reason "\",\"family\":\"ipv4\",\"proto\":\"" proto "\",\"host\":" host  \
 	",\"dst\":\"" dst "\",\"port\":" port ",\"pid\":42,\"comm\":\"make\""
 #define FLOW(host, dst, port, req, resp)                                                           \
 	"\"host\":" host ",\"dst\":\"" dst "\",\"port\":" port ",\"proto\":\"tcp\",\"decision\":"  \
@@ -158,12 +160,14 @@ static void write_logs(void)
 	tw_start(&w, g.log_a, "run-a", g.run_a, "report");
 	tw_line(&w, "dns",
 		"\"host\":\"Api.Example\",\"qtype\":\"A\",\"decision\":\"allow\",\"enforced\":true,"
-		"\"rule\":\"r\",\"rcode\":\"NOERROR\",\"comm\":\"make\",\"answers\":[\"198.51.100.12\"],"
+		"\"rule\":\"r\",\"rcode\":\"NOERROR\",\"comm\":\"make\",\"answers\":[\"198.51.100."
+		"12\"],"
 		"\"cname\":[\"edge.cdn.example\",\"e2.cdn.example\"]");
 	tw_rec(&w, "decision",
 	       CONN("allow", "true", "dns", "dns_redirect", "null", "10.255.255.53", "53", "udp"));
 	tw_rec(&w, "decision",
-	       CONN("allow", "true", "r", "rule", "\"api.example\"", "198.51.100.12", "443", "tcp"));
+	       CONN("allow", "true", "r", "rule", "\"api.example\"", "198.51.100.12", "443",
+		    "tcp"));
 	tw_rec(&w, "flow", FLOW("\"api.example\"", "198.51.100.12", "443", "100", "5000"));
 	tw_rec(&w, "decision",
 	       CONN("deny", "false", "default", "default_deny", "\"pkgs.example\"", "198.51.100.11",
@@ -186,7 +190,8 @@ static void write_logs(void)
 
 	tw_start(&w, g.log_b, "run-b", g.run_b, "enforce");
 	tw_rec(&w, "decision",
-	       CONN("allow", "true", "r", "rule", "\"api.example\"", "198.51.100.13", "443", "tcp"));
+	       CONN("allow", "true", "r", "rule", "\"api.example\"", "198.51.100.13", "443",
+		    "tcp"));
 	tw_rec(&w, "flow", FLOW("\"api.example\"", "198.51.100.13", "443", "300", "10"));
 	tw_rec(&w, "decision",
 	       CONN("deny", "true", "default", "default_deny", "\"pkgs.example\"", "198.51.100.11",
@@ -246,16 +251,18 @@ static bool check_model(char *why)
 	       ev->runs[0].connections);
 	EXPECT(ev->runs[0].allowed == 1 && ev->runs[0].would_deny == 2 &&
 		       ev->runs[0].blackholed == 1 && ev->runs[0].denied == 0,
-	       "run a: 1 allowed, 2 would-deny, 1 blackholed; got %" PRIu64 " %" PRIu64
-	       " %" PRIu64 " %" PRIu64,
+	       "run a: 1 allowed, 2 would-deny, 1 blackholed; got %" PRIu64 " %" PRIu64 " %" PRIu64
+	       " %" PRIu64,
 	       ev->runs[0].allowed, ev->runs[0].would_deny, ev->runs[0].blackholed,
 	       ev->runs[0].denied);
 	EXPECT(!evidence_find(ev, EV_ADDR, "10.255.255.53"), "no endpoint for the DNS redirect");
 
 	e = evidence_find(ev, EV_HOST, "api.example");
 	EXPECT(e, "api.example is a host (lower-cased from the dns line too)");
-	EXPECT(e->n_uses == 2 && e->needed == 2 && e->connections == 2, "api.example: 2 runs, 2 "
-	       "needed; got %zu %" PRIu64, e->n_uses, e->needed);
+	EXPECT(e->n_uses == 2 && e->needed == 2 && e->connections == 2,
+	       "api.example: 2 runs, 2 "
+	       "needed; got %zu %" PRIu64,
+	       e->n_uses, e->needed);
 	EXPECT(e->flows == 2 && e->req_bytes == 400 && e->resp_bytes == 5010 && e->max_req == 300 &&
 		       e->max_resp == 5000,
 	       "api.example bytes: got flows %" PRIu64 " req %" PRIu64 " resp %" PRIu64
@@ -267,8 +274,8 @@ static bool check_model(char *why)
 	       "CNAME chain under the asked name");
 	EXPECT(e->n_dsts == 2 && e->n_answers == 1, "addresses: 2 reached, 1 answered");
 	EXPECT(e->cuts == 1 && e->dns_queries == 1, "a cut and a query");
-	EXPECT(e->first_ts == 1796000000000000 + 3 * 100000, "first seen at the dns line, got %"
-	       PRId64, e->first_ts);
+	EXPECT(e->first_ts == 1796000000000000 + 3 * 100000,
+	       "first seen at the dns line, got %" PRId64, e->first_ts);
 	p = port_of(e, 443, "tcp");
 	EXPECT(p && p->allowed == 2 && p->max_resp == 5000, "api.example 443/tcp");
 
@@ -283,9 +290,12 @@ static bool check_model(char *why)
 	e = evidence_find(ev, EV_ADDR, "203.0.113.7");
 	EXPECT(e && port_of(e, 9999, "udp") && e->needed == 1, "an address without a name, udp");
 
-	EXPECT(ev->n_denials == 5, "denials: 2 would-deny, 1 blackhole, 1 surface, 1 enforced; "
-	       "got %zu", ev->n_denials);
-	EXPECT(ev->denials[3].kind == EV_DENY_SURFACE && !strcmp(ev->denials[3].what, "packet socket"),
+	EXPECT(ev->n_denials == 5,
+	       "denials: 2 would-deny, 1 blackhole, 1 surface, 1 enforced; "
+	       "got %zu",
+	       ev->n_denials);
+	EXPECT(ev->denials[3].kind == EV_DENY_SURFACE &&
+		       !strcmp(ev->denials[3].what, "packet socket"),
 	       "the surface denial keeps its what");
 	EXPECT(ev->n_cuts == 1 && !strcmp(ev->cuts[0].cap, "max_response_bytes") &&
 		       ev->cuts[0].limit == 4000,
@@ -321,8 +331,8 @@ static bool check_refusals(char *why)
 	r = &ev->runs[0];
 	EXPECT(r->status == VERIFY_INVALID && !r->verified && !strcmp(r->verdict_word, "tampered"),
 	       "tampered status");
-	EXPECT(!strncmp(r->verdict, "INVALID: line 6 (seq 5)", 23), "the verdict names line 6, got %s",
-	       r->verdict);
+	EXPECT(!strncmp(r->verdict, "INVALID: line 6 (seq 5)", 23),
+	       "the verdict names line 6, got %s", r->verdict);
 	/* only the lines before the bad one are in the model */
 	EXPECT(r->connections == 1, "lines before the bad one only: got %" PRIu64, r->connections);
 	evidence_free(ev);
@@ -338,7 +348,8 @@ static bool check_refusals(char *why)
 	       "a missing file is an error naming it: %d %s", e, err);
 	evidence_free(ev);
 	ev = NULL;
-	EXPECT(evidence_load("test", em, 1, NULL, false, &ev) == -EBADMSG, "an empty log is refused");
+	EXPECT(evidence_load("test", em, 1, NULL, false, &ev) == -EBADMSG,
+	       "an empty log is refused");
 	(void)o;
 	return true;
 }

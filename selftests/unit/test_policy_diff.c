@@ -78,7 +78,8 @@ static bool check_changes(char *why)
 		"~ host api.example: 443/tcp -> 443, 8443/tcp\n",
 		"~ host api.example: max_request_bytes none -> 10 (tighter)\n",
 		"~ host api.example: max_response_bytes 5000 -> 1000 (tighter)\n",
-		"+ host *.cdn.example: now allowed on 80/tcp (rule \"pkgs\"): a wildcard, every name "
+		"+ host *.cdn.example: now allowed on 80/tcp (rule \"pkgs\"): a wildcard, every "
+		"name "
 		"below it\n",
 		"- host old.example: no longer allowed (was 80/tcp, rule \"pkgs\")\n",
 		"+ cidr 203.0.113.0/24: now allowed on any port/udp (rule 3)\n",
