@@ -30,7 +30,9 @@ rules="rules:
     hosts: [\"$NAME\"]
     ports: [80]
     protocols: [tcp]"
-printf 'default: deny\nmode: enforce\n%s\n' "$rules" >"$SL_TMP/enforce.yaml"
+ACCESS='https://access.example.test/request?host={host}'
+printf 'default: deny\nmode: enforce\nrequest_access: "%s"\n%s\n' "$ACCESS" "$rules" \
+	>"$SL_TMP/enforce.yaml"
 printf 'default: deny\nmode: report\n%s\n' "$rules" >"$SL_TMP/report.yaml"
 
 # The workload: resolve the name, send 3000 bytes to it, then connect to an unlisted host.
@@ -100,6 +102,8 @@ tap_check "a row per run: both run ids" has_lines "$text" "$E_ID" "$R_ID"
 tap_check "the policy's SHA-256 is shown" grep -qF "$(sha256sum "$SL_TMP/enforce.yaml" | cut -c1-64)" <<<"$text"
 tap_check "the denial and the would-be denial of 198.51.100.20" \
 	has_lines "$text" denied "would deny" 198.51.100.20
+tap_check "the enforce run's denial has the policy's request-access link, as text" \
+	has_lines "$text" "${ACCESS/\{host\}/198.51.100.20}"
 tap_check "the host's bytes sent: 3000 per run, 6000 in all" has_lines "$text" 3000 6000
 tap_check "the DNS answer" has_lines "$text" "$NAME" 198.51.100.10
 tap_check "the suggested policy: a rule for the name, on the port seen" \

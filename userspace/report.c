@@ -257,6 +257,86 @@ static void runs_table(FILE *f, const struct evidence *ev, bool unverified)
 	fputs("</table>\n", f);
 }
 
+/*
+ * The policy file a run named, when it still holds the bytes the run hashed: the path comes from
+ * the log, so nothing of a file whose SHA-256 differs (or that is not a regular file) is parsed
+ * or shown. 0 and *out; else -errno and *why says what, in words that quote nothing of the file.
+ */
+static int policy_in_force(const char *path, const char *sha_hex, struct policy **out,
+			   const char **why)
+{
+	uint8_t sha[TLOG_HASH_SIZE];
+	char hex[2 * TLOG_HASH_SIZE + 1], err[512], *buf = NULL;
+	struct stat st;
+	size_t len = 0, i;
+	int fd, e;
+
+	*out = NULL;
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		*why = "cannot be opened here";
+		return -errno;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		*why = "is not a regular file here";
+		return -EINVAL;
+	}
+	e = policy_read_fd(fd, path, &buf, &len, err, sizeof(err));
+	close(fd);
+	if (e) {
+		*why = "cannot be read here";
+		return e;
+	}
+	tlog_sha256(buf, len, sha);
+	for (i = 0; i < sizeof(sha); i++)
+		snprintf(hex + 2 * i, 3, "%02x", sha[i]);
+	if (strcmp(hex, sha_hex)) {
+		free(buf);
+		*why = "has changed since the run (its SHA-256 is not the one the log names)";
+		return -ESTALE;
+	}
+	e = policy_load_buffer(buf, len, path, out, err, sizeof(err));
+	free(buf);
+	if (e)
+		*why = "does not parse with this sluice";
+	return e;
+}
+
+/*
+ * The request-access link of a denial, as the run's stderr gave it (records.c): the policy's
+ * request_access with {host} replaced by the percent-encoded destination. Shown as text, not a
+ * link: the page refers to nothing outside it.
+ */
+static void request_access(FILE *f, const char *tmpl, const char *host)
+{
+	static const char unreserved[] = "-._~";
+	char *buf = NULL;
+	size_t len = 0;
+	const char *p, *h;
+	FILE *m = open_memstream(&buf, &len);
+
+	if (!m)
+		return;
+	for (p = tmpl; *p; p++) {
+		if (strncmp(p, "{host}", 6)) {
+			fputc(*p, m);
+			continue;
+		}
+		for (h = host; *h; h++) {
+			if (((*h | 0x20) >= 'a' && (*h | 0x20) <= 'z') ||
+			    (*h >= '0' && *h <= '9') || strchr(unreserved, *h))
+				fputc(*h, m);
+			else
+				fprintf(m, "%%%02X", (unsigned char)*h);
+		}
+		p += 5;
+	}
+	if (!fclose(m))
+		report_html_textn(f, buf, len);
+	free(buf);
+}
+
 static const char *denial_kind(enum ev_denial_kind k)
 {
 	switch (k) {
@@ -271,7 +351,7 @@ static const char *denial_kind(enum ev_denial_kind k)
 	}
 }
 
-static void denials(FILE *f, const struct evidence *ev)
+static void denials(FILE *f, const struct evidence *ev, struct policy *const *pol)
 {
 	size_t i;
 
@@ -281,11 +361,12 @@ static void denials(FILE *f, const struct evidence *ev)
 		return;
 	}
 	fputs("<p class=\"note\">\"would deny\": report mode let it through; under enforce it is "
-	      "denied. The policy's request-access link is not in the log: it is printed on the "
-	      "run's stderr with each denial.</p>\n",
+	      "denied. Request access: the policy's request_access link, as the run's stderr gave "
+	      "it, when the policy file still has the SHA-256 the log names.</p>\n",
 	      f);
 	fputs("<table><tr><th>run</th><th>time</th><th></th><th>what</th><th>host or address"
-	      "</th><th>port</th><th>rule</th><th>reason</th><th>process</th></tr>\n",
+	      "</th><th>port</th><th>rule</th><th>reason</th><th>process</th>"
+	      "<th>request access</th></tr>\n",
 	      f);
 	for (i = 0; i < ev->n_denials; i++) {
 		const struct ev_denial *d = &ev->denials[i];
@@ -328,6 +409,12 @@ static void denials(FILE *f, const struct evidence *ev)
 		opt(f, d->comm);
 		if (d->pid >= 0)
 			fprintf(f, " (pid %" PRId64 ")", d->pid);
+		fputs("</td><td class=\"mono\">", f);
+		/* as records.c: not for the blackhole (no policy can allow it), nor a socket kind
+		 */
+		if (pol[d->run] && pol[d->run]->request_access && d->kind != EV_DENY_SURFACE &&
+		    (!d->rule || strcmp(d->rule, "blackhole")) && (d->host || d->dst))
+			request_access(f, pol[d->run]->request_access, d->host ? d->host : d->dst);
 		fputs("</td></tr>\n", f);
 	}
 	fputs("</table>\n", f);
@@ -582,56 +669,11 @@ static void alerts(FILE *f, const struct evidence *ev)
 }
 
 /*
- * The policy file a run named, when it still holds the bytes the run hashed: the path comes from
- * the log, so nothing of a file whose SHA-256 differs (or that is not a regular file) is parsed
- * or shown. 0 and *out; else -errno and *why says what, in words that quote nothing of the file.
- */
-static int policy_in_force(const char *path, const char *sha_hex, struct policy **out,
-			   const char **why)
-{
-	uint8_t sha[TLOG_HASH_SIZE];
-	char hex[2 * TLOG_HASH_SIZE + 1], err[512], *buf = NULL;
-	struct stat st;
-	size_t len = 0, i;
-	int fd, e;
-
-	*out = NULL;
-	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0) {
-		*why = "cannot be opened here";
-		return -errno;
-	}
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		close(fd);
-		*why = "is not a regular file here";
-		return -EINVAL;
-	}
-	e = policy_read_fd(fd, path, &buf, &len, err, sizeof(err));
-	close(fd);
-	if (e) {
-		*why = "cannot be read here";
-		return e;
-	}
-	tlog_sha256(buf, len, sha);
-	for (i = 0; i < sizeof(sha); i++)
-		snprintf(hex + 2 * i, 3, "%02x", sha[i]);
-	if (strcmp(hex, sha_hex)) {
-		free(buf);
-		*why = "has changed since the run (its SHA-256 is not the one the log names)";
-		return -ESTALE;
-	}
-	e = policy_load_buffer(buf, len, path, out, err, sizeof(err));
-	free(buf);
-	if (e)
-		*why = "does not parse with this sluice";
-	return e;
-}
-
-/*
  * The suggestion sluice policy suggest makes from these logs, and what it changes against each
  * policy the runs ran under, as sluice policy diff says it.
  */
-static void suggestion(FILE *f, const struct evidence *ev, bool unverified)
+static void suggestion(FILE *f, const struct evidence *ev, bool unverified,
+		       struct policy *const *pol, const char *const *why)
 {
 	struct policy *sp = NULL;
 	char *text = NULL, *diff = NULL, err[1024];
@@ -663,8 +705,6 @@ static void suggestion(FILE *f, const struct evidence *ev, bool unverified)
 		goto out;
 	for (i = 0; i < ev->n_runs; i++) {
 		const struct ev_run *r = &ev->runs[i];
-		struct policy *cur = NULL;
-		const char *why = NULL;
 		FILE *m;
 
 		if (!r->policy || !r->policy_sha256)
@@ -679,9 +719,9 @@ static void suggestion(FILE *f, const struct evidence *ev, bool unverified)
 		fputs("<h3>Against the policy in force: <code>", f);
 		T(f, r->policy);
 		fputs("</code></h3>\n", f);
-		if (policy_in_force(r->policy, r->policy_sha256, &cur, &why)) {
+		if (!pol[i]) {
 			fputs("<p>No diff: the file ", f);
-			T(f, why);
+			T(f, why[i] ? why[i] : "cannot be read here");
 			fputs(".</p>\n", f);
 			continue;
 		}
@@ -689,7 +729,7 @@ static void suggestion(FILE *f, const struct evidence *ev, bool unverified)
 		dlen = 0;
 		m = open_memstream(&diff, &dlen);
 		if (m) {
-			size_t n = policy_diff_write(cur, sp, m);
+			size_t n = policy_diff_write(pol[i], sp, m);
 
 			if (!fclose(m)) {
 				if (!n)
@@ -704,17 +744,29 @@ static void suggestion(FILE *f, const struct evidence *ev, bool unverified)
 			}
 			free(diff);
 		}
-		policy_free(cur);
 	}
 out:
 	policy_free(sp);
 	free(text);
 }
 
-static void page(FILE *f, const struct evidence *ev, bool unverified)
+static int page(FILE *f, const struct evidence *ev, bool unverified)
 {
+	struct policy **pol = calloc(ev->n_runs ? ev->n_runs : 1, sizeof(*pol));
+	const char **why = calloc(ev->n_runs ? ev->n_runs : 1, sizeof(*why));
 	char now[64];
+	size_t i;
 
+	if (!pol || !why) {
+		free(pol);
+		free(why);
+		return -ENOMEM;
+	}
+	/* each run's policy file, where it still is what the run ran under */
+	for (i = 0; i < ev->n_runs; i++)
+		if (ev->runs[i].policy && ev->runs[i].policy_sha256)
+			policy_in_force(ev->runs[i].policy, ev->runs[i].policy_sha256, &pol[i],
+					&why[i]);
 	report_time((int64_t)time(NULL) * 1000000, now, sizeof(now));
 	report_page_head(f, ev->n_runs == 1 && ev->runs[0].run_id ? ev->runs[0].run_id
 								  : "sluice report");
@@ -733,14 +785,19 @@ static void page(FILE *f, const struct evidence *ev, bool unverified)
 		now, ev->n_runs, ev->n_runs == 1 ? "" : "s");
 	banner(f, ev, unverified);
 	runs_table(f, ev, unverified);
-	denials(f, ev);
+	denials(f, ev, pol);
 	bytes_per_host(f, ev);
 	timelines(f, ev);
 	dns_answers(f, ev);
 	caps_hit(f, ev);
 	alerts(f, ev);
-	suggestion(f, ev, unverified);
+	suggestion(f, ev, unverified, pol, why);
 	report_page_tail(f);
+	for (i = 0; i < ev->n_runs; i++)
+		policy_free(pol[i]);
+	free(pol);
+	free(why);
+	return 0;
 }
 
 /* Write the page to a temporary file beside out, then rename it over out. */
@@ -773,7 +830,9 @@ static int write_page(const char *out, const struct evidence *ev, bool unverifie
 		goto out;
 	}
 	fd = -1;
-	page(f, ev, unverified);
+	err = page(f, ev, unverified);
+	if (err)
+		goto out;
 	if (fflush(f) || ferror(f) || fsync(fileno(f))) {
 		err = -(errno ? errno : EIO);
 		goto out;

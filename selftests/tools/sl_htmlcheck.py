@@ -6,8 +6,9 @@ judged with the standard library only (html.parser, json, zlib), sharing no code
   sl_htmlcheck.py static PAGE     exit 1, naming each, if the page holds anything that runs or
                                   fetches: a script, frame, object, embed, link, img, base,
                                   form, media element, an on* attribute, a URL-bearing attribute
-                                  (src, href, action, ...), url( or @import in CSS, a URL scheme
-                                  anywhere in the file; or lacks the no-fetch CSP meta
+                                  (src, href, action, ...), a URL in any tag or in the CSS,
+                                  url( or @import in CSS, a comment or declaration; or lacks
+                                  the no-fetch CSP meta (a URL in text is text: no reference)
   sl_htmlcheck.py text PAGE       the page's text as a browser shows it (one line per element)
   sl_htmlcheck.py verdict PAGE    the class and text of the element with id="verdict"
   sl_htmlcheck.py elements PAGE   the tag names of the page's elements, one per line
@@ -32,6 +33,10 @@ URL_ATTRS = {"src", "href", "action", "formaction", "xlink:href", "poster", "dat
              "background", "ping", "codebase", "manifest", "cite", "longdesc", "usemap"}
 
 
+# a scheme with an authority, or a network-path reference
+URL = re.compile(r"[a-z][a-z0-9+.-]*:\s*//|(^|[\s\"'=(,])//[^\s/]", re.I)
+
+
 class Page(html.parser.HTMLParser):
     def __init__(self):
         super().__init__(convert_charrefs=True)
@@ -41,6 +46,9 @@ class Page(html.parser.HTMLParser):
 
     def handle_starttag(self, tag, attrs):
         self.elements.append(tag)
+        raw = self.get_starttag_text() or ""
+        if URL.search(raw):
+            self.problems.append("a URL in the tag %r" % raw[:120])
         a = dict(attrs)
         if tag in BANNED:
             self.problems.append("element <%s>" % tag)
@@ -66,6 +74,19 @@ class Page(html.parser.HTMLParser):
                 pass
         if self.verdict_depth is not None and len(self.stack) < self.verdict_depth:
             self.verdict_depth = None
+
+    def handle_comment(self, data):
+        self.problems.append("a comment %r" % data[:80])
+
+    def handle_decl(self, decl):
+        if decl.lower() != "doctype html":
+            self.problems.append("a declaration %r" % decl[:80])
+
+    def handle_pi(self, data):
+        self.problems.append("a processing instruction %r" % data[:80])
+
+    def unknown_decl(self, data):
+        self.problems.append("a declaration %r" % data[:80])
 
     def handle_data(self, data):
         if self.stack and self.stack[-1] == "style":
@@ -93,8 +114,8 @@ def cmd_static(path):
     css = "".join(p.style)
     if re.search(r"url\s*\(|@import|@font-face|expression", css, re.I):
         probs.append("CSS that fetches: %r" % css[:200])
-    for m in re.finditer(rb"[a-z][a-z0-9+.-]*://|//[a-z0-9]", p.raw, re.I):
-        probs.append("a URL in the file at byte %d: %r" % (m.start(), p.raw[m.start():m.start() + 40]))
+    if URL.search(css):
+        probs.append("a URL in the CSS")
     for pr in probs:
         print(pr)
     return 1 if probs else 0
