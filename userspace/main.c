@@ -10,6 +10,7 @@
 #include "keygen_cmd.h"
 #include "oci_hook.h"
 #include "policy_cmd.h"
+#include "report.h"
 #include "resume.h"
 #include "run.h"
 #include "verify_cmd.h"
@@ -38,6 +39,7 @@ static void usage(FILE *out)
 		"  detach | status | set-mode | replace-policy requests to the daemon (--help)\n"
 		"  events [-f] [filters] [LOG|-]               show a log's records, or the daemon's\n"
 		"  metrics [--textfile PATH] LOG...            Prometheus metrics of logs\n"
+		"  report LOG... [--key PUB] -o FILE           one HTML page of what the logs show\n"
 		"  version                                     print the version\n"
 		"\n"
 		"'sluice run --help' lists the options of run.\n");
@@ -72,6 +74,8 @@ int main(int argc, char **argv)
 		return events_cmd_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "metrics"))
 		return metrics_cmd_main(argc - 1, argv + 1, SLUICE_VERSION);
+	if (!strcmp(argv[1], "report"))
+		return report_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
 		printf("sluice %s\n", SLUICE_VERSION);
 		return 0;

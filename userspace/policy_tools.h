@@ -9,6 +9,8 @@
 #ifndef SLUICE_POLICY_TOOLS_H
 #define SLUICE_POLICY_TOOLS_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 
 #include "../policy/policy.h"
@@ -16,6 +18,15 @@
 int policy_suggest_main(int argc, char **argv);
 int policy_replay_main(int argc, char **argv);
 int policy_diff_main(int argc, char **argv);
+
+/*
+ * What sluice policy suggest writes for the model ev, into a malloc()ed *text (*len bytes),
+ * parsed and compiled as policy check would (name: the file's name in an error). min_runs 0:
+ * the default (2 when there are several runs, else 1). 0, or -errno with err saying why.
+ */
+struct evidence;
+int suggest_text(const struct evidence *ev, size_t min_runs, bool unverified, const char *name,
+		 char **text, size_t *len, char *err, size_t err_len);
 
 /* A telemetry/analytics-looking name: the word or vendor domain that made it look so, or NULL. */
 const char *suggest_telemetry_match(const char *host);

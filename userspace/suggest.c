@@ -683,6 +683,54 @@ out:
 	return err;
 }
 
+int suggest_text(const struct evidence *ev, size_t min_runs, bool unverified, const char *name,
+		 char **text, size_t *len, char *err, size_t err_len)
+{
+	struct policy *p = NULL;
+	struct policy_compiled *pc = NULL;
+	struct sctx s = {0};
+	char perr[1024];
+	int ret = 0;
+
+	*text = NULL;
+	*len = 0;
+	s.ev = ev;
+	s.min_runs = min_runs ? min_runs : ev->n_runs >= 2 ? 2 : 1;
+	s.name_ok = calloc(ev->n_endpoints ? ev->n_endpoints : 1, 1);
+	if (!s.name_ok) {
+		snprintf(err, err_len, "%s", strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	s.f = open_memstream(text, len);
+	if (!s.f) {
+		ret = -errno;
+		snprintf(err, err_len, "%s", strerror(errno));
+		goto out;
+	}
+	header(&s, unverified);
+	body(&s);
+	if (fclose(s.f)) {
+		ret = -errno;
+		snprintf(err, err_len, "%s", strerror(errno));
+		goto out;
+	}
+	/* what is written must be a policy check accepts: check it as check does */
+	if (policy_load_buffer(*text, *len, name ? name : "<stdout>", &p, perr, sizeof(perr)) ||
+	    policy_compile(p, &pc, perr, sizeof(perr))) {
+		snprintf(err, err_len, "the suggestion does not parse (a bug): %s", perr);
+		ret = -EINVAL;
+	}
+out:
+	policy_compiled_free(pc);
+	policy_free(p);
+	free(s.name_ok);
+	if (ret) {
+		free(*text);
+		*text = NULL;
+	}
+	return ret;
+}
+
 int policy_suggest_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -691,9 +739,6 @@ int policy_suggest_main(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},	{NULL, 0, NULL, 0},
 	};
 	struct evidence *ev = NULL;
-	struct policy *p = NULL;
-	struct policy_compiled *pc = NULL;
-	struct sctx s = {0};
 	const char *key = NULL, *out = NULL;
 	char *text = NULL, err[1024], *end;
 	size_t len = 0;
@@ -740,30 +785,9 @@ int policy_suggest_main(int argc, char **argv)
 	ret = 1;
 	if (evidence_load(PROG, argv + optind, (size_t)(argc - optind), key, unverified, &ev))
 		goto out;
-	s.ev = ev;
-	s.min_runs = min_runs > 0 ? (size_t)min_runs : ev->n_runs >= 2 ? 2 : 1;
-	s.name_ok = calloc(ev->n_endpoints ? ev->n_endpoints : 1, 1);
-	if (!s.name_ok) {
-		fprintf(stderr, PROG ": %s\n", strerror(ENOMEM));
-		goto out;
-	}
-	s.f = open_memstream(&text, &len);
-	if (!s.f) {
-		fprintf(stderr, PROG ": %s\n", strerror(errno));
-		goto out;
-	}
-	header(&s, unverified);
-	body(&s);
-	if (fclose(s.f)) {
-		s.f = NULL;
-		fprintf(stderr, PROG ": %s\n", strerror(errno));
-		goto out;
-	}
-	s.f = NULL;
-	/* what is written must be a policy check accepts: check it as check does */
-	if (policy_load_buffer(text, len, out ? out : "<stdout>", &p, err, sizeof(err)) ||
-	    policy_compile(p, &pc, err, sizeof(err))) {
-		fprintf(stderr, PROG ": the suggestion does not parse (a bug): %s\n", err);
+	if (suggest_text(ev, min_runs > 0 ? (size_t)min_runs : 0, unverified, out, &text, &len,
+			 err, sizeof(err))) {
+		fprintf(stderr, PROG ": %s\n", err);
 		goto out;
 	}
 	if (out) {
@@ -779,10 +803,7 @@ int policy_suggest_main(int argc, char **argv)
 	}
 	ret = 0;
 out:
-	policy_compiled_free(pc);
-	policy_free(p);
 	free(text);
-	free(s.name_ok);
 	evidence_free(ev);
 	return ret;
 }
