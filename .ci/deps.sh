@@ -47,7 +47,7 @@ base_pkgs=(make gcc clang-14 llvm-14 libelf-dev zlib1g-dev libyaml-dev libssl-de
 	musl-tools openssl python3-cryptography nftables liburing-dev
 	qemu-system-x86 busybox-static kmod xz-utils
 	runc podman docker.io rsyslog prometheus-node-exporter python3-yaml systemd util-linux
-	man-db groff-base)
+	man-db groff-base chromium)
 bp_pkgs=(libbpf-dev bpftool)
 
 missing=()
