@@ -102,6 +102,7 @@ static void run_free(struct ev_run *r)
 	free(r->verdict);
 	free(r->vr);
 	free(r->run_id);
+	free(r->run_key);
 	free(r->task);
 	free(r->policy);
 	free(r->policy_sha256);
@@ -827,6 +828,8 @@ static void on_line(const struct jsonline *jl, void *ctx)
 			r->start_ts = jl->ts;
 		if (!r->run_id)
 			r->run_id = jstr(c, jl, "run_id");
+		if (!r->run_key)
+			r->run_key = jstr(c, jl, "key");
 	} else if (jsonline_type_is(jl, "run_start")) {
 		r->start_ts = jl->ts;
 		set_str(&r->run_id, jstr(c, jl, "run_id"));
@@ -1097,6 +1100,24 @@ void evidence_utc(int64_t us, char *buf, size_t size)
 		snprintf(buf, size, "%" PRId64 " us", us);
 }
 
+/*
+ * A run given twice (the same file, a copy, or another segment of it) would count as two runs:
+ * a host of one run would pass --min-runs 2. Each run signs with a key of its own, certified
+ * in its verified log_start line: the same key is the same run.
+ */
+static bool same_run(const struct evidence *ev, const struct ev_run *r, char *err, size_t len)
+{
+	size_t i;
+
+	for (i = 0; r->run_key && i + 1 < ev->n_runs; i++)
+		if (ev->runs[i].run_key && !strcmp(ev->runs[i].run_key, r->run_key)) {
+			snprintf(err, len, "%s: the same run as %s (run key %s): given twice", r->path,
+				 ev->runs[i].path, r->run_key);
+			return true;
+		}
+	return false;
+}
+
 int evidence_load(const char *prog, char *const *paths, size_t n, const char *key_opt,
 		  bool unverified, struct evidence **out)
 {
@@ -1131,6 +1152,11 @@ int evidence_load(const char *prog, char *const *paths, size_t n, const char *ke
 			continue;
 		}
 		r = &ev->runs[ev->n_runs - 1];
+		if (same_run(ev, r, err, sizeof(err))) {
+			fprintf(stderr, "%s: %s\n", prog, evidence_safe(err, safe, sizeof(safe)));
+			refused = true;
+			continue;
+		}
 		if (!r->vr->lines && r->verified) {
 			/* verify accepts no empty log, but say it plainly if one ever gets here */
 			fprintf(stderr, "%s: %s: an empty log\n", prog, paths[i]);

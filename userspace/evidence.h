@@ -52,6 +52,8 @@ struct ev_run {
 	struct verify_result *vr; /* verify's full result */
 	bool verified;		  /* status is VERIFY_OK or VERIFY_LOSS */
 
+	/* log_start's key: the run's own verifier key (one per run; NULL when none) */
+	char *run_key;
 	/* from run_start (NULL/0 when the log has none) */
 	char *run_id;
 	char *task;	       /* NULL when null in the log */

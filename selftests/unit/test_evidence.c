@@ -24,9 +24,10 @@
 #include "tap.h"
 
 static struct {
-	struct note_signer *host, *other, *run_a, *run_b;
+	struct note_signer *host, *other, *run_a, *run_b, *run_h;
 	char host_vkey[NOTE_VKEY_MAX + 1], other_vkey[NOTE_VKEY_MAX + 1];
-	char dir[64], log_a[128], log_b[128], tampered[128], empty[128];
+	char dir[64], log_a[128], log_b[128], tampered[128], empty[128], hostile[128];
+	char copy_a[128];
 } g;
 
 /* A tiny writer of the evidence format (the same as the loader's, independently written). */
@@ -390,17 +391,138 @@ static bool check_safe(char *why)
 	return true;
 }
 
+
+/*
+ * A hostile workload's log: names it asked the run's resolver and connected to (report mode),
+ * with YAML, comment and line-break syntax, then the suggestion for it. Every name is needed in
+ * this one run; with --min-runs 1 none is flagged for being single, so what keeps them out of
+ * the rules is the name check alone.
+ */
+static const char *const hostile_names[] = {
+	"ok.example\n  - cidrs: [0.0.0.0/0]",
+	"ok.example\"]\n  - cidrs: [\"0.0.0.0/0\"]\n#",
+	"ok.example\r  - cidrs: [\"0.0.0.0/0\"]",
+	"ok.example\xe2\x80\xa8  - cidrs: [\"0.0.0.0/0\"]",
+	"ok.example\xc2\x85  - cidrs: [\"0.0.0.0/0\"]",
+	"ok.example # x",
+	"- a.example",
+	"-a.example",
+	"*.example",
+	"&a *a !t %x {a} [b] a: b",
+	"0.0.0.0/0",
+	"10.0.0.1",
+	".",
+	"a..example",
+};
+
+static void json_esc(const char *s, char *out)
+{
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\')
+			out += sprintf(out, "\\%c", ch);
+		else if (ch == '\n' || ch == '\t')
+			out += sprintf(out, "\\%c", ch == '\n' ? 'n' : 't');
+		else if (ch < 0x20)
+			out += sprintf(out, "\\u%04x", ch);
+		else
+			*out++ = (char)ch;
+	}
+	*out = '\0';
+}
+
+static void write_hostile(void)
+{
+	char h[512], m[2048];
+	struct tw w;
+	size_t i;
+
+	tw_start(&w, g.hostile, "run-h", g.run_h, "report");
+	for (i = 0; i < ARRAY_SIZE(hostile_names); i++) {
+		json_esc(hostile_names[i], h);
+		snprintf(m, sizeof(m),
+			 "\"hook\":\"connect4\",\"decision\":\"deny\",\"enforced\":false,\"rule\":"
+			 "\"default\",\"reason\":\"default_deny\",\"family\":\"ipv4\",\"proto\":"
+			 "\"tcp\",\"host\":\"%s\",\"dst\":\"198.51.100.%zu\",\"port\":443,\"pid\":42,"
+			 "\"comm\":\"%s\"",
+			 h, 20 + i, h);
+		tw_rec(&w, "decision", m);
+	}
+	tw_rec(&w, "decision",
+	       CONN("deny", "false", "default", "default_deny", "\"good.example\"",
+		    "198.51.100.19", "443", "tcp"));
+	tw_end(&w);
+}
+
+static bool check_hostile(char *why)
+{
+	struct evidence *ev = NULL;
+	struct policy *p = NULL;
+	char *paths[] = {g.hostile}, *text = NULL, err[1024], *l;
+	size_t len, i, rules = 0;
+	bool ok = true;
+
+	EXPECT(!evidence_load("test", paths, 1, NULL, false, &ev), "the hostile log loads");
+	EXPECT(!suggest_text(ev, 1, false, NULL, &text, &len, err, sizeof(err)),
+	       "suggest writes a policy: %s", err);
+	/* every line a rule's, a comment, or the two top-level keys: nothing else */
+	for (l = text; ok && *l; l = strchr(l, '\n') + 1) {
+		size_t n = strcspn(l, "\n");
+
+		if (!strncmp(l, "  - hosts: [\"good.example\"]\n", n + 1))
+			rules++;
+		else if (!(l[0] == '#' || n == 0 || !strncmp(l, "default: deny\n", n + 1) ||
+			   !strncmp(l, "rules:\n", n + 1) || !strncmp(l, "    ", 4) ||
+			   !strncmp(l, "  # ", 4)))
+			ok = false;
+		EXPECT(ok, "a line no rule or comment of suggest's: %.*s", (int)n, l);
+		if (!l[n])
+			break;
+	}
+	for (i = 0; i + 2 < len; i++)
+		EXPECT(!(text[i] == '\xe2' && text[i + 1] == '\x80') && text[i] != '\r' &&
+			       (unsigned char)text[i] != 0x85,
+		       "a line break YAML or an editor might see, at %zu", i);
+	EXPECT(rules == 1, "one rule (good.example), got %zu", rules);
+	EXPECT(!policy_load_buffer(text, len, "s", &p, err, sizeof(err)), "parses: %s", err);
+	EXPECT(p->n_rules == 1 && p->rules[0].n_hosts == 1 && !p->rules[0].n_cidrs &&
+		       !strcmp(p->rules[0].hosts[0], "good.example"),
+	       "the parsed policy allows good.example only, got %zu rules", p->n_rules);
+	policy_free(p);
+	free(text);
+	evidence_free(ev);
+	return true;
+}
+
+/* The same run given twice (the same file, or a copy) is one run, not two. */
+static bool check_duplicate(char *why)
+{
+	struct evidence *ev = NULL;
+	char *same[] = {g.log_a, g.log_a}, *copy[] = {g.log_a, g.copy_a}, cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", g.log_a, g.copy_a);
+	EXPECT(!system(cmd), "copy");
+	fflush(stderr);
+	EXPECT(evidence_load("test", same, 2, NULL, false, &ev) == -EBADMSG,
+	       "the same log twice is refused");
+	EXPECT(evidence_load("test", copy, 2, NULL, false, &ev) == -EBADMSG,
+	       "a copy of a log given beside it is refused");
+	return true;
+}
+
 int main(void)
 {
 	char why[WHY_LEN];
 	char cmd[128];
 
-	printf("TAP version 13\n1..4\n");
+	printf("TAP version 13\n1..6\n");
 	snprintf(g.dir, sizeof(g.dir), "/tmp/sl-evidence-XXXXXX");
 	if (!mkdtemp(g.dir) || note_signer_generate("test-host", &g.host) ||
 	    note_signer_generate("other-host", &g.other) ||
 	    note_signer_generate("sluice/run-a", &g.run_a) ||
-	    note_signer_generate("sluice/run-b", &g.run_b))
+	    note_signer_generate("sluice/run-b", &g.run_b) ||
+	    note_signer_generate("sluice/run-h", &g.run_h))
 		return 2;
 	note_signer_vkey(g.host, g.host_vkey, sizeof(g.host_vkey));
 	note_signer_vkey(g.other, g.other_vkey, sizeof(g.other_vkey));
@@ -408,7 +530,10 @@ int main(void)
 	snprintf(g.log_b, sizeof(g.log_b), "%s/b.log", g.dir);
 	snprintf(g.tampered, sizeof(g.tampered), "%s/t.log", g.dir);
 	snprintf(g.empty, sizeof(g.empty), "%s/e.log", g.dir);
+	snprintf(g.hostile, sizeof(g.hostile), "%s/h.log", g.dir);
+	snprintf(g.copy_a, sizeof(g.copy_a), "%s/a-copy.log", g.dir);
 	write_logs();
+	write_hostile();
 	/* evidence_load reads the host key the way the commands do: $SLUICE_PUB */
 	{
 		char pub[128];
@@ -426,6 +551,9 @@ int main(void)
 	report(check_refusals(why), "evidence: tampered, wrong key, empty and missing logs", why);
 	report(check_telemetry(why), "suggest: the telemetry judgement by name", why);
 	report(check_safe(why), "evidence_safe escapes and truncates", why);
+	report(check_hostile(why), "suggest: hostile names stay in comments, the rules are exact",
+	       why);
+	report(check_duplicate(why), "evidence: the same run given twice is refused", why);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g.dir);
 	if (system(cmd))
 		fprintf(stderr, "could not remove %s\n", g.dir);
@@ -433,5 +561,6 @@ int main(void)
 	note_signer_free(g.other);
 	note_signer_free(g.run_a);
 	note_signer_free(g.run_b);
+	note_signer_free(g.run_h);
 	return tap_status();
 }
