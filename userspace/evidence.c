@@ -1111,8 +1111,8 @@ static bool same_run(const struct evidence *ev, const struct ev_run *r, char *er
 
 	for (i = 0; r->run_key && i + 1 < ev->n_runs; i++)
 		if (ev->runs[i].run_key && !strcmp(ev->runs[i].run_key, r->run_key)) {
-			snprintf(err, len, "%s: the same run as %s (run key %s): given twice", r->path,
-				 ev->runs[i].path, r->run_key);
+			snprintf(err, len, "%s: the same run as %s (run key %s): given twice",
+				 r->path, ev->runs[i].path, r->run_key);
 			return true;
 		}
 	return false;

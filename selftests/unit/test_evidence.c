@@ -391,7 +391,6 @@ static bool check_safe(char *why)
 	return true;
 }
 
-
 /*
  * A hostile workload's log: names it asked the run's resolver and connected to (report mode),
  * with YAML, comment and line-break syntax, then the suggestion for it. Every name is needed in
@@ -444,14 +443,15 @@ static void write_hostile(void)
 		snprintf(m, sizeof(m),
 			 "\"hook\":\"connect4\",\"decision\":\"deny\",\"enforced\":false,\"rule\":"
 			 "\"default\",\"reason\":\"default_deny\",\"family\":\"ipv4\",\"proto\":"
-			 "\"tcp\",\"host\":\"%s\",\"dst\":\"198.51.100.%zu\",\"port\":443,\"pid\":42,"
+			 "\"tcp\",\"host\":\"%s\",\"dst\":\"198.51.100.%zu\",\"port\":443,\"pid\":"
+			 "42,"
 			 "\"comm\":\"%s\"",
 			 h, 20 + i, h);
 		tw_rec(&w, "decision", m);
 	}
 	tw_rec(&w, "decision",
-	       CONN("deny", "false", "default", "default_deny", "\"good.example\"",
-		    "198.51.100.19", "443", "tcp"));
+	       CONN("deny", "false", "default", "default_deny", "\"good.example\"", "198.51.100.19",
+		    "443", "tcp"));
 	tw_end(&w);
 }
 
