@@ -28,6 +28,25 @@ struct ev_index {
 	size_t n_slots;
 };
 
+/*
+ * An endpoint's members (its ports, and its sets of addresses and CNAMEs) by key, so a log that
+ * names one host on every port, or at many addresses, is read in linear time: a workload
+ * chooses both. Open addressing, under half full; rebuilt from the endpoints when it grows, and
+ * dropped by evidence_sort (which moves endpoints and ports) to be rebuilt at the next use.
+ */
+enum { MEM_PORT, MEM_DST, MEM_CNAME, MEM_ANSWER, MEM_KINDS };
+
+struct ev_mslot {
+	size_t ep;  /* endpoint index + 1; 0: empty */
+	size_t pos; /* index in the endpoint's array of that kind */
+	unsigned int kind;
+};
+
+struct ev_mindex {
+	struct ev_mslot *slots;
+	size_t n_slots, n;
+};
+
 /* What on_line works with: the model, the run being read, the first failure (no memory). */
 struct ev_ctx {
 	struct evidence *ev;
@@ -65,6 +84,7 @@ static int grow(void **arr, size_t n, size_t *cap, size_t size)
 struct ev_caps {
 	size_t runs, endpoints, denials, dns, cuts, alerts, conns, flows;
 	struct ev_index idx;
+	struct ev_mindex mem;
 };
 
 static struct ev_caps *caps_of(struct evidence *ev)
@@ -199,8 +219,10 @@ void evidence_free(struct evidence *ev)
 		free(f->comm);
 	}
 	free(ev->flows);
-	if (ev->priv)
+	if (ev->priv) {
 		free(caps_of(ev)->idx.slots);
+		free(caps_of(ev)->mem.slots);
+	}
 	free(ev->priv);
 	free(ev);
 }
@@ -307,26 +329,6 @@ static void lower(char *s)
 {
 	for (; s && *s; s++)
 		*s = (char)tolower((unsigned char)*s);
-}
-
-/* Add s to a set of strings (no duplicates); s is copied. */
-static int strset_add(char ***v, size_t *n, const char *s)
-{
-	char **p;
-	size_t i;
-
-	for (i = 0; i < *n; i++)
-		if (!strcmp((*v)[i], s))
-			return 0;
-	p = reallocarray(*v, *n + 1, sizeof(**v));
-	if (!p)
-		return -ENOMEM;
-	*v = p;
-	p[*n] = strdup(s);
-	if (!p[*n])
-		return -ENOMEM;
-	(*n)++;
-	return 0;
 }
 
 /* Add a rule name to a comma-separated list. */
@@ -460,22 +462,147 @@ static struct ev_use *use_get(struct ev_endpoint *e, size_t run)
 	return u;
 }
 
-static struct ev_port *port_get(struct ev_endpoint *e, uint16_t port, const char *proto)
+static uint64_t mem_hash(size_t ep, unsigned int kind, uint16_t port, const char *s)
 {
-	struct ev_port *p;
-	size_t i;
+	return hash_key((enum ev_endpoint_kind)(kind * 65536 + port), s) ^
+	       (ep * 0x9e3779b97f4a7c15ULL);
+}
 
-	for (i = 0; i < e->n_ports; i++)
-		if (e->ports[i].port == port && !strcmp(e->ports[i].proto, proto))
-			return &e->ports[i];
+/* The key of member pos of kind in endpoint e: its port (MEM_PORT) and string. */
+static const char *mem_key(const struct ev_endpoint *e, unsigned int kind, size_t pos,
+			   uint16_t *port)
+{
+	*port = 0;
+	switch (kind) {
+	case MEM_PORT:
+		*port = e->ports[pos].port;
+		return e->ports[pos].proto;
+	case MEM_DST:
+		return e->dsts[pos];
+	case MEM_CNAME:
+		return e->cnames[pos];
+	default:
+		return e->answers[pos];
+	}
+}
+
+static size_t mem_count(const struct ev_endpoint *e, unsigned int kind)
+{
+	return kind == MEM_PORT	   ? e->n_ports
+	       : kind == MEM_DST   ? e->n_dsts
+	       : kind == MEM_CNAME ? e->n_cnames
+				   : e->n_answers;
+}
+
+static void mem_put(struct ev_mindex *x, size_t ep, unsigned int kind, uint16_t port, const char *s,
+		    size_t pos)
+{
+	size_t h = (size_t)mem_hash(ep, kind, port, s) & (x->n_slots - 1);
+
+	while (x->slots[h].ep)
+		h = (h + 1) & (x->n_slots - 1);
+	x->slots[h].ep = ep + 1;
+	x->slots[h].pos = pos;
+	x->slots[h].kind = kind;
+	x->n++;
+}
+
+/* Rebuild the member index with room for one more member. */
+static int mem_rebuild(struct evidence *ev)
+{
+	struct ev_mindex *x = &caps_of(ev)->mem, nx = {0};
+	size_t i, pos, total = 1;
+	unsigned int k;
+	uint16_t port;
+
+	for (i = 0; i < ev->n_endpoints; i++)
+		for (k = 0; k < MEM_KINDS; k++)
+			total += mem_count(&ev->endpoints[i], k);
+	for (nx.n_slots = 64; nx.n_slots < total * 4; nx.n_slots *= 2)
+		;
+	nx.slots = calloc(nx.n_slots, sizeof(*nx.slots));
+	if (!nx.slots)
+		return -ENOMEM;
+	for (i = 0; i < ev->n_endpoints; i++)
+		for (k = 0; k < MEM_KINDS; k++)
+			for (pos = 0; pos < mem_count(&ev->endpoints[i], k); pos++) {
+				const char *s = mem_key(&ev->endpoints[i], k, pos, &port);
+
+				mem_put(&nx, i, k, port, s, pos);
+			}
+	free(x->slots);
+	*x = nx;
+	return 0;
+}
+
+/* The position of the member of kind (port, s) of endpoint ep; -1 when absent, or -ENOMEM. */
+static long mem_find(struct evidence *ev, size_t ep, unsigned int kind, uint16_t port,
+		     const char *s)
+{
+	struct ev_mindex *x = &caps_of(ev)->mem;
+	const struct ev_endpoint *e = &ev->endpoints[ep];
+	uint16_t p;
+	size_t h;
+
+	if ((!x->slots || (x->n + 1) * 2 > x->n_slots) && mem_rebuild(ev))
+		return -ENOMEM;
+	for (h = (size_t)mem_hash(ep, kind, port, s) & (x->n_slots - 1); x->slots[h].ep;
+	     h = (h + 1) & (x->n_slots - 1)) {
+		const struct ev_mslot *m = &x->slots[h];
+
+		if (m->ep == ep + 1 && m->kind == kind &&
+		    !strcmp(mem_key(e, kind, m->pos, &p), s) && p == port)
+			return (long)m->pos;
+	}
+	return -1;
+}
+
+/* Add s to endpoint ep's set of kind (no duplicates); s is copied. */
+static int strset_add(struct evidence *ev, size_t ep, unsigned int kind, const char *s)
+{
+	struct ev_endpoint *e = &ev->endpoints[ep];
+	char ***v = kind == MEM_DST ? &e->dsts : kind == MEM_CNAME ? &e->cnames : &e->answers;
+	size_t *n = kind == MEM_DST ? &e->n_dsts : kind == MEM_CNAME ? &e->n_cnames : &e->n_answers;
+	long at = mem_find(ev, ep, kind, 0, s);
+	char **p;
+
+	if (at != -1)
+		return at < 0 ? (int)at : 0;
+	p = reallocarray(*v, *n + 1, sizeof(**v));
+	if (!p)
+		return -ENOMEM;
+	*v = p;
+	p[*n] = strdup(s);
+	if (!p[*n])
+		return -ENOMEM;
+	mem_put(&caps_of(ev)->mem, ep, kind, 0, s, *n);
+	(*n)++;
+	return 0;
+}
+
+static struct ev_port *port_get(struct evidence *ev, size_t ep, uint16_t port, const char *proto)
+{
+	struct ev_endpoint *e = &ev->endpoints[ep];
+	struct ev_port *p;
+	char key[sizeof(p->proto)];
+	long at;
+
+	/* the key as stored: a longer proto is cut to fit */
+	snprintf(key, sizeof(key), "%s", proto);
+	at = mem_find(ev, ep, MEM_PORT, port, key);
+	if (at >= 0)
+		return &e->ports[at];
+	if (at != -1)
+		return NULL;
 	p = reallocarray(e->ports, e->n_ports + 1, sizeof(*p));
 	if (!p)
 		return NULL;
 	e->ports = p;
-	p = &e->ports[e->n_ports++];
+	p = &e->ports[e->n_ports];
 	memset(p, 0, sizeof(*p));
 	p->port = port;
-	snprintf(p->proto, sizeof(p->proto), "%s", proto);
+	memcpy(p->proto, key, sizeof(key));
+	mem_put(&caps_of(ev)->mem, ep, MEM_PORT, port, p->proto, e->n_ports++);
 	return p;
 }
 
@@ -577,11 +704,11 @@ static int on_connection(struct ev_ctx *c, const struct jsonline *jl, const char
 
 	e = &ev->endpoints[i];
 	proto = k->proto ? k->proto : "?";
-	p = port_get(e, k->port, proto);
+	p = port_get(ev, (size_t)i, k->port, proto);
 	u = use_get(e, r->idx);
 	if (!p || !u)
 		return -ENOMEM;
-	if (e->kind == EV_HOST && dst && strset_add(&e->dsts, &e->n_dsts, dst))
+	if (e->kind == EV_HOST && dst && strset_add(ev, (size_t)i, MEM_DST, dst))
 		return -ENOMEM;
 	if (k->rule && rules_add(&e->rules, k->rule))
 		return -ENOMEM;
@@ -675,7 +802,7 @@ static int on_flow(struct ev_ctx *c, const struct jsonline *jl)
 	f->comm = jstr(c, jl, "comm");
 
 	e = &ev->endpoints[i];
-	p = port_get(e, f->port, f->proto ? f->proto : "?");
+	p = port_get(ev, (size_t)i, f->port, f->proto ? f->proto : "?");
 	u = use_get(e, c->run->idx);
 	if (!p || !u)
 		return -ENOMEM;
@@ -742,11 +869,11 @@ static int on_dns(struct ev_ctx *c, const struct jsonline *jl)
 		return -ENOMEM;
 	for (k = 0; k < d->n_cname; k++) {
 		lower(d->cname[k]);
-		if (strset_add(&e->cnames, &e->n_cnames, d->cname[k]))
+		if (strset_add(c->ev, (size_t)i, MEM_CNAME, d->cname[k]))
 			return -ENOMEM;
 	}
 	for (k = 0; k < d->n_answers; k++)
-		if (strset_add(&e->answers, &e->n_answers, d->answers[k]))
+		if (strset_add(c->ev, (size_t)i, MEM_ANSWER, d->answers[k]))
 			return -ENOMEM;
 	if (jis(jl, "decision", "deny") || jis(jl, "decision", "refused"))
 		return add_denial(c, jl, EV_DENY_DNS, "dns");
@@ -1033,6 +1160,10 @@ void evidence_sort(struct evidence *ev)
 {
 	struct ev_endpoint *sorted;
 	size_t *map, i;
+
+	/* endpoints and ports move: the member index is rebuilt at its next use */
+	free(caps_of(ev)->mem.slots);
+	memset(&caps_of(ev)->mem, 0, sizeof(caps_of(ev)->mem));
 
 	for (i = 0; i < ev->n_endpoints; i++)
 		qsort(ev->endpoints[i].ports, ev->endpoints[i].n_ports, sizeof(struct ev_port),

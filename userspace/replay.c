@@ -123,7 +123,6 @@ struct row {
 	size_t first_run;
 	uint64_t runs_mask; /* the first 64 runs; runs beyond are counted in more_runs */
 	bool more_runs;
-	size_t next; /* the endpoint's next row + 1, 0: none */
 };
 
 struct cut {
@@ -136,22 +135,43 @@ struct rctx {
 	const struct evidence *ev;
 	struct row *rows;
 	size_t n_rows;
-	size_t *first_row; /* per endpoint: its first row + 1, 0: none (rows chain by endpoint) */
+	/*
+	 * rows by key (endpoint, port, protocol, verdict, why): row index + 1, 0: empty; open
+	 * addressing with at least twice the connections' slots, so a workload dialling one host
+	 * on every port does not make the replay quadratic
+	 */
+	size_t *slots;
+	size_t n_slots;
 	struct judged *conn_j; /* per ev->conns */
 	struct cut *cuts;
 	size_t n_cuts;
 	uint64_t allowed, denied, needed_denied, relaxed;
 };
 
+static size_t row_hash(size_t endpoint, uint16_t port, const char *proto, bool allow,
+		       const char *why)
+{
+	uint64_t h = 1469598103934665603ULL ^ (endpoint * 0x9e3779b97f4a7c15ULL) ^
+		     ((uint64_t)port << 1 | allow);
+
+	for (; *proto; proto++)
+		h = (h ^ (unsigned char)*proto) * 1099511628211ULL;
+	h = (h ^ 0xff) * 1099511628211ULL;
+	for (; *why; why++)
+		h = (h ^ (unsigned char)*why) * 1099511628211ULL;
+	return (size_t)h;
+}
+
 static int add_row(struct rctx *c, const struct ev_conn *k, const struct judged *j)
 {
+	const char *proto = k->proto ? k->proto : "?";
+	size_t h = row_hash(k->endpoint, k->port, proto, j->allow, j->why) & (c->n_slots - 1);
 	struct row *r;
-	size_t i;
 
-	for (i = c->first_row[k->endpoint]; i; i = c->rows[i - 1].next) {
-		r = &c->rows[i - 1];
-		if (r->port == k->port && r->allow == j->allow &&
-		    !strcmp(r->proto, k->proto ? k->proto : "?") && !strcmp(r->why, j->why))
+	for (; c->slots[h]; h = (h + 1) & (c->n_slots - 1)) {
+		r = &c->rows[c->slots[h] - 1];
+		if (r->endpoint == k->endpoint && r->port == k->port && r->allow == j->allow &&
+		    !strcmp(r->proto, proto) && !strcmp(r->why, j->why))
 			goto found;
 	}
 	r = reallocarray(c->rows, c->n_rows + 1, sizeof(*r));
@@ -162,12 +182,11 @@ static int add_row(struct rctx *c, const struct ev_conn *k, const struct judged 
 	memset(r, 0, sizeof(*r));
 	r->endpoint = k->endpoint;
 	r->port = k->port;
-	r->proto = k->proto ? k->proto : "?";
+	r->proto = proto;
 	r->allow = j->allow;
 	r->first_run = k->run;
 	memcpy(r->why, j->why, sizeof(r->why));
-	r->next = c->first_row[k->endpoint];
-	c->first_row[k->endpoint] = c->n_rows;
+	c->slots[h] = c->n_rows;
 found:
 	r->conns++;
 	r->needed += k->needed;
@@ -495,8 +514,10 @@ int policy_replay_main(int argc, char **argv)
 	c.p = p;
 	c.ev = ev;
 	c.conn_j = calloc(ev->n_conns ? ev->n_conns : 1, sizeof(*c.conn_j));
-	c.first_row = calloc(ev->n_endpoints ? ev->n_endpoints : 1, sizeof(*c.first_row));
-	if (!c.conn_j || !c.first_row)
+	for (c.n_slots = 16; c.n_slots < 2 * ev->n_conns + 2; c.n_slots *= 2)
+		;
+	c.slots = calloc(c.n_slots, sizeof(*c.slots));
+	if (!c.conn_j || !c.slots)
 		goto nomem;
 	for (i = 0; i < ev->n_conns; i++) {
 		const struct ev_conn *k = &ev->conns[i];
@@ -527,7 +548,7 @@ out:
 	free(c.rows);
 	free(c.cuts);
 	free(c.conn_j);
-	free(c.first_row);
+	free(c.slots);
 	evidence_free(ev);
 	policy_free(p);
 	return ret;

@@ -380,60 +380,80 @@ static void flag_lines(const struct sctx *s, const struct ev_endpoint *e, unsign
 	}
 }
 
-/* Wildcard proposals: parents (two labels or more) that two or more needed hosts share. */
-static void wildcards(const struct sctx *s)
+/* A host a wildcard proposal may name: its parent (two labels or more), else NULL. */
+static const char *wild_parent(const struct sctx *s, const struct ev_endpoint *e)
+{
+	const char *parent;
+
+	if (e->kind != EV_HOST || !e->needed || !has_tcp_udp(e) || !name_ok(s, e))
+		return NULL;
+	parent = strchr(e->name, '.');
+	if (!parent || !strchr(parent + 1, '.'))
+		return NULL;
+	return parent + 1;
+}
+
+struct wild {
+	const char *parent;
+	size_t i; /* endpoint index */
+};
+
+static int wild_cmp(const void *a, const void *b)
+{
+	const struct wild *x = a, *y = b;
+	int c = strcmp(x->parent, y->parent);
+
+	if (c)
+		return c;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/*
+ * Wildcard proposals: parents (two labels or more) that two or more needed hosts share, in the
+ * order of each parent's first host. Grouped by a sort: a workload may name many hosts.
+ */
+static int wildcards(const struct sctx *s)
 {
 	const struct evidence *ev = s->ev;
+	struct wild *w = calloc(ev->n_endpoints + 1, sizeof(*w));
+	size_t *group = calloc(ev->n_endpoints + 1, sizeof(*group)); /* leader: its w[] start+1 */
 	char safe[512];
 	bool header = false;
-	size_t i, j;
+	size_t i, j, n = 0;
+	int err = 0;
 
+	if (!w || !group) {
+		err = -ENOMEM;
+		goto out;
+	}
 	for (i = 0; i < ev->n_endpoints; i++) {
-		const struct ev_endpoint *e = &ev->endpoints[i];
+		w[n].parent = wild_parent(s, &ev->endpoints[i]);
+		w[n].i = i;
+		n += w[n].parent != NULL;
+	}
+	qsort(w, n, sizeof(*w), wild_cmp);
+	for (i = 0; i < n; i = j) {
+		for (j = i + 1; j < n && !strcmp(w[j].parent, w[i].parent); j++)
+			;
+		if (j - i >= 2)
+			group[w[i].i] = i + 1;
+	}
+	for (i = 0; i < ev->n_endpoints; i++) {
 		const char *parent, *tele;
-		size_t n = 0;
 
-		if (e->kind != EV_HOST || !e->needed || !has_tcp_udp(e) || !name_ok(s, e))
-			continue;
-		parent = strchr(e->name, '.');
-		if (!parent || !strchr(parent + 1, '.'))
-			continue;
-		parent++;
-		/* only once per parent: at its first host */
-		for (j = 0; j < i; j++) {
-			const struct ev_endpoint *o = &ev->endpoints[j];
-			const char *op = o->kind == EV_HOST ? strchr(o->name, '.') : NULL;
-
-			if (op && o->needed && has_tcp_udp(o) && name_ok(s, o) &&
-			    !strcmp(op + 1, parent))
-				break;
-		}
-		if (j < i)
-			continue;
-		for (j = i; j < ev->n_endpoints; j++) {
-			const struct ev_endpoint *o = &ev->endpoints[j];
-			const char *op = o->kind == EV_HOST ? strchr(o->name, '.') : NULL;
-
-			n += op && o->needed && has_tcp_udp(o) && name_ok(s, o) &&
-			     !strcmp(op + 1, parent);
-		}
-		if (n < 2)
+		if (!group[i])
 			continue;
 		if (!header) {
 			fprintf(s->f, "\n# Wildcard proposals, not applied: a wildcard also allows "
 				      "every name below it that no run used.\n");
 			header = true;
 		}
+		parent = w[group[i] - 1].parent;
 		fprintf(s->f, "#   \"*.%s\" would cover:", parent);
-		for (j = i; j < ev->n_endpoints; j++) {
-			const struct ev_endpoint *o = &ev->endpoints[j];
-			const char *op = o->kind == EV_HOST ? strchr(o->name, '.') : NULL;
-			unsigned int fl;
+		for (j = group[i] - 1; j < n && !strcmp(w[j].parent, parent); j++) {
+			const struct ev_endpoint *o = &ev->endpoints[w[j].i];
+			unsigned int fl = flags_of(s, o, &tele);
 
-			if (!(op && o->needed && has_tcp_udp(o) && name_ok(s, o) &&
-			      !strcmp(op + 1, parent)))
-				continue;
-			fl = flags_of(s, o, &tele);
 			fprintf(s->f, " %s%s%s%s", evidence_safe(o->name, safe, sizeof(safe)),
 				fl ? " (flagged:" : "", fl & FLAG_TELEMETRY ? " telemetry" : "",
 				fl & FLAG_SINGLE ? " single run)"
@@ -442,6 +462,10 @@ static void wildcards(const struct sctx *s)
 		}
 		fprintf(s->f, "\n");
 	}
+out:
+	free(w);
+	free(group);
+	return err;
 }
 
 static void header(const struct sctx *s, bool unverified)
@@ -498,7 +522,7 @@ static void header(const struct sctx *s, bool unverified)
 		s->min_runs, CAP_MARGIN);
 }
 
-static void body(const struct sctx *s)
+static int body(const struct sctx *s)
 {
 	const struct evidence *ev = s->ev;
 	FILE *f = s->f;
@@ -622,7 +646,7 @@ static void body(const struct sctx *s)
 	}
 	if (dnsonly)
 		fprintf(f, "\n");
-	wildcards(s);
+	return wildcards(s);
 }
 
 static void usage(FILE *out)
@@ -708,10 +732,11 @@ int suggest_text(const struct evidence *ev, size_t min_runs, bool unverified, co
 		goto out;
 	}
 	header(&s, unverified);
-	body(&s);
-	if (fclose(s.f)) {
+	ret = body(&s);
+	if (fclose(s.f) && !ret)
 		ret = -errno;
-		snprintf(err, err_len, "%s", strerror(errno));
+	if (ret) {
+		snprintf(err, err_len, "%s", strerror(-ret));
 		goto out;
 	}
 	/* what is written must be a policy check accepts: check it as check does */
@@ -785,8 +810,8 @@ int policy_suggest_main(int argc, char **argv)
 	ret = 1;
 	if (evidence_load(PROG, argv + optind, (size_t)(argc - optind), key, unverified, &ev))
 		goto out;
-	if (suggest_text(ev, min_runs > 0 ? (size_t)min_runs : 0, unverified, out, &text, &len,
-			 err, sizeof(err))) {
+	if (suggest_text(ev, min_runs > 0 ? (size_t)min_runs : 0, unverified, out, &text, &len, err,
+			 sizeof(err))) {
 		fprintf(stderr, PROG ": %s\n", err);
 		goto out;
 	}
