@@ -32,6 +32,13 @@ int suggest_text(const struct evidence *ev, size_t min_runs, bool unverified, co
 const char *suggest_telemetry_match(const char *host);
 
 /*
+ * Whether replay judges a connection to dst (an address as the log writes it; host: the name
+ * the run's resolver learned it for, or NULL) on port and proto ("tcp", "udp") allowed by p.
+ */
+bool replay_allows(const struct policy *p, const char *host, const char *dst, uint16_t port,
+		   const char *proto);
+
+/*
  * Write what changed from old to new, in sentences a reviewer reads ("+ host pkgs.example
  * allowed on 443/tcp (rule pkgs)"); returns how many differences were written.
  */

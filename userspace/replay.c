@@ -9,6 +9,8 @@
  *     rule listing it (the rule the resolver tags its addresses with) when that rule lists the
  *     port and protocol; else by a cidrs rule covering the address; else by default: allow;
  *   - a connection without a name: a cidrs rule covering the address, else default: allow;
+ *   - a v6 address embedding an IPv4 one is judged as that IPv4 address, and an IPv4 host
+ *     behind a relay is denied unless default: allow, as bpf/policy.bpf.h's decide_v6 does;
  *   - the blackhole refuses what the log says it refused, whatever the policy;
  *   - a recorded flow is cut when its rule's max_request_bytes / max_response_bytes is below
  *     what it carried, or when the run's flows to that host under that rule went past a
@@ -27,6 +29,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "../bpf/addr.bpf.h"
 #include "../policy/policy.h"
 #include "evidence.h"
 #include "policy_tools.h"
@@ -71,6 +74,22 @@ static void judge(const struct policy *p, const char *host, const char *dst, uin
 		family = AF_INET;
 	else if (dst && inet_pton(AF_INET6, dst, addr) == 1)
 		family = AF_INET6;
+	if (family == AF_INET6) {
+		__u32 w[4], v4;
+
+		/* as the programs judge a v6 destination (bpf/policy.bpf.h, decide_v6) */
+		memcpy(w, addr, sizeof(w));
+		if (v6_embeds_v4_for_policy(w, &v4)) {
+			/* ::ffff:a.b.c.d, 64:ff9b::a.b.c.d, ::a.b.c.d: the IPv4 host's rules */
+			family = AF_INET;
+			memcpy(addr, &v4, 4);
+		} else if (v6_is_v4_relay(w) && p->default_verdict != POLICY_DEFAULT_ALLOW) {
+			snprintf(j->why, sizeof(j->why),
+				 "an IPv4 host behind a relay (6to4, Teredo, ISATAP, NAT64): only "
+				 "default: allow opens it");
+			return;
+		}
+	}
 	if (host) {
 		h = policy_match_host(p, host);
 		/*
@@ -110,6 +129,15 @@ static void judge(const struct policy *p, const char *host, const char *dst, uin
 			 evidence_safe(host, safe, sizeof(safe)), port, proto ? proto : "?");
 	else
 		snprintf(j->why, sizeof(j->why), "an address without a name, in no cidrs rule");
+}
+
+bool replay_allows(const struct policy *p, const char *host, const char *dst, uint16_t port,
+		   const char *proto)
+{
+	struct judged j;
+
+	judge(p, host, dst, port, proto, false, &j);
+	return j.allow;
 }
 
 /* One row of the table: connections of one destination, port and verdict. */

@@ -143,13 +143,46 @@ static bool check_shadowed(char *why)
 	return true;
 }
 
+/*
+ * Replay judges a v6 destination as the programs do (bpf/policy.bpf.h): the forms that embed an
+ * IPv4 address by the IPv4 host's rules, and an IPv4 host behind a relay denied unless the
+ * default is allow. Judged by family alone, "cidrs: [10.0.0.0/8]" seemed to deny
+ * ::ffff:10.1.2.3, which the run allows, and a v6 rule seemed to allow a 6to4 address.
+ */
+static bool check_replay_v6(char *why)
+{
+	struct policy *p = load("default: deny\n"
+				"rules:\n"
+				"  - cidrs: [\"10.0.0.0/8\"]\n"
+				"    ports: [443]\n"
+				"  - cidrs: [\"2002::/16\", \"2001:db8::/32\"]\n"
+				"    ports: [443]\n");
+	struct policy *a = load("default: allow\n"
+				"rules: []\n");
+
+	EXPECT(replay_allows(p, NULL, "10.1.2.3", 443, "tcp"), "v4 allowed");
+	EXPECT(replay_allows(p, NULL, "::ffff:10.1.2.3", 443, "tcp"), "v4-mapped allowed");
+	EXPECT(replay_allows(p, NULL, "64:ff9b::a01:203", 443, "tcp"), "NAT64 allowed");
+	EXPECT(replay_allows(p, NULL, "::10.1.2.3", 443, "tcp"), "v4-compatible allowed");
+	EXPECT(!replay_allows(p, NULL, "::ffff:10.1.2.3", 80, "tcp"), "v4-mapped, other port");
+	EXPECT(!replay_allows(p, NULL, "::ffff:11.1.2.3", 443, "tcp"), "v4-mapped, outside");
+	EXPECT(replay_allows(p, NULL, "2001:db8::1", 443, "tcp"), "native v6 allowed");
+	EXPECT(!replay_allows(p, NULL, "2002:a01:203::1", 443, "tcp"),
+	       "6to4 denied though a v6 rule covers it");
+	EXPECT(replay_allows(a, NULL, "2002:a01:203::1", 443, "tcp"), "6to4 under default allow");
+	policy_free(p);
+	policy_free(a);
+	return true;
+}
+
 int main(void)
 {
 	char why[WHY_LEN];
 
-	printf("TAP version 13\n1..3\n");
+	printf("TAP version 13\n1..4\n");
 	report(check_changes(why), "diff: every kind of change said, in its own line", why);
 	report(check_same(why), "diff: reordered and renamed rules are no difference", why);
 	report(check_shadowed(why), "diff: a host judged by the first rule listing it", why);
+	report(check_replay_v6(why), "replay: v6 forms judged as the programs judge them", why);
 	return tap_status();
 }
