@@ -248,22 +248,56 @@ static int add_cut(struct rctx *c, size_t flow, const char *fmt, ...)
 struct total {
 	size_t run;
 	long rule;
-	const char *key;
+	char key[INET6_ADDRSTRLEN + 256];
 	uint64_t req, resp;
 	bool req_cut, resp_cut;
 };
+
+/*
+ * The host a max_total_* cap counts a flow under, as bpf/addr.bpf.h's host_key_of does: its name,
+ * else its address, an IPv6 one that embeds an IPv4 address as that IPv4 address (one budget
+ * whatever form the address was dialled in).
+ */
+static void total_key(const struct ev_flow *f, char *key, size_t len)
+{
+	uint8_t a[16];
+	__u32 w[4], v4;
+
+	if (f->host || !f->dst || inet_pton(AF_INET6, f->dst, a) != 1) {
+		snprintf(key, len, "%s", f->host ? f->host : f->dst ? f->dst : "?");
+		return;
+	}
+	memcpy(w, a, sizeof(w));
+	if (!v6_embeds_v4_for_policy(w, &v4) || !inet_ntop(AF_INET, &v4, key, (socklen_t)len))
+		snprintf(key, len, "%s", f->dst);
+}
+
+static size_t total_hash(size_t run, long rule, const char *key)
+{
+	uint64_t h = 1469598103934665603ULL ^ (run * 0x9e3779b97f4a7c15ULL) ^ (uint64_t)rule;
+
+	for (; *key; key++)
+		h = (h ^ (unsigned char)*key) * 1099511628211ULL;
+	return (size_t)h;
+}
 
 static int caps(struct rctx *c)
 {
 	const struct evidence *ev = c->ev;
 	struct total *t = NULL;
-	size_t n_t = 0, i, k;
+	size_t n_t = 0, i, k, n_slots, *slots, h;
 	int err = 0;
 
+	/* totals found through a hash: a workload chooses how many hosts it reaches */
+	for (n_slots = 16; n_slots < 2 * ev->n_flows + 2; n_slots *= 2)
+		;
+	slots = calloc(n_slots, sizeof(*slots));
+	if (!slots)
+		return -ENOMEM;
 	for (i = 0; i < ev->n_flows; i++) {
 		const struct ev_flow *f = &ev->flows[i];
 		const struct policy_rule *r;
-		const char *key = f->host ? f->host : f->dst ? f->dst : "?";
+		char key[sizeof(t->key)];
 		struct judged j;
 
 		judge(c->p, f->host, f->dst, f->port, f->proto, false, &j);
@@ -280,10 +314,14 @@ static int caps(struct rctx *c)
 			break;
 		if (!r->has_max_total_request_bytes && !r->has_max_total_response_bytes)
 			continue;
-		for (k = 0; k < n_t; k++)
+		total_key(f, key, sizeof(key));
+		for (h = total_hash(f->run, j.rule, key) & (n_slots - 1); slots[h];
+		     h = (h + 1) & (n_slots - 1)) {
+			k = slots[h] - 1;
 			if (t[k].run == f->run && t[k].rule == j.rule && !strcmp(t[k].key, key))
 				break;
-		if (k == n_t) {
+		}
+		if (!slots[h]) {
 			struct total *nt = reallocarray(t, n_t + 1, sizeof(*t));
 
 			if (!nt) {
@@ -294,9 +332,10 @@ static int caps(struct rctx *c)
 			memset(&t[n_t], 0, sizeof(*t));
 			t[n_t].run = f->run;
 			t[n_t].rule = j.rule;
-			t[n_t].key = key;
-			n_t++;
+			memcpy(t[n_t].key, key, sizeof(key));
+			slots[h] = ++n_t;
 		}
+		k = slots[h] - 1;
 		t[k].req += f->req_bytes;
 		t[k].resp += f->resp_bytes;
 		if (r->has_max_total_request_bytes && !t[k].req_cut &&
@@ -318,6 +357,7 @@ static int caps(struct rctx *c)
 		if (err)
 			break;
 	}
+	free(slots);
 	free(t);
 	return err;
 }
