@@ -739,6 +739,15 @@ int suggest_text(const struct evidence *ev, size_t min_runs, bool unverified, co
 		snprintf(err, err_len, "%s", strerror(-ret));
 		goto out;
 	}
+	/* a workload chooses how many names it asks: say that, not "a bug" */
+	if (*len > POLICY_MAX_BYTES) {
+		snprintf(err, err_len,
+			 "the suggestion would be %zu bytes, more than a policy may be (%u): the "
+			 "logs name %zu hosts and addresses; look at them with sluice report",
+			 *len, POLICY_MAX_BYTES, ev->n_endpoints);
+		ret = -EFBIG;
+		goto out;
+	}
 	/* what is written must be a policy check accepts: check it as check does */
 	if (policy_load_buffer(*text, *len, name ? name : "<stdout>", &p, perr, sizeof(perr)) ||
 	    policy_compile(p, &pc, perr, sizeof(perr))) {
