@@ -4,7 +4,9 @@
  * and of suggest's telemetry judgement: signed logs written here with tlog/note, as the evidence
  * spec says (log_start with the host-signed cert, records, run_end, final seal), read into the
  * model; every count checked against what the lines say. Then the logs the model must refuse:
- * a tampered line, another host's key, an empty file, a missing one.
+ * a tampered line, another host's key, an empty file, a missing one. Then a hostile workload's
+ * logs: names built to leave suggest's comments, the same run given twice, many ports, addresses
+ * and hosts, an address dialled in two forms under one byte budget.
  *
  * Usage: test_evidence        TAP 13; exits 1 if any test failed. Needs no root.
  */
