@@ -154,10 +154,13 @@ e2e_fixture_npm() {
 	done
 	(cd "$E2E/fix/app" &&
 		e2e_open "${env[@]}" npm install --package-lock-only --ignore-scripts --no-audit \
-			--no-fund &&
+			--no-fund) >>"$E2E/logs/fixture.out" 2>&1 || return 1
+	[[ -s $E2E/fix/app/package-lock.json ]] || return 1
+	[[ $E2E_WITH_PNPM == 1 ]] || return 0
+	(cd "$E2E/fix/app" &&
 		e2e_open "${env[@]}" node "$E2E_PNPM" install --lockfile-only --ignore-scripts \
 			--store-dir "$E2E/fix/pnpm-store") >>"$E2E/logs/fixture.out" 2>&1 || return 1
-	[[ -s $E2E/fix/app/package-lock.json && -s $E2E/fix/app/pnpm-lock.yaml ]]
+	[[ -s $E2E/fix/app/pnpm-lock.yaml ]]
 }
 
 e2e_fixture_py() {
@@ -197,30 +200,25 @@ PY
 }
 
 e2e_fixture_git() {
-	local w=$E2E/fix/git-work
+	local w=$E2E/fix/git-work g=(-c user.name=e2e -c user.email=e2e@example.invalid)
 	git init -q --bare -b main "$E2E/git/demo.git" &&
-		git -C "$E2E/git/demo.git" config http.receivepack false &&
 		git init -q -b main "$w" &&
 		echo "sluice e2e demo repo" >"$w/README" &&
 		git -C "$w" add README &&
-		git -C "$w" -c user.name=e2e -c user.email=e2e@example.invalid commit -qm "first" &&
-		git -C "$w" push -q "$E2E/git/demo.git" main
+		git -C "$w" "${g[@]}" commit -qm "first" &&
+		git -C "$w" checkout -qb release &&
+		echo "release notes" >"$w/RELEASE" &&
+		git -C "$w" add RELEASE &&
+		git -C "$w" "${g[@]}" commit -qm "release 1.0" &&
+		git -C "$w" push -q "$E2E/git/demo.git" main release
 }
 
-# e2e_git_advance: a new commit on the server's main (what the next git fetch gets).
-E2E_GIT_N=1
-e2e_git_advance() {
-	local w=$E2E/fix/git-work
-	E2E_GIT_N=$((E2E_GIT_N + 1))
-	echo "change $E2E_GIT_N" >>"$w/README" &&
-		git -C "$w" -c user.name=e2e -c user.email=e2e@example.invalid commit -qam \
-			"change $E2E_GIT_N" &&
-		git -C "$w" push -q "$E2E/git/demo.git" main
-}
-
-# e2e_up: the local internet and the fixtures, in the topology topo_up built. Sets E2E.
+# e2e_up [--no-pnpm]: the local internet and the fixtures, in the topology topo_up built (without
+# the pnpm lockfile: the fast test has no pnpm step). Sets E2E.
+E2E_WITH_PNPM=1
 e2e_up() {
-	local h a pid up=() inet=()
+	local h a pid up=()
+	[[ ${1-} == --no-pnpm ]] && E2E_WITH_PNPM=0
 	E2E=$SL_TMP/e2e
 	mkdir -p "$E2E"/{pki,logs,run,git,fix,work} "$E2E"/www/{pypi,files,paste,transfer} \
 		"$E2E"/verdaccio/storage || return 1
@@ -271,8 +269,6 @@ e2e_up() {
 		return 1
 	}
 	e2e_fixture_git || return 1
-	# Only what the workload does counts from here on.
-	: >"$E2E/logs/fixture-end"
 	return 0
 }
 
@@ -308,44 +304,17 @@ rules:
 EOF2
 }
 
-# Marks of every receiving host's log (access logs, DNS logs, uploads) before a step.
-declare -A E2E_MARK
-e2e_mark() {
-	local n
-	for n in "${E2E_LOGS[@]}"; do
-		E2E_MARK[$n]=$(sl_lines "$E2E/logs/$n.log")
-	done
-	E2E_MARK[dns]=$(sl_lines "$E2E/logs/dns.log")
-	E2E_MARK[upstream]=$(sl_lines "$SL_DNS_LOG")
-	E2E_MARK[proxy]=$(sl_lines "$E2E/logs/proxy.log")
-}
-# e2e_seen NAME: requests the host NAME (an E2E_LOGS name) logged since the mark.
-e2e_seen() {
-	local f=$E2E/logs/$1.log
-	[[ -f $f ]] || {
-		echo 0
-		return
-	}
-	tail -n +"$((${E2E_MARK[$1]:-0} + 1))" "$f" | wc -l
-}
-# e2e_seen_lines NAME: those lines.
-e2e_seen_lines() { tail -n +"$((${E2E_MARK[$1]:-0} + 1))" "$E2E/logs/$1.log" 2>/dev/null; }
-# e2e_dns_seen NAME: queries for NAME that reached either DNS server (the open ways' or
-# sluice's upstream) since the mark.
-e2e_dns_seen() {
-	local a b
-	a=$(tail -n +"$((${E2E_MARK[dns]:-0} + 1))" "$E2E/logs/dns.log" 2>/dev/null |
-		grep -c "query\[[A-Z]*\] $1 ")
-	b=$(tail -n +"$((${E2E_MARK[upstream]:-0} + 1))" "$SL_DNS_LOG" 2>/dev/null |
-		grep -c "query\[[A-Z]*\] $1 ")
-	echo $((a + b))
-}
-
-# e2e_step WAY STEP [LOG]: run one workload step in WAY (open, none, proxy, sluice, report);
-# for sluice and report, LOG is the run's log. Sets E2E_RC (the step's status), E2E_MS (its own
-# wall time), E2E_OUT (its output); marks the logs first.
-e2e_step() {
-	local way=$1 step=$2 log=${3-} w=$E2E/work/$1 res
+# e2e_run WAY LOG STEP…: the workload's steps, in one go, in WAY: open (the network as it is),
+# none (a netns with only loopback), proxy (open, with the proxy variables), sluice (sluice run
+# enforcing $E2E/policy.yaml, its log LOG), report (the same in report mode). Each way gets a
+# fresh $E2E/work/WAY. Sets, per step: E2E_RC[STEP], E2E_MS[STEP], E2E_T0[STEP], E2E_T1[STEP];
+# E2E_W (the work directory), E2E_ERR (the run's stderr: sluice's denials, the step headers).
+declare -A E2E_RC E2E_MS E2E_T0 E2E_T1
+E2E_W=
+E2E_ERR=
+e2e_run() {
+	local way=$1 log=$2 w=$E2E/work/$1 st rc ms t0 t1
+	shift 2
 	local envv=(env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$w/home" LANG=C.UTF-8
 		E2E_WORK="$w" E2E_FIX="$E2E/fix" E2E_PNPM="$E2E_PNPM"
 		NODE_EXTRA_CA_CERTS="$E2E/pki/ca.pem" npm_config_cafile="$E2E/pki/ca.pem"
@@ -356,38 +325,64 @@ e2e_step() {
 		npm_config_fetch_retry_maxtimeout=2000 PIP_NO_CACHE_DIR=1 PIP_RETRIES=1 PIP_TIMEOUT=10
 		PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_BREAK_SYSTEM_PACKAGES=1 GIT_CONFIG_NOSYSTEM=1
 		GIT_TERMINAL_PROMPT=0)
+	rm -rf "$w"
 	mkdir -p "$w/home"
 	chmod 0755 "$w"
 	if [[ $way == proxy ]]; then
 		local p=http://$E2E_PROXY_IP:3128
-		envv+=(HTTPS_PROXY="$p" https_proxy="$p" HTTP_PROXY="$p" http_proxy="$p"
-			NO_PROXY= no_proxy=)
+		envv+=(HTTPS_PROXY="$p" https_proxy="$p" HTTP_PROXY="$p" http_proxy="$p")
 	fi
-	rm -f "$w/$step.result"
-	E2E_OUT=$w/$step.out
-	e2e_mark
+	E2E_W=$w
+	E2E_ERR=$w/run.err
 	case $way in
 	open | proxy)
-		e2e_open "${envv[@]}" bash "$E2E_DIR/workload.sh" "$step" >"$E2E_OUT" 2>&1
+		e2e_open "${envv[@]}" bash "$E2E_DIR/workload.sh" "$@" >"$w/run.out" 2>"$E2E_ERR"
 		;;
 	none)
 		ip netns exec "$SL_NS_RUN" unshare -n sh -c \
 			'mount --bind "$0" /etc/resolv.conf && ip link set lo up && exec "$@"' \
-			"$E2E/resolv.conf" "${envv[@]}" bash "$E2E_DIR/workload.sh" "$step" \
-			>"$E2E_OUT" 2>&1
+			"$E2E/resolv.conf" "${envv[@]}" bash "$E2E_DIR/workload.sh" "$@" \
+			>"$w/run.out" 2>"$E2E_ERR"
 		;;
 	sluice | report)
 		local mode=()
 		[[ $way == report ]] && mode=(--mode report)
 		sluice_run "$E2E/policy.yaml" "$log" "${mode[@]}" --netns "/run/netns/$SL_NS_RUN" \
 			--upstream "127.0.0.1:$SL_DNS_PORT" -- "${envv[@]}" \
-			bash "$E2E_DIR/workload.sh" "$step"
-		cat "$SL_OUT" "$SL_ERR" >"$E2E_OUT"
+			bash "$E2E_DIR/workload.sh" "$@"
+		cp "$SL_ERR" "$E2E_ERR"
 		;;
 	esac
-	# Whatever the servers were sent has been logged once the client is gone; nginx writes its
-	# access log line when the request ends, which the client waited for or gave up on.
-	res=$(cat "$w/$step.result" 2>/dev/null)
-	read -r _ E2E_RC E2E_MS <<<"${res:-x 255 -1}"
+	for st in "$@"; do
+		E2E_RC[$st]=255 E2E_MS[$st]=-1 E2E_T0[$st]=0 E2E_T1[$st]=0
+	done
+	while read -r st rc ms t0 t1; do
+		E2E_RC[$st]=$rc E2E_MS[$st]=$ms E2E_T0[$st]=$t0 E2E_T1[$st]=$t1
+	done <"$w/results"
 	return 0
+}
+
+# e2e_seen_lines HOST STEP: the lines of HOST's access log (an E2E_LOGS name) written while STEP
+# of the last e2e_run ran. nginx writes a request's line when it ends, which the client waited
+# for (every step's client waits for its answer or gives up before the step ends).
+e2e_seen_lines() {
+	awk -v t0="${E2E_T0[$2]}" -v t1="${E2E_T1[$2]}" \
+		'{ t = $1 * 1000 } t >= t0 && t <= t1 + 1' "$E2E/logs/$1.log" 2>/dev/null
+}
+# e2e_seen HOST STEP: how many.
+e2e_seen() { e2e_seen_lines "$1" "$2" | wc -l; }
+# e2e_dns_seen NAME: queries for NAME that reached either DNS server (the open ways' or
+# sluice's upstream) since the last e2e_dns_mark.
+declare -A E2E_DNS_MARK
+e2e_dns_mark() {
+	E2E_DNS_MARK[dns]=$(sl_lines "$E2E/logs/dns.log")
+	E2E_DNS_MARK[upstream]=$(sl_lines "$SL_DNS_LOG")
+}
+e2e_dns_seen() {
+	local a b
+	a=$(tail -n +"$((${E2E_DNS_MARK[dns]:-0} + 1))" "$E2E/logs/dns.log" 2>/dev/null |
+		grep -c "query\[[A-Z]*\] $1 ")
+	b=$(tail -n +"$((${E2E_DNS_MARK[upstream]:-0} + 1))" "$SL_DNS_LOG" 2>/dev/null |
+		grep -c "query\[[A-Z]*\] $1 ")
+	echo $((a + b))
 }

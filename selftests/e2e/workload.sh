@@ -1,17 +1,17 @@
 #!/bin/bash
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #
-# sluice e2e: one step of the build workload (selftests/e2e/README.md). Run by e2e-lib.sh's
-# e2e_step in each way (open network, no network, proxy, sluice); the same commands every way.
-# Writes "STEP RC MS" to $E2E_WORK/STEP.result (MS: the step's own wall time, without the way's
-# set-up) and exits with the step's status.
+# sluice e2e: the build workload (selftests/e2e/README.md), the steps named, in order, each
+# whatever the others did. Run by e2e-lib.sh's e2e_run in each way (open network, no network,
+# proxy, sluice); the same commands every way. For each step, its output goes to
+# $E2E_WORK/STEP.out and "STEP RC MS T0 T1" to $E2E_WORK/results (MS: the step's own wall time;
+# T0, T1: its start and end in ms since the epoch, which place the servers' log lines).
 #
-# Environment (set by e2e_step): E2E_WORK (this way's scratch directory), E2E_FIX (the fixtures:
+# Environment (set by e2e_run): E2E_WORK (this way's scratch directory), E2E_FIX (the fixtures:
 # the project's package.json and lockfiles), E2E_PNPM (pnpm's entry point), HOME, PATH, the CA
 # variables (NODE_EXTRA_CA_CERTS, PIP_CERT, GIT_SSL_CAINFO, CURL_CA_BUNDLE) and, in the proxy way,
 # the proxy variables.
 
-step=$1
 W=${E2E_WORK:?}
 FIX=${E2E_FIX:?}
 cd "$W" || exit 1
@@ -38,11 +38,14 @@ run_step() {
 			PYTHONPATH=$W/py python3 -c 'import slpkg_cli; print("cli:", slpkg_cli.hello())'
 		;;
 	git-clone)
-		rm -rf "$W/repo" && git clone https://git.internal.example/demo.git "$W/repo"
+		rm -rf "$W/repo" &&
+			git clone --single-branch --branch main https://git.internal.example/demo.git \
+				"$W/repo"
 		;;
 	git-fetch)
-		git -C "$W/repo" fetch origin &&
-			git -C "$W/repo" log -1 --format='fetched: %s' origin/main
+		# A branch the clone did not take: a pack only the fetch can bring.
+		git -C "$W/repo" fetch origin release:refs/remotes/origin/release &&
+			git -C "$W/repo" log -1 --format='fetched: %s' origin/release
 		;;
 	paste)
 		# The script runs only if the fetch worked; its mark is the proof it ran.
@@ -82,9 +85,12 @@ PY
 	esac
 }
 
-t0=$(date +%s%N)
-run_step
-rc=$?
-t1=$(date +%s%N)
-echo "$step $rc $(((t1 - t0) / 1000000))" >"$W/$step.result"
-exit $rc
+for step in "$@"; do
+	echo "== $step" >&2
+	t0=$(date +%s%3N)
+	(run_step) >"$W/$step.out" 2>&1
+	rc=$?
+	t1=$(date +%s%3N)
+	echo "$step $rc $((t1 - t0)) $t0 $t1" >>"$W/results"
+done
+exit 0
