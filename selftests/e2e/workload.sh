@@ -76,7 +76,11 @@ sys.exit(0 if d.startswith(b"HTTP/1.1 200") else 1)
 PY
 		;;
 	unlisted)
-		getent ahostsv4 exfil.attacker.example
+		getent ahostsv4 exfil.attacker.example || {
+			rc=$?
+			echo "getent: exit $rc (not found)"
+			return $rc
+		}
 		;;
 	*)
 		echo "workload.sh: unknown step '$step'" >&2
