@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 # shellcheck shell=bash
-# shellcheck disable=SC2034
+# shellcheck disable=SC2034,SC2016,SC2119
+# (SC2016: the sh -c scripts expand inside; SC2119: the functions' arguments are optional.)
 #
 # sluice e2e: a local internet in the test topology (selftests/lib.sh) with real registry
 # servers under their public names, the fixtures a build installs, and the ways to run the
@@ -13,6 +14,8 @@
 #   pypi.org                 198.51.100.12  nginx, PEP 503 simple index
 #   files.pythonhosted.org   198.51.100.13  nginx, wheels and an sdist
 #   git.internal.example     198.51.100.14  nginx -> fcgiwrap -> git http-backend
+#   npm-cache.internal.example 198.51.100.15 nginx TLS -> a second verdaccio, a pull-through
+#                                           cache of registry.npmjs.org (make e2e only)
 #   pastebin.com             203.0.113.21   nginx, a shell script
 #   transfer.sh              203.0.113.22   nginx, PUT uploads kept in $E2E/www/transfer
 #   telemetry.pkgstats.example 203.0.113.23 nginx, 204 to anything
@@ -37,6 +40,7 @@ E2E_NPM_IP=198.51.100.11
 E2E_PYPI_IP=198.51.100.12
 E2E_FILES_IP=198.51.100.13
 E2E_GIT_IP=198.51.100.14
+E2E_CACHE_IP=198.51.100.15
 E2E_PASTE_IP=203.0.113.21
 E2E_XFER_IP=203.0.113.22
 E2E_TELEM_IP=203.0.113.23
@@ -51,13 +55,14 @@ E2E_HOSTS=(
 	"pypi.org $E2E_PYPI_IP"
 	"files.pythonhosted.org $E2E_FILES_IP"
 	"git.internal.example $E2E_GIT_IP"
+	"npm-cache.internal.example $E2E_CACHE_IP"
 	"pastebin.com $E2E_PASTE_IP"
 	"transfer.sh $E2E_XFER_IP"
 	"$E2E_TELEM_HOST $E2E_TELEM_IP"
 	"$E2E_UNLISTED $E2E_EXFIL_IP"
 )
 # The hosts' access logs, by short name ($E2E/logs/NAME.log).
-E2E_LOGS=(npm pypi files git paste transfer telemetry metadata)
+E2E_LOGS=(npm pypi files git paste transfer telemetry metadata cache)
 
 # e2e_missing [proxy]: prints what is missing for the e2e fixtures (nothing: all there).
 e2e_missing() {
@@ -80,6 +85,7 @@ e2e_missing() {
 e2e_fill() {
 	sed -e "s|@T@|$E2E|g" -e "s|@NPM_IP@|$E2E_NPM_IP|g" -e "s|@PYPI_IP@|$E2E_PYPI_IP|g" \
 		-e "s|@FILES_IP@|$E2E_FILES_IP|g" -e "s|@GIT_IP@|$E2E_GIT_IP|g" \
+		-e "s|@CACHE_IP@|$E2E_CACHE_IP|g" \
 		-e "s|@PASTE_IP@|$E2E_PASTE_IP|g" -e "s|@XFER_IP@|$E2E_XFER_IP|g" \
 		-e "s|@TELEM_IP@|$E2E_TELEM_IP|g" -e "s|@META_IP@|$E2E_META_IP|g" \
 		-e "s|@PROXY_IP@|$E2E_PROXY_IP|g" "$1" >"$2"
@@ -196,7 +202,7 @@ for proj, files in projects.items():
             fp.write(f'<a href="https://files.pythonhosted.org/packages/{f}#sha256={h}">{f}</a>\n')
         fp.write("</body></html>\n")
 PY
-	ls "$out" | grep -q 'slpkg-cli-1.0.tar.gz\|slpkg_cli-1.0.tar.gz'
+	compgen -G "$out/slpkg[-_]cli-1.0.tar.gz" >/dev/null
 }
 
 e2e_fixture_git() {
@@ -226,8 +232,8 @@ e2e_up() {
 	# lib.sh's sink in the internet netns listens on 53, 80 and 443 of every address.
 	pid=$(cat "$SL_TMP/inet.pid" 2>/dev/null)
 	[[ -n $pid ]] && sl_stop_pid "$pid"
-	for a in "$E2E_NPM_IP" "$E2E_PYPI_IP" "$E2E_FILES_IP" "$E2E_GIT_IP" "$E2E_PASTE_IP" \
-		"$E2E_XFER_IP" "$E2E_TELEM_IP" "$E2E_EXFIL_IP" "$E2E_DNS_IP" "$E2E_PROXY_IP"; do
+	for a in "$E2E_NPM_IP" "$E2E_PYPI_IP" "$E2E_FILES_IP" "$E2E_GIT_IP" "$E2E_CACHE_IP" \
+		"$E2E_PASTE_IP" "$E2E_XFER_IP" "$E2E_TELEM_IP" "$E2E_EXFIL_IP" "$E2E_DNS_IP" "$E2E_PROXY_IP"; do
 		in_inet ip addr add "$a/32" dev lo || return 1
 	done
 	e2e_pki || {
@@ -283,6 +289,23 @@ e2e_proxy_up() {
 	wait_until 10000 e2e_open curl -s -o /dev/null --max-time 2 "http://$E2E_PROXY_IP:3128/"
 }
 
+# e2e_cache_up: the pull-through cache (a second verdaccio, verdaccio-cache.yaml.in), empty: a
+# cold cache. Its uplink is registry.npmjs.org, resolved by the open ways' DNS, trusted through
+# NODE_EXTRA_CA_CERTS. Stops the one running before.
+E2E_CACHE_PID=
+e2e_cache_up() {
+	[[ -n $E2E_CACHE_PID ]] && sl_stop_pid "$E2E_CACHE_PID"
+	rm -rf "$E2E/verdaccio-cache"
+	mkdir -p "$E2E/verdaccio-cache/storage"
+	e2e_fill "$E2E_DIR/verdaccio-cache.yaml.in" "$E2E/run/verdaccio-cache.yaml"
+	e2e_bg verdaccio-cache "$SL_NS_INET" env \
+		VERDACCIO_PUBLIC_URL=https://npm-cache.internal.example \
+		NODE_EXTRA_CA_CERTS="$E2E/pki/ca.pem" HOME="$E2E/verdaccio-cache" \
+		node "$E2E_VERDACCIO" --config "$E2E/run/verdaccio-cache.yaml"
+	E2E_CACHE_PID=$E2E_BG_PID
+	e2e_wait_http verdaccio-cache -f "https://npm-cache.internal.example/-/ping"
+}
+
 # The sluice policy: the registries and the git host, HTTPS only.
 e2e_policy() {
 	cat >"$1" <<'EOF2'
@@ -306,10 +329,13 @@ EOF2
 
 # e2e_run WAY LOG STEP…: the workload's steps, in one go, in WAY: open (the network as it is),
 # none (a netns with only loopback), proxy (open, with the proxy variables), sluice (sluice run
-# enforcing $E2E/policy.yaml, its log LOG), report (the same in report mode). Each way gets a
-# fresh $E2E/work/WAY. Sets, per step: E2E_RC[STEP], E2E_MS[STEP], E2E_T0[STEP], E2E_T1[STEP];
-# E2E_W (the work directory), E2E_ERR (the run's stderr: sluice's denials, the step headers).
+# enforcing $E2E_POLICY, default $E2E/policy.yaml, its log LOG), report (the same in report
+# mode). Each way gets a fresh $E2E/work/WAY. Sets, per step: E2E_RC[STEP], E2E_MS[STEP],
+# E2E_T0[STEP], E2E_T1[STEP]; E2E_W (the work directory), E2E_ERR (the run's stderr: sluice's
+# denials, the step headers).
 declare -A E2E_RC E2E_MS E2E_T0 E2E_T1
+# More NAME=VALUE for the workload's environment (the cache runs: npm_config_registry).
+E2E_EXTRA_ENV=()
 E2E_W=
 E2E_ERR=
 e2e_run() {
@@ -324,7 +350,7 @@ e2e_run() {
 		npm_config_fetch_retries=1 npm_config_fetch_retry_mintimeout=1000
 		npm_config_fetch_retry_maxtimeout=2000 PIP_NO_CACHE_DIR=1 PIP_RETRIES=1 PIP_TIMEOUT=10
 		PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_BREAK_SYSTEM_PACKAGES=1 GIT_CONFIG_NOSYSTEM=1
-		GIT_TERMINAL_PROMPT=0)
+		GIT_TERMINAL_PROMPT=0 "${E2E_EXTRA_ENV[@]}")
 	rm -rf "$w"
 	mkdir -p "$w/home"
 	chmod 0755 "$w"
@@ -347,7 +373,7 @@ e2e_run() {
 	sluice | report)
 		local mode=()
 		[[ $way == report ]] && mode=(--mode report)
-		sluice_run "$E2E/policy.yaml" "$log" "${mode[@]}" --netns "/run/netns/$SL_NS_RUN" \
+		sluice_run "${E2E_POLICY:-$E2E/policy.yaml}" "$log" "${mode[@]}" --netns "/run/netns/$SL_NS_RUN" \
 			--upstream "127.0.0.1:$SL_DNS_PORT" -- "${envv[@]}" \
 			bash "$E2E_DIR/workload.sh" "$@"
 		cp "$SL_ERR" "$E2E_ERR"

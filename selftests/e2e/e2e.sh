@@ -19,6 +19,7 @@
 # as markdown and writes it with a JSON copy to $E2E_OUT_DIR (default .output/e2e). Every sluice
 # log is checked with sluice verify.
 
+# shellcheck disable=SC2119 # e2e_missing, e2e_up: optional arguments
 # shellcheck source-path=SCRIPTDIR source=../lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 # shellcheck source=e2e-lib.sh
@@ -161,20 +162,19 @@ run_way sluice "$SL_LOG"
 run_way report "$RP_LOG"
 
 # ---------------------------------------------------------------------------------------------
-# HOOK policy-suggest (issue 14, item 4): `sluice policy suggest` is being written elsewhere.
-# When this build has it, the policy it suggests from the report-mode log is enforced on the same
-# workload (way "suggested"); until then the workflow stops after report mode and says so. Nothing
-# here stands in for the command.
+# HOOK policy-suggest (issue 14, item 4): `sluice policy suggest LOG… [-o FILE]` is being
+# written on another branch. When this build has it, the policy it suggests from the report-mode
+# log is enforced on the same workload (way "suggested", a column of the table: what it lets
+# through is whatever the report-mode run did that suggest keeps); until then the workflow stops
+# after report mode and says so. Nothing here stands in for the command.
 SUGGESTED=$E2E_OUT_DIR/suggested.yaml
 SG_LOG=$E2E_OUT_DIR/suggested.jsonl
-rm -f "$SG_LOG" "$SG_LOG".*
+rm -f "$SG_LOG" "$SG_LOG".* "$SUGGESTED"
 WAYS=(open none proxy sluice report)
-if "$SLUICE" policy suggest --help >/dev/null 2>&1; then
-	if "$SLUICE" policy suggest "$RP_LOG" >"$SUGGESTED" 2>"$E2E/suggest.err"; then
-		cp "$E2E/policy.yaml" "$E2E/policy-listed.yaml"
-		cp "$SUGGESTED" "$E2E/policy.yaml"
-		run_way suggested "$SG_LOG"
-		cp "$E2E/policy-listed.yaml" "$E2E/policy.yaml"
+if "$SLUICE" policy suggest --help 2>/dev/null | grep -q 'policy suggest'; then
+	if "$SLUICE" policy suggest "$RP_LOG" -o "$SUGGESTED" 2>"$E2E/suggest.err"; then
+		tap_ok "policy suggest from the report-mode log"
+		E2E_POLICY=$SUGGESTED run_way suggested "$SG_LOG"
 		WAYS+=(suggested)
 	else
 		tap_fail "policy suggest from the report-mode log" "$(cat "$E2E/suggest.err")"
@@ -182,6 +182,59 @@ if "$SLUICE" policy suggest --help >/dev/null 2>&1; then
 else
 	SUGGEST_NOTE="sluice policy suggest is not in this build: the workflow stopped after report mode"
 fi
+
+# ---------------------------------------------------------------------------------------------
+# The pull-through cache (issue 14, item 5): npm ci through npm-cache.internal.example, a second
+# verdaccio whose uplink is registry.npmjs.org; cold (the cache empty: it fetches upstream) and
+# warm (it serves what it kept), unrestricted and under sluice with the cache as the only npm
+# destination. The lockfile names registry.npmjs.org; npm replaces that host with the configured
+# registry (its default replace-registry-host=npmjs), so under sluice a fetch that went around the
+# cache would be denied.
+cat >"$E2E/policy-cache.yaml" <<'EOF2'
+default: deny
+rules:
+  - name: npm-cache
+    hosts: ["npm-cache.internal.example"]
+    ports: [443]
+    protocols: [tcp]
+EOF2
+CROWS=$E2E/cache.tsv
+: >"$CROWS"
+E2E_EXTRA_ENV=(npm_config_registry=https://npm-cache.internal.example/)
+for way in open sluice; do
+	e2e_cache_up ||
+		bail_out "the cache did not start: $(tail -n 5 "$E2E/logs/verdaccio-cache.out")"
+	for temp in cold warm; do
+		log=
+		if [[ $way == sluice ]]; then
+			log=$E2E_OUT_DIR/cache-$temp.jsonl
+			rm -f "$log" "$log".*
+		fi
+		E2E_POLICY=$E2E/policy-cache.yaml e2e_run "$way" "$log" npm-ci
+		cp "$E2E_W/npm-ci.out" "$E2E_OUT_DIR/cache-$way-$temp.npm-ci.out"
+		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$way" "$temp" "${E2E_RC[npm-ci]}" \
+			"${E2E_MS[npm-ci]}" "$(e2e_seen cache npm-ci)" "$(e2e_seen npm npm-ci)" \
+			"$(e2e_seen telemetry npm-ci)" >>"$CROWS"
+	done
+done
+E2E_EXTRA_ENV=()
+crow() { awk -F'\t' -v w="$1" -v t="$2" '$1 == w && $2 == t' "$CROWS"; }
+for way in open sluice; do
+	for temp in cold warm; do
+		tap_is "cache: npm ci via the cache, $temp, $way, succeeds" \
+			"$(crow "$way" "$temp" | cut -f3)" 0 ||
+			tap_diag_file "$E2E_OUT_DIR/cache-$way-$temp.npm-ci.out" 15
+	done
+	tap_cmp "cache: cold, $way: the cache fetched from registry.npmjs.org" \
+		"$(crow "$way" cold | cut -f6)" -ge 1
+	tap_is "cache: warm, $way: registry.npmjs.org saw nothing (served from the cache)" \
+		"$(crow "$way" warm | cut -f6)" 0
+done
+tap_is "cache: under sluice the telemetry host saw nothing" \
+	"$(crow sluice cold | cut -f7)$(crow sluice warm | cut -f7)" 00
+for temp in cold warm; do
+	tap_check "sluice verify cache-$temp.jsonl" "$SLUICE" verify "$E2E_OUT_DIR/cache-$temp.jsonl"
+done
 
 # ---------------------------------------------------------------------------------------------
 # The expectations
@@ -262,14 +315,46 @@ js = [{"way": r[0], "step": r[1], "ok": r[2] == "1",
 json.dump(js, open(os.path.join(out, "results.json"), "w"), indent=1)
 print(md)
 PY
+"$E2E_PY" - "$ROWS" "$CROWS" "$E2E_OUT_DIR" <<'PY'
+import json, os, sys
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
+crows = [l.rstrip("\n").split("\t") for l in open(sys.argv[2]) if l.strip()]
+out = sys.argv[3]
+direct = {r[0]: r for r in rows if r[1] == "npm-ci"}
+c = {(r[0], r[1]): r for r in crows}
+def d(w):
+    r = direct.get(w)
+    return f"{int(r[3]) / 1000:.2f} s; registry.npmjs.org saw {r[4]}" if r else ""
+def v(w, t):
+    r = c.get((w, t))
+    if not r:
+        return ""
+    ok = "ok" if r[2] == "0" else "**failed**"
+    return (f"{ok}, {int(r[3]) / 1000:.2f} s; cache saw {r[4]} req, "
+            f"registry.npmjs.org saw {r[5]} req")
+md = "\n".join([
+    "| `npm ci` | unrestricted | sluice (npm: the cache only) |", "|---|---|---|",
+    f"| direct to registry.npmjs.org (no cache; sluice lists it) | {d('open')} | {d('sluice')} |",
+    f"| through the pull-through cache, cold | {v('open', 'cold')} | {v('sluice', 'cold')} |",
+    f"| through the pull-through cache, warm | {v('open', 'warm')} | {v('sluice', 'warm')} |",
+]) + "\n"
+open(os.path.join(out, "cache.md"), "w").write(md)
+json.dump([{"way": r[0], "cache": r[1], "ok": r[2] == "0", "ms": int(r[3]),
+            "cache_requests": int(r[4]), "upstream_requests": int(r[5])} for r in crows],
+          open(os.path.join(out, "cache.json"), "w"), indent=1)
+print(md)
+PY
 echo
 echo "What the workload was told under sluice (stderr):"
-grep -h 'egress denied' "$E2E_OUT_DIR/sluice.stderr" | sed 's/ run_id=.*//' | sort -u | sed 's/^/  /'
+grep -h 'egress denied' "$E2E_OUT_DIR/sluice.stderr" | sed -e 's/ run_id=.*//' -e 's/^/  /' |
+	sort -u
 for st in paste upload metadata unlisted; do
 	echo "  $st: $(grep -v '^$' "$E2E_OUT_DIR/sluice.$st.out" | head -n 1)"
 done
-echo "The proxy's log (tinyproxy): $(grep -c 'Established connection' "$E2E/logs/proxy.log") tunnels, refused:" \
-	"$(grep -o 'filtered domain.*' "$E2E/logs/proxy.log" | sort -u | paste -sd ';')"
+refused=$(grep -o 'filtered domain.*' "$E2E/logs/proxy.log" | sort -u | paste -sd ';')
+echo "The proxy's log (tinyproxy): $(grep -c 'Established connection' "$E2E/logs/proxy.log")" \
+	"tunnels, refused: $refused"
 [[ -n ${SUGGEST_NOTE:-} ]] && echo "Workflow: $SUGGEST_NOTE"
-echo "Written: $E2E_OUT_DIR/results.md, results.json, the sluice logs and each step's output"
+echo "Written in $E2E_OUT_DIR: results.md, results.json, cache.md, cache.json, the sluice logs,"
+echo "each step's output"
 tap_done
