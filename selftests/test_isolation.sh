@@ -218,8 +218,10 @@ log_has() {
 	assert_log "$@"
 }
 
-CG_A=$(sl_cgroup_new a) && CG_B=$(sl_cgroup_new b) && CG_OUT=$(sl_cgroup_new outer) &&
-	mkdir "$CG_OUT/r" || bail_out "cannot make the test cgroups"
+if ! CG_A=$(sl_cgroup_new a) || ! CG_B=$(sl_cgroup_new b) || ! CG_OUT=$(sl_cgroup_new outer) ||
+	! mkdir "$CG_OUT/r"; then
+	bail_out "cannot make the test cgroups"
+fi
 CG_R=$CG_OUT/r
 LA=$SL_TMP/a.jsonl
 LB=$SL_TMP/b.jsonl
@@ -411,6 +413,7 @@ EOF
 )
 touch "$SL_TMP/flood.stop"
 wait "$flood"
+# shellcheck disable=SC2016 # awk's fields
 tap_check "5: A's flood made at least $FLOOD_N denied connects around B's ($(cat "$SL_TMP/flood.out"))" \
 	awk -v n=$FLOOD_N '$1 == "denied" && $2 == $4 && $2 >= n { ok = 1 } END { exit !ok }' \
 	"$SL_TMP/flood.out"

@@ -35,7 +35,7 @@ EOF
 # goes back to its own: a socket no holder's namespace dump shows. --fork: a child shares every
 # socket, the socket is one, held by two processes.
 HOLDER=$SL_LIB_DIR/tools/sl_hold.py
-HOLD_SPECS=(elsewhere:tcp@/run/netns/$SL_NS_RTR:198.51.100.20:80 denied:tcp:198.51.100.20:80
+HOLD_SPECS=("elsewhere:tcp@/run/netns/$SL_NS_RTR:198.51.100.20:80" denied:tcp:198.51.100.20:80
 	allowed:tcp:198.51.100.10:80 blackhole:tcp:169.254.169.254:80 named:tcp:203.0.113.7:8080
 	v6:tcp:2001:db8::20:80 mapped:tcp:::ffff:198.51.100.10:80 udp:udp:198.51.100.20:9999)
 
