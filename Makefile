@@ -46,7 +46,7 @@ endif
 
 .DELETE_ON_ERROR:
 .SECONDARY: $(BPF_OBJS) $(SKELS)
-.PHONY: all deps test vmtest demo bench e2e install clean vmlinux fuzz
+.PHONY: all deps test vmtest config-check demo bench e2e install clean vmlinux fuzz
 
 all: $(OUTPUT)/sluice $(TOOLS) $(UNIT_TESTS)
 
@@ -104,19 +104,29 @@ test: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)prove --exec '' $(UNIT_TESTS) $(sort $(wildcard selftests/test_*.sh))
 
-# Every root selftest on Debian's 6.1 and 6.12 kernels, each booted in qemu on this machine's
-# root and build (software emulation: an hour or more per kernel). VMTEST_ARGS: -k 6.1, -t SECONDS
-# per VM (default here 4 h), test files (selftests/vm/vmtest.sh).
-VMTEST_ARGS ?= -t 14400
+# Every root selftest in qemu, on this machine's root and build (software emulation: an hour or
+# more per kernel): Debian's 6.1 and 6.12 kernels, or KERNEL=path/to/bzImage (MODULES=dir as
+# modules_install left it, CONFIG=file, else the one built in; checked against selftests/config).
+# VM_MEM (qemu -m), VM_APPEND (added to the kernel's command line), VM_TIMEOUT (s per VM,
+# default here 4 h: a guest still running then is killed and fails). VMTEST_ARGS: more of
+# selftests/vm/vmtest.sh's arguments (-k 6.1, test files).
+VM_TIMEOUT ?= 14400
+VMTEST_ARGS ?=
 vmtest: deps
 	$(Q)$(MAKE) --no-print-directory all
-	$(Q)bash selftests/vm/vmtest.sh $(VMTEST_ARGS)
+	$(Q)bash selftests/vm/vmtest.sh -t '$(VM_TIMEOUT)' $(if $(VM_MEM),-m '$(VM_MEM)') \
+		$(if $(VM_APPEND),-a '$(VM_APPEND)') $(if $(KERNEL),-K '$(KERNEL)') \
+		$(if $(MODULES),-M '$(MODULES)') $(if $(CONFIG),-C '$(CONFIG)') $(VMTEST_ARGS)
+
+# Which options of selftests/config (what sluice needs of a kernel) CONFIG=file lacks.
+config-check:
+	$(Q)bash selftests/vm/config-check.sh '$(CONFIG)'
 
 demo: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)bash selftests/demo.sh
 
-# The performance targets (README, Performance) as ratios side by side (root; a few minutes).
+# The performance targets (selftests/bench.sh) as ratios side by side (root; a few minutes).
 bench: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)bash selftests/bench.sh

@@ -46,7 +46,8 @@ base_pkgs=(make gcc clang-14 llvm-14 libelf-dev zlib1g-dev libyaml-dev libssl-de
 	iproute2 curl netcat-openbsd socat python3 perl dnsmasq-base bind9-dnsutils
 	musl-tools openssl python3-cryptography nftables liburing-dev
 	qemu-system-x86 busybox-static kmod xz-utils
-	runc podman rsyslog prometheus-node-exporter python3-yaml systemd util-linux)
+	runc podman docker.io rsyslog prometheus-node-exporter python3-yaml systemd util-linux
+	man-db groff-base chromium)
 bp_pkgs=(libbpf-dev bpftool)
 
 missing=()
@@ -54,6 +55,13 @@ for p in "${base_pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
+	# No package's service may start (dockerd would add a bridge and iptables rules, rsyslog
+	# would take the syslog socket): the tests start their own daemons, in their own namespaces.
+	if [ ! -e /usr/sbin/policy-rc.d ]; then
+		printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+		chmod 755 /usr/sbin/policy-rc.d
+		trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+	fi
 	apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 

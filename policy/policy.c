@@ -2363,8 +2363,7 @@ bool policy_cidr_covers(const struct policy *p, int family, const uint8_t *addr)
 	return false;
 }
 
-/* Whether a rule lists this port (no ports: any) and protocol (an SL_PROTO_* bit). */
-static bool rule_takes(const struct policy_rule *r, uint16_t port, uint8_t proto)
+bool policy_rule_takes(const struct policy_rule *r, uint16_t port, uint8_t proto)
 {
 	if (!(r->protocols & proto))
 		return false;
@@ -2382,7 +2381,7 @@ long policy_cidr_match(const struct policy *p, int family, const uint8_t *addr, 
 	unsigned int len = family == AF_INET ? 32 : 128;
 
 	for (size_t i = 0; i < p->n_rules; i++) {
-		if (!rule_takes(&p->rules[i], port, proto))
+		if (!policy_rule_takes(&p->rules[i], port, proto))
 			continue;
 		for (size_t k = 0; k < p->rules[i].n_cidrs; k++) {
 			const struct policy_cidr *c = &p->rules[i].cidrs[k];
@@ -2397,7 +2396,7 @@ long policy_cidr_match(const struct policy *p, int family, const uint8_t *addr, 
 long policy_host_rule_takes(const struct policy *p, uint16_t port, uint8_t proto)
 {
 	for (size_t i = 0; i < p->n_rules; i++)
-		if (p->rules[i].n_hosts && rule_takes(&p->rules[i], port, proto))
+		if (p->rules[i].n_hosts && policy_rule_takes(&p->rules[i], port, proto))
 			return (long)i;
 	return -1;
 }

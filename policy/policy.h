@@ -184,6 +184,12 @@ bool policy_cidr_covers(const struct policy *p, int family, const uint8_t *addr)
 long policy_cidr_match(const struct policy *p, int family, const uint8_t *addr, uint16_t port,
 		       uint8_t proto);
 
+/*
+ * Whether rule r lists this port (no ports: any; ICMP has none) and protocol proto (one
+ * SL_PROTO_* bit): what the kernel's rule_ports entry of the rule holds.
+ */
+bool policy_rule_takes(const struct policy_rule *r, uint16_t port, uint8_t proto);
+
 /* The first rule with hosts that lists port and protocol proto (SL_PROTO_*), or -1. */
 long policy_host_rule_takes(const struct policy *p, uint16_t port, uint8_t proto);
 

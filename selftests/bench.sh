@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #
-# make bench: the performance targets (README, Performance), measured as ratios side by side in one run
+# make bench: the performance targets below, measured as ratios side by side in one run
 # (never as absolute times), on a two-namespace link this script builds and removes:
 #   connect(): median <= 1.10x and p99 <= 1.20x of no program, with a 10,000-CIDR policy, and
 #              never slower than nftables with a set of the same 10,000 prefixes;

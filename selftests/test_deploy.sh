@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #
-# The deployment files that cannot run here (README "Running it on a fleet", marked untested
+# The deployment files that cannot run here (sluice(8) "Running it on a fleet", marked untested
 # there): the Kubernetes DaemonSet, the CRI-O hooks.d file, the Fluent Bit and OpenTelemetry
 # Collector configurations. Checked for what can be checked without Kubernetes, Fluent Bit or
 # the collector: each parses (python3-yaml, json), the DaemonSet has what the daemon needs

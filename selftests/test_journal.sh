@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #
-# The log writer's evidence (README "Evidence"), checked by an implementation that shares no code
+# The log writer's evidence (sluice-log(5), "EVIDENCE"), checked by an implementation that shares no code
 # with sluice (tools/sl_logcheck.py: hashlib, python3-cryptography): canonical lines byte for byte,
 # the seq/prev chain, checkpoints every N lines, after T seconds and as heartbeats, each with the
 # right size, root and signature by a run key the host key certified; the sidecar and the

@@ -10,10 +10,11 @@
 # cgroup runc's state.json names, and attach to a running container. The hook refuses bad input
 # (malformed state on stdin, a bad config.json or annotation) with an error naming the field,
 # and expands systemd's SLICE:PREFIX:NAME cgroupsPath. podman (on runc) the same, through a
-# hooks.d directory. Docker: SKIP (no dockerd here). Last, the README's walkthrough: a running
-# container under a report-mode policy, its would-be denials seen live with sluice events -f,
-# switched to enforce without a restart (nothing more reaches the unlisted host, the listed one
-# still works), the daemon SIGKILLed (still confined), taken over, and the log verified.
+# hooks.d directory (Docker, which runs no hooks: test_docker.sh). Last, sluice(8)'s attach
+# walkthrough: a running container under a report-mode policy, its would-be denials seen live
+# with sluice events -f, switched to enforce without a restart (nothing more reaches the
+# unlisted host, the listed one still works), the daemon SIGKILLed (still confined), taken over,
+# and the log verified.
 
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -135,6 +136,12 @@ start_container() {
 		"/run/runc/$PFX-$1/state.json"
 }
 
+# hook_run_id NAME CONTAINER_ID: the run id the hook makes of annotation io.sluice.run-id NAME
+hook_run_id() {
+	local c=${2:0:12}
+	printf '%s-%s\n' "$1" "${c//[^A-Za-z0-9_-]/_}"
+}
+
 state_cgroup() {
 	python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["cgroup_paths"][""])' \
 		"/run/runc/$1/state.json"
@@ -200,10 +207,25 @@ hook_case "the request" 0 \
 	"{\"op\":\"attach\",\"cgroup\":\"$HOST_CG\",\"policy\":\"$POLICY\",\"run_id\":\"c-1\"" \
 	"$(state c-1 "$HOST_PID" "$HB")"
 hook_case "source oci-hook" 0 '"source":"oci-hook"' "$(state c-1 "$HOST_PID" "$HB")"
-hook_case "run id, mode and task from annotations" 0 \
-	'"run_id":"r-7","task":"t 1","mode":"enforce"' \
+R7=',"annotations":{"io.sluice.policy":"'"$POLICY"'","io.sluice.run-id":"r-7",
+	"io.sluice.mode":"enforce","io.sluice.task":"t 1"}'
+hook_case "run id (with the container's id), mode and task from annotations" 0 \
+	'"run_id":"r-7-c-1","task":"t 1","mode":"enforce"' "$(state c-1 "$HOST_PID" "$HB" "$R7")"
+# the attack: a container names the run of another one, which then could not start (the daemon
+# refuses a second run of one id) while the first one's traffic is logged under its name
+hook_case "a container cannot take another's run id: its own id is part of it" 0 \
+	'"run_id":"r-7-0123456789ab"' \
+	"$(state 0123456789abcdef0123 "$HOST_PID" "$HB" "$R7")"
+hook_case "a container id's characters a run id cannot hold become _" 0 \
+	'"run_id":"r-7-c_1_x"' "$(state c.1.x "$HOST_PID" "$HB" "$R7")"
+HOOK_ARGS=(--policy-dir "$SL_TMP" --trust-run-id)
+hook_case "--trust-run-id: the annotation's run id as it is" 0 '"run_id":"r-7",' \
+	"$(state c-1 "$HOST_PID" "$HB" "$R7")"
+HOOK_ARGS=(--policy-dir "$SL_TMP")
+hook_case "a run id annotation too long to hold the container's id" 2 \
+	"and the container's id make more than 64 characters" \
 	"$(state c-1 "$HOST_PID" "$HB" ',"annotations":{"io.sluice.policy":"'"$POLICY"'",
-	"io.sluice.run-id":"r-7","io.sluice.mode":"enforce","io.sluice.task":"t 1"}')"
+	"io.sluice.run-id":"'"$(printf 'x%.0s' $(seq 60))"'"}')"
 hook_case "an annotation cannot turn enforcement off (report)" 2 \
 	'annotation io.sluice.mode: "report" would let whoever creates the container' \
 	"$(state c-1 "$HOST_PID" "$HB" ',"annotations":{"io.sluice.policy":"'"$POLICY"'",
@@ -373,7 +395,7 @@ fi
 assert_contains "runc: the denied connect failed with EPERM" "$SL_ERR" "Operation not permitted"
 assert_sink_none "runc: nothing reached the denied host" "tcp-accept 198.51.100.20"
 assert_sink_saw "runc: the allowed host received the container's connection" "tcp 198.51.100.10 80"
-LOG=$LOGS/$PFX-first.jsonl
+LOG=$LOGS/$(hook_run_id "$PFX-first" "$PFX-first").jsonl
 assert_log "runc: the run's log says the hook attached it" "$LOG" 1 type=run_start \
 	attached=true source=oci-hook "task=oci test"
 assert_log "runc: the run's log has the denial" "$LOG" 1 type=decision dst=198.51.100.20 \
@@ -500,7 +522,7 @@ assert_sink_none "parent cgroup: nothing reached the denied host" "tcp-accept 19
 "$SLUICE" detach --run-id "$PFX-parent" >/dev/null 2>&1
 
 # ---------------------------------------------------------------------------------------------
-# The README's walkthrough, end to end: a runc container under a report-only policy (the
+# sluice(8)'s walkthrough, end to end: a runc container under a report-only policy (the
 # policy's word, from the policy directory), its denials watched live with sluice events -f,
 # switched to enforce while it runs, then the daemon killed: the container stays confined.
 
@@ -511,10 +533,11 @@ ANNOT=("io.sluice.policy=$WALK_POLICY" "io.sluice.run-id=$PFX-walk")
 make_bundle walk yes sh -c 'while :; do echo a | nc -w 1 198.51.100.10 80
 	echo b | nc -w 1 203.0.113.7 80; sleep 0.2; done' || bail_out "cannot make the bundle"
 RUNC_IDS+=("$PFX-walk")
+WALK_RUN=$(hook_run_id "$PFX-walk" "$PFX-walk")
 sink_mark
 WALK_PID=$(start_container walk) || bail_out "runc run -d walk: $(cat "$SL_ERR")"
-WALK_LOG=$LOGS/$PFX-walk.jsonl
-"$SLUICE" events -f --run-id "$PFX-walk" --decision deny -o compact >"$SL_TMP/walk-events" \
+WALK_LOG=$LOGS/$WALK_RUN.jsonl
+"$SLUICE" events -f --run-id "$WALK_RUN" --decision deny -o compact >"$SL_TMP/walk-events" \
 	2>"$SL_TMP/walk-events.err" &
 EVENTS_PID=$!
 sl_track_pid "$EVENTS_PID"
@@ -525,7 +548,7 @@ tap_check "walkthrough: report mode: sluice events -f shows the would-deny live"
 wait_until $((10000 * SL_SLOW)) bash -c "[[ \$(grep -c 'tcp 203.0.113.7 80' '$SL_INET_LOG') -gt 0 ]]"
 tap_cmp "walkthrough: report mode: the unlisted host is reached" \
 	"$(sink_count 'tcp 203.0.113.7 80')" -gt 0
-"$SLUICE" set-mode --run-id "$PFX-walk" enforce >"$SL_OUT" 2>"$SL_ERR"
+"$SLUICE" set-mode --run-id "$WALK_RUN" enforce >"$SL_OUT" 2>"$SL_ERR"
 tap_is "walkthrough: sluice set-mode enforce, the container running" "$?" 0
 [[ -s $SL_ERR ]] && tap_diag "$(cat "$SL_ERR")"
 sleep 1 # a connect in flight at the switch may still land: counted from here on
@@ -545,7 +568,7 @@ tap_cmp "walkthrough: daemon SIGKILLed: the listed host is still reached" \
 	"$(sink_count 'tcp 198.51.100.10 80')" -gt 0
 sl_daemon_start || bail_out "the daemon did not restart: $(tail "$SL_DAEMON_DIR/err")"
 tap_check "walkthrough: the new daemon took the run over, in enforce mode" \
-	bash -c "'$SLUICE' status | grep -q '^$PFX-walk  *enforce'"
+	bash -c "'$SLUICE' status | grep -q '^$WALK_RUN  *enforce'"
 runc kill "$PFX-walk" KILL >/dev/null 2>&1
 runc delete --force "$PFX-walk" >/dev/null 2>&1
 wait_until $((10000 * SL_SLOW)) grep -q '"type":"run_end"' "$WALK_LOG"
@@ -641,9 +664,10 @@ if [[ -n $podman_skip ]]; then
 else
 	tap_is "podman: its first connect (denied host) failed" \
 		"$SL_RC $(grep -c '^denied-rc=1$' "$SL_OUT")" "0 1"
-	assert_log "podman: the run's log has the denial" "$LOGS/$POD_NAME.jsonl" 1 type=decision \
+	POD_LOG=$LOGS/$(hook_run_id "$POD_NAME" "$(podman inspect --format '{{.Id}}' "$POD_NAME")").jsonl
+	assert_log "podman: the run's log has the denial" "$POD_LOG" 1 type=decision \
 		dst=198.51.100.20 port=80 decision=deny enforced=true
-	assert_log "podman: the hook attached it" "$LOGS/$POD_NAME.jsonl" 1 type=run_start \
+	assert_log "podman: the hook attached it" "$POD_LOG" 1 type=run_start \
 		source=oci-hook
 	assert_sink_none "podman: nothing reached the denied host" "tcp-accept 198.51.100.20"
 	podman rm --force "$POD_NAME" >/dev/null 2>&1
@@ -654,15 +678,6 @@ else
 		"failed 0"
 	assert_contains "podman, daemon down: the hook says why" "$SL_ERR" "no sluice daemon at"
 	podman rm --force "$POD_NAME" >/dev/null 2>&1
-fi
-
-# ---------------------------------------------------------------------------------------------
-# Docker
-
-if command -v dockerd >/dev/null && docker info >/dev/null 2>&1; then
-	tap_skip "docker" "a dockerd runs here, but this test does not drive it yet"
-else
-	tap_skip "docker" "no Docker daemon here (dockerd not installed: only the docker client)"
 fi
 
 # every run of this test ended, none left pinned (the daemon leaves runs pinned when it stops)

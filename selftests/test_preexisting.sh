@@ -30,64 +30,14 @@ rules:
     ports: [8080]
 EOF
 
-# The holder: connects, says so, waits for "go", sends on each socket, writes what happened.
-HOLDER=$SL_TMP/holder.py
-cat >"$HOLDER" <<'EOF'
-import ctypes, errno, os, socket, sys, time
-d, other_ns = sys.argv[1], sys.argv[2]
-conns = {}
-# made in another namespace (the router's), then the holder goes back to its own: a socket no
-# holder's namespace dump shows
-libc = ctypes.CDLL(None, use_errno=True)
-own = os.open("/proc/self/ns/net", os.O_RDONLY)
-other = os.open(other_ns, os.O_RDONLY)
-if libc.setns(other, 0x40000000):
-    sys.exit("setns: " + os.strerror(ctypes.get_errno()))
-conns["elsewhere"] = socket.create_connection(("198.51.100.20", 80), timeout=5)
-if libc.setns(own, 0x40000000):
-    sys.exit("setns back: " + os.strerror(ctypes.get_errno()))
-def tcp(name, addr, port):
-    s = socket.create_connection((addr, port), timeout=5)
-    conns[name] = s
-tcp("denied", "198.51.100.20", 80)
-tcp("allowed", "198.51.100.10", 80)
-tcp("blackhole", "169.254.169.254", 80)
-tcp("named", "203.0.113.7", 8080)
-tcp("v6", "2001:db8::20", 80)
-m = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
-m.connect(("::ffff:198.51.100.10", 80))
-conns["mapped"] = m
-u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-u.connect(("198.51.100.20", 9999))
-conns["udp"] = u
-# shared with a child: the socket is one, held by two processes
-if os.fork() == 0:
-    while not os.path.exists(d + "/end"):
-        time.sleep(0.05)
-    os._exit(0)
-open(d + "/ready.tmp", "w").close()
-os.rename(d + "/ready.tmp", d + "/ready")
-while not os.path.exists(d + "/go"):
-    time.sleep(0.05)
-out = []
-for name, s in conns.items():
-    try:
-        # two sends: a destroyed TCP socket may take one to notice
-        s.send(b"after-attach\n")
-        time.sleep(0.2)
-        s.send(b"again\n")
-        out.append(name + " ok")
-    except OSError as e:
-        out.append(name + " " + errno.errorcode.get(e.errno, str(e.errno)))
-with open(d + "/result.tmp", "w") as f:
-    f.write("\n".join(out) + "\n")
-os.rename(d + "/result.tmp", d + "/result")
-while not os.path.exists(d + "/end"):
-    time.sleep(0.05)
-for s in conns.values():
-    s.close()
-os.wait()
-EOF
+# The holder (tools/sl_hold.py): connects, says so, waits for "go", sends on each socket,
+# writes what happened. "elsewhere" is made in another namespace (the router's), then the holder
+# goes back to its own: a socket no holder's namespace dump shows. --fork: a child shares every
+# socket, the socket is one, held by two processes.
+HOLDER=$SL_LIB_DIR/tools/sl_hold.py
+HOLD_SPECS=("elsewhere:tcp@/run/netns/$SL_NS_RTR:198.51.100.20:80" denied:tcp:198.51.100.20:80
+	allowed:tcp:198.51.100.10:80 blackhole:tcp:169.254.169.254:80 named:tcp:203.0.113.7:8080
+	v6:tcp:2001:db8::20:80 mapped:tcp:::ffff:198.51.100.10:80 udp:udp:198.51.100.20:9999)
 
 DAEMON_SOCK=$SL_TMP/sluice.sock
 # what sluice_diag shows: the daemon's output
@@ -155,9 +105,8 @@ held_case() {
 	sl_on_exit "held_cleanup '$CASE_DIR' '$cg'"
 	sink_mark
 	# shellcheck disable=SC2016 # the inner shell expands them
-	"${RUN_EXEC_NETONLY[@]}" sh -c 'echo $$ >"$1/cgroup.procs" && exec python3 "$2" "$3" "$4"' \
-		sh "$cg" "$HOLDER" "$CASE_DIR" "/run/netns/$SL_NS_RTR" \
-		>"$CASE_DIR/holder.out" 2>&1 &
+	sl_in_cgroup "$cg" "${RUN_EXEC_NETONLY[@]}" python3 "$HOLDER" "$CASE_DIR" --tag after-attach \
+		--fork --wait-end "${HOLD_SPECS[@]}" >"$CASE_DIR/holder.out" 2>&1 &
 	pid=$!
 	sl_track_pid "$pid"
 	if ! wait_until 10000 test -e "$CASE_DIR/ready"; then
@@ -216,7 +165,7 @@ check_verifies() {
 	fi
 }
 
-tap_plan 45
+tap_plan 46
 
 # not_reached FIRST COUNT LABEL: fail what a failed case did not get to, up to test FIRST+COUNT-1
 not_reached() {
@@ -318,21 +267,31 @@ else
 	not_reached "$first" 18 report
 fi
 
-# --- a workload that holds more socket fds than one scan judges (one denied connection dup'd
-# 68,000 times): the scan gives up; in enforce mode the attach must not then succeed with the
-# connection left open (a socket made outside the cgroup is enforced by nothing else)
+# --- a workload that holds one denied connection under 68,000 fds (dup'd, in four processes):
+# the scan lists each socket once per process, so the copies cannot make it give up and the
+# connection is cut. A workload that really holds more sockets than one scan judges (68,000
+# distinct ones) gets its enforce attach refused: a socket made outside the cgroup is enforced
+# by nothing else, so the attach must not succeed with the connection left open.
 FLOOD=$SL_TMP/flood.py
 cat >"$FLOOD" <<'EOF'
 import os, socket, sys, time
-d = sys.argv[1]
+d, kind = sys.argv[1:3]
 s = socket.create_connection(("198.51.100.20", 80), timeout=5)
 # (a hard limit of 20,000 fds a process here: four processes share them)
-dups = [os.dup(s.fileno()) for _ in range(17000)]
+if kind == "dup":
+    held = [os.dup(s.fileno()) for _ in range(17000)]
 for _ in range(3):
     if os.fork() == 0:
+        if kind == "distinct":
+            held = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(17000)]
+        open(d + "/child-%d" % os.getpid(), "w").close()
         while not os.path.exists(d + "/end"):
             time.sleep(0.05)
         os._exit(0)
+if kind == "distinct":
+    held = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(17000)]
+while len([f for f in os.listdir(d) if f.startswith("child-")]) < 3:
+    time.sleep(0.05)
 open(d + "/ready", "w").close()
 while not os.path.exists(d + "/go"):
     time.sleep(0.05)
@@ -347,40 +306,42 @@ open(d + "/result", "w").write(r + "\n")
 while not os.path.exists(d + "/end"):
     time.sleep(0.05)
 EOF
-FL_DIR=$SL_TMP/flood
-FL_CG=$CG_ROOT/sl-pre-$SL_ID-flood
-FL_ID=pre-$SL_ID-flood
-mkdir -p "$FL_DIR"
-mkdir "$FL_CG" || bail_out "cannot create cgroup $FL_CG"
-sl_on_exit "held_cleanup '$FL_DIR' '$FL_CG'"
-# shellcheck disable=SC2016 # the inner shell expands them
-"${RUN_EXEC_NETONLY[@]}" sh -c 'echo $$ >"$1/cgroup.procs" && exec python3 "$2" "$3"' \
-	sh "$FL_CG" "$FLOOD" "$FL_DIR" >"$FL_DIR/holder.out" 2>&1 &
-sl_track_pid "$!"
-if wait_until 20000 test -e "$FL_DIR/ready"; then
-	tap_ok "flood: the holder connected before the attach"
-	if attach "$FL_CG" "$FL_ID" enforce "$SL_TMP/flood.jsonl" >"$FL_DIR/attach.out" 2>&1; then
-		SL_RUNS+=("$FL_ID")
+# flood_case dup|distinct: the holder in a cgroup of its own, then an enforce attach; sets
+# FL_RESULT (the holder's errno at its send after the attach, "ok", or "attach refused") and
+# FL_DIR
+flood_case() {
+	local kind=$1 cg id
+	FL_DIR=$SL_TMP/flood-$kind
+	cg=$CG_ROOT/sl-pre-$SL_ID-fl-$kind
+	id=pre-$SL_ID-fl-$kind
+	FL_RESULT="holder not ready"
+	mkdir -p "$FL_DIR"
+	mkdir "$cg" || bail_out "cannot create cgroup $cg"
+	sl_on_exit "held_cleanup '$FL_DIR' '$cg'"
+	# shellcheck disable=SC2016 # the inner shell expands them
+	"${RUN_EXEC_NETONLY[@]}" sh -c 'echo $$ >"$1/cgroup.procs" && exec python3 "$2" "$3" "$4"' \
+		sh "$cg" "$FLOOD" "$FL_DIR" "$kind" >"$FL_DIR/holder.out" 2>&1 &
+	sl_track_pid "$!"
+	wait_until $((30000 * SL_SLOW)) test -e "$FL_DIR/ready" || return 0
+	if attach "$cg" "$id" enforce "$FL_DIR/log.jsonl" >"$FL_DIR/attach.out" 2>&1; then
+		SL_RUNS+=("$id")
 		touch "$FL_DIR/go"
 		wait_until 10000 test -e "$FL_DIR/result"
 		FL_RESULT=$(cat "$FL_DIR/result" 2>/dev/null)
-		detach "$FL_ID" || tap_diag "detach $FL_ID failed"
+		detach "$id" || tap_diag "detach $id failed"
 	else
 		FL_RESULT="attach refused"
 	fi
-	if [[ $FL_RESULT == "attach refused" ]] &&
-		grep -q "could not be judged" "$FL_DIR/attach.out"; then
-		tap_ok "flood: enforce attach refused when the held sockets cannot all be judged"
-	elif [[ $FL_RESULT == 103 ]]; then
-		tap_ok "flood: the denied connection hidden among 68,000 fds was cut"
-	else
-		tap_fail "flood: the denied connection among 68,000 fds cut, or the attach refused" \
-			"holder: $FL_RESULT; attach: $(cat "$FL_DIR/attach.out")"
-	fi
 	touch "$FL_DIR/end"
-else
-	tap_fail "flood: the holder connected before the attach" "$(cat "$FL_DIR/holder.out")"
-	tap_fail "flood: (not reached)"
-fi
+}
+flood_case dup
+tap_is "flood: the denied connection held under 68,000 dup'd fds is cut (ECONNABORTED)" \
+	"$FL_RESULT" 103
+[[ $FL_RESULT == 103 ]] || tap_diag "$(cat "$FL_DIR/attach.out" "$FL_DIR/holder.out")"
+flood_case distinct
+tap_is "flood: 68,000 distinct sockets: the enforce attach is refused" "$FL_RESULT" \
+	"attach refused"
+tap_check "flood: the refusal says the held sockets could not all be judged" \
+	grep -q "could not be judged" "$FL_DIR/attach.out"
 
 tap_done

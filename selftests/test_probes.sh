@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #
-# Escape probes that take other roads into the kernel's socket code (ids as in the README's
-# tests table):
+# Escape probes that take other roads into the kernel's socket code (ids as in selftests/README.md's
+# probe table):
 # P10 TCP Fast Open (sendto with MSG_FASTOPEN) to an unlisted host; P11 io_uring connect and
 # sendmsg to an unlisted host; P17 the loader SIGKILLed mid-run (enforcement continues, pinned;
 # sluice resume records the gap and ends the run);

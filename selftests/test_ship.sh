@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #
-# Shipping a run's signed log and its checkpoints sidecar with an existing collector (README
+# Shipping a run's signed log and its checkpoints sidecar with an existing collector (sluice(8)
 # "Running it on a fleet"): Debian's rsyslog, with userspace/deploy/rsyslog-sluice.conf as it is
 # shipped, tails both files of a live sluice run and forwards them over TCP to a second rsyslogd,
 # userspace/deploy/rsyslog-collector.conf, in another network namespace (a veth pair between two

@@ -1078,7 +1078,7 @@ in_run sysctl -qw "net.ipv4.tcp_fastopen=$TFO_WAS"
 # a ClientHello naming the resolved host from a file and overwrites the file at once with one
 # naming another host (same length) would get the other one served, the log saying sni_ok. So
 # while a flow is watched, a packet whose pages the sender can still write is not judged: the
-# flow is denied (sni_unparseable). The check needs bpf_cast_to_kern_ctx (6.3+; README).
+# flow is denied (sni_unparseable). The check needs bpf_cast_to_kern_ctx (6.3+; sluice-policy(5)).
 label=P9-sendfile-swap
 if grep -qw bpf_cast_to_kern_ctx /proc/kallsyms; then
 	tls_denied "$label" sni_unparseable registry.npmjs.org null 198.51.100.30 srv python3 \

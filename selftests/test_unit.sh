@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #
-# The systemd unit userspace/deploy/sluice.service (README "Running it on a fleet"): systemd's
+# The systemd unit userspace/deploy/sluice.service (sluice(8) "Running it on a fleet"): systemd's
 # own parser accepts it (systemd-analyze verify, on a copy whose ExecStart names the binary built
 # here); every option of its ExecStart is one `sluice daemon --help` lists; the settings a
 # restart and the socket depend on are there; and the daemon, started with exactly the unit's

@@ -144,7 +144,7 @@ $(cat "$SL_TMP/verify.err")"
 
 # ---------------------------------------------------------------------------------------------
 # Both verifiers on one corpus: logs the unit test's writer makes (test_verify --corpus) for what
-# an independent verifier written from the README found unsaid: the line limit (8191 bytes, 8192
+# an independent verifier written from the documentation found unsaid: the line limit (8191 bytes, 8192
 # with the newline), a rotate checkpoint inside its file (the rename failed: its writer's last),
 # what may stand between run_end and the seal (checkpoints of reason lines, time, heartbeat or
 # rotate), run_end.lost = the loss records' counts, and the log's notes carrying the one

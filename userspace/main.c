@@ -10,6 +10,7 @@
 #include "keygen_cmd.h"
 #include "oci_hook.h"
 #include "policy_cmd.h"
+#include "report.h"
 #include "resume.h"
 #include "run.h"
 #include "verify_cmd.h"
@@ -28,6 +29,9 @@ static void usage(FILE *out)
 		"                                              confine an existing cgroup (daemon)\n"
 		"  oci-hook [--policy FILE]                    OCI createRuntime hook: attach first\n"
 		"  policy check FILE                           validate a policy, show what it enforces\n"
+		"  policy suggest LOG... [-o FILE]             a policy from what verified runs did\n"
+		"  policy replay POLICY LOG... [--json]        what POLICY would have done to them\n"
+		"  policy diff OLD NEW                         what changes between two policies\n"
 		"  keygen [--name NAME] FILE                   create the key pair that signs logs\n"
 		"  verify LOG [--key PUB] [--checkpoints F]    check a log's chain, signatures, seal\n"
 		"  daemon [options]                            the per-host agent: attaches runs to\n"
@@ -35,6 +39,7 @@ static void usage(FILE *out)
 		"  detach | status | set-mode | replace-policy requests to the daemon (--help)\n"
 		"  events [-f] [filters] [LOG|-]               show a log's records, or the daemon's\n"
 		"  metrics [--textfile PATH] LOG...            Prometheus metrics of logs\n"
+		"  report LOG... [--key PUB] -o FILE           one HTML page of what the logs show\n"
 		"  version                                     print the version\n"
 		"\n"
 		"'sluice run --help' lists the options of run.\n");
@@ -69,6 +74,8 @@ int main(int argc, char **argv)
 		return events_cmd_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "metrics"))
 		return metrics_cmd_main(argc - 1, argv + 1, SLUICE_VERSION);
+	if (!strcmp(argv[1], "report"))
+		return report_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
 		printf("sluice %s\n", SLUICE_VERSION);
 		return 0;

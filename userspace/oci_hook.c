@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * sluice oci-hook [--policy FILE] [--policy-dir DIR] [--mode MODE] [--socket PATH] [--dry-run]
+ * sluice oci-hook [--policy FILE] [--policy-dir DIR] [--mode MODE] [--socket PATH]
+ *                 [--trust-run-id] [--dry-run]
  *
  * An OCI runtime hook for createRuntime: the runtime has made the container's namespaces and
  * cgroup and put its init process (still waiting, before the user's program) in them, and passes
@@ -30,13 +31,14 @@
 #define HOOK "sluice oci-hook"
 #define HOOK_STATE_MAX (1u << 20) /* the state on stdin */
 #define HOOK_VERSION_MAX 64
-#define HOOK_CG_DEPTH 8 /* how deep below cgroupsPath the container's process may sit */
+#define HOOK_CG_DEPTH 8
+#define OCI_HOOK_ID_CHARS 12 /* of the container id in a run id from an annotation */ /* how deep below cgroupsPath the container's process may sit */
 
 static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: sluice oci-hook [--policy FILE] [--policy-dir DIR] [--mode MODE]\n"
-		"                       [--socket PATH] [--dry-run]\n"
+		"                       [--socket PATH] [--trust-run-id] [--dry-run]\n"
 		"\n"
 		"An OCI runtime createRuntime hook: reads the container's state (JSON) on\n"
 		"stdin and asks the sluice daemon to attach to the container's cgroup before\n"
@@ -50,7 +52,10 @@ static void usage(FILE *out)
 		"  annotations of the container (the state's, else config.json's):\n"
 		"    io.sluice.policy   the policy file, an absolute path inside the policy\n"
 		"                       directory (required, or --policy)\n"
-		"    io.sluice.run-id   the run id (default: the container id, if a valid one)\n"
+		"    io.sluice.run-id   the run id's name, made ID-CONTAINER (the first 12\n"
+		"                       characters of the container id) so that no container\n"
+		"                       can take another's run id (default: the container id,\n"
+		"                       if a valid one)\n"
 		"    io.sluice.mode     enforce (default: the policy's mode; report is refused:\n"
 		"                       the policy or --mode report chooses it)\n"
 		"    io.sluice.task     the task recorded in the log\n"
@@ -63,9 +68,34 @@ static void usage(FILE *out)
 		"                     the node's administrator put there\n"
 		"  --socket PATH      the daemon's socket (default: $SLUICE_SOCKET, else\n"
 		"                     " CONTROL_SOCKET_DEFAULT ")\n"
+		"  --trust-run-id     take io.sluice.run-id as it is: whoever sets annotations\n"
+		"                     is trusted not to reuse another container's run id\n"
 		"  --dry-run          print the attach request instead of sending it\n"
 		"Exit status: 0 attached; 1 the daemon refused; 2 bad input (stdin, config.json,\n"
 		"annotations, arguments); 3 the container's cgroup was not found; 4 no daemon.\n");
+}
+
+/*
+ * The run id of annotation name for container id: NAME-XXXXXXXXXXXX, the container id's first
+ * 12 characters, each one a run id may not hold made '_'. -ENAMETOOLONG when it does not fit.
+ */
+static int run_id_of_container(const char *name, const char *id, char *out, size_t size)
+{
+	size_t n = strlen(name), i;
+
+	if (n + 1 + OCI_HOOK_ID_CHARS > RUN_ID_MAX || size <= RUN_ID_MAX)
+		return -ENAMETOOLONG;
+	memcpy(out, name, n);
+	out[n++] = '-';
+	for (i = 0; i < OCI_HOOK_ID_CHARS && id[i]; i++) {
+		char c = id[i];
+		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			  (c >= '0' && c <= '9') || c == '_' || c == '-';
+
+		out[n++] = ok ? c : '_';
+	}
+	out[n] = '\0';
+	return 0;
 }
 
 /* stdin, up to HOOK_STATE_MAX bytes, into a new buffer. */
@@ -200,6 +230,7 @@ int oci_hook_main(int argc, char **argv)
 		{ "socket", required_argument, NULL, 's' },
 		{ "mode", required_argument, NULL, 'm' },
 		{ "dry-run", no_argument, NULL, 'D' },
+		{ "trust-run-id", no_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -212,7 +243,8 @@ int oci_hook_main(int argc, char **argv)
 	const struct json *cgp;
 	struct attach_req r = { .source = "oci-hook" };
 	char why[LOCATE_WHY_MAX], *text = NULL;
-	bool dry_run = false;
+	static char run_id[RUN_ID_MAX + 1];
+	bool dry_run = false, trust_run_id = false;
 	int c, err, ret = ATTACH_EXIT_USAGE;
 	size_t len = 0;
 	int64_t pid;
@@ -225,6 +257,7 @@ int oci_hook_main(int argc, char **argv)
 		case 's': socket = optarg; break;
 		case 'm': forced_mode = optarg; break;
 		case 'D': dry_run = true; break;
+		case 'T': trust_run_id = true; break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -297,6 +330,20 @@ int oci_hook_main(int argc, char **argv)
 		fprintf(stderr, HOOK ": annotation io.sluice.run-id: expected 1-%d characters of "
 				"[A-Za-z0-9_-], not starting with '-'\n", RUN_ID_MAX);
 		goto out;
+	} else if (!trust_run_id) {
+		/*
+		 * Whoever writes annotations (a pod's author) could otherwise name another
+		 * container's run before it starts: that container would then fail to start (the
+		 * daemon refuses a second run of one id) and the first one's traffic would be
+		 * logged under the other's name. The runtime chose the container id, not them.
+		 */
+		if (run_id_of_container(r.run_id, id, run_id, sizeof(run_id))) {
+			fprintf(stderr, HOOK ": annotation io.sluice.run-id: \"%s\" and the "
+					"container's id make more than %d characters (or "
+					"--trust-run-id)\n", r.run_id, RUN_ID_MAX);
+			goto out;
+		}
+		r.run_id = run_id;
 	}
 	if (forced_mode && strcmp(forced_mode, "report") && strcmp(forced_mode, "enforce")) {
 		fprintf(stderr, HOOK ": --mode: expected report or enforce\n");

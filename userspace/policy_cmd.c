@@ -4,6 +4,7 @@
 
 #include "../policy/policy.h"
 #include "policy_cmd.h"
+#include "policy_tools.h"
 
 static int check(const char *path)
 {
@@ -29,6 +30,16 @@ int policy_cmd_main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "check"))
 		return check(argv[2]);
-	fprintf(stderr, "usage: sluice policy check FILE\n");
+	if (argc >= 2 && !strcmp(argv[1], "suggest"))
+		return policy_suggest_main(argc - 1, argv + 1);
+	if (argc >= 2 && !strcmp(argv[1], "replay"))
+		return policy_replay_main(argc - 1, argv + 1);
+	if (argc >= 2 && !strcmp(argv[1], "diff"))
+		return policy_diff_main(argc - 1, argv + 1);
+	fprintf(stderr, "usage: sluice policy check FILE\n"
+			"       sluice policy suggest LOG... [--key PUB] [--min-runs N] [--unverified] "
+			"[-o FILE]\n"
+			"       sluice policy replay POLICY LOG... [--key PUB] [--unverified] [--json]\n"
+			"       sluice policy diff OLD NEW\n");
 	return 2;
 }

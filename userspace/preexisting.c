@@ -67,6 +67,13 @@ struct held_list {
 	uint32_t *netns_pid;
 	size_t n_netns;
 	unsigned int pids;
+	/*
+	 * Inode → the last process that added it (open addressing, power-of-two size): a process
+	 * holding one socket under many fds (dup) adds it once, so a workload cannot make the
+	 * scan give up, and an enforce attach fail, with copies of one connection.
+	 */
+	struct { uint64_t inode; uint32_t pid; } *seen;
+	size_t seen_cap, seen_n;
 	char *err;
 	size_t err_len;
 };
@@ -76,8 +83,48 @@ struct records_preexisting *preexisting_rec(struct preexisting_scan *s, size_t i
 	return &s->socks[i].rec;
 }
 
+/* Whether h's socket is already listed for its process; otherwise remember it. */
+static int held_seen(struct held_list *hl, const struct held *h, bool *seen)
+{
+	size_t i, mask;
+
+	if (hl->seen_n * 2 >= hl->seen_cap) {
+		size_t cap = hl->seen_cap ? hl->seen_cap * 2 : 256, j;
+		__typeof__(hl->seen) n = calloc(cap, sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		for (j = 0; j < hl->seen_cap; j++) {
+			if (!hl->seen[j].inode)
+				continue;
+			for (i = (hl->seen[j].inode * 0x9e3779b97f4a7c15ull) & (cap - 1);
+			     n[i].inode; i = (i + 1) & (cap - 1))
+				;
+			n[i] = hl->seen[j];
+		}
+		free(hl->seen);
+		hl->seen = n;
+		hl->seen_cap = cap;
+	}
+	mask = hl->seen_cap - 1;
+	for (i = (h->inode * 0x9e3779b97f4a7c15ull) & mask; hl->seen[i].inode; i = (i + 1) & mask)
+		if (hl->seen[i].inode == h->inode)
+			break;
+	*seen = hl->seen[i].inode == h->inode && hl->seen[i].pid == h->pid;
+	if (!hl->seen[i].inode)
+		hl->seen_n++;
+	hl->seen[i].inode = h->inode;
+	hl->seen[i].pid = h->pid;
+	return 0;
+}
+
 static int held_add(struct held_list *hl, const struct held *h)
 {
+	bool seen;
+	int err = held_seen(hl, h, &seen);
+
+	if (err || seen)
+		return err;
 	if (hl->n == hl->cap) {
 		size_t cap = hl->cap ? hl->cap * 2 : 64;
 		struct held *n;
@@ -490,6 +537,7 @@ int preexisting_scan(const char *cgroup_path, uint64_t cgroup_id, struct preexis
 out:
 	free(hl.h);
 	free(hl.netns);
+	free(hl.seen);
 	free(hl.netns_pid);
 	if (ret) {
 		if (!err[0])

@@ -400,7 +400,7 @@ static void print_human(const char *log, const struct verify_result *r)
  * reached through a symlink (/etc/sluice/host.key.pub -> …); it must still be a regular file of
  * key size (a FIFO would hang the read: O_NONBLOCK, then fstat).
  */
-static int pub_read(const char *path, char *buf, size_t size, const char **why)
+int verify_pub_read(const char *path, char *buf, size_t size, const char **why)
 {
 	struct stat st;
 	size_t got = 0, i;
@@ -484,7 +484,7 @@ static int host_key(const char *opt, char *buf, size_t size)
 		}
 		path = DEFAULT_PUB;
 	}
-	err = pub_read(path, buf, size, &why);
+	err = verify_pub_read(path, buf, size, &why);
 	if (err) {
 		fprintf(stderr, "sluice verify: read host key ");
 		human_str(stderr, path);

@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# Docker (Debian's docker.io: dockerd, its containerd, runc) under sluice, the two ways the
+# manual gives, neither of which needs a hook (Docker runs no OCI hooks of its own):
+# - the parent: sluice attached to an empty cgroup, then `docker run --cgroup-parent` puts the
+#   container below it: confined from its first instruction (its first connect, to a denied test
+#   host, fails with EPERM and nothing reaches that host; the listed one is reached);
+# - `sluice attach --container NAME` on a running container, found through Docker's own state
+#   (its container config for the name, runc's state for the process): a loop connecting to an
+#   unlisted host stops reaching it at the attach, and the run's log names the container.
+# The test's own dockerd runs in a private mount namespace (its /var/lib/docker and /run/docker
+# are the test's directories; the CLI that locates the container runs there too), in the
+# topology's run netns (`--network host` then means that namespace: every packet goes through
+# the test's router to the test hosts), with no bridge and no iptables rules.
+
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+require_root
+require_sluice
+DOCKERD=$(command -v dockerd) || skip_all "dockerd not installed (Debian's docker.io)"
+command -v docker >/dev/null || skip_all "the docker client is not installed"
+BUSYBOX=$(command -v busybox) || skip_all "busybox not installed"
+file -L "$BUSYBOX" 2>/dev/null | grep -q 'statically linked' ||
+	skip_all "$BUSYBOX is not static (install busybox-static)"
+topo_up
+
+CG2=$(cg2_mount)
+PFX=sl-dk-$SL_ID
+DK=$SL_TMP/docker
+export DOCKER_HOST=unix://$DK/docker.sock
+POLICY=$SL_TMP/policy.yaml
+cat >"$POLICY" <<'EOF'
+default: deny
+rules:
+  - name: test-host
+    cidrs: ["198.51.100.10/32"]
+    ports: [80]
+    protocols: [tcp]
+EOF
+
+# The mount points the private namespace covers: made here (and removed at the end) when the
+# machine has none.
+MADE_DIRS=()
+for d in /var/lib/docker /run/docker; do
+	if [[ ! -d $d ]]; then
+		mkdir -p "$d" || bail_out "cannot make $d"
+		MADE_DIRS+=("$d")
+	fi
+done
+DOCKERD_PID=
+# shellcheck disable=SC2317 # (run from topo_down)
+docker_cleanup() {
+	local d
+	if [[ -n $DOCKERD_PID ]] && kill -0 "$DOCKERD_PID" 2>/dev/null; then
+		docker ps -aq 2>/dev/null | xargs -r docker rm --force >/dev/null 2>&1
+		kill -TERM "$DOCKERD_PID" 2>/dev/null
+		for _ in $(seq $((200 * SL_SLOW))); do
+			kill -0 "$DOCKERD_PID" 2>/dev/null || break
+			sleep 0.05
+		done
+		kill -KILL "$DOCKERD_PID" 2>/dev/null
+	fi
+	# Docker's cgroupfs driver makes the container's cgroup in every hierarchy, below ours
+	for d in "$CG2"/../*/"$PFX"-*; do
+		[[ -d $d ]] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
+	done
+	rm -rf -- /sys/fs/bpf/sluice/"$PFX"-*
+	for d in "${MADE_DIRS[@]}"; do
+		rmdir "$d" 2>/dev/null
+	done
+	rm -rf -- "$DK" 2>/dev/null
+	return 0
+}
+sl_on_exit docker_cleanup
+
+mkdir -p "$DK"/{data,exec}
+# shellcheck disable=SC2016 # the inner shell expands them
+unshare --mount --propagation private -- sh -c '
+	mount --bind "$1/data" /var/lib/docker && mount -t tmpfs tmpfs /run/docker &&
+	exec nsenter --net="$2" "$3" --data-root /var/lib/docker --exec-root /run/docker \
+		--pidfile "$1/dockerd.pid" -H "unix://$1/docker.sock" --bridge=none \
+		--iptables=false --ip6tables=false --ip-masq=false --userland-proxy=false' \
+	sh "$DK" "/run/netns/$SL_NS_RUN" "$DOCKERD" >"$DK/dockerd.log" 2>&1 &
+DOCKERD_PID=$!
+sl_track_pid "$DOCKERD_PID"
+wait_until $((30000 * SL_SLOW)) docker info >/dev/null 2>&1 ||
+	skip_all "dockerd did not start here: $(tail -n 3 "$DK/dockerd.log" | tr '\n' ' ')"
+# docker_ns CMD…: CMD in dockerd's mount namespace (where Docker's state is)
+docker_ns() { nsenter --mount="/proc/$DOCKERD_PID/ns/mnt" -- "$@"; }
+
+tap_plan 11
+
+# the image: busybox and the links its commands need
+ROOTFS=$SL_TMP/rootfs
+mkdir -p "$ROOTFS"/{bin,proc,dev,sys,tmp,etc}
+cp "$BUSYBOX" "$ROOTFS/bin/busybox"
+for a in sh nc echo cat sleep true; do
+	ln -s busybox "$ROOTFS/bin/$a"
+done
+IMAGE=$PFX-bb:1
+tar -C "$ROOTFS" -c . | docker import - "$IMAGE" >/dev/null ||
+	bail_out "docker import: cannot make the image"
+
+sl_daemon_start || bail_out "the test's daemon did not start: $(cat "$SL_DAEMON_DIR/err")"
+LOGS=$SL_DAEMON_DIR/logs
+
+# --- the parent: attached before the container exists --------------------------------------
+PARENT=$CG2/$PFX-parent
+mkdir "$PARENT" || bail_out "cannot make $PARENT"
+"$SLUICE" attach --cgroup "$PARENT" --netns "/run/netns/$SL_NS_RUN" --policy "$POLICY" \
+	--run-id "$PFX-parent" >"$SL_TMP/out" 2>"$SL_TMP/err"
+tap_is "parent: sluice attach --cgroup to the empty parent" "$?" 0
+sink_mark
+timeout $((60 * SL_SLOW)) docker run --rm --network host --cgroup-parent "/$PFX-parent" \
+	--name "$PFX-first" "$IMAGE" sh -c 'nc -w 3 198.51.100.20 80 </dev/null; echo "denied-rc=$?"
+	echo hi | nc -w 3 198.51.100.10 80; echo "allowed-rc=$?"' >"$SL_TMP/out" 2>"$SL_TMP/err"
+rc=$?
+tap_is "parent: docker run: its first connect (denied host) failed, the allowed one worked" \
+	"$rc $(grep -c '^denied-rc=1$' "$SL_TMP/out") $(grep -c '^allowed-rc=0$' "$SL_TMP/out")" \
+	"0 1 1"
+[[ $rc -eq 0 ]] || tap_diag "$(cat "$SL_TMP/out" "$SL_TMP/err")"
+tap_check "parent: the denied connect failed with EPERM" \
+	grep -q "Operation not permitted" "$SL_TMP/err"
+assert_sink_none "parent: nothing reached the denied host" "tcp-accept 198.51.100.20"
+assert_sink_saw "parent: the allowed host received the container's connection" \
+	"tcp 198.51.100.10 80"
+assert_log "parent: the run's log has the denial" "$LOGS/$PFX-parent.jsonl" 1 type=decision \
+	dst=198.51.100.20 port=80 decision=deny enforced=true rule=default
+"$SLUICE" detach --run-id "$PFX-parent" >/dev/null 2>&1 || tap_diag "detach $PFX-parent failed"
+
+# --- a running container: sluice attach --container NAME -----------------------------------
+mkdir "$CG2/$PFX-run" || bail_out "cannot make $CG2/$PFX-run"
+docker run -d --network host --cgroup-parent "/$PFX-run" --name "$PFX-loop" "$IMAGE" \
+	sh -c 'while :; do echo a | nc -w 1 203.0.113.7 80; sleep 0.2; done' \
+	>"$SL_TMP/out" 2>"$SL_TMP/err" || bail_out "docker run -d: $(cat "$SL_TMP/err")"
+CID=$(cat "$SL_TMP/out")
+sink_mark
+wait_until $((10000 * SL_SLOW)) sink_saw "tcp 203.0.113.7 80"
+tap_check "running container: unconfined, it reaches the unlisted host" sink_saw "tcp 203.0.113.7 80"
+docker_ns "$SLUICE" attach --container "$PFX-loop" --policy "$POLICY" --run-id "$PFX-loop" \
+	>"$SL_TMP/out" 2>"$SL_TMP/err"
+rc=$?
+tap_is "running container: sluice attach --container NAME (Docker's state)" "$rc" 0
+[[ $rc -eq 0 ]] || tap_diag "$(cat "$SL_TMP/out" "$SL_TMP/err")"
+sleep 1 # a connect in flight at the attach may still land: counted from here on
+sink_mark
+sleep $((2 * SL_SLOW))
+tap_is "running container: attached, nothing more reaches the unlisted host" \
+	"$(sink_count 'tcp 203.0.113.7 80')" 0
+assert_log "running container: the run's log names the container" "$LOGS/$PFX-loop.jsonl" 1 \
+	type=run_start attached=true "source=container:$CID"
+assert_log "running container: its denials are logged" "$LOGS/$PFX-loop.jsonl" +1 \
+	type=decision dst=203.0.113.7 decision=deny enforced=true
+"$SLUICE" detach --run-id "$PFX-loop" >/dev/null 2>&1 || tap_diag "detach $PFX-loop failed"
+docker rm --force "$PFX-loop" >/dev/null 2>&1
+
+tap_done

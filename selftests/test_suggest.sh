@@ -1,0 +1,225 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# From evidence to decision: two report-mode runs of a small workload (hosts by name, one behind
+# a CNAME, a telemetry-looking host, an address dialled without a name, and in the second run an
+# extra host) make real signed logs; sluice policy suggest turns them into a policy that policy
+# check accepts and that flags what it must; sluice policy replay predicts what that policy and a
+# stricter one would deny; and an enforced run under the suggestion lets the workload through
+# and denies exactly what the replay predicted, plus an unlisted host.
+
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+require_root
+require_sluice
+for t in dnsmasq dig python3; do
+	command -v "$t" >/dev/null || skip_all "$t not installed (dnsmasq-base, bind9-dnsutils)"
+done
+topo_up
+
+# One test host per name: the log names a connection's host by its address (the name the run's
+# resolver learned it for), so names sharing an address could not be told apart.
+for a in 11 12 13 14 15; do
+	in_inet ip addr add "198.51.100.$a/32" dev lo || bail_out "cannot add 198.51.100.$a"
+done
+# The upstream the runs' resolvers ask (loopback only).
+# shellcheck disable=SC2054 # dnsmasq's arguments have commas
+dns_upstream_start upstream --local-ttl=300 \
+	--host-record=pkgs.acme.example,198.51.100.11 \
+	--cname=api.acme.example,edge.cdn.example \
+	--host-record=edge.cdn.example,198.51.100.12 \
+	--host-record=telemetry.acme.example,198.51.100.13 \
+	--host-record=extra.example,198.51.100.14 \
+	--host-record=unlisted.example,198.51.100.15 ||
+	bail_out "cannot start dnsmasq on 127.0.0.1"
+sl_on_exit dns_upstream_stop
+
+# The workload: one TCP exchange per TARGET (NAME:PORT or ADDR:PORT), "ok TARGET" or
+# "fail TARGET WHY" for each; exits 1 when a target not marked "?" (optional) failed.
+cat >"$SL_TMP/work.py" <<'EOF'
+import socket, sys
+bad = 0
+for t in sys.argv[1:]:
+    optional = t.startswith("?")
+    host, port = t.lstrip("?").rsplit(":", 1)
+    try:
+        s = socket.create_connection((host, int(port)), timeout=5)
+        s.sendall(b"GET / HTTP/1.0\r\n\r\n" + b"x" * 1000)
+        s.shutdown(socket.SHUT_WR)
+        while s.recv(65536):
+            pass
+        s.close()
+        print("ok", t.lstrip("?"))
+    except OSError as e:
+        print("fail", t.lstrip("?"), type(e).__name__, e)
+        bad += 0 if optional else 1
+sys.exit(1 if bad else 0)
+EOF
+WORK1=(pkgs.acme.example:80 api.acme.example:8080 "?telemetry.acme.example:80" "?203.0.113.7:80")
+WORK2=("${WORK1[@]}" "?extra.example:443")
+
+# The report-only phase: nothing is refused, so every flow runs and is counted (a report-mode
+# denial is logged but starts no byte count: only allowed flows have flow lines).
+report=$SL_TMP/report.yaml
+cat >"$report" <<'EOF'
+default: allow
+mode: report
+rules:
+  - name: none-yet
+    hosts: ["nothing.invalid"]
+EOF
+
+# wrun POLICY LOG [ARGS…] -- TARGET…: the workload in the run netns under POLICY.
+wrun() {
+	local policy=$1 log=$2 extra=()
+	shift 2
+	while [[ $1 != -- ]]; do
+		extra+=("$1")
+		shift
+	done
+	shift
+	sluice_run "$policy" "$log" --netns "/run/netns/$SL_NS_RUN" \
+		--upstream "127.0.0.1:$SL_DNS_PORT" "${extra[@]}" -- python3 "$SL_TMP/work.py" "$@"
+}
+
+L1=$SL_TMP/r1.log
+L2=$SL_TMP/r2.log
+wrun "$report" "$L1" -- "${WORK1[@]}"
+tap_is "report run 1: the workload reached every target" \
+	"$SL_RC $(grep -c '^ok ' "$SL_OUT")" "0 4" || sluice_diag "$L1"
+wrun "$report" "$L2" -- "${WORK2[@]}"
+tap_is "report run 2: the workload reached every target, extra.example too" \
+	"$SL_RC $(grep -c '^ok ' "$SL_OUT")" "0 5" || sluice_diag "$L2"
+
+# --- suggest ---------------------------------------------------------------------------------
+S=$SL_TMP/suggested.yaml
+"$SLUICE" policy suggest "$L1" "$L2" -o "$S" >"$SL_TMP/suggest.out" 2>&1
+rc=$?
+tap_is "suggest: exits 0 on two verified logs" "$rc" 0 || tap_diag_file "$SL_TMP/suggest.out"
+tap_check "suggest: policy check accepts the output unchanged" \
+	"$SLUICE" policy check "$S"
+tap_diag_file "$S"
+# active (uncommented) lines only
+active=$(grep -v '^[[:space:]]*#' "$S")
+tap_check "suggest: pkgs.acme.example is a rule on port 80" \
+	grep -Eq '^  - hosts: \["pkgs\.acme\.example"\]' <<<"$active"
+tap_check "suggest: api.acme.example is a rule, its CNAME chain said under it" \
+	bash -c "grep -q '\"api.acme.example\"' <<<'$active' && grep -q 'edge.cdn.example' '$S'"
+tap_check "suggest: the rule for api.acme.example lists port 8080" \
+	bash -c "grep -A8 '\"api.acme.example\"' <<<'$active' | grep -q 'ports: \[8080\]'"
+tap_check "suggest: telemetry.acme.example is flagged as telemetry and not allowed" \
+	bash -c "! grep -q telemetry <<<'$active' && grep -q '^# *- hosts: \[\"telemetry.acme.example\"\]' '$S' && grep -qi 'telemetry' <(grep -B3 '\"telemetry.acme.example\"' '$S')"
+tap_check "suggest: extra.example is flagged '# single run' and not allowed" \
+	bash -c "! grep -q extra.example <<<'$active' && grep -B4 '\"extra.example\"' '$S' | grep -q '# single run'"
+tap_check "suggest: the address dialled without a name is in the commented section" \
+	bash -c "! grep -q 203.0.113.7 <<<'$active' && grep -q '^#.*203.0.113.7/32' '$S'"
+tap_check "suggest: byte caps are proposed from the observed maxima, commented" \
+	grep -Eq '^ *# *max_request_bytes: [0-9_]+ .*margin' "$S"
+tap_check "suggest: a wildcard is only a commented proposal listing the hosts it covers" \
+	bash -c "! grep -q '\\*\\.' <<<'$active' && grep -q '^#.*\\*\\.acme\\.example. would cover: api.acme.example pkgs.acme.example telemetry.acme.example' '$S'"
+"$SLUICE" policy suggest "$L1" "$L2" --min-runs 1 -o "$SL_TMP/min1.yaml" >/dev/null 2>&1
+tap_check "suggest --min-runs 1: extra.example is then a rule" \
+	bash -c "grep -v '^ *#' '$SL_TMP/min1.yaml' | grep -q '\"extra.example\"'"
+
+# --- replay ----------------------------------------------------------------------------------
+"$SLUICE" policy replay "$S" "$L1" "$L2" >"$SL_TMP/replay.out" 2>&1
+rc=$?
+tap_diag_file "$SL_TMP/replay.out"
+tap_is "replay of the suggestion on the report logs: exit 1 (it denies what it flagged)" "$rc" 1
+predicted=$("$SLUICE" policy replay "$S" "$L1" "$L2" --json 2>/dev/null |
+	python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+print(" ".join(sorted({c["host"] or c["dst"] for c in d["connections"] if c["verdict"] == "deny" and c["needed"]})))')
+tap_is "replay predicts denials of exactly the flagged destinations" \
+	"$predicted" "203.0.113.7 extra.example telemetry.acme.example"
+
+strict=$SL_TMP/strict.yaml
+cat >"$strict" <<'EOF'
+default: deny
+rules:
+  - name: api
+    hosts: ["api.acme.example"]
+    ports: [8080]
+EOF
+"$SLUICE" policy replay "$strict" "$L1" "$L2" >"$SL_TMP/strict.out" 2>&1
+rc=$?
+tap_is "replay of a stricter policy: exit 1" "$rc" 1 || tap_diag_file "$SL_TMP/strict.out"
+tap_check "replay of a stricter policy: names the denial of pkgs.acme.example" \
+	grep -Eq 'deny +pkgs\.acme\.example +80/tcp' "$SL_TMP/strict.out"
+
+# Byte caps replayed on the recorded flows: each request carried 1018 bytes.
+capped=$SL_TMP/capped.yaml
+sed 's/^    # max_request_bytes: [0-9_]*/    max_request_bytes: 1000/' "$S" >"$capped"
+"$SLUICE" policy replay "$capped" "$L1" >"$SL_TMP/capped.out" 2>&1
+rc=$?
+tap_check "replay: a max_request_bytes below what a flow carried is a cut (exit 1)" \
+	bash -c "[[ $rc == 1 ]] && grep -Eq '^cut +pkgs\.acme\.example +80/tcp .*max_request_bytes 1000 < 1018 sent' '$SL_TMP/capped.out'" ||
+	tap_diag_file "$SL_TMP/capped.out"
+
+# --- enforce with the suggestion -------------------------------------------------------------
+L3=$SL_TMP/r3.log
+wrun "$S" "$L3" --mode enforce -- "${WORK2[@]}" "?unlisted.example:80"
+tap_diag_file "$SL_OUT"
+tap_is "enforce: the workload succeeds under the suggested policy" "$SL_RC" 0 ||
+	sluice_diag "$L3"
+tap_check "enforce: pkgs.acme.example and api.acme.example were reached" \
+	bash -c "grep -qx 'ok pkgs.acme.example:80' '$SL_OUT' && grep -qx 'ok api.acme.example:8080' '$SL_OUT'"
+tap_check "enforce: the unlisted host was denied" grep -q '^fail unlisted.example:80' "$SL_OUT"
+denied=$(for t in telemetry.acme.example extra.example 203.0.113.7; do
+	grep -q "^fail $t:" "$SL_OUT" && echo -n "$t "
+done)
+tap_is "enforce: the flagged destinations were denied, as replay predicted" \
+	"$denied" "telemetry.acme.example extra.example 203.0.113.7 "
+# What the enforced run logged as denied (a name the resolver refused, a connect refused), but
+# the unlisted host no earlier run used: exactly what the replay predicted.
+logged=$(python3 -c '
+import json, sys
+seen = set()
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r.get("decision") == "deny" and r["type"] in ("dns", "decision"):
+        seen.add(r.get("host") or r.get("dst"))
+seen.discard("unlisted.example")
+print(" ".join(sorted(seen)))' "$L3")
+tap_is "enforce: the log's denials are the ones replay predicted" "$logged" "$predicted"
+"$SLUICE" policy replay "$S" "$L3" >"$SL_TMP/replay3.out" 2>&1
+rc=$?
+tap_is "replay of the suggestion on the enforced run: exit 0 (nothing needed is denied)" "$rc" 0 ||
+	tap_diag_file "$SL_TMP/replay3.out"
+
+# --- bad input -------------------------------------------------------------------------------
+bad=$SL_TMP/bad.log
+head -c -40 "$L1" >"$bad"
+sed -i '5s/"ts":/"ts":1/' "$bad"
+echo keep >"$SL_TMP/out.yaml"
+"$SLUICE" policy suggest "$bad" "$L2" -o "$SL_TMP/out.yaml" >"$SL_TMP/bad.out" 2>&1
+rc=$?
+tap_is "suggest: a tampered log is refused (exit 1)" "$rc" 1
+tap_check "suggest: the refusal names the file and the line" \
+	grep -q "$bad: refused, it does not verify: INVALID: line 6 (seq 5)" "$SL_TMP/bad.out"
+tap_is "suggest: -o is left as it was on failure" "$(cat "$SL_TMP/out.yaml")" keep
+"$SLUICE" policy suggest "$bad" "$L2" --unverified -o "$SL_TMP/unv.yaml" >/dev/null 2>&1
+tap_check "suggest --unverified: goes on and says so in the header" \
+	grep -q '^# UNVERIFIED' "$SL_TMP/unv.yaml"
+
+: >"$SL_TMP/empty.log"
+"$SLUICE" policy suggest "$SL_TMP/empty.log" >"$SL_TMP/empty.out" 2>&1
+rc=$?
+tap_check "suggest: an empty log is refused, by name and why" \
+	bash -c "[[ $rc == 1 ]] && grep -q 'empty.log: refused, it does not verify: INVALID: .*empty' '$SL_TMP/empty.out'"
+printf 'default: deny\nrules:\n  - hosts: ["a.example"]\n    ports: [70000]\n' >"$SL_TMP/badp.yaml"
+"$SLUICE" policy replay "$SL_TMP/badp.yaml" "$L1" >"$SL_TMP/badp.out" 2>&1
+rc=$?
+tap_check "replay: a policy that does not parse: exit 2, file:line:col and why" \
+	bash -c "[[ $rc == 2 ]] && grep -q '^sluice policy replay: $SL_TMP/badp.yaml:4:.*70000' '$SL_TMP/badp.out'"
+"$SLUICE" policy diff "$S" "$SL_TMP/badp.yaml" >/dev/null 2>&1
+tap_is "diff: a policy that does not parse: exit 2" "$?" 2
+"$SLUICE" policy diff "$strict" "$S" >"$SL_TMP/diff.out" 2>&1
+rc=$?
+tap_diag_file "$SL_TMP/diff.out"
+tap_check "diff: exit 1 and pkgs.acme.example said as added" \
+	bash -c "[[ $rc == 1 ]] && grep -q '^+ host pkgs.acme.example: now allowed on 80/tcp' '$SL_TMP/diff.out'"
+
+tap_done

@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# The VM harness without a VM (a real boot under emulation takes minutes; `make vmtest` does
+# that): selftests/vm/config-check.sh names exactly the options a crafted config lacks;
+# selftests/vm/vmtest.sh refuses bad arguments (a KERNEL that does not exist, a bad memory
+# size or time limit, MODULES= without KERNEL=) with a message naming them, before it fetches
+# or boots anything; and with an emulator of the test's own in place of qemu (SL_VM_QEMU): a
+# guest that hangs is killed at the time limit and reported as a failure, a guest that reports
+# gives one TAP line per test file, the kernel is booted with "bpf" in lsm= and the caller's
+# memory and command line, and the config built into a kernel image is found and checked.
+# No root needed.
+
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+VMTEST=$REPO/selftests/vm/vmtest.sh
+CHECK=$REPO/selftests/vm/config-check.sh
+[[ -x $SLUICE ]] || skip_all "sluice not built at $SLUICE (run make, or set SLUICE=)"
+busybox_bin=$(command -v busybox) || skip_all "busybox not installed (make deps)"
+ldd "$busybox_bin" 2>&1 | grep -q 'not a dynamic' || skip_all "busybox is not busybox-static (make deps)"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/sluice-vmharness.XXXXXX") || bail_out "mktemp failed"
+qpid=
+cleanup() {
+	[[ -n $qpid ]] && kill -KILL "$qpid" 2>/dev/null
+	rm -rf -- "$tmp"
+}
+trap cleanup EXIT
+
+# A config with every option of selftests/config (the VM's drivers built in: the fake kernels
+# below come without modules), then three taken away in three ways.
+grep '^CONFIG_' "$REPO/selftests/config" |
+	sed -E 's/^(CONFIG_(VIRTIO_PCI|NET_9P|NET_9P_VIRTIO|9P_FS))=m/\1=y/' >"$tmp/full.config"
+sed -e '/^CONFIG_INET_DIAG_DESTROY=/d' \
+	-e 's/^CONFIG_BPF_LSM=y/# CONFIG_BPF_LSM is not set/' \
+	-e 's/^CONFIG_DEBUG_INFO_BTF=y/CONFIG_DEBUG_INFO_BTF=m/' \
+	-e 's/^CONFIG_VETH=m/CONFIG_VETH=y/' "$tmp/full.config" >"$tmp/crafted.config"
+
+out=$(bash "$CHECK" "$tmp/full.config" 2>&1)
+tap_is "config-check: a config with every option passes" "$?" 0 || tap_diag "$out"
+out=$(bash "$CHECK" "$tmp/crafted.config" 2>&1)
+rc=$?
+tap_is "config-check: a config lacking options exits 1" "$rc" 1
+tap_is "config-check: it names exactly the three options lacking (a module where y is needed too)" \
+	"$(printf '%s\n' "$out" | grep -o '^CONFIG_[A-Z0-9_]*=[ym] lacking' | sort | tr '\n' ' ')" \
+	"CONFIG_BPF_LSM=y lacking CONFIG_DEBUG_INFO_BTF=y lacking CONFIG_INET_DIAG_DESTROY=y lacking "
+tap_check "config-check: each says what the config has and why sluice needs it" \
+	grep -q 'CONFIG_DEBUG_INFO_BTF=y lacking (CONFIG_DEBUG_INFO_BTF=m in the config): BPF itself' \
+	<<<"$out"
+gzip -c "$tmp/crafted.config" >"$tmp/config.gz"
+out=$(bash "$CHECK" "$tmp/config.gz" 2>&1)
+tap_is "config-check: a gzipped config (/proc/config.gz) is read alike" \
+	"$?:$(grep -c ' lacking ' <<<"$out")" "1:3"
+out=$(bash "$CHECK" "$tmp/none.config" 2>&1)
+tap_is "config-check: a config that does not exist: exit 2, named" \
+	"$?:$(grep -c "$tmp/none.config: no such readable file" <<<"$out")" "2:1"
+printf 'CONFIG_BPF=y\nCONFIG_VETH=yes\n' >"$tmp/bad.fragment"
+out=$(bash "$CHECK" "$tmp/full.config" "$tmp/bad.fragment" 2>&1)
+tap_is "config-check: a malformed fragment line: exit 2, file and line named" \
+	"$?:$(grep -c "bad.fragment:2: not CONFIG_NAME=y or =m" <<<"$out")" "2:1"
+
+# vmtest.sh's arguments: refused with the reason, exit 2, nothing fetched or created
+export SL_VM_DIR=$tmp/vm
+vm_refuses() {
+	local name=$1 want=$2 out rc
+	shift 2
+	out=$(bash "$VMTEST" "$@" 2>&1)
+	rc=$?
+	if [[ $rc -eq 2 && $out == *"$want"* && ! -e $SL_VM_DIR ]]; then
+		tap_ok "vmtest refuses $name"
+	else
+		tap_fail "vmtest refuses $name" "expected exit 2, \"$want\", no $SL_VM_DIR; got $rc: $out"
+	fi
+}
+vm_refuses "a KERNEL that does not exist" "KERNEL=$tmp/no-bzImage: no such file" -K "$tmp/no-bzImage"
+vm_refuses "a KERNEL that is a directory" "KERNEL=$tmp: not a readable file" -K "$tmp"
+: >"$tmp/bzImage"
+vm_refuses "a MODULES that does not exist" "MODULES=$tmp/nomods: no such directory" \
+	-K "$tmp/bzImage" -M "$tmp/nomods"
+vm_refuses "a CONFIG that does not exist" "CONFIG=$tmp/none: no such readable file" \
+	-K "$tmp/bzImage" -C "$tmp/none"
+vm_refuses "MODULES without KERNEL" "MODULES= and CONFIG= go with KERNEL=" -M "$tmp"
+vm_refuses "a memory size that is not one" 'the memory (-m, VM_MEM) "lots"' -K "$tmp/bzImage" -m lots
+vm_refuses "a time limit that is not one" 'the time limit (-t, VM_TIMEOUT) "0"' -K "$tmp/bzImage" -t 0
+vm_refuses "an unknown Debian series" 'unknown kernel series "5.10"' -k 5.10
+vm_refuses "a test file that does not exist" "selftests/test_nope.sh: no such test file" \
+	-K "$tmp/bzImage" selftests/test_nope.sh
+
+# An emulator that records its arguments and its pid, then does what $tmp/guest says: hang, or
+# print what guest.sh prints for the test files its configuration names.
+cat >"$tmp/qemu" <<'QEMU'
+#!/bin/bash
+d=$(dirname "$0")
+echo $$ >"$d/qemu.pid"
+printf '%s\n' "$@" >"$d/qemu.args"
+case $(cat "$d/guest") in
+hang) exec sleep 1000 ;;
+report)
+	conf=$(printf '%s\n' "$@" | sed -n 's/.*sluice_vm=\([^ ]*\).*/\1/p')
+	. "$conf"
+	echo "vmtest: kernel 9.9.9-fake, ${#TESTS[@]} test file(s)"
+	echo "vmtest-file: ${TESTS[0]} ok"
+	echo "vmtest-file: ${TESTS[1]} fail"
+	echo "vmtest-file: ${TESTS[2]} skip no BPF LSM here"
+	echo "vmtest-result: 1"
+	;;
+esac
+QEMU
+chmod +x "$tmp/qemu"
+export SL_VM_QEMU=$tmp/qemu
+
+# A kernel image whose payload (gzip, as a bzImage's) holds the crafted config the way
+# CONFIG_IKCONFIG builds it in, and the version string its setup header points at.
+python3 - "$tmp/crafted.config" "$tmp/bzImage" <<'PY'
+import gzip, struct, sys
+cfg = open(sys.argv[1], "rb").read()
+img = bytearray(0x400)
+img[0x300:0x320] = b"9.9.9-fake (builder@ci) #1\0".ljust(32, b"\0")
+img[0x20e:0x210] = struct.pack("<H", 0x300 - 0x200)
+payload = b"\0" * 100 + b"IKCFG_ST" + gzip.compress(cfg) + b"IKCFG_ED"
+open(sys.argv[2], "wb").write(bytes(img) + gzip.compress(payload))
+PY
+
+echo hang >"$tmp/guest"
+start=$SECONDS
+out=$(bash "$VMTEST" -K "$tmp/bzImage" -t 2 -m 1536M -a "sl_marker=1" selftests/test_topology.sh 2>&1)
+rc=$?
+qpid=$(cat "$tmp/qemu.pid" 2>/dev/null)
+tap_is "a hung guest: vmtest exits 1" "$rc" 1
+tap_check "a hung guest: reported as not ok, killed at the time limit" \
+	grep -q '^not ok [0-9]* - 9.9.9-fake: the VM did not finish in 2 s, killed' <<<"$out"
+if [[ -n $qpid ]] && ! kill -0 "$qpid" 2>/dev/null; then
+	tap_ok "a hung guest: the emulator is gone"
+else
+	tap_fail "a hung guest: the emulator is gone" "pid ${qpid:-none} still there"
+fi
+tap_cmp "a hung guest: vmtest did not wait for the guest (s)" "$((SECONDS - start))" -lt 60
+tap_check "the config built into the image is checked: not ok, the options lacking named" \
+	grep -q '^not ok 1 - 9.9.9-fake: config .*/config lacks options' <<<"$out"
+tap_cmp "the config check names the three options" \
+	"$(grep -c '^#   CONFIG_.* lacking ' <<<"$out")" -eq 3
+tap_check "the kernel boots with bpf in lsm=, the caller's command line last" \
+	grep -Eq "^console=ttyS0 .* lsm=([a-z]+,)*bpf .*sluice_vm=.* sl_marker=1\$" "$tmp/qemu.args"
+tap_check "the VM gets the caller's memory" grep -qx -- 1536M "$tmp/qemu.args"
+tap_check "the kernel and initramfs are the caller's and vmtest's" \
+	grep -qx -- "$tmp/bzImage" "$tmp/qemu.args"
+
+echo report >"$tmp/guest"
+out=$(bash "$VMTEST" -K "$tmp/bzImage" -C "$tmp/full.config" -t 30 selftests/test_topology.sh \
+	selftests/test_report.sh selftests/test_lsm.sh 2>&1)
+rc=$?
+tap_is "a guest whose tests failed: vmtest exits 1" "$rc" 1
+tap_is "one TAP line per kernel and test file, and the config's" \
+	"$(grep -E '^(not )?ok ' <<<"$out" | sed 's/ (console: .*)//')" \
+	"ok 1 - 9.9.9-fake: config $tmp/full.config has every option in selftests/config
+ok 2 - 9.9.9-fake: selftests/test_topology.sh
+not ok 3 - 9.9.9-fake: selftests/test_report.sh
+ok 4 - 9.9.9-fake: selftests/test_lsm.sh # SKIP no BPF LSM here" || tap_diag "$out"
+tap_check "the plan counts them" grep -qx '1..4' <<<"$out"
+
+sed 's/^CONFIG_9P_FS=y/CONFIG_9P_FS=m/' "$tmp/full.config" >"$tmp/no9p.config"
+out=$(bash "$VMTEST" -K "$tmp/bzImage" -C "$tmp/no9p.config" selftests/test_topology.sh 2>&1)
+tap_is "a kernel whose 9p is a module, without MODULES=: exit 1, not booted, the driver named" \
+	"$?:$(grep -c 'no module 9p, nor is CONFIG_9P_FS built in' <<<"$out"):$(grep -c \
+		'^not ok 2 - 9.9.9-fake: cannot build the initramfs' <<<"$out")" "1:1:1"
+
+tap_done

@@ -1,0 +1,437 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Unit test of userspace/evidence.c (the model policy suggest, replay and sluice report read)
+ * and of suggest's telemetry judgement: signed logs written here with tlog/note, as the evidence
+ * spec says (log_start with the host-signed cert, records, run_end, final seal), read into the
+ * model; every count checked against what the lines say. Then the logs the model must refuse:
+ * a tampered line, another host's key, an empty file, a missing one.
+ *
+ * Usage: test_evidence        TAP 13; exits 1 if any test failed. Needs no root.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "userspace/evidence.h"
+#include "userspace/note.h"
+#include "userspace/policy_tools.h"
+#include "userspace/tlog.h"
+#include "tap.h"
+
+static struct {
+	struct note_signer *host, *other, *run_a, *run_b;
+	char host_vkey[NOTE_VKEY_MAX + 1], other_vkey[NOTE_VKEY_MAX + 1];
+	char dir[64], log_a[128], log_b[128], tampered[128], empty[128];
+} g;
+
+/* A tiny writer of the evidence format (the same as the loader's, independently written). */
+struct tw {
+	FILE *f;
+	struct tlog_tree tree;
+	uint8_t prev[TLOG_HASH_SIZE];
+	uint64_t seq, kseq;
+	int64_t ts;
+	char origin[64];
+	const struct note_signer *run;
+};
+
+static void esc(const char *s, char *out)
+{
+	for (; *s; s++) {
+		if (*s == '\n') {
+			*out++ = '\\';
+			*out++ = 'n';
+		} else {
+			*out++ = *s;
+		}
+	}
+	*out = '\0';
+}
+
+static void tw_line(struct tw *w, const char *type, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void tw_line(struct tw *w, const char *type, const char *fmt, ...)
+{
+	char line[8192], prev[65];
+	va_list ap;
+	int n, i;
+
+	for (i = 0; i < TLOG_HASH_SIZE; i++)
+		sprintf(prev + 2 * i, "%02x", w->prev[i]);
+	w->ts += 100000;
+	n = snprintf(line, sizeof(line),
+		     "{\"seq\":%" PRIu64 ",\"prev\":\"%s\",\"ts\":%" PRId64 ",\"type\":\"%s\",",
+		     w->seq, prev, w->ts, type);
+	va_start(ap, fmt);
+	n += vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+	va_end(ap);
+	snprintf(line + n, sizeof(line) - (size_t)n, "}");
+	n++;
+	tlog_append(&w->tree, line, (size_t)n);
+	tlog_sha256(line, (size_t)n, w->prev);
+	w->seq++;
+	fprintf(w->f, "%s\n", line);
+}
+
+static void tw_checkpoint(struct tw *w, const char *reason)
+{
+	uint8_t root[TLOG_HASH_SIZE];
+	char text[512], note[2048], e[4096], b64[64];
+	size_t len;
+
+	tlog_root(&w->tree, root);
+	note_base64_encode(root, sizeof(root), b64, sizeof(b64));
+	if (checkpoint_text(w->origin, w->tree.size, root, text, sizeof(text)) < 0 ||
+	    note_sign(w->run, text, strlen(text), note, sizeof(note), &len))
+		exit(2);
+	esc(note, e);
+	tw_line(w, "checkpoint",
+		"\"reason\":\"%s\",\"size\":%" PRIu64 ",\"root\":\"%s\",\"note\":\"%s\"", reason,
+		w->seq, b64, e);
+}
+
+static void tw_start(struct tw *w, const char *path, const char *run_id,
+		     const struct note_signer *run, const char *mode)
+{
+	char text[512], note[2048], cert[4096], key[NOTE_VKEY_MAX + 1];
+	size_t len;
+
+	memset(w, 0, sizeof(*w));
+	w->f = fopen(path, "w");
+	if (!w->f)
+		exit(2);
+	tlog_init(&w->tree);
+	w->ts = 1796000000000000;
+	w->run = run;
+	snprintf(w->origin, sizeof(w->origin), "sluice/%s", run_id);
+	note_signer_vkey(run, key, sizeof(key));
+	snprintf(text, sizeof(text), "sluice run key\n%s\n%s\n", w->origin, key);
+	if (note_sign(g.host, text, strlen(text), note, sizeof(note), &len))
+		exit(2);
+	esc(note, cert);
+	tw_line(w, "log_start",
+		"\"origin\":\"%s\",\"run_id\":\"%s\",\"key\":\"%s\",\"host_key\":\"%s\",\"cert\":"
+		"\"%s\","
+		"\"checkpoint_lines\":1000,\"checkpoint_secs\":10,\"format\":1",
+		w->origin, run_id, key, g.host_vkey, cert);
+	tw_line(w, "run_start",
+		"\"run_id\":\"%s\",\"task\":\"T-7\",\"mode\":\"%s\",\"default\":\"deny\","
+		"\"policy\":\"/p.yaml\",\"policy_sha256\":\"%064d\",\"argv\":[\"make\",\"all\"]",
+		run_id, mode, 7);
+}
+
+/* A kernel record: the line's members then its kseq. */
+static void tw_rec(struct tw *w, const char *type, const char *members)
+{
+	tw_line(w, type, "%s,\"kseq\":%" PRIu64, members, w->kseq++);
+}
+
+static void tw_end(struct tw *w)
+{
+	tw_line(w, "run_end",
+		"\"why\":\"command exited\",\"exit_status\":0,\"lost\":0,\"kseq_next\":%" PRIu64
+		",\"duration_ms\":900",
+		w->kseq);
+	tw_checkpoint(w, "final");
+	fclose(w->f);
+}
+
+#define CONN(dec, enf, rule, reason, host, dst, port, proto)                                       \
+	"\"hook\":\"connect4\",\"decision\":\"" dec "\",\"enforced\":" enf ",\"rule\":\"" rule     \
+	"\",\"reason\":\"" reason "\",\"family\":\"ipv4\",\"proto\":\"" proto "\",\"host\":" host  \
+	",\"dst\":\"" dst "\",\"port\":" port ",\"pid\":42,\"comm\":\"make\""
+#define FLOW(host, dst, port, req, resp)                                                           \
+	"\"host\":" host ",\"dst\":\"" dst "\",\"port\":" port ",\"proto\":\"tcp\",\"decision\":"  \
+	"\"allow\",\"rule\":\"r\",\"req_bytes\":" req ",\"resp_bytes\":" resp ",\"duration_ms\":3"
+
+static void write_logs(void)
+{
+	struct tw w;
+	FILE *in, *out;
+	char line[8192];
+	int n = 0;
+
+	tw_start(&w, g.log_a, "run-a", g.run_a, "report");
+	tw_line(&w, "dns",
+		"\"host\":\"Api.Example\",\"qtype\":\"A\",\"decision\":\"allow\",\"enforced\":true,"
+		"\"rule\":\"r\",\"rcode\":\"NOERROR\",\"comm\":\"make\",\"answers\":[\"198.51.100."
+		"12\"],"
+		"\"cname\":[\"edge.cdn.example\",\"e2.cdn.example\"]");
+	tw_rec(&w, "decision",
+	       CONN("allow", "true", "dns", "dns_redirect", "null", "10.255.255.53", "53", "udp"));
+	tw_rec(&w, "decision",
+	       CONN("allow", "true", "r", "rule", "\"api.example\"", "198.51.100.12", "443",
+		    "tcp"));
+	tw_rec(&w, "flow", FLOW("\"api.example\"", "198.51.100.12", "443", "100", "5000"));
+	tw_rec(&w, "decision",
+	       CONN("deny", "false", "default", "default_deny", "\"pkgs.example\"", "198.51.100.11",
+		    "80", "tcp"));
+	tw_rec(&w, "decision",
+	       CONN("deny", "true", "blackhole", "blackhole", "null", "169.254.169.254", "80",
+		    "tcp"));
+	tw_rec(&w, "decision",
+	       CONN("deny", "false", "default", "default_deny", "null", "203.0.113.7", "9999",
+		    "udp"));
+	tw_rec(&w, "decision",
+	       "\"hook\":\"sock_create\",\"decision\":\"deny\",\"enforced\":true,\"rule\":"
+	       "\"default\",\"reason\":\"socket_kind\",\"what\":\"packet socket\",\"pid\":42");
+	tw_rec(&w, "flow_cut",
+	       "\"host\":\"api.example\",\"dst\":\"198.51.100.12\",\"port\":443,\"proto\":\"tcp\","
+	       "\"rule\":\"r\",\"cap\":\"max_response_bytes\",\"limit\":4000,\"req_bytes\":1,"
+	       "\"resp_bytes\":4000");
+	tw_line(&w, "alert", "\"condition\":\"deny\",\"what\":\"pkgs.example\\u0001\"");
+	tw_end(&w);
+
+	tw_start(&w, g.log_b, "run-b", g.run_b, "enforce");
+	tw_rec(&w, "decision",
+	       CONN("allow", "true", "r", "rule", "\"api.example\"", "198.51.100.13", "443",
+		    "tcp"));
+	tw_rec(&w, "flow", FLOW("\"api.example\"", "198.51.100.13", "443", "300", "10"));
+	tw_rec(&w, "decision",
+	       CONN("deny", "true", "default", "default_deny", "\"pkgs.example\"", "198.51.100.11",
+		    "80", "tcp"));
+	tw_end(&w);
+
+	/* log A with its fifth line's port changed: the sixth line's prev no longer matches */
+	in = fopen(g.log_a, "r");
+	out = fopen(g.tampered, "w");
+	if (!in || !out)
+		exit(2);
+	while (fgets(line, sizeof(line), in)) {
+		char *p = ++n == 5 ? strstr(line, "\"port\":443") : NULL;
+
+		if (p)
+			memcpy(p, "\"port\":444", 10);
+		fputs(line, out);
+	}
+	fclose(in);
+	fclose(out);
+	out = fopen(g.empty, "w");
+	if (!out)
+		exit(2);
+	fclose(out);
+}
+
+static const struct ev_port *port_of(const struct ev_endpoint *e, uint16_t port, const char *pr)
+{
+	for (size_t i = 0; i < e->n_ports; i++)
+		if (e->ports[i].port == port && !strcmp(e->ports[i].proto, pr))
+			return &e->ports[i];
+	return NULL;
+}
+
+static bool check_model(char *why)
+{
+	struct evidence *ev = NULL;
+	const struct ev_endpoint *e;
+	const struct ev_port *p;
+	char err[1024];
+	char *paths[] = {g.log_a, g.log_b};
+
+	(void)err;
+	EXPECT(!evidence_load("test", paths, 2, NULL, false, &ev), "both logs load");
+	EXPECT(ev->n_runs == 2, "2 runs, got %zu", ev->n_runs);
+	EXPECT(ev->runs[0].verified && ev->runs[0].status == VERIFY_OK, "run a verified");
+	EXPECT(!strcmp(ev->runs[0].verdict, "OK: intact and complete"), "verdict, got %s",
+	       ev->runs[0].verdict);
+	EXPECT(!strcmp(ev->runs[0].verdict_word, "intact and sealed"), "word");
+	EXPECT(!strcmp(ev->runs[0].run_id, "run-a") && !strcmp(ev->runs[0].task, "T-7") &&
+		       !strcmp(ev->runs[0].mode, "report") && !strcmp(ev->runs[1].mode, "enforce"),
+	       "run_start fields");
+	EXPECT(ev->runs[0].n_argv == 2 && !strcmp(ev->runs[0].argv[1], "all"), "argv");
+	EXPECT(ev->runs[0].has_run_end && ev->runs[0].duration_ms == 900, "run_end");
+	/* the redirect to the resolver and the socket-kind denial are not connections */
+	EXPECT(ev->runs[0].connections == 4, "run a: 4 connections, got %" PRIu64,
+	       ev->runs[0].connections);
+	EXPECT(ev->runs[0].allowed == 1 && ev->runs[0].would_deny == 2 &&
+		       ev->runs[0].blackholed == 1 && ev->runs[0].denied == 0,
+	       "run a: 1 allowed, 2 would-deny, 1 blackholed; got %" PRIu64 " %" PRIu64 " %" PRIu64
+	       " %" PRIu64,
+	       ev->runs[0].allowed, ev->runs[0].would_deny, ev->runs[0].blackholed,
+	       ev->runs[0].denied);
+	EXPECT(!evidence_find(ev, EV_ADDR, "10.255.255.53"), "no endpoint for the DNS redirect");
+
+	e = evidence_find(ev, EV_HOST, "api.example");
+	EXPECT(e, "api.example is a host (lower-cased from the dns line too)");
+	EXPECT(e->n_uses == 2 && e->needed == 2 && e->connections == 2,
+	       "api.example: 2 runs, 2 "
+	       "needed; got %zu %" PRIu64,
+	       e->n_uses, e->needed);
+	EXPECT(e->flows == 2 && e->req_bytes == 400 && e->resp_bytes == 5010 && e->max_req == 300 &&
+		       e->max_resp == 5000,
+	       "api.example bytes: got flows %" PRIu64 " req %" PRIu64 " resp %" PRIu64
+	       " max %" PRIu64 "/%" PRIu64,
+	       e->flows, e->req_bytes, e->resp_bytes, e->max_req, e->max_resp);
+	EXPECT(e->uses[0].req_bytes == 100 && e->uses[1].req_bytes == 300, "per-run sums");
+	EXPECT(e->n_cnames == 2 && !strcmp(e->cnames[0], "edge.cdn.example") &&
+		       !strcmp(e->cnames[1], "e2.cdn.example"),
+	       "CNAME chain under the asked name");
+	EXPECT(e->n_dsts == 2 && e->n_answers == 1, "addresses: 2 reached, 1 answered");
+	EXPECT(e->cuts == 1 && e->dns_queries == 1, "a cut and a query");
+	EXPECT(e->first_ts == 1796000000000000 + 3 * 100000,
+	       "first seen at the dns line, got %" PRId64, e->first_ts);
+	p = port_of(e, 443, "tcp");
+	EXPECT(p && p->allowed == 2 && p->max_resp == 5000, "api.example 443/tcp");
+
+	e = evidence_find(ev, EV_HOST, "pkgs.example");
+	EXPECT(e && e->would_deny == 1 && e->denied == 1 && e->needed == 1,
+	       "pkgs.example: a would-deny (needed) and an enforced denial (not)");
+	EXPECT(e->n_uses == 2 && e->uses[0].needed == 1 && e->uses[1].needed == 0,
+	       "pkgs.example needed in run a only");
+
+	e = evidence_find(ev, EV_ADDR, "169.254.169.254");
+	EXPECT(e && e->blackholed == 1 && e->needed == 0, "the blackholed address, not needed");
+	e = evidence_find(ev, EV_ADDR, "203.0.113.7");
+	EXPECT(e && port_of(e, 9999, "udp") && e->needed == 1, "an address without a name, udp");
+
+	EXPECT(ev->n_denials == 5,
+	       "denials: 2 would-deny, 1 blackhole, 1 surface, 1 enforced; "
+	       "got %zu",
+	       ev->n_denials);
+	EXPECT(ev->denials[3].kind == EV_DENY_SURFACE &&
+		       !strcmp(ev->denials[3].what, "packet socket"),
+	       "the surface denial keeps its what");
+	EXPECT(ev->n_cuts == 1 && !strcmp(ev->cuts[0].cap, "max_response_bytes") &&
+		       ev->cuts[0].limit == 4000,
+	       "the cut");
+	EXPECT(ev->n_alerts == 1 && !strcmp(ev->alerts[0].what, "pkgs.example\x01"), "the alert");
+	EXPECT(ev->n_dns == 1 && ev->dns[0].n_cname == 2, "the dns line");
+	EXPECT(ev->n_conns == 6 && ev->n_flows == 2, "6 connections, 2 flows in the lists");
+	/* sorted: hosts then addresses; conns point at the right endpoint after the sort */
+	EXPECT(ev->endpoints[0].kind == EV_HOST && !strcmp(ev->endpoints[0].name, "api.example"),
+	       "sorted");
+	for (size_t i = 0; i < ev->n_conns; i++) {
+		const struct ev_conn *k = &ev->conns[i];
+		const char *name = k->host ? k->host : k->dst;
+
+		EXPECT(!strcmp(ev->endpoints[k->endpoint].name, name),
+		       "conn %zu points at %s, not %s", i, ev->endpoints[k->endpoint].name, name);
+	}
+	evidence_free(ev);
+	return true;
+}
+
+static bool check_refusals(char *why)
+{
+	struct evidence *ev = NULL;
+	char err[1024], *t[] = {g.tampered}, *o[] = {g.log_a}, *em[] = {g.empty};
+	const struct ev_run *r;
+	int e;
+
+	/* stderr carries the refusals: keep TAP clean */
+	fflush(stderr);
+	EXPECT(evidence_load("test", t, 1, NULL, false, &ev) == -EBADMSG, "tampered: refused");
+	EXPECT(!evidence_load("test", t, 1, NULL, true, &ev), "tampered: taken with unverified");
+	r = &ev->runs[0];
+	EXPECT(r->status == VERIFY_INVALID && !r->verified && !strcmp(r->verdict_word, "tampered"),
+	       "tampered status");
+	EXPECT(!strncmp(r->verdict, "INVALID: line 6 (seq 5)", 23),
+	       "the verdict names line 6, got %s", r->verdict);
+	/* only the lines before the bad one are in the model */
+	EXPECT(r->connections == 1, "lines before the bad one only: got %" PRIu64, r->connections);
+	evidence_free(ev);
+	ev = NULL;
+
+	EXPECT(!evidence_new(&ev), "new");
+	e = evidence_add_log(ev, g.log_a, g.other_vkey, err, sizeof(err));
+	EXPECT(!e && ev->runs[0].status == VERIFY_INVALID, "another host's key: invalid");
+	EXPECT(strstr(ev->runs[0].verdict, "not signed by the host key"), "says so: %s",
+	       ev->runs[0].verdict);
+	e = evidence_add_log(ev, "/nonexistent/log", g.host_vkey, err, sizeof(err));
+	EXPECT(e == -EIO && strstr(err, "/nonexistent/log") && ev->n_runs == 1,
+	       "a missing file is an error naming it: %d %s", e, err);
+	evidence_free(ev);
+	ev = NULL;
+	EXPECT(evidence_load("test", em, 1, NULL, false, &ev) == -EBADMSG,
+	       "an empty log is refused");
+	(void)o;
+	return true;
+}
+
+static bool check_telemetry(char *why)
+{
+	static const struct {
+		const char *host, *match;
+	} c[] = {
+		{"telemetry.acme.example", "telemetry"},
+		{"api.segment.io", "segment.io"},
+		{"segment.acme.example", "segment"},
+		{"x.google-analytics.com", "google-analytics.com"},
+		{"statsd-collector.internal", "collector"},
+		{"pkgs.acme.example", NULL},
+		{"mystats.example", NULL},
+		{"registry.npmjs.org", NULL},
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(c); i++) {
+		const char *m = suggest_telemetry_match(c[i].host);
+
+		EXPECT((!m && !c[i].match) || (m && c[i].match && !strcmp(m, c[i].match)),
+		       "%s: expected %s, got %s", c[i].host, c[i].match ? c[i].match : "none",
+		       m ? m : "none");
+	}
+	return true;
+}
+
+static bool check_safe(char *why)
+{
+	char buf[16], big[64];
+
+	evidence_safe("a\nb\\c\xff", big, sizeof(big));
+	EXPECT(!strcmp(big, "a\\x0ab\\x5cc\\xff"), "escaped, got %s", big);
+	evidence_safe("0123456789abcdefghij", buf, sizeof(buf));
+	EXPECT(!strcmp(buf, "0123456789ab..."), "truncated, got %s", buf);
+	return true;
+}
+
+int main(void)
+{
+	char why[WHY_LEN];
+	char cmd[128];
+
+	printf("TAP version 13\n1..4\n");
+	snprintf(g.dir, sizeof(g.dir), "/tmp/sl-evidence-XXXXXX");
+	if (!mkdtemp(g.dir) || note_signer_generate("test-host", &g.host) ||
+	    note_signer_generate("other-host", &g.other) ||
+	    note_signer_generate("sluice/run-a", &g.run_a) ||
+	    note_signer_generate("sluice/run-b", &g.run_b))
+		return 2;
+	note_signer_vkey(g.host, g.host_vkey, sizeof(g.host_vkey));
+	note_signer_vkey(g.other, g.other_vkey, sizeof(g.other_vkey));
+	snprintf(g.log_a, sizeof(g.log_a), "%s/a.log", g.dir);
+	snprintf(g.log_b, sizeof(g.log_b), "%s/b.log", g.dir);
+	snprintf(g.tampered, sizeof(g.tampered), "%s/t.log", g.dir);
+	snprintf(g.empty, sizeof(g.empty), "%s/e.log", g.dir);
+	write_logs();
+	/* evidence_load reads the host key the way the commands do: $SLUICE_PUB */
+	{
+		char pub[128];
+		FILE *f;
+
+		snprintf(pub, sizeof(pub), "%s/host.pub", g.dir);
+		f = fopen(pub, "w");
+		if (!f)
+			return 2;
+		fprintf(f, "%s\n", g.host_vkey);
+		fclose(f);
+		setenv("SLUICE_PUB", pub, 1);
+	}
+	report(check_model(why), "evidence: two signed logs read into the model", why);
+	report(check_refusals(why), "evidence: tampered, wrong key, empty and missing logs", why);
+	report(check_telemetry(why), "suggest: the telemetry judgement by name", why);
+	report(check_safe(why), "evidence_safe escapes and truncates", why);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g.dir);
+	if (system(cmd))
+		fprintf(stderr, "could not remove %s\n", g.dir);
+	note_signer_free(g.host);
+	note_signer_free(g.other);
+	note_signer_free(g.run_a);
+	note_signer_free(g.run_b);
+	return tap_status();
+}

@@ -1,0 +1,534 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * sluice policy replay POLICY LOG… : what POLICY, enforced, would have done to the connections
+ * and flows the verified logs recorded. The matching is the policy module's own, the code the
+ * resolver and the preexisting-socket scan use (policy_match_host, policy_rule_takes,
+ * policy_cidr_match), so a replay and a run cannot disagree on what a rule covers:
+ *   - a connection to a name the run's resolver learned: denied when no rule lists the name
+ *     (enforcing, the resolver answers NXDOMAIN, whatever the default); allowed by the first
+ *     rule listing it (the rule the resolver tags its addresses with) when that rule lists the
+ *     port and protocol; else by a cidrs rule covering the address; else by default: allow;
+ *   - a connection without a name: a cidrs rule covering the address, else default: allow;
+ *   - the blackhole refuses what the log says it refused, whatever the policy;
+ *   - a recorded flow is cut when its rule's max_request_bytes / max_response_bytes is below
+ *     what it carried, or when the run's flows to that host under that rule went past a
+ *     max_total_* cap.
+ * Needed traffic (evidence.h): a connection the run made that went ahead. Exit 1 when POLICY
+ * would deny or cut some of it.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "../policy/policy.h"
+#include "evidence.h"
+#include "policy_tools.h"
+
+#define PROG "sluice policy replay"
+#define WHY_MAX 320
+
+struct judged {
+	bool allow;
+	long rule; /* 0-based, -1: the default (or the blackhole) */
+	char why[WHY_MAX];
+};
+
+static uint8_t proto_bit(const char *proto)
+{
+	if (!proto)
+		return 0;
+	if (!strcmp(proto, "tcp"))
+		return SL_PROTO_TCP;
+	if (!strcmp(proto, "udp"))
+		return SL_PROTO_UDP;
+	if (!strcmp(proto, "icmp") || !strcmp(proto, "icmpv6"))
+		return SL_PROTO_ICMP;
+	return 0;
+}
+
+static void judge(const struct policy *p, const char *host, const char *dst, uint16_t port,
+		  const char *proto, bool blackholed, struct judged *j)
+{
+	char rn[64], safe[256];
+	uint8_t addr[16], bit = proto_bit(proto);
+	int family = 0;
+	long r = -1, h = -1;
+
+	memset(j, 0, sizeof(*j));
+	j->rule = -1;
+	if (blackholed) {
+		snprintf(j->why, sizeof(j->why), "blackhole (no policy can allow it)");
+		return;
+	}
+	if (dst && inet_pton(AF_INET, dst, addr) == 1)
+		family = AF_INET;
+	else if (dst && inet_pton(AF_INET6, dst, addr) == 1)
+		family = AF_INET6;
+	if (host) {
+		h = policy_match_host(p, host);
+		/*
+		 * Enforcing, the run's resolver answers NXDOMAIN to a name no rule lists, whatever
+		 * the default or a cidrs rule covering its address: the connection is never made.
+		 */
+		if (h < 0) {
+			snprintf(j->why, sizeof(j->why),
+				 "no rule lists the name (the resolver would answer NXDOMAIN)");
+			return;
+		}
+		if (h >= 0 && bit && policy_rule_takes(&p->rules[h], port, bit)) {
+			j->allow = true;
+			j->rule = h;
+			snprintf(j->why, sizeof(j->why), "rule %s",
+				 policy_rule_name(p, (size_t)h, rn, sizeof(rn)));
+			return;
+		}
+	}
+	if (family && bit)
+		r = policy_cidr_match(p, family, addr, port, bit);
+	if (r >= 0) {
+		j->allow = true;
+		j->rule = r;
+		snprintf(j->why, sizeof(j->why), "rule %s (cidrs)",
+			 policy_rule_name(p, (size_t)r, rn, sizeof(rn)));
+		return;
+	}
+	if (p->default_verdict == POLICY_DEFAULT_ALLOW) {
+		j->allow = true;
+		snprintf(j->why, sizeof(j->why), "default: allow");
+		return;
+	}
+	if (h >= 0)
+		snprintf(j->why, sizeof(j->why), "rule %s lists %s but not %u/%s",
+			 policy_rule_name(p, (size_t)h, rn, sizeof(rn)),
+			 evidence_safe(host, safe, sizeof(safe)), port, proto ? proto : "?");
+	else
+		snprintf(j->why, sizeof(j->why), "an address without a name, in no cidrs rule");
+}
+
+/* One row of the table: connections of one destination, port and verdict. */
+struct row {
+	size_t endpoint;
+	uint16_t port;
+	const char *proto;
+	bool allow;
+	char why[WHY_MAX];
+	uint64_t conns, needed;
+	size_t first_run;
+	uint64_t runs_mask; /* the first 64 runs; runs beyond are counted in more_runs */
+	bool more_runs;
+	size_t next; /* the endpoint's next row + 1, 0: none */
+};
+
+struct cut {
+	size_t flow; /* index into ev->flows */
+	char what[WHY_MAX];
+};
+
+struct rctx {
+	const struct policy *p;
+	const struct evidence *ev;
+	struct row *rows;
+	size_t n_rows;
+	size_t *first_row; /* per endpoint: its first row + 1, 0: none (rows chain by endpoint) */
+	struct judged *conn_j; /* per ev->conns */
+	struct cut *cuts;
+	size_t n_cuts;
+	uint64_t allowed, denied, needed_denied, relaxed;
+};
+
+static int add_row(struct rctx *c, const struct ev_conn *k, const struct judged *j)
+{
+	struct row *r;
+	size_t i;
+
+	for (i = c->first_row[k->endpoint]; i; i = c->rows[i - 1].next) {
+		r = &c->rows[i - 1];
+		if (r->port == k->port && r->allow == j->allow &&
+		    !strcmp(r->proto, k->proto ? k->proto : "?") && !strcmp(r->why, j->why))
+			goto found;
+	}
+	r = reallocarray(c->rows, c->n_rows + 1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	c->rows = r;
+	r = &c->rows[c->n_rows++];
+	memset(r, 0, sizeof(*r));
+	r->endpoint = k->endpoint;
+	r->port = k->port;
+	r->proto = k->proto ? k->proto : "?";
+	r->allow = j->allow;
+	r->first_run = k->run;
+	memcpy(r->why, j->why, sizeof(r->why));
+	r->next = c->first_row[k->endpoint];
+	c->first_row[k->endpoint] = c->n_rows;
+found:
+	r->conns++;
+	r->needed += k->needed;
+	if (k->run < 64)
+		r->runs_mask |= 1ULL << k->run;
+	else
+		r->more_runs = true;
+	return 0;
+}
+
+static int add_cut(struct rctx *c, size_t flow, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int add_cut(struct rctx *c, size_t flow, const char *fmt, ...)
+{
+	struct cut *k = reallocarray(c->cuts, c->n_cuts + 1, sizeof(*k));
+	va_list ap;
+
+	if (!k)
+		return -ENOMEM;
+	c->cuts = k;
+	k = &c->cuts[c->n_cuts++];
+	k->flow = flow;
+	va_start(ap, fmt);
+	vsnprintf(k->what, sizeof(k->what), fmt, ap);
+	va_end(ap);
+	return 0;
+}
+
+/* Per (run, rule, host-or-address) sums, for the max_total_* caps, in flow order. */
+struct total {
+	size_t run;
+	long rule;
+	const char *key;
+	uint64_t req, resp;
+	bool req_cut, resp_cut;
+};
+
+static int caps(struct rctx *c)
+{
+	const struct evidence *ev = c->ev;
+	struct total *t = NULL;
+	size_t n_t = 0, i, k;
+	int err = 0;
+
+	for (i = 0; i < ev->n_flows; i++) {
+		const struct ev_flow *f = &ev->flows[i];
+		const struct policy_rule *r;
+		const char *key = f->host ? f->host : f->dst ? f->dst : "?";
+		struct judged j;
+
+		judge(c->p, f->host, f->dst, f->port, f->proto, false, &j);
+		if (!j.allow || j.rule < 0)
+			continue;
+		r = &c->p->rules[j.rule];
+		if (r->has_max_request_bytes && f->req_bytes > r->max_request_bytes)
+			err = add_cut(c, i, "max_request_bytes %" PRIu64 " < %" PRIu64 " sent",
+				      r->max_request_bytes, f->req_bytes);
+		if (!err && r->has_max_response_bytes && f->resp_bytes > r->max_response_bytes)
+			err = add_cut(c, i, "max_response_bytes %" PRIu64 " < %" PRIu64 " received",
+				      r->max_response_bytes, f->resp_bytes);
+		if (err)
+			break;
+		if (!r->has_max_total_request_bytes && !r->has_max_total_response_bytes)
+			continue;
+		for (k = 0; k < n_t; k++)
+			if (t[k].run == f->run && t[k].rule == j.rule && !strcmp(t[k].key, key))
+				break;
+		if (k == n_t) {
+			struct total *nt = reallocarray(t, n_t + 1, sizeof(*t));
+
+			if (!nt) {
+				err = -ENOMEM;
+				break;
+			}
+			t = nt;
+			memset(&t[n_t], 0, sizeof(*t));
+			t[n_t].run = f->run;
+			t[n_t].rule = j.rule;
+			t[n_t].key = key;
+			n_t++;
+		}
+		t[k].req += f->req_bytes;
+		t[k].resp += f->resp_bytes;
+		if (r->has_max_total_request_bytes && !t[k].req_cut &&
+		    t[k].req > r->max_total_request_bytes) {
+			t[k].req_cut = true;
+			err = add_cut(c, i,
+				      "max_total_request_bytes %" PRIu64 " < %" PRIu64
+				      " sent by the run's flows so far",
+				      r->max_total_request_bytes, t[k].req);
+		}
+		if (!err && r->has_max_total_response_bytes && !t[k].resp_cut &&
+		    t[k].resp > r->max_total_response_bytes) {
+			t[k].resp_cut = true;
+			err = add_cut(c, i,
+				      "max_total_response_bytes %" PRIu64 " < %" PRIu64
+				      " received by the run's flows so far",
+				      r->max_total_response_bytes, t[k].resp);
+		}
+		if (err)
+			break;
+	}
+	free(t);
+	return err;
+}
+
+static void json_str(FILE *f, const char *s)
+{
+	if (!s) {
+		fputs("null", f);
+		return;
+	}
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\')
+			fprintf(f, "\\%c", ch);
+		else if (ch < 0x20 || ch >= 0x7f)
+			fprintf(f, "\\u%04x", ch);
+		else
+			fputc(ch, f);
+	}
+	fputc('"', f);
+}
+
+static void print_json(const struct rctx *c, const char *policy_path)
+{
+	const struct evidence *ev = c->ev;
+	size_t i;
+
+	printf("{\"policy\":");
+	json_str(stdout, policy_path);
+	printf(",\"policy_mode\":\"%s\",\"logs\":[",
+	       c->p->mode == SL_MODE_REPORT ? "report" : "enforce");
+	for (i = 0; i < ev->n_runs; i++) {
+		const struct ev_run *r = &ev->runs[i];
+
+		printf("%s{\"path\":", i ? "," : "");
+		json_str(stdout, r->path);
+		printf(",\"run_id\":");
+		json_str(stdout, r->run_id);
+		printf(",\"verified\":%s,\"verdict\":", r->verified ? "true" : "false");
+		json_str(stdout, r->verdict);
+		printf("}");
+	}
+	printf("],\"connections\":[");
+	for (i = 0; i < ev->n_conns; i++) {
+		const struct ev_conn *k = &ev->conns[i];
+		const struct judged *j = &c->conn_j[i];
+
+		printf("%s{\"run\":", i ? "," : "");
+		json_str(stdout, ev->runs[k->run].run_id);
+		printf(",\"ts\":%" PRId64 ",\"host\":", k->ts);
+		json_str(stdout, k->host);
+		printf(",\"dst\":");
+		json_str(stdout, k->dst);
+		printf(",\"port\":%u,\"proto\":", k->port);
+		json_str(stdout, k->proto);
+		printf(",\"logged\":");
+		json_str(stdout, k->allow ? "allow" : k->enforced ? "deny" : "would-deny");
+		printf(",\"needed\":%s,\"verdict\":\"%s\",\"rule\":", k->needed ? "true" : "false",
+		       j->allow ? "allow" : "deny");
+		if (j->rule >= 0)
+			json_str(stdout, c->p->rules[j->rule].name);
+		else
+			printf("null");
+		printf(",\"why\":");
+		json_str(stdout, j->why);
+		printf("}");
+	}
+	printf("],\"cuts\":[");
+	for (i = 0; i < c->n_cuts; i++) {
+		const struct ev_flow *f = &ev->flows[c->cuts[i].flow];
+
+		printf("%s{\"run\":", i ? "," : "");
+		json_str(stdout, ev->runs[f->run].run_id);
+		printf(",\"ts\":%" PRId64 ",\"host\":", f->ts);
+		json_str(stdout, f->host);
+		printf(",\"dst\":");
+		json_str(stdout, f->dst);
+		printf(",\"port\":%u,\"proto\":", f->port);
+		json_str(stdout, f->proto);
+		printf(",\"req_bytes\":%" PRIu64 ",\"resp_bytes\":%" PRIu64 ",\"cap\":",
+		       f->req_bytes, f->resp_bytes);
+		json_str(stdout, c->cuts[i].what);
+		printf("}");
+	}
+	printf("],\"allowed\":%" PRIu64 ",\"denied\":%" PRIu64 ",\"needed_denied\":%" PRIu64
+	       ",\"cut\":%zu,\"newly_allowed\":%" PRIu64 "}\n",
+	       c->allowed, c->denied, c->needed_denied, c->n_cuts, c->relaxed);
+}
+
+static void print_table(const struct rctx *c, const char *policy_path)
+{
+	const struct evidence *ev = c->ev;
+	char safe[512], pp[32];
+	size_t i, pass;
+
+	printf("replay of %s against %zu log%s (judged as enforced%s):\n",
+	       evidence_safe(policy_path, safe, sizeof(safe)), ev->n_runs,
+	       ev->n_runs == 1 ? "" : "s",
+	       c->p->mode == SL_MODE_REPORT ? "; the policy itself says mode: report" : "");
+	for (i = 0; i < ev->n_runs; i++) {
+		const struct ev_run *r = &ev->runs[i];
+
+		printf("  %s:", evidence_safe(r->path, safe, sizeof(safe)));
+		printf(" run %s,", evidence_safe(r->run_id ? r->run_id : "?", safe, sizeof(safe)));
+		printf(" %s mode:", evidence_safe(r->mode ? r->mode : "?", safe, sizeof(safe)));
+		printf(" %s\n", evidence_safe(r->verdict ? r->verdict : "?", safe, sizeof(safe)));
+	}
+	printf("\n%-6s %-40s %-11s %6s %6s  %s\n", "VERDICT", "DESTINATION", "PORT", "CONNS",
+	       "NEEDED", "WHY");
+	/* denials first: they are what the reader is looking for */
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 0; i < c->n_rows; i++) {
+			const struct row *r = &c->rows[i];
+
+			if (r->allow != (pass == 1))
+				continue;
+			snprintf(pp, sizeof(pp), "%u/%s", r->port, r->proto);
+			printf("%-7s %-40s %-11s %6" PRIu64 " %6" PRIu64 "  %s\n",
+			       r->allow ? "allow" : "deny",
+			       evidence_safe(ev->endpoints[r->endpoint].name, safe, 256), pp,
+			       r->conns, r->needed, evidence_safe(r->why, safe + 256, 256));
+		}
+	}
+	for (i = 0; i < c->n_cuts; i++) {
+		const struct ev_flow *f = &ev->flows[c->cuts[i].flow];
+
+		snprintf(pp, sizeof(pp), "%u/%s", f->port, f->proto ? f->proto : "?");
+		printf("%-7s %-40s %-11s %6s %6s  %s", "cut",
+		       evidence_safe(f->host  ? f->host
+				     : f->dst ? f->dst
+					      : "?",
+				     safe, sizeof(safe)),
+		       pp, "1", "1", c->cuts[i].what);
+		printf(" (run %s)\n",
+		       evidence_safe(ev->runs[f->run].run_id ? ev->runs[f->run].run_id : "?", safe,
+				     sizeof(safe)));
+	}
+	printf("\n%" PRIu64 " connection%s: %" PRIu64 " allowed, %" PRIu64 " denied; %" PRIu64
+	       " needed connection%s denied, %zu flow%s cut by byte caps",
+	       c->allowed + c->denied, c->allowed + c->denied == 1 ? "" : "s", c->allowed,
+	       c->denied, c->needed_denied, c->needed_denied == 1 ? "" : "s", c->n_cuts,
+	       c->n_cuts == 1 ? "" : "s");
+	if (c->relaxed)
+		printf("; %" PRIu64 " denied in the log would now be allowed", c->relaxed);
+	printf("\n%s\n", c->needed_denied || c->n_cuts
+				 ? "FAIL: this policy would break traffic the runs needed"
+				 : "OK: everything the runs needed would go through");
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: sluice policy replay POLICY LOG... [--key PUB] [--unverified] [--json]\n"
+		"\n"
+		"What POLICY, enforced, would have done to the connections and flows the logs\n"
+		"recorded: allowed, denied and why, and the byte caps that would have cut a flow.\n"
+		"Every log is verified first; one that does not verify is refused.\n"
+		"\n"
+		"  -k, --key PUB       the host's verifier key (default: $SLUICE_PUB, else\n"
+		"                      /etc/sluice/host.key.pub)\n"
+		"  -u, --unverified    use logs that do not verify (said in the output)\n"
+		"  -j, --json          one JSON object instead of the table\n"
+		"\n"
+		"exit status: 0 everything needed would go through; 1 POLICY would deny or cut "
+		"traffic\n"
+		"the runs needed (a connection that went ahead: allowed, or denied in report mode\n"
+		"only); 2 usage, a policy that does not parse, or a log refused.\n");
+}
+
+int policy_replay_main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"key", required_argument, NULL, 'k'},
+		{"unverified", no_argument, NULL, 'u'},
+		{"json", no_argument, NULL, 'j'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct rctx c = {0};
+	struct evidence *ev = NULL;
+	struct policy *p = NULL;
+	const char *key = NULL;
+	char err[1024];
+	bool json = false, unverified = false;
+	size_t i;
+	int o, ret = 2;
+
+	optind = 1;
+	while ((o = getopt_long(argc, argv, "k:ujh", opts, NULL)) != -1) {
+		switch (o) {
+		case 'k':
+			key = optarg;
+			break;
+		case 'u':
+			unverified = true;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (argc - optind < 2) {
+		fprintf(stderr, PROG ": %s\n", optind == argc ? "no POLICY given" : "no LOG given");
+		usage(stderr);
+		return 2;
+	}
+	if (policy_load_file(argv[optind], &p, err, sizeof(err))) {
+		fprintf(stderr, PROG ": %s\n", err);
+		return 2;
+	}
+	if (evidence_load(PROG, argv + optind + 1, (size_t)(argc - optind - 1), key, unverified,
+			  &ev))
+		goto out;
+	c.p = p;
+	c.ev = ev;
+	c.conn_j = calloc(ev->n_conns ? ev->n_conns : 1, sizeof(*c.conn_j));
+	c.first_row = calloc(ev->n_endpoints ? ev->n_endpoints : 1, sizeof(*c.first_row));
+	if (!c.conn_j || !c.first_row)
+		goto nomem;
+	for (i = 0; i < ev->n_conns; i++) {
+		const struct ev_conn *k = &ev->conns[i];
+		bool bh = k->reason && !strcmp(k->reason, "blackhole");
+
+		judge(p, k->host, k->dst, k->port, k->proto, bh, &c.conn_j[i]);
+		if (c.conn_j[i].allow) {
+			c.allowed++;
+			c.relaxed += !k->needed;
+		} else {
+			c.denied++;
+			c.needed_denied += k->needed;
+		}
+		if (add_row(&c, k, &c.conn_j[i]))
+			goto nomem;
+	}
+	if (caps(&c))
+		goto nomem;
+	if (json)
+		print_json(&c, argv[optind]);
+	else
+		print_table(&c, argv[optind]);
+	ret = c.needed_denied || c.n_cuts ? 1 : 0;
+	goto out;
+nomem:
+	fprintf(stderr, PROG ": %s\n", strerror(ENOMEM));
+out:
+	free(c.rows);
+	free(c.cuts);
+	free(c.conn_j);
+	free(c.first_row);
+	evidence_free(ev);
+	policy_free(p);
+	return ret;
+}
