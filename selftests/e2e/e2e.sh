@@ -17,7 +17,7 @@
 # Per way and step: the outcome, the step's wall time, what the receiving hosts logged (and
 # whether the request came through the proxy). Checks each expectation (TAP), prints the table
 # as markdown and writes it with a JSON copy to $E2E_OUT_DIR (default .output/e2e). Every sluice
-# log is checked with sluice verify.
+# log is checked with sluice verify, and made into one HTML page with sluice report.
 
 # shellcheck disable=SC2119 # e2e_missing, e2e_up: optional arguments
 # shellcheck source-path=SCRIPTDIR source=../lib.sh
@@ -267,10 +267,18 @@ for st in telemetry paste upload metadata; do
 done
 tap_is "sluice: the unlisted name reached no DNS server" "$(row sluice unlisted | cut -f5)" \
 	"0 DNS queries"
+HTML_LOGS=()
 for w in sluice report suggested; do
 	[[ -f $E2E_OUT_DIR/$w.jsonl ]] || continue
 	tap_check "sluice verify $w.jsonl" "$SLUICE" verify "$E2E_OUT_DIR/$w.jsonl"
+	HTML_LOGS+=("$E2E_OUT_DIR/$w.jsonl")
 done
+# The HTML report of the sluice runs, where the build has sluice report.
+rm -f "$E2E_OUT_DIR/report.html"
+if "$SLUICE" report --help 2>/dev/null | grep -q 'usage: sluice report'; then
+	tap_check "sluice report: one HTML page of the sluice runs (report.html)" \
+		"$SLUICE" report "${HTML_LOGS[@]}" -o "$E2E_OUT_DIR/report.html"
+fi
 
 # ---------------------------------------------------------------------------------------------
 # The table (markdown) and its JSON copy
@@ -355,6 +363,6 @@ refused=$(grep -o 'filtered domain.*' "$E2E/logs/proxy.log" | sort -u | paste -s
 echo "The proxy's log (tinyproxy): $(grep -c 'Established connection' "$E2E/logs/proxy.log")" \
 	"tunnels, refused: $refused"
 [[ -n ${SUGGEST_NOTE:-} ]] && echo "Workflow: $SUGGEST_NOTE"
-echo "Written in $E2E_OUT_DIR: results.md, results.json, cache.md, cache.json, the sluice logs,"
-echo "each step's output"
+echo "Written in $E2E_OUT_DIR: results.md, results.json, cache.md, cache.json, the sluice logs"
+echo "(and report.html, their page, where the build has sluice report), each step's output"
 tap_done
