@@ -12,8 +12,9 @@
 #           https in the install script, a raw socket, curl --noproxy, DNS) gets out;
 #   sluice  sluice run enforcing the registries and the git host: the legitimate steps succeed,
 #           the bad ones are denied at once, each logged and explained on stderr;
-# then the workflow: the same workload in report mode (everything passes, the denials logged as
-# not enforced), and [HOOK policy-suggest] a policy suggested from that log, enforced.
+# then the workflow: the same workload in report mode (everything passes but the metadata
+# address, the denials logged as not enforced), and [HOOK policy-suggest] the policy suggested
+# from that log, enforced; then npm ci through a pull-through cache, cold and warm.
 # Per way and step: the outcome, the step's wall time, what the receiving hosts logged (and
 # whether the request came through the proxy). Checks each expectation (TAP), prints the table
 # as markdown and writes it with a JSON copy to $E2E_OUT_DIR (default .output/e2e). Every sluice
@@ -162,11 +163,11 @@ run_way sluice "$SL_LOG"
 run_way report "$RP_LOG"
 
 # ---------------------------------------------------------------------------------------------
-# HOOK policy-suggest (issue 14, item 4): `sluice policy suggest LOG… [-o FILE]` is being
-# written on another branch. When this build has it, the policy it suggests from the report-mode
-# log is enforced on the same workload (way "suggested", a column of the table: what it lets
-# through is whatever the report-mode run did that suggest keeps); until then the workflow stops
-# after report mode and says so. Nothing here stands in for the command.
+# HOOK policy-suggest (issue 14, item 4): when the build has `sluice policy suggest LOG…
+# [-o FILE]`, the policy it suggests from the report-mode log is enforced on the same workload
+# (way "suggested", a column of the table: it lets through whatever the report-mode run did that
+# suggest keeps); without it the workflow stops after report mode and says so. Nothing here
+# stands in for the command.
 SUGGESTED=$E2E_OUT_DIR/suggested.yaml
 SG_LOG=$E2E_OUT_DIR/suggested.jsonl
 rm -f "$SG_LOG" "$SG_LOG".* "$SUGGESTED"
