@@ -36,7 +36,7 @@ static int remap_learned(const uint8_t *addr, const struct sl_learned *e, void *
 	struct remap *m = ctx;
 	struct sl_learned ne = { .host_id = e->host_id, .expires_ns = e->expires_ns };
 	char buf[256];
-	const char *name = resolver_host(m->r->resolver, e->host_id, buf, sizeof(buf));
+	const char *name = hostnames_name(m->r->hosts, e->host_id, buf, sizeof(buf));
 
 	if (name && switch_name_kept(m->p, m->mode, name))
 		switch_add_rules(&ne, m->p, name);
