@@ -67,6 +67,7 @@ struct run {
 	char log_path[PATH_MAX];
 	struct policy *policy;
 	struct policy_compiled *compiled;
+	const char *switch_by; /* who asked for the switch under way (a daemon client), or NULL */
 	struct loader *loader;
 	struct run_cgroup cg;
 	struct events *events;

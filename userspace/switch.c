@@ -148,6 +148,8 @@ static void write_policy_change(struct run *r, const unsigned char prev_sha[32],
 	journal_line_str(&l, "prev_mode", mode_name(prev_mode));
 	journal_line_u64(&l, "learned_kept", m->kept);
 	journal_line_u64(&l, "learned_dropped", m->dropped);
+	if (r->switch_by)
+		journal_line_str(&l, "requested_by", r->switch_by);
 	records_write(&r->rec, &l);
 }
 
