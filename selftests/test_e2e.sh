@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #
-# A real package task under sluice (issue 14, the fast subset; `make e2e` runs the whole four-way
-# comparison, selftests/e2e/README.md). The test builds a local internet in its topology:
+# A real package task under sluice (issue 14, the fast subset: npm the four ways, pip and git under
+# sluice; `make e2e` runs the whole comparison and the cache, selftests/e2e/README.md). The test builds a local internet in its topology:
 # registry.npmjs.org served by verdaccio, pypi.org and files.pythonhosted.org (a PEP 503 index
 # with wheels and an sdist it builds), git.internal.example (git http-backend), all over TLS with
 # a CA it makes, and the hosts a build must not reach: pastebin.com, transfer.sh, a telemetry
@@ -13,7 +13,9 @@
 #   - the install script's telemetry call, curl pastebin | sh, an upload to transfer.sh, a
 #     request to the metadata address and the lookup of an unlisted name fail at once, each is
 #     denied in the log and on stderr, and its receiving host (or the DNS upstream) saw nothing;
-#   - the same bad steps without sluice (the controls) do reach their hosts;
+#   - the same bad steps without sluice (the controls) do reach their hosts; with no network npm
+#     ci fails; through an HTTPS_PROXY allowing the same hosts npm ci works via the proxy while
+#     what ignores the variable (the telemetry call, an upload, a raw socket) still gets out;
 #   - every run's log verifies, nothing of the runs is left.
 # SKIPs when verdaccio/pnpm (selftests/e2e/README.md: installed by .ci/deps.sh) or a server is
 # missing.
@@ -26,7 +28,7 @@
 
 require_root
 require_sluice
-missing=$(e2e_missing)
+missing=$(e2e_missing proxy)
 [[ -z $missing ]] && missing=$(command -v dig >/dev/null || echo "dig not installed")
 [[ -n $missing ]] && skip_all "$(head -n 1 <<<"$missing")"
 topo_up
@@ -75,6 +77,27 @@ check metadata "control: without sluice the metadata server answers" \
 	test "${E2E_RC[metadata]}" = 0 -a "$(e2e_seen metadata metadata)" = 1
 check unlisted "control: without sluice the unlisted name resolves" \
 	test "${E2E_RC[unlisted]}" = 0 -a "$(e2e_dns_seen "$E2E_UNLISTED")" -ge 1
+
+# ---------------------------------------------------------------------------------------------
+# The other two of the four ways, npm only. No network: the build fails. A CONNECT proxy with
+# the same host allowlist, named by HTTPS_PROXY: npm goes through it, but the proxy is a request,
+# not enforcement: what ignores the variable (node's https in the install script, curl
+# --noproxy, a raw socket) gets out.
+
+e2e_run none - npm-ci
+check npm-ci "no network: npm ci fails" test "${E2E_RC[npm-ci]}" != 0
+e2e_proxy_up || bail_out "tinyproxy did not start: $(tail -n 5 "$E2E/logs/tinyproxy.out")"
+e2e_run proxy - npm-ci upload metadata
+check npm-ci "proxy: npm ci through HTTPS_PROXY succeeds" test "${E2E_RC[npm-ci]}" = 0
+check npm-ci "proxy: registry.npmjs.org's requests came through the proxy" \
+	test "$(e2e_seen_lines npm npm-ci | awk '$3 != "10.200.1.2"' | wc -l)" -ge 3
+check npm-ci "proxy: the install script's telemetry call ignores the proxy and gets out" \
+	test "$(e2e_seen telemetry npm-ci)" -ge 1
+check upload "proxy: an upload with --noproxy gets out" \
+	test -s "$E2E/www/transfer/e2e/secrets.txt"
+rm -f "$E2E/www/transfer/e2e/secrets.txt"
+check metadata "proxy: the metadata address (a raw socket) answers" \
+	test "${E2E_RC[metadata]}" = 0 -a "$(e2e_seen metadata metadata)" = 1
 
 # ---------------------------------------------------------------------------------------------
 # Under sluice, one run: the legitimate steps, then the bad ones.
