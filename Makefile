@@ -46,7 +46,7 @@ endif
 
 .DELETE_ON_ERROR:
 .SECONDARY: $(BPF_OBJS) $(SKELS)
-.PHONY: all deps test vmtest config-check demo bench install clean vmlinux fuzz
+.PHONY: all deps test vmtest config-check demo bench e2e install clean vmlinux fuzz
 
 all: $(OUTPUT)/sluice $(TOOLS) $(UNIT_TESTS)
 
@@ -130,6 +130,13 @@ demo: deps
 bench: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)bash selftests/bench.sh
+
+# A real package task (npm, pnpm, pip, git) against local registry servers, five ways: open
+# network, no network, a proxy, sluice, report mode (selftests/e2e/README.md; root, a few
+# minutes). Prints the table; writes it to .output/e2e/results.md and results.json.
+e2e: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)bash selftests/e2e/e2e.sh
 
 # libFuzzer on the DNS parser and builder, for FUZZ_SECONDS, from a copy of the unit-test corpus
 # (new inputs land in .output/fuzz-corpus; crashes in .output/). The corpus itself runs in make test.

@@ -47,7 +47,8 @@ base_pkgs=(make gcc clang-14 llvm-14 libelf-dev zlib1g-dev libyaml-dev libssl-de
 	musl-tools openssl python3-cryptography nftables liburing-dev
 	qemu-system-x86 busybox-static kmod xz-utils
 	runc podman docker.io rsyslog prometheus-node-exporter python3-yaml systemd util-linux
-	man-db groff-base chromium)
+	man-db groff-base chromium
+	nginx fcgiwrap tinyproxy git python3-setuptools python3-wheel python3-pip)
 bp_pkgs=(libbpf-dev bpftool)
 
 missing=()
@@ -72,5 +73,18 @@ if [ -z "$v" ] || dpkg --compare-versions "$v" lt 1:1.4; then need_bp=1; fi
 command -v bpftool >/dev/null 2>&1 && bpftool version >/dev/null 2>&1 || need_bp=1
 if [ $need_bp -eq 1 ]; then
 	apt-get install -y -qq --no-install-recommends -t bookworm-backports "${bp_pkgs[@]}"
+fi
+# The e2e package task's registry servers and pnpm, from the npm registry npm is configured with
+# (Node.js 20 and npm are the machine's own), into a cache outside the repository
+# (selftests/e2e/README.md; SLUICE_E2E_DEPS moves it).
+e2e_deps=${SLUICE_E2E_DEPS:-/opt/sluice-e2e}
+if command -v npm >/dev/null 2>&1 &&
+	{ [ ! -f "$e2e_deps/node_modules/verdaccio/bin/verdaccio" ] ||
+	  [ ! -f "$e2e_deps/node_modules/pnpm/bin/pnpm.cjs" ]; }; then
+	mkdir -p "$e2e_deps"
+	printf '%s\n' '{"name":"sluice-e2e-deps","private":true,"version":"0.0.0",' \
+		'"dependencies":{"verdaccio":"6.8.0","pnpm":"9.15.9"},' \
+		'"overrides":{"node-fetch":"2.7.0"}}' >"$e2e_deps/package.json"
+	(cd "$e2e_deps" && npm install --no-audit --no-fund --loglevel=error)
 fi
 echo "deps: ok"

@@ -201,6 +201,23 @@ require_root() {
 	[[ $(id -u) -eq 0 ]] || skip_all "needs root (network namespaces, cgroups, BPF)"
 }
 
+# require_busybox_static: BUSYBOX, a statically linked busybox (a container's whole rootfs).
+require_busybox_static() {
+	BUSYBOX=$(command -v busybox) || skip_all "busybox not installed"
+	file -L "$BUSYBOX" 2>/dev/null | grep -q 'statically linked' ||
+		skip_all "$BUSYBOX is not static (install busybox-static)"
+}
+
+# sl_busybox_rootfs DIR: a container rootfs in DIR: busybox and the links its commands need.
+sl_busybox_rootfs() {
+	local a
+	mkdir -p "$1"/{bin,proc,dev,sys,tmp,etc} || return 1
+	cp "$BUSYBOX" "$1/bin/busybox" || return 1
+	for a in sh nc echo cat sleep true; do
+		ln -s busybox "$1/bin/$a" || return 1
+	done
+}
+
 require_tools() {
 	local t
 	for t in "$SL_PROBE" "$SL_SINK"; do

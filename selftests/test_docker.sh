@@ -21,9 +21,7 @@ require_root
 require_sluice
 DOCKERD=$(command -v dockerd) || skip_all "dockerd not installed (Debian's docker.io)"
 command -v docker >/dev/null || skip_all "the docker client is not installed"
-BUSYBOX=$(command -v busybox) || skip_all "busybox not installed"
-file -L "$BUSYBOX" 2>/dev/null | grep -q 'statically linked' ||
-	skip_all "$BUSYBOX is not static (install busybox-static)"
+require_busybox_static
 topo_up
 
 CG2=$(cg2_mount)
@@ -94,11 +92,7 @@ tap_plan 11
 
 # the image: busybox and the links its commands need
 ROOTFS=$SL_TMP/rootfs
-mkdir -p "$ROOTFS"/{bin,proc,dev,sys,tmp,etc}
-cp "$BUSYBOX" "$ROOTFS/bin/busybox"
-for a in sh nc echo cat sleep true; do
-	ln -s busybox "$ROOTFS/bin/$a"
-done
+sl_busybox_rootfs "$ROOTFS" || bail_out "cannot make the rootfs"
 IMAGE=$PFX-bb:1
 tar -C "$ROOTFS" -c . | docker import - "$IMAGE" >/dev/null ||
 	bail_out "docker import: cannot make the image"

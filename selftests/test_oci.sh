@@ -22,9 +22,7 @@
 require_root
 require_sluice
 command -v runc >/dev/null || skip_all "runc not installed"
-BUSYBOX=$(command -v busybox) || skip_all "busybox not installed"
-file -L "$BUSYBOX" 2>/dev/null | grep -q 'statically linked' ||
-	skip_all "$BUSYBOX is not static (install busybox-static)"
+require_busybox_static
 topo_up
 
 CG2=$(cg2_mount)
@@ -49,11 +47,7 @@ EOF
 
 # The rootfs every container shares: busybox and the links its commands need.
 ROOTFS=$SL_TMP/rootfs
-mkdir -p "$ROOTFS"/{bin,proc,dev,sys,tmp,etc}
-cp "$BUSYBOX" "$ROOTFS/bin/busybox"
-for a in sh nc echo cat sleep true; do
-	ln -s busybox "$ROOTFS/bin/$a"
-done
+sl_busybox_rootfs "$ROOTFS" || bail_out "cannot make the rootfs"
 
 # Containers this test made: runc's (deleted with their cgroups) and podman's.
 RUNC_IDS=()

@@ -30,64 +30,14 @@ rules:
     ports: [8080]
 EOF
 
-# The holder: connects, says so, waits for "go", sends on each socket, writes what happened.
-HOLDER=$SL_TMP/holder.py
-cat >"$HOLDER" <<'EOF'
-import ctypes, errno, os, socket, sys, time
-d, other_ns = sys.argv[1], sys.argv[2]
-conns = {}
-# made in another namespace (the router's), then the holder goes back to its own: a socket no
-# holder's namespace dump shows
-libc = ctypes.CDLL(None, use_errno=True)
-own = os.open("/proc/self/ns/net", os.O_RDONLY)
-other = os.open(other_ns, os.O_RDONLY)
-if libc.setns(other, 0x40000000):
-    sys.exit("setns: " + os.strerror(ctypes.get_errno()))
-conns["elsewhere"] = socket.create_connection(("198.51.100.20", 80), timeout=5)
-if libc.setns(own, 0x40000000):
-    sys.exit("setns back: " + os.strerror(ctypes.get_errno()))
-def tcp(name, addr, port):
-    s = socket.create_connection((addr, port), timeout=5)
-    conns[name] = s
-tcp("denied", "198.51.100.20", 80)
-tcp("allowed", "198.51.100.10", 80)
-tcp("blackhole", "169.254.169.254", 80)
-tcp("named", "203.0.113.7", 8080)
-tcp("v6", "2001:db8::20", 80)
-m = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
-m.connect(("::ffff:198.51.100.10", 80))
-conns["mapped"] = m
-u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-u.connect(("198.51.100.20", 9999))
-conns["udp"] = u
-# shared with a child: the socket is one, held by two processes
-if os.fork() == 0:
-    while not os.path.exists(d + "/end"):
-        time.sleep(0.05)
-    os._exit(0)
-open(d + "/ready.tmp", "w").close()
-os.rename(d + "/ready.tmp", d + "/ready")
-while not os.path.exists(d + "/go"):
-    time.sleep(0.05)
-out = []
-for name, s in conns.items():
-    try:
-        # two sends: a destroyed TCP socket may take one to notice
-        s.send(b"after-attach\n")
-        time.sleep(0.2)
-        s.send(b"again\n")
-        out.append(name + " ok")
-    except OSError as e:
-        out.append(name + " " + errno.errorcode.get(e.errno, str(e.errno)))
-with open(d + "/result.tmp", "w") as f:
-    f.write("\n".join(out) + "\n")
-os.rename(d + "/result.tmp", d + "/result")
-while not os.path.exists(d + "/end"):
-    time.sleep(0.05)
-for s in conns.values():
-    s.close()
-os.wait()
-EOF
+# The holder (tools/sl_hold.py): connects, says so, waits for "go", sends on each socket,
+# writes what happened. "elsewhere" is made in another namespace (the router's), then the holder
+# goes back to its own: a socket no holder's namespace dump shows. --fork: a child shares every
+# socket, the socket is one, held by two processes.
+HOLDER=$SL_LIB_DIR/tools/sl_hold.py
+HOLD_SPECS=("elsewhere:tcp@/run/netns/$SL_NS_RTR:198.51.100.20:80" denied:tcp:198.51.100.20:80
+	allowed:tcp:198.51.100.10:80 blackhole:tcp:169.254.169.254:80 named:tcp:203.0.113.7:8080
+	v6:tcp:2001:db8::20:80 mapped:tcp:::ffff:198.51.100.10:80 udp:udp:198.51.100.20:9999)
 
 DAEMON_SOCK=$SL_TMP/sluice.sock
 # what sluice_diag shows: the daemon's output
@@ -155,9 +105,8 @@ held_case() {
 	sl_on_exit "held_cleanup '$CASE_DIR' '$cg'"
 	sink_mark
 	# shellcheck disable=SC2016 # the inner shell expands them
-	"${RUN_EXEC_NETONLY[@]}" sh -c 'echo $$ >"$1/cgroup.procs" && exec python3 "$2" "$3" "$4"' \
-		sh "$cg" "$HOLDER" "$CASE_DIR" "/run/netns/$SL_NS_RTR" \
-		>"$CASE_DIR/holder.out" 2>&1 &
+	sl_in_cgroup "$cg" "${RUN_EXEC_NETONLY[@]}" python3 "$HOLDER" "$CASE_DIR" --tag after-attach \
+		--fork --wait-end "${HOLD_SPECS[@]}" >"$CASE_DIR/holder.out" 2>&1 &
 	pid=$!
 	sl_track_pid "$pid"
 	if ! wait_until 10000 test -e "$CASE_DIR/ready"; then

@@ -241,6 +241,9 @@ assert_log "the log has the replace-policy's policy_change line" "$LOG" 1 type=p
 	"run_id=$RUN" "policy=$SL_TMP/b.yaml" "policy_sha256=$sha_b" mode=enforce \
 	"prev_policy_sha256=$sha_a" prev_mode=enforce
 tap_cmp "no other policy_change line" "$(grep -c '"type":"policy_change"' "$LOG")" -eq 2
+# who asked: the client process (sluice set-mode / replace-policy), and its login when it has one
+tap_is "each policy_change names the client that asked for it" \
+	"$(grep '"type":"policy_change"' "$LOG" | grep -cE '"requested_by":"pid [0-9]+ \(sluice\)')" 2
 # the decisions after the replace name the new policy's rule for the carried-over address
 pc=$(grep -n '"policy_sha256":"'"$sha_b"'","mode"' "$LOG" | grep policy_change | cut -d: -f1)
 tap_check "decisions after the replace name the new policy's rule (ten-b)" \

@@ -59,39 +59,8 @@ rules:
     ports: [80]
 EOF
 
-HOLDER=$SL_TMP/holder.py
-cat >"$HOLDER" <<'EOF'
-import errno, os, socket, sys, time
-d = sys.argv[1]
-conns = {}
-for spec in sys.argv[2:]:
-    name, proto, addr, port = spec.split(":")
-    if proto == "tcp":
-        conns[name] = socket.create_connection((addr, int(port)), timeout=5)
-    else:
-        u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        u.connect((addr, int(port)))
-        conns[name] = u
-open(d + "/ready.tmp", "w").close()
-os.rename(d + "/ready.tmp", d + "/ready")
-while not os.path.exists(d + "/go"):
-    time.sleep(0.05)
-out = []
-for name, s in conns.items():
-    try:
-        # two sends: a destroyed TCP socket may take one to notice
-        s.send(b"after-switch\n")
-        time.sleep(0.3)
-        s.send(b"again\n")
-        out.append(name + " ok")
-    except OSError as e:
-        out.append(name + " " + errno.errorcode.get(e.errno, str(e.errno)))
-with open(d + "/result.tmp", "w") as f:
-    f.write("\n".join(out) + "\n")
-os.rename(d + "/result.tmp", d + "/result")
-for s in conns.values():
-    s.close()
-EOF
+# the holder (tools/sl_hold.py): connects, waits for "go", sends on each socket, says what happened
+HOLDER=$SL_LIB_DIR/tools/sl_hold.py
 
 CG=$(sl_cgroup_new swflows) || bail_out "cannot make the test cgroup"
 sl_on_exit "sl_cgroup_remove '$CG'"
@@ -110,7 +79,7 @@ hold() {
 	local d=$1
 	shift
 	mkdir -p "$d"
-	sl_in_cgroup "$CG" "${RUN_EXEC_NETONLY[@]}" python3 "$HOLDER" "$d" "$@" \
+	sl_in_cgroup "$CG" "${RUN_EXEC_NETONLY[@]}" python3 "$HOLDER" "$d" --tag after-switch "$@" \
 		2>"$d/err" &
 	sl_track_pid $!
 	wait_until 20000 test -e "$d/ready" || bail_out "the holder did not connect: $(cat "$d/err")"

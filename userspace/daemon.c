@@ -60,6 +60,7 @@ struct client {
 	bool dead;   /* to be closed by the loop (a viewer that fell behind, a bad request) */
 	struct drun *only; /* a viewer of one run; NULL: every run */
 	int64_t since_ms;
+	char who[128]; /* "pid N (comm), loginuid U", read at accept, for the log of a switch */
 	size_t len;
 	char buf[CONTROL_LINE_MAX];
 };
@@ -552,7 +553,7 @@ static int op_detach(struct daemon *d, const struct control_obj *o, struct contr
  * changed.
  */
 static int op_switch(struct daemon *d, const struct control_obj *o, bool replace,
-		     struct control_msg *rep, char *err, size_t err_len)
+		     const char *who, struct control_msg *rep, char *err, size_t err_len)
 {
 	static const char *const mode_allowed[] = { "op", "run_id", "mode", NULL };
 	static const char *const policy_allowed[] = { "op", "run_id", "policy", NULL };
@@ -577,9 +578,11 @@ static int op_switch(struct daemon *d, const struct control_obj *o, bool replace
 			return util_fmt(err, err_len, "set_mode needs \"mode\": \"report\" or "
 						      "\"enforce\""), -EINVAL;
 	}
+	dr->r.switch_by = who;
 	ret = run_switch(&dr->r, policy,
 			 !mode ? -1 : strcmp(mode, "report") ? SL_MODE_ENFORCE : SL_MODE_REPORT,
 			 err, err_len);
+	dr->r.switch_by = NULL;
 	if (ret)
 		return ret;
 	fprintf(stderr, "sluice daemon: run %s switched to %s (%s)\n", dr->r.run_id,
@@ -703,7 +706,8 @@ static void handle_request(struct daemon *d, struct client *c, const char *line,
 	} else if (!strcmp(op, "detach")) {
 		ret = op_detach(d, o, rep, err, sizeof(err));
 	} else if (!strcmp(op, "set_mode") || !strcmp(op, "replace_policy")) {
-		ret = op_switch(d, o, !strcmp(op, "replace_policy"), rep, err, sizeof(err));
+		ret = op_switch(d, o, !strcmp(op, "replace_policy"), c->who, rep, err,
+				sizeof(err));
 	} else if (!strcmp(op, "status")) {
 		static const char *const allowed[] = { "op", NULL };
 
@@ -788,6 +792,38 @@ static void client_read(struct daemon *d, struct client *c)
 	}
 }
 
+/*
+ * Who a client is, for the log: every client is root, so the process and the login it acts for
+ * (the audit loginuid, which sudo keeps) say who asked. Read at accept: it may be gone later.
+ */
+static void client_who(const struct ucred *cred, char *out, size_t size)
+{
+	char path[64], comm[32] = "?", uid[16] = "";
+	ssize_t n;
+	int fd;
+
+	util_fmt(path, sizeof(path), "/proc/%d/comm", (int)cred->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, comm, sizeof(comm) - 1);
+		comm[n > 0 ? n : 0] = '\0';
+		comm[strcspn(comm, "\n")] = '\0';
+		close(fd);
+	}
+	util_fmt(path, sizeof(path), "/proc/%d/loginuid", (int)cred->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, uid, sizeof(uid) - 1);
+		uid[n > 0 ? n : 0] = '\0';
+		close(fd);
+	}
+	/* 4294967295: no login (a service, a test) */
+	if (uid[0] && strcmp(uid, "4294967295"))
+		util_fmt(out, size, "pid %d (%s), loginuid %s", (int)cred->pid, comm, uid);
+	else
+		util_fmt(out, size, "pid %d (%s)", (int)cred->pid, comm);
+}
+
 static void client_accept(struct daemon *d)
 {
 	struct ucred cred;
@@ -823,6 +859,7 @@ static void client_accept(struct daemon *d)
 		close(fd);
 		return;
 	}
+	client_who(&cred, c->who, sizeof(c->who));
 	c->fd = fd;
 	c->stream = false;
 	c->dead = false;

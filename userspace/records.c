@@ -347,7 +347,7 @@ static int on_decision(const struct sl_decision_event *ev, void *ctx)
 			   ev->hook == SL_HOOK_TC ? 0 : ev->tgid, v.surface ? 0 : ev->port,
 			   v.surface ? "" : v.dst))
 		return 0;
-	host = resolver_host(r->resolver, ev->host_id, host_buf, sizeof(host_buf));
+	host = hostnames_name(r->hosts, ev->host_id, host_buf, sizeof(host_buf));
 	if (v.deny) {
 		struct notice n = { .len = 0 };
 		const char *what = v.enforced ? "egress denied" : "egress would be denied (report mode)";
@@ -452,7 +452,7 @@ static int on_tls(const struct sl_tls_event *ev, void *ctx)
 	struct journal_line l;
 	struct timespec ts = boot_to_realtime(r, ev->hdr.ts_ns);
 	char sni[SL_SNI_MAX + 1], host_buf[256], dst[INET6_ADDRSTRLEN], comm[64];
-	const char *host = resolver_host(r->resolver, ev->host_id, host_buf, sizeof(host_buf));
+	const char *host = hostnames_name(r->hosts, ev->host_id, host_buf, sizeof(host_buf));
 	bool deny = ev->verdict == SL_VERDICT_DENY;
 	const char *killed = NULL;
 	size_t i;
@@ -599,7 +599,7 @@ static int on_flow(const struct sl_flow_event *ev, void *ctx)
 	struct timespec ts = boot_to_realtime(r, ev->hdr.ts_ns);
 	char host_buf[256], dst[INET6_ADDRSTRLEN], comm[64], rule[128], proto[16];
 	char sni_buf[SL_SNI_MAX + 1];
-	const char *host = resolver_host(r->resolver, f->host_id, host_buf, sizeof(host_buf));
+	const char *host = hostnames_name(r->hosts, f->host_id, host_buf, sizeof(host_buf));
 	const char *sni = ev->end_ns ? sni_take(r, ev->sock_cookie, sni_buf, sizeof(sni_buf)) :
 				       NULL;
 	const struct policy *p = policy_at(r, f->start_ns);
@@ -1019,7 +1019,7 @@ static void write_host_total(const struct hosttotal *h, void *ctx)
 {
 	struct records *r = ctx;
 	char host_buf[256], dst[INET6_ADDRSTRLEN], rule[128];
-	const char *host = h->host_id ? resolver_host(r->resolver, h->host_id, host_buf,
+	const char *host = h->host_id ? hostnames_name(r->hosts, h->host_id, host_buf,
 						      sizeof(host_buf)) : NULL;
 	struct journal_line l;
 	struct timespec now;
@@ -1271,7 +1271,7 @@ static void restore_flow_total(struct records *r, const struct jsonline *jl)
 	f.req_bytes = req;
 	f.resp_bytes = resp;
 	if (jsonline_str(jl, "host", host, sizeof(host)) > 0)
-		f.host_id = resolver_host_id(r->resolver, host);
+		f.host_id = hostnames_id(r->hosts, host);
 	if (jsonline_str(jl, "dst", dst, sizeof(dst)) > 0) {
 		if (inet_pton(AF_INET, dst, f.addr) == 1)
 			f.family = AF_INET;

@@ -22,6 +22,7 @@
 #include "journal.h"
 #include "jsonline.h"
 #include "loader.h"
+#include "hostnames.h"
 #include "resolver.h"
 #include "sandbox_seccomp.h"
 #include "seqset.h"
@@ -53,7 +54,7 @@ struct records {
 	const char *log_path;	 /* for messages */
 	const char *alerts_path; /* --alerts, or NULL */
 	const struct policy *policy;
-	struct resolver *resolver; /* may be NULL: hosts are then unnamed */
+	struct hostnames *hosts; /* the run's host names; may be NULL: hosts are then unnamed */
 	struct loader *loader;
 	struct events *events;
 	struct journal *journal;

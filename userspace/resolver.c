@@ -27,6 +27,7 @@
 #include "../bpf/addr.bpf.h"
 #include "dns.h"
 #include "resolver.h"
+#include "hostnames.h"
 #include "sockdiag.h"
 #include "util.h"
 
@@ -68,7 +69,7 @@ struct resolver {
 	bool acceptor_started;
 	bool halted;
 
-	pthread_mutex_t lock; /* the queue, stopping, hosts */
+	pthread_mutex_t lock; /* the queue, stopping */
 	pthread_cond_t cond;
 	/*
 	 * o.policy and the loader's programs: each query is answered (decided and learned) under
@@ -78,10 +79,6 @@ struct resolver {
 	struct job *head, *tail;
 	size_t queued;
 	bool stopping;
-	char **hosts;	  /* host_id - 1 → name */
-	size_t n_hosts, cap_hosts;
-	uint32_t *index;  /* hash of names → host_id, 0 empty; capacity a power of two */
-	size_t cap_index;
 };
 
 /* An answer being assembled for one query. */
@@ -368,9 +365,11 @@ struct resolver *resolver_new(const struct resolver_opts *o)
 		pthread_rwlock_init(&r->policy_lock, &a);
 		pthread_rwlockattr_destroy(&a);
 	}
-	if (o->names_only)
-		return r;
-
+	if (!o->names) {
+		free(r);
+		errno = EINVAL;
+		return NULL;
+	}
 	if (o->netns_fd >= 0) {
 		self_ns = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
 		if (self_ns < 0 || setns(o->netns_fd, CLONE_NEWNET)) {
@@ -405,149 +404,6 @@ out:
 uint16_t resolver_port(const struct resolver *r)
 {
 	return r->port;
-}
-
-/* --- names ---------------------------------------------------------------------------------- */
-
-/* FNV-1a, for the name index: names come from the run, so lookups must not be linear. */
-static uint64_t name_hash(const char *name)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (; *name; name++) {
-		h ^= (unsigned char)*name;
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
-/* The index slot (open addressing, linear probing) holding name's id, or the empty one for it. */
-static size_t index_slot(const struct resolver *r, const char *name)
-{
-	size_t mask = r->cap_index - 1, i = (size_t)name_hash(name) & mask;
-
-	while (r->index[i] && strcmp(r->hosts[r->index[i] - 1], name))
-		i = (i + 1) & mask;
-	return i;
-}
-
-/* Keep the index at most half full; ids are stable, so it is rebuilt from the hosts array. */
-static int grow_index(struct resolver *r)
-{
-	size_t cap = r->cap_index ? r->cap_index * 2 : 128, i;
-	uint32_t *idx = calloc(cap, sizeof(*idx));
-
-	if (!idx)
-		return -ENOMEM;
-	free(r->index);
-	r->index = idx;
-	r->cap_index = cap;
-	for (i = 0; i < r->n_hosts; i++)
-		r->index[index_slot(r, r->hosts[i])] = (uint32_t)i + 1;
-	return 0;
-}
-
-static uint32_t intern_host(struct resolver *r, const char *name)
-{
-	uint32_t id = 0;
-	size_t slot;
-
-	pthread_mutex_lock(&r->lock);
-	if ((r->n_hosts + 1) * 2 > r->cap_index && grow_index(r))
-		goto out;
-	slot = index_slot(r, name);
-	if (r->index[slot]) {
-		id = r->index[slot];
-		goto out;
-	}
-	if (r->n_hosts >= SL_HOSTS_MAX)
-		goto out;
-	if (r->n_hosts == r->cap_hosts) {
-		size_t cap = r->cap_hosts ? r->cap_hosts * 2 : 64;
-		char **h = realloc(r->hosts, cap * sizeof(*h));
-
-		if (!h)
-			goto out;
-		r->hosts = h;
-		r->cap_hosts = cap;
-	}
-	r->hosts[r->n_hosts] = strdup(name);
-	if (!r->hosts[r->n_hosts])
-		goto out;
-	/*
-	 * With the run before the id is used: a writer resuming after us must name what this id
-	 * learns. Last, so that a failure before it leaves the id free to be tried again.
-	 */
-	if (r->loader && loader_host_name(r->loader, (uint32_t)r->n_hosts + 1, name)) {
-		free(r->hosts[r->n_hosts]);
-		r->hosts[r->n_hosts] = NULL;
-		goto out;
-	}
-	id = (uint32_t)++r->n_hosts;
-	r->index[slot] = id;
-out:
-	pthread_mutex_unlock(&r->lock);
-	return id;
-}
-
-uint32_t resolver_host_id(struct resolver *r, const char *name)
-{
-	uint32_t id = 0;
-
-	if (!r)
-		return 0;
-	pthread_mutex_lock(&r->lock);
-	if (r->cap_index)
-		id = r->index[index_slot(r, name)];
-	pthread_mutex_unlock(&r->lock);
-	return id;
-}
-
-/* One name the run kept (loader_host_names): host_id - 1 is its place in hosts. */
-static int adopt_host(uint32_t host_id, const char *name, void *ctx)
-{
-	struct resolver *r = ctx;
-
-	if (!host_id || host_id > SL_HOSTS_MAX || host_id > r->cap_hosts || r->hosts[host_id - 1])
-		return -EPROTO;
-	r->hosts[host_id - 1] = strdup(name);
-	if (!r->hosts[host_id - 1])
-		return -ENOMEM;
-	if (host_id > r->n_hosts)
-		r->n_hosts = host_id;
-	return 0;
-}
-
-int resolver_adopt_hosts(struct resolver *r, const struct loader *loader)
-{
-	size_t i;
-	int err;
-
-	r->hosts = calloc(SL_HOSTS_MAX, sizeof(*r->hosts));
-	if (!r->hosts)
-		return -ENOMEM;
-	r->cap_hosts = SL_HOSTS_MAX;
-	err = loader_host_names(loader, adopt_host, r);
-	/* ids are handed out densely, each kept before it is used: a hole is not sluice's doing */
-	for (i = 0; !err && i < r->n_hosts; i++)
-		if (!r->hosts[i])
-			err = -EPROTO;
-	while (!err && r->cap_index < (r->n_hosts + 1) * 2)
-		err = grow_index(r);
-	return err;
-}
-
-const char *resolver_host(struct resolver *r, uint32_t host_id, char *buf, size_t len)
-{
-	const char *ret = NULL;
-
-	if (!r || !host_id)
-		return NULL;
-	pthread_mutex_lock(&r->lock);
-	if (host_id <= r->n_hosts && !util_copy(buf, len, r->hosts[host_id - 1]))
-		ret = buf;
-	pthread_mutex_unlock(&r->lock);
-	return ret;
 }
 
 /* --- upstream ------------------------------------------------------------------------------- */
@@ -863,7 +719,7 @@ static uint64_t boot_ns(void)
  */
 static int learn(struct resolver *r, const char *qname, long first_rule, struct outcome *oc)
 {
-	uint32_t host_id = intern_host(r, qname);
+	uint32_t host_id = hostnames_intern(r->o.names, r->loader, qname);
 	size_t i;
 	long rule;
 	int err = 0;
@@ -1269,8 +1125,6 @@ int resolver_serve(struct resolver *r, struct loader *loader)
 	int err, i;
 
 	r->loader = loader;
-	if (r->o.names_only)
-		return 0;
 	for (i = 0; i < N_WORKERS; i++) {
 		err = pthread_create(&r->workers[i], NULL, worker, r);
 		if (err)
@@ -1319,15 +1173,9 @@ void resolver_halt(struct resolver *r)
 
 void resolver_stop(struct resolver *r)
 {
-	size_t i;
-
 	if (!r)
 		return;
 	resolver_halt(r);
-	for (i = 0; i < r->n_hosts; i++)
-		free(r->hosts[i]);
-	free(r->hosts);
-	free(r->index);
 	pthread_mutex_destroy(&r->lock);
 	pthread_mutex_destroy(&r->diag_lock);
 	pthread_cond_destroy(&r->cond);

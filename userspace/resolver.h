@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 
 #include "../policy/policy.h"
+#include "hostnames.h"
 #include "loader.h"
 
 #define RESOLVER_MAX_ADDRS 32 /* addresses kept per answer: a cap per name */
@@ -50,7 +51,7 @@ struct resolver_opts {
 	socklen_t upstream_len;
 	int netns_fd;	  /* listen inside this network namespace; -1: sluice's own */
 	uint16_t port;	  /* listen on this port (the one a resumed run's programs send to); 0: any */
-	bool names_only;  /* no listeners: only the names (resolver_host) for a run's records */
+	struct hostnames *names; /* the run's (required): the ids of the names it learns for */
 	bool ttl_mode;	  /* learned addresses expire with the answer's TTL (else: with the run) */
 	resolver_event_fn on_event;
 	void *ctx;
@@ -69,18 +70,6 @@ int resolver_serve(struct resolver *r, struct loader *loader);
 /* The port the listeners share, for the redirect (sl_cfg_dns_port). */
 uint16_t resolver_port(const struct resolver *r);
 
-/* The name a host_id in a decision record stands for, or NULL. Thread-safe. */
-const char *resolver_host(struct resolver *r, uint32_t host_id, char *buf, size_t len);
-
-/* The host_id of a name the resolver handed out addresses for, 0 if none. Thread-safe. */
-uint32_t resolver_host_id(struct resolver *r, const char *name);
-
-/*
- * A resumed run: take the names (and their ids) the run's first resolver kept with the run
- * (loader_host_name), before serving. -EPROTO if they are not the dense set it writes.
- */
-int resolver_adopt_hosts(struct resolver *r, const struct loader *loader);
-
 /*
  * A switch of the run's policy or mode (switch.c): resolver_lock waits for the queries being
  * answered and holds off new ones; between it and resolver_unlock the caller moves the programs
@@ -91,10 +80,7 @@ void resolver_lock(struct resolver *r);
 void resolver_unlock(struct resolver *r);
 void resolver_set_policy(struct resolver *r, const struct policy *p);
 
-/*
- * Stop serving and wait for in-flight queries; names stay readable (resolver_host) so the last
- * records can still be named. Idempotent; accepts NULL.
- */
+/* Stop serving and wait for in-flight queries. Idempotent; accepts NULL. */
 void resolver_halt(struct resolver *r);
 
 /* Halt if needed, and free. Accepts NULL. */

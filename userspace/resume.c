@@ -758,10 +758,24 @@ static int take_over(struct run *r, const struct resume_start *s, char *msg, siz
 static bool start_resolver(struct run *r, const struct resume_start *s, char *why, size_t len)
 {
 	char bind_why[256] = "";
-	int err = -ENOENT;
+	int err;
 	bool own;
 
 	why[0] = '\0';
+	/* the names first: a resolver without them would hand out ids the run holds for others */
+	err = run_new_hostnames(r);
+	if (!err)
+		err = hostnames_adopt(r->hosts, r->loader);
+	if (err) {
+		util_fmt(why, len, "the host names the run kept: %s; its records name no hosts, and "
+				   "the run's names no longer resolve (closed, not open)",
+			 strerror(-err));
+		hostnames_free(r->hosts);
+		r->hosts = NULL;
+		r->rec.hosts = NULL;
+		return false;
+	}
+	err = -ENOENT;
 	r->netns_fd = find_netns(r, s, &own);
 	if (r->netns_fd >= 0 || own)
 		err = run_start_resolver(r, loader_dns_port(r->loader), bind_why, sizeof(bind_why));
@@ -772,18 +786,9 @@ static bool start_resolver(struct run *r, const struct resume_start *s, char *wh
 	if (err) {
 		util_fmt(why, len, "%s; the run's names no longer resolve (closed, not open)",
 			 bind_why[0] ? bind_why : strerror(-err));
-		err = run_start_resolver_names(r);
+		return false;
 	}
-	if (!err)
-		err = resolver_adopt_hosts(r->resolver, r->loader);
-	if (err) {
-		util_fmt(why, len, "the host names the run kept: %s; its records name no hosts",
-			 strerror(-err));
-		resolver_stop(r->resolver);
-		r->resolver = NULL;
-		r->rec.resolver = NULL;
-	}
-	return r->resolver && resolver_port(r->resolver);
+	return resolver_port(r->resolver) != 0;
 }
 
 /* Said in the log once the new writer holds it: the run's DNS could not be served again. */

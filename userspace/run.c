@@ -676,7 +676,6 @@ static int teardown(struct run *r)
 	/* The resolver writes into the loader's maps: stop it first. */
 	resolver_stop(r->resolver);
 	r->resolver = NULL;
-	r->rec.resolver = NULL;
 	if (!r->still_running)
 		loader_detach(r->loader);
 	loader_destroy(r->loader);
@@ -699,6 +698,8 @@ static int teardown(struct run *r)
 	sandbox_seccomp_free(r->seccomp);
 	r->seccomp = NULL;
 	records_free(&r->rec);
+	hostnames_free(r->hosts);
+	r->hosts = NULL;
 	policy_compiled_free(r->compiled);
 	policy_free(r->policy);
 	return ret;
@@ -738,6 +739,17 @@ static bool policy_has_hosts(const struct policy *p)
 		if (p->rules[i].n_hosts)
 			return true;
 	return false;
+}
+
+int run_new_hostnames(struct run *r)
+{
+	if (!r->hosts) {
+		r->hosts = hostnames_new();
+		if (!r->hosts)
+			return -errno;
+	}
+	r->rec.hosts = r->hosts;
+	return 0;
 }
 
 int run_start_resolver(struct run *r, uint16_t port, char *err, size_t err_len)
@@ -785,6 +797,12 @@ int run_start_resolver(struct run *r, uint16_t port, char *err, size_t err_len)
 	r->upstream_len = o.upstream_len;
 	if (o.upstream_len)
 		resolver_format_addr(&o.upstream, r->upstream, sizeof(r->upstream));
+	ret = run_new_hostnames(r);
+	if (ret) {
+		util_fmt(err, err_len, "the run's host names: %s", strerror(-ret));
+		return ret;
+	}
+	o.names = r->hosts;
 	r->resolver = resolver_new(&o);
 	if (!r->resolver) {
 		ret = -errno;
@@ -794,18 +812,6 @@ int run_start_resolver(struct run *r, uint16_t port, char *err, size_t err_len)
 			 ret == -ENETDOWN ? " (is lo up in that namespace?)" : "");
 		return ret;
 	}
-	r->rec.resolver = r->resolver;
-	return 0;
-}
-
-int run_start_resolver_names(struct run *r)
-{
-	struct resolver_opts o = { .policy = r->policy, .netns_fd = -1, .names_only = true };
-
-	r->resolver = resolver_new(&o);
-	if (!r->resolver)
-		return -errno;
-	r->rec.resolver = r->resolver;
 	return 0;
 }
 

@@ -67,11 +67,13 @@ struct run {
 	char log_path[PATH_MAX];
 	struct policy *policy;
 	struct policy_compiled *compiled;
+	const char *switch_by; /* who asked for the switch under way (a daemon client), or NULL */
 	struct loader *loader;
 	struct run_cgroup cg;
 	struct events *events;
 	struct journal *journal;
 	struct resolver *resolver;
+	struct hostnames *hosts; /* the names the resolver learns addresses for */
 	struct records rec; /* the log's lines; borrows the pointers above */
 	int netns_fd;
 	struct note_signer *run_key; /* signs this run's checkpoints, certified by the host key */
@@ -130,8 +132,9 @@ const char *run_key_path(const struct run_args *a);
  */
 int run_start_resolver(struct run *r, uint16_t port, char *err, size_t err_len);
 
-/* A resolver that answers nothing, for the names of a run whose own could not listen again. */
-int run_start_resolver_names(struct run *r);
+/* The run's host-name registry (r->hosts, named by its records), made once. Returns 0 or -errno. */
+int run_new_hostnames(struct run *r);
+
 
 /* What the programs keep for a resume: the policy's digest, upstream, dns_ttl, the netns. */
 int run_cfg_of(const struct run *r, struct sl_run_cfg *cfg);

@@ -36,7 +36,7 @@ static int remap_learned(const uint8_t *addr, const struct sl_learned *e, void *
 	struct remap *m = ctx;
 	struct sl_learned ne = { .host_id = e->host_id, .expires_ns = e->expires_ns };
 	char buf[256];
-	const char *name = resolver_host(m->r->resolver, e->host_id, buf, sizeof(buf));
+	const char *name = hostnames_name(m->r->hosts, e->host_id, buf, sizeof(buf));
 
 	if (name && switch_name_kept(m->p, m->mode, name))
 		switch_add_rules(&ne, m->p, name);
@@ -148,6 +148,8 @@ static void write_policy_change(struct run *r, const unsigned char prev_sha[32],
 	journal_line_str(&l, "prev_mode", mode_name(prev_mode));
 	journal_line_u64(&l, "learned_kept", m->kept);
 	journal_line_u64(&l, "learned_dropped", m->dropped);
+	if (r->switch_by)
+		journal_line_str(&l, "requested_by", r->switch_by);
 	records_write(&r->rec, &l);
 }
 

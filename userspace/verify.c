@@ -1535,6 +1535,9 @@ static int check_policy_change(struct verifier *v)
 
 	if (!m || (m->v.kind != JSONLINE_STRING && m->v.kind != JSONLINE_NULL))
 		return BAD(v, "%s: policy is not a string or null", T);
+	m = jsonline_get(&v->jl, "requested_by");
+	if (m && m->v.kind != JSONLINE_STRING)
+		return BAD(v, "%s: requested_by is not a string", T);
 	if (str_field(v, T, "policy_sha256", sha, sizeof(sha)) < 0 ||
 	    str_field(v, T, "mode", mode, sizeof(mode)) < 0 ||
 	    str_field(v, T, "prev_policy_sha256", prev_sha, sizeof(prev_sha)) < 0 ||

@@ -46,7 +46,7 @@ and sharing no code with sluice: hashlib for SHA-256, python3-cryptography for E
 - policy_change (a live run switched policy or mode): policy a string or null, policy_sha256
   and prev_policy_sha256 64 lower-case hex digits, mode and prev_mode "enforce" or "report";
   prev_policy_sha256 and prev_mode are those in force: run_start's (where it names them), then
-  the last policy_change's;
+  the last policy_change's; requested_by, when there, a string;
 - a loss or anomaly line is followed at once by a checkpoint of that reason, or (a writer that
   died between the two, or inside the write of the checkpoint) by a writer_restart, at once or
   after a torn line.
@@ -580,6 +580,8 @@ def check_policy_change(o, policy, where):
     for k in ("mode", "prev_mode"):
         if o.get(k) not in MODES:
             raise Bad(f"policy_change: {k} is neither 'enforce' nor 'report'")
+    if "requested_by" in o and not isinstance(o["requested_by"], str):
+        raise Bad("policy_change: requested_by is not a string")
     sha, mode, at = policy
     if isinstance(sha, str) and HEX64_RE.match(sha) and o["prev_policy_sha256"] != sha:
         raise Bad(f"policy_change: prev_policy_sha256 {o['prev_policy_sha256']} is not the "

@@ -1,0 +1,369 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# make e2e: a real package task four ways, one table (issue 14; selftests/e2e/README.md).
+# The same workload (selftests/e2e/workload.sh: npm ci, pnpm install --frozen-lockfile,
+# pip install, git clone, git fetch, then the bad steps) against the local internet of
+# e2e-lib.sh, run
+#   open    the network as it is: everything gets out, the bad steps too;
+#   none    a network namespace with only loopback: the legitimate steps fail;
+#   proxy   open, with HTTPS_PROXY (and the rest) naming tinyproxy, which allows the registries
+#           and the git host only: what honours the variable is filtered, what ignores it (node's
+#           https in the install script, a raw socket, curl --noproxy, DNS) gets out;
+#   sluice  sluice run enforcing the registries and the git host: the legitimate steps succeed,
+#           the bad ones are denied at once, each logged and explained on stderr;
+# then the workflow: the same workload in report mode (everything passes but the metadata
+# address, the denials logged as not enforced), and [HOOK policy-suggest] the policy suggested
+# from that log, enforced; then npm ci through a pull-through cache, cold and warm.
+# Per way and step: the outcome, the step's wall time, what the receiving hosts logged (and
+# whether the request came through the proxy). Checks each expectation (TAP), prints the table
+# as markdown and writes it with a JSON copy to $E2E_OUT_DIR (default .output/e2e). Every sluice
+# log is checked with sluice verify, and made into one HTML page with sluice report.
+
+# shellcheck disable=SC2119 # e2e_missing, e2e_up: optional arguments
+# shellcheck source-path=SCRIPTDIR source=../lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+# shellcheck source=e2e-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/e2e-lib.sh"
+
+E2E_OUT_DIR=${E2E_OUT_DIR:-$REPO/.output/e2e}
+STEPS=(npm-ci pnpm pip git-clone git-fetch paste upload metadata unlisted)
+LEGIT=(npm-ci pnpm pip git-clone git-fetch)
+BAD=(telemetry paste upload metadata unlisted)
+
+require_root
+require_sluice
+missing=$(e2e_missing proxy)
+[[ -n $missing ]] && bail_out "make e2e cannot run: $(paste -sd ';' <<<"$missing")"
+topo_up
+e2e_up || bail_out "cannot build the local internet (e2e_up)"
+e2e_proxy_up || bail_out "tinyproxy did not start: $(tail -n 5 "$E2E/logs/tinyproxy.out")"
+e2e_policy "$E2E/policy.yaml"
+mkdir -p "$E2E_OUT_DIR"
+ROWS=$E2E/rows.tsv
+: >"$ROWS"
+
+# host_of STEP: the access log (E2E_LOGS name) of the host the step talks to ("" for DNS).
+host_of() {
+	case $1 in
+	npm-ci | pnpm | telemetry) [[ $1 == telemetry ]] && echo telemetry || echo npm ;;
+	pip) echo files ;;
+	git-*) echo git ;;
+	paste) echo paste ;;
+	upload) echo transfer ;;
+	metadata) echo metadata ;;
+	esac
+}
+
+# seen_summary LOG STEP…: "N req" the host logged during the steps, "via proxy" / "direct".
+seen_summary() {
+	local log=$1 n d=0 p=0 st
+	shift
+	for st in "$@"; do
+		while read -r _ _ remote _; do
+			[[ $remote == 10.200.1.2 ]] && d=$((d + 1)) || p=$((p + 1))
+		done < <(e2e_seen_lines "$log" "$st")
+	done
+	n=$((d + p))
+	if [[ $n -eq 0 ]]; then
+		echo "0 req"
+	elif [[ $p -eq 0 ]]; then
+		echo "$n req direct"
+	elif [[ $d -eq 0 ]]; then
+		echo "$n req via proxy"
+	else
+		echo "$n req ($p via proxy, $d direct)"
+	fi
+}
+
+# record WAY WALL_S LOG: one row per step (and the telemetry row) of the last e2e_run.
+record() {
+	local way=$1 wall=$2 log=$3 st ok seen denied extra
+	for st in "${STEPS[@]}" telemetry; do
+		if [[ $st == telemetry ]]; then
+			# The install scripts' call, during npm ci and pnpm install: it got out if its host
+			# saw it.
+			seen=$(seen_summary telemetry npm-ci pnpm)
+			[[ $seen == "0 req" ]] && ok=0 || ok=1
+			printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$way" telemetry "$ok" "-" "$seen" \
+				"$(denials "$log" "$E2E_TELEM_HOST")" >>"$ROWS"
+			continue
+		fi
+		[[ ${E2E_RC[$st]} == 0 ]] && ok=1 || ok=0
+		if [[ $st == unlisted ]]; then
+			seen="$(e2e_dns_seen "$E2E_UNLISTED") DNS queries"
+			[[ $seen == "1 DNS queries" ]] && seen="1 DNS query"
+		else
+			seen=$(seen_summary "$(host_of "$st")" "$st")
+		fi
+		case $st in
+		paste) denied=$(denials "$log" pastebin.com) ;;
+		upload) denied=$(denials "$log" transfer.sh) ;;
+		metadata) denied=$(denials "$log" "$E2E_META_IP") ;;
+		unlisted) denied=$(denials "$log" "$E2E_UNLISTED") ;;
+		*) denied=$(denials "$log" "") ;;
+		esac
+		printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$way" "$st" "$ok" "${E2E_MS[$st]}" "$seen" \
+			"$denied" >>"$ROWS"
+	done
+	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$way" whole 1 "$wall" "-" "" >>"$ROWS"
+}
+
+# denials LOG NAME: "denied N×" for the log's deny lines naming NAME (any, for ""), "" without a
+# log; "(not enforced)" in report mode.
+denials() {
+	local log=$1 name=$2 n ne
+	[[ -f $log ]] || return 0
+	if [[ -n $name ]]; then
+		n=$(grep '"decision":"deny"' "$log" | grep -c "\"$name\"")
+		ne=$(grep '"decision":"deny"' "$log" | grep '"enforced":false' | grep -c "\"$name\"")
+	else
+		n=0 ne=0
+	fi
+	[[ $n -eq 0 ]] && return 0
+	[[ $ne -eq $n ]] && echo "logged deny ×$n, not enforced" || echo "denied ×$n, logged"
+}
+
+# run_way WAY [LOG]: the workload in WAY, timed whole, recorded.
+run_way() {
+	local way=$1 log=${2-} t0 t1
+	e2e_dns_mark
+	t0=$(date +%s%3N)
+	e2e_run "$way" "$log" "${STEPS[@]}"
+	t1=$(date +%s%3N)
+	cp "$E2E_ERR" "$E2E_OUT_DIR/$way.stderr"
+	for st in "${STEPS[@]}"; do
+		cp "$E2E_W/$st.out" "$E2E_OUT_DIR/$way.$st.out" 2>/dev/null
+	done
+	record "$way" "$((t1 - t0))" "$log"
+}
+
+row() { awk -F'\t' -v w="$1" -v s="$2" '$1 == w && $2 == s' "$ROWS"; }
+ok_of() { row "$1" "$2" | cut -f3; }
+
+# expect WAY STEP WANT WHY: TAP check of one outcome (1: it worked / got out; 0: it did not).
+expect() {
+	local got
+	got=$(ok_of "$1" "$2")
+	if [[ $got == "$3" ]]; then
+		tap_ok "$1: $2 $4"
+	else
+		tap_fail "$1: $2 $4" "$(row "$1" "$2")"
+		tap_diag_file "$E2E_OUT_DIR/$1.$2.out" 15
+	fi
+}
+
+for way in open none proxy; do
+	run_way "$way"
+done
+SL_LOG=$E2E_OUT_DIR/sluice.jsonl
+RP_LOG=$E2E_OUT_DIR/report.jsonl
+rm -f "$SL_LOG" "$RP_LOG" "$SL_LOG".* "$RP_LOG".*
+run_way sluice "$SL_LOG"
+run_way report "$RP_LOG"
+
+# ---------------------------------------------------------------------------------------------
+# HOOK policy-suggest (issue 14, item 4): when the build has `sluice policy suggest LOG…
+# [-o FILE]`, the policy it suggests from the report-mode log is enforced on the same workload
+# (way "suggested", a column of the table: it lets through whatever the report-mode run did that
+# suggest keeps); without it the workflow stops after report mode and says so. Nothing here
+# stands in for the command.
+SUGGESTED=$E2E_OUT_DIR/suggested.yaml
+SG_LOG=$E2E_OUT_DIR/suggested.jsonl
+rm -f "$SG_LOG" "$SG_LOG".* "$SUGGESTED"
+WAYS=(open none proxy sluice report)
+if "$SLUICE" policy suggest --help 2>/dev/null | grep -q 'policy suggest'; then
+	if "$SLUICE" policy suggest "$RP_LOG" -o "$SUGGESTED" 2>"$E2E/suggest.err"; then
+		tap_ok "policy suggest from the report-mode log"
+		E2E_POLICY=$SUGGESTED run_way suggested "$SG_LOG"
+		WAYS+=(suggested)
+	else
+		tap_fail "policy suggest from the report-mode log" "$(cat "$E2E/suggest.err")"
+	fi
+else
+	SUGGEST_NOTE="sluice policy suggest is not in this build: the workflow stopped after report mode"
+fi
+
+# ---------------------------------------------------------------------------------------------
+# The pull-through cache (issue 14, item 5): npm ci through npm-cache.internal.example, a second
+# verdaccio whose uplink is registry.npmjs.org; cold (the cache empty: it fetches upstream) and
+# warm (it serves what it kept), unrestricted and under sluice with the cache as the only npm
+# destination. The lockfile names registry.npmjs.org; npm replaces that host with the configured
+# registry (its default replace-registry-host=npmjs), so under sluice a fetch that went around the
+# cache would be denied.
+cat >"$E2E/policy-cache.yaml" <<'EOF2'
+default: deny
+rules:
+  - name: npm-cache
+    hosts: ["npm-cache.internal.example"]
+    ports: [443]
+    protocols: [tcp]
+EOF2
+CROWS=$E2E/cache.tsv
+: >"$CROWS"
+E2E_EXTRA_ENV=(npm_config_registry=https://npm-cache.internal.example/)
+for way in open sluice; do
+	e2e_cache_up ||
+		bail_out "the cache did not start: $(tail -n 5 "$E2E/logs/verdaccio-cache.out")"
+	for temp in cold warm; do
+		log=
+		if [[ $way == sluice ]]; then
+			log=$E2E_OUT_DIR/cache-$temp.jsonl
+			rm -f "$log" "$log".*
+		fi
+		E2E_POLICY=$E2E/policy-cache.yaml e2e_run "$way" "$log" npm-ci
+		cp "$E2E_W/npm-ci.out" "$E2E_OUT_DIR/cache-$way-$temp.npm-ci.out"
+		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$way" "$temp" "${E2E_RC[npm-ci]}" \
+			"${E2E_MS[npm-ci]}" "$(e2e_seen cache npm-ci)" "$(e2e_seen npm npm-ci)" \
+			"$(e2e_seen telemetry npm-ci)" >>"$CROWS"
+	done
+done
+E2E_EXTRA_ENV=()
+crow() { awk -F'\t' -v w="$1" -v t="$2" '$1 == w && $2 == t' "$CROWS"; }
+for way in open sluice; do
+	for temp in cold warm; do
+		tap_is "cache: npm ci via the cache, $temp, $way, succeeds" \
+			"$(crow "$way" "$temp" | cut -f3)" 0 ||
+			tap_diag_file "$E2E_OUT_DIR/cache-$way-$temp.npm-ci.out" 15
+	done
+	tap_cmp "cache: cold, $way: the cache fetched from registry.npmjs.org" \
+		"$(crow "$way" cold | cut -f6)" -ge 1
+	tap_is "cache: warm, $way: registry.npmjs.org saw nothing (served from the cache)" \
+		"$(crow "$way" warm | cut -f6)" 0
+done
+tap_is "cache: under sluice the telemetry host saw nothing" \
+	"$(crow sluice cold | cut -f7)$(crow sluice warm | cut -f7)" 00
+for temp in cold warm; do
+	tap_check "sluice verify cache-$temp.jsonl" "$SLUICE" verify "$E2E_OUT_DIR/cache-$temp.jsonl"
+done
+
+# ---------------------------------------------------------------------------------------------
+# The expectations
+
+for st in "${LEGIT[@]}"; do
+	expect open "$st" 1 "works on the open network"
+	expect none "$st" 0 "fails without a network"
+	expect proxy "$st" 1 "works through the proxy"
+	expect sluice "$st" 1 "works under sluice"
+	expect report "$st" 1 "works in report mode"
+done
+for st in "${BAD[@]}"; do
+	expect open "$st" 1 "gets out on the open network"
+	expect none "$st" 0 "goes nowhere without a network"
+	expect sluice "$st" 0 "is denied under sluice"
+	if [[ $st == metadata ]]; then
+		expect report "$st" 0 "is refused in report mode too (the blackhole always holds)"
+	else
+		expect report "$st" 1 "gets out in report mode (and is logged)"
+	fi
+done
+# The proxy filters what honours the variable and nothing else.
+expect proxy paste 0 "(curl honours HTTPS_PROXY) is refused by the proxy"
+for st in telemetry upload metadata unlisted; do
+	expect proxy "$st" 1 "ignores HTTPS_PROXY and gets out"
+done
+for st in telemetry paste upload metadata; do
+	h=$(row sluice "$st" | cut -f5)
+	tap_is "sluice: the $st host saw nothing" "$h" "0 req"
+done
+tap_is "sluice: the unlisted name reached no DNS server" "$(row sluice unlisted | cut -f5)" \
+	"0 DNS queries"
+HTML_LOGS=()
+for w in sluice report suggested; do
+	[[ -f $E2E_OUT_DIR/$w.jsonl ]] || continue
+	tap_check "sluice verify $w.jsonl" "$SLUICE" verify "$E2E_OUT_DIR/$w.jsonl"
+	HTML_LOGS+=("$E2E_OUT_DIR/$w.jsonl")
+done
+# The HTML report of the sluice runs, where the build has sluice report.
+rm -f "$E2E_OUT_DIR/report.html"
+if "$SLUICE" report --help 2>/dev/null | grep -q 'usage: sluice report'; then
+	tap_check "sluice report: one HTML page of the sluice runs (report.html)" \
+		"$SLUICE" report "${HTML_LOGS[@]}" -o "$E2E_OUT_DIR/report.html"
+fi
+
+# ---------------------------------------------------------------------------------------------
+# The table (markdown) and its JSON copy
+
+"$E2E_PY" - "$ROWS" "$E2E_OUT_DIR" "${WAYS[@]}" <<'PY'
+import json, os, sys
+rows_f, out, ways = sys.argv[1], sys.argv[2], sys.argv[3:]
+rows = [l.rstrip("\n").split("\t") for l in open(rows_f) if l.strip()]
+cells = {(r[0], r[1]): r for r in rows}
+steps = ["npm-ci", "pnpm", "pip", "git-clone", "git-fetch", "telemetry", "paste", "upload",
+         "metadata", "unlisted", "whole"]
+label = {
+    "npm-ci": "`npm ci`", "pnpm": "`pnpm install --frozen-lockfile`",
+    "pip": "`pip install slpkg-cli` (2 wheels, 1 sdist)", "git-clone": "`git clone`",
+    "git-fetch": "`git fetch`",
+    "telemetry": "install script's telemetry call (node https)",
+    "paste": "`curl pastebin.com/… \\| sh`", "upload": "`curl --noproxy '*' -T` to transfer.sh",
+    "metadata": "169.254.169.254 (raw socket)", "unlisted": "lookup of an unlisted name",
+    "whole": "whole workload, wall time (with set-up)",
+}
+bad = {"telemetry", "paste", "upload", "metadata", "unlisted"}
+def cell(w, s):
+    r = cells.get((w, s))
+    if not r:
+        return ""
+    ok = r[2] == "1"
+    if s == "whole":
+        return f"{int(r[3]) / 1000:.1f} s"
+    word = ("**got out**" if ok else "blocked") if s in bad else ("ok" if ok else "**failed**")
+    t = "" if r[3] == "-" else f", {int(r[3]) / 1000:.2f} s"
+    extra = f"; {r[5]}" if len(r) > 5 and r[5] else ""
+    return f"{word}{t}; saw: {r[4]}{extra}"
+head = "| step | " + " | ".join(ways) + " |"
+lines = [head, "|" + "---|" * (len(ways) + 1)]
+for s in steps:
+    lines.append(f"| {label[s]} | " + " | ".join(cell(w, s) for w in ways) + " |")
+md = "\n".join(lines) + "\n"
+open(os.path.join(out, "results.md"), "w").write(md)
+js = [{"way": r[0], "step": r[1], "ok": r[2] == "1",
+       "ms": None if r[3] == "-" else int(r[3]), "seen": r[4],
+       "sluice": r[5] if len(r) > 5 else ""} for r in rows]
+json.dump(js, open(os.path.join(out, "results.json"), "w"), indent=1)
+print(md)
+PY
+"$E2E_PY" - "$ROWS" "$CROWS" "$E2E_OUT_DIR" <<'PY'
+import json, os, sys
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
+crows = [l.rstrip("\n").split("\t") for l in open(sys.argv[2]) if l.strip()]
+out = sys.argv[3]
+direct = {r[0]: r for r in rows if r[1] == "npm-ci"}
+c = {(r[0], r[1]): r for r in crows}
+def d(w):
+    r = direct.get(w)
+    return f"{int(r[3]) / 1000:.2f} s; registry.npmjs.org saw {r[4]}" if r else ""
+def v(w, t):
+    r = c.get((w, t))
+    if not r:
+        return ""
+    ok = "ok" if r[2] == "0" else "**failed**"
+    return (f"{ok}, {int(r[3]) / 1000:.2f} s; cache saw {r[4]} req, "
+            f"registry.npmjs.org saw {r[5]} req")
+md = "\n".join([
+    "| `npm ci` | unrestricted | sluice (npm: the cache only) |", "|---|---|---|",
+    f"| direct to registry.npmjs.org (no cache; sluice lists it) | {d('open')} | {d('sluice')} |",
+    f"| through the pull-through cache, cold | {v('open', 'cold')} | {v('sluice', 'cold')} |",
+    f"| through the pull-through cache, warm | {v('open', 'warm')} | {v('sluice', 'warm')} |",
+]) + "\n"
+open(os.path.join(out, "cache.md"), "w").write(md)
+json.dump([{"way": r[0], "cache": r[1], "ok": r[2] == "0", "ms": int(r[3]),
+            "cache_requests": int(r[4]), "upstream_requests": int(r[5])} for r in crows],
+          open(os.path.join(out, "cache.json"), "w"), indent=1)
+print(md)
+PY
+echo
+echo "What the workload was told under sluice (stderr):"
+grep -h 'egress denied' "$E2E_OUT_DIR/sluice.stderr" | sed -e 's/ run_id=.*//' -e 's/^/  /' |
+	sort -u
+for st in paste upload metadata unlisted; do
+	echo "  $st: $(grep -v '^$' "$E2E_OUT_DIR/sluice.$st.out" | head -n 1)"
+done
+refused=$(grep -o 'filtered domain.*' "$E2E/logs/proxy.log" | sort -u | paste -sd ';')
+echo "The proxy's log (tinyproxy): $(grep -c 'Established connection' "$E2E/logs/proxy.log")" \
+	"tunnels, refused: $refused"
+[[ -n ${SUGGEST_NOTE:-} ]] && echo "Workflow: $SUGGEST_NOTE"
+echo "Written in $E2E_OUT_DIR: results.md, results.json, cache.md, cache.json, the sluice logs"
+echo "(and report.html, their page, where the build has sluice report), each step's output"
+tap_done

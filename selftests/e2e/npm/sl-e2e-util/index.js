@@ -1,0 +1,3 @@
+'use strict';
+const leaf = require('sl-e2e-leaf');
+module.exports = (s) => leaf(s.toUpperCase());

@@ -1,0 +1,1 @@
+from slpkg_http import hello

@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Unit test of userspace/hostnames.c, the run's host-name registry: ids are dense from 1, a name
+ * keeps its id, names that collide in the index stay apart (a hash is not a name), lookups of
+ * unknown ids and names say so, and the registry stops at SL_HOSTS_MAX names instead of reusing
+ * an id. Four threads interning the same names at once get the same ids.
+ *
+ * Usage: test_hostnames   TAP 13; exits 1 if any test failed. Needs no root.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <linux/types.h>
+
+#include "bpf/sluice.h"
+#include "userspace/hostnames.h"
+#include "tap.h"
+
+static bool t_dense(char *why)
+{
+	struct hostnames *h = hostnames_new();
+	char buf[64];
+	uint32_t a = hostnames_intern(h, NULL, "a.example"), b = hostnames_intern(h, NULL, "b.example");
+	uint32_t a2 = hostnames_intern(h, NULL, "a.example");
+	const char *n = hostnames_name(h, 2, buf, sizeof(buf));
+	bool ok = a == 1 && b == 2 && a2 == 1 && n && !strcmp(n, "b.example") &&
+		  hostnames_id(h, "b.example") == 2;
+
+	snprintf(why, WHY_LEN, "expected ids 1, 2, 1 and name 2 b.example; got %u, %u, %u, %s",
+		 a, b, a2, n ? n : "(none)");
+	hostnames_free(h);
+	return ok;
+}
+
+static bool t_unknown(char *why)
+{
+	struct hostnames *h = hostnames_new();
+	char buf[64];
+	bool ok;
+
+	hostnames_intern(h, NULL, "a.example");
+	ok = !hostnames_name(h, 0, buf, sizeof(buf)) && !hostnames_name(h, 2, buf, sizeof(buf)) &&
+	     !hostnames_id(h, "b.example") && !hostnames_name(NULL, 1, buf, sizeof(buf)) &&
+	     !hostnames_id(NULL, "a.example");
+	snprintf(why, WHY_LEN, "expected no name for ids 0 and 2, no id for b.example");
+	hostnames_free(h);
+	return ok;
+}
+
+/* 20,000 names: the index grows many times, and every name keeps its own id. */
+static bool t_many(char *why)
+{
+	struct hostnames *h = hostnames_new();
+	char name[64], buf[64];
+	uint32_t i;
+	bool ok = true;
+
+	for (i = 1; ok && i <= 20000; i++) {
+		snprintf(name, sizeof(name), "h%u.example", i);
+		ok = hostnames_intern(h, NULL, name) == i;
+	}
+	for (i = 1; ok && i <= 20000; i++) {
+		snprintf(name, sizeof(name), "h%u.example", i);
+		ok = hostnames_id(h, name) == i && hostnames_name(h, i, buf, sizeof(buf)) &&
+		     !strcmp(buf, name);
+	}
+	snprintf(why, WHY_LEN, "name h%u.example lost its id or name", i - 1);
+	hostnames_free(h);
+	return ok;
+}
+
+/* 676 two-letter names: many share index slots (linear probing), none may take another's id. */
+static bool t_collisions(char *why)
+{
+	struct hostnames *h = hostnames_new();
+	char name[8];
+	uint32_t i, id;
+	bool ok = true;
+
+	/* 2-letter names fill a 128-slot index half full before it grows: probes chain */
+	for (i = 0; i < 26 * 26 && ok; i++) {
+		snprintf(name, sizeof(name), "%c%c", 'a' + i / 26, 'a' + i % 26);
+		ok = hostnames_intern(h, NULL, name) == i + 1;
+	}
+	for (i = 0; i < 26 * 26 && ok; i++) {
+		snprintf(name, sizeof(name), "%c%c", 'a' + i / 26, 'a' + i % 26);
+		id = hostnames_id(h, name);
+		ok = id == i + 1;
+	}
+	snprintf(why, WHY_LEN, "name %s: expected id %u", name, i);
+	hostnames_free(h);
+	return ok;
+}
+
+static bool t_full(char *why)
+{
+	struct hostnames *h = hostnames_new();
+	char name[64];
+	uint32_t i, last = 0, over;
+
+	for (i = 1; i <= SL_HOSTS_MAX; i++) {
+		snprintf(name, sizeof(name), "n%u", i);
+		last = hostnames_intern(h, NULL, name);
+	}
+	over = hostnames_intern(h, NULL, "one-too-many.example");
+	snprintf(why, WHY_LEN, "expected the %dth name id %d and none after; got %u and %u",
+		 SL_HOSTS_MAX, SL_HOSTS_MAX, last, over);
+	i = hostnames_intern(h, NULL, "n1");
+	hostnames_free(h);
+	return last == SL_HOSTS_MAX && over == 0 && i == 1;
+}
+
+static struct hostnames *shared;
+static uint32_t seen[4][100];
+
+static void *intern_all(void *arg)
+{
+	long t = (long)arg;
+	char name[32];
+	int i;
+
+	for (i = 0; i < 100; i++) {
+		snprintf(name, sizeof(name), "t%d.example", (i * 7 + (int)t * 13) % 100);
+		seen[t][(i * 7 + (int)t * 13) % 100] = hostnames_intern(shared, NULL, name);
+	}
+	return NULL;
+}
+
+static bool t_threads(char *why)
+{
+	pthread_t th[4];
+	long t;
+	int i;
+	bool ok = true;
+
+	shared = hostnames_new();
+	for (t = 0; t < 4; t++)
+		pthread_create(&th[t], NULL, intern_all, (void *)t);
+	for (t = 0; t < 4; t++)
+		pthread_join(th[t], NULL);
+	for (i = 0; i < 100 && ok; i++)
+		ok = seen[0][i] && seen[0][i] == seen[1][i] && seen[1][i] == seen[2][i] &&
+		     seen[2][i] == seen[3][i] && seen[0][i] <= 100;
+	snprintf(why, WHY_LEN, "name t%d.example: ids %u %u %u %u", i - 1, seen[0][i - 1],
+		 seen[1][i - 1], seen[2][i - 1], seen[3][i - 1]);
+	hostnames_free(shared);
+	return ok;
+}
+
+int main(void)
+{
+	static const struct {
+		const char *name;
+		bool (*fn)(char *why);
+	} tests[] = {
+		{ "ids are dense from 1 and a name keeps its id", t_dense },
+		{ "unknown ids and names have none", t_unknown },
+		{ "20,000 names keep their ids as the index grows", t_many },
+		{ "names sharing index slots stay apart", t_collisions },
+		{ "full at SL_HOSTS_MAX: no id is reused, known names still answer", t_full },
+		{ "threads interning the same names get the same ids", t_threads },
+	};
+	char why[WHY_LEN];
+
+	printf("TAP version 13\n1..%zu\n", ARRAY_SIZE(tests));
+	for (size_t i = 0; i < ARRAY_SIZE(tests); i++) {
+		why[0] = '\0';
+		report(tests[i].fn(why), tests[i].name, why);
+	}
+	return tap_status();
+}
