@@ -9,6 +9,7 @@
 # of a log gets a page whose red header says TAMPERED and where, in sluice verify's words; a log
 # whose line was rewritten to hold a <script> host name, its hash chain rebuilt, shows the name
 # as text and no script element; --unverified labels it UNVERIFIED; a truncated log is UNSEALED;
+# a newer format's log is UNKNOWN FORMAT (not TAMPERED); one verified run given twice is refused;
 # bad input writes nothing and says which file, line and why. Without Chromium, the browser
 # checks SKIP with the reason and the pages are still judged by python3's html.parser.
 
@@ -174,6 +175,18 @@ report "$SL_TMP/unsealed.html" "$U"
 tap_is "a truncated log: exit 0" "$RC" 0
 tap_check "its header says UNSEALED" \
 	bash -c "python3 '$CHECK' verdict '$SL_TMP/unsealed.html' | grep -q \$'^warn\tUNSEALED'"
+
+# A newer sluice's log (format 2): this one cannot check it, and says so rather than TAMPERED.
+sed '1s/"format":1\([,}]\)/"format":2\1/' "$R" >"$SL_TMP/newer.jsonl"
+report "$SL_TMP/newer.html" "$SL_TMP/newer.jsonl"
+tap_check "a log of another format: the red header says UNKNOWN FORMAT and which" \
+	bash -c "python3 '$CHECK' verdict '$SL_TMP/newer.html' | grep -q \$'^bad\tUNKNOWN FORMAT.*format 2'"
+
+# One run given twice (a copy): it would count as two runs in the page and its suggestion.
+cp "$R" "$SL_TMP/copy.jsonl"
+report "$SL_TMP/twice.html" "$R" "$SL_TMP/copy.jsonl"
+tap_check "the same run given twice: exit 4, no page, said why" \
+	bash -c "[[ $RC -eq 4 && ! -e '$SL_TMP/twice.html' ]] && grep -q 'given twice' <<<\"\$1\"" _ "$ERR"
 
 # Not a log at all: a page that says TAMPERED, and stderr names the file, the line and why.
 printf '{"seq":0,"prev":"%064d","ts":1,"type":"log_start"}\nnot json\n' 0 >"$SL_TMP/junk.jsonl"

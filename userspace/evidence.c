@@ -1236,7 +1236,7 @@ void evidence_utc(int64_t us, char *buf, size_t size)
  * a host of one run would pass --min-runs 2. Each run signs with a key of its own, certified
  * in its verified log_start line: the same key is the same run.
  */
-static bool same_run(const struct evidence *ev, const struct ev_run *r, char *err, size_t len)
+bool evidence_same_run(const struct evidence *ev, const struct ev_run *r, char *err, size_t len)
 {
 	size_t i;
 
@@ -1283,7 +1283,7 @@ int evidence_load(const char *prog, char *const *paths, size_t n, const char *ke
 			continue;
 		}
 		r = &ev->runs[ev->n_runs - 1];
-		if (same_run(ev, r, err, sizeof(err))) {
+		if (evidence_same_run(ev, r, err, sizeof(err))) {
 			fprintf(stderr, "%s: %s\n", prog, evidence_safe(err, safe, sizeof(safe)));
 			refused = true;
 			continue;

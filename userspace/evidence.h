@@ -279,6 +279,12 @@ int evidence_new(struct evidence **out);
 int evidence_add_log(struct evidence *ev, const char *path, const char *host_vkey, char *err,
 		     size_t err_len);
 
+/*
+ * r, the run just added, is one ev holds already (the same file, a copy, another segment): the
+ * same run key, certified in both verified log_start lines. err then says which.
+ */
+bool evidence_same_run(const struct evidence *ev, const struct ev_run *r, char *err, size_t len);
+
 /* Sort endpoints: names A-Z, then addresses A-Z; ports ascending. Call after the last add. */
 void evidence_sort(struct evidence *ev);
 

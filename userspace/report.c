@@ -124,8 +124,9 @@ static int verdict(const struct ev_run *r, bool unverified)
  */
 static void banner(FILE *f, const struct evidence *ev, bool unverified)
 {
-	static const int order[] = {REPORT_TAMPERED, REPORT_UNVERIFIED, REPORT_ERROR,
-				    REPORT_UNSEALED, REPORT_LOSS,	REPORT_VERIFIED};
+	static const int order[] = {REPORT_TAMPERED, REPORT_FORMAT, REPORT_UNVERIFIED,
+				    REPORT_ERROR,    REPORT_UNSEALED, REPORT_LOSS,
+				    REPORT_VERIFIED};
 	size_t i, j, n;
 	int worst = REPORT_VERIFIED;
 
@@ -907,7 +908,13 @@ int report_main(int argc, char **argv)
 		return 4;
 	}
 	for (i = optind; i < argc; i++) {
-		if (evidence_add_log(ev, argv[i], vkey, err, sizeof(err))) {
+		/*
+		 * A verified run given twice would count twice in the page and its suggested
+		 * policy; a copy that does not verify is shown as such (TAMPERED), counted nowhere.
+		 */
+		if (evidence_add_log(ev, argv[i], vkey, err, sizeof(err)) ||
+		    (ev->runs[ev->n_runs - 1].verified &&
+		     evidence_same_run(ev, &ev->runs[ev->n_runs - 1], err, sizeof(err)))) {
 			fprintf(stderr, "sluice report: ");
 			term_str(stderr, err);
 			fprintf(stderr, "; no report written\n");

@@ -247,7 +247,8 @@ int report_verdict_of(const struct verify_result *r, bool unverified)
 	case VERIFY_UNSEALED:
 		return REPORT_UNSEALED;
 	case VERIFY_INVALID:
-		return REPORT_TAMPERED;
+		/* a newer sluice's log: this one cannot check it, which is not proof of a change */
+		return r->format > 1 ? REPORT_FORMAT : REPORT_TAMPERED;
 	default:
 		return REPORT_ERROR;
 	}
@@ -266,6 +267,8 @@ const char *report_verdict_word(int verdict)
 		return "TAMPERED";
 	case REPORT_UNVERIFIED:
 		return "UNVERIFIED";
+	case REPORT_FORMAT:
+		return "UNKNOWN FORMAT";
 	default:
 		return "NOT VERIFIED";
 	}

@@ -85,10 +85,12 @@ enum report_verdict {
 	REPORT_TAMPERED,   /* the log does not verify */
 	REPORT_ERROR,	   /* it could not be verified */
 	REPORT_UNVERIFIED, /* --unverified: not checked */
+	REPORT_FORMAT,	   /* refused for a log format this sluice does not read */
 };
 
 int report_verdict_of(const struct verify_result *r, bool unverified);
-/* "VERIFIED", "LOSS DECLARED", "UNSEALED", "TAMPERED", "NOT VERIFIED", "UNVERIFIED" */
+/* "VERIFIED", "LOSS DECLARED", "UNSEALED", "TAMPERED", "NOT VERIFIED", "UNVERIFIED",
+   "UNKNOWN FORMAT" */
 const char *report_verdict_word(int verdict);
 /* The CSS class of the verdict: "ok", "warn" or "bad". */
 const char *report_verdict_class(int verdict);

@@ -937,6 +937,7 @@ static int check_log_start(struct verifier *v)
 	    u64_field(v, "log_start", "checkpoint_secs", &v->checkpoint_secs) ||
 	    u64_field(v, "log_start", "format", &format))
 		return -ECANCELED;
+	r->format = format;
 	if (format != 1)
 		return BAD(v, "log_start: format %" PRIu64 " (this verifier reads format 1)",
 			   format);

@@ -149,6 +149,9 @@ struct verify_result {
 	int64_t start_ts;      /* log_start.ts: microseconds since the epoch */
 	uint32_t run_key_hash; /* the run key's hash (as in its verifier key) */
 	uint32_t last_key_hash; /* the key in force at the end: the last writer_restart's, if any */
+	/* log_start's format, once read (0: not reached); a log refused for another one is of a
+	   sluice this one cannot check, not necessarily changed */
+	uint64_t format;
 	/* for tests: words the kseq window examined (a crafted log must not make this explode) */
 	uint64_t kseq_words_scanned;
 
