@@ -191,6 +191,23 @@ static void putf(struct journal_line *l, const char *fmt, ...)
 }
 
 /* The NUL terminator is never a continuation byte, so this stops at it. */
+uint32_t journal_utf8_cp(const char *str, size_t n)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	uint32_t cp = s[0] & (0x7f >> n);
+	size_t i;
+
+	for (i = 1; i < n; i++)
+		cp = cp << 6 | (s[i] & 0x3f);
+	return cp;
+}
+
+bool journal_cp_misleads(uint32_t cp)
+{
+	return (cp >= 0x80 && cp <= 0x9f) || cp == 0x061c || cp == 0x200e || cp == 0x200f ||
+	       (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0xfeff;
+}
+
 size_t journal_utf8_len(const char *str)
 {
 	const unsigned char *s = (const unsigned char *)str;

@@ -204,4 +204,15 @@ void journal_discard(struct journal *j);
  */
 size_t journal_utf8_len(const char *s);
 
+/* The code point of the well-formed n-byte UTF-8 sequence at s (journal_utf8_len's n). */
+uint32_t journal_utf8_cp(const char *s, size_t n);
+
+/*
+ * Code points that change how the text around them reads, for whoever shows a log's strings to
+ * a person (a terminal, a page): C1 controls, the bidirectional marks, overrides and isolates (a
+ * host name that displays reversed), line and paragraph separators, the BOM and zero-width
+ * no-break space.
+ */
+bool journal_cp_misleads(uint32_t cp);
+
 #endif /* SLUICE_JOURNAL_H */

@@ -8,28 +8,6 @@
 #include "journal.h"
 #include "report_html.h"
 
-/* The code point of the well-formed n-byte UTF-8 sequence at s. */
-static uint32_t utf8_cp(const unsigned char *s, size_t n)
-{
-	uint32_t cp = s[0] & (0x7f >> n);
-	size_t i;
-
-	for (i = 1; i < n; i++)
-		cp = cp << 6 | (s[i] & 0x3f);
-	return cp;
-}
-
-/*
- * Code points that change how the text around them reads: C1 controls, the bidirectional marks,
- * overrides and isolates (a host name that displays reversed), line and paragraph separators,
- * the BOM and zero-width no-break space.
- */
-static bool cp_unsafe(uint32_t cp)
-{
-	return (cp >= 0x80 && cp <= 0x9f) || cp == 0x061c || cp == 0x200e || cp == 0x200f ||
-	       (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0xfeff;
-}
-
 /*
  * The length of the well-formed UTF-8 sequence at s, within n bytes; 0 if none. journal_utf8_len
  * reads a NUL-terminated string: a copy bounded by n (at most 4 bytes) keeps it inside.
@@ -78,7 +56,7 @@ static void escape(FILE *f, const char *str, size_t len, bool lines)
 				fputc(*s, f);
 				break;
 			}
-			if (n && !cp_unsafe(utf8_cp(s, n))) {
+			if (n && !journal_cp_misleads(journal_utf8_cp((const char *)s, n))) {
 				fwrite(s, 1, n, f);
 				s += n;
 				continue;

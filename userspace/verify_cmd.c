@@ -100,31 +100,10 @@ static void json_str(FILE *f, const char *str)
 	fputc('"', f);
 }
 
-/* The code point of the well-formed n-byte UTF-8 sequence at s. */
-static uint32_t utf8_cp(const unsigned char *s, size_t n)
-{
-	uint32_t cp = s[0] & (0x7f >> n);
-	size_t i;
-
-	for (i = 1; i < n; i++)
-		cp = cp << 6 | (s[i] & 0x3f);
-	return cp;
-}
-
-/*
- * Characters a terminal acts on or that change how a line reads: C1 controls, bidirectional
- * overrides and isolates, line and paragraph separators.
- */
-static bool cp_unsafe(uint32_t cp)
-{
-	return (cp >= 0x80 && cp <= 0x9f) || cp == 0x200e || cp == 0x200f ||
-	       (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
-}
-
 /*
  * For the human summary: printable ASCII and well-formed UTF-8 as they are; control bytes
- * (ESC included), DEL, invalid UTF-8, the characters cp_unsafe() names and the backslash as
- * \xNN (\\ for the backslash), byte by byte, so nothing in a log can drive the terminal or
+ * (ESC included), DEL, invalid UTF-8, the characters journal_cp_misleads() names and the
+ * backslash as \xNN (\\ for the backslash), byte by byte, so nothing in a log can drive the terminal or
  * pass for a line of the summary.
  */
 static void human_str(FILE *f, const char *str)
@@ -140,7 +119,7 @@ static void human_str(FILE *f, const char *str)
 		} else if (*s >= 0x20 && *s < 0x7f) {
 			fputc(*s, f);
 			s++;
-		} else if (n && !cp_unsafe(utf8_cp(s, n))) {
+		} else if (n && !journal_cp_misleads(journal_utf8_cp((const char *)s, n))) {
 			fwrite(s, 1, n, f);
 			s += n;
 		} else {
