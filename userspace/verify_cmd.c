@@ -103,8 +103,8 @@ static void json_str(FILE *f, const char *str)
 /*
  * For the human summary: printable ASCII and well-formed UTF-8 as they are; control bytes
  * (ESC included), DEL, invalid UTF-8, the characters journal_cp_misleads() names and the
- * backslash as \xNN (\\ for the backslash), byte by byte, so nothing in a log can drive the terminal or
- * pass for a line of the summary.
+ * backslash as \xNN (\\ for the backslash), byte by byte, so nothing in a log can drive the
+ * terminal or pass for a line of the summary.
  */
 static void human_str(FILE *f, const char *str)
 {
