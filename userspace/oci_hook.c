@@ -31,8 +31,8 @@
 #define HOOK "sluice oci-hook"
 #define HOOK_STATE_MAX (1u << 20) /* the state on stdin */
 #define HOOK_VERSION_MAX 64
-#define HOOK_CG_DEPTH 8
-#define OCI_HOOK_ID_CHARS 12 /* of the container id in a run id from an annotation */ /* how deep below cgroupsPath the container's process may sit */
+#define HOOK_CG_DEPTH 8 /* how deep below cgroupsPath the container's process may sit */
+#define OCI_HOOK_ID_CHARS 12 /* of the container id in a run id from an annotation */
 
 static void usage(FILE *out)
 {
