@@ -203,6 +203,23 @@ tap_is "the name only the old policy listed no longer resolves" \
 	"$(rcode seven.switch.example)" NXDOMAIN
 tap_is "the name the new policy lists still resolves" "$(resolve ten.switch.example)" \
 	198.51.100.10
+# The host side (tc on the namespace's veth) judges by the new policy too: a connection made in
+# the run's namespace but outside its cgroup, which no cgroup program sees, to the host only the
+# old policy listed is dropped there (it was let through, by the old policy's maps, before).
+sink_mark
+n_tc=$(log_count "$LOG" type=decision hook=tc dst=203.0.113.7 port=80 decision=deny)
+"${RUN_EXEC_NETONLY[@]}" timeout 5 python3 -c '
+import socket
+try:
+    socket.create_connection(("203.0.113.7", 80), timeout=2).sendall(b"after-replace\n")
+except OSError:
+    pass' >/dev/null 2>&1
+assert_sink_none "after replace-policy the host side drops what only the old policy allowed" \
+	"tcp-accept 203.0.113.7"
+wait_until $((3000 * SL_SLOW)) test "$(log_count "$LOG" type=decision hook=tc dst=203.0.113.7 \
+	port=80 decision=deny)" -gt "$n_tc"
+tap_cmp "the log has the host side's denial of it" \
+	"$(log_count "$LOG" type=decision hook=tc dst=203.0.113.7 port=80 decision=deny)" -gt "$n_tc"
 status=$("$SLUICE" status --json 2>&1)
 tap_check "sluice status shows the new policy's digest" \
 	grep -q "\"run_id\":\"$RUN\".*\"policy_sha256\":\"$(sha256sum "$SL_TMP/b.yaml" | cut -c1-64)\"" \

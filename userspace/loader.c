@@ -1659,10 +1659,13 @@ int loader_next_load(struct loader *l, const struct policy *p, const struct poli
 	memcpy((void *)n->tc->rodata, (const void *)l->tc->rodata, sizeof(*n->tc->rodata));
 	n->tc->rodata->sl_cfg_mode = (__u8)mode;
 	n->tc->rodata->sl_cfg_default_allow = n->skel->rodata->sl_cfg_default_allow;
-	/* the namespace's attribution maps are the old packet layer's (pinned, shared) */
-	err = next_share(n->tc->obj, n->skel->obj, l->skb->obj);
-	if (!err)
-		err = next_share(n->tc->obj, NULL, l->tc->obj);
+	/*
+	 * The new decision layer's maps (its policy), else the old host side's own (its report
+	 * cache, and the namespace's attribution maps, which it shares with the old packet layer).
+	 * One pass: a second one keyed on the old object alone would point the new program back at
+	 * the old policy's maps (the host side then judged by the old policy).
+	 */
+	err = next_share(n->tc->obj, n->skel->obj, l->tc->obj);
 	if (!err)
 		err = sl_tc__load(n->tc);
 	if (err)
