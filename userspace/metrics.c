@@ -16,6 +16,7 @@
 
 #include "decision.h"
 #include "metrics.h"
+#include "util.h"
 
 /*
  * Label values. Each table ends where its "other" begins: a value the log holds that is not in
@@ -442,58 +443,15 @@ int metrics_render(const struct metrics *m, char **out, size_t *len)
 	return 0;
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 int metrics_write_textfile(const struct metrics *m, const char *path)
 {
-	char tmp[PATH_MAX], *body = NULL;
-	const char *base = strrchr(path, '/');
+	char *body = NULL;
 	size_t len = 0;
-	int fd = -1, err;
+	int err = metrics_render(m, &body, &len);
 
-	/* ".NAME.XXXXXX" beside it: same filesystem (rename is atomic), not *.prom. */
-	if (base)
-		err = snprintf(tmp, sizeof(tmp), "%.*s/.%s.XXXXXX", (int)(base - path), path,
-			       base + 1);
-	else
-		err = snprintf(tmp, sizeof(tmp), ".%s.XXXXXX", path);
-	if (err < 0 || (size_t)err >= sizeof(tmp))
-		return -ENAMETOOLONG;
-	err = metrics_render(m, &body, &len);
-	if (err)
-		return err;
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0) {
-		err = -errno;
-		goto out;
-	}
-	err = write_all(fd, body, len);
-	/* node-exporter runs as its own user; mkostemp made the file 0600. */
-	if (!err && fchmod(fd, 0644))
-		err = -errno;
-	if (!err && fsync(fd))
-		err = -errno;
-	if (close(fd) && !err)
-		err = -errno;
-	if (!err && rename(tmp, path))
-		err = -errno;
-	if (err)
-		unlink(tmp);
-out:
+	/* node-exporter runs as its own user, and reads only *.prom: not the temporary name */
+	if (!err)
+		err = util_replace_file(path, body, len, 0644);
 	free(body);
 	return err;
 }

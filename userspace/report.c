@@ -26,6 +26,7 @@
 #include "report.h"
 #include "report_html.h"
 #include "tlog.h"
+#include "util.h"
 
 #define T(f, s) report_html_text(f, s)
 
@@ -801,59 +802,22 @@ static int page(FILE *f, const struct evidence *ev, bool unverified)
 	return 0;
 }
 
-/* Write the page to a temporary file beside out, then rename it over out. */
+/* The page, written whole over out or not at all (a report is for reading: 0644). */
 static int write_page(const char *out, const struct evidence *ev, bool unverified)
 {
-	char *tmp = NULL;
-	FILE *f = NULL;
-	int fd = -1, err = 0;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	int err;
 
-	if (asprintf(&tmp, "%s.XXXXXX", out) < 0) {
-		tmp = NULL;
-		err = -ENOMEM;
-		goto out;
-	}
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0) {
-		err = -errno;
-		free(tmp);
-		tmp = NULL;
-		goto out;
-	}
-	/* a report is for reading: not the 0600 mkstemp gives */
-	if (fchmod(fd, 0644)) {
-		err = -errno;
-		goto out;
-	}
-	f = fdopen(fd, "w");
-	if (!f) {
-		err = -errno;
-		goto out;
-	}
-	fd = -1;
+	if (!f)
+		return -errno;
 	err = page(f, ev, unverified);
-	if (err)
-		goto out;
-	if (fflush(f) || ferror(f) || fsync(fileno(f))) {
-		err = -(errno ? errno : EIO);
-		goto out;
-	}
-	if (fclose(f)) {
-		f = NULL;
-		err = -errno;
-		goto out;
-	}
-	f = NULL;
-	if (rename(tmp, out))
-		err = -errno;
-out:
-	if (f)
-		fclose(f);
-	if (fd >= 0)
-		close(fd);
-	if (err && tmp)
-		unlink(tmp);
-	free(tmp);
+	if (fclose(f) && !err)
+		err = -(errno ? errno : ENOMEM);
+	if (!err)
+		err = util_replace_file(out, buf, len, 0644);
+	free(buf);
 	return err;
 }
 

@@ -22,6 +22,7 @@
 #include "../policy/policy.h"
 #include "evidence.h"
 #include "policy_tools.h"
+#include "util.h"
 
 #define PROG "sluice policy suggest"
 /* Suggested caps: twice the largest value seen, and at least this much above it. */
@@ -677,36 +678,6 @@ static void usage(FILE *out)
 		"2 usage.\n");
 }
 
-/* Write text to path through a temporary file in the same directory and a rename. */
-static int write_atomic(const char *path, const char *text, size_t len)
-{
-	char tmp[PATH_MAX];
-	FILE *f;
-	int fd, err = 0;
-
-	if (snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	fd = mkstemp(tmp);
-	if (fd < 0)
-		return -errno;
-	f = fdopen(fd, "w");
-	if (!f) {
-		err = -errno;
-		close(fd);
-		goto out;
-	}
-	if (fwrite(text, 1, len, f) != len || fflush(f) || fchmod(fd, 0644) || fsync(fd))
-		err = -errno ? -errno : -EIO;
-	if (fclose(f) && !err)
-		err = -errno;
-	if (!err && rename(tmp, path))
-		err = -errno;
-out:
-	if (err)
-		unlink(tmp);
-	return err;
-}
-
 int suggest_text(const struct evidence *ev, size_t min_runs, bool unverified, const char *name,
 		 char **text, size_t *len, char *err, size_t err_len)
 {
@@ -825,7 +796,7 @@ int policy_suggest_main(int argc, char **argv)
 		goto out;
 	}
 	if (out) {
-		int e = write_atomic(out, text, len);
+		int e = util_replace_file(out, text, len, 0644);
 
 		if (e) {
 			fprintf(stderr, PROG ": write %s: %s\n", out, strerror(-e));

@@ -2,8 +2,10 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -53,6 +55,42 @@ int util_read_file(const char *path, char *buf, size_t len)
 		return err;
 	buf[n] = '\0';
 	return (int)n;
+}
+
+int util_replace_file(const char *path, const char *buf, size_t len, mode_t mode)
+{
+	const char *base = strrchr(path, '/');
+	char tmp[PATH_MAX];
+	int fd, err = 0;
+
+	if (base ? util_fmt(tmp, sizeof(tmp), "%.*s/.%s.XXXXXX", (int)(base - path), path, base + 1)
+		 : util_fmt(tmp, sizeof(tmp), ".%s.XXXXXX", path))
+		return -ENAMETOOLONG;
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while (!err && len) {
+		ssize_t w = write(fd, buf, len);
+
+		if (w < 0 && errno != EINTR)
+			err = -errno;
+		else if (w > 0) {
+			buf += w;
+			len -= (size_t)w;
+		}
+	}
+	/* mkostemp made it 0600 */
+	if (!err && fchmod(fd, mode))
+		err = -errno;
+	if (!err && fsync(fd))
+		err = -errno;
+	if (close(fd) && !err)
+		err = -errno;
+	if (!err && rename(tmp, path))
+		err = -errno;
+	if (err)
+		unlink(tmp);
+	return err;
 }
 
 int util_write_file(const char *path, const char *s)

@@ -20,6 +20,13 @@ int util_read_file(const char *path, char *buf, size_t len);
 int util_write_file(const char *path, const char *s);
 
 /*
+ * Replace path with len bytes of buf, whole or not at all: written to ".BASE.XXXXXX" beside it
+ * (the same filesystem; a name no "*.prom"-style reader picks up), fsynced, given mode, and
+ * renamed over it. On failure path is left as it was and no temporary file stays. 0 or -errno.
+ */
+int util_replace_file(const char *path, const char *buf, size_t len, mode_t mode);
+
+/*
  * open() a path that must be a regular file (else -EINVAL): a FIFO or a device at the path is
  * neither waited on nor opened for real (O_NONBLOCK until it is known to be a file). Adds
  * O_CLOEXEC; mode is for O_CREAT. Returns the fd or -errno.
