@@ -799,24 +799,14 @@ static void client_read(struct daemon *d, struct client *c)
 static void client_who(const struct ucred *cred, char *out, size_t size)
 {
 	char path[64], comm[32] = "?", uid[16] = "";
-	ssize_t n;
-	int fd;
 
 	util_fmt(path, sizeof(path), "/proc/%d/comm", (int)cred->pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		n = read(fd, comm, sizeof(comm) - 1);
-		comm[n > 0 ? n : 0] = '\0';
-		comm[strcspn(comm, "\n")] = '\0';
-		close(fd);
-	}
+	if (util_read_file(path, comm, sizeof(comm)) < 0)
+		util_copy(comm, sizeof(comm), "?");
+	comm[strcspn(comm, "\n")] = '\0';
 	util_fmt(path, sizeof(path), "/proc/%d/loginuid", (int)cred->pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		n = read(fd, uid, sizeof(uid) - 1);
-		uid[n > 0 ? n : 0] = '\0';
-		close(fd);
-	}
+	if (util_read_file(path, uid, sizeof(uid)) < 0)
+		uid[0] = '\0';
 	/* 4294967295: no login (a service, a test) */
 	if (uid[0] && strcmp(uid, "4294967295"))
 		util_fmt(out, size, "pid %d (%s), loginuid %s", (int)cred->pid, comm, uid);
