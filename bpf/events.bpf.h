@@ -58,18 +58,44 @@ static __always_inline void event_count_loss(__u32 hook)
 }
 
 /*
- * Hot-path records (allows) do not wake the reader: it polls on a short timer, and we force a
- * wake-up only when the buffer fills past sl_cfg_wakeup_bytes. Urgent records (denials, which the
- * user is waiting to read on stderr) always wake it; under a flood the kernel coalesces those
- * wake-ups into one pending irq_work.
+ * Where the reader had to get for another forced wake-up to be useful: the producer position
+ * when the last one was sent (slot 0). Its own map so that every object of the run shares it.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} sl_wake SEC(".maps");
+
+/*
+ * Hot-path records (allows) do not wake the reader: it polls on a short timer. Urgent records
+ * (denials, which the user is waiting to read on stderr) and records that find the buffer past
+ * sl_cfg_wakeup_bytes do, but at most once per consumer advance: a forced wake-up costs an
+ * IRQ-work interrupt on this CPU, and a reader that has not yet consumed what was queued at the
+ * last one is already awake or about to be (its poll is level-triggered). Those records carry
+ * no flag rather than BPF_RB_NO_WAKEUP: the kernel then wakes the reader itself if, at commit,
+ * the reader has caught up to exactly this record, so the last record of a burst is never left
+ * waiting behind a wake-up that was spent on an earlier one.
  */
 static __always_inline __u64 event_wakeup_flags(bool urgent)
 {
-	if (urgent)
+	__u32 zero = 0;
+	__u64 *woken, at;
+
+	if (!urgent && bpf_ringbuf_query(&sl_events, BPF_RB_AVAIL_DATA) < sl_cfg_wakeup_bytes)
+		return BPF_RB_NO_WAKEUP;
+	woken = bpf_map_lookup_elem(&sl_wake, &zero);
+	if (!woken)
 		return BPF_RB_FORCE_WAKEUP;
-	if (bpf_ringbuf_query(&sl_events, BPF_RB_AVAIL_DATA) >= sl_cfg_wakeup_bytes)
-		return BPF_RB_FORCE_WAKEUP;
-	return BPF_RB_NO_WAKEUP;
+	at = *woken;
+	if (bpf_ringbuf_query(&sl_events, BPF_RB_CONS_POS) < at)
+		return 0;
+	/* one producer of those that saw the same advance sends it */
+	if (__sync_val_compare_and_swap(woken, at,
+					bpf_ringbuf_query(&sl_events, BPF_RB_PROD_POS)) != at)
+		return 0;
+	return BPF_RB_FORCE_WAKEUP;
 }
 
 /* Queue a record; false (and counted) when the ring buffer had no room for it. */
