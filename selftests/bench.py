@@ -1,0 +1,708 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""
+make bench / make bench-quick (selftests/bench.sh runs this; root).
+
+connect() and close() side by side, interleaved, on namespaces this script builds and removes:
+every variant has a client namespace of its own with a veth to one server namespace, where a
+spinning server (sl_bench spin: never sleeps, so no wake-up of it blurs the client's figures)
+accepts on every address of 10.202.0.0/20 (a local route). Variants:
+  none           no program, no rule
+  sluice-N       a live sluice run (--netns: its host side too) whose policy has N CIDRs, its
+                 learned-address map filled (64k); the workload is moved into its cgroup
+  nftables-N     a set of the same N CIDRs matched by cgroup (socket cgroupv2) in the output hook
+  tinyproxy      each connect() is an HTTP CONNECT through tinyproxy on the client's loopback
+Workloads: hot (one destination, 10.202.0.1) and spread (cycling over the 4,096 addresses of
+10.202.0.0/20, each a /32 of the 10k and 100k policies and sets, so each lookup ends deep in
+the trie; the 10-CIDR policies hold the /20). Each round runs every variant once, in an order
+that rotates; figures are the median over rounds of each round's ratio to that round's none
+(median and p99), with the absolute medians, p99s and IRQ-work interrupts per connect.
+
+Also: start-up (sluice run -- true, 10 and 100k CIDRs), attach through the daemon, memory per
+run (the bytes_memlock of every map the run's programs and pins hold, plus the writer's RSS),
+each program's instruction count, the signed pipeline (records/s and the writer's CPU per record
+from /proc/PID/task/*/schedstat, loss), and replace-policy between two 100k-CIDR policies on a
+live run with a process connecting throughout (no connect may fail).
+
+--quick (make bench-quick, CI): a short table for information, and the checks that are reliable
+on a noisy two-core machine, held to selftests/bench-budgets.txt: instruction counts per
+program, memory per run of a 10-CIDR policy, zero loss at a paced record rate. Never a time.
+
+Writes OUT/results.json and OUT/results.md (OUT: --out, default .output/bench or
+.output/bench-quick). Exit 0, 1 if a check failed, 2 on a setup error.
+"""
+import argparse
+import ipaddress
+import json
+import os
+import random
+import shutil
+import socket
+import statistics
+import subprocess as sp
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SLUICE = os.environ.get("SLUICE", f"{REPO}/.output/sluice")
+TOOLS = os.environ.get("SL_TOOLS", f"{REPO}/.output/selftests")
+BENCH = f"{TOOLS}/sl_bench"
+BUDGETS = os.environ.get("BENCH_BUDGETS", f"{REPO}/selftests/bench-budgets.txt")
+BPFFS = "/sys/fs/bpf"
+PORT = 5001
+HOT = "10.202.0.1"
+SPREAD_BASE, SPREAD = "10.202.0.0", 4096
+PROXY_PORT = 8888
+ID = os.getpid()
+
+
+class SetupError(Exception):
+    pass
+
+
+def run(*cmd, check=True, capture=True, timeout=600, **kw):
+    r = sp.run([str(c) for c in cmd], stdout=sp.PIPE if capture else None,
+               stderr=sp.PIPE if capture else None, text=True, timeout=timeout, **kw)
+    if check and r.returncode:
+        raise SetupError(f"{' '.join(map(str, cmd))[:200]}: exit {r.returncode}: "
+                         f"{(r.stderr or '')[-400:]}")
+    return r
+
+
+def cgroup2_root():
+    for line in open("/proc/self/mountinfo"):
+        f = line.split()
+        if f[f.index("-") + 1] == "cgroup2":
+            return f[4]
+    raise SetupError("no cgroup2 mount")
+
+
+def iwi_total():
+    for line in open("/proc/interrupts"):
+        f = line.split()
+        if f and f[0] == "IWI:":
+            return sum(int(x) for x in f[1:] if x.isdigit())
+    return 0
+
+
+def sched_ns(pid):
+    """CPU time of every thread of pid, ns, from schedstat (not 10 ms ticks)."""
+    total = 0
+    for t in os.listdir(f"/proc/{pid}/task"):
+        try:
+            total += int(open(f"/proc/{pid}/task/{t}/schedstat").read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
+
+
+def pctl(v, q):
+    v = sorted(v)
+    return v[min(len(v) - 1, max(0, int(len(v) * q + 0.5) - 1))]
+
+
+T0 = time.monotonic()
+
+
+def say(what):
+    print(f"[{time.monotonic() - T0:6.1f}s] {what}", flush=True)
+
+
+class Bench:
+    def __init__(self, a):
+        self.a = a
+        self.tmp = tempfile.mkdtemp(prefix="sluice-bench.")
+        os.chmod(self.tmp, 0o755)
+        self.undo = []
+        self.cg2 = cgroup2_root()
+        self.procs = []
+        self.results = {"quick": a.quick, "rounds": a.rounds, "connects": a.connects,
+                        "sizes": a.sizes}
+        self.checks = []
+        self.key = f"{self.tmp}/host.key"
+        self.nclients = 0
+
+    # -- topology ---------------------------------------------------------------------------
+    def netns(self, name):
+        run("ip", "netns", "add", name)
+        self.undo.append(lambda: run("ip", "netns", "del", name, check=False))
+
+    def cgroup(self, name):
+        path = f"{self.cg2}/{name}"
+        os.mkdir(path)
+
+        def rm():
+            try:
+                open(f"{path}/cgroup.kill", "w").write("1")
+            except OSError:
+                pass
+            for _ in range(100):
+                try:
+                    os.rmdir(path)
+                    return
+                except OSError:
+                    time.sleep(0.05)
+        self.undo.append(rm)
+        return path
+
+    def bg(self, cmd, out):
+        p = sp.Popen([str(c) for c in cmd], stdout=open(out, "w"), stderr=sp.STDOUT,
+                     stdin=sp.DEVNULL)
+        self.procs.append(p)
+        return p
+
+    def server_up(self):
+        self.srv = f"slb-s-{ID}"
+        self.netns(self.srv)
+        run("ip", "-n", self.srv, "link", "set", "lo", "up")
+        run("ip", "-n", self.srv, "route", "add", "local", f"{SPREAD_BASE}/20", "dev", "lo")
+        self.bg(["ip", "netns", "exec", self.srv, BENCH, "spin", PORT], f"{self.tmp}/spin.out")
+        self.wait_for(lambda: "ready" in open(f"{self.tmp}/spin.out").read(), 10, "spin server")
+
+    def client(self, tag):
+        """A client namespace with its own veth to the server; returns its name."""
+        self.nclients += 1
+        k = self.nclients
+        ns = f"slb-{tag}-{ID}"
+        self.netns(ns)
+        run("ip", "-n", ns, "link", "add", "veth0", "type", "veth", "peer", "name", f"slv{k}",
+            "netns", self.srv)
+        run("ip", "-n", ns, "addr", "add", f"10.201.{k}.1/24", "dev", "veth0")
+        run("ip", "-n", self.srv, "addr", "add", f"10.201.{k}.2/24", "dev", f"slv{k}")
+        for n, dev in ((ns, "lo"), (ns, "veth0"), (self.srv, f"slv{k}")):
+            run("ip", "-n", n, "link", "set", dev, "up")
+        run("ip", "-n", ns, "route", "add", f"{SPREAD_BASE}/20", "via", f"10.201.{k}.2")
+        return ns
+
+    def wait_for(self, pred, secs, what):
+        end = time.time() + secs
+        while time.time() < end:
+            try:
+                if pred():
+                    return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise SetupError(f"{what}: not ready after {secs} s")
+
+    # -- policies ---------------------------------------------------------------------------
+    def cidrs(self, n, seed=1):
+        """n CIDRs: the server's spread range (as 4,096 /32s when n allows) plus filler."""
+        net = ipaddress.ip_network(f"{SPREAD_BASE}/20")
+        nets = [f"{a}/32" for a in net] if n >= 2 * SPREAD else [str(net)]
+        rnd = random.Random(seed)
+        filler = set()
+        while len(filler) < n - len(nets):
+            a, b, c, d = (rnd.randrange(20, 60), rnd.randrange(256), rnd.randrange(256),
+                          rnd.randrange(256))
+            filler.add(f"{a}.{b}.{c}.0/24" if rnd.random() < 0.5 else f"{a}.{b}.{c}.{d}/32")
+        return nets + sorted(filler)
+
+    def policy(self, n, seed=1, name=None):
+        path = f"{self.tmp}/{name or f'policy-{n}'}.yaml"
+        cs = self.cidrs(n, seed)
+        with open(path, "w") as f:
+            f.write("default: deny\nrules:\n  - name: bench\n    ports: [5001, 443]\n")
+            f.write("    protocols: [tcp, udp]\n    cidrs: [")
+            f.write(", ".join(f'"{c}"' for c in cs) + "]\n")
+        return path, cs
+
+    # -- variants ---------------------------------------------------------------------------
+    def sluice_up(self, n):
+        ns = self.client(f"sl{n}")
+        pol, _ = self.policy(n)
+        rid = f"bench-{ID}-{n}"
+        cgf = f"{self.tmp}/cg-{n}"
+        p = self.bg([SLUICE, "run", "--policy", pol, "--run-id", rid, "--log",
+                     f"{self.tmp}/run-{n}.jsonl", "--netns", f"/run/netns/{ns}", "--allow-root",
+                     "--ringbuf-kib", self.a.ringbuf_kib, "--", "sh", "-c",
+                     'cat /proc/self/cgroup >"$1.t" && mv "$1.t" "$1" && exec sleep 100000',
+                     "sh", cgf], f"{self.tmp}/run-{n}.err")
+        self.undo.append(lambda: self.stop(p))
+        self.wait_for(lambda: os.path.exists(cgf), 300, f"sluice run with {n} CIDRs")
+        say(f"sluice run with {n} CIDRs up")
+        rel = open(cgf).read().strip().split("::", 1)[1]
+        v = {"ns": ns, "cg": self.cg2 + rel, "pid": p.pid, "run_id": rid, "proc": p,
+             "log": f"{self.tmp}/run-{n}.jsonl"}
+        v["learned"] = self.fill_learned(rid)
+        say(f"its learned-address map filled ({v['learned']})")
+        return v
+
+    def fill_learned(self, rid):
+        """Fill the run's learned-address map (IPv4) to its size, with addresses outside
+        everything the workloads use: what a long run that resolved a lot carries."""
+        pin = f"{BPFFS}/sluice/{rid}/map-learned4"
+        info = json.loads(run("bpftool", "map", "show", "pinned", pin, "-j").stdout)
+        n = info["max_entries"]
+        batch = f"{self.tmp}/learned-{rid}.batch"
+        val = " ".join(["00"] * 24)
+        with open(batch, "w") as f:
+            for i in range(n):
+                a = (100 << 24) | (64 << 16) | i  # 100.64.0.0/10 is in no policy here
+                key = " ".join(f"{b:02x}" for b in a.to_bytes(4, "big"))
+                f.write(f"map update pinned {pin} key hex {key} value hex {val}\n")
+        run("bpftool", "batch", "file", batch, timeout=600)
+        os.unlink(batch)
+        return n
+
+    def nft_up(self, n):
+        ns = self.client(f"nft{n}")
+        name = f"slb-nft{n}-{ID}"
+        cg = self.cgroup(name)
+        _, cs = self.policy(n)
+        conf = f"{self.tmp}/nft-{n}.conf"
+        with open(conf, "w") as f:
+            f.write("table inet bench {\n  set many { type ipv4_addr; flags interval; "
+                    "auto-merge; elements = { " + ", ".join(cs) + " } }\n")
+            f.write("  chain out { type filter hook output priority 0; policy accept;\n")
+            f.write(f'    socket cgroupv2 level 1 "{name}" ip daddr @many tcp dport '
+                    "{ 5001, 443 } accept\n")
+            f.write(f'    socket cgroupv2 level 1 "{name}" oif lo accept\n')
+            f.write(f'    socket cgroupv2 level 1 "{name}" drop\n  }}\n}}\n')
+        # nft resolves cgroupv2 paths under /sys/fs/cgroup: show it the cgroup2 mount there
+        bind = "" if self.cg2 == "/sys/fs/cgroup" else \
+            f'mount --bind "{self.cg2}" /sys/fs/cgroup && '
+        run("unshare", "-m", "sh", "-c",
+            f'mount --make-rprivate / && {bind}nsenter --net=/run/netns/{ns} nft -f "$1"',
+            "sh", conf)
+        return {"ns": ns, "cg": cg}
+
+    def proxy_up(self):
+        ns = self.client("px")
+        conf = f"{self.tmp}/tinyproxy.conf"
+        with open(conf, "w") as f:
+            f.write(f"Port {PROXY_PORT}\nListen 127.0.0.1\nTimeout 60\nMaxClients 512\n"
+                    f"Allow 127.0.0.1\nConnectPort {PORT}\nLogLevel Critical\n"
+                    f"LogFile \"{self.tmp}/tinyproxy.log\"\nDisableViaHeader Yes\n")
+        p = self.bg(["ip", "netns", "exec", ns, "tinyproxy", "-d", "-c", conf],
+                    f"{self.tmp}/tinyproxy.out")
+        self.undo.append(lambda: self.stop(p))
+
+        def up():
+            r = run("ip", "netns", "exec", ns, BENCH, "proxy", "127.0.0.1", PROXY_PORT, HOT,
+                    PORT, 1, check=False)
+            return r.returncode == 0
+        self.wait_for(up, 20, "tinyproxy")
+        return {"ns": ns, "cg": self.cgroup(f"slb-px-{ID}"), "proxy": True}
+
+    def stop(self, p):
+        if p.poll() is None:
+            p.terminate()
+            try:
+                p.wait(60)
+            except sp.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+    def workload(self, v, *args):
+        """sl_bench ARGS in the variant's namespace and cgroup; its stdout."""
+        r = run("nsenter", f"--net=/run/netns/{v['ns']}", "--", "sh", "-c",
+                'echo $$ >"$1/cgroup.procs" && shift && exec "$@"', "sh", v["cg"], BENCH,
+                *args, timeout=900)
+        return r.stdout
+
+    def connects(self, v, spread):
+        dst = SPREAD_BASE if spread else HOT
+        n = self.a.connects
+        sp_ = SPREAD if spread else 1
+        args = (["proxy", "127.0.0.1", PROXY_PORT, dst, PORT, n, sp_] if v.get("proxy")
+                else ["connect", dst, PORT, n, sp_])
+        i0 = iwi_total()
+        out = self.workload(v, *args)
+        iwi = iwi_total() - i0
+        rows = [tuple(int(x) for x in line.split()) for line in out.splitlines()]
+        c = [r[0] for r in rows]
+        cl = [r[1] for r in rows]
+        return {"med": statistics.median(c), "p99": pctl(c, 0.99), "close": statistics.median(cl),
+                "close_p99": pctl(cl, 0.99), "iwi": iwi / max(len(c), 1)}
+
+    # -- the interleaved table --------------------------------------------------------------
+    def table(self):
+        a = self.a
+        variants = {"none": {"ns": self.client("none"), "cg": self.cgroup(f"slb-none-{ID}")}}
+        self.runs = {}
+        for n in a.sizes:
+            self.runs[n] = variants[f"sluice-{n}"] = self.sluice_up(n)
+        if not a.no_nft:
+            for n in a.sizes:
+                variants[f"nftables-{n}"] = self.nft_up(n)
+        if not a.no_proxy:
+            variants["tinyproxy"] = self.proxy_up()
+        names = list(variants)
+        raw = {w: {v: [] for v in names} for w in ("hot", "spread")}
+        say(f"connect()+close(): {a.rounds} rounds x {a.connects} per variant and workload, "
+            f"{len(names)} variants")
+        for r in range(a.rounds):
+            order = names[r % len(names):] + names[:r % len(names)]
+            for w in ("hot", "spread"):
+                for v in order:
+                    raw[w][v].append(self.connects(variants[v], w == "spread"))
+            say(f"round {r + 1}/{a.rounds} done")
+        rows = []
+        for w in ("hot", "spread"):
+            base = raw[w]["none"]
+            for v in names:
+                rs = raw[w][v]
+                row = {"workload": w, "variant": v}
+                for k in ("med", "p99", "close"):
+                    row[f"{k}_x"] = statistics.median(x[k] / b[k] for x, b in zip(rs, base))
+                    row[f"{k}_ns"] = statistics.median(x[k] for x in rs)
+                row["iwi_per_connect"] = statistics.median(x["iwi"] for x in rs)
+                rows.append(row)
+        self.results["connect"] = rows
+        self.results["connect_raw"] = raw
+
+    @staticmethod
+    def bpftool_json(*args):
+        """bpftool's JSON answer, {} if none (its exit status is not reliable for link show)."""
+        r = run("bpftool", *args, "-j", check=False)
+        try:
+            v = json.loads(r.stdout)
+        except ValueError:
+            return {}
+        return v if isinstance(v, dict) and "error" not in v else {}
+
+    # -- per run: programs and memory -------------------------------------------------------
+    def run_facts(self, v):
+        """The run's programs (name, instructions) and memory (maps' memlock, writer's RSS)."""
+        pin = f"{BPFFS}/sluice/{v['run_id']}"
+        maps, progs = set(), {}
+        for e in sorted(os.listdir(pin)):
+            path = f"{pin}/{e}"
+            if e.startswith("map-"):
+                maps.add(json.loads(run("bpftool", "map", "show", "pinned", path, "-j").stdout)
+                         ["id"])
+                continue
+            # a link (its program's id), or a pinned program (a clsact filter's)
+            pid = self.bpftool_json("link", "show", "pinned", path).get("prog_id") or \
+                self.bpftool_json("prog", "show", "pinned", path).get("id")
+            if not pid:
+                continue
+            p = json.loads(run("bpftool", "prog", "show", "id", pid, "-j").stdout)
+            maps.update(p.get("map_ids", []))
+            progs[p["name"]] = {"xlated_insns": p.get("bytes_xlated", 0) // 8,
+                                "verified_insns": p.get("verified_insns"),
+                                "jited_bytes": p.get("bytes_jited")}
+        memlock = 0
+        for m in maps:
+            memlock += json.loads(run("bpftool", "map", "show", "id", m, "-j").stdout)\
+                .get("bytes_memlock", 0)
+        rss = 0
+        for line in open(f"/proc/{v['pid']}/status"):
+            if line.startswith("VmRSS:"):
+                rss = int(line.split()[1]) * 1024
+        return {"programs": progs, "maps": len(maps), "maps_memlock": memlock,
+                "writer_rss": rss, "total": memlock + rss}
+
+    # -- the signed pipeline ----------------------------------------------------------------
+    def pipeline(self, n_records, rate, ringbuf_kib, v=None):
+        """n_records allow records (a datagram each from a new socket, rate/s if rate) into the
+        run v or a fresh 10-CIDR run, which ends after: records/s, the writer's CPU per record
+        (schedstat), loss."""
+        if v is None:
+            v = self.flood_run(ringbuf_kib)
+        p, log = v["proc"], v["log"]
+        c0, t0 = sched_ns(p.pid), time.monotonic()
+        self.workload(v, "udpflood", HOT, PORT, n_records, rate)
+        t_sent = time.monotonic()
+
+        def udp(line):
+            return b'"decision":"allow"' in line and b'"proto":"udp"' in line
+
+        def allows():
+            with open(log, "rb") as f:
+                return sum(1 for line in f if udp(line))
+        end = time.time() + 120
+        while time.time() < end and allows() < n_records:
+            time.sleep(0.1)
+        c1, t1 = sched_ns(p.pid), time.monotonic()
+        self.stop(p)
+        recs = [json.loads(line) for line in open(log)]
+        last = next(r for r in reversed(recs) if r.get("type") == "run_end")
+        got = sum(1 for r in recs if r.get("type") == "decision" and r.get("decision") == "allow"
+                  and r.get("proto") == "udp")
+        return {"records": n_records, "rate": rate, "allow_lines": got, "lost": last["lost"],
+                "send_s": t_sent - t0, "drain_s": t1 - t0,
+                "writer_cpu_ns_per_record": (c1 - c0) / max(got, 1),
+                "records_per_s": got / max(t1 - t0, 1e-9)}
+
+    def flood_run(self, ringbuf_kib):
+        ns = self.client("fl")
+        pol, _ = self.policy(10, name="flood")
+        rid = f"bench-{ID}-flood"
+        cgf, log = f"{self.tmp}/cg-{rid}", f"{self.tmp}/{rid}.jsonl"
+        p = self.bg([SLUICE, "run", "--policy", pol, "--run-id", rid, "--log", log, "--netns",
+                     f"/run/netns/{ns}", "--allow-root", "--ringbuf-kib", ringbuf_kib, "--",
+                     "sh", "-c", 'cat /proc/self/cgroup >"$1.t" && mv "$1.t" "$1" && '
+                     "exec sleep 100000", "sh", cgf], f"{self.tmp}/{rid}.err")
+        self.undo.append(lambda: self.stop(p))
+        self.wait_for(lambda: os.path.exists(cgf), 300, "flood run")
+        return {"ns": ns, "cg": self.cg2 + open(cgf).read().strip().split("::", 1)[1],
+                "proc": p, "log": log}
+
+    # -- start-up, attach, replacement ------------------------------------------------------
+    def startup(self, n, times):
+        pol, _ = self.policy(n)
+        ms = []
+        for i in range(times):
+            t0 = time.monotonic()
+            run(SLUICE, "run", "--policy", pol, "--run-id", f"bench-{ID}-true{n}-{i}", "--log",
+                f"{self.tmp}/true-{n}-{i}.jsonl", "--", "true")
+            ms.append((time.monotonic() - t0) * 1e3)
+        return statistics.median(ms)
+
+    def daemon(self, tag):
+        sock = f"{self.tmp}/{tag}.sock"
+        env = dict(os.environ, SLUICE_SOCKET=sock)
+        p = sp.Popen([SLUICE, "daemon", "--state-dir", f"{self.tmp}/{tag}-state", "--log-dir",
+                      f"{self.tmp}/{tag}-logs"], stdout=open(f"{self.tmp}/{tag}.out", "w"),
+                     stderr=sp.STDOUT, env=env)
+        self.procs.append(p)
+        self.undo.append(lambda: self.stop(p))
+        self.wait_for(lambda: run(SLUICE, "status", check=False, env=env).returncode == 0, 30,
+                      "daemon")
+        return env
+
+    def request(self, env, req):
+        s = socket.socket(socket.AF_UNIX)
+        s.settimeout(600)
+        s.connect(env["SLUICE_SOCKET"])
+        s.sendall(json.dumps(req).encode() + b"\n")
+        reply = s.makefile("rb").readline().decode()
+        s.close()
+        if '"ok":true' not in reply:
+            raise SetupError(f"daemon {req['op']}: {reply[:300]}")
+
+    def attach(self, times):
+        env = self.daemon("attach")
+        pol, _ = self.policy(10)
+        ms = []
+        for i in range(times):
+            cg = self.cgroup(f"slb-att-{ID}-{i}")
+            rid = f"bench-{ID}-att{i}"
+            t0 = time.monotonic()
+            self.request(env, {"op": "attach", "run_id": rid, "cgroup": cg, "policy": pol})
+            ms.append((time.monotonic() - t0) * 1e3)
+            run(SLUICE, "detach", "--run-id", rid, check=False, env=env)
+        return statistics.median(ms)
+
+    def replace(self, n):
+        """replace-policy between two n-CIDR policies on a live run while a process of the run
+        connects in a loop: each switch's time, and the connects that failed."""
+        env = self.daemon("switch")
+        big1, _ = self.policy(n, seed=2, name="big1")
+        big2, _ = self.policy(n, seed=3, name="big2")
+        ns = self.client("sw")
+        cg = self.cgroup(f"slb-sw-{ID}")
+        rid = f"bench-{ID}-switch"
+        t0 = time.monotonic()
+        self.request(env, {"op": "attach", "run_id": rid, "cgroup": cg, "policy": big1,
+                           "netns": f"/run/netns/{ns}", "log": f"{self.tmp}/switch.jsonl"})
+        out = {"attach_ms": (time.monotonic() - t0) * 1e3}
+        fails, conns = f"{self.tmp}/switch.fails", f"{self.tmp}/switch.connects"
+        loop = self.bg(["nsenter", f"--net=/run/netns/{ns}", "--", "sh", "-c",
+                        'echo $$ >"$1/cgroup.procs" && while :; do "$2" connect "$3" "$4" 50 '
+                        '>>"$5" 2>>"$6" || echo fail >>"$6"; done', "sh", cg, BENCH, HOT, PORT,
+                        conns, fails], f"{self.tmp}/switch.loop")
+        time.sleep(1)
+        for step, args in (("replace_ms", ["replace-policy", "--run-id", rid, big2]),
+                           ("replace_back_ms", ["replace-policy", "--run-id", rid, big1])):
+            t0 = time.monotonic()
+            run(SLUICE, *args, env=env)
+            out[step] = (time.monotonic() - t0) * 1e3
+        time.sleep(1)
+        self.stop(loop)
+        run(SLUICE, "detach", "--run-id", rid, check=False, env=env)
+        out["connects"] = sum(1 for _ in open(conns)) if os.path.exists(conns) else 0
+        out["failed"] = sum(1 for x in open(fails) if x.startswith("fail")) \
+            if os.path.exists(fails) else 0
+        return out
+
+    # -- checks -----------------------------------------------------------------------------
+    def check(self, what, ok, value, limit):
+        self.checks.append({"check": what, "ok": bool(ok), "value": value, "limit": limit})
+
+    def budgets(self):
+        b = {}
+        for line in open(BUDGETS):
+            line = line.split("#", 1)[0].split()
+            if len(line) == 2:
+                b[line[0]] = int(line[1])
+        return b
+
+    def hold_to_budgets(self, facts):
+        b = self.budgets()
+        for name, p in sorted(facts["programs"].items()):
+            n = p["verified_insns"] or p["xlated_insns"]
+            lim = b.get(f"insns.{name}")
+            if lim is None:
+                self.check(f"{name}: instructions (no budget in bench-budgets.txt)", False, n, None)
+            else:
+                self.check(f"{name}: instructions", n <= lim, n, lim)
+        mb = facts["total"] / 2**20
+        lim = b["memory_mib.run_10"]
+        self.check("memory per run, 10 CIDRs (MiB: maps memlock + writer RSS)", mb <= lim,
+                   round(mb, 1), lim)
+
+    # -- output -----------------------------------------------------------------------------
+    def markdown(self):
+        R = self.results
+        out = []
+        if "connect" in R:
+            out += [f"connect() and close(), {R['rounds']} interleaved rounds x {R['connects']} "
+                    "per variant; x = median over rounds of the ratio to no program in the same "
+                    "round; ns = median over rounds; IWI = IRQ-work interrupts per connect", "",
+                    "| workload | variant | connect x | p99 x | close x | connect ns | p99 ns | "
+                    "close ns | IWI |", "|---|---|---|---|---|---|---|---|---|"]
+            for r in R["connect"]:
+                out.append(f"| {r['workload']} | {r['variant']} | {r['med_x']:.2f} | "
+                           f"{r['p99_x']:.2f} | {r['close_x']:.2f} | {r['med_ns']:.0f} | "
+                           f"{r['p99_ns']:.0f} | {r['close_ns']:.0f} | "
+                           f"{r['iwi_per_connect']:.2f} |")
+            out.append("")
+        if "memory" in R:
+            out += ["| run | programs | maps | maps memlock MiB | writer RSS MiB | total MiB |",
+                    "|---|---|---|---|---|---|"]
+            for n, f in R["memory"].items():
+                out.append(f"| {n} CIDRs | {len(f['programs'])} | {f['maps']} | "
+                           f"{f['maps_memlock'] / 2**20:.1f} | {f['writer_rss'] / 2**20:.1f} | "
+                           f"{f['total'] / 2**20:.1f} |")
+            first = next(iter(R["memory"].values()))
+            out += ["", "| program | instructions (xlated) | verified | JITed bytes |",
+                    "|---|---|---|---|"]
+            for name, p in sorted(first["programs"].items()):
+                out.append(f"| {name} | {p['xlated_insns']} | {p['verified_insns'] or '-'} | "
+                           f"{p['jited_bytes']} |")
+            out.append("")
+        for k in ("pipeline", "pipeline_paced"):
+            if k in R:
+                p = R[k]
+                out.append(f"- {k.replace('_', ' ')}: {p['records']} records"
+                           f"{' at ' + str(p['rate']) + '/s' if p['rate'] else ''}: "
+                           f"{p['allow_lines']} logged, {p['lost']} lost, "
+                           f"{p['records_per_s']:.0f} records/s end to end, writer CPU "
+                           f"{p['writer_cpu_ns_per_record']:.0f} ns per record")
+        for k, what in (("startup_ms", "sluice run -- true, median ms"),
+                        ("attach_ms", "attach through the daemon (10 CIDRs), median ms")):
+            if k in R:
+                out.append(f"- {what}: " + ", ".join(f"{n} CIDRs {v:.0f}"
+                                                      for n, v in R[k].items()))
+        if "replace" in R:
+            s = R["replace"]
+            out.append(f"- replace-policy at {s['cidrs']} CIDRs on a live run: attach "
+                       f"{s['attach_ms']:.0f} ms, replace {s['replace_ms']:.0f} ms, back "
+                       f"{s['replace_back_ms']:.0f} ms; {s['connects']} connects meanwhile, "
+                       f"{s['failed']} failed")
+        if self.checks:
+            out += ["", "| check | value | limit | |", "|---|---|---|---|"]
+            for c in self.checks:
+                out.append(f"| {c['check']} | {c['value']} | {c['limit']} | "
+                           f"{'ok' if c['ok'] else 'FAIL'} |")
+        return "\n".join(out) + "\n"
+
+    def main(self):
+        a = self.a
+        self.server_up()
+        run(SLUICE, "keygen", "--name", "sluice-bench", self.key)
+        os.environ["SLUICE_KEY"] = self.key
+        self.table()
+        self.results["memory"] = {n: self.run_facts(v) for n, v in self.runs.items()}
+        small = min(self.runs)
+        if a.quick:
+            self.hold_to_budgets(self.results["memory"][small])
+            pp = self.pipeline(a.paced_records, a.paced_rate, a.ringbuf_kib, self.runs[small])
+            self.results["pipeline_paced"] = pp
+            self.check(f"records lost at {a.paced_rate}/s paced", pp["lost"] == 0 and
+                       pp["allow_lines"] == pp["records"], pp["lost"], 0)
+        else:
+            for v in self.runs.values():
+                self.stop(v["proc"])
+            say("pipeline, start-up, attach, replace-policy")
+            self.results["pipeline"] = self.pipeline(a.flood, 0, 65536)
+            self.results["startup_ms"] = {n: self.startup(n, a.starts)
+                                          for n in (min(a.sizes), max(a.sizes))}
+            self.results["attach_ms"] = {10: self.attach(a.starts)}
+            rep = self.replace(a.replace_cidrs)
+            rep["cidrs"] = a.replace_cidrs
+            self.results["replace"] = rep
+            self.check("connects failed across replace-policy", rep["failed"] == 0 and
+                       rep["connects"] > 0, rep["failed"], 0)
+        self.results["checks"] = self.checks
+        os.makedirs(a.out, exist_ok=True)
+        with open(f"{a.out}/results.json", "w") as f:
+            json.dump(self.results, f, indent=1, default=str)
+        md = self.markdown()
+        with open(f"{a.out}/results.md", "w") as f:
+            f.write(md)
+        print()
+        print(md)
+        print(f"written: {a.out}/results.json, {a.out}/results.md")
+        return 1 if any(not c["ok"] for c in self.checks) else 0
+
+    def cleanup(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.terminate()
+                try:
+                    p.wait(30)
+                except sp.TimeoutExpired:
+                    p.kill()
+        for u in reversed(self.undo):
+            try:
+                u()
+            except Exception as e:  # cleanup goes on whatever one step says
+                print(f"cleanup: {e}", file=sys.stderr)
+        for d in os.listdir(f"{BPFFS}/sluice") if os.path.isdir(f"{BPFFS}/sluice") else []:
+            if d.startswith(f"bench-{ID}-"):
+                shutil.rmtree(f"{BPFFS}/sluice/{d}", ignore_errors=True)
+        if not os.environ.get("BENCH_KEEP_TMP"):
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--rounds", type=int)
+    ap.add_argument("--connects", type=int)
+    ap.add_argument("--sizes", help="CIDR counts of the policies, comma-separated")
+    ap.add_argument("--out")
+    ap.add_argument("--ringbuf-kib", default=1024, type=int)
+    ap.add_argument("--flood", default=200000, type=int)
+    ap.add_argument("--paced-records", default=20000, type=int)
+    ap.add_argument("--paced-rate", default=10000, type=int)
+    ap.add_argument("--starts", default=5, type=int)
+    ap.add_argument("--replace-cidrs", default=100000, type=int)
+    ap.add_argument("--no-nft", action="store_true")
+    ap.add_argument("--no-proxy", action="store_true")
+    a = ap.parse_args()
+    a.rounds = a.rounds or (3 if a.quick else 15)
+    a.connects = a.connects or (1000 if a.quick else 10000)
+    a.sizes = [int(x) for x in (a.sizes or ("10" if a.quick else "10,10000,100000")).split(",")]
+    a.out = a.out or f"{REPO}/.output/{'bench-quick' if a.quick else 'bench'}"
+    if os.geteuid():
+        sys.exit("make bench needs root")
+    for t in (SLUICE, BENCH):
+        if not os.access(t, os.X_OK):
+            print(f"{t} not built (make)", file=sys.stderr)
+            sys.exit(2)
+    for t in ([] if a.no_nft else ["nft"]) + ([] if a.no_proxy else ["tinyproxy"]) + \
+            ["bpftool", "nsenter", "unshare"]:
+        if not shutil.which(t):
+            print(f"{t} not installed", file=sys.stderr)
+            sys.exit(2)
+    b = Bench(a)
+    try:
+        rc = b.main()
+    except (SetupError, sp.TimeoutExpired, OSError) as e:
+        print(f"bench: {e}", file=sys.stderr)
+        rc = 2
+    except KeyboardInterrupt:
+        rc = 130
+    finally:
+        b.cleanup()
+    sys.exit(rc)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# make bench-quick under make test: the figures a noisy two-core machine measures reliably, held
+# to selftests/bench-budgets.txt (instructions per program as loaded, memory per 10-CIDR run)
+# and zero loss at a paced record rate; the short connect() table it prints is information only,
+# never a check (no wall-clock figure can fail this). tinyproxy is left out here to stay short.
+# One TAP line per check bench.py made, from its results.json.
+
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+require_root
+require_sluice
+require_tools nft bpftool
+[[ -x $SL_TOOLS/sl_bench ]] || skip_all "$SL_TOOLS/sl_bench not built (make)"
+
+out=$SL_TMP/bench-quick
+SL_TOOLS=$SL_TOOLS timeout -k 5 $((300 * SL_SLOW)) bash "$REPO/selftests/bench.sh" --quick \
+	--no-proxy --rounds 2 --connects 500 --out "$out" >"$SL_TMP/bench.out" 2>&1
+rc=$?
+tap_cmp "bench-quick ran (exit 0: checks passed, 1: a check failed)" "$rc" -le 1 ||
+	tap_diag_file "$SL_TMP/bench.out"
+if [[ -s $out/results.json ]]; then
+	while IFS=$'\t' read -r ok what value limit; do
+		if [[ $ok == True ]]; then
+			tap_ok "$what: $value (limit $limit)"
+		else
+			tap_fail "$what: $value (limit $limit)"
+		fi
+	done < <(python3 -c 'import json, sys
+for c in json.load(open(sys.argv[1]))["checks"]:
+    print(c["ok"], c["check"], c["value"], c["limit"], sep="\t")' "$out/results.json")
+	n=$(python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+print(len(r["memory"]["10"]["programs"]))' "$out/results.json")
+	tap_cmp "the run's programs were found and counted" "${n:-0}" -ge 10
+else
+	tap_fail "bench-quick wrote its results.json"
+	tap_diag_file "$SL_TMP/bench.out"
+fi
+tap_is "bench-quick exit status agrees with its checks" "$rc" "$(python3 -c 'import json, sys
+print(int(any(not c["ok"] for c in json.load(open(sys.argv[1]))["checks"])))' \
+	"$out/results.json" 2>/dev/null || echo x)"
+tap_check "nothing of the bench is left (namespaces, pins)" \
+	sh -c '! ip netns list | grep -q "^slb-" && ! ls /sys/fs/bpf/sluice 2>/dev/null | grep -q "^bench-"'
+tap_done
