@@ -117,7 +117,7 @@ class Bench:
         self.undo = []
         self.cg2 = cgroup2_root()
         self.procs = []
-        self.results = {"quick": a.quick, "rounds": a.rounds, "connects": a.connects,
+        self.results = {"id": ID, "quick": a.quick, "rounds": a.rounds, "connects": a.connects,
                         "sizes": a.sizes}
         self.checks = []
         self.key = f"{self.tmp}/host.key"
@@ -209,22 +209,22 @@ class Bench:
         return path, cs
 
     # -- variants ---------------------------------------------------------------------------
-    def sluice_up(self, n):
-        ns = self.client(f"sl{n}")
+    def sluice_up(self, n, binary=SLUICE, tag="sl"):
+        ns = self.client(f"{tag}{n}")
         pol, _ = self.policy(n)
-        rid = f"bench-{ID}-{n}"
-        cgf = f"{self.tmp}/cg-{n}"
-        p = self.bg([SLUICE, "run", "--policy", pol, "--run-id", rid, "--log",
-                     f"{self.tmp}/run-{n}.jsonl", "--netns", f"/run/netns/{ns}", "--allow-root",
-                     "--ringbuf-kib", self.a.ringbuf_kib, "--", "sh", "-c",
+        rid = f"bench-{ID}-{tag}{n}"
+        cgf = f"{self.tmp}/cg-{tag}{n}"
+        p = self.bg([binary, "run", "--policy", pol, "--run-id", rid, "--log",
+                     f"{self.tmp}/run-{tag}{n}.jsonl", "--netns", f"/run/netns/{ns}",
+                     "--allow-root", "--ringbuf-kib", self.a.ringbuf_kib, "--", "sh", "-c",
                      'cat /proc/self/cgroup >"$1.t" && mv "$1.t" "$1" && exec sleep 100000',
                      "sh", cgf], f"{self.tmp}/run-{n}.err")
         self.undo.append(lambda: self.stop(p))
         self.wait_for(lambda: os.path.exists(cgf), 300, f"sluice run with {n} CIDRs")
-        say(f"sluice run with {n} CIDRs up")
+        say(f"sluice run ({binary}) with {n} CIDRs up")
         rel = open(cgf).read().strip().split("::", 1)[1]
         v = {"ns": ns, "cg": self.cg2 + rel, "pid": p.pid, "run_id": rid, "proc": p,
-             "log": f"{self.tmp}/run-{n}.jsonl"}
+             "log": f"{self.tmp}/run-{tag}{n}.jsonl"}
         v["learned"] = self.fill_learned(rid)
         say(f"its learned-address map filled ({v['learned']})")
         return v
@@ -324,6 +324,8 @@ class Bench:
         self.runs = {}
         for n in a.sizes:
             self.runs[n] = variants[f"sluice-{n}"] = self.sluice_up(n)
+            if a.compare:
+                variants[f"{a.compare_label}-{n}"] = self.sluice_up(n, a.compare, "cmp")
         if not a.no_nft:
             for n in a.sizes:
                 variants[f"nftables-{n}"] = self.nft_up(n)
@@ -609,7 +611,9 @@ class Bench:
         self.table()
         self.results["memory"] = {n: self.run_facts(v) for n, v in self.runs.items()}
         small = min(self.runs)
-        if a.quick:
+        if a.table_only:
+            pass
+        elif a.quick:
             self.hold_to_budgets(self.results["memory"][small])
             pp = self.pipeline(a.paced_records, a.paced_rate, a.ringbuf_kib, self.runs[small])
             self.results["pipeline_paced"] = pp
@@ -662,19 +666,31 @@ class Bench:
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--rounds", type=int)
-    ap.add_argument("--connects", type=int)
-    ap.add_argument("--sizes", help="CIDR counts of the policies, comma-separated")
-    ap.add_argument("--out")
-    ap.add_argument("--ringbuf-kib", default=1024, type=int)
-    ap.add_argument("--flood", default=200000, type=int)
-    ap.add_argument("--paced-records", default=20000, type=int)
-    ap.add_argument("--paced-rate", default=10000, type=int)
-    ap.add_argument("--starts", default=5, type=int)
-    ap.add_argument("--replace-cidrs", default=100000, type=int)
-    ap.add_argument("--no-nft", action="store_true")
-    ap.add_argument("--no-proxy", action="store_true")
+    ap.add_argument("--quick", action="store_true",
+                    help="make bench-quick: short table, then the budget checks (no time)")
+    ap.add_argument("--rounds", type=int, help="interleaved rounds (15; quick 3)")
+    ap.add_argument("--connects", type=int,
+                    help="connects per variant, workload and round (10000; quick 1000)")
+    ap.add_argument("--sizes", help="CIDR counts of the policies (10,10000,100000; quick 10)")
+    ap.add_argument("--out", help="results directory (.output/bench or .output/bench-quick)")
+    ap.add_argument("--ringbuf-kib", default=1024, type=int,
+                    help="ring buffer of the table's runs (sluice run's default)")
+    ap.add_argument("--flood", default=200000, type=int,
+                    help="records of the pipeline measure (a 64 MiB ring)")
+    ap.add_argument("--paced-records", default=20000, type=int,
+                    help="quick: records sent paced, none may be lost")
+    ap.add_argument("--paced-rate", default=10000, type=int, help="quick: their rate, per s")
+    ap.add_argument("--starts", default=5, type=int,
+                    help="sluice run -- true and daemon attaches measured")
+    ap.add_argument("--replace-cidrs", default=100000, type=int,
+                    help="CIDRs of the two policies replace-policy swaps")
+    ap.add_argument("--no-nft", action="store_true", help="leave nftables out")
+    ap.add_argument("--no-proxy", action="store_true", help="leave tinyproxy out")
+    ap.add_argument("--compare", metavar="SLUICE",
+                    help="another build's sluice binary, run as more variants (before/after)")
+    ap.add_argument("--compare-label", default="other", help="those variants' name")
+    ap.add_argument("--table-only", action="store_true",
+                    help="the connect() table and memory per run, nothing after them")
     a = ap.parse_args()
     a.rounds = a.rounds or (3 if a.quick else 15)
     a.connects = a.connects or (1000 if a.quick else 10000)

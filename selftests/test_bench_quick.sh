@@ -7,6 +7,7 @@
 # never a check (no wall-clock figure can fail this). tinyproxy is left out here to stay short.
 # One TAP line per check bench.py made, from its results.json.
 
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 require_root
@@ -41,6 +42,12 @@ fi
 tap_is "bench-quick exit status agrees with its checks" "$rc" "$(python3 -c 'import json, sys
 print(int(any(not c["ok"] for c in json.load(open(sys.argv[1]))["checks"])))' \
 	"$out/results.json" 2>/dev/null || echo x)"
-tap_check "nothing of the bench is left (namespaces, pins)" \
-	sh -c '! ip netns list | grep -q "^slb-" && ! ls /sys/fs/bpf/sluice 2>/dev/null | grep -q "^bench-"'
+id=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["id"])' \
+	"$out/results.json" 2>/dev/null)
+# shellcheck disable=SC2016 # the inner shell expands them
+tap_check "nothing of the bench is left (namespaces, cgroups, pins)" sh -c '[ -n "$1" ] &&
+	! ip netns list | grep -q -- "^slb-.*-$1\b" &&
+	! ls /sys/fs/bpf/sluice 2>/dev/null | grep -q -- "^bench-$1-" &&
+	! find "$2" -maxdepth 1 -name "slb-*-$1*" | grep -q .' sh "$id" \
+	"$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)"
 tap_done
