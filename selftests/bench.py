@@ -398,15 +398,17 @@ class Bench:
                 "writer_rss": rss, "total": memlock + rss}
 
     # -- the signed pipeline ----------------------------------------------------------------
-    def pipeline(self, n_records, rate, ringbuf_kib, v=None):
+    def pipeline(self, n_records, rate, ringbuf_kib, v=None, binary=SLUICE):
         """n_records allow records (a datagram each from a new socket, rate/s if rate) into the
         run v or a fresh 10-CIDR run, which ends after: records/s, the writer's CPU per record
-        (schedstat), loss."""
+        (schedstat), the sender's time per datagram and IRQ-work interrupts per record (what
+        forced wake-ups cost the sender), loss."""
         if v is None:
-            v = self.flood_run(ringbuf_kib)
+            v = self.flood_run(ringbuf_kib, binary)
         p, log = v["proc"], v["log"]
-        c0, t0 = sched_ns(p.pid), time.monotonic()
-        self.workload(v, "udpflood", HOT, PORT, n_records, rate)
+        c0, t0, i0 = sched_ns(p.pid), time.monotonic(), iwi_total()
+        sent = self.workload(v, "udpflood", HOT, PORT, n_records, rate).split()
+        iwi = iwi_total() - i0
         t_sent = time.monotonic()
 
         def udp(line):
@@ -427,14 +429,17 @@ class Bench:
         return {"records": n_records, "rate": rate, "allow_lines": got, "lost": last["lost"],
                 "send_s": t_sent - t0, "drain_s": t1 - t0,
                 "writer_cpu_ns_per_record": (c1 - c0) / max(got, 1),
+                "send_ns_per_record": int(sent[1]) / max(n_records, 1),
+                "iwi_per_record": iwi / max(n_records, 1),
                 "records_per_s": got / max(t1 - t0, 1e-9)}
 
-    def flood_run(self, ringbuf_kib):
-        ns = self.client("fl")
+    def flood_run(self, ringbuf_kib, binary=SLUICE):
+        self.nflood = getattr(self, "nflood", 0) + 1
+        ns = self.client(f"fl{self.nflood}")
         pol, _ = self.policy(10, name="flood")
-        rid = f"bench-{ID}-flood"
+        rid = f"bench-{ID}-flood{self.nflood}"
         cgf, log = f"{self.tmp}/cg-{rid}", f"{self.tmp}/{rid}.jsonl"
-        p = self.bg([SLUICE, "run", "--policy", pol, "--run-id", rid, "--log", log, "--netns",
+        p = self.bg([binary, "run", "--policy", pol, "--run-id", rid, "--log", log, "--netns",
                      f"/run/netns/{ns}", "--allow-root", "--ringbuf-kib", ringbuf_kib, "--",
                      "sh", "-c", 'cat /proc/self/cgroup >"$1.t" && mv "$1.t" "$1" && '
                      "exec sleep 100000", "sh", cgf], f"{self.tmp}/{rid}.err")
@@ -548,6 +553,25 @@ class Bench:
                    round(mb, 1), lim)
 
     # -- output -----------------------------------------------------------------------------
+    @staticmethod
+    def targets(rows):
+        """Issue 15's connect() targets, met or missed (reported; a time never fails a run)."""
+        by = {(r["workload"], r["variant"]): r for r in rows}
+        out = ["| target (issue 15) | workload | CIDRs | value | met |", "|---|---|---|---|---|"]
+        for (w, v), r in by.items():
+            if not v.startswith("sluice-"):
+                continue
+            n = v.split("-", 1)[1]
+            nft = by.get((w, f"nftables-{n}"))
+            for what, val, ok in (
+                    ("connect median <= 1.10x none", r["med_x"], r["med_x"] <= 1.10),
+                    ("connect p99 <= 1.20x none", r["p99_x"], r["p99_x"] <= 1.20),
+                    ("connect median below nftables", nft and r["med_x"] / nft["med_x"],
+                     nft and r["med_x"] < nft["med_x"])):
+                if val is not None:
+                    out.append(f"| {what} | {w} | {n} | {val:.2f} | {'yes' if ok else 'MISS'} |")
+        return out + [""]
+
     def markdown(self):
         R = self.results
         out = []
@@ -563,6 +587,7 @@ class Bench:
                            f"{r['p99_ns']:.0f} | {r['close_ns']:.0f} | "
                            f"{r['iwi_per_connect']:.2f} |")
             out.append("")
+            out += self.targets(R["connect"])
         if "memory" in R:
             out += ["| run | programs | maps | maps memlock MiB | writer RSS MiB | total MiB |",
                     "|---|---|---|---|---|---|"]
@@ -584,7 +609,10 @@ class Bench:
                            f"{' at ' + str(p['rate']) + '/s' if p['rate'] else ''}: "
                            f"{p['allow_lines']} logged, {p['lost']} lost, "
                            f"{p['records_per_s']:.0f} records/s end to end, writer CPU "
-                           f"{p['writer_cpu_ns_per_record']:.0f} ns per record")
+                           f"{p['writer_cpu_ns_per_record']:.0f} ns per record"
+                           + (f", sender {p['send_ns_per_record']:.0f} ns and "
+                              f"{p['iwi_per_record']:.3f} IRQ-work interrupts per datagram"
+                              if "send_ns_per_record" in p else ""))
         for k, what in (("startup_ms", "sluice run -- true, median ms"),
                         ("attach_ms", "attach through the daemon (10 CIDRs), median ms")):
             if k in R:
@@ -608,6 +636,8 @@ class Bench:
         self.server_up()
         run(SLUICE, "keygen", "--name", "sluice-bench", self.key)
         os.environ["SLUICE_KEY"] = self.key
+        if a.pipeline_only:
+            return self.pipelines_only()
         self.table()
         self.results["memory"] = {n: self.run_facts(v) for n, v in self.runs.items()}
         small = min(self.runs)
@@ -623,7 +653,7 @@ class Bench:
             for v in self.runs.values():
                 self.stop(v["proc"])
             say("pipeline, start-up, attach, replace-policy")
-            self.results["pipeline"] = self.pipeline(a.flood, 0, 65536)
+            self.results["pipeline"] = self.pipeline(a.flood, 0, a.flood_ringbuf_kib)
             self.results["startup_ms"] = {n: self.startup(n, a.starts)
                                           for n in (min(a.sizes), max(a.sizes))}
             self.results["attach_ms"] = {10: self.attach(a.starts)}
@@ -643,6 +673,20 @@ class Bench:
         print(md)
         print(f"written: {a.out}/results.json, {a.out}/results.md")
         return 1 if any(not c["ok"] for c in self.checks) else 0
+
+    def pipelines_only(self):
+        """--pipeline-only: the flood into a fresh run of each build, one after the other."""
+        a = self.a
+        builds = [("sluice", SLUICE)] + ([(a.compare_label, a.compare)] if a.compare else [])
+        for r in range(a.rounds):
+            for label, binary in builds:
+                p = self.pipeline(a.flood, 0, a.flood_ringbuf_kib, binary=binary)
+                self.results.setdefault("pipelines", {}).setdefault(label, []).append(p)
+                say(f"{label}: " + json.dumps(p))
+        os.makedirs(a.out, exist_ok=True)
+        with open(f"{a.out}/pipelines.json", "w") as f:
+            json.dump(self.results, f, indent=1)
+        return 0
 
     def cleanup(self):
         for p in self.procs:
@@ -676,7 +720,7 @@ def main():
     ap.add_argument("--ringbuf-kib", default=1024, type=int,
                     help="ring buffer of the table's runs (sluice run's default)")
     ap.add_argument("--flood", default=200000, type=int,
-                    help="records of the pipeline measure (a 64 MiB ring)")
+                    help="records of the pipeline measure")
     ap.add_argument("--paced-records", default=20000, type=int,
                     help="quick: records sent paced, none may be lost")
     ap.add_argument("--paced-rate", default=10000, type=int, help="quick: their rate, per s")
@@ -689,9 +733,21 @@ def main():
     ap.add_argument("--compare", metavar="SLUICE",
                     help="another build's sluice binary, run as more variants (before/after)")
     ap.add_argument("--compare-label", default="other", help="those variants' name")
+    ap.add_argument("--flood-ringbuf-kib", default=65536, type=int,
+                    help="ring buffer of the pipeline measure's run")
+    ap.add_argument("--pipeline-only", action="store_true",
+                    help="only the pipeline measure, --rounds times per build")
     ap.add_argument("--table-only", action="store_true",
                     help="the connect() table and memory per run, nothing after them")
+    ap.add_argument("--render", metavar="RESULTS_JSON",
+                    help="print the markdown of a results.json again, measure nothing")
     a = ap.parse_args()
+    if a.render:
+        b = Bench.__new__(Bench)
+        b.results = json.load(open(a.render))
+        b.checks = b.results.get("checks", [])
+        sys.stdout.write(b.markdown())
+        sys.exit(0)
     a.rounds = a.rounds or (3 if a.quick else 15)
     a.connects = a.connects or (1000 if a.quick else 10000)
     a.sizes = [int(x) for x in (a.sizes or ("10" if a.quick else "10,10000,100000")).split(",")]
