@@ -37,6 +37,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import socket
 import statistics
 import subprocess as sp
@@ -406,9 +407,13 @@ class Bench:
         if v is None:
             v = self.flood_run(ringbuf_kib, binary)
         p, log = v["proc"], v["log"]
+        if self.a.stop_writer:
+            os.kill(p.pid, signal.SIGSTOP)
         c0, t0, i0 = sched_ns(p.pid), time.monotonic(), iwi_total()
         sent = self.workload(v, "udpflood", HOT, PORT, n_records, rate).split()
         iwi = iwi_total() - i0
+        if self.a.stop_writer:
+            os.kill(p.pid, signal.SIGCONT)
         t_sent = time.monotonic()
 
         def udp(line):
@@ -737,6 +742,9 @@ def main():
                     help="ring buffer of the pipeline measure's run")
     ap.add_argument("--pipeline-only", action="store_true",
                     help="only the pipeline measure, --rounds times per build")
+    ap.add_argument("--stop-writer", action="store_true",
+                    help="pipeline: the writer stopped while the flood is sent (what a writer "
+                    "that falls behind costs the sender)")
     ap.add_argument("--table-only", action="store_true",
                     help="the connect() table and memory per run, nothing after them")
     ap.add_argument("--render", metavar="RESULTS_JSON",
