@@ -46,7 +46,7 @@ endif
 
 .DELETE_ON_ERROR:
 .SECONDARY: $(BPF_OBJS) $(SKELS)
-.PHONY: all deps test vmtest config-check demo bench e2e install clean vmlinux fuzz
+.PHONY: all deps test vmtest config-check demo bench e2e probes install clean vmlinux fuzz
 
 all: $(OUTPUT)/sluice $(TOOLS) $(UNIT_TESTS)
 
@@ -85,6 +85,12 @@ $(OUTPUT)/selftests/%: selftests/tools/%.c | $(OUTPUT)/selftests
 $(OUTPUT)/selftests/sl_uring: selftests/tools/sl_uring.c | $(OUTPUT)/selftests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $< -luring -o $@
+
+# The escape-probe kit's workload (selftests/probes/): static, so that it runs in a container
+# whose root holds nothing else (liburing's connect and sendmsg, P11).
+$(OUTPUT)/selftests/sl_escape: selftests/tools/sl_escape.c | $(OUTPUT)/selftests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -static $< -luring -o $@
 
 $(OUTPUT)/selftests/sl_bench: selftests/tools/sl_bench.c | $(OUTPUT)/selftests
 	$(call msg,CC,$@)
@@ -137,6 +143,24 @@ bench: deps
 e2e: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)bash selftests/e2e/e2e.sh
+
+# Every escape probe against sluice on this kernel (root; about N minutes: the selftest files of
+# the probes the kit does not make run too; PROBES_KIT_ONLY=1: the kit alone, seconds), and with
+# VM=1 in the VMs of make vmtest (KERNEL=, MODULES=, CONFIG=, VM_MEM, VM_APPEND, VM_TIMEOUT as
+# there; VMTEST_ARGS: -k 6.1…): one TAP line per probe and kernel, and the table probe × kernel,
+# written to .output/probes.md. SANDBOX='CMD' runs the kit against a sandbox sluice did not set
+# up instead ({netns}, {kit}: selftests/probes/run-external.sh), its table in
+# .output/probes-external.md.
+probes: deps
+	$(Q)$(MAKE) --no-print-directory all
+ifneq ($(SANDBOX),)
+	$(Q)bash selftests/probes/run-external.sh --enter '$(SANDBOX)' $(if $(SANDBOX_NAME),--name '$(SANDBOX_NAME)')
+else
+	$(Q)bash selftests/probes/make-probes.sh $(if $(VM),--vm -t '$(VM_TIMEOUT)' \
+		$(if $(VM_MEM),-m '$(VM_MEM)') $(if $(VM_APPEND),-a '$(VM_APPEND)') \
+		$(if $(KERNEL),-K '$(KERNEL)') $(if $(MODULES),-M '$(MODULES)') \
+		$(if $(CONFIG),-C '$(CONFIG)') $(VMTEST_ARGS))
+endif
 
 # libFuzzer on the DNS parser and builder, for FUZZ_SECONDS, from a copy of the unit-test corpus
 # (new inputs land in .output/fuzz-corpus; crashes in .output/). The corpus itself runs in make test.

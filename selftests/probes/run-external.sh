@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# The escape-probe kit against a sandbox sluice did not set up (selftests/README.md, "The probe
+# kit"): the kit builds the test topology and its observer, the caller's tool starts the
+# sandbox in the network namespace the kit made for it, the kit's workload tries every road out
+# from inside, and the observer at the test hosts says what arrived. A sandbox is contained iff
+# the observer saw nothing.
+#
+#   selftests/probes/run-external.sh --enter TEMPLATE [--name NAME] [--out FILE]
+#
+# TEMPLATE: a shell command that runs the words appended to it inside the sandbox; {netns} is
+# the sandbox's network namespace (/run/netns/NAME), {kit} the kit's static binary (mount it at
+# the same path). For example:
+#   --enter 'nsenter --net={netns} --'                                  (no sandbox: the control)
+#   --enter 'podman run --rm --network ns:{netns} -v {kit}:{kit}:ro --rootfs /srv/rootfs'
+#   --enter 'unshare --mount --pid --fork nsenter --net={netns} --'
+#   --enter 'sluice run --policy deny.yaml --log /tmp/x.jsonl --netns {netns} --'
+# The kit runs twice: first with no sandbox (the control, its own column: every probe should
+# escape; one that does not is closed on this kernel, and a sandbox's "contained" there is
+# reported as skipped), then in the sandbox.
+# NAME: the table's column (default "sandbox"). FILE: where the table goes (default
+# .output/probes-external.md). Output: TAP, one line per probe, then the table.
+# Exit status: 0 contained, 1 NOT contained (or the kit could not judge), 2 usage.
+set -u
+
+usage() {
+	[[ -n ${1:-} ]] && echo "run-external.sh: $1" >&2
+	echo "usage: run-external.sh --enter TEMPLATE [--name NAME] [--out FILE]" >&2
+	exit 2
+}
+
+tpl=
+name=sandbox
+out=
+while [[ $# -gt 0 ]]; do
+	case $1 in
+	--enter) [[ $# -ge 2 ]] || usage "--enter needs a command template"; tpl=$2; shift ;;
+	--name) [[ $# -ge 2 ]] || usage "--name needs a name"; name=$2; shift ;;
+	--out) [[ $# -ge 2 ]] || usage "--out needs a file"; out=$2; shift ;;
+	-h | --help) usage ;;
+	*) usage "unknown argument \"$1\"" ;;
+	esac
+	shift
+done
+[[ -n $tpl ]] || usage "--enter TEMPLATE is required (the command that enters the sandbox)"
+[[ $name != *[$'\t\n|']* ]] || usage "--name \"$name\" has a tab, newline or |"
+[[ $tpl == *"{netns}"* ]] ||
+	echo "run-external.sh: warning: the template has no {netns}: the sandbox must reach the test hosts some other way" >&2
+
+. "$(dirname "${BASH_SOURCE[0]}")/kit.sh"
+out=${out:-$REPO/.output/probes-external.md}
+
+require_root
+kit_up
+# the control first: which roads are open on this kernel with no sandbox at all
+kit_enter "nsenter --net={netns} --"
+kit_control "no sandbox (control)"
+kit_enter "$tpl"
+kit_judge "$name" --external
+mkdir -p "$(dirname "$out")"
+kit_table "$KIT_RESULTS" >"$out"
+cat "$out"
+echo "# table written to $out"
+tap_done
