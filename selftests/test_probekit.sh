@@ -38,6 +38,8 @@ tap_is "run-external.sh with no --enter exits 2" "$?" 2
 tap_check "and says --enter is required" grep -q -- '--enter TEMPLATE is required' "$SL_TMP/usage.out"
 "$EXT" --enter 'true' --frob >"$SL_TMP/usage.out" 2>&1
 tap_is "an unknown argument exits 2, naming it" "$?:$(grep -c 'unknown argument "--frob"' "$SL_TMP/usage.out")" 2:1
+"$EXT" --name x --enter 'true' >"$SL_TMP/usage.out" 2>&1
+tap_is "--name before any --enter exits 2" "$?:$(grep -c 'names the --enter before it' "$SL_TMP/usage.out")" 2:1
 
 # A podman container: podman's own namespaces, capabilities and seccomp profile, on the veth the
 # kit made. Not a network sandbox: it must come out NOT contained.
@@ -60,47 +62,50 @@ podman_cleanup() {
 	return 0
 }
 sl_on_exit podman_cleanup
-if [[ -n $podman_skip ]]; then
-	for i in 1 2 3 4; do tap_skip "podman $i" "$podman_skip"; done
-else
-	# --ulimit: this machine's hard limits are below podman's defaults (test_oci.sh)
-	"$EXT" --name podman --out "$SL_TMP/podman.md" --enter "podman run --rm --name sl-probekit-$SL_ID \
---runtime runc --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 --network ns:{netns} \
--v {kit}:{kit}:ro --rootfs $ROOTFS:O" >"$SL_TMP/podman.tap" 2>&1
-	rc=$?
-	tap_is "podman container: run-external.sh exits 1 (NOT contained)" "$rc" 1 ||
-		tap_diag_file "$SL_TMP/podman.tap" 40
-	bad=
-	for p in $kit_probes; do
-		c=$(cell "$SL_TMP/podman.md" "$p" "no sandbox (control)")
-		[[ $c == "escapes (control)"* ]] || bad+="$p: $c; "
-	done
-	tap_is "control: with no sandbox every probe the kit makes gets out, seen at the test hosts" "$bad" ""
-	bad=
-	for p in P1 P2 P3 P4 P7 P16; do
-		c=$(cell "$SL_TMP/podman.md" "$p" podman)
-		[[ $c == "**NOT contained**: observer saw "* ]] || bad+="$p: $c; "
-	done
-	tap_is "podman container: TCP, UDP, the metadata address, DNS and QUIC are NOT contained" "$bad" ""
-	tap_check "podman container: its table is printed, with the TAP line of each probe" \
-		grep -q '^not ok .* - podman: P1 NOT contained$' "$SL_TMP/podman.tap"
-fi
-
-# The same kit under sluice, deny-all: contained on every probe the kit makes, and a log.
+# The same kit under sluice, deny-all: contained on every probe the kit makes. One
+# run-external.sh for both sandboxes: one topology, one control, a column each.
 policy=$SL_TMP/deny-all.yaml
 printf 'default: deny\nrules: []\n' >"$policy"
 id=t-$SL_ID-kit
 SL_RUNS+=("$id")
-"$EXT" --name sluice --out "$SL_TMP/sluice.md" --enter "$SLUICE run --policy $policy \
---run-id $id --task probes --log $SL_TMP/kit.jsonl --netns {netns} --" >"$SL_TMP/sluice.tap" 2>&1
+args=(--out "$SL_TMP/table.md")
+# --ulimit: this machine's hard limits are below podman's defaults (test_oci.sh)
+[[ -z $podman_skip ]] && args+=(--enter "podman run --rm --name sl-probekit-$SL_ID \
+--runtime runc --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 --network ns:{netns} \
+-v {kit}:{kit}:ro --rootfs $ROOTFS:O" --name podman)
+args+=(--enter "$SLUICE run --policy $policy --run-id $id --task probes --log $SL_TMP/kit.jsonl \
+--netns {netns} --" --name sluice)
+"$EXT" "${args[@]}" >"$SL_TMP/ext.tap" 2>&1
 rc=$?
-tap_is "sluice run: run-external.sh exits 0 (contained)" "$rc" 0 || tap_diag_file "$SL_TMP/sluice.tap" 40
+bad=
+for p in $kit_probes; do
+	c=$(cell "$SL_TMP/table.md" "$p" "no sandbox (control)")
+	[[ $c == "escapes (control)"* ]] || bad+="$p: $c; "
+done
+tap_is "control: with no sandbox every probe the kit makes gets out, seen at the test hosts" "$bad" "" ||
+	tap_diag_file "$SL_TMP/ext.tap" 60
+if [[ -n $podman_skip ]]; then
+	for i in 1 2 3; do tap_skip "podman $i" "$podman_skip"; done
+	tap_is "run-external.sh exits 0: contained" "$rc" 0
+else
+	tap_is "run-external.sh exits 1: a sandbox is NOT contained" "$rc" 1
+	bad=
+	for p in P1 P2 P3 P4 P7 P16; do
+		c=$(cell "$SL_TMP/table.md" "$p" podman)
+		[[ $c == "**NOT contained**: observer saw "* ]] || bad+="$p: $c; "
+	done
+	tap_is "podman container: TCP, UDP, the metadata address, DNS and QUIC are NOT contained" "$bad" ""
+	tap_check "podman container: a TAP line says so for each" \
+		grep -q '^not ok .* - podman: P1 NOT contained$' "$SL_TMP/ext.tap"
+	tap_check "the table is printed" grep -q '^| P1 | .* | \*\*NOT contained\*\*' "$SL_TMP/ext.tap"
+fi
 bad=
 for p in $kit_probes other; do
-	c=$(cell "$SL_TMP/sluice.md" "$p" sluice)
+	c=$(cell "$SL_TMP/table.md" "$p" sluice)
 	[[ $c == "contained: observer saw "* ]] || bad+="$p: $c; "
 done
 tap_is "sluice run: every probe the kit makes is contained, and nothing else arrived" "$bad" ""
+tap_is "sluice run: no TAP line of its column is not ok" "$(grep -c '^not ok .* - sluice: ' "$SL_TMP/ext.tap")" 0
 tap_cmp "sluice run: its log has the denials" \
 	"$(log_count "$SL_TMP/kit.jsonl" type=decision decision=deny)" -ge 10
 tap_check "sluice run: nothing left" leftovers_check "$id"

@@ -85,7 +85,7 @@ kit_enter() {
 		>"$KIT_OUT" 2>"$KIT_OUT.err" </dev/null
 	KIT_RC=$?
 	# P15's daemon connects after the kit ended; the rest may still be on the wire
-	sleep "$(awk -v f="$SL_SLOW" 'BEGIN { print 1.5 * f }')"
+	sleep "$(awk -v f="$SL_SLOW" 'BEGIN { print 1.0 * f }')"
 	sl_cgroup_remove "$cg"
 }
 
