@@ -36,10 +36,14 @@ kit_probes=$("$KIT" --list | cut -d' ' -f1 | uniq | tr '\n' ' ')
 "$EXT" >"$SL_TMP/usage.out" 2>&1
 tap_is "run-external.sh with no --enter exits 2" "$?" 2
 tap_check "and says --enter is required" grep -q -- '--enter TEMPLATE is required' "$SL_TMP/usage.out"
-"$EXT" --enter 'true' --frob >"$SL_TMP/usage.out" 2>&1
+"$EXT" --enter '{netns}' --frob >"$SL_TMP/usage.out" 2>&1
 tap_is "an unknown argument exits 2, naming it" "$?:$(grep -c 'unknown argument "--frob"' "$SL_TMP/usage.out")" 2:1
-"$EXT" --name x --enter 'true' >"$SL_TMP/usage.out" 2>&1
+"$EXT" --name x --enter '{netns}' >"$SL_TMP/usage.out" 2>&1
 tap_is "--name before any --enter exits 2" "$?:$(grep -c 'names the --enter before it' "$SL_TMP/usage.out")" 2:1
+# the kit's probes go to the metadata address: never out of the kit's namespace
+"$EXT" --enter 'podman run --rm busybox' >"$SL_TMP/usage.out" 2>&1
+tap_is "a template without {netns} is refused (exit 2), before anything runs" \
+	"$?:$(grep -c 'has no {netns}' "$SL_TMP/usage.out")" 2:1
 
 # A podman container: podman's own namespaces, capabilities and seccomp profile, on the veth the
 # kit made. Not a network sandbox: it must come out NOT contained.

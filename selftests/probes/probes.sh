@@ -66,7 +66,7 @@ PY
 )
 	for f in $files; do
 		echo "# running selftests/$f"
-		SL_KEEP_TMP= bash "$SL_LIB_DIR/$f" >"$SL_TMP/files/$f.tap" 2>&1
+		SL_KEEP_TMP='' bash "$SL_LIB_DIR/$f" >"$SL_TMP/files/$f.tap" 2>&1
 		echo "# selftests/$f: exit status $? ($(grep -c '^not ok' "$SL_TMP/files/$f.tap") not ok)"
 	done
 	rows=$(python3 "$KIT_DIR/judge.py" judge --column "$kernel (selftests)" \

@@ -11,7 +11,8 @@
 #
 # TEMPLATE: a shell command that runs the words appended to it inside the sandbox; {netns} is
 # the sandbox's network namespace (/run/netns/NAME), {kit} the kit's static binary (mount it at
-# the same path). For example:
+# the same path). A template without {netns} is refused: the kit's probes (to the metadata
+# address among others) must meet the topology's fake hosts, never a real network. Examples:
 #   --enter 'nsenter --net={netns} --'                                  (no sandbox: the control)
 #   --enter 'podman run --rm --network ns:{netns} -v {kit}:{kit}:ro --rootfs /srv/rootfs'
 #   --enter 'unshare --mount --pid --fork nsenter --net={netns} --'
@@ -39,8 +40,10 @@ while [[ $# -gt 0 ]]; do
 	case $1 in
 	--enter)
 		[[ $# -ge 2 ]] || usage "--enter needs a command template"
+		# Safety: the probes go to the metadata address, among others; only in the kit's
+		# namespace do they meet the fake one instead of a real network's
 		[[ $2 == *"{netns}"* ]] ||
-			echo "run-external.sh: warning: \"$2\" has no {netns}: the sandbox must reach the test hosts some other way" >&2
+			usage "--enter \"$2\" has no {netns}: the sandbox must run in the network namespace the kit makes (its probes would go out on a real network otherwise)"
 		tpls+=("$2")
 		names+=("sandbox${names[*]:+ $((${#names[@]} + 1))}")
 		shift
