@@ -71,9 +71,15 @@ if [[ $host -eq 1 ]]; then
 	rc=$?
 	if [[ -s $OUTDIR/$k.tsv ]]; then
 		tap_rows "$OUTDIR/$k.tsv"
-		# what else probes.sh checked (the observer's control, leftovers)
-		grep -E '^not ok' "$OUTDIR/$k.log" | grep -vE ' (NOT contained)$' | sed 's/^/# /'
-		[[ $rc -eq 0 ]] || failed=1
+		# what else probes.sh checked (the observer's control, leftovers), when it failed
+		while IFS= read -r l; do
+			tap "not ok" "$k: ${l#not ok * - }"
+			failed=1
+		done < <(grep -E '^not ok' "$OUTDIR/$k.log" | grep -v ' NOT contained$')
+		if [[ $rc -ne 0 ]] && ! grep -q '^not ok' "$OUTDIR/$k.log"; then
+			tap "not ok" "$k: probes.sh exited with status $rc ($OUTDIR/$k.log)"
+			failed=1
+		fi
 	else
 		tap "not ok" "$k: the probes did not run (exit status $rc; $OUTDIR/$k.log)"
 		tail -n 20 "$OUTDIR/$k.log" | sed 's/^/#   /'
