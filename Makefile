@@ -149,12 +149,13 @@ e2e: deps
 # VM=1 in the VMs of make vmtest (KERNEL=, MODULES=, CONFIG=, VM_MEM, VM_APPEND, VM_TIMEOUT as
 # there; VMTEST_ARGS: -k 6.1…): one TAP line per probe and kernel, and the table probe × kernel,
 # written to .output/probes.md. SANDBOX='CMD' runs the kit against a sandbox sluice did not set
-# up instead ({netns}, {kit}: selftests/probes/run-external.sh), its table in
-# .output/probes-external.md.
+# up instead ({netns}, {kit}: selftests/probes/run-external.sh; SANDBOX_NAME its column), the
+# table in .output/probes-external.md.
 probes: deps
 	$(Q)$(MAKE) --no-print-directory all
 ifneq ($(SANDBOX),)
-	$(Q)bash selftests/probes/run-external.sh --enter '$(SANDBOX)' $(if $(SANDBOX_NAME),--name '$(SANDBOX_NAME)')
+	$(Q)bash selftests/probes/run-external.sh --enter '$(SANDBOX)' \
+		$(if $(SANDBOX_NAME),--name '$(SANDBOX_NAME)')
 else
 	$(Q)bash selftests/probes/make-probes.sh $(if $(VM),--vm -t '$(VM_TIMEOUT)' \
 		$(if $(VM_MEM),-m '$(VM_MEM)') $(if $(VM_APPEND),-a '$(VM_APPEND)') \

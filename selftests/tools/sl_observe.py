@@ -46,12 +46,14 @@ def parse(frame):
     if et == 0x0800 and len(p) >= 20:
         ihl = (p[0] & 15) * 4
         proto = p[9]
-        src, dst = socket.inet_ntop(socket.AF_INET, p[12:16]), socket.inet_ntop(socket.AF_INET, p[16:20])
+        src = socket.inet_ntop(socket.AF_INET, p[12:16])
+        dst = socket.inet_ntop(socket.AF_INET, p[16:20])
         sp, dp = ports(proto, p[ihl:])
         return "ip4", proto, src, sp, dst, dp, len(p)
     if et == 0x86DD and len(p) >= 40:
         proto = p[6]
-        src, dst = socket.inet_ntop(socket.AF_INET6, p[8:24]), socket.inet_ntop(socket.AF_INET6, p[24:40])
+        src = socket.inet_ntop(socket.AF_INET6, p[8:24])
+        dst = socket.inet_ntop(socket.AF_INET6, p[24:40])
         off = 40
         # hop-by-hop, routing, destination options: step over to the transport header
         while proto in (0, 43, 60) and len(p) >= off + 8:
