@@ -17,8 +17,9 @@
 #     (DIR/test_x.sh.tap, written by probes.sh), from the lines that name the probe (all its
 #     lines when none does); with --kit-only, left out; --files-only: only those rows.
 #
-#   judge.py table RESULTS…
-#     the markdown table probe × column from TSV files of judge rows.
+#   judge.py table [--by-kernel] RESULTS…
+#     the markdown table probe × column from TSV files of judge rows; --by-kernel folds make
+#     probes' columns "KERNEL (how)" into one per kernel (the worst verdict, then the others').
 import argparse
 import collections
 import os
@@ -156,7 +157,7 @@ def by_files(pid, files, a):
     return ("skipped", "; ".join(why) or "no check ran")
 
 
-def table(paths):
+def load(paths):
     cols, cell = [], {}
     for p in paths:
         for l in read(p):
@@ -164,6 +165,45 @@ def table(paths):
             if col not in cols:
                 cols.append(col)
             cell[(pid, col)] = (verdict, reason)
+    return cols, cell
+
+
+def merge(cols, cell):
+    """One column per kernel: the columns "KERNEL (how)" of make probes folded into one cell,
+    the worst verdict first; the control (no sandbox) only where it made a probe skipped."""
+    kernels = []
+    for c in cols:
+        k = c.split(" (", 1)[0]
+        if k not in kernels:
+            kernels.append(k)
+    merged = {}
+    for pid in {p for p, _ in cell}:
+        for k in kernels:
+            mine = [(c.split(" (", 1)[1].rstrip(")"), cell[(pid, c)]) for c in cols
+                    if c.split(" (", 1)[0] == k and (pid, c) in cell
+                    and not c.endswith("(no sandbox)")]
+            bad = [f"{how}: {why}" for how, (v, why) in mine if v == "not contained"]
+            good = [how for how, (v, _) in mine if v == "contained"]
+            skip = [f"{how}: {why}" for how, (v, why) in mine if v == "skipped"]
+            if bad:
+                merged[(pid, k)] = ("not contained", "; ".join(bad))
+            elif good:
+                why = [why for how, (v, why) in mine if v == "contained"]
+                if all(w.startswith("observer saw no") for w in why):
+                    text = "observer saw nothing (" + ", ".join(good) + ")"
+                else:
+                    text = "; ".join(f"{how}: {w}" for how, (v, w) in mine if v == "contained")
+                merged[(pid, k)] = ("contained", text + ("; skipped " + "; ".join(skip)
+                                                         if skip else ""))
+            elif skip:
+                merged[(pid, k)] = ("skipped", "; ".join(skip))
+    return kernels, merged
+
+
+def table(paths, by_kernel=False):
+    cols, cell = load(paths)
+    if by_kernel:
+        cols, cell = merge(cols, cell)
     rows = [(p, w) for p, w, _ in probes()] + [("other", "any traffic no probe sent")]
     out = ["| probe | what the workload tries | " + " | ".join(cols) + " |",
            "|---|---|" + "---|" * len(cols)]
@@ -193,12 +233,13 @@ def main():
     j.add_argument("--kit-only", action="store_true")
     j.add_argument("--files-only", action="store_true")
     t = sub.add_parser("table")
+    t.add_argument("--by-kernel", action="store_true")
     t.add_argument("results", nargs="+")
     a = ap.parse_args()
     if a.cmd == "judge":
         judge(a)
     else:
-        table(a.results)
+        table(a.results, a.by_kernel)
 
 
 if __name__ == "__main__":

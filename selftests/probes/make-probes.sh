@@ -4,7 +4,8 @@
 # make probes: every escape probe (selftests/README.md) against sluice, on this machine's kernel
 # and, with VM=1, on the VM kernels of selftests/vm/vmtest.sh; one TAP line per probe, kernel
 # and column (probes.sh says which), then the markdown table probe × kernel, printed and
-# written to $PROBES_OUT (default .output/probes.md).
+# written to $PROBES_OUT (default .output/probes.md), and every column of each kernel (the
+# control's too) in .output/probes-detail.md.
 #
 #   make-probes.sh [--no-host] [--vm [VMTEST_ARGS…]]
 #
@@ -114,10 +115,12 @@ echo "1..$n"
 
 rows=("$OUTDIR"/*.tsv)
 if [[ -e ${rows[0]} ]]; then
-	python3 "$REPO/selftests/probes/judge.py" table "${rows[@]}" >"$out"
+	# one column per kernel (its worst verdict first); every column in the detailed table
+	python3 "$REPO/selftests/probes/judge.py" table --by-kernel "${rows[@]}" >"$out"
+	python3 "$REPO/selftests/probes/judge.py" table "${rows[@]}" >"${out%.md}-detail.md"
 	echo
 	cat "$out"
 	echo
-	echo "(written to $out)"
+	echo "(written to $out; each column, the control's too, in ${out%.md}-detail.md)"
 fi
 exit $failed
