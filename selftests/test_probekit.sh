@@ -5,7 +5,8 @@
 # make probes runs the whole table): a podman container (on runc, busybox root) in the kit's
 # namespace is NOT contained — the kit can fail a sandbox — while `sluice run` with a deny-all
 # policy is contained on every probe the kit makes; the control (the kit with no sandbox) gets
-# out by every road, so each "contained" means a road that is open on this kernel. Judged at the
+# out by every road, so each "contained" means a road that is open on this kernel; a sandbox the
+# kit never ran in is a failure, not contained by its silence. Judged at the
 # test hosts by the kit's observer, read back from the table run-external.sh writes.
 
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -79,6 +80,8 @@ args=(--out "$SL_TMP/table.md")
 -v {kit}:{kit}:ro --rootfs $ROOTFS:O" --name podman)
 args+=(--enter "$SLUICE run --policy $policy --run-id $id --task probes --log $SL_TMP/kit.jsonl \
 --netns {netns} --" --name sluice)
+# a sandbox the kit never runs in: not "contained" by its silence
+args+=(--enter "nsenter --net={netns} -- false" --name broken)
 "$EXT" "${args[@]}" >"$SL_TMP/ext.tap" 2>&1
 rc=$?
 bad=
@@ -90,7 +93,7 @@ tap_is "control: with no sandbox every probe the kit makes gets out, seen at the
 	tap_diag_file "$SL_TMP/ext.tap" 60
 if [[ -n $podman_skip ]]; then
 	for i in 1 2 3; do tap_skip "podman $i" "$podman_skip"; done
-	tap_is "run-external.sh exits 0: contained" "$rc" 0
+	tap_is "run-external.sh exits 1 (the broken sandbox)" "$rc" 1
 else
 	tap_is "run-external.sh exits 1: a sandbox is NOT contained" "$rc" 1
 	bad=
@@ -110,6 +113,8 @@ for p in $kit_probes other; do
 done
 tap_is "sluice run: every probe the kit makes is contained, and nothing else arrived" "$bad" ""
 tap_is "sluice run: no TAP line of its column is not ok" "$(grep -c '^not ok .* - sluice: ' "$SL_TMP/ext.tap")" 0
+tap_check "a sandbox the kit did not run in is a failure, not contained" \
+	grep -q '^not ok .* - broken: the kit did not run in the sandbox (exit status 1)$' "$SL_TMP/ext.tap"
 tap_cmp "sluice run: its log has the denials" \
 	"$(log_count "$SL_TMP/kit.jsonl" type=decision decision=deny)" -ge 10
 tap_check "sluice run: nothing left" leftovers_check "$id"

@@ -144,6 +144,11 @@ kit_judge() {
 		*) tap_fail "$col: $p NOT contained" "$why" ;;
 		esac
 	done <<<"$rows"
+	# a sandbox the kit never ran in is not shown contained by its silence
+	if ! grep -qE '^P[0-9]+ [0-9]+ .*: (sent|err|skip)' "$KIT_OUT"; then
+		tap_fail "$col: the kit did not run in the sandbox (exit status $KIT_RC)" \
+			"$(tail -n 5 "$KIT_OUT.err" 2>/dev/null)"
+	fi
 }
 
 kit_table() {
