@@ -20,6 +20,9 @@
 #   judge.py table [--by-kernel] RESULTS…
 #     the markdown table probe × column from TSV files of judge rows; --by-kernel folds make
 #     probes' columns "KERNEL (how)" into one per kernel (the worst verdict, then the others').
+#
+#   judge.py missing RESULTS…
+#     KERNEL \t PROBE \t WHY for the probes no column of a kernel judged (its files not run).
 import argparse
 import collections
 import os
@@ -168,6 +171,19 @@ def load(paths):
     return cols, cell
 
 
+NOT_RUN = ("its selftest files did not run on this kernel (PROBES_KIT_ONLY=1, or a VM without "
+           "PROBES_VM_FILES=1)")
+
+
+def missing(paths):
+    """KERNEL \t PROBE for each probe no column of the kernel judged (a TAP line of its own)."""
+    kernels, merged = merge(*load(paths))
+    for pid in [p for p, _, _ in probes()]:
+        for k in kernels:
+            if merged[(pid, k)][1] == NOT_RUN:
+                print(f"{k}\t{pid}\t{NOT_RUN}")
+
+
 def merge(cols, cell):
     """One column per kernel: the columns "KERNEL (how)" of make probes folded into one cell,
     the worst verdict first; the control (no sandbox) only where it made a probe skipped."""
@@ -177,7 +193,7 @@ def merge(cols, cell):
         if k not in kernels:
             kernels.append(k)
     merged = {}
-    for pid in {p for p, _ in cell}:
+    for pid in [p for p, _, _ in probes()] + ["other"]:
         for k in kernels:
             mine = [(c.split(" (", 1)[1].rstrip(")"), cell[(pid, c)]) for c in cols
                     if c.split(" (", 1)[0] == k and (pid, c) in cell
@@ -197,6 +213,8 @@ def merge(cols, cell):
                                                          if skip else ""))
             elif skip:
                 merged[(pid, k)] = ("skipped", "; ".join(skip))
+            else:
+                merged[(pid, k)] = ("skipped", NOT_RUN)
     return kernels, merged
 
 
@@ -235,9 +253,13 @@ def main():
     t = sub.add_parser("table")
     t.add_argument("--by-kernel", action="store_true")
     t.add_argument("results", nargs="+")
+    m = sub.add_parser("missing")
+    m.add_argument("results", nargs="+")
     a = ap.parse_args()
     if a.cmd == "judge":
         judge(a)
+    elif a.cmd == "missing":
+        missing(a.results)
     else:
         table(a.results, a.by_kernel)
 
