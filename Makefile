@@ -105,10 +105,11 @@ $(OUTPUT)/selftests/test_%: selftests/unit/test_%.c $(LIB) | $(OUTPUT)/selftests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -I. -DSLUICE_SRC_DIR='"$(CURDIR)"' $< $(LIB) $(LDLIBS) -o $@
 
-# Unit tests (no root) first, then the root selftests, each building its own topology.
+# Unit tests (no root) first, then the root selftests, each building its own topology; --timer
+# prints each file's duration, which keeps the time budget in sight in CI logs.
 test: deps
 	$(Q)$(MAKE) --no-print-directory all
-	$(Q)prove --exec '' $(UNIT_TESTS) $(sort $(wildcard selftests/test_*.sh))
+	$(Q)prove --timer --exec '' $(UNIT_TESTS) $(sort $(wildcard selftests/test_*.sh))
 
 # Every root selftest in qemu, on this machine's root and build (software emulation: an hour or
 # more per kernel): Debian's 6.1 and 6.12 kernels, or KERNEL=path/to/bzImage (MODULES=dir as
