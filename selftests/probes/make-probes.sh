@@ -92,7 +92,8 @@ if [[ $vm -eq 1 ]]; then
 	t=selftests/probes/probes-kit.sh
 	[[ -n ${PROBES_VM_FILES:-} ]] && t=selftests/probes/probes.sh
 	echo "# VMs: selftests/vm/vmtest.sh ${vmargs[*]} $t (details: $OUTDIR/vm.log)"
-	bash "$REPO/selftests/vm/vmtest.sh" "${vmargs[@]}" "$t" >"$OUTDIR/vm.log" 2>&1
+	# stdout only: vmtest.sh repeats a failed guest's console on stderr
+	bash "$REPO/selftests/vm/vmtest.sh" "${vmargs[@]}" "$t" >"$OUTDIR/vm.log" 2>"$OUTDIR/vm.err"
 	rc=$?
 	# the guest's rows, each "# sl-probe-row: BASE64" on the console; one file per kernel
 	tr -d '\r' <"$OUTDIR/vm.log" | sed -n 's/^# sl-probe-row: \([A-Za-z0-9+/=]*\).*/\1/p' |
@@ -109,6 +110,7 @@ if [[ $vm -eq 1 ]]; then
 		tap "not ok" "VM: ${l#not ok * - }"
 		failed=1
 	done < <(grep -E '^not ok' "$OUTDIR/vm.log")
+	grep -E '^vmtest: ' "$OUTDIR/vm.err" | head -n 20 | sed "s/^/# /"
 	[[ $rc -eq 0 ]] || failed=1
 fi
 # a probe no column of a kernel judged (its selftest files not run there): a SKIP line too
