@@ -20,7 +20,8 @@
 # The rows (judge.py's TSV) go to $PROBES_ROWS (default .output/probes/KERNEL.tsv); in a VM
 # (SLUICE_VM=1, a read-only tree) they are written to the console instead, one
 # "sl-probe-row: BASE64" line each, where make probes reads them. PROBES_KIT_ONLY=1 leaves the
-# selftest files out (the VMs' default: under emulation they take hours).
+# selftest files out (the VMs' default: under emulation they take hours); PROBES_FILES="test_x.sh
+# …" runs only those of them.
 . "$(dirname "${BASH_SOURCE[0]}")/kit.sh"
 
 require_root
@@ -64,7 +65,10 @@ for pid, _, files in j.probes():
 print(" ".join(seen))
 PY
 )
+	# PROBES_FILES: only these of them (the others' probes are then skipped, "not run")
+	[[ -n ${PROBES_FILES:-} ]] && files=$PROBES_FILES
 	for f in $files; do
+		[[ -f $SL_LIB_DIR/$f ]] || bail_out "PROBES_FILES: no selftests/$f"
 		echo "# running selftests/$f"
 		SL_KEEP_TMP='' bash "$SL_LIB_DIR/$f" >"$SL_TMP/files/$f.tap" 2>&1
 		echo "# selftests/$f: exit status $? ($(grep -c '^not ok' "$SL_TMP/files/$f.tap") not ok)"
