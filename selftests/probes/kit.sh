@@ -112,7 +112,7 @@ kit_rows() {
 KIT_CONTROL=
 kit_control() {
 	local col=$1 p verdict why
-	KIT_CONTROL=$(kit_rows "$col" --external | awk -F '\t' -v OFS='\t' '
+	KIT_CONTROL=$(kit_rows "$col" --external --kit-only | awk -F '\t' -v OFS='\t' '
 		$3 == "not contained" { $3 = "escapes" } $3 == "contained" { $3 = "closed" } { print }')
 	printf '%s\n' "$KIT_CONTROL" >>"$KIT_RESULTS"
 	while IFS=$'\t' read -r _ p verdict why; do
