@@ -61,8 +61,13 @@ done
 podman_cleanup() {
 	local d
 	podman rm --force "sl-probekit-$SL_ID" >/dev/null 2>&1
+	# podman's conmon may still be leaving its cgroup when podman run --rm returns
 	for d in "${made_libpod[@]}"; do
-		[[ -d $d ]] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
+		for _ in $(seq $((40 * SL_SLOW))); do
+			[[ -d $d ]] || break
+			find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
+			[[ -d $d ]] && sleep 0.05
+		done
 	done
 	return 0
 }
