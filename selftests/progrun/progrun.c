@@ -565,7 +565,10 @@ static const struct frame_case frame_cases[] = {
 	/* IPv6 extension-header chains */
 	{ "v6 hop-by-hop, then TCP to a listed port", D, "2001:db8::10", TCP, 443, 0, "0", 0, PASS, PASS },
 	{ "v6 hop-by-hop, dst options, then TCP", D, "2001:db8::10", TCP, 443, 0, "0 60", 0, PASS, PASS },
+	{ "v6 three option headers, then TCP", D, "2001:db8::10", TCP, 443, 0, "0 60 60", 0, PASS, PASS },
+	{ "v6 three option headers, then an unlisted port", D, "2001:db8::10", TCP, 444, 0, "0 60 60", 0, DROP(RD), DROP(RD) },
 	{ "v6 four option headers: not judged", D, "2001:db8::10", TCP, 443, 0, "0 60 60 60", 0, DROP(RP), DROP(RS) },
+	{ "v6 three option headers, then a routing header", D, "2001:db8::10", TCP, 443, 0, "0 60 60 43", 0, DROP(RP), DROP(RS) },
 	{ "v6 routing header", D, "2001:db8::10", TCP, 443, 0, "43", 0, DROP(RP), DROP(RS) },
 	{ "v6 routing header behind dst options", D, "2001:db8::10", TCP, 443, 0, "60 43", 0, DROP(RP), DROP(RS) },
 	{ "v6 dst options, then UDP to an allowed range", D, "2001:db8:1::9", UDP, 5005, 0, "60", 0, PASS, PASS },
