@@ -48,29 +48,28 @@ static char why[WHY_LEN];
 /* Rule ids are 1-based in policy order (the log's rule_id). */
 enum { R_WEB = 1, R_UDP = 2, R_PING = 3, R_NAMES = 4, R_WIDE = 5, R_SSH = 6 };
 
-static const char deny_policy[] =
-	"default: deny\n"
-	"rules:\n"
-	"  - name: web\n"
-	"    cidrs: [\"198.51.100.10/32\", \"2001:db8::10/128\"]\n"
-	"    ports: [80, 443, \"8000-8100\"]\n"
-	"    protocols: [tcp]\n"
-	"  - name: udp-range\n"
-	"    cidrs: [\"203.0.113.0/24\", \"2001:db8:1::/48\"]\n"
-	"    ports: [\"5000-5010\"]\n"
-	"    protocols: [udp]\n"
-	"  - name: ping\n"
-	"    cidrs: [\"198.51.100.30/32\", \"2001:db8::30/128\"]\n"
-	"    protocols: [icmp]\n"
-	"  - name: names\n"
-	"    hosts: [\"example.com\"]\n"
-	"    ports: [443]\n"
-	"  - name: wide\n"
-	"    cidrs: [\"10.0.0.0/8\"]\n"
-	"  - name: ssh\n"
-	"    cidrs: [\"10.1.0.0/16\"]\n"
-	"    ports: [22]\n"
-	"    protocols: [tcp]\n";
+static const char deny_policy[] = "default: deny\n"
+				  "rules:\n"
+				  "  - name: web\n"
+				  "    cidrs: [\"198.51.100.10/32\", \"2001:db8::10/128\"]\n"
+				  "    ports: [80, 443, \"8000-8100\"]\n"
+				  "    protocols: [tcp]\n"
+				  "  - name: udp-range\n"
+				  "    cidrs: [\"203.0.113.0/24\", \"2001:db8:1::/48\"]\n"
+				  "    ports: [\"5000-5010\"]\n"
+				  "    protocols: [udp]\n"
+				  "  - name: ping\n"
+				  "    cidrs: [\"198.51.100.30/32\", \"2001:db8::30/128\"]\n"
+				  "    protocols: [icmp]\n"
+				  "  - name: names\n"
+				  "    hosts: [\"example.com\"]\n"
+				  "    ports: [443]\n"
+				  "  - name: wide\n"
+				  "    cidrs: [\"10.0.0.0/8\"]\n"
+				  "  - name: ssh\n"
+				  "    cidrs: [\"10.1.0.0/16\"]\n"
+				  "    ports: [22]\n"
+				  "    protocols: [tcp]\n";
 
 static const char allow_policy[] = "default: allow\nrules: []\n";
 
@@ -142,7 +141,8 @@ static int share_loader_maps(struct bpf_object *obj, struct loader *l)
 	struct bpf_map *map, *m;
 	int err;
 
-	bpf_object__for_each_map(map, obj) {
+	bpf_object__for_each_map(map, obj)
+	{
 		m = bpf_object__find_map_by_name(ours, bpf_map__name(map));
 		if (!m)
 			continue;
@@ -198,8 +198,10 @@ static bool has_kern_ctx_kfunc(void)
 
 static int run_up(struct run *r, const char *text, bool default_allow)
 {
-	struct loader_opts o = { .ringbuf_bytes = 1 << 20, .wakeup_bytes = 1 << 18,
-				 .dns_port = DNS_PORT, .learned_max = 64 };
+	struct loader_opts o = {.ringbuf_bytes = 1 << 20,
+				.wakeup_bytes = 1 << 18,
+				.dns_port = DNS_PORT,
+				.learned_max = 64};
 	char err[512], name[LONG_NAME_LEN + 1];
 	struct bpf_map *m;
 	int e;
@@ -217,8 +219,8 @@ static int run_up(struct run *r, const char *text, bool default_allow)
 		fprintf(stderr, "sl_progrun: load: %s\n", loader_explain(-e));
 		return e;
 	}
-	r->tc_fd = bpf_program__fd(bpf_object__find_program_by_name(loader_object(r->l, "tc"),
-								    "sl_tc_ingress"));
+	r->tc_fd = bpf_program__fd(
+		bpf_object__find_program_by_name(loader_object(r->l, "tc"), "sl_tc_ingress"));
 	r->backstop_fd = bpf_program__fd(
 		bpf_object__find_program_by_name(loader_object(r->l, "skb"), "sl_backstop"));
 	m = bpf_object__find_map_by_name(loader_object(r->l, "tc"), "sl_tc_reported");
@@ -247,13 +249,16 @@ static int run_up(struct run *r, const char *text, bool default_allow)
 	if (!r->skb || !r->dec)
 		return -errno;
 	autoload_only_tests(r->skb->obj);
+	/* the TLS cases run under the deny policy only */
+	bpf_program__set_autoload(r->skb->progs.t_tls_egress, !default_allow);
 	autoload_only_tests(r->dec->obj);
 	r->skb->rodata->sl_cfg_default_allow = default_allow;
 	r->skb->rodata->sl_cfg_dns_port = DNS_PORT;
 	r->skb->rodata->sl_cfg_frag_check = has_kern_ctx_kfunc();
 	r->dec->rodata->sl_cfg_default_allow = default_allow;
 	r->dec->rodata->sl_cfg_dns_port = DNS_PORT;
-	if ((e = share_loader_maps(r->skb->obj, r->l)) || (e = share_loader_maps(r->dec->obj, r->l)))
+	if ((e = share_loader_maps(r->skb->obj, r->l)) ||
+	    (e = share_loader_maps(r->dec->obj, r->l)))
 		return e;
 	/* the ns attribution maps are the packet layer's alone (1 entry: no shared namespace) */
 	if ((e = bpf_map__set_max_entries(r->skb->maps.sl_ns_flows, 1)) ||
@@ -342,7 +347,7 @@ static void put_hex(struct pkt *p, const char *hex)
 /* Ethernet header for ethertype */
 static void put_eth(struct pkt *p, unsigned ethertype)
 {
-	static const uint8_t macs[12] = { 2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2 };
+	static const uint8_t macs[12] = {2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2};
 
 	put(p, macs, sizeof(macs));
 	put16(p, ethertype);
@@ -366,7 +371,7 @@ static void put_eth(struct pkt *p, unsigned ethertype)
 static int build_frame(struct pkt *p, const char *dst, unsigned proto, unsigned port,
 		       const char *ext, const char *inner, unsigned flags)
 {
-	uint8_t a[16], src4[4] = { 10, 200, 1, 2 }, src6[16] = { 0xfd, 0x10, 0x02, 0x00, 0, 1 };
+	uint8_t a[16], src4[4] = {10, 200, 1, 2}, src6[16] = {0xfd, 0x10, 0x02, 0x00, 0, 1};
 	size_t l3, l4;
 	int family;
 	unsigned nh[8], n_ext = 0, i;
@@ -376,7 +381,11 @@ static int build_frame(struct pkt *p, const char *dst, unsigned proto, unsigned 
 	if (!strcmp(dst, "arp")) {
 		/* who-has 10.200.1.1 tell 10.200.1.2 */
 		put_eth(p, 0x0806);
-		put_hex(p, "0001080006040001" "020000000001" "0ac80102" "000000000000" "0ac80101");
+		put_hex(p, "0001080006040001"
+			   "020000000001"
+			   "0ac80102"
+			   "000000000000"
+			   "0ac80101");
 		return 0;
 	}
 	if (addr_of(dst, &family, a))
@@ -434,7 +443,7 @@ static int build_frame(struct pkt *p, const char *dst, unsigned proto, unsigned 
 			if (nh[i] == 44) {
 				put8(p, 0);
 				put16(p, (flags & F_FRAG_LATER ? 1480 : 0) |
-					     (flags & F_FRAG_FIRST ? 1 : 0));
+						 (flags & F_FRAG_FIRST ? 1 : 0));
 				put_hex(p, "00000001");
 			} else {
 				put8(p, 0); /* 8 bytes */
@@ -448,7 +457,12 @@ static int build_frame(struct pkt *p, const char *dst, unsigned proto, unsigned 
 		put16(p, port);
 		if (!(flags & F_SHORT)) {
 			if (proto == IPPROTO_TCP)
-				put_hex(p, "00000001" "00000000" "5002" "2000" "0000" "0000");
+				put_hex(p, "00000001"
+					   "00000000"
+					   "5002"
+					   "2000"
+					   "0000"
+					   "0000");
 			else
 				put_hex(p, "00080000");
 		}
@@ -462,7 +476,8 @@ static int build_frame(struct pkt *p, const char *dst, unsigned proto, unsigned 
 		if (inner) {
 			struct pkt in = {};
 
-			/* the header of the packet the error is about, as an ICMP error quotes it */
+			/* the header of the packet the error is about, as an ICMP error quotes it
+			 */
 			if (build_frame(&in, inner, IPPROTO_TCP, 443, NULL, NULL, 0))
 				return -EINVAL;
 			put(p, in.b + ETH_LEN, in.len - ETH_LEN);
@@ -496,8 +511,8 @@ static int build_frame(struct pkt *p, const char *dst, unsigned proto, unsigned 
 
 struct frame_case {
 	const char *name;
-	int policy;	   /* P_DENY, P_ALLOW */
-	const char *dst;   /* an address, or "arp" */
+	int policy;	 /* P_DENY, P_ALLOW */
+	const char *dst; /* an address, or "arp" */
 	unsigned proto;
 	unsigned port;	   /* ICMP: the type */
 	unsigned flags;	   /* F_* */
@@ -508,127 +523,192 @@ struct frame_case {
 
 static const struct frame_case frame_cases[] = {
 	/* allowed vs unlisted: address, port, protocol */
-	{ "v4 TCP to a listed host and port", D, "198.51.100.10", TCP, 80, 0, 0, 0, PASS, PASS },
-	{ "v4 TCP to a listed host, unlisted port", D, "198.51.100.10", TCP, 81, 0, 0, 0, DROP(RD), DROP(RD) },
-	{ "v4 TCP to an unlisted host", D, "198.51.100.20", TCP, 80, 0, 0, 0, DROP(RD), DROP(RD) },
-	{ "v4 UDP to a TCP-only rule's port", D, "198.51.100.10", UDP, 80, 0, 0, 0, DROP(RD), DROP(RD) },
-	{ "v4 TCP port 0", D, "198.51.100.10", TCP, 0, 0, 0, 0, DROP(RD), DROP(RD) },
-	{ "v6 TCP to a listed host and port", D, "2001:db8::10", TCP, 443, 0, 0, 0, PASS, PASS },
-	{ "v6 TCP to an unlisted host", D, "2001:db8::20", TCP, 443, 0, 0, 0, DROP(RD), DROP(RD) },
-	{ "v6 UDP to a TCP-only rule", D, "2001:db8::10", UDP, 443, 0, 0, 0, DROP(RD), DROP(RD) },
-	{ "v4 SCTP to a listed host", D, "198.51.100.10", 132, 80, 0, 0, 0, DROP(RP), DROP(RP) },
-	{ "v4 don't-fragment is not a fragment", D, "198.51.100.10", TCP, 80, F_DF, 0, 0, PASS, PASS },
+	{"v4 TCP to a listed host and port", D, "198.51.100.10", TCP, 80, 0, 0, 0, PASS, PASS},
+	{"v4 TCP to a listed host, unlisted port", D, "198.51.100.10", TCP, 81, 0, 0, 0, DROP(RD),
+	 DROP(RD)},
+	{"v4 TCP to an unlisted host", D, "198.51.100.20", TCP, 80, 0, 0, 0, DROP(RD), DROP(RD)},
+	{"v4 UDP to a TCP-only rule's port", D, "198.51.100.10", UDP, 80, 0, 0, 0, DROP(RD),
+	 DROP(RD)},
+	{"v4 TCP port 0", D, "198.51.100.10", TCP, 0, 0, 0, 0, DROP(RD), DROP(RD)},
+	{"v6 TCP to a listed host and port", D, "2001:db8::10", TCP, 443, 0, 0, 0, PASS, PASS},
+	{"v6 TCP to an unlisted host", D, "2001:db8::20", TCP, 443, 0, 0, 0, DROP(RD), DROP(RD)},
+	{"v6 UDP to a TCP-only rule", D, "2001:db8::10", UDP, 443, 0, 0, 0, DROP(RD), DROP(RD)},
+	{"v4 SCTP to a listed host", D, "198.51.100.10", 132, 80, 0, 0, 0, DROP(RP), DROP(RP)},
+	{"v4 don't-fragment is not a fragment", D, "198.51.100.10", TCP, 80, F_DF, 0, 0, PASS,
+	 PASS},
 	/* every boundary of the ranges 8000-8100/tcp and 5000-5010/udp */
-	{ "TCP port 7999 (below 8000-8100)", D, "198.51.100.10", TCP, 7999, 0, 0, 0, DROP(RD), DROP(RD) },
-	{ "TCP port 8000 (range start)", D, "198.51.100.10", TCP, 8000, 0, 0, 0, PASS, PASS },
-	{ "TCP port 8001", D, "198.51.100.10", TCP, 8001, 0, 0, 0, PASS, PASS },
-	{ "TCP port 8099", D, "198.51.100.10", TCP, 8099, 0, 0, 0, PASS, PASS },
-	{ "TCP port 8100 (range end)", D, "198.51.100.10", TCP, 8100, 0, 0, 0, PASS, PASS },
-	{ "TCP port 8101 (above)", D, "198.51.100.10", TCP, 8101, 0, 0, 0, DROP(RD), DROP(RD) },
-	{ "v6 TCP port 8100", D, "2001:db8::10", TCP, 8100, 0, 0, 0, PASS, PASS },
-	{ "v6 TCP port 8101", D, "2001:db8::10", TCP, 8101, 0, 0, 0, DROP(RD), DROP(RD) },
-	{ "UDP port 4999 (below 5000-5010)", D, "203.0.113.7", UDP, 4999, 0, 0, 0, DROP(RD), DROP(RD) },
-	{ "UDP port 5000 (range start)", D, "203.0.113.7", UDP, 5000, 0, 0, 0, PASS, PASS },
-	{ "UDP port 5010 (range end)", D, "203.0.113.7", UDP, 5010, 0, 0, 0, PASS, PASS },
-	{ "UDP port 5011 (above)", D, "203.0.113.7", UDP, 5011, 0, 0, 0, DROP(RD), DROP(RD) },
-	{ "TCP to a UDP-only range", D, "203.0.113.7", TCP, 5000, 0, 0, 0, DROP(RD), DROP(RD) },
-	{ "v6 UDP port 5000 in 2001:db8:1::/48", D, "2001:db8:1::7", UDP, 5000, 0, 0, 0, PASS, PASS },
-	{ "v6 UDP port 5011 in 2001:db8:1::/48", D, "2001:db8:1::7", UDP, 5011, 0, 0, 0, DROP(RD), DROP(RD) },
-	{ "v6 UDP just outside 2001:db8:1::/48", D, "2001:db8:2::7", UDP, 5000, 0, 0, 0, DROP(RD), DROP(RD) },
-	{ "any-port rule: TCP port 1", D, "10.2.3.4", TCP, 1, 0, 0, 0, PASS, PASS },
-	{ "any-port rule: UDP port 65535", D, "10.2.3.4", UDP, 65535, 0, 0, 0, PASS, PASS },
-	{ "any-port rule covers a longer prefix's host", D, "10.1.2.3", UDP, 53, 0, 0, 0, PASS, PASS },
-	{ "longer prefix's own rule: TCP 22", D, "10.1.2.3", TCP, 22, 0, 0, 0, PASS, PASS },
-	{ "just outside 10.0.0.0/8", D, "11.0.0.1", TCP, 22, 0, 0, 0, DROP(RD), DROP(RD) },
-	{ "ICMP echo to a tcp/udp rule's host", D, "10.2.3.4", ICMP, 8, 0, 0, 0, DROP(RD), DROP(RD) },
-	{ "ICMP echo to an icmp rule's host", D, "198.51.100.30", ICMP, 8, 0, 0, 0, PASS, PASS },
-	{ "ICMP echo to a TCP rule's host", D, "198.51.100.10", ICMP, 8, 0, 0, 0, DROP(RD), DROP(RD) },
-	{ "ICMPv6 echo to an icmp rule's host", D, "2001:db8::30", ICMP6, 128, 0, 0, 0, PASS, PASS },
-	{ "ICMPv6 echo to a TCP rule's host", D, "2001:db8::10", ICMP6, 128, 0, 0, 0, DROP(RD), DROP(RD) },
-	{ "TCP to an icmp rule's host", D, "198.51.100.30", TCP, 80, 0, 0, 0, DROP(RD), DROP(RD) },
+	{"TCP port 7999 (below 8000-8100)", D, "198.51.100.10", TCP, 7999, 0, 0, 0, DROP(RD),
+	 DROP(RD)},
+	{"TCP port 8000 (range start)", D, "198.51.100.10", TCP, 8000, 0, 0, 0, PASS, PASS},
+	{"TCP port 8001", D, "198.51.100.10", TCP, 8001, 0, 0, 0, PASS, PASS},
+	{"TCP port 8099", D, "198.51.100.10", TCP, 8099, 0, 0, 0, PASS, PASS},
+	{"TCP port 8100 (range end)", D, "198.51.100.10", TCP, 8100, 0, 0, 0, PASS, PASS},
+	{"TCP port 8101 (above)", D, "198.51.100.10", TCP, 8101, 0, 0, 0, DROP(RD), DROP(RD)},
+	{"v6 TCP port 8100", D, "2001:db8::10", TCP, 8100, 0, 0, 0, PASS, PASS},
+	{"v6 TCP port 8101", D, "2001:db8::10", TCP, 8101, 0, 0, 0, DROP(RD), DROP(RD)},
+	{"UDP port 4999 (below 5000-5010)", D, "203.0.113.7", UDP, 4999, 0, 0, 0, DROP(RD),
+	 DROP(RD)},
+	{"UDP port 5000 (range start)", D, "203.0.113.7", UDP, 5000, 0, 0, 0, PASS, PASS},
+	{"UDP port 5010 (range end)", D, "203.0.113.7", UDP, 5010, 0, 0, 0, PASS, PASS},
+	{"UDP port 5011 (above)", D, "203.0.113.7", UDP, 5011, 0, 0, 0, DROP(RD), DROP(RD)},
+	{"TCP to a UDP-only range", D, "203.0.113.7", TCP, 5000, 0, 0, 0, DROP(RD), DROP(RD)},
+	{"v6 UDP port 5000 in 2001:db8:1::/48", D, "2001:db8:1::7", UDP, 5000, 0, 0, 0, PASS, PASS},
+	{"v6 UDP port 5011 in 2001:db8:1::/48", D, "2001:db8:1::7", UDP, 5011, 0, 0, 0, DROP(RD),
+	 DROP(RD)},
+	{"v6 UDP just outside 2001:db8:1::/48", D, "2001:db8:2::7", UDP, 5000, 0, 0, 0, DROP(RD),
+	 DROP(RD)},
+	{"any-port rule: TCP port 1", D, "10.2.3.4", TCP, 1, 0, 0, 0, PASS, PASS},
+	{"any-port rule: UDP port 65535", D, "10.2.3.4", UDP, 65535, 0, 0, 0, PASS, PASS},
+	{"any-port rule covers a longer prefix's host", D, "10.1.2.3", UDP, 53, 0, 0, 0, PASS,
+	 PASS},
+	{"longer prefix's own rule: TCP 22", D, "10.1.2.3", TCP, 22, 0, 0, 0, PASS, PASS},
+	{"just outside 10.0.0.0/8", D, "11.0.0.1", TCP, 22, 0, 0, 0, DROP(RD), DROP(RD)},
+	{"ICMP echo to a tcp/udp rule's host", D, "10.2.3.4", ICMP, 8, 0, 0, 0, DROP(RD), DROP(RD)},
+	{"ICMP echo to an icmp rule's host", D, "198.51.100.30", ICMP, 8, 0, 0, 0, PASS, PASS},
+	{"ICMP echo to a TCP rule's host", D, "198.51.100.10", ICMP, 8, 0, 0, 0, DROP(RD),
+	 DROP(RD)},
+	{"ICMPv6 echo to an icmp rule's host", D, "2001:db8::30", ICMP6, 128, 0, 0, 0, PASS, PASS},
+	{"ICMPv6 echo to a TCP rule's host", D, "2001:db8::10", ICMP6, 128, 0, 0, 0, DROP(RD),
+	 DROP(RD)},
+	{"TCP to an icmp rule's host", D, "198.51.100.30", TCP, 80, 0, 0, 0, DROP(RD), DROP(RD)},
 	/* ICMP errors: the outer destination is judged, whatever the quoted header says */
-	{ "ICMP error to an unlisted host quoting a listed one", D, "198.51.100.20", ICMP, 3, 0, 0, "198.51.100.10", DROP(RD), DROP(RD) },
-	{ "ICMP error to the metadata address", A, "169.254.169.254", ICMP, 3, 0, 0, "198.51.100.10", DROP(RB), DROP(RB) },
-	{ "ICMP error to an icmp rule's host quoting the metadata address", D, "198.51.100.30", ICMP, 3, 0, 0, "169.254.169.254", PASS, PASS },
-	{ "ICMPv6 error to an unlisted host quoting a listed one", D, "2001:db8::20", ICMP6, 1, 0, 0, "2001:db8::10", DROP(RD), DROP(RD) },
-	{ "ICMPv6 error to fe80::1", A, "fe80::1", ICMP6, 1, 0, 0, "2001:db8::10", DROP(RB), DROP(RB) },
+	{"ICMP error to an unlisted host quoting a listed one", D, "198.51.100.20", ICMP, 3, 0, 0,
+	 "198.51.100.10", DROP(RD), DROP(RD)},
+	{"ICMP error to the metadata address", A, "169.254.169.254", ICMP, 3, 0, 0, "198.51.100.10",
+	 DROP(RB), DROP(RB)},
+	{"ICMP error to an icmp rule's host quoting the metadata address", D, "198.51.100.30", ICMP,
+	 3, 0, 0, "169.254.169.254", PASS, PASS},
+	{"ICMPv6 error to an unlisted host quoting a listed one", D, "2001:db8::20", ICMP6, 1, 0, 0,
+	 "2001:db8::10", DROP(RD), DROP(RD)},
+	{"ICMPv6 error to fe80::1", A, "fe80::1", ICMP6, 1, 0, 0, "2001:db8::10", DROP(RB),
+	 DROP(RB)},
 	/* fragments: no port to judge */
-	{ "v4 first fragment to a listed host and port", D, "198.51.100.10", TCP, 80, F_FRAG_FIRST, 0, 0, DROP(RP), DROP(RP) },
-	{ "v4 later fragment to a listed host", D, "198.51.100.10", TCP, 80, F_FRAG_LATER, 0, 0, DROP(RP), DROP(RP) },
-	{ "v4 fragment under default allow", A, "198.51.100.20", UDP, 80, F_FRAG_FIRST, 0, 0, PASS, PASS },
-	{ "v4 fragment to the metadata address, default allow", A, "169.254.169.254", UDP, 80, F_FRAG_LATER, 0, 0, DROP(RB), DROP(RB) },
-	{ "v6 first fragment to a listed host and port", D, "2001:db8::10", TCP, 443, F_FRAG_FIRST, "44", 0, DROP(RP), DROP(RP) },
-	{ "v6 later fragment to a listed host", D, "2001:db8::10", TCP, 443, F_FRAG_LATER, "44", 0, DROP(RP), DROP(RP) },
-	{ "v6 fragment behind hop-by-hop", D, "2001:db8::10", TCP, 443, F_FRAG_FIRST, "0 44", 0, DROP(RP), DROP(RP) },
-	{ "v6 fragment under default allow", A, "2001:db8::20", UDP, 53, F_FRAG_FIRST, "44", 0, PASS, PASS },
-	{ "v6 fragment to fe80::1, default allow", A, "fe80::1", UDP, 53, F_FRAG_LATER, "44", 0, DROP(RB), DROP(RB) },
+	{"v4 first fragment to a listed host and port", D, "198.51.100.10", TCP, 80, F_FRAG_FIRST,
+	 0, 0, DROP(RP), DROP(RP)},
+	{"v4 later fragment to a listed host", D, "198.51.100.10", TCP, 80, F_FRAG_LATER, 0, 0,
+	 DROP(RP), DROP(RP)},
+	{"v4 fragment under default allow", A, "198.51.100.20", UDP, 80, F_FRAG_FIRST, 0, 0, PASS,
+	 PASS},
+	{"v4 fragment to the metadata address, default allow", A, "169.254.169.254", UDP, 80,
+	 F_FRAG_LATER, 0, 0, DROP(RB), DROP(RB)},
+	{"v6 first fragment to a listed host and port", D, "2001:db8::10", TCP, 443, F_FRAG_FIRST,
+	 "44", 0, DROP(RP), DROP(RP)},
+	{"v6 later fragment to a listed host", D, "2001:db8::10", TCP, 443, F_FRAG_LATER, "44", 0,
+	 DROP(RP), DROP(RP)},
+	{"v6 fragment behind hop-by-hop", D, "2001:db8::10", TCP, 443, F_FRAG_FIRST, "0 44", 0,
+	 DROP(RP), DROP(RP)},
+	{"v6 fragment under default allow", A, "2001:db8::20", UDP, 53, F_FRAG_FIRST, "44", 0, PASS,
+	 PASS},
+	{"v6 fragment to fe80::1, default allow", A, "fe80::1", UDP, 53, F_FRAG_LATER, "44", 0,
+	 DROP(RB), DROP(RB)},
 	/* IPv6 extension-header chains */
-	{ "v6 hop-by-hop, then TCP to a listed port", D, "2001:db8::10", TCP, 443, 0, "0", 0, PASS, PASS },
-	{ "v6 hop-by-hop, dst options, then TCP", D, "2001:db8::10", TCP, 443, 0, "0 60", 0, PASS, PASS },
-	{ "v6 three option headers, then TCP", D, "2001:db8::10", TCP, 443, 0, "0 60 60", 0, PASS, PASS },
-	{ "v6 three option headers, then an unlisted port", D, "2001:db8::10", TCP, 444, 0, "0 60 60", 0, DROP(RD), DROP(RD) },
-	{ "v6 four option headers: not judged", D, "2001:db8::10", TCP, 443, 0, "0 60 60 60", 0, DROP(RP), DROP(RS) },
-	{ "v6 three option headers, then a routing header", D, "2001:db8::10", TCP, 443, 0, "0 60 60 43", 0, DROP(RP), DROP(RS) },
-	{ "v6 routing header", D, "2001:db8::10", TCP, 443, 0, "43", 0, DROP(RP), DROP(RS) },
-	{ "v6 routing header behind dst options", D, "2001:db8::10", TCP, 443, 0, "60 43", 0, DROP(RP), DROP(RS) },
-	{ "v6 dst options, then UDP to an allowed range", D, "2001:db8:1::9", UDP, 5005, 0, "60", 0, PASS, PASS },
+	{"v6 hop-by-hop, then TCP to a listed port", D, "2001:db8::10", TCP, 443, 0, "0", 0, PASS,
+	 PASS},
+	{"v6 hop-by-hop, dst options, then TCP", D, "2001:db8::10", TCP, 443, 0, "0 60", 0, PASS,
+	 PASS},
+	{"v6 three option headers, then TCP", D, "2001:db8::10", TCP, 443, 0, "0 60 60", 0, PASS,
+	 PASS},
+	{"v6 three option headers, then an unlisted port", D, "2001:db8::10", TCP, 444, 0,
+	 "0 60 60", 0, DROP(RD), DROP(RD)},
+	{"v6 four option headers: not judged", D, "2001:db8::10", TCP, 443, 0, "0 60 60 60", 0,
+	 DROP(RP), DROP(RS)},
+	{"v6 three option headers, then a routing header", D, "2001:db8::10", TCP, 443, 0,
+	 "0 60 60 43", 0, DROP(RP), DROP(RS)},
+	{"v6 routing header", D, "2001:db8::10", TCP, 443, 0, "43", 0, DROP(RP), DROP(RS)},
+	{"v6 routing header behind dst options", D, "2001:db8::10", TCP, 443, 0, "60 43", 0,
+	 DROP(RP), DROP(RS)},
+	{"v6 dst options, then UDP to an allowed range", D, "2001:db8:1::9", UDP, 5005, 0, "60", 0,
+	 PASS, PASS},
 	/* IPv4 header oddities */
-	{ "v4 with options (IHL 6)", D, "198.51.100.10", TCP, 80, F_IPOPT, 0, 0, PASS, DROP(RS) },
-	{ "v4 with options to an unlisted port", D, "198.51.100.10", TCP, 81, F_IPOPT, 0, 0, DROP(RD), DROP(RS) },
-	{ "v4 IHL 4", D, "198.51.100.10", TCP, 80, F_IHL4, 0, 0, DROP(RP), DROP(RP) },
-	{ "v4 TCP header cut short", D, "198.51.100.10", TCP, 80, F_SHORT, 0, 0, DROP(RP), DROP(RP) },
-	{ "v6 UDP header cut short", D, "2001:db8:1::7", UDP, 5000, F_SHORT, 0, 0, DROP(RP), DROP(RP) },
-	{ "802.1Q-tagged frame", A, "198.51.100.10", TCP, 80, F_VLAN, 0, 0, DROP(RP), DROP(RP) },
+	{"v4 with options (IHL 6)", D, "198.51.100.10", TCP, 80, F_IPOPT, 0, 0, PASS, DROP(RS)},
+	{"v4 with options to an unlisted port", D, "198.51.100.10", TCP, 81, F_IPOPT, 0, 0,
+	 DROP(RD), DROP(RS)},
+	{"v4 IHL 4", D, "198.51.100.10", TCP, 80, F_IHL4, 0, 0, DROP(RP), DROP(RP)},
+	{"v4 TCP header cut short", D, "198.51.100.10", TCP, 80, F_SHORT, 0, 0, DROP(RP), DROP(RP)},
+	{"v6 UDP header cut short", D, "2001:db8:1::7", UDP, 5000, F_SHORT, 0, 0, DROP(RP),
+	 DROP(RP)},
+	{"802.1Q-tagged frame", A, "198.51.100.10", TCP, 80, F_VLAN, 0, 0, DROP(RP), DROP(RP)},
 	/* link control: passes the host side only */
-	{ "ARP", D, "arp", 0, 0, 0, 0, 0, PASS, DROP(RP) },
-	{ "neighbour solicitation to ff02::1:ff00:1, hop limit 255", D, "ff02::1:ff00:1", ICMP6, 135, F_HL255, 0, 0, PASS, DROP(RD) },
-	{ "neighbour solicitation to fe80::1, hop limit 255", D, "fe80::1", ICMP6, 135, F_HL255, 0, 0, PASS, DROP(RB) },
-	{ "neighbour solicitation to fe80::1, hop limit 64", D, "fe80::1", ICMP6, 135, 0, 0, 0, DROP(RB), DROP(RB) },
-	{ "ND type as a fragment to fe80::1", D, "fe80::1", ICMP6, 135, F_HL255 | F_FRAG_FIRST, "44", 0, DROP(RB), DROP(RB) },
-	{ "MLDv2 report to ff02::16", D, "ff02::16", ICMP6, 143, 0, 0, 0, PASS, DROP(RD) },
-	{ "MLDv2 report to ff05::16 (not link scope)", D, "ff05::16", ICMP6, 143, 0, 0, 0, DROP(RD), DROP(RD) },
-	{ "UDP to ff02::1", D, "ff02::1", UDP, 5000, 0, 0, 0, DROP(RD), DROP(RD) },
-	{ "IGMP to 224.0.0.22", D, "224.0.0.22", IPPROTO_IGMP, 0, 0, 0, 0, PASS, DROP(RP) },
-	{ "IGMP to 239.1.1.1", D, "239.1.1.1", IPPROTO_IGMP, 0, 0, 0, 0, DROP(RP), DROP(RP) },
-	{ "UDP broadcast 255.255.255.255:67", D, "255.255.255.255", UDP, 67, 0, 0, 0, DROP(RD), DROP(RD) },
+	{"ARP", D, "arp", 0, 0, 0, 0, 0, PASS, DROP(RP)},
+	{"neighbour solicitation to ff02::1:ff00:1, hop limit 255", D, "ff02::1:ff00:1", ICMP6, 135,
+	 F_HL255, 0, 0, PASS, DROP(RD)},
+	{"neighbour solicitation to fe80::1, hop limit 255", D, "fe80::1", ICMP6, 135, F_HL255, 0,
+	 0, PASS, DROP(RB)},
+	{"neighbour solicitation to fe80::1, hop limit 64", D, "fe80::1", ICMP6, 135, 0, 0, 0,
+	 DROP(RB), DROP(RB)},
+	{"ND type as a fragment to fe80::1", D, "fe80::1", ICMP6, 135, F_HL255 | F_FRAG_FIRST, "44",
+	 0, DROP(RB), DROP(RB)},
+	{"MLDv2 report to ff02::16", D, "ff02::16", ICMP6, 143, 0, 0, 0, PASS, DROP(RD)},
+	{"MLDv2 report to ff05::16 (not link scope)", D, "ff05::16", ICMP6, 143, 0, 0, 0, DROP(RD),
+	 DROP(RD)},
+	{"UDP to ff02::1", D, "ff02::1", UDP, 5000, 0, 0, 0, DROP(RD), DROP(RD)},
+	{"IGMP to 224.0.0.22", D, "224.0.0.22", IPPROTO_IGMP, 0, 0, 0, 0, PASS, DROP(RP)},
+	{"IGMP to 239.1.1.1", D, "239.1.1.1", IPPROTO_IGMP, 0, 0, 0, 0, DROP(RP), DROP(RP)},
+	{"UDP broadcast 255.255.255.255:67", D, "255.255.255.255", UDP, 67, 0, 0, 0, DROP(RD),
+	 DROP(RD)},
 	/* the run's resolver on loopback: the backstop's one exception */
-	{ "UDP to the run's resolver 127.0.0.1", D, "127.0.0.1", UDP, DNS_PORT, 0, 0, 0, DROP(RD), PASS },
-	{ "TCP to the run's resolver ::1", D, "::1", TCP, DNS_PORT, 0, 0, 0, DROP(RD), PASS },
-	{ "UDP to 127.0.0.1, another port", D, "127.0.0.1", UDP, DNS_PORT + 1, 0, 0, 0, DROP(RD), DROP(RD) },
-	{ "UDP to 127.0.0.2, the resolver's port", D, "127.0.0.2", UDP, DNS_PORT, 0, 0, 0, DROP(RD), DROP(RD) },
+	{"UDP to the run's resolver 127.0.0.1", D, "127.0.0.1", UDP, DNS_PORT, 0, 0, 0, DROP(RD),
+	 PASS},
+	{"TCP to the run's resolver ::1", D, "::1", TCP, DNS_PORT, 0, 0, 0, DROP(RD), PASS},
+	{"UDP to 127.0.0.1, another port", D, "127.0.0.1", UDP, DNS_PORT + 1, 0, 0, 0, DROP(RD),
+	 DROP(RD)},
+	{"UDP to 127.0.0.2, the resolver's port", D, "127.0.0.2", UDP, DNS_PORT, 0, 0, 0, DROP(RD),
+	 DROP(RD)},
 	/* the blackhole, in every form, under either policy */
-	{ "169.254.169.254 TCP 80", D, "169.254.169.254", TCP, 80, 0, 0, 0, DROP(RB), DROP(RB) },
-	{ "169.254.169.254 TCP 80, default allow", A, "169.254.169.254", TCP, 80, 0, 0, 0, DROP(RB), DROP(RB) },
-	{ "169.254.0.0 UDP 53, default allow", A, "169.254.0.0", UDP, 53, 0, 0, 0, DROP(RB), DROP(RB) },
-	{ "169.254.255.255 ICMP, default allow", A, "169.254.255.255", ICMP, 8, 0, 0, 0, DROP(RB), DROP(RB) },
-	{ "169.253.255.255 (below), default allow", A, "169.253.255.255", TCP, 80, 0, 0, 0, PASS, PASS },
-	{ "169.255.0.0 (above), default allow", A, "169.255.0.0", TCP, 80, 0, 0, 0, PASS, PASS },
-	{ "v4-mapped ::ffff:169.254.169.254", A, "::ffff:169.254.169.254", TCP, 80, 0, 0, 0, DROP(RB), DROP(RB) },
-	{ "v4-compatible ::169.254.169.254", A, "::169.254.169.254", TCP, 80, 0, 0, 0, DROP(RB), DROP(RB) },
-	{ "SIIT ::ffff:0:169.254.169.254", A, "::ffff:0:a9fe:a9fe", TCP, 80, 0, 0, 0, DROP(RB), DROP(RB) },
-	{ "NAT64 64:ff9b::169.254.169.254", A, "64:ff9b::a9fe:a9fe", TCP, 80, 0, 0, 0, DROP(RB), DROP(RB) },
-	{ "NAT64 64:ff9b::169.254.0.1, UDP", A, "64:ff9b::a9fe:1", UDP, 53, 0, 0, 0, DROP(RB), DROP(RB) },
-	{ "64:ff9b::/32 past /96, tail 169.254.169.254", A, "64:ff9b:0:0:1::a9fe:a9fe", TCP, 80, 0, 0, 0, DROP(RB), DROP(RB) },
-	{ "local NAT64 /48 position", A, "64:ff9b:1:a9fe:a9:fe00::", TCP, 80, 0, 0, 0, DROP(RB), DROP(RB) },
-	{ "local NAT64 /96 position", A, "64:ff9b:1::a9fe:a9fe", TCP, 80, 0, 0, 0, DROP(RB), DROP(RB) },
-	{ "6to4 2002:a9fe:a9fe::1", A, "2002:a9fe:a9fe::1", TCP, 80, 0, 0, 0, DROP(RB), DROP(RB) },
-	{ "6to4 of 169.254.0.0 with a subnet", A, "2002:a9fe:0:5::1", UDP, 53, 0, 0, 0, DROP(RB), DROP(RB) },
-	{ "Teredo server 169.254.169.254", A, "2001:0:a9fe:a9fe::1", TCP, 80, 0, 0, 0, DROP(RB), DROP(RB) },
-	{ "Teredo client 169.254.169.254 (inverted)", A, "2001:0:c633:640a::5601:5601", TCP, 80, 0, 0, 0, DROP(RB), DROP(RB) },
-	{ "ISATAP ::5efe:169.254.169.254", A, "2001:db8::5efe:a9fe:a9fe", TCP, 80, 0, 0, 0, DROP(RB), DROP(RB) },
-	{ "ISATAP ::200:5efe:169.254.169.254", A, "2001:db8::200:5efe:a9fe:a9fe", TCP, 80, 0, 0, 0, DROP(RB), DROP(RB) },
-	{ "fe80::1 (link-local v6)", A, "fe80::1", TCP, 80, 0, 0, 0, DROP(RB), DROP(RB) },
-	{ "febf::1 (end of fe80::/10)", A, "febf::1", TCP, 80, 0, 0, 0, DROP(RB), DROP(RB) },
-	{ "fec0::1 (past fe80::/10)", A, "fec0::1", TCP, 80, 0, 0, 0, PASS, PASS },
-	{ "fd00:ec2::254 (IMDS v6)", A, "fd00:ec2::254", TCP, 80, 0, 0, 0, DROP(RB), DROP(RB) },
+	{"169.254.169.254 TCP 80", D, "169.254.169.254", TCP, 80, 0, 0, 0, DROP(RB), DROP(RB)},
+	{"169.254.169.254 TCP 80, default allow", A, "169.254.169.254", TCP, 80, 0, 0, 0, DROP(RB),
+	 DROP(RB)},
+	{"169.254.0.0 UDP 53, default allow", A, "169.254.0.0", UDP, 53, 0, 0, 0, DROP(RB),
+	 DROP(RB)},
+	{"169.254.255.255 ICMP, default allow", A, "169.254.255.255", ICMP, 8, 0, 0, 0, DROP(RB),
+	 DROP(RB)},
+	{"169.253.255.255 (below), default allow", A, "169.253.255.255", TCP, 80, 0, 0, 0, PASS,
+	 PASS},
+	{"169.255.0.0 (above), default allow", A, "169.255.0.0", TCP, 80, 0, 0, 0, PASS, PASS},
+	{"v4-mapped ::ffff:169.254.169.254", A, "::ffff:169.254.169.254", TCP, 80, 0, 0, 0,
+	 DROP(RB), DROP(RB)},
+	{"v4-compatible ::169.254.169.254", A, "::169.254.169.254", TCP, 80, 0, 0, 0, DROP(RB),
+	 DROP(RB)},
+	{"SIIT ::ffff:0:169.254.169.254", A, "::ffff:0:a9fe:a9fe", TCP, 80, 0, 0, 0, DROP(RB),
+	 DROP(RB)},
+	{"NAT64 64:ff9b::169.254.169.254", A, "64:ff9b::a9fe:a9fe", TCP, 80, 0, 0, 0, DROP(RB),
+	 DROP(RB)},
+	{"NAT64 64:ff9b::169.254.0.1, UDP", A, "64:ff9b::a9fe:1", UDP, 53, 0, 0, 0, DROP(RB),
+	 DROP(RB)},
+	{"64:ff9b::/32 past /96, tail 169.254.169.254", A, "64:ff9b:0:0:1::a9fe:a9fe", TCP, 80, 0,
+	 0, 0, DROP(RB), DROP(RB)},
+	{"local NAT64 /48 position", A, "64:ff9b:1:a9fe:a9:fe00::", TCP, 80, 0, 0, 0, DROP(RB),
+	 DROP(RB)},
+	{"local NAT64 /96 position", A, "64:ff9b:1::a9fe:a9fe", TCP, 80, 0, 0, 0, DROP(RB),
+	 DROP(RB)},
+	{"6to4 2002:a9fe:a9fe::1", A, "2002:a9fe:a9fe::1", TCP, 80, 0, 0, 0, DROP(RB), DROP(RB)},
+	{"6to4 of 169.254.0.0 with a subnet", A, "2002:a9fe:0:5::1", UDP, 53, 0, 0, 0, DROP(RB),
+	 DROP(RB)},
+	{"Teredo server 169.254.169.254", A, "2001:0:a9fe:a9fe::1", TCP, 80, 0, 0, 0, DROP(RB),
+	 DROP(RB)},
+	{"Teredo client 169.254.169.254 (inverted)", A, "2001:0:c633:640a::5601:5601", TCP, 80, 0,
+	 0, 0, DROP(RB), DROP(RB)},
+	{"ISATAP ::5efe:169.254.169.254", A, "2001:db8::5efe:a9fe:a9fe", TCP, 80, 0, 0, 0, DROP(RB),
+	 DROP(RB)},
+	{"ISATAP ::200:5efe:169.254.169.254", A, "2001:db8::200:5efe:a9fe:a9fe", TCP, 80, 0, 0, 0,
+	 DROP(RB), DROP(RB)},
+	{"fe80::1 (link-local v6)", A, "fe80::1", TCP, 80, 0, 0, 0, DROP(RB), DROP(RB)},
+	{"febf::1 (end of fe80::/10)", A, "febf::1", TCP, 80, 0, 0, 0, DROP(RB), DROP(RB)},
+	{"fec0::1 (past fe80::/10)", A, "fec0::1", TCP, 80, 0, 0, 0, PASS, PASS},
+	{"fd00:ec2::254 (IMDS v6)", A, "fd00:ec2::254", TCP, 80, 0, 0, 0, DROP(RB), DROP(RB)},
 	/* IPv4 hosts behind a relay: the v6 policy does not speak for them */
-	{ "6to4 of a listed v4 host, default deny", D, "2002:c633:640a::1", TCP, 80, 0, 0, 0, DROP(RR), DROP(RR) },
-	{ "6to4 of a v4 host, default allow", A, "2002:c633:640a::1", TCP, 80, 0, 0, 0, PASS, PASS },
-	{ "Teredo, default deny", D, "2001:0:c633:640a::1", TCP, 80, 0, 0, 0, DROP(RR), DROP(RR) },
-	{ "local NAT64 of a listed host, default deny", D, "64:ff9b:1::c633:640a", TCP, 80, 0, 0, 0, DROP(RR), DROP(RR) },
-	{ "NAT64 /96 of a listed host: judged as it", D, "64:ff9b::c633:640a", TCP, 80, 0, 0, 0, PASS, PASS },
-	{ "NAT64 /96 of a listed host, unlisted port", D, "64:ff9b::c633:640a", TCP, 81, 0, 0, 0, DROP(RD), DROP(RD) },
-	{ "v4-mapped listed host: judged as it", D, "::ffff:198.51.100.10", TCP, 8100, 0, 0, 0, PASS, PASS },
+	{"6to4 of a listed v4 host, default deny", D, "2002:c633:640a::1", TCP, 80, 0, 0, 0,
+	 DROP(RR), DROP(RR)},
+	{"6to4 of a v4 host, default allow", A, "2002:c633:640a::1", TCP, 80, 0, 0, 0, PASS, PASS},
+	{"Teredo, default deny", D, "2001:0:c633:640a::1", TCP, 80, 0, 0, 0, DROP(RR), DROP(RR)},
+	{"local NAT64 of a listed host, default deny", D, "64:ff9b:1::c633:640a", TCP, 80, 0, 0, 0,
+	 DROP(RR), DROP(RR)},
+	{"NAT64 /96 of a listed host: judged as it", D, "64:ff9b::c633:640a", TCP, 80, 0, 0, 0,
+	 PASS, PASS},
+	{"NAT64 /96 of a listed host, unlisted port", D, "64:ff9b::c633:640a", TCP, 81, 0, 0, 0,
+	 DROP(RD), DROP(RD)},
+	{"v4-mapped listed host: judged as it", D, "::ffff:198.51.100.10", TCP, 8100, 0, 0, 0, PASS,
+	 PASS},
 };
 
 static void map_clear(int fd, size_t key_size)
@@ -779,20 +859,20 @@ static void put_sni(struct pkt *e, const char *list, size_t n)
  * records, the first N bytes long) cut:N (the first N bytes of the payload; -N: all but N)
  * then:NAME (a second ClientHello record naming NAME) raw:HEX (this payload, no hello)
  * plain:TEXT (this text as payload; _ a space) urg (TCP urgent flag) v6 (to 2001:db8::10)
+ * tcpopt (12 bytes of TCP options) ipopt (4 bytes of IPv4 options)
  * The flow: port:N (tls_port is N == 443) state:N payloads:N (struct sl_sk_tls before it).
  */
 struct hello {
 	struct pkt ext;
 	unsigned rtype, rver, cver, htype, sid, cslen;
 	int rlen, hlen, elen, cut, split;
-	bool noext, urg, v6, cslen_set, have_payload;
+	bool noext, urg, v6, cslen_set, have_payload, tcpopt, ipopt;
 	struct pkt pre, post, payload;
 	char then[300];
 	unsigned port, state, payloads;
 };
 
-static void hello_record(struct pkt *out, const struct hello *h, const struct pkt *exts,
-			 bool whole)
+static void hello_record(struct pkt *out, const struct hello *h, const struct pkt *exts, bool whole)
 {
 	struct pkt m = {}, hs = {};
 	size_t i;
@@ -923,6 +1003,10 @@ static int hello_parse(struct hello *h, const char *spec)
 			h->have_payload = true;
 		} else if (!strcmp(tok, "urg")) {
 			h->urg = true;
+		} else if (!strcmp(tok, "tcpopt")) {
+			h->tcpopt = true;
+		} else if (!strcmp(tok, "ipopt")) {
+			h->ipopt = true;
 		} else if (!strcmp(tok, "v6")) {
 			h->v6 = true;
 		} else if (!strncmp(tok, "port:", 5)) {
@@ -971,19 +1055,30 @@ static int build_tls(struct pkt *p, const struct hello *h)
 	put_eth(p, family == AF_INET ? 0x0800 : 0x86dd);
 	l3 = p->len;
 	if (family == AF_INET) {
-		put_hex(p, "45000000" "00014000" "40060000" "0ac80102");
+		put_hex(p, h->ipopt ? "46000000" : "45000000");
+		put_hex(p, "00014000"
+			   "40060000"
+			   "0ac80102");
 		put(p, a, 4);
+		if (h->ipopt)
+			put_hex(p, "01010100");
 	} else {
-		put_hex(p, "60000000" "00000640" "fd100200000100000000000000000002");
+		put_hex(p, "60000000"
+			   "00000640"
+			   "fd100200000100000000000000000002");
 		put(p, a, 16);
 	}
 	put16(p, 40000);
 	put16(p, h->port);
-	put_hex(p, "00000001" "00000001");
-	put8(p, 0x50);
+	put_hex(p, "00000001"
+		   "00000001");
+	put8(p, h->tcpopt ? 0x80 : 0x50);
 	put8(p, h->urg ? 0x38 : 0x18); /* ACK PSH (URG) */
-	put_hex(p, "2000" "0000");
+	put_hex(p, "2000"
+		   "0000");
 	put16(p, h->urg ? 1 : 0);
+	if (h->tcpopt)
+		put_hex(p, "0101080a0000000100000002"); /* NOP NOP timestamps */
 	put(p, pay.b, pay.len);
 	if (family == AF_INET)
 		set16(p->b + l3 + 2, (unsigned)(p->len - l3));
@@ -1002,131 +1097,173 @@ static int build_tls(struct pkt *p, const struct hello *h)
 
 struct tls_case {
 	const char *name;
-	const char *spec;  /* the segment and the flow: see hello_parse */
-	int pass;	   /* the packet passes (1) or is dropped (0) */
-	unsigned reason;   /* the judged ClientHello's sl_reason; 0: none was judged */
-	const char *sni;   /* the name read (lower-cased, %XX escapes); NULL: not checked */
-	unsigned state;	   /* the flow's state after it; 0: not checked */
+	const char *spec; /* the segment and the flow: see hello_parse */
+	int pass;	  /* the packet passes (1) or is dropped (0) */
+	unsigned reason;  /* the judged ClientHello's sl_reason; 0: none was judged */
+	const char *sni;  /* the name read (lower-cased, %XX escapes); NULL: not checked */
+	unsigned state;	  /* the flow's state after it; 0: not checked */
 };
 
 #define HELLO "ext:000a:4 ext:000d:8 ext:002b:3 " /* groups, signature algs, versions */
 
 static const struct tls_case tls_cases[] = {
 	/* names */
-	{ "a name resolved to this address", HELLO "sni:example.com", 1, OK, "example.com", S_AWAIT },
-	{ "another name resolved here", "sni:api.example.com", 1, OK, "api.example.com", S_AWAIT },
-	{ "a name not resolved here", "sni:evil.example", 0, MIS, "evil.example", S_DENIED },
-	{ "a suffix of an allowed name", "sni:xample.com", 0, MIS, "xample.com", S_DENIED },
-	{ "an allowed name as a suffix", "sni:evil-example.com", 0, MIS, NULL, S_DENIED },
-	{ "upper case is lowered", "sni:EXAMPLE.COM", 1, OK, "example.com", S_AWAIT },
-	{ "mixed case is lowered", "sni:Api.Example.Com", 1, OK, "api.example.com", S_AWAIT },
-	{ "a trailing dot is another name", "sni:example.com.", 0, MIS, "example.com.", S_DENIED },
-	{ "a NUL after the name", "sni:example.com%00", 0, MIS, "example.com%00", S_DENIED },
-	{ "a NUL inside the name", "sni:exam%00ple.com", 0, MIS, NULL, S_DENIED },
-	{ "a NUL before the name", "sni:%00example.com", 0, MIS, NULL, S_DENIED },
-	{ "a byte past ASCII", "sni:b%c3%bccher.example", 0, MIS, NULL, S_DENIED },
-	{ "an empty name", "sni:", 0, UNP, NULL, S_DENIED },
-	{ "the longest name (255 bytes), resolved here", "sni:#255", 1, OK, "#255", S_AWAIT },
-	{ "254 bytes, not resolved here", "sni:#254", 0, MIS, NULL, S_DENIED },
-	{ "256 bytes: longer than a name can be", "sni:#256", 0, UNP, NULL, S_DENIED },
-	{ "to v6, a name resolved there", "v6 sni:example.com", 1, OK, "example.com", S_AWAIT },
-	{ "to v6, a name resolved only for v4", "v6 sni:api.example.com", 0, MIS, NULL, S_DENIED },
+	{"a name resolved to this address", HELLO "sni:example.com", 1, OK, "example.com", S_AWAIT},
+	{"another name resolved here", "sni:api.example.com", 1, OK, "api.example.com", S_AWAIT},
+	{"a name not resolved here", "sni:evil.example", 0, MIS, "evil.example", S_DENIED},
+	{"a suffix of an allowed name", "sni:xample.com", 0, MIS, "xample.com", S_DENIED},
+	{"an allowed name as a suffix", "sni:evil-example.com", 0, MIS, NULL, S_DENIED},
+	{"upper case is lowered", "sni:EXAMPLE.COM", 1, OK, "example.com", S_AWAIT},
+	{"mixed case is lowered", "sni:Api.Example.Com", 1, OK, "api.example.com", S_AWAIT},
+	{"a trailing dot is another name", "sni:example.com.", 0, MIS, "example.com.", S_DENIED},
+	{"a NUL after the name", "sni:example.com%00", 0, MIS, "example.com%00", S_DENIED},
+	{"a NUL inside the name", "sni:exam%00ple.com", 0, MIS, NULL, S_DENIED},
+	{"a NUL before the name", "sni:%00example.com", 0, MIS, NULL, S_DENIED},
+	{"a byte past ASCII", "sni:b%c3%bccher.example", 0, MIS, NULL, S_DENIED},
+	{"an empty name", "sni:", 0, UNP, NULL, S_DENIED},
+	{"the longest name (255 bytes), resolved here", "sni:#255", 1, OK, "#255", S_AWAIT},
+	{"254 bytes, not resolved here", "sni:#254", 0, MIS, NULL, S_DENIED},
+	{"256 bytes: longer than a name can be", "sni:#256", 0, UNP, NULL, S_DENIED},
+	{"to v6, a name resolved there", "v6 sni:example.com", 1, OK, "example.com", S_AWAIT},
+	{"to v6, a name resolved only for v4", "v6 sni:api.example.com", 0, MIS, NULL, S_DENIED},
 	/* the server_name extension and its list */
-	{ "no server_name extension", HELLO, 0, MISS, NULL, S_DENIED },
-	{ "no extensions at all", "noext", 0, MISS, NULL, S_DENIED },
-	{ "two names in one list", "sni:example.com,evil.example", 0, UNP, NULL, S_DENIED },
-	{ "an allowed name after another", "sni:evil.example,example.com", 0, UNP, NULL, S_DENIED },
-	{ "two server_name extensions, same name", "sni:example.com sni:example.com", 0, UNP, NULL, S_DENIED },
-	{ "two server_name extensions, other name last", "sni:example.com ext:0010:3 sni:evil.example", 0, UNP, NULL, S_DENIED },
-	{ "name type 1 (not host_name)", "sni:1:example.com", 0, UNP, NULL, S_DENIED },
-	{ "name type ff", "sni:ff:example.com", 0, UNP, NULL, S_DENIED },
-	{ "host_name, then an entry of type 1", "sni:example.com,1:x", 0, UNP, NULL, S_DENIED },
-	{ "list length one too long", "sniraw:000f00000b6578616d706c652e636f6d", 0, UNP, NULL, S_DENIED },
-	{ "list length one too short", "sniraw:000d00000b6578616d706c652e636f6d", 0, UNP, NULL, S_DENIED },
-	{ "name length past the extension", "sniraw:000e00000c6578616d706c652e636f6d", 0, UNP, NULL, S_DENIED },
-	{ "the same bytes, well formed", "sniraw:000e00000b6578616d706c652e636f6d", 1, OK, "example.com", S_AWAIT },
-	{ "a bare list length", "sniraw:0000", 0, UNP, NULL, S_DENIED },
-	{ "an empty server_name extension", "sniraw:", 0, UNP, NULL, S_DENIED },
+	{"no server_name extension", HELLO, 0, MISS, NULL, S_DENIED},
+	{"no extensions at all", "noext", 0, MISS, NULL, S_DENIED},
+	{"two names in one list", "sni:example.com,evil.example", 0, UNP, NULL, S_DENIED},
+	{"an allowed name after another", "sni:evil.example,example.com", 0, UNP, NULL, S_DENIED},
+	{"two server_name extensions, same name", "sni:example.com sni:example.com", 0, UNP, NULL,
+	 S_DENIED},
+	{"two server_name extensions, other name last",
+	 "sni:example.com ext:0010:3 sni:evil.example", 0, UNP, NULL, S_DENIED},
+	{"name type 1 (not host_name)", "sni:1:example.com", 0, UNP, NULL, S_DENIED},
+	{"name type ff", "sni:ff:example.com", 0, UNP, NULL, S_DENIED},
+	{"host_name, then an entry of type 1", "sni:example.com,1:x", 0, UNP, NULL, S_DENIED},
+	{"list length one too long", "sniraw:000f00000b6578616d706c652e636f6d", 0, UNP, NULL,
+	 S_DENIED},
+	{"list length one too short", "sniraw:000d00000b6578616d706c652e636f6d", 0, UNP, NULL,
+	 S_DENIED},
+	{"name length past the extension", "sniraw:000e00000c6578616d706c652e636f6d", 0, UNP, NULL,
+	 S_DENIED},
+	{"the same bytes, well formed", "sniraw:000e00000b6578616d706c652e636f6d", 1, OK,
+	 "example.com", S_AWAIT},
+	{"a bare list length", "sniraw:0000", 0, UNP, NULL, S_DENIED},
+	{"an empty server_name extension", "sniraw:", 0, UNP, NULL, S_DENIED},
 	/* extensions around it: order, GREASE, ECH, count */
-	{ "server_name first", "sni:example.com " HELLO, 1, OK, "example.com", S_AWAIT },
-	{ "server_name last", HELLO "ext:0010:5 ext:0015:40 sni:example.com", 1, OK, NULL, S_AWAIT },
-	{ "GREASE before and after", "ext:0a0a ext:1a1a:1 sni:example.com ext:fafa:2", 1, OK, NULL, S_AWAIT },
-	{ "ECH with an allowed outer name", "sni:example.com ext:fe0d:64", 1, OK, "example.com", S_AWAIT },
-	{ "ECH with another outer name", "sni:public.example ext:fe0d:64", 0, MIS, NULL, S_DENIED },
-	{ "ECH without an outer name", "ext:fe0d:64 " HELLO, 0, MISS, NULL, S_DENIED },
-	{ "an extension of 0xffff", "ext:ffff:1 sni:example.com", 1, OK, NULL, S_AWAIT },
-	{ "32 extensions with server_name", "exts:31:0a0a sni:example.com", 1, OK, NULL, S_AWAIT },
-	{ "33 extensions: more than are read", "exts:32:0a0a sni:example.com", 0, UNP, NULL, S_DENIED },
-	{ "33 extensions, server_name first", "sni:example.com exts:32:0a0a", 0, UNP, NULL, S_DENIED },
+	{"server_name first", "sni:example.com " HELLO, 1, OK, "example.com", S_AWAIT},
+	{"server_name last", HELLO "ext:0010:5 ext:0015:40 sni:example.com", 1, OK, NULL, S_AWAIT},
+	{"GREASE before and after", "ext:0a0a ext:1a1a:1 sni:example.com ext:fafa:2", 1, OK, NULL,
+	 S_AWAIT},
+	{"ECH with an allowed outer name", "sni:example.com ext:fe0d:64", 1, OK, "example.com",
+	 S_AWAIT},
+	{"ECH with another outer name", "sni:public.example ext:fe0d:64", 0, MIS, NULL, S_DENIED},
+	{"ECH without an outer name", "ext:fe0d:64 " HELLO, 0, MISS, NULL, S_DENIED},
+	{"an extension of 0xffff", "ext:ffff:1 sni:example.com", 1, OK, NULL, S_AWAIT},
+	{"32 extensions with server_name", "exts:31:0a0a sni:example.com", 1, OK, NULL, S_AWAIT},
+	{"33 extensions: more than are read", "exts:32:0a0a sni:example.com", 0, UNP, NULL,
+	 S_DENIED},
+	{"33 extensions, server_name first", "sni:example.com exts:32:0a0a", 0, UNP, NULL,
+	 S_DENIED},
 	/* versions */
-	{ "record version 3.0 (SSL 3.0)", "rver:0300 sni:example.com", 1, OK, NULL, S_AWAIT },
-	{ "record version 3.1 (TLS 1.0)", "rver:0301 sni:example.com", 1, OK, NULL, S_AWAIT },
-	{ "record version 3.2 (TLS 1.1)", "rver:0302 sni:example.com", 1, OK, NULL, S_AWAIT },
-	{ "record version 3.3 (TLS 1.2)", "rver:0303 sni:example.com", 1, OK, NULL, S_AWAIT },
-	{ "record version 3.4", "rver:0304 sni:example.com", 1, OK, NULL, S_AWAIT },
-	{ "record version 2.0", "rver:0200 sni:example.com", 0, UNP, NULL, S_DENIED },
-	{ "record version 0x1603", "rver:1603 sni:example.com", 0, UNP, NULL, S_DENIED },
-	{ "hello version TLS 1.0", "cver:0301 sni:example.com", 1, OK, NULL, S_AWAIT },
-	{ "hello version TLS 1.1", "cver:0302 sni:example.com", 1, OK, NULL, S_AWAIT },
-	{ "hello version TLS 1.2 (and 1.3 by extension)", HELLO "cver:0303 sni:example.com", 1, OK, NULL, S_AWAIT },
-	{ "hello version TLS 1.0, another name", "cver:0301 sni:evil.example", 0, MIS, NULL, S_DENIED },
+	{"record version 3.0 (SSL 3.0)", "rver:0300 sni:example.com", 1, OK, NULL, S_AWAIT},
+	{"record version 3.1 (TLS 1.0)", "rver:0301 sni:example.com", 1, OK, NULL, S_AWAIT},
+	{"record version 3.2 (TLS 1.1)", "rver:0302 sni:example.com", 1, OK, NULL, S_AWAIT},
+	{"record version 3.3 (TLS 1.2)", "rver:0303 sni:example.com", 1, OK, NULL, S_AWAIT},
+	{"record version 3.4", "rver:0304 sni:example.com", 1, OK, NULL, S_AWAIT},
+	{"record version 2.0", "rver:0200 sni:example.com", 0, UNP, NULL, S_DENIED},
+	{"record version 0x1603", "rver:1603 sni:example.com", 0, UNP, NULL, S_DENIED},
+	{"hello version TLS 1.0", "cver:0301 sni:example.com", 1, OK, NULL, S_AWAIT},
+	{"hello version TLS 1.1", "cver:0302 sni:example.com", 1, OK, NULL, S_AWAIT},
+	{"hello version TLS 1.2 (and 1.3 by extension)", HELLO "cver:0303 sni:example.com", 1, OK,
+	 NULL, S_AWAIT},
+	{"hello version TLS 1.0, another name", "cver:0301 sni:evil.example", 0, MIS, NULL,
+	 S_DENIED},
 	/* what the first record is */
-	{ "an application-data record first", "rtype:17 sni:example.com", 0, UNP, NULL, S_DENIED },
-	{ "an alert first", "rtype:15 sni:example.com", 0, UNP, NULL, S_DENIED },
-	{ "a change-cipher-spec record first", "pre:140303000101 sni:example.com", 0, UNP, NULL, S_DENIED },
-	{ "a heartbeat record first", "rtype:18 sni:example.com", 0, UNP, NULL, S_DENIED },
-	{ "a ServerHello from the client", "htype:02 sni:example.com", 0, UNP, NULL, S_DENIED },
-	{ "a Certificate message first", "htype:0b sni:example.com", 0, UNP, NULL, S_DENIED },
-	{ "plain HTTP on the TLS port", "plain:GET_/_HTTP/1.1%0d%0a", 0, UNP, NULL, S_DENIED },
+	{"an application-data record first", "rtype:17 sni:example.com", 0, UNP, NULL, S_DENIED},
+	{"an alert first", "rtype:15 sni:example.com", 0, UNP, NULL, S_DENIED},
+	{"a change-cipher-spec record first", "pre:140303000101 sni:example.com", 0, UNP, NULL,
+	 S_DENIED},
+	{"a heartbeat record first", "rtype:18 sni:example.com", 0, UNP, NULL, S_DENIED},
+	{"a ServerHello from the client", "htype:02 sni:example.com", 0, UNP, NULL, S_DENIED},
+	{"a Certificate message first", "htype:0b sni:example.com", 0, UNP, NULL, S_DENIED},
+	{"plain HTTP on the TLS port", "plain:GET_/_HTTP/1.1%0d%0a", 0, UNP, NULL, S_DENIED},
 	/* lengths that lie */
-	{ "record length one past the segment", "rlen:+1 sni:example.com", 0, UNP, NULL, S_DENIED },
-	{ "record length 65535", "rlen:+65000 sni:example.com", 0, UNP, NULL, S_DENIED },
-	{ "record length one short", "rlen:-1 sni:example.com", 0, UNP, NULL, S_DENIED },
-	{ "handshake length one past the record", "hlen:+1 sni:example.com", 0, UNP, NULL, S_DENIED },
-	{ "handshake length one short", "hlen:-1 sni:example.com", 0, UNP, NULL, S_DENIED },
-	{ "handshake length 2^24 - 1", "hlen:+16777000 sni:example.com", 0, UNP, NULL, S_DENIED },
-	{ "extensions length one too long", "elen:+1 sni:example.com", 0, UNP, NULL, S_DENIED },
-	{ "extensions length one too short", "elen:-1 sni:example.com", 0, UNP, NULL, S_DENIED },
-	{ "session id of 33 bytes", "sid:33 sni:example.com", 0, UNP, NULL, S_DENIED },
-	{ "no session id", "sid:0 sni:example.com", 1, OK, NULL, S_AWAIT },
-	{ "cipher suites length past the hello", "cslen:65534 sni:example.com", 0, UNP, NULL, S_DENIED },
-	{ "cipher suites length one short", "cslen:5 sni:example.com", 0, UNP, NULL, S_DENIED },
+	{"record length one past the segment", "rlen:+1 sni:example.com", 0, UNP, NULL, S_DENIED},
+	{"record length 65535", "rlen:+65000 sni:example.com", 0, UNP, NULL, S_DENIED},
+	{"record length one short", "rlen:-1 sni:example.com", 0, UNP, NULL, S_DENIED},
+	{"handshake length one past the record", "hlen:+1 sni:example.com", 0, UNP, NULL, S_DENIED},
+	{"handshake length one short", "hlen:-1 sni:example.com", 0, UNP, NULL, S_DENIED},
+	{"handshake length 2^24 - 1", "hlen:+16777000 sni:example.com", 0, UNP, NULL, S_DENIED},
+	{"extensions length one too long", "elen:+1 sni:example.com", 0, UNP, NULL, S_DENIED},
+	{"extensions length one too short", "elen:-1 sni:example.com", 0, UNP, NULL, S_DENIED},
+	{"session id of 33 bytes", "sid:33 sni:example.com", 0, UNP, NULL, S_DENIED},
+	{"no session id", "sid:0 sni:example.com", 1, OK, NULL, S_AWAIT},
+	{"cipher suites length past the hello", "cslen:65534 sni:example.com", 0, UNP, NULL,
+	 S_DENIED},
+	{"cipher suites length one short", "cslen:5 sni:example.com", 0, UNP, NULL, S_DENIED},
 	/* records and segments */
-	{ "the hello cut by the segment end", "sni:example.com cut:-1", 0, UNP, NULL, S_DENIED },
-	{ "only the record header in this segment", "sni:example.com cut:5", 0, UNP, NULL, S_DENIED },
-	{ "three bytes of a record header", "sni:example.com cut:3", 0, UNP, NULL, S_DENIED },
-	{ "the hello split across two records", "sni:example.com split:40", 0, UNP, NULL, S_DENIED },
-	{ "split after the handshake header", "sni:example.com split:4", 0, UNP, NULL, S_DENIED },
-	{ "a second hello, also allowed", "sni:example.com then:api.example.com", 1, OK, NULL, S_AWAIT },
-	{ "a second hello with another name", "sni:example.com then:evil.example", 0, MIS, "evil.example", S_DENIED },
-	{ "a change-cipher-spec after the hello", "sni:example.com post:140303000101", 1, OK, NULL, S_AWAIT },
-	{ "early data after the hello", "sni:example.com post:170303000400000000", 1, OK, NULL, S_AWAIT },
-	{ "a second record cut short after the hello", "sni:example.com post:1703030004000000", 0, UNP, NULL, S_DENIED },
-	{ "a stray handshake record after the hello", "sni:example.com post:160303000400000000", 0, UNP, NULL, S_DENIED },
-	{ "nine records: more than are read", "sni:example.com post:140303000101140303000101140303000101140303000101140303000101140303000101140303000101140303000101", 0, UNP, NULL, S_DENIED },
-	{ "urgent data", "urg sni:example.com", 0, UNP, NULL, S_DENIED },
-	{ "a pure ACK", "raw:", 1, 0, NULL, SL_TLS_PENDING },
+	{"the hello cut by the segment end", "sni:example.com cut:-1", 0, UNP, NULL, S_DENIED},
+	{"only the record header in this segment", "sni:example.com cut:5", 0, UNP, NULL, S_DENIED},
+	{"three bytes of a record header", "sni:example.com cut:3", 0, UNP, NULL, S_DENIED},
+	{"the hello split across two records", "sni:example.com split:40", 0, UNP, NULL, S_DENIED},
+	{"split after the handshake header", "sni:example.com split:4", 0, UNP, NULL, S_DENIED},
+	{"a second hello, also allowed", "sni:example.com then:api.example.com", 1, OK, NULL,
+	 S_AWAIT},
+	{"a second hello with another name", "sni:example.com then:evil.example", 0, MIS,
+	 "evil.example", S_DENIED},
+	{"a change-cipher-spec after the hello", "sni:example.com post:140303000101", 1, OK, NULL,
+	 S_AWAIT},
+	{"early data after the hello", "sni:example.com post:170303000400000000", 1, OK, NULL,
+	 S_AWAIT},
+	{"a second record cut short after the hello", "sni:example.com post:1703030004000000", 0,
+	 UNP, NULL, S_DENIED},
+	{"a stray handshake record after the hello", "sni:example.com post:160303000400000000", 0,
+	 UNP, NULL, S_DENIED},
+	{"nine records: more than are read",
+	 "sni:example.com "
+	 "post:"
+	 "14030300010114030300010114030300010114030300010114030300010114030300010114030300010114030"
+	 "3000101",
+	 0, UNP, NULL, S_DENIED},
+	{"TCP options before the payload", "tcpopt sni:example.com", 1, OK, "example.com", S_AWAIT},
+	{"TCP options, another name", "tcpopt sni:evil.example", 0, MIS, "evil.example", S_DENIED},
+	{"IPv4 options before TCP", "ipopt sni:example.com", 1, OK, "example.com", S_AWAIT},
+	{"IPv4 options, another name", "ipopt sni:evil.example", 0, MIS, "evil.example", S_DENIED},
+	{"urgent data", "urg sni:example.com", 0, UNP, NULL, S_DENIED},
+	{"a pure ACK", "raw:", 1, 0, NULL, SL_TLS_PENDING},
 	/* other ports: only what starts like TLS is judged */
-	{ "port 80, plain HTTP: not TLS", "port:80 plain:GET_/_HTTP/1.1%0d%0a", 1, 0, NULL, S_NOT_TLS },
-	{ "port 80, an allowed hello", "port:80 sni:example.com", 1, OK, NULL, S_AWAIT },
-	{ "port 80, a hello with another name", "port:80 sni:evil.example", 0, MIS, NULL, S_DENIED },
-	{ "port 80, a hello cut short", "port:80 sni:example.com cut:-1", 0, UNP, NULL, S_DENIED },
-	{ "port 80, one byte 0x16", "port:80 raw:16", 0, UNP, NULL, S_DENIED },
-	{ "port 80, an alert first", "port:80 pre:15030300020230 sni:example.com", 0, UNP, NULL, S_DENIED },
-	{ "port 80, a first byte past TLS's (0x19)", "port:80 raw:19030100", 1, 0, NULL, S_NOT_TLS },
-	{ "port 80, a first byte below TLS's (0x13)", "port:80 raw:13030100", 1, 0, NULL, S_NOT_TLS },
+	{"port 80, plain HTTP: not TLS", "port:80 plain:GET_/_HTTP/1.1%0d%0a", 1, 0, NULL,
+	 S_NOT_TLS},
+	{"port 80, an allowed hello", "port:80 sni:example.com", 1, OK, NULL, S_AWAIT},
+	{"port 80, a hello with another name", "port:80 sni:evil.example", 0, MIS, NULL, S_DENIED},
+	{"port 80, a hello cut short", "port:80 sni:example.com cut:-1", 0, UNP, NULL, S_DENIED},
+	{"port 80, one byte 0x16", "port:80 raw:16", 0, UNP, NULL, S_DENIED},
+	{"port 80, an alert first", "port:80 pre:15030300020230 sni:example.com", 0, UNP, NULL,
+	 S_DENIED},
+	{"port 80, a first byte past TLS's (0x19)", "port:80 raw:19030100", 1, 0, NULL, S_NOT_TLS},
+	{"port 80, a first byte below TLS's (0x13)", "port:80 raw:13030100", 1, 0, NULL, S_NOT_TLS},
 	/* later packets of the flow */
-	{ "a denied flow's next data", "state:3 sni:example.com", 0, 0, NULL, S_DENIED },
-	{ "an allowed flow: not looked at", "state:2 sni:evil.example", 1, 0, NULL, SL_TLS_ALLOWED },
-	{ "not TLS: not looked at", "state:6 port:80 sni:evil.example", 1, 0, NULL, S_NOT_TLS },
-	{ "awaiting the server: early data", "state:4 raw:170303000400000000", 1, 0, NULL, S_AWAIT },
-	{ "awaiting the server: a retransmitted hello", "state:4 sni:example.com", 1, OK, NULL, S_AWAIT },
-	{ "awaiting the server: a hello with another name", "state:4 sni:evil.example", 0, MIS, NULL, S_DENIED },
-	{ "after a HelloRetryRequest: CCS, then the hello", "state:5 pre:140303000101 sni:example.com", 1, OK, NULL, S_AWAIT },
-	{ "after a HelloRetryRequest: another name", "state:5 pre:140303000101 sni:evil.example", 0, MIS, NULL, S_DENIED },
-	{ "after a HelloRetryRequest: early data", "state:5 raw:170303000400000000", 0, UNP, NULL, S_DENIED },
-	{ "the 16th watched payload", "state:4 payloads:15 sni:example.com", 1, OK, NULL, S_AWAIT },
-	{ "past 16 watched payloads", "state:4 payloads:16 sni:example.com", 0, UNP, NULL, S_DENIED },
+	{"a denied flow's next data", "state:3 sni:example.com", 0, 0, NULL, S_DENIED},
+	{"an allowed flow: not looked at", "state:2 sni:evil.example", 1, 0, NULL, SL_TLS_ALLOWED},
+	{"not TLS: not looked at", "state:6 port:80 sni:evil.example", 1, 0, NULL, S_NOT_TLS},
+	{"awaiting the server: early data", "state:4 raw:170303000400000000", 1, 0, NULL, S_AWAIT},
+	{"awaiting the server: a retransmitted hello", "state:4 sni:example.com", 1, OK, NULL,
+	 S_AWAIT},
+	{"awaiting the server: a hello with another name", "state:4 sni:evil.example", 0, MIS, NULL,
+	 S_DENIED},
+	{"after a HelloRetryRequest: CCS, then the hello",
+	 "state:5 pre:140303000101 sni:example.com", 1, OK, NULL, S_AWAIT},
+	{"after a HelloRetryRequest: another name", "state:5 pre:140303000101 sni:evil.example", 0,
+	 MIS, NULL, S_DENIED},
+	{"after a HelloRetryRequest: a CCS alone", "state:5 raw:140303000101", 1, 0, NULL,
+	 SL_TLS_EXPECT_CH2},
+	{"after a HelloRetryRequest: an alert alone", "state:5 raw:15030300020230", 1, 0, NULL,
+	 SL_TLS_EXPECT_CH2},
+	{"after a HelloRetryRequest: a Finished-like record", "state:5 raw:160303000414000000", 0,
+	 UNP, NULL, S_DENIED},
+	{"after a HelloRetryRequest: early data", "state:5 raw:170303000400000000", 0, UNP, NULL,
+	 S_DENIED},
+	{"the 16th watched payload", "state:4 payloads:15 sni:example.com", 1, OK, NULL, S_AWAIT},
+	{"past 16 watched payloads", "state:4 payloads:16 sni:example.com", 0, UNP, NULL, S_DENIED},
 };
 
 static bool tls_check(struct run *r, const struct tls_case *c)
@@ -1138,7 +1275,8 @@ static bool tls_check(struct run *r, const struct tls_case *c)
 	size_t want_len;
 	uint32_t ret;
 
-	EXPECT(!hello_parse(&h, c->spec) && !build_tls(&p, &h), "the case's segment could not be built");
+	EXPECT(!hello_parse(&h, c->spec) && !build_tls(&p, &h),
+	       "the case's segment could not be built");
 	memset(&o->bss->t_in, 0, sizeof(o->bss->t_in));
 	o->bss->t_in.state = (__u8)h.state;
 	o->bss->t_in.tls_port = h.port == 443;
@@ -1156,7 +1294,8 @@ static bool tls_check(struct run *r, const struct tls_case *c)
 	if (c->sni) {
 		want_len = name_decode(c->sni, strlen(c->sni), want_sni, sizeof(want_sni));
 		memcpy(got, o->bss->t_out.sni, sizeof(got));
-		got[o->bss->t_out.sni_len <= SL_SNI_MAX ? o->bss->t_out.sni_len : SL_SNI_MAX] = '\0';
+		got[o->bss->t_out.sni_len <= SL_SNI_MAX ? o->bss->t_out.sni_len : SL_SNI_MAX] =
+			'\0';
 		EXPECT(o->bss->t_out.sni_len == want_len &&
 			       !memcmp(o->bss->t_out.sni, want_sni, want_len),
 		       "expected the name \"%s\" (%zu bytes), read \"%s\" (%u bytes)", c->sni,
@@ -1189,74 +1328,107 @@ struct decide_case {
 	const char *name;
 	int policy;
 	const char *addr;
-	unsigned proto;	 /* the socket's IPPROTO_* */
+	unsigned proto; /* the socket's IPPROTO_* */
 	unsigned port;
 	unsigned verdict;
 	unsigned reason;
-	int rule_id;	 /* ANY_RULE: not checked */
-	const char *eff; /* the IPv4 address decided on for a v6 one that embeds it; NULL: none */
+	int rule_id;	  /* ANY_RULE: not checked */
+	const char *eff;  /* the IPv4 address decided on for a v6 one that embeds it; NULL: none */
 	unsigned host_id; /* the name the address was learned for; 0: none */
 };
 
 static const struct decide_case decide_cases[] = {
-	{ "connect4 to a listed host and port", D, "198.51.100.10", TCP, 443, ALLOW, RULE, R_WEB, 0, 0 },
-	{ "connect4 to the range start", D, "198.51.100.10", TCP, 8000, ALLOW, RULE, R_WEB, 0, 0 },
-	{ "connect4 to the range end", D, "198.51.100.10", TCP, 8100, ALLOW, RULE, R_WEB, 0, 0 },
-	{ "connect4 below the range", D, "198.51.100.10", TCP, 7999, DENY, RD, 0, 0, 0 },
-	{ "connect4 above the range", D, "198.51.100.10", TCP, 8101, DENY, RD, 0, 0, 0 },
-	{ "sendmsg4 UDP to a TCP-only rule", D, "198.51.100.10", UDP, 80, DENY, RD, 0, 0, 0 },
-	{ "sendmsg4 UDP range start", D, "203.0.113.200", UDP, 5000, ALLOW, RULE, R_UDP, 0, 0 },
-	{ "sendmsg4 UDP range end", D, "203.0.113.200", UDP, 5010, ALLOW, RULE, R_UDP, 0, 0 },
-	{ "sendmsg4 UDP past the range", D, "203.0.113.200", UDP, 5011, DENY, RD, 0, 0, 0 },
-	{ "sendmsg4 UDP just outside the /24", D, "203.0.114.1", UDP, 5000, DENY, RD, 0, 0, 0 },
-	{ "connect4 any-port rule, port 65535", D, "10.255.255.255", TCP, 65535, ALLOW, RULE, R_WIDE, 0, 0 },
-	{ "connect4 longer prefix, its own port", D, "10.1.0.1", TCP, 22, ALLOW, RULE, ANY_RULE, 0, 0 },
-	{ "connect4 longer prefix, the wider rule's", D, "10.1.0.1", UDP, 22, ALLOW, RULE, R_WIDE, 0, 0 },
-	{ "connect4 0.0.0.0", D, "0.0.0.0", TCP, 80, DENY, RD, 0, 0, 0 },
-	{ "ping socket to an icmp rule's host", D, "198.51.100.30", ICMP, 0, ALLOW, RULE, R_PING, 0, 0 },
-	{ "ping6 socket to an icmp rule's host", D, "2001:db8::30", ICMP6, 0, ALLOW, RULE, R_PING, 0, 0 },
-	{ "ping socket to a TCP rule's host", D, "198.51.100.10", ICMP, 0, DENY, RD, 0, 0, 0 },
-	{ "SCTP to a listed host: cannot be classified", D, "198.51.100.10", 132, 80, DENY, RP, 0, 0, 0 },
-	{ "SCTP under default allow", A, "198.51.100.10", 132, 80, ALLOW, DEFALLOW, 0, 0, 0 },
-	{ "connect4 unlisted, default allow", A, "198.51.100.20", TCP, 80, ALLOW, DEFALLOW, 0, 0, 0 },
+	{"connect4 to a listed host and port", D, "198.51.100.10", TCP, 443, ALLOW, RULE, R_WEB, 0,
+	 0},
+	{"connect4 to the range start", D, "198.51.100.10", TCP, 8000, ALLOW, RULE, R_WEB, 0, 0},
+	{"connect4 to the range end", D, "198.51.100.10", TCP, 8100, ALLOW, RULE, R_WEB, 0, 0},
+	{"connect4 below the range", D, "198.51.100.10", TCP, 7999, DENY, RD, 0, 0, 0},
+	{"connect4 above the range", D, "198.51.100.10", TCP, 8101, DENY, RD, 0, 0, 0},
+	{"sendmsg4 UDP to a TCP-only rule", D, "198.51.100.10", UDP, 80, DENY, RD, 0, 0, 0},
+	{"sendmsg4 UDP range start", D, "203.0.113.200", UDP, 5000, ALLOW, RULE, R_UDP, 0, 0},
+	{"sendmsg4 UDP range end", D, "203.0.113.200", UDP, 5010, ALLOW, RULE, R_UDP, 0, 0},
+	{"sendmsg4 UDP past the range", D, "203.0.113.200", UDP, 5011, DENY, RD, 0, 0, 0},
+	{"sendmsg4 UDP just outside the /24", D, "203.0.114.1", UDP, 5000, DENY, RD, 0, 0, 0},
+	{"connect4 any-port rule, port 65535", D, "10.255.255.255", TCP, 65535, ALLOW, RULE, R_WIDE,
+	 0, 0},
+	{"connect4 longer prefix, its own port", D, "10.1.0.1", TCP, 22, ALLOW, RULE, ANY_RULE, 0,
+	 0},
+	{"connect4 longer prefix, the wider rule's", D, "10.1.0.1", UDP, 22, ALLOW, RULE, R_WIDE, 0,
+	 0},
+	{"connect4 0.0.0.0", D, "0.0.0.0", TCP, 80, DENY, RD, 0, 0, 0},
+	{"ping socket to an icmp rule's host", D, "198.51.100.30", ICMP, 0, ALLOW, RULE, R_PING, 0,
+	 0},
+	{"ping6 socket to an icmp rule's host", D, "2001:db8::30", ICMP6, 0, ALLOW, RULE, R_PING, 0,
+	 0},
+	{"ping socket to a TCP rule's host", D, "198.51.100.10", ICMP, 0, DENY, RD, 0, 0, 0},
+	{"SCTP to a listed host: cannot be classified", D, "198.51.100.10", 132, 80, DENY, RP, 0, 0,
+	 0},
+	{"SCTP under default allow", A, "198.51.100.10", 132, 80, ALLOW, DEFALLOW, 0, 0, 0},
+	{"connect4 unlisted, default allow", A, "198.51.100.20", TCP, 80, ALLOW, DEFALLOW, 0, 0, 0},
 	/* addresses the run's resolver learned for a name */
-	{ "connect4 to a learned address, the rule's port", D, "198.51.100.50", TCP, 443, ALLOW, RULE, R_NAMES, 0, HOST_EXAMPLE },
-	{ "connect4 to a learned address, another port", D, "198.51.100.50", TCP, 80, DENY, RD, 0, 0, HOST_EXAMPLE },
-	{ "sendmsg4 UDP to a learned address (hosts rules: TCP)", D, "198.51.100.50", UDP, 443, DENY, RD, 0, 0, HOST_EXAMPLE },
-	{ "connect4 to an expired learned address", D, "198.51.100.51", TCP, 443, DENY, RD, 0, 0, HOST_EXAMPLE },
-	{ "connect6 to a learned address", D, "2001:db8::50", TCP, 443, ALLOW, RULE, R_NAMES, 0, HOST_EXAMPLE6 },
-	{ "connect6 v4-mapped learned address", D, "::ffff:198.51.100.50", TCP, 443, ALLOW, RULE, R_NAMES, "198.51.100.50", HOST_EXAMPLE },
+	{"connect4 to a learned address, the rule's port", D, "198.51.100.50", TCP, 443, ALLOW,
+	 RULE, R_NAMES, 0, HOST_EXAMPLE},
+	{"connect4 to a learned address, another port", D, "198.51.100.50", TCP, 80, DENY, RD, 0, 0,
+	 HOST_EXAMPLE},
+	{"sendmsg4 UDP to a learned address (hosts rules: TCP)", D, "198.51.100.50", UDP, 443, DENY,
+	 RD, 0, 0, HOST_EXAMPLE},
+	{"connect4 to an expired learned address", D, "198.51.100.51", TCP, 443, DENY, RD, 0, 0,
+	 HOST_EXAMPLE},
+	{"connect6 to a learned address", D, "2001:db8::50", TCP, 443, ALLOW, RULE, R_NAMES, 0,
+	 HOST_EXAMPLE6},
+	{"connect6 v4-mapped learned address", D, "::ffff:198.51.100.50", TCP, 443, ALLOW, RULE,
+	 R_NAMES, "198.51.100.50", HOST_EXAMPLE},
 	/* v6 forms of v4 hosts */
-	{ "connect6 v4-mapped listed host", D, "::ffff:198.51.100.10", TCP, 80, ALLOW, RULE, R_WEB, "198.51.100.10", 0 },
-	{ "connect6 v4-compatible listed host", D, "::198.51.100.10", TCP, 80, ALLOW, RULE, R_WEB, "198.51.100.10", 0 },
-	{ "connect6 NAT64 listed host", D, "64:ff9b::198.51.100.10", TCP, 80, ALLOW, RULE, R_WEB, "198.51.100.10", 0 },
-	{ "connect6 NAT64 listed host, unlisted port", D, "64:ff9b::198.51.100.10", TCP, 81, DENY, RD, 0, "198.51.100.10", 0 },
-	{ "connect6 ::", D, "::", TCP, 80, DENY, RD, 0, 0, 0 },
-	{ "connect6 ::1", D, "::1", TCP, 80, DENY, RD, 0, 0, 0 },
-	{ "connect6 6to4, default deny", D, "2002:c633:640a::1", TCP, 80, DENY, RR, 0, 0, 0 },
-	{ "connect6 6to4, default allow", A, "2002:c633:640a::1", TCP, 80, ALLOW, DEFALLOW, 0, 0, 0 },
-	{ "connect6 Teredo, default deny", D, "2001:0:c633:640a::1", TCP, 80, DENY, RR, 0, 0, 0 },
-	{ "connect6 ISATAP, default deny", D, "2001:db8::5efe:c633:640a", TCP, 80, DENY, RR, 0, 0, 0 },
-	{ "connect6 local NAT64, default deny", D, "64:ff9b:1::c633:640a", TCP, 80, DENY, RR, 0, 0, 0 },
+	{"connect6 v4-mapped listed host", D, "::ffff:198.51.100.10", TCP, 80, ALLOW, RULE, R_WEB,
+	 "198.51.100.10", 0},
+	{"connect6 v4-compatible listed host", D, "::198.51.100.10", TCP, 80, ALLOW, RULE, R_WEB,
+	 "198.51.100.10", 0},
+	{"connect6 NAT64 listed host", D, "64:ff9b::198.51.100.10", TCP, 80, ALLOW, RULE, R_WEB,
+	 "198.51.100.10", 0},
+	{"connect6 NAT64 listed host, unlisted port", D, "64:ff9b::198.51.100.10", TCP, 81, DENY,
+	 RD, 0, "198.51.100.10", 0},
+	{"connect6 ::", D, "::", TCP, 80, DENY, RD, 0, 0, 0},
+	{"connect6 ::1", D, "::1", TCP, 80, DENY, RD, 0, 0, 0},
+	{"connect6 6to4, default deny", D, "2002:c633:640a::1", TCP, 80, DENY, RR, 0, 0, 0},
+	{"connect6 6to4, default allow", A, "2002:c633:640a::1", TCP, 80, ALLOW, DEFALLOW, 0, 0, 0},
+	{"connect6 Teredo, default deny", D, "2001:0:c633:640a::1", TCP, 80, DENY, RR, 0, 0, 0},
+	{"connect6 ISATAP, default deny", D, "2001:db8::5efe:c633:640a", TCP, 80, DENY, RR, 0, 0,
+	 0},
+	{"connect6 local NAT64, default deny", D, "64:ff9b:1::c633:640a", TCP, 80, DENY, RR, 0, 0,
+	 0},
 	/* the blackhole, whatever the policy */
-	{ "connect4 169.254.169.254", D, "169.254.169.254", TCP, 80, DENY, RB, 0, 0, 0 },
-	{ "connect4 169.254.169.254, default allow", A, "169.254.169.254", TCP, 80, DENY, RB, 0, 0, 0 },
-	{ "sendmsg4 169.254.0.0, default allow", A, "169.254.0.0", UDP, 53, DENY, RB, 0, 0, 0 },
-	{ "connect4 169.253.255.255, default allow", A, "169.253.255.255", TCP, 80, ALLOW, DEFALLOW, 0, 0, 0 },
-	{ "connect4 169.255.0.0, default allow", A, "169.255.0.0", TCP, 80, ALLOW, DEFALLOW, 0, 0, 0 },
-	{ "connect6 v4-mapped metadata", A, "::ffff:169.254.169.254", TCP, 80, DENY, RB, 0, "169.254.169.254", 0 },
-	{ "connect6 v4-compatible metadata", A, "::169.254.169.254", TCP, 80, DENY, RB, 0, "169.254.169.254", 0 },
-	{ "connect6 NAT64 metadata", A, "64:ff9b::169.254.169.254", TCP, 80, DENY, RB, 0, "169.254.169.254", 0 },
-	{ "connect6 SIIT metadata", A, "::ffff:0:a9fe:a9fe", TCP, 80, DENY, RB, 0, "169.254.169.254", 0 },
-	{ "connect6 6to4 metadata", A, "2002:a9fe:a9fe::1", TCP, 80, DENY, RB, 0, "169.254.169.254", 0 },
-	{ "connect6 Teredo server metadata", A, "2001:0:a9fe:a9fe::1", TCP, 80, DENY, RB, 0, "169.254.169.254", 0 },
-	{ "connect6 Teredo client metadata", A, "2001:0:c633:640a::5601:5601", TCP, 80, DENY, RB, 0, "169.254.169.254", 0 },
-	{ "connect6 ISATAP metadata", A, "2001:db8::5efe:a9fe:a9fe", TCP, 80, DENY, RB, 0, "169.254.169.254", 0 },
-	{ "connect6 local NAT64 /48 metadata", A, "64:ff9b:1:a9fe:a9:fe00::", TCP, 80, DENY, RB, 0, "169.254.169.254", 0 },
-	{ "connect6 fe80::1", A, "fe80::1", TCP, 80, DENY, RB, 0, 0, 0 },
-	{ "connect6 fd00:ec2::254", A, "fd00:ec2::254", TCP, 80, DENY, RB, 0, 0, 0 },
-	{ "connect6 fd00:ec3::254 (not IMDS)", A, "fd00:ec3::254", TCP, 80, ALLOW, DEFALLOW, 0, 0, 0 },
-	{ "sendmsg6 NAT64 metadata, UDP, default deny", D, "64:ff9b::a9fe:a9fe", UDP, 53, DENY, RB, 0, "169.254.169.254", 0 },
+	{"connect4 169.254.169.254", D, "169.254.169.254", TCP, 80, DENY, RB, 0, 0, 0},
+	{"connect4 169.254.169.254, default allow", A, "169.254.169.254", TCP, 80, DENY, RB, 0, 0,
+	 0},
+	{"sendmsg4 169.254.0.0, default allow", A, "169.254.0.0", UDP, 53, DENY, RB, 0, 0, 0},
+	{"connect4 169.253.255.255, default allow", A, "169.253.255.255", TCP, 80, ALLOW, DEFALLOW,
+	 0, 0, 0},
+	{"connect4 169.255.0.0, default allow", A, "169.255.0.0", TCP, 80, ALLOW, DEFALLOW, 0, 0,
+	 0},
+	{"connect6 v4-mapped metadata", A, "::ffff:169.254.169.254", TCP, 80, DENY, RB, 0,
+	 "169.254.169.254", 0},
+	{"connect6 v4-compatible metadata", A, "::169.254.169.254", TCP, 80, DENY, RB, 0,
+	 "169.254.169.254", 0},
+	{"connect6 NAT64 metadata", A, "64:ff9b::169.254.169.254", TCP, 80, DENY, RB, 0,
+	 "169.254.169.254", 0},
+	{"connect6 SIIT metadata", A, "::ffff:0:a9fe:a9fe", TCP, 80, DENY, RB, 0, "169.254.169.254",
+	 0},
+	{"connect6 6to4 metadata", A, "2002:a9fe:a9fe::1", TCP, 80, DENY, RB, 0, "169.254.169.254",
+	 0},
+	{"connect6 Teredo server metadata", A, "2001:0:a9fe:a9fe::1", TCP, 80, DENY, RB, 0,
+	 "169.254.169.254", 0},
+	{"connect6 Teredo client metadata", A, "2001:0:c633:640a::5601:5601", TCP, 80, DENY, RB, 0,
+	 "169.254.169.254", 0},
+	{"connect6 ISATAP metadata", A, "2001:db8::5efe:a9fe:a9fe", TCP, 80, DENY, RB, 0,
+	 "169.254.169.254", 0},
+	{"connect6 local NAT64 /48 metadata", A, "64:ff9b:1:a9fe:a9:fe00::", TCP, 80, DENY, RB, 0,
+	 "169.254.169.254", 0},
+	{"connect6 fe80::1", A, "fe80::1", TCP, 80, DENY, RB, 0, 0, 0},
+	{"connect6 fd00:ec2::254", A, "fd00:ec2::254", TCP, 80, DENY, RB, 0, 0, 0},
+	{"connect6 fd00:ec3::254 (not IMDS)", A, "fd00:ec3::254", TCP, 80, ALLOW, DEFALLOW, 0, 0,
+	 0},
+	{"sendmsg6 NAT64 metadata, UDP, default deny", D, "64:ff9b::a9fe:a9fe", UDP, 53, DENY, RB,
+	 0, "169.254.169.254", 0},
 };
 
 static bool decide_check(struct run *r, const struct decide_case *c)
@@ -1268,12 +1440,11 @@ static bool decide_check(struct run *r, const struct decide_case *c)
 	uint32_t ret;
 	char g[INET_ADDRSTRLEN];
 
-	EXPECT(!addr_of(c->addr, &family, a) &&
-		       (!c->eff || inet_pton(AF_INET, c->eff, eff) == 1),
+	EXPECT(!addr_of(c->addr, &family, a) && (!c->eff || inet_pton(AF_INET, c->eff, eff) == 1),
 	       "bad address in the case");
 	put_eth(&p, 0x0800);
 	put(&p, a, 16);
-	put(&p, &(uint16_t){ (uint16_t)c->port }, 2);
+	put(&p, &(uint16_t){(uint16_t)c->port}, 2);
 	put8(&p, (unsigned)family);
 	put8(&p, c->proto);
 	put_hex(&p, "0000000000000000000000000000000000000000"); /* a frame's least */
@@ -1323,8 +1494,8 @@ int main(void)
 		printf("Bail out! cannot load the programs: %s\n", strerror(-err));
 		return 1;
 	}
-	printf("1..%zu\n", 2 * ARRAY_SIZE(frame_cases) + ARRAY_SIZE(tls_cases) +
-				   ARRAY_SIZE(decide_cases));
+	printf("1..%zu\n",
+	       2 * ARRAY_SIZE(frame_cases) + ARRAY_SIZE(tls_cases) + ARRAY_SIZE(decide_cases));
 	frame_tests();
 	tls_tests();
 	decide_tests();

@@ -8,28 +8,28 @@
 
 /* The TLS check: the flow's state put on the test socket before the packet… */
 struct t_tls_in {
-	__u8 state;	/* enum sl_tls_state before this packet */
-	__u8 tls_port;	/* the flow goes to the TLS port */
-	__u8 payloads;	/* client payloads already watched */
+	__u8 state;    /* enum sl_tls_state before this packet */
+	__u8 tls_port; /* the flow goes to the TLS port */
+	__u8 payloads; /* client payloads already watched */
 	__u8 pad;
 	__u32 host_id;
 };
 
 /* … and what the check left. */
 struct t_tls_out {
-	__u8 state;	/* enum sl_tls_state after it */
-	__u8 reason;	/* the last judged ClientHello's sl_reason; 0: none was judged */
+	__u8 state;  /* enum sl_tls_state after it */
+	__u8 reason; /* the last judged ClientHello's sl_reason; 0: none was judged */
 	__u16 sni_len;
-	__u32 error;	/* the harness itself failed (no socket, no storage) */
+	__u32 error; /* the harness itself failed (no socket, no storage) */
 	char sni[SL_SNI_MAX + 1];
 };
 
 /* The decision layer: a destination, after an Ethernet header in the test packet… */
 struct t_query {
-	__u8 addr[16];	/* 4 bytes for AF_INET */
-	__u16 port;	/* host order */
+	__u8 addr[16]; /* 4 bytes for AF_INET */
+	__u16 port;    /* host order */
 	__u8 family;
-	__u8 proto;	/* IPPROTO_* of the socket */
+	__u8 proto; /* IPPROTO_* of the socket */
 };
 
 /* … and the verdict on it. */
@@ -41,7 +41,7 @@ struct t_answer {
 	__u8 embedded_v4;
 	__u8 eff_addr[4];
 	__u32 host_id;
-	__u32 error;	/* the query could not be read */
+	__u32 error; /* the query could not be read */
 };
 
 #endif /* SLUICE_PROGRUN_H */
