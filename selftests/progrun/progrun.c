@@ -534,6 +534,10 @@ static const struct frame_case frame_cases[] = {
 	{"v6 TCP to an unlisted host", D, "2001:db8::20", TCP, 443, 0, 0, 0, DROP(RD), DROP(RD)},
 	{"v6 UDP to a TCP-only rule", D, "2001:db8::10", UDP, 443, 0, 0, 0, DROP(RD), DROP(RD)},
 	{"v4 SCTP to a listed host", D, "198.51.100.10", 132, 80, 0, 0, 0, DROP(RP), DROP(RP)},
+	{"v6 no next header", D, "2001:db8::10", 59, 0, 0, 0, 0, DROP(RP), DROP(RP)},
+	{"v6 no next header, default allow", A, "2001:db8::10", 59, 0, 0, 0, 0, PASS, PASS},
+	{"v6 GRE to a listed host", D, "2001:db8::10", 47, 0, 0, 0, 0, DROP(RP), DROP(RP)},
+	{"v4 in v4 to a listed host", D, "198.51.100.10", 4, 0, 0, 0, 0, DROP(RP), DROP(RP)},
 	{"v4 don't-fragment is not a fragment", D, "198.51.100.10", TCP, 80, F_DF, 0, 0, PASS,
 	 PASS},
 	/* every boundary of the ranges 8000-8100/tcp and 5000-5010/udp */
@@ -1241,6 +1245,11 @@ static const struct tls_case tls_cases[] = {
 	 S_DENIED},
 	{"port 80, a first byte past TLS's (0x19)", "port:80 raw:19030100", 1, 0, NULL, S_NOT_TLS},
 	{"port 80, a first byte below TLS's (0x13)", "port:80 raw:13030100", 1, 0, NULL, S_NOT_TLS},
+	/* an SSLv2-format hello carries no name: off the TLS port it is not TLS, like plain text */
+	{"port 80, an SSLv2-format hello", "port:80 raw:802e0103010015000000100000040000ff", 1, 0,
+	 NULL, S_NOT_TLS},
+	{"an SSLv2-format hello on the TLS port", "raw:802e0103010015000000100000040000ff", 0, UNP,
+	 NULL, S_DENIED},
 	/* later packets of the flow */
 	{"a denied flow's next data", "state:3 sni:example.com", 0, 0, NULL, S_DENIED},
 	{"an allowed flow: not looked at", "state:2 sni:evil.example", 1, 0, NULL, SL_TLS_ALLOWED},
