@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * BPF_PROG_RUN tests of sluice's programs: crafted packets and destinations, one TAP line each,
- * no namespace, no socket, no traffic (root: it loads BPF). Run by selftests/test_progrun.sh.
+ * no topology and no traffic (root: it loads BPF). Run by selftests/test_progrun.sh.
  *
  * Each policy below is parsed, compiled and loaded by the library's own loader_load(), which
  * fills the LPM tries and port maps exactly as a run's are filled; loader_learn() and
@@ -13,9 +13,13 @@
  *   tls     the packet layer's TLS server-name check (tls_egress of skb.bpf.c, compiled into
  *           progrun_skb.bpf.c, which puts the flow's state on the test socket first);
  *   decide  the decision layer's verdict functions (decide_v4/decide_v6 of policy.bpf.h, through
- *           progrun_decide.bpf.c): this kernel cannot BPF_PROG_RUN a cgroup sock_addr program.
+ *           progrun_decide.bpf.c): this kernel cannot BPF_PROG_RUN a cgroup sock_addr program;
+ *   hook    so the loaded connect4/6 and sendmsg4/6 themselves are also driven by real calls, from
+ *           a child in a cgroup of the test's own and a network namespace with nothing up (below).
  *
- * Adding a case is one line in one of the tables (frame_cases, tls_cases, decide_cases).
+ * Adding a case is one entry in one of the tables (frame_cases, tls_cases, decide_cases,
+ * hook_cases). Not covered here: the ingress program (the server's answer to a checked hello),
+ * flow byte counting and caps, report mode and strict evidence (the root selftests cover them).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -26,6 +30,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
@@ -33,6 +41,7 @@
 
 #include "userspace/loader.h"
 #include "policy/policy.h"
+#include "userspace/cgroup.h"
 #include "selftests/unit/tap.h"
 #include "selftests/progrun/progrun.h"
 #include "progrun_skb.skel.h"
@@ -1487,6 +1496,203 @@ static void decide_tests(void)
 	}
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/*
+ * The decision layer's programs themselves. BPF_PROG_RUN cannot run a cgroup sock_addr program,
+ * so these cases make the real call: a child process joins a cgroup of the test's own, where the
+ * loaded connect4/6 and sendmsg4/6 are attached, and a network namespace of its own with no
+ * device up, so an allowed call fails for want of a route (ENETUNREACH) and nothing leaves; a
+ * denied one fails with the policy's errno first. The verdict is read from the record the
+ * program wrote. This covers judge4/judge6 and finish() (the DNS redirect, the blackhole before
+ * it, the v4-mapped path), which the decide cases cannot reach.
+ */
+
+struct hook_case {
+	const char *name;
+	int policy;
+	int type;	  /* SOCK_STREAM: connect(); SOCK_DGRAM: sendto() */
+	int family;	  /* of the socket */
+	const char *addr; /* the destination, in the socket's family's form */
+	unsigned port;
+	int err; /* the call's errno, or NOROUTE */
+	unsigned hook, verdict, reason;
+};
+
+#define C4 SL_HOOK_CONNECT4
+#define C6 SL_HOOK_CONNECT6
+#define S4 SL_HOOK_SENDMSG4
+#define S6 SL_HOOK_SENDMSG6
+#define RDNS SL_REASON_DNS_REDIRECT
+#define ST SOCK_STREAM
+#define DG SOCK_DGRAM
+#define V4 AF_INET
+#define V6 AF_INET6
+#define NOROUTE (-1) /* allowed: then no route (ENETUNREACH) or no source (EADDRNOTAVAIL) */
+
+static const struct hook_case hook_cases[] = {
+	{"connect4 to a listed host and port", D, ST, V4, "198.51.100.10", 80, NOROUTE, C4, ALLOW,
+	 RULE},
+	{"connect4 to an unlisted port", D, ST, V4, "198.51.100.10", 81, EPERM, C4, DENY, RD},
+	{"connect4 to the range end", D, ST, V4, "198.51.100.10", 8100, NOROUTE, C4, ALLOW, RULE},
+	{"connect4 past the range end", D, ST, V4, "198.51.100.10", 8101, EPERM, C4, DENY, RD},
+	{"connect4 to a learned address", D, ST, V4, "198.51.100.50", 443, NOROUTE, C4, ALLOW,
+	 RULE},
+	{"connect4 to the metadata address", A, ST, V4, "169.254.169.254", 80, EPERM, C4, DENY, RB},
+	{"connect4 unlisted, default allow", A, ST, V4, "198.51.100.20", 80, NOROUTE, C4, ALLOW,
+	 DEFALLOW},
+	{"connect4 to port 53: the run's resolver", D, ST, V4, "198.51.100.20", 53, NOROUTE, C4,
+	 ALLOW, RDNS},
+	{"connect4 to the metadata address's port 53", D, ST, V4, "169.254.169.254", 53, EPERM, C4,
+	 DENY, RB},
+	{"sendmsg4 to a UDP range", D, DG, V4, "203.0.113.7", 5010, NOROUTE, S4, ALLOW, RULE},
+	{"sendmsg4 past a UDP range", D, DG, V4, "203.0.113.7", 5011, EPERM, S4, DENY, RD},
+	{"sendmsg4 to a TCP-only rule", D, DG, V4, "198.51.100.10", 80, EPERM, S4, DENY, RD},
+	{"sendmsg4 DNS to another resolver", D, DG, V4, "192.0.2.53", 53, NOROUTE, S4, ALLOW, RDNS},
+	{"sendmsg4 to 169.254.0.1, default allow", A, DG, V4, "169.254.0.1", 123, EPERM, S4, DENY,
+	 RB},
+	{"connect6 to a listed host", D, ST, V6, "2001:db8::10", 443, NOROUTE, C6, ALLOW, RULE},
+	{"connect6 to an unlisted host", D, ST, V6, "2001:db8::20", 443, EPERM, C6, DENY, RD},
+	{"connect6 to a learned address", D, ST, V6, "2001:db8::50", 443, NOROUTE, C6, ALLOW, RULE},
+	{"connect6 v4-mapped listed host", D, ST, V6, "::ffff:198.51.100.10", 80, NOROUTE, C6,
+	 ALLOW, RULE},
+	{"connect6 v4-mapped metadata", A, ST, V6, "::ffff:169.254.169.254", 80, EPERM, C6, DENY,
+	 RB},
+	{"connect6 NAT64 metadata", A, ST, V6, "64:ff9b::a9fe:a9fe", 80, EPERM, C6, DENY, RB},
+	{"connect6 6to4 metadata", A, ST, V6, "2002:a9fe:a9fe::1", 80, EPERM, C6, DENY, RB},
+	{"connect6 Teredo, default deny", D, ST, V6, "2001:0:c633:640a::1", 80, EPERM, C6, DENY,
+	 RR},
+	{"connect6 fe80::1", A, ST, V6, "fe80::1", 80, EPERM, C6, DENY, RB},
+	{"connect6 NAT64 metadata's port 53", D, ST, V6, "64:ff9b::a9fe:a9fe", 53, EPERM, C6, DENY,
+	 RB},
+	{"sendmsg6 to a UDP range", D, DG, V6, "2001:db8:1::7", 5000, NOROUTE, S6, ALLOW, RULE},
+	{"sendmsg6 past a UDP range", D, DG, V6, "2001:db8:1::7", 5011, EPERM, S6, DENY, RD},
+	{"sendmsg6 DNS to another resolver", D, DG, V6, "2001:db8::53", 53, NOROUTE, S6, ALLOW,
+	 RDNS},
+	{"sendmsg6 fd00:ec2::254", A, DG, V6, "fd00:ec2::254", 53, EPERM, S6, DENY, RB},
+	{"sendmsg6 v4-mapped metadata (the kernel's sendmsg4)", A, DG, V6, "::ffff:169.254.169.254",
+	 80, EPERM, S4, DENY, RB},
+};
+
+static char hook_cg[4096];
+static int hook_cg_fd = -1;
+
+/* The child: into the cgroup, into a namespace with nothing up, then the one call. */
+static int hook_call(const struct hook_case *c)
+{
+	struct sockaddr_storage ss = {};
+	struct sockaddr_in *in4 = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+	socklen_t len = c->family == AF_INET ? sizeof(*in4) : sizeof(*in6);
+	char path[4200];
+	int fd, rc;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", hook_cg);
+	fd = open(path, O_WRONLY);
+	if (fd < 0 || write(fd, "0", 1) != 1 || unshare(CLONE_NEWNET))
+		return 255;
+	close(fd);
+	ss.ss_family = (sa_family_t)c->family;
+	if (c->family == AF_INET) {
+		in4->sin_port = htons((uint16_t)c->port);
+		inet_pton(AF_INET, c->addr, &in4->sin_addr);
+	} else {
+		in6->sin6_port = htons((uint16_t)c->port);
+		inet_pton(AF_INET6, c->addr, &in6->sin6_addr);
+	}
+	fd = socket(c->family, c->type, 0);
+	if (fd < 0)
+		return 254;
+	if (c->type == SOCK_STREAM)
+		rc = connect(fd, (struct sockaddr *)&ss, len);
+	else
+		rc = (int)sendto(fd, "q", 1, 0, (struct sockaddr *)&ss, len);
+	return rc ? errno : 0;
+}
+
+static bool hook_check(struct run *r, const struct hook_case *c)
+{
+	int status, got;
+	pid_t pid;
+
+	ring_buffer__consume(r->rb);
+	n_ev = 0;
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		EXPECT(false, "fork: %s", strerror(errno));
+	if (!pid)
+		_exit(hook_call(c));
+	EXPECT(waitpid(pid, &status, 0) == pid && WIFEXITED(status), "the child did not exit");
+	EXPECT(WEXITSTATUS(status) < 254, "the child could not join the cgroup and namespace");
+	ring_buffer__consume(r->rb);
+	got = WEXITSTATUS(status);
+	EXPECT(c->err == NOROUTE ? got == ENETUNREACH || got == EADDRNOTAVAIL : got == c->err,
+	       "expected the call to fail with %s, got %s",
+	       c->err == NOROUTE ? "no route or no address" : strerror(c->err),
+	       got ? strerror(got) : "success");
+	EXPECT(n_ev == 1, "expected one decision record, got %d", n_ev);
+	EXPECT(last_ev.hook == c->hook && last_ev.verdict == c->verdict &&
+		       last_ev.reason == c->reason,
+	       "expected hook %u verdict %u reason %u, the record says hook %u verdict %u reason "
+	       "%u",
+	       c->hook, c->verdict, c->reason, last_ev.hook, last_ev.verdict, last_ev.reason);
+	return true;
+}
+
+static const char *const hook_progs[] = {"sl_connect4", "sl_connect6", "sl_sendmsg4",
+					 "sl_sendmsg6"};
+
+static void hook_tests(void)
+{
+	struct bpf_link *links[P_MAX][ARRAY_SIZE(hook_progs)] = {};
+	char root[4096], name[256];
+	size_t i, k;
+	int p;
+
+	if (cgroup_v2_mount(root, sizeof(root)) ||
+	    snprintf(hook_cg, sizeof(hook_cg), "%s/sl-progrun-%d", root, getpid()) >=
+		    (int)sizeof(hook_cg) ||
+	    mkdir(hook_cg, 0700) || (hook_cg_fd = open(hook_cg, O_RDONLY | O_DIRECTORY)) < 0) {
+		for (i = 0; i < ARRAY_SIZE(hook_cases); i++)
+			printf("ok %d - hook: %s # SKIP no cgroup v2 directory of our own\n",
+			       ++n_test, hook_cases[i].name);
+		return;
+	}
+	for (i = 0; i < ARRAY_SIZE(hook_cases); i++) {
+		const struct hook_case *c = &hook_cases[i];
+		struct run *r = &runs[c->policy];
+		bool ok = true;
+
+		/* one policy's programs on the cgroup at a time */
+		for (p = 0; p < P_MAX; p++) {
+			for (k = 0; k < ARRAY_SIZE(hook_progs); k++) {
+				struct bpf_program *prog = bpf_object__find_program_by_name(
+					loader_object(runs[p].l, "sock_addr"), hook_progs[k]);
+
+				if (p != c->policy && links[p][k]) {
+					bpf_link__destroy(links[p][k]);
+					links[p][k] = NULL;
+				}
+				if (p == c->policy && !links[p][k]) {
+					links[p][k] = bpf_program__attach_cgroup(prog, hook_cg_fd);
+					if (!links[p][k]) {
+						snprintf(why, WHY_LEN, "attach %s: %s",
+							 hook_progs[k], strerror(errno));
+						ok = false;
+					}
+				}
+			}
+		}
+		snprintf(name, sizeof(name), "hook: %s", c->name);
+		report(ok && hook_check(r, c), name, why);
+	}
+	for (p = 0; p < P_MAX; p++)
+		for (k = 0; k < ARRAY_SIZE(hook_progs); k++)
+			bpf_link__destroy(links[p][k]);
+	close(hook_cg_fd);
+	rmdir(hook_cg);
+}
+
 int main(void)
 {
 	int err = 0, i;
@@ -1503,11 +1709,12 @@ int main(void)
 		printf("Bail out! cannot load the programs: %s\n", strerror(-err));
 		return 1;
 	}
-	printf("1..%zu\n",
-	       2 * ARRAY_SIZE(frame_cases) + ARRAY_SIZE(tls_cases) + ARRAY_SIZE(decide_cases));
+	printf("1..%zu\n", 2 * ARRAY_SIZE(frame_cases) + ARRAY_SIZE(tls_cases) +
+				   ARRAY_SIZE(decide_cases) + ARRAY_SIZE(hook_cases));
 	frame_tests();
 	tls_tests();
 	decide_tests();
+	hook_tests();
 	for (i = 0; i < P_MAX; i++)
 		run_down(&runs[i]);
 	return tap_status();
