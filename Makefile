@@ -105,8 +105,8 @@ $(OUTPUT)/selftests/test_%: selftests/unit/test_%.c $(LIB) | $(OUTPUT)/selftests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -I. -DSLUICE_SRC_DIR='"$(CURDIR)"' $< $(LIB) $(LDLIBS) -o $@
 
-$(OUTPUT)/progrun/%.bpf.o: selftests/progrun/%.bpf.c $(wildcard bpf/*.h bpf/*.bpf.c) \
-		vmlinux/$(ARCH)/vmlinux.h
+$(OUTPUT)/progrun/%.bpf.o: selftests/progrun/%.bpf.c selftests/progrun/progrun.h \
+		$(wildcard bpf/*.h bpf/*.bpf.c) vmlinux/$(ARCH)/vmlinux.h
 	$(call msg,BPF,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
@@ -115,7 +115,8 @@ $(OUTPUT)/progrun/%.skel.h: $(OUTPUT)/progrun/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name sl_$* > $@
 
-$(PROGRUN): selftests/progrun/progrun.c $(PROGRUN_SKELS) $(LIB) | $(OUTPUT)/selftests
+$(PROGRUN): selftests/progrun/progrun.c selftests/progrun/progrun.h $(PROGRUN_SKELS) $(LIB) \
+		| $(OUTPUT)/selftests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -I. -I$(OUTPUT)/progrun $< $(LIB) $(LDLIBS) -o $@
 
