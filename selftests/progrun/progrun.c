@@ -29,7 +29,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/stat.h>
@@ -799,7 +798,7 @@ static void frame_tests(void)
 /* ------------------------------------------------------------------------------------------ */
 /* TLS: the packet layer's server-name check */
 
-/* A name with %XX escapes (a NUL, a byte past ASCII) and #N for the LONG_NAME_LEN-style name. */
+/* A name with %XX escapes (a NUL, a byte past ASCII), _ for a space; #N: long_name() of N bytes. */
 static size_t name_decode(const char *s, size_t n, char *out, size_t out_len)
 {
 	size_t i, o = 0;
