@@ -1017,11 +1017,12 @@ int loader_attach(struct loader *l, int cgroup_fd, uint64_t cgroup_id, int cgrou
 
 struct bpf_object *loader_object(const struct loader *l, const char *layer)
 {
-	if (!strcmp(layer, "sock_addr"))
+	/* (each layer is there once loader_load() has returned) */
+	if (!strcmp(layer, "sock_addr") && l->skel)
 		return l->skel->obj;
-	if (!strcmp(layer, "skb"))
+	if (!strcmp(layer, "skb") && l->skb)
 		return l->skb->obj;
-	if (!strcmp(layer, "tc"))
+	if (!strcmp(layer, "tc") && l->tc)
 		return l->tc->obj;
 	return NULL;
 }
