@@ -28,6 +28,12 @@ ifneq ($(MUSL_GCC),)
 TOOLS += $(OUTPUT)/selftests/sl_resolve_musl
 endif
 UNIT_TESTS := $(patsubst selftests/unit/%.c,$(OUTPUT)/selftests/%,$(wildcard selftests/unit/*.c))
+# BPF_PROG_RUN tests of the programs (selftests/test_progrun.sh): test-only objects that compile
+# the programs' own sources, and the driver that links the library (the loader fills the maps).
+PROGRUN_OBJS := $(patsubst selftests/progrun/%.bpf.c,$(OUTPUT)/progrun/%.bpf.o,\
+	$(wildcard selftests/progrun/*.bpf.c))
+PROGRUN_SKELS := $(PROGRUN_OBJS:.bpf.o=.skel.h)
+PROGRUN := $(OUTPUT)/selftests/sl_progrun
 
 CFLAGS ?= -O2 -g
 # override: also when CFLAGS is given on the command line (make CFLAGS='-O1 -fsanitize=address')
@@ -45,10 +51,10 @@ msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
 .DELETE_ON_ERROR:
-.SECONDARY: $(BPF_OBJS) $(SKELS)
+.SECONDARY: $(BPF_OBJS) $(SKELS) $(PROGRUN_OBJS) $(PROGRUN_SKELS)
 .PHONY: all deps test vmtest config-check demo bench e2e probes install clean vmlinux fuzz
 
-all: $(OUTPUT)/sluice $(TOOLS) $(UNIT_TESTS)
+all: $(OUTPUT)/sluice $(TOOLS) $(UNIT_TESTS) $(PROGRUN)
 
 deps:
 	$(Q)bash .ci/deps.sh
@@ -104,6 +110,21 @@ $(OUTPUT)/selftests/sl_resolve_musl: selftests/tools/sl_resolve.c | $(OUTPUT)/se
 $(OUTPUT)/selftests/test_%: selftests/unit/test_%.c $(LIB) | $(OUTPUT)/selftests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -I. -DSLUICE_SRC_DIR='"$(CURDIR)"' $< $(LIB) $(LDLIBS) -o $@
+
+$(OUTPUT)/progrun/%.bpf.o: selftests/progrun/%.bpf.c selftests/progrun/progrun.h \
+		$(wildcard bpf/*.h bpf/*.bpf.c) vmlinux/$(ARCH)/vmlinux.h
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(OUTPUT)/progrun/%.skel.h: $(OUTPUT)/progrun/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name sl_$* > $@
+
+$(PROGRUN): selftests/progrun/progrun.c selftests/progrun/progrun.h $(PROGRUN_SKELS) $(LIB) \
+		| $(OUTPUT)/selftests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -I. -I$(OUTPUT)/progrun $< $(LIB) $(LDLIBS) -o $@
 
 # Unit tests (no root) first, then the root selftests, each building its own topology; --timer
 # prints each file's duration, which keeps the time budget in sight in CI logs.
