@@ -28,6 +28,12 @@ ifneq ($(MUSL_GCC),)
 TOOLS += $(OUTPUT)/selftests/sl_resolve_musl
 endif
 UNIT_TESTS := $(patsubst selftests/unit/%.c,$(OUTPUT)/selftests/%,$(wildcard selftests/unit/*.c))
+# BPF_PROG_RUN tests of the programs (selftests/test_progrun.sh): test-only objects that compile
+# the programs' own sources, and the driver that links the library (the loader fills the maps).
+PROGRUN_OBJS := $(patsubst selftests/progrun/%.bpf.c,$(OUTPUT)/progrun/%.bpf.o,\
+	$(wildcard selftests/progrun/*.bpf.c))
+PROGRUN_SKELS := $(PROGRUN_OBJS:.bpf.o=.skel.h)
+PROGRUN := $(OUTPUT)/selftests/sl_progrun
 
 CFLAGS ?= -O2 -g
 # override: also when CFLAGS is given on the command line (make CFLAGS='-O1 -fsanitize=address')
@@ -45,10 +51,10 @@ msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
 .DELETE_ON_ERROR:
-.SECONDARY: $(BPF_OBJS) $(SKELS)
-.PHONY: all deps test vmtest config-check demo bench bench-quick e2e install clean vmlinux fuzz
+.SECONDARY: $(BPF_OBJS) $(SKELS) $(PROGRUN_OBJS) $(PROGRUN_SKELS)
+.PHONY: all deps test vmtest config-check demo bench bench-quick e2e probes install clean vmlinux fuzz
 
-all: $(OUTPUT)/sluice $(TOOLS) $(UNIT_TESTS)
+all: $(OUTPUT)/sluice $(TOOLS) $(UNIT_TESTS) $(PROGRUN)
 
 deps:
 	$(Q)bash .ci/deps.sh
@@ -86,6 +92,12 @@ $(OUTPUT)/selftests/sl_uring: selftests/tools/sl_uring.c | $(OUTPUT)/selftests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $< -luring -o $@
 
+# The escape-probe kit's workload (selftests/probes/): static, so that it runs in a container
+# whose root holds nothing else (liburing's connect and sendmsg, P11).
+$(OUTPUT)/selftests/sl_escape: selftests/tools/sl_escape.c | $(OUTPUT)/selftests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -static $< -luring -o $@
+
 $(OUTPUT)/selftests/sl_bench: selftests/tools/sl_bench.c | $(OUTPUT)/selftests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $< -lpthread -o $@
@@ -99,10 +111,26 @@ $(OUTPUT)/selftests/test_%: selftests/unit/test_%.c $(LIB) | $(OUTPUT)/selftests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -I. -DSLUICE_SRC_DIR='"$(CURDIR)"' $< $(LIB) $(LDLIBS) -o $@
 
-# Unit tests (no root) first, then the root selftests, each building its own topology.
+$(OUTPUT)/progrun/%.bpf.o: selftests/progrun/%.bpf.c selftests/progrun/progrun.h \
+		$(wildcard bpf/*.h bpf/*.bpf.c) vmlinux/$(ARCH)/vmlinux.h
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(OUTPUT)/progrun/%.skel.h: $(OUTPUT)/progrun/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name sl_$* > $@
+
+$(PROGRUN): selftests/progrun/progrun.c selftests/progrun/progrun.h $(PROGRUN_SKELS) $(LIB) \
+		| $(OUTPUT)/selftests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -I. -I$(OUTPUT)/progrun $< $(LIB) $(LDLIBS) -o $@
+
+# Unit tests (no root) first, then the root selftests, each building its own topology; --timer
+# prints each file's duration, which keeps the time budget in sight in CI logs.
 test: deps
 	$(Q)$(MAKE) --no-print-directory all
-	$(Q)prove --exec '' $(UNIT_TESTS) $(sort $(wildcard selftests/test_*.sh))
+	$(Q)prove --timer --exec '' $(UNIT_TESTS) $(sort $(wildcard selftests/test_*.sh))
 
 # Every root selftest in qemu, on this machine's root and build (software emulation: an hour or
 # more per kernel): Debian's 6.1 and 6.12 kernels, or KERNEL=path/to/bzImage (MODULES=dir as
@@ -146,6 +174,26 @@ bench-quick:
 e2e: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)bash selftests/e2e/e2e.sh
+
+# Every escape probe against sluice on this kernel (root; the better part of an hour: the
+# selftest files of the probes the kit does not make run too; PROBES_FILES='test_x.sh …' only
+# those; PROBES_KIT_ONLY=1 the kit alone, about a minute), and with VM=1 in the VMs of make
+# vmtest (KERNEL=, MODULES=, CONFIG=, VM_MEM, VM_APPEND, VM_TIMEOUT as there; VMTEST_ARGS:
+# -k 6.1…): one TAP line per probe and kernel, and the table probe × kernel, written to
+# .output/probes.md. SANDBOX='CMD' runs the kit against a sandbox sluice did not set up instead
+# ({netns}, {kit}: selftests/probes/run-external.sh; SANDBOX_NAME its column), the table in
+# .output/probes-external.md.
+probes: deps
+	$(Q)$(MAKE) --no-print-directory all
+ifneq ($(SANDBOX),)
+	$(Q)bash selftests/probes/run-external.sh --enter '$(SANDBOX)' \
+		$(if $(SANDBOX_NAME),--name '$(SANDBOX_NAME)')
+else
+	$(Q)bash selftests/probes/make-probes.sh $(if $(VM),--vm -t '$(VM_TIMEOUT)' \
+		$(if $(VM_MEM),-m '$(VM_MEM)') $(if $(VM_APPEND),-a '$(VM_APPEND)') \
+		$(if $(KERNEL),-K '$(KERNEL)') $(if $(MODULES),-M '$(MODULES)') \
+		$(if $(CONFIG),-C '$(CONFIG)') $(VMTEST_ARGS))
+endif
 
 # libFuzzer on the DNS parser and builder, for FUZZ_SECONDS, from a copy of the unit-test corpus
 # (new inputs land in .output/fuzz-corpus; crashes in .output/). The corpus itself runs in make test.

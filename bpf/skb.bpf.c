@@ -521,8 +521,12 @@ static __always_inline bool reroutes(struct __sk_buff *skb)
 	}
 	if (skb->protocol != bpf_htons(ETH_P_IPV6))
 		return false;
-	/* a routing header, possibly behind hop-by-hop or destination options */
-	for (i = 0; i < 3; i++) {
+	/*
+	 * A routing header, possibly behind hop-by-hop or destination options: the next-header
+	 * byte of the fixed header and of each option header packet_dst() reads past, so that a
+	 * chain it judges is looked through whole (not "source-routed" for its last option header).
+	 */
+	for (i = 0; i <= PACKET_MAX_EXT_HDRS; i++) {
 		if (bpf_skb_load_bytes(skb, next, b, 1) || b[0] == IPPROTO_ROUTING)
 			return true;
 		if (b[0] != IPPROTO_HOPOPTS && b[0] != IPPROTO_DSTOPTS)

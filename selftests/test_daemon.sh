@@ -27,12 +27,13 @@ topo_up
 
 command -v dig >/dev/null || skip_all "dig not installed"
 
-# raw_req TEXT: send TEXT as is on the daemon's socket, print the first reply line.
+# raw_req TEXT: send TEXT as is on the daemon's socket, print the first reply line (an attach
+# verifies BPF programs: seconds on a loaded machine, so the wait scales with SL_SLOW).
 raw_req() {
-	python3 - "$SLUICE_SOCKET" "$1" <<'EOF'
+	python3 - "$SLUICE_SOCKET" "$1" "$((20 * SL_SLOW))" <<'EOF'
 import socket, sys
 s = socket.socket(socket.AF_UNIX)
-s.settimeout(10)
+s.settimeout(int(sys.argv[3]))
 s.connect(sys.argv[1])
 s.sendall(sys.argv[2].encode("latin-1"))
 s.shutdown(socket.SHUT_WR)

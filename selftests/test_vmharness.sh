@@ -7,7 +7,8 @@
 # size or time limit, MODULES= without KERNEL=) with a message naming them, before it fetches
 # or boots anything; and with an emulator of the test's own in place of qemu (SL_VM_QEMU): a
 # guest that hangs is killed at the time limit and reported as a failure, a guest that reports
-# gives one TAP line per test file, the kernel is booted with "bpf" in lsm= and the caller's
+# gives one TAP line per test file, one that crashes is booted once more (twice: a failure
+# said on stderr), the kernel is booted with "bpf" in lsm= and the caller's
 # memory and command line, and the config built into a kernel image is found and checked.
 # No root needed.
 
@@ -93,9 +94,27 @@ cat >"$tmp/qemu" <<'QEMU'
 #!/bin/bash
 d=$(dirname "$0")
 echo $$ >"$d/qemu.pid"
+echo boot >>"$d/boots"
 printf '%s\n' "$@" >"$d/qemu.args"
-case $(cat "$d/guest") in
+mode=$(cat "$d/guest")
+# crash-once: a panic on the first boot, every file passing on the next
+if [[ $mode == crash-once ]]; then
+	[[ $(wc -l <"$d/boots") -eq 1 ]] && mode=crash || mode=pass
+fi
+case $mode in
 hang) exec sleep 1000 ;;
+crash)
+	echo "vmtest: kernel 9.9.9-fake, 1 test file(s)"
+	echo "Kernel panic - not syncing: fake-panic-marker"
+	exit 1
+	;;
+pass)
+	conf=$(printf '%s\n' "$@" | sed -n 's/.*sluice_vm=\([^ ]*\).*/\1/p')
+	. "$conf"
+	echo "vmtest: kernel 9.9.9-fake, ${#TESTS[@]} test file(s)"
+	for t in "${TESTS[@]}"; do echo "vmtest-file: $t ok"; done
+	echo "vmtest-result: 0"
+	;;
 report)
 	conf=$(printf '%s\n' "$@" | sed -n 's/.*sluice_vm=\([^ ]*\).*/\1/p')
 	. "$conf"
@@ -128,6 +147,7 @@ out=$(bash "$VMTEST" -K "$tmp/bzImage" -t 2 -m 1536M -a "sl_marker=1" selftests/
 rc=$?
 qpid=$(cat "$tmp/qemu.pid" 2>/dev/null)
 tap_is "a hung guest: vmtest exits 1" "$rc" 1
+tap_is "a hung guest: booted once (a hang is not retried)" "$(wc -l <"$tmp/boots")" 1
 tap_check "a hung guest: reported as not ok, killed at the time limit" \
 	grep -q '^not ok [0-9]* - 9.9.9-fake: the VM did not finish in 2 s, killed' <<<"$out"
 if [[ -n $qpid ]] && ! kill -0 "$qpid" 2>/dev/null; then
@@ -158,6 +178,30 @@ ok 2 - 9.9.9-fake: selftests/test_topology.sh
 not ok 3 - 9.9.9-fake: selftests/test_report.sh
 ok 4 - 9.9.9-fake: selftests/test_lsm.sh # SKIP no BPF LSM here" || tap_diag "$out"
 tap_check "the plan counts them" grep -qx '1..4' <<<"$out"
+
+# A guest that ends without a result (a panic under emulation) is booted once more, and what
+# ended the first boot is on stderr, which is what a CI log shows of a test file.
+echo crash-once >"$tmp/guest"
+rm -f "$tmp/boots"
+out=$(bash "$VMTEST" -K "$tmp/bzImage" -C "$tmp/full.config" -t 30 selftests/test_topology.sh \
+	2>"$tmp/stderr")
+rc=$?
+tap_is "a guest that crashed once: booted twice, its tests' lines from the second boot, exit 0" \
+	"$rc:$(wc -l <"$tmp/boots"):$(grep -c '^ok [0-9]* - 9.9.9-fake: selftests/test_topology.sh$' \
+		<<<"$out")" "0:2:1" || tap_diag "$out"
+tap_check "a guest that crashed once: the first boot's end is on stderr" \
+	grep -q 'ended without a result (qemu exit 1), booting it once more' "$tmp/stderr"
+tap_check "a guest that crashed once: the panic line is in it" \
+	grep -q 'vmtest:   Kernel panic - not syncing: fake-panic-marker' "$tmp/stderr"
+echo crash >"$tmp/guest"
+rm -f "$tmp/boots"
+out=$(bash "$VMTEST" -K "$tmp/bzImage" -C "$tmp/full.config" -t 30 selftests/test_topology.sh \
+	2>"$tmp/stderr")
+rc=$?
+tap_is "a guest that crashes every time: exit 1 after two boots" "$rc:$(wc -l <"$tmp/boots")" "1:2"
+tap_check "a guest that crashes every time: not ok, said on stderr too" \
+	grep -q '^vmtest: not ok: 9.9.9-fake: the VM ended without a result (qemu exit 1;' \
+	"$tmp/stderr"
 
 sed 's/^CONFIG_9P_FS=y/CONFIG_9P_FS=m/' "$tmp/full.config" >"$tmp/no9p.config"
 out=$(bash "$VMTEST" -K "$tmp/bzImage" -C "$tmp/no9p.config" selftests/test_topology.sh 2>&1)

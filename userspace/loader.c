@@ -1015,6 +1015,18 @@ int loader_attach(struct loader *l, int cgroup_fd, uint64_t cgroup_id, int cgrou
 	return 0;
 }
 
+struct bpf_object *loader_object(const struct loader *l, const char *layer)
+{
+	/* (each layer is there once loader_load() has returned) */
+	if (!strcmp(layer, "sock_addr") && l->skel)
+		return l->skel->obj;
+	if (!strcmp(layer, "skb") && l->skb)
+		return l->skb->obj;
+	if (!strcmp(layer, "tc") && l->tc)
+		return l->tc->obj;
+	return NULL;
+}
+
 int loader_events_fd(const struct loader *l)
 {
 	return bpf_map__fd(l->skel->maps.sl_events);

@@ -93,6 +93,14 @@ int loader_attach_tc(struct loader *l, int run_netns_fd, char *desc, size_t desc
  */
 int loader_refind_clsact(struct loader *l, int run_netns_fd);
 
+/*
+ * The loaded object of one layer: "sock_addr" (the decision layer, which owns the run's maps),
+ * "skb" or "tc"; NULL for any other name. For selftests that drive the programs through
+ * BPF_PROG_RUN (selftests/progrun/) and share these maps with objects of their own.
+ */
+struct bpf_object;
+struct bpf_object *loader_object(const struct loader *l, const char *layer);
+
 /* Fd of the run's ring buffer map. */
 int loader_events_fd(const struct loader *l);
 

@@ -206,9 +206,13 @@ initramfs() {
 }
 
 n=0
+# A failure is said on stderr as well: prove shows a test file's stderr, not its TAP comments,
+# so a CI log names the kernel and the reason without a verbose run.
 tap() {
 	n=$((n + 1))
 	echo "$1 $n - $2"
+	[[ $1 == "not ok" ]] && echo "vmtest: not ok: $2" >&2
+	return 0
 }
 
 # The config a bzImage carries (CONFIG_IKCONFIG), to OUT: the image's payload decompressed
@@ -259,7 +263,7 @@ image_version() {
 # skipped). LABEL names the kernel in the TAP lines; KDIR holds lib/modules/VERSION for the
 # guest's modprobe; DIR gets guest.conf and console.log.
 boot_kernel() {
-	local label=$1 image=$2 initrd=$3 kdir=$4 dir=$5 log rc file status why seen=0 failed=0
+	local label=$1 image=$2 initrd=$3 kdir=$4 dir=$5 log rc file status why guest seen=0 failed=0
 	# what guest.sh runs: read over 9p, from this (read-only) tree
 	{
 		printf 'REPO=%q\n' "$REPO"
@@ -269,16 +273,32 @@ boot_kernel() {
 	} >"$dir/guest.conf"
 	log=$dir/console.log
 	# no network device (-nodefaults): the VM reaches nothing but its own namespaces. A guest
-	# that hangs is killed at the time limit (-k: SIGKILL 10 s after the SIGTERM).
-	timeout -k 10 "$timeout_s" "$QEMU" -machine q35 -accel tcg,thread=multi \
-		-cpu max -smp 2 -m "$mem" -nographic -no-reboot -nodefaults -nic none -serial stdio \
-		-kernel "$image" -initrd "$initrd" \
-		-append "console=ttyS0 panic=-1 quiet lsm=$LSMS sluice_vm=$dir/guest.conf $append" \
-		-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
-		</dev/null >"$log" 2>&1
-	rc=$?
-	tr -d '\r' <"$log" | sed -n '/vmtest: kernel /,/^vmtest-result: /p' |
-		sed 's/.*\(vmtest: kernel \)/\1/; /^vmtest-file: /d; s/^/# /'
+	# that hangs is killed at the time limit (-k: SIGKILL 10 s after the SIGTERM). A guest that
+	# ends early without a result (a crash under emulation, a panic) is booted once more, its
+	# first console kept and its end said on stderr, so the CI log shows what happened; a
+	# second such end, or a hang, fails.
+	for attempt in 1 2; do
+		timeout -k 10 "$timeout_s" "$QEMU" -machine q35 -accel tcg,thread=multi \
+			-cpu max -smp 2 -m "$mem" -nographic -no-reboot -nodefaults -nic none -serial stdio \
+			-kernel "$image" -initrd "$initrd" \
+			-append "console=ttyS0 panic=-1 quiet lsm=$LSMS sluice_vm=$dir/guest.conf $append" \
+			-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
+			</dev/null >"$log" 2>&1
+		rc=$?
+		if [[ $attempt -eq 2 || $rc -eq 124 || $rc -eq 137 ]] ||
+			tr -d '\r' <"$log" | grep -q '^vmtest-result: '; then
+			break
+		fi
+		mv "$log" "$dir/console.first.log"
+		{
+			echo "vmtest: $label: the VM ended without a result (qemu exit $rc), booting it once more; the end of its console ($dir/console.first.log):"
+			tail -n 30 "$dir/console.first.log" | tr -d '\r' | sed 's/^/vmtest:   /'
+		} >&2
+		echo "# $label: the first boot ended without a result (qemu exit $rc), booted once more"
+	done
+	guest=$(tr -d '\r' <"$log" | sed -n '/vmtest: kernel /,/^vmtest-result: /p' |
+		sed 's/.*\(vmtest: kernel \)/\1/; /^vmtest-file: /d; s/^/# /')
+	printf '%s\n' "$guest"
 	while read -r _ file status why; do
 		seen=$((seen + 1))
 		case $status in
@@ -290,13 +310,16 @@ boot_kernel() {
 			;;
 		esac
 	done < <(tr -d '\r' <"$log" | grep '^vmtest-file: ')
+	[[ $failed -eq 0 ]] || printf '%s\n' "$guest" >&2
 	if ! tr -d '\r' <"$log" | grep -q '^vmtest-result: '; then
 		if [[ $rc -eq 124 || $rc -eq 137 ]]; then
 			tap "not ok" "$label: the VM did not finish in $timeout_s s, killed ($seen of ${#tests[@]} files done; console: $log)"
 		else
 			tap "not ok" "$label: the VM ended without a result (qemu exit $rc; console: $log)"
 		fi
-		tail -n 20 "$log" | tr -d '\r' | sed 's/^/#   /'
+		guest=$(tail -n 20 "$log" | tr -d '\r' | sed 's/^/#   /')
+		printf '%s\n' "$guest"
+		printf '%s\n' "$guest" >&2
 		return 1
 	fi
 	if [[ $seen -ne ${#tests[@]} ]]; then

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# The escape-probe kit against a sandbox sluice did not set up (selftests/README.md, "The probe
+# kit"): the kit builds the test topology and its observer, the caller's tool starts the
+# sandbox in the network namespace the kit made for it, the kit's workload tries every road out
+# from inside, and the observer at the test hosts says what arrived. A sandbox is contained iff
+# the observer saw nothing.
+#
+#   selftests/probes/run-external.sh --enter TEMPLATE [--name NAME]… [--out FILE]
+#
+# TEMPLATE: a shell command that runs the words appended to it inside the sandbox; {netns} is
+# the sandbox's network namespace (/run/netns/NAME), {kit} the kit's static binary (mount it at
+# the same path). A template without {netns} is refused: the kit's probes (to the metadata
+# address among others) must meet the topology's fake hosts, never a real network. Examples:
+#   --enter 'nsenter --net={netns} --'                                  (no sandbox: the control)
+#   --enter 'podman run --rm --network ns:{netns} -v {kit}:{kit}:ro --rootfs /srv/rootfs'
+#   --enter 'unshare --mount --pid --fork nsenter --net={netns} --'
+#   --enter 'sluice run --policy deny.yaml --log /tmp/x.jsonl --netns {netns} --'
+# The kit runs twice: first with no sandbox (the control, its own column: every probe should
+# escape; one that does not is closed on this kernel, and a sandbox's "contained" there is
+# reported as skipped), then in the sandbox.
+# NAME: the table's column for the --enter before it (default "sandbox", "sandbox 2"…); several
+# --enter share one topology and control, one column each. FILE: where the table goes (default
+# .output/probes-external.md). Output: TAP, one line per probe and sandbox, then the table.
+# Exit status: 0 every sandbox contained, 1 one NOT contained (or the kit could not judge it),
+# 2 usage.
+set -u
+
+usage() {
+	[[ -n ${1:-} ]] && echo "run-external.sh: $1" >&2
+	echo "usage: run-external.sh --enter TEMPLATE [--name NAME]... [--out FILE]" >&2
+	exit 2
+}
+
+tpls=()
+names=()
+out=
+while [[ $# -gt 0 ]]; do
+	case $1 in
+	--enter)
+		[[ $# -ge 2 ]] || usage "--enter needs a command template"
+		# Safety: the probes go to the metadata address, among others; only in the kit's
+		# namespace do they meet the fake one instead of a real network's
+		[[ $2 == *"{netns}"* ]] ||
+			usage "--enter \"$2\" has no {netns}: the sandbox must run in the network namespace the kit makes (its probes would go out on a real network otherwise)"
+		tpls+=("$2")
+		names+=("sandbox${names[*]:+ $((${#names[@]} + 1))}")
+		shift
+		;;
+	--name)
+		[[ $# -ge 2 ]] || usage "--name needs a name"
+		[[ ${#tpls[@]} -gt 0 ]] || usage "--name $2 names the --enter before it: none"
+		[[ $2 != *[$'\t\n|']* && -n $2 ]] || usage "--name \"$2\" is empty or has a tab, newline or |"
+		names[${#tpls[@]} - 1]=$2
+		shift
+		;;
+	--out) [[ $# -ge 2 ]] || usage "--out needs a file"; out=$2; shift ;;
+	-h | --help) usage ;;
+	*) usage "unknown argument \"$1\"" ;;
+	esac
+	shift
+done
+[[ ${#tpls[@]} -gt 0 ]] || usage "--enter TEMPLATE is required (the command that enters the sandbox)"
+[[ $(printf '%s\n' "${names[@]}" "no sandbox (control)" | sort | uniq -d) == "" ]] ||
+	usage "two columns named \"$(printf '%s\n' "${names[@]}" "no sandbox (control)" | sort | uniq -d | head -n 1)\""
+
+. "$(dirname "${BASH_SOURCE[0]}")/kit.sh"
+out=${out:-$REPO/.output/probes-external.md}
+
+require_root
+kit_up
+# the control first: which roads are open on this kernel with no sandbox at all
+kit_enter "nsenter --net={netns} --"
+kit_control "no sandbox (control)"
+for i in "${!tpls[@]}"; do
+	kit_enter "${tpls[i]}"
+	kit_judge "${names[i]}" --external
+done
+mkdir -p "$(dirname "$out")"
+kit_table "$KIT_RESULTS" >"$out"
+cat "$out"
+echo "# table written to $out"
+tap_done

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * What the BPF_PROG_RUN test programs (progrun_*.bpf.c) and their driver (progrun.c) exchange
+ * through the test objects' global data. Include after __u8 … __u32 and bpf/sluice.h.
+ */
+#ifndef SLUICE_PROGRUN_H
+#define SLUICE_PROGRUN_H
+
+/* The TLS check: the flow's state put on the test socket before the packet… */
+struct t_tls_in {
+	__u8 state;    /* enum sl_tls_state before this packet */
+	__u8 tls_port; /* the flow goes to the TLS port */
+	__u8 payloads; /* client payloads already watched */
+	__u8 pad;
+	__u32 host_id;
+};
+
+/* … and what the check left. */
+struct t_tls_out {
+	__u8 state;  /* enum sl_tls_state after it */
+	__u8 reason; /* the last judged ClientHello's sl_reason; 0: none was judged */
+	__u16 sni_len;
+	__u32 error; /* the harness itself failed (no socket, no storage) */
+	char sni[SL_SNI_MAX + 1];
+};
+
+/* The decision layer: a destination, after an Ethernet header in the test packet… */
+struct t_query {
+	__u8 addr[16]; /* 4 bytes for AF_INET */
+	__u16 port;    /* host order */
+	__u8 family;
+	__u8 proto; /* IPPROTO_* of the socket */
+};
+
+/* … and the verdict on it. */
+struct t_answer {
+	__u8 verdict;
+	__u8 reason;
+	__u16 rule_id;
+	__u8 learned;
+	__u8 embedded_v4;
+	__u8 eff_addr[4];
+	__u32 host_id;
+	__u32 error; /* the query could not be read */
+};
+
+#endif /* SLUICE_PROGRUN_H */

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Test-only object for selftests/test_progrun.sh: the packet layer's own source, compiled whole,
+ * and one more program that BPF_PROG_RUN can drive through its TLS server-name check.
+ *
+ * The real sl_egress reads the flow's state from socket storage that connect() set; the socket
+ * BPF_PROG_RUN hands a cgroup_skb program is a fresh dummy one each run, so no state could be
+ * there. t_tls_egress puts the state the test asks for (t_in) on that socket, then calls the
+ * very tls_egress() sl_egress calls, and leaves what the check concluded in t_out. Nothing else
+ * differs: the parser, the name match against sl_sni_ok (shared with the loader's, filled by
+ * loader_sni_learn) and the verdict are the packet layer's.
+ */
+#include "skb.bpf.c"
+#include "progrun.h"
+
+struct t_tls_in t_in = {};
+struct t_tls_out t_out = {};
+
+SEC("cgroup_skb/egress")
+int t_tls_egress(struct __sk_buff *skb)
+{
+	struct bpf_sock *sk = skb->sk;
+	struct sl_tls_event *ev;
+	struct sl_sk_tls *t;
+	__u32 zero = 0;
+	int ret;
+
+	t_out.error = 1;
+	if (!sk)
+		return SKB_DROP;
+	sk = bpf_sk_fullsock(sk);
+	if (!sk)
+		return SKB_DROP;
+	t = bpf_sk_storage_get(&sl_sk_tls, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	ev = bpf_map_lookup_elem(&sl_tls_scratch, &zero);
+	if (!t || !ev)
+		return SKB_DROP;
+	t_out.error = 0;
+	t->state = t_in.state;
+	t->tls_port = t_in.tls_port;
+	t->payloads = t_in.payloads;
+	t->host_id = t_in.host_id;
+	/* judge_client_hello zeroes the scratch record: a reason here is this packet's */
+	ev->reason = 0;
+	ev->sni_len = 0;
+	ret = tls_egress(skb, sk);
+	t_out.state = t->state;
+	t_out.reason = ev->reason;
+	t_out.sni_len = ev->sni_len;
+	__builtin_memcpy(t_out.sni, ev->sni, sizeof(t_out.sni));
+	return ret;
+}

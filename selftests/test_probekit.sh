@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# The escape-probe kit against sandboxes sluice did not set up (selftests/probes/run-external.sh;
+# make probes runs the whole table): a podman container (on runc, busybox root) in the kit's
+# namespace is NOT contained — the kit can fail a sandbox — while `sluice run` with a deny-all
+# policy is contained on every probe the kit makes; the control (the kit with no sandbox) gets
+# out by every road, so each "contained" means a road that is open on this kernel; a sandbox the
+# kit never ran in is a failure, not contained by its silence. Judged at the
+# test hosts by the kit's observer, read back from the table run-external.sh writes.
+
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+require_root
+require_sluice
+topo_up
+EXT=$SL_LIB_DIR/probes/run-external.sh
+KIT=$SL_TOOLS/sl_escape
+[[ -x $KIT ]] || bail_out "$KIT not built (make)"
+
+# cell TABLE PROBE COLUMN: the table's cell for PROBE in COLUMN (the column's header).
+cell() {
+	python3 - "$@" <<'PY'
+import sys
+rows = [[c.strip() for c in l.strip().strip("|").split(" | ")] for l in open(sys.argv[1])
+        if l.startswith("| ")]
+head = rows[0]
+for r in rows[1:]:
+    if r[0] == sys.argv[2]:
+        print(r[head.index(sys.argv[3])])
+PY
+}
+# The probes the kit makes, from its own table.
+kit_probes=$("$KIT" --list | cut -d' ' -f1 | uniq | tr '\n' ' ')
+
+# Bad command lines: said, before anything is built.
+"$EXT" >"$SL_TMP/usage.out" 2>&1
+tap_is "run-external.sh with no --enter exits 2" "$?" 2
+tap_check "and says --enter is required" grep -q -- '--enter TEMPLATE is required' "$SL_TMP/usage.out"
+"$EXT" --enter '{netns}' --frob >"$SL_TMP/usage.out" 2>&1
+tap_is "an unknown argument exits 2, naming it" "$?:$(grep -c 'unknown argument "--frob"' "$SL_TMP/usage.out")" 2:1
+"$EXT" --name x --enter '{netns}' >"$SL_TMP/usage.out" 2>&1
+tap_is "--name before any --enter exits 2" "$?:$(grep -c 'names the --enter before it' "$SL_TMP/usage.out")" 2:1
+# the kit's probes go to the metadata address: never out of the kit's namespace
+"$EXT" --enter 'podman run --rm busybox' >"$SL_TMP/usage.out" 2>&1
+tap_is "a template without {netns} is refused (exit 2), before anything runs" \
+	"$?:$(grep -c 'has no {netns}' "$SL_TMP/usage.out")" 2:1
+
+# A podman container: podman's own namespaces, capabilities and seccomp profile, on the veth the
+# kit made. Not a network sandbox: it must come out NOT contained.
+ROOTFS=$SL_TMP/rootfs
+podman_skip=
+command -v podman >/dev/null || podman_skip="podman not installed"
+[[ -z $podman_skip ]] && { require_busybox_static; sl_busybox_rootfs "$ROOTFS" || bail_out "no rootfs"; }
+CG2=$(cg2_mount)
+made_libpod=()
+for d in "$CG2"/../*/libpod_parent "$CG2"/libpod_parent; do
+	[[ -e $d ]] || made_libpod+=("$d")
+done
+# shellcheck disable=SC2317 # (run from topo_down)
+podman_cleanup() {
+	local d
+	podman rm --force "sl-probekit-$SL_ID" >/dev/null 2>&1
+	# podman's conmon may still be leaving its cgroup when podman run --rm returns
+	for d in "${made_libpod[@]}"; do
+		for _ in $(seq $((40 * SL_SLOW))); do
+			[[ -d $d ]] || break
+			find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
+			[[ -d $d ]] && sleep 0.05
+		done
+	done
+	return 0
+}
+sl_on_exit podman_cleanup
+# The same kit under sluice, deny-all: contained on every probe the kit makes. One
+# run-external.sh for both sandboxes: one topology, one control, a column each.
+policy=$SL_TMP/deny-all.yaml
+printf 'default: deny\nrules: []\n' >"$policy"
+id=t-$SL_ID-kit
+SL_RUNS+=("$id")
+args=(--out "$SL_TMP/table.md")
+# --ulimit: this machine's hard limits are below podman's defaults (test_oci.sh)
+[[ -z $podman_skip ]] && args+=(--enter "podman run --rm --name sl-probekit-$SL_ID \
+--runtime runc --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 --network ns:{netns} \
+-v {kit}:{kit}:ro --rootfs $ROOTFS:O" --name podman)
+args+=(--enter "$SLUICE run --policy $policy --run-id $id --task probes --log $SL_TMP/kit.jsonl \
+--netns {netns} --" --name sluice)
+# a sandbox the kit never runs in: not "contained" by its silence
+args+=(--enter "nsenter --net={netns} -- false" --name broken)
+"$EXT" "${args[@]}" >"$SL_TMP/ext.tap" 2>&1
+rc=$?
+bad=
+for p in $kit_probes; do
+	c=$(cell "$SL_TMP/table.md" "$p" "no sandbox (control)")
+	[[ $c == "escapes (control)"* ]] || bad+="$p: $c; "
+done
+tap_is "control: with no sandbox every probe the kit makes gets out, seen at the test hosts" "$bad" "" ||
+	tap_diag_file "$SL_TMP/ext.tap" 60
+if [[ -n $podman_skip ]]; then
+	for i in 1 2 3; do tap_skip "podman $i" "$podman_skip"; done
+	tap_is "run-external.sh exits 1 (the broken sandbox)" "$rc" 1
+else
+	tap_is "run-external.sh exits 1: a sandbox is NOT contained" "$rc" 1
+	bad=
+	for p in P1 P2 P3 P4 P7 P16; do
+		c=$(cell "$SL_TMP/table.md" "$p" podman)
+		[[ $c == "**NOT contained**: observer saw "* ]] || bad+="$p: $c; "
+	done
+	tap_is "podman container: TCP, UDP, the metadata address, DNS and QUIC are NOT contained" "$bad" ""
+	tap_check "podman container: a TAP line says so for each" \
+		grep -q '^not ok .* - podman: P1 NOT contained$' "$SL_TMP/ext.tap"
+	tap_check "the table is printed" grep -q '^| P1 | .* | \*\*NOT contained\*\*' "$SL_TMP/ext.tap"
+fi
+bad=
+for p in $kit_probes other; do
+	c=$(cell "$SL_TMP/table.md" "$p" sluice)
+	[[ $c == "contained: observer saw "* ]] || bad+="$p: $c; "
+done
+tap_is "sluice run: every probe the kit makes is contained, and nothing else arrived" "$bad" ""
+tap_is "sluice run: no TAP line of its column is not ok" "$(grep -c '^not ok .* - sluice: ' "$SL_TMP/ext.tap")" 0
+tap_check "a sandbox the kit did not run in is a failure, not contained" \
+	grep -q '^not ok .* - broken: the kit did not run in the sandbox (exit status 1)$' "$SL_TMP/ext.tap"
+tap_cmp "sluice run: its log has the denials" \
+	"$(log_count "$SL_TMP/kit.jsonl" type=decision decision=deny)" -ge 10
+tap_check "sluice run: nothing left" leftovers_check "$id"
+# the namespaces each run-external.sh made are named after its pid (in its "# sandbox:" line)
+left=
+for pid in $(sed -n 's|^# sandbox: .*/run/netns/sl-run-\([0-9]*\) .*|\1|p' "$SL_TMP"/*.tap | sort -u); do
+	left+=$(ip netns list | grep -E "^sl-(run|rtr|inet)-$pid( |$)")
+done
+tap_is "run-external.sh left no namespace behind" "$left" ""
+
+tap_done
