@@ -171,15 +171,16 @@ long policy_match_host(const struct policy *p, const char *name);
 /* The next rule at or after index start whose hosts match name, or -1. */
 long policy_match_host_from(const struct policy *p, const char *name, size_t start);
 
-/* True if some CIDR rule of the policy covers addr (4 or 16 bytes, by family). */
+/* True if some CIDR rule of the policy covers addr (4 or 16 bytes, by family), as the tries do. */
 bool policy_cidr_covers(const struct policy *p, int family, const uint8_t *addr);
 
 /*
  * The first rule (0-based) with a CIDR covering addr (4 or 16 bytes, by family) that lists port
  * and protocol proto (one SL_PROTO_* bit), or -1: whether the compiled LPM tries allow it (they
  * hold every covering prefix's rules), judged without them (connections made before a run's
- * programs were attached). The blackhole and embedded IPv4 forms are the caller's
- * (bpf/addr.bpf.h); host rules are not looked at.
+ * programs were attached). An address or CIDR that embeds IPv4 is read as the tries hold it
+ * (bpf/addr.bpf.h: ::ffff:10.1.2.3 and ::ffff:10.0.0.0/104 are IPv4); the blackhole and relays
+ * are the caller's (v6_route); host rules are not looked at.
  */
 long policy_cidr_match(const struct policy *p, int family, const uint8_t *addr, uint16_t port,
 		       uint8_t proto);

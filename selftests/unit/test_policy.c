@@ -1420,6 +1420,74 @@ static bool misc_cidr_match(char *why)
 	return true;
 }
 
+/*
+ * policy_cidr_match and policy_cidr_covers read an address or CIDR that embeds IPv4 as the
+ * compiled tries hold it (bpf/addr.bpf.h): ::ffff:10.0.0.0/104 is compiled to 10.0.0.0/8, so it
+ * covers 10.1.2.3 and ::ffff:10.1.2.3 (the program judges both by the IPv4 trie), and 10/8
+ * covers 64:ff9b::a01:203. A CIDR under ::/96 that covers :: and ::1 stays IPv6: it covers
+ * ::1, not ::0.0.0.5, which the programs judge as 0.0.0.5. The preexisting-socket scan and
+ * replay judge by the first, the resolver's private-space check by the second.
+ */
+static bool misc_cidr_match_embedded(char *why)
+{
+	static const char yaml[] = "rules:\n"
+				   "  - name: mapped\n"
+				   "    cidrs: [\"::ffff:10.0.0.0/104\"]\n"
+				   "    ports: [80]\n"
+				   "  - name: nat64\n"
+				   "    cidrs: [\"64:ff9b::c633:6400/120\"]\n"
+				   "    ports: [443]\n"
+				   "  - name: plain\n"
+				   "    cidrs: [192.168.0.0/16]\n"
+				   "    ports: [22]\n"
+				   "  - name: compat\n"
+				   "    cidrs: [\"::/120\"]\n"
+				   "    ports: [7]\n";
+	static const struct {
+		int family;
+		const char *addr;
+		uint16_t port;
+		long want;
+	} cases[] = {
+		{ AF_INET, "10.1.2.3", 80, 0 },
+		{ AF_INET6, "::ffff:10.1.2.3", 80, 0 },
+		{ AF_INET6, "64:ff9b::a01:203", 80, 0 },
+		{ AF_INET6, "::ffff:11.1.2.3", 80, -1 },
+		{ AF_INET, "198.51.100.7", 443, 1 },
+		{ AF_INET6, "::ffff:198.51.100.7", 443, 1 },
+		{ AF_INET6, "::ffff:192.168.1.1", 22, 2 },
+		{ AF_INET6, "64:ff9b::c0a8:101", 22, 2 },
+		{ AF_INET6, "::1", 7, 3 },
+		{ AF_INET6, "::0.0.0.5", 7, -1 },
+		{ AF_INET, "0.0.0.5", 7, -1 },
+	};
+	char err[ERR_LEN];
+	struct policy *p = NULL;
+	uint8_t a[16];
+	bool covers;
+	size_t i;
+	int ret;
+
+	ret = policy_load_buffer(yaml, sizeof(yaml) - 1, "embedded.yaml", &p, err, sizeof(err));
+	EXPECT(!ret, "expected the policy to load, got %d \"%s\"", ret, err);
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		long got;
+
+		inet_pton(cases[i].family, cases[i].addr, a);
+		got = policy_cidr_match(p, cases[i].family, a, cases[i].port, SL_PROTO_TCP);
+		covers = policy_cidr_covers(p, cases[i].family, a);
+		if (got != cases[i].want || covers != (cases[i].want >= 0)) {
+			snprintf(why, WHY_LEN, "%s port %u: expected rule %ld (covered: %d), got %ld "
+				 "(covered: %d)", cases[i].addr, cases[i].port, cases[i].want,
+				 cases[i].want >= 0, got, covers);
+			policy_free(p);
+			return false;
+		}
+	}
+	policy_free(p);
+	return true;
+}
+
 struct misc_case {
 	const char *name;
 	bool (*fn)(char *why);
@@ -1441,6 +1509,8 @@ static const struct misc_case misc_cases[] = {
 	{"misc: every truncation of the seed fails cleanly", misc_truncations},
 	{"misc: policy_cidr_match and policy_host_rule_takes (ports, protocols, first rule)",
 	 misc_cidr_match},
+	{"misc: policy_cidr_match/covers read embedded IPv4 as the compiled tries do",
+	 misc_cidr_match_embedded},
 };
 
 #ifndef SLUICE_SRC_DIR
