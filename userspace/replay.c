@@ -31,6 +31,7 @@
 
 #include "../bpf/addr.bpf.h"
 #include "../policy/policy.h"
+#include "cjson.h"
 #include "evidence.h"
 #include "policy_tools.h"
 
@@ -382,18 +383,8 @@ static void json_str(FILE *f, const char *s)
 		fputs("null", f);
 		return;
 	}
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else if (ch < 0x20 || ch >= 0x7f)
-			fprintf(f, "\\u%04x", ch);
-		else
-			fputc(ch, f);
-	}
-	fputc('"', f);
+	/* the log's canonical form: valid UTF-8 as is, not byte by byte (that read as Latin-1) */
+	cjson_fput_string(f, s);
 }
 
 static void print_json(const struct rctx *c, const char *policy_path)
