@@ -1655,6 +1655,36 @@ void policy_free(struct policy *p)
 	free(p);
 }
 
+uint16_t policy_rule_id(size_t rule_idx)
+{
+	return (uint16_t)(rule_idx + 1);
+}
+
+long policy_rule_index(const struct policy *p, uint32_t rule_id)
+{
+	if (!p || rule_id == SL_RULE_DEFAULT || rule_id > p->n_rules)
+		return -1;
+	return (long)rule_id - 1;
+}
+
+const struct policy_rule *policy_rule_of(const struct policy *p, uint32_t rule_id)
+{
+	long i = policy_rule_index(p, rule_id);
+
+	return i < 0 ? NULL : &p->rules[i];
+}
+
+const char *policy_rule_id_name(const struct policy *p, uint32_t rule_id, char *buf,
+				size_t buf_len)
+{
+	if (rule_id == SL_RULE_DEFAULT) {
+		snprintf(buf, buf_len, "default");
+		return buf;
+	}
+	/* out of range: "rule N", as policy_rule_name names a rule without a name */
+	return policy_rule_name(p, (size_t)rule_id - 1, buf, buf_len);
+}
+
 const char *policy_rule_name(const struct policy *p, size_t rule_idx, char *buf, size_t buf_len)
 {
 	if (!buf || !buf_len)
@@ -1797,7 +1827,7 @@ static int too_many(struct cctx *c, int family, const struct citem *it, size_t n
 
 		if (i && c->tmp[i].rule_id == c->tmp[i - 1].rule_id)
 			continue;
-		policy_rule_name(c->p, c->tmp[i].rule_id - 1u, nb, sizeof(nb));
+		policy_rule_id_name(c->p, c->tmp[i].rule_id, nb, sizeof(nb));
 		w = snprintf(names + off, sizeof(names) - off, "%s%s", off ? ", " : "", nb);
 		if (w < 0 || (size_t)w >= sizeof(names) - off) {
 			memcpy(names + sizeof(names) - 4, "...", 4);
@@ -1862,7 +1892,7 @@ static int fold_family(struct cctx *c, int family, struct citem *items, size_t n
 				c->tmp[nt++] = (struct sl_port_rule){
 					.port_lo = rp->r[r].lo,
 					.port_hi = rp->r[r].hi,
-					.rule_id = (uint16_t)(items[k].rule + 1),
+					.rule_id = policy_rule_id(items[k].rule),
 					.protocols = c->p->rules[items[k].rule].protocols,
 				};
 			}
@@ -2017,7 +2047,7 @@ static int compile_rule_ports(const struct policy *p, struct policy_compiled *pc
 		for (size_t k = 0; k < n_ports; k++)
 			e[n++] = (struct sl_port_rule){.port_lo = merged[k].lo,
 						       .port_hi = merged[k].hi,
-						       .rule_id = (uint16_t)(i + 1),
+						       .rule_id = policy_rule_id(i),
 						       .protocols = r->protocols};
 		free(merged);
 		pc->rule_ports[i + 1].count = (uint32_t)n;

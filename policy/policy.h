@@ -140,6 +140,20 @@ void policy_free(struct policy *p);
 /* "name" if the rule has one, else "rule N" (1-based), written into buf. */
 const char *policy_rule_name(const struct policy *p, size_t rule_idx, char *buf, size_t buf_len);
 
+/*
+ * The two numberings of a rule, converted here only: its index in p->rules (0-based, -1: none)
+ * and its rule_id, the kernel's and the maps' (bpf/sluice.h: 1-based, SL_RULE_DEFAULT = 0 for
+ * the policy's default). policy_rule_index and policy_rule_of refuse (-1, NULL) the default and
+ * any rule_id p has no rule for (a record made under another policy, or a forged one), so no
+ * caller can index p->rules with one. policy_rule_id_name: the name a log line gives a rule_id,
+ * "default" for SL_RULE_DEFAULT.
+ */
+uint16_t policy_rule_id(size_t rule_idx);
+long policy_rule_index(const struct policy *p, uint32_t rule_id);
+const struct policy_rule *policy_rule_of(const struct policy *p, uint32_t rule_id);
+const char *policy_rule_id_name(const struct policy *p, uint32_t rule_id, char *buf,
+				size_t buf_len);
+
 /* Map entries for the BPF LPM tries: one per distinct prefix, shorter covering prefixes folded in. */
 struct policy_lpm4_entry {
 	struct sl_lpm4_key key;

@@ -565,16 +565,14 @@ static long learned_rule(const struct policy *p, const struct sl_learned *l, uin
 		const struct policy_rule *r;
 		size_t k;
 
-		if (l->rule_ids[i] > p->n_rules)
-			continue;
-		r = &p->rules[l->rule_ids[i] - 1];
-		if (!(r->protocols & proto))
+		r = policy_rule_of(p, l->rule_ids[i]);
+		if (!r || !(r->protocols & proto))
 			continue;
 		if (!r->n_ports)
-			return l->rule_ids[i] - 1;
+			return policy_rule_index(p, l->rule_ids[i]);
 		for (k = 0; k < r->n_ports; k++)
 			if (port >= r->ports[k].lo && port <= r->ports[k].hi)
-				return l->rule_ids[i] - 1;
+				return policy_rule_index(p, l->rule_ids[i]);
 	}
 	return -1;
 }

@@ -1488,6 +1488,38 @@ static bool misc_cidr_match_embedded(char *why)
 	return true;
 }
 
+/*
+ * The rule numberings (policy.h): rule_id is the index plus one, SL_RULE_DEFAULT is no rule,
+ * and an id past the policy's rules (a record from another policy) gives no rule to index.
+ */
+static bool misc_rule_ids(char *why)
+{
+	static const char yaml[] = "rules:\n"
+				   "  - name: web\n"
+				   "    cidrs: [10.0.0.0/8]\n"
+				   "  - cidrs: [10.1.0.0/16]\n";
+	char err[ERR_LEN], buf[64];
+	struct policy *p = NULL;
+	bool ok;
+	int ret;
+
+	ret = policy_load_buffer(yaml, sizeof(yaml) - 1, "ids.yaml", &p, err, sizeof(err));
+	EXPECT(!ret, "expected the policy to load, got %d \"%s\"", ret, err);
+	ok = policy_rule_id(0) == 1 && policy_rule_id(1) == 2 &&
+	     policy_rule_index(p, SL_RULE_DEFAULT) == -1 && policy_rule_index(p, 1) == 0 &&
+	     policy_rule_index(p, 2) == 1 && policy_rule_index(p, 3) == -1 &&
+	     policy_rule_index(p, 65535) == -1 && policy_rule_index(NULL, 1) == -1 &&
+	     policy_rule_of(p, 2) == &p->rules[1] && !policy_rule_of(p, 3) &&
+	     !policy_rule_of(p, SL_RULE_DEFAULT) &&
+	     !strcmp(policy_rule_id_name(p, SL_RULE_DEFAULT, buf, sizeof(buf)), "default") &&
+	     !strcmp(policy_rule_id_name(p, 1, buf, sizeof(buf)), "web") &&
+	     !strcmp(policy_rule_id_name(p, 2, buf, sizeof(buf)), "rule 2") &&
+	     !strcmp(policy_rule_id_name(p, 7, buf, sizeof(buf)), "rule 7");
+	policy_free(p);
+	EXPECT(ok, "a rule numbering converted wrong");
+	return true;
+}
+
 struct misc_case {
 	const char *name;
 	bool (*fn)(char *why);
@@ -1511,6 +1543,8 @@ static const struct misc_case misc_cases[] = {
 	 misc_cidr_match},
 	{"misc: policy_cidr_match/covers read embedded IPv4 as the compiled tries do",
 	 misc_cidr_match_embedded},
+	{"misc: rule_id and rule index convert in one place, out-of-range ids name no rule",
+	 misc_rule_ids},
 };
 
 #ifndef SLUICE_SRC_DIR
