@@ -173,16 +173,77 @@ static __always_inline bool v6_tail_is_blackholed(const __u32 w[4])
 	return translated && v4_is_blackholed(w[3]);
 }
 
+enum sl_v6_route {
+	SL_V6_OWN,	    /* judged by the v6 rules */
+	SL_V6_AS_V4,	    /* an IPv4 host the policy judges as IPv4: *v4 (::ffff:, NAT64 /96, ::V4) */
+	SL_V6_RELAY,	    /* an IPv4 host behind a relay: the v6 rules cannot speak for it */
+	SL_V6_BLACKHOLE,    /* fe80::/10, fd00:ec2::/32 */
+	SL_V6_BLACKHOLE_V4, /* carries the blackholed IPv4 address *v4 */
+};
+
+/*
+ * Where a v6 destination goes: the one answer the kernel programs (decide_v6), the resolver
+ * and the policy compiler (addr_class), the preexisting-socket scan and policy replay all act
+ * on, so that none can blackhole, translate or name an embedded address differently. The order
+ * is the kernel's and decides which embedded address is named when several are in the
+ * blackhole: native, the policy's embedding, the last 32 bits for a lax translator, then the
+ * relays (6to4, Teredo server then client, ISATAP, the local-use NAT64 positions /48 to /96).
+ * *v4 is set for SL_V6_AS_V4 and SL_V6_BLACKHOLE_V4 only.
+ */
+static __always_inline enum sl_v6_route v6_route(const __u32 w[4], __u32 *v4)
+{
+	__u32 e = 0;
+
+	if (v6_native_is_blackholed(w))
+		return SL_V6_BLACKHOLE;
+	if (v6_embeds_v4_for_policy(w, &e)) {
+		*v4 = e;
+		return v4_is_blackholed(e) ? SL_V6_BLACKHOLE_V4 : SL_V6_AS_V4;
+	}
+	if (v6_tail_is_blackholed(w)) {
+		*v4 = w[3];
+		return SL_V6_BLACKHOLE_V4;
+	}
+	if (v6_embeds_blackholed_v4(w, &e)) {
+		*v4 = e;
+		return SL_V6_BLACKHOLE_V4;
+	}
+	return v6_is_v4_relay(w) ? SL_V6_RELAY : SL_V6_OWN;
+}
+
 /* The blackhole in any form a v6 destination can take. */
 static __always_inline bool v6_blackholed_any(const __u32 w[4])
 {
 	__u32 v4 = 0;
+	enum sl_v6_route r = v6_route(w, &v4);
 
-	if (v6_native_is_blackholed(w) || v6_tail_is_blackholed(w))
-		return true;
-	if (v6_embeds_v4_for_policy(w, &v4))
-		return v4_is_blackholed(v4);
-	return v6_embeds_blackholed_v4(w, &v4);
+	return r == SL_V6_BLACKHOLE || r == SL_V6_BLACKHOLE_V4;
+}
+
+/*
+ * A v6 CIDR (network w, prefix length plen) that names IPv4 destinations: every address in it
+ * is one v6_embeds_v4_for_policy() judges as IPv4, so the compiler puts it in the IPv4 trie as
+ * *v4 / *v4_plen (::ffff:10.0.0.0/104 is 10.0.0.0/8). The forms are /96 prefixes, so the
+ * first and the last address decide: a CIDR under ::/96 that covers :: or ::1 (not embeddings)
+ * stays IPv6. Everything else stays IPv6 too, and never matches an embedding address.
+ */
+static __always_inline bool v6_prefix_embeds_v4(const __u32 w[4], unsigned int plen, __u32 *v4,
+						unsigned int *v4_plen)
+{
+	__u32 first[4], last[4], host, a = 0, b = 0;
+
+	if (plen < 96 || plen > 128)
+		return false;
+	host = plen == 128 ? 0 : 0xffffffffu >> (plen - 96);
+	__builtin_memcpy(first, w, 16);
+	__builtin_memcpy(last, w, 16);
+	first[3] = w[3] & ~bpf_htonl(host);
+	last[3] = w[3] | bpf_htonl(host);
+	if (!v6_embeds_v4_for_policy(first, &a) || !v6_embeds_v4_for_policy(last, &b))
+		return false;
+	*v4 = a;
+	*v4_plen = plen - 96;
+	return true;
 }
 
 /*
@@ -230,8 +291,8 @@ enum sl_addr_class {
 static __always_inline enum sl_addr_class addr_class(int family, const __u8 *a, __u32 *v4,
 						     bool *embedded)
 {
-	__u32 w[4], any[8], fixed[8], e;
-	int n_any, n_fixed = 0, i;
+	__u32 w[4], fixed[8], e = 0;
+	int n_fixed, i;
 
 	*embedded = false;
 	*v4 = 0;
@@ -242,28 +303,23 @@ static __always_inline enum sl_addr_class addr_class(int family, const __u8 *a, 
 		return v4_is_private(w[0]) ? SL_ADDR_PRIVATE : SL_ADDR_PUBLIC;
 	}
 	__builtin_memcpy(w, a, 16);
-	if (v6_native_is_blackholed(w))
+	switch (v6_route(w, &e)) {
+	case SL_V6_BLACKHOLE:
 		return SL_ADDR_BLACKHOLE;
-	n_any = v6_relay_v4s(w, any);
-	for (i = 0; i < n_any - (v6_is_local_nat64(w) ? 4 : 0); i++)
-		fixed[n_fixed++] = any[i];
-	if (v6_embeds_v4_for_policy(w, &e)) {
-		any[n_any++] = e;
+	case SL_V6_BLACKHOLE_V4:
+		*v4 = e;
+		*embedded = true;
+		return SL_ADDR_BLACKHOLE;
+	default:
+		break;
+	}
+	n_fixed = v6_relay_v4s(w, fixed);
+	if (v6_is_local_nat64(w))
+		n_fixed -= 4;
+	if (v6_embeds_v4_for_policy(w, &e))
 		fixed[n_fixed++] = e;
-	}
-	if (!w[0] && !w[1]) {
-		any[n_any++] = w[3];
+	if (!w[0] && !w[1])
 		fixed[n_fixed++] = w[3];
-	} else if (w[0] == bpf_htonl(0x0064ff9b)) {
-		any[n_any++] = w[3];
-	}
-	for (i = 0; i < n_any; i++) {
-		if (v4_is_blackholed(any[i])) {
-			*v4 = any[i];
-			*embedded = true;
-			return SL_ADDR_BLACKHOLE;
-		}
-	}
 	if (v6_native_is_private(w))
 		return SL_ADDR_PRIVATE;
 	for (i = 0; i < n_fixed; i++) {

@@ -179,28 +179,26 @@ static __always_inline void decide_v6(struct verdict *v, struct sl_decision_even
 	struct sl_lpm6_key key = { .prefixlen = 128 };
 	__u32 v4 = 0;
 
-	if (v6_native_is_blackholed(w)) {
+	/* where the address goes is addr.bpf.h's v6_route, the userspace judges' too */
+	switch (v6_route(w, &v4)) {
+	case SL_V6_BLACKHOLE:
 		set_verdict(v, SL_VERDICT_DENY, SL_REASON_BLACKHOLE, SL_RULE_DEFAULT);
 		return;
-	}
-	if (v6_embeds_v4_for_policy(w, &v4)) {
+	case SL_V6_AS_V4:
+	case SL_V6_BLACKHOLE_V4:
 		ev->embedded_v4 = 1;
 		__builtin_memcpy(ev->eff_addr, &v4, 4);
 		decide_v4(v, ev, v4, port, proto);
 		return;
-	}
-	if (v6_tail_is_blackholed(w))
-		v4 = w[3];
-	if (v4 || v6_embeds_blackholed_v4(w, &v4)) {
-		ev->embedded_v4 = 1;
-		__builtin_memcpy(ev->eff_addr, &v4, 4);
-		set_verdict(v, SL_VERDICT_DENY, SL_REASON_BLACKHOLE, SL_RULE_DEFAULT);
-		return;
-	}
-	/* A relayed IPv4 host is not what a v6 rule speaks for: only a default-allow policy opens it. */
-	if (v6_is_v4_relay(w) && !sl_cfg_default_allow) {
-		set_verdict(v, SL_VERDICT_DENY, SL_REASON_V4_RELAY, SL_RULE_DEFAULT);
-		return;
+	case SL_V6_RELAY:
+		/* A relayed IPv4 host is not what a v6 rule speaks for: only default allow opens it. */
+		if (!sl_cfg_default_allow) {
+			set_verdict(v, SL_VERDICT_DENY, SL_REASON_V4_RELAY, SL_RULE_DEFAULT);
+			return;
+		}
+		break;
+	case SL_V6_OWN:
+		break;
 	}
 	__builtin_memcpy(key.addr, w, 16);
 	decide_by_rules(v, ev, bpf_map_lookup_elem(&sl_dst6, &key),

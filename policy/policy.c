@@ -1655,6 +1655,36 @@ void policy_free(struct policy *p)
 	free(p);
 }
 
+uint16_t policy_rule_id(size_t rule_idx)
+{
+	return (uint16_t)(rule_idx + 1);
+}
+
+long policy_rule_index(const struct policy *p, uint32_t rule_id)
+{
+	if (!p || rule_id == SL_RULE_DEFAULT || rule_id > p->n_rules)
+		return -1;
+	return (long)rule_id - 1;
+}
+
+const struct policy_rule *policy_rule_of(const struct policy *p, uint32_t rule_id)
+{
+	long i = policy_rule_index(p, rule_id);
+
+	return i < 0 ? NULL : &p->rules[i];
+}
+
+const char *policy_rule_id_name(const struct policy *p, uint32_t rule_id, char *buf,
+				size_t buf_len)
+{
+	if (rule_id == SL_RULE_DEFAULT) {
+		snprintf(buf, buf_len, "default");
+		return buf;
+	}
+	/* out of range: "rule N", as policy_rule_name names a rule without a name */
+	return policy_rule_name(p, (size_t)rule_id - 1, buf, buf_len);
+}
+
 const char *policy_rule_name(const struct policy *p, size_t rule_idx, char *buf, size_t buf_len)
 {
 	if (!buf || !buf_len)
@@ -1797,7 +1827,7 @@ static int too_many(struct cctx *c, int family, const struct citem *it, size_t n
 
 		if (i && c->tmp[i].rule_id == c->tmp[i - 1].rule_id)
 			continue;
-		policy_rule_name(c->p, c->tmp[i].rule_id - 1u, nb, sizeof(nb));
+		policy_rule_id_name(c->p, c->tmp[i].rule_id, nb, sizeof(nb));
 		w = snprintf(names + off, sizeof(names) - off, "%s%s", off ? ", " : "", nb);
 		if (w < 0 || (size_t)w >= sizeof(names) - off) {
 			memcpy(names + sizeof(names) - 4, "...", 4);
@@ -1862,7 +1892,7 @@ static int fold_family(struct cctx *c, int family, struct citem *items, size_t n
 				c->tmp[nt++] = (struct sl_port_rule){
 					.port_lo = rp->r[r].lo,
 					.port_hi = rp->r[r].hi,
-					.rule_id = (uint16_t)(items[k].rule + 1),
+					.rule_id = policy_rule_id(items[k].rule),
 					.protocols = c->p->rules[items[k].rule].protocols,
 				};
 			}
@@ -1897,31 +1927,51 @@ out:
  * A v6 CIDR inside ::ffff:0:0/96 (v4-mapped), 64:ff9b::/96 (NAT64) or ::/96 (IPv4-compatible)
  * names IPv4 destinations: the v6 programs judge those addresses by the IPv4 trie, so such a
  * CIDR is compiled to its IPv4 equivalent there (::ffff:10.0.0.0/104 becomes 10.0.0.0/8); left in
- * the v6 trie it would never match. :: and ::1 are not embeddings for the programs, so an
- * IPv4-compatible CIDR that covers them stays IPv6.
+ * the v6 trie it would never match. Decided by bpf/addr.bpf.h's v6_prefix_embeds_v4, the
+ * programs' own predicate on the CIDR's ends (:: and ::1 are not embeddings, so an
+ * IPv4-compatible CIDR that covers them stays IPv6).
  */
 static bool v4_mapped(const struct policy_cidr *pc, struct citem *it)
 {
-	static const uint8_t mapped[12] = {[10] = 0xff, [11] = 0xff};
-	static const uint8_t nat64[12] = {[1] = 0x64, [2] = 0xff, [3] = 0x9b};
-	static const uint8_t compat[12];
+	unsigned int plen;
+	__u32 w[4], v4;
 
-	if (pc->family != AF_INET6 || pc->prefixlen < 96)
+	if (pc->family != AF_INET6)
 		return false;
-	if (!memcmp(pc->addr, compat, sizeof(compat))) {
-		static const uint8_t zero[4];
-
-		/* network ::0.0.0.0 or ::0.0.0.1: covers :: or ::1 */
-		if (!memcmp(pc->addr + 12, zero, 3) && pc->addr[15] < 2)
-			return false;
-	} else if (memcmp(pc->addr, mapped, sizeof(mapped)) &&
-		   memcmp(pc->addr, nat64, sizeof(nat64))) {
+	memcpy(w, pc->addr, sizeof(w));
+	if (!v6_prefix_embeds_v4(w, pc->prefixlen, &v4, &plen))
 		return false;
-	}
 	memset(it->addr, 0, sizeof(it->addr));
-	memcpy(it->addr, pc->addr + 12, 4);
-	it->plen = (uint8_t)(pc->prefixlen - 96);
+	memcpy(it->addr, &v4, 4);
+	it->plen = (uint8_t)plen;
 	return true;
+}
+
+/*
+ * Whether CIDR c covers addr (4 or 16 bytes, by family) as the compiled tries judge it: an
+ * address the programs judge as IPv4 (v6_route) against the IPv4 trie, where a CIDR that names
+ * IPv4 destinations (v4_mapped) is. policy_cidr_match and policy_cidr_covers (the preexisting
+ * scan, replay, the resolver's private-space check) ask through here, so that none of them can
+ * read ::ffff:10.0.0.0/104 or ::ffff:10.1.2.3 otherwise than the kernel does.
+ */
+static bool cidr_covers_judged(const struct policy_cidr *c, int family, const uint8_t *addr)
+{
+	struct citem it;
+	__u32 w[4], v4 = 0;
+	enum sl_v6_route route;
+
+	if (family == AF_INET6) {
+		memcpy(w, addr, sizeof(w));
+		route = v6_route(w, &v4);
+		if (route == SL_V6_AS_V4 || route == SL_V6_BLACKHOLE_V4) {
+			family = AF_INET;
+			addr = (const uint8_t *)&v4;
+		}
+	}
+	if (v4_mapped(c, &it))
+		return family == AF_INET && in_prefix(addr, 32, it.addr, it.plen);
+	return c->family == family &&
+	       in_prefix(addr, family == AF_INET ? 32 : 128, c->addr, c->prefixlen);
 }
 
 static int check_rule(const struct policy *p, size_t i, char *err, size_t err_len)
@@ -1997,7 +2047,7 @@ static int compile_rule_ports(const struct policy *p, struct policy_compiled *pc
 		for (size_t k = 0; k < n_ports; k++)
 			e[n++] = (struct sl_port_rule){.port_lo = merged[k].lo,
 						       .port_hi = merged[k].hi,
-						       .rule_id = (uint16_t)(i + 1),
+						       .rule_id = policy_rule_id(i),
 						       .protocols = r->protocols};
 		free(merged);
 		pc->rule_ports[i + 1].count = (uint32_t)n;
@@ -2353,10 +2403,7 @@ bool policy_cidr_covers(const struct policy *p, int family, const uint8_t *addr)
 {
 	for (size_t i = 0; i < p->n_rules; i++) {
 		for (size_t k = 0; k < p->rules[i].n_cidrs; k++) {
-			const struct policy_cidr *c = &p->rules[i].cidrs[k];
-			unsigned int len = family == AF_INET ? 4 : 16;
-
-			if (c->family == family && in_prefix(addr, len * 8, c->addr, c->prefixlen))
+			if (cidr_covers_judged(&p->rules[i].cidrs[k], family, addr))
 				return true;
 		}
 	}
@@ -2378,15 +2425,11 @@ bool policy_rule_takes(const struct policy_rule *r, uint16_t port, uint8_t proto
 long policy_cidr_match(const struct policy *p, int family, const uint8_t *addr, uint16_t port,
 		       uint8_t proto)
 {
-	unsigned int len = family == AF_INET ? 32 : 128;
-
 	for (size_t i = 0; i < p->n_rules; i++) {
 		if (!policy_rule_takes(&p->rules[i], port, proto))
 			continue;
 		for (size_t k = 0; k < p->rules[i].n_cidrs; k++) {
-			const struct policy_cidr *c = &p->rules[i].cidrs[k];
-
-			if (c->family == family && in_prefix(addr, len, c->addr, c->prefixlen))
+			if (cidr_covers_judged(&p->rules[i].cidrs[k], family, addr))
 				return (long)i;
 		}
 	}

@@ -140,6 +140,20 @@ void policy_free(struct policy *p);
 /* "name" if the rule has one, else "rule N" (1-based), written into buf. */
 const char *policy_rule_name(const struct policy *p, size_t rule_idx, char *buf, size_t buf_len);
 
+/*
+ * The two numberings of a rule, converted here only: its index in p->rules (0-based, -1: none)
+ * and its rule_id, the kernel's and the maps' (bpf/sluice.h: 1-based, SL_RULE_DEFAULT = 0 for
+ * the policy's default). policy_rule_index and policy_rule_of refuse (-1, NULL) the default and
+ * any rule_id p has no rule for (a record made under another policy, or a forged one), so no
+ * caller can index p->rules with one. policy_rule_id_name: the name a log line gives a rule_id,
+ * "default" for SL_RULE_DEFAULT.
+ */
+uint16_t policy_rule_id(size_t rule_idx);
+long policy_rule_index(const struct policy *p, uint32_t rule_id);
+const struct policy_rule *policy_rule_of(const struct policy *p, uint32_t rule_id);
+const char *policy_rule_id_name(const struct policy *p, uint32_t rule_id, char *buf,
+				size_t buf_len);
+
 /* Map entries for the BPF LPM tries: one per distinct prefix, shorter covering prefixes folded in. */
 struct policy_lpm4_entry {
 	struct sl_lpm4_key key;
@@ -171,15 +185,16 @@ long policy_match_host(const struct policy *p, const char *name);
 /* The next rule at or after index start whose hosts match name, or -1. */
 long policy_match_host_from(const struct policy *p, const char *name, size_t start);
 
-/* True if some CIDR rule of the policy covers addr (4 or 16 bytes, by family). */
+/* True if some CIDR rule of the policy covers addr (4 or 16 bytes, by family), as the tries do. */
 bool policy_cidr_covers(const struct policy *p, int family, const uint8_t *addr);
 
 /*
  * The first rule (0-based) with a CIDR covering addr (4 or 16 bytes, by family) that lists port
  * and protocol proto (one SL_PROTO_* bit), or -1: whether the compiled LPM tries allow it (they
  * hold every covering prefix's rules), judged without them (connections made before a run's
- * programs were attached). The blackhole and embedded IPv4 forms are the caller's
- * (bpf/addr.bpf.h); host rules are not looked at.
+ * programs were attached). An address or CIDR that embeds IPv4 is read as the tries hold it
+ * (bpf/addr.bpf.h: ::ffff:10.1.2.3 and ::ffff:10.0.0.0/104 are IPv4); the blackhole and relays
+ * are the caller's (v6_route); host rules are not looked at.
  */
 long policy_cidr_match(const struct policy *p, int family, const uint8_t *addr, uint16_t port,
 		       uint8_t proto);

@@ -100,6 +100,30 @@ else
 	tap_skip "resume as an unprivileged user says root is needed" "setpriv not installed"
 fi
 
+# The options run, resume and attach share are one table (userspace/runopts.c): the same short
+# letters, the same checks, whichever command takes them.
+cg2=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
+mkdir "$cg2/cli-$$" && trap 'rm -rf -- "$tmp"; rmdir "$cg2/cli-$$"' EXIT
+expect "attach takes -p, -r, -t, -m as run does" 0 '"policy":"'"$good"'".*"task":"t1","mode":"report"' \
+	"$SLUICE" attach -p "$good" -r "cli-$$-att" -t t1 -m report --cgroup "$cg2/cli-$$" --dry-run
+for cmd in run attach; do
+	rc=125 && [[ $cmd == attach ]] && rc=2
+	extra=(-- true) && [[ $cmd == attach ]] && extra=(--cgroup "$cg2/cli-$$" --dry-run)
+	expect "$cmd refuses a task holding a control character" $rc \
+		"sluice $cmd: --task: holds a control character" \
+		"$SLUICE" $cmd --policy "$good" --run-id "cli-$$-t" --task $'a\x1b[2Jb' "${extra[@]}"
+	expect "$cmd refuses an unknown mode" $rc "sluice $cmd: --mode: expected enforce or report" \
+		"$SLUICE" $cmd --policy "$good" --run-id "cli-$$-t" --mode audit "${extra[@]}"
+	expect "$cmd refuses an upstream longer than run_start can hold" $rc \
+		"sluice $cmd: --upstream: longer than 63 bytes" \
+		"$SLUICE" $cmd --policy "$good" --run-id "cli-$$-t" --upstream "$(printf '%070d' 1)" \
+		"${extra[@]}"
+done
+expect "resume refuses an upstream longer than run_start can hold" 125 \
+	"sluice resume: --upstream: longer than 63 bytes" \
+	"$SLUICE" resume "cli-$$-t" -u "$(printf '%070d' 1)" --log "$tmp/none.jsonl"
+tap_check "refused runs leave nothing behind" leftovers_check "cli-$$-t"
+
 expect "a command that does not exist exits 127 and says so" 127 'cannot execute' \
 	"$SLUICE" run --policy "$good" --run-id "cli-$$-nx" --log "$tmp/nx.jsonl" -- /nonexistent/cmd
 tap_check "the run of a missing command is cleaned up" leftovers_check "cli-$$-nx"

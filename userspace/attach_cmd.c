@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "attach_cmd.h"
+#include "runopts.h"
 #include "cgroup.h"
 #include "control.h"
 #include "locate.h"
@@ -204,23 +205,20 @@ out:
 
 int attach_cmd_main(int argc, char **argv)
 {
-	static const struct option opts[] = {
+	static const int shared[] = { RUNOPT_POLICY, RUNOPT_RUN_ID, RUNOPT_TASK, RUNOPT_MODE,
+				      RUNOPT_NETNS, RUNOPT_LOG, RUNOPT_UPSTREAM, 0 };
+	static const struct option own[] = {
 		{ "cgroup", required_argument, NULL, 'c' },
 		{ "pid", required_argument, NULL, 'P' },
 		{ "container", required_argument, NULL, 'C' },
 		{ "unit", required_argument, NULL, 'U' },
-		{ "policy", required_argument, NULL, 'p' },
-		{ "run-id", required_argument, NULL, 'r' },
-		{ "task", required_argument, NULL, 't' },
-		{ "mode", required_argument, NULL, 'm' },
-		{ "netns", required_argument, NULL, 'n' },
-		{ "log", required_argument, NULL, 'l' },
-		{ "upstream", required_argument, NULL, 'u' },
 		{ "socket", required_argument, NULL, 's' },
 		{ "dry-run", no_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
+	static struct runopts_table t;
+	struct run_args ra = { .cmd_name = "sluice attach", .checkpoint_fd = -1 };
 	const char *cgroup = NULL, *pid_s = NULL, *container = NULL, *unit = NULL;
 	const char *policy = NULL, *netns = NULL, *log = NULL, *socket = NULL;
 	static char policy_abs[PATH_MAX], log_abs[PATH_MAX], netns_abs[PATH_MAX];
@@ -232,30 +230,35 @@ int attach_cmd_main(int argc, char **argv)
 	bool dry_run = false;
 	int c, n_targets, err, ret = ATTACH_EXIT_USAGE;
 
+	if (runopts_build(&t, shared, own, "h"))
+		return ATTACH_EXIT_USAGE;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, t.shortopts, t.opts, NULL)) != -1) {
 		switch (c) {
 		case 'c': cgroup = optarg; break;
 		case 'P': pid_s = optarg; break;
 		case 'C': container = optarg; break;
 		case 'U': unit = optarg; break;
-		case 'p': policy = optarg; break;
-		case 'r': r.run_id = optarg; break;
-		case 't': r.task = optarg; break;
-		case 'm': r.mode = optarg; break;
-		case 'n': netns = optarg; break;
-		case 'l': log = optarg; break;
-		case 'u': r.upstream = optarg; break;
 		case 's': socket = optarg; break;
 		case 'D': dry_run = true; break;
 		case 'h':
 			usage(stdout);
 			return 0;
 		default:
-			usage(stderr);
-			return ATTACH_EXIT_USAGE;
+			err = runopts_take(&ra, c, optarg);
+			if (err == -ENOENT)
+				usage(stderr);
+			if (err)
+				return ATTACH_EXIT_USAGE;
 		}
 	}
+	policy = ra.policy_path;
+	r.run_id = ra.run_id;
+	r.task = ra.task;
+	r.mode = ra.mode;
+	netns = ra.netns;
+	log = ra.log_path;
+	r.upstream = ra.upstream;
 	if (optind < argc) {
 		fprintf(stderr, "sluice attach: unexpected argument \"%s\"\n", argv[optind]);
 		return ATTACH_EXIT_USAGE;

@@ -10,6 +10,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "cjson.h"
 #include "control.h"
 #include "util.h"
 
@@ -147,29 +148,15 @@ static void put(struct control_msg *m, const char *s, size_t n)
 	m->len += n;
 }
 
+/* Strings in the log's canonical form (cjson.h): the parser below reads them back byte for byte. */
+static void put_cb(void *m, const char *s, size_t n)
+{
+	put(m, s, n);
+}
+
 static void put_string(struct control_msg *m, const char *s)
 {
-	const unsigned char *p = (const unsigned char *)s;
-	char esc[8];
-
-	put(m, "\"", 1);
-	for (; *p; p++) {
-		if (*p == '"' || *p == '\\') {
-			esc[0] = '\\';
-			esc[1] = (char)*p;
-			put(m, esc, 2);
-		} else if (*p == '\n') {
-			put(m, "\\n", 2);
-		} else if (*p == '\t') {
-			put(m, "\\t", 2);
-		} else if (*p < 0x20 || *p == 0x7f) {
-			snprintf(esc, sizeof(esc), "\\u%04x", *p);
-			put(m, esc, 6);
-		} else {
-			put(m, (const char *)p, 1);
-		}
-	}
-	put(m, "\"", 1);
+	cjson_put_string(put_cb, m, s);
 }
 
 static void put_key(struct control_msg *m, const char *key)
@@ -188,10 +175,10 @@ void control_msg_str(struct control_msg *m, const char *key, const char *val)
 
 void control_msg_u64(struct control_msg *m, const char *key, uint64_t val)
 {
-	char num[24];
+	char num[CJSON_INT_MAX];
 
 	put_key(m, key);
-	put(m, num, (size_t)snprintf(num, sizeof(num), "%llu", (unsigned long long)val));
+	put(m, num, cjson_fmt_u64(num, val));
 }
 
 void control_msg_bool(struct control_msg *m, const char *key, bool val)
@@ -238,97 +225,34 @@ static void skip_ws(struct cursor *c)
 		c->pos++;
 }
 
-static int hexval(char h)
-{
-	if (h >= '0' && h <= '9')
-		return h - '0';
-	if (h >= 'a' && h <= 'f')
-		return h - 'a' + 10;
-	if (h >= 'A' && h <= 'F')
-		return h - 'A' + 10;
-	return -1;
-}
-
-static int emit(struct cursor *c, char ch)
-{
-	if (c->out_pos + 1 >= c->out_len)
-		return fail(c, "strings too long");
-	c->out[c->out_pos++] = ch;
-	return 0;
-}
-
-/* A string at c->pos (its opening quote), decoded into c->out; *start where it begins. */
+/*
+ * A string at c->pos (its opening quote) in the canonical grammar (cjson.h), decoded into
+ * c->out; *start where it begins. A NUL in it is refused: it is handed on as a C string.
+ */
 static int parse_string(struct cursor *c, char **start)
 {
-	int err;
+	const unsigned char *s = (const unsigned char *)c->s;
+	size_t from = c->pos, err_off;
+	const char *why;
+	bool escaped;
+	int n;
 
 	if (c->pos >= c->len || c->s[c->pos] != '"')
 		return fail(c, "expected a string");
-	c->pos++;
-	*start = c->out + c->out_pos;
-	for (;;) {
-		unsigned char ch;
-
-		if (c->pos >= c->len)
-			return fail(c, "unterminated string");
-		ch = (unsigned char)c->s[c->pos];
-		if (ch == '"') {
-			c->pos++;
-			break;
-		}
-		if (ch < 0x20)
-			return fail(c, "control character in a string");
-		if (ch != '\\') {
-			err = emit(c, (char)ch);
-			if (err)
-				return err;
-			c->pos++;
-			continue;
-		}
-		if (c->pos + 1 >= c->len)
-			return fail(c, "unterminated escape");
-		switch (c->s[c->pos + 1]) {
-		case '"': case '\\': case '/':
-			err = emit(c, c->s[c->pos + 1]);
-			c->pos += 2;
-			break;
-		case 'n':
-			err = emit(c, '\n');
-			c->pos += 2;
-			break;
-		case 't':
-			err = emit(c, '\t');
-			c->pos += 2;
-			break;
-		case 'r':
-			err = emit(c, '\r');
-			c->pos += 2;
-			break;
-		case 'u': {
-			int v = 0, i, h;
-
-			if (c->pos + 6 > c->len)
-				return fail(c, "short \\u escape");
-			for (i = 2; i < 6; i++) {
-				h = hexval(c->s[c->pos + i]);
-				if (h < 0)
-					return fail(c, "bad \\u escape");
-				v = v * 16 + h;
-			}
-			/* requests name paths and ids: bytes, not text beyond ASCII escapes */
-			if (v == 0 || v > 0x7f)
-				return fail(c, "\\u escape outside 0x01-0x7f");
-			err = emit(c, (char)v);
-			c->pos += 6;
-			break;
-		}
-		default:
-			return fail(c, "unknown escape");
-		}
-		if (err)
-			return err;
+	if (cjson_scan_string(s, c->len, &c->pos, &escaped, &err_off, &why)) {
+		c->pos = err_off;
+		return fail(c, why);
 	}
-	return emit(c, '\0');
+	*start = c->out + c->out_pos;
+	n = cjson_decode(s + from + 1, c->pos - from - 2, *start, c->out_len - c->out_pos);
+	if (n < 0)
+		return fail(c, "strings too long");
+	if (memchr(*start, '\0', (size_t)n)) {
+		c->pos = from;
+		return fail(c, "NUL (\\u0000) in a string");
+	}
+	c->out_pos += (size_t)n + 1;
+	return 0;
 }
 
 int control_parse(struct control_obj *o, const char *line, size_t len, char *why, size_t why_len)
@@ -388,23 +312,20 @@ int control_parse(struct control_obj *o, const char *line, size_t len, char *why
 			c.pos += 5;
 		} else if (c.pos < len && (line[c.pos] == '-' || (line[c.pos] >= '0' &&
 								   line[c.pos] <= '9'))) {
-			bool neg = line[c.pos] == '-';
-			uint64_t v = 0;
-			size_t digits = 0;
+			size_t err_off;
+			const char *why;
+			uint64_t v;
+			bool neg;
 
-			if (neg)
-				c.pos++;
-			while (c.pos < len && line[c.pos] >= '0' && line[c.pos] <= '9') {
-				if (v > (UINT64_C(1) << 62) / 5)
-					return fail(&c, "integer out of range");
-				v = v * 10 + (uint64_t)(line[c.pos] - '0');
-				c.pos++;
-				digits++;
+			if (cjson_scan_int((const unsigned char *)line, len, &c.pos, &v, &neg,
+					   &err_off, &why)) {
+				c.pos = err_off;
+				return fail(&c, why);
 			}
-			if (!digits || v > (uint64_t)INT64_MAX)
-				return fail(&c, "bad integer");
+			if (!neg && v > (uint64_t)INT64_MAX)
+				return fail(&c, "integer out of range");
 			m->kind = CONTROL_INT;
-			m->i = neg ? -(int64_t)v : (int64_t)v;
+			m->i = neg ? (int64_t)(0 - v) : (int64_t)v;
 		} else {
 			return fail(&c, "expected a string, an integer, true or false");
 		}

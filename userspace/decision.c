@@ -180,7 +180,7 @@ int decision_view_init(struct decision_view *v, const struct sl_decision_event *
 
 	if (ev->reason == SL_REASON_RULE || ev->reason == SL_REASON_HOST_CAP ||
 	    (ev->reason == SL_REASON_LOG_UNWRITABLE && ev->rule_id))
-		policy_rule_name(p, ev->rule_id - 1, v->rule, sizeof(v->rule));
+		policy_rule_id_name(p, ev->rule_id, v->rule, sizeof(v->rule));
 	else if (ev->reason == SL_REASON_BLACKHOLE)
 		util_copy(v->rule, sizeof(v->rule), "blackhole");
 	else if (ev->reason == SL_REASON_DNS_REDIRECT)

@@ -18,7 +18,6 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +25,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "cjson.h"
 #include "journal.h"
 #include "tlog.h"
 #include "util.h"
@@ -136,58 +136,18 @@ static void put(struct journal_line *l, const char *s, size_t n)
 	l->len += n;
 }
 
-/*
- * Decimal without printf: a line carries a dozen integers and the writer is on every record's
- * path (make bench measures it).
- */
-static size_t fmt_u64(char out[20], uint64_t v)
-{
-	char tmp[20];
-	size_t n = 0, i;
-
-	do {
-		tmp[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	for (i = 0; i < n; i++)
-		out[i] = tmp[n - 1 - i];
-	return n;
-}
-
 static void put_u64(struct journal_line *l, uint64_t v)
 {
-	char tmp[20];
+	char tmp[CJSON_INT_MAX];
 
-	put(l, tmp, fmt_u64(tmp, v));
+	put(l, tmp, cjson_fmt_u64(tmp, v));
 }
 
 static void put_i64(struct journal_line *l, int64_t v)
 {
-	if (v < 0) {
-		put(l, "-", 1);
-		put_u64(l, (uint64_t)0 - (uint64_t)v);
-	} else {
-		put_u64(l, (uint64_t)v);
-	}
-}
+	char tmp[CJSON_INT_MAX];
 
-static void putf(struct journal_line *l, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void putf(struct journal_line *l, const char *fmt, ...)
-{
-	char tmp[64];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= sizeof(tmp)) {
-		l->overflow = true;
-		return;
-	}
-	put(l, tmp, (size_t)n);
+	put(l, tmp, cjson_fmt_i64(tmp, v));
 }
 
 /* The NUL terminator is never a continuation byte, so this stops at it. */
@@ -210,84 +170,19 @@ bool journal_cp_misleads(uint32_t cp)
 
 size_t journal_utf8_len(const char *str)
 {
-	const unsigned char *s = (const unsigned char *)str;
-	unsigned char lo = 0x80, hi = 0xbf;
-	size_t n, i;
-
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		n = 2;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		n = 3;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		n = 4;
-	else
-		return 0;
-	if (s[0] == 0xe0)
-		lo = 0xa0; /* overlong */
-	else if (s[0] == 0xed)
-		hi = 0x9f; /* surrogates */
-	else if (s[0] == 0xf0)
-		lo = 0x90; /* overlong */
-	else if (s[0] == 0xf4)
-		hi = 0x8f; /* above U+10FFFF */
-	if (s[1] < lo || s[1] > hi)
-		return 0;
-	for (i = 2; i < n; i++)
-		if (s[i] < 0x80 || s[i] > 0xbf)
-			return 0;
-	return n;
+	/* the NUL terminator is never a continuation byte: the check stops at it */
+	return cjson_utf8_len((const unsigned char *)str, strnlen(str, 4));
 }
 
-/*
- * The one canonical string form (README "Evidence"): quote, backslash, newline and tab as
- * two-character escapes, other control bytes and every byte of invalid UTF-8 as \u00xx, the
- * rest, well-formed UTF-8 included, as is. Invalid bytes thus survive byte-exact.
- */
-/* Bytes written as they are: printable ASCII but the quote and the backslash. */
-static const bool plain_ascii[256] = {
-	[0x20 ... 0x21] = true, /* '"' is 0x22 */
-	[0x23 ... 0x5b] = true, /* '\\' is 0x5c */
-	[0x5d ... 0x7e] = true,
-};
+/* The one canonical string form (cjson.h), shared with the daemon's socket. */
+static void put_cb(void *l, const char *s, size_t n)
+{
+	put(l, s, n);
+}
 
 static void put_json_string(struct journal_line *l, const char *str)
 {
-	const unsigned char *s = (const unsigned char *)str;
-
-	put(l, "\"", 1);
-	while (*s) {
-		size_t n;
-
-		/* the common case, a run of printable ASCII that needs no escape, in one copy */
-		for (n = 0; plain_ascii[s[n]]; n++)
-			;
-		if (n) {
-			put(l, (const char *)s, n);
-			s += n;
-			continue;
-		}
-		if (*s == '"') {
-			put(l, "\\\"", 2);
-		} else if (*s == '\\') {
-			put(l, "\\\\", 2);
-		} else if (*s == '\n') {
-			put(l, "\\n", 2);
-		} else if (*s == '\t') {
-			put(l, "\\t", 2);
-		} else if (*s < 0x20 || *s == 0x7f) {
-			putf(l, "\\u%04x", *s);
-		} else if (*s < 0x80) {
-			put(l, (const char *)s, 1);
-		} else if ((n = journal_utf8_len((const char *)s))) {
-			put(l, (const char *)s, n);
-			s += n;
-			continue;
-		} else {
-			putf(l, "\\u%04x", *s);
-		}
-		s++;
-	}
-	put(l, "\"", 1);
+	cjson_put_string(put_cb, l, str);
 }
 
 static void put_key(struct journal_line *l, const char *key)
@@ -585,7 +480,7 @@ static int append_locked(struct journal *j, const struct journal_line *body)
 		return -EPIPE;
 	/* {"seq":N,"prev":"<64 hex>", — 96 bytes at most, the line buffer holds far more */
 	memcpy(j->line, "{\"seq\":", 7);
-	n = 7 + fmt_u64(j->line + 7, j->seq);
+	n = 7 + cjson_fmt_u64(j->line + 7, j->seq);
 	memcpy(j->line + n, ",\"prev\":\"", 9);
 	n += 9;
 	for (i = 0; i < TLOG_HASH_SIZE; i++) {

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "cjson.h"
 #include "jsonline.h"
 
 struct parser {
@@ -25,41 +26,6 @@ static bool at(const struct parser *p, char c)
 	return p->pos < p->len && p->s[p->pos] == (unsigned char)c;
 }
 
-/*
- * The length (2..4) of the well-formed, shortest-form UTF-8 sequence of a code point in
- * U+0080..U+10FFFF other than a surrogate at s, or 0 if none starts there (RFC 3629 table).
- */
-static size_t utf8_len(const unsigned char *s, size_t avail)
-{
-	unsigned char c = s[0], lo = 0x80, hi = 0xbf;
-	size_t n, i;
-
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4;
-	else
-		return 0;
-	if (avail < n)
-		return 0;
-	if (c == 0xe0)
-		lo = 0xa0; /* shorter forms of U+0000..U+07FF */
-	else if (c == 0xed)
-		hi = 0x9f; /* surrogates U+D800..U+DFFF */
-	else if (c == 0xf0)
-		lo = 0x90; /* shorter forms of U+0000..U+FFFF */
-	else if (c == 0xf4)
-		hi = 0x8f; /* above U+10FFFF */
-	if (s[1] < lo || s[1] > hi)
-		return 0;
-	for (i = 2; i < n; i++)
-		if (s[i] < 0x80 || s[i] > 0xbf)
-			return 0;
-	return n;
-}
-
 static int hexval(unsigned char c)
 {
 	if (c >= '0' && c <= '9')
@@ -69,161 +35,26 @@ static int hexval(unsigned char c)
 	return -1;
 }
 
-/* The byte a "\u00xx" at s (6 bytes available) stands for, or -1 if s is not one. */
-static int u00_byte(const unsigned char *s, size_t avail)
-{
-	int hi, lo;
-
-	if (avail < 6 || s[0] != '\\' || s[1] != 'u' || s[2] != '0' || s[3] != '0')
-		return -1;
-	hi = hexval(s[4]);
-	lo = hexval(s[5]);
-	if (hi < 0 || lo < 0)
-		return -1;
-	return hi << 4 | lo;
-}
-
-/* A byte the writer escapes as \u00xx: it has no shorter escape and is not printable ASCII. */
-static bool needs_u00(unsigned int b)
-{
-	return (b < 0x20 && b != '\n' && b != '\t') || b == 0x7f || b >= 0x80;
-}
-
-static int parse_escape(struct parser *p)
-{
-	const unsigned char *s = p->s + p->pos;
-	size_t avail = p->len - p->pos;
-	unsigned char seq[4];
-	size_t n = 1;
-	int b, i;
-
-	if (avail < 2)
-		return fail(p, p->pos, "unterminated string");
-	switch (s[1]) {
-	case '"':
-	case '\\':
-	case 'n':
-	case 't':
-		p->pos += 2;
-		return 0;
-	case 'u':
-		break;
-	default:
-		return fail(p, p->pos, "escape other than \\\" \\\\ \\n \\t \\u00xx");
-	}
-	if (avail < 6)
-		return fail(p, p->pos, "truncated \\u escape");
-	if (s[2] != '0' || s[3] != '0')
-		return fail(p, p->pos, "\\u escape above \\u00ff");
-	for (i = 4; i < 6; i++)
-		if (hexval(s[i]) < 0)
-			return fail(p, p->pos + i,
-				    (s[i] >= 'A' && s[i] <= 'F') ? "upper-case hex in \\u escape"
-								 : "bad hex digit in \\u escape");
-	b = u00_byte(s, avail);
-	if (!needs_u00((unsigned int)b))
-		return fail(p, p->pos,
-			    b == '\n' || b == '\t' ? "\\u escape of a byte that has a short escape"
-						   : "\\u escape of a printable ASCII byte");
-	if (b >= 0x80) {
-		/*
-		 * The writer escapes a byte >= 0x80 only when no well-formed UTF-8 sequence starts
-		 * there. Its continuation bytes, if any, would be escaped too (a raw one is
-		 * refused on its own), so look at the escapes that follow.
-		 */
-		seq[0] = (unsigned char)b;
-		while (n < 4 && avail >= 6 * (n + 1)) {
-			int c = u00_byte(s + 6 * n, avail - 6 * n);
-
-			if (c < 0)
-				break;
-			seq[n++] = (unsigned char)c;
-		}
-		if (utf8_len(seq, n))
-			return fail(
-				p, p->pos,
-				"escaped bytes form a well-formed UTF-8 sequence (must be raw)");
-	}
-	p->pos += 6;
-	return 0;
-}
-
-/* A string at p->pos ('"'): fills v->off/len/escaped. */
+/* A string at p->pos ('"'), in the one canonical grammar (cjson.c): fills v->off/len/escaped. */
 static int parse_string(struct parser *p, struct jsonline_value *v)
 {
-	size_t start = ++p->pos;
-	int err;
+	size_t start = p->pos + 1;
 
 	v->kind = JSONLINE_STRING;
-	v->escaped = false;
-	for (;;) {
-		unsigned char c;
-		size_t n;
-
-		if (p->pos >= p->len)
-			return fail(p, p->pos, "unterminated string");
-		c = p->s[p->pos];
-		if (c == '"')
-			break;
-		if (c == '\\') {
-			v->escaped = true;
-			err = parse_escape(p);
-			if (err)
-				return err;
-			continue;
-		}
-		if (c < 0x20 || c == 0x7f)
-			return fail(p, p->pos, "unescaped control byte in string");
-		if (c < 0x80) {
-			p->pos++;
-			continue;
-		}
-		n = utf8_len(p->s + p->pos, p->len - p->pos);
-		if (!n)
-			return fail(p, p->pos,
-				    "raw byte that is not well-formed UTF-8 (must be \\u00xx)");
-		p->pos += n;
-	}
+	if (cjson_scan_string(p->s, p->len, &p->pos, &v->escaped, &p->err_off, &p->why))
+		return -EBADMSG;
 	v->off = (uint16_t)start;
-	v->len = (uint16_t)(p->pos - start);
-	p->pos++;
+	v->len = (uint16_t)(p->pos - 1 - start);
 	return 0;
 }
 
 static int parse_int(struct parser *p, struct jsonline_value *v)
 {
 	size_t start = p->pos;
-	uint64_t u = 0;
 
 	v->kind = JSONLINE_INT;
-	v->neg = false;
-	if (at(p, '-')) {
-		v->neg = true;
-		p->pos++;
-	}
-	if (p->pos >= p->len || p->s[p->pos] < '0' || p->s[p->pos] > '9')
-		return fail(p, p->pos, "expected a digit");
-	if (p->s[p->pos] == '0') {
-		if (v->neg)
-			return fail(p, start, "-0 is not canonical");
-		p->pos++;
-		if (p->pos < p->len && p->s[p->pos] >= '0' && p->s[p->pos] <= '9')
-			return fail(p, start, "integer with a leading zero");
-	} else {
-		while (p->pos < p->len && p->s[p->pos] >= '0' && p->s[p->pos] <= '9') {
-			unsigned int d = p->s[p->pos] - '0';
-
-			if (u > (UINT64_MAX - d) / 10)
-				return fail(p, start, "integer does not fit 64 bits");
-			u = u * 10 + d;
-			p->pos++;
-		}
-	}
-	if (v->neg && u > (uint64_t)INT64_MAX + 1)
-		return fail(p, start, "negative integer does not fit int64");
-	if (p->pos < p->len && (p->s[p->pos] == '.' || p->s[p->pos] == 'e' || p->s[p->pos] == 'E'))
-		return fail(p, p->pos, "integer with a fraction or exponent");
-	v->u = u;
+	if (cjson_scan_int(p->s, p->len, &p->pos, &v->u, &v->neg, &p->err_off, &p->why))
+		return -EBADMSG;
 	v->off = (uint16_t)start;
 	v->len = (uint16_t)(p->pos - start);
 	return 0;
@@ -509,45 +340,9 @@ bool jsonline_key_is(const struct jsonline *jl, size_t i, const char *key)
 int jsonline_decode(const struct jsonline *jl, const struct jsonline_value *v, char *buf,
 		    size_t size)
 {
-	const unsigned char *s = (const unsigned char *)jl->line + v->off;
-	size_t i = 0, o = 0;
-
 	if (v->kind != JSONLINE_STRING)
 		return -EINVAL;
-	while (i < v->len) {
-		unsigned char c = s[i];
-
-		if (o + 1 >= size)
-			return -ENOSPC;
-		if (c != '\\') {
-			buf[o++] = (char)c;
-			i++;
-			continue;
-		}
-		/* the parse checked every escape */
-		switch (s[i + 1]) {
-		case 'n':
-			buf[o++] = '\n';
-			i += 2;
-			break;
-		case 't':
-			buf[o++] = '\t';
-			i += 2;
-			break;
-		case 'u':
-			buf[o++] = (char)u00_byte(s + i, v->len - i);
-			i += 6;
-			break;
-		default: /* \" and \\ */
-			buf[o++] = (char)s[i + 1];
-			i += 2;
-			break;
-		}
-	}
-	if (o >= size)
-		return -ENOSPC;
-	buf[o] = '\0';
-	return (int)o;
+	return cjson_decode((const unsigned char *)jl->line + v->off, v->len, buf, size);
 }
 
 int jsonline_u64(const struct jsonline *jl, const char *key, uint64_t *out)

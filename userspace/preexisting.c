@@ -565,16 +565,14 @@ static long learned_rule(const struct policy *p, const struct sl_learned *l, uin
 		const struct policy_rule *r;
 		size_t k;
 
-		if (l->rule_ids[i] > p->n_rules)
-			continue;
-		r = &p->rules[l->rule_ids[i] - 1];
-		if (!(r->protocols & proto))
+		r = policy_rule_of(p, l->rule_ids[i]);
+		if (!r || !(r->protocols & proto))
 			continue;
 		if (!r->n_ports)
-			return l->rule_ids[i] - 1;
+			return policy_rule_index(p, l->rule_ids[i]);
 		for (k = 0; k < r->n_ports; k++)
 			if (port >= r->ports[k].lo && port <= r->ports[k].hi)
-				return l->rule_ids[i] - 1;
+				return policy_rule_index(p, l->rule_ids[i]);
 	}
 	return -1;
 }
@@ -585,30 +583,33 @@ void preexisting_verdict(const struct policy *p, enum sl_mode mode,
 	uint8_t proto = s->protocol == IPPROTO_TCP ? SL_PROTO_TCP : SL_PROTO_UDP;
 	const uint8_t *addr = s->dst;
 	int family = s->family;
-	bool embedded;
-	__u32 w[4], v4;
+	enum sl_v6_route route;
+	__u32 w[4], v4 = 0, a4;
 	long rule;
 
 	s->has_v4 = false;
-	/* the blackhole in every form, as the kernel programs and the resolver judge it */
-	if (addr_class(family, s->dst, &v4, &embedded) == SL_ADDR_BLACKHOLE) {
-		if (embedded) {
-			s->has_v4 = true;
-			memcpy(s->v4, &v4, 4);
-		}
-		set(s, SL_VERDICT_DENY, SL_REASON_BLACKHOLE, -1);
-		goto out;
-	}
+	/* the blackhole in every form and the embedded IPv4 host, as decide_v6 (v6_route) */
 	if (family == AF_INET6) {
 		memcpy(w, s->dst, 16);
-		if (v6_embeds_v4_for_policy(w, &v4)) {
-			/* ::ffff:a.b.c.d, 64:ff9b::a.b.c.d: judged as the IPv4 host */
+		route = v6_route(w, &v4);
+		if (route == SL_V6_AS_V4 || route == SL_V6_BLACKHOLE_V4) {
 			s->has_v4 = true;
 			memcpy(s->v4, &v4, 4);
 			family = AF_INET;
 			addr = s->v4;
-		} else if (v6_is_v4_relay(w) && p->default_verdict != POLICY_DEFAULT_ALLOW) {
+		}
+		if (route == SL_V6_BLACKHOLE || route == SL_V6_BLACKHOLE_V4) {
+			set(s, SL_VERDICT_DENY, SL_REASON_BLACKHOLE, -1);
+			goto out;
+		}
+		if (route == SL_V6_RELAY && p->default_verdict != POLICY_DEFAULT_ALLOW) {
 			set(s, SL_VERDICT_DENY, SL_REASON_V4_RELAY, -1);
+			goto out;
+		}
+	} else {
+		memcpy(&a4, s->dst, 4);
+		if (v4_is_blackholed(a4)) {
+			set(s, SL_VERDICT_DENY, SL_REASON_BLACKHOLE, -1);
 			goto out;
 		}
 	}
@@ -714,10 +715,10 @@ static int judge(struct run *r, bool any_ttl, char *err, size_t err_len)
 		struct sl_learned learned, *lp = NULL;
 		const uint8_t *a = rec->dst;
 		int family = rec->family;
-		__u32 w[4], v4;
+		__u32 w[4], v4 = 0;
 
 		memcpy(w, rec->dst, sizeof(w));
-		if (family == AF_INET6 && v6_embeds_v4_for_policy(w, &v4)) {
+		if (family == AF_INET6 && v6_route(w, &v4) == SL_V6_AS_V4) {
 			family = AF_INET;
 			a = (const uint8_t *)&v4;
 		}

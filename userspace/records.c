@@ -535,7 +535,7 @@ static const struct policy *policy_at(const struct records *r, uint64_t ns);
 static uint64_t cut_limit(const struct records *r, const struct sl_flow *f)
 {
 	const struct policy *p = policy_at(r, f->start_ns);
-	const struct policy_rule *rule = f->rule_id ? &p->rules[f->rule_id - 1] : NULL;
+	const struct policy_rule *rule = policy_rule_of(p, f->rule_id);
 
 	switch (f->cut) {
 	case SL_CUT_REQUEST:
@@ -617,10 +617,7 @@ static int on_flow(const struct sl_flow_event *ev, void *ctx)
 			   f->tgid, f->port, dst))
 		return 0;
 	decision_safe_comm(comm, sizeof(comm), f->comm);
-	if (f->rule_id)
-		policy_rule_name(p, f->rule_id - 1, rule, sizeof(rule));
-	else
-		util_copy(rule, sizeof(rule), "default");
+	policy_rule_id_name(p, f->rule_id, rule, sizeof(rule));
 	if (f->protocol == IPPROTO_TCP || f->protocol == IPPROTO_UDP)
 		util_copy(proto, sizeof(proto), f->protocol == IPPROTO_TCP ? "tcp" : "udp");
 	else
@@ -1032,10 +1029,7 @@ static void write_host_total(const struct hosttotal *h, void *ctx)
 		r->totals_unwritten++;
 		return;
 	}
-	if (h->rule_id)
-		policy_rule_name(r->policy, h->rule_id - 1, rule, sizeof(rule));
-	else
-		util_copy(rule, sizeof(rule), "default");
+	policy_rule_id_name(r->policy, h->rule_id, rule, sizeof(rule));
 	clock_gettime(CLOCK_REALTIME, &now);
 	records_line(r, &l, "host_total", &now);
 	journal_line_str(&l, "host", host);
@@ -1253,7 +1247,7 @@ static long rule_id_named(const struct records *r, const struct jsonline *jl)
 		return 0;
 	for (i = 0; i < r->policy->n_rules; i++)
 		if (policy_rule_name(r->policy, i, want, sizeof(want)) && !strcmp(want, name))
-			return (long)i + 1;
+			return policy_rule_id(i);
 	return -1;
 }
 

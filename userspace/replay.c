@@ -31,6 +31,7 @@
 
 #include "../bpf/addr.bpf.h"
 #include "../policy/policy.h"
+#include "cjson.h"
 #include "evidence.h"
 #include "policy_tools.h"
 
@@ -75,18 +76,32 @@ static void judge(const struct policy *p, const char *host, const char *dst, uin
 	else if (dst && inet_pton(AF_INET6, dst, addr) == 1)
 		family = AF_INET6;
 	if (family == AF_INET6) {
-		__u32 w[4], v4;
+		__u32 w[4], v4 = 0;
+		enum sl_v6_route route;
 
 		/* as the programs judge a v6 destination (bpf/policy.bpf.h, decide_v6) */
 		memcpy(w, addr, sizeof(w));
-		if (v6_embeds_v4_for_policy(w, &v4)) {
+		route = v6_route(w, &v4);
+		if (route == SL_V6_BLACKHOLE || route == SL_V6_BLACKHOLE_V4) {
+			snprintf(j->why, sizeof(j->why), "blackhole (no policy can allow it)");
+			return;
+		}
+		if (route == SL_V6_AS_V4) {
 			/* ::ffff:a.b.c.d, 64:ff9b::a.b.c.d, ::a.b.c.d: the IPv4 host's rules */
 			family = AF_INET;
 			memcpy(addr, &v4, 4);
-		} else if (v6_is_v4_relay(w) && p->default_verdict != POLICY_DEFAULT_ALLOW) {
+		} else if (route == SL_V6_RELAY && p->default_verdict != POLICY_DEFAULT_ALLOW) {
 			snprintf(j->why, sizeof(j->why),
 				 "an IPv4 host behind a relay (6to4, Teredo, ISATAP, NAT64): only "
 				 "default: allow opens it");
+			return;
+		}
+	} else if (family == AF_INET) {
+		__u32 a4;
+
+		memcpy(&a4, addr, 4);
+		if (v4_is_blackholed(a4)) {
+			snprintf(j->why, sizeof(j->why), "blackhole (no policy can allow it)");
 			return;
 		}
 	}
@@ -368,18 +383,8 @@ static void json_str(FILE *f, const char *s)
 		fputs("null", f);
 		return;
 	}
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else if (ch < 0x20 || ch >= 0x7f)
-			fprintf(f, "\\u%04x", ch);
-		else
-			fputc(ch, f);
-	}
-	fputc('"', f);
+	/* the log's canonical form: valid UTF-8 as is, not byte by byte (that read as Latin-1) */
+	cjson_fput_string(f, s);
 }
 
 static void print_json(const struct rctx *c, const char *policy_path)

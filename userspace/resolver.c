@@ -735,7 +735,7 @@ static int learn(struct resolver *r, const char *qname, long first_rule, struct 
 		for (rule = first_rule; rule >= 0 && !err;
 		     rule = policy_match_host_from(r->o.policy, qname, (size_t)rule + 1))
 			err = loader_learn(r->loader, rr->type == DNS_TYPE_A ? AF_INET : AF_INET6,
-					   rr->data.aaaa, (uint16_t)(rule + 1), host_id, exp);
+					   rr->data.aaaa, policy_rule_id((size_t)rule), host_id, exp);
 		if (!err)
 			err = loader_sni_learn(r->loader, rr->type == DNS_TYPE_A ? AF_INET : AF_INET6,
 					       rr->data.aaaa, qname, host_id);

@@ -36,6 +36,7 @@
 #include "records.h"
 #include "resolver.h"
 #include "resume.h"
+#include "runopts.h"
 #include "run.h"
 #include "tlog.h"
 #include "util.h"
@@ -95,61 +96,31 @@ static void usage(FILE *out)
 		"written) or a failure.\n");
 }
 
-enum { OPT_KEY = 256, OPT_CHECKPOINT_FD, OPT_LOG_ROTATE_KIB };
-
 static int parse_args(int argc, char **argv, struct run_args *a)
 {
-	static const struct option opts[] = {
-		{ "log", required_argument, NULL, 'l' },
-		{ "policy", required_argument, NULL, 'p' },
-		{ "upstream", required_argument, NULL, 'u' },
-		{ "alerts", required_argument, NULL, 'A' },
-		{ "key", required_argument, NULL, OPT_KEY },
-		{ "checkpoint-fd", required_argument, NULL, OPT_CHECKPOINT_FD },
-		{ "log-rotate-kib", required_argument, NULL, OPT_LOG_ROTATE_KIB },
-		{ "verbose", no_argument, NULL, 'v' },
+	static const int shared[] = { RUNOPT_LOG, RUNOPT_POLICY, RUNOPT_UPSTREAM, RUNOPT_ALERTS,
+				      RUNOPT_KEY, RUNOPT_CHECKPOINT_FD, RUNOPT_LOG_ROTATE_KIB,
+				      RUNOPT_VERBOSE, 0 };
+	static const struct option own[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
-	int c;
+	static struct runopts_table t;
+	int c, err;
 
+	if (runopts_build(&t, shared, own, "h"))
+		return -E2BIG;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "l:p:u:A:vh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'l':
-			a->log_path = optarg;
-			break;
-		case 'p':
-			a->policy_path = optarg;
-			break;
-		case 'u':
-			a->upstream = optarg;
-			break;
-		case 'A':
-			a->alerts = optarg;
-			break;
-		case OPT_KEY:
-			a->key_path = optarg;
-			break;
-		case OPT_CHECKPOINT_FD:
-			if (run_take_checkpoint_fd(a, optarg, &a->checkpoint_fd))
-				return -EINVAL;
-			break;
-		case OPT_LOG_ROTATE_KIB:
-			if (run_parse_ulong(a, "--log-rotate-kib", optarg, 0, 1UL << 30,
-					    &a->rotate_kib))
-				return -EINVAL;
-			break;
-		case 'v':
-			a->verbose = true;
-			break;
-		case 'h':
+	while ((c = getopt_long(argc, argv, t.shortopts, t.opts, NULL)) != -1) {
+		if (c == 'h') {
 			usage(stdout);
 			exit(0);
-		default:
-			usage(stderr);
-			return -EINVAL;
 		}
+		err = runopts_take(a, c, optarg);
+		if (err == -ENOENT)
+			usage(stderr);
+		if (err)
+			return -EINVAL;
 	}
 	if (optind != argc - 1) {
 		fprintf(stderr, "sluice resume: expected one RUN_ID (sluice resume RUN_ID [options])\n");

@@ -37,6 +37,7 @@
 #include "records.h"
 #include "resolver.h"
 #include "run.h"
+#include "runopts.h"
 #include "sandbox_seccomp.h"
 #include "spawn.h"
 #include "tlog.h"
@@ -279,55 +280,35 @@ static void usage(FILE *out)
 
 static int parse_args(int argc, char **argv, struct run_args *a)
 {
-	static const struct option opts[] = {
-		{ "policy", required_argument, NULL, 'p' },
-		{ "run-id", required_argument, NULL, 'r' },
-		{ "task", required_argument, NULL, 't' },
-		{ "mode", required_argument, NULL, 'm' },
-		{ "log", required_argument, NULL, 'l' },
+	static const int shared[] = { RUNOPT_POLICY, RUNOPT_RUN_ID, RUNOPT_TASK, RUNOPT_MODE,
+				      RUNOPT_LOG, RUNOPT_NETNS, RUNOPT_UPSTREAM, RUNOPT_ALERTS,
+				      RUNOPT_KEY, RUNOPT_CHECKPOINT_FD, RUNOPT_LOG_ROTATE_KIB,
+				      RUNOPT_VERBOSE, 0 };
+	static const struct option own[] = {
 		{ "cgroup-parent", required_argument, NULL, 'c' },
 		{ "ringbuf-kib", required_argument, NULL, 'b' },
-		{ "netns", required_argument, NULL, 'n' },
-		{ "upstream", required_argument, NULL, 'u' },
 		{ "dns-ttl", no_argument, NULL, 'T' },
 		{ "user", required_argument, NULL, 'U' },
-		{ "alerts", required_argument, NULL, 'A' },
-		{ "key", required_argument, NULL, OPT_KEY },
 		{ "checkpoint-lines", required_argument, NULL, OPT_CHECKPOINT_LINES },
 		{ "checkpoint-secs", required_argument, NULL, OPT_CHECKPOINT_SECS },
-		{ "checkpoint-fd", required_argument, NULL, OPT_CHECKPOINT_FD },
-		{ "log-rotate-kib", required_argument, NULL, OPT_LOG_ROTATE_KIB },
 		{ "strict-evidence", no_argument, NULL, OPT_STRICT_EVIDENCE },
 		{ "allow-root", no_argument, NULL, OPT_ALLOW_ROOT },
-		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
+	static struct runopts_table t;
 	char *end;
-	int c;
+	int c, err;
 
 	a->ringbuf_kib = 1024;
 	a->checkpoint_lines = RUN_CHECKPOINT_LINES;
 	a->checkpoint_secs = RUN_CHECKPOINT_SECS;
 	optind = 1;
+	if (runopts_build(&t, shared, own, "+c:b:U:Th"))
+		return -E2BIG;
 	/* "+": stop at the first non-option, so CMD's own options are never ours. */
-	while ((c = getopt_long(argc, argv, "+p:r:t:m:l:c:b:n:u:U:A:Tvh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, t.shortopts, t.opts, NULL)) != -1) {
 		switch (c) {
-		case 'p':
-			a->policy_path = optarg;
-			break;
-		case 'r':
-			a->run_id = optarg;
-			break;
-		case 't':
-			a->task = optarg;
-			break;
-		case 'm':
-			a->mode = optarg;
-			break;
-		case 'l':
-			a->log_path = optarg;
-			break;
 		case 'c':
 			a->cgroup_parent = optarg;
 			break;
@@ -342,23 +323,11 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 				return -EINVAL;
 			}
 			break;
-		case 'n':
-			a->netns = optarg;
-			break;
-		case 'u':
-			a->upstream = optarg;
-			break;
 		case 'T':
 			a->dns_ttl = true;
 			break;
 		case 'U':
 			a->user = optarg;
-			break;
-		case 'A':
-			a->alerts = optarg;
-			break;
-		case OPT_KEY:
-			a->key_path = optarg;
 			break;
 		case OPT_CHECKPOINT_LINES:
 			if (run_parse_ulong(a, "--checkpoint-lines", optarg, 1, 1UL << 32,
@@ -369,43 +338,25 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 			if (run_parse_ulong(a, "--checkpoint-secs", optarg, 1, 86400, &a->checkpoint_secs))
 				return -EINVAL;
 			break;
-		case OPT_CHECKPOINT_FD:
-			if (run_take_checkpoint_fd(a, optarg, &a->checkpoint_fd))
-				return -EINVAL;
-			break;
-		case OPT_LOG_ROTATE_KIB:
-			/* up to 1 TiB; a line is at most 8 KiB, so smaller sizes rotate every line */
-			if (run_parse_ulong(a, "--log-rotate-kib", optarg, 0, 1UL << 30, &a->rotate_kib))
-				return -EINVAL;
-			break;
 		case OPT_STRICT_EVIDENCE:
 			a->strict_evidence = true;
 			break;
 		case OPT_ALLOW_ROOT:
 			a->allow_root = true;
 			break;
-		case 'v':
-			a->verbose = true;
-			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
 		default:
-			usage(stderr);
-			return -EINVAL;
+			err = runopts_take(a, c, optarg);
+			if (err == -ENOENT)
+				usage(stderr);
+			if (err)
+				return -EINVAL;
 		}
 	}
 	if (!a->policy_path) {
 		fprintf(stderr, "sluice run: --policy FILE is required\n");
-		return -EINVAL;
-	}
-	if (a->mode && strcmp(a->mode, "enforce") && strcmp(a->mode, "report")) {
-		fprintf(stderr, "sluice run: --mode: expected enforce or report, got \"%s\"\n",
-			a->mode);
-		return -EINVAL;
-	}
-	if (a->task && strlen(a->task) > RECORDS_TASK_MAX) {
-		fprintf(stderr, "sluice run: --task: longer than %d bytes\n", RECORDS_TASK_MAX);
 		return -EINVAL;
 	}
 	if (check_component(a->cgroup_parent)) {
@@ -1089,13 +1040,7 @@ int run_main(int argc, char **argv)
 	r.uid = so.uid;
 	r.gid = so.gid;
 	if (r.args.run_id) {
-		if (run_check_id(r.args.run_id)) {
-			fprintf(stderr, "sluice run: --run-id: expected 1-%d characters of "
-					"[A-Za-z0-9_-] not starting with '-' (bpffs refuses '.'), "
-					"got \"%s\"\n",
-				RUN_ID_MAX, r.args.run_id);
-			return RUN_EXIT_SLUICE_ERROR;
-		}
+		/* checked by runopts_take */
 		util_copy(r.run_id, sizeof(r.run_id), r.args.run_id);
 	} else if (make_run_id(r.run_id, sizeof(r.run_id))) {
 		fprintf(stderr, "sluice run: cannot make a run id: %s\n", strerror(errno));

@@ -9,7 +9,7 @@ int switch_add_rules(struct sl_learned *e, const struct policy *p, const char *n
 
 	for (rule = policy_match_host(p, name); rule >= 0;
 	     rule = policy_match_host_from(p, name, (size_t)rule + 1)) {
-		__u16 id = (__u16)(rule + 1);
+		__u16 id = policy_rule_id((size_t)rule);
 
 		for (i = 0; i < SL_LEARNED_RULES; i++) {
 			if (e->rule_ids[i] == id)

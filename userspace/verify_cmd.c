@@ -14,6 +14,7 @@
 #include "journal.h"
 #include "note.h"
 #include "verify.h"
+#include "cjson.h"
 #include "verify_cmd.h"
 
 #define DEFAULT_PUB "/etc/sluice/host.key.pub"
@@ -75,29 +76,7 @@ static const char *status_word(int status)
  */
 static void json_str(FILE *f, const char *str)
 {
-	const unsigned char *s = (const unsigned char *)str;
-
-	fputc('"', f);
-	while (*s) {
-		size_t n = *s >= 0x80 ? journal_utf8_len((const char *)s) : 0;
-
-		if (*s == '"' || *s == '\\')
-			fprintf(f, "\\%c", *s);
-		else if (*s == '\n')
-			fputs("\\n", f);
-		else if (*s == '\t')
-			fputs("\\t", f);
-		else if (*s < 0x20 || *s == 0x7f || (*s >= 0x80 && !n))
-			fprintf(f, "\\u%04x", *s);
-		else if (n) {
-			fwrite(s, 1, n, f);
-			s += n;
-			continue;
-		} else
-			fputc(*s, f);
-		s++;
-	}
-	fputc('"', f);
+	cjson_fput_string(f, str);
 }
 
 /*

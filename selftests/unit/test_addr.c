@@ -102,6 +102,9 @@ static const struct addr_case addr_cases[] = {
 	{"64:ff9b:1::c633:640a", PUB, NULL},
 	{"64:ff9b:1::a01:203", PUB, NULL},
 	{"64:ff9b:1:808:64:6400::", PUB, NULL}, /* 8.8.100.100 at /48: 100.100.0.0 at /64 */
+	/* two blackholed addresses: the kernel's order names the last 32 bits (decide_v6's eff_addr) */
+	{"64:ff9b:1:a9fe:1:0:a9fe:a9fe", BH, "169.254.169.254"}, /* /48 reads 169.254.1.0 */
+	{"2002:a9fe:101::5efe:a9fe:a9fe", BH, "169.254.1.1"},	  /* 6to4 before ISATAP */
 };
 
 static const char *class_name(enum sl_addr_class c)

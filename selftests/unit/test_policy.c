@@ -1420,6 +1420,106 @@ static bool misc_cidr_match(char *why)
 	return true;
 }
 
+/*
+ * policy_cidr_match and policy_cidr_covers read an address or CIDR that embeds IPv4 as the
+ * compiled tries hold it (bpf/addr.bpf.h): ::ffff:10.0.0.0/104 is compiled to 10.0.0.0/8, so it
+ * covers 10.1.2.3 and ::ffff:10.1.2.3 (the program judges both by the IPv4 trie), and 10/8
+ * covers 64:ff9b::a01:203. A CIDR under ::/96 that covers :: and ::1 stays IPv6: it covers
+ * ::1, not ::0.0.0.5, which the programs judge as 0.0.0.5. The preexisting-socket scan and
+ * replay judge by the first, the resolver's private-space check by the second.
+ */
+static bool misc_cidr_match_embedded(char *why)
+{
+	static const char yaml[] = "rules:\n"
+				   "  - name: mapped\n"
+				   "    cidrs: [\"::ffff:10.0.0.0/104\"]\n"
+				   "    ports: [80]\n"
+				   "  - name: nat64\n"
+				   "    cidrs: [\"64:ff9b::c633:6400/120\"]\n"
+				   "    ports: [443]\n"
+				   "  - name: plain\n"
+				   "    cidrs: [192.168.0.0/16]\n"
+				   "    ports: [22]\n"
+				   "  - name: compat\n"
+				   "    cidrs: [\"::/120\"]\n"
+				   "    ports: [7]\n";
+	static const struct {
+		int family;
+		const char *addr;
+		uint16_t port;
+		long want;
+	} cases[] = {
+		{ AF_INET, "10.1.2.3", 80, 0 },
+		{ AF_INET6, "::ffff:10.1.2.3", 80, 0 },
+		{ AF_INET6, "64:ff9b::a01:203", 80, 0 },
+		{ AF_INET6, "::ffff:11.1.2.3", 80, -1 },
+		{ AF_INET, "198.51.100.7", 443, 1 },
+		{ AF_INET6, "::ffff:198.51.100.7", 443, 1 },
+		{ AF_INET6, "::ffff:192.168.1.1", 22, 2 },
+		{ AF_INET6, "64:ff9b::c0a8:101", 22, 2 },
+		{ AF_INET6, "::1", 7, 3 },
+		{ AF_INET6, "::0.0.0.5", 7, -1 },
+		{ AF_INET, "0.0.0.5", 7, -1 },
+	};
+	char err[ERR_LEN];
+	struct policy *p = NULL;
+	uint8_t a[16];
+	bool covers;
+	size_t i;
+	int ret;
+
+	ret = policy_load_buffer(yaml, sizeof(yaml) - 1, "embedded.yaml", &p, err, sizeof(err));
+	EXPECT(!ret, "expected the policy to load, got %d \"%s\"", ret, err);
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		long got;
+
+		inet_pton(cases[i].family, cases[i].addr, a);
+		got = policy_cidr_match(p, cases[i].family, a, cases[i].port, SL_PROTO_TCP);
+		covers = policy_cidr_covers(p, cases[i].family, a);
+		if (got != cases[i].want || covers != (cases[i].want >= 0)) {
+			snprintf(why, WHY_LEN, "%s port %u: expected rule %ld (covered: %d), got %ld "
+				 "(covered: %d)", cases[i].addr, cases[i].port, cases[i].want,
+				 cases[i].want >= 0, got, covers);
+			policy_free(p);
+			return false;
+		}
+	}
+	policy_free(p);
+	return true;
+}
+
+/*
+ * The rule numberings (policy.h): rule_id is the index plus one, SL_RULE_DEFAULT is no rule,
+ * and an id past the policy's rules (a record from another policy) gives no rule to index.
+ */
+static bool misc_rule_ids(char *why)
+{
+	static const char yaml[] = "rules:\n"
+				   "  - name: web\n"
+				   "    cidrs: [10.0.0.0/8]\n"
+				   "  - cidrs: [10.1.0.0/16]\n";
+	char err[ERR_LEN], buf[64];
+	struct policy *p = NULL;
+	bool ok;
+	int ret;
+
+	ret = policy_load_buffer(yaml, sizeof(yaml) - 1, "ids.yaml", &p, err, sizeof(err));
+	EXPECT(!ret, "expected the policy to load, got %d \"%s\"", ret, err);
+	ok = policy_rule_id(0) == 1 && policy_rule_id(1) == 2 &&
+	     policy_rule_index(p, SL_RULE_DEFAULT) == -1 && policy_rule_index(p, 1) == 0 &&
+	     policy_rule_index(p, 2) == 1 && policy_rule_index(p, 3) == -1 &&
+	     policy_rule_index(p, 65535) == -1 && policy_rule_index(NULL, 1) == -1 &&
+	     policy_rule_of(p, 2) == &p->rules[1] && !policy_rule_of(p, 3) &&
+	     !policy_rule_of(p, SL_RULE_DEFAULT) &&
+	     !strcmp(policy_rule_id_name(p, SL_RULE_DEFAULT, buf, sizeof(buf)), "default") &&
+	     !strcmp(policy_rule_id_name(p, 1, buf, sizeof(buf)), "web") &&
+	     !strcmp(policy_rule_id_name(p, 2, buf, sizeof(buf)), "rule 2") &&
+	     !strcmp(policy_rule_id_name(p, 7, buf, sizeof(buf)), "rule 7");
+	policy_free(p);
+	EXPECT(ok, "a rule numbering converted wrong");
+	return true;
+}
+
 struct misc_case {
 	const char *name;
 	bool (*fn)(char *why);
@@ -1441,6 +1541,10 @@ static const struct misc_case misc_cases[] = {
 	{"misc: every truncation of the seed fails cleanly", misc_truncations},
 	{"misc: policy_cidr_match and policy_host_rule_takes (ports, protocols, first rule)",
 	 misc_cidr_match},
+	{"misc: policy_cidr_match/covers read embedded IPv4 as the compiled tries do",
+	 misc_cidr_match_embedded},
+	{"misc: rule_id and rule index convert in one place, out-of-range ids name no rule",
+	 misc_rule_ids},
 };
 
 #ifndef SLUICE_SRC_DIR

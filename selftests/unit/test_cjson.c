@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Unit test of userspace/cjson.c, the one canonical JSON form: what the log writer
+ * (journal_line_*) emits, the log parser (jsonline_parse, jsonline_decode) reads back byte for
+ * byte, and so does the daemon socket's parser (control_parse) from the socket's builder
+ * (control_msg_*); the two writers put a string in the same bytes, and a number too. Nasty
+ * strings by hand (control bytes, DEL, invalid UTF-8 of every kind, U+2028, UTF-16 surrogates
+ * as CESU-8, the longest code point, strings as long as a line holds) and random byte strings.
+ *
+ * Usage: test_cjson        TAP 13; exits 1 if any test failed, 0 otherwise
+ */
+#define _GNU_SOURCE /* memmem */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "userspace/cjson.h"
+#include "userspace/control.h"
+#include "userspace/journal.h"
+#include "userspace/jsonline.h"
+#include "tap.h"
+
+static const char *const nasty[] = {
+	"",
+	"plain ascii",
+	"quote \" backslash \\ slash /",
+	"\x01\x02\x03\x04\x05\x06\x07\x08\t\n\x0b\x0c\r\x0e\x0f\x10\x1f",
+	"DEL \x7f and ESC \x1b[31m",
+	"\\u0041 is not an escape here, nor \\n",
+	"lone continuation \x80, lone lead \xc3, overlong \xc0\xaf and \xe0\x80\xaf",
+	"truncated at the end \xe2\x82",
+	"truncated \xe2\x82 in the middle",
+	"surrogate as CESU-8 \xed\xa0\x80\xed\xb0\x80",
+	"above U+10FFFF \xf4\x90\x80\x80 and \xf5\x80\x80\x80 and \xff\xfe",
+	"U+2028 \xe2\x80\xa8 U+2029 \xe2\x80\xa9 U+FEFF \xef\xbb\xbf",
+	"valid: \xc3\xa9 \xe2\x82\xac \xf0\x9f\x92\xa9 \xf4\x8f\xbf\xbf",
+	"escaped look-alikes: \xc3\\u00a9",
+	"\xc3\xc3\xa9",
+};
+
+/* The log writer's line for one string member, as a log line (seq and prev put in front). */
+static int log_line(const char *val, char *out, size_t size)
+{
+	static struct journal_line l;
+	struct timespec ts = {.tv_sec = 1, .tv_nsec = 0};
+	int n;
+
+	journal_line_begin(&l, "t", &ts);
+	journal_line_str(&l, "v", val);
+	journal_line_i64(&l, "i", INT64_MIN);
+	journal_line_u64(&l, "u", UINT64_MAX);
+	if (journal_line_finish(&l))
+		return -E2BIG;
+	n = snprintf(out, size, "{\"seq\":0,\"prev\":\"%064d\",%.*s", 0, (int)l.len - 2,
+		     l.buf + 1);
+	return n < 0 || (size_t)n >= size ? -E2BIG : n;
+}
+
+/* The string's bytes in the log writer's line, between its quotes. */
+static bool log_string(const char *line, size_t len, const char **s, size_t *n)
+{
+	const char *at = strstr(line, "\"v\":\"");
+	const char *end = at ? memmem(line, len, "\",\"i\":", 6) : NULL;
+
+	if (!at || !end)
+		return false;
+	*s = at + 5;
+	*n = (size_t)(end - *s);
+	return true;
+}
+
+/* One string through both writers and both parsers. */
+static bool roundtrip(const char *val, char *why)
+{
+	static char line[JOURNAL_LINE_MAX + 128], back[CONTROL_LINE_MAX];
+	static struct jsonline jl;
+	static struct control_msg m;
+	static struct control_obj o;
+	const struct jsonline_member *v;
+	const char *reason, *ls, *cs;
+	size_t off, ln, vlen = strlen(val);
+	int64_t i;
+	uint64_t u;
+	int n, ret;
+	char err[256];
+
+	n = log_line(val, line, sizeof(line));
+	EXPECT(n > 0, "the log writer refused a string of %zu bytes", vlen);
+	ret = jsonline_parse(&jl, line, (size_t)n, &off, &reason);
+	EXPECT(!ret, "the log parser refused the writer's line at byte %zu: %s", off, reason);
+	v = jsonline_get(&jl, "v");
+	EXPECT(v, "no member v");
+	n = jsonline_decode(&jl, &v->v, back, sizeof(back));
+	EXPECT(n == (int)vlen && !memcmp(back, val, vlen),
+	       "the log parser read %d bytes back, not the %zu written", n, vlen);
+	EXPECT(!jsonline_i64(&jl, "i", &i) && i == INT64_MIN, "INT64_MIN did not read back");
+	EXPECT(!jsonline_u64(&jl, "u", &u) && u == UINT64_MAX, "UINT64_MAX did not read back");
+
+	control_msg_begin(&m);
+	control_msg_str(&m, "v", val);
+	control_msg_u64(&m, "u", (uint64_t)INT64_MAX);
+	EXPECT(!control_msg_end(&m), "the socket's builder refused a string of %zu bytes", vlen);
+	ret = control_parse(&o, m.buf, m.len, err, sizeof(err));
+	EXPECT(!ret, "the socket's parser refused its builder's line: %s", err);
+	cs = control_str(&o, "v", NULL);
+	EXPECT(cs && strlen(cs) == vlen && !memcmp(cs, val, vlen),
+	       "the socket's parser read another string back");
+
+	/* one escaper: the same bytes on the socket as in the log */
+	EXPECT(log_string(line, strlen(line), &ls, &ln), "cannot find the string in the log line");
+	EXPECT(m.len > 6 + ln && !memcmp(m.buf, "{\"v\":\"", 6) && !memcmp(m.buf + 6, ls, ln) &&
+		       m.buf[6 + ln] == '"',
+	       "the socket's builder and the log writer escape differently");
+	return true;
+}
+
+static bool check_nasty(char *why)
+{
+	for (size_t k = 0; k < ARRAY_SIZE(nasty); k++)
+		if (!roundtrip(nasty[k], why))
+			return false;
+	return true;
+}
+
+/* As long as a log line holds: every byte value 1..255 repeated, ending mid-sequence. */
+static bool check_long(char *why)
+{
+	static char s[JOURNAL_LINE_MAX];
+	size_t n = 0;
+	bool ok;
+
+	/* \u00xx is 6 bytes: a string of n bytes needs at most 6n in the line */
+	for (; n < (JOURNAL_LINE_MAX - 200) / 6; n++)
+		s[n] = (char)(1 + n % 255);
+	s[n] = '\0';
+	ok = roundtrip(s, why);
+	if (!ok)
+		return false;
+	memset(s, 'a', JOURNAL_LINE_MAX - 200);
+	s[JOURNAL_LINE_MAX - 200] = '\0';
+	return roundtrip(s, why);
+}
+
+/* Random byte strings, weighted toward bytes >= 0x80 so that UTF-8 sequences, whole and not, occur. */
+static bool check_random(char *why)
+{
+	unsigned int seed = 16;
+	char s[256];
+
+	for (int round = 0; round < 20000; round++) {
+		size_t n = (size_t)rand_r(&seed) % (sizeof(s) - 1);
+
+		for (size_t i = 0; i < n; i++) {
+			unsigned int r = (unsigned int)rand_r(&seed);
+
+			s[i] = (char)(r % 3 ? 0x80 + (r >> 8) % 0x78 : 1 + (r >> 8) % 0xff);
+			if (r % 7 == 0)
+				s[i] = (char)(0xc2 + (r >> 8) % 0x33);
+		}
+		s[n] = '\0';
+		if (!roundtrip(s, why))
+			return false;
+	}
+	return true;
+}
+
+/* The number format: the one text for an integer, both signs and both ends. */
+static bool check_numbers(char *why)
+{
+	static const struct {
+		int64_t v;
+		const char *text;
+	} cases[] = {
+		{0, "0"}, {-1, "-1"}, {42, "42"}, {INT64_MAX, "9223372036854775807"},
+		{INT64_MIN, "-9223372036854775808"},
+	};
+	char buf[CJSON_INT_MAX + 1];
+	size_t n;
+
+	for (size_t k = 0; k < ARRAY_SIZE(cases); k++) {
+		n = cjson_fmt_i64(buf, cases[k].v);
+		buf[n] = '\0';
+		EXPECT(!strcmp(buf, cases[k].text), "%s printed as %s", cases[k].text, buf);
+	}
+	n = cjson_fmt_u64(buf, UINT64_MAX);
+	buf[n] = '\0';
+	EXPECT(!strcmp(buf, "18446744073709551615"), "UINT64_MAX printed as %s", buf);
+	return true;
+}
+
+int main(void)
+{
+	char why[WHY_LEN];
+
+	printf("TAP version 13\n1..4\n");
+	why[0] = '\0';
+	report(check_nasty(why),
+	       "nasty strings: the log and the socket read back what they wrote, in one form", why);
+	why[0] = '\0';
+	report(check_long(why), "strings as long as a log line holds read back", why);
+	why[0] = '\0';
+	report(check_random(why), "20000 random byte strings read back through both", why);
+	why[0] = '\0';
+	report(check_numbers(why), "one number format", why);
+	return tap_status();
+}

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The options that sluice run, sluice resume and sluice attach share (--policy, --run-id,
+ * --task, --mode, --log, --netns, --upstream, --alerts, --key, --checkpoint-fd,
+ * --log-rotate-kib, --verbose): each spelled, given its short letter and checked here once, so
+ * that a value one command refuses no other takes, and -p means --policy to all of them. Each
+ * command names the shared options it takes and adds its own.
+ */
+#ifndef SLUICE_RUNOPTS_H
+#define SLUICE_RUNOPTS_H
+
+#include <getopt.h>
+
+#include "run.h"
+
+enum runopt {
+	RUNOPT_POLICY = 'p',
+	RUNOPT_RUN_ID = 'r',
+	RUNOPT_TASK = 't',
+	RUNOPT_MODE = 'm',
+	RUNOPT_LOG = 'l',
+	RUNOPT_NETNS = 'n',
+	RUNOPT_UPSTREAM = 'u',
+	RUNOPT_ALERTS = 'A',
+	RUNOPT_VERBOSE = 'v',
+	/* long only; above the commands' own long-only codes (256…) */
+	RUNOPT_KEY = 0x1000,
+	RUNOPT_CHECKPOINT_FD,
+	RUNOPT_LOG_ROTATE_KIB,
+};
+
+#define RUNOPTS_MAX 48
+
+/* A command's getopt_long tables. */
+struct runopts_table {
+	struct option opts[RUNOPTS_MAX];
+	char shortopts[2 * RUNOPTS_MAX + 2];
+};
+
+/*
+ * Build t from the shared options in shared (0-terminated) and the command's own (own, ended
+ * by an all-zero entry; own_short, its short letters, may start with "+"). -E2BIG if too many.
+ */
+int runopts_build(struct runopts_table *t, const int *shared, const struct option *own,
+		  const char *own_short);
+
+/*
+ * Take shared option c with argument arg into a (a->cmd_name names the command in messages).
+ * 0; -ENOENT when c is not a shared option; -EINVAL after saying on stderr what is wrong.
+ */
+int runopts_take(struct run_args *a, int c, const char *arg);
+
+#endif /* SLUICE_RUNOPTS_H */
