@@ -2349,17 +2349,60 @@ long policy_match_host_from(const struct policy *p, const char *name, size_t sta
 	return -1;
 }
 
+/*
+ * An address as the programs look it up: an IPv6 one that embeds an IPv4 address (::ffff:,
+ * 64:ff9b::/96, ::a.b.c.d) in the IPv4 trie, as that address; 4 bytes used for AF_INET.
+ */
+struct lookup_addr {
+	int family;
+	uint8_t addr[16];
+};
+
+static void lookup_addr_of(int family, const uint8_t *addr, struct lookup_addr *a)
+{
+	__u32 w[4], v4;
+
+	memset(a, 0, sizeof(*a));
+	a->family = family;
+	if (family == AF_INET) {
+		memcpy(a->addr, addr, 4);
+		return;
+	}
+	memcpy(w, addr, sizeof(w));
+	if (v6_embeds_v4_for_policy(w, &v4)) {
+		a->family = AF_INET;
+		memcpy(a->addr, &v4, 4);
+		return;
+	}
+	memcpy(a->addr, addr, 16);
+}
+
+/*
+ * Whether CIDR c holds the address a, as the compiled tries judge it: a v6 CIDR that names IPv4
+ * destinations (v4_mapped: ::ffff:10.0.0.0/104) is in the IPv4 trie as its IPv4 equivalent, and
+ * a is looked up where the programs look it up. Comparing families as written would miss both
+ * (a rule for ::ffff:10.0.0.0/104 allows 10.1.2.3; a rule for 10.0.0.0/8 allows ::ffff:10.1.2.3).
+ */
+static bool cidr_holds(const struct policy_cidr *c, const struct lookup_addr *a)
+{
+	struct citem it;
+
+	if (v4_mapped(c, &it))
+		return a->family == AF_INET && in_prefix(a->addr, 32, it.addr, it.plen);
+	if (c->family != a->family)
+		return false;
+	return in_prefix(a->addr, a->family == AF_INET ? 32 : 128, c->addr, c->prefixlen);
+}
+
 bool policy_cidr_covers(const struct policy *p, int family, const uint8_t *addr)
 {
-	for (size_t i = 0; i < p->n_rules; i++) {
-		for (size_t k = 0; k < p->rules[i].n_cidrs; k++) {
-			const struct policy_cidr *c = &p->rules[i].cidrs[k];
-			unsigned int len = family == AF_INET ? 4 : 16;
+	struct lookup_addr a;
 
-			if (c->family == family && in_prefix(addr, len * 8, c->addr, c->prefixlen))
+	lookup_addr_of(family, addr, &a);
+	for (size_t i = 0; i < p->n_rules; i++)
+		for (size_t k = 0; k < p->rules[i].n_cidrs; k++)
+			if (cidr_holds(&p->rules[i].cidrs[k], &a))
 				return true;
-		}
-	}
 	return false;
 }
 
@@ -2378,17 +2421,15 @@ bool policy_rule_takes(const struct policy_rule *r, uint16_t port, uint8_t proto
 long policy_cidr_match(const struct policy *p, int family, const uint8_t *addr, uint16_t port,
 		       uint8_t proto)
 {
-	unsigned int len = family == AF_INET ? 32 : 128;
+	struct lookup_addr a;
 
+	lookup_addr_of(family, addr, &a);
 	for (size_t i = 0; i < p->n_rules; i++) {
 		if (!policy_rule_takes(&p->rules[i], port, proto))
 			continue;
-		for (size_t k = 0; k < p->rules[i].n_cidrs; k++) {
-			const struct policy_cidr *c = &p->rules[i].cidrs[k];
-
-			if (c->family == family && in_prefix(addr, len, c->addr, c->prefixlen))
+		for (size_t k = 0; k < p->rules[i].n_cidrs; k++)
+			if (cidr_holds(&p->rules[i].cidrs[k], &a))
 				return (long)i;
-		}
 	}
 	return -1;
 }

@@ -171,15 +171,21 @@ long policy_match_host(const struct policy *p, const char *name);
 /* The next rule at or after index start whose hosts match name, or -1. */
 long policy_match_host_from(const struct policy *p, const char *name, size_t start);
 
-/* True if some CIDR rule of the policy covers addr (4 or 16 bytes, by family). */
+/*
+ * True if some CIDR rule of the policy covers addr (4 or 16 bytes, by family), as the compiled
+ * tries do (see policy_cidr_match for the embedded IPv4 forms).
+ */
 bool policy_cidr_covers(const struct policy *p, int family, const uint8_t *addr);
 
 /*
  * The first rule (0-based) with a CIDR covering addr (4 or 16 bytes, by family) that lists port
  * and protocol proto (one SL_PROTO_* bit), or -1: whether the compiled LPM tries allow it (they
  * hold every covering prefix's rules), judged without them (connections made before a run's
- * programs were attached). The blackhole and embedded IPv4 forms are the caller's
- * (bpf/addr.bpf.h); host rules are not looked at.
+ * programs were attached). Both sides are compared where the programs put them: an IPv6
+ * address that embeds an IPv4 one (::ffff:, 64:ff9b::/96, ::a.b.c.d) as that IPv4 address, and
+ * a v6 CIDR inside those forms (::ffff:10.0.0.0/104) as its IPv4 equivalent (10.0.0.0/8). The
+ * blackhole and the relays (6to4, Teredo…) are the caller's (bpf/addr.bpf.h); host rules are not
+ * looked at.
  */
 long policy_cidr_match(const struct policy *p, int family, const uint8_t *addr, uint16_t port,
 		       uint8_t proto);
