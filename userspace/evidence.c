@@ -800,6 +800,7 @@ static int on_flow(struct ev_ctx *c, const struct jsonline *jl)
 	f->duration_ms = ju64(jl, "duration_ms");
 	f->cut = jsonline_get(jl, "cut") != NULL;
 	f->comm = jstr(c, jl, "comm");
+	f->would_deny = jis(jl, "decision", "deny") && !jbool(jl, "enforced", true);
 
 	e = &ev->endpoints[i];
 	p = port_get(ev, (size_t)i, f->port, f->proto ? f->proto : "?");
@@ -810,6 +811,12 @@ static int on_flow(struct ev_ctx *c, const struct jsonline *jl)
 	e->flows++;
 	u->flows++;
 	c->run->flows++;
+	if (f->would_deny) {
+		c->run->would_deny_flows++;
+		e->would_deny_flows++;
+		e->would_deny_req_bytes += f->req_bytes;
+		e->would_deny_resp_bytes += f->resp_bytes;
+	}
 	p->req_bytes += f->req_bytes;
 	p->resp_bytes += f->resp_bytes;
 	e->req_bytes += f->req_bytes;

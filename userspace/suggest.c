@@ -228,9 +228,15 @@ static void stats(const struct sctx *s, const struct ev_endpoint *e, const char 
 			num(e->max_resp, safe + 32, 32));
 	else
 		fprintf(f,
-			"%s  bytes: none recorded (only allowed flows are counted: a report-mode "
-			"denial starts no count)\n",
+			"%s  bytes: none recorded (no flow line: datagrams sent without connect(), "
+			"or report-mode denials logged by a sluice that did not count them)\n",
 			pfx);
+	if (e->would_deny_flows)
+		fprintf(f, "%s  of which denied in report mode only: %s sent, %s received in %" PRIu64
+			   " flow%s\n",
+			pfx, num(e->would_deny_req_bytes, a, sizeof(a)),
+			num(e->would_deny_resp_bytes, b, sizeof(b)), e->would_deny_flows,
+			e->would_deny_flows == 1 ? "" : "s");
 	for (i = 0; i < e->n_uses; i++) {
 		if (e->uses[i].req_bytes > run_req)
 			run_req = e->uses[i].req_bytes;
