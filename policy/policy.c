@@ -2349,6 +2349,19 @@ long policy_match_host_from(const struct policy *p, const char *name, size_t sta
 	return -1;
 }
 
+void policy_cidr_judged_form(const struct policy_cidr *c, struct policy_cidr *out)
+{
+	struct citem it;
+
+	*out = *c;
+	if (!v4_mapped(c, &it))
+		return;
+	memset(out->addr, 0, sizeof(out->addr));
+	memcpy(out->addr, it.addr, 4);
+	out->family = AF_INET;
+	out->prefixlen = it.plen;
+}
+
 /*
  * An address as the programs look it up: an IPv6 one that embeds an IPv4 address (::ffff:,
  * 64:ff9b::/96, ::a.b.c.d) in the IPv4 trie, as that address; 4 bytes used for AF_INET.
@@ -2385,13 +2398,11 @@ static void lookup_addr_of(int family, const uint8_t *addr, struct lookup_addr *
  */
 static bool cidr_holds(const struct policy_cidr *c, const struct lookup_addr *a)
 {
-	struct citem it;
+	struct policy_cidr j;
 
-	if (v4_mapped(c, &it))
-		return a->family == AF_INET && in_prefix(a->addr, 32, it.addr, it.plen);
-	if (c->family != a->family)
-		return false;
-	return in_prefix(a->addr, a->family == AF_INET ? 32 : 128, c->addr, c->prefixlen);
+	policy_cidr_judged_form(c, &j);
+	return j.family == a->family &&
+	       in_prefix(a->addr, a->family == AF_INET ? 32 : 128, j.addr, j.prefixlen);
 }
 
 bool policy_cidr_covers(const struct policy *p, int family, const uint8_t *addr)

@@ -3,7 +3,8 @@
  * sluice policy replay POLICY LOG… : what POLICY, enforced, would have done to the connections
  * and flows the verified logs recorded. The matching is the policy module's own, the code the
  * resolver and the preexisting-socket scan use (policy_match_host, policy_rule_takes,
- * policy_cidr_match), so a replay and a run cannot disagree on what a rule covers:
+ * policy_cidr_match, through policy_index.h, which answers as they do without walking the
+ * policy's lists), so a replay and a run cannot disagree on what a rule covers:
  *   - a connection to a name the run's resolver learned: denied when no rule lists the name
  *     (enforcing, the resolver answers NXDOMAIN, whatever the default); allowed by the first
  *     rule listing it (the rule the resolver tags its addresses with) when that rule lists the
@@ -32,6 +33,7 @@
 #include "../bpf/addr.bpf.h"
 #include "../policy/policy.h"
 #include "evidence.h"
+#include "policy_index.h"
 #include "policy_tools.h"
 
 #define PROG "sluice policy replay"
@@ -56,8 +58,14 @@ static uint8_t proto_bit(const char *proto)
 	return 0;
 }
 
-static void judge(const struct policy *p, const char *host, const char *dst, uint16_t port,
-		  const char *proto, bool blackholed, struct judged *j)
+/*
+ * What p, enforced, does to one connection. x is p's index: each connection costs about the
+ * logarithm of the policy's lists, not their length (a rule listing 65,535 ports one by one,
+ * 100,000 CIDRs), so a replay takes time in proportion to the evidence.
+ */
+static void judge(const struct policy *p, struct policy_index *x, const char *host,
+		  const char *dst, uint16_t port, const char *proto, bool blackholed,
+		  struct judged *j)
 {
 	char rn[64], safe[256];
 	uint8_t addr[16], bit = proto_bit(proto);
@@ -91,7 +99,7 @@ static void judge(const struct policy *p, const char *host, const char *dst, uin
 		}
 	}
 	if (host) {
-		h = policy_match_host(p, host);
+		h = policy_index_host(x, host);
 		/*
 		 * Enforcing, the run's resolver answers NXDOMAIN to a name no rule lists, whatever
 		 * the default or a cidrs rule covering its address: the connection is never made.
@@ -101,7 +109,7 @@ static void judge(const struct policy *p, const char *host, const char *dst, uin
 				 "no rule lists the name (the resolver would answer NXDOMAIN)");
 			return;
 		}
-		if (h >= 0 && bit && policy_rule_takes(&p->rules[h], port, bit)) {
+		if (h >= 0 && bit && policy_index_takes(x, (size_t)h, port, bit)) {
 			j->allow = true;
 			j->rule = h;
 			snprintf(j->why, sizeof(j->why), "rule %s",
@@ -110,7 +118,7 @@ static void judge(const struct policy *p, const char *host, const char *dst, uin
 		}
 	}
 	if (family && bit)
-		r = policy_cidr_match(p, family, addr, port, bit);
+		r = policy_index_cidr(x, family, addr, port, bit);
 	if (r >= 0) {
 		j->allow = true;
 		j->rule = r;
@@ -134,9 +142,13 @@ static void judge(const struct policy *p, const char *host, const char *dst, uin
 bool replay_allows(const struct policy *p, const char *host, const char *dst, uint16_t port,
 		   const char *proto)
 {
+	struct policy_index *x;
 	struct judged j;
 
-	judge(p, host, dst, port, proto, false, &j);
+	if (policy_index_new(p, &x))
+		return false;
+	judge(p, x, host, dst, port, proto, false, &j);
+	policy_index_free(x);
 	return j.allow;
 }
 
@@ -160,6 +172,7 @@ struct cut {
 
 struct rctx {
 	const struct policy *p;
+	struct policy_index *x;
 	const struct evidence *ev;
 	struct row *rows;
 	size_t n_rows;
@@ -300,7 +313,7 @@ static int caps(struct rctx *c)
 		char key[sizeof(t->key)];
 		struct judged j;
 
-		judge(c->p, f->host, f->dst, f->port, f->proto, false, &j);
+		judge(c->p, c->x, f->host, f->dst, f->port, f->proto, false, &j);
 		if (!j.allow || j.rule < 0)
 			continue;
 		r = &c->p->rules[j.rule];
@@ -581,6 +594,8 @@ int policy_replay_main(int argc, char **argv)
 		goto out;
 	c.p = p;
 	c.ev = ev;
+	if (policy_index_new(p, &c.x))
+		goto nomem;
 	c.conn_j = calloc(ev->n_conns ? ev->n_conns : 1, sizeof(*c.conn_j));
 	for (c.n_slots = 16; c.n_slots < 2 * ev->n_conns + 2; c.n_slots *= 2)
 		;
@@ -591,7 +606,7 @@ int policy_replay_main(int argc, char **argv)
 		const struct ev_conn *k = &ev->conns[i];
 		bool bh = k->reason && !strcmp(k->reason, "blackhole");
 
-		judge(p, k->host, k->dst, k->port, k->proto, bh, &c.conn_j[i]);
+		judge(p, c.x, k->host, k->dst, k->port, k->proto, bh, &c.conn_j[i]);
 		if (c.conn_j[i].allow) {
 			c.allowed++;
 			c.relaxed += !k->needed;
@@ -617,6 +632,7 @@ out:
 	free(c.cuts);
 	free(c.conn_j);
 	free(c.slots);
+	policy_index_free(c.x);
 	evidence_free(ev);
 	policy_free(p);
 	return ret;
