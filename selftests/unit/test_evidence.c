@@ -13,6 +13,7 @@
  * Usage: test_evidence        TAP 13; exits 1 if any test failed. Needs no root.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -24,15 +25,16 @@
 #include "userspace/evidence.h"
 #include "userspace/note.h"
 #include "userspace/policy_tools.h"
+#include "userspace/report.h"
 #include "userspace/tlog.h"
 #include "tap.h"
 
 static struct {
 	struct note_signer *host, *other, *run_a, *run_b, *run_h, *run_m, *run_v, *run_w, *run_p,
-		*run_c;
+		*run_c, *run_i;
 	char host_vkey[NOTE_VKEY_MAX + 1], other_vkey[NOTE_VKEY_MAX + 1];
 	char dir[64], log_a[128], log_b[128], tampered[128], empty[128], hostile[128];
-	char copy_a[128], many[128], v6[128], wd[128], ports[128], coll[128], bad[128];
+	char copy_a[128], many[128], v6[128], wd[128], ports[128], coll[128], bad[128], inj[128];
 } g;
 
 /* A tiny writer of the evidence format (the same as the loader's, independently written). */
@@ -793,12 +795,106 @@ static bool check_hostile_files(char *why)
 	return true;
 }
 
+/*
+ * The report page from a signed log whose every string is an attack on HTML (an element, an
+ * attribute breakout both ways, a style breakout, a right-to-left override, a URL scheme): the
+ * page holds no element or attribute the log chose and no raw override, only escaped text.
+ */
+static bool check_report_injection(char *why)
+{
+	static const char attack[] = "<script>alert(1)</script>\"><img src=x onerror=alert(2)>"
+				     "'onmouseover='x</style><svg onload=x>\xe2\x80\xae"
+				     "javascript:alert(3)";
+	char a[256], m[4096], out[160], *argv[] = {"report", g.inj, "-o", out, NULL};
+	static const char *const tags[] = {
+		"doctype", "html", "head", "meta", "title", "style", "body", "h1", "h2",   "h3",
+		"p",	   "div",  "table", "tr",  "th",    "td",    "b",    "i",  "code", "pre",
+		"br",	   "ul",   "li",    "svg", "rect",  "text",  "line", "span", "a", "details",
+		"summary", "small", "em", "strong", "nav", "section", "header", "footer", "ol",
+		"g", "title", "caption", "thead", "tbody", "sup", "sub", "hr", "kbd", "tt", "q",
+	};
+	char *page = NULL, *low, *tag;
+	size_t len = 0, i;
+	struct tw w;
+	FILE *f;
+	int rc, o;
+
+	json_esc(attack, a);
+	snprintf(out, sizeof(out), "%s/inj.html", g.dir);
+	tw_start(&w, g.inj, "run-i", g.run_i, "report");
+	snprintf(m, sizeof(m),
+		 "\"run_id\":\"%s\",\"task\":\"%s\",\"mode\":\"report\",\"default\":\"deny\","
+		 "\"policy\":\"%s\",\"policy_sha256\":\"%064d\",\"argv\":[\"%s\"]",
+		 a, a, a, 7, a);
+	tw_line(&w, "run_start", "%s", m);
+	snprintf(m, sizeof(m),
+		 "\"hook\":\"connect4\",\"decision\":\"deny\",\"enforced\":false,\"rule\":\"%s\","
+		 "\"reason\":\"%s\",\"family\":\"ipv4\",\"proto\":\"%s\",\"host\":\"%s\","
+		 "\"dst\":\"%s\",\"port\":443,\"pid\":42,\"comm\":\"%s\"",
+		 a, a, a, a, a, a);
+	tw_rec(&w, "decision", m);
+	snprintf(m, sizeof(m),
+		 "\"host\":\"%s\",\"sni\":\"%s\",\"dst\":\"%s\",\"port\":443,\"proto\":\"tcp\","
+		 "\"decision\":\"deny\",\"enforced\":false,\"reason\":\"%s\",\"rule\":\"%s\","
+		 "\"req_bytes\":5,\"resp_bytes\":6,\"duration_ms\":3,\"comm\":\"%s\"",
+		 a, a, a, a, a, a);
+	tw_rec(&w, "flow", m);
+	snprintf(m, sizeof(m),
+		 "\"host\":\"%s\",\"qtype\":\"%s\",\"decision\":\"deny\",\"enforced\":false,"
+		 "\"rule\":\"%s\",\"rcode\":\"%s\",\"comm\":\"%s\",\"answers\":[\"%s\"],"
+		 "\"cname\":[\"%s\"],\"why\":\"%s\"",
+		 a, a, a, a, a, a, a, a);
+	tw_line(&w, "dns", "%s", m);
+	snprintf(m, sizeof(m), "\"condition\":\"%s\",\"what\":\"%s\"", a, a);
+	tw_line(&w, "alert", "%s", m);
+	tw_end(&w);
+	fflush(stdout);
+	fflush(stderr);
+	o = dup(1);
+	EXPECT(o >= 0 && freopen("/dev/null", "w", stdout), "stdout");
+	rc = report_main(4, argv);
+	fflush(stdout);
+	dup2(o, 1);
+	close(o);
+	EXPECT(rc == 0, "the page is written, got %d", rc);
+	f = fopen(out, "r");
+	EXPECT(f && getdelim(&page, &len, '\0', f) > 0, "read the page");
+	fclose(f);
+	low = strdup(page);
+	EXPECT(low, "memory");
+	for (i = 0; low[i]; i++)
+		low[i] = (char)tolower((unsigned char)low[i]);
+	EXPECT(strstr(page, "&lt;script&gt;alert(1)&lt;/script&gt;"), "the attack shown as text");
+	EXPECT(!strstr(page, "\xe2\x80\xae"), "a raw right-to-left override on the page");
+	/* every tag is one the page's writer uses, and none carries what the attack brought */
+	for (tag = strchr(low, '<'); tag; tag = strchr(tag + 1, '<')) {
+		size_t n = strcspn(tag, ">"), k;
+		char name[16] = "";
+
+		if (sscanf(tag, "<%*[/!]%15[a-z0-9]", name) != 1 && sscanf(tag, "<%15[a-z0-9]", name) != 1)
+			name[0] = '\0';
+		for (k = 0; k < ARRAY_SIZE(tags) && strcmp(tags[k], name); k++)
+			;
+		if (k == ARRAY_SIZE(tags) || memmem(tag, n, "onerror", 7) ||
+		    memmem(tag, n, "onload", 6) || memmem(tag, n, "onmouseover", 11) ||
+		    memmem(tag, n, "javascript", 10) || memmem(tag, n, "alert(", 6)) {
+			snprintf(why, WHY_LEN, "a tag the log chose: %.*s", (int)(n + 1), tag);
+			free(low);
+			free(page);
+			return false;
+		}
+	}
+	free(low);
+	free(page);
+	return true;
+}
+
 int main(void)
 {
 	char why[WHY_LEN];
 	char cmd[128];
 
-	printf("TAP version 13\n1..11\n");
+	printf("TAP version 13\n1..12\n");
 	snprintf(g.dir, sizeof(g.dir), "/tmp/sl-evidence-XXXXXX");
 	if (!mkdtemp(g.dir) || note_signer_generate("test-host", &g.host) ||
 	    note_signer_generate("other-host", &g.other) ||
@@ -809,7 +905,8 @@ int main(void)
 	    note_signer_generate("sluice/run-v", &g.run_v) ||
 	    note_signer_generate("sluice/run-w", &g.run_w) ||
 	    note_signer_generate("sluice/run-p", &g.run_p) ||
-	    note_signer_generate("sluice/run-a", &g.run_c))
+	    note_signer_generate("sluice/run-a", &g.run_c) ||
+	    note_signer_generate("sluice/run-i", &g.run_i))
 		return 2;
 	note_signer_vkey(g.host, g.host_vkey, sizeof(g.host_vkey));
 	note_signer_vkey(g.other, g.other_vkey, sizeof(g.other_vkey));
@@ -825,6 +922,7 @@ int main(void)
 	snprintf(g.ports, sizeof(g.ports), "%s/ports.log", g.dir);
 	snprintf(g.coll, sizeof(g.coll), "%s/coll.log", g.dir);
 	snprintf(g.bad, sizeof(g.bad), "%s/bad.log", g.dir);
+	snprintf(g.inj, sizeof(g.inj), "%s/inj.log", g.dir);
 	write_logs();
 	write_hostile();
 	/* evidence_load reads the host key the way the commands do: $SLUICE_PUB */
@@ -856,6 +954,8 @@ int main(void)
 	report(check_hostile_files(why),
 	       "evidence: forged, cut, huge and NUL lines refused; runs named alike kept apart",
 	       why);
+	report(check_report_injection(why),
+	       "report: every string of a signed log an HTML attack: text only on the page", why);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g.dir);
 	if (system(cmd))
 		fprintf(stderr, "could not remove %s\n", g.dir);
@@ -869,5 +969,6 @@ int main(void)
 	note_signer_free(g.run_w);
 	note_signer_free(g.run_p);
 	note_signer_free(g.run_c);
+	note_signer_free(g.run_i);
 	return tap_status();
 }
