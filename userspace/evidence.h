@@ -88,7 +88,19 @@ struct ev_run {
 	uint64_t cuts;	      /* flow_cut lines */
 	uint64_t alerts;      /* alert lines */
 	uint64_t would_deny_flows; /* flow lines of report-mode denials (decision deny) */
+	/*
+	 * How to name the run to a reader: its run id, or "ID (log N)" when another of the logs
+	 * given has the same id (distinct runs may choose one: a CI job's fixed --run-id), N its
+	 * place among them from 1; the path when it has no id. Set by evidence_sort: read it
+	 * through ev_run_label.
+	 */
+	char *label;
 };
+
+static inline const char *ev_run_label(const struct ev_run *r)
+{
+	return r->label ? r->label : r->run_id ? r->run_id : r->path;
+}
 
 /* One (port, protocol) of an endpoint. */
 struct ev_port {

@@ -420,7 +420,7 @@ static void print_json(const struct rctx *c, const char *policy_path)
 		const struct ev_conn *k = &ev->conns[i];
 		const struct judged *j = &c->conn_j[i];
 
-		printf("%s{\"run\":", i ? "," : "");
+		printf("%s{\"log\":%zu,\"run\":", i ? "," : "", k->run);
 		json_str(stdout, ev->runs[k->run].run_id);
 		printf(",\"ts\":%" PRId64 ",\"host\":", k->ts);
 		json_str(stdout, k->host);
@@ -444,7 +444,7 @@ static void print_json(const struct rctx *c, const char *policy_path)
 	for (i = 0; i < c->n_cuts; i++) {
 		const struct ev_flow *f = &ev->flows[c->cuts[i].flow];
 
-		printf("%s{\"run\":", i ? "," : "");
+		printf("%s{\"log\":%zu,\"run\":", i ? "," : "", f->run);
 		json_str(stdout, ev->runs[f->run].run_id);
 		printf(",\"ts\":%" PRId64 ",\"host\":", f->ts);
 		json_str(stdout, f->host);
@@ -476,7 +476,7 @@ static void print_table(const struct rctx *c, const char *policy_path)
 		const struct ev_run *r = &ev->runs[i];
 
 		printf("  %s:", evidence_safe(r->path, safe, sizeof(safe)));
-		printf(" run %s,", evidence_safe(r->run_id ? r->run_id : "?", safe, sizeof(safe)));
+		printf(" run %s,", evidence_safe(r->run_id ? ev_run_label(r) : "?", safe, sizeof(safe)));
 		printf(" %s mode:", evidence_safe(r->mode ? r->mode : "?", safe, sizeof(safe)));
 		printf(" %s\n", evidence_safe(r->verdict ? r->verdict : "?", safe, sizeof(safe)));
 	}
@@ -507,7 +507,7 @@ static void print_table(const struct rctx *c, const char *policy_path)
 				     safe, sizeof(safe)),
 		       pp, "1", "1", c->cuts[i].what);
 		printf(" (run %s)\n",
-		       evidence_safe(ev->runs[f->run].run_id ? ev->runs[f->run].run_id : "?", safe,
+		       evidence_safe(ev->runs[f->run].run_id ? ev_run_label(&ev->runs[f->run]) : "?", safe,
 				     sizeof(safe)));
 	}
 	printf("\n%" PRIu64 " connection%s: %" PRIu64 " allowed, %" PRIu64 " denied; %" PRIu64

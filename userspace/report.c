@@ -103,7 +103,8 @@ static const char *run_name(const struct evidence *ev, size_t run)
 {
 	const struct ev_run *r = &ev->runs[run];
 
-	return r->run_id ? r->run_id : r->path;
+	/* "ID (log N)" when two of the logs chose one id: their rows must not look alike */
+	return ev_run_label(r);
 }
 
 static void td_run(FILE *f, const struct evidence *ev, size_t run)
@@ -207,7 +208,7 @@ static void runs_table(FILE *f, const struct evidence *ev, bool unverified)
 
 		fprintf(f, "<tr class=\"%s\">", report_verdict_class(v));
 		fputs("<td class=\"mono\">", f);
-		opt(f, r->run_id);
+		opt(f, r->run_id ? run_name(ev, i) : NULL);
 		fputs("</td>", f);
 		td(f, r->task);
 		fputs("<td class=\"mono\">", f);

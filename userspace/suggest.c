@@ -194,8 +194,7 @@ static void runs_list(const struct sctx *s, const struct ev_endpoint *e, FILE *f
 			fprintf(f, ", ...");
 			break;
 		}
-		fprintf(f, "%s%s", k > 1 ? ", " : "",
-			evidence_safe(r->run_id ? r->run_id : r->path, safe, sizeof(safe)));
+		fprintf(f, "%s%s", k > 1 ? ", " : "", evidence_safe(ev_run_label(r), safe, sizeof(safe)));
 	}
 }
 
@@ -498,7 +497,7 @@ static void header(const struct sctx *s, bool unverified)
 
 		fprintf(s->f, "#   %s:", evidence_safe(r->path, safe, sizeof(safe)));
 		fprintf(s->f, " run %s",
-			evidence_safe(r->run_id ? r->run_id : "?", safe, sizeof(safe)));
+			evidence_safe(r->run_id ? ev_run_label(r) : "?", safe, sizeof(safe)));
 		if (r->task)
 			fprintf(s->f, ", task %s", evidence_safe(r->task, safe, sizeof(safe)));
 		evidence_utc(r->start_ts, a, sizeof(a));

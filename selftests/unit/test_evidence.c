@@ -731,8 +731,8 @@ static bool check_hostile_files(char *why)
 		"\"rule\":\"default\",\"req_bytes\":999999999,\"resp_bytes\":1,\"kseq\":99}\n";
 	const char *kinds[] = {"forged", "cut", "huge", "nul"};
 	struct evidence *ev = NULL;
-	char *paths[] = {g.bad}, *two[] = {g.log_a, g.coll};
-	size_t k, i;
+	char *paths[] = {g.bad}, *two[] = {g.log_a, g.coll}, *text = NULL, err[1024];
+	size_t k, i, len;
 	struct tw w;
 
 	for (k = 0; k < ARRAY_SIZE(kinds); k++) {
@@ -791,6 +791,19 @@ static bool check_hostile_files(char *why)
 	       "two runs, told apart by key and path");
 	EXPECT(evidence_find(ev, EV_HOST, "api.example")->n_uses == 2,
 	       "api.example used by two runs");
+	/* and named apart wherever a reader sees them (suggest's comments, replay, the report) */
+	EXPECT(!strcmp(ev_run_label(&ev->runs[0]), "run-a (log 1)") &&
+		       !strcmp(ev_run_label(&ev->runs[1]), "run-a (log 2)"),
+	       "labels: %s, %s", ev_run_label(&ev->runs[0]), ev_run_label(&ev->runs[1]));
+	EXPECT(!suggest_text(ev, 1, false, NULL, &text, &len, err, sizeof(err)), "suggest: %s",
+	       err);
+	EXPECT(strstr(text, "in 2 runs (run-a (log 1), run-a (log 2))"),
+	       "suggest names both runs apart:\n%s", text);
+	free(text);
+	evidence_free(ev);
+	EXPECT(!evidence_load("test", two, 1, NULL, false, &ev) &&
+		       !strcmp(ev_run_label(&ev->runs[0]), "run-a"),
+	       "a run alone is named by its id");
 	evidence_free(ev);
 	return true;
 }
