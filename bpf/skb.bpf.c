@@ -674,12 +674,17 @@ static __always_inline bool dst_is_resolver(const struct packet_dst *d)
 	return w[0] == 0 && w[1] == 0 && w[2] == 0 && w[3] == bpf_htonl(1);
 }
 
-/* The packet goes where its socket's allowed flow was connected. */
+/*
+ * The packet goes where its socket's allowed flow was connected. A report-mode denial's flow
+ * (deny_reason) vouches for nothing: its packets are judged in full, so that after a switch to
+ * enforce they are dropped even if the socket could not be destroyed.
+ */
 static __always_inline bool dst_is_flow_dst(const struct packet_dst *d, const struct sl_flow *f)
 {
 	const __u32 *a = (const __u32 *)d->addr, *b = (const __u32 *)f->addr;
 
-	if (!f || f->family != d->family || f->port != d->port || f->protocol != d->proto)
+	if (!f || f->deny_reason || f->family != d->family || f->port != d->port ||
+	    f->protocol != d->proto)
 		return false;
 	if (d->family == AF_INET)
 		return a[0] == b[0];

@@ -18,7 +18,8 @@
 enum sl_event_type {
 	SL_EV_DECISION = 1, /* a connect/sendmsg was judged: struct sl_decision_event */
 	SL_EV_TLS = 2,	    /* a TLS flow's server name was judged: struct sl_tls_event */
-	SL_EV_FLOW = 3,	    /* an allowed flow ended (its socket was released): struct sl_flow_event */
+	SL_EV_FLOW = 3,	    /* a flow that went ahead ended (its socket was released): allowed, or
+			       denied in report mode only (sl_flow.deny_reason): struct sl_flow_event */
 };
 
 /* Hooks that judge or observe; also the index of the per-hook loss counters. */
@@ -294,9 +295,10 @@ struct sl_tls_event {
 _Static_assert(sizeof(struct sl_tls_event) == 352, "sl_tls_event ABI");
 
 /*
- * An allowed connected flow, kept in socket storage from connect() to the socket's release.
- * Payload bytes are counted once: TCP by sequence number (a retransmission adds nothing), UDP
- * per datagram.
+ * A connected flow that went ahead, kept in socket storage from connect() to the socket's
+ * release: an allowed one, or in report mode one the policy denies (deny_reason set), so that a
+ * report-only phase measures what the policy would refuse too. Payload bytes are counted once:
+ * TCP by sequence number (a retransmission adds nothing), UDP per datagram.
  */
 struct sl_flow {
 	__u64 start_ns;	  /* CLOCK_BOOTTIME at connect() */
@@ -315,7 +317,9 @@ struct sl_flow {
 	__u32 tgid;
 	__u8 cut;	  /* enum sl_cut: the flow exceeded a cap and was cut */
 	__u8 totals;	  /* its rule caps the host's totals: count them in sl_host_bytes */
-	__u8 pad[2];
+	__u8 deny_reason; /* report mode: the enum sl_reason the policy denies it for (no rule
+			     allows it, so no cap applies); 0: allowed */
+	__u8 pad;
 	__u8 addr[16];
 	char comm[16];
 	__u64 max_req;	  /* the rule's caps plus one; 0: none (see struct sl_rule_caps) */

@@ -155,11 +155,12 @@ static __always_inline bool tls_expect_server_name(struct bpf_sock_addr *ctx,
 }
 
 /*
- * Begin counting an allowed flow. A socket connected again starts a new flow; the bytes of the
- * old one are lost to the log (rare: a UDP socket re-aimed), which is said in the README.
+ * Begin counting a flow that goes ahead: an allowed one, or a report-mode denial (marked with
+ * its reason, and capped by no rule). A socket connected again starts a new flow; the bytes of
+ * the old one are lost to the log (rare: a UDP socket re-aimed), which is said in the README.
  */
 static __always_inline void flow_start(struct bpf_sock_addr *ctx,
-				       const struct sl_decision_event *ev)
+				       const struct sl_decision_event *ev, __u8 deny_reason)
 {
 	struct sl_flow *f = bpf_sk_storage_get(&sl_sk_flow, ctx->sk, 0,
 					       BPF_SK_STORAGE_GET_F_CREATE);
@@ -179,6 +180,9 @@ static __always_inline void flow_start(struct bpf_sock_addr *ctx,
 	f->tgid = ev->tgid;
 	__builtin_memcpy(f->addr, ev->addr, sizeof(f->addr));
 	__builtin_memcpy(f->comm, ev->comm, sizeof(f->comm));
+	f->deny_reason = deny_reason;
+	if (deny_reason)
+		return;
 	rid = ev->rule_id;
 	caps = bpf_map_lookup_elem(&sl_rule_caps, &rid);
 	if (caps) {
@@ -320,10 +324,13 @@ static __always_inline int finish(struct bpf_sock_addr *ctx, struct sl_decision_
 			bpf_sk_storage_delete(&sl_sk_held, ctx->sk);
 	}
 
-	/* An allowed connect() starts a flow; the redirect to the resolver is not one. */
-	if (!deny && !is_sendmsg && ctx->sk && v->reason != SL_REASON_DNS_REDIRECT &&
+	/*
+	 * A connect() that goes ahead starts a flow, a report-mode denial too (its bytes are the
+	 * evidence for deciding on it); the redirect to the resolver is not one.
+	 */
+	if (!enforce && !is_sendmsg && ctx->sk && v->reason != SL_REASON_DNS_REDIRECT &&
 	    (ctx->protocol == IPPROTO_TCP || ctx->protocol == IPPROTO_UDP))
-		flow_start(ctx, ev);
+		flow_start(ctx, ev, deny ? v->reason : 0);
 
 	if (deny || !is_sendmsg || !sendmsg_allow_already_recorded(ctx, ev)) {
 		event_hdr_init(&ev->hdr, SL_EV_DECISION, sizeof(*ev));

@@ -2399,6 +2399,19 @@ long policy_match_host_from(const struct policy *p, const char *name, size_t sta
 	return -1;
 }
 
+void policy_cidr_judged_form(const struct policy_cidr *c, struct policy_cidr *out)
+{
+	struct citem it;
+
+	*out = *c;
+	if (!v4_mapped(c, &it))
+		return;
+	memset(out->addr, 0, sizeof(out->addr));
+	memcpy(out->addr, it.addr, 4);
+	out->family = AF_INET;
+	out->prefixlen = it.plen;
+}
+
 bool policy_cidr_covers(const struct policy *p, int family, const uint8_t *addr)
 {
 	for (size_t i = 0; i < p->n_rules; i++) {

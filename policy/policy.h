@@ -222,6 +222,12 @@ void policy_compiled_free(struct policy_compiled *c);
  */
 void policy_print_summary(const struct policy *p, const struct policy_compiled *c, FILE *out);
 
+/*
+ * The CIDR c as the compiled tries hold it: a v6 CIDR naming IPv4 destinations (::ffff:10.0.0.0/104,
+ * 64:ff9b::/96 and ::/96 forms) as its IPv4 prefix (10.0.0.0/8), any other as it is.
+ */
+void policy_cidr_judged_form(const struct policy_cidr *c, struct policy_cidr *out);
+
 /* The fixed blackhole, shared with the BPF side's inline checks and with the parser's refusal. */
 bool policy_cidr_in_blackhole(const struct policy_cidr *c);
 

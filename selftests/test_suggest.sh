@@ -60,7 +60,7 @@ WORK1=(pkgs.acme.example:80 api.acme.example:8080 "?telemetry.acme.example:80" "
 WORK2=("${WORK1[@]}" "?extra.example:443")
 
 # The report-only phase: nothing is refused, so every flow runs and is counted (a report-mode
-# denial is logged but starts no byte count: only allowed flows have flow lines).
+# denial's flow is counted too: test_report_flows.sh).
 report=$SL_TMP/report.yaml
 cat >"$report" <<'EOF'
 default: allow

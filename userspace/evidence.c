@@ -132,6 +132,7 @@ static void run_free(struct ev_run *r)
 	free(r->end_why);
 	free(r->last_policy_sha256);
 	free(r->last_mode);
+	free(r->label);
 }
 
 void evidence_free(struct evidence *ev)
@@ -800,6 +801,7 @@ static int on_flow(struct ev_ctx *c, const struct jsonline *jl)
 	f->duration_ms = ju64(jl, "duration_ms");
 	f->cut = jsonline_get(jl, "cut") != NULL;
 	f->comm = jstr(c, jl, "comm");
+	f->would_deny = jis(jl, "decision", "deny") && !jbool(jl, "enforced", true);
 
 	e = &ev->endpoints[i];
 	p = port_get(ev, (size_t)i, f->port, f->proto ? f->proto : "?");
@@ -810,6 +812,12 @@ static int on_flow(struct ev_ctx *c, const struct jsonline *jl)
 	e->flows++;
 	u->flows++;
 	c->run->flows++;
+	if (f->would_deny) {
+		c->run->would_deny_flows++;
+		e->would_deny_flows++;
+		e->would_deny_req_bytes += f->req_bytes;
+		e->would_deny_resp_bytes += f->resp_bytes;
+	}
 	p->req_bytes += f->req_bytes;
 	p->resp_bytes += f->resp_bytes;
 	e->req_bytes += f->req_bytes;
@@ -1156,11 +1164,52 @@ static int endpoint_cmp(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
+static int run_id_cmp(const void *a, const void *b)
+{
+	const struct ev_run *const *x = a, *const *y = b;
+	int c = strcmp((*x)->run_id, (*y)->run_id);
+
+	return c ? c : ((*x)->idx > (*y)->idx) - ((*x)->idx < (*y)->idx);
+}
+
+/* Each run's label (evidence.h): sorted by id, so that many logs are not searched pairwise. */
+static int label_runs(struct evidence *ev)
+{
+	const struct ev_run **by_id = calloc(ev->n_runs ? ev->n_runs : 1, sizeof(*by_id));
+	size_t i, n = 0;
+
+	if (!by_id)
+		return -ENOMEM;
+	for (i = 0; i < ev->n_runs; i++)
+		if (ev->runs[i].run_id)
+			by_id[n++] = &ev->runs[i];
+	qsort(by_id, n, sizeof(*by_id), run_id_cmp);
+	for (i = 0; i < n; i++) {
+		struct ev_run *r = &ev->runs[by_id[i]->idx];
+		bool shared = (i && !strcmp(by_id[i - 1]->run_id, r->run_id)) ||
+			      (i + 1 < n && !strcmp(by_id[i + 1]->run_id, r->run_id));
+
+		if (shared ? asprintf(&r->label, "%s (log %zu)", r->run_id, r->idx + 1) < 0
+			   : !(r->label = strdup(r->run_id))) {
+			r->label = NULL;
+			free(by_id);
+			return -ENOMEM;
+		}
+	}
+	free(by_id);
+	for (i = 0; i < ev->n_runs; i++)
+		if (!ev->runs[i].label && !(ev->runs[i].label = strdup(ev->runs[i].path)))
+			return -ENOMEM;
+	return 0;
+}
+
 void evidence_sort(struct evidence *ev)
 {
 	struct ev_endpoint *sorted;
 	size_t *map, i;
 
+	/* (without memory, a run is named by its id or path: ev_run_label) */
+	label_runs(ev);
 	/* endpoints and ports move: the member index is rebuilt at its next use */
 	free(caps_of(ev)->mem.slots);
 	memset(&caps_of(ev)->mem, 0, sizeof(caps_of(ev)->mem));

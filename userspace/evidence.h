@@ -87,7 +87,20 @@ struct ev_run {
 	uint64_t dns_queries; /* dns lines */
 	uint64_t cuts;	      /* flow_cut lines */
 	uint64_t alerts;      /* alert lines */
+	uint64_t would_deny_flows; /* flow lines of report-mode denials (decision deny) */
+	/*
+	 * How to name the run to a reader: its run id, or "ID (log N)" when another of the logs
+	 * given has the same id (distinct runs may choose one: a CI job's fixed --run-id), N its
+	 * place among them from 1; the path when it has no id. Set by evidence_sort: read it
+	 * through ev_run_label.
+	 */
+	char *label;
 };
+
+static inline const char *ev_run_label(const struct ev_run *r)
+{
+	return r->label ? r->label : r->run_id ? r->run_id : r->path;
+}
 
 /* One (port, protocol) of an endpoint. */
 struct ev_port {
@@ -139,6 +152,8 @@ struct ev_endpoint {
 	int64_t first_ts, last_ts;
 	/* the rules the log named for it (decision.rule), comma-separated, NULL if none */
 	char *rules;
+	/* of its flows, those of report-mode denials, and what they carried */
+	uint64_t would_deny_flows, would_deny_req_bytes, would_deny_resp_bytes;
 };
 
 enum ev_denial_kind {
@@ -220,7 +235,10 @@ struct ev_conn {
 	int64_t pid; /* -1 when none */
 };
 
-/* A flow line: one allowed connected flow, when its socket was released. */
+/*
+ * A flow line: one connected flow that went ahead, when its socket was released: allowed, or
+ * denied in report mode only (would_deny; logs of older sluices have no such lines).
+ */
 struct ev_flow {
 	size_t run;
 	int64_t ts;
@@ -233,6 +251,7 @@ struct ev_flow {
 	uint64_t req_bytes, resp_bytes, duration_ms;
 	bool cut;
 	char *comm;
+	bool would_deny; /* decision deny, enforced false: a report-mode denial's flow */
 };
 
 /* An alert line. */

@@ -376,7 +376,8 @@ static void render(const struct metrics *m, FILE *f)
 			fprintf(f, "} %" PRIu64 "\n", m->dns[i][r]);
 		}
 
-	head(f, "sluice_flows_total", "counter", "Allowed flows ended (flow lines).");
+	head(f, "sluice_flows_total", "counter",
+	     "Flows ended (flow lines: allowed ones, and report-mode denials').");
 	fprintf(f, "sluice_flows_total %" PRIu64 "\n", m->flows);
 	head(f, "sluice_flow_bytes_total", "counter",
 	     "Payload bytes of ended flows, by direction (request: out of the run).");

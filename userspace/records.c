@@ -606,7 +606,8 @@ static int on_flow(const struct sl_flow_event *ev, void *ctx)
 	struct journal_line l;
 
 	if ((f->family != AF_INET && f->family != AF_INET6) || f->rule_id > p->n_rules ||
-	    f->cut > SL_CUT_TOTAL_RESPONSE || (!ev->end_ns && !f->cut)) {
+	    f->cut > SL_CUT_TOTAL_RESPONSE || (!ev->end_ns && !f->cut) ||
+	    (f->deny_reason && !strcmp(decision_reason_name(f->deny_reason), "unknown"))) {
 		records_line(r, &l, "anomaly", &ts);
 		journal_line_str(&l, "what", "flow record with out-of-range fields");
 		write_kernel_line(r, &l, ev->hdr.seq);
@@ -633,7 +634,12 @@ static int on_flow(const struct sl_flow_event *ev, void *ctx)
 	journal_line_str(&l, "dst", dst);
 	journal_line_u64(&l, "port", f->port);
 	journal_line_str(&l, "proto", proto);
-	journal_line_str(&l, "decision", "allow");
+	/* a report-mode denial's flow: said as its decision line said it */
+	journal_line_str(&l, "decision", f->deny_reason ? "deny" : "allow");
+	if (f->deny_reason) {
+		journal_line_bool(&l, "enforced", false);
+		journal_line_str(&l, "reason", decision_reason_name(f->deny_reason));
+	}
 	journal_line_str(&l, "rule", rule);
 	journal_line_u64(&l, "req_bytes", f->req_bytes);
 	journal_line_u64(&l, "resp_bytes", f->resp_bytes);
@@ -647,8 +653,10 @@ static int on_flow(const struct sl_flow_event *ev, void *ctx)
 	write_kernel_line(r, &l, ev->hdr.seq);
 	if (r->totals)
 		hosttotals_add(r->totals, f);
-	flow_alerts(r, f, host, dst, proto,
-		    ev->end_ns > f->start_ns ? (ev->end_ns - f->start_ns) / 1000000 : 0);
+	/* "allow where …" is about allowed flows */
+	if (!f->deny_reason)
+		flow_alerts(r, f, host, dst, proto,
+			    ev->end_ns > f->start_ns ? (ev->end_ns - f->start_ns) / 1000000 : 0);
 	return 0;
 }
 

@@ -3,7 +3,8 @@
  * sluice policy replay POLICY LOG… : what POLICY, enforced, would have done to the connections
  * and flows the verified logs recorded. The matching is the policy module's own, the code the
  * resolver and the preexisting-socket scan use (policy_match_host, policy_rule_takes,
- * policy_cidr_match), so a replay and a run cannot disagree on what a rule covers:
+ * policy_cidr_match, through policy_index.h, which answers as they do without walking the
+ * policy's lists), so a replay and a run cannot disagree on what a rule covers:
  *   - a connection to a name the run's resolver learned: denied when no rule lists the name
  *     (enforcing, the resolver answers NXDOMAIN, whatever the default); allowed by the first
  *     rule listing it (the rule the resolver tags its addresses with) when that rule lists the
@@ -33,6 +34,7 @@
 #include "../policy/policy.h"
 #include "cjson.h"
 #include "evidence.h"
+#include "policy_index.h"
 #include "policy_tools.h"
 
 #define PROG "sluice policy replay"
@@ -57,8 +59,14 @@ static uint8_t proto_bit(const char *proto)
 	return 0;
 }
 
-static void judge(const struct policy *p, const char *host, const char *dst, uint16_t port,
-		  const char *proto, bool blackholed, struct judged *j)
+/*
+ * What p, enforced, does to one connection. x is p's index: each connection costs about the
+ * logarithm of the policy's lists, not their length (a rule listing 65,535 ports one by one,
+ * 100,000 CIDRs), so a replay takes time in proportion to the evidence.
+ */
+static void judge(const struct policy *p, struct policy_index *x, const char *host,
+		  const char *dst, uint16_t port, const char *proto, bool blackholed,
+		  struct judged *j)
 {
 	char rn[64], safe[256];
 	uint8_t addr[16], bit = proto_bit(proto);
@@ -106,7 +114,7 @@ static void judge(const struct policy *p, const char *host, const char *dst, uin
 		}
 	}
 	if (host) {
-		h = policy_match_host(p, host);
+		h = policy_index_host(x, host);
 		/*
 		 * Enforcing, the run's resolver answers NXDOMAIN to a name no rule lists, whatever
 		 * the default or a cidrs rule covering its address: the connection is never made.
@@ -116,7 +124,7 @@ static void judge(const struct policy *p, const char *host, const char *dst, uin
 				 "no rule lists the name (the resolver would answer NXDOMAIN)");
 			return;
 		}
-		if (h >= 0 && bit && policy_rule_takes(&p->rules[h], port, bit)) {
+		if (h >= 0 && bit && policy_index_takes(x, (size_t)h, port, bit)) {
 			j->allow = true;
 			j->rule = h;
 			snprintf(j->why, sizeof(j->why), "rule %s",
@@ -125,7 +133,7 @@ static void judge(const struct policy *p, const char *host, const char *dst, uin
 		}
 	}
 	if (family && bit)
-		r = policy_cidr_match(p, family, addr, port, bit);
+		r = policy_index_cidr(x, family, addr, port, bit);
 	if (r >= 0) {
 		j->allow = true;
 		j->rule = r;
@@ -149,9 +157,13 @@ static void judge(const struct policy *p, const char *host, const char *dst, uin
 bool replay_allows(const struct policy *p, const char *host, const char *dst, uint16_t port,
 		   const char *proto)
 {
+	struct policy_index *x;
 	struct judged j;
 
-	judge(p, host, dst, port, proto, false, &j);
+	if (policy_index_new(p, &x))
+		return false;
+	judge(p, x, host, dst, port, proto, false, &j);
+	policy_index_free(x);
 	return j.allow;
 }
 
@@ -175,6 +187,7 @@ struct cut {
 
 struct rctx {
 	const struct policy *p;
+	struct policy_index *x;
 	const struct evidence *ev;
 	struct row *rows;
 	size_t n_rows;
@@ -315,7 +328,7 @@ static int caps(struct rctx *c)
 		char key[sizeof(t->key)];
 		struct judged j;
 
-		judge(c->p, f->host, f->dst, f->port, f->proto, false, &j);
+		judge(c->p, c->x, f->host, f->dst, f->port, f->proto, false, &j);
 		if (!j.allow || j.rule < 0)
 			continue;
 		r = &c->p->rules[j.rule];
@@ -412,7 +425,7 @@ static void print_json(const struct rctx *c, const char *policy_path)
 		const struct ev_conn *k = &ev->conns[i];
 		const struct judged *j = &c->conn_j[i];
 
-		printf("%s{\"run\":", i ? "," : "");
+		printf("%s{\"log\":%zu,\"run\":", i ? "," : "", k->run);
 		json_str(stdout, ev->runs[k->run].run_id);
 		printf(",\"ts\":%" PRId64 ",\"host\":", k->ts);
 		json_str(stdout, k->host);
@@ -436,7 +449,7 @@ static void print_json(const struct rctx *c, const char *policy_path)
 	for (i = 0; i < c->n_cuts; i++) {
 		const struct ev_flow *f = &ev->flows[c->cuts[i].flow];
 
-		printf("%s{\"run\":", i ? "," : "");
+		printf("%s{\"log\":%zu,\"run\":", i ? "," : "", f->run);
 		json_str(stdout, ev->runs[f->run].run_id);
 		printf(",\"ts\":%" PRId64 ",\"host\":", f->ts);
 		json_str(stdout, f->host);
@@ -468,7 +481,7 @@ static void print_table(const struct rctx *c, const char *policy_path)
 		const struct ev_run *r = &ev->runs[i];
 
 		printf("  %s:", evidence_safe(r->path, safe, sizeof(safe)));
-		printf(" run %s,", evidence_safe(r->run_id ? r->run_id : "?", safe, sizeof(safe)));
+		printf(" run %s,", evidence_safe(r->run_id ? ev_run_label(r) : "?", safe, sizeof(safe)));
 		printf(" %s mode:", evidence_safe(r->mode ? r->mode : "?", safe, sizeof(safe)));
 		printf(" %s\n", evidence_safe(r->verdict ? r->verdict : "?", safe, sizeof(safe)));
 	}
@@ -499,7 +512,7 @@ static void print_table(const struct rctx *c, const char *policy_path)
 				     safe, sizeof(safe)),
 		       pp, "1", "1", c->cuts[i].what);
 		printf(" (run %s)\n",
-		       evidence_safe(ev->runs[f->run].run_id ? ev->runs[f->run].run_id : "?", safe,
+		       evidence_safe(ev->runs[f->run].run_id ? ev_run_label(&ev->runs[f->run]) : "?", safe,
 				     sizeof(safe)));
 	}
 	printf("\n%" PRIu64 " connection%s: %" PRIu64 " allowed, %" PRIu64 " denied; %" PRIu64
@@ -586,6 +599,8 @@ int policy_replay_main(int argc, char **argv)
 		goto out;
 	c.p = p;
 	c.ev = ev;
+	if (policy_index_new(p, &c.x))
+		goto nomem;
 	c.conn_j = calloc(ev->n_conns ? ev->n_conns : 1, sizeof(*c.conn_j));
 	for (c.n_slots = 16; c.n_slots < 2 * ev->n_conns + 2; c.n_slots *= 2)
 		;
@@ -596,7 +611,7 @@ int policy_replay_main(int argc, char **argv)
 		const struct ev_conn *k = &ev->conns[i];
 		bool bh = k->reason && !strcmp(k->reason, "blackhole");
 
-		judge(p, k->host, k->dst, k->port, k->proto, bh, &c.conn_j[i]);
+		judge(p, c.x, k->host, k->dst, k->port, k->proto, bh, &c.conn_j[i]);
 		if (c.conn_j[i].allow) {
 			c.allowed++;
 			c.relaxed += !k->needed;
@@ -622,6 +637,7 @@ out:
 	free(c.cuts);
 	free(c.conn_j);
 	free(c.slots);
+	policy_index_free(c.x);
 	evidence_free(ev);
 	policy_free(p);
 	return ret;

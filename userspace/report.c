@@ -103,7 +103,8 @@ static const char *run_name(const struct evidence *ev, size_t run)
 {
 	const struct ev_run *r = &ev->runs[run];
 
-	return r->run_id ? r->run_id : r->path;
+	/* "ID (log N)" when two of the logs chose one id: their rows must not look alike */
+	return ev_run_label(r);
 }
 
 static void td_run(FILE *f, const struct evidence *ev, size_t run)
@@ -207,7 +208,7 @@ static void runs_table(FILE *f, const struct evidence *ev, bool unverified)
 
 		fprintf(f, "<tr class=\"%s\">", report_verdict_class(v));
 		fputs("<td class=\"mono\">", f);
-		opt(f, r->run_id);
+		opt(f, r->run_id ? run_name(ev, i) : NULL);
 		fputs("</td>", f);
 		td(f, r->task);
 		fputs("<td class=\"mono\">", f);
@@ -451,7 +452,8 @@ static void bytes_per_host(FILE *f, const struct evidence *ev)
 	fputs("<table><tr><th>host or address</th><th>ports</th><th>rules</th>"
 	      "<th>connections</th><th>denied</th><th>would deny</th><th>flows</th>"
 	      "<th>bytes sent</th><th>bytes received</th><th>largest sent</th>"
-	      "<th>largest received</th><th>runs</th></tr>\n",
+	      "<th>largest received</th><th>would-deny flows</th><th>would-deny bytes sent</th>"
+	      "<th>would-deny bytes received</th><th>runs</th></tr>\n",
 	      f);
 	for (i = 0; i < ev->n_endpoints; i++) {
 		const struct ev_endpoint *e = &ev->endpoints[i];
@@ -476,6 +478,9 @@ static void bytes_per_host(FILE *f, const struct evidence *ev)
 		td_u(f, e->resp_bytes);
 		td_u(f, e->max_req);
 		td_u(f, e->max_resp);
+		td_u(f, e->would_deny_flows);
+		td_u(f, e->would_deny_req_bytes);
+		td_u(f, e->would_deny_resp_bytes);
 		fprintf(f, "<td class=\"n\">%zu</td></tr>\n", e->n_uses);
 	}
 	fputs("</table>\n", f);
@@ -488,7 +493,8 @@ static void timelines(FILE *f, const struct evidence *ev)
 	size_t run, i, n, cap = ev->n_flows + ev->n_conns;
 
 	fputs("<h2 id=\"timeline\">Timeline</h2>\n<p class=\"note\">Blue: a flow, from its "
-	      "connection to its end; orange: a flow cut at its byte cap; red: a denial.</p>\n",
+	      "connection to its end; purple: a flow the policy denies, let through by report "
+	      "mode; orange: a flow cut at its byte cap; red: a denial.</p>\n",
 	      f);
 	spans = calloc(cap ? cap : 1, sizeof(*spans));
 	labels = calloc(cap ? cap : 1, sizeof(*labels));
@@ -516,7 +522,9 @@ static void timelines(FILE *f, const struct evidence *ev)
 			spans[n].label = labels[n];
 			spans[n].start = fl->ts - d;
 			spans[n].end = fl->ts;
-			spans[n].kind = fl->cut ? REPORT_SPAN_CUT : REPORT_SPAN_ALLOWED;
+			spans[n].kind = fl->cut		 ? REPORT_SPAN_CUT
+					: fl->would_deny ? REPORT_SPAN_WOULD_DENY
+							 : REPORT_SPAN_ALLOWED;
 			n++;
 		}
 		for (i = 0; i < ev->n_conns; i++) {

@@ -173,7 +173,7 @@ void report_bar_chart(FILE *f, const struct report_bar *bars, size_t n)
 
 void report_timeline(FILE *f, const struct report_span *spans, size_t n, int64_t t0, int64_t t1)
 {
-	static const char *const cls[] = {"allow", "deny", "cut"};
+	static const char *const cls[] = {"allow", "deny", "cut", "would"};
 	size_t rows = n < REPORT_TL_MAX_ROWS ? n : REPORT_TL_MAX_ROWS, i;
 	unsigned int w = REPORT_BAR_LABEL + REPORT_TL_WIDTH + 10;
 	char a[64], b[64];
@@ -188,7 +188,7 @@ void report_timeline(FILE *f, const struct report_span *spans, size_t n, int64_t
 		unsigned int y = (unsigned int)i * REPORT_TL_ROW;
 		unsigned int x0 = report_time_x(s->start, t0, t1, REPORT_TL_WIDTH);
 		unsigned int x1 = report_time_x(s->end, t0, t1, REPORT_TL_WIDTH);
-		int k = s->kind >= 0 && s->kind <= REPORT_SPAN_CUT ? s->kind : 0;
+		int k = s->kind >= 0 && s->kind <= REPORT_SPAN_WOULD_DENY ? s->kind : 0;
 
 		/* a point, or a flow too short to see, still gets a mark wide enough to see */
 		if (x1 < x0 + 3)
@@ -303,7 +303,7 @@ static const char page_css[] =
 	".verdict.bad{background:#c00000;border-color:#700;color:#fff}"
 	"tr.bad td.v{background:#c00000;color:#fff;font-weight:bold}"
 	"tr.warn td.v{background:#fff3d6}tr.ok td.v{background:#e5f6e5}"
-	".deny{fill:#c00000}.allow{fill:#3572b0}.cut{fill:#e08a00}"
+	".deny{fill:#c00000}.allow{fill:#3572b0}.cut{fill:#e08a00}.would{fill:#8e44ad}"
 	".sent{fill:#3572b0}.recv{fill:#7fb24a}.axis{stroke:#555}"
 	"svg text{font:11px sans-serif;fill:#222}.note{color:#555;font-size:.9em}"
 	".add{color:#124d12}.del{color:#a00}";

@@ -62,6 +62,7 @@ enum report_span_kind {
 	REPORT_SPAN_ALLOWED,
 	REPORT_SPAN_DENIED, /* a denial, enforced or reported: a point in time */
 	REPORT_SPAN_CUT,    /* a flow cut at its byte cap */
+	REPORT_SPAN_WOULD_DENY, /* a flow report mode let through that the policy denies */
 };
 
 struct report_span {

@@ -194,8 +194,7 @@ static void runs_list(const struct sctx *s, const struct ev_endpoint *e, FILE *f
 			fprintf(f, ", ...");
 			break;
 		}
-		fprintf(f, "%s%s", k > 1 ? ", " : "",
-			evidence_safe(r->run_id ? r->run_id : r->path, safe, sizeof(safe)));
+		fprintf(f, "%s%s", k > 1 ? ", " : "", evidence_safe(ev_run_label(r), safe, sizeof(safe)));
 	}
 }
 
@@ -228,9 +227,15 @@ static void stats(const struct sctx *s, const struct ev_endpoint *e, const char 
 			num(e->max_resp, safe + 32, 32));
 	else
 		fprintf(f,
-			"%s  bytes: none recorded (only allowed flows are counted: a report-mode "
-			"denial starts no count)\n",
+			"%s  bytes: none recorded (no flow line: datagrams sent without connect(), "
+			"or report-mode denials logged by a sluice that did not count them)\n",
 			pfx);
+	if (e->would_deny_flows)
+		fprintf(f, "%s  of which denied in report mode only: %s sent, %s received in %" PRIu64
+			   " flow%s\n",
+			pfx, num(e->would_deny_req_bytes, a, sizeof(a)),
+			num(e->would_deny_resp_bytes, b, sizeof(b)), e->would_deny_flows,
+			e->would_deny_flows == 1 ? "" : "s");
 	for (i = 0; i < e->n_uses; i++) {
 		if (e->uses[i].req_bytes > run_req)
 			run_req = e->uses[i].req_bytes;
@@ -492,7 +497,7 @@ static void header(const struct sctx *s, bool unverified)
 
 		fprintf(s->f, "#   %s:", evidence_safe(r->path, safe, sizeof(safe)));
 		fprintf(s->f, " run %s",
-			evidence_safe(r->run_id ? r->run_id : "?", safe, sizeof(safe)));
+			evidence_safe(r->run_id ? ev_run_label(r) : "?", safe, sizeof(safe)));
 		if (r->task)
 			fprintf(s->f, ", task %s", evidence_safe(r->task, safe, sizeof(safe)));
 		evidence_utc(r->start_ts, a, sizeof(a));

@@ -6,11 +6,14 @@
  * model; every count checked against what the lines say. Then the logs the model must refuse:
  * a tampered line, another host's key, an empty file, a missing one. Then a hostile workload's
  * logs: names built to leave suggest's comments, the same run given twice, many ports, addresses
- * and hosts, an address dialled in two forms under one byte budget.
+ * and hosts, an address dialled in two forms under one byte budget, forged, cut, huge and NUL
+ * lines, runs that chose the same run id; a report-mode denial's flow; replay of a policy whose
+ * rules list every port one by one.
  *
  * Usage: test_evidence        TAP 13; exits 1 if any test failed. Needs no root.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -22,14 +25,16 @@
 #include "userspace/evidence.h"
 #include "userspace/note.h"
 #include "userspace/policy_tools.h"
+#include "userspace/report.h"
 #include "userspace/tlog.h"
 #include "tap.h"
 
 static struct {
-	struct note_signer *host, *other, *run_a, *run_b, *run_h, *run_m, *run_v;
+	struct note_signer *host, *other, *run_a, *run_b, *run_h, *run_m, *run_v, *run_w, *run_p,
+		*run_c, *run_i;
 	char host_vkey[NOTE_VKEY_MAX + 1], other_vkey[NOTE_VKEY_MAX + 1];
 	char dir[64], log_a[128], log_b[128], tampered[128], empty[128], hostile[128];
-	char copy_a[128], many[128], v6[128];
+	char copy_a[128], many[128], v6[128], wd[128], ports[128], coll[128], bad[128], inj[128];
 } g;
 
 /* A tiny writer of the evidence format (the same as the loader's, independently written). */
@@ -620,12 +625,289 @@ static bool check_replay_total(char *why)
 	return true;
 }
 
+/*
+ * A report-mode denial's flow line (decision deny, enforced false): its bytes are the host's,
+ * counted apart as would-deny, and suggest says so.
+ */
+static bool check_would_deny_flow(char *why)
+{
+	struct evidence *ev = NULL;
+	const struct ev_endpoint *e;
+	char *paths[] = {g.wd}, *text = NULL, err[1024];
+	struct tw w;
+	size_t len;
+
+	tw_start(&w, g.wd, "run-w", g.run_w, "report");
+	tw_rec(&w, "decision",
+	       CONN("deny", "false", "default", "default_deny", "\"up.example\"", "198.51.100.30",
+		    "443", "tcp"));
+	tw_rec(&w, "flow",
+	       "\"host\":\"up.example\",\"dst\":\"198.51.100.30\",\"port\":443,\"proto\":\"tcp\","
+	       "\"decision\":\"deny\",\"enforced\":false,\"reason\":\"default_deny\",\"rule\":"
+	       "\"default\",\"req_bytes\":7000,\"resp_bytes\":90,\"duration_ms\":3");
+	tw_rec(&w, "flow", FLOW("\"up.example\"", "198.51.100.30", "443", "5", "6"));
+	tw_end(&w);
+	EXPECT(!evidence_load("test", paths, 1, NULL, false, &ev), "the log loads");
+	EXPECT(ev->n_flows == 2 && ev->flows[0].would_deny && !ev->flows[1].would_deny,
+	       "the first flow is a would-be denial's, the second not");
+	EXPECT(ev->runs[0].would_deny_flows == 1 && ev->runs[0].flows == 2, "run counts");
+	e = evidence_find(ev, EV_HOST, "up.example");
+	EXPECT(e && e->flows == 2 && e->req_bytes == 7005 && e->would_deny_flows == 1 &&
+		       e->would_deny_req_bytes == 7000 && e->would_deny_resp_bytes == 90 &&
+		       e->max_req == 7000,
+	       "host counts");
+	EXPECT(!suggest_text(ev, 1, false, NULL, &text, &len, err, sizeof(err)), "suggest: %s",
+	       err);
+	EXPECT(strstr(text, "of which denied in report mode only: 7_000 sent, 90 received in 1 "
+			    "flow\n") &&
+		       strstr(text, "# max_request_bytes: 72_704  # largest observed 7_000"),
+	       "suggest says the would-deny bytes and proposes a cap from them:\n%s", text);
+	free(text);
+	evidence_free(ev);
+	return true;
+}
+
+/*
+ * A rule listing all 65,535 ports one by one, and one of 30,000 ranges, replayed over 60,000
+ * connections and flows: replay judges through the policy's index, so it finishes in the
+ * test's normal run (each connection walked the lists: 4e9 comparisons); every one allowed.
+ */
+static bool check_replay_ports(char *why)
+{
+	char path[160], m[512], *argv[] = {"replay", path, g.ports, NULL};
+	unsigned int i;
+	struct tw w;
+	FILE *f;
+	int out, rc;
+
+	snprintf(path, sizeof(path), "%s/ports.yaml", g.dir);
+	f = fopen(path, "w");
+	EXPECT(f, "policy");
+	fprintf(f, "default: deny\nrules:\n  - hosts: [\"a.example\"]\n    ports: [");
+	for (i = 1; i <= 65535; i++)
+		fprintf(f, "%s%u", i > 1 ? ", " : "", i);
+	fprintf(f, "]\n  - cidrs: [\"10.0.0.0/8\"]\n    ports: [");
+	for (i = 0; i < 30000; i++)
+		fprintf(f, "%s%u-%u", i ? ", " : "", 2 * i + 1, 2 * i + 1);
+	fprintf(f, "]\n");
+	EXPECT(!fclose(f), "policy written");
+	tw_start(&w, g.ports, "run-p", g.run_p, "report");
+	for (i = 0; i < 30000; i++) {
+		if (i % 90 == 89)
+			tw_checkpoint(&w, "time");
+		snprintf(m, sizeof(m),
+			 "\"hook\":\"connect4\",\"decision\":\"allow\",\"enforced\":true,\"rule\":"
+			 "\"r\",\"reason\":\"rule\",\"family\":\"ipv4\",\"proto\":\"tcp\",\"host\":%s,"
+			 "\"dst\":\"10.0.%u.%u\",\"port\":%u,\"pid\":1,\"comm\":\"x\"",
+			 i % 2 ? "null" : "\"a.example\"", i / 250 % 250, i % 250,
+			 i % 2 ? 2 * (i % 30000) + 1 : 65535 - i);
+		tw_rec(&w, "decision", m);
+	}
+	tw_end(&w);
+	fflush(stdout);
+	out = dup(1);
+	EXPECT(out >= 0 && freopen("/dev/null", "w", stdout), "stdout");
+	rc = policy_replay_main(3, argv);
+	fflush(stdout);
+	dup2(out, 1);
+	close(out);
+	EXPECT(rc == 0, "every connection allowed (exit 0), got %d", rc);
+	return true;
+}
+
+/*
+ * Hostile files: a forged flow line claiming huge bytes (inserted, chain not rebuilt), a log cut
+ * inside a line, a line of 100,000 bytes, a NUL byte: each refused by name (evidence_load
+ * -EBADMSG), and with --unverified the forged bytes never reach the model (only the lines before
+ * the bad one do). Two runs that chose the same run id are two runs (their keys differ), each
+ * kept apart.
+ */
+static bool check_hostile_files(char *why)
+{
+	static const char forged[] =
+		"{\"seq\":5,\"prev\":\"0000000000000000000000000000000000000000000000000000000000000000\","
+		"\"ts\":1,\"type\":\"flow\",\"host\":\"api.example\",\"dst\":\"198.51.100.12\","
+		"\"port\":443,\"proto\":\"tcp\",\"decision\":\"deny\",\"enforced\":false,"
+		"\"rule\":\"default\",\"req_bytes\":999999999,\"resp_bytes\":1,\"kseq\":99}\n";
+	const char *kinds[] = {"forged", "cut", "huge", "nul"};
+	struct evidence *ev = NULL;
+	char *paths[] = {g.bad}, *two[] = {g.log_a, g.coll}, *text = NULL, err[1024];
+	size_t k, i, len;
+	struct tw w;
+
+	for (k = 0; k < ARRAY_SIZE(kinds); k++) {
+		FILE *in = fopen(g.log_a, "r"), *out = fopen(g.bad, "w");
+		char line[8192];
+		int n = 0;
+
+		EXPECT(in && out, "files");
+		while (fgets(line, sizeof(line), in)) {
+			if (++n == 5) {
+				if (k == 0)
+					fputs(forged, out);
+				if (k == 1) {
+					fwrite(line, 1, strlen(line) / 2, out);
+					break;
+				}
+				if (k == 2) {
+					for (i = 0; i < 100000; i++)
+						fputc('x', out);
+					fputc('\n', out);
+				}
+				if (k == 3) {
+					line[10] = '\0';
+					fwrite(line, 1, strlen(line + 11) + 11, out);
+					continue;
+				}
+			}
+			fputs(line, out);
+		}
+		fclose(in);
+		fclose(out);
+		fflush(stderr);
+		EXPECT(evidence_load("test", paths, 1, NULL, false, &ev) == -EBADMSG,
+		       "%s: refused", kinds[k]);
+		EXPECT(!evidence_load("test", paths, 1, NULL, true, &ev), "%s: --unverified loads",
+		       kinds[k]);
+		EXPECT(!ev->runs[0].verified, "%s: not verified", kinds[k]);
+		for (i = 0; i < ev->n_flows; i++)
+			EXPECT(ev->flows[i].req_bytes != 999999999,
+			       "%s: the forged flow reached the model", kinds[k]);
+		EXPECT(ev->lines <= 5, "%s: only the lines before the bad one: %zu", kinds[k],
+		       ev->lines);
+		evidence_free(ev);
+		ev = NULL;
+	}
+
+	/* another run that chose run-a's id: two runs, not one given twice */
+	tw_start(&w, g.coll, "run-a", g.run_c, "report");
+	tw_rec(&w, "decision",
+	       CONN("allow", "true", "r", "rule", "\"api.example\"", "198.51.100.12", "443",
+		    "tcp"));
+	tw_end(&w);
+	EXPECT(!evidence_load("test", two, 2, NULL, false, &ev), "two runs named alike load");
+	EXPECT(ev->n_runs == 2 && strcmp(ev->runs[0].run_key, ev->runs[1].run_key) &&
+		       !strcmp(ev->runs[0].path, g.log_a) && !strcmp(ev->runs[1].path, g.coll),
+	       "two runs, told apart by key and path");
+	EXPECT(evidence_find(ev, EV_HOST, "api.example")->n_uses == 2,
+	       "api.example used by two runs");
+	/* and named apart wherever a reader sees them (suggest's comments, replay, the report) */
+	EXPECT(!strcmp(ev_run_label(&ev->runs[0]), "run-a (log 1)") &&
+		       !strcmp(ev_run_label(&ev->runs[1]), "run-a (log 2)"),
+	       "labels: %s, %s", ev_run_label(&ev->runs[0]), ev_run_label(&ev->runs[1]));
+	EXPECT(!suggest_text(ev, 1, false, NULL, &text, &len, err, sizeof(err)), "suggest: %s",
+	       err);
+	EXPECT(strstr(text, "in 2 runs (run-a (log 1), run-a (log 2))"),
+	       "suggest names both runs apart:\n%s", text);
+	free(text);
+	evidence_free(ev);
+	EXPECT(!evidence_load("test", two, 1, NULL, false, &ev) &&
+		       !strcmp(ev_run_label(&ev->runs[0]), "run-a"),
+	       "a run alone is named by its id");
+	evidence_free(ev);
+	return true;
+}
+
+/*
+ * The report page from a signed log whose every string is an attack on HTML (an element, an
+ * attribute breakout both ways, a style breakout, a right-to-left override, a URL scheme): the
+ * page holds no element or attribute the log chose and no raw override, only escaped text.
+ */
+static bool check_report_injection(char *why)
+{
+	static const char attack[] = "<script>alert(1)</script>\"><img src=x onerror=alert(2)>"
+				     "'onmouseover='x</style><svg onload=x>\xe2\x80\xae"
+				     "javascript:alert(3)";
+	char a[256], m[4096], out[160], *argv[] = {"report", g.inj, "-o", out, NULL};
+	static const char *const tags[] = {
+		"doctype", "html", "head", "meta", "title", "style", "body", "h1", "h2",   "h3",
+		"p",	   "div",  "table", "tr",  "th",    "td",    "b",    "i",  "code", "pre",
+		"br",	   "ul",   "li",    "svg", "rect",  "text",  "line", "span", "a", "details",
+		"summary", "small", "em", "strong", "nav", "section", "header", "footer", "ol",
+		"g", "title", "caption", "thead", "tbody", "sup", "sub", "hr", "kbd", "tt", "q",
+	};
+	char *page = NULL, *low, *tag;
+	size_t len = 0, i;
+	struct tw w;
+	FILE *f;
+	int rc, o;
+
+	json_esc(attack, a);
+	snprintf(out, sizeof(out), "%s/inj.html", g.dir);
+	tw_start(&w, g.inj, "run-i", g.run_i, "report");
+	snprintf(m, sizeof(m),
+		 "\"run_id\":\"%s\",\"task\":\"%s\",\"mode\":\"report\",\"default\":\"deny\","
+		 "\"policy\":\"%s\",\"policy_sha256\":\"%064d\",\"argv\":[\"%s\"]",
+		 a, a, a, 7, a);
+	tw_line(&w, "run_start", "%s", m);
+	snprintf(m, sizeof(m),
+		 "\"hook\":\"connect4\",\"decision\":\"deny\",\"enforced\":false,\"rule\":\"%s\","
+		 "\"reason\":\"%s\",\"family\":\"ipv4\",\"proto\":\"%s\",\"host\":\"%s\","
+		 "\"dst\":\"%s\",\"port\":443,\"pid\":42,\"comm\":\"%s\"",
+		 a, a, a, a, a, a);
+	tw_rec(&w, "decision", m);
+	snprintf(m, sizeof(m),
+		 "\"host\":\"%s\",\"sni\":\"%s\",\"dst\":\"%s\",\"port\":443,\"proto\":\"tcp\","
+		 "\"decision\":\"deny\",\"enforced\":false,\"reason\":\"%s\",\"rule\":\"%s\","
+		 "\"req_bytes\":5,\"resp_bytes\":6,\"duration_ms\":3,\"comm\":\"%s\"",
+		 a, a, a, a, a, a);
+	tw_rec(&w, "flow", m);
+	snprintf(m, sizeof(m),
+		 "\"host\":\"%s\",\"qtype\":\"%s\",\"decision\":\"deny\",\"enforced\":false,"
+		 "\"rule\":\"%s\",\"rcode\":\"%s\",\"comm\":\"%s\",\"answers\":[\"%s\"],"
+		 "\"cname\":[\"%s\"],\"why\":\"%s\"",
+		 a, a, a, a, a, a, a, a);
+	tw_line(&w, "dns", "%s", m);
+	snprintf(m, sizeof(m), "\"condition\":\"%s\",\"what\":\"%s\"", a, a);
+	tw_line(&w, "alert", "%s", m);
+	tw_end(&w);
+	fflush(stdout);
+	fflush(stderr);
+	o = dup(1);
+	EXPECT(o >= 0 && freopen("/dev/null", "w", stdout), "stdout");
+	rc = report_main(4, argv);
+	fflush(stdout);
+	dup2(o, 1);
+	close(o);
+	EXPECT(rc == 0, "the page is written, got %d", rc);
+	f = fopen(out, "r");
+	EXPECT(f && getdelim(&page, &len, '\0', f) > 0, "read the page");
+	fclose(f);
+	low = strdup(page);
+	EXPECT(low, "memory");
+	for (i = 0; low[i]; i++)
+		low[i] = (char)tolower((unsigned char)low[i]);
+	EXPECT(strstr(page, "&lt;script&gt;alert(1)&lt;/script&gt;"), "the attack shown as text");
+	EXPECT(!strstr(page, "\xe2\x80\xae"), "a raw right-to-left override on the page");
+	/* every tag is one the page's writer uses, and none carries what the attack brought */
+	for (tag = strchr(low, '<'); tag; tag = strchr(tag + 1, '<')) {
+		size_t n = strcspn(tag, ">"), k;
+		char name[16] = "";
+
+		if (sscanf(tag, "<%*[/!]%15[a-z0-9]", name) != 1 && sscanf(tag, "<%15[a-z0-9]", name) != 1)
+			name[0] = '\0';
+		for (k = 0; k < ARRAY_SIZE(tags) && strcmp(tags[k], name); k++)
+			;
+		if (k == ARRAY_SIZE(tags) || memmem(tag, n, "onerror", 7) ||
+		    memmem(tag, n, "onload", 6) || memmem(tag, n, "onmouseover", 11) ||
+		    memmem(tag, n, "javascript", 10) || memmem(tag, n, "alert(", 6)) {
+			snprintf(why, WHY_LEN, "a tag the log chose: %.*s", (int)(n + 1), tag);
+			free(low);
+			free(page);
+			return false;
+		}
+	}
+	free(low);
+	free(page);
+	return true;
+}
+
 int main(void)
 {
 	char why[WHY_LEN];
 	char cmd[128];
 
-	printf("TAP version 13\n1..8\n");
+	printf("TAP version 13\n1..12\n");
 	snprintf(g.dir, sizeof(g.dir), "/tmp/sl-evidence-XXXXXX");
 	if (!mkdtemp(g.dir) || note_signer_generate("test-host", &g.host) ||
 	    note_signer_generate("other-host", &g.other) ||
@@ -633,7 +915,11 @@ int main(void)
 	    note_signer_generate("sluice/run-b", &g.run_b) ||
 	    note_signer_generate("sluice/run-h", &g.run_h) ||
 	    note_signer_generate("sluice/run-m", &g.run_m) ||
-	    note_signer_generate("sluice/run-v", &g.run_v))
+	    note_signer_generate("sluice/run-v", &g.run_v) ||
+	    note_signer_generate("sluice/run-w", &g.run_w) ||
+	    note_signer_generate("sluice/run-p", &g.run_p) ||
+	    note_signer_generate("sluice/run-a", &g.run_c) ||
+	    note_signer_generate("sluice/run-i", &g.run_i))
 		return 2;
 	note_signer_vkey(g.host, g.host_vkey, sizeof(g.host_vkey));
 	note_signer_vkey(g.other, g.other_vkey, sizeof(g.other_vkey));
@@ -645,6 +931,11 @@ int main(void)
 	snprintf(g.copy_a, sizeof(g.copy_a), "%s/a-copy.log", g.dir);
 	snprintf(g.many, sizeof(g.many), "%s/m.log", g.dir);
 	snprintf(g.v6, sizeof(g.v6), "%s/v6.log", g.dir);
+	snprintf(g.wd, sizeof(g.wd), "%s/wd.log", g.dir);
+	snprintf(g.ports, sizeof(g.ports), "%s/ports.log", g.dir);
+	snprintf(g.coll, sizeof(g.coll), "%s/coll.log", g.dir);
+	snprintf(g.bad, sizeof(g.bad), "%s/bad.log", g.dir);
+	snprintf(g.inj, sizeof(g.inj), "%s/inj.log", g.dir);
 	write_logs();
 	write_hostile();
 	/* evidence_load reads the host key the way the commands do: $SLUICE_PUB */
@@ -669,6 +960,15 @@ int main(void)
 	report(check_duplicate(why), "evidence: the same run given twice is refused", why);
 	report(check_many(why), "evidence, suggest: many ports, addresses and hosts", why);
 	report(check_replay_total(why), "replay: one budget per address in any form", why);
+	report(check_would_deny_flow(why),
+	       "evidence, suggest: a report-mode denial's flow and its bytes", why);
+	report(check_replay_ports(why),
+	       "replay: 65,535 ports one by one and 30,000 ranges over 30,000 connections", why);
+	report(check_hostile_files(why),
+	       "evidence: forged, cut, huge and NUL lines refused; runs named alike kept apart",
+	       why);
+	report(check_report_injection(why),
+	       "report: every string of a signed log an HTML attack: text only on the page", why);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g.dir);
 	if (system(cmd))
 		fprintf(stderr, "could not remove %s\n", g.dir);
@@ -679,5 +979,9 @@ int main(void)
 	note_signer_free(g.run_h);
 	note_signer_free(g.run_m);
 	note_signer_free(g.run_v);
+	note_signer_free(g.run_w);
+	note_signer_free(g.run_p);
+	note_signer_free(g.run_c);
+	note_signer_free(g.run_i);
 	return tap_status();
 }

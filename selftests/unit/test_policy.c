@@ -1374,7 +1374,13 @@ static bool misc_cidr_match(char *why)
 				   "    protocols: [udp]\n"
 				   "  - name: names\n"
 				   "    hosts: [pypi.org]\n"
-				   "    ports: [443]\n";
+				   "    ports: [443]\n"
+				   "  - name: mapped\n"
+				   "    cidrs: [\"::ffff:192.0.2.0/120\", \"64:ff9b::c633:6400/120\"]\n"
+				   "    ports: [22]\n"
+				   "  - name: any6\n"
+				   "    cidrs: [\"::/0\"]\n"
+				   "    ports: [9]\n";
 	static const struct {
 		int family;
 		const char *addr;
@@ -1391,10 +1397,31 @@ static bool misc_cidr_match(char *why)
 		{ AF_INET6, "2001:db8::1", 53, SL_PROTO_UDP, 2 },
 		{ AF_INET6, "2001:db8::1", 53, SL_PROTO_TCP, -1 },
 		{ AF_INET6, "2001:db9::1", 53, SL_PROTO_UDP, -1 },
+		/* a prefix holds only its own addresses, whatever the family */
+		{ AF_INET, "192.168.1.1", 80, SL_PROTO_TCP, -1 },
+		{ AF_INET, "192.168.1.1", 8050, SL_PROTO_UDP, -1 },
+		/*
+		 * As the compiled tries judge them: a v6 CIDR naming IPv4 destinations is the IPv4
+		 * prefix it names, and an address embedding an IPv4 one is that IPv4 address
+		 */
+		{ AF_INET, "192.0.2.7", 22, SL_PROTO_TCP, 4 },
+		{ AF_INET, "198.51.100.9", 22, SL_PROTO_TCP, 4 },
+		{ AF_INET, "192.0.3.7", 22, SL_PROTO_TCP, -1 },
+		{ AF_INET6, "::ffff:192.0.2.7", 22, SL_PROTO_TCP, 4 },
+		{ AF_INET6, "::ffff:10.2.3.4", 80, SL_PROTO_TCP, 0 },
+		{ AF_INET6, "64:ff9b::a02:304", 80, SL_PROTO_TCP, 0 },
+		{ AF_INET6, "::10.2.3.4", 80, SL_PROTO_TCP, 0 },
+		{ AF_INET6, "::ffff:11.2.3.4", 80, SL_PROTO_TCP, -1 },
+		{ AF_INET6, "::ffff:192.168.1.1", 80, SL_PROTO_TCP, -1 },
+		/* ::/0 stays in the IPv6 trie: it does not hold the IPv4 space */
+		{ AF_INET6, "2001:db8::1", 9, SL_PROTO_TCP, 5 },
+		{ AF_INET6, "::ffff:10.2.3.4", 9, SL_PROTO_TCP, -1 },
+		{ AF_INET, "10.2.3.4", 9, SL_PROTO_TCP, -1 },
 	};
 	char err[ERR_LEN];
 	struct policy *p = NULL;
 	uint8_t a[16];
+	bool covers;
 	size_t i;
 	int ret;
 
@@ -1412,11 +1439,19 @@ static bool misc_cidr_match(char *why)
 			return false;
 		}
 	}
+	inet_pton(AF_INET, "198.51.100.9", a);
+	covers = policy_cidr_covers(p, AF_INET, a);
+	inet_pton(AF_INET6, "::ffff:10.9.9.9", a);
+	covers = covers && policy_cidr_covers(p, AF_INET6, a);
+	inet_pton(AF_INET, "192.168.1.1", a);
+	covers = covers && !policy_cidr_covers(p, AF_INET, a);
 	ret = policy_host_rule_takes(p, 443, SL_PROTO_TCP) == 3 &&
 	      policy_host_rule_takes(p, 443, SL_PROTO_UDP) == -1 &&
 	      policy_host_rule_takes(p, 80, SL_PROTO_TCP) == -1;
 	policy_free(p);
 	EXPECT(ret, "expected host rule 3 for 443/tcp only");
+	EXPECT(covers, "expected policy_cidr_covers to cover 198.51.100.9 (64:ff9b::c633:6400/120) "
+		       "and ::ffff:10.9.9.9 (10.0.0.0/8), not 192.168.1.1");
 	return true;
 }
 

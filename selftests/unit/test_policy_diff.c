@@ -175,14 +175,59 @@ static bool check_replay_v6(char *why)
 	return true;
 }
 
+/* Policies as large as a careless generator writes them: the diff is right, and not quadratic. */
+static char *big_policy(unsigned int n_cidrs, unsigned int n_ports, unsigned int skip_port)
+{
+	char *text = NULL;
+	size_t len;
+	FILE *f = open_memstream(&text, &len);
+	unsigned int i;
+
+	if (!f)
+		exit(2);
+	fprintf(f, "default: deny\nrules:\n  - name: many\n    cidrs: [");
+	for (i = 0; i < n_cidrs; i++)
+		fprintf(f, "%s\"10.%u.%u.%u/32\"", i ? ", " : "", i >> 16, (i >> 8) & 0xff, i & 0xff);
+	fprintf(f, "]\n    ports: [");
+	for (i = 1; i <= n_ports; i++)
+		if (i != skip_port)
+			fprintf(f, "%s%u", i > 1 ? ", " : "", i);
+	fprintf(f, "]\n");
+	fclose(f);
+	return text;
+}
+
+static bool check_big(char *why)
+{
+	char *a = big_policy(99000, 1000, 0), *b = big_policy(98999, 1000, 900), *text = NULL;
+	size_t n = diff(a, b, &text);
+
+	/*
+	 * one CIDR removed; port 900 gone from the list (every CIDR's) whose line is cut long
+	 * before it: a line each
+	 */
+	EXPECT(n == 99000 && strstr(text, "- cidr 10.1.130.183/32: no longer allowed") &&
+		       strstr(text, "~ cidr 10.1.130.182/32: its ports changed past what fits on a "
+				    "line (1000 -> 999"),
+	       "99,000 differences, got %zu:\n%.2000s", n, text);
+	free(a);
+	free(b);
+	free(text);
+	return true;
+}
+
 int main(void)
 {
 	char why[WHY_LEN];
 
-	printf("TAP version 13\n1..4\n");
+	printf("TAP version 13\n1..5\n");
 	report(check_changes(why), "diff: every kind of change said, in its own line", why);
 	report(check_same(why), "diff: reordered and renamed rules are no difference", why);
 	report(check_shadowed(why), "diff: a host judged by the first rule listing it", why);
 	report(check_replay_v6(why), "replay: v6 forms judged as the programs judge them", why);
+	report(check_big(why),
+	       "diff: 99,000 CIDRs and 1,000 ports, one of each removed: both said (sorted, not "
+	       "searched)",
+	       why);
 	return tap_status();
 }
