@@ -156,8 +156,9 @@ static __always_inline bool tls_expect_server_name(struct bpf_sock_addr *ctx,
 
 /*
  * Begin counting a flow that goes ahead: an allowed one, or a report-mode denial (marked with
- * its reason, and capped by no rule unless it was denied for its rule's host budget). A socket connected again starts a new flow; the bytes of
- * the old one are lost to the log (rare: a UDP socket re-aimed), which is said in the README.
+ * its reason, and capped by no rule unless it was denied for its rule's host budget). A socket
+ * connected again starts a new flow; the bytes of the old one are lost to the log (rare: a UDP
+ * socket re-aimed), which is said in the README.
  */
 static __always_inline void flow_start(struct bpf_sock_addr *ctx,
 				       const struct sl_decision_event *ev, __u8 deny_reason)
