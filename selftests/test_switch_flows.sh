@@ -11,8 +11,9 @@
 # - report -> enforce with a spent host budget (max_total_request_bytes): a TCP connection and a
 #   connected UDP socket report mode let through although the budget was spent (would-be
 #   host_total_cap denials) must not carry the rule's host past its budget after the switch,
-#   nor before it. The rule allows their packets one by one and the re-judge of open flows
-#   does not count budgets: only the flow's own caps and totals can stop them.
+#   nor before it. The rule allows their packets one by one: the flow's own caps and totals
+#   stop them, and the switch's re-judge of open flows counts the budget too (host_total_cap,
+#   as their connect() would be told now) and destroys them.
 # P28-style holder: connects, says so, waits for "go", sends on each socket, writes the result.
 
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -228,7 +229,8 @@ tap_is "budget: ... nor do B's datagrams on its connected UDP socket" \
 out=$("$SLUICE" detach --run-id "$RUN2" 2>&1)
 tap_check "budget: the run detaches" test -z "${out##*\"ok\":true*}"
 # A: allowed, and cut in report mode (what spent the budget); R's and B's connects: would-be
-# denials for the spent budget; their flows: cut by the host's total all the same
+# denials for the spent budget; R's flow: cut by the host's total all the same; B's, open at the
+# switch: judged so again by its re-judge, and destroyed
 # shellcheck disable=SC2034 # a_tcp and b_tcp are read through ${!v} below
 a_tcp=$(log_lines "$LOG2" type=decision hook=connect4 proto=tcp port=8080 decision=allow \
 	rule=budget)
@@ -241,12 +243,23 @@ tap_is "budget: R's and B's connects were logged as report mode's host_total_cap
 # shellcheck disable=SC2034
 b_tcp=$(tail -n 1 <<<"$r_tcp")
 r_tcp=$(head -n 1 <<<"$r_tcp")
-for v in a_tcp r_tcp b_tcp b_udp; do
+for v in a_tcp r_tcp; do
 	who=${v%_*}
 	cookie=$(log_field "${!v}" sock_cookie 2>/dev/null || echo none)
 	tap_cmp "budget: the log records the cut of ${who^^}'s ${v#*_} flow at the host's total" \
 		"$(log_count "$LOG2" type=flow_cut proto="${v#*_}" rule=budget \
 			cap=max_total_request_bytes limit=$BUDGET sock_cookie="$cookie")" -eq 1 ||
+		tap_diag_file "$LOG2"
+done
+# (a UDP socket is destroyed where the kernel has CONFIG_INET_DIAG_DESTROY; its datagrams are
+# dropped anyway, as the test host showed)
+for v in b_tcp b_udp; do
+	cookie=$(log_field "${!v}" sock_cookie 2>/dev/null || echo none)
+	how=()
+	[[ $v == b_tcp ]] && how=(flow=destroyed)
+	tap_cmp "budget: the switch's re-judge denies B's ${v#*_} flow for the spent budget" \
+		"$(log_count "$LOG2" type=preexisting proto="${v#*_}" decision=deny enforced=true \
+			reason=host_total_cap rule=budget "${how[@]}" sock_cookie="$cookie")" -eq 1 ||
 		tap_diag_file "$LOG2"
 done
 out=$("$SLUICE" verify --key "$SLUICE_PUB" "$LOG2" 2>&1)
