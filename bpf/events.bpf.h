@@ -70,20 +70,23 @@ struct {
 
 /*
  * Hot-path records (allows) do not wake the reader: it polls on a short timer. Urgent records
- * (denials, which the user is waiting to read on stderr) and records that find the buffer past
- * sl_cfg_wakeup_bytes do, but at most once per consumer advance: a forced wake-up costs an
- * IRQ-work interrupt on this CPU, and a reader that has not yet consumed what was queued at the
- * last one is already awake or about to be (its poll is level-triggered). Those records carry
- * no flag rather than BPF_RB_NO_WAKEUP: the kernel then wakes the reader itself if, at commit,
- * the reader has caught up to exactly this record, so the last record of a burst is never left
- * waiting behind a wake-up that was spent on an earlier one.
+ * (denials, which the user is waiting to read on stderr) always wake it (an IRQ-work already
+ * pending takes them for free). Allow records that find the buffer past sl_cfg_wakeup_bytes
+ * wake it too, but at most once per consumer advance: a forced wake-up costs an IRQ-work
+ * interrupt on this CPU, and a reader that has not yet consumed what was queued at the last one
+ * is awake or about to be. Those records carry no flag rather than BPF_RB_NO_WAKEUP: the kernel
+ * then wakes the reader itself if, at commit, the reader has caught up to exactly this record.
+ * A record whose producer was preempted between the check and the commit can still find the
+ * reader asleep past it; an allow record then waits for the reader's timer, never a denial.
  */
 static __always_inline __u64 event_wakeup_flags(bool urgent)
 {
 	__u32 zero = 0;
 	__u64 *woken, at;
 
-	if (!urgent && bpf_ringbuf_query(&sl_events, BPF_RB_AVAIL_DATA) < sl_cfg_wakeup_bytes)
+	if (urgent)
+		return BPF_RB_FORCE_WAKEUP;
+	if (bpf_ringbuf_query(&sl_events, BPF_RB_AVAIL_DATA) < sl_cfg_wakeup_bytes)
 		return BPF_RB_NO_WAKEUP;
 	woken = bpf_map_lookup_elem(&sl_wake, &zero);
 	if (!woken)

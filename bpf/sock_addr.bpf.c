@@ -156,8 +156,9 @@ static __always_inline bool tls_expect_server_name(struct bpf_sock_addr *ctx,
 
 /*
  * Begin counting a flow that goes ahead: an allowed one, or a report-mode denial (marked with
- * its reason, and capped by no rule). A socket connected again starts a new flow; the bytes of
- * the old one are lost to the log (rare: a UDP socket re-aimed), which is said in the README.
+ * its reason, and capped by no rule unless it was denied for its rule's host budget). A socket
+ * connected again starts a new flow; the bytes of the old one are lost to the log (rare: a UDP
+ * socket re-aimed), which is said in the README.
  */
 static __always_inline void flow_start(struct bpf_sock_addr *ctx,
 				       const struct sl_decision_event *ev, __u8 deny_reason)
@@ -181,7 +182,12 @@ static __always_inline void flow_start(struct bpf_sock_addr *ctx,
 	__builtin_memcpy(f->addr, ev->addr, sizeof(f->addr));
 	__builtin_memcpy(f->comm, ev->comm, sizeof(f->comm));
 	f->deny_reason = deny_reason;
-	if (deny_reason)
+	/*
+	 * A would-be denial is capped by no rule, except one for a host whose budget is spent: its
+	 * rule's caps and totals go on applying, so that after a switch to enforce the flow (which
+	 * the rule lets through packet by packet) is cut rather than left uncapped.
+	 */
+	if (deny_reason && deny_reason != SL_REASON_HOST_CAP)
 		return;
 	rid = ev->rule_id;
 	caps = bpf_map_lookup_elem(&sl_rule_caps, &rid);

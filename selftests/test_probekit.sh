@@ -46,6 +46,22 @@ tap_is "--name before any --enter exits 2" "$?:$(grep -c 'names the --enter befo
 tap_is "a template without {netns} is refused (exit 2), before anything runs" \
 	"$?:$(grep -c 'has no {netns}' "$SL_TMP/usage.out")" 2:1
 
+# A template that names {netns} but runs the kit elsewhere (podman --network host would be the
+# real network): the kit checks that it runs in the namespace the kit made and sends nothing
+# otherwise. Shown from an empty namespace of the test's own, where nothing could leave anyway.
+EMPTY_NS=sl-kit-empty-$SL_ID
+ip netns add "$EMPTY_NS" && sl_on_exit "ip netns del '$EMPTY_NS' 2>/dev/null; true"
+kit_ino=$(stat -L -c %i "/run/netns/$SL_NS_RUN")
+nsenter --net="/run/netns/$EMPTY_NS" "$KIT" --netns-inode "$kit_ino" --timeout-ms 100 \
+	>"$SL_TMP/elsewhere.out" 2>&1
+tap_is "the kit outside the kit's namespace: exit 2, said, nothing sent" \
+	"$?:$(grep -c "not in the kit's network namespace" "$SL_TMP/elsewhere.out"):$(grep -c ': sent$' \
+		"$SL_TMP/elsewhere.out")" "2:1:0" || tap_diag "$(cat "$SL_TMP/elsewhere.out")"
+nsenter --net="/run/netns/$EMPTY_NS" "$KIT" --timeout-ms 100 >"$SL_TMP/elsewhere.out" 2>&1
+tap_is "the kit without --netns-inode: exit 2, nothing sent" \
+	"$?:$(grep -c -- '--netns-inode (the kit.s namespace) is required' "$SL_TMP/elsewhere.out"):$(grep -c \
+		': sent$' "$SL_TMP/elsewhere.out")" "2:1:0"
+
 # A podman container: podman's own namespaces, capabilities and seccomp profile, on the veth the
 # kit made. Not a network sandbox: it must come out NOT contained.
 ROOTFS=$SL_TMP/rootfs

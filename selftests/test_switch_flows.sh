@@ -7,7 +7,13 @@
 #   passes the sendmsg hook again, and the egress backstop passes a flow's own destination);
 # - replace-policy: a TCP connection to a host only the old policy allowed must not stay usable;
 # - a flow both policies allow carries data across the switches, also one only a host rule
-#   allows (its learned address carried over) across a replace-policy that keeps the name.
+#   allows (its learned address carried over) across a replace-policy that keeps the name;
+# - report -> enforce with a spent host budget (max_total_request_bytes): a TCP connection and a
+#   connected UDP socket report mode let through although the budget was spent (would-be
+#   host_total_cap denials) must not carry the rule's host past its budget after the switch,
+#   nor before it. The rule allows their packets one by one: the flow's own caps and totals
+#   stop them, and the switch's re-judge of open flows counts the budget too (host_total_cap,
+#   as their connect() would be told now) and destroys them.
 # P28-style holder: connects, says so, waits for "go", sends on each socket, writes the result.
 
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -133,5 +139,131 @@ tap_check "the run detaches" test -z "${out##*\"ok\":true*}"
 out=$("$SLUICE" verify --key "$SLUICE_PUB" "$LOG" 2>&1)
 rc=$?
 tap_check "sluice verify: the log is intact" test "$rc" -eq 0
+[[ $rc -eq 0 ]] || tap_diag "$out"
+
+# --- report -> enforce with the host's budget spent ------------------------------------------------
+# A spends the budget of 198.51.100.10 (and is cut: the budget binds in report mode too); R
+# connects after it (a would-be host_total_cap denial, let through) and sends 1401 bytes in report
+# mode; B, a TCP and a connected UDP socket, connects after it too, the run switches to enforce,
+# then B sends 1401 + 6 bytes on each (no datagram needs a fragment). Port 8080 and
+# 198.51.100.10's 9999 are this section's alone: what the test host got there is A's, R's, B's.
+BUDGET=1000
+cat >"$SL_TMP/budget.yaml" <<EOF
+default: deny
+rules:
+  - name: budget
+    cidrs: ["198.51.100.10/32"]
+    ports: [8080, 9999]
+    max_total_request_bytes: $BUDGET
+EOF
+CG2=$(sl_cgroup_new swbudget) || bail_out "cannot make the test cgroup"
+sl_on_exit "sl_cgroup_remove '$CG2'"
+RUN2=t-$SL_ID-swbudget
+SL_RUNS+=("$RUN2")
+LOG2=$SL_TMP/swbudget.jsonl
+out=$("$SLUICE" attach --cgroup "$CG2" --policy "$SL_TMP/budget.yaml" --run-id "$RUN2" \
+	--mode report --netns "$NETNS" --upstream "127.0.0.1:$SL_DNS_PORT" --log "$LOG2" 2>&1) ||
+	bail_out "attach failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
+tap_ok "budget: the run is attached in report mode"
+sink_mark
+# A: 800 bytes, the answer, then 800 more, which the budget cuts; A waits until its socket ends,
+# so the budget is spent before B connects.
+a=$(sl_in_cgroup "$CG2" "${RUN_EXEC_NETONLY[@]}" python3 -c "
+import errno, socket
+s = socket.create_connection(('198.51.100.10', 8080), timeout=$((5 * SL_SLOW)))
+s.sendall(b'a' * 800)
+got = b''
+while not got.endswith(b'ok\\n'):
+    c = s.recv(100)
+    if not c:
+        break
+    got += c
+try:
+    s.sendall(b'a' * 800)
+    while s.recv(100):
+        pass
+    print('eof')
+except OSError as e:
+    print(errno.errorcode.get(e.errno, str(e)))
+" 2>&1)
+tap_diag "budget: A after 800 + 800 bytes: $a"
+# R: a would-be denial for the spent budget that sends in report mode: the budget counts it too
+r=$(sl_in_cgroup "$CG2" "${RUN_EXEC_NETONLY[@]}" python3 -c "
+import errno, socket
+s = socket.create_connection(('198.51.100.10', 8080), timeout=$((5 * SL_SLOW)))
+try:
+    s.sendall(b'r' * 1401)
+    s.shutdown(socket.SHUT_WR)
+    while s.recv(100):
+        pass
+    print('eof')
+except OSError as e:
+    print(errno.errorcode.get(e.errno, str(e)))
+" 2>&1)
+tap_diag "budget: R after 1401 bytes in report mode: $r"
+mkdir -p "$SL_TMP/h4"
+sl_in_cgroup "$CG2" "${RUN_EXEC_NETONLY[@]}" python3 "$HOLDER" "$SL_TMP/h4" \
+	--tag "$(printf '%01400d' 0)" b:tcp:198.51.100.10:8080 bu:udp:198.51.100.10:9999 \
+	2>"$SL_TMP/h4/err" &
+sl_track_pid $!
+wait_until 20000 test -e "$SL_TMP/h4/ready" ||
+	bail_out "the holder did not connect: $(cat "$SL_TMP/h4/err")"
+out=$("$SLUICE" set-mode --run-id "$RUN2" enforce 2>&1)
+tap_check "budget: sluice set-mode enforce succeeds" test -z "${out##*\"ok\":true*}"
+touch "$SL_TMP/h4/go"
+wait_until 20000 test -e "$SL_TMP/h4/result" ||
+	bail_out "the holder did not answer: $(cat "$SL_TMP/h4/err")"
+tap_diag "budget: B after the switch: $(tr '\n' ' ' <"$SL_TMP/h4/result")"
+# the test host writes a connection's bytes when it ends: A's, R's, and B's (ended, or closed by
+# the holder, which has exited)
+sink_wait 'tcp 198.51.100.10 8080' 3 20000 || tap_diag "$(sink_new_lines)"
+sink_settle
+got=$(tail -n +"$((SL_SINK_MARK + 1))" "$SL_INET_LOG" |
+	awk '$1 == "tcp" && $2 == "198.51.100.10" && $3 == 8080 { n += $5 } END { print n + 0 }')
+tap_cmp "budget: the test host got A's 800 bytes" "$got" -ge 800 || tap_diag "$(sink_new_lines)"
+tap_cmp "budget: neither R's bytes nor B's after the switch take the host past its $BUDGET bytes" \
+	"$got" -le "$BUDGET" || tap_diag "$(sink_new_lines)"
+tap_is "budget: ... nor do B's datagrams on its connected UDP socket" \
+	"$(sink_count 'udp 198.51.100.10 9999')" 0 || tap_diag "$(sink_new_lines)"
+
+out=$("$SLUICE" detach --run-id "$RUN2" 2>&1)
+tap_check "budget: the run detaches" test -z "${out##*\"ok\":true*}"
+# A: allowed, and cut in report mode (what spent the budget); R's and B's connects: would-be
+# denials for the spent budget; R's flow: cut by the host's total all the same; B's, open at the
+# switch: judged so again by its re-judge, and destroyed
+# shellcheck disable=SC2034 # a_tcp and b_tcp are read through ${!v} below
+a_tcp=$(log_lines "$LOG2" type=decision hook=connect4 proto=tcp port=8080 decision=allow \
+	rule=budget)
+r_tcp=$(log_lines "$LOG2" type=decision hook=connect4 proto=tcp port=8080 decision=deny \
+	enforced=false reason=host_total_cap rule=budget)
+b_udp=$(log_lines "$LOG2" type=decision hook=connect4 proto=udp port=9999 decision=deny \
+	enforced=false reason=host_total_cap rule=budget)
+tap_is "budget: R's and B's connects were logged as report mode's host_total_cap denials" \
+	"$(grep -c . <<<"$r_tcp") $(grep -c . <<<"$b_udp")" "2 1" || tap_diag_file "$LOG2"
+# shellcheck disable=SC2034
+b_tcp=$(tail -n 1 <<<"$r_tcp")
+r_tcp=$(head -n 1 <<<"$r_tcp")
+for v in a_tcp r_tcp; do
+	who=${v%_*}
+	cookie=$(log_field "${!v}" sock_cookie 2>/dev/null || echo none)
+	tap_cmp "budget: the log records the cut of ${who^^}'s ${v#*_} flow at the host's total" \
+		"$(log_count "$LOG2" type=flow_cut proto="${v#*_}" rule=budget \
+			cap=max_total_request_bytes limit=$BUDGET sock_cookie="$cookie")" -eq 1 ||
+		tap_diag_file "$LOG2"
+done
+# (a UDP socket is destroyed where the kernel has CONFIG_INET_DIAG_DESTROY; its datagrams are
+# dropped anyway, as the test host showed)
+for v in b_tcp b_udp; do
+	cookie=$(log_field "${!v}" sock_cookie 2>/dev/null || echo none)
+	how=()
+	[[ $v == b_tcp ]] && how=(flow=destroyed)
+	tap_cmp "budget: the switch's re-judge denies B's ${v#*_} flow for the spent budget" \
+		"$(log_count "$LOG2" type=preexisting proto="${v#*_}" decision=deny enforced=true \
+			reason=host_total_cap rule=budget "${how[@]}" sock_cookie="$cookie")" -eq 1 ||
+		tap_diag_file "$LOG2"
+done
+out=$("$SLUICE" verify --key "$SLUICE_PUB" "$LOG2" 2>&1)
+rc=$?
+tap_check "budget: sluice verify: the log is intact" test "$rc" -eq 0
 [[ $rc -eq 0 ]] || tap_diag "$out"
 tap_done

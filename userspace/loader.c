@@ -1160,6 +1160,21 @@ int loader_learned(const struct loader *l, int family, const uint8_t *addr,
 	return bpf_map_lookup_elem(bpf_map__fd(map), key, out) ? -errno : 0;
 }
 
+bool loader_host_spent(const struct loader *l, const struct sl_host_key *k)
+{
+	struct sl_rule_caps caps;
+	struct sl_host_bytes b;
+	__u32 rid = k->rule_id;
+
+	if (bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.sl_rule_caps), &rid, &caps) ||
+	    (!caps.max_total_req && !caps.max_total_resp) ||
+	    bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.sl_host_bytes), k, &b))
+		return false;
+	/* caps are stored plus one, as host_budget_spent (bpf/sock_addr.bpf.c) reads them */
+	return b.spent || (caps.max_total_req && b.req_bytes >= caps.max_total_req - 1) ||
+	       (caps.max_total_resp && b.resp_bytes >= caps.max_total_resp - 1);
+}
+
 int loader_sni_learn(struct loader *l, int family, const uint8_t *addr, const char *name,
 		     uint32_t host_id)
 {

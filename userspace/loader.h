@@ -117,6 +117,13 @@ int loader_learned(const struct loader *l, int family, const uint8_t *addr,
 		   struct sl_learned *out);
 
 /*
+ * Whether the run's budget for a host (k as host_key_of makes it) is spent under its rule's
+ * max_total_* caps, as the connect programs judge it before they refuse a new flow
+ * (host_total_cap). False when the rule has no total cap or the host has sent nothing.
+ */
+bool loader_host_spent(const struct loader *l, const struct sl_host_key *k);
+
+/*
  * Let TLS flows to addr (4 or 16 bytes) name host in their ClientHello: the resolver produced
  * addr for it. The name is kept whole (lower-cased) and matched exactly. Returns 0 or -errno
  * (-E2BIG: map full; -ENAMETOOLONG: longer than a server name can be).

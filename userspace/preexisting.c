@@ -694,6 +694,29 @@ static bool to_resolver(const struct records_preexisting *s, uint16_t dns_port)
 	return !memcmp(s->dst, lo6, 16) || !memcmp(s->dst, mapped_lo, 16);
 }
 
+/*
+ * A flow a rule allows, to a host whose budget for the run is spent (max_total_*): the connect
+ * programs would refuse it (host_total_cap), so a flow report mode let through for it is
+ * denied here too, and destroyed after a switch to enforce (its caps would cut it at its next
+ * byte anyway: bpf/sock_addr.bpf.c flow_start). The host is keyed as the kernel keys it.
+ */
+static void judge_budget(const struct loader *l, enum sl_mode mode, const struct sl_learned *lp,
+			 struct records_preexisting *rec)
+{
+	struct sl_host_key k;
+	uint8_t addr[16] = {};
+
+	if (rec->verdict != SL_VERDICT_ALLOW || rec->reason != SL_REASON_RULE || rec->rule < 0)
+		return;
+	memcpy(addr, rec->dst, rec->family == AF_INET ? 4 : 16);
+	host_key_of(&k, policy_rule_id((size_t)rec->rule), lp ? lp->host_id : 0, rec->family,
+		    addr);
+	if (!loader_host_spent(l, &k))
+		return;
+	set(rec, SL_VERDICT_DENY, SL_REASON_HOST_CAP, rec->rule);
+	rec->enforced = mode == SL_MODE_ENFORCE;
+}
+
 static int judge(struct run *r, bool any_ttl, char *err, size_t err_len)
 {
 	struct preexisting_scan s;
@@ -731,6 +754,8 @@ static int judge(struct run *r, bool any_ttl, char *err, size_t err_len)
 			set(rec, SL_VERDICT_ALLOW, SL_REASON_DNS_REDIRECT, -1);
 		else
 			preexisting_verdict(r->policy, mode, lp, rec);
+		if (r->loader)
+			judge_budget(r->loader, mode, lp, rec);
 		if (rec->verdict == SL_VERDICT_ALLOW)
 			rec->flow = "open";
 		else if (!rec->enforced)

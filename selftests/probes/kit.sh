@@ -75,7 +75,9 @@ kit_enter() {
 	KIT_OUT=$SL_TMP/kit-$n.out
 	cmd=${tpl//\{netns\}/$KIT_NETNS}
 	cmd=${cmd//\{kit\}/$KIT}
-	cmd+=" $KIT --ifname $SL_RUN_IF --gw-mac $KIT_GW_MAC --timeout-ms $((300 * SL_SLOW))"
+	# the kit sends nothing unless it runs in this very namespace (sl_escape --netns-inode)
+	cmd+=" $KIT --netns-inode $(stat -L -c %i "$KIT_NETNS") --ifname $SL_RUN_IF"
+	cmd+=" --gw-mac $KIT_GW_MAC --timeout-ms $((300 * SL_SLOW))"
 	cg=$(sl_cgroup_new "kit-$n") || bail_out "cannot make a cgroup for the sandbox"
 	sink_mark
 	KIT_OBS_MARK=$(sl_lines "$SL_TMP/observe.log")

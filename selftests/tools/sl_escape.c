@@ -2,7 +2,7 @@
 /*
  * sl_escape: the workload side of the escape-probe kit (selftests/probes/, selftests/README.md).
  *
- *   sl_escape [--ifname IF] [--gw-mac MAC] [--timeout-ms N] [--only P1,P3…]
+ *   sl_escape --netns-inode N [--ifname IF] [--gw-mac MAC] [--timeout-ms N] [--only P1,P3…]
  *   sl_escape --list
  *
  * Runs inside the sandbox under test and tries every road out it knows, one attempt after the
@@ -684,14 +684,16 @@ static void esc_run(const struct esc_try *t, const struct esc_opts *o)
 
 static int esc_usage(void)
 {
-	fprintf(stderr, "usage: sl_escape [--ifname IF] [--gw-mac MAC] [--timeout-ms N] "
-			"[--only P1,P3...]\n       sl_escape --list\n");
+	fprintf(stderr, "usage: sl_escape --netns-inode N [--ifname IF] [--gw-mac MAC] "
+			"[--timeout-ms N] [--only P1,P3...]\n       sl_escape --list\n");
 	return 2;
 }
 
 int main(int argc, char **argv)
 {
 	struct esc_opts o = {.ifname = "veth0", .timeout_ms = 300};
+	unsigned long long want_ino = 0;
+	struct stat st;
 	size_t i;
 	int a;
 
@@ -728,10 +730,27 @@ int main(int argc, char **argv)
 			}
 		} else if (!strcmp(argv[a], "--only")) {
 			o.only = v;
+		} else if (!strcmp(argv[a], "--netns-inode")) {
+			want_ino = strtoull(v, NULL, 10);
 		} else {
 			return esc_usage();
 		}
 		a++;
+	}
+	/*
+	 * The probes go to 169.254.169.254, fd00:ec2::254 and fe80::1: only the kit's own
+	 * namespace, whose "metadata server" is a test host, may see them. A sandbox template that
+	 * names {netns} but runs the kit elsewhere (--network host) would send them to the real
+	 * ones: nothing is sent unless this is the namespace the kit made.
+	 */
+	if (!want_ino) {
+		fprintf(stderr, "sl_escape: --netns-inode (the kit's namespace) is required\n");
+		return 2;
+	}
+	if (stat("/proc/self/ns/net", &st) || (unsigned long long)st.st_ino != want_ino) {
+		fprintf(stderr, "sl_escape: not in the kit's network namespace (inode %llu, here %llu): "
+				"nothing sent\n", want_ino, (unsigned long long)st.st_ino);
+		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
 	for (i = 0; i < ESC_N; i++)

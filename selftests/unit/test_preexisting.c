@@ -49,6 +49,13 @@ int loader_learned(const struct loader *l, int family, const uint8_t *addr,
 	return -ENOENT;
 }
 
+bool loader_host_spent(const struct loader *l, const struct sl_host_key *k)
+{
+	(void)l;
+	(void)k;
+	return false;
+}
+
 static const char deny_yaml[] = "default: deny\n"
 				"rules:\n"
 				"  - name: web\n"
