@@ -1954,24 +1954,36 @@ static bool v4_mapped(const struct policy_cidr *pc, struct citem *it)
  * scan, replay, the resolver's private-space check) ask through here, so that none of them can
  * read ::ffff:10.0.0.0/104 or ::ffff:10.1.2.3 otherwise than the kernel does.
  */
-static bool cidr_covers_judged(const struct policy_cidr *c, int family, const uint8_t *addr)
+int policy_judged_addr(int family, const uint8_t *addr, uint8_t out[16])
 {
-	struct citem it;
 	__u32 w[4], v4 = 0;
 	enum sl_v6_route route;
 
+	memset(out, 0, 16);
 	if (family == AF_INET6) {
 		memcpy(w, addr, sizeof(w));
 		route = v6_route(w, &v4);
 		if (route == SL_V6_AS_V4 || route == SL_V6_BLACKHOLE_V4) {
-			family = AF_INET;
-			addr = (const uint8_t *)&v4;
+			memcpy(out, &v4, 4);
+			return AF_INET;
 		}
+		memcpy(out, addr, 16);
+		return AF_INET6;
 	}
+	memcpy(out, addr, 4);
+	return AF_INET;
+}
+
+static bool cidr_covers_judged(const struct policy_cidr *c, int family, const uint8_t *addr)
+{
+	struct citem it;
+	uint8_t a[16];
+
+	family = policy_judged_addr(family, addr, a);
 	if (v4_mapped(c, &it))
-		return family == AF_INET && in_prefix(addr, 32, it.addr, it.plen);
+		return family == AF_INET && in_prefix(a, 32, it.addr, it.plen);
 	return c->family == family &&
-	       in_prefix(addr, family == AF_INET ? 32 : 128, c->addr, c->prefixlen);
+	       in_prefix(a, family == AF_INET ? 32 : 128, c->addr, c->prefixlen);
 }
 
 static int check_rule(const struct policy *p, size_t i, char *err, size_t err_len)

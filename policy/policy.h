@@ -228,6 +228,13 @@ void policy_print_summary(const struct policy *p, const struct policy_compiled *
  */
 void policy_cidr_judged_form(const struct policy_cidr *c, struct policy_cidr *out);
 
+/*
+ * Where the compiled tries look addr (4 or 16 bytes, by family) up: the family returned, the
+ * address in out (4 bytes used for AF_INET). An IPv6 address the programs judge as the IPv4 one
+ * it carries (bpf/addr.bpf.h, v6_route) is that IPv4 address.
+ */
+int policy_judged_addr(int family, const uint8_t *addr, uint8_t out[16]);
+
 /* The fixed blackhole, shared with the BPF side's inline checks and with the parser's refusal. */
 bool policy_cidr_in_blackhole(const struct policy_cidr *c);
 

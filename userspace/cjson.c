@@ -125,7 +125,7 @@ size_t cjson_fmt_i64(char *out, int64_t v)
 	return 1 + cjson_fmt_u64(out + 1, (uint64_t)0 - (uint64_t)v);
 }
 
-static int hexval(unsigned char c)
+int cjson_hexval(unsigned char c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -141,8 +141,8 @@ static int u00_byte(const unsigned char *s, size_t avail)
 
 	if (avail < 6 || s[0] != '\\' || s[1] != 'u' || s[2] != '0' || s[3] != '0')
 		return -1;
-	hi = hexval(s[4]);
-	lo = hexval(s[5]);
+	hi = cjson_hexval(s[4]);
+	lo = cjson_hexval(s[5]);
 	if (hi < 0 || lo < 0)
 		return -1;
 	return hi << 4 | lo;
@@ -181,7 +181,7 @@ static int scan_escape(const unsigned char *s, size_t len, size_t pos, size_t *e
 	if (s[2] != '0' || s[3] != '0')
 		return fail(err_off, why, pos, "\\u escape above \\u00ff");
 	for (i = 4; i < 6; i++)
-		if (hexval(s[i]) < 0)
+		if (cjson_hexval(s[i]) < 0)
 			return fail(err_off, why, pos + i,
 				    (s[i] >= 'A' && s[i] <= 'F') ? "upper-case hex in \\u escape"
 								 : "bad hex digit in \\u escape");

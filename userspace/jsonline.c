@@ -26,15 +26,6 @@ static bool at(const struct parser *p, char c)
 	return p->pos < p->len && p->s[p->pos] == (unsigned char)c;
 }
 
-static int hexval(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
 /* A string at p->pos ('"'), in the one canonical grammar (cjson.c): fills v->off/len/escaped. */
 static int parse_string(struct parser *p, struct jsonline_value *v)
 {
@@ -220,7 +211,7 @@ static int check_header_value(struct parser *p, struct jsonline *jl,
 		if (v->kind != JSONLINE_STRING || v->len != 64)
 			return fail(p, value_start(v), "prev is not 64 hex digits");
 		for (i = 0; i < 64; i++)
-			if (hexval(p->s[v->off + i]) < 0)
+			if (cjson_hexval(p->s[v->off + i]) < 0)
 				return fail(p, v->off + i, "prev is not 64 lowercase hex digits");
 		jl->prev = (const char *)p->s + v->off;
 		break;

@@ -320,28 +320,13 @@ bool policy_index_takes(struct policy_index *x, size_t rule, uint16_t port, uint
 long policy_index_cidr(struct policy_index *x, int family, const uint8_t *addr, uint16_t port,
 		       uint8_t proto)
 {
-	uint8_t a[16] = {0}, m[16];
+	uint8_t a[16], m[16];
 	const uint8_t *plens;
 	size_t n_plens, i, k;
 	long best = -1;
-	__u32 w[4], v4;
 
-	/* where the programs look it up (v6_route, as policy_cidr_match): an IPv4 address the v6
-	   one carries in the IPv4 trie */
-	if (family == AF_INET6) {
-		enum sl_v6_route route;
-
-		memcpy(w, addr, sizeof(w));
-		route = v6_route(w, &v4);
-		if (route == SL_V6_AS_V4 || route == SL_V6_BLACKHOLE_V4) {
-			family = AF_INET;
-			memcpy(a, &v4, 4);
-		} else {
-			memcpy(a, addr, 16);
-		}
-	} else {
-		memcpy(a, addr, 4);
-	}
+	/* where the programs look it up, as policy_cidr_match does */
+	family = policy_judged_addr(family, addr, a);
 	plens = family == AF_INET ? x->plens4 : x->plens6;
 	n_plens = family == AF_INET ? x->n_plens4 : x->n_plens6;
 	for (i = 0; i < n_plens; i++) {
