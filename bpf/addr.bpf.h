@@ -30,10 +30,19 @@ static __always_inline bool v4_is_blackholed(__u32 addr)
 	return (addr & bpf_htonl(0xffff0000)) == bpf_htonl(0xa9fe0000);
 }
 
+/*
+ * fe80::/10, link-local: the one definition, for the blackhole below and for the host-side tc
+ * program, which lets neighbour discovery to it through (bpf/tc.bpf.c, link_control).
+ */
+static __always_inline bool v6_is_link_local(const __u32 w[4])
+{
+	return (w[0] & bpf_htonl(0xffc00000)) == bpf_htonl(0xfe800000);
+}
+
 /* fe80::/10 (link-local, where some clouds also answer) and fd00:ec2::/32 (AWS IMDS over IPv6). */
 static __always_inline bool v6_native_is_blackholed(const __u32 w[4])
 {
-	if ((w[0] & bpf_htonl(0xffc00000)) == bpf_htonl(0xfe800000))
+	if (v6_is_link_local(w))
 		return true;
 	return w[0] == bpf_htonl(0xfd000ec2);
 }

@@ -23,6 +23,7 @@
 #include "sluice.h"
 #include "events.bpf.h"
 #include "packet.bpf.h"
+#include "addr.bpf.h" /* v6_is_link_local */
 #include "nsflows.bpf.h"
 #include "net.bpf.h"
 
@@ -84,7 +85,7 @@ static __always_inline bool link_control(struct __sk_buff *skb, const struct pac
 {
 	const __u8 *a = d->addr;
 	bool link_scope = a[0] == 0xff && (a[1] & 0x0f) == 0x02;	  /* ff02::/16 */
-	bool link_local = a[0] == 0xfe && (a[1] & 0xc0) == 0x80; /* fe80::/10 */
+	bool link_local = v6_is_link_local((const __u32 *)d->addr);
 
 	if (d->family == AF_INET)
 		return d->proto == IPPROTO_IGMP && a[0] == 224 && a[1] == 0 && a[2] == 0;
