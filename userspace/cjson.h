@@ -40,10 +40,10 @@ void cjson_put_string(cjson_put_fn *put, void *ctx, const char *s);
 /* The same onto a stdio stream (the JSON outputs of verify and policy replay). */
 void cjson_fput_string(FILE *f, const char *s);
 
-/* The canonical text of an integer in out (CJSON_INT_MAX bytes, not NUL-terminated); its length. */
 /* The value of a lower-case hex digit (the one form the log writes), or -1. */
 int cjson_hexval(unsigned char c);
 
+/* The canonical text of an integer in out (CJSON_INT_MAX bytes, not NUL-terminated); its length. */
 size_t cjson_fmt_u64(char *out, uint64_t v);
 size_t cjson_fmt_i64(char *out, int64_t v);
 

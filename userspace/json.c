@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cjson.h"
 #include "json.h"
 #include "util.h"
 
@@ -57,6 +58,7 @@ void json_free(struct json *j)
 	}
 }
 
+/* Not cjson_hexval: RFC 8259 takes either case here, the canonical form only lower case. */
 static int hexval(char h)
 {
 	if (h >= '0' && h <= '9')
@@ -82,35 +84,6 @@ static int hex4(struct parser *p, size_t at, unsigned int *v)
 		*v = *v * 16 + (unsigned int)h;
 	}
 	return 0;
-}
-
-/* The length of the valid UTF-8 sequence at s (n bytes left), or 0 (RFC 3629: no surrogates). */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-	unsigned int cp;
-	size_t k, i;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		k = 2, cp = s[0] & 0x1f;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		k = 3, cp = s[0] & 0x0f;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		k = 4, cp = s[0] & 0x07;
-	else
-		return 0;
-	if (k > n)
-		return 0;
-	for (i = 1; i < k; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	if ((k == 3 && cp < 0x800) || (k == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return k;
 }
 
 static size_t put_utf8(char *out, unsigned int cp)
@@ -168,7 +141,8 @@ static int parse_string(struct parser *p, char **out)
 			goto bad;
 		}
 		if (ch >= 0x80) {
-			k = utf8_len((const unsigned char *)p->s + p->pos, end - p->pos);
+			/* valid UTF-8 is one definition, the canonical writer's (RFC 3629) */
+			k = cjson_utf8_len((const unsigned char *)p->s + p->pos, end - p->pos);
 			if (!k) {
 				fail(p, "invalid UTF-8 in a string");
 				goto bad;
