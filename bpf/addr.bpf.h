@@ -4,7 +4,8 @@
  * IPv6 destinations embed. All addresses are in network order, as the kernel hands them to us.
  * Pure functions of their arguments, plain C over words and bytes: userspace includes this header
  * too (hosttotals.c; the resolver and the policy compiler through addr_class()), so that what the
- * kernel blackholes and what the resolver refuses to hand out are decided by the same code.
+ * kernel blackholes and what the resolver refuses to hand out are decided by the same code. The
+ * host a byte-total cap counts under, and when its budget is spent, are here for the same reason.
  */
 #ifndef SLUICE_ADDR_BPF_H
 #define SLUICE_ADDR_BPF_H
@@ -94,6 +95,22 @@ static __always_inline void host_key_of(struct sl_host_key *k, __u16 rule_id, __
 	}
 	k->family = family;
 	__builtin_memcpy(k->addr, addr, 16);
+}
+
+/*
+ * A host whose total for the run has reached its rule's cap gets no new flow: once a flow was cut
+ * for it, what is left of the budget is smaller than the packet that did not fit. One rule for the
+ * connect hooks (sock_addr.bpf.c) and for the switch's re-judge of open flows (loader.c's
+ * loader_host_spent, reading the same maps), so that the two cannot disagree on a host.
+ */
+static __always_inline bool host_bytes_spent(const struct sl_rule_caps *caps,
+					     const struct sl_host_bytes *b)
+{
+	if (!caps->max_total_req && !caps->max_total_resp)
+		return false;
+	/* caps are stored plus one: spent when not one more byte fits, or once a flow was cut */
+	return b->spent || (caps->max_total_req && b->req_bytes >= caps->max_total_req - 1) ||
+	       (caps->max_total_resp && b->resp_bytes >= caps->max_total_resp - 1);
 }
 
 static __always_inline __u32 bytes_to_v4(__u8 a, __u8 b, __u8 c, __u8 d)

@@ -198,10 +198,7 @@ static __always_inline void flow_start(struct bpf_sock_addr *ctx,
 	}
 }
 
-/*
- * A host whose total for the run has reached its rule's cap gets no new flow: once a flow was cut
- * for it, what is left of the budget is smaller than the packet that did not fit.
- */
+/* The host's budget under its rule's total caps is spent (addr.bpf.h, host_bytes_spent). */
 static __always_inline bool host_budget_spent(const struct sl_decision_event *ev, __u16 rule_id)
 {
 	struct sl_rule_caps *caps;
@@ -216,9 +213,7 @@ static __always_inline bool host_budget_spent(const struct sl_decision_event *ev
 	b = bpf_map_lookup_elem(&sl_host_bytes, &k);
 	if (!b)
 		return false;
-	/* caps are stored plus one: spent when not one more byte fits, or once a flow was cut */
-	return b->spent || (caps->max_total_req && b->req_bytes >= caps->max_total_req - 1) ||
-	       (caps->max_total_resp && b->resp_bytes >= caps->max_total_resp - 1);
+	return host_bytes_spent(caps, b);
 }
 
 /*

@@ -31,6 +31,7 @@
 #include "lsm.skel.h"
 #include "netdev.h"
 #include "sockdiag.h"
+#include "../bpf/addr.bpf.h" /* host_bytes_spent */
 #include <fcntl.h>
 #include <sched.h>
 
@@ -1170,9 +1171,8 @@ bool loader_host_spent(const struct loader *l, const struct sl_host_key *k)
 	    (!caps.max_total_req && !caps.max_total_resp) ||
 	    bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.sl_host_bytes), k, &b))
 		return false;
-	/* caps are stored plus one, as host_budget_spent (bpf/sock_addr.bpf.c) reads them */
-	return b.spent || (caps.max_total_req && b.req_bytes >= caps.max_total_req - 1) ||
-	       (caps.max_total_resp && b.resp_bytes >= caps.max_total_resp - 1);
+	/* the connect hooks' own rule (bpf/addr.bpf.h) */
+	return host_bytes_spent(&caps, &b);
 }
 
 int loader_sni_learn(struct loader *l, int family, const uint8_t *addr, const char *name,

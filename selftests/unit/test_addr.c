@@ -6,7 +6,7 @@
  * one in, with the class and embedded IPv4 address expected; and, over random addresses in each
  * of those forms, the resolver's "blackhole" is exactly what the kernel programs blackhole
  * (v4_is_blackholed, v6_blackholed_any), so no answer is handed out that a connect() could only
- * meet in the blackhole.
+ * meet in the blackhole. And host_bytes_spent, the one rule for a host's spent byte budget.
  *
  * Usage: test_addr        TAP 13; exits 1 if any test failed, 0 otherwise
  */
@@ -212,11 +212,60 @@ static bool check_same_blackhole(char *why)
 	return true;
 }
 
+/*
+ * host_bytes_spent, the rule the connect hooks and the switch's re-judge share: a total cap of N
+ * bytes (stored N + 1) is spent at N, not at N - 1; a rule without total caps never; a host whose
+ * flow was cut, at once.
+ */
+struct spent_case {
+	__u64 total_req, total_resp; /* the caps as policy says them; ~0: none */
+	__u64 req, resp;
+	__u8 cut;
+	bool want;
+};
+
+#define NONE (~(__u64)0)
+
+static const struct spent_case spent_cases[] = {
+	{100, NONE, 99, 0, 0, false},
+	{100, NONE, 100, 0, 0, true},
+	{100, NONE, 101, 0, 0, true},
+	{NONE, 100, 5000, 99, 0, false},
+	{NONE, 100, 0, 100, 0, true},
+	{0, NONE, 0, 0, 0, true},	   /* a cap of 0 bytes: spent before the first */
+	{100, 200, 99, 199, 0, false},
+	{100, 200, 99, 200, 0, true},
+	{100, NONE, 0, 0, 1, true},	   /* cut: spent whatever is left */
+	{NONE, NONE, 1 << 30, 1 << 30, 0, false},
+	{NONE, NONE, 0, 0, 1, false},	   /* no total caps: the flag is not the rule's */
+};
+
+static bool check_spent(char *why)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(spent_cases); i++) {
+		const struct spent_case *c = &spent_cases[i];
+		struct sl_rule_caps caps = {
+			.max_total_req = c->total_req == NONE ? 0 : c->total_req + 1,
+			.max_total_resp = c->total_resp == NONE ? 0 : c->total_resp + 1,
+		};
+		struct sl_host_bytes b = {.req_bytes = c->req, .resp_bytes = c->resp,
+					  .spent = c->cut};
+
+		EXPECT(host_bytes_spent(&caps, &b) == c->want,
+		       "case %zu: caps %lld/%lld, %llu/%llu bytes, cut %u: want %s", i,
+		       c->total_req == NONE ? -1LL : (long long)c->total_req,
+		       c->total_resp == NONE ? -1LL : (long long)c->total_resp,
+		       (unsigned long long)c->req, (unsigned long long)c->resp, c->cut,
+		       c->want ? "spent" : "not spent");
+	}
+	return true;
+}
+
 int main(void)
 {
 	char why[WHY_LEN], name[96];
 
-	printf("TAP version 13\n1..%zu\n", ARRAY_SIZE(addr_cases) + 1);
+	printf("TAP version 13\n1..%zu\n", ARRAY_SIZE(addr_cases) + 2);
 	for (size_t i = 0; i < ARRAY_SIZE(addr_cases); i++) {
 		const struct addr_case *c = &addr_cases[i];
 
@@ -229,5 +278,8 @@ int main(void)
 	report(check_same_blackhole(why),
 	       "random addresses in every form: the resolver's blackhole is the kernel programs'",
 	       why);
+	why[0] = '\0';
+	report(check_spent(why),
+	       "host_bytes_spent: a total cap of N bytes is spent at N, a cut at once", why);
 	return tap_status();
 }
