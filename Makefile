@@ -182,11 +182,13 @@ e2e: deps
 # -k 6.1…): one TAP line per probe and kernel, and the table probe × kernel, written to
 # .output/probes.md. SANDBOX='CMD' runs the kit against a sandbox sluice did not set up instead
 # ({netns}, {kit}: selftests/probes/run-external.sh; SANDBOX_NAME its column), the table in
-# .output/probes-external.md.
+# .output/probes-external.md; SANDBOX_PID=PID against the one already running that PID is in
+# (its network namespace with no link but loopback: run-external.sh --pid).
 probes: deps
 	$(Q)$(MAKE) --no-print-directory all
-ifneq ($(SANDBOX),)
-	$(Q)bash selftests/probes/run-external.sh --enter '$(SANDBOX)' \
+ifneq ($(SANDBOX)$(SANDBOX_PID),)
+	$(Q)bash selftests/probes/run-external.sh \
+		$(if $(SANDBOX),--enter '$(SANDBOX)',--pid '$(SANDBOX_PID)') \
 		$(if $(SANDBOX_NAME),--name '$(SANDBOX_NAME)')
 else
 	$(Q)bash selftests/probes/make-probes.sh $(if $(VM),--vm -t '$(VM_TIMEOUT)' \

@@ -2,7 +2,8 @@
 /*
  * sl_escape: the workload side of the escape-probe kit (selftests/probes/, selftests/README.md).
  *
- *   sl_escape --netns-inode N [--ifname IF] [--gw-mac MAC] [--timeout-ms N] [--only P1,P3…]
+ *   sl_escape --netns-inode N [--ifname IF] [--if-mac MAC] [--gw-mac MAC] [--timeout-ms N]
+ *             [--only P1,P3…]
  *   sl_escape --list
  *
  * Runs inside the sandbox under test and tries every road out it knows, one attempt after the
@@ -16,7 +17,14 @@
  * One line per attempt on stdout: "ID SPORT WHAT: sent", "ID SPORT WHAT: err ENAME at STEP"
  * (the sandbox's view: what the workload saw, not the verdict), or "ID SPORT WHAT: skip WHY"
  * when the kit could not form the attempt (no gateway MAC for a hand-built frame). Exit status 0
- * once every attempt was made, 2 on a usage error.
+ * once every attempt was made, 2 on a usage error or when the namespace is not the kit's (below):
+ * then nothing (more) is sent.
+ *
+ * Nothing is sent unless this is the kit's network namespace (--netns-inode) and its only links
+ * are loopback and the kit's own IFNAME (with MAC --if-mac): the probes go to the metadata
+ * address among others, and only the kit's link leads to the test hosts instead of a real
+ * network. The links are looked at again before every attempt (a runtime could plug one in
+ * meanwhile), and by P15's daemon before it connects.
  *
  * P15 leaves a grandchild behind (setsid, double fork) that waits for this process to end and
  * then connects: the observer waits for it. P14's child moves itself into a cgroup it makes
@@ -121,6 +129,8 @@ struct esc_opts {
 	const char *ifname;
 	unsigned char gw_mac[ETH_ALEN];
 	bool have_gw_mac;
+	unsigned char if_mac[ETH_ALEN];
+	bool have_if_mac;
 	int timeout_ms;
 	const char *only;
 };
@@ -584,8 +594,61 @@ out:
 	rmdir(child);
 }
 
+/*
+ * 0 when the namespace's links are loopback and the kit's IFNAME (with its MAC, --if-mac) and
+ * nothing else, so that every route leads to loopback or to the kit's router; else -EPERM with
+ * why. A name can be anyone's: loopback is told by its flag, the kit's link by its MAC.
+ */
+static int esc_links_ok(const struct esc_opts *o, char *why, size_t size)
+{
+	struct if_nameindex *ifs, *i;
+	struct ifreq ifr;
+	bool have = false;
+	int fd, err = 0;
+
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	ifs = if_nameindex();
+	if (fd < 0 || !ifs) {
+		err = -errno;
+		snprintf(why, size, "cannot list the namespace's links: %s", strerror(-err));
+		goto out;
+	}
+	for (i = ifs; i->if_index; i++) {
+		memset(&ifr, 0, sizeof(ifr));
+		snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", i->if_name);
+		if (ioctl(fd, SIOCGIFFLAGS, &ifr) == 0 && (ifr.ifr_flags & IFF_LOOPBACK))
+			continue;
+		if (strcmp(i->if_name, o->ifname)) {
+			snprintf(why, size, "link %s is not the kit's (%s): it could lead to "
+				 "a real network", i->if_name, o->ifname);
+			err = -EPERM;
+			goto out;
+		}
+		if (o->have_if_mac && (ioctl(fd, SIOCGIFHWADDR, &ifr) < 0 ||
+				       memcmp(ifr.ifr_hwaddr.sa_data, o->if_mac, ETH_ALEN))) {
+			snprintf(why, size, "link %s is not the kit's: another MAC than --if-mac",
+				 i->if_name);
+			err = -EPERM;
+			goto out;
+		}
+		have = true;
+	}
+	if (!have) {
+		snprintf(why, size, "no link %s (the kit's) in this namespace", o->ifname);
+		err = -EPERM;
+	}
+out:
+	if (ifs)
+		if_freenameindex(ifs);
+	if (fd >= 0)
+		close(fd);
+	return err;
+}
+
 static void esc_daemon(const struct esc_try *t, const struct esc_opts *o, struct esc_res *r)
 {
+	char why[256];
+
 	pid_t kit = getpid(), pid;
 	struct esc_res dr = {0};
 	int i, st;
@@ -603,7 +666,8 @@ static void esc_daemon(const struct esc_try *t, const struct esc_opts *o, struct
 		for (i = 0; i < 500 && kill(kit, 0) == 0; i++)
 			usleep(20000);
 		usleep(100000);
-		esc_tcp(t, o, 0, &dr);
+		if (esc_links_ok(o, why, sizeof(why)) == 0)
+			esc_tcp(t, o, 0, &dr);
 		_exit(0);
 	}
 	waitpid(pid, &st, 0);
@@ -684,15 +748,27 @@ static void esc_run(const struct esc_try *t, const struct esc_opts *o)
 
 static int esc_usage(void)
 {
-	fprintf(stderr, "usage: sl_escape --netns-inode N [--ifname IF] [--gw-mac MAC] "
-			"[--timeout-ms N] [--only P1,P3...]\n       sl_escape --list\n");
+	fprintf(stderr, "usage: sl_escape --netns-inode N [--ifname IF] [--if-mac MAC] "
+			"[--gw-mac MAC] [--timeout-ms N] [--only P1,P3...]\n"
+			"       sl_escape --list\n");
 	return 2;
+}
+
+static int esc_mac(const char *opt, const char *v, unsigned char *m)
+{
+	if (sscanf(v, "%hhx:%hhx:%hhx:%hhx:%hhx:%hhx", &m[0], &m[1], &m[2], &m[3], &m[4],
+		   &m[5]) != 6) {
+		fprintf(stderr, "sl_escape: %s %s: not a MAC address\n", opt, v);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
 	struct esc_opts o = {.ifname = "veth0", .timeout_ms = 300};
 	unsigned long long want_ino = 0;
+	char why[256];
 	struct stat st;
 	size_t i;
 	int a;
@@ -714,14 +790,13 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[a], "--ifname")) {
 			o.ifname = v;
 		} else if (!strcmp(argv[a], "--gw-mac")) {
-			unsigned char *m = o.gw_mac;
-
-			if (sscanf(v, "%hhx:%hhx:%hhx:%hhx:%hhx:%hhx", &m[0], &m[1], &m[2], &m[3],
-				   &m[4], &m[5]) != 6) {
-				fprintf(stderr, "sl_escape: --gw-mac %s: not a MAC address\n", v);
+			if (esc_mac(argv[a], v, o.gw_mac))
 				return 2;
-			}
 			o.have_gw_mac = true;
+		} else if (!strcmp(argv[a], "--if-mac")) {
+			if (esc_mac(argv[a], v, o.if_mac))
+				return 2;
+			o.have_if_mac = true;
 		} else if (!strcmp(argv[a], "--timeout-ms")) {
 			o.timeout_ms = atoi(v);
 			if (o.timeout_ms <= 0) {
@@ -753,8 +828,15 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	for (i = 0; i < ESC_N; i++)
-		if (esc_selected(&o, esc_table[i].id))
-			esc_run(&esc_table[i], &o);
+	for (i = 0; i < ESC_N; i++) {
+		if (!esc_selected(&o, esc_table[i].id))
+			continue;
+		if (esc_links_ok(&o, why, sizeof(why))) {
+			fprintf(stderr, "sl_escape: not the kit's network namespace: %s: nothing "
+					"(more) sent\n", why);
+			return 2;
+		}
+		esc_run(&esc_table[i], &o);
+	}
 	return 0;
 }
