@@ -7,7 +7,11 @@
 # policy is contained on every probe the kit makes; the control (the kit with no sandbox) gets
 # out by every road, so each "contained" means a road that is open on this kernel; a sandbox the
 # kit never ran in is a failure, not contained by its silence. Judged at the
-# test hosts by the kit's observer, read back from the table run-external.sh writes.
+# test hosts by the kit's observer, read back from the table run-external.sh writes. With --pid,
+# two sandboxes already running in namespaces with loopback alone: a bare one is NOT contained,
+# `sluice run --netns` is contained on every probe (the kit had its workload's capabilities), and
+# the kit's link goes home after; this machine's namespace, one with a link of its own, and the
+# kit itself beside a link not its own are refused with nothing sent.
 
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -40,7 +44,7 @@ tap_check "and says --enter is required" grep -q -- '--enter TEMPLATE is require
 "$EXT" --enter '{netns}' --frob >"$SL_TMP/usage.out" 2>&1
 tap_is "an unknown argument exits 2, naming it" "$?:$(grep -c 'unknown argument "--frob"' "$SL_TMP/usage.out")" 2:1
 "$EXT" --name x --enter '{netns}' >"$SL_TMP/usage.out" 2>&1
-tap_is "--name before any --enter exits 2" "$?:$(grep -c 'names the --enter before it' "$SL_TMP/usage.out")" 2:1
+tap_is "--name before any --enter exits 2" "$?:$(grep -c 'names the --enter or --pid before it' "$SL_TMP/usage.out")" 2:1
 # the kit's probes go to the metadata address: never out of the kit's namespace
 "$EXT" --enter 'podman run --rm busybox' >"$SL_TMP/usage.out" 2>&1
 tap_is "a template without {netns} is refused (exit 2), before anything runs" \
@@ -145,5 +149,115 @@ for pid in $(sed -n 's|^# sandbox: .*/run/netns/sl-run-\([0-9]*\) .*|\1|p' "$SL_
 	left+=$(ip netns list | grep -E "^sl-(run|rtr|inet)-$pid( |$)")
 done
 tap_is "run-external.sh left no namespace behind" "$left" ""
+
+# --- --pid: a sandbox already running -------------------------------------------------------
+# Refused, before anything is built: this machine's own namespace, and a namespace with a link
+# of its own (which could lead to a real network). The test's namespaces here have no route out.
+"$EXT" --pid $$ >"$SL_TMP/usage.out" 2>&1
+tap_is "--pid of a process in this machine's namespace: refused (exit 2), nothing built" \
+	"$?:$(grep -c "this machine's own network namespace" "$SL_TMP/usage.out"):$(grep -c \
+		'^# sandbox:' "$SL_TMP/usage.out")" "2:1:0"
+"$EXT" --pid 12x >"$SL_TMP/usage.out" 2>&1
+tap_is "--pid 12x: refused, not a process id" "$?:$(grep -c '"12x" is not a process id' \
+	"$SL_TMP/usage.out")" "2:1"
+LINKED_NS=sl-kit-linked-$SL_ID
+ip netns add "$LINKED_NS" && sl_on_exit "ip netns del '$LINKED_NS' 2>/dev/null; true"
+ip -n "$LINKED_NS" link add x0 type veth peer name x1 || bail_out "cannot make x0/x1"
+nsenter --net="/run/netns/$LINKED_NS" sleep 600 </dev/null >/dev/null 2>&1 &
+linked_pid=$!
+sl_track_pid "$linked_pid"
+"$EXT" --pid "$linked_pid" >"$SL_TMP/usage.out" 2>&1
+tap_is "--pid of a sandbox whose namespace has links of its own: refused (exit 2), naming them" \
+	"$?:$(grep -c 'has links other than loopback (x1, x0)\|has links other than loopback (x0, x1)' \
+		"$SL_TMP/usage.out"):$(grep -c '^# sandbox:' "$SL_TMP/usage.out")" "2:1:0" ||
+	tap_diag_file "$SL_TMP/usage.out"
+
+# The kit itself, in the right namespace but with a link that is not the kit's: nothing sent.
+# (EMPTY_NS: veth0 with another MAC than the kit's, its peer in LINKED_NS; then one more link.)
+ip -n "$EMPTY_NS" link add veth0 type veth peer name x2 netns "$LINKED_NS" ||
+	bail_out "cannot make veth0 in $EMPTY_NS"
+empty_ino=$(stat -L -c %i "/run/netns/$EMPTY_NS")
+veth_mac=$(ip -n "$EMPTY_NS" -o link show veth0 | sed -n 's|.* link/ether \([0-9a-f:]*\) .*|\1|p')
+nsenter --net="/run/netns/$EMPTY_NS" "$KIT" --netns-inode "$empty_ino" --if-mac 02:00:00:00:00:01 \
+	--timeout-ms 100 >"$SL_TMP/elsewhere.out" 2>&1
+tap_is "the kit whose link has another MAC than --if-mac: exit 2, said, nothing sent" \
+	"$?:$(grep -c 'another MAC than --if-mac' "$SL_TMP/elsewhere.out"):$(grep -c ': sent$' \
+		"$SL_TMP/elsewhere.out")" "2:1:0" || tap_diag_file "$SL_TMP/elsewhere.out"
+ip -n "$EMPTY_NS" link add x3 type veth peer name x4 netns "$LINKED_NS" || bail_out "cannot make x3"
+nsenter --net="/run/netns/$EMPTY_NS" "$KIT" --netns-inode "$empty_ino" --if-mac "$veth_mac" \
+	--timeout-ms 100 >"$SL_TMP/elsewhere.out" 2>&1
+tap_is "the kit beside a link that is not its own: exit 2, said, nothing sent" \
+	"$?:$(grep -c "link x3 is not the kit's" "$SL_TMP/elsewhere.out"):$(grep -c ': sent$' \
+		"$SL_TMP/elsewhere.out")" "2:1:0" || tap_diag_file "$SL_TMP/elsewhere.out"
+
+# Two sandboxes already running, each in a namespace with nothing but loopback: a bare one (a
+# process in a cgroup of the test's, no containment at all) and `sluice run --netns` with a
+# deny-all policy, started before the kit and found by the pid of its workload.
+BARE_NS=sl-kit-bare-$SL_ID
+SLNS=sl-kit-sluice-$SL_ID
+for ns in "$BARE_NS" "$SLNS"; do
+	ip netns add "$ns" && sl_on_exit "ip netns del '$ns' 2>/dev/null; true"
+	ip -n "$ns" link set lo up || bail_out "cannot make $ns"
+done
+bare_cg=$(sl_cgroup_new bare) || bail_out "cannot make a cgroup for the bare sandbox"
+# (bash execs: $! is the sandbox's process, not a subshell's in this namespace)
+bash -c 'echo $$ >"$0/cgroup.procs" && exec nsenter --net="$1" sleep 600' "$bare_cg" \
+	"/run/netns/$BARE_NS" </dev/null >/dev/null 2>&1 &
+bare_pid=$!
+sl_track_pid "$bare_pid"
+id2=t-$SL_ID-pid
+SL_RUNS+=("$id2")
+"$SLUICE" run --policy "$policy" --run-id "$id2" --task probes --log "$SL_TMP/pid.jsonl" \
+	--netns "/run/netns/$SLNS" -- sleep 600 </dev/null >"$SL_TMP/pid-run.out" 2>&1 &
+sluice_pid=$!
+sl_track_pid "$sluice_pid"
+# the workload's pid, as this machine sees it: the sleep in the run's cgroup
+run_sleep() {
+	local f p
+	for f in $(find "$CG2/sluice/$id2" -name cgroup.procs 2>/dev/null); do
+		for p in $(cat "$f"); do
+			[[ $(cat "/proc/$p/comm" 2>/dev/null) == sleep ]] && echo "$p" && return 0
+		done
+	done
+	return 1
+}
+wait_until 20000 run_sleep >/dev/null || bail_out "sluice run did not start: $(cat "$SL_TMP/pid-run.out")"
+sl_pid=$(run_sleep)
+"$EXT" --pid "$bare_pid" --name bare --pid "$sl_pid" --name "sluice (--pid)" \
+	--out "$SL_TMP/pid-table.md" >"$SL_TMP/pid.tap" 2>&1
+rc=$?
+tap_is "run-external.sh --pid: exits 1, a sandbox is NOT contained" "$rc" 1 ||
+	tap_diag_file "$SL_TMP/pid.tap" 40
+bad=
+for p in P1 P2 P3 P4 P7 P13 P15; do
+	c=$(cell "$SL_TMP/pid-table.md" "$p" bare)
+	[[ $c == "**NOT contained**: observer saw "* ]] || bad+="$p: $c; "
+done
+tap_is "--pid, the bare sandbox: TCP, UDP, the metadata address, DNS, packet frames and a daemon are NOT contained" "$bad" ""
+bad=
+for p in $kit_probes other; do
+	c=$(cell "$SL_TMP/pid-table.md" "$p" "sluice (--pid)")
+	[[ $c == "contained: observer saw "* ]] || bad+="$p: $c; "
+done
+tap_is "--pid, sluice run: every probe the kit makes is contained, and nothing else arrived" "$bad" ""
+# a prober with root's capabilities would get its frames out where no veth is to hold a tc
+# program: it had the sandbox's bounding set, without CAP_NET_RAW
+tap_check "--pid, sluice run: the kit had the workload's capabilities (no packet socket)" \
+	grep -q 'AF_PACKET hand-built frame: err EPERM at socket' <(cell "$SL_TMP/pid-table.md" P13 "sluice (--pid)")
+tap_is "--pid: the kit ran in each sandbox" "$(grep -c 'the kit did not run in the sandbox' "$SL_TMP/pid.tap")" 0
+tap_cmp "--pid, sluice run: its log has the kit's denials" \
+	"$(log_count "$SL_TMP/pid.jsonl" type=decision decision=deny)" -ge 10
+links=
+for ns in "$BARE_NS" "$SLNS"; do
+	links+="$ns: $(ip -n "$ns" -o link show | awk -F': ' '{ printf "%s ", $2 }'); "
+done
+tap_is "--pid: the kit's link went home, each sandbox's namespace has loopback alone again" "$links" \
+	"$BARE_NS: lo ; $SLNS: lo ; "
+tap_is "--pid: the sandboxes still run (the kit does not end them), its cgroups below theirs are gone" \
+	"$(kill -0 "$bare_pid" "$sl_pid" 2>&1)$(find "$bare_cg" "$CG2/sluice/$id2" -name 'sl-probekit-*')" ""
+kill "$sl_pid"
+wait "$sluice_pid"
+tap_is "--pid, sluice run: ends with its workload" "$?" 143
+tap_check "--pid, sluice run: nothing left" leftovers_check "$id2"
 
 tap_done

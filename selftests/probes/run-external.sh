@@ -75,7 +75,7 @@ while [[ $# -gt 0 ]]; do
 	shift
 done
 [[ ${#tpls[@]} -gt 0 ]] ||
-	usage "--enter TEMPLATE (the command that enters the sandbox) or --pid PID is required"
+	usage "--enter TEMPLATE is required (the command that enters the sandbox), or --pid PID"
 [[ $(printf '%s\n' "${names[@]}" "no sandbox (control)" | sort | uniq -d) == "" ]] ||
 	usage "two columns named \"$(printf '%s\n' "${names[@]}" "no sandbox (control)" | sort | uniq -d | head -n 1)\""
 
