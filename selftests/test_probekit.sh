@@ -9,8 +9,9 @@
 # kit never ran in is a failure, not contained by its silence. Judged at the
 # test hosts by the kit's observer, read back from the table run-external.sh writes. With --pid,
 # two sandboxes already running in namespaces with loopback alone: a bare one is NOT contained,
-# `sluice run --netns` is contained on every probe (the kit had its workload's capabilities), and
-# the kit's link goes home after; this machine's namespace, one with a link of its own, and the
+# `sluice run --netns` is contained on every probe (the kit had its workload's capabilities), one
+# in a user namespace of its own is probed as its root (packet sockets), and the kit's link goes
+# home after; this machine's namespace, one with a link of its own, and the
 # kit itself beside a link not its own are refused with nothing sent.
 
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -205,6 +206,12 @@ bash -c 'echo $$ >"$0/cgroup.procs" && exec nsenter --net="$1" sleep 600' "$bare
 	"/run/netns/$BARE_NS" </dev/null >/dev/null 2>&1 &
 bare_pid=$!
 sl_track_pid "$bare_pid"
+# a rootless-style one: its own user namespace (root there, mapped to this test's root), whose
+# root may make packet sockets in its network namespace: the kit must enter it to be as strong
+bash -c 'echo $$ >"$0/cgroup.procs" && exec unshare --user --map-root-user --net sleep 600' \
+	"$bare_cg" </dev/null >/dev/null 2>&1 &
+userns_pid=$!
+sl_track_pid "$userns_pid"
 id2=t-$SL_ID-pid
 SL_RUNS+=("$id2")
 "$SLUICE" run --policy "$policy" --run-id "$id2" --task probes --log "$SL_TMP/pid.jsonl" \
@@ -213,18 +220,16 @@ sluice_pid=$!
 sl_track_pid "$sluice_pid"
 # the workload's pid, as this machine sees it: the sleep in the run's cgroup
 run_sleep() {
-	local f p
-	for f in $(find "$CG2/sluice/$id2" -name cgroup.procs 2>/dev/null); do
-		for p in $(cat "$f"); do
-			[[ $(cat "/proc/$p/comm" 2>/dev/null) == sleep ]] && echo "$p" && return 0
-		done
-	done
+	local p
+	while IFS= read -r p; do
+		[[ $(cat "/proc/$p/comm" 2>/dev/null) == sleep ]] && echo "$p" && return 0
+	done < <(find "$CG2/sluice/$id2" -name cgroup.procs -exec cat {} + 2>/dev/null)
 	return 1
 }
 wait_until 20000 run_sleep >/dev/null || bail_out "sluice run did not start: $(cat "$SL_TMP/pid-run.out")"
 sl_pid=$(run_sleep)
-"$EXT" --pid "$bare_pid" --name bare --pid "$sl_pid" --name "sluice (--pid)" \
-	--out "$SL_TMP/pid-table.md" >"$SL_TMP/pid.tap" 2>&1
+"$EXT" --pid "$bare_pid" --name bare --pid "$userns_pid" --name userns \
+	--pid "$sl_pid" --name "sluice (--pid)" --out "$SL_TMP/pid-table.md" >"$SL_TMP/pid.tap" 2>&1
 rc=$?
 tap_is "run-external.sh --pid: exits 1, a sandbox is NOT contained" "$rc" 1 ||
 	tap_diag_file "$SL_TMP/pid.tap" 40
@@ -234,6 +239,12 @@ for p in P1 P2 P3 P4 P7 P13 P15; do
 	[[ $c == "**NOT contained**: observer saw "* ]] || bad+="$p: $c; "
 done
 tap_is "--pid, the bare sandbox: TCP, UDP, the metadata address, DNS, packet frames and a daemon are NOT contained" "$bad" ""
+bad=
+for p in P1 P12 P13 P23; do
+	c=$(cell "$SL_TMP/pid-table.md" "$p" userns)
+	[[ $c == "**NOT contained**: observer saw "* ]] || bad+="$p: $c; "
+done
+tap_is "--pid, a sandbox in a user namespace of its own: TCP, and as its root raw and packet sockets, NOT contained" "$bad" ""
 bad=
 for p in $kit_probes other; do
 	c=$(cell "$SL_TMP/pid-table.md" "$p" "sluice (--pid)")
@@ -248,13 +259,14 @@ tap_is "--pid: the kit ran in each sandbox" "$(grep -c 'the kit did not run in t
 tap_cmp "--pid, sluice run: its log has the kit's denials" \
 	"$(log_count "$SL_TMP/pid.jsonl" type=decision decision=deny)" -ge 10
 links=
-for ns in "$BARE_NS" "$SLNS"; do
-	links+="$ns: $(ip -n "$ns" -o link show | awk -F': ' '{ printf "%s ", $2 }'); "
+for ns in "/run/netns/$BARE_NS" "/proc/$userns_pid/ns/net" "/run/netns/$SLNS"; do
+	links+="$(nsenter --net="$ns" ip -o link show | awk -F': ' '{ printf "%s ", $2 }'); "
 done
-tap_is "--pid: the kit's link went home, each sandbox's namespace has loopback alone again" "$links" \
-	"$BARE_NS: lo ; $SLNS: lo ; "
+tap_is "--pid: the kit's link went home, each sandbox's namespace has loopback alone again" \
+	"$links" "lo ; lo ; lo ; "
 tap_is "--pid: the sandboxes still run (the kit does not end them), its cgroups below theirs are gone" \
-	"$(kill -0 "$bare_pid" "$sl_pid" 2>&1)$(find "$bare_cg" "$CG2/sluice/$id2" -name 'sl-probekit-*')" ""
+	"$(kill -0 "$bare_pid" "$userns_pid" "$sl_pid" 2>&1)$(find "$bare_cg" "$CG2/sluice/$id2" \
+		-name 'sl-probekit-*')" ""
 kill "$sl_pid"
 wait "$sluice_pid"
 tap_is "--pid, sluice run: ends with its workload" "$?" 143

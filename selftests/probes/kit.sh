@@ -63,7 +63,8 @@ kit_up() {
 	in_run sysctl -qw net.ipv4.tcp_fastopen=5 'net.ipv4.ping_group_range=0 2147483647' ||
 		bail_out "cannot set the sandbox namespace's sysctls"
 	KIT_GW_MAC=$(in_rtr cat /sys/class/net/vrun/address) || bail_out "no MAC on the router's veth"
-	KIT_IF_MAC=$(ip -n "$SL_NS_RUN" -o link show veth0 | sed -n 's|.* link/ether \([0-9a-f:]*\) .*|\1|p')
+	KIT_IF_MAC=$(ip -n "$SL_NS_RUN" -o link show veth0 |
+		sed -n 's|.* link/ether \([0-9a-f:]*\) .*|\1|p')
 	[[ -n $KIT_IF_MAC ]] || bail_out "no MAC on the kit's veth"
 	in_inet python3 "$SL_LIB_DIR/tools/sl_observe.py" --iface veth0 --log "$SL_TMP/observe.log" \
 		--pidfile "$SL_TMP/observe.pid" >"$SL_TMP/observe.out" 2>&1 </dev/null &
@@ -149,14 +150,20 @@ kit_pid_refusal() {
 	# (pid 1's namespace may be out of sight, in a container)
 	if [[ $ns == "$(stat -L -c %d:%i /proc/self/ns/net)" ||
 		$ns == "$(stat -L -c %d:%i /proc/1/ns/net 2>/dev/null)" ]]; then
-		echo "process $pid is in this machine's own network namespace, not a sandbox's: the probes would go out on the real network"
+		echo "process $pid is in this machine's own network namespace, not a sandbox's:" \
+			"the probes would go out on the real network"
 		return
 	fi
 	# loopback is told by its flag, not its name
 	links=$(nsenter --net="/proc/$pid/ns/net" ip -o link show 2>&1 |
-		awk -F': ' '$3 !~ /LOOPBACK/ { sub(/@.*/, "", $2); printf "%s%s", sep, $2; sep = ", " }')
+		awk -F': ' '$3 !~ /LOOPBACK/ { sub(/@.*/, "", $2); printf "%s%s", sep, $2
+			sep = ", " }')
 	if [[ -n $links ]]; then
-		echo "process $pid's network namespace has links other than loopback ($links): the probes (to the metadata address among others) could leave through them for a real network; the kit probes a sandbox started with no network (podman --network none, unshare --net, an empty namespace) and lends it its own link to the test hosts"
+		echo "process $pid's network namespace has links other than loopback ($links):" \
+			"the probes (to the metadata address among others) could leave through" \
+			"them for a real network; the kit probes a sandbox started with no" \
+			"network (podman --network none, unshare --net, an empty namespace) and" \
+			"lends it its own link to the test hosts"
 		return
 	fi
 }
@@ -164,8 +171,7 @@ kit_pid_refusal() {
 # kit_enter_pid PID: the kit in the running sandbox PID is in (the header above says how); its
 # output in $KIT_OUT. The kit's link is lent to the sandbox's namespace for the run.
 kit_enter_pid() {
-	local pid=$1 n why tcg cg cmd nsf=/proc/$1/ns/net uid gid groups bnd amb nnp seccomp
-	local -a uidmap
+	local pid=$1 n why tcg cg cmd nsf=/proc/$1/ns/net uid gid groups bnd amb nnp seccomp ns
 	n=$((KIT_N += 1))
 	KIT_OUT=$SL_TMP/kit-$n.out
 	why=$(kit_pid_refusal "$pid")
@@ -173,23 +179,29 @@ kit_enter_pid() {
 	# the sandbox's process, as this machine sees it
 	read -r _ uid _ < <(grep '^Uid:' "/proc/$pid/status") || bail_out "--pid $pid: gone"
 	read -r _ gid _ < <(grep '^Gid:' "/proc/$pid/status")
-	groups=$(sed -n 's/^Groups:[[:space:]]*//p' "/proc/$pid/status" | tr -s ' \t' ',' | sed 's/,$//')
+	groups=$(sed -n 's/^Groups:[[:space:]]*//p' "/proc/$pid/status" | tr -s ' \t' ',' |
+		sed 's/,$//')
 	bnd=$(sed -n 's/^CapBnd:[[:space:]]*//p' "/proc/$pid/status")
 	amb=$(sed -n 's/^CapAmb:[[:space:]]*//p' "/proc/$pid/status")
 	nnp=$(sed -n 's/^NoNewPrivs:[[:space:]]*//p' "/proc/$pid/status")
 	seccomp=$(sed -n 's/^Seccomp:[[:space:]]*//p' "/proc/$pid/status")
 	tcg=$(cg2_mount)$(sed -n 's/^0:://p' "/proc/$pid/cgroup")
-	[[ -d $tcg ]] || bail_out "--pid $pid: its cgroup ($tcg) is not on this machine's cgroup2 mount"
+	[[ -d $tcg ]] || bail_out "--pid $pid: its cgroup ($tcg) is not on the cgroup2 mount here"
 	cg=$tcg/sl-probekit-$SL_ID-$n
 	mkdir "$cg" || bail_out "--pid $pid: cannot make the kit's cgroup below the sandbox's ($cg)"
 	sl_on_exit "sl_cgroup_remove '$cg'"
-	cmd="nsenter --target $pid --net --uts --ipc --pid"
-	if [[ $(stat -L -c %i "/proc/$pid/ns/user") != "$(stat -L -c %i /proc/self/ns/user)" ]]; then
+	# the namespaces it has of its own (one it shares with this machine may not be entered again
+	# from its user namespace)
+	cmd="nsenter --target $pid --net"
+	for ns in uts ipc pid; do
+		[[ $(stat -L -c %i "/proc/$pid/ns/$ns") == $(stat -L -c %i "/proc/$$/ns/$ns") ]] ||
+			cmd+=" --$ns"
+	done
+	if [[ $(stat -L -c %i "/proc/$pid/ns/user") != $(stat -L -c %i /proc/self/ns/user) ]]; then
 		# the ids as the sandbox's user namespace has them
 		cmd+=" --user --preserve-credentials"
-		uidmap=("$(kit_id_in "$uid" "/proc/$pid/uid_map")" "$(kit_id_in "$gid" "/proc/$pid/gid_map")")
-		uid=${uidmap[0]}
-		gid=${uidmap[1]}
+		uid=$(kit_id_in "$uid" "/proc/$pid/uid_map")
+		gid=$(kit_id_in "$gid" "/proc/$pid/gid_map")
 		# (a user namespace may deny setgroups)
 		groups=keep
 	fi
@@ -203,14 +215,17 @@ kit_enter_pid() {
 	cmd+=" --ambient-caps $(kit_caps "$amb")"
 	[[ $nnp == 1 ]] && cmd+=" --no-new-privs"
 	[[ ${seccomp:-0} == 0 ]] ||
-		tap_diag "process $pid has a seccomp filter (mode $seccomp): the kit does not carry it, so a road only it closes shows as NOT contained"
+		tap_diag "process $pid has a seccomp filter (mode $seccomp): the kit does not" \
+			"carry it, so a road only it closes shows as NOT contained"
 	# the link: from the kit's namespace into the sandbox's, and back after
-	ip -n "$SL_NS_RUN" link set veth0 netns "$pid" && kit_link_config "$nsf" ||
+	if ! ip -n "$SL_NS_RUN" link set veth0 netns "$pid" || ! kit_link_config "$nsf"; then
 		bail_out "--pid $pid: cannot lend the kit's link to its namespace"
-	why=$(nsenter --net="$nsf" ip -o link show | awk -F': ' '$3 !~ /LOOPBACK/ && $2 !~ /^veth0@/ { print $2 }')
+	fi
+	why=$(nsenter --net="$nsf" ip -o link show |
+		awk -F': ' '$3 !~ /LOOPBACK/ && $2 !~ /^veth0@/ { print $2 }')
 	if [[ -n $why ]]; then
 		kit_link_home "$pid"
-		bail_out "--pid $pid: links appeared in its namespace meanwhile ($why): nothing probed"
+		bail_out "--pid $pid: links appeared in its namespace meanwhile ($why): not probed"
 	fi
 	cmd+=" -- $(kit_args "$nsf")"
 	kit_run "$cg" "$cmd"
@@ -219,9 +234,10 @@ kit_enter_pid() {
 
 # kit_link_home PID: the kit's link back from the sandbox of PID to the kit's namespace.
 kit_link_home() {
-	nsenter --net="/proc/$1/ns/net" ip link set veth0 netns "$SL_NS_RUN" &&
-		kit_link_config "/run/netns/$SL_NS_RUN" ||
+	if ! nsenter --net="/proc/$1/ns/net" ip link set veth0 netns "$SL_NS_RUN" ||
+		! kit_link_config "/run/netns/$SL_NS_RUN"; then
 		bail_out "cannot take the kit's link back from process $1's namespace"
+	fi
 }
 
 # kit_caps HEX: a capability set (/proc/PID/status) as setpriv's list: -all,+cap_N…
