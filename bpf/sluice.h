@@ -12,7 +12,16 @@
 #ifndef SLUICE_H
 #define SLUICE_H
 
-#define SL_ABI_VERSION 1
+/*
+ * Each record type's layout has a version of its own, carried in sl_event_hdr.version: a change
+ * to a type's layout takes its next version, so that a writer reads every version of a type it
+ * knows and refuses (counts as malformed) one it does not, never misreading it. A writer older
+ * than a run's programs (sluice resume) thus refuses their newer flow records rather than log a
+ * would-be denial as an allowed flow, and still logs their decisions.
+ */
+#define SL_ABI_VERSION 1  /* decision and TLS records */
+#define SL_FLOW_VERSION 2 /* flow records; 2: sl_flow.deny_reason (in 1, a zero pad byte, except
+			     in the builds that set it without this version) */
 
 /* Record types (struct sl_event_hdr.type). */
 enum sl_event_type {
@@ -99,7 +108,7 @@ enum sl_mode {
 /* Common header of every ring-buffer record. */
 struct sl_event_hdr {
 	__u16 type;    /* enum sl_event_type */
-	__u8 version;  /* SL_ABI_VERSION */
+	__u8 version;  /* SL_ABI_VERSION; SL_FLOW_VERSION for SL_EV_FLOW */
 	__u8 pad0;
 	__u32 size;    /* whole record, header included */
 	__u64 ts_ns;   /* CLOCK_BOOTTIME */
