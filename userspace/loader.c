@@ -1238,6 +1238,17 @@ int loader_sock_state(const struct loader *l, int sock_fd, struct sl_flow *flow,
 	return ret;
 }
 
+int loader_sock_tls_deny(const struct loader *l, int sock_fd)
+{
+	int fd = bpf_map__fd(l->skel->maps.sl_sk_tls);
+	struct sl_sk_tls t = {};
+
+	if (bpf_map_lookup_elem(fd, &sock_fd, &t) && errno != ENOENT)
+		return -errno;
+	t.state = SL_TLS_DENIED;
+	return bpf_map_update_elem(fd, &sock_fd, &t, BPF_ANY) ? -errno : 0;
+}
+
 int loader_sock_flow_set(const struct loader *l, int sock_fd, const struct sl_flow *flow)
 {
 	return bpf_map_update_elem(bpf_map__fd(l->skel->maps.sl_sk_flow), &sock_fd, flow,

@@ -151,6 +151,8 @@ int loader_rule_caps(const struct loader *l, uint16_t rule_id, struct sl_rule_ca
 int loader_sock_state(const struct loader *l, int sock_fd, struct sl_flow *flow,
 		      struct sl_sk_tls *tls);
 int loader_sock_flow_set(const struct loader *l, int sock_fd, const struct sl_flow *flow);
+/* Every later payload of the TCP socket at sock_fd is dropped (sl_sk_tls: denied). */
+int loader_sock_tls_deny(const struct loader *l, int sock_fd);
 
 int loader_kill_socket(struct loader *l, uint64_t cookie, int netns_fd, uint32_t pid);
 

@@ -874,6 +874,13 @@ static int judge(struct run *r, bool rejudge, char *err, size_t err_len)
 						"keeps its old policy's rule: %s\n", r->run_id,
 						(unsigned long long)rec->cookie, strerror(-ret));
 			}
+			/*
+			 * Should the socket outlive its destruction, its data still goes nowhere:
+			 * the backstop drops a denied flow's packets only where the new policy
+			 * denies their address, not for a server name or a spent budget.
+			 */
+			if (rec->enforced && rec->protocol == IPPROTO_TCP && fd >= 0)
+				loader_sock_tls_deny(r->loader, fd);
 		}
 		if (fd >= 0)
 			close(fd);

@@ -99,6 +99,13 @@ int loader_sock_state(const struct loader *l, int sock_fd, struct sl_flow *flow,
 	return 0;
 }
 
+int loader_sock_tls_deny(const struct loader *l, int sock_fd)
+{
+	(void)l;
+	(void)sock_fd;
+	return -ENOENT;
+}
+
 int loader_sock_flow_set(const struct loader *l, int sock_fd, const struct sl_flow *flow)
 {
 	(void)l;
