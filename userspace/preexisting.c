@@ -850,7 +850,14 @@ static int judge(struct run *r, bool rejudge, char *err, size_t err_len)
 		}
 		/* a switch: what the kernel keeps on the socket is judged and rewritten too */
 		if (rejudge && r->loader) {
+			struct stat st;
+
+			/* the very socket the scan found, not one that took its fd number since */
 			fd = sock_dup(rec->pid, ps->fd);
+			if (fd >= 0 && (fstat(fd, &st) || st.st_ino != rec->inode)) {
+				close(fd);
+				fd = -1;
+			}
 			state = fd >= 0 ? loader_sock_state(r->loader, fd, &flow, &tls) : 0;
 			if (state < 0)
 				state = 0;
