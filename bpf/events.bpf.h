@@ -41,7 +41,7 @@ static __always_inline void event_hdr_init(struct sl_event_hdr *h, __u16 type, _
 	__u64 *seq = bpf_map_lookup_elem(&sl_seq, &zero);
 
 	h->type = type;
-	h->version = SL_ABI_VERSION;
+	h->version = type == SL_EV_FLOW ? SL_FLOW_VERSION : SL_ABI_VERSION;
 	h->size = size;
 	h->ts_ns = bpf_ktime_get_boot_ns();
 	/* an array lookup of index 0 cannot fail; the check is for the verifier */

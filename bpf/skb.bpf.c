@@ -401,19 +401,20 @@ static __always_inline void sni_lower(struct sl_tls_event *ev)
  * whole name: the key (280 bytes, more than is comfortable on the stack) is built in per-CPU
  * scratch, zeroed first, since every byte of it is compared. ev->sni is zero past sni_len.
  */
-static __always_inline bool sni_resolved_here(const struct sl_tls_event *ev, const __u8 daddr[16])
+static __always_inline __u32 *sni_resolved_here(const struct sl_tls_event *ev,
+						 const __u8 daddr[16])
 {
 	struct sl_sni_key *key;
 	__u32 zero = 0;
 
 	key = bpf_map_lookup_elem(&sl_sni_scratch, &zero);
 	if (!key)
-		return false;
+		return NULL;
 	__builtin_memset(key, 0, sizeof(*key));
 	__builtin_memcpy(key->addr, daddr, sizeof(key->addr));
 	key->name_len = ev->sni_len;
 	__builtin_memcpy(key->name, ev->sni, sizeof(key->name));
-	return bpf_map_lookup_elem(&sl_sni_ok, key) != NULL;
+	return bpf_map_lookup_elem(&sl_sni_ok, key);
 }
 
 /*
@@ -425,7 +426,7 @@ static __always_inline int judge_client_hello(struct __sk_buff *skb, struct bpf_
 					      __u8 family, bool recheck)
 {
 	struct sl_tls_event *ev;
-	__u32 zero = 0;
+	__u32 zero = 0, *named;
 	__u8 reason;
 	bool deny, enforce;
 
@@ -434,9 +435,14 @@ static __always_inline int judge_client_hello(struct __sk_buff *skb, struct bpf_
 		return SKB_DROP;
 	__builtin_memset(ev, 0, sizeof(*ev));
 	reason = client_hello_sni(skb, off, ev);
+	/* what a switch to another policy must find allowed still (userspace/preexisting.c) */
+	t->sni_host_id = 0;
 	if (reason == SL_REASON_SNI_OK) {
 		sni_lower(ev);
-		if (!sni_resolved_here(ev, daddr))
+		named = sni_resolved_here(ev, daddr);
+		if (named)
+			t->sni_host_id = *named;
+		else
 			reason = SL_REASON_SNI_MISMATCH;
 	}
 	deny = reason != SL_REASON_SNI_OK;

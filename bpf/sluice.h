@@ -12,7 +12,16 @@
 #ifndef SLUICE_H
 #define SLUICE_H
 
-#define SL_ABI_VERSION 1
+/*
+ * Each record type's layout has a version of its own, carried in sl_event_hdr.version: a change
+ * to a type's layout takes its next version, so that a writer reads every version of a type it
+ * knows and refuses (counts as malformed) one it does not, never misreading it. A writer older
+ * than a run's programs (sluice resume) thus refuses their newer flow records rather than log a
+ * would-be denial as an allowed flow, and still logs their decisions.
+ */
+#define SL_ABI_VERSION 1  /* decision and TLS records */
+#define SL_FLOW_VERSION 2 /* flow records; 2: sl_flow.deny_reason and era (in 1, zero pad bytes,
+			     except in the builds that set deny_reason without this version) */
 
 /* Record types (struct sl_event_hdr.type). */
 enum sl_event_type {
@@ -73,6 +82,10 @@ enum sl_reason {
 	SL_REASON_PREEXISTING_UNNAMED = 20, /* a flow made before the run's programs were attached,
 					       that only a host rule could allow: its name was never
 					       resolved by the run, so no rule can vouch for it */
+	SL_REASON_SNI_UNCHECKED = 21, /* a switch left a TCP flow allowed through a name alone,
+					 and no ClientHello of it was ever checked (it went ahead
+					 under a CIDR rule, the default, or as a report-mode
+					 denial): the server-name check cannot vouch for it */
 };
 
 /* Policy modes (rodata sl_cfg_mode). */
@@ -99,7 +112,7 @@ enum sl_mode {
 /* Common header of every ring-buffer record. */
 struct sl_event_hdr {
 	__u16 type;    /* enum sl_event_type */
-	__u8 version;  /* SL_ABI_VERSION */
+	__u8 version;  /* SL_ABI_VERSION; SL_FLOW_VERSION for SL_EV_FLOW */
 	__u8 pad0;
 	__u32 size;    /* whole record, header included */
 	__u64 ts_ns;   /* CLOCK_BOOTTIME */
@@ -242,8 +255,11 @@ struct sl_sk_tls {
 	__u32 pid;	/* who connected, for the record */
 	__u32 tgid;
 	char comm[16];
+	__u32 sni_host_id; /* the name the last ClientHello that passed named (sl_sni_ok's value),
+			      for a switch's re-judge of the open flow; 0: none passed */
+	__u32 pad2;
 };
-_Static_assert(sizeof(struct sl_sk_tls) == 32, "sl_sk_tls ABI");
+_Static_assert(sizeof(struct sl_sk_tls) == 40, "sl_sk_tls ABI");
 
 /*
  * A UDP socket connect()ed to a destination the policy denies: connect() itself sends nothing
@@ -319,7 +335,9 @@ struct sl_flow {
 	__u8 totals;	  /* its rule caps the host's totals: count them in sl_host_bytes */
 	__u8 deny_reason; /* report mode: the enum sl_reason the policy denies it for (no rule
 			     allows it, so no cap applies); 0: allowed */
-	__u8 pad;
+	__u8 era;	  /* 0: rule_id is of the policy in force at start_ns; else a switch judged
+			     the open flow again (userspace/preexisting.c) under the policy it put
+			     in force, the run's switch count then mod 255, plus one */
 	__u8 addr[16];
 	char comm[16];
 	__u64 max_req;	  /* the rule's caps plus one; 0: none (see struct sl_rule_caps) */

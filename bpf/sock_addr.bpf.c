@@ -148,6 +148,7 @@ static __always_inline bool tls_expect_server_name(struct bpf_sock_addr *ctx,
 	t->payloads = 0;
 	t->tls_port = sl_cfg_tls_port && ev->port == sl_cfg_tls_port;
 	t->host_id = ev->host_id;
+	t->sni_host_id = 0;
 	t->pid = ev->pid;
 	t->tgid = ev->tgid;
 	__builtin_memcpy(t->comm, ev->comm, sizeof(t->comm));

@@ -13,7 +13,14 @@
 #   host_total_cap denials) must not carry the rule's host past its budget after the switch,
 #   nor before it. The rule allows their packets one by one: the flow's own caps and totals
 #   stop them, and the switch's re-judge of open flows counts the budget too (host_total_cap,
-#   as their connect() would be told now) and destroys them.
+#   as their connect() would be told now) and destroys them;
+# - replace-policy that renumbers a rule with a host budget (max_total_request_bytes): a flow
+#   open under it was counted against the budget of the rule that now has its number (none):
+#   its rule, caps and totals must follow the new policy, and its record name the rule;
+# - replace-policy that keeps a TLS flow's address allowed through another name but no longer
+#   allows the name its ClientHello sent: the flow must be cut (sni_mismatch); one that went
+#   ahead under a CIDR rule, its ClientHello never checked, that the new policy allows through
+#   a name alone: cut too (sni_unchecked); one whose name both allow stays open.
 # P28-style holder: connects, says so, waits for "go", sends on each socket, writes the result.
 
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -24,7 +31,8 @@ require_sluice
 topo_up
 
 command -v dig >/dev/null || skip_all "dig not installed"
-dns_upstream_start upstream --host-record=ten.switch.example,198.51.100.10 ||
+dns_upstream_start upstream --host-record=ten.switch.example,198.51.100.10 \
+	--host-record=x.switch.example,198.51.100.10 --host-record=y.switch.example,198.51.100.10 ||
 	bail_out "cannot start dnsmasq"
 sl_on_exit dns_upstream_stop
 # shellcheck disable=SC2119 # no arguments: the default daemon
@@ -265,5 +273,149 @@ done
 out=$("$SLUICE" verify --key "$SLUICE_PUB" "$LOG2" 2>&1)
 rc=$?
 tap_check "budget: sluice verify: the log is intact" test "$rc" -eq 0
+[[ $rc -eq 0 ]] || tap_diag "$out"
+
+# --- replace-policy that renumbers a rule with a host budget ---------------------------------------
+# C connects under "capped" (rule 1); the policy is replaced by one where "capped" is rule 2 and
+# rule 1 has no budget; then C sends 1401 + 6 bytes: past the budget, cut, the host gets none of
+# it. (Per-flow caps are kept in the flow from its connect; the host's budget was looked up by
+# the rule's number: seen failing before the re-judge rewrote the flow, 1407 bytes arrived.)
+cat >"$SL_TMP/cap1.yaml" <<EOF
+default: deny
+rules:
+  - name: capped
+    cidrs: ["198.51.100.10/32"]
+    ports: [8080]
+    max_total_request_bytes: $BUDGET
+EOF
+cat >"$SL_TMP/cap2.yaml" <<EOF
+default: deny
+rules:
+  - name: first
+    cidrs: ["203.0.113.7/32"]
+    ports: [8080]
+  - name: capped
+    cidrs: ["198.51.100.10/32"]
+    ports: [8080]
+    max_total_request_bytes: $BUDGET
+EOF
+CG3=$(sl_cgroup_new swrenum) || bail_out "cannot make the test cgroup"
+sl_on_exit "sl_cgroup_remove '$CG3'"
+RUN3=t-$SL_ID-swrenum
+SL_RUNS+=("$RUN3")
+LOG3=$SL_TMP/swrenum.jsonl
+out=$("$SLUICE" attach --cgroup "$CG3" --policy "$SL_TMP/cap1.yaml" --run-id "$RUN3" \
+	--mode enforce --netns "$NETNS" --upstream "127.0.0.1:$SL_DNS_PORT" --log "$LOG3" 2>&1) ||
+	bail_out "attach failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
+tap_ok "renumber: the run is attached"
+sink_mark
+mkdir -p "$SL_TMP/h5"
+sl_in_cgroup "$CG3" "${RUN_EXEC_NETONLY[@]}" python3 "$HOLDER" "$SL_TMP/h5" \
+	--tag "$(printf '%01400d' 0)" c:tcp:198.51.100.10:8080 2>"$SL_TMP/h5/err" &
+sl_track_pid $!
+wait_until 20000 test -e "$SL_TMP/h5/ready" ||
+	bail_out "the holder did not connect: $(cat "$SL_TMP/h5/err")"
+out=$("$SLUICE" replace-policy --run-id "$RUN3" "$SL_TMP/cap2.yaml" 2>&1)
+tap_check "renumber: replace-policy succeeds" test -z "${out##*\"ok\":true*}"
+res=$(result "$SL_TMP/h5")
+tap_diag "renumber: C after the switch: $(tr '\n' ' ' <<<"$res")"
+sink_wait 'tcp 198.51.100.10 8080' 1 20000 || tap_diag "$(sink_new_lines)"
+sink_settle
+got=$(tail -n +"$((SL_SINK_MARK + 1))" "$SL_INET_LOG" |
+	awk '$1 == "tcp" && $2 == "198.51.100.10" && $3 == 8080 { n += $5 } END { print n + 0 }')
+tap_cmp "renumber: the renumbered rule's budget binds the open flow (the host got <= $BUDGET)" \
+	"$got" -le "$BUDGET" || tap_diag "$(sink_new_lines)"
+c_line=$(log_lines "$LOG3" type=preexisting proto=tcp port=8080 decision=allow rule=capped \
+	flow=open)
+tap_is "renumber: the re-judge finds C allowed by capped" "$(grep -c . <<<"$c_line")" 1 ||
+	tap_diag_file "$LOG3"
+cookie=$(log_field "$c_line" sock_cookie 2>/dev/null || echo none)
+tap_is "renumber: C's cut is logged at capped's budget, the rule named by the new policy" \
+	"$(log_count "$LOG3" type=flow_cut rule=capped cap=max_total_request_bytes \
+		limit=$BUDGET sock_cookie="$cookie")" 1 || tap_diag_file "$LOG3"
+out=$("$SLUICE" detach --run-id "$RUN3" 2>&1)
+tap_check "renumber: the run detaches" test -z "${out##*\"ok\":true*}"
+tap_is "renumber: C's flow line names capped too; no record went unnamed (anomaly)" \
+	"$(log_count "$LOG3" type=flow rule=capped sock_cookie="$cookie") \
+$(log_count "$LOG3" type=anomaly)" "1 0" || tap_diag_file "$LOG3"
+out=$("$SLUICE" verify --key "$SLUICE_PUB" "$LOG3" 2>&1)
+rc=$?
+tap_check "renumber: sluice verify: the log is intact" test "$rc" -eq 0
+[[ $rc -eq 0 ]] || tap_diag "$out"
+
+# --- replace-policy and the server-name check of open TLS flows -------------------------------------
+# x.switch.example and y.switch.example both resolve to 198.51.100.10 (the test host, which
+# counts bytes and never answers a ClientHello: each flow stays watched). t1 allows both names
+# on 443, and the address itself on 8080; t2 allows y alone, on both ports. X: 443, ClientHello
+# for x (passes under t1); Y: 443, for y; U: 8080, allowed by the CIDR rule, so never checked,
+# its ClientHello naming a host neither policy lists. After replace-policy each sends records.
+cat >"$SL_TMP/t1.yaml" <<'EOF'
+default: deny
+rules:
+  - name: x
+    hosts: ["x.switch.example"]
+    ports: [443]
+  - name: y
+    hosts: ["y.switch.example"]
+    ports: [443]
+  - name: net
+    cidrs: ["198.51.100.10/32"]
+    ports: [8080]
+EOF
+cat >"$SL_TMP/t2.yaml" <<'EOF'
+default: deny
+rules:
+  - name: y2
+    hosts: ["y.switch.example"]
+    ports: [443, 8080]
+EOF
+CG4=$(sl_cgroup_new swtls) || bail_out "cannot make the test cgroup"
+sl_on_exit "sl_cgroup_remove '$CG4'"
+RUN4=t-$SL_ID-swtls
+SL_RUNS+=("$RUN4")
+LOG4=$SL_TMP/swtls.jsonl
+out=$("$SLUICE" attach --cgroup "$CG4" --policy "$SL_TMP/t1.yaml" --run-id "$RUN4" \
+	--mode enforce --netns "$NETNS" --upstream "127.0.0.1:$SL_DNS_PORT" --log "$LOG4" 2>&1) ||
+	bail_out "attach failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
+tap_ok "tls: the run is attached"
+for n in x y; do
+	addr=$(sl_in_cgroup "$CG4" "${RUN_EXEC_NETONLY[@]}" dig +time=2 +tries=1 +short \
+		@198.51.100.53 "$n.switch.example" | head -n 1)
+	tap_is "tls: the run's resolver answers $n.switch.example" "$addr" 198.51.100.10
+done
+mkdir -p "$SL_TMP/h6"
+sl_in_cgroup "$CG4" "${RUN_EXEC_NETONLY[@]}" python3 "$SL_LIB_DIR/tools/sl_tlshold.py" \
+	"$SL_TMP/h6" 198.51.100.10 X:443:x.switch.example Y:443:y.switch.example \
+	U:8080:elsewhere.example 2>"$SL_TMP/h6/err" &
+sl_track_pid $!
+wait_until 20000 test -e "$SL_TMP/h6/ready" ||
+	bail_out "the TLS holder did not connect: $(cat "$SL_TMP/h6/err")"
+hellos_passed() { test "$(log_count "$LOG4" type=tls decision=allow reason=sni_ok)" -eq 2; }
+wait_until 5000 hellos_passed
+tap_is "tls: the ClientHellos for x and y passed under t1" \
+	"$(log_count "$LOG4" type=tls decision=allow reason=sni_ok)" 2 || tap_diag_file "$LOG4"
+out=$("$SLUICE" replace-policy --run-id "$RUN4" "$SL_TMP/t2.yaml" 2>&1)
+tap_check "tls: replace-policy succeeds" test -z "${out##*\"ok\":true*}"
+res=$(result "$SL_TMP/h6")
+tap_diag "tls: after replace-policy: $(tr '\n' ' ' <<<"$res")"
+tap_check "tls: a flow whose ClientHello named a host the new policy does not allow is cut" \
+	test "$(sent "$res" X)" != ok
+tap_check "tls: a flow never name-checked, now allowed through a name alone, is cut" \
+	test "$(sent "$res" U)" != ok
+tap_is "tls: a flow whose name both policies allow still carries data" "$(sent "$res" Y)" ok
+tap_is "tls: the re-judge denies X for its server name (sni_mismatch) and destroys it" \
+	"$(log_count "$LOG4" type=preexisting port=443 decision=deny enforced=true \
+		reason=sni_mismatch flow=destroyed)" 1 || tap_diag_file "$LOG4"
+tap_is "tls: ... U as never checked (sni_unchecked)" \
+	"$(log_count "$LOG4" type=preexisting port=8080 decision=deny enforced=true \
+		reason=sni_unchecked flow=destroyed)" 1 || tap_diag_file "$LOG4"
+tap_is "tls: ... and finds Y allowed by y2" \
+	"$(log_count "$LOG4" type=preexisting port=443 decision=allow rule=y2 flow=open)" 1 ||
+	tap_diag_file "$LOG4"
+out=$("$SLUICE" detach --run-id "$RUN4" 2>&1)
+tap_check "tls: the run detaches" test -z "${out##*\"ok\":true*}"
+out=$("$SLUICE" verify --key "$SLUICE_PUB" "$LOG4" 2>&1)
+rc=$?
+tap_check "tls: sluice verify: the log is intact" test "$rc" -eq 0
 [[ $rc -eq 0 ]] || tap_diag "$out"
 tap_done

@@ -43,6 +43,7 @@ static const char *const reason_names[] = {
 	[SL_REASON_SOCKET_FAMILY] = "socket_family",
 	[SL_REASON_LOG_UNWRITABLE] = "log_unwritable",
 	[SL_REASON_PREEXISTING_UNNAMED] = "preexisting_unnamed",
+	[SL_REASON_SNI_UNCHECKED] = "sni_unchecked",
 };
 
 const char *decision_reason_name(unsigned int reason)

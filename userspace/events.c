@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/libbpf.h>
@@ -24,6 +25,49 @@ static int malformed(struct events *e, const char *why, size_t size)
 	return 0;
 }
 
+/* The oldest and newest layout of each record type this writer reads (see SL_ABI_VERSION). */
+static bool version_known(__u16 type, __u8 version)
+{
+	if (type == SL_EV_FLOW)
+		return version >= 1 && version <= SL_FLOW_VERSION; /* 1's byte is deny_reason too */
+	return version == SL_ABI_VERSION;
+}
+
+const char *events_check(const void *data, size_t size)
+{
+	struct sl_event_hdr hdr;
+	struct sl_tls_event tls;
+
+	if (size < sizeof(hdr))
+		return "shorter than the record header";
+	/* Ring-buffer data is only 8-byte aligned; copy before reading fields. */
+	memcpy(&hdr, data, sizeof(hdr));
+	if (hdr.type != SL_EV_DECISION && hdr.type != SL_EV_TLS && hdr.type != SL_EV_FLOW)
+		return "unknown record type";
+	if (!version_known(hdr.type, hdr.version))
+		return "unknown ABI version";
+	if (hdr.size != size)
+		return "header size differs from the record size";
+	switch (hdr.type) {
+	case SL_EV_DECISION:
+		if (size != sizeof(struct sl_decision_event))
+			return "decision record of the wrong size";
+		break;
+	case SL_EV_TLS:
+		if (size != sizeof(tls))
+			return "TLS record of the wrong size";
+		memcpy(&tls, data, sizeof(tls));
+		if (tls.sni_len > SL_SNI_MAX)
+			return "TLS record with a server name longer than 255";
+		break;
+	default:
+		if (size != sizeof(struct sl_flow_event))
+			return "flow record of the wrong size";
+		break;
+	}
+	return NULL;
+}
+
 static int on_record_one(void *ctx, void *data, size_t size)
 {
 	struct events *e = ctx;
@@ -31,43 +75,21 @@ static int on_record_one(void *ctx, void *data, size_t size)
 	struct sl_tls_event tls;
 	struct sl_flow_event flow;
 	struct sl_event_hdr hdr;
+	const char *why = events_check(data, size);
 
-	if (size < sizeof(hdr))
-		return malformed(e, "shorter than the record header", size);
-	/* Ring-buffer data is only 8-byte aligned; copy before reading fields. */
+	if (why)
+		return malformed(e, why, size);
 	memcpy(&hdr, data, sizeof(hdr));
-	if (hdr.version != SL_ABI_VERSION)
-		return malformed(e, "unknown ABI version", size);
-	if (hdr.size != size)
-		return malformed(e, "header size differs from the record size", size);
-
-	switch (hdr.type) {
-	case SL_EV_DECISION:
-		if (size != sizeof(ev))
-			return malformed(e, "decision record of the wrong size", size);
-		memcpy(&ev, data, sizeof(ev));
-		break;
-	case SL_EV_TLS:
-		if (size != sizeof(tls))
-			return malformed(e, "TLS record of the wrong size", size);
-		memcpy(&tls, data, sizeof(tls));
-		if (tls.sni_len > SL_SNI_MAX)
-			return malformed(e, "TLS record with a server name longer than 255", size);
-		break;
-	case SL_EV_FLOW:
-		if (size != sizeof(flow))
-			return malformed(e, "flow record of the wrong size", size);
-		memcpy(&flow, data, sizeof(flow));
-		break;
-	default:
-		return malformed(e, "unknown record type", size);
-	}
-
 	e->stats.received++;
-	if (hdr.type == SL_EV_TLS)
+	if (hdr.type == SL_EV_TLS) {
+		memcpy(&tls, data, sizeof(tls));
 		return e->h.tls(&tls, e->ctx);
-	if (hdr.type == SL_EV_FLOW)
+	}
+	if (hdr.type == SL_EV_FLOW) {
+		memcpy(&flow, data, sizeof(flow));
 		return e->h.flow(&flow, e->ctx);
+	}
+	memcpy(&ev, data, sizeof(ev));
 	return e->h.decision(&ev, e->ctx);
 }
 

@@ -31,6 +31,12 @@ struct events_stats {
 	uint64_t malformed; /* records refused by the ABI checks */
 };
 
+/*
+ * NULL when data (size bytes, as the ring buffer gave them) is a record this writer reads: a
+ * known type, a version of its layout this writer knows, the exact size; else why it is not.
+ */
+const char *events_check(const void *data, size_t size);
+
 struct events *events_new(int ringbuf_fd, const struct events_handlers *h, void *ctx);
 /* An fd that polls readable when records wait (the ring buffer's epoll fd). */
 int events_fd(const struct events *e);

@@ -1175,25 +1175,84 @@ bool loader_host_spent(const struct loader *l, const struct sl_host_key *k)
 	return host_bytes_spent(&caps, &b);
 }
 
-int loader_sni_learn(struct loader *l, int family, const uint8_t *addr, const char *name,
-		     uint32_t host_id)
+/* The sl_sni_ok key of (addr, name): every byte, padding included, as the egress program's. */
+static int sni_key(struct sl_sni_key *key, int family, const uint8_t *addr, const char *name)
 {
-	struct sl_sni_key key;
 	size_t i, len = strlen(name);
 
 	/* no server name can be longer; DNS names are at most 253 bytes anyway */
 	if (!len || len > SL_SNI_MAX)
 		return -ENAMETOOLONG;
-	/* the whole key is compared, padding included: the same bytes as the egress program's */
-	memset(&key, 0, sizeof(key));
-	memcpy(key.addr, addr, family == AF_INET ? 4 : 16);
-	key.name_len = (__u16)len;
+	memset(key, 0, sizeof(*key));
+	memcpy(key->addr, addr, family == AF_INET ? 4 : 16);
+	key->name_len = (__u16)len;
 	for (i = 0; i < len; i++)
-		key.name[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] + ('a' - 'A') :
-					name[i]);
+		key->name[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] + ('a' - 'A') :
+					 name[i]);
+	return 0;
+}
+
+int loader_sni_learn(struct loader *l, int family, const uint8_t *addr, const char *name,
+		     uint32_t host_id)
+{
+	struct sl_sni_key key;
+	int err = sni_key(&key, family, addr, name);
+
+	if (err)
+		return err;
 	if (bpf_map_update_elem(bpf_map__fd(l->skel->maps.sl_sni_ok), &key, &host_id, BPF_ANY))
 		return -errno;
 	return 0;
+}
+
+bool loader_sni_ok(const struct loader *l, int family, const uint8_t *addr, const char *name)
+{
+	struct sl_sni_key key;
+	__u32 host_id;
+
+	return !sni_key(&key, family, addr, name) &&
+	       !bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.sl_sni_ok), &key, &host_id);
+}
+
+int loader_rule_caps(const struct loader *l, uint16_t rule_id, struct sl_rule_caps *out)
+{
+	__u32 rid = rule_id;
+
+	return bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.sl_rule_caps), &rid, out) ? -errno :
+											  0;
+}
+
+int loader_sock_state(const struct loader *l, int sock_fd, struct sl_flow *flow,
+		      struct sl_sk_tls *tls)
+{
+	int ret = 0;
+
+	if (!bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.sl_sk_flow), &sock_fd, flow))
+		ret |= LOADER_SOCK_FLOW;
+	else if (errno != ENOENT)
+		return -errno;
+	if (!bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.sl_sk_tls), &sock_fd, tls))
+		ret |= LOADER_SOCK_TLS;
+	else if (errno != ENOENT)
+		return -errno;
+	return ret;
+}
+
+int loader_sock_tls_deny(const struct loader *l, int sock_fd)
+{
+	int fd = bpf_map__fd(l->skel->maps.sl_sk_tls);
+	struct sl_sk_tls t = {};
+
+	if (bpf_map_lookup_elem(fd, &sock_fd, &t) && errno != ENOENT)
+		return -errno;
+	t.state = SL_TLS_DENIED;
+	return bpf_map_update_elem(fd, &sock_fd, &t, BPF_ANY) ? -errno : 0;
+}
+
+int loader_sock_flow_set(const struct loader *l, int sock_fd, const struct sl_flow *flow)
+{
+	return bpf_map_update_elem(bpf_map__fd(l->skel->maps.sl_sk_flow), &sock_fd, flow,
+				   BPF_EXIST) ? -errno : 0;
 }
 
 struct tc_op {

@@ -136,6 +136,24 @@ int loader_sni_learn(struct loader *l, int family, const uint8_t *addr, const ch
  * process pid, else ours), so a flow the packet layer denied fails at once: with
  * bpf_sock_destroy (6.5+), else through sock_diag. -EOPNOTSUPP: the kernel can do neither.
  */
+/* The new policy's server names (a switch's re-judge): (addr, name) is in sl_sni_ok. */
+bool loader_sni_ok(const struct loader *l, int family, const uint8_t *addr, const char *name);
+/* A rule's caps as the programs hold them (plus one; see struct sl_rule_caps). 0 or -errno. */
+int loader_rule_caps(const struct loader *l, uint16_t rule_id, struct sl_rule_caps *out);
+/*
+ * The socket storage of the socket at sock_fd (a copy of a run's socket): its flow and TLS
+ * state. Returns which were found (LOADER_SOCK_*), or -errno. loader_sock_flow_set rewrites
+ * the flow (only an existing one): bytes the programs count between the read and the write are
+ * lost to it (a TCP flow counts them again from its sequence numbers at its next packet).
+ */
+#define LOADER_SOCK_FLOW 0x1
+#define LOADER_SOCK_TLS 0x2
+int loader_sock_state(const struct loader *l, int sock_fd, struct sl_flow *flow,
+		      struct sl_sk_tls *tls);
+int loader_sock_flow_set(const struct loader *l, int sock_fd, const struct sl_flow *flow);
+/* Every later payload of the TCP socket at sock_fd is dropped (sl_sk_tls: denied). */
+int loader_sock_tls_deny(const struct loader *l, int sock_fd);
+
 int loader_kill_socket(struct loader *l, uint64_t cookie, int netns_fd, uint32_t pid);
 
 /* The process that sent DNS from the socket with this cookie; -ENOENT if unknown. */

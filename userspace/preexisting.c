@@ -374,16 +374,27 @@ static int dump_netns(struct dump_ctx *c, int netns_fd)
  * open), else 0: a copy of the descriptor (pidfd_getfd) asked with SIOCGSKNS, and closed again
  * (the holder's socket is untouched). A process that left or closed the fd meanwhile: 0.
  */
-static int sock_netns(uint32_t pid, int fd_num, int *ns_fd)
+/* A copy of the descriptor fd_num of pid (pidfd_getfd), or -errno. */
+static int sock_dup(uint32_t pid, int fd_num)
 {
-	int pidfd, fd, dom = 0, ret = 0;
-	socklen_t len = sizeof(dom);
+	int pidfd, fd;
 
 	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	if (pidfd < 0)
-		return 0;
+		return -errno;
 	fd = (int)syscall(SYS_pidfd_getfd, pidfd, fd_num, 0);
+	if (fd < 0)
+		fd = -errno;
 	close(pidfd);
+	return fd;
+}
+
+static int sock_netns(uint32_t pid, int fd_num, int *ns_fd)
+{
+	int fd, dom = 0, ret = 0;
+	socklen_t len = sizeof(dom);
+
+	fd = sock_dup(pid, fd_num);
 	if (fd < 0)
 		return 0;
 	if (!getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &len) &&
@@ -588,6 +599,7 @@ void preexisting_verdict(const struct policy *p, enum sl_mode mode,
 	long rule;
 
 	s->has_v4 = false;
+	s->by_name = false;
 	/* the blackhole in every form and the embedded IPv4 host, as decide_v6 (v6_route) */
 	if (family == AF_INET6) {
 		memcpy(w, s->dst, 16);
@@ -614,8 +626,10 @@ void preexisting_verdict(const struct policy *p, enum sl_mode mode,
 		}
 	}
 	rule = policy_cidr_match(p, family, addr, s->dport, proto);
-	if (rule < 0)
+	if (rule < 0) {
 		rule = learned_rule(p, learned, s->dport, proto);
+		s->by_name = rule >= 0;
+	}
 	if (rule >= 0)
 		set(s, SL_VERDICT_ALLOW, SL_REASON_RULE, rule);
 	else if (p->default_verdict == POLICY_DEFAULT_ALLOW)
@@ -717,7 +731,84 @@ static void judge_budget(const struct loader *l, enum sl_mode mode, const struct
 	rec->enforced = mode == SL_MODE_ENFORCE;
 }
 
-static int judge(struct run *r, bool any_ttl, char *err, size_t err_len)
+/* The destination as the egress program reads it from the packet: a v4-mapped one as IPv4. */
+static const uint8_t *packet_daddr(const struct records_preexisting *rec, int *family)
+{
+	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
+
+	*family = rec->family;
+	if (rec->family == AF_INET6 && !memcmp(rec->dst, mapped, sizeof(mapped))) {
+		*family = AF_INET;
+		return rec->dst + 12;
+	}
+	return rec->dst;
+}
+
+/*
+ * After a switch, a TCP flow the new policy allows through a name alone is one a connect() now
+ * would have put under the server-name check: what it said in its ClientHello must pass under
+ * the new policy's names. One whose ClientHello passed must have named a host that resolved to
+ * this address and that the new policy still allows (sl_sni_ok, carried over by the switch for
+ * allowed names only); one that was never checked (no TLS state: it went ahead under a CIDR
+ * rule, the default, as a report-mode denial, or its state could not be allocated) cannot be
+ * vouched for. A flow not yet past its first payload (pending) is checked by the new programs;
+ * one whose first payload was not TLS off the TLS port is left as a connect() would leave it.
+ */
+static void judge_server_name(const struct run *r, const struct sl_sk_tls *t, bool has_tls,
+			      struct records_preexisting *rec)
+{
+	const uint8_t *addr;
+	char buf[256];
+	const char *name;
+	int family;
+
+	if (rec->protocol != IPPROTO_TCP || rec->verdict != SL_VERDICT_ALLOW || !rec->by_name)
+		return;
+	if (!has_tls) {
+		set(rec, SL_VERDICT_DENY, SL_REASON_SNI_UNCHECKED, -1);
+		return;
+	}
+	if (t->state != SL_TLS_ALLOWED && t->state != SL_TLS_AWAIT_SERVER &&
+	    t->state != SL_TLS_EXPECT_CH2)
+		return;
+	addr = packet_daddr(rec, &family);
+	name = t->sni_host_id ? hostnames_name(r->hosts, t->sni_host_id, buf, sizeof(buf)) : NULL;
+	if (!name || !loader_sni_ok(r->loader, family, addr, name))
+		set(rec, SL_VERDICT_DENY, SL_REASON_SNI_MISMATCH, -1);
+}
+
+/*
+ * After a switch, the flow's state in the kernel is the new policy's judgment: its rule (the
+ * new policy's number for it), its caps and host totals, the host it goes to, and for a
+ * denial its reason (the backstop then judges its packets in full, and drops them in enforce
+ * mode should the socket outlive its destruction). Its record names the rule by the new policy
+ * (era). learned: what the run learned for the address, whatever its TTL (as connect() names
+ * the host).
+ */
+static void flow_rejudge(struct run *r, const struct sl_learned *learned,
+			 const struct records_preexisting *rec, struct sl_flow *f)
+{
+	struct sl_rule_caps caps = {};
+	bool allow = rec->verdict == SL_VERDICT_ALLOW;
+	uint16_t rid = rec->rule >= 0 ? policy_rule_id((size_t)rec->rule) : SL_RULE_DEFAULT;
+
+	f->rule_id = rid;
+	f->host_id = learned ? learned->host_id : 0;
+	f->deny_reason = allow ? 0 : rec->reason;
+	f->era = records_flow_era(&r->rec);
+	f->max_req = 0;
+	f->max_resp = 0;
+	f->totals = 0;
+	/* as flow_start (bpf/sock_addr.bpf.c): a denial keeps caps only for a spent budget */
+	if ((allow || rec->reason == SL_REASON_HOST_CAP) &&
+	    !loader_rule_caps(r->loader, rid, &caps)) {
+		f->max_req = caps.max_req;
+		f->max_resp = caps.max_resp;
+		f->totals = caps.max_total_req || caps.max_total_resp;
+	}
+}
+
+static int judge(struct run *r, bool rejudge, char *err, size_t err_len)
 {
 	struct preexisting_scan s;
 	enum sl_mode mode = r->policy->mode;
@@ -735,9 +826,11 @@ static int judge(struct run *r, bool any_ttl, char *err, size_t err_len)
 	for (i = 0; i < s.n; i++) {
 		struct preexisting_sock *ps = &s.socks[i];
 		struct records_preexisting *rec = &ps->rec;
-		struct sl_learned learned, *lp = NULL;
+		struct sl_learned learned, *lp = NULL, *named = NULL;
 		const uint8_t *a = rec->dst;
-		int family = rec->family;
+		int family = rec->family, fd = -1, state = 0;
+		struct sl_flow flow;
+		struct sl_sk_tls tls;
 		__u32 w[4], v4 = 0;
 
 		memcpy(w, rec->dst, sizeof(w));
@@ -745,17 +838,59 @@ static int judge(struct run *r, bool any_ttl, char *err, size_t err_len)
 			family = AF_INET;
 			a = (const uint8_t *)&v4;
 		}
-		/* as the kernel: an entry past its TTL allows nothing (but a flow open across a
-		   switch connected while it was valid: its TTL is not the new policy's business) */
-		if (r->loader && !loader_learned(r->loader, family, a, &learned) &&
-		    (any_ttl || !learned.expires_ns || learned.expires_ns > now_boot))
-			lp = &learned;
+		/*
+		 * As the kernel: an entry past its TTL allows nothing, after a switch too (the
+		 * backstop judges a report-mode denial's packets by it, and a connect() now would
+		 * be refused); it still names the host.
+		 */
+		if (r->loader && !loader_learned(r->loader, family, a, &learned)) {
+			named = &learned;
+			if (!learned.expires_ns || learned.expires_ns > now_boot)
+				lp = &learned;
+		}
+		/* a switch: what the kernel keeps on the socket is judged and rewritten too */
+		if (rejudge && r->loader) {
+			struct stat st;
+
+			/* the very socket the scan found, not one that took its fd number since */
+			fd = sock_dup(rec->pid, ps->fd);
+			if (fd >= 0 && (fstat(fd, &st) || st.st_ino != rec->inode)) {
+				close(fd);
+				fd = -1;
+			}
+			state = fd >= 0 ? loader_sock_state(r->loader, fd, &flow, &tls) : 0;
+			if (state < 0)
+				state = 0;
+		}
 		if (r->loader && to_resolver(rec, loader_dns_port(r->loader)))
 			set(rec, SL_VERDICT_ALLOW, SL_REASON_DNS_REDIRECT, -1);
 		else
 			preexisting_verdict(r->policy, mode, lp, rec);
 		if (r->loader)
 			judge_budget(r->loader, mode, lp, rec);
+		if (rejudge && r->loader) {
+			judge_server_name(r, &tls, state & LOADER_SOCK_TLS, rec);
+			rec->enforced = rec->verdict == SL_VERDICT_DENY &&
+					(mode == SL_MODE_ENFORCE ||
+					 rec->reason == SL_REASON_BLACKHOLE);
+			if (state & LOADER_SOCK_FLOW) {
+				flow_rejudge(r, named, rec, &flow);
+				ret = loader_sock_flow_set(r->loader, fd, &flow);
+				if (ret && ret != -ENOENT)
+					fprintf(stderr, "sluice: run %s: the flow of socket %llu "
+						"keeps its old policy's rule: %s\n", r->run_id,
+						(unsigned long long)rec->cookie, strerror(-ret));
+			}
+			/*
+			 * Should the socket outlive its destruction, its data still goes nowhere:
+			 * the backstop drops a denied flow's packets only where the new policy
+			 * denies their address, not for a server name or a spent budget.
+			 */
+			if (rec->enforced && rec->protocol == IPPROTO_TCP && fd >= 0)
+				loader_sock_tls_deny(r->loader, fd);
+		}
+		if (fd >= 0)
+			close(fd);
 		if (rec->verdict == SL_VERDICT_ALLOW)
 			rec->flow = "open";
 		else if (!rec->enforced)

@@ -529,12 +529,12 @@ static const char *cut_name(unsigned int cut)
 	       cut == SL_CUT_TOTAL_RESPONSE ? "max_total_response_bytes" : NULL;
 }
 
-static const struct policy *policy_at(const struct records *r, uint64_t ns);
+static const struct policy *policy_of_flow(const struct records *r, const struct sl_flow *f);
 
 /* The cap a cut flow went past: its own (kept in the flow), or its host's total for the run. */
 static uint64_t cut_limit(const struct records *r, const struct sl_flow *f)
 {
-	const struct policy *p = policy_at(r, f->start_ns);
+	const struct policy *p = policy_of_flow(r, f);
 	const struct policy_rule *rule = policy_rule_of(p, f->rule_id);
 
 	switch (f->cut) {
@@ -602,7 +602,7 @@ static int on_flow(const struct sl_flow_event *ev, void *ctx)
 	const char *host = hostnames_name(r->hosts, f->host_id, host_buf, sizeof(host_buf));
 	const char *sni = ev->end_ns ? sni_take(r, ev->sock_cookie, sni_buf, sizeof(sni_buf)) :
 				       NULL;
-	const struct policy *p = policy_at(r, f->start_ns);
+	const struct policy *p = policy_of_flow(r, f);
 	struct journal_line l;
 
 	if ((f->family != AF_INET && f->family != AF_INET6) || f->rule_id > p->n_rules ||
@@ -1226,6 +1226,28 @@ static const struct policy *policy_at(const struct records *r, uint64_t ns)
 		if (ns < r->eras[i].until_ns)
 			return r->eras[i].policy;
 	return r->policy;
+}
+
+uint8_t records_flow_era(const struct records *r)
+{
+	return (uint8_t)(r->n_eras % 255 + 1);
+}
+
+/*
+ * The policy that names a flow's rule: the one in force at its connect(), unless a switch
+ * judged it again (sl_flow.era): then the latest one with that mark that a switch put in force
+ * (the policy after the k-th replacement is eras[k], or r->policy for the last).
+ */
+static const struct policy *policy_of_flow(const struct records *r, const struct sl_flow *f)
+{
+	size_t k;
+
+	if (!f->era)
+		return policy_at(r, f->start_ns);
+	for (k = r->n_eras + 1; k-- > 0 && r->n_eras - k < 255;)
+		if (k % 255 + 1 == f->era)
+			return k < r->n_eras ? r->eras[k].policy : r->policy;
+	return policy_at(r, f->start_ns);
 }
 
 /* ------------------------------------------------------------------------------------------ */

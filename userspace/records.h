@@ -109,6 +109,12 @@ int records_init(struct records *r);
  */
 int records_policy_replaced(struct records *r, struct policy *old, uint64_t since_ns);
 
+/*
+ * The mark (sl_flow.era) of a flow a switch judged again under r->policy, after
+ * records_policy_replaced: its rule is then named by this policy, not its connect()'s.
+ */
+uint8_t records_flow_era(const struct records *r);
+
 /* Free what records_init and the records made. Accepts a zeroed struct. */
 void records_free(struct records *r);
 
@@ -146,6 +152,7 @@ struct records_preexisting {
 	long rule;	 /* 0-based rule index, or -1 (default, blackhole) */
 	bool enforced;	 /* false: a report-mode denial */
 	bool has_v4;	 /* an IPv6 destination embeds the IPv4 address that was judged */
+	bool by_name;	 /* allowed through a learned address alone (no CIDR rule covers it) */
 	uint8_t v4[4];
 	const char *flow; /* what became of it: "open", "destroyed", "left open (…)" */
 };

@@ -262,14 +262,23 @@ int run_switch(struct run *r, const char *policy_path, int mode, char *err, size
 	}
 	resolver_unlock(r->resolver);
 	write_policy_change(r, prev_sha, prev_mode, &m);
+	policy_compiled_free(old_c);
+	/* the flows open now are named by the old policy's rules when they end… */
+	since_ns = (uint64_t)since.tv_sec * 1000000000ull + (uint64_t)since.tv_nsec;
+	if (old_p && !records_policy_replaced(&r->rec, old_p, since_ns))
+		old_p = NULL;
+	policy_free(old_p);
 	/*
-	 * The connect programs judge only new flows, and the egress backstop passes a connected
-	 * flow's own destination: a TCP flow report mode (or the old policy) let through would
-	 * carry data to a host the new policy denies for as long as it stays open. Judge every
-	 * socket the run holds under the new policy now, as at an attach (a preexisting line
-	 * each), and in enforce mode destroy the denied ones.
+	 * …unless judged again here. The connect programs judge only new flows, the egress
+	 * backstop passes a connected flow's own destination, and the packet programs count an
+	 * open flow's bytes against the caps of the rule its connect() found, by that rule's
+	 * number, which the new policy may give to another rule: a flow the old policy (or report
+	 * mode) let through would carry data to a host the new policy denies, or past the caps
+	 * its new rule sets, for as long as it stays open. Judge every socket the run holds under
+	 * the new policy now, as at an attach (a preexisting line each), rewrite each flow's rule
+	 * and caps to the new judgment, and in enforce mode destroy the denied ones.
 	 */
-	if (m.mode == SL_MODE_ENFORCE) {
+	{
 		char why[256];
 		int n_judged = preexisting_rejudge(r, why, sizeof(why));
 
@@ -277,12 +286,6 @@ int run_switch(struct run *r, const char *policy_path, int mode, char *err, size
 			fprintf(stderr, "sluice: run %s: judge the open flows after the switch: %s\n",
 				r->run_id, why);
 	}
-	policy_compiled_free(old_c);
-	/* the flows open now are named by the old policy's rules when they end */
-	since_ns = (uint64_t)since.tv_sec * 1000000000ull + (uint64_t)since.tv_nsec;
-	if (old_p && !records_policy_replaced(&r->rec, old_p, since_ns))
-		old_p = NULL;
-	policy_free(old_p);
 out:
 	policy_compiled_free(nc);
 	policy_free(np);

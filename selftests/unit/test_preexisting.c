@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 
 #include "policy/policy.h"
+#include "userspace/hostnames.h"
 #include "userspace/loader.h"
 #include "userspace/preexisting.h"
 #include "tap.h"
@@ -54,6 +55,63 @@ bool loader_host_spent(const struct loader *l, const struct sl_host_key *k)
 	(void)l;
 	(void)k;
 	return false;
+}
+
+const char *hostnames_name(struct hostnames *h, uint32_t host_id, char *buf, size_t len)
+{
+	(void)h;
+	(void)host_id;
+	(void)buf;
+	(void)len;
+	return NULL;
+}
+
+uint8_t records_flow_era(const struct records *r)
+{
+	(void)r;
+	return 1;
+}
+
+bool loader_sni_ok(const struct loader *l, int family, const uint8_t *addr, const char *name)
+{
+	(void)l;
+	(void)family;
+	(void)addr;
+	(void)name;
+	return false;
+}
+
+int loader_rule_caps(const struct loader *l, uint16_t rule_id, struct sl_rule_caps *out)
+{
+	(void)l;
+	(void)rule_id;
+	(void)out;
+	return -ENOENT;
+}
+
+int loader_sock_state(const struct loader *l, int sock_fd, struct sl_flow *flow,
+		      struct sl_sk_tls *tls)
+{
+	(void)l;
+	(void)sock_fd;
+	(void)flow;
+	(void)tls;
+	return 0;
+}
+
+int loader_sock_tls_deny(const struct loader *l, int sock_fd)
+{
+	(void)l;
+	(void)sock_fd;
+	return -ENOENT;
+}
+
+int loader_sock_flow_set(const struct loader *l, int sock_fd, const struct sl_flow *flow)
+{
+	(void)l;
+	(void)sock_fd;
+	(void)flow;
+	return -ENOENT;
 }
 
 static const char deny_yaml[] = "default: deny\n"
