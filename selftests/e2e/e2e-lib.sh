@@ -9,8 +9,8 @@
 # and selftests/e2e/e2e.sh (make e2e). See selftests/e2e/README.md.
 #
 # registry.npmjs.org has a netns of its own (sl-npm-ID), linked to the topology's router, so that
-# make e2e can put a WAN's latency (tc netem) between it and everything else, the pull-through
-# cache included:
+# make e2e can put a WAN's latency (e2e_wan_delay) between it and everything else, the
+# pull-through cache included:
 #   sl-rtr-ID vnpm 10.200.3.1 --veth-- veth0 10.200.3.2 sl-npm-ID
 #   registry.npmjs.org       198.51.100.11  nginx TLS -> verdaccio 6.8.0 on 127.0.0.1:4873
 # In the "internet" netns (sl-inet-ID), after lib.sh's sink there is stopped (it holds 53, 80 and
@@ -307,17 +307,36 @@ e2e_npm_ns_up() {
 		ip -n "$E2E_NS_NPM" route add default via 10.200.3.1
 }
 
-# e2e_wan_delay MS: MS of delay each way on registry.npmjs.org's link (netem on both ends), so
-# that it answers like a distant registry while every other host stays one hop away;
-# e2e_wan_clear removes it (topo_down too, if the test stops in between).
+# e2e_wan_delay MS: registry.npmjs.org made distant: its traffic, both ways, goes through a
+# delay line (delayline.py: two TUN devices, wan-npm in the router and wan0 in its netns, packets
+# held MS ms each way; the machine's kernel has no netem) instead of its veth, so that it answers
+# like a distant registry while every other host, the pull-through cache included, stays one hop
+# from the build. e2e_wan_clear puts the veth back and stops the line (topo_down too).
+E2E_WAN_PID=
 e2e_wan_delay() {
 	sl_on_exit e2e_wan_clear
-	ip netns exec "$SL_NS_RTR" tc qdisc replace dev vnpm root netem delay "${1}ms" &&
-		ip netns exec "$E2E_NS_NPM" tc qdisc replace dev veth0 root netem delay "${1}ms"
+	ip netns exec "$SL_NS_RTR" "$E2E_PY" "$E2E_DIR/delayline.py" "$1" wan-npm wan0 \
+		>"$E2E/logs/delayline.out" 2>&1 </dev/null &
+	E2E_WAN_PID=$!
+	sl_track_pid "$E2E_WAN_PID"
+	wait_until 10000 grep -q '^ready$' "$E2E/logs/delayline.out" || {
+		echo "the delay line did not start: $(tail -n 3 "$E2E/logs/delayline.out")" >&2
+		return 1
+	}
+	ip -n "$SL_NS_RTR" link set wan0 netns "$E2E_NS_NPM" &&
+		ip -n "$SL_NS_RTR" addr add 10.200.4.1/30 dev wan-npm &&
+		ip -n "$E2E_NS_NPM" addr add 10.200.4.2/30 dev wan0 &&
+		ip -n "$SL_NS_RTR" link set wan-npm up &&
+		ip -n "$E2E_NS_NPM" link set wan0 up &&
+		ip -n "$SL_NS_RTR" route replace "$E2E_NPM_IP/32" via 10.200.4.2 dev wan-npm &&
+		ip -n "$E2E_NS_NPM" route replace default via 10.200.4.1 dev wan0
 }
 e2e_wan_clear() {
-	ip netns exec "$SL_NS_RTR" tc qdisc del dev vnpm root 2>/dev/null
-	ip netns exec "$E2E_NS_NPM" tc qdisc del dev veth0 root 2>/dev/null
+	[[ -n $E2E_WAN_PID ]] || return 0
+	ip -n "$SL_NS_RTR" route replace "$E2E_NPM_IP/32" via 10.200.3.2 dev vnpm 2>/dev/null
+	ip -n "$E2E_NS_NPM" route replace default via 10.200.3.1 dev veth0 2>/dev/null
+	sl_stop_pid "$E2E_WAN_PID"
+	E2E_WAN_PID=
 	return 0
 }
 
