@@ -191,10 +191,13 @@ fi
 # npm-cache.internal.example (a second verdaccio whose uplink is registry.npmjs.org), stays one
 # hop from the build. npm ci, each from an empty npm cache, E2E_CACHE_RUNS (default 5) times each:
 #   direct  to registry.npmjs.org, unrestricted and under sluice (the main policy lists it);
-#   cold    through the cache, freshly started and empty before every run (it fetches each
-#           package from registry.npmjs.org), unrestricted and under sluice with the cache as the
-#           only npm destination;
-#   warm    through the same cache again (registry.npmjs.org sees nothing).
+#   cold    through the cache, freshly started and empty (it fetches each package from
+#           registry.npmjs.org), unrestricted and under sluice with the cache as the only npm
+#           destination;
+#   warm    right after, through the same cache, in the same run (registry.npmjs.org sees
+#           nothing).
+# The rounds interleave the ways, open first in odd rounds and sluice first in even ones, so that
+# the shared machine's load drifting over the minutes weighs on both alike.
 # The lockfile names registry.npmjs.org; npm replaces that host with the configured registry (its
 # default replace-registry-host=npmjs), so under sluice a fetch that went around the cache would
 # be denied; the last run checks that it is. The times are the steps' own (without sluice's
@@ -212,36 +215,38 @@ EOF2
 CROWS=$E2E/cache.tsv
 : >"$CROWS"
 rm -f "$E2E_OUT_DIR"/cache-*
-REPS=()
-for ((i = 1; i <= E2E_CACHE_RUNS; i++)); do
-	REPS+=("npm-ci#$i")
-done
 CACHE_LOGS=()
 
-# cache_record WAY KIND: a row per npm-ci step of the last e2e_run: way, kind, run, status, ms,
-# requests the cache, registry.npmjs.org and the telemetry host logged during it.
-cache_record() {
-	local st
-	for st in "${!E2E_RC[@]}"; do
-		[[ $st == npm-ci* ]] || continue
-		cp "$E2E_W/$st.out" "$E2E_OUT_DIR/cache-$1-$2.${st/\#/-}.out" 2>/dev/null
-		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "${st#*#}" "${E2E_RC[$st]}" \
+# cache_run WAY POLICY STEP…: the steps, npm-ci#KIND-ROUND, in WAY (a sluice log of its own), a
+# row for each: way, kind, round, status, ms, requests the cache, registry.npmjs.org and the
+# telemetry host logged during it.
+cache_run() {
+	local way=$1 policy=$2 log= st k
+	shift 2
+	if [[ $way == sluice ]]; then
+		log=$E2E_OUT_DIR/cache-${1#*#}.jsonl
+		CACHE_LOGS+=("$log")
+	fi
+	E2E_RC=() E2E_MS=() E2E_T0=() E2E_T1=()
+	E2E_POLICY=$policy e2e_run "$way" "$log" "$@"
+	for st in "$@"; do
+		k=${st#*#}
+		cp "$E2E_W/$st.out" "$E2E_OUT_DIR/cache-$way-$k.npm-ci.out" 2>/dev/null
+		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$way" "${k%-*}" "${k##*-}" "${E2E_RC[$st]}" \
 			"${E2E_MS[$st]}" "$(e2e_seen cache "$st")" "$(e2e_seen npm "$st")" \
 			"$(e2e_seen telemetry "$st")" >>"$CROWS"
 	done
 }
 
-# cache_run WAY KIND POLICY STEP…: the steps in WAY (a sluice log of its own), recorded.
-cache_run() {
-	local way=$1 kind=$2 policy=$3 log=
-	shift 3
-	if [[ $way == sluice ]]; then
-		log=$E2E_OUT_DIR/cache-$kind-${1/\#/-}.jsonl
-		CACHE_LOGS+=("$log")
-	fi
-	E2E_RC=() E2E_MS=() E2E_T0=() E2E_T1=()
-	E2E_POLICY=$policy e2e_run "$way" "$log" "$@"
-	cache_record "$way" "$kind"
+# cache_round WAY ROUND: direct, then cold and warm through a fresh cache.
+cache_round() {
+	local way=$1 i=$2
+	E2E_EXTRA_ENV=()
+	cache_run "$way" "$E2E/policy.yaml" "npm-ci#direct-$i"
+	e2e_cache_up || bail_out "the cache did not start: $(tail -n 5 "$E2E/logs/verdaccio-cache.out")"
+	E2E_EXTRA_ENV=(npm_config_registry=https://npm-cache.internal.example/)
+	cache_run "$way" "$E2E/policy-cache.yaml" "npm-ci#cold-$i" "npm-ci#warm-$i"
+	E2E_EXTRA_ENV=()
 }
 
 e2e_wan_delay "$E2E_WAN_MS" || bail_out "cannot delay registry.npmjs.org's link"
@@ -256,23 +261,18 @@ e2e_cache_up || bail_out "the cache did not start: $(tail -n 5 "$E2E/logs/verdac
 CONNECT_UP=$(connect_ms https://registry.npmjs.org/-/ping)
 CONNECT_CACHE=$(connect_ms https://npm-cache.internal.example/-/ping)
 
-E2E_EXTRA_ENV=()
-for way in open sluice; do
-	cache_run "$way" direct "$E2E/policy.yaml" "${REPS[@]}"
-done
-E2E_EXTRA_ENV=(npm_config_registry=https://npm-cache.internal.example/)
-for way in open sluice; do
-	for st in "${REPS[@]}"; do
-		e2e_cache_up ||
-			bail_out "the cache did not start: $(tail -n 5 "$E2E/logs/verdaccio-cache.out")"
-		cache_run "$way" cold "$E2E/policy-cache.yaml" "$st"
-	done
-	cache_run "$way" warm "$E2E/policy-cache.yaml" "${REPS[@]}"
+for ((i = 1; i <= E2E_CACHE_RUNS; i++)); do
+	if ((i % 2)); then
+		cache_round open "$i"
+		cache_round sluice "$i"
+	else
+		cache_round sluice "$i"
+		cache_round open "$i"
+	fi
 done
 # The attacker's check of the cache-only policy: npm ci told nothing of the cache goes to
 # registry.npmjs.org, and must not get there.
-E2E_EXTRA_ENV=()
-cache_run sluice bypass "$E2E/policy-cache.yaml" npm-ci
+cache_run sluice "$E2E/policy-cache.yaml" "npm-ci#bypass-1"
 e2e_wan_clear
 tap_is "cache: registry.npmjs.org is routed through its veth again, the delay line gone" \
 	"$(in_rtr ip route get "$E2E_NPM_IP" | grep -c 'dev vnpm ')$(in_rtr ip link show wan-npm \
@@ -300,7 +300,7 @@ cache_check() {
 		tap_ok "$name"
 	else
 		tap_fail "$name" "way kind run status ms cache upstream telemetry:"$'\n'"$(crows "$1" "$2")"
-		tap_diag_file "$(find "$E2E_OUT_DIR" -name "cache-$1-$2.*.out" | head -n 1)" 15
+		tap_diag_file "$(find "$E2E_OUT_DIR" -name "cache-$1-$2-*.npm-ci.out" | head -n 1)" 15
 	fi
 }
 # Fields: 4 status, 6 the cache's requests, 7 registry.npmjs.org's, 8 the telemetry host's.
