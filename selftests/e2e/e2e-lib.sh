@@ -392,9 +392,9 @@ EOF2
 # e2e_run WAY LOG STEP…: the workload's steps, in one go, in WAY: open (the network as it is),
 # none (a netns with only loopback), proxy (open, with the proxy variables), sluice (sluice run
 # enforcing $E2E_POLICY, default $E2E/policy.yaml, its log LOG; "suggested" is the same with
-# the suggested policy), report (the same in report mode). Each way gets a fresh $E2E/work/WAY. Sets, per step: E2E_RC[STEP], E2E_MS[STEP],
-# E2E_T0[STEP], E2E_T1[STEP]; E2E_W (the work directory), E2E_ERR (the run's stderr: sluice's
-# denials, the step headers).
+# the suggested policy), report (the same in report mode). Each way gets a fresh $E2E/work/WAY.
+# Sets, per step: E2E_RC[STEP], E2E_MS[STEP], E2E_T0[STEP], E2E_T1[STEP]; E2E_W (the work
+# directory), E2E_ERR (the run's stderr: sluice's denials, the step headers).
 declare -A E2E_RC E2E_MS E2E_T0 E2E_T1
 # More NAME=VALUE for the workload's environment (the cache runs: npm_config_registry).
 E2E_EXTRA_ENV=()

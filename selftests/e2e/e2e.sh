@@ -221,7 +221,7 @@ CACHE_LOGS=()
 # row for each: way, kind, round, status, ms, requests the cache, registry.npmjs.org and the
 # telemetry host logged during it.
 cache_run() {
-	local way=$1 policy=$2 log= st k
+	local way=$1 policy=$2 log='' st k
 	shift 2
 	if [[ $way == sluice ]]; then
 		log=$E2E_OUT_DIR/cache-${1#*#}.jsonl
@@ -232,8 +232,8 @@ cache_run() {
 	for st in "$@"; do
 		k=${st#*#}
 		cp "$E2E_W/$st.out" "$E2E_OUT_DIR/cache-$way-$k.npm-ci.out" 2>/dev/null
-		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$way" "${k%-*}" "${k##*-}" "${E2E_RC[$st]}" \
-			"${E2E_MS[$st]}" "$(e2e_seen cache "$st")" "$(e2e_seen npm "$st")" \
+		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$way" "${k%-*}" "${k##*-}" \
+			"${E2E_RC[$st]}" "${E2E_MS[$st]}" "$(e2e_seen cache "$st")" "$(e2e_seen npm "$st")" \
 			"$(e2e_seen telemetry "$st")" >>"$CROWS"
 	done
 }
@@ -243,7 +243,8 @@ cache_round() {
 	local way=$1 i=$2
 	E2E_EXTRA_ENV=()
 	cache_run "$way" "$E2E/policy.yaml" "npm-ci#direct-$i"
-	e2e_cache_up || bail_out "the cache did not start: $(tail -n 5 "$E2E/logs/verdaccio-cache.out")"
+	e2e_cache_up ||
+		bail_out "the cache did not start: $(tail -n 5 "$E2E/logs/verdaccio-cache.out")"
 	E2E_EXTRA_ENV=(npm_config_registry=https://npm-cache.internal.example/)
 	cache_run "$way" "$E2E/policy-cache.yaml" "npm-ci#cold-$i" "npm-ci#warm-$i"
 	E2E_EXTRA_ENV=()
@@ -299,8 +300,10 @@ cache_check() {
 	if cache_all "$@"; then
 		tap_ok "$name"
 	else
-		tap_fail "$name" "way kind run status ms cache upstream telemetry:"$'\n'"$(crows "$1" "$2")"
-		tap_diag_file "$(find "$E2E_OUT_DIR" -name "cache-$1-$2-*.npm-ci.out" | head -n 1)" 15
+		tap_fail "$name" \
+			"way kind round status ms cache upstream telemetry:"$'\n'"$(crows "$1" "$2")"
+		tap_diag_file \
+			"$(find "$E2E_OUT_DIR" -name "cache-$1-$2-*.npm-ci.out" | head -n 1)" 15
 	fi
 }
 # Fields: 4 status, 6 the cache's requests, 7 registry.npmjs.org's, 8 the telemetry host's.
