@@ -70,7 +70,8 @@ E2E_HOSTS=(
 # The hosts' access logs, by short name ($E2E/logs/NAME.log).
 E2E_LOGS=(npm pypi files git paste transfer telemetry metadata cache)
 
-# e2e_missing [proxy]: prints what is missing for the e2e fixtures (nothing: all there).
+# e2e_missing [proxy] [tun]: prints what is missing for the e2e fixtures, and for tinyproxy (the
+# proxy way) and TUN devices (the delay line) when asked (nothing: all there).
 e2e_missing() {
 	local t
 	[[ -f $E2E_VERDACCIO && -f $E2E_PNPM ]] ||
@@ -81,8 +82,11 @@ e2e_missing() {
 	[[ -x /usr/lib/git-core/git-http-backend ]] || echo "git http-backend not found"
 	"$E2E_PY" -c 'import setuptools, wheel, pip' 2>/dev/null ||
 		echo "$E2E_PY lacks setuptools, wheel or pip (python3-setuptools, python3-wheel, python3-pip)"
-	if [[ ${1-} == proxy ]]; then
+	if [[ " $* " == *" proxy "* ]]; then
 		command -v tinyproxy >/dev/null || echo "tinyproxy not installed"
+	fi
+	if [[ " $* " == *" tun "* ]]; then
+		[[ -c /dev/net/tun ]] || echo "no /dev/net/tun (CONFIG_TUN) for the delay line"
 	fi
 	return 0
 }

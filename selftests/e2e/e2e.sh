@@ -33,7 +33,7 @@ BAD=(telemetry paste upload metadata unlisted)
 
 require_root
 require_sluice
-missing=$(e2e_missing proxy)
+missing=$(e2e_missing proxy tun)
 [[ -n $missing ]] && bail_out "make e2e cannot run: $(paste -sd ';' <<<"$missing")"
 topo_up
 e2e_up || bail_out "cannot build the local internet (e2e_up)"
