@@ -323,7 +323,7 @@ e2e_wan_delay() {
 		>"$E2E/logs/delayline.out" 2>&1 </dev/null &
 	E2E_WAN_PID=$!
 	sl_track_pid "$E2E_WAN_PID"
-	wait_until 10000 grep -q '^ready$' "$E2E/logs/delayline.out" || {
+	wait_until 10000 grep -qs '^ready$' "$E2E/logs/delayline.out" || {
 		echo "the delay line did not start: $(tail -n 3 "$E2E/logs/delayline.out")" >&2
 		return 1
 	}
