@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #
-# A real package task under sluice (issue 14, the fast subset: npm the four ways, pip and git under
-# sluice; `make e2e` runs the whole comparison and the cache, selftests/e2e/README.md). The test builds a local internet in its topology:
+# A real package task under sluice (issue 14, the fast subset: npm and the bad steps the four
+# ways, pip and git under sluice; `make e2e` runs the whole comparison and the cache,
+# selftests/e2e/README.md). The test builds a local internet in its topology:
 # registry.npmjs.org served by verdaccio, pypi.org and files.pythonhosted.org (a PEP 503 index
 # with wheels and an sdist it builds), git.internal.example (git http-backend), all over TLS with
 # a CA it makes, and the hosts a build must not reach: pastebin.com, transfer.sh, a telemetry
@@ -14,8 +15,9 @@
 #     request to the metadata address and the lookup of an unlisted name fail at once, each is
 #     denied in the log and on stderr, and its receiving host (or the DNS upstream) saw nothing;
 #   - the same bad steps without sluice (the controls) do reach their hosts; with no network npm
-#     ci fails; through an HTTPS_PROXY allowing the same hosts npm ci works via the proxy while
-#     what ignores the variable (the telemetry call, an upload, a raw socket) still gets out;
+#     ci and every bad step fail; through an HTTPS_PROXY allowing the same hosts npm ci works via
+#     the proxy and the paste fetch is refused, while what ignores the variable (the telemetry
+#     call, an upload with --noproxy, a raw socket, a DNS lookup) still gets out;
 #   - every run's log verifies, nothing of the runs is left.
 # SKIPs when verdaccio/pnpm (selftests/e2e/README.md: installed by .ci/deps.sh) or a server is
 # missing.
@@ -79,25 +81,44 @@ check unlisted "control: without sluice the unlisted name resolves" \
 	test "${E2E_RC[unlisted]}" = 0 -a "$(e2e_dns_seen "$E2E_UNLISTED")" -ge 1
 
 # ---------------------------------------------------------------------------------------------
-# The other two of the four ways, npm only. No network: the build fails. A CONNECT proxy with
-# the same host allowlist, named by HTTPS_PROXY: npm goes through it, but the proxy is a request,
-# not enforcement: what ignores the variable (node's https in the install script, curl
-# --noproxy, a raw socket) gets out.
+# The other two of the four ways, npm and the bad steps. No network: the build fails, and so does
+# every bad step. A CONNECT proxy with the same host allowlist, named by HTTPS_PROXY: npm goes
+# through it and curl's paste fetch is refused, but the proxy is a request, not enforcement:
+# what ignores the variable (node's https in the install script, curl --noproxy, a raw socket,
+# a DNS lookup) gets out.
 
-e2e_run none - npm-ci
+e2e_dns_mark
+e2e_run none - npm-ci "${BAD[@]}"
 check npm-ci "no network: npm ci fails" test "${E2E_RC[npm-ci]}" != 0
+for st in "${BAD[@]}"; do
+	check "$st" "no network: the $st step fails" test "${E2E_RC[$st]}" != 0
+done
+check npm-ci "no network: the telemetry host saw nothing" test "$(e2e_seen telemetry npm-ci)" = 0
+check upload "no network: transfer.sh holds no file" \
+	test ! -e "$E2E/www/transfer/e2e/secrets.txt"
+check unlisted "no network: the unlisted name reached no DNS server" \
+	test "$(e2e_dns_seen "$E2E_UNLISTED")" = 0
+
 e2e_proxy_up || bail_out "tinyproxy did not start: $(tail -n 5 "$E2E/logs/tinyproxy.out")"
-e2e_run proxy - npm-ci upload metadata
+e2e_dns_mark
+e2e_run proxy - npm-ci "${BAD[@]}"
 check npm-ci "proxy: npm ci through HTTPS_PROXY succeeds" test "${E2E_RC[npm-ci]}" = 0
 check npm-ci "proxy: registry.npmjs.org's requests came through the proxy" \
-	test "$(e2e_seen_lines npm npm-ci | awk '$3 != "10.200.1.2"' | wc -l)" -ge 3
+	test "$(e2e_seen_lines npm npm-ci | awk '$3 != "10.200.1.2"' | wc -l)" -ge 3 \
+	-a "$(e2e_seen_lines npm npm-ci | awk '$3 == "10.200.1.2"' | wc -l)" = 0
 check npm-ci "proxy: the install script's telemetry call ignores the proxy and gets out" \
 	test "$(e2e_seen telemetry npm-ci)" -ge 1
+check paste "proxy: curl honours HTTPS_PROXY, the proxy refuses pastebin.com" \
+	test "${E2E_RC[paste]}" != 0 -a "$(e2e_seen paste paste)" = 0
+check paste "proxy: the proxy logged the refusal" \
+	grep -q 'filtered domain.*pastebin\.com' "$E2E/logs/proxy.log"
 check upload "proxy: an upload with --noproxy gets out" \
 	test -s "$E2E/www/transfer/e2e/secrets.txt"
 rm -f "$E2E/www/transfer/e2e/secrets.txt"
 check metadata "proxy: the metadata address (a raw socket) answers" \
 	test "${E2E_RC[metadata]}" = 0 -a "$(e2e_seen metadata metadata)" = 1
+check unlisted "proxy: the unlisted name resolves (DNS does not go through the proxy)" \
+	test "${E2E_RC[unlisted]}" = 0 -a "$(e2e_dns_seen "$E2E_UNLISTED")" -ge 1
 
 # ---------------------------------------------------------------------------------------------
 # Under sluice, one run: the legitimate steps, then the bad ones.

@@ -8,9 +8,13 @@
 # workload (selftests/e2e/workload.sh). Sourced after lib.sh by selftests/test_e2e.sh (make test)
 # and selftests/e2e/e2e.sh (make e2e). See selftests/e2e/README.md.
 #
+# registry.npmjs.org has a netns of its own (sl-npm-ID), linked to the topology's router, so that
+# make e2e can put a WAN's latency (e2e_wan_delay) between it and everything else, the
+# pull-through cache included:
+#   sl-rtr-ID vnpm 10.200.3.1 --veth-- veth0 10.200.3.2 sl-npm-ID
+#   registry.npmjs.org       198.51.100.11  nginx TLS -> verdaccio 6.8.0 on 127.0.0.1:4873
 # In the "internet" netns (sl-inet-ID), after lib.sh's sink there is stopped (it holds 53, 80 and
 # 443 on every address):
-#   registry.npmjs.org       198.51.100.11  nginx TLS -> verdaccio 6.8.0 on 127.0.0.1:4873
 #   pypi.org                 198.51.100.12  nginx, PEP 503 simple index
 #   files.pythonhosted.org   198.51.100.13  nginx, wheels and an sdist
 #   git.internal.example     198.51.100.14  nginx -> fcgiwrap -> git http-backend
@@ -37,6 +41,8 @@ E2E_PNPM=$E2E_DEPS/node_modules/pnpm/bin/pnpm.cjs
 E2E_PY=/usr/bin/python3
 
 E2E_NPM_IP=198.51.100.11
+# registry.npmjs.org's netns
+E2E_NS_NPM=sl-npm-$SL_ID
 E2E_PYPI_IP=198.51.100.12
 E2E_FILES_IP=198.51.100.13
 E2E_GIT_IP=198.51.100.14
@@ -64,7 +70,8 @@ E2E_HOSTS=(
 # The hosts' access logs, by short name ($E2E/logs/NAME.log).
 E2E_LOGS=(npm pypi files git paste transfer telemetry metadata cache)
 
-# e2e_missing [proxy]: prints what is missing for the e2e fixtures (nothing: all there).
+# e2e_missing [proxy] [tun]: prints what is missing for the e2e fixtures, and for tinyproxy (the
+# proxy way) and TUN devices (the delay line) when asked (nothing: all there).
 e2e_missing() {
 	local t
 	[[ -f $E2E_VERDACCIO && -f $E2E_PNPM ]] ||
@@ -75,8 +82,11 @@ e2e_missing() {
 	[[ -x /usr/lib/git-core/git-http-backend ]] || echo "git http-backend not found"
 	"$E2E_PY" -c 'import setuptools, wheel, pip' 2>/dev/null ||
 		echo "$E2E_PY lacks setuptools, wheel or pip (python3-setuptools, python3-wheel, python3-pip)"
-	if [[ ${1-} == proxy ]]; then
+	if [[ " $* " == *" proxy "* ]]; then
 		command -v tinyproxy >/dev/null || echo "tinyproxy not installed"
+	fi
+	if [[ " $* " == *" tun "* ]]; then
+		[[ -c /dev/net/tun ]] || echo "no /dev/net/tun (CONFIG_TUN) for the delay line"
 	fi
 	return 0
 }
@@ -232,7 +242,7 @@ e2e_up() {
 	# lib.sh's sink in the internet netns listens on 53, 80 and 443 of every address.
 	pid=$(cat "$SL_TMP/inet.pid" 2>/dev/null)
 	[[ -n $pid ]] && sl_stop_pid "$pid"
-	for a in "$E2E_NPM_IP" "$E2E_PYPI_IP" "$E2E_FILES_IP" "$E2E_GIT_IP" "$E2E_CACHE_IP" \
+	for a in "$E2E_PYPI_IP" "$E2E_FILES_IP" "$E2E_GIT_IP" "$E2E_CACHE_IP" \
 		"$E2E_PASTE_IP" "$E2E_XFER_IP" "$E2E_TELEM_IP" "$E2E_EXFIL_IP" "$E2E_DNS_IP" "$E2E_PROXY_IP"; do
 		in_inet ip addr add "$a/32" dev lo || return 1
 	done
@@ -254,15 +264,22 @@ e2e_up() {
 		--log-facility="$E2E/logs/dns.log" "${up[@]}" >"$E2E/logs/dnsmasq.out" 2>&1 </dev/null &
 	sl_track_pid $!
 
+	e2e_npm_ns_up || {
+		echo "cannot build registry.npmjs.org's netns" >&2
+		return 1
+	}
 	e2e_fill "$E2E_DIR/nginx.conf.in" "$E2E/run/nginx.conf"
+	e2e_fill "$E2E_DIR/nginx-npm.conf.in" "$E2E/run/nginx-npm.conf"
 	e2e_fill "$E2E_DIR/verdaccio.yaml.in" "$E2E/run/verdaccio.yaml"
 	cp "$E2E_DIR/paste.sh" "$E2E/www/paste/e2e.sh"
 	mkdir -p "$E2E/www/paste/raw" && cp "$E2E_DIR/paste.sh" "$E2E/www/paste/raw/e2e.sh"
 	# One process (no -c: children would outlive a TERM to their parent); requests queue.
 	e2e_bg fcgiwrap "$SL_NS_INET" fcgiwrap -s "unix:$E2E/run/fcgiwrap.sock"
-	e2e_bg verdaccio "$SL_NS_INET" env VERDACCIO_PUBLIC_URL=https://registry.npmjs.org \
+	e2e_bg verdaccio "$E2E_NS_NPM" env VERDACCIO_PUBLIC_URL=https://registry.npmjs.org \
 		HOME="$E2E/verdaccio" node "$E2E_VERDACCIO" --config "$E2E/run/verdaccio.yaml"
 	e2e_bg nginx "$SL_NS_INET" nginx -c "$E2E/run/nginx.conf" -e "$E2E/logs/nginx-error.log"
+	e2e_bg nginx-npm "$E2E_NS_NPM" nginx -c "$E2E/run/nginx-npm.conf" \
+		-e "$E2E/logs/nginx-npm-error.log"
 	e2e_wait_http nginx "https://pastebin.com/raw/e2e.sh" || return 1
 	e2e_wait_http verdaccio -f "https://registry.npmjs.org/-/ping" || return 1
 
@@ -275,6 +292,55 @@ e2e_up() {
 		return 1
 	}
 	e2e_fixture_git || return 1
+	return 0
+}
+
+# e2e_npm_ns_up: registry.npmjs.org's netns, a link to the router, the routes both ways. Nothing
+# in it routes further than the router, which routes only the test prefixes.
+e2e_npm_ns_up() {
+	ip netns add "$E2E_NS_NPM" || return 1
+	sl_on_exit "ip netns del $E2E_NS_NPM 2>/dev/null"
+	ip -n "$E2E_NS_NPM" link set lo up &&
+		ip -n "$SL_NS_RTR" link add vnpm type veth peer name veth0 netns "$E2E_NS_NPM" &&
+		ip -n "$SL_NS_RTR" addr add 10.200.3.1/30 dev vnpm &&
+		ip -n "$E2E_NS_NPM" addr add 10.200.3.2/30 dev veth0 &&
+		ip -n "$E2E_NS_NPM" addr add "$E2E_NPM_IP/32" dev lo &&
+		ip -n "$SL_NS_RTR" link set vnpm up &&
+		ip -n "$E2E_NS_NPM" link set veth0 up &&
+		ip -n "$SL_NS_RTR" route add "$E2E_NPM_IP/32" via 10.200.3.2 &&
+		ip -n "$E2E_NS_NPM" route add default via 10.200.3.1
+}
+
+# e2e_wan_delay MS: registry.npmjs.org made distant: its traffic, both ways, goes through a
+# delay line (delayline.py: two TUN devices, wan-npm in the router and wan0 in its netns, packets
+# held MS ms each way; the machine's kernel has no netem) instead of its veth, so that it answers
+# like a distant registry while every other host, the pull-through cache included, stays one hop
+# from the build. e2e_wan_clear puts the veth back and stops the line (topo_down too).
+E2E_WAN_PID=
+e2e_wan_delay() {
+	sl_on_exit e2e_wan_clear
+	ip netns exec "$SL_NS_RTR" "$E2E_PY" "$E2E_DIR/delayline.py" "$1" wan-npm wan0 \
+		>"$E2E/logs/delayline.out" 2>&1 </dev/null &
+	E2E_WAN_PID=$!
+	sl_track_pid "$E2E_WAN_PID"
+	wait_until 10000 grep -qs '^ready$' "$E2E/logs/delayline.out" || {
+		echo "the delay line did not start: $(tail -n 3 "$E2E/logs/delayline.out")" >&2
+		return 1
+	}
+	ip -n "$SL_NS_RTR" link set wan0 netns "$E2E_NS_NPM" &&
+		ip -n "$SL_NS_RTR" addr add 10.200.4.1/30 dev wan-npm &&
+		ip -n "$E2E_NS_NPM" addr add 10.200.4.2/30 dev wan0 &&
+		ip -n "$SL_NS_RTR" link set wan-npm up &&
+		ip -n "$E2E_NS_NPM" link set wan0 up &&
+		ip -n "$SL_NS_RTR" route replace "$E2E_NPM_IP/32" via 10.200.4.2 dev wan-npm &&
+		ip -n "$E2E_NS_NPM" route replace default via 10.200.4.1 dev wan0
+}
+e2e_wan_clear() {
+	[[ -n $E2E_WAN_PID ]] || return 0
+	ip -n "$SL_NS_RTR" route replace "$E2E_NPM_IP/32" via 10.200.3.2 dev vnpm 2>/dev/null
+	ip -n "$E2E_NS_NPM" route replace default via 10.200.3.1 dev veth0 2>/dev/null
+	sl_stop_pid "$E2E_WAN_PID"
+	E2E_WAN_PID=
 	return 0
 }
 
@@ -330,9 +396,9 @@ EOF2
 # e2e_run WAY LOG STEP…: the workload's steps, in one go, in WAY: open (the network as it is),
 # none (a netns with only loopback), proxy (open, with the proxy variables), sluice (sluice run
 # enforcing $E2E_POLICY, default $E2E/policy.yaml, its log LOG; "suggested" is the same with
-# the suggested policy), report (the same in report mode). Each way gets a fresh $E2E/work/WAY. Sets, per step: E2E_RC[STEP], E2E_MS[STEP],
-# E2E_T0[STEP], E2E_T1[STEP]; E2E_W (the work directory), E2E_ERR (the run's stderr: sluice's
-# denials, the step headers).
+# the suggested policy), report (the same in report mode). Each way gets a fresh $E2E/work/WAY.
+# Sets, per step: E2E_RC[STEP], E2E_MS[STEP], E2E_T0[STEP], E2E_T1[STEP]; E2E_W (the work
+# directory), E2E_ERR (the run's stderr: sluice's denials, the step headers).
 declare -A E2E_RC E2E_MS E2E_T0 E2E_T1
 # More NAME=VALUE for the workload's environment (the cache runs: npm_config_registry).
 E2E_EXTRA_ENV=()

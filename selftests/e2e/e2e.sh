@@ -33,7 +33,7 @@ BAD=(telemetry paste upload metadata unlisted)
 
 require_root
 require_sluice
-missing=$(e2e_missing proxy)
+missing=$(e2e_missing proxy tun)
 [[ -n $missing ]] && bail_out "make e2e cannot run: $(paste -sd ';' <<<"$missing")"
 topo_up
 e2e_up || bail_out "cannot build the local internet (e2e_up)"
@@ -185,12 +185,25 @@ else
 fi
 
 # ---------------------------------------------------------------------------------------------
-# The pull-through cache (issue 14, item 5): npm ci through npm-cache.internal.example, a second
-# verdaccio whose uplink is registry.npmjs.org; cold (the cache empty: it fetches upstream) and
-# warm (it serves what it kept), unrestricted and under sluice with the cache as the only npm
-# destination. The lockfile names registry.npmjs.org; npm replaces that host with the configured
-# registry (its default replace-registry-host=npmjs), so under sluice a fetch that went around the
-# cache would be denied.
+# The pull-through cache (issue 14, item 5): does a cache near the build make the confined path
+# faster than the open one? registry.npmjs.org is made distant: E2E_WAN_MS (default 40) ms of
+# delay each way on its link alone (a delay line, e2e_wan_delay), while the cache,
+# npm-cache.internal.example (a second verdaccio whose uplink is registry.npmjs.org), stays one
+# hop from the build. npm ci, each from an empty npm cache, E2E_CACHE_RUNS (default 7) times each:
+#   direct  to registry.npmjs.org, unrestricted and under sluice (the main policy lists it);
+#   cold    through the cache, freshly started and empty (it fetches each package from
+#           registry.npmjs.org), unrestricted and under sluice with the cache as the only npm
+#           destination;
+#   warm    right after, through the same cache, in the same run (registry.npmjs.org sees
+#           nothing).
+# The rounds interleave the ways, open first in odd rounds and sluice first in even ones, so that
+# the shared machine's load drifting over the minutes weighs on both alike.
+# The lockfile names registry.npmjs.org; npm replaces that host with the configured registry (its
+# default replace-registry-host=npmjs), so under sluice a fetch that went around the cache would
+# be denied; the last run checks that it is. The times are the steps' own (without sluice's
+# set-up); the tables give the medians: timings are reported, not asserted.
+E2E_WAN_MS=${E2E_WAN_MS:-40}
+E2E_CACHE_RUNS=${E2E_CACHE_RUNS:-7}
 cat >"$E2E/policy-cache.yaml" <<'EOF2'
 default: deny
 rules:
@@ -201,40 +214,118 @@ rules:
 EOF2
 CROWS=$E2E/cache.tsv
 : >"$CROWS"
-E2E_EXTRA_ENV=(npm_config_registry=https://npm-cache.internal.example/)
-for way in open sluice; do
+rm -f "$E2E_OUT_DIR"/cache-*
+CACHE_LOGS=()
+
+# cache_run WAY POLICY STEP…: the steps, npm-ci#KIND-ROUND, in WAY (a sluice log of its own), a
+# row for each: way, kind, round, status, ms, requests the cache, registry.npmjs.org and the
+# telemetry host logged during it.
+cache_run() {
+	local way=$1 policy=$2 log='' st k
+	shift 2
+	if [[ $way == sluice ]]; then
+		log=$E2E_OUT_DIR/cache-${1#*#}.jsonl
+		CACHE_LOGS+=("$log")
+	fi
+	E2E_RC=() E2E_MS=() E2E_T0=() E2E_T1=()
+	E2E_POLICY=$policy e2e_run "$way" "$log" "$@"
+	for st in "$@"; do
+		k=${st#*#}
+		cp "$E2E_W/$st.out" "$E2E_OUT_DIR/cache-$way-$k.npm-ci.out" 2>/dev/null
+		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$way" "${k%-*}" "${k##*-}" \
+			"${E2E_RC[$st]}" "${E2E_MS[$st]}" "$(e2e_seen cache "$st")" "$(e2e_seen npm "$st")" \
+			"$(e2e_seen telemetry "$st")" >>"$CROWS"
+	done
+}
+
+# cache_round WAY ROUND: direct, then cold and warm through a fresh cache.
+cache_round() {
+	local way=$1 i=$2
+	E2E_EXTRA_ENV=()
+	cache_run "$way" "$E2E/policy.yaml" "npm-ci#direct-$i"
 	e2e_cache_up ||
 		bail_out "the cache did not start: $(tail -n 5 "$E2E/logs/verdaccio-cache.out")"
-	for temp in cold warm; do
-		log=
-		if [[ $way == sluice ]]; then
-			log=$E2E_OUT_DIR/cache-$temp.jsonl
-			rm -f "$log" "$log".*
-		fi
-		E2E_POLICY=$E2E/policy-cache.yaml e2e_run "$way" "$log" npm-ci
-		cp "$E2E_W/npm-ci.out" "$E2E_OUT_DIR/cache-$way-$temp.npm-ci.out"
-		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$way" "$temp" "${E2E_RC[npm-ci]}" \
-			"${E2E_MS[npm-ci]}" "$(e2e_seen cache npm-ci)" "$(e2e_seen npm npm-ci)" \
-			"$(e2e_seen telemetry npm-ci)" >>"$CROWS"
-	done
+	E2E_EXTRA_ENV=(npm_config_registry=https://npm-cache.internal.example/)
+	cache_run "$way" "$E2E/policy-cache.yaml" "npm-ci#cold-$i" "npm-ci#warm-$i"
+	E2E_EXTRA_ENV=()
+}
+
+e2e_wan_delay "$E2E_WAN_MS" || bail_out "cannot delay registry.npmjs.org's link"
+tap_is "cache: registry.npmjs.org is routed through the delay line" \
+	"$(in_rtr ip route get "$E2E_NPM_IP" | grep -c 'dev wan-npm ')" 1
+# What the build sees: the TCP connect time to each (curl's time_connect, s), for the table.
+connect_ms() {
+	e2e_open curl -s -o /dev/null --max-time 10 --cacert "$E2E/pki/ca.pem" \
+		-w '%{time_connect}' "$1" | awk '{ printf "%.1f", $1 * 1000 }'
+}
+e2e_cache_up || bail_out "the cache did not start: $(tail -n 5 "$E2E/logs/verdaccio-cache.out")"
+CONNECT_UP=$(connect_ms https://registry.npmjs.org/-/ping)
+CONNECT_CACHE=$(connect_ms https://npm-cache.internal.example/-/ping)
+
+for ((i = 1; i <= E2E_CACHE_RUNS; i++)); do
+	if ((i % 2)); then
+		cache_round open "$i"
+		cache_round sluice "$i"
+	else
+		cache_round sluice "$i"
+		cache_round open "$i"
+	fi
 done
-E2E_EXTRA_ENV=()
-crow() { awk -F'\t' -v w="$1" -v t="$2" '$1 == w && $2 == t' "$CROWS"; }
+# The attacker's check of the cache-only policy: npm ci told nothing of the cache goes to
+# registry.npmjs.org, and must not get there.
+cache_run sluice "$E2E/policy-cache.yaml" "npm-ci#bypass-1"
+e2e_wan_clear
+tap_is "cache: registry.npmjs.org is routed through its veth again, the delay line gone" \
+	"$(in_rtr ip route get "$E2E_NPM_IP" | grep -c 'dev vnpm ')$(in_rtr ip link show wan-npm \
+		2>/dev/null | wc -l)" 10
+
+crows() { awk -F'\t' -v w="$1" -v k="$2" '$1 == w && $2 == k' "$CROWS"; }
+# cache_all WAY KIND FIELD OP VALUE…: E2E_CACHE_RUNS rows of WAY and KIND, and in each, every
+# FIELD OP VALUE holds (test's integer OPs).
+cache_all() {
+	local way=$1 kind=$2 row f
+	shift 2
+	local c=("$@")
+	[[ $(crows "$way" "$kind" | wc -l) -eq $E2E_CACHE_RUNS ]] || return 1
+	while IFS= read -r row; do
+		for ((f = 0; f < ${#c[@]}; f += 3)); do
+			test "$(cut -f"${c[f]}" <<<"$row")" "${c[f + 1]}" "${c[f + 2]}" || return 1
+		done
+	done < <(crows "$way" "$kind")
+}
+# cache_check NAME WAY KIND FIELD OP VALUE…: TAP of cache_all, the rows when it fails.
+cache_check() {
+	local name=$1
+	shift
+	if cache_all "$@"; then
+		tap_ok "$name"
+	else
+		tap_fail "$name" \
+			"way kind round status ms cache upstream telemetry:"$'\n'"$(crows "$1" "$2")"
+		tap_diag_file \
+			"$(find "$E2E_OUT_DIR" -name "cache-$1-$2-*.npm-ci.out" | head -n 1)" 15
+	fi
+}
+# Fields: 4 status, 6 the cache's requests, 7 registry.npmjs.org's, 8 the telemetry host's.
 for way in open sluice; do
-	for temp in cold warm; do
-		tap_is "cache: npm ci via the cache, $temp, $way, succeeds" \
-			"$(crow "$way" "$temp" | cut -f3)" 0 ||
-			tap_diag_file "$E2E_OUT_DIR/cache-$way-$temp.npm-ci.out" 15
-	done
-	tap_cmp "cache: cold, $way: the cache fetched from registry.npmjs.org" \
-		"$(crow "$way" cold | cut -f6)" -ge 1
-	tap_is "cache: warm, $way: registry.npmjs.org saw nothing (served from the cache)" \
-		"$(crow "$way" warm | cut -f6)" 0
+	cache_check "cache: direct, $way: every run succeeds, served by registry.npmjs.org" \
+		"$way" direct 4 -eq 0 7 -ge 3 6 -eq 0
+	cache_check "cache: cold, $way: every run succeeds, the cache fetching from registry.npmjs.org" \
+		"$way" cold 4 -eq 0 6 -ge 3 7 -ge 3
+	cache_check "cache: warm, $way: every run succeeds, registry.npmjs.org sees nothing" \
+		"$way" warm 4 -eq 0 6 -ge 3 7 -eq 0
 done
-tap_is "cache: under sluice the telemetry host saw nothing" \
-	"$(crow sluice cold | cut -f7)$(crow sluice warm | cut -f7)" 00
-for temp in cold warm; do
-	tap_check "sluice verify cache-$temp.jsonl" "$SLUICE" verify "$E2E_OUT_DIR/cache-$temp.jsonl"
+for kind in direct cold warm; do
+	cache_check "cache: $kind, sluice: the install script's telemetry call reached nothing" \
+		sluice "$kind" 8 -eq 0
+done
+tap_cmp "cache: under the cache-only policy, npm ci past the cache fails" \
+	"$(crows sluice bypass | cut -f4)" -ne 0
+tap_is "cache: past the cache, registry.npmjs.org saw nothing" "$(crows sluice bypass | cut -f7)" 0
+tap_cmp "cache: past the cache, registry.npmjs.org's name was denied and logged" \
+	"$(log_count "${CACHE_LOGS[-1]}" type=dns host=registry.npmjs.org decision=deny)" -ge 1
+for log in "${CACHE_LOGS[@]}"; do
+	tap_check "sluice verify ${log##*/}" "$SLUICE" verify "$log"
 done
 
 # ---------------------------------------------------------------------------------------------
@@ -324,33 +415,77 @@ js = [{"way": r[0], "step": r[1], "ok": r[2] == "1",
 json.dump(js, open(os.path.join(out, "results.json"), "w"), indent=1)
 print(md)
 PY
-"$E2E_PY" - "$ROWS" "$CROWS" "$E2E_OUT_DIR" <<'PY'
-import json, os, sys
-rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
-crows = [l.rstrip("\n").split("\t") for l in open(sys.argv[2]) if l.strip()]
-out = sys.argv[3]
-direct = {r[0]: r for r in rows if r[1] == "npm-ci"}
-c = {(r[0], r[1]): r for r in crows}
-def d(w):
-    r = direct.get(w)
-    return f"{int(r[3]) / 1000:.2f} s; registry.npmjs.org saw {r[4]}" if r else ""
-def v(w, t):
-    r = c.get((w, t))
-    if not r:
+"$E2E_PY" - "$CROWS" "$E2E_OUT_DIR" "$E2E_WAN_MS" "$E2E_CACHE_RUNS" "$CONNECT_UP" \
+	"$CONNECT_CACHE" <<'PY'
+import json, os, statistics, sys
+crows_f, out, wan, runs, c_up, c_cache = sys.argv[1:7]
+rows = [l.rstrip("\n").split("\t") for l in open(crows_f) if l.strip()]
+runs_of = {}
+for r in rows:
+    runs_of.setdefault((r[0], r[1]), []).append(r)
+med = {}
+for (w, k), rs in runs_of.items():
+    ok = [int(r[4]) for r in rs if r[3] == "0"]
+    med[(w, k)] = statistics.median(ok) if ok and len(ok) == len(rs) else None
+def per_run(rs, i):
+    v = {int(r[i]) for r in rs}
+    return str(v.pop()) if len(v) == 1 else f"{min(v)}-{max(v)}"
+def cell(w, k):
+    rs = runs_of.get((w, k))
+    if not rs:
         return ""
-    ok = "ok" if r[2] == "0" else "**failed**"
-    return (f"{ok}, {int(r[3]) / 1000:.2f} s; cache saw {r[4]} req, "
-            f"registry.npmjs.org saw {r[5]} req")
+    ms = sorted(int(r[4]) for r in rs)
+    fails = sum(r[3] != "0" for r in rs)
+    if k == "bypass":
+        return ("**got through**" if not fails else "failed (denied)") + \
+            f"; registry.npmjs.org saw {per_run(rs, 6)} req"
+    t = f"{med[(w, k)] / 1000:.2f} s" if med[(w, k)] is not None else f"**{fails} failed**"
+    seen = f"registry.npmjs.org saw {per_run(rs, 6)} req/run"
+    if k != "direct":
+        seen = f"cache saw {per_run(rs, 5)}, " + seen
+    return f"{t} ({ms[0] / 1000:.2f}-{ms[-1] / 1000:.2f}); {seen}"
+n = len(runs_of.get(("open", "direct"), []))
 md = "\n".join([
-    "| `npm ci` | unrestricted | sluice (npm: the cache only) |", "|---|---|---|",
-    f"| direct to registry.npmjs.org (no cache; sluice lists it) | {d('open')} | {d('sluice')} |",
-    f"| through the pull-through cache, cold | {v('open', 'cold')} | {v('sluice', 'cold')} |",
-    f"| through the pull-through cache, warm | {v('open', 'warm')} | {v('sluice', 'warm')} |",
+    f"registry.npmjs.org {wan} ms away each way (a delay line on its link only; TCP connect from the "
+    f"build: {c_up} ms; to the cache: {c_cache} ms). `npm ci` from an empty npm cache, the "
+    f"median of {n} runs (min-max):", "",
+    "| `npm ci` | unrestricted | sluice |", "|---|---|---|",
+    f"| direct to registry.npmjs.org (sluice: the main policy lists it) | {cell('open', 'direct')} "
+    f"| {cell('sluice', 'direct')} |",
+    f"| through the pull-through cache, cold (sluice: the cache is the only npm destination) "
+    f"| {cell('open', 'cold')} | {cell('sluice', 'cold')} |",
+    f"| through the pull-through cache, warm | {cell('open', 'warm')} "
+    f"| {cell('sluice', 'warm')} |",
+    f"| past the cache, under the cache-only policy | | {cell('sluice', 'bypass')} |",
 ]) + "\n"
+# Each round's time over the open path's (unrestricted, direct) in the same round, the median
+# of those: the machine's load drifts over the minutes, a round's ways share it.
+ms_of = {(r[0], r[1], r[2]): int(r[4]) for r in rows if r[3] == "0"}
+ratio = {}
+for w, k in [("open", "warm"), ("open", "cold"), ("sluice", "direct"), ("sluice", "warm"),
+             ("sluice", "cold")]:
+    rs = [ms_of[(w, k, n)] / ms_of[("open", "direct", n)] for (ow, ok, n) in ms_of
+          if (ow, ok) == ("open", "direct") and (w, k, n) in ms_of]
+    if rs:
+        ratio[f"{w}/{k}"] = round(statistics.median(rs), 3)
+od, sw, sc = med.get(("open", "direct")), med.get(("sluice", "warm")), med.get(("sluice", "cold"))
+if od and sw and sc and "sluice/warm" in ratio and "sluice/cold" in ratio:
+    md += (f"\nThe confined path with a warm cache (sluice, cache only): {sw / 1000:.2f} s against "
+           f"{od / 1000:.2f} s for the open path (unrestricted, direct to registry.npmjs.org); "
+           f"round by round, the median ratio {ratio['sluice/warm']:.2f}x. With a cold cache "
+           f"{sc / 1000:.2f} s, {ratio['sluice/cold']:.2f}x. Unrestricted through the warm cache "
+           f"{ratio.get('open/warm', 0):.2f}x; sluice direct {ratio.get('sluice/direct', 0):.2f}x."
+           "\n")
 open(os.path.join(out, "cache.md"), "w").write(md)
-json.dump([{"way": r[0], "cache": r[1], "ok": r[2] == "0", "ms": int(r[3]),
-            "cache_requests": int(r[4]), "upstream_requests": int(r[5])} for r in crows],
-          open(os.path.join(out, "cache.json"), "w"), indent=1)
+json.dump({
+    "wan_delay_ms_each_way": int(wan), "runs": int(runs),
+    "connect_ms": {"registry.npmjs.org": float(c_up), "npm-cache.internal.example": float(c_cache)},
+    "median_ms": {f"{w}/{k}": v for (w, k), v in sorted(med.items()) if k != "bypass"},
+    "median_ratio_to_open_direct": ratio,
+    "runs_detail": [{"way": r[0], "kind": r[1], "run": r[2], "ok": r[3] == "0", "ms": int(r[4]),
+                     "cache_requests": int(r[5]), "upstream_requests": int(r[6]),
+                     "telemetry_requests": int(r[7])} for r in rows],
+}, open(os.path.join(out, "cache.json"), "w"), indent=1)
 print(md)
 PY
 echo

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #
 # sluice e2e: the build workload (selftests/e2e/README.md), the steps named, in order, each
-# whatever the others did. Run by e2e-lib.sh's e2e_run in each way (open network, no network,
-# proxy, sluice); the same commands every way. For each step, its output goes to
+# whatever the others did; STEP#TAG is STEP again (the cache timings run npm-ci twice in one
+# run). Run by e2e-lib.sh's e2e_run in each way (open network, no network, proxy, sluice); the
+# same commands every way. For each step, its output goes to
 # $E2E_WORK/STEP.out and "STEP RC MS T0 T1" to $E2E_WORK/results (MS: the step's own wall time;
 # T0, T1: its start and end in ms since the epoch, which place the servers' log lines).
 #
@@ -17,9 +18,10 @@ FIX=${E2E_FIX:?}
 cd "$W" || exit 1
 
 run_step() {
-	case $step in
+	case ${step%%#*} in
 	npm-ci)
-		rm -rf "$W/npm" && mkdir -p "$W/npm" &&
+		# From an empty npm cache, as on a fresh CI runner: every tarball is fetched.
+		rm -rf "$W/npm" "${npm_config_cache:?}" && mkdir -p "$W/npm" &&
 			cp "$FIX/app/package.json" "$FIX/app/package-lock.json" "$W/npm/" &&
 			cd "$W/npm" && npm ci --no-audit --no-fund &&
 			node -e 'console.log("app:", require("sl-e2e-util")("ok"))'
