@@ -389,10 +389,11 @@ class Bench:
             progs[p["name"]] = {"xlated_insns": p.get("bytes_xlated", 0) // 8,
                                 "verified_insns": p.get("verified_insns"),
                                 "jited_bytes": p.get("bytes_jited")}
-        memlock = 0
+        memlock, by_map = 0, {}
         for m in maps:
-            memlock += json.loads(run("bpftool", "map", "show", "id", m, "-j").stdout)\
-                .get("bytes_memlock", 0)
+            j = json.loads(run("bpftool", "map", "show", "id", m, "-j").stdout)
+            memlock += j.get("bytes_memlock", 0)
+            by_map[j.get("name", str(m))] = j.get("bytes_memlock", 0)
         st = {}
         for line in open(f"/proc/{v['pid']}/status"):
             k, _, val = line.partition(":")
@@ -400,7 +401,7 @@ class Bench:
                 st[k] = int(val.split()[0]) * 1024
         # total: RSS whole, shared pages (libraries, the binary, the ring buffer's mapping of
         # the map's own pages) included; total_private: only what another run adds (anonymous)
-        return {"programs": progs, "maps": len(maps), "maps_memlock": memlock,
+        return {"programs": progs, "maps": len(maps), "maps_memlock": memlock, "by_map": by_map,
                 "writer_rss": st["VmRSS"], "writer_anon": st["RssAnon"],
                 "total": memlock + st["VmRSS"], "total_private": memlock + st["RssAnon"]}
 
@@ -546,7 +547,7 @@ class Bench:
         for line in open(BUDGETS):
             line = line.split("#", 1)[0].split()
             if len(line) == 2:
-                b[line[0]] = int(line[1])
+                b[line[0]] = float(line[1]) if "." in line[1] else int(line[1])
         return b
 
     def hold_to_budgets(self, facts, fresh):
@@ -613,6 +614,10 @@ class Bench:
                            f"{f.get('writer_anon', 0) / 2**20:.1f} | "
                            f"{f.get('total_private', 0) / 2**20:.1f} |")
             first = next(iter(R["memory"].values()))
+            if "by_map" in first:
+                big = sorted(first["by_map"].items(), key=lambda kv: -kv[1])[:8]
+                out += ["", "Largest maps (first run, at the end): " +
+                        ", ".join(f"{k} {v / 2**10:.0f} KiB" for k, v in big)]
             out += ["", "| program | instructions (xlated) | verified | JITed bytes |",
                     "|---|---|---|---|"]
             for name, p in sorted(first["programs"].items()):
