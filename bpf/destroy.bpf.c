@@ -15,9 +15,15 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 int bpf_sock_destroy(struct sock_common *sk) __ksym;
 
+/*
+ * Each cookie is there for one walk (loader_kill_socket), so the map is nearly always empty:
+ * allocated on use. A cookie the kernel has no memory for fails the destroy, which the record
+ * says; the packet layer drops the flow's packets all the same.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1024);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u64); /* socket cookie */
 	__type(value, __u8);
 } sl_kill SEC(".maps");

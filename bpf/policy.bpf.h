@@ -32,10 +32,17 @@ struct {
 	__type(value, struct sl_dst_rules);
 } sl_dst6 SEC(".maps");
 
-/* Addresses the run's resolver answered for listed names, and the ports of each host rule. */
+/*
+ * Addresses the run's resolver answered for listed names, and the ports of each host rule.
+ * Allocated on use, not for their whole capacity at load (12 MiB a run): only the resolver
+ * (userspace) adds to them, the programs only look up. An address the kernel has no memory for
+ * is not learned: the resolver refuses the answer and says why, so the client never gets an
+ * address that connect() would not find.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1); /* resized by the loader */
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u32);
 	__type(value, struct sl_learned);
 } sl_learned4 SEC(".maps");
@@ -43,6 +50,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct sl_learned6_key);
 	__type(value, struct sl_learned);
 } sl_learned6 SEC(".maps");

@@ -418,4 +418,63 @@ out=$("$SLUICE" verify --key "$SLUICE_PUB" "$LOG4" 2>&1)
 rc=$?
 tap_check "tls: sluice verify: the log is intact" test "$rc" -eq 0
 [[ $rc -eq 0 ]] || tap_diag "$out"
+# --- replace-policy from a policy without max_total_* to one with them ---------------------------
+# A run whose policy has no budget keeps no room for host totals (loader.c); the replacement that
+# brings budgets must count every host: two hosts each get their first 800 bytes and no more than
+# the budget (with too small a map, the second host could not be counted and would get nothing).
+cat >"$SL_TMP/nobudget.yaml" <<'EOF'
+default: deny
+rules:
+  - name: two
+    cidrs: ["198.51.100.10/32", "198.51.100.20/32"]
+    ports: [8080]
+EOF
+{ cat "$SL_TMP/nobudget.yaml"; echo "    max_total_request_bytes: $BUDGET"; } \
+	>"$SL_TMP/budget2.yaml"
+CG5=$(sl_cgroup_new swbudget2) || bail_out "cannot make the test cgroup"
+sl_on_exit "sl_cgroup_remove '$CG5'"
+RUN5=t-$SL_ID-swbudget2
+SL_RUNS+=("$RUN5")
+LOG5=$SL_TMP/swbudget2.jsonl
+out=$("$SLUICE" attach --cgroup "$CG5" --policy "$SL_TMP/nobudget.yaml" --run-id "$RUN5" \
+	--netns "$NETNS" --upstream "127.0.0.1:$SL_DNS_PORT" --log "$LOG5" 2>&1) ||
+	bail_out "attach failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
+out=$("$SLUICE" replace-policy --run-id "$RUN5" "$SL_TMP/budget2.yaml" 2>&1)
+tap_check "budget2: replace-policy to a policy with a host budget succeeds" \
+	test -z "${out##*\"ok\":true*}" || tap_diag "$out"
+sink_mark
+for h in 198.51.100.10 198.51.100.20; do
+	r=$(sl_in_cgroup "$CG5" "${RUN_EXEC_NETONLY[@]}" python3 -c "
+import errno, socket
+s = socket.create_connection(('$h', 8080), timeout=$((5 * SL_SLOW)))
+s.sendall(b'a' * 800)
+got = b''
+while not got.endswith(b'ok\\n'):
+    c = s.recv(100)
+    if not c:
+        break
+    got += c
+try:
+    s.sendall(b'a' * 800)
+    while s.recv(100):
+        pass
+    print('eof')
+except OSError as e:
+    print(errno.errorcode.get(e.errno, str(e)))
+" 2>&1)
+	tap_diag "budget2: $h after 800 + 800 bytes: $r"
+done
+sink_wait 'tcp 198.51.100.20 8080' 1 20000 || tap_diag "$(sink_new_lines)"
+sink_settle
+for h in 198.51.100.10 198.51.100.20; do
+	got=$(tail -n +"$((SL_SINK_MARK + 1))" "$SL_INET_LOG" |
+		awk -v h="$h" '$1 == "tcp" && $2 == h && $3 == 8080 { n += $5 } END { print n + 0 }')
+	tap_is "budget2: $h got its first 800 bytes and no more than its $BUDGET" "$got" 800 ||
+		tap_diag "$(sink_new_lines)"
+	tap_is "budget2: the log records the cut of the flow to $h at the host's total" \
+		"$(log_count "$LOG5" type=flow_cut proto=tcp rule=two cap=max_total_request_bytes \
+			limit=$BUDGET dst="$h")" 1 || tap_diag_file "$LOG5"
+done
+out=$("$SLUICE" detach --run-id "$RUN5" 2>&1)
+tap_check "budget2: the run detaches" test -z "${out##*\"ok\":true*}"
 tap_done

@@ -124,9 +124,13 @@ struct tc_attachment {
  * The maps the runs of one network namespace share (bpf/nsflows.bpf.h), pinned as "flows" and
  * "runs" under <bpffs>/sluice/netns@<dev>-<ino> (no run id has an "@"; bpffs refuses dots).
  * Their sizes are fixed: a later run reuses the pins only if its maps have the same shape.
+ * The flows are an LRU (preallocated: 112 bytes a flow, held by the namespace, not per run):
+ * the packet layer notes every packet it lets out just before the host side sees its frame, so
+ * the map has to remember a flow only while it is idle (for an ICMP error about it); a flow
+ * forgotten is judged by every run's host side, which fails closed.
  */
 #define NS_DIR_FMT "%s/sluice/netns@%llu-%llu"
-#define NS_FLOWS_MAX 65536
+#define NS_FLOWS_MAX 16384
 #define NS_RUNS_MAX 256
 
 struct clsact_pin {
@@ -278,6 +282,20 @@ static int fill_policy_maps(struct loader *l, const struct policy_compiled *c)
 		if (bpf_map_update_elem(fd6, &c->v6[i].key, &c->v6[i].val, BPF_NOEXIST))
 			return -errno;
 	return 0;
+}
+
+/*
+ * The per-host byte totals are counted only for rules with max_total_* caps: a policy without
+ * any gets a one-entry map (preallocated, it would hold 1.75 MiB), never written to.
+ */
+static bool policy_has_totals(const struct policy_compiled *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->n_rule_ports; i++)
+		if (c->rule_caps[i].max_total_req || c->rule_caps[i].max_total_resp)
+			return true;
+	return false;
 }
 
 /*
@@ -618,6 +636,8 @@ struct loader *loader_load(const struct policy *p, const struct policy_compiled 
 	if (!err)
 		err = bpf_map__set_max_entries(l->skel->maps.sl_sni_ok,
 					       opts->learned_max ? 2 * opts->learned_max : 1);
+	if (!err && !policy_has_totals(c))
+		err = bpf_map__set_max_entries(l->skel->maps.sl_host_bytes, 1);
 	if (err)
 		goto err_destroy;
 
@@ -1652,6 +1672,10 @@ static int next_share_decision(struct loader_next *n, const struct loader *l,
 		old = bpf_object__find_map_by_name(l->skel->obj, bpf_map__name(map));
 		if (!old)
 			return -ENOENT;
+		/* the first policy with totals: a map of its full size (the old one is empty) */
+		if (map == n->skel->maps.sl_host_bytes && bpf_map__max_entries(old) == 1 &&
+		    policy_has_totals(c))
+			continue;
 		err = bpf_map__reuse_fd(map, bpf_map__fd(old));
 		if (err)
 			return err;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #define _GNU_SOURCE
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,6 +227,7 @@ int run_switch(struct run *r, const char *policy_path, int mode, char *err, size
 					      loader_explain(-ret));
 		goto out;
 	}
+	malloc_trim(0); /* the kernel BTF libbpf parsed for the load (run.c) */
 	m.n = n;
 
 	/* no query is answered from here to the end: none under one policy and learned in the
