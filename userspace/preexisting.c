@@ -18,6 +18,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <linux/tcp.h>
 #include <linux/sockios.h>
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
@@ -744,28 +745,96 @@ static const uint8_t *packet_daddr(const struct records_preexisting *rec, int *f
 	return rec->dst;
 }
 
+/* Payload bytes the TCP socket at fd has put on the wire (retransmissions too). 0 or -errno. */
+static int tcp_bytes_sent(int fd, uint64_t *sent)
+{
+	struct tcp_info ti = {};
+	socklen_t len = sizeof(ti);
+
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len))
+		return -errno;
+	if (len < offsetof(struct tcp_info, tcpi_bytes_sent) + sizeof(ti.tcpi_bytes_sent))
+		return -EOPNOTSUPP; /* a kernel before 4.19 */
+	*sent = ti.tcpi_bytes_sent;
+	return 0;
+}
+
+/*
+ * A flow that went ahead without the server-name check (a CIDR rule, the default, a report-mode
+ * denial) and that the new policy allows through a name alone: it is held to the check from now
+ * on, as a connect() to its destination would be (bpf/sock_addr.bpf.c tls_expect_server_name).
+ * Off the TLS port its next payload is judged as a first one: one that does not start like TLS
+ * passes (plain HTTP goes on), one that does must be a ClientHello naming an allowed host. On
+ * the TLS port only a flow that has sent nothing can still be: one that already sent data never
+ * had its ClientHello checked (sni_unchecked). Bytes sent between the look and the mark, while
+ * the mark is still pending, went out unchecked too. 0, or -errno when the flow cannot be held
+ * to the check (its state cannot be written): the caller denies it.
+ */
+static int watch_from_now(struct run *r, int fd, uint32_t host_id,
+			  struct records_preexisting *rec)
+{
+	uint16_t tls_port = loader_tls_port(r->loader);
+	struct sl_sk_tls t = { .state = SL_TLS_PENDING }, now;
+	struct sl_flow flow;
+	uint64_t sent = 0;
+	int err;
+
+	t.tls_port = tls_port && rec->dport == tls_port;
+	t.host_id = host_id;
+	t.pid = rec->pid;
+	t.tgid = rec->pid;
+	memcpy(t.comm, rec->comm, sizeof(t.comm));
+	if (t.tls_port) {
+		err = tcp_bytes_sent(fd, &sent);
+		if (err)
+			return err;
+		if (sent) {
+			set(rec, SL_VERDICT_DENY, SL_REASON_SNI_UNCHECKED, rec->rule);
+			return 0;
+		}
+	}
+	err = loader_sock_tls_set(r->loader, fd, &t);
+	if (err)
+		return err;
+	if (!t.tls_port)
+		return 0;
+	err = tcp_bytes_sent(fd, &sent);
+	if (err)
+		return err;
+	if (sent && loader_sock_state(r->loader, fd, &flow, &now) > 0 &&
+	    now.state == SL_TLS_PENDING)
+		set(rec, SL_VERDICT_DENY, SL_REASON_SNI_UNCHECKED, rec->rule);
+	return 0;
+}
+
 /*
  * After a switch, a TCP flow the new policy allows through a name alone is one a connect() now
- * would have put under the server-name check: what it said in its ClientHello must pass under
- * the new policy's names. One whose ClientHello passed must have named a host that resolved to
- * this address and that the new policy still allows (sl_sni_ok, carried over by the switch for
- * allowed names only); one that was never checked (no TLS state: it went ahead under a CIDR
- * rule, the default, as a report-mode denial, or its state could not be allocated) cannot be
- * vouched for. A flow not yet past its first payload (pending) is checked by the new programs;
- * one whose first payload was not TLS off the TLS port is left as a connect() would leave it.
+ * would have put under the server-name check, and is judged as one: what it said in its
+ * ClientHello must pass under the new policy's names. One whose ClientHello passed must have
+ * named a host that resolved to this address and that the new policy still allows (sl_sni_ok,
+ * carried over by the switch for allowed names only); one not yet past its first payload
+ * (pending) is checked by the new programs; one whose first payload was not TLS off the TLS port
+ * is left as a connect() would leave it; one that was never watched is watched from now on
+ * (watch_from_now). A denial names the rule that allows the address.
  */
-static void judge_server_name(const struct run *r, const struct sl_sk_tls *t, bool has_tls,
-			      struct records_preexisting *rec)
+static void judge_server_name(struct run *r, int fd, const struct sl_sk_tls *t, bool has_tls,
+			      uint32_t host_id, struct records_preexisting *rec)
 {
 	const uint8_t *addr;
 	char buf[256];
 	const char *name;
-	int family;
+	int family, err;
 
 	if (rec->protocol != IPPROTO_TCP || rec->verdict != SL_VERDICT_ALLOW || !rec->by_name)
 		return;
 	if (!has_tls) {
-		set(rec, SL_VERDICT_DENY, SL_REASON_SNI_UNCHECKED, -1);
+		err = watch_from_now(r, fd, host_id, rec);
+		if (err) {
+			fprintf(stderr, "sluice: run %s: socket %llu cannot be held to the "
+				"server-name check: %s; denied\n", r->run_id,
+				(unsigned long long)rec->cookie, strerror(-err));
+			set(rec, SL_VERDICT_DENY, SL_REASON_SNI_UNCHECKED, rec->rule);
+		}
 		return;
 	}
 	if (t->state != SL_TLS_ALLOWED && t->state != SL_TLS_AWAIT_SERVER &&
@@ -774,7 +843,7 @@ static void judge_server_name(const struct run *r, const struct sl_sk_tls *t, bo
 	addr = packet_daddr(rec, &family);
 	name = t->sni_host_id ? hostnames_name(r->hosts, t->sni_host_id, buf, sizeof(buf)) : NULL;
 	if (!name || !loader_sni_ok(r->loader, family, addr, name))
-		set(rec, SL_VERDICT_DENY, SL_REASON_SNI_MISMATCH, -1);
+		set(rec, SL_VERDICT_DENY, SL_REASON_SNI_MISMATCH, rec->rule);
 }
 
 /*
@@ -869,7 +938,8 @@ static int judge(struct run *r, bool rejudge, char *err, size_t err_len)
 		if (r->loader)
 			judge_budget(r->loader, mode, lp, rec);
 		if (rejudge && r->loader) {
-			judge_server_name(r, &tls, state & LOADER_SOCK_TLS, rec);
+			judge_server_name(r, fd, &tls, state & LOADER_SOCK_TLS,
+					  named ? named->host_id : 0, rec);
 			rec->enforced = rec->verdict == SL_VERDICT_DENY &&
 					(mode == SL_MODE_ENFORCE ||
 					 rec->reason == SL_REASON_BLACKHOLE);

@@ -72,9 +72,11 @@ int preexisting_judge(struct run *r, char *err, size_t err_len);
 /*
  * The same after a live switch (switch.c), under the new policy, in either mode (report mode
  * destroys nothing): a learned address past its TTL vouches for nothing, as in the kernel; a
- * TCP flow the new policy allows through a name alone must have passed the server-name check
- * with a name the new policy allows (else sni_mismatch, or sni_unchecked when none was
- * checked); and each flow's state in the kernel (sl_sk_flow) takes the new judgment: its rule
+ * TCP flow the new policy allows through a name alone is judged as a connect() to it now would
+ * be: one that passed the server-name check must have named a host the new policy allows (else
+ * sni_mismatch), one never watched is watched from now on (on the TLS port only if it has sent
+ * nothing yet, else sni_unchecked); and each flow's state in the kernel (sl_sk_flow) takes the
+ * new judgment: its rule
  * renumbered to the new policy's, that rule's caps and host totals, a denial's reason.
  */
 int preexisting_rejudge(struct run *r, char *err, size_t err_len);

@@ -106,6 +106,20 @@ int loader_sock_tls_deny(const struct loader *l, int sock_fd)
 	return -ENOENT;
 }
 
+int loader_sock_tls_set(const struct loader *l, int sock_fd, const struct sl_sk_tls *t)
+{
+	(void)l;
+	(void)sock_fd;
+	(void)t;
+	return -ENOENT;
+}
+
+uint16_t loader_tls_port(const struct loader *l)
+{
+	(void)l;
+	return 443;
+}
+
 int loader_sock_flow_set(const struct loader *l, int sock_fd, const struct sl_flow *flow)
 {
 	(void)l;
