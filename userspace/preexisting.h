@@ -81,4 +81,16 @@ int preexisting_judge(struct run *r, char *err, size_t err_len);
  */
 int preexisting_rejudge(struct run *r, char *err, size_t err_len);
 
+/*
+ * A switch could not read a socket's state in the kernel (pidfd_getfd failed: Yama's
+ * ptrace_scope 3, its holder gone), so cannot write the new judgment into it: the flow would go
+ * on under its old rule's caps, unwatched by the server-name check. Fail closed: a flow the new
+ * policy allows only with state the kernel must keep for it — TCP through a name alone (the
+ * server-name check), or a rule with caps (new_caps: that rule's, NULL if none) — is denied
+ * flow_unreadable under that rule (enforced in enforce mode). One allowed by an address rule
+ * without caps or by the default, and a denial, keep their judgment.
+ */
+void preexisting_unreadable(enum sl_mode mode, const struct sl_rule_caps *new_caps,
+			    struct records_preexisting *rec);
+
 #endif /* SLUICE_PREEXISTING_H */

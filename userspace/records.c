@@ -832,6 +832,8 @@ void records_preexisting(struct records *r, const struct records_preexisting *p)
 	journal_line_u64(&l, "netns", p->netns);
 	journal_line_u64(&l, "sock_cookie", p->cookie);
 	journal_line_str(&l, "flow", p->flow);
+	if (p->unread)
+		journal_line_str(&l, "unread", p->unread);
 	records_write(r, &l);
 
 	if (!deny)
