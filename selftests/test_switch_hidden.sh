@@ -8,6 +8,7 @@
 # destroyed), and at a switch (replace-policy to one that denies their address: destroyed).
 # A descriptor in flight (SCM_RIGHTS) or an io_uring fixed file is held by no table: a known
 # limit (sluice.8, Live switch).
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 require_root
@@ -41,7 +42,8 @@ hide() { # CG DIR MODE
 	sl_track_pid $!
 	wait_until 20000 test -e "$2/ready" || bail_out "$3: not ready: $(cat "$2/err")"
 	p=$(cat "$2/pid")
-	tap_is "$3: /proc/$p/fd shows no socket" "$(ls -l "/proc/$p/fd" 2>/dev/null | grep -c socket)" 0
+	tap_is "$3: /proc/$p/fd shows no socket" \
+		"$(find "/proc/$p/fd" -lname "socket:*" 2>/dev/null | wc -l)" 0
 }
 result() { # DIR
 	touch "$1/go"

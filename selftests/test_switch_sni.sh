@@ -12,6 +12,7 @@
 #   T  on the TLS port, whose ClientHello (for a name p2 does not list) went out under p1
 #      unchecked: denied sni_unchecked and destroyed; its flow line says the denial was
 #      enforced
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 require_root
