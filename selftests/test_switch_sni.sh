@@ -7,6 +7,7 @@
 # ten.switch.example. After replace-policy p1 -> p2 (enforce):
 #   P  plain TCP on 80, nothing sent yet: stays open, its plain first payload passes (a connect()
 #      off the TLS port gets the same); the line names the rule, not "default"
+#   K  plain TCP on 80 already in use (keep-alive): stays open, its next plain payload passes
 #   Q  TCP on the TLS port, nothing sent yet: stays open, and its first payload is checked by
 #      the egress program (not a ClientHello: denied there)
 #   T  on the TLS port, whose ClientHello (for a name p2 does not list) went out under p1
@@ -57,7 +58,10 @@ addr=$(sl_in_cgroup "$CG" "${RUN_EXEC_NETONLY[@]}" dig +time=2 +tries=1 +short \
 	@198.51.100.53 ten.switch.example | head -n 1)
 tap_is "the run's resolver answers ten.switch.example" "$addr" 198.51.100.10
 
-mkdir -p "$SL_TMP/h" "$SL_TMP/t"
+mkdir -p "$SL_TMP/h" "$SL_TMP/k" "$SL_TMP/t"
+sl_in_cgroup "$CG" "${RUN_EXEC_NETONLY[@]}" python3 "$SL_LIB_DIR/tools/sl_hold.py" "$SL_TMP/k" \
+	--early "GET /1 HTTP/1.1" --tag "GET /2 HTTP/1.1" K:tcp:198.51.100.10:80 2>"$SL_TMP/k/err" &
+sl_track_pid $!
 sl_in_cgroup "$CG" "${RUN_EXEC_NETONLY[@]}" python3 "$SL_LIB_DIR/tools/sl_hold.py" "$SL_TMP/h" \
 	--tag "GET / HTTP/1.0" P:tcp:198.51.100.10:80 Q:tcp:198.51.100.10:443 2>"$SL_TMP/h/err" &
 sl_track_pid $!
@@ -65,22 +69,24 @@ sl_in_cgroup "$CG" "${RUN_EXEC_NETONLY[@]}" python3 "$SL_LIB_DIR/tools/sl_tlshol
 	"$SL_TMP/t" 198.51.100.10 T:443:elsewhere.example 2>"$SL_TMP/t/err" &
 sl_track_pid $!
 wait_until 20000 test -e "$SL_TMP/h/ready" || bail_out "not ready: $(cat "$SL_TMP/h/err")"
+wait_until 20000 test -e "$SL_TMP/k/ready" || bail_out "not ready: $(cat "$SL_TMP/k/err")"
 wait_until 20000 test -e "$SL_TMP/t/ready" || bail_out "not ready: $(cat "$SL_TMP/t/err")"
 
 out=$("$SLUICE" replace-policy --run-id "$RUN" "$SL_TMP/p2.yaml" 2>&1)
 tap_check "replace-policy succeeds" test -z "${out##*\"ok\":true*}"
-for d in h t; do
+for d in h k t; do
 	touch "$SL_TMP/$d/go"
 	wait_until 20000 test -e "$SL_TMP/$d/result" ||
 		bail_out "the holder did not answer: $(cat "$SL_TMP/$d/err")"
 done
-res=$(cat "$SL_TMP/h/result" "$SL_TMP/t/result")
+res=$(cat "$SL_TMP/h/result" "$SL_TMP/k/result" "$SL_TMP/t/result")
 tap_diag "after replace-policy: $(tr '\n' ' ' <<<"$res")"
 sent() { sed -n "s/^$1 //p" <<<"$res"; }
 
 tap_is "P: a plain-HTTP flow off the TLS port stays open across the switch" "$(sent P)" ok
-tap_is "P: the re-judge allows it by the host rule, as a connect() now" \
-	"$(log_count "$LOG" type=preexisting port=80 decision=allow rule=named flow=open)" 1 ||
+tap_is "K: a plain-HTTP flow already in use stays open, its next request passes" "$(sent K)" ok
+tap_is "P, K: the re-judge allows them by the host rule, as a connect() now" \
+	"$(log_count "$LOG" type=preexisting port=80 decision=allow rule=named flow=open)" 2 ||
 	tap_diag_file "$LOG"
 tap_is "Q: a TLS-port flow that sent nothing yet is left open by the re-judge" \
 	"$(log_count "$LOG" type=preexisting port=443 decision=allow rule=named flow=open)" 1 ||
