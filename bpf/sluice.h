@@ -86,6 +86,10 @@ enum sl_reason {
 					 and no ClientHello of it was ever checked (it went ahead
 					 under a CIDR rule, the default, or as a report-mode
 					 denial): the server-name check cannot vouch for it */
+	SL_REASON_FLOW_UNREADABLE = 22, /* a switch could not read an open flow's state in the
+					   kernel (pidfd_getfd failed), and the new policy allows it
+					   only with state the kernel must keep for it (the
+					   server-name check, its rule's caps): fail closed */
 };
 
 /* Policy modes (rodata sl_cfg_mode). */

@@ -44,6 +44,7 @@ static const char *const reason_names[] = {
 	[SL_REASON_LOG_UNWRITABLE] = "log_unwritable",
 	[SL_REASON_PREEXISTING_UNNAMED] = "preexisting_unnamed",
 	[SL_REASON_SNI_UNCHECKED] = "sni_unchecked",
+	[SL_REASON_FLOW_UNREADABLE] = "flow_unreadable",
 };
 
 const char *decision_reason_name(unsigned int reason)

@@ -1269,6 +1269,18 @@ int loader_sock_tls_deny(const struct loader *l, int sock_fd)
 	return bpf_map_update_elem(fd, &sock_fd, &t, BPF_ANY) ? -errno : 0;
 }
 
+int loader_sock_tls_set(const struct loader *l, int sock_fd, const struct sl_sk_tls *t)
+{
+	return bpf_map_update_elem(bpf_map__fd(l->skel->maps.sl_sk_tls), &sock_fd, t, BPF_ANY) ?
+		       -errno :
+		       0;
+}
+
+uint16_t loader_tls_port(const struct loader *l)
+{
+	return l->skel->rodata->sl_cfg_tls_port;
+}
+
 int loader_sock_flow_set(const struct loader *l, int sock_fd, const struct sl_flow *flow)
 {
 	return bpf_map_update_elem(bpf_map__fd(l->skel->maps.sl_sk_flow), &sock_fd, flow,

@@ -18,6 +18,8 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <linux/kcmp.h>
+#include <linux/tcp.h>
 #include <linux/sockios.h>
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
@@ -31,6 +33,10 @@
 #include "run.h"
 #include "sockdiag.h"
 #include "util.h"
+
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL /* linux/pidfd.h (6.9), which clashes with fcntl.h */
+#endif
 
 /* TCP states (include/net/tcp_states.h) */
 #define ST_ESTABLISHED 1
@@ -49,12 +55,15 @@ struct preexisting_sock {
 	struct inet_diag_sockid id; /* as the dump gave it: what SOCK_DESTROY names */
 	int ns;			    /* index into netns_fds; -1 until a dump finds it */
 	int fd;			    /* its number in the first holder's table */
+	uint32_t tid;		    /* that table is a thread's own (see struct held), else 0 */
 };
 
 /* A socket fd of a process, before the dumps: inode, who, where. */
 struct held {
 	uint64_t inode;
 	uint32_t pid;
+	uint32_t tid; /* the fd is in this thread's own table (unshare(CLONE_FILES), or the leader
+			 exited); 0: the process's (/proc/PID/fd) */
 	int fd;
 	uint64_t netns;
 	char comm[16];
@@ -167,38 +176,18 @@ static int netns_add(struct held_list *hl, uint64_t ino, uint32_t pid)
 	return 0;
 }
 
-/*
- * The socket fds of one process. A process that exits meanwhile is skipped: its sockets are
- * closed with it (or held by another process, which is looked at too).
- */
-static int scan_pid(struct held_list *hl, uint32_t pid)
+/* The socket fds in one fd table (/proc/PID/fd or /proc/PID/task/TID/fd): true if any. */
+static int scan_fds(struct held_list *hl, struct held *h, const char *dir, bool *found)
 {
-	char path[64], link[64];
-	struct held h = { .pid = pid };
+	char link[64];
 	struct dirent *de;
-	struct stat st;
-	bool found = false;
 	DIR *d;
-	int fd, err = 0;
+	int err = 0;
 	ssize_t n;
 
-	util_fmt(path, sizeof(path), "/proc/%u/ns/net", pid);
-	if (stat(path, &st))
-		return errno == ENOENT || errno == ESRCH ? 0 : -errno;
-	h.netns = st.st_ino;
-	util_fmt(path, sizeof(path), "/proc/%u/comm", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		n = read(fd, h.comm, sizeof(h.comm) - 1);
-		close(fd);
-		if (n > 0 && h.comm[n - 1] == '\n')
-			h.comm[n - 1] = '\0';
-	}
-	util_fmt(path, sizeof(path), "/proc/%u/fd", pid);
-	d = opendir(path);
+	d = opendir(dir);
 	if (!d)
 		return errno == ENOENT || errno == ESRCH ? 0 : -errno;
-	hl->pids++;
 	while (!err && (de = readdir(d))) {
 		unsigned long long ino;
 
@@ -208,13 +197,82 @@ static int scan_pid(struct held_list *hl, uint32_t pid)
 		link[n] = '\0';
 		if (sscanf(link, "socket:[%llu]", &ino) != 1)
 			continue;
-		h.inode = ino;
-		h.fd = atoi(de->d_name);
-		err = held_add(hl, &h);
-		found = true;
+		h->inode = ino;
+		h->fd = atoi(de->d_name);
+		err = held_add(hl, h);
+		*found = true;
 	}
 	closedir(d);
-	return !err && found ? netns_add(hl, h.netns, pid) : err;
+	return err;
+}
+
+/* Whether thread tid's fd table is one of the n already read (kcmp KCMP_FILES). */
+static bool table_seen(uint32_t tid, const uint32_t *tables, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!syscall(SYS_kcmp, (pid_t)tables[i], (pid_t)tid, KCMP_FILES, 0, 0))
+			return true;
+	return false;
+}
+
+/*
+ * The socket fds of one process: of each of its fd tables. A thread can hold its own
+ * (unshare(CLONE_FILES)), and one whose leader exited with SYS_exit holds the process's sockets
+ * while /proc/PID/fd lists none: each thread's /proc/PID/task/TID/fd is read unless it shares a
+ * table already read. Each table goes with the network namespace of its thread (setns is per
+ * thread). A process that exits meanwhile is skipped: its sockets are closed with it (or held
+ * by another process, which is looked at too).
+ */
+static int scan_pid(struct held_list *hl, uint32_t pid)
+{
+	char path[96];
+	struct held h = { .pid = pid };
+	uint32_t tables[8];
+	size_t n_read = 0;
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+	int fd, err = 0;
+	ssize_t n;
+
+	util_fmt(path, sizeof(path), "/proc/%u/comm", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, h.comm, sizeof(h.comm) - 1);
+		close(fd);
+		if (n > 0 && h.comm[n - 1] == '\n')
+			h.comm[n - 1] = '\0';
+	}
+	util_fmt(path, sizeof(path), "/proc/%u/task", pid);
+	d = opendir(path);
+	if (!d)
+		return errno == ENOENT || errno == ESRCH ? 0 : -errno;
+	hl->pids++;
+	while (!err && (de = readdir(d))) {
+		unsigned int tid;
+		bool found = false;
+
+		if (sscanf(de->d_name, "%u", &tid) != 1)
+			continue;
+		/* the leader's table is the process's; another thread's, if it is its own */
+		if (tid != pid && table_seen(tid, tables, n_read))
+			continue;
+		util_fmt(path, sizeof(path), "/proc/%u/task/%u/ns/net", pid, tid);
+		if (stat(path, &st))
+			continue; /* exited meanwhile (or a zombie leader: no namespace) */
+		h.netns = st.st_ino;
+		h.tid = tid == pid ? 0 : tid;
+		util_fmt(path, sizeof(path), "/proc/%u/task/%u/fd", pid, tid);
+		err = scan_fds(hl, &h, path, &found);
+		if (!err && n_read < sizeof(tables) / sizeof(tables[0]))
+			tables[n_read++] = tid;
+		if (!err && found)
+			err = netns_add(hl, h.netns, tid);
+	}
+	closedir(d);
+	return err;
 }
 
 /* cgroup.procs of dir_fd, then every child cgroup, depth first. Consumes dir_fd. */
@@ -374,12 +432,15 @@ static int dump_netns(struct dump_ctx *c, int netns_fd)
  * open), else 0: a copy of the descriptor (pidfd_getfd) asked with SIOCGSKNS, and closed again
  * (the holder's socket is untouched). A process that left or closed the fd meanwhile: 0.
  */
-/* A copy of the descriptor fd_num of pid (pidfd_getfd), or -errno. */
-static int sock_dup(uint32_t pid, int fd_num)
+/*
+ * A copy of the descriptor fd_num of pid (pidfd_getfd), or -errno: of thread tid's own table
+ * (a thread's pidfd, PIDFD_THREAD) when the scan found it there, else the process's.
+ */
+static int sock_dup(uint32_t pid, uint32_t tid, int fd_num)
 {
 	int pidfd, fd;
 
-	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	pidfd = (int)syscall(SYS_pidfd_open, tid ? tid : pid, tid ? PIDFD_THREAD : 0);
 	if (pidfd < 0)
 		return -errno;
 	fd = (int)syscall(SYS_pidfd_getfd, pidfd, fd_num, 0);
@@ -389,12 +450,12 @@ static int sock_dup(uint32_t pid, int fd_num)
 	return fd;
 }
 
-static int sock_netns(uint32_t pid, int fd_num, int *ns_fd)
+static int sock_netns(uint32_t pid, uint32_t tid, int fd_num, int *ns_fd)
 {
 	int fd, dom = 0, ret = 0;
 	socklen_t len = sizeof(dom);
 
-	fd = sock_dup(pid, fd_num);
+	fd = sock_dup(pid, tid, fd_num);
 	if (fd < 0)
 		return 0;
 	if (!getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &len) &&
@@ -423,7 +484,7 @@ static int scan_other_netns(struct preexisting_scan *s)
 		struct stat st;
 		int ns_fd = -1;
 
-		if (ps->ns >= 0 || !sock_netns(ps->rec.pid, ps->fd, &ns_fd))
+		if (ps->ns >= 0 || !sock_netns(ps->rec.pid, ps->tid, ps->fd, &ns_fd))
 			continue;
 		if (fstat(ns_fd, &st)) {
 			close(ns_fd);
@@ -503,6 +564,7 @@ int preexisting_scan(const char *cgroup_path, uint64_t cgroup_id, struct preexis
 
 		ps->ns = -1;
 		ps->fd = hl.h[i].fd;
+		ps->tid = hl.h[i].tid;
 		ps->rec.inode = hl.h[i].inode;
 		ps->rec.pid = hl.h[i].pid;
 		memcpy(ps->rec.comm, hl.h[i].comm, sizeof(ps->rec.comm));
@@ -744,28 +806,96 @@ static const uint8_t *packet_daddr(const struct records_preexisting *rec, int *f
 	return rec->dst;
 }
 
+/* Payload bytes the TCP socket at fd has put on the wire (retransmissions too). 0 or -errno. */
+static int tcp_bytes_sent(int fd, uint64_t *sent)
+{
+	struct tcp_info ti = {};
+	socklen_t len = sizeof(ti);
+
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len))
+		return -errno;
+	if (len < offsetof(struct tcp_info, tcpi_bytes_sent) + sizeof(ti.tcpi_bytes_sent))
+		return -EOPNOTSUPP; /* a kernel before 4.19 */
+	*sent = ti.tcpi_bytes_sent;
+	return 0;
+}
+
+/*
+ * A flow that went ahead without the server-name check (a CIDR rule, the default, a report-mode
+ * denial) and that the new policy allows through a name alone: it is held to the check from now
+ * on, as a connect() to its destination would be (bpf/sock_addr.bpf.c tls_expect_server_name).
+ * Off the TLS port its next payload is judged as a first one: one that does not start like TLS
+ * passes (plain HTTP goes on), one that does must be a ClientHello naming an allowed host. On
+ * the TLS port only a flow that has sent nothing can still be: one that already sent data never
+ * had its ClientHello checked (sni_unchecked). Bytes sent between the look and the mark, while
+ * the mark is still pending, went out unchecked too. 0, or -errno when the flow cannot be held
+ * to the check (its state cannot be written): the caller denies it.
+ */
+static int watch_from_now(struct run *r, int fd, uint32_t host_id,
+			  struct records_preexisting *rec)
+{
+	uint16_t tls_port = loader_tls_port(r->loader);
+	struct sl_sk_tls t = { .state = SL_TLS_PENDING }, now;
+	struct sl_flow flow;
+	uint64_t sent = 0;
+	int err;
+
+	t.tls_port = tls_port && rec->dport == tls_port;
+	t.host_id = host_id;
+	t.pid = rec->pid;
+	t.tgid = rec->pid;
+	memcpy(t.comm, rec->comm, sizeof(t.comm));
+	if (t.tls_port) {
+		err = tcp_bytes_sent(fd, &sent);
+		if (err)
+			return err;
+		if (sent) {
+			set(rec, SL_VERDICT_DENY, SL_REASON_SNI_UNCHECKED, rec->rule);
+			return 0;
+		}
+	}
+	err = loader_sock_tls_set(r->loader, fd, &t);
+	if (err)
+		return err;
+	if (!t.tls_port)
+		return 0;
+	err = tcp_bytes_sent(fd, &sent);
+	if (err)
+		return err;
+	if (sent && loader_sock_state(r->loader, fd, &flow, &now) > 0 &&
+	    now.state == SL_TLS_PENDING)
+		set(rec, SL_VERDICT_DENY, SL_REASON_SNI_UNCHECKED, rec->rule);
+	return 0;
+}
+
 /*
  * After a switch, a TCP flow the new policy allows through a name alone is one a connect() now
- * would have put under the server-name check: what it said in its ClientHello must pass under
- * the new policy's names. One whose ClientHello passed must have named a host that resolved to
- * this address and that the new policy still allows (sl_sni_ok, carried over by the switch for
- * allowed names only); one that was never checked (no TLS state: it went ahead under a CIDR
- * rule, the default, as a report-mode denial, or its state could not be allocated) cannot be
- * vouched for. A flow not yet past its first payload (pending) is checked by the new programs;
- * one whose first payload was not TLS off the TLS port is left as a connect() would leave it.
+ * would have put under the server-name check, and is judged as one: what it said in its
+ * ClientHello must pass under the new policy's names. One whose ClientHello passed must have
+ * named a host that resolved to this address and that the new policy still allows (sl_sni_ok,
+ * carried over by the switch for allowed names only); one not yet past its first payload
+ * (pending) is checked by the new programs; one whose first payload was not TLS off the TLS port
+ * is left as a connect() would leave it; one that was never watched is watched from now on
+ * (watch_from_now). A denial names the rule that allows the address.
  */
-static void judge_server_name(const struct run *r, const struct sl_sk_tls *t, bool has_tls,
-			      struct records_preexisting *rec)
+static void judge_server_name(struct run *r, int fd, const struct sl_sk_tls *t, bool has_tls,
+			      uint32_t host_id, struct records_preexisting *rec)
 {
 	const uint8_t *addr;
 	char buf[256];
 	const char *name;
-	int family;
+	int family, err;
 
 	if (rec->protocol != IPPROTO_TCP || rec->verdict != SL_VERDICT_ALLOW || !rec->by_name)
 		return;
 	if (!has_tls) {
-		set(rec, SL_VERDICT_DENY, SL_REASON_SNI_UNCHECKED, -1);
+		err = watch_from_now(r, fd, host_id, rec);
+		if (err) {
+			fprintf(stderr, "sluice: run %s: socket %llu cannot be held to the "
+				"server-name check: %s; denied\n", r->run_id,
+				(unsigned long long)rec->cookie, strerror(-err));
+			set(rec, SL_VERDICT_DENY, SL_REASON_SNI_UNCHECKED, rec->rule);
+		}
 		return;
 	}
 	if (t->state != SL_TLS_ALLOWED && t->state != SL_TLS_AWAIT_SERVER &&
@@ -774,7 +904,33 @@ static void judge_server_name(const struct run *r, const struct sl_sk_tls *t, bo
 	addr = packet_daddr(rec, &family);
 	name = t->sni_host_id ? hostnames_name(r->hosts, t->sni_host_id, buf, sizeof(buf)) : NULL;
 	if (!name || !loader_sni_ok(r->loader, family, addr, name))
-		set(rec, SL_VERDICT_DENY, SL_REASON_SNI_MISMATCH, -1);
+		set(rec, SL_VERDICT_DENY, SL_REASON_SNI_MISMATCH, rec->rule);
+}
+
+void preexisting_unreadable(enum sl_mode mode, const struct sl_rule_caps *new_caps,
+			    struct records_preexisting *rec)
+{
+	bool capped = new_caps && (new_caps->max_req || new_caps->max_resp ||
+				   new_caps->max_total_req || new_caps->max_total_resp);
+
+	if (rec->verdict != SL_VERDICT_ALLOW)
+		return;
+	if ((rec->protocol == IPPROTO_TCP && rec->by_name) || capped) {
+		set(rec, SL_VERDICT_DENY, SL_REASON_FLOW_UNREADABLE, rec->rule);
+		rec->enforced = mode == SL_MODE_ENFORCE;
+	}
+}
+
+/* Why the switch could not read the socket the scan found (sock_dup's error, or 0: reused). */
+static const char *unread_why(int err)
+{
+	if (!err)
+		return "its fd now names another file";
+	if (err == -EPERM)
+		return "pidfd_getfd: Operation not permitted (Yama ptrace_scope, an LSM)";
+	if (err == -ESRCH)
+		return "pidfd_getfd: its holder exited";
+	return strerror(-err);
 }
 
 /*
@@ -828,7 +984,7 @@ static int judge(struct run *r, bool rejudge, char *err, size_t err_len)
 		struct records_preexisting *rec = &ps->rec;
 		struct sl_learned learned, *lp = NULL, *named = NULL;
 		const uint8_t *a = rec->dst;
-		int family = rec->family, fd = -1, state = 0;
+		int family = rec->family, fd = -1, state = 0, dup_err = 0;
 		struct sl_flow flow;
 		struct sl_sk_tls tls;
 		__u32 w[4], v4 = 0;
@@ -853,11 +1009,14 @@ static int judge(struct run *r, bool rejudge, char *err, size_t err_len)
 			struct stat st;
 
 			/* the very socket the scan found, not one that took its fd number since */
-			fd = sock_dup(rec->pid, ps->fd);
+			fd = sock_dup(rec->pid, ps->tid, ps->fd);
+			dup_err = fd < 0 ? fd : 0;
 			if (fd >= 0 && (fstat(fd, &st) || st.st_ino != rec->inode)) {
 				close(fd);
 				fd = -1;
 			}
+			if (fd < 0)
+				rec->unread = unread_why(dup_err);
 			state = fd >= 0 ? loader_sock_state(r->loader, fd, &flow, &tls) : 0;
 			if (state < 0)
 				state = 0;
@@ -868,8 +1027,21 @@ static int judge(struct run *r, bool rejudge, char *err, size_t err_len)
 			preexisting_verdict(r->policy, mode, lp, rec);
 		if (r->loader)
 			judge_budget(r->loader, mode, lp, rec);
-		if (rejudge && r->loader) {
-			judge_server_name(r, &tls, state & LOADER_SOCK_TLS, rec);
+		if (rejudge && r->loader && fd < 0) {
+			struct sl_rule_caps caps;
+			bool has_caps = rec->rule >= 0 &&
+					!loader_rule_caps(r->loader,
+							  policy_rule_id((size_t)rec->rule), &caps);
+
+			preexisting_unreadable(mode, has_caps ? &caps : NULL, rec);
+			fprintf(stderr, "sluice: run %s: socket %llu (pid %u, fd %d): its state in the "
+				"kernel cannot be read (%s): %s\n", r->run_id,
+				(unsigned long long)rec->cookie, rec->pid, ps->fd, rec->unread,
+				rec->verdict == SL_VERDICT_DENY ? "denied" :
+				"left as the new policy judges it");
+		} else if (rejudge && r->loader) {
+			judge_server_name(r, fd, &tls, state & LOADER_SOCK_TLS,
+					  named ? named->host_id : 0, rec);
 			rec->enforced = rec->verdict == SL_VERDICT_DENY &&
 					(mode == SL_MODE_ENFORCE ||
 					 rec->reason == SL_REASON_BLACKHOLE);

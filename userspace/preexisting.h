@@ -72,11 +72,25 @@ int preexisting_judge(struct run *r, char *err, size_t err_len);
 /*
  * The same after a live switch (switch.c), under the new policy, in either mode (report mode
  * destroys nothing): a learned address past its TTL vouches for nothing, as in the kernel; a
- * TCP flow the new policy allows through a name alone must have passed the server-name check
- * with a name the new policy allows (else sni_mismatch, or sni_unchecked when none was
- * checked); and each flow's state in the kernel (sl_sk_flow) takes the new judgment: its rule
+ * TCP flow the new policy allows through a name alone is judged as a connect() to it now would
+ * be: one that passed the server-name check must have named a host the new policy allows (else
+ * sni_mismatch), one never watched is watched from now on (on the TLS port only if it has sent
+ * nothing yet, else sni_unchecked); and each flow's state in the kernel (sl_sk_flow) takes the
+ * new judgment: its rule
  * renumbered to the new policy's, that rule's caps and host totals, a denial's reason.
  */
 int preexisting_rejudge(struct run *r, char *err, size_t err_len);
+
+/*
+ * A switch could not read a socket's state in the kernel (pidfd_getfd failed: Yama's
+ * ptrace_scope 3, its holder gone), so cannot write the new judgment into it: the flow would go
+ * on under its old rule's caps, unwatched by the server-name check. Fail closed: a flow the new
+ * policy allows only with state the kernel must keep for it — TCP through a name alone (the
+ * server-name check), or a rule with caps (new_caps: that rule's, NULL if none) — is denied
+ * flow_unreadable under that rule (enforced in enforce mode). One allowed by an address rule
+ * without caps or by the default, and a denial, keep their judgment.
+ */
+void preexisting_unreadable(enum sl_mode mode, const struct sl_rule_caps *new_caps,
+			    struct records_preexisting *rec);
 
 #endif /* SLUICE_PREEXISTING_H */

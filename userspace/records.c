@@ -634,10 +634,14 @@ static int on_flow(const struct sl_flow_event *ev, void *ctx)
 	journal_line_str(&l, "dst", dst);
 	journal_line_u64(&l, "port", f->port);
 	journal_line_str(&l, "proto", proto);
-	/* a report-mode denial's flow: said as its decision line said it */
+	/*
+	 * A denied flow: a report-mode denial (said as its decision line said it), or one a switch
+	 * judged again and denied (era), enforced as the mode that switch put in force says
+	 */
 	journal_line_str(&l, "decision", f->deny_reason ? "deny" : "allow");
 	if (f->deny_reason) {
-		journal_line_bool(&l, "enforced", false);
+		journal_line_bool(&l, "enforced", p->mode == SL_MODE_ENFORCE ||
+							  f->deny_reason == SL_REASON_BLACKHOLE);
 		journal_line_str(&l, "reason", decision_reason_name(f->deny_reason));
 	}
 	journal_line_str(&l, "rule", rule);
@@ -828,6 +832,8 @@ void records_preexisting(struct records *r, const struct records_preexisting *p)
 	journal_line_u64(&l, "netns", p->netns);
 	journal_line_u64(&l, "sock_cookie", p->cookie);
 	journal_line_str(&l, "flow", p->flow);
+	if (p->unread)
+		journal_line_str(&l, "unread", p->unread);
 	records_write(r, &l);
 
 	if (!deny)

@@ -155,6 +155,7 @@ struct records_preexisting {
 	bool by_name;	 /* allowed through a learned address alone (no CIDR rule covers it) */
 	uint8_t v4[4];
 	const char *flow; /* what became of it: "open", "destroyed", "left open (…)" */
+	const char *unread; /* a switch could not read its state in the kernel: why; else NULL */
 };
 
 void records_preexisting(struct records *r, const struct records_preexisting *p);

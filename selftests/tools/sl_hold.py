@@ -2,7 +2,7 @@
 """sl_hold: a workload that holds sockets across a step the test takes (an attach, a switch, a
 move to another cgroup, a hand-over to another process), then uses them and says what happened.
 
-  python3 sl_hold.py DIR [--tag TEXT] [--late] [--fork] [--wait-end]
+  python3 sl_hold.py DIR [--tag TEXT] [--early TEXT] [--late] [--fork] [--wait-end]
                          [--send-to UNIXPATH | --recv-on UNIXPATH] SPEC...
 
 SPEC is NAME:PROTO:ADDR:PORT; PROTO is tcp or udp, optionally PROTO@NETNS_PATH: the socket is
@@ -21,6 +21,7 @@ Without --late each socket is connected before "ready" and sends "TEXT\\n" then 
 from --tag, default "held") at "go": a destroyed TCP socket may take a second send to notice.
 With --late the sockets are made before "ready" and connected (TCP: non-blocking, 5 s) only at
 "go": the test can change what judges them in between.
+--early: each connected socket sends "TEXT\\n" before "ready" too (a flow already in use).
 --fork: a child shares every socket until "end" (one socket, two holders).
 --send-to: make the sockets (unconnected), hand them all over SCM_RIGHTS to the process
   listening on UNIXPATH, write "ready" and exit.
@@ -134,10 +135,13 @@ def main():
         sys.exit(__doc__)
     d = args.pop(0)
     tag, late, fork, wait_end, send_to, recv_on = "held", False, False, False, None, None
+    early = None
     while args and args[0].startswith("--"):
         opt = args.pop(0)
         if opt == "--tag":
             tag = args.pop(0)
+        elif opt == "--early":
+            early = args.pop(0)
         elif opt == "--late":
             late = True
         elif opt == "--fork":
@@ -163,6 +167,9 @@ def main():
         c.close()
         touch(d, "ready")
         return
+    if early is not None and not late:
+        for s in socks:
+            s.send(early.encode() + b"\n")
     child = 0
     if fork:
         child = os.fork()

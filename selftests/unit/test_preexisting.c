@@ -3,7 +3,9 @@
  * Unit test of preexisting_verdict (userspace/preexisting.c): a connection made before the
  * attach judged as the decision layer judges a connect() — the blackhole in every form, embedded
  * IPv4 addresses, relays, CIDR rules with ports and protocols, learned addresses, the default,
- * host rules (preexisting_unnamed) and what report mode enforces. Needs no root. Prints TAP 13.
+ * host rules (preexisting_unnamed) and what report mode enforces; and how a switch that cannot
+ * read a flow's state in the kernel fails closed (preexisting_unreadable). Needs no root.
+ * Prints TAP 13.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -104,6 +106,20 @@ int loader_sock_tls_deny(const struct loader *l, int sock_fd)
 	(void)l;
 	(void)sock_fd;
 	return -ENOENT;
+}
+
+int loader_sock_tls_set(const struct loader *l, int sock_fd, const struct sl_sk_tls *t)
+{
+	(void)l;
+	(void)sock_fd;
+	(void)t;
+	return -ENOENT;
+}
+
+uint16_t loader_tls_port(const struct loader *l)
+{
+	(void)l;
+	return 443;
 }
 
 int loader_sock_flow_set(const struct loader *l, int sock_fd, const struct sl_flow *flow)
@@ -211,13 +227,56 @@ static bool run_case(const struct policy *p, const struct vcase *c, char *why)
 	return true;
 }
 
+/*
+ * A switch that cannot read a flow's state in the kernel (preexisting_unreadable): it fails
+ * closed for what the new policy allows only with kernel state (the server-name check, caps).
+ */
+struct ucase {
+	const char *name;
+	enum sl_mode mode;
+	int proto;
+	bool by_name, capped;
+	uint8_t verdict_in, reason_in;
+	uint8_t verdict, reason;
+	bool enforced;
+};
+
+static const struct ucase ucases[] = {
+	{ "tcp through a name alone", E, TCP, 1, 0, A, SL_REASON_RULE, D,
+	  SL_REASON_FLOW_UNREADABLE, 1 },
+	{ "tcp through a name alone, report mode", R, TCP, 1, 0, A, SL_REASON_RULE, D,
+	  SL_REASON_FLOW_UNREADABLE, 0 },
+	{ "udp through a name, no caps", E, UDP, 1, 0, A, SL_REASON_RULE, A, SL_REASON_RULE, 0 },
+	{ "an address rule without caps", E, TCP, 0, 0, A, SL_REASON_RULE, A, SL_REASON_RULE, 0 },
+	{ "an address rule with caps", E, UDP, 0, 1, A, SL_REASON_RULE, D,
+	  SL_REASON_FLOW_UNREADABLE, 1 },
+	{ "the default", E, TCP, 0, 0, A, SL_REASON_DEFAULT_ALLOW, A, SL_REASON_DEFAULT_ALLOW, 0 },
+	{ "a denial stays one", E, TCP, 1, 1, D, SL_REASON_DEFAULT_DENY, D,
+	  SL_REASON_DEFAULT_DENY, 1 },
+};
+
+static bool run_ucase(const struct ucase *c, char *why)
+{
+	struct records_preexisting s = { .protocol = (uint8_t)c->proto, .by_name = c->by_name,
+					 .verdict = c->verdict_in, .reason = c->reason_in,
+					 .rule = 2, .enforced = c->verdict_in == D };
+	struct sl_rule_caps caps = { .max_req = 1001 };
+
+	preexisting_unreadable(c->mode, c->capped ? &caps : NULL, &s);
+	EXPECT(s.verdict == c->verdict && s.reason == c->reason && s.enforced == c->enforced &&
+		       s.rule == 2,
+	       "expected verdict %u reason %u enforced %d rule 2, got %u %u %d %ld", c->verdict,
+	       c->reason, c->enforced, s.verdict, s.reason, s.enforced, s.rule);
+	return true;
+}
+
 int main(void)
 {
 	struct policy *deny = NULL, *allow = NULL;
 	char err[512];
 	size_t i;
 
-	printf("TAP version 13\n1..%zu\n", ARRAY_SIZE(cases));
+	printf("TAP version 13\n1..%zu\n", ARRAY_SIZE(cases) + ARRAY_SIZE(ucases));
 	if (policy_load_buffer(deny_yaml, sizeof(deny_yaml) - 1, "deny.yaml", &deny, err,
 			       sizeof(err)) ||
 	    policy_load_buffer(allow_yaml, sizeof(allow_yaml) - 1, "allow.yaml", &allow, err,
@@ -232,6 +291,13 @@ int main(void)
 		snprintf(name, sizeof(name), "%s: %s port %u", cases[i].name, cases[i].dst,
 			 cases[i].port);
 		report(run_case(cases[i].allow_policy ? allow : deny, &cases[i], why), name, why);
+	}
+	for (i = 0; i < ARRAY_SIZE(ucases); i++) {
+		char why[WHY_LEN] = "";
+		char name[256];
+
+		snprintf(name, sizeof(name), "state unreadable at a switch: %s", ucases[i].name);
+		report(run_ucase(&ucases[i], why), name, why);
 	}
 	policy_free(deny);
 	policy_free(allow);

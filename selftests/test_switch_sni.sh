@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# A switch's re-judge of open TCP flows the new policy allows through a name alone
+# (userspace/preexisting.c judge_server_name): each is judged as a connect() to its destination
+# now would be. p1 allows 198.51.100.10 on 80 and 443 by address; p2 allows it only as
+# ten.switch.example. After replace-policy p1 -> p2 (enforce):
+#   P  plain TCP on 80, nothing sent yet: stays open, its plain first payload passes (a connect()
+#      off the TLS port gets the same); the line names the rule, not "default"
+#   K  plain TCP on 80 already in use (keep-alive): stays open, its next plain payload passes
+#   Q  TCP on the TLS port, nothing sent yet: stays open, and its first payload is checked by
+#      the egress program (not a ClientHello: denied there)
+#   T  on the TLS port, whose ClientHello (for a name p2 does not list) went out under p1
+#      unchecked: denied sni_unchecked and destroyed; its flow line says the denial was
+#      enforced
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+require_root
+require_sluice
+topo_up
+
+command -v dig >/dev/null || skip_all "dig not installed"
+dns_upstream_start upstream --host-record=ten.switch.example,198.51.100.10 ||
+	bail_out "cannot start dnsmasq"
+sl_on_exit dns_upstream_stop
+sl_daemon_start || bail_out "the daemon did not start: $(cat "$SL_DAEMON_DIR/err" 2>/dev/null)"
+sl_on_exit "sl_daemon_kill TERM"
+
+cat >"$SL_TMP/p1.yaml" <<'EOF'
+default: deny
+rules:
+  - name: net
+    cidrs: ["198.51.100.10/32"]
+    ports: [80, 443]
+  - name: named81
+    hosts: ["ten.switch.example"]
+    ports: [81]
+EOF
+cat >"$SL_TMP/p2.yaml" <<'EOF'
+default: deny
+rules:
+  - name: named
+    hosts: ["ten.switch.example"]
+    ports: [80, 443]
+EOF
+
+CG=$(sl_cgroup_new swsni) || bail_out "cannot make the test cgroup"
+sl_on_exit "sl_cgroup_remove '$CG'"
+RUN=t-$SL_ID-swsni
+SL_RUNS+=("$RUN")
+LOG=$SL_TMP/swsni.jsonl
+out=$("$SLUICE" attach --cgroup "$CG" --policy "$SL_TMP/p1.yaml" --run-id "$RUN" \
+	--mode enforce --netns "/run/netns/$SL_NS_RUN" --upstream "127.0.0.1:$SL_DNS_PORT" \
+	--log "$LOG" 2>&1) || bail_out "attach failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
+tap_ok "the run is attached"
+addr=$(sl_in_cgroup "$CG" "${RUN_EXEC_NETONLY[@]}" dig +time=2 +tries=1 +short \
+	@198.51.100.53 ten.switch.example | head -n 1)
+tap_is "the run's resolver answers ten.switch.example" "$addr" 198.51.100.10
+
+mkdir -p "$SL_TMP/h" "$SL_TMP/k" "$SL_TMP/t"
+sl_in_cgroup "$CG" "${RUN_EXEC_NETONLY[@]}" python3 "$SL_LIB_DIR/tools/sl_hold.py" "$SL_TMP/k" \
+	--early "GET /1 HTTP/1.1" --tag "GET /2 HTTP/1.1" K:tcp:198.51.100.10:80 2>"$SL_TMP/k/err" &
+sl_track_pid $!
+sl_in_cgroup "$CG" "${RUN_EXEC_NETONLY[@]}" python3 "$SL_LIB_DIR/tools/sl_hold.py" "$SL_TMP/h" \
+	--tag "GET / HTTP/1.0" P:tcp:198.51.100.10:80 Q:tcp:198.51.100.10:443 2>"$SL_TMP/h/err" &
+sl_track_pid $!
+sl_in_cgroup "$CG" "${RUN_EXEC_NETONLY[@]}" python3 "$SL_LIB_DIR/tools/sl_tlshold.py" \
+	"$SL_TMP/t" 198.51.100.10 T:443:elsewhere.example 2>"$SL_TMP/t/err" &
+sl_track_pid $!
+wait_until 20000 test -e "$SL_TMP/h/ready" || bail_out "not ready: $(cat "$SL_TMP/h/err")"
+wait_until 20000 test -e "$SL_TMP/k/ready" || bail_out "not ready: $(cat "$SL_TMP/k/err")"
+wait_until 20000 test -e "$SL_TMP/t/ready" || bail_out "not ready: $(cat "$SL_TMP/t/err")"
+
+out=$("$SLUICE" replace-policy --run-id "$RUN" "$SL_TMP/p2.yaml" 2>&1)
+tap_check "replace-policy succeeds" test -z "${out##*\"ok\":true*}"
+for d in h k t; do
+	touch "$SL_TMP/$d/go"
+	wait_until 20000 test -e "$SL_TMP/$d/result" ||
+		bail_out "the holder did not answer: $(cat "$SL_TMP/$d/err")"
+done
+res=$(cat "$SL_TMP/h/result" "$SL_TMP/k/result" "$SL_TMP/t/result")
+tap_diag "after replace-policy: $(tr '\n' ' ' <<<"$res")"
+sent() { sed -n "s/^$1 //p" <<<"$res"; }
+
+tap_is "P: a plain-HTTP flow off the TLS port stays open across the switch" "$(sent P)" ok
+tap_is "K: a plain-HTTP flow already in use stays open, its next request passes" "$(sent K)" ok
+tap_is "P, K: the re-judge allows them by the host rule, as a connect() now" \
+	"$(log_count "$LOG" type=preexisting port=80 decision=allow rule=named flow=open)" 2 ||
+	tap_diag_file "$LOG"
+tap_is "Q: a TLS-port flow that sent nothing yet is left open by the re-judge" \
+	"$(log_count "$LOG" type=preexisting port=443 decision=allow rule=named flow=open)" 1 ||
+	tap_diag_file "$LOG"
+tap_is "Q: ... and its first payload (not a ClientHello) is judged by the egress program" \
+	"$(log_count "$LOG" type=tls port=443 decision=deny enforced=true reason=sni_unparseable)" \
+	1 || tap_diag_file "$LOG"
+tap_check "T: a flow whose ClientHello went out unchecked is cut" test "$(sent T)" != ok
+t_line=$(log_lines "$LOG" type=preexisting port=443 decision=deny enforced=true \
+	reason=sni_unchecked rule=named flow=destroyed)
+tap_is "T: denied sni_unchecked, under the rule its address matched, and destroyed" \
+	"$(grep -c . <<<"$t_line")" 1 || tap_diag_file "$LOG"
+cookie=$(log_field "$t_line" sock_cookie 2>/dev/null || echo none)
+flow_logged() { test "$(log_count "$LOG" type=flow sock_cookie="$cookie")" -ge 1; }
+wait_until 10000 flow_logged
+tap_is "T: its flow line says the denial was enforced" \
+	"$(log_count "$LOG" type=flow sock_cookie="$cookie" decision=deny enforced=true \
+		reason=sni_unchecked)" 1 || tap_diag_file "$LOG"
+
+new=$(sl_in_cgroup "$CG" "${RUN_EXEC_NETONLY[@]}" python3 -c "
+import socket
+s = socket.create_connection(('198.51.100.10', 80), timeout=5)
+s.sendall(b'GET / HTTP/1.0\r\n\r\n')
+print('ok')" 2>&1)
+tap_is "a new plain-HTTP connect() under p2 goes through, as P did" "$new" ok
+
+out=$("$SLUICE" detach --run-id "$RUN" 2>&1)
+tap_check "the run detaches" test -z "${out##*\"ok\":true*}"
+out=$("$SLUICE" verify --key "$SLUICE_PUB" "$LOG" 2>&1)
+rc=$?
+tap_check "sluice verify: the log is intact" test "$rc" -eq 0
+[[ $rc -eq 0 ]] || tap_diag "$out"
+tap_done
