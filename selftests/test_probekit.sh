@@ -173,6 +173,21 @@ tap_is "--pid of a sandbox whose namespace has links of its own: refused (exit 2
 		"$SL_TMP/usage.out"):$(grep -c '^# sandbox:' "$SL_TMP/usage.out")" "2:1:0" ||
 	tap_diag_file "$SL_TMP/usage.out"
 
+# a link whose alias says LOOPBACK is a link all the same
+ALIAS_NS=sl-kit-alias-$SL_ID
+ip netns add "$ALIAS_NS" && sl_on_exit "ip netns del '$ALIAS_NS' 2>/dev/null; true"
+ip -n "$ALIAS_NS" link add d0 type veth peer name d1 && ip -n "$ALIAS_NS" link set d0 alias LOOPBACK &&
+	ip -n "$ALIAS_NS" link set d1 alias '<LOOPBACK,UP>' || bail_out "cannot make d0/d1"
+nsenter --net="/run/netns/$ALIAS_NS" sleep 600 </dev/null >/dev/null 2>&1 &
+alias_pid=$!
+sl_track_pid "$alias_pid"
+"$EXT" --pid "$alias_pid" >"$SL_TMP/usage.out" 2>&1
+tap_is "--pid of a sandbox whose links' aliases say LOOPBACK: refused (exit 2), naming them" \
+	"$?:$(grep -c 'has links other than loopback (d1, d0)\|has links other than loopback (d0, d1)' \
+		"$SL_TMP/usage.out"):$(grep -c '^# sandbox:' "$SL_TMP/usage.out")" "2:1:0" ||
+	tap_diag_file "$SL_TMP/usage.out"
+sl_stop_pid "$alias_pid"
+
 # The kit itself, in the right namespace but with a link that is not the kit's: nothing sent.
 # (EMPTY_NS: veth0 with another MAC than the kit's, its peer in LINKED_NS; then one more link.)
 ip -n "$EMPTY_NS" link add veth0 type veth peer name x2 netns "$LINKED_NS" ||
@@ -206,12 +221,44 @@ bash -c 'echo $$ >"$0/cgroup.procs" && exec nsenter --net="$1" sleep 600' "$bare
 	"/run/netns/$BARE_NS" </dev/null >/dev/null 2>&1 &
 bare_pid=$!
 sl_track_pid "$bare_pid"
-# a rootless-style one: its own user namespace (root there, mapped to this test's root), whose
-# root may make packet sockets in its network namespace: the kit must enter it to be as strong
+# Refused, before anything is built: a sandbox in a user namespace of its own (rootless), mapped
+# to this test's root or to an unprivileged uid: the kit runs in this machine's mount namespace,
+# where the sandbox's root, privileged in its user namespace, could trace it and reach this
+# machine's files. Neither one may see the kit (nor an nsenter as this machine's root) at all.
 bash -c 'echo $$ >"$0/cgroup.procs" && exec unshare --user --map-root-user --net sleep 600' \
 	"$bare_cg" </dev/null >/dev/null 2>&1 &
 userns_pid=$!
 sl_track_pid "$userns_pid"
+bash -c 'echo $$ >"$0/cgroup.procs" && exec setpriv --reuid 65534 --regid 65534 --clear-groups \
+	unshare --user --map-root-user --net sleep 600' "$bare_cg" </dev/null >/dev/null 2>&1 &
+rootless_pid=$!
+sl_track_pid "$rootless_pid"
+wait_until 5000 test "$(stat -L -c %i "/proc/$userns_pid/ns/user" 2>/dev/null)" != \
+	"$(stat -L -c %i /proc/self/ns/user)"
+wait_until 5000 test "$(stat -L -c %i "/proc/$rootless_pid/ns/user" 2>/dev/null)" != \
+	"$(stat -L -c %i /proc/self/ns/user)"
+for p in "$userns_pid:this test's root" "$rootless_pid:uid 65534"; do
+	"$EXT" --pid "${p%%:*}" >"$SL_TMP/usage.out" 2>&1
+	tap_is "--pid of a sandbox in a user namespace of its own (root there is ${p#*:}): refused (exit 2), nothing built" \
+		"$?:$(grep -c 'is in a user namespace of its own' "$SL_TMP/usage.out"):$(grep -c \
+			'^# sandbox:' "$SL_TMP/usage.out")" "2:1:0" || tap_diag_file "$SL_TMP/usage.out"
+done
+# A loopback-only namespace in a cgroup whose name is a shell command: refused, and the command
+# never runs (the kit makes its cgroup below the sandbox's and removes it at exit).
+inj_cg="$bare_cg/inj';touch \"\$(printf \\057tmp\\057sl-probekit-pwned-$SL_ID)\";'"
+mkdir "$inj_cg" || bail_out "cannot make the cgroup $inj_cg"
+sl_on_exit "$(printf '%q ' sl_cgroup_remove "$inj_cg")"
+bash -c 'echo $$ >"$0/cgroup.procs" && exec nsenter --net="$1" sleep 600' "$inj_cg" \
+	"/run/netns/$BARE_NS" </dev/null >/dev/null 2>&1 &
+inj_pid=$!
+sl_track_pid "$inj_pid"
+wait_until 5000 grep -q "inj'" "/proc/$inj_pid/cgroup"
+"$EXT" --pid "$inj_pid" >"$SL_TMP/inj.tap" 2>&1
+tap_is "--pid of a sandbox whose cgroup's name is a shell command: refused, the command never ran" \
+	"$(grep -c 'has characters other than' "$SL_TMP/inj.tap"):$(ls "/tmp/sl-probekit-pwned-$SL_ID" \
+		2>/dev/null)" "1:" || tap_diag_file "$SL_TMP/inj.tap" 10
+rm -f "/tmp/sl-probekit-pwned-$SL_ID"
+sl_stop_pid "$inj_pid"
 id2=t-$SL_ID-pid
 SL_RUNS+=("$id2")
 "$SLUICE" run --policy "$policy" --run-id "$id2" --task probes --log "$SL_TMP/pid.jsonl" \
@@ -228,8 +275,7 @@ run_sleep() {
 }
 wait_until 20000 run_sleep >/dev/null || bail_out "sluice run did not start: $(cat "$SL_TMP/pid-run.out")"
 sl_pid=$(run_sleep)
-"$EXT" --pid "$bare_pid" --name bare --pid "$userns_pid" --name userns \
-	--pid "$sl_pid" --name "sluice (--pid)" --out "$SL_TMP/pid-table.md" >"$SL_TMP/pid.tap" 2>&1
+"$EXT" --pid "$bare_pid" --name bare --pid "$sl_pid" --name "sluice (--pid)" --out "$SL_TMP/pid-table.md" >"$SL_TMP/pid.tap" 2>&1
 rc=$?
 tap_is "run-external.sh --pid: exits 1, a sandbox is NOT contained" "$rc" 1 ||
 	tap_diag_file "$SL_TMP/pid.tap" 40
@@ -239,12 +285,11 @@ for p in P1 P2 P3 P4 P7 P13 P15; do
 	[[ $c == "**NOT contained**: observer saw "* ]] || bad+="$p: $c; "
 done
 tap_is "--pid, the bare sandbox: TCP, UDP, the metadata address, DNS, packet frames and a daemon are NOT contained" "$bad" ""
-bad=
-for p in P1 P12 P13 P23; do
-	c=$(cell "$SL_TMP/pid-table.md" "$p" userns)
-	[[ $c == "**NOT contained**: observer saw "* ]] || bad+="$p: $c; "
-done
-tap_is "--pid, a sandbox in a user namespace of its own: TCP, and as its root raw and packet sockets, NOT contained" "$bad" ""
+# every step after the check acts on the namespaces pinned then, never on the pid again (a
+# pid the sandbox's end freed may be another namespace's process by then)
+tap_is "--pid: the kit entered the sandboxes by their pinned namespaces, not by pid" \
+	"$(grep -c '^# sandbox: nsenter --net=/run/sl-probekit-[0-9]*-[0-9]*/net ' "$SL_TMP/pid.tap"):$(grep -c \
+		'^# sandbox: .*--target' "$SL_TMP/pid.tap")" "2:0"
 bad=
 for p in $kit_probes other; do
 	c=$(cell "$SL_TMP/pid-table.md" "$p" "sluice (--pid)")
@@ -259,17 +304,20 @@ tap_is "--pid: the kit ran in each sandbox" "$(grep -c 'the kit did not run in t
 tap_cmp "--pid, sluice run: its log has the kit's denials" \
 	"$(log_count "$SL_TMP/pid.jsonl" type=decision decision=deny)" -ge 10
 links=
-for ns in "/run/netns/$BARE_NS" "/proc/$userns_pid/ns/net" "/run/netns/$SLNS"; do
+for ns in "/run/netns/$BARE_NS" "/run/netns/$SLNS"; do
 	links+="$(nsenter --net="$ns" ip -o link show | awk -F': ' '{ printf "%s ", $2 }'); "
 done
 tap_is "--pid: the kit's link went home, each sandbox's namespace has loopback alone again" \
-	"$links" "lo ; lo ; lo ; "
+	"$links" "lo ; lo ; "
 tap_is "--pid: the sandboxes still run (the kit does not end them), its cgroups below theirs are gone" \
-	"$(kill -0 "$bare_pid" "$userns_pid" "$sl_pid" 2>&1)$(find "$bare_cg" "$CG2/sluice/$id2" \
+	"$(kill -0 "$bare_pid" "$sl_pid" 2>&1)$(find "$bare_cg" "$CG2/sluice/$id2" \
 		-name 'sl-probekit-*')" ""
 kill "$sl_pid"
 wait "$sluice_pid"
 tap_is "--pid, sluice run: ends with its workload" "$?" 143
 tap_check "--pid, sluice run: nothing left" leftovers_check "$id2"
+tap_is "--pid: the pins of the sandboxes' namespaces are gone" \
+	"$(ls -d /run/netns/sl-sbx-* /run/sl-probekit-* 2>/dev/null | grep -c "$(sed -n \
+		's|^# sandbox: nsenter --net=/run/sl-probekit-\([0-9]*\)-.*|\1|p' "$SL_TMP/pid.tap" | head -n 1)-")" 0
 
 tap_done
