@@ -9,10 +9,11 @@
 # kit never ran in is a failure, not contained by its silence. Judged at the
 # test hosts by the kit's observer, read back from the table run-external.sh writes. With --pid,
 # two sandboxes already running in namespaces with loopback alone: a bare one is NOT contained,
-# `sluice run --netns` is contained on every probe (the kit had its workload's capabilities), one
-# in a user namespace of its own is probed as its root (packet sockets), and the kit's link goes
-# home after; this machine's namespace, one with a link of its own, and the
-# kit itself beside a link not its own are refused with nothing sent.
+# `sluice run --netns` is contained on every probe (the kit had its workload's capabilities),
+# the kit enters them by their pinned namespaces, and its link goes home after; this machine's
+# namespace, one with a link of its own (or links whose aliases say LOOPBACK), one in a user
+# namespace of its own, one whose cgroup's name is a shell command, and the kit itself beside a
+# link not its own are refused with nothing sent (nor run).
 
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
