@@ -48,6 +48,8 @@ KIT_OUT=
 KIT_N=0
 KIT_OBS_MARK=0
 KIT_RTR_MARK=0
+# probe -> why a "contained" of the next kit_judge means nothing (kit_pid_honesty): skipped
+declare -gA KIT_CAVEAT=()
 
 kit_observed() { tail -n +"$((KIT_OBS_MARK + 1))" "$SL_TMP/observe.log" 2>/dev/null; }
 
@@ -90,6 +92,7 @@ kit_up() {
 kit_enter() {
 	local tpl=$1 cmd cg n
 	n=$((KIT_N += 1))
+	KIT_CAVEAT=()
 	KIT_OUT=$SL_TMP/kit-$n.out
 	cmd=${tpl//\{netns\}/$KIT_NETNS}
 	cmd=${cmd//\{kit\}/$KIT}
@@ -236,9 +239,10 @@ kit_status() {
 # sandbox's namespaces are pinned first (kit_pin) and only the pins are used after; what is
 # read of the process (/proc/PID/...) is trusted only if it still started at the same time after.
 kit_enter_pid() {
-	local pid=$1 n why start pin pnet tcg cg cmd uid gid groups bnd amb prm nnp seccomp ns
+	local pid=$1 n why start pin pnet tcg cg cmd uid euid gid egid groups bnd amb prm nnp seccomp ns
 	n=$((KIT_N += 1))
 	KIT_OUT=$SL_TMP/kit-$n.out
+	KIT_CAVEAT=()
 	start=$(kit_pid_start "$pid") || bail_out "--pid $pid: no such process"
 	pin=/run/sl-probekit-$SL_ID-$n
 	pnet=sl-sbx-$SL_ID-$n
@@ -248,8 +252,8 @@ kit_enter_pid() {
 	why=$(kit_pid_refusal "$pid" "$pin")
 	[[ -z $why ]] || bail_out "--pid $pid: $why"
 	# the sandbox's process, as this machine sees it
-	read -r _ uid _ < <(grep '^Uid:' "/proc/$pid/status")
-	read -r _ gid _ < <(grep '^Gid:' "/proc/$pid/status")
+	read -r _ uid euid _ < <(grep '^Uid:' "/proc/$pid/status")
+	read -r _ gid egid _ < <(grep '^Gid:' "/proc/$pid/status")
 	groups=$(kit_status "$pid" Groups | tr -s ' \t' ',' | sed 's/,$//')
 	bnd=$(kit_status "$pid" CapBnd)
 	amb=$(kit_status "$pid" CapAmb)
@@ -288,6 +292,10 @@ kit_enter_pid() {
 	cmd+=" --bounding-set $(kit_caps "$bnd") --inh-caps $(kit_caps "$amb")"
 	cmd+=" --ambient-caps $(kit_caps "$amb")"
 	[[ $nnp == 1 ]] && cmd+=" --no-new-privs"
+	[[ $uid:$gid == "$euid:$egid" ]] ||
+		tap_diag "process $pid's effective ids ($euid:$egid) are not its real ones: the kit" \
+			"runs as the real ones ($uid:$gid); a road only the effective ones open shows" \
+			"as contained though the sandbox's process could take it"
 	kit_pid_honesty "$pid" "$pin" "$uid" "$bnd" "$amb" "$prm" "$seccomp"
 	# the link: from the kit's namespace into the sandbox's (its pin), and back after
 	if ! ip -n "$SL_NS_RUN" link set veth0 netns "$pnet"; then
@@ -310,8 +318,9 @@ kit_enter_pid() {
 }
 
 # kit_pid_honesty PID PIN UID BND AMB PRM SECCOMP: a diagnostic for each way the kit in the
-# sandbox of PID is weaker than its process or its namespace differs from the control's: the
-# rows that depend on it may show "contained" where the sandbox is not.
+# sandbox of PID is weaker than its process or its namespace differs from the control's; the
+# rows that depend on it would show "contained" where the sandbox may not be: KIT_CAVEAT makes
+# them skipped (a NOT contained stays so: the road was open all the same).
 kit_pid_honesty() {
 	local pid=$1 pin=$2 uid=$3 bnd=$((16#$4)) amb=$((16#$5)) prm=$((16#$6)) seccomp=$7 have v
 	# what the kit's process will hold: root keeps its bounding set, others the ambient set
@@ -321,6 +330,12 @@ kit_pid_honesty() {
 			"($(kit_caps "$(printf %x $((prm & ~have)))" | sed 's/^-all,//'), permitted, not" \
 			"ambient): a road only they open (raw and packet sockets need cap_13) shows as" \
 			"contained though the sandbox's process could take it"
+		# CAP_NET_RAW (13): raw, packet and SOCK_PACKET sockets
+		if ((prm & ~have & 1 << 13)); then
+			for v in P12 P13 P23; do
+				KIT_CAVEAT[$v]="process $pid holds CAP_NET_RAW (permitted, not ambient), which the kit could not carry: its contained means nothing"
+			done
+		fi
 	fi
 	[[ ${seccomp:-0} == 0 ]] ||
 		tap_diag "process $pid has a seccomp filter (mode $seccomp): the kit does not" \
@@ -328,12 +343,19 @@ kit_pid_honesty() {
 	# the control ran with these (kit_up): a road the sandbox's namespace has closed by a sysctl
 	# is closed by the namespace, not by the sandbox
 	v=$(nsenter --net="$pin/net" sysctl -n net.ipv4.tcp_fastopen 2>/dev/null)
-	((v & 4)) || tap_diag "process $pid's namespace has net.ipv4.tcp_fastopen=$v (the control" \
-		"had 5): P10 (Fast Open without a cookie) is closed there by the namespace, not the sandbox"
+	if ! ((v & 4)); then
+		tap_diag "process $pid's namespace has net.ipv4.tcp_fastopen=$v (the control" \
+			"had 5): P10 (Fast Open without a cookie) is closed there by the namespace, not" \
+			"the sandbox"
+		KIT_CAVEAT[P10]="its namespace has net.ipv4.tcp_fastopen=$v (no Fast Open without a cookie): closed by the namespace, not the sandbox"
+	fi
 	v=$(nsenter --net="$pin/net" sysctl -n net.ipv4.ping_group_range 2>/dev/null | tr -s ' \t' ' ')
-	[[ $v == "0 2147483647" ]] || tap_diag "process $pid's namespace has" \
-		"net.ipv4.ping_group_range=\"$v\" (the control had \"0 2147483647\"): P12's ping socket" \
-		"may be closed there by the namespace, not the sandbox"
+	if [[ $v != "0 2147483647" ]]; then
+		tap_diag "process $pid's namespace has net.ipv4.ping_group_range=\"$v\" (the" \
+			"control had \"0 2147483647\"): P12's ping socket may be closed there by the" \
+			"namespace, not the sandbox"
+		KIT_CAVEAT[P12]="its namespace has net.ipv4.ping_group_range=$v (the control's: 0 2147483647): its ping socket may be closed by the namespace, not the sandbox"
+	fi
 }
 
 # kit_link_index NSFILE NAME: the ifindex of link NAME in NSFILE if it has the kit's MAC.
@@ -427,6 +449,10 @@ kit_judge() {
 				$4 = "the control (no sandbox) did not get out either: the road is closed on this kernel" }
 			{ print }' <(printf '%s\n' "$KIT_CONTROL") <(printf '%s\n' "$rows"))
 	fi
+	for p in "${!KIT_CAVEAT[@]}"; do
+		rows=$(awk -F '\t' -v OFS='\t' -v p="$p" -v why="${KIT_CAVEAT[$p]}" '
+			$2 == p && $3 == "contained" { $3 = "skipped"; $4 = why } { print }' <<<"$rows")
+	done
 	printf '%s\n' "$rows" >>"$KIT_RESULTS"
 	while IFS=$'\t' read -r _ p verdict why; do
 		case $verdict in
