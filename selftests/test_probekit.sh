@@ -277,7 +277,19 @@ run_sleep() {
 }
 wait_until 20000 run_sleep >/dev/null || bail_out "sluice run did not start: $(cat "$SL_TMP/pid-run.out")"
 sl_pid=$(run_sleep)
-"$EXT" --pid "$bare_pid" --name bare --pid "$sl_pid" --name "sluice (--pid)" --out "$SL_TMP/pid-table.md" >"$SL_TMP/pid.tap" 2>&1
+# A process that kept CAP_NET_RAW in its permitted set (not ambient: an exec would lose it) as
+# uid 65534: the kit, which only gets what an exec keeps, cannot open the packet sockets it
+# could; its "contained" there must not be credited to the sandbox.
+bash -c 'echo $$ >"$0/cgroup.procs" && exec nsenter --net="$1" python3 -c "
+import ctypes, os, time
+ctypes.CDLL(None).prctl(8, 1, 0, 0, 0)  # PR_SET_KEEPCAPS
+os.setgroups([]); os.setresgid(65534, 65534, 65534); os.setresuid(65534, 65534, 65534)
+time.sleep(600)"' "$bare_cg" "/run/netns/$BARE_NS" </dev/null >/dev/null 2>&1 &
+raw_pid=$!
+sl_track_pid "$raw_pid"
+wait_until 5000 grep -q '^Uid:[[:space:]]*65534' "/proc/$raw_pid/status"
+"$EXT" --pid "$bare_pid" --name bare --pid "$sl_pid" --name "sluice (--pid)" \
+	--pid "$raw_pid" --name netraw --out "$SL_TMP/pid-table.md" >"$SL_TMP/pid.tap" 2>&1
 rc=$?
 tap_is "run-external.sh --pid: exits 1, a sandbox is NOT contained" "$rc" 1 ||
 	tap_diag_file "$SL_TMP/pid.tap" 40
@@ -291,7 +303,7 @@ tap_is "--pid, the bare sandbox: TCP, UDP, the metadata address, DNS, packet fra
 # pid the sandbox's end freed may be another namespace's process by then)
 tap_is "--pid: the kit entered the sandboxes by their pinned namespaces, not by pid" \
 	"$(grep -c '^# sandbox: nsenter --net=/run/sl-probekit-[0-9]*-[0-9]*/net ' "$SL_TMP/pid.tap"):$(grep -c \
-		'^# sandbox: .*--target' "$SL_TMP/pid.tap")" "2:0"
+		'^# sandbox: .*--target' "$SL_TMP/pid.tap")" "3:0"
 # (its namespace has this kernel's default net.ipv4.tcp_fastopen and ping_group_range, not the
 # control's: P10's Fast Open without a cookie and P12's ping socket are closed there by the
 # namespace, and the kit says so rather than credit the sandbox)
@@ -306,8 +318,15 @@ for p in $kit_probes other; do
 done
 tap_is "--pid, sluice run: every probe the kit makes is contained, and nothing else arrived; P10 and P12 skipped, closed by its namespace's sysctls" "$bad" ""
 tap_is "--pid, sluice run: the kit says which of its namespace's sysctls differ from the control's" \
-	"$(grep -c "^# process [0-9]*'s namespace has net.ipv4.\(tcp_fastopen=1 \|ping_group_range=\)" \
-		"$SL_TMP/pid.tap")" 4
+	"$(grep -c "^# process $sl_pid's namespace has net.ipv4.\(tcp_fastopen=1 \|ping_group_range=\)" \
+		"$SL_TMP/pid.tap")" 2
+bad=
+for p in P13 P23; do
+	c=$(cell "$SL_TMP/pid-table.md" "$p" netraw)
+	[[ $c == "skipped: process $raw_pid holds CAP_NET_RAW (permitted, not ambient)"* ]] || bad+="$p: $c; "
+done
+tap_is "--pid, a process holding CAP_NET_RAW the kit cannot carry: packet frames skipped, not contained" \
+	"$bad:$(grep -c "^# process $raw_pid holds capabilities the kit cannot carry (.*+cap_13" "$SL_TMP/pid.tap")" ":1"
 # a prober with root's capabilities would get its frames out where no veth is to hold a tc
 # program: it had the sandbox's bounding set, without CAP_NET_RAW
 tap_check "--pid, sluice run: the kit had the workload's capabilities (no packet socket)" \
@@ -322,7 +341,7 @@ done
 tap_is "--pid: the kit's link went home, each sandbox's namespace has loopback alone again" \
 	"$links" "lo ; lo ; "
 tap_is "--pid: the sandboxes still run (the kit does not end them), its cgroups below theirs are gone" \
-	"$(kill -0 "$bare_pid" "$sl_pid" 2>&1)$(find "$bare_cg" "$CG2/sluice/$id2" \
+	"$(kill -0 "$bare_pid" "$raw_pid" "$sl_pid" 2>&1)$(find "$bare_cg" "$CG2/sluice/$id2" \
 		-name 'sl-probekit-*')" ""
 kill "$sl_pid"
 wait "$sluice_pid"
