@@ -13,7 +13,9 @@
 # the kit enters them by their pinned namespaces, and its link goes home after; this machine's
 # namespace, one with a link of its own (or links whose aliases say LOOPBACK), one in a user
 # namespace of its own, one whose cgroup's name is a shell command, and the kit itself beside a
-# link not its own are refused with nothing sent (nor run).
+# link not its own are refused with nothing sent (nor run); a process holding CAP_NET_RAW the kit
+# cannot carry has its packet rows skipped, not contained; and a sandbox whose pid goes to
+# another namespace's process mid-run leaves that namespace's links alone.
 
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -347,6 +349,49 @@ kill "$sl_pid"
 wait "$sluice_pid"
 tap_is "--pid, sluice run: ends with its workload" "$?" 143
 tap_check "--pid, sluice run: nothing left" leftovers_check "$id2"
+
+# The sandbox ends while the kit runs and its pid goes to a process of another namespace (here
+# one of the test's, with a link named veth0, standing in for this machine's): the kit acts on
+# the namespace it pinned, and leaves the other one's links alone.
+REUSE_NS=sl-kit-reuse-$SL_ID
+FH_NS=sl-kit-fakehost-$SL_ID
+for ns in "$REUSE_NS" "$FH_NS"; do
+	ip netns add "$ns" && sl_on_exit "ip netns del '$ns' 2>/dev/null; true"
+	ip -n "$ns" link set lo up || bail_out "cannot make $ns"
+done
+ip -n "$FH_NS" link add veth0 type veth peer name hostpeer &&
+	ip -n "$FH_NS" addr add 192.0.2.5/24 dev veth0 || bail_out "cannot make $FH_NS's links"
+nsenter --net="/run/netns/$REUSE_NS" sleep 600 </dev/null >/dev/null 2>&1 &
+reuse_pid=$!
+"$EXT" --pid "$reuse_pid" --out "$SL_TMP/reuse.md" >"$SL_TMP/reuse.tap" 2>&1 &
+ext_pid=$!
+sl_track_pid "$ext_pid"
+wait_until 60000 grep -q '^# sandbox: nsenter --net=/run/sl-probekit' "$SL_TMP/reuse.tap"
+kill "$reuse_pid"
+wait "$reuse_pid" 2>/dev/null
+reused=
+for _ in $(seq 50); do
+	echo $((reuse_pid - 1)) >/proc/sys/kernel/ns_last_pid
+	nsenter --net="/run/netns/$FH_NS" sleep 600 </dev/null >/dev/null 2>&1 &
+	p=$!
+	if [[ $p == "$reuse_pid" ]]; then
+		reused=$p
+		sl_track_pid "$p"
+		break
+	fi
+	kill "$p"
+	wait "$p" 2>/dev/null
+done
+wait "$ext_pid"
+if [[ -z $reused ]]; then
+	tap_skip "--pid: a pid reused mid-run" "pid $reuse_pid was not handed out again (other processes took it)"
+else
+	tap_is "--pid: the sandbox's pid reused mid-run by another namespace's process: its links untouched, the kit's link home" \
+		"$(ip -n "$FH_NS" -o addr show dev veth0 | grep -c 'inet 192.0.2.5/24'):$(ip -n "$FH_NS" -o link show |
+			awk -F': ' '{ sub(/@.*/, "", $2); print $2 }' | sort | tr '\n' ' '):$(grep -c 'Bail out' \
+			"$SL_TMP/reuse.tap")" "1:hostpeer lo veth0 :0" || tap_diag_file "$SL_TMP/reuse.tap" 10
+	sl_stop_pid "$reused"
+fi
 tap_is "--pid: the pins of the sandboxes' namespaces are gone" \
 	"$(ls -d /run/netns/sl-sbx-* /run/sl-probekit-* 2>/dev/null | grep -c "$(sed -n \
 		's|^# sandbox: nsenter --net=/run/sl-probekit-\([0-9]*\)-.*|\1|p' "$SL_TMP/pid.tap" | head -n 1)-")" 0
