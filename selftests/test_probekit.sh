@@ -366,7 +366,9 @@ reuse_pid=$!
 "$EXT" --pid "$reuse_pid" --out "$SL_TMP/reuse.md" >"$SL_TMP/reuse.tap" 2>&1 &
 ext_pid=$!
 sl_track_pid "$ext_pid"
-wait_until 60000 grep -q '^# sandbox: nsenter --net=/run/sl-probekit' "$SL_TMP/reuse.tap"
+# (the second "# sandbox:" line: the control's is the first)
+reuse_started() { [[ $(grep -c '^# sandbox:' "$SL_TMP/reuse.tap") -ge 2 ]]; }
+wait_until 60000 reuse_started
 kill "$reuse_pid"
 wait "$reuse_pid" 2>/dev/null
 reused=
@@ -382,9 +384,14 @@ for _ in $(seq 50); do
 	kill "$p"
 	wait "$p" 2>/dev/null
 done
+# (the kit must still be probing when the pid is another's: its link goes home after)
+kill -0 "$ext_pid" 2>/dev/null || reused_late=1
 wait "$ext_pid"
 if [[ -z $reused ]]; then
 	tap_skip "--pid: a pid reused mid-run" "pid $reuse_pid was not handed out again (other processes took it)"
+elif [[ -n ${reused_late:-} ]]; then
+	tap_skip "--pid: a pid reused mid-run" "the kit had ended before pid $reuse_pid was handed out again"
+	sl_stop_pid "$reused"
 else
 	tap_is "--pid: the sandbox's pid reused mid-run by another namespace's process: its links untouched, the kit's link home" \
 		"$(ip -n "$FH_NS" -o addr show dev veth0 | grep -c 'inet 192.0.2.5/24'):$(ip -n "$FH_NS" -o link show |
