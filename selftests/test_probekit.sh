@@ -179,8 +179,11 @@ tap_is "--pid of a sandbox whose namespace has links of its own: refused (exit 2
 # a link whose alias says LOOPBACK is a link all the same
 ALIAS_NS=sl-kit-alias-$SL_ID
 ip netns add "$ALIAS_NS" && sl_on_exit "ip netns del '$ALIAS_NS' 2>/dev/null; true"
-ip -n "$ALIAS_NS" link add d0 type veth peer name d1 && ip -n "$ALIAS_NS" link set d0 alias LOOPBACK &&
-	ip -n "$ALIAS_NS" link set d1 alias '<LOOPBACK,UP>' || bail_out "cannot make d0/d1"
+if ! ip -n "$ALIAS_NS" link add d0 type veth peer name d1 ||
+	! ip -n "$ALIAS_NS" link set d0 alias LOOPBACK ||
+	! ip -n "$ALIAS_NS" link set d1 alias '<LOOPBACK,UP>'; then
+	bail_out "cannot make d0/d1"
+fi
 nsenter --net="/run/netns/$ALIAS_NS" sleep 600 </dev/null >/dev/null 2>&1 &
 alias_pid=$!
 sl_track_pid "$alias_pid"
@@ -359,8 +362,10 @@ for ns in "$REUSE_NS" "$FH_NS"; do
 	ip netns add "$ns" && sl_on_exit "ip netns del '$ns' 2>/dev/null; true"
 	ip -n "$ns" link set lo up || bail_out "cannot make $ns"
 done
-ip -n "$FH_NS" link add veth0 type veth peer name hostpeer &&
-	ip -n "$FH_NS" addr add 192.0.2.5/24 dev veth0 || bail_out "cannot make $FH_NS's links"
+if ! ip -n "$FH_NS" link add veth0 type veth peer name hostpeer ||
+	! ip -n "$FH_NS" addr add 192.0.2.5/24 dev veth0; then
+	bail_out "cannot make $FH_NS's links"
+fi
 nsenter --net="/run/netns/$REUSE_NS" sleep 600 </dev/null >/dev/null 2>&1 &
 reuse_pid=$!
 "$EXT" --pid "$reuse_pid" --out "$SL_TMP/reuse.md" >"$SL_TMP/reuse.tap" 2>&1 &
@@ -399,8 +404,8 @@ else
 			"$SL_TMP/reuse.tap")" "1:hostpeer lo veth0 :0" || tap_diag_file "$SL_TMP/reuse.tap" 10
 	sl_stop_pid "$reused"
 fi
-tap_is "--pid: the pins of the sandboxes' namespaces are gone" \
-	"$(ls -d /run/netns/sl-sbx-* /run/sl-probekit-* 2>/dev/null | grep -c "$(sed -n \
-		's|^# sandbox: nsenter --net=/run/sl-probekit-\([0-9]*\)-.*|\1|p' "$SL_TMP/pid.tap" | head -n 1)-")" 0
+kit_id=$(sed -n 's|^# sandbox: nsenter --net=/run/sl-probekit-\([0-9]*\)-.*|\1|p' "$SL_TMP/pid.tap" | head -n 1)
+pins=$(shopt -s nullglob; echo /run/netns/sl-sbx-"$kit_id"-* /run/sl-probekit-"$kit_id"-*)
+tap_is "--pid: the pins of the sandboxes' namespaces are gone" "$kit_id:$pins" "${kit_id:-none}:"
 
 tap_done
