@@ -190,7 +190,8 @@ e2e: deps
 # .output/probes.md. SANDBOX='CMD' runs the kit against a sandbox sluice did not set up instead
 # ({netns}, {kit}: selftests/probes/run-external.sh; SANDBOX_NAME its column), the table in
 # .output/probes-external.md; SANDBOX_PID=PID against the one already running that PID is in
-# (its network namespace with no link but loopback: run-external.sh --pid).
+# (its network namespace with no link but loopback, its user namespace this machine's:
+# run-external.sh --pid).
 probes: deps
 	$(Q)$(MAKE) --no-print-directory all
 ifneq ($(SANDBOX)$(SANDBOX_PID),)

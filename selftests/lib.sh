@@ -252,7 +252,9 @@ cg2_mount() {
 # ---------------------------------------------------------------------------------------------
 # Cleanup
 
-# sl_on_exit CMD…: run CMD (one string, eval'd) from topo_down, last registered first.
+# sl_on_exit CMD…: run CMD (one string, eval'd) from topo_down, last registered first. Code,
+# never data: a name or path that comes from outside the test (a sandbox's cgroup, /proc) goes
+# in quoted by printf %q, or the eval runs whatever it says as root.
 sl_on_exit() {
 	SL_CLEANUP+=("$*")
 }

@@ -9,10 +9,13 @@
 # kit never ran in is a failure, not contained by its silence. Judged at the
 # test hosts by the kit's observer, read back from the table run-external.sh writes. With --pid,
 # two sandboxes already running in namespaces with loopback alone: a bare one is NOT contained,
-# `sluice run --netns` is contained on every probe (the kit had its workload's capabilities), one
-# in a user namespace of its own is probed as its root (packet sockets), and the kit's link goes
-# home after; this machine's namespace, one with a link of its own, and the
-# kit itself beside a link not its own are refused with nothing sent.
+# `sluice run --netns` is contained on every probe (the kit had its workload's capabilities),
+# the kit enters them by their pinned namespaces, and its link goes home after; this machine's
+# namespace, one with a link of its own (or links whose aliases say LOOPBACK), one in a user
+# namespace of its own, one whose cgroup's name is a shell command, and the kit itself beside a
+# link not its own are refused with nothing sent (nor run); a process holding CAP_NET_RAW the kit
+# cannot carry has its packet rows skipped, not contained; and a sandbox whose pid goes to
+# another namespace's process mid-run leaves that namespace's links alone.
 
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -173,6 +176,24 @@ tap_is "--pid of a sandbox whose namespace has links of its own: refused (exit 2
 		"$SL_TMP/usage.out"):$(grep -c '^# sandbox:' "$SL_TMP/usage.out")" "2:1:0" ||
 	tap_diag_file "$SL_TMP/usage.out"
 
+# a link whose alias says LOOPBACK is a link all the same
+ALIAS_NS=sl-kit-alias-$SL_ID
+ip netns add "$ALIAS_NS" && sl_on_exit "ip netns del '$ALIAS_NS' 2>/dev/null; true"
+if ! ip -n "$ALIAS_NS" link add d0 type veth peer name d1 ||
+	! ip -n "$ALIAS_NS" link set d0 alias LOOPBACK ||
+	! ip -n "$ALIAS_NS" link set d1 alias '<LOOPBACK,UP>'; then
+	bail_out "cannot make d0/d1"
+fi
+nsenter --net="/run/netns/$ALIAS_NS" sleep 600 </dev/null >/dev/null 2>&1 &
+alias_pid=$!
+sl_track_pid "$alias_pid"
+"$EXT" --pid "$alias_pid" >"$SL_TMP/usage.out" 2>&1
+tap_is "--pid of a sandbox whose links' aliases say LOOPBACK: refused (exit 2), naming them" \
+	"$?:$(grep -c 'has links other than loopback (d1, d0)\|has links other than loopback (d0, d1)' \
+		"$SL_TMP/usage.out"):$(grep -c '^# sandbox:' "$SL_TMP/usage.out")" "2:1:0" ||
+	tap_diag_file "$SL_TMP/usage.out"
+sl_stop_pid "$alias_pid"
+
 # The kit itself, in the right namespace but with a link that is not the kit's: nothing sent.
 # (EMPTY_NS: veth0 with another MAC than the kit's, its peer in LINKED_NS; then one more link.)
 ip -n "$EMPTY_NS" link add veth0 type veth peer name x2 netns "$LINKED_NS" ||
@@ -206,12 +227,45 @@ bash -c 'echo $$ >"$0/cgroup.procs" && exec nsenter --net="$1" sleep 600' "$bare
 	"/run/netns/$BARE_NS" </dev/null >/dev/null 2>&1 &
 bare_pid=$!
 sl_track_pid "$bare_pid"
-# a rootless-style one: its own user namespace (root there, mapped to this test's root), whose
-# root may make packet sockets in its network namespace: the kit must enter it to be as strong
+# Refused, before anything is built: a sandbox in a user namespace of its own (rootless), mapped
+# to this test's root or to an unprivileged uid: the kit runs in this machine's mount namespace,
+# where the sandbox's root, privileged in its user namespace, could trace it and reach this
+# machine's files. Neither one may see the kit (nor an nsenter as this machine's root) at all.
 bash -c 'echo $$ >"$0/cgroup.procs" && exec unshare --user --map-root-user --net sleep 600' \
 	"$bare_cg" </dev/null >/dev/null 2>&1 &
 userns_pid=$!
 sl_track_pid "$userns_pid"
+bash -c 'echo $$ >"$0/cgroup.procs" && exec setpriv --reuid 65534 --regid 65534 --clear-groups \
+	unshare --user --map-root-user --net sleep 600' "$bare_cg" </dev/null >/dev/null 2>&1 &
+rootless_pid=$!
+sl_track_pid "$rootless_pid"
+wait_until 5000 test "$(stat -L -c %i "/proc/$userns_pid/ns/user" 2>/dev/null)" != \
+	"$(stat -L -c %i /proc/self/ns/user)"
+wait_until 5000 test "$(stat -L -c %i "/proc/$rootless_pid/ns/user" 2>/dev/null)" != \
+	"$(stat -L -c %i /proc/self/ns/user)"
+for p in "$userns_pid:this test's root" "$rootless_pid:uid 65534"; do
+	"$EXT" --pid "${p%%:*}" >"$SL_TMP/usage.out" 2>&1
+	tap_is "--pid of a sandbox in a user namespace of its own (root there is ${p#*:}): refused (exit 2), nothing built" \
+		"$?:$(grep -c 'is in a user namespace of its own' "$SL_TMP/usage.out"):$(grep -c \
+			'^# sandbox:' "$SL_TMP/usage.out")" "2:1:0" || tap_diag_file "$SL_TMP/usage.out"
+done
+# A loopback-only namespace in a cgroup whose name is a shell command: refused, and the command
+# never runs (the kit makes its cgroup below the sandbox's and removes it at exit).
+# (a cgroup's name has no slash: the command finds its file through the environment)
+export SL_PWNED=$SL_TMP/pwned
+inj_cg="$bare_cg/inj';touch \"\$SL_PWNED\";'"
+mkdir "$inj_cg" || bail_out "cannot make the cgroup $inj_cg"
+sl_on_exit "$(printf '%q ' sl_cgroup_remove "$inj_cg")"
+bash -c 'echo $$ >"$0/cgroup.procs" && exec nsenter --net="$1" sleep 600' "$inj_cg" \
+	"/run/netns/$BARE_NS" </dev/null >/dev/null 2>&1 &
+inj_pid=$!
+sl_track_pid "$inj_pid"
+wait_until 5000 grep -q "inj'" "/proc/$inj_pid/cgroup"
+"$EXT" --pid "$inj_pid" >"$SL_TMP/inj.tap" 2>&1
+tap_is "--pid of a sandbox whose cgroup's name is a shell command: refused, the command never ran" \
+	"$(grep -c 'has characters other than' "$SL_TMP/inj.tap"):$(ls "$SL_PWNED" 2>/dev/null)" "1:" ||
+	tap_diag_file "$SL_TMP/inj.tap" 10
+sl_stop_pid "$inj_pid"
 id2=t-$SL_ID-pid
 SL_RUNS+=("$id2")
 "$SLUICE" run --policy "$policy" --run-id "$id2" --task probes --log "$SL_TMP/pid.jsonl" \
@@ -228,8 +282,19 @@ run_sleep() {
 }
 wait_until 20000 run_sleep >/dev/null || bail_out "sluice run did not start: $(cat "$SL_TMP/pid-run.out")"
 sl_pid=$(run_sleep)
-"$EXT" --pid "$bare_pid" --name bare --pid "$userns_pid" --name userns \
-	--pid "$sl_pid" --name "sluice (--pid)" --out "$SL_TMP/pid-table.md" >"$SL_TMP/pid.tap" 2>&1
+# A process that kept CAP_NET_RAW in its permitted set (not ambient: an exec would lose it) as
+# uid 65534: the kit, which only gets what an exec keeps, cannot open the packet sockets it
+# could; its "contained" there must not be credited to the sandbox.
+bash -c 'echo $$ >"$0/cgroup.procs" && exec nsenter --net="$1" python3 -c "
+import ctypes, os, time
+ctypes.CDLL(None).prctl(8, 1, 0, 0, 0)  # PR_SET_KEEPCAPS
+os.setgroups([]); os.setresgid(65534, 65534, 65534); os.setresuid(65534, 65534, 65534)
+time.sleep(600)"' "$bare_cg" "/run/netns/$BARE_NS" </dev/null >/dev/null 2>&1 &
+raw_pid=$!
+sl_track_pid "$raw_pid"
+wait_until 5000 grep -q '^Uid:[[:space:]]*65534' "/proc/$raw_pid/status"
+"$EXT" --pid "$bare_pid" --name bare --pid "$sl_pid" --name "sluice (--pid)" \
+	--pid "$raw_pid" --name netraw --out "$SL_TMP/pid-table.md" >"$SL_TMP/pid.tap" 2>&1
 rc=$?
 tap_is "run-external.sh --pid: exits 1, a sandbox is NOT contained" "$rc" 1 ||
 	tap_diag_file "$SL_TMP/pid.tap" 40
@@ -239,18 +304,34 @@ for p in P1 P2 P3 P4 P7 P13 P15; do
 	[[ $c == "**NOT contained**: observer saw "* ]] || bad+="$p: $c; "
 done
 tap_is "--pid, the bare sandbox: TCP, UDP, the metadata address, DNS, packet frames and a daemon are NOT contained" "$bad" ""
-bad=
-for p in P1 P12 P13 P23; do
-	c=$(cell "$SL_TMP/pid-table.md" "$p" userns)
-	[[ $c == "**NOT contained**: observer saw "* ]] || bad+="$p: $c; "
-done
-tap_is "--pid, a sandbox in a user namespace of its own: TCP, and as its root raw and packet sockets, NOT contained" "$bad" ""
+# every step after the check acts on the namespaces pinned then, never on the pid again (a
+# pid the sandbox's end freed may be another namespace's process by then)
+tap_is "--pid: the kit entered the sandboxes by their pinned namespaces, not by pid" \
+	"$(grep -c '^# sandbox: nsenter --net=/run/sl-probekit-[0-9]*-[0-9]*/net ' "$SL_TMP/pid.tap"):$(grep -c \
+		'^# sandbox: .*--target' "$SL_TMP/pid.tap")" "3:0"
+# (its namespace has this kernel's default net.ipv4.tcp_fastopen and ping_group_range, not the
+# control's: P10's Fast Open without a cookie and P12's ping socket are closed there by the
+# namespace, and the kit says so rather than credit the sandbox)
 bad=
 for p in $kit_probes other; do
 	c=$(cell "$SL_TMP/pid-table.md" "$p" "sluice (--pid)")
-	[[ $c == "contained: observer saw "* ]] || bad+="$p: $c; "
+	case $p in
+	P10) [[ $c == "skipped: its namespace has net.ipv4.tcp_fastopen=1 "* ]] || bad+="$p: $c; " ;;
+	P12) [[ $c == "skipped: its namespace has net.ipv4.ping_group_range="* ]] || bad+="$p: $c; " ;;
+	*) [[ $c == "contained: observer saw "* ]] || bad+="$p: $c; " ;;
+	esac
 done
-tap_is "--pid, sluice run: every probe the kit makes is contained, and nothing else arrived" "$bad" ""
+tap_is "--pid, sluice run: every probe the kit makes is contained, and nothing else arrived; P10 and P12 skipped, closed by its namespace's sysctls" "$bad" ""
+tap_is "--pid, sluice run: the kit says which of its namespace's sysctls differ from the control's" \
+	"$(grep -c "^# process $sl_pid's namespace has net.ipv4.\(tcp_fastopen=1 \|ping_group_range=\)" \
+		"$SL_TMP/pid.tap")" 2
+bad=
+for p in P13 P23; do
+	c=$(cell "$SL_TMP/pid-table.md" "$p" netraw)
+	[[ $c == "skipped: process $raw_pid holds CAP_NET_RAW (permitted, not ambient)"* ]] || bad+="$p: $c; "
+done
+tap_is "--pid, a process holding CAP_NET_RAW the kit cannot carry: packet frames skipped, not contained" \
+	"$bad:$(grep -c "^# process $raw_pid holds capabilities the kit cannot carry (.*+cap_13" "$SL_TMP/pid.tap")" ":1"
 # a prober with root's capabilities would get its frames out where no veth is to hold a tc
 # program: it had the sandbox's bounding set, without CAP_NET_RAW
 tap_check "--pid, sluice run: the kit had the workload's capabilities (no packet socket)" \
@@ -259,17 +340,72 @@ tap_is "--pid: the kit ran in each sandbox" "$(grep -c 'the kit did not run in t
 tap_cmp "--pid, sluice run: its log has the kit's denials" \
 	"$(log_count "$SL_TMP/pid.jsonl" type=decision decision=deny)" -ge 10
 links=
-for ns in "/run/netns/$BARE_NS" "/proc/$userns_pid/ns/net" "/run/netns/$SLNS"; do
+for ns in "/run/netns/$BARE_NS" "/run/netns/$SLNS"; do
 	links+="$(nsenter --net="$ns" ip -o link show | awk -F': ' '{ printf "%s ", $2 }'); "
 done
 tap_is "--pid: the kit's link went home, each sandbox's namespace has loopback alone again" \
-	"$links" "lo ; lo ; lo ; "
+	"$links" "lo ; lo ; "
 tap_is "--pid: the sandboxes still run (the kit does not end them), its cgroups below theirs are gone" \
-	"$(kill -0 "$bare_pid" "$userns_pid" "$sl_pid" 2>&1)$(find "$bare_cg" "$CG2/sluice/$id2" \
+	"$(kill -0 "$bare_pid" "$raw_pid" "$sl_pid" 2>&1)$(find "$bare_cg" "$CG2/sluice/$id2" \
 		-name 'sl-probekit-*')" ""
 kill "$sl_pid"
 wait "$sluice_pid"
 tap_is "--pid, sluice run: ends with its workload" "$?" 143
 tap_check "--pid, sluice run: nothing left" leftovers_check "$id2"
+
+# The sandbox ends while the kit runs and its pid goes to a process of another namespace (here
+# one of the test's, with a link named veth0, standing in for this machine's): the kit acts on
+# the namespace it pinned, and leaves the other one's links alone.
+REUSE_NS=sl-kit-reuse-$SL_ID
+FH_NS=sl-kit-fakehost-$SL_ID
+for ns in "$REUSE_NS" "$FH_NS"; do
+	ip netns add "$ns" && sl_on_exit "ip netns del '$ns' 2>/dev/null; true"
+	ip -n "$ns" link set lo up || bail_out "cannot make $ns"
+done
+if ! ip -n "$FH_NS" link add veth0 type veth peer name hostpeer ||
+	! ip -n "$FH_NS" addr add 192.0.2.5/24 dev veth0; then
+	bail_out "cannot make $FH_NS's links"
+fi
+nsenter --net="/run/netns/$REUSE_NS" sleep 600 </dev/null >/dev/null 2>&1 &
+reuse_pid=$!
+"$EXT" --pid "$reuse_pid" --out "$SL_TMP/reuse.md" >"$SL_TMP/reuse.tap" 2>&1 &
+ext_pid=$!
+sl_track_pid "$ext_pid"
+# (the second "# sandbox:" line: the control's is the first)
+reuse_started() { [[ $(grep -c '^# sandbox:' "$SL_TMP/reuse.tap") -ge 2 ]]; }
+wait_until 60000 reuse_started
+kill "$reuse_pid"
+wait "$reuse_pid" 2>/dev/null
+reused=
+for _ in $(seq 50); do
+	echo $((reuse_pid - 1)) >/proc/sys/kernel/ns_last_pid
+	nsenter --net="/run/netns/$FH_NS" sleep 600 </dev/null >/dev/null 2>&1 &
+	p=$!
+	if [[ $p == "$reuse_pid" ]]; then
+		reused=$p
+		sl_track_pid "$p"
+		break
+	fi
+	kill "$p"
+	wait "$p" 2>/dev/null
+done
+# (the kit must still be probing when the pid is another's: its link goes home after)
+kill -0 "$ext_pid" 2>/dev/null || reused_late=1
+wait "$ext_pid"
+if [[ -z $reused ]]; then
+	tap_skip "--pid: a pid reused mid-run" "pid $reuse_pid was not handed out again (other processes took it)"
+elif [[ -n ${reused_late:-} ]]; then
+	tap_skip "--pid: a pid reused mid-run" "the kit had ended before pid $reuse_pid was handed out again"
+	sl_stop_pid "$reused"
+else
+	tap_is "--pid: the sandbox's pid reused mid-run by another namespace's process: its links untouched, the kit's link home" \
+		"$(ip -n "$FH_NS" -o addr show dev veth0 | grep -c 'inet 192.0.2.5/24'):$(ip -n "$FH_NS" -o link show |
+			awk -F': ' '{ sub(/@.*/, "", $2); print $2 }' | sort | tr '\n' ' '):$(grep -c 'Bail out' \
+			"$SL_TMP/reuse.tap")" "1:hostpeer lo veth0 :0" || tap_diag_file "$SL_TMP/reuse.tap" 10
+	sl_stop_pid "$reused"
+fi
+kit_id=$(sed -n 's|^# sandbox: nsenter --net=/run/sl-probekit-\([0-9]*\)-.*|\1|p' "$SL_TMP/pid.tap" | head -n 1)
+pins=$(shopt -s nullglob; echo /run/netns/sl-sbx-"$kit_id"-* /run/sl-probekit-"$kit_id"-*)
+tap_is "--pid: the pins of the sandboxes' namespaces are gone" "$kit_id:$pins" "${kit_id:-none}:"
 
 tap_done

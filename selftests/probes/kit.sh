@@ -48,6 +48,8 @@ KIT_OUT=
 KIT_N=0
 KIT_OBS_MARK=0
 KIT_RTR_MARK=0
+# probe -> why a "contained" of the next kit_judge means nothing (kit_pid_honesty): skipped
+declare -gA KIT_CAVEAT=()
 
 kit_observed() { tail -n +"$((KIT_OBS_MARK + 1))" "$SL_TMP/observe.log" 2>/dev/null; }
 
@@ -90,6 +92,7 @@ kit_up() {
 kit_enter() {
 	local tpl=$1 cmd cg n
 	n=$((KIT_N += 1))
+	KIT_CAVEAT=()
 	KIT_OUT=$SL_TMP/kit-$n.out
 	cmd=${tpl//\{netns\}/$KIT_NETNS}
 	cmd=${cmd//\{kit\}/$KIT}
@@ -136,14 +139,36 @@ kit_link_config() {
 		ip -6 route add default via fd10:200:1::1'
 }
 
-# kit_pid_refusal PID: why the sandbox PID is in cannot be probed (printed), or nothing.
+# kit_pid_start PID: process PID's start time (/proc/PID/stat, field 22): with the pid, what
+# names one process (a pid alone may be another process's by the next step).
+kit_pid_start() {
+	local s
+	s=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	# the fields after "PID (COMM) ", COMM may hold anything
+	s=${s##*) }
+	# shellcheck disable=SC2086 # (split on purpose)
+	set -- $s
+	[[ ${20:-} =~ ^[0-9]+$ ]] && echo "${20}"
+}
+
+# kit_links NSFILE: the links of the network namespace NSFILE that are not loopback, by name,
+# comma separated ("" when loopback alone). Loopback is told by its flag (the "<...>" token, not
+# the rest of the line: an alias or altname may say LOOPBACK), not by its name.
+kit_links() {
+	nsenter --net="$1" ip -o link show 2>&1 |
+		awk -F': ' '$3 !~ /^<([A-Z0-9_-]*,)*LOOPBACK[,>]/ { sub(/@.*/, "", $2)
+			printf "%s%s", sep, $2; sep = ", " }'
+}
+
+# kit_pid_refusal PID [NSDIR]: why the sandbox PID is in cannot be probed (printed), or nothing.
+# NSDIR: its namespaces pinned (kit_enter_pid), looked at instead of /proc/PID/ns.
 kit_pid_refusal() {
-	local pid=$1 ns links
+	local pid=$1 d=${2:-/proc/$1/ns} ns links
 	if [[ ! $pid =~ ^[1-9][0-9]{0,9}$ ]]; then
 		echo "\"$pid\" is not a process id"
 		return
 	fi
-	if ! ns=$(stat -L -c %d:%i "/proc/$pid/ns/net" 2>/dev/null); then
+	if ! ns=$(stat -L -c %d:%i "$d/net" 2>/dev/null); then
 		echo "no process $pid (or its network namespace cannot be read)"
 		return
 	fi
@@ -154,10 +179,19 @@ kit_pid_refusal() {
 			"the probes would go out on the real network"
 		return
 	fi
-	# loopback is told by its flag, not its name
-	links=$(nsenter --net="/proc/$pid/ns/net" ip -o link show 2>&1 |
-		awk -F': ' '$3 !~ /LOOPBACK/ { sub(/@.*/, "", $2); printf "%s%s", sep, $2
-			sep = ", " }')
+	# The kit's binary is on this machine's file system: it runs in this machine's mount
+	# namespace. Inside a user namespace of the sandbox's, the sandbox's root could trace it (or
+	# the nsenter before it, still this machine's root) and reach this machine's files through
+	# /proc/PID/root with the namespace's capabilities.
+	if [[ $(stat -L -c %d:%i "$d/user" 2>/dev/null) != "$(stat -L -c %d:%i /proc/self/ns/user)" ]]
+	then
+		echo "process $pid is in a user namespace of its own (rootless): the kit, which runs" \
+			"in this machine's mount namespace, would be open to the sandbox's root there" \
+			"(ptrace, /proc/PID/root); probe such a sandbox with --enter, in the" \
+			"namespace the kit makes"
+		return
+	fi
+	links=$(kit_links "$d/net")
 	if [[ -n $links ]]; then
 		echo "process $pid's network namespace has links other than loopback ($links):" \
 			"the probes (to the metadata address among others) could leave through" \
@@ -168,76 +202,195 @@ kit_pid_refusal() {
 	fi
 }
 
+# kit_pin PID START DIR NETNS: process PID's namespaces bind-mounted in DIR (net, uts, ipc, pid,
+# user; net as /run/netns/NETNS, DIR/net a link to it), so that every later step acts on the
+# namespaces validated, not on whatever process has the pid by then; fails (1) unless PID still
+# started at START once they are pinned.
+kit_pin() {
+	local pid=$1 start=$2 d=$3 f ns
+	mkdir -p /run/netns && mkdir -m 0755 "$d" || return 1
+	for ns in net uts ipc pid user; do
+		f=$d/$ns
+		[[ $ns == net ]] && f=/run/netns/$4 && ln -s "$f" "$d/net"
+		{ : >"$f" && mount --bind "/proc/$pid/ns/$ns" "$f"; } 2>/dev/null || return 1
+	done
+	[[ $(kit_pid_start "$pid") == "$start" ]]
+}
+
+# kit_unpin DIR NETNS: undo kit_pin.
+kit_unpin() {
+	local f
+	for f in "$1"/uts "$1"/ipc "$1"/pid "$1"/user "/run/netns/$2"; do
+		umount "$f" 2>/dev/null
+		rm -f -- "$f"
+	done
+	rm -f -- "$1/net"
+	rmdir -- "$1" 2>/dev/null
+	return 0
+}
+
+# kit_status PID FIELD: FIELD of /proc/PID/status.
+kit_status() {
+	sed -n "s/^$2:[[:space:]]*//p" "/proc/$1/status" 2>/dev/null
+}
+
 # kit_enter_pid PID: the kit in the running sandbox PID is in (the header above says how); its
-# output in $KIT_OUT. The kit's link is lent to the sandbox's namespace for the run.
+# output in $KIT_OUT. The kit's link is lent to the sandbox's namespace for the run. The
+# sandbox's namespaces are pinned first (kit_pin) and only the pins are used after; what is
+# read of the process (/proc/PID/...) is trusted only if it still started at the same time after.
 kit_enter_pid() {
-	local pid=$1 n why tcg cg cmd nsf=/proc/$1/ns/net uid gid groups bnd amb nnp seccomp ns
+	local pid=$1 n why start pin pnet tcg cg cmd uid euid gid egid groups bnd amb prm nnp seccomp ns
 	n=$((KIT_N += 1))
 	KIT_OUT=$SL_TMP/kit-$n.out
-	why=$(kit_pid_refusal "$pid")
+	KIT_CAVEAT=()
+	start=$(kit_pid_start "$pid") || bail_out "--pid $pid: no such process"
+	pin=/run/sl-probekit-$SL_ID-$n
+	pnet=sl-sbx-$SL_ID-$n
+	sl_on_exit "$(printf '%q ' kit_unpin "$pin" "$pnet")"
+	kit_pin "$pid" "$start" "$pin" "$pnet" ||
+		bail_out "--pid $pid: ended (or cannot pin its namespaces): not probed"
+	why=$(kit_pid_refusal "$pid" "$pin")
 	[[ -z $why ]] || bail_out "--pid $pid: $why"
 	# the sandbox's process, as this machine sees it
-	read -r _ uid _ < <(grep '^Uid:' "/proc/$pid/status") || bail_out "--pid $pid: gone"
-	read -r _ gid _ < <(grep '^Gid:' "/proc/$pid/status")
-	groups=$(sed -n 's/^Groups:[[:space:]]*//p' "/proc/$pid/status" | tr -s ' \t' ',' |
-		sed 's/,$//')
-	bnd=$(sed -n 's/^CapBnd:[[:space:]]*//p' "/proc/$pid/status")
-	amb=$(sed -n 's/^CapAmb:[[:space:]]*//p' "/proc/$pid/status")
-	nnp=$(sed -n 's/^NoNewPrivs:[[:space:]]*//p' "/proc/$pid/status")
-	seccomp=$(sed -n 's/^Seccomp:[[:space:]]*//p' "/proc/$pid/status")
-	tcg=$(cg2_mount)$(sed -n 's/^0:://p' "/proc/$pid/cgroup")
+	read -r _ uid euid _ < <(grep '^Uid:' "/proc/$pid/status")
+	read -r _ gid egid _ < <(grep '^Gid:' "/proc/$pid/status")
+	groups=$(kit_status "$pid" Groups | tr -s ' \t' ',' | sed 's/,$//')
+	bnd=$(kit_status "$pid" CapBnd)
+	amb=$(kit_status "$pid" CapAmb)
+	prm=$(kit_status "$pid" CapPrm)
+	nnp=$(kit_status "$pid" NoNewPrivs)
+	seccomp=$(kit_status "$pid" Seccomp)
+	tcg=$(sed -n 's/^0:://p' "/proc/$pid/cgroup" 2>/dev/null)
+	[[ $(kit_pid_start "$pid") == "$start" ]] ||
+		bail_out "--pid $pid: ended while the kit read it: not probed"
+	# all of it goes into a command line: numbers, hex and a path of a safe charset only
+	[[ $uid =~ ^[0-9]+$ && $gid =~ ^[0-9]+$ && $groups =~ ^[0-9,]*$ && $nnp =~ ^[01]$ &&
+		$bnd =~ ^[0-9a-f]{16}$ && $amb =~ ^[0-9a-f]{16}$ && $prm =~ ^[0-9a-f]{16}$ ]] ||
+		bail_out "--pid $pid: unexpected /proc/$pid/status (uid \"$uid\", gid \"$gid\"): not probed"
+	[[ $tcg =~ ^/[A-Za-z0-9_.@:+=,/-]*$ && $tcg != *..* ]] ||
+		bail_out "--pid $pid: its cgroup (\"$tcg\") has characters other than letters, digits" \
+			"and _.@:+=,/- (or ..): the kit makes its own below it, and will not handle that name"
+	tcg=$(cg2_mount)$tcg
 	[[ -d $tcg ]] || bail_out "--pid $pid: its cgroup ($tcg) is not on the cgroup2 mount here"
 	cg=$tcg/sl-probekit-$SL_ID-$n
 	mkdir "$cg" || bail_out "--pid $pid: cannot make the kit's cgroup below the sandbox's ($cg)"
-	sl_on_exit "sl_cgroup_remove '$cg'"
-	# the namespaces it has of its own (one it shares with this machine may not be entered again
-	# from its user namespace)
-	cmd="nsenter --target $pid --net"
+	# (never eval'd as data: quoted)
+	sl_on_exit "$(printf '%q ' sl_cgroup_remove "$cg")"
+	# the namespaces it has of its own, by their pins (one it shares with this machine is not
+	# entered again); its user namespace is this machine's (kit_pid_refusal)
+	cmd="nsenter --net=$pin/net"
 	for ns in uts ipc pid; do
-		[[ $(stat -L -c %i "/proc/$pid/ns/$ns") == $(stat -L -c %i "/proc/$$/ns/$ns") ]] ||
-			cmd+=" --$ns"
+		[[ $(stat -L -c %d:%i "$pin/$ns") == $(stat -L -c %d:%i "/proc/$$/ns/$ns") ]] ||
+			cmd+=" --$ns=$pin/$ns"
 	done
-	if [[ $(stat -L -c %i "/proc/$pid/ns/user") != $(stat -L -c %i /proc/self/ns/user) ]]; then
-		# the ids as the sandbox's user namespace has them
-		cmd+=" --user --preserve-credentials"
-		uid=$(kit_id_in "$uid" "/proc/$pid/uid_map")
-		gid=$(kit_id_in "$gid" "/proc/$pid/gid_map")
-		# (a user namespace may deny setgroups)
-		groups=keep
-	fi
 	cmd+=" -- setpriv --reuid $uid --regid $gid"
-	case $groups in
-	keep) cmd+=" --keep-groups" ;;
-	"") cmd+=" --clear-groups" ;;
-	*) cmd+=" --groups $groups" ;;
-	esac
+	if [[ -z $groups ]]; then
+		cmd+=" --clear-groups"
+	else
+		cmd+=" --groups $groups"
+	fi
 	cmd+=" --bounding-set $(kit_caps "$bnd") --inh-caps $(kit_caps "$amb")"
 	cmd+=" --ambient-caps $(kit_caps "$amb")"
 	[[ $nnp == 1 ]] && cmd+=" --no-new-privs"
+	[[ $uid:$gid == "$euid:$egid" ]] ||
+		tap_diag "process $pid's effective ids ($euid:$egid) are not its real ones: the kit" \
+			"runs as the real ones ($uid:$gid); a road only the effective ones open shows" \
+			"as contained though the sandbox's process could take it"
+	kit_pid_honesty "$pid" "$pin" "$uid" "$bnd" "$amb" "$prm" "$seccomp"
+	# the link: from the kit's namespace into the sandbox's (its pin), and back after
+	if ! ip -n "$SL_NS_RUN" link set veth0 netns "$pnet"; then
+		bail_out "--pid $pid: cannot lend the kit's link to its namespace"
+	fi
+	KIT_LENT_IDX=$(kit_link_index "$pin/net" veth0)
+	if [[ -z $KIT_LENT_IDX ]] || ! kit_link_config "$pin/net" ||
+		[[ $(kit_link_index "$pin/net" veth0) != "$KIT_LENT_IDX" ]]; then
+		kit_link_home "$pin" "$pnet"
+		bail_out "--pid $pid: cannot lend the kit's link to its namespace (or it changed there)"
+	fi
+	why=$(kit_links "$pin/net")
+	if [[ $why != veth0 ]]; then
+		kit_link_home "$pin" "$pnet"
+		bail_out "--pid $pid: links appeared in its namespace meanwhile ($why): not probed"
+	fi
+	cmd+=" -- $(kit_args "$pin/net") --ifindex $KIT_LENT_IDX"
+	kit_run "$cg" "$cmd"
+	kit_link_home "$pin" "$pnet"
+}
+
+# kit_pid_honesty PID PIN UID BND AMB PRM SECCOMP: a diagnostic for each way the kit in the
+# sandbox of PID is weaker than its process or its namespace differs from the control's; the
+# rows that depend on it would show "contained" where the sandbox may not be: KIT_CAVEAT makes
+# them skipped (a NOT contained stays so: the road was open all the same).
+kit_pid_honesty() {
+	local pid=$1 pin=$2 uid=$3 bnd=$((16#$4)) amb=$((16#$5)) prm=$((16#$6)) seccomp=$7 have v
+	# what the kit's process will hold: root keeps its bounding set, others the ambient set
+	if [[ $uid == 0 ]]; then have=$bnd; else have=$amb; fi
+	if ((prm & ~have)); then
+		tap_diag "process $pid holds capabilities the kit cannot carry" \
+			"($(kit_caps "$(printf %x $((prm & ~have)))" | sed 's/^-all,//'), permitted, not" \
+			"ambient): a road only they open (raw and packet sockets need cap_13) shows as" \
+			"contained though the sandbox's process could take it"
+		# CAP_NET_RAW (13): raw, packet and SOCK_PACKET sockets
+		if ((prm & ~have & 1 << 13)); then
+			for v in P12 P13 P23; do
+				KIT_CAVEAT[$v]="process $pid holds CAP_NET_RAW (permitted, not ambient), which the kit could not carry: its contained means nothing"
+			done
+		fi
+	fi
 	[[ ${seccomp:-0} == 0 ]] ||
 		tap_diag "process $pid has a seccomp filter (mode $seccomp): the kit does not" \
 			"carry it, so a road only it closes shows as NOT contained"
-	# the link: from the kit's namespace into the sandbox's, and back after
-	if ! ip -n "$SL_NS_RUN" link set veth0 netns "$pid" || ! kit_link_config "$nsf"; then
-		bail_out "--pid $pid: cannot lend the kit's link to its namespace"
+	# the control ran with these (kit_up): a road the sandbox's namespace has closed by a sysctl
+	# is closed by the namespace, not by the sandbox
+	v=$(nsenter --net="$pin/net" sysctl -n net.ipv4.tcp_fastopen 2>/dev/null)
+	if ! ((v & 4)); then
+		tap_diag "process $pid's namespace has net.ipv4.tcp_fastopen=$v (the control" \
+			"had 5): P10 (Fast Open without a cookie) is closed there by the namespace, not" \
+			"the sandbox"
+		KIT_CAVEAT[P10]="its namespace has net.ipv4.tcp_fastopen=$v (no Fast Open without a cookie): closed by the namespace, not the sandbox"
 	fi
-	why=$(nsenter --net="$nsf" ip -o link show |
-		awk -F': ' '$3 !~ /LOOPBACK/ && $2 !~ /^veth0@/ { print $2 }')
-	if [[ -n $why ]]; then
-		kit_link_home "$pid"
-		bail_out "--pid $pid: links appeared in its namespace meanwhile ($why): not probed"
+	v=$(nsenter --net="$pin/net" sysctl -n net.ipv4.ping_group_range 2>/dev/null | tr -s ' \t' ' ')
+	if [[ $v != "0 2147483647" ]]; then
+		tap_diag "process $pid's namespace has net.ipv4.ping_group_range=\"$v\" (the" \
+			"control had \"0 2147483647\"): P12's ping socket may be closed there by the" \
+			"namespace, not the sandbox"
+		KIT_CAVEAT[P12]="its namespace has net.ipv4.ping_group_range=$v (the control's: 0 2147483647): its ping socket may be closed by the namespace, not the sandbox"
 	fi
-	cmd+=" -- $(kit_args "$nsf")"
-	kit_run "$cg" "$cmd"
-	kit_link_home "$pid"
 }
 
-# kit_link_home PID: the kit's link back from the sandbox of PID to the kit's namespace.
+# kit_link_index NSFILE NAME: the ifindex of link NAME in NSFILE if it has the kit's MAC.
+kit_link_index() {
+	nsenter --net="$1" ip -o link show 2>/dev/null | awk -F': ' -v n="$2" -v mac="$KIT_IF_MAC" \
+		"$KIT_AWK_MAC"'
+		{ name = $2; sub(/@.*/, "", name) }
+		name == n && kit_mac($0) == mac { print $1; exit }'
+}
+
+# (awk) kit_mac(LINE): the MAC of an "ip -o link" line: the first link/ether token (an alias,
+# later on the line, may say anything)
+KIT_AWK_MAC='function kit_mac(l) {
+	return match(l, / link\/ether [0-9a-f:]+ /) ? substr(l, RSTART + 12, RLENGTH - 13) : "" }'
+
+
+# kit_link_home PIN NETNS: the kit's link back from the sandbox's namespace (its pin) to the
+# kit's: the one link there with the ifindex and MAC it was lent with, whatever its name now;
+# configured in the kit's namespace only if it has the kit's MAC.
 kit_link_home() {
-	if ! nsenter --net="/proc/$1/ns/net" ip link set veth0 netns "$SL_NS_RUN" ||
-		! kit_link_config "/run/netns/$SL_NS_RUN"; then
-		bail_out "cannot take the kit's link back from process $1's namespace"
+	local name
+	name=$(nsenter --net="$1/net" ip -o link show 2>/dev/null | awk -F': ' \
+		-v i="$KIT_LENT_IDX" -v mac="$KIT_IF_MAC" "$KIT_AWK_MAC"'
+		$1 == i && kit_mac($0) == mac {
+			sub(/@.*/, "", $2); print $2; exit }')
+	if [[ -z $name ]] || ! ip -n "$2" link set dev "$name" netns "$SL_NS_RUN"; then
+		bail_out "cannot take the kit's link back from the sandbox's namespace"
 	fi
+	name=$(ip -n "$SL_NS_RUN" -o link show | awk -F': ' -v mac="$KIT_IF_MAC" "$KIT_AWK_MAC"'
+		kit_mac($0) == mac { sub(/@.*/, "", $2); print $2; exit }')
+	[[ -n $name ]] || bail_out "the kit's link (MAC $KIT_IF_MAC) did not come home"
+	[[ $name == veth0 ]] || ip -n "$SL_NS_RUN" link set dev "$name" name veth0 ||
+		bail_out "cannot rename the kit's link ($name) back to veth0"
+	kit_link_config "/run/netns/$SL_NS_RUN" ||
+		bail_out "cannot configure the kit's link in its namespace again"
 }
 
 # kit_caps HEX: a capability set (/proc/PID/status) as setpriv's list: -all,+cap_N…
@@ -247,12 +400,6 @@ kit_caps() {
 		((v >> i & 1)) && out+=",+cap_$i"
 	done
 	echo "$out"
-}
-
-# kit_id_in ID MAP: ID (as this machine has it) as the user namespace of MAP (uid_map) has it.
-kit_id_in() {
-	awk -v id="$1" '$2 <= id && id < $2 + $3 { print id - $2 + $1; f = 1; exit }
-		END { if (!f) print 65534 }' "$2"
 }
 
 # kit_rows COLUMN [judge.py ARGS…]: judge.py's rows for the last kit_enter.
@@ -302,6 +449,10 @@ kit_judge() {
 				$4 = "the control (no sandbox) did not get out either: the road is closed on this kernel" }
 			{ print }' <(printf '%s\n' "$KIT_CONTROL") <(printf '%s\n' "$rows"))
 	fi
+	for p in "${!KIT_CAVEAT[@]}"; do
+		rows=$(awk -F '\t' -v OFS='\t' -v p="$p" -v why="${KIT_CAVEAT[$p]}" '
+			$2 == p && $3 == "contained" { $3 = "skipped"; $4 = why } { print }' <<<"$rows")
+	done
 	printf '%s\n' "$rows" >>"$KIT_RESULTS"
 	while IFS=$'\t' read -r _ p verdict why; do
 		case $verdict in

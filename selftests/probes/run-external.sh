@@ -20,12 +20,13 @@
 # The kit runs twice: first with no sandbox (the control, its own column: every probe should
 # escape; one that does not is closed on this kernel, and a sandbox's "contained" there is
 # reported as skipped), then in the sandbox.
-# PID: a sandbox already running, the one process PID is in: the kit runs in its namespaces and
-# a cgroup below its own, with its process's uid and capabilities (kit.sh, kit_enter_pid). Its
-# network namespace must have no link but loopback (podman --network none, unshare --net): the
-# kit lends it the kit's own link to the test hosts for the run, and refuses (exit 2, before
-# anything is built) a namespace with a link of its own, which could lead to a real network,
-# and this machine's own namespace.
+# PID: a sandbox already running, the one process PID is in: the kit pins its namespaces and
+# runs in them and a cgroup below its own, with its process's uid and capabilities (kit.sh,
+# kit_enter_pid). Its network namespace must have no link but loopback (podman --network none,
+# unshare --net): the kit lends it the kit's own link to the test hosts for the run, and refuses
+# (exit 2, before anything is built) a namespace with a link of its own, which could lead to a
+# real network, this machine's own namespace, and a sandbox in a user namespace of its own (the
+# kit runs in this machine's mount namespace, where the sandbox's root could trace it).
 # NAME: the table's column for the --enter or --pid before it (default "sandbox", "sandbox 2"…);
 # several share one topology and control, one column each. FILE: where the table goes (default
 # .output/probes-external.md). Output: TAP, one line per probe and sandbox, then the table.

@@ -2,8 +2,8 @@
 /*
  * sl_escape: the workload side of the escape-probe kit (selftests/probes/, selftests/README.md).
  *
- *   sl_escape --netns-inode N [--ifname IF] [--if-mac MAC] [--gw-mac MAC] [--timeout-ms N]
- *             [--only P1,P3…]
+ *   sl_escape --netns-inode N [--ifname IF] [--if-mac MAC] [--ifindex N] [--gw-mac MAC]
+ *             [--timeout-ms N] [--only P1,P3…]
  *   sl_escape --list
  *
  * Runs inside the sandbox under test and tries every road out it knows, one attempt after the
@@ -21,10 +21,16 @@
  * then nothing (more) is sent.
  *
  * Nothing is sent unless this is the kit's network namespace (--netns-inode) and its only links
- * are loopback and the kit's own IFNAME (with MAC --if-mac): the probes go to the metadata
- * address among others, and only the kit's link leads to the test hosts instead of a real
- * network. The links are looked at again before every attempt (a runtime could plug one in
- * meanwhile), and by P15's daemon before it connects.
+ * are loopback and the kit's own IFNAME (with MAC --if-mac and index --ifindex: a MAC or a name
+ * can be anyone's, the three together in the namespace the kit lent its link to are the kit's):
+ * the probes go to the metadata address among others, and only the kit's link leads to the test
+ * hosts instead of a real network. The links are looked at again before every attempt (a
+ * runtime could plug one in meanwhile), and by P15's daemon before it connects; not during an
+ * attempt: a link plugged in while one runs is seen only before the next.
+ *
+ * The kit makes itself non-dumpable first: it may run in this machine's mount namespace beside
+ * the sandbox's own processes (kit.sh, kit_enter_pid), which must not trace it nor reach this
+ * machine's files through its /proc/PID/root.
  *
  * P15 leaves a grandchild behind (setsid, double fork) that waits for this process to end and
  * then connects: the observer waits for it. P14's child moves itself into a cgroup it makes
@@ -50,6 +56,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -131,6 +138,7 @@ struct esc_opts {
 	bool have_gw_mac;
 	unsigned char if_mac[ETH_ALEN];
 	bool have_if_mac;
+	unsigned int ifindex;
 	int timeout_ms;
 	const char *only;
 };
@@ -631,6 +639,12 @@ static int esc_links_ok(const struct esc_opts *o, char *why, size_t size)
 			err = -EPERM;
 			goto out;
 		}
+		if (o->ifindex && i->if_index != o->ifindex) {
+			snprintf(why, size, "link %s is not the kit's: index %u, not --ifindex %u",
+				 i->if_name, i->if_index, o->ifindex);
+			err = -EPERM;
+			goto out;
+		}
 		have = true;
 	}
 	if (!have) {
@@ -749,7 +763,7 @@ static void esc_run(const struct esc_try *t, const struct esc_opts *o)
 static int esc_usage(void)
 {
 	fprintf(stderr, "usage: sl_escape --netns-inode N [--ifname IF] [--if-mac MAC] "
-			"[--gw-mac MAC] [--timeout-ms N] [--only P1,P3...]\n"
+			"[--ifindex N] [--gw-mac MAC] [--timeout-ms N] [--only P1,P3...]\n"
 			"       sl_escape --list\n");
 	return 2;
 }
@@ -773,6 +787,7 @@ int main(int argc, char **argv)
 	size_t i;
 	int a;
 
+	prctl(PR_SET_DUMPABLE, 0);
 	for (a = 1; a < argc; a++) {
 		const char *v = a + 1 < argc ? argv[a + 1] : NULL;
 
@@ -801,6 +816,12 @@ int main(int argc, char **argv)
 			o.timeout_ms = atoi(v);
 			if (o.timeout_ms <= 0) {
 				fprintf(stderr, "sl_escape: --timeout-ms %s: not a number\n", v);
+				return 2;
+			}
+		} else if (!strcmp(argv[a], "--ifindex")) {
+			o.ifindex = strtoul(v, NULL, 10);
+			if (!o.ifindex) {
+				fprintf(stderr, "sl_escape: --ifindex %s: not an interface index\n", v);
 				return 2;
 			}
 		} else if (!strcmp(argv[a], "--only")) {
