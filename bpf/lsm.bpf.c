@@ -28,9 +28,10 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-const volatile __u8 sl_cfg_mode = SL_MODE_ENFORCE;
-const volatile __s32 sl_cfg_deny_errno = EPERM;
-/* The run's cgroup: its id and its depth below the root. */
+/*
+ * The mode and errno are the run's (struct sl_cfg, shared with the other layers); the run's
+ * cgroup is a constant: this layer is loaded at attach, when the cgroup is known. Its
+ * cgroup: its id and its depth below the root. */
 const volatile __u64 sl_cfg_cgroup_id = 0;
 const volatile __s32 sl_cfg_cgroup_level = 0;
 
@@ -111,7 +112,7 @@ static __always_inline bool foreign_socket_in_run(struct socket *sock)
  */
 static __always_inline long deny_retval(void)
 {
-	switch (sl_cfg_deny_errno) {
+	switch (sl_cfg.deny_errno) {
 	case EACCES:
 		return -EACCES;
 	case ECONNREFUSED:
@@ -144,7 +145,7 @@ static __always_inline long judge(struct socket *sock, struct sl_decision_event 
 	ev->reason = v.reason;
 	ev->rule_id = v.rule_id;
 	enforce = v.verdict == SL_VERDICT_DENY &&
-		  (sl_cfg_mode == SL_MODE_ENFORCE || v.reason == SL_REASON_BLACKHOLE);
+		  (sl_cfg.mode == SL_MODE_ENFORCE || v.reason == SL_REASON_BLACKHOLE);
 	ev->enforced = enforce || v.verdict != SL_VERDICT_DENY;
 	fill_task(ev);
 	ev->sock_cookie = 0;

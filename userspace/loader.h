@@ -37,6 +37,35 @@ struct loader *loader_load(const struct policy *p, const struct policy_compiled 
 			   const struct loader_opts *opts);
 
 /*
+ * The sizes of a set's maps that depend on the run: its policy's CIDR tries (entries per family)
+ * and rules (n_rules + 1), its ring buffer's bytes and its learned-address maps' entries.
+ */
+struct loader_caps {
+	uint32_t v4, v6, rules;
+	uint32_t ringbuf_bytes;
+	uint32_t learned_max;
+};
+
+/*
+ * A spare (sluice daemon's pool): a whole set of a run's programs loaded and verified for no run
+ * yet, its maps sized by caps, nothing written in them, nothing attached, nothing pinned (its
+ * end, or its process's, frees it all). Any thread; sets errno and returns NULL.
+ */
+struct loader *loader_load_spare(const struct loader_caps *caps, bool verbose);
+
+/* Whether a spare never taken can serve a run of policy c with opts (loader_take). */
+bool loader_fits(const struct loader *l, const struct policy_compiled *c,
+		 const struct loader_opts *opts);
+
+/*
+ * Make a spare the run's: its configuration and policy written, as loader_load would have, so
+ * loader_attach can follow. Once per spare: -EBUSY for one taken already, -E2BIG for a run it
+ * does not fit (loader_fits). On failure the spare must be destroyed, not given to another run.
+ */
+int loader_take(struct loader *l, const struct policy *p, const struct policy_compiled *c,
+		const struct loader_opts *opts);
+
+/*
  * The loader of a run whose writer died: its programs attached and pinned under
  * <bpffs>/sluice/<run_id> (with the maps a writer needs), opened from there without attaching
  * or changing anything. loader_detach then ends the run's enforcement as it would have.
