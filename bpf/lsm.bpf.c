@@ -29,11 +29,9 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /*
- * The mode and errno are the run's (struct sl_cfg, shared with the other layers); the run's
- * cgroup is a constant: this layer is loaded at attach, when the cgroup is known. Its
- * cgroup: its id and its depth below the root. */
-const volatile __u64 sl_cfg_cgroup_id = 0;
-const volatile __s32 sl_cfg_cgroup_level = 0;
+ * The mode, errno and the run's cgroup (its id and depth below the root, written at attach) are
+ * the run's configuration (struct sl_cfg, shared with the other layers).
+ */
 
 /* The run's cgroup, for bpf_current_task_under_cgroup(). */
 struct {
@@ -89,10 +87,10 @@ static __always_inline bool socket_of_run(struct socket *sock)
 	if (!cg)
 		return false;
 	level = BPF_CORE_READ(cg, level);
-	if (level < sl_cfg_cgroup_level)
+	if (level < sl_cfg.cgroup_level)
 		return false;
-	anc = BPF_CORE_READ(cg, ancestors[sl_cfg_cgroup_level & 0xff]);
-	return anc && BPF_CORE_READ(anc, kn, id) == sl_cfg_cgroup_id;
+	anc = BPF_CORE_READ(cg, ancestors[sl_cfg.cgroup_level & 0xff]);
+	return anc && BPF_CORE_READ(anc, kn, id) == sl_cfg.cgroup_id;
 }
 
 /* A socket handed into the run from outside, used by a task of the run. */

@@ -435,9 +435,12 @@ struct sl_cfg {
 	__u8 backstop;	    /* the packet checks are on (off: selftests only) */
 	__u8 pad[5];
 	__u64 ns_token;	    /* the run's token among its namespace's runs (nsflows.bpf.h); 0: none */
+	__u64 cgroup_id;    /* the run's cgroup (the LSM layer's check; set at attach) */
+	__s32 cgroup_level; /* its depth below the root */
+	__u32 pad2;
 	struct sl_run_cfg run; /* for sluice resume; no program reads it */
 };
-_Static_assert(sizeof(struct sl_cfg) == 104, "sl_cfg ABI");
+_Static_assert(sizeof(struct sl_cfg) == 120, "sl_cfg ABI");
 
 /*
  * A frame's addresses and ports, as the packet layer and the host side both read them from its

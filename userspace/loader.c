@@ -402,6 +402,30 @@ static int load_surface_layer(struct loader *l)
 }
 
 /*
+ * Optional: BPF LSM needs CONFIG_BPF_LSM and "bpf" among the active LSMs; lsm_cgroup needs 6.0.
+ * Failing here is not an error: the run goes on without the layer, and says so. Loaded with the
+ * other layers (a spare's too); its cgroup is written into the configuration at attach.
+ */
+static void load_lsm_layer(struct loader *l)
+{
+	/* a failure is expected where the kernel has no BPF LSM */
+	bool old = libbpf_hush();
+
+	l->lsm = sl_lsm__open();
+	if (l->lsm && !share_maps(l->lsm->obj, l) && !sl_lsm__load(l->lsm)) {
+		libbpf_unhush(old);
+		return;
+	}
+	sl_lsm__destroy(l->lsm);
+	l->lsm = NULL;
+	/* EPERM also comes from lockdown or a host policy that forbids LSM programs */
+	if (util_fmt(l->lsm_why, sizeof(l->lsm_why), "BPF LSM programs: load failed: %s",
+		     strerror(errno ? errno : EINVAL)))
+		l->lsm_why[0] = '\0';
+	libbpf_unhush(old);
+}
+
+/*
  * Optional: bpf_sock_destroy is 6.5+; without it a denied flow's socket is destroyed through
  * sock_diag (loader_kill_socket). SLUICE_SELFTEST_NO_BPF_DESTROY=1 takes that path here too.
  */
@@ -634,8 +658,10 @@ static int load_objects(struct loader *l, const struct loader_caps *caps)
 	if (err)
 		ns_leave(l, ns_lock >= 0 ? ns_lock : -2);
 	clsact_unlock(ns_lock);
-	if (!err)
+	if (!err) {
+		load_lsm_layer(l);
 		load_destroyer(l);
+	}
 	return err;
 }
 
@@ -1003,30 +1029,18 @@ int loader_host_names(const struct loader *l,
 	return errno == ENOENT ? 0 : -errno;
 }
 
-/*
- * Optional: BPF LSM needs CONFIG_BPF_LSM and "bpf" among the active LSMs; lsm_cgroup needs 6.0.
- * Failing here is not an error: the run goes on without the layer, and says so.
- */
-static void load_lsm_layer(struct loader *l, int cgroup_fd, uint64_t cgroup_id, int level)
+/* The LSM layer's links, once the configuration names the run's cgroup. */
+static void attach_lsm_layer(struct loader *l, int cgroup_fd)
 {
-	/* a failure is expected where the kernel has no BPF LSM */
 	bool old = libbpf_hush();
 	__u32 zero = 0, fd = (__u32)cgroup_fd;
 	struct bpf_link *links[3] = {};
-	const char *step = "open";
 	int i;
 
-	l->lsm = sl_lsm__open();
-	if (!l->lsm || share_maps(l->lsm->obj, l))
+	if (!l->lsm)
+		return;
+	if (bpf_map_update_elem(bpf_map__fd(l->lsm->maps.sl_run_cgroup), &zero, &fd, BPF_ANY))
 		goto fail;
-	step = "load";
-	/* the mode and errno are the run's configuration, which share_maps made this layer's too */
-	l->lsm->rodata->sl_cfg_cgroup_id = cgroup_id;
-	l->lsm->rodata->sl_cfg_cgroup_level = level;
-	if (sl_lsm__load(l->lsm) ||
-	    bpf_map_update_elem(bpf_map__fd(l->lsm->maps.sl_run_cgroup), &zero, &fd, BPF_ANY))
-		goto fail;
-	step = "attach";
 	links[0] = bpf_program__attach_cgroup(l->lsm->progs.sl_lsm_socket_create, cgroup_fd);
 	links[1] = bpf_program__attach_lsm(l->lsm->progs.sl_lsm_connect);
 	links[2] = bpf_program__attach_lsm(l->lsm->progs.sl_lsm_sendmsg);
@@ -1041,8 +1055,7 @@ fail:
 		bpf_link__destroy(links[i]);
 	sl_lsm__destroy(l->lsm);
 	l->lsm = NULL;
-	/* EPERM also comes from lockdown or a host policy that forbids LSM programs */
-	if (util_fmt(l->lsm_why, sizeof(l->lsm_why), "BPF LSM programs: %s failed: %s", step,
+	if (util_fmt(l->lsm_why, sizeof(l->lsm_why), "BPF LSM programs: attach failed: %s",
 		     strerror(errno ? errno : EINVAL)))
 		l->lsm_why[0] = '\0';
 	libbpf_unhush(old);
@@ -1082,6 +1095,9 @@ int loader_attach(struct loader *l, int cgroup_fd, uint64_t cgroup_id, int cgrou
 	if (l->pin_lock < 0 || flock(l->pin_lock, LOCK_EX | LOCK_NB))
 		return -errno;
 
+	/* what the LSM layer checks a task against: written before any link of the run exists */
+	cfg_of(l)->cgroup_id = cgroup_id;
+	cfg_of(l)->cgroup_level = cgroup_level;
 	for (i = 0; i < PROG_MAX; i++) {
 		/* bpf_link attachment only: it cannot be replaced or detached by legacy attach. */
 		l->links[i] = bpf_program__attach_cgroup(prog_of(l, i), cgroup_fd);
@@ -1111,7 +1127,7 @@ int loader_attach(struct loader *l, int cgroup_fd, uint64_t cgroup_id, int cgrou
 		}
 		l->maps_pinned = true;
 	}
-	load_lsm_layer(l, cgroup_fd, cgroup_id, cgroup_level);
+	attach_lsm_layer(l, cgroup_fd);
 	for (i = 0; l->lsm && i < 3; i++) {
 		if (util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, lsm_link_names[i]))
 			return -ENAMETOOLONG;
@@ -1808,13 +1824,8 @@ int loader_next_load(struct loader *l, const struct policy *p, const struct poli
 		goto fail;
 	if (l->lsm) {
 		n->lsm = sl_lsm__open();
-		err = n->lsm ? 0 : -errno;
-		if (!err) {
-			/* the run's cgroup; the mode and errno are in the shared configuration */
-			memcpy((void *)n->lsm->rodata, (const void *)l->lsm->rodata,
-			       sizeof(*n->lsm->rodata));
-			err = next_share(n->lsm->obj, n->skel->obj, l->lsm->obj);
-		}
+		/* (its cgroup is in the configuration the new set copied) */
+		err = n->lsm ? next_share(n->lsm->obj, n->skel->obj, l->lsm->obj) : -errno;
 		if (!err)
 			err = sl_lsm__load(n->lsm);
 		if (err)

@@ -98,9 +98,9 @@ int loader_host_names(const struct loader *l,
 
 /*
  * Attach every program to the cgroup and pin the links under <bpffs>/sluice/<run_id>, and the
- * maps a resumed writer needs beside them (loader_reopen). The optional BPF-LSM layer is
- * loaded here too (it needs the cgroup's id and level); whether it could be is
- * loader_lsm_active().
+ * maps a resumed writer needs beside them (loader_reopen). The optional BPF-LSM layer (loaded
+ * with the others where the kernel has it) is attached here too, once the configuration names
+ * the cgroup's id and level; whether it could be is loader_lsm_active().
  */
 int loader_attach(struct loader *l, int cgroup_fd, uint64_t cgroup_id, int cgroup_level,
 		  const char *run_id);
