@@ -434,7 +434,7 @@ struct sl_cfg {
 	__u8 sockets;	    /* SL_SOCKETS_* the policy allows */
 	__u8 backstop;	    /* the packet checks are on (off: selftests only) */
 	__u8 pad[5];
-	__u64 ns_token;	    /* the run's token among its namespace's runs (nsflows.bpf.h); 0: none */
+	__u64 ns_token;	    /* the run's token among its namespace's (nsflows.bpf.h); 0: none */
 	__u64 cgroup_id;    /* the run's cgroup (the LSM layer's check; set at attach) */
 	__s32 cgroup_level; /* its depth below the root */
 	__u32 pad2;

@@ -143,10 +143,10 @@ static void usage(FILE *out)
 		"                   http://ADDR/metrics (IP:PORT, [IPv6]:PORT, PORT: 127.0.0.1)\n"
 		"  --metrics-textfile PATH  write them to PATH every 15 s, atomically (for\n"
 		"                   node-exporter's textfile collector: a .prom file)\n"
-		"  --spares N       keep N sets of programs loaded and verified in advance, so that\n"
-		"                   an attach whose policy fits one (at most %d CIDRs per family,\n"
-		"                   %d rules, no netns) takes milliseconds (default %d, at most %d;\n"
-		"                   0: every attach loads its own)\n"
+		"  --spares N       keep N sets of programs loaded and verified in advance, so\n"
+		"                   that an attach whose policy fits one (at most %d CIDRs per\n"
+		"                   family, %d rules, no netns) takes milliseconds (default %d,\n"
+		"                   at most %d; 0: every attach loads its own)\n"
 		"  -v, --verbose    libbpf's messages\n"
 		"\n"
 		"Exit status: 0 stopped by a signal (runs left enforced), 125 could not start.\n",
@@ -975,8 +975,8 @@ static int parse_args(int argc, char **argv, struct daemon *d)
 			n = strtoul(optarg, &end, 10);
 			if (errno || end == optarg || *end || optarg[0] == '-' ||
 			    n > DAEMON_SPARES_MAX) {
-				fprintf(stderr, "sluice daemon: --spares %s: want a number from 0 to "
-						"%d\n", optarg, DAEMON_SPARES_MAX);
+				fprintf(stderr, "sluice daemon: --spares %s: want a number "
+						"from 0 to %d\n", optarg, DAEMON_SPARES_MAX);
 				return -EINVAL;
 			}
 			d->spares = (unsigned int)n;
@@ -1274,6 +1274,24 @@ static void textfile(struct daemon *d, bool now)
 	d->textfile_failed = err != 0;
 }
 
+/* The spares' thread (after block_signals: it must take none of the loop's signals). */
+static int start_spares(struct daemon *d)
+{
+	/* the sizes an attach's run has (run_setup), for a policy up to the spares' */
+	const struct loader_caps caps = {
+		.v4 = DAEMON_SPARE_CIDRS,
+		.v6 = DAEMON_SPARE_CIDRS,
+		.rules = DAEMON_SPARE_RULES,
+		.ringbuf_bytes = RUN_RINGBUF_KIB * 1024,
+		.learned_max = RUN_LEARNED_MAX,
+	};
+	int err = pool_new(d->spares, &caps, d->verbose, &d->pool);
+
+	if (err)
+		fprintf(stderr, "sluice daemon: start the spares' thread: %s\n", strerror(-err));
+	return err;
+}
+
 static void loop(struct daemon *d)
 {
 	enum { FIXED = 3 };
@@ -1378,25 +1396,8 @@ int daemon_main(int argc, char **argv)
 		fprintf(stderr, "sluice daemon: signalfd: %s\n", strerror(errno));
 		goto out;
 	}
-	if (take_lock(&d) || listen_socket(&d))
+	if (take_lock(&d) || listen_socket(&d) || start_spares(&d))
 		goto out;
-	{
-		/* the sizes an attach's run would have (run_setup), for a policy up to the caps */
-		struct loader_caps caps = {
-			.v4 = DAEMON_SPARE_CIDRS,
-			.v6 = DAEMON_SPARE_CIDRS,
-			.rules = DAEMON_SPARE_RULES,
-			.ringbuf_bytes = RUN_RINGBUF_KIB * 1024,
-			.learned_max = RUN_LEARNED_MAX,
-		};
-		int err = pool_new(d.spares, &caps, d.verbose, &d.pool);
-
-		if (err) {
-			fprintf(stderr, "sluice daemon: start the spares' thread: %s\n",
-				strerror(-err));
-			goto out;
-		}
-	}
 	adopt_runs(&d);
 	fprintf(stderr, "sluice daemon: serving %s (pid %d, %zu run%s taken over)\n",
 		d.socket_path, (int)getpid(), d.n_runs, d.n_runs == 1 ? "" : "s");

@@ -130,8 +130,9 @@ void pool_collect(struct pool *p)
 			p->pending--;
 		if (!r.l) {
 			if (!p->failing)
-				fprintf(stderr, "sluice daemon: cannot load a spare set of programs "
-						"(%s): attaches load their own until one can be\n",
+				fprintf(stderr, "sluice daemon: cannot load a spare set of "
+						"programs (%s): attaches load their own until one "
+						"can be\n",
 					loader_explain(r.err));
 			p->failing = true;
 			continue;
