@@ -164,19 +164,30 @@ struct loader {
 	__u64 ns_token;		     /* the run's key in them (sl_ns_runs); 0: none */
 	pthread_mutex_t learn_lock; /* serialises read-merge-write of the learned maps */
 	struct loader_caps caps;     /* the sizes its policy and learned maps were loaded with */
+	struct sl_cfg cfg;	     /* the run's configuration, as in the map (cfg_write) */
 	bool configured;	     /* a run's configuration is written: never another's */
 };
 
 static int clsact_lock(void);
 static void clsact_unlock(int fd);
 
-/*
- * The run's configuration as the programs read it: the map's memory (mmap()ed by the skeleton
- * once loaded; for a resumed writer, the copy loader_reopen read).
- */
-static struct sl_cfg *cfg_of(const struct loader *l)
+/* The run's configuration: what the loader wrote into the map (cfg_write), or read back. */
+static const struct sl_cfg *cfg_of(const struct loader *l)
 {
-	return &l->skel->data_cfg->sl_cfg;
+	return &l->cfg;
+}
+
+/*
+ * The configuration into a set's map, whole, before any link runs its programs. Through the
+ * map's fd, not the skeleton's mmap() of it: libbpf makes global data mappable only where its
+ * process-wide probe said the kernel can, and a probe that met a passing ENOMEM says it cannot
+ * for the rest of the process.
+ */
+static int cfg_write(struct bpf_map *map, const struct sl_cfg *cfg)
+{
+	__u32 zero = 0;
+
+	return bpf_map_update_elem(bpf_map__fd(map), &zero, cfg, BPF_ANY) ? -errno : 0;
 }
 
 static struct bpf_program *prog_of(const struct loader *l, enum loader_prog i)
@@ -673,12 +684,12 @@ static int load_objects(struct loader *l, const struct loader_caps *caps)
 static int configure(struct loader *l, const struct policy *p, const struct policy_compiled *c,
 		     const struct loader_opts *opts)
 {
-	struct sl_cfg *cfg = cfg_of(l);
+	int err;
 
 	if (l->configured)
 		return -EBUSY;
 	l->configured = true;
-	*cfg = (struct sl_cfg){
+	l->cfg = (struct sl_cfg){
 		.version = SL_CFG_VERSION,
 		.wakeup_bytes = opts->wakeup_bytes,
 		.deny_errno = p->deny_errno,
@@ -693,7 +704,8 @@ static int configure(struct loader *l, const struct policy *p, const struct poli
 	};
 	l->no_backstop = opts->no_backstop;
 	l->tc_clsact = opts->tc_clsact;
-	return fill_policy_maps(l, c);
+	err = cfg_write(l->skel->maps.data_cfg, &l->cfg);
+	return err ? err : fill_policy_maps(l, c);
 }
 
 static void loader_free_objects(struct loader *l)
@@ -748,11 +760,15 @@ struct loader *loader_load(const struct policy *p, const struct policy_compiled 
 struct loader *loader_load_spare(const struct loader_caps *caps, bool verbose)
 {
 	struct loader *l = loader_new(verbose);
+	bool old;
 	int err;
 
 	if (!l)
 		return NULL;
+	/* the caller says why a spare failed (once): libbpf's own words only with -v */
+	old = libbpf_hush();
 	err = load_objects(l, caps);
+	libbpf_unhush(old);
 	if (err) {
 		loader_free_objects(l);
 		errno = err < 0 ? -err : EINVAL;
@@ -921,10 +937,9 @@ struct loader *loader_reopen(const char *run_id, bool verbose)
 		err = -EPROTO;
 	l->maps_pinned = !err;
 	/* the configuration the programs run with: what the resumed writer must match */
-	if (!err && bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.data_cfg), &zero,
-					l->skel->data_cfg))
+	if (!err && bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.data_cfg), &zero, &l->cfg))
 		err = -errno;
-	if (!err && l->skel->data_cfg->sl_cfg.version != SL_CFG_VERSION)
+	if (!err && l->cfg.version != SL_CFG_VERSION)
 		err = -EPROTO;
 	for (i = 0; !err && i < PROG_MAX; i++)
 		err = reopen_link(l->pin_dir, prog_names[i], &l->links[i]);
@@ -1096,8 +1111,11 @@ int loader_attach(struct loader *l, int cgroup_fd, uint64_t cgroup_id, int cgrou
 		return -errno;
 
 	/* what the LSM layer checks a task against: written before any link of the run exists */
-	cfg_of(l)->cgroup_id = cgroup_id;
-	cfg_of(l)->cgroup_level = cgroup_level;
+	l->cfg.cgroup_id = cgroup_id;
+	l->cfg.cgroup_level = cgroup_level;
+	err = cfg_write(l->skel->maps.data_cfg, &l->cfg);
+	if (err)
+		return err;
 	for (i = 0; i < PROG_MAX; i++) {
 		/* bpf_link attachment only: it cannot be replaced or detached by legacy attach. */
 		l->links[i] = bpf_program__attach_cgroup(prog_of(l, i), cgroup_fd);
@@ -1660,6 +1678,7 @@ void loader_destroy(struct loader *l)
  * configuration would be one store, but not the rest: a policy's rule numbering is its maps'.)
  */
 struct loader_next {
+	struct sl_cfg cfg; /* the new set's configuration */
 	struct sl_sock_addr *skel;
 	struct sl_skb *skb;
 	struct sl_surface *surface;
@@ -1760,7 +1779,6 @@ int loader_next_load(struct loader *l, const struct policy *p, const struct poli
 {
 	struct loader shadow = {};
 	struct loader_next *n;
-	struct sl_cfg *cfg;
 	int err;
 
 	*out = NULL;
@@ -1787,13 +1805,15 @@ int loader_next_load(struct loader *l, const struct policy *p, const struct poli
 	 * The new set's own configuration, which its other layers share: what the run was loaded
 	 * with (ports, tokens, the resume configuration), then the policy and mode.
 	 */
-	cfg = &n->skel->data_cfg->sl_cfg;
-	*cfg = *cfg_of(l);
-	cfg->mode = (__u8)mode;
-	cfg->default_allow = p->default_verdict == POLICY_DEFAULT_ALLOW;
-	cfg->deny_errno = p->deny_errno;
-	cfg->sockets = (__u8)p->sockets;
-	memcpy(cfg->run.policy_sha256, p->sha256, sizeof(p->sha256));
+	n->cfg = l->cfg;
+	n->cfg.mode = (__u8)mode;
+	n->cfg.default_allow = p->default_verdict == POLICY_DEFAULT_ALLOW;
+	n->cfg.deny_errno = p->deny_errno;
+	n->cfg.sockets = (__u8)p->sockets;
+	memcpy(n->cfg.run.policy_sha256, p->sha256, sizeof(p->sha256));
+	err = cfg_write(n->skel->maps.data_cfg, &n->cfg);
+	if (err)
+		goto fail;
 	/* fill_policy_maps, share_maps and the layers' loaders work on a loader: the new one's */
 	shadow.skel = n->skel;
 	err = fill_policy_maps(&shadow, c);
@@ -2117,6 +2137,7 @@ int loader_next_commit(struct loader *l, struct loader_next *n, char *err_msg, s
 	sl_skb__destroy(l->skb);
 	sl_sock_addr__destroy(l->skel);
 	l->skel = n->skel;
+	l->cfg = n->cfg;
 	l->skb = n->skb;
 	l->surface = n->surface;
 	l->tc = n->tc;
