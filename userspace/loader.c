@@ -799,7 +799,6 @@ int loader_take(struct loader *l, const struct policy *p, const struct policy_co
 {
 	if (!loader_fits(l, c, opts))
 		return -E2BIG;
-	libbpf_verbose = opts->verbose;
 	return configure(l, p, c, opts);
 }
 
