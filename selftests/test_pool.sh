@@ -12,6 +12,7 @@
 #   learned address is denied to it, and nothing of the ended run is in its log.
 # - SIGKILL of the daemon: the attached runs stay enforced; every program the daemon held that
 #   no link ran (its spares) is gone with it, and nothing is pinned but the runs.
+# - A run from a spare switches mode (sluice set-mode) and back, as any run.
 # - --spares 0: attaches load their own, and enforce.
 #
 # The daemon runs in the topology's run namespace (nsenter --net): the runs are attached
@@ -209,6 +210,14 @@ tap_is "a 300-rule policy is attached with programs of its own" \
 tap_check "… and the reply says why" grep -q "exceed a spare" <<<"$out"
 tap_is "the large policy's run reaches its CIDR, not another" \
 	"$(probe "$CG_BIG" 203.0.113.7) $(probe "$CG_BIG" 198.51.100.10)" "ok err EPERM"
+
+# --- a switch of a run taken from a spare (a second set of its own, as for any run) ------------
+out=$("$SLUICE" set-mode --run-id "$RB" report 2>&1)
+tap_check "run B (from a spare) switches to report mode" test $? -eq 0 || tap_diag "$out"
+tap_is "… and then reaches a host its policy does not list" "$(probe "$CG_B" 198.51.100.10)" ok
+out=$("$SLUICE" set-mode --run-id "$RB" enforce 2>&1)
+tap_is "… and back in enforce mode, is denied it again" "$(probe "$CG_B" 198.51.100.10)" \
+	"err EPERM"
 
 # --- a run from a spare after a run from a spare ended ----------------------------------------
 "$SLUICE" detach --run-id "$RA" >/dev/null
