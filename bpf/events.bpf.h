@@ -8,9 +8,7 @@
 #define SLUICE_EVENTS_BPF_H
 
 #include "sluice.h"
-
-/* Set by the loader before load. */
-const volatile __u32 sl_cfg_wakeup_bytes = 64 * 1024;
+#include "cfg.bpf.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -71,7 +69,7 @@ struct {
 /*
  * Hot-path records (allows) do not wake the reader: it polls on a short timer. Urgent records
  * (denials, which the user is waiting to read on stderr) always wake it (an IRQ-work already
- * pending takes them for free). Allow records that find the buffer past sl_cfg_wakeup_bytes
+ * pending takes them for free). Allow records that find the buffer past sl_cfg.wakeup_bytes
  * wake it too, but at most once per consumer advance: a forced wake-up costs an IRQ-work
  * interrupt on this CPU, and a reader that has not yet consumed what was queued at the last one
  * is awake or about to be. Those records carry no flag rather than BPF_RB_NO_WAKEUP: the kernel
@@ -86,7 +84,7 @@ static __always_inline __u64 event_wakeup_flags(bool urgent)
 
 	if (urgent)
 		return BPF_RB_FORCE_WAKEUP;
-	if (bpf_ringbuf_query(&sl_events, BPF_RB_AVAIL_DATA) < sl_cfg_wakeup_bytes)
+	if (bpf_ringbuf_query(&sl_events, BPF_RB_AVAIL_DATA) < sl_cfg.wakeup_bytes)
 		return BPF_RB_NO_WAKEUP;
 	woken = bpf_map_lookup_elem(&sl_wake, &zero);
 	if (!woken)

@@ -28,11 +28,10 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-const volatile __u8 sl_cfg_mode = SL_MODE_ENFORCE;
-const volatile __s32 sl_cfg_deny_errno = EPERM;
-/* The run's cgroup: its id and its depth below the root. */
-const volatile __u64 sl_cfg_cgroup_id = 0;
-const volatile __s32 sl_cfg_cgroup_level = 0;
+/*
+ * The mode, errno and the run's cgroup (its id and depth below the root, written at attach) are
+ * the run's configuration (struct sl_cfg, shared with the other layers).
+ */
 
 /* The run's cgroup, for bpf_current_task_under_cgroup(). */
 struct {
@@ -88,10 +87,10 @@ static __always_inline bool socket_of_run(struct socket *sock)
 	if (!cg)
 		return false;
 	level = BPF_CORE_READ(cg, level);
-	if (level < sl_cfg_cgroup_level)
+	if (level < sl_cfg.cgroup_level)
 		return false;
-	anc = BPF_CORE_READ(cg, ancestors[sl_cfg_cgroup_level & 0xff]);
-	return anc && BPF_CORE_READ(anc, kn, id) == sl_cfg_cgroup_id;
+	anc = BPF_CORE_READ(cg, ancestors[sl_cfg.cgroup_level & 0xff]);
+	return anc && BPF_CORE_READ(anc, kn, id) == sl_cfg.cgroup_id;
 }
 
 /* A socket handed into the run from outside, used by a task of the run. */
@@ -111,7 +110,7 @@ static __always_inline bool foreign_socket_in_run(struct socket *sock)
  */
 static __always_inline long deny_retval(void)
 {
-	switch (sl_cfg_deny_errno) {
+	switch (sl_cfg.deny_errno) {
 	case EACCES:
 		return -EACCES;
 	case ECONNREFUSED:
@@ -144,7 +143,7 @@ static __always_inline long judge(struct socket *sock, struct sl_decision_event 
 	ev->reason = v.reason;
 	ev->rule_id = v.rule_id;
 	enforce = v.verdict == SL_VERDICT_DENY &&
-		  (sl_cfg_mode == SL_MODE_ENFORCE || v.reason == SL_REASON_BLACKHOLE);
+		  (sl_cfg.mode == SL_MODE_ENFORCE || v.reason == SL_REASON_BLACKHOLE);
 	ev->enforced = enforce || v.verdict != SL_VERDICT_DENY;
 	fill_task(ev);
 	ev->sock_cookie = 0;

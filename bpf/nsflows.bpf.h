@@ -20,9 +20,7 @@
 
 #include "sluice.h"
 #include "packet.bpf.h"
-
-/* The run's token in sl_ns_runs (random, never 0); set by the loader before load. */
-const volatile __u64 sl_cfg_ns_token = 0;
+#include "cfg.bpf.h" /* sl_cfg.ns_token: the run's in sl_ns_runs (random, never 0) */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -53,7 +51,7 @@ static __always_inline void ns_flow_key(struct sl_ns_flow_key *k, const struct p
 static __always_inline void ns_flow_note(const struct packet_dst *d)
 {
 	struct sl_ns_flow_key k;
-	__u64 token = sl_cfg_ns_token, *owner;
+	__u64 token = sl_cfg.ns_token, *owner;
 
 	if (!token)
 		return;
@@ -68,7 +66,7 @@ static __always_inline bool ns_key_of_other_run(const struct sl_ns_flow_key *k)
 {
 	__u64 *owner = bpf_map_lookup_elem(&sl_ns_flows, k);
 
-	if (!owner || *owner == sl_cfg_ns_token)
+	if (!owner || *owner == sl_cfg.ns_token)
 		return false;
 	return bpf_map_lookup_elem(&sl_ns_runs, owner) != NULL;
 }
@@ -94,7 +92,7 @@ static __always_inline bool ns_icmp_error_of_other_run(struct __sk_buff *skb,
 	struct sl_ns_flow_key k;
 	__u8 type;
 
-	if (d->fragment || !sl_cfg_ns_token)
+	if (d->fragment || !sl_cfg.ns_token)
 		return false;
 	if (d->family == AF_INET && d->proto == IPPROTO_ICMP) {
 		/* unreachable, source quench, redirect, time exceeded, parameter problem */

@@ -12,9 +12,7 @@
 #include "sluice.h"
 #include "addr.bpf.h"
 #include "net.bpf.h"
-
-/* Set by the loader before load, in every object that includes this header. */
-const volatile __u8 sl_cfg_default_allow = 0;
+#include "cfg.bpf.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
@@ -107,7 +105,7 @@ static __always_inline bool rules_match(const struct sl_dst_rules *r, __u16 port
 static __always_inline void policy_default(struct verdict *v, __u8 proto)
 {
 	v->rule_id = SL_RULE_DEFAULT;
-	if (sl_cfg_default_allow) {
+	if (sl_cfg.default_allow) {
 		v->verdict = SL_VERDICT_ALLOW;
 		v->reason = SL_REASON_DEFAULT_ALLOW;
 	} else {
@@ -200,7 +198,7 @@ static __always_inline void decide_v6(struct verdict *v, struct sl_decision_even
 		return;
 	case SL_V6_RELAY:
 		/* A relayed IPv4 host is not what a v6 rule speaks for: only default allow opens it. */
-		if (!sl_cfg_default_allow) {
+		if (!sl_cfg.default_allow) {
 			set_verdict(v, SL_VERDICT_DENY, SL_REASON_V4_RELAY, SL_RULE_DEFAULT);
 			return;
 		}

@@ -48,11 +48,11 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-const volatile __u8 sl_cfg_mode = SL_MODE_ENFORCE;
-/* The run's resolver on loopback (see sock_addr.bpf.c): the one place redirected DNS goes. */
-const volatile __u16 sl_cfg_dns_port = 0;
-/* 0 only for the selftest that shows what the backstop catches (see the README). */
-const volatile __u8 sl_cfg_backstop = 1;
+/*
+ * The run's mode, its resolver on loopback (sl_cfg.dns_port, see sock_addr.bpf.c: the one place
+ * redirected DNS goes), and sl_cfg.backstop (0 only for the selftest that shows what the backstop
+ * catches, see the README): struct sl_cfg (cfg.bpf.h).
+ */
 /*
  * 1 where the kernel has bpf_cast_to_kern_ctx (6.3+; the loader looks in its BTF): the TLS check
  * can then see that a packet's pages are still the sender's (see frags_mutable). Elsewhere the
@@ -446,7 +446,7 @@ static __always_inline int judge_client_hello(struct __sk_buff *skb, struct bpf_
 			reason = SL_REASON_SNI_MISMATCH;
 	}
 	deny = reason != SL_REASON_SNI_OK;
-	enforce = deny && sl_cfg_mode == SL_MODE_ENFORCE;
+	enforce = deny && sl_cfg.mode == SL_MODE_ENFORCE;
 	/* Passed (or report mode): keep watching until the server answers with a ServerHello. */
 	t->state = enforce ? SL_TLS_DENIED : SL_TLS_AWAIT_SERVER;
 
@@ -672,7 +672,7 @@ static __always_inline bool dst_is_resolver(const struct packet_dst *d)
 {
 	const __u32 *w = (const __u32 *)d->addr;
 
-	if (!sl_cfg_dns_port || d->port != sl_cfg_dns_port ||
+	if (!sl_cfg.dns_port || d->port != sl_cfg.dns_port ||
 	    (d->proto != IPPROTO_TCP && d->proto != IPPROTO_UDP))
 		return false;
 	if (d->family == AF_INET)
@@ -727,7 +727,7 @@ static __always_inline int backstop(struct __sk_buff *skb, struct bpf_sock *sk,
 	}
 	packet_judge(&d, &v, &ev);
 	if (v.verdict != SL_VERDICT_DENY ||
-	    (sl_cfg_mode != SL_MODE_ENFORCE && v.reason != SL_REASON_BLACKHOLE)) {
+	    (sl_cfg.mode != SL_MODE_ENFORCE && v.reason != SL_REASON_BLACKHOLE)) {
 		ns_flow_note(&d);
 		return SKB_PASS;
 	}
@@ -770,7 +770,7 @@ int sl_backstop(struct __sk_buff *skb)
 	struct bpf_sock *sk = skb->sk, *full;
 	struct packet_dst d = {};
 
-	if (!sl_cfg_backstop)
+	if (!sl_cfg.backstop)
 		return SKB_PASS;
 	if (reroutes(skb))
 		return drop_unjudged(skb, SL_REASON_SOURCE_ROUTE);
@@ -780,7 +780,7 @@ int sl_backstop(struct __sk_buff *skb)
 	full = bpf_sk_fullsock(sk);
 	if (!full) {
 		/* still the run's: its host-side program judges them, not the other runs' */
-		if (sl_cfg_ns_token && !packet_dst(skb, 0, &d))
+		if (sl_cfg.ns_token && !packet_dst(skb, 0, &d))
 			ns_flow_note(&d);
 		return SKB_PASS;
 	}

@@ -92,7 +92,7 @@ enum sl_reason {
 					   server-name check, its rule's caps): fail closed */
 };
 
-/* Policy modes (rodata sl_cfg_mode). */
+/* Policy modes (struct sl_cfg's mode). */
 enum sl_mode {
 	SL_MODE_ENFORCE = 0,
 	SL_MODE_REPORT = 1, /* log would-be denials, allow them; the blackhole is still enforced */
@@ -419,8 +419,8 @@ _Static_assert(sizeof(struct sl_host_name) == 256, "sl_host_name ABI");
 
 /*
  * What a run was started with that sluice resume takes over from the kernel rather than from
- * the log (a dead writer may not have signed its first lines): the decision layer's .rodata
- * holds it (sl_cfg_run), no program reads it.
+ * the log (a dead writer may not have signed its first lines): the run's configuration map
+ * holds it (struct sl_cfg's run), no program reads it.
  */
 struct sl_run_cfg {
 	__u8 policy_sha256[32]; /* of the policy file's bytes, as parsed */
@@ -434,6 +434,35 @@ struct sl_run_cfg {
 	__u64 netns_ino;
 };
 _Static_assert(sizeof(struct sl_run_cfg) == 72, "sl_run_cfg ABI");
+
+/*
+ * A run's configuration, read by every layer of its programs: one map (the section ".data.cfg",
+ * which the loader makes every object of the run share), written after the programs are loaded
+ * and before any link of theirs exists, so that a set verified in advance (sluice daemon's
+ * spares) can serve any run. Pinned with the run ("map-cfg"): sluice resume reads it back.
+ * What is the same for every run of a build and kernel stays a constant of the programs
+ * (.rodata: the TLS port, whether fragments can be checked).
+ */
+#define SL_CFG_VERSION 1 /* the layout of struct sl_cfg: a pinned run of another is refused */
+
+struct sl_cfg {
+	__u32 version;	    /* SL_CFG_VERSION */
+	__u32 wakeup_bytes; /* force a reader wake-up once this much is queued */
+	__s32 deny_errno;   /* what a denied connect() or sendmsg() returns */
+	__u16 dns_port;	    /* the run's resolver on loopback; 0: no resolver, no redirect */
+	__u8 mode;	    /* enum sl_mode */
+	__u8 default_allow; /* the policy's default verdict is allow */
+	__u8 strict;	    /* --strict-evidence: an allow that cannot be recorded is refused */
+	__u8 sockets;	    /* SL_SOCKETS_* the policy allows */
+	__u8 backstop;	    /* the packet checks are on (off: selftests only) */
+	__u8 pad[5];
+	__u64 ns_token;	    /* the run's token among its namespace's (nsflows.bpf.h); 0: none */
+	__u64 cgroup_id;    /* the run's cgroup (the LSM layer's check; set at attach) */
+	__s32 cgroup_level; /* its depth below the root */
+	__u32 pad2;
+	struct sl_run_cfg run; /* for sluice resume; no program reads it */
+};
+_Static_assert(sizeof(struct sl_cfg) == 120, "sl_cfg ABI");
 
 /*
  * A frame's addresses and ports, as the packet layer and the host side both read them from its

@@ -31,17 +31,11 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* Set by the loader before load. */
-const volatile __u8 sl_cfg_mode = SL_MODE_ENFORCE;
-const volatile __s32 sl_cfg_deny_errno = EPERM;
-/* Strict evidence: a connection whose allow cannot be recorded is refused (see finish()). */
-const volatile __u8 sl_cfg_strict = 0;
-/* Port of the run's resolver on loopback (127.0.0.1 and ::1); 0: no resolver, no redirect. */
-const volatile __u16 sl_cfg_dns_port = 0;
-/* The run's configuration for sluice resume (struct sl_run_cfg); no program reads it. */
-const volatile struct sl_run_cfg sl_cfg_run = {};
-/* The run's token among the runs of its network namespace (nsflows.bpf.h), for sluice resume. */
-const volatile __u64 sl_cfg_ns_token = 0;
+/*
+ * The run's mode, errno, resolver port (on 127.0.0.1 and ::1; 0: no resolver, no redirect),
+ * strict evidence (a connection whose allow cannot be recorded is refused: see finish()):
+ * struct sl_cfg, written by the loader after load (cfg.bpf.h).
+ */
 
 #define DNS_PORT 53
 #define LOOPBACK4 0x7f000001
@@ -235,8 +229,8 @@ static __always_inline int refuse_unrecorded(struct bpf_sock_addr *ctx, bool is_
 			bpf_sk_storage_delete(&sl_sk_tls, ctx->sk);
 		}
 	}
-	if (sl_cfg_deny_errno != EPERM)
-		bpf_set_retval(-sl_cfg_deny_errno);
+	if (sl_cfg.deny_errno != EPERM)
+		bpf_set_retval(-sl_cfg.deny_errno);
 	return 0;
 }
 
@@ -300,12 +294,12 @@ static __always_inline int finish(struct bpf_sock_addr *ctx, struct sl_decision_
 
 	deny = v->verdict == SL_VERDICT_DENY;
 	/* Report mode lets denials through, except the blackhole, which no mode or policy opens. */
-	enforce = deny && (sl_cfg_mode == SL_MODE_ENFORCE || v->reason == SL_REASON_BLACKHOLE);
+	enforce = deny && (sl_cfg.mode == SL_MODE_ENFORCE || v->reason == SL_REASON_BLACKHOLE);
 	/*
 	 * Strict evidence, and the log cannot be written: whatever would go ahead (an allow, a
 	 * DNS redirect, a report-mode denial) is refused, at once, with the denial's errno.
 	 */
-	if (sl_cfg_strict && !enforce && log_unwritable()) {
+	if (sl_cfg.strict && !enforce && log_unwritable()) {
 		set_verdict(v, SL_VERDICT_DENY, SL_REASON_LOG_UNWRITABLE, v->rule_id);
 		deny = enforce = true;
 	}
@@ -337,7 +331,7 @@ static __always_inline int finish(struct bpf_sock_addr *ctx, struct sl_decision_
 	if (deny || !is_sendmsg || !sendmsg_allow_already_recorded(ctx, ev)) {
 		event_hdr_init(&ev->hdr, SL_EV_DECISION, sizeof(*ev));
 		/* (redirected DNS is logged by the resolver, not by this record) */
-		if (!event_submit(ev, sizeof(*ev), hook, deny) && !enforce && sl_cfg_strict &&
+		if (!event_submit(ev, sizeof(*ev), hook, deny) && !enforce && sl_cfg.strict &&
 		    v->reason != SL_REASON_DNS_REDIRECT)
 			return refuse_unrecorded(ctx, is_sendmsg);
 	}
@@ -345,14 +339,14 @@ static __always_inline int finish(struct bpf_sock_addr *ctx, struct sl_decision_
 	if (!enforce)
 		return 1;
 	/* bpf_set_retval (5.18+) picks the errno; without it the kernel returns EPERM. */
-	if (sl_cfg_deny_errno != EPERM)
-		bpf_set_retval(-sl_cfg_deny_errno);
+	if (sl_cfg.deny_errno != EPERM)
+		bpf_set_retval(-sl_cfg.deny_errno);
 	return 0;
 }
 
 static __always_inline bool dns_redirectable(__u16 port, __u8 proto)
 {
-	return sl_cfg_dns_port && port == DNS_PORT && proto;
+	return sl_cfg.dns_port && port == DNS_PORT && proto;
 }
 
 /* Name the process behind a redirected query for the resolver's log (best effort: LRU). */
@@ -409,8 +403,8 @@ static __always_inline int refuse_held(struct sl_sk_held *h)
 		event_hdr_init(&h->ev.hdr, SL_EV_DECISION, sizeof(h->ev));
 		event_submit(&h->ev, sizeof(h->ev), h->ev.hook, true);
 	}
-	if (sl_cfg_deny_errno != EPERM)
-		bpf_set_retval(-sl_cfg_deny_errno);
+	if (sl_cfg.deny_errno != EPERM)
+		bpf_set_retval(-sl_cfg.deny_errno);
 	return 0;
 }
 
@@ -421,7 +415,7 @@ static __always_inline struct sl_dns_orig *peer_is_resolver(struct bpf_sock *sk,
 	struct sl_dns_orig *o;
 	bool lo;
 
-	if (!sl_cfg_dns_port || port != sl_cfg_dns_port)
+	if (!sl_cfg.dns_port || port != sl_cfg.dns_port)
 		return NULL;
 	lo = family == AF_INET ? w[0] == bpf_htonl(LOOPBACK4) :
 				 w[0] == 0 && w[1] == 0 && w[2] == 0 && w[3] == bpf_htonl(1);
@@ -510,7 +504,7 @@ static __always_inline int judge4(struct bpf_sock_addr *ctx, __u8 hook, bool is_
 	if (!v4_is_blackholed(addr) && dns_redirectable(ev.port, proto)) {
 		if (dns_save_orig(ctx, AF_INET, ev.addr)) {
 			ctx->user_ip4 = bpf_htonl(LOOPBACK4);
-			ctx->user_port = bpf_htons(sl_cfg_dns_port);
+			ctx->user_port = bpf_htons(sl_cfg.dns_port);
 			verdict_dns(&v);
 		} else {
 			verdict_dns_failed(&v);
@@ -530,7 +524,7 @@ static __always_inline void dns_rewrite6(struct bpf_sock_addr *ctx, const __u32 
 	ctx->user_ip6[1] = 0;
 	ctx->user_ip6[2] = mapped ? bpf_htonl(0x0000ffff) : 0;
 	ctx->user_ip6[3] = mapped ? bpf_htonl(LOOPBACK4) : bpf_htonl(1);
-	ctx->user_port = bpf_htons(sl_cfg_dns_port);
+	ctx->user_port = bpf_htons(sl_cfg.dns_port);
 }
 
 static __always_inline int judge6(struct bpf_sock_addr *ctx, __u8 hook, bool is_sendmsg)
@@ -571,8 +565,8 @@ static __always_inline int unredirect4(struct bpf_sock_addr *ctx)
 {
 	struct sl_dns_orig *o;
 
-	if (!sl_cfg_dns_port || ctx->user_ip4 != bpf_htonl(LOOPBACK4) ||
-	    ctx->user_port != bpf_htons(sl_cfg_dns_port) || !ctx->sk)
+	if (!sl_cfg.dns_port || ctx->user_ip4 != bpf_htonl(LOOPBACK4) ||
+	    ctx->user_port != bpf_htons(sl_cfg.dns_port) || !ctx->sk)
 		return 1;
 	o = bpf_sk_storage_get(&sl_sk_dns, ctx->sk, 0, 0);
 	if (!o || !o->valid || o->family != AF_INET)
@@ -588,7 +582,7 @@ static __always_inline int unredirect6(struct bpf_sock_addr *ctx)
 	__u32 w0, w1, w2, w3;
 	bool mapped_lo;
 
-	if (!sl_cfg_dns_port || ctx->user_port != bpf_htons(sl_cfg_dns_port) || !ctx->sk)
+	if (!sl_cfg.dns_port || ctx->user_port != bpf_htons(sl_cfg.dns_port) || !ctx->sk)
 		return 1;
 	w0 = ctx->user_ip6[0];
 	w1 = ctx->user_ip6[1];

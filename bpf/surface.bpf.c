@@ -38,8 +38,6 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* SL_SOCKETS_*: the kinds beyond TCP and UDP the policy allows (their packets meet the backstop). */
-const volatile __u8 sl_cfg_sockets = 0;
 
 /*
  * The kinds the decision layer can judge, and ping and raw sockets where the policy allows them
@@ -52,11 +50,11 @@ static __always_inline bool socket_kind_allowed(__u32 family, __u32 type, __u32 
 		return true; /* local to the machine: nothing leaves through them */
 	if (family != AF_INET && family != AF_INET6)
 		return false;
-	if ((sl_cfg_sockets & SL_SOCKETS_PING) && type == SOCK_DGRAM &&
+	if ((sl_cfg.sockets & SL_SOCKETS_PING) && type == SOCK_DGRAM &&
 	    ((family == AF_INET && protocol == IPPROTO_ICMP) ||
 	     (family == AF_INET6 && protocol == IPPROTO_ICMPV6)))
 		return true;
-	if ((sl_cfg_sockets & SL_SOCKETS_RAW) && type == SOCK_RAW)
+	if ((sl_cfg.sockets & SL_SOCKETS_RAW) && type == SOCK_RAW)
 		return true;
 	return (type == SOCK_STREAM && protocol == IPPROTO_TCP) ||
 	       (type == SOCK_DGRAM && protocol == IPPROTO_UDP);

@@ -42,8 +42,6 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-const volatile __u8 sl_cfg_mode = SL_MODE_ENFORCE;
-
 /*
  * A frame flood to one destination must not become a record flood: denials are recorded once a
  * second per (destination, port, protocol); the drops themselves are never limited.
@@ -136,7 +134,7 @@ int sl_tc_ingress(struct __sk_buff *skb)
 	struct sl_decision_event ev = {};
 	struct packet_dst d = {};
 	struct verdict v = {};
-	bool enforce = sl_cfg_mode == SL_MODE_ENFORCE;
+	bool enforce = sl_cfg.mode == SL_MODE_ENFORCE;
 
 	if (skb->protocol == bpf_htons(ETH_P_ARP))
 		return TC_PASS;

@@ -18,9 +18,10 @@ the trie; the 10-CIDR policies hold the /20). Each round runs every variant once
 that rotates; figures are the median over rounds of each round's ratio to that round's none
 (median and p99), with the absolute medians, p99s and IRQ-work interrupts per connect.
 
-Also: start-up (sluice run -- true, 10 and 100k CIDRs), attach through the daemon, memory per
-run (the bytes_memlock of every map the run's programs and pins hold, plus the writer's RSS;
-fresh, and at the end with its learned-address map filled; the writer's anonymous memory too),
+Also: start-up (sluice run -- true, 10 and 100k CIDRs), attach through the daemon (taking one of
+its spares, and with --spares 0 loading its own programs), memory per run (the bytes_memlock of
+every map the run's programs and pins hold, plus the writer's RSS; fresh, and at the end with its
+learned-address map filled; the writer's anonymous memory too),
 each program's instruction count, the signed pipeline (records/s and the writer's CPU per record
 from /proc/PID/task/*/schedstat, loss), and replace-policy between two 100k-CIDR policies on a
 live run with a process connecting throughout (no connect may fail).
@@ -471,12 +472,12 @@ class Bench:
             ms.append((time.monotonic() - t0) * 1e3)
         return statistics.median(ms)
 
-    def daemon(self, tag):
+    def daemon(self, tag, *args):
         sock = f"{self.tmp}/{tag}.sock"
         env = dict(os.environ, SLUICE_SOCKET=sock)
         p = sp.Popen([SLUICE, "daemon", "--state-dir", f"{self.tmp}/{tag}-state", "--log-dir",
-                      f"{self.tmp}/{tag}-logs"], stdout=open(f"{self.tmp}/{tag}.out", "w"),
-                     stderr=sp.STDOUT, env=env)
+                      f"{self.tmp}/{tag}-logs", *args],
+                     stdout=open(f"{self.tmp}/{tag}.out", "w"), stderr=sp.STDOUT, env=env)
         self.procs.append(p)
         self.undo.append(lambda: self.stop(p))
         self.wait_for(lambda: run(SLUICE, "status", check=False, env=env).returncode == 0, 30,
@@ -492,19 +493,28 @@ class Bench:
         s.close()
         if '"ok":true' not in reply:
             raise SetupError(f"daemon {req['op']}: {reply[:300]}")
+        return json.loads(reply)
 
-    def attach(self, times):
-        env = self.daemon("attach")
+    def attach(self, times, spares):
+        """Attaches of a 10-CIDR policy to an empty cgroup, request to reply (the programs
+        judge from before the reply): median ms, and how many took a spare. With spares, each
+        attach waits first until the daemon has one ready (it loads them at nice 19)."""
+        tag = f"attach{spares}"
+        env = self.daemon(tag, "--spares", str(spares))
         pol, _ = self.policy(10)
-        ms = []
+        ms, taken = [], 0
         for i in range(times):
-            cg = self.cgroup(f"slb-att-{ID}-{i}")
-            rid = f"bench-{ID}-att{i}"
+            cg = self.cgroup(f"slb-{tag}-{ID}-{i}")
+            rid = f"bench-{ID}-{tag}-{i}"
+            if spares:
+                self.wait_for(lambda: self.request(env, {"op": "ping"})["spares"] >= 1, 600,
+                              "a spare")
             t0 = time.monotonic()
-            self.request(env, {"op": "attach", "run_id": rid, "cgroup": cg, "policy": pol})
+            rep = self.request(env, {"op": "attach", "run_id": rid, "cgroup": cg, "policy": pol})
             ms.append((time.monotonic() - t0) * 1e3)
+            taken += bool(rep.get("spare"))
             run(SLUICE, "detach", "--run-id", rid, check=False, env=env)
-        return statistics.median(ms)
+        return {"median_ms": statistics.median(ms), "from_spare": taken, "attaches": times}
 
     def replace(self, n):
         """replace-policy between two n-CIDR policies on a live run while a process of the run
@@ -635,11 +645,15 @@ class Bench:
                            + (f", sender {p['send_ns_per_record']:.0f} ns and "
                               f"{p['iwi_per_record']:.3f} IRQ-work interrupts per datagram"
                               if "send_ns_per_record" in p else ""))
-        for k, what in (("startup_ms", "sluice run -- true, median ms"),
-                        ("attach_ms", "attach through the daemon (10 CIDRs), median ms")):
-            if k in R:
-                out.append(f"- {what}: " + ", ".join(f"{n} CIDRs {v:.0f}"
-                                                      for n, v in R[k].items()))
+        if "startup_ms" in R:
+            out.append("- sluice run -- true (no daemon: it loads its own programs), median ms: "
+                       + ", ".join(f"{n} CIDRs {v:.0f}" for n, v in R["startup_ms"].items()))
+        if "attach" in R:
+            sp_, fr = R["attach"]["spare"], R["attach"]["fresh"]
+            out.append(f"- attach through the daemon (10 CIDRs, request to reply), median ms: "
+                       f"from a spare {sp_['median_ms']:.1f} ({sp_['from_spare']} of "
+                       f"{sp_['attaches']} took one), loading its own (--spares 0) "
+                       f"{fr['median_ms']:.0f}")
         if "replace" in R:
             s = R["replace"]
             out.append(f"- replace-policy at {s['cidrs']} CIDRs on a live run: attach "
@@ -660,6 +674,11 @@ class Bench:
         os.environ["SLUICE_KEY"] = self.key
         if a.pipeline_only:
             return self.pipelines_only()
+        if a.startup_only:
+            self.results["startup_ms"] = {10: self.startup(10, a.starts)}
+            self.results["attach"] = {"spare": self.attach(a.starts, 2),
+                                      "fresh": self.attach(a.starts, 0)}
+            return self.write_results()
         self.table()
         self.results["memory"] = {n: self.run_facts(v) for n, v in self.runs.items()}
         self.results["memory_fresh"] = {n: v["fresh"] for n, v in self.runs.items()}
@@ -680,12 +699,17 @@ class Bench:
             self.results["pipeline"] = self.pipeline(a.flood, 0, a.flood_ringbuf_kib)
             self.results["startup_ms"] = {n: self.startup(n, a.starts)
                                           for n in (min(a.sizes), max(a.sizes))}
-            self.results["attach_ms"] = {10: self.attach(a.starts)}
+            self.results["attach"] = {"spare": self.attach(a.starts, 2),
+                                      "fresh": self.attach(a.starts, 0)}
             rep = self.replace(a.replace_cidrs)
             rep["cidrs"] = a.replace_cidrs
             self.results["replace"] = rep
             self.check("connects failed across replace-policy", rep["failed"] == 0 and
                        rep["connects"] > 0, rep["failed"], 0)
+        return self.write_results()
+
+    def write_results(self):
+        a = self.a
         self.results["checks"] = self.checks
         os.makedirs(a.out, exist_ok=True)
         with open(f"{a.out}/results.json", "w") as f:
@@ -764,6 +788,9 @@ def main():
     ap.add_argument("--stop-writer", action="store_true",
                     help="pipeline: the writer stopped while the flood is sent (what a writer "
                     "that falls behind costs the sender)")
+    ap.add_argument("--startup-only", action="store_true",
+                    help="only sluice run -- true (10 CIDRs) and the daemon's attach, from a spare "
+                    "and loading its own, --starts times each")
     ap.add_argument("--table-only", action="store_true",
                     help="the connect() table and memory per run, nothing after them")
     ap.add_argument("--render", metavar="RESULTS_JSON",

@@ -2,8 +2,10 @@
 /*
  * "sluice daemon": see daemon.h. One thread runs the loop: the control socket's clients, every
  * run's ring buffer and checkpoints, the signals. A run's resolver answers on threads of its
- * own, as in sluice run. Requests are answered in order; an attach loads and verifies its
- * programs inside the loop (about a second), which the runs' ring buffers absorb.
+ * own, as in sluice run. Requests are answered in order. An attach takes a spare set of
+ * programs, verified in advance on the spares' thread (pool.c), when its policy fits one (a few
+ * milliseconds); otherwise it loads and verifies its own inside the loop (about a second), which
+ * the runs' ring buffers absorb.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -33,6 +35,7 @@
 #include "version.h"
 #include "journal.h"
 #include "loader.h"
+#include "pool.h"
 #include "preexisting.h"
 #include "records.h"
 #include "resume.h"
@@ -51,6 +54,16 @@
  */
 #define DAEMON_DRAIN_MAX 1024
 #define DAEMON_TEXTFILE_MS 15000 /* --metrics-textfile: how often it is rewritten */
+#define DAEMON_SPARES 2		 /* --spares */
+#define DAEMON_SPARES_MAX 16
+/*
+ * A spare's policy maps: runs whose policy has more CIDRs per family, or more rules, load their
+ * own. The tries allocate per entry (nothing up front); the rule arrays are allocated whole
+ * (168 bytes a rule). The ring buffer and learned-address maps are an attach's (it has no
+ * options for them).
+ */
+#define DAEMON_SPARE_CIDRS 16384
+#define DAEMON_SPARE_RULES 256
 
 struct daemon;
 
@@ -93,6 +106,8 @@ struct daemon {
 	const char *metrics_listen, *metrics_textfile;
 	int64_t textfile_due_ms;
 	bool textfile_failed;
+	unsigned int spares; /* --spares */
+	struct pool *pool;   /* NULL: --spares 0 */
 };
 
 static int64_t now_ms(void)
@@ -128,10 +143,15 @@ static void usage(FILE *out)
 		"                   http://ADDR/metrics (IP:PORT, [IPv6]:PORT, PORT: 127.0.0.1)\n"
 		"  --metrics-textfile PATH  write them to PATH every 15 s, atomically (for\n"
 		"                   node-exporter's textfile collector: a .prom file)\n"
+		"  --spares N       keep N sets of programs loaded and verified in advance, so\n"
+		"                   that an attach whose policy fits one (at most %d CIDRs per\n"
+		"                   family, %d rules, no netns) takes milliseconds (default %d,\n"
+		"                   at most %d; 0: every attach loads its own)\n"
 		"  -v, --verbose    libbpf's messages\n"
 		"\n"
 		"Exit status: 0 stopped by a signal (runs left enforced), 125 could not start.\n",
-		CONTROL_SOCKET_DEFAULT, DAEMON_STATE_DIR, DAEMON_LOG_DIR, RUN_HOST_KEY);
+		CONTROL_SOCKET_DEFAULT, DAEMON_STATE_DIR, DAEMON_LOG_DIR, RUN_HOST_KEY,
+		DAEMON_SPARE_CIDRS, DAEMON_SPARE_RULES - 1, DAEMON_SPARES, DAEMON_SPARES_MAX);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -425,6 +445,7 @@ static int op_attach(struct daemon *d, const struct control_obj *o, struct contr
 	dr->r.args.verbose = d->verbose;
 	dr->r.on_line = tap_line;
 	dr->r.line_ctx = dr;
+	dr->r.pool = d->pool;
 	util_copy(dr->r.run_id, sizeof(dr->r.run_id), run_id);
 	if ((log ? util_fmt(dr->r.log_path, sizeof(dr->r.log_path), "%s", log) :
 		   util_fmt(dr->r.log_path, sizeof(dr->r.log_path), "%s/%s.jsonl", d->log_dir,
@@ -495,15 +516,19 @@ static int op_attach(struct daemon *d, const struct control_obj *o, struct contr
 	add_run(d, dr);
 	dr->r.rec.drain_max = DAEMON_DRAIN_MAX;
 	dr->attached_ms = now_ms() - t0;
-	fprintf(stderr, "sluice daemon: run %s attached to %s (%s, %" PRId64 " ms); log %s\n",
+	fprintf(stderr, "sluice daemon: run %s attached to %s (%s, %" PRId64 " ms, %s%s); log %s\n",
 		dr->r.run_id, dr->r.cg.path,
 		dr->r.policy->mode == SL_MODE_REPORT ? "report" : "enforce", dr->attached_ms,
-		dr->r.log_path);
+		dr->r.from_spare ? "a spare" : "loaded: ",
+		dr->r.from_spare ? "" : dr->r.spare_why, dr->r.log_path);
 	control_msg_str(rep, "run_id", dr->r.run_id);
 	control_msg_str(rep, "cgroup", dr->r.cg.path);
 	control_msg_str(rep, "log", dr->r.log_path);
 	control_msg_str(rep, "mode", dr->r.policy->mode == SL_MODE_REPORT ? "report" : "enforce");
 	control_msg_u64(rep, "attach_ms", (uint64_t)dr->attached_ms);
+	control_msg_bool(rep, "spare", dr->r.from_spare);
+	if (!dr->r.from_spare)
+		control_msg_str(rep, "spare_why", dr->r.spare_why);
 	if (n_pre >= 0)
 		control_msg_u64(rep, "preexisting", (uint64_t)n_pre);
 	else
@@ -701,6 +726,8 @@ static void handle_request(struct daemon *d, struct client *c, const char *line,
 		ret = check_members(o, allowed, err, sizeof(err));
 		control_msg_u64(rep, "pid", (uint64_t)getpid());
 		control_msg_u64(rep, "runs", d->n_runs);
+		control_msg_u64(rep, "spares", pool_ready(d->pool));
+		control_msg_u64(rep, "spares_wanted", d->spares);
 	} else if (!strcmp(op, "attach")) {
 		ret = op_attach(d, o, rep, err, sizeof(err));
 	} else if (!strcmp(op, "detach")) {
@@ -712,8 +739,11 @@ static void handle_request(struct daemon *d, struct client *c, const char *line,
 		static const char *const allowed[] = { "op", NULL };
 
 		ret = check_members(o, allowed, err, sizeof(err));
-		if (!ret)
+		if (!ret) {
 			control_msg_u64(rep, "runs", d->n_runs);
+			control_msg_u64(rep, "spares", pool_ready(d->pool));
+			control_msg_u64(rep, "spares_wanted", d->spares);
+		}
 		status = !ret;
 	} else if (!strcmp(op, "events")) {
 		static const char *const allowed[] = { "op", "run_id", NULL };
@@ -900,6 +930,7 @@ static int parse_args(int argc, char **argv, struct daemon *d)
 		{ "key", required_argument, NULL, 'k' },
 		{ "metrics-listen", required_argument, NULL, 'M' },
 		{ "metrics-textfile", required_argument, NULL, 'T' },
+		{ "spares", required_argument, NULL, 'P' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
@@ -936,6 +967,21 @@ static int parse_args(int argc, char **argv, struct daemon *d)
 		case 'T':
 			d->metrics_textfile = optarg;
 			break;
+		case 'P': {
+			char *end;
+			unsigned long n;
+
+			errno = 0;
+			n = strtoul(optarg, &end, 10);
+			if (errno || end == optarg || *end || optarg[0] == '-' ||
+			    n > DAEMON_SPARES_MAX) {
+				fprintf(stderr, "sluice daemon: --spares %s: want a number "
+						"from 0 to %d\n", optarg, DAEMON_SPARES_MAX);
+				return -EINVAL;
+			}
+			d->spares = (unsigned int)n;
+			break;
+		}
 		case 'v':
 			d->verbose = true;
 			break;
@@ -1228,9 +1274,28 @@ static void textfile(struct daemon *d, bool now)
 	d->textfile_failed = err != 0;
 }
 
+/* The spares' thread (after block_signals: it must take none of the loop's signals). */
+static int start_spares(struct daemon *d)
+{
+	/* the sizes an attach's run has (run_setup), for a policy up to the spares' */
+	const struct loader_caps caps = {
+		.v4 = DAEMON_SPARE_CIDRS,
+		.v6 = DAEMON_SPARE_CIDRS,
+		.rules = DAEMON_SPARE_RULES,
+		.ringbuf_bytes = RUN_RINGBUF_KIB * 1024,
+		.learned_max = RUN_LEARNED_MAX,
+		.host_totals = true,
+	};
+	int err = pool_new(d->spares, &caps, d->verbose, &d->pool);
+
+	if (err)
+		fprintf(stderr, "sluice daemon: start the spares' thread: %s\n", strerror(-err));
+	return err;
+}
+
 static void loop(struct daemon *d)
 {
-	enum { FIXED = 2 };
+	enum { FIXED = 3 };
 	struct pollfd pfd[FIXED + DAEMON_CLIENTS_MAX + 2 * DAEMON_RUNS_MAX + METRICS_HTTP_POLLFDS];
 
 	for (;;) {
@@ -1240,6 +1305,8 @@ static void loop(struct daemon *d)
 
 		pfd[0] = (struct pollfd){ .fd = d->listen_fd, .events = POLLIN };
 		pfd[1] = (struct pollfd){ .fd = d->sig_fd, .events = POLLIN };
+		/* a spare loaded (-1 without spares: poll skips it) */
+		pfd[2] = (struct pollfd){ .fd = pool_fd(d->pool), .events = POLLIN };
 		n_clients = d->n_clients;
 		for (i = 0; i < n_clients; i++)
 			pfd[n++] = (struct pollfd){ .fd = d->clients[i]->fd, .events = POLLIN };
@@ -1271,6 +1338,8 @@ static void loop(struct daemon *d)
 				client_read(d, d->clients[i]);
 		if (pfd[0].revents & POLLIN)
 			client_accept(d);
+		if (pfd[2].revents & POLLIN)
+			pool_collect(d->pool);
 		for (i = 0; i < d->n_runs;) {
 			struct drun *dr = d->runs[i];
 			const char *why;
@@ -1297,6 +1366,7 @@ int daemon_main(int argc, char **argv)
 		.sock_lock_fd = -1,
 		.listen_fd = -1,
 		.sig_fd = -1,
+		.spares = DAEMON_SPARES,
 	};
 	int status = RUN_EXIT_SLUICE_ERROR;
 
@@ -1327,7 +1397,7 @@ int daemon_main(int argc, char **argv)
 		fprintf(stderr, "sluice daemon: signalfd: %s\n", strerror(errno));
 		goto out;
 	}
-	if (take_lock(&d) || listen_socket(&d))
+	if (take_lock(&d) || listen_socket(&d) || start_spares(&d))
 		goto out;
 	adopt_runs(&d);
 	fprintf(stderr, "sluice daemon: serving %s (pid %d, %zu run%s taken over)\n",
@@ -1351,6 +1421,8 @@ out:
 		close(d.lock_fd);
 	if (d.sock_lock_fd >= 0)
 		close(d.sock_lock_fd);
+	/* never attached nor pinned: the spares go with the daemon */
+	pool_free(d.pool);
 	pthread_mutex_destroy(&d.tap_lock);
 	metrics_http_free(d.http);
 	if (d.metrics)

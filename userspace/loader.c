@@ -71,7 +71,7 @@ static const char *const prog_names[PROG_MAX] = {
  * The maps a writer that resumes a dead one's run needs, pinned beside the links as
  * "map-<name>": the evidence maps (ring buffer, loss counters, sequence counter), what the
  * run's resolver writes and reads (learned addresses, server names, DNS clients, host names),
- * and the decision layer's configuration as it was loaded (.rodata: the resolver's port).
+ * and the run's configuration (struct sl_cfg: the resolver's port, the mode, what resume needs).
  */
 enum loader_map {
 	MAP_EVENTS,
@@ -82,7 +82,7 @@ enum loader_map {
 	MAP_LEARNED6,
 	MAP_SNI_OK,
 	MAP_HOSTS,
-	MAP_RODATA,
+	MAP_CFG,
 	MAP_LOG_STATE,
 	MAP_MAX,
 };
@@ -92,8 +92,11 @@ static const char *const map_pin_names[MAP_MAX] = {
 	[MAP_SEQ] = "map-seq",		     [MAP_DNS_CLIENTS] = "map-dns-clients",
 	[MAP_LEARNED4] = "map-learned4",     [MAP_LEARNED6] = "map-learned6",
 	[MAP_SNI_OK] = "map-sni-ok",	     [MAP_HOSTS] = "map-hosts",
-	[MAP_RODATA] = "map-rodata",	     [MAP_LOG_STATE] = "map-log-state",
+	[MAP_CFG] = "map-cfg",		     [MAP_LOG_STATE] = "map-log-state",
 };
+
+/* The run's configuration map's name in every object (the section of struct sl_cfg). */
+#define CFG_MAP ".data.cfg"
 
 /* A host-side attachment: a tcx link, or a clsact filter (which has no link to pin). */
 struct tc_attachment {
@@ -165,10 +168,32 @@ struct loader {
 	char ns_dir[PATH_MAX];	     /* the namespace's shared maps; "" when the run has none */
 	__u64 ns_token;		     /* the run's key in them (sl_ns_runs); 0: none */
 	pthread_mutex_t learn_lock; /* serialises read-merge-write of the learned maps */
+	struct loader_caps caps;     /* the sizes its policy and learned maps were loaded with */
+	struct sl_cfg cfg;	     /* the run's configuration, as in the map (cfg_write) */
+	bool configured;	     /* a run's configuration is written: never another's */
 };
 
 static int clsact_lock(void);
 static void clsact_unlock(int fd);
+
+/* The run's configuration: what the loader wrote into the map (cfg_write), or read back. */
+static const struct sl_cfg *cfg_of(const struct loader *l)
+{
+	return &l->cfg;
+}
+
+/*
+ * The configuration into a set's map, whole, before any link runs its programs. Through the
+ * map's fd, not the skeleton's mmap() of it: libbpf makes global data mappable only where its
+ * process-wide probe said the kernel can, and a probe that met a passing ENOMEM says it cannot
+ * for the rest of the process.
+ */
+static int cfg_write(struct bpf_map *map, const struct sl_cfg *cfg)
+{
+	__u32 zero = 0;
+
+	return bpf_map_update_elem(bpf_map__fd(map), &zero, cfg, BPF_ANY) ? -errno : 0;
+}
 
 static struct bpf_program *prog_of(const struct loader *l, enum loader_prog i)
 {
@@ -205,7 +230,7 @@ static struct bpf_map *map_of(const struct loader *l, enum loader_map i)
 		[MAP_LEARNED6] = skel->maps.sl_learned6,
 		[MAP_SNI_OK] = skel->maps.sl_sni_ok,
 		[MAP_HOSTS] = skel->maps.sl_hosts,
-		[MAP_RODATA] = skel->maps.rodata,
+		[MAP_CFG] = skel->maps.data_cfg,
 		[MAP_LOG_STATE] = skel->maps.sl_log_state,
 	};
 
@@ -213,19 +238,31 @@ static struct bpf_map *map_of(const struct loader *l, enum loader_map i)
 }
 
 static bool libbpf_verbose;
+/*
+ * Around a call whose failure is an expected outcome: only -v shows libbpf's words. Per thread:
+ * the daemon loads its spares on a thread of their own while its loop attaches.
+ */
+static __thread bool libbpf_hushed;
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	if (level == LIBBPF_DEBUG && !libbpf_verbose)
+	if ((level == LIBBPF_DEBUG || libbpf_hushed) && !libbpf_verbose)
 		return 0;
 	return vfprintf(stderr, fmt, ap);
 }
 
-/* Around a call whose failure is an expected outcome: only -v shows libbpf's words. Returns the
- * printer to put back with libbpf_set_print(). */
-static libbpf_print_fn_t libbpf_quiet(void)
+/* Returns what to put back with libbpf_unhush(). */
+static bool libbpf_hush(void)
 {
-	return libbpf_verbose ? libbpf_print : libbpf_set_print(NULL);
+	bool old = libbpf_hushed;
+
+	libbpf_hushed = true;
+	return old;
+}
+
+static void libbpf_unhush(bool old)
+{
+	libbpf_hushed = old;
 }
 
 const char *loader_explain(int err)
@@ -362,7 +399,7 @@ static bool kernel_has_kfunc(const char *name)
 	return found;
 }
 
-static int load_packet_layer(struct loader *l, const struct policy *p)
+static int load_packet_layer(struct loader *l)
 {
 	int err = share_maps(l->skb->obj, l);
 
@@ -370,17 +407,12 @@ static int load_packet_layer(struct loader *l, const struct policy *p)
 		err = ns_maps_prepare(l);
 	if (err)
 		return err;
-	l->skb->rodata->sl_cfg_ns_token = l->ns_token;
-	l->skb->rodata->sl_cfg_mode = p->mode;
-	l->skb->rodata->sl_cfg_tls_port = l->skel->rodata->sl_cfg_tls_port;
-	l->skb->rodata->sl_cfg_default_allow = l->skel->rodata->sl_cfg_default_allow;
-	l->skb->rodata->sl_cfg_dns_port = l->skel->rodata->sl_cfg_dns_port;
-	l->skb->rodata->sl_cfg_backstop = !l->no_backstop;
+	/* a property of the kernel, the same for every run: a constant of the programs */
 	l->skb->rodata->sl_cfg_frag_check = kernel_has_kfunc("bpf_cast_to_kern_ctx");
 	return sl_skb__load(l->skb);
 }
 
-static int load_tc_layer(struct loader *l, const struct policy *p)
+static int load_tc_layer(struct loader *l)
 {
 	int err = share_maps(l->tc->obj, l);
 
@@ -389,20 +421,38 @@ static int load_tc_layer(struct loader *l, const struct policy *p)
 					bpf_map__fd(l->skb->maps.sl_ns_flows));
 	if (!err)
 		err = bpf_map__reuse_fd(l->tc->maps.sl_ns_runs, bpf_map__fd(l->skb->maps.sl_ns_runs));
-	if (err)
-		return err;
-	l->tc->rodata->sl_cfg_ns_token = l->ns_token;
-	l->tc->rodata->sl_cfg_mode = p->mode;
-	l->tc->rodata->sl_cfg_default_allow = l->skel->rodata->sl_cfg_default_allow;
-	return sl_tc__load(l->tc);
+	return err ? err : sl_tc__load(l->tc);
 }
 
-static int load_surface_layer(struct loader *l, const struct policy *p)
+static int load_surface_layer(struct loader *l)
 {
 	int err = share_maps(l->surface->obj, l);
 
-	l->surface->rodata->sl_cfg_sockets = (__u8)p->sockets;
 	return err ? err : sl_surface__load(l->surface);
+}
+
+/*
+ * Optional: BPF LSM needs CONFIG_BPF_LSM and "bpf" among the active LSMs; lsm_cgroup needs 6.0.
+ * Failing here is not an error: the run goes on without the layer, and says so. Loaded with the
+ * other layers (a spare's too); its cgroup is written into the configuration at attach.
+ */
+static void load_lsm_layer(struct loader *l)
+{
+	/* a failure is expected where the kernel has no BPF LSM */
+	bool old = libbpf_hush();
+
+	l->lsm = sl_lsm__open();
+	if (l->lsm && !share_maps(l->lsm->obj, l) && !sl_lsm__load(l->lsm)) {
+		libbpf_unhush(old);
+		return;
+	}
+	sl_lsm__destroy(l->lsm);
+	l->lsm = NULL;
+	/* EPERM also comes from lockdown or a host policy that forbids LSM programs */
+	if (util_fmt(l->lsm_why, sizeof(l->lsm_why), "BPF LSM programs: load failed: %s",
+		     strerror(errno ? errno : EINVAL)))
+		l->lsm_why[0] = '\0';
+	libbpf_unhush(old);
 }
 
 /*
@@ -411,15 +461,15 @@ static int load_surface_layer(struct loader *l, const struct policy *p)
  */
 static void load_destroyer(struct loader *l)
 {
-	libbpf_print_fn_t old;
+	bool old;
 
 	if (getenv("SLUICE_SELFTEST_NO_BPF_DESTROY"))
 		return;
-	old = libbpf_set_print(NULL);
+	old = libbpf_hush();
 
 	/* a missing kfunc is an expected outcome here, not a warning to print */
 	l->destroy = sl_destroy__open_and_load();
-	libbpf_set_print(old);
+	libbpf_unhush(old);
 }
 
 static int sockdiag_destroy_here(void *arg)
@@ -562,19 +612,13 @@ static void ns_leave(struct loader *l, int lock)
 	l->ns_token = 0;
 }
 
-struct loader *loader_load(const struct policy *p, const struct policy_compiled *c,
-			   const struct loader_opts *opts)
+/* An empty loader, before any object is opened. */
+static struct loader *loader_new(bool verbose)
 {
 	struct loader *l;
-	int err, ns_lock = -1;
 
-	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
-		errno = ENOENT;
-		return NULL;
-	}
-	libbpf_verbose = opts->verbose;
+	libbpf_verbose = verbose;
 	libbpf_set_print(libbpf_print);
-
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return NULL;
@@ -582,99 +626,202 @@ struct loader *loader_load(const struct policy *p, const struct policy_compiled 
 	l->pin_lock = -1;
 	l->ncpus = libbpf_num_possible_cpus();
 	if (l->ncpus <= 0) {
-		err = l->ncpus ? l->ncpus : -EINVAL;
-		goto err_free;
+		errno = l->ncpus ? -l->ncpus : EINVAL;
+		pthread_mutex_destroy(&l->learn_lock);
+		free(l);
+		return NULL;
 	}
+	return l;
+}
+
+/*
+ * Open every layer, size the maps for caps and load (verify) the programs: the slow part of a
+ * start, and nothing in it is a run's but the namespace's maps (l->ns_token). The run's
+ * configuration and policy come after (configure), the links after that (loader_attach).
+ */
+static int load_objects(struct loader *l, const struct loader_caps *caps)
+{
+	int err, ns_lock = -1;
+
+	if (access("/sys/kernel/btf/vmlinux", R_OK))
+		return -ENOENT;
+	l->caps = *caps;
 	l->skel = sl_sock_addr__open();
-	if (!l->skel) {
-		err = -errno;
-		goto err_free;
-	}
-	l->no_backstop = opts->no_backstop;
-	l->tc_clsact = opts->tc_clsact;
-	l->skb = sl_skb__open();
+	l->skb = l->skel ? sl_skb__open() : NULL;
 	l->surface = l->skb ? sl_surface__open() : NULL;
 	l->tc = l->surface ? sl_tc__open() : NULL;
-	if (!l->tc) {
-		err = -errno;
-		sl_surface__destroy(l->surface);
-		sl_skb__destroy(l->skb);
-		sl_sock_addr__destroy(l->skel);
-		goto err_free;
-	}
-	l->skel->rodata->sl_cfg_mode = p->mode;
-	l->skel->rodata->sl_cfg_default_allow = p->default_verdict == POLICY_DEFAULT_ALLOW;
-	l->skel->rodata->sl_cfg_deny_errno = p->deny_errno;
-	l->skel->rodata->sl_cfg_wakeup_bytes = opts->wakeup_bytes;
-	l->skel->rodata->sl_cfg_dns_port = opts->dns_port;
-	l->skel->rodata->sl_cfg_strict = opts->strict_evidence;
-	l->skel->rodata->sl_cfg_run = opts->run_cfg;
-	err = opts->ns_share ? ns_share_init(l, &opts->run_cfg) : 0;
-	if (err)
-		goto err_destroy;
-	l->skel->rodata->sl_cfg_ns_token = l->ns_token;
-
+	if (!l->tc)
+		return -errno;
 	/* An LPM trie must have max_entries >= 1, even for a policy with no CIDR rules. */
-	err = bpf_map__set_max_entries(l->skel->maps.sl_dst4, c->n_v4 ? c->n_v4 : 1);
+	err = bpf_map__set_max_entries(l->skel->maps.sl_dst4, caps->v4 ? caps->v4 : 1);
 	if (!err)
-		err = bpf_map__set_max_entries(l->skel->maps.sl_dst6, c->n_v6 ? c->n_v6 : 1);
+		err = bpf_map__set_max_entries(l->skel->maps.sl_dst6, caps->v6 ? caps->v6 : 1);
 	if (!err)
-		err = bpf_map__set_max_entries(l->skel->maps.sl_events, opts->ringbuf_bytes);
+		err = bpf_map__set_max_entries(l->skel->maps.sl_events, caps->ringbuf_bytes);
 	if (!err)
-		err = bpf_map__set_max_entries(l->skel->maps.sl_rule_ports,
-					       (__u32)c->n_rule_ports);
+		err = bpf_map__set_max_entries(l->skel->maps.sl_rule_ports, caps->rules);
 	if (!err)
-		err = bpf_map__set_max_entries(l->skel->maps.sl_rule_caps,
-					       (__u32)c->n_rule_ports);
+		err = bpf_map__set_max_entries(l->skel->maps.sl_rule_caps, caps->rules);
 	if (!err)
 		err = bpf_map__set_max_entries(l->skel->maps.sl_learned4,
-					       opts->learned_max ? opts->learned_max : 1);
+					       caps->learned_max ? caps->learned_max : 1);
 	if (!err)
 		err = bpf_map__set_max_entries(l->skel->maps.sl_learned6,
-					       opts->learned_max ? opts->learned_max : 1);
+					       caps->learned_max ? caps->learned_max : 1);
 	/* (address, name) pairs: an address may serve several names */
 	if (!err)
 		err = bpf_map__set_max_entries(l->skel->maps.sl_sni_ok,
-					       opts->learned_max ? 2 * opts->learned_max : 1);
-	if (!err && !policy_has_totals(c))
+					       caps->learned_max ? 2 * caps->learned_max : 1);
+	if (!err && !caps->host_totals)
 		err = bpf_map__set_max_entries(l->skel->maps.sl_host_bytes, 1);
-	if (err)
-		goto err_destroy;
-
-	err = sl_sock_addr__load(l->skel);
-	if (err)
-		goto err_destroy;
-	err = fill_policy_maps(l, c);
+	if (!err)
+		err = sl_sock_addr__load(l->skel);
 	/* the namespace's maps are made or reused, and the run joins, under one lock */
 	if (!err && l->ns_token)
 		ns_lock = clsact_lock();
 	if (!err)
-		err = load_packet_layer(l, p);
+		err = load_packet_layer(l);
 	if (!err)
-		err = load_surface_layer(l, p);
+		err = load_surface_layer(l);
 	if (!err)
-		err = load_tc_layer(l, p);
+		err = load_tc_layer(l);
 	if (!err && l->ns_token)
 		err = ns_join(l);
 	if (err)
-		goto err_destroy;
+		ns_leave(l, ns_lock >= 0 ? ns_lock : -2);
 	clsact_unlock(ns_lock);
-	load_destroyer(l);
-	return l;
+	if (!err) {
+		load_lsm_layer(l);
+		load_destroyer(l);
+	}
+	return err;
+}
 
-err_destroy:
-	ns_leave(l, ns_lock >= 0 ? ns_lock : -2);
-	clsact_unlock(ns_lock);
+/*
+ * The run's configuration (struct sl_cfg, one map every layer shares) and its policy, into a
+ * loaded set no link runs yet: what the programs will judge with from their first instruction.
+ * Once per set: a set that served a run is never configured for another.
+ */
+static int configure(struct loader *l, const struct policy *p, const struct policy_compiled *c,
+		     const struct loader_opts *opts)
+{
+	int err;
+
+	if (l->configured)
+		return -EBUSY;
+	l->configured = true;
+	l->cfg = (struct sl_cfg){
+		.version = SL_CFG_VERSION,
+		.wakeup_bytes = opts->wakeup_bytes,
+		.deny_errno = p->deny_errno,
+		.dns_port = opts->dns_port,
+		.mode = (__u8)p->mode,
+		.default_allow = p->default_verdict == POLICY_DEFAULT_ALLOW,
+		.strict = opts->strict_evidence,
+		.sockets = (__u8)p->sockets,
+		.backstop = !opts->no_backstop,
+		.ns_token = l->ns_token,
+		.run = opts->run_cfg,
+	};
+	l->no_backstop = opts->no_backstop;
+	l->tc_clsact = opts->tc_clsact;
+	err = cfg_write(l->skel->maps.data_cfg, &l->cfg);
+	return err ? err : fill_policy_maps(l, c);
+}
+
+static void loader_free_objects(struct loader *l)
+{
+	sl_destroy__destroy(l->destroy);
 	sl_tc__destroy(l->tc);
 	sl_surface__destroy(l->surface);
 	sl_skb__destroy(l->skb);
 	sl_sock_addr__destroy(l->skel);
-err_free:
 	pthread_mutex_destroy(&l->learn_lock);
 	free(l);
-	/* a libbpf call may fail without an errno: never report success as the reason */
-	errno = err ? -err : EINVAL;
-	return NULL;
+}
+
+/* The sizes a run's maps need: its policy's, its ring buffer and learned-address maps. */
+static void caps_of(const struct policy_compiled *c, const struct loader_opts *opts,
+		    struct loader_caps *caps)
+{
+	*caps = (struct loader_caps){
+		.v4 = (uint32_t)c->n_v4,
+		.v6 = (uint32_t)c->n_v6,
+		.rules = (uint32_t)c->n_rule_ports,
+		.ringbuf_bytes = opts->ringbuf_bytes,
+		.learned_max = opts->learned_max,
+		.host_totals = policy_has_totals(c),
+	};
+}
+
+struct loader *loader_load(const struct policy *p, const struct policy_compiled *c,
+			   const struct loader_opts *opts)
+{
+	struct loader_caps caps;
+	struct loader *l = loader_new(opts->verbose);
+	int err;
+
+	if (!l)
+		return NULL;
+	caps_of(c, opts, &caps);
+	err = opts->ns_share ? ns_share_init(l, &opts->run_cfg) : 0;
+	if (!err)
+		err = load_objects(l, &caps);
+	if (!err)
+		err = configure(l, p, c, opts);
+	if (err) {
+		ns_leave(l, -2);
+		loader_free_objects(l);
+		/* a libbpf call may fail without an errno: never report success as the reason */
+		errno = err < 0 ? -err : EINVAL;
+		return NULL;
+	}
+	return l;
+}
+
+struct loader *loader_load_spare(const struct loader_caps *caps, bool verbose)
+{
+	struct loader *l = loader_new(verbose);
+	bool old;
+	int err;
+
+	if (!l)
+		return NULL;
+	/* the caller says why a spare failed (once): libbpf's own words only with -v */
+	old = libbpf_hush();
+	err = load_objects(l, caps);
+	libbpf_unhush(old);
+	if (err) {
+		loader_free_objects(l);
+		errno = err < 0 ? -err : EINVAL;
+		return NULL;
+	}
+	return l;
+}
+
+bool loader_fits(const struct loader *l, const struct policy_compiled *c,
+		 const struct loader_opts *opts)
+{
+	struct loader_caps want;
+
+	caps_of(c, opts, &want);
+	/*
+	 * The ring buffer and learned-address maps as the run would have had them (a larger map
+	 * would change when the run sees E2BIG); the policy's may be larger than it needs. A run
+	 * with a host side shares its namespace's maps, sized and pinned before load.
+	 */
+	return !l->configured && !opts->ns_share && want.v4 <= l->caps.v4 &&
+	       want.v6 <= l->caps.v6 && want.rules <= l->caps.rules &&
+	       want.ringbuf_bytes == l->caps.ringbuf_bytes &&
+	       want.learned_max == l->caps.learned_max && (!want.host_totals || l->caps.host_totals);
+}
+
+int loader_take(struct loader *l, const struct policy *p, const struct policy_compiled *c,
+		const struct loader_opts *opts)
+{
+	if (!loader_fits(l, c, opts))
+		return -E2BIG;
+	return configure(l, p, c, opts);
 }
 
 static const char *const lsm_link_names[3] = { "lsm-socket-create", "lsm-connect",
@@ -775,8 +922,8 @@ static int reopen_link(const char *dir, const char *name, struct bpf_link **out)
 
 struct loader *loader_reopen(const char *run_id, bool verbose)
 {
+	char name[16], path[PATH_MAX];
 	struct loader *l;
-	char name[16];
 	__u32 zero = 0;
 	int i, err;
 
@@ -805,10 +952,16 @@ struct loader *loader_reopen(const char *run_id, bool verbose)
 	}
 	for (i = 0; !err && i < MAP_MAX; i++)
 		err = reopen_map(l, i);
+	/* a run of a build that kept its configuration in .rodata ("map-rodata"): another layout */
+	if (err == -ENOENT && i - 1 == MAP_CFG && !util_fmt(path, sizeof(path), "%s/map-rodata",
+							     l->pin_dir) && !access(path, F_OK))
+		err = -EPROTO;
 	l->maps_pinned = !err;
 	/* the configuration the programs run with: what the resumed writer must match */
-	if (!err && bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.rodata), &zero, l->skel->rodata))
+	if (!err && bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.data_cfg), &zero, &l->cfg))
 		err = -errno;
+	if (!err && l->cfg.version != SL_CFG_VERSION)
+		err = -EPROTO;
 	for (i = 0; !err && i < PROG_MAX; i++)
 		err = reopen_link(l->pin_dir, prog_names[i], &l->links[i]);
 	/* the host side's tcx links and the LSM layer's, where the run had them */
@@ -833,11 +986,11 @@ struct loader *loader_reopen(const char *run_id, bool verbose)
 		return NULL;
 	}
 	/* the namespace's shared maps, which the run leaves at its end */
-	l->ns_token = l->skel->rodata->sl_cfg_ns_token;
+	l->ns_token = cfg_of(l)->ns_token;
 	if (l->ns_token &&
 	    util_fmt(l->ns_dir, sizeof(l->ns_dir), NS_DIR_FMT, LOADER_BPFFS,
-		     (unsigned long long)l->skel->rodata->sl_cfg_run.netns_dev,
-		     (unsigned long long)l->skel->rodata->sl_cfg_run.netns_ino))
+		     (unsigned long long)cfg_of(l)->run.netns_dev,
+		     (unsigned long long)cfg_of(l)->run.netns_ino))
 		l->ns_token = 0;
 	snprintf(l->lsm_why, sizeof(l->lsm_why), "%s",
 		 l->lsm_links[0] ? "" : "the run has no BPF LSM layer");
@@ -847,22 +1000,22 @@ struct loader *loader_reopen(const char *run_id, bool verbose)
 
 uint16_t loader_dns_port(const struct loader *l)
 {
-	return l->skel->rodata->sl_cfg_dns_port;
+	return cfg_of(l)->dns_port;
 }
 
 bool loader_strict(const struct loader *l)
 {
-	return l->skel->rodata->sl_cfg_strict;
+	return cfg_of(l)->strict;
 }
 
 int loader_mode(const struct loader *l)
 {
-	return l->skel->rodata->sl_cfg_mode;
+	return cfg_of(l)->mode;
 }
 
 const struct sl_run_cfg *loader_run_cfg(const struct loader *l)
 {
-	return (const struct sl_run_cfg *)&l->skel->rodata->sl_cfg_run;
+	return &cfg_of(l)->run;
 }
 
 int loader_cgroup_id(const struct loader *l, uint64_t *id)
@@ -912,32 +1065,18 @@ int loader_host_names(const struct loader *l,
 	return errno == ENOENT ? 0 : -errno;
 }
 
-/*
- * Optional: BPF LSM needs CONFIG_BPF_LSM and "bpf" among the active LSMs; lsm_cgroup needs 6.0.
- * Failing here is not an error: the run goes on without the layer, and says so.
- */
-static void load_lsm_layer(struct loader *l, int cgroup_fd, uint64_t cgroup_id, int level)
+/* The LSM layer's links, once the configuration names the run's cgroup. */
+static void attach_lsm_layer(struct loader *l, int cgroup_fd)
 {
-	/* a failure is expected where the kernel has no BPF LSM */
-	libbpf_print_fn_t old = libbpf_quiet();
+	bool old = libbpf_hush();
 	__u32 zero = 0, fd = (__u32)cgroup_fd;
 	struct bpf_link *links[3] = {};
-	const char *step = "open";
 	int i;
 
-	l->lsm = sl_lsm__open();
-	if (!l->lsm || share_maps(l->lsm->obj, l))
+	if (!l->lsm)
+		return;
+	if (bpf_map_update_elem(bpf_map__fd(l->lsm->maps.sl_run_cgroup), &zero, &fd, BPF_ANY))
 		goto fail;
-	step = "load";
-	l->lsm->rodata->sl_cfg_mode = l->skel->rodata->sl_cfg_mode;
-	l->lsm->rodata->sl_cfg_deny_errno = l->skel->rodata->sl_cfg_deny_errno;
-	l->lsm->rodata->sl_cfg_default_allow = l->skel->rodata->sl_cfg_default_allow;
-	l->lsm->rodata->sl_cfg_cgroup_id = cgroup_id;
-	l->lsm->rodata->sl_cfg_cgroup_level = level;
-	if (sl_lsm__load(l->lsm) ||
-	    bpf_map_update_elem(bpf_map__fd(l->lsm->maps.sl_run_cgroup), &zero, &fd, BPF_ANY))
-		goto fail;
-	step = "attach";
 	links[0] = bpf_program__attach_cgroup(l->lsm->progs.sl_lsm_socket_create, cgroup_fd);
 	links[1] = bpf_program__attach_lsm(l->lsm->progs.sl_lsm_connect);
 	links[2] = bpf_program__attach_lsm(l->lsm->progs.sl_lsm_sendmsg);
@@ -945,18 +1084,17 @@ static void load_lsm_layer(struct loader *l, int cgroup_fd, uint64_t cgroup_id, 
 		if (!links[i])
 			goto fail;
 	memcpy(l->lsm_links, links, sizeof(links));
-	libbpf_set_print(old);
+	libbpf_unhush(old);
 	return;
 fail:
 	for (i = 0; i < 3; i++)
 		bpf_link__destroy(links[i]);
 	sl_lsm__destroy(l->lsm);
 	l->lsm = NULL;
-	/* EPERM also comes from lockdown or a host policy that forbids LSM programs */
-	if (util_fmt(l->lsm_why, sizeof(l->lsm_why), "BPF LSM programs: %s failed: %s", step,
+	if (util_fmt(l->lsm_why, sizeof(l->lsm_why), "BPF LSM programs: attach failed: %s",
 		     strerror(errno ? errno : EINVAL)))
 		l->lsm_why[0] = '\0';
-	libbpf_set_print(old);
+	libbpf_unhush(old);
 }
 
 bool loader_lsm_active(const struct loader *l, const char **why)
@@ -993,6 +1131,12 @@ int loader_attach(struct loader *l, int cgroup_fd, uint64_t cgroup_id, int cgrou
 	if (l->pin_lock < 0 || flock(l->pin_lock, LOCK_EX | LOCK_NB))
 		return -errno;
 
+	/* what the LSM layer checks a task against: written before any link of the run exists */
+	l->cfg.cgroup_id = cgroup_id;
+	l->cfg.cgroup_level = cgroup_level;
+	err = cfg_write(l->skel->maps.data_cfg, &l->cfg);
+	if (err)
+		return err;
 	for (i = 0; i < PROG_MAX; i++) {
 		/* bpf_link attachment only: it cannot be replaced or detached by legacy attach. */
 		l->links[i] = bpf_program__attach_cgroup(prog_of(l, i), cgroup_fd);
@@ -1022,7 +1166,7 @@ int loader_attach(struct loader *l, int cgroup_fd, uint64_t cgroup_id, int cgrou
 		}
 		l->maps_pinned = true;
 	}
-	load_lsm_layer(l, cgroup_fd, cgroup_id, cgroup_level);
+	attach_lsm_layer(l, cgroup_fd);
 	for (i = 0; l->lsm && i < 3; i++) {
 		if (util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, lsm_link_names[i]))
 			return -ENAMETOOLONG;
@@ -1330,7 +1474,7 @@ static int tc_attach_here(void *arg)
 	struct tc_attachment *a = op->a;
 	int prog_fd = bpf_program__fd(op->l->tc->progs.sl_tc_ingress), err;
 	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = a->peer.ifindex, .attach_point = BPF_TC_INGRESS);
-	libbpf_print_fn_t old;
+	bool old;
 	int lock;
 	__u32 h;
 
@@ -1338,11 +1482,11 @@ static int tc_attach_here(void *arg)
 		/* first: a program before sluice that passes or redirects would skip it */
 		LIBBPF_OPTS(bpf_tcx_opts, first, .flags = BPF_F_BEFORE);
 		/* before 6.6 this fails (EINVAL): expected, not a warning to print */
-		old = libbpf_quiet();
+		old = libbpf_hush();
 		a->link = bpf_program__attach_tcx(op->l->tc->progs.sl_tc_ingress, a->peer.ifindex,
 						   &first);
 		err = a->link ? 0 : -errno;
-		libbpf_set_print(old);
+		libbpf_unhush(old);
 		if (a->link)
 			return 0;
 		if (err != -EINVAL && err != -EOPNOTSUPP)
@@ -1356,7 +1500,7 @@ static int tc_attach_here(void *arg)
 	}
 	a->clsact_created = !err;
 	/* another run's filter at a handle is expected (the kernel's "exists" is no warning) */
-	old = libbpf_quiet();
+	old = libbpf_hush();
 	for (h = TC_HANDLE, err = -EEXIST; err == -EEXIST && h < TC_HANDLE + TC_HANDLES; h++) {
 		LIBBPF_OPTS(bpf_tc_opts, topts, .prog_fd = prog_fd, .handle = h,
 			    .priority = TC_PRIORITY);
@@ -1364,7 +1508,7 @@ static int tc_attach_here(void *arg)
 		err = bpf_tc_attach(&hook, &topts);
 		a->handle = h;
 	}
-	libbpf_set_print(old);
+	libbpf_unhush(old);
 	if (err && a->clsact_created)
 		clsact_remove_if_empty(&hook);
 	clsact_unlock(lock);
@@ -1611,9 +1755,9 @@ void loader_destroy(struct loader *l)
 /*
  * --- Switching a live run to another policy or mode (sluice set-mode, replace-policy) ----------
  *
- * The mode and much of the policy are constants of the programs (.rodata: the verifier prunes
- * what a mode does not need), so a switch loads a second set of the run's programs with the new
- * configuration, verified while the first goes on judging. The second set reuses every map that
+ * A switch loads a second set of the run's programs, with a configuration of its own (struct
+ * sl_cfg: mode, default, errno, socket kinds, the policy's hash), verified while the first goes
+ * on judging with its own. The second set reuses every map that
  * holds the run's state (the ring buffer, sequence and loss counters, socket storages, DNS
  * clients, host names and totals, the log's state, the namespace's attribution maps) and gets
  * maps of its own for what the policy decides: the CIDR tries, each rule's ports and caps, and
@@ -1621,10 +1765,11 @@ void loader_destroy(struct loader *l)
  * (loader_next_learn, loader_next_sni) before loader_next_commit moves every link of the run
  * (cgroup and tcx) to the new programs with bpf_link_update. That is atomic per hook: each hook
  * runs either the old or the new programs, never neither; a failure moves back the links already
- * moved and leaves the old programs in place. Mode in a map instead would have kept the set but
- * not the policy (its rodata, its rule numbering), and cost every hook a lookup.
+ * moved and leaves the old programs in place. (Writing the mode into the attached set's
+ * configuration would be one store, but not the rest: a policy's rule numbering is its maps'.)
  */
 struct loader_next {
+	struct sl_cfg cfg; /* the new set's configuration */
 	struct sl_sock_addr *skel;
 	struct sl_skb *skb;
 	struct sl_surface *surface;
@@ -1657,7 +1802,8 @@ static int next_share(struct bpf_object *obj, struct bpf_object *first, struct b
 	int err;
 
 	bpf_object__for_each_map(map, obj) {
-		if (bpf_map__is_internal(map))
+		/* internal maps are the object's own, but for the new set's configuration */
+		if (bpf_map__is_internal(map) && strcmp(bpf_map__name(map), CFG_MAP))
 			continue;
 		src = first ? bpf_object__find_map_by_name(first, bpf_map__name(map)) : NULL;
 		if (!src && old)
@@ -1726,8 +1872,8 @@ void loader_next_free(struct loader_next *n)
 int loader_next_load(struct loader *l, const struct policy *p, const struct policy_compiled *c,
 		     int mode, struct loader_next **out)
 {
-	struct loader_next *n;
 	struct loader shadow = {};
+	struct loader_next *n;
 	int err;
 
 	*out = NULL;
@@ -1745,15 +1891,22 @@ int loader_next_load(struct loader *l, const struct policy *p, const struct poli
 		err = -errno;
 		goto fail;
 	}
-	/* what the run was loaded with (ports, tokens, the resume configuration), then the policy */
-	memcpy((void *)n->skel->rodata, (const void *)l->skel->rodata, sizeof(*n->skel->rodata));
-	n->skel->rodata->sl_cfg_mode = (__u8)mode;
-	n->skel->rodata->sl_cfg_default_allow = p->default_verdict == POLICY_DEFAULT_ALLOW;
-	n->skel->rodata->sl_cfg_deny_errno = p->deny_errno;
-	memcpy((void *)n->skel->rodata->sl_cfg_run.policy_sha256, p->sha256, sizeof(p->sha256));
 	err = next_share_decision(n, l, c);
 	if (!err)
 		err = sl_sock_addr__load(n->skel);
+	if (err)
+		goto fail;
+	/*
+	 * The new set's own configuration, which its other layers share: what the run was loaded
+	 * with (ports, tokens, the resume configuration), then the policy and mode.
+	 */
+	n->cfg = l->cfg;
+	n->cfg.mode = (__u8)mode;
+	n->cfg.default_allow = p->default_verdict == POLICY_DEFAULT_ALLOW;
+	n->cfg.deny_errno = p->deny_errno;
+	n->cfg.sockets = (__u8)p->sockets;
+	memcpy(n->cfg.run.policy_sha256, p->sha256, sizeof(p->sha256));
+	err = cfg_write(n->skel->maps.data_cfg, &n->cfg);
 	if (err)
 		goto fail;
 	/* fill_policy_maps, share_maps and the layers' loaders work on a loader: the new one's */
@@ -1763,24 +1916,16 @@ int loader_next_load(struct loader *l, const struct policy *p, const struct poli
 		goto fail;
 
 	memcpy((void *)n->skb->rodata, (const void *)l->skb->rodata, sizeof(*n->skb->rodata));
-	n->skb->rodata->sl_cfg_mode = (__u8)mode;
-	n->skb->rodata->sl_cfg_default_allow = n->skel->rodata->sl_cfg_default_allow;
 	err = next_share(n->skb->obj, n->skel->obj, l->skb->obj);
 	if (!err)
 		err = sl_skb__load(n->skb);
 	if (err)
 		goto fail;
-	memcpy((void *)n->surface->rodata, (const void *)l->surface->rodata,
-	       sizeof(*n->surface->rodata));
-	n->surface->rodata->sl_cfg_sockets = (__u8)p->sockets;
 	err = next_share(n->surface->obj, n->skel->obj, l->surface->obj);
 	if (!err)
 		err = sl_surface__load(n->surface);
 	if (err)
 		goto fail;
-	memcpy((void *)n->tc->rodata, (const void *)l->tc->rodata, sizeof(*n->tc->rodata));
-	n->tc->rodata->sl_cfg_mode = (__u8)mode;
-	n->tc->rodata->sl_cfg_default_allow = n->skel->rodata->sl_cfg_default_allow;
 	/*
 	 * The new decision layer's maps (its policy), else the old host side's own (its report
 	 * cache, and the namespace's attribution maps, which it shares with the old packet layer).
@@ -1794,16 +1939,8 @@ int loader_next_load(struct loader *l, const struct policy *p, const struct poli
 		goto fail;
 	if (l->lsm) {
 		n->lsm = sl_lsm__open();
-		err = n->lsm ? 0 : -errno;
-		if (!err) {
-			memcpy((void *)n->lsm->rodata, (const void *)l->lsm->rodata,
-			       sizeof(*n->lsm->rodata));
-			n->lsm->rodata->sl_cfg_mode = (__u8)mode;
-			n->lsm->rodata->sl_cfg_deny_errno = p->deny_errno;
-			n->lsm->rodata->sl_cfg_default_allow =
-				n->skel->rodata->sl_cfg_default_allow;
-			err = next_share(n->lsm->obj, n->skel->obj, l->lsm->obj);
-		}
+		/* (its cgroup is in the configuration the new set copied) */
+		err = n->lsm ? next_share(n->lsm->obj, n->skel->obj, l->lsm->obj) : -errno;
 		if (!err)
 			err = sl_lsm__load(n->lsm);
 		if (err)
@@ -2078,7 +2215,7 @@ int loader_next_commit(struct loader *l, struct loader_next *n, char *err_msg, s
 		struct loader shadow = { .skel = n->skel };
 
 		for (i = 0; i < MAP_MAX; i++)
-			if (policy_map(bpf_map__name(map_of(&shadow, i))) || i == MAP_RODATA)
+			if (policy_map(bpf_map__name(map_of(&shadow, i))) || i == MAP_CFG)
 				if (repin(l, map_pin_names[i], pin_map, map_of(&shadow, i)))
 					fprintf(stderr, "sluice: pin %s: %s\n", map_pin_names[i],
 						strerror(errno));
@@ -2095,6 +2232,7 @@ int loader_next_commit(struct loader *l, struct loader_next *n, char *err_msg, s
 	sl_skb__destroy(l->skb);
 	sl_sock_addr__destroy(l->skel);
 	l->skel = n->skel;
+	l->cfg = n->cfg;
 	l->skb = n->skb;
 	l->surface = n->surface;
 	l->tc = n->tc;

@@ -37,6 +37,36 @@ struct loader *loader_load(const struct policy *p, const struct policy_compiled 
 			   const struct loader_opts *opts);
 
 /*
+ * The sizes of a set's maps that depend on the run: its policy's CIDR tries (entries per family)
+ * and rules (n_rules + 1), its ring buffer's bytes and its learned-address maps' entries.
+ */
+struct loader_caps {
+	uint32_t v4, v6, rules;
+	uint32_t ringbuf_bytes;
+	uint32_t learned_max;
+	bool host_totals; /* a policy with max_total_* caps: sl_host_bytes full size, else 1 entry */
+};
+
+/*
+ * A spare (sluice daemon's pool): a whole set of a run's programs loaded and verified for no run
+ * yet, its maps sized by caps, nothing written in them, nothing attached, nothing pinned (its
+ * end, or its process's, frees it all). Any thread; sets errno and returns NULL.
+ */
+struct loader *loader_load_spare(const struct loader_caps *caps, bool verbose);
+
+/* Whether a spare never taken can serve a run of policy c with opts (loader_take). */
+bool loader_fits(const struct loader *l, const struct policy_compiled *c,
+		 const struct loader_opts *opts);
+
+/*
+ * Make a spare the run's: its configuration and policy written, as loader_load would have, so
+ * loader_attach can follow. Once per spare: -EBUSY for one taken already, -E2BIG for a run it
+ * does not fit (loader_fits). On failure the spare must be destroyed, not given to another run.
+ */
+int loader_take(struct loader *l, const struct policy *p, const struct policy_compiled *c,
+		const struct loader_opts *opts);
+
+/*
  * The loader of a run whose writer died: its programs attached and pinned under
  * <bpffs>/sluice/<run_id> (with the maps a writer needs), opened from there without attaching
  * or changing anything. loader_detach then ends the run's enforcement as it would have.
@@ -69,9 +99,9 @@ int loader_host_names(const struct loader *l,
 
 /*
  * Attach every program to the cgroup and pin the links under <bpffs>/sluice/<run_id>, and the
- * maps a resumed writer needs beside them (loader_reopen). The optional BPF-LSM layer is
- * loaded here too (it needs the cgroup's id and level); whether it could be is
- * loader_lsm_active().
+ * maps a resumed writer needs beside them (loader_reopen). The optional BPF-LSM layer (loaded
+ * with the others where the kernel has it) is attached here too, once the configuration names
+ * the cgroup's id and level; whether it could be is loader_lsm_active().
  */
 int loader_attach(struct loader *l, int cgroup_fd, uint64_t cgroup_id, int cgroup_level,
 		  const char *run_id);

@@ -37,6 +37,7 @@
 #include "note.h"
 #include "records.h"
 #include "resolver.h"
+#include "pool.h"
 #include "run.h"
 #include "runopts.h"
 #include "sandbox_seccomp.h"
@@ -46,7 +47,6 @@
 
 #define POLL_INTERVAL_MS 100	/* upper bound on how late an allow record reaches the log */
 #define KILL_TIMEOUT_MS 5000
-#define RUN_LEARNED_MAX 65536	/* addresses the resolver may hand out, per family */
 /*
  * A checkpoint every 1000 lines or 10 s: a crash leaves at most that much unsigned, for one
  * Ed25519 signature and two small writes per thousand lines.
@@ -113,7 +113,7 @@ void run_init(struct run *r, const char *cmd_name)
 	r->args.cmd_name = cmd_name;
 	r->args.cgroup_parent = "sluice";
 	r->args.checkpoint_fd = -1;
-	r->args.ringbuf_kib = 1024;
+	r->args.ringbuf_kib = RUN_RINGBUF_KIB;
 	r->args.checkpoint_lines = RUN_CHECKPOINT_LINES;
 	r->args.checkpoint_secs = RUN_CHECKPOINT_SECS;
 	r->cg.fd = -1;
@@ -301,7 +301,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 	char *end;
 	int c, err;
 
-	a->ringbuf_kib = 1024;
+	a->ringbuf_kib = RUN_RINGBUF_KIB;
 	a->checkpoint_lines = RUN_CHECKPOINT_LINES;
 	a->checkpoint_secs = RUN_CHECKPOINT_SECS;
 	optind = 1;
@@ -915,7 +915,11 @@ int run_setup(struct run *r, char *err, size_t err_len)
 		return ret;
 	}
 
-	r->loader = loader_load(r->policy, r->compiled, &lo);
+	/* a daemon's spare (already verified) where one fits, else a set loaded for the run */
+	r->loader = pool_take(r->pool, r->policy, r->compiled, &lo, &r->spare_why);
+	r->from_spare = r->loader != NULL;
+	if (!r->loader)
+		r->loader = loader_load(r->policy, r->compiled, &lo);
 	if (!r->loader) {
 		ret = -errno;
 		util_fmt(err, err_len, "load BPF programs: %s", loader_explain(-ret));

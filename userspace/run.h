@@ -27,6 +27,8 @@
 #define RUN_EXIT_NOT_FOUND 127
 
 #define RUN_ID_MAX 64
+#define RUN_LEARNED_MAX 65536 /* addresses the resolver may hand out, per family */
+#define RUN_RINGBUF_KIB 1024   /* the ring buffer, unless --ringbuf-kib */
 #define RUN_HOST_KEY "/etc/sluice/host.key"
 #define RUN_CERT_MAX 1024 /* the host key's note certifying the run key */
 #define RUN_UPSTREAM_MAX 64 /* "[IPv6]:PORT" */
@@ -100,6 +102,9 @@ struct run {
 	bool started;	    /* the log holds the run's first line */
 	/* a resume that has not taken the run over: its end leaves it exactly as it was */
 	bool hands_off;
+	struct pool *pool;    /* a daemon's spares, which run_setup may take from; NULL: none */
+	bool from_spare;      /* the programs are a spare's */
+	const char *spare_why; /* else why not (static) */
 };
 
 /* argv starts after "run". Returns the process exit status. */

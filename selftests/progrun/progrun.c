@@ -260,11 +260,8 @@ static int run_up(struct run *r, const char *text, bool default_allow)
 	/* the TLS cases run under the deny policy only */
 	bpf_program__set_autoload(r->skb->progs.t_tls_egress, !default_allow);
 	autoload_only_tests(r->dec->obj);
-	r->skb->rodata->sl_cfg_default_allow = default_allow;
-	r->skb->rodata->sl_cfg_dns_port = DNS_PORT;
 	r->skb->rodata->sl_cfg_frag_check = has_kern_ctx_kfunc();
-	r->dec->rodata->sl_cfg_default_allow = default_allow;
-	r->dec->rodata->sl_cfg_dns_port = DNS_PORT;
+	/* the run's configuration (default, resolver port) is the loader's map, shared by name */
 	if ((e = share_loader_maps(r->skb->obj, r->l)) ||
 	    (e = share_loader_maps(r->dec->obj, r->l)))
 		return e;

@@ -1,0 +1,297 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# sluice daemon's spares (--spares N): sets of a run's programs loaded and verified in advance,
+# which an attach whose policy fits one takes instead of loading its own.
+# - An attach takes a spare (the reply says so): a denied host is denied, an allowed one
+#   reached, and the log verifies.
+# - Two runs with different policies, both from spares: the address each learned for its name
+#   opens nothing for the other, in both directions; neither reaches the other's CIDR.
+# - A policy larger than a spare's maps is loaded afresh (the reply says why) and enforced.
+# - A run taken from a spare after another spare's run ended sees nothing of it: the ended run's
+#   learned address is denied to it, and nothing of the ended run is in its log.
+# - SIGKILL of the daemon: the attached runs stay enforced; every program the daemon held that
+#   no link ran (its spares) is gone with it, and nothing is pinned but the runs.
+# - A run from a spare switches mode (sluice set-mode) and back, as any run.
+# - --spares 0: attaches load their own, and enforce.
+#
+# The daemon runs in the topology's run namespace (nsenter --net): the runs are attached
+# without "netns" (a run that names its namespace shares that namespace's maps, so never takes
+# a spare), and their resolvers listen there, beside the workloads. The upstream DNS server runs
+# there too, on loopback.
+
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+require_root
+require_sluice
+topo_up
+
+command -v dig >/dev/null || skip_all "dig not installed"
+command -v dnsmasq >/dev/null || skip_all "dnsmasq not installed"
+
+D=$SL_TMP/daemon
+mkdir -p "$D"
+export SLUICE_SOCKET=$D/sluice.sock
+NETNS=/run/netns/$SL_NS_RUN
+
+# req JSON: one request on the daemon's socket; prints the reply's first line.
+req() {
+	python3 - "$SLUICE_SOCKET" "$1" "$((60 * SL_SLOW))" <<'EOF'
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(int(sys.argv[3]))
+s.connect(sys.argv[1])
+s.sendall(sys.argv[2].encode() + b"\n")
+print(s.makefile("rb").readline().decode().rstrip("\n"))
+EOF
+}
+
+# attach RUN_ID CGROUP POLICY: prints the reply.
+attach() {
+	req "{\"op\":\"attach\",\"run_id\":\"$1\",\"cgroup\":\"$2\",\"policy\":\"$3\",$(
+		)\"upstream\":\"127.0.0.1:$UP_PORT\"}"
+}
+
+# reply_field REPLY KEY: a member of a reply (true/false for booleans).
+reply_field() {
+	python3 -c 'import json, sys
+v = json.loads(sys.argv[1]).get(sys.argv[2], "")
+print(str(v).lower() if isinstance(v, bool) else v)' "$1" "$2" 2>/dev/null
+}
+
+# daemon_up [ARGS…]: the test's daemon, in the run namespace; waits until it answers.
+daemon_up() {
+	nsenter "--net=$NETNS" -- "$SLUICE" daemon --state-dir "$D/state" --log-dir "$D/logs" "$@" \
+		>>"$D/out" 2>>"$D/err" </dev/null &
+	DPID=$!
+	sl_track_pid "$DPID"
+	for _ in $(seq $((200 * SL_SLOW))); do
+		"$SLUICE" status >/dev/null 2>&1 && return 0
+		kill -0 "$DPID" 2>/dev/null || return 1
+		sleep 0.05
+	done
+	return 1
+}
+
+# spares_at_least N: wait until the daemon has N spares ready (loading one verifies every
+# program: seconds on a loaded machine).
+spares_at_least() {
+	local out
+	for _ in $(seq $((600 * SL_SLOW))); do
+		out=$(req '{"op":"ping"}')
+		[[ $(reply_field "$out" spares) -ge $1 ]] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# in_cg CGROUP CMD…: CMD in the cgroup and the run namespace.
+in_cg() {
+	local cg=$1
+	shift
+	sl_in_cgroup "$cg" "${RUN_EXEC_NETONLY[@]}" "$@"
+}
+
+# probe CGROUP ADDR: "ok" or "err ERRNO" for a TCP connect to ADDR:80.
+probe() { in_cg "$1" "$SL_PROBE" tcp "$2" 80 | cut -d' ' -f1-2; }
+
+# resolve CGROUP NAME: the address the run's resolver answers (nothing if refused).
+resolve() { in_cg "$1" dig +time=2 +tries=1 +short @198.51.100.53 "$2" | grep -E '^[0-9.]+$'; }
+
+# prog_ids PID: the ids of the BPF programs process PID holds an fd of.
+prog_ids() {
+	grep -h '^prog_id:' /proc/"$1"/fdinfo/* 2>/dev/null | awk '{ print $2 }' | sort -u
+}
+
+# linked_prog_ids: the programs some BPF link runs.
+linked_prog_ids() {
+	bpftool link show -j 2>/dev/null |
+		python3 -c 'import json, sys
+for l in json.load(sys.stdin):
+    if "prog_id" in l:
+        print(l["prog_id"])' | sort -u
+}
+
+# --- the upstream DNS server, on the run namespace's loopback -------------------------------
+UP_PORT=$(sl_free_port) || bail_out "no free port"
+nsenter "--net=$NETNS" -- dnsmasq --no-daemon --conf-file=/dev/null --no-resolv --no-hosts \
+	--no-poll --listen-address=127.0.0.1 --bind-interfaces --port="$UP_PORT" \
+	--host-record=a.pool.example,198.51.100.10 --host-record=b.pool.example,198.51.100.20 \
+	--host-record=c.pool.example,198.51.100.20 >"$SL_TMP/dnsmasq.out" 2>&1 </dev/null &
+sl_track_pid $!
+for _ in $(seq $((100 * SL_SLOW))); do
+	nsenter "--net=$NETNS" -- dig +time=1 +tries=1 -p "$UP_PORT" @127.0.0.1 . SOA 2>/dev/null |
+		grep -q 'status:' && break
+	sleep 0.05
+done
+
+cat >"$SL_TMP/a.yaml" <<EOF
+default: deny
+rules:
+  - name: a-host
+    hosts: [a.pool.example]
+    ports: [80]
+EOF
+cat >"$SL_TMP/b.yaml" <<EOF
+default: deny
+rules:
+  - name: b-host
+    hosts: [b.pool.example]
+    ports: [80]
+  - name: b-cidr
+    cidrs: [203.0.113.7/32]
+    ports: [80]
+EOF
+cat >"$SL_TMP/c.yaml" <<EOF
+default: deny
+rules:
+  - name: c-host
+    hosts: [c.pool.example]
+    ports: [80]
+EOF
+# 300 rules: more than a spare's rule maps hold
+{
+	echo "default: deny"
+	echo "rules:"
+	for i in $(seq 1 299); do
+		printf '  - name: r%d\n    cidrs: [10.99.%d.%d/32]\n    ports: [80]\n' \
+			"$i" $((i / 256)) $((i % 256))
+	done
+	printf '  - name: big-cidr\n    cidrs: [203.0.113.7/32]\n    ports: [80]\n'
+} >"$SL_TMP/big.yaml"
+
+daemon_up --spares 2 || bail_out "the daemon did not start: $(tail -5 "$D/err")"
+sl_on_exit "sl_stop_pid \$DPID"
+spares_at_least 2 || bail_out "the daemon loaded no spares: $(tail -5 "$D/err")"
+tap_ok "the daemon keeps 2 spares ready"
+
+CG_A=$(sl_cgroup_new a) && CG_B=$(sl_cgroup_new b) && CG_C=$(sl_cgroup_new c) &&
+	CG_BIG=$(sl_cgroup_new big) && CG_Z=$(sl_cgroup_new z) ||
+	bail_out "cannot make the test cgroups"
+RA=t-$SL_ID-a RB=t-$SL_ID-b RC=t-$SL_ID-c RBIG=t-$SL_ID-big RZ=t-$SL_ID-z
+SL_RUNS+=("$RA" "$RB" "$RC" "$RBIG" "$RZ")
+
+# --- one run from a spare --------------------------------------------------------------------
+out=$(attach "$RA" "$CG_A" "$SL_TMP/a.yaml")
+tap_is "run A is attached from a spare" "$(reply_field "$out" ok) $(reply_field "$out" spare)" \
+	"true true"
+[[ $(reply_field "$out" spare) == true ]] || tap_diag "$out"$'\n'"$(tail -5 "$D/err")"
+tap_diag "attach from a spare: $(reply_field "$out" attach_ms) ms"
+sink_mark
+tap_is "run A resolves its name" "$(resolve "$CG_A" a.pool.example)" 198.51.100.10
+tap_is "run A reaches its host" "$(probe "$CG_A" 198.51.100.10)" ok
+tap_is "run A is denied another host" "$(probe "$CG_A" 198.51.100.20)" "err EPERM"
+assert_sink_saw "run A's allowed connection arrived" "tcp 198.51.100.10 80" 1
+tap_is "nothing arrived at the denied host" "$(sink_count 'tcp 198.51.100.20 80')" 0
+
+# --- a second run from a spare, with another policy -------------------------------------------
+spares_at_least 1 || tap_diag "no spare was refilled: $(tail -5 "$D/err")"
+out=$(attach "$RB" "$CG_B" "$SL_TMP/b.yaml")
+tap_is "run B is attached from a spare" "$(reply_field "$out" ok) $(reply_field "$out" spare)" \
+	"true true"
+[[ $(reply_field "$out" spare) == true ]] || tap_diag "$out"$'\n'"$(tail -5 "$D/err")"
+tap_is "run B resolves its name" "$(resolve "$CG_B" b.pool.example)" 198.51.100.20
+tap_is "run A does not resolve run B's name" "$(resolve "$CG_A" b.pool.example)" ""
+tap_is "run B does not reach the address run A learned" "$(probe "$CG_B" 198.51.100.10)" \
+	"err EPERM"
+tap_is "run A does not reach the address run B learned" "$(probe "$CG_A" 198.51.100.20)" \
+	"err EPERM"
+tap_is "run A does not reach run B's CIDR" "$(probe "$CG_A" 203.0.113.7)" "err EPERM"
+tap_is "run B reaches its host and its CIDR" \
+	"$(probe "$CG_B" 198.51.100.20) $(probe "$CG_B" 203.0.113.7)" "ok ok"
+tap_is "run A still reaches its own host" "$(probe "$CG_A" 198.51.100.10)" ok
+
+# --- a policy larger than a spare --------------------------------------------------------------
+spares_at_least 1 || tap_diag "no spare was refilled: $(tail -5 "$D/err")"
+out=$(attach "$RBIG" "$CG_BIG" "$SL_TMP/big.yaml")
+tap_is "a 300-rule policy is attached with programs of its own" \
+	"$(reply_field "$out" ok) $(reply_field "$out" spare)" "true false"
+tap_check "… and the reply says why" grep -q "exceed a spare" <<<"$out"
+tap_is "the large policy's run reaches its CIDR, not another" \
+	"$(probe "$CG_BIG" 203.0.113.7) $(probe "$CG_BIG" 198.51.100.10)" "ok err EPERM"
+
+# --- a switch of a run taken from a spare (a second set of its own, as for any run) ------------
+out=$("$SLUICE" set-mode --run-id "$RB" report 2>&1)
+tap_check "run B (from a spare) switches to report mode" test $? -eq 0 || tap_diag "$out"
+tap_is "… and then reaches a host its policy does not list" "$(probe "$CG_B" 198.51.100.10)" ok
+out=$("$SLUICE" set-mode --run-id "$RB" enforce 2>&1)
+tap_is "… and back in enforce mode, is denied it again" "$(probe "$CG_B" 198.51.100.10)" \
+	"err EPERM"
+
+# --- a run from a spare after a run from a spare ended ----------------------------------------
+"$SLUICE" detach --run-id "$RA" >/dev/null
+LA=$D/logs/$RA.jsonl
+out=$("$SLUICE" verify "$LA" --key "$SLUICE_PUB" 2>&1)
+tap_check "run A's log verifies" test $? -eq 0
+[[ $out == *"OK: intact and complete"* ]] || tap_diag "$out"
+tap_cmp "run A's log holds its allow" "$(log_count "$LA" type=decision decision=allow)" -ge 1
+tap_cmp "run A's log holds its denials" "$(log_count "$LA" type=decision decision=deny)" -ge 2
+spares_at_least 1 || tap_diag "no spare was refilled: $(tail -5 "$D/err")"
+out=$(attach "$RC" "$CG_C" "$SL_TMP/c.yaml")
+tap_is "run C is attached from a spare after run A ended" \
+	"$(reply_field "$out" ok) $(reply_field "$out" spare)" "true true"
+tap_is "run C does not reach the address ended run A learned" "$(probe "$CG_C" 198.51.100.10)" \
+	"err EPERM"
+tap_is "run C does not reach the address live run B learned" "$(probe "$CG_C" 198.51.100.20)" \
+	"err EPERM"
+# (c.pool.example is B's address: C reaches it once its own resolver has answered it)
+tap_is "run C resolves its own name and reaches it" \
+	"$(resolve "$CG_C" c.pool.example) $(probe "$CG_C" 198.51.100.20)" "198.51.100.20 ok"
+LC=$D/logs/$RC.jsonl
+tap_is "run C's log names no host of another run" \
+	"$(grep -c -e a.pool.example -e b.pool.example -e "$RA" -e "$RB" "$LC")" 0
+
+# --- SIGKILL of the daemon ----------------------------------------------------------------------
+spares_at_least 2 || tap_diag "the spares were not refilled: $(tail -5 "$D/err")"
+held=$(prog_ids "$DPID")
+linked=$(linked_prog_ids)
+spare_ids=$(comm -23 <(echo "$held") <(echo "$linked"))
+tap_cmp "the daemon holds programs no link runs (its spares)" "$(wc -w <<<"$spare_ids")" -ge 28
+kill -KILL "$DPID"
+wait "$DPID" 2>/dev/null
+left=0
+for _ in $(seq $((100 * SL_SLOW))); do
+	left=0
+	for id in $spare_ids; do
+		bpftool prog show id "$id" >/dev/null 2>&1 && left=$((left + 1))
+	done
+	[[ $left -eq 0 ]] && break
+	sleep 0.1
+done
+tap_is "after SIGKILL, no program of the spares is left" "$left" 0
+others=$(find /sys/fs/bpf/sluice -maxdepth 1 -name "t-$SL_ID-*" -printf '%f\n' | sort |
+	grep -vx -e "$RB" -e "$RC" -e "$RBIG")
+tap_is "nothing of this daemon is pinned but its runs" "$others" ""
+tap_is "with the daemon dead, run B's denial holds" "$(probe "$CG_B" 198.51.100.10)" \
+	"err EPERM"
+tap_is "… and run C's" "$(probe "$CG_C" 198.51.100.10)" "err EPERM"
+tap_is "… and run B's CIDR is still allowed" "$(probe "$CG_B" 203.0.113.7)" ok
+
+# --- --spares 0 ---------------------------------------------------------------------------------
+daemon_up --spares 0 || bail_out "the daemon did not restart: $(tail -5 "$D/err")"
+out=$(req '{"op":"ping"}')
+tap_is "with --spares 0 the daemon keeps none" \
+	"$(reply_field "$out" spares) $(reply_field "$out" spares_wanted)" "0 0"
+tap_check "the new daemon took the runs over" test "$(grep -c 'took over run t-' "$D/err")" -eq 3
+out=$(attach "$RZ" "$CG_Z" "$SL_TMP/a.yaml")
+tap_is "with --spares 0 an attach loads its own programs" \
+	"$(reply_field "$out" ok) $(reply_field "$out" spare)" "true false"
+got="$(resolve "$CG_Z" a.pool.example) $(probe "$CG_Z" 198.51.100.10)"
+got+=" $(probe "$CG_Z" 198.51.100.20)"
+tap_is "… and enforces: its name reached, another host denied" "$got" "198.51.100.10 ok err EPERM"
+out=$("$SLUICE" daemon --spares 17 2>&1)
+tap_check "--spares beyond 16 is refused, saying why" grep -q "want a number from 0 to 16" <<<"$out"
+
+for r in "$RB" "$RC" "$RBIG" "$RZ"; do
+	"$SLUICE" detach --run-id "$r" >/dev/null 2>&1
+done
+bad=
+for r in "$RB" "$RC" "$RBIG" "$RZ"; do
+	"$SLUICE" verify "$D/logs/$r.jsonl" --key "$SLUICE_PUB" >/dev/null 2>&1 || bad+=" $r"
+done
+tap_is "every run's log verifies" "$bad" ""
+tap_is "no run is left pinned" \
+	"$(find /sys/fs/bpf/sluice -maxdepth 1 -name "t-$SL_ID-*" | wc -l)" 0
+
+tap_done
