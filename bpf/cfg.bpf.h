@@ -18,4 +18,19 @@ struct sl_cfg sl_cfg SEC(".data.cfg") = {
 	.backstop = 1,
 };
 
+/*
+ * What the programs decide on read through these, so that a configuration the loader did not
+ * write whole (zeroed, of another layout) fails closed: it enforces, with the packet checks on.
+ * Report mode only where the loader wrote exactly that.
+ */
+static __always_inline bool cfg_enforcing(void)
+{
+	return sl_cfg.version != SL_CFG_VERSION || sl_cfg.mode != SL_MODE_REPORT;
+}
+
+static __always_inline bool cfg_backstop(void)
+{
+	return sl_cfg.version != SL_CFG_VERSION || sl_cfg.backstop;
+}
+
 #endif /* SLUICE_CFG_BPF_H */

@@ -143,7 +143,7 @@ static __always_inline long judge(struct socket *sock, struct sl_decision_event 
 	ev->reason = v.reason;
 	ev->rule_id = v.rule_id;
 	enforce = v.verdict == SL_VERDICT_DENY &&
-		  (sl_cfg.mode == SL_MODE_ENFORCE || v.reason == SL_REASON_BLACKHOLE);
+		  (cfg_enforcing() || v.reason == SL_REASON_BLACKHOLE);
 	ev->enforced = enforce || v.verdict != SL_VERDICT_DENY;
 	fill_task(ev);
 	ev->sock_cookie = 0;

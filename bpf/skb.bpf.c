@@ -446,7 +446,7 @@ static __always_inline int judge_client_hello(struct __sk_buff *skb, struct bpf_
 			reason = SL_REASON_SNI_MISMATCH;
 	}
 	deny = reason != SL_REASON_SNI_OK;
-	enforce = deny && sl_cfg.mode == SL_MODE_ENFORCE;
+	enforce = deny && cfg_enforcing();
 	/* Passed (or report mode): keep watching until the server answers with a ServerHello. */
 	t->state = enforce ? SL_TLS_DENIED : SL_TLS_AWAIT_SERVER;
 
@@ -727,7 +727,7 @@ static __always_inline int backstop(struct __sk_buff *skb, struct bpf_sock *sk,
 	}
 	packet_judge(&d, &v, &ev);
 	if (v.verdict != SL_VERDICT_DENY ||
-	    (sl_cfg.mode != SL_MODE_ENFORCE && v.reason != SL_REASON_BLACKHOLE)) {
+	    (!cfg_enforcing() && v.reason != SL_REASON_BLACKHOLE)) {
 		ns_flow_note(&d);
 		return SKB_PASS;
 	}
@@ -770,7 +770,7 @@ int sl_backstop(struct __sk_buff *skb)
 	struct bpf_sock *sk = skb->sk, *full;
 	struct packet_dst d = {};
 
-	if (!sl_cfg.backstop)
+	if (!cfg_backstop())
 		return SKB_PASS;
 	if (reroutes(skb))
 		return drop_unjudged(skb, SL_REASON_SOURCE_ROUTE);

@@ -443,6 +443,9 @@ _Static_assert(sizeof(struct sl_run_cfg) == 72, "sl_run_cfg ABI");
  * What is the same for every run of a build and kernel stays a constant of the programs
  * (.rodata: the TLS port, whether fragments can be checked).
  */
+/* The port whose flows to learned addresses must open with a ClientHello (tls.bpf.h). */
+#define SL_TLS_PORT 443
+
 #define SL_CFG_VERSION 1 /* the layout of struct sl_cfg: a pinned run of another is refused */
 
 struct sl_cfg {

@@ -294,7 +294,7 @@ static __always_inline int finish(struct bpf_sock_addr *ctx, struct sl_decision_
 
 	deny = v->verdict == SL_VERDICT_DENY;
 	/* Report mode lets denials through, except the blackhole, which no mode or policy opens. */
-	enforce = deny && (sl_cfg.mode == SL_MODE_ENFORCE || v->reason == SL_REASON_BLACKHOLE);
+	enforce = deny && (cfg_enforcing() || v->reason == SL_REASON_BLACKHOLE);
 	/*
 	 * Strict evidence, and the log cannot be written: whatever would go ahead (an allow, a
 	 * DNS redirect, a report-mode denial) is refused, at once, with the denial's errno.

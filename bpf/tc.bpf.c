@@ -134,7 +134,7 @@ int sl_tc_ingress(struct __sk_buff *skb)
 	struct sl_decision_event ev = {};
 	struct packet_dst d = {};
 	struct verdict v = {};
-	bool enforce = sl_cfg.mode == SL_MODE_ENFORCE;
+	bool enforce = cfg_enforcing();
 
 	if (skb->protocol == bpf_htons(ETH_P_ARP))
 		return TC_PASS;

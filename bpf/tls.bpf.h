@@ -12,10 +12,11 @@
 #include "net.bpf.h"
 
 /*
- * The TLS port: flows to learned addresses there must open with a ClientHello; on other ports
- * only a first payload that starts like TLS is judged. 0: no port is held to the stricter rule.
+ * The TLS port (SL_TLS_PORT): flows to learned addresses there must open with a ClientHello; on
+ * other ports only a first payload that starts like TLS is judged. A constant of the programs,
+ * which userspace reads from sluice.h, never from the loaded object's global data.
  */
-const volatile __u16 sl_cfg_tls_port = 443;
+const volatile __u16 sl_cfg_tls_port = SL_TLS_PORT;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_SK_STORAGE);

@@ -15,6 +15,9 @@ require_sluice
 require_tools nft bpftool
 [[ -x $SL_TOOLS/sl_bench ]] || skip_all "$SL_TOOLS/sl_bench not built (make)"
 
+# no topology here (bench.sh builds its own): the scratch directory is this test's to make
+SL_TMP=$(mktemp -d "${TMPDIR:-/tmp}/sluice-selftest.XXXXXX") || bail_out "mktemp failed"
+trap 'rm -rf -- "$SL_TMP"' EXIT
 out=$SL_TMP/bench-quick
 SL_TOOLS=$SL_TOOLS timeout -k 5 $((300 * SL_SLOW)) bash "$REPO/selftests/bench.sh" --quick \
 	--no-proxy --rounds 2 --connects 500 --out "$out" >"$SL_TMP/bench.out" 2>&1

@@ -13,7 +13,13 @@
 # - SIGKILL of the daemon: the attached runs stay enforced; every program the daemon held that
 #   no link ran (its spares) is gone with it, and nothing is pinned but the runs.
 # - A run from a spare switches mode (sluice set-mode) and back, as any run.
+# - A run's configuration (mode, default, …) is frozen before its first link, a switch's new
+#   set's too: not even root, through the run's pinned map, can turn an enforcing run into a
+#   reporting one (a switch, which the log records, is the only way).
 # - --spares 0: attaches load their own, and enforce.
+# - A daemon whose libbpf could not map global data (its one-time mmap probe failed: a shim makes
+#   the probe's map creation fail with ENOMEM) takes runs over, attaches from a spare and
+#   switches them: the loader never reads a loaded object's global data back.
 #
 # The daemon runs in the topology's run namespace (nsenter --net): the runs are attached
 # without "netns" (a run that names its namespace shares that namespace's maps, so never takes
@@ -219,6 +225,31 @@ out=$("$SLUICE" set-mode --run-id "$RB" enforce 2>&1)
 tap_is "… and back in enforce mode, is denied it again" "$(probe "$CG_B" 198.51.100.10)" \
 	"err EPERM"
 
+# --- the configuration is frozen -----------------------------------------------------------------
+# cfg_report RUN: try to write mode=report (byte 14 of struct sl_cfg) through the run's pin;
+# prints bpftool's exit status.
+cfg_report() {
+	local pin=/sys/fs/bpf/sluice/$1/map-cfg val
+	val=$(bpftool -j map lookup pinned "$pin" key 0 0 0 0 | python3 -c 'import json, sys
+v = json.load(sys.stdin)
+v = v[0] if isinstance(v, list) else v
+b = [int(x, 16) for x in v["value"]]
+b[14] = 1
+print(" ".join(str(x) for x in b))') || { echo "no lookup"; return; }
+	# shellcheck disable=SC2086 # one word per byte
+	bpftool map update pinned "$pin" key 0 0 0 0 value $val 2>/dev/null
+	echo $?
+}
+if command -v bpftool >/dev/null; then
+	tap_cmp "run A's configuration (attached from a spare) cannot be written" \
+		"$(cfg_report "$RA")" -ne 0
+	tap_cmp "run B's (switched twice: its third set) neither" "$(cfg_report "$RB")" -ne 0
+	tap_is "… and both still deny" \
+		"$(probe "$CG_A" 198.51.100.20) $(probe "$CG_B" 198.51.100.10)" "err EPERM err EPERM"
+else
+	tap_skip "the configuration is frozen" "bpftool not installed"
+fi
+
 # --- a run from a spare after a run from a spare ended ----------------------------------------
 "$SLUICE" detach --run-id "$RA" >/dev/null
 LA=$D/logs/$RA.jsonl
@@ -282,6 +313,72 @@ got+=" $(probe "$CG_Z" 198.51.100.20)"
 tap_is "… and enforces: its name reached, another host denied" "$got" "198.51.100.10 ok err EPERM"
 out=$("$SLUICE" daemon --spares 17 2>&1)
 tap_check "--spares beyond 16 is refused, saying why" grep -q "want a number from 0 to 16" <<<"$out"
+
+# --- a daemon whose libbpf has no mapped global data ----------------------------------------------
+# libbpf probes once per process whether array maps can be mmapped; when that probe fails (a
+# passing ENOMEM), global data stays unmapped for the process's life and the skeleton's pointers
+# to it are NULL. The shim fails only the probe's map.
+SHIM=$SL_TMP/nommap.so
+cat >"$SL_TMP/nommap.c" <<'EOF'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <linux/bpf.h>
+
+long syscall(long nr, ...)
+{
+	static long (*real)(long, ...);
+	union bpf_attr *attr;
+	long a[6];
+	va_list ap;
+	int i;
+
+	va_start(ap, nr);
+	for (i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	if (!real)
+		real = (long (*)(long, ...))dlsym(RTLD_NEXT, "syscall");
+	attr = (union bpf_attr *)a[1];
+	if (nr == SYS_bpf && a[0] == BPF_MAP_CREATE && !strcmp(attr->map_name, "libbpf_mmap")) {
+		errno = ENOMEM;
+		return -1;
+	}
+	return real(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+EOF
+if gcc -shared -fPIC -o "$SHIM" "$SL_TMP/nommap.c" -ldl 2>"$SL_TMP/shim.err"; then
+	sl_stop_pid "$DPID"
+	LD_PRELOAD=$SHIM daemon_up --spares 1 ||
+		bail_out "the shimmed daemon did not start: $(tail -5 "$D/err")"
+	tap_check "with no mapped global data, the daemon takes the runs over" \
+		test "$(grep -c 'took over run t-' "$D/err")" -ge 7
+	spares_at_least 1 || tap_diag "no spare: $(tail -5 "$D/err")"
+	RM=t-$SL_ID-m
+	SL_RUNS+=("$RM")
+	CG_M=$(sl_cgroup_new m) || bail_out "cannot make the test cgroup"
+	sl_on_exit "sl_cgroup_remove '$CG_M'"
+	out=$(attach "$RM" "$CG_M" "$SL_TMP/a.yaml")
+	tap_is "… attaches a run from a spare" \
+		"$(reply_field "$out" ok) $(reply_field "$out" spare)" "true true"
+	out=$("$SLUICE" set-mode --run-id "$RM" report 2>&1)
+	tap_check "… switches it to report mode" test $? -eq 0 || tap_diag "$out"
+	tap_is "… where it reaches a host its policy does not list" \
+		"$(probe "$CG_M" 198.51.100.20)" ok
+	out=$("$SLUICE" set-mode --run-id "$RM" enforce 2>&1)
+	tap_is "… and back in enforce mode it is denied it" "$(probe "$CG_M" 198.51.100.20)" \
+		"err EPERM"
+	tap_check "… and the daemon is still serving" kill -0 "$DPID"
+	"$SLUICE" detach --run-id "$RM" >/dev/null 2>&1
+	"$SLUICE" verify "$D/logs/$RM.jsonl" --key "$SLUICE_PUB" >/dev/null 2>&1
+	tap_is "… and its log verifies" "$?" 0
+else
+	tap_skip "a daemon whose libbpf has no mapped global data" \
+		"cannot build the shim: $(head -1 "$SL_TMP/shim.err")"
+fi
 
 for r in "$RB" "$RC" "$RBIG" "$RZ"; do
 	"$SLUICE" detach --run-id "$r" >/dev/null 2>&1

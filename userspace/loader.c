@@ -171,6 +171,7 @@ struct loader {
 	struct loader_caps caps;     /* the sizes its policy and learned maps were loaded with */
 	struct sl_cfg cfg;	     /* the run's configuration, as in the map (cfg_write) */
 	bool configured;	     /* a run's configuration is written: never another's */
+	bool frag_check;	     /* the packet layer's sl_cfg_frag_check, as loaded */
 };
 
 static int clsact_lock(void);
@@ -193,6 +194,24 @@ static int cfg_write(struct bpf_map *map, const struct sl_cfg *cfg)
 	__u32 zero = 0;
 
 	return bpf_map_update_elem(bpf_map__fd(map), &zero, cfg, BPF_ANY) ? -errno : 0;
+}
+
+/*
+ * Before load: the configuration map is read-only to the programs and never mapped into this
+ * process (written through its fd, cfg_write), so that cfg_freeze can make it read-only to
+ * syscalls too once the run's last word is in: nothing, not even root with the pin, can then
+ * turn an enforcing run into a reporting one without a switch that the log records.
+ */
+static int cfg_map_prepare(struct bpf_map *map)
+{
+	return bpf_map__set_map_flags(map, (bpf_map__map_flags(map) & ~BPF_F_MMAPABLE) |
+						   BPF_F_RDONLY_PROG);
+}
+
+/* After the last cfg_write of a set, before any of its links exist. */
+static int cfg_freeze(struct bpf_map *map)
+{
+	return bpf_map_freeze(bpf_map__fd(map)) ? -errno : 0;
 }
 
 static struct bpf_program *prog_of(const struct loader *l, enum loader_prog i)
@@ -407,8 +426,13 @@ static int load_packet_layer(struct loader *l)
 		err = ns_maps_prepare(l);
 	if (err)
 		return err;
-	/* a property of the kernel, the same for every run: a constant of the programs */
-	l->skb->rodata->sl_cfg_frag_check = kernel_has_kfunc("bpf_cast_to_kern_ctx");
+	/*
+	 * A property of the kernel, the same for every run: a constant of the programs, kept in the
+	 * loader for a switch's new set. Never read back from the loaded object: libbpf leaves its
+	 * global data unmapped (NULL) for the whole process once its mmap probe failed.
+	 */
+	l->frag_check = kernel_has_kfunc("bpf_cast_to_kern_ctx");
+	l->skb->rodata->sl_cfg_frag_check = l->frag_check;
 	return sl_skb__load(l->skb);
 }
 
@@ -652,8 +676,10 @@ static int load_objects(struct loader *l, const struct loader_caps *caps)
 	l->tc = l->surface ? sl_tc__open() : NULL;
 	if (!l->tc)
 		return -errno;
+	err = cfg_map_prepare(l->skel->maps.data_cfg);
 	/* An LPM trie must have max_entries >= 1, even for a policy with no CIDR rules. */
-	err = bpf_map__set_max_entries(l->skel->maps.sl_dst4, caps->v4 ? caps->v4 : 1);
+	if (!err)
+		err = bpf_map__set_max_entries(l->skel->maps.sl_dst4, caps->v4 ? caps->v4 : 1);
 	if (!err)
 		err = bpf_map__set_max_entries(l->skel->maps.sl_dst6, caps->v6 ? caps->v6 : 1);
 	if (!err)
@@ -1135,6 +1161,8 @@ int loader_attach(struct loader *l, int cgroup_fd, uint64_t cgroup_id, int cgrou
 	l->cfg.cgroup_id = cgroup_id;
 	l->cfg.cgroup_level = cgroup_level;
 	err = cfg_write(l->skel->maps.data_cfg, &l->cfg);
+	if (!err)
+		err = cfg_freeze(l->skel->maps.data_cfg);
 	if (err)
 		return err;
 	for (i = 0; i < PROG_MAX; i++) {
@@ -1422,7 +1450,8 @@ int loader_sock_tls_set(const struct loader *l, int sock_fd, const struct sl_sk_
 
 uint16_t loader_tls_port(const struct loader *l)
 {
-	return l->skel->rodata->sl_cfg_tls_port;
+	(void)l;
+	return SL_TLS_PORT;
 }
 
 int loader_sock_flow_set(const struct loader *l, int sock_fd, const struct sl_flow *flow)
@@ -1891,6 +1920,9 @@ int loader_next_load(struct loader *l, const struct policy *p, const struct poli
 		err = -errno;
 		goto fail;
 	}
+	err = cfg_map_prepare(n->skel->maps.data_cfg);
+	if (err)
+		goto fail;
 	err = next_share_decision(n, l, c);
 	if (!err)
 		err = sl_sock_addr__load(n->skel);
@@ -1907,6 +1939,8 @@ int loader_next_load(struct loader *l, const struct policy *p, const struct poli
 	n->cfg.sockets = (__u8)p->sockets;
 	memcpy(n->cfg.run.policy_sha256, p->sha256, sizeof(p->sha256));
 	err = cfg_write(n->skel->maps.data_cfg, &n->cfg);
+	if (!err)
+		err = cfg_freeze(n->skel->maps.data_cfg);
 	if (err)
 		goto fail;
 	/* fill_policy_maps, share_maps and the layers' loaders work on a loader: the new one's */
@@ -1915,7 +1949,7 @@ int loader_next_load(struct loader *l, const struct policy *p, const struct poli
 	if (err)
 		goto fail;
 
-	memcpy((void *)n->skb->rodata, (const void *)l->skb->rodata, sizeof(*n->skb->rodata));
+	n->skb->rodata->sl_cfg_frag_check = l->frag_check; /* before load: the object's image */
 	err = next_share(n->skb->obj, n->skel->obj, l->skb->obj);
 	if (!err)
 		err = sl_skb__load(n->skb);

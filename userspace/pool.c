@@ -36,6 +36,7 @@ struct pool {
 	pthread_t thread;
 	bool thread_up;
 	bool failing; /* the last load failed: said once, and no more asked until a take */
+	bool stopping; /* pool_free: the requests still in req are not loaded (atomic access) */
 };
 
 static void *pool_thread(void *arg)
@@ -51,7 +52,7 @@ static void *pool_thread(void *arg)
 		n = read(p->req[0], &c, 1);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n != 1)
+		if (n != 1 || __atomic_load_n(&p->stopping, __ATOMIC_ACQUIRE))
 			break;
 		r.l = loader_load_spare(&p->caps, p->verbose);
 		r.err = r.l ? 0 : errno;
@@ -201,6 +202,8 @@ void pool_free(struct pool *p)
 
 	if (!p)
 		return;
+	/* requests already queued are dropped, not loaded: a stop waits for one load at most */
+	__atomic_store_n(&p->stopping, true, __ATOMIC_RELEASE);
 	if (p->req[1] >= 0)
 		close(p->req[1]);
 	/* a load under way finishes first: libbpf gives no way to stop it */
