@@ -1234,15 +1234,11 @@ static const struct policy *policy_at(const struct records *r, uint64_t ns)
 	return r->policy;
 }
 
-uint8_t records_flow_era(const struct records *r)
-{
-	return (uint8_t)(r->n_eras % 255 + 1);
-}
-
 /*
- * The policy that names a flow's rule: the one in force at its connect(), unless a switch
- * judged it again (sl_flow.era): then the latest one with that mark that a switch put in force
- * (the policy after the k-th replacement is eras[k], or r->policy for the last).
+ * The policy that names a flow's rule: the latest one with the flow's generation (sl_flow.era,
+ * the run's policy replacements when it was judged, mod 255, plus one: the policy after the
+ * k-th replacement is eras[k], or r->policy for the last); a record without one (0, or one not
+ * seen here: a writer that resumed a run holds no eras) by the policy in force at its connect().
  */
 static const struct policy *policy_of_flow(const struct records *r, const struct sl_flow *f)
 {
