@@ -9,8 +9,9 @@
 # A descriptor in flight (SCM_RIGHTS) at the switch is held by no table, and no scan finds it:
 # the policy generation does (sluice.8, Live switch). Its flow's state is of the old policy's
 # generation, so the packet layer judges its packets in full under the new one: one to a host
-# the new policy denies (198.51.100.10:8080) delivers nothing past what it sent before, one to a
-# host it still allows (203.0.113.7:80, another rule number there) goes on delivering.
+# the new policy denies (198.51.100.10:8080) delivers nothing past what it sent before and is
+# destroyed, one to a host it still allows (203.0.113.7:80, another rule number there) goes on
+# delivering.
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -94,16 +95,16 @@ for step in attach switch; do
 		res=$(result "$SL_TMP/inflight-allow")
 		tap_is "switch: inflight: the flow the new policy allows sends on" "$res" ok
 		res=$(result "$SL_TMP/inflight-deny")
-		tap_diag "switch: inflight: the flow it denies: the sender saw $res"
+		tap_check "switch: inflight: the flow it denies is ended ($res)" test "$res" != ok
 		sink_wait 'tcp 203.0.113.7 80' 1 20000 || tap_diag "$(sink_new_lines)"
 		tap_is "switch: inflight: the allowed host got the 1000 bytes sent after the switch" \
 			"$(sink_lines_bytes tcp 203.0.113.7 80)" 1007 || tap_diag "$(sink_new_lines)"
 		sink_settle
 		tap_is "switch: inflight: the host the new policy denies got none of them" \
 			"$(sink_lines_bytes tcp 198.51.100.10 8080)" 0 || tap_diag "$(sink_new_lines)"
-		tap_cmp "switch: inflight: the backstop recorded the denial" \
+		tap_is "switch: inflight: the backstop recorded the denial, and destroyed the flow" \
 			"$(log_count "$LOG" type=decision hook=egress decision=deny enforced=true \
-				dst=198.51.100.10 port=8080 reason=default_deny)" -ge 1 ||
+				dst=198.51.100.10 port=8080 reason=default_deny flow=destroyed)" 1 ||
 			tap_diag_file "$LOG"
 	fi
 	for m in leader unshare; do
