@@ -939,8 +939,8 @@ static const char *unread_why(int err)
  * denial its reason (the backstop then judges its packets in full, and drops them in enforce
  * mode should the socket outlive its destruction). Its generation (era) becomes the new
  * policy's: the packet layer trusts the flow's state again, and its record names the rule by
- * the new policy. learned: what the run learned for the address, whatever its TTL (as connect() names
- * the host).
+ * the new policy. learned: what the run learned for the address, whatever its TTL (as
+ * connect() names the host).
  */
 static void flow_rejudge(struct run *r, const struct sl_learned *learned,
 			 const struct records_preexisting *rec, struct sl_flow *f)
