@@ -16,6 +16,7 @@ struct sl_cfg sl_cfg SEC(".data.cfg") = {
 	.deny_errno = EPERM,
 	.mode = SL_MODE_ENFORCE,
 	.backstop = 1,
+	.era = 1,
 };
 
 /*

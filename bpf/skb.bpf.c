@@ -683,14 +683,17 @@ static __always_inline bool dst_is_resolver(const struct packet_dst *d)
 /*
  * The packet goes where its socket's allowed flow was connected. A report-mode denial's flow
  * (deny_reason) vouches for nothing: its packets are judged in full, so that after a switch to
- * enforce they are dropped even if the socket could not be destroyed.
+ * enforce they are dropped even if the socket could not be destroyed. Nor does a flow judged
+ * under another policy (era): a switch judges again the open flows it finds in the run's fd
+ * tables, but a socket held in none then (in flight in an SCM_RIGHTS message, an io_uring fixed
+ * file) keeps the old judgment; its packets are judged in full under the policy in force.
  */
 static __always_inline bool dst_is_flow_dst(const struct packet_dst *d, const struct sl_flow *f)
 {
 	const __u32 *a = (const __u32 *)d->addr, *b = (const __u32 *)f->addr;
 
-	if (!f || f->deny_reason || f->family != d->family || f->port != d->port ||
-	    f->protocol != d->proto)
+	if (!f || f->deny_reason || f->era != sl_cfg.era || f->family != d->family ||
+	    f->port != d->port || f->protocol != d->proto)
 		return false;
 	if (d->family == AF_INET)
 		return a[0] == b[0];

@@ -339,9 +339,10 @@ struct sl_flow {
 	__u8 totals;	  /* its rule caps the host's totals: count them in sl_host_bytes */
 	__u8 deny_reason; /* report mode: the enum sl_reason the policy denies it for (no rule
 			     allows it, so no cap applies); 0: allowed */
-	__u8 era;	  /* 0: rule_id is of the policy in force at start_ns; else a switch judged
-			     the open flow again (userspace/preexisting.c) under the policy it put
-			     in force, the run's switch count then mod 255, plus one */
+	__u8 era;	  /* the policy generation (sl_cfg.era) that judged the flow: at connect(),
+			     or when a switch judged the open flow again (userspace/preexisting.c).
+			     The packet layer trusts the flow's state only in the current one.
+			     0: a record of a build before generations (policy of start_ns) */
 	__u8 addr[16];
 	char comm[16];
 	__u64 max_req;	  /* the rule's caps plus one; 0: none (see struct sl_rule_caps) */
@@ -446,7 +447,8 @@ _Static_assert(sizeof(struct sl_run_cfg) == 72, "sl_run_cfg ABI");
 /* The port whose flows to learned addresses must open with a ClientHello (tls.bpf.h). */
 #define SL_TLS_PORT 443
 
-#define SL_CFG_VERSION 1 /* the layout of struct sl_cfg: a pinned run of another is refused */
+#define SL_CFG_VERSION 2 /* the layout of struct sl_cfg: a pinned run of another is refused;
+			    2: era */
 
 struct sl_cfg {
 	__u32 version;	    /* SL_CFG_VERSION */
@@ -458,7 +460,9 @@ struct sl_cfg {
 	__u8 strict;	    /* --strict-evidence: an allow that cannot be recorded is refused */
 	__u8 sockets;	    /* SL_SOCKETS_* the policy allows */
 	__u8 backstop;	    /* the packet checks are on (off: selftests only) */
-	__u8 pad[5];
+	__u8 era;	    /* the policy generation: 1 at the start, one more (mod 255, 1..255)
+			       for each policy a switch puts in force; stamped into sl_flow.era */
+	__u8 pad[4];
 	__u64 ns_token;	    /* the run's token among its namespace's (nsflows.bpf.h); 0: none */
 	__u64 cgroup_id;    /* the run's cgroup (the LSM layer's check; set at attach) */
 	__s32 cgroup_level; /* its depth below the root */

@@ -177,6 +177,7 @@ static __always_inline void flow_start(struct bpf_sock_addr *ctx,
 	__builtin_memcpy(f->addr, ev->addr, sizeof(f->addr));
 	__builtin_memcpy(f->comm, ev->comm, sizeof(f->comm));
 	f->deny_reason = deny_reason;
+	f->era = sl_cfg.era; /* judged by this policy: the packet layer trusts it in this one only */
 	/*
 	 * A would-be denial is capped by no rule, except one for a host whose budget is spent: its
 	 * rule's caps and totals go on applying, so that after a switch to enforce the flow (which

@@ -6,8 +6,12 @@
 # (unshare(CLONE_FILES)). Without --netns nothing on the host side drops a flow's packets, so
 # the scan must find them in /proc/PID/task/TID/fd: at an attach (the run's policy denies them:
 # destroyed), and at a switch (replace-policy to one that denies their address: destroyed).
-# A descriptor in flight (SCM_RIGHTS) or an io_uring fixed file is held by no table: a known
-# limit (sluice.8, Live switch).
+# A descriptor in flight (SCM_RIGHTS) at the switch is held by no table, and no scan finds it:
+# the policy generation does (sluice.8, Live switch). Its flow's state is of the old policy's
+# generation, so the packet layer judges its packets in full under the new one: one to a host
+# the new policy denies (198.51.100.10:8080) delivers nothing past what it sent before and is
+# destroyed, one to a host it still allows (203.0.113.7:80, another rule number there) goes on
+# delivering.
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -24,6 +28,9 @@ default: deny
 rules:
   - name: ten
     cidrs: ["198.51.100.10/32"]
+    ports: [80, 8080]
+  - name: seven
+    cidrs: ["203.0.113.7/32"]
     ports: [80]
 EOF
 cat >"$SL_TMP/c.yaml" <<'EOF'
@@ -35,15 +42,27 @@ rules:
 EOF
 HIDE=$SL_LIB_DIR/tools/sl_hide.py
 
-hide() { # CG DIR MODE
+hide() { # CG DIR MODE [ADDR PORT]
+	local p ino
 	mkdir -p "$2"
-	sl_in_cgroup "$1" "${RUN_EXEC_NETONLY[@]}" python3 "$HIDE" "$2" "$3" 198.51.100.10 80 \
-		2>"$2/err" &
+	sl_in_cgroup "$1" "${RUN_EXEC_NETONLY[@]}" python3 "$HIDE" "$2" "$3" \
+		"${4:-198.51.100.10}" "${5:-80}" 2>"$2/err" &
 	sl_track_pid $!
 	wait_until 20000 test -e "$2/ready" || bail_out "$3: not ready: $(cat "$2/err")"
 	p=$(cat "$2/pid")
-	tap_is "$3: /proc/$p/fd shows no socket" \
-		"$(find "/proc/$p/fd" -lname "socket:*" 2>/dev/null | wc -l)" 0
+	ino=$(cat "$2/ino")
+	tap_is "$3: /proc/$p/fd does not show its socket" \
+		"$(find "/proc/$p/fd" -lname "socket:\[$ino\]" 2>/dev/null | wc -l)" 0
+	[[ $3 == inflight* ]] &&
+		tap_is "$3: no thread's fd table holds it" \
+			"$(find /proc/"$p"/task/*/fd -lname "socket:\[$ino\]" 2>/dev/null | wc -l)" 0
+	return 0
+}
+# sink_lines_bytes PROTO DST PORT: bytes of the connections to DST:PORT that closed since the mark
+sink_lines_bytes() {
+	tail -n +"$((SL_SINK_MARK + 1))" "$SL_INET_LOG" |
+		awk -v p="$1" -v d="$2" -v n="$3" '$1 == p && $2 == d && $3 == n { b += $5 }
+			END { print b + 0 }'
 }
 result() { # DIR
 	touch "$1/go"
@@ -67,8 +86,26 @@ for step in attach switch; do
 	tap_ok "$step: the run is attached"
 	if [[ $step == switch ]]; then
 		for m in leader unshare; do hide "$CG" "$SL_TMP/$step-$m" "$m"; done
+		hide "$CG" "$SL_TMP/inflight-deny" inflight 198.51.100.10 8080
+		hide "$CG" "$SL_TMP/inflight-allow" inflight 203.0.113.7 80
 		out=$("$SLUICE" replace-policy --run-id "$RUN" "$SL_TMP/c.yaml" 2>&1)
 		tap_check "switch: replace-policy succeeds" test -z "${out##*\"ok\":true*}"
+		# the sink writes a connection's bytes when it closes
+		sink_mark
+		res=$(result "$SL_TMP/inflight-allow")
+		tap_is "switch: inflight: the flow the new policy allows sends on" "$res" ok
+		res=$(result "$SL_TMP/inflight-deny")
+		tap_check "switch: inflight: the flow it denies is ended ($res)" test "$res" != ok
+		sink_wait 'tcp 203.0.113.7 80' 1 20000 || tap_diag "$(sink_new_lines)"
+		tap_is "switch: inflight: the allowed host got the 1000 bytes sent after the switch" \
+			"$(sink_lines_bytes tcp 203.0.113.7 80)" 1007 || tap_diag "$(sink_new_lines)"
+		sink_settle
+		tap_is "switch: inflight: the host the new policy denies got none of them" \
+			"$(sink_lines_bytes tcp 198.51.100.10 8080)" 0 || tap_diag "$(sink_new_lines)"
+		tap_is "switch: inflight: the backstop recorded the denial, and destroyed the flow" \
+			"$(log_count "$LOG" type=decision hook=egress decision=deny enforced=true \
+				dst=198.51.100.10 port=8080 reason=default_deny flow=destroyed)" 1 ||
+			tap_diag_file "$LOG"
 	fi
 	for m in leader unshare; do
 		res=$(result "$SL_TMP/$step-$m")

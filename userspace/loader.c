@@ -746,6 +746,7 @@ static int configure(struct loader *l, const struct policy *p, const struct poli
 		.strict = opts->strict_evidence,
 		.sockets = (__u8)p->sockets,
 		.backstop = !opts->no_backstop,
+		.era = 1,
 		.ns_token = l->ns_token,
 		.run = opts->run_cfg,
 	};
@@ -1454,6 +1455,11 @@ uint16_t loader_tls_port(const struct loader *l)
 	return SL_TLS_PORT;
 }
 
+uint8_t loader_era(const struct loader *l)
+{
+	return cfg_of(l)->era;
+}
+
 int loader_sock_flow_set(const struct loader *l, int sock_fd, const struct sl_flow *flow)
 {
 	return bpf_map_update_elem(bpf_map__fd(l->skel->maps.sl_sk_flow), &sock_fd, flow,
@@ -1899,7 +1905,7 @@ void loader_next_free(struct loader_next *n)
 }
 
 int loader_next_load(struct loader *l, const struct policy *p, const struct policy_compiled *c,
-		     int mode, struct loader_next **out)
+		     int mode, bool new_policy, struct loader_next **out)
 {
 	struct loader shadow = {};
 	struct loader_next *n;
@@ -1938,6 +1944,12 @@ int loader_next_load(struct loader *l, const struct policy *p, const struct poli
 	n->cfg.deny_errno = p->deny_errno;
 	n->cfg.sockets = (__u8)p->sockets;
 	memcpy(n->cfg.run.policy_sha256, p->sha256, sizeof(p->sha256));
+	/*
+	 * A new policy is a new generation: the new set's programs, from their first instruction,
+	 * trust no flow state the old policy wrote until the switch judges the flow again.
+	 */
+	if (new_policy)
+		n->cfg.era = (__u8)(l->cfg.era % 255 + 1);
 	err = cfg_write(n->skel->maps.data_cfg, &n->cfg);
 	if (!err)
 		err = cfg_freeze(n->skel->maps.data_cfg);

@@ -181,6 +181,8 @@ int loader_rule_caps(const struct loader *l, uint16_t rule_id, struct sl_rule_ca
 int loader_sock_state(const struct loader *l, int sock_fd, struct sl_flow *flow,
 		      struct sl_sk_tls *tls);
 int loader_sock_flow_set(const struct loader *l, int sock_fd, const struct sl_flow *flow);
+/* The policy generation the programs judge in (sl_cfg.era): a flow judged now carries it. */
+uint8_t loader_era(const struct loader *l);
 /* Every later payload of the TCP socket at sock_fd is dropped (sl_sk_tls: denied). */
 int loader_sock_tls_deny(const struct loader *l, int sock_fd);
 /* The TCP socket at sock_fd is held to the server-name check from now on (sl_sk_tls: t). */
@@ -222,11 +224,13 @@ void loader_destroy(struct loader *l);
  * fill (loader_next_learned_put, loader_next_sni). loader_next_commit moves every link of the
  * run to it (bpf_link_update: each hook runs the old or the new programs, never neither) and
  * frees the old set; on failure it moves back what it moved and says why in err. Returns
- * -EOPNOTSUPP for a resumed writer's loader (it holds only the pinned maps).
+ * -EOPNOTSUPP for a resumed writer's loader (it holds only the pinned maps). new_policy: p
+ * replaces the run's policy, a new generation (sl_cfg.era, loader_era): the packet layer judges
+ * in full every flow not stamped with it, until loader_sock_flow_set stamps it again.
  */
 struct loader_next;
 int loader_next_load(struct loader *l, const struct policy *p, const struct policy_compiled *c,
-		     int mode, struct loader_next **out);
+		     int mode, bool new_policy, struct loader_next **out);
 int loader_next_commit(struct loader *l, struct loader_next *n, char *err, size_t err_len);
 void loader_next_free(struct loader_next *n); /* a set never committed; accepts NULL */
 

@@ -937,9 +937,10 @@ static const char *unread_why(int err)
  * After a switch, the flow's state in the kernel is the new policy's judgment: its rule (the
  * new policy's number for it), its caps and host totals, the host it goes to, and for a
  * denial its reason (the backstop then judges its packets in full, and drops them in enforce
- * mode should the socket outlive its destruction). Its record names the rule by the new policy
- * (era). learned: what the run learned for the address, whatever its TTL (as connect() names
- * the host).
+ * mode should the socket outlive its destruction). Its generation (era) becomes the new
+ * policy's: the packet layer trusts the flow's state again, and its record names the rule by
+ * the new policy. learned: what the run learned for the address, whatever its TTL (as
+ * connect() names the host).
  */
 static void flow_rejudge(struct run *r, const struct sl_learned *learned,
 			 const struct records_preexisting *rec, struct sl_flow *f)
@@ -951,7 +952,7 @@ static void flow_rejudge(struct run *r, const struct sl_learned *learned,
 	f->rule_id = rid;
 	f->host_id = learned ? learned->host_id : 0;
 	f->deny_reason = allow ? 0 : rec->reason;
-	f->era = records_flow_era(&r->rec);
+	f->era = loader_era(r->loader); /* the packet layer trusts it again */
 	f->max_req = 0;
 	f->max_resp = 0;
 	f->totals = 0;

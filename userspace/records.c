@@ -310,6 +310,15 @@ static void kseq_logged(struct records *r, uint64_t kseq)
 	records_write(r, &l);
 }
 
+/* End a denied or cut TCP flow's socket; what became of the flow, for the log's "flow". */
+static const char *kill_flow(struct records *r, uint64_t cookie, uint32_t tgid)
+{
+	int err = r->kill_socket ? r->kill_socket(r->kill_ctx, cookie, tgid) : -EOPNOTSUPP;
+
+	return !err ? "destroyed" :
+	       err == -EOPNOTSUPP ? "dropped (kernel cannot destroy sockets)" : "dropped";
+}
+
 /*
  * The first record a resumed writer reads, if it is the dead writer's last kernel-record line
  * (records_restore_line): that writer died after the line was on disk, before libbpf moved past
@@ -333,8 +342,8 @@ static int on_decision(const struct sl_decision_event *ev, void *ctx)
 	struct journal_line l;
 	struct decision_view v;
 	struct timespec ts = boot_to_realtime(r, ev->hdr.ts_ns);
+	const char *host, *killed = NULL;
 	char host_buf[256];
-	const char *host;
 
 	if (decision_view_init(&v, ev, r->policy)) {
 		records_line(r, &l, "anomaly", &ts);
@@ -348,6 +357,15 @@ static int on_decision(const struct sl_decision_event *ev, void *ctx)
 			   v.surface ? "" : v.dst))
 		return 0;
 	host = hostnames_name(r->hosts, ev->host_id, host_buf, sizeof(host_buf));
+	/*
+	 * The backstop dropped a TCP socket's packet (to an address the policy denies: one passed
+	 * in from outside the run, or a flow a switch could not find to judge again): the socket
+	 * keeps the denial; ending it makes the sender fail now rather than after its
+	 * retransmissions give up.
+	 */
+	if (v.deny && v.enforced && ev->hook == SL_HOOK_EGRESS && !v.surface &&
+	    ev->protocol == IPPROTO_TCP && ev->sock_cookie)
+		killed = kill_flow(r, ev->sock_cookie, ev->tgid);
 	if (v.deny) {
 		struct notice n = { .len = 0 };
 		const char *what = v.enforced ? "egress denied" : "egress would be denied (report mode)";
@@ -396,6 +414,8 @@ static int on_decision(const struct sl_decision_event *ev, void *ctx)
 		journal_line_u64(&l, "cgroup_id", ev->cgroup_id);
 		journal_line_u64(&l, "sock_cookie", ev->sock_cookie);
 	}
+	if (killed)
+		journal_line_str(&l, "flow", killed);
 	write_kernel_line(r, &l, ev->hdr.seq);
 	return 0;
 }
@@ -431,15 +451,6 @@ static const char *sni_take(struct records *r, uint64_t cookie, char *buf, size_
 		return NULL;
 	s->cookie = 0;
 	return buf;
-}
-
-/* End a denied or cut TCP flow's socket; what became of the flow, for the log's "flow". */
-static const char *kill_flow(struct records *r, uint64_t cookie, uint32_t tgid)
-{
-	int err = r->kill_socket ? r->kill_socket(r->kill_ctx, cookie, tgid) : -EOPNOTSUPP;
-
-	return !err ? "destroyed" :
-	       err == -EOPNOTSUPP ? "dropped (kernel cannot destroy sockets)" : "dropped";
 }
 
 /*
@@ -1234,15 +1245,11 @@ static const struct policy *policy_at(const struct records *r, uint64_t ns)
 	return r->policy;
 }
 
-uint8_t records_flow_era(const struct records *r)
-{
-	return (uint8_t)(r->n_eras % 255 + 1);
-}
-
 /*
- * The policy that names a flow's rule: the one in force at its connect(), unless a switch
- * judged it again (sl_flow.era): then the latest one with that mark that a switch put in force
- * (the policy after the k-th replacement is eras[k], or r->policy for the last).
+ * The policy that names a flow's rule: the latest one with the flow's generation (sl_flow.era,
+ * the run's policy replacements when it was judged, mod 255, plus one: the policy after the
+ * k-th replacement is eras[k], or r->policy for the last); a record without one (0, or one not
+ * seen here: a writer that resumed a run holds no eras) by the policy in force at its connect().
  */
 static const struct policy *policy_of_flow(const struct records *r, const struct sl_flow *f)
 {

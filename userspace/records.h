@@ -109,12 +109,6 @@ int records_init(struct records *r);
  */
 int records_policy_replaced(struct records *r, struct policy *old, uint64_t since_ns);
 
-/*
- * The mark (sl_flow.era) of a flow a switch judged again under r->policy, after
- * records_policy_replaced: its rule is then named by this policy, not its connect()'s.
- */
-uint8_t records_flow_era(const struct records *r);
-
 /* Free what records_init and the records made. Accepts a zeroed struct. */
 void records_free(struct records *r);
 

@@ -219,7 +219,7 @@ int run_switch(struct run *r, const char *policy_path, int mode, char *err, size
 	m.p = target;
 
 	/* verified while the old programs go on judging */
-	ret = loader_next_load(r->loader, target, target_c, m.mode, &n);
+	ret = loader_next_load(r->loader, target, target_c, m.mode, np != NULL, &n);
 	if (ret) {
 		util_fmt(err, err_len, "load the new programs: %s",
 			 ret == -EOPNOTSUPP ? "this writer took the run over from a dead one and "

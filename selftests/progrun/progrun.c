@@ -10,6 +10,8 @@
  *   frames  the host-side tc program (sl_tc_ingress) and the cgroup_skb backstop (sl_backstop),
  *           as loaded, each given the same frame: its verdict, and the reason of the record it
  *           wrote (read from the run's ring buffer);
+ *   flows   the backstop on a packet of a connected flow of this policy generation or another
+ *           (progrun_skb.bpf.c's t_flow_backstop puts the flow's state on the test socket);
  *   tls     the packet layer's TLS server-name check (tls_egress of skb.bpf.c, compiled into
  *           progrun_skb.bpf.c, which puts the flow's state on the test socket first);
  *   decide  the decision layer's verdict functions (decide_v4/decide_v6 of policy.bpf.h, through
@@ -17,9 +19,10 @@
  *   hook    so the loaded connect4/6 and sendmsg4/6 themselves are also driven by real calls, from
  *           a child in a cgroup of the test's own and a network namespace with nothing up (below).
  *
- * Adding a case is one entry in one of the tables (frame_cases, tls_cases, decide_cases,
- * hook_cases). Not covered here: the ingress program (the server's answer to a checked hello),
- * flow byte counting and caps, report mode and strict evidence (the root selftests cover them).
+ * Adding a case is one entry in one of the tables (frame_cases, flow_cases, tls_cases,
+ * decide_cases, hook_cases). Not covered here: the ingress program (the server's answer to a
+ * checked hello), flow byte counting and caps, report mode and strict evidence (the root
+ * selftests cover them).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -803,6 +806,62 @@ static void frame_tests(void)
 		report(ok && frame_check(r, r->tc_fd, true, &p, c->tc), name, why);
 		snprintf(name, sizeof(name), "backstop: %s", c->name);
 		report(ok && frame_check(r, r->backstop_fd, false, &p, c->bs), name, why);
+	}
+}
+
+/*
+ * The backstop on a packet of a connected flow, where the flow was connected (the policy of
+ * frame_cases, deny by default): a flow judged under the policy in force (its generation,
+ * sl_cfg.era) vouches for its destination; one judged under another (a switch since, which did
+ * not find its socket to judge it again) does not, and the packet is judged in full.
+ */
+struct flow_case {
+	const char *name;
+	const char *dst; /* where the flow was connected, and the packet goes */
+	unsigned port;
+	int era;	 /* 0: the current generation; 1: the one before; -1: sl_flow.era 0 */
+	int bs;
+};
+
+static const struct flow_case flow_cases[] = {
+	{"this generation's flow to an unlisted host: vouched for", "198.51.100.20", 80, 0, PASS},
+	{"an older generation's flow to an unlisted host: judged, dropped", "198.51.100.20", 80, 1,
+	 DROP(RD)},
+	{"an older generation's flow to a listed host: judged, passes", "198.51.100.10", 80, 1,
+	 PASS},
+	{"a flow without a generation to an unlisted host: judged, dropped", "198.51.100.20", 80,
+	 -1, DROP(RD)},
+	{"an older generation's v6 flow to an unlisted host: judged, dropped", "2001:db8::20", 443,
+	 1, DROP(RD)},
+	{"an older generation's v6 flow to a listed host: judged, passes", "2001:db8::10", 443, 1,
+	 PASS},
+};
+
+static void flow_tests(void)
+{
+	struct run *r = &runs[P_DENY];
+	int fd = bpf_program__fd(r->skb->progs.t_flow_backstop);
+	uint8_t cur = loader_era(r->l);
+	char name[256];
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(flow_cases); i++) {
+		const struct flow_case *c = &flow_cases[i];
+		struct t_flow_in *in = &r->skb->bss->t_flow;
+		struct pkt p = {};
+		bool ok;
+
+		memset(in, 0, sizeof(*in));
+		in->family = strchr(c->dst, ':') ? AF_INET6 : AF_INET;
+		in->proto = TCP;
+		in->port = (uint16_t)c->port;
+		/* the generation before: one less, 255 before 1 (they count 1..255) */
+		in->era = c->era < 0 ? 0 : c->era ? (uint8_t)(cur == 1 ? 255 : cur - 1) : cur;
+		ok = inet_pton(in->family, c->dst, in->addr) == 1 &&
+		     !build_frame(&p, c->dst, TCP, c->port, 0, 0, 0);
+		snprintf(why, WHY_LEN, "the case's frame could not be built");
+		snprintf(name, sizeof(name), "backstop flow: %s", c->name);
+		report(ok && frame_check(r, fd, false, &p, c->bs), name, why);
 	}
 }
 
@@ -1719,9 +1778,11 @@ int main(void)
 		printf("Bail out! cannot load the programs: %s\n", strerror(-err));
 		return 1;
 	}
-	printf("1..%zu\n", 2 * ARRAY_SIZE(frame_cases) + ARRAY_SIZE(tls_cases) +
+	printf("1..%zu\n", 2 * ARRAY_SIZE(frame_cases) + ARRAY_SIZE(flow_cases) +
+				   ARRAY_SIZE(tls_cases) +
 				   ARRAY_SIZE(decide_cases) + ARRAY_SIZE(hook_cases));
 	frame_tests();
+	flow_tests();
 	tls_tests();
 	decide_tests();
 	hook_tests();

@@ -24,6 +24,16 @@ struct t_tls_out {
 	char sni[SL_SNI_MAX + 1];
 };
 
+/* The backstop on a packet of a connected flow: the flow's state put on the test socket. */
+struct t_flow_in {
+	__u8 addr[16]; /* where connect() judged it (4 bytes for AF_INET) */
+	__u16 port;    /* host order */
+	__u8 family;
+	__u8 proto;
+	__u8 era;      /* the policy generation that judged it (sl_flow.era) */
+	__u8 pad[3];
+};
+
 /* The decision layer: a destination, after an Ethernet header in the test packet… */
 struct t_query {
 	__u8 addr[16]; /* 4 bytes for AF_INET */

@@ -8,13 +8,39 @@
  * there. t_tls_egress puts the state the test asks for (t_in) on that socket, then calls the
  * very tls_egress() sl_egress calls, and leaves what the check concluded in t_out. Nothing else
  * differs: the parser, the name match against sl_sni_ok (shared with the loader's, filled by
- * loader_sni_learn) and the verdict are the packet layer's.
+ * loader_sni_learn) and the verdict are the packet layer's. t_flow_backstop does the same for
+ * the backstop: the flow's connect() state (t_flow), then the very backstop() sl_backstop calls.
  */
 #include "skb.bpf.c"
 #include "progrun.h"
 
 struct t_tls_in t_in = {};
 struct t_tls_out t_out = {};
+struct t_flow_in t_flow = {};
+
+SEC("cgroup_skb/egress")
+int t_flow_backstop(struct __sk_buff *skb)
+{
+	struct bpf_sock *sk = skb->sk;
+	struct sl_flow *f;
+
+	/* a drop without a record: the driver counts it a failure */
+	if (!sk)
+		return SKB_DROP;
+	sk = bpf_sk_fullsock(sk);
+	if (!sk)
+		return SKB_DROP;
+	f = bpf_sk_storage_get(&sl_sk_flow, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!f)
+		return SKB_DROP;
+	__builtin_memset(f, 0, sizeof(*f));
+	__builtin_memcpy(f->addr, t_flow.addr, sizeof(f->addr));
+	f->port = t_flow.port;
+	f->family = t_flow.family;
+	f->protocol = t_flow.proto;
+	f->era = t_flow.era;
+	return backstop(skb, sk, f);
+}
 
 SEC("cgroup_skb/egress")
 int t_tls_egress(struct __sk_buff *skb)

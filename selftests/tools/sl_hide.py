@@ -8,7 +8,10 @@ Connects to ADDR:PORT and sends "before\\n", then hides the socket:
            another thread holds the process's fd table (/proc/PID/task/TID/fd)
   unshare  a thread takes a private copy of the fd table (unshare(CLONE_FILES)) and the shared
            one closes the socket: only /proc/PID/task/TID/fd holds it
-Through files in DIR, as tools/sl_hold.py: "pid", then "ready"; the test makes "go"; the flow
+  inflight the socket is sent to the process itself over a unix socket (SCM_RIGHTS) and closed:
+           no fd table holds it until "go", when it is received back
+Through files in DIR, as tools/sl_hold.py: "ino" (the socket's inode), "pid", then "ready"; the
+test makes "go"; the flow
 sends 1000 bytes, and "result" says "MODE ok" or "MODE ERRNO_NAME" for the first send that failed.
 """
 import ctypes
@@ -51,6 +54,7 @@ def main():
 
     s = socket.create_connection((addr, port), timeout=5)
     s.sendall(b"before\n")
+    touch("ino", str(os.fstat(s.fileno()).st_ino))
     if mode == "leader":
         threading.Thread(target=use, args=(s,)).start()
         touch("pid", str(os.getpid()))
@@ -75,6 +79,15 @@ def main():
         touch("pid", str(os.getpid()))
         touch("ready")
         t.join()
+    elif mode == "inflight":
+        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        socket.send_fds(a, [b"x"], [s.fileno()])
+        s.close()  # only the message in b's queue holds it now
+        touch("pid", str(os.getpid()))
+        touch("ready")
+        wait_go()
+        _, fds, _, _ = socket.recv_fds(b, 1, 1)
+        use(socket.socket(fileno=fds[0]))
     else:
         sys.exit("sl_hide: unknown mode " + mode)
 

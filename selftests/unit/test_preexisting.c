@@ -68,9 +68,9 @@ const char *hostnames_name(struct hostnames *h, uint32_t host_id, char *buf, siz
 	return NULL;
 }
 
-uint8_t records_flow_era(const struct records *r)
+uint8_t loader_era(const struct loader *l)
 {
-	(void)r;
+	(void)l;
 	return 1;
 }
 
