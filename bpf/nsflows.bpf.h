@@ -32,9 +32,12 @@
 struct sl_ns_flows_map {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, SL_NS_FLOWS_MAX);
-	/* by size: the BTF of a map nested in another names its key struct only as declared */
+	/*
+	 * By size, key and value both (the kernel takes BTF for both or neither): the BTF of a
+	 * map nested in another names its key struct only as declared.
+	 */
 	__uint(key_size, sizeof(struct sl_ns_flow_key));
-	__type(value, __u64); /* the token of the run whose cgroup sent it */
+	__uint(value_size, sizeof(__u64)); /* the token of the run whose cgroup sent it */
 };
 
 struct sl_ns_runs_map {
