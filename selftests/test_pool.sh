@@ -222,9 +222,11 @@ sl_on_exit "sl_stop_pid \$DPID"
 spares_at_least 2 || bail_out "the daemon loaded no spares: $(tail -5 "$D/err")"
 tap_ok "the daemon keeps 2 spares ready"
 
-CG_A=$(sl_cgroup_new a) && CG_B=$(sl_cgroup_new b) && CG_C=$(sl_cgroup_new c) &&
+if ! { CG_A=$(sl_cgroup_new a) && CG_B=$(sl_cgroup_new b) && CG_C=$(sl_cgroup_new c) &&
 	CG_BIG=$(sl_cgroup_new big) && CG_Z=$(sl_cgroup_new z) && CG_N=$(sl_cgroup_new n) &&
-	CG_M=$(sl_cgroup_new m) || bail_out "cannot make the test cgroups"
+	CG_M=$(sl_cgroup_new m); }; then
+	bail_out "cannot make the test cgroups"
+fi
 RA=t-$SL_ID-a RB=t-$SL_ID-b RC=t-$SL_ID-c RBIG=t-$SL_ID-big RZ=t-$SL_ID-z
 RN=t-$SL_ID-n RM=t-$SL_ID-m
 SL_RUNS+=("$RA" "$RB" "$RC" "$RBIG" "$RZ" "$RN" "$RM")
