@@ -12,8 +12,14 @@
  * run's host-side program, so it passes only if every run there allows it.
  *
  * The two maps are pinned per namespace (<bpffs>/sluice/netns@<dev>-<ino>, see loader.c) and
- * shared by its runs; a run alone in its namespace has them too. Token 0: the run has no host
- * side (no --netns), nothing is recorded.
+ * shared by its runs; a run alone in its namespace has them too. The programs reach them through
+ * a one-slot map of maps each, which the loader fills when a run takes the set, after its load:
+ * a set verified in advance (sluice daemon's spares) can serve a run in any namespace. Token 0:
+ * the run has no host side (no --netns), nothing is recorded, the slots stay empty.
+ *
+ * A slot found empty fails closed. The packet layer records nothing: the frame is then judged by
+ * every run's host side, its own run's too. The host side finds no other run's flow: it judges
+ * the frame itself. Either way no frame is left unjudged.
  */
 #ifndef SLUICE_NSFLOWS_BPF_H
 #define SLUICE_NSFLOWS_BPF_H
@@ -22,19 +28,45 @@
 #include "packet.bpf.h"
 #include "cfg.bpf.h" /* sl_cfg.ns_token: the run's in sl_ns_runs (random, never 0) */
 
-struct {
+/* The inner maps' shape: the loader makes (or finds pinned) maps of exactly this one. */
+struct sl_ns_flows_map {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 1); /* resized by the loader */
-	__type(key, struct sl_ns_flow_key);
-	__type(value, __u64); /* the token of the run whose cgroup sent it */
+	__uint(max_entries, SL_NS_FLOWS_MAX);
+	/*
+	 * By size, key and value both (the kernel takes BTF for both or neither): the BTF of a
+	 * map nested in another names its key struct only as declared.
+	 */
+	__uint(key_size, sizeof(struct sl_ns_flow_key));
+	__uint(value_size, sizeof(__u64)); /* the token of the run whose cgroup sent it */
+};
+
+struct sl_ns_runs_map {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SL_NS_RUNS_MAX);
+	__type(key, __u64); /* a run's token, while the run is alive */
+	__type(value, __u8);
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__array(values, struct sl_ns_flows_map);
 } sl_ns_flows SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1); /* resized by the loader */
-	__type(key, __u64); /* a run's token, while the run is alive */
-	__type(value, __u8);
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__array(values, struct sl_ns_runs_map);
 } sl_ns_runs SEC(".maps");
+
+static __always_inline void *ns_map(void *outer)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(outer, &zero);
+}
 
 static __always_inline void ns_flow_key(struct sl_ns_flow_key *k, const struct packet_dst *d)
 {
@@ -52,23 +84,32 @@ static __always_inline void ns_flow_note(const struct packet_dst *d)
 {
 	struct sl_ns_flow_key k;
 	__u64 token = sl_cfg.ns_token, *owner;
+	void *flows;
 
 	if (!token)
 		return;
+	flows = ns_map(&sl_ns_flows);
+	if (!flows)
+		return; /* unrecorded: every run's host side judges the frame */
 	ns_flow_key(&k, d);
-	owner = bpf_map_lookup_elem(&sl_ns_flows, &k);
+	owner = bpf_map_lookup_elem(flows, &k);
 	if (owner && *owner == token)
 		return;
-	bpf_map_update_elem(&sl_ns_flows, &k, &token, BPF_ANY);
+	bpf_map_update_elem(flows, &k, &token, BPF_ANY);
 }
 
 static __always_inline bool ns_key_of_other_run(const struct sl_ns_flow_key *k)
 {
-	__u64 *owner = bpf_map_lookup_elem(&sl_ns_flows, k);
+	void *flows = ns_map(&sl_ns_flows), *runs = ns_map(&sl_ns_runs);
+	__u64 *owner;
 
+	/* no maps: the frame is judged here */
+	if (!flows || !runs)
+		return false;
+	owner = bpf_map_lookup_elem(flows, k);
 	if (!owner || *owner == sl_cfg.ns_token)
 		return false;
-	return bpf_map_lookup_elem(&sl_ns_runs, owner) != NULL;
+	return bpf_map_lookup_elem(runs, owner) != NULL;
 }
 
 /* The host side: a frame another living run's cgroup sent, for that run's program to judge. */

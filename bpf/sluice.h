@@ -488,4 +488,12 @@ struct sl_ns_flow_key {
 };
 _Static_assert(sizeof(struct sl_ns_flow_key) == 40, "sl_ns_flow_key ABI");
 
+/*
+ * The sizes of a namespace's two shared maps (nsflows.bpf.h): the programs' inner-map templates
+ * and the loader's maps must have one shape, or the loader could not put them in the slots. The
+ * flows are an LRU (preallocated: 112 bytes a flow, held by the namespace, not per run).
+ */
+#define SL_NS_FLOWS_MAX 16384
+#define SL_NS_RUNS_MAX 256
+
 #endif /* SLUICE_H */

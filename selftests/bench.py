@@ -495,13 +495,15 @@ class Bench:
             raise SetupError(f"daemon {req['op']}: {reply[:300]}")
         return json.loads(reply)
 
-    def attach(self, times, spares):
+    def attach(self, times, spares, netns=False):
         """Attaches of a 10-CIDR policy to an empty cgroup, request to reply (the programs
         judge from before the reply): median ms, and how many took a spare. With spares, each
-        attach waits first until the daemon has one ready (it loads them at nice 19)."""
-        tag = f"attach{spares}"
+        attach waits first until the daemon has one ready (it loads them at nice 19). netns:
+        with a host side in a client namespace, as the OCI hook's and --pid's attaches."""
+        tag = f"attach{spares}{'ns' if netns else ''}"
         env = self.daemon(tag, "--spares", str(spares))
         pol, _ = self.policy(10)
+        extra = {"netns": f"/run/netns/{self.client(tag)}"} if netns else {}
         ms, taken = [], 0
         for i in range(times):
             cg = self.cgroup(f"slb-{tag}-{ID}-{i}")
@@ -510,11 +512,17 @@ class Bench:
                 self.wait_for(lambda: self.request(env, {"op": "ping"})["spares"] >= 1, 600,
                               "a spare")
             t0 = time.monotonic()
-            rep = self.request(env, {"op": "attach", "run_id": rid, "cgroup": cg, "policy": pol})
+            rep = self.request(env, {"op": "attach", "run_id": rid, "cgroup": cg, "policy": pol,
+                                     **extra})
             ms.append((time.monotonic() - t0) * 1e3)
             taken += bool(rep.get("spare"))
             run(SLUICE, "detach", "--run-id", rid, check=False, env=env)
         return {"median_ms": statistics.median(ms), "from_spare": taken, "attaches": times}
+
+    def attaches(self, times):
+        return {"spare": self.attach(times, 2), "fresh": self.attach(times, 0),
+                "spare_netns": self.attach(times, 2, True),
+                "fresh_netns": self.attach(times, 0, True)}
 
     def replace(self, n):
         """replace-policy between two n-CIDR policies on a live run while a process of the run
@@ -654,6 +662,12 @@ class Bench:
                        f"from a spare {sp_['median_ms']:.1f} ({sp_['from_spare']} of "
                        f"{sp_['attaches']} took one), loading its own (--spares 0) "
                        f"{fr['median_ms']:.0f}")
+            if "spare_netns" in R["attach"]:
+                sp_, fr = R["attach"]["spare_netns"], R["attach"]["fresh_netns"]
+                out.append(f"- the same with a host side (netns, as the OCI hook's), median "
+                           f"ms: from a spare {sp_['median_ms']:.1f} ({sp_['from_spare']} of "
+                           f"{sp_['attaches']} took one), loading its own "
+                           f"{fr['median_ms']:.0f}")
         if "replace" in R:
             s = R["replace"]
             out.append(f"- replace-policy at {s['cidrs']} CIDRs on a live run: attach "
@@ -676,8 +690,7 @@ class Bench:
             return self.pipelines_only()
         if a.startup_only:
             self.results["startup_ms"] = {10: self.startup(10, a.starts)}
-            self.results["attach"] = {"spare": self.attach(a.starts, 2),
-                                      "fresh": self.attach(a.starts, 0)}
+            self.results["attach"] = self.attaches(a.starts)
             return self.write_results()
         self.table()
         self.results["memory"] = {n: self.run_facts(v) for n, v in self.runs.items()}
@@ -699,8 +712,7 @@ class Bench:
             self.results["pipeline"] = self.pipeline(a.flood, 0, a.flood_ringbuf_kib)
             self.results["startup_ms"] = {n: self.startup(n, a.starts)
                                           for n in (min(a.sizes), max(a.sizes))}
-            self.results["attach"] = {"spare": self.attach(a.starts, 2),
-                                      "fresh": self.attach(a.starts, 0)}
+            self.results["attach"] = self.attaches(a.starts)
             rep = self.replace(a.replace_cidrs)
             rep["cidrs"] = a.replace_cidrs
             self.results["replace"] = rep

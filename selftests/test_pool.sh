@@ -16,15 +16,23 @@
 # - A run's configuration (mode, default, …) is frozen before its first link, a switch's new
 #   set's too: not even root, through the run's pinned map, can turn an enforcing run into a
 #   reporting one (a switch, which the log records, is the only way).
+# - Runs with a host side ("netns", as the OCI hook and attach --pid/--container ask) from
+#   spares: the namespace's shared maps are put into the spare's slots at take. A denied host is
+#   denied, also to a hand-built AF_PACKET frame no cgroup hook sees (the host side drops it), an
+#   allowed host reached (frame and connection). A second such run in the same namespace keeps
+#   its own allowlist, and each run's allowed traffic passes the other's host side (attributed
+#   through the shared maps: with the slots empty the other's host side would drop it). After
+#   SIGKILL the new daemon takes both over, and they enforce as before; the last one detached
+#   removes the namespace's pins. (While they are attached, every frame of the namespace that
+#   no run with a host side sent — the other runs' here — is judged by both host sides.)
 # - --spares 0: attaches load their own, and enforce.
 # - A daemon whose libbpf could not map global data (its one-time mmap probe failed: a shim makes
 #   the probe's map creation fail with ENOMEM) takes runs over, attaches from a spare and
 #   switches them: the loader never reads a loaded object's global data back.
 #
-# The daemon runs in the topology's run namespace (nsenter --net): the runs are attached
-# without "netns" (a run that names its namespace shares that namespace's maps, so never takes
-# a spare), and their resolvers listen there, beside the workloads. The upstream DNS server runs
-# there too, on loopback.
+# The daemon runs in the topology's run namespace (nsenter --net): the runs are attached there
+# (the first without "netns", the host-side ones with it), and their resolvers listen there,
+# beside the workloads. The upstream DNS server runs there too, on loopback.
 
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -57,6 +65,12 @@ EOF
 attach() {
 	req "{\"op\":\"attach\",\"run_id\":\"$1\",\"cgroup\":\"$2\",\"policy\":\"$3\",$(
 		)\"upstream\":\"127.0.0.1:$UP_PORT\"}"
+}
+
+# attach_ns RUN_ID CGROUP POLICY: an attach with a host side in the run namespace.
+attach_ns() {
+	req "{\"op\":\"attach\",\"run_id\":\"$1\",\"cgroup\":\"$2\",\"policy\":\"$3\",$(
+		)\"netns\":\"$NETNS\",\"upstream\":\"127.0.0.1:$UP_PORT\"}"
 }
 
 # reply_field REPLY KEY: a member of a reply (true/false for booleans).
@@ -156,6 +170,48 @@ rules:
     hosts: [c.pool.example]
     ports: [80]
 EOF
+# the host-side runs: N reaches X (TCP 80, UDP 9999), M reaches Y:80; neither the other's
+cat >"$SL_TMP/n.yaml" <<EOF
+default: deny
+rules:
+  - name: n-x
+    cidrs: [198.51.100.10/32]
+    ports: [80, 9999]
+    protocols: [tcp, udp]
+EOF
+cat >"$SL_TMP/m.yaml" <<EOF
+default: deny
+rules:
+  - name: m-y
+    cidrs: [203.0.113.7/32]
+    ports: [80]
+EOF
+# Hand-built UDP-in-IPv4 Ethernet frames to port 9999, sent on the sandbox's veth through
+# AF_PACKET from outside every run's cgroup: only the host side sees them.
+cat >"$SL_TMP/frames.py" <<'EOF2'
+import socket, struct, sys
+
+def csum(b):
+    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+    s = (s >> 16) + (s & 0xFFFF)
+    s += s >> 16
+    return ~s & 0xFFFF
+
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind(("veth0", 0))
+src = s.getsockname()[4]
+dst_mac = bytes.fromhex(sys.argv[1].replace(":", ""))
+for dst in sys.argv[2:]:
+    udp = struct.pack("!HHHH", 40000, 9999, 16, 0) + b"afpacket"
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 1, 0, 64, 17, 0,
+                     socket.inet_aton("10.200.1.2"), socket.inet_aton(dst))
+    ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
+    s.send(dst_mac + src + b"\x08\x00" + ip + udp)
+print("sent")
+EOF2
+# the namespace's shared maps' pins (loader.c NS_DIR_FMT)
+NS_PINS=/sys/fs/bpf/sluice/netns@$(stat -L -c '%d-%i' "$NETNS")
+
 # 300 rules: more than a spare's rule maps hold
 {
 	echo "default: deny"
@@ -172,11 +228,14 @@ sl_on_exit "sl_stop_pid \$DPID"
 spares_at_least 2 || bail_out "the daemon loaded no spares: $(tail -5 "$D/err")"
 tap_ok "the daemon keeps 2 spares ready"
 
-CG_A=$(sl_cgroup_new a) && CG_B=$(sl_cgroup_new b) && CG_C=$(sl_cgroup_new c) &&
-	CG_BIG=$(sl_cgroup_new big) && CG_Z=$(sl_cgroup_new z) ||
+if ! { CG_A=$(sl_cgroup_new a) && CG_B=$(sl_cgroup_new b) && CG_C=$(sl_cgroup_new c) &&
+	CG_BIG=$(sl_cgroup_new big) && CG_Z=$(sl_cgroup_new z) && CG_N=$(sl_cgroup_new n) &&
+	CG_M=$(sl_cgroup_new m); }; then
 	bail_out "cannot make the test cgroups"
+fi
 RA=t-$SL_ID-a RB=t-$SL_ID-b RC=t-$SL_ID-c RBIG=t-$SL_ID-big RZ=t-$SL_ID-z
-SL_RUNS+=("$RA" "$RB" "$RC" "$RBIG" "$RZ")
+RN=t-$SL_ID-n RM=t-$SL_ID-m
+SL_RUNS+=("$RA" "$RB" "$RC" "$RBIG" "$RZ" "$RN" "$RM")
 
 # --- one run from a spare --------------------------------------------------------------------
 out=$(attach "$RA" "$CG_A" "$SL_TMP/a.yaml")
@@ -273,6 +332,43 @@ LC=$D/logs/$RC.jsonl
 tap_is "run C's log names no host of another run" \
 	"$(grep -c -e a.pool.example -e b.pool.example -e "$RA" -e "$RB" "$LC")" 0
 
+# --- runs with a host side (netns) from spares -------------------------------------------------
+spares_at_least 1 || tap_diag "no spare was refilled: $(tail -5 "$D/err")"
+out=$(attach_ns "$RN" "$CG_N" "$SL_TMP/n.yaml")
+tap_is "a run with a host side (netns) is attached from a spare" \
+	"$(reply_field "$out" ok) $(reply_field "$out" spare)" "true true"
+[[ $(reply_field "$out" spare) == true ]] || tap_diag "$out"$'\n'"$(tail -5 "$D/err")"
+tap_diag "netns attach from a spare: $(reply_field "$out" attach_ms) ms"
+tap_check "… and its namespace's maps are pinned" test -e "$NS_PINS/flows" -a -e "$NS_PINS/runs"
+tap_cmp "… and its host-side program is on the veth peer" \
+	"$(in_rtr bpftool net show dev vrun 2>/dev/null | grep -c sl_tc)" -ge 1
+sink_mark
+tap_is "run N reaches its host and is denied another" \
+	"$(probe "$CG_N" 198.51.100.10) $(probe "$CG_N" 203.0.113.7)" "ok err EPERM"
+rtr_mac=$(in_rtr cat /sys/class/net/vrun/address)
+tap_is "an AF_PACKET sender beside run N sends its frames" \
+	"$(in_run python3 "$SL_TMP/frames.py" "$rtr_mac" 198.51.100.10 203.0.113.7 2>&1)" sent
+sink_wait 'udp 198.51.100.10 9999' 1 2000
+assert_sink_saw "the frame to run N's allowed host arrives" 'udp 198.51.100.10 9999'
+assert_sink_none "the frame to a host run N denies is dropped by its host side" 'udp 203.0.113.7'
+LN=$D/logs/$RN.jsonl
+tap_cmp "run N's log has the host side's denial of that frame" \
+	"$(log_count "$LN" type=decision hook=tc dst=203.0.113.7 port=9999 enforced=true)" -eq 1
+
+spares_at_least 1 || tap_diag "no spare was refilled: $(tail -5 "$D/err")"
+out=$(attach_ns "$RM" "$CG_M" "$SL_TMP/m.yaml")
+tap_is "a second run in the same namespace is attached from a spare" \
+	"$(reply_field "$out" ok) $(reply_field "$out" spare)" "true true"
+[[ $(reply_field "$out" spare) == true ]] || tap_diag "$out"$'\n'"$(tail -5 "$D/err")"
+# each run's allowed connection passes the other run's host side only if attributed to it
+sink_mark
+tap_is "run N still reaches its host (past run M's host side), not M's" \
+	"$(probe "$CG_N" 198.51.100.10) $(probe "$CG_N" 203.0.113.7)" "ok err EPERM"
+tap_is "run M reaches its host (past run N's host side), not N's" \
+	"$(probe "$CG_M" 203.0.113.7) $(probe "$CG_M" 198.51.100.10)" "ok err EPERM"
+assert_sink_saw "both allowed connections arrived" "tcp 198.51.100.10 80" 1
+assert_sink_saw "… run M's too" "tcp 203.0.113.7 80" 1
+
 # --- SIGKILL of the daemon ----------------------------------------------------------------------
 spares_at_least 2 || tap_diag "the spares were not refilled: $(tail -5 "$D/err")"
 held=$(prog_ids "$DPID")
@@ -292,19 +388,31 @@ for _ in $(seq $((100 * SL_SLOW))); do
 done
 tap_is "after SIGKILL, no program of the spares is left" "$left" 0
 others=$(find /sys/fs/bpf/sluice -maxdepth 1 -name "t-$SL_ID-*" -printf '%f\n' | sort |
-	grep -vx -e "$RB" -e "$RC" -e "$RBIG")
+	grep -vx -e "$RB" -e "$RC" -e "$RBIG" -e "$RN" -e "$RM")
 tap_is "nothing of this daemon is pinned but its runs" "$others" ""
 tap_is "with the daemon dead, run B's denial holds" "$(probe "$CG_B" 198.51.100.10)" \
 	"err EPERM"
 tap_is "… and run C's" "$(probe "$CG_C" 198.51.100.10)" "err EPERM"
-tap_is "… and run B's CIDR is still allowed" "$(probe "$CG_B" 203.0.113.7)" ok
+tap_is "… and runs N and M (host side) keep their allowlists" \
+	"$(probe "$CG_N" 198.51.100.10) $(probe "$CG_N" 203.0.113.7) $(probe "$CG_M" 203.0.113.7)" \
+	"ok err EPERM ok"
 
 # --- --spares 0 ---------------------------------------------------------------------------------
 daemon_up --spares 0 || bail_out "the daemon did not restart: $(tail -5 "$D/err")"
 out=$(req '{"op":"ping"}')
 tap_is "with --spares 0 the daemon keeps none" \
 	"$(reply_field "$out" spares) $(reply_field "$out" spares_wanted)" "0 0"
-tap_check "the new daemon took the runs over" test "$(grep -c 'took over run t-' "$D/err")" -eq 3
+tap_check "the new daemon took the runs over" test "$(grep -c 'took over run t-' "$D/err")" -eq 5
+tap_is "runs N and M (host side), taken over, keep their allowlists" \
+	"$(probe "$CG_N" 198.51.100.10) $(probe "$CG_N" 203.0.113.7) $(probe "$CG_M" 203.0.113.7)" \
+	"ok err EPERM ok"
+"$SLUICE" detach --run-id "$RN" >/dev/null 2>&1
+tap_check "with run M still attached, the namespace's maps stay" test -e "$NS_PINS/runs"
+tap_is "run M, alone in the namespace, still reaches its host" "$(probe "$CG_M" 203.0.113.7)" ok
+"$SLUICE" detach --run-id "$RM" >/dev/null 2>&1
+tap_check "the last run out removed the namespace's maps" test ! -e "$NS_PINS"
+# (with no host side left: the other runs' frames are no longer judged by N's and M's)
+tap_is "run B's CIDR is still allowed" "$(probe "$CG_B" 203.0.113.7)" ok
 out=$(attach "$RZ" "$CG_Z" "$SL_TMP/a.yaml")
 tap_is "with --spares 0 an attach loads its own programs" \
 	"$(reply_field "$out" ok) $(reply_field "$out" spare)" "true false"
@@ -352,28 +460,30 @@ long syscall(long nr, ...)
 EOF
 if gcc -shared -fPIC -o "$SHIM" "$SL_TMP/nommap.c" -ldl 2>"$SL_TMP/shim.err"; then
 	sl_stop_pid "$DPID"
+	before=$(grep -c 'took over run t-' "$D/err")
+	pinned=$(find /sys/fs/bpf/sluice -maxdepth 1 -name "t-$SL_ID-*" | wc -l)
 	LD_PRELOAD=$SHIM daemon_up --spares 1 ||
 		bail_out "the shimmed daemon did not start: $(tail -5 "$D/err")"
-	tap_check "with no mapped global data, the daemon takes the runs over" \
-		test "$(grep -c 'took over run t-' "$D/err")" -ge 7
+	tap_is "with no mapped global data, the daemon takes every run over" \
+		"$(($(grep -c 'took over run t-' "$D/err") - before))" "$pinned"
 	spares_at_least 1 || tap_diag "no spare: $(tail -5 "$D/err")"
-	RM=t-$SL_ID-m
-	SL_RUNS+=("$RM")
-	CG_M=$(sl_cgroup_new m) || bail_out "cannot make the test cgroup"
-	sl_on_exit "sl_cgroup_remove '$CG_M'"
-	out=$(attach "$RM" "$CG_M" "$SL_TMP/a.yaml")
+	RS=t-$SL_ID-shim
+	SL_RUNS+=("$RS")
+	CG_S=$(sl_cgroup_new shim) || bail_out "cannot make the test cgroup"
+	sl_on_exit "sl_cgroup_remove '$CG_S'"
+	out=$(attach "$RS" "$CG_S" "$SL_TMP/a.yaml")
 	tap_is "… attaches a run from a spare" \
 		"$(reply_field "$out" ok) $(reply_field "$out" spare)" "true true"
-	out=$("$SLUICE" set-mode --run-id "$RM" report 2>&1)
+	out=$("$SLUICE" set-mode --run-id "$RS" report 2>&1)
 	tap_check "… switches it to report mode" test $? -eq 0 || tap_diag "$out"
 	tap_is "… where it reaches a host its policy does not list" \
-		"$(probe "$CG_M" 198.51.100.20)" ok
-	out=$("$SLUICE" set-mode --run-id "$RM" enforce 2>&1)
-	tap_is "… and back in enforce mode it is denied it" "$(probe "$CG_M" 198.51.100.20)" \
+		"$(probe "$CG_S" 198.51.100.20)" ok
+	out=$("$SLUICE" set-mode --run-id "$RS" enforce 2>&1)
+	tap_is "… and back in enforce mode it is denied it" "$(probe "$CG_S" 198.51.100.20)" \
 		"err EPERM"
 	tap_check "… and the daemon is still serving" kill -0 "$DPID"
-	"$SLUICE" detach --run-id "$RM" >/dev/null 2>&1
-	"$SLUICE" verify "$D/logs/$RM.jsonl" --key "$SLUICE_PUB" >/dev/null 2>&1
+	"$SLUICE" detach --run-id "$RS" >/dev/null 2>&1
+	"$SLUICE" verify "$D/logs/$RS.jsonl" --key "$SLUICE_PUB" >/dev/null 2>&1
 	tap_is "… and its log verifies" "$?" 0
 else
 	tap_skip "a daemon whose libbpf has no mapped global data" \
@@ -384,7 +494,7 @@ for r in "$RB" "$RC" "$RBIG" "$RZ"; do
 	"$SLUICE" detach --run-id "$r" >/dev/null 2>&1
 done
 bad=
-for r in "$RB" "$RC" "$RBIG" "$RZ"; do
+for r in "$RB" "$RC" "$RBIG" "$RZ" "$RN" "$RS"; do
 	"$SLUICE" verify "$D/logs/$r.jsonl" --key "$SLUICE_PUB" >/dev/null 2>&1 || bad+=" $r"
 done
 tap_is "every run's log verifies" "$bad" ""

@@ -145,7 +145,7 @@ static void usage(FILE *out)
 		"                   node-exporter's textfile collector: a .prom file)\n"
 		"  --spares N       keep N sets of programs loaded and verified in advance, so\n"
 		"                   that an attach whose policy fits one (at most %d CIDRs per\n"
-		"                   family, %d rules, no netns) takes milliseconds (default %d,\n"
+		"                   family, %d rules) takes milliseconds (default %d,\n"
 		"                   at most %d; 0: every attach loads its own)\n"
 		"  -v, --verbose    libbpf's messages\n"
 		"\n"

@@ -126,15 +126,13 @@ struct tc_attachment {
 /*
  * The maps the runs of one network namespace share (bpf/nsflows.bpf.h), pinned as "flows" and
  * "runs" under <bpffs>/sluice/netns@<dev>-<ino> (no run id has an "@"; bpffs refuses dots).
- * Their sizes are fixed: a later run reuses the pins only if its maps have the same shape.
- * The flows are an LRU (preallocated: 112 bytes a flow, held by the namespace, not per run):
- * the packet layer notes every packet it lets out just before the host side sees its frame, so
- * the map has to remember a flow only while it is idle (for an ICMP error about it); a flow
- * forgotten is judged by every run's host side, which fails closed.
+ * Their shape is fixed (SL_NS_FLOWS_MAX, SL_NS_RUNS_MAX): the programs reach them through the
+ * slot of a map of maps (ns_bind), which takes only maps of its template's shape.
+ * The flows map is an LRU: the packet layer notes every packet it lets out just before the host
+ * side sees its frame, so the map has to remember a flow only while it is idle (for an ICMP
+ * error about it); a flow forgotten is judged by every run's host side, which fails closed.
  */
 #define NS_DIR_FMT "%s/sluice/netns@%llu-%llu"
-#define NS_FLOWS_MAX 16384
-#define NS_RUNS_MAX 256
 
 struct clsact_pin {
 	char name[64];
@@ -377,31 +375,6 @@ static int share_maps(struct bpf_object *obj, const struct loader *l)
 }
 
 /*
- * A run with a host side (--netns) shares its namespace's attribution maps: the pins are reused,
- * or made by this load (under clsact_lock, held by the caller until the run has joined).
- */
-static int ns_maps_prepare(struct loader *l)
-{
-	struct bpf_map *flows = l->skb->maps.sl_ns_flows, *runs = l->skb->maps.sl_ns_runs;
-	char path[PATH_MAX];
-	int err;
-
-	err = bpf_map__set_max_entries(flows, l->ns_token ? NS_FLOWS_MAX : 1);
-	if (!err)
-		err = bpf_map__set_max_entries(runs, l->ns_token ? NS_RUNS_MAX : 1);
-	if (err || !l->ns_token)
-		return err;
-	if (util_fmt(path, sizeof(path), "%s/flows", l->ns_dir))
-		return -ENAMETOOLONG;
-	err = bpf_map__set_pin_path(flows, path);
-	if (err)
-		return err;
-	if (util_fmt(path, sizeof(path), "%s/runs", l->ns_dir))
-		return -ENAMETOOLONG;
-	return bpf_map__set_pin_path(runs, path);
-}
-
-/*
  * The kernel has this kfunc (its BTF names it). bpf_cast_to_kern_ctx (6.3+) is one every program
  * type may call: where it exists, the TLS check can see a packet whose pages the sender can still
  * change (sendfile, splice, MSG_ZEROCOPY); see frags_mutable in skb.bpf.c and the README.
@@ -422,8 +395,6 @@ static int load_packet_layer(struct loader *l)
 {
 	int err = share_maps(l->skb->obj, l);
 
-	if (!err)
-		err = ns_maps_prepare(l);
 	if (err)
 		return err;
 	/*
@@ -440,6 +411,7 @@ static int load_tc_layer(struct loader *l)
 {
 	int err = share_maps(l->tc->obj, l);
 
+	/* the namespace's maps' slots (ns_bind fills them) */
 	if (!err)
 		err = bpf_map__reuse_fd(l->tc->maps.sl_ns_flows,
 					bpf_map__fd(l->skb->maps.sl_ns_flows));
@@ -585,17 +557,6 @@ static int ns_share_init(struct loader *l, const struct sl_run_cfg *cfg)
 	return 0;
 }
 
-/* The run is alive in its namespace: from now on the other runs leave its frames to it. */
-static int ns_join(struct loader *l)
-{
-	__u8 one = 1;
-
-	if (bpf_map_update_elem(bpf_map__fd(l->skb->maps.sl_ns_runs), &l->ns_token, &one,
-				BPF_NOEXIST))
-		return errno == E2BIG ? -EUSERS : -errno;
-	return 0;
-}
-
 /*
  * The run leaves its namespace: its frames, if any were still to come, would be judged by every
  * run's host side. The last run out removes the pins. lock: clsact_lock() is held already (-2:
@@ -636,6 +597,101 @@ static void ns_leave(struct loader *l, int lock)
 	l->ns_token = 0;
 }
 
+/*
+ * The shape of the namespace's maps: their slots' templates' (bpf/nsflows.bpf.h; libbpf frees
+ * the templates once the outer maps exist, so they cannot be asked after load).
+ */
+struct ns_map_shape {
+	const char *name; /* its pin under the namespace's directory */
+	enum bpf_map_type type;
+	__u32 key_size, value_size, max_entries;
+};
+
+static const struct ns_map_shape ns_shapes[2] = {
+	{ "flows", BPF_MAP_TYPE_LRU_HASH, sizeof(struct sl_ns_flow_key), sizeof(__u64),
+	  SL_NS_FLOWS_MAX },
+	{ "runs", BPF_MAP_TYPE_HASH, sizeof(__u64), sizeof(__u8), SL_NS_RUNS_MAX },
+};
+
+/*
+ * One of the namespace's maps: its pin, or a new map pinned there. A pin of another shape (a
+ * build whose sizes differ) is refused: the slot would not take it.
+ */
+static int ns_map_get(const char *dir, const struct ns_map_shape *shape)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+	char path[PATH_MAX], map_name[BPF_OBJ_NAME_LEN];
+	int fd, err = 0;
+
+	if (util_fmt(path, sizeof(path), "%s/%s", dir, shape->name) ||
+	    util_fmt(map_name, sizeof(map_name), "sl_ns_%s", shape->name))
+		return -ENAMETOOLONG;
+	fd = bpf_obj_get(path);
+	if (fd >= 0) {
+		if (bpf_map_get_info_by_fd(fd, &info, &len))
+			err = -errno;
+		else if (info.type != shape->type || info.key_size != shape->key_size ||
+			 info.value_size != shape->value_size ||
+			 info.max_entries != shape->max_entries || info.map_flags)
+			err = -EPROTO;
+		if (err) {
+			close(fd);
+			return err;
+		}
+		return fd;
+	}
+	if (errno != ENOENT)
+		return -errno;
+	if (mkdir(dir, 0700) && errno != EEXIST)
+		return -errno;
+	fd = bpf_map_create(shape->type, map_name, shape->key_size, shape->value_size,
+			    shape->max_entries, NULL);
+	if (fd < 0)
+		return -errno;
+	if (bpf_obj_pin(fd, path)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+/*
+ * The run joins its namespace (a set loaded for it, or a spare it takes): the namespace's maps,
+ * pinned by the first run there, go into the set's slots, and the run's token into the runs
+ * map. Before the configuration (its ns_token) is written and before any link exists: a program
+ * never sees a token without the maps. Under clsact_lock, which ns_leave takes to remove them.
+ */
+static int ns_bind(struct loader *l)
+{
+	struct bpf_map *outer[2] = { l->skb->maps.sl_ns_flows, l->skb->maps.sl_ns_runs };
+	int fds[2] = { -1, -1 }, lock, err = 0, i;
+	__u32 zero = 0;
+	__u8 one = 1;
+
+	lock = clsact_lock();
+	if (lock < 0)
+		return -errno;
+	for (i = 0; !err && i < 2; i++) {
+		fds[i] = ns_map_get(l->ns_dir, &ns_shapes[i]);
+		if (fds[i] < 0)
+			err = fds[i];
+		else if (bpf_map_update_elem(bpf_map__fd(outer[i]), &zero, &fds[i], BPF_ANY))
+			err = -errno;
+	}
+	/* alive in the namespace: from now on the other runs leave its frames to it */
+	if (!err && bpf_map_update_elem(fds[1], &l->ns_token, &one, BPF_NOEXIST))
+		err = errno == E2BIG ? -EUSERS : -errno;
+	for (i = 0; i < 2; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	if (err)
+		ns_leave(l, lock);
+	clsact_unlock(lock);
+	return err;
+}
+
 /* An empty loader, before any object is opened. */
 static struct loader *loader_new(bool verbose)
 {
@@ -660,12 +716,12 @@ static struct loader *loader_new(bool verbose)
 
 /*
  * Open every layer, size the maps for caps and load (verify) the programs: the slow part of a
- * start, and nothing in it is a run's but the namespace's maps (l->ns_token). The run's
- * configuration and policy come after (configure), the links after that (loader_attach).
+ * start, and nothing in it is a run's. The namespace's maps (ns_bind), the run's configuration
+ * and policy come after (configure), the links after that (loader_attach).
  */
 static int load_objects(struct loader *l, const struct loader_caps *caps)
 {
-	int err, ns_lock = -1;
+	int err;
 
 	if (access("/sys/kernel/btf/vmlinux", R_OK))
 		return -ENOENT;
@@ -702,20 +758,12 @@ static int load_objects(struct loader *l, const struct loader_caps *caps)
 		err = bpf_map__set_max_entries(l->skel->maps.sl_host_bytes, 1);
 	if (!err)
 		err = sl_sock_addr__load(l->skel);
-	/* the namespace's maps are made or reused, and the run joins, under one lock */
-	if (!err && l->ns_token)
-		ns_lock = clsact_lock();
 	if (!err)
 		err = load_packet_layer(l);
 	if (!err)
 		err = load_surface_layer(l);
 	if (!err)
 		err = load_tc_layer(l);
-	if (!err && l->ns_token)
-		err = ns_join(l);
-	if (err)
-		ns_leave(l, ns_lock >= 0 ? ns_lock : -2);
-	clsact_unlock(ns_lock);
 	if (!err) {
 		load_lsm_layer(l);
 		load_destroyer(l);
@@ -791,9 +839,12 @@ struct loader *loader_load(const struct policy *p, const struct policy_compiled 
 	if (!l)
 		return NULL;
 	caps_of(c, opts, &caps);
-	err = opts->ns_share ? ns_share_init(l, &opts->run_cfg) : 0;
-	if (!err)
-		err = load_objects(l, &caps);
+	err = load_objects(l, &caps);
+	if (!err && opts->ns_share) {
+		err = ns_share_init(l, &opts->run_cfg);
+		if (!err)
+			err = ns_bind(l);
+	}
 	if (!err)
 		err = configure(l, p, c, opts);
 	if (err) {
@@ -835,9 +886,9 @@ bool loader_fits(const struct loader *l, const struct policy_compiled *c,
 	/*
 	 * The ring buffer and learned-address maps as the run would have had them (a larger map
 	 * would change when the run sees E2BIG); the policy's may be larger than it needs. A run
-	 * with a host side shares its namespace's maps, sized and pinned before load.
+	 * with a host side gets its namespace's maps at take (ns_bind).
 	 */
-	return !l->configured && !opts->ns_share && want.v4 <= l->caps.v4 &&
+	return !l->configured && want.v4 <= l->caps.v4 &&
 	       want.v6 <= l->caps.v6 && want.rules <= l->caps.rules &&
 	       want.ringbuf_bytes == l->caps.ringbuf_bytes &&
 	       want.learned_max == l->caps.learned_max && (!want.host_totals || l->caps.host_totals);
@@ -846,8 +897,17 @@ bool loader_fits(const struct loader *l, const struct policy_compiled *c,
 int loader_take(struct loader *l, const struct policy *p, const struct policy_compiled *c,
 		const struct loader_opts *opts)
 {
+	int err;
+
 	if (!loader_fits(l, c, opts))
 		return -E2BIG;
+	if (opts->ns_share) {
+		err = ns_share_init(l, &opts->run_cfg);
+		if (!err)
+			err = ns_bind(l);
+		if (err)
+			return err;
+	}
 	return configure(l, p, c, opts);
 }
 

@@ -59,8 +59,9 @@ bool loader_fits(const struct loader *l, const struct policy_compiled *c,
 		 const struct loader_opts *opts);
 
 /*
- * Make a spare the run's: its configuration and policy written, as loader_load would have, so
- * loader_attach can follow. Once per spare: -EBUSY for one taken already, -E2BIG for a run it
+ * Make a spare the run's: for a run with a host side (ns_share) its namespace's maps put in the
+ * set's slots and the run joined there, then its configuration and policy written, as
+ * loader_load would have, so loader_attach can follow. Once per spare: -EBUSY for one taken already, -E2BIG for a run it
  * does not fit (loader_fits). On failure the spare must be destroyed, not given to another run.
  */
 int loader_take(struct loader *l, const struct policy *p, const struct policy_compiled *c,

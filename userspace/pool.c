@@ -170,8 +170,7 @@ struct loader *pool_take(struct pool *p, const struct policy *pol,
 	/* every spare has the same sizes: the last fits if any does */
 	l = p->ready[p->n_ready - 1];
 	if (!loader_fits(l, c, opts)) {
-		*why = opts->ns_share ? "a run with --netns shares its namespace's maps" :
-					"the policy or options exceed a spare's map sizes";
+		*why = "the policy or options exceed a spare's map sizes";
 		return NULL;
 	}
 	p->ready[--p->n_ready] = NULL;

@@ -268,10 +268,7 @@ static int run_up(struct run *r, const char *text, bool default_allow)
 	if ((e = share_loader_maps(r->skb->obj, r->l)) ||
 	    (e = share_loader_maps(r->dec->obj, r->l)))
 		return e;
-	/* the ns attribution maps are the packet layer's alone (1 entry: no shared namespace) */
-	if ((e = bpf_map__set_max_entries(r->skb->maps.sl_ns_flows, 1)) ||
-	    (e = bpf_map__set_max_entries(r->skb->maps.sl_ns_runs, 1)))
-		return e;
+	/* the ns attribution maps' slots stay empty: no shared namespace (token 0) */
 	if ((e = sl_progrun_skb__load(r->skb)) || (e = sl_progrun_decide__load(r->dec))) {
 		fprintf(stderr, "sl_progrun: loading the test objects: %s\n", strerror(-e));
 		return e;
