@@ -2245,18 +2245,33 @@ static int pin_link(void *obj, const char *path)
 }
 
 /* Links 0..n_links-1 and tc attachments 0..n_tc-1 back to the old programs. */
+/*
+ * The order a switch moves the run's links in: the packet layer first. A flow the new connect
+ * programs judged carries the new policy's generation; meeting the old backstop it would be
+ * judged in full under the old policy, which could cut a connection the new one allows. The
+ * other way round, an old flow meeting the new backstop is judged under the incoming policy.
+ */
+static const enum loader_prog commit_order[PROG_MAX] = {
+	PROG_BACKSTOP,	   PROG_EGRESS,	      PROG_INGRESS,	 PROG_CONNECT4,
+	PROG_CONNECT6,	   PROG_SENDMSG4,     PROG_SENDMSG6,	 PROG_RECVMSG4,
+	PROG_RECVMSG6,	   PROG_GETPEERNAME4, PROG_GETPEERNAME6, PROG_SOCK_CREATE,
+	PROG_SETSOCKOPT,   PROG_SOCK_RELEASE,
+};
+
 static void commit_undo(struct loader *l, int n_links, int n_tc)
 {
-	int i;
+	int i, p;
 
 	for (i = n_tc - 1; i >= 0; i--)
 		if (tc_move(&l->tc_att[i], bpf_program__fd(l->tc->progs.sl_tc_ingress)))
 			fprintf(stderr, "sluice: move tc back: %s\n", strerror(errno));
-	for (i = n_links - 1; i >= 0; i--)
-		if (l->links[i] && bpf_link_update(bpf_link__fd(l->links[i]),
-						   bpf_program__fd(prog_of(l, i)), NULL))
-			fprintf(stderr, "sluice: move %s back: %s\n", prog_names[i],
+	for (i = n_links - 1; i >= 0; i--) {
+		p = commit_order[i];
+		if (l->links[p] && bpf_link_update(bpf_link__fd(l->links[p]),
+						   bpf_program__fd(prog_of(l, p)), NULL))
+			fprintf(stderr, "sluice: move %s back: %s\n", prog_names[p],
 				strerror(errno));
+	}
 }
 
 /*
@@ -2267,13 +2282,14 @@ static void commit_undo(struct loader *l, int n_links, int n_tc)
 int loader_next_commit(struct loader *l, struct loader_next *n, char *err_msg, size_t err_len)
 {
 	struct bpf_link *lsm_new[3] = {};
-	int i, t = 0, err = 0;
+	int i, p, t = 0, err = 0;
 
 	for (i = 0; i < PROG_MAX; i++) {
-		if (l->links[i] && bpf_link_update(bpf_link__fd(l->links[i]),
-						   bpf_program__fd(next_prog(n, i)), NULL)) {
+		p = commit_order[i];
+		if (l->links[p] && bpf_link_update(bpf_link__fd(l->links[p]),
+						   bpf_program__fd(next_prog(n, p)), NULL)) {
 			err = -errno;
-			util_fmt(err_msg, err_len, "update the %s link: %s", prog_names[i],
+			util_fmt(err_msg, err_len, "update the %s link: %s", prog_names[p],
 				 strerror(-err));
 			goto undo;
 		}
