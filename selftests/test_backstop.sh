@@ -389,7 +389,9 @@ for i in range(5):
     s.close()
 print(" ".join(res))
 EOF2
-in_inet python3 "$SL_TMP/p26cap.py" "$SL_TMP/p26cap.log" </dev/null &>/dev/null &
+# ip netns exec, not the in_inet function: backgrounded, a function runs in a subshell, and
+# stopping that pid would leave the capture running
+ip netns exec "$SL_NS_INET" python3 "$SL_TMP/p26cap.py" "$SL_TMP/p26cap.log" </dev/null &>/dev/null &
 p26cap=$!
 sl_track_pid "$p26cap"
 sluice_start "$SL_TMP/p26sb.yaml" "$SL_TMP/p26sb.jsonl" --netns "/run/netns/$SL_NS_RUN" -- \
