@@ -75,6 +75,29 @@ rules:
     ports: [80]
 EOF
 
+# past_budget CGROUP HOST: from the cgroup, 800 bytes to HOST:8080, its answer, then 800 more
+# (which a 1,000-byte budget cuts); prints how the socket ended: "eof" or the errno's name.
+past_budget() {
+	sl_in_cgroup "$1" "${RUN_EXEC_NETONLY[@]}" python3 -c "
+import errno, socket
+s = socket.create_connection(('$2', 8080), timeout=$((5 * SL_SLOW)))
+s.sendall(b'a' * 800)
+got = b''
+while not got.endswith(b'ok\\n'):
+    c = s.recv(100)
+    if not c:
+        break
+    got += c
+try:
+    s.sendall(b'a' * 800)
+    while s.recv(100):
+        pass
+    print('eof')
+except OSError as e:
+    print(errno.errorcode.get(e.errno, str(e)))
+" 2>&1
+}
+
 # the holder (tools/sl_hold.py): connects, waits for "go", sends on each socket, says what happened
 HOLDER=$SL_LIB_DIR/tools/sl_hold.py
 
@@ -178,24 +201,7 @@ tap_ok "budget: the run is attached in report mode"
 sink_mark
 # A: 800 bytes, the answer, then 800 more, which the budget cuts; A waits until its socket ends,
 # so the budget is spent before B connects.
-a=$(sl_in_cgroup "$CG2" "${RUN_EXEC_NETONLY[@]}" python3 -c "
-import errno, socket
-s = socket.create_connection(('198.51.100.10', 8080), timeout=$((5 * SL_SLOW)))
-s.sendall(b'a' * 800)
-got = b''
-while not got.endswith(b'ok\\n'):
-    c = s.recv(100)
-    if not c:
-        break
-    got += c
-try:
-    s.sendall(b'a' * 800)
-    while s.recv(100):
-        pass
-    print('eof')
-except OSError as e:
-    print(errno.errorcode.get(e.errno, str(e)))
-" 2>&1)
+a=$(past_budget "$CG2" 198.51.100.10)
 tap_diag "budget: A after 800 + 800 bytes: $a"
 # R: a would-be denial for the spent budget that sends in report mode: the budget counts it too
 r=$(sl_in_cgroup "$CG2" "${RUN_EXEC_NETONLY[@]}" python3 -c "
@@ -450,24 +456,7 @@ tap_check "budget2: replace-policy to a policy with a host budget succeeds" \
 	test -z "${out##*\"ok\":true*}" || tap_diag "$out"
 sink_mark
 for h in 198.51.100.10 198.51.100.20; do
-	r=$(sl_in_cgroup "$CG5" "${RUN_EXEC_NETONLY[@]}" python3 -c "
-import errno, socket
-s = socket.create_connection(('$h', 8080), timeout=$((5 * SL_SLOW)))
-s.sendall(b'a' * 800)
-got = b''
-while not got.endswith(b'ok\\n'):
-    c = s.recv(100)
-    if not c:
-        break
-    got += c
-try:
-    s.sendall(b'a' * 800)
-    while s.recv(100):
-        pass
-    print('eof')
-except OSError as e:
-    print(errno.errorcode.get(e.errno, str(e)))
-" 2>&1)
+	r=$(past_budget "$CG5" "$h")
 	tap_diag "budget2: $h after 800 + 800 bytes: $r"
 done
 sink_wait 'tcp 198.51.100.20 8080' 1 20000 || tap_diag "$(sink_new_lines)"
