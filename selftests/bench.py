@@ -40,7 +40,6 @@ import os
 import random
 import shutil
 import signal
-import socket
 import statistics
 import subprocess as sp
 import sys
@@ -52,6 +51,10 @@ SLUICE = os.environ.get("SLUICE", f"{REPO}/.output/sluice")
 TOOLS = os.environ.get("SL_TOOLS", f"{REPO}/.output/selftests")
 BENCH = f"{TOOLS}/sl_bench"
 BUDGETS = os.environ.get("BENCH_BUDGETS", f"{REPO}/selftests/bench-budgets.txt")
+
+sys.path.insert(0, f"{REPO}/selftests/tools")
+import sl_daemon_req  # noqa: E402 (the selftests' one client of the daemon's socket)
+
 BPFFS = "/sys/fs/bpf"
 PORT = 5001
 HOT = "10.202.0.1"
@@ -485,12 +488,8 @@ class Bench:
         return env
 
     def request(self, env, req):
-        s = socket.socket(socket.AF_UNIX)
-        s.settimeout(600)
-        s.connect(env["SLUICE_SOCKET"])
-        s.sendall(json.dumps(req).encode() + b"\n")
-        reply = s.makefile("rb").readline().decode()
-        s.close()
+        reply = sl_daemon_req.request(env["SLUICE_SOCKET"], json.dumps(req).encode() + b"\n",
+                                      600).decode()
         if '"ok":true' not in reply:
             raise SetupError(f"daemon {req['op']}: {reply[:300]}")
         return json.loads(reply)

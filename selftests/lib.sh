@@ -1265,6 +1265,29 @@ sl_daemon_kill() {
 	return 0
 }
 
+# sl_daemon_req [--raw] TEXT: one request on the daemon's socket ($SLUICE_SOCKET), prints the first
+# reply line. TEXT is one request line; the "\n" that ends it is added, unless --raw: then TEXT
+# goes out byte for byte (a test of malformed requests). Either way the write side is shut after
+# it, so a request cut short is answered, not waited on. The wait scales with SL_SLOW (an attach
+# verifies BPF programs: seconds on a loaded machine). tools/sl_daemon_req.py is the client.
+sl_daemon_req() {
+	local text
+	if [[ ${1-} == --raw ]]; then
+		text=$2
+	else
+		text=$1$'\n'
+	fi
+	python3 "$SL_LIB_DIR/tools/sl_daemon_req.py" "$SLUICE_SOCKET" "$text" "$((60 * SL_SLOW))"
+}
+
+# sl_reply_field REPLY KEY: a member of a daemon's reply (a JSON object): a string as is, anything
+# else as JSON (true, null, 12, [..]); nothing when REPLY is not JSON or has no KEY.
+sl_reply_field() {
+	python3 -c 'import json, sys
+v = json.loads(sys.argv[1]).get(sys.argv[2], "")
+print(v if isinstance(v, str) else json.dumps(v, separators=(",", ":")))' "$1" "$2" 2>/dev/null
+}
+
 # sl_cgroup_new NAME: make a cgroup as a runtime would (outside sluice's own), removed with
 # whatever is in it when the test ends (topo_down: every sluice-selftest-$SL_ID-* cgroup);
 # prints its path.

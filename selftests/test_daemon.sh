@@ -27,29 +27,15 @@ topo_up
 
 command -v dig >/dev/null || skip_all "dig not installed"
 
-# raw_req TEXT: send TEXT as is on the daemon's socket, print the first reply line (an attach
-# verifies BPF programs: seconds on a loaded machine, so the wait scales with SL_SLOW).
-raw_req() {
-	python3 - "$SLUICE_SOCKET" "$1" "$((20 * SL_SLOW))" <<'EOF'
-import socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.settimeout(int(sys.argv[3]))
-s.connect(sys.argv[1])
-s.sendall(sys.argv[2].encode("latin-1"))
-s.shutdown(socket.SHUT_WR)
-print(s.makefile("rb").readline().decode("latin-1").rstrip("\n"))
-EOF
-}
-
 # ping_ok: the daemon still answers.
-ping_ok() { [[ $(raw_req $'{"op":"ping"}\n') == '{"ok":true,'* ]]; }
+ping_ok() { [[ $(sl_daemon_req '{"op":"ping"}') == '{"ok":true,'* ]]; }
 
 # attach RUN_ID CGROUP POLICY [MEMBER…]: attach through the socket; prints the reply.
 attach() {
 	local id=$1 cg=$2 pol=$3 extra=
 	shift 3
 	for kv in "$@"; do extra+=",$kv"; done
-	raw_req "{\"op\":\"attach\",\"run_id\":\"$id\",\"cgroup\":\"$cg\",\"policy\":\"$pol\"$extra}"$'\n'
+	sl_daemon_req "{\"op\":\"attach\",\"run_id\":\"$id\",\"cgroup\":\"$cg\",\"policy\":\"$pol\"$extra}"
 }
 
 # in_cg CGROUP CMD…: CMD in the cgroup and the run namespace.
@@ -105,18 +91,8 @@ EOF
 # --- the socket ------------------------------------------------------------------------------
 tap_is "the socket is root's alone (mode 0600)" "$(stat -c %a "$SLUICE_SOCKET")" 600
 chmod 0666 "$SLUICE_SOCKET"
-out=$(setpriv --reuid 65534 --regid 65534 --clear-groups /usr/bin/python3 - "$SLUICE_SOCKET" <<'EOF' 2>&1
-import socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.settimeout(10)
-s.connect(sys.argv[1])
-try:
-    s.sendall(b'{"op":"status"}\n')
-except BrokenPipeError:
-    pass # the daemon answers at once, then closes
-print(s.makefile("rb").readline().decode().rstrip("\n"))
-EOF
-)
+out=$(setpriv --reuid 65534 --regid 65534 --clear-groups /usr/bin/python3 \
+	"$SL_LIB_DIR/tools/sl_daemon_req.py" "$SLUICE_SOCKET" $'{"op":"status"}\n' 10 2>&1)
 chmod 0600 "$SLUICE_SOCKET"
 if [[ $out == *'"ok":false'*'root only'* ]]; then
 	tap_ok "a client that is not root is refused by its peer credentials"
@@ -126,7 +102,7 @@ fi
 
 check_refused() {
 	local name=$1 req=$2 want=$3 got
-	got=$(raw_req "$req")
+	got=$(sl_daemon_req --raw "$req")
 	if [[ $got == '{"ok":false,"error":'*"$want"* ]] && ping_ok; then
 		tap_ok "$name: refused, and the daemon serves on"
 	else

@@ -283,19 +283,6 @@ sl_stop_pid "$nepid"
 # ---------------------------------------------------------------------------------------------
 # 5. Without LOG: the daemon's live stream, filtered alike
 
-# raw_req TEXT: send TEXT on the daemon's socket, print the first reply line.
-raw_req() {
-	python3 - "$SLUICE_SOCKET" "$1" "$SL_SLOW" <<'EOF2'
-import socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.settimeout(60 * int(sys.argv[3]))
-s.connect(sys.argv[1])
-s.sendall(sys.argv[2].encode())
-s.shutdown(socket.SHUT_WR)
-print(s.makefile("rb").readline().decode().rstrip("\n"))
-EOF2
-}
-
 # shellcheck disable=SC2119 # no extra daemon arguments
 if ! sl_daemon_start; then
 	tap_fail "the daemon starts" "$(cat "$SL_TMP/daemon/err" 2>/dev/null)"
@@ -314,7 +301,7 @@ tap_is "--run-id of a run the daemon does not have: refused, exit 1" \
 t0=$(date +%s%N)
 req="{\"op\":\"attach\",\"run_id\":\"$rd\",\"cgroup\":\"$cg\",\"policy\":\"$policy\","
 req+="\"netns\":\"/run/netns/$SL_NS_RUN\"}"
-out=$(raw_req "$req"$'\n')
+out=$(sl_daemon_req "$req")
 tap_check "a run is attached to a cgroup the test made" test "${out:0:10}" == '{"ok":true'
 [[ ${out:0:10} == '{"ok":true' ]] || tap_diag "$out"$'\n'"$(tail -5 "$SL_TMP/daemon/err")"
 tap_diag "the attach took $((($(date +%s%N) - t0) / 1000000)) ms"
@@ -348,7 +335,7 @@ tap_is "every line the --run-id stream printed is a line of the run's log, as it
 	"$bad" 0
 tap_cmp "... the deny and the allow at least" "$(grep -c . "$SL_TMP/d-run.out")" -ge 2
 tap_is "the viewers reported nothing malformed" "$(cat "$SL_TMP/d-deny.err" "$SL_TMP/d-run.err")" ""
-raw_req "{\"op\":\"detach\",\"run_id\":\"$rd\"}"$'\n' >/dev/null
+sl_daemon_req "{\"op\":\"detach\",\"run_id\":\"$rd\"}" >/dev/null
 sl_stop_pid "$dv1"
 sl_stop_pid "$dv2"
 
@@ -372,7 +359,7 @@ rm_=t-$SL_ID-m
 SL_RUNS+=("$rm_")
 req="{\"op\":\"attach\",\"run_id\":\"$rm_\",\"cgroup\":\"$cg\",\"policy\":\"$policy\","
 req+="\"netns\":\"/run/netns/$SL_NS_RUN\"}"
-out=$(raw_req "$req"$'\n')
+out=$(sl_daemon_req "$req")
 tap_check "a run is attached" test "${out:0:10}" == '{"ok":true'
 sl_in_cgroup "$cg" "${RUN_EXEC_NETONLY[@]}" "$SL_PROBE" tcp 198.51.100.20 80 >/dev/null
 sl_in_cgroup "$cg" "${RUN_EXEC_NETONLY[@]}" "$SL_PROBE" tcp 198.51.100.10 80 >/dev/null
@@ -403,7 +390,7 @@ tap_cmp "a silent HTTP client does not hold the daemon's loop (status took ${ms}
 	-lt $((2000 * SL_SLOW))
 tap_check "nor the other HTTP clients" scraped "$s"
 sl_stop_pid "$slow"
-raw_req "{\"op\":\"detach\",\"run_id\":\"$rm_\"}"$'\n' >/dev/null
+sl_daemon_req "{\"op\":\"detach\",\"run_id\":\"$rm_\"}" >/dev/null
 sl_daemon_kill TERM
 tap_check "--metrics-textfile: written at the end, the run ended" grep -qxF \
 	'sluice_runs_ended_total{mode="enforce"} 1' "$prom/daemon.prom"

@@ -49,35 +49,16 @@ mkdir -p "$D"
 export SLUICE_SOCKET=$D/sluice.sock
 NETNS=/run/netns/$SL_NS_RUN
 
-# req JSON: one request on the daemon's socket; prints the reply's first line.
-req() {
-	python3 - "$SLUICE_SOCKET" "$1" "$((60 * SL_SLOW))" <<'EOF'
-import socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.settimeout(int(sys.argv[3]))
-s.connect(sys.argv[1])
-s.sendall(sys.argv[2].encode() + b"\n")
-print(s.makefile("rb").readline().decode().rstrip("\n"))
-EOF
-}
-
 # attach RUN_ID CGROUP POLICY: prints the reply.
 attach() {
-	req "{\"op\":\"attach\",\"run_id\":\"$1\",\"cgroup\":\"$2\",\"policy\":\"$3\",$(
+	sl_daemon_req "{\"op\":\"attach\",\"run_id\":\"$1\",\"cgroup\":\"$2\",\"policy\":\"$3\",$(
 		)\"upstream\":\"127.0.0.1:$UP_PORT\"}"
 }
 
 # attach_ns RUN_ID CGROUP POLICY: an attach with a host side in the run namespace.
 attach_ns() {
-	req "{\"op\":\"attach\",\"run_id\":\"$1\",\"cgroup\":\"$2\",\"policy\":\"$3\",$(
+	sl_daemon_req "{\"op\":\"attach\",\"run_id\":\"$1\",\"cgroup\":\"$2\",\"policy\":\"$3\",$(
 		)\"netns\":\"$NETNS\",\"upstream\":\"127.0.0.1:$UP_PORT\"}"
-}
-
-# reply_field REPLY KEY: a member of a reply (true/false for booleans).
-reply_field() {
-	python3 -c 'import json, sys
-v = json.loads(sys.argv[1]).get(sys.argv[2], "")
-print(str(v).lower() if isinstance(v, bool) else v)' "$1" "$2" 2>/dev/null
 }
 
 # daemon_up [ARGS…]: the test's daemon, in the run namespace; waits until it answers.
@@ -99,8 +80,8 @@ daemon_up() {
 spares_at_least() {
 	local out
 	for _ in $(seq $((600 * SL_SLOW))); do
-		out=$(req '{"op":"ping"}')
-		[[ $(reply_field "$out" spares) -ge $1 ]] && return 0
+		out=$(sl_daemon_req '{"op":"ping"}')
+		[[ $(sl_reply_field "$out" spares) -ge $1 ]] && return 0
 		sleep 0.1
 	done
 	return 1
@@ -239,10 +220,10 @@ SL_RUNS+=("$RA" "$RB" "$RC" "$RBIG" "$RZ" "$RN" "$RM")
 
 # --- one run from a spare --------------------------------------------------------------------
 out=$(attach "$RA" "$CG_A" "$SL_TMP/a.yaml")
-tap_is "run A is attached from a spare" "$(reply_field "$out" ok) $(reply_field "$out" spare)" \
-	"true true"
-[[ $(reply_field "$out" spare) == true ]] || tap_diag "$out"$'\n'"$(tail -5 "$D/err")"
-tap_diag "attach from a spare: $(reply_field "$out" attach_ms) ms"
+tap_is "run A is attached from a spare" \
+	"$(sl_reply_field "$out" ok) $(sl_reply_field "$out" spare)" "true true"
+[[ $(sl_reply_field "$out" spare) == true ]] || tap_diag "$out"$'\n'"$(tail -5 "$D/err")"
+tap_diag "attach from a spare: $(sl_reply_field "$out" attach_ms) ms"
 sink_mark
 tap_is "run A resolves its name" "$(resolve "$CG_A" a.pool.example)" 198.51.100.10
 tap_is "run A reaches its host" "$(probe "$CG_A" 198.51.100.10)" ok
@@ -253,9 +234,9 @@ tap_is "nothing arrived at the denied host" "$(sink_count 'tcp 198.51.100.20 80'
 # --- a second run from a spare, with another policy -------------------------------------------
 spares_at_least 1 || tap_diag "no spare was refilled: $(tail -5 "$D/err")"
 out=$(attach "$RB" "$CG_B" "$SL_TMP/b.yaml")
-tap_is "run B is attached from a spare" "$(reply_field "$out" ok) $(reply_field "$out" spare)" \
-	"true true"
-[[ $(reply_field "$out" spare) == true ]] || tap_diag "$out"$'\n'"$(tail -5 "$D/err")"
+tap_is "run B is attached from a spare" \
+	"$(sl_reply_field "$out" ok) $(sl_reply_field "$out" spare)" "true true"
+[[ $(sl_reply_field "$out" spare) == true ]] || tap_diag "$out"$'\n'"$(tail -5 "$D/err")"
 tap_is "run B resolves its name" "$(resolve "$CG_B" b.pool.example)" 198.51.100.20
 tap_is "run A does not resolve run B's name" "$(resolve "$CG_A" b.pool.example)" ""
 tap_is "run B does not reach the address run A learned" "$(probe "$CG_B" 198.51.100.10)" \
@@ -271,7 +252,7 @@ tap_is "run A still reaches its own host" "$(probe "$CG_A" 198.51.100.10)" ok
 spares_at_least 1 || tap_diag "no spare was refilled: $(tail -5 "$D/err")"
 out=$(attach "$RBIG" "$CG_BIG" "$SL_TMP/big.yaml")
 tap_is "a 300-rule policy is attached with programs of its own" \
-	"$(reply_field "$out" ok) $(reply_field "$out" spare)" "true false"
+	"$(sl_reply_field "$out" ok) $(sl_reply_field "$out" spare)" "true false"
 tap_check "… and the reply says why" grep -q "exceed a spare" <<<"$out"
 tap_is "the large policy's run reaches its CIDR, not another" \
 	"$(probe "$CG_BIG" 203.0.113.7) $(probe "$CG_BIG" 198.51.100.10)" "ok err EPERM"
@@ -320,7 +301,7 @@ tap_cmp "run A's log holds its denials" "$(log_count "$LA" type=decision decisio
 spares_at_least 1 || tap_diag "no spare was refilled: $(tail -5 "$D/err")"
 out=$(attach "$RC" "$CG_C" "$SL_TMP/c.yaml")
 tap_is "run C is attached from a spare after run A ended" \
-	"$(reply_field "$out" ok) $(reply_field "$out" spare)" "true true"
+	"$(sl_reply_field "$out" ok) $(sl_reply_field "$out" spare)" "true true"
 tap_is "run C does not reach the address ended run A learned" "$(probe "$CG_C" 198.51.100.10)" \
 	"err EPERM"
 tap_is "run C does not reach the address live run B learned" "$(probe "$CG_C" 198.51.100.20)" \
@@ -336,9 +317,9 @@ tap_is "run C's log names no host of another run" \
 spares_at_least 1 || tap_diag "no spare was refilled: $(tail -5 "$D/err")"
 out=$(attach_ns "$RN" "$CG_N" "$SL_TMP/n.yaml")
 tap_is "a run with a host side (netns) is attached from a spare" \
-	"$(reply_field "$out" ok) $(reply_field "$out" spare)" "true true"
-[[ $(reply_field "$out" spare) == true ]] || tap_diag "$out"$'\n'"$(tail -5 "$D/err")"
-tap_diag "netns attach from a spare: $(reply_field "$out" attach_ms) ms"
+	"$(sl_reply_field "$out" ok) $(sl_reply_field "$out" spare)" "true true"
+[[ $(sl_reply_field "$out" spare) == true ]] || tap_diag "$out"$'\n'"$(tail -5 "$D/err")"
+tap_diag "netns attach from a spare: $(sl_reply_field "$out" attach_ms) ms"
 tap_check "… and its namespace's maps are pinned" test -e "$NS_PINS/flows" -a -e "$NS_PINS/runs"
 tap_cmp "… and its host-side program is on the veth peer" \
 	"$(in_rtr bpftool net show dev vrun 2>/dev/null | grep -c sl_tc)" -ge 1
@@ -358,8 +339,8 @@ tap_cmp "run N's log has the host side's denial of that frame" \
 spares_at_least 1 || tap_diag "no spare was refilled: $(tail -5 "$D/err")"
 out=$(attach_ns "$RM" "$CG_M" "$SL_TMP/m.yaml")
 tap_is "a second run in the same namespace is attached from a spare" \
-	"$(reply_field "$out" ok) $(reply_field "$out" spare)" "true true"
-[[ $(reply_field "$out" spare) == true ]] || tap_diag "$out"$'\n'"$(tail -5 "$D/err")"
+	"$(sl_reply_field "$out" ok) $(sl_reply_field "$out" spare)" "true true"
+[[ $(sl_reply_field "$out" spare) == true ]] || tap_diag "$out"$'\n'"$(tail -5 "$D/err")"
 # each run's allowed connection passes the other run's host side only if attributed to it
 sink_mark
 tap_is "run N still reaches its host (past run M's host side), not M's" \
@@ -399,9 +380,9 @@ tap_is "… and runs N and M (host side) keep their allowlists" \
 
 # --- --spares 0 ---------------------------------------------------------------------------------
 daemon_up --spares 0 || bail_out "the daemon did not restart: $(tail -5 "$D/err")"
-out=$(req '{"op":"ping"}')
+out=$(sl_daemon_req '{"op":"ping"}')
 tap_is "with --spares 0 the daemon keeps none" \
-	"$(reply_field "$out" spares) $(reply_field "$out" spares_wanted)" "0 0"
+	"$(sl_reply_field "$out" spares) $(sl_reply_field "$out" spares_wanted)" "0 0"
 tap_check "the new daemon took the runs over" test "$(grep -c 'took over run t-' "$D/err")" -eq 5
 tap_is "runs N and M (host side), taken over, keep their allowlists" \
 	"$(probe "$CG_N" 198.51.100.10) $(probe "$CG_N" 203.0.113.7) $(probe "$CG_M" 203.0.113.7)" \
@@ -415,7 +396,7 @@ tap_check "the last run out removed the namespace's maps" test ! -e "$NS_PINS"
 tap_is "run B's CIDR is still allowed" "$(probe "$CG_B" 203.0.113.7)" ok
 out=$(attach "$RZ" "$CG_Z" "$SL_TMP/a.yaml")
 tap_is "with --spares 0 an attach loads its own programs" \
-	"$(reply_field "$out" ok) $(reply_field "$out" spare)" "true false"
+	"$(sl_reply_field "$out" ok) $(sl_reply_field "$out" spare)" "true false"
 got="$(resolve "$CG_Z" a.pool.example) $(probe "$CG_Z" 198.51.100.10)"
 got+=" $(probe "$CG_Z" 198.51.100.20)"
 tap_is "… and enforces: its name reached, another host denied" "$got" "198.51.100.10 ok err EPERM"
@@ -473,7 +454,7 @@ if gcc -shared -fPIC -o "$SHIM" "$SL_TMP/nommap.c" -ldl 2>"$SL_TMP/shim.err"; th
 	sl_on_exit "sl_cgroup_remove '$CG_S'"
 	out=$(attach "$RS" "$CG_S" "$SL_TMP/a.yaml")
 	tap_is "… attaches a run from a spare" \
-		"$(reply_field "$out" ok) $(reply_field "$out" spare)" "true true"
+		"$(sl_reply_field "$out" ok) $(sl_reply_field "$out" spare)" "true true"
 	out=$("$SLUICE" set-mode --run-id "$RS" report 2>&1)
 	tap_check "… switches it to report mode" test $? -eq 0 || tap_diag "$out"
 	tap_is "… where it reaches a host its policy does not list" \

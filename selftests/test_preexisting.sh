@@ -53,27 +53,10 @@ sl_track_pid "$DAEMON_PID"
 wait_until 10000 test -S "$DAEMON_SOCK" || bail_out "the daemon did not open $DAEMON_SOCK: \
 $(cat "$SL_TMP/daemon.err")"
 
-# attach CGROUP RUN_ID MODE LOG: through sluice attach when it is there, else the daemon's
-# protocol itself (the same request line).
+# attach CGROUP RUN_ID MODE LOG
 attach() {
-	local cg=$1 id=$2 mode=$3 log=$4
-	if "$SLUICE" attach --help >/dev/null 2>&1; then
-		"$SLUICE" attach --cgroup "$cg" --policy "$POLICY" --run-id "$id" --mode "$mode" \
-			--log "$log" --task selftest
-		return
-	fi
-	python3 - "$DAEMON_SOCK" "$cg" "$POLICY" "$id" "$mode" "$log" <<'EOF'
-import json, socket, sys
-sock, cg, pol, rid, mode, log = sys.argv[1:]
-s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-s.connect(sock)
-s.sendall((json.dumps({"op": "attach", "cgroup": cg, "policy": pol, "run_id": rid,
-                       "task": "selftest", "mode": mode, "log": log},
-                      separators=(",", ":")) + "\n").encode())
-reply = s.makefile().readline()
-print(reply.strip())
-sys.exit(0 if json.loads(reply).get("ok") else 1)
-EOF
+	"$SLUICE" attach --cgroup "$1" --policy "$POLICY" --run-id "$2" --mode "$3" --log "$4" \
+		--task selftest
 }
 
 detach() {

@@ -121,16 +121,8 @@ tap_is "its effective capabilities are the bounding set" \
 CG=$(sl_cgroup_new unit) || bail_out "cannot make the test cgroup"
 RID=t-$SL_ID-unit
 SL_RUNS+=("$RID")
-out=$(python3 - "$SLUICE_SOCKET" "{\"op\":\"attach\",\"run_id\":\"$RID\",\"cgroup\":\"$CG\",\
-\"policy\":\"$policy\",\"netns\":\"/run/netns/$SL_NS_RUN\"}" <<'EOF'
-import socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.settimeout(30)
-s.connect(sys.argv[1])
-s.sendall(sys.argv[2].encode() + b"\n")
-print(s.makefile("rb").readline().decode().rstrip("\n"))
-EOF
-)
+out=$(sl_daemon_req "{\"op\":\"attach\",\"run_id\":\"$RID\",\"cgroup\":\"$CG\",$(
+	)\"policy\":\"$policy\",\"netns\":\"/run/netns/$SL_NS_RUN\"}")
 if [[ $out == '{"ok":true'* ]]; then
 	tap_ok "with those capabilities it attaches a run to a cgroup"
 else

@@ -1,0 +1,46 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""sl_daemon_req: one request on sluice daemon's socket, the first line of its reply.
+
+  python3 sl_daemon_req.py SOCKET TEXT TIMEOUT_S
+
+TEXT goes out byte for byte (a request line ends with "\\n": the caller writes it, so that a
+test of a malformed request sends exactly what it means to), then the write side is shut, so
+that a request cut short gets the daemon's answer ("truncated request") instead of a wait for
+the rest. The first reply line, without its "\\n", goes to stdout as the daemon wrote it.
+
+The one client of the daemon's protocol for the selftests (lib.sh's sl_daemon_req, a client
+that is not root, bench.py imports request()): a fix to it (a refusal the daemon answers and
+closes on before it read everything, an encoding) reaches every test at once.
+"""
+import os
+import socket
+import sys
+
+
+def request(path, data, timeout):
+    """data (bytes) on the daemon's socket at path; returns the first reply line (bytes,
+    without "\\n"; empty when the daemon closed without a word)."""
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.settimeout(timeout)
+        s.connect(path)
+        try:
+            s.sendall(data)
+            s.shutdown(socket.SHUT_WR)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # a refusal (not root, oversized) is answered at once, then the daemon closes
+        return s.makefile("rb").readline().rstrip(b"\n")
+    finally:
+        s.close()
+
+
+def main():
+    if len(sys.argv) != 4:
+        sys.exit("usage: sl_daemon_req.py SOCKET TEXT TIMEOUT_S")
+    # fsencode: the argument's bytes as the shell passed them (UTF-8 or not)
+    reply = request(sys.argv[1], os.fsencode(sys.argv[2]), float(sys.argv[3]))
+    sys.stdout.buffer.write(reply + b"\n")
+
+
+if __name__ == "__main__":
+    main()
