@@ -441,10 +441,14 @@ _Static_assert(sizeof(struct sl_run_cfg) == 72, "sl_run_cfg ABI");
  * which the loader makes every object of the run share), written after the programs are loaded
  * and before any link of theirs exists, so that a set verified in advance (sluice daemon's
  * spares) can serve any run. Pinned with the run ("map-cfg"): sluice resume reads it back.
- * What is the same for every run of a build and kernel stays a constant of the programs
- * (.rodata: the TLS port, whether fragments can be checked).
+ * What is the same for every run of a build and kernel stays a constant of the programs: the
+ * TLS port (SL_TLS_PORT, below), whether fragments can be checked (.rodata, set at load).
  */
-/* The port whose flows to learned addresses must open with a ClientHello (tls.bpf.h). */
+/*
+ * The port whose flows to learned addresses must open with a ClientHello (tls.bpf.h); on other
+ * ports only a first payload that starts like TLS is judged. A compile-time constant, read by the
+ * programs and userspace (preexisting.c) alike, so that the two cannot judge a port differently.
+ */
 #define SL_TLS_PORT 443
 
 #define SL_CFG_VERSION 2 /* the layout of struct sl_cfg: a pinned run of another is refused;

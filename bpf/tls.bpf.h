@@ -11,13 +11,6 @@
 #include "addr.bpf.h"
 #include "net.bpf.h"
 
-/*
- * The TLS port (SL_TLS_PORT): flows to learned addresses there must open with a ClientHello; on
- * other ports only a first payload that starts like TLS is judged. A constant of the programs,
- * which userspace reads from sluice.h, never from the loaded object's global data.
- */
-const volatile __u16 sl_cfg_tls_port = SL_TLS_PORT;
-
 struct {
 	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);

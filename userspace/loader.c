@@ -1509,12 +1509,6 @@ int loader_sock_tls_set(const struct loader *l, int sock_fd, const struct sl_sk_
 		       0;
 }
 
-uint16_t loader_tls_port(const struct loader *l)
-{
-	(void)l;
-	return SL_TLS_PORT;
-}
-
 uint8_t loader_era(const struct loader *l)
 {
 	return cfg_of(l)->era;

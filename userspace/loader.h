@@ -188,8 +188,6 @@ uint8_t loader_era(const struct loader *l);
 int loader_sock_tls_deny(const struct loader *l, int sock_fd);
 /* The TCP socket at sock_fd is held to the server-name check from now on (sl_sk_tls: t). */
 int loader_sock_tls_set(const struct loader *l, int sock_fd, const struct sl_sk_tls *t);
-/* The port whose first payload must be a ClientHello (sl_cfg_tls_port); 0: none. */
-uint16_t loader_tls_port(const struct loader *l);
 
 int loader_kill_socket(struct loader *l, uint64_t cookie, int netns_fd, uint32_t pid);
 

@@ -834,13 +834,12 @@ static int tcp_bytes_sent(int fd, uint64_t *sent)
 static int watch_from_now(struct run *r, int fd, uint32_t host_id,
 			  struct records_preexisting *rec)
 {
-	uint16_t tls_port = loader_tls_port(r->loader);
 	struct sl_sk_tls t = { .state = SL_TLS_PENDING }, now;
 	struct sl_flow flow;
 	uint64_t sent = 0;
 	int err;
 
-	t.tls_port = tls_port && rec->dport == tls_port;
+	t.tls_port = rec->dport == SL_TLS_PORT; /* as tls_expect_server_name judges it */
 	t.host_id = host_id;
 	t.pid = rec->pid;
 	t.tgid = rec->pid;

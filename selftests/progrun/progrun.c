@@ -1363,7 +1363,7 @@ static bool tls_check(struct run *r, const struct tls_case *c)
 	       "the case's segment could not be built");
 	memset(&o->bss->t_in, 0, sizeof(o->bss->t_in));
 	o->bss->t_in.state = (__u8)h.state;
-	o->bss->t_in.tls_port = h.port == 443;
+	o->bss->t_in.tls_port = h.port == SL_TLS_PORT;
 	o->bss->t_in.payloads = (__u8)h.payloads;
 	o->bss->t_in.host_id = HOST_EXAMPLE;
 	if (!prog_run(bpf_program__fd(o->progs.t_tls_egress), p.b, p.len, &ret))

@@ -116,12 +116,6 @@ int loader_sock_tls_set(const struct loader *l, int sock_fd, const struct sl_sk_
 	return -ENOENT;
 }
 
-uint16_t loader_tls_port(const struct loader *l)
-{
-	(void)l;
-	return 443;
-}
-
 int loader_sock_flow_set(const struct loader *l, int sock_fd, const struct sl_flow *flow)
 {
 	(void)l;
