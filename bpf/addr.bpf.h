@@ -237,6 +237,61 @@ static __always_inline enum sl_v6_route v6_route(const __u32 w[4], __u32 *v4)
 	return v6_is_v4_relay(w) ? SL_V6_RELAY : SL_V6_OWN;
 }
 
+enum sl_dst_fate {
+	SL_DST_V4,	  /* the IPv4 rules judge *v4: the address, or the one it carries */
+	SL_DST_V6,	  /* the IPv6 rules judge the address */
+	SL_DST_BLACKHOLE, /* denied in every mode, whatever the policy says */
+	SL_DST_RELAY,	  /* an IPv4 host behind a relay, and the default denies: denied */
+};
+
+/*
+ * What a v6 destination's address decides before any rule is read: v6_route's answer acted on,
+ * by the kernel programs (decide_v6), the preexisting-socket scan and policy replay alike, so
+ * that none can open, deny or translate an address the others judge otherwise. The blackhole
+ * in every form (natively or in an IPv4 address it carries) is denied; an IPv4 host it carries
+ * for the policy is the IPv4 rules'; one behind a relay is not what a v6 rule speaks for: only
+ * default allow opens it (then the v6 rules judge, as for any other). *v4 is the IPv4 address
+ * judged or blackholed, and *embedded says whether there is one.
+ */
+static __always_inline enum sl_dst_fate v6_fate(const __u32 w[4], bool default_allow, __u32 *v4,
+						bool *embedded)
+{
+	*embedded = false;
+	switch (v6_route(w, v4)) {
+	case SL_V6_BLACKHOLE:
+		return SL_DST_BLACKHOLE;
+	case SL_V6_BLACKHOLE_V4:
+		*embedded = true;
+		return SL_DST_BLACKHOLE;
+	case SL_V6_AS_V4:
+		*embedded = true;
+		return SL_DST_V4;
+	case SL_V6_RELAY:
+		return default_allow ? SL_DST_V6 : SL_DST_RELAY;
+	default:
+		return SL_DST_V6;
+	}
+}
+
+/*
+ * v6_fate for either family (a: 4 or 16 bytes): an IPv4 destination is blackholed or the IPv4
+ * rules' (decide_v4), *v4 the address itself and *embedded false.
+ */
+static __always_inline enum sl_dst_fate dst_fate(int family, const __u8 *a, bool default_allow,
+						 __u32 *v4, bool *embedded)
+{
+	__u32 w[4];
+
+	*v4 = 0;
+	*embedded = false;
+	if (family == AF_INET) {
+		__builtin_memcpy(v4, a, 4);
+		return v4_is_blackholed(*v4) ? SL_DST_BLACKHOLE : SL_DST_V4;
+	}
+	__builtin_memcpy(w, a, 16);
+	return v6_fate(w, default_allow, v4, embedded);
+}
+
 /* The blackhole in any form a v6 destination can take. */
 static __always_inline bool v6_blackholed_any(const __u32 w[4])
 {

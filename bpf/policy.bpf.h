@@ -183,27 +183,27 @@ static __always_inline void decide_v6(struct verdict *v, struct sl_decision_even
 				      const __u32 w[4], __u16 port, __u8 proto)
 {
 	struct sl_lpm6_key key = { .prefixlen = 128 };
+	enum sl_dst_fate fate;
+	bool embedded;
 	__u32 v4 = 0;
 
-	/* where the address goes is addr.bpf.h's v6_route, the userspace judges' too */
-	switch (v6_route(w, &v4)) {
-	case SL_V6_BLACKHOLE:
-		set_verdict(v, SL_VERDICT_DENY, SL_REASON_BLACKHOLE, SL_RULE_DEFAULT);
-		return;
-	case SL_V6_AS_V4:
-	case SL_V6_BLACKHOLE_V4:
+	/* what the address decides is addr.bpf.h's v6_fate, the userspace judges' too */
+	fate = v6_fate(w, sl_cfg.default_allow, &v4, &embedded);
+	if (embedded) {
 		ev->embedded_v4 = 1;
 		__builtin_memcpy(ev->eff_addr, &v4, 4);
+	}
+	switch (fate) {
+	case SL_DST_BLACKHOLE:
+		set_verdict(v, SL_VERDICT_DENY, SL_REASON_BLACKHOLE, SL_RULE_DEFAULT);
+		return;
+	case SL_DST_V4:
 		decide_v4(v, ev, v4, port, proto);
 		return;
-	case SL_V6_RELAY:
-		/* A relayed IPv4 host is not what a v6 rule speaks for: only default allow opens it. */
-		if (!sl_cfg.default_allow) {
-			set_verdict(v, SL_VERDICT_DENY, SL_REASON_V4_RELAY, SL_RULE_DEFAULT);
-			return;
-		}
-		break;
-	case SL_V6_OWN:
+	case SL_DST_RELAY:
+		set_verdict(v, SL_VERDICT_DENY, SL_REASON_V4_RELAY, SL_RULE_DEFAULT);
+		return;
+	case SL_DST_V6:
 		break;
 	}
 	__builtin_memcpy(key.addr, w, 16);

@@ -654,38 +654,32 @@ void preexisting_verdict(const struct policy *p, enum sl_mode mode,
 			 const struct sl_learned *learned, struct records_preexisting *s)
 {
 	uint8_t proto = s->protocol == IPPROTO_TCP ? SL_PROTO_TCP : SL_PROTO_UDP;
+	bool default_allow = p->default_verdict == POLICY_DEFAULT_ALLOW, embedded;
 	const uint8_t *addr = s->dst;
 	int family = s->family;
-	enum sl_v6_route route;
-	__u32 w[4], v4 = 0, a4;
+	enum sl_dst_fate fate;
+	__u32 v4;
 	long rule;
 
-	s->has_v4 = false;
 	s->by_name = false;
-	/* the blackhole in every form and the embedded IPv4 host, as decide_v6 (v6_route) */
-	if (family == AF_INET6) {
-		memcpy(w, s->dst, 16);
-		route = v6_route(w, &v4);
-		if (route == SL_V6_AS_V4 || route == SL_V6_BLACKHOLE_V4) {
-			s->has_v4 = true;
-			memcpy(s->v4, &v4, 4);
-			family = AF_INET;
-			addr = s->v4;
-		}
-		if (route == SL_V6_BLACKHOLE || route == SL_V6_BLACKHOLE_V4) {
-			set(s, SL_VERDICT_DENY, SL_REASON_BLACKHOLE, -1);
-			goto out;
-		}
-		if (route == SL_V6_RELAY && p->default_verdict != POLICY_DEFAULT_ALLOW) {
-			set(s, SL_VERDICT_DENY, SL_REASON_V4_RELAY, -1);
-			goto out;
-		}
-	} else {
-		memcpy(&a4, s->dst, 4);
-		if (v4_is_blackholed(a4)) {
-			set(s, SL_VERDICT_DENY, SL_REASON_BLACKHOLE, -1);
-			goto out;
-		}
+	/* what the address decides, as the programs' decide_v4 and decide_v6 (dst_fate) */
+	fate = dst_fate(family, s->dst, default_allow, &v4, &embedded);
+	s->has_v4 = embedded;
+	if (embedded) {
+		memcpy(s->v4, &v4, 4);
+		family = AF_INET;
+		addr = s->v4;
+	}
+	switch (fate) {
+	case SL_DST_BLACKHOLE:
+		set(s, SL_VERDICT_DENY, SL_REASON_BLACKHOLE, -1);
+		goto out;
+	case SL_DST_RELAY:
+		set(s, SL_VERDICT_DENY, SL_REASON_V4_RELAY, -1);
+		goto out;
+	case SL_DST_V4:
+	case SL_DST_V6:
+		break;
 	}
 	rule = policy_cidr_match(p, family, addr, s->dport, proto);
 	if (rule < 0) {
@@ -983,17 +977,13 @@ static int judge(struct run *r, bool rejudge, char *err, size_t err_len)
 		struct preexisting_sock *ps = &s.socks[i];
 		struct records_preexisting *rec = &ps->rec;
 		struct sl_learned learned, *lp = NULL, *named = NULL;
-		const uint8_t *a = rec->dst;
-		int family = rec->family, fd = -1, state = 0, dup_err = 0;
+		int family, fd = -1, state = 0, dup_err = 0;
 		struct sl_flow flow;
 		struct sl_sk_tls tls;
-		__u32 w[4], v4 = 0;
+		uint8_t a[16];
 
-		memcpy(w, rec->dst, sizeof(w));
-		if (family == AF_INET6 && v6_route(w, &v4) == SL_V6_AS_V4) {
-			family = AF_INET;
-			a = (const uint8_t *)&v4;
-		}
+		/* the learned entry of the address the programs judge (an IPv4 one it carries) */
+		family = policy_judged_addr(rec->family, rec->dst, a);
 		/*
 		 * As the kernel: an entry past its TTL allows nothing, after a switch too (the
 		 * backstop judges a report-mode denial's packets by it, and a connect() now would

@@ -83,34 +83,27 @@ static void judge(const struct policy *p, struct policy_index *x, const char *ho
 		family = AF_INET;
 	else if (dst && inet_pton(AF_INET6, dst, addr) == 1)
 		family = AF_INET6;
-	if (family == AF_INET6) {
-		__u32 w[4], v4 = 0;
-		enum sl_v6_route route;
+	if (family) {
+		bool default_allow = p->default_verdict == POLICY_DEFAULT_ALLOW, embedded;
+		__u32 v4;
 
-		/* as the programs judge a v6 destination (bpf/policy.bpf.h, decide_v6) */
-		memcpy(w, addr, sizeof(w));
-		route = v6_route(w, &v4);
-		if (route == SL_V6_BLACKHOLE || route == SL_V6_BLACKHOLE_V4) {
+		/* what the address decides, as the programs' decide_v4 and decide_v6 (dst_fate) */
+		switch (dst_fate(family, addr, default_allow, &v4, &embedded)) {
+		case SL_DST_BLACKHOLE:
 			snprintf(j->why, sizeof(j->why), "blackhole (no policy can allow it)");
 			return;
-		}
-		if (route == SL_V6_AS_V4) {
-			/* ::ffff:a.b.c.d, 64:ff9b::a.b.c.d, ::a.b.c.d: the IPv4 host's rules */
-			family = AF_INET;
-			memcpy(addr, &v4, 4);
-		} else if (route == SL_V6_RELAY && p->default_verdict != POLICY_DEFAULT_ALLOW) {
+		case SL_DST_RELAY:
 			snprintf(j->why, sizeof(j->why),
 				 "an IPv4 host behind a relay (6to4, Teredo, ISATAP, NAT64): only "
 				 "default: allow opens it");
 			return;
-		}
-	} else if (family == AF_INET) {
-		__u32 a4;
-
-		memcpy(&a4, addr, 4);
-		if (v4_is_blackholed(a4)) {
-			snprintf(j->why, sizeof(j->why), "blackhole (no policy can allow it)");
-			return;
+		case SL_DST_V4:
+			/* ::ffff:a.b.c.d, 64:ff9b::a.b.c.d, ::a.b.c.d: the IPv4 host's rules */
+			family = AF_INET;
+			memcpy(addr, &v4, 4);
+			break;
+		case SL_DST_V6:
+			break;
 		}
 	}
 	if (host) {

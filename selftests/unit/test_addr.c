@@ -213,6 +213,60 @@ static bool check_same_blackhole(char *why)
 }
 
 /*
+ * dst_fate, what an address decides before any rule in the kernel programs (decide_v4,
+ * decide_v6), the preexisting-socket scan and replay: the blackhole in every form, an embedded
+ * IPv4 host judged as IPv4, a relayed one denied unless the default allows.
+ */
+struct fate_case {
+	const char *addr;
+	bool default_allow;
+	enum sl_dst_fate want;
+	const char *v4; /* the IPv4 address judged or blackholed, when one is embedded */
+};
+
+static const struct fate_case fate_cases[] = {
+	{"198.51.100.10", false, SL_DST_V4, NULL},
+	{"169.254.169.254", true, SL_DST_BLACKHOLE, NULL},
+	{"2001:db8::10", false, SL_DST_V6, NULL},
+	{"fe80::1", true, SL_DST_BLACKHOLE, NULL},
+	{"fd00:ec2::254", true, SL_DST_BLACKHOLE, NULL},
+	{"::ffff:198.51.100.10", false, SL_DST_V4, "198.51.100.10"},
+	{"64:ff9b::c633:640a", false, SL_DST_V4, "198.51.100.10"},
+	{"::ffff:169.254.169.254", true, SL_DST_BLACKHOLE, "169.254.169.254"},
+	{"64:ff9b::a9fe:a9fe", true, SL_DST_BLACKHOLE, "169.254.169.254"},
+	{"2002:a9fe:a9fe::1", true, SL_DST_BLACKHOLE, "169.254.169.254"},
+	{"2002:c633:640a::1", false, SL_DST_RELAY, NULL},
+	{"2002:c633:640a::1", true, SL_DST_V6, NULL},
+};
+
+static bool check_fates(char *why)
+{
+	static const char *const names[] = {"v4", "v6", "blackhole", "relay"};
+
+	for (size_t i = 0; i < ARRAY_SIZE(fate_cases); i++) {
+		const struct fate_case *c = &fate_cases[i];
+		int family = strchr(c->addr, ':') ? AF_INET6 : AF_INET;
+		char got_v4[INET_ADDRSTRLEN] = "-";
+		enum sl_dst_fate fate;
+		unsigned char a[16];
+		bool embedded;
+		__u32 v4;
+
+		EXPECT(inet_pton(family, c->addr, a) == 1, "cannot parse %s", c->addr);
+		fate = dst_fate(family, a, c->default_allow, &v4, &embedded);
+		if (embedded)
+			inet_ntop(AF_INET, &v4, got_v4, sizeof(got_v4));
+		EXPECT(fate == c->want && embedded == !!c->v4 && (!c->v4 || !strcmp(got_v4, c->v4)),
+		       "%s, default %s: expected %s (v4 %s), got %s (v4 %s)", c->addr,
+		       c->default_allow ? "allow" : "deny", names[c->want], c->v4 ? c->v4 : "-",
+		       names[fate], got_v4);
+		EXPECT(family == AF_INET6 || !memcmp(&v4, a, 4),
+		       "%s: an IPv4 destination's judged address is not itself", c->addr);
+	}
+	return true;
+}
+
+/*
  * host_bytes_spent, the rule the connect hooks and the switch's re-judge share: a total cap of N
  * bytes (stored N + 1) is spent at N, not at N - 1; a rule without total caps never; a host whose
  * flow was cut, at once.
@@ -265,7 +319,7 @@ int main(void)
 {
 	char why[WHY_LEN], name[96];
 
-	printf("TAP version 13\n1..%zu\n", ARRAY_SIZE(addr_cases) + 2);
+	printf("TAP version 13\n1..%zu\n", ARRAY_SIZE(addr_cases) + 3);
 	for (size_t i = 0; i < ARRAY_SIZE(addr_cases); i++) {
 		const struct addr_case *c = &addr_cases[i];
 
@@ -277,6 +331,10 @@ int main(void)
 	why[0] = '\0';
 	report(check_same_blackhole(why),
 	       "random addresses in every form: the resolver's blackhole is the kernel programs'",
+	       why);
+	why[0] = '\0';
+	report(check_fates(why),
+	       "dst_fate: the blackhole in every form, embedded IPv4 hosts, relays by the default",
 	       why);
 	why[0] = '\0';
 	report(check_spent(why),
