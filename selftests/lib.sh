@@ -71,6 +71,8 @@ SL_TAP_PLANNED=0
 SL_RUN_N=0
 SL_RUN_ID=
 SL_RUN_CGID=
+SL_RUN_LOG=
+SL_RUN_ARGV=()
 SL_RUNS=()
 SL_PIDS=()
 SL_CLEANUP=()
@@ -517,19 +519,20 @@ sl_need_root() {
 	return 0
 }
 
-# sluice_run POLICY LOG [EXTRA_ARGS…] -- CMD…
-# Sets SL_RUN_ID, SL_RC (sluice's exit status), SL_OUT and SL_ERR (files with its stdout and
-# stderr; the workload's output is in them too), and moves the sink mark.
-sluice_run() {
-	local policy=$1 log=$2
+# sl_run_setup CALLER POLICY LOG [EXTRA_ARGS…] -- CMD…: what sluice_run and sluice_start share,
+# so that a run started either way is named, registered for cleanup and found the same: a new
+# SL_RUN_ID (in SL_RUNS), SL_OUT, SL_ERR, SL_RUN_LOG, SL_RC and SL_RUN_CGID emptied, the sink
+# mark moved, and SL_RUN_ARGV, sluice's arguments ("run" … -- CMD…).
+sl_run_setup() {
+	local caller=$1 policy=$2 log=$3
 	local extra=()
-	shift 2
+	shift 3
 	while [[ $# -gt 0 && $1 != -- ]]; do
 		extra+=("$1")
 		shift
 	done
 	if [[ ${1-} != -- ]]; then
-		echo "sluice_run: missing -- before the command" >&2
+		echo "$caller: missing -- before the command" >&2
 		return 2
 	fi
 	shift
@@ -540,14 +543,29 @@ sluice_run() {
 	SL_RUNS+=("$SL_RUN_ID")
 	SL_OUT=$SL_TMP/$SL_RUN_ID.out
 	SL_ERR=$SL_TMP/$SL_RUN_ID.err
-	sink_mark
-	timeout -k 5 "$SL_RUN_TIMEOUT" "$SLUICE" run --policy "$policy" --run-id "$SL_RUN_ID" \
-		--task selftest --log "$log" "${extra[@]}" -- "$@" >"$SL_OUT" 2>"$SL_ERR" </dev/null
-	SL_RC=$?
-	# The run's cgroup id, from its run_start line: leftovers_check looks for links still on it.
+	SL_RUN_LOG=$log
+	SL_RC=
 	SL_RUN_CGID=
-	[[ -s $log ]] && SL_RUN_CGID=$(log_run_start_field "$log" cgroup_id)
+	sink_mark
+	SL_RUN_ARGV=(run --policy "$policy" --run-id "$SL_RUN_ID" --task selftest --log "$log"
+		"${extra[@]}" -- "$@")
+}
+
+# sl_run_ended: after the run's exit status is in SL_RC, its cgroup id from its log's run_start
+# line (leftovers_check looks for links still on it).
+sl_run_ended() {
+	[[ -s $SL_RUN_LOG ]] && SL_RUN_CGID=$(log_run_start_field "$SL_RUN_LOG" cgroup_id)
 	return 0
+}
+
+# sluice_run POLICY LOG [EXTRA_ARGS…] -- CMD…
+# Sets SL_RUN_ID, SL_RC (sluice's exit status), SL_OUT and SL_ERR (files with its stdout and
+# stderr; the workload's output is in them too), and moves the sink mark.
+sluice_run() {
+	sl_run_setup sluice_run "$@" || return
+	timeout -k 5 "$SL_RUN_TIMEOUT" "$SLUICE" "${SL_RUN_ARGV[@]}" >"$SL_OUT" 2>"$SL_ERR" </dev/null
+	SL_RC=$?
+	sl_run_ended
 }
 
 # Diagnostics for the last run: its stdout, stderr, log and what the sinks saw.
@@ -1046,29 +1064,8 @@ probe_allowed() {
 # sluice_start POLICY LOG [EXTRA_ARGS…] -- CMD…: like sluice_run, but returns at once with
 # SL_RUN_PID set; sluice_wait collects the exit status.
 sluice_start() {
-	local policy=$1 log=$2
-	local extra=()
-	shift 2
-	while [[ $# -gt 0 && $1 != -- ]]; do
-		extra+=("$1")
-		shift
-	done
-	if [[ ${1-} != -- ]]; then
-		echo "sluice_start: missing -- before the command" >&2
-		return 2
-	fi
-	shift
-	# shellcheck disable=SC2207 # one word or none
-	extra+=($(sl_need_root "${extra[@]}" -- "$@"))
-	SL_RUN_N=$((SL_RUN_N + 1))
-	SL_RUN_ID=t-$SL_ID-$SL_RUN_N
-	SL_RUNS+=("$SL_RUN_ID")
-	SL_OUT=$SL_TMP/$SL_RUN_ID.out
-	SL_ERR=$SL_TMP/$SL_RUN_ID.err
-	SL_RC=
-	sink_mark
-	"$SLUICE" run --policy "$policy" --run-id "$SL_RUN_ID" --task selftest --log "$log" \
-		"${extra[@]}" -- "$@" >"$SL_OUT" 2>"$SL_ERR" </dev/null &
+	sl_run_setup sluice_start "$@" || return
+	"$SLUICE" "${SL_RUN_ARGV[@]}" >"$SL_OUT" 2>"$SL_ERR" </dev/null &
 	SL_RUN_PID=$!
 	sl_track_pid "$SL_RUN_PID"
 }
@@ -1085,7 +1082,7 @@ sluice_wait() {
 	fi
 	wait "$SL_RUN_PID"
 	SL_RC=$?
-	return 0
+	sl_run_ended
 }
 
 # wait_until TIMEOUT_MS CMD…: poll CMD every 50 ms until it succeeds.
