@@ -728,16 +728,19 @@ int checkpoint_parse(const char *text, size_t len, char *origin, size_t origin_s
 
 /* ---- key files ------------------------------------------------------------------------------ */
 
-int note_key_file_read(const char *path, char *buf, size_t size)
+int note_key_line_read(const char *path, bool follow, char *buf, size_t size, mode_t *mode,
+		       const char **why)
 {
 	size_t got = 0;
 	struct stat st;
 	int fd, err = 0;
 
+	*why = NULL;
+	*mode = S_IFREG;
 	if (size < 2)
 		return -EINVAL;
 	/* O_NONBLOCK: a FIFO planted at the path must not hang open(); regular files ignore it. */
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (follow ? 0 : O_NOFOLLOW));
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &st)) {
@@ -745,6 +748,7 @@ int note_key_file_read(const char *path, char *buf, size_t size)
 		goto out;
 	}
 	if (!S_ISREG(st.st_mode)) {
+		*mode = st.st_mode;
 		err = -EINVAL;
 		goto out;
 	}
@@ -773,15 +777,23 @@ int note_key_file_read(const char *path, char *buf, size_t size)
 	/* One line: the key, then at most one newline and nothing after it. */
 	if (got && buf[got - 1] == '\n')
 		got--;
-	if (!got) {
-		err = -EINVAL;
-		goto out;
-	}
 	for (size_t i = 0; i < got; i++) {
-		if ((unsigned char)buf[i] < 0x20 || buf[i] == 0x7f) {
+		if (buf[i] == '\r') {
+			*why = "the key is followed by a CR (a CRLF line ending?); the file must hold "
+			       "the key and one \"\\n\" only";
 			err = -EINVAL;
 			goto out;
 		}
+		if ((unsigned char)buf[i] < 0x20 || buf[i] == 0x7f) {
+			*why = "not one line holding the key (a control byte or a second line)";
+			err = -EINVAL;
+			goto out;
+		}
+	}
+	if (!got) {
+		*why = "empty";
+		err = -EINVAL;
+		goto out;
 	}
 	buf[got] = '\0';
 out:
@@ -789,4 +801,12 @@ out:
 		OPENSSL_cleanse(buf, size);
 	close(fd);
 	return err;
+}
+
+int note_key_file_read(const char *path, char *buf, size_t size)
+{
+	const char *why;
+	mode_t mode;
+
+	return note_key_line_read(path, false, buf, size, &mode, &why);
 }

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h> /* mode_t */
 
 #include "tlog.h"
 
@@ -87,9 +88,17 @@ int note_base64_encode(const void *in, size_t len, char *out, size_t size);
 int note_base64_decode(const char *in, size_t len, void *out, size_t size);
 
 /*
- * Read a key file (one line) without following symlinks into buf (NUL-terminated, newline
- * removed). The file must be at most size-1 bytes. For private keys, the caller wipes buf.
+ * Read a key file into buf (NUL-terminated): a regular file of at most size-1 bytes, one line
+ * (the key, then at most one newline, removed). The one reader of the signing key and of
+ * verifier keys, so that what either accepts cannot drift. follow: whether a symlink at path is
+ * followed (a public key may be one, the private key never). 0, or -errno: -EFBIG larger than
+ * size-1, -EINVAL with *mode the file's type when it is not a regular file, else with *why
+ * saying what is wrong with its content. buf is wiped on failure; on success, for a private
+ * key, the caller wipes it.
  */
+int note_key_line_read(const char *path, bool follow, char *buf, size_t size, mode_t *mode,
+		       const char **why);
+/* note_key_line_read of a private key: no symlink followed, no reason given. */
 int note_key_file_read(const char *path, char *buf, size_t size);
 
 #endif /* SLUICE_NOTE_H */

@@ -360,69 +360,12 @@ static void print_human(const char *log, const struct verify_result *r)
  */
 int verify_pub_read(const char *path, char *buf, size_t size, const char **why)
 {
-	struct stat st;
-	size_t got = 0, i;
-	int fd, err = 0;
+	mode_t mode;
+	int err;
 
-	*why = NULL;
-	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st)) {
-		err = -errno;
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		*why = verify_file_kind(st.st_mode);
-		err = -EINVAL;
-		goto out;
-	}
-	if ((uint64_t)st.st_size > size - 1) {
-		err = -EFBIG;
-		goto out;
-	}
-	/* to EOF, one byte past the bound, so a file that grew is caught too */
-	for (;;) {
-		ssize_t n = read(fd, buf + got, size - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			err = -errno;
-			goto out;
-		}
-		if (!n)
-			break;
-		got += (size_t)n;
-		if (got == size) {
-			err = -EFBIG;
-			goto out;
-		}
-	}
-	if (got && buf[got - 1] == '\n')
-		got--;
-	for (i = 0; i < got; i++) {
-		if (buf[i] == '\r') {
-			*why = "the key is followed by a CR (a CRLF line ending?); the file must "
-			       "hold "
-			       "the key and one \"\\n\" only";
-			err = -EINVAL;
-			goto out;
-		}
-		if ((unsigned char)buf[i] < 0x20 || buf[i] == 0x7f) {
-			*why = "not one line holding the key (a control byte or a second line)";
-			err = -EINVAL;
-			goto out;
-		}
-	}
-	if (!got) {
-		*why = "empty";
-		err = -EINVAL;
-		goto out;
-	}
-	buf[got] = '\0';
-out:
-	close(fd);
+	err = note_key_line_read(path, true, buf, size, &mode, why);
+	if (err == -EINVAL && !S_ISREG(mode))
+		*why = verify_file_kind(mode);
 	return err;
 }
 

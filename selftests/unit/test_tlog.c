@@ -872,6 +872,8 @@ static bool check_key_files(char *why)
 		{"too-big", "0123456789abcdef\n", 17, -EFBIG, NULL},
 	};
 	char path[512], link[512], buf[17];
+	const char *reason;
+	mode_t mode;
 	int err;
 
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
@@ -890,6 +892,14 @@ static bool check_key_files(char *why)
 	EXPECT(!symlink(path, link), "symlink: %s", strerror(errno));
 	err = note_key_file_read(link, buf, sizeof(buf));
 	EXPECT(err == -ELOOP, "symlink: %s, expected -ELOOP", err_name(err));
+	/* a verifier key (follow) may be reached through one, and is held to the same rules */
+	err = note_key_line_read(link, true, buf, sizeof(buf), &mode, &reason);
+	EXPECT(!err, "symlink, followed: %s", err_name(err));
+	err = put_file("crlf", "key\r\n", 5, path, sizeof(path));
+	EXPECT(!err, "write %s: %s", path, strerror(-err));
+	err = note_key_line_read(path, true, buf, sizeof(buf), &mode, &reason);
+	EXPECT(err == -EINVAL && reason && strstr(reason, "CR"), "CRLF: %s (%s)", err_name(err),
+	       reason ? reason : "no reason");
 	snprintf(path, sizeof(path), "%s/fifo", tmpdir);
 	EXPECT(!mkfifo(path, 0600), "mkfifo: %s", strerror(errno));
 	err = note_key_file_read(path, buf, sizeof(buf));
