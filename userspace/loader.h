@@ -224,8 +224,9 @@ void loader_destroy(struct loader *l);
  * policy maps of its own; the learned addresses and server names are left for the caller to
  * fill (loader_next_learned_put, loader_next_sni). loader_next_commit moves every link of the
  * run to it (bpf_link_update: each hook runs the old or the new programs, never neither) and
- * frees the old set; on failure it moves back what it moved and says why in err. Returns
- * -EOPNOTSUPP for a resumed writer's loader (it holds only the pinned maps). new_policy: p
+ * frees the old set; on failure it moves back what it moved and says why in err. A resumed
+ * writer's loader (loader_reopen) finds the run's programs and maps through its links; -EOPNOTSUPP
+ * where the run has a BPF-LSM layer (hooks it cannot move). new_policy: p
  * replaces the run's policy, a new generation (sl_cfg.era, loader_era): the packet layer judges
  * in full every flow not stamped with it, until loader_sock_flow_set stamps it again.
  */

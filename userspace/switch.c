@@ -222,8 +222,8 @@ int run_switch(struct run *r, const char *policy_path, int mode, char *err, size
 	ret = loader_next_load(r->loader, target, target_c, m.mode, np != NULL, &n);
 	if (ret) {
 		util_fmt(err, err_len, "load the new programs: %s",
-			 ret == -EOPNOTSUPP ? "this writer took the run over from a dead one and "
-					      "holds only its pinned maps" :
+			 ret == -EOPNOTSUPP ? "this writer took the run over from a dead one, and "
+					      "the run's BPF-LSM hooks cannot be moved by it" :
 					      loader_explain(-ret));
 		goto out;
 	}
