@@ -496,4 +496,10 @@ _Static_assert(sizeof(struct sl_ns_flow_key) == 40, "sl_ns_flow_key ABI");
 #define SL_NS_FLOWS_MAX 16384
 #define SL_NS_RUNS_MAX 256
 
+/*
+ * sl_kill's value (destroy.bpf.c) before the socket iterator's walk: still there after it, no
+ * socket had the cookie (it was closed already); else bpf_sock_destroy's result (0 or -errno).
+ */
+#define SL_KILL_PENDING 1
+
 #endif /* SLUICE_H */

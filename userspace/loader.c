@@ -491,8 +491,8 @@ static int sockdiag_destroy_here(void *arg)
 int loader_kill_socket(struct loader *l, uint64_t cookie, int netns_fd, uint32_t pid)
 {
 	struct bpf_link *link = NULL;
-	int self_ns = -1, iter_fd = -1, pid_ns = -1, err = 0;
-	__u8 one = 1;
+	int self_ns = -1, iter_fd = -1, pid_ns = -1, err = 0, kill_fd;
+	__s32 result = SL_KILL_PENDING;
 	char buf[64];
 
 	/* Without --netns the run may still have entered a namespace of its own: the process's. */
@@ -512,7 +512,8 @@ int loader_kill_socket(struct loader *l, uint64_t cookie, int netns_fd, uint32_t
 			close(pid_ns);
 		return err;
 	}
-	if (bpf_map_update_elem(bpf_map__fd(l->destroy->maps.sl_kill), &cookie, &one, BPF_ANY)) {
+	kill_fd = bpf_map__fd(l->destroy->maps.sl_kill);
+	if (bpf_map_update_elem(kill_fd, &cookie, &result, BPF_ANY)) {
 		err = -errno;
 		goto out;
 	}
@@ -539,9 +540,13 @@ int loader_kill_socket(struct loader *l, uint64_t cookie, int netns_fd, uint32_t
 	}
 	while (iter_fd >= 0 && read(iter_fd, buf, sizeof(buf)) > 0)
 		;
+	/* what the walk did: a cookie no socket had is a socket closed already, not destroyed */
+	if (!err && iter_fd >= 0)
+		err = bpf_map_lookup_elem(kill_fd, &cookie, &result) ? -errno :
+		      result == SL_KILL_PENDING ? -ENOENT : result;
 out:
 	/* found or long gone, the cookie has had its walk: never let sl_kill fill up */
-	bpf_map_delete_elem(bpf_map__fd(l->destroy->maps.sl_kill), &cookie);
+	bpf_map_delete_elem(kill_fd, &cookie);
 	if (iter_fd >= 0)
 		close(iter_fd);
 	if (self_ns >= 0)

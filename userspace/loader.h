@@ -165,7 +165,8 @@ int loader_sni_learn(struct loader *l, int family, const uint8_t *addr, const ch
 /*
  * Destroy the TCP socket with this cookie in the network namespace netns_fd (-1: that of
  * process pid, else ours), so a flow the packet layer denied fails at once: with
- * bpf_sock_destroy (6.5+), else through sock_diag. -EOPNOTSUPP: the kernel can do neither.
+ * bpf_sock_destroy (6.5+), else through sock_diag. 0: destroyed; -ENOENT: no socket has the
+ * cookie (closed already); -EOPNOTSUPP: the kernel can do neither; else -errno.
  */
 /* The new policy's server names (a switch's re-judge): (addr, name) is in sl_sni_ok. */
 bool loader_sni_ok(const struct loader *l, int family, const uint8_t *addr, const char *name);

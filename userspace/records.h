@@ -42,6 +42,8 @@ struct sni_slot;
 struct records_kseqs;
 
 /* A policy a live switch replaced (switch.c), and the CLOCK_BOOTTIME the next one took over. */
+struct records_kill; /* records.c */
+
 struct records_era {
 	struct policy *policy;
 	uint64_t until_ns;
@@ -64,6 +66,13 @@ struct records {
 	 */
 	int (*kill_socket)(void *ctx, uint64_t cookie, uint32_t tgid);
 	void *kill_ctx;
+	/*
+	 * The sockets to end, with their records' lines, which say what became of each: queued
+	 * by the drain, ended (and the lines written) by records_kill_queued after it. A walk of
+	 * the socket table inside the drain held every record and DNS answer behind it.
+	 */
+	struct records_kill *kills;
+	size_t n_kills;
 	/* records one records_drain takes at most (0: all): a daemon's runs share one loop */
 	size_t drain_max;
 	int alerts_fd; /* --alerts, or -1 */
@@ -179,6 +188,12 @@ bool records_log_incomplete(const struct records *r);
  * that could not be written, and the log goes on.
  */
 void records_drain(struct records *r);
+/*
+ * End the sockets of the denied and cut flows records_drain queued, and write their lines
+ * (with what became of each). After every records_drain, on the run's loop, with no lock held:
+ * a socket table's walk can take long. Before run_end and before a switch's policy_change.
+ */
+void records_kill_queued(struct records *r);
 
 /*
  * The end of the run, after the last drain: host_total lines, loss_ranges, run_end. status is

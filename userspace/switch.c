@@ -263,6 +263,8 @@ int run_switch(struct run *r, const char *policy_path, int mode, char *err, size
 		r->policy->mode = m.mode;
 	}
 	resolver_unlock(r->resolver);
+	/* the old programs' denials, their sockets ended now the resolver answers again */
+	records_kill_queued(&r->rec);
 	write_policy_change(r, prev_sha, prev_mode, &m);
 	policy_compiled_free(old_c);
 	/* the flows open now are named by the old policy's rules when they end… */
