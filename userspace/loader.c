@@ -170,6 +170,7 @@ struct loader {
 	struct sl_cfg cfg;	     /* the run's configuration, as in the map (cfg_write) */
 	bool configured;	     /* a run's configuration is written: never another's */
 	bool frag_check;	     /* the packet layer's sl_cfg_frag_check, as loaded */
+	__u32 era_high;		     /* the highest generation a set was loaded with (switch.c) */
 	/*
 	 * A resumed writer's loader has the run's links and pinned maps, not its objects: for a
 	 * switch (loader_next_load) the maps every attached program uses, by name, and the
@@ -1094,6 +1095,8 @@ struct loader *loader_reopen(const char *run_id, bool verbose)
 	}
 	/* the namespace's shared maps, which the run leaves at its end */
 	l->ns_token = cfg_of(l)->ns_token;
+	/* past whatever generation the dead writer may have loaded without committing it */
+	l->era_high = l->cfg.era + LOADER_ERA_RESUME_GAP;
 	if (l->ns_token &&
 	    util_fmt(l->ns_dir, sizeof(l->ns_dir), NS_DIR_FMT, LOADER_BPFFS,
 		     (unsigned long long)cfg_of(l)->run.netns_dev,
@@ -1535,7 +1538,7 @@ uint16_t loader_tls_port(const struct loader *l)
 	return SL_TLS_PORT;
 }
 
-uint8_t loader_era(const struct loader *l)
+uint32_t loader_era(const struct loader *l)
 {
 	return cfg_of(l)->era;
 }
@@ -2226,8 +2229,10 @@ int loader_next_load(struct loader *l, const struct policy *p, const struct poli
 	 * A new policy is a new generation: the new set's programs, from their first instruction,
 	 * trust no flow state the old policy wrote until the switch judges the flow again.
 	 */
-	if (new_policy)
-		n->cfg.era = (__u8)(l->cfg.era % 255 + 1);
+	if (new_policy) {
+		n->cfg.era = loader_era_next(l->cfg.era, l->era_high);
+		l->era_high = n->cfg.era; /* never again, whatever becomes of this set */
+	}
 	err = cfg_write(n->skel->maps.data_cfg, &n->cfg);
 	if (!err)
 		err = cfg_freeze(n->skel->maps.data_cfg);

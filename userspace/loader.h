@@ -184,7 +184,27 @@ int loader_sock_state(const struct loader *l, int sock_fd, struct sl_flow *flow,
 		      struct sl_sk_tls *tls);
 int loader_sock_flow_set(const struct loader *l, int sock_fd, const struct sl_flow *flow);
 /* The policy generation the programs judge in (sl_cfg.era): a flow judged now carries it. */
-uint8_t loader_era(const struct loader *l);
+uint32_t loader_era(const struct loader *l);
+
+/*
+ * The generation of a switch's new set: above the one in force and above every one a set was
+ * loaded with before (highest), committed or not. A commit that failed may have moved some links
+ * before it moved them back: flows its connect programs stamped carry its generation, which must
+ * never be taken for a later policy's. 32 bits: never wraps in a run (0 is skipped: no era).
+ */
+static inline uint32_t loader_era_next(uint32_t in_force, uint32_t highest)
+{
+	uint32_t next = (in_force > highest ? in_force : highest) + 1;
+
+	return next ? next : 1;
+}
+
+/*
+ * A resumed writer's first generation above the dead writer's: the dead one may have loaded sets
+ * (and failed their commits) above the generation in force, which no pin records; it would have
+ * needed this many switches to reach past the gap.
+ */
+#define LOADER_ERA_RESUME_GAP (1u << 16)
 /* Every later payload of the TCP socket at sock_fd is dropped (sl_sk_tls: denied). */
 int loader_sock_tls_deny(const struct loader *l, int sock_fd);
 /* The TCP socket at sock_fd is held to the server-name check from now on (sl_sk_tls: t). */

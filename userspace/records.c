@@ -1302,7 +1302,8 @@ void records_free(struct records *r)
 	pthread_mutex_destroy(&r->notice_lock);
 }
 
-int records_policy_replaced(struct records *r, struct policy *old, uint64_t since_ns)
+int records_policy_replaced(struct records *r, struct policy *old, uint32_t old_era,
+			    uint64_t since_ns)
 {
 	struct records_era *e = realloc(r->eras, (r->n_eras + 1) * sizeof(*e));
 
@@ -1310,6 +1311,7 @@ int records_policy_replaced(struct records *r, struct policy *old, uint64_t sinc
 		return -ENOMEM;
 	r->eras = e;
 	e[r->n_eras].policy = old;
+	e[r->n_eras].era = old_era;
 	e[r->n_eras++].until_ns = since_ns;
 	return 0;
 }
@@ -1326,10 +1328,10 @@ static const struct policy *policy_at(const struct records *r, uint64_t ns)
 }
 
 /*
- * The policy that names a flow's rule: the latest one with the flow's generation (sl_flow.era,
- * the run's policy replacements when it was judged, mod 255, plus one: the policy after the
- * k-th replacement is eras[k], or r->policy for the last); a record without one (0, or one not
- * seen here: a writer that resumed a run holds no eras) by the policy in force at its connect().
+ * The policy that names a flow's rule: the one of the flow's generation (sl_flow.era): the
+ * policy in force if it is the programs' (loader_era), else a replaced one's (eras[k].era); a
+ * record without one (0, or one not seen here: a writer that resumed a run holds no eras) by
+ * the policy in force at its connect().
  */
 static const struct policy *policy_of_flow(const struct records *r, const struct sl_flow *f)
 {
@@ -1337,9 +1339,11 @@ static const struct policy *policy_of_flow(const struct records *r, const struct
 
 	if (!f->era)
 		return policy_at(r, f->start_ns);
-	for (k = r->n_eras + 1; k-- > 0 && r->n_eras - k < 255;)
-		if (k % 255 + 1 == f->era)
-			return k < r->n_eras ? r->eras[k].policy : r->policy;
+	if (r->loader && f->era == loader_era(r->loader))
+		return r->policy;
+	for (k = r->n_eras; k-- > 0;)
+		if (r->eras[k].era == f->era)
+			return r->eras[k].policy;
 	return policy_at(r, f->start_ns);
 }
 

@@ -46,6 +46,7 @@ struct records_kill; /* records.c */
 
 struct records_era {
 	struct policy *policy;
+	uint32_t era;	   /* its generation (sl_flow.era of the flows it judged) */
 	uint64_t until_ns;
 };
 
@@ -113,10 +114,12 @@ struct records {
 /* Initialise the writer's own state (after the fields above are set). Returns 0 or -errno. */
 int records_init(struct records *r);
 /*
- * A switch replaced old (which the records now own, and free) by the policy now in r->policy,
- * from CLOCK_BOOTTIME since_ns on: flows opened before are still named by old's rules.
+ * A switch replaced old (which the records now own, and free), of generation old_era, by the
+ * policy now in r->policy, from CLOCK_BOOTTIME since_ns on: flows opened before are still named
+ * by old's rules.
  */
-int records_policy_replaced(struct records *r, struct policy *old, uint64_t since_ns);
+int records_policy_replaced(struct records *r, struct policy *old, uint32_t old_era,
+			    uint64_t since_ns);
 
 /* Free what records_init and the records made. Accepts a zeroed struct. */
 void records_free(struct records *r);

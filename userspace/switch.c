@@ -165,6 +165,7 @@ int run_switch(struct run *r, const char *policy_path, int mode, char *err, size
 	unsigned char prev_sha[32];
 	struct timespec since = {};
 	uint64_t since_ns;
+	uint32_t prev_era;
 	int prev_mode, ret;
 	const char *why;
 
@@ -187,6 +188,7 @@ int run_switch(struct run *r, const char *policy_path, int mode, char *err, size
 			return ret;
 	}
 	prev_mode = r->policy->mode;
+	prev_era = loader_era(r->loader);
 	memcpy(prev_sha, r->policy->sha256, sizeof(prev_sha));
 	m.mode = mode == -1 ? prev_mode : mode;
 	target = r->policy;
@@ -269,7 +271,7 @@ int run_switch(struct run *r, const char *policy_path, int mode, char *err, size
 	policy_compiled_free(old_c);
 	/* the flows open now are named by the old policy's rules when they end… */
 	since_ns = (uint64_t)since.tv_sec * 1000000000ull + (uint64_t)since.tv_nsec;
-	if (old_p && !records_policy_replaced(&r->rec, old_p, since_ns))
+	if (old_p && !records_policy_replaced(&r->rec, old_p, prev_era, since_ns))
 		old_p = NULL;
 	policy_free(old_p);
 	/*
