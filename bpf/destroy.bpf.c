@@ -10,6 +10,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include "net.bpf.h"
+#include "sluice.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -25,13 +26,15 @@ struct {
 	__uint(max_entries, 1024);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u64); /* socket cookie */
-	__type(value, __u8);
+	/* SL_KILL_PENDING from userspace, then what the walk did (see sluice.h) */
+	__type(value, __s32);
 } sl_kill SEC(".maps");
 
 SEC("iter/tcp")
 int sl_destroy_tcp(struct bpf_iter__tcp *ctx)
 {
 	struct sock_common *sk = ctx->sk_common;
+	__s32 *result;
 	__u64 cookie;
 
 	/*
@@ -41,9 +44,8 @@ int sl_destroy_tcp(struct bpf_iter__tcp *ctx)
 	if (!sk || (sk->skc_family != AF_INET && sk->skc_family != AF_INET6))
 		return 0;
 	cookie = bpf_get_socket_cookie(sk);
-	if (bpf_map_lookup_elem(&sl_kill, &cookie)) {
-		bpf_sock_destroy(sk);
-		bpf_map_delete_elem(&sl_kill, &cookie);
-	}
+	result = bpf_map_lookup_elem(&sl_kill, &cookie);
+	if (result && *result == SL_KILL_PENDING)
+		*result = bpf_sock_destroy(sk);
 	return 0;
 }

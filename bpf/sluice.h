@@ -20,8 +20,9 @@
  * would-be denial as an allowed flow, and still logs their decisions.
  */
 #define SL_ABI_VERSION 1  /* decision and TLS records */
-#define SL_FLOW_VERSION 2 /* flow records; 2: sl_flow.deny_reason and era (in 1, zero pad bytes,
-			     except in the builds that set deny_reason without this version) */
+#define SL_FLOW_VERSION 3 /* flow records; 2: sl_flow.deny_reason and era (in 1, zero pad bytes,
+			     except in the builds that set deny_reason without this version);
+			     3: era 32 bits wide, at the end (104 bytes before) */
 
 /* Record types (struct sl_event_hdr.type). */
 enum sl_event_type {
@@ -339,16 +340,18 @@ struct sl_flow {
 	__u8 totals;	  /* its rule caps the host's totals: count them in sl_host_bytes */
 	__u8 deny_reason; /* report mode: the enum sl_reason the policy denies it for (no rule
 			     allows it, so no cap applies); 0: allowed */
-	__u8 era;	  /* the policy generation (sl_cfg.era) that judged the flow: at connect(),
-			     or when a switch judged the open flow again (userspace/preexisting.c).
-			     The packet layer trusts the flow's state only in the current one.
-			     0: a record of a build before generations (policy of start_ns) */
+	__u8 pad;	  /* (the 8-bit era of version 2) */
 	__u8 addr[16];
 	char comm[16];
 	__u64 max_req;	  /* the rule's caps plus one; 0: none (see struct sl_rule_caps) */
 	__u64 max_resp;
+	__u32 era;	  /* the policy generation (sl_cfg.era) that judged the flow: at connect(),
+			     or when a switch judged the open flow again (userspace/preexisting.c).
+			     The packet layer trusts the flow's state only in the current one.
+			     0: none (policy of start_ns). 32 bits: a generation never comes back */
+	__u32 pad2;
 };
-_Static_assert(sizeof(struct sl_flow) == 104, "sl_flow ABI");
+_Static_assert(sizeof(struct sl_flow) == 112, "sl_flow ABI");
 
 enum sl_cut {
 	SL_CUT_NONE = 0,
@@ -402,7 +405,7 @@ struct sl_flow_event {
 	__u64 end_ns; /* CLOCK_BOOTTIME at release; 0 for a cut */
 	struct sl_flow flow;
 };
-_Static_assert(sizeof(struct sl_flow_event) == 152, "sl_flow_event ABI");
+_Static_assert(sizeof(struct sl_flow_event) == 160, "sl_flow_event ABI");
 
 /*
  * The name a host_id stands for (sl_hosts: key host_id, written by the run's resolver before it
@@ -451,8 +454,8 @@ _Static_assert(sizeof(struct sl_run_cfg) == 72, "sl_run_cfg ABI");
  */
 #define SL_TLS_PORT 443
 
-#define SL_CFG_VERSION 2 /* the layout of struct sl_cfg: a pinned run of another is refused;
-			    2: era */
+#define SL_CFG_VERSION 3 /* the layout of struct sl_cfg: a pinned run of another is refused;
+			    2: era; 3: era 32 bits wide */
 
 struct sl_cfg {
 	__u32 version;	    /* SL_CFG_VERSION */
@@ -464,9 +467,10 @@ struct sl_cfg {
 	__u8 strict;	    /* --strict-evidence: an allow that cannot be recorded is refused */
 	__u8 sockets;	    /* SL_SOCKETS_* the policy allows */
 	__u8 backstop;	    /* the packet checks are on (off: selftests only) */
-	__u8 era;	    /* the policy generation: 1 at the start, one more (mod 255, 1..255)
-			       for each policy a switch puts in force; stamped into sl_flow.era */
-	__u8 pad[4];
+	__u8 pad;
+	__u32 era;	    /* the policy generation: 1 at the start, higher for each policy a
+			       switch loads (never one a set was loaded with before, committed or
+			       not: loader_era_next); stamped into sl_flow.era */
 	__u64 ns_token;	    /* the run's token among its namespace's (nsflows.bpf.h); 0: none */
 	__u64 cgroup_id;    /* the run's cgroup (the LSM layer's check; set at attach) */
 	__s32 cgroup_level; /* its depth below the root */
@@ -499,5 +503,11 @@ _Static_assert(sizeof(struct sl_ns_flow_key) == 40, "sl_ns_flow_key ABI");
  */
 #define SL_NS_FLOWS_MAX 16384
 #define SL_NS_RUNS_MAX 256
+
+/*
+ * sl_kill's value (destroy.bpf.c) before the socket iterator's walk: still there after it, no
+ * socket had the cookie (it was closed already); else bpf_sock_destroy's result (0 or -errno).
+ */
+#define SL_KILL_PENDING 1
 
 #endif /* SLUICE_H */

@@ -1311,7 +1311,8 @@ sl_cgroup_remove() {
 
 # sl_in_cgroup PATH CMD…: CMD as a process of cgroup PATH from its first instruction.
 sl_in_cgroup() {
-	local p=$1
-	shift
-	bash -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$p" "$@"
+	"${SL_IN_CGROUP[@]}" "$@"
 }
+# "${SL_IN_CGROUP[@]}" CGROUP CMD… &: the same, started in the background without a function
+# (a backgrounded function is a subshell: $! would be its pid, and killing it leaves CMD running).
+SL_IN_CGROUP=(bash -c 'echo $$ >"$0/cgroup.procs" && exec "$@"')

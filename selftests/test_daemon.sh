@@ -15,7 +15,8 @@
 # - An overlapping cgroup, or a run id in use, is refused.
 # - SIGKILL of the daemon mid-run: denials still hold and names fail closed while no daemon
 #   lives; a new daemon takes the run over, its log continues with the restart declared; the
-#   run ends when its cgroup is removed, sealed, and sluice verify says intact.
+#   run ends when its cgroup is removed, sealed, and sluice verify says intact. The run taken
+#   over switches (set-mode report, enforce, replace-policy) like one the daemon attached.
 # - sluice detach ends a run: sealed log, pins gone; the cgroup's processes live on.
 
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -208,6 +209,42 @@ out=$(in_cg "$CG_A" dig +time=2 +tries=1 +short @198.51.100.53 a.daemon.example)
 tap_is "after the takeover, run A's names are answered again" "$out" 198.51.100.10
 tap_is "after the takeover, run A's denial is logged" \
 	"$(in_cg "$CG_A" "$SL_PROBE" tcp 198.51.100.20 8080 | cut -d' ' -f1-2)" "err EPERM"
+
+# A run the daemon took over is switched like any other (its programs and maps are found through
+# its pinned links): report, back to enforce, then another policy that names run B's host too.
+out=$("$SLUICE" set-mode --run-id "$RA" report 2>&1)
+tap_check "after the takeover, set-mode report switches run A" \
+	test $? -eq 0 -a -z "${out##*\"ok\":true*}"
+[[ $out == *'"ok":true'* ]] || tap_diag "$out"$'\n'"$(tail -5 "$D/err")"
+tap_is "… and run A in report mode lets the denied host through" \
+	"$(in_cg "$CG_A" "$SL_PROBE" tcp 198.51.100.20 80)" ok
+out=$("$SLUICE" set-mode --run-id "$RA" enforce 2>&1)
+tap_check "after the takeover, set-mode enforce switches run A back" \
+	test $? -eq 0 -a -z "${out##*\"ok\":true*}"
+tap_is "… and the denial holds again" \
+	"$(in_cg "$CG_A" "$SL_PROBE" tcp 198.51.100.20 80 | cut -d' ' -f1-2)" "err EPERM"
+cat >"$SL_TMP/a2.yaml" <<EOP
+default: deny
+rules:
+  - name: a-host
+    hosts: [a.daemon.example]
+    ports: [80]
+  - name: b-host
+    hosts: [b.daemon.example]
+    ports: [80]
+EOP
+out=$("$SLUICE" replace-policy --run-id "$RA" "$SL_TMP/a2.yaml" 2>&1)
+tap_check "after the takeover, replace-policy switches run A" \
+	test $? -eq 0 -a -z "${out##*\"ok\":true*}"
+[[ $out == *'"ok":true'* ]] || tap_diag "$out"$'\n'"$(tail -5 "$D/err")"
+tap_is "… and run A's address learned before the takeover is still reached" \
+	"$(in_cg "$CG_A" "$SL_PROBE" tcp 198.51.100.10 80)" ok
+out=$(in_cg "$CG_A" dig +time=2 +tries=1 +short @198.51.100.53 b.daemon.example)
+tap_is "… the new policy's name resolves" "$out" 198.51.100.20
+tap_is "… and is reached" "$(in_cg "$CG_A" "$SL_PROBE" tcp 198.51.100.20 80)" ok
+tap_is "… a host neither policy lists is still denied" \
+	"$(in_cg "$CG_A" "$SL_PROBE" tcp 203.0.113.7 80 | cut -d' ' -f1-2)" "err EPERM"
+tap_is "run A's log has the three switches" "$(log_count "$LA" type=policy_change)" 3
 
 # --- the end of runs: detach, and a cgroup removed ----------------------------------------
 sleep 300 &

@@ -163,6 +163,40 @@ request_cap "P20 request cap" cap-req
 request_cap "P20 request cap, the socket destroyed through sock_diag" cap-req-diag \
 	SLUICE_SELFTEST_NO_BPF_DESTROY=1
 
+# A cut flow whose socket is gone before sluice gets to end it: its line must not say it was
+# destroyed. The client stops sluice (its parent), sends past the cap, resets its socket
+# (SO_LINGER 0: closed at once), then lets sluice go on.
+log=$SL_TMP/cap-gone.jsonl
+sluice_run "$capped" "$log" -- "${RUN_EXEC[@]}" python3 -c "
+import os, signal, socket, struct, time
+ppid = os.getppid()
+if open('/proc/%d/comm' % ppid).read().strip() != 'sluice':
+    print('parent not sluice'); raise SystemExit
+s = socket.create_connection(('198.51.100.10', 8080), timeout=5)
+s.setblocking(False)
+os.kill(ppid, signal.SIGSTOP)
+try:
+    try:
+        s.send(b'x' * 200000)
+    except BlockingIOError:
+        pass
+    time.sleep(1)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))
+    s.close()
+finally:
+    os.kill(ppid, signal.SIGCONT)
+print('closed')
+"
+tap_is "a cut flow closed before sluice ends it: the client sent past the cap and reset" \
+	"$(cat "$SL_OUT")" closed
+if cut_not_destroyed "$log"; then
+	tap_skip "… its flow_cut line says it was closed, not destroyed" "$NO_DESTROY"
+else
+	tap_cmp "… its flow_cut line says it was closed, not destroyed" \
+		"$(log_count "$log" type=flow_cut 'flow=closed before it could be destroyed')" -eq 1 ||
+		sluice_diag "$log"
+fi
+
 log=$SL_TMP/cap-resp.jsonl
 sluice_run "$capped" "$log" -- "${RUN_EXEC[@]}" python3 -c "
 import socket

@@ -125,6 +125,8 @@ attach() {
 }
 
 # in_cg CGROUP CMD…: CMD in the cgroup and the run namespace.
+# (never backgrounded: "${SL_IN_CGROUP[@]}" CGROUP "${RUN_EXEC_NETONLY[@]}" CMD… & is, so
+# that $! is CMD's pid)
 in_cg() {
 	local cg=$1
 	shift
@@ -333,7 +335,7 @@ PASS=$SL_TMP/pass
 mkdir -p "$PASS/recv" "$PASS/send"
 sink_mark
 # B's receiver listens; A's sender makes the sockets and hands them over
-in_cg "$CG_B" python3 "$HOLD" "$PASS/recv" --recv-on "$PASS/sock" a443:tcp:$Y:443 \
+"${SL_IN_CGROUP[@]}" "$CG_B" "${RUN_EXEC_NETONLY[@]}" python3 "$HOLD" "$PASS/recv" --recv-on "$PASS/sock" a443:tcp:$Y:443 \
 	b80:tcp:$Y:80 u443:udp:$Y:443 >"$PASS/recv.out" 2>&1 &
 sl_track_pid $!
 wait_until 10000 test -e "$PASS/recv/listening" || tap_diag "receiver: $(cat "$PASS/recv.out")"
@@ -349,7 +351,7 @@ tap_is "4: sockets made in A, used by a process of B: judged by A's policy and e
 # a process of A that makes its sockets, then moves to B, then connects
 MOVE=$SL_TMP/move
 mkdir -p "$MOVE"
-in_cg "$CG_A" python3 "$HOLD" "$MOVE" --late a443:tcp:$Y:443 b80:tcp:$Y:80 \
+"${SL_IN_CGROUP[@]}" "$CG_A" "${RUN_EXEC_NETONLY[@]}" python3 "$HOLD" "$MOVE" --late a443:tcp:$Y:443 b80:tcp:$Y:80 \
 	>"$MOVE.out" 2>&1 &
 sl_track_pid $!
 wait_until 10000 test -e "$MOVE/ready"
@@ -380,7 +382,8 @@ FLOOD_N=4000
 b_allow=$(log_count "$LB" type=decision decision=allow dst=$Y port=80)
 b_deny=$(log_count "$LB" type=decision decision=deny dst=$Z port=80)
 # A: denied connects from before B's first until after B's last, at least FLOOD_N of them
-in_cg "$CG_A" python3 - "$Z" "$FLOOD_N" "$SL_TMP/flood" >"$SL_TMP/flood.out" 2>&1 <<'EOF' &
+"${SL_IN_CGROUP[@]}" "$CG_A" "${RUN_EXEC_NETONLY[@]}" python3 - "$Z" "$FLOOD_N" "$SL_TMP/flood" \
+	>"$SL_TMP/flood.out" 2>&1 <<'EOF' &
 import os, socket, sys
 n = denied = 0
 while n < int(sys.argv[2]) or not os.path.exists(sys.argv[3] + ".stop"):

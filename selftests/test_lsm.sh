@@ -58,7 +58,8 @@ u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 socket.send_fds(c, [b"fd"], [u.fileno()])
 c.recv(1)
 EOF2
-in_run python3 "$SL_TMP/giver.py" "$SL_TMP/give.sock" &
+# ip netns exec execs python3 itself: $! is its pid (in_run, a function, would be a subshell)
+ip netns exec "$SL_NS_RUN" python3 "$SL_TMP/giver.py" "$SL_TMP/give.sock" &
 sl_track_pid $!
 for i in $(seq $((100 * SL_SLOW))); do [[ -e $SL_TMP/give.sock.ready ]] && break; sleep 0.05; done
 log=$SL_TMP/foreign.jsonl

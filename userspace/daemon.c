@@ -1239,6 +1239,7 @@ static void leave_runs(struct daemon *d)
 		dr->r.hands_off = true;
 		dr->r.rec.drain_max = 0; /* all that is there, for the log the next daemon continues */
 		records_drain(&dr->r.rec);
+		records_kill_queued(&dr->r.rec);
 		run_close(&dr->r);
 		remove_run(d, dr);
 	}

@@ -29,7 +29,7 @@ static int malformed(struct events *e, const char *why, size_t size)
 static bool version_known(__u16 type, __u8 version)
 {
 	if (type == SL_EV_FLOW)
-		return version >= 1 && version <= SL_FLOW_VERSION; /* 1's byte is deny_reason too */
+		return version == SL_FLOW_VERSION; /* older ones: another layout, another build */
 	return version == SL_ABI_VERSION;
 }
 

@@ -170,10 +170,26 @@ struct loader {
 	struct sl_cfg cfg;	     /* the run's configuration, as in the map (cfg_write) */
 	bool configured;	     /* a run's configuration is written: never another's */
 	bool frag_check;	     /* the packet layer's sl_cfg_frag_check, as loaded */
+	__u32 era_high;		     /* the highest generation a set was loaded with (switch.c) */
+	/*
+	 * A resumed writer's loader has the run's links and pinned maps, not its objects: for a
+	 * switch (loader_next_load) the maps every attached program uses, by name, and the
+	 * programs the links run (to move them back should a commit fail). See reopen_programs.
+	 */
+	struct run_map {
+		char name[BPF_OBJ_NAME_LEN];
+		__u32 id, max_entries;
+		int fd;
+	} run_maps[48];
+	int n_run_maps;
+	int run_prog_fds[PROG_MAX];  /* -1 where the run has no such link */
+	int run_tc_prog_fd;	     /* the host side's program; -1: none */
+	bool run_collected;	     /* run_maps and run_*prog_fd hold what they say */
 };
 
 static int clsact_lock(void);
 static void clsact_unlock(int fd);
+static void run_programs_release(struct loader *l);
 
 /* The run's configuration: what the loader wrote into the map (cfg_write), or read back. */
 static const struct sl_cfg *cfg_of(const struct loader *l)
@@ -476,8 +492,8 @@ static int sockdiag_destroy_here(void *arg)
 int loader_kill_socket(struct loader *l, uint64_t cookie, int netns_fd, uint32_t pid)
 {
 	struct bpf_link *link = NULL;
-	int self_ns = -1, iter_fd = -1, pid_ns = -1, err = 0;
-	__u8 one = 1;
+	int self_ns = -1, iter_fd = -1, pid_ns = -1, err = 0, kill_fd;
+	__s32 result = SL_KILL_PENDING;
 	char buf[64];
 
 	/* Without --netns the run may still have entered a namespace of its own: the process's. */
@@ -497,7 +513,8 @@ int loader_kill_socket(struct loader *l, uint64_t cookie, int netns_fd, uint32_t
 			close(pid_ns);
 		return err;
 	}
-	if (bpf_map_update_elem(bpf_map__fd(l->destroy->maps.sl_kill), &cookie, &one, BPF_ANY)) {
+	kill_fd = bpf_map__fd(l->destroy->maps.sl_kill);
+	if (bpf_map_update_elem(kill_fd, &cookie, &result, BPF_ANY)) {
 		err = -errno;
 		goto out;
 	}
@@ -524,9 +541,13 @@ int loader_kill_socket(struct loader *l, uint64_t cookie, int netns_fd, uint32_t
 	}
 	while (iter_fd >= 0 && read(iter_fd, buf, sizeof(buf)) > 0)
 		;
+	/* what the walk did: a cookie no socket had is a socket closed already, not destroyed */
+	if (!err && iter_fd >= 0)
+		err = bpf_map_lookup_elem(kill_fd, &cookie, &result) ? -errno :
+		      result == SL_KILL_PENDING ? -ENOENT : result;
 out:
 	/* found or long gone, the cookie has had its walk: never let sl_kill fill up */
-	bpf_map_delete_elem(bpf_map__fd(l->destroy->maps.sl_kill), &cookie);
+	bpf_map_delete_elem(kill_fd, &cookie);
 	if (iter_fd >= 0)
 		close(iter_fd);
 	if (self_ns >= 0)
@@ -1074,6 +1095,8 @@ struct loader *loader_reopen(const char *run_id, bool verbose)
 	}
 	/* the namespace's shared maps, which the run leaves at its end */
 	l->ns_token = cfg_of(l)->ns_token;
+	/* past whatever generation the dead writer may have loaded without committing it */
+	l->era_high = l->cfg.era + LOADER_ERA_RESUME_GAP;
 	if (l->ns_token &&
 	    util_fmt(l->ns_dir, sizeof(l->ns_dir), NS_DIR_FMT, LOADER_BPFFS,
 		     (unsigned long long)cfg_of(l)->run.netns_dev,
@@ -1509,7 +1532,7 @@ int loader_sock_tls_set(const struct loader *l, int sock_fd, const struct sl_sk_
 		       0;
 }
 
-uint8_t loader_era(const struct loader *l)
+uint32_t loader_era(const struct loader *l)
 {
 	return cfg_of(l)->era;
 }
@@ -1835,6 +1858,7 @@ void loader_destroy(struct loader *l)
 	sl_surface__destroy(l->surface);
 	sl_skb__destroy(l->skb);
 	sl_sock_addr__destroy(l->skel);
+	run_programs_release(l);
 	if (l->pin_lock >= 0)
 		close(l->pin_lock);
 	pthread_mutex_destroy(&l->learn_lock);
@@ -1885,21 +1909,65 @@ static bool policy_map(const char *name)
  * (first, when it is loaded), else the old object's own (per-object state: the host side's
  * report cache, the namespace's maps, the LSM layer's cgroup).
  */
-static int next_share(struct bpf_object *obj, struct bpf_object *first, struct bpf_object *old)
+/*
+ * A map of the run by name: the old object's (a loader that loaded the run's objects), else the
+ * one of that name that the run's attached programs use (a resumed writer's, reopen_programs),
+ * else its pin.
+ * Its fd (the caller's to dup, not to close) and size, or -ENOENT.
+ */
+static int run_map_fd(const struct loader *l, struct bpf_object *old, const char *name,
+		      __u32 *max_entries)
+{
+	struct bpf_map *map;
+	int i;
+
+	if (old) {
+		map = bpf_object__find_map_by_name(old, name);
+		if (!map || bpf_map__fd(map) < 0)
+			return -ENOENT;
+		if (max_entries)
+			*max_entries = bpf_map__max_entries(map);
+		return bpf_map__fd(map);
+	}
+	for (i = 0; l->run_collected && i < l->n_run_maps; i++) {
+		if (strcmp(l->run_maps[i].name, name))
+			continue;
+		if (max_entries)
+			*max_entries = l->run_maps[i].max_entries;
+		return l->run_maps[i].fd;
+	}
+	/* one no program uses (the host names): pinned, and reopened from its pin */
+	map = l->skb ? NULL : bpf_object__find_map_by_name(l->skel->obj, name);
+	if (!map || bpf_map__fd(map) < 0)
+		return -ENOENT;
+	if (max_entries)
+		*max_entries = bpf_map__max_entries(map);
+	return bpf_map__fd(map);
+}
+
+/*
+ * Every map of obj that is not internal: the one of the same name in the new decision layer
+ * (first, when it is loaded), else the old one's own (per-object state: the host side's report
+ * cache, the namespace's maps, the LSM layer's cgroup): in old, or for a resumed writer (old
+ * NULL) among the maps the run's programs use.
+ */
+static int next_share(struct bpf_object *obj, struct bpf_object *first, struct bpf_object *old,
+		      const struct loader *l)
 {
 	struct bpf_map *map, *src;
-	int err;
+	int err, fd;
 
 	bpf_object__for_each_map(map, obj) {
 		/* internal maps are the object's own, but for the new set's configuration */
 		if (bpf_map__is_internal(map) && strcmp(bpf_map__name(map), CFG_MAP))
 			continue;
 		src = first ? bpf_object__find_map_by_name(first, bpf_map__name(map)) : NULL;
-		if (!src && old)
-			src = bpf_object__find_map_by_name(old, bpf_map__name(map));
-		if (!src)
+		fd = src ? bpf_map__fd(src) :
+			   bpf_map__is_internal(map) ? -ENOENT :
+			   run_map_fd(l, old, bpf_map__name(map), NULL);
+		if (fd < 0)
 			continue;
-		err = bpf_map__reuse_fd(map, bpf_map__fd(src));
+		err = bpf_map__reuse_fd(map, fd);
 		if (err)
 			return err;
 	}
@@ -1910,20 +1978,24 @@ static int next_share(struct bpf_object *obj, struct bpf_object *first, struct b
 static int next_share_decision(struct loader_next *n, const struct loader *l,
 			       const struct policy_compiled *c)
 {
-	struct bpf_map *map, *old;
-	int err = 0;
+	struct bpf_object *old_obj = l->skb ? l->skel->obj : NULL;
+	struct bpf_map *map;
+	__u32 old_max = 0;
+	int err = 0, fd;
 
 	bpf_object__for_each_map(map, n->skel->obj) {
 		if (bpf_map__is_internal(map) || policy_map(bpf_map__name(map)))
 			continue;
-		old = bpf_object__find_map_by_name(l->skel->obj, bpf_map__name(map));
-		if (!old)
+		fd = run_map_fd(l, old_obj, bpf_map__name(map), &old_max);
+		if (fd < 0) {
+			fprintf(stderr, "sluice: switch: the run's map %s is not found\n",
+				bpf_map__name(map));
 			return -ENOENT;
+		}
 		/* the first policy with totals: a map of its full size (the old one is empty) */
-		if (map == n->skel->maps.sl_host_bytes && bpf_map__max_entries(old) == 1 &&
-		    policy_has_totals(c))
+		if (map == n->skel->maps.sl_host_bytes && old_max == 1 && policy_has_totals(c))
 			continue;
-		err = bpf_map__reuse_fd(map, bpf_map__fd(old));
+		err = bpf_map__reuse_fd(map, fd);
 		if (err)
 			return err;
 	}
@@ -1946,6 +2018,146 @@ static int next_share_decision(struct loader_next *n, const struct loader *l,
 	return err;
 }
 
+/* The maps program prog_fd uses into l->run_maps, each once. */
+static int run_maps_add(struct loader *l, int prog_fd)
+{
+	__u32 ids[64], n_ids, i, len;
+	struct bpf_prog_info info;
+	struct bpf_map_info mi;
+	struct run_map *m;
+	int j, fd;
+
+	memset(&info, 0, sizeof(info));
+	info.nr_map_ids = 64;
+	info.map_ids = (__u64)(unsigned long)ids;
+	len = sizeof(info);
+	if (bpf_prog_get_info_by_fd(prog_fd, &info, &len))
+		return -errno;
+	n_ids = info.nr_map_ids < 64 ? info.nr_map_ids : 64;
+	for (i = 0; i < n_ids; i++) {
+		for (j = 0; j < l->n_run_maps && l->run_maps[j].id != ids[i]; j++)
+			;
+		if (j < l->n_run_maps)
+			continue;
+		if (l->n_run_maps == (int)(sizeof(l->run_maps) / sizeof(l->run_maps[0])))
+			return -E2BIG;
+		fd = bpf_map_get_fd_by_id(ids[i]);
+		if (fd < 0)
+			return -errno;
+		memset(&mi, 0, sizeof(mi));
+		len = sizeof(mi);
+		if (bpf_map_get_info_by_fd(fd, &mi, &len)) {
+			close(fd);
+			return -errno;
+		}
+		m = &l->run_maps[l->n_run_maps++];
+		m->fd = fd;
+		m->id = ids[i];
+		m->max_entries = mi.max_entries;
+		memcpy(m->name, mi.name, sizeof(m->name));
+		m->name[sizeof(m->name) - 1] = '\0';
+	}
+	return 0;
+}
+
+/* The program a link runs, by its id. */
+static int link_prog_fd(const struct bpf_link *link)
+{
+	struct bpf_link_info info = {};
+	__u32 len = sizeof(info);
+
+	int fd;
+
+	if (bpf_link_get_info_by_fd(bpf_link__fd(link), &info, &len))
+		return -errno;
+	fd = bpf_prog_get_fd_by_id(info.prog_id);
+	return fd < 0 ? -errno : fd;
+}
+
+static void run_programs_release(struct loader *l)
+{
+	int i;
+
+	if (!l->run_collected)
+		return;
+	for (i = 0; i < l->n_run_maps; i++)
+		close(l->run_maps[i].fd);
+	for (i = 0; i < PROG_MAX; i++)
+		if (l->run_prog_fds[i] >= 0)
+			close(l->run_prog_fds[i]);
+	if (l->run_tc_prog_fd >= 0)
+		close(l->run_tc_prog_fd);
+	l->n_run_maps = 0;
+	l->run_collected = false;
+}
+
+/*
+ * A resumed writer's loader (loader_reopen) holds the run's links and pinned maps, not the
+ * objects that loaded them: what a switch needs of the old set comes from the kernel instead.
+ * Each link's program, and every map those programs use (the socket storages, the host side's
+ * report cache, the namespace's maps: state the new set must share, not start afresh). A run of
+ * this build has the same map names in its objects as this build's skeletons.
+ */
+static int reopen_programs(struct loader *l)
+{
+	int i, fd, err = 0;
+
+	if (l->run_collected)
+		return 0;
+	for (i = 0; i < PROG_MAX; i++)
+		l->run_prog_fds[i] = -1;
+	l->run_tc_prog_fd = -1;
+	l->n_run_maps = 0;
+	l->run_collected = true;
+	for (i = 0; !err && i < PROG_MAX; i++) {
+		if (!l->links[i])
+			continue;
+		fd = link_prog_fd(l->links[i]);
+		if (fd < 0)
+			err = fd;
+		else
+			l->run_prog_fds[i] = fd;
+		if (!err)
+			err = run_maps_add(l, fd);
+	}
+	for (i = 0; !err && i < l->n_tc && l->run_tc_prog_fd < 0; i++) {
+		char path[PATH_MAX];
+
+		if (l->tc_att[i].link) {
+			fd = link_prog_fd(l->tc_att[i].link);
+		} else if (l->tc_att[i].clsact && l->n_clsact_pins &&
+			   !util_fmt(path, sizeof(path), "%s/%s", l->pin_dir,
+				     l->clsact_pins[0].name)) {
+			fd = bpf_obj_get(path); /* every clsact filter runs the same program */
+			fd = fd < 0 ? -errno : fd;
+		} else {
+			continue;
+		}
+		if (fd < 0)
+			err = fd;
+		else
+			l->run_tc_prog_fd = fd;
+		if (!err)
+			err = run_maps_add(l, fd);
+	}
+	if (!err)
+		l->frag_check = kernel_has_kfunc("bpf_cast_to_kern_ctx");
+	if (err)
+		run_programs_release(l);
+	return err;
+}
+
+/* The program a hook of the run runs now (to move a link back to it). */
+static int run_prog_fd(const struct loader *l, enum loader_prog i)
+{
+	return l->skb ? bpf_program__fd(prog_of(l, i)) : l->run_prog_fds[i];
+}
+
+static int run_tc_fd(const struct loader *l)
+{
+	return l->tc ? bpf_program__fd(l->tc->progs.sl_tc_ingress) : l->run_tc_prog_fd;
+}
+
 void loader_next_free(struct loader_next *n)
 {
 	if (!n)
@@ -1966,9 +2178,18 @@ int loader_next_load(struct loader *l, const struct policy *p, const struct poli
 	int err;
 
 	*out = NULL;
-	/* a resumed writer holds the pinned maps only, not the programs' other state maps */
-	if (!l->skb || !l->surface || !l->tc)
-		return -EOPNOTSUPP;
+	if (!l->skb) {
+		/*
+		 * A resumed writer: the run's programs and their maps from the kernel. Its LSM
+		 * layer's connect and sendmsg hooks are not cgroup links this writer could move or
+		 * replace with a policy of its own: refused rather than left on the old policy.
+		 */
+		if (l->lsm_links[0] || l->lsm_links[1] || l->lsm_links[2])
+			return -EOPNOTSUPP;
+		err = reopen_programs(l);
+		if (err)
+			return err;
+	}
 	n = calloc(1, sizeof(*n));
 	if (!n)
 		return -ENOMEM;
@@ -2002,8 +2223,10 @@ int loader_next_load(struct loader *l, const struct policy *p, const struct poli
 	 * A new policy is a new generation: the new set's programs, from their first instruction,
 	 * trust no flow state the old policy wrote until the switch judges the flow again.
 	 */
-	if (new_policy)
-		n->cfg.era = (__u8)(l->cfg.era % 255 + 1);
+	if (new_policy) {
+		n->cfg.era = loader_era_next(l->cfg.era, l->era_high);
+		l->era_high = n->cfg.era; /* never again, whatever becomes of this set */
+	}
 	err = cfg_write(n->skel->maps.data_cfg, &n->cfg);
 	if (!err)
 		err = cfg_freeze(n->skel->maps.data_cfg);
@@ -2016,12 +2239,12 @@ int loader_next_load(struct loader *l, const struct policy *p, const struct poli
 		goto fail;
 
 	n->skb->rodata->sl_cfg_frag_check = l->frag_check; /* before load: the object's image */
-	err = next_share(n->skb->obj, n->skel->obj, l->skb->obj);
+	err = next_share(n->skb->obj, n->skel->obj, l->skb ? l->skb->obj : NULL, l);
 	if (!err)
 		err = sl_skb__load(n->skb);
 	if (err)
 		goto fail;
-	err = next_share(n->surface->obj, n->skel->obj, l->surface->obj);
+	err = next_share(n->surface->obj, n->skel->obj, l->surface ? l->surface->obj : NULL, l);
 	if (!err)
 		err = sl_surface__load(n->surface);
 	if (err)
@@ -2032,7 +2255,7 @@ int loader_next_load(struct loader *l, const struct policy *p, const struct poli
 	 * One pass: a second one keyed on the old object alone would point the new program back at
 	 * the old policy's maps (the host side then judged by the old policy).
 	 */
-	err = next_share(n->tc->obj, n->skel->obj, l->tc->obj);
+	err = next_share(n->tc->obj, n->skel->obj, l->tc ? l->tc->obj : NULL, l);
 	if (!err)
 		err = sl_tc__load(n->tc);
 	if (err)
@@ -2040,7 +2263,7 @@ int loader_next_load(struct loader *l, const struct policy *p, const struct poli
 	if (l->lsm) {
 		n->lsm = sl_lsm__open();
 		/* (its cgroup is in the configuration the new set copied) */
-		err = n->lsm ? next_share(n->lsm->obj, n->skel->obj, l->lsm->obj) : -errno;
+		err = n->lsm ? next_share(n->lsm->obj, n->skel->obj, l->lsm->obj, l) : -errno;
 		if (!err)
 			err = sl_lsm__load(n->lsm);
 		if (err)
@@ -2257,12 +2480,12 @@ static void commit_undo(struct loader *l, int n_links, int n_tc)
 	int i, p;
 
 	for (i = n_tc - 1; i >= 0; i--)
-		if (tc_move(&l->tc_att[i], bpf_program__fd(l->tc->progs.sl_tc_ingress)))
+		if (tc_move(&l->tc_att[i], run_tc_fd(l)))
 			fprintf(stderr, "sluice: move tc back: %s\n", strerror(errno));
 	for (i = n_links - 1; i >= 0; i--) {
 		p = commit_order[i];
-		if (l->links[p] && bpf_link_update(bpf_link__fd(l->links[p]),
-						   bpf_program__fd(prog_of(l, p)), NULL))
+		if (l->links[p] && bpf_link_update(bpf_link__fd(l->links[p]), run_prog_fd(l, p),
+						   NULL))
 			fprintf(stderr, "sluice: move %s back: %s\n", prog_names[p],
 				strerror(errno));
 	}
@@ -2354,6 +2577,8 @@ int loader_next_commit(struct loader *l, struct loader_next *n, char *err_msg, s
 	l->tc = n->tc;
 	l->lsm = n->lsm;
 	free(n);
+	/* a resumed writer's view of the old set (reopen_programs): the set it loaded replaces it */
+	run_programs_release(l);
 	return 0;
 undo:
 	/* back to the old programs, in reverse: nothing changes */

@@ -165,7 +165,8 @@ int loader_sni_learn(struct loader *l, int family, const uint8_t *addr, const ch
 /*
  * Destroy the TCP socket with this cookie in the network namespace netns_fd (-1: that of
  * process pid, else ours), so a flow the packet layer denied fails at once: with
- * bpf_sock_destroy (6.5+), else through sock_diag. -EOPNOTSUPP: the kernel can do neither.
+ * bpf_sock_destroy (6.5+), else through sock_diag. 0: destroyed; -ENOENT: no socket has the
+ * cookie (closed already); -EOPNOTSUPP: the kernel can do neither; else -errno.
  */
 /* The new policy's server names (a switch's re-judge): (addr, name) is in sl_sni_ok. */
 bool loader_sni_ok(const struct loader *l, int family, const uint8_t *addr, const char *name);
@@ -183,7 +184,27 @@ int loader_sock_state(const struct loader *l, int sock_fd, struct sl_flow *flow,
 		      struct sl_sk_tls *tls);
 int loader_sock_flow_set(const struct loader *l, int sock_fd, const struct sl_flow *flow);
 /* The policy generation the programs judge in (sl_cfg.era): a flow judged now carries it. */
-uint8_t loader_era(const struct loader *l);
+uint32_t loader_era(const struct loader *l);
+
+/*
+ * The generation of a switch's new set: above the one in force and above every one a set was
+ * loaded with before (highest), committed or not. A commit that failed may have moved some links
+ * before it moved them back: flows its connect programs stamped carry its generation, which must
+ * never be taken for a later policy's. 32 bits: never wraps in a run (0 is skipped: no era).
+ */
+static inline uint32_t loader_era_next(uint32_t in_force, uint32_t highest)
+{
+	uint32_t next = (in_force > highest ? in_force : highest) + 1;
+
+	return next ? next : 1;
+}
+
+/*
+ * A resumed writer's first generation above the dead writer's: the dead one may have loaded sets
+ * (and failed their commits) above the generation in force, which no pin records; it would have
+ * needed this many switches to reach past the gap.
+ */
+#define LOADER_ERA_RESUME_GAP (1u << 16)
 /* Every later payload of the TCP socket at sock_fd is dropped (sl_sk_tls: denied). */
 int loader_sock_tls_deny(const struct loader *l, int sock_fd);
 /* The TCP socket at sock_fd is held to the server-name check from now on (sl_sk_tls: t). */
@@ -222,8 +243,9 @@ void loader_destroy(struct loader *l);
  * policy maps of its own; the learned addresses and server names are left for the caller to
  * fill (loader_next_learned_put, loader_next_sni). loader_next_commit moves every link of the
  * run to it (bpf_link_update: each hook runs the old or the new programs, never neither) and
- * frees the old set; on failure it moves back what it moved and says why in err. Returns
- * -EOPNOTSUPP for a resumed writer's loader (it holds only the pinned maps). new_policy: p
+ * frees the old set; on failure it moves back what it moved and says why in err. A resumed
+ * writer's loader (loader_reopen) finds the run's programs and maps through its links; -EOPNOTSUPP
+ * where the run has a BPF-LSM layer (hooks it cannot move). new_policy: p
  * replaces the run's policy, a new generation (sl_cfg.era, loader_era): the packet layer judges
  * in full every flow not stamped with it, until loader_sock_flow_set stamps it again.
  */

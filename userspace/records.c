@@ -310,13 +310,63 @@ static void kseq_logged(struct records *r, uint64_t kseq)
 	records_write(r, &l);
 }
 
-/* End a denied or cut TCP flow's socket; what became of the flow, for the log's "flow". */
-static const char *kill_flow(struct records *r, uint64_t cookie, uint32_t tgid)
-{
-	int err = r->kill_socket ? r->kill_socket(r->kill_ctx, cookie, tgid) : -EOPNOTSUPP;
+/*
+ * A denied or cut TCP flow whose socket is to be ended, and its record's line, written once the
+ * line can say what became of it (records_kill_queued).
+ */
+struct records_kill {
+	uint64_t cookie, kseq;
+	uint32_t tgid;
+	int err; /* the kill's result, once done */
+	struct journal_line *line;
+};
 
+/* at most this many wait for the end of a drain; a full queue is ended at once */
+#define KILLS_MAX 256
+
+static int kill_now(struct records *r, uint64_t cookie, uint32_t tgid)
+{
+	return r->kill_socket ? r->kill_socket(r->kill_ctx, cookie, tgid) : -EOPNOTSUPP;
+}
+
+/* What became of the flow, for the log's "flow": "destroyed" only if a socket was. */
+static const char *kill_outcome(int err)
+{
 	return !err ? "destroyed" :
+	       err == -ENOENT ? "closed before it could be destroyed" :
 	       err == -EOPNOTSUPP ? "dropped (kernel cannot destroy sockets)" : "dropped";
+}
+
+/*
+ * l, the line of kernel record kseq, names a TCP flow whose socket is to be ended: queued, and
+ * written by records_kill_queued with what became of it. The packet layer drops the flow's
+ * packets meanwhile; ending the socket only makes the client fail now rather than after its
+ * retransmissions give up.
+ */
+static void kill_flow(struct records *r, uint64_t cookie, uint32_t tgid, struct journal_line *l,
+		      uint64_t kseq)
+{
+	struct records_kill *k = NULL;
+
+	if (r->n_kills == KILLS_MAX)
+		records_kill_queued(r);
+	if (!r->kills && r->kill_socket)
+		r->kills = calloc(KILLS_MAX, sizeof(*r->kills));
+	if (r->kills && r->kill_socket) {
+		k = &r->kills[r->n_kills];
+		k->line = malloc(sizeof(*l));
+	}
+	if (!k || !k->line) {
+		/* nothing to end it with, or no memory to wait: here */
+		journal_line_str(l, "flow", kill_outcome(kill_now(r, cookie, tgid)));
+		write_kernel_line(r, l, kseq);
+		return;
+	}
+	memcpy(k->line, l, sizeof(*l));
+	k->cookie = cookie;
+	k->tgid = tgid;
+	k->kseq = kseq;
+	r->n_kills++;
 }
 
 /*
@@ -342,8 +392,9 @@ static int on_decision(const struct sl_decision_event *ev, void *ctx)
 	struct journal_line l;
 	struct decision_view v;
 	struct timespec ts = boot_to_realtime(r, ev->hdr.ts_ns);
-	const char *host, *killed = NULL;
+	const char *host;
 	char host_buf[256];
+	bool killed;
 
 	if (decision_view_init(&v, ev, r->policy)) {
 		records_line(r, &l, "anomaly", &ts);
@@ -363,9 +414,8 @@ static int on_decision(const struct sl_decision_event *ev, void *ctx)
 	 * keeps the denial; ending it makes the sender fail now rather than after its
 	 * retransmissions give up.
 	 */
-	if (v.deny && v.enforced && ev->hook == SL_HOOK_EGRESS && !v.surface &&
-	    ev->protocol == IPPROTO_TCP && ev->sock_cookie)
-		killed = kill_flow(r, ev->sock_cookie, ev->tgid);
+	killed = v.deny && v.enforced && ev->hook == SL_HOOK_EGRESS && !v.surface &&
+		 ev->protocol == IPPROTO_TCP && ev->sock_cookie;
 	if (v.deny) {
 		struct notice n = { .len = 0 };
 		const char *what = v.enforced ? "egress denied" : "egress would be denied (report mode)";
@@ -415,8 +465,9 @@ static int on_decision(const struct sl_decision_event *ev, void *ctx)
 		journal_line_u64(&l, "sock_cookie", ev->sock_cookie);
 	}
 	if (killed)
-		journal_line_str(&l, "flow", killed);
-	write_kernel_line(r, &l, ev->hdr.seq);
+		kill_flow(r, ev->sock_cookie, ev->tgid, &l, ev->hdr.seq);
+	else
+		write_kernel_line(r, &l, ev->hdr.seq);
 	return 0;
 }
 
@@ -465,7 +516,6 @@ static int on_tls(const struct sl_tls_event *ev, void *ctx)
 	char sni[SL_SNI_MAX + 1], host_buf[256], dst[INET6_ADDRSTRLEN], comm[64];
 	const char *host = hostnames_name(r->hosts, ev->host_id, host_buf, sizeof(host_buf));
 	bool deny = ev->verdict == SL_VERDICT_DENY;
-	const char *killed = NULL;
 	size_t i;
 
 	for (i = 0; i < ev->sni_len; i++)
@@ -476,9 +526,6 @@ static int on_tls(const struct sl_tls_event *ev, void *ctx)
 	if (written_before(r, "tls", ev->hdr.seq, ev->sock_cookie, ev->tgid, ev->port, dst))
 		return 0;
 	decision_safe_comm(comm, sizeof(comm), ev->comm);
-
-	if (deny && ev->enforced)
-		killed = kill_flow(r, ev->sock_cookie, ev->tgid);
 
 	records_line(r, &l, "tls", &ts);
 	journal_line_str(&l, "decision", deny ? "deny" : "allow");
@@ -493,9 +540,10 @@ static int on_tls(const struct sl_tls_event *ev, void *ctx)
 	journal_line_u64(&l, "pid", ev->tgid);
 	journal_line_str(&l, "comm", comm);
 	journal_line_u64(&l, "sock_cookie", ev->sock_cookie);
-	if (killed)
-		journal_line_str(&l, "flow", killed);
-	write_kernel_line(r, &l, ev->hdr.seq);
+	if (deny && ev->enforced)
+		kill_flow(r, ev->sock_cookie, ev->tgid, &l, ev->hdr.seq);
+	else
+		write_kernel_line(r, &l, ev->hdr.seq);
 
 	if (deny) {
 		struct notice n = { .len = 0 };
@@ -571,13 +619,10 @@ static void flow_cut(struct records *r, const struct sl_flow_event *ev, const ch
 	struct timespec ts = boot_to_realtime(r, ev->hdr.ts_ns);
 	struct notice n = { .len = 0 };
 	struct journal_line l;
-	const char *how = "dropped";
 	uint64_t cap = cut_limit(r, f);
 	bool out = f->cut == SL_CUT_REQUEST || f->cut == SL_CUT_TOTAL_REQUEST;
 	bool total = f->cut == SL_CUT_TOTAL_REQUEST || f->cut == SL_CUT_TOTAL_RESPONSE;
 
-	if (f->protocol == IPPROTO_TCP)
-		how = kill_flow(r, ev->sock_cookie, f->tgid);
 	records_line(r, &l, "flow_cut", &ts);
 	journal_line_str(&l, "host", host);
 	journal_line_str(&l, "dst", dst);
@@ -588,10 +633,14 @@ static void flow_cut(struct records *r, const struct sl_flow_event *ev, const ch
 	journal_line_u64(&l, "limit", cap);
 	journal_line_u64(&l, "req_bytes", f->req_bytes);
 	journal_line_u64(&l, "resp_bytes", f->resp_bytes);
-	journal_line_str(&l, "flow", how);
 	journal_line_u64(&l, "pid", f->tgid);
 	journal_line_u64(&l, "sock_cookie", ev->sock_cookie);
-	write_kernel_line(r, &l, ev->hdr.seq);
+	if (f->protocol == IPPROTO_TCP) {
+		kill_flow(r, ev->sock_cookie, f->tgid, &l, ev->hdr.seq);
+	} else {
+		journal_line_str(&l, "flow", "dropped");
+		write_kernel_line(r, &l, ev->hdr.seq);
+	}
 
 	__atomic_fetch_add(&r->denials, 1, __ATOMIC_RELAXED);
 	notice_add(&n, "egress cut: %s%s%s:%u/%s after %llu bytes %s%s (%s: %llu) run_id=%s task=%s\n",
@@ -992,6 +1041,32 @@ void records_drain(struct records *r)
 	kseqs_settle(r);
 }
 
+void records_kill_queued(struct records *r)
+{
+	struct records_kill *k;
+	size_t i, j;
+	int err;
+
+	if (!r->n_kills)
+		return;
+	for (i = 0; i < r->n_kills; i++) {
+		k = &r->kills[i];
+		/* the same socket denied again in the batch (a retransmission): one walk for it */
+		for (j = 0; j < i && r->kills[j].cookie != k->cookie; j++)
+			;
+		k->err = j < i ? r->kills[j].err : kill_now(r, k->cookie, k->tgid);
+		journal_line_str(k->line, "flow", kill_outcome(k->err));
+		write_kernel_line(r, k->line, k->kseq);
+		free(k->line);
+		k->line = NULL;
+	}
+	r->n_kills = 0;
+	err = journal_flush(r->journal);
+	if (err)
+		records_journal_error(r, err);
+	kseqs_settle(r);
+}
+
 bool records_log_incomplete(const struct records *r)
 {
 	return __atomic_load_n(&r->log_broke, __ATOMIC_RELAXED);
@@ -1209,6 +1284,11 @@ void records_free(struct records *r)
 		return; /* never initialised */
 	free(r->sni_cache);
 	r->sni_cache = NULL;
+	/* a run closed with lines still queued (records_kill_queued not called): not written */
+	while (r->n_kills)
+		free(r->kills[--r->n_kills].line);
+	free(r->kills);
+	r->kills = NULL;
 	if (r->kseqs)
 		seqset_free(&r->kseqs->set);
 	free(r->kseqs);
@@ -1222,7 +1302,8 @@ void records_free(struct records *r)
 	pthread_mutex_destroy(&r->notice_lock);
 }
 
-int records_policy_replaced(struct records *r, struct policy *old, uint64_t since_ns)
+int records_policy_replaced(struct records *r, struct policy *old, uint32_t old_era,
+			    uint64_t since_ns)
 {
 	struct records_era *e = realloc(r->eras, (r->n_eras + 1) * sizeof(*e));
 
@@ -1230,6 +1311,7 @@ int records_policy_replaced(struct records *r, struct policy *old, uint64_t sinc
 		return -ENOMEM;
 	r->eras = e;
 	e[r->n_eras].policy = old;
+	e[r->n_eras].era = old_era;
 	e[r->n_eras++].until_ns = since_ns;
 	return 0;
 }
@@ -1246,10 +1328,10 @@ static const struct policy *policy_at(const struct records *r, uint64_t ns)
 }
 
 /*
- * The policy that names a flow's rule: the latest one with the flow's generation (sl_flow.era,
- * the run's policy replacements when it was judged, mod 255, plus one: the policy after the
- * k-th replacement is eras[k], or r->policy for the last); a record without one (0, or one not
- * seen here: a writer that resumed a run holds no eras) by the policy in force at its connect().
+ * The policy that names a flow's rule: the one of the flow's generation (sl_flow.era): the
+ * policy in force if it is the programs' (loader_era), else a replaced one's (eras[k].era); a
+ * record without one (0, or one not seen here: a writer that resumed a run holds no eras) by
+ * the policy in force at its connect().
  */
 static const struct policy *policy_of_flow(const struct records *r, const struct sl_flow *f)
 {
@@ -1257,9 +1339,11 @@ static const struct policy *policy_of_flow(const struct records *r, const struct
 
 	if (!f->era)
 		return policy_at(r, f->start_ns);
-	for (k = r->n_eras + 1; k-- > 0 && r->n_eras - k < 255;)
-		if (k % 255 + 1 == f->era)
-			return k < r->n_eras ? r->eras[k].policy : r->policy;
+	if (r->loader && f->era == loader_era(r->loader))
+		return r->policy;
+	for (k = r->n_eras; k-- > 0;)
+		if (r->eras[k].era == f->era)
+			return r->eras[k].policy;
 	return policy_at(r, f->start_ns);
 }
 

@@ -42,8 +42,11 @@ struct sni_slot;
 struct records_kseqs;
 
 /* A policy a live switch replaced (switch.c), and the CLOCK_BOOTTIME the next one took over. */
+struct records_kill; /* records.c */
+
 struct records_era {
 	struct policy *policy;
+	uint32_t era;	   /* its generation (sl_flow.era of the flows it judged) */
 	uint64_t until_ns;
 };
 
@@ -64,6 +67,13 @@ struct records {
 	 */
 	int (*kill_socket)(void *ctx, uint64_t cookie, uint32_t tgid);
 	void *kill_ctx;
+	/*
+	 * The sockets to end, with their records' lines, which say what became of each: queued
+	 * by the drain, ended (and the lines written) by records_kill_queued after it. A walk of
+	 * the socket table inside the drain held every record and DNS answer behind it.
+	 */
+	struct records_kill *kills;
+	size_t n_kills;
 	/* records one records_drain takes at most (0: all): a daemon's runs share one loop */
 	size_t drain_max;
 	int alerts_fd; /* --alerts, or -1 */
@@ -104,10 +114,12 @@ struct records {
 /* Initialise the writer's own state (after the fields above are set). Returns 0 or -errno. */
 int records_init(struct records *r);
 /*
- * A switch replaced old (which the records now own, and free) by the policy now in r->policy,
- * from CLOCK_BOOTTIME since_ns on: flows opened before are still named by old's rules.
+ * A switch replaced old (which the records now own, and free), of generation old_era, by the
+ * policy now in r->policy, from CLOCK_BOOTTIME since_ns on: flows opened before are still named
+ * by old's rules.
  */
-int records_policy_replaced(struct records *r, struct policy *old, uint64_t since_ns);
+int records_policy_replaced(struct records *r, struct policy *old, uint32_t old_era,
+			    uint64_t since_ns);
 
 /* Free what records_init and the records made. Accepts a zeroed struct. */
 void records_free(struct records *r);
@@ -179,6 +191,12 @@ bool records_log_incomplete(const struct records *r);
  * that could not be written, and the log goes on.
  */
 void records_drain(struct records *r);
+/*
+ * End the sockets of the denied and cut flows records_drain queued, and write their lines
+ * (with what became of each). After every records_drain, on the run's loop, with no lock held:
+ * a socket table's walk can take long. Before run_end and before a switch's policy_change.
+ */
+void records_kill_queued(struct records *r);
 
 /*
  * The end of the run, after the last drain: host_total lines, loss_ranges, run_end. status is

@@ -507,6 +507,7 @@ bool run_step(struct run *r, const char **why)
 		}
 	}
 	records_drain(&r->rec);
+	records_kill_queued(&r->rec);
 	/* time and heartbeat checkpoints: an idle run still proves it was alive */
 	err = journal_tick(r->journal);
 	if (err)
@@ -605,6 +606,7 @@ void run_finish(struct run *r, bool has_status, int status, const char *why)
 	if (!r->still_running)
 		loader_detach(r->loader);
 	records_drain(&r->rec);
+	records_kill_queued(&r->rec);
 	/* a resumed writer never knows the command's status, survivors or not */
 	if (r->still_running && !r->rec.resumed) {
 		has_status = true;

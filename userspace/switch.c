@@ -165,6 +165,7 @@ int run_switch(struct run *r, const char *policy_path, int mode, char *err, size
 	unsigned char prev_sha[32];
 	struct timespec since = {};
 	uint64_t since_ns;
+	uint32_t prev_era;
 	int prev_mode, ret;
 	const char *why;
 
@@ -187,6 +188,7 @@ int run_switch(struct run *r, const char *policy_path, int mode, char *err, size
 			return ret;
 	}
 	prev_mode = r->policy->mode;
+	prev_era = loader_era(r->loader);
 	memcpy(prev_sha, r->policy->sha256, sizeof(prev_sha));
 	m.mode = mode == -1 ? prev_mode : mode;
 	target = r->policy;
@@ -222,8 +224,8 @@ int run_switch(struct run *r, const char *policy_path, int mode, char *err, size
 	ret = loader_next_load(r->loader, target, target_c, m.mode, np != NULL, &n);
 	if (ret) {
 		util_fmt(err, err_len, "load the new programs: %s",
-			 ret == -EOPNOTSUPP ? "this writer took the run over from a dead one and "
-					      "holds only its pinned maps" :
+			 ret == -EOPNOTSUPP ? "this writer took the run over from a dead one, and "
+					      "the run's BPF-LSM hooks cannot be moved by it" :
 					      loader_explain(-ret));
 		goto out;
 	}
@@ -263,11 +265,13 @@ int run_switch(struct run *r, const char *policy_path, int mode, char *err, size
 		r->policy->mode = m.mode;
 	}
 	resolver_unlock(r->resolver);
+	/* the old programs' denials, their sockets ended now the resolver answers again */
+	records_kill_queued(&r->rec);
 	write_policy_change(r, prev_sha, prev_mode, &m);
 	policy_compiled_free(old_c);
 	/* the flows open now are named by the old policy's rules when they end… */
 	since_ns = (uint64_t)since.tv_sec * 1000000000ull + (uint64_t)since.tv_nsec;
-	if (old_p && !records_policy_replaced(&r->rec, old_p, since_ns))
+	if (old_p && !records_policy_replaced(&r->rec, old_p, prev_era, since_ns))
 		old_p = NULL;
 	policy_free(old_p);
 	/*

@@ -838,7 +838,7 @@ static void flow_tests(void)
 {
 	struct run *r = &runs[P_DENY];
 	int fd = bpf_program__fd(r->skb->progs.t_flow_backstop);
-	uint8_t cur = loader_era(r->l);
+	uint32_t cur = loader_era(r->l);
 	char name[256];
 	size_t i;
 
@@ -852,8 +852,8 @@ static void flow_tests(void)
 		in->family = strchr(c->dst, ':') ? AF_INET6 : AF_INET;
 		in->proto = TCP;
 		in->port = (uint16_t)c->port;
-		/* the generation before: one less, 255 before 1 (they count 1..255) */
-		in->era = c->era < 0 ? 0 : c->era ? (uint8_t)(cur == 1 ? 255 : cur - 1) : cur;
+		/* another generation: one less, or (the first) one more */
+		in->era = c->era < 0 ? 0 : c->era ? (cur == 1 ? 2 : cur - 1) : cur;
 		ok = inet_pton(in->family, c->dst, in->addr) == 1 &&
 		     !build_frame(&p, c->dst, TCP, c->port, 0, 0, 0);
 		snprintf(why, WHY_LEN, "the case's frame could not be built");

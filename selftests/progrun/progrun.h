@@ -30,7 +30,7 @@ struct t_flow_in {
 	__u16 port;    /* host order */
 	__u8 family;
 	__u8 proto;
-	__u8 era;      /* the policy generation that judged it (sl_flow.era) */
+	__u32 era;     /* the policy generation that judged it (sl_flow.era) */
 	__u8 pad[3];
 };
 

@@ -477,8 +477,9 @@ static size_t record(void *buf, __u16 type, __u8 version)
 
 /*
  * The record parser's versions: each type's layout has its own. The flow record took
- * deny_reason at version 2; a writer reads versions 1 and 2 of it (1's byte was the same), and
- * refuses what is newer than it knows; decisions and TLS records stay at 1.
+ * deny_reason at version 2 and a 32-bit era at 3 (a record 8 bytes longer): a writer reads only
+ * its own runs' (a pinned run of another build is refused), and refuses the others; decisions
+ * and TLS records stay at 1.
  */
 static bool t_record_versions(char *why)
 {
@@ -489,13 +490,14 @@ static bool t_record_versions(char *why)
 	} v[] = {
 		{SL_EV_DECISION, 1, NULL},
 		{SL_EV_TLS, 1, NULL},
-		{SL_EV_FLOW, 1, NULL},
-		{SL_EV_FLOW, 2, NULL},
+		{SL_EV_FLOW, 3, NULL},
+		{SL_EV_FLOW, 1, "unknown ABI version"},
+		{SL_EV_FLOW, 2, "unknown ABI version"},
 		{SL_EV_DECISION, 0, "unknown ABI version"},
 		{SL_EV_DECISION, 2, "unknown ABI version"},
 		{SL_EV_TLS, 2, "unknown ABI version"},
 		{SL_EV_FLOW, 0, "unknown ABI version"},
-		{SL_EV_FLOW, 3, "unknown ABI version"},
+		{SL_EV_FLOW, 4, "unknown ABI version"},
 		{4, 1, "unknown record type"},
 	};
 	_Alignas(8) unsigned char buf[sizeof(struct sl_tls_event)];
@@ -503,7 +505,7 @@ static bool t_record_versions(char *why)
 	const char *got;
 	size_t i, n;
 
-	EXPECT(SL_FLOW_VERSION == 2, "flow records at version 2, got %d", SL_FLOW_VERSION);
+	EXPECT(SL_FLOW_VERSION == 3, "flow records at version 3, got %d", SL_FLOW_VERSION);
 	for (i = 0; i < ARRAY_SIZE(v); i++) {
 		n = record(buf, v[i].type, v[i].version);
 		got = events_check(buf, n);
@@ -523,7 +525,7 @@ static const struct {
 	const char *name;
 } cases[] = {
 	{t_record_versions, "record parser: each type's known versions read, newer ones refused "
-			    "(flow 1-2, decision and TLS 1)"},
+			    "(flow 3, decision and TLS 1)"},
 	{t_filter_decision,
 	 "--decision deny: deny and report-mode deny lines, dns deny; not allow"},
 	{t_filter_run, "--run-id: exactly that run"},

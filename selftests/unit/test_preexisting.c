@@ -68,7 +68,7 @@ const char *hostnames_name(struct hostnames *h, uint32_t host_id, char *buf, siz
 	return NULL;
 }
 
-uint8_t loader_era(const struct loader *l)
+uint32_t loader_era(const struct loader *l)
 {
 	(void)l;
 	return 1;

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The policy generation a switch's new set is loaded with (loader_era_next): above the one in
+ * force and above every one loaded before, committed or not; never 0 (no generation), never one
+ * handed out before, over more switches than an 8-bit counter had (it wrapped at 255).
+ */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "tap.h"
+#include "../../userspace/loader.h"
+
+/* Generations are handed out as switch.c does: in force moves on only when a commit succeeds. */
+static bool t_failed_commit(char *why)
+{
+	uint32_t in_force = 1, high = 0, failed;
+
+	failed = loader_era_next(in_force, high); /* loaded, then the commit failed */
+	high = failed;
+	EXPECT(failed == 2, "the first switch's generation is 2, got %u", failed);
+	in_force = loader_era_next(in_force, high);
+	EXPECT(in_force != failed && in_force == 3,
+	       "the next switch after a failed commit never reuses its generation %u: got %u",
+	       failed, in_force);
+	return true;
+}
+
+static bool t_no_wrap(char *why)
+{
+	uint32_t in_force = 1, high = 0, next, i;
+
+	for (i = 0; i < 1000; i++) {
+		next = loader_era_next(in_force, high);
+		EXPECT(next > in_force && next > high,
+		       "switch %u: generation %u is not above %u in force and %u loaded", i, next,
+		       in_force, high);
+		high = next;
+		if (i % 3) /* two of three commits succeed */
+			in_force = next;
+	}
+	EXPECT(high == 1001, "1000 switches from 1: the last generation is 1001, got %u", high);
+	return true;
+}
+
+static bool t_resume_gap(char *why)
+{
+	/* a resumed writer starts above whatever the dead one may have loaded */
+	uint32_t next = loader_era_next(300, 300 + LOADER_ERA_RESUME_GAP);
+
+	EXPECT(next == 301 + LOADER_ERA_RESUME_GAP, "got %u", next);
+	EXPECT(loader_era_next(UINT32_MAX, 0) == 1, "past 2^32 - 1 (0 is no generation): 1");
+	return true;
+}
+
+static const struct {
+	bool (*fn)(char *why);
+	const char *name;
+} cases[] = {
+	{t_failed_commit, "a failed commit's generation is never the next switch's"},
+	{t_no_wrap, "1000 switches, a third failing: every generation above all before (no wrap)"},
+	{t_resume_gap, "a resumed writer's first generation is past the dead writer's gap"},
+};
+
+int main(void)
+{
+	char why[WHY_LEN];
+
+	printf("TAP version 13\n1..%zu\n", ARRAY_SIZE(cases));
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		why[0] = '\0';
+		report(cases[i].fn(why), cases[i].name, why);
+	}
+	return tap_status();
+}
