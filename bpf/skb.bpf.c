@@ -258,7 +258,14 @@ static __always_inline int flow_count(struct __sk_buff *skb, struct sl_flow *f, 
 		flow_cut_record(skb, f);
 		return SKB_DROP;
 	}
-	if (f->totals && !host_total_take(f, out, n)) {
+	/*
+	 * A flow of another policy generation, not judged again yet (the backstop does at its next
+	 * packet out, the switch's re-judge if it finds the socket): its rule number is another
+	 * policy's, which would count its bytes against the budget of whatever rule has that
+	 * number now. Its own caps still hold; a received segment before its next packet out
+	 * (which for TCP is the ACK of it) is not taken from the host's total.
+	 */
+	if (f->totals && f->era == sl_cfg.era && !host_total_take(f, out, n)) {
 		__sync_fetch_and_add(bytes, -(__u64)n);
 		f->cut = out ? SL_CUT_TOTAL_REQUEST : SL_CUT_TOTAL_RESPONSE;
 		flow_cut_record(skb, f);
@@ -447,6 +454,8 @@ static __always_inline int judge_client_hello(struct __sk_buff *skb, struct bpf_
 	}
 	deny = reason != SL_REASON_SNI_OK;
 	enforce = deny && cfg_enforcing();
+	if (deny && !t->deny_reason)
+		t->deny_reason = reason; /* for the flow's record (sl_egress) */
 	/* Passed (or report mode): keep watching until the server answers with a ServerHello. */
 	t->state = enforce ? SL_TLS_DENIED : SL_TLS_AWAIT_SERVER;
 
@@ -611,8 +620,12 @@ static __always_inline bool frags_mutable(struct __sk_buff *skb)
 	return flags & (SKBFL_SHARED_FRAG | SKBFL_ZEROCOPY_ENABLE);
 }
 
-/* The TLS server-name check on a packet of a marked flow (see the top of the file). */
-static __always_inline int tls_egress(struct __sk_buff *skb, struct bpf_sock *sk)
+/*
+ * The TLS server-name check on a packet of a marked flow (see the top of the file). *tp: the
+ * flow's TLS state, NULL if it has none.
+ */
+static __always_inline int tls_egress(struct __sk_buff *skb, struct bpf_sock *sk,
+				      struct sl_sk_tls **tp)
 {
 	struct sl_sk_tls *t;
 	__u8 daddr[16] = {}, family = 0;
@@ -620,6 +633,7 @@ static __always_inline int tls_egress(struct __sk_buff *skb, struct bpf_sock *sk
 	__u32 off;
 
 	t = bpf_sk_storage_get(&sl_sk_tls, sk, 0, 0);
+	*tp = t;
 	if (!t || t->state == SL_TLS_ALLOWED || t->state == SL_TLS_NOT_TLS)
 		return SKB_PASS;
 	if (tcp_header(skb, &off, daddr, &family, &th)) {
@@ -688,16 +702,80 @@ static __always_inline bool dst_is_resolver(const struct packet_dst *d)
  * tables, but a socket held in none then (in flight in an SCM_RIGHTS message, an io_uring fixed
  * file) keeps the old judgment; its packets are judged in full under the policy in force.
  */
-static __always_inline bool dst_is_flow_dst(const struct packet_dst *d, const struct sl_flow *f)
+static __always_inline bool dst_is_flows(const struct packet_dst *d, const struct sl_flow *f)
 {
 	const __u32 *a = (const __u32 *)d->addr, *b = (const __u32 *)f->addr;
 
-	if (!f || f->deny_reason || f->era != sl_cfg.era || f->family != d->family ||
-	    f->port != d->port || f->protocol != d->proto)
+	if (f->family != d->family || f->port != d->port || f->protocol != d->proto)
 		return false;
 	if (d->family == AF_INET)
 		return a[0] == b[0];
 	return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3];
+}
+
+static __always_inline bool dst_is_flow_dst(const struct packet_dst *d, const struct sl_flow *f)
+{
+	return f && !f->deny_reason && f->era == sl_cfg.era && dst_is_flows(d, f);
+}
+
+/*
+ * A flow judged under another policy generation that no switch judged again (its socket was in
+ * no fd table the switch's scan read: in flight in an SCM_RIGHTS message, an io_uring fixed
+ * file), at its first packet to its own destination under the policy in force: v is that
+ * policy's judgment of the packet, as a connect() there now would get it, and the flow takes it,
+ * as the switch's re-judge would have written it (userspace/preexisting.c flow_rejudge): the
+ * rule by its new number, that rule's caps and host totals, the host, a denial's reason. Its old
+ * caps and server-name state were another policy's. A TCP flow the new policy allows through a
+ * name alone must be held to the server-name check as a connect() would be: one never watched
+ * is watched from now on (on the TLS port only if it has sent nothing), one whose first payload
+ * was plain off the TLS port, or that has sent nothing yet, or that is denied already, keeps its
+ * state; one whose ClientHello passed under the old policy's names is denied (sni_unchecked):
+ * the names it may use now are looked up by name, which the switch's re-judge does for the
+ * flows it finds, and this program cannot.
+ */
+static __always_inline void flow_restamp(struct bpf_sock *sk, struct sl_flow *f, struct verdict *v,
+					 const struct sl_decision_event *ev)
+{
+	struct sl_rule_caps *caps;
+	struct sl_sk_tls *t;
+	__u32 rid;
+
+	if (v->verdict == SL_VERDICT_ALLOW && v->learned && f->protocol == IPPROTO_TCP) {
+		t = bpf_sk_storage_get(&sl_sk_tls, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+		if (t && !t->state) {
+			/* never watched (a CIDR rule, the default allowed it): watched from now */
+			t->tls_port = sl_cfg_tls_port && f->port == sl_cfg_tls_port;
+			t->state = SL_TLS_PENDING;
+			t->payloads = 0;
+			t->deny_reason = 0;
+			t->host_id = ev->host_id;
+			t->sni_host_id = 0;
+			t->pid = f->pid;
+			t->tgid = f->tgid;
+			__builtin_memcpy(t->comm, f->comm, sizeof(t->comm));
+			if (t->tls_port && f->req_bytes)
+				set_verdict(v, SL_VERDICT_DENY, SL_REASON_SNI_UNCHECKED, v->rule_id);
+		} else if (!t || (t->state != SL_TLS_PENDING && t->state != SL_TLS_NOT_TLS &&
+				  t->state != SL_TLS_DENIED)) {
+			set_verdict(v, SL_VERDICT_DENY, SL_REASON_SNI_UNCHECKED, v->rule_id);
+		}
+	}
+	f->era = sl_cfg.era;
+	f->rule_id = v->rule_id;
+	f->host_id = ev->host_id;
+	f->deny_reason = v->verdict == SL_VERDICT_DENY ? v->reason : 0;
+	f->max_req = 0;
+	f->max_resp = 0;
+	f->totals = 0;
+	if (v->verdict != SL_VERDICT_ALLOW)
+		return;
+	rid = v->rule_id;
+	caps = bpf_map_lookup_elem(&sl_rule_caps, &rid);
+	if (caps) {
+		f->max_req = caps->max_req;
+		f->max_resp = caps->max_resp;
+		f->totals = caps->max_total_req || caps->max_total_resp;
+	}
 }
 
 /*
@@ -708,7 +786,7 @@ static __always_inline bool dst_is_flow_dst(const struct packet_dst *d, const st
  * denial, and it is recorded once).
  */
 static __always_inline int backstop(struct __sk_buff *skb, struct bpf_sock *sk,
-				    const struct sl_flow *flow)
+				    struct sl_flow *flow)
 {
 	struct packet_dst d = {};
 	struct sl_decision_event ev = {};
@@ -729,6 +807,8 @@ static __always_inline int backstop(struct __sk_buff *skb, struct bpf_sock *sk,
 		return SKB_PASS;
 	}
 	packet_judge(&d, &v, &ev);
+	if (flow && flow->era != sl_cfg.era && dst_is_flows(&d, flow))
+		flow_restamp(sk, flow, &v, &ev);
 	if (v.verdict != SL_VERDICT_DENY ||
 	    (!cfg_enforcing() && v.reason != SL_REASON_BLACKHOLE)) {
 		ns_flow_note(&d);
@@ -797,7 +877,9 @@ int sl_egress(struct __sk_buff *skb)
 {
 	struct bpf_sock *sk = skb->sk;
 	struct sl_sk_held *held;
+	struct sl_sk_tls *t = NULL;
 	struct sl_flow *flow;
+	int ret;
 
 	if (!sk)
 		return SKB_PASS;
@@ -809,7 +891,14 @@ int sl_egress(struct __sk_buff *skb)
 		return drop_held(held);
 	/* What leaves is counted; what the TLS check drops is not. */
 	flow = bpf_sk_storage_get(&sl_sk_flow, sk, 0, 0);
-	if (tls_egress(skb, sk) == SKB_DROP)
+	ret = tls_egress(skb, sk, &t);
+	/*
+	 * A flow the server-name check denied (enforced, or in report mode) is a denied flow: its
+	 * record says so, with the reason, not the allow its connect() got.
+	 */
+	if (flow && t && t->deny_reason && !flow->deny_reason)
+		flow->deny_reason = t->deny_reason;
+	if (ret == SKB_DROP)
 		return SKB_DROP;
 	return flow ? flow_count(skb, flow, true) : SKB_PASS;
 }

@@ -254,7 +254,9 @@ struct sl_sk_tls {
 	__u8 state;	/* enum sl_tls_state */
 	__u8 payloads;	/* client payloads seen while watching, to bound the watch */
 	__u8 tls_port;	/* the flow goes to the TLS port: its first payload must be TLS */
-	__u8 pad;
+	__u8 deny_reason; /* the enum sl_reason of the first ClientHello the check denied (in
+			     report mode too), copied into the socket's flow (sl_flow.deny_reason)
+			     so that its record says the denial; 0: none */
 	__u32 host_id;	/* the name the destination was learned for */
 	__u32 pid;	/* who connected, for the record */
 	__u32 tgid;
@@ -461,7 +463,8 @@ struct sl_cfg {
 	__u8 sockets;	    /* SL_SOCKETS_* the policy allows */
 	__u8 backstop;	    /* the packet checks are on (off: selftests only) */
 	__u8 era;	    /* the policy generation: 1 at the start, one more (mod 255, 1..255)
-			       for each policy a switch puts in force; stamped into sl_flow.era */
+			       for each switch (a policy, or a mode: a report-mode flow's state
+			       is no enforce-mode judgment); stamped into sl_flow.era */
 	__u8 pad[4];
 	__u64 ns_token;	    /* the run's token among its namespace's (nsflows.bpf.h); 0: none */
 	__u64 cgroup_id;    /* the run's cgroup (the LSM layer's check; set at attach) */

@@ -141,6 +141,7 @@ static __always_inline bool tls_expect_server_name(struct bpf_sock_addr *ctx,
 	t->state = SL_TLS_PENDING;
 	t->payloads = 0;
 	t->tls_port = sl_cfg_tls_port && ev->port == sl_cfg_tls_port;
+	t->deny_reason = 0;
 	t->host_id = ev->host_id;
 	t->sni_host_id = 0;
 	t->pid = ev->pid;

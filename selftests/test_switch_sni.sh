@@ -94,6 +94,14 @@ tap_is "Q: a TLS-port flow that sent nothing yet is left open by the re-judge" \
 tap_is "Q: ... and its first payload (not a ClientHello) is judged by the egress program" \
 	"$(log_count "$LOG" type=tls port=443 decision=deny enforced=true reason=sni_unparseable)" \
 	1 || tap_diag_file "$LOG"
+# the server-name check's denial is the flow's: its flow line says deny, not its connect's allow
+q_cookie=$(log_field "$(log_lines "$LOG" type=tls port=443 decision=deny)" sock_cookie \
+	2>/dev/null || echo none)
+q_flow_logged() { test "$(log_count "$LOG" type=flow sock_cookie="$q_cookie")" -ge 1; }
+wait_until 10000 q_flow_logged
+tap_is "Q: its flow line says deny, enforced, for the server-name check's reason" \
+	"$(log_count "$LOG" type=flow sock_cookie="$q_cookie" decision=deny enforced=true \
+		reason=sni_unparseable)" 1 || tap_diag_file "$LOG"
 tap_check "T: a flow whose ClientHello went out unchecked is cut" test "$(sent T)" != ok
 t_line=$(log_lines "$LOG" type=preexisting port=443 decision=deny enforced=true \
 	reason=sni_unchecked rule=named flow=destroyed)

@@ -1965,7 +1965,7 @@ void loader_next_free(struct loader_next *n)
 }
 
 int loader_next_load(struct loader *l, const struct policy *p, const struct policy_compiled *c,
-		     int mode, bool new_policy, struct loader_next **out)
+		     int mode, struct loader_next **out)
 {
 	struct loader shadow = {};
 	struct loader_next *n;
@@ -2005,11 +2005,13 @@ int loader_next_load(struct loader *l, const struct policy *p, const struct poli
 	n->cfg.sockets = (__u8)p->sockets;
 	memcpy(n->cfg.run.policy_sha256, p->sha256, sizeof(p->sha256));
 	/*
-	 * A new policy is a new generation: the new set's programs, from their first instruction,
-	 * trust no flow state the old policy wrote until the switch judges the flow again.
+	 * A new generation: the new set's programs, from their first instruction, trust no flow
+	 * state the old policy or mode wrote until the flow is judged again. A set-mode too: a
+	 * flow report mode let through carries a report-mode judgment (a server-name denial that
+	 * did not drop, a would-be denial's missing caps), and one the switch's scan cannot see
+	 * would otherwise keep it under enforce.
 	 */
-	if (new_policy)
-		n->cfg.era = (__u8)(l->cfg.era % 255 + 1);
+	n->cfg.era = (__u8)(l->cfg.era % 255 + 1);
 	err = cfg_write(n->skel->maps.data_cfg, &n->cfg);
 	if (!err)
 		err = cfg_freeze(n->skel->maps.data_cfg);

@@ -225,13 +225,14 @@ void loader_destroy(struct loader *l);
  * fill (loader_next_learned_put, loader_next_sni). loader_next_commit moves every link of the
  * run to it (bpf_link_update: each hook runs the old or the new programs, never neither) and
  * frees the old set; on failure it moves back what it moved and says why in err. Returns
- * -EOPNOTSUPP for a resumed writer's loader (it holds only the pinned maps). new_policy: p
- * replaces the run's policy, a new generation (sl_cfg.era, loader_era): the packet layer judges
- * in full every flow not stamped with it, until loader_sock_flow_set stamps it again.
+ * -EOPNOTSUPP for a resumed writer's loader (it holds only the pinned maps). Each switch is a
+ * new generation (sl_cfg.era, loader_era), a set-mode too: the packet layer judges in full
+ * every flow not stamped with it, and judges it again at its next packet out (the backstop),
+ * unless loader_sock_flow_set stamped it first.
  */
 struct loader_next;
 int loader_next_load(struct loader *l, const struct policy *p, const struct policy_compiled *c,
-		     int mode, bool new_policy, struct loader_next **out);
+		     int mode, struct loader_next **out);
 int loader_next_commit(struct loader *l, struct loader_next *n, char *err, size_t err_len);
 void loader_next_free(struct loader_next *n); /* a set never committed; accepts NULL */
 

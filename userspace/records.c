@@ -540,12 +540,14 @@ static const char *cut_name(unsigned int cut)
 	       cut == SL_CUT_TOTAL_RESPONSE ? "max_total_response_bytes" : NULL;
 }
 
-static const struct policy *policy_of_flow(const struct records *r, const struct sl_flow *f);
+static const struct policy *policy_of_flow(const struct records *r, const struct sl_flow *f,
+					   int *mode);
 
 /* The cap a cut flow went past: its own (kept in the flow), or its host's total for the run. */
 static uint64_t cut_limit(const struct records *r, const struct sl_flow *f)
 {
-	const struct policy *p = policy_of_flow(r, f);
+	int mode;
+	const struct policy *p = policy_of_flow(r, f, &mode);
 	const struct policy_rule *rule = policy_rule_of(p, f->rule_id);
 
 	switch (f->cut) {
@@ -613,7 +615,8 @@ static int on_flow(const struct sl_flow_event *ev, void *ctx)
 	const char *host = hostnames_name(r->hosts, f->host_id, host_buf, sizeof(host_buf));
 	const char *sni = ev->end_ns ? sni_take(r, ev->sock_cookie, sni_buf, sizeof(sni_buf)) :
 				       NULL;
-	const struct policy *p = policy_of_flow(r, f);
+	int mode;
+	const struct policy *p = policy_of_flow(r, f, &mode);
 	struct journal_line l;
 
 	if ((f->family != AF_INET && f->family != AF_INET6) || f->rule_id > p->n_rules ||
@@ -651,7 +654,7 @@ static int on_flow(const struct sl_flow_event *ev, void *ctx)
 	 */
 	journal_line_str(&l, "decision", f->deny_reason ? "deny" : "allow");
 	if (f->deny_reason) {
-		journal_line_bool(&l, "enforced", p->mode == SL_MODE_ENFORCE ||
+		journal_line_bool(&l, "enforced", mode == SL_MODE_ENFORCE ||
 							  f->deny_reason == SL_REASON_BLACKHOLE);
 		journal_line_str(&l, "reason", decision_reason_name(f->deny_reason));
 	}
@@ -1215,14 +1218,18 @@ void records_free(struct records *r)
 	r->kseqs = NULL;
 	hosttotals_free(r->totals);
 	r->totals = NULL;
-	while (r->n_eras)
-		policy_free(r->eras[--r->n_eras].policy);
+	while (r->n_eras) {
+		r->n_eras--;
+		if (r->eras[r->n_eras].owned)
+			policy_free(r->eras[r->n_eras].policy);
+	}
 	free(r->eras);
 	r->eras = NULL;
 	pthread_mutex_destroy(&r->notice_lock);
 }
 
-int records_policy_replaced(struct records *r, struct policy *old, uint64_t since_ns)
+int records_policy_replaced(struct records *r, struct policy *old, bool owned, int old_mode,
+			    uint64_t since_ns)
 {
 	struct records_era *e = realloc(r->eras, (r->n_eras + 1) * sizeof(*e));
 
@@ -1230,37 +1237,52 @@ int records_policy_replaced(struct records *r, struct policy *old, uint64_t sinc
 		return -ENOMEM;
 	r->eras = e;
 	e[r->n_eras].policy = old;
+	e[r->n_eras].owned = owned;
+	e[r->n_eras].mode = old_mode;
 	e[r->n_eras++].until_ns = since_ns;
 	return 0;
 }
 
-/* The policy in force at CLOCK_BOOTTIME ns (a flow's connect()). */
-static const struct policy *policy_at(const struct records *r, uint64_t ns)
+/* The policy in force at CLOCK_BOOTTIME ns (a flow's connect()), and its mode then. */
+static const struct policy *policy_at(const struct records *r, uint64_t ns, int *mode)
 {
 	size_t i;
 
-	for (i = 0; i < r->n_eras; i++)
-		if (ns < r->eras[i].until_ns)
+	for (i = 0; i < r->n_eras; i++) {
+		if (ns < r->eras[i].until_ns) {
+			*mode = r->eras[i].mode;
 			return r->eras[i].policy;
+		}
+	}
+	*mode = r->policy->mode;
 	return r->policy;
 }
 
 /*
- * The policy that names a flow's rule: the latest one with the flow's generation (sl_flow.era,
- * the run's policy replacements when it was judged, mod 255, plus one: the policy after the
- * k-th replacement is eras[k], or r->policy for the last); a record without one (0, or one not
- * seen here: a writer that resumed a run holds no eras) by the policy in force at its connect().
+ * The policy that names a flow's rule, and the mode that says whether its denial was enforced:
+ * the latest generation with the flow's (sl_flow.era, the run's switches when it was judged, mod
+ * 255, plus one: generation k is eras[k], or r->policy for the last); a record without one (0,
+ * or one not seen here: a writer that resumed a run holds no eras) by the generation in force at
+ * its connect().
  */
-static const struct policy *policy_of_flow(const struct records *r, const struct sl_flow *f)
+static const struct policy *policy_of_flow(const struct records *r, const struct sl_flow *f,
+					   int *mode)
 {
 	size_t k;
 
 	if (!f->era)
-		return policy_at(r, f->start_ns);
-	for (k = r->n_eras + 1; k-- > 0 && r->n_eras - k < 255;)
-		if (k % 255 + 1 == f->era)
-			return k < r->n_eras ? r->eras[k].policy : r->policy;
-	return policy_at(r, f->start_ns);
+		return policy_at(r, f->start_ns, mode);
+	for (k = r->n_eras + 1; k-- > 0 && r->n_eras - k < 255;) {
+		if (k % 255 + 1 != f->era)
+			continue;
+		if (k == r->n_eras) {
+			*mode = r->policy->mode;
+			return r->policy;
+		}
+		*mode = r->eras[k].mode;
+		return r->eras[k].policy;
+	}
+	return policy_at(r, f->start_ns, mode);
 }
 
 /* ------------------------------------------------------------------------------------------ */

@@ -219,7 +219,7 @@ int run_switch(struct run *r, const char *policy_path, int mode, char *err, size
 	m.p = target;
 
 	/* verified while the old programs go on judging */
-	ret = loader_next_load(r->loader, target, target_c, m.mode, np != NULL, &n);
+	ret = loader_next_load(r->loader, target, target_c, m.mode, &n);
 	if (ret) {
 		util_fmt(err, err_len, "load the new programs: %s",
 			 ret == -EOPNOTSUPP ? "this writer took the run over from a dead one and "
@@ -265,11 +265,17 @@ int run_switch(struct run *r, const char *policy_path, int mode, char *err, size
 	resolver_unlock(r->resolver);
 	write_policy_change(r, prev_sha, prev_mode, &m);
 	policy_compiled_free(old_c);
-	/* the flows open now are named by the old policy's rules when they end… */
+	/*
+	 * the flows open now are named by the old generation (its policy's rules, its mode) when
+	 * they end… (a set-mode's too: every switch is a generation, loader_next_load). Should the
+	 * records have no room for it, a replaced policy is kept all the same: an earlier set-mode's
+	 * generation may name it.
+	 */
 	since_ns = (uint64_t)since.tv_sec * 1000000000ull + (uint64_t)since.tv_nsec;
-	if (old_p && !records_policy_replaced(&r->rec, old_p, since_ns))
-		old_p = NULL;
-	policy_free(old_p);
+	if (records_policy_replaced(&r->rec, old_p ? old_p : r->policy, old_p != NULL, prev_mode,
+				    since_ns))
+		fprintf(stderr, "sluice: run %s: the flows of the previous policy generation will be "
+			"named by the policy of their connect(): %s\n", r->run_id, strerror(ENOMEM));
 	/*
 	 * …unless judged again here. The connect programs judge only new flows, the egress
 	 * backstop passes a connected flow's own destination, and the packet programs count an
