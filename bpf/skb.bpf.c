@@ -145,9 +145,24 @@ static __always_inline void flow_cut_record(struct __sk_buff *skb, const struct 
 	event_submit(ev, sizeof(*ev), SL_HOOK_EGRESS, true);
 }
 
-/* This packet's new payload bytes in its direction: TCP by sequence number, UDP whole. */
+/*
+ * The payload at off begins with a TLS record of any content type (or cannot be read: judged
+ * then). Not only a handshake record: a server may read past records that come before the
+ * ClientHello (Go's drops warning alerts), so a flow opening with an alert or a
+ * ChangeCipherSpec is TLS too, and judged (it is denied: the first record must be a hello).
+ */
+static __always_inline bool starts_like_tls(struct __sk_buff *skb, __u32 off)
+{
+	__u8 type;
+
+	return bpf_skb_load_bytes(skb, off, &type, 1) ||
+	       (type >= TLS_CONTENT_CHANGE_CIPHER_SPEC && type <= TLS_CONTENT_HEARTBEAT);
+}
+
+/* This packet's new payload bytes in its direction: TCP by sequence number, UDP whole. *pay:
+   where the packet's TCP payload starts. */
 static __always_inline __u32 flow_new_bytes(struct __sk_buff *skb, struct sl_flow *f, bool out,
-					    __u32 *next_end)
+					    __u32 *next_end, __u32 *pay)
 {
 	__u8 addr[16], family;
 	struct tcphdr th;
@@ -171,7 +186,7 @@ static __always_inline __u32 flow_new_bytes(struct __sk_buff *skb, struct sl_flo
 	if (th.syn) {
 		if (out) {
 			f->snd_next = start;
-			f->snd_init = 1;
+			f->snd_init |= SL_FLOW_SND_SET;
 		} else {
 			f->rcv_next = start;
 			f->rcv_init = 1;
@@ -179,9 +194,10 @@ static __always_inline __u32 flow_new_bytes(struct __sk_buff *skb, struct sl_flo
 	}
 	if (off >= skb->len)
 		return 0;
+	*pay = off;
 	len = skb->len - off;
 	end = start + len;
-	if (!(out ? f->snd_init : f->rcv_init)) {
+	if (!(out ? f->snd_init & SL_FLOW_SND_SET : f->rcv_init)) {
 		*next_end = end;
 		return len;
 	}
@@ -241,13 +257,21 @@ static __always_inline int flow_count(struct __sk_buff *skb, struct sl_flow *f, 
 {
 	__u64 *bytes = out ? &f->req_bytes : &f->resp_bytes;
 	__u64 cap = out ? f->max_req : f->max_resp;
-	__u32 next_end = 0, n;
+	__u32 next_end = 0, n, pay = 0;
 
 	if (f->cut)
-		return flow_new_bytes(skb, f, out, &next_end) ? SKB_DROP : SKB_PASS;
-	n = flow_new_bytes(skb, f, out, &next_end);
+		return flow_new_bytes(skb, f, out, &next_end, &pay) ? SKB_DROP : SKB_PASS;
+	n = flow_new_bytes(skb, f, out, &next_end, &pay);
 	if (!n)
 		return SKB_PASS;
+	/*
+	 * What a TCP flow's first payload began with, watched or not: a switch that puts the flow
+	 * under the server-name check judges it by that, as its connect() would have been judged
+	 * (off the TLS port, a first payload that is not TLS is never checked).
+	 */
+	if (out && f->protocol == IPPROTO_TCP &&
+	    !(f->snd_init & (SL_FLOW_FIRST_PLAIN | SL_FLOW_FIRST_TLS)))
+		f->snd_init |= starts_like_tls(skb, pay) ? SL_FLOW_FIRST_TLS : SL_FLOW_FIRST_PLAIN;
 	/*
 	 * Added first and given back on overrun, as the host totals are: sends on several CPUs
 	 * (connected UDP, TCP receive before the socket lock) never pass more than the cap.
@@ -274,7 +298,7 @@ static __always_inline int flow_count(struct __sk_buff *skb, struct sl_flow *f, 
 	if (f->protocol != IPPROTO_UDP) {
 		if (out) {
 			f->snd_next = next_end;
-			f->snd_init = 1;
+			f->snd_init |= SL_FLOW_SND_SET;
 		} else {
 			f->rcv_next = next_end;
 			f->rcv_init = 1;
@@ -583,20 +607,6 @@ static __always_inline int drop_held(struct sl_sk_held *held)
 }
 
 /*
- * The payload at off begins with a TLS record of any content type (or cannot be read: judged
- * then). Not only a handshake record: a server may read past records that come before the
- * ClientHello (Go's drops warning alerts), so a flow opening with an alert or a
- * ChangeCipherSpec is TLS too, and judged (it is denied: the first record must be a hello).
- */
-static __always_inline bool starts_like_tls(struct __sk_buff *skb, __u32 off)
-{
-	__u8 type;
-
-	return bpf_skb_load_bytes(skb, off, &type, 1) ||
-	       (type >= TLS_CONTENT_CHANGE_CIPHER_SPEC && type <= TLS_CONTENT_HEARTBEAT);
-}
-
-/*
  * The packet's payload lies (in part) in pages the sender can still write: sendfile(), splice()
  * and vmsplice() put page-cache or user pages in the packet (SKBFL_SHARED_FRAG), MSG_ZEROCOPY and
  * io_uring's send_zc the sender's own buffer (SKBFL_ZEROCOPY_ENABLE). The receiving stack copies
@@ -743,9 +753,15 @@ static __always_inline void flow_restamp(struct bpf_sock *sk, struct sl_flow *f,
 	if (v->verdict == SL_VERDICT_ALLOW && v->learned && f->protocol == IPPROTO_TCP) {
 		t = bpf_sk_storage_get(&sl_sk_tls, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 		if (t && !t->state) {
-			/* never watched (a CIDR rule, the default allowed it): watched from now */
+			/*
+			 * Never watched (a CIDR rule, the default allowed it): judged by its first
+			 * payload, as at a connect(): none yet, watched from now; on the TLS port,
+			 * or one that began like TLS, a ClientHello no name check saw; plain, off
+			 * the TLS port, never checked.
+			 */
 			t->tls_port = sl_cfg_tls_port && f->port == sl_cfg_tls_port;
-			t->state = SL_TLS_PENDING;
+			t->state = f->snd_init & SL_FLOW_FIRST_PLAIN && !t->tls_port ?
+					   SL_TLS_NOT_TLS : SL_TLS_PENDING;
 			t->payloads = 0;
 			t->deny_reason = 0;
 			t->host_id = ev->host_id;
@@ -753,7 +769,7 @@ static __always_inline void flow_restamp(struct bpf_sock *sk, struct sl_flow *f,
 			t->pid = f->pid;
 			t->tgid = f->tgid;
 			__builtin_memcpy(t->comm, f->comm, sizeof(t->comm));
-			if (t->tls_port && f->req_bytes)
+			if ((t->tls_port && f->req_bytes) || f->snd_init & SL_FLOW_FIRST_TLS)
 				set_verdict(v, SL_VERDICT_DENY, SL_REASON_SNI_UNCHECKED, v->rule_id);
 		} else if (!t || (t->state != SL_TLS_PENDING && t->state != SL_TLS_NOT_TLS &&
 				  t->state != SL_TLS_DENIED)) {

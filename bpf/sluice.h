@@ -328,8 +328,10 @@ struct sl_flow {
 	__u64 resp_bytes; /* payload received */
 	__u32 snd_next;	  /* TCP: sequence number after the last new byte sent */
 	__u32 rcv_next;	  /* TCP: sequence number after the last new byte received */
-	__u8 snd_init;	  /* snd_next is set */
-	__u8 rcv_init;
+	__u8 snd_init;	  /* SL_FLOW_SND_SET: snd_next is set; TCP, SL_FLOW_FIRST_*: what the
+			     flow's first payload began with, whether or not anything watched it
+			     (a switch judges an open flow by it as connect() would have) */
+	__u8 rcv_init;	  /* rcv_next is set */
 	__u8 family;
 	__u8 protocol;
 	__u16 port;	  /* destination, host order */
@@ -351,6 +353,10 @@ struct sl_flow {
 	__u64 max_resp;
 };
 _Static_assert(sizeof(struct sl_flow) == 104, "sl_flow ABI");
+
+#define SL_FLOW_SND_SET 0x01
+#define SL_FLOW_FIRST_PLAIN 0x02 /* its first byte does not begin a TLS record */
+#define SL_FLOW_FIRST_TLS 0x04	 /* it does (a record type, 0x14-0x18), or could not be read */
 
 enum sl_cut {
 	SL_CUT_NONE = 0,
