@@ -239,7 +239,7 @@ static __always_inline bool host_total_take(const struct sl_flow *f, bool out, _
 	cap = out ? caps->max_total_req : caps->max_total_resp;
 	if (!cap)
 		return true;
-	host_key_of(&k, f->rule_id, f->host_id, f->family, f->addr);
+	host_key_of(&k, rule_budget(f->rule_id), f->host_id, f->family, f->addr);
 	b = host_bytes_get(&k);
 	if (!b)
 		return false;

@@ -385,7 +385,7 @@ _Static_assert(sizeof(struct sl_rule_caps) == 32, "sl_rule_caps ABI");
 struct sl_host_key {
 	__u8 addr[16];
 	__u32 host_id;
-	__u16 rule_id;
+	__u16 rule_id;	/* the rule's budget id (sl_rule_budget): its number until a switch */
 	__u8 family;
 	__u8 pad;
 };

@@ -206,7 +206,7 @@ static __always_inline bool host_budget_spent(const struct sl_decision_event *ev
 	caps = bpf_map_lookup_elem(&sl_rule_caps, &rid);
 	if (!caps || (!caps->max_total_req && !caps->max_total_resp))
 		return false;
-	host_key_of(&k, rule_id, ev->host_id, ev->family, ev->addr);
+	host_key_of(&k, rule_budget(rule_id), ev->host_id, ev->family, ev->addr);
 	b = bpf_map_lookup_elem(&sl_host_bytes, &k);
 	if (!b)
 		return false;

@@ -285,10 +285,12 @@ tap_check "budget: sluice verify: the log is intact" test "$rc" -eq 0
 [[ $rc -eq 0 ]] || tap_diag "$out"
 
 # --- replace-policy that renumbers a rule with a host budget ---------------------------------------
-# C connects under "capped" (rule 1); the policy is replaced by one where "capped" is rule 2 and
-# rule 1 has no budget; then C sends 1401 + 6 bytes: past the budget, cut, the host gets none of
-# it. (Per-flow caps are kept in the flow from its connect; the host's budget was looked up by
-# the rule's number: seen failing before the re-judge rewrote the flow, 1407 bytes arrived.)
+# C connects under "capped" (rule 1), and P spends 800 bytes of the host's budget; the policy is
+# replaced by one where "capped" is rule 2 and rule 1 has no budget; then C sends 501 + 6 bytes:
+# past the 200 left of the budget, cut, the host gets no more than the budget in all. (Per-flow
+# caps are kept in the flow from its connect; the host's budget was looked up by the rule's
+# number: seen failing before the re-judge rewrote the flow, 1407 bytes arrived; and, the budget
+# kept per rule number, the renumbered rule started afresh: 800 + 1000 bytes arrived.)
 cat >"$SL_TMP/cap1.yaml" <<EOF
 default: deny
 rules:
@@ -320,10 +322,19 @@ tap_ok "renumber: the run is attached"
 sink_mark
 mkdir -p "$SL_TMP/h5"
 sl_in_cgroup "$CG3" "${RUN_EXEC_NETONLY[@]}" python3 "$HOLDER" "$SL_TMP/h5" \
-	--tag "$(printf '%01400d' 0)" c:tcp:198.51.100.10:8080 2>"$SL_TMP/h5/err" &
+	--tag "$(printf '%0500d' 0)" c:tcp:198.51.100.10:8080 2>"$SL_TMP/h5/err" &
 sl_track_pid $!
 wait_until 20000 test -e "$SL_TMP/h5/ready" ||
 	bail_out "the holder did not connect: $(cat "$SL_TMP/h5/err")"
+p=$(sl_in_cgroup "$CG3" "${RUN_EXEC_NETONLY[@]}" python3 -c "
+import socket
+s = socket.create_connection(('198.51.100.10', 8080), timeout=$((5 * SL_SLOW)))
+s.sendall(b'p' * 800)
+s.shutdown(socket.SHUT_WR)
+while s.recv(100):
+    pass
+print('ok')" 2>&1)
+tap_is "renumber: P spends 800 bytes of the host's budget under rule 1" "$p" ok
 out=$("$SLUICE" replace-policy --run-id "$RUN3" "$SL_TMP/cap2.yaml" 2>&1)
 tap_check "renumber: replace-policy succeeds" test -z "${out##*\"ok\":true*}"
 res=$(result "$SL_TMP/h5")
@@ -332,7 +343,7 @@ sink_wait 'tcp 198.51.100.10 8080' 1 20000 || tap_diag "$(sink_new_lines)"
 sink_settle
 got=$(tail -n +"$((SL_SINK_MARK + 1))" "$SL_INET_LOG" |
 	awk '$1 == "tcp" && $2 == "198.51.100.10" && $3 == 8080 { n += $5 } END { print n + 0 }')
-tap_cmp "renumber: the renumbered rule's budget binds the open flow (the host got <= $BUDGET)" \
+tap_cmp "renumber: the budget P spent follows the renumbered rule (the host got <= $BUDGET)" \
 	"$got" -le "$BUDGET" || tap_diag "$(sink_new_lines)"
 c_line=$(log_lines "$LOG3" type=preexisting proto=tcp port=8080 decision=allow rule=capped \
 	flow=open)

@@ -785,9 +785,9 @@ static void judge_budget(const struct loader *l, enum sl_mode mode, const struct
 	if (rec->verdict != SL_VERDICT_ALLOW || rec->reason != SL_REASON_RULE || rec->rule < 0)
 		return;
 	memcpy(addr, rec->dst, rec->family == AF_INET ? 4 : 16);
-	host_key_of(&k, policy_rule_id((size_t)rec->rule), lp ? lp->host_id : 0, rec->family,
-		    addr);
-	if (!loader_host_spent(l, &k))
+	host_key_of(&k, loader_rule_budget(l, policy_rule_id((size_t)rec->rule)),
+		    lp ? lp->host_id : 0, rec->family, addr);
+	if (!loader_host_spent(l, policy_rule_id((size_t)rec->rule), &k))
 		return;
 	set(rec, SL_VERDICT_DENY, SL_REASON_HOST_CAP, rec->rule);
 	rec->enforced = mode == SL_MODE_ENFORCE;
@@ -1058,6 +1058,19 @@ static int judge(struct run *r, bool rejudge, char *err, size_t err_len)
 			rec->enforced = rec->verdict == SL_VERDICT_DENY &&
 					(mode == SL_MODE_ENFORCE ||
 					 rec->reason == SL_REASON_BLACKHOLE);
+			if (state & LOADER_SOCK_FLOW) {
+				struct sl_sk_tls now;
+				int again;
+
+				/*
+				 * Its counts as they are now, not as before the judging above: what
+				 * the programs count between this read and the write is lost to the
+				 * flow (no partial write of socket storage), a window of two calls.
+				 */
+				again = loader_sock_state(r->loader, fd, &flow, &now);
+				if (again < 0 || !(again & LOADER_SOCK_FLOW))
+					state &= ~LOADER_SOCK_FLOW;
+			}
 			if (state & LOADER_SOCK_FLOW) {
 				flow_rejudge(r, named, rec, &flow);
 				ret = loader_sock_flow_set(r->loader, fd, &flow);
