@@ -1488,6 +1488,8 @@ int loader_host_budgets_max(const struct loader *l, uint16_t *max)
 	struct sl_host_key key, next;
 	void *prev = NULL;
 
+	if (fd < 0)
+		return 0; /* a resumed writer's loader: no such map (it cannot switch either) */
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
 		key = next;
 		prev = &key;
