@@ -145,9 +145,24 @@ static __always_inline void flow_cut_record(struct __sk_buff *skb, const struct 
 	event_submit(ev, sizeof(*ev), SL_HOOK_EGRESS, true);
 }
 
-/* This packet's new payload bytes in its direction: TCP by sequence number, UDP whole. */
+/*
+ * The payload at off begins with a TLS record of any content type (or cannot be read: judged
+ * then). Not only a handshake record: a server may read past records that come before the
+ * ClientHello (Go's drops warning alerts), so a flow opening with an alert or a
+ * ChangeCipherSpec is TLS too, and judged (it is denied: the first record must be a hello).
+ */
+static __always_inline bool starts_like_tls(struct __sk_buff *skb, __u32 off)
+{
+	__u8 type;
+
+	return bpf_skb_load_bytes(skb, off, &type, 1) ||
+	       (type >= TLS_CONTENT_CHANGE_CIPHER_SPEC && type <= TLS_CONTENT_HEARTBEAT);
+}
+
+/* This packet's new payload bytes in its direction: TCP by sequence number, UDP whole. *pay:
+   where the packet's TCP payload starts. */
 static __always_inline __u32 flow_new_bytes(struct __sk_buff *skb, struct sl_flow *f, bool out,
-					    __u32 *next_end)
+					    __u32 *next_end, __u32 *pay)
 {
 	__u8 addr[16], family;
 	struct tcphdr th;
@@ -171,7 +186,7 @@ static __always_inline __u32 flow_new_bytes(struct __sk_buff *skb, struct sl_flo
 	if (th.syn) {
 		if (out) {
 			f->snd_next = start;
-			f->snd_init = 1;
+			f->snd_init |= SL_FLOW_SND_SET;
 		} else {
 			f->rcv_next = start;
 			f->rcv_init = 1;
@@ -179,9 +194,10 @@ static __always_inline __u32 flow_new_bytes(struct __sk_buff *skb, struct sl_flo
 	}
 	if (off >= skb->len)
 		return 0;
+	*pay = off;
 	len = skb->len - off;
 	end = start + len;
-	if (!(out ? f->snd_init : f->rcv_init)) {
+	if (!(out ? f->snd_init & SL_FLOW_SND_SET : f->rcv_init)) {
 		*next_end = end;
 		return len;
 	}
@@ -223,7 +239,7 @@ static __always_inline bool host_total_take(const struct sl_flow *f, bool out, _
 	cap = out ? caps->max_total_req : caps->max_total_resp;
 	if (!cap)
 		return true;
-	host_key_of(&k, f->rule_id, f->host_id, f->family, f->addr);
+	host_key_of(&k, rule_budget(f->rule_id), f->host_id, f->family, f->addr);
 	b = host_bytes_get(&k);
 	if (!b)
 		return false;
@@ -241,13 +257,21 @@ static __always_inline int flow_count(struct __sk_buff *skb, struct sl_flow *f, 
 {
 	__u64 *bytes = out ? &f->req_bytes : &f->resp_bytes;
 	__u64 cap = out ? f->max_req : f->max_resp;
-	__u32 next_end = 0, n;
+	__u32 next_end = 0, n, pay = 0;
 
 	if (f->cut)
-		return flow_new_bytes(skb, f, out, &next_end) ? SKB_DROP : SKB_PASS;
-	n = flow_new_bytes(skb, f, out, &next_end);
+		return flow_new_bytes(skb, f, out, &next_end, &pay) ? SKB_DROP : SKB_PASS;
+	n = flow_new_bytes(skb, f, out, &next_end, &pay);
 	if (!n)
 		return SKB_PASS;
+	/*
+	 * What a TCP flow's first payload began with, watched or not: a switch that puts the flow
+	 * under the server-name check judges it by that, as its connect() would have been judged
+	 * (off the TLS port, a first payload that is not TLS is never checked).
+	 */
+	if (out && f->protocol == IPPROTO_TCP &&
+	    !(f->snd_init & (SL_FLOW_FIRST_PLAIN | SL_FLOW_FIRST_TLS)))
+		f->snd_init |= starts_like_tls(skb, pay) ? SL_FLOW_FIRST_TLS : SL_FLOW_FIRST_PLAIN;
 	/*
 	 * Added first and given back on overrun, as the host totals are: sends on several CPUs
 	 * (connected UDP, TCP receive before the socket lock) never pass more than the cap.
@@ -258,7 +282,14 @@ static __always_inline int flow_count(struct __sk_buff *skb, struct sl_flow *f, 
 		flow_cut_record(skb, f);
 		return SKB_DROP;
 	}
-	if (f->totals && !host_total_take(f, out, n)) {
+	/*
+	 * A flow of another policy generation, not judged again yet (the backstop does at its next
+	 * packet out, the switch's re-judge if it finds the socket): its rule number is another
+	 * policy's, which would count its bytes against the budget of whatever rule has that
+	 * number now. Its own caps still hold; a received segment before its next packet out
+	 * (which for TCP is the ACK of it) is not taken from the host's total.
+	 */
+	if (f->totals && f->era == sl_cfg.era && !host_total_take(f, out, n)) {
 		__sync_fetch_and_add(bytes, -(__u64)n);
 		f->cut = out ? SL_CUT_TOTAL_REQUEST : SL_CUT_TOTAL_RESPONSE;
 		flow_cut_record(skb, f);
@@ -267,7 +298,7 @@ static __always_inline int flow_count(struct __sk_buff *skb, struct sl_flow *f, 
 	if (f->protocol != IPPROTO_UDP) {
 		if (out) {
 			f->snd_next = next_end;
-			f->snd_init = 1;
+			f->snd_init |= SL_FLOW_SND_SET;
 		} else {
 			f->rcv_next = next_end;
 			f->rcv_init = 1;
@@ -447,6 +478,8 @@ static __always_inline int judge_client_hello(struct __sk_buff *skb, struct bpf_
 	}
 	deny = reason != SL_REASON_SNI_OK;
 	enforce = deny && cfg_enforcing();
+	if (deny && !t->deny_reason)
+		t->deny_reason = reason; /* for the flow's record (sl_egress) */
 	/* Passed (or report mode): keep watching until the server answers with a ServerHello. */
 	t->state = enforce ? SL_TLS_DENIED : SL_TLS_AWAIT_SERVER;
 
@@ -574,20 +607,6 @@ static __always_inline int drop_held(struct sl_sk_held *held)
 }
 
 /*
- * The payload at off begins with a TLS record of any content type (or cannot be read: judged
- * then). Not only a handshake record: a server may read past records that come before the
- * ClientHello (Go's drops warning alerts), so a flow opening with an alert or a
- * ChangeCipherSpec is TLS too, and judged (it is denied: the first record must be a hello).
- */
-static __always_inline bool starts_like_tls(struct __sk_buff *skb, __u32 off)
-{
-	__u8 type;
-
-	return bpf_skb_load_bytes(skb, off, &type, 1) ||
-	       (type >= TLS_CONTENT_CHANGE_CIPHER_SPEC && type <= TLS_CONTENT_HEARTBEAT);
-}
-
-/*
  * The packet's payload lies (in part) in pages the sender can still write: sendfile(), splice()
  * and vmsplice() put page-cache or user pages in the packet (SKBFL_SHARED_FRAG), MSG_ZEROCOPY and
  * io_uring's send_zc the sender's own buffer (SKBFL_ZEROCOPY_ENABLE). The receiving stack copies
@@ -611,8 +630,12 @@ static __always_inline bool frags_mutable(struct __sk_buff *skb)
 	return flags & (SKBFL_SHARED_FRAG | SKBFL_ZEROCOPY_ENABLE);
 }
 
-/* The TLS server-name check on a packet of a marked flow (see the top of the file). */
-static __always_inline int tls_egress(struct __sk_buff *skb, struct bpf_sock *sk)
+/*
+ * The TLS server-name check on a packet of a marked flow (see the top of the file). *tp: the
+ * flow's TLS state, NULL if it has none.
+ */
+static __always_inline int tls_egress(struct __sk_buff *skb, struct bpf_sock *sk,
+				      struct sl_sk_tls **tp)
 {
 	struct sl_sk_tls *t;
 	__u8 daddr[16] = {}, family = 0;
@@ -620,6 +643,7 @@ static __always_inline int tls_egress(struct __sk_buff *skb, struct bpf_sock *sk
 	__u32 off;
 
 	t = bpf_sk_storage_get(&sl_sk_tls, sk, 0, 0);
+	*tp = t;
 	if (!t || t->state == SL_TLS_ALLOWED || t->state == SL_TLS_NOT_TLS)
 		return SKB_PASS;
 	if (tcp_header(skb, &off, daddr, &family, &th)) {
@@ -688,16 +712,86 @@ static __always_inline bool dst_is_resolver(const struct packet_dst *d)
  * tables, but a socket held in none then (in flight in an SCM_RIGHTS message, an io_uring fixed
  * file) keeps the old judgment; its packets are judged in full under the policy in force.
  */
-static __always_inline bool dst_is_flow_dst(const struct packet_dst *d, const struct sl_flow *f)
+static __always_inline bool dst_is_flows(const struct packet_dst *d, const struct sl_flow *f)
 {
 	const __u32 *a = (const __u32 *)d->addr, *b = (const __u32 *)f->addr;
 
-	if (!f || f->deny_reason || f->era != sl_cfg.era || f->family != d->family ||
-	    f->port != d->port || f->protocol != d->proto)
+	if (f->family != d->family || f->port != d->port || f->protocol != d->proto)
 		return false;
 	if (d->family == AF_INET)
 		return a[0] == b[0];
 	return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3];
+}
+
+static __always_inline bool dst_is_flow_dst(const struct packet_dst *d, const struct sl_flow *f)
+{
+	return f && !f->deny_reason && f->era == sl_cfg.era && dst_is_flows(d, f);
+}
+
+/*
+ * A flow judged under another policy generation that no switch judged again (its socket was in
+ * no fd table the switch's scan read: in flight in an SCM_RIGHTS message, an io_uring fixed
+ * file), at its first packet to its own destination under the policy in force: v is that
+ * policy's judgment of the packet, as a connect() there now would get it, and the flow takes it,
+ * as the switch's re-judge would have written it (userspace/preexisting.c flow_rejudge): the
+ * rule by its new number, that rule's caps and host totals, the host, a denial's reason. Its old
+ * caps and server-name state were another policy's. A TCP flow the new policy allows through a
+ * name alone must be held to the server-name check as a connect() would be: one never watched
+ * is watched from now on (on the TLS port only if it has sent nothing), one whose first payload
+ * was plain off the TLS port, or that has sent nothing yet, or that is denied already, keeps its
+ * state; one whose ClientHello passed under the old policy's names is denied (sni_unchecked):
+ * the names it may use now are looked up by name, which the switch's re-judge does for the
+ * flows it finds, and this program cannot.
+ */
+static __always_inline void flow_restamp(struct bpf_sock *sk, struct sl_flow *f, struct verdict *v,
+					 const struct sl_decision_event *ev)
+{
+	struct sl_rule_caps *caps;
+	struct sl_sk_tls *t;
+	__u32 rid;
+
+	if (v->verdict == SL_VERDICT_ALLOW && v->learned && f->protocol == IPPROTO_TCP) {
+		t = bpf_sk_storage_get(&sl_sk_tls, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+		if (t && !t->state) {
+			/*
+			 * Never watched (a CIDR rule, the default allowed it): judged by its first
+			 * payload, as at a connect(): none yet, watched from now; on the TLS port,
+			 * or one that began like TLS, a ClientHello no name check saw; plain, off
+			 * the TLS port, never checked.
+			 */
+			t->tls_port = sl_cfg_tls_port && f->port == sl_cfg_tls_port;
+			t->state = f->snd_init & SL_FLOW_FIRST_PLAIN && !t->tls_port ?
+					   SL_TLS_NOT_TLS : SL_TLS_PENDING;
+			t->payloads = 0;
+			t->deny_reason = 0;
+			t->host_id = ev->host_id;
+			t->sni_host_id = 0;
+			t->pid = f->pid;
+			t->tgid = f->tgid;
+			__builtin_memcpy(t->comm, f->comm, sizeof(t->comm));
+			if ((t->tls_port && f->req_bytes) || f->snd_init & SL_FLOW_FIRST_TLS)
+				set_verdict(v, SL_VERDICT_DENY, SL_REASON_SNI_UNCHECKED, v->rule_id);
+		} else if (!t || (t->state != SL_TLS_PENDING && t->state != SL_TLS_NOT_TLS &&
+				  t->state != SL_TLS_DENIED)) {
+			set_verdict(v, SL_VERDICT_DENY, SL_REASON_SNI_UNCHECKED, v->rule_id);
+		}
+	}
+	f->era = sl_cfg.era;
+	f->rule_id = v->rule_id;
+	f->host_id = ev->host_id;
+	f->deny_reason = v->verdict == SL_VERDICT_DENY ? v->reason : 0;
+	f->max_req = 0;
+	f->max_resp = 0;
+	f->totals = 0;
+	if (v->verdict != SL_VERDICT_ALLOW)
+		return;
+	rid = v->rule_id;
+	caps = bpf_map_lookup_elem(&sl_rule_caps, &rid);
+	if (caps) {
+		f->max_req = caps->max_req;
+		f->max_resp = caps->max_resp;
+		f->totals = caps->max_total_req || caps->max_total_resp;
+	}
 }
 
 /*
@@ -708,7 +802,7 @@ static __always_inline bool dst_is_flow_dst(const struct packet_dst *d, const st
  * denial, and it is recorded once).
  */
 static __always_inline int backstop(struct __sk_buff *skb, struct bpf_sock *sk,
-				    const struct sl_flow *flow)
+				    struct sl_flow *flow)
 {
 	struct packet_dst d = {};
 	struct sl_decision_event ev = {};
@@ -729,6 +823,8 @@ static __always_inline int backstop(struct __sk_buff *skb, struct bpf_sock *sk,
 		return SKB_PASS;
 	}
 	packet_judge(&d, &v, &ev);
+	if (flow && flow->era != sl_cfg.era && dst_is_flows(&d, flow))
+		flow_restamp(sk, flow, &v, &ev);
 	if (v.verdict != SL_VERDICT_DENY ||
 	    (!cfg_enforcing() && v.reason != SL_REASON_BLACKHOLE)) {
 		ns_flow_note(&d);
@@ -797,7 +893,9 @@ int sl_egress(struct __sk_buff *skb)
 {
 	struct bpf_sock *sk = skb->sk;
 	struct sl_sk_held *held;
+	struct sl_sk_tls *t = NULL;
 	struct sl_flow *flow;
+	int ret;
 
 	if (!sk)
 		return SKB_PASS;
@@ -809,7 +907,14 @@ int sl_egress(struct __sk_buff *skb)
 		return drop_held(held);
 	/* What leaves is counted; what the TLS check drops is not. */
 	flow = bpf_sk_storage_get(&sl_sk_flow, sk, 0, 0);
-	if (tls_egress(skb, sk) == SKB_DROP)
+	ret = tls_egress(skb, sk, &t);
+	/*
+	 * A flow the server-name check denied (enforced, or in report mode) is a denied flow: its
+	 * record says so, with the reason, not the allow its connect() got.
+	 */
+	if (flow && t && t->deny_reason && !flow->deny_reason)
+		flow->deny_reason = t->deny_reason;
+	if (ret == SKB_DROP)
 		return SKB_DROP;
 	return flow ? flow_count(skb, flow, true) : SKB_PASS;
 }

@@ -255,7 +255,9 @@ struct sl_sk_tls {
 	__u8 state;	/* enum sl_tls_state */
 	__u8 payloads;	/* client payloads seen while watching, to bound the watch */
 	__u8 tls_port;	/* the flow goes to the TLS port: its first payload must be TLS */
-	__u8 pad;
+	__u8 deny_reason; /* the enum sl_reason of the first ClientHello the check denied (in
+			     report mode too), copied into the socket's flow (sl_flow.deny_reason)
+			     so that its record says the denial; 0: none */
 	__u32 host_id;	/* the name the destination was learned for */
 	__u32 pid;	/* who connected, for the record */
 	__u32 tgid;
@@ -327,8 +329,10 @@ struct sl_flow {
 	__u64 resp_bytes; /* payload received */
 	__u32 snd_next;	  /* TCP: sequence number after the last new byte sent */
 	__u32 rcv_next;	  /* TCP: sequence number after the last new byte received */
-	__u8 snd_init;	  /* snd_next is set */
-	__u8 rcv_init;
+	__u8 snd_init;	  /* SL_FLOW_SND_SET: snd_next is set; TCP, SL_FLOW_FIRST_*: what the
+			     flow's first payload began with, whether or not anything watched it
+			     (a switch judges an open flow by it as connect() would have) */
+	__u8 rcv_init;	  /* rcv_next is set */
 	__u8 family;
 	__u8 protocol;
 	__u16 port;	  /* destination, host order */
@@ -352,6 +356,10 @@ struct sl_flow {
 	__u32 pad2;
 };
 _Static_assert(sizeof(struct sl_flow) == 112, "sl_flow ABI");
+
+#define SL_FLOW_SND_SET 0x01
+#define SL_FLOW_FIRST_PLAIN 0x02 /* its first byte does not begin a TLS record */
+#define SL_FLOW_FIRST_TLS 0x04	 /* it does (a record type, 0x14-0x18), or could not be read */
 
 enum sl_cut {
 	SL_CUT_NONE = 0,
@@ -380,7 +388,7 @@ _Static_assert(sizeof(struct sl_rule_caps) == 32, "sl_rule_caps ABI");
 struct sl_host_key {
 	__u8 addr[16];
 	__u32 host_id;
-	__u16 rule_id;
+	__u16 rule_id;	/* the rule's budget id (sl_rule_budget): its number until a switch */
 	__u8 family;
 	__u8 pad;
 };

@@ -141,6 +141,7 @@ static __always_inline bool tls_expect_server_name(struct bpf_sock_addr *ctx,
 	t->state = SL_TLS_PENDING;
 	t->payloads = 0;
 	t->tls_port = ev->port == SL_TLS_PORT;
+	t->deny_reason = 0;
 	t->host_id = ev->host_id;
 	t->sni_host_id = 0;
 	t->pid = ev->pid;
@@ -205,7 +206,7 @@ static __always_inline bool host_budget_spent(const struct sl_decision_event *ev
 	caps = bpf_map_lookup_elem(&sl_rule_caps, &rid);
 	if (!caps || (!caps->max_total_req && !caps->max_total_resp))
 		return false;
-	host_key_of(&k, rule_id, ev->host_id, ev->family, ev->addr);
+	host_key_of(&k, rule_budget(rule_id), ev->host_id, ev->family, ev->addr);
 	b = bpf_map_lookup_elem(&sl_host_bytes, &k);
 	if (!b)
 		return false;

@@ -52,6 +52,27 @@ struct {
 } sl_rule_caps SEC(".maps");
 
 /*
+ * Each rule's budget id, indexed by rule_id: what keys its hosts' totals (sl_host_key.rule_id).
+ * The rule's own number at the start; a switch gives a rule of the new policy the id of the
+ * old policy's rule of the same name (a fresh one if there is none), so that a budget follows
+ * the rule, never reset by a renumbering (userspace/switch.c).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* resized by the loader */
+	__type(key, __u32);
+	__type(value, __u32);
+} sl_rule_budget SEC(".maps");
+
+/* The budget id of rule_id (the rule's number where none is set). */
+static __always_inline __u16 rule_budget(__u16 rule_id)
+{
+	__u32 rid = rule_id, *id = bpf_map_lookup_elem(&sl_rule_budget, &rid);
+
+	return id && *id ? (__u16)*id : rule_id;
+}
+
+/*
  * Byte totals per (rule, host) for rules with max_total_*. Not an LRU: an evicted total would
  * reopen a spent budget. A host that finds the map full cannot be counted, and is refused.
  */

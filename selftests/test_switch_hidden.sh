@@ -11,14 +11,20 @@
 # generation, so the packet layer judges its packets in full under the new one: one to a host
 # the new policy denies (198.51.100.10:8080) delivers nothing past what it sent before and is
 # destroyed, one to a host it still allows (203.0.113.7:80, another rule number there) goes on
-# delivering.
+# delivering. Its first packet out also gives it the new policy's caps and server-name check,
+# as a connect() now would get them (the backstop's flow_restamp): one the new policy caps
+# (203.0.113.7:8080, max_request_bytes 600, uncapped before) is cut at 600 bytes, one on the TLS
+# port that went ahead under an address rule and that the new policy allows only by name
+# (198.51.100.10:443) has sent data no ClientHello check saw: denied sni_unchecked, destroyed.
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 require_root
 require_sluice
 topo_up
-dns_upstream_start upstream || bail_out "cannot start dnsmasq"
+command -v dig >/dev/null || skip_all "dig not installed"
+dns_upstream_start upstream --host-record=ten.switch.example,198.51.100.10 ||
+	bail_out "cannot start dnsmasq"
 sl_on_exit dns_upstream_stop
 sl_daemon_start || bail_out "the daemon did not start: $(cat "$SL_DAEMON_DIR/err" 2>/dev/null)"
 sl_on_exit "sl_daemon_kill TERM"
@@ -28,10 +34,13 @@ default: deny
 rules:
   - name: ten
     cidrs: ["198.51.100.10/32"]
-    ports: [80, 8080]
+    ports: [80, 443, 8080]
   - name: seven
     cidrs: ["203.0.113.7/32"]
-    ports: [80]
+    ports: [80, 8080]
+  - name: named81
+    hosts: ["ten.switch.example"]
+    ports: [81]
 EOF
 cat >"$SL_TMP/c.yaml" <<'EOF'
 default: deny
@@ -39,6 +48,13 @@ rules:
   - name: seven
     cidrs: ["203.0.113.7/32"]
     ports: [80]
+  - name: seven-capped
+    cidrs: ["203.0.113.7/32"]
+    ports: [8080]
+    max_request_bytes: 600
+  - name: ten-named
+    hosts: ["ten.switch.example"]
+    ports: [443]
 EOF
 HIDE=$SL_LIB_DIR/tools/sl_hide.py
 
@@ -85,9 +101,15 @@ for step in attach switch; do
 		bail_out "attach failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
 	tap_ok "$step: the run is attached"
 	if [[ $step == switch ]]; then
+		# (from the host's namespace, where the run's resolver listens: no --netns here)
+		addr=$(sl_in_cgroup "$CG" dig +time=2 +tries=1 +short @198.51.100.53 \
+			ten.switch.example | head -n 1)
+		tap_is "switch: the run's resolver answers ten.switch.example" "$addr" 198.51.100.10
 		for m in leader unshare; do hide "$CG" "$SL_TMP/$step-$m" "$m"; done
 		hide "$CG" "$SL_TMP/inflight-deny" inflight 198.51.100.10 8080
 		hide "$CG" "$SL_TMP/inflight-allow" inflight 203.0.113.7 80
+		hide "$CG" "$SL_TMP/inflight-cap" inflight 203.0.113.7 8080
+		hide "$CG" "$SL_TMP/inflight-tls" inflight 198.51.100.10 443
 		out=$("$SLUICE" replace-policy --run-id "$RUN" "$SL_TMP/c.yaml" 2>&1)
 		tap_check "switch: replace-policy succeeds" test -z "${out##*\"ok\":true*}"
 		# the sink writes a connection's bytes when it closes
@@ -106,6 +128,26 @@ for step in attach switch; do
 			"$(log_count "$LOG" type=decision hook=egress decision=deny enforced=true \
 				dst=198.51.100.10 port=8080 reason=default_deny flow=destroyed)" 1 ||
 			tap_diag_file "$LOG"
+		# (its client may not see the cut: its last send was buffered before it)
+		result "$SL_TMP/inflight-cap" >/dev/null
+		res=$(result "$SL_TMP/inflight-tls")
+		tap_check "switch: inflight: the TLS-port flow never name-checked is cut ($res)" \
+			test "$res" != ok
+		sink_wait 'tcp 203.0.113.7 8080' 1 20000 || tap_diag "$(sink_new_lines)"
+		sink_settle
+		tap_cmp "switch: inflight: the capped host got no more than the new cap" \
+			"$(sink_lines_bytes tcp 203.0.113.7 8080)" -le 600 || tap_diag "$(sink_new_lines)"
+		tap_is "switch: inflight: ... its cut is logged at the new rule's cap" \
+			"$(log_count "$LOG" type=flow_cut dst=203.0.113.7 port=8080 rule=seven-capped \
+				cap=max_request_bytes limit=600)" 1 || tap_diag_file "$LOG"
+		# (its connection ends on the sink's side only when the sink gives up: a line, if
+		# any, says what it got)
+		tap_cmp "switch: inflight: the TLS-port host got nothing past its first 7 bytes" \
+			"$(sink_lines_bytes tcp 198.51.100.10 443)" -le 7 || tap_diag "$(sink_new_lines)"
+		tap_is "switch: inflight: the backstop denied it sni_unchecked by the new rule, destroyed" \
+			"$(log_count "$LOG" type=decision hook=egress decision=deny enforced=true \
+				dst=198.51.100.10 port=443 reason=sni_unchecked rule=ten-named \
+				flow=destroyed)" 1 || tap_diag_file "$LOG"
 	fi
 	for m in leader unshare; do
 		res=$(result "$SL_TMP/$step-$m")

@@ -8,6 +8,9 @@
 #   P  plain TCP on 80, nothing sent yet: stays open, its plain first payload passes (a connect()
 #      off the TLS port gets the same); the line names the rule, not "default"
 #   K  plain TCP on 80 already in use (keep-alive): stays open, its next plain payload passes
+#   B  TCP on 80 already in use, its first payload plain, its next one beginning with a TLS
+#      record type (0x17): stays open and passes, as after a connect() (only a first payload
+#      that begins like TLS is judged off the TLS port)
 #   Q  TCP on the TLS port, nothing sent yet: stays open, and its first payload is checked by
 #      the egress program (not a ClientHello: denied there)
 #   T  on the TLS port, whose ClientHello (for a name p2 does not list) went out under p1
@@ -62,6 +65,11 @@ mkdir -p "$SL_TMP/h" "$SL_TMP/k" "$SL_TMP/t"
 sl_in_cgroup "$CG" "${RUN_EXEC_NETONLY[@]}" python3 "$SL_LIB_DIR/tools/sl_hold.py" "$SL_TMP/k" \
 	--early "GET /1 HTTP/1.1" --tag "GET /2 HTTP/1.1" K:tcp:198.51.100.10:80 2>"$SL_TMP/k/err" &
 sl_track_pid $!
+mkdir -p "$SL_TMP/b"
+sl_in_cgroup "$CG" "${RUN_EXEC_NETONLY[@]}" python3 "$SL_LIB_DIR/tools/sl_hold.py" "$SL_TMP/b" \
+	--early "HELLO binary" --tag $'\x17\x03\x03binary' B:tcp:198.51.100.10:80 \
+	2>"$SL_TMP/b/err" &
+sl_track_pid $!
 sl_in_cgroup "$CG" "${RUN_EXEC_NETONLY[@]}" python3 "$SL_LIB_DIR/tools/sl_hold.py" "$SL_TMP/h" \
 	--tag "GET / HTTP/1.0" P:tcp:198.51.100.10:80 Q:tcp:198.51.100.10:443 2>"$SL_TMP/h/err" &
 sl_track_pid $!
@@ -70,23 +78,26 @@ sl_in_cgroup "$CG" "${RUN_EXEC_NETONLY[@]}" python3 "$SL_LIB_DIR/tools/sl_tlshol
 sl_track_pid $!
 wait_until 20000 test -e "$SL_TMP/h/ready" || bail_out "not ready: $(cat "$SL_TMP/h/err")"
 wait_until 20000 test -e "$SL_TMP/k/ready" || bail_out "not ready: $(cat "$SL_TMP/k/err")"
+wait_until 20000 test -e "$SL_TMP/b/ready" || bail_out "not ready: $(cat "$SL_TMP/b/err")"
 wait_until 20000 test -e "$SL_TMP/t/ready" || bail_out "not ready: $(cat "$SL_TMP/t/err")"
 
 out=$("$SLUICE" replace-policy --run-id "$RUN" "$SL_TMP/p2.yaml" 2>&1)
 tap_check "replace-policy succeeds" test -z "${out##*\"ok\":true*}"
-for d in h k t; do
+for d in h k b t; do
 	touch "$SL_TMP/$d/go"
 	wait_until 20000 test -e "$SL_TMP/$d/result" ||
 		bail_out "the holder did not answer: $(cat "$SL_TMP/$d/err")"
 done
-res=$(cat "$SL_TMP/h/result" "$SL_TMP/k/result" "$SL_TMP/t/result")
+res=$(cat "$SL_TMP/h/result" "$SL_TMP/k/result" "$SL_TMP/b/result" "$SL_TMP/t/result")
 tap_diag "after replace-policy: $(tr '\n' ' ' <<<"$res")"
 sent() { sed -n "s/^$1 //p" <<<"$res"; }
 
 tap_is "P: a plain-HTTP flow off the TLS port stays open across the switch" "$(sent P)" ok
 tap_is "K: a plain-HTTP flow already in use stays open, its next request passes" "$(sent K)" ok
-tap_is "P, K: the re-judge allows them by the host rule, as a connect() now" \
-	"$(log_count "$LOG" type=preexisting port=80 decision=allow rule=named flow=open)" 2 ||
+tap_is "B: a flow in use whose next payload begins like TLS stays open, as after a connect()" \
+	"$(sent B)" ok
+tap_is "P, K, B: the re-judge allows them by the host rule, as a connect() now" \
+	"$(log_count "$LOG" type=preexisting port=80 decision=allow rule=named flow=open)" 3 ||
 	tap_diag_file "$LOG"
 tap_is "Q: a TLS-port flow that sent nothing yet is left open by the re-judge" \
 	"$(log_count "$LOG" type=preexisting port=443 decision=allow rule=named flow=open)" 1 ||
@@ -94,6 +105,14 @@ tap_is "Q: a TLS-port flow that sent nothing yet is left open by the re-judge" \
 tap_is "Q: ... and its first payload (not a ClientHello) is judged by the egress program" \
 	"$(log_count "$LOG" type=tls port=443 decision=deny enforced=true reason=sni_unparseable)" \
 	1 || tap_diag_file "$LOG"
+# the server-name check's denial is the flow's: its flow line says deny, not its connect's allow
+q_cookie=$(log_field "$(log_lines "$LOG" type=tls port=443 decision=deny)" sock_cookie \
+	2>/dev/null || echo none)
+q_flow_logged() { test "$(log_count "$LOG" type=flow sock_cookie="$q_cookie")" -ge 1; }
+wait_until 10000 q_flow_logged
+tap_is "Q: its flow line says deny, enforced, for the server-name check's reason" \
+	"$(log_count "$LOG" type=flow sock_cookie="$q_cookie" decision=deny enforced=true \
+		reason=sni_unparseable)" 1 || tap_diag_file "$LOG"
 tap_check "T: a flow whose ClientHello went out unchecked is cut" test "$(sent T)" != ok
 t_line=$(log_lines "$LOG" type=preexisting port=443 decision=deny enforced=true \
 	reason=sni_unchecked rule=named flow=destroyed)

@@ -125,6 +125,17 @@ static int surface_view_init(struct decision_view *v, const struct sl_decision_e
 	return 0;
 }
 
+/*
+ * The backstop judged again a flow of another policy generation that the switch's re-judge did
+ * not find (bpf/skb.bpf.c flow_restamp): the new policy allows it by a name alone, and no
+ * ClientHello of it was checked against that policy's names. rule_id: the rule that allows it.
+ */
+static bool sni_unchecked_by_backstop(const struct sl_decision_event *ev)
+{
+	return ev->reason == SL_REASON_SNI_UNCHECKED && ev->hook == SL_HOOK_EGRESS &&
+	       ev->verdict == SL_VERDICT_DENY;
+}
+
 int decision_view_init(struct decision_view *v, const struct sl_decision_event *ev,
 		       const struct policy *p)
 {
@@ -134,7 +145,8 @@ int decision_view_init(struct decision_view *v, const struct sl_decision_event *
 	    ev->hook == SL_HOOK_SECCOMP ||
 	    (ev->verdict != SL_VERDICT_ALLOW && ev->verdict != SL_VERDICT_DENY) ||
 	    ev->reason < SL_REASON_RULE ||
-	    (ev->reason > SL_REASON_HOST_CAP && ev->reason != SL_REASON_LOG_UNWRITABLE))
+	    (ev->reason > SL_REASON_HOST_CAP && ev->reason != SL_REASON_LOG_UNWRITABLE &&
+	     !sni_unchecked_by_backstop(ev)))
 		return -EINVAL;
 	/* the egress program also judges destinations (the backstop); tc sees non-IP frames */
 	if (ev->hook == SL_HOOK_SOCK_CREATE || ev->hook == SL_HOOK_SETSOCKOPT ||
@@ -143,7 +155,8 @@ int decision_view_init(struct decision_view *v, const struct sl_decision_event *
 	     (ev->reason == SL_REASON_SOURCE_ROUTE || ev->reason == SL_REASON_PROTOCOL)) ||
 	    (ev->hook == SL_HOOK_TC && ev->family != AF_INET && ev->family != AF_INET6))
 		return surface_view_init(v, ev);
-	if ((ev->reason == SL_REASON_RULE || ev->reason == SL_REASON_HOST_CAP) &&
+	if ((ev->reason == SL_REASON_RULE || ev->reason == SL_REASON_HOST_CAP ||
+	     ev->reason == SL_REASON_SNI_UNCHECKED) &&
 	    (ev->rule_id == SL_RULE_DEFAULT || ev->rule_id > p->n_rules))
 		return -EINVAL;
 	/* refused while the log could not be written: the rule that would have allowed it */
@@ -181,6 +194,7 @@ int decision_view_init(struct decision_view *v, const struct sl_decision_event *
 	}
 
 	if (ev->reason == SL_REASON_RULE || ev->reason == SL_REASON_HOST_CAP ||
+	    ev->reason == SL_REASON_SNI_UNCHECKED ||
 	    (ev->reason == SL_REASON_LOG_UNWRITABLE && ev->rule_id))
 		policy_rule_id_name(p, ev->rule_id, v->rule, sizeof(v->rule));
 	else if (ev->reason == SL_REASON_BLACKHOLE)

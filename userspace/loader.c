@@ -330,18 +330,22 @@ static int ensure_bpffs(void)
 	return 0;
 }
 
-static int fill_policy_maps(struct loader *l, const struct policy_compiled *c)
+/* budgets: each rule's budget id (indexed by rule_id), NULL: its number (sl_rule_budget) */
+static int fill_policy_maps(struct loader *l, const struct policy_compiled *c,
+			    const uint16_t *budgets)
 {
 	int fd4 = bpf_map__fd(l->skel->maps.sl_dst4), fd6 = bpf_map__fd(l->skel->maps.sl_dst6);
 	int fdr = bpf_map__fd(l->skel->maps.sl_rule_ports);
 	int fdc = bpf_map__fd(l->skel->maps.sl_rule_caps);
+	int fdb = bpf_map__fd(l->skel->maps.sl_rule_budget);
 	size_t i;
 
 	for (i = 0; i < c->n_rule_ports; i++) {
-		__u32 key = (__u32)i;
+		__u32 key = (__u32)i, budget = budgets ? budgets[i] : (__u32)i;
 
 		if (bpf_map_update_elem(fdr, &key, &c->rule_ports[i], BPF_ANY) ||
-		    bpf_map_update_elem(fdc, &key, &c->rule_caps[i], BPF_ANY))
+		    bpf_map_update_elem(fdc, &key, &c->rule_caps[i], BPF_ANY) ||
+		    bpf_map_update_elem(fdb, &key, &budget, BPF_ANY))
 			return -errno;
 	}
 
@@ -766,6 +770,8 @@ static int load_objects(struct loader *l, const struct loader_caps *caps)
 	if (!err)
 		err = bpf_map__set_max_entries(l->skel->maps.sl_rule_caps, caps->rules);
 	if (!err)
+		err = bpf_map__set_max_entries(l->skel->maps.sl_rule_budget, caps->rules);
+	if (!err)
 		err = bpf_map__set_max_entries(l->skel->maps.sl_learned4,
 					       caps->learned_max ? caps->learned_max : 1);
 	if (!err)
@@ -822,7 +828,7 @@ static int configure(struct loader *l, const struct policy *p, const struct poli
 	l->no_backstop = opts->no_backstop;
 	l->tc_clsact = opts->tc_clsact;
 	err = cfg_write(l->skel->maps.data_cfg, &l->cfg);
-	return err ? err : fill_policy_maps(l, c);
+	return err ? err : fill_policy_maps(l, c, NULL);
 }
 
 static void loader_free_objects(struct loader *l)
@@ -1437,11 +1443,11 @@ int loader_learned(const struct loader *l, int family, const uint8_t *addr,
 	return bpf_map_lookup_elem(bpf_map__fd(map), key, out) ? -errno : 0;
 }
 
-bool loader_host_spent(const struct loader *l, const struct sl_host_key *k)
+bool loader_host_spent(const struct loader *l, uint16_t rule_id, const struct sl_host_key *k)
 {
 	struct sl_rule_caps caps;
 	struct sl_host_bytes b;
-	__u32 rid = k->rule_id;
+	__u32 rid = rule_id;
 
 	if (bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.sl_rule_caps), &rid, &caps) ||
 	    (!caps.max_total_req && !caps.max_total_resp) ||
@@ -1488,6 +1494,32 @@ bool loader_sni_ok(const struct loader *l, int family, const uint8_t *addr, cons
 
 	return !sni_key(&key, family, addr, name) &&
 	       !bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.sl_sni_ok), &key, &host_id);
+}
+
+uint16_t loader_rule_budget(const struct loader *l, uint16_t rule_id)
+{
+	__u32 rid = rule_id, id = 0;
+
+	if (bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.sl_rule_budget), &rid, &id) || !id)
+		return rule_id;
+	return (uint16_t)id;
+}
+
+int loader_host_budgets_max(const struct loader *l, uint16_t *max)
+{
+	int fd = bpf_map__fd(l->skel->maps.sl_host_bytes);
+	struct sl_host_key key, next;
+	void *prev = NULL;
+
+	if (fd < 0)
+		return 0; /* a resumed writer's loader: no such map (it cannot switch either) */
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (key.rule_id > *max)
+			*max = key.rule_id;
+	}
+	return errno == ENOENT ? 0 : -errno;
 }
 
 int loader_rule_caps(const struct loader *l, uint16_t rule_id, struct sl_rule_caps *out)
@@ -1894,7 +1926,8 @@ struct loader_next {
 static bool policy_map(const char *name)
 {
 	static const char *const names[] = { "sl_dst4", "sl_dst6", "sl_rule_ports",
-					     "sl_rule_caps", "sl_learned4", "sl_learned6",
+					     "sl_rule_caps", "sl_rule_budget", "sl_learned4",
+					     "sl_learned6",
 					     "sl_sni_ok" };
 	size_t i;
 
@@ -2006,6 +2039,8 @@ static int next_share_decision(struct loader_next *n, const struct loader *l,
 		err = bpf_map__set_max_entries(n->skel->maps.sl_rule_ports, (__u32)c->n_rule_ports);
 	if (!err)
 		err = bpf_map__set_max_entries(n->skel->maps.sl_rule_caps, (__u32)c->n_rule_ports);
+	if (!err)
+		err = bpf_map__set_max_entries(n->skel->maps.sl_rule_budget, (__u32)c->n_rule_ports);
 	if (!err)
 		err = bpf_map__set_max_entries(n->skel->maps.sl_learned4,
 					       bpf_map__max_entries(l->skel->maps.sl_learned4));
@@ -2171,7 +2206,7 @@ void loader_next_free(struct loader_next *n)
 }
 
 int loader_next_load(struct loader *l, const struct policy *p, const struct policy_compiled *c,
-		     int mode, bool new_policy, struct loader_next **out)
+		     int mode, const uint16_t *budgets, struct loader_next **out)
 {
 	struct loader shadow = {};
 	struct loader_next *n;
@@ -2220,13 +2255,14 @@ int loader_next_load(struct loader *l, const struct policy *p, const struct poli
 	n->cfg.sockets = (__u8)p->sockets;
 	memcpy(n->cfg.run.policy_sha256, p->sha256, sizeof(p->sha256));
 	/*
-	 * A new policy is a new generation: the new set's programs, from their first instruction,
-	 * trust no flow state the old policy wrote until the switch judges the flow again.
+	 * A new generation: the new set's programs, from their first instruction, trust no flow
+	 * state the old policy or mode wrote until the flow is judged again. A set-mode too: a
+	 * flow report mode let through carries a report-mode judgment (a server-name denial that
+	 * did not drop, a would-be denial's missing caps), and one the switch's scan cannot see
+	 * would otherwise keep it under enforce.
 	 */
-	if (new_policy) {
-		n->cfg.era = loader_era_next(l->cfg.era, l->era_high);
-		l->era_high = n->cfg.era; /* never again, whatever becomes of this set */
-	}
+	n->cfg.era = loader_era_next(l->cfg.era, l->era_high);
+	l->era_high = n->cfg.era; /* never again, whatever becomes of this set */
 	err = cfg_write(n->skel->maps.data_cfg, &n->cfg);
 	if (!err)
 		err = cfg_freeze(n->skel->maps.data_cfg);
@@ -2234,7 +2270,7 @@ int loader_next_load(struct loader *l, const struct policy *p, const struct poli
 		goto fail;
 	/* fill_policy_maps, share_maps and the layers' loaders work on a loader: the new one's */
 	shadow.skel = n->skel;
-	err = fill_policy_maps(&shadow, c);
+	err = fill_policy_maps(&shadow, c, budgets);
 	if (err)
 		goto fail;
 

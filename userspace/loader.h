@@ -152,7 +152,11 @@ int loader_learned(const struct loader *l, int family, const uint8_t *addr,
  * max_total_* caps, as the connect programs judge it before they refuse a new flow
  * (host_total_cap). False when the rule has no total cap or the host has sent nothing.
  */
-bool loader_host_spent(const struct loader *l, const struct sl_host_key *k);
+bool loader_host_spent(const struct loader *l, uint16_t rule_id, const struct sl_host_key *k);
+/* The budget id that keys the hosts' totals of rule_id (sl_rule_budget; its number if none). */
+uint16_t loader_rule_budget(const struct loader *l, uint16_t rule_id);
+/* Raise *max to the highest budget id any host's totals are kept under. 0 or -errno. */
+int loader_host_budgets_max(const struct loader *l, uint16_t *max);
 
 /*
  * Let TLS flows to addr (4 or 16 bytes) name host in their ClientHello: the resolver produced
@@ -245,13 +249,15 @@ void loader_destroy(struct loader *l);
  * run to it (bpf_link_update: each hook runs the old or the new programs, never neither) and
  * frees the old set; on failure it moves back what it moved and says why in err. A resumed
  * writer's loader (loader_reopen) finds the run's programs and maps through its links; -EOPNOTSUPP
- * where the run has a BPF-LSM layer (hooks it cannot move). new_policy: p
- * replaces the run's policy, a new generation (sl_cfg.era, loader_era): the packet layer judges
- * in full every flow not stamped with it, until loader_sock_flow_set stamps it again.
+ * where the run has a BPF-LSM layer (hooks it cannot move). Each switch is a new generation
+ * (sl_cfg.era, loader_era), a set-mode too: the packet layer judges in full every flow not
+ * stamped with it, and judges it again at its next packet out (the backstop), unless
+ * loader_sock_flow_set stamped it first. budgets: each rule's budget id, indexed by rule_id
+ * (sl_rule_budget; NULL: its number).
  */
 struct loader_next;
 int loader_next_load(struct loader *l, const struct policy *p, const struct policy_compiled *c,
-		     int mode, bool new_policy, struct loader_next **out);
+		     int mode, const uint16_t *budgets, struct loader_next **out);
 int loader_next_commit(struct loader *l, struct loader_next *n, char *err, size_t err_len);
 void loader_next_free(struct loader_next *n); /* a set never committed; accepts NULL */
 

@@ -779,9 +779,9 @@ static void judge_budget(const struct loader *l, enum sl_mode mode, const struct
 	if (rec->verdict != SL_VERDICT_ALLOW || rec->reason != SL_REASON_RULE || rec->rule < 0)
 		return;
 	memcpy(addr, rec->dst, rec->family == AF_INET ? 4 : 16);
-	host_key_of(&k, policy_rule_id((size_t)rec->rule), lp ? lp->host_id : 0, rec->family,
-		    addr);
-	if (!loader_host_spent(l, &k))
+	host_key_of(&k, loader_rule_budget(l, policy_rule_id((size_t)rec->rule)),
+		    lp ? lp->host_id : 0, rec->family, addr);
+	if (!loader_host_spent(l, policy_rule_id((size_t)rec->rule), &k))
 		return;
 	set(rec, SL_VERDICT_DENY, SL_REASON_HOST_CAP, rec->rule);
 	rec->enforced = mode == SL_MODE_ENFORCE;
@@ -822,10 +822,14 @@ static int tcp_bytes_sent(int fd, uint64_t *sent)
  * passes (plain HTTP goes on), one that does must be a ClientHello naming an allowed host. On
  * the TLS port only a flow that has sent nothing can still be: one that already sent data never
  * had its ClientHello checked (sni_unchecked). Bytes sent between the look and the mark, while
- * the mark is still pending, went out unchecked too. 0, or -errno when the flow cannot be held
- * to the check (its state cannot be written): the caller denies it.
+ * the mark is still pending, went out unchecked too. Off the TLS port, a flow that has sent data
+ * is judged by what its first payload began with, which the packet layer keeps for every TCP
+ * flow (seen: its state, NULL if it has none): plain, it is left alone, as its connect() would
+ * have left it (a later payload that begins like TLS is not a first one); like TLS, it was a
+ * ClientHello no name check saw (sni_unchecked). 0, or -errno when the flow cannot be held to the
+ * check (its state cannot be written): the caller denies it.
  */
-static int watch_from_now(struct run *r, int fd, uint32_t host_id,
+static int watch_from_now(struct run *r, int fd, uint32_t host_id, const struct sl_flow *seen,
 			  struct records_preexisting *rec)
 {
 	struct sl_sk_tls t = { .state = SL_TLS_PENDING }, now;
@@ -838,6 +842,12 @@ static int watch_from_now(struct run *r, int fd, uint32_t host_id,
 	t.pid = rec->pid;
 	t.tgid = rec->pid;
 	memcpy(t.comm, rec->comm, sizeof(t.comm));
+	if (!t.tls_port && seen && seen->snd_init & SL_FLOW_FIRST_TLS) {
+		set(rec, SL_VERDICT_DENY, SL_REASON_SNI_UNCHECKED, rec->rule);
+		return 0;
+	}
+	if (!t.tls_port && seen && seen->snd_init & SL_FLOW_FIRST_PLAIN)
+		t.state = SL_TLS_NOT_TLS;
 	if (t.tls_port) {
 		err = tcp_bytes_sent(fd, &sent);
 		if (err)
@@ -872,7 +882,8 @@ static int watch_from_now(struct run *r, int fd, uint32_t host_id,
  * (watch_from_now). A denial names the rule that allows the address.
  */
 static void judge_server_name(struct run *r, int fd, const struct sl_sk_tls *t, bool has_tls,
-			      uint32_t host_id, struct records_preexisting *rec)
+			      const struct sl_flow *flow, uint32_t host_id,
+			      struct records_preexisting *rec)
 {
 	const uint8_t *addr;
 	char buf[256];
@@ -882,7 +893,7 @@ static void judge_server_name(struct run *r, int fd, const struct sl_sk_tls *t, 
 	if (rec->protocol != IPPROTO_TCP || rec->verdict != SL_VERDICT_ALLOW || !rec->by_name)
 		return;
 	if (!has_tls) {
-		err = watch_from_now(r, fd, host_id, rec);
+		err = watch_from_now(r, fd, host_id, flow, rec);
 		if (err) {
 			fprintf(stderr, "sluice: run %s: socket %llu cannot be held to the "
 				"server-name check: %s; denied\n", r->run_id,
@@ -1031,10 +1042,24 @@ static int judge(struct run *r, bool rejudge, char *err, size_t err_len)
 				"left as the new policy judges it");
 		} else if (rejudge && r->loader) {
 			judge_server_name(r, fd, &tls, state & LOADER_SOCK_TLS,
+					  state & LOADER_SOCK_FLOW ? &flow : NULL,
 					  named ? named->host_id : 0, rec);
 			rec->enforced = rec->verdict == SL_VERDICT_DENY &&
 					(mode == SL_MODE_ENFORCE ||
 					 rec->reason == SL_REASON_BLACKHOLE);
+			if (state & LOADER_SOCK_FLOW) {
+				struct sl_sk_tls now;
+				int again;
+
+				/*
+				 * Its counts as they are now, not as before the judging above: what
+				 * the programs count between this read and the write is lost to the
+				 * flow (no partial write of socket storage), a window of two calls.
+				 */
+				again = loader_sock_state(r->loader, fd, &flow, &now);
+				if (again < 0 || !(again & LOADER_SOCK_FLOW))
+					state &= ~LOADER_SOCK_FLOW;
+			}
 			if (state & LOADER_SOCK_FLOW) {
 				flow_rejudge(r, named, rec, &flow);
 				ret = loader_sock_flow_set(r->loader, fd, &flow);

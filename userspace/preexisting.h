@@ -75,7 +75,9 @@ int preexisting_judge(struct run *r, char *err, size_t err_len);
  * TCP flow the new policy allows through a name alone is judged as a connect() to it now would
  * be: one that passed the server-name check must have named a host the new policy allows (else
  * sni_mismatch), one never watched is watched from now on (on the TLS port only if it has sent
- * nothing yet, else sni_unchecked); and each flow's state in the kernel (sl_sk_flow) takes the
+ * nothing yet, else sni_unchecked; off it, one that has sent data by what its first payload
+ * began with: plain, left alone, like TLS, sni_unchecked); and each flow's state in the kernel
+ * (sl_sk_flow) takes the
  * new judgment: its rule
  * renumbered to the new policy's, that rule's caps and host totals, a denial's reason.
  */

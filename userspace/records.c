@@ -588,12 +588,14 @@ static const char *cut_name(unsigned int cut)
 	       cut == SL_CUT_TOTAL_RESPONSE ? "max_total_response_bytes" : NULL;
 }
 
-static const struct policy *policy_of_flow(const struct records *r, const struct sl_flow *f);
+static const struct policy *policy_of_flow(const struct records *r, const struct sl_flow *f,
+					   int *mode);
 
 /* The cap a cut flow went past: its own (kept in the flow), or its host's total for the run. */
 static uint64_t cut_limit(const struct records *r, const struct sl_flow *f)
 {
-	const struct policy *p = policy_of_flow(r, f);
+	int mode;
+	const struct policy *p = policy_of_flow(r, f, &mode);
 	const struct policy_rule *rule = policy_rule_of(p, f->rule_id);
 
 	switch (f->cut) {
@@ -662,7 +664,8 @@ static int on_flow(const struct sl_flow_event *ev, void *ctx)
 	const char *host = hostnames_name(r->hosts, f->host_id, host_buf, sizeof(host_buf));
 	const char *sni = ev->end_ns ? sni_take(r, ev->sock_cookie, sni_buf, sizeof(sni_buf)) :
 				       NULL;
-	const struct policy *p = policy_of_flow(r, f);
+	int mode;
+	const struct policy *p = policy_of_flow(r, f, &mode);
 	struct journal_line l;
 
 	if ((f->family != AF_INET && f->family != AF_INET6) || f->rule_id > p->n_rules ||
@@ -700,7 +703,7 @@ static int on_flow(const struct sl_flow_event *ev, void *ctx)
 	 */
 	journal_line_str(&l, "decision", f->deny_reason ? "deny" : "allow");
 	if (f->deny_reason) {
-		journal_line_bool(&l, "enforced", p->mode == SL_MODE_ENFORCE ||
+		journal_line_bool(&l, "enforced", mode == SL_MODE_ENFORCE ||
 							  f->deny_reason == SL_REASON_BLACKHOLE);
 		journal_line_str(&l, "reason", decision_reason_name(f->deny_reason));
 	}
@@ -1295,14 +1298,18 @@ void records_free(struct records *r)
 	r->kseqs = NULL;
 	hosttotals_free(r->totals);
 	r->totals = NULL;
-	while (r->n_eras)
-		policy_free(r->eras[--r->n_eras].policy);
+	while (r->n_eras) {
+		r->n_eras--;
+		if (r->eras[r->n_eras].owned)
+			policy_free(r->eras[r->n_eras].policy);
+	}
 	free(r->eras);
 	r->eras = NULL;
 	pthread_mutex_destroy(&r->notice_lock);
 }
 
-int records_policy_replaced(struct records *r, struct policy *old, uint32_t old_era,
+int records_policy_replaced(struct records *r, struct policy *old, bool owned, int old_mode,
+			    uint32_t old_era,
 			    uint64_t since_ns)
 {
 	struct records_era *e = realloc(r->eras, (r->n_eras + 1) * sizeof(*e));
@@ -1311,40 +1318,51 @@ int records_policy_replaced(struct records *r, struct policy *old, uint32_t old_
 		return -ENOMEM;
 	r->eras = e;
 	e[r->n_eras].policy = old;
+	e[r->n_eras].owned = owned;
+	e[r->n_eras].mode = old_mode;
 	e[r->n_eras].era = old_era;
 	e[r->n_eras++].until_ns = since_ns;
 	return 0;
 }
 
-/* The policy in force at CLOCK_BOOTTIME ns (a flow's connect()). */
-static const struct policy *policy_at(const struct records *r, uint64_t ns)
+/* The policy in force at CLOCK_BOOTTIME ns (a flow's connect()), and its mode then. */
+static const struct policy *policy_at(const struct records *r, uint64_t ns, int *mode)
 {
 	size_t i;
 
-	for (i = 0; i < r->n_eras; i++)
-		if (ns < r->eras[i].until_ns)
+	for (i = 0; i < r->n_eras; i++) {
+		if (ns < r->eras[i].until_ns) {
+			*mode = r->eras[i].mode;
 			return r->eras[i].policy;
+		}
+	}
+	*mode = r->policy->mode;
 	return r->policy;
 }
 
 /*
- * The policy that names a flow's rule: the one of the flow's generation (sl_flow.era): the
- * policy in force if it is the programs' (loader_era), else a replaced one's (eras[k].era); a
- * record without one (0, or one not seen here: a writer that resumed a run holds no eras) by
- * the policy in force at its connect().
+ * The policy that names a flow's rule, and the mode that says whether its denial was enforced:
+ * the generation of the flow (sl_flow.era): the one in force if it is the programs' (loader_era),
+ * else an ended one's (eras[k].era); a record without one (0, or one not seen here: a writer that
+ * resumed a run holds no eras) by the generation in force at its connect().
  */
-static const struct policy *policy_of_flow(const struct records *r, const struct sl_flow *f)
+static const struct policy *policy_of_flow(const struct records *r, const struct sl_flow *f,
+					   int *mode)
 {
 	size_t k;
 
 	if (!f->era)
-		return policy_at(r, f->start_ns);
-	if (r->loader && f->era == loader_era(r->loader))
+		return policy_at(r, f->start_ns, mode);
+	if (r->loader && f->era == loader_era(r->loader)) {
+		*mode = r->policy->mode;
 		return r->policy;
+	}
 	for (k = r->n_eras; k-- > 0;)
-		if (r->eras[k].era == f->era)
+		if (r->eras[k].era == f->era) {
+			*mode = r->eras[k].mode;
 			return r->eras[k].policy;
-	return policy_at(r, f->start_ns);
+		}
+	return policy_at(r, f->start_ns, mode);
 }
 
 /* ------------------------------------------------------------------------------------------ */

@@ -41,12 +41,18 @@ struct hosttotals;
 struct sni_slot;
 struct records_kseqs;
 
-/* A policy a live switch replaced (switch.c), and the CLOCK_BOOTTIME the next one took over. */
+/*
+ * A policy generation a live switch ended (switch.c): its policy, the generation (sl_flow.era of
+ * the flows it judged), the mode it was in force in, and the CLOCK_BOOTTIME the next one took
+ * over. A set-mode keeps the policy (borrowed: the run's, or a later generation's, which owns it).
+ */
 struct records_kill; /* records.c */
 
 struct records_era {
 	struct policy *policy;
-	uint32_t era;	   /* its generation (sl_flow.era of the flows it judged) */
+	bool owned;
+	int mode;
+	uint32_t era;
 	uint64_t until_ns;
 };
 
@@ -114,11 +120,13 @@ struct records {
 /* Initialise the writer's own state (after the fields above are set). Returns 0 or -errno. */
 int records_init(struct records *r);
 /*
- * A switch replaced old (which the records now own, and free), of generation old_era, by the
- * policy now in r->policy, from CLOCK_BOOTTIME since_ns on: flows opened before are still named
- * by old's rules.
+ * A switch ended a policy generation old_era: old, in force in mode old_mode, until CLOCK_BOOTTIME
+ * since_ns; flows judged in it are still named by old's rules, and their denials said enforced
+ * as old_mode says. owned: old was replaced (the records now own it, and free it); else it is
+ * still in force (a set-mode: its mode changed), and owned by the run.
  */
-int records_policy_replaced(struct records *r, struct policy *old, uint32_t old_era,
+int records_policy_replaced(struct records *r, struct policy *old, bool owned, int old_mode,
+			    uint32_t old_era,
 			    uint64_t since_ns);
 
 /* Free what records_init and the records made. Accepts a zeroed struct. */

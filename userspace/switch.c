@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <malloc.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,6 +125,78 @@ static int remap_all(struct remap *m)
 	return err;
 }
 
+struct named_rule {
+	const char *name;
+	size_t idx;
+};
+
+static int cmp_named_rule(const void *a, const void *b)
+{
+	return strcmp(((const struct named_rule *)a)->name, ((const struct named_rule *)b)->name);
+}
+
+/*
+ * The budget id of each rule of p (sl_rule_budget, indexed by rule_id; c's size): that of the
+ * run's rule of the same name (a rule without one is named by its place, "rule N": the one at
+ * its place, if unnamed too), else a fresh one past every id in use, so that a host's budget
+ * follows its rule across a renumbering and a rule new to the run never inherits another's.
+ * 0 or -errno (err says why).
+ */
+static int switch_budgets(struct run *r, const struct policy *p, const struct policy_compiled *c,
+			  uint16_t **out, char *err, size_t err_len)
+{
+	const struct policy *o = r->policy;
+	uint16_t *b = calloc(c->n_rule_ports ? c->n_rule_ports : 1, sizeof(*b)), last = 0;
+	struct named_rule *v = calloc(o->n_rules ? o->n_rules : 1, sizeof(*v)), key, *hit;
+	size_t i, j, n = 0;
+	int ret = -ENOMEM;
+
+	if (!b || !v)
+		goto fail;
+	for (j = 0; j < o->n_rules; j++) {
+		uint16_t id = loader_rule_budget(r->loader, policy_rule_id(j));
+
+		if (id > last)
+			last = id;
+		if (o->rules[j].name)
+			v[n++] = (struct named_rule){ .name = o->rules[j].name, .idx = j };
+	}
+	qsort(v, n, sizeof(*v), cmp_named_rule);
+	ret = loader_host_budgets_max(r->loader, &last);
+	if (ret) {
+		util_fmt(err, err_len, "read the hosts' byte totals: %s", strerror(-ret));
+		goto fail;
+	}
+	for (i = 0; i < p->n_rules && policy_rule_id(i) < c->n_rule_ports; i++) {
+		hit = NULL;
+		if (p->rules[i].name) {
+			key.name = p->rules[i].name;
+			hit = bsearch(&key, v, n, sizeof(*v), cmp_named_rule);
+		} else if (i < o->n_rules && !o->rules[i].name) {
+			key.idx = i;
+			hit = &key;
+		}
+		if (hit) {
+			b[policy_rule_id(i)] = loader_rule_budget(r->loader, policy_rule_id(hit->idx));
+			continue;
+		}
+		if (last == UINT16_MAX) {
+			util_fmt(err, err_len, "the run has given out every host budget id (%u): "
+					       "detach and attach again", UINT16_MAX);
+			ret = -E2BIG;
+			goto fail;
+		}
+		b[policy_rule_id(i)] = ++last;
+	}
+	free(v);
+	*out = b;
+	return 0;
+fail:
+	free(v);
+	free(b);
+	return ret;
+}
+
 static const char *mode_name(int mode)
 {
 	return mode == SL_MODE_REPORT ? "report" : "enforce";
@@ -161,6 +234,7 @@ int run_switch(struct run *r, const char *policy_path, int mode, char *err, size
 	const struct policy *target;
 	const struct policy_compiled *target_c;
 	struct loader_next *n = NULL;
+	uint16_t *budgets = NULL;
 	struct remap m = { .r = r };
 	unsigned char prev_sha[32];
 	struct timespec since = {};
@@ -220,8 +294,11 @@ int run_switch(struct run *r, const char *policy_path, int mode, char *err, size
 	}
 	m.p = target;
 
+	ret = switch_budgets(r, target, target_c, &budgets, err, err_len);
+	if (ret)
+		goto out;
 	/* verified while the old programs go on judging */
-	ret = loader_next_load(r->loader, target, target_c, m.mode, np != NULL, &n);
+	ret = loader_next_load(r->loader, target, target_c, m.mode, budgets, &n);
 	if (ret) {
 		util_fmt(err, err_len, "load the new programs: %s",
 			 ret == -EOPNOTSUPP ? "this writer took the run over from a dead one, and "
@@ -269,11 +346,17 @@ int run_switch(struct run *r, const char *policy_path, int mode, char *err, size
 	records_kill_queued(&r->rec);
 	write_policy_change(r, prev_sha, prev_mode, &m);
 	policy_compiled_free(old_c);
-	/* the flows open now are named by the old policy's rules when they end… */
+	/*
+	 * the flows open now are named by the old generation (its policy's rules, its mode) when
+	 * they end… (a set-mode's too: every switch is a generation, loader_next_load). Should the
+	 * records have no room for it, a replaced policy is kept all the same: an earlier set-mode's
+	 * generation may name it.
+	 */
 	since_ns = (uint64_t)since.tv_sec * 1000000000ull + (uint64_t)since.tv_nsec;
-	if (old_p && !records_policy_replaced(&r->rec, old_p, prev_era, since_ns))
-		old_p = NULL;
-	policy_free(old_p);
+	if (records_policy_replaced(&r->rec, old_p ? old_p : r->policy, old_p != NULL, prev_mode,
+				    prev_era, since_ns))
+		fprintf(stderr, "sluice: run %s: the flows of the previous policy generation will be "
+			"named by the policy of their connect(): %s\n", r->run_id, strerror(ENOMEM));
 	/*
 	 * …unless judged again here. The connect programs judge only new flows, the egress
 	 * backstop passes a connected flow's own destination, and the packet programs count an
@@ -293,6 +376,7 @@ int run_switch(struct run *r, const char *policy_path, int mode, char *err, size
 				r->run_id, why);
 	}
 out:
+	free(budgets);
 	policy_compiled_free(nc);
 	policy_free(np);
 	return ret;

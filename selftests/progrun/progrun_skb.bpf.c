@@ -47,7 +47,7 @@ int t_tls_egress(struct __sk_buff *skb)
 {
 	struct bpf_sock *sk = skb->sk;
 	struct sl_tls_event *ev;
-	struct sl_sk_tls *t;
+	struct sl_sk_tls *t, *seen;
 	__u32 zero = 0;
 	int ret;
 
@@ -66,10 +66,11 @@ int t_tls_egress(struct __sk_buff *skb)
 	t->tls_port = t_in.tls_port;
 	t->payloads = t_in.payloads;
 	t->host_id = t_in.host_id;
+	t->deny_reason = 0;
 	/* judge_client_hello zeroes the scratch record: a reason here is this packet's */
 	ev->reason = 0;
 	ev->sni_len = 0;
-	ret = tls_egress(skb, sk);
+	ret = tls_egress(skb, sk, &seen);
 	t_out.state = t->state;
 	t_out.reason = ev->reason;
 	t_out.sni_len = ev->sni_len;

@@ -52,9 +52,16 @@ int loader_learned(const struct loader *l, int family, const uint8_t *addr,
 	return -ENOENT;
 }
 
-bool loader_host_spent(const struct loader *l, const struct sl_host_key *k)
+uint16_t loader_rule_budget(const struct loader *l, uint16_t rule_id)
 {
 	(void)l;
+	return rule_id;
+}
+
+bool loader_host_spent(const struct loader *l, uint16_t rule_id, const struct sl_host_key *k)
+{
+	(void)l;
+	(void)rule_id;
 	(void)k;
 	return false;
 }
