@@ -759,7 +759,7 @@ static __always_inline void flow_restamp(struct bpf_sock *sk, struct sl_flow *f,
 			 * or one that began like TLS, a ClientHello no name check saw; plain, off
 			 * the TLS port, never checked.
 			 */
-			t->tls_port = sl_cfg_tls_port && f->port == sl_cfg_tls_port;
+			t->tls_port = f->port == SL_TLS_PORT;
 			t->state = f->snd_init & SL_FLOW_FIRST_PLAIN && !t->tls_port ?
 					   SL_TLS_NOT_TLS : SL_TLS_PENDING;
 			t->payloads = 0;
