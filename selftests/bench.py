@@ -390,11 +390,23 @@ class Bench:
             progs[p["name"]] = {"xlated_insns": p.get("bytes_xlated", 0) // 8,
                                 "verified_insns": p.get("verified_insns"),
                                 "jited_bytes": p.get("bytes_jited")}
-        memlock, by_map = 0, {}
-        for m in maps:
+        memlock, by_map, seen, todo = 0, {}, set(), sorted(maps)
+        while todo:
+            m = todo.pop()
+            if m in seen:
+                continue
+            seen.add(m)
             j = json.loads(run("bpftool", "map", "show", "id", m, "-j").stdout)
             memlock += j.get("bytes_memlock", 0)
             by_map[j.get("name", str(m))] = j.get("bytes_memlock", 0)
+            # a map of maps (the namespace's flow and run maps): the maps in its slots are
+            # the run's too, and no program names them
+            if j.get("type", "").endswith("of_maps"):
+                for e in json.loads(run("bpftool", "map", "dump", "id", m, "-j").stdout):
+                    inner = e.get("inner_map_id") or (e.get("formatted") or {}).get(
+                        "inner_map_id")
+                    if inner:
+                        todo.append(inner)
         st = {}
         for line in open(f"/proc/{v['pid']}/status"):
             k, _, val = line.partition(":")
@@ -402,7 +414,7 @@ class Bench:
                 st[k] = int(val.split()[0]) * 1024
         # total: RSS whole, shared pages (libraries, the binary, the ring buffer's mapping of
         # the map's own pages) included; total_private: only what another run adds (anonymous)
-        return {"programs": progs, "maps": len(maps), "maps_memlock": memlock, "by_map": by_map,
+        return {"programs": progs, "maps": len(seen), "maps_memlock": memlock, "by_map": by_map,
                 "writer_rss": st["VmRSS"], "writer_anon": st["RssAnon"],
                 "total": memlock + st["VmRSS"], "total_private": memlock + st["RssAnon"]}
 
