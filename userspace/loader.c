@@ -341,7 +341,7 @@ static int fill_policy_maps(struct loader *l, const struct policy_compiled *c)
 
 /*
  * The per-host byte totals are counted only for rules with max_total_* caps: a policy without
- * any gets a one-entry map (preallocated, it would hold 1.75 MiB), never written to.
+ * any gets a one-entry map (256 KiB of buckets at full size), never written to.
  */
 static bool policy_has_totals(const struct policy_compiled *c)
 {
