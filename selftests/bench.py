@@ -745,6 +745,11 @@ class Bench:
         elif a.quick:
             self.hold_to_budgets(self.results["memory"][small],
                                  self.results["memory_fresh"][small])
+            mb = self.results["memory_spare"]["maps_memlock"] / 2**20
+            lim = self.budgets()["memory_mib.spare_maps"]
+            self.check("memory per run, 10 CIDRs, from a daemon's spare (MiB: maps memlock)",
+                       mb <= lim and self.results["memory_spare"]["from_spare"], round(mb, 2),
+                       lim)
             pp = self.pipeline(a.paced_records, a.paced_rate, a.ringbuf_kib, self.runs[small])
             self.results["pipeline_paced"] = pp
             self.check(f"records lost at {a.paced_rate}/s paced", pp["lost"] == 0 and
