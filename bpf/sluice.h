@@ -424,6 +424,16 @@ _Static_assert(sizeof(struct sl_flow_event) == 160, "sl_flow_event ABI");
 #define SL_HOSTS_MAX 100000
 #define SL_HOST_NAME_MAX 256 /* a DNS name (at most 253 bytes) and its NUL */
 
+/*
+ * sl_hosts is an LPM trie used as an exact-match map (prefixlen always 32): a trie allocates a
+ * node per name kept and nothing before, where a hash of SL_HOSTS_MAX entries holds 2 MiB of
+ * buckets from its creation, in every run and every spare, whether it resolves a name or not.
+ */
+struct sl_hosts_key {
+	__u32 prefixlen; /* always 32 */
+	__u32 host_id;
+};
+
 struct sl_host_name {
 	__u8 name[SL_HOST_NAME_MAX]; /* NUL-terminated, lower case */
 };

@@ -87,10 +87,10 @@ struct {
 
 /* Host names by host_id, for a resumed writer (see struct sl_host_name); no program reads it. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, SL_HOSTS_MAX);
-	__type(key, __u32);
+	__type(key, struct sl_hosts_key);
 	__type(value, struct sl_host_name);
 } sl_hosts SEC(".maps");
 

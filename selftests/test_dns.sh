@@ -911,6 +911,63 @@ A_CGID=$(log_run_start_field "$A_LOG" cgroup_id)
 SL_RUN_ID=$A_ID SL_RUN_CGID=$A_CGID
 assert_run_clean "concurrent: run A left nothing"
 
+# The learned-address map full (a run that resolved 65536 addresses): a listed name's new
+# address cannot be recorded, so its answer is refused and a connect to it stays denied (fail
+# closed), with the reason in the log. The test fills the run's pinned map from outside.
+F_GO=$SL_TMP/run-full.go
+F_LOG=$SL_TMP/$(sluice_next_run_id).log
+F_PIN=/sys/fs/bpf/sluice/$(sluice_next_run_id)/map-learned4
+SL_EXTRA_MARK=$(sl_lines "$SL_EXTRA_LOG")
+upstream_mark
+sluice_start "$SEED" "$F_LOG" --netns "/run/netns/$SL_NS_RUN" \
+	--upstream "127.0.0.1:$SL_DNS_PORT" -- sh -c '
+	i=0
+	while [ ! -e "$0" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
+	p=$1
+	shift
+	"$@" A >/dev/null
+	exec "$p" tcp 198.51.100.10 80' "$F_GO" "$P" "${DIG[@]}" @203.0.113.53 registry.npmjs.org
+F_ID=$SL_RUN_ID F_OUT=$SL_OUT F_PID=$SL_RUN_PID
+wait_until 10000 test -e "$F_PIN"
+f_max=$(bpftool map show pinned "$F_PIN" -j 2>/dev/null |
+	python3 -c 'import json, sys; print(json.load(sys.stdin)["max_entries"])' 2>/dev/null)
+tap_is "learned full: a policy that lists names gets the full learned-address map" \
+	"${f_max:-none}" 65536
+# addresses in 100.64.0.0/16, which nothing here uses; the value is a struct sl_learned of zeros
+python3 -c 'import sys
+pin, n = sys.argv[1], int(sys.argv[2])
+for i in range(n):
+    k = " ".join("%02x" % b for b in (100, 64, i >> 8 & 255, i & 255))
+    print("map update pinned %s key hex %s value hex %s" % (pin, k, " ".join(["00"] * 24)))' \
+	"$F_PIN" "${f_max:-0}" >"$SL_TMP/learned-full.batch"
+bpftool batch file "$SL_TMP/learned-full.batch" >/dev/null 2>&1
+tap_is "learned full: the map took every address up to its size" \
+	"$(bpftool map dump pinned "$F_PIN" -j 2>/dev/null |
+		python3 -c 'import json, sys; print(len(json.load(sys.stdin)))' 2>/dev/null)" \
+	"${f_max:-none}"
+: >"$F_GO"
+SL_RUN_PID=$F_PID
+if sluice_wait 20; then
+	SL_OUT=$F_OUT
+	assert_probe_lines "learned full: the listed name's address is denied (not learned)" \
+		"err EPERM"
+else
+	tap_fail "learned full: the run ended" "expected it to end within 20 s"
+fi
+why=$(log_lines "$F_LOG" type=dns host=registry.npmjs.org decision=error | head -n 1)
+why=$(log_field "$why" why 2>/dev/null)
+if [[ $why == *"(learned-address map full)"* ]]; then
+	tap_ok "learned full: the answer is refused (SERVFAIL), the log says why"
+else
+	tap_fail "learned full: the answer is refused (SERVFAIL), the log says why" \
+		"expected a dns line with decision=error, why ...(learned-address map full); got: $why"
+fi
+assert_log "learned full: the connect is denied by default" "$F_LOG" 1 type=decision \
+	"run_id=$F_ID" decision=deny dst=198.51.100.10 port=80 rule=default
+rm -f -- "$SL_TMP/learned-full.batch"
+SL_RUN_ID=$F_ID SL_RUN_CGID=$(log_run_start_field "$F_LOG" cgroup_id)
+assert_run_clean "learned full: nothing left"
+
 # ---------------------------------------------------------------------------------------------
 # 9. Ports and protocols of the rule that listed the name.
 

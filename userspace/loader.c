@@ -167,6 +167,7 @@ struct loader {
 	__u64 ns_token;		     /* the run's key in them (sl_ns_runs); 0: none */
 	pthread_mutex_t learn_lock; /* serialises read-merge-write of the learned maps */
 	struct loader_caps caps;     /* the sizes its policy and learned maps were loaded with */
+	uint32_t learned_full;	     /* the learned maps' size for a policy that learns (opts) */
 	struct sl_cfg cfg;	     /* the run's configuration, as in the map (cfg_write) */
 	bool configured;	     /* a run's configuration is written: never another's */
 	bool frag_check;	     /* the packet layer's sl_cfg_frag_check, as loaded */
@@ -360,7 +361,7 @@ static int fill_policy_maps(struct loader *l, const struct policy_compiled *c,
 
 /*
  * The per-host byte totals are counted only for rules with max_total_* caps: a policy without
- * any gets a one-entry map (preallocated, it would hold 1.75 MiB), never written to.
+ * any gets a one-entry map (256 KiB of buckets at full size), never written to.
  */
 static bool policy_has_totals(const struct policy_compiled *c)
 {
@@ -842,16 +843,36 @@ static void loader_free_objects(struct loader *l)
 	free(l);
 }
 
-/* The sizes a run's maps need: its policy's, its ring buffer and learned-address maps. */
-static void caps_of(const struct policy_compiled *c, const struct loader_opts *opts,
-		    struct loader_caps *caps)
+/*
+ * Whether a policy in a mode can learn an address: one of its rules lists a name (the resolver
+ * learns the answers for it), or report mode (the resolver answers every name and learns it).
+ * Enforcing a policy of CIDRs only, the resolver answers NXDOMAIN to every name and learns none.
+ */
+static bool policy_learns(const struct policy *p, int mode)
+{
+	size_t i;
+
+	if (mode == SL_MODE_REPORT)
+		return true;
+	for (i = 0; i < p->n_rules; i++)
+		if (p->rules[i].n_hosts)
+			return true;
+	return false;
+}
+
+/*
+ * The sizes a run's maps need: its policy's, its ring buffer and learned-address maps (full, or
+ * one entry for a policy that learns nothing: their buckets alone are 4 MiB at full size).
+ */
+static void caps_of(const struct policy *p, const struct policy_compiled *c,
+		    const struct loader_opts *opts, struct loader_caps *caps)
 {
 	*caps = (struct loader_caps){
 		.v4 = (uint32_t)c->n_v4,
 		.v6 = (uint32_t)c->n_v6,
 		.rules = (uint32_t)c->n_rule_ports,
 		.ringbuf_bytes = opts->ringbuf_bytes,
-		.learned_max = opts->learned_max,
+		.learned_max = policy_learns(p, p->mode) ? opts->learned_max : 1,
 		.host_totals = policy_has_totals(c),
 	};
 }
@@ -865,7 +886,8 @@ struct loader *loader_load(const struct policy *p, const struct policy_compiled 
 
 	if (!l)
 		return NULL;
-	caps_of(c, opts, &caps);
+	caps_of(p, c, opts, &caps);
+	l->learned_full = opts->learned_max;
 	err = load_objects(l, &caps);
 	if (!err && opts->ns_share) {
 		err = ns_share_init(l, &opts->run_cfg);
@@ -904,21 +926,23 @@ struct loader *loader_load_spare(const struct loader_caps *caps, bool verbose)
 	return l;
 }
 
-bool loader_fits(const struct loader *l, const struct policy_compiled *c,
+bool loader_fits(const struct loader *l, const struct policy *p, const struct policy_compiled *c,
 		 const struct loader_opts *opts)
 {
 	struct loader_caps want;
 
-	caps_of(c, opts, &want);
+	caps_of(p, c, opts, &want);
 	/*
 	 * The ring buffer and learned-address maps as the run would have had them (a larger map
-	 * would change when the run sees E2BIG); the policy's may be larger than it needs. A run
-	 * with a host side gets its namespace's maps at take (ns_bind).
+	 * would change when the run sees E2BIG; a policy that learns nothing never sees it); the
+	 * policy's may be larger than it needs. A run with a host side gets its namespace's maps
+	 * at take (ns_bind).
 	 */
 	return !l->configured && want.v4 <= l->caps.v4 &&
 	       want.v6 <= l->caps.v6 && want.rules <= l->caps.rules &&
 	       want.ringbuf_bytes == l->caps.ringbuf_bytes &&
-	       want.learned_max == l->caps.learned_max && (!want.host_totals || l->caps.host_totals);
+	       (want.learned_max == l->caps.learned_max || want.learned_max == 1) &&
+	       (!want.host_totals || l->caps.host_totals);
 }
 
 int loader_take(struct loader *l, const struct policy *p, const struct policy_compiled *c,
@@ -926,8 +950,9 @@ int loader_take(struct loader *l, const struct policy *p, const struct policy_co
 {
 	int err;
 
-	if (!loader_fits(l, c, opts))
+	if (!loader_fits(l, p, c, opts))
 		return -E2BIG;
+	l->learned_full = opts->learned_max;
 	if (opts->ns_share) {
 		err = ns_share_init(l, &opts->run_cfg);
 		if (!err)
@@ -1151,11 +1176,12 @@ int loader_cgroup_id(const struct loader *l, uint64_t *id)
 
 int loader_host_name(struct loader *l, uint32_t host_id, const char *name)
 {
+	struct sl_hosts_key key = { .prefixlen = 32, .host_id = host_id };
 	struct sl_host_name v = {};
 
 	if (util_copy((char *)v.name, sizeof(v.name), name))
 		return -ENAMETOOLONG;
-	if (bpf_map_update_elem(bpf_map__fd(l->skel->maps.sl_hosts), &host_id, &v, BPF_NOEXIST))
+	if (bpf_map_update_elem(bpf_map__fd(l->skel->maps.sl_hosts), &key, &v, BPF_NOEXIST))
 		return -errno;
 	return 0;
 }
@@ -1164,8 +1190,8 @@ int loader_host_names(const struct loader *l,
 		      int (*fn)(uint32_t host_id, const char *name, void *ctx), void *ctx)
 {
 	int fd = bpf_map__fd(l->skel->maps.sl_hosts), err;
+	struct sl_hosts_key key, next;
 	struct sl_host_name v;
-	__u32 key, next;
 	void *prev = NULL;
 
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
@@ -1174,7 +1200,7 @@ int loader_host_names(const struct loader *l,
 		if (bpf_map_lookup_elem(fd, &key, &v))
 			continue; /* deleted meanwhile: sluice never deletes, so never */
 		v.name[sizeof(v.name) - 1] = '\0';
-		err = fn(key, (const char *)v.name, ctx);
+		err = fn(key.host_id, (const char *)v.name, ctx);
 		if (err)
 			return err;
 	}
@@ -2007,14 +2033,26 @@ static int next_share(struct bpf_object *obj, struct bpf_object *first, struct b
 	return 0;
 }
 
-/* The decision layer: the run's state maps reused, the policy's sized for the new one. */
+/*
+ * The decision layer: the run's state maps reused, the policy's sized for the new one. The
+ * learned maps: full size for a policy and mode that learn; else the old size (the switch copies
+ * every learned address before it prunes those no rule keeps: never fewer slots than before).
+ */
 static int next_share_decision(struct loader_next *n, const struct loader *l,
-			       const struct policy_compiled *c)
+			       const struct policy *p, const struct policy_compiled *c, int mode)
 {
 	struct bpf_object *old_obj = l->skb ? l->skel->obj : NULL;
+	/* a resumed writer's loader has no options: a run's size */
+	__u32 full = l->learned_full ? l->learned_full : LOADER_LEARNED_MAX;
 	struct bpf_map *map;
-	__u32 old_max = 0;
+	__u32 old_max = 0, learned = 0;
 	int err = 0, fd;
+
+	if (run_map_fd(l, old_obj, "sl_learned4", &learned) < 0)
+		return -ENOENT;
+
+	if (policy_learns(p, mode) && full > learned)
+		learned = full;
 
 	bpf_object__for_each_map(map, n->skel->obj) {
 		if (bpf_map__is_internal(map) || policy_map(bpf_map__name(map)))
@@ -2042,14 +2080,13 @@ static int next_share_decision(struct loader_next *n, const struct loader *l,
 	if (!err)
 		err = bpf_map__set_max_entries(n->skel->maps.sl_rule_budget, (__u32)c->n_rule_ports);
 	if (!err)
-		err = bpf_map__set_max_entries(n->skel->maps.sl_learned4,
-					       bpf_map__max_entries(l->skel->maps.sl_learned4));
+		err = bpf_map__set_max_entries(n->skel->maps.sl_learned4, learned);
 	if (!err)
-		err = bpf_map__set_max_entries(n->skel->maps.sl_learned6,
-					       bpf_map__max_entries(l->skel->maps.sl_learned6));
+		err = bpf_map__set_max_entries(n->skel->maps.sl_learned6, learned);
+	/* (address, name) pairs: an address may serve several names (load_objects) */
 	if (!err)
 		err = bpf_map__set_max_entries(n->skel->maps.sl_sni_ok,
-					       bpf_map__max_entries(l->skel->maps.sl_sni_ok));
+					       learned > 1 ? 2 * learned : 1);
 	return err;
 }
 
@@ -2239,7 +2276,7 @@ int loader_next_load(struct loader *l, const struct policy *p, const struct poli
 	err = cfg_map_prepare(n->skel->maps.data_cfg);
 	if (err)
 		goto fail;
-	err = next_share_decision(n, l, c);
+	err = next_share_decision(n, l, p, c, mode);
 	if (!err)
 		err = sl_sock_addr__load(n->skel);
 	if (err)

@@ -18,12 +18,16 @@
 
 struct loader;
 
+/* The learned-address maps' size, per family, for a policy that learns (a run's, a resumed one's). */
+#define LOADER_LEARNED_MAX 65536
+
 struct loader_opts {
 	uint32_t ringbuf_bytes; /* power of two, >= page size */
 	uint32_t wakeup_bytes;	/* force a reader wake-up once this much is queued */
 	bool verbose;		/* pass libbpf's debug output through */
 	uint16_t dns_port;	/* the run's resolver on loopback; 0: no resolver, no redirect */
-	uint32_t learned_max;	/* capacity of the learned-address maps, per family */
+	uint32_t learned_max;	/* capacity of the learned-address maps, per family, for a
+				   policy that learns (one entry for one that cannot) */
 	bool no_backstop;	/* selftests only: show what the packet checks catch */
 	bool tc_clsact;		/* selftests only: attach tc as clsact even where tcx exists */
 	bool strict_evidence;	/* refuse connections whose allow cannot be recorded */
@@ -55,7 +59,7 @@ struct loader_caps {
 struct loader *loader_load_spare(const struct loader_caps *caps, bool verbose);
 
 /* Whether a spare never taken can serve a run of policy c with opts (loader_take). */
-bool loader_fits(const struct loader *l, const struct policy_compiled *c,
+bool loader_fits(const struct loader *l, const struct policy *p, const struct policy_compiled *c,
 		 const struct loader_opts *opts);
 
 /*

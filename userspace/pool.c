@@ -169,7 +169,7 @@ struct loader *pool_take(struct pool *p, const struct policy *pol,
 	}
 	/* every spare has the same sizes: the last fits if any does */
 	l = p->ready[p->n_ready - 1];
-	if (!loader_fits(l, c, opts)) {
+	if (!loader_fits(l, pol, c, opts)) {
 		*why = "the policy or options exceed a spare's map sizes";
 		return NULL;
 	}

@@ -27,7 +27,8 @@
 #define RUN_EXIT_NOT_FOUND 127
 
 #define RUN_ID_MAX 64
-#define RUN_LEARNED_MAX 65536 /* addresses the resolver may hand out, per family */
+/* addresses the resolver may hand out, per family (a resumed writer's switch sizes by it too) */
+#define RUN_LEARNED_MAX LOADER_LEARNED_MAX
 #define RUN_RINGBUF_KIB 1024   /* the ring buffer, unless --ringbuf-kib */
 #define RUN_HOST_KEY "/etc/sluice/host.key"
 #define RUN_CERT_MAX 1024 /* the host key's note certifying the run key */

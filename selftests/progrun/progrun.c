@@ -241,15 +241,20 @@ static int run_up(struct run *r, const char *text, bool default_allow)
 	if (r->tc_fd < 0 || r->backstop_fd < 0 || r->tc_reported_fd < 0 || !r->rb)
 		return -ENOENT;
 
-	/* what a run's resolver would have learned: names' addresses, and their server names */
+	/*
+	 * What a run's resolver would have learned: names' addresses, and their server names. Only
+	 * where a rule lists a name: a policy that lists none learns nothing when enforced (its
+	 * learned maps have one entry, which the first address would overflow).
+	 */
 	long_name(name, LONG_NAME_LEN);
-	if ((e = learn(r->l, "198.51.100.50", R_NAMES, HOST_EXAMPLE, 0)) ||
-	    (e = learn(r->l, "2001:db8::50", R_NAMES, HOST_EXAMPLE6, 0)) ||
-	    (e = learn(r->l, "198.51.100.51", R_NAMES, HOST_EXAMPLE, 1)) || /* long expired */
-	    (e = sni_learn(r->l, "198.51.100.10", "example.com")) ||
-	    (e = sni_learn(r->l, "198.51.100.10", "api.example.com")) ||
-	    (e = sni_learn(r->l, "198.51.100.10", name)) ||
-	    (e = sni_learn(r->l, "2001:db8::10", "example.com"))) {
+	if (!default_allow && /* allow_policy lists no name */
+	    ((e = learn(r->l, "198.51.100.50", R_NAMES, HOST_EXAMPLE, 0)) ||
+	     (e = learn(r->l, "2001:db8::50", R_NAMES, HOST_EXAMPLE6, 0)) ||
+	     (e = learn(r->l, "198.51.100.51", R_NAMES, HOST_EXAMPLE, 1)) || /* long expired */
+	     (e = sni_learn(r->l, "198.51.100.10", "example.com")) ||
+	     (e = sni_learn(r->l, "198.51.100.10", "api.example.com")) ||
+	     (e = sni_learn(r->l, "198.51.100.10", name)) ||
+	     (e = sni_learn(r->l, "2001:db8::10", "example.com")))) {
 		fprintf(stderr, "sl_progrun: learn: %s\n", strerror(-e));
 		return e;
 	}
