@@ -33,7 +33,12 @@ struct {
 	__type(value, __u64);
 } sl_seq SEC(".maps");
 
-static __always_inline void event_hdr_init(struct sl_event_hdr *h, __u16 type, __u32 size)
+/*
+ * ts_ns: CLOCK_BOOTTIME, read by the caller when it needs the same instant for something else
+ * too (a flow's start or end): one clock read instead of two on the connect() and close() paths.
+ */
+static __always_inline void event_hdr_init_at(struct sl_event_hdr *h, __u16 type, __u32 size,
+					      __u64 ts_ns)
 {
 	__u32 zero = 0;
 	__u64 *seq = bpf_map_lookup_elem(&sl_seq, &zero);
@@ -41,9 +46,14 @@ static __always_inline void event_hdr_init(struct sl_event_hdr *h, __u16 type, _
 	h->type = type;
 	h->version = type == SL_EV_FLOW ? SL_FLOW_VERSION : SL_ABI_VERSION;
 	h->size = size;
-	h->ts_ns = bpf_ktime_get_boot_ns();
+	h->ts_ns = ts_ns;
 	/* an array lookup of index 0 cannot fail; the check is for the verifier */
 	h->seq = seq ? __sync_fetch_and_add(seq, 1) : ~0ULL;
+}
+
+static __always_inline void event_hdr_init(struct sl_event_hdr *h, __u16 type, __u32 size)
+{
+	event_hdr_init_at(h, type, size, bpf_ktime_get_boot_ns());
 }
 
 static __always_inline void event_count_loss(__u32 hook)

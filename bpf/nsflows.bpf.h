@@ -79,8 +79,13 @@ static __always_inline void ns_flow_key(struct sl_ns_flow_key *k, const struct p
 	k->proto = d->proto;
 }
 
-/* The packet layer: this packet leaves the run's cgroup; its frame is the run's. */
-static __always_inline void ns_flow_note(const struct packet_dst *d)
+/*
+ * The packet layer: this packet leaves the run's cgroup; its frame is the run's. opening: the
+ * packet opens its 5-tuple (a TCP SYN of a new flow), which the map cannot hold for this run
+ * yet: it is written without the lookup, which would miss (a walk of a cold bucket on every
+ * connect()). What the write leaves is the same either way: the run's token under the key.
+ */
+static __always_inline void ns_flow_note(const struct packet_dst *d, bool opening)
 {
 	struct sl_ns_flow_key k;
 	__u64 token = sl_cfg.ns_token, *owner;
@@ -92,9 +97,11 @@ static __always_inline void ns_flow_note(const struct packet_dst *d)
 	if (!flows)
 		return; /* unrecorded: every run's host side judges the frame */
 	ns_flow_key(&k, d);
-	owner = bpf_map_lookup_elem(flows, &k);
-	if (owner && *owner == token)
-		return;
+	if (!opening) {
+		owner = bpf_map_lookup_elem(flows, &k);
+		if (owner && *owner == token)
+			return;
+	}
 	bpf_map_update_elem(flows, &k, &token, BPF_ANY);
 }
 

@@ -44,6 +44,8 @@
 #define TLS_EXT_SERVER_NAME 0
 #define TLS_MAX_EXTENSIONS 32
 #define SKB_PASS 1
+#define TCP_FLAG_SYN_BYTE 0x02 /* in the TCP header's 14th byte */
+#define TCP_FLAG_ACK_BYTE 0x10
 #define SKB_DROP 0
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -795,6 +797,23 @@ static __always_inline void flow_restamp(struct bpf_sock *sk, struct sl_flow *f,
 }
 
 /*
+ * The first packet of a TCP flow connect() started: a SYN without ACK, before the flow counted
+ * any (snd_init: flow_new_bytes sets it at the SYN). Its flags are read only then, so a flow's
+ * later packets pay nothing for the check.
+ */
+static __always_inline bool flow_opening(struct __sk_buff *skb, const struct packet_dst *d,
+					 const struct sl_flow *f)
+{
+	__u8 flags;
+
+	if (!f || f->protocol != IPPROTO_TCP || f->snd_init || d->proto != IPPROTO_TCP || d->fragment)
+		return false;
+	if (bpf_skb_load_bytes(skb, d->l4 + 13, &flags, 1))
+		return false;
+	return (flags & (TCP_FLAG_SYN_BYTE | TCP_FLAG_ACK_BYTE)) == TCP_FLAG_SYN_BYTE;
+}
+
+/*
  * The backstop: whatever connect() or sendmsg() judged, the packet's own destination must be one
  * the run's allowlist admits. A packet of an allowed flow that goes where the flow was connected
  * costs one comparison; anything else is judged in full. A mismatch is dropped and recorded;
@@ -819,7 +838,7 @@ static __always_inline int backstop(struct __sk_buff *skb, struct bpf_sock *sk,
 	if (dst_is_resolver(&d))
 		return SKB_PASS;
 	if (dst_is_flow_dst(&d, flow)) {
-		ns_flow_note(&d);
+		ns_flow_note(&d, flow_opening(skb, &d, flow));
 		return SKB_PASS;
 	}
 	packet_judge(&d, &v, &ev);
@@ -827,7 +846,7 @@ static __always_inline int backstop(struct __sk_buff *skb, struct bpf_sock *sk,
 		flow_restamp(sk, flow, &v, &ev);
 	if (v.verdict != SL_VERDICT_DENY ||
 	    (!cfg_enforcing() && v.reason != SL_REASON_BLACKHOLE)) {
-		ns_flow_note(&d);
+		ns_flow_note(&d, false);
 		return SKB_PASS;
 	}
 	ev.hook = SL_HOOK_EGRESS;
@@ -880,7 +899,7 @@ int sl_backstop(struct __sk_buff *skb)
 	if (!full) {
 		/* still the run's: its host-side program judges them, not the other runs' */
 		if (sl_cfg.ns_token && !packet_dst(skb, 0, &d))
-			ns_flow_note(&d);
+			ns_flow_note(&d, false);
 		return SKB_PASS;
 	}
 	if (bpf_sk_storage_get(&sl_sk_held, full, 0, 0))

@@ -157,17 +157,16 @@ static __always_inline bool tls_expect_server_name(struct bpf_sock_addr *ctx,
  * socket re-aimed), which is said in the README.
  */
 static __always_inline void flow_start(struct bpf_sock_addr *ctx,
-				       const struct sl_decision_event *ev, __u8 deny_reason)
+				       const struct sl_decision_event *ev, __u8 deny_reason,
+				       const struct sl_rule_caps *caps, __u64 now)
 {
 	struct sl_flow *f = bpf_sk_storage_get(&sl_sk_flow, ctx->sk, 0,
 					       BPF_SK_STORAGE_GET_F_CREATE);
-	struct sl_rule_caps *caps;
-	__u32 rid;
 
 	if (!f)
 		return;
 	__builtin_memset(f, 0, sizeof(*f));
-	f->start_ns = bpf_ktime_get_boot_ns();
+	f->start_ns = now;
 	f->family = ev->family;
 	f->protocol = ev->protocol;
 	f->port = ev->port;
@@ -186,8 +185,6 @@ static __always_inline void flow_start(struct bpf_sock_addr *ctx,
 	 */
 	if (deny_reason && deny_reason != SL_REASON_HOST_CAP)
 		return;
-	rid = ev->rule_id;
-	caps = bpf_map_lookup_elem(&sl_rule_caps, &rid);
 	if (caps) {
 		f->max_req = caps->max_req;
 		f->max_resp = caps->max_resp;
@@ -195,15 +192,21 @@ static __always_inline void flow_start(struct bpf_sock_addr *ctx,
 	}
 }
 
-/* The host's budget under its rule's total caps is spent (addr.bpf.h, host_bytes_spent). */
-static __always_inline bool host_budget_spent(const struct sl_decision_event *ev, __u16 rule_id)
+/* The rule's caps (NULL: none), looked up once per connect() for the budget and the flow. */
+static __always_inline const struct sl_rule_caps *rule_caps_of(__u16 rule_id)
 {
-	struct sl_rule_caps *caps;
-	struct sl_host_bytes *b;
-	struct sl_host_key k;
 	__u32 rid = rule_id;
 
-	caps = bpf_map_lookup_elem(&sl_rule_caps, &rid);
+	return bpf_map_lookup_elem(&sl_rule_caps, &rid);
+}
+
+/* The host's budget under its rule's total caps is spent (addr.bpf.h, host_bytes_spent). */
+static __always_inline bool host_budget_spent(const struct sl_decision_event *ev, __u16 rule_id,
+					      const struct sl_rule_caps *caps)
+{
+	struct sl_host_bytes *b;
+	struct sl_host_key k;
+
 	if (!caps || (!caps->max_total_req && !caps->max_total_resp))
 		return false;
 	host_key_of(&k, rule_budget(rule_id), ev->host_id, ev->family, ev->addr);
@@ -266,7 +269,8 @@ static __always_inline bool log_unwritable(void)
 static __always_inline int finish(struct bpf_sock_addr *ctx, struct sl_decision_event *ev,
 				  struct verdict *v, __u8 hook, bool is_sendmsg)
 {
-	__u64 id = bpf_get_current_pid_tgid();
+	__u64 id = bpf_get_current_pid_tgid(), now = 0;
+	const struct sl_rule_caps *caps = NULL;
 	bool deny, enforce;
 
 	ev->pid = (__u32)id;
@@ -284,15 +288,22 @@ static __always_inline int finish(struct bpf_sock_addr *ctx, struct sl_decision_
 			if (!tls_expect_server_name(ctx, ev))
 				set_verdict(v, SL_VERDICT_DENY, SL_REASON_DEFAULT_DENY,
 					    SL_RULE_DEFAULT);
-		} else {
-			/* a socket connected again must not carry an earlier flow's TLS state */
+		} else if (bpf_sk_storage_get(&sl_sk_tls, ctx->sk, 0, 0)) {
+			/*
+			 * A socket connected again must not carry an earlier flow's TLS state.
+			 * Looked up first: the delete takes a reference on the socket even when
+			 * there is nothing to delete, the case of every fresh socket.
+			 */
 			bpf_sk_storage_delete(&sl_sk_tls, ctx->sk);
 		}
 	}
 
-	if (!is_sendmsg && v->verdict == SL_VERDICT_ALLOW && v->reason == SL_REASON_RULE &&
-	    host_budget_spent(ev, v->rule_id))
-		set_verdict(v, SL_VERDICT_DENY, SL_REASON_HOST_CAP, v->rule_id);
+	/* the caps of the rule that lets it through, for its budget and its flow */
+	if (!is_sendmsg && v->verdict == SL_VERDICT_ALLOW) {
+		caps = rule_caps_of(v->rule_id);
+		if (v->reason == SL_REASON_RULE && host_budget_spent(ev, v->rule_id, caps))
+			set_verdict(v, SL_VERDICT_DENY, SL_REASON_HOST_CAP, v->rule_id);
+	}
 
 	deny = v->verdict == SL_VERDICT_DENY;
 	/* Report mode lets denials through, except the blackhole, which no mode or policy opens. */
@@ -317,8 +328,9 @@ static __always_inline int finish(struct bpf_sock_addr *ctx, struct sl_decision_
 		if (enforce && !is_sendmsg && v->reason != SL_REASON_BLACKHOLE &&
 		    v->reason != SL_REASON_LOG_UNWRITABLE && hold_udp_denial(ctx, ev))
 			return 1;
-		/* allowed now: an earlier connect's held denial no longer applies */
-		if (!deny)
+		/* allowed now: an earlier connect's held denial no longer applies (looked up
+		 * first: a delete of nothing still takes a reference on the socket) */
+		if (!deny && bpf_sk_storage_get(&sl_sk_held, ctx->sk, 0, 0))
 			bpf_sk_storage_delete(&sl_sk_held, ctx->sk);
 	}
 
@@ -327,11 +339,15 @@ static __always_inline int finish(struct bpf_sock_addr *ctx, struct sl_decision_
 	 * evidence for deciding on it); the redirect to the resolver is not one.
 	 */
 	if (!enforce && !is_sendmsg && ctx->sk && v->reason != SL_REASON_DNS_REDIRECT &&
-	    (ctx->protocol == IPPROTO_TCP || ctx->protocol == IPPROTO_UDP))
-		flow_start(ctx, ev, deny ? v->reason : 0);
+	    (ctx->protocol == IPPROTO_TCP || ctx->protocol == IPPROTO_UDP)) {
+		/* the flow starts when its decision is recorded: one clock read for both */
+		now = bpf_ktime_get_boot_ns();
+		flow_start(ctx, ev, deny ? v->reason : 0, caps, now);
+	}
 
 	if (deny || !is_sendmsg || !sendmsg_allow_already_recorded(ctx, ev)) {
-		event_hdr_init(&ev->hdr, SL_EV_DECISION, sizeof(*ev));
+		event_hdr_init_at(&ev->hdr, SL_EV_DECISION, sizeof(*ev),
+				  now ? now : bpf_ktime_get_boot_ns());
 		/* (redirected DNS is logged by the resolver, not by this record) */
 		if (!event_submit(ev, sizeof(*ev), hook, deny) && !enforce && sl_cfg.strict &&
 		    v->reason != SL_REASON_DNS_REDIRECT)
@@ -675,7 +691,7 @@ int sl_sock_release(struct bpf_sock *sk)
 	ev.end_ns = bpf_ktime_get_boot_ns();
 	ev.cgroup_id = bpf_get_current_cgroup_id();
 	ev.sock_cookie = bpf_get_socket_cookie(sk);
-	event_hdr_init(&ev.hdr, SL_EV_FLOW, sizeof(ev));
+	event_hdr_init_at(&ev.hdr, SL_EV_FLOW, sizeof(ev), ev.end_ns);
 	/* (the storage goes with the socket: this program may not delete it, and need not) */
 	event_submit(&ev, sizeof(ev), SL_HOOK_SOCK_RELEASE, false);
 	return 1;
