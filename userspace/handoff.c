@@ -362,7 +362,7 @@ static int start_and_wait(struct handoff *h, struct spawn_opts *so, int cg_fd, b
 	struct confine *conf = NULL;
 	const char *why = "command not started";
 	bool daemon_gone = false;
-	int status, ret, listener;
+	int status, ret, listener, close_fds[2];
 	pid_t child;
 
 	if (seccomp) {
@@ -399,6 +399,10 @@ static int start_and_wait(struct handoff *h, struct spawn_opts *so, int cg_fd, b
 	}
 	so->cgroup_fd = cg_fd;
 	so->seccomp = ss;
+	close_fds[0] = h->fd;
+	close_fds[1] = h->events_fd;
+	so->close_fds = close_fds;
+	so->n_close_fds = h->events_fd >= 0 ? 2 : 1;
 	ret = spawn_in_cgroup(so, r->args.cmd, &child);
 	if (ret) {
 		fprintf(stderr, "sluice run: cannot execute %s: %s\n", r->args.cmd[0],
