@@ -15,6 +15,8 @@
 # - No daemon at the socket: the run is standalone, and enforces. --standalone with the daemon
 #   up: standalone too (the daemon never hears of it).
 # - A policy too big for a spare: the daemon loads programs for it, and it enforces.
+# - The daemon stops mid-run: the run stays enforced (a denied host still refused), the next
+#   daemon ends its log when the cgroup empties, sluice run exits with the command's status.
 
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -171,5 +173,28 @@ assert_rc "big policy: the denied probe's status 1" 1
 tap_is "big policy: allowed reached, denied refused" \
 	"$(sed -n '1s/^\(ok\).*/\1/p;2s/^\(err EPERM\).*/\1/p' "$SL_OUT" | paste -sd,)" "ok,err EPERM"
 tap_check "big policy: the log verifies" verifies "$log" "$SL_RUN_ID"
+
+# --- the daemon stops mid-run ------------------------------------------------------------------
+# The run stays pinned and enforced; the next daemon takes it over and ends its log once the
+# cgroup empties; sluice run exits with the command's status.
+wait_spare
+log=$SL_TMP/restart.jsonl
+go=$SL_TMP/restart.go
+sluice_start "$POLICY" "$log" --netns "$NETNS" -- sh -c \
+	"while [ ! -e $go ]; do sleep 0.1; done; $SL_PROBE tcp 198.51.100.20 80; exit 5"
+id=$SL_RUN_ID
+handed_now() { handed "$id"; }
+wait_until 60000 handed_now
+sl_daemon_kill TERM
+sl_daemon_start --spares 0 || bail_out "the daemon did not restart: $(tail "$SL_DAEMON_DIR/err")"
+touch "$go"
+sluice_wait 60
+assert_rc "daemon restarted: sluice run exits with the command's status" 5
+tap_check "daemon restarted: the denied probe was still refused" grep -q "^err EPERM" "$SL_OUT"
+ended() { grep -q '"type":"run_end"' "$log"; }
+wait_until 30000 ended
+tap_is "daemon restarted: the next daemon ended the run" "$(run_end_field "$log" why)" \
+	"cgroup emptied"
+tap_check "daemon restarted: the log verifies" verifies "$log" "$id"
 
 tap_done

@@ -422,6 +422,18 @@ static int start_and_wait(struct handoff *h, struct spawn_opts *so, int cg_fd, b
 		ret = control_call_fd(h->fd, h->m.buf, listener, h->reply, sizeof(h->reply), NULL);
 	if (listener >= 0)
 		close(listener);
+	if (ret && ret != -EPROTO && ret != -EMSGSIZE) {
+		/*
+		 * The daemon went away (stopped, killed) with the run set up: it stays pinned and
+		 * judged, the next daemon ends it when its cgroup empties. Refused socket families
+		 * now fail with ENOSYS (no listener): closed, not open.
+		 */
+		daemon_gone = true;
+		fprintf(stderr, "sluice run: the daemon went away as run %s started (%s): the run "
+				"stays enforced, and the daemon that takes it over ends its log when its "
+				"cgroup empties\n", r->run_id, strerror(-ret));
+		ret = 0;
+	}
 	if (ret) {
 		/* a command no one answers for: the run ends, the cgroup with it */
 		fprintf(stderr, "sluice run: the daemon did not take run %s's start: %s\n",
