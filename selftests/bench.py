@@ -462,13 +462,13 @@ class Bench:
                 "proc": p, "log": log}
 
     # -- start-up, attach, replacement ------------------------------------------------------
-    def startup(self, n, times):
+    def startup(self, n, times, tag="true"):
         pol, _ = self.policy(n)
         ms = []
         for i in range(times):
             t0 = time.monotonic()
             run(SLUICE, "run", "--standalone", "--policy", pol, "--run-id",
-                f"bench-{ID}-true{n}-{i}", "--log", f"{self.tmp}/true-{n}-{i}.jsonl", "--", "true")
+                f"bench-{ID}-{tag}{n}-{i}", "--log", f"{self.tmp}/{tag}-{n}-{i}.jsonl", "--", "true")
             ms.append((time.monotonic() - t0) * 1e3)
         return statistics.median(ms)
 
@@ -490,8 +490,10 @@ class Bench:
             ms.append((time.monotonic() - t0) * 1e3)
             taken += "a spare" in open(f"{self.tmp}/handoff.out").read().split(
                 f"run {rid} handed over", 1)[-1].split("\n", 1)[0]
-        alone = self.startup(10, times)
+        alone = self.startup(10, times, "alone")
         handed = statistics.median(ms)
+        say(f"sluice run -- true: {handed:.0f} ms handed to a daemon, {alone:.0f} ms standalone "
+            f"(medians of {times}; {taken} from a spare)")
         return {"handed_ms": handed, "standalone_ms": alone, "ratio": alone / max(handed, 1e-9),
                 "from_spare": taken, "runs": times}
 
