@@ -477,15 +477,40 @@ class Bench:
                 "proc": p, "log": log}
 
     # -- start-up, attach, replacement ------------------------------------------------------
-    def startup(self, n, times):
+    def startup(self, n, times, tag="true"):
         pol, _ = self.policy(n)
         ms = []
         for i in range(times):
             t0 = time.monotonic()
-            run(SLUICE, "run", "--policy", pol, "--run-id", f"bench-{ID}-true{n}-{i}", "--log",
-                f"{self.tmp}/true-{n}-{i}.jsonl", "--", "true")
+            run(SLUICE, "run", "--standalone", "--policy", pol, "--run-id",
+                f"bench-{ID}-{tag}{n}-{i}", "--log", f"{self.tmp}/{tag}-{n}-{i}.jsonl", "--", "true")
             ms.append((time.monotonic() - t0) * 1e3)
         return statistics.median(ms)
+
+    def startup_handoff(self, times):
+        """sluice run -- true handed to a daemon with spares (10 CIDRs), end to end (process
+        start to exit: the daemon sets up from a spare, writes and seals the log), beside the
+        same run standalone: medians in ms and their ratio. Each handed run waits first until
+        the daemon has a spare ready (it loads them at nice 19)."""
+        env = self.daemon("handoff", "--spares", "2")
+        pol, _ = self.policy(10)
+        ms, taken = [], 0
+        for i in range(times):
+            self.wait_for(lambda: self.request(env, {"op": "ping"})["spares"] >= 1, 600,
+                          "a spare")
+            rid = f"bench-{ID}-handoff-{i}"
+            t0 = time.monotonic()
+            run(SLUICE, "run", "--policy", pol, "--run-id", rid, "--log",
+                f"{self.tmp}/{rid}.jsonl", "--", "true", env=env)
+            ms.append((time.monotonic() - t0) * 1e3)
+            taken += "a spare" in open(f"{self.tmp}/handoff.out").read().split(
+                f"run {rid} handed over", 1)[-1].split("\n", 1)[0]
+        alone = self.startup(10, times, "alone")
+        handed = statistics.median(ms)
+        say(f"sluice run -- true: {handed:.0f} ms handed to a daemon, {alone:.0f} ms standalone "
+            f"(medians of {times}; {taken} from a spare)")
+        return {"handed_ms": handed, "standalone_ms": alone, "ratio": alone / max(handed, 1e-9),
+                "from_spare": taken, "runs": times}
 
     def daemon(self, tag, *args):
         sock = f"{self.tmp}/{tag}.sock"
@@ -697,6 +722,11 @@ class Bench:
         if "startup_ms" in R:
             out.append("- sluice run -- true (no daemon: it loads its own programs), median ms: "
                        + ", ".join(f"{n} CIDRs {v:.0f}" for n, v in R["startup_ms"].items()))
+        if "startup_handoff" in R:
+            h = R["startup_handoff"]
+            out.append(f"- sluice run -- true handed to a daemon (10 CIDRs, {h['from_spare']} of "
+                       f"{h['runs']} from a spare), median ms: {h['handed_ms']:.0f}, against "
+                       f"{h['standalone_ms']:.0f} standalone ({h['ratio']:.0f}x faster)")
         if "attach" in R:
             sp_, fr = R["attach"]["spare"], R["attach"]["fresh"]
             out.append(f"- attach through the daemon (10 CIDRs, request to reply), median ms: "
@@ -731,6 +761,7 @@ class Bench:
             return self.pipelines_only()
         if a.startup_only:
             self.results["startup_ms"] = {10: self.startup(10, a.starts)}
+            self.results["startup_handoff"] = self.startup_handoff(a.starts)
             self.results["attach"] = self.attaches(a.starts)
             return self.write_results()
         self.table()
@@ -760,6 +791,7 @@ class Bench:
             self.results["pipeline"] = self.pipeline(a.flood, 0, a.flood_ringbuf_kib)
             self.results["startup_ms"] = {n: self.startup(n, a.starts)
                                           for n in (min(a.sizes), max(a.sizes))}
+            self.results["startup_handoff"] = self.startup_handoff(a.starts)
             self.results["attach"] = self.attaches(a.starts)
             rep = self.replace(a.replace_cidrs)
             rep["cidrs"] = a.replace_cidrs

@@ -394,3 +394,107 @@ void control_reply_error(const char *reply, char *buf, size_t len)
 		util_copy(buf, len, reply);
 	free(o);
 }
+
+/* One sendmsg of the whole line, the descriptor attached to its first byte; the rest written. */
+static int send_line_fd(int fd, const char *line, size_t len, int send_fd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct iovec iov = { .iov_base = (void *)line, .iov_len = len };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *cm;
+	ssize_t n;
+
+	if (send_fd < 0)
+		return write_all(fd, line, len);
+	msg.msg_control = cbuf;
+	msg.msg_controllen = sizeof(cbuf);
+	cm = CMSG_FIRSTHDR(&msg);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &send_fd, sizeof(int));
+	do {
+		n = sendmsg(fd, &msg, MSG_NOSIGNAL);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	return write_all(fd, line + n, len - (size_t)n);
+}
+
+/* The reply's first byte, with the descriptor that came with it (or -1). */
+static int recv_first_fd(int fd, char *c, int *recv_fd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct iovec iov = { .iov_base = c, .iov_len = 1 };
+	struct msghdr msg = {
+		.msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = cbuf,
+		.msg_controllen = sizeof(cbuf),
+	};
+	struct cmsghdr *cm;
+	ssize_t n;
+
+	*recv_fd = -1;
+	do {
+		n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	if (n == 0)
+		return -ECONNRESET;
+	for (cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm))
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+		    cm->cmsg_len == CMSG_LEN(sizeof(int)) && *recv_fd < 0)
+			memcpy(recv_fd, CMSG_DATA(cm), sizeof(int));
+	return 0;
+}
+
+int control_call_fd(int fd, const char *request, int send_fd, char *reply, size_t reply_len,
+		    int *recv_fd)
+{
+	size_t len = strlen(request);
+	char *line;
+	ssize_t n;
+	int err, got = -1;
+
+	if (recv_fd)
+		*recv_fd = -1;
+	if (len + 1 > CONTROL_LINE_MAX || reply_len < 2)
+		return -EMSGSIZE;
+	line = malloc(len + 1);
+	if (!line)
+		return -ENOMEM;
+	memcpy(line, request, len);
+	line[len] = '\n';
+	err = send_line_fd(fd, line, len + 1, send_fd);
+	free(line);
+	if (err)
+		return err;
+	err = recv_first_fd(fd, reply, &got);
+	if (err)
+		return err;
+	if (reply[0] == '\n') {
+		reply[0] = '\0';
+		n = 0;
+	} else {
+		n = control_read_line(fd, reply + 1, reply_len - 1);
+		if (n < 0) {
+			if (got >= 0)
+				close(got);
+			return (int)n;
+		}
+	}
+	if (recv_fd)
+		*recv_fd = got;
+	else if (got >= 0)
+		close(got);
+	if (strstr(reply, "\"ok\":true") != reply + 1) {
+		if (recv_fd && *recv_fd >= 0)
+			close(*recv_fd);
+		if (recv_fd)
+			*recv_fd = -1;
+		return -EPROTO;
+	}
+	return 0;
+}

@@ -39,6 +39,14 @@ int control_connect(const char *path);
 int control_call(int fd, const char *request, char *reply, size_t reply_len);
 
 /*
+ * control_call passing descriptors (SCM_RIGHTS): send_fd (>= 0) goes with the request; a
+ * descriptor the reply carries is put in *recv_fd (close-on-exec; -1 when none, or when the reply
+ * is not "ok"). A handed run (handoff.c): its cgroup comes back, its seccomp listener goes.
+ */
+int control_call_fd(int fd, const char *request, int send_fd, char *reply, size_t reply_len,
+		    int *recv_fd);
+
+/*
  * Read one line (without "\n") from fd into buf, NUL-terminated. Returns its length, 0 at the
  * end of the stream, -EMSGSIZE for a line longer than len - 1 (the rest of it is skipped), or
  * -errno.

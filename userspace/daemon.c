@@ -31,6 +31,9 @@
 
 #include "control.h"
 #include "daemon.h"
+#include "handoff.h"
+#include "sandbox_seccomp.h"
+#include "cgroup.h"
 #include "metrics.h"
 #include "version.h"
 #include "journal.h"
@@ -74,6 +77,8 @@ struct client {
 	struct drun *only; /* a viewer of one run; NULL: every run */
 	int64_t since_ms;
 	char who[128]; /* "pid N (comm), loginuid U", read at accept, for the log of a switch */
+	struct drun *owns; /* a run handed over by sluice run (op "run"): it ends when this closes */
+	int passed_fd;	   /* the descriptor the last request carried (SCM_RIGHTS), or -1 */
 	size_t len;
 	char buf[CONTROL_LINE_MAX];
 };
@@ -83,6 +88,9 @@ struct drun {
 	struct run r;
 	struct daemon *d;
 	char *cgroup, *policy, *task, *mode, *netns, *upstream, *source;
+	/* a run handed over by sluice run: its own key, alerts file, user, and command line */
+	char *key, *alerts, *cgroup_parent, *user;
+	char **argv, *argv_buf;
 	char state_path[PATH_MAX];
 	int64_t attached_ms; /* the time the attach took */
 };
@@ -126,7 +134,8 @@ static void usage(FILE *out)
 		"\n"
 		"One process per host that attaches policies to cgroups other software made (a\n"
 		"container's, a unit's, a CI job's) on request, and writes each run's signed log.\n"
-		"Clients: sluice attach, detach, status, set-mode, replace-policy, events, oci-hook.\n"
+		"Clients: sluice attach, detach, status, set-mode, replace-policy, events, oci-hook,\n"
+		"and sluice run, which hands its run over (set up from a spare, logged here).\n"
 		"It stays in the foreground; stopping it leaves every run enforced, and the next daemon\n"
 		"takes them over.\n"
 		"An attach also judges the connections the cgroup's processes already hold (TCP,\n"
@@ -205,6 +214,12 @@ static void drun_free(struct drun *dr)
 	free(dr->netns);
 	free(dr->upstream);
 	free(dr->source);
+	free(dr->key);
+	free(dr->alerts);
+	free(dr->cgroup_parent);
+	free(dr->user);
+	free(dr->argv);
+	free(dr->argv_buf);
 	free(dr);
 }
 
@@ -253,11 +268,14 @@ static void remove_run(struct daemon *d, struct drun *dr)
 	size_t i;
 
 	pthread_mutex_lock(&d->tap_lock);
-	for (i = 0; i < d->n_clients; i++)
+	for (i = 0; i < d->n_clients; i++) {
 		if (d->clients[i]->only == dr) {
 			d->clients[i]->only = NULL;
 			d->clients[i]->dead = true;
 		}
+		if (d->clients[i]->owns == dr)
+			d->clients[i]->owns = NULL;
+	}
 	for (i = 0; i < d->n_runs; i++)
 		if (d->runs[i] == dr) {
 			d->runs[i] = d->runs[--d->n_runs];
@@ -267,18 +285,33 @@ static void remove_run(struct daemon *d, struct drun *dr)
 	drun_free(dr);
 }
 
-/* The run is over (detached, or its cgroup is gone): its log is sealed, its state forgotten. */
-static void end_run(struct daemon *d, struct drun *dr, const char *why)
+/*
+ * The run is over (detached, its cgroup gone, its sluice run's command ended or its client gone):
+ * its log is sealed, its state forgotten. A handed run's processes are killed first, as sluice
+ * run's are; rep (or NULL) gets whether the log is complete and the cgroup emptied.
+ */
+static void end_run_status(struct daemon *d, struct drun *dr, bool has_status, int status,
+			   const char *why, struct control_msg *rep)
 {
 	int err;
 
-	run_finish(&dr->r, false, 0, why);
+	run_finish(&dr->r, has_status, status, why);
+	if (rep) {
+		control_msg_bool(rep, "log_incomplete", records_log_incomplete(&dr->r.rec));
+		control_msg_bool(rep, "still_running", dr->r.still_running);
+		control_msg_str(rep, "log", dr->r.log_path);
+	}
 	err = run_close(&dr->r);
 	fprintf(stderr, "sluice daemon: run %s ended (%s)%s; log %s\n", dr->r.run_id, why,
 		err ? ", not cleaned up completely" : "", dr->r.log_path);
 	if (!dr->r.still_running && unlink(dr->state_path) && errno != ENOENT)
 		fprintf(stderr, "sluice daemon: remove %s: %s\n", dr->state_path, strerror(errno));
 	remove_run(d, dr);
+}
+
+static void end_run(struct daemon *d, struct drun *dr, const char *why)
+{
+	end_run_status(d, dr, false, 0, why, NULL);
 }
 
 static int add_run(struct daemon *d, struct drun *dr)
@@ -536,6 +569,318 @@ static int op_attach(struct daemon *d, const struct control_obj *o, struct contr
 	return 0;
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* Runs handed over by sluice run (handoff.h) */
+
+struct member_kind {
+	const char *key;
+	enum control_kind kind;
+};
+
+/* Every member a known key of the right kind; anything else refused, by name. */
+static int check_typed(const struct control_obj *o, const struct member_kind *allowed,
+		       char *err, size_t err_len)
+{
+	size_t i, j;
+
+	for (i = 0; i < o->n; i++) {
+		for (j = 0; allowed[j].key; j++)
+			if (!strcmp(o->m[i].key, allowed[j].key))
+				break;
+		if (!allowed[j].key)
+			return util_fmt(err, err_len, "unknown member \"%s\"", o->m[i].key), -EINVAL;
+		if (o->m[i].kind != allowed[j].kind)
+			return util_fmt(err, err_len, "member \"%s\" must be %s", o->m[i].key,
+					allowed[j].kind == CONTROL_STR ? "a string" :
+					allowed[j].kind == CONTROL_INT ? "an integer" : "true or false"),
+			       -EINVAL;
+	}
+	return 0;
+}
+
+/* An integer member in [min, max]; def when absent. */
+static int int_member(const struct control_obj *o, const char *key, int64_t min, int64_t max,
+		      int64_t def, int64_t *out, char *err, size_t err_len)
+{
+	const struct control_member *m = control_get(o, key);
+
+	*out = m ? m->i : def;
+	if (*out < min || *out > max)
+		return util_fmt(err, err_len, "%s: expected %" PRId64 " to %" PRId64, key, min, max),
+		       -EINVAL;
+	return 0;
+}
+
+/*
+ * run {run_id, policy, log, key, argv, uid, gid, …}: sluice run's options. The daemon sets the run
+ * up as sluice run would (its own cgroup under cgroup_parent, a spare's programs where the
+ * policy fits one, the log at the path sluice run chose, signed with the key it names), writes
+ * run_start, and replies with the cgroup's descriptor: the command starts in it by clone3.
+ * This client owns the run from now on.
+ */
+static int op_run(struct daemon *d, struct client *c, const struct control_obj *o,
+		  struct control_msg *rep, int *reply_fd, char *err, size_t err_len)
+{
+	static const struct member_kind allowed[] = {
+		{ "op", CONTROL_STR }, { "run_id", CONTROL_STR }, { "policy", CONTROL_STR },
+		{ "log", CONTROL_STR }, { "key", CONTROL_STR }, { "cgroup_parent", CONTROL_STR },
+		{ "argv", CONTROL_STR }, { "uid", CONTROL_INT }, { "gid", CONTROL_INT },
+		{ "user", CONTROL_STR }, { "allow_root", CONTROL_BOOL }, { "task", CONTROL_STR },
+		{ "mode", CONTROL_STR }, { "netns", CONTROL_STR }, { "upstream", CONTROL_STR },
+		{ "alerts", CONTROL_STR }, { "dns_ttl", CONTROL_BOOL },
+		{ "strict_evidence", CONTROL_BOOL }, { "ringbuf_kib", CONTROL_INT },
+		{ "checkpoint_lines", CONTROL_INT }, { "checkpoint_secs", CONTROL_INT },
+		{ "rotate_kib", CONTROL_INT }, {},
+	};
+	const char *run_id, *policy, *log, *key, *parent, *argv, *mode, *netns, *alerts, *task;
+	char pins[PATH_MAX], mnt[PATH_MAX], cg[PATH_MAX], digest[65];
+	int64_t uid, gid, rb, cl, cs, rk;
+	struct drun *dr;
+	int64_t t0 = now_ms();
+	bool oom = false;
+	size_t i;
+	int ret;
+
+	if (c->owns)
+		return util_fmt(err, err_len, "this connection has run %s already",
+				c->owns->r.run_id), -EBUSY;
+	ret = check_typed(o, allowed, err, err_len);
+	if (ret)
+		return ret;
+	if (!(run_id = need(o, "run_id", err, err_len)) ||
+	    !(policy = need(o, "policy", err, err_len)) || !(log = need(o, "log", err, err_len)) ||
+	    !(key = need(o, "key", err, err_len)) || !(argv = need(o, "argv", err, err_len)))
+		return -EINVAL;
+	parent = control_str(o, "cgroup_parent", NULL);
+	if (!parent)
+		parent = "sluice";
+	mode = control_str(o, "mode", NULL);
+	netns = control_str(o, "netns", NULL);
+	alerts = control_str(o, "alerts", NULL);
+	task = control_str(o, "task", NULL);
+	if (policy[0] != '/' || log[0] != '/' || key[0] != '/' || (netns && netns[0] != '/') ||
+	    (alerts && alerts[0] != '/'))
+		return util_fmt(err, err_len, "policy, log, key, netns and alerts must be absolute "
+					      "paths"), -EINVAL;
+	if (run_check_id(run_id))
+		return util_fmt(err, err_len, "run_id: expected 1-%d characters of [A-Za-z0-9_-] "
+					      "not starting with '-'", RUN_ID_MAX), -EINVAL;
+	if (run_check_component(parent))
+		return util_fmt(err, err_len, "cgroup_parent: expected one path component of "
+					      "[A-Za-z0-9._-]"), -EINVAL;
+	if (mode && strcmp(mode, "report") && strcmp(mode, "enforce"))
+		return util_fmt(err, err_len, "mode: expected \"report\" or \"enforce\""), -EINVAL;
+	if (task && strlen(task) > RECORDS_TASK_MAX)
+		return util_fmt(err, err_len, "task: longer than %d bytes", RECORDS_TASK_MAX),
+		       -EINVAL;
+	if (int_member(o, "uid", 0, UINT32_MAX - 1, -1, &uid, err, err_len) ||
+	    int_member(o, "gid", 0, UINT32_MAX - 1, -1, &gid, err, err_len) ||
+	    int_member(o, "ringbuf_kib", 4, 1 << 20, RUN_RINGBUF_KIB, &rb, err, err_len) ||
+	    int_member(o, "checkpoint_lines", 1, 1LL << 32, 1000, &cl, err, err_len) ||
+	    int_member(o, "checkpoint_secs", 1, 86400, 10, &cs, err, err_len) ||
+	    int_member(o, "rotate_kib", 0, INT64_MAX / 1024, 0, &rk, err, err_len))
+		return -EINVAL;
+	if (rb & (rb - 1))
+		return util_fmt(err, err_len, "ringbuf_kib: expected a power of two"), -EINVAL;
+	ret = check_file(policy, true, "policy", err, err_len);
+	if (!ret && netns)
+		ret = check_file(netns, false, "netns", err, err_len);
+	if (ret)
+		return ret;
+	if (find_run(d, run_id))
+		return util_fmt(err, err_len, "run %s exists already (in %s)", run_id,
+				find_run(d, run_id)->r.cg.path), -EEXIST;
+	ret = cgroup_v2_mount(mnt, sizeof(mnt));
+	if (!ret && util_fmt(cg, sizeof(cg), "%s/%s/%s", mnt, parent, run_id))
+		ret = -ENAMETOOLONG;
+	if (ret)
+		return util_fmt(err, err_len, "the cgroup v2 mount: %s", strerror(-ret)), ret;
+	/* an attached run's cgroup holding the new one: two policies would judge one process */
+	for (i = 0; i < d->n_runs; i++)
+		if (cgroups_overlap(d->runs[i]->r.cg.path, cg))
+			return util_fmt(err, err_len, "cgroup %s overlaps run %s's %s: one policy "
+						      "per process", cg, d->runs[i]->r.run_id,
+					d->runs[i]->r.cg.path), -EEXIST;
+	if (d->n_runs == DAEMON_RUNS_MAX)
+		return util_fmt(err, err_len, "%d runs are attached: no room for more",
+				DAEMON_RUNS_MAX), -ENOSPC;
+	if (util_fmt(pins, sizeof(pins), "%s/sluice/%s", LOADER_BPFFS, run_id) ||
+	    !access(pins, F_OK))
+		return util_fmt(err, err_len, "run id %s is pinned already (%s)", run_id, pins),
+		       -EEXIST;
+
+	dr = calloc(1, sizeof(*dr));
+	if (!dr)
+		return util_fmt(err, err_len, "out of memory"), -ENOMEM;
+	dr->d = d;
+	run_init(&dr->r, "sluice daemon");
+	if (handoff_argv_decode(argv, &dr->argv, &dr->r.args.n_cmd, &dr->argv_buf)) {
+		drun_free(dr);
+		return util_fmt(err, err_len, "argv: expected LEN:BYTES…, one or more"), -EINVAL;
+	}
+	dr->policy = dup_opt(policy, &oom);
+	dr->task = dup_opt(task, &oom);
+	dr->mode = dup_opt(mode, &oom);
+	dr->netns = dup_opt(netns, &oom);
+	dr->upstream = dup_opt(control_str(o, "upstream", NULL), &oom);
+	dr->key = dup_opt(key, &oom);
+	dr->alerts = dup_opt(alerts, &oom);
+	dr->cgroup_parent = dup_opt(parent, &oom);
+	dr->user = dup_opt(control_str(o, "user", NULL), &oom);
+	if (oom) {
+		drun_free(dr);
+		return util_fmt(err, err_len, "out of memory"), -ENOMEM;
+	}
+	dr->r.args.cmd = dr->argv;
+	dr->r.args.cgroup_parent = dr->cgroup_parent;
+	dr->r.args.policy_path = dr->policy;
+	dr->r.args.run_id = run_id;
+	dr->r.args.task = dr->task;
+	dr->r.args.mode = dr->mode;
+	dr->r.args.netns = dr->netns;
+	dr->r.args.upstream = dr->upstream;
+	dr->r.args.key_path = dr->key;
+	dr->r.args.alerts = dr->alerts;
+	dr->r.args.user = dr->user;
+	dr->r.args.allow_root = control_bool(o, "allow_root") == 1;
+	dr->r.args.dns_ttl = control_bool(o, "dns_ttl") == 1;
+	dr->r.args.strict_evidence = control_bool(o, "strict_evidence") == 1;
+	dr->r.args.ringbuf_kib = (unsigned long)rb;
+	dr->r.args.checkpoint_lines = (unsigned long)cl;
+	dr->r.args.checkpoint_secs = (unsigned long)cs;
+	dr->r.args.rotate_kib = (unsigned long)rk;
+	dr->r.args.verbose = d->verbose;
+	dr->r.uid = (uid_t)uid;
+	dr->r.gid = (gid_t)gid;
+	dr->r.on_line = tap_line;
+	dr->r.line_ctx = dr;
+	dr->r.pool = d->pool;
+	util_copy(dr->r.run_id, sizeof(dr->r.run_id), run_id);
+	if (util_copy(dr->r.log_path, sizeof(dr->r.log_path), log) ||
+	    state_path(d, run_id, dr->state_path, sizeof(dr->state_path))) {
+		drun_free(dr);
+		return util_fmt(err, err_len, "log or state path too long"), -ENAMETOOLONG;
+	}
+	ret = write_state(dr, true);
+	if (ret) {
+		util_fmt(err, err_len, "write %s: %s", dr->state_path, strerror(-ret));
+		drun_free(dr);
+		return ret;
+	}
+	ret = run_setup(&dr->r, err, err_len);
+	if (!ret) {
+		run_write_start(&dr->r);
+		ret = write_state(dr, false);
+		if (ret)
+			util_fmt(err, err_len, "write %s: %s", dr->state_path, strerror(-ret));
+	}
+	if (ret) {
+		if (dr->r.started)
+			run_finish(&dr->r, false, 0, "setup failed");
+		if (!run_close(&dr->r))
+			unlink(dr->state_path);
+		drun_free(dr);
+		return ret;
+	}
+	add_run(d, dr);
+	c->owns = dr;
+	dr->r.rec.drain_max = DAEMON_DRAIN_MAX;
+	dr->attached_ms = now_ms() - t0;
+	fprintf(stderr, "sluice daemon: run %s handed over by %s: %s (%s, %" PRId64 " ms, %s%s); "
+			"log %s\n", dr->r.run_id, c->who, dr->r.cg.path,
+		dr->r.policy->mode == SL_MODE_REPORT ? "report" : "enforce", dr->attached_ms,
+		dr->r.from_spare ? "a spare" : "loaded: ", dr->r.from_spare ? "" : dr->r.spare_why,
+		dr->r.log_path);
+	util_hex(dr->r.policy->sha256, sizeof(dr->r.policy->sha256), digest, sizeof(digest));
+	control_msg_str(rep, "run_id", dr->r.run_id);
+	control_msg_str(rep, "cgroup", dr->r.cg.path);
+	control_msg_str(rep, "log", dr->r.log_path);
+	control_msg_str(rep, "policy_sha256", digest);
+	control_msg_bool(rep, "seccomp", dr->r.seccomp != NULL);
+	control_msg_u64(rep, "setup_ms", (uint64_t)dr->attached_ms);
+	control_msg_bool(rep, "spare", dr->r.from_spare);
+	*reply_fd = dr->r.cg.fd;
+	return 0;
+}
+
+/* The run this client owns, by the request's run_id. */
+static struct drun *owned_run(struct client *c, const struct control_obj *o, char *err,
+			      size_t err_len)
+{
+	const char *id = control_str(o, "run_id", NULL);
+
+	if (!c->owns || !id || strcmp(id, c->owns->r.run_id)) {
+		util_fmt(err, err_len, "run %s is not this connection's (it ended, or another "
+				       "client started it)", id ? id : "?");
+		return NULL;
+	}
+	return c->owns;
+}
+
+/* run_started {run_id, pid} + the command's seccomp listener: answered and logged from now on. */
+static int op_run_started(struct client *c, const struct control_obj *o, char *err,
+			  size_t err_len)
+{
+	static const struct member_kind allowed[] = {
+		{ "op", CONTROL_STR }, { "run_id", CONTROL_STR }, { "pid", CONTROL_INT }, {},
+	};
+	struct drun *dr;
+	int ret = check_typed(o, allowed, err, err_len), fd = c->passed_fd;
+
+	c->passed_fd = -1;
+	if (!ret && !(dr = owned_run(c, o, err, err_len)))
+		ret = -ENOENT;
+	if (!ret && !dr->r.seccomp && fd >= 0) {
+		util_fmt(err, err_len, "run %s has no seccomp filter to answer for", dr->r.run_id);
+		ret = -EINVAL;
+	}
+	if (!ret && dr->r.seccomp && fd < 0) {
+		util_fmt(err, err_len, "run_started needs the seccomp listener (SCM_RIGHTS)");
+		ret = -EINVAL;
+	}
+	if (!ret && dr->r.seccomp) {
+		ret = sandbox_seccomp_give(dr->r.seccomp, fd);
+		if (ret)
+			util_fmt(err, err_len, "run %s has its listener already", dr->r.run_id);
+		else
+			fd = -1;
+	}
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
+/* run_end {run_id, status, why}: the command ended; the run ends as sluice run ends it. */
+static int op_run_end(struct daemon *d, struct client *c, const struct control_obj *o,
+		      struct control_msg *rep, char *err, size_t err_len)
+{
+	static const struct member_kind allowed[] = {
+		{ "op", CONTROL_STR }, { "run_id", CONTROL_STR }, { "status", CONTROL_INT },
+		{ "why", CONTROL_STR }, {},
+	};
+	const char *why = control_str(o, "why", NULL);
+	char why_copy[64];
+	struct drun *dr;
+	int64_t status;
+	int ret = check_typed(o, allowed, err, err_len);
+
+	if (ret)
+		return ret;
+	if (int_member(o, "status", 0, 255, -1, &status, err, err_len))
+		return -EINVAL;
+	if (!(dr = owned_run(c, o, err, err_len)))
+		return -ENOENT;
+	/* the run's end line names it: one of sluice run's own reasons, never free text */
+	if (!why || (strcmp(why, "command exited") && strcmp(why, "signal") &&
+		     strcmp(why, "command not started") && strcmp(why, "command lost") &&
+		     strcmp(why, "sluice error")))
+		return util_fmt(err, err_len, "why: expected one of sluice run's reasons"), -EINVAL;
+	util_copy(why_copy, sizeof(why_copy), why);
+	control_msg_str(rep, "run_id", dr->r.run_id);
+	end_run_status(d, dr, true, (int)status, why_copy, rep);
+	return 0;
+}
+
 static struct drun *need_run(struct daemon *d, const struct control_obj *o, char *err,
 			     size_t err_len)
 {
@@ -673,18 +1018,40 @@ static int send_status_lines(struct daemon *d, struct client *c)
 /* ------------------------------------------------------------------------------------------ */
 /* Clients */
 
-static void send_reply(struct client *c, struct control_msg *rep)
+/* The reply line; fd (>= 0) goes with it (SCM_RIGHTS): a handed run's cgroup. */
+static void send_reply_fd(struct client *c, struct control_msg *rep, int fd)
 {
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct iovec iov;
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *cm;
+
 	if (control_msg_end(rep)) {
 		control_msg_begin(rep);
 		control_msg_bool(rep, "ok", false);
 		control_msg_str(rep, "error", "reply too long");
 		control_msg_end(rep);
+		fd = -1;
 	}
 	rep->buf[rep->len++] = '\n';
+	iov = (struct iovec){ .iov_base = rep->buf, .iov_len = rep->len };
+	if (fd >= 0) {
+		msg.msg_control = cbuf;
+		msg.msg_controllen = sizeof(cbuf);
+		cm = CMSG_FIRSTHDR(&msg);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	}
 	/* replies are small and clients read them: a client that does not is dropped */
-	if (send(c->fd, rep->buf, rep->len, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)rep->len)
+	if (sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)rep->len)
 		c->dead = true;
+}
+
+static void send_reply(struct client *c, struct control_msg *rep)
+{
+	send_reply_fd(c, rep, -1);
 }
 
 static void reply_error(struct client *c, struct control_msg *rep, const char *why)
@@ -702,7 +1069,7 @@ static void handle_request(struct daemon *d, struct client *c, const char *line,
 	char err[1024] = "", why[256];
 	const char *op;
 	bool status = false;
-	int ret;
+	int ret, reply_fd = -1;
 
 	if (!o || !rep) {
 		c->dead = true;
@@ -732,6 +1099,12 @@ static void handle_request(struct daemon *d, struct client *c, const char *line,
 		ret = op_attach(d, o, rep, err, sizeof(err));
 	} else if (!strcmp(op, "detach")) {
 		ret = op_detach(d, o, rep, err, sizeof(err));
+	} else if (!strcmp(op, "run")) {
+		ret = op_run(d, c, o, rep, &reply_fd, err, sizeof(err));
+	} else if (!strcmp(op, "run_started")) {
+		ret = op_run_started(c, o, err, sizeof(err));
+	} else if (!strcmp(op, "run_end")) {
+		ret = op_run_end(d, c, o, rep, err, sizeof(err));
 	} else if (!strcmp(op, "set_mode") || !strcmp(op, "replace_policy")) {
 		ret = op_switch(d, o, !strcmp(op, "replace_policy"), c->who, rep, err,
 				sizeof(err));
@@ -771,7 +1144,7 @@ static void handle_request(struct daemon *d, struct client *c, const char *line,
 		reply_error(c, rep, err[0] ? err : strerror(-ret));
 		goto out;
 	}
-	send_reply(c, rep);
+	send_reply_fd(c, rep, reply_fd);
 	if (status && send_status_lines(d, c))
 		c->dead = true;
 out:
@@ -785,7 +1158,32 @@ static void client_read(struct daemon *d, struct client *c)
 	char *nl;
 	ssize_t n;
 
-	n = read(c->fd, c->buf + c->len, sizeof(c->buf) - c->len);
+	{
+		/* a handed run's seccomp listener comes with its run_started request */
+		char cbuf[CMSG_SPACE(sizeof(int))];
+		struct iovec iov = { .iov_base = c->buf + c->len, .iov_len = sizeof(c->buf) - c->len };
+		struct msghdr msg = {
+			.msg_iov = &iov,
+			.msg_iovlen = 1,
+			.msg_control = cbuf,
+			.msg_controllen = sizeof(cbuf),
+		};
+		struct cmsghdr *cm;
+
+		n = recvmsg(c->fd, &msg, MSG_CMSG_CLOEXEC);
+		for (cm = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL; cm; cm = CMSG_NXTHDR(&msg, cm)) {
+			int fd;
+
+			if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS ||
+			    cm->cmsg_len != CMSG_LEN(sizeof(int)))
+				continue;
+			memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+			/* one at a time: an unclaimed one is replaced */
+			if (c->passed_fd >= 0)
+				close(c->passed_fd);
+			c->passed_fd = fd;
+		}
+	}
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (n <= 0) {
@@ -884,6 +1282,8 @@ static void client_accept(struct daemon *d)
 	c->stream = false;
 	c->dead = false;
 	c->only = NULL;
+	c->owns = NULL;
+	c->passed_fd = -1;
 	c->len = 0;
 	c->since_ms = now_ms();
 	pthread_mutex_lock(&d->tap_lock);
@@ -896,6 +1296,22 @@ static void clients_reap(struct daemon *d)
 	int64_t now = now_ms();
 	size_t i;
 
+	/*
+	 * A handed run whose sluice run is gone (killed, crashed) before telling how its command
+	 * ended: nobody supervises the command any more, so the run ends as a signal would end it,
+	 * its processes killed, its log sealed.
+	 */
+	for (i = 0; i < d->n_clients; i++) {
+		struct client *c = d->clients[i];
+
+		if (c->dead && c->owns) {
+			struct drun *dr = c->owns;
+
+			fprintf(stderr, "sluice daemon: run %s: its sluice run (%s) is gone: ending "
+					"it\n", dr->r.run_id, c->who);
+			end_run(d, dr, "client gone");
+		}
+	}
 	pthread_mutex_lock(&d->tap_lock);
 	for (i = 0; i < d->n_clients;) {
 		struct client *c = d->clients[i];
@@ -905,13 +1321,15 @@ static void clients_reap(struct daemon *d)
 		 * went quiet, or keeps its connection after its reply): not worth one of the slots
 		 * an oci-hook may need
 		 */
-		if (!c->stream && !c->dead && now - c->since_ms > DAEMON_CLIENT_IDLE_MS)
+		if (!c->stream && !c->dead && !c->owns && now - c->since_ms > DAEMON_CLIENT_IDLE_MS)
 			c->dead = true;
 		if (!c->dead) {
 			i++;
 			continue;
 		}
 		close(c->fd);
+		if (c->passed_fd >= 0)
+			close(c->passed_fd);
 		free(c);
 		d->clients[i] = d->clients[--d->n_clients];
 	}

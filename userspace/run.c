@@ -32,6 +32,7 @@
 #include "cgroup.h"
 #include "confine.h"
 #include "events.h"
+#include "handoff.h"
 #include "journal.h"
 #include "loader.h"
 #include "note.h"
@@ -55,7 +56,7 @@
 #define RUN_CHECKPOINT_SECS 10
 
 /* A cgroup's name below the v2 hierarchy (--cgroup-parent): a safe path component. */
-static int check_component(const char *name)
+int run_check_component(const char *name)
 {
 	size_t i, n = strlen(name);
 
@@ -74,7 +75,7 @@ static int check_component(const char *name)
  */
 int run_check_id(const char *id)
 {
-	return check_component(id) || strchr(id, '.') ? -EINVAL : 0;
+	return run_check_component(id) || strchr(id, '.') ? -EINVAL : 0;
 }
 
 /*
@@ -92,7 +93,8 @@ static int make_run_id(char *buf, size_t len)
 
 
 enum { OPT_KEY = 256, OPT_CHECKPOINT_LINES, OPT_CHECKPOINT_SECS, OPT_CHECKPOINT_FD,
-       OPT_LOG_ROTATE_KIB, OPT_STRICT_EVIDENCE, OPT_ALLOW_ROOT };
+       OPT_LOG_ROTATE_KIB, OPT_STRICT_EVIDENCE, OPT_ALLOW_ROOT, OPT_STANDALONE,
+       OPT_SOCKET };
 
 /* records.kill_socket: a flow the packet layer denied fails at once, in the run's namespace. */
 static int kill_socket(void *ctx, uint64_t cookie, uint32_t tgid)
@@ -240,7 +242,8 @@ static void usage(FILE *out)
 		"                  [--user USER[:GROUP] | --allow-root] [--alerts FILE]\n"
 		"                  [--key FILE] [--checkpoint-lines N] [--checkpoint-secs T]\n"
 		"                  [--checkpoint-fd FD] [--log-rotate-kib N] [--strict-evidence]\n"
-		"                  [--cgroup-parent NAME] [--ringbuf-kib N] [-v] -- CMD [ARG…]\n"
+		"                  [--cgroup-parent NAME] [--ringbuf-kib N] [-v]\n"
+		"                  [--standalone | --socket PATH] -- CMD [ARG…]\n"
 		"\n"
 		"Runs CMD in a new cgroup whose connect() and sendmsg() calls are judged in the kernel\n"
 		"against the policy. Denials fail at once and are printed on stderr; every decision is\n"
@@ -260,6 +263,15 @@ static void usage(FILE *out)
 		"                   Default: root confined: few capabilities, no_new_privs, its own\n"
 		"                   PID, mount and cgroup namespaces, no bpffs, read-only /sys\n"
 		"  --alerts FILE    also append the policy's alert_on alerts to FILE (JSON lines)\n"
+		"\n"
+		"When a sluice daemon answers at its socket, the run is handed to it: the daemon\n"
+		"attaches programs it verified in advance (milliseconds instead of seconds), writes\n"
+		"the log, and ends the run (killing what is left) when CMD ends or sluice run dies;\n"
+		"sluice run still starts and confines CMD itself. --checkpoint-fd, -v and the\n"
+		"selftests' SLUICE_SELFTEST_* variables run standalone.\n"
+		"  --socket PATH    the daemon's socket (default: $SLUICE_SOCKET, else\n"
+		"                   /run/sluice/sluice.sock)\n"
+		"  --standalone     never hand the run to a daemon: load the programs here\n"
 		"\n"
 		"The log is signed: a fresh key for the run, certified in the log's first line by the\n"
 		"host key, signs a checkpoint of it every N lines or T seconds, after any loss or\n"
@@ -294,6 +306,8 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		{ "checkpoint-secs", required_argument, NULL, OPT_CHECKPOINT_SECS },
 		{ "strict-evidence", no_argument, NULL, OPT_STRICT_EVIDENCE },
 		{ "allow-root", no_argument, NULL, OPT_ALLOW_ROOT },
+		{ "standalone", no_argument, NULL, OPT_STANDALONE },
+		{ "socket", required_argument, NULL, OPT_SOCKET },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -345,6 +359,12 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		case OPT_ALLOW_ROOT:
 			a->allow_root = true;
 			break;
+		case OPT_STANDALONE:
+			a->standalone = true;
+			break;
+		case OPT_SOCKET:
+			a->socket = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -360,7 +380,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		fprintf(stderr, "sluice run: --policy FILE is required\n");
 		return -EINVAL;
 	}
-	if (check_component(a->cgroup_parent)) {
+	if (run_check_component(a->cgroup_parent)) {
 		fprintf(stderr, "sluice run: --cgroup-parent: expected one path component of "
 				"[A-Za-z0-9._-], got \"%s\"\n", a->cgroup_parent);
 		return -EINVAL;
@@ -452,7 +472,7 @@ void run_write_start(struct run *r)
 		records_journal_error(&r->rec, err);
 }
 
-static int status_of(int wstatus)
+int run_status_of(int wstatus)
 {
 	if (WIFEXITED(wstatus))
 		return WEXITSTATUS(wstatus);
@@ -560,7 +580,7 @@ int run_supervise(struct run *r, pid_t child, int sig_fd, bool *has_status, cons
 		if (got == child) {
 			*why = "command exited";
 			*has_status = true;
-			return status_of(wstatus);
+			return run_status_of(wstatus);
 		}
 		if (got < 0 && errno != EINTR) {
 			*why = "command lost";
@@ -1000,7 +1020,7 @@ int run_setup(struct run *r, char *err, size_t err_len)
  * What the default root workload must not reach of its own run: the host key reads empty, the
  * log, its checkpoints and the alerts file are read-only mount points it cannot replace.
  */
-static int confine_run(const struct run *r, struct confine *c)
+int run_confine(const struct run *r, struct confine *c)
 {
 	char sidecar[PATH_MAX];
 	int err;
@@ -1068,6 +1088,14 @@ int run_main(int argc, char **argv)
 		fprintf(stderr, "sluice run: signalfd: %s\n", strerror(errno));
 		goto out;
 	}
+	/* a daemon's verified spares: the run in milliseconds, confined the same (handoff.c) */
+	if (!r.args.standalone) {
+		ret = handoff_run(&r, &so, &old, sig_fd);
+		if (ret != HANDOFF_STANDALONE) {
+			status = ret;
+			goto out;
+		}
+	}
 	ret = run_setup(&r, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "sluice run: %s\n", err);
@@ -1081,7 +1109,7 @@ int run_main(int argc, char **argv)
 	} else if (!r.args.user) {
 		/* read now: the mount table as it is with the run's bpffs in it */
 		conf = malloc(sizeof(*conf));
-		ret = conf ? confine_run(&r, conf) : -ENOMEM;
+		ret = conf ? run_confine(&r, conf) : -ENOMEM;
 		if (ret) {
 			fprintf(stderr, "sluice run: cannot confine %s (its mount table): %s\n",
 				r.args.cmd[0], strerror(-ret));

@@ -60,6 +60,8 @@ struct run_args {
 	bool allow_root; /* no --user: CMD as full root instead of a confined one */
 	unsigned long ringbuf_kib;
 	bool verbose;
+	bool standalone;     /* --standalone: never hand the run to a daemon (handoff.c) */
+	const char *socket;  /* --socket: the daemon's socket to hand the run to */
 	char **cmd;
 	int n_cmd;
 };
@@ -113,6 +115,19 @@ int run_main(int argc, char **argv);
 
 /* A run id names a cgroup and a bpffs directory: 1-64 of [A-Za-z0-9_-], not "-" first. */
 int run_check_id(const char *id);
+
+/* A cgroup's name below the v2 hierarchy (--cgroup-parent): one safe path component. */
+int run_check_component(const char *name);
+
+/* A waitpid status as sluice run exits with it: the exit code, 128+N for signal N. */
+int run_status_of(int wstatus);
+
+struct confine;
+/*
+ * The default root workload's mount table (confine.h): the host key hidden, the log, its
+ * checkpoints and the alerts file read-only.
+ */
+int run_confine(const struct run *r, struct confine *c);
 
 /* A run as the commands start it: nothing created yet, every descriptor -1. */
 void run_init(struct run *r, const char *cmd_name);

@@ -323,6 +323,29 @@ int sandbox_seccomp_fd(const struct sandbox_seccomp *s)
 	return s ? s->listener : -1;
 }
 
+int sandbox_seccomp_release(struct sandbox_seccomp *s)
+{
+	int fd = s ? s->listener : -1;
+
+	if (s)
+		s->listener = -1;
+	return fd;
+}
+
+int sandbox_seccomp_give(struct sandbox_seccomp *s, int listener)
+{
+	if (!s || s->listener >= 0)
+		return -EALREADY;
+	/* the child's way in is not needed: the listener came from another process */
+	if (s->sock[0] >= 0)
+		close(s->sock[0]);
+	if (s->sock[1] >= 0)
+		close(s->sock[1]);
+	s->sock[0] = s->sock[1] = -1;
+	s->listener = listener;
+	return 0;
+}
+
 static const struct abi *abi_of(const struct seccomp_data *d)
 {
 #ifndef SANDBOX_SECCOMP_UNSUPPORTED

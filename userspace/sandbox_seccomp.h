@@ -54,6 +54,15 @@ int sandbox_seccomp_take(struct sandbox_seccomp *s);
 int sandbox_seccomp_fd(const struct sandbox_seccomp *s);
 
 /*
+ * A run handed to the daemon (handoff.c): the client takes the listener out of its filter
+ * (release: the descriptor is the caller's, -1 if none) and sends it; the daemon gives it to the
+ * filter of the run it set up, which then answers and logs as if its own child had sent it.
+ * give: 0, or -EALREADY when s has a listener already.
+ */
+int sandbox_seccomp_release(struct sandbox_seccomp *s);
+int sandbox_seccomp_give(struct sandbox_seccomp *s, int listener);
+
+/*
  * Answer every refused call waiting now, then call fn with each, for the log. A hangup (no task
  * uses the filter any more) closes the listener. Returns how many were answered, or -errno.
  */

@@ -24,6 +24,8 @@ static void __attribute__((noreturn)) exec_child(const struct spawn_opts *o, cha
 {
 	int sig, err;
 
+	for (sig = 0; sig < o->n_close_fds; sig++)
+		close(o->close_fds[sig]);
 	for (sig = 1; sig < NSIG; sig++)
 		signal(sig, SIG_DFL);
 	sigprocmask(SIG_SETMASK, o->child_mask, NULL);

@@ -25,6 +25,13 @@ struct spawn_opts {
 	const sigset_t *child_mask; /* the signal mask sluice had before blocking its own */
 	struct sandbox_seccomp *seccomp; /* the socket-family filter to install last before exec
 					    (its listener is taken on success), or NULL */
+	/*
+	 * Descriptors of sluice's closed first thing in the child: the confined root's init never
+	 * execs, so close-on-exec alone would leave them open in it for the whole run (a handed
+	 * run's connection to the daemon, whose closing tells the daemon sluice run is gone).
+	 */
+	const int *close_fds;
+	int n_close_fds;
 };
 
 /*

@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# sluice run handed to a running daemon (userspace/handoff.c), the daemon on this test's own
+# socket, with one spare:
+# - A handed run (the daemon says so) enforces: the allowed test host is reached, the denied one
+#   refused at once and never reached; the command's exit status passes through; the denial is
+#   on sluice run's stderr; the log, written by the daemon where --log says, is well formed and
+#   verifies with sluice verify.
+# - The workload is confined as a standalone run's: no CAP_NET_RAW (nor CAP_SYS_ADMIN) in its
+#   sets, cgroupfs read-only, and an AF_PACKET socket refused by the seccomp filter, whose
+#   refusal the daemon answered and logged (the listener went to it).
+# - sluice run killed (SIGKILL) mid-run: the daemon ends the run at once: the command left in
+#   the cgroup is killed, the cgroup removed, nothing pinned, the log sealed ("client gone").
+# - No daemon at the socket: the run is standalone, and enforces. --standalone with the daemon
+#   up: standalone too (the daemon never hears of it).
+# - A policy too big for a spare: the daemon loads programs for it, and it enforces.
+# - The daemon stops mid-run: the run stays enforced (a denied host still refused), the next
+#   daemon ends its log when the cgroup empties, sluice run exits with the command's status.
+
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+require_root
+require_sluice
+topo_up
+
+NETNS=/run/netns/$SL_NS_RUN
+POLICY=$SL_TMP/allow-one.yaml
+cat >"$POLICY" <<'EOF'
+default: deny
+rules:
+  - name: test-host
+    cidrs: ["198.51.100.10/32"]
+    ports: [80]
+    protocols: [tcp]
+EOF
+
+sl_daemon_start --spares 1 || bail_out "the daemon did not start: $(cat "$SL_DAEMON_DIR/err")"
+sl_on_exit "sl_daemon_kill TERM"
+
+# spare_ready: the daemon has its spare loaded (verifying takes seconds on a loaded machine)
+spare_ready() {
+	python3 - "$SLUICE_SOCKET" <<'EOF'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(10)
+s.connect(sys.argv[1])
+s.sendall(b'{"op":"ping"}\n')
+sys.exit(0 if json.loads(s.makefile("rb").readline())["spares"] >= 1 else 1)
+EOF
+}
+wait_spare() { wait_until 120000 spare_ready || bail_out "no spare became ready"; }
+handed() { grep -q "run $1 handed over" "$SL_DAEMON_DIR/err"; }
+run_end_field() { log_field "$(grep '"type":"run_end"' "$1")" "$2"; }
+verifies() { "$SLUICE" verify "$1" --key "$SLUICE_PUB" --run-id "$2" >/dev/null; }
+
+# --- a handed run enforces; status, stderr and log as a standalone run's -------------------
+wait_spare
+log=$SL_TMP/handed.jsonl
+sluice_run "$POLICY" "$log" --netns "$NETNS" -- sh -c \
+	"$SL_PROBE tcp 198.51.100.10 80; $SL_PROBE tcp 198.51.100.20 80; exit 7"
+tap_check "handed: the daemon took the run" handed "$SL_RUN_ID"
+tap_check "handed: the daemon took it from its spare" \
+	grep -q "run $SL_RUN_ID handed over.*a spare" "$SL_DAEMON_DIR/err"
+assert_rc "handed: the command's exit status passes through" 7
+tap_is "handed: allowed host reached, denied host refused at once" \
+	"$(sed -n '1s/^\(ok\).*/\1/p;2s/^\(err EPERM\).*/\1/p' "$SL_OUT" | paste -sd,)" "ok,err EPERM"
+assert_sink_saw "handed: the allowed test host received it" "tcp 198.51.100.10 80" 1
+assert_sink_none "handed: nothing reached the denied test host" "tcp-accept 198.51.100.20 80"
+assert_log "handed: the log has the deny line" "$log" 1 type=decision decision=deny \
+	dst=198.51.100.20 port=80 "run_id=$SL_RUN_ID"
+tap_check "handed: stderr names the denial" grep -q "deny.*198\.51\.100\.20" "$SL_ERR"
+tap_check "handed: the log is well formed and sealed" log_well_formed "$log"
+tap_check "handed: sluice verify says intact" verifies "$log" "$SL_RUN_ID"
+tap_is "handed: run_end has the command's status" "$(run_end_field "$log" exit_status)" 7
+assert_no_leftovers "handed: no cgroup or pins left"
+
+# --- confined as a standalone run --------------------------------------------------------------
+# CapBnd as hex; bit 13 CAP_NET_RAW, bit 21 CAP_SYS_ADMIN
+caps_probe='b=$(sed -n "s/^CapBnd:\t//p" /proc/self/status); echo "caps $(( (0x$b >> 13 & 1) + (0x$b >> 21 & 1) ))"
+if echo 1 >/sys/fs/cgroup/cgroup.procs 2>/dev/null || echo 1 >"$(sed -n "s/^0:://p" /proc/self/cgroup | sed "s|^|/sys/fs/cgroup|")/cgroup.kill" 2>/dev/null; then echo cgroupfs-writable; else echo cgroupfs-ro; fi
+python3 -c "
+import socket
+try:
+    socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0); print(\"packet-open\")
+except OSError as e:
+    print(\"packet\", e.errno)
+"'
+for how in handed standalone; do
+	wait_spare
+	extra=()
+	[[ $how == standalone ]] && extra=(--standalone)
+	log=$SL_TMP/confine-$how.jsonl
+	sluice_run "$POLICY" "$log" "${extra[@]}" -- sh -c "$caps_probe"
+	eval "out_$how=\$(cat \"\$SL_OUT\")"
+	assert_rc "confine $how: exit 0" 0
+	tap_check "confine $how: no CAP_NET_RAW nor CAP_SYS_ADMIN; cgroupfs read-only" \
+		grep -qxF "caps 0" "$SL_OUT"
+	tap_check "confine $how: cgroupfs is read-only" grep -qxF cgroupfs-ro "$SL_OUT"
+	tap_check "confine $how: AF_PACKET refused with EAFNOSUPPORT" grep -qxF "packet 97" "$SL_OUT"
+	assert_log "confine $how: the refusal is logged (seccomp)" "$log" 1 type=decision \
+		hook=seccomp decision=deny family=packet
+	tap_check "confine $how: the log verifies" verifies "$log" "$SL_RUN_ID"
+	if [[ $how == handed ]]; then
+		tap_check "confine handed: the daemon took the run" handed "$SL_RUN_ID"
+	else
+		tap_check "confine standalone: the daemon never heard of it" \
+			bash -c "! grep -q 'run $SL_RUN_ID ' '$SL_DAEMON_DIR/err'"
+	fi
+done
+# shellcheck disable=SC2154 # set by eval above
+tap_is "confine: the handed workload saw what the standalone one saw" "$out_handed" \
+	"$out_standalone"
+
+# --- sluice run killed mid-run ---------------------------------------------------------------
+wait_spare
+log=$SL_TMP/killed.jsonl
+pidfile=$SL_TMP/killed.pid
+sluice_start "$POLICY" "$log" -- sh -c "echo \$\$ >$pidfile.tmp && mv $pidfile.tmp $pidfile; exec sleep 1000"
+id=$SL_RUN_ID
+cg=$(cg2_mount)/sluice/$id
+has_pid() { [[ -s $pidfile ]]; }
+wait_until 20000 has_pid || tap_diag "the command did not start"
+tap_check "killed: the daemon took the run" handed "$id"
+tap_check "killed: the command runs in the run's cgroup" test -d "$cg"
+kill -KILL "$SL_RUN_PID"
+wait "$SL_RUN_PID" 2>/dev/null
+# the workload is in a PID namespace: its pid there is 1 or 2; the cgroup says whether it lives
+cg_gone() { [[ ! -d $cg ]]; }
+wait_until 20000 cg_gone
+tap_check "killed: the daemon ended the run: the cgroup (and its command) is gone" cg_gone
+tap_is "killed: run_end says why" "$(run_end_field "$log" why)" "client gone"
+tap_check "killed: the log is well formed and sealed" log_well_formed "$log"
+tap_check "killed: the log verifies" verifies "$log" "$id"
+tap_check "killed: nothing pinned" test ! -e "/sys/fs/bpf/sluice/$id"
+tap_check "killed: the daemon said so" grep -q "run $id: its sluice run .* is gone" \
+	"$SL_DAEMON_DIR/err"
+
+# --- no daemon; --standalone -------------------------------------------------------------------
+log=$SL_TMP/nodaemon.jsonl
+SLUICE_SOCKET=$SL_TMP/no-daemon.sock sluice_run "$POLICY" "$log" --netns "$NETNS" -- \
+	"$SL_PROBE" tcp 198.51.100.20 80
+assert_rc "no daemon: standalone, the denied probe's status 1" 1
+tap_check "no daemon: denied" grep -q "^err EPERM" "$SL_OUT"
+tap_check "no daemon: the daemon never heard of it" \
+	bash -c "! grep -q 'run $SL_RUN_ID ' '$SL_DAEMON_DIR/err'"
+tap_check "no daemon: the log verifies" verifies "$log" "$SL_RUN_ID"
+
+log=$SL_TMP/forced.jsonl
+sluice_run "$POLICY" "$log" --standalone --netns "$NETNS" -- "$SL_PROBE" tcp 198.51.100.20 80
+assert_rc "--standalone: the denied probe's status 1" 1
+tap_check "--standalone: the daemon never heard of it" \
+	bash -c "! grep -q 'run $SL_RUN_ID ' '$SL_DAEMON_DIR/err'"
+
+# --- a policy too big for a spare --------------------------------------------------------------
+big=$SL_TMP/big.yaml
+{
+	echo "default: deny"
+	echo "rules:"
+	for i in $(seq 1 300); do
+		printf '  - name: r%d\n    cidrs: ["10.%d.%d.0/24"]\n    ports: [80]\n' "$i" \
+			$((i / 200)) $((i % 200))
+	done
+	printf '  - name: test-host\n    cidrs: ["198.51.100.10/32"]\n    ports: [80]\n'
+} >"$big"
+log=$SL_TMP/big.jsonl
+sluice_run "$big" "$log" --netns "$NETNS" -- sh -c \
+	"$SL_PROBE tcp 198.51.100.10 80; $SL_PROBE tcp 198.51.100.20 80"
+tap_check "big policy: handed, the daemon loaded programs for it" \
+	grep -q "run $SL_RUN_ID handed over.*loaded: " "$SL_DAEMON_DIR/err"
+assert_rc "big policy: the denied probe's status 1" 1
+tap_is "big policy: allowed reached, denied refused" \
+	"$(sed -n '1s/^\(ok\).*/\1/p;2s/^\(err EPERM\).*/\1/p' "$SL_OUT" | paste -sd,)" "ok,err EPERM"
+tap_check "big policy: the log verifies" verifies "$log" "$SL_RUN_ID"
+
+# --- the daemon stops mid-run ------------------------------------------------------------------
+# The run stays pinned and enforced; the next daemon takes it over and ends its log once the
+# cgroup empties; sluice run exits with the command's status.
+wait_spare
+log=$SL_TMP/restart.jsonl
+go=$SL_TMP/restart.go
+sluice_start "$POLICY" "$log" --netns "$NETNS" -- sh -c \
+	"while [ ! -e $go ]; do sleep 0.1; done; $SL_PROBE tcp 198.51.100.20 80; exit 5"
+id=$SL_RUN_ID
+handed_now() { handed "$id"; }
+wait_until 60000 handed_now
+sl_daemon_kill TERM
+sl_daemon_start --spares 0 || bail_out "the daemon did not restart: $(tail "$SL_DAEMON_DIR/err")"
+touch "$go"
+sluice_wait 60
+assert_rc "daemon restarted: sluice run exits with the command's status" 5
+tap_check "daemon restarted: the denied probe was still refused" grep -q "^err EPERM" "$SL_OUT"
+ended() { grep -q '"type":"run_end"' "$log"; }
+wait_until 30000 ended
+tap_is "daemon restarted: the next daemon ended the run" "$(run_end_field "$log" why)" \
+	"cgroup emptied"
+tap_check "daemon restarted: the log verifies" verifies "$log" "$id"
+
+tap_done
