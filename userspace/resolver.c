@@ -728,17 +728,21 @@ static int learn(struct resolver *r, const char *qname, long first_rule, struct 
 		const struct dns_rr *rr = &oc->addrs[i];
 		uint64_t exp = r->o.ttl_mode ? boot_ns() + (uint64_t)rr->ttl * 1000000000ull : 0;
 
+		/*
+		 * The (address, name) pair first: alone it allows nothing (a connect() needs the
+		 * learned address), so a full sl_sni_ok leaves no address learned for an answer
+		 * the client is refused (SERVFAIL).
+		 */
+		err = loader_sni_learn(r->loader, rr->type == DNS_TYPE_A ? AF_INET : AF_INET6,
+				       rr->data.aaaa, qname, host_id);
 		/* report mode, unlisted: recorded under no rule, so decisions can name the host */
-		if (first_rule < 0)
+		if (!err && first_rule < 0)
 			err = loader_learn(r->loader, rr->type == DNS_TYPE_A ? AF_INET : AF_INET6,
 					   rr->data.aaaa, SL_RULE_DEFAULT, host_id, exp);
 		for (rule = first_rule; rule >= 0 && !err;
 		     rule = policy_match_host_from(r->o.policy, qname, (size_t)rule + 1))
 			err = loader_learn(r->loader, rr->type == DNS_TYPE_A ? AF_INET : AF_INET6,
 					   rr->data.aaaa, policy_rule_id((size_t)rule), host_id, exp);
-		if (!err)
-			err = loader_sni_learn(r->loader, rr->type == DNS_TYPE_A ? AF_INET : AF_INET6,
-					       rr->data.aaaa, qname, host_id);
 		if (err) {
 			util_fmt(oc->why, sizeof(oc->why), "cannot record learned address: %s%s",
 				 strerror(-err), err == -E2BIG ? " (learned-address map full)" : "");
