@@ -5,7 +5,8 @@
 # - One daemon per host: a second one on the same state directory, or on the same socket, is
 #   refused and says who has it.
 # - The socket: a client that is not root is refused (checked by the kernel's peer credentials,
-#   with the socket's mode opened up so that only the check stands between); malformed,
+#   with the socket's mode opened up so that only the check stands between); descriptors sent
+#   with requests (3 at a time) are all closed; malformed,
 #   truncated, oversized, unknown and ill-typed requests are answered with an error that says
 #   where, and the daemon goes on serving.
 # - Two runs with different policies, attached to two cgroups the test made, in the test
@@ -100,6 +101,27 @@ if [[ $out == *'"ok":false'*'root only'* ]]; then
 else
 	tap_fail "a client that is not root is refused by its peer credentials" "got: $out"
 fi
+
+# Descriptors sent with a request (SCM_RIGHTS; one is ever expected, with run_started) are all
+# closed by the daemon: 20 requests carrying 3 each leave its table as it was.
+fd_count() { find "/proc/$SL_DAEMON_PID/fd" -mindepth 1 -maxdepth 1 | wc -l; }
+fds_send='import array, os, socket, sys
+for i in range(20):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sys.argv[1])
+    nul = [os.open("/dev/null", os.O_RDONLY) for _ in range(3)]
+    s.sendmsg([b"{\"op\":\"ping\"}\n"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", nul))])
+    s.makefile("rb").readline()
+    for f in nul:
+        os.close(f)
+    s.close()'
+ping_ok
+fds_before=$(fd_count)
+python3 -c "$fds_send" "$SLUICE_SOCKET"
+# the daemon notices the last clients' ends on its next turns; 40 leaked would never go
+fds_back() { [[ $(fd_count) -le $fds_before ]]; }
+wait_until 30000 fds_back
+tap_check "descriptors passed with requests are closed (3 each, 20 requests)" fds_back
 
 check_refused() {
 	local name=$1 req=$2 want=$3 got

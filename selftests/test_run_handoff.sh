@@ -14,6 +14,10 @@
 #   the cgroup is killed, the cgroup removed, nothing pinned, the log sealed ("client gone").
 # - No daemon at the socket: the run is standalone, and enforces. --standalone with the daemon
 #   up: standalone too (the daemon never hears of it).
+# - Who may talk to the socket: the workload (uid 0, no capabilities) finds no socket (its
+#   directory is masked), and a copy it can reach refuses it; root without CAP_SYS_ADMIN is
+#   refused; a fake daemon of uid 0 without CAP_SYS_ADMIN (answering ok with the cgroup root and
+#   no filter) is refused by sluice run, and the command never runs.
 # - A policy too big for a spare: the daemon loads programs for it, and it enforces.
 # - The daemon stops mid-run: the run stays enforced (a denied host still refused), the next
 #   daemon ends its log when the cgroup empties, sluice run exits with the command's status.
@@ -136,6 +140,60 @@ tap_check "killed: the log verifies" verifies "$log" "$id"
 tap_check "killed: nothing pinned" test ! -e "/sys/fs/bpf/sluice/$id"
 tap_check "killed: the daemon said so" grep -q "run $id: its sluice run .* is gone" \
 	"$SL_DAEMON_DIR/err"
+
+# --- who may talk to the socket: root with CAP_SYS_ADMIN, both ways ---------------------------
+# The workload is uid 0 without capabilities: its socket directory is masked, and a copy of the
+# socket it could reach (a hard link outside it) answers it nothing but a refusal.
+ln "$SLUICE_SOCKET" "$SL_TMP/copy.sock" || bail_out "no hard link of the socket"
+sock_probe='import socket, sys
+for p in sys.argv[1:]:
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(p)
+    except OSError as e:
+        print(p, "errno", e.errno)
+        continue
+    try:
+        s.sendall(b"{\"op\":\"set_mode\",\"run_id\":\"x\",\"mode\":\"report\"}\n")
+    except OSError:
+        pass  # the refusal may have come, and the socket closed, first
+    print(p, s.makefile("rb").readline().decode().strip())'
+wait_spare
+log=$SL_TMP/sockprobe.jsonl
+sluice_run "$POLICY" "$log" -- python3 -c "$sock_probe" "$SLUICE_SOCKET" "$SL_TMP/copy.sock"
+tap_check "socket: the workload's run was handed" handed "$SL_RUN_ID"
+tap_check "socket: the daemon's socket is out of the workload's sight (ENOENT)" \
+	grep -qxF "$SLUICE_SOCKET errno 2" "$SL_OUT"
+tap_check "socket: a reachable copy answers the workload a refusal (no CAP_SYS_ADMIN)" \
+	grep -qF "$SL_TMP/copy.sock {\"ok\":false,\"error\":\"the sluice daemon answers root only, with CAP_SYS_ADMIN\"}" \
+	"$SL_OUT"
+rm -f "$SL_TMP/copy.sock"
+no_admin() { setpriv --bounding-set -sys_admin --inh-caps -all -- "$@"; }
+tap_check "socket: root without CAP_SYS_ADMIN is refused by the daemon" bash -c \
+	"$(declare -f no_admin); no_admin python3 '$SL_LIB_DIR/tools/sl_daemon_req.py' \
+	'$SLUICE_SOCKET' '{\"op\":\"ping\"}' 60 | grep -q 'root only, with CAP_SYS_ADMIN'"
+
+# A fake daemon, uid 0 without CAP_SYS_ADMIN, answering ok with the cgroup root and no filter:
+# sluice run refuses it, and the command never runs.
+fake=$SL_TMP/fake
+mkdir -p "$fake"
+setpriv --bounding-set -sys_admin --inh-caps -all -- python3 "$SL_LIB_DIR/tools/sl_fake_daemon.py" \
+	"$fake/sluice.sock" "$(findmnt -nro TARGET -t cgroup2 | head -1)" "$fake/ops" &
+fake_pid=$!
+sl_on_exit "kill $fake_pid 2>/dev/null"
+fake_up() { grep -q listening "$fake/ops" 2>/dev/null; }
+wait_until 30000 fake_up || bail_out "the fake daemon did not start"
+log=$SL_TMP/fake.jsonl
+SLUICE_SOCKET=$fake/sluice.sock sluice_run "$POLICY" "$log" --netns "$NETNS" -- sh -c \
+	"touch '$fake/ran'; $SL_PROBE tcp 198.51.100.20 80"
+assert_rc "fake daemon: sluice run refuses it (sluice error)" 125
+tap_check "fake daemon: stderr says the listener is not a privileged daemon" \
+	grep -q "not a privileged sluice daemon" "$SL_ERR"
+tap_check "fake daemon: the command never ran" test ! -e "$fake/ran"
+tap_check "fake daemon: it was never asked for a run" bash -c "! grep -q 'op run' '$fake/ops'"
+assert_sink_none "fake daemon: nothing reached the denied test host" "tcp-accept 198.51.100.20 80"
+kill "$fake_pid"
+wait "$fake_pid" 2>/dev/null
 
 # --- no daemon; --standalone -------------------------------------------------------------------
 log=$SL_TMP/nodaemon.jsonl

@@ -55,7 +55,8 @@ static int call(const char *socket_path, struct control_msg *m, char *reply, siz
 	fd = control_connect(socket_path);
 	if (fd < 0) {
 		fprintf(stderr, "sluice: no sluice daemon answers on %s: %s\n", socket_path,
-			fd == -EPERM ? "the process listening there is not root" : strerror(-fd));
+			fd == -EPERM ? "the process listening there is not a privileged sluice daemon"
+				     : strerror(-fd));
 		*status = EXIT_NO_DAEMON;
 		return -1;
 	}

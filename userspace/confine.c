@@ -92,6 +92,11 @@ int confine_protect(struct confine *c, const char *path)
 	return add_file(c, c->protect, &c->n_protect, path);
 }
 
+int confine_mask(struct confine *c, const char *path)
+{
+	return add_file(c, c->mask, &c->n_mask, path);
+}
+
 int confine_prepare(struct confine *c)
 {
 	char *line = NULL, *mnt, *fstype, *sep;
@@ -181,6 +186,10 @@ static int setup_mounts(const struct confine *c)
 	}
 	for (n = 0; n < c->n_hide; n++)
 		if (mount("/dev/null", c->hide[n], NULL, MS_BIND, NULL) && errno != ENOENT)
+			return -errno;
+	for (n = 0; n < c->n_mask; n++)
+		if (mount("tmpfs", c->mask[n], "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			  "size=4k,nr_inodes=1,mode=0555") && errno != ENOENT)
 			return -errno;
 	for (n = 0; n < c->n_protect; n++) {
 		if (mount(c->protect[n], c->protect[n], NULL, MS_BIND, NULL)) {

@@ -12,8 +12,9 @@
  *    capability needed), /sys and every cgroupfs are read-only (cgroup.kill, cgroup.freeze,
  *    uevent_helper…), /proc is the new PID namespace's own with /proc/sys and
  *    /proc/sysrq-trigger read-only (core_pattern and sysctls are writable by uid 0 without
- *    capabilities), the host key reads empty, and the log cannot be written, renamed or
- *    unlinked (it is a read-only mount point there);
+ *    capabilities), the host key reads empty, the log cannot be written, renamed or
+ *    unlinked (it is a read-only mount point there), and the daemon's socket directory is an
+ *    empty read-only tmpfs (uid 0 owns /run/sluice: it could replace the socket with its own);
  *  - an IPC namespace: root-owned SysV IPC objects and message queues of the host stay out of
  *    reach;
  * and finally a bounding set cut to CONFINE_KEEP_CAPS, no ambient or inheritable capabilities,
@@ -37,6 +38,8 @@ struct confine {
 	int n_hide;
 	const char *protect[CONFINE_FILES_MAX]; /* files that stay read-only (the log) */
 	int n_protect;
+	const char *mask[CONFINE_FILES_MAX]; /* directories under an empty read-only tmpfs */
+	int n_mask;
 	char buf[32768]; /* the paths above point in here */
 	size_t used;
 };
@@ -47,6 +50,12 @@ int confine_prepare(struct confine *c);
 int confine_hide(struct confine *c, const char *path);
 /* In CMD's mount namespace, path is a read-only mount point: no write, rename or unlink. */
 int confine_protect(struct confine *c, const char *path);
+
+/*
+ * In CMD's mount namespace, the directory path is an empty read-only tmpfs: nothing in it can be
+ * reached, unlinked or replaced (the daemon's socket).
+ */
+int confine_mask(struct confine *c, const char *path);
 
 /*
  * In the clone3 child (CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWIPC), before

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -26,11 +28,95 @@ const char *control_socket_path(const char *opt)
 	return env && *env ? env : CONTROL_SOCKET_DEFAULT;
 }
 
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77 /* asm-generic/socket.h, Linux 6.5 */
+#endif
+#define CAP_SYS_ADMIN_BIT 21
+
+/* The pid a pidfd refers to (its fdinfo's "Pid:"), or -1. */
+static pid_t pidfd_pid(int pidfd)
+{
+	char path[64], buf[1024], *p;
+
+	util_fmt(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
+	if (util_read_file(path, buf, sizeof(buf)) < 0)
+		return -1;
+	p = strstr(buf, "\nPid:\t");
+	return p ? (pid_t)strtol(p + 6, NULL, 10) : -1;
+}
+
+int control_peer_check(int fd, char *why, size_t why_len)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	char path[64], status[4096], *cap;
+	struct stat peer_ns, own_ns;
+	unsigned long long eff;
+	int pidfd = -1, err = -EPERM;
+	pid_t pid;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len)) {
+		util_fmt(why, why_len, "its credentials: %s", strerror(errno));
+		return -errno;
+	}
+	if (cred.uid != 0) {
+		util_fmt(why, why_len, "uid %u is not root", (unsigned int)cred.uid);
+		return -EPERM;
+	}
+	pid = cred.pid;
+	len = sizeof(pidfd);
+	if (!getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len)) {
+		pid = pidfd_pid(pidfd);
+	} else {
+		/*
+		 * Before 6.5 the pid alone: a peer that exits right after connect() and whose pid is
+		 * taken over by a privileged process would be judged by that process's capabilities.
+		 * Winning that needs the pid space to wrap between accept and this read.
+		 */
+		pidfd = -1;
+	}
+	if (pid <= 0) {
+		util_fmt(why, why_len, "its process is gone or outside this PID namespace");
+		goto out;
+	}
+	util_fmt(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (util_read_file(path, status, sizeof(status)) < 0 ||
+	    !(cap = strstr(status, "\nCapEff:\t"))) {
+		util_fmt(why, why_len, "%s: unreadable", path);
+		goto out;
+	}
+	eff = strtoull(cap + 9, NULL, 16);
+	/*
+	 * Capabilities count in the user namespace they belong to: root of a namespace it made
+	 * itself (uid 0 mapped to 0 is allowed to its creator) has all of them there, none here.
+	 */
+	util_fmt(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+	if (stat(path, &peer_ns) || stat("/proc/self/ns/user", &own_ns) ||
+	    peer_ns.st_ino != own_ns.st_ino || peer_ns.st_dev != own_ns.st_dev) {
+		util_fmt(why, why_len, "pid %d is in another user namespace", (int)pid);
+		goto out;
+	}
+	if (!(eff & (1ULL << CAP_SYS_ADMIN_BIT))) {
+		util_fmt(why, why_len, "pid %d (uid 0) lacks CAP_SYS_ADMIN: a confined workload, not "
+			 "a trusted sluice", (int)pid);
+		goto out;
+	}
+	/* the pidfd still names a live process: the pid read above was not reused meanwhile */
+	if (pidfd >= 0 && syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0)) {
+		util_fmt(why, why_len, "pid %d exited while being checked", (int)pid);
+		goto out;
+	}
+	err = 0;
+out:
+	if (pidfd >= 0)
+		close(pidfd);
+	return err;
+}
+
 int control_connect(const char *path)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	struct ucred cred;
-	socklen_t len = sizeof(cred);
+	char why[160];
 	int fd, err;
 
 	if (strlen(path) >= sizeof(sun.sun_path))
@@ -45,10 +131,12 @@ int control_connect(const char *path)
 		return err;
 	}
 	/*
-	 * Only root's listener is the daemon: whoever could create the socket's path (a loose
-	 * directory, $SLUICE_SOCKET under /tmp) must not be able to answer an attach "ok".
+	 * Only a privileged listener is the daemon: whoever could create the socket's path (a
+	 * loose directory, $SLUICE_SOCKET under /tmp, a confined workload that is uid 0 without
+	 * capabilities and owns /run/sluice) must not be able to answer an attach or a run "ok".
 	 */
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) || cred.uid != 0) {
+	if (control_peer_check(fd, why, sizeof(why))) {
+		fprintf(stderr, "sluice: %s: refused the listener: %s\n", path, why);
 		close(fd);
 		return -EPERM;
 	}

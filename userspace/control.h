@@ -17,7 +17,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define CONTROL_SOCKET_DEFAULT "/run/sluice/sluice.sock"
+#define CONTROL_SOCKET_DIR "/run/sluice"
+#define CONTROL_SOCKET_DEFAULT CONTROL_SOCKET_DIR "/sluice.sock"
 #define CONTROL_LINE_MAX 65536 /* a request or reply line, with its "\n" */
 #define CONTROL_MEMBERS_MAX 32
 #define CONTROL_KEY_MAX 32
@@ -26,8 +27,18 @@
 const char *control_socket_path(const char *opt);
 
 /*
+ * Whether the peer of the connected UNIX socket fd may be trusted as either end of the control
+ * protocol: uid 0 in this user namespace with CAP_SYS_ADMIN in its effective set (read through
+ * SO_PEERPIDFD where the kernel has it, else SO_PEERCRED's pid). uid 0 alone is not enough: a
+ * confined workload (sluice run's default) is uid 0 without capabilities. 0, or -errno with the
+ * reason in why.
+ */
+int control_peer_check(int fd, char *why, size_t why_len);
+
+/*
  * Connect to the daemon at path. Returns the fd or -errno (-ENOENT, -ECONNREFUSED: none runs;
- * -EPERM: the listener there is not root, so not the daemon).
+ * -EPERM: the listener there fails control_peer_check, so is not the daemon; said on
+ * stderr).
  */
 int control_connect(const char *path);
 

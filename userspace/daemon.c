@@ -47,7 +47,9 @@
 #include "util.h"
 
 #define DAEMON_RUNS_MAX 256
-#define DAEMON_CLIENTS_MAX 64
+/* every handed run holds two (its connection, its events stream), and root's tools need room */
+#define DAEMON_CLIENTS_MAX (2 * DAEMON_RUNS_MAX + 64)
+#define DAEMON_PASSED_FDS_MAX 16 /* descriptors one read takes in (one is ever expected) */
 #define DAEMON_POLL_MS 100	     /* as sluice run: how late an allow record may reach the log */
 #define DAEMON_CLIENT_IDLE_MS 10000 /* a client that sends no whole request in this long */
 #define DAEMON_STREAM_SNDBUF (4 << 20)
@@ -1159,8 +1161,13 @@ static void client_read(struct daemon *d, struct client *c)
 	ssize_t n;
 
 	{
-		/* a handed run's seccomp listener comes with its run_started request */
-		char cbuf[CMSG_SPACE(sizeof(int))];
+		/*
+		 * A handed run's seccomp listener comes with its run_started request: one descriptor.
+		 * Room for many, so that a request carrying more (or several messages of them) is
+		 * read whole: every descriptor that arrived is closed but a lone one, or the daemon
+		 * would run out of them, one request at a time.
+		 */
+		char cbuf[CMSG_SPACE(sizeof(int) * DAEMON_PASSED_FDS_MAX)];
 		struct iovec iov = { .iov_base = c->buf + c->len, .iov_len = sizeof(c->buf) - c->len };
 		struct msghdr msg = {
 			.msg_iov = &iov,
@@ -1169,19 +1176,36 @@ static void client_read(struct daemon *d, struct client *c)
 			.msg_controllen = sizeof(cbuf),
 		};
 		struct cmsghdr *cm;
+		int kept = -1, n_fds = 0;
 
 		n = recvmsg(c->fd, &msg, MSG_CMSG_CLOEXEC);
-		for (cm = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL; cm; cm = CMSG_NXTHDR(&msg, cm)) {
-			int fd;
+		for (cm = n >= 0 ? CMSG_FIRSTHDR(&msg) : NULL; cm; cm = CMSG_NXTHDR(&msg, cm)) {
+			size_t i, count;
 
 			if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS ||
-			    cm->cmsg_len != CMSG_LEN(sizeof(int)))
+			    cm->cmsg_len < CMSG_LEN(0))
 				continue;
-			memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+			count = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			for (i = 0; i < count; i++) {
+				int fd;
+
+				memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+				if (kept >= 0)
+					close(kept);
+				kept = fd;
+				n_fds++;
+			}
+		}
+		/* more than one, or cut short (MSG_CTRUNC: the kernel closed the rest): none kept */
+		if (kept >= 0 && (n_fds > 1 || (msg.msg_flags & MSG_CTRUNC))) {
+			close(kept);
+			kept = -1;
+		}
+		if (kept >= 0) {
 			/* one at a time: an unclaimed one is replaced */
 			if (c->passed_fd >= 0)
 				close(c->passed_fd);
-			c->passed_fd = fd;
+			c->passed_fd = kept;
 		}
 	}
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
@@ -1244,6 +1268,7 @@ static void client_who(const struct ucred *cred, char *out, size_t size)
 
 static void client_accept(struct daemon *d)
 {
+	char why[160];
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 	struct client *c;
@@ -1252,10 +1277,15 @@ static void client_accept(struct daemon *d)
 	fd = accept4(d->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (fd < 0)
 		return;
-	/* root only: the socket's mode says so too, the kernel's word on the peer decides */
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) || cred.uid != 0) {
-		static const char msg[] = "{\"ok\":false,\"error\":\"the sluice daemon answers root "
-					  "only\"}\n";
+	/*
+	 * Root with CAP_SYS_ADMIN only: the socket's mode keeps other uids out, but a confined
+	 * workload (sluice run's default) is uid 0 without capabilities, and must not switch its
+	 * own run to report mode or detach another tenant's.
+	 */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) ||
+	    control_peer_check(fd, why, sizeof(why))) {
+		static const char msg[] = "{\"ok\":false,\"error\":\"the sluice daemon answers "
+					  "root only, with CAP_SYS_ADMIN\"}\n";
 
 		if (send(fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
 			/* nothing more to tell it */

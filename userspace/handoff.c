@@ -5,14 +5,19 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "confine.h"
 #include "control.h"
 #include "events_cmd.h"
@@ -353,6 +358,27 @@ static int end_run(struct handoff *h, int status, const char *why)
 	return status;
 }
 
+/*
+ * The command, and everything in its cgroup, killed now: the daemon refused to answer for it, or
+ * is gone before it took the start, so nothing is sure to judge what it does. The confined
+ * init's death ends its PID namespace; cgroup.kill takes whatever else is in the cgroup.
+ */
+static void kill_command(pid_t child, int cg_fd) /* child: -1 once reaped */
+{
+	int fd;
+
+	if (child > 0)
+		kill(child, SIGKILL);
+	fd = openat(cg_fd, "cgroup.kill", O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		if (write(fd, "1", 1) != 1)
+			fprintf(stderr, "sluice run: cgroup.kill: %s\n", strerror(errno));
+		close(fd);
+	}
+	if (child > 0)
+		waitpid(child, NULL, 0);
+}
+
 /* After the "run" reply: the command in the cgroup, supervised, the run ended. */
 static int start_and_wait(struct handoff *h, struct spawn_opts *so, int cg_fd, bool seccomp,
 			  const struct policy *p, int sig_fd)
@@ -422,24 +448,16 @@ static int start_and_wait(struct handoff *h, struct spawn_opts *so, int cg_fd, b
 		ret = control_call_fd(h->fd, h->m.buf, listener, h->reply, sizeof(h->reply), NULL);
 	if (listener >= 0)
 		close(listener);
-	if (ret && ret != -EPROTO && ret != -EMSGSIZE) {
-		/*
-		 * The daemon went away (stopped, killed) with the run set up: it stays pinned and
-		 * judged, the next daemon ends it when its cgroup empties. Refused socket families
-		 * now fail with ENOSYS (no listener): closed, not open.
-		 */
-		daemon_gone = true;
-		fprintf(stderr, "sluice run: the daemon went away as run %s started (%s): the run "
-				"stays enforced, and the daemon that takes it over ends its log when its "
-				"cgroup empties\n", r->run_id, strerror(-ret));
-		ret = 0;
-	}
 	if (ret) {
-		/* a command no one answers for: the run ends, the cgroup with it */
-		fprintf(stderr, "sluice run: the daemon did not take run %s's start: %s\n",
-			r->run_id, ret == -EPROTO ? h->reply : strerror(-ret));
+		/*
+		 * A command no one answers for (refused, or the daemon gone before it took the
+		 * start and the seccomp listener): killed before it does anything more, the run
+		 * ended, the cgroup with it.
+		 */
+		fprintf(stderr, "sluice run: the daemon did not take run %s's start: %s: the command "
+				"is killed\n", r->run_id, ret == -EPROTO ? h->reply : strerror(-ret));
+		kill_command(child, cg_fd);
 		status = end_run(h, RUN_EXIT_SLUICE_ERROR, "sluice error");
-		waitpid(child, NULL, 0);
 		goto out;
 	}
 	status = supervise(h, child, sig_fd, &why, &daemon_gone);
@@ -451,8 +469,13 @@ static int start_and_wait(struct handoff *h, struct spawn_opts *so, int cg_fd, b
 		}
 		goto out;
 	}
-	status = end_run(h, status, why);
-	waitpid(child, NULL, WNOHANG);
+	ret = end_run(h, status, why);
+	/* the run was not ended (or the daemon says its cgroup still runs): nothing left runs */
+	if (ret == RUN_EXIT_SLUICE_ERROR && status != RUN_EXIT_SLUICE_ERROR)
+		kill_command(waitpid(child, NULL, WNOHANG) == 0 ? child : -1, cg_fd);
+	else
+		waitpid(child, NULL, WNOHANG);
+	status = ret;
 out:
 	if (so->netns_fd >= 0)
 		close(so->netns_fd);
@@ -460,6 +483,47 @@ out:
 	sandbox_seccomp_free(ss);
 	free(conf);
 	return status;
+}
+
+/*
+ * The cgroup the daemon sent is the run's own: <v2 mount>/<cgroup_parent>/<run_id>, opened here
+ * by name and compared by inode. A descriptor is whatever the peer chose to send (the hierarchy's
+ * root, a cgroup v1 directory): the command would run where nothing is attached.
+ */
+static int check_cgroup(const struct run *r, int cg_fd, char *err, size_t err_len)
+{
+	char mnt[PATH_MAX], path[PATH_MAX];
+	struct stat got, want;
+	struct statfs fs;
+	int fd, ret;
+
+	ret = cgroup_v2_mount(mnt, sizeof(mnt));
+	if (ret) {
+		util_fmt(err, err_len, "no cgroup v2 hierarchy: %s", strerror(-ret));
+		return ret;
+	}
+	if (util_fmt(path, sizeof(path), "%s/%s/%s", mnt, r->args.cgroup_parent, r->run_id)) {
+		util_fmt(err, err_len, "path too long");
+		return -ENAMETOOLONG;
+	}
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+		util_fmt(err, err_len, "%s: %s", path, strerror(errno));
+		return ret;
+	}
+	ret = fstat(fd, &want) || fstat(cg_fd, &got) || fstatfs(cg_fd, &fs) ? -errno : 0;
+	close(fd);
+	if (ret) {
+		util_fmt(err, err_len, "%s", strerror(-ret));
+		return ret;
+	}
+	if (fs.f_type != CGROUP2_SUPER_MAGIC || got.st_dev != want.st_dev ||
+	    got.st_ino != want.st_ino) {
+		util_fmt(err, err_len, "the descriptor sent is not %s", path);
+		return -EPERM;
+	}
+	return 0;
 }
 
 int handoff_run(struct run *r, struct spawn_opts *so, const sigset_t *child_mask, int sig_fd)
@@ -476,6 +540,16 @@ int handoff_run(struct run *r, struct spawn_opts *so, const sigset_t *child_mask
 	if (why)
 		return HANDOFF_STANDALONE;
 	fd = control_connect(path);
+	if (fd == -EPERM) {
+		/*
+		 * Something that is not a privileged sluice (a confined workload that replaced the
+		 * socket: uid 0 without capabilities) listens where the daemon should: it would
+		 * answer "ok" with a cgroup that judges nothing. Said loudly, and nothing runs.
+		 */
+		fprintf(stderr, "sluice run: the listener at %s is not a privileged sluice daemon "
+				"(see above): not started; stop it, or run with --standalone\n", path);
+		return RUN_EXIT_SLUICE_ERROR;
+	}
 	if (fd < 0) {
 		/* none runs: the run is as it always was */
 		if (fd != -ENOENT && fd != -ECONNREFUSED)
@@ -533,9 +607,23 @@ int handoff_run(struct run *r, struct spawn_opts *so, const sigset_t *child_mask
 		status = end_run(h, RUN_EXIT_SLUICE_ERROR, "sluice error");
 		goto out_free;
 	}
+	if (control_bool(o, "seccomp") != 1) {
+		/* every handed run has its filter; a daemon weakened for a selftest is no daemon */
+		fprintf(stderr, "sluice run: the daemon at %s gave run %s no seccomp filter: not "
+				"started\n", path, r->run_id);
+		status = end_run(h, RUN_EXIT_SLUICE_ERROR, "sluice error");
+		goto out_free;
+	}
+	ret = check_cgroup(r, cg_fd, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "sluice run: the daemon's cgroup for run %s: %s: not started\n",
+			r->run_id, err);
+		status = end_run(h, RUN_EXIT_SLUICE_ERROR, "sluice error");
+		goto out_free;
+	}
 	open_events(h, path);
 	so->child_mask = child_mask;
-	status = start_and_wait(h, so, cg_fd, control_bool(o, "seccomp") == 1, p, sig_fd);
+	status = start_and_wait(h, so, cg_fd, true, p, sig_fd);
 out_free:
 	if (cg_fd >= 0)
 		close(cg_fd);

@@ -31,6 +31,7 @@
 
 #include "cgroup.h"
 #include "confine.h"
+#include "control.h"
 #include "events.h"
 #include "handoff.h"
 #include "journal.h"
@@ -1017,6 +1018,28 @@ int run_setup(struct run *r, char *err, size_t err_len)
 }
 
 /*
+ * The daemon's socket, out of the workload's reach: it is uid 0, and the socket (0600, root's)
+ * would otherwise let it talk to the daemon, or replace it with a listener of its own. Its
+ * directory is masked; a shared scratch directory (sticky, like /tmp) or / cannot be, so the
+ * socket alone is covered there (a mount point: no unlink, no rename over it).
+ */
+static int mask_socket(struct confine *c, const char *sock)
+{
+	char dir[PATH_MAX], *slash;
+	struct stat st;
+
+	if (util_copy(dir, sizeof(dir), sock) || dir[0] != '/')
+		return confine_hide(c, sock);
+	slash = strrchr(dir, '/');
+	*slash = '\0';
+	if (!dir[0] || !strcmp(dir, CONTROL_SOCKET_DIR))
+		return dir[0] ? 0 : confine_hide(c, sock);
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode) || (st.st_mode & S_ISVTX))
+		return confine_hide(c, sock);
+	return confine_mask(c, dir);
+}
+
+/*
  * What the default root workload must not reach of its own run: the host key reads empty, the
  * log, its checkpoints and the alerts file are read-only mount points it cannot replace.
  */
@@ -1036,6 +1059,10 @@ int run_confine(const struct run *r, struct confine *c)
 		err = confine_protect(c, sidecar);
 	if (!err && r->args.alerts)
 		err = confine_protect(c, r->args.alerts);
+	if (!err)
+		err = confine_mask(c, CONTROL_SOCKET_DIR);
+	if (!err)
+		err = mask_socket(c, control_socket_path(r->args.socket));
 	return err;
 }
 
