@@ -643,6 +643,15 @@ static int op_run(struct daemon *d, struct client *c, const struct control_obj *
 	size_t i;
 	int ret;
 
+	/*
+	 * The selftests' switches weaken how a run is set up (no filter, no backstop, plain
+	 * segments): sluice run never hands a run while it has one, and a daemon that has one
+	 * takes none, or the client would start its command under less than it asked for.
+	 */
+	for (char **e = environ; *e; e++)
+		if (!strncmp(*e, "SLUICE_SELFTEST_", strlen("SLUICE_SELFTEST_")))
+			return util_fmt(err, err_len, "this daemon runs with %.*s set (selftests "
+					"only): it takes no run", (int)strcspn(*e, "="), *e), -EPERM;
 	if (c->owns)
 		return util_fmt(err, err_len, "this connection has run %s already",
 				c->owns->r.run_id), -EBUSY;
