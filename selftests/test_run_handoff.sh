@@ -18,6 +18,8 @@
 #   directory is masked), and a copy it can reach refuses it; root without CAP_SYS_ADMIN is
 #   refused; a fake daemon of uid 0 without CAP_SYS_ADMIN (answering ok with the cgroup root and
 #   no filter) is refused by sluice run, and the command never runs.
+# - A daemon at its client limit: the run is standalone, and enforces.
+# - A daemon started with a SLUICE_SELFTEST_* variable takes no run: exit 125, CMD never runs.
 # - A policy too big for a spare: the daemon loads programs for it, and it enforces.
 # - The daemon stops mid-run: the run stays enforced (a denied host still refused), the next
 #   daemon ends its log when the cgroup empties, sluice run exits with the command's status.
@@ -195,6 +197,43 @@ assert_sink_none "fake daemon: nothing reached the denied test host" "tcp-accept
 kill "$fake_pid"
 wait "$fake_pid" 2>/dev/null
 
+# --- a daemon at its client limit -------------------------------------------------------------
+# Its clients (2 per run, and root's tools) all taken: the daemon answers a new one "too many
+# clients" at accept and closes; sluice run loads the run itself instead, as strongly enforced.
+hold='import socket, sys, time
+conns = []
+for i in range(int(sys.argv[2])):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sys.argv[1])
+    conns.append(s)
+open(sys.argv[3], "w").write("held\n")
+while True:
+    # an idle client is dropped after seconds: a request now and then keeps each one
+    for s in conns:
+        try:
+            s.sendall(b"{\"op\":\"ping\"}\n")
+            s.recv(4096)
+        except OSError:
+            pass
+    time.sleep(2)'
+python3 -c "$hold" "$SLUICE_SOCKET" 600 "$SL_TMP/held" &
+hold_pid=$!
+sl_on_exit "kill $hold_pid 2>/dev/null"
+held() { [[ -s $SL_TMP/held ]]; }
+wait_until 60000 held || bail_out "the clients were not held"
+log=$SL_TMP/full.jsonl
+sluice_run "$POLICY" "$log" --netns "$NETNS" -- "$SL_PROBE" tcp 198.51.100.20 80
+assert_rc "daemon full: standalone, the denied probe's status 1" 1
+tap_check "daemon full: denied" grep -q "^err EPERM" "$SL_OUT"
+tap_check "daemon full: sluice run says it ran standalone" \
+	grep -q "took no more clients.*standalone" "$SL_ERR"
+tap_check "daemon full: the log verifies" verifies "$log" "$SL_RUN_ID"
+kill "$hold_pid"
+wait "$hold_pid" 2>/dev/null
+daemon_answers() { "$SLUICE" status >/dev/null 2>&1; }
+wait_until 60000 daemon_answers
+tap_check "daemon full: it serves again once the clients are gone" daemon_answers
+
 # --- no daemon; --standalone -------------------------------------------------------------------
 log=$SL_TMP/nodaemon.jsonl
 SLUICE_SOCKET=$SL_TMP/no-daemon.sock sluice_run "$POLICY" "$log" --netns "$NETNS" -- \
@@ -254,5 +293,15 @@ wait_until 30000 ended
 tap_is "daemon restarted: the next daemon ended the run" "$(run_end_field "$log" why)" \
 	"cgroup emptied"
 tap_check "daemon restarted: the log verifies" verifies "$log" "$id"
+
+# --- a daemon weakened for a selftest takes no run ----------------------------------------------
+sl_daemon_kill TERM
+SLUICE_SELFTEST_KEEP_PLAIN=1 sl_daemon_start --spares 0 ||
+	bail_out "the daemon did not restart: $(tail "$SL_DAEMON_DIR/err")"
+log=$SL_TMP/weak.jsonl
+sluice_run "$POLICY" "$log" -- sh -c "touch '$SL_TMP/weak.ran'"
+assert_rc "weakened daemon: sluice run exits 125" 125
+tap_check "weakened daemon: it says why" grep -q "SLUICE_SELFTEST_KEEP_PLAIN set" "$SL_ERR"
+tap_check "weakened daemon: the command never ran" test ! -e "$SL_TMP/weak.ran"
 
 tap_done

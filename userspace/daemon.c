@@ -23,6 +23,7 @@
 #include <sys/file.h>
 #include <sys/signalfd.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -1834,6 +1835,20 @@ int daemon_main(int argc, char **argv)
 		fprintf(stderr, "sluice daemon needs root: it loads BPF programs, attaches them to "
 				"cgroups and pins them in bpffs\n");
 		return RUN_EXIT_SLUICE_ERROR;
+	}
+	{
+		/*
+		 * DAEMON_CLIENTS_MAX connections and DAEMON_RUNS_MAX runs (maps, links, logs each)
+		 * outgrow the usual soft limit of 1024 descriptors: take the hard limit, so that the
+		 * client limit, not EMFILE at accept (a connection left unanswered), is what a
+		 * client meets.
+		 */
+		struct rlimit nofile;
+
+		if (!getrlimit(RLIMIT_NOFILE, &nofile) && nofile.rlim_cur < nofile.rlim_max) {
+			nofile.rlim_cur = nofile.rlim_max;
+			setrlimit(RLIMIT_NOFILE, &nofile);
+		}
 	}
 	pthread_mutex_init(&d.tap_lock, NULL);
 	d.metrics = malloc(sizeof(*d.metrics));

@@ -584,8 +584,21 @@ int handoff_run(struct run *r, struct spawn_opts *so, const sigset_t *child_mask
 		goto out_free;
 	}
 	ret = control_call_fd(fd, h->m.buf, -1, h->reply, sizeof(h->reply), &cg_fd);
-	if (ret == -EPROTO) {
+	if (ret == -EPROTO)
 		control_reply_error(h->reply, err, sizeof(err));
+	/*
+	 * A daemon at its client limit answers at accept, before reading anything, and closes:
+	 * the request was never read (the reply, or the close racing the request's send). The
+	 * run is loaded here instead: as strongly enforced, without the daemon.
+	 */
+	if (ret == -EPIPE || ret == -ECONNRESET ||
+	    (ret == -EPROTO && !strcmp(err, "too many clients"))) {
+		fprintf(stderr, "sluice run: the daemon at %s took no more clients (%s): "
+				"standalone\n", path, ret == -EPROTO ? err : strerror(-ret));
+		status = HANDOFF_STANDALONE;
+		goto out_free;
+	}
+	if (ret == -EPROTO) {
 		fprintf(stderr, "sluice run: %s\n", err);
 		goto out_free;
 	}
