@@ -49,6 +49,15 @@ static __always_inline bool v6_native_is_blackholed(const __u32 w[4])
 }
 
 /*
+ * ::ffff:0:0/96, the IPv4-mapped form: the one IPv6 destination the kernel itself turns into
+ * IPv4 (a dual-stack socket's connect() to ::ffff:a.b.c.d sends IPv4 packets to a.b.c.d, w[3]).
+ */
+static __always_inline bool v6_is_v4_mapped(const __u32 w[4])
+{
+	return w[0] == 0 && w[1] == 0 && w[2] == bpf_htonl(0x0000ffff);
+}
+
+/*
  * IPv6 forms whose traffic ends up at an IPv4 address the policy must judge as IPv4: the kernel
  * turns ::ffff:a.b.c.d into an IPv4 connect, a NAT64 gateway turns 64:ff9b::a.b.c.d into one, and
  * ::a.b.c.d is the deprecated IPv4-compatible form (RFC 4291) that some stacks still translate.
@@ -58,7 +67,7 @@ static __always_inline bool v6_embeds_v4_for_policy(const __u32 w[4], __u32 *v4)
 {
 	if (w[1] != 0 || w[2] & ~bpf_htonl(0x0000ffff))
 		return false;
-	if (w[0] == 0 && w[2] == bpf_htonl(0x0000ffff)) {
+	if (v6_is_v4_mapped(w)) {
 		*v4 = w[3];
 		return true;
 	}

@@ -713,16 +713,24 @@ static __always_inline bool dst_is_resolver(const struct packet_dst *d)
  * under another policy (era): a switch judges again the open flows it finds in the run's fd
  * tables, but a socket held in none then (in flight in an SCM_RIGHTS message, an io_uring fixed
  * file) keeps the old judgment; its packets are judged in full under the policy in force.
+ * A dual-stack socket connect()ed to ::ffff:a.b.c.d keeps that address in its flow while the
+ * kernel sends its packets as IPv4 to a.b.c.d: that is the flow's own destination too (the
+ * connect hook judged it as a.b.c.d, v6_route's SL_V6_AS_V4), or such a flow would never be
+ * re-judged at its packets, and would be judged in full at every one. A function of its own
+ * (not inlined): the backstop asks it twice, and its budget has no room for two copies.
  */
-static __always_inline bool dst_is_flows(const struct packet_dst *d, const struct sl_flow *f)
+static __noinline bool dst_is_flows(const struct packet_dst *d, const struct sl_flow *f)
 {
 	const __u32 *a = (const __u32 *)d->addr, *b = (const __u32 *)f->addr;
 
-	if (f->family != d->family || f->port != d->port || f->protocol != d->proto)
+	if (f->port != d->port || f->protocol != d->proto)
 		return false;
-	if (d->family == AF_INET)
-		return a[0] == b[0];
-	return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3];
+	if (d->family == AF_INET6)
+		return f->family == AF_INET6 && a[0] == b[0] && a[1] == b[1] && a[2] == b[2] &&
+		       a[3] == b[3];
+	if (f->family == AF_INET6)
+		return v6_is_v4_mapped(b) && a[0] == b[3];
+	return a[0] == b[0];
 }
 
 static __always_inline bool dst_is_flow_dst(const struct packet_dst *d, const struct sl_flow *f)
@@ -777,6 +785,17 @@ static __always_inline void flow_restamp(struct bpf_sock *sk, struct sl_flow *f,
 				  t->state != SL_TLS_DENIED)) {
 			set_verdict(v, SL_VERDICT_DENY, SL_REASON_SNI_UNCHECKED, v->rule_id);
 		}
+	}
+	/*
+	 * A ClientHello the old policy's names denied in report mode left its reason on the
+	 * socket, which sl_egress copies into the flow: the flow now allowed would be recorded
+	 * denied and judged in full at every packet. One the check denied for good (enforce mode)
+	 * keeps it: its data is still dropped.
+	 */
+	if (v->verdict == SL_VERDICT_ALLOW && f->protocol == IPPROTO_TCP) {
+		t = bpf_sk_storage_get(&sl_sk_tls, sk, 0, 0);
+		if (t && t->state != SL_TLS_DENIED)
+			t->deny_reason = 0;
 	}
 	f->era = sl_cfg.era;
 	f->rule_id = v->rule_id;

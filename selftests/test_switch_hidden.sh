@@ -13,7 +13,9 @@
 # destroyed, one to a host it still allows (203.0.113.7:80, another rule number there) goes on
 # delivering. Its first packet out also gives it the new policy's caps and server-name check,
 # as a connect() now would get them (the backstop's flow_restamp): one the new policy caps
-# (203.0.113.7:8080, max_request_bytes 600, uncapped before) is cut at 600 bytes, one on the TLS
+# (203.0.113.7:8080, max_request_bytes 600, uncapped before) is cut at 600 bytes, and so is one a
+# dual-stack socket connected to ::ffff:203.0.113.7 (its flow keeps the mapped address, its
+# packets leave as IPv4: still its own destination, restamped at its first), one on the TLS
 # port that went ahead under an address rule and that the new policy allows only by name
 # (198.51.100.10:443) has sent data no ClientHello check saw: denied sni_unchecked, destroyed.
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -36,7 +38,7 @@ rules:
     cidrs: ["198.51.100.10/32"]
     ports: [80, 443, 8080]
   - name: seven
-    cidrs: ["203.0.113.7/32"]
+    cidrs: ["203.0.113.7/32", "::ffff:203.0.113.7/128"]
     ports: [80, 8080]
   - name: named81
     hosts: ["ten.switch.example"]
@@ -80,6 +82,17 @@ sink_lines_bytes() {
 		awk -v p="$1" -v d="$2" -v n="$3" '$1 == p && $2 == d && $3 == n { b += $5 }
 			END { print b + 0 }'
 }
+# sink_lines_count / sink_lines_max PROTO DST PORT: those connections, the most one of them got
+sink_lines_count() {
+	tail -n +"$((SL_SINK_MARK + 1))" "$SL_INET_LOG" |
+		awk -v p="$1" -v d="$2" -v n="$3" '$1 == p && $2 == d && $3 == n { c++ }
+			END { print c + 0 }'
+}
+sink_lines_max() {
+	tail -n +"$((SL_SINK_MARK + 1))" "$SL_INET_LOG" |
+		awk -v p="$1" -v d="$2" -v n="$3" '$1 == p && $2 == d && $3 == n && $5 > m { m = $5 }
+			END { print m + 0 }'
+}
 result() { # DIR
 	touch "$1/go"
 	wait_until 20000 test -e "$1/result" || bail_out "no result: $(cat "$1/err")"
@@ -109,6 +122,7 @@ for step in attach switch; do
 		hide "$CG" "$SL_TMP/inflight-deny" inflight 198.51.100.10 8080
 		hide "$CG" "$SL_TMP/inflight-allow" inflight 203.0.113.7 80
 		hide "$CG" "$SL_TMP/inflight-cap" inflight 203.0.113.7 8080
+		hide "$CG" "$SL_TMP/inflight-cap-mapped" inflight ::ffff:203.0.113.7 8080
 		hide "$CG" "$SL_TMP/inflight-tls" inflight 198.51.100.10 443
 		out=$("$SLUICE" replace-policy --run-id "$RUN" "$SL_TMP/c.yaml" 2>&1)
 		tap_check "switch: replace-policy succeeds" test -z "${out##*\"ok\":true*}"
@@ -130,16 +144,22 @@ for step in attach switch; do
 			tap_diag_file "$LOG"
 		# (its client may not see the cut: its last send was buffered before it)
 		result "$SL_TMP/inflight-cap" >/dev/null
+		result "$SL_TMP/inflight-cap-mapped" >/dev/null
 		res=$(result "$SL_TMP/inflight-tls")
 		tap_check "switch: inflight: the TLS-port flow never name-checked is cut ($res)" \
 			test "$res" != ok
-		sink_wait 'tcp 203.0.113.7 8080' 1 20000 || tap_diag "$(sink_new_lines)"
+		sink_wait 'tcp 203.0.113.7 8080' 2 20000 || tap_diag "$(sink_new_lines)"
 		sink_settle
-		tap_cmp "switch: inflight: the capped host got no more than the new cap" \
-			"$(sink_lines_bytes tcp 203.0.113.7 8080)" -le 600 || tap_diag "$(sink_new_lines)"
-		tap_is "switch: inflight: ... its cut is logged at the new rule's cap" \
+		tap_is "switch: inflight: the capped host saw both flows (IPv4, ::ffff:)" \
+			"$(sink_lines_count tcp 203.0.113.7 8080)" 2 || tap_diag "$(sink_new_lines)"
+		tap_cmp "switch: inflight: each flow to the capped host sent no more than the new cap" \
+			"$(sink_lines_max tcp 203.0.113.7 8080)" -le 600 || tap_diag "$(sink_new_lines)"
+		tap_is "switch: inflight: ... the IPv4 one's cut is logged at the new rule's cap" \
 			"$(log_count "$LOG" type=flow_cut dst=203.0.113.7 port=8080 rule=seven-capped \
 				cap=max_request_bytes limit=600)" 1 || tap_diag_file "$LOG"
+		tap_is "switch: inflight: ... and the ::ffff: one's" \
+			"$(log_count "$LOG" type=flow_cut dst=::ffff:203.0.113.7 port=8080 \
+				rule=seven-capped cap=max_request_bytes limit=600)" 1 || tap_diag_file "$LOG"
 		# (its connection ends on the sink's side only when the sink gives up: a line, if
 		# any, says what it got)
 		tap_cmp "switch: inflight: the TLS-port host got nothing past its first 7 bytes" \

@@ -969,6 +969,34 @@ static void flow_rejudge(struct run *r, const struct sl_learned *learned,
 	}
 }
 
+/*
+ * A ClientHello the old policy's names denied in report mode left its reason on the socket
+ * (sl_sk_tls.deny_reason), which the egress program copies into a flow recorded as allowed: a
+ * flow the new policy allows would be recorded denied again at its next packet, and judged in
+ * full at every one. The reason goes with the old judgment; a socket the check denied for good
+ * (SL_TLS_DENIED: its data is still dropped) keeps it, as does a flow denied now (its own reason
+ * is in the flow already). Read again just before the write, as the flow is.
+ */
+static void tls_deny_forget(struct run *r, int fd, const struct records_preexisting *rec)
+{
+	struct sl_sk_tls t;
+	struct sl_flow f;
+	int state, err;
+
+	if (rec->verdict != SL_VERDICT_ALLOW || rec->protocol != IPPROTO_TCP)
+		return;
+	state = loader_sock_state(r->loader, fd, &f, &t);
+	if (state < 0 || !(state & LOADER_SOCK_TLS) || !t.deny_reason ||
+	    t.state == SL_TLS_DENIED)
+		return;
+	t.deny_reason = 0;
+	err = loader_sock_tls_set(r->loader, fd, &t);
+	if (err && err != -ENOENT)
+		fprintf(stderr, "sluice: run %s: socket %llu keeps its old server-name denial on "
+			"record: %s\n", r->run_id, (unsigned long long)rec->cookie,
+			strerror(-err));
+}
+
 static int judge(struct run *r, bool rejudge, char *err, size_t err_len)
 {
 	struct preexisting_scan s;
@@ -1061,6 +1089,8 @@ static int judge(struct run *r, bool rejudge, char *err, size_t err_len)
 					state &= ~LOADER_SOCK_FLOW;
 			}
 			if (state & LOADER_SOCK_FLOW) {
+				/* first: a packet between the writes must not copy it back */
+				tls_deny_forget(r, fd, rec);
 				flow_rejudge(r, named, rec, &flow);
 				ret = loader_sock_flow_set(r->loader, fd, &flow);
 				if (ret && ret != -ENOENT)

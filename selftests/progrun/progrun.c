@@ -815,28 +815,67 @@ static void frame_tests(void)
  * The backstop on a packet of a connected flow, where the flow was connected (the policy of
  * frame_cases, deny by default): a flow judged under the policy in force (its generation,
  * sl_cfg.era) vouches for its destination; one judged under another (a switch since, which did
- * not find its socket to judge it again) does not, and the packet is judged in full.
+ * not find its socket to judge it again) does not, and the packet is judged in full. A
+ * dual-stack socket connected to ::ffff:a.b.c.d sends IPv4 packets to a.b.c.d: its own
+ * destination; no other embedding (NAT64) is, the kernel never sends one as IPv4.
  */
 struct flow_case {
 	const char *name;
-	const char *dst; /* where the flow was connected, and the packet goes */
+	const char *dst; /* where the packet goes, and the flow was connected unless flow_dst */
 	unsigned port;
 	int era;	 /* 0: the current generation; 1: the one before; -1: sl_flow.era 0 */
 	int bs;
+	const char *flow_dst; /* where the flow was connected, if not dst */
+	unsigned flow_port;   /* its port, if not port */
+	int tls_state;	      /* its server-name check's state (0: never watched) */
+	int tls_deny;	      /* the reason that check recorded, and that it keeps after (-1: none) */
+	int tls_deny_after;
 };
 
 static const struct flow_case flow_cases[] = {
-	{"this generation's flow to an unlisted host: vouched for", "198.51.100.20", 80, 0, PASS},
+	{"this generation's flow to an unlisted host: vouched for", "198.51.100.20", 80, 0, PASS,
+	 NULL, 0, 0, 0, 0},
 	{"an older generation's flow to an unlisted host: judged, dropped", "198.51.100.20", 80, 1,
-	 DROP(RD)},
+	 DROP(RD), NULL, 0, 0, 0, 0},
 	{"an older generation's flow to a listed host: judged, passes", "198.51.100.10", 80, 1,
-	 PASS},
+	 PASS, NULL, 0, 0, 0, 0},
 	{"a flow without a generation to an unlisted host: judged, dropped", "198.51.100.20", 80,
-	 -1, DROP(RD)},
+	 -1, DROP(RD), NULL, 0, 0, 0, 0},
 	{"an older generation's v6 flow to an unlisted host: judged, dropped", "2001:db8::20", 443,
-	 1, DROP(RD)},
+	 1, DROP(RD), NULL, 0, 0, 0, 0},
 	{"an older generation's v6 flow to a listed host: judged, passes", "2001:db8::10", 443, 1,
-	 PASS},
+	 PASS, NULL, 0, 0, 0, 0},
+	{"this generation's ::ffff: flow, its IPv4 packet to an unlisted host: vouched for",
+	 "198.51.100.20", 80, 0, PASS, "::ffff:198.51.100.20", 0, 0, 0, 0},
+	{"an older generation's ::ffff: flow, its IPv4 packet to an unlisted host: judged, dropped",
+	 "198.51.100.20", 80, 1, DROP(RD), "::ffff:198.51.100.20", 0, 0, 0, 0},
+	{"an older generation's ::ffff: flow, its IPv4 packet to a listed host: judged, passes",
+	 "198.51.100.10", 80, 1, PASS, "::ffff:198.51.100.10", 0, 0, 0, 0},
+	{"a ::ffff: flow's IPv4 packet to another host: judged, dropped", "198.51.100.20", 80, 0,
+	 DROP(RD), "::ffff:198.51.100.10", 0, 0, 0, 0},
+	{"a ::ffff: flow's IPv4 packet to another port: judged, dropped", "198.51.100.20", 81, 0,
+	 DROP(RD), "::ffff:198.51.100.20", 80, 0, 0, 0},
+	{"a NAT64 flow's IPv4 packet to its embedded host: not its own, dropped", "198.51.100.20",
+	 80, 0, DROP(RD), "64:ff9b::198.51.100.20", 0, 0, 0, 0},
+	{"an IPv4 flow's packet to the host's ::ffff: form: not its own, dropped",
+	 "::ffff:198.51.100.20", 80, 0, DROP(RD), "198.51.100.20", 0, 0, 0, 0},
+	/*
+	 * A server-name denial recorded under the old policy (report mode: the flow went on) is
+	 * the old judgment's: the flow the new one allows by address must not take it back
+	 * (sl_egress copies it into the flow). One the check denied for good keeps it.
+	 */
+	{"an older generation's flow a report-mode name check denied, allowed now: reason cleared",
+	 "198.51.100.10", 443, 1, PASS, NULL, 0, SL_TLS_ALLOWED, SL_REASON_SNI_MISMATCH, 0},
+	{"... one still waiting for the server: reason cleared", "198.51.100.10", 443, 1, PASS,
+	 NULL, 0, SL_TLS_AWAIT_SERVER, SL_REASON_SNI_MISMATCH, 0},
+	{"... one the check denied for good (enforce): reason kept", "198.51.100.10", 443, 1, PASS,
+	 NULL, 0, SL_TLS_DENIED, SL_REASON_SNI_MISMATCH, SL_REASON_SNI_MISMATCH},
+	{"... one the new policy denies: its reason is the flow's, the check's kept",
+	 "198.51.100.20", 443, 1, DROP(RD), NULL, 0, SL_TLS_ALLOWED, SL_REASON_SNI_MISMATCH,
+	 SL_REASON_SNI_MISMATCH},
+	{"this generation's flow: not judged again, the check's reason kept",
+	 "198.51.100.10", 443, 0, PASS, NULL, 0, SL_TLS_ALLOWED, SL_REASON_SNI_MISMATCH,
+	 SL_REASON_SNI_MISMATCH},
 };
 
 static void flow_tests(void)
@@ -853,17 +892,27 @@ static void flow_tests(void)
 		struct pkt p = {};
 		bool ok;
 
+		const char *flow_dst = c->flow_dst ? c->flow_dst : c->dst;
+
 		memset(in, 0, sizeof(*in));
-		in->family = strchr(c->dst, ':') ? AF_INET6 : AF_INET;
+		in->family = strchr(flow_dst, ':') ? AF_INET6 : AF_INET;
 		in->proto = TCP;
-		in->port = (uint16_t)c->port;
+		in->port = (uint16_t)(c->flow_port ? c->flow_port : c->port);
 		/* another generation: one less, or (the first) one more */
 		in->era = c->era < 0 ? 0 : c->era ? (cur == 1 ? 2 : cur - 1) : cur;
-		ok = inet_pton(in->family, c->dst, in->addr) == 1 &&
+		in->tls_state = (uint8_t)c->tls_state;
+		in->tls_deny_reason = (uint8_t)(c->tls_state ? c->tls_deny : 0);
+		ok = inet_pton(in->family, flow_dst, in->addr) == 1 &&
 		     !build_frame(&p, c->dst, TCP, c->port, 0, 0, 0);
 		snprintf(why, WHY_LEN, "the case's frame could not be built");
 		snprintf(name, sizeof(name), "backstop flow: %s", c->name);
-		report(ok && frame_check(r, fd, false, &p, c->bs), name, why);
+		ok = ok && frame_check(r, fd, false, &p, c->bs);
+		if (ok && c->tls_state && in->tls_deny_after != c->tls_deny_after) {
+			snprintf(why, WHY_LEN, "the server-name check's reason is %u after, not %d",
+				 in->tls_deny_after, c->tls_deny_after);
+			ok = false;
+		}
+		report(ok, name, why);
 	}
 }
 

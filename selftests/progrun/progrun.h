@@ -31,7 +31,9 @@ struct t_flow_in {
 	__u8 family;
 	__u8 proto;
 	__u32 era;     /* the policy generation that judged it (sl_flow.era) */
-	__u8 pad[3];
+	__u8 tls_state;       /* its sl_sk_tls.state (0: none on the socket) */
+	__u8 tls_deny_reason; /* its sl_sk_tls.deny_reason */
+	__u8 tls_deny_after;  /* out: sl_sk_tls.deny_reason after the backstop (0xff: none) */
 };
 
 /* The decision layer: a destination, after an Ethernet header in the test packet… */

@@ -22,7 +22,9 @@ SEC("cgroup_skb/egress")
 int t_flow_backstop(struct __sk_buff *skb)
 {
 	struct bpf_sock *sk = skb->sk;
+	struct sl_sk_tls *t;
 	struct sl_flow *f;
+	int ret;
 
 	/* a drop without a record: the driver counts it a failure */
 	if (!sk)
@@ -39,7 +41,20 @@ int t_flow_backstop(struct __sk_buff *skb)
 	f->family = t_flow.family;
 	f->protocol = t_flow.proto;
 	f->era = t_flow.era;
-	return backstop(skb, sk, f);
+	if (t_flow.tls_state) {
+		t = bpf_sk_storage_get(&sl_sk_tls, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+		if (!t)
+			return SKB_DROP;
+		__builtin_memset(t, 0, sizeof(*t));
+		t->state = t_flow.tls_state;
+		t->deny_reason = t_flow.tls_deny_reason;
+	} else {
+		bpf_sk_storage_delete(&sl_sk_tls, sk);
+	}
+	ret = backstop(skb, sk, f);
+	t = bpf_sk_storage_get(&sl_sk_tls, sk, 0, 0);
+	t_flow.tls_deny_after = t ? t->deny_reason : 0xff;
+	return ret;
 }
 
 SEC("cgroup_skb/egress")
