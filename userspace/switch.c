@@ -153,9 +153,26 @@ static int switch_budgets(struct run *r, const struct policy *p, const struct po
 
 	if (!b || !v)
 		goto fail;
+	/*
+	 * The run's own maps, never a guess: a resumed writer's loader has the budget maps only
+	 * through the run's programs, and a rule's number in place of its budget id would give it
+	 * a fresh budget, or another rule's.
+	 */
+	ret = loader_run_maps(r->loader);
+	if (ret) {
+		util_fmt(err, err_len, "find the run's maps through its programs: %s",
+			 strerror(-ret));
+		goto fail;
+	}
 	for (j = 0; j < o->n_rules; j++) {
-		uint16_t id = loader_rule_budget(r->loader, policy_rule_id(j));
+		uint16_t id;
 
+		ret = loader_rule_budget(r->loader, policy_rule_id(j), &id);
+		if (ret) {
+			util_fmt(err, err_len, "read the rules' budget ids (sl_rule_budget): %s",
+				 strerror(-ret));
+			goto fail;
+		}
 		if (id > last)
 			last = id;
 		if (o->rules[j].name)
@@ -177,7 +194,14 @@ static int switch_budgets(struct run *r, const struct policy *p, const struct po
 			hit = &key;
 		}
 		if (hit) {
-			b[policy_rule_id(i)] = loader_rule_budget(r->loader, policy_rule_id(hit->idx));
+			/* read above already: it cannot fail now but for the kernel's memory */
+			ret = loader_rule_budget(r->loader, policy_rule_id(hit->idx),
+						 &b[policy_rule_id(i)]);
+			if (ret) {
+				util_fmt(err, err_len, "read the rules' budget ids: %s",
+					 strerror(-ret));
+				goto fail;
+			}
 			continue;
 		}
 		if (last == UINT16_MAX) {
