@@ -349,12 +349,27 @@ int run_switch(struct run *r, const char *policy_path, int mode, char *err, size
 		loader_next_free(n);
 		goto out;
 	}
-	/* what the old programs recorded is named by the old policy */
-	if (r->events)
-		records_drain(&r->rec);
+	/*
+	 * The new programs judge from here on, and their records may already be in the ring
+	 * buffer behind the old ones': the records learn the old generation (its era, policy and
+	 * mode) and the new one's policy and era before any record is read. Each flow record is
+	 * then named by the generation its era says, each decision record by its own (the era the
+	 * programs that made it stamped in it; one without: by its time, against since), the old
+	 * programs' as the old policy, the new ones' as the new (the flows open now are named so
+	 * when they end, a set-mode's too: every switch is a generation, loader_next_load).
+	 * Should the records have no room for the old generation, a replaced policy is kept all
+	 * the same: an earlier set-mode's generation may name it.
+	 */
+	since_ns = (uint64_t)since.tv_sec * 1000000000ull + (uint64_t)since.tv_nsec;
 	if (np) {
 		old_p = r->policy;
 		old_c = r->compiled;
+	}
+	if (records_policy_replaced(&r->rec, old_p ? old_p : r->policy, old_p != NULL, prev_mode,
+				    prev_era, since_ns))
+		fprintf(stderr, "sluice: run %s: the flows of the previous policy generation will be "
+			"named by the policy of their connect(): %s\n", r->run_id, strerror(ENOMEM));
+	if (np) {
 		r->policy = np;
 		r->compiled = nc;
 		r->rec.policy = np;
@@ -365,22 +380,15 @@ int run_switch(struct run *r, const char *policy_path, int mode, char *err, size
 	} else {
 		r->policy->mode = m.mode;
 	}
+	r->rec.era = loader_era(r->loader);
+	/* the old programs' records, while no query is answered (under the policy that made them) */
+	if (r->events)
+		records_drain(&r->rec);
 	resolver_unlock(r->resolver);
 	/* the old programs' denials, their sockets ended now the resolver answers again */
 	records_kill_queued(&r->rec);
 	write_policy_change(r, prev_sha, prev_mode, &m);
 	policy_compiled_free(old_c);
-	/*
-	 * the flows open now are named by the old generation (its policy's rules, its mode) when
-	 * they end… (a set-mode's too: every switch is a generation, loader_next_load). Should the
-	 * records have no room for it, a replaced policy is kept all the same: an earlier set-mode's
-	 * generation may name it.
-	 */
-	since_ns = (uint64_t)since.tv_sec * 1000000000ull + (uint64_t)since.tv_nsec;
-	if (records_policy_replaced(&r->rec, old_p ? old_p : r->policy, old_p != NULL, prev_mode,
-				    prev_era, since_ns))
-		fprintf(stderr, "sluice: run %s: the flows of the previous policy generation will be "
-			"named by the policy of their connect(): %s\n", r->run_id, strerror(ENOMEM));
 	/*
 	 * …unless judged again here. The connect programs judge only new flows, the egress
 	 * backstop passes a connected flow's own destination, and the packet programs count an
