@@ -47,6 +47,13 @@ static __always_inline void event_hdr_init_at(struct sl_event_hdr *h, __u16 type
 	h->version = type == SL_EV_FLOW ? SL_FLOW_VERSION : SL_ABI_VERSION;
 	h->size = size;
 	h->ts_ns = ts_ns;
+	/*
+	 * The generation that judged a decision, so that its rule is named by that policy even
+	 * when the reader meets it after a switch: a held denial (sl_sk_held) keeps the one that
+	 * judged it at connect(), stamped there.
+	 */
+	if (type == SL_EV_DECISION && !((struct sl_decision_event *)h)->era)
+		((struct sl_decision_event *)h)->era = sl_cfg.era;
 	/* an array lookup of index 0 cannot fail; the check is for the verifier */
 	h->seq = seq ? __sync_fetch_and_add(seq, 1) : ~0ULL;
 }

@@ -891,6 +891,7 @@ static __always_inline int backstop(struct __sk_buff *skb, struct bpf_sock *sk,
 		return SKB_DROP;
 	}
 	__builtin_memcpy(&h->ev, &ev, sizeof(ev));
+	h->ev.era = sl_cfg.era; /* the generation that judged it, whichever records it */
 	h->recorded = 0;
 	return drop_held(h);
 }

@@ -150,7 +150,8 @@ struct sl_decision_event {
 	__u32 host_id;     /* name the run's resolver learned this address for, or 0 */
 	__u8 addr[16];
 	__u8 eff_addr[4];
-	__u8 pad3[4];
+	__u32 era;         /* the policy generation (sl_cfg.era) that judged it; 0 (a run of an
+			      older build, where this was padding): none, named by its time */
 	char comm[16];
 };
 _Static_assert(sizeof(struct sl_decision_event) == 104, "sl_decision_event ABI");

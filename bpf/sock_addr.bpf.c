@@ -253,6 +253,7 @@ static __always_inline bool hold_udp_denial(struct bpf_sock_addr *ctx,
 	if (!h)
 		return false;
 	__builtin_memcpy(&h->ev, ev, sizeof(h->ev));
+	h->ev.era = sl_cfg.era; /* the generation that judged it, whichever records it */
 	h->recorded = 0;
 	return true;
 }

@@ -481,4 +481,58 @@ for h in 198.51.100.10 198.51.100.20; do
 done
 out=$("$SLUICE" detach --run-id "$RUN5" 2>&1)
 tap_check "budget2: the run detaches" test -z "${out##*\"ok\":true*}"
+# --- a renumbered budget across a daemon's takeover ----------------------------------------------
+# The budget maps are not pinned: the daemon that takes a run over finds them through the run's
+# programs. Its first switch must keep api's budget id (1, given before the renumbering), not
+# give api its number (a fresh budget) and web api's spent one.
+cat >"$SL_TMP/api.yaml" <<EOF2
+default: deny
+rules:
+  - name: api
+    cidrs: ["198.51.100.10/32"]
+    ports: [8080]
+    max_total_request_bytes: $BUDGET
+EOF2
+cat >"$SL_TMP/webapi.yaml" <<EOF2
+default: deny
+rules:
+  - name: web
+    cidrs: ["198.51.100.20/32"]
+    ports: [8080]
+    max_total_request_bytes: $BUDGET
+  - name: api
+    cidrs: ["198.51.100.10/32"]
+    ports: [8080]
+    max_total_request_bytes: $BUDGET
+EOF2
+CG6=$(sl_cgroup_new swtakeover) || bail_out "cannot make the test cgroup"
+sl_on_exit "sl_cgroup_remove '$CG6'"
+RUN6=t-$SL_ID-swtakeover
+SL_RUNS+=("$RUN6")
+LOG6=$SL_TMP/swtakeover.jsonl
+out=$("$SLUICE" attach --cgroup "$CG6" --policy "$SL_TMP/api.yaml" --run-id "$RUN6" \
+	--netns "$NETNS" --upstream "127.0.0.1:$SL_DNS_PORT" --log "$LOG6" 2>&1) ||
+	bail_out "attach failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
+out=$("$SLUICE" replace-policy --run-id "$RUN6" "$SL_TMP/webapi.yaml" 2>&1)
+tap_check "takeover: replace-policy renumbers api (web first)" \
+	test -z "${out##*\"ok\":true*}" || tap_diag "$out"
+sink_mark
+tap_diag "takeover: api's host after 800 + 800 bytes: $(past_budget "$CG6" 198.51.100.10)"
+sl_daemon_kill KILL
+sl_daemon_start || bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
+out=$("$SLUICE" replace-policy --run-id "$RUN6" "$SL_TMP/webapi.yaml" 2>&1)
+tap_check "takeover: the new daemon's first switch of the run succeeds" \
+	test -z "${out##*\"ok\":true*}" || tap_diag "$out"
+tap_diag "takeover: api's host after the switch: $(past_budget "$CG6" 198.51.100.10)"
+tap_diag "takeover: web's host after the switch: $(past_budget "$CG6" 198.51.100.20)"
+sink_wait 'tcp 198.51.100.20 8080' 1 20000 || tap_diag "$(sink_new_lines)"
+sink_settle
+for h in 198.51.100.10 198.51.100.20; do
+	got=$(tail -n +"$((SL_SINK_MARK + 1))" "$SL_INET_LOG" |
+		awk -v h="$h" '$1 == "tcp" && $2 == h && $3 == 8080 { n += $5 } END { print n + 0 }')
+	tap_is "takeover: $h got its first 800 bytes and no more than its $BUDGET, across the \
+takeover and its switch" "$got" 800 || tap_diag "$(sink_new_lines)"
+done
+out=$("$SLUICE" detach --run-id "$RUN6" 2>&1)
+tap_check "takeover: the run detaches" test -z "${out##*\"ok\":true*}"
 tap_done

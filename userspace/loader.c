@@ -1522,23 +1522,43 @@ bool loader_sni_ok(const struct loader *l, int family, const uint8_t *addr, cons
 	       !bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.sl_sni_ok), &key, &host_id);
 }
 
-uint16_t loader_rule_budget(const struct loader *l, uint16_t rule_id)
-{
-	__u32 rid = rule_id, id = 0;
+static int run_map_fd(const struct loader *l, struct bpf_object *old, const char *name,
+		      __u32 *max_entries);
+static int reopen_programs(struct loader *l);
 
-	if (bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.sl_rule_budget), &rid, &id) || !id)
-		return rule_id;
-	return (uint16_t)id;
+int loader_run_maps(struct loader *l)
+{
+	return l->skb ? 0 : reopen_programs(l);
+}
+
+/* A map of the run's decision layer, wherever this loader finds it (run_map_fd): fd or -ENOENT */
+static int run_map(const struct loader *l, const char *name)
+{
+	return run_map_fd(l, l->skb ? l->skel->obj : NULL, name, NULL);
+}
+
+int loader_rule_budget(const struct loader *l, uint16_t rule_id, uint16_t *id)
+{
+	int fd = run_map(l, "sl_rule_budget");
+	__u32 rid = rule_id, v = 0;
+
+	if (fd < 0)
+		return fd;
+	/* past the map's end (ENOENT): a rule no switch gave a budget id, as 0 */
+	if (bpf_map_lookup_elem(fd, &rid, &v) && errno != ENOENT)
+		return -errno;
+	*id = v ? (uint16_t)v : rule_id;
+	return 0;
 }
 
 int loader_host_budgets_max(const struct loader *l, uint16_t *max)
 {
-	int fd = bpf_map__fd(l->skel->maps.sl_host_bytes);
+	int fd = run_map(l, "sl_host_bytes");
 	struct sl_host_key key, next;
 	void *prev = NULL;
 
 	if (fd < 0)
-		return 0; /* a resumed writer's loader: no such map (it cannot switch either) */
+		return fd;
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
 		key = next;
 		prev = &key;

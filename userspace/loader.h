@@ -157,9 +157,21 @@ int loader_learned(const struct loader *l, int family, const uint8_t *addr,
  * (host_total_cap). False when the rule has no total cap or the host has sent nothing.
  */
 bool loader_host_spent(const struct loader *l, uint16_t rule_id, const struct sl_host_key *k);
-/* The budget id that keys the hosts' totals of rule_id (sl_rule_budget; its number if none). */
-uint16_t loader_rule_budget(const struct loader *l, uint16_t rule_id);
-/* Raise *max to the highest budget id any host's totals are kept under. 0 or -errno. */
+/*
+ * Make sure l knows the maps the run's attached programs use: a resumed writer's loader
+ * (loader_reopen) has only pins and links, and the budget maps are not pinned; it collects them
+ * through its links (as loader_next_load does). 0 or -errno.
+ */
+int loader_run_maps(struct loader *l);
+/*
+ * The budget id that keys the hosts' totals of rule_id (sl_rule_budget; its number if it has
+ * none) into *id. 0, or -ENOENT when l does not know the run's map (loader_run_maps), -errno.
+ */
+int loader_rule_budget(const struct loader *l, uint16_t rule_id, uint16_t *id);
+/*
+ * Raise *max to the highest budget id any host's totals are kept under. 0, or -ENOENT when l does
+ * not know the run's sl_host_bytes (loader_run_maps), -errno.
+ */
 int loader_host_budgets_max(const struct loader *l, uint16_t *max);
 
 /*

@@ -775,12 +775,15 @@ static void judge_budget(const struct loader *l, enum sl_mode mode, const struct
 {
 	struct sl_host_key k;
 	uint8_t addr[16] = {};
+	uint16_t budget;
 
 	if (rec->verdict != SL_VERDICT_ALLOW || rec->reason != SL_REASON_RULE || rec->rule < 0)
 		return;
+	/* unreadable: the flow's next byte meets the kernel's own check (flow_start) */
+	if (loader_rule_budget(l, policy_rule_id((size_t)rec->rule), &budget))
+		return;
 	memcpy(addr, rec->dst, rec->family == AF_INET ? 4 : 16);
-	host_key_of(&k, loader_rule_budget(l, policy_rule_id((size_t)rec->rule)),
-		    lp ? lp->host_id : 0, rec->family, addr);
+	host_key_of(&k, budget, lp ? lp->host_id : 0, rec->family, addr);
 	if (!loader_host_spent(l, policy_rule_id((size_t)rec->rule), &k))
 		return;
 	set(rec, SL_VERDICT_DENY, SL_REASON_HOST_CAP, rec->rule);

@@ -386,6 +386,9 @@ static bool written_before(struct records *r, const char *type, uint64_t kseq, u
 	       m->port == port && !strcmp(m->dst, dst);
 }
 
+static const struct policy *policy_of_era(const struct records *r, uint32_t era, uint64_t ns,
+					  int *mode);
+
 static int on_decision(const struct sl_decision_event *ev, void *ctx)
 {
 	struct records *r = ctx;
@@ -395,8 +398,11 @@ static int on_decision(const struct sl_decision_event *ev, void *ctx)
 	const char *host;
 	char host_buf[256];
 	bool killed;
+	int mode;
+	/* named by the policy of the programs that judged it (a switch may have ended it) */
+	const struct policy *p = policy_of_era(r, ev->era, ev->hdr.ts_ns, &mode);
 
-	if (decision_view_init(&v, ev, r->policy)) {
+	if (decision_view_init(&v, ev, p)) {
 		records_line(r, &l, "anomaly", &ts);
 		journal_line_str(&l, "what", "decision record with out-of-range fields");
 		write_kernel_line(r, &l, ev->hdr.seq);
@@ -427,11 +433,11 @@ static int on_decision(const struct sl_decision_event *ev, void *ctx)
 		else
 			notice_add(&n, "%s: %s (rule: %s) run_id=%s task=%s\n", what, v.dst_port,
 				   v.rule, r->run_id, r->task_text);
-		if (r->policy->request_access && ev->reason != SL_REASON_BLACKHOLE && !v.surface)
-			notice_request_access(&n, r->policy->request_access, host ? host : v.dst);
+		if (p->request_access && ev->reason != SL_REASON_BLACKHOLE && !v.surface)
+			notice_request_access(&n, p->request_access, host ? host : v.dst);
 		notice_denial(r, &n);
 	}
-	if (v.deny ? !r->policy->log_deny : !r->policy->log_allow) {
+	if (v.deny ? !p->log_deny : !p->log_allow) {
 		r->unlogged++; /* the policy's log: list leaves it out; run_end counts it */
 		return 0;
 	}
@@ -1342,27 +1348,34 @@ static const struct policy *policy_at(const struct records *r, uint64_t ns, int 
 
 /*
  * The policy that names a flow's rule, and the mode that says whether its denial was enforced:
- * the generation of the flow (sl_flow.era): the one in force if it is the programs' (loader_era),
+ * the generation of the flow (sl_flow.era): the one in force if it is r->policy's (r->era),
  * else an ended one's (eras[k].era); a record without one (0, or one not seen here: a writer that
  * resumed a run holds no eras) by the generation in force at its connect().
  */
 static const struct policy *policy_of_flow(const struct records *r, const struct sl_flow *f,
 					   int *mode)
 {
+	return policy_of_era(r, f->era, f->start_ns, mode);
+}
+
+/* The generation era's policy and mode; era 0 or one not seen here: the one in force at ns. */
+static const struct policy *policy_of_era(const struct records *r, uint32_t era, uint64_t ns,
+					  int *mode)
+{
 	size_t k;
 
-	if (!f->era)
-		return policy_at(r, f->start_ns, mode);
-	if (r->loader && f->era == loader_era(r->loader)) {
+	if (!era)
+		return policy_at(r, ns, mode);
+	if (r->era && era == r->era) {
 		*mode = r->policy->mode;
 		return r->policy;
 	}
 	for (k = r->n_eras; k-- > 0;)
-		if (r->eras[k].era == f->era) {
+		if (r->eras[k].era == era) {
 			*mode = r->eras[k].mode;
 			return r->eras[k].policy;
 		}
-	return policy_at(r, f->start_ns, mode);
+	return policy_at(r, ns, mode);
 }
 
 /* ------------------------------------------------------------------------------------------ */

@@ -63,6 +63,11 @@ struct records {
 	const char *log_path;	 /* for messages */
 	const char *alerts_path; /* --alerts, or NULL */
 	const struct policy *policy;
+	/*
+	 * The generation policy stands for (sl_cfg.era of the programs that judge under it; 0:
+	 * unknown): a switch sets both at once, before it reads what the new programs recorded.
+	 */
+	uint32_t era;
 	struct hostnames *hosts; /* the run's host names; may be NULL: hosts are then unnamed */
 	struct loader *loader;
 	struct events *events;

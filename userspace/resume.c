@@ -704,6 +704,7 @@ static int take_over(struct run *r, const struct resume_start *s, char *msg, siz
 	r->rec.task = r->args.task;
 	r->rec.log_path = r->log_path;
 	r->rec.policy = r->policy;
+	r->rec.era = loader_era(r->loader);
 	r->rec.started_at.tv_sec = s->started_us / 1000000;
 	r->rec.started_at.tv_nsec = (s->started_us % 1000000) * 1000;
 	err = records_init(&r->rec);

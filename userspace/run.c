@@ -949,6 +949,7 @@ int run_setup(struct run *r, char *err, size_t err_len)
 		return ret;
 	}
 	r->rec.loader = r->loader;
+	r->rec.era = loader_era(r->loader);
 
 	ret = r->attached ? 0 : cgroup_create_run(r->args.cgroup_parent, r->run_id, &r->cg);
 	if (ret) {

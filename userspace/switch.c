@@ -153,9 +153,26 @@ static int switch_budgets(struct run *r, const struct policy *p, const struct po
 
 	if (!b || !v)
 		goto fail;
+	/*
+	 * The run's own maps, never a guess: a resumed writer's loader has the budget maps only
+	 * through the run's programs, and a rule's number in place of its budget id would give it
+	 * a fresh budget, or another rule's.
+	 */
+	ret = loader_run_maps(r->loader);
+	if (ret) {
+		util_fmt(err, err_len, "find the run's maps through its programs: %s",
+			 strerror(-ret));
+		goto fail;
+	}
 	for (j = 0; j < o->n_rules; j++) {
-		uint16_t id = loader_rule_budget(r->loader, policy_rule_id(j));
+		uint16_t id;
 
+		ret = loader_rule_budget(r->loader, policy_rule_id(j), &id);
+		if (ret) {
+			util_fmt(err, err_len, "read the rules' budget ids (sl_rule_budget): %s",
+				 strerror(-ret));
+			goto fail;
+		}
 		if (id > last)
 			last = id;
 		if (o->rules[j].name)
@@ -177,7 +194,14 @@ static int switch_budgets(struct run *r, const struct policy *p, const struct po
 			hit = &key;
 		}
 		if (hit) {
-			b[policy_rule_id(i)] = loader_rule_budget(r->loader, policy_rule_id(hit->idx));
+			/* read above already: it cannot fail now but for the kernel's memory */
+			ret = loader_rule_budget(r->loader, policy_rule_id(hit->idx),
+						 &b[policy_rule_id(i)]);
+			if (ret) {
+				util_fmt(err, err_len, "read the rules' budget ids: %s",
+					 strerror(-ret));
+				goto fail;
+			}
 			continue;
 		}
 		if (last == UINT16_MAX) {
@@ -325,12 +349,27 @@ int run_switch(struct run *r, const char *policy_path, int mode, char *err, size
 		loader_next_free(n);
 		goto out;
 	}
-	/* what the old programs recorded is named by the old policy */
-	if (r->events)
-		records_drain(&r->rec);
+	/*
+	 * The new programs judge from here on, and their records may already be in the ring
+	 * buffer behind the old ones': the records learn the old generation (its era, policy and
+	 * mode) and the new one's policy and era before any record is read. Each flow record is
+	 * then named by the generation its era says, each decision record by its own (the era the
+	 * programs that made it stamped in it; one without: by its time, against since), the old
+	 * programs' as the old policy, the new ones' as the new (the flows open now are named so
+	 * when they end, a set-mode's too: every switch is a generation, loader_next_load).
+	 * Should the records have no room for the old generation, a replaced policy is kept all
+	 * the same: an earlier set-mode's generation may name it.
+	 */
+	since_ns = (uint64_t)since.tv_sec * 1000000000ull + (uint64_t)since.tv_nsec;
 	if (np) {
 		old_p = r->policy;
 		old_c = r->compiled;
+	}
+	if (records_policy_replaced(&r->rec, old_p ? old_p : r->policy, old_p != NULL, prev_mode,
+				    prev_era, since_ns))
+		fprintf(stderr, "sluice: run %s: the flows of the previous policy generation will be "
+			"named by the policy of their connect(): %s\n", r->run_id, strerror(ENOMEM));
+	if (np) {
 		r->policy = np;
 		r->compiled = nc;
 		r->rec.policy = np;
@@ -341,22 +380,15 @@ int run_switch(struct run *r, const char *policy_path, int mode, char *err, size
 	} else {
 		r->policy->mode = m.mode;
 	}
+	r->rec.era = loader_era(r->loader);
+	/* the old programs' records, while no query is answered (under the policy that made them) */
+	if (r->events)
+		records_drain(&r->rec);
 	resolver_unlock(r->resolver);
 	/* the old programs' denials, their sockets ended now the resolver answers again */
 	records_kill_queued(&r->rec);
 	write_policy_change(r, prev_sha, prev_mode, &m);
 	policy_compiled_free(old_c);
-	/*
-	 * the flows open now are named by the old generation (its policy's rules, its mode) when
-	 * they end… (a set-mode's too: every switch is a generation, loader_next_load). Should the
-	 * records have no room for it, a replaced policy is kept all the same: an earlier set-mode's
-	 * generation may name it.
-	 */
-	since_ns = (uint64_t)since.tv_sec * 1000000000ull + (uint64_t)since.tv_nsec;
-	if (records_policy_replaced(&r->rec, old_p ? old_p : r->policy, old_p != NULL, prev_mode,
-				    prev_era, since_ns))
-		fprintf(stderr, "sluice: run %s: the flows of the previous policy generation will be "
-			"named by the policy of their connect(): %s\n", r->run_id, strerror(ENOMEM));
 	/*
 	 * …unless judged again here. The connect programs judge only new flows, the egress
 	 * backstop passes a connected flow's own destination, and the packet programs count an

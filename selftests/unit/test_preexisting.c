@@ -52,10 +52,11 @@ int loader_learned(const struct loader *l, int family, const uint8_t *addr,
 	return -ENOENT;
 }
 
-uint16_t loader_rule_budget(const struct loader *l, uint16_t rule_id)
+int loader_rule_budget(const struct loader *l, uint16_t rule_id, uint16_t *id)
 {
 	(void)l;
-	return rule_id;
+	*id = rule_id;
+	return 0;
 }
 
 bool loader_host_spent(const struct loader *l, uint16_t rule_id, const struct sl_host_key *k)
