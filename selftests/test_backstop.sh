@@ -87,7 +87,7 @@ frames_during_run() {
 	local pid=$!
 	sl_track_pid "$pid"
 	# the host side is in place once run_start is in the log (a slow machine takes a while)
-	wait_until 5000 grep -qs '"run_start"' "$log" || tap_diag "no run_start in $log"
+	wait_until 60000 grep -qs '"run_start"' "$log" || tap_diag "no run_start in $log"
 
 	: >"$SL_TMP/nd.seen"
 	in_run python3 "$SL_TMP/frames.py" "$rtr_mac" 198.51.100.10 203.0.113.7 169.254.169.254 \
@@ -172,7 +172,7 @@ clsact_run() {
 	SLUICE_SELFTEST_TC_CLSACT=1 sluice_start "$policy" "$SL_TMP/clsact-$1.jsonl" \
 		--netns "/run/netns/$SL_NS_RUN" -- \
 		sh -c "while [ ! -e $SL_TMP/clsact-$1.done ]; do sleep 0.05; done"
-	wait_until 5000 grep -qs '"run_start"' "$SL_TMP/clsact-$1.jsonl" ||
+	wait_until 60000 grep -qs '"run_start"' "$SL_TMP/clsact-$1.jsonl" ||
 		tap_diag_file "$SL_ERR"
 }
 clsact_run 1
@@ -241,7 +241,7 @@ p26_start() {
 	sluice_start "$SL_TMP/p26$r.yaml" "$SL_TMP/p26-$mode-$r.jsonl" \
 		--netns "/run/netns/$SL_NS_RUN" -- \
 		python3 "$SL_TMP/p26.py" "$h4" "$h6" "$r-$mode" "$SL_TMP/p26.go"
-	wait_until 5000 grep -qs '"run_start"' "$SL_TMP/p26-$mode-$r.jsonl" ||
+	wait_until 60000 grep -qs '"run_start"' "$SL_TMP/p26-$mode-$r.jsonl" ||
 		tap_diag_file "$SL_ERR"
 	P26_PID[$r]=$SL_RUN_PID
 	P26_OUT[$r]=$SL_OUT

@@ -126,7 +126,7 @@ detach_run() {
 			python3 -c "$(detach_probe "$id" "$only")"
 	fi
 	# run_start reaches the file at the run's first drain, after log_start
-	wait_until 5000 grep -qs '"type":"run_start"' "$log"
+	wait_until 60000 grep -qs '"type":"run_start"' "$log"
 	cgid=$(log_run_start_field "$log" cgroup_id)
 	bpftool link list -j | python3 -c '
 import json, sys

@@ -262,7 +262,7 @@ log_b=$SL_TMP/b.jsonl
 sluice_start "$SL_TMP/b.yaml" "$log_b" --checkpoint-lines 2 -- "${RUN_EXEC[@]}" sh -c \
 	"$SL_PROBE tcp 198.51.100.20 80; $SL_PROBE tcp 198.51.100.20 80; : >$SL_TMP/b-ready; sleep 60"
 id_b=$SL_RUN_ID
-wait_until 5000 seen "$SL_TMP/b-ready" || bail_out "run B did not start"
+wait_until 60000 seen "$SL_TMP/b-ready" || bail_out "run B did not start"
 wait_until 3000 log_has "$log_b" type=decision decision=deny || bail_out "run B: no denial logged"
 kill_writer
 echo "# a comment changes the digest" >>"$SL_TMP/b.yaml"
@@ -349,7 +349,7 @@ PY
 sluice_start "$SL_TMP/c.yaml" "$log_c" --ringbuf-kib 4 --log-rotate-kib 1 --checkpoint-lines 2 -- \
 	"${RUN_EXEC[@]}" python3 -c "$flood" "$SL_TMP"
 id_c=$SL_RUN_ID
-wait_until 10000 seen "$SL_TMP/c-ready" || bail_out "run C did not start"
+wait_until 60000 seen "$SL_TMP/c-ready" || bail_out "run C did not start"
 sleep 0.5 # the writer is idle: the five allows have had their drain
 kill_writer
 touch "$SL_TMP/c-dead"
@@ -406,7 +406,7 @@ SLUICE_SELFTEST_TC_CLSACT=1 \
 	sluice_start "$SL_TMP/b-copy.yaml" "$log_e" --user nobody --netns "/run/netns/$SL_NS_RUN" -- \
 	sh -c "$SL_PROBE tcp 198.51.100.20 80; : >$SL_TMP/e/ready; while [ ! -e $SL_TMP/e/go ]; do sleep 0.05; done"
 id_e=$SL_RUN_ID
-wait_until 5000 seen "$SL_TMP/e/ready" || bail_out "run E did not start"
+wait_until 60000 seen "$SL_TMP/e/ready" || bail_out "run E did not start"
 wait_until 3000 log_has "$log_e" type=decision decision=deny || bail_out "run E: no denial logged"
 port_e=$(in_run ss -H -uln src 127.0.0.1 | awk '{ sub(/.*:/, "", $4); print $4; exit }')
 tap_cmp "the run's resolver listens on a privileged port" "${port_e:-65535}" -lt 1024
@@ -541,7 +541,7 @@ sluice_start "$SL_TMP/b-copy.yaml" "$log_g" -- "${RUN_EXEC[@]}" sh -c \
 	 $SL_PROBE tcp 198.51.100.20 80; : >$SL_TMP/g-denied
 	 while [ ! -e $SL_TMP/g-go ]; do sleep 0.05; done"
 id_g=$SL_RUN_ID
-wait_until 5000 seen "$SL_TMP/g-ready" || bail_out "run G did not start"
+wait_until 60000 seen "$SL_TMP/g-ready" || bail_out "run G did not start"
 wait_until 3000 log_has "$log_g" type=decision decision=deny || bail_out "run G: no denial logged"
 kill_writer
 touch "$SL_TMP/g-dead"
