@@ -393,9 +393,9 @@ class Bench:
             progs[p["name"]] = {"xlated_insns": p.get("bytes_xlated", 0) // 8,
                                 "verified_insns": p.get("verified_insns"),
                                 "jited_bytes": p.get("bytes_jited")}
-        memlock, by_map, seen, todo = 0, {}, set(), sorted(maps)
-        while todo:
-            m = todo.pop()
+        memlock, by_map, seen, unvisited = 0, {}, set(), sorted(maps)
+        while unvisited:
+            m = unvisited.pop()
             if m in seen:
                 continue
             seen.add(m)
@@ -409,7 +409,7 @@ class Bench:
                     inner = e.get("inner_map_id") or (e.get("formatted") or {}).get(
                         "inner_map_id")
                     if inner:
-                        todo.append(inner)
+                        unvisited.append(inner)
         st = {}
         for line in open(f"/proc/{v['pid']}/status"):
             k, _, val = line.partition(":")
