@@ -392,6 +392,20 @@ static int check_file(const char *path, bool regular, const char *what, char *er
 	return 0;
 }
 
+/* What an attached run (op attach) and a handed one (op run) both take from their request. */
+static void drun_args(struct drun *dr, const char *run_id)
+{
+	dr->r.args.policy_path = dr->policy;
+	dr->r.args.run_id = run_id;
+	dr->r.args.task = dr->task;
+	dr->r.args.mode = dr->mode;
+	dr->r.args.netns = dr->netns;
+	dr->r.args.upstream = dr->upstream;
+	dr->r.args.verbose = dr->d->verbose;
+	dr->r.on_line = tap_line;
+	dr->r.line_ctx = dr;
+}
+
 static int op_attach(struct daemon *d, const struct control_obj *o, struct control_msg *rep,
 		     char *err, size_t err_len)
 {
@@ -469,18 +483,10 @@ static int op_attach(struct daemon *d, const struct control_obj *o, struct contr
 		return util_fmt(err, err_len, "out of memory"), -ENOMEM;
 	}
 	dr->r.attached = true;
+	drun_args(dr, run_id);
 	dr->r.args.cgroup_path = dr->cgroup;
-	dr->r.args.policy_path = dr->policy;
-	dr->r.args.run_id = run_id;
-	dr->r.args.task = dr->task;
-	dr->r.args.mode = dr->mode;
-	dr->r.args.netns = dr->netns;
-	dr->r.args.upstream = dr->upstream;
 	dr->r.args.source = dr->source;
 	dr->r.args.key_path = d->key_path;
-	dr->r.args.verbose = d->verbose;
-	dr->r.on_line = tap_line;
-	dr->r.line_ctx = dr;
 	dr->r.pool = d->pool;
 	util_copy(dr->r.run_id, sizeof(dr->r.run_id), run_id);
 	if ((log ? util_fmt(dr->r.log_path, sizeof(dr->r.log_path), "%s", log) :
@@ -743,14 +749,9 @@ static int op_run(struct daemon *d, struct client *c, const struct control_obj *
 		drun_free(dr);
 		return util_fmt(err, err_len, "out of memory"), -ENOMEM;
 	}
+	drun_args(dr, run_id);
 	dr->r.args.cmd = dr->argv;
 	dr->r.args.cgroup_parent = dr->cgroup_parent;
-	dr->r.args.policy_path = dr->policy;
-	dr->r.args.run_id = run_id;
-	dr->r.args.task = dr->task;
-	dr->r.args.mode = dr->mode;
-	dr->r.args.netns = dr->netns;
-	dr->r.args.upstream = dr->upstream;
 	dr->r.args.key_path = dr->key;
 	dr->r.args.alerts = dr->alerts;
 	dr->r.args.user = dr->user;
@@ -761,11 +762,8 @@ static int op_run(struct daemon *d, struct client *c, const struct control_obj *
 	dr->r.args.checkpoint_lines = (unsigned long)cl;
 	dr->r.args.checkpoint_secs = (unsigned long)cs;
 	dr->r.args.rotate_kib = (unsigned long)rk;
-	dr->r.args.verbose = d->verbose;
 	dr->r.uid = (uid_t)uid;
 	dr->r.gid = (gid_t)gid;
-	dr->r.on_line = tap_line;
-	dr->r.line_ctx = dr;
 	dr->r.pool = d->pool;
 	util_copy(dr->r.run_id, sizeof(dr->r.run_id), run_id);
 	if (util_copy(dr->r.log_path, sizeof(dr->r.log_path), log) ||
