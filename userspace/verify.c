@@ -993,6 +993,32 @@ static int check_log_start(struct verifier *v)
 }
 
 /*
+ * The floors every kseq_below (a loss record's, a writer_restart's) must not go under: the
+ * kernel's next sequence number never goes down, so not under an earlier loss record's or
+ * writer_restart's, and the records declared lost so far each took a number below it. One
+ * check for both lines, so a floor cannot be added to one and forgotten in the other.
+ */
+static int kseq_below_floors(struct verifier *v, const char *type, uint64_t below)
+{
+	if (v->loss_below_line && below < v->loss_below)
+		return BAD(v,
+			   "%s: kseq_below %" PRIu64 " is below the %" PRIu64
+			   " of the loss record at line %" PRIu64,
+			   type, below, v->loss_below, v->loss_below_line);
+	if (v->restart_line && below < v->restart_below)
+		return BAD(v,
+			   "%s: kseq_below %" PRIu64 " is below the %" PRIu64
+			   " of the writer_restart at line %" PRIu64,
+			   type, below, v->restart_below, v->restart_line);
+	if (below < v->r->declared_loss)
+		return BAD(v,
+			   "%s: %" PRIu64 " records declared lost so far cannot all have a kseq "
+			   "below kseq_below %" PRIu64,
+			   type, v->r->declared_loss, below);
+	return 0;
+}
+
+/*
  * A writer_restart: a restarted writer's fresh run key, certified by the host key for the same
  * origin, and what it found (the torn line before it, the lines no checkpoint covers, the
  * kernel's next kseq). From this line on its key alone signs; the next line must be its
@@ -1086,21 +1112,9 @@ static int check_writer_restart(struct verifier *v)
 			   "writer_restart: kseq_below %" PRIu64 ", but kseq %" PRIu64
 			   " was recorded before it",
 			   below, v->kseqs.high - 1);
-	if (v->loss_below_line && below < v->loss_below)
-		return BAD(v,
-			   "writer_restart: kseq_below %" PRIu64 " is below the %" PRIu64
-			   " of the loss record at line %" PRIu64,
-			   below, v->loss_below, v->loss_below_line);
-	if (v->restart_line && below < v->restart_below)
-		return BAD(v,
-			   "writer_restart: kseq_below %" PRIu64 " is below the %" PRIu64
-			   " of the writer_restart at line %" PRIu64,
-			   below, v->restart_below, v->restart_line);
-	if (below < r->declared_loss)
-		return BAD(v,
-			   "writer_restart: %" PRIu64 " records declared lost so far cannot all "
-			   "have a kseq below kseq_below %" PRIu64,
-			   r->declared_loss, below);
+	err = kseq_below_floors(v, "writer_restart", below);
+	if (err)
+		return err;
 
 	err = run_key_add(v, &nk, line);
 	if (err)
@@ -1357,21 +1371,9 @@ static int check_loss(struct verifier *v)
 		return 0;
 	if (err)
 		return BAD(v, "loss: kseq_below is not a non-negative integer");
-	if (v->loss_below_line && below < v->loss_below)
-		return BAD(v,
-			   "loss: kseq_below %" PRIu64 " is below the %" PRIu64
-			   " of the loss record at line %" PRIu64,
-			   below, v->loss_below, v->loss_below_line);
-	if (below < r->declared_loss)
-		return BAD(v,
-			   "loss: %" PRIu64 " records declared lost so far cannot all have a kseq "
-			   "below kseq_below %" PRIu64,
-			   r->declared_loss, below);
-	if (v->restart_line && below < v->restart_below)
-		return BAD(v,
-			   "loss: kseq_below %" PRIu64 " is below the %" PRIu64
-			   " of the writer_restart at line %" PRIu64,
-			   below, v->restart_below, v->restart_line);
+	err = kseq_below_floors(v, "loss", below);
+	if (err)
+		return err;
 	if (v->run_end_line && below > r->kseq_next)
 		return BAD(v, "loss: kseq_below %" PRIu64 " is past run_end's kseq_next %" PRIu64,
 			   below, r->kseq_next);
