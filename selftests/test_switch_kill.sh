@@ -10,7 +10,7 @@
 # - writes what the dead daemon did not: policy_switch_abort, or the policy_change (after_restart);
 # and a later switch gets exactly the next generation (the highest ever handed out, the aborted
 # switch's too, is pinned with the run: none is handed out twice, and no gap is guessed). The log
-# verifies (sluice verify).
+# verifies (sluice verify, and tools/sl_logcheck.py).
 
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -121,6 +121,11 @@ tap_check "the run detaches" test -z "${out##*\"ok\":true*}"
 out=$("$SLUICE" verify --key "$SLUICE_PUB" "$LOG" 2>&1)
 rc=$?
 tap_check "sluice verify: the log is intact" test "$rc" -eq 0
+[[ $rc -eq 0 ]] || tap_diag "$out"
+out=$(log_well_formed "$LOG" 2>&1)
+rc=$?
+tap_check "sl_logcheck.py: the log is well formed (begin, abort and change lines paired)" \
+	test "$rc" -eq 0
 [[ $rc -eq 0 ]] || tap_diag "$out"
 
 tap_done
