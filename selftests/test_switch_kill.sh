@@ -3,8 +3,9 @@
 #
 # A daemon killed inside a live switch never leaves its run orphaned. SLUICE_SELFTEST_SWITCH_KILL
 # makes the daemon SIGKILL itself once the log's policy_switch_begin line is on disk: before the
-# commit (the run's programs stay those of the old policy) or after it (the new policy's), both
-# before the policy_change line. Each time the next daemon:
+# commit (the run's programs stay those of the old policy), after it (the new policy's), or inside
+# it, its links moved and the maps not yet pinned again (the links say which), all before the
+# policy_change line. Each time the next daemon:
 # - takes the run over (sluice status lists it, with the policy its programs enforce);
 # - enforces that policy: a process of the run reaches the host it allows, not the other;
 # - writes what the dead daemon did not: policy_switch_abort, or the policy_change (after_restart);
@@ -108,13 +109,22 @@ assert_log "the next daemon writes the switch's policy_change" "$LOG" 1 type=pol
 	"run_id=$RUN" "policy=$SL_TMP/b.yaml" "policy_sha256=$sha_b" mode=enforce "era=$era2" \
 	"prev_policy_sha256=$sha_a" prev_mode=enforce after_restart=true
 
+# --- killed inside the commit, the links moved, the maps not yet pinned: the links win ----------
+killed_at in-commit "$SL_TMP/a.yaml" 1
+era3=$(era policy_switch_begin)
+taken_over "$sha_a" a
+enforced "after the takeover, policy a again" 10 20
+assert_log "the next daemon writes that switch's policy_change" "$LOG" 1 type=policy_change \
+	"run_id=$RUN" "policy=$SL_TMP/a.yaml" "policy_sha256=$sha_a" mode=enforce "era=$era3" \
+	"prev_policy_sha256=$sha_b" prev_mode=enforce after_restart=true
+
 # --- a switch of the taken-over run: the next generation exactly ------------------------------
-out=$("$SLUICE" replace-policy --run-id "$RUN" "$SL_TMP/a.yaml" 2>&1)
-tap_check "the taken-over run switches back to policy a" test -z "${out##*\"ok\":true*}"
+out=$("$SLUICE" replace-policy --run-id "$RUN" "$SL_TMP/b.yaml" 2>&1)
+tap_check "the taken-over run switches to policy b" test -z "${out##*\"ok\":true*}"
 [[ $out == *'"ok":true'* ]] || tap_diag "$out $(tail -n 5 "$SL_DAEMON_DIR/err")"
-enforced "policy a again" 10 20
+enforced "policy b again" 20 10
 tap_is "its generation is the next one (the pinned highest, not a guessed gap)" \
-	"$(era policy_change)" "$((era2 + 1))"
+	"$(era policy_change)" "$((era3 + 1))"
 
 out=$("$SLUICE" detach --run-id "$RUN" 2>&1)
 tap_check "the run detaches" test -z "${out##*\"ok\":true*}"

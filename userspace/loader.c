@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <limits.h>
 #include <pthread.h>
 #include <time.h>
@@ -2833,6 +2834,13 @@ int loader_next_commit(struct loader *l, struct loader_next *n, char *err_msg, s
 		bpf_link__destroy(l->lsm_links[i]);
 		l->lsm_links[i] = lsm_new[i];
 	}
+	/*
+	 * Selftests only (test_switch_kill.sh): killed here, the writer leaves the links on the new
+	 * programs and the pins on the old set's maps, for loader_reopen to settle.
+	 */
+	if (getenv("SLUICE_SELFTEST_SWITCH_KILL") &&
+	    !strcmp(getenv("SLUICE_SELFTEST_SWITCH_KILL"), "in-commit"))
+		raise(SIGKILL);
 	/* a resumed writer reopens the run with the new maps and configuration */
 	if (l->maps_pinned) {
 		struct loader shadow = { .skel = n->skel };
