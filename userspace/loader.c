@@ -2275,7 +2275,7 @@ static void run_programs_release(struct loader *l)
  * report cache, the namespace's maps: state the new set must share, not start afresh). A run of
  * this build has the same map names in its objects as this build's skeletons.
  */
-static int reopen_programs(struct loader *l)
+static int collect_run_programs(struct loader *l)
 {
 	int i, fd, err = 0;
 
@@ -2317,6 +2317,19 @@ static int reopen_programs(struct loader *l)
 		if (!err)
 			err = run_maps_add(l, fd);
 	}
+	if (err)
+		run_programs_release(l);
+	return err;
+}
+
+/* The run's programs and maps (collect_run_programs), and what the kernel can (for a switch). */
+static int reopen_programs(struct loader *l)
+{
+	int err;
+
+	if (l->run_collected)
+		return 0;
+	err = collect_run_programs(l);
 	if (!err)
 		l->frag_check = kernel_has_kfunc("bpf_cast_to_kern_ctx");
 	if (err)
@@ -2366,7 +2379,7 @@ static int reopen_settle_pins(struct loader *l)
 
 	if (bpf_map_get_info_by_fd(bpf_map__fd(l->skel->maps.data_cfg), &mi, &len))
 		return -errno;
-	err = reopen_programs(l);
+	err = collect_run_programs(l);
 	if (err)
 		return err;
 	for (i = 0; i < PROG_MAX; i++) {
