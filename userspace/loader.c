@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <limits.h>
 #include <pthread.h>
 #include <time.h>
@@ -172,6 +173,7 @@ struct loader {
 	bool configured;	     /* a run's configuration is written: never another's */
 	bool frag_check;	     /* the packet layer's sl_cfg_frag_check, as loaded */
 	__u32 era_high;		     /* the highest generation a set was loaded with (switch.c) */
+	int era_fd;		     /* era_high's pinned copy (ERA_PIN); -1 until pinned */
 	/*
 	 * A resumed writer's loader has the run's links and pinned maps, not its objects: for a
 	 * switch (loader_next_load) the maps every attached program uses, by name, and the
@@ -730,6 +732,7 @@ static struct loader *loader_new(bool verbose)
 		return NULL;
 	pthread_mutex_init(&l->learn_lock, NULL);
 	l->pin_lock = -1;
+	l->era_fd = -1;
 	l->ncpus = libbpf_num_possible_cpus();
 	if (l->ncpus <= 0) {
 		errno = l->ncpus ? -l->ncpus : EINVAL;
@@ -1046,6 +1049,76 @@ static int reopen_clsact_pins(struct loader *l)
 	return err;
 }
 
+/*
+ * The highest generation ever handed out to a set of the run (era_high), pinned beside the
+ * run's maps as "era-high" (an array of one __u32 no program reads): a writer that takes the run
+ * over goes on from it exactly, so that no generation is handed out twice, not even a failed
+ * commit's, whose programs may have stamped flows before its links moved back.
+ */
+#define ERA_PIN "era-high"
+
+static int era_store(struct loader *l, __u32 era)
+{
+	__u32 zero = 0;
+
+	if (l->era_fd < 0)
+		return 0; /* not pinned (a run never attached): no writer can take it over */
+	return bpf_map_update_elem(l->era_fd, &zero, &era, BPF_ANY) ? -errno : 0;
+}
+
+/* Make era_high's pin, holding high. */
+static int era_pin(struct loader *l, __u32 high)
+{
+	char path[PATH_MAX];
+	int fd, err;
+
+	if (util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, ERA_PIN))
+		return -ENAMETOOLONG;
+	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "sl_era_high", sizeof(__u32), sizeof(__u32), 1,
+			    NULL);
+	if (fd < 0)
+		return -errno;
+	l->era_fd = fd;
+	err = era_store(l, high);
+	if (!err && bpf_obj_pin(fd, path))
+		err = -errno;
+	if (err) {
+		close(fd);
+		l->era_fd = -1;
+	}
+	return err;
+}
+
+/*
+ * A taken-over run's era_high: the pinned one. A run pinned without it (an older sluice's) gets
+ * a gap above the generation in force, past whatever its writer may have loaded, and the pin.
+ */
+static int era_reopen(struct loader *l)
+{
+	char path[PATH_MAX];
+	__u32 zero = 0, high;
+	int fd;
+
+	if (util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, ERA_PIN))
+		return -ENAMETOOLONG;
+	if (access(path, F_OK)) {
+		l->era_high = l->cfg.era + LOADER_ERA_RESUME_GAP;
+		return era_pin(l, l->era_high);
+	}
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return -errno;
+	if (bpf_map_lookup_elem(fd, &zero, &high)) {
+		close(fd);
+		return -errno;
+	}
+	l->era_fd = fd;
+	l->era_high = high > l->cfg.era ? high : l->cfg.era;
+	return 0;
+}
+
+static int reopen_settle_pins(struct loader *l);
+
 static int reopen_link(const char *dir, const char *name, struct bpf_link **out)
 {
 	char path[PATH_MAX];
@@ -1073,6 +1146,7 @@ struct loader *loader_reopen(const char *run_id, bool verbose)
 		return NULL;
 	pthread_mutex_init(&l->learn_lock, NULL);
 	l->pin_lock = -1;
+	l->era_fd = -1;
 	l->ncpus = libbpf_num_possible_cpus();
 	err = l->ncpus > 0 ? 0 : l->ncpus ? l->ncpus : -EINVAL;
 	if (!err)
@@ -1116,6 +1190,10 @@ struct loader *loader_reopen(const char *run_id, bool verbose)
 			break;
 	if (!err)
 		err = reopen_clsact_pins(l);
+	if (!err)
+		err = reopen_settle_pins(l);
+	if (!err)
+		err = era_reopen(l);
 	if (err) {
 		/* not a run of this build (or not a whole run): touch nothing of it */
 		l->maps_pinned = false;
@@ -1126,8 +1204,6 @@ struct loader *loader_reopen(const char *run_id, bool verbose)
 	}
 	/* the namespace's shared maps, which the run leaves at its end */
 	l->ns_token = cfg_of(l)->ns_token;
-	/* past whatever generation the dead writer may have loaded without committing it */
-	l->era_high = l->cfg.era + LOADER_ERA_RESUME_GAP;
 	if (l->ns_token &&
 	    util_fmt(l->ns_dir, sizeof(l->ns_dir), NS_DIR_FMT, LOADER_BPFFS,
 		     (unsigned long long)cfg_of(l)->run.netns_dev,
@@ -1309,6 +1385,11 @@ int loader_attach(struct loader *l, int cgroup_fd, uint64_t cgroup_id, int cgrou
 			return err;
 		}
 		l->maps_pinned = true;
+	}
+	err = era_pin(l, l->cfg.era > l->era_high ? l->cfg.era : l->era_high);
+	if (err) {
+		fprintf(stderr, "sluice: pin %s/%s: %s\n", l->pin_dir, ERA_PIN, strerror(-err));
+		return err;
 	}
 	attach_lsm_layer(l, cgroup_fd);
 	for (i = 0; l->lsm && i < 3; i++) {
@@ -1907,6 +1988,8 @@ void loader_detach(struct loader *l)
 	for (i = 0; l->maps_pinned && i < MAP_MAX; i++)
 		unpin_name(l, map_pin_names[i]);
 	l->maps_pinned = false;
+	if (l->era_fd >= 0)
+		unpin_name(l, ERA_PIN);
 	if (l->pin_dir[0] && rmdir(l->pin_dir) && errno != ENOENT)
 		fprintf(stderr, "sluice: remove %s: %s\n", l->pin_dir, strerror(errno));
 	l->pin_dir[0] = '\0';
@@ -1937,6 +2020,8 @@ void loader_destroy(struct loader *l)
 	sl_skb__destroy(l->skb);
 	sl_sock_addr__destroy(l->skel);
 	run_programs_release(l);
+	if (l->era_fd >= 0)
+		close(l->era_fd);
 	if (l->pin_lock >= 0)
 		close(l->pin_lock);
 	pthread_mutex_destroy(&l->learn_lock);
@@ -2190,7 +2275,7 @@ static void run_programs_release(struct loader *l)
  * report cache, the namespace's maps: state the new set must share, not start afresh). A run of
  * this build has the same map names in its objects as this build's skeletons.
  */
-static int reopen_programs(struct loader *l)
+static int collect_run_programs(struct loader *l)
 {
 	int i, fd, err = 0;
 
@@ -2232,10 +2317,117 @@ static int reopen_programs(struct loader *l)
 		if (!err)
 			err = run_maps_add(l, fd);
 	}
+	if (err)
+		run_programs_release(l);
+	return err;
+}
+
+/* The run's programs and maps (collect_run_programs), and what the kernel can (for a switch). */
+static int reopen_programs(struct loader *l)
+{
+	int err;
+
+	if (l->run_collected)
+		return 0;
+	err = collect_run_programs(l);
 	if (!err)
 		l->frag_check = kernel_has_kfunc("bpf_cast_to_kern_ctx");
 	if (err)
 		run_programs_release(l);
+	return err;
+}
+
+static int repin(const struct loader *l, const char *name, int (*pin)(void *obj, const char *path),
+		 void *obj);
+static int pin_map_fd(void *fd, const char *path);
+
+/* The id of the configuration map (CFG_MAP) among l->run_maps the program prog_fd uses; 0: none. */
+static __u32 prog_cfg_id(const struct loader *l, int prog_fd)
+{
+	char want[BPF_OBJ_NAME_LEN];
+	__u32 ids[64], n, i;
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info);
+	int j;
+
+	snprintf(want, sizeof(want), "%s", bpf_map__name(l->skel->maps.data_cfg));
+	info.nr_map_ids = 64;
+	info.map_ids = (__u64)(unsigned long)ids;
+	if (bpf_prog_get_info_by_fd(prog_fd, &info, &len))
+		return 0;
+	n = info.nr_map_ids < 64 ? info.nr_map_ids : 64;
+	for (i = 0; i < n; i++)
+		for (j = 0; j < l->n_run_maps; j++)
+			if (l->run_maps[j].id == ids[i] && !strcmp(l->run_maps[j].name, want))
+				return ids[i];
+	return 0;
+}
+
+/*
+ * The pins name the set whose maps and configuration a writer taking the run over uses; the
+ * links say which programs judge. A writer killed inside loader_next_commit after it moved the
+ * links and before it re-pinned the maps left the pins of the set before: the links win, and the
+ * pins are made theirs (as the commit would have) before anything is read from them. Every link
+ * must run programs of one set: a writer killed while it moved them left each hook enforcing one
+ * of two policies, which no one writer can name (-EXDEV).
+ */
+static int reopen_settle_pins(struct loader *l)
+{
+	struct bpf_map_info mi = {};
+	__u32 len = sizeof(mi), cfg_id = 0, id, zero = 0;
+	int i, err, fd;
+
+	if (bpf_map_get_info_by_fd(bpf_map__fd(l->skel->maps.data_cfg), &mi, &len))
+		return -errno;
+	err = collect_run_programs(l);
+	if (err)
+		return err;
+	for (i = 0; i < PROG_MAX; i++) {
+		if (l->run_prog_fds[i] < 0)
+			continue;
+		/* (a program that reads no configuration cannot tell) */
+		id = prog_cfg_id(l, l->run_prog_fds[i]);
+		if (id && cfg_id && id != cfg_id) {
+			err = -EXDEV;
+			goto out;
+		}
+		if (id)
+			cfg_id = id;
+	}
+	id = l->run_tc_prog_fd >= 0 ? prog_cfg_id(l, l->run_tc_prog_fd) : 0;
+	if (id && cfg_id && id != cfg_id) {
+		err = -EXDEV;
+		goto out;
+	}
+	if (!cfg_id || cfg_id == mi.id)
+		goto out;
+	for (i = 0; !err && i < MAP_MAX; i++) {
+		const char *name = bpf_map__name(map_of(l, i));
+		char want[BPF_OBJ_NAME_LEN];
+		int j;
+
+		if (i != MAP_CFG && !policy_map(name))
+			continue;
+		snprintf(want, sizeof(want), "%s", name);
+		for (j = 0; j < l->n_run_maps && strcmp(l->run_maps[j].name, want); j++)
+			;
+		if (j == l->n_run_maps) {
+			err = -ENOENT;
+			break;
+		}
+		fd = l->run_maps[j].fd;
+		err = repin(l, map_pin_names[i], pin_map_fd, &fd);
+		if (!err)
+			err = reopen_map(l, i);
+	}
+	if (!err && bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.data_cfg), &zero, &l->cfg))
+		err = -errno;
+	if (!err)
+		fprintf(stderr, "sluice: %s: its writer died inside a switch's commit: the "
+				"maps of the programs its links run are pinned now\n", l->pin_dir);
+out:
+	/* a switch collects them again, from the links as they are then */
+	run_programs_release(l);
 	return err;
 }
 
@@ -2248,6 +2440,11 @@ static int run_prog_fd(const struct loader *l, enum loader_prog i)
 static int run_tc_fd(const struct loader *l)
 {
 	return l->tc ? bpf_program__fd(l->tc->progs.sl_tc_ingress) : l->run_tc_prog_fd;
+}
+
+uint32_t loader_next_era(const struct loader_next *n)
+{
+	return n->cfg.era;
 }
 
 void loader_next_free(struct loader_next *n)
@@ -2320,7 +2517,10 @@ int loader_next_load(struct loader *l, const struct policy *p, const struct poli
 	 */
 	n->cfg.era = loader_era_next(l->cfg.era, l->era_high);
 	l->era_high = n->cfg.era; /* never again, whatever becomes of this set */
-	err = cfg_write(n->skel->maps.data_cfg, &n->cfg);
+	/* kept with the run before any program carries it: a writer taking over goes on above */
+	err = era_store(l, n->cfg.era);
+	if (!err)
+		err = cfg_write(n->skel->maps.data_cfg, &n->cfg);
 	if (!err)
 		err = cfg_freeze(n->skel->maps.data_cfg);
 	if (err)
@@ -2544,6 +2744,11 @@ static int pin_map(void *obj, const char *path)
 	return bpf_obj_pin(bpf_map__fd(obj), path) ? -errno : 0;
 }
 
+static int pin_map_fd(void *fd, const char *path)
+{
+	return bpf_obj_pin(*(int *)fd, path) ? -errno : 0;
+}
+
 static int pin_prog(void *obj, const char *path)
 {
 	return bpf_obj_pin(bpf_program__fd(obj), path) ? -errno : 0;
@@ -2642,6 +2847,13 @@ int loader_next_commit(struct loader *l, struct loader_next *n, char *err_msg, s
 		bpf_link__destroy(l->lsm_links[i]);
 		l->lsm_links[i] = lsm_new[i];
 	}
+	/*
+	 * Selftests only (test_switch_kill.sh): killed here, the writer leaves the links on the new
+	 * programs and the pins on the old set's maps, for loader_reopen to settle.
+	 */
+	if (getenv("SLUICE_SELFTEST_SWITCH_KILL") &&
+	    !strcmp(getenv("SLUICE_SELFTEST_SWITCH_KILL"), "in-commit"))
+		raise(SIGKILL);
 	/* a resumed writer reopens the run with the new maps and configuration */
 	if (l->maps_pinned) {
 		struct loader shadow = { .skel = n->skel };

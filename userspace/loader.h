@@ -220,9 +220,11 @@ static inline uint32_t loader_era_next(uint32_t in_force, uint32_t highest)
 }
 
 /*
- * A resumed writer's first generation above the dead writer's: the dead one may have loaded sets
- * (and failed their commits) above the generation in force, which no pin records; it would have
- * needed this many switches to reach past the gap.
+ * The highest generation handed out is pinned with the run (loader_attach, before each
+ * loader_next_load hands one out), and a writer taking the run over goes on from it exactly.
+ * A run pinned by a sluice that kept no such pin: its taker starts this far above the
+ * generation in force (the dead writer may have loaded sets above it, and failed their commits;
+ * it would have needed this many switches to reach past the gap).
  */
 #define LOADER_ERA_RESUME_GAP (1u << 16)
 /* Every later payload of the TCP socket at sock_fd is dropped (sl_sk_tls: denied). */
@@ -276,6 +278,8 @@ int loader_next_load(struct loader *l, const struct policy *p, const struct poli
 		     int mode, const uint16_t *budgets, struct loader_next **out);
 int loader_next_commit(struct loader *l, struct loader_next *n, char *err, size_t err_len);
 void loader_next_free(struct loader_next *n); /* a set never committed; accepts NULL */
+/* The generation (sl_cfg.era) the set was loaded with: its programs stamp it once committed. */
+uint32_t loader_next_era(const struct loader_next *n);
 
 /* The attached set's learned addresses (4 or 16 bytes), and (address, server name) pairs. */
 int loader_learned_walk(const struct loader *l, int family,

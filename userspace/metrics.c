@@ -33,6 +33,7 @@ static const char *const types[] = {
 	"log_start",   "checkpoint", "writer_restart", "run_start",	"decision",    "dns",
 	"tls",	       "flow_cut",   "flow",	       "host_total",	"alert",       "loss",
 	"loss_ranges", "anomaly",    "run_end",	       "policy_change", "preexisting",
+	"policy_switch_begin", "policy_switch_abort",
 };
 _Static_assert(sizeof(types) / sizeof(types[0]) < METRICS_TYPES, "types table too long");
 _Static_assert(SL_HOOK_MAX + 2 <= METRICS_HOOKS, "hook table too short");

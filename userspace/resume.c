@@ -38,6 +38,7 @@
 #include "resume.h"
 #include "runopts.h"
 #include "run.h"
+#include "switch.h"
 #include "tlog.h"
 #include "util.h"
 #include "verify.h"
@@ -60,6 +61,21 @@ struct resume_start {
 	bool dns_ttl;
 	bool attached; /* a daemon attached the run to a cgroup it did not make */
 	int64_t started_us;
+	/*
+	 * A policy_switch_begin that no policy_change or policy_switch_abort closed: the writer
+	 * died inside a switch (switch.c). Its policy, digest, mode and generation (era), and the
+	 * one in force before it (prev_era); settle_switch says which the programs carry.
+	 */
+	struct {
+		bool open;
+		char policy[PATH_MAX];
+		char policy_sha256[65];
+		bool report_mode;
+		uint64_t era, prev_era;
+	} sw;
+	enum { SWITCH_NONE, SWITCH_DONE, SWITCH_ABORTED } sw_close;
+	char prev_sha256[65]; /* the policy in force before a switch the programs show done */
+	bool prev_report;
 };
 
 /* The verify pass: the records' state, and what the sidecar may lack. */
@@ -163,7 +179,10 @@ static int bool_member(const struct jsonline *jl, const char *key, bool *out)
 	return 0;
 }
 
-/* One file of the log (a segment, or the live file): the last policy_change line into s. */
+/*
+ * One file of the log (a segment, or the live file): the last policy_change line into s, and a
+ * policy_switch_begin after it that nothing closed (s->sw).
+ */
 static void read_policy_changes(const char *path, struct resume_start *s, char *line,
 				struct jsonline *jl)
 {
@@ -182,9 +201,27 @@ static void read_policy_changes(const char *path, struct resume_start *s, char *
 	}
 	while (gzgets(gz, line, JOURNAL_LINE_MAX + 1)) {
 		len = strlen(line);
-		if (!strstr(line, "\"type\":\"policy_change\"") || !len || line[len - 1] != '\n' ||
-		    jsonline_parse(jl, line, len - 1, &off, &why) ||
-		    !jsonline_type_is(jl, "policy_change") ||
+		if (!strstr(line, "\"type\":\"policy_") || !len || line[len - 1] != '\n' ||
+		    jsonline_parse(jl, line, len - 1, &off, &why))
+			continue;
+		if (jsonline_type_is(jl, "policy_switch_abort")) {
+			s->sw.open = false;
+			continue;
+		}
+		if (jsonline_type_is(jl, "policy_switch_begin")) {
+			if (str_member(jl, "policy", pol, sizeof(pol), NULL) ||
+			    str_member(jl, "policy_sha256", sha, sizeof(sha), NULL) ||
+			    str_member(jl, "mode", mode, sizeof(mode), NULL) ||
+			    jsonline_u64(jl, "era", &s->sw.era) ||
+			    jsonline_u64(jl, "prev_era", &s->sw.prev_era))
+				continue;
+			memcpy(s->sw.policy, pol, sizeof(pol));
+			memcpy(s->sw.policy_sha256, sha, sizeof(sha));
+			s->sw.report_mode = !strcmp(mode, "report");
+			s->sw.open = true;
+			continue;
+		}
+		if (!jsonline_type_is(jl, "policy_change") ||
 		    str_member(jl, "policy", pol, sizeof(pol), NULL) ||
 		    str_member(jl, "policy_sha256", sha, sizeof(sha), NULL) ||
 		    str_member(jl, "mode", mode, sizeof(mode), NULL))
@@ -192,6 +229,7 @@ static void read_policy_changes(const char *path, struct resume_start *s, char *
 		memcpy(s->policy, pol, sizeof(pol));
 		memcpy(s->policy_sha256, sha, sizeof(sha));
 		s->report_mode = !strcmp(mode, "report");
+		s->sw.open = false;
 	}
 	gzclose(gz);
 }
@@ -674,13 +712,51 @@ static const char *reopen_why(int err)
 		return "its writer is alive (sluice run or resume holds the pins); one writer per log";
 	case -EPROTO:
 		return "its pinned maps are not this build's (another version of sluice started it)";
+	case -EXDEV:
+		return "its writer died while it moved the run's links to a switch's new programs: "
+		       "some hooks run the old policy's, some the new one's (each enforces one of "
+		       "the two); no writer can name that in the log";
 	default:
 		return strerror(-err);
 	}
 }
 
+/*
+ * The dead writer announced a switch (policy_switch_begin) and wrote neither its policy_change
+ * nor its abort: the generation the programs carry says whether its commit happened. The new
+ * one's: the run is under the begin line's policy and mode (checked against the programs as
+ * any policy_change's would be), and the taking writer writes the policy_change. The one before:
+ * it writes the abort. Any other: the programs are not what the log says; refused.
+ */
+static int settle_switch(struct run *r, struct resume_start *s, char *msg, size_t msg_len)
+{
+	uint32_t era = loader_era(r->loader);
+
+	if (!s->sw.open)
+		return 0;
+	if (era == s->sw.era) {
+		memcpy(s->prev_sha256, s->policy_sha256, sizeof(s->prev_sha256));
+		s->prev_report = s->report_mode;
+		/* (the policy path, unless --policy gave one, is s->policy's buffer) */
+		memcpy(s->policy, s->sw.policy, sizeof(s->policy));
+		memcpy(s->policy_sha256, s->sw.policy_sha256, sizeof(s->policy_sha256));
+		s->report_mode = s->sw.report_mode;
+		s->sw_close = SWITCH_DONE;
+		return 0;
+	}
+	if (era == s->sw.prev_era) {
+		s->sw_close = SWITCH_ABORTED;
+		return 0;
+	}
+	util_fmt(msg, msg_len, "log %s: the run's programs carry policy generation %u, neither "
+			       "that of the switch its last policy_switch_begin announced (%" PRIu64
+			       ") nor the one before (%" PRIu64 ")",
+		 r->log_path, era, s->sw.era, s->sw.prev_era);
+	return -EBADMSG;
+}
+
 /* Everything but the log: the pins, what they keep, the policy, the cgroup, the key. */
-static int take_over(struct run *r, const struct resume_start *s, char *msg, size_t msg_len)
+static int take_over(struct run *r, struct resume_start *s, char *msg, size_t msg_len)
 {
 	int err;
 
@@ -691,7 +767,9 @@ static int take_over(struct run *r, const struct resume_start *s, char *msg, siz
 		return err;
 	}
 	r->rec.loader = r->loader;
-	err = check_start(r, s, msg, msg_len);
+	err = settle_switch(r, s, msg, msg_len);
+	if (!err)
+		err = check_start(r, s, msg, msg_len);
 	if (!err)
 		err = take_policy(r, s, msg, msg_len);
 	if (!err)
@@ -858,6 +936,14 @@ int resume_take(struct run *r, char *msg, size_t msg_len)
 				"stay until their veths go\n",
 			r->args.cmd_name, strerror(-err));
 	err = 0;
+	/* the switch the dead writer left open, closed first: every line after is the run's */
+	if (s.sw_close == SWITCH_DONE)
+		switch_log_change(r, s.prev_sha256,
+				  s.prev_report ? SL_MODE_REPORT : SL_MODE_ENFORCE, NULL, true);
+	else if (s.sw_close == SWITCH_ABORTED)
+		switch_log_abort(r, (uint32_t)s.sw.era,
+				 "the writer died before the switch's commit: the run's programs "
+				 "are the previous generation's");
 	if (!serving)
 		note_no_resolver(r);
 	else if ((err = resolver_serve(r->resolver, r->loader)))

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <malloc.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -226,29 +227,94 @@ static const char *mode_name(int mode)
 	return mode == SL_MODE_REPORT ? "report" : "enforce";
 }
 
-static void write_policy_change(struct run *r, const unsigned char prev_sha[32], int prev_mode,
-				const struct remap *m)
+/* A policy as policy_switch_begin and policy_change name it. */
+static void line_policy(struct journal_line *l, const struct policy *p, const char *path, int mode)
 {
-	char digest[65], prev[65];
+	char digest[65];
+
+	util_hex(p->sha256, sizeof(p->sha256), digest, sizeof(digest));
+	journal_line_str(l, "policy", path);
+	journal_line_str(l, "policy_sha256", digest);
+	journal_line_str(l, "mode", mode_name(mode));
+	journal_line_str(l, "default", p->default_verdict == POLICY_DEFAULT_ALLOW ? "allow" : "deny");
+}
+
+void switch_log_change(struct run *r, const char *prev_sha256, int prev_mode,
+		       const uint64_t *learned, bool after_restart)
+{
 	struct journal_line l;
 	struct timespec now;
 
 	clock_gettime(CLOCK_REALTIME, &now);
-	util_hex(r->policy->sha256, sizeof(r->policy->sha256), digest, sizeof(digest));
-	util_hex(prev_sha, 32, prev, sizeof(prev));
 	records_line(&r->rec, &l, "policy_change", &now);
-	journal_line_str(&l, "policy", r->args.policy_path);
-	journal_line_str(&l, "policy_sha256", digest);
-	journal_line_str(&l, "mode", mode_name(r->policy->mode));
-	journal_line_str(&l, "default",
-			 r->policy->default_verdict == POLICY_DEFAULT_ALLOW ? "allow" : "deny");
-	journal_line_str(&l, "prev_policy_sha256", prev);
+	line_policy(&l, r->policy, r->args.policy_path, r->policy->mode);
+	journal_line_u64(&l, "era", loader_era(r->loader));
+	journal_line_str(&l, "prev_policy_sha256", prev_sha256);
 	journal_line_str(&l, "prev_mode", mode_name(prev_mode));
-	journal_line_u64(&l, "learned_kept", m->kept);
-	journal_line_u64(&l, "learned_dropped", m->dropped);
+	if (learned) {
+		journal_line_u64(&l, "learned_kept", learned[0]);
+		journal_line_u64(&l, "learned_dropped", learned[1]);
+	}
 	if (r->switch_by)
 		journal_line_str(&l, "requested_by", r->switch_by);
+	if (after_restart)
+		journal_line_bool(&l, "after_restart", true);
 	records_write(&r->rec, &l);
+}
+
+void switch_log_abort(struct run *r, uint32_t era, const char *why)
+{
+	struct journal_line l;
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	records_line(&r->rec, &l, "policy_switch_abort", &now);
+	journal_line_u64(&l, "era", era);
+	journal_line_str(&l, "why", why);
+	records_write(&r->rec, &l);
+}
+
+/*
+ * policy_switch_begin, on disk before the commit: a writer killed between the commit and the
+ * policy_change leaves programs whose policy, mode and generation the log's last policy_change
+ * does not name; the one that takes the run over tells by the generation (era) which of the two
+ * the programs carry, and writes the policy_change, or the abort, that the dead one did not.
+ * A switch the log cannot announce does not happen: an error here stops it.
+ */
+static int write_switch_begin(struct run *r, const struct policy *p, const char *path, int mode,
+			      uint32_t era, uint32_t prev_era, char *err, size_t err_len)
+{
+	struct journal_line l;
+	struct timespec now;
+	int ret;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	records_line(&r->rec, &l, "policy_switch_begin", &now);
+	line_policy(&l, p, path, mode);
+	journal_line_u64(&l, "era", era);
+	journal_line_u64(&l, "prev_era", prev_era);
+	if (r->switch_by)
+		journal_line_str(&l, "requested_by", r->switch_by);
+	ret = records_write(&r->rec, &l);
+	if (!ret)
+		ret = journal_flush(r->rec.journal);
+	if (ret)
+		util_fmt(err, err_len, "write the switch's policy_switch_begin line to the log: %s; "
+				       "the run stays as it was", strerror(-ret));
+	return ret;
+}
+
+/*
+ * Selftests only: SLUICE_SELFTEST_SWITCH_KILL=before-commit or after-commit: the daemon kills
+ * itself there (SIGKILL), the log's policy_switch_begin written, its policy_change not, for the
+ * test to see the next daemon take the run over (selftests/test_switch_kill.sh).
+ */
+static void selftest_kill_point(const char *point)
+{
+	const char *at = getenv("SLUICE_SELFTEST_SWITCH_KILL");
+
+	if (at && !strcmp(at, point))
+		raise(SIGKILL);
 }
 
 int run_switch(struct run *r, const char *policy_path, int mode, char *err, size_t err_len)
@@ -260,10 +326,10 @@ int run_switch(struct run *r, const char *policy_path, int mode, char *err, size
 	struct loader_next *n = NULL;
 	uint16_t *budgets = NULL;
 	struct remap m = { .r = r };
-	unsigned char prev_sha[32];
+	char prev_sha[65];
 	struct timespec since = {};
-	uint64_t since_ns;
-	uint32_t prev_era;
+	uint64_t since_ns, learned[2];
+	uint32_t prev_era, new_era;
 	int prev_mode, ret;
 	const char *why;
 
@@ -287,7 +353,7 @@ int run_switch(struct run *r, const char *policy_path, int mode, char *err, size
 	}
 	prev_mode = r->policy->mode;
 	prev_era = loader_era(r->loader);
-	memcpy(prev_sha, r->policy->sha256, sizeof(prev_sha));
+	util_hex(r->policy->sha256, sizeof(r->policy->sha256), prev_sha, sizeof(prev_sha));
 	m.mode = mode == -1 ? prev_mode : mode;
 	target = r->policy;
 	target_c = r->compiled;
@@ -332,23 +398,32 @@ int run_switch(struct run *r, const char *policy_path, int mode, char *err, size
 	}
 	malloc_trim(0); /* the kernel BTF libbpf parsed for the load (run.c) */
 	m.n = n;
+	new_era = loader_next_era(n);
 
 	/* no query is answered from here to the end: none under one policy and learned in the
 	   other's maps */
 	resolver_lock(r->resolver);
 	ret = remap_all(&m);
-	if (ret) {
+	if (ret)
 		util_fmt(err, err_len, "carry the learned addresses over: %s", strerror(-ret));
-	} else {
+	else
+		ret = write_switch_begin(r, target, policy_path ? np->path : r->args.policy_path,
+					 m.mode, new_era, prev_era, err, err_len);
+	if (!ret) {
+		selftest_kill_point("before-commit");
 		/* a flow connected from here on was judged by the new connect programs */
 		clock_gettime(CLOCK_BOOTTIME, &since);
 		ret = loader_next_commit(r->loader, n, err, err_len);
+		/* the links are back on the old programs: the begin line's generation never was */
+		if (ret)
+			switch_log_abort(r, new_era, err);
 	}
 	if (ret) {
 		resolver_unlock(r->resolver);
 		loader_next_free(n);
 		goto out;
 	}
+	selftest_kill_point("after-commit");
 	/*
 	 * The new programs judge from here on, and their records may already be in the ring
 	 * buffer behind the old ones': the records learn the old generation (its era, policy and
@@ -387,7 +462,9 @@ int run_switch(struct run *r, const char *policy_path, int mode, char *err, size
 	resolver_unlock(r->resolver);
 	/* the old programs' denials, their sockets ended now the resolver answers again */
 	records_kill_queued(&r->rec);
-	write_policy_change(r, prev_sha, prev_mode, &m);
+	learned[0] = m.kept;
+	learned[1] = m.dropped;
+	switch_log_change(r, prev_sha, prev_mode, learned, false);
 	policy_compiled_free(old_c);
 	/*
 	 * …unless judged again here. The connect programs judge only new flows, the egress

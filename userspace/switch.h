@@ -4,13 +4,16 @@
  * sluice replace-policy): a second set of the run's programs is loaded with the new
  * configuration, the addresses and server names the run learned are carried over under the new
  * policy's rules (those it does not allow are dropped), and every hook of the run moves to the
- * new programs atomically (loader_next_commit). The log records it in a policy_change line.
+ * new programs atomically (loader_next_commit). The log announces it in a policy_switch_begin line
+ * before the commit and records it in a policy_change line after (policy_switch_abort if the
+ * commit failed).
  */
 #ifndef SLUICE_SWITCH_H
 #define SLUICE_SWITCH_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <linux/types.h>
 
 #include "../bpf/sluice.h"
@@ -26,6 +29,19 @@ struct run;
  * drives the run's records.
  */
 int run_switch(struct run *r, const char *policy_path, int mode, char *err, size_t err_len);
+
+/*
+ * The log's lines of a switch (sluice-log(5)), for run_switch and for a writer that took over a
+ * run whose writer died inside one (resume.c). switch_log_change: policy_change, the run's
+ * policy, path and mode now in force (r->policy, r->args.policy_path) and the programs'
+ * generation, after prev_sha256 (hex) in prev_mode; learned: the addresses kept and dropped, or
+ * NULL (not known); after_restart: written by the writer that took over. switch_log_abort:
+ * policy_switch_abort, the switch whose policy_switch_begin announced generation era never
+ * took effect, and why.
+ */
+void switch_log_change(struct run *r, const char *prev_sha256, int prev_mode,
+		       const uint64_t *learned, bool after_restart);
+void switch_log_abort(struct run *r, uint32_t era, const char *why);
 
 /* --- The pure part (switch_rules.c), unit-tested --------------------------------------------- */
 

@@ -144,6 +144,16 @@ struct verifier {
 	char pol_sha[65];
 	char pol_mode[8];
 	uint64_t pol_line;
+	/*
+	 * A switch announced (policy_switch_begin, its 1-based line; 0: none open) and not yet
+	 * closed by its policy_change or a policy_switch_abort: its digest, mode and generation.
+	 * era_high: the highest generation a begin or a policy_change named (1: run_start's).
+	 */
+	uint64_t sw_line;
+	char sw_sha[65];
+	char sw_mode[8];
+	uint64_t sw_era;
+	uint64_t era_high;
 	uint64_t loss_before_restart; /* the loss declared before it */
 	/*
 	 * The missing kseq values reported so far below the last writer_restart's kseq_below, and
@@ -1513,6 +1523,7 @@ static void note_run_start(struct verifier *v)
 	if (jsonline_str(&v->jl, "mode", v->pol_mode, sizeof(v->pol_mode)) < 0)
 		v->pol_mode[0] = '\0';
 	v->pol_line = 0;
+	v->era_high = 1; /* a run's programs start at generation 1 (a switch's are above) */
 }
 
 static bool sha256_hex(const char *s)
@@ -1525,6 +1536,8 @@ static bool mode_valid(const char *s)
 	return !strcmp(s, "enforce") || !strcmp(s, "report");
 }
 
+static int check_change_era(struct verifier *v, const char *sha, const char *mode);
+
 /*
  * A live run switched policy or mode (sluice set-mode, replace-policy): the new policy's path,
  * digest and mode, and the previous ones, which must be those in force (run_start's, or the
@@ -1535,6 +1548,7 @@ static int check_policy_change(struct verifier *v)
 	static const char *const T = "policy_change";
 	char sha[80], mode[16], prev_sha[80], prev_mode[16], where[48];
 	const struct jsonline_member *m = jsonline_get(&v->jl, "policy");
+	int err;
 
 	if (!m || (m->v.kind != JSONLINE_STRING && m->v.kind != JSONLINE_NULL))
 		return BAD(v, "%s: policy is not a string or null", T);
@@ -1562,9 +1576,106 @@ static int check_policy_change(struct verifier *v)
 	if (v->pol_mode[0] && strcmp(prev_mode, v->pol_mode))
 		return BAD(v, "%s: prev_mode %s is not the mode of %s (%s)", T, prev_mode, where,
 			   v->pol_mode);
+	err = check_change_era(v, sha, mode);
+	if (err)
+		return err;
 	memcpy(v->pol_sha, sha, 65);
 	memcpy(v->pol_mode, mode, strlen(mode) + 1);
 	v->pol_line = v->lines + 1;
+	return 0;
+}
+
+/*
+ * A switch announced before its commit (switch.c): the policy, digest, mode and generation its
+ * programs will have. Generations are never handed out twice: above every one named before.
+ * One at a time: a begin is closed by its policy_change or a policy_switch_abort.
+ */
+static int check_switch_begin(struct verifier *v)
+{
+	static const char *const T = "policy_switch_begin";
+	const struct jsonline_member *m = jsonline_get(&v->jl, "policy");
+	char sha[80], mode[16];
+	uint64_t era, prev_era;
+
+	if (!m || (m->v.kind != JSONLINE_STRING && m->v.kind != JSONLINE_NULL))
+		return BAD(v, "%s: policy is not a string or null", T);
+	m = jsonline_get(&v->jl, "requested_by");
+	if (m && m->v.kind != JSONLINE_STRING)
+		return BAD(v, "%s: requested_by is not a string", T);
+	if (str_field(v, T, "policy_sha256", sha, sizeof(sha)) < 0 ||
+	    str_field(v, T, "mode", mode, sizeof(mode)) < 0 || u64_field(v, T, "era", &era) ||
+	    u64_field(v, T, "prev_era", &prev_era))
+		return -ECANCELED;
+	if (!sha256_hex(sha))
+		return BAD(v, "%s: policy_sha256 is not 64 lower-case hex digits", T);
+	if (!mode_valid(mode))
+		return BAD(v, "%s: mode is neither \"enforce\" nor \"report\"", T);
+	if (v->sw_line)
+		return BAD(v, "%s: the switch announced at line %" PRIu64 " is still open (neither "
+			      "its policy_change nor a policy_switch_abort came)", T, v->sw_line);
+	if (era <= v->era_high || prev_era >= era)
+		return BAD(v, "%s: era %" PRIu64 " is not above every generation named before "
+			      "(%" PRIu64 ") and its prev_era %" PRIu64 ": a generation handed out "
+			      "twice", T, era, v->era_high, prev_era);
+	memcpy(v->sw_sha, sha, 65);
+	memcpy(v->sw_mode, mode, strlen(mode) + 1);
+	v->sw_era = era;
+	v->sw_line = v->lines + 1;
+	v->era_high = era;
+	return 0;
+}
+
+/*
+ * A policy_change closes the switch announced before it: the very policy, mode and generation
+ * (a hand-made change, or a begin that names another policy, is refused). Without a begin (a
+ * sluice that wrote none), its era, where it names one, is above every one before.
+ */
+static int check_change_era(struct verifier *v, const char *sha, const char *mode)
+{
+	static const char *const T = "policy_change";
+	const struct jsonline_member *m = jsonline_get(&v->jl, "era");
+	uint64_t era = 0;
+
+	if (m && u64_field(v, T, "era", &era))
+		return -ECANCELED;
+	if (v->sw_line) {
+		if (strcmp(sha, v->sw_sha))
+			return BAD(v, "%s: policy_sha256 %s is not the policy the switch announced at "
+				      "line %" PRIu64 " named (%s)", T, sha, v->sw_line, v->sw_sha);
+		if (strcmp(mode, v->sw_mode))
+			return BAD(v, "%s: mode %s is not the mode the switch announced at line "
+				      "%" PRIu64 " named (%s)", T, mode, v->sw_line, v->sw_mode);
+		if (!m || era != v->sw_era)
+			return BAD(v, "%s: era %s%" PRIu64 " is not the generation the switch "
+				      "announced at line %" PRIu64 " named (%" PRIu64 ")", T,
+				      m ? "" : "(none) ", era, v->sw_line, v->sw_era);
+		v->sw_line = 0;
+		return 0;
+	}
+	if (m && era <= v->era_high)
+		return BAD(v, "%s: era %" PRIu64 " is not above every generation named before "
+			      "(%" PRIu64 "): a generation handed out twice", T, era, v->era_high);
+	if (m)
+		v->era_high = era;
+	return 0;
+}
+
+/* A switch announced whose commit did not happen (it failed, or its writer died before it). */
+static int check_switch_abort(struct verifier *v)
+{
+	static const char *const T = "policy_switch_abort";
+	char why[512];
+	uint64_t era;
+
+	if (u64_field(v, T, "era", &era) || str_field(v, T, "why", why, sizeof(why)) < 0)
+		return -ECANCELED;
+	if (!v->sw_line)
+		return BAD(v, "%s: no switch is open (no policy_switch_begin without its "
+			      "policy_change before it)", T);
+	if (era != v->sw_era)
+		return BAD(v, "%s: era %" PRIu64 " is not the generation the switch announced at "
+			      "line %" PRIu64 " named (%" PRIu64 ")", T, era, v->sw_line, v->sw_era);
+	v->sw_line = 0;
 	return 0;
 }
 
@@ -1611,6 +1722,16 @@ static int check_record(struct verifier *v)
 			   "come between run_end and the final seal",
 			   type, v->run_end_line);
 	}
+	/* a writer that took over closes the switch its dead predecessor left open, first */
+	if (v->sw_line && v->restart_line > v->sw_line && !jsonline_type_is(jl, "policy_change") &&
+	    !jsonline_type_is(jl, "policy_switch_abort"))
+		return BAD(v, "the switch announced at line %" PRIu64 " is still open after the "
+			      "writer_restart at line %" PRIu64 ": the writer that took over closes "
+			      "it first (policy_change or policy_switch_abort)",
+			   v->sw_line, v->restart_line);
+	if (jsonline_type_is(jl, "run_end") && v->sw_line)
+		return BAD(v, "run_end: the switch announced at line %" PRIu64 " was never closed "
+			      "(neither its policy_change nor a policy_switch_abort came)", v->sw_line);
 	if (jsonline_type_is(jl, "run_end")) {
 		err = check_run_end(v);
 		if (err)
@@ -1629,6 +1750,14 @@ static int check_record(struct verifier *v)
 		note_run_start(v);
 	} else if (jsonline_type_is(jl, "policy_change")) {
 		err = check_policy_change(v);
+		if (err)
+			return err;
+	} else if (jsonline_type_is(jl, "policy_switch_begin")) {
+		err = check_switch_begin(v);
+		if (err)
+			return err;
+	} else if (jsonline_type_is(jl, "policy_switch_abort")) {
+		err = check_switch_abort(v);
 		if (err)
 			return err;
 	} else if (jsonline_type_is(jl, "anomaly")) {

@@ -46,7 +46,13 @@ and sharing no code with sluice: hashlib for SHA-256, python3-cryptography for E
 - policy_change (a live run switched policy or mode): policy a string or null, policy_sha256
   and prev_policy_sha256 64 lower-case hex digits, mode and prev_mode "enforce" or "report";
   prev_policy_sha256 and prev_mode are those in force: run_start's (where it names them), then
-  the last policy_change's; requested_by, when there, a string;
+  the last policy_change's; requested_by, when there, a string; it closes the open
+  policy_switch_begin, if any: the same policy_sha256, mode and era;
+- policy_switch_begin (a switch announced before its commit): policy_sha256 64 lower-case hex
+  digits, mode "enforce" or "report", era above prev_era and above every era named before (1:
+  run_start's), none open already; policy_switch_abort closes it (its era); a writer that
+  took over closes it before any other line after its restart; run_end never comes while one
+  is open;
 - a loss or anomaly line is followed at once by a checkpoint of that reason, or (a writer that
   died between the two, or inside the write of the checkpoint) by a writer_restart, at once or
   after a torn line.
@@ -591,6 +597,71 @@ def check_policy_change(o, policy, where):
     return (o["policy_sha256"], o["mode"], f"the policy_change at {where}")
 
 
+class Switches:
+    """The open policy_switch_begin (sluice-log(5)) and the generations named so far."""
+
+    def __init__(self):
+        self.open = None  # (policy_sha256, mode, era, where)
+        self.era_high = 0
+        self.restart_after = False  # a writer_restart came after the open begin
+
+    def line(self, o, where):
+        t = o["type"]
+        if t == "checkpoint":
+            return
+        if t == "run_start":
+            self.era_high = max(self.era_high, 1)
+        if t == "writer_restart" and self.open:
+            self.restart_after = True
+            return
+        if self.open and self.restart_after and t not in ("policy_change", "policy_switch_abort"):
+            raise Bad(f"the switch announced at {self.open[3]} is still open after a "
+                      f"writer_restart: the writer that took over closes it first")
+        if t == "run_end" and self.open:
+            raise Bad(f"run_end: the switch announced at {self.open[3]} was never closed")
+        if t == "policy_switch_begin":
+            sha = o.get("policy_sha256")
+            if not isinstance(sha, str) or not HEX64_RE.match(sha):
+                raise Bad("policy_switch_begin: policy_sha256 is not 64 lower-case hex digits")
+            if o.get("mode") not in MODES:
+                raise Bad("policy_switch_begin: mode is neither 'enforce' nor 'report'")
+            era, prev = o.get("era"), o.get("prev_era")
+            if type(era) is not int or type(prev) is not int or era < 0 or prev < 0:
+                raise Bad("policy_switch_begin: era or prev_era is not a non-negative integer")
+            if self.open:
+                raise Bad(f"policy_switch_begin: the switch announced at {self.open[3]} is "
+                          f"still open")
+            if era <= self.era_high or prev >= era:
+                raise Bad(f"policy_switch_begin: era {era} is not above every generation "
+                          f"named before ({self.era_high}) and prev_era {prev}")
+            self.open = (o["policy_sha256"], o["mode"], era, where)
+            self.era_high = era
+            self.restart_after = False
+        elif t == "policy_switch_abort":
+            if not self.open:
+                raise Bad("policy_switch_abort: no switch is open")
+            if o.get("era") != self.open[2]:
+                raise Bad(f"policy_switch_abort: era {o.get('era')} is not the generation "
+                          f"the switch announced at {self.open[3]} named ({self.open[2]})")
+            self.open = None
+        elif t == "policy_change":
+            era = o.get("era")
+            if era is not None and (type(era) is not int or era < 0):
+                raise Bad("policy_change: era is not a non-negative integer")
+            if self.open:
+                sha, mode, want, at = self.open
+                if (o.get("policy_sha256"), o.get("mode"), era) != (sha, mode, want):
+                    raise Bad(f"policy_change: policy_sha256, mode, era ({o.get('policy_sha256')}, "
+                              f"{o.get('mode')}, {era}) are not those the switch announced at "
+                              f"{at} named ({sha}, {mode}, {want})")
+                self.open = None
+            elif era is not None:
+                if era <= self.era_high:
+                    raise Bad(f"policy_change: era {era} is not above every generation named "
+                              f"before ({self.era_high})")
+                self.era_high = era
+
+
 def check(path, pub, copies, unsealed):
     tree, prev, seq = Tree(), "0" * 64, 0
     run_key = origin = None
@@ -603,6 +674,7 @@ def check(path, pub, copies, unsealed):
     torn = None  # (where, length, parse error) of the line just read when it is not canonical
     restart = None  # where the line just read is a writer_restart: its checkpoint comes next
     policy = (None, None, "run_start")  # the policy in force: digest, mode, what set them
+    switches = Switches()
     restarts = 0
     ks = Kseqs()
     for segname, data in segments(path):
@@ -783,6 +855,7 @@ def check(path, pub, copies, unsealed):
                     if segname != path and n == len(lines) and o.get("reason") != "rotate":
                         raise Bad("rotated segment does not end with a rotate checkpoint")
                     ks.line(o)
+                    switches.line(o, where)
                     if o["type"] == "loss":
                         ks.loss(o, where)
                     elif o["type"] == "loss_ranges":

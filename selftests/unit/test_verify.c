@@ -1397,6 +1397,74 @@ static void build_pc_prev_sha(struct log *l) { build_pc(l, 2); }
 static void build_pc_prev_mode(struct log *l) { build_pc(l, 3); }
 static void build_pc_sha(struct log *l) { build_pc(l, 4); }
 
+/*
+ * A switch announced before its commit (policy_switch_begin) and closed by its policy_change, then
+ * a second one whose writer died before the commit: the writer that took over closes it with a
+ * policy_switch_abort. 1 log_start | 2-6 kseq 0-4 | 7 cp | 8 begin (A -> B, era 2) | 9 kseq 5 |
+ * 10 policy_change (B, era 2) | 11 kseq 6 | 12 cp | 13 begin (B -> C, era 3) | 14 writer_restart |
+ * 15 cp "restart" | 16 abort (era 3) | 17-18 kseq 7-8 | 19 cp | 20 run_end | 21 final.
+ * bad: 0 none; 1 line 8's begin names a digest no policy_change repeats; 2 line 13's era is 2
+ * again; 3 a record before the abort (line 16); 4 the abort names era 4; 5 no restart, no abort:
+ * run_end with the begin open; 6 line 10's policy_change names era 3.
+ */
+static void build_sw(struct log *l, int bad)
+{
+	static const char a[] = "1111111111111111111111111111111111111111111111111111111111111111";
+	static const char b[] = "2222222222222222222222222222222222222222222222222222222222222222";
+	static const char c[] = "3333333333333333333333333333333333333333333333333333333333333333";
+	static const char d[] = "4444444444444444444444444444444444444444444444444444444444444444";
+	struct tw w;
+	uint64_t k = 0;
+
+	tw_start(&w, l, NULL, "run-a", g.host, g.run_a, 10);
+	for (; k < 5; k++)
+		tw_rec(&w, k);
+	tw_checkpoint(&w, "lines");
+	tw_line(&w, "policy_switch_begin",
+		"\"run_id\":\"run-a\",\"policy\":\"/etc/b.yaml\",\"policy_sha256\":\"%s\","
+		"\"mode\":\"report\",\"default\":\"deny\",\"era\":2,\"prev_era\":1",
+		bad == 1 ? d : b);
+	tw_rec(&w, k++);
+	tw_line(&w, "policy_change",
+		"\"run_id\":\"run-a\",\"policy\":\"/etc/b.yaml\",\"policy_sha256\":\"%s\","
+		"\"mode\":\"report\",\"default\":\"deny\",\"era\":%d,"
+		"\"prev_policy_sha256\":\"%s\",\"prev_mode\":\"enforce\"",
+		b, bad == 6 ? 3 : 2, a);
+	tw_rec(&w, k++);
+	tw_checkpoint(&w, "lines");
+	tw_line(&w, "policy_switch_begin",
+		"\"run_id\":\"run-a\",\"policy\":\"/etc/c.yaml\",\"policy_sha256\":\"%s\","
+		"\"mode\":\"enforce\",\"default\":\"deny\",\"era\":%d,\"prev_era\":2",
+		c, bad == 2 ? 2 : 3);
+	if (bad == 5) {
+		for (; k < 9; k++)
+			tw_rec(&w, k);
+		tw_end(&w, k, 0);
+		return;
+	}
+	w.step = 30000000;
+	tw_restart_full(&w, g.run_r1, g.host, g.run_r1, NULL, 0, w.seq - w.last_cp, k);
+	w.step = 100000;
+	tw_checkpoint_by(&w, "restart", w.run);
+	if (bad == 3)
+		tw_rec(&w, k++);
+	tw_line(&w, "policy_switch_abort",
+		"\"run_id\":\"run-a\",\"era\":%d,\"why\":\"the writer died before the commit\"",
+		bad == 4 ? 4 : 3);
+	for (uint64_t n = k + 2; k < n; k++)
+		tw_rec(&w, k);
+	tw_checkpoint(&w, "lines");
+	tw_end_restarted(&w, k, 0, 0);
+}
+
+static void build_sw_ok(struct log *l) { build_sw(l, 0); }
+static void build_sw_sha(struct log *l) { build_sw(l, 1); }
+static void build_sw_era_again(struct log *l) { build_sw(l, 2); }
+static void build_sw_not_first(struct log *l) { build_sw(l, 3); }
+static void build_sw_abort_era(struct log *l) { build_sw(l, 4); }
+static void build_sw_open_end(struct log *l) { build_sw(l, 5); }
+static void build_sw_change_era(struct log *l) { build_sw(l, 6); }
+
 /* The standard log whose run_end has a restart_gap, without any writer_restart: line 17. */
 static void build_gap_no_restart(struct log *l)
 {
@@ -2519,6 +2587,24 @@ static const struct verify_case verify_cases[] = {
 	{"policy_change whose prev_mode is not the mode in force: line 15", build_pc_prev_mode,
 	 NULL, NULL, NULL, 0, VERIFY_INVALID, 15, -1,
 	 "prev_mode enforce is not the mode of the policy_change at line 8 (report)"},
+	/* a switch announced before its commit, closed by its change or its abort */
+	{"a switch closed by its policy_change, one by a taker's abort: exit 0", build_sw_ok, NULL,
+	 NULL, NULL, 0, VERIFY_OK, 0, -1, NULL},
+	{"policy_switch_begin naming a digest its policy_change does not: line 10", build_sw_sha,
+	 NULL, NULL, NULL, 0, VERIFY_INVALID, 10, -1,
+	 "is not the policy the switch announced at line 8 named (4444"},
+	{"policy_switch_begin reusing a generation: line 13", build_sw_era_again, NULL, NULL, NULL,
+	 0, VERIFY_INVALID, 13, -1, "era 2 is not above every generation named before (2)"},
+	{"a taker's record before it closes the open switch: line 16", build_sw_not_first, NULL,
+	 NULL, NULL, 0, VERIFY_INVALID, 16, -1,
+	 "the switch announced at line 13 is still open after the writer_restart at line 14"},
+	{"policy_switch_abort naming another generation: line 16", build_sw_abort_era, NULL, NULL,
+	 NULL, 0, VERIFY_INVALID, 16, -1, "policy_switch_abort: era 4 is not the generation"},
+	{"run_end while a switch is open: its line", build_sw_open_end, NULL, NULL, NULL, 0,
+	 VERIFY_INVALID, 16, -1, "run_end: the switch announced at line 13 was never closed"},
+	{"policy_change naming another generation than its begin: line 10", build_sw_change_era,
+	 NULL, NULL, NULL, 0, VERIFY_INVALID, 10, -1,
+	 "policy_change: era 3 is not the generation the switch announced at line 8 named (2)"},
 	/* writer restarts */
 	{"restarted log (writer_restart, restart checkpoint 30 s on): exit 0", build_rs_ok, NULL,
 	 NULL, NULL, 0, VERIFY_OK, 0, -1, NULL},

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# A daemon killed inside a live switch never leaves its run orphaned. SLUICE_SELFTEST_SWITCH_KILL
+# makes the daemon SIGKILL itself once the log's policy_switch_begin line is on disk: before the
+# commit (the run's programs stay those of the old policy), after it (the new policy's), or inside
+# it, its links moved and the maps not yet pinned again (the links say which), all before the
+# policy_change line. Each time the next daemon:
+# - takes the run over (sluice status lists it, with the policy its programs enforce);
+# - enforces that policy: a process of the run reaches the host it allows, not the other;
+# - writes what the dead daemon did not: policy_switch_abort, or the policy_change (after_restart);
+# and a later switch gets exactly the next generation (the highest ever handed out, the aborted
+# switch's too, is pinned with the run: none is handed out twice, and no gap is guessed). The log
+# verifies (sluice verify, and tools/sl_logcheck.py).
+
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+require_root
+require_sluice
+topo_up
+
+# shellcheck disable=SC2119 # no arguments: the default daemon
+sl_daemon_start || bail_out "the daemon did not start: $(cat "$SL_DAEMON_DIR/err" 2>/dev/null)"
+sl_on_exit "sl_daemon_kill TERM"
+
+# A allows .10, B allows .20 (both on port 80, both in enforce mode)
+for p in a:10 b:20; do
+	printf 'default: deny\nrules:\n  - name: r%s\n    cidrs: ["198.51.100.%s/32"]\n    ports: [80]\n' \
+		"${p#*:}" "${p#*:}" >"$SL_TMP/${p%%:*}.yaml"
+done
+sha_a=$(sha256sum "$SL_TMP/a.yaml" | cut -c1-64)
+sha_b=$(sha256sum "$SL_TMP/b.yaml" | cut -c1-64)
+
+CG=$(sl_cgroup_new switchkill) || bail_out "cannot make the test cgroup"
+sl_on_exit "sl_cgroup_remove '$CG'"
+RUN=t-$SL_ID-swkill
+SL_RUNS+=("$RUN")
+LOG=$SL_TMP/switchkill.jsonl
+out=$("$SLUICE" attach --cgroup "$CG" --policy "$SL_TMP/a.yaml" --run-id "$RUN" \
+	--netns "/run/netns/$SL_NS_RUN" --log "$LOG" 2>&1) ||
+	bail_out "attach failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
+# a process that keeps the cgroup populated
+sl_in_cgroup "$CG" sleep 600 &
+sl_track_pid $!
+
+# reach ADDR: ok, or err ERRNO, from a process of the run
+reach() { sl_in_cgroup "$CG" "${RUN_EXEC_NETONLY[@]}" "$SL_PROBE" tcp "$1" 80 --timeout-ms 2000 | cut -d' ' -f1-2; }
+# enforced POLICY ALLOWED DENIED: the run's traffic follows POLICY
+enforced() {
+	tap_is "$1: 198.51.100.$2 is reached" "$(reach "198.51.100.$2")" ok
+	tap_is "$1: 198.51.100.$3 is denied" "$(reach "198.51.100.$3")" "err EPERM"
+}
+# era TYPE [N]: the era of the Nth line (default: the last) of TYPE in the log
+era() {
+	grep "\"type\":\"$1\"" "$LOG" | sed -n "${2:-\$}p" | sed -n 's/.*"era":\([0-9]*\).*/\1/p'
+}
+# taken_over SHA: the restarted daemon lists the run under the policy of that digest
+taken_over() {
+	local status
+	status=$("$SLUICE" status --json 2>&1)
+	tap_check "the next daemon takes the run over, under policy $2" \
+		grep -q "\"run_id\":\"$RUN\".*\"policy_sha256\":\"$1\"" <<<"$status"
+	[[ $status == *"\"run_id\":\"$RUN\""* ]] || tap_diag "$status $(tail -n 5 "$SL_DAEMON_DIR/err")"
+}
+# killed_at POINT POLICY: a daemon told to die at POINT is asked to switch the run to POLICY
+killed_at() {
+	local st rc
+	sl_daemon_kill TERM
+	SLUICE_SELFTEST_SWITCH_KILL=$1 sl_daemon_start ||
+		bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
+	"$SLUICE" replace-policy --run-id "$RUN" "$2" >/dev/null 2>&1
+	# shellcheck disable=SC2317 # called through wait_until
+	dead() { st=$(awk '{ print $3 }' "/proc/$SL_DAEMON_PID/stat" 2>/dev/null); [[ -z $st || $st == Z ]]; }
+	wait_until 10000 dead
+	if dead; then
+		wait "$SL_DAEMON_PID"
+		rc=$?
+	else
+		rc=alive
+		sl_daemon_kill KILL
+	fi
+	tap_is "$1: the daemon killed itself inside the switch" "$rc" 137
+	tap_is "$1: the log has the switch's policy_switch_begin, not its policy_change" \
+		"$(tail -n 3 "$LOG" | grep -c '"type":"policy_switch_begin"')/$(grep -c '"type":"policy_change"' "$LOG")" \
+		"1/$3"
+	# shellcheck disable=SC2119 # no arguments: the default daemon
+	sl_daemon_start || bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
+}
+
+enforced "policy a" 10 20
+
+# --- killed before the commit: the old policy stays, the switch is declared aborted --------------
+killed_at before-commit "$SL_TMP/b.yaml" 0
+era1=$(era policy_switch_begin)
+taken_over "$sha_a" a
+enforced "after the takeover, still policy a" 10 20
+tap_is "the next daemon declares the switch aborted (its generation)" \
+	"$(era policy_switch_abort)" "$era1"
+
+# --- killed after the commit: the new policy holds, its policy_change is written ---------------
+killed_at after-commit "$SL_TMP/b.yaml" 0
+era2=$(era policy_switch_begin)
+tap_is "the switch after the aborted one has the next generation (none reused)" \
+	"$era2" "$((era1 + 1))"
+taken_over "$sha_b" b
+enforced "after the takeover, policy b" 20 10
+assert_log "the next daemon writes the switch's policy_change" "$LOG" 1 type=policy_change \
+	"run_id=$RUN" "policy=$SL_TMP/b.yaml" "policy_sha256=$sha_b" mode=enforce "era=$era2" \
+	"prev_policy_sha256=$sha_a" prev_mode=enforce after_restart=true
+
+# --- killed inside the commit, the links moved, the maps not yet pinned: the links win ----------
+killed_at in-commit "$SL_TMP/a.yaml" 1
+era3=$(era policy_switch_begin)
+taken_over "$sha_a" a
+enforced "after the takeover, policy a again" 10 20
+assert_log "the next daemon writes that switch's policy_change" "$LOG" 1 type=policy_change \
+	"run_id=$RUN" "policy=$SL_TMP/a.yaml" "policy_sha256=$sha_a" mode=enforce "era=$era3" \
+	"prev_policy_sha256=$sha_b" prev_mode=enforce after_restart=true
+
+# --- a switch of the taken-over run: the next generation exactly ------------------------------
+out=$("$SLUICE" replace-policy --run-id "$RUN" "$SL_TMP/b.yaml" 2>&1)
+tap_check "the taken-over run switches to policy b" test -z "${out##*\"ok\":true*}"
+[[ $out == *'"ok":true'* ]] || tap_diag "$out $(tail -n 5 "$SL_DAEMON_DIR/err")"
+enforced "policy b again" 20 10
+tap_is "its generation is the next one (the pinned highest, not a guessed gap)" \
+	"$(era policy_change)" "$((era3 + 1))"
+
+out=$("$SLUICE" detach --run-id "$RUN" 2>&1)
+tap_check "the run detaches" test -z "${out##*\"ok\":true*}"
+out=$("$SLUICE" verify --key "$SLUICE_PUB" "$LOG" 2>&1)
+rc=$?
+tap_check "sluice verify: the log is intact" test "$rc" -eq 0
+[[ $rc -eq 0 ]] || tap_diag "$out"
+out=$(log_well_formed "$LOG" 2>&1)
+rc=$?
+tap_check "sl_logcheck.py: the log is well formed (begin, abort and change lines paired)" \
+	test "$rc" -eq 0
+[[ $rc -eq 0 ]] || tap_diag "$out"
+
+tap_done
