@@ -65,6 +65,13 @@
 #define DAEMON_SPARES 2		 /* --spares */
 #define DAEMON_SPARES_MAX 16
 /*
+ * Switches whose programs are verified at once, each on a thread of its own; more wait their
+ * turn. A load keeps a CPU busy and the kernel's BTF parsed (tens of MiB) while it lasts: more
+ * at once would only share the CPUs, and a burst (a fleet's set-mode) must not take the host's
+ * memory.
+ */
+#define DAEMON_SWITCH_THREADS 2
+/*
  * A spare's policy maps: runs whose policy has more CIDRs per family, or more rules, load their
  * own. The tries allocate per entry (nothing up front); the rule arrays are allocated whole
  * (168 bytes a rule). The ring buffer and learned-address maps are an attach's (it has no
@@ -135,10 +142,13 @@ struct switch_bg {
 	struct switch_job *job;
 	struct client *client; /* waiting for the answer; NULL once it is gone */
 	char who[128];	       /* its client_who, for the policy_change line */
+	struct switch_bg *next; /* queued behind DAEMON_SWITCH_THREADS others: the next one */
+	bool started;	       /* its thread runs (or ran): to be joined */
 	pthread_t thread;
 	int ret;	       /* switch_load's, and why not in err */
 	char err[1024];
-	int64_t started_ms, loaded_ms;
+	int64_t asked_ms;      /* when its request came */
+	int64_t load_ms;       /* how long switch_load took */
 };
 
 /* An op's return: the reply comes later (client.waiting), not now. */
@@ -166,6 +176,8 @@ struct daemon {
 	unsigned int spares; /* --spares */
 	struct pool *pool;   /* NULL: --spares 0 */
 	int switch_done[2];  /* switch threads -> loop: a struct switch_bg * per finished load */
+	struct switch_bg *switch_queue; /* switches waiting for a thread, first first */
+	unsigned int switches_running;	/* threads started and not joined */
 };
 
 static int64_t now_ms(void)
@@ -1037,10 +1049,11 @@ static int op_detach(struct daemon *d, struct client *c, const struct control_ob
 static void *switch_thread(void *arg)
 {
 	struct switch_bg *sw = arg;
+	int64_t t0 = now_ms();
 	ssize_t n;
 
 	sw->ret = switch_load(sw->job, sw->err, sizeof(sw->err));
-	sw->loaded_ms = now_ms();
+	sw->load_ms = now_ms() - t0;
 	/*
 	 * A pointer is written whole (less than PIPE_BUF), and the pipe holds far more of them
 	 * than there can be runs: this does not wait. It cannot fail but for a closed pipe, which
@@ -1065,7 +1078,7 @@ static int op_switch(struct daemon *d, struct client *c, const struct control_ob
 	static const char *const policy_allowed[] = { "op", "run_id", "policy", NULL };
 	const char *mode = NULL, *policy = NULL;
 	struct switch_job *job;
-	struct switch_bg *sw;
+	struct switch_bg *sw, **q;
 	struct drun *dr;
 	int ret = check_members(o, replace ? policy_allowed : mode_allowed, err, err_len);
 
@@ -1089,7 +1102,7 @@ static int op_switch(struct daemon *d, struct client *c, const struct control_ob
 		util_fmt(err, err_len, "run %s is switching already (asked by %s %" PRId64 " ms "
 				       "ago, its new programs being verified): ask again once that "
 				       "switch is answered",
-			 dr->r.run_id, dr->sw->who, now_ms() - dr->sw->started_ms);
+			 dr->r.run_id, dr->sw->who, now_ms() - dr->sw->asked_ms);
 		return -EBUSY;
 	}
 	ret = switch_prepare(&dr->r, policy,
@@ -1103,17 +1116,14 @@ static int op_switch(struct daemon *d, struct client *c, const struct control_ob
 		return util_fmt(err, err_len, "out of memory"), -ENOMEM;
 	}
 	*sw = (struct switch_bg){ .d = d, .dr = dr, .job = job, .client = c,
-				  .started_ms = now_ms() };
+				  .asked_ms = now_ms() };
 	util_copy(sw->who, sizeof(sw->who), c->who);
-	/* it inherits the loop's mask (block_signals): every signal stays the loop's */
-	ret = -pthread_create(&sw->thread, NULL, switch_thread, sw);
-	if (ret) {
-		switch_free(job);
-		free(sw);
-		return util_fmt(err, err_len, "start the switch's thread: %s", strerror(-ret)), ret;
-	}
 	dr->sw = sw;
 	c->waiting = true;
+	/* started by the loop (switches_start), never from inside a request's handling */
+	for (q = &d->switch_queue; *q; q = &(*q)->next)
+		;
+	*q = sw;
 	return REPLY_LATER;
 }
 
@@ -1572,7 +1582,14 @@ static void switch_finish(struct daemon *d, struct switch_bg *sw, bool stopping)
 	int ret;
 
 	/* (stopping: the load cannot be stopped; libbpf has no way to) */
-	pthread_join(sw->thread, NULL);
+	if (sw->started) {
+		pthread_join(sw->thread, NULL);
+		d->switches_running--;
+	} else if (!sw->ret && !stopping && !dr->end_why) {
+		/* switches_start makes sure of that: never committed unverified */
+		sw->ret = -EINVAL;
+		util_fmt(sw->err, sizeof(sw->err), "the switch's programs were never loaded");
+	}
 	dr->sw = NULL;
 	ret = sw->ret;
 	if (ret) {
@@ -1599,7 +1616,7 @@ static void switch_finish(struct daemon *d, struct switch_bg *sw, bool stopping)
 		fprintf(stderr, "sluice daemon: run %s switched to %s (%s): new programs verified "
 				"off the loop in %" PRId64 " ms, committed in %" PRId64 " ms\n",
 			dr->r.run_id, dr->r.args.policy_path, mode_name(dr->r.policy->mode),
-			sw->loaded_ms - sw->started_ms, now_ms() - t0);
+			sw->load_ms, now_ms() - t0);
 	} else if (ret == -ECANCELED) {
 		fprintf(stderr, "sluice daemon: %s\n", err);
 	}
@@ -1657,6 +1674,36 @@ static void switch_finish(struct daemon *d, struct switch_bg *sw, bool stopping)
 		client_lines(d, c);
 	if (ec)
 		client_lines(d, ec);
+}
+
+/*
+ * The switches queued, started while fewer than DAEMON_SWITCH_THREADS verify; one whose run
+ * ended meanwhile is dropped unloaded. From the loop only, as switch_finish: it answers clients
+ * and reads their next requests, which must not happen inside the handling of one.
+ */
+static void switches_start(struct daemon *d)
+{
+	while (d->switch_queue && d->switches_running < DAEMON_SWITCH_THREADS) {
+		struct switch_bg *sw = d->switch_queue;
+		int err = 0;
+
+		d->switch_queue = sw->next;
+		sw->next = NULL;
+		if (!sw->dr->end_why) {
+			/* it inherits the loop's mask (block_signals): every signal stays the
+			   loop's */
+			err = pthread_create(&sw->thread, NULL, switch_thread, sw);
+			if (!err) {
+				sw->started = true;
+				d->switches_running++;
+				continue;
+			}
+			sw->ret = -err;
+			util_fmt(sw->err, sizeof(sw->err), "start the switch's thread: %s",
+				 strerror(err));
+		}
+		switch_finish(d, sw, false);
+	}
 }
 
 /* The switch threads that are done. */
@@ -1983,6 +2030,8 @@ static void adopt_runs(struct daemon *d)
  */
 static void leave_runs(struct daemon *d)
 {
+	/* every switch is some run's (drun.sw): each is dropped below, started or not */
+	d->switch_queue = NULL;
 	while (d->n_runs) {
 		struct drun *dr = d->runs[d->n_runs - 1];
 
@@ -2102,6 +2151,7 @@ static void loop(struct daemon *d)
 			pool_collect(d->pool);
 		if (pfd[3].revents & POLLIN)
 			switches_collect(d);
+		switches_start(d);
 		for (i = 0; i < d->n_runs;) {
 			struct drun *dr = d->runs[i];
 			const char *why;
