@@ -26,6 +26,7 @@ require_root
 require_sluice
 topo_up
 
+# shellcheck disable=SC2119 # no arguments: the default daemon
 sl_daemon_start || bail_out "the daemon did not start: $(cat "$SL_DAEMON_DIR/err" 2>/dev/null)"
 sl_on_exit "sl_daemon_kill TERM"
 SL_OUT=$SL_DAEMON_DIR/out
@@ -177,6 +178,7 @@ wait "$pid"
 rc=$?
 tap_is "3: the switch's client is told the switch was not made (rc $rc)" \
 	"$(grep -c "the daemon stopped while run $B's new programs were being verified: the switch was not made" "$SL_TMP/sw.out")" 1
+# shellcheck disable=SC2119 # no arguments: the default daemon
 sl_daemon_start || bail_out "the next daemon did not start: $(tail -n 5 "$SL_ERR")"
 tap_is "3: the next daemon has B, on its old mode, not switching" \
 	"$("$SLUICE" status --json | grep -c "\"run_id\":\"$B\".*\"mode\":\"enforce\".*\"switching\":false")" 1
