@@ -5,7 +5,9 @@
  * own, as in sluice run. Requests are answered in order. An attach takes a spare set of
  * programs, verified in advance on the spares' thread (pool.c), when its policy fits one (a few
  * milliseconds); otherwise it loads and verifies its own inside the loop (about a second), which
- * the runs' ring buffers absorb.
+ * the runs' ring buffers absorb. A switch (set_mode, replace_policy) verifies its new programs
+ * on a thread of its own (switch_bg), seconds on a loaded machine, while the loop goes on with
+ * every run, the switching one included; its commit is the loop's again.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -63,6 +65,13 @@
 #define DAEMON_SPARES 2		 /* --spares */
 #define DAEMON_SPARES_MAX 16
 /*
+ * Switches whose programs are verified at once, each on a thread of its own; more wait their
+ * turn. A load keeps a CPU busy and the kernel's BTF parsed (tens of MiB) while it lasts: more
+ * at once would only share the CPUs, and a burst (a fleet's set-mode) must not take the host's
+ * memory.
+ */
+#define DAEMON_SWITCH_THREADS 2
+/*
  * A spare's policy maps: runs whose policy has more CIDRs per family, or more rules, load their
  * own. The tries allocate per entry (nothing up front); the rule arrays are allocated whole
  * (168 bytes a rule). The ring buffer and learned-address maps are an attach's (it has no
@@ -82,6 +91,11 @@ struct client {
 	char who[128]; /* "pid N (comm), loginuid U", read at accept, for the log of a switch */
 	struct drun *owns; /* a run handed over by sluice run (op "run"): it ends when this closes */
 	int passed_fd;	   /* the descriptor the last request carried (SCM_RIGHTS), or -1 */
+	/*
+	 * Its last request is answered later (a switch, or a detach or run_end waiting for one):
+	 * no other request of it is read meanwhile (answers in order), nor is it idle.
+	 */
+	bool waiting;
 	size_t len;
 	char buf[CONTROL_LINE_MAX];
 };
@@ -96,7 +110,49 @@ struct drun {
 	char **argv, *argv_buf;
 	char state_path[PATH_MAX];
 	int64_t attached_ms; /* the time the attach took */
+	struct switch_bg *sw; /* a switch whose programs are being verified; NULL: none */
+	/*
+	 * The run's end, come while sw was in flight: the switch thread reads the run's loader
+	 * until it is joined, so the end waits for that (switch_finish), the switch is dropped,
+	 * and the run ends as asked. end_why NULL: no end pending. end_client (NULL: none, or
+	 * gone) waits for the reply to its detach (end_detach) or run_end (end_status).
+	 */
+	const char *end_why;
+	char end_why_buf[64];
+	bool end_detach, end_has_status;
+	int end_status;
+	struct client *end_client;
 };
+
+/*
+ * A switch of dr in flight: switch_load on its own thread, which then writes this struct's
+ * address into the daemon's switch_done pipe; the loop joins it there and commits (or drops)
+ * the switch (switch_finish). What the thread reads meanwhile is switch.h's to say (switch_load):
+ * the run's loader, read only but for the era it draws, and the policy switch_prepare chose; the
+ * loop keeps off the rest of it for as long: one switch per run (a second is refused), and the
+ * run's end waits (drun.end_why); the run's ring buffer, resolver and log go on, through map
+ * descriptors and objects the thread does not change. libbpf keeps nothing global that two
+ * loads (or a load and a lookup) on distinct objects share unsafely: the spares' thread
+ * (pool.c) loads beside the loop's attaches likewise, and the loader's libbpf_hush is
+ * per thread.
+ */
+struct switch_bg {
+	struct daemon *d;
+	struct drun *dr;
+	struct switch_job *job;
+	struct client *client; /* waiting for the answer; NULL once it is gone */
+	char who[128];	       /* its client_who, for the policy_change line */
+	struct switch_bg *next; /* queued behind DAEMON_SWITCH_THREADS others: the next one */
+	bool started;	       /* its thread runs (or ran): to be joined */
+	pthread_t thread;
+	int ret;	       /* switch_load's, and why not in err */
+	char err[1024];
+	int64_t asked_ms;      /* when its request came */
+	int64_t load_ms;       /* how long switch_load took */
+};
+
+/* An op's return: the reply comes later (client.waiting), not now. */
+#define REPLY_LATER 1
 
 struct daemon {
 	const char *socket_path;
@@ -119,6 +175,9 @@ struct daemon {
 	bool textfile_failed;
 	unsigned int spares; /* --spares */
 	struct pool *pool;   /* NULL: --spares 0 */
+	int switch_done[2];  /* switch threads -> loop: a struct switch_bg * per finished load */
+	struct switch_bg *switch_queue; /* switches waiting for a thread, first first */
+	unsigned int switches_running;	/* threads started and not joined */
 };
 
 static int64_t now_ms(void)
@@ -315,6 +374,62 @@ static void end_run_status(struct daemon *d, struct drun *dr, bool has_status, i
 static void end_run(struct daemon *d, struct drun *dr, const char *why)
 {
 	end_run_status(d, dr, false, 0, why, NULL);
+}
+
+/*
+ * An end that came by itself (the cgroup gone, the run's client gone) while the run switches:
+ * kept for switch_finish, the first one only. Returns whether it was kept (then the run goes on
+ * until the switch thread is joined).
+ */
+static bool end_after_switch(struct drun *dr, const char *why)
+{
+	if (!dr->sw)
+		return false;
+	if (!dr->end_why)
+		dr->end_why = why;
+	return true;
+}
+
+/*
+ * The end a detach or run_end asked for (dr->end_*, set by the op): the run ends, and rep (NULL:
+ * none) gets the reply's members.
+ */
+static void end_requested(struct daemon *d, struct drun *dr, struct control_msg *rep)
+{
+	char log[PATH_MAX];
+	bool detach = dr->end_detach;
+
+	util_copy(log, sizeof(log), dr->r.log_path);
+	if (rep)
+		control_msg_str(rep, "run_id", dr->r.run_id);
+	end_run_status(d, dr, dr->end_has_status, dr->end_status, dr->end_why,
+		       detach ? NULL : rep);
+	if (rep && detach)
+		control_msg_str(rep, "log", log);
+}
+
+/*
+ * A detach or run_end of a run whose switch is in flight: c is answered once the switch thread
+ * is joined (switch_finish); the switch is then dropped. REPLY_LATER, or -EBUSY when another
+ * client's end is queued already.
+ */
+static int end_queue(struct drun *dr, struct client *c, bool detach, bool has_status,
+		     int status, const char *why, char *err, size_t err_len)
+{
+	if (dr->end_client) {
+		util_fmt(err, err_len, "run %s is ending already (%s, asked by another client, "
+				       "once its switch's programs are verified)",
+			 dr->r.run_id, dr->end_why);
+		return -EBUSY;
+	}
+	util_copy(dr->end_why_buf, sizeof(dr->end_why_buf), why);
+	dr->end_why = dr->end_why_buf;
+	dr->end_detach = detach;
+	dr->end_has_status = has_status;
+	dr->end_status = status;
+	dr->end_client = c;
+	c->waiting = true;
+	return REPLY_LATER;
 }
 
 static int add_run(struct daemon *d, struct drun *dr)
@@ -869,7 +984,6 @@ static int op_run_end(struct daemon *d, struct client *c, const struct control_o
 		{ "why", CONTROL_STR }, {},
 	};
 	const char *why = control_str(o, "why", NULL);
-	char why_copy[64];
 	struct drun *dr;
 	int64_t status;
 	int ret = check_typed(o, allowed, err, err_len);
@@ -885,9 +999,13 @@ static int op_run_end(struct daemon *d, struct client *c, const struct control_o
 		     strcmp(why, "command not started") && strcmp(why, "command lost") &&
 		     strcmp(why, "sluice error")))
 		return util_fmt(err, err_len, "why: expected one of sluice run's reasons"), -EINVAL;
-	util_copy(why_copy, sizeof(why_copy), why);
-	control_msg_str(rep, "run_id", dr->r.run_id);
-	end_run_status(d, dr, true, (int)status, why_copy, rep);
+	if (dr->sw)
+		return end_queue(dr, c, false, true, (int)status, why, err, err_len);
+	util_copy(dr->end_why_buf, sizeof(dr->end_why_buf), why);
+	dr->end_why = dr->end_why_buf;
+	dr->end_has_status = true;
+	dr->end_status = (int)status;
+	end_requested(d, dr, rep);
 	return 0;
 }
 
@@ -907,12 +1025,11 @@ static struct drun *need_run(struct daemon *d, const struct control_obj *o, char
 	return dr;
 }
 
-static int op_detach(struct daemon *d, const struct control_obj *o, struct control_msg *rep,
-		     char *err, size_t err_len)
+static int op_detach(struct daemon *d, struct client *c, const struct control_obj *o,
+		     struct control_msg *rep, char *err, size_t err_len)
 {
 	static const char *const allowed[] = { "op", "run_id", NULL };
 	struct drun *dr;
-	char log[PATH_MAX];
 	int ret = check_members(o, allowed, err, err_len);
 
 	if (ret)
@@ -920,25 +1037,48 @@ static int op_detach(struct daemon *d, const struct control_obj *o, struct contr
 	dr = need_run(d, o, err, err_len);
 	if (!dr)
 		return -ENOENT;
-	util_copy(log, sizeof(log), dr->r.log_path);
-	control_msg_str(rep, "run_id", dr->r.run_id);
-	end_run(d, dr, "detached");
-	control_msg_str(rep, "log", log);
+	if (dr->sw)
+		return end_queue(dr, c, true, false, 0, "detached", err, err_len);
+	dr->end_why = "detached";
+	dr->end_detach = true;
+	end_requested(d, dr, rep);
 	return 0;
+}
+
+/* A switch's thread: the new programs verified, then the loop told (switch_bg). */
+static void *switch_thread(void *arg)
+{
+	struct switch_bg *sw = arg;
+	int64_t t0 = now_ms();
+	ssize_t n;
+
+	sw->ret = switch_load(sw->job, sw->err, sizeof(sw->err));
+	sw->load_ms = now_ms() - t0;
+	/*
+	 * A pointer is written whole (less than PIPE_BUF), and the pipe holds far more of them
+	 * than there can be runs: this does not wait. It cannot fail but for a closed pipe, which
+	 * the daemon closes only after joining every switch thread (leave_runs).
+	 */
+	while ((n = write(sw->d->switch_done[1], &sw, sizeof(sw))) < 0 && errno == EINTR)
+		;
+	return NULL;
 }
 
 /*
  * set_mode {run_id, mode} and replace_policy {run_id, policy}: the run switches at once, with no
  * instant where neither policy applies, and its log says so (switch.c); on failure nothing
- * changed.
+ * changed. The new programs are verified on a thread of the switch's own (switch_bg) while the
+ * loop serves every run; the client is answered when the switch is committed (switch_finish).
+ * One switch per run at a time: a second is refused while one is in flight.
  */
-static int op_switch(struct daemon *d, const struct control_obj *o, bool replace,
-		     const char *who, struct control_msg *rep, char *err, size_t err_len)
+static int op_switch(struct daemon *d, struct client *c, const struct control_obj *o,
+		     bool replace, char *err, size_t err_len)
 {
 	static const char *const mode_allowed[] = { "op", "run_id", "mode", NULL };
 	static const char *const policy_allowed[] = { "op", "run_id", "policy", NULL };
 	const char *mode = NULL, *policy = NULL;
-	char digest[65];
+	struct switch_job *job;
+	struct switch_bg *sw, **q;
 	struct drun *dr;
 	int ret = check_members(o, replace ? policy_allowed : mode_allowed, err, err_len);
 
@@ -958,21 +1098,33 @@ static int op_switch(struct daemon *d, const struct control_obj *o, bool replace
 			return util_fmt(err, err_len, "set_mode needs \"mode\": \"report\" or "
 						      "\"enforce\""), -EINVAL;
 	}
-	dr->r.switch_by = who;
-	ret = run_switch(&dr->r, policy,
-			 !mode ? -1 : strcmp(mode, "report") ? SL_MODE_ENFORCE : SL_MODE_REPORT,
-			 err, err_len);
-	dr->r.switch_by = NULL;
+	if (dr->sw) {
+		util_fmt(err, err_len, "run %s is switching already (asked by %s %" PRId64 " ms "
+				       "ago, its new programs being verified): ask again once that "
+				       "switch is answered",
+			 dr->r.run_id, dr->sw->who, now_ms() - dr->sw->asked_ms);
+		return -EBUSY;
+	}
+	ret = switch_prepare(&dr->r, policy,
+			     !mode ? -1 : strcmp(mode, "report") ? SL_MODE_ENFORCE : SL_MODE_REPORT,
+			     &job, err, err_len);
 	if (ret)
 		return ret;
-	fprintf(stderr, "sluice daemon: run %s switched to %s (%s)\n", dr->r.run_id,
-		dr->r.args.policy_path, dr->r.policy->mode == SL_MODE_REPORT ? "report" : "enforce");
-	util_hex(dr->r.policy->sha256, sizeof(dr->r.policy->sha256), digest, sizeof(digest));
-	control_msg_str(rep, "run_id", dr->r.run_id);
-	control_msg_str(rep, "mode", dr->r.policy->mode == SL_MODE_REPORT ? "report" : "enforce");
-	control_msg_str(rep, "policy", dr->r.args.policy_path);
-	control_msg_str(rep, "policy_sha256", digest);
-	return 0;
+	sw = calloc(1, sizeof(*sw));
+	if (!sw) {
+		switch_free(job);
+		return util_fmt(err, err_len, "out of memory"), -ENOMEM;
+	}
+	*sw = (struct switch_bg){ .d = d, .dr = dr, .job = job, .client = c,
+				  .asked_ms = now_ms() };
+	util_copy(sw->who, sizeof(sw->who), c->who);
+	dr->sw = sw;
+	c->waiting = true;
+	/* started by the loop (switches_start), never from inside a request's handling */
+	for (q = &d->switch_queue; *q; q = &(*q)->next)
+		;
+	*q = sw;
+	return REPLY_LATER;
 }
 
 static uint64_t run_lost(const struct run *r)
@@ -1013,6 +1165,8 @@ static int send_status_lines(struct daemon *d, struct client *c)
 		control_msg_u64(m, "lost", run_lost(r));
 		control_msg_str(m, "resolver", r->resolver ? "serving" : "none");
 		control_msg_bool(m, "log_ok", !r->rec.log_broke);
+		/* its new programs are being verified: the switch is not in force yet */
+		control_msg_bool(m, "switching", d->runs[i]->sw != NULL);
 		if (control_msg_end(m)) {
 			err = -EMSGSIZE;
 			break;
@@ -1108,7 +1262,7 @@ static void handle_request(struct daemon *d, struct client *c, const char *line,
 	} else if (!strcmp(op, "attach")) {
 		ret = op_attach(d, o, rep, err, sizeof(err));
 	} else if (!strcmp(op, "detach")) {
-		ret = op_detach(d, o, rep, err, sizeof(err));
+		ret = op_detach(d, c, o, rep, err, sizeof(err));
 	} else if (!strcmp(op, "run")) {
 		ret = op_run(d, c, o, rep, &reply_fd, err, sizeof(err));
 	} else if (!strcmp(op, "run_started")) {
@@ -1116,8 +1270,7 @@ static void handle_request(struct daemon *d, struct client *c, const char *line,
 	} else if (!strcmp(op, "run_end")) {
 		ret = op_run_end(d, c, o, rep, err, sizeof(err));
 	} else if (!strcmp(op, "set_mode") || !strcmp(op, "replace_policy")) {
-		ret = op_switch(d, o, !strcmp(op, "replace_policy"), c->who, rep, err,
-				sizeof(err));
+		ret = op_switch(d, c, o, !strcmp(op, "replace_policy"), err, sizeof(err));
 	} else if (!strcmp(op, "status")) {
 		static const char *const allowed[] = { "op", NULL };
 
@@ -1150,6 +1303,8 @@ static void handle_request(struct daemon *d, struct client *c, const char *line,
 		util_fmt(err, sizeof(err), "unknown op \"%s\"", op);
 		ret = -EINVAL;
 	}
+	if (ret == REPLY_LATER)
+		goto out;
 	if (ret) {
 		reply_error(c, rep, err[0] ? err : strerror(-ret));
 		goto out;
@@ -1162,10 +1317,26 @@ out:
 	free(rep);
 }
 
+/* The whole requests in c's buffer, in order, until one is answered later (c->waiting). */
+static void client_lines(struct daemon *d, struct client *c)
+{
+	char *nl;
+
+	while (!c->dead && !c->waiting && (nl = memchr(c->buf, '\n', c->len))) {
+		size_t line = (size_t)(nl - c->buf);
+
+		/* a viewer sends nothing more; what it sends is ignored */
+		if (!c->stream)
+			handle_request(d, c, c->buf, line);
+		memmove(c->buf, nl + 1, c->len - line - 1);
+		c->len -= line + 1;
+		c->since_ms = now_ms();
+	}
+}
+
 static void client_read(struct daemon *d, struct client *c)
 {
 	struct control_msg *rep;
-	char *nl;
 	ssize_t n;
 
 	{
@@ -1232,16 +1403,7 @@ static void client_read(struct daemon *d, struct client *c)
 		return;
 	}
 	c->len += (size_t)n;
-	while (!c->dead && (nl = memchr(c->buf, '\n', c->len))) {
-		size_t line = (size_t)(nl - c->buf);
-
-		/* a viewer sends nothing more; what it sends is ignored */
-		if (!c->stream)
-			handle_request(d, c, c->buf, line);
-		memmove(c->buf, nl + 1, c->len - line - 1);
-		c->len -= line + 1;
-		c->since_ms = now_ms();
-	}
+	client_lines(d, c);
 	if (c->len == sizeof(c->buf)) {
 		rep = malloc(sizeof(*rep));
 		if (rep) {
@@ -1322,11 +1484,27 @@ static void client_accept(struct daemon *d)
 	c->only = NULL;
 	c->owns = NULL;
 	c->passed_fd = -1;
+	c->waiting = false;
 	c->len = 0;
 	c->since_ms = now_ms();
 	pthread_mutex_lock(&d->tap_lock);
 	d->clients[d->n_clients++] = c;
 	pthread_mutex_unlock(&d->tap_lock);
+}
+
+/* A client gone before its answer: the switch or the end it waits for answers nobody. */
+static void client_forget(struct daemon *d, const struct client *c)
+{
+	size_t i;
+
+	for (i = 0; i < d->n_runs; i++) {
+		struct drun *dr = d->runs[i];
+
+		if (dr->sw && dr->sw->client == c)
+			dr->sw->client = NULL;
+		if (dr->end_client == c)
+			dr->end_client = NULL;
+	}
 }
 
 static void clients_reap(struct daemon *d)
@@ -1347,9 +1525,11 @@ static void clients_reap(struct daemon *d)
 
 			fprintf(stderr, "sluice daemon: run %s: its sluice run (%s) is gone: ending "
 					"it\n", dr->r.run_id, c->who);
-			end_run(d, dr, "client gone");
+			if (!end_after_switch(dr, "client gone"))
+				end_run(d, dr, "client gone");
 		}
 	}
+
 	pthread_mutex_lock(&d->tap_lock);
 	for (i = 0; i < d->n_clients;) {
 		struct client *c = d->clients[i];
@@ -1359,12 +1539,15 @@ static void clients_reap(struct daemon *d)
 		 * went quiet, or keeps its connection after its reply): not worth one of the slots
 		 * an oci-hook may need
 		 */
-		if (!c->stream && !c->dead && !c->owns && now - c->since_ms > DAEMON_CLIENT_IDLE_MS)
+		if (!c->stream && !c->dead && !c->owns && !c->waiting &&
+		    now - c->since_ms > DAEMON_CLIENT_IDLE_MS)
 			c->dead = true;
 		if (!c->dead) {
 			i++;
 			continue;
 		}
+		if (c->waiting)
+			client_forget(d, c);
 		close(c->fd);
 		if (c->passed_fd >= 0)
 			close(c->passed_fd);
@@ -1372,6 +1555,164 @@ static void clients_reap(struct daemon *d)
 		d->clients[i] = d->clients[--d->n_clients];
 	}
 	pthread_mutex_unlock(&d->tap_lock);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Switches in flight (switch_bg) */
+
+static const char *mode_name(int mode)
+{
+	return mode == SL_MODE_REPORT ? "report" : "enforce";
+}
+
+/*
+ * A switch thread is done (or, stopping, about to be: waited for). Joined; then the switch is
+ * committed and its client answered, or, should the run have ended meanwhile (end_why) or the
+ * daemon be stopping, dropped (the old programs stay) and the client told so. A run's end that
+ * waited for the switch follows (not when stopping: the run is left for the next daemon, and
+ * whoever asked for its end is told so), then each client's next requests.
+ */
+static void switch_finish(struct daemon *d, struct switch_bg *sw, bool stopping)
+{
+	struct drun *dr = sw->dr;
+	struct client *c = sw->client, *ec = NULL;
+	struct control_msg *rep = malloc(sizeof(*rep));
+	char err[1024] = "", digest[65];
+	int64_t t0 = now_ms();
+	int ret;
+
+	/* (stopping: the load cannot be stopped; libbpf has no way to) */
+	if (sw->started) {
+		pthread_join(sw->thread, NULL);
+		d->switches_running--;
+	} else if (!sw->ret && !stopping && !dr->end_why) {
+		/* switches_start makes sure of that: never committed unverified */
+		sw->ret = -EINVAL;
+		util_fmt(sw->err, sizeof(sw->err), "the switch's programs were never loaded");
+	}
+	dr->sw = NULL;
+	ret = sw->ret;
+	if (ret) {
+		util_copy(err, sizeof(err), sw->err);
+	} else if (stopping) {
+		util_fmt(err, sizeof(err), "the daemon stopped while run %s's new programs were "
+					   "being verified: the switch was not made; the run stays on "
+					   "%s (%s) for the next daemon",
+			 dr->r.run_id, dr->r.args.policy_path, mode_name(dr->r.policy->mode));
+		ret = -ECANCELED;
+	} else if (dr->end_why) {
+		util_fmt(err, sizeof(err), "run %s ended (%s) while its new programs were being "
+					   "verified: the switch was not made; the run ended on %s (%s)",
+			 dr->r.run_id, dr->end_why, dr->r.args.policy_path,
+			 mode_name(dr->r.policy->mode));
+		ret = -ECANCELED;
+	} else {
+		dr->r.switch_by = sw->who;
+		ret = switch_commit(sw->job, err, sizeof(err));
+		dr->r.switch_by = NULL;
+	}
+	switch_free(sw->job);
+	if (!ret) {
+		fprintf(stderr, "sluice daemon: run %s switched to %s (%s): new programs verified "
+				"off the loop in %" PRId64 " ms, committed in %" PRId64 " ms\n",
+			dr->r.run_id, dr->r.args.policy_path, mode_name(dr->r.policy->mode),
+			sw->load_ms, now_ms() - t0);
+	} else if (ret == -ECANCELED) {
+		fprintf(stderr, "sluice daemon: %s\n", err);
+	}
+	if (c) {
+		c->waiting = false;
+		c->since_ms = now_ms();
+		if (!rep) {
+			c->dead = true;
+		} else if (ret) {
+			reply_error(c, rep, err);
+		} else {
+			util_hex(dr->r.policy->sha256, sizeof(dr->r.policy->sha256), digest,
+				 sizeof(digest));
+			control_msg_begin(rep);
+			control_msg_bool(rep, "ok", true);
+			control_msg_str(rep, "run_id", dr->r.run_id);
+			control_msg_str(rep, "mode", mode_name(dr->r.policy->mode));
+			control_msg_str(rep, "policy", dr->r.args.policy_path);
+			control_msg_str(rep, "policy_sha256", digest);
+			send_reply(c, rep);
+		}
+	}
+	free(sw);
+	if (dr->end_why) {
+		ec = dr->end_client;
+		dr->end_client = NULL;
+		if (ec) {
+			ec->waiting = false;
+			ec->since_ms = now_ms();
+		}
+		if (stopping) {
+			if (ec && rep) {
+				util_fmt(err, sizeof(err), "run %s was not ended: the daemon stopped "
+							   "first; the next daemon takes it over",
+					 dr->r.run_id);
+				reply_error(ec, rep, err);
+			}
+		} else {
+			if (rep) {
+				control_msg_begin(rep);
+				control_msg_bool(rep, "ok", true);
+			}
+			/* dr is freed here */
+			end_requested(d, dr, ec && rep ? rep : NULL);
+			if (ec && rep)
+				send_reply(ec, rep);
+		}
+		if (ec && !rep)
+			ec->dead = true;
+	}
+	free(rep);
+	if (stopping)
+		return;
+	if (c)
+		client_lines(d, c);
+	if (ec)
+		client_lines(d, ec);
+}
+
+/*
+ * The switches queued, started while fewer than DAEMON_SWITCH_THREADS verify; one whose run
+ * ended meanwhile is dropped unloaded. From the loop only, as switch_finish: it answers clients
+ * and reads their next requests, which must not happen inside the handling of one.
+ */
+static void switches_start(struct daemon *d)
+{
+	while (d->switch_queue && d->switches_running < DAEMON_SWITCH_THREADS) {
+		struct switch_bg *sw = d->switch_queue;
+		int err = 0;
+
+		d->switch_queue = sw->next;
+		sw->next = NULL;
+		if (!sw->dr->end_why) {
+			/* it inherits the loop's mask (block_signals): every signal stays the
+			   loop's */
+			err = pthread_create(&sw->thread, NULL, switch_thread, sw);
+			if (!err) {
+				sw->started = true;
+				d->switches_running++;
+				continue;
+			}
+			sw->ret = -err;
+			util_fmt(sw->err, sizeof(sw->err), "start the switch's thread: %s",
+				 strerror(err));
+		}
+		switch_finish(d, sw, false);
+	}
+}
+
+/* The switch threads that are done. */
+static void switches_collect(struct daemon *d)
+{
+	struct switch_bg *sw;
+
+	while (read(d->switch_done[0], &sw, sizeof(sw)) == sizeof(sw))
+		switch_finish(d, sw, false);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -1689,9 +2030,17 @@ static void adopt_runs(struct daemon *d)
  */
 static void leave_runs(struct daemon *d)
 {
+	/* every switch is some run's (drun.sw): each is dropped below, started or not */
+	d->switch_queue = NULL;
 	while (d->n_runs) {
 		struct drun *dr = d->runs[d->n_runs - 1];
 
+		if (dr->sw) {
+			fprintf(stderr, "sluice daemon: run %s: waiting for its switch's programs to "
+					"be verified (a load cannot be stopped), to drop them\n",
+				dr->r.run_id);
+			switch_finish(d, dr->sw, true);
+		}
 		dr->r.hands_off = true;
 		dr->r.rec.drain_max = 0; /* all that is there, for the log the next daemon continues */
 		records_drain(&dr->r.rec);
@@ -1752,7 +2101,7 @@ static int start_spares(struct daemon *d)
 
 static void loop(struct daemon *d)
 {
-	enum { FIXED = 3 };
+	enum { FIXED = 4 };
 	struct pollfd pfd[FIXED + DAEMON_CLIENTS_MAX + 2 * DAEMON_RUNS_MAX + METRICS_HTTP_POLLFDS];
 
 	for (;;) {
@@ -1764,9 +2113,12 @@ static void loop(struct daemon *d)
 		pfd[1] = (struct pollfd){ .fd = d->sig_fd, .events = POLLIN };
 		/* a spare loaded (-1 without spares: poll skips it) */
 		pfd[2] = (struct pollfd){ .fd = pool_fd(d->pool), .events = POLLIN };
+		pfd[3] = (struct pollfd){ .fd = d->switch_done[0], .events = POLLIN };
 		n_clients = d->n_clients;
+		/* a waiting client is not read (its hang-up still shows) until it is answered */
 		for (i = 0; i < n_clients; i++)
-			pfd[n++] = (struct pollfd){ .fd = d->clients[i]->fd, .events = POLLIN };
+			pfd[n++] = (struct pollfd){ .fd = d->clients[i]->fd,
+						    .events = d->clients[i]->waiting ? 0 : POLLIN };
 		for (i = 0; i < d->n_runs; i++)
 			n += run_poll_fds(&d->runs[i]->r, pfd + n, 2);
 		http0 = n;
@@ -1797,11 +2149,14 @@ static void loop(struct daemon *d)
 			client_accept(d);
 		if (pfd[2].revents & POLLIN)
 			pool_collect(d->pool);
+		if (pfd[3].revents & POLLIN)
+			switches_collect(d);
+		switches_start(d);
 		for (i = 0; i < d->n_runs;) {
 			struct drun *dr = d->runs[i];
 			const char *why;
 
-			if (run_step(&dr->r, &why)) {
+			if (run_step(&dr->r, &why) && !end_after_switch(dr, why)) {
 				end_run(d, dr, why);
 				continue; /* the table moved its last run here */
 			}
@@ -1824,6 +2179,7 @@ int daemon_main(int argc, char **argv)
 		.listen_fd = -1,
 		.sig_fd = -1,
 		.spares = DAEMON_SPARES,
+		.switch_done = { -1, -1 },
 	};
 	int status = RUN_EXIT_SLUICE_ERROR;
 
@@ -1868,6 +2224,10 @@ int daemon_main(int argc, char **argv)
 		fprintf(stderr, "sluice daemon: signalfd: %s\n", strerror(errno));
 		goto out;
 	}
+	if (pipe2(d.switch_done, O_CLOEXEC) || fcntl(d.switch_done[0], F_SETFL, O_NONBLOCK)) {
+		fprintf(stderr, "sluice daemon: pipe: %s\n", strerror(errno));
+		goto out;
+	}
 	if (take_lock(&d) || listen_socket(&d) || start_spares(&d))
 		goto out;
 	adopt_runs(&d);
@@ -1888,6 +2248,11 @@ out:
 	}
 	if (d.sig_fd >= 0)
 		close(d.sig_fd);
+	/* every switch thread is joined (leave_runs) */
+	if (d.switch_done[0] >= 0)
+		close(d.switch_done[0]);
+	if (d.switch_done[1] >= 0)
+		close(d.switch_done[1]);
 	if (d.lock_fd >= 0)
 		close(d.lock_fd);
 	if (d.sock_lock_fd >= 0)

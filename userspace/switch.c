@@ -317,22 +317,31 @@ static void selftest_kill_point(const char *point)
 		raise(SIGKILL);
 }
 
-int run_switch(struct run *r, const char *policy_path, int mode, char *err, size_t err_len)
+/* A switch between its steps (switch.h). */
+struct switch_job {
+	struct run *r;
+	struct policy *np;	    /* the new policy (replace-policy), NULL: the run's */
+	struct policy_compiled *nc;
+	const struct policy *target; /* np, or the run's own (set-mode) */
+	const struct policy_compiled *target_c;
+	int mode;		    /* the mode to switch to */
+	uint16_t *budgets;	    /* switch_budgets' */
+	struct loader_next *n;	    /* the new set, once loaded; NULL after the commit */
+};
+
+int switch_prepare(struct run *r, const char *policy_path, int mode, struct switch_job **out,
+		   char *err, size_t err_len)
 {
-	struct policy *np = NULL, *old_p = NULL;
-	struct policy_compiled *nc = NULL, *old_c = NULL;
+	struct policy *np = NULL;
+	struct policy_compiled *nc = NULL;
 	const struct policy *target;
 	const struct policy_compiled *target_c;
-	struct loader_next *n = NULL;
+	struct switch_job *j;
 	uint16_t *budgets = NULL;
-	struct remap m = { .r = r };
-	char prev_sha[65];
-	struct timespec since = {};
-	uint64_t since_ns, learned[2];
-	uint32_t prev_era, new_era;
-	int prev_mode, ret;
+	int ret, new_mode;
 	const char *why;
 
+	*out = NULL;
 	if (mode != -1 && mode != SL_MODE_ENFORCE && mode != SL_MODE_REPORT) {
 		util_fmt(err, err_len, "mode %d is neither enforce nor report", mode);
 		return -EINVAL;
@@ -351,17 +360,14 @@ int run_switch(struct run *r, const char *policy_path, int mode, char *err, size
 		if (ret)
 			return ret;
 	}
-	prev_mode = r->policy->mode;
-	prev_era = loader_era(r->loader);
-	util_hex(r->policy->sha256, sizeof(r->policy->sha256), prev_sha, sizeof(prev_sha));
-	m.mode = mode == -1 ? prev_mode : mode;
+	new_mode = mode == -1 ? (int)r->policy->mode : mode;
 	target = r->policy;
 	target_c = r->compiled;
 	if (policy_path) {
 		ret = policy_load_file(policy_path, &np, err, err_len);
 		if (ret)
 			return ret;
-		np->mode = m.mode;
+		np->mode = new_mode;
 		ret = policy_compile(np, &nc, err, err_len);
 		if (ret)
 			goto out;
@@ -382,21 +388,74 @@ int run_switch(struct run *r, const char *policy_path, int mode, char *err, size
 		target = np;
 		target_c = nc;
 	}
-	m.p = target;
-
+	/*
+	 * Here, not in switch_load: a resumed writer's loader collects the run's programs and maps
+	 * into itself the first time (loader_run_maps), which switch_load, on another thread, must
+	 * find done (loader_next_load then only reads them).
+	 */
+	ret = loader_run_maps(r->loader);
+	if (ret) {
+		util_fmt(err, err_len, "find the run's maps through its programs: %s",
+			 strerror(-ret));
+		goto out;
+	}
 	ret = switch_budgets(r, target, target_c, &budgets, err, err_len);
 	if (ret)
 		goto out;
+	j = calloc(1, sizeof(*j));
+	if (!j) {
+		util_fmt(err, err_len, "out of memory");
+		ret = -ENOMEM;
+		goto out;
+	}
+	*j = (struct switch_job){ .r = r, .np = np, .nc = nc, .target = target,
+				  .target_c = target_c, .mode = new_mode, .budgets = budgets };
+	*out = j;
+	return 0;
+out:
+	free(budgets);
+	policy_compiled_free(nc);
+	policy_free(np);
+	return ret;
+}
+
+int switch_load(struct switch_job *j, char *err, size_t err_len)
+{
 	/* verified while the old programs go on judging */
-	ret = loader_next_load(r->loader, target, target_c, m.mode, budgets, &n);
+	int ret = loader_next_load(j->r->loader, j->target, j->target_c, j->mode, j->budgets,
+				   &j->n);
+
 	if (ret) {
 		util_fmt(err, err_len, "load the new programs: %s",
 			 ret == -EOPNOTSUPP ? "this writer took the run over from a dead one, and "
 					      "the run's BPF-LSM hooks cannot be moved by it" :
 					      loader_explain(-ret));
-		goto out;
+		return ret;
 	}
 	malloc_trim(0); /* the kernel BTF libbpf parsed for the load (run.c) */
+	return 0;
+}
+
+int switch_commit(struct switch_job *j, char *err, size_t err_len)
+{
+	struct run *r = j->r;
+	struct policy *np = j->np, *old_p = NULL;
+	struct policy_compiled *nc = j->nc, *old_c = NULL;
+	struct loader_next *n = j->n;
+	struct remap m = { .r = r, .p = j->target, .mode = j->mode };
+	char prev_sha[65];
+	struct timespec since = {};
+	uint64_t since_ns, learned[2];
+	uint32_t prev_era, new_era;
+	int prev_mode, ret;
+
+	if (!n) {
+		util_fmt(err, err_len, "the new programs were not loaded");
+		return -EINVAL;
+	}
+	prev_mode = r->policy->mode;
+	prev_era = loader_era(r->loader);
+	util_hex(r->policy->sha256, sizeof(r->policy->sha256), prev_sha, sizeof(prev_sha));
 	m.n = n;
 	new_era = loader_next_era(n);
 
@@ -407,7 +466,7 @@ int run_switch(struct run *r, const char *policy_path, int mode, char *err, size
 	if (ret)
 		util_fmt(err, err_len, "carry the learned addresses over: %s", strerror(-ret));
 	else
-		ret = write_switch_begin(r, target, policy_path ? np->path : r->args.policy_path,
+		ret = write_switch_begin(r, j->target, np ? np->path : r->args.policy_path,
 					 m.mode, new_era, prev_era, err, err_len);
 	if (!ret) {
 		selftest_kill_point("before-commit");
@@ -418,10 +477,12 @@ int run_switch(struct run *r, const char *policy_path, int mode, char *err, size
 		if (ret)
 			switch_log_abort(r, new_era, err);
 	}
+	/* committed (its objects are the run's now) or to be freed: the job's no more */
+	j->n = NULL;
 	if (ret) {
 		resolver_unlock(r->resolver);
 		loader_next_free(n);
-		goto out;
+		return ret;
 	}
 	selftest_kill_point("after-commit");
 	/*
@@ -450,8 +511,8 @@ int run_switch(struct run *r, const char *policy_path, int mode, char *err, size
 		r->rec.policy = np;
 		r->args.policy_path = np->path;
 		resolver_set_policy(r->resolver, np);
-		np = NULL;
-		nc = NULL;
+		j->np = NULL;
+		j->nc = NULL;
 	} else {
 		r->policy->mode = m.mode;
 	}
@@ -484,9 +545,16 @@ int run_switch(struct run *r, const char *policy_path, int mode, char *err, size
 			fprintf(stderr, "sluice: run %s: judge the open flows after the switch: %s\n",
 				r->run_id, why);
 	}
-out:
-	free(budgets);
-	policy_compiled_free(nc);
-	policy_free(np);
-	return ret;
+	return 0;
+}
+
+void switch_free(struct switch_job *j)
+{
+	if (!j)
+		return;
+	loader_next_free(j->n);
+	free(j->budgets);
+	policy_compiled_free(j->nc);
+	policy_free(j->np);
+	free(j);
 }

@@ -22,16 +22,36 @@
 struct run;
 
 /*
- * Switch r to the policy file policy_path (NULL: keep the run's) and mode (SL_MODE_ENFORCE,
- * SL_MODE_REPORT, or -1: keep the run's). On success the run's programs, resolver and records
- * follow the new policy and the log has a policy_change line. On failure nothing changed (the
- * old programs stay attached) and err says why. Returns 0 or -errno. From the thread that
- * drives the run's records.
+ * A switch in three steps, so that a daemon's loop goes on serving its other runs while the new
+ * programs are verified (a second or so, much more on a loaded machine):
+ *
+ * switch_prepare: switch r to the policy file policy_path (NULL: keep the run's) and mode
+ * (SL_MODE_ENFORCE, SL_MODE_REPORT, or -1: keep the run's). Reads and checks the policy and the
+ * run's budget ids; changes nothing of the run. 0 and *out, or -errno (err says why). From the
+ * thread that drives the run's records.
+ *
+ * switch_load: load and verify the new programs beside the run's (loader_next_load). Any thread,
+ * while the run's thread goes on draining its records and its resolver answering, provided that
+ * nothing else switches, ends or frees the run meanwhile: it reads the run's loader (the old
+ * objects' maps, found by name, and its configuration), the policy switch_prepare chose, and
+ * writes only the job and the loader's era_high, which nothing but a switch reads. 0 or -errno.
+ *
+ * switch_commit: from the run's thread again: the learned addresses carried over, every hook
+ * moved to the new programs, the resolver and records on the new policy, a policy_change line
+ * in the log. On failure nothing changed (the old programs stay attached) and err says why.
+ *
+ * switch_free: the end of a switch at any step; a set loaded and not committed is freed, the old
+ * programs stay. Accepts NULL.
  */
-int run_switch(struct run *r, const char *policy_path, int mode, char *err, size_t err_len);
+struct switch_job;
+int switch_prepare(struct run *r, const char *policy_path, int mode, struct switch_job **out,
+		   char *err, size_t err_len);
+int switch_load(struct switch_job *j, char *err, size_t err_len);
+int switch_commit(struct switch_job *j, char *err, size_t err_len);
+void switch_free(struct switch_job *j);
 
 /*
- * The log's lines of a switch (sluice-log(5)), for run_switch and for a writer that took over a
+ * The log's lines of a switch (sluice-log(5)), for switch_commit and for a writer that took over a
  * run whose writer died inside one (resume.c). switch_log_change: policy_change, the run's
  * policy, path and mode now in force (r->policy, r->args.policy_path) and the programs'
  * generation, after prev_sha256 (hex) in prev_mode; learned: the addresses kept and dropped, or
