@@ -122,6 +122,11 @@ struct handoff {
 	struct run *r;
 	int fd;	       /* the run's connection: closing it ends the run */
 	int events_fd; /* the run's lines, for the denials on stderr; -1: none */
+	/*
+	 * --netns, opened once: sent with the request (the daemon sets the run up in it) and
+	 * entered by the command, so both are one namespace whatever the path names meanwhile
+	 */
+	int netns_fd;
 	char ev_buf[CONTROL_LINE_MAX];
 	size_t ev_len;
 	bool ev_overlong;
@@ -414,15 +419,7 @@ static int start_and_wait(struct handoff *h, struct spawn_opts *so, int cg_fd, b
 		}
 		so->confine = conf;
 	}
-	if (r->args.netns) {
-		so->netns_fd = open(r->args.netns, O_RDONLY | O_CLOEXEC);
-		if (so->netns_fd < 0) {
-			fprintf(stderr, "sluice run: --netns %s: %s\n", r->args.netns,
-				strerror(errno));
-			status = end_run(h, RUN_EXIT_SLUICE_ERROR, "sluice error");
-			goto out;
-		}
-	}
+	so->netns_fd = h->netns_fd;
 	so->cgroup_fd = cg_fd;
 	so->seccomp = ss;
 	close_fds[0] = h->fd;
@@ -477,8 +474,6 @@ static int start_and_wait(struct handoff *h, struct spawn_opts *so, int cg_fd, b
 		waitpid(child, NULL, WNOHANG);
 	status = ret;
 out:
-	if (so->netns_fd >= 0)
-		close(so->netns_fd);
 	so->netns_fd = -1;
 	sandbox_seccomp_free(ss);
 	free(conf);
@@ -566,6 +561,7 @@ int handoff_run(struct run *r, struct spawn_opts *so, const sigset_t *child_mask
 	h->r = r;
 	h->fd = fd;
 	h->events_fd = -1;
+	h->netns_fd = -1;
 	ret = build_request(h, so);
 	if (ret == -EMSGSIZE) {
 		/* a command line no request line holds: loaded here instead */
@@ -583,7 +579,15 @@ int handoff_run(struct run *r, struct spawn_opts *so, const sigset_t *child_mask
 		fprintf(stderr, "sluice run: %s\n", err);
 		goto out_free;
 	}
-	ret = control_call_fd(fd, h->m.buf, -1, h->reply, sizeof(h->reply), &cg_fd);
+	if (r->args.netns) {
+		h->netns_fd = open(h->netns, O_RDONLY | O_CLOEXEC);
+		if (h->netns_fd < 0) {
+			fprintf(stderr, "sluice run: --netns %s: %s\n", r->args.netns,
+				strerror(errno));
+			goto out_free;
+		}
+	}
+	ret = control_call_fd(fd, h->m.buf, h->netns_fd, h->reply, sizeof(h->reply), &cg_fd);
 	if (ret == -EPROTO)
 		control_reply_error(h->reply, err, sizeof(err));
 	/*
@@ -642,6 +646,8 @@ out_free:
 		close(cg_fd);
 	if (h && h->events_fd >= 0)
 		close(h->events_fd);
+	if (h && h->netns_fd >= 0)
+		close(h->netns_fd);
 	close(fd);
 	policy_free(p);
 	free(h);
