@@ -274,7 +274,8 @@ static void drain_events(struct handoff *h)
 /*
  * Wait for the command (or a signal), showing denials. Returns the status; *why says what
  * ended it. The daemon going away (stopped, killed) leaves the run pinned and judged: its next
- * daemon takes it over and ends it when the cgroup empties, so the command goes on.
+ * daemon takes it over and ends it when the cgroup empties, so the command goes on
+ * (daemon_gone).
  */
 static int supervise(struct handoff *h, pid_t child, int sig_fd, const char **why,
 		     bool *daemon_gone)
@@ -302,9 +303,9 @@ static int supervise(struct handoff *h, pid_t child, int sig_fd, const char **wh
 			read_events(h);
 		if (i_conn >= 0 && pfd[i_conn].revents) {
 			*daemon_gone = true;
-			fprintf(stderr, "sluice run: the daemon closed run %s's connection (stopped?): "
-					"the run stays enforced, and the daemon that takes it over ends "
-					"its log when its cgroup empties\n", h->r->run_id);
+			fprintf(stderr, "sluice run: the daemon closed run %s's connection (stopped or "
+					"died): the run stays enforced, its log %s is not ended; %s "
+					"goes on\n", h->r->run_id, h->log, h->r->args.cmd[0]);
 		}
 		while (read(sig_fd, &si, sizeof(si)) == sizeof(si)) {
 			if (si.ssi_signo == SIGCHLD)
@@ -324,6 +325,21 @@ static int supervise(struct handoff *h, pid_t child, int sig_fd, const char **wh
 			return RUN_EXIT_SLUICE_ERROR;
 		}
 	}
+}
+
+/*
+ * The daemon went away before the run's end (stopped, or died): nothing wrote run_end. Said with
+ * what happens to the log, for sluice run exits RUN_EXIT_SLUICE_ERROR, not the command's status
+ * (status, why: what the run_end it did not write would have said).
+ */
+static void say_daemon_gone(const struct handoff *h, int status, const char *why)
+{
+	fprintf(stderr, "sluice run: run %s lost its daemon before its end: the log %s has no "
+			"run_end and is not sealed. The run stays pinned and enforced; a restarted "
+			"sluice daemon takes it over (where none will run: sluice resume %s --log %s) "
+			"and ends the log once the run's cgroup is empty (\"why\":\"cgroup emptied\", "
+			"no exit status). The run's end: %s, status %d; sluice run exits %d\n",
+		h->r->run_id, h->log, h->r->run_id, h->log, why, status, RUN_EXIT_SLUICE_ERROR);
 }
 
 /* run_end: the daemon ends the run as sluice run would. Returns the status to exit with. */
@@ -346,6 +362,9 @@ static int end_run(struct handoff *h, int status, const char *why)
 			control_reply_error(h->reply, err, sizeof(err));
 		fprintf(stderr, "sluice run: ending run %s at the daemon: %s\n", h->r->run_id,
 			ret == -EPROTO ? err : strerror(-ret));
+		/* refused, the daemon is there still; otherwise it went away with the run */
+		if (ret != -EPROTO && ret != -EMSGSIZE)
+			say_daemon_gone(h, status, why);
 		free(o);
 		return RUN_EXIT_SLUICE_ERROR;
 	}
@@ -459,11 +478,13 @@ static int start_and_wait(struct handoff *h, struct spawn_opts *so, int cg_fd, b
 	}
 	status = supervise(h, child, sig_fd, &why, &daemon_gone);
 	if (daemon_gone) {
-		/* the next daemon ends the run once the cgroup is empty; the command's status is ours */
-		if (waitpid(child, NULL, WNOHANG) == 0) {
-			kill(child, SIGKILL);
-			waitpid(child, NULL, 0);
-		}
+		/*
+		 * What the daemon's run_end would have done: nothing of the run outlives CMD, and
+		 * the next daemon, finding its cgroup empty, ends the log at once.
+		 */
+		kill_command(waitpid(child, NULL, WNOHANG) == 0 ? child : -1, cg_fd);
+		say_daemon_gone(h, status, why);
+		status = RUN_EXIT_SLUICE_ERROR;
 		goto out;
 	}
 	ret = end_run(h, status, why);
