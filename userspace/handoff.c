@@ -24,6 +24,7 @@
 #include "handoff.h"
 #include "jsonline.h"
 #include "../policy/policy.h"
+#include "runopts.h"
 #include "sandbox_seccomp.h"
 #include "util.h"
 
@@ -141,6 +142,8 @@ static int build_request(struct handoff *h, const struct spawn_opts *so)
 {
 	const struct run_args *a = &h->r->args;
 	struct control_msg *m = &h->m;
+	/* the options an attach sends too, with the paths made absolute (runopts_request) */
+	struct run_args shared = *a;
 
 	if (!realpath(a->policy_path, h->policy)) {
 		fprintf(stderr, "sluice run: --policy %s: %s\n", a->policy_path, strerror(errno));
@@ -153,11 +156,13 @@ static int build_request(struct handoff *h, const struct spawn_opts *so)
 		return -ENAMETOOLONG;
 	if (handoff_argv_encode(a->cmd, a->n_cmd, h->argv_enc, sizeof(h->argv_enc)))
 		return -EMSGSIZE;
+	shared.policy_path = h->policy;
+	shared.run_id = h->r->run_id;
+	shared.log_path = h->log;
+	shared.netns = a->netns ? h->netns : NULL;
 	control_msg_begin(m);
 	control_msg_str(m, "op", "run");
-	control_msg_str(m, "run_id", h->r->run_id);
-	control_msg_str(m, "policy", h->policy);
-	control_msg_str(m, "log", h->log);
+	runopts_request(m, &shared);
 	control_msg_str(m, "key", h->key);
 	control_msg_str(m, "cgroup_parent", a->cgroup_parent);
 	control_msg_str(m, "argv", h->argv_enc);
@@ -166,14 +171,6 @@ static int build_request(struct handoff *h, const struct spawn_opts *so)
 	if (a->user)
 		control_msg_str(m, "user", a->user);
 	control_msg_bool(m, "allow_root", a->allow_root);
-	if (a->task)
-		control_msg_str(m, "task", a->task);
-	if (a->mode)
-		control_msg_str(m, "mode", a->mode);
-	if (a->netns)
-		control_msg_str(m, "netns", h->netns);
-	if (a->upstream)
-		control_msg_str(m, "upstream", a->upstream);
 	if (a->alerts)
 		control_msg_str(m, "alerts", h->alerts);
 	control_msg_bool(m, "dns_ttl", a->dns_ttl);
