@@ -300,9 +300,10 @@ sl_daemon_start --spares 0 || bail_out "the daemon did not restart: $(tail "$SL_
 touch "$go"
 sluice_wait 60
 assert_rc "daemon died: sluice run exits 125, not the command's status" 125
+gone="the log $log has no run_end and is not sealed.*sluice resume $id --log $log"
+gone+=".*command exited, status 5; sluice run exits 125"
 tap_check "daemon died: stderr names the unsealed log, what ends it, the command's status" \
-	grep -q "the log $log has no run_end and is not sealed.*sluice resume $id --log $log.*command exited, status 5; sluice run exits 125" \
-	"$SL_ERR"
+	grep -q "$gone" "$SL_ERR"
 tap_is "daemon died: the denied probe, before and after, was refused" \
 	"$(grep -c "^err EPERM" "$SL_OUT")" 2
 ended() { grep -q '"type":"run_end"' "$log"; }
