@@ -54,8 +54,9 @@ struct {
 /*
  * Each rule's budget id, indexed by rule_id: what keys its hosts' totals (sl_host_key.rule_id).
  * The rule's own number at the start; a switch gives a rule of the new policy the id of the
- * old policy's rule of the same name (a fresh one if there is none), so that a budget follows
- * the rule, never reset by a renumbering (userspace/switch.c).
+ * old policy's rule it is (the same name; unnamed, the same destinations), a fresh one if there
+ * is none, so that a budget follows the rule, never reset or handed to another by a renumbering
+ * (userspace/switch_rules.c, switch_budget_matches).
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

@@ -2468,3 +2468,81 @@ long policy_host_rule_takes(const struct policy *p, uint16_t port, uint8_t proto
 			return (long)i;
 	return -1;
 }
+
+static int cmp_host_ptr(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int cmp_cidr(const void *a, const void *b)
+{
+	const struct policy_cidr *x = a, *y = b;
+
+	if (x->family != y->family)
+		return x->family < y->family ? -1 : 1;
+	if (x->prefixlen != y->prefixlen)
+		return x->prefixlen < y->prefixlen ? -1 : 1;
+	return memcmp(x->addr, y->addr, sizeof(x->addr));
+}
+
+/*
+ * Each element goes into the digest after a tag of its kind and is self-delimiting (a host with
+ * its NUL, a CIDR and a port range of fixed size): no two rules' forms run together alike.
+ */
+static bool digest_item(EVP_MD_CTX *md, char tag, const void *p, size_t len)
+{
+	return EVP_DigestUpdate(md, &tag, 1) == 1 && EVP_DigestUpdate(md, p, len) == 1;
+}
+
+int policy_rule_identity(const struct policy_rule *r, unsigned char out[32])
+{
+	static const char version[] = "sluice rule identity 1";
+	const char **hosts = calloc(r->n_hosts ? r->n_hosts : 1, sizeof(*hosts));
+	struct policy_cidr *cidrs = calloc(r->n_cidrs ? r->n_cidrs : 1, sizeof(*cidrs));
+	struct policy_port_range *ports = calloc(r->n_ports ? r->n_ports : 1, sizeof(*ports));
+	EVP_MD_CTX *md = EVP_MD_CTX_new();
+	size_t i, n_ports = 0;
+	bool ok;
+
+	ok = hosts && cidrs && ports && md;
+	if (ok) {
+		memcpy(hosts, r->hosts, r->n_hosts * sizeof(*hosts));
+		qsort(hosts, r->n_hosts, sizeof(*hosts), cmp_host_ptr);
+		for (i = 0; i < r->n_cidrs; i++)
+			policy_cidr_judged_form(&r->cidrs[i], &cidrs[i]);
+		qsort(cidrs, r->n_cidrs, sizeof(*cidrs), cmp_cidr);
+		if (r->n_ports) {
+			memcpy(ports, r->ports, r->n_ports * sizeof(*ports));
+			n_ports = merge_ranges(ports, r->n_ports);
+		}
+		ok = EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1 &&
+		     digest_item(md, 'V', version, sizeof(version)) &&
+		     digest_item(md, 'T', &r->protocols, sizeof(r->protocols));
+	}
+	for (i = 0; ok && i < r->n_hosts; i++)
+		if (!i || strcmp(hosts[i - 1], hosts[i]))
+			ok = digest_item(md, 'H', hosts[i], strlen(hosts[i]) + 1);
+	for (i = 0; ok && i < r->n_cidrs; i++) {
+		uint8_t c[18];
+
+		if (i && !cmp_cidr(&cidrs[i - 1], &cidrs[i]))
+			continue;
+		c[0] = cidrs[i].family == AF_INET ? 4 : 6;
+		c[1] = cidrs[i].prefixlen;
+		memcpy(c + 2, cidrs[i].addr, 16);
+		ok = digest_item(md, 'C', c, sizeof(c));
+	}
+	for (i = 0; ok && i < n_ports; i++) {
+		uint8_t pr[4] = { (uint8_t)(ports[i].lo >> 8), (uint8_t)ports[i].lo,
+				  (uint8_t)(ports[i].hi >> 8), (uint8_t)ports[i].hi };
+
+		ok = digest_item(md, 'P', pr, sizeof(pr));
+	}
+	if (ok)
+		ok = EVP_DigestFinal_ex(md, out, NULL) == 1;
+	EVP_MD_CTX_free(md);
+	free(hosts);
+	free(cidrs);
+	free(ports);
+	return ok ? 0 : -ENOMEM;
+}

@@ -154,6 +154,18 @@ const struct policy_rule *policy_rule_of(const struct policy *p, uint32_t rule_i
 const char *policy_rule_id_name(const struct policy *p, uint32_t rule_id, char *buf,
 				size_t buf_len);
 
+/*
+ * What rule r is, apart from its name: the SHA-256 of a canonical form of the destinations it
+ * allows, into out. Its hosts, CIDRs (each as the tries judge it: ::ffff:10.0.0.0/104 is
+ * 10.0.0.0/8), ports (merged: "80, 81" is "80-81"; none is any port, not 1-65535) and protocols,
+ * each a set: their order and repeats in the file do not change it. Its caps, methods, place
+ * and line do not enter it: a rule whose cap is raised or lowered is the same rule. A live
+ * switch carries an unnamed rule's host budgets (max_total_*) to the new policy's rule with the
+ * same identity (userspace/switch_rules.c, sluice-policy.5): a field added to struct policy_rule
+ * that widens or narrows what the rule allows belongs here. 0, or -ENOMEM.
+ */
+int policy_rule_identity(const struct policy_rule *r, unsigned char out[32]);
+
 /* Map entries for the BPF LPM tries: one per distinct prefix, shorter covering prefixes folded in. */
 struct policy_lpm4_entry {
 	struct sl_lpm4_key key;

@@ -21,8 +21,14 @@
 # - A daemon at its client limit: the run is standalone, and enforces.
 # - A daemon started with a SLUICE_SELFTEST_* variable takes no run: exit 125, CMD never runs.
 # - A policy too big for a spare: the daemon loads programs for it, and it enforces.
-# - The daemon stops mid-run: the run stays enforced (a denied host still refused), the next
-#   daemon ends its log when the cgroup empties, sluice run exits with the command's status.
+# - The daemon dies (SIGKILL) mid-run: the run stays enforced (a denied host still refused);
+#   sluice run says so at once, naming the log, and at the command's end says what becomes of
+#   the log (no run_end: the next daemon, or sluice resume, ends it) and exits 125, not the
+#   command's status; the next daemon ends the log when the cgroup empties.
+# - --netns: the daemon sets the run up in the namespace sluice run opened and sent, not by the
+#   path: where the path names no namespace in the daemon's mount namespace, the run's resolver
+#   still answers the command in its namespace. A descriptor that is not a network namespace,
+#   or none with a netns, is refused.
 
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -271,28 +277,83 @@ tap_is "big policy: allowed reached, denied refused" \
 	"$(sed -n '1s/^\(ok\).*/\1/p;2s/^\(err EPERM\).*/\1/p' "$SL_OUT" | paste -sd,)" "ok,err EPERM"
 tap_check "big policy: the log verifies" verifies "$log" "$SL_RUN_ID"
 
-# --- the daemon stops mid-run ------------------------------------------------------------------
-# The run stays pinned and enforced; the next daemon takes it over and ends its log once the
-# cgroup empties; sluice run exits with the command's status.
+# --- the daemon dies mid-run ------------------------------------------------------------------
+# The run stays pinned and enforced; sluice run says so, and at the command's end exits 125 (the
+# log has no run_end: the command's status is in no log), saying what a restarted daemon or
+# sluice resume will do; the next daemon takes the run over and ends its log once the cgroup
+# empties.
 wait_spare
 log=$SL_TMP/restart.jsonl
 go=$SL_TMP/restart.go
-sluice_start "$POLICY" "$log" --netns "$NETNS" -- sh -c \
-	"while [ ! -e $go ]; do sleep 0.1; done; $SL_PROBE tcp 198.51.100.20 80; exit 5"
+sluice_start "$POLICY" "$log" --netns "$NETNS" -- sh -c "$SL_PROBE tcp 198.51.100.20 80; \
+while [ ! -e $go ]; do sleep 0.1; done; $SL_PROBE tcp 198.51.100.20 80; exit 5"
 id=$SL_RUN_ID
-handed_now() { handed "$id"; }
-wait_until 60000 handed_now
-sl_daemon_kill TERM
+# sluice run prints the first denial from the run's stream once it supervises the command, the
+# daemon having taken its start (killed before that, the daemon takes the command with it)
+supervising() { grep -q "deny.*198\.51\.100\.20" "$SL_ERR"; }
+wait_until 60000 supervising || tap_diag "no denial on stderr: $(cat "$SL_ERR")"
+sl_daemon_kill KILL
+said_gone() { grep -q "closed run $id's connection.*its log $log is not ended" "$SL_ERR"; }
+wait_until 20000 said_gone
+tap_check "daemon died: sluice run says so at once, naming the log" said_gone
 sl_daemon_start --spares 0 || bail_out "the daemon did not restart: $(tail "$SL_DAEMON_DIR/err")"
 touch "$go"
 sluice_wait 60
-assert_rc "daemon restarted: sluice run exits with the command's status" 5
-tap_check "daemon restarted: the denied probe was still refused" grep -q "^err EPERM" "$SL_OUT"
+assert_rc "daemon died: sluice run exits 125, not the command's status" 125
+gone="the log $log has no run_end and is not sealed.*sluice resume $id --log $log"
+gone+=".*command exited, status 5; sluice run exits 125"
+tap_check "daemon died: stderr names the unsealed log, what ends it, the command's status" \
+	grep -q "$gone" "$SL_ERR"
+tap_is "daemon died: the denied probe, before and after, was refused" \
+	"$(grep -c "^err EPERM" "$SL_OUT")" 2
 ended() { grep -q '"type":"run_end"' "$log"; }
 wait_until 30000 ended
 tap_is "daemon restarted: the next daemon ended the run" "$(run_end_field "$log" why)" \
 	"cgroup emptied"
 tap_check "daemon restarted: the log verifies" verifies "$log" "$id"
+
+# --- --netns: the namespace sluice run opened, sent to the daemon ---------------------------------
+# sluice run runs in a mount namespace of its own, where its --netns path is the run namespace
+# (bind-mounted over a plain file); in the daemon's the path is that plain file. A daemon that
+# opened the path would find no namespace there (the run refused, 125); set up in the
+# descriptor sluice run sent, the run's resolver answers the command in the command's namespace.
+label=$SL_TMP/netns-label
+: >"$label"
+if command -v dnsmasq >/dev/null && command -v dig >/dev/null; then
+	dns_upstream_start upstream --host-record=ns.handoff.example,198.51.100.10 ||
+		bail_out "cannot start dnsmasq"
+	sl_on_exit dns_upstream_stop
+	printf '%s\n' "default: deny" "rules:" "  - name: named" \
+		'    hosts: ["ns.handoff.example"]' "    ports: [80]" >"$SL_TMP/named.yaml"
+	# (the daemon restarted above keeps no spare: it loads the run's programs itself)
+	log=$SL_TMP/netns.jsonl
+	sl_run_setup netns "$SL_TMP/named.yaml" "$log" --netns "$label" \
+		--upstream "127.0.0.1:$SL_DNS_PORT" -- \
+		dig +time=2 +tries=1 +short @198.51.100.53 ns.handoff.example
+	unshare --mount --propagation private sh -c 'mount --bind "$1" "$2" && shift 2 && exec "$@"' \
+		sh "$NETNS" "$label" timeout -k 5 "$SL_RUN_TIMEOUT" "$SLUICE" "${SL_RUN_ARGV[@]}" \
+		>"$SL_OUT" 2>"$SL_ERR" </dev/null
+	SL_RC=$?
+	sl_run_ended
+	assert_rc "netns: the run succeeds though the path names no namespace for the daemon" 0
+	tap_check "netns: the daemon took the run" handed "$SL_RUN_ID"
+	tap_is "netns: the run's resolver answers the command, in the namespace sluice run opened" \
+		"$(head -n 1 "$SL_OUT")" 198.51.100.10 || sluice_diag "$log"
+	tap_check "netns: the log verifies" verifies "$log" "$SL_RUN_ID"
+else
+	tap_skip "netns: the namespace sluice run opened" "dnsmasq or dig not installed"
+fi
+# what only a forged client sends: refused before anything is set up
+req='{"op":"run","run_id":"t-'$SL_ID'-forged","policy":"'$POLICY'","log":"'$SL_TMP'/forged.jsonl",'
+req+='"key":"/nonexistent","argv":"4:true","uid":0,"gid":0,"netns":"'$label'"}'
+reply=$(sl_daemon_req --fd "$label" "$req")
+tap_check "netns: a descriptor that is not a network namespace is refused" \
+	grep -q "the descriptor sent is not a network namespace" <<<"$reply" || tap_diag "$reply"
+reply=$(sl_daemon_req "$req")
+tap_check "netns: a netns without its descriptor is refused" \
+	grep -q "the namespace's descriptor must come with the request" <<<"$reply" ||
+	tap_diag "$reply"
+tap_check "netns: neither forged run was set up" test ! -e "$SL_TMP/forged.jsonl"
 
 # --- a daemon weakened for a selftest takes no run ----------------------------------------------
 sl_daemon_kill TERM

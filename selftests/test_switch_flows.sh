@@ -17,6 +17,10 @@
 # - replace-policy that renumbers a rule with a host budget (max_total_request_bytes): a flow
 #   open under it was counted against the budget of the rule that now has its number (none):
 #   its rule, caps and totals must follow the new policy, and its record name the rule;
+# - replace-policy that inserts an unnamed rule ahead of an unnamed rule with a host budget: the
+#   budget must stay with the rule it was spent under (bytes past its cap never arrive), and the
+#   inserted rule must start afresh, not with the spent budget (matched by what a rule is,
+#   never by its place);
 # - replace-policy that keeps a TLS flow's address allowed through another name but no longer
 #   allows the name its ClientHello sent: the flow must be cut (sni_mismatch); one that went
 #   ahead under a CIDR rule off the TLS port, its ClientHello never checked, that the new policy
@@ -76,12 +80,13 @@ rules:
     ports: [80]
 EOF
 
-# past_budget CGROUP HOST: from the cgroup, 800 bytes to HOST:8080, its answer, then 800 more
-# (which a 1,000-byte budget cuts); prints how the socket ended: "eof" or the errno's name.
+# past_budget CGROUP HOST [PORT]: from the cgroup, 800 bytes to HOST:PORT (8080), its answer,
+# then 800 more (which a 1,000-byte budget cuts); prints how the socket ended: "eof" or the
+# errno's name.
 past_budget() {
 	sl_in_cgroup "$1" "${RUN_EXEC_NETONLY[@]}" python3 -c "
 import errno, socket
-s = socket.create_connection(('$2', 8080), timeout=$((5 * SL_SLOW)))
+s = socket.create_connection(('$2', ${3:-8080}), timeout=$((5 * SL_SLOW)))
 s.sendall(b'a' * 800)
 got = b''
 while not got.endswith(b'ok\\n'):
@@ -481,6 +486,67 @@ for h in 198.51.100.10 198.51.100.20; do
 done
 out=$("$SLUICE" detach --run-id "$RUN5" 2>&1)
 tap_check "budget2: the run detaches" test -z "${out##*\"ok\":true*}"
+# --- replace-policy that inserts an unnamed rule ahead of an unnamed rule with a budget ----------
+# P spends 800 of 198.51.100.10's 1,000 bytes on 8080 under the unnamed rule 1. The new policy
+# inserts an unnamed rule for the same host on port 80, with a budget of its own, ahead of it.
+# Matched by place, the moved rule would start afresh (800 + 800 bytes would arrive on 8080)
+# and the inserted one would take the spent budget (its first 800 bytes cut). Matched by what
+# they are, the moved rule keeps its 200 bytes and the inserted one has its whole 1,000.
+cat >"$SL_TMP/unnamed1.yaml" <<EOF2
+default: deny
+rules:
+  - cidrs: ["198.51.100.10/32"]
+    ports: [8080]
+    max_total_request_bytes: $BUDGET
+EOF2
+cat >"$SL_TMP/unnamed2.yaml" <<EOF2
+default: deny
+rules:
+  - cidrs: ["198.51.100.10/32"]
+    ports: [80]
+    max_total_request_bytes: $BUDGET
+  - cidrs: ["198.51.100.10/32"]
+    ports: [8080]
+    max_total_request_bytes: $BUDGET
+EOF2
+CG7=$(sl_cgroup_new swunnamed) || bail_out "cannot make the test cgroup"
+sl_on_exit "sl_cgroup_remove '$CG7'"
+RUN7=t-$SL_ID-swunnamed
+SL_RUNS+=("$RUN7")
+LOG7=$SL_TMP/swunnamed.jsonl
+out=$("$SLUICE" attach --cgroup "$CG7" --policy "$SL_TMP/unnamed1.yaml" --run-id "$RUN7" \
+	--netns "$NETNS" --upstream "127.0.0.1:$SL_DNS_PORT" --log "$LOG7" 2>&1) ||
+	bail_out "attach failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
+sink_mark
+p=$(sl_in_cgroup "$CG7" "${RUN_EXEC_NETONLY[@]}" python3 -c "
+import socket
+s = socket.create_connection(('198.51.100.10', 8080), timeout=$((5 * SL_SLOW)))
+s.sendall(b'p' * 800)
+s.shutdown(socket.SHUT_WR)
+while s.recv(100):
+    pass
+print('ok')" 2>&1)
+tap_is "unnamed: P spends 800 bytes of the host's budget under the unnamed rule" "$p" ok
+out=$("$SLUICE" replace-policy --run-id "$RUN7" "$SL_TMP/unnamed2.yaml" 2>&1)
+tap_check "unnamed: replace-policy inserting an unnamed rule ahead succeeds" \
+	test -z "${out##*\"ok\":true*}" || tap_diag "$out"
+tap_diag "unnamed: 8080 after the switch: $(past_budget "$CG7" 198.51.100.10)"
+tap_diag "unnamed: 80 after the switch: $(past_budget "$CG7" 198.51.100.10 80)"
+sink_wait 'tcp 198.51.100.10 8080' 2 20000 || tap_diag "$(sink_new_lines)"
+sink_wait 'tcp 198.51.100.10 80' 1 20000 || tap_diag "$(sink_new_lines)"
+sink_settle
+# got_on PORT: the bytes 198.51.100.10 got on PORT since the mark
+got_on() {
+	tail -n +"$((SL_SINK_MARK + 1))" "$SL_INET_LOG" |
+		awk -v p="$1" '$1 == "tcp" && $2 == "198.51.100.10" && $3 == p { n += $5 }
+			END { print n + 0 }'
+}
+tap_cmp "unnamed: the budget P spent stays with its rule: no byte past $BUDGET arrives on 8080" \
+	"$(got_on 8080)" -le "$BUDGET" || tap_diag "$(sink_new_lines)"
+tap_is "unnamed: the inserted rule starts afresh: its first 800 bytes arrive on 80" \
+	"$(got_on 80)" 800 || tap_diag "$(sink_new_lines)"
+out=$("$SLUICE" detach --run-id "$RUN7" 2>&1)
+tap_check "unnamed: the run detaches" test -z "${out##*\"ok\":true*}"
 # --- a renumbered budget across a daemon's takeover ----------------------------------------------
 # The budget maps are not pinned: the daemon that takes a run over finds them through the run's
 # programs. Its first switch must keep api's budget id (1, given before the renumbering), not

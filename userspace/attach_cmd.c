@@ -99,6 +99,11 @@ static int check_path(const char *field, const char *v, char *why, size_t why_le
 
 int attach_build(const struct attach_req *r, struct control_msg *m, char *why, size_t why_len)
 {
+	/* the run's options, as sluice run's handoff sends its own (runopts_request) */
+	const struct run_args shared = {
+		.policy_path = r->policy, .run_id = r->run_id, .task = r->task, .mode = r->mode,
+		.netns = r->netns,	  .log_path = r->log,  .upstream = r->upstream,
+	};
 	int err;
 
 	if (!r->cgroup || !r->policy || !r->run_id) {
@@ -131,18 +136,7 @@ int attach_build(const struct attach_req *r, struct control_msg *m, char *why, s
 	control_msg_begin(m);
 	control_msg_str(m, "op", "attach");
 	control_msg_str(m, "cgroup", r->cgroup);
-	control_msg_str(m, "policy", r->policy);
-	control_msg_str(m, "run_id", r->run_id);
-	if (r->task)
-		control_msg_str(m, "task", r->task);
-	if (r->mode)
-		control_msg_str(m, "mode", r->mode);
-	if (r->netns)
-		control_msg_str(m, "netns", r->netns);
-	if (r->log)
-		control_msg_str(m, "log", r->log);
-	if (r->upstream)
-		control_msg_str(m, "upstream", r->upstream);
+	runopts_request(m, &shared);
 	if (r->source)
 		control_msg_str(m, "source", r->source);
 	if (control_msg_end(m)) {

@@ -22,7 +22,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
+#include <linux/nsfs.h>
 #include <sys/signalfd.h>
 #include <netinet/in.h>
 #include <sys/resource.h>
@@ -740,10 +743,13 @@ static int int_member(const struct control_obj *o, const char *key, int64_t min,
  * up as sluice run would (its own cgroup under cgroup_parent, a spare's programs where the
  * policy fits one, the log at the path sluice run chose, signed with the key it names), writes
  * run_start, and replies with the cgroup's descriptor: the command starts in it by clone3.
- * This client owns the run from now on.
+ * This client owns the run from now on. With netns, the request carries the namespace sluice run
+ * opened (SCM_RIGHTS), and the run is set up in that one (*netns_fd taken, -1): the one its
+ * command enters. The path is never opened here: renamed or replaced between the two opens, it
+ * would name another namespace than the command's (the resolver, the backstop elsewhere).
  */
 static int op_run(struct daemon *d, struct client *c, const struct control_obj *o,
-		  struct control_msg *rep, int *reply_fd, char *err, size_t err_len)
+		  int *netns_fd, struct control_msg *rep, int *reply_fd, char *err, size_t err_len)
 {
 	static const struct member_kind allowed[] = {
 		{ "op", CONTROL_STR }, { "run_id", CONTROL_STR }, { "policy", CONTROL_STR },
@@ -795,6 +801,14 @@ static int op_run(struct daemon *d, struct client *c, const struct control_obj *
 	    (alerts && alerts[0] != '/'))
 		return util_fmt(err, err_len, "policy, log, key, netns and alerts must be absolute "
 					      "paths"), -EINVAL;
+	if (!!netns != (*netns_fd >= 0))
+		return util_fmt(err, err_len, netns ? "netns: the namespace's descriptor must come "
+						      "with the request (SCM_RIGHTS)" :
+						      "a descriptor came with a run that names no netns"),
+		       -EINVAL;
+	if (netns && ioctl(*netns_fd, NS_GET_NSTYPE) != CLONE_NEWNET)
+		return util_fmt(err, err_len, "netns %s: the descriptor sent is not a network "
+					      "namespace", netns), -EINVAL;
 	if (run_check_id(run_id))
 		return util_fmt(err, err_len, "run_id: expected 1-%d characters of [A-Za-z0-9_-] "
 					      "not starting with '-'", RUN_ID_MAX), -EINVAL;
@@ -816,8 +830,6 @@ static int op_run(struct daemon *d, struct client *c, const struct control_obj *
 	if (rb & (rb - 1))
 		return util_fmt(err, err_len, "ringbuf_kib: expected a power of two"), -EINVAL;
 	ret = check_file(policy, true, "policy", err, err_len);
-	if (!ret && netns)
-		ret = check_file(netns, false, "netns", err, err_len);
 	if (ret)
 		return ret;
 	if (find_run(d, run_id))
@@ -892,6 +904,9 @@ static int op_run(struct daemon *d, struct client *c, const struct control_obj *
 		drun_free(dr);
 		return ret;
 	}
+	/* the run's from here: run_close closes it */
+	dr->r.netns_fd = *netns_fd;
+	*netns_fd = -1;
 	ret = run_setup(&dr->r, err, err_len);
 	if (!ret) {
 		run_write_start(&dr->r);
@@ -1264,7 +1279,12 @@ static void handle_request(struct daemon *d, struct client *c, const char *line,
 	} else if (!strcmp(op, "detach")) {
 		ret = op_detach(d, c, o, rep, err, sizeof(err));
 	} else if (!strcmp(op, "run")) {
-		ret = op_run(d, c, o, rep, &reply_fd, err, sizeof(err));
+		int netns_fd = c->passed_fd;
+
+		c->passed_fd = -1;
+		ret = op_run(d, c, o, &netns_fd, rep, &reply_fd, err, sizeof(err));
+		if (netns_fd >= 0)
+			close(netns_fd);
 	} else if (!strcmp(op, "run_started")) {
 		ret = op_run_started(c, o, err, sizeof(err));
 	} else if (!strcmp(op, "run_end")) {

@@ -24,6 +24,7 @@
 #include "handoff.h"
 #include "jsonline.h"
 #include "../policy/policy.h"
+#include "runopts.h"
 #include "sandbox_seccomp.h"
 #include "util.h"
 
@@ -122,6 +123,11 @@ struct handoff {
 	struct run *r;
 	int fd;	       /* the run's connection: closing it ends the run */
 	int events_fd; /* the run's lines, for the denials on stderr; -1: none */
+	/*
+	 * --netns, opened once: sent with the request (the daemon sets the run up in it) and
+	 * entered by the command, so both are one namespace whatever the path names meanwhile
+	 */
+	int netns_fd;
 	char ev_buf[CONTROL_LINE_MAX];
 	size_t ev_len;
 	bool ev_overlong;
@@ -136,6 +142,8 @@ static int build_request(struct handoff *h, const struct spawn_opts *so)
 {
 	const struct run_args *a = &h->r->args;
 	struct control_msg *m = &h->m;
+	/* the options an attach sends too, with the paths made absolute (runopts_request) */
+	struct run_args shared = *a;
 
 	if (!realpath(a->policy_path, h->policy)) {
 		fprintf(stderr, "sluice run: --policy %s: %s\n", a->policy_path, strerror(errno));
@@ -148,11 +156,13 @@ static int build_request(struct handoff *h, const struct spawn_opts *so)
 		return -ENAMETOOLONG;
 	if (handoff_argv_encode(a->cmd, a->n_cmd, h->argv_enc, sizeof(h->argv_enc)))
 		return -EMSGSIZE;
+	shared.policy_path = h->policy;
+	shared.run_id = h->r->run_id;
+	shared.log_path = h->log;
+	shared.netns = a->netns ? h->netns : NULL;
 	control_msg_begin(m);
 	control_msg_str(m, "op", "run");
-	control_msg_str(m, "run_id", h->r->run_id);
-	control_msg_str(m, "policy", h->policy);
-	control_msg_str(m, "log", h->log);
+	runopts_request(m, &shared);
 	control_msg_str(m, "key", h->key);
 	control_msg_str(m, "cgroup_parent", a->cgroup_parent);
 	control_msg_str(m, "argv", h->argv_enc);
@@ -161,14 +171,6 @@ static int build_request(struct handoff *h, const struct spawn_opts *so)
 	if (a->user)
 		control_msg_str(m, "user", a->user);
 	control_msg_bool(m, "allow_root", a->allow_root);
-	if (a->task)
-		control_msg_str(m, "task", a->task);
-	if (a->mode)
-		control_msg_str(m, "mode", a->mode);
-	if (a->netns)
-		control_msg_str(m, "netns", h->netns);
-	if (a->upstream)
-		control_msg_str(m, "upstream", a->upstream);
 	if (a->alerts)
 		control_msg_str(m, "alerts", h->alerts);
 	control_msg_bool(m, "dns_ttl", a->dns_ttl);
@@ -269,7 +271,8 @@ static void drain_events(struct handoff *h)
 /*
  * Wait for the command (or a signal), showing denials. Returns the status; *why says what
  * ended it. The daemon going away (stopped, killed) leaves the run pinned and judged: its next
- * daemon takes it over and ends it when the cgroup empties, so the command goes on.
+ * daemon takes it over and ends it when the cgroup empties, so the command goes on
+ * (daemon_gone).
  */
 static int supervise(struct handoff *h, pid_t child, int sig_fd, const char **why,
 		     bool *daemon_gone)
@@ -297,9 +300,9 @@ static int supervise(struct handoff *h, pid_t child, int sig_fd, const char **wh
 			read_events(h);
 		if (i_conn >= 0 && pfd[i_conn].revents) {
 			*daemon_gone = true;
-			fprintf(stderr, "sluice run: the daemon closed run %s's connection (stopped?): "
-					"the run stays enforced, and the daemon that takes it over ends "
-					"its log when its cgroup empties\n", h->r->run_id);
+			fprintf(stderr, "sluice run: the daemon closed run %s's connection (stopped or "
+					"died): the run stays enforced, its log %s is not ended; %s "
+					"goes on\n", h->r->run_id, h->log, h->r->args.cmd[0]);
 		}
 		while (read(sig_fd, &si, sizeof(si)) == sizeof(si)) {
 			if (si.ssi_signo == SIGCHLD)
@@ -319,6 +322,21 @@ static int supervise(struct handoff *h, pid_t child, int sig_fd, const char **wh
 			return RUN_EXIT_SLUICE_ERROR;
 		}
 	}
+}
+
+/*
+ * The daemon went away before the run's end (stopped, or died): nothing wrote run_end. Said with
+ * what happens to the log, for sluice run exits RUN_EXIT_SLUICE_ERROR, not the command's status
+ * (status, why: what the run_end it did not write would have said).
+ */
+static void say_daemon_gone(const struct handoff *h, int status, const char *why)
+{
+	fprintf(stderr, "sluice run: run %s lost its daemon before its end: the log %s has no "
+			"run_end and is not sealed. The run stays pinned and enforced; a restarted "
+			"sluice daemon takes it over (where none will run: sluice resume %s --log %s) "
+			"and ends the log once the run's cgroup is empty (\"why\":\"cgroup emptied\", "
+			"no exit status). The run's end: %s, status %d; sluice run exits %d\n",
+		h->r->run_id, h->log, h->r->run_id, h->log, why, status, RUN_EXIT_SLUICE_ERROR);
 }
 
 /* run_end: the daemon ends the run as sluice run would. Returns the status to exit with. */
@@ -341,6 +359,9 @@ static int end_run(struct handoff *h, int status, const char *why)
 			control_reply_error(h->reply, err, sizeof(err));
 		fprintf(stderr, "sluice run: ending run %s at the daemon: %s\n", h->r->run_id,
 			ret == -EPROTO ? err : strerror(-ret));
+		/* refused, the daemon is there still; otherwise it went away with the run */
+		if (ret != -EPROTO && ret != -EMSGSIZE)
+			say_daemon_gone(h, status, why);
 		free(o);
 		return RUN_EXIT_SLUICE_ERROR;
 	}
@@ -414,15 +435,7 @@ static int start_and_wait(struct handoff *h, struct spawn_opts *so, int cg_fd, b
 		}
 		so->confine = conf;
 	}
-	if (r->args.netns) {
-		so->netns_fd = open(r->args.netns, O_RDONLY | O_CLOEXEC);
-		if (so->netns_fd < 0) {
-			fprintf(stderr, "sluice run: --netns %s: %s\n", r->args.netns,
-				strerror(errno));
-			status = end_run(h, RUN_EXIT_SLUICE_ERROR, "sluice error");
-			goto out;
-		}
-	}
+	so->netns_fd = h->netns_fd;
 	so->cgroup_fd = cg_fd;
 	so->seccomp = ss;
 	close_fds[0] = h->fd;
@@ -462,11 +475,13 @@ static int start_and_wait(struct handoff *h, struct spawn_opts *so, int cg_fd, b
 	}
 	status = supervise(h, child, sig_fd, &why, &daemon_gone);
 	if (daemon_gone) {
-		/* the next daemon ends the run once the cgroup is empty; the command's status is ours */
-		if (waitpid(child, NULL, WNOHANG) == 0) {
-			kill(child, SIGKILL);
-			waitpid(child, NULL, 0);
-		}
+		/*
+		 * What the daemon's run_end would have done: nothing of the run outlives CMD, and
+		 * the next daemon, finding its cgroup empty, ends the log at once.
+		 */
+		kill_command(waitpid(child, NULL, WNOHANG) == 0 ? child : -1, cg_fd);
+		say_daemon_gone(h, status, why);
+		status = RUN_EXIT_SLUICE_ERROR;
 		goto out;
 	}
 	ret = end_run(h, status, why);
@@ -477,8 +492,6 @@ static int start_and_wait(struct handoff *h, struct spawn_opts *so, int cg_fd, b
 		waitpid(child, NULL, WNOHANG);
 	status = ret;
 out:
-	if (so->netns_fd >= 0)
-		close(so->netns_fd);
 	so->netns_fd = -1;
 	sandbox_seccomp_free(ss);
 	free(conf);
@@ -566,6 +579,7 @@ int handoff_run(struct run *r, struct spawn_opts *so, const sigset_t *child_mask
 	h->r = r;
 	h->fd = fd;
 	h->events_fd = -1;
+	h->netns_fd = -1;
 	ret = build_request(h, so);
 	if (ret == -EMSGSIZE) {
 		/* a command line no request line holds: loaded here instead */
@@ -583,7 +597,15 @@ int handoff_run(struct run *r, struct spawn_opts *so, const sigset_t *child_mask
 		fprintf(stderr, "sluice run: %s\n", err);
 		goto out_free;
 	}
-	ret = control_call_fd(fd, h->m.buf, -1, h->reply, sizeof(h->reply), &cg_fd);
+	if (r->args.netns) {
+		h->netns_fd = open(h->netns, O_RDONLY | O_CLOEXEC);
+		if (h->netns_fd < 0) {
+			fprintf(stderr, "sluice run: --netns %s: %s\n", r->args.netns,
+				strerror(errno));
+			goto out_free;
+		}
+	}
+	ret = control_call_fd(fd, h->m.buf, h->netns_fd, h->reply, sizeof(h->reply), &cg_fd);
 	if (ret == -EPROTO)
 		control_reply_error(h->reply, err, sizeof(err));
 	/*
@@ -642,6 +664,8 @@ out_free:
 		close(cg_fd);
 	if (h && h->events_fd >= 0)
 		close(h->events_fd);
+	if (h && h->netns_fd >= 0)
+		close(h->netns_fd);
 	close(fd);
 	policy_free(p);
 	free(h);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "control.h"
 #include "records.h"
 #include "runopts.h"
 
@@ -70,6 +71,21 @@ static int check_text(const struct run_args *a, const char *opt, const char *v, 
 		}
 	}
 	return 0;
+}
+
+void runopts_request(struct control_msg *m, const struct run_args *a)
+{
+	const struct {
+		const char *key, *val;
+	} members[] = {
+		{ "policy", a->policy_path }, { "run_id", a->run_id }, { "task", a->task },
+		{ "mode", a->mode },	      { "netns", a->netns },   { "log", a->log_path },
+		{ "upstream", a->upstream },
+	};
+
+	for (size_t i = 0; i < sizeof(members) / sizeof(members[0]); i++)
+		if (members[i].val)
+			control_msg_str(m, members[i].key, members[i].val);
 }
 
 int runopts_take(struct run_args *a, int c, const char *arg)

@@ -50,4 +50,15 @@ int runopts_build(struct runopts_table *t, const int *shared, const struct optio
  */
 int runopts_take(struct run_args *a, int c, const char *arg);
 
+struct control_msg;
+
+/*
+ * Append to m what a request that starts a run at the daemon (op attach from sluice attach and
+ * oci-hook, op run from sluice run's handoff) says of these options: policy, run_id, task, mode,
+ * netns, log, upstream, from a (paths as the daemon must read them: absolute; NULL ones left
+ * out). Both requests are built through here, as the daemon reads both back in one place
+ * (daemon.c, drun_args): an option added here reaches both, and cannot be forgotten in one.
+ */
+void runopts_request(struct control_msg *m, const struct run_args *a);
+
 #endif /* SLUICE_RUNOPTS_H */

@@ -126,21 +126,11 @@ static int remap_all(struct remap *m)
 	return err;
 }
 
-struct named_rule {
-	const char *name;
-	size_t idx;
-};
-
-static int cmp_named_rule(const void *a, const void *b)
-{
-	return strcmp(((const struct named_rule *)a)->name, ((const struct named_rule *)b)->name);
-}
-
 /*
  * The budget id of each rule of p (sl_rule_budget, indexed by rule_id; c's size): that of the
- * run's rule of the same name (a rule without one is named by its place, "rule N": the one at
- * its place, if unnamed too), else a fresh one past every id in use, so that a host's budget
- * follows its rule across a renumbering and a rule new to the run never inherits another's.
+ * run's rule it is (switch_budget_matches: the same name, or for an unnamed rule the same
+ * destinations), else a fresh one past every id in use, so that a host's budget follows its
+ * rule across a renumbering and a rule new to the run never inherits another's.
  * 0 or -errno (err says why).
  */
 static int switch_budgets(struct run *r, const struct policy *p, const struct policy_compiled *c,
@@ -148,11 +138,12 @@ static int switch_budgets(struct run *r, const struct policy *p, const struct po
 {
 	const struct policy *o = r->policy;
 	uint16_t *b = calloc(c->n_rule_ports ? c->n_rule_ports : 1, sizeof(*b)), last = 0;
-	struct named_rule *v = calloc(o->n_rules ? o->n_rules : 1, sizeof(*v)), key, *hit;
-	size_t i, j, n = 0;
+	uint16_t *old = calloc(o->n_rules ? o->n_rules : 1, sizeof(*old));
+	long *match = calloc(p->n_rules ? p->n_rules : 1, sizeof(*match));
+	size_t i, j;
 	int ret = -ENOMEM;
 
-	if (!b || !v)
+	if (!b || !old || !match)
 		goto fail;
 	/*
 	 * The run's own maps, never a guess: a resumed writer's loader has the budget maps only
@@ -166,43 +157,28 @@ static int switch_budgets(struct run *r, const struct policy *p, const struct po
 		goto fail;
 	}
 	for (j = 0; j < o->n_rules; j++) {
-		uint16_t id;
-
-		ret = loader_rule_budget(r->loader, policy_rule_id(j), &id);
+		ret = loader_rule_budget(r->loader, policy_rule_id(j), &old[j]);
 		if (ret) {
 			util_fmt(err, err_len, "read the rules' budget ids (sl_rule_budget): %s",
 				 strerror(-ret));
 			goto fail;
 		}
-		if (id > last)
-			last = id;
-		if (o->rules[j].name)
-			v[n++] = (struct named_rule){ .name = o->rules[j].name, .idx = j };
+		if (old[j] > last)
+			last = old[j];
 	}
-	qsort(v, n, sizeof(*v), cmp_named_rule);
 	ret = loader_host_budgets_max(r->loader, &last);
 	if (ret) {
 		util_fmt(err, err_len, "read the hosts' byte totals: %s", strerror(-ret));
 		goto fail;
 	}
+	ret = switch_budget_matches(o, p, match);
+	if (ret) {
+		util_fmt(err, err_len, "match the rules' budgets: %s", strerror(-ret));
+		goto fail;
+	}
 	for (i = 0; i < p->n_rules && policy_rule_id(i) < c->n_rule_ports; i++) {
-		hit = NULL;
-		if (p->rules[i].name) {
-			key.name = p->rules[i].name;
-			hit = bsearch(&key, v, n, sizeof(*v), cmp_named_rule);
-		} else if (i < o->n_rules && !o->rules[i].name) {
-			key.idx = i;
-			hit = &key;
-		}
-		if (hit) {
-			/* read above already: it cannot fail now but for the kernel's memory */
-			ret = loader_rule_budget(r->loader, policy_rule_id(hit->idx),
-						 &b[policy_rule_id(i)]);
-			if (ret) {
-				util_fmt(err, err_len, "read the rules' budget ids: %s",
-					 strerror(-ret));
-				goto fail;
-			}
+		if (match[i] >= 0) {
+			b[policy_rule_id(i)] = old[match[i]];
 			continue;
 		}
 		if (last == UINT16_MAX) {
@@ -213,11 +189,13 @@ static int switch_budgets(struct run *r, const struct policy *p, const struct po
 		}
 		b[policy_rule_id(i)] = ++last;
 	}
-	free(v);
+	free(match);
+	free(old);
 	*out = b;
 	return 0;
 fail:
-	free(v);
+	free(match);
+	free(old);
 	free(b);
 	return ret;
 }

@@ -77,4 +77,15 @@ bool switch_name_kept(const struct policy *p, int mode, const char *name);
 /* e carries no rule (every slot 0). */
 bool switch_no_rule(const struct sl_learned *e);
 
+/*
+ * Which rule of o (the run's policy) each rule of p (the one switched to) takes its host budgets
+ * (max_total_*) over from: match[i] (p->n_rules of them) is that rule's index in o, or -1 for a
+ * fresh budget. A named rule takes the budgets of o's rule of the same name; an unnamed one
+ * those of an unnamed rule of o that is the same rule (policy_rule_identity: its destinations,
+ * ports and protocols), the k-th such rule of p the k-th such of o, in policy order. Never by
+ * place: a rule inserted or removed ahead of another moves no budget. No rule of o is matched
+ * twice. 0 or -ENOMEM.
+ */
+int switch_budget_matches(const struct policy *o, const struct policy *p, long *match);
+
 #endif /* SLUICE_SWITCH_H */

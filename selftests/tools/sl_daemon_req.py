@@ -1,12 +1,14 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 """sl_daemon_req: one request on sluice daemon's socket, the first line of its reply.
 
-  python3 sl_daemon_req.py SOCKET TEXT TIMEOUT_S
+  python3 sl_daemon_req.py SOCKET TEXT TIMEOUT_S [FD_PATH]
 
 TEXT goes out byte for byte (a request line ends with "\\n": the caller writes it, so that a
 test of a malformed request sends exactly what it means to), then the write side is shut, so
 that a request cut short gets the daemon's answer ("truncated request") instead of a wait for
 the rest. The first reply line, without its "\\n", goes to stdout as the daemon wrote it.
+FD_PATH: a file opened read-only and sent with the request's first byte (SCM_RIGHTS), as
+sluice run sends its --netns.
 
 The one client of the daemon's protocol for the selftests (lib.sh's sl_daemon_req, a client
 that is not root, bench.py imports request()): a fix to it (a refusal the daemon answers and
@@ -17,14 +19,17 @@ import socket
 import sys
 
 
-def request(path, data, timeout):
-    """data (bytes) on the daemon's socket at path; returns the first reply line (bytes,
-    without "\\n"; empty when the daemon closed without a word)."""
+def request(path, data, timeout, send_fd=None):
+    """data (bytes) on the daemon's socket at path, with the descriptor send_fd if not None;
+    returns the first reply line (bytes, without "\\n"; empty when the daemon closed without a
+    word)."""
     s = socket.socket(socket.AF_UNIX)
     try:
         s.settimeout(timeout)
         s.connect(path)
         try:
+            if send_fd is not None:
+                data = data[socket.send_fds(s, [data], [send_fd]):]
             s.sendall(data)
             s.shutdown(socket.SHUT_WR)
         except (BrokenPipeError, ConnectionResetError):
@@ -35,10 +40,11 @@ def request(path, data, timeout):
 
 
 def main():
-    if len(sys.argv) != 4:
-        sys.exit("usage: sl_daemon_req.py SOCKET TEXT TIMEOUT_S")
+    if len(sys.argv) not in (4, 5):
+        sys.exit("usage: sl_daemon_req.py SOCKET TEXT TIMEOUT_S [FD_PATH]")
+    fd = os.open(sys.argv[4], os.O_RDONLY) if len(sys.argv) == 5 else None
     # fsencode: the argument's bytes as the shell passed them (UTF-8 or not)
-    reply = request(sys.argv[1], os.fsencode(sys.argv[2]), float(sys.argv[3]))
+    reply = request(sys.argv[1], os.fsencode(sys.argv[2]), float(sys.argv[3]), fd)
     sys.stdout.buffer.write(reply + b"\n")
 
 

@@ -4,6 +4,11 @@
  * learned address over to the new policy. Its rule ids become those of the new policy's rules
  * that list its names (as many as an entry holds, none repeated), a name the new policy does not
  * list keeps nothing in enforce mode, and report mode keeps every name.
+ * And which old rule's host budgets (max_total_*) each new rule takes over: a named rule its
+ * namesake's; an unnamed rule an unnamed one's that allows the same destinations (order,
+ * repeats, merged ports and IPv4-embedding CIDRs aside; caps do not count), the k-th of equal
+ * ones the k-th; never one by its place (an unnamed rule inserted ahead takes nothing), and
+ * nothing when none matches.
  *
  * Usage: test_switch   TAP 13; exits 1 if any test failed. Needs no root.
  */
@@ -107,6 +112,122 @@ static bool t_full(char *why)
 	return ids_are(&e, want, why);
 }
 
+/*
+ * switch_budget_matches from the rules of old_rules to those of new_rules (YAML sequences under
+ * "rules:") is want (one per new rule: the old rule's index, -1 for a fresh budget).
+ */
+static bool budgets_are(const char *old_rules, const char *new_rules, const long *want, size_t n,
+			char *why)
+{
+	struct policy *o = NULL, *np = NULL;
+	char yaml[4096], err[256], got_s[256] = "", want_s[256] = "";
+	long got[16];
+	bool ok = false;
+	size_t i;
+
+	snprintf(yaml, sizeof(yaml), "default: deny\nrules:\n%s", old_rules);
+	if (policy_load_buffer(yaml, strlen(yaml), "old.yaml", &o, err, sizeof(err))) {
+		snprintf(why, WHY_LEN, "%s", err);
+		return false;
+	}
+	snprintf(yaml, sizeof(yaml), "default: deny\nrules:\n%s", new_rules);
+	if (policy_load_buffer(yaml, strlen(yaml), "new.yaml", &np, err, sizeof(err))) {
+		snprintf(why, WHY_LEN, "%s", err);
+		goto out;
+	}
+	if (np->n_rules != n || n > ARRAY_SIZE(got)) {
+		snprintf(why, WHY_LEN, "expected %zu new rules, parsed %zu", n, np->n_rules);
+		goto out;
+	}
+	if (switch_budget_matches(o, np, got)) {
+		snprintf(why, WHY_LEN, "switch_budget_matches failed");
+		goto out;
+	}
+	ok = !memcmp(got, want, n * sizeof(*got));
+	for (i = 0; i < n; i++) {
+		snprintf(got_s + strlen(got_s), sizeof(got_s) - strlen(got_s), " %ld", got[i]);
+		snprintf(want_s + strlen(want_s), sizeof(want_s) - strlen(want_s), " %ld", want[i]);
+	}
+	if (!ok)
+		snprintf(why, WHY_LEN, "expected old rules {%s }, got {%s }", want_s, got_s);
+out:
+	policy_free(np);
+	policy_free(o);
+	return ok;
+}
+
+#define CAPPED_10                                                                                  \
+	"  - cidrs: [\"198.51.100.10/32\"]\n    ports: [8080]\n"                                     \
+	"    max_total_request_bytes: 1000\n"
+#define CAPPED_20                                                                                  \
+	"  - cidrs: [\"198.51.100.20/32\"]\n    ports: [8080]\n"                                     \
+	"    max_total_request_bytes: 1000\n"
+
+/* The attack: an unnamed rule inserted ahead would take the spent budget's id by its place. */
+static bool t_budget_inserted(char *why)
+{
+	static const long want[] = { -1, 0 };
+
+	return budgets_are(CAPPED_10, CAPPED_20 CAPPED_10, want, ARRAY_SIZE(want), why);
+}
+
+static bool t_budget_same_rule(char *why)
+{
+	static const long want[] = { 0, 1 };
+
+	return budgets_are("  - hosts: [\"a.example\", \"b.example\"]\n"
+			   "    ports: [80, 81, 443]\n"
+			   "    max_total_request_bytes: 1000\n"
+			   "  - cidrs: [\"10.0.0.0/8\"]\n",
+			   "  - hosts: [\"B.example\", \"a.example\", \"b.example\"]\n"
+			   "    ports: [443, 80-81]\n"
+			   "    max_total_request_bytes: 5000\n"
+			   "    max_request_bytes: 10\n"
+			   "  - cidrs: [\"::ffff:10.0.0.0/104\", \"10.0.0.0/8\"]\n",
+			   want, ARRAY_SIZE(want), why);
+}
+
+static bool t_budget_other_rule(char *why)
+{
+	static const long want[] = { -1, -1, -1, -1 };
+
+	return budgets_are("  - hosts: [\"a.example\"]\n    ports: [443]\n"
+			   "  - cidrs: [\"10.0.0.0/8\"]\n    ports: [80]\n"
+			   "    protocols: [tcp]\n"
+			   "  - cidrs: [\"10.1.0.0/16\"]\n",
+			   "  - hosts: [\"a.example\"]\n    ports: [443, 8443]\n"
+			   "  - cidrs: [\"10.0.0.0/8\"]\n    ports: [80]\n"
+			   "    protocols: [tcp, udp]\n"
+			   "  - cidrs: [\"10.1.0.0/17\"]\n"
+			   "  - hosts: [\"a.example\", \"c.example\"]\n    ports: [443]\n",
+			   want, ARRAY_SIZE(want), why);
+}
+
+/* Three of one rule (and another), then two of it: they keep theirs in order, the last is gone. */
+static bool t_budget_duplicates(char *why)
+{
+	static const long want3[] = { 1, 0, 2, 3 }, want2[] = { 0, 2 };
+
+	if (!budgets_are(CAPPED_10 CAPPED_20 CAPPED_10 CAPPED_10,
+			 CAPPED_20 CAPPED_10 CAPPED_10 CAPPED_10, want3, ARRAY_SIZE(want3), why))
+		return false;
+	return budgets_are(CAPPED_10 CAPPED_20 CAPPED_10 CAPPED_10, CAPPED_10 CAPPED_10, want2,
+			   ARRAY_SIZE(want2), why);
+}
+
+static bool t_budget_named(char *why)
+{
+	static const long want[] = { 1, -1, -1 };
+
+	return budgets_are("  - name: api\n    cidrs: [\"198.51.100.10/32\"]\n"
+			   "  - name: web\n    cidrs: [\"198.51.100.20/32\"]\n"
+			   "  - cidrs: [\"198.51.100.30/32\"]\n",
+			   "  - name: web\n    cidrs: [\"203.0.113.0/24\"]\n"
+			   "  - cidrs: [\"198.51.100.10/32\"]\n"
+			   "  - name: other\n    cidrs: [\"198.51.100.30/32\"]\n",
+			   want, ARRAY_SIZE(want), why);
+}
+
 int main(void)
 {
 	static const struct {
@@ -117,6 +238,16 @@ int main(void)
 		{ "a sibling name adds its rules, none twice", t_sibling_merged },
 		{ "a name the new policy does not list keeps no rule (enforce drops it)", t_unlisted },
 		{ "an entry keeps at most SL_LEARNED_RULES rules, the first ones", t_full },
+		{ "budgets: an unnamed rule inserted ahead takes none; the rule behind keeps its own",
+		  t_budget_inserted },
+		{ "budgets: an unnamed rule is the same rule whatever the order, repeats or caps",
+		  t_budget_same_rule },
+		{ "budgets: other ports, protocols or destinations are another rule (fresh)",
+		  t_budget_other_rule },
+		{ "budgets: identical unnamed rules pair off in order, the k-th with the k-th",
+		  t_budget_duplicates },
+		{ "budgets: a named rule by its name alone; a name added or dropped is fresh",
+		  t_budget_named },
 	};
 	char why[WHY_LEN], err[256];
 
