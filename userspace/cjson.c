@@ -92,6 +92,23 @@ void cjson_put_string(cjson_put_fn *put, void *ctx, const char *str)
 	put(ctx, "\"", 1);
 }
 
+size_t cjson_put_plain(char *out, size_t cap, const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t n;
+
+	for (n = 0; plain_ascii[s[n]]; n++) {
+		if (n + 2 >= cap)
+			return 0;
+		out[n + 1] = (char)s[n];
+	}
+	if (s[n] || n + 2 > cap)
+		return 0;
+	out[0] = '"';
+	out[n + 1] = '"';
+	return n + 2;
+}
+
 static void fput_cb(void *f, const char *s, size_t n)
 {
 	fwrite(s, 1, n, f);
