@@ -85,6 +85,15 @@ def cgroup2_root():
     raise SetupError("no cgroup2 mount")
 
 
+def softirq_total(kind):
+    """The kernel's count of softirqs of kind (RCU: callbacks, e.g. frees after a grace period)."""
+    for line in open("/proc/softirqs"):
+        f = line.split()
+        if f and f[0] == f"{kind}:":
+            return sum(int(x) for x in f[1:] if x.isdigit())
+    return 0
+
+
 def iwi_total():
     for line in open("/proc/interrupts"):
         f = line.split()
@@ -158,9 +167,9 @@ class Bench:
         self.undo.append(rm)
         return path
 
-    def bg(self, cmd, out):
+    def bg(self, cmd, out, env=None):
         p = sp.Popen([str(c) for c in cmd], stdout=open(out, "w"), stderr=sp.STDOUT,
-                     stdin=sp.DEVNULL)
+                     stdin=sp.DEVNULL, env=env)
         self.procs.append(p)
         return p
 
@@ -221,7 +230,7 @@ class Bench:
         return path, cs
 
     # -- variants ---------------------------------------------------------------------------
-    def sluice_up(self, n, binary=SLUICE, tag="sl"):
+    def sluice_up(self, n, binary=SLUICE, tag="sl", env=None):
         ns = self.client(f"{tag}{n}")
         pol, _ = self.policy(n)
         rid = f"bench-{ID}-{tag}{n}"
@@ -230,7 +239,7 @@ class Bench:
                      f"{self.tmp}/run-{tag}{n}.jsonl", "--netns", f"/run/netns/{ns}",
                      "--allow-root", "--ringbuf-kib", self.a.ringbuf_kib, "--", "sh", "-c",
                      'cat /proc/self/cgroup >"$1.t" && mv "$1.t" "$1" && exec sleep 100000',
-                     "sh", cgf], f"{self.tmp}/run-{n}.err")
+                     "sh", cgf], f"{self.tmp}/run-{tag}{n}.err", env=env)
         self.undo.append(lambda: self.stop(p))
         self.wait_for(lambda: os.path.exists(cgf), 300, f"sluice run with {n} CIDRs")
         say(f"sluice run ({binary}) with {n} CIDRs up")
@@ -321,14 +330,22 @@ class Bench:
         sp_ = SPREAD if spread else 1
         args = (["proxy", "127.0.0.1", PROXY_PORT, dst, PORT, n, sp_] if v.get("proxy")
                 else ["connect", dst, PORT, n, sp_])
-        i0 = iwi_total()
-        out = self.workload(v, *args)
-        iwi = iwi_total() - i0
+        if v.get("writer_stopped"):
+            os.kill(v["pid"], signal.SIGSTOP)
+        i0, r0 = iwi_total(), softirq_total("RCU")
+        try:
+            out = self.workload(v, *args)
+        finally:
+            if v.get("writer_stopped"):
+                os.kill(v["pid"], signal.SIGCONT)
+                time.sleep(0.3)  # its backlog written before the next variant is measured
+        iwi, rcu = iwi_total() - i0, softirq_total("RCU") - r0
         rows = [tuple(int(x) for x in line.split()) for line in out.splitlines()]
         c = [r[0] for r in rows]
         cl = [r[1] for r in rows]
         return {"med": statistics.median(c), "p99": pctl(c, 0.99), "close": statistics.median(cl),
-                "close_p99": pctl(cl, 0.99), "iwi": iwi / max(len(c), 1)}
+                "close_p99": pctl(cl, 0.99), "iwi": iwi / max(len(c), 1),
+                "rcu": rcu / max(len(c), 1)}
 
     # -- the interleaved table --------------------------------------------------------------
     def table(self):
@@ -337,6 +354,15 @@ class Bench:
         self.runs = {}
         for n in a.sizes:
             self.runs[n] = variants[f"sluice-{n}"] = self.sluice_up(n)
+            if a.no_backstop_variant:
+                # the same policy without the host side's backstop (a selftest switch): what
+                # its per-packet program costs the connects
+                variants[f"sluice-{n}-no-backstop"] = self.sluice_up(
+                    n, tag="nobs", env=dict(os.environ, SLUICE_SELFTEST_NO_BACKSTOP="1"))
+            if a.writer_stopped:
+                # the same run, its writer stopped while it is measured: what the writer's
+                # wake-ups and work cost the connects (its ring must hold them: --ringbuf-kib)
+                variants[f"sluice-{n}-writer-stopped"] = dict(self.runs[n], writer_stopped=True)
             if a.compare:
                 variants[f"{a.compare_label}-{n}"] = self.sluice_up(n, a.compare, "cmp")
         if not a.no_nft:
@@ -364,6 +390,7 @@ class Bench:
                     row[f"{k}_x"] = statistics.median(x[k] / b[k] for x, b in zip(rs, base))
                     row[f"{k}_ns"] = statistics.median(x[k] for x in rs)
                 row["iwi_per_connect"] = statistics.median(x["iwi"] for x in rs)
+                row["rcu_per_connect"] = statistics.median(x.get("rcu", 0) for x in rs)
                 rows.append(row)
         self.results["connect"] = rows
         self.results["connect_raw"] = raw
@@ -680,7 +707,7 @@ class Bench:
         by = {(r["workload"], r["variant"]): r for r in rows}
         out = ["| target (issue 15) | workload | CIDRs | value | met |", "|---|---|---|---|---|"]
         for (w, v), r in by.items():
-            if not v.startswith("sluice-"):
+            if not v.startswith("sluice-") or not v.split("-", 1)[1].isdigit():
                 continue
             n = v.split("-", 1)[1]
             nft = by.get((w, f"nftables-{n}"))
@@ -699,14 +726,15 @@ class Bench:
         if "connect" in R:
             out += [f"connect() and close(), {R['rounds']} interleaved rounds x {R['connects']} "
                     "per variant; x = median over rounds of the ratio to no program in the same "
-                    "round; ns = median over rounds; IWI = IRQ-work interrupts per connect", "",
+                    "round; ns = median over rounds; IWI = IRQ-work interrupts per connect; RCU = RCU "
+                    "softirqs (machine-wide) per connect", "",
                     "| workload | variant | connect x | p99 x | close x | connect ns | p99 ns | "
-                    "close ns | IWI |", "|---|---|---|---|---|---|---|---|---|"]
+                    "close ns | IWI | RCU |", "|---|---|---|---|---|---|---|---|---|---|"]
             for r in R["connect"]:
                 out.append(f"| {r['workload']} | {r['variant']} | {r['med_x']:.2f} | "
                            f"{r['p99_x']:.2f} | {r['close_x']:.2f} | {r['med_ns']:.0f} | "
                            f"{r['p99_ns']:.0f} | {r['close_ns']:.0f} | "
-                           f"{r['iwi_per_connect']:.2f} |")
+                           f"{r['iwi_per_connect']:.2f} | {r.get('rcu_per_connect', 0):.3f} |")
             out.append("")
             out += self.targets(R["connect"])
         if "memory" in R:
@@ -926,6 +954,12 @@ def main():
     ap.add_argument("--stop-writer", action="store_true",
                     help="pipeline: the writer stopped while the flood is sent (what a writer "
                     "that falls behind costs the sender)")
+    ap.add_argument("--no-backstop-variant", action="store_true",
+                    help="the table: each sluice run again without its backstop "
+                    "(SLUICE_SELFTEST_NO_BACKSTOP)")
+    ap.add_argument("--writer-stopped", action="store_true",
+                    help="the table: each sluice run again with its writer stopped (SIGSTOP) "
+                    "while measured, records left in its ring (give it room: --ringbuf-kib)")
     ap.add_argument("--startup-only", action="store_true",
                     help="only sluice run -- true (10 CIDRs) and the daemon's attach, from a spare "
                     "and loading its own, --starts times each")
