@@ -278,6 +278,22 @@ static bool check_numbers(char *why)
 	n = cjson_fmt_u64(buf, UINT64_MAX);
 	buf[n] = '\0';
 	EXPECT(!strcmp(buf, "18446744073709551615"), "UINT64_MAX printed as %s", buf);
+	/* every length, each power of ten and its neighbours, and random values, against printf */
+	for (int k = 0; k < 20000; k++) {
+		static unsigned int seed = 17;
+		uint64_t v, p10 = 1;
+		char ref[CJSON_INT_MAX + 1];
+
+		for (int e = 0; e < k % 20; e++)
+			p10 *= 10;
+		v = k < 60 ? p10 - 1 + (uint64_t)(k / 20) : ((uint64_t)rand_r(&seed) << 33 ^
+							   (uint64_t)rand_r(&seed) << 11 ^
+							   (uint64_t)rand_r(&seed)) >> (k % 64);
+		snprintf(ref, sizeof(ref), "%llu", (unsigned long long)v);
+		n = cjson_fmt_u64(buf, v);
+		buf[n] = '\0';
+		EXPECT(!strcmp(buf, ref), "%s printed as %s", ref, buf);
+	}
 	return true;
 }
 
