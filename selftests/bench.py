@@ -23,7 +23,8 @@ its spares, and with --spares 0 loading its own programs), memory per run (the b
 every map the run's programs and pins hold, plus the writer's RSS; fresh, and at the end with its
 learned-address map filled; the writer's anonymous memory too),
 each program's instruction count, the signed pipeline (records/s and the writer's CPU per record
-from /proc/PID/task/*/schedstat, loss), and replace-policy between two 100k-CIDR policies on a
+from /proc/PID/task/*/schedstat, loss; then again with the writer stopped while the records are
+sent, so that it drains them with no wait: the writer alone), and replace-policy between two 100k-CIDR policies on a
 live run with a process connecting throughout (no connect may fail).
 
 --quick (make bench-quick, CI): a short table for information, and the checks that are reliable
@@ -84,6 +85,15 @@ def cgroup2_root():
     raise SetupError("no cgroup2 mount")
 
 
+def softirq_total(kind):
+    """The kernel's count of softirqs of kind (RCU: callbacks, e.g. frees after a grace period)."""
+    for line in open("/proc/softirqs"):
+        f = line.split()
+        if f and f[0] == f"{kind}:":
+            return sum(int(x) for x in f[1:] if x.isdigit())
+    return 0
+
+
 def iwi_total():
     for line in open("/proc/interrupts"):
         f = line.split()
@@ -92,15 +102,20 @@ def iwi_total():
     return 0
 
 
-def sched_ns(pid):
-    """CPU time of every thread of pid, ns, from schedstat (not 10 ms ticks)."""
-    total = 0
+def sched_threads(pid):
+    """CPU time of each thread of pid, ns, from schedstat (not 10 ms ticks): {tid: ns}."""
+    out = {}
     for t in os.listdir(f"/proc/{pid}/task"):
         try:
-            total += int(open(f"/proc/{pid}/task/{t}/schedstat").read().split()[0])
+            out[int(t)] = int(open(f"/proc/{pid}/task/{t}/schedstat").read().split()[0])
         except (OSError, ValueError, IndexError):
             pass
-    return total
+    return out
+
+
+def sched_ns(pid):
+    """CPU time of every thread of pid, ns."""
+    return sum(sched_threads(pid).values())
 
 
 def pctl(v, q):
@@ -152,9 +167,9 @@ class Bench:
         self.undo.append(rm)
         return path
 
-    def bg(self, cmd, out):
+    def bg(self, cmd, out, env=None):
         p = sp.Popen([str(c) for c in cmd], stdout=open(out, "w"), stderr=sp.STDOUT,
-                     stdin=sp.DEVNULL)
+                     stdin=sp.DEVNULL, env=env)
         self.procs.append(p)
         return p
 
@@ -215,7 +230,7 @@ class Bench:
         return path, cs
 
     # -- variants ---------------------------------------------------------------------------
-    def sluice_up(self, n, binary=SLUICE, tag="sl"):
+    def sluice_up(self, n, binary=SLUICE, tag="sl", env=None):
         ns = self.client(f"{tag}{n}")
         pol, _ = self.policy(n)
         rid = f"bench-{ID}-{tag}{n}"
@@ -224,7 +239,7 @@ class Bench:
                      f"{self.tmp}/run-{tag}{n}.jsonl", "--netns", f"/run/netns/{ns}",
                      "--allow-root", "--ringbuf-kib", self.a.ringbuf_kib, "--", "sh", "-c",
                      'cat /proc/self/cgroup >"$1.t" && mv "$1.t" "$1" && exec sleep 100000',
-                     "sh", cgf], f"{self.tmp}/run-{n}.err")
+                     "sh", cgf], f"{self.tmp}/run-{tag}{n}.err", env=env)
         self.undo.append(lambda: self.stop(p))
         self.wait_for(lambda: os.path.exists(cgf), 300, f"sluice run with {n} CIDRs")
         say(f"sluice run ({binary}) with {n} CIDRs up")
@@ -315,14 +330,22 @@ class Bench:
         sp_ = SPREAD if spread else 1
         args = (["proxy", "127.0.0.1", PROXY_PORT, dst, PORT, n, sp_] if v.get("proxy")
                 else ["connect", dst, PORT, n, sp_])
-        i0 = iwi_total()
-        out = self.workload(v, *args)
-        iwi = iwi_total() - i0
+        if v.get("writer_stopped"):
+            os.kill(v["pid"], signal.SIGSTOP)
+        i0, r0 = iwi_total(), softirq_total("RCU")
+        try:
+            out = self.workload(v, *args)
+        finally:
+            if v.get("writer_stopped"):
+                os.kill(v["pid"], signal.SIGCONT)
+                time.sleep(0.3)  # its backlog written before the next variant is measured
+        iwi, rcu = iwi_total() - i0, softirq_total("RCU") - r0
         rows = [tuple(int(x) for x in line.split()) for line in out.splitlines()]
         c = [r[0] for r in rows]
         cl = [r[1] for r in rows]
         return {"med": statistics.median(c), "p99": pctl(c, 0.99), "close": statistics.median(cl),
-                "close_p99": pctl(cl, 0.99), "iwi": iwi / max(len(c), 1)}
+                "close_p99": pctl(cl, 0.99), "iwi": iwi / max(len(c), 1),
+                "rcu": rcu / max(len(c), 1)}
 
     # -- the interleaved table --------------------------------------------------------------
     def table(self):
@@ -331,6 +354,15 @@ class Bench:
         self.runs = {}
         for n in a.sizes:
             self.runs[n] = variants[f"sluice-{n}"] = self.sluice_up(n)
+            if a.no_backstop_variant:
+                # the same policy without the host side's backstop (a selftest switch): what
+                # its per-packet program costs the connects
+                variants[f"sluice-{n}-no-backstop"] = self.sluice_up(
+                    n, tag="nobs", env=dict(os.environ, SLUICE_SELFTEST_NO_BACKSTOP="1"))
+            if a.writer_stopped:
+                # the same run, its writer stopped while it is measured: what the writer's
+                # wake-ups and work cost the connects (its ring must hold them: --ringbuf-kib)
+                variants[f"sluice-{n}-writer-stopped"] = dict(self.runs[n], writer_stopped=True)
             if a.compare:
                 variants[f"{a.compare_label}-{n}"] = self.sluice_up(n, a.compare, "cmp")
         if not a.no_nft:
@@ -358,6 +390,7 @@ class Bench:
                     row[f"{k}_x"] = statistics.median(x[k] / b[k] for x, b in zip(rs, base))
                     row[f"{k}_ns"] = statistics.median(x[k] for x in rs)
                 row["iwi_per_connect"] = statistics.median(x["iwi"] for x in rs)
+                row["rcu_per_connect"] = statistics.median(x.get("rcu", 0) for x in rs)
                 rows.append(row)
         self.results["connect"] = rows
         self.results["connect_raw"] = raw
@@ -422,44 +455,68 @@ class Bench:
                 "total": memlock + st["VmRSS"], "total_private": memlock + st["RssAnon"]}
 
     # -- the signed pipeline ----------------------------------------------------------------
-    def pipeline(self, n_records, rate, ringbuf_kib, v=None, binary=SLUICE):
+    def pipeline(self, n_records, rate, ringbuf_kib, v=None, binary=SLUICE, stopped=None):
         """n_records allow records (a datagram each from a new socket, rate/s if rate) into the
         run v or a fresh 10-CIDR run, which ends after: records/s, the writer's CPU per record
         (schedstat), the sender's time per datagram and IRQ-work interrupts per record (what
-        forced wake-ups cost the sender), loss."""
+        forced wake-ups cost the sender), loss.
+
+        The process's CPU is every thread's: the writer's (the run's main thread: ring buffer
+        reader, rendering, chain and tree hashes, write and the checkpoints' fdatasync, and its
+        loop's per-wake-up calls) and the others' (resolver, compressor), given apart. While the
+        sender is slower than the writer, each wake-up finds a few records and its fixed cost
+        is shared by few: stopped (--stop-writer) holds the writer (SIGSTOP) while all records
+        are sent, so it then drains a full ring with no wait: its CPU per record and drain rate
+        are the writer's own capacity, whatever the sender can do."""
         if v is None:
             v = self.flood_run(ringbuf_kib, binary)
+        stopped = self.a.stop_writer if stopped is None else stopped
         p, log = v["proc"], v["log"]
-        if self.a.stop_writer:
+        if stopped:
             os.kill(p.pid, signal.SIGSTOP)
-        c0, t0, i0 = sched_ns(p.pid), time.monotonic(), iwi_total()
+        c0, t0, i0 = sched_threads(p.pid), time.monotonic(), iwi_total()
         sent = self.workload(v, "udpflood", HOT, PORT, n_records, rate).split()
         iwi = iwi_total() - i0
-        if self.a.stop_writer:
-            os.kill(p.pid, signal.SIGCONT)
         t_sent = time.monotonic()
+        if stopped:
+            os.kill(p.pid, signal.SIGCONT)
 
-        def udp(line):
-            return b'"decision":"allow"' in line and b'"proto":"udp"' in line
+        # the log's allow lines, counted as they come (the drain may take a fraction of a second)
+        seen = {"off": 0, "n": 0, "tail": b""}
 
         def allows():
             with open(log, "rb") as f:
-                return sum(1 for line in f if udp(line))
+                f.seek(seen["off"])
+                data = f.read()
+            seen["off"] += len(data)
+            lines = (seen["tail"] + data).split(b"\n")
+            seen["tail"] = lines.pop()
+            seen["n"] += sum(1 for x in lines
+                             if b'"decision":"allow"' in x and b'"proto":"udp"' in x)
+            return seen["n"]
         end = time.time() + 120
         while time.time() < end and allows() < n_records:
-            time.sleep(0.1)
-        c1, t1 = sched_ns(p.pid), time.monotonic()
+            time.sleep(0.002)
+        c1, t1 = sched_threads(p.pid), time.monotonic()
         self.stop(p)
         recs = [json.loads(line) for line in open(log)]
         last = next(r for r in reversed(recs) if r.get("type") == "run_end")
         got = sum(1 for r in recs if r.get("type") == "decision" and r.get("decision") == "allow"
                   and r.get("proto") == "udp")
-        return {"records": n_records, "rate": rate, "allow_lines": got, "lost": last["lost"],
-                "send_s": t_sent - t0, "drain_s": t1 - t0,
-                "writer_cpu_ns_per_record": (c1 - c0) / max(got, 1),
-                "send_ns_per_record": int(sent[1]) / max(n_records, 1),
-                "iwi_per_record": iwi / max(n_records, 1),
-                "records_per_s": got / max(t1 - t0, 1e-9)}
+        writer = c1.get(p.pid, 0) - c0.get(p.pid, 0)
+        others = sum(c1.values()) - sum(c0.values()) - writer
+        out = {"records": n_records, "rate": rate, "allow_lines": got, "lost": last["lost"],
+               "stopped": bool(stopped), "send_s": t_sent - t0, "drain_s": t1 - t0,
+               "writer_cpu_ns_per_record": (writer + others) / max(got, 1),
+               "writer_thread_ns_per_record": writer / max(got, 1),
+               "other_threads_ns_per_record": others / max(got, 1),
+               "send_ns_per_record": int(sent[1]) / max(n_records, 1),
+               "iwi_per_record": iwi / max(n_records, 1),
+               "records_per_s": got / max(t1 - t0, 1e-9)}
+        if stopped:
+            # from the moment the writer may go on: it had every record waiting
+            out["drain_records_per_s"] = got / max(t1 - t_sent, 1e-9)
+        return out
 
     def flood_run(self, ringbuf_kib, binary=SLUICE):
         self.nflood = getattr(self, "nflood", 0) + 1
@@ -650,7 +707,7 @@ class Bench:
         by = {(r["workload"], r["variant"]): r for r in rows}
         out = ["| target (issue 15) | workload | CIDRs | value | met |", "|---|---|---|---|---|"]
         for (w, v), r in by.items():
-            if not v.startswith("sluice-"):
+            if not v.startswith("sluice-") or not v.split("-", 1)[1].isdigit():
                 continue
             n = v.split("-", 1)[1]
             nft = by.get((w, f"nftables-{n}"))
@@ -669,14 +726,15 @@ class Bench:
         if "connect" in R:
             out += [f"connect() and close(), {R['rounds']} interleaved rounds x {R['connects']} "
                     "per variant; x = median over rounds of the ratio to no program in the same "
-                    "round; ns = median over rounds; IWI = IRQ-work interrupts per connect", "",
+                    "round; ns = median over rounds; IWI = IRQ-work interrupts per connect; RCU = RCU "
+                    "softirqs (machine-wide) per connect", "",
                     "| workload | variant | connect x | p99 x | close x | connect ns | p99 ns | "
-                    "close ns | IWI |", "|---|---|---|---|---|---|---|---|---|"]
+                    "close ns | IWI | RCU |", "|---|---|---|---|---|---|---|---|---|---|"]
             for r in R["connect"]:
                 out.append(f"| {r['workload']} | {r['variant']} | {r['med_x']:.2f} | "
                            f"{r['p99_x']:.2f} | {r['close_x']:.2f} | {r['med_ns']:.0f} | "
                            f"{r['p99_ns']:.0f} | {r['close_ns']:.0f} | "
-                           f"{r['iwi_per_connect']:.2f} |")
+                           f"{r['iwi_per_connect']:.2f} | {r.get('rcu_per_connect', 0):.3f} |")
             out.append("")
             out += self.targets(R["connect"])
         if "memory" in R:
@@ -708,17 +766,30 @@ class Bench:
                 out.append(f"| {name} | {p['xlated_insns']} | {p['verified_insns'] or '-'} | "
                            f"{p['jited_bytes']} |")
             out.append("")
-        for k in ("pipeline", "pipeline_paced"):
+        for k in ("pipeline", "pipeline_paced", "pipeline_writer_alone"):
             if k in R:
                 p = R[k]
                 out.append(f"- {k.replace('_', ' ')}: {p['records']} records"
-                           f"{' at ' + str(p['rate']) + '/s' if p['rate'] else ''}: "
+                           f"{' at ' + str(p['rate']) + '/s' if p['rate'] else ''}"
+                           f"{' sent to a stopped writer' if p.get('stopped') else ''}: "
                            f"{p['allow_lines']} logged, {p['lost']} lost, "
                            f"{p['records_per_s']:.0f} records/s end to end, writer CPU "
                            f"{p['writer_cpu_ns_per_record']:.0f} ns per record"
+                           + (f" (its thread {p['writer_thread_ns_per_record']:.0f}, other "
+                              f"threads {p['other_threads_ns_per_record']:.0f})"
+                              if "writer_thread_ns_per_record" in p else "")
                            + (f", sender {p['send_ns_per_record']:.0f} ns and "
                               f"{p['iwi_per_record']:.3f} IRQ-work interrupts per datagram"
-                              if "send_ns_per_record" in p else ""))
+                              if "send_ns_per_record" in p else "")
+                           + (f"; drained {p['drain_records_per_s']:.0f} records/s, "
+                              f"{1e9 / max(p['writer_cpu_ns_per_record'], 1):.0f} per CPU "
+                              f"second" if "drain_records_per_s" in p else ""))
+        if "pipeline" in R and "send_ns_per_record" in R["pipeline"]:
+            p = R["pipeline"]
+            rate = 1e9 / max(p["send_ns_per_record"], 1)
+            out.append(f"- issue 15's 500k records/s for 60 s: the sender's ceiling here is "
+                       f"{rate:.0f}/s (one process, a socket per datagram), so it cannot be "
+                       f"sent; the writer alone's drain rate above is what it is held to")
         if "startup_ms" in R:
             out.append("- sluice run -- true (no daemon: it loads its own programs), median ms: "
                        + ", ".join(f"{n} CIDRs {v:.0f}" for n, v in R["startup_ms"].items()))
@@ -789,6 +860,9 @@ class Bench:
                 self.stop(v["proc"])
             say("pipeline, start-up, attach, replace-policy")
             self.results["pipeline"] = self.pipeline(a.flood, 0, a.flood_ringbuf_kib)
+            self.results["pipeline_writer_alone"] = self.pipeline(a.flood, 0,
+                                                                  a.flood_ringbuf_kib,
+                                                                  stopped=True)
             self.results["startup_ms"] = {n: self.startup(n, a.starts)
                                           for n in (min(a.sizes), max(a.sizes))}
             self.results["startup_handoff"] = self.startup_handoff(a.starts)
@@ -880,6 +954,12 @@ def main():
     ap.add_argument("--stop-writer", action="store_true",
                     help="pipeline: the writer stopped while the flood is sent (what a writer "
                     "that falls behind costs the sender)")
+    ap.add_argument("--no-backstop-variant", action="store_true",
+                    help="the table: each sluice run again without its backstop "
+                    "(SLUICE_SELFTEST_NO_BACKSTOP)")
+    ap.add_argument("--writer-stopped", action="store_true",
+                    help="the table: each sluice run again with its writer stopped (SIGSTOP) "
+                    "while measured, records left in its ring (give it room: --ringbuf-kib)")
     ap.add_argument("--startup-only", action="store_true",
                     help="only sluice run -- true (10 CIDRs) and the daemon's attach, from a spare "
                     "and loading its own, --starts times each")

@@ -92,6 +92,23 @@ void cjson_put_string(cjson_put_fn *put, void *ctx, const char *str)
 	put(ctx, "\"", 1);
 }
 
+size_t cjson_put_plain(char *out, size_t cap, const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t n;
+
+	for (n = 0; plain_ascii[s[n]]; n++) {
+		if (n + 2 >= cap)
+			return 0;
+		out[n + 1] = (char)s[n];
+	}
+	if (s[n] || n + 2 > cap)
+		return 0;
+	out[0] = '"';
+	out[n + 1] = '"';
+	return n + 2;
+}
+
 static void fput_cb(void *f, const char *s, size_t n)
 {
 	fwrite(s, 1, n, f);
@@ -104,17 +121,29 @@ void cjson_fput_string(FILE *f, const char *s)
 
 size_t cjson_fmt_u64(char *out, uint64_t v)
 {
+	/* "00" "01" … "99": two digits per division */
+	static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930"
+				    "31323334353637383940414243444546474849505152535455565758596061"
+				    "62636465666768697071727374757677787980818283848586878889909192"
+				    "93949596979899";
 	char tmp[CJSON_INT_MAX];
-	size_t n = 0, i;
+	size_t n = sizeof(tmp), i;
 
 	/* without printf: a log line carries a dozen integers (make bench measures the writer) */
-	do {
-		tmp[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	for (i = 0; i < n; i++)
-		out[i] = tmp[n - 1 - i];
-	return n;
+	while (v >= 100) {
+		i = (size_t)(v % 100) * 2;
+		v /= 100;
+		tmp[--n] = pairs[i + 1];
+		tmp[--n] = pairs[i];
+	}
+	if (v >= 10) {
+		tmp[--n] = pairs[v * 2 + 1];
+		tmp[--n] = pairs[v * 2];
+	} else {
+		tmp[--n] = (char)('0' + v);
+	}
+	memcpy(out, tmp + n, sizeof(tmp) - n);
+	return sizeof(tmp) - n;
 }
 
 size_t cjson_fmt_i64(char *out, int64_t v)

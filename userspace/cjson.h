@@ -37,6 +37,14 @@ typedef void cjson_put_fn(void *ctx, const char *s, size_t n);
 /* Write the NUL-terminated byte string s in the canonical form, quotes included. */
 void cjson_put_string(cjson_put_fn *put, void *ctx, const char *s);
 
+/*
+ * The common case of cjson_put_string in one pass, for a writer into a buffer of its own: when
+ * s is all printable ASCII that needs no escape (what every key and most values are) and its
+ * quoted form fits in cap bytes, that form is written to out and its length returned; otherwise
+ * 0 and out's contents are undefined (cjson_put_string then writes it).
+ */
+size_t cjson_put_plain(char *out, size_t cap, const char *s);
+
 /* The same onto a stdio stream (the JSON outputs of verify and policy replay). */
 void cjson_fput_string(FILE *f, const char *s);
 

@@ -140,6 +140,11 @@ static void put_u64(struct journal_line *l, uint64_t v)
 {
 	char tmp[CJSON_INT_MAX];
 
+	/* straight into the line when any integer fits (put keeps one byte free) */
+	if (!l->overflow && sizeof(l->buf) - l->len > CJSON_INT_MAX) {
+		l->len += cjson_fmt_u64(l->buf + l->len, v);
+		return;
+	}
 	put(l, tmp, cjson_fmt_u64(tmp, v));
 }
 
@@ -180,9 +185,22 @@ static void put_cb(void *l, const char *s, size_t n)
 	put(l, s, n);
 }
 
+/*
+ * A line is a dozen keys and strings, nearly all plain ASCII: those are copied into the line in
+ * one pass (cjson_put_plain), the rest go through the byte-wise writer. Both give the same bytes.
+ */
 static void put_json_string(struct journal_line *l, const char *str)
 {
-	cjson_put_string(put_cb, l, str);
+	size_t n;
+
+	if (l->overflow)
+		return;
+	/* put() keeps one byte of the buffer free: so does this */
+	n = cjson_put_plain(l->buf + l->len, sizeof(l->buf) - l->len - 1, str);
+	if (n)
+		l->len += n;
+	else
+		cjson_put_string(put_cb, l, str);
 }
 
 static void put_key(struct journal_line *l, const char *key)

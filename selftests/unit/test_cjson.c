@@ -167,6 +167,96 @@ static bool check_random(char *why)
 	return true;
 }
 
+static void buf_put(void *ctx, const char *s, size_t n)
+{
+	char **at = ctx;
+
+	memcpy(*at, s, n);
+	*at += n;
+}
+
+/*
+ * The one-pass copy of a plain string (cjson_put_plain) writes cjson_put_string's bytes or
+ * nothing: never for a string with a byte to escape, never past cap, always when it fits.
+ */
+static bool plain_matches(const char *val, char *why)
+{
+	static char ref[8 * 256 + 2], out[8 * 256 + 2];
+	char *at = ref;
+	size_t vlen = strlen(val), rlen, cap, n;
+	bool plain;
+
+	cjson_put_string(buf_put, &at, val);
+	rlen = (size_t)(at - ref);
+	plain = true;
+	for (n = 0; n < vlen; n++)
+		plain &= val[n] >= 0x20 && val[n] < 0x7f && val[n] != '"' && val[n] != '\\';
+	for (cap = 0; cap <= rlen + 2; cap++) {
+		n = cjson_put_plain(out, cap, val);
+		EXPECT(n <= cap, "%zu bytes written into %zu", n, cap);
+		EXPECT(!n || (plain && n == rlen && !memcmp(out, ref, n)),
+		       "a %zu-byte string copied other than cjson_put_string writes it", vlen);
+		EXPECT(n || !plain || cap < rlen, "a plain string that fits %zu bytes was refused",
+		       cap);
+	}
+	return true;
+}
+
+static bool check_plain(char *why)
+{
+	unsigned int seed = 15;
+	char s[256];
+
+	for (size_t k = 0; k < ARRAY_SIZE(nasty); k++)
+		if (strlen(nasty[k]) < sizeof(s) && !plain_matches(nasty[k], why))
+			return false;
+	for (int round = 0; round < 2000; round++) {
+		size_t n = (size_t)rand_r(&seed) % (sizeof(s) - 1);
+
+		/* mostly printable ASCII, sometimes a byte to escape */
+		for (size_t i = 0; i < n; i++) {
+			unsigned int r = (unsigned int)rand_r(&seed);
+
+			s[i] = (char)(r % 50 ? 0x20 + (r >> 8) % 0x5f : 1 + (r >> 8) % 0xff);
+		}
+		s[n] = '\0';
+		if (!plain_matches(s, why))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The log writer's limit is the same for a plain string (copied in one pass) as for one that is
+ * escaped byte by byte: a line is taken exactly when it and its newline fit JOURNAL_LINE_MAX - 1.
+ */
+static bool check_line_limit(char *why)
+{
+	static char s[JOURNAL_LINE_MAX + 8];
+	static struct journal_line l;
+	struct timespec ts = {.tv_sec = 1, .tv_nsec = 0};
+	/* {"ts":1000000,"type":"t","v":"…"} and "\n": 33 bytes around the string */
+	size_t around = 33, len;
+
+	for (len = JOURNAL_LINE_MAX - around - 4; len < JOURNAL_LINE_MAX - around + 4; len++) {
+		for (int esc = 0; esc < 2; esc++) {
+			memset(s, 'a', len);
+			if (esc)
+				s[len / 2] = '\x7f'; /* \u007f: 5 bytes more */
+			s[len] = '\0';
+			journal_line_begin(&l, "t", &ts);
+			journal_line_str(&l, "v", s);
+			bool fits = len + around + (esc ? 5 : 0) <= JOURNAL_LINE_MAX - 1;
+			int ret = journal_line_finish(&l);
+
+			EXPECT(fits ? !ret && l.len == len + around + (esc ? 5 : 0) : ret == -E2BIG,
+			       "a line of %zu bytes (escape: %d): %d, %zu bytes", len + around, esc,
+			       ret, l.len);
+		}
+	}
+	return true;
+}
+
 /* The number format: the one text for an integer, both signs and both ends. */
 static bool check_numbers(char *why)
 {
@@ -188,6 +278,22 @@ static bool check_numbers(char *why)
 	n = cjson_fmt_u64(buf, UINT64_MAX);
 	buf[n] = '\0';
 	EXPECT(!strcmp(buf, "18446744073709551615"), "UINT64_MAX printed as %s", buf);
+	/* every length, each power of ten and its neighbours, and random values, against printf */
+	for (int k = 0; k < 20000; k++) {
+		static unsigned int seed = 17;
+		uint64_t v, p10 = 1;
+		char ref[CJSON_INT_MAX + 1];
+
+		for (int e = 0; e < k % 20; e++)
+			p10 *= 10;
+		v = k < 60 ? p10 - 1 + (uint64_t)(k / 20) : ((uint64_t)rand_r(&seed) << 33 ^
+							   (uint64_t)rand_r(&seed) << 11 ^
+							   (uint64_t)rand_r(&seed)) >> (k % 64);
+		snprintf(ref, sizeof(ref), "%llu", (unsigned long long)v);
+		n = cjson_fmt_u64(buf, v);
+		buf[n] = '\0';
+		EXPECT(!strcmp(buf, ref), "%s printed as %s", ref, buf);
+	}
 	return true;
 }
 
@@ -195,7 +301,7 @@ int main(void)
 {
 	char why[WHY_LEN];
 
-	printf("TAP version 13\n1..4\n");
+	printf("TAP version 13\n1..6\n");
 	why[0] = '\0';
 	report(check_nasty(why),
 	       "nasty strings: the log and the socket read back what they wrote, in one form", why);
@@ -205,5 +311,11 @@ int main(void)
 	report(check_random(why), "20000 random byte strings read back through both", why);
 	why[0] = '\0';
 	report(check_numbers(why), "one number format", why);
+	why[0] = '\0';
+	report(check_plain(why), "a plain string's one-pass copy is cjson_put_string's bytes or none",
+	       why);
+	why[0] = '\0';
+	report(check_line_limit(why), "a line's size limit is the same for plain and escaped strings",
+	       why);
 	return tap_status();
 }
