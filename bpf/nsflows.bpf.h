@@ -12,14 +12,24 @@
  * run's host-side program, so it passes only if every run there allows it.
  *
  * The two maps are pinned per namespace (<bpffs>/sluice/netns@<dev>-<ino>, see loader.c) and
- * shared by its runs; a run alone in its namespace has them too. The programs reach them through
- * a one-slot map of maps each, which the loader fills when a run takes the set, after its load:
- * a set verified in advance (sluice daemon's spares) can serve a run in any namespace. Token 0:
- * the run has no host side (no --netns), nothing is recorded, the slots stay empty.
+ * shared by its runs. The programs reach them through a one-slot map of maps each, which the
+ * loader fills when a run takes the set, after its load: a set verified in advance (sluice
+ * daemon's spares) can serve a run in any namespace. Token 0: the run has no host side (no
+ * --netns), nothing is recorded, the slots stay empty.
+ *
+ * The flows exist only while two runs or more are alive in the namespace. A run alone there has
+ * nothing to attribute — every frame its host side sees is its own or no run's, and it judges
+ * both — so its flows slot stays empty: the packet layer records nothing (no map write per
+ * connect(), no 1.75 MiB LRU). The loader of a run that joins makes the map and puts it into the
+ * slot of every run there, its own and theirs, before its host side is attached: from then on
+ * each run's packet layer records what it lets out. The last but one to leave empties the slot
+ * of the run that stays (loader.c, ns_sync).
  *
  * A slot found empty fails closed. The packet layer records nothing: the frame is then judged by
  * every run's host side, its own run's too. The host side finds no other run's flow: it judges
- * the frame itself. Either way no frame is left unjudged.
+ * the frame itself. Either way no frame is left unjudged. (A frame of a run's flow that left
+ * before a second run joined, and an ICMP error about such a flow, are judged by the newcomer's
+ * host side as well: a frame of that flow leaving after the join is recorded again.)
  */
 #ifndef SLUICE_NSFLOWS_BPF_H
 #define SLUICE_NSFLOWS_BPF_H
@@ -80,22 +90,27 @@ static __always_inline void ns_flow_key(struct sl_ns_flow_key *k, const struct p
 }
 
 /*
- * The packet layer: this packet leaves the run's cgroup; its frame is the run's. opening: the
- * packet opens its 5-tuple (a TCP SYN of a new flow), which the map cannot hold for this run
- * yet: it is written without the lookup, which would miss (a walk of a cold bucket on every
- * connect()). What the write leaves is the same either way: the run's token under the key.
+ * The flows the packet layer records into: the namespace's, while the run shares it with
+ * another run; NULL when the run has no host side or is alone in its namespace (nothing to
+ * record: its frames are judged by its own host side, the only one there).
  */
-static __always_inline void ns_flow_note(const struct packet_dst *d, bool opening)
+static __always_inline void *ns_flows_shared(void)
+{
+	return sl_cfg.ns_token ? ns_map(&sl_ns_flows) : NULL;
+}
+
+/*
+ * The packet layer: this packet leaves the run's cgroup; its frame is the run's. flows: from
+ * ns_flows_shared, asked first so that a run alone pays nothing more. opening: the packet opens
+ * its 5-tuple (a TCP SYN of a new flow), which the map cannot hold for this run yet: it is
+ * written without the lookup, which would miss (a walk of a cold bucket on every connect()).
+ * What the write leaves is the same either way: the run's token under the key.
+ */
+static __always_inline void ns_flow_note(void *flows, const struct packet_dst *d, bool opening)
 {
 	struct sl_ns_flow_key k;
 	__u64 token = sl_cfg.ns_token, *owner;
-	void *flows;
 
-	if (!token)
-		return;
-	flows = ns_map(&sl_ns_flows);
-	if (!flows)
-		return; /* unrecorded: every run's host side judges the frame */
 	ns_flow_key(&k, d);
 	if (!opening) {
 		owner = bpf_map_lookup_elem(flows, &k);
@@ -105,13 +120,13 @@ static __always_inline void ns_flow_note(const struct packet_dst *d, bool openin
 	bpf_map_update_elem(flows, &k, &token, BPF_ANY);
 }
 
-static __always_inline bool ns_key_of_other_run(const struct sl_ns_flow_key *k)
+static __always_inline bool ns_key_of_other_run(void *flows, const struct sl_ns_flow_key *k)
 {
-	void *flows = ns_map(&sl_ns_flows), *runs = ns_map(&sl_ns_runs);
+	void *runs = ns_map(&sl_ns_runs);
 	__u64 *owner;
 
-	/* no maps: the frame is judged here */
-	if (!flows || !runs)
+	/* no runs map: the frame is judged here */
+	if (!runs)
 		return false;
 	owner = bpf_map_lookup_elem(flows, k);
 	if (!owner || *owner == sl_cfg.ns_token)
@@ -119,13 +134,16 @@ static __always_inline bool ns_key_of_other_run(const struct sl_ns_flow_key *k)
 	return bpf_map_lookup_elem(runs, owner) != NULL;
 }
 
-/* The host side: a frame another living run's cgroup sent, for that run's program to judge. */
-static __always_inline bool ns_flow_of_other_run(const struct packet_dst *d)
+/*
+ * The host side: a frame another living run's cgroup sent, for that run's program to judge.
+ * flows: from ns_flows_shared (a run alone in its namespace judges every frame there).
+ */
+static __always_inline bool ns_flow_of_other_run(void *flows, const struct packet_dst *d)
 {
 	struct sl_ns_flow_key k;
 
 	ns_flow_key(&k, d);
-	return ns_key_of_other_run(&k);
+	return ns_key_of_other_run(flows, &k);
 }
 
 /*
@@ -133,14 +151,14 @@ static __always_inline bool ns_flow_of_other_run(const struct packet_dst *d)
  * for an answer to a socket already closed — belongs to the run whose flow that packet answered:
  * the quoted header's key with its ends swapped. (Outer and quoted header have one family.)
  */
-static __always_inline bool ns_icmp_error_of_other_run(struct __sk_buff *skb,
+static __always_inline bool ns_icmp_error_of_other_run(void *flows, struct __sk_buff *skb,
 						       const struct packet_dst *d)
 {
 	struct packet_dst q = {};
 	struct sl_ns_flow_key k;
 	__u8 type;
 
-	if (d->fragment || !sl_cfg.ns_token)
+	if (d->fragment)
 		return false;
 	if (d->family == AF_INET && d->proto == IPPROTO_ICMP) {
 		/* unreachable, source quench, redirect, time exceeded, parameter problem */
@@ -160,7 +178,7 @@ static __always_inline bool ns_icmp_error_of_other_run(struct __sk_buff *skb,
 	k.dport = q.sport;
 	k.family = q.family;
 	k.proto = q.proto;
-	return ns_key_of_other_run(&k);
+	return ns_key_of_other_run(flows, &k);
 }
 
 #endif /* SLUICE_NSFLOWS_BPF_H */

@@ -846,6 +846,8 @@ static __always_inline int backstop(struct __sk_buff *skb, struct bpf_sock *sk,
 	struct sl_decision_event ev = {};
 	struct verdict v = {};
 	struct sl_sk_held *h;
+	struct sl_flow *opener = flow; /* the flow this packet may open (flow_opening) */
+	void *ns_flows;
 
 	/*
 	 * Headers that cannot be read (a raw socket's IHL below 5, a transport header cut short):
@@ -856,17 +858,15 @@ static __always_inline int backstop(struct __sk_buff *skb, struct bpf_sock *sk,
 		return drop_unjudged(skb, SL_REASON_PROTOCOL);
 	if (dst_is_resolver(&d))
 		return SKB_PASS;
-	if (dst_is_flow_dst(&d, flow)) {
-		ns_flow_note(&d, flow_opening(skb, &d, flow));
-		return SKB_PASS;
-	}
+	if (dst_is_flow_dst(&d, flow))
+		goto pass;
 	packet_judge(&d, &v, &ev);
 	if (flow && flow->era != sl_cfg.era && dst_is_flows(&d, flow))
 		flow_restamp(sk, flow, &v, &ev);
 	if (v.verdict != SL_VERDICT_DENY ||
 	    (!cfg_enforcing() && v.reason != SL_REASON_BLACKHOLE)) {
-		ns_flow_note(&d, false);
-		return SKB_PASS;
+		opener = NULL; /* not where its flow goes: it opens none */
+		goto pass;
 	}
 	ev.hook = SL_HOOK_EGRESS;
 	ev.verdict = SL_VERDICT_DENY;
@@ -894,6 +894,12 @@ static __always_inline int backstop(struct __sk_buff *skb, struct bpf_sock *sk,
 	h->ev.era = sl_cfg.era; /* the generation that judged it, whichever records it */
 	h->recorded = 0;
 	return drop_held(h);
+pass:
+	/* one place, not one per way out: the program's budget has no room for two copies */
+	ns_flows = ns_flows_shared();
+	if (ns_flows)
+		ns_flow_note(ns_flows, &d, flow_opening(skb, &d, opener));
+	return SKB_PASS;
 }
 
 /*
@@ -907,6 +913,7 @@ int sl_backstop(struct __sk_buff *skb)
 {
 	struct bpf_sock *sk = skb->sk, *full;
 	struct packet_dst d = {};
+	void *ns_flows;
 
 	if (!cfg_backstop())
 		return SKB_PASS;
@@ -918,8 +925,9 @@ int sl_backstop(struct __sk_buff *skb)
 	full = bpf_sk_fullsock(sk);
 	if (!full) {
 		/* still the run's: its host-side program judges them, not the other runs' */
-		if (sl_cfg.ns_token && !packet_dst(skb, 0, &d))
-			ns_flow_note(&d, false);
+		ns_flows = ns_flows_shared();
+		if (ns_flows && !packet_dst(skb, 0, &d))
+			ns_flow_note(ns_flows, &d, false);
 		return SKB_PASS;
 	}
 	if (bpf_sk_storage_get(&sl_sk_held, full, 0, 0))

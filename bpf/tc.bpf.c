@@ -135,6 +135,7 @@ int sl_tc_ingress(struct __sk_buff *skb)
 	struct packet_dst d = {};
 	struct verdict v = {};
 	bool enforce = cfg_enforcing();
+	void *ns_flows;
 
 	if (skb->protocol == bpf_htons(ETH_P_ARP))
 		return TC_PASS;
@@ -148,7 +149,9 @@ int sl_tc_ingress(struct __sk_buff *skb)
 	if (link_control(skb, &d))
 		return TC_PASS;
 	/* another run in this namespace sent it: that run's programs judge it (nsflows.bpf.h) */
-	if (ns_flow_of_other_run(&d) || ns_icmp_error_of_other_run(skb, &d))
+	ns_flows = ns_flows_shared();
+	if (ns_flows &&
+	    (ns_flow_of_other_run(ns_flows, &d) || ns_icmp_error_of_other_run(ns_flows, skb, &d)))
 		return TC_PASS;
 	packet_judge(&d, &v, &ev);
 	if (v.verdict != SL_VERDICT_DENY)

@@ -323,6 +323,102 @@ SLUICE_SELFTEST_TC_CLSACT=1 p26_start a clsact
 SLUICE_SELFTEST_TC_CLSACT=1 p26_start b clsact
 p26_check clsact
 
+# P26, a run joining a run alone in the namespace: the run alone records no flow (there is no
+# flow map: nothing to attribute), so the one that joins must give it one before its own host
+# side is attached. Run a's connection opened while it was alone, and its new flows, still pass
+# run b's host side (which denies run a's host); a process in no run's cgroup is judged by run
+# a's host side while the two share the namespace and after run b left (the flow map gone again).
+cat >"$SL_TMP/p26j.py" <<'EOF2'
+import os, socket, sys, time
+
+go = sys.argv[1]
+def wait(f):
+    while not os.path.exists(go + f):
+        time.sleep(0.05)
+def flow(fam, dst, first=b""):
+    c = socket.socket(fam, socket.SOCK_STREAM)
+    c.settimeout(5)
+    c.connect((dst, 80))
+    c.sendall(first)
+    return c
+def done(c, more):
+    c.sendall(more)
+    c.shutdown(socket.SHUT_WR)
+    c.recv(1)  # the sink's end: it had every byte and the FIN
+try:
+    old = flow(socket.AF_INET, "198.51.100.10", b"alone-")
+    open(go + ".alone", "w").close()
+    wait(".joined")
+    done(old, b"joined")
+    socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"joined", ("198.51.100.10", 9999))
+    done(flow(socket.AF_INET6, "2001:db8::10"), b"joined")
+    print("joined ok", flush=True)
+    wait(".left")
+    done(flow(socket.AF_INET, "198.51.100.10"), b"left")
+    print("left ok", flush=True)
+except OSError as e:
+    print("failed:", e, flush=True)
+wait(".end")
+EOF2
+cat >"$SL_TMP/p26conn.py" <<'EOF2'
+import socket, sys
+s = socket.socket(socket.AF_INET)
+s.settimeout(2)
+try:
+    s.connect((sys.argv[1], int(sys.argv[2])))
+    print("connected")
+except socket.timeout:
+    print("timeout")
+except OSError as e:
+    print(e.strerror)
+EOF2
+ns_pins=/sys/fs/bpf/sluice/netns@$(stat -L -c '%d-%i' "/run/netns/$SL_NS_RUN")
+j=$SL_TMP/p26j
+la=$SL_TMP/p26j-a.jsonl lb=$SL_TMP/p26j-b.jsonl
+sink_mark
+sluice_start "$SL_TMP/p26a.yaml" "$la" --netns "/run/netns/$SL_NS_RUN" -- \
+	python3 "$SL_TMP/p26j.py" "$j"
+ja_pid=$SL_RUN_PID ja_id=$SL_RUN_ID ja_out=$SL_OUT
+wait_until 60000 test -e "$j.alone" || tap_diag_file "$SL_ERR"
+tap_is "P26 join: run a alone in the namespace: its runs map is pinned, no flow map" \
+	"$(find "$ns_pins" -mindepth 1 ! -name 'slot-*' -printf '%f ')" "runs "
+sluice_start "$SL_TMP/p26b.yaml" "$lb" --netns "/run/netns/$SL_NS_RUN" -- \
+	sh -c "while [ ! -e $j.bend ]; do sleep 0.05; done"
+jb_pid=$SL_RUN_PID jb_id=$SL_RUN_ID
+wait_until 60000 grep -qs '"run_start"' "$lb" || tap_diag_file "$SL_ERR"
+tap_check "P26 join: run b joins: the flow map is pinned" test -e "$ns_pins/flows"
+touch "$j.joined"
+wait_until 20000 grep -qs 'ok\|failed' "$ja_out"
+tap_is "P26 join: run a's connection from before the join, and its new flows, get through" \
+	"$(head -n 1 "$ja_out")" "joined ok"
+assert_sink_saw "P26 join: run a's datagram after the join arrives" 'udp 198.51.100.10 9999'
+assert_sink_saw "P26 join: run a's new IPv6 connection arrives" 'tcp 2001:db8::10 80'
+tap_is "P26 join: a process in no run's cgroup beside both is judged by run a (run b's host)" \
+	"$(in_run python3 "$SL_TMP/p26conn.py" 203.0.113.7 80)" timeout
+touch "$j.bend"
+wait "$jb_pid"
+tap_is "P26 join: run b ends normally" "$?" 0
+tap_check "P26 join: run b left nothing" leftovers_check "$jb_id"
+tap_is "P26 join: run b gone, run a alone again: the flow map's pin is gone" \
+	"$(find "$ns_pins" -mindepth 1 ! -name 'slot-*' -printf '%f ')" "runs "
+touch "$j.left"
+wait_until 20000 grep -qs 'left ok\|failed' "$ja_out"
+tap_is "P26 join: run a, alone again, reaches its host" "$(sed -n 2p "$ja_out")" "left ok"
+tap_is "P26 join: ... and a process in no run's cgroup beside it is judged by its host side" \
+	"$(in_run python3 "$SL_TMP/p26conn.py" 203.0.113.7 80)" timeout
+assert_sink_none "P26 join: no connection of the process in no run reached run b's host" \
+	'tcp-accept 203.0.113.7'
+tap_cmp "P26 join: run b's log has no denial (run a's frames were left to run a)" \
+	"$(log_count "$lb" type=decision decision=deny)" -eq 0
+tap_cmp "P26 join: run a's host side denied the process in no run, both times" \
+	"$(log_count "$la" type=decision decision=deny hook=tc dst=203.0.113.7 port=80)" -ge 2
+touch "$j.end"
+wait "$ja_pid"
+tap_is "P26 join: run a ends normally" "$?" 0
+tap_check "P26 join: run a left nothing" leftovers_check "$ja_id"
+tap_is "P26 join: the namespace's maps are gone with its last run" \
+	"$(find "$ns_pins" -maxdepth 0 2>/dev/null | wc -l)" 0
+
 # P26: a run cannot borrow another run's flow. Run a (nobody) binds an IPv6 socket with
 # IPV6_FREEBIND to run b's host and port, and connects from there to the namespace's own address
 # (which its policy allows) at the port of run b's closed flow: the namespace's kernel answers

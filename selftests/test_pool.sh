@@ -320,7 +320,8 @@ tap_is "a run with a host side (netns) is attached from a spare" \
 	"$(sl_reply_field "$out" ok) $(sl_reply_field "$out" spare)" "true true"
 [[ $(sl_reply_field "$out" spare) == true ]] || tap_diag "$out"$'\n'"$(tail -5 "$D/err")"
 tap_diag "netns attach from a spare: $(sl_reply_field "$out" attach_ms) ms"
-tap_check "… and its namespace's maps are pinned" test -e "$NS_PINS/flows" -a -e "$NS_PINS/runs"
+tap_check "… and its namespace's runs map is pinned, no flow map (alone there)" \
+	test -e "$NS_PINS/runs" -a ! -e "$NS_PINS/flows"
 tap_cmp "… and its host-side program is on the veth peer" \
 	"$(in_rtr bpftool net show dev vrun 2>/dev/null | grep -c sl_tc)" -ge 1
 sink_mark
@@ -341,6 +342,7 @@ out=$(attach_ns "$RM" "$CG_M" "$SL_TMP/m.yaml")
 tap_is "a second run in the same namespace is attached from a spare" \
 	"$(sl_reply_field "$out" ok) $(sl_reply_field "$out" spare)" "true true"
 [[ $(sl_reply_field "$out" spare) == true ]] || tap_diag "$out"$'\n'"$(tail -5 "$D/err")"
+tap_check "… and the namespace's flow map is pinned (two runs there)" test -e "$NS_PINS/flows"
 # each run's allowed connection passes the other run's host side only if attributed to it
 sink_mark
 tap_is "run N still reaches its host (past run M's host side), not M's" \
@@ -388,7 +390,8 @@ tap_is "runs N and M (host side), taken over, keep their allowlists" \
 	"$(probe "$CG_N" 198.51.100.10) $(probe "$CG_N" 203.0.113.7) $(probe "$CG_M" 203.0.113.7)" \
 	"ok err EPERM ok"
 "$SLUICE" detach --run-id "$RN" >/dev/null 2>&1
-tap_check "with run M still attached, the namespace's maps stay" test -e "$NS_PINS/runs"
+tap_check "with run M still attached, the namespace's runs map stays, the flow map goes" \
+	test -e "$NS_PINS/runs" -a ! -e "$NS_PINS/flows"
 tap_is "run M, alone in the namespace, still reaches its host" "$(probe "$CG_M" 203.0.113.7)" ok
 "$SLUICE" detach --run-id "$RM" >/dev/null 2>&1
 tap_check "the last run out removed the namespace's maps" test ! -e "$NS_PINS"

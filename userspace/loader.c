@@ -132,8 +132,11 @@ struct tc_attachment {
  * The flows map is an LRU: the packet layer notes every packet it lets out just before the host
  * side sees its frame, so the map has to remember a flow only while it is idle (for an ICMP
  * error about it); a flow forgotten is judged by every run's host side, which fails closed.
+ * It exists only while two runs or more are in the namespace (ns_sync): each run's flows slot
+ * is pinned there too, as "slot-<token>", so that the loader of another run can fill or empty it.
  */
 #define NS_DIR_FMT "%s/sluice/netns@%llu-%llu"
+#define NS_SLOT_FMT "%s/slot-%016llx"
 
 struct clsact_pin {
 	char name[64];
@@ -586,46 +589,6 @@ static int ns_share_init(struct loader *l, const struct sl_run_cfg *cfg)
 }
 
 /*
- * The run leaves its namespace: its frames, if any were still to come, would be judged by every
- * run's host side. The last run out removes the pins. lock: clsact_lock() is held already (-2:
- * take it here).
- */
-static void ns_leave(struct loader *l, int lock)
-{
-	char runs[PATH_MAX], flows[PATH_MAX];
-	bool empty = false;
-	__u64 key;
-	int fd;
-
-	if (!l->ns_dir[0])
-		return;
-	if (!util_fmt(runs, sizeof(runs), "%s/runs", l->ns_dir) &&
-	    !util_fmt(flows, sizeof(flows), "%s/flows", l->ns_dir)) {
-		bool taken = lock == -2;
-
-		if (taken)
-			lock = clsact_lock();
-		fd = bpf_obj_get(runs);
-		if (fd >= 0) {
-			bpf_map_delete_elem(fd, &l->ns_token);
-			empty = bpf_map_get_next_key(fd, NULL, &key) && errno == ENOENT;
-			close(fd);
-		} else {
-			empty = errno == ENOENT;
-		}
-		if (empty) {
-			unlink(flows);
-			unlink(runs);
-			rmdir(l->ns_dir);
-		}
-		if (taken)
-			clsact_unlock(lock);
-	}
-	l->ns_dir[0] = '\0';
-	l->ns_token = 0;
-}
-
-/*
  * The shape of the namespace's maps: their slots' templates' (bpf/nsflows.bpf.h; libbpf frees
  * the templates once the outer maps exist, so they cannot be asked after load).
  */
@@ -635,17 +598,20 @@ struct ns_map_shape {
 	__u32 key_size, value_size, max_entries;
 };
 
+enum { NS_FLOWS, NS_RUNS };
+
 static const struct ns_map_shape ns_shapes[2] = {
-	{ "flows", BPF_MAP_TYPE_LRU_HASH, sizeof(struct sl_ns_flow_key), sizeof(__u64),
-	  SL_NS_FLOWS_MAX },
-	{ "runs", BPF_MAP_TYPE_HASH, sizeof(__u64), sizeof(__u8), SL_NS_RUNS_MAX },
+	[NS_FLOWS] = { "flows", BPF_MAP_TYPE_LRU_HASH, sizeof(struct sl_ns_flow_key),
+		       sizeof(__u64), SL_NS_FLOWS_MAX },
+	[NS_RUNS] = { "runs", BPF_MAP_TYPE_HASH, sizeof(__u64), sizeof(__u8), SL_NS_RUNS_MAX },
 };
 
 /*
- * One of the namespace's maps: its pin, or a new map pinned there. A pin of another shape (a
- * build whose sizes differ) is refused: the slot would not take it.
+ * One of the namespace's maps: its pin, or (create) a new map pinned there; -ENOENT when it is
+ * not pinned and create is false. A pin of another shape (a build whose sizes differ) is
+ * refused: the slot would not take it.
  */
-static int ns_map_get(const char *dir, const struct ns_map_shape *shape)
+static int ns_map_get(const char *dir, const struct ns_map_shape *shape, bool create)
 {
 	struct bpf_map_info info = {};
 	__u32 len = sizeof(info);
@@ -669,7 +635,7 @@ static int ns_map_get(const char *dir, const struct ns_map_shape *shape)
 		}
 		return fd;
 	}
-	if (errno != ENOENT)
+	if (errno != ENOENT || !create)
 		return -errno;
 	if (mkdir(dir, 0700) && errno != EEXIST)
 		return -errno;
@@ -685,35 +651,147 @@ static int ns_map_get(const char *dir, const struct ns_map_shape *shape)
 	return fd;
 }
 
+/* The tokens of the runs alive in the namespace (its runs map), at most SL_NS_RUNS_MAX. */
+static int ns_tokens(int runs_fd, __u64 tokens[SL_NS_RUNS_MAX])
+{
+	__u64 key, *prev = NULL;
+	int n = 0;
+
+	while (n < SL_NS_RUNS_MAX && !bpf_map_get_next_key(runs_fd, prev, &key)) {
+		tokens[n] = key;
+		prev = &tokens[n++];
+	}
+	return n;
+}
+
 /*
- * The run joins its namespace (a set loaded for it, or a spare it takes): the namespace's maps,
- * pinned by the first run there, go into the set's slots, and the run's token into the runs
- * map. Before the configuration (its ns_token) is written and before any link exists: a program
- * never sees a token without the maps. Under clsact_lock, which ns_leave takes to remove them.
+ * Whether the namespace's runs attribute their frames to each other: with two runs or more the
+ * flows map (made here if need be) goes into every run's flows slot; with one run or none, its
+ * slot is emptied and the map's pin removed (the slots that still hold it free it once they
+ * go). Under clsact_lock, after each change to the runs map, before the host side of a run that
+ * joins is attached and after that of a run that leaves is detached. A run whose slot has no pin
+ * (a run of a build that kept the flows map always, which its slot holds) keeps the pin.
+ */
+static int ns_sync(const char *dir, int runs_fd)
+{
+	__u64 tokens[SL_NS_RUNS_MAX];
+	int n = ns_tokens(runs_fd, tokens), flows = -1, slot, err = 0, i;
+	bool unpinned_slot = false;
+	char path[PATH_MAX];
+	__u32 zero = 0;
+
+	if (n >= 2) {
+		flows = ns_map_get(dir, &ns_shapes[NS_FLOWS], true);
+		if (flows < 0)
+			return flows;
+	}
+	for (i = 0; !err && i < n; i++) {
+		if (util_fmt(path, sizeof(path), NS_SLOT_FMT, dir,
+			     (unsigned long long)tokens[i])) {
+			err = -ENAMETOOLONG;
+			break;
+		}
+		slot = bpf_obj_get(path);
+		if (slot < 0) {
+			unpinned_slot = true;
+			continue;
+		}
+		if (flows >= 0) {
+			if (bpf_map_update_elem(slot, &zero, &flows, BPF_ANY))
+				err = -errno;
+		} else if (bpf_map_delete_elem(slot, &zero) && errno != ENOENT) {
+			err = -errno; /* (ENOENT: the slot was empty) */
+		}
+		close(slot);
+	}
+	if (flows >= 0)
+		close(flows);
+	else if (!err && !unpinned_slot && !util_fmt(path, sizeof(path), "%s/flows", dir))
+		unlink(path);
+	return err;
+}
+
+/*
+ * The run leaves its namespace: its frames, if any were still to come, would be judged by every
+ * run's host side. The last run out removes the pins; the last but one takes the flows away
+ * from the one that stays (ns_sync). lock: clsact_lock() is held already (-2: take it here).
+ */
+static void ns_leave(struct loader *l, int lock)
+{
+	char runs[PATH_MAX], flows[PATH_MAX], slot[PATH_MAX];
+	bool empty = false;
+	__u64 key;
+	int fd;
+
+	if (!l->ns_dir[0])
+		return;
+	if (!util_fmt(runs, sizeof(runs), "%s/runs", l->ns_dir) &&
+	    !util_fmt(flows, sizeof(flows), "%s/flows", l->ns_dir) &&
+	    !util_fmt(slot, sizeof(slot), NS_SLOT_FMT, l->ns_dir,
+		      (unsigned long long)l->ns_token)) {
+		bool taken = lock == -2;
+
+		if (taken)
+			lock = clsact_lock();
+		unlink(slot);
+		fd = bpf_obj_get(runs);
+		if (fd >= 0) {
+			bpf_map_delete_elem(fd, &l->ns_token);
+			empty = bpf_map_get_next_key(fd, NULL, &key) && errno == ENOENT;
+			/* best effort: a run left holding the flows records into a map no one reads */
+			if (!empty)
+				ns_sync(l->ns_dir, fd);
+			close(fd);
+		} else {
+			empty = errno == ENOENT;
+		}
+		if (empty) {
+			unlink(flows);
+			unlink(runs);
+			rmdir(l->ns_dir);
+		}
+		if (taken)
+			clsact_unlock(lock);
+	}
+	l->ns_dir[0] = '\0';
+	l->ns_token = 0;
+}
+
+/*
+ * The run joins its namespace (a set loaded for it, or a spare it takes): the namespace's runs
+ * map, pinned by the first run there, goes into the set's slot, the set's flows slot is pinned
+ * for the runs to come, and the run's token goes into the runs map; then the flows, if the run
+ * is not alone (ns_sync). Before the configuration (its ns_token) is written and before any link
+ * exists: a program never sees a token without the maps. Under clsact_lock, which ns_leave takes
+ * to remove them.
  */
 static int ns_bind(struct loader *l)
 {
-	struct bpf_map *outer[2] = { l->skb->maps.sl_ns_flows, l->skb->maps.sl_ns_runs };
-	int fds[2] = { -1, -1 }, lock, err = 0, i;
+	int runs = -1, lock, err = 0;
+	char slot[PATH_MAX];
 	__u32 zero = 0;
 	__u8 one = 1;
 
 	lock = clsact_lock();
 	if (lock < 0)
 		return -errno;
-	for (i = 0; !err && i < 2; i++) {
-		fds[i] = ns_map_get(l->ns_dir, &ns_shapes[i]);
-		if (fds[i] < 0)
-			err = fds[i];
-		else if (bpf_map_update_elem(bpf_map__fd(outer[i]), &zero, &fds[i], BPF_ANY))
-			err = -errno;
-	}
+	runs = ns_map_get(l->ns_dir, &ns_shapes[NS_RUNS], true);
+	if (runs < 0)
+		err = runs;
+	else if (bpf_map_update_elem(bpf_map__fd(l->skb->maps.sl_ns_runs), &zero, &runs, BPF_ANY))
+		err = -errno;
+	if (!err && util_fmt(slot, sizeof(slot), NS_SLOT_FMT, l->ns_dir,
+			     (unsigned long long)l->ns_token))
+		err = -ENAMETOOLONG;
+	if (!err && bpf_obj_pin(bpf_map__fd(l->skb->maps.sl_ns_flows), slot))
+		err = -errno;
 	/* alive in the namespace: from now on the other runs leave its frames to it */
-	if (!err && bpf_map_update_elem(fds[1], &l->ns_token, &one, BPF_NOEXIST))
+	if (!err && bpf_map_update_elem(runs, &l->ns_token, &one, BPF_NOEXIST))
 		err = errno == E2BIG ? -EUSERS : -errno;
-	for (i = 0; i < 2; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
+	if (!err)
+		err = ns_sync(l->ns_dir, runs);
+	if (runs >= 0)
+		close(runs);
 	if (err)
 		ns_leave(l, lock);
 	clsact_unlock(lock);
@@ -963,7 +1041,10 @@ int loader_take(struct loader *l, const struct policy *p, const struct policy_co
 		if (err)
 			return err;
 	}
-	return configure(l, p, c, opts);
+	err = configure(l, p, c, opts);
+	if (err)
+		ns_leave(l, -2); /* the set is never anyone's: nor is its place in the namespace */
+	return err;
 }
 
 static const char *const lsm_link_names[3] = { "lsm-socket-create", "lsm-connect",
