@@ -1262,6 +1262,24 @@ sl_daemon_kill() {
 	return 0
 }
 
+# sl_daemon_attach NAME POLICY [ATTACH-ARGS…]: a cgroup made as a runtime would (sl_cgroup_new
+# NAME, removed at exit: registered here, in the test's shell, not in a $(…) subshell) and a run
+# attached to it by the test's daemon: run id t-$SL_ID-NAME (ended at exit), log
+# $SL_TMP/NAME.jsonl. Sets SL_ATT_CG, SL_ATT_RUN and SL_ATT_LOG; bails out, with the daemon's
+# last words, when either cannot be made.
+sl_daemon_attach() {
+	local name=$1 policy=$2 out
+	shift 2
+	SL_ATT_CG=$(sl_cgroup_new "$name") || bail_out "cannot make the test cgroup $name"
+	sl_on_exit "sl_cgroup_remove '$SL_ATT_CG'"
+	SL_ATT_RUN=t-$SL_ID-$name
+	SL_RUNS+=("$SL_ATT_RUN")
+	SL_ATT_LOG=$SL_TMP/$name.jsonl
+	out=$("$SLUICE" attach --cgroup "$SL_ATT_CG" --policy "$policy" --run-id "$SL_ATT_RUN" \
+		--log "$SL_ATT_LOG" "$@" 2>&1) ||
+		bail_out "attach of $name failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
+}
+
 # sl_daemon_req [--fd PATH] [--raw] TEXT: one request on the daemon's socket ($SLUICE_SOCKET),
 # prints the first reply line. TEXT is one request line; the "\n" that ends it is added, unless
 # --raw: then TEXT goes out byte for byte (a test of malformed requests). --fd: PATH opened

@@ -107,16 +107,11 @@ except OSError as e:
 # the holder (tools/sl_hold.py): connects, waits for "go", sends on each socket, says what happened
 HOLDER=$SL_LIB_DIR/tools/sl_hold.py
 
-CG=$(sl_cgroup_new swflows) || bail_out "cannot make the test cgroup"
-sl_on_exit "sl_cgroup_remove '$CG'"
-RUN=t-$SL_ID-swflows
-SL_RUNS+=("$RUN")
-LOG=$SL_TMP/swflows.jsonl
 NETNS=/run/netns/$SL_NS_RUN
 
-out=$("$SLUICE" attach --cgroup "$CG" --policy "$SL_TMP/a.yaml" --run-id "$RUN" \
-	--mode report --netns "$NETNS" --upstream "127.0.0.1:$SL_DNS_PORT" --log "$LOG" 2>&1) ||
-	bail_out "attach failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
+sl_daemon_attach swflows "$SL_TMP/a.yaml" --mode report \
+	--netns "$NETNS" --upstream "127.0.0.1:$SL_DNS_PORT"
+CG=$SL_ATT_CG RUN=$SL_ATT_RUN LOG=$SL_ATT_LOG
 tap_ok "the run is attached in report mode"
 
 # hold DIR SPEC…: a holder in the run's cgroup and namespace; waits until it is connected.
@@ -195,14 +190,9 @@ rules:
     ports: [8080, 9999]
     max_total_request_bytes: $BUDGET
 EOF
-CG2=$(sl_cgroup_new swbudget) || bail_out "cannot make the test cgroup"
-sl_on_exit "sl_cgroup_remove '$CG2'"
-RUN2=t-$SL_ID-swbudget
-SL_RUNS+=("$RUN2")
-LOG2=$SL_TMP/swbudget.jsonl
-out=$("$SLUICE" attach --cgroup "$CG2" --policy "$SL_TMP/budget.yaml" --run-id "$RUN2" \
-	--mode report --netns "$NETNS" --upstream "127.0.0.1:$SL_DNS_PORT" --log "$LOG2" 2>&1) ||
-	bail_out "attach failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
+sl_daemon_attach swbudget "$SL_TMP/budget.yaml" --mode report \
+	--netns "$NETNS" --upstream "127.0.0.1:$SL_DNS_PORT"
+CG2=$SL_ATT_CG RUN2=$SL_ATT_RUN LOG2=$SL_ATT_LOG
 tap_ok "budget: the run is attached in report mode"
 sink_mark
 # A: 800 bytes, the answer, then 800 more, which the budget cuts; A waits until its socket ends,
@@ -315,14 +305,9 @@ rules:
     ports: [8080]
     max_total_request_bytes: $BUDGET
 EOF
-CG3=$(sl_cgroup_new swrenum) || bail_out "cannot make the test cgroup"
-sl_on_exit "sl_cgroup_remove '$CG3'"
-RUN3=t-$SL_ID-swrenum
-SL_RUNS+=("$RUN3")
-LOG3=$SL_TMP/swrenum.jsonl
-out=$("$SLUICE" attach --cgroup "$CG3" --policy "$SL_TMP/cap1.yaml" --run-id "$RUN3" \
-	--mode enforce --netns "$NETNS" --upstream "127.0.0.1:$SL_DNS_PORT" --log "$LOG3" 2>&1) ||
-	bail_out "attach failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
+sl_daemon_attach swrenum "$SL_TMP/cap1.yaml" --mode enforce \
+	--netns "$NETNS" --upstream "127.0.0.1:$SL_DNS_PORT"
+CG3=$SL_ATT_CG RUN3=$SL_ATT_RUN LOG3=$SL_ATT_LOG
 tap_ok "renumber: the run is attached"
 sink_mark
 mkdir -p "$SL_TMP/h5"
@@ -394,14 +379,9 @@ rules:
     hosts: ["y.switch.example"]
     ports: [443, 8080]
 EOF
-CG4=$(sl_cgroup_new swtls) || bail_out "cannot make the test cgroup"
-sl_on_exit "sl_cgroup_remove '$CG4'"
-RUN4=t-$SL_ID-swtls
-SL_RUNS+=("$RUN4")
-LOG4=$SL_TMP/swtls.jsonl
-out=$("$SLUICE" attach --cgroup "$CG4" --policy "$SL_TMP/t1.yaml" --run-id "$RUN4" \
-	--mode enforce --netns "$NETNS" --upstream "127.0.0.1:$SL_DNS_PORT" --log "$LOG4" 2>&1) ||
-	bail_out "attach failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
+sl_daemon_attach swtls "$SL_TMP/t1.yaml" --mode enforce \
+	--netns "$NETNS" --upstream "127.0.0.1:$SL_DNS_PORT"
+CG4=$SL_ATT_CG RUN4=$SL_ATT_RUN LOG4=$SL_ATT_LOG
 tap_ok "tls: the run is attached"
 for n in x y; do
 	addr=$(sl_in_cgroup "$CG4" "${RUN_EXEC_NETONLY[@]}" dig +time=2 +tries=1 +short \
@@ -457,14 +437,9 @@ rules:
 EOF
 { cat "$SL_TMP/nobudget.yaml"; echo "    max_total_request_bytes: $BUDGET"; } \
 	>"$SL_TMP/budget2.yaml"
-CG5=$(sl_cgroup_new swbudget2) || bail_out "cannot make the test cgroup"
-sl_on_exit "sl_cgroup_remove '$CG5'"
-RUN5=t-$SL_ID-swbudget2
-SL_RUNS+=("$RUN5")
-LOG5=$SL_TMP/swbudget2.jsonl
-out=$("$SLUICE" attach --cgroup "$CG5" --policy "$SL_TMP/nobudget.yaml" --run-id "$RUN5" \
-	--netns "$NETNS" --upstream "127.0.0.1:$SL_DNS_PORT" --log "$LOG5" 2>&1) ||
-	bail_out "attach failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
+sl_daemon_attach swbudget2 "$SL_TMP/nobudget.yaml" \
+	--netns "$NETNS" --upstream "127.0.0.1:$SL_DNS_PORT"
+CG5=$SL_ATT_CG RUN5=$SL_ATT_RUN LOG5=$SL_ATT_LOG
 out=$("$SLUICE" replace-policy --run-id "$RUN5" "$SL_TMP/budget2.yaml" 2>&1)
 tap_check "budget2: replace-policy to a policy with a host budget succeeds" \
 	test -z "${out##*\"ok\":true*}" || tap_diag "$out"
@@ -509,14 +484,9 @@ rules:
     ports: [8080]
     max_total_request_bytes: $BUDGET
 EOF2
-CG7=$(sl_cgroup_new swunnamed) || bail_out "cannot make the test cgroup"
-sl_on_exit "sl_cgroup_remove '$CG7'"
-RUN7=t-$SL_ID-swunnamed
-SL_RUNS+=("$RUN7")
-LOG7=$SL_TMP/swunnamed.jsonl
-out=$("$SLUICE" attach --cgroup "$CG7" --policy "$SL_TMP/unnamed1.yaml" --run-id "$RUN7" \
-	--netns "$NETNS" --upstream "127.0.0.1:$SL_DNS_PORT" --log "$LOG7" 2>&1) ||
-	bail_out "attach failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
+sl_daemon_attach swunnamed "$SL_TMP/unnamed1.yaml" \
+	--netns "$NETNS" --upstream "127.0.0.1:$SL_DNS_PORT"
+CG7=$SL_ATT_CG RUN7=$SL_ATT_RUN LOG7=$SL_ATT_LOG
 sink_mark
 p=$(sl_in_cgroup "$CG7" "${RUN_EXEC_NETONLY[@]}" python3 -c "
 import socket
@@ -571,14 +541,8 @@ rules:
     ports: [8080]
     max_total_request_bytes: $BUDGET
 EOF2
-CG6=$(sl_cgroup_new swtakeover) || bail_out "cannot make the test cgroup"
-sl_on_exit "sl_cgroup_remove '$CG6'"
-RUN6=t-$SL_ID-swtakeover
-SL_RUNS+=("$RUN6")
-LOG6=$SL_TMP/swtakeover.jsonl
-out=$("$SLUICE" attach --cgroup "$CG6" --policy "$SL_TMP/api.yaml" --run-id "$RUN6" \
-	--netns "$NETNS" --upstream "127.0.0.1:$SL_DNS_PORT" --log "$LOG6" 2>&1) ||
-	bail_out "attach failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
+sl_daemon_attach swtakeover "$SL_TMP/api.yaml" --netns "$NETNS" --upstream "127.0.0.1:$SL_DNS_PORT"
+CG6=$SL_ATT_CG RUN6=$SL_ATT_RUN LOG6=$SL_ATT_LOG
 out=$("$SLUICE" replace-policy --run-id "$RUN6" "$SL_TMP/webapi.yaml" 2>&1)
 tap_check "takeover: replace-policy renumbers api (web first)" \
 	test -z "${out##*\"ok\":true*}" || tap_diag "$out"

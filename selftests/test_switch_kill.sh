@@ -32,14 +32,8 @@ done
 sha_a=$(sha256sum "$SL_TMP/a.yaml" | cut -c1-64)
 sha_b=$(sha256sum "$SL_TMP/b.yaml" | cut -c1-64)
 
-CG=$(sl_cgroup_new switchkill) || bail_out "cannot make the test cgroup"
-sl_on_exit "sl_cgroup_remove '$CG'"
-RUN=t-$SL_ID-swkill
-SL_RUNS+=("$RUN")
-LOG=$SL_TMP/switchkill.jsonl
-out=$("$SLUICE" attach --cgroup "$CG" --policy "$SL_TMP/a.yaml" --run-id "$RUN" \
-	--netns "/run/netns/$SL_NS_RUN" --log "$LOG" 2>&1) ||
-	bail_out "attach failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
+sl_daemon_attach swkill "$SL_TMP/a.yaml" --netns "/run/netns/$SL_NS_RUN"
+CG=$SL_ATT_CG RUN=$SL_ATT_RUN LOG=$SL_ATT_LOG
 # a process that keeps the cgroup populated
 sl_in_cgroup "$CG" sleep 600 &
 sl_track_pid $!

@@ -48,14 +48,9 @@ rules:
     ports: [80, 443]
 EOF
 
-CG=$(sl_cgroup_new swsni) || bail_out "cannot make the test cgroup"
-sl_on_exit "sl_cgroup_remove '$CG'"
-RUN=t-$SL_ID-swsni
-SL_RUNS+=("$RUN")
-LOG=$SL_TMP/swsni.jsonl
-out=$("$SLUICE" attach --cgroup "$CG" --policy "$SL_TMP/p1.yaml" --run-id "$RUN" \
-	--mode enforce --netns "/run/netns/$SL_NS_RUN" --upstream "127.0.0.1:$SL_DNS_PORT" \
-	--log "$LOG" 2>&1) || bail_out "attach failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
+sl_daemon_attach swsni "$SL_TMP/p1.yaml" --mode enforce \
+	--netns "/run/netns/$SL_NS_RUN" --upstream "127.0.0.1:$SL_DNS_PORT"
+CG=$SL_ATT_CG RUN=$SL_ATT_RUN LOG=$SL_ATT_LOG
 tap_ok "the run is attached"
 addr=$(sl_in_cgroup "$CG" "${RUN_EXEC_NETONLY[@]}" dig +time=2 +tries=1 +short \
 	@198.51.100.53 ten.switch.example | head -n 1)
