@@ -763,8 +763,9 @@ static int op_run(struct daemon *d, struct client *c, const struct control_obj *
 		{ "rotate_kib", CONTROL_INT }, {},
 	};
 	const char *run_id, *policy, *log, *key, *parent, *argv, *mode, *netns, *alerts, *task;
-	char pins[PATH_MAX], mnt[PATH_MAX], cg[PATH_MAX], digest[65];
+	char pins[PATH_MAX], mnt[PATH_MAX], cg[PATH_MAX], digest[65], ns_what[PATH_MAX + 64] = "";
 	int64_t uid, gid, rb, cl, cs, rk;
+	struct stat ns_st;
 	struct drun *dr;
 	int64_t t0 = now_ms();
 	bool oom = false;
@@ -809,6 +810,14 @@ static int op_run(struct daemon *d, struct client *c, const struct control_obj *
 	if (netns && ioctl(*netns_fd, NS_GET_NSTYPE) != CLONE_NEWNET)
 		return util_fmt(err, err_len, "netns %s: the descriptor sent is not a network "
 					      "namespace", netns), -EINVAL;
+	/*
+	 * The path is not compared with the descriptor: in sluice run's mount namespace it may
+	 * name another file than in the daemon's (a bind mount over a plain file). The namespace's
+	 * inode goes to stderr instead, the one the run is set up in.
+	 */
+	if (netns && !fstat(*netns_fd, &ns_st))
+		snprintf(ns_what, sizeof(ns_what), "; netns %s, inode %llu", netns,
+			 (unsigned long long)ns_st.st_ino);
 	if (run_check_id(run_id))
 		return util_fmt(err, err_len, "run_id: expected 1-%d characters of [A-Za-z0-9_-] "
 					      "not starting with '-'", RUN_ID_MAX), -EINVAL;
@@ -927,10 +936,10 @@ static int op_run(struct daemon *d, struct client *c, const struct control_obj *
 	dr->r.rec.drain_max = DAEMON_DRAIN_MAX;
 	dr->attached_ms = now_ms() - t0;
 	fprintf(stderr, "sluice daemon: run %s handed over by %s: %s (%s, %" PRId64 " ms, %s%s); "
-			"log %s\n", dr->r.run_id, c->who, dr->r.cg.path,
+			"log %s%s\n", dr->r.run_id, c->who, dr->r.cg.path,
 		dr->r.policy->mode == SL_MODE_REPORT ? "report" : "enforce", dr->attached_ms,
 		dr->r.from_spare ? "a spare" : "loaded: ", dr->r.from_spare ? "" : dr->r.spare_why,
-		dr->r.log_path);
+		dr->r.log_path, ns_what);
 	util_hex(dr->r.policy->sha256, sizeof(dr->r.policy->sha256), digest, sizeof(digest));
 	control_msg_str(rep, "run_id", dr->r.run_id);
 	control_msg_str(rep, "cgroup", dr->r.cg.path);
@@ -1333,6 +1342,15 @@ static void handle_request(struct daemon *d, struct client *c, const char *line,
 	if (status && send_status_lines(d, c))
 		c->dead = true;
 out:
+	/*
+	 * A descriptor belongs to the request it came with: one no request took (a status, a
+	 * set_mode that carried one) is closed here, or a later run that names a netns and sends
+	 * none would be set up in it.
+	 */
+	if (c->passed_fd >= 0) {
+		close(c->passed_fd);
+		c->passed_fd = -1;
+	}
 	free(o);
 	free(rep);
 }
