@@ -1603,6 +1603,8 @@ static const char *mode_name(int mode)
 	return mode == SL_MODE_REPORT ? "report" : "enforce";
 }
 
+static void leave_run(struct daemon *d, struct drun *dr);
+
 /*
  * A switch thread is done (or, stopping, about to be: waited for). Joined; then the switch is
  * committed and its client answered, or, should the run have ended meanwhile (end_why) or the
@@ -1678,6 +1680,39 @@ static void switch_finish(struct daemon *d, struct switch_bg *sw, bool stopping)
 		}
 	}
 	free(sw);
+	if (ret == -ENOTRECOVERABLE) {
+		/*
+		 * The switch's commit could move the run's hooks neither back nor forward: some run
+		 * the new programs, and the log's policy_switch_begin stays open. Nothing more is
+		 * written to the log (no line could name what enforces now); the run is left pinned
+		 * as it is, as a daemon that died there would leave it. The next daemon (or sluice
+		 * resume) refuses to take it over while its hooks run two sets.
+		 */
+		fprintf(stderr, "sluice daemon: run %s: %s. The run is left pinned as it stands, its "
+				"log unsealed; a next daemon or sluice resume refuses it while its hooks "
+				"run two policies' programs\n", dr->r.run_id, err);
+		ec = dr->end_client;
+		dr->end_client = NULL;
+		if (ec) {
+			ec->waiting = false;
+			ec->since_ms = now_ms();
+			if (rep) {
+				util_fmt(err, sizeof(err), "run %s was not ended: its switch failed "
+							   "half-way and the daemon left it",
+					 dr->r.run_id);
+				reply_error(ec, rep, err);
+			} else {
+				ec->dead = true;
+			}
+		}
+		leave_run(d, dr);
+		free(rep);
+		if (c)
+			client_lines(d, c);
+		if (ec)
+			client_lines(d, ec);
+		return;
+	}
 	if (dr->end_why) {
 		ec = dr->end_client;
 		dr->end_client = NULL;
@@ -2066,6 +2101,16 @@ static void adopt_runs(struct daemon *d)
  * Stop serving: every run stays attached and pinned, its resolver stops (names fail closed),
  * its log is flushed unsealed, for the next daemon to take over and continue.
  */
+static void leave_run(struct daemon *d, struct drun *dr)
+{
+	dr->r.hands_off = true;
+	dr->r.rec.drain_max = 0; /* all that is there, for the log the next daemon continues */
+	records_drain(&dr->r.rec);
+	records_kill_queued(&dr->r.rec);
+	run_close(&dr->r);
+	remove_run(d, dr);
+}
+
 static void leave_runs(struct daemon *d)
 {
 	/* every switch is some run's (drun.sw): each is dropped below, started or not */
@@ -2079,12 +2124,7 @@ static void leave_runs(struct daemon *d)
 				dr->r.run_id);
 			switch_finish(d, dr->sw, true);
 		}
-		dr->r.hands_off = true;
-		dr->r.rec.drain_max = 0; /* all that is there, for the log the next daemon continues */
-		records_drain(&dr->r.rec);
-		records_kill_queued(&dr->r.rec);
-		run_close(&dr->r);
-		remove_run(d, dr);
+		leave_run(d, dr);
 	}
 }
 

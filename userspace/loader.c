@@ -2773,48 +2773,80 @@ static const enum loader_prog commit_order[PROG_MAX] = {
 	PROG_SETSOCKOPT,   PROG_SOCK_RELEASE,
 };
 
-static void commit_undo(struct loader *l, int n_links, int n_tc)
+/*
+ * Selftests only (test_switch_kill.sh), SLUICE_SELFTEST_SWITCH_FAIL: "undo" fails the commit's
+ * third link move once and the move back of its first one (the commit finishes forward);
+ * "stuck" fails that third move every time (the commit can go neither way). What = 'f' (a move
+ * forward, the nth in commit_order) or 'b' (a move back).
+ */
+static bool selftest_move_fails(char what, int nth)
 {
-	int i, p;
+	static bool failed_once;
+	const char *how = getenv("SLUICE_SELFTEST_SWITCH_FAIL");
+
+	if (!how || (strcmp(how, "undo") && strcmp(how, "stuck")))
+		return false;
+	errno = EIO;
+	if (what == 'b')
+		return nth == 0;
+	if (nth != 2 || (!strcmp(how, "undo") && failed_once))
+		return false;
+	failed_once = true;
+	return true;
+}
+
+/* Links 0..n_links-1 and tc attachments 0..n_tc-1 back to the old programs; how many did not. */
+static int commit_undo(struct loader *l, int n_links, int n_tc)
+{
+	int i, p, failed = 0;
 
 	for (i = n_tc - 1; i >= 0; i--)
-		if (tc_move(&l->tc_att[i], run_tc_fd(l)))
-			fprintf(stderr, "sluice: move tc back: %s\n", strerror(errno));
+		if (tc_move(&l->tc_att[i], run_tc_fd(l))) {
+			fprintf(stderr, "sluice: move tc on %s back: %s\n", l->tc_att[i].peer.ifname,
+				strerror(errno));
+			failed++;
+		}
 	for (i = n_links - 1; i >= 0; i--) {
 		p = commit_order[i];
-		if (l->links[p] && bpf_link_update(bpf_link__fd(l->links[p]), run_prog_fd(l, p),
-						   NULL))
+		if (l->links[p] && (selftest_move_fails('b', i) ||
+				    bpf_link_update(bpf_link__fd(l->links[p]), run_prog_fd(l, p),
+						    NULL))) {
 			fprintf(stderr, "sluice: move %s back: %s\n", prog_names[p],
 				strerror(errno));
+			failed++;
+		}
 	}
+	return failed;
 }
 
 /*
- * Every link of the run to the new programs; on a failure, those moved back. The LSM layer's
- * hooks that are not cgroup links (connect, sendmsg) cannot be updated: the new ones are
- * attached beside the old ones first (both judge, the stricter wins), then the old ones go.
+ * Every cgroup link and tc attachment to the new programs, then the LSM layer's (lsm_new: the new
+ * connect and sendmsg links, attached beside the old ones). On a failure *n_links, *n_tc say how
+ * far it came (for commit_undo), and the LSM layer is as it was.
  */
-int loader_next_commit(struct loader *l, struct loader_next *n, char *err_msg, size_t err_len)
+static int commit_moves(struct loader *l, struct loader_next *n, struct bpf_link *lsm_new[3],
+			int *n_links, int *n_tc, char *err_msg, size_t err_len)
 {
-	struct bpf_link *lsm_new[3] = {};
 	int i, p, t = 0, err = 0;
 
-	for (i = 0; i < PROG_MAX; i++) {
+	*n_links = *n_tc = 0;
+	for (i = 0; i < PROG_MAX; i++, *n_links = i) {
 		p = commit_order[i];
-		if (l->links[p] && bpf_link_update(bpf_link__fd(l->links[p]),
-						   bpf_program__fd(next_prog(n, p)), NULL)) {
+		if (l->links[p] && (selftest_move_fails('f', i) ||
+				    bpf_link_update(bpf_link__fd(l->links[p]),
+						    bpf_program__fd(next_prog(n, p)), NULL))) {
 			err = -errno;
 			util_fmt(err_msg, err_len, "update the %s link: %s", prog_names[p],
 				 strerror(-err));
-			goto undo;
+			return err;
 		}
 	}
-	for (t = 0; t < l->n_tc; t++) {
+	for (t = 0; t < l->n_tc; t++, *n_tc = t) {
 		err = tc_move(&l->tc_att[t], bpf_program__fd(n->tc->progs.sl_tc_ingress));
 		if (err) {
 			util_fmt(err_msg, err_len, "update the host side on %s: %s",
 				 l->tc_att[t].peer.ifname, strerror(-err));
-			goto undo;
+			return err;
 		}
 	}
 	if (l->lsm && n->lsm) {
@@ -2823,7 +2855,7 @@ int loader_next_commit(struct loader *l, struct loader_next *n, char *err_msg, s
 				    bpf_program__fd(n->lsm->progs.sl_lsm_socket_create), NULL)) {
 			err = -errno;
 			util_fmt(err_msg, err_len, "update the LSM socket link: %s", strerror(-err));
-			goto undo;
+			return err;
 		}
 		lsm_new[1] = bpf_program__attach_lsm(n->lsm->progs.sl_lsm_connect);
 		lsm_new[2] = lsm_new[1] ? bpf_program__attach_lsm(n->lsm->progs.sl_lsm_sendmsg) :
@@ -2833,13 +2865,48 @@ int loader_next_commit(struct loader *l, struct loader_next *n, char *err_msg, s
 			util_fmt(err_msg, err_len, "attach the new LSM programs: %s",
 				 strerror(-err));
 			bpf_link__destroy(lsm_new[1]);
+			lsm_new[1] = NULL;
 			if (l->lsm_links[0])
 				bpf_link_update(bpf_link__fd(l->lsm_links[0]),
 						bpf_program__fd(l->lsm->progs.sl_lsm_socket_create),
 						NULL);
-			goto undo;
+			return err;
 		}
 	}
+	return 0;
+}
+
+/*
+ * Every link of the run to the new programs; on a failure, those moved back. The LSM layer's
+ * hooks that are not cgroup links (connect, sendmsg) cannot be updated: the new ones are
+ * attached beside the old ones first (both judge, the stricter wins), then the old ones go.
+ * A move back that fails leaves hooks on the new programs: the commit is then finished forward
+ * (0), or, failing that too, -ENOTRECOVERABLE: the hooks run programs of both sets, which no
+ * log line can name.
+ */
+int loader_next_commit(struct loader *l, struct loader_next *n, char *err_msg, size_t err_len)
+{
+	struct bpf_link *lsm_new[3] = {};
+	char again[256];
+	int i, t, err;
+
+	err = commit_moves(l, n, lsm_new, &i, &t, err_msg, err_len);
+	if (err && commit_undo(l, i, t)) {
+		fprintf(stderr, "sluice: %s: %s; moving the links back failed: the switch is "
+				"finished forward instead\n", l->pin_dir[0] ? l->pin_dir : "switch",
+			err_msg);
+		if (commit_moves(l, n, lsm_new, &i, &t, again, sizeof(again))) {
+			size_t len = strlen(err_msg);
+
+			util_fmt(err_msg + len, err_len - len, "; moving the links back failed, and "
+					"forward again too (%s): the run's hooks run programs of both "
+					"policies", again);
+			return -ENOTRECOVERABLE;
+		}
+		err = 0;
+	}
+	if (err)
+		return err;
 	/* the new LSM hooks judge now: the old ones go, the new ones take their pins */
 	for (i = 1; i < 3 && lsm_new[1]; i++) {
 		if (l->pin_dir[0])
@@ -2885,8 +2952,4 @@ int loader_next_commit(struct loader *l, struct loader_next *n, char *err_msg, s
 	/* a resumed writer's view of the old set (reopen_programs): the set it loaded replaces it */
 	run_programs_release(l);
 	return 0;
-undo:
-	/* back to the old programs, in reverse: nothing changes */
-	commit_undo(l, i, t);
-	return err;
 }
