@@ -165,6 +165,52 @@ tap_check "sl_logcheck.py: the log is well formed (begin, abort and change lines
 	test "$rc" -eq 0
 [[ $rc -eq 0 ]] || tap_diag "$out"
 
+# --- clsact (kernels without tcx), killed inside the commit: the moved filter is the run's ------
+# (its pin still names the old program: the next daemon finds the filter by what it runs, pins
+# it again, and the run's end removes it)
+sl_daemon_kill TERM
+SLUICE_SELFTEST_TC_CLSACT=1 sl_daemon_start ||
+	bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
+CG3=$(sl_cgroup_new switchclsact) || bail_out "cannot make the test cgroup"
+sl_on_exit "sl_cgroup_remove '$CG3'"
+RUN=t-$SL_ID-swclsact
+SL_RUNS+=("$RUN")
+LOG=$SL_TMP/switchclsact.jsonl
+out=$("$SLUICE" attach --cgroup "$CG3" --policy "$SL_TMP/a.yaml" --run-id "$RUN" \
+	--netns "/run/netns/$SL_NS_RUN" --log "$LOG" 2>&1) ||
+	bail_out "attach failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
+sl_in_cgroup "$CG3" sleep 600 &
+sl_track_pid $!
+tap_is "clsact: the host side is a clsact filter" "$(host_filters)" "filters 1 qdiscs 1"
+killed_at in-commit "$SL_TMP/b.yaml" 0
+taken_over "$sha_b" b
+tap_check "clsact: the next daemon pins the filter's program again" \
+	grep -q "the program the host-side filter on ifindex [0-9]* runs is pinned now" \
+	"$SL_DAEMON_DIR/err"
+out=$("$SLUICE" detach --run-id "$RUN" 2>&1)
+tap_check "clsact: the run detaches" test -z "${out##*\"ok\":true*}"
+tap_is "clsact: its end removes the filter the dead daemon moved" "$(host_filters)" \
+	"filters 0 qdiscs 0"
+
+# --- two veths (tcx), killed with the first moved and not the second: refused, not mislabelled --
+ip -n "$SL_NS_RUN" link add veth1 type veth peer name vrun2 netns "$SL_NS_RTR" ||
+	bail_out "cannot add a second veth"
+sl_on_exit "ip -n '$SL_NS_RUN' link del veth1"
+CG4=$(sl_cgroup_new switchtcx) || bail_out "cannot make the test cgroup"
+sl_on_exit "sl_cgroup_remove '$CG4'"
+RUN=t-$SL_ID-swtcx
+SL_RUNS+=("$RUN")
+LOG=$SL_TMP/switchtcx.jsonl
+out=$("$SLUICE" attach --cgroup "$CG4" --policy "$SL_TMP/a.yaml" --run-id "$RUN" \
+	--netns "/run/netns/$SL_NS_RUN" --log "$LOG" 2>&1) ||
+	bail_out "attach failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
+sl_in_cgroup "$CG4" sleep 600 &
+sl_track_pid $!
+killed_at in-tc "$SL_TMP/b.yaml" 0
+tap_check "two veths: the next daemon refuses the run (one veth on each policy's program)" \
+	grep -q "take over run $RUN: .*some hooks run the old policy's" "$SL_DAEMON_DIR/err" ||
+	tap_diag "$(tail -n 5 "$SL_DAEMON_DIR/err")"
+
 # --- the links can go neither back nor forward: no abort is written, the run is left ----------
 CG2=$(sl_cgroup_new switchstuck) || bail_out "cannot make the test cgroup"
 sl_on_exit "sl_cgroup_remove '$CG2'"
