@@ -1280,14 +1280,19 @@ sl_daemon_attach() {
 		bail_out "attach of $name failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
 }
 
-# sl_daemon_req [--fd PATH] [--raw] TEXT: one request on the daemon's socket ($SLUICE_SOCKET),
-# prints the first reply line. TEXT is one request line; the "\n" that ends it is added, unless
+# sl_daemon_req [--all] [--fd PATH] [--raw] TEXT: one request on the daemon's socket
+# ($SLUICE_SOCKET), prints the first reply line (--all: every line until the daemon closes, for a
+# --raw TEXT of several requests). TEXT is one request line; the "\n" that ends it is added, unless
 # --raw: then TEXT goes out byte for byte (a test of malformed requests). --fd: PATH opened
 # read-only goes with it (SCM_RIGHTS). Either way the write side is shut after it, so a request
 # cut short is answered, not waited on. The wait scales with SL_SLOW (an attach verifies BPF
 # programs: seconds on a loaded machine). tools/sl_daemon_req.py is the client.
 sl_daemon_req() {
-	local text fd=()
+	local text fd=() all=()
+	if [[ ${1-} == --all ]]; then
+		all=(--all)
+		shift
+	fi
 	if [[ ${1-} == --fd ]]; then
 		fd=("$2")
 		shift 2
@@ -1297,7 +1302,8 @@ sl_daemon_req() {
 	else
 		text=$1$'\n'
 	fi
-	python3 "$SL_LIB_DIR/tools/sl_daemon_req.py" "$SLUICE_SOCKET" "$text" "$((60 * SL_SLOW))" \
+	python3 "$SL_LIB_DIR/tools/sl_daemon_req.py" "${all[@]}" "$SLUICE_SOCKET" "$text" \
+		"$((60 * SL_SLOW))" \
 		"${fd[@]}"
 }
 

@@ -353,7 +353,13 @@ reply=$(sl_daemon_req "$req")
 tap_check "netns: a netns without its descriptor is refused" \
 	grep -q "the namespace's descriptor must come with the request" <<<"$reply" ||
 	tap_diag "$reply"
-tap_check "netns: neither forged run was set up" test ! -e "$SL_TMP/forged.jsonl"
+# a namespace's descriptor sent with a ping belongs to the ping: a run after it on the same
+# connection that names a netns and sends none is refused, not set up in the ping's
+reply=$(sl_daemon_req --all --fd "$NETNS" --raw '{"op":"ping"}'$'\n'"$req"$'\n' | sed -n 2p)
+tap_check "netns: a descriptor that came with another request is not a run's" \
+	grep -q "the namespace's descriptor must come with the request" <<<"$reply" ||
+	tap_diag "$reply"
+tap_check "netns: no forged run was set up" test ! -e "$SL_TMP/forged.jsonl"
 
 # --- a daemon weakened for a selftest takes no run ----------------------------------------------
 sl_daemon_kill TERM

@@ -11,7 +11,9 @@
 # - writes what the dead daemon did not: policy_switch_abort, or the policy_change (after_restart);
 # and a later switch gets exactly the next generation (the highest ever handed out, the aborted
 # switch's too, is pinned with the run: none is handed out twice, and no gap is guessed). The log
-# verifies (sluice verify, and tools/sl_logcheck.py).
+# verifies (sluice verify, and tools/sl_logcheck.py). A commit whose move back fails is finished
+# forward (its policy_change, no abort); one that can go neither way writes nothing more, and the
+# daemon leaves the run pinned as it stands, which the next daemon refuses to take over.
 
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -120,6 +122,31 @@ enforced "policy b again" 20 10
 tap_is "its generation is the next one (the pinned highest, not a guessed gap)" \
 	"$(era policy_change)" "$((era3 + 1))"
 
+# --- a move back that fails: the commit is finished forward, never declared aborted -----------
+# (SLUICE_SELFTEST_SWITCH_FAIL=undo: the commit's third link move fails once, and the move back of
+# its first one; =stuck: the third move fails every time)
+# fail_switch HOW POLICY: a daemon whose commit fails so is asked to switch the run to POLICY
+fail_switch() {
+	sl_daemon_kill TERM
+	SLUICE_SELFTEST_SWITCH_FAIL=$1 sl_daemon_start ||
+		bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
+	out=$("$SLUICE" replace-policy --run-id "$RUN" "$2" 2>&1)
+}
+fail_switch undo "$SL_TMP/a.yaml"
+tap_check "undo failed: the switch is made all the same" test -z "${out##*\"ok\":true*}"
+[[ $out == *'"ok":true'* ]] || tap_diag "$out $(tail -n 5 "$SL_DAEMON_DIR/err")"
+tap_check "undo failed: the daemon says it finished the commit forward" \
+	grep -q "moving the links back failed: the switch is finished forward" "$SL_DAEMON_DIR/err"
+enforced "undo failed: policy a" 10 20
+tap_is "undo failed: the log's last switch closes with its policy_change, no abort" \
+	"$(grep -o '"type":"policy_[a-z_]*"' "$LOG" | tail -n 2 | tr '\n' ' ')" \
+	'"type":"policy_switch_begin" "type":"policy_change" '
+tap_is "undo failed: the policy_change names the begin's generation" "$(era policy_change)" \
+	"$(era policy_switch_begin)"
+# shellcheck disable=SC2119 # no arguments: the default daemon
+sl_daemon_kill TERM
+sl_daemon_start || bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
+
 out=$("$SLUICE" detach --run-id "$RUN" 2>&1)
 tap_check "the run detaches" test -z "${out##*\"ok\":true*}"
 out=$("$SLUICE" verify --key "$SLUICE_PUB" "$LOG" 2>&1)
@@ -131,5 +158,76 @@ rc=$?
 tap_check "sl_logcheck.py: the log is well formed (begin, abort and change lines paired)" \
 	test "$rc" -eq 0
 [[ $rc -eq 0 ]] || tap_diag "$out"
+
+# --- clsact (kernels without tcx), killed inside the commit: the moved filter is the run's ------
+# (its pin still names the old program: the next daemon finds the filter by what it runs, pins
+# it again, and the run's end removes it)
+sl_daemon_kill TERM
+SLUICE_SELFTEST_TC_CLSACT=1 sl_daemon_start ||
+	bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
+CG3=$(sl_cgroup_new switchclsact) || bail_out "cannot make the test cgroup"
+sl_on_exit "sl_cgroup_remove '$CG3'"
+RUN=t-$SL_ID-swclsact
+SL_RUNS+=("$RUN")
+LOG=$SL_TMP/switchclsact.jsonl
+out=$("$SLUICE" attach --cgroup "$CG3" --policy "$SL_TMP/a.yaml" --run-id "$RUN" \
+	--netns "/run/netns/$SL_NS_RUN" --log "$LOG" 2>&1) ||
+	bail_out "attach failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
+sl_in_cgroup "$CG3" sleep 600 &
+sl_track_pid $!
+tap_is "clsact: the host side is a clsact filter" "$(host_filters)" "filters 1 qdiscs 1"
+killed_at in-commit "$SL_TMP/b.yaml" 0
+taken_over "$sha_b" b
+tap_check "clsact: the next daemon pins the filter's program again" \
+	grep -q "the program the host-side filter on ifindex [0-9]* runs is pinned now" \
+	"$SL_DAEMON_DIR/err"
+out=$("$SLUICE" detach --run-id "$RUN" 2>&1)
+tap_check "clsact: the run detaches" test -z "${out##*\"ok\":true*}"
+tap_is "clsact: its end removes the filter the dead daemon moved" "$(host_filters)" \
+	"filters 0 qdiscs 0"
+
+# --- two veths (tcx), killed with the first moved and not the second: refused, not mislabelled --
+ip -n "$SL_NS_RUN" link add veth1 type veth peer name vrun2 netns "$SL_NS_RTR" ||
+	bail_out "cannot add a second veth"
+sl_on_exit "ip -n '$SL_NS_RUN' link del veth1"
+CG4=$(sl_cgroup_new switchtcx) || bail_out "cannot make the test cgroup"
+sl_on_exit "sl_cgroup_remove '$CG4'"
+RUN=t-$SL_ID-swtcx
+SL_RUNS+=("$RUN")
+LOG=$SL_TMP/switchtcx.jsonl
+out=$("$SLUICE" attach --cgroup "$CG4" --policy "$SL_TMP/a.yaml" --run-id "$RUN" \
+	--netns "/run/netns/$SL_NS_RUN" --log "$LOG" 2>&1) ||
+	bail_out "attach failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
+sl_in_cgroup "$CG4" sleep 600 &
+sl_track_pid $!
+killed_at in-tc "$SL_TMP/b.yaml" 0
+tap_check "two veths: the next daemon refuses the run (one veth on each policy's program)" \
+	grep -q "take over run $RUN: .*some hooks run the old policy's" "$SL_DAEMON_DIR/err" ||
+	tap_diag "$(tail -n 5 "$SL_DAEMON_DIR/err")"
+
+# --- the links can go neither back nor forward: no abort is written, the run is left ----------
+CG2=$(sl_cgroup_new switchstuck) || bail_out "cannot make the test cgroup"
+sl_on_exit "sl_cgroup_remove '$CG2'"
+RUN=t-$SL_ID-swstuck
+SL_RUNS+=("$RUN")
+LOG=$SL_TMP/switchstuck.jsonl
+out=$("$SLUICE" attach --cgroup "$CG2" --policy "$SL_TMP/a.yaml" --run-id "$RUN" --log "$LOG" 2>&1) ||
+	bail_out "attach failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
+sl_in_cgroup "$CG2" sleep 600 &
+sl_track_pid $!
+fail_switch stuck "$SL_TMP/b.yaml"
+tap_check "stuck: the switch is refused, saying the hooks run both policies' programs" \
+	grep -q "forward again too.*run programs of both policies" <<<"$out" || tap_diag "$out"
+tap_is "stuck: the log's begin stays open (no abort that would name the old policy)" \
+	"$(grep -o '"type":"policy_[a-z_]*"' "$LOG" | tr '\n' ' ')" '"type":"policy_switch_begin" '
+tap_check "stuck: the daemon says it left the run pinned" \
+	grep -q "run $RUN: .*left pinned as it stands" "$SL_DAEMON_DIR/err"
+tap_check "stuck: the daemon no longer lists the run" \
+	sh -c '! "$1" status --json | grep -q "\"run_id\":\"$2\""' sh "$SLUICE" "$RUN"
+sl_daemon_kill TERM
+# shellcheck disable=SC2119 # no arguments: the default daemon
+sl_daemon_start || bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
+tap_check "stuck: the next daemon refuses it (some hooks run each policy's programs)" \
+	grep -q "take over run $RUN: .*some hooks run the old policy's" "$SL_DAEMON_DIR/err"
 
 tap_done

@@ -763,8 +763,9 @@ static int op_run(struct daemon *d, struct client *c, const struct control_obj *
 		{ "rotate_kib", CONTROL_INT }, {},
 	};
 	const char *run_id, *policy, *log, *key, *parent, *argv, *mode, *netns, *alerts, *task;
-	char pins[PATH_MAX], mnt[PATH_MAX], cg[PATH_MAX], digest[65];
+	char pins[PATH_MAX], mnt[PATH_MAX], cg[PATH_MAX], digest[65], ns_what[PATH_MAX + 64] = "";
 	int64_t uid, gid, rb, cl, cs, rk;
+	struct stat ns_st;
 	struct drun *dr;
 	int64_t t0 = now_ms();
 	bool oom = false;
@@ -809,6 +810,14 @@ static int op_run(struct daemon *d, struct client *c, const struct control_obj *
 	if (netns && ioctl(*netns_fd, NS_GET_NSTYPE) != CLONE_NEWNET)
 		return util_fmt(err, err_len, "netns %s: the descriptor sent is not a network "
 					      "namespace", netns), -EINVAL;
+	/*
+	 * The path is not compared with the descriptor: in sluice run's mount namespace it may
+	 * name another file than in the daemon's (a bind mount over a plain file). The namespace's
+	 * inode goes to stderr instead, the one the run is set up in.
+	 */
+	if (netns && !fstat(*netns_fd, &ns_st))
+		snprintf(ns_what, sizeof(ns_what), "; netns %s, inode %llu", netns,
+			 (unsigned long long)ns_st.st_ino);
 	if (run_check_id(run_id))
 		return util_fmt(err, err_len, "run_id: expected 1-%d characters of [A-Za-z0-9_-] "
 					      "not starting with '-'", RUN_ID_MAX), -EINVAL;
@@ -927,10 +936,10 @@ static int op_run(struct daemon *d, struct client *c, const struct control_obj *
 	dr->r.rec.drain_max = DAEMON_DRAIN_MAX;
 	dr->attached_ms = now_ms() - t0;
 	fprintf(stderr, "sluice daemon: run %s handed over by %s: %s (%s, %" PRId64 " ms, %s%s); "
-			"log %s\n", dr->r.run_id, c->who, dr->r.cg.path,
+			"log %s%s\n", dr->r.run_id, c->who, dr->r.cg.path,
 		dr->r.policy->mode == SL_MODE_REPORT ? "report" : "enforce", dr->attached_ms,
 		dr->r.from_spare ? "a spare" : "loaded: ", dr->r.from_spare ? "" : dr->r.spare_why,
-		dr->r.log_path);
+		dr->r.log_path, ns_what);
 	util_hex(dr->r.policy->sha256, sizeof(dr->r.policy->sha256), digest, sizeof(digest));
 	control_msg_str(rep, "run_id", dr->r.run_id);
 	control_msg_str(rep, "cgroup", dr->r.cg.path);
@@ -1333,6 +1342,15 @@ static void handle_request(struct daemon *d, struct client *c, const char *line,
 	if (status && send_status_lines(d, c))
 		c->dead = true;
 out:
+	/*
+	 * A descriptor belongs to the request it came with: one no request took (a status, a
+	 * set_mode that carried one) is closed here, or a later run that names a netns and sends
+	 * none would be set up in it.
+	 */
+	if (c->passed_fd >= 0) {
+		close(c->passed_fd);
+		c->passed_fd = -1;
+	}
 	free(o);
 	free(rep);
 }
@@ -1585,6 +1603,8 @@ static const char *mode_name(int mode)
 	return mode == SL_MODE_REPORT ? "report" : "enforce";
 }
 
+static void leave_run(struct daemon *d, struct drun *dr);
+
 /*
  * A switch thread is done (or, stopping, about to be: waited for). Joined; then the switch is
  * committed and its client answered, or, should the run have ended meanwhile (end_why) or the
@@ -1660,6 +1680,39 @@ static void switch_finish(struct daemon *d, struct switch_bg *sw, bool stopping)
 		}
 	}
 	free(sw);
+	if (ret == -ENOTRECOVERABLE) {
+		/*
+		 * The switch's commit could move the run's hooks neither back nor forward: some run
+		 * the new programs, and the log's policy_switch_begin stays open. Nothing more is
+		 * written to the log (no line could name what enforces now); the run is left pinned
+		 * as it is, as a daemon that died there would leave it. The next daemon (or sluice
+		 * resume) refuses to take it over while its hooks run two sets.
+		 */
+		fprintf(stderr, "sluice daemon: run %s: %s. The run is left pinned as it stands, its "
+				"log unsealed; a next daemon or sluice resume refuses it while its hooks "
+				"run two policies' programs\n", dr->r.run_id, err);
+		ec = dr->end_client;
+		dr->end_client = NULL;
+		if (ec) {
+			ec->waiting = false;
+			ec->since_ms = now_ms();
+			if (rep) {
+				util_fmt(err, sizeof(err), "run %s was not ended: its switch failed "
+							   "half-way and the daemon left it",
+					 dr->r.run_id);
+				reply_error(ec, rep, err);
+			} else {
+				ec->dead = true;
+			}
+		}
+		leave_run(d, dr);
+		free(rep);
+		if (c)
+			client_lines(d, c);
+		if (ec)
+			client_lines(d, ec);
+		return;
+	}
 	if (dr->end_why) {
 		ec = dr->end_client;
 		dr->end_client = NULL;
@@ -2048,6 +2101,16 @@ static void adopt_runs(struct daemon *d)
  * Stop serving: every run stays attached and pinned, its resolver stops (names fail closed),
  * its log is flushed unsealed, for the next daemon to take over and continue.
  */
+static void leave_run(struct daemon *d, struct drun *dr)
+{
+	dr->r.hands_off = true;
+	dr->r.rec.drain_max = 0; /* all that is there, for the log the next daemon continues */
+	records_drain(&dr->r.rec);
+	records_kill_queued(&dr->r.rec);
+	run_close(&dr->r);
+	remove_run(d, dr);
+}
+
 static void leave_runs(struct daemon *d)
 {
 	/* every switch is some run's (drun.sw): each is dropped below, started or not */
@@ -2061,12 +2124,7 @@ static void leave_runs(struct daemon *d)
 				dr->r.run_id);
 			switch_finish(d, dr->sw, true);
 		}
-		dr->r.hands_off = true;
-		dr->r.rec.drain_max = 0; /* all that is there, for the log the next daemon continues */
-		records_drain(&dr->r.rec);
-		records_kill_queued(&dr->r.rec);
-		run_close(&dr->r);
-		remove_run(d, dr);
+		leave_run(d, dr);
 	}
 }
 

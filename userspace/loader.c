@@ -1939,6 +1939,46 @@ static int tc_query_here(void *arg)
 	return err == -ENOENT || err == -EINVAL ? 0 : err;
 }
 
+static int repin(const struct loader *l, const char *name, int (*pin)(void *obj, const char *path),
+		 void *obj);
+static int pin_fd(void *fd, const char *path);
+static __u32 prog_cfg_id(const struct loader *l, int prog_fd);
+
+/*
+ * The filter at p's ifindex and handle runs prog_id, not the pinned program: a writer killed
+ * inside a switch's commit moved it and died before it pinned the new one. It is the run's when
+ * its program reads the run's pinned configuration (reopen_settle_pins made the pins those of
+ * the programs the links run): then p is pinned from it (0). Otherwise -ESRCH: another's filter,
+ * or one of the run's other set, left as it is (said so: it stays until its veth goes).
+ */
+static int clsact_adopt(struct loader *l, struct clsact_pin *p, __u32 prog_id)
+{
+	struct bpf_prog_info pi = {};
+	struct bpf_map_info mi = {};
+	__u32 len = sizeof(mi), plen = sizeof(pi);
+	int fd = bpf_prog_get_fd_by_id(prog_id), err = -ESRCH;
+
+	if (fd < 0)
+		return -errno;
+	if (bpf_map_get_info_by_fd(bpf_map__fd(l->skel->maps.data_cfg), &mi, &len))
+		err = -errno;
+	else if (prog_cfg_id(l, fd) == mi.id)
+		err = repin(l, p->name, pin_fd, &fd);
+	else if (!bpf_prog_get_info_by_fd(fd, &pi, &plen) &&
+		 !strncmp(pi.name, "sl_tc_ingress", sizeof(pi.name) - 1))
+		fprintf(stderr, "sluice: %s: the host-side filter on ifindex %d runs a program of "
+				"another policy generation than the run's links: left as it is, it "
+				"stays until its veth goes\n", l->pin_dir, p->ifindex);
+	if (!err) {
+		fprintf(stderr, "sluice: %s: its writer died inside a switch's commit: the program "
+				"the host-side filter on ifindex %d runs is pinned now\n", l->pin_dir,
+			p->ifindex);
+		p->prog_id = prog_id;
+	}
+	close(fd);
+	return err;
+}
+
 int loader_refind_clsact(struct loader *l, int run_netns_fd)
 {
 	struct netdev_peer peers[NETDEV_PEERS_MAX];
@@ -1964,7 +2004,8 @@ int loader_refind_clsact(struct loader *l, int run_netns_fd)
 			/* the same ifindex in another namespace runs another program (or none) */
 			a->handle = p->handle;
 			err = netdev_in_netns(a->peer.netns_fd, tc_query_here, &q);
-			if (err || q.prog_id != p->prog_id)
+			if (err || !q.prog_id ||
+			    (q.prog_id != p->prog_id && clsact_adopt(l, p, q.prog_id)))
 				continue;
 			p->found = true;
 			a->clsact = true;
@@ -2418,10 +2459,6 @@ static int reopen_programs(struct loader *l)
 	return err;
 }
 
-static int repin(const struct loader *l, const char *name, int (*pin)(void *obj, const char *path),
-		 void *obj);
-static int pin_map_fd(void *fd, const char *path);
-
 /* The id of the configuration map (CFG_MAP) among l->run_maps the program prog_fd uses; 0: none. */
 static __u32 prog_cfg_id(const struct loader *l, int prog_fd)
 {
@@ -2437,11 +2474,57 @@ static __u32 prog_cfg_id(const struct loader *l, int prog_fd)
 	if (bpf_prog_get_info_by_fd(prog_fd, &info, &len))
 		return 0;
 	n = info.nr_map_ids < 64 ? info.nr_map_ids : 64;
-	for (i = 0; i < n; i++)
-		for (j = 0; j < l->n_run_maps; j++)
-			if (l->run_maps[j].id == ids[i] && !strcmp(l->run_maps[j].name, want))
+	for (i = 0; i < n; i++) {
+		struct bpf_map_info mi = {};
+		__u32 mlen = sizeof(mi);
+		int fd;
+
+		for (j = 0; j < l->n_run_maps && l->run_maps[j].id != ids[i]; j++)
+			;
+		if (j < l->n_run_maps) {
+			if (!strcmp(l->run_maps[j].name, want))
 				return ids[i];
+			continue;
+		}
+		/* a program collect_run_programs did not collect (a second tc link, the LSM's) */
+		fd = bpf_map_get_fd_by_id(ids[i]);
+		if (fd < 0)
+			continue;
+		if (!bpf_map_get_info_by_fd(fd, &mi, &mlen) && !strcmp(mi.name, want)) {
+			close(fd);
+			return ids[i];
+		}
+		close(fd);
+	}
 	return 0;
+}
+
+/* prog_fd's configuration map is *cfg_id's (set where 0), or -EXDEV (see reopen_settle_pins). */
+static int settle_same_set(const struct loader *l, int prog_fd, __u32 *cfg_id)
+{
+	/* (a program that reads no configuration cannot tell) */
+	__u32 id = prog_cfg_id(l, prog_fd);
+
+	if (id && *cfg_id && id != *cfg_id)
+		return -EXDEV;
+	if (id)
+		*cfg_id = id;
+	return 0;
+}
+
+/* A link's program is of *cfg_id's set (settle_same_set); 0 where there is no link. */
+static int settle_link(const struct loader *l, const struct bpf_link *link, __u32 *cfg_id)
+{
+	int fd, err;
+
+	if (!link)
+		return 0;
+	fd = link_prog_fd(link);
+	if (fd < 0)
+		return fd;
+	err = settle_same_set(l, fd, cfg_id);
+	close(fd);
+	return err;
 }
 
 /*
@@ -2450,12 +2533,16 @@ static __u32 prog_cfg_id(const struct loader *l, int prog_fd)
  * links and before it re-pinned the maps left the pins of the set before: the links win, and the
  * pins are made theirs (as the commit would have) before anything is read from them. Every link
  * must run programs of one set: a writer killed while it moved them left each hook enforcing one
- * of two policies, which no one writer can name (-EXDEV).
+ * of two policies, which no one writer can name (-EXDEV). Every link: the cgroup ones, each
+ * host-side tcx link (a kill between two veths' moves), and the LSM layer's (moved last, its
+ * new connect and sendmsg links pinned after: a kill before that leaves the old ones judging
+ * with the old set's maps while the cgroup links run the new). (Host-side clsact filters are
+ * found later, loader_refind_clsact, which checks theirs.)
  */
 static int reopen_settle_pins(struct loader *l)
 {
 	struct bpf_map_info mi = {};
-	__u32 len = sizeof(mi), cfg_id = 0, id, zero = 0;
+	__u32 len = sizeof(mi), cfg_id = 0, zero = 0;
 	int i, err, fd;
 
 	if (bpf_map_get_info_by_fd(bpf_map__fd(l->skel->maps.data_cfg), &mi, &len))
@@ -2463,23 +2550,15 @@ static int reopen_settle_pins(struct loader *l)
 	err = collect_run_programs(l);
 	if (err)
 		return err;
-	for (i = 0; i < PROG_MAX; i++) {
-		if (l->run_prog_fds[i] < 0)
-			continue;
-		/* (a program that reads no configuration cannot tell) */
-		id = prog_cfg_id(l, l->run_prog_fds[i]);
-		if (id && cfg_id && id != cfg_id) {
-			err = -EXDEV;
-			goto out;
-		}
-		if (id)
-			cfg_id = id;
-	}
-	id = l->run_tc_prog_fd >= 0 ? prog_cfg_id(l, l->run_tc_prog_fd) : 0;
-	if (id && cfg_id && id != cfg_id) {
-		err = -EXDEV;
+	for (i = 0; !err && i < PROG_MAX; i++)
+		if (l->run_prog_fds[i] >= 0)
+			err = settle_same_set(l, l->run_prog_fds[i], &cfg_id);
+	for (i = 0; !err && i < l->n_tc; i++)
+		err = settle_link(l, l->tc_att[i].link, &cfg_id);
+	for (i = 0; !err && i < 3; i++)
+		err = settle_link(l, l->lsm_links[i], &cfg_id);
+	if (err)
 		goto out;
-	}
 	if (!cfg_id || cfg_id == mi.id)
 		goto out;
 	for (i = 0; !err && i < MAP_MAX; i++) {
@@ -2497,7 +2576,7 @@ static int reopen_settle_pins(struct loader *l)
 			break;
 		}
 		fd = l->run_maps[j].fd;
-		err = repin(l, map_pin_names[i], pin_map_fd, &fd);
+		err = repin(l, map_pin_names[i], pin_fd, &fd);
 		if (!err)
 			err = reopen_map(l, i);
 	}
@@ -2825,7 +2904,8 @@ static int pin_map(void *obj, const char *path)
 	return bpf_obj_pin(bpf_map__fd(obj), path) ? -errno : 0;
 }
 
-static int pin_map_fd(void *fd, const char *path)
+/* (any object's descriptor: a map's, a program's) */
+static int pin_fd(void *fd, const char *path)
 {
 	return bpf_obj_pin(*(int *)fd, path) ? -errno : 0;
 }
@@ -2854,49 +2934,85 @@ static const enum loader_prog commit_order[PROG_MAX] = {
 	PROG_SETSOCKOPT,   PROG_SOCK_RELEASE,
 };
 
-static void commit_undo(struct loader *l, int n_links, int n_tc)
+/*
+ * Selftests only (test_switch_kill.sh), SLUICE_SELFTEST_SWITCH_FAIL: "undo" fails the commit's
+ * third link move once and the move back of its first one (the commit finishes forward);
+ * "stuck" fails that third move every time (the commit can go neither way). What = 'f' (a move
+ * forward, the nth in commit_order) or 'b' (a move back).
+ */
+static bool selftest_move_fails(char what, int nth)
 {
-	int i, p;
+	static bool failed_once;
+	const char *how = getenv("SLUICE_SELFTEST_SWITCH_FAIL");
+
+	if (!how || (strcmp(how, "undo") && strcmp(how, "stuck")))
+		return false;
+	errno = EIO;
+	if (what == 'b')
+		return nth == 0;
+	if (nth != 2 || (!strcmp(how, "undo") && failed_once))
+		return false;
+	failed_once = true;
+	return true;
+}
+
+/* Links 0..n_links-1 and tc attachments 0..n_tc-1 back to the old programs; how many did not. */
+static int commit_undo(struct loader *l, int n_links, int n_tc)
+{
+	int i, p, failed = 0;
 
 	for (i = n_tc - 1; i >= 0; i--)
-		if (tc_move(&l->tc_att[i], run_tc_fd(l)))
-			fprintf(stderr, "sluice: move tc back: %s\n", strerror(errno));
+		if (tc_move(&l->tc_att[i], run_tc_fd(l))) {
+			fprintf(stderr, "sluice: move tc on %s back: %s\n", l->tc_att[i].peer.ifname,
+				strerror(errno));
+			failed++;
+		}
 	for (i = n_links - 1; i >= 0; i--) {
 		p = commit_order[i];
-		if (l->links[p] && bpf_link_update(bpf_link__fd(l->links[p]), run_prog_fd(l, p),
-						   NULL))
+		if (l->links[p] && (selftest_move_fails('b', i) ||
+				    bpf_link_update(bpf_link__fd(l->links[p]), run_prog_fd(l, p),
+						    NULL))) {
 			fprintf(stderr, "sluice: move %s back: %s\n", prog_names[p],
 				strerror(errno));
+			failed++;
+		}
 	}
+	return failed;
 }
 
 /*
- * Every link of the run to the new programs; on a failure, those moved back. The LSM layer's
- * hooks that are not cgroup links (connect, sendmsg) cannot be updated: the new ones are
- * attached beside the old ones first (both judge, the stricter wins), then the old ones go.
+ * Every cgroup link and tc attachment to the new programs, then the LSM layer's (lsm_new: the new
+ * connect and sendmsg links, attached beside the old ones). On a failure *n_links, *n_tc say how
+ * far it came (for commit_undo), and the LSM layer is as it was.
  */
-int loader_next_commit(struct loader *l, struct loader_next *n, char *err_msg, size_t err_len)
+static int commit_moves(struct loader *l, struct loader_next *n, struct bpf_link *lsm_new[3],
+			int *n_links, int *n_tc, char *err_msg, size_t err_len)
 {
-	struct bpf_link *lsm_new[3] = {};
 	int i, p, t = 0, err = 0;
 
-	for (i = 0; i < PROG_MAX; i++) {
+	*n_links = *n_tc = 0;
+	for (i = 0; i < PROG_MAX; i++, *n_links = i) {
 		p = commit_order[i];
-		if (l->links[p] && bpf_link_update(bpf_link__fd(l->links[p]),
-						   bpf_program__fd(next_prog(n, p)), NULL)) {
+		if (l->links[p] && (selftest_move_fails('f', i) ||
+				    bpf_link_update(bpf_link__fd(l->links[p]),
+						    bpf_program__fd(next_prog(n, p)), NULL))) {
 			err = -errno;
 			util_fmt(err_msg, err_len, "update the %s link: %s", prog_names[p],
 				 strerror(-err));
-			goto undo;
+			return err;
 		}
 	}
-	for (t = 0; t < l->n_tc; t++) {
+	for (t = 0; t < l->n_tc; t++, *n_tc = t) {
 		err = tc_move(&l->tc_att[t], bpf_program__fd(n->tc->progs.sl_tc_ingress));
 		if (err) {
 			util_fmt(err_msg, err_len, "update the host side on %s: %s",
 				 l->tc_att[t].peer.ifname, strerror(-err));
-			goto undo;
+			return err;
 		}
+		/* selftests only (test_switch_kill.sh): killed with one veth moved, one not */
+		if (t == 0 && l->n_tc > 1 && getenv("SLUICE_SELFTEST_SWITCH_KILL") &&
+		    !strcmp(getenv("SLUICE_SELFTEST_SWITCH_KILL"), "in-tc"))
+			raise(SIGKILL);
 	}
 	if (l->lsm && n->lsm) {
 		if (l->lsm_links[0] &&
@@ -2904,7 +3020,7 @@ int loader_next_commit(struct loader *l, struct loader_next *n, char *err_msg, s
 				    bpf_program__fd(n->lsm->progs.sl_lsm_socket_create), NULL)) {
 			err = -errno;
 			util_fmt(err_msg, err_len, "update the LSM socket link: %s", strerror(-err));
-			goto undo;
+			return err;
 		}
 		lsm_new[1] = bpf_program__attach_lsm(n->lsm->progs.sl_lsm_connect);
 		lsm_new[2] = lsm_new[1] ? bpf_program__attach_lsm(n->lsm->progs.sl_lsm_sendmsg) :
@@ -2914,13 +3030,48 @@ int loader_next_commit(struct loader *l, struct loader_next *n, char *err_msg, s
 			util_fmt(err_msg, err_len, "attach the new LSM programs: %s",
 				 strerror(-err));
 			bpf_link__destroy(lsm_new[1]);
+			lsm_new[1] = NULL;
 			if (l->lsm_links[0])
 				bpf_link_update(bpf_link__fd(l->lsm_links[0]),
 						bpf_program__fd(l->lsm->progs.sl_lsm_socket_create),
 						NULL);
-			goto undo;
+			return err;
 		}
 	}
+	return 0;
+}
+
+/*
+ * Every link of the run to the new programs; on a failure, those moved back. The LSM layer's
+ * hooks that are not cgroup links (connect, sendmsg) cannot be updated: the new ones are
+ * attached beside the old ones first (both judge, the stricter wins), then the old ones go.
+ * A move back that fails leaves hooks on the new programs: the commit is then finished forward
+ * (0), or, failing that too, -ENOTRECOVERABLE: the hooks run programs of both sets, which no
+ * log line can name.
+ */
+int loader_next_commit(struct loader *l, struct loader_next *n, char *err_msg, size_t err_len)
+{
+	struct bpf_link *lsm_new[3] = {};
+	char again[256];
+	int i, t, err;
+
+	err = commit_moves(l, n, lsm_new, &i, &t, err_msg, err_len);
+	if (err && commit_undo(l, i, t)) {
+		fprintf(stderr, "sluice: %s: %s; moving the links back failed: the switch is "
+				"finished forward instead\n", l->pin_dir[0] ? l->pin_dir : "switch",
+			err_msg);
+		if (commit_moves(l, n, lsm_new, &i, &t, again, sizeof(again))) {
+			size_t len = strlen(err_msg);
+
+			util_fmt(err_msg + len, err_len - len, "; moving the links back failed, and "
+					"forward again too (%s): the run's hooks run programs of both "
+					"policies", again);
+			return -ENOTRECOVERABLE;
+		}
+		err = 0;
+	}
+	if (err)
+		return err;
 	/* the new LSM hooks judge now: the old ones go, the new ones take their pins */
 	for (i = 1; i < 3 && lsm_new[1]; i++) {
 		if (l->pin_dir[0])
@@ -2966,8 +3117,4 @@ int loader_next_commit(struct loader *l, struct loader_next *n, char *err_msg, s
 	/* a resumed writer's view of the old set (reopen_programs): the set it loaded replaces it */
 	run_programs_release(l);
 	return 0;
-undo:
-	/* back to the old programs, in reverse: nothing changes */
-	commit_undo(l, i, t);
-	return err;
 }

@@ -265,7 +265,9 @@ void loader_destroy(struct loader *l);
  * policy maps of its own; the learned addresses and server names are left for the caller to
  * fill (loader_next_learned_put, loader_next_sni). loader_next_commit moves every link of the
  * run to it (bpf_link_update: each hook runs the old or the new programs, never neither) and
- * frees the old set; on failure it moves back what it moved and says why in err. A resumed
+ * frees the old set; on failure it moves back what it moved and says why in err (where a move
+ * back fails, it finishes the commit forward instead: 0; failing that too, -ENOTRECOVERABLE,
+ * both sets stay as they are, the hooks running programs of both). A resumed
  * writer's loader (loader_reopen) finds the run's programs and maps through its links; -EOPNOTSUPP
  * where the run has a BPF-LSM layer (hooks it cannot move). Each switch is a new generation
  * (sl_cfg.era, loader_era), a set-mode too: the packet layer judges in full every flow not

@@ -451,8 +451,12 @@ int switch_commit(struct switch_job *j, char *err, size_t err_len)
 		/* a flow connected from here on was judged by the new connect programs */
 		clock_gettime(CLOCK_BOOTTIME, &since);
 		ret = loader_next_commit(r->loader, n, err, err_len);
-		/* the links are back on the old programs: the begin line's generation never was */
-		if (ret)
+		/*
+		 * The links are back on the old programs: the begin line's generation never was.
+		 * Not so when they could go neither back nor forward: the begin stays open, for the
+		 * next writer to find the hooks as they are (the caller leaves the run).
+		 */
+		if (ret && ret != -ENOTRECOVERABLE)
 			switch_log_abort(r, new_era, err);
 	}
 	/* committed (its objects are the run's now) or to be freed: the job's no more */

@@ -38,7 +38,10 @@ struct run;
  *
  * switch_commit: from the run's thread again: the learned addresses carried over, every hook
  * moved to the new programs, the resolver and records on the new policy, a policy_change line
- * in the log. On failure nothing changed (the old programs stay attached) and err says why.
+ * in the log. On failure nothing changed (the old programs stay attached) and err says why;
+ * except -ENOTRECOVERABLE: the hooks could be moved neither back nor forward, some run the new
+ * programs, and the log's policy_switch_begin stays open: the caller must write nothing more to
+ * the run's log and leave the run pinned as it is (a next writer refuses it while it is so).
  *
  * switch_free: the end of a switch at any step; a set loaded and not committed is freed, the old
  * programs stay. Accepts NULL.

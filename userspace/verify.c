@@ -154,6 +154,13 @@ struct verifier {
 	char sw_mode[8];
 	uint64_t sw_era;
 	uint64_t era_high;
+	/*
+	 * The generation in force: run_start's (1), then each policy_change's; 0: unknown (a
+	 * segment without the run_start, a policy_change that names no era). A begin's prev_era
+	 * must be it: the writer that takes over a switch cut short trusts prev_era to tell an
+	 * aborted switch from one that happened.
+	 */
+	uint64_t era_now;
 	uint64_t loss_before_restart; /* the loss declared before it */
 	/*
 	 * The missing kseq values reported so far below the last writer_restart's kseq_below, and
@@ -1524,6 +1531,7 @@ static void note_run_start(struct verifier *v)
 		v->pol_mode[0] = '\0';
 	v->pol_line = 0;
 	v->era_high = 1; /* a run's programs start at generation 1 (a switch's are above) */
+	v->era_now = 1;
 }
 
 static bool sha256_hex(const char *s)
@@ -1617,6 +1625,13 @@ static int check_switch_begin(struct verifier *v)
 		return BAD(v, "%s: era %" PRIu64 " is not above every generation named before "
 			      "(%" PRIu64 ") and its prev_era %" PRIu64 ": a generation handed out "
 			      "twice", T, era, v->era_high, prev_era);
+	if (v->era_now && prev_era != v->era_now && v->pol_line)
+		return BAD(v, "%s: prev_era %" PRIu64 " is not the generation in force (%" PRIu64
+			      ", the policy_change's at line %" PRIu64 ")", T, prev_era, v->era_now,
+			   v->pol_line);
+	if (v->era_now && prev_era != v->era_now)
+		return BAD(v, "%s: prev_era %" PRIu64 " is not the generation in force (%" PRIu64
+			      ", run_start's)", T, prev_era, v->era_now);
 	memcpy(v->sw_sha, sha, 65);
 	memcpy(v->sw_mode, mode, strlen(mode) + 1);
 	v->sw_era = era;
@@ -1650,6 +1665,7 @@ static int check_change_era(struct verifier *v, const char *sha, const char *mod
 				      "announced at line %" PRIu64 " named (%" PRIu64 ")", T,
 				      m ? "" : "(none) ", era, v->sw_line, v->sw_era);
 		v->sw_line = 0;
+		v->era_now = era;
 		return 0;
 	}
 	if (m && era <= v->era_high)
@@ -1657,6 +1673,7 @@ static int check_change_era(struct verifier *v, const char *sha, const char *mod
 			      "(%" PRIu64 "): a generation handed out twice", T, era, v->era_high);
 	if (m)
 		v->era_high = era;
+	v->era_now = era; /* 0 (unknown) where it names none */
 	return 0;
 }
 

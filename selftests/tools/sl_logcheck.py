@@ -50,7 +50,8 @@ and sharing no code with sluice: hashlib for SHA-256, python3-cryptography for E
   policy_switch_begin, if any: the same policy_sha256, mode and era;
 - policy_switch_begin (a switch announced before its commit): policy_sha256 64 lower-case hex
   digits, mode "enforce" or "report", era above prev_era and above every era named before (1:
-  run_start's), none open already; policy_switch_abort closes it (its era); a writer that
+  run_start's), prev_era the generation in force (run_start's 1, then the last policy_change's;
+  unknown without a run_start or after a policy_change that names none), none open already; policy_switch_abort closes it (its era); a writer that
   took over closes it before any other line after its restart; run_end never comes while one
   is open;
 - a loss or anomaly line is followed at once by a checkpoint of that reason, or (a writer that
@@ -603,6 +604,7 @@ class Switches:
     def __init__(self):
         self.open = None  # (policy_sha256, mode, era, where)
         self.era_high = 0
+        self.era_now = None  # the generation in force (None: unknown)
         self.restart_after = False  # a writer_restart came after the open begin
 
     def line(self, o, where):
@@ -611,6 +613,7 @@ class Switches:
             return
         if t == "run_start":
             self.era_high = max(self.era_high, 1)
+            self.era_now = 1
         if t == "writer_restart" and self.open:
             self.restart_after = True
             return
@@ -634,6 +637,9 @@ class Switches:
             if era <= self.era_high or prev >= era:
                 raise Bad(f"policy_switch_begin: era {era} is not above every generation "
                           f"named before ({self.era_high}) and prev_era {prev}")
+            if self.era_now is not None and prev != self.era_now:
+                raise Bad(f"policy_switch_begin: prev_era {prev} is not the generation in "
+                          f"force ({self.era_now})")
             self.open = (o["policy_sha256"], o["mode"], era, where)
             self.era_high = era
             self.restart_after = False
@@ -660,6 +666,7 @@ class Switches:
                     raise Bad(f"policy_change: era {era} is not above every generation named "
                               f"before ({self.era_high})")
                 self.era_high = era
+            self.era_now = era
 
 
 def check(path, pub, copies, unsealed):

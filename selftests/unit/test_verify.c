@@ -1405,7 +1405,9 @@ static void build_pc_sha(struct log *l) { build_pc(l, 4); }
  * 15 cp "restart" | 16 abort (era 3) | 17-18 kseq 7-8 | 19 cp | 20 run_end | 21 final.
  * bad: 0 none; 1 line 8's begin names a digest no policy_change repeats; 2 line 13's era is 2
  * again; 3 a record before the abort (line 16); 4 the abort names era 4; 5 no restart, no abort:
- * run_end with the begin open; 6 line 10's policy_change names era 3.
+ * run_end with the begin open; 6 line 10's policy_change names era 3; 7 line 13's prev_era is 1
+ * (below its era, but not the generation in force); 8 with a run_start (line 2): line 9's
+ * prev_era is 0.
  */
 static void build_sw(struct log *l, int bad)
 {
@@ -1416,14 +1418,18 @@ static void build_sw(struct log *l, int bad)
 	struct tw w;
 	uint64_t k = 0;
 
+	bool run_start = g.run_start;
+
+	g.run_start = run_start || bad == 8; /* run_start's generation is the one in force */
 	tw_start(&w, l, NULL, "run-a", g.host, g.run_a, 10);
+	g.run_start = run_start;
 	for (; k < 5; k++)
 		tw_rec(&w, k);
 	tw_checkpoint(&w, "lines");
 	tw_line(&w, "policy_switch_begin",
 		"\"run_id\":\"run-a\",\"policy\":\"/etc/b.yaml\",\"policy_sha256\":\"%s\","
-		"\"mode\":\"report\",\"default\":\"deny\",\"era\":2,\"prev_era\":1",
-		bad == 1 ? d : b);
+		"\"mode\":\"report\",\"default\":\"deny\",\"era\":2,\"prev_era\":%d",
+		bad == 1 ? d : b, bad == 8 ? 0 : 1);
 	tw_rec(&w, k++);
 	tw_line(&w, "policy_change",
 		"\"run_id\":\"run-a\",\"policy\":\"/etc/b.yaml\",\"policy_sha256\":\"%s\","
@@ -1434,8 +1440,8 @@ static void build_sw(struct log *l, int bad)
 	tw_checkpoint(&w, "lines");
 	tw_line(&w, "policy_switch_begin",
 		"\"run_id\":\"run-a\",\"policy\":\"/etc/c.yaml\",\"policy_sha256\":\"%s\","
-		"\"mode\":\"enforce\",\"default\":\"deny\",\"era\":%d,\"prev_era\":2",
-		c, bad == 2 ? 2 : 3);
+		"\"mode\":\"enforce\",\"default\":\"deny\",\"era\":%d,\"prev_era\":%d",
+		c, bad == 2 ? 2 : 3, bad == 7 ? 1 : 2);
 	if (bad == 5) {
 		for (; k < 9; k++)
 			tw_rec(&w, k);
@@ -1464,6 +1470,8 @@ static void build_sw_not_first(struct log *l) { build_sw(l, 3); }
 static void build_sw_abort_era(struct log *l) { build_sw(l, 4); }
 static void build_sw_open_end(struct log *l) { build_sw(l, 5); }
 static void build_sw_change_era(struct log *l) { build_sw(l, 6); }
+static void build_sw_prev_era(struct log *l) { build_sw(l, 7); }
+static void build_sw_prev_era_start(struct log *l) { build_sw(l, 8); }
 
 /* The standard log whose run_end has a restart_gap, without any writer_restart: line 17. */
 static void build_gap_no_restart(struct log *l)
@@ -2605,6 +2613,12 @@ static const struct verify_case verify_cases[] = {
 	{"policy_change naming another generation than its begin: line 10", build_sw_change_era,
 	 NULL, NULL, NULL, 0, VERIFY_INVALID, 10, -1,
 	 "policy_change: era 3 is not the generation the switch announced at line 8 named (2)"},
+	{"policy_switch_begin whose prev_era is not the generation in force: line 13",
+	 build_sw_prev_era, NULL, NULL, NULL, 0, VERIFY_INVALID, 13, -1,
+	 "prev_era 1 is not the generation in force (2, the policy_change's at line 10)"},
+	{"policy_switch_begin whose prev_era is not run_start's generation: line 9",
+	 build_sw_prev_era_start, NULL, NULL, NULL, 0, VERIFY_INVALID, 9, -1,
+	 "prev_era 0 is not the generation in force (1, run_start's)"},
 	/* writer restarts */
 	{"restarted log (writer_restart, restart checkpoint 30 s on): exit 0", build_rs_ok, NULL,
 	 NULL, NULL, 0, VERIFY_OK, 0, -1, NULL},
@@ -3767,6 +3781,8 @@ static bool in_corpus(const struct verify_case *c)
 		{build_pc_sha, NULL},
 		{build_pc_prev_sha, NULL},
 		{build_pc_prev_mode, NULL},
+		{build_sw_ok, NULL},
+		{build_sw_prev_era, NULL},
 		{build_rotated, NULL},
 		{build_rotate_stopped, NULL},
 		{build_rotate_restart, NULL},
