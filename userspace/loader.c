@@ -738,8 +738,9 @@ static void ns_leave(struct loader *l, int lock)
 		if (lock < 0) {
 			/*
 			 * Unlocked, a run joining now could be left out of the sync: leave the
-			 * token and pins as they are (a token kept is safe: the others pass the
-			 * frames it would have judged to no one only while its links live).
+			 * token and pins as they are. (The token stays in the runs map: the
+			 * others keep leaving to it the 5-tuples its cgroup recorded, a stale
+			 * token as one left by a kill.)
 			 */
 			fprintf(stderr, "sluice: lock %s/sluice to leave the namespace's maps: %s; "
 					"left in place\n", LOADER_BPFFS, strerror(errno));
