@@ -21,9 +21,10 @@
  * nothing to attribute — every frame its host side sees is its own or no run's, and it judges
  * both — so its flows slot stays empty: the packet layer records nothing (no map write per
  * connect(), no 1.75 MiB LRU). The loader of a run that joins makes the map and puts it into the
- * slot of every run there, its own and theirs, before its host side is attached: from then on
- * each run's packet layer records what it lets out. The last but one to leave empties the slot
- * of the run that stays (loader.c, ns_sync).
+ * slots of the runs there before its host side is attached, and into its own slot (with its
+ * token into sl_ns_runs) only after: from then on each run's packet layer records what it lets
+ * out, and a run killed before its host side existed has its frames judged by the others. The
+ * last but one to leave empties the slot of the run that stays (loader.c, ns_sync, ns_join).
  *
  * A slot found empty fails closed. The packet layer records nothing: the frame is then judged by
  * every run's host side, its own run's too. The host side finds no other run's flow: it judges

@@ -419,6 +419,39 @@ tap_check "P26 join: run a left nothing" leftovers_check "$ja_id"
 tap_is "P26 join: the namespace's maps are gone with its last run" \
 	"$(find "$ns_pins" -maxdepth 0 2>/dev/null | wc -l)" 0
 
+# P26, a run killed after its cgroup's programs are pinned and before its host side exists
+# (SLUICE_SELFTEST_KILL_BEFORE_TC): its token never joins the namespace's runs, so run a's host
+# side still judges what the dead run's cgroup sends (to run b's host, which only the dead run's
+# policy allows). (Its log was never written: sluice resume cannot be asked to take it over.)
+sluice_start "$SL_TMP/p26a.yaml" "$SL_TMP/p26k-a.jsonl" --netns "/run/netns/$SL_NS_RUN" -- \
+	sh -c "while [ ! -e $j.kend ]; do sleep 0.05; done"
+ka_pid=$SL_RUN_PID ka_id=$SL_RUN_ID
+wait_until 60000 grep -qs '"run_start"' "$SL_TMP/p26k-a.jsonl" || tap_diag_file "$SL_ERR"
+SLUICE_SELFTEST_KILL_BEFORE_TC=1 sluice_start "$SL_TMP/p26b.yaml" "$SL_TMP/p26k-b.jsonl" \
+	--netns "/run/netns/$SL_NS_RUN" -- true
+kb_id=$SL_RUN_ID
+wait "$SL_RUN_PID"
+tap_is "P26 kill: the joiner is killed before its host side is attached" "$?" 137
+tap_is "P26 kill: only run a's token is in the namespace's runs map" \
+	"$(bpftool -j map dump pinned "$ns_pins/runs" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" 1
+kcg=$(cg2_mount)/sluice/$kb_id
+tap_is "P26 kill: the dead run's cgroup reaches run b's host only through run a's host side (denied)" \
+	"$(sl_in_cgroup "$kcg" nsenter --net="/run/netns/$SL_NS_RUN" \
+		python3 "$SL_TMP/p26conn.py" 203.0.113.7 80)" timeout
+tap_cmp "P26 kill: run a's host side denied it" \
+	"$(log_count "$SL_TMP/p26k-a.jsonl" type=decision decision=deny hook=tc dst=203.0.113.7 port=80)" -ge 1
+rm -rf "/sys/fs/bpf/sluice/$kb_id"
+rmdir "$kcg"
+touch "$j.kend"
+wait "$ka_pid"
+tap_is "P26 kill: run a ends normally" "$?" 0
+tap_check "P26 kill: run a left nothing" leftovers_check "$ka_id"
+# (the dead run's slot pin is all that is left of it: it held no token)
+tap_is "P26 kill: of the namespace's maps only the dead run's slot pin is left" \
+	"$(find "$ns_pins" -mindepth 1 -printf '%f\n' 2>/dev/null | sed 's/^slot-[0-9a-f]*$/slot/' | tr '\n' ' ')" "slot "
+rm -f "$ns_pins"/slot-*
+rmdir "$ns_pins" 2>/dev/null
+
 # P26: a run cannot borrow another run's flow. Run a (nobody) binds an IPv6 socket with
 # IPV6_FREEBIND to run b's host and port, and connects from there to the namespace's own address
 # (which its policy allows) at the port of run b's closed flow: the namespace's kernel answers

@@ -669,10 +669,11 @@ static int ns_tokens(int runs_fd, __u64 tokens[SL_NS_RUNS_MAX])
  * flows map (made here if need be) goes into every run's flows slot; with one run or none, its
  * slot is emptied and the map's pin removed (the slots that still hold it free it once they
  * go). Under clsact_lock, after each change to the runs map, before the host side of a run that
- * joins is attached and after that of a run that leaves is detached. A run whose slot has no pin
- * (a run of a build that kept the flows map always, which its slot holds) keeps the pin.
+ * joins is attached (joining: that run counts, but its token and slot are not in yet, see
+ * ns_join) and after that of a run that leaves is detached. A run whose slot has no pin (a run
+ * of a build that kept the flows map always, which its slot holds) keeps the pin.
  */
-static int ns_sync(const char *dir, int runs_fd)
+static int ns_sync(const char *dir, int runs_fd, bool joining)
 {
 	__u64 tokens[SL_NS_RUNS_MAX];
 	int n = ns_tokens(runs_fd, tokens), flows = -1, slot, err = 0, i;
@@ -680,7 +681,7 @@ static int ns_sync(const char *dir, int runs_fd)
 	char path[PATH_MAX];
 	__u32 zero = 0;
 
-	if (n >= 2) {
+	if (n + joining >= 2) {
 		flows = ns_map_get(dir, &ns_shapes[NS_FLOWS], true);
 		if (flows < 0)
 			return flows;
@@ -730,21 +731,43 @@ static void ns_leave(struct loader *l, int lock)
 	    !util_fmt(slot, sizeof(slot), NS_SLOT_FMT, l->ns_dir,
 		      (unsigned long long)l->ns_token)) {
 		bool taken = lock == -2;
+		__u32 zero = 0;
 
 		if (taken)
 			lock = clsact_lock();
-		unlink(slot);
+		if (lock < 0) {
+			/*
+			 * Unlocked, a run joining now could be left out of the sync: leave the
+			 * token and pins as they are. (The token stays in the runs map: the
+			 * others keep leaving to it the 5-tuples its cgroup recorded, a stale
+			 * token as one left by a kill.)
+			 */
+			fprintf(stderr, "sluice: lock %s/sluice to leave the namespace's maps: %s; "
+					"left in place\n", LOADER_BPFFS, strerror(errno));
+			goto out;
+		}
+		/*
+		 * The token goes first, then the sync, then the run's own slot: killed in between, a
+		 * slot pin without a token is only left over, whereas a token without its slot pin
+		 * would keep the flows pin for good (ns_sync keeps it for a slot it cannot see).
+		 */
 		fd = bpf_obj_get(runs);
 		if (fd >= 0) {
 			bpf_map_delete_elem(fd, &l->ns_token);
 			empty = bpf_map_get_next_key(fd, NULL, &key) && errno == ENOENT;
 			/* best effort: a run left holding the flows records into a map no one reads */
 			if (!empty)
-				ns_sync(l->ns_dir, fd);
+				ns_sync(l->ns_dir, fd, false);
 			close(fd);
 		} else {
 			empty = errno == ENOENT;
 		}
+		fd = bpf_obj_get(slot);
+		if (fd >= 0) {
+			bpf_map_delete_elem(fd, &zero); /* (ENOENT: it was empty) */
+			close(fd);
+		}
+		unlink(slot);
 		if (empty) {
 			unlink(flows);
 			unlink(runs);
@@ -753,24 +776,25 @@ static void ns_leave(struct loader *l, int lock)
 		if (taken)
 			clsact_unlock(lock);
 	}
+out:
 	l->ns_dir[0] = '\0';
 	l->ns_token = 0;
 }
 
 /*
- * The run joins its namespace (a set loaded for it, or a spare it takes): the namespace's runs
- * map, pinned by the first run there, goes into the set's slot, the set's flows slot is pinned
- * for the runs to come, and the run's token goes into the runs map; then the flows, if the run
- * is not alone (ns_sync). Before the configuration (its ns_token) is written and before any link
- * exists: a program never sees a token without the maps. Under clsact_lock, which ns_leave takes
- * to remove them.
+ * The run comes to its namespace (a set loaded for it, or a spare it takes): the namespace's
+ * runs map, pinned by the first run there, goes into the set's slot, the set's flows slot is
+ * pinned for the runs to come, and the other runs get the flows if the run will not be alone
+ * (ns_sync): they record what they send before the run's host side judges it. Before the
+ * configuration (its ns_token) is written and before any link exists: a program never sees a
+ * token without the maps. The run's token and its own flows come later (ns_join), once its host
+ * side is attached. Under clsact_lock, which ns_leave takes to remove them.
  */
 static int ns_bind(struct loader *l)
 {
 	int runs = -1, lock, err = 0;
 	char slot[PATH_MAX];
 	__u32 zero = 0;
-	__u8 one = 1;
 
 	lock = clsact_lock();
 	if (lock < 0)
@@ -785,15 +809,45 @@ static int ns_bind(struct loader *l)
 		err = -ENAMETOOLONG;
 	if (!err && bpf_obj_pin(bpf_map__fd(l->skb->maps.sl_ns_flows), slot))
 		err = -errno;
-	/* alive in the namespace: from now on the other runs leave its frames to it */
-	if (!err && bpf_map_update_elem(runs, &l->ns_token, &one, BPF_NOEXIST))
-		err = errno == E2BIG ? -EUSERS : -errno;
 	if (!err)
-		err = ns_sync(l->ns_dir, runs);
+		err = ns_sync(l->ns_dir, runs, true);
 	if (runs >= 0)
 		close(runs);
 	if (err)
 		ns_leave(l, lock);
+	clsact_unlock(lock);
+	return err;
+}
+
+/*
+ * The run is alive in its namespace, its host side attached: its token goes into the runs map
+ * (from now on the other runs' host sides leave the frames its cgroup records to it) and the
+ * flows into its own slot (ns_sync). Not before: a run killed before its host side exists must
+ * not have its frames passed by the others unjudged, so until here its packet layer records
+ * nothing (its slot is empty) and its token is no one's. The runs map goes into the set's slot
+ * again: the last run out may have removed the pin that ns_bind found.
+ */
+static int ns_join(struct loader *l)
+{
+	int runs, lock, err = 0;
+	__u32 zero = 0;
+	__u8 one = 1;
+
+	lock = clsact_lock();
+	if (lock < 0)
+		return -errno;
+	runs = ns_map_get(l->ns_dir, &ns_shapes[NS_RUNS], true);
+	if (runs < 0) {
+		clsact_unlock(lock);
+		return runs;
+	}
+	if (bpf_map_update_elem(bpf_map__fd(l->skb->maps.sl_ns_runs), &zero, &runs, BPF_ANY))
+		err = -errno;
+	else if (bpf_map_update_elem(runs, &l->ns_token, &one, BPF_NOEXIST))
+		err = errno == E2BIG ? -EUSERS : -errno;
+	else if ((err = ns_sync(l->ns_dir, runs, false)))
+		bpf_map_delete_elem(runs, &l->ns_token);
+	close(runs);
 	clsact_unlock(lock);
 	return err;
 }
@@ -1271,6 +1325,14 @@ struct loader *loader_reopen(const char *run_id, bool verbose)
 			break;
 	if (!err)
 		err = reopen_clsact_pins(l);
+	/*
+	 * A run that shares its namespace's maps but has no host side was killed before its host
+	 * side was attached (loader_attach_tc): its token never joined the runs map, so the other
+	 * runs judge its frames. Taken over, it would run on without the check it was started
+	 * with: refused, its cgroup links go on enforcing and its frames stay judged by the others.
+	 */
+	if (!err && cfg_of(l)->ns_token && !l->n_tc && !l->n_clsact_pins)
+		err = -ENOLINK;
 	if (!err)
 		err = reopen_settle_pins(l);
 	if (!err)
@@ -2031,6 +2093,9 @@ int loader_attach_tc(struct loader *l, int run_netns_fd, char *desc, size_t desc
 	int n, i, err;
 
 	desc[0] = '\0';
+	/* selftests only: a run killed with its cgroup links pinned and no host side yet */
+	if (getenv("SLUICE_SELFTEST_KILL_BEFORE_TC"))
+		kill(getpid(), SIGKILL);
 	n = netdev_veth_peers(run_netns_fd, peers, NETDEV_PEERS_MAX);
 	if (n < 0)
 		return n;
@@ -2065,6 +2130,14 @@ int loader_attach_tc(struct loader *l, int run_netns_fd, char *desc, size_t desc
 			     a->clsact ? " (clsact)" : ""))
 			return -ENAMETOOLONG;
 		used = strlen(desc);
+	}
+	if (l->ns_dir[0] && n > 0) {
+		err = ns_join(l);
+		if (err) {
+			fprintf(stderr, "sluice: join the namespace's runs at %s: %s\n", l->ns_dir,
+				strerror(-err));
+			return err;
+		}
 	}
 	return n;
 }

@@ -77,7 +77,8 @@ int loader_take(struct loader *l, const struct policy *p, const struct policy_co
  * or changing anything. loader_detach then ends the run's enforcement as it would have.
  * Sets errno and returns NULL: ENOENT, no such run is pinned (or not all of it); EBUSY, the
  * run's loader (or another resume of it) is alive: one writer per log; EPROTO, the pinned maps
- * have another shape than this build's (another version of sluice made the run).
+ * have another shape than this build's (another version of sluice made the run); ENOLINK, the
+ * run shares its namespace's flows (--netns) but its host side was never attached.
  */
 struct loader *loader_reopen(const char *run_id, bool verbose);
 

@@ -716,6 +716,10 @@ static const char *reopen_why(int err)
 		return "its writer died while it moved the run's links to a switch's new programs: "
 		       "some hooks run the old policy's, some the new one's (each enforces one of "
 		       "the two); no writer can name that in the log";
+	case -ENOLINK:
+		return "it shares its network namespace's flows but has no host side (its sluice was "
+		       "killed before the host side was attached): refused, its cgroup's programs go "
+		       "on enforcing and the other runs there judge its frames";
 	default:
 		return strerror(-err);
 	}
