@@ -852,6 +852,29 @@ static int ns_join(struct loader *l)
 	return err;
 }
 
+/*
+ * Whether a pinned run's token is in its namespace's runs map: loader_attach_tc puts it there
+ * once the run's host side is attached, or at once when the namespace has no veth peer (no host
+ * side to wait for). A run whose token is not there was killed before that.
+ */
+static bool ns_token_joined(const struct sl_cfg *cfg)
+{
+	char dir[PATH_MAX];
+	__u8 v;
+	int runs;
+	bool in;
+
+	if (util_fmt(dir, sizeof(dir), NS_DIR_FMT, LOADER_BPFFS,
+		     (unsigned long long)cfg->run.netns_dev, (unsigned long long)cfg->run.netns_ino))
+		return false;
+	runs = ns_map_get(dir, &ns_shapes[NS_RUNS], false);
+	if (runs < 0)
+		return false;
+	in = !bpf_map_lookup_elem(runs, &cfg->ns_token, &v);
+	close(runs);
+	return in;
+}
+
 /* An empty loader, before any object is opened. */
 static struct loader *loader_new(bool verbose)
 {
@@ -1331,7 +1354,8 @@ struct loader *loader_reopen(const char *run_id, bool verbose)
 	 * runs judge its frames. Taken over, it would run on without the check it was started
 	 * with: refused, its cgroup links go on enforcing and its frames stay judged by the others.
 	 */
-	if (!err && cfg_of(l)->ns_token && !l->n_tc && !l->n_clsact_pins)
+	if (!err && cfg_of(l)->ns_token && !l->n_tc && !l->n_clsact_pins &&
+	    !ns_token_joined(cfg_of(l)))
 		err = -ENOLINK;
 	if (!err)
 		err = reopen_settle_pins(l);
@@ -2131,7 +2155,12 @@ int loader_attach_tc(struct loader *l, int run_netns_fd, char *desc, size_t desc
 			return -ENAMETOOLONG;
 		used = strlen(desc);
 	}
-	if (l->ns_dir[0] && n > 0) {
+	/*
+	 * Joined with no veth peer too: no run of this namespace has a host side then (the
+	 * peers are the namespace's), so the token changes no judgment, and it tells a take-over
+	 * that this run was not killed before its host side (loader_reopen).
+	 */
+	if (l->ns_dir[0]) {
 		err = ns_join(l);
 		if (err) {
 			fprintf(stderr, "sluice: join the namespace's runs at %s: %s\n", l->ns_dir,
