@@ -737,13 +737,18 @@ static void ns_leave(struct loader *l, int lock)
 			lock = clsact_lock();
 		if (lock < 0) {
 			/*
-			 * Unlocked, a run joining now could be left out of the sync: leave the
-			 * token and pins as they are. (The token stays in the runs map: the
-			 * others keep leaving to it the 5-tuples its cgroup recorded, a stale
-			 * token as one left by a kill.)
+			 * Unlocked, a run joining now could be left out of the sync, and the pins
+			 * stay; the token goes all the same: without it the other runs judge this
+			 * run's frames again, which only fails closed, whereas a token left behind
+			 * would have them pass the 5-tuples its cgroup recorded, judged by no one.
 			 */
 			fprintf(stderr, "sluice: lock %s/sluice to leave the namespace's maps: %s; "
-					"left in place\n", LOADER_BPFFS, strerror(errno));
+					"only the run's token removed\n", LOADER_BPFFS, strerror(errno));
+			fd = bpf_obj_get(runs);
+			if (fd >= 0) {
+				bpf_map_delete_elem(fd, &l->ns_token);
+				close(fd);
+			}
 			goto out;
 		}
 		/*
@@ -850,29 +855,6 @@ static int ns_join(struct loader *l)
 	close(runs);
 	clsact_unlock(lock);
 	return err;
-}
-
-/*
- * Whether a pinned run's token is in its namespace's runs map: loader_attach_tc puts it there
- * once the run's host side is attached, or at once when the namespace has no veth peer (no host
- * side to wait for). A run whose token is not there was killed before that.
- */
-static bool ns_token_joined(const struct sl_cfg *cfg)
-{
-	char dir[PATH_MAX];
-	__u8 v;
-	int runs;
-	bool in;
-
-	if (util_fmt(dir, sizeof(dir), NS_DIR_FMT, LOADER_BPFFS,
-		     (unsigned long long)cfg->run.netns_dev, (unsigned long long)cfg->run.netns_ino))
-		return false;
-	runs = ns_map_get(dir, &ns_shapes[NS_RUNS], false);
-	if (runs < 0)
-		return false;
-	in = !bpf_map_lookup_elem(runs, &cfg->ns_token, &v);
-	close(runs);
-	return in;
 }
 
 /* An empty loader, before any object is opened. */
@@ -1354,8 +1336,7 @@ struct loader *loader_reopen(const char *run_id, bool verbose)
 	 * runs judge its frames. Taken over, it would run on without the check it was started
 	 * with: refused, its cgroup links go on enforcing and its frames stay judged by the others.
 	 */
-	if (!err && cfg_of(l)->ns_token && !l->n_tc && !l->n_clsact_pins &&
-	    !ns_token_joined(cfg_of(l)))
+	if (!err && cfg_of(l)->ns_token && !l->n_tc && !l->n_clsact_pins)
 		err = -ENOLINK;
 	if (!err)
 		err = reopen_settle_pins(l);
@@ -2156,11 +2137,11 @@ int loader_attach_tc(struct loader *l, int run_netns_fd, char *desc, size_t desc
 		used = strlen(desc);
 	}
 	/*
-	 * Joined with no veth peer too: no run of this namespace has a host side then (the
-	 * peers are the namespace's), so the token changes no judgment, and it tells a take-over
-	 * that this run was not killed before its host side (loader_reopen).
+	 * Not with no veth peer: a veth added later, and a run attached to it, would leave this
+	 * run's frames to a host side it does not have. Unjoined, every other run's host side
+	 * judges them (a take-over refuses such a run: loader_reopen).
 	 */
-	if (l->ns_dir[0]) {
+	if (l->ns_dir[0] && n > 0) {
 		err = ns_join(l);
 		if (err) {
 			fprintf(stderr, "sluice: join the namespace's runs at %s: %s\n", l->ns_dir,
@@ -2187,6 +2168,11 @@ void loader_detach(struct loader *l)
 
 	if (!l)
 		return;
+	/*
+	 * The namespace first, while both layers still judge: left after them, a kill in between
+	 * would leave a token whose 5-tuples the other runs pass to a run with neither layer.
+	 */
+	ns_leave(l, -2);
 	for (i = 0; i < PROG_MAX; i++) {
 		if (!l->links[i])
 			continue;
@@ -2196,7 +2182,6 @@ void loader_detach(struct loader *l)
 	}
 	for (i = 0; i < l->n_tc; i++)
 		tc_detach(&l->tc_att[i]);
-	ns_leave(l, -2);
 	/* every clsact pin, found again or not (its veth gone with the sandbox) */
 	for (i = 0; i < l->n_clsact_pins; i++)
 		unpin_name(l, l->clsact_pins[i].name);
