@@ -120,9 +120,9 @@ struct drun {
 	 */
 	struct bg_load *bg;
 	/*
-	 * The run's end, come while its switch was in flight: the switch thread reads the run's loader
-	 * until it is joined, so the end waits for that (switch_finish), the switch is dropped,
-	 * and the run ends as asked. end_why NULL: no end pending. end_client (NULL: none, or
+	 * The run's end, come while its switch was in flight: the switch thread reads the run's
+	 * loader until it is joined, so the end waits for that (switch_finish), the switch is
+	 * dropped, and the run ends as asked (at once when the switch had no thread yet). end_why NULL: no end pending. end_client (NULL: none, or
 	 * gone) waits for the reply to its detach (end_detach) or run_end (end_status).
 	 */
 	const char *end_why;
@@ -145,7 +145,7 @@ struct drun {
  * run's end waits (drun.end_why); the run's ring buffer, resolver and log go on, through map
  * descriptors and objects the thread does not change. libbpf keeps nothing global that two
  * loads (or a load and a lookup) on distinct objects share unsafely: the spares' thread
- * (pool.c) loads beside the loop's attaches likewise, and the loader's libbpf_hush is
+ * (pool.c) loads beside the load threads likewise, and the loader's libbpf_hush is
  * per thread.
  */
 struct bg_load {
@@ -619,7 +619,7 @@ static void drun_args(struct drun *dr, const char *run_id)
 	dr->r.line_ctx = dr;
 }
 
-/* An attach that failed, or was dropped: nothing of it stays, the cgroup is left as it was found. */
+/* An attach that failed, or was dropped: nothing of it stays; the cgroup is as it was found. */
 static void attach_undo(struct drun *dr)
 {
 	if (dr->r.started)
