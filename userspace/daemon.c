@@ -693,8 +693,8 @@ static int attach_commit(struct daemon *d, struct drun *dr, int64_t t0, int64_t 
 }
 
 /* Queue a load of dr's (bg_load) for c, to be started by the loop (loads_start). */
-static int load_queue(struct daemon *d, struct drun *dr, struct client *c, int kind,
-		      struct switch_job *job, char *err, size_t err_len)
+static int load_enqueue(struct daemon *d, struct drun *dr, struct client *c, int kind,
+			struct switch_job *job, char *err, size_t err_len)
 {
 	struct bg_load *bg = calloc(1, sizeof(*bg)), **q;
 
@@ -824,7 +824,7 @@ static int op_attach(struct daemon *d, struct client *c, const struct control_ob
 	*netns_fd = -1;
 	ret = run_setup_begin(&dr->r, &need_load, err, err_len);
 	if (!ret && need_load) {
-		ret = load_queue(d, dr, c, BG_ATTACH, NULL, err, err_len);
+		ret = load_enqueue(d, dr, c, BG_ATTACH, NULL, err, err_len);
 		if (ret == REPLY_LATER) {
 			d->attaching[d->n_attaching++] = dr;
 			return ret;
@@ -1257,7 +1257,7 @@ static int op_switch(struct daemon *d, struct client *c, const struct control_ob
 			     &job, err, err_len);
 	if (ret)
 		return ret;
-	ret = load_queue(d, dr, c, BG_SWITCH, job, err, err_len);
+	ret = load_enqueue(d, dr, c, BG_SWITCH, job, err, err_len);
 	if (ret != REPLY_LATER)
 		switch_free(job);
 	return ret;
