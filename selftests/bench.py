@@ -582,8 +582,14 @@ class Bench:
         return env
 
     def request(self, env, req):
-        reply = sl_daemon_req.request(env["SLUICE_SOCKET"], json.dumps(req).encode() + b"\n",
-                                      600).decode()
+        # a request naming a netns carries the namespace itself, as sluice attach sends it
+        fd = os.open(req["netns"], os.O_RDONLY) if "netns" in req else None
+        try:
+            reply = sl_daemon_req.request(env["SLUICE_SOCKET"],
+                                          json.dumps(req).encode() + b"\n", 600, fd).decode()
+        finally:
+            if fd is not None:
+                os.close(fd)
         if '"ok":true' not in reply:
             raise SetupError(f"daemon {req['op']}: {reply[:300]}")
         return json.loads(reply)

@@ -34,10 +34,14 @@ ping_ok() { [[ $(sl_daemon_req '{"op":"ping"}') == '{"ok":true,'* ]]; }
 
 # attach RUN_ID CGROUP POLICY [MEMBER…]: attach through the socket; prints the reply.
 attach() {
-	local id=$1 cg=$2 pol=$3 extra=
+	local id=$1 cg=$2 pol=$3 extra='' fd=()
 	shift 3
-	for kv in "$@"; do extra+=",$kv"; done
-	sl_daemon_req "{\"op\":\"attach\",\"run_id\":\"$id\",\"cgroup\":\"$cg\",\"policy\":\"$pol\"$extra}"
+	for kv in "$@"; do
+		extra+=",$kv"
+		# the namespace itself goes with the request, as sluice attach sends it
+		[[ $kv == '"netns":"'* ]] && fd=(--fd "${kv:9:${#kv}-10}")
+	done
+	sl_daemon_req "${fd[@]}" "{\"op\":\"attach\",\"run_id\":\"$id\",\"cgroup\":\"$cg\",\"policy\":\"$pol\"$extra}"
 }
 
 # in_cg CGROUP CMD…: CMD in the cgroup and the run namespace.
@@ -133,8 +137,13 @@ wait_until 30000 fds_back
 tap_check "descriptors passed with requests are closed (3 each, 20 requests)" fds_back
 
 check_refused() {
-	local name=$1 req=$2 want=$3 got
-	got=$(sl_daemon_req --raw "$req")
+	local fd=() name req want got
+	if [[ $1 == --fd ]]; then
+		fd=(--fd "$2")
+		shift 2
+	fi
+	name=$1 req=$2 want=$3
+	got=$(sl_daemon_req "${fd[@]}" --raw "$req")
 	if [[ $got == '{"ok":false,"error":'*"$want"* ]] && ping_ok; then
 		tap_ok "$name: refused, and the daemon serves on"
 	else
@@ -160,9 +169,22 @@ check_refused "a bad run id" \
 check_refused "the cgroup hierarchy's root" \
 	"{\"op\":\"attach\",\"run_id\":\"t-$SL_ID-root\",\"cgroup\":\"$(cg2_mount)\",\"policy\":\"$SL_TMP/a.yaml\"}"$'\n' \
 	"not a cgroup below the v2 hierarchy's root"
+# a netns is the namespace its client opened and sent (SCM_RIGHTS), never a path the daemon opens
+NS_REQ="{\"op\":\"attach\",\"run_id\":\"t-$SL_ID-ns\",\"cgroup\":\"$(cg2_mount)/x\",\"policy\":\"$SL_TMP/a.yaml\""
+check_refused "a netns with no descriptor" "$NS_REQ,\"netns\":\"/run/netns/$SL_NS_RUN\"}"$'\n' \
+	"the namespace's descriptor must come with the request"
+check_refused --fd "$SL_TMP/a.yaml" "a netns whose descriptor is a plain file" \
+	"$NS_REQ,\"netns\":\"/run/netns/$SL_NS_RUN\"}"$'\n' \
+	"the descriptor sent is not a network namespace"
+check_refused --fd "/run/netns/$SL_NS_RUN" "a descriptor with no netns" "$NS_REQ}"$'\n' \
+	"a descriptor came with a request that names no netns"
 
 # --- two runs, two policies ------------------------------------------------------------------
 CG_A=$(sl_cgroup_new a) && CG_B=$(sl_cgroup_new b) || bail_out "cannot make the test cgroups"
+out=$("$SLUICE" attach --cgroup "$CG_A" --netns "$SL_TMP/a.yaml" --policy "$SL_TMP/a.yaml" \
+	--run-id "t-$SL_ID-ns" 2>&1)
+tap_is "sluice attach --netns FILE that is no namespace: refused before any request (rc $?)" \
+	"$(grep -c "netns $SL_TMP/a.yaml: not a network namespace" <<<"$out")" 1
 RA=t-$SL_ID-a
 RB=t-$SL_ID-b
 SL_RUNS+=("$RA" "$RB")

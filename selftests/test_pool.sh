@@ -57,7 +57,7 @@ attach() {
 
 # attach_ns RUN_ID CGROUP POLICY: an attach with a host side in the run namespace.
 attach_ns() {
-	sl_daemon_req "{\"op\":\"attach\",\"run_id\":\"$1\",\"cgroup\":\"$2\",\"policy\":\"$3\",$(
+	sl_daemon_req --fd "$NETNS" "{\"op\":\"attach\",\"run_id\":\"$1\",\"cgroup\":\"$2\",\"policy\":\"$3\",$(
 		)\"netns\":\"$NETNS\",\"upstream\":\"127.0.0.1:$UP_PORT\"}"
 }
 

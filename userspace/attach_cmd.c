@@ -48,8 +48,8 @@ static void usage(FILE *out)
 		"                    loopback, the host side of its veths gets the packet checks.\n"
 		"                    Default with --pid/--container/--unit: /proc/PID/ns/net of\n"
 		"                    the process found, when it is not sluice's own; 'none':\n"
-		"                    no netns. The daemon opens it during the attach: the\n"
-		"                    process must live until the attach returns\n"
+		"                    no netns. sluice attach opens it and sends the daemon\n"
+		"                    the namespace itself: the process may go once it is open\n"
 		"  --log FILE        the run's log (default: the daemon's choice)\n"
 		"  --upstream ADDR   where the run's resolver asks for listed names\n"
 		"  --socket PATH     the daemon's socket (default: $SLUICE_SOCKET, else\n"
@@ -147,17 +147,25 @@ int attach_build(const struct attach_req *r, struct control_msg *m, char *why, s
 	return 0;
 }
 
-int attach_send(const char *cmd, const char *socket, struct control_msg *m)
+int attach_send(const char *cmd, const char *socket, struct control_msg *m, const char *netns)
 {
 	const char *path = control_socket_path(socket);
 	char *reply = malloc(CONTROL_LINE_MAX), err_text[1024];
 	struct control_obj *o = malloc(sizeof(*o));
-	int fd = -1, err, ret;
+	int fd = -1, netns_fd = -1, err, ret;
 
 	if (!reply || !o) {
 		fprintf(stderr, "%s: out of memory\n", cmd);
 		ret = ATTACH_EXIT_NO_DAEMON;
 		goto out;
+	}
+	/* opened here, sent with the request: the daemon never opens the path (runopts.h) */
+	if (netns) {
+		netns_fd = runopts_open_netns(cmd, netns);
+		if (netns_fd < 0) {
+			ret = ATTACH_EXIT_USAGE;
+			goto out;
+		}
 	}
 	fd = control_connect(path);
 	if (fd < 0) {
@@ -166,7 +174,7 @@ int attach_send(const char *cmd, const char *socket, struct control_msg *m)
 		ret = ATTACH_EXIT_NO_DAEMON;
 		goto out;
 	}
-	err = control_call(fd, m->buf, reply, CONTROL_LINE_MAX);
+	err = control_call_fd(fd, m->buf, netns_fd, reply, CONTROL_LINE_MAX, NULL);
 	if (err == -EPROTO) {
 		control_reply_error(reply, err_text, sizeof(err_text));
 		fprintf(stderr, "%s: the daemon refused: %s\n", cmd, err_text);
@@ -192,6 +200,8 @@ int attach_send(const char *cmd, const char *socket, struct control_msg *m)
 out:
 	if (fd >= 0)
 		close(fd);
+	if (netns_fd >= 0)
+		close(netns_fd);
 	free(reply);
 	free(o);
 	return ret;
@@ -338,10 +348,6 @@ int attach_cmd_main(int argc, char **argv)
 			fprintf(stderr, "sluice attach: --netns %s: path too long\n", netns);
 			goto out;
 		}
-		if (access(netns_abs, F_OK)) {
-			fprintf(stderr, "sluice attach: --netns %s: %s\n", netns, strerror(errno));
-			goto out;
-		}
 		r.netns = netns_abs;
 	} else {
 		r.netns = l->netns[0] ? l->netns : NULL;
@@ -355,7 +361,7 @@ int attach_cmd_main(int argc, char **argv)
 		ret = ATTACH_EXIT_OK;
 		goto out;
 	}
-	ret = attach_send("sluice attach", socket, &m);
+	ret = attach_send("sluice attach", socket, &m, r.netns);
 out:
 	free(l);
 	return ret;

@@ -29,7 +29,8 @@ static void usage(FILE *out)
 		"  detach          end the run: its programs are detached, its log sealed; the\n"
 		"                  cgroup's processes go on, unconfined\n"
 		"  status          every attached run: mode, policy and its SHA-256, log, lines,\n"
-		"                  denials, records lost, resolver; --json: one JSON object per run\n"
+		"                  denials, records lost, resolver; then each run being attached\n"
+		"                  (\"attaching\"); --json: one JSON object per run\n"
 		"  set-mode        switch a run between report and enforce, atomically, recorded in\n"
 		"                  its log\n"
 		"  replace-policy  put FILE in force for the run, atomically, recorded in its log\n"
@@ -82,8 +83,8 @@ static int print_status(int fd, const char *reply, bool json)
 {
 	struct control_obj *o = malloc(sizeof(*o));
 	char *line = malloc(CONTROL_LINE_MAX), why[256];
-	const struct control_member *n;
-	int64_t i;
+	const struct control_member *n, *a;
+	int64_t i, n_lines;
 	int status = 0;
 
 	if (!o || !line)
@@ -94,10 +95,13 @@ static int print_status(int fd, const char *reply, bool json)
 		status = EXIT_NO_DAEMON;
 		goto out;
 	}
+	/* the runs being attached (their programs being verified) follow the attached ones */
+	a = control_get(o, "attaching");
+	n_lines = n->i + (a && a->kind == CONTROL_INT && a->i > 0 ? a->i : 0);
 	if (!json)
 		printf("%-24s %-8s %8s %8s %6s %-9s %s\n", "RUN", "MODE", "LINES", "DENIALS",
 		       "LOST", "RESOLVER", "CGROUP");
-	for (i = 0; i < n->i; i++) {
+	for (i = 0; i < n_lines; i++) {
 		ssize_t len = control_read_line(fd, line, CONTROL_LINE_MAX);
 		const struct control_member *v;
 
@@ -112,6 +116,11 @@ static int print_status(int fd, const char *reply, bool json)
 		}
 		printf("%-24s %-8s", control_str(o, "run_id", NULL) ?: "?",
 		       control_str(o, "mode", NULL) ?: "?");
+		if (control_bool(o, "attaching") == 1) {
+			printf(" %8s %8s %6s %-9s %s\n", "-", "-", "-", "attaching",
+			       control_str(o, "cgroup", NULL) ?: "?");
+			continue;
+		}
 		v = control_get(o, "lines");
 		printf(" %8" PRId64, v && v->kind == CONTROL_INT ? v->i : -1);
 		v = control_get(o, "denials");

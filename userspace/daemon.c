@@ -4,10 +4,9 @@
  * run's ring buffer and checkpoints, the signals. A run's resolver answers on threads of its
  * own, as in sluice run. Requests are answered in order. An attach takes a spare set of
  * programs, verified in advance on the spares' thread (pool.c), when its policy fits one (a few
- * milliseconds); otherwise it loads and verifies its own inside the loop (about a second), which
- * the runs' ring buffers absorb. A switch (set_mode, replace_policy) verifies its new programs
- * on a thread of its own (switch_bg), seconds on a loaded machine, while the loop goes on with
- * every run, the switching one included; its commit is the loop's again.
+ * milliseconds). Otherwise its programs, and a switch's (set_mode, replace_policy), are loaded
+ * and verified on a thread of their own (bg_load), seconds on a loaded machine, while the loop
+ * goes on with every run and client; the attach, or the switch, is committed on the loop.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -68,12 +67,14 @@
 #define DAEMON_SPARES 2		 /* --spares */
 #define DAEMON_SPARES_MAX 16
 /*
- * Switches whose programs are verified at once, each on a thread of its own; more wait their
- * turn. A load keeps a CPU busy and the kernel's BTF parsed (tens of MiB) while it lasts: more
- * at once would only share the CPUs, and a burst (a fleet's set-mode) must not take the host's
- * memory.
+ * Loads verified at once, each on a thread of its own (bg_load): switches' and attaches' alike,
+ * one limit for both, in the order they were asked; more wait their turn. A load keeps a CPU
+ * busy and the kernel's BTF parsed (tens of MiB) while it lasts, whichever asked for it: more
+ * at once would only share the CPUs, and a burst (a fleet's set-mode, a node's containers
+ * starting) must not take the host's memory. The spares' thread (pool.c) loads apart, one at a
+ * time, at nice 19.
  */
-#define DAEMON_SWITCH_THREADS 2
+#define DAEMON_LOAD_THREADS 2
 /*
  * A spare's policy maps: runs whose policy has more CIDRs per family, or more rules, load their
  * own. The tries allocate per entry (nothing up front); the rule arrays are allocated whole
@@ -113,11 +114,15 @@ struct drun {
 	char **argv, *argv_buf;
 	char state_path[PATH_MAX];
 	int64_t attached_ms; /* the time the attach took */
-	struct switch_bg *sw; /* a switch whose programs are being verified; NULL: none */
 	/*
-	 * The run's end, come while sw was in flight: the switch thread reads the run's loader
-	 * until it is joined, so the end waits for that (switch_finish), the switch is dropped,
-	 * and the run ends as asked. end_why NULL: no end pending. end_client (NULL: none, or
+	 * A load of the run's in flight (bg_load), NULL: none. A run in daemon.runs: a switch's;
+	 * a run in daemon.attaching (not attached yet): its attach's.
+	 */
+	struct bg_load *bg;
+	/*
+	 * The run's end, come while its switch was in flight: the switch thread reads the run's
+	 * loader until it is joined, so the end waits for that (switch_finish), the switch is
+	 * dropped, and the run ends as asked (at once when the switch had no thread yet). end_why NULL: no end pending. end_client (NULL: none, or
 	 * gone) waits for the reply to its detach (end_detach) or run_end (end_status).
 	 */
 	const char *end_why;
@@ -128,30 +133,35 @@ struct drun {
 };
 
 /*
- * A switch of dr in flight: switch_load on its own thread, which then writes this struct's
- * address into the daemon's switch_done pipe; the loop joins it there and commits (or drops)
- * the switch (switch_finish). What the thread reads meanwhile is switch.h's to say (switch_load):
+ * A load in flight: a switch of dr (BG_SWITCH), or dr's attach (BG_ATTACH). Its thread loads and
+ * verifies the programs, then writes this struct's address into the daemon's load_done pipe;
+ * the loop joins it there (load_finish) and commits, or drops, the switch (switch_finish) or the
+ * attach (attach_finish). An attach's run is the thread's alone meanwhile (run_setup_load): it
+ * is in no run table the loop drains, only in daemon.attaching, whose entries the loop reads
+ * (their id, cgroup and policy, for status and for refusing a second attach of them) but never
+ * changes. What a switch's thread reads meanwhile is switch.h's to say (switch_load):
  * the run's loader, read only but for the era it draws, and the policy switch_prepare chose; the
  * loop keeps off the rest of it for as long: one switch per run (a second is refused), and the
  * run's end waits (drun.end_why); the run's ring buffer, resolver and log go on, through map
  * descriptors and objects the thread does not change. libbpf keeps nothing global that two
  * loads (or a load and a lookup) on distinct objects share unsafely: the spares' thread
- * (pool.c) loads beside the loop's attaches likewise, and the loader's libbpf_hush is
+ * (pool.c) loads beside the load threads likewise, and the loader's libbpf_hush is
  * per thread.
  */
-struct switch_bg {
+struct bg_load {
 	struct daemon *d;
+	enum { BG_SWITCH, BG_ATTACH } kind;
 	struct drun *dr;
-	struct switch_job *job;
+	struct switch_job *job; /* BG_SWITCH's */
 	struct client *client; /* waiting for the answer; NULL once it is gone */
 	char who[128];	       /* its client_who, for the policy_change line */
-	struct switch_bg *next; /* queued behind DAEMON_SWITCH_THREADS others: the next one */
+	struct bg_load *next;  /* queued behind DAEMON_LOAD_THREADS others: the next one */
 	bool started;	       /* its thread runs (or ran): to be joined */
 	pthread_t thread;
-	int ret;	       /* switch_load's, and why not in err */
+	int ret;	       /* switch_load's or run_setup_load's, and why not in err */
 	char err[1024];
 	int64_t asked_ms;      /* when its request came */
-	int64_t load_ms;       /* how long switch_load took */
+	int64_t load_ms;       /* how long the load took */
 };
 
 /* An op's return: the reply comes later (client.waiting), not now. */
@@ -178,9 +188,12 @@ struct daemon {
 	bool textfile_failed;
 	unsigned int spares; /* --spares */
 	struct pool *pool;   /* NULL: --spares 0 */
-	int switch_done[2];  /* switch threads -> loop: a struct switch_bg * per finished load */
-	struct switch_bg *switch_queue; /* switches waiting for a thread, first first */
-	unsigned int switches_running;	/* threads started and not joined */
+	int load_done[2];	    /* load threads -> loop: a struct bg_load * per finished load */
+	struct bg_load *load_queue; /* loads waiting for a thread, first first */
+	unsigned int loads_running; /* threads started and not joined */
+	/* runs whose attach loads their programs (bg_load): in no other table until committed */
+	struct drun *attaching[DAEMON_RUNS_MAX];
+	size_t n_attaching;
 };
 
 static int64_t now_ms(void)
@@ -265,6 +278,16 @@ static struct drun *find_run(struct daemon *d, const char *run_id)
 	for (i = 0; i < d->n_runs; i++)
 		if (!strcmp(d->runs[i]->r.run_id, run_id))
 			return d->runs[i];
+	return NULL;
+}
+
+static struct drun *find_attaching(struct daemon *d, const char *run_id)
+{
+	size_t i;
+
+	for (i = 0; i < d->n_attaching; i++)
+		if (!strcmp(d->attaching[i]->r.run_id, run_id))
+			return d->attaching[i];
 	return NULL;
 }
 
@@ -382,11 +405,12 @@ static void end_run(struct daemon *d, struct drun *dr, const char *why)
 /*
  * An end that came by itself (the cgroup gone, the run's client gone) while the run switches:
  * kept for switch_finish, the first one only. Returns whether it was kept (then the run goes on
- * until the switch thread is joined).
+ * until the switch thread is joined, or, the switch still queued, until the loop drops it,
+ * within this turn: loads_start).
  */
 static bool end_after_switch(struct drun *dr, const char *why)
 {
-	if (!dr->sw)
+	if (!dr->bg)
 		return false;
 	if (!dr->end_why)
 		dr->end_why = why;
@@ -413,8 +437,9 @@ static void end_requested(struct daemon *d, struct drun *dr, struct control_msg 
 
 /*
  * A detach or run_end of a run whose switch is in flight: c is answered once the switch thread
- * is joined (switch_finish); the switch is then dropped. REPLY_LATER, or -EBUSY when another
- * client's end is queued already.
+ * is joined (switch_finish), or, the switch still queued for a thread, at once (loads_start);
+ * the switch is then dropped. REPLY_LATER, or -EBUSY when another client's end is queued
+ * already.
  */
 static int end_queue(struct drun *dr, struct client *c, bool detach, bool has_status,
 		     int status, const char *why, char *err, size_t err_len)
@@ -451,6 +476,78 @@ static bool cgroups_overlap(const char *a, const char *b)
 	size_t la = strlen(a), lb = strlen(b), n = la < lb ? la : lb;
 
 	return !strncmp(a, b, n) && (la == lb || (la < lb ? b[n] : a[n]) == '/');
+}
+
+/*
+ * Whether a new run (an attach, a handed run) may have run_id and cgroup: no run of the daemon's,
+ * attached or being attached, has the id or a cgroup that holds the new one or lies in it, and
+ * there is room. 0, or -errno with err saying whose they are.
+ */
+static int run_taken(struct daemon *d, const char *run_id, const char *cgroup, char *err,
+		     size_t err_len)
+{
+	const struct drun *dr = find_run(d, run_id);
+	size_t i;
+
+	if (dr)
+		return util_fmt(err, err_len, "run %s is attached already (to %s)", run_id,
+				dr->r.cg.path), -EEXIST;
+	dr = find_attaching(d, run_id);
+	if (dr)
+		return util_fmt(err, err_len, "run %s is being attached already (to %s, asked %"
+					      PRId64 " ms ago, its programs being verified)",
+				run_id, dr->r.cg.path, now_ms() - dr->bg->asked_ms), -EEXIST;
+	for (i = 0; i < d->n_runs + d->n_attaching; i++) {
+		dr = i < d->n_runs ? d->runs[i] : d->attaching[i - d->n_runs];
+		if (cgroups_overlap(dr->r.cg.path, cgroup))
+			return util_fmt(err, err_len, "cgroup %s overlaps run %s's %s%s: one policy "
+						      "per process", cgroup, dr->r.run_id,
+					dr->r.cg.path, i < d->n_runs ? "" : " (being attached)"),
+			       -EEXIST;
+	}
+	if (d->n_runs + d->n_attaching >= DAEMON_RUNS_MAX)
+		return util_fmt(err, err_len, "%d runs are attached%s: no room for more",
+				DAEMON_RUNS_MAX, d->n_attaching ? " or being attached" : ""),
+		       -ENOSPC;
+	return 0;
+}
+
+/*
+ * The network namespace a request names (netns, or NULL) and the descriptor that came with it
+ * (fd, or -1; SCM_RIGHTS): both or neither, an absolute path, a network namespace. The path is
+ * never opened here: renamed or replaced between the client's open and the daemon's, it would
+ * name another namespace than the one the client meant (sluice run's command enters its
+ * descriptor; an attach's --pid process may be gone and its pid reused). Nor is it compared
+ * with the descriptor: in the client's mount namespace it may name another file than in the
+ * daemon's (a bind mount over a plain file); netns_what logs the namespace's inode instead.
+ */
+static int check_netns(const char *netns, int fd, char *err, size_t err_len)
+{
+	if (netns && netns[0] != '/')
+		return util_fmt(err, err_len, "netns: expected an absolute path, got \"%s\"",
+				netns), -EINVAL;
+	if (netns && fd < 0)
+		return util_fmt(err, err_len, "netns %s: the namespace's descriptor must come with "
+					      "the request (SCM_RIGHTS): the client opens it, the "
+					      "daemon does not", netns), -EINVAL;
+	if (!netns && fd >= 0)
+		return util_fmt(err, err_len, "a descriptor came with a request that names no "
+					      "netns"), -EINVAL;
+	if (netns && ioctl(fd, NS_GET_NSTYPE) != CLONE_NEWNET)
+		return util_fmt(err, err_len, "netns %s: the descriptor sent is not a network "
+					      "namespace", netns), -EINVAL;
+	return 0;
+}
+
+/* "; netns PATH, inode N" for the log line of a run set up in a namespace, else "". */
+static void netns_what(const struct drun *dr, char *buf, size_t len)
+{
+	struct stat st;
+
+	buf[0] = '\0';
+	if (dr->netns && dr->r.netns_fd >= 0 && !fstat(dr->r.netns_fd, &st))
+		snprintf(buf, len, "; netns %s, inode %llu", dr->netns,
+			 (unsigned long long)st.st_ino);
 }
 
 static char *dup_opt(const char *s, bool *oom)
@@ -493,8 +590,8 @@ static const char *need(const struct control_obj *o, const char *key, char *err,
 	return v && *v ? v : NULL;
 }
 
-/* A file an attach names: regular (a netns file is one too), never a FIFO nor a device. */
-static int check_file(const char *path, bool regular, const char *what, char *err, size_t len)
+/* A file a request names: regular, never a FIFO nor a device. */
+static int check_file(const char *path, const char *what, char *err, size_t len)
 {
 	struct stat st;
 	int ret;
@@ -503,10 +600,8 @@ static int check_file(const char *path, bool regular, const char *what, char *er
 		ret = -errno;
 		return util_fmt(err, len, "%s %s: %s", what, path, strerror(-ret)), ret;
 	}
-	if (regular ? !S_ISREG(st.st_mode) : (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode) ||
-					      S_ISBLK(st.st_mode) || S_ISSOCK(st.st_mode)))
-		return util_fmt(err, len, "%s %s: not a %s", what, path,
-				regular ? "regular file" : "namespace file"), -EINVAL;
+	if (!S_ISREG(st.st_mode))
+		return util_fmt(err, len, "%s %s: not a regular file", what, path), -EINVAL;
 	return 0;
 }
 
@@ -524,19 +619,115 @@ static void drun_args(struct drun *dr, const char *run_id)
 	dr->r.line_ctx = dr;
 }
 
-static int op_attach(struct daemon *d, const struct control_obj *o, struct control_msg *rep,
-		     char *err, size_t err_len)
+/* An attach that failed, or was dropped: nothing of it stays; the cgroup is as it was found. */
+static void attach_undo(struct drun *dr)
+{
+	if (dr->r.started)
+		run_finish(&dr->r, false, 0, "attach failed");
+	/* something left pinned: the state file says "attaching", for the next daemon to undo */
+	if (!run_close(&dr->r))
+		unlink(dr->state_path);
+	drun_free(dr);
+}
+
+/*
+ * The attach's last step, on the loop, its programs loaded (a spare's, or verified off the loop
+ * in load_ms): attached, its log started, the sockets its processes hold judged, the run added
+ * and rep filled. On failure (err says why) the caller undoes it (attach_undo).
+ */
+static int attach_commit(struct daemon *d, struct drun *dr, int64_t t0, int64_t load_ms,
+			 struct control_msg *rep, char *err, size_t err_len)
+{
+	char pre_err[256] = "", ns_what[PATH_MAX + 64], how[64] = "a spare";
+	int n_pre, ret = run_setup_end(&dr->r, err, err_len);
+
+	if (ret)
+		return ret;
+	run_write_start(&dr->r);
+	/*
+	 * The programs judge every connect() from now on; the connections the cgroup's
+	 * processes made before are judged here (preexisting.c). A scan that fails leaves
+	 * them unjudged, not the run unattached: said on stderr and in the reply.
+	 */
+	n_pre = preexisting_judge(&dr->r, pre_err, sizeof(pre_err));
+	if (n_pre < 0)
+		fprintf(stderr, "sluice daemon: run %s: the sockets its processes already held were "
+				"not judged: %s\n", dr->r.run_id, pre_err);
+	/*
+	 * A workload can make the scan give up (more socket fds than it holds, dup'd ones
+	 * too): in enforce mode that would leave its denied connections open, and one made
+	 * outside the cgroup is seen by no program. Fail closed: no attach.
+	 */
+	if (n_pre < 0 && dr->r.policy->mode == SL_MODE_ENFORCE)
+		return util_fmt(err, err_len, "the sockets the cgroup's processes already hold "
+					      "could not be judged (%s): refusing to attach in "
+					      "enforce mode with them left open", pre_err), n_pre;
+	ret = write_state(dr, false);
+	if (ret)
+		return util_fmt(err, err_len, "write %s: %s", dr->state_path, strerror(-ret)), ret;
+	add_run(d, dr);
+	dr->r.rec.drain_max = DAEMON_DRAIN_MAX;
+	dr->attached_ms = now_ms() - t0;
+	if (!dr->r.from_spare)
+		util_fmt(how, sizeof(how), "verified off the loop in %" PRId64 " ms: ", load_ms);
+	netns_what(dr, ns_what, sizeof(ns_what));
+	fprintf(stderr, "sluice daemon: run %s attached to %s (%s, %" PRId64 " ms, %s%s); log "
+			"%s%s\n", dr->r.run_id, dr->r.cg.path,
+		dr->r.policy->mode == SL_MODE_REPORT ? "report" : "enforce", dr->attached_ms, how,
+		dr->r.from_spare ? "" : dr->r.spare_why, dr->r.log_path, ns_what);
+	control_msg_str(rep, "run_id", dr->r.run_id);
+	control_msg_str(rep, "cgroup", dr->r.cg.path);
+	control_msg_str(rep, "log", dr->r.log_path);
+	control_msg_str(rep, "mode", dr->r.policy->mode == SL_MODE_REPORT ? "report" : "enforce");
+	control_msg_u64(rep, "attach_ms", (uint64_t)dr->attached_ms);
+	control_msg_bool(rep, "spare", dr->r.from_spare);
+	if (!dr->r.from_spare) {
+		control_msg_str(rep, "spare_why", dr->r.spare_why);
+		control_msg_u64(rep, "load_ms", (uint64_t)load_ms);
+	}
+	if (n_pre >= 0)
+		control_msg_u64(rep, "preexisting", (uint64_t)n_pre);
+	else
+		control_msg_str(rep, "preexisting_error", pre_err);
+	return 0;
+}
+
+/* Queue a load of dr's (bg_load) for c, to be started by the loop (loads_start). */
+static int load_enqueue(struct daemon *d, struct drun *dr, struct client *c, int kind,
+			struct switch_job *job, char *err, size_t err_len)
+{
+	struct bg_load *bg = calloc(1, sizeof(*bg)), **q;
+
+	if (!bg)
+		return util_fmt(err, err_len, "out of memory"), -ENOMEM;
+	*bg = (struct bg_load){ .d = d, .kind = kind, .dr = dr, .job = job, .client = c,
+				.asked_ms = now_ms() };
+	util_copy(bg->who, sizeof(bg->who), c->who);
+	dr->bg = bg;
+	c->waiting = true;
+	/* started by the loop (loads_start), never from inside a request's handling */
+	for (q = &d->load_queue; *q; q = &(*q)->next)
+		;
+	*q = bg;
+	return REPLY_LATER;
+}
+
+/*
+ * attach {cgroup, policy, run_id, …}: the run's programs attached to an existing cgroup. With a
+ * spare that fits, answered at once; else its programs are loaded and verified off the loop
+ * (bg_load) and c is answered when the attach is committed (attach_finish). With netns, the
+ * request carries the namespace the client opened (*netns_fd taken, -1; check_netns).
+ */
+static int op_attach(struct daemon *d, struct client *c, const struct control_obj *o,
+		     int *netns_fd, struct control_msg *rep, char *err, size_t err_len)
 {
 	static const char *const allowed[] = { "op", "cgroup", "policy", "run_id", "task", "mode",
 					       "netns", "log", "upstream", "source", NULL };
-	const char *cgroup, *policy, *run_id, *mode, *log;
+	const char *cgroup, *policy, *run_id, *mode, *log, *netns;
 	char pins[PATH_MAX];
-	char pre_err[256] = "";
-	int n_pre = 0;
 	struct drun *dr;
 	int64_t t0 = now_ms();
-	bool oom = false;
-	size_t i;
+	bool oom = false, need_load;
 	int ret;
 
 	ret = check_members(o, allowed, err, err_len);
@@ -563,26 +754,20 @@ static int op_attach(struct daemon *d, const struct control_obj *o, struct contr
 	if (control_str(o, "task", NULL) && strlen(control_str(o, "task", NULL)) > RECORDS_TASK_MAX)
 		return util_fmt(err, err_len, "task: longer than %d bytes", RECORDS_TASK_MAX),
 		       -EINVAL;
-	/*
-	 * The loop that drains every run opens these: a FIFO (or a device) would hold it in
-	 * open() or read() for as long as its other end likes.
-	 */
-	ret = check_file(policy, true, "policy", err, err_len);
-	if (!ret && control_str(o, "netns", NULL))
-		ret = check_file(control_str(o, "netns", NULL), false, "netns", err, err_len);
+	netns = control_str(o, "netns", NULL);
+	ret = check_netns(netns, *netns_fd, err, err_len);
 	if (ret)
 		return ret;
-	if (find_run(d, run_id))
-		return util_fmt(err, err_len, "run %s is attached already (to %s)", run_id,
-				find_run(d, run_id)->r.cg.path), -EEXIST;
-	for (i = 0; i < d->n_runs; i++)
-		if (cgroups_overlap(d->runs[i]->r.cg.path, cgroup))
-			return util_fmt(err, err_len, "cgroup %s overlaps run %s's %s: one policy "
-						      "per process", cgroup,
-					d->runs[i]->r.run_id, d->runs[i]->r.cg.path), -EEXIST;
-	if (d->n_runs == DAEMON_RUNS_MAX)
-		return util_fmt(err, err_len, "%d runs are attached: no room for more",
-				DAEMON_RUNS_MAX), -ENOSPC;
+	/*
+	 * The loop that drains every run opens it: a FIFO (or a device) would hold it in open()
+	 * or read() for as long as its other end likes.
+	 */
+	ret = check_file(policy, "policy", err, err_len);
+	if (ret)
+		return ret;
+	ret = run_taken(d, run_id, cgroup, err, err_len);
+	if (ret)
+		return ret;
 
 	dr = calloc(1, sizeof(*dr));
 	if (!dr)
@@ -593,7 +778,7 @@ static int op_attach(struct daemon *d, const struct control_obj *o, struct contr
 	dr->policy = dup_opt(policy, &oom);
 	dr->task = dup_opt(control_str(o, "task", NULL), &oom);
 	dr->mode = dup_opt(mode, &oom);
-	dr->netns = dup_opt(control_str(o, "netns", NULL), &oom);
+	dr->netns = dup_opt(netns, &oom);
 	dr->upstream = dup_opt(control_str(o, "upstream", NULL), &oom);
 	dr->source = dup_opt(control_str(o, "source", NULL), &oom);
 	if (oom) {
@@ -634,66 +819,22 @@ static int op_attach(struct daemon *d, const struct control_obj *o, struct contr
 		drun_free(dr);
 		return ret;
 	}
-	ret = run_setup(&dr->r, err, err_len);
-	if (!ret) {
-		run_write_start(&dr->r);
-		/*
-		 * The programs judge every connect() from now on; the connections the cgroup's
-		 * processes made before are judged here (preexisting.c). A scan that fails leaves
-		 * them unjudged, not the run unattached: said on stderr and in the reply.
-		 */
-		n_pre = preexisting_judge(&dr->r, pre_err, sizeof(pre_err));
-		if (n_pre < 0)
-			fprintf(stderr, "sluice daemon: run %s: the sockets its processes already "
-					"held were not judged: %s\n", run_id, pre_err);
-		/*
-		 * A workload can make the scan give up (more socket fds than it holds, dup'd
-		 * ones too): in enforce mode that would leave its denied connections open, and
-		 * one made outside the cgroup is seen by no program. Fail closed: no attach.
-		 */
-		if (n_pre < 0 && dr->r.policy->mode == SL_MODE_ENFORCE) {
-			ret = n_pre;
-			util_fmt(err, err_len, "the sockets the cgroup's processes already hold "
-					       "could not be judged (%s): refusing to attach in "
-					       "enforce mode with them left open", pre_err);
-		}
-		if (!ret) {
-			ret = write_state(dr, false);
-			if (ret)
-				util_fmt(err, err_len, "write %s: %s", dr->state_path,
-					 strerror(-ret));
+	/* the run's from here: run_close closes it */
+	dr->r.netns_fd = *netns_fd;
+	*netns_fd = -1;
+	ret = run_setup_begin(&dr->r, &need_load, err, err_len);
+	if (!ret && need_load) {
+		ret = load_enqueue(d, dr, c, BG_ATTACH, NULL, err, err_len);
+		if (ret == REPLY_LATER) {
+			d->attaching[d->n_attaching++] = dr;
+			return ret;
 		}
 	}
-	if (ret) {
-		/* nothing of it stays: the cgroup is left as it was found */
-		if (dr->r.started)
-			run_finish(&dr->r, false, 0, "attach failed");
-		if (!run_close(&dr->r))
-			unlink(dr->state_path);
-		drun_free(dr);
-		return ret;
-	}
-	add_run(d, dr);
-	dr->r.rec.drain_max = DAEMON_DRAIN_MAX;
-	dr->attached_ms = now_ms() - t0;
-	fprintf(stderr, "sluice daemon: run %s attached to %s (%s, %" PRId64 " ms, %s%s); log %s\n",
-		dr->r.run_id, dr->r.cg.path,
-		dr->r.policy->mode == SL_MODE_REPORT ? "report" : "enforce", dr->attached_ms,
-		dr->r.from_spare ? "a spare" : "loaded: ",
-		dr->r.from_spare ? "" : dr->r.spare_why, dr->r.log_path);
-	control_msg_str(rep, "run_id", dr->r.run_id);
-	control_msg_str(rep, "cgroup", dr->r.cg.path);
-	control_msg_str(rep, "log", dr->r.log_path);
-	control_msg_str(rep, "mode", dr->r.policy->mode == SL_MODE_REPORT ? "report" : "enforce");
-	control_msg_u64(rep, "attach_ms", (uint64_t)dr->attached_ms);
-	control_msg_bool(rep, "spare", dr->r.from_spare);
-	if (!dr->r.from_spare)
-		control_msg_str(rep, "spare_why", dr->r.spare_why);
-	if (n_pre >= 0)
-		control_msg_u64(rep, "preexisting", (uint64_t)n_pre);
-	else
-		control_msg_str(rep, "preexisting_error", pre_err);
-	return 0;
+	if (!ret)
+		ret = attach_commit(d, dr, t0, -1, rep, err, err_len);
+	if (ret)
+		attach_undo(dr);
+	return ret;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -744,9 +885,8 @@ static int int_member(const struct control_obj *o, const char *key, int64_t min,
  * policy fits one, the log at the path sluice run chose, signed with the key it names), writes
  * run_start, and replies with the cgroup's descriptor: the command starts in it by clone3.
  * This client owns the run from now on. With netns, the request carries the namespace sluice run
- * opened (SCM_RIGHTS), and the run is set up in that one (*netns_fd taken, -1): the one its
- * command enters. The path is never opened here: renamed or replaced between the two opens, it
- * would name another namespace than the command's (the resolver, the backstop elsewhere).
+ * opened, and the run is set up in that one (*netns_fd taken, -1; check_netns): the one its
+ * command enters.
  */
 static int op_run(struct daemon *d, struct client *c, const struct control_obj *o,
 		  int *netns_fd, struct control_msg *rep, int *reply_fd, char *err, size_t err_len)
@@ -763,13 +903,11 @@ static int op_run(struct daemon *d, struct client *c, const struct control_obj *
 		{ "rotate_kib", CONTROL_INT }, {},
 	};
 	const char *run_id, *policy, *log, *key, *parent, *argv, *mode, *netns, *alerts, *task;
-	char pins[PATH_MAX], mnt[PATH_MAX], cg[PATH_MAX], digest[65], ns_what[PATH_MAX + 64] = "";
+	char pins[PATH_MAX], mnt[PATH_MAX], cg[PATH_MAX], digest[65], ns_what[PATH_MAX + 64];
 	int64_t uid, gid, rb, cl, cs, rk;
-	struct stat ns_st;
 	struct drun *dr;
 	int64_t t0 = now_ms();
 	bool oom = false;
-	size_t i;
 	int ret;
 
 	/*
@@ -802,22 +940,9 @@ static int op_run(struct daemon *d, struct client *c, const struct control_obj *
 	    (alerts && alerts[0] != '/'))
 		return util_fmt(err, err_len, "policy, log, key, netns and alerts must be absolute "
 					      "paths"), -EINVAL;
-	if (!!netns != (*netns_fd >= 0))
-		return util_fmt(err, err_len, netns ? "netns: the namespace's descriptor must come "
-						      "with the request (SCM_RIGHTS)" :
-						      "a descriptor came with a run that names no netns"),
-		       -EINVAL;
-	if (netns && ioctl(*netns_fd, NS_GET_NSTYPE) != CLONE_NEWNET)
-		return util_fmt(err, err_len, "netns %s: the descriptor sent is not a network "
-					      "namespace", netns), -EINVAL;
-	/*
-	 * The path is not compared with the descriptor: in sluice run's mount namespace it may
-	 * name another file than in the daemon's (a bind mount over a plain file). The namespace's
-	 * inode goes to stderr instead, the one the run is set up in.
-	 */
-	if (netns && !fstat(*netns_fd, &ns_st))
-		snprintf(ns_what, sizeof(ns_what), "; netns %s, inode %llu", netns,
-			 (unsigned long long)ns_st.st_ino);
+	ret = check_netns(netns, *netns_fd, err, err_len);
+	if (ret)
+		return ret;
 	if (run_check_id(run_id))
 		return util_fmt(err, err_len, "run_id: expected 1-%d characters of [A-Za-z0-9_-] "
 					      "not starting with '-'", RUN_ID_MAX), -EINVAL;
@@ -838,26 +963,18 @@ static int op_run(struct daemon *d, struct client *c, const struct control_obj *
 		return -EINVAL;
 	if (rb & (rb - 1))
 		return util_fmt(err, err_len, "ringbuf_kib: expected a power of two"), -EINVAL;
-	ret = check_file(policy, true, "policy", err, err_len);
+	ret = check_file(policy, "policy", err, err_len);
 	if (ret)
 		return ret;
-	if (find_run(d, run_id))
-		return util_fmt(err, err_len, "run %s exists already (in %s)", run_id,
-				find_run(d, run_id)->r.cg.path), -EEXIST;
 	ret = cgroup_v2_mount(mnt, sizeof(mnt));
 	if (!ret && util_fmt(cg, sizeof(cg), "%s/%s/%s", mnt, parent, run_id))
 		ret = -ENAMETOOLONG;
 	if (ret)
 		return util_fmt(err, err_len, "the cgroup v2 mount: %s", strerror(-ret)), ret;
 	/* an attached run's cgroup holding the new one: two policies would judge one process */
-	for (i = 0; i < d->n_runs; i++)
-		if (cgroups_overlap(d->runs[i]->r.cg.path, cg))
-			return util_fmt(err, err_len, "cgroup %s overlaps run %s's %s: one policy "
-						      "per process", cg, d->runs[i]->r.run_id,
-					d->runs[i]->r.cg.path), -EEXIST;
-	if (d->n_runs == DAEMON_RUNS_MAX)
-		return util_fmt(err, err_len, "%d runs are attached: no room for more",
-				DAEMON_RUNS_MAX), -ENOSPC;
+	ret = run_taken(d, run_id, cg, err, err_len);
+	if (ret)
+		return ret;
 	if (util_fmt(pins, sizeof(pins), "%s/sluice/%s", LOADER_BPFFS, run_id) ||
 	    !access(pins, F_OK))
 		return util_fmt(err, err_len, "run id %s is pinned already (%s)", run_id, pins),
@@ -935,6 +1052,7 @@ static int op_run(struct daemon *d, struct client *c, const struct control_obj *
 	c->owns = dr;
 	dr->r.rec.drain_max = DAEMON_DRAIN_MAX;
 	dr->attached_ms = now_ms() - t0;
+	netns_what(dr, ns_what, sizeof(ns_what));
 	fprintf(stderr, "sluice daemon: run %s handed over by %s: %s (%s, %" PRId64 " ms, %s%s); "
 			"log %s%s\n", dr->r.run_id, c->who, dr->r.cg.path,
 		dr->r.policy->mode == SL_MODE_REPORT ? "report" : "enforce", dr->attached_ms,
@@ -1023,7 +1141,7 @@ static int op_run_end(struct daemon *d, struct client *c, const struct control_o
 		     strcmp(why, "command not started") && strcmp(why, "command lost") &&
 		     strcmp(why, "sluice error")))
 		return util_fmt(err, err_len, "why: expected one of sluice run's reasons"), -EINVAL;
-	if (dr->sw)
+	if (dr->bg)
 		return end_queue(dr, c, false, true, (int)status, why, err, err_len);
 	util_copy(dr->end_why_buf, sizeof(dr->end_why_buf), why);
 	dr->end_why = dr->end_why_buf;
@@ -1044,7 +1162,10 @@ static struct drun *need_run(struct daemon *d, const struct control_obj *o, char
 		return NULL;
 	}
 	dr = find_run(d, id);
-	if (!dr)
+	if (!dr && find_attaching(d, id))
+		util_fmt(err, err_len, "run %s is being attached (its programs being verified): ask "
+				       "again once the attach is answered", id);
+	else if (!dr)
 		util_fmt(err, err_len, "no run %s is attached", id);
 	return dr;
 }
@@ -1061,7 +1182,7 @@ static int op_detach(struct daemon *d, struct client *c, const struct control_ob
 	dr = need_run(d, o, err, err_len);
 	if (!dr)
 		return -ENOENT;
-	if (dr->sw)
+	if (dr->bg)
 		return end_queue(dr, c, true, false, 0, "detached", err, err_len);
 	dr->end_why = "detached";
 	dr->end_detach = true;
@@ -1069,21 +1190,24 @@ static int op_detach(struct daemon *d, struct client *c, const struct control_ob
 	return 0;
 }
 
-/* A switch's thread: the new programs verified, then the loop told (switch_bg). */
-static void *switch_thread(void *arg)
+/* A load's thread: the programs loaded and verified, then the loop told (bg_load). */
+static void *load_thread(void *arg)
 {
-	struct switch_bg *sw = arg;
+	struct bg_load *sw = arg;
 	int64_t t0 = now_ms();
 	ssize_t n;
 
-	sw->ret = switch_load(sw->job, sw->err, sizeof(sw->err));
+	if (sw->kind == BG_SWITCH)
+		sw->ret = switch_load(sw->job, sw->err, sizeof(sw->err));
+	else
+		sw->ret = run_setup_load(&sw->dr->r, sw->err, sizeof(sw->err));
 	sw->load_ms = now_ms() - t0;
 	/*
 	 * A pointer is written whole (less than PIPE_BUF), and the pipe holds far more of them
 	 * than there can be runs: this does not wait. It cannot fail but for a closed pipe, which
-	 * the daemon closes only after joining every switch thread (leave_runs).
+	 * the daemon closes only after joining every load thread (leave_runs).
 	 */
-	while ((n = write(sw->d->switch_done[1], &sw, sizeof(sw))) < 0 && errno == EINTR)
+	while ((n = write(sw->d->load_done[1], &sw, sizeof(sw))) < 0 && errno == EINTR)
 		;
 	return NULL;
 }
@@ -1091,7 +1215,7 @@ static void *switch_thread(void *arg)
 /*
  * set_mode {run_id, mode} and replace_policy {run_id, policy}: the run switches at once, with no
  * instant where neither policy applies, and its log says so (switch.c); on failure nothing
- * changed. The new programs are verified on a thread of the switch's own (switch_bg) while the
+ * changed. The new programs are verified on a thread of the switch's own (bg_load) while the
  * loop serves every run; the client is answered when the switch is committed (switch_finish).
  * One switch per run at a time: a second is refused while one is in flight.
  */
@@ -1102,7 +1226,6 @@ static int op_switch(struct daemon *d, struct client *c, const struct control_ob
 	static const char *const policy_allowed[] = { "op", "run_id", "policy", NULL };
 	const char *mode = NULL, *policy = NULL;
 	struct switch_job *job;
-	struct switch_bg *sw, **q;
 	struct drun *dr;
 	int ret = check_members(o, replace ? policy_allowed : mode_allowed, err, err_len);
 
@@ -1122,11 +1245,11 @@ static int op_switch(struct daemon *d, struct client *c, const struct control_ob
 			return util_fmt(err, err_len, "set_mode needs \"mode\": \"report\" or "
 						      "\"enforce\""), -EINVAL;
 	}
-	if (dr->sw) {
+	if (dr->bg) {
 		util_fmt(err, err_len, "run %s is switching already (asked by %s %" PRId64 " ms "
 				       "ago, its new programs being verified): ask again once that "
 				       "switch is answered",
-			 dr->r.run_id, dr->sw->who, now_ms() - dr->sw->asked_ms);
+			 dr->r.run_id, dr->bg->who, now_ms() - dr->bg->asked_ms);
 		return -EBUSY;
 	}
 	ret = switch_prepare(&dr->r, policy,
@@ -1134,21 +1257,10 @@ static int op_switch(struct daemon *d, struct client *c, const struct control_ob
 			     &job, err, err_len);
 	if (ret)
 		return ret;
-	sw = calloc(1, sizeof(*sw));
-	if (!sw) {
+	ret = load_enqueue(d, dr, c, BG_SWITCH, job, err, err_len);
+	if (ret != REPLY_LATER)
 		switch_free(job);
-		return util_fmt(err, err_len, "out of memory"), -ENOMEM;
-	}
-	*sw = (struct switch_bg){ .d = d, .dr = dr, .job = job, .client = c,
-				  .asked_ms = now_ms() };
-	util_copy(sw->who, sizeof(sw->who), c->who);
-	dr->sw = sw;
-	c->waiting = true;
-	/* started by the loop (switches_start), never from inside a request's handling */
-	for (q = &d->switch_queue; *q; q = &(*q)->next)
-		;
-	*q = sw;
-	return REPLY_LATER;
+	return ret;
 }
 
 static uint64_t run_lost(const struct run *r)
@@ -1190,7 +1302,28 @@ static int send_status_lines(struct daemon *d, struct client *c)
 		control_msg_str(m, "resolver", r->resolver ? "serving" : "none");
 		control_msg_bool(m, "log_ok", !r->rec.log_broke);
 		/* its new programs are being verified: the switch is not in force yet */
-		control_msg_bool(m, "switching", d->runs[i]->sw != NULL);
+		control_msg_bool(m, "switching", d->runs[i]->bg != NULL);
+		if (control_msg_end(m)) {
+			err = -EMSGSIZE;
+			break;
+		}
+		m->buf[m->len++] = '\n';
+		if (send(c->fd, m->buf, m->len, MSG_NOSIGNAL) != (ssize_t)m->len)
+			err = -EPIPE;
+	}
+	/* then one per run being attached: what its request named, nothing enforced yet */
+	for (i = 0; i < d->n_attaching && !err; i++) {
+		const struct drun *dr = d->attaching[i];
+
+		control_msg_begin(m);
+		control_msg_str(m, "run_id", dr->r.run_id);
+		control_msg_str(m, "cgroup", dr->r.cg.path);
+		control_msg_str(m, "mode", dr->r.policy->mode == SL_MODE_REPORT ? "report" :
+									 "enforce");
+		control_msg_str(m, "policy", dr->r.args.policy_path);
+		control_msg_str(m, "log", dr->r.log_path);
+		control_msg_bool(m, "attaching", true);
+		control_msg_u64(m, "attaching_ms", (uint64_t)(now_ms() - dr->bg->asked_ms));
 		if (control_msg_end(m)) {
 			err = -EMSGSIZE;
 			break;
@@ -1283,17 +1416,18 @@ static void handle_request(struct daemon *d, struct client *c, const char *line,
 		control_msg_u64(rep, "runs", d->n_runs);
 		control_msg_u64(rep, "spares", pool_ready(d->pool));
 		control_msg_u64(rep, "spares_wanted", d->spares);
-	} else if (!strcmp(op, "attach")) {
-		ret = op_attach(d, o, rep, err, sizeof(err));
-	} else if (!strcmp(op, "detach")) {
-		ret = op_detach(d, c, o, rep, err, sizeof(err));
-	} else if (!strcmp(op, "run")) {
+	} else if (!strcmp(op, "attach") || !strcmp(op, "run")) {
 		int netns_fd = c->passed_fd;
 
 		c->passed_fd = -1;
-		ret = op_run(d, c, o, &netns_fd, rep, &reply_fd, err, sizeof(err));
+		if (!strcmp(op, "attach"))
+			ret = op_attach(d, c, o, &netns_fd, rep, err, sizeof(err));
+		else
+			ret = op_run(d, c, o, &netns_fd, rep, &reply_fd, err, sizeof(err));
 		if (netns_fd >= 0)
 			close(netns_fd);
+	} else if (!strcmp(op, "detach")) {
+		ret = op_detach(d, c, o, rep, err, sizeof(err));
 	} else if (!strcmp(op, "run_started")) {
 		ret = op_run_started(c, o, err, sizeof(err));
 	} else if (!strcmp(op, "run_end")) {
@@ -1306,6 +1440,7 @@ static void handle_request(struct daemon *d, struct client *c, const char *line,
 		ret = check_members(o, allowed, err, sizeof(err));
 		if (!ret) {
 			control_msg_u64(rep, "runs", d->n_runs);
+			control_msg_u64(rep, "attaching", d->n_attaching);
 			control_msg_u64(rep, "spares", pool_ready(d->pool));
 			control_msg_u64(rep, "spares_wanted", d->spares);
 		}
@@ -1530,16 +1665,22 @@ static void client_accept(struct daemon *d)
 	pthread_mutex_unlock(&d->tap_lock);
 }
 
-/* A client gone before its answer: the switch or the end it waits for answers nobody. */
+/*
+ * A client gone before its answer: the switch or the end it waits for answers nobody, and the
+ * attach is dropped (attach_finish).
+ */
 static void client_forget(struct daemon *d, const struct client *c)
 {
 	size_t i;
 
+	for (i = 0; i < d->n_attaching; i++)
+		if (d->attaching[i]->bg->client == c)
+			d->attaching[i]->bg->client = NULL;
 	for (i = 0; i < d->n_runs; i++) {
 		struct drun *dr = d->runs[i];
 
-		if (dr->sw && dr->sw->client == c)
-			dr->sw->client = NULL;
+		if (dr->bg && dr->bg->client == c)
+			dr->bg->client = NULL;
 		if (dr->end_client == c)
 			dr->end_client = NULL;
 	}
@@ -1596,7 +1737,7 @@ static void clients_reap(struct daemon *d)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* Switches in flight (switch_bg) */
+/* Loads in flight (bg_load): switches and attaches */
 
 static const char *mode_name(int mode)
 {
@@ -1606,13 +1747,13 @@ static const char *mode_name(int mode)
 static void leave_run(struct daemon *d, struct drun *dr);
 
 /*
- * A switch thread is done (or, stopping, about to be: waited for). Joined; then the switch is
+ * A switch's load is over (load_finish: its thread joined, or it never started). The switch is
  * committed and its client answered, or, should the run have ended meanwhile (end_why) or the
  * daemon be stopping, dropped (the old programs stay) and the client told so. A run's end that
  * waited for the switch follows (not when stopping: the run is left for the next daemon, and
  * whoever asked for its end is told so), then each client's next requests.
  */
-static void switch_finish(struct daemon *d, struct switch_bg *sw, bool stopping)
+static void switch_finish(struct daemon *d, struct bg_load *sw, bool stopping)
 {
 	struct drun *dr = sw->dr;
 	struct client *c = sw->client, *ec = NULL;
@@ -1621,16 +1762,12 @@ static void switch_finish(struct daemon *d, struct switch_bg *sw, bool stopping)
 	int64_t t0 = now_ms();
 	int ret;
 
-	/* (stopping: the load cannot be stopped; libbpf has no way to) */
-	if (sw->started) {
-		pthread_join(sw->thread, NULL);
-		d->switches_running--;
-	} else if (!sw->ret && !stopping && !dr->end_why) {
-		/* switches_start makes sure of that: never committed unverified */
+	if (!sw->started && !sw->ret && !stopping && !dr->end_why) {
+		/* loads_start makes sure of that: never committed unverified */
 		sw->ret = -EINVAL;
 		util_fmt(sw->err, sizeof(sw->err), "the switch's programs were never loaded");
 	}
-	dr->sw = NULL;
+	dr->bg = NULL;
 	ret = sw->ret;
 	if (ret) {
 		util_copy(err, sizeof(err), sw->err);
@@ -1641,9 +1778,10 @@ static void switch_finish(struct daemon *d, struct switch_bg *sw, bool stopping)
 			 dr->r.run_id, dr->r.args.policy_path, mode_name(dr->r.policy->mode));
 		ret = -ECANCELED;
 	} else if (dr->end_why) {
-		util_fmt(err, sizeof(err), "run %s ended (%s) while its new programs were being "
-					   "verified: the switch was not made; the run ended on %s (%s)",
-			 dr->r.run_id, dr->end_why, dr->r.args.policy_path,
+		util_fmt(err, sizeof(err), "run %s ended (%s) while its new programs %s: the switch "
+					   "was not made; the run ended on %s (%s)",
+			 dr->r.run_id, dr->end_why, sw->started ? "were being verified" :
+			 "waited for a thread to verify them", dr->r.args.policy_path,
 			 mode_name(dr->r.policy->mode));
 		ret = -ECANCELED;
 	} else {
@@ -1750,42 +1888,133 @@ static void switch_finish(struct daemon *d, struct switch_bg *sw, bool stopping)
 }
 
 /*
- * The switches queued, started while fewer than DAEMON_SWITCH_THREADS verify; one whose run
- * ended meanwhile is dropped unloaded. From the loop only, as switch_finish: it answers clients
- * and reads their next requests, which must not happen inside the handling of one.
+ * An attach's load is done (or, stopping, about to be: waited for; or it never started). The
+ * attach is committed and its client answered; or, its load failed, the daemon stopping, or its
+ * client gone (nobody was told the run is attached, so nobody would detach it: an oci-hook that
+ * timed out failed its container), it is undone and said so. Then its client's next requests.
  */
-static void switches_start(struct daemon *d)
+static void attach_finish(struct daemon *d, struct bg_load *bg, bool stopping)
 {
-	while (d->switch_queue && d->switches_running < DAEMON_SWITCH_THREADS) {
-		struct switch_bg *sw = d->switch_queue;
+	struct drun *dr = bg->dr;
+	struct client *c = bg->client;
+	struct control_msg *rep = malloc(sizeof(*rep));
+	char err[1024] = "";
+	size_t i;
+	int ret = bg->ret;
+
+	for (i = 0; i < d->n_attaching; i++)
+		if (d->attaching[i] == dr) {
+			d->attaching[i] = d->attaching[--d->n_attaching];
+			break;
+		}
+	dr->bg = NULL;
+	if (ret) {
+		util_copy(err, sizeof(err), bg->err);
+	} else if (stopping || !c) {
+		util_fmt(err, sizeof(err), "run %s was not attached: %s while its programs %s; "
+					   "nothing of it stays",
+			 dr->r.run_id, stopping ? "the daemon stopped" : "its client went away",
+			 bg->started ? "were being verified" : "waited for a thread to verify them");
+		ret = -ECANCELED;
+	} else if (rep) {
+		control_msg_begin(rep);
+		control_msg_bool(rep, "ok", true);
+		ret = attach_commit(d, dr, bg->asked_ms, bg->load_ms, rep, err, sizeof(err));
+	} else {
+		util_fmt(err, sizeof(err), "out of memory");
+		ret = -ENOMEM;
+	}
+	if (ret == -ECANCELED)
+		fprintf(stderr, "sluice daemon: %s\n", err);
+	else if (ret)
+		fprintf(stderr, "sluice daemon: run %s: the attach failed: %s\n", dr->r.run_id, err);
+	if (ret)
+		attach_undo(dr);
+	if (c) {
+		c->waiting = false;
+		c->since_ms = now_ms();
+		if (!rep)
+			c->dead = true;
+		else if (ret)
+			reply_error(c, rep, err);
+		else
+			send_reply(c, rep);
+	}
+	free(rep);
+	free(bg);
+	if (c && !stopping)
+		client_lines(d, c);
+}
+
+/*
+ * A load is over: its thread joined (stopping: waited for, a load cannot be stopped; libbpf has
+ * no way to), then the switch or the attach finished.
+ */
+static void load_finish(struct daemon *d, struct bg_load *bg, bool stopping)
+{
+	if (bg->started) {
+		pthread_join(bg->thread, NULL);
+		d->loads_running--;
+	}
+	if (bg->kind == BG_SWITCH)
+		switch_finish(d, bg, stopping);
+	else
+		attach_finish(d, bg, stopping);
+}
+
+/* A queued load with no one left to use it: a switch of a run that ended, an attach whose client
+   went away. */
+static bool load_unwanted(const struct bg_load *bg)
+{
+	return bg->kind == BG_SWITCH ? bg->dr->end_why != NULL : !bg->client;
+}
+
+/*
+ * The loads queued: each unwanted one dropped unloaded at once (the run's end, or its client,
+ * is answered now, not when a thread frees up), the others started in order while fewer than
+ * DAEMON_LOAD_THREADS load. From the loop only, as load_finish: it answers clients and reads
+ * their next requests, which must not happen inside the handling of one.
+ */
+static void loads_start(struct daemon *d)
+{
+	struct bg_load **q = &d->load_queue, *bg;
+
+	while ((bg = *q)) {
 		int err = 0;
 
-		d->switch_queue = sw->next;
-		sw->next = NULL;
-		if (!sw->dr->end_why) {
+		if (!load_unwanted(bg) && d->loads_running >= DAEMON_LOAD_THREADS) {
+			q = &bg->next;
+			continue;
+		}
+		*q = bg->next;
+		bg->next = NULL;
+		if (!load_unwanted(bg)) {
 			/* it inherits the loop's mask (block_signals): every signal stays the
 			   loop's */
-			err = pthread_create(&sw->thread, NULL, switch_thread, sw);
+			err = pthread_create(&bg->thread, NULL, load_thread, bg);
 			if (!err) {
-				sw->started = true;
-				d->switches_running++;
+				bg->started = true;
+				d->loads_running++;
 				continue;
 			}
-			sw->ret = -err;
-			util_fmt(sw->err, sizeof(sw->err), "start the switch's thread: %s",
+			bg->ret = -err;
+			util_fmt(bg->err, sizeof(bg->err), "start the thread that loads run %s's "
+							   "programs: %s", bg->dr->r.run_id,
 				 strerror(err));
 		}
-		switch_finish(d, sw, false);
+		load_finish(d, bg, false);
+		/* its clients' next requests may have queued more, or ended runs: from the top */
+		q = &d->load_queue;
 	}
 }
 
-/* The switch threads that are done. */
-static void switches_collect(struct daemon *d)
+/* The load threads that are done. */
+static void loads_collect(struct daemon *d)
 {
-	struct switch_bg *sw;
+	struct bg_load *bg;
 
-	while (read(d->switch_done[0], &sw, sizeof(sw)) == sizeof(sw))
-		switch_finish(d, sw, false);
+	while (read(d->load_done[0], &bg, sizeof(bg)) == sizeof(bg))
+		load_finish(d, bg, false);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -2113,16 +2342,25 @@ static void leave_run(struct daemon *d, struct drun *dr)
 
 static void leave_runs(struct daemon *d)
 {
-	/* every switch is some run's (drun.sw): each is dropped below, started or not */
-	d->switch_queue = NULL;
+	/* every load is some run's (drun.bg): each is dropped below, started or not */
+	d->load_queue = NULL;
+	while (d->n_attaching) {
+		struct drun *dr = d->attaching[d->n_attaching - 1];
+
+		if (dr->bg->started)
+			fprintf(stderr, "sluice daemon: run %s: waiting for its attach's programs to "
+					"be verified (a load cannot be stopped), to drop them\n",
+				dr->r.run_id);
+		load_finish(d, dr->bg, true);
+	}
 	while (d->n_runs) {
 		struct drun *dr = d->runs[d->n_runs - 1];
 
-		if (dr->sw) {
+		if (dr->bg) {
 			fprintf(stderr, "sluice daemon: run %s: waiting for its switch's programs to "
 					"be verified (a load cannot be stopped), to drop them\n",
 				dr->r.run_id);
-			switch_finish(d, dr->sw, true);
+			load_finish(d, dr->bg, true);
 		}
 		leave_run(d, dr);
 	}
@@ -2191,7 +2429,7 @@ static void loop(struct daemon *d)
 		pfd[1] = (struct pollfd){ .fd = d->sig_fd, .events = POLLIN };
 		/* a spare loaded (-1 without spares: poll skips it) */
 		pfd[2] = (struct pollfd){ .fd = pool_fd(d->pool), .events = POLLIN };
-		pfd[3] = (struct pollfd){ .fd = d->switch_done[0], .events = POLLIN };
+		pfd[3] = (struct pollfd){ .fd = d->load_done[0], .events = POLLIN };
 		n_clients = d->n_clients;
 		/* a waiting client is not read (its hang-up still shows) until it is answered */
 		for (i = 0; i < n_clients; i++)
@@ -2228,8 +2466,8 @@ static void loop(struct daemon *d)
 		if (pfd[2].revents & POLLIN)
 			pool_collect(d->pool);
 		if (pfd[3].revents & POLLIN)
-			switches_collect(d);
-		switches_start(d);
+			loads_collect(d);
+		loads_start(d);
 		for (i = 0; i < d->n_runs;) {
 			struct drun *dr = d->runs[i];
 			const char *why;
@@ -2241,6 +2479,8 @@ static void loop(struct daemon *d)
 			i++;
 		}
 		clients_reap(d);
+		/* the loads of runs that just ended, or of clients just gone: dropped now */
+		loads_start(d);
 		if (d->http)
 			metrics_http_handle(d->http, pfd + http0, (size_t)(n - http0));
 		textfile(d, false);
@@ -2257,7 +2497,7 @@ int daemon_main(int argc, char **argv)
 		.listen_fd = -1,
 		.sig_fd = -1,
 		.spares = DAEMON_SPARES,
-		.switch_done = { -1, -1 },
+		.load_done = { -1, -1 },
 	};
 	int status = RUN_EXIT_SLUICE_ERROR;
 
@@ -2302,7 +2542,7 @@ int daemon_main(int argc, char **argv)
 		fprintf(stderr, "sluice daemon: signalfd: %s\n", strerror(errno));
 		goto out;
 	}
-	if (pipe2(d.switch_done, O_CLOEXEC) || fcntl(d.switch_done[0], F_SETFL, O_NONBLOCK)) {
+	if (pipe2(d.load_done, O_CLOEXEC) || fcntl(d.load_done[0], F_SETFL, O_NONBLOCK)) {
 		fprintf(stderr, "sluice daemon: pipe: %s\n", strerror(errno));
 		goto out;
 	}
@@ -2326,11 +2566,11 @@ out:
 	}
 	if (d.sig_fd >= 0)
 		close(d.sig_fd);
-	/* every switch thread is joined (leave_runs) */
-	if (d.switch_done[0] >= 0)
-		close(d.switch_done[0]);
-	if (d.switch_done[1] >= 0)
-		close(d.switch_done[1]);
+	/* every load thread is joined (leave_runs) */
+	if (d.load_done[0] >= 0)
+		close(d.load_done[0]);
+	if (d.load_done[1] >= 0)
+		close(d.load_done[1]);
 	if (d.lock_fd >= 0)
 		close(d.lock_fd);
 	if (d.sock_lock_fd >= 0)

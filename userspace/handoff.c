@@ -598,12 +598,9 @@ int handoff_run(struct run *r, struct spawn_opts *so, const sigset_t *child_mask
 		goto out_free;
 	}
 	if (r->args.netns) {
-		h->netns_fd = open(h->netns, O_RDONLY | O_CLOEXEC);
-		if (h->netns_fd < 0) {
-			fprintf(stderr, "sluice run: --netns %s: %s\n", r->args.netns,
-				strerror(errno));
+		h->netns_fd = runopts_open_netns("sluice run", h->netns);
+		if (h->netns_fd < 0)
 			goto out_free;
-		}
 	}
 	ret = control_call_fd(fd, h->m.buf, h->netns_fd, h->reply, sizeof(h->reply), &cg_fd);
 	if (ret == -EPROTO)

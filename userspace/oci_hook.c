@@ -489,7 +489,7 @@ int oci_hook_main(int argc, char **argv)
 		ret = ATTACH_EXIT_OK;
 		goto out;
 	}
-	ret = attach_send(HOOK, socket, &m);
+	ret = attach_send(HOOK, socket, &m, r.netns);
 out:
 	json_free(state);
 	json_free(config);

@@ -836,10 +836,13 @@ int run_cfg_of(const struct run *r, struct sl_run_cfg *cfg)
 	return 0;
 }
 
-int run_setup(struct run *r, char *err, size_t err_len)
+int run_setup_begin(struct run *r, bool *need_load, char *err, size_t err_len)
 {
-	const char *lsm_why;
-	struct loader_opts lo = {
+	struct loader_opts *lo = &r->setup_lo;
+	int ret;
+
+	*need_load = false;
+	*lo = (struct loader_opts){
 		.ringbuf_bytes = (uint32_t)(r->args.ringbuf_kib * 1024),
 		.wakeup_bytes = (uint32_t)(r->args.ringbuf_kib * 1024 / 4),
 		.verbose = r->args.verbose,
@@ -848,22 +851,6 @@ int run_setup(struct run *r, char *err, size_t err_len)
 		.tc_clsact = getenv("SLUICE_SELFTEST_TC_CLSACT") != NULL,
 		.strict_evidence = r->args.strict_evidence,
 	};
-	struct journal_opts jo = {
-		.run_id = r->run_id,
-		.host_vkey = r->host_vkey,
-		.cert = r->cert,
-		.checkpoint_lines = r->args.checkpoint_lines,
-		.checkpoint_secs = (unsigned int)r->args.checkpoint_secs,
-		.rotate_bytes = (uint64_t)r->args.rotate_kib * 1024,
-		/* selftests only, and said on stderr: see selftests/test_journal.sh */
-		.keep_plain = getenv("SLUICE_SELFTEST_KEEP_PLAIN") != NULL,
-		.export_fd = r->args.checkpoint_fd,
-		.on_fail = records_log_failed,
-		.fail_ctx = &r->rec,
-		.on_line = r->on_line,
-		.line_ctx = r->line_ctx,
-	};
-	int ret;
 
 	/* first what is cheap to check: loading the programs takes a second */
 	if (r->attached) {
@@ -913,7 +900,6 @@ int run_setup(struct run *r, char *err, size_t err_len)
 	ret = run_make_key(r, err, err_len);
 	if (ret)
 		return ret;
-	jo.signer = r->run_key;
 	r->rec.run_id = r->run_id;
 	r->rec.task = r->args.task;
 	r->rec.log_path = r->log_path;
@@ -928,25 +914,61 @@ int run_setup(struct run *r, char *err, size_t err_len)
 	ret = run_start_resolver(r, 0, err, err_len);
 	if (ret)
 		return ret;
-	lo.dns_port = resolver_port(r->resolver);
+	lo->dns_port = resolver_port(r->resolver);
 	/* the host side is attached only with --netns (and the packet checks on) */
-	lo.ns_share = r->netns_fd >= 0 && !lo.no_backstop;
-	lo.learned_max = RUN_LEARNED_MAX;
-	ret = run_cfg_of(r, &lo.run_cfg);
+	lo->ns_share = r->netns_fd >= 0 && !lo->no_backstop;
+	lo->learned_max = RUN_LEARNED_MAX;
+	ret = run_cfg_of(r, &lo->run_cfg);
 	if (ret) {
 		util_fmt(err, err_len, "--netns %s: %s", r->args.netns, strerror(-ret));
 		return ret;
 	}
 
 	/* a daemon's spare (already verified) where one fits, else a set loaded for the run */
-	r->loader = pool_take(r->pool, r->policy, r->compiled, &lo, &r->spare_why);
+	r->loader = pool_take(r->pool, r->policy, r->compiled, lo, &r->spare_why);
 	r->from_spare = r->loader != NULL;
-	if (!r->loader)
-		r->loader = loader_load(r->policy, r->compiled, &lo);
+	*need_load = !r->loader;
+	return 0;
+}
+
+int run_setup_load(struct run *r, char *err, size_t err_len)
+{
+	int ret;
+
+	r->loader = loader_load(r->policy, r->compiled, &r->setup_lo);
 	if (!r->loader) {
 		ret = -errno;
 		util_fmt(err, err_len, "load BPF programs: %s", loader_explain(-ret));
 		return ret;
+	}
+	return 0;
+}
+
+int run_setup_end(struct run *r, char *err, size_t err_len)
+{
+	const struct loader_opts *lo = &r->setup_lo;
+	const char *lsm_why;
+	struct journal_opts jo = {
+		.run_id = r->run_id,
+		.host_vkey = r->host_vkey,
+		.cert = r->cert,
+		.checkpoint_lines = r->args.checkpoint_lines,
+		.checkpoint_secs = (unsigned int)r->args.checkpoint_secs,
+		.rotate_bytes = (uint64_t)r->args.rotate_kib * 1024,
+		/* selftests only, and said on stderr: see selftests/test_journal.sh */
+		.keep_plain = getenv("SLUICE_SELFTEST_KEEP_PLAIN") != NULL,
+		.export_fd = r->args.checkpoint_fd,
+		.on_fail = records_log_failed,
+		.fail_ctx = &r->rec,
+		.on_line = r->on_line,
+		.line_ctx = r->line_ctx,
+		.signer = r->run_key,
+	};
+	int ret;
+
+	if (!r->loader) {
+		util_fmt(err, err_len, "the run's programs were never loaded");
+		return -EINVAL;
 	}
 	r->rec.loader = r->loader;
 	r->rec.era = loader_era(r->loader);
@@ -970,7 +992,7 @@ int run_setup(struct run *r, char *err, size_t err_len)
 				       "which is absent: %s", lsm_why[0] ? lsm_why : "not loaded");
 		return -EOPNOTSUPP;
 	}
-	r->no_backstop = lo.no_backstop;
+	r->no_backstop = lo->no_backstop;
 	if (r->no_backstop)
 		fprintf(stderr, "sluice: SLUICE_SELFTEST_NO_BACKSTOP is set: packet checks are off\n");
 	if (jo.keep_plain)
@@ -1016,6 +1038,16 @@ int run_setup(struct run *r, char *err, size_t err_len)
 	if (ret)
 		util_fmt(err, err_len, "start the run's resolver: %s", strerror(-ret));
 	return ret;
+}
+
+int run_setup(struct run *r, char *err, size_t err_len)
+{
+	bool need_load;
+	int ret = run_setup_begin(r, &need_load, err, err_len);
+
+	if (!ret && need_load)
+		ret = run_setup_load(r, err, err_len);
+	return ret ? ret : run_setup_end(r, err, err_len);
 }
 
 /*

@@ -108,6 +108,7 @@ struct run {
 	struct pool *pool;    /* a daemon's spares, which run_setup may take from; NULL: none */
 	bool from_spare;      /* the programs are a spare's */
 	const char *spare_why; /* else why not (static) */
+	struct loader_opts setup_lo; /* the programs' options, from run_setup_begin to _end */
 };
 
 /* argv starts after "run". Returns the process exit status. */
@@ -165,6 +166,20 @@ int run_cfg_of(const struct run *r, struct sl_run_cfg *cfg);
  * args.cgroup_path for an attached run), open the log. Says why not in err.
  */
 int run_setup(struct run *r, char *err, size_t err_len);
+
+/*
+ * run_setup in its three steps, for a daemon that verifies a run's programs off its loop.
+ * run_setup_begin: what comes before the programs' load (the policy, the key, the resolver
+ * bound, not serving; a spare taken where one fits): *need_load says whether run_setup_load
+ * must follow. run_setup_load: the programs loaded and verified (seconds): from any thread,
+ * it writes r->loader only and reads what begin left (r->setup_lo, the policy), which nothing
+ * else may change meanwhile. run_setup_end: from begin's thread again: the programs attached,
+ * the ring buffer, the log, the resolver serving. A failure at any step leaves the run to
+ * run_close, as run_setup's.
+ */
+int run_setup_begin(struct run *r, bool *need_load, char *err, size_t err_len);
+int run_setup_load(struct run *r, char *err, size_t err_len);
+int run_setup_end(struct run *r, char *err, size_t err_len);
 
 /* The log's run_start line: how the run was started (after run_setup). */
 void run_write_start(struct run *r);

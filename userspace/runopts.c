@@ -1,8 +1,14 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* The options run, resume and attach share: see runopts.h. */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <linux/nsfs.h>
 
 #include "control.h"
 #include "records.h"
@@ -86,6 +92,26 @@ void runopts_request(struct control_msg *m, const struct run_args *a)
 	for (size_t i = 0; i < sizeof(members) / sizeof(members[0]); i++)
 		if (members[i].val)
 			control_msg_str(m, members[i].key, members[i].val);
+}
+
+int runopts_open_netns(const char *cmd, const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
+
+	if (fd < 0) {
+		ret = -errno;
+		fprintf(stderr, "%s: netns %s: %s\n", cmd, path, strerror(-ret));
+		return ret;
+	}
+	ret = ioctl(fd, NS_GET_NSTYPE);
+	if (ret != CLONE_NEWNET) {
+		ret = ret < 0 ? -errno : -EINVAL;
+		fprintf(stderr, "%s: netns %s: not a network namespace%s%s\n", cmd, path,
+			ret == -EINVAL ? "" : ": ", ret == -EINVAL ? "" : strerror(-ret));
+		close(fd);
+		return -EINVAL;
+	}
+	return fd;
 }
 
 int runopts_take(struct run_args *a, int c, const char *arg)

@@ -61,4 +61,13 @@ struct control_msg;
  */
 void runopts_request(struct control_msg *m, const struct run_args *a);
 
+/*
+ * The network namespace at path (a request's netns), opened by the client that sends the request
+ * (sluice run's handoff, sluice attach, oci-hook): the descriptor goes with it (SCM_RIGHTS), so
+ * that the daemon sets the run up in the namespace the client meant, whatever the path names by
+ * the time the daemon reads it (daemon.c, check_netns). The descriptor, or -errno after saying
+ * on stderr as cmd why not (no such file; not a network namespace).
+ */
+int runopts_open_netns(const char *cmd, const char *path);
+
 #endif /* SLUICE_RUNOPTS_H */
