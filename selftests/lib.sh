@@ -645,6 +645,16 @@ log_count() {
 	log_lines "$@" | wc -l
 }
 
+# log_count_between LOG FROM TO key=value…: the lines of log_lines LOG key=value… whose ts (µs
+# since the epoch: `date +%s%6N`) is after FROM and before TO; a window such as a writer's
+# downtime, whose lines a later writer wrote.
+log_count_between() {
+	local log=$1 from=$2 to=$3
+	shift 3
+	log_lines "$log" "$@" | sed -n 's/.*"ts":\([0-9]*\),.*/\1/p' |
+		awk -v a="$from" -v b="$to" '$1 > a && $1 < b { c++ } END { print c + 0 }'
+}
+
 # log_field LINE KEY: the raw value of KEY in one compact JSON line (strings without quotes).
 log_field() {
 	python3 -c '

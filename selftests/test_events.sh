@@ -342,10 +342,9 @@ sl_stop_pid "$dv2"
 # ---------------------------------------------------------------------------------------------
 # 6. The daemon's metrics: --metrics-listen (HTTP from its poll loop) and --metrics-textfile
 
-if ! "$SLUICE" daemon --help 2>&1 | grep -q -- --metrics-listen; then
-	tap_skip "the daemon serves metrics" "this sluice daemon has no --metrics-listen"
-	tap_done
-fi
+tap_is "sluice daemon --help names --metrics-listen and --metrics-textfile" \
+	"$("$SLUICE" daemon --help 2>&1 | grep -o -e --metrics-listen -e --metrics-textfile |
+		sort -u | tr '\n' ' ')" "--metrics-listen --metrics-textfile "
 sl_daemon_kill TERM
 mport=$(sl_free_port)
 # shellcheck disable=SC2119

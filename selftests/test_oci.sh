@@ -13,8 +13,11 @@
 # hooks.d directory (Docker, which runs no hooks: test_docker.sh). Last, sluice(8)'s attach
 # walkthrough: a running container under a report-mode policy, its would-be denials seen live
 # with sluice events -f, switched to enforce without a restart (nothing more reaches the
-# unlisted host, the listed one still works), the daemon SIGKILLed (still confined), taken over,
-# and the log verified.
+# unlisted host, the listed one still works), its policy replaced by one that allows the
+# unlisted host and denies the listed one (the test host sees the change, the log names the new
+# policy's SHA-256), the daemon SIGKILLed (still confined), taken over under the replaced
+# policy, the denials made while no daemon lived found in the log (or declared lost), and the
+# log verified. attach --unit of a running transient unit where systemd is PID 1.
 
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -345,23 +348,22 @@ printf '{"linux":{"cgroupsPath":"/x"},}' >"$HB/config.json"
 hook_case "malformed config.json" 2 "$HB/config.json: byte 30: expected a string" \
 	"$(state c-1 "$HOST_PID" "$HB")"
 
-# systemd's SLICE:PREFIX:NAME: slocia-b$ID.slice is slocia.slice/slocia-b$ID.slice
-SD_TOP=$CG2/slocia.slice
-if [[ -e $SD_TOP ]]; then
-	tap_skip "oci-hook: systemd cgroupsPath expanded" "$SD_TOP exists already"
-else
-	SD_CG=$SD_TOP/slocia-b$SL_ID.slice/sl-c9.scope
-	mkdir -p "$SD_CG"
-	sl_on_exit "sl_cgroup_remove '$SD_TOP'"
-	sleep 600 &
-	SD_PID=$!
-	sl_track_pid "$SD_PID"
-	echo "$SD_PID" >"$SD_CG/cgroup.procs"
-	hook_config "\"slocia-b$SL_ID.slice:sl:c9\"" "$POL_ANN"
-	hook_case "systemd cgroupsPath expanded" 0 "\"cgroup\":\"$SD_CG\"" \
-		"$(state c-9 "$SD_PID" "$HB")"
-	sl_stop_pid "$SD_PID"
-fi
+# systemd's SLICE:PREFIX:NAME: slocia$ID-b.slice is slocia$ID.slice/slocia$ID-b.slice (the
+# test's pid in the top slice's name: no other test's; one a killed test of the same pid left
+# goes first)
+SD_TOP=$CG2/slocia$SL_ID.slice
+sl_cgroup_remove "$SD_TOP"
+SD_CG=$SD_TOP/slocia$SL_ID-b.slice/sl-c9.scope
+mkdir -p "$SD_CG" || bail_out "cannot make $SD_CG"
+sl_on_exit "sl_cgroup_remove '$SD_TOP'"
+sleep 600 &
+SD_PID=$!
+sl_track_pid "$SD_PID"
+echo "$SD_PID" >"$SD_CG/cgroup.procs"
+hook_config "\"slocia$SL_ID-b.slice:sl:c9\"" "$POL_ANN"
+hook_case "systemd cgroupsPath expanded" 0 "\"cgroup\":\"$SD_CG\"" \
+	"$(state c-9 "$SD_PID" "$HB")"
+sl_stop_pid "$SD_PID"
 # reaped before the cgroup goes: a zombie keeps it busy
 sl_stop_pid "$HOST_PID"
 
@@ -488,6 +490,28 @@ runc kill "$PFX-a1" KILL >/dev/null 2>&1
 
 attach_dry --unit "$PFX-none.service"
 tap_is "attach --unit: a unit without a cgroup (or no systemd) is refused: exit 3" "$SL_RC" 3
+# A unit that runs: a transient service in the run netns, attached by its name. Its cgroup is
+# the one systemd reports; a connect from it to an unlisted host is denied and logged.
+if [[ ! -d /run/systemd/system ]]; then
+	tap_skip "attach --unit: a running transient unit attached" \
+		"PID 1 is not systemd ($(cat /proc/1/comm)): no /run/systemd/system, no unit to attach"
+else
+	UNIT=$PFX-unit.service
+	sl_on_exit "systemctl stop '$UNIT' >/dev/null 2>&1"
+	systemd-run --quiet --unit "$UNIT" nsenter "--net=/run/netns/$SL_NS_RUN" sleep 600 ||
+		bail_out "systemd-run $UNIT failed"
+	UNIT_CG=$CG2$(systemctl show -P ControlGroup "$UNIT")
+	"$SLUICE" attach --unit "$UNIT" --policy "$POLICY" --run-id "$PFX-unit" >"$SL_OUT" 2>"$SL_ERR"
+	SL_RC=$?
+	sl_in_cgroup "$UNIT_CG" "${RUN_EXEC_NETONLY[@]}" "$SL_PROBE" tcp 198.51.100.20 80 \
+		>"$SL_TMP/unit-probe"
+	"$SLUICE" detach --run-id "$PFX-unit" >/dev/null 2>&1
+	systemctl stop "$UNIT" >/dev/null 2>&1
+	tap_is "attach --unit: a running transient unit attached, its connect denied" \
+		"$SL_RC $(log_run_start_field "$LOGS/$PFX-unit.jsonl" cgroup) $(cut -d' ' -f1-2 \
+			"$SL_TMP/unit-probe") $(log_count "$LOGS/$PFX-unit.jsonl" type=decision \
+			dst=198.51.100.20 decision=deny)" "0 $UNIT_CG err EPERM 1"
+fi
 
 # ---------------------------------------------------------------------------------------------
 # No hook: the parent cgroup attached before any container exists in it
@@ -542,9 +566,10 @@ tap_check "walkthrough: report mode: sluice events -f shows the would-deny live"
 wait_until $((10000 * SL_SLOW)) bash -c "[[ \$(grep -c 'tcp 203.0.113.7 80' '$SL_INET_LOG') -gt 0 ]]"
 tap_cmp "walkthrough: report mode: the unlisted host is reached" \
 	"$(sink_count 'tcp 203.0.113.7 80')" -gt 0
-"$SLUICE" set-mode --run-id "$WALK_RUN" enforce >"$SL_OUT" 2>"$SL_ERR"
+# (not $SL_ERR: the container's stderr, runc run -d's, goes on writing there)
+"$SLUICE" set-mode --run-id "$WALK_RUN" enforce >"$SL_TMP/switch.out" 2>"$SL_TMP/switch.err"
 tap_is "walkthrough: sluice set-mode enforce, the container running" "$?" 0
-[[ -s $SL_ERR ]] && tap_diag "$(cat "$SL_ERR")"
+[[ -s $SL_TMP/switch.err ]] && tap_diag "$(cat "$SL_TMP/switch.err")"
 sleep 1 # a connect in flight at the switch may still land: counted from here on
 sink_mark
 sleep $((2 * SL_SLOW))
@@ -553,25 +578,69 @@ tap_is "walkthrough: enforce: nothing more reaches the unlisted host" \
 tap_cmp "walkthrough: enforce: the listed host is still reached" \
 	"$(sink_count 'tcp 198.51.100.10 80')" -gt 0
 tap_check "walkthrough: the container was never restarted" kill -0 "$WALK_PID"
-sl_daemon_kill KILL
+
+# The policy swapped under the running loop: the unlisted host allowed, the listed one denied.
+WALK_NEW=$SL_TMP/walk-v2.yaml
+printf '%s\n' 'default: deny' 'rules:' '  - name: other-host' '    cidrs: ["203.0.113.7/32"]' \
+	'    ports: [80]' '    protocols: [tcp]' >"$WALK_NEW"
+WALK_NEW_SHA=$(sha256sum "$WALK_NEW" | cut -c1-64)
+"$SLUICE" replace-policy --run-id "$WALK_RUN" "$WALK_NEW" >"$SL_TMP/switch.out" \
+	2>"$SL_TMP/switch.err"
+tap_is "walkthrough: sluice replace-policy, the container running" "$?" 0
+[[ -s $SL_TMP/switch.err ]] && tap_diag "$(cat "$SL_TMP/switch.err")"
+sleep 1 # a connect in flight at the switch may still land
 sink_mark
 sleep $((2 * SL_SLOW))
-tap_is "walkthrough: daemon SIGKILLed: still nothing reaches the unlisted host" \
-	"$(sink_count 'tcp 203.0.113.7 80')" 0
-tap_cmp "walkthrough: daemon SIGKILLed: the listed host is still reached" \
-	"$(sink_count 'tcp 198.51.100.10 80')" -gt 0
+tap_cmp "walkthrough: the new policy: the host it allows is reached" \
+	"$(sink_count 'tcp 203.0.113.7 80')" -gt 0
+tap_is "walkthrough: the new policy: nothing more reaches the host it no longer lists" \
+	"$(sink_count 'tcp 198.51.100.10 80')" 0
+assert_log "walkthrough: the log records the new policy, by its SHA-256" "$WALK_LOG" 1 \
+	type=policy_change "policy_sha256=$WALK_NEW_SHA" mode=enforce
+tap_check "walkthrough: the container was still never restarted" kill -0 "$WALK_PID"
+
+sl_daemon_kill KILL
+WALK_DOWN_US=$(date +%s%6N)
+sink_mark
+sleep $((2 * SL_SLOW))
+tap_is "walkthrough: daemon SIGKILLed: still nothing reaches the denied host" \
+	"$(sink_count 'tcp 198.51.100.10 80')" 0
+tap_cmp "walkthrough: daemon SIGKILLed: the allowed host is still reached" \
+	"$(sink_count 'tcp 203.0.113.7 80')" -gt 0
+WALK_UP_US=$(date +%s%6N)
 sl_daemon_start || bail_out "the daemon did not restart: $(tail "$SL_DAEMON_DIR/err")"
 tap_check "walkthrough: the new daemon took the run over, in enforce mode" \
 	bash -c "'$SLUICE' status | grep -q '^$WALK_RUN  *enforce'"
+tap_check "walkthrough: … under the replaced policy" \
+	bash -c "'$SLUICE' status --json | grep '\"run_id\":\"$WALK_RUN\"' | grep -q '$WALK_NEW_SHA'"
+sink_mark
+sleep $((2 * SL_SLOW))
+tap_is "walkthrough: after the take-over: the denied host still gets nothing" \
+	"$(sink_count 'tcp 198.51.100.10 80')" 0
+tap_cmp "walkthrough: after the take-over: the allowed host is still reached" \
+	"$(sink_count 'tcp 203.0.113.7 80')" -gt 0
 runc kill "$PFX-walk" KILL >/dev/null 2>&1
 runc delete --force "$PFX-walk" >/dev/null 2>&1
 wait_until $((10000 * SL_SLOW)) grep -q '"type":"run_end"' "$WALK_LOG"
+# The denials made while no daemon lived waited in the run's ring buffer: the new writer logs
+# them, with their own times, or declares what it lost.
+n=$(log_count_between "$WALK_LOG" "$WALK_DOWN_US" "$WALK_UP_US" type=decision \
+	dst=198.51.100.10 decision=deny enforced=true)
+name="walkthrough: the denials made while the daemon was dead are logged ($n) or declared lost"
+if [[ $n -gt 0 || $(log_count "$WALK_LOG" type=loss) -gt 0 ]]; then
+	tap_ok "$name"
+else
+	tap_fail "$name" \
+		"no deny line for 198.51.100.10 with ts in ($WALK_DOWN_US, $WALK_UP_US), no loss line"
+	sluice_diag "$WALK_LOG"
+fi
 out=$("$SLUICE" verify "$WALK_LOG" --key "$SLUICE_PUB" 2>&1)
-tap_check "walkthrough: the log verifies: intact, the restart declared" \
-	grep -q 'writer restarted 1 time' <<<"$out"
-[[ $out == *"OK: intact"* ]] || tap_diag "$out"
+rc=$?
+tap_is "walkthrough: the log verifies: intact (exit 0), the restart declared" \
+	"$rc $(grep -c 'writer restarted 1 time' <<<"$out")" "0 1"
+[[ $rc -eq 0 && $out == *"OK: intact"* ]] || tap_diag "$out"
 assert_log "walkthrough: the log records the switch to enforce" "$WALK_LOG" 1 \
-	type=policy_change mode=enforce
+	type=policy_change mode=enforce prev_mode=report
 assert_log "walkthrough: report-mode denials are logged as not enforced" "$WALK_LOG" +1 \
 	type=decision dst=203.0.113.7 decision=deny enforced=false
 assert_log "walkthrough: enforced denials after the switch" "$WALK_LOG" +1 \

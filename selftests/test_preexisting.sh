@@ -8,7 +8,9 @@
 # child; then a daemon this test starts attaches a policy to the cgroup. Enforce: every denied
 # one is destroyed (the holder's next send fails), the allowed ones still carry data, each
 # socket is one "preexisting" line. Report: only the blackholed one is cut; the others stay up,
-# the denied ones logged as "would deny". Both logs verify.
+# the denied ones logged as "would deny". Both logs verify. Then sluice attach --pid, one
+# process per mode holding a connection to the denied host: enforce cuts it (the next send
+# fails, the test host gets nothing more), report leaves it open; each logged "preexisting".
 
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -148,7 +150,7 @@ check_verifies() {
 	fi
 }
 
-tap_plan 46
+tap_plan 57
 
 # not_reached FIRST COUNT LABEL: fail what a failed case did not get to, up to test FIRST+COUNT-1
 not_reached() {
@@ -249,6 +251,79 @@ if held_case report; then
 else
 	not_reached "$first" 18 report
 fi
+
+# --- sluice attach --pid: the running process's own cgroup (found from /proc/PID/cgroup) and
+# its network namespace; one process per mode, holding one connection to the denied host that
+# has carried data already ("before\n", 7 bytes). Enforce: the connection is cut (the holder's
+# next send fails, nothing more reaches the test host); report: it stays open and carries data.
+# pid_case MODE: sets CASE_DIR, CASE_LOG, CASE_RESULT, PID_CG, PID_HOLDER, PID_CLOSED (the test
+# host logged the connection closed before the holder ended) and PID_PEER_BYTES (what the test
+# host's end of it received, after the holder's sends); the holder waits for "end".
+pid_case() {
+	local mode=$1 id sport
+	id=pre-$SL_ID-pid-$mode
+	CASE_DIR=$SL_TMP/pid-$mode
+	CASE_LOG=$SL_TMP/pid-$mode.jsonl
+	CASE_RESULT=
+	PID_CG=$CG_ROOT/sl-pre-$SL_ID-pid-$mode
+	SL_RUNS+=("$id")
+	mkdir -p "$CASE_DIR"
+	mkdir "$PID_CG" || bail_out "cannot create cgroup $PID_CG"
+	sl_on_exit "held_cleanup '$CASE_DIR' '$PID_CG'"
+	sink_mark
+	# (not sl_in_cgroup: a backgrounded function's $! is a subshell's, in no cgroup of ours)
+	"${SL_IN_CGROUP[@]}" "$PID_CG" "${RUN_EXEC_NETONLY[@]}" python3 "$HOLDER" "$CASE_DIR" \
+		--early before --tag after --wait-end denied:tcp:198.51.100.20:443 \
+		>"$CASE_DIR/holder.out" 2>&1 &
+	PID_HOLDER=$!
+	sl_track_pid "$PID_HOLDER"
+	wait_until 10000 test -e "$CASE_DIR/ready" ||
+		bail_out "$mode: the holder did not connect: $(cat "$CASE_DIR/holder.out")"
+	"$SLUICE" attach --pid "$PID_HOLDER" --policy "$POLICY" --run-id "$id" --mode "$mode" \
+		--log "$CASE_LOG" >"$CASE_DIR/attach.out" 2>&1 ||
+		tap_diag "attach --pid $PID_HOLDER: $(cat "$CASE_DIR/attach.out")"
+	touch "$CASE_DIR/go"
+	wait_until 10000 test -e "$CASE_DIR/result"
+	CASE_RESULT=$(cat "$CASE_DIR/result" 2>/dev/null)
+	sink_settle
+	PID_CLOSED=$(sink_count "tcp 198.51.100.20 443 10.200.1.2")
+	# the test host's end of the connection (the holder's port, from its preexisting line)
+	sport=$(log_field "$(log_lines "$CASE_LOG" type=preexisting | head -n 1)" sport 2>/dev/null)
+	PID_PEER_BYTES=$(in_inet ss -tinH "( sport = :443 and dst 10.200.1.2 and dport = :${sport:-0} )" |
+		grep -o 'bytes_received:[0-9]*' | cut -d: -f2)
+}
+
+# pid_case_end RUN_ID: the holder ends, the run is detached and sealed.
+pid_case_end() {
+	local id=$1
+	touch "$CASE_DIR/end"
+	wait_until 5000 test ! -d "/proc/$PID_HOLDER"
+	detach "$id" || tap_diag "detach $id failed"
+	wait_until 10000 grep -q '"type":"run_end"' "$CASE_LOG"
+}
+
+pid_case enforce
+tap_is "attach --pid (enforce): the run is on the process's own cgroup" \
+	"$(log_run_start_field "$CASE_LOG" cgroup)" "$PID_CG"
+check_result "attach --pid (enforce): the holder's next send fails (ECONNABORTED)" denied \
+	ECONNABORTED
+tap_is "attach --pid (enforce): the test host got nothing sent after the attach (7 bytes)" \
+	"$PID_PEER_BYTES" 7
+assert_log "attach --pid (enforce): its preexisting line, denied and destroyed" "$CASE_LOG" 1 \
+	type=preexisting decision=deny enforced=true dst=198.51.100.20 port=443 \
+	"pid=$PID_HOLDER" flow=destroyed
+pid_case_end "pre-$SL_ID-pid-enforce"
+check_verifies "attach --pid (enforce)"
+
+pid_case report
+tap_is "attach --pid (report): the connection stays open, and got all 19 bytes sent" \
+	"$PID_CLOSED $PID_PEER_BYTES" "0 19"
+check_result "attach --pid (report): the holder's sends go through" denied ok
+assert_log "attach --pid (report): its preexisting line, would deny, left open" "$CASE_LOG" 1 \
+	type=preexisting decision=deny enforced=false dst=198.51.100.20 port=443 \
+	"pid=$PID_HOLDER" "flow=left open (would deny: report mode)"
+pid_case_end "pre-$SL_ID-pid-report"
+check_verifies "attach --pid (report)"
 
 # --- a workload that holds one denied connection under 68,000 fds (dup'd, in four processes):
 # the scan lists each socket once per process, so the copies cannot make it give up and the
