@@ -7,9 +7,9 @@
 # is committed on the loop and its client answered then. Run B's client connects in loops to a
 # denied test host while:
 # 1. A is attached (--netns: the namespace sent by sluice attach, not opened by the daemon):
-#    sluice status answers while A's attach is in flight, showing A "attaching" (an answer that
-#    shows it came before the attach's own: an order of events, not a time); B's denial lines
-#    reach B's log between two such answers; a second attach of A's run id, an attach of another
+#    sluice status answers while A's attach is held in flight (SLUICE_SELFTEST_LOAD_HOLD: the
+#    load done, its commit not yet), showing A "attaching"; B's denial lines reach B's log
+#    meanwhile; a second attach of A's run id, an attach of another
 #    id to A's cgroup, and a detach of A are refused while it loads, saying why. The attach is
 #    answered ok, and the daemon logs the namespace's inode.
 # 2. A switch queued behind two loads (attaches of C and D hold both load threads) of a run
@@ -26,6 +26,10 @@ require_root
 require_sluice
 topo_up
 
+# while $HOLD exists a finished load stays in flight (SLUICE_SELFTEST_LOAD_HOLD): each window
+# below is held open by the test, never hoped for
+HOLD=$SL_TMP/hold
+export SLUICE_SELFTEST_LOAD_HOLD=$HOLD
 sl_daemon_start --spares 0 ||
 	bail_out "the daemon did not start: $(cat "$SL_DAEMON_DIR/err" 2>/dev/null)"
 sl_on_exit "sl_daemon_kill TERM"
@@ -88,48 +92,40 @@ b_denials() { grep -c '"decision":"deny"' "$LB"; }
 b_switching() { "$SLUICE" status --json | grep -q "\"run_id\":\"$B\".*\"switching\":true"; }
 
 # --- 1. A's attach loads while B's loop runs -------------------------------------------------
+touch "$HOLD"
 attach_cmd a >"$SL_TMP/a.out" 2>&1 &
 pid=$!
-answers=0 no_answer=0 in_window=0 base='' second='' other_cg='' detach='' still=''
-while kill -0 "$pid" 2>/dev/null; do
-	c=$(b_denials)
-	st=$(attaching "$A")
-	[[ -z $st ]] && no_answer=$((no_answer + 1))
-	if [[ $st == true ]]; then
-		answers=$((answers + 1))
-		[[ -n $base && $c -gt $base ]] && in_window=$((c - base))
-		[[ -z $base ]] && base=$(b_denials)
-		if [[ -z $second ]]; then
-			second=$("$SLUICE" attach --cgroup "$CG_c" --policy "$SL_TMP/p.yaml" \
-				--run-id "$A" 2>&1)
-			other_cg=$("$SLUICE" attach --cgroup "$CG_a" --policy "$SL_TMP/p.yaml" \
-				--run-id "t-$SL_ID-x" 2>&1)
-			detach=$("$SLUICE" detach --run-id "$A" 2>&1)
-			# all three came while A loaded only if it loads still
-			still=$(attaching "$A")
-		fi
-	fi
+wait_until $((20000 * SL_SLOW)) is_attaching "$A"
+answers=0 no_answer=0
+for _ in 1 2 3 4 5; do
+	case $(attaching "$A") in
+	true) answers=$((answers + 1)) ;;
+	'') no_answer=$((no_answer + 1)) ;;
+	esac
 	sleep 0.05
 done
+base=$(b_denials)
+wait_until $((10000 * SL_SLOW)) bash -c "[[ \$(grep -c '\"decision\":\"deny\"' '$LB') -gt $base ]]"
+in_window=$(($(b_denials) - base))
+second=$("$SLUICE" attach --cgroup "$CG_c" --policy "$SL_TMP/p.yaml" --run-id "$A" 2>&1)
+other_cg=$("$SLUICE" attach --cgroup "$CG_a" --policy "$SL_TMP/p.yaml" --run-id "t-$SL_ID-x" 2>&1)
+detach=$("$SLUICE" detach --run-id "$A" 2>&1)
+tap_cmp "1: sluice status answered while A's programs loaded, showing A attaching" \
+	"$answers" -eq 5
+tap_is "1: no status went unanswered while A's attach was in flight" "$no_answer" 0
+tap_cmp "1: B's denials were logged while A's attach was in flight" "$in_window" -ge 1
+tap_is "1: a second attach of A's run id while it loads is refused, saying why" \
+	"$(grep -c "run $A is being attached already (to $CG_a" <<<"$second")" 1
+tap_is "1: an attach of another run to A's cgroup while A loads is refused" \
+	"$(grep -c "overlaps run $A's $CG_a (being attached)" <<<"$other_cg")" 1
+tap_is "1: a detach of A while it loads is refused, saying why" \
+	"$(grep -c "run $A is being attached (its programs being verified)" <<<"$detach")" 1
+tap_is "1: A's attach is still in flight after those requests" "$(attaching "$A")" true
+rm -f "$HOLD"
 wait "$pid"
 tap_is "1: A's attach is answered ok" "$? $(grep -c "attached run $A" "$SL_TMP/a.out")" "0 1" ||
 	tap_diag "$(cat "$SL_TMP/a.out") $(tail -n 5 "$SL_ERR")"
-tap_cmp "1: sluice status answered while A's programs loaded, showing A attaching" \
-	"$answers" -ge 1
-tap_is "1: no status went unanswered around A's attach" "$no_answer" 0
-tap_cmp "1: B's denials were logged while A's attach was in flight" "$in_window" -ge 1
-if [[ $still == true ]]; then
-	tap_is "1: a second attach of A's run id while it loads is refused, saying why" \
-		"$(grep -c "run $A is being attached already (to $CG_a" <<<"$second")" 1
-	tap_is "1: an attach of another run to A's cgroup while A loads is refused" \
-		"$(grep -c "overlaps run $A's $CG_a (being attached)" <<<"$other_cg")" 1
-	tap_is "1: a detach of A while it loads is refused, saying why" \
-		"$(grep -c "run $A is being attached (its programs being verified)" <<<"$detach")" 1
-	tap_is "1: A is attached now, not attaching" "$(attaching "$A")" false
-else
-	tap_skip "1: requests about A while it loads are refused" \
-		"A's attach ended before they were all answered"
-fi
+tap_is "1: A is attached now, not attaching" "$(attaching "$A")" false
 ino=$(stat -L -c %i "$NETNS")
 tap_is "1: the daemon logs A's namespace, sent by sluice attach, by its inode" \
 	"$(grep "run $A attached to" "$SL_ERR" | grep -c "verified off the loop in .*; netns $NETNS, inode $ino")" 1
@@ -137,6 +133,7 @@ tap_is "1: B's loop to $Y:443 (denied) was never let through" \
 	"$(cut -d' ' -f1-2 "$L/443.res" | sort -u | paste -sd '|')" "err EPERM"
 
 # --- 2. a queued switch of a run that ends is dropped at once --------------------------------
+touch "$HOLD"
 attach_cmd c >"$SL_TMP/c.out" 2>&1 &
 pc=$!
 attach_cmd d >"$SL_TMP/d.out" 2>&1 &
@@ -148,18 +145,12 @@ psw=$!
 wait_until 10000 b_switching
 out=$("$SLUICE" detach --run-id "$B" 2>&1)
 tap_check "2: B's detach with its switch queued is answered ok ($out)" test $? -eq 0
-c_loading=$(attaching "t-$SL_ID-c")$(attaching "t-$SL_ID-d")
 wait "$psw"
 rc=$?
-# both still loading once the detach is answered: they held both threads all along
-if [[ $c_loading != truetrue ]]; then
-	tap_skip "2: the switch is dropped before a load finishes" \
-		"an attach ended before the detach was answered"
-else
-	tap_is "2: the switch is dropped before a load finishes: its client told it never loaded" \
-		"$rc $(grep -c "run $B ended (detached) while its new programs waited for a thread to verify them: the switch was not made" "$SL_TMP/sw.out")" \
-		"1 1"
-fi
+tap_is "2: the switch is dropped while both loads are in flight: its client told it never loaded" \
+	"$rc $(grep -c "run $B ended (detached) while its new programs waited for a thread to verify them: the switch was not made" "$SL_TMP/sw.out") $(attaching "t-$SL_ID-c")$(attaching "t-$SL_ID-d")" \
+	"1 1 truetrue"
+rm -f "$HOLD"
 wait "$pc"
 rc_c=$?
 wait "$pd"
@@ -171,26 +162,24 @@ tap_is "2: B's log ends: detached, with no policy_change" \
 
 # --- 3. SIGTERM while E's attach loads -------------------------------------------------------
 E=t-$SL_ID-e
+touch "$HOLD"
 attach_cmd e >"$SL_TMP/e.out" 2>&1 &
 pe=$!
 wait_until 20000 is_attaching "$E"
 kill -TERM "$SL_DAEMON_PID"
+# released once the daemon says it is waiting for the load: it handled the signal first
+wait_until $((10000 * SL_SLOW)) grep -q "run $E: waiting for its attach's programs" "$SL_ERR"
+rm -f "$HOLD"
 wait "$SL_DAEMON_PID"
 tap_is "3: the daemon stopped by SIGTERM during an attach exits 0" $? 0
 wait "$pe"
 rc=$?
-if grep -q "attached run $E" "$SL_TMP/e.out"; then
-	# committed before the signal reached the daemon: E stays, for the next daemon
-	tap_skip "3: the attach's client is told nothing was attached" \
-		"E's attach ended before the SIGTERM arrived"
-else
-	tap_is "3: the attach's client is told nothing was attached (rc $rc)" \
-		"$(grep -c "run $E was not attached: the daemon stopped while its programs were being verified; nothing of it stays" "$SL_TMP/e.out")" 1
-	tap_is "3: E left no pins" "$(find "/sys/fs/bpf/sluice/$E" 2>/dev/null | wc -l)" 0
-	tap_is "3: E's cgroup has no program attached" \
-		"$(bpftool cgroup show "$CG_e" 2>/dev/null | grep -vc '^ID')" 0
-	tap_is "3: E left no state file and no log" \
-		"$(find "$SL_DAEMON_DIR/state/runs/$E" "$SL_TMP/e.jsonl" 2>/dev/null | wc -l)" 0
-fi
+tap_is "3: the attach's client is told nothing was attached (rc $rc)" \
+	"$(grep -c "run $E was not attached: the daemon stopped while its programs were being verified; nothing of it stays" "$SL_TMP/e.out")" 1
+tap_is "3: E left no pins" "$(find "/sys/fs/bpf/sluice/$E" 2>/dev/null | wc -l)" 0
+tap_is "3: E's cgroup has no program attached" \
+	"$(bpftool cgroup show "$CG_e" 2>/dev/null | grep -vc '^ID')" 0
+tap_is "3: E left no state file and no log" \
+	"$(find "$SL_DAEMON_DIR/state/runs/$E" "$SL_TMP/e.jsonl" 2>/dev/null | wc -l)" 0
 
 tap_done

@@ -27,6 +27,10 @@ require_sluice
 topo_up
 
 # shellcheck disable=SC2119 # no arguments: the default daemon
+# while $HOLD exists a finished load stays in flight (SLUICE_SELFTEST_LOAD_HOLD): section 2's
+# window is held open by the test, never hoped for
+HOLD=$SL_TMP/hold
+export SLUICE_SELFTEST_LOAD_HOLD=$HOLD
 sl_daemon_start || bail_out "the daemon did not start: $(cat "$SL_DAEMON_DIR/err" 2>/dev/null)"
 sl_on_exit "sl_daemon_kill TERM"
 SL_OUT=$SL_DAEMON_DIR/out
@@ -140,24 +144,22 @@ tap_is "1: B's loop to $Y:443 (denied) was never let through" \
 	"$(cut -d' ' -f1-2 "$L/443.res" | sort -u | paste -sd '|')" "err EPERM"
 
 # --- 2. A detached while its switch is in flight --------------------------------------------
+touch "$HOLD"
 "$SLUICE" set-mode --run-id "$A" enforce >"$SL_TMP/sw.out" 2>&1 &
 pid=$!
-wait_until 20000 is_switching "$A"
-out=$("$SLUICE" detach --run-id "$A" 2>&1)
-tap_check "2: A's detach during its switch is answered ok ($out)" test $? -eq 0
+wait_until $((20000 * SL_SLOW)) is_switching "$A"
+"$SLUICE" detach --run-id "$A" >"$SL_TMP/det.out" 2>&1 &
+pdet=$!
+# the daemon has the detach once a second one is refused as "ending already"
+wait_until $((10000 * SL_SLOW)) bash -c "'$SLUICE' detach --run-id '$A' 2>&1 | grep -q 'is ending already'"
+rm -f "$HOLD"
+wait "$pdet"
+tap_check "2: A's detach during its switch is answered ok ($(cat "$SL_TMP/det.out"))" test $? -eq 0
 wait "$pid"
 rc=$?
-sw_out=$(cat "$SL_TMP/sw.out")
-if [[ $rc -eq 0 ]]; then
-	# the switch was committed before the detach reached the daemon: nothing to check here
-	tap_skip "2: the switch's client is told the switch was not made" \
-		"the switch ended before the detach arrived: $sw_out"
-else
-	tap_is "2: the switch's client is told the switch was not made" \
-		"$(grep -c "run $A ended (detached) while its new programs were being verified: the switch was not made" <<<"$sw_out")" 1
-	tap_is "2: A's log has no policy_change of it" \
-		"$(grep -c '"type":"policy_change"' "$LA")" 3
-fi
+tap_is "2: the switch's client is told the switch was not made (rc $rc)" \
+	"$(grep -c "run $A ended (detached) while its new programs were being verified: the switch was not made" "$SL_TMP/sw.out")" 1
+tap_is "2: A's log has no policy_change of it" "$(grep -c '"type":"policy_change"' "$LA")" 3
 wait_until 5000 grep -q '"type":"run_end"' "$LA"
 tap_is "2: A's log ends: detached" "$(grep '"type":"run_end"' "$LA" | grep -c '"why":"detached"')" 1
 out=$("$SLUICE" verify "$LA" --key "$SLUICE_PUB" --run-id "$A" 2>&1)

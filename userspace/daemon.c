@@ -1190,6 +1190,18 @@ static int op_detach(struct daemon *d, struct client *c, const struct control_ob
 	return 0;
 }
 
+/*
+ * Selftests only (test_attach_bg.sh): while the file SLUICE_SELFTEST_LOAD_HOLD names exists, a
+ * finished load stays in flight, so a test acts inside the window by construction, not by timing.
+ */
+static void selftest_load_hold(void)
+{
+	const char *hold = getenv("SLUICE_SELFTEST_LOAD_HOLD");
+
+	while (hold && !access(hold, F_OK))
+		usleep(10000);
+}
+
 /* A load's thread: the programs loaded and verified, then the loop told (bg_load). */
 static void *load_thread(void *arg)
 {
@@ -1202,6 +1214,7 @@ static void *load_thread(void *arg)
 	else
 		sw->ret = run_setup_load(&sw->dr->r, sw->err, sizeof(sw->err));
 	sw->load_ms = now_ms() - t0;
+	selftest_load_hold();
 	/*
 	 * A pointer is written whole (less than PIPE_BUF), and the pipe holds far more of them
 	 * than there can be runs: this does not wait. It cannot fail but for a closed pipe, which
