@@ -185,7 +185,16 @@ CG_A=$(sl_cgroup_new a) && CG_B=$(sl_cgroup_new b) || bail_out "cannot make the 
 out=$("$SLUICE" attach --cgroup "$CG_A" --netns "$SL_TMP/a.yaml" --policy "$SL_TMP/a.yaml" \
 	--run-id "t-$SL_ID-ns" 2>&1)
 tap_is "sluice attach --netns FILE that is no namespace: refused before any request (rc $?)" \
-	"$(grep -c "netns $SL_TMP/a.yaml: not a network namespace" <<<"$out")" 1
+	"$(grep -c "netns $SL_TMP/a.yaml: not a namespace file (nsfs)" <<<"$out")" 1
+mkfifo "$SL_TMP/fifo"
+out=$(timeout $((10 * SL_SLOW)) "$SLUICE" attach --cgroup "$CG_A" --netns "$SL_TMP/fifo" \
+	--policy "$SL_TMP/a.yaml" --run-id "t-$SL_ID-ns" 2>&1)
+tap_is "sluice attach --netns FIFO: refused, not opened (it would block) (rc $?)" \
+	"$(grep -c "netns $SL_TMP/fifo: not a namespace file (nsfs)" <<<"$out")" 1
+out=$("$SLUICE" attach --cgroup "$CG_A" --netns /proc/self/ns/mnt --policy "$SL_TMP/a.yaml" \
+	--run-id "t-$SL_ID-ns" 2>&1)
+tap_is "sluice attach --netns of a mount namespace: refused (rc $?)" \
+	"$(grep -c "netns /proc/self/ns/mnt: not a network namespace" <<<"$out")" 1
 RA=t-$SL_ID-a
 RB=t-$SL_ID-b
 SL_RUNS+=("$RA" "$RB")

@@ -1197,8 +1197,9 @@ static int op_detach(struct daemon *d, struct client *c, const struct control_ob
 static void selftest_load_hold(void)
 {
 	const char *hold = getenv("SLUICE_SELFTEST_LOAD_HOLD");
+	struct stat st;
 
-	while (hold && !access(hold, F_OK))
+	while (hold && !stat(hold, &st) && !st.st_uid)
 		usleep(10000);
 }
 
@@ -1923,7 +1924,7 @@ static void attach_finish(struct daemon *d, struct bg_load *bg, bool stopping)
 	dr->bg = NULL;
 	if (ret) {
 		util_copy(err, sizeof(err), bg->err);
-	} else if (stopping || !c) {
+	} else if (stopping || !c || c->dead) {
 		util_fmt(err, sizeof(err), "run %s was not attached: %s while its programs %s; "
 					   "nothing of it stays",
 			 dr->r.run_id, stopping ? "the daemon stopped" : "its client went away",
@@ -1979,7 +1980,8 @@ static void load_finish(struct daemon *d, struct bg_load *bg, bool stopping)
    went away. */
 static bool load_unwanted(const struct bg_load *bg)
 {
-	return bg->kind == BG_SWITCH ? bg->dr->end_why != NULL : !bg->client;
+	/* a client that hung up is dead before it is forgotten (clients_reap): gone all the same */
+	return bg->kind == BG_SWITCH ? bg->dr->end_why != NULL : !bg->client || bg->client->dead;
 }
 
 /*
@@ -2562,6 +2564,9 @@ int daemon_main(int argc, char **argv)
 	if (take_lock(&d) || listen_socket(&d) || start_spares(&d))
 		goto out;
 	adopt_runs(&d);
+	if (getenv("SLUICE_SELFTEST_LOAD_HOLD"))
+		fprintf(stderr, "sluice daemon: SLUICE_SELFTEST_LOAD_HOLD is set: loads are held "
+				"while %s exists (root's)\n", getenv("SLUICE_SELFTEST_LOAD_HOLD"));
 	fprintf(stderr, "sluice daemon: serving %s (pid %d, %zu run%s taken over)\n",
 		d.socket_path, (int)getpid(), d.n_runs, d.n_runs == 1 ? "" : "s");
 	loop(&d);

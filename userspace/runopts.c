@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
+#include <sys/statfs.h>
+#include <linux/magic.h>
 #include <linux/nsfs.h>
 
 #include "control.h"
@@ -94,12 +96,31 @@ void runopts_request(struct control_msg *m, const struct run_args *a)
 			control_msg_str(m, members[i].key, members[i].val);
 }
 
+/*
+ * The path is looked at before it is opened for reading: a FIFO would block the open, and a
+ * device's open has effects of its own. Only a file of nsfs is opened, through its O_PATH.
+ */
 int runopts_open_netns(const char *cmd, const char *path)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
+	int pfd = open(path, O_PATH | O_CLOEXEC), fd, ret;
+	char self[64];
+	struct statfs fs;
 
-	if (fd < 0) {
+	if (pfd < 0) {
 		ret = -errno;
+		fprintf(stderr, "%s: netns %s: %s\n", cmd, path, strerror(-ret));
+		return ret;
+	}
+	if (fstatfs(pfd, &fs) || fs.f_type != NSFS_MAGIC) {
+		fprintf(stderr, "%s: netns %s: not a namespace file (nsfs)\n", cmd, path);
+		close(pfd);
+		return -EINVAL;
+	}
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+	fd = open(self, O_RDONLY | O_CLOEXEC);
+	ret = -errno;
+	close(pfd);
+	if (fd < 0) {
 		fprintf(stderr, "%s: netns %s: %s\n", cmd, path, strerror(-ret));
 		return ret;
 	}
