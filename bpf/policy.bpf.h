@@ -214,4 +214,28 @@ static __always_inline void decide_v6(struct verdict *v, struct sl_decision_even
 			bpf_map_lookup_elem(&sl_learned6, key.addr), port, proto);
 }
 
+/*
+ * The verdict on ev's destination (ev->family, ev->addr, ev->port) for proto (proto_bit), into
+ * *v and ev's host_id, embedded_v4 and eff_addr. Every program decides through this one.
+ * A global function, so that the verifier checks it once, on its own: inlined, its every path
+ * (the blackhole and embedded-v4 forms of v6_fate, the rule and learned-address loops) went on
+ * through the caller's record, caps and redirect code and was verified there again, ten times
+ * over (connect6 280k instructions processed, connect4 23k). Its callers learn nothing of what
+ * it wrote (the verifier treats the memory passed as overwritten) and must not need to. The
+ * verifier lets a global function's pointer arguments be NULL: the check is for it.
+ */
+__noinline int decide_dst(struct verdict *v, struct sl_decision_event *ev, __u32 proto)
+{
+	__u32 w[4];
+
+	if (!v || !ev)
+		return 0;
+	__builtin_memcpy(w, ev->addr, 16);
+	if (ev->family == AF_INET)
+		decide_v4(v, ev, w[0], ev->port, proto);
+	else
+		decide_v6(v, ev, w, ev->port, proto);
+	return 0;
+}
+
 #endif /* SLUICE_POLICY_BPF_H */

@@ -430,6 +430,25 @@ static __always_inline void sni_lower(struct sl_tls_event *ev)
 }
 
 /*
+ * client_hello_sni, and the name found lower-cased (sni_lower). A global function, so that the
+ * verifier checks the parse (its extension loop, the name's 255-byte loop) once, on its own:
+ * inlined, it was verified again at each of judge_client_hello's six places, one of them in
+ * every round of judge_records' loop (sl_egress: 278k instructions processed). ev is the
+ * per-CPU scratch record; the verifier lets a global function's pointer be NULL, hence the check.
+ */
+__noinline int client_hello_name(struct __sk_buff *skb, __u32 off, struct sl_tls_event *ev)
+{
+	__u8 reason;
+
+	if (!ev)
+		return SL_REASON_SNI_UNPARSEABLE;
+	reason = client_hello_sni(skb, off, ev);
+	if (reason == SL_REASON_SNI_OK)
+		sni_lower(ev);
+	return reason;
+}
+
+/*
  * Did the run's resolver produce daddr for the (lower-cased) name in ev? An exact match on the
  * whole name: the key (280 bytes, more than is comfortable on the stack) is built in per-CPU
  * scratch, zeroed first, since every byte of it is compared. ev->sni is zero past sni_len.
@@ -467,11 +486,10 @@ static __always_inline int judge_client_hello(struct __sk_buff *skb, struct bpf_
 	if (!ev)
 		return SKB_DROP;
 	__builtin_memset(ev, 0, sizeof(*ev));
-	reason = client_hello_sni(skb, off, ev);
+	reason = client_hello_name(skb, off, ev);
 	/* what a switch to another policy must find allowed still (userspace/preexisting.c) */
 	t->sni_host_id = 0;
 	if (reason == SL_REASON_SNI_OK) {
-		sni_lower(ev);
 		named = sni_resolved_here(ev, daddr);
 		if (named)
 			t->sni_host_id = *named;
