@@ -527,7 +527,7 @@ static __always_inline int judge4(struct bpf_sock_addr *ctx, __u8 hook, bool is_
 		}
 		return finish(ctx, &ev, &v, hook, is_sendmsg);
 	}
-	decide_dst(&v, &ev, proto);
+	decide_dst4(&v, &ev, proto);
 	return finish(ctx, &ev, &v, hook, is_sendmsg);
 }
 
@@ -569,7 +569,7 @@ static __always_inline int judge6(struct bpf_sock_addr *ctx, __u8 hook, bool is_
 		}
 		return finish(ctx, &ev, &v, hook, is_sendmsg);
 	}
-	decide_dst(&v, &ev, proto);
+	decide_dst6(&v, &ev, proto);
 	return finish(ctx, &ev, &v, hook, is_sendmsg);
 }
 

@@ -5,13 +5,13 @@
  *
  * This kernel (6.18) cannot BPF_PROG_RUN a cgroup sock_addr program (ENOTSUPP: the type has no
  * test_run), so connect4/6 and sendmsg4/6 cannot be driven with a crafted context. What they
- * decide with is decide_dst() (policy.bpf.h: the blackhole in every form, the relay
- * prefixes, the CIDR tries, the learned addresses, the default); t_decide calls exactly that,
- * against the loader's own maps, with the destination the test asks about (t_q, read from the
- * packet) in the record's family, addr and port, and proto_bit() of its protocol, as
- * judge4()/judge6() do. What this does not reach is
- * judge4/judge6 themselves (reading the context, the DNS redirect) and finish() (report mode,
- * strict evidence, held UDP denials, host caps, the record): the root selftests cover those.
+ * decide with is decide_dst4()/decide_dst6() (policy.bpf.h: the blackhole in every form, the
+ * relay prefixes, the CIDR tries, the learned addresses, the default); t_decide calls them
+ * (decide_dst), against the loader's own maps, with the destination the test asks about (t_q,
+ * read from the packet) in the record's family, addr and port, and proto_bit() of its protocol,
+ * as judge4()/judge6() do. What this does not reach is judge4/judge6 themselves (reading the
+ * context, the DNS redirect) and finish() (report mode, strict evidence, held UDP denials, host
+ * caps, the record): the root selftests cover those.
  */
 #include "sock_addr.bpf.c"
 #include "progrun.h"

@@ -7,8 +7,9 @@
  *                            sluice, with the verifier's statistics (log level 4), and unload it
  *
  * One tab-separated line per program: object, program, verification time in usec (the kernel's
- * own figure), instructions processed, peak states, total states, and the object's whole load in
- * usec (maps, relocation and every program of it, wall clock). An object the kernel refuses
+ * own figure), instructions processed, peak states, total states, instructions as loaded
+ * (xlated, what selftests/bench-budgets.txt holds), and the object's whole load in usec (maps,
+ * relocation and every program of it, wall clock). An object the kernel refuses
  * (BPF LSM programs where the LSM is off: EPERM) is one line "OBJECT - refused ERRNO".
  * The objects load as they are built: sl_cfg_frag_check, the one .rodata value the loader sets
  * before load, keeps its default. Exit status 0, or 2 on a usage error.
@@ -77,10 +78,15 @@ static void measure(const char *path)
 		i = 0;
 		bpf_object__for_each_program(prog, obj) {
 			const char *log = logs[i++];
+			struct bpf_prog_info info = {};
+			__u32 len = sizeof(info);
 
-			printf("%s\t%s\t%lld\t%lld\t%lld\t%lld\t%lld\n", path, bpf_program__name(prog),
-			       stat_of(log, "verification time "), stat_of(log, "processed "),
-			       stat_of(log, "peak_states "), stat_of(log, "total_states "), load_us);
+			if (bpf_prog_get_info_by_fd(bpf_program__fd(prog), &info, &len))
+				info.xlated_prog_len = 0;
+			printf("%s\t%s\t%lld\t%lld\t%lld\t%lld\t%u\t%lld\n", path,
+			       bpf_program__name(prog), stat_of(log, "verification time "),
+			       stat_of(log, "processed "), stat_of(log, "peak_states "),
+			       stat_of(log, "total_states "), info.xlated_prog_len / 8, load_us);
 		}
 	}
 	bpf_object__close(obj);
