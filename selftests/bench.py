@@ -27,6 +27,10 @@ from /proc/PID/task/*/schedstat, loss; then again with the writer stopped while 
 sent, so that it drains them with no wait: the writer alone), and replace-policy between two 100k-CIDR policies on a
 live run with a process connecting throughout (no connect may fail).
 
+--verifier-only: no namespace, no run: each program's verification by the kernel (instructions
+processed, peak states, the verifier's own time) as sl_verifier loads the built objects, and a
+second build's side by side (--compare-objs): what every start-up, spare and switch pays.
+
 --quick (make bench-quick, CI): a short table for information, and the checks that are reliable
 on a noisy two-core machine, held to selftests/bench-budgets.txt: instruction counts per
 program, memory per run of a 10-CIDR policy, zero loss at a paced record rate. Never a time.

@@ -10,7 +10,8 @@
  * own figure), instructions processed, peak states, total states, instructions as loaded
  * (xlated, what selftests/bench-budgets.txt holds), and the object's whole load in usec (maps,
  * relocation and every program of it, wall clock). An object the kernel refuses
- * (BPF LSM programs where the LSM is off: EPERM) is one line "OBJECT - refused ERRNO".
+ * (BPF LSM programs where the LSM is off: EPERM) is one line "OBJECT - refused ERRNO", and what
+ * the verifier said of each program on stderr.
  * The objects load as they are built: sl_cfg_frag_check, the one .rodata value the loader sets
  * before load, keeps its default. Exit status 0, or 2 on a usage error.
  */
@@ -73,6 +74,13 @@ static void measure(const char *path)
 	err = bpf_object__load(obj);
 	load_us = now_us() - t0;
 	if (err) {
+		/* the kernel's reasons, which libbpf does not print from a buffer of ours */
+		i = 0;
+		bpf_object__for_each_program(prog, obj) {
+			if (logs[i][0])
+				fprintf(stderr, "%s: %s:\n%s", path, bpf_program__name(prog), logs[i]);
+			i++;
+		}
 		printf("%s\t-\trefused %d\n", path, -err);
 	} else {
 		i = 0;
