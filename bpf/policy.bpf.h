@@ -85,8 +85,7 @@ static __always_inline __u8 proto_bit(__u32 protocol)
  * again for the CIDR rules and for each of a learned address's rules, on every path into them.
  * r may be NULL (no prefix matched); rule_id never is, but the verifier lets it be.
  */
-__noinline bool rules_match(const struct sl_dst_rules *r, __u32 port, __u32 proto,
-			    __u16 *rule_id)
+__noinline bool rules_match(const struct sl_dst_rules *r, __u32 port, __u32 proto, __u16 *rule_id)
 {
 	int i;
 
