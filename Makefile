@@ -109,6 +109,11 @@ $(OUTPUT)/selftests/sl_bench: selftests/tools/sl_bench.c | $(OUTPUT)/selftests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $< -lpthread -o $@
 
+# The verifier's statistics per program (bench.py --verifier-only): libbpf, as sluice loads them.
+$(OUTPUT)/selftests/sl_verifier: selftests/tools/sl_verifier.c | $(OUTPUT)/selftests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $< -lbpf -lelf -lz -o $@
+
 $(OUTPUT)/selftests/sl_resolve_musl: selftests/tools/sl_resolve.c | $(OUTPUT)/selftests
 	$(call msg,MUSL-CC,$@)
 	$(Q)$(MUSL_GCC) -static -O2 -Wall -Wextra -Werror $< -o $@

@@ -133,10 +133,7 @@ static __always_inline long judge(struct socket *sock, struct sl_decision_event 
 	struct verdict v = {};
 	bool enforce;
 
-	if (ev->family == AF_INET)
-		decide_v4(&v, ev, *(__u32 *)ev->addr, ev->port, proto);
-	else
-		decide_v6(&v, ev, (const __u32 *)ev->addr, ev->port, proto);
+	decide_dst(&v, ev, proto);
 	ev->protocol = (__u8)sk_protocol;
 	ev->hook = hook;
 	ev->verdict = v.verdict;

@@ -114,10 +114,7 @@ static __always_inline void packet_judge(const struct packet_dst *d, struct verd
 	ev->protocol = d->proto;
 	ev->port = d->port;
 	__builtin_memcpy(ev->addr, d->addr, 16);
-	if (d->family == AF_INET)
-		decide_v4(v, ev, *(__u32 *)d->addr, d->port, proto);
-	else
-		decide_v6(v, ev, (const __u32 *)d->addr, d->port, proto);
+	decide_dst(v, ev, proto);
 }
 
 #endif /* SLUICE_PACKET_BPF_H */

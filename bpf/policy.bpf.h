@@ -79,13 +79,17 @@ static __always_inline __u8 proto_bit(__u32 protocol)
 	return 0;
 }
 
-/* First entry of the longest matching prefix that covers this port and protocol. */
-static __always_inline bool rules_match(const struct sl_dst_rules *r, __u16 port, __u8 proto,
-					__u16 *rule_id)
+/*
+ * First entry of the longest matching prefix that covers this port and protocol. A global
+ * function, so that the verifier walks its loop once, on its own: inlined, the loop was walked
+ * again for the CIDR rules and for each of a learned address's rules, on every path into them.
+ * r may be NULL (no prefix matched); rule_id never is, but the verifier lets it be.
+ */
+__noinline bool rules_match(const struct sl_dst_rules *r, __u32 port, __u32 proto, __u16 *rule_id)
 {
 	int i;
 
-	if (!r)
+	if (!r || !rule_id)
 		return false;
 	for (i = 0; i < SL_MAX_PORT_RULES; i++) {
 		const struct sl_port_rule *e = &r->e[i];
@@ -212,6 +216,48 @@ static __always_inline void decide_v6(struct verdict *v, struct sl_decision_even
 	__builtin_memcpy(key.addr, w, 16);
 	decide_by_rules(v, ev, bpf_map_lookup_elem(&sl_dst6, &key),
 			bpf_map_lookup_elem(&sl_learned6, key.addr), port, proto);
+}
+
+/*
+ * The verdict on ev's destination (ev->addr, ev->port) for proto (proto_bit), into *v and ev's
+ * host_id, embedded_v4 and eff_addr: decide_dst4 for an IPv4 one, decide_dst6 for an IPv6 one,
+ * decide_dst for either (by ev->family). Every program decides through these. Global functions,
+ * so that the verifier checks each once, on its own: inlined, every path through them (the
+ * blackhole and embedded-v4 forms of v6_fate, the rule and learned-address loops) went on
+ * through the caller's record, caps and redirect code and was verified there again (connect6:
+ * 280k instructions processed). Their callers learn nothing of what they wrote (the verifier
+ * takes the memory passed as overwritten) and need not. The verifier lets a global function's
+ * pointer arguments be NULL: the checks are for it.
+ */
+__noinline int decide_dst4(struct verdict *v, struct sl_decision_event *ev, __u32 proto)
+{
+	__u32 addr;
+
+	if (!v || !ev)
+		return 0;
+	__builtin_memcpy(&addr, ev->addr, 4);
+	decide_v4(v, ev, addr, ev->port, proto);
+	return 0;
+}
+
+__noinline int decide_dst6(struct verdict *v, struct sl_decision_event *ev, __u32 proto)
+{
+	__u32 w[4];
+
+	if (!v || !ev)
+		return 0;
+	__builtin_memcpy(w, ev->addr, 16);
+	decide_v6(v, ev, w, ev->port, proto);
+	return 0;
+}
+
+static __always_inline void decide_dst(struct verdict *v, struct sl_decision_event *ev,
+				       __u32 proto)
+{
+	if (ev->family == AF_INET)
+		decide_dst4(v, ev, proto);
+	else
+		decide_dst6(v, ev, proto);
 }
 
 #endif /* SLUICE_POLICY_BPF_H */

@@ -450,19 +450,31 @@ static __always_inline __u32 *sni_resolved_here(const struct sl_tls_event *ev,
 	return bpf_map_lookup_elem(&sl_sni_ok, key);
 }
 
+/* Where a watched flow's packet goes, for its TLS record: read once per packet (tls_egress). */
+struct tls_dst {
+	__u8 addr[16];
+	__u16 port; /* host order */
+	__u8 family;
+};
+
 /*
  * Judge the ClientHello at off (~0U: none could be found). A recheck (a later ClientHello, or a
  * retransmission of the first) is recorded only when it denies: the flow's allow is on record.
+ * A global function, so that the verifier checks it once, on its own: inlined, it was verified
+ * again at each of its six places, one of them in every round of judge_records' loop. The
+ * verifier lets a global function's pointer arguments be NULL (they never are): such a call
+ * drops, as one that cannot be judged.
  */
-static __always_inline int judge_client_hello(struct __sk_buff *skb, struct bpf_sock *sk,
-					      struct sl_sk_tls *t, __u32 off, const __u8 daddr[16],
-					      __u8 family, bool recheck)
+__noinline int judge_client_hello(struct __sk_buff *skb, struct sl_sk_tls *t, __u32 off,
+				  const struct tls_dst *dst, bool recheck)
 {
 	struct sl_tls_event *ev;
 	__u32 zero = 0, *named;
 	__u8 reason;
 	bool deny, enforce;
 
+	if (!t || !dst)
+		return SKB_DROP;
 	ev = bpf_map_lookup_elem(&sl_tls_scratch, &zero);
 	if (!ev)
 		return SKB_DROP;
@@ -472,7 +484,7 @@ static __always_inline int judge_client_hello(struct __sk_buff *skb, struct bpf_
 	t->sni_host_id = 0;
 	if (reason == SL_REASON_SNI_OK) {
 		sni_lower(ev);
-		named = sni_resolved_here(ev, daddr);
+		named = sni_resolved_here(ev, dst->addr);
 		if (named)
 			t->sni_host_id = *named;
 		else
@@ -485,9 +497,9 @@ static __always_inline int judge_client_hello(struct __sk_buff *skb, struct bpf_
 	/* Passed (or report mode): keep watching until the server answers with a ServerHello. */
 	t->state = enforce ? SL_TLS_DENIED : SL_TLS_AWAIT_SERVER;
 
-	ev->family = family;
-	__builtin_memcpy(ev->addr, daddr, 16);
-	ev->port = bpf_ntohs((__u16)(sk->dst_port));
+	ev->family = dst->family;
+	__builtin_memcpy(ev->addr, dst->addr, 16);
+	ev->port = dst->port;
 	ev->verdict = deny ? SL_VERDICT_DENY : SL_VERDICT_ALLOW;
 	ev->reason = reason;
 	ev->enforced = enforce || !deny;
@@ -511,9 +523,8 @@ static __always_inline int judge_client_hello(struct __sk_buff *skb, struct bpf_
  * or handshake message that has no business here, more records than we look at — is a flow that
  * cannot be judged, and is denied: a ClientHello could hide in what we did not read.
  */
-static __always_inline int judge_records(struct __sk_buff *skb, struct bpf_sock *sk,
-					 struct sl_sk_tls *t, __u32 off, const __u8 daddr[16],
-					 __u8 family)
+static __always_inline int judge_records(struct __sk_buff *skb, struct sl_sk_tls *t, __u32 off,
+					 const struct tls_dst *dst)
 {
 	bool first = t->state == SL_TLS_PENDING;
 	__u8 hdr[6];
@@ -530,7 +541,7 @@ static __always_inline int judge_records(struct __sk_buff *skb, struct bpf_sock 
 		if (end > skb->len)
 			break;
 		if (hdr[0] == TLS_CONTENT_HANDSHAKE && hdr[5] == TLS_HANDSHAKE_CLIENT_HELLO) {
-			if (judge_client_hello(skb, sk, t, off, daddr, family, !first) == SKB_DROP)
+			if (judge_client_hello(skb, t, off, dst, !first) == SKB_DROP)
 				return SKB_DROP;
 			first = false;
 		} else if (first || (hdr[0] != TLS_CONTENT_CHANGE_CIPHER_SPEC &&
@@ -541,7 +552,7 @@ static __always_inline int judge_records(struct __sk_buff *skb, struct bpf_sock 
 		}
 		off = end;
 	}
-	return judge_client_hello(skb, sk, t, ~0U, daddr, family, !first);
+	return judge_client_hello(skb, t, ~0U, dst, !first);
 }
 
 /*
@@ -640,7 +651,7 @@ static __always_inline int tls_egress(struct __sk_buff *skb, struct bpf_sock *sk
 				      struct sl_sk_tls **tp)
 {
 	struct sl_sk_tls *t;
-	__u8 daddr[16] = {}, family = 0;
+	struct tls_dst dst = {};
 	struct tcphdr th;
 	__u32 off;
 
@@ -648,12 +659,12 @@ static __always_inline int tls_egress(struct __sk_buff *skb, struct bpf_sock *sk
 	*tp = t;
 	if (!t || t->state == SL_TLS_ALLOWED || t->state == SL_TLS_NOT_TLS)
 		return SKB_PASS;
-	if (tcp_header(skb, &off, daddr, &family, &th)) {
+	dst.port = bpf_ntohs((__u16)(sk->dst_port));
+	if (tcp_header(skb, &off, dst.addr, &dst.family, &th)) {
 		if (t->state == SL_TLS_DENIED)
 			return SKB_DROP;
 		/* a packet that does not parse is a flow that cannot be judged */
-		return judge_client_hello(skb, sk, t, ~0U, daddr, family,
-					  t->state != SL_TLS_PENDING);
+		return judge_client_hello(skb, t, ~0U, &dst, t->state != SL_TLS_PENDING);
 	}
 	if (off >= skb->len)
 		return SKB_PASS; /* SYN, pure ACK, a denied flow's bare FIN or RST: nothing to carry */
@@ -666,8 +677,7 @@ static __always_inline int tls_egress(struct __sk_buff *skb, struct bpf_sock *sk
 	 * read as a ClientHello by the time the server reads it.
 	 */
 	if (frags_mutable(skb))
-		return judge_client_hello(skb, sk, t, ~0U, daddr, family,
-					  t->state != SL_TLS_PENDING);
+		return judge_client_hello(skb, t, ~0U, &dst, t->state != SL_TLS_PENDING);
 	/*
 	 * Off the TLS port, a first payload that does not begin a TLS record (plain HTTP, SSH…)
 	 * is not TLS and is not judged. One that does, even by its first byte only, is TLS and
@@ -684,13 +694,12 @@ static __always_inline int tls_egress(struct __sk_buff *skb, struct bpf_sock *sk
 	 * can be built to read as another name one byte off. TLS never sends urgent data.
 	 */
 	if (th.urg)
-		return judge_client_hello(skb, sk, t, ~0U, daddr, family,
-					  t->state != SL_TLS_PENDING);
+		return judge_client_hello(skb, t, ~0U, &dst, t->state != SL_TLS_PENDING);
 	/* A server that never answers with a readable ServerHello: stop watching, closed. */
 	if (t->payloads >= TLS_MAX_WATCHED_PAYLOADS)
-		return judge_client_hello(skb, sk, t, ~0U, daddr, family, true);
+		return judge_client_hello(skb, t, ~0U, &dst, true);
 	t->payloads++;
-	return judge_records(skb, sk, t, off, daddr, family);
+	return judge_records(skb, t, off, &dst);
 }
 
 /* The run's resolver, where the decision layer sends every port-53 packet. */

@@ -501,10 +501,7 @@ static __always_inline int judge_peer(struct bpf_sock_addr *ctx, __u8 hook)
 		verdict_dns(&v);
 		return finish(ctx, &ev, &v, hook, true);
 	}
-	if (ev.family == AF_INET)
-		decide_v4(&v, &ev, w[0], ev.port, proto);
-	else
-		decide_v6(&v, &ev, w, ev.port, proto);
+	decide_dst(&v, &ev, proto);
 	return finish(ctx, &ev, &v, hook, true);
 }
 
@@ -530,7 +527,7 @@ static __always_inline int judge4(struct bpf_sock_addr *ctx, __u8 hook, bool is_
 		}
 		return finish(ctx, &ev, &v, hook, is_sendmsg);
 	}
-	decide_v4(&v, &ev, addr, ev.port, proto);
+	decide_dst4(&v, &ev, proto);
 	return finish(ctx, &ev, &v, hook, is_sendmsg);
 }
 
@@ -572,7 +569,7 @@ static __always_inline int judge6(struct bpf_sock_addr *ctx, __u8 hook, bool is_
 		}
 		return finish(ctx, &ev, &v, hook, is_sendmsg);
 	}
-	decide_v6(&v, &ev, w, ev.port, proto);
+	decide_dst6(&v, &ev, proto);
 	return finish(ctx, &ev, &v, hook, is_sendmsg);
 }
 

@@ -27,6 +27,10 @@ from /proc/PID/task/*/schedstat, loss; then again with the writer stopped while 
 sent, so that it drains them with no wait: the writer alone), and replace-policy between two 100k-CIDR policies on a
 live run with a process connecting throughout (no connect may fail).
 
+--verifier-only: no namespace, no run: each program's verification by the kernel (instructions
+processed, peak states, the verifier's own time) as sl_verifier loads the built objects, and a
+second build's side by side (--compare-objs): what every start-up, spare and switch pays.
+
 --quick (make bench-quick, CI): a short table for information, and the checks that are reliable
 on a noisy two-core machine, held to selftests/bench-budgets.txt: instruction counts per
 program, memory per run of a 10-CIDR policy, zero loss at a paced record rate. Never a time.
@@ -928,6 +932,68 @@ class Bench:
             shutil.rmtree(self.tmp, ignore_errors=True)
 
 
+def verifier_figures(objdir, rounds):
+    """Per program of the BPF objects in objdir (sl_verifier): the verifier's figures, its time
+    the median of rounds loads."""
+    objs = sorted(f"{objdir}/{f}" for f in os.listdir(objdir) if f.endswith(".linked.o"))
+    if not objs:
+        raise SetupError(f"no .linked.o in {objdir} (make)")
+    progs, refused = {}, set()
+    for _ in range(rounds):
+        for line in run(f"{TOOLS}/sl_verifier", *objs).stdout.splitlines():
+            f = line.split("\t")
+            if f[1] == "-":
+                refused.add(os.path.basename(f[0]))
+                continue
+            p = progs.setdefault(f[1], {"object": os.path.basename(f[0]), "verify_us": []})
+            p["verify_us"].append(int(f[2]))
+            p.update(processed=int(f[3]), peak_states=int(f[4]), total_states=int(f[5]),
+                     xlated_insns=int(f[6]))
+    for p in progs.values():
+        p["verify_ms"] = statistics.median(p.pop("verify_us")) / 1000
+    return {"programs": progs, "refused": sorted(refused)}
+
+
+def verifier_only(a):
+    """--verifier-only: what the kernel's verifier spends on each program, this build's objects
+    and, with --compare-objs, another's side by side. No namespace, no run."""
+    builds = [("this", f"{REPO}/.output/bpf")] + \
+        ([(a.compare_label, a.compare_objs)] if a.compare_objs else [])
+    res = {label: verifier_figures(d, a.rounds) for label, d in builds}
+    os.makedirs(a.out, exist_ok=True)
+    with open(f"{a.out}/verifier.json", "w") as f:
+        json.dump(res, f, indent=1)
+    head = "| program | insns processed | peak states | verify ms | insns loaded |"
+    if a.compare_objs:
+        head += f" {a.compare_label}: processed | peak | ms | loaded |"
+    out = [f"verifier, median of {a.rounds} loads (sl_verifier; ms moves with the load, "
+           "instructions and states do not)", "", head,
+           "|---" * (head.count("|") - 1) + "|"]
+    total = {label: [0, 0.0] for label, _ in builds}
+    for name in sorted(res["this"]["programs"]):
+        row = f"| {name} |"
+        for label, _ in builds:
+            p = res[label]["programs"].get(name)
+            if p:
+                total[label][0] += p["processed"]
+                total[label][1] += p["verify_ms"]
+                row += (f" {p['processed']} | {p['peak_states']} | {p['verify_ms']:.1f} | "
+                        f"{p['xlated_insns']} |")
+            else:
+                row += " - | - | - | - |"
+        out.append(row)
+    row = "| all |"
+    for label, _ in builds:
+        row += f" {total[label][0]} | | {total[label][1]:.1f} | |"
+    out.append(row)
+    for label, _ in builds:
+        if res[label]["refused"]:
+            out.append(f"\n{label}: refused by this kernel: {', '.join(res[label]['refused'])}")
+    print("\n".join(out))
+    print(f"\nwritten: {a.out}/verifier.json")
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true",
@@ -971,6 +1037,13 @@ def main():
                     "and loading its own, --starts times each")
     ap.add_argument("--table-only", action="store_true",
                     help="the connect() table and memory per run, nothing after them")
+    ap.add_argument("--verifier-only", action="store_true",
+                    help="only the kernel verifier's figures per program (instructions "
+                    "processed, peak states, time: the median of --rounds loads, default 5), "
+                    "from the built objects; no namespace, no run")
+    ap.add_argument("--compare-objs", metavar="DIR",
+                    help="--verifier-only: another build's BPF objects (its .output/bpf), "
+                    "side by side, labelled --compare-label")
     ap.add_argument("--render", metavar="RESULTS_JSON",
                     help="print the markdown of a results.json again, measure nothing")
     a = ap.parse_args()
@@ -980,12 +1053,18 @@ def main():
         b.checks = b.results.get("checks", [])
         sys.stdout.write(b.markdown())
         sys.exit(0)
-    a.rounds = a.rounds or (3 if a.quick else 15)
+    a.rounds = a.rounds or (3 if a.quick else 5 if a.verifier_only else 15)
     a.connects = a.connects or (1000 if a.quick else 10000)
     a.sizes = [int(x) for x in (a.sizes or ("10" if a.quick else "10,10000,100000")).split(",")]
     a.out = a.out or f"{REPO}/.output/{'bench-quick' if a.quick else 'bench'}"
     if os.geteuid():
         sys.exit("make bench needs root")
+    if a.verifier_only:
+        try:
+            sys.exit(verifier_only(a))
+        except (SetupError, sp.TimeoutExpired, OSError) as e:
+            print(f"bench: {e}", file=sys.stderr)
+            sys.exit(2)
     for t in (SLUICE, BENCH):
         if not os.access(t, os.X_OK):
             print(f"{t} not built (make)", file=sys.stderr)

@@ -14,8 +14,9 @@
  *           (progrun_skb.bpf.c's t_flow_backstop puts the flow's state on the test socket);
  *   tls     the packet layer's TLS server-name check (tls_egress of skb.bpf.c, compiled into
  *           progrun_skb.bpf.c, which puts the flow's state on the test socket first);
- *   decide  the decision layer's verdict functions (decide_v4/decide_v6 of policy.bpf.h, through
- *           progrun_decide.bpf.c): this kernel cannot BPF_PROG_RUN a cgroup sock_addr program;
+ *   decide  the decision layer's verdict functions (decide_dst4/decide_dst6 of policy.bpf.h,
+ *           through progrun_decide.bpf.c): this kernel cannot BPF_PROG_RUN a cgroup sock_addr
+ *           program;
  *   hook    so the loaded connect4/6 and sendmsg4/6 themselves are also driven by real calls, from
  *           a child in a cgroup of the test's own and a network namespace with nothing up (below).
  *
@@ -1454,7 +1455,7 @@ static void tls_tests(void)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* The decision layer's verdict: decide_v4/decide_v6, as connect4/6 and sendmsg4/6 call them */
+/* The decision layer's verdict: decide_dst4/decide_dst6, as connect4/6 and sendmsg4/6 call them */
 
 #define ALLOW SL_VERDICT_ALLOW
 #define DENY SL_VERDICT_DENY

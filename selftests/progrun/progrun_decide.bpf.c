@@ -5,12 +5,13 @@
  *
  * This kernel (6.18) cannot BPF_PROG_RUN a cgroup sock_addr program (ENOTSUPP: the type has no
  * test_run), so connect4/6 and sendmsg4/6 cannot be driven with a crafted context. What they
- * decide with is decide_v4()/decide_v6() (policy.bpf.h: the blackhole in every form, the relay
- * prefixes, the CIDR tries, the learned addresses, the default); t_decide calls exactly those,
- * against the loader's own maps, with the destination the test asks about (t_q, read from the
- * packet) and proto_bit() of its protocol, as judge4()/judge6() do. What this does not reach is
- * judge4/judge6 themselves (reading the context, the DNS redirect) and finish() (report mode,
- * strict evidence, held UDP denials, host caps, the record): the root selftests cover those.
+ * decide with is decide_dst4()/decide_dst6() (policy.bpf.h: the blackhole in every form, the
+ * relay prefixes, the CIDR tries, the learned addresses, the default); t_decide calls them
+ * (decide_dst), against the loader's own maps, with the destination the test asks about (t_q,
+ * read from the packet) in the record's family, addr and port, and proto_bit() of its protocol,
+ * as judge4()/judge6() do. What this does not reach is judge4/judge6 themselves (reading the
+ * context, the DNS redirect) and finish() (report mode, strict evidence, held UDP denials, host
+ * caps, the record): the root selftests cover those.
  */
 #include "sock_addr.bpf.c"
 #include "progrun.h"
@@ -24,7 +25,6 @@ int t_decide(struct __sk_buff *skb)
 	struct sl_decision_event ev = {};
 	struct verdict v = {};
 	struct t_query q;
-	__u32 w[4];
 	__u8 proto;
 
 	__builtin_memset(&t_a, 0, sizeof(t_a));
@@ -33,11 +33,10 @@ int t_decide(struct __sk_buff *skb)
 		return 0;
 	}
 	proto = proto_bit(q.proto);
-	__builtin_memcpy(w, q.addr, sizeof(w));
-	if (q.family == AF_INET)
-		decide_v4(&v, &ev, w[0], q.port, proto);
-	else
-		decide_v6(&v, &ev, w, q.port, proto);
+	ev.family = q.family;
+	ev.port = q.port;
+	__builtin_memcpy(ev.addr, q.addr, sizeof(ev.addr));
+	decide_dst(&v, &ev, proto);
 	t_a.verdict = v.verdict;
 	t_a.reason = v.reason;
 	t_a.rule_id = v.rule_id;

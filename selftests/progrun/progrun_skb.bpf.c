@@ -90,5 +90,6 @@ int t_tls_egress(struct __sk_buff *skb)
 	t_out.reason = ev->reason;
 	t_out.sni_len = ev->sni_len;
 	__builtin_memcpy(t_out.sni, ev->sni, sizeof(t_out.sni));
-	return ret;
+	/* as sl_egress reads it (judge_client_hello is global: any number to the verifier) */
+	return ret == SKB_DROP ? SKB_DROP : SKB_PASS;
 }
