@@ -1477,6 +1477,7 @@ static int reopen_link(const char *dir, const char *name, struct bpf_link **out)
 
 static int run_maps_add(struct loader *l, int prog_fd);
 static int run_map(const struct loader *l, const char *name);
+static int collect_run_programs(struct loader *l);
 
 /*
  * The run's place in its namespace, taken over (its token and ns_dir set), by its join marks
@@ -1516,25 +1517,25 @@ static int reopen_ns(struct loader *l, int what)
 	if (what != NS_FINISH_JOIN)
 		return 0;
 	/* the host side's sl_ns_runs: a tcx link's program is collected, a clsact filter's not */
-	slot = run_map(l, "sl_ns_runs");
-	if (slot < 0 && l->n_clsact_pins) {
+	err = collect_run_programs(l);
+	slot = err ? err : run_map(l, "sl_ns_runs");
+	if (slot < 0 && !err && l->n_clsact_pins) {
 		char path[PATH_MAX];
 		int fd;
 
 		if (util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, l->clsact_pins[0].name))
-			return -ENAMETOOLONG;
-		fd = bpf_obj_get(path);
-		if (fd < 0)
-			return -errno;
-		err = run_maps_add(l, fd);
-		close(fd);
-		if (err)
-			return err;
-		slot = run_map(l, "sl_ns_runs");
+			err = -ENAMETOOLONG;
+		else if ((fd = bpf_obj_get(path)) < 0)
+			err = -errno;
+		else {
+			err = run_maps_add(l, fd);
+			close(fd);
+		}
+		slot = err ? err : run_map(l, "sl_ns_runs");
 	}
-	if (slot < 0)
-		return slot;
-	err = ns_join(l, slot, true);
+	err = slot < 0 ? slot : ns_join(l, slot, true);
+	/* a switch collects them again, from the links as they are then */
+	run_programs_release(l);
 	if (err)
 		return err;
 	fprintf(stderr, "sluice: %s: its writer died before the run joined its namespace's runs: "
