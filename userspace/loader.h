@@ -128,6 +128,8 @@ bool loader_lsm_active(const struct loader *l, const char **why);
 /*
  * Attach the host-side tc program to the peer of every veth in the run's network namespace
  * (tcx, pinned with the other links; a clsact filter where the kernel has no tcx) and pin it.
+ * A run that shares its namespace's maps then joins its runs, or, with no veth peer, pins a
+ * mark that it has no host side (what a take-over finds: loader_reopen).
  * Writes "IFNAME[@NETNS],…" (the peers) into desc. Returns how many peers, or -errno.
  */
 int loader_attach_tc(struct loader *l, int run_netns_fd, char *desc, size_t desc_size);
