@@ -442,14 +442,89 @@ tap_cmp "P26 kill: run a's host side denied it" \
 	"$(log_count "$SL_TMP/p26k-a.jsonl" type=decision decision=deny hook=tc dst=203.0.113.7 port=80)" -ge 1
 rm -rf "/sys/fs/bpf/sluice/$kb_id"
 rmdir "$kcg"
+
+# ns_runs: the tokens in the namespace's runs map, as its slot pins name them.
+ns_runs() {
+	bpftool -j map dump pinned "$ns_pins/runs" | python3 -c 'import json, sys
+for e in json.load(sys.stdin):
+    print("%016x" % int.from_bytes(bytes(int(b, 16) for b in e["key"]), "little"))'
+}
+# a_conn: a connection from run a's cgroup to run a's host (198.51.100.10:80).
+a_conn() {
+	sl_in_cgroup "$(cg2_mount)/sluice/$ka_id" nsenter --net="/run/netns/$SL_NS_RUN" \
+		python3 "$SL_TMP/p26conn.py" 198.51.100.10 80
+}
+ka_token=$(ns_runs)
+tap_is "P26 kill: run a's connections get through" "$(a_conn)" connected
+
+# P26, a run killed after its host side is pinned and before it joins
+# (SLUICE_SELFTEST_KILL_BEFORE_JOIN): marked ns-join-pending, its token not in the runs map and
+# its flows slot empty, its host side judges every frame there: run a's (denied by its policy).
+SLUICE_SELFTEST_KILL_BEFORE_JOIN=1 sluice_start "$SL_TMP/p26b.yaml" "$SL_TMP/p26k-j.jsonl" \
+	--netns "/run/netns/$SL_NS_RUN" -- true
+kj_id=$SL_RUN_ID
+wait "$SL_RUN_PID"
+tap_is "P26 kill: a joiner killed after its host side, before its join" "$?" 137
+tap_check "P26 kill: ... is marked join-pending, its token not in the runs map" \
+	test -e "/sys/fs/bpf/sluice/$kj_id/ns-join-pending" -a "$(ns_runs)" == "$ka_token"
+tap_is "P26 kill: ... and its host side drops run a's frames" "$(a_conn)" timeout
+rm -rf "/sys/fs/bpf/sluice/$kj_id"
+rmdir "$(cg2_mount)/sluice/$kj_id"
+wait_until 5000 test "$(a_conn)" == connected
+
+# A take-over finishes such a join: run r (its log written) is killed and put back in that state
+# by hand (its token out of the runs map, its flows slot emptied, the mark pinned); sluice resume
+# joins it, and run a's frames pass run r's host side again.
+# (--user: a root workload's namespace init, a fork of sluice that never execs, would hold
+# the pins' lock as long as the workload lives, and resume would find the writer alive)
+sluice_start "$SL_TMP/p26b.yaml" "$SL_TMP/p26k-r.jsonl" --user nobody \
+	--netns "/run/netns/$SL_NS_RUN" -- sleep 600
+kr_id=$SL_RUN_ID kr_pid=$SL_RUN_PID krcg=$(cg2_mount)/sluice/$SL_RUN_ID
+# kr_sleeps: run r's workload has exec'd (before, sluice's child holds the pins' lock)
+kr_sleeps() {
+	local p
+	for p in $(cat "$krcg/cgroup.procs" 2>/dev/null); do
+		[[ $(cat "/proc/$p/comm" 2>/dev/null) == sleep ]] && return 0
+	done
+	return 1
+}
+wait_until 60000 kr_sleeps || tap_diag_file "$SL_ERR"
+kr_token=$(ns_runs | grep -vx "$ka_token")
+kill -KILL "$kr_pid"
+wait "$kr_pid" 2>/dev/null
+# shellcheck disable=SC2046 # one word per byte
+bpftool map delete pinned "$ns_pins/runs" key $(python3 -c 'import sys
+print(" ".join(str(b) for b in int(sys.argv[1], 16).to_bytes(8, "little")))' "$kr_token")
+bpftool map delete pinned "$ns_pins/slot-$kr_token" key 0 0 0 0
+bpftool map pin pinned "/sys/fs/bpf/sluice/$kr_id/map-cfg" "/sys/fs/bpf/sluice/$kr_id/ns-join-pending"
+tap_is "P26 kill: run r put back before its join: run a's frames are dropped by its host side" \
+	"$(a_conn)" timeout
+"$SLUICE" resume "$kr_id" --log "$SL_TMP/p26k-r.jsonl" >"$SL_TMP/p26k-r.out" \
+	2>"$SL_TMP/p26k-r.err" </dev/null &
+kr_pid=$!
+sl_track_pid "$kr_pid"
+wait_until 20000 grep -qs "\"type\":\"writer_restart\"" "$SL_TMP/p26k-r.jsonl" ||
+	tap_diag_file "$SL_TMP/p26k-r.err"
+tap_is "P26 kill: sluice resume joined run r (its token back, its mark gone)" \
+	"$(ns_runs | sort | tr '\n' ' ')$(test -e "/sys/fs/bpf/sluice/$kr_id/ns-join-pending" && echo marked)" \
+	"$(printf '%s\n' "$ka_token" "$kr_token" | sort | tr '\n' ' ')"
+tap_check "P26 kill: ... and says so" grep -q "joined now" "$SL_TMP/p26k-r.err"
+tap_is "P26 kill: ... and run a's frames pass run r's host side again" "$(a_conn)" connected
+for p in $(cat "$krcg/cgroup.procs"); do kill "$p"; done
+wait "$kr_pid"
+tap_is "P26 kill: run r, taken over, ends normally" "$?" 0
+tap_check "P26 kill: run r left nothing" leftovers_check "$kr_id"
+
+# A token with no run (a writer killed inside its leave, the run's pins removed since) is
+# collected when a run leaves: with it left, run a's end would not remove the namespace's maps.
+bpftool map update pinned "$ns_pins/runs" key 1 2 3 4 5 6 7 8 value 1
 touch "$j.kend"
 wait "$ka_pid"
 tap_is "P26 kill: run a ends normally" "$?" 0
 tap_check "P26 kill: run a left nothing" leftovers_check "$ka_id"
-# (the dead run's slot pin is all that is left of it: it held no token)
-tap_is "P26 kill: of the namespace's maps only the dead run's slot pin is left" \
-	"$(find "$ns_pins" -mindepth 1 -printf '%f\n' 2>/dev/null | sed 's/^slot-[0-9a-f]*$/slot/' | tr '\n' ' ')" "slot "
-rm -f "$ns_pins"/slot-*
+tap_is "P26 kill: the stale token and the dead runs' slot pins were collected: no pin is left" \
+	"$(find "$ns_pins" -printf '%f\n' 2>/dev/null | wc -l)" 0
+rm -f "$ns_pins"/slot-* "$ns_pins"/runs "$ns_pins"/flows
 rmdir "$ns_pins" 2>/dev/null
 
 # P26: a run cannot borrow another run's flow. Run a (nobody) binds an IPv6 socket with

@@ -25,6 +25,11 @@
 #   SIGKILL the new daemon takes both over, and they enforce as before; the last one detached
 #   removes the namespace's pins. (While they are attached, every frame of the namespace that
 #   no run with a host side sent — the other runs' here — is judged by both host sides.)
+# - Runs in a namespace with only loopback (no veth peer: no host side) are marked so at attach
+#   and never join; after SIGKILL the new daemon takes such a run over (its log goes on and
+#   verifies), and refuses one whose mark is gone (as a run killed before its host side would
+#   be), which sluice detach then removes, pins and slot pin and all; so is a sluice run's run
+#   killed before its host side (no log: nothing to take over).
 # - --spares 0: attaches load their own, and enforce.
 # - A daemon whose libbpf could not map global data (its one-time mmap probe failed: a shim makes
 #   the probe's map creation fail with ENOMEM) takes runs over, attaches from a spare and
@@ -352,6 +357,33 @@ tap_is "run M reaches its host (past run N's host side), not N's" \
 assert_sink_saw "both allowed connections arrived" "tcp 198.51.100.10 80" 1
 assert_sink_saw "… run M's too" "tcp 203.0.113.7 80" 1
 
+# --- runs in a namespace with no veth peer (only loopback) -------------------------------------
+# Such a run has no host side and deliberately never joins the namespace's runs; it is marked so
+# at attach (ns-no-host-side), and a take-over adopts it. Run K's mark is replaced below by
+# run L's: it then looks like a run killed between its cgroup links and its host side with a
+# forged mark, which is refused.
+LONS=sl-lo-$SL_ID
+ip netns add "$LONS" || bail_out "cannot make netns $LONS"
+sl_on_exit "ip netns del $LONS"
+ip -n "$LONS" link set lo up
+LO_PINS=/sys/fs/bpf/sluice/netns@$(stat -L -c '%d-%i' "/run/netns/$LONS")
+sl_on_exit "rm -rf -- '$LO_PINS'"
+if ! { CG_L=$(sl_cgroup_new l) && CG_K=$(sl_cgroup_new k); }; then
+	bail_out "cannot make the test cgroups"
+fi
+RL=t-$SL_ID-l RK=t-$SL_ID-k
+SL_RUNS+=("$RL" "$RK")
+for r in "$RL:$CG_L" "$RK:$CG_K"; do
+	out=$(sl_daemon_req "{\"op\":\"attach\",\"run_id\":\"${r%%:*}\",\"cgroup\":\"${r#*:}\",$(
+		)\"policy\":\"$SL_TMP/n.yaml\",\"netns\":\"/run/netns/$LONS\",$(
+		)\"upstream\":\"127.0.0.1:$UP_PORT\"}")
+	tap_is "a run in a namespace with only loopback is attached (${r%%:*})" \
+		"$(sl_reply_field "$out" ok)" true || tap_diag "$out"$'\n'"$(tail -5 "$D/err")"
+done
+tap_check "… marked as having no host side, its token not in the namespace's runs" \
+	test -e "/sys/fs/bpf/sluice/$RL/ns-no-host-side" -a -e "$LO_PINS/runs" -a \
+	"$(bpftool -j map dump pinned "$LO_PINS/runs" 2>/dev/null | tr -d '[] \n')" == ""
+
 # --- SIGKILL of the daemon ----------------------------------------------------------------------
 spares_at_least 2 || tap_diag "the spares were not refilled: $(tail -5 "$D/err")"
 held=$(prog_ids "$DPID")
@@ -371,7 +403,7 @@ for _ in $(seq $((100 * SL_SLOW))); do
 done
 tap_is "after SIGKILL, no program of the spares is left" "$left" 0
 others=$(find /sys/fs/bpf/sluice -maxdepth 1 -name "t-$SL_ID-*" -printf '%f\n' | sort |
-	grep -vx -e "$RB" -e "$RC" -e "$RBIG" -e "$RN" -e "$RM")
+	grep -vx -e "$RB" -e "$RC" -e "$RBIG" -e "$RN" -e "$RM" -e "$RL" -e "$RK")
 tap_is "nothing of this daemon is pinned but its runs" "$others" ""
 tap_is "with the daemon dead, run B's denial holds" "$(probe "$CG_B" 198.51.100.10)" \
 	"err EPERM"
@@ -380,12 +412,50 @@ tap_is "… and runs N and M (host side) keep their allowlists" \
 	"$(probe "$CG_N" 198.51.100.10) $(probe "$CG_N" 203.0.113.7) $(probe "$CG_M" 203.0.113.7)" \
 	"ok err EPERM ok"
 
+# run K as a run killed between its cgroup links and its host side would be (no mark of its
+# own), with a forged one: another run's mark (run L's configuration map under that name)
+rm -f "/sys/fs/bpf/sluice/$RK/ns-no-host-side"
+bpftool map pin pinned "/sys/fs/bpf/sluice/$RL/map-cfg" "/sys/fs/bpf/sluice/$RK/ns-no-host-side"
+
 # --- --spares 0 ---------------------------------------------------------------------------------
 daemon_up --spares 0 || bail_out "the daemon did not restart: $(tail -5 "$D/err")"
 out=$(sl_daemon_req '{"op":"ping"}')
 tap_is "with --spares 0 the daemon keeps none" \
 	"$(sl_reply_field "$out" spares) $(sl_reply_field "$out" spares_wanted)" "0 0"
-tap_check "the new daemon took the runs over" test "$(grep -c 'took over run t-' "$D/err")" -eq 5
+tap_check "the new daemon took the runs over" test "$(grep -c 'took over run t-' "$D/err")" -eq 6
+tap_check "… run L (no host side, marked so) among them" grep -q "took over run $RL " "$D/err"
+tap_check "… not run K (no host side, no mark of its own: as if killed before its host side)" \
+	grep -q "take over run $RK: .*no mark" "$D/err"
+tap_check "sluice status shows run L" grep -q "\"run_id\":\"$RL\"" <<<"$("$SLUICE" status --json)"
+tap_is "runs L and K, taken over or not, still deny" \
+	"$(sl_in_cgroup "$CG_L" nsenter --net="/run/netns/$LONS" "$SL_PROBE" tcp 198.51.100.20 80 |
+		cut -d' ' -f1-2) $(sl_in_cgroup "$CG_K" nsenter --net="/run/netns/$LONS" \
+		"$SL_PROBE" tcp 198.51.100.20 80 | cut -d' ' -f1-2)" "err EPERM err EPERM"
+out=$("$SLUICE" detach --run-id "$RK" 2>&1)
+tap_check "sluice detach removes run K, which no writer took over" \
+	test ! -e "/sys/fs/bpf/sluice/$RK" ||
+	tap_diag "$out"$'\n'"$(tail -3 "$D/err")"
+tap_is "… its programs are detached (run K's cgroup reaches the namespace's loopback)" \
+	"$(sl_in_cgroup "$CG_K" nsenter --net="/run/netns/$LONS" "$SL_PROBE" tcp 198.51.100.20 80 |
+		cut -d' ' -f1-2)" "err ENETUNREACH"
+# a sluice run's run killed before its host side (no log, no writer to take it over)
+SLUICE_SELFTEST_KILL_BEFORE_TC=1 sluice_start "$SL_TMP/n.yaml" "$SL_TMP/kt.jsonl" \
+	--netns "/run/netns/$LONS" -- true
+kt_id=$SL_RUN_ID
+wait "$SL_RUN_PID"
+out=$("$SLUICE" detach --run-id "$kt_id" 2>&1)
+tap_check "sluice detach removes a sluice run's run killed before its host side" \
+	test ! -e "/sys/fs/bpf/sluice/$kt_id" || tap_diag "$out"
+rmdir "$(cg2_mount)/sluice/$kt_id" 2>/dev/null
+# (no token was ever there: the runs map goes with run K, as with a last run out)
+tap_is "… and of the namespace's pins only run L's slot is left" \
+	"$(find "$LO_PINS" -mindepth 1 -printf '%f\n' | sed 's/^slot-.*/slot/' | tr '\n' ' ')" "slot "
+wait_until 5000 grep -qs "\"type\":\"writer_restart\"" "$D/logs/$RL.jsonl"
+tap_cmp "run L's log goes on with writer_restart" "$(log_count "$D/logs/$RL.jsonl" type=writer_restart)" -eq 1
+"$SLUICE" detach --run-id "$RL" >/dev/null 2>&1
+out=$("$SLUICE" verify "$D/logs/$RL.jsonl" --key "$SLUICE_PUB" 2>&1)
+tap_check "run L's log verifies, detached by the new daemon" test $? -eq 0 || tap_diag "$out"
+tap_check "… and the namespace's pins are gone with it" test ! -e "$LO_PINS"
 tap_is "runs N and M (host side), taken over, keep their allowlists" \
 	"$(probe "$CG_N" 198.51.100.10) $(probe "$CG_N" 203.0.113.7) $(probe "$CG_M" 203.0.113.7)" \
 	"ok err EPERM ok"

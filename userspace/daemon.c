@@ -1170,15 +1170,58 @@ static struct drun *need_run(struct daemon *d, const struct control_obj *o, char
 	return dr;
 }
 
+/*
+ * A detach of a run pinned but managed by no one (its writer dead): a previous daemon's run
+ * whose take-over was refused (adopt_runs left its state file), or a sluice run's whose writer
+ * was killed (before its log or its host side, there is nothing a resume could take over). No
+ * writer ends its log: its programs are detached and its pins removed (loader_purge), its token
+ * left out of its namespace; its state file goes. Its log, if any, stays as the dead writer
+ * left it (unsealed, no run_end). A run whose writer is alive is refused (-EBUSY).
+ */
+static int detach_unmanaged(struct daemon *d, const char *id, struct control_msg *rep,
+			    char *err, size_t err_len)
+{
+	char state[PATH_MAX], log[PATH_MAX] = "", pins[PATH_MAX];
+	int ret;
+
+	if (state_path(d, id, state, sizeof(state)) ||
+	    util_fmt(pins, sizeof(pins), "%s/sluice/%s", LOADER_BPFFS, id) || access(pins, F_OK)) {
+		util_fmt(err, err_len, "no run %s is attached", id);
+		return -ENOENT;
+	}
+	if (util_read_file(state, log, sizeof(log)) <= 0)
+		log[0] = '\0';
+	log[strcspn(log, "\n")] = '\0';
+	ret = loader_purge(id);
+	if (ret && ret != -ENOENT) {
+		util_fmt(err, err_len, "run %s (pinned, managed by no one): %s", id,
+			 ret == -EBUSY ? "its writer (sluice run or resume) is alive: end it there" :
+					 strerror(-ret));
+		return ret;
+	}
+	unlink(state);
+	fprintf(stderr, "sluice daemon: run %s, which no writer had taken over, is detached%s%s%s\n",
+		id, log[0] ? "; its log " : "", log, log[0] ? " ends unsealed" : "");
+	control_msg_str(rep, "run_id", id);
+	if (log[0])
+		control_msg_str(rep, "log", log);
+	control_msg_bool(rep, "taken_over", false);
+	return 0;
+}
+
 static int op_detach(struct daemon *d, struct client *c, const struct control_obj *o,
 		     struct control_msg *rep, char *err, size_t err_len)
 {
 	static const char *const allowed[] = { "op", "run_id", NULL };
+	const char *id;
 	struct drun *dr;
 	int ret = check_members(o, allowed, err, err_len);
 
 	if (ret)
 		return ret;
+	id = control_str(o, "run_id", NULL);
+	if (id && !find_run(d, id) && !run_check_id(id))
+		return detach_unmanaged(d, id, rep, err, err_len);
 	dr = need_run(d, o, err, err_len);
 	if (!dr)
 		return -ENOENT;
@@ -2240,25 +2283,20 @@ static int listen_socket(struct daemon *d)
 static void undo_attach(struct daemon *d, const char *run_id, const char *log)
 {
 	struct loader *l = loader_reopen(run_id, d->verbose);
-	char dir[PATH_MAX], path[PATH_MAX];
-	struct dirent *e;
-	DIR *pd;
+	int err;
 
 	if (l) {
 		loader_detach(l);
 		loader_destroy(l);
 	}
-	/* what reopen could not take (the daemon died halfway through pinning) */
-	if (!util_fmt(dir, sizeof(dir), "%s/sluice/%s", LOADER_BPFFS, run_id) &&
-	    (pd = opendir(dir))) {
-		while ((e = readdir(pd)))
-			if (e->d_name[0] != '.' &&
-			    !util_fmt(path, sizeof(path), "%s/%s", dir, e->d_name))
-				unlink(path);
-		closedir(pd);
-		if (rmdir(dir) && errno != ENOENT)
-			fprintf(stderr, "sluice daemon: remove %s: %s\n", dir, strerror(errno));
-	}
+	/*
+	 * What reopen could not take (the daemon died halfway through pinning, or before the run's
+	 * host side): its pins, and its place in the namespace's maps
+	 */
+	err = loader_purge(run_id);
+	if (err && err != -ENOENT)
+		fprintf(stderr, "sluice daemon: remove the pins of run %s: %s\n", run_id,
+			strerror(-err));
 	fprintf(stderr, "sluice daemon: run %s: its attach never completed (a daemon died during "
 			"it): undone; its log, if any, is %s\n", run_id, log);
 }

@@ -138,6 +138,19 @@ struct tc_attachment {
 #define NS_DIR_FMT "%s/sluice/netns@%llu-%llu"
 #define NS_SLOT_FMT "%s/slot-%016llx"
 
+/*
+ * What a run that shares its namespace's maps pinned about its join, for a writer that takes it
+ * over (loader_reopen): a second name of the run's own configuration map in its pin directory.
+ * NS_MARK_NOHOST: the namespace had no veth peer when the run's host side was to be attached;
+ * the run has no host side and deliberately never joins (a take-over adopts it unjoined).
+ * NS_MARK_PENDING: its host side is attached and pinned, its join not done yet (removed once it
+ * is; a take-over finishes the join). A run with a token, no host side and no NOHOST mark was
+ * killed between its cgroup links and its host side: refused. A mark that is not the run's own
+ * configuration map, or that contradicts the run's links, is refused too.
+ */
+#define NS_MARK_NOHOST "ns-no-host-side"
+#define NS_MARK_PENDING "ns-join-pending"
+
 struct clsact_pin {
 	char name[64];
 	int ifindex;
@@ -195,6 +208,7 @@ struct loader {
 
 static int clsact_lock(void);
 static void clsact_unlock(int fd);
+static void unpin_name(const struct loader *l, const char *name);
 static void run_programs_release(struct loader *l);
 
 /* The run's configuration: what the loader wrote into the map (cfg_write), or read back. */
@@ -664,6 +678,128 @@ static int ns_tokens(int runs_fd, __u64 tokens[SL_NS_RUNS_MAX])
 	return n;
 }
 
+/* A slot pin of the namespace's directory: its run's token and its map's id. */
+struct ns_slot {
+	__u64 token;
+	__u32 map_id;
+	bool held; /* some loaded program uses it: its run still has a layer */
+};
+
+/* Mark the slots some loaded program uses (one walk over every program). -errno on failure. */
+static int ns_slots_held(struct ns_slot *slots, int n)
+{
+	__u32 id = 0, nids, *ids = NULL, cap = 0, i;
+	int fd, err = 0, j;
+
+	while (!err && !bpf_prog_get_next_id(id, &id)) {
+		struct bpf_prog_info info = {};
+		__u32 len = sizeof(info);
+
+		fd = bpf_prog_get_fd_by_id(id);
+		if (fd < 0) {
+			if (errno == ENOENT)
+				continue; /* gone since */
+			err = -errno;
+			break;
+		}
+		/* first its map count, then the ids (a program loaded with more than cap) */
+		if (bpf_prog_get_info_by_fd(fd, &info, &len)) {
+			err = -errno;
+		} else if ((nids = info.nr_map_ids) > 0) {
+			if (nids > cap) {
+				__u32 *more = realloc(ids, nids * sizeof(*ids));
+
+				if (!more)
+					err = -ENOMEM;
+				else
+					ids = more, cap = nids;
+			}
+			memset(&info, 0, sizeof(info));
+			info.nr_map_ids = nids;
+			info.map_ids = (__u64)(unsigned long)ids;
+			if (!err && bpf_prog_get_info_by_fd(fd, &info, &len))
+				err = -errno;
+			for (i = 0; !err && i < nids && i < info.nr_map_ids; i++)
+				for (j = 0; j < n; j++)
+					if (slots[j].map_id == ids[i])
+						slots[j].held = true;
+		}
+		close(fd);
+	}
+	if (!err && errno != ENOENT)
+		err = -errno;
+	free(ids);
+	return err;
+}
+
+/*
+ * The tokens and slot pins of runs that are gone, collected when a run joins or leaves (under
+ * clsact_lock): a token whose slot pin is gone, or whose slot no loaded program uses (neither
+ * the run's packet layer nor its host side is left: its writer was killed inside ns_leave, its
+ * links were removed since), would have the other runs' host sides pass the 5-tuples its cgroup
+ * once recorded to a run that judges nothing. A slot no program uses is a dead run's too: its pin
+ * would keep the namespace's directory. own: the caller's token, never collected. A token
+ * wrongly collected only has every run's host side judge that run's frames (fails closed); on an
+ * error nothing is collected (said so).
+ */
+static void ns_collect(const char *dir, int runs_fd, __u64 own)
+{
+	__u64 tokens[SL_NS_RUNS_MAX], token;
+	struct ns_slot *slots = NULL, *more;
+	int n_tokens = ns_tokens(runs_fd, tokens), n = 0, cap = 0, fd, err = 0, i, j;
+	char path[PATH_MAX], end;
+	struct dirent *e;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return;
+	while (!err && (e = readdir(d))) {
+		struct bpf_map_info info = {};
+		__u32 len = sizeof(info);
+
+		if (sscanf(e->d_name, "slot-%16llx%c", (unsigned long long *)&token, &end) != 1 ||
+		    token == own || util_fmt(path, sizeof(path), "%s/%s", dir, e->d_name))
+			continue;
+		fd = bpf_obj_get(path);
+		if (fd < 0)
+			continue;
+		if (n == cap) {
+			more = realloc(slots, (cap + 16) * sizeof(*slots));
+			if (!more)
+				err = -ENOMEM;
+			else
+				slots = more, cap += 16;
+		}
+		if (!err && !bpf_map_get_info_by_fd(fd, &info, &len))
+			slots[n++] = (struct ns_slot){ .token = token, .map_id = info.id };
+		close(fd);
+	}
+	closedir(d);
+	if (!err && n)
+		err = ns_slots_held(slots, n);
+	if (err) {
+		fprintf(stderr, "sluice: collect the tokens of runs gone from %s: %s; none "
+				"collected\n", dir, strerror(-err));
+		free(slots);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		if (slots[i].held)
+			continue;
+		bpf_map_delete_elem(runs_fd, &slots[i].token);
+		if (!util_fmt(path, sizeof(path), NS_SLOT_FMT, dir,
+			      (unsigned long long)slots[i].token))
+			unlink(path);
+	}
+	for (i = 0; i < n_tokens; i++) {
+		for (j = 0; j < n && slots[j].token != tokens[i]; j++)
+			;
+		if (j == n && tokens[i] != own)
+			bpf_map_delete_elem(runs_fd, &tokens[i]); /* no slot pin: no run */
+	}
+	free(slots);
+}
+
 /*
  * Whether the namespace's runs attribute their frames to each other: with two runs or more the
  * flows map (made here if need be) goes into every run's flows slot; with one run or none, its
@@ -759,6 +895,7 @@ static void ns_leave(struct loader *l, int lock)
 		fd = bpf_obj_get(runs);
 		if (fd >= 0) {
 			bpf_map_delete_elem(fd, &l->ns_token);
+			ns_collect(l->ns_dir, fd, l->ns_token);
 			empty = bpf_map_get_next_key(fd, NULL, &key) && errno == ENOENT;
 			/* best effort: a run left holding the flows records into a map no one reads */
 			if (!empty)
@@ -830,9 +967,12 @@ static int ns_bind(struct loader *l)
  * flows into its own slot (ns_sync). Not before: a run killed before its host side exists must
  * not have its frames passed by the others unjudged, so until here its packet layer records
  * nothing (its slot is empty) and its token is no one's. The runs map goes into the set's slot
- * again: the last run out may have removed the pin that ns_bind found.
+ * (runs_slot: the host side's sl_ns_runs) again: the last run out may have removed the pin that
+ * ns_bind found. The tokens of runs that are gone are collected first (ns_collect). again: a
+ * take-over finishing the join, which its dead writer may have done (its token in the map
+ * already: joined); a new run's token found there is refused (-EEXIST).
  */
-static int ns_join(struct loader *l)
+static int ns_join(struct loader *l, int runs_slot, bool again)
 {
 	int runs, lock, err = 0;
 	__u32 zero = 0;
@@ -846,15 +986,78 @@ static int ns_join(struct loader *l)
 		clsact_unlock(lock);
 		return runs;
 	}
-	if (bpf_map_update_elem(bpf_map__fd(l->skb->maps.sl_ns_runs), &zero, &runs, BPF_ANY))
+	ns_collect(l->ns_dir, runs, l->ns_token);
+	if (bpf_map_update_elem(runs_slot, &zero, &runs, BPF_ANY))
 		err = -errno;
-	else if (bpf_map_update_elem(runs, &l->ns_token, &one, BPF_NOEXIST))
+	else if (bpf_map_update_elem(runs, &l->ns_token, &one, BPF_NOEXIST) &&
+		 (errno != EEXIST || !again))
 		err = errno == E2BIG ? -EUSERS : -errno;
 	else if ((err = ns_sync(l->ns_dir, runs, false)))
 		bpf_map_delete_elem(runs, &l->ns_token);
 	close(runs);
 	clsact_unlock(lock);
 	return err;
+}
+
+/*
+ * A run adopted with no host side (NS_MARK_NOHOST) never counts in its namespace: its token is
+ * taken out of the runs map should it be there (a mark or token not the loader's doing), under
+ * the lock. -errno if that cannot be made sure of.
+ */
+static int ns_stay_out(struct loader *l)
+{
+	char path[PATH_MAX];
+	int runs, lock, err = 0;
+
+	if (util_fmt(path, sizeof(path), "%s/runs", l->ns_dir))
+		return -ENAMETOOLONG;
+	lock = clsact_lock();
+	if (lock < 0)
+		return -errno;
+	runs = bpf_obj_get(path);
+	if (runs < 0) {
+		err = errno == ENOENT ? 0 : -errno;
+	} else {
+		if (bpf_map_delete_elem(runs, &l->ns_token) && errno != ENOENT)
+			err = -errno;
+		close(runs);
+	}
+	clsact_unlock(lock);
+	return err;
+}
+
+/* Pin a join mark (NS_MARK_*) of the run: its configuration map under another name. */
+static int ns_mark(const struct loader *l, const char *name)
+{
+	char path[PATH_MAX];
+
+	if (util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, name))
+		return -ENAMETOOLONG;
+	return bpf_obj_pin(bpf_map__fd(l->skel->maps.data_cfg), path) ? -errno : 0;
+}
+
+/* A join mark of the run: 1 pinned (the run's own configuration map), 0 absent, -EPROTO another. */
+static int ns_marked(const struct loader *l, const char *name)
+{
+	struct bpf_map_info mine = {}, mark = {};
+	__u32 len = sizeof(mine);
+	char path[PATH_MAX];
+	int fd, err = 0;
+
+	if (util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, name))
+		return -ENAMETOOLONG;
+	if (access(path, F_OK))
+		return errno == ENOENT ? 0 : -errno;
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return -EPROTO; /* not a map: not a mark the loader pinned */
+	if (bpf_map_get_info_by_fd(bpf_map__fd(l->skel->maps.data_cfg), &mine, &len))
+		err = -errno;
+	len = sizeof(mark);
+	if (!err && (bpf_map_get_info_by_fd(fd, &mark, &len) || mark.id != mine.id))
+		err = -EPROTO;
+	close(fd);
+	return err ? err : 1;
 }
 
 /* An empty loader, before any object is opened. */
@@ -1272,12 +1475,81 @@ static int reopen_link(const char *dir, const char *name, struct bpf_link **out)
 	return *out ? 0 : -errno;
 }
 
+static int run_maps_add(struct loader *l, int prog_fd);
+static int run_map(const struct loader *l, const char *name);
+static int collect_run_programs(struct loader *l);
+
+/*
+ * The run's place in its namespace, taken over (its token and ns_dir set), by its join marks
+ * (NS_MARK_*) and its host side:
+ * - no host side and NS_MARK_NOHOST: attached where there was no veth peer, never joined;
+ *   adopted, its token made sure to be out of the runs map (ns_stay_out);
+ * - no host side otherwise: killed between its cgroup links and its host side: -ENOLINK. Taken
+ *   over, it would run on without the check it was started with: refused, its cgroup links go
+ *   on enforcing and the other runs judge its frames;
+ * - a host side and NS_MARK_PENDING: killed before its join, which is finished here (else its
+ *   host side, with its flows slot empty, drops every frame of the other runs);
+ * - a host side and no mark: joined (or left, inside loader_detach), as it is.
+ * A mark that is not the run's own, or that contradicts its links, is -ENOLINK: a stale or
+ * forged mark never has a run adopted as something it is not.
+ */
+enum reopen_ns_do { NS_AS_IS, NS_STAY_OUT, NS_FINISH_JOIN };
+
+/* Which of those the run is (before anything of it is touched); -ENOLINK: refused. */
+static int reopen_ns_check(const struct loader *l)
+{
+	bool host = l->n_tc || l->n_clsact_pins;
+	int nohost = ns_marked(l, NS_MARK_NOHOST), pending = ns_marked(l, NS_MARK_PENDING);
+
+	if (nohost < 0 || pending < 0 || (nohost && pending) || (host && nohost) ||
+	    (!host && !nohost))
+		return -ENOLINK;
+	return nohost ? NS_STAY_OUT : pending ? NS_FINISH_JOIN : NS_AS_IS;
+}
+
+/* What reopen_ns_check said, done once the run's programs are collected. */
+static int reopen_ns(struct loader *l, int what)
+{
+	int slot, err;
+
+	if (what == NS_STAY_OUT)
+		return ns_stay_out(l);
+	if (what != NS_FINISH_JOIN)
+		return 0;
+	/* the host side's sl_ns_runs: a tcx link's program is collected, a clsact filter's not */
+	err = collect_run_programs(l);
+	slot = err ? err : run_map(l, "sl_ns_runs");
+	if (slot < 0 && !err && l->n_clsact_pins) {
+		char path[PATH_MAX];
+		int fd;
+
+		if (util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, l->clsact_pins[0].name))
+			err = -ENAMETOOLONG;
+		else if ((fd = bpf_obj_get(path)) < 0)
+			err = -errno;
+		else {
+			err = run_maps_add(l, fd);
+			close(fd);
+		}
+		slot = err ? err : run_map(l, "sl_ns_runs");
+	}
+	err = slot < 0 ? slot : ns_join(l, slot, true);
+	/* a switch collects them again, from the links as they are then */
+	run_programs_release(l);
+	if (err)
+		return err;
+	fprintf(stderr, "sluice: %s: its writer died before the run joined its namespace's runs: "
+			"joined now\n", l->pin_dir);
+	unpin_name(l, NS_MARK_PENDING);
+	return 0;
+}
+
 struct loader *loader_reopen(const char *run_id, bool verbose)
 {
 	char name[16], path[PATH_MAX];
 	struct loader *l;
 	__u32 zero = 0;
-	int i, err;
+	int i, err, ns_do = NS_AS_IS;
 
 	libbpf_verbose = verbose;
 	libbpf_set_print(libbpf_print);
@@ -1330,37 +1602,104 @@ struct loader *loader_reopen(const char *run_id, bool verbose)
 			break;
 	if (!err)
 		err = reopen_clsact_pins(l);
-	/*
-	 * A run that shares its namespace's maps but has no host side was killed before its host
-	 * side was attached (loader_attach_tc): its token never joined the runs map, so the other
-	 * runs judge its frames. Taken over, it would run on without the check it was started
-	 * with: refused, its cgroup links go on enforcing and its frames stay judged by the others.
-	 */
-	if (!err && cfg_of(l)->ns_token && !l->n_tc && !l->n_clsact_pins)
-		err = -ENOLINK;
+	/* the namespace's shared maps, which the run joins (or stays out of) and leaves at its end */
+	if (!err && cfg_of(l)->ns_token) {
+		l->ns_token = cfg_of(l)->ns_token;
+		if (util_fmt(l->ns_dir, sizeof(l->ns_dir), NS_DIR_FMT, LOADER_BPFFS,
+			     (unsigned long long)cfg_of(l)->run.netns_dev,
+			     (unsigned long long)cfg_of(l)->run.netns_ino))
+			err = -ENAMETOOLONG;
+		else
+			err = ns_do = reopen_ns_check(l);
+		if (err > 0)
+			err = 0;
+	}
 	if (!err)
 		err = reopen_settle_pins(l);
 	if (!err)
 		err = era_reopen(l);
+	if (!err)
+		err = reopen_ns(l, ns_do);
 	if (err) {
 		/* not a run of this build (or not a whole run): touch nothing of it */
 		l->maps_pinned = false;
 		l->pin_dir[0] = '\0';
+		l->ns_dir[0] = '\0';
 		loader_destroy(l);
 		errno = -err;
 		return NULL;
 	}
-	/* the namespace's shared maps, which the run leaves at its end */
-	l->ns_token = cfg_of(l)->ns_token;
-	if (l->ns_token &&
-	    util_fmt(l->ns_dir, sizeof(l->ns_dir), NS_DIR_FMT, LOADER_BPFFS,
-		     (unsigned long long)cfg_of(l)->run.netns_dev,
-		     (unsigned long long)cfg_of(l)->run.netns_ino))
-		l->ns_token = 0;
 	snprintf(l->lsm_why, sizeof(l->lsm_why), "%s",
 		 l->lsm_links[0] ? "" : "the run has no BPF LSM layer");
 	load_destroyer(l);
 	return l;
+}
+
+int loader_purge(const char *run_id)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info), zero = 0;
+	char path[PATH_MAX];
+	struct sl_cfg cfg = {};
+	struct dirent *e;
+	struct loader *l;
+	int fd, err = 0;
+	DIR *d;
+
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	pthread_mutex_init(&l->learn_lock, NULL);
+	l->era_fd = -1;
+	l->pin_lock = -1;
+	if (util_fmt(l->pin_dir, sizeof(l->pin_dir), "%s/sluice/%s", LOADER_BPFFS, run_id)) {
+		err = -ENAMETOOLONG;
+		goto out;
+	}
+	l->pin_lock = open(l->pin_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (l->pin_lock < 0)
+		err = -errno;
+	else if (flock(l->pin_lock, LOCK_EX | LOCK_NB))
+		err = errno == EWOULDBLOCK ? -EBUSY : -errno;
+	if (err)
+		goto out;
+	/* its token, from its configuration (of this build's layout only) */
+	if (!util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, map_pin_names[MAP_CFG]) &&
+	    (fd = bpf_obj_get(path)) >= 0) {
+		if (!bpf_map_get_info_by_fd(fd, &info, &len) &&
+		    info.value_size == sizeof(cfg) && !bpf_map_lookup_elem(fd, &zero, &cfg) &&
+		    cfg.version == SL_CFG_VERSION && cfg.ns_token &&
+		    !util_fmt(l->ns_dir, sizeof(l->ns_dir), NS_DIR_FMT, LOADER_BPFFS,
+			      (unsigned long long)cfg.run.netns_dev,
+			      (unsigned long long)cfg.run.netns_ino))
+			l->ns_token = cfg.ns_token;
+		else if (info.value_size != sizeof(cfg) || cfg.version != SL_CFG_VERSION)
+			fprintf(stderr, "sluice: %s: a configuration of another build: its place "
+					"in a namespace's maps, if any, is left to the next run there "
+					"to collect\n", l->pin_dir);
+		close(fd);
+	}
+	if (!l->ns_token)
+		l->ns_dir[0] = '\0';
+	/* the namespace first, while its layers still judge (as loader_detach) */
+	ns_leave(l, -2);
+	d = opendir(l->pin_dir);
+	while (d && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		if (!strncmp(e->d_name, TC_CLSACT_PIN, strlen(TC_CLSACT_PIN)))
+			fprintf(stderr, "sluice: %s: the host-side clsact filter %s stays until its "
+					"veth goes\n", l->pin_dir, e->d_name);
+		unpin_name(l, e->d_name);
+	}
+	if (d)
+		closedir(d);
+	if (rmdir(l->pin_dir) && errno != ENOENT)
+		err = -errno;
+out:
+	l->pin_dir[0] = '\0';
+	loader_destroy(l);
+	return err;
 }
 
 uint16_t loader_dns_port(const struct loader *l)
@@ -2136,19 +2475,37 @@ int loader_attach_tc(struct loader *l, int run_netns_fd, char *desc, size_t desc
 			return -ENAMETOOLONG;
 		used = strlen(desc);
 	}
+	if (!l->ns_dir[0])
+		return n;
 	/*
 	 * Not with no veth peer: a veth added later, and a run attached to it, would leave this
 	 * run's frames to a host side it does not have. Unjoined, every other run's host side
-	 * judges them (a take-over refuses such a run: loader_reopen).
+	 * judges them. The mark says so to a take-over (loader_reopen), which adopts such a run;
+	 * one killed before it (between its cgroup links and here) is refused.
 	 */
-	if (l->ns_dir[0] && n > 0) {
-		err = ns_join(l);
-		if (err) {
-			fprintf(stderr, "sluice: join the namespace's runs at %s: %s\n", l->ns_dir,
+	if (n == 0) {
+		err = ns_mark(l, NS_MARK_NOHOST);
+		if (err)
+			fprintf(stderr, "sluice: mark %s as having no host side: %s\n", l->pin_dir,
 				strerror(-err));
-			return err;
-		}
+		return err ? err : 0;
 	}
+	/* killed from here to the join, the run is taken over with its join finished */
+	err = ns_mark(l, NS_MARK_PENDING);
+	if (err) {
+		fprintf(stderr, "sluice: mark %s's join pending: %s\n", l->pin_dir, strerror(-err));
+		return err;
+	}
+	/* selftests only: a run killed with its host side pinned and its join not done */
+	if (getenv("SLUICE_SELFTEST_KILL_BEFORE_JOIN"))
+		kill(getpid(), SIGKILL);
+	err = ns_join(l, bpf_map__fd(l->skb->maps.sl_ns_runs), false);
+	if (err) {
+		fprintf(stderr, "sluice: join the namespace's runs at %s: %s\n", l->ns_dir,
+			strerror(-err));
+		return err;
+	}
+	unpin_name(l, NS_MARK_PENDING);
 	return n;
 }
 
@@ -2199,6 +2556,10 @@ void loader_detach(struct loader *l)
 	l->maps_pinned = false;
 	if (l->era_fd >= 0)
 		unpin_name(l, ERA_PIN);
+	if (l->pin_dir[0]) {
+		unpin_name(l, NS_MARK_NOHOST);
+		unpin_name(l, NS_MARK_PENDING);
+	}
 	if (l->pin_dir[0] && rmdir(l->pin_dir) && errno != ENOENT)
 		fprintf(stderr, "sluice: remove %s: %s\n", l->pin_dir, strerror(errno));
 	l->pin_dir[0] = '\0';

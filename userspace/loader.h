@@ -78,9 +78,19 @@ int loader_take(struct loader *l, const struct policy *p, const struct policy_co
  * Sets errno and returns NULL: ENOENT, no such run is pinned (or not all of it); EBUSY, the
  * run's loader (or another resume of it) is alive: one writer per log; EPROTO, the pinned maps
  * have another shape than this build's (another version of sluice made the run); ENOLINK, the
- * run shares its namespace's flows (--netns) but its host side was never attached.
+ * run shares its namespace's flows (--netns) but its host side was never attached and it was
+ * not marked as having none (killed before it), or a join mark contradicts its links.
  */
 struct loader *loader_reopen(const char *run_id, bool verbose);
+
+/*
+ * Remove a pinned run that no writer takes over (loader_reopen refused it, or an attach a dead
+ * daemon never finished): its token out of its namespace's runs map and its slot pin removed
+ * (as at a run's end), then every pin of its directory (its links: the programs detach) and the
+ * directory. -EBUSY: a writer holds the run; -ENOENT: nothing is pinned under that id. A
+ * clsact filter (kernels without tcx) stays until its veth goes (said on stderr).
+ */
+int loader_purge(const char *run_id);
 
 /* The run's resolver port the programs redirect DNS to (0: none). */
 uint16_t loader_dns_port(const struct loader *l);
@@ -118,6 +128,8 @@ bool loader_lsm_active(const struct loader *l, const char **why);
 /*
  * Attach the host-side tc program to the peer of every veth in the run's network namespace
  * (tcx, pinned with the other links; a clsact filter where the kernel has no tcx) and pin it.
+ * A run that shares its namespace's maps then joins its runs, or, with no veth peer, pins a
+ * mark that it has no host side (what a take-over finds: loader_reopen).
  * Writes "IFNAME[@NETNS],…" (the peers) into desc. Returns how many peers, or -errno.
  */
 int loader_attach_tc(struct loader *l, int run_netns_fd, char *desc, size_t desc_size);

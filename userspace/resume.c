@@ -717,9 +717,11 @@ static const char *reopen_why(int err)
 		       "some hooks run the old policy's, some the new one's (each enforces one of "
 		       "the two); no writer can name that in the log";
 	case -ENOLINK:
-		return "it shares its network namespace's flows but has no host side (its sluice was "
-		       "killed before the host side was attached): refused, its cgroup's programs go "
-		       "on enforcing and the other runs there judge its frames";
+		return "it shares its network namespace's flows but has no host side and no mark "
+		       "saying it had no veth peer to attach one to (its sluice was killed before the "
+		       "host side was attached), or a join mark contradicts its links: refused, its "
+		       "cgroup's programs go on enforcing and the other runs there judge its frames "
+		       "(sluice detach --run-id, to a daemon whose run it was, removes it)";
 	default:
 		return strerror(-err);
 	}
