@@ -211,6 +211,30 @@ tap_check "clsact: the run detaches" test -z "${out##*\"ok\":true*}"
 tap_is "clsact: its end removes the filter the dead daemon moved" "$(host_filters)" \
 	"filters 0 qdiscs 0"
 
+# --- clsact, killed while it moved the cgroup links: the filter still on the old program moves too
+sl_daemon_kill TERM
+SLUICE_SELFTEST_TC_CLSACT=1 sl_daemon_start ||
+	bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
+CG6=$(sl_cgroup_new switchclsact2) || bail_out "cannot make the test cgroup"
+sl_on_exit "sl_cgroup_remove '$CG6'"
+RUN=t-$SL_ID-swclsact2
+SL_RUNS+=("$RUN")
+LOG=$SL_TMP/switchclsact2.jsonl
+out=$("$SLUICE" attach --cgroup "$CG6" --policy "$SL_TMP/a.yaml" --run-id "$RUN" \
+	--netns "/run/netns/$SL_NS_RUN" --log "$LOG" 2>&1) ||
+	bail_out "attach failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
+sl_in_cgroup "$CG6" sleep 600 &
+sl_track_pid $!
+killed_at in-links "$SL_TMP/b.yaml" 0
+taken_over "$sha_b" b
+tap_check "clsact, in-links: the next daemon finishes the move" \
+	grep -q "sluice/$RUN: its writer died while it moved .*every link is moved" \
+	"$SL_DAEMON_DIR/err"
+out=$("$SLUICE" detach --run-id "$RUN" 2>&1)
+tap_check "clsact, in-links: the run detaches" test -z "${out##*\"ok\":true*}"
+tap_is "clsact, in-links: its end finds the filter (moved to the new program) and removes it" \
+	"$(host_filters)" "filters 0 qdiscs 0"
+
 # --- two veths (tcx), killed with the first moved and not the second: refused, not mislabelled --
 ip -n "$SL_NS_RUN" link add veth1 type veth peer name vrun2 netns "$SL_NS_RTR" ||
 	bail_out "cannot add a second veth"

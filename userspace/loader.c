@@ -2300,6 +2300,12 @@ struct loader_next {
 	struct sl_surface *surface;
 	struct sl_tc *tc;
 	struct sl_lsm *lsm;
+	/*
+	 * The new LSM connect and sendmsg links ([1], [2]; lsm_link_names), attached beside the
+	 * old ones by stage() before the commit's first move: hooks that are not cgroup links,
+	 * which no writer could move.
+	 */
+	struct bpf_link *lsm_staged[3];
 };
 
 /* The maps a policy decides: the new programs get their own (all in the decision layer). */
@@ -2736,8 +2742,13 @@ uint32_t loader_next_era(const struct loader_next *n)
 
 void loader_next_free(struct loader_next *n)
 {
+	int i;
+
 	if (!n)
 		return;
+	/* (one still pinned, a commit's that could go neither way, stays attached) */
+	for (i = 0; i < 3; i++)
+		bpf_link__destroy(n->lsm_staged[i]);
 	sl_lsm__destroy(n->lsm);
 	sl_tc__destroy(n->tc);
 	sl_surface__destroy(n->surface);
@@ -3093,8 +3104,10 @@ void loader_selftest_kill(const char *point)
 /*
  * The set a switch's commit moves the run's links to, pinned in the run's directory before the
  * first link moves, as "staged-<name>": each hook's new program under its link's name, the host
- * side's as "staged-tc", and last the new set's configuration, "staged-cfg" (its generation,
- * policy digest and mode; a set staged without it is none). A writer killed while it moved the
+ * side's as "staged-tc", the BPF-LSM layer's (its socket-create program; its new connect and
+ * sendmsg links, attached beside the old ones from here on: both judge, the stricter wins), and
+ * last the new set's configuration, "staged-cfg" (its generation, policy digest and mode; a set
+ * staged without it is none). A writer killed while it moved the
  * links leaves each hook running one of two sets; a writer taking the run over finds here the
  * one it was moving to, and finishes the move when that set is the switch the log's open
  * policy_switch_begin announced (reopen_finish_commit). Every end of the commit removes them
@@ -3128,10 +3141,18 @@ static void unstage(const struct loader *l)
 }
 
 /* The new set n staged, before any link of the run moves to it. */
-static int stage(const struct loader *l, const struct loader_next *n)
+static int stage(const struct loader *l, struct loader_next *n)
 {
 	int i, err = 0;
 
+	if (l->lsm && n->lsm) {
+		n->lsm_staged[1] = bpf_program__attach_lsm(n->lsm->progs.sl_lsm_connect);
+		n->lsm_staged[2] = n->lsm_staged[1] ?
+					   bpf_program__attach_lsm(n->lsm->progs.sl_lsm_sendmsg) :
+					   NULL;
+		if (!n->lsm_staged[2])
+			return errno ? -errno : -EINVAL; /* (loader_next_free detaches [1]) */
+	}
 	if (!l->pin_dir[0])
 		return 0; /* a run no writer can take over */
 	unstage(l); /* one no link runs: a take-over removes it, but it costs nothing */
@@ -3140,6 +3161,10 @@ static int stage(const struct loader *l, const struct loader_next *n)
 			err = stage_one(l, prog_names[i], pin_prog, next_prog(n, i));
 	if (!err && (l->n_tc || l->n_clsact_pins))
 		err = stage_one(l, "tc", pin_prog, n->tc->progs.sl_tc_ingress);
+	if (!err && n->lsm_staged[1])
+		err = stage_one(l, lsm_link_names[0], pin_prog, n->lsm->progs.sl_lsm_socket_create);
+	for (i = 1; !err && i < 3 && n->lsm_staged[i]; i++)
+		err = stage_one(l, lsm_link_names[i], pin_link, n->lsm_staged[i]);
 	if (!err)
 		err = stage_one(l, "cfg", pin_map, n->skel->maps.data_cfg);
 	if (err)
@@ -3147,20 +3172,29 @@ static int stage(const struct loader *l, const struct loader_next *n)
 	return err;
 }
 
-/* A set staged by a dead writer, opened (fd -1 and id 0 where a pin is absent). */
+/*
+ * A set staged by a dead writer, opened (fd -1 and id 0 where a pin is absent). The LSM layer's:
+ * [0] its socket-create program (a link a writer moves), [1] and [2] its connect and sendmsg
+ * links (lsm_fd: the link's; lsm_id, lsm_prog_id: the link's and its program's).
+ */
 struct staged_set {
-	int prog_fd[PROG_MAX], tc_fd, cfg_fd;
-	__u32 prog_id[PROG_MAX], tc_id, cfg_id;
+	int prog_fd[PROG_MAX], tc_fd, cfg_fd, lsm_fd[3];
+	__u32 prog_id[PROG_MAX], tc_id, cfg_id, lsm_id[3], lsm_prog_id[3];
 	struct sl_cfg cfg;
 };
 
-static int staged_open_one(const struct loader *l, const char *name, int *fd, __u32 *id)
+enum staged_kind { STAGED_PROG, STAGED_MAP, STAGED_LINK };
+
+/* *fd and *id (and a link's program's *prog_id) of staged pin name; 0 with *fd -1 if absent. */
+static int staged_open_one(const struct loader *l, const char *name, enum staged_kind kind,
+			   int *fd, __u32 *id, __u32 *prog_id)
 {
 	struct bpf_prog_info pi = {};
 	struct bpf_map_info mi = {};
+	struct bpf_link_info li = {};
 	__u32 len;
 	char path[PATH_MAX];
-	bool map = !strcmp(name, "cfg");
+	int err;
 
 	if (util_fmt(path, sizeof(path), "%s/" STAGED_PIN "%s", l->pin_dir, name))
 		return -ENAMETOOLONG;
@@ -3169,11 +3203,24 @@ static int staged_open_one(const struct loader *l, const char *name, int *fd, __
 	*fd = bpf_obj_get(path);
 	if (*fd < 0)
 		return -errno;
-	len = map ? sizeof(mi) : sizeof(pi);
-	if (map ? bpf_map_get_info_by_fd(*fd, &mi, &len) : bpf_prog_get_info_by_fd(*fd, &pi, &len))
-		return -errno;
-	*id = map ? mi.id : pi.id;
-	return 0;
+	switch (kind) {
+	case STAGED_MAP:
+		len = sizeof(mi);
+		err = bpf_map_get_info_by_fd(*fd, &mi, &len);
+		*id = mi.id;
+		break;
+	case STAGED_LINK:
+		len = sizeof(li);
+		err = bpf_link_get_info_by_fd(*fd, &li, &len);
+		*id = li.id;
+		*prog_id = li.prog_id;
+		break;
+	default:
+		len = sizeof(pi);
+		err = bpf_prog_get_info_by_fd(*fd, &pi, &len);
+		*id = pi.id;
+	}
+	return err ? -errno : 0;
 }
 
 static void staged_close(struct staged_set *st)
@@ -3183,6 +3230,9 @@ static void staged_close(struct staged_set *st)
 	for (i = 0; i < PROG_MAX; i++)
 		if (st->prog_fd[i] >= 0)
 			close(st->prog_fd[i]);
+	for (i = 0; i < 3; i++)
+		if (st->lsm_fd[i] >= 0)
+			close(st->lsm_fd[i]);
 	if (st->tc_fd >= 0)
 		close(st->tc_fd);
 	if (st->cfg_fd >= 0)
@@ -3198,16 +3248,22 @@ static int staged_open(const struct loader *l, struct staged_set *st)
 	memset(st, 0, sizeof(*st));
 	for (i = 0; i < PROG_MAX; i++)
 		st->prog_fd[i] = -1;
+	for (i = 0; i < 3; i++)
+		st->lsm_fd[i] = -1;
 	st->tc_fd = st->cfg_fd = -1;
-	err = staged_open_one(l, "cfg", &st->cfg_fd, &st->cfg_id);
+	err = staged_open_one(l, "cfg", STAGED_MAP, &st->cfg_fd, &st->cfg_id, NULL);
 	if (err || st->cfg_fd < 0)
 		return err;
 	if (bpf_map_lookup_elem(st->cfg_fd, &zero, &st->cfg))
 		return -errno;
 	for (i = 0; !err && i < PROG_MAX; i++)
-		err = staged_open_one(l, prog_names[i], &st->prog_fd[i], &st->prog_id[i]);
+		err = staged_open_one(l, prog_names[i], STAGED_PROG, &st->prog_fd[i],
+				      &st->prog_id[i], NULL);
 	if (!err)
-		err = staged_open_one(l, "tc", &st->tc_fd, &st->tc_id);
+		err = staged_open_one(l, "tc", STAGED_PROG, &st->tc_fd, &st->tc_id, NULL);
+	for (i = 0; !err && i < 3; i++)
+		err = staged_open_one(l, lsm_link_names[i], i ? STAGED_LINK : STAGED_PROG,
+				      &st->lsm_fd[i], &st->lsm_id[i], &st->lsm_prog_id[i]);
 	return err;
 }
 
@@ -3221,11 +3277,12 @@ static __u32 link_prog_id(const struct bpf_link *link)
 }
 
 /*
- * The set a hook runs program prog_id of: the staged one (1, its program staged_id for that
- * hook), the pinned one (0: a program that reads the pinned configuration, cfg_id, or none),
- * or another (-EXDEV).
+ * The set a hook runs program prog_id of: the pinned one (0: a program that reads the pinned
+ * configuration, cfg_id, or none), the staged one st (1: the program staged for that hook,
+ * staged_id, or one that reads st's configuration), or another (-EXDEV).
  */
-static int hook_set(const struct loader *l, __u32 prog_id, __u32 staged_id, __u32 cfg_id)
+static int hook_set(const struct loader *l, __u32 prog_id, __u32 staged_id,
+		    const struct staged_set *st, __u32 cfg_id)
 {
 	__u32 id;
 	int fd;
@@ -3237,7 +3294,9 @@ static int hook_set(const struct loader *l, __u32 prog_id, __u32 staged_id, __u3
 		return -errno;
 	id = prog_cfg_id(l, fd);
 	close(fd);
-	return !id || id == cfg_id ? 0 : -EXDEV;
+	if (!id || id == cfg_id)
+		return 0;
+	return id == st->cfg_id ? 1 : -EXDEV;
 }
 
 /*
@@ -3274,6 +3333,21 @@ static const char *staged_mismatch(const struct loader *l, const struct staged_s
 	if ((l->n_tc || l->n_clsact_pins) &&
 	    (st->tc_fd < 0 || prog_cfg_id(l, st->tc_fd) != st->cfg_id))
 		return "its host-side program is not one set with its configuration";
+	for (i = 0; i < 3; i++) {
+		int fd;
+		__u32 id;
+
+		if (!l->lsm_links[i])
+			continue;
+		if (st->lsm_fd[i] < 0)
+			return "its BPF-LSM layer is not staged";
+		fd = i ? bpf_prog_get_fd_by_id(st->lsm_prog_id[i]) : dup(st->lsm_fd[0]);
+		id = fd < 0 ? 0 : prog_cfg_id(l, fd);
+		if (fd >= 0)
+			close(fd);
+		if (id != st->cfg_id)
+			return "its BPF-LSM programs are not one set with its configuration";
+	}
 	return NULL;
 }
 
@@ -3293,7 +3367,9 @@ static int reopen_finish_commit(struct loader *l, const struct loader_open_switc
 {
 	struct bpf_map_info mi = {};
 	struct staged_set st;
-	__u32 len = sizeof(mi), ids[PROG_MAX] = {}, tc_ids[NETDEV_PEERS_MAX] = {};
+	__u32 len = sizeof(mi);
+	/* the hooks on the old set: each cgroup link, each tcx link, the LSM layer's */
+	bool old[PROG_MAX] = {}, tc_old[NETDEV_PEERS_MAX] = {}, lsm_old[3] = {};
 	const char *why;
 	int i, p, set, n_new = 0, n_old = 0, err;
 
@@ -3307,16 +3383,42 @@ static int reopen_finish_commit(struct loader *l, const struct loader_open_switc
 	for (i = 0; i < PROG_MAX + l->n_tc; i++) {
 		bool tc = i >= PROG_MAX;
 		struct bpf_link *link = tc ? l->tc_att[i - PROG_MAX].link : l->links[i];
-		__u32 *id = tc ? &tc_ids[i - PROG_MAX] : &ids[i];
 
 		if (!link)
 			continue;
-		*id = link_prog_id(link);
-		set = hook_set(l, *id, tc ? st.tc_id : st.prog_id[i], mi.id);
+		set = hook_set(l, link_prog_id(link), tc ? st.tc_id : st.prog_id[i], &st, mi.id);
 		if (set < 0) {
 			err = set;
 			goto out;
 		}
+		*(tc ? &tc_old[i - PROG_MAX] : &old[i]) = !set;
+		n_new += set;
+		n_old += !set;
+	}
+	/*
+	 * The LSM layer: its socket-create link as a cgroup one; its connect and sendmsg links are
+	 * the new set's when their pins are the staged ones (the commit re-pinned them), else the
+	 * old ones, the staged new ones judging beside them.
+	 */
+	for (i = 0; i < 3; i++) {
+		struct bpf_link_info li = {};
+		__u32 llen = sizeof(li);
+
+		if (!l->lsm_links[i])
+			continue;
+		if (bpf_link_get_info_by_fd(bpf_link__fd(l->lsm_links[i]), &li, &llen)) {
+			err = -errno;
+			goto out;
+		}
+		if (i && st.lsm_id[i] && li.id == st.lsm_id[i])
+			set = 1;
+		else
+			set = hook_set(l, li.prog_id, i ? 0 : st.lsm_id[0], &st, mi.id);
+		if (set < 0) {
+			err = set;
+			goto out;
+		}
+		lsm_old[i] = !set;
 		n_new += set;
 		n_old += !set;
 	}
@@ -3334,14 +3436,35 @@ static int reopen_finish_commit(struct loader *l, const struct loader_open_switc
 	}
 	for (i = 0; !err && i < PROG_MAX; i++) {
 		p = commit_order[i];
-		if (l->links[p] && ids[p] != st.prog_id[p] &&
+		if (old[p] &&
 		    bpf_link_update(bpf_link__fd(l->links[p]), st.prog_fd[p], NULL))
 			err = -errno;
 	}
 	for (i = 0; !err && i < l->n_tc; i++)
-		if (l->tc_att[i].link && tc_ids[i] != st.tc_id &&
+		if (tc_old[i] &&
 		    bpf_link_update(bpf_link__fd(l->tc_att[i].link), st.tc_fd, NULL))
 			err = -errno;
+	if (!err && lsm_old[0] &&
+	    bpf_link_update(bpf_link__fd(l->lsm_links[0]), st.lsm_fd[0], NULL))
+		err = -errno;
+	/* the staged connect and sendmsg links take the pins: the old ones, unpinned, go */
+	for (i = 1; !err && i < 3; i++) {
+		char from[PATH_MAX], to[PATH_MAX];
+
+		if (!lsm_old[i])
+			continue;
+		if (util_fmt(from, sizeof(from), "%s/" STAGED_PIN "%s", l->pin_dir,
+			     lsm_link_names[i]) ||
+		    util_fmt(to, sizeof(to), "%s/%s", l->pin_dir, lsm_link_names[i]))
+			err = -ENAMETOOLONG;
+		else if (rename(from, to))
+			err = -errno;
+		if (err)
+			break;
+		bpf_link__destroy(l->lsm_links[i]);
+		l->lsm_links[i] = NULL;
+		err = reopen_link(l->pin_dir, lsm_link_names[i], &l->lsm_links[i]);
+	}
 	for (i = 0; !err && i < l->n_clsact_pins; i++) {
 		struct clsact_pin *c = &l->clsact_pins[i];
 
@@ -3393,12 +3516,12 @@ static int commit_undo(struct loader *l, int n_links, int n_tc)
 }
 
 /*
- * Every cgroup link and tc attachment to the new programs, then the LSM layer's (lsm_new: the new
- * connect and sendmsg links, attached beside the old ones). On a failure *n_links, *n_tc say how
- * far it came (for commit_undo), and the LSM layer is as it was.
+ * Every cgroup link and tc attachment to the new programs, then the LSM layer's socket-create
+ * link (its new connect and sendmsg hooks judge beside the old ones since stage()). On a failure
+ * *n_links, *n_tc say how far it came (for commit_undo), and the LSM layer is as it was.
  */
-static int commit_moves(struct loader *l, struct loader_next *n, struct bpf_link *lsm_new[3],
-			int *n_links, int *n_tc, char *err_msg, size_t err_len)
+static int commit_moves(struct loader *l, struct loader_next *n, int *n_links, int *n_tc,
+			char *err_msg, size_t err_len)
 {
 	int i, p, t = 0, err = 0;
 
@@ -3428,59 +3551,44 @@ static int commit_moves(struct loader *l, struct loader_next *n, struct bpf_link
 		if (t == 0 && l->n_tc > 1)
 			loader_selftest_kill("in-tc");
 	}
-	if (l->lsm && n->lsm) {
-		if (l->lsm_links[0] &&
-		    bpf_link_update(bpf_link__fd(l->lsm_links[0]),
-				    bpf_program__fd(n->lsm->progs.sl_lsm_socket_create), NULL)) {
-			err = -errno;
-			util_fmt(err_msg, err_len, "update the LSM socket link: %s", strerror(-err));
-			return err;
-		}
-		lsm_new[1] = bpf_program__attach_lsm(n->lsm->progs.sl_lsm_connect);
-		lsm_new[2] = lsm_new[1] ? bpf_program__attach_lsm(n->lsm->progs.sl_lsm_sendmsg) :
-					  NULL;
-		if (!lsm_new[2]) {
-			err = errno ? -errno : -EINVAL;
-			util_fmt(err_msg, err_len, "attach the new LSM programs: %s",
-				 strerror(-err));
-			bpf_link__destroy(lsm_new[1]);
-			lsm_new[1] = NULL;
-			if (l->lsm_links[0])
-				bpf_link_update(bpf_link__fd(l->lsm_links[0]),
-						bpf_program__fd(l->lsm->progs.sl_lsm_socket_create),
-						NULL);
-			return err;
-		}
+	if (l->lsm && n->lsm && l->lsm_links[0] &&
+	    bpf_link_update(bpf_link__fd(l->lsm_links[0]),
+			    bpf_program__fd(n->lsm->progs.sl_lsm_socket_create), NULL)) {
+		err = -errno;
+		util_fmt(err_msg, err_len, "update the LSM socket link: %s", strerror(-err));
+		return err;
 	}
 	return 0;
 }
 
 /*
- * Every link of the run to the new programs; on a failure, those moved back. The LSM layer's
- * hooks that are not cgroup links (connect, sendmsg) cannot be updated: the new ones are
- * attached beside the old ones first (both judge, the stricter wins), then the old ones go.
+ * Every link of the run to the new programs; on a failure, those moved back. The new set is
+ * staged first (stage()): a writer killed half-way leaves what a take-over finishes the move
+ * with. The LSM layer's hooks that are not cgroup links (connect, sendmsg) cannot be updated:
+ * the new ones are attached beside the old ones then (both judge, the stricter wins), and the
+ * old ones go once every link is moved.
  * A move back that fails leaves hooks on the new programs: the commit is then finished forward
  * (0), or, failing that too, -ENOTRECOVERABLE: the hooks run programs of both sets, which no
  * log line can name.
  */
 int loader_next_commit(struct loader *l, struct loader_next *n, char *err_msg, size_t err_len)
 {
-	struct bpf_link *lsm_new[3] = {};
 	char again[256];
 	int i, t, err;
 
 	err = stage(l, n);
 	if (err) {
-		util_fmt(err_msg, err_len, "pin the new programs where a writer taking the run over "
-				"would finish the commit with them: %s", strerror(-err));
+		util_fmt(err_msg, err_len, "stage the new programs (pinned where a writer taking the "
+				"run over would finish the commit with them; the new LSM hooks "
+				"attached): %s", strerror(-err));
 		return err;
 	}
-	err = commit_moves(l, n, lsm_new, &i, &t, err_msg, err_len);
+	err = commit_moves(l, n, &i, &t, err_msg, err_len);
 	if (err && commit_undo(l, i, t)) {
 		fprintf(stderr, "sluice: %s: %s; moving the links back failed: the switch is "
 				"finished forward instead\n", l->pin_dir[0] ? l->pin_dir : "switch",
 			err_msg);
-		if (commit_moves(l, n, lsm_new, &i, &t, again, sizeof(again))) {
+		if (commit_moves(l, n, &i, &t, again, sizeof(again))) {
 			size_t len = strlen(err_msg);
 
 			util_fmt(err_msg + len, err_len - len, "; moving the links back failed, and "
@@ -3492,15 +3600,16 @@ int loader_next_commit(struct loader *l, struct loader_next *n, char *err_msg, s
 		err = 0;
 	}
 	if (err) {
-		unstage(l);
+		unstage(l); /* (the new LSM hooks go with n: loader_next_free) */
 		return err;
 	}
-	/* the new LSM hooks judge now: the old ones go, the new ones take their pins */
-	for (i = 1; i < 3 && lsm_new[1]; i++) {
+	/* the new LSM hooks judge alone now: the old ones go, the new ones take their pins */
+	for (i = 1; i < 3 && n->lsm_staged[i]; i++) {
 		if (l->pin_dir[0])
-			repin(l, lsm_link_names[i], pin_link, lsm_new[i]);
+			repin(l, lsm_link_names[i], pin_link, n->lsm_staged[i]);
 		bpf_link__destroy(l->lsm_links[i]);
-		l->lsm_links[i] = lsm_new[i];
+		l->lsm_links[i] = n->lsm_staged[i];
+		n->lsm_staged[i] = NULL;
 	}
 	/*
 	 * Selftests only (test_switch_kill.sh): killed here, the writer leaves the links on the new
