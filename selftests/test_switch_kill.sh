@@ -3,10 +3,11 @@
 #
 # A daemon killed inside a live switch never leaves its run orphaned. SLUICE_SELFTEST_SWITCH_KILL
 # makes the daemon SIGKILL itself once the log's policy_switch_begin line is on disk: before the
-# commit (the run's programs stay those of the old policy), after it (the new policy's), or inside
-# it, its links moved and the maps not yet pinned again (the links say which), all before the
-# policy_change line; or while it moved the links (four moved to the new programs, ten not), which
-# it could only survive because it pinned the new set first (staged-*). Each time the next daemon:
+# commit or with only the new set staged (the run's programs stay those of the old policy), after
+# it (the new policy's), or inside it, its links moved and the maps not yet pinned again (the
+# links say which), all before the policy_change line; or while it moved the links (four moved to
+# the new programs, ten not), which a take-over can finish because the commit pinned the new set
+# first (staged-*). Each time the next daemon:
 # - takes the run over (sluice status lists it, with the policy its programs enforce);
 # - enforces that policy: a process of the run reaches the host it allows, not the other;
 # - writes what the dead daemon did not: policy_switch_abort, or the policy_change (after_restart);
@@ -171,6 +172,17 @@ assert_log "in-links: the next daemon writes the switch's policy_change" "$LOG" 
 	"prev_policy_sha256=$sha_a" after_restart=true
 tap_is "in-links: the take-over leaves no staged pin" "$(staged_pins)" 0
 
+# --- killed with the new set staged and no link moved yet: aborted, the staged set removed ------
+# shellcheck disable=SC2317 # called through killed_at
+staged_left() { [[ $(staged_pins) -gt 0 ]]; }
+killed_at staged "$SL_TMP/a.yaml" "$(grep -c '"type":"policy_change"' "$LOG")" \
+	tap_check "staged: the dead daemon left the new set staged" staged_left
+taken_over "$sha_b" b
+enforced "staged: after the takeover, still policy b" 20 10
+tap_is "staged: the next daemon declares the switch aborted" "$(era policy_switch_abort)" \
+	"$(era policy_switch_begin)"
+tap_is "staged: the take-over leaves no staged pin" "$(staged_pins)" 0
+
 out=$("$SLUICE" detach --run-id "$RUN" 2>&1)
 tap_check "the run detaches" test -z "${out##*\"ok\":true*}"
 tap_check "the run's end leaves no pin of it" test ! -e "/sys/fs/bpf/sluice/$RUN"
@@ -213,6 +225,7 @@ tap_is "clsact: its end removes the filter the dead daemon moved" "$(host_filter
 
 # --- clsact, killed while it moved the cgroup links: the filter still on the old program moves too
 sl_daemon_kill TERM
+# shellcheck disable=SC2119 # no arguments: the default daemon
 SLUICE_SELFTEST_TC_CLSACT=1 sl_daemon_start ||
 	bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
 CG6=$(sl_cgroup_new switchclsact2) || bail_out "cannot make the test cgroup"
@@ -279,11 +292,13 @@ refused() {
 	tap_check "$1: the next daemon refuses the run" \
 		grep -q "take over run $RUN: .*some hooks run the old policy's" "$SL_DAEMON_DIR/err" ||
 		tap_diag "$(tail -n 5 "$SL_DAEMON_DIR/err")"
+	# shellcheck disable=SC2016 # expanded by the inner sh
 	tap_check "$1: the run is not adopted (under either policy)" \
 		sh -c '! "$1" status --json | grep -q "\"run_id\":\"$2\""' sh "$SLUICE" "$RUN"
 }
 # stale_cfg: the staged configuration replaced by the run's own (the old generation and policy)
 stale_cfg() {
+	# shellcheck disable=SC2317 # called through killed_at
 	rm -f "/sys/fs/bpf/sluice/$RUN/staged-cfg" &&
 		bpftool map pin pinned "/sys/fs/bpf/sluice/$RUN/map-cfg" \
 			"/sys/fs/bpf/sluice/$RUN/staged-cfg"

@@ -1264,6 +1264,7 @@ static int era_reopen(struct loader *l)
 
 static int reopen_settle_pins(struct loader *l);
 static int reopen_finish_commit(struct loader *l, const struct loader_open_switch *sw);
+static void unstage(const struct loader *l);
 
 static int reopen_link(const char *dir, const char *name, struct bpf_link **out)
 {
@@ -1368,6 +1369,11 @@ struct loader *loader_reopen(const char *run_id, const struct loader_open_switch
 		l->ns_token = 0;
 	snprintf(l->lsm_why, sizeof(l->lsm_why), "%s",
 		 l->lsm_links[0] ? "" : "the run has no BPF LSM layer");
+	/*
+	 * Every hook runs one set now: what a switch's commit staged is no one's to finish with
+	 * (its new LSM hooks, attached beside the old ones, go with their pins).
+	 */
+	unstage(l);
 	load_destroyer(l);
 	return l;
 }
@@ -2020,7 +2026,6 @@ static int repin(const struct loader *l, const char *name, int (*pin)(void *obj,
 static int pin_fd(void *fd, const char *path);
 static __u32 prog_cfg_id(const struct loader *l, int prog_fd);
 static int tc_move(struct tc_attachment *a, int prog_fd);
-static void unstage(const struct loader *l);
 
 /*
  * The filter at a's handle still runs the host side's program from before a switch whose commit
@@ -3107,12 +3112,12 @@ void loader_selftest_kill(const char *point)
  * side's as "staged-tc", the BPF-LSM layer's (its socket-create program; its new connect and
  * sendmsg links, attached beside the old ones from here on: both judge, the stricter wins), and
  * last the new set's configuration, "staged-cfg" (its generation, policy digest and mode; a set
- * staged without it is none). A writer killed while it moved the
- * links leaves each hook running one of two sets; a writer taking the run over finds here the
- * one it was moving to, and finishes the move when that set is the switch the log's open
- * policy_switch_begin announced (reopen_finish_commit). Every end of the commit removes them
- * (unstage): done, undone, the run detached or taken over; but for a commit that could move the
- * links neither back nor forward, which leaves them for the next writer to finish the move with.
+ * staged without it is none). A writer killed while it moved the links leaves each hook running
+ * one of two sets; a writer taking the run over finds here the one it was moving to, and
+ * finishes the move when that set is the switch the log's open policy_switch_begin announced
+ * (reopen_finish_commit). Every end of the commit removes them (unstage): done, undone, the run
+ * detached or taken over; but for a commit that could move the links neither back nor forward,
+ * which leaves them for the next writer to finish the move with.
  */
 #define STAGED_PIN "staged-"
 
@@ -3358,10 +3363,11 @@ static const char *staged_mismatch(const struct loader *l, const struct staged_s
  * announced (sw), every hook still on the old set is moved to it, in the commit's order, and the
  * host side's clsact pins name its program (loader_refind_clsact moves the filters): the commit
  * finished forward, as the dead writer would have, and reopen_settle_pins then makes the pins
- * those of the set the links run. A staged set whose hooks all run one set is not needed any
- * more (the writer died before its first move, after its undo, or after its last move): it goes.
- * Any other case is left as it is for reopen_settle_pins to judge: none staged, or one that is
- * not sw's (-EXDEV here: a stale or tampered set never decides which policy a run enforces).
+ * those of the set the links run. Nothing is done when every hook runs one set (the writer died
+ * before its first move, after its undo, or after its last move; or staged nothing whole): the
+ * staged pins go once the run is taken (loader_reopen). A staged set that is not sw's is refused
+ * (-EXDEV, the run left as it is): a stale or tampered set never decides which policy a run
+ * enforces. With none staged, reopen_settle_pins judges the hooks as before.
  */
 static int reopen_finish_commit(struct loader *l, const struct loader_open_switch *sw)
 {
@@ -3422,10 +3428,8 @@ static int reopen_finish_commit(struct loader *l, const struct loader_open_switc
 		n_new += set;
 		n_old += !set;
 	}
-	if (!n_new || !n_old) {
-		unstage(l);
-		goto out;
-	}
+	if (!n_new || !n_old)
+		goto out; /* every hook on one set: nothing to finish (reopen_settle_pins) */
 	why = staged_mismatch(l, &st, sw);
 	if (why) {
 		fprintf(stderr, "sluice: %s: its writer died while it moved the run's links to a "
@@ -3482,7 +3486,6 @@ static int reopen_finish_commit(struct loader *l, const struct loader_open_switc
 				"%s\n", l->pin_dir, strerror(-err));
 		goto out;
 	}
-	unstage(l);
 	fprintf(stderr, "sluice: %s: its writer died while it moved the run's links to a switch's "
 			"new programs (generation %u): every link is moved to them now\n",
 		l->pin_dir, st.cfg.era);
@@ -3583,6 +3586,8 @@ int loader_next_commit(struct loader *l, struct loader_next *n, char *err_msg, s
 				"attached): %s", strerror(-err));
 		return err;
 	}
+	/* selftests only (test_switch_kill.sh): killed with the new set staged, no link moved */
+	loader_selftest_kill("staged");
 	err = commit_moves(l, n, &i, &t, err_msg, err_len);
 	if (err && commit_undo(l, i, t)) {
 		fprintf(stderr, "sluice: %s: %s; moving the links back failed: the switch is "

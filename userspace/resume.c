@@ -764,9 +764,8 @@ static int settle_switch(struct run *r, struct resume_start *s, char *msg, size_
 /* Everything but the log: the pins, what they keep, the policy, the cgroup, the key. */
 static int take_over(struct run *r, struct resume_start *s, char *msg, size_t msg_len)
 {
-	int err;
-
 	struct loader_open_switch sw = {};
+	int err;
 
 	/* a commit its writer died inside may be finished: only the one the log announced */
 	if (s->sw.open) {
