@@ -3,17 +3,23 @@
 #
 # A daemon killed inside a live switch never leaves its run orphaned. SLUICE_SELFTEST_SWITCH_KILL
 # makes the daemon SIGKILL itself once the log's policy_switch_begin line is on disk: before the
-# commit (the run's programs stay those of the old policy), after it (the new policy's), or inside
-# it, its links moved and the maps not yet pinned again (the links say which), all before the
-# policy_change line. Each time the next daemon:
+# commit or with only the new set staged (the run's programs stay those of the old policy), after
+# it (the new policy's), or inside it, its links moved and the maps not yet pinned again (the
+# links say which), all before the policy_change line; or while it moved the links (four moved to
+# the new programs, ten not), which a take-over can finish because the commit pinned the new set
+# first (staged-*). Each time the next daemon:
 # - takes the run over (sluice status lists it, with the policy its programs enforce);
 # - enforces that policy: a process of the run reaches the host it allows, not the other;
 # - writes what the dead daemon did not: policy_switch_abort, or the policy_change (after_restart);
+# - finishes a move of the links killed half-way, with the set staged for it, only when that set
+#   is the switch the log's open policy_switch_begin announced (a staged set tampered with, or
+#   none, and the run is refused: never adopted under a policy the log does not name);
 # and a later switch gets exactly the next generation (the highest ever handed out, the aborted
 # switch's too, is pinned with the run: none is handed out twice, and no gap is guessed). The log
 # verifies (sluice verify, and tools/sl_logcheck.py). A commit whose move back fails is finished
 # forward (its policy_change, no abort); one that can go neither way writes nothing more, and the
-# daemon leaves the run pinned as it stands, which the next daemon refuses to take over.
+# daemon leaves the run pinned as it stands, the new set staged: the next daemon finishes the move.
+# A run detached, or taken over, keeps no staged pin.
 
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -59,7 +65,10 @@ taken_over() {
 		grep -q "\"run_id\":\"$RUN\".*\"policy_sha256\":\"$1\"" <<<"$status"
 	[[ $status == *"\"run_id\":\"$RUN\""* ]] || tap_diag "$status $(tail -n 5 "$SL_DAEMON_DIR/err")"
 }
-# killed_at POINT POLICY: a daemon told to die at POINT is asked to switch the run to POLICY
+# staged_pins: the staged set's pins left in the run's directory
+staged_pins() { find "/sys/fs/bpf/sluice/$RUN" -name 'staged-*' 2>/dev/null | wc -l; }
+# killed_at POINT POLICY N [CMD...]: a daemon told to die at POINT is asked to switch the run to
+# POLICY (the log then has N policy_change lines); CMD runs before the next daemon starts
 killed_at() {
 	local st rc
 	sl_daemon_kill TERM
@@ -80,6 +89,9 @@ killed_at() {
 	tap_is "$1: the log has the switch's policy_switch_begin, not its policy_change" \
 		"$(tail -n 3 "$LOG" | grep -c '"type":"policy_switch_begin"')/$(grep -c '"type":"policy_change"' "$LOG")" \
 		"1/$3"
+	if [[ $# -gt 3 ]]; then
+		"${@:4}"
+	fi
 	# shellcheck disable=SC2119 # no arguments: the default daemon
 	sl_daemon_start || bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
 }
@@ -147,8 +159,33 @@ tap_is "undo failed: the policy_change names the begin's generation" "$(era poli
 sl_daemon_kill TERM
 sl_daemon_start || bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
 
+# --- killed while it moved the links: the next daemon finishes the move with the staged set -----
+killed_at in-links "$SL_TMP/b.yaml" "$(grep -c '"type":"policy_change"' "$LOG")"
+era5=$(era policy_switch_begin)
+taken_over "$sha_b" b
+tap_check "in-links: the next daemon moves the links left on the old programs to the staged ones" \
+	grep -q "sluice/$RUN: its writer died while it moved .*(generation $era5): every link is moved" \
+	"$SL_DAEMON_DIR/err"
+enforced "in-links: after the takeover, policy b" 20 10
+assert_log "in-links: the next daemon writes the switch's policy_change" "$LOG" 1 \
+	type=policy_change "run_id=$RUN" "policy_sha256=$sha_b" mode=enforce "era=$era5" \
+	"prev_policy_sha256=$sha_a" after_restart=true
+tap_is "in-links: the take-over leaves no staged pin" "$(staged_pins)" 0
+
+# --- killed with the new set staged and no link moved yet: aborted, the staged set removed ------
+# shellcheck disable=SC2317 # called through killed_at
+staged_left() { [[ $(staged_pins) -gt 0 ]]; }
+killed_at staged "$SL_TMP/a.yaml" "$(grep -c '"type":"policy_change"' "$LOG")" \
+	tap_check "staged: the dead daemon left the new set staged" staged_left
+taken_over "$sha_b" b
+enforced "staged: after the takeover, still policy b" 20 10
+tap_is "staged: the next daemon declares the switch aborted" "$(era policy_switch_abort)" \
+	"$(era policy_switch_begin)"
+tap_is "staged: the take-over leaves no staged pin" "$(staged_pins)" 0
+
 out=$("$SLUICE" detach --run-id "$RUN" 2>&1)
 tap_check "the run detaches" test -z "${out##*\"ok\":true*}"
+tap_check "the run's end leaves no pin of it" test ! -e "/sys/fs/bpf/sluice/$RUN"
 out=$("$SLUICE" verify --key "$SLUICE_PUB" "$LOG" 2>&1)
 rc=$?
 tap_check "sluice verify: the log is intact" test "$rc" -eq 0
@@ -186,6 +223,31 @@ tap_check "clsact: the run detaches" test -z "${out##*\"ok\":true*}"
 tap_is "clsact: its end removes the filter the dead daemon moved" "$(host_filters)" \
 	"filters 0 qdiscs 0"
 
+# --- clsact, killed while it moved the cgroup links: the filter still on the old program moves too
+sl_daemon_kill TERM
+# shellcheck disable=SC2119 # no arguments: the default daemon
+SLUICE_SELFTEST_TC_CLSACT=1 sl_daemon_start ||
+	bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
+CG6=$(sl_cgroup_new switchclsact2) || bail_out "cannot make the test cgroup"
+sl_on_exit "sl_cgroup_remove '$CG6'"
+RUN=t-$SL_ID-swclsact2
+SL_RUNS+=("$RUN")
+LOG=$SL_TMP/switchclsact2.jsonl
+out=$("$SLUICE" attach --cgroup "$CG6" --policy "$SL_TMP/a.yaml" --run-id "$RUN" \
+	--netns "/run/netns/$SL_NS_RUN" --log "$LOG" 2>&1) ||
+	bail_out "attach failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
+sl_in_cgroup "$CG6" sleep 600 &
+sl_track_pid $!
+killed_at in-links "$SL_TMP/b.yaml" 0
+taken_over "$sha_b" b
+tap_check "clsact, in-links: the next daemon finishes the move" \
+	grep -q "sluice/$RUN: its writer died while it moved .*every link is moved" \
+	"$SL_DAEMON_DIR/err"
+out=$("$SLUICE" detach --run-id "$RUN" 2>&1)
+tap_check "clsact, in-links: the run detaches" test -z "${out##*\"ok\":true*}"
+tap_is "clsact, in-links: its end finds the filter (moved to the new program) and removes it" \
+	"$(host_filters)" "filters 0 qdiscs 0"
+
 # --- two veths (tcx), killed with the first moved and not the second: refused, not mislabelled --
 ip -n "$SL_NS_RUN" link add veth1 type veth peer name vrun2 netns "$SL_NS_RTR" ||
 	bail_out "cannot add a second veth"
@@ -201,9 +263,57 @@ out=$("$SLUICE" attach --cgroup "$CG4" --policy "$SL_TMP/a.yaml" --run-id "$RUN"
 sl_in_cgroup "$CG4" sleep 600 &
 sl_track_pid $!
 killed_at in-tc "$SL_TMP/b.yaml" 0
-tap_check "two veths: the next daemon refuses the run (one veth on each policy's program)" \
-	grep -q "take over run $RUN: .*some hooks run the old policy's" "$SL_DAEMON_DIR/err" ||
-	tap_diag "$(tail -n 5 "$SL_DAEMON_DIR/err")"
+taken_over "$sha_b" b
+tap_check "two veths: the next daemon moves the veth left on the old program to the staged one" \
+	grep -q "sluice/$RUN: its writer died while it moved .*every link is moved" \
+	"$SL_DAEMON_DIR/err"
+out=$("$SLUICE" detach --run-id "$RUN" 2>&1)
+tap_check "two veths: the run detaches, leaving no pin" \
+	test -z "${out##*\"ok\":true*}" -a ! -e "/sys/fs/bpf/sluice/$RUN"
+
+# --- a staged set that is not the log's switch, or none: refused, never the wrong policy ------
+# attach_killed NAME: a run of policy a whose daemon is killed moving its links to policy b
+attach_killed() {
+	CG5=$(sl_cgroup_new "$1") || bail_out "cannot make the test cgroup"
+	sl_on_exit "sl_cgroup_remove '$CG5'"
+	RUN=t-$SL_ID-$1
+	SL_RUNS+=("$RUN")
+	LOG=$SL_TMP/$1.jsonl
+	out=$("$SLUICE" attach --cgroup "$CG5" --policy "$SL_TMP/a.yaml" --run-id "$RUN" \
+		--log "$LOG" 2>&1) ||
+		bail_out "attach failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
+	sl_in_cgroup "$CG5" sleep 600 &
+	sl_track_pid $!
+	shift
+	killed_at in-links "$SL_TMP/b.yaml" 0 "$@"
+}
+# refused WHAT: the next daemon refused the run, and does not list it
+refused() {
+	tap_check "$1: the next daemon refuses the run" \
+		grep -q "take over run $RUN: .*some hooks run the old policy's" "$SL_DAEMON_DIR/err" ||
+		tap_diag "$(tail -n 5 "$SL_DAEMON_DIR/err")"
+	# shellcheck disable=SC2016 # expanded by the inner sh
+	tap_check "$1: the run is not adopted (under either policy)" \
+		sh -c '! "$1" status --json | grep -q "\"run_id\":\"$2\""' sh "$SLUICE" "$RUN"
+}
+# stale_cfg: the staged configuration replaced by the run's own (the old generation and policy)
+stale_cfg() {
+	# shellcheck disable=SC2317 # called through killed_at
+	rm -f "/sys/fs/bpf/sluice/$RUN/staged-cfg" &&
+		bpftool map pin pinned "/sys/fs/bpf/sluice/$RUN/map-cfg" \
+			"/sys/fs/bpf/sluice/$RUN/staged-cfg"
+}
+if command -v bpftool >/dev/null; then
+	attach_killed switchstale stale_cfg
+	refused "a stale staged configuration"
+	tap_check "a stale staged configuration: the daemon says the staged set is not the switch's" \
+		grep -q "sluice/$RUN: .*the set it staged cannot be the one to finish with: its generation" \
+		"$SL_DAEMON_DIR/err"
+else
+	tap_skip "a stale staged configuration" "bpftool not installed"
+fi
+attach_killed switchunstaged rm -f "/sys/fs/bpf/sluice/t-$SL_ID-switchunstaged/staged-cfg"
+refused "no staged set"
 
 # --- the links can go neither back nor forward: no abort is written, the run is left ----------
 CG2=$(sl_cgroup_new switchstuck) || bail_out "cannot make the test cgroup"
@@ -227,7 +337,10 @@ tap_check "stuck: the daemon no longer lists the run" \
 sl_daemon_kill TERM
 # shellcheck disable=SC2119 # no arguments: the default daemon
 sl_daemon_start || bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
-tap_check "stuck: the next daemon refuses it (some hooks run each policy's programs)" \
-	grep -q "take over run $RUN: .*some hooks run the old policy's" "$SL_DAEMON_DIR/err"
+taken_over "$sha_b" b
+tap_check "stuck: the next daemon finishes moving the links to the staged programs" \
+	grep -q "sluice/$RUN: its writer died while it moved .*every link is moved" \
+	"$SL_DAEMON_DIR/err"
+tap_is "stuck: the take-over leaves no staged pin" "$(staged_pins)" 0
 
 tap_done

@@ -1880,12 +1880,12 @@ static void switch_finish(struct daemon *d, struct bg_load *sw, bool stopping)
 		 * The switch's commit could move the run's hooks neither back nor forward: some run
 		 * the new programs, and the log's policy_switch_begin stays open. Nothing more is
 		 * written to the log (no line could name what enforces now); the run is left pinned
-		 * as it is, as a daemon that died there would leave it. The next daemon (or sluice
-		 * resume) refuses to take it over while its hooks run two sets.
+		 * as it is, as a daemon that died there would leave it, with the new set staged: the
+		 * next daemon (or sluice resume) finishes the move to it, which the log announced.
 		 */
 		fprintf(stderr, "sluice daemon: run %s: %s. The run is left pinned as it stands, its "
-				"log unsealed; a next daemon or sluice resume refuses it while its hooks "
-				"run two policies' programs\n", dr->r.run_id, err);
+				"log unsealed, the new programs staged; a next daemon or sluice resume "
+				"finishes moving its hooks to them\n", dr->r.run_id, err);
 		ec = dr->end_client;
 		dr->end_client = NULL;
 		if (ec) {
@@ -2282,7 +2282,7 @@ static int listen_socket(struct daemon *d)
  */
 static void undo_attach(struct daemon *d, const char *run_id, const char *log)
 {
-	struct loader *l = loader_reopen(run_id, d->verbose);
+	struct loader *l = loader_reopen(run_id, NULL, d->verbose);
 	int err;
 
 	if (l) {

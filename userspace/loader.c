@@ -170,6 +170,11 @@ struct loader {
 	int n_tc;
 	struct clsact_pin clsact_pins[NETDEV_PEERS_MAX];
 	int n_clsact_pins;
+	/*
+	 * The host side's program before a switch whose commit a take-over finished
+	 * (reopen_finish_commit): a clsact filter found running it is moved to the pinned one.
+	 */
+	__u32 clsact_stale_id;
 	bool tc_clsact;
 	struct sl_skb *skb;	     /* the packet layer; shares the evidence and TLS maps */
 	struct sl_surface *surface;  /* socket kinds and options; shares the evidence maps */
@@ -1461,6 +1466,8 @@ static int era_reopen(struct loader *l)
 }
 
 static int reopen_settle_pins(struct loader *l);
+static int reopen_finish_commit(struct loader *l, const struct loader_open_switch *sw);
+static void unstage(const struct loader *l);
 
 static int reopen_link(const char *dir, const char *name, struct bpf_link **out)
 {
@@ -1544,7 +1551,8 @@ static int reopen_ns(struct loader *l, int what)
 	return 0;
 }
 
-struct loader *loader_reopen(const char *run_id, bool verbose)
+struct loader *loader_reopen(const char *run_id, const struct loader_open_switch *sw,
+			     bool verbose)
 {
 	char name[16], path[PATH_MAX];
 	struct loader *l;
@@ -1615,6 +1623,8 @@ struct loader *loader_reopen(const char *run_id, bool verbose)
 			err = 0;
 	}
 	if (!err)
+		err = reopen_finish_commit(l, sw);
+	if (!err)
 		err = reopen_settle_pins(l);
 	if (!err)
 		err = era_reopen(l);
@@ -1631,6 +1641,11 @@ struct loader *loader_reopen(const char *run_id, bool verbose)
 	}
 	snprintf(l->lsm_why, sizeof(l->lsm_why), "%s",
 		 l->lsm_links[0] ? "" : "the run has no BPF LSM layer");
+	/*
+	 * Every hook runs one set now: what a switch's commit staged is no one's to finish with
+	 * (its new LSM hooks, attached beside the old ones, go with their pins).
+	 */
+	unstage(l);
 	load_destroyer(l);
 	return l;
 }
@@ -2349,6 +2364,32 @@ static int repin(const struct loader *l, const char *name, int (*pin)(void *obj,
 		 void *obj);
 static int pin_fd(void *fd, const char *path);
 static __u32 prog_cfg_id(const struct loader *l, int prog_fd);
+static int tc_move(struct tc_attachment *a, int prog_fd);
+
+/*
+ * The filter at a's handle still runs the host side's program from before a switch whose commit
+ * the take-over finished (reopen_finish_commit, l->clsact_stale_id): moved to p's, the pinned one.
+ */
+static int clsact_finish(struct loader *l, struct tc_attachment *a, const struct clsact_pin *p)
+{
+	char path[PATH_MAX];
+	int fd, err;
+
+	if (util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, p->name))
+		return -ENAMETOOLONG;
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return -errno;
+	a->clsact = true;
+	err = tc_move(a, fd);
+	a->clsact = false;
+	close(fd);
+	if (err)
+		fprintf(stderr, "sluice: %s: move the host-side filter on ifindex %d to the "
+				"switch's new program: %s; left as it is, it stays until its veth "
+				"goes\n", l->pin_dir, p->ifindex, strerror(-err));
+	return err;
+}
 
 /*
  * The filter at p's ifindex and handle runs prog_id, not the pinned program: a writer killed
@@ -2410,8 +2451,11 @@ int loader_refind_clsact(struct loader *l, int run_netns_fd)
 			/* the same ifindex in another namespace runs another program (or none) */
 			a->handle = p->handle;
 			err = netdev_in_netns(a->peer.netns_fd, tc_query_here, &q);
-			if (err || !q.prog_id ||
-			    (q.prog_id != p->prog_id && clsact_adopt(l, p, q.prog_id)))
+			if (err || !q.prog_id)
+				continue;
+			if (q.prog_id != p->prog_id &&
+			    (q.prog_id == l->clsact_stale_id ? clsact_finish(l, a, p) :
+							       clsact_adopt(l, p, q.prog_id)))
 				continue;
 			p->found = true;
 			a->clsact = true;
@@ -2560,6 +2604,7 @@ void loader_detach(struct loader *l)
 		unpin_name(l, NS_MARK_NOHOST);
 		unpin_name(l, NS_MARK_PENDING);
 	}
+	unstage(l); /* a switch's that could go neither back nor forward */
 	if (l->pin_dir[0] && rmdir(l->pin_dir) && errno != ENOENT)
 		fprintf(stderr, "sluice: remove %s: %s\n", l->pin_dir, strerror(errno));
 	l->pin_dir[0] = '\0';
@@ -2621,6 +2666,12 @@ struct loader_next {
 	struct sl_surface *surface;
 	struct sl_tc *tc;
 	struct sl_lsm *lsm;
+	/*
+	 * The new LSM connect and sendmsg links ([1], [2]; lsm_link_names), attached beside the
+	 * old ones by stage() before the commit's first move: hooks that are not cgroup links,
+	 * which no writer could move.
+	 */
+	struct bpf_link *lsm_staged[3];
 };
 
 /* The maps a policy decides: the new programs get their own (all in the decision layer). */
@@ -3057,8 +3108,13 @@ uint32_t loader_next_era(const struct loader_next *n)
 
 void loader_next_free(struct loader_next *n)
 {
+	int i;
+
 	if (!n)
 		return;
+	/* (one still pinned, a commit's that could go neither way, stays attached) */
+	for (i = 0; i < 3; i++)
+		bpf_link__destroy(n->lsm_staged[i]);
 	sl_lsm__destroy(n->lsm);
 	sl_tc__destroy(n->tc);
 	sl_surface__destroy(n->surface);
@@ -3368,7 +3424,6 @@ static int pin_link(void *obj, const char *path)
 	return bpf_link__pin(obj, path);
 }
 
-/* Links 0..n_links-1 and tc attachments 0..n_tc-1 back to the old programs. */
 /*
  * The order a switch moves the run's links in: the packet layer first. A flow the new connect
  * programs judged carries the new policy's generation; meeting the old backstop it would be
@@ -3404,6 +3459,402 @@ static bool selftest_move_fails(char what, int nth)
 	return true;
 }
 
+void loader_selftest_kill(const char *point)
+{
+	const char *at = getenv("SLUICE_SELFTEST_SWITCH_KILL");
+
+	if (at && !strcmp(at, point))
+		raise(SIGKILL);
+}
+
+/*
+ * The set a switch's commit moves the run's links to, pinned in the run's directory before the
+ * first link moves, as "staged-<name>": each hook's new program under its link's name, the host
+ * side's as "staged-tc", the BPF-LSM layer's (its socket-create program; its new connect and
+ * sendmsg links, attached beside the old ones from here on: both judge, the stricter wins), and
+ * last the new set's configuration, "staged-cfg" (its generation, policy digest and mode; a set
+ * staged without it is none). A writer killed while it moved the links leaves each hook running
+ * one of two sets; a writer taking the run over finds here the one it was moving to, and
+ * finishes the move when that set is the switch the log's open policy_switch_begin announced
+ * (reopen_finish_commit). Every end of the commit removes them (unstage): done, undone, the run
+ * detached or taken over; but for a commit that could move the links neither back nor forward,
+ * which leaves them for the next writer to finish the move with.
+ */
+#define STAGED_PIN "staged-"
+
+static int stage_one(const struct loader *l, const char *name,
+		     int (*pin)(void *obj, const char *path), void *obj)
+{
+	char path[PATH_MAX];
+
+	if (util_fmt(path, sizeof(path), "%s/" STAGED_PIN "%s", l->pin_dir, name))
+		return -ENAMETOOLONG;
+	return pin(obj, path);
+}
+
+/* Every staged pin of the run gone (a set staged whole, in part, or by anyone else). */
+static void unstage(const struct loader *l)
+{
+	struct dirent *e;
+	DIR *d;
+
+	if (!l->pin_dir[0] || !(d = opendir(l->pin_dir)))
+		return;
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, STAGED_PIN, strlen(STAGED_PIN)))
+			unpin_name(l, e->d_name);
+	closedir(d);
+}
+
+/* The new set n staged, before any link of the run moves to it. */
+static int stage(const struct loader *l, struct loader_next *n)
+{
+	int i, err = 0;
+
+	if (l->lsm && n->lsm) {
+		n->lsm_staged[1] = bpf_program__attach_lsm(n->lsm->progs.sl_lsm_connect);
+		n->lsm_staged[2] = n->lsm_staged[1] ?
+					   bpf_program__attach_lsm(n->lsm->progs.sl_lsm_sendmsg) :
+					   NULL;
+		if (!n->lsm_staged[2])
+			return errno ? -errno : -EINVAL; /* (loader_next_free detaches [1]) */
+	}
+	if (!l->pin_dir[0])
+		return 0; /* a run no writer can take over */
+	unstage(l); /* one no link runs: a take-over removes it, but it costs nothing */
+	for (i = 0; !err && i < PROG_MAX; i++)
+		if (l->links[i])
+			err = stage_one(l, prog_names[i], pin_prog, next_prog(n, i));
+	if (!err && (l->n_tc || l->n_clsact_pins))
+		err = stage_one(l, "tc", pin_prog, n->tc->progs.sl_tc_ingress);
+	if (!err && n->lsm_staged[1])
+		err = stage_one(l, lsm_link_names[0], pin_prog, n->lsm->progs.sl_lsm_socket_create);
+	for (i = 1; !err && i < 3 && n->lsm_staged[i]; i++)
+		err = stage_one(l, lsm_link_names[i], pin_link, n->lsm_staged[i]);
+	if (!err)
+		err = stage_one(l, "cfg", pin_map, n->skel->maps.data_cfg);
+	if (err)
+		unstage(l);
+	return err;
+}
+
+/*
+ * A set staged by a dead writer, opened (fd -1 and id 0 where a pin is absent). The LSM layer's:
+ * [0] its socket-create program (a link a writer moves), [1] and [2] its connect and sendmsg
+ * links (lsm_fd: the link's; lsm_id, lsm_prog_id: the link's and its program's).
+ */
+struct staged_set {
+	int prog_fd[PROG_MAX], tc_fd, cfg_fd, lsm_fd[3];
+	__u32 prog_id[PROG_MAX], tc_id, cfg_id, lsm_id[3], lsm_prog_id[3];
+	struct sl_cfg cfg;
+};
+
+enum staged_kind { STAGED_PROG, STAGED_MAP, STAGED_LINK };
+
+/* *fd and *id (and a link's program's *prog_id) of staged pin name; 0 with *fd -1 if absent. */
+static int staged_open_one(const struct loader *l, const char *name, enum staged_kind kind,
+			   int *fd, __u32 *id, __u32 *prog_id)
+{
+	struct bpf_prog_info pi = {};
+	struct bpf_map_info mi = {};
+	struct bpf_link_info li = {};
+	__u32 len;
+	char path[PATH_MAX];
+	int err;
+
+	if (util_fmt(path, sizeof(path), "%s/" STAGED_PIN "%s", l->pin_dir, name))
+		return -ENAMETOOLONG;
+	if (access(path, F_OK))
+		return errno == ENOENT ? 0 : -errno;
+	*fd = bpf_obj_get(path);
+	if (*fd < 0)
+		return -errno;
+	switch (kind) {
+	case STAGED_MAP:
+		len = sizeof(mi);
+		err = bpf_map_get_info_by_fd(*fd, &mi, &len);
+		*id = mi.id;
+		break;
+	case STAGED_LINK:
+		len = sizeof(li);
+		err = bpf_link_get_info_by_fd(*fd, &li, &len);
+		*id = li.id;
+		*prog_id = li.prog_id;
+		break;
+	default:
+		len = sizeof(pi);
+		err = bpf_prog_get_info_by_fd(*fd, &pi, &len);
+		*id = pi.id;
+	}
+	return err ? -errno : 0;
+}
+
+static void staged_close(struct staged_set *st)
+{
+	int i;
+
+	for (i = 0; i < PROG_MAX; i++)
+		if (st->prog_fd[i] >= 0)
+			close(st->prog_fd[i]);
+	for (i = 0; i < 3; i++)
+		if (st->lsm_fd[i] >= 0)
+			close(st->lsm_fd[i]);
+	if (st->tc_fd >= 0)
+		close(st->tc_fd);
+	if (st->cfg_fd >= 0)
+		close(st->cfg_fd);
+}
+
+/* The staged set, if there is one (st->cfg_fd < 0: none). */
+static int staged_open(const struct loader *l, struct staged_set *st)
+{
+	__u32 zero = 0;
+	int i, err;
+
+	memset(st, 0, sizeof(*st));
+	for (i = 0; i < PROG_MAX; i++)
+		st->prog_fd[i] = -1;
+	for (i = 0; i < 3; i++)
+		st->lsm_fd[i] = -1;
+	st->tc_fd = st->cfg_fd = -1;
+	err = staged_open_one(l, "cfg", STAGED_MAP, &st->cfg_fd, &st->cfg_id, NULL);
+	if (err || st->cfg_fd < 0)
+		return err;
+	if (bpf_map_lookup_elem(st->cfg_fd, &zero, &st->cfg))
+		return -errno;
+	for (i = 0; !err && i < PROG_MAX; i++)
+		err = staged_open_one(l, prog_names[i], STAGED_PROG, &st->prog_fd[i],
+				      &st->prog_id[i], NULL);
+	if (!err)
+		err = staged_open_one(l, "tc", STAGED_PROG, &st->tc_fd, &st->tc_id, NULL);
+	for (i = 0; !err && i < 3; i++)
+		err = staged_open_one(l, lsm_link_names[i], i ? STAGED_LINK : STAGED_PROG,
+				      &st->lsm_fd[i], &st->lsm_id[i], &st->lsm_prog_id[i]);
+	return err;
+}
+
+/* The id of the program a link runs (0: unknown). */
+static __u32 link_prog_id(const struct bpf_link *link)
+{
+	struct bpf_link_info info = {};
+	__u32 len = sizeof(info);
+
+	return bpf_link_get_info_by_fd(bpf_link__fd(link), &info, &len) ? 0 : info.prog_id;
+}
+
+/*
+ * The set a hook runs program prog_id of: the pinned one (0: a program that reads the pinned
+ * configuration, cfg_id, or none), the staged one st (1: the program staged for that hook,
+ * staged_id, or one that reads st's configuration), or another (-EXDEV).
+ */
+static int hook_set(const struct loader *l, __u32 prog_id, __u32 staged_id,
+		    const struct staged_set *st, __u32 cfg_id)
+{
+	__u32 id;
+	int fd;
+
+	if (staged_id && prog_id == staged_id)
+		return 1;
+	fd = bpf_prog_get_fd_by_id(prog_id);
+	if (fd < 0)
+		return -errno;
+	id = prog_cfg_id(l, fd);
+	close(fd);
+	if (!id || id == cfg_id)
+		return 0;
+	return id == st->cfg_id ? 1 : -EXDEV;
+}
+
+/*
+ * Why the staged set st is not the one the log's open switch sw announced, for the run whose
+ * pinned configuration is l's; NULL when it is. Only then may a take-over finish moving the
+ * links to it: the set must be whole (a program for every hook of the run, one configuration
+ * every one of them reads), of this run, and carry the begin line's generation, policy and
+ * mode, over the generation the begin line says was in force before.
+ */
+static const char *staged_mismatch(const struct loader *l, const struct staged_set *st,
+				   const struct loader_open_switch *sw)
+{
+	char sha[65];
+	int i;
+
+	if (!sw)
+		return "the log announces no switch (no open policy_switch_begin)";
+	if (st->cfg.version != SL_CFG_VERSION)
+		return "its configuration is not this build's";
+	if (st->cfg.era != sw->era)
+		return "its generation is not the one the log's policy_switch_begin announced";
+	if (l->cfg.era != sw->prev_era)
+		return "the generation in force is not the one the policy_switch_begin replaces";
+	if (util_hex(st->cfg.run.policy_sha256, sizeof(st->cfg.run.policy_sha256), sha,
+		     sizeof(sha)) || strcmp(sha, sw->policy_sha256))
+		return "its policy is not the one the log's policy_switch_begin names";
+	if (st->cfg.mode != sw->mode)
+		return "its mode is not the one the log's policy_switch_begin names";
+	if (st->cfg.cgroup_id != l->cfg.cgroup_id || st->cfg.ns_token != l->cfg.ns_token)
+		return "it is another run's";
+	for (i = 0; i < PROG_MAX; i++)
+		if (l->links[i] && (st->prog_fd[i] < 0 || prog_cfg_id(l, st->prog_fd[i]) != st->cfg_id))
+			return "its programs are not one set with its configuration";
+	if ((l->n_tc || l->n_clsact_pins) &&
+	    (st->tc_fd < 0 || prog_cfg_id(l, st->tc_fd) != st->cfg_id))
+		return "its host-side program is not one set with its configuration";
+	for (i = 0; i < 3; i++) {
+		int fd;
+		__u32 id;
+
+		if (!l->lsm_links[i])
+			continue;
+		if (st->lsm_fd[i] < 0)
+			return "its BPF-LSM layer is not staged";
+		fd = i ? bpf_prog_get_fd_by_id(st->lsm_prog_id[i]) : dup(st->lsm_fd[0]);
+		id = fd < 0 ? 0 : prog_cfg_id(l, fd);
+		if (fd >= 0)
+			close(fd);
+		if (id != st->cfg_id)
+			return "its BPF-LSM programs are not one set with its configuration";
+	}
+	return NULL;
+}
+
+/*
+ * A writer killed inside a switch's commit, while it moved the run's links (loader_next_commit):
+ * some hooks run the new set's programs, some the old one's, each enforcing one of two policies.
+ * When the new set is staged (see STAGED_PIN) and is the switch the log's open policy_switch_begin
+ * announced (sw), every hook still on the old set is moved to it, in the commit's order, and the
+ * host side's clsact pins name its program (loader_refind_clsact moves the filters): the commit
+ * finished forward, as the dead writer would have, and reopen_settle_pins then makes the pins
+ * those of the set the links run. Nothing is done when every hook runs one set (the writer died
+ * before its first move, after its undo, or after its last move; or staged nothing whole): the
+ * staged pins go once the run is taken (loader_reopen). A staged set that is not sw's is refused
+ * (-EXDEV, the run left as it is): a stale or tampered set never decides which policy a run
+ * enforces. With none staged, reopen_settle_pins judges the hooks as before.
+ */
+static int reopen_finish_commit(struct loader *l, const struct loader_open_switch *sw)
+{
+	struct bpf_map_info mi = {};
+	struct staged_set st;
+	__u32 len = sizeof(mi);
+	/* the hooks on the old set: each cgroup link, each tcx link, the LSM layer's */
+	bool old[PROG_MAX] = {}, tc_old[NETDEV_PEERS_MAX] = {}, lsm_old[3] = {};
+	const char *why;
+	int i, p, set, n_new = 0, n_old = 0, err;
+
+	err = staged_open(l, &st);
+	if (err || st.cfg_fd < 0)
+		goto out;
+	if (bpf_map_get_info_by_fd(bpf_map__fd(l->skel->maps.data_cfg), &mi, &len)) {
+		err = -errno;
+		goto out;
+	}
+	for (i = 0; i < PROG_MAX + l->n_tc; i++) {
+		bool tc = i >= PROG_MAX;
+		struct bpf_link *link = tc ? l->tc_att[i - PROG_MAX].link : l->links[i];
+
+		if (!link)
+			continue;
+		set = hook_set(l, link_prog_id(link), tc ? st.tc_id : st.prog_id[i], &st, mi.id);
+		if (set < 0) {
+			err = set;
+			goto out;
+		}
+		*(tc ? &tc_old[i - PROG_MAX] : &old[i]) = !set;
+		n_new += set;
+		n_old += !set;
+	}
+	/*
+	 * The LSM layer: its socket-create link as a cgroup one; its connect and sendmsg links are
+	 * the new set's when their pins are the staged ones (the commit re-pinned them), else the
+	 * old ones, the staged new ones judging beside them.
+	 */
+	for (i = 0; i < 3; i++) {
+		struct bpf_link_info li = {};
+		__u32 llen = sizeof(li);
+
+		if (!l->lsm_links[i])
+			continue;
+		if (bpf_link_get_info_by_fd(bpf_link__fd(l->lsm_links[i]), &li, &llen)) {
+			err = -errno;
+			goto out;
+		}
+		if (i && st.lsm_id[i] && li.id == st.lsm_id[i])
+			set = 1;
+		else
+			set = hook_set(l, li.prog_id, i ? 0 : st.lsm_id[0], &st, mi.id);
+		if (set < 0) {
+			err = set;
+			goto out;
+		}
+		lsm_old[i] = !set;
+		n_new += set;
+		n_old += !set;
+	}
+	if (!n_new || !n_old)
+		goto out; /* every hook on one set: nothing to finish (reopen_settle_pins) */
+	why = staged_mismatch(l, &st, sw);
+	if (why) {
+		fprintf(stderr, "sluice: %s: its writer died while it moved the run's links to a "
+				"switch's new programs, and the set it staged cannot be the one to "
+				"finish with: %s\n", l->pin_dir, why);
+		err = -EXDEV;
+		goto out;
+	}
+	for (i = 0; !err && i < PROG_MAX; i++) {
+		p = commit_order[i];
+		if (old[p] &&
+		    bpf_link_update(bpf_link__fd(l->links[p]), st.prog_fd[p], NULL))
+			err = -errno;
+	}
+	for (i = 0; !err && i < l->n_tc; i++)
+		if (tc_old[i] &&
+		    bpf_link_update(bpf_link__fd(l->tc_att[i].link), st.tc_fd, NULL))
+			err = -errno;
+	if (!err && lsm_old[0] &&
+	    bpf_link_update(bpf_link__fd(l->lsm_links[0]), st.lsm_fd[0], NULL))
+		err = -errno;
+	/* the staged connect and sendmsg links take the pins: the old ones, unpinned, go */
+	for (i = 1; !err && i < 3; i++) {
+		char from[PATH_MAX], to[PATH_MAX];
+
+		if (!lsm_old[i])
+			continue;
+		if (util_fmt(from, sizeof(from), "%s/" STAGED_PIN "%s", l->pin_dir,
+			     lsm_link_names[i]) ||
+		    util_fmt(to, sizeof(to), "%s/%s", l->pin_dir, lsm_link_names[i]))
+			err = -ENAMETOOLONG;
+		else if (rename(from, to))
+			err = -errno;
+		if (err)
+			break;
+		bpf_link__destroy(l->lsm_links[i]);
+		l->lsm_links[i] = NULL;
+		err = reopen_link(l->pin_dir, lsm_link_names[i], &l->lsm_links[i]);
+	}
+	for (i = 0; !err && i < l->n_clsact_pins; i++) {
+		struct clsact_pin *c = &l->clsact_pins[i];
+
+		if (c->prog_id == st.tc_id)
+			continue;
+		err = repin(l, c->name, pin_fd, &st.tc_fd);
+		if (!err) {
+			l->clsact_stale_id = c->prog_id;
+			c->prog_id = st.tc_id;
+		}
+	}
+	if (err) {
+		/* the staged set stays: the next writer to take the run over goes on with it */
+		fprintf(stderr, "sluice: %s: finish moving the run's links to the staged programs: "
+				"%s\n", l->pin_dir, strerror(-err));
+		goto out;
+	}
+	fprintf(stderr, "sluice: %s: its writer died while it moved the run's links to a switch's "
+			"new programs (generation %u): every link is moved to them now\n",
+		l->pin_dir, st.cfg.era);
+out:
+	staged_close(&st);
+	return err;
+}
+
 /* Links 0..n_links-1 and tc attachments 0..n_tc-1 back to the old programs; how many did not. */
 static int commit_undo(struct loader *l, int n_links, int n_tc)
 {
@@ -3429,12 +3880,12 @@ static int commit_undo(struct loader *l, int n_links, int n_tc)
 }
 
 /*
- * Every cgroup link and tc attachment to the new programs, then the LSM layer's (lsm_new: the new
- * connect and sendmsg links, attached beside the old ones). On a failure *n_links, *n_tc say how
- * far it came (for commit_undo), and the LSM layer is as it was.
+ * Every cgroup link and tc attachment to the new programs, then the LSM layer's socket-create
+ * link (its new connect and sendmsg hooks judge beside the old ones since stage()). On a failure
+ * *n_links, *n_tc say how far it came (for commit_undo), and the LSM layer is as it was.
  */
-static int commit_moves(struct loader *l, struct loader_next *n, struct bpf_link *lsm_new[3],
-			int *n_links, int *n_tc, char *err_msg, size_t err_len)
+static int commit_moves(struct loader *l, struct loader_next *n, int *n_links, int *n_tc,
+			char *err_msg, size_t err_len)
 {
 	int i, p, t = 0, err = 0;
 
@@ -3449,6 +3900,9 @@ static int commit_moves(struct loader *l, struct loader_next *n, struct bpf_link
 				 strerror(-err));
 			return err;
 		}
+		/* selftests only (test_switch_kill.sh): killed with four links moved, ten not */
+		if (i == 3)
+			loader_selftest_kill("in-links");
 	}
 	for (t = 0; t < l->n_tc; t++, *n_tc = t) {
 		err = tc_move(&l->tc_att[t], bpf_program__fd(n->tc->progs.sl_tc_ingress));
@@ -3458,82 +3912,76 @@ static int commit_moves(struct loader *l, struct loader_next *n, struct bpf_link
 			return err;
 		}
 		/* selftests only (test_switch_kill.sh): killed with one veth moved, one not */
-		if (t == 0 && l->n_tc > 1 && getenv("SLUICE_SELFTEST_SWITCH_KILL") &&
-		    !strcmp(getenv("SLUICE_SELFTEST_SWITCH_KILL"), "in-tc"))
-			raise(SIGKILL);
+		if (t == 0 && l->n_tc > 1)
+			loader_selftest_kill("in-tc");
 	}
-	if (l->lsm && n->lsm) {
-		if (l->lsm_links[0] &&
-		    bpf_link_update(bpf_link__fd(l->lsm_links[0]),
-				    bpf_program__fd(n->lsm->progs.sl_lsm_socket_create), NULL)) {
-			err = -errno;
-			util_fmt(err_msg, err_len, "update the LSM socket link: %s", strerror(-err));
-			return err;
-		}
-		lsm_new[1] = bpf_program__attach_lsm(n->lsm->progs.sl_lsm_connect);
-		lsm_new[2] = lsm_new[1] ? bpf_program__attach_lsm(n->lsm->progs.sl_lsm_sendmsg) :
-					  NULL;
-		if (!lsm_new[2]) {
-			err = errno ? -errno : -EINVAL;
-			util_fmt(err_msg, err_len, "attach the new LSM programs: %s",
-				 strerror(-err));
-			bpf_link__destroy(lsm_new[1]);
-			lsm_new[1] = NULL;
-			if (l->lsm_links[0])
-				bpf_link_update(bpf_link__fd(l->lsm_links[0]),
-						bpf_program__fd(l->lsm->progs.sl_lsm_socket_create),
-						NULL);
-			return err;
-		}
+	if (l->lsm && n->lsm && l->lsm_links[0] &&
+	    bpf_link_update(bpf_link__fd(l->lsm_links[0]),
+			    bpf_program__fd(n->lsm->progs.sl_lsm_socket_create), NULL)) {
+		err = -errno;
+		util_fmt(err_msg, err_len, "update the LSM socket link: %s", strerror(-err));
+		return err;
 	}
 	return 0;
 }
 
 /*
- * Every link of the run to the new programs; on a failure, those moved back. The LSM layer's
- * hooks that are not cgroup links (connect, sendmsg) cannot be updated: the new ones are
- * attached beside the old ones first (both judge, the stricter wins), then the old ones go.
+ * Every link of the run to the new programs; on a failure, those moved back. The new set is
+ * staged first (stage()): a writer killed half-way leaves what a take-over finishes the move
+ * with. The LSM layer's hooks that are not cgroup links (connect, sendmsg) cannot be updated:
+ * the new ones are attached beside the old ones then (both judge, the stricter wins), and the
+ * old ones go once every link is moved.
  * A move back that fails leaves hooks on the new programs: the commit is then finished forward
  * (0), or, failing that too, -ENOTRECOVERABLE: the hooks run programs of both sets, which no
  * log line can name.
  */
 int loader_next_commit(struct loader *l, struct loader_next *n, char *err_msg, size_t err_len)
 {
-	struct bpf_link *lsm_new[3] = {};
 	char again[256];
 	int i, t, err;
 
-	err = commit_moves(l, n, lsm_new, &i, &t, err_msg, err_len);
+	err = stage(l, n);
+	if (err) {
+		util_fmt(err_msg, err_len, "stage the new programs (pinned where a writer taking the "
+				"run over would finish the commit with them; the new LSM hooks "
+				"attached): %s", strerror(-err));
+		return err;
+	}
+	/* selftests only (test_switch_kill.sh): killed with the new set staged, no link moved */
+	loader_selftest_kill("staged");
+	err = commit_moves(l, n, &i, &t, err_msg, err_len);
 	if (err && commit_undo(l, i, t)) {
 		fprintf(stderr, "sluice: %s: %s; moving the links back failed: the switch is "
 				"finished forward instead\n", l->pin_dir[0] ? l->pin_dir : "switch",
 			err_msg);
-		if (commit_moves(l, n, lsm_new, &i, &t, again, sizeof(again))) {
+		if (commit_moves(l, n, &i, &t, again, sizeof(again))) {
 			size_t len = strlen(err_msg);
 
 			util_fmt(err_msg + len, err_len - len, "; moving the links back failed, and "
 					"forward again too (%s): the run's hooks run programs of both "
 					"policies", again);
+			/* the staged set stays: the next writer finishes the move with it */
 			return -ENOTRECOVERABLE;
 		}
 		err = 0;
 	}
-	if (err)
+	if (err) {
+		unstage(l); /* (the new LSM hooks go with n: loader_next_free) */
 		return err;
-	/* the new LSM hooks judge now: the old ones go, the new ones take their pins */
-	for (i = 1; i < 3 && lsm_new[1]; i++) {
+	}
+	/* the new LSM hooks judge alone now: the old ones go, the new ones take their pins */
+	for (i = 1; i < 3 && n->lsm_staged[i]; i++) {
 		if (l->pin_dir[0])
-			repin(l, lsm_link_names[i], pin_link, lsm_new[i]);
+			repin(l, lsm_link_names[i], pin_link, n->lsm_staged[i]);
 		bpf_link__destroy(l->lsm_links[i]);
-		l->lsm_links[i] = lsm_new[i];
+		l->lsm_links[i] = n->lsm_staged[i];
+		n->lsm_staged[i] = NULL;
 	}
 	/*
 	 * Selftests only (test_switch_kill.sh): killed here, the writer leaves the links on the new
 	 * programs and the pins on the old set's maps, for loader_reopen to settle.
 	 */
-	if (getenv("SLUICE_SELFTEST_SWITCH_KILL") &&
-	    !strcmp(getenv("SLUICE_SELFTEST_SWITCH_KILL"), "in-commit"))
-		raise(SIGKILL);
+	loader_selftest_kill("in-commit");
 	/* a resumed writer reopens the run with the new maps and configuration */
 	if (l->maps_pinned) {
 		struct loader shadow = { .skel = n->skel };
@@ -3548,6 +3996,8 @@ int loader_next_commit(struct loader *l, struct loader_next *n, char *err_msg, s
 		if (repin(l, l->clsact_pins[i].name, pin_prog, n->tc->progs.sl_tc_ingress))
 			fprintf(stderr, "sluice: pin %s: %s\n", l->clsact_pins[i].name,
 				strerror(errno));
+	/* the pins name the new set now: what a take-over would finish the commit with goes */
+	unstage(l);
 
 	/* the old programs are freed with their objects: no link holds them any more */
 	sl_lsm__destroy(l->lsm);

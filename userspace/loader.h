@@ -72,16 +72,39 @@ int loader_take(struct loader *l, const struct policy *p, const struct policy_co
 		const struct loader_opts *opts);
 
 /*
+ * A switch the run's log announced and never closed (its last policy_switch_begin): the
+ * generation it was to load and the one in force before it, its policy's digest (lower-case
+ * hex) and its mode (SL_MODE_*). The only switch whose commit loader_reopen may finish.
+ */
+struct loader_open_switch {
+	uint32_t era, prev_era;
+	char policy_sha256[65];
+	int mode;
+};
+
+/*
  * The loader of a run whose writer died: its programs attached and pinned under
  * <bpffs>/sluice/<run_id> (with the maps a writer needs), opened from there without attaching
- * or changing anything. loader_detach then ends the run's enforcement as it would have.
+ * or changing anything, but to settle a switch's commit its writer died inside (the pins made
+ * those of the programs the links run; a move of the links that stopped half-way finished to
+ * the set the writer staged, when that set is sw's: see loader.c, reopen_finish_commit).
+ * loader_detach then ends the run's enforcement as it would have.
  * Sets errno and returns NULL: ENOENT, no such run is pinned (or not all of it); EBUSY, the
  * run's loader (or another resume of it) is alive: one writer per log; EPROTO, the pinned maps
  * have another shape than this build's (another version of sluice made the run); ENOLINK, the
  * run shares its namespace's flows (--netns) but its host side was never attached and it was
- * not marked as having none (killed before it), or a join mark contradicts its links.
+ * not marked as having none (killed before it), or a join mark contradicts its links; EXDEV, its
+ * hooks run programs of two sets and no staged set of sw's (sw NULL: none is finished) names
+ * the one to finish the move to.
  */
-struct loader *loader_reopen(const char *run_id, bool verbose);
+struct loader *loader_reopen(const char *run_id, const struct loader_open_switch *sw,
+			     bool verbose);
+
+/*
+ * Selftests only (selftests/test_switch_kill.sh): SIGKILL this process when
+ * SLUICE_SELFTEST_SWITCH_KILL names point, a step of a switch.
+ */
+void loader_selftest_kill(const char *point);
 
 /*
  * Remove a pinned run that no writer takes over (loader_reopen refused it, or an attach a dead

@@ -715,7 +715,9 @@ static const char *reopen_why(int err)
 	case -EXDEV:
 		return "its writer died while it moved the run's links to a switch's new programs: "
 		       "some hooks run the old policy's, some the new one's (each enforces one of "
-		       "the two); no writer can name that in the log";
+		       "the two), and no set staged for that switch's commit is the one its log's "
+		       "policy_switch_begin announced to finish the move with; no writer can name "
+		       "that in the log";
 	case -ENOLINK:
 		return "it shares its network namespace's flows but has no host side and no mark "
 		       "saying it had no veth peer to attach one to (its sluice was killed before the "
@@ -764,9 +766,19 @@ static int settle_switch(struct run *r, struct resume_start *s, char *msg, size_
 /* Everything but the log: the pins, what they keep, the policy, the cgroup, the key. */
 static int take_over(struct run *r, struct resume_start *s, char *msg, size_t msg_len)
 {
+	struct loader_open_switch sw = {};
 	int err;
 
-	r->loader = loader_reopen(r->run_id, r->args.verbose);
+	/* a commit its writer died inside may be finished: only the one the log announced */
+	if (s->sw.open) {
+		sw.era = (uint32_t)s->sw.era;
+		sw.prev_era = (uint32_t)s->sw.prev_era;
+		memcpy(sw.policy_sha256, s->sw.policy_sha256, sizeof(sw.policy_sha256));
+		sw.mode = s->sw.report_mode ? SL_MODE_REPORT : SL_MODE_ENFORCE;
+	}
+	r->loader = loader_reopen(r->run_id, s->sw.open && s->sw.era <= UINT32_MAX &&
+						     s->sw.prev_era <= UINT32_MAX ? &sw : NULL,
+				  r->args.verbose);
 	if (!r->loader) {
 		err = -errno;
 		util_fmt(msg, msg_len, "run %s: %s", r->run_id, reopen_why(err));

@@ -2,7 +2,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <malloc.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -282,18 +281,6 @@ static int write_switch_begin(struct run *r, const struct policy *p, const char 
 	return ret;
 }
 
-/*
- * Selftests only: SLUICE_SELFTEST_SWITCH_KILL=before-commit or after-commit: the daemon kills
- * itself there (SIGKILL), the log's policy_switch_begin written, its policy_change not, for the
- * test to see the next daemon take the run over (selftests/test_switch_kill.sh).
- */
-static void selftest_kill_point(const char *point)
-{
-	const char *at = getenv("SLUICE_SELFTEST_SWITCH_KILL");
-
-	if (at && !strcmp(at, point))
-		raise(SIGKILL);
-}
 
 /* A switch between its steps (switch.h). */
 struct switch_job {
@@ -447,7 +434,8 @@ int switch_commit(struct switch_job *j, char *err, size_t err_len)
 		ret = write_switch_begin(r, j->target, np ? np->path : r->args.policy_path,
 					 m.mode, new_era, prev_era, err, err_len);
 	if (!ret) {
-		selftest_kill_point("before-commit");
+		/* selftests only: the log's policy_switch_begin written, its policy_change not */
+		loader_selftest_kill("before-commit");
 		/* a flow connected from here on was judged by the new connect programs */
 		clock_gettime(CLOCK_BOOTTIME, &since);
 		ret = loader_next_commit(r->loader, n, err, err_len);
@@ -466,7 +454,7 @@ int switch_commit(struct switch_job *j, char *err, size_t err_len)
 		loader_next_free(n);
 		return ret;
 	}
-	selftest_kill_point("after-commit");
+	loader_selftest_kill("after-commit");
 	/*
 	 * The new programs judge from here on, and their records may already be in the ring
 	 * buffer behind the old ones': the records learn the old generation (its era, policy and
