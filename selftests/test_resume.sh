@@ -599,4 +599,24 @@ verify_is "run D: sluice verify exit 0" 0 "$log_d"
 tap_check "run D: the pins and links are gone" leftovers_check "$id_d" \
 	"$(log_run_start_field "$log_d" cgroup_id)"
 
+# ---------------------------------------------------------------------------------------------
+# Run H: the default confinement (no --user, no --allow-root): the workload's namespace init is
+# a fork of sluice that never execs; it must not keep sluice's descriptors (the pin directory's
+# lock made a killed writer's run look alive to sluice resume until the workload ended)
+
+log_h=$SL_TMP/h.jsonl
+sluice_start "$SL_TMP/b-copy.yaml" "$log_h" -- sh -c \
+	"while [ ! -e $SL_TMP/h-dead ]; do sleep 0.05; done"
+id_h=$SL_RUN_ID
+wait_until 5000 log_has "$log_h" type=run_start || bail_out "run H: no run_start"
+kill_writer
+resume_start "$id_h" "$log_h"
+wait_until 10000 log_has "$log_h" type=writer_restart
+tap_is "run H (default confinement): a killed writer's run is resumed while its workload runs" \
+	"$(grep -c '"type":"writer_restart"' "$log_h")" 1
+grep -q '"type":"writer_restart"' "$log_h" || tap_diag_file "$SL_TMP/resume-$id_h.err"
+touch "$SL_TMP/h-dead"
+resume_wait 20 || sl_stop_pid "$SL_RESUME_PID"
+verify_is "run H: sluice verify exit 0" 0 "$log_h"
+
 tap_done

@@ -230,7 +230,7 @@ static int drop_caps(void)
 	return 0;
 }
 
-int confine_child(const struct confine *c, int close_fd)
+int confine_child(const struct confine *c)
 {
 	int err, wstatus;
 	long cmd;
@@ -247,11 +247,16 @@ int confine_child(const struct confine *c, int close_fd)
 		return -errno;
 	if (cmd == 0)
 		return 0;
-	close(close_fd);
 	/*
 	 * The namespace's init: reap whatever is reparented here until CMD ends. Its exit takes
-	 * every process left in the namespace with it, as sluice's cgroup.kill would next.
+	 * every process left in the namespace with it, as sluice's cgroup.kill would next. It never
+	 * execs, so it would keep every descriptor sluice had, close-on-exec or not: the pin
+	 * directory's lock among them (a killed writer's run then looked alive to sluice resume
+	 * until CMD ended) and the run's links and maps. It needs none (the exec-error pipe
+	 * included: only CMD's copy is left).
 	 */
+	if (syscall(SYS_close_range, 3U, ~0U, 0U))
+		_exit(125);
 	for (;;) {
 		got = waitpid(-1, &wstatus, 0);
 		if (got == (pid_t)cmd)

@@ -60,11 +60,12 @@ int confine_mask(struct confine *c, const char *path);
 /*
  * In the clone3 child (CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWIPC), before
  * exec: set up the mounts, drop the capabilities, fork CMD's process and return 0 in it. The
- * clone3 child becomes the namespace's init: it closes close_fd (the exec-error pipe, so that
- * only CMD's copy is left), reaps every orphan, and exits with CMD's status (128+N when CMD
+ * clone3 child becomes the namespace's init: it closes every descriptor but 0-2 (the exec-error
+ * pipe, so that only CMD's copy is left; the pin directory's lock, links and maps, which would
+ * keep a killed writer's run looking alive), reaps every orphan, and exits with CMD's status (128+N when CMD
  * died of signal N: the number sluice exits with either way). Only async-signal-safe calls;
  * returns -errno (in the init, before any fork) on failure.
  */
-int confine_child(const struct confine *c, int close_fd);
+int confine_child(const struct confine *c);
 
 #endif /* SLUICE_CONFINE_H */

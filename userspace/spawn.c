@@ -33,7 +33,7 @@ static void __attribute__((noreturn)) exec_child(const struct spawn_opts *o, cha
 		goto fail;
 	/* The default root workload: from here on CMD's own process, under an init of its own. */
 	if (o->confine) {
-		err = confine_child(o->confine, err_fd);
+		err = confine_child(o->confine);
 		if (err) {
 			errno = -err;
 			goto fail;
