@@ -55,7 +55,10 @@ endif
 .SECONDARY: $(BPF_OBJS) $(SKELS) $(PROGRUN_OBJS) $(PROGRUN_SKELS)
 .PHONY: all deps test vmtest config-check demo bench bench-quick e2e probes install clean vmlinux fuzz
 
-all: $(OUTPUT)/sluice $(TOOLS) $(UNIT_TESTS) $(PROGRUN)
+# make bench's empty programs, the per-packet figure's baseline (selftests/bench.py)
+BENCH_EMPTY := $(OUTPUT)/selftests/sl_empty.bpf.o
+
+all: $(OUTPUT)/sluice $(TOOLS) $(UNIT_TESTS) $(PROGRUN) $(BENCH_EMPTY)
 
 deps:
 	$(Q)bash .ci/deps.sh
@@ -108,6 +111,10 @@ $(OUTPUT)/selftests/sl_escape: selftests/tools/sl_escape.c | $(OUTPUT)/selftests
 $(OUTPUT)/selftests/sl_bench: selftests/tools/sl_bench.c | $(OUTPUT)/selftests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $< -lpthread -o $@
+
+$(BENCH_EMPTY): selftests/bench/sl_empty.bpf.c vmlinux/$(ARCH)/vmlinux.h | $(OUTPUT)/selftests
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
 $(OUTPUT)/selftests/sl_resolve_musl: selftests/tools/sl_resolve.c | $(OUTPUT)/selftests
 	$(call msg,MUSL-CC,$@)
