@@ -169,8 +169,10 @@ demo: deps
 	$(Q)bash selftests/demo.sh
 
 # connect()/close() side by side with no program, nftables and tinyproxy (hot and spread, 10,
-# 10k and 100k CIDRs, 15 interleaved rounds), start-up, attach, memory per run, the signed
-# pipeline and replace-policy at 100k (selftests/bench.py; root; ten minutes or so). Writes
+# 10k and 100k CIDRs, 15 interleaved rounds), the programs' cost per packet of an established
+# flow over empty programs (BENCH_ARGS=--packets-only: that alone), start-up, attach, memory per
+# run, the signed pipeline and replace-policy at 100k (selftests/bench.py; root; ten minutes or
+# so). Writes
 # .output/bench/results.json and results.md. BENCH_ARGS: more of bench.py's options.
 bench: deps
 	$(Q)$(MAKE) --no-print-directory all
