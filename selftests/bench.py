@@ -1182,7 +1182,7 @@ def main():
     ap.add_argument("--startup-only", action="store_true",
                     help="only sluice run -- true (10 CIDRs) and the daemon's attach, from a spare "
                     "and loading its own, --starts times each")
-    ap.add_argument("--packets", default=200000, type=int,
+    ap.add_argument("--packets", default=100000, type=int,
                     help="per packet: writes per variant and round (a packet each)")
     ap.add_argument("--packet-size", default=64, type=int, help="per packet: bytes per write")
     ap.add_argument("--packets-only", action="store_true",
