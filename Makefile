@@ -55,7 +55,10 @@ endif
 .SECONDARY: $(BPF_OBJS) $(SKELS) $(PROGRUN_OBJS) $(PROGRUN_SKELS)
 .PHONY: all deps test vmtest config-check demo bench bench-quick e2e probes install clean vmlinux fuzz
 
-all: $(OUTPUT)/sluice $(TOOLS) $(UNIT_TESTS) $(PROGRUN)
+# make bench's empty programs, the per-packet figure's baseline (selftests/bench.py)
+BENCH_EMPTY := $(OUTPUT)/selftests/sl_empty.bpf.o
+
+all: $(OUTPUT)/sluice $(TOOLS) $(UNIT_TESTS) $(PROGRUN) $(BENCH_EMPTY)
 
 deps:
 	$(Q)bash .ci/deps.sh
@@ -114,6 +117,10 @@ $(OUTPUT)/selftests/sl_verifier: selftests/tools/sl_verifier.c | $(OUTPUT)/selft
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $< -lbpf -lelf -lz -o $@
 
+$(BENCH_EMPTY): selftests/bench/sl_empty.bpf.c vmlinux/$(ARCH)/vmlinux.h | $(OUTPUT)/selftests
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
 $(OUTPUT)/selftests/sl_resolve_musl: selftests/tools/sl_resolve.c | $(OUTPUT)/selftests
 	$(call msg,MUSL-CC,$@)
 	$(Q)$(MUSL_GCC) -static -O2 -Wall -Wextra -Werror $< -o $@
@@ -167,8 +174,10 @@ demo: deps
 	$(Q)bash selftests/demo.sh
 
 # connect()/close() side by side with no program, nftables and tinyproxy (hot and spread, 10,
-# 10k and 100k CIDRs, 15 interleaved rounds), start-up, attach, memory per run, the signed
-# pipeline and replace-policy at 100k (selftests/bench.py; root; ten minutes or so). Writes
+# 10k and 100k CIDRs, 15 interleaved rounds), the programs' cost per packet of an established
+# flow over empty programs (BENCH_ARGS=--packets-only: that alone), start-up, attach, memory per
+# run, the signed pipeline and replace-policy at 100k (selftests/bench.py; root; ten minutes or
+# so). Writes
 # .output/bench/results.json and results.md. BENCH_ARGS: more of bench.py's options.
 bench: deps
 	$(Q)$(MAKE) --no-print-directory all

@@ -99,7 +99,7 @@ static __always_inline int tcp_header(struct __sk_buff *skb, __u32 *off, __u8 da
 	if (skb->protocol == bpf_htons(ETH_P_IP)) {
 		struct iphdr ip;
 
-		if (bpf_skb_load_bytes(skb, 0, &ip, sizeof(ip)) || ip.protocol != IPPROTO_TCP ||
+		if (skb_read(skb, 0, &ip, sizeof(ip)) || ip.protocol != IPPROTO_TCP ||
 		    ip.ihl < 5 || (ip.frag_off & bpf_htons(0x3fff)))
 			return -1;
 		__builtin_memcpy(daddr, &ip.daddr, 4);
@@ -109,7 +109,7 @@ static __always_inline int tcp_header(struct __sk_buff *skb, __u32 *off, __u8 da
 		struct ipv6hdr ip6;
 
 		/* our own TCP sockets send no extension headers */
-		if (bpf_skb_load_bytes(skb, 0, &ip6, sizeof(ip6)) || ip6.nexthdr != IPPROTO_TCP)
+		if (skb_read(skb, 0, &ip6, sizeof(ip6)) || ip6.nexthdr != IPPROTO_TCP)
 			return -1;
 		__builtin_memcpy(daddr, &ip6.daddr, 16);
 		*family = AF_INET6;
@@ -117,7 +117,7 @@ static __always_inline int tcp_header(struct __sk_buff *skb, __u32 *off, __u8 da
 	} else {
 		return -1;
 	}
-	if (bpf_skb_load_bytes(skb, l4, &th, sizeof(th)) || th.doff < 5)
+	if (skb_read(skb, l4, &th, sizeof(th)) || th.doff < 5)
 		return -1;
 	*off = l4 + th.doff * 4;
 	if (th_out)
@@ -567,7 +567,7 @@ static __always_inline bool reroutes(struct __sk_buff *skb)
 	int i;
 
 	if (skb->protocol == bpf_htons(ETH_P_IP)) {
-		if (bpf_skb_load_bytes(skb, 0, b, 1))
+		if (skb_read(skb, 0, b, 1))
 			return true;
 		return (b[0] & 0x0f) > 5;
 	}

@@ -18,6 +18,12 @@ the trie; the 10-CIDR policies hold the /20). Each round runs every variant once
 that rotates; figures are the median over rounds of each round's ratio to that round's none
 (median and p99), with the absolute medians, p99s and IRQ-work interrupts per connect.
 
+Per packet on an established flow (issue 15: 60 ns over an empty program): a TCP connection from
+each run's cgroup (and from a cgroup with empty programs at the same hooks, selftests/bench/
+sl_empty.bpf.c) carrying many small writes, the kernel's BPF run-time statistics on: each
+program's ns per run, over the empty program's at its hook, summed over a packet's way out and
+in (Bench.packets says how).
+
 Also: start-up (sluice run -- true, 10 and 100k CIDRs), attach through the daemon (taking one of
 its spares, and with --spares 0 loading its own programs), memory per run (the bytes_memlock of
 every map the run's programs and pins hold, plus the writer's RSS; fresh, and at the end with its
@@ -39,9 +45,11 @@ Writes OUT/results.json and OUT/results.md (OUT: --out, default .output/bench or
 .output/bench-quick). Exit 0, 1 if a check failed, 2 on a setup error.
 """
 import argparse
+import ctypes
 import ipaddress
 import json
 import os
+import platform
 import random
 import shutil
 import signal
@@ -62,6 +70,8 @@ import sl_daemon_req  # noqa: E402 (the selftests' one client of the daemon's so
 
 BPFFS = "/sys/fs/bpf"
 PORT = 5001
+PACKET_PORT = 5002  # the per-packet flow's (sl_bench serve: reads each connection to its end)
+PACKET_PROGS = f"{TOOLS}/sl_empty.bpf.o"  # the per-packet figure's empty programs
 HOT = "10.202.0.1"
 SPREAD_BASE, SPREAD = "10.202.0.0", 4096
 PROXY_PORT = 8888
@@ -134,6 +144,29 @@ def say(what):
     print(f"[{time.monotonic() - T0:6.1f}s] {what}", flush=True)
 
 
+class BpfStats:
+    """The kernel's run-time statistics of BPF programs (run_cnt, run_time_ns) on while held:
+    BPF_ENABLE_STATS, whose file descriptor keeps them on until it is closed, by this process's
+    end too, however it ends (kernel.bpf_stats_enabled is left as it was). Each program run then
+    costs two clock reads more, which the per-packet figure subtracts (Bench.packets)."""
+    SYS_BPF = {"x86_64": 321, "aarch64": 280}
+    BPF_ENABLE_STATS, BPF_STATS_RUN_TIME = 32, 0
+
+    def __enter__(self):
+        nr = self.SYS_BPF.get(platform.machine())
+        if nr is None:
+            raise SetupError(f"bpf(2)'s number on {platform.machine()} is not known here")
+        libc = ctypes.CDLL(None, use_errno=True)
+        attr = (ctypes.c_uint32 * 2)(self.BPF_STATS_RUN_TIME, 0)
+        self.fd = libc.syscall(nr, self.BPF_ENABLE_STATS, attr, ctypes.sizeof(attr))
+        if self.fd < 0:
+            raise SetupError(f"BPF_ENABLE_STATS: {os.strerror(ctypes.get_errno())}")
+        return self
+
+    def __exit__(self, *exc):
+        os.close(self.fd)
+
+
 class Bench:
     def __init__(self, a):
         self.a = a
@@ -147,6 +180,8 @@ class Bench:
         self.checks = []
         self.key = f"{self.tmp}/host.key"
         self.nclients = 0
+        self.runs, self.compare_runs = {}, {}  # CIDRs: a live sluice run (sluice_up)
+        self.peers = {}  # client namespace: its veth's peer (the host side) in the server's
 
     # -- topology ---------------------------------------------------------------------------
     def netns(self, name):
@@ -198,6 +233,7 @@ class Bench:
         for n, dev in ((ns, "lo"), (ns, "veth0"), (self.srv, f"slv{k}")):
             run("ip", "-n", n, "link", "set", dev, "up")
         run("ip", "-n", ns, "route", "add", f"{SPREAD_BASE}/20", "via", f"10.201.{k}.2")
+        self.peers[ns] = f"slv{k}"
         return ns
 
     def wait_for(self, pred, secs, what):
@@ -228,7 +264,7 @@ class Bench:
         path = f"{self.tmp}/{name or f'policy-{n}'}.yaml"
         cs = self.cidrs(n, seed)
         with open(path, "w") as f:
-            f.write("default: deny\nrules:\n  - name: bench\n    ports: [5001, 443]\n")
+            f.write("default: deny\nrules:\n  - name: bench\n    ports: [5001, 5002, 443]\n")
             f.write("    protocols: [tcp, udp]\n    cidrs: [")
             f.write(", ".join(f'"{c}"' for c in cs) + "]\n")
         return path, cs
@@ -355,7 +391,6 @@ class Bench:
     def table(self):
         a = self.a
         variants = {"none": {"ns": self.client("none"), "cg": self.cgroup(f"slb-none-{ID}")}}
-        self.runs = {}
         for n in a.sizes:
             self.runs[n] = variants[f"sluice-{n}"] = self.sluice_up(n)
             if a.no_backstop_variant:
@@ -368,7 +403,8 @@ class Bench:
                 # wake-ups and work cost the connects (its ring must hold them: --ringbuf-kib)
                 variants[f"sluice-{n}-writer-stopped"] = dict(self.runs[n], writer_stopped=True)
             if a.compare:
-                variants[f"{a.compare_label}-{n}"] = self.sluice_up(n, a.compare, "cmp")
+                self.compare_runs[n] = variants[f"{a.compare_label}-{n}"] = self.sluice_up(
+                    n, a.compare, "cmp")
         if not a.no_nft:
             for n in a.sizes:
                 variants[f"nftables-{n}"] = self.nft_up(n)
@@ -399,6 +435,128 @@ class Bench:
         self.results["connect"] = rows
         self.results["connect_raw"] = raw
 
+    # -- per packet on an established flow --------------------------------------------------
+    # Where a frame of a run's flow meets a program per packet, by the attach type of its link:
+    # the cgroup's egress and ingress, and the host-side peer's ingress (tcx, or clsact: "tc").
+    HOOKS = {"cgroup_inet_egress": "cgroup egress", "cgroup_inet_ingress": "cgroup ingress",
+             "tcx_ingress": "host tc", "tc": "host tc"}
+    # the packet's way: out of the sandbox (cgroup egress, then the host side), or into it
+    PATHS = {"egress": ("cgroup egress", "host tc"), "ingress": ("cgroup ingress",)}
+    EMPTY = {"sl_empty_egress": "cgroup egress", "sl_empty_ingress": "cgroup ingress",
+             "sl_empty_tc": "host tc"}
+
+    def packet_runs(self):
+        """The live runs the per-packet figure measures, by label (--compare's too)."""
+        out = {f"sluice-{n}": v for n, v in self.runs.items()}
+        out.update({f"{self.a.compare_label}-{n}": v for n, v in self.compare_runs.items()})
+        return out
+
+    def empty_up(self):
+        """A client namespace and cgroup with the empty programs (selftests/bench/sl_empty.bpf.c)
+        where a run has its per-packet programs: the cgroup's egress and ingress, the host-side
+        peer's tcx ingress. Returns the variant, with {program id: hook}."""
+        ns = self.client("pkempty")
+        cg = self.cgroup(f"slb-pkempty-{ID}")
+        pins = f"{BPFFS}/slb-empty-{ID}"
+        run("bpftool", "prog", "loadall", PACKET_PROGS, pins)
+        self.undo.append(lambda: shutil.rmtree(pins, ignore_errors=True))
+        for direction in ("egress", "ingress"):
+            run("bpftool", "cgroup", "attach", cg, direction, "pinned",
+                f"{pins}/sl_empty_{direction}")
+            self.undo.append(lambda d=direction: run(
+                "bpftool", "cgroup", "detach", cg, d, "pinned", f"{pins}/sl_empty_{d}",
+                check=False))
+        # nsenter, not ip netns exec, which mounts a sysfs of its own over bpffs
+        run("nsenter", f"--net=/run/netns/{self.srv}", "bpftool", "net", "attach",
+            "tcx_ingress", "pinned", f"{pins}/sl_empty_tc", "dev", self.peers[ns])
+        progs = {}
+        for name, hook in self.EMPTY.items():
+            progs[self.bpftool_json("prog", "show", "pinned", f"{pins}/{name}")["id"]] = hook
+        return {"ns": ns, "cg": cg, "progs": progs}
+
+    @staticmethod
+    def prog_counters(ids):
+        """{program id: (name, run_cnt, run_time_ns)} of the programs ids (bpf_stats on)."""
+        out = {}
+        for p in json.loads(run("bpftool", "prog", "show", "-j").stdout):
+            if p["id"] in ids:
+                out[p["id"]] = (p["name"], p.get("run_cnt", 0), p.get("run_time_ns", 0))
+        return out
+
+    def packets(self, runs):
+        """The per-packet cost of a run's programs on an established flow (issue 15's target:
+        60 ns over an empty program): one TCP connection per variant and round from the
+        variant's cgroup through its namespace's veth, a.packets writes of a.packet_size bytes
+        with TCP_NODELAY, while the kernel's run-time statistics are on (BpfStats). Each
+        program's run count and run time before and after give its ns per run in that round;
+        the empty programs (empty_up), measured in the same interleaved rounds, give what every
+        run costs that no program body causes: the statistics' own two clock reads and the call.
+        A program's figure over empty is its ns per run less the empty program's at its hook in
+        the same round; a packet's is the sum over the programs on its way (PATHS). Medians over
+        rounds. runs: {label: a sluice_up variant}."""
+        a = self.a
+        if not hasattr(self, "packet_server"):
+            out = f"{self.tmp}/serve.out"
+            self.packet_server = self.bg(["ip", "netns", "exec", self.srv, BENCH, "serve",
+                                          PACKET_PORT], out)
+            self.wait_for(lambda: "ready" in open(out).read(), 10, "packet server")
+        variants = {"empty": self.empty_up()}
+        for label, v in runs.items():
+            progs = self.run_programs(v["run_id"])
+            variants[label] = dict(v, progs={i: self.HOOKS.get(h, h) for i, h in progs.items()})
+        names = list(variants)
+        raw = {v: [] for v in names}
+        say(f"per packet: {a.rounds} rounds x {a.packets} writes of {a.packet_size} bytes per "
+            f"variant, {len(names)} variants")
+        with BpfStats():
+            for r in range(a.rounds):
+                for v in names[r % len(names):] + names[:r % len(names)]:
+                    var = variants[v]
+                    c0 = self.prog_counters(var["progs"])
+                    out = self.workload(var, "packets", HOT, PACKET_PORT, a.packets,
+                                        a.packet_size).split()
+                    c1 = self.prog_counters(var["progs"])
+                    progs = {}
+                    for i, (name, cnt, ns) in c1.items():
+                        runs_ = cnt - c0[i][1]
+                        if runs_ > 0:
+                            progs[name] = {"hook": var["progs"][i], "runs": runs_,
+                                           "ns": (ns - c0[i][2]) / runs_}
+                    raw[v].append({"writes": int(out[0]), "write_ns": int(out[1]) / int(out[0]),
+                                   "progs": progs})
+                say(f"round {r + 1}/{a.rounds} done")
+        empty = [{p["hook"]: p["ns"] for p in rr["progs"].values()} for rr in raw["empty"]]
+        res = {"writes": a.packets, "size": a.packet_size, "rounds": a.rounds,
+               "empty_ns": {h: statistics.median(e[h] for e in empty) for h in empty[0]},
+               "empty_write_ns": statistics.median(rr["write_ns"] for rr in raw["empty"]),
+               "variants": {}, "raw": raw}
+        for label in names[1:]:
+            rs = raw[label]
+            row = {"write_ns": statistics.median(rr["write_ns"] for rr in rs),
+                   "write_x": statistics.median(rr["write_ns"] / e["write_ns"]
+                                                for rr, e in zip(rs, raw["empty"])),
+                   "programs": {}}
+            for name in sorted({n for rr in rs for n in rr["progs"]}):
+                got = [(rr["progs"][name], e) for rr, e in zip(rs, empty) if name in rr["progs"]]
+                hook = got[0][0]["hook"]
+                row["programs"][name] = {
+                    "hook": hook,
+                    "runs_per_write": statistics.median(p["runs"] / a.packets for p, _ in got),
+                    "ns_per_run": statistics.median(p["ns"] for p, _ in got),
+                    "over_empty_ns": statistics.median(p["ns"] - e[hook] for p, e in got)
+                    if all(hook in e for _, e in got) else None}
+            for path, hooks in self.PATHS.items():
+                per_round = [[(p["ns"], p["ns"] - e[p["hook"]]) for p in rr["progs"].values()
+                              if p["hook"] in hooks] for rr, e in zip(rs, empty)]
+                row[f"{path}_ns"] = statistics.median(sum(x for x, _ in pr) for pr in per_round)
+                row[f"{path}_over_empty_ns"] = statistics.median(sum(y for _, y in pr)
+                                                                 for pr in per_round)
+            res["variants"][label] = row
+            say(f"{label}: a packet out {row['egress_ns']:.0f} ns in its programs, "
+                f"{row['egress_over_empty_ns']:.0f} over empty; in "
+                f"{row['ingress_ns']:.0f}, {row['ingress_over_empty_ns']:.0f} over empty")
+        return res
+
     @staticmethod
     def bpftool_json(*args):
         """bpftool's JSON answer, {} if none (its exit status is not reliable for link show)."""
@@ -410,21 +568,33 @@ class Bench:
         return v if isinstance(v, dict) and "error" not in v else {}
 
     # -- per run: programs and memory -------------------------------------------------------
+    def run_programs(self, run_id):
+        """The run's programs, from its pins: {program id: hook}, the hook a link's attach type
+        (cgroup_inet_egress, tcx_ingress, ...), or "tc" for a clsact filter's pinned program."""
+        pin = f"{BPFFS}/sluice/{run_id}"
+        out = {}
+        for e in sorted(os.listdir(pin)):
+            if e.startswith("map-"):
+                continue
+            path = f"{pin}/{e}"
+            link = self.bpftool_json("link", "show", "pinned", path)
+            if link.get("prog_id"):
+                out[link["prog_id"]] = link.get("attach_type", "?")
+                continue
+            pid = self.bpftool_json("prog", "show", "pinned", path).get("id")
+            if pid:
+                out[pid] = "tc"
+        return out
+
     def run_facts(self, v):
         """The run's programs (name, instructions) and memory (maps' memlock, writer's RSS)."""
         pin = f"{BPFFS}/sluice/{v['run_id']}"
         maps, progs = set(), {}
         for e in sorted(os.listdir(pin)):
-            path = f"{pin}/{e}"
             if e.startswith("map-"):
-                maps.add(json.loads(run("bpftool", "map", "show", "pinned", path, "-j").stdout)
-                         ["id"])
-                continue
-            # a link (its program's id), or a pinned program (a clsact filter's)
-            pid = self.bpftool_json("link", "show", "pinned", path).get("prog_id") or \
-                self.bpftool_json("prog", "show", "pinned", path).get("id")
-            if not pid:
-                continue
+                maps.add(json.loads(run("bpftool", "map", "show", "pinned", f"{pin}/{e}",
+                                        "-j").stdout)["id"])
+        for pid in self.run_programs(v["run_id"]):
             p = json.loads(run("bpftool", "prog", "show", "id", pid, "-j").stdout)
             maps.update(p.get("map_ids", []))
             progs[p["name"]] = {"xlated_insns": p.get("bytes_xlated", 0) // 8,
@@ -712,9 +882,10 @@ class Bench:
 
     # -- output -----------------------------------------------------------------------------
     @staticmethod
-    def targets(rows):
-        """Issue 15's connect() targets, met or missed (reported; a time never fails a run)."""
-        by = {(r["workload"], r["variant"]): r for r in rows}
+    def targets(R):
+        """Issue 15's connect() and per-packet targets, met or missed (reported; a time never
+        fails a run)."""
+        by = {(r["workload"], r["variant"]): r for r in R.get("connect", [])}
         out = ["| target (issue 15) | workload | CIDRs | value | met |", "|---|---|---|---|---|"]
         for (w, v), r in by.items():
             if not v.startswith("sluice-") or not v.split("-", 1)[1].isdigit():
@@ -728,7 +899,44 @@ class Bench:
                      nft and r["med_x"] < nft["med_x"])):
                 if val is not None:
                     out.append(f"| {what} | {w} | {n} | {val:.2f} | {'yes' if ok else 'MISS'} |")
+        for label, row in R.get("packets", {}).get("variants", {}).items():
+            for path in Bench.PATHS:
+                val = row[f"{path}_over_empty_ns"]
+                out.append(f"| per-packet <= 60 ns over empty | {label}: a packet "
+                           f"{'out' if path == 'egress' else 'in'} | {label.rsplit('-', 1)[-1]} "
+                           f"| {val:.0f} ns | {'yes' if val <= 60 else 'MISS'} |")
         return out + [""]
+
+    def packets_markdown(self, P):
+        hooks = [h for hs in self.PATHS.values() for h in hs]
+        out = [f"Per packet on an established TCP flow: {P['rounds']} interleaved rounds x "
+               f"{P['writes']} writes of {P['size']} bytes (TCP_NODELAY) per variant, the "
+               "kernel's BPF run-time statistics on. ns per run: a program's mean in a round, "
+               "median over rounds; over empty: less an empty program's at the same hook in the "
+               "same round, which takes out what the statistics add to every run (two clock "
+               "reads) and the call; a packet's figure is the sum over the programs on its way "
+               "(out: cgroup egress and the host side's tc; in: cgroup ingress). The empty "
+               "programs' own ns per run: " + ", ".join(f"{h} {ns:.0f}" for h, ns in
+                                                        P["empty_ns"].items()) + ".", "",
+               "| variant | program | hook | runs per write | ns per run | over empty ns |",
+               "|---|---|---|---|---|---|"]
+        for label, row in P["variants"].items():
+            for name, p in row["programs"].items():
+                if p["hook"] in hooks:
+                    over = p["over_empty_ns"]
+                    out.append(f"| {label} | {name} | {p['hook']} | {p['runs_per_write']:.2f} | "
+                               f"{p['ns_per_run']:.0f} | "
+                               f"{'-' if over is None else f'{over:.0f}'} |")
+            for path, hs in self.PATHS.items():
+                out.append(f"| {label} | a packet {'out' if path == 'egress' else 'in'} | "
+                           f"{' + '.join(hs)} | | {row[f'{path}_ns']:.0f} | "
+                           f"{row[f'{path}_over_empty_ns']:.0f} |")
+        out += ["", "- time per write, end to end (information only: the machine's noise is "
+                "larger than the figures above): empty programs "
+                f"{P['empty_write_ns']:.0f} ns, " +
+                ", ".join(f"{label} {row['write_ns']:.0f} ns ({row['write_x']:.2f}x)"
+                          for label, row in P["variants"].items()), ""]
+        return out
 
     def markdown(self):
         R = self.results
@@ -746,7 +954,10 @@ class Bench:
                            f"{r['p99_ns']:.0f} | {r['close_ns']:.0f} | "
                            f"{r['iwi_per_connect']:.2f} | {r.get('rcu_per_connect', 0):.3f} |")
             out.append("")
-            out += self.targets(R["connect"])
+        if "packets" in R:
+            out += self.packets_markdown(R["packets"])
+        if "connect" in R or "packets" in R:
+            out += self.targets(R)
         if "memory" in R:
             out += ["| run | programs | maps | maps memlock MiB | writer RSS MiB | total MiB | "
                     "writer anonymous MiB | maps + anonymous MiB |",
@@ -840,6 +1051,13 @@ class Bench:
         os.environ["SLUICE_KEY"] = self.key
         if a.pipeline_only:
             return self.pipelines_only()
+        if a.packets_only:
+            for n in a.sizes:
+                self.runs[n] = self.sluice_up(n)
+                if a.compare:
+                    self.compare_runs[n] = self.sluice_up(n, a.compare, "cmp")
+            self.results["packets"] = self.packets(self.packet_runs())
+            return self.write_results()
         if a.startup_only:
             self.results["startup_ms"] = {10: self.startup(10, a.starts)}
             self.results["startup_handoff"] = self.startup_handoff(a.starts)
@@ -866,6 +1084,7 @@ class Bench:
             self.check(f"records lost at {a.paced_rate}/s paced", pp["lost"] == 0 and
                        pp["allow_lines"] == pp["records"], pp["lost"], 0)
         else:
+            self.results["packets"] = self.packets(self.packet_runs())
             for v in self.runs.values():
                 self.stop(v["proc"])
             say("pipeline, start-up, attach, replace-policy")
@@ -1035,6 +1254,12 @@ def main():
     ap.add_argument("--startup-only", action="store_true",
                     help="only sluice run -- true (10 CIDRs) and the daemon's attach, from a spare "
                     "and loading its own, --starts times each")
+    ap.add_argument("--packets", default=100000, type=int,
+                    help="per packet: writes per variant and round (a packet each)")
+    ap.add_argument("--packet-size", default=64, type=int, help="per packet: bytes per write")
+    ap.add_argument("--packets-only", action="store_true",
+                    help="only the per-packet figure: a run per --sizes (--compare's too) and "
+                    "the empty programs, --rounds interleaved rounds")
     ap.add_argument("--table-only", action="store_true",
                     help="the connect() table and memory per run, nothing after them")
     ap.add_argument("--verifier-only", action="store_true",
@@ -1065,11 +1290,13 @@ def main():
         except (SetupError, sp.TimeoutExpired, OSError) as e:
             print(f"bench: {e}", file=sys.stderr)
             sys.exit(2)
-    for t in (SLUICE, BENCH):
-        if not os.access(t, os.X_OK):
+    for t, mode in ((SLUICE, os.X_OK), (BENCH, os.X_OK), (PACKET_PROGS, os.R_OK)):
+        if not os.access(t, mode):
             print(f"{t} not built (make)", file=sys.stderr)
             sys.exit(2)
-    for t in ([] if a.no_nft else ["nft"]) + ([] if a.no_proxy else ["tinyproxy"]) + \
+    table = not (a.pipeline_only or a.startup_only or a.packets_only)
+    for t in ([] if a.no_nft or not table else ["nft"]) + \
+            ([] if a.no_proxy or not table else ["tinyproxy"]) + \
             ["bpftool", "nsenter", "unshare"]:
         if not shutil.which(t):
             print(f"{t} not installed", file=sys.stderr)

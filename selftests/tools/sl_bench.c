@@ -16,6 +16,9 @@
  *                                       (CONNECT ADDR:PORT, up to its reply's blank line)
  *   sl_bench stream ADDR PORT SECONDS   send as fast as possible on one connection; prints
  *                                       "bytes SECONDS_NS"
+ *   sl_bench packets ADDR PORT N SIZE   N writes of SIZE bytes on one connection with TCP_NODELAY
+ *                                       (a packet each, unless the stack merges some); prints
+ *                                       "N ELAPSED_NS"
  *   sl_bench udpflood ADDR PORT N [PER_SECOND]
  *                                       N datagrams, each from a new socket (so each is a new
  *                                       allow record), at most PER_SECOND a second if given;
@@ -213,6 +216,32 @@ static int bench_stream(struct sockaddr_storage *ss, socklen_t len, double secs)
 	return 0;
 }
 
+/* Many small packets of one established flow: what a program per packet costs (make bench). */
+static int bench_packets(struct sockaddr_storage *ss, socklen_t len, long n, long size)
+{
+	static char buf[1 << 16];
+	int fd = socket(ss->ss_family, SOCK_STREAM, 0), one = 1;
+	int64_t t0;
+	long i;
+
+	if (size < 1 || size > (long)sizeof(buf) || fd < 0 ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) ||
+	    connect(fd, (struct sockaddr *)ss, len)) {
+		perror("packets");
+		return 2;
+	}
+	t0 = now_ns();
+	for (i = 0; i < n; i++) {
+		if (write(fd, buf, (size_t)size) != size) {
+			perror("write");
+			return 2;
+		}
+	}
+	printf("%ld %lld\n", n, (long long)(now_ns() - t0));
+	close(fd);
+	return 0;
+}
+
 /* rate > 0: paced at rate datagrams per second (from the start, so a late one is not owed). */
 static int bench_udpflood(struct sockaddr_storage *ss, socklen_t len, long n, long rate)
 {
@@ -266,6 +295,8 @@ int main(int argc, char **argv)
 	}
 	if (argc == 6 && !strcmp(argv[1], "connect") && !sl_parse_addr(argv[2], argv[3], &ss, &len))
 		return bench_connect(&ss, len, atol(argv[4]), atol(argv[5]), NULL);
+	if (argc == 6 && !strcmp(argv[1], "packets") && !sl_parse_addr(argv[2], argv[3], &ss, &len))
+		return bench_packets(&ss, len, atol(argv[4]), atol(argv[5]));
 	if (argc == 6 && !strcmp(argv[1], "udpflood") && !sl_parse_addr(argv[2], argv[3], &ss, &len))
 		return bench_udpflood(&ss, len, atol(argv[4]), atol(argv[5]));
 	if (argc == 5 && !sl_parse_addr(argv[2], argv[3], &ss, &len)) {
@@ -277,7 +308,8 @@ int main(int argc, char **argv)
 			return bench_udpflood(&ss, len, atol(argv[4]), 0);
 	}
 	fprintf(stderr, "usage: sl_bench serve PORT | spin PORT | connect ADDR PORT N [SPREAD]"
-			" | proxy PADDR PPORT ADDR PORT N [SPREAD] | stream ADDR PORT SECONDS"
+			 " | proxy PADDR PPORT ADDR PORT N [SPREAD] | stream ADDR PORT SECONDS"
+			" | packets ADDR PORT N SIZE"
 			" | udpflood ADDR PORT N [PER_SECOND]\n");
 	return 2;
 }
