@@ -830,6 +830,9 @@ class Bench:
         os.environ["SLUICE_KEY"] = self.key
         if a.pipeline_only:
             return self.pipelines_only()
+        if a.attach_only:
+            self.results["attach"] = self.attaches(a.starts)
+            return self.write_results()
         if a.startup_only:
             self.results["startup_ms"] = {10: self.startup(10, a.starts)}
             self.results["startup_handoff"] = self.startup_handoff(a.starts)
@@ -963,6 +966,9 @@ def main():
     ap.add_argument("--startup-only", action="store_true",
                     help="only sluice run -- true (10 CIDRs) and the daemon's attach, from a spare "
                     "and loading its own, --starts times each")
+    ap.add_argument("--attach-only", action="store_true",
+                    help="only the daemon's attaches (from a spare and loading its own, each "
+                    "without and with a host side), --starts times each")
     ap.add_argument("--table-only", action="store_true",
                     help="the connect() table and memory per run, nothing after them")
     ap.add_argument("--render", metavar="RESULTS_JSON",

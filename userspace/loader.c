@@ -686,6 +686,18 @@ static int map_id_of(int fd, __u32 *id)
 }
 
 /*
+ * Whether a slot (a one-slot map of maps) holds the map of that id already. (Asking waits for
+ * nothing since Linux 6.8; before, it waited for a grace period when the slot was not empty,
+ * which the update it spares would have waited for too.)
+ */
+static bool slot_holds(int slot_fd, __u32 id)
+{
+	__u32 zero = 0, held = 0;
+
+	return !bpf_map_lookup_elem(slot_fd, &zero, &held) && held == id;
+}
+
+/*
  * The namespace's runs map into the set's slot, unless it holds that map already: each update
  * of a map of maps waits for an RCU grace period (the kernel's, for the programs that might
  * still read the old value), milliseconds to tens of them on a busy host, on the attach's path.
@@ -754,12 +766,13 @@ static int ns_sync(const char *dir, int runs_fd, bool joining)
 	int n = ns_tokens(runs_fd, tokens), flows = -1, slot, err = 0, i;
 	bool unpinned_slot = false;
 	char path[PATH_MAX];
-	__u32 zero = 0;
+	__u32 zero = 0, flows_id = 0;
 
 	if (n + joining >= 2) {
 		flows = ns_map_get(dir, &ns_shapes[NS_FLOWS], true);
 		if (flows < 0)
 			return flows;
+		err = map_id_of(flows, &flows_id);
 	}
 	for (i = 0; !err && i < n; i++) {
 		if (util_fmt(path, sizeof(path), NS_SLOT_FMT, dir,
@@ -773,7 +786,9 @@ static int ns_sync(const char *dir, int runs_fd, bool joining)
 			continue;
 		}
 		if (flows >= 0) {
-			if (bpf_map_update_elem(slot, &zero, &flows, BPF_ANY))
+			/* (a slot that holds it already: the update would only wait, see ns_runs_slot) */
+			if (!slot_holds(slot, flows_id) &&
+			    bpf_map_update_elem(slot, &zero, &flows, BPF_ANY))
 				err = -errno;
 		} else if (bpf_map_delete_elem(slot, &zero) && errno != ENOENT) {
 			err = -errno; /* (ENOENT: the slot was empty) */
@@ -867,8 +882,9 @@ out:
  * goes into the set's slot, the set's flows slot is pinned for the runs to come, and the other
  * runs get the flows if the run will not be alone (ns_sync): they record what they send before
  * the run's host side judges it. Before the configuration (its ns_token) is written and before
- * any link exists: a program never sees a token without the maps. The run's token and its own flows come later (ns_join), once its host
- * side is attached. Under clsact_lock, which ns_leave takes to remove them.
+ * any link exists: a program never sees a token without the maps. The run's token and its own
+ * flows come later (ns_join), once its host side is attached. Under clsact_lock, which ns_leave
+ * takes to remove them.
  */
 static int ns_bind(struct loader *l)
 {
