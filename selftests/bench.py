@@ -1058,6 +1058,9 @@ class Bench:
                     self.compare_runs[n] = self.sluice_up(n, a.compare, "cmp")
             self.results["packets"] = self.packets(self.packet_runs())
             return self.write_results()
+        if a.attach_only:
+            self.results["attach"] = self.attaches(a.starts)
+            return self.write_results()
         if a.startup_only:
             self.results["startup_ms"] = {10: self.startup(10, a.starts)}
             self.results["startup_handoff"] = self.startup_handoff(a.starts)
@@ -1260,6 +1263,9 @@ def main():
     ap.add_argument("--packets-only", action="store_true",
                     help="only the per-packet figure: a run per --sizes (--compare's too) and "
                     "the empty programs, --rounds interleaved rounds")
+    ap.add_argument("--attach-only", action="store_true",
+                    help="only the daemon's attaches (from a spare and loading its own, each "
+                    "without and with a host side), --starts times each")
     ap.add_argument("--table-only", action="store_true",
                     help="the connect() table and memory per run, nothing after them")
     ap.add_argument("--verifier-only", action="store_true",
@@ -1294,7 +1300,7 @@ def main():
         if not os.access(t, mode):
             print(f"{t} not built (make)", file=sys.stderr)
             sys.exit(2)
-    table = not (a.pipeline_only or a.startup_only or a.packets_only)
+    table = not (a.pipeline_only or a.startup_only or a.packets_only or a.attach_only)
     for t in ([] if a.no_nft or not table else ["nft"]) + \
             ([] if a.no_proxy or not table else ["tinyproxy"]) + \
             ["bpftool", "nsenter", "unshare"]:

@@ -187,6 +187,8 @@ struct loader {
 	bool no_backstop;
 	char ns_dir[PATH_MAX];	     /* the namespace's shared maps; "" when the run has none */
 	__u64 ns_token;		     /* the run's key in them (sl_ns_runs); 0: none */
+	int ns_runs_own;	     /* a spare's own runs map, in its slot since its load; -1 */
+	__u32 ns_runs_id;	     /* the id of the runs map in the set's slot; 0: none */
 	pthread_mutex_t learn_lock; /* serialises read-merge-write of the learned maps */
 	struct loader_caps caps;     /* the sizes its policy and learned maps were loaded with */
 	uint32_t learned_full;	     /* the learned maps' size for a policy that learns (opts) */
@@ -625,6 +627,31 @@ static const struct ns_map_shape ns_shapes[2] = {
 	[NS_RUNS] = { "runs", BPF_MAP_TYPE_HASH, sizeof(__u64), sizeof(__u8), SL_NS_RUNS_MAX },
 };
 
+/* A map of the namespace's shape, not pinned yet. */
+static int ns_map_create(const struct ns_map_shape *shape)
+{
+	char map_name[BPF_OBJ_NAME_LEN];
+	int fd;
+
+	if (util_fmt(map_name, sizeof(map_name), "sl_ns_%s", shape->name))
+		return -ENAMETOOLONG;
+	fd = bpf_map_create(shape->type, map_name, shape->key_size, shape->value_size,
+			    shape->max_entries, NULL);
+	return fd < 0 ? -errno : fd;
+}
+
+/* fd pinned as the namespace's map of that shape (its directory made if need be). */
+static int ns_map_pin(const char *dir, const struct ns_map_shape *shape, int fd)
+{
+	char path[PATH_MAX];
+
+	if (util_fmt(path, sizeof(path), "%s/%s", dir, shape->name))
+		return -ENAMETOOLONG;
+	if (mkdir(dir, 0700) && errno != EEXIST)
+		return -errno;
+	return bpf_obj_pin(fd, path) ? -errno : 0;
+}
+
 /*
  * One of the namespace's maps: its pin, or (create) a new map pinned there; -ENOENT when it is
  * not pinned and create is false. A pin of another shape (a build whose sizes differ) is
@@ -634,11 +661,10 @@ static int ns_map_get(const char *dir, const struct ns_map_shape *shape, bool cr
 {
 	struct bpf_map_info info = {};
 	__u32 len = sizeof(info);
-	char path[PATH_MAX], map_name[BPF_OBJ_NAME_LEN];
+	char path[PATH_MAX];
 	int fd, err = 0;
 
-	if (util_fmt(path, sizeof(path), "%s/%s", dir, shape->name) ||
-	    util_fmt(map_name, sizeof(map_name), "sl_ns_%s", shape->name))
+	if (util_fmt(path, sizeof(path), "%s/%s", dir, shape->name))
 		return -ENAMETOOLONG;
 	fd = bpf_obj_get(path);
 	if (fd >= 0) {
@@ -656,18 +682,79 @@ static int ns_map_get(const char *dir, const struct ns_map_shape *shape, bool cr
 	}
 	if (errno != ENOENT || !create)
 		return -errno;
-	if (mkdir(dir, 0700) && errno != EEXIST)
-		return -errno;
-	fd = bpf_map_create(shape->type, map_name, shape->key_size, shape->value_size,
-			    shape->max_entries, NULL);
+	fd = ns_map_create(shape);
 	if (fd < 0)
-		return -errno;
-	if (bpf_obj_pin(fd, path)) {
-		err = -errno;
+		return fd;
+	err = ns_map_pin(dir, shape, fd);
+	if (err) {
 		close(fd);
 		return err;
 	}
 	return fd;
+}
+
+static int map_id_of(int fd, __u32 *id)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+
+	if (bpf_map_get_info_by_fd(fd, &info, &len))
+		return -errno;
+	*id = info.id;
+	return 0;
+}
+
+/*
+ * Whether a slot (a one-slot map of maps) holds the map of that id already. (Asking waits for
+ * nothing since Linux 6.8; before, it waited for a grace period when the slot was not empty,
+ * which the update it spares would have waited for too.)
+ */
+static bool slot_holds(int slot_fd, __u32 id)
+{
+	__u32 zero = 0, held = 0;
+
+	return !bpf_map_lookup_elem(slot_fd, &zero, &held) && held == id;
+}
+
+/*
+ * The namespace's runs map into the set's slot, unless it holds that map already: each update
+ * of a map of maps waits for an RCU grace period (the kernel's, for the programs that might
+ * still read the old value), milliseconds to tens of them on a busy host, on the attach's path.
+ * (A map's id names it while it lives, and the slot keeps the one it holds alive.)
+ */
+static int ns_runs_slot(struct loader *l, int slot, int runs)
+{
+	__u32 zero = 0, id = 0;
+	int err = map_id_of(runs, &id);
+
+	if (err || id == l->ns_runs_id)
+		return err;
+	if (bpf_map_update_elem(slot, &zero, &runs, BPF_ANY))
+		return -errno;
+	l->ns_runs_id = id;
+	return 0;
+}
+
+/*
+ * A spare's own runs map, put into its slot as it is loaded (off any attach's path): the first
+ * run of a namespace that takes the spare pins it as the namespace's (ns_bind), with no update
+ * of the slot, so that with ns_join's none a run alone in its namespace waits for no grace
+ * period of its own but its host side's (tcx). A spare taken by a run with no host side keeps
+ * it unread: the programs ask the runs map only about a frame the flows map holds.
+ */
+static int ns_runs_prefill(struct loader *l)
+{
+	int fd = ns_map_create(&ns_shapes[NS_RUNS]), err;
+
+	if (fd < 0)
+		return fd;
+	err = ns_runs_slot(l, bpf_map__fd(l->skb->maps.sl_ns_runs), fd);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	l->ns_runs_own = fd;
+	return 0;
 }
 
 /* The tokens of the runs alive in the namespace (its runs map), at most SL_NS_RUNS_MAX. */
@@ -820,12 +907,13 @@ static int ns_sync(const char *dir, int runs_fd, bool joining)
 	int n = ns_tokens(runs_fd, tokens), flows = -1, slot, err = 0, i;
 	bool unpinned_slot = false;
 	char path[PATH_MAX];
-	__u32 zero = 0;
+	__u32 zero = 0, flows_id = 0;
 
 	if (n + joining >= 2) {
 		flows = ns_map_get(dir, &ns_shapes[NS_FLOWS], true);
 		if (flows < 0)
 			return flows;
+		err = map_id_of(flows, &flows_id);
 	}
 	for (i = 0; !err && i < n; i++) {
 		if (util_fmt(path, sizeof(path), NS_SLOT_FMT, dir,
@@ -839,7 +927,9 @@ static int ns_sync(const char *dir, int runs_fd, bool joining)
 			continue;
 		}
 		if (flows >= 0) {
-			if (bpf_map_update_elem(slot, &zero, &flows, BPF_ANY))
+			/* (a slot that holds it already: the update would only wait, see ns_runs_slot) */
+			if (!slot_holds(slot, flows_id) &&
+			    bpf_map_update_elem(slot, &zero, &flows, BPF_ANY))
 				err = -errno;
 		} else if (bpf_map_delete_elem(slot, &zero) && errno != ENOENT) {
 			err = -errno; /* (ENOENT: the slot was empty) */
@@ -930,27 +1020,35 @@ out:
 
 /*
  * The run comes to its namespace (a set loaded for it, or a spare it takes): the namespace's
- * runs map, pinned by the first run there, goes into the set's slot, the set's flows slot is
- * pinned for the runs to come, and the other runs get the flows if the run will not be alone
- * (ns_sync): they record what they send before the run's host side judges it. Before the
- * configuration (its ns_token) is written and before any link exists: a program never sees a
- * token without the maps. The run's token and its own flows come later (ns_join), once its host
- * side is attached. Under clsact_lock, which ns_leave takes to remove them.
+ * runs map, pinned by the first run there (a spare's own, in its slot already: ns_runs_prefill),
+ * goes into the set's slot, the set's flows slot is pinned for the runs to come, and the other
+ * runs get the flows if the run will not be alone (ns_sync): they record what they send before
+ * the run's host side judges it. Before the configuration (its ns_token) is written and before
+ * any link exists: a program never sees a token without the maps. The run's token and its own
+ * flows come later (ns_join), once its host side is attached. Under clsact_lock, which ns_leave
+ * takes to remove them.
  */
 static int ns_bind(struct loader *l)
 {
 	int runs = -1, lock, err = 0;
 	char slot[PATH_MAX];
-	__u32 zero = 0;
 
 	lock = clsact_lock();
 	if (lock < 0)
 		return -errno;
-	runs = ns_map_get(l->ns_dir, &ns_shapes[NS_RUNS], true);
+	runs = ns_map_get(l->ns_dir, &ns_shapes[NS_RUNS], l->ns_runs_own < 0);
+	/* the namespace's first run, from a spare: the spare's own runs map is the namespace's */
+	if (runs == -ENOENT && l->ns_runs_own >= 0) {
+		runs = ns_map_pin(l->ns_dir, &ns_shapes[NS_RUNS], l->ns_runs_own);
+		if (!runs) {
+			runs = l->ns_runs_own;
+			l->ns_runs_own = -1;
+		}
+	}
 	if (runs < 0)
 		err = runs;
-	else if (bpf_map_update_elem(bpf_map__fd(l->skb->maps.sl_ns_runs), &zero, &runs, BPF_ANY))
-		err = -errno;
+	else
+		err = ns_runs_slot(l, bpf_map__fd(l->skb->maps.sl_ns_runs), runs);
 	if (!err && util_fmt(slot, sizeof(slot), NS_SLOT_FMT, l->ns_dir,
 			     (unsigned long long)l->ns_token))
 		err = -ENAMETOOLONG;
@@ -960,6 +1058,9 @@ static int ns_bind(struct loader *l)
 		err = ns_sync(l->ns_dir, runs, true);
 	if (runs >= 0)
 		close(runs);
+	if (l->ns_runs_own >= 0) /* out of the slot now: the namespace's is there */
+		close(l->ns_runs_own);
+	l->ns_runs_own = -1;
 	if (err)
 		ns_leave(l, lock);
 	clsact_unlock(lock);
@@ -979,8 +1080,7 @@ static int ns_bind(struct loader *l)
  */
 static int ns_join(struct loader *l, int runs_slot, bool again)
 {
-	int runs, lock, err = 0;
-	__u32 zero = 0;
+	int runs, lock, err;
 	__u8 one = 1;
 
 	lock = clsact_lock();
@@ -992,13 +1092,15 @@ static int ns_join(struct loader *l, int runs_slot, bool again)
 		return runs;
 	}
 	ns_collect(l->ns_dir, runs, l->ns_token);
-	if (bpf_map_update_elem(runs_slot, &zero, &runs, BPF_ANY))
-		err = -errno;
-	else if (bpf_map_update_elem(runs, &l->ns_token, &one, BPF_NOEXIST) &&
-		 (errno != EEXIST || !again))
+	err = ns_runs_slot(l, runs_slot, runs);
+	if (err)
+		goto out;
+	if (bpf_map_update_elem(runs, &l->ns_token, &one, BPF_NOEXIST) &&
+	    (errno != EEXIST || !again))
 		err = errno == E2BIG ? -EUSERS : -errno;
 	else if ((err = ns_sync(l->ns_dir, runs, false)))
 		bpf_map_delete_elem(runs, &l->ns_token);
+out:
 	close(runs);
 	clsact_unlock(lock);
 	return err;
@@ -1078,6 +1180,7 @@ static struct loader *loader_new(bool verbose)
 	pthread_mutex_init(&l->learn_lock, NULL);
 	l->pin_lock = -1;
 	l->era_fd = -1;
+	l->ns_runs_own = -1;
 	l->ncpus = libbpf_num_possible_cpus();
 	if (l->ncpus <= 0) {
 		errno = l->ncpus ? -l->ncpus : EINVAL;
@@ -1182,6 +1285,8 @@ static int configure(struct loader *l, const struct policy *p, const struct poli
 
 static void loader_free_objects(struct loader *l)
 {
+	if (l->ns_runs_own >= 0)
+		close(l->ns_runs_own);
 	sl_destroy__destroy(l->destroy);
 	sl_tc__destroy(l->tc);
 	sl_surface__destroy(l->surface);
@@ -1266,6 +1371,8 @@ struct loader *loader_load_spare(const struct loader_caps *caps, bool verbose)
 	old = libbpf_hush();
 	err = load_objects(l, caps);
 	libbpf_unhush(old);
+	if (!err)
+		err = ns_runs_prefill(l);
 	if (err) {
 		loader_free_objects(l);
 		errno = err < 0 ? -err : EINVAL;
@@ -1301,6 +1408,10 @@ int loader_take(struct loader *l, const struct policy *p, const struct policy_co
 	if (!loader_fits(l, p, c, opts))
 		return -E2BIG;
 	l->learned_full = opts->learned_max;
+	if (!opts->ns_share && l->ns_runs_own >= 0) { /* (its slot keeps it, unread) */
+		close(l->ns_runs_own);
+		l->ns_runs_own = -1;
+	}
 	if (opts->ns_share) {
 		err = ns_share_init(l, &opts->run_cfg);
 		if (!err)
@@ -1567,6 +1678,7 @@ struct loader *loader_reopen(const char *run_id, const struct loader_open_switch
 	pthread_mutex_init(&l->learn_lock, NULL);
 	l->pin_lock = -1;
 	l->era_fd = -1;
+	l->ns_runs_own = -1;
 	l->ncpus = libbpf_num_possible_cpus();
 	err = l->ncpus > 0 ? 0 : l->ncpus ? l->ncpus : -EINVAL;
 	if (!err)
@@ -2639,6 +2751,8 @@ void loader_destroy(struct loader *l)
 		close(l->era_fd);
 	if (l->pin_lock >= 0)
 		close(l->pin_lock);
+	if (l->ns_runs_own >= 0)
+		close(l->ns_runs_own);
 	pthread_mutex_destroy(&l->learn_lock);
 	free(l);
 }
