@@ -374,7 +374,7 @@ fi
 RL=t-$SL_ID-l RK=t-$SL_ID-k
 SL_RUNS+=("$RL" "$RK")
 for r in "$RL:$CG_L" "$RK:$CG_K"; do
-	out=$(sl_daemon_req "{\"op\":\"attach\",\"run_id\":\"${r%%:*}\",\"cgroup\":\"${r#*:}\",$(
+	out=$(sl_daemon_req --fd "/run/netns/$LONS" "{\"op\":\"attach\",\"run_id\":\"${r%%:*}\",\"cgroup\":\"${r#*:}\",$(
 		)\"policy\":\"$SL_TMP/n.yaml\",\"netns\":\"/run/netns/$LONS\",$(
 		)\"upstream\":\"127.0.0.1:$UP_PORT\"}")
 	tap_is "a run in a namespace with only loopback is attached (${r%%:*})" \
