@@ -78,18 +78,21 @@ int BPF_PROG(sl_lsm_socket_create, int family, int type, int protocol, int kern)
 	return 0;
 }
 
-/* The socket was created inside the run (its cgroup is the run's or below it). */
+/*
+ * The socket was created inside the run (its cgroup is the run's or below it).
+ * The run's level is read into a local before it indexes ancestors[]: everything inside
+ * BPF_CORE_READ's arguments is a CO-RE access, so sl_cfg.cgroup_level there becomes a
+ * relocation against struct sl_cfg, a type no kernel's BTF has, which libbpf turns into a
+ * poisoned call (the verifier: "invalid func unknown#195896080") on every kernel.
+ */
 static __always_inline bool socket_of_run(struct socket *sock)
 {
 	struct cgroup *cg = BPF_CORE_READ(sock, sk, sk_cgrp_data.cgroup), *anc;
-	int level;
+	int run_level = sl_cfg.cgroup_level;
 
-	if (!cg)
+	if (!cg || BPF_CORE_READ(cg, level) < run_level)
 		return false;
-	level = BPF_CORE_READ(cg, level);
-	if (level < sl_cfg.cgroup_level)
-		return false;
-	anc = BPF_CORE_READ(cg, ancestors[sl_cfg.cgroup_level & 0xff]);
+	anc = BPF_CORE_READ(cg, ancestors[run_level & 0xff]);
 	return anc && BPF_CORE_READ(anc, kn, id) == sl_cfg.cgroup_id;
 }
 

@@ -7,7 +7,8 @@
 # refuses to load at all, on both; test_connect.sh: the decision layer's verdicts, errnos and
 # log lines, on the oldest kernel sluice supports (6.1; under emulation it takes ~15 minutes,
 # so 6.12 gets it from `make vmtest`, which runs every selftest on both kernels: an hour or
-# more each).
+# more each). A skip of test_lsm.sh on a kernel whose active LSMs include bpf (the guest says
+# them) fails, with the test's reason: that layer is what these VMs are booted for.
 #
 # Environment: SL_VM_TESTS_6_1, SL_VM_TESTS_6_12 (the test files per kernel, defaults above),
 # SL_VM_TIMEOUT (s per VM).

@@ -119,10 +119,17 @@ report)
 	conf=$(printf '%s\n' "$@" | sed -n 's/.*sluice_vm=\([^ ]*\).*/\1/p')
 	. "$conf"
 	echo "vmtest: kernel 9.9.9-fake, ${#TESTS[@]} test file(s)"
+	echo "vmtest: active LSMs: lockdown,capability,yama"
 	echo "vmtest-file: ${TESTS[0]} ok"
 	echo "vmtest-file: ${TESTS[1]} fail"
 	echo "vmtest-file: ${TESTS[2]} skip no BPF LSM here"
 	echo "vmtest-result: 1"
+	;;
+lsm-skip)
+	echo "vmtest: kernel 9.9.9-fake, 1 test file(s)"
+	echo "vmtest: active LSMs: lockdown,capability,yama,bpf"
+	echo "vmtest-file: selftests/test_lsm.sh skip no BPF-LSM layer on this kernel: fake"
+	echo "vmtest-result: 0"
 	;;
 esac
 QEMU
@@ -178,6 +185,42 @@ ok 2 - 9.9.9-fake: selftests/test_topology.sh
 not ok 3 - 9.9.9-fake: selftests/test_report.sh
 ok 4 - 9.9.9-fake: selftests/test_lsm.sh # SKIP no BPF LSM here" || tap_diag "$out"
 tap_check "the plan counts them" grep -qx '1..4' <<<"$out"
+
+# test_lsm.sh is what the VMs boot with lsm=...,bpf for: its skip on a kernel that runs BPF LSM
+# (the guest says its active LSMs) fails; on one that does not (above) it is a SKIP
+echo lsm-skip >"$tmp/guest"
+out=$(bash "$VMTEST" -K "$tmp/bzImage" -C "$tmp/full.config" -t 30 selftests/test_lsm.sh 2>&1)
+rc=$?
+want="not ok 2 - 9.9.9-fake: selftests/test_lsm.sh skipped though the kernel runs BPF LSM"
+want+=" (active LSMs: lockdown,capability,yama,bpf): no BPF-LSM layer on this kernel: fake"
+tap_is "test_lsm.sh skipping under an active BPF LSM: exit 1, not ok with the LSMs and why" \
+	"$rc:$(grep -cxF "$want" <<<"$out")" "1:1" || tap_diag "$out"
+
+# What the guest says of one test file (selftests/vm/prove-file.sh, run here as guest.sh runs it
+# in the VM): prove -v shows a skip_all as "FILE .. skipped: WHY", which must come out a skip
+# with its reason, not an ok
+mkdir -p "$tmp/t"
+printf '#!/bin/bash\necho "1..0 # SKIP the fake kernel has no such layer"\n' >"$tmp/t/skips.sh"
+printf '#!/bin/bash\necho 1..1\necho "ok 1 - fine"\n' >"$tmp/t/passes.sh"
+printf '#!/bin/bash\necho 1..2\necho "ok 1 - fine"\necho "not ok 2 - broken"\n%s\n' \
+	'echo "# diag-marker"' >"$tmp/t/fails.sh"
+printf '#!/bin/bash\necho 1..0\n' >"$tmp/t/silent.sh"
+chmod +x "$tmp/t/"*.sh
+prove_file() { (cd "$tmp" && bash "$REPO/selftests/vm/prove-file.sh" "t/$1" 30 2>&1); }
+out=$(prove_file skips.sh)
+tap_is "guest: a file that skips is reported a skip, with its reason" "$?:$(tail -n 1 <<<"$out")" \
+	"0:vmtest-file: t/skips.sh skip the fake kernel has no such layer"
+out=$(prove_file silent.sh)
+tap_is "guest: a file that runs no test and gives no reason is a skip that says so" \
+	"$?:$(tail -n 1 <<<"$out")" "0:vmtest-file: t/silent.sh skip (no reason given)"
+out=$(prove_file passes.sh)
+tap_is "guest: a file that passes is ok" "$?:$(tail -n 1 <<<"$out")" "0:vmtest-file: t/passes.sh ok"
+out=$(cd "$tmp" && bash "$REPO/selftests/vm/prove-file.sh" t/passes.sh 30 1 2>&1)
+tap_check "guest: SL_VM_VERBOSE's mode shows the passing lines too" grep -qx '  ok 1 - fine' <<<"$out"
+out=$(prove_file fails.sh)
+tap_is "guest: a file that fails: exit 1, its failing line and diagnostics shown" \
+	"$?:$(tail -n 1 <<<"$out"):$(grep -c -e '^  not ok 2 - broken' -e '^  # diag-marker' <<<"$out")" \
+	"1:vmtest-file: t/fails.sh fail:2"
 
 # A guest that ends without a result (a panic under emulation) is booted once more, and what
 # ended the first boot is on stderr, which is what a CI log shows of a test file.

@@ -21,7 +21,7 @@ ln -sfn /proc/self/fd /dev/fd
 for i in 0:stdin 1:stdout 2:stderr; do ln -sfn "/proc/self/fd/${i%%:*}" "/dev/${i#*:}"; done
 
 # shellcheck source=/dev/null
-. "$conf" # REPO, KDIR, TESTS, FILE_TIMEOUT
+. "$conf" # REPO, KDIR, TESTS, FILE_TIMEOUT, VERBOSE
 # The tests write to tmpfs mounts of their own; a tree below one of them (a CI clone in /tmp)
 # is kept in sight: held at /mnt meanwhile, then put back at its own path.
 mount --bind "$REPO" /mnt
@@ -49,30 +49,15 @@ export HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin SLUICE_VM=1 SL_SLOW=${SL_SL
 
 cd "$REPO" || exit 1
 echo "vmtest: kernel $(uname -r), ${#TESTS[@]} test file(s)"
-# one prove per file, and one line the host reads for each: "vmtest-file: FILE ok|fail|skip WHY"
+# what the kernel runs, not what its command line asked for: the host judges test_lsm.sh by it
+mount -t securityfs securityfs /sys/kernel/security 2>/dev/null
+echo "vmtest: active LSMs: $(cat /sys/kernel/security/lsm 2>/dev/null || echo unknown)"
+# one prove per file, and one line the host reads for each: "vmtest-file: FILE ok|fail|skip WHY";
+# one file that hangs must not take the others' time: each gets at most FILE_TIMEOUT s
 failed=0
 for t in "${TESTS[@]}"; do
-	# one file that hangs must not take the others' time: each gets at most FILE_TIMEOUT s
-	timeout -k 10 "${FILE_TIMEOUT:-1800}" prove -v --exec '' "$t" >/run/vm/prove.out 2>&1
-	rc=$?
-	[[ $rc -eq 124 ]] && echo "(timed out after ${FILE_TIMEOUT:-1800} s)" >>/run/vm/prove.out
-	# what failed, with its diagnostics (a bail-out's come before it), and prove's verdict; not
-	# every passing line
-	awk '/^not ok/ { show = 1; held = ""; print; next }
-		/^(ok|[0-9]+\.\.)/ { show = 0; held = ""; next }
-		/^#/ { if (show) print; else held = held $0 "\n"; next }
-		/^Bail out!/ { printf "%s", held; held = ""; print; next }
-		/^(Failed|Result|Files=|Dubious|  Failed|\(timed out)/ { print }' \
-		/run/vm/prove.out | sed 's/^/  /'
-	why=$(sed -n 's/^1\.\.0 # SKIP //p; s/^1\.\.0 # skip //p' /run/vm/prove.out | head -n 1)
-	if [[ $rc -ne 0 ]]; then
-		echo "vmtest-file: $t fail"
+	bash "$REPO/selftests/vm/prove-file.sh" "$t" "${FILE_TIMEOUT:-1800}" "${VERBOSE:-0}" ||
 		failed=1
-	elif [[ -n $why ]]; then
-		echo "vmtest-file: $t skip $why"
-	else
-		echo "vmtest-file: $t ok"
-	fi
 done
 echo "vmtest-result: $failed"
 sync

@@ -27,10 +27,12 @@
 #
 # Output is TAP: one line per kernel and test file ("ok N - 6.1.0-57-amd64: selftests/test_x.sh",
 # with "# SKIP why" where the test skipped there), prove's output as comments; "not ok" for a
-# file that failed and for a kernel that could not be fetched or booted, or did not finish.
+# file that failed, for test_lsm.sh skipping on a kernel that runs BPF LSM (the guest says its
+# active LSMs), and for a kernel that could not be fetched or booted, or did not finish.
 # Exits 1 if anything failed, 2 on a bad command line. Software emulation (TCG) makes the tests
 # about ten times slower than on the host; SL_VM_FILE_TIMEOUT bounds each test file in the VM
-# (default 1800 s). SL_VM_QEMU names the emulator (default qemu-system-x86_64).
+# (default 1800 s). SL_VM_QEMU names the emulator (default qemu-system-x86_64). SL_VM_VERBOSE=1
+# shows every TAP line of the guest's tests, not only what failed.
 set -u
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -263,13 +265,15 @@ image_version() {
 # skipped). LABEL names the kernel in the TAP lines; KDIR holds lib/modules/VERSION for the
 # guest's modprobe; DIR gets guest.conf and console.log.
 boot_kernel() {
-	local label=$1 image=$2 initrd=$3 kdir=$4 dir=$5 log rc file status why guest seen=0 failed=0
+	local label=$1 image=$2 initrd=$3 kdir=$4 dir=$5 log rc file status why guest lsms
+	local seen=0 failed=0
 	# what guest.sh runs: read over 9p, from this (read-only) tree
 	{
 		printf 'REPO=%q\n' "$REPO"
 		printf 'KDIR=%q\n' "$kdir"
 		printf 'TESTS=(%s)\n' "$(printf '%q ' "${tests[@]}")"
 		printf 'FILE_TIMEOUT=%q\n' "$file_timeout"
+		printf 'VERBOSE=%q\n' "${SL_VM_VERBOSE:-0}"
 	} >"$dir/guest.conf"
 	log=$dir/console.log
 	# no network device (-nodefaults): the VM reaches nothing but its own namespaces. A guest
@@ -299,11 +303,22 @@ boot_kernel() {
 	guest=$(tr -d '\r' <"$log" | sed -n '/vmtest: kernel /,/^vmtest-result: /p' |
 		sed 's/.*\(vmtest: kernel \)/\1/; /^vmtest-file: /d; s/^/# /')
 	printf '%s\n' "$guest"
+	lsms=$(tr -d '\r' <"$log" | sed -n 's/^vmtest: active LSMs: //p' | head -n 1)
 	while read -r _ file status why; do
 		seen=$((seen + 1))
 		case $status in
 		ok) tap ok "$label: $file" ;;
-		skip) tap ok "$label: $file # SKIP $why" ;;
+		skip)
+			# the BPF LSM layer is what the VM is booted with lsm=...,bpf for: where the
+			# kernel runs bpf among its LSMs, its test skipping is a failure
+			if [[ $file == selftests/test_lsm.sh && ,$lsms, == *,bpf,* ]]; then
+				why="skipped though the kernel runs BPF LSM (active LSMs: $lsms): $why"
+				tap "not ok" "$label: $file $why"
+				failed=1
+			else
+				tap ok "$label: $file # SKIP $why"
+			fi
+			;;
 		*)
 			tap "not ok" "$label: $file (console: $log)"
 			failed=1
