@@ -1220,7 +1220,8 @@ static int op_detach(struct daemon *d, struct client *c, const struct control_ob
 	if (ret)
 		return ret;
 	id = control_str(o, "run_id", NULL);
-	if (id && !find_run(d, id) && !run_check_id(id))
+	/* (a run being attached is this daemon's: need_run says so) */
+	if (id && !find_run(d, id) && !find_attaching(d, id) && !run_check_id(id))
 		return detach_unmanaged(d, id, rep, err, err_len);
 	dr = need_run(d, o, err, err_len);
 	if (!dr)
