@@ -233,8 +233,13 @@ __noinline int decide_dst4(struct verdict *v, struct sl_decision_event *ev, __u3
 {
 	__u32 addr;
 
-	if (!v || !ev)
+	if (!v)
 		return 0;
+	if (!ev) { /* unreachable (callers pass their stack), and a denial if it were not */
+		v->verdict = SL_VERDICT_DENY;
+		v->reason = SL_REASON_DEFAULT_DENY;
+		return 0;
+	}
 	__builtin_memcpy(&addr, ev->addr, 4);
 	decide_v4(v, ev, addr, ev->port, proto);
 	return 0;
@@ -244,8 +249,13 @@ __noinline int decide_dst6(struct verdict *v, struct sl_decision_event *ev, __u3
 {
 	__u32 w[4];
 
-	if (!v || !ev)
+	if (!v)
 		return 0;
+	if (!ev) { /* unreachable (callers pass their stack), and a denial if it were not */
+		v->verdict = SL_VERDICT_DENY;
+		v->reason = SL_REASON_DEFAULT_DENY;
+		return 0;
+	}
 	__builtin_memcpy(w, ev->addr, 16);
 	decide_v6(v, ev, w, ev->port, proto);
 	return 0;

@@ -496,7 +496,7 @@ wait "$kr_pid" 2>/dev/null
 bpftool map delete pinned "$ns_pins/runs" key $(python3 -c 'import sys
 print(" ".join(str(b) for b in int(sys.argv[1], 16).to_bytes(8, "little")))' "$kr_token")
 bpftool map delete pinned "$ns_pins/slot-$kr_token" key 0 0 0 0
-bpftool map pin pinned "/sys/fs/bpf/sluice/$kr_id/map-cfg" "/sys/fs/bpf/sluice/$kr_id/ns-join-pending"
+bpftool map pin pinned "/sys/fs/bpf/sluice/$kr_id/map-events" "/sys/fs/bpf/sluice/$kr_id/ns-join-pending"
 tap_is "P26 kill: run r put back before its join: run a's frames are dropped by its host side" \
 	"$(a_conn)" timeout
 "$SLUICE" resume "$kr_id" --log "$SL_TMP/p26k-r.jsonl" >"$SL_TMP/p26k-r.out" \

@@ -301,7 +301,7 @@ tap_is "--run-id of a run the daemon does not have: refused, exit 1" \
 t0=$(date +%s%N)
 req="{\"op\":\"attach\",\"run_id\":\"$rd\",\"cgroup\":\"$cg\",\"policy\":\"$policy\","
 req+="\"netns\":\"/run/netns/$SL_NS_RUN\"}"
-out=$(sl_daemon_req "$req")
+out=$(sl_daemon_req --fd "/run/netns/$SL_NS_RUN" "$req")
 tap_check "a run is attached to a cgroup the test made" test "${out:0:10}" == '{"ok":true'
 [[ ${out:0:10} == '{"ok":true' ]] || tap_diag "$out"$'\n'"$(tail -5 "$SL_TMP/daemon/err")"
 tap_diag "the attach took $((($(date +%s%N) - t0) / 1000000)) ms"
@@ -358,7 +358,7 @@ rm_=t-$SL_ID-m
 SL_RUNS+=("$rm_")
 req="{\"op\":\"attach\",\"run_id\":\"$rm_\",\"cgroup\":\"$cg\",\"policy\":\"$policy\","
 req+="\"netns\":\"/run/netns/$SL_NS_RUN\"}"
-out=$(sl_daemon_req "$req")
+out=$(sl_daemon_req --fd "/run/netns/$SL_NS_RUN" "$req")
 tap_check "a run is attached" test "${out:0:10}" == '{"ok":true'
 sl_in_cgroup "$cg" "${RUN_EXEC_NETONLY[@]}" "$SL_PROBE" tcp 198.51.100.20 80 >/dev/null
 sl_in_cgroup "$cg" "${RUN_EXEC_NETONLY[@]}" "$SL_PROBE" tcp 198.51.100.10 80 >/dev/null

@@ -383,6 +383,10 @@ done
 tap_check "… marked as having no host side, its token not in the namespace's runs" \
 	test -e "/sys/fs/bpf/sluice/$RL/ns-no-host-side" -a -e "$LO_PINS/runs" -a \
 	"$(bpftool -j map dump pinned "$LO_PINS/runs" 2>/dev/null | tr -d '[] \n')" == ""
+# a switch replaces the run's configuration map: its mark (a second pin of the run's event ring,
+# which every set shares) must still be its own at the take-over below
+out=$("$SLUICE" set-mode --run-id "$RL" enforce 2>&1)
+tap_check "run L (no host side, marked so) switches (set-mode enforce: a new generation) ($out)" test $? -eq 0
 
 # --- SIGKILL of the daemon ----------------------------------------------------------------------
 spares_at_least 2 || tap_diag "the spares were not refilled: $(tail -5 "$D/err")"
@@ -413,9 +417,9 @@ tap_is "… and runs N and M (host side) keep their allowlists" \
 	"ok err EPERM ok"
 
 # run K as a run killed between its cgroup links and its host side would be (no mark of its
-# own), with a forged one: another run's mark (run L's configuration map under that name)
+# own), with a forged one: another run's mark (run L's event ring under that name)
 rm -f "/sys/fs/bpf/sluice/$RK/ns-no-host-side"
-bpftool map pin pinned "/sys/fs/bpf/sluice/$RL/map-cfg" "/sys/fs/bpf/sluice/$RK/ns-no-host-side"
+bpftool map pin pinned "/sys/fs/bpf/sluice/$RL/map-events" "/sys/fs/bpf/sluice/$RK/ns-no-host-side"
 
 # --- --spares 0 ---------------------------------------------------------------------------------
 daemon_up --spares 0 || bail_out "the daemon did not restart: $(tail -5 "$D/err")"

@@ -93,38 +93,39 @@ for line in sys.stdin:
 # shellcheck disable=SC2317 # called through wait_until
 is_switching() { [[ $(switching "$1") == true ]]; }
 b_denials() { grep -c '"decision":"deny"' "$LB"; }
-# watch RUN PID: while PID (a switch of RUN) lasts, ask the status; sets ANSWERS (answers
-# showing RUN switching), NO_ANSWER (status that did not answer) and IN_WINDOW (B's denial
-# lines logged after one such answer and before a later one)
+# watch RUN: while a switch of RUN is held in flight ($HOLD, touched by the caller; its load done,
+# its commit not yet), ask the status; sets ANSWERS (answers showing RUN switching), NO_ANSWER
+# (status that did not answer) and IN_WINDOW (B's denial lines logged meanwhile); with
+# TRY_SECOND, a second switch of RUN then (SECOND_OUT, SECOND_RC). Releases the switch.
 watch() {
-	local run=$1 pid=$2 base='' c sw
+	local run=$1 base sw _
 	ANSWERS=0 NO_ANSWER=0 IN_WINDOW=0
-	while kill -0 "$pid" 2>/dev/null; do
-		c=$(b_denials)
+	wait_until $((20000 * SL_SLOW)) is_switching "$run"
+	for _ in 1 2 3; do
 		sw=$(switching "$run")
 		[[ -z $sw ]] && NO_ANSWER=$((NO_ANSWER + 1))
-		if [[ $sw == true ]]; then
-			ANSWERS=$((ANSWERS + 1))
-			[[ -n $base && $c -gt $base ]] && IN_WINDOW=$((c - base))
-			[[ -z $base ]] && base=$(b_denials)
-			# once, while the first switch is in flight: a second one
-			if [[ -n ${TRY_SECOND-} ]]; then
-				SECOND_OUT=$("$SLUICE" set-mode --run-id "$run" enforce 2>&1)
-				SECOND_RC=$?
-				TRY_SECOND=
-			fi
-		fi
+		[[ $sw == true ]] && ANSWERS=$((ANSWERS + 1))
 		sleep 0.05
 	done
+	base=$(b_denials)
+	wait_until $((10000 * SL_SLOW)) bash -c "[[ \$(grep -c '\"decision\":\"deny\"' '$LB') -gt $base ]]"
+	IN_WINDOW=$(($(b_denials) - base))
+	if [[ -n ${TRY_SECOND-} ]]; then
+		SECOND_OUT=$("$SLUICE" set-mode --run-id "$run" enforce 2>&1)
+		SECOND_RC=$?
+		TRY_SECOND=
+	fi
+	rm -f "$HOLD"
 }
 
 # --- 1. three switches of A while B's loops run ---------------------------------------------
 TRY_SECOND=1
 all_answers=1 in_window=0 no_answer=0 sw_fail=''
 for mode in report enforce report; do
+	touch "$HOLD"
 	"$SLUICE" set-mode --run-id "$A" "$mode" >"$SL_TMP/sw.out" 2>&1 &
 	pid=$!
-	watch "$A" "$pid"
+	watch "$A"
 	wait "$pid" || sw_fail+="set-mode $mode: $(cat "$SL_TMP/sw.out"); "
 	[[ $ANSWERS -gt 0 ]] || all_answers=0
 	in_window=$((in_window + IN_WINDOW))
@@ -150,8 +151,8 @@ pid=$!
 wait_until $((20000 * SL_SLOW)) is_switching "$A"
 "$SLUICE" detach --run-id "$A" >"$SL_TMP/det.out" 2>&1 &
 pdet=$!
-# the daemon has the detach once a second one is refused as "ending already"
-wait_until $((10000 * SL_SLOW)) bash -c "'$SLUICE' detach --run-id '$A' 2>&1 | grep -q 'is ending already'"
+# the daemon has the detach once the status says the run is ending
+wait_until $((10000 * SL_SLOW)) bash -c "'$SLUICE' status --json | grep -q '\"run_id\":\"$A\".*\"ending\":\"detached\"'"
 rm -f "$HOLD"
 wait "$pdet"
 tap_check "2: A's detach during its switch is answered ok ($(cat "$SL_TMP/det.out"))" test $? -eq 0

@@ -121,7 +121,7 @@ tap_is "its effective capabilities are the bounding set" \
 CG=$(sl_cgroup_new unit) || bail_out "cannot make the test cgroup"
 RID=t-$SL_ID-unit
 SL_RUNS+=("$RID")
-out=$(sl_daemon_req "{\"op\":\"attach\",\"run_id\":\"$RID\",\"cgroup\":\"$CG\",$(
+out=$(sl_daemon_req --fd "/run/netns/$SL_NS_RUN" "{\"op\":\"attach\",\"run_id\":\"$RID\",\"cgroup\":\"$CG\",$(
 	)\"policy\":\"$policy\",\"netns\":\"/run/netns/$SL_NS_RUN\"}")
 if [[ $out == '{"ok":true'* ]]; then
 	tap_ok "with those capabilities it attaches a run to a cgroup"

@@ -1361,6 +1361,9 @@ static int send_status_lines(struct daemon *d, struct client *c)
 		control_msg_bool(m, "log_ok", !r->rec.log_broke);
 		/* its new programs are being verified: the switch is not in force yet */
 		control_msg_bool(m, "switching", d->runs[i]->bg != NULL);
+		/* its end asked (a detach, its cgroup gone), waiting for that switch */
+		if (d->runs[i]->end_why)
+			control_msg_str(m, "ending", d->runs[i]->end_why);
 		if (control_msg_end(m)) {
 			err = -EMSGSIZE;
 			break;

@@ -140,13 +140,13 @@ struct tc_attachment {
 
 /*
  * What a run that shares its namespace's maps pinned about its join, for a writer that takes it
- * over (loader_reopen): a second name of the run's own configuration map in its pin directory.
+ * over (loader_reopen): a second name of the run's own event ring in its pin directory.
  * NS_MARK_NOHOST: the namespace had no veth peer when the run's host side was to be attached;
  * the run has no host side and deliberately never joins (a take-over adopts it unjoined).
- * NS_MARK_PENDING: its host side is attached and pinned, its join not done yet (removed once it
- * is; a take-over finishes the join). A run with a token, no host side and no NOHOST mark was
+ * NS_MARK_PENDING: pinned before its host side's first peer, removed once it has joined (a
+ * take-over finishes the join). A run with a token, no host side and no NOHOST mark was
  * killed between its cgroup links and its host side: refused. A mark that is not the run's own
- * configuration map, or that contradicts the run's links, is refused too.
+ * event ring, or that contradicts the run's links, is refused too.
  */
 #define NS_MARK_NOHOST "ns-no-host-side"
 #define NS_MARK_PENDING "ns-join-pending"
@@ -852,9 +852,13 @@ static void ns_collect(const char *dir, int runs_fd, __u64 own)
 		if (sscanf(e->d_name, "slot-%16llx%c", (unsigned long long *)&token, &end) != 1 ||
 		    token == own || util_fmt(path, sizeof(path), "%s/%s", dir, e->d_name))
 			continue;
+		/* a slot that cannot be read (EMFILE, ENOMEM) collects nothing: its token would go */
 		fd = bpf_obj_get(path);
-		if (fd < 0)
+		if (fd < 0) {
+			if (errno != ENOENT) /* (gone meanwhile: a run that left) */
+				err = -errno;
 			continue;
+		}
 		if (n == cap) {
 			more = realloc(slots, (cap + 16) * sizeof(*slots));
 			if (!more)
@@ -862,7 +866,9 @@ static void ns_collect(const char *dir, int runs_fd, __u64 own)
 			else
 				slots = more, cap += 16;
 		}
-		if (!err && !bpf_map_get_info_by_fd(fd, &info, &len))
+		if (!err && bpf_map_get_info_by_fd(fd, &info, &len))
+			err = -errno;
+		else if (!err)
 			slots[n++] = (struct ns_slot){ .token = token, .map_id = info.id };
 		close(fd);
 	}
@@ -1133,17 +1139,20 @@ static int ns_stay_out(struct loader *l)
 	return err;
 }
 
-/* Pin a join mark (NS_MARK_*) of the run: its configuration map under another name. */
+/*
+ * Pin a join mark (NS_MARK_*) of the run: its event ring under another name (the one map every
+ * program set of the run shares: a switch replaces the configuration and policy maps).
+ */
 static int ns_mark(const struct loader *l, const char *name)
 {
 	char path[PATH_MAX];
 
 	if (util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, name))
 		return -ENAMETOOLONG;
-	return bpf_obj_pin(bpf_map__fd(l->skel->maps.data_cfg), path) ? -errno : 0;
+	return bpf_obj_pin(bpf_map__fd(map_of(l, MAP_EVENTS)), path) ? -errno : 0;
 }
 
-/* A join mark of the run: 1 pinned (the run's own configuration map), 0 absent, -EPROTO another. */
+/* A join mark of the run: 1 pinned (the run's own event ring), 0 absent, -EPROTO another. */
 static int ns_marked(const struct loader *l, const char *name)
 {
 	struct bpf_map_info mine = {}, mark = {};
@@ -1158,7 +1167,7 @@ static int ns_marked(const struct loader *l, const char *name)
 	fd = bpf_obj_get(path);
 	if (fd < 0)
 		return -EPROTO; /* not a map: not a mark the loader pinned */
-	if (bpf_map_get_info_by_fd(bpf_map__fd(l->skel->maps.data_cfg), &mine, &len))
+	if (bpf_map_get_info_by_fd(bpf_map__fd(map_of(l, MAP_EVENTS)), &mine, &len))
 		err = -errno;
 	len = sizeof(mark);
 	if (!err && (bpf_map_get_info_by_fd(fd, &mark, &len) || mark.id != mine.id))
@@ -2599,6 +2608,25 @@ int loader_attach_tc(struct loader *l, int run_netns_fd, char *desc, size_t desc
 	n = netdev_veth_peers(run_netns_fd, peers, NETDEV_PEERS_MAX);
 	if (n < 0)
 		return n;
+	/*
+	 * A run that shares its namespace's maps marks what a take-over (loader_reopen) finds:
+	 * no veth peer, NS_MARK_NOHOST: not joined on purpose (a veth added later, and a run
+	 * attached to it, would leave this run's frames to a host side it does not have; unjoined,
+	 * every other run's host side judges them); else NS_MARK_PENDING before the first peer's
+	 * host side, so that a kill anywhere from here to the join has the join finished, never a
+	 * run taken for joined that is not. One killed before this is refused.
+	 */
+	if (l->ns_dir[0]) {
+		err = ns_mark(l, n ? NS_MARK_PENDING : NS_MARK_NOHOST);
+		if (err) {
+			fprintf(stderr, "sluice: mark %s %s: %s\n", l->pin_dir,
+				n ? "as joining" : "as having no host side", strerror(-err));
+			netdev_peers_free(peers, n);
+			return err;
+		}
+		if (!n)
+			return 0;
+	}
 	for (i = 0; i < n; i++) {
 		struct tc_attachment *a = &l->tc_att[l->n_tc];
 		struct tc_op op = { .l = l, .a = a };
@@ -2633,25 +2661,6 @@ int loader_attach_tc(struct loader *l, int run_netns_fd, char *desc, size_t desc
 	}
 	if (!l->ns_dir[0])
 		return n;
-	/*
-	 * Not with no veth peer: a veth added later, and a run attached to it, would leave this
-	 * run's frames to a host side it does not have. Unjoined, every other run's host side
-	 * judges them. The mark says so to a take-over (loader_reopen), which adopts such a run;
-	 * one killed before it (between its cgroup links and here) is refused.
-	 */
-	if (n == 0) {
-		err = ns_mark(l, NS_MARK_NOHOST);
-		if (err)
-			fprintf(stderr, "sluice: mark %s as having no host side: %s\n", l->pin_dir,
-				strerror(-err));
-		return err ? err : 0;
-	}
-	/* killed from here to the join, the run is taken over with its join finished */
-	err = ns_mark(l, NS_MARK_PENDING);
-	if (err) {
-		fprintf(stderr, "sluice: mark %s's join pending: %s\n", l->pin_dir, strerror(-err));
-		return err;
-	}
 	/* selftests only: a run killed with its host side pinned and its join not done */
 	if (getenv("SLUICE_SELFTEST_KILL_BEFORE_JOIN"))
 		kill(getpid(), SIGKILL);
@@ -3849,7 +3858,7 @@ static int reopen_finish_commit(struct loader *l, const struct loader_open_switc
 	struct bpf_map_info mi = {};
 	struct staged_set st;
 	__u32 len = sizeof(mi);
-	/* the hooks on the old set: each cgroup link, each tcx link, the LSM layer's */
+	/* the hooks on the old set: each cgroup link, each tcx link, the LSM layer's (and clsact) */
 	bool old[PROG_MAX] = {}, tc_old[NETDEV_PEERS_MAX] = {}, lsm_old[3] = {};
 	const char *why;
 	int i, p, set, n_new = 0, n_old = 0, err;
@@ -3873,6 +3882,21 @@ static int reopen_finish_commit(struct loader *l, const struct loader_open_switc
 			goto out;
 		}
 		*(tc ? &tc_old[i - PROG_MAX] : &old[i]) = !set;
+		n_new += set;
+		n_old += !set;
+	}
+	/*
+	 * A host side without tcx: a clsact filter runs the program its pin names (the commit
+	 * moves the filter, then re-pins), so the pin says its set. Uncounted, a kill before the
+	 * filters moved left every counted hook on the new set, and the veth's filter judging under
+	 * the old policy while the log said the new one.
+	 */
+	for (i = 0; i < l->n_clsact_pins; i++) {
+		set = hook_set(l, l->clsact_pins[i].prog_id, st.tc_id, &st, mi.id);
+		if (set < 0) {
+			err = set;
+			goto out;
+		}
 		n_new += set;
 		n_old += !set;
 	}

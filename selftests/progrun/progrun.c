@@ -58,7 +58,7 @@ static char why[WHY_LEN];
 /* The policies, and what the run's resolver learned under them */
 
 /* Rule ids are 1-based in policy order (the log's rule_id). */
-enum { R_WEB = 1, R_UDP = 2, R_PING = 3, R_NAMES = 4, R_WIDE = 5, R_SSH = 6 };
+enum { R_WEB = 1, R_UDP = 2, R_PING = 3, R_NAMES = 4, R_WIDE = 5, R_SSH = 6, R_MANY = 7 };
 
 static const char deny_policy[] = "default: deny\n"
 				  "rules:\n"
@@ -81,6 +81,12 @@ static const char deny_policy[] = "default: deny\n"
 				  "  - name: ssh\n"
 				  "    cidrs: [\"10.1.0.0/16\"]\n"
 				  "    ports: [22]\n"
+				  "    protocols: [tcp]\n"
+				  /* rv2 attacker: 16 port entries, rules_match's whole table */
+				  "  - name: many\n"
+				  "    cidrs: [\"192.0.2.128/25\", \"2001:db8:2::/48\"]\n"
+				  "    ports: [1001, 1003, 1005, 1007, 1009, 1011, 1013, 1015, 1017, 1019,"
+				  " 1021, 1023, 1025, 1027, 1029, 1031]\n"
 				  "    protocols: [tcp]\n";
 
 static const char allow_policy[] = "default: allow\nrules: []\n";
@@ -252,6 +258,9 @@ static int run_up(struct run *r, const char *text, bool default_allow)
 	    ((e = learn(r->l, "198.51.100.50", R_NAMES, HOST_EXAMPLE, 0)) ||
 	     (e = learn(r->l, "2001:db8::50", R_NAMES, HOST_EXAMPLE6, 0)) ||
 	     (e = learn(r->l, "198.51.100.51", R_NAMES, HOST_EXAMPLE, 1)) || /* long expired */
+	     /* rv2 attacker: one address, two rules: learned_match's second slot */
+	     (e = learn(r->l, "198.51.100.52", R_SSH, HOST_EXAMPLE, 0)) ||
+	     (e = learn(r->l, "198.51.100.52", R_NAMES, HOST_EXAMPLE, 0)) ||
 	     (e = sni_learn(r->l, "198.51.100.10", "example.com")) ||
 	     (e = sni_learn(r->l, "198.51.100.10", "api.example.com")) ||
 	     (e = sni_learn(r->l, "198.51.100.10", name)) ||
@@ -1443,6 +1452,36 @@ static bool tls_check(struct run *r, const struct tls_case *c)
 	return true;
 }
 
+/*
+ * rv2 attacker: tls_egress's call of judge_client_hello when tcp_header() fails (off ~0U, the
+ * tls_dst filled only as far as the header went): the packet is dropped and the flow denied.
+ */
+static bool rv2_tls_unparsed(struct run *r, size_t at, unsigned byte, unsigned state,
+			     unsigned want_state)
+{
+	struct sl_progrun_skb *o = r->skb;
+	struct hello h;
+	struct pkt p;
+	uint32_t ret;
+
+	EXPECT(!hello_parse(&h, "sni:example.com") && !build_tls(&p, &h), "no segment");
+	p.b[at] = (uint8_t)byte;
+	memset(&o->bss->t_in, 0, sizeof(o->bss->t_in));
+	o->bss->t_in.state = (__u8)state;
+	o->bss->t_in.tls_port = 1;
+	o->bss->t_in.host_id = HOST_EXAMPLE;
+	if (!prog_run(bpf_program__fd(o->progs.t_tls_egress), p.b, p.len, &ret))
+		return false;
+	EXPECT(!o->bss->t_out.error, "the test program found no socket or storage");
+	EXPECT(ret == 0, "expected the packet dropped, got it passed (reason %u)",
+	       o->bss->t_out.reason);
+	EXPECT(o->bss->t_out.reason == SL_REASON_SNI_UNPARSEABLE, "expected reason %u, got %u",
+	       SL_REASON_SNI_UNPARSEABLE, o->bss->t_out.reason);
+	EXPECT(o->bss->t_out.state == want_state, "expected state %u, got %u", want_state,
+	       o->bss->t_out.state);
+	return true;
+}
+
 static void tls_tests(void)
 {
 	char name[256];
@@ -1452,6 +1491,14 @@ static void tls_tests(void)
 		snprintf(name, sizeof(name), "tls: %s", tls_cases[i].name);
 		report(tls_check(&runs[P_DENY], &tls_cases[i]), name, why);
 	}
+	/* 14: the Ethernet header; 14 + 9: IPv4 protocol; 14 + 20 + 12: TCP data offset */
+	report(rv2_tls_unparsed(&runs[P_DENY], 14 + 20 + 12, 0x40, SL_TLS_PENDING, SL_TLS_DENIED),
+	       "tls: rv2: TCP data offset 4, pending flow", why);
+	report(rv2_tls_unparsed(&runs[P_DENY], 14 + 9, 17, SL_TLS_PENDING, SL_TLS_DENIED),
+	       "tls: rv2: not TCP, pending flow", why);
+	report(rv2_tls_unparsed(&runs[P_DENY], 14 + 20 + 12, 0x40, SL_TLS_AWAIT_SERVER,
+				SL_TLS_DENIED),
+	       "tls: rv2: TCP data offset 4, awaiting the server", why);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -1568,6 +1615,31 @@ static const struct decide_case decide_cases[] = {
 	 0},
 	{"sendmsg6 NAT64 metadata, UDP, default deny", D, "64:ff9b::a9fe:a9fe", UDP, 53, DENY, RB,
 	 0, "169.254.169.254", 0},
+	/* rv2 attacker: rules_match's bounds, learned_match's later slots, through decide_dst */
+	{"rv2: 16th port entry", D, "192.0.2.200", TCP, 1031, ALLOW, RULE, R_MANY, 0, 0},
+	{"rv2: 1st port entry", D, "192.0.2.129", TCP, 1001, ALLOW, RULE, R_MANY, 0, 0},
+	{"rv2: between entries", D, "192.0.2.200", TCP, 1030, DENY, RD, 0, 0, 0},
+	{"rv2: past the 16th", D, "192.0.2.200", TCP, 1033, DENY, RD, 0, 0, 0},
+	{"rv2: 16th entry, UDP", D, "192.0.2.200", UDP, 1031, DENY, RD, 0, 0, 0},
+	{"rv2: just below the /25", D, "192.0.2.127", TCP, 1031, DENY, RD, 0, 0, 0},
+	{"rv2: v6 16th port entry", D, "2001:db8:2::1", TCP, 1031, ALLOW, RULE, R_MANY, 0, 0},
+	{"rv2: v6 past the 16th", D, "2001:db8:2::1", TCP, 1032, DENY, RD, 0, 0, 0},
+	{"rv2: v4-mapped 16th port entry", D, "::ffff:192.0.2.200", TCP, 1031, ALLOW, RULE, R_MANY,
+	 "192.0.2.200", 0},
+	{"rv2: NAT64 past the 16th", D, "64:ff9b::192.0.2.200", TCP, 1032, DENY, RD, 0,
+	 "192.0.2.200", 0},
+	{"rv2: learned, first rule's port", D, "198.51.100.52", TCP, 22, ALLOW, RULE, R_SSH, 0,
+	 HOST_EXAMPLE},
+	{"rv2: learned, second rule's port", D, "198.51.100.52", TCP, 443, ALLOW, RULE, R_NAMES, 0,
+	 HOST_EXAMPLE},
+	{"rv2: learned, neither rule's port", D, "198.51.100.52", TCP, 80, DENY, RD, 0, 0,
+	 HOST_EXAMPLE},
+	{"rv2: learned, UDP to TCP rules", D, "198.51.100.52", UDP, 22, DENY, RD, 0, 0,
+	 HOST_EXAMPLE},
+	{"rv2: learned v4-mapped, second rule's port", D, "::ffff:198.51.100.52", TCP, 443, ALLOW,
+	 RULE, R_NAMES, "198.51.100.52", HOST_EXAMPLE},
+	{"rv2: v4-mapped metadata, ICMPv6, default allow", A, "::ffff:169.254.169.254", ICMP6,
+	 0, DENY, RB, 0, "169.254.169.254", 0},
 };
 
 static bool decide_check(struct run *r, const struct decide_case *c)
@@ -1831,7 +1903,7 @@ int main(void)
 		return 1;
 	}
 	printf("1..%zu\n", 2 * ARRAY_SIZE(frame_cases) + ARRAY_SIZE(flow_cases) +
-				   ARRAY_SIZE(tls_cases) +
+				   ARRAY_SIZE(tls_cases) + 3 +
 				   ARRAY_SIZE(decide_cases) + ARRAY_SIZE(hook_cases));
 	frame_tests();
 	flow_tests();
