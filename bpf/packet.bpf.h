@@ -55,7 +55,7 @@ struct packet_dst {
  * in place or through the helper (skb_read) would otherwise double the caller's paths at each
  * read (the backstop's walk passed the verifier's limit). d must not be NULL.
  */
-__attribute__((noinline)) int packet_dst(struct __sk_buff *skb, __u32 l3, struct packet_dst *d)
+__noinline int packet_dst(struct __sk_buff *skb, __u32 l3, struct packet_dst *d)
 {
 	__u32 l4;
 	__u8 b[2];

@@ -229,17 +229,22 @@ static __always_inline void decide_v6(struct verdict *v, struct sl_decision_even
  * takes the memory passed as overwritten) and need not. The verifier lets a global function's
  * pointer arguments be NULL: the checks are for it.
  */
+/* A global function's NULL arguments (unreachable: callers pass their stack): a denial if any. */
+static __always_inline int deny_unjudged(struct verdict *v)
+{
+	if (v) {
+		v->verdict = SL_VERDICT_DENY;
+		v->reason = SL_REASON_DEFAULT_DENY;
+	}
+	return 0;
+}
+
 __noinline int decide_dst4(struct verdict *v, struct sl_decision_event *ev, __u32 proto)
 {
 	__u32 addr;
 
-	if (!v)
-		return 0;
-	if (!ev) { /* unreachable (callers pass their stack), and a denial if it were not */
-		v->verdict = SL_VERDICT_DENY;
-		v->reason = SL_REASON_DEFAULT_DENY;
-		return 0;
-	}
+	if (!v || !ev)
+		return deny_unjudged(v);
 	__builtin_memcpy(&addr, ev->addr, 4);
 	decide_v4(v, ev, addr, ev->port, proto);
 	return 0;
@@ -249,13 +254,8 @@ __noinline int decide_dst6(struct verdict *v, struct sl_decision_event *ev, __u3
 {
 	__u32 w[4];
 
-	if (!v)
-		return 0;
-	if (!ev) { /* unreachable (callers pass their stack), and a denial if it were not */
-		v->verdict = SL_VERDICT_DENY;
-		v->reason = SL_REASON_DEFAULT_DENY;
-		return 0;
-	}
+	if (!v || !ev)
+		return deny_unjudged(v);
 	__builtin_memcpy(w, ev->addr, 16);
 	decide_v6(v, ev, w, ev->port, proto);
 	return 0;

@@ -1245,6 +1245,14 @@ dig_server() { sed -n 's/^;; SERVER: //p' "$1" | tail -n 1; }
 # ---------------------------------------------------------------------------------------------
 # The daemon (sluice daemon) and cgroups that the test, not sluice, makes
 
+# sl_hold_loads: daemons started from here on keep a finished load (an attach's or a switch's
+# programs verified, not yet committed) in flight while the file $HOLD exists
+# (SLUICE_SELFTEST_LOAD_HOLD): a test touches $HOLD to hold a window open, removes it to release.
+sl_hold_loads() {
+	HOLD=$SL_TMP/hold
+	export SLUICE_SELFTEST_LOAD_HOLD=$HOLD
+}
+
 # sl_daemon_start [ARGS…]: a daemon of this test, its socket, state and logs under
 # $SL_TMP/daemon (SL_DAEMON_DIR), SLUICE_SOCKET exported for every client; SL_DAEMON_PID. Its
 # stderr accumulates in $SL_DAEMON_DIR/err across restarts. Waits until it answers.

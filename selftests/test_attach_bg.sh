@@ -26,10 +26,8 @@ require_root
 require_sluice
 topo_up
 
-# while $HOLD exists a finished load stays in flight (SLUICE_SELFTEST_LOAD_HOLD): each window
-# below is held open by the test, never hoped for
-HOLD=$SL_TMP/hold
-export SLUICE_SELFTEST_LOAD_HOLD=$HOLD
+# each window below is held open by the test ($HOLD), never hoped for
+sl_hold_loads
 sl_daemon_start --spares 0 ||
 	bail_out "the daemon did not start: $(cat "$SL_DAEMON_DIR/err" 2>/dev/null)"
 sl_on_exit "sl_daemon_kill TERM"

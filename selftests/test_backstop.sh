@@ -427,13 +427,18 @@ sluice_start "$SL_TMP/p26a.yaml" "$SL_TMP/p26k-a.jsonl" --netns "/run/netns/$SL_
 	sh -c "while [ ! -e $j.kend ]; do sleep 0.05; done"
 ka_pid=$SL_RUN_PID ka_id=$SL_RUN_ID
 wait_until 60000 grep -qs '"run_start"' "$SL_TMP/p26k-a.jsonl" || tap_diag_file "$SL_ERR"
+# ns_runs: the tokens in the namespace's runs map, as its slot pins name them.
+ns_runs() {
+	bpftool -j map dump pinned "$ns_pins/runs" | python3 -c 'import json, sys
+for e in json.load(sys.stdin):
+    print("%016x" % int.from_bytes(bytes(int(b, 16) for b in e["key"]), "little"))'
+}
 SLUICE_SELFTEST_KILL_BEFORE_TC=1 sluice_start "$SL_TMP/p26b.yaml" "$SL_TMP/p26k-b.jsonl" \
 	--netns "/run/netns/$SL_NS_RUN" -- true
 kb_id=$SL_RUN_ID
 wait "$SL_RUN_PID"
 tap_is "P26 kill: the joiner is killed before its host side is attached" "$?" 137
-tap_is "P26 kill: only run a's token is in the namespace's runs map" \
-	"$(bpftool -j map dump pinned "$ns_pins/runs" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" 1
+tap_is "P26 kill: only run a's token is in the namespace's runs map" "$(ns_runs | wc -l)" 1
 kcg=$(cg2_mount)/sluice/$kb_id
 tap_is "P26 kill: the dead run's cgroup reaches run b's host only through run a's host side (denied)" \
 	"$(sl_in_cgroup "$kcg" nsenter --net="/run/netns/$SL_NS_RUN" \
@@ -443,12 +448,6 @@ tap_cmp "P26 kill: run a's host side denied it" \
 rm -rf "/sys/fs/bpf/sluice/$kb_id"
 rmdir "$kcg"
 
-# ns_runs: the tokens in the namespace's runs map, as its slot pins name them.
-ns_runs() {
-	bpftool -j map dump pinned "$ns_pins/runs" | python3 -c 'import json, sys
-for e in json.load(sys.stdin):
-    print("%016x" % int.from_bytes(bytes(int(b, 16) for b in e["key"]), "little"))'
-}
 # a_conn: a connection from run a's cgroup to run a's host (198.51.100.10:80).
 a_conn() {
 	sl_in_cgroup "$(cg2_mount)/sluice/$ka_id" nsenter --net="/run/netns/$SL_NS_RUN" \

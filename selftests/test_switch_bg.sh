@@ -26,11 +26,9 @@ require_root
 require_sluice
 topo_up
 
+# the switches' windows are held open by the test ($HOLD), never hoped for
+sl_hold_loads
 # shellcheck disable=SC2119 # no arguments: the default daemon
-# while $HOLD exists a finished load stays in flight (SLUICE_SELFTEST_LOAD_HOLD): section 2's
-# window is held open by the test, never hoped for
-HOLD=$SL_TMP/hold
-export SLUICE_SELFTEST_LOAD_HOLD=$HOLD
 sl_daemon_start || bail_out "the daemon did not start: $(cat "$SL_DAEMON_DIR/err" 2>/dev/null)"
 sl_on_exit "sl_daemon_kill TERM"
 SL_OUT=$SL_DAEMON_DIR/out

@@ -199,19 +199,25 @@ tap_check "sl_logcheck.py: the log is well formed (begin, abort and change lines
 # --- clsact (kernels without tcx), killed inside the commit: the moved filter is the run's ------
 # (its pin still names the old program: the next daemon finds the filter by what it runs, pins
 # it again, and the run's end removes it)
-sl_daemon_kill TERM
-SLUICE_SELFTEST_TC_CLSACT=1 sl_daemon_start ||
-	bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
-CG3=$(sl_cgroup_new switchclsact) || bail_out "cannot make the test cgroup"
-sl_on_exit "sl_cgroup_remove '$CG3'"
-RUN=t-$SL_ID-swclsact
-SL_RUNS+=("$RUN")
-LOG=$SL_TMP/switchclsact.jsonl
-out=$("$SLUICE" attach --cgroup "$CG3" --policy "$SL_TMP/a.yaml" --run-id "$RUN" \
-	--netns "/run/netns/$SL_NS_RUN" --log "$LOG" 2>&1) ||
-	bail_out "attach failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
-sl_in_cgroup "$CG3" sleep 600 &
-sl_track_pid $!
+# clsact_run NAME: a daemon whose host sides are clsact filters (kernels without tcx), and run
+# t-ID-NAME attached under policy a with a host side and a process in its cgroup: RUN, LOG
+clsact_run() {
+	local cg out
+	sl_daemon_kill TERM
+	SLUICE_SELFTEST_TC_CLSACT=1 sl_daemon_start ||
+		bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
+	cg=$(sl_cgroup_new "$1") || bail_out "cannot make the test cgroup"
+	sl_on_exit "sl_cgroup_remove '$cg'"
+	RUN=t-$SL_ID-$1
+	SL_RUNS+=("$RUN")
+	LOG=$SL_TMP/$1.jsonl
+	out=$("$SLUICE" attach --cgroup "$cg" --policy "$SL_TMP/a.yaml" --run-id "$RUN" \
+		--netns "/run/netns/$SL_NS_RUN" --log "$LOG" 2>&1) ||
+		bail_out "attach failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
+	sl_in_cgroup "$cg" sleep 600 &
+	sl_track_pid $!
+}
+clsact_run swclsact
 tap_is "clsact: the host side is a clsact filter" "$(host_filters)" "filters 1 qdiscs 1"
 killed_at in-commit "$SL_TMP/b.yaml" 0
 taken_over "$sha_b" b
@@ -226,20 +232,7 @@ tap_is "clsact: its end removes the filter the dead daemon moved" "$(host_filter
 	"filters 0 qdiscs 0"
 
 # --- clsact, killed while it moved the cgroup links: the filter still on the old program moves too
-sl_daemon_kill TERM
-# shellcheck disable=SC2119 # no arguments: the default daemon
-SLUICE_SELFTEST_TC_CLSACT=1 sl_daemon_start ||
-	bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
-CG6=$(sl_cgroup_new switchclsact2) || bail_out "cannot make the test cgroup"
-sl_on_exit "sl_cgroup_remove '$CG6'"
-RUN=t-$SL_ID-swclsact2
-SL_RUNS+=("$RUN")
-LOG=$SL_TMP/switchclsact2.jsonl
-out=$("$SLUICE" attach --cgroup "$CG6" --policy "$SL_TMP/a.yaml" --run-id "$RUN" \
-	--netns "/run/netns/$SL_NS_RUN" --log "$LOG" 2>&1) ||
-	bail_out "attach failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
-sl_in_cgroup "$CG6" sleep 600 &
-sl_track_pid $!
+clsact_run swclsact2
 killed_at in-links "$SL_TMP/b.yaml" 0
 taken_over "$sha_b" b
 tap_check "clsact, in-links: the next daemon finishes the move" \

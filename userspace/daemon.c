@@ -271,24 +271,25 @@ static void tap_line(const char *line, size_t len, void *ctx)
 /* ------------------------------------------------------------------------------------------ */
 /* Runs */
 
-static struct drun *find_run(struct daemon *d, const char *run_id)
+/* The run of that id among runs[0..n-1] (the attached ones, or those being attached), or NULL. */
+static struct drun *find_in(struct drun *const *runs, size_t n, const char *run_id)
 {
 	size_t i;
 
-	for (i = 0; i < d->n_runs; i++)
-		if (!strcmp(d->runs[i]->r.run_id, run_id))
-			return d->runs[i];
+	for (i = 0; i < n; i++)
+		if (!strcmp(runs[i]->r.run_id, run_id))
+			return runs[i];
 	return NULL;
+}
+
+static struct drun *find_run(struct daemon *d, const char *run_id)
+{
+	return find_in(d->runs, d->n_runs, run_id);
 }
 
 static struct drun *find_attaching(struct daemon *d, const char *run_id)
 {
-	size_t i;
-
-	for (i = 0; i < d->n_attaching; i++)
-		if (!strcmp(d->attaching[i]->r.run_id, run_id))
-			return d->attaching[i];
-	return NULL;
+	return find_in(d->attaching, d->n_attaching, run_id);
 }
 
 static void drun_free(struct drun *dr)
