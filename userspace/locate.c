@@ -189,6 +189,7 @@ static int pid_start_time(pid_t pid, unsigned long long *start)
 struct candidate {
 	char runtime[64]; /* where it was found: "runc (/run/runc)", "podman", … */
 	char id[LOCATE_NAME_MAX + 1];
+	char ns[LOCATE_NAME_MAX + 1]; /* its containerd namespace; else "" */
 	pid_t pid;
 	char cgroup[PATH_MAX];
 };
@@ -347,8 +348,12 @@ out:
 	return err;
 }
 
-/* Every container under a runc (or crun) state root whose id is s->name or starts with it. */
-static void scan_root(struct search *s, const char *root, const char *label, bool crun)
+/*
+ * Every container under a runc (or crun) state root whose id is s->name or starts with it; ns: the
+ * containerd namespace the root belongs to, or NULL.
+ */
+static void scan_root(struct search *s, const char *root, const char *label, bool crun,
+		      const char *ns)
 {
 	size_t nlen = strlen(s->name);
 	struct dirent *de;
@@ -369,6 +374,8 @@ static void scan_root(struct search *s, const char *root, const char *label, boo
 			     crun ? "status" : "state.json") || access(path, F_OK))
 			continue;
 		util_copy(c.runtime, sizeof(c.runtime), label);
+		if (ns)
+			util_copy(c.ns, sizeof(c.ns), ns);
 		if (crun ? read_crun_status(s, path, de->d_name, &c) :
 			   read_runc_state(s, path, de->d_name, &c))
 			continue;
@@ -578,63 +585,110 @@ static void scan_docker_names(struct search *s)
 	closedir(d);
 }
 
-int locate_container(const char *name, struct locate *l, char *why, size_t why_len)
+/* The runc roots of containerd's namespaces (all of them, or only the one named ns). */
+static void scan_containerd(struct search *s, const char *ns)
 {
-	struct search *s;
 	char root[PATH_MAX], label[96];
 	struct dirent *de;
-	size_t i, used;
 	DIR *d;
+
+	d = opendir(CONTAINERD_RUNC_ROOT);
+	if (!d)
+		return; /* no containerd (with runc) runs here */
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.' || (ns && strcmp(de->d_name, ns)) ||
+		    util_fmt(root, sizeof(root), CONTAINERD_RUNC_ROOT "/%s", de->d_name))
+			continue;
+		util_fmt(label, sizeof(label), "containerd namespace %s", de->d_name);
+		scan_root(s, root, label, false, de->d_name);
+	}
+	closedir(d);
+}
+
+/*
+ * A name or id (prefix), or containerd's NAMESPACE/ID (prefix): containerd's ids are unique only
+ * within a namespace. *ns: NULL, or the namespace (in ns_buf); *id: the rest.
+ */
+static int split_container_name(const char *name, char *ns_buf, size_t ns_len, const char **ns,
+				const char **id)
+{
+	const char *slash = strchr(name, '/');
+
+	*ns = NULL;
+	*id = name;
+	if (slash) {
+		if ((size_t)(slash - name) >= ns_len)
+			return -EINVAL;
+		memcpy(ns_buf, name, (size_t)(slash - name));
+		ns_buf[slash - name] = '\0';
+		if (locate_check_name(ns_buf))
+			return -EINVAL;
+		*ns = ns_buf;
+		*id = slash + 1;
+	}
+	return locate_check_name(*id);
+}
+
+int locate_container(const char *name, struct locate *l, char *why, size_t why_len)
+{
+	char ns_buf[LOCATE_NAME_MAX + 1], label[96];
+	bool containerd = false;
+	const char *ns, *id;
+	struct search *s;
+	size_t i, used;
 	int err;
 
 	memset(l, 0, sizeof(*l));
-	if (locate_check_name(name)) {
-		util_fmt(why, why_len, "--container: expected a name or id of 1-%d characters of "
-				       "[A-Za-z0-9_.-] starting with a letter or digit",
-			 LOCATE_NAME_MAX);
+	if (split_container_name(name, ns_buf, sizeof(ns_buf), &ns, &id)) {
+		util_fmt(why, why_len, "--container: expected a name or id (or containerd's "
+				       "NAMESPACE/ID), each of 1-%d characters of [A-Za-z0-9_.-] "
+				       "starting with a letter or digit", LOCATE_NAME_MAX);
 		return -EINVAL;
 	}
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	s->name = name;
+	s->name = id;
 	s->why = why;
 	s->why_len = why_len;
 	err = v2_mount(s->mnt, sizeof(s->mnt), why, why_len);
 	if (err)
 		goto out;
-	for (i = 0; i < sizeof(runc_roots) / sizeof(runc_roots[0]); i++) {
-		util_fmt(label, sizeof(label), "runc state %s", runc_roots[i]);
-		scan_root(s, runc_roots[i], label, false);
+	if (ns) {
+		scan_containerd(s, ns);
+	} else {
+		for (i = 0; i < sizeof(runc_roots) / sizeof(runc_roots[0]); i++) {
+			util_fmt(label, sizeof(label), "runc state %s", runc_roots[i]);
+			scan_root(s, runc_roots[i], label, false, NULL);
+		}
+		scan_containerd(s, NULL);
+		scan_root(s, CRUN_ROOT, "crun state " CRUN_ROOT, true, NULL);
+		scan_docker_names(s);
+		scan_podman(s);
 	}
-	d = opendir(CONTAINERD_RUNC_ROOT);
-	while (d && (de = readdir(d))) {
-		if (de->d_name[0] == '.' ||
-		    util_fmt(root, sizeof(root), CONTAINERD_RUNC_ROOT "/%s", de->d_name))
-			continue;
-		util_fmt(label, sizeof(label), "containerd namespace %s", de->d_name);
-		scan_root(s, root, label, false);
-	}
-	if (d)
-		closedir(d);
-	scan_root(s, CRUN_ROOT, "crun state " CRUN_ROOT, true);
-	scan_docker_names(s);
-	scan_podman(s);
 
 	if (s->n > 1) {
 		used = (size_t)snprintf(why, why_len, "\"%s\" is ambiguous: it matches", name);
-		for (i = 0; i < s->n && used < why_len; i++)
+		for (i = 0; i < s->n && used < why_len; i++) {
+			containerd |= s->c[i].ns[0] != '\0';
 			used += (size_t)snprintf(why + used, why_len - used,
-						 "%s %s (%s, cgroup %s)", i ? ";" : "", s->c[i].id,
+						 "%s %s%s%s (%s, cgroup %s)", i ? ";" : "",
+						 s->c[i].ns, s->c[i].ns[0] ? "/" : "", s->c[i].id,
 						 s->c[i].runtime, s->c[i].cgroup);
+		}
 		if (used < why_len)
-			snprintf(why + used, why_len - used, "; give the full id");
+			snprintf(why + used, why_len - used, "; give the full id%s",
+				 containerd ? " (containerd's as NAMESPACE/ID)" : "");
 		err = -EEXIST;
 		goto out;
 	}
 	if (s->n == 0) {
 		err = s->err ? s->err : -ENOENT;
-		if (!s->err)
+		if (!s->err && ns)
+			util_fmt(why, why_len, "no running container \"%s\" in containerd's "
+					       "namespace %s (" CONTAINERD_RUNC_ROOT "/%s)",
+				 id, ns, ns);
+		else if (!s->err)
 			util_fmt(why, why_len, "no running container \"%s\" in the state of runc "
 					       "(/run/runc), Docker, containerd, crun or podman",
 				 name);
@@ -673,6 +727,25 @@ int locate_unit(const char *unit, struct locate *l, char *why, size_t why_len)
 	err = v2_mount(mnt, sizeof(mnt), why, why_len);
 	if (err)
 		return err;
+	/*
+	 * systemd's own test for "booted with systemd" (sd_booted): without it systemctl only says
+	 * it cannot reach the bus, and no unit has a cgroup of systemd's making.
+	 */
+	if (access("/run/systemd/system", F_OK)) {
+		char comm[64] = "";
+
+		if (util_read_file("/proc/1/comm", comm, sizeof(comm)) > 0)
+			comm[strcspn(comm, "\n")] = '\0';
+		util_fmt(why, why_len, "unit %s: systemd is not running here (no /run/systemd/system; "
+				       "PID 1 is %s): there are no units to attach to; attach with "
+				       "--pid or --cgroup", unit, comm[0] ? comm : "unknown");
+		return -ENOENT;
+	}
+	if (!in_path("systemctl")) {
+		util_fmt(why, why_len, "unit %s: systemctl is not in PATH: cannot ask systemd for "
+				       "the unit's cgroup", unit);
+		return -ENOENT;
+	}
 	err = run_capture(argv, &out, &status);
 	if (!err && (!WIFEXITED(status) || WEXITSTATUS(status)))
 		err = -EIO;
