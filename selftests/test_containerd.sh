@@ -119,6 +119,7 @@ attach() {
 		>"$SL_TMP/out" 2>"$SL_TMP/err"
 }
 
+# shellcheck disable=SC2119 # (no arguments: the daemon's defaults)
 sl_daemon_start || bail_out "the test's daemon did not start: $(cat "$SL_DAEMON_DIR/err")"
 LOG=$SL_DAEMON_DIR/logs/$PFX.jsonl
 

@@ -118,12 +118,36 @@ static bool names(void)
 	return true;
 }
 
+/* --container's NAMESPACE/ID (containerd): each part a name, one slash, refused before any scan */
+static bool container_forms(void)
+{
+	static const char *const refused[] = { "a/b/c", "/x", "x/", "../x", "ns/..", "ns/-x",
+					       "-n/x", "ns//x", "ns/x y" };
+	char long_ns[LOCATE_NAME_MAX + 8], msg[256];
+	struct locate l;
+	size_t i;
+	int err;
+
+	for (i = 0; i < ARRAY_SIZE(refused); i++) {
+		err = locate_container(refused[i], &l, msg, sizeof(msg));
+		EXPECT(err == -EINVAL && strstr(msg, "--container: expected a name or id (or "
+						     "containerd's NAMESPACE/ID)"),
+		       "\"%s\": -EINVAL naming the form, got %d (%s)", refused[i], err, msg);
+	}
+	memset(long_ns, 'n', LOCATE_NAME_MAX + 1);
+	memcpy(long_ns + LOCATE_NAME_MAX + 1, "/x", 3);
+	err = locate_container(long_ns, &l, msg, sizeof(msg));
+	EXPECT(err == -EINVAL, "a namespace of %d characters: -EINVAL, got %d", LOCATE_NAME_MAX + 1,
+	       err);
+	return true;
+}
+
 int main(void)
 {
 	char name[PATH_MAX + 64];
 	size_t i;
 
-	printf("TAP version 13\n1..%zu\n", 2 + ARRAY_SIZE(good_cases) + ARRAY_SIZE(bad_cases));
+	printf("TAP version 13\n1..%zu\n", 3 + ARRAY_SIZE(good_cases) + ARRAY_SIZE(bad_cases));
 	for (i = 0; i < ARRAY_SIZE(good_cases); i++) {
 		snprintf(name, sizeof(name), "cgroupsPath %s", good_cases[i].spec);
 		report(good(&good_cases[i]), name, why);
@@ -134,5 +158,6 @@ int main(void)
 	}
 	report(too_long(), "cgroupsPath past the buffer refused", why);
 	report(names(), "container names: what runtimes allow, nothing an option could start", why);
+	report(container_forms(), "--container NAMESPACE/ID: malformed forms refused", why);
 	return tap_status();
 }
