@@ -7,7 +7,8 @@
 # host until the attach, and only the listed one after it; the run's log names the container and
 # its cgroup (containerd's /NAMESPACE/ID), has the denials and verifies. containerd's ids are
 # unique only within a namespace: the same id in two namespaces is refused with both listed as
-# NAMESPACE/ID, and NAMESPACE/ID picks one.
+# NAMESPACE/ID, and NAMESPACE/ID picks one. A namespace where the shim runs crun holds crun's
+# status files, which are read as crun's (made by hand: crun is not installed here).
 # The test's own containerd (its root, state and socket under the test's directory) runs in a
 # private mount namespace whose /run/containerd is a tmpfs: the runc state and the shims' sockets
 # that containerd's shim puts there stay the test's (sluice attach runs there too). The
@@ -102,7 +103,7 @@ sl_track_pid "$CTRD_PID"
 wait_until $((10000 * SL_SLOW)) ctr_ version >/dev/null 2>&1 ||
 	skip_all "containerd did not start here: $(tail -n 3 "$CT/containerd.log" | tr '\n' ' ')"
 
-tap_plan 10
+tap_plan 12
 
 ROOTFS=$SL_TMP/rootfs
 sl_busybox_rootfs "$ROOTFS" || bail_out "cannot make the rootfs"
@@ -165,5 +166,36 @@ assert_log "its denials are logged, enforced" "$LOG" +1 type=decision dst=203.0.
 "$SLUICE" detach --run-id "$PFX" >/dev/null 2>&1 || tap_diag "detach $PFX failed"
 wait_until $((10000 * SL_SLOW)) grep -q '"type":"run_end"' "$LOG"
 tap_check "detached: the run's log verifies" "$SLUICE" verify "$LOG" --key "$SLUICE_PUB"
+
+# containerd's runc shim running crun (BinaryName) leaves crun's status, not runc's state.json,
+# in the namespace's root. crun is not installed here: its status file as crun writes it, made by
+# hand in containerd's (private) root for a process in a cgroup of the test's.
+sleep 600 &
+CRUN_PID=$!
+sl_track_pid "$CRUN_PID"
+CRUN_CG=$(sl_cgroup_new crun) || bail_out "cannot make a cgroup"
+sl_on_exit "sl_cgroup_remove '$CRUN_CG'"
+echo "$CRUN_PID" >"$CRUN_CG/cgroup.procs"
+# field 22 of /proc/PID/stat, the 20th after the command's ')'
+CRUN_START=$(sed 's/.*) //' "/proc/$CRUN_PID/stat" | cut -d' ' -f20)
+# crun_status ID START: crun's status of $CRUN_PID as ID in namespace $PFX-c
+crun_status() {
+	# shellcheck disable=SC2016 # the inner shell expands them
+	ctrd_ns sh -c 'mkdir -p "$1" && printf "%s\n" "$2" >"$1/status"' sh \
+		"/run/containerd/runc/$PFX-c/$1" "{\"pid\":$CRUN_PID,\"process-start-time\":$2,
+		\"cgroup-path\":\"/x\",\"rootfs\":\"/\",\"systemd-cgroup\":false}"
+}
+crun_status "$PFX-crun" "$CRUN_START"
+# its pid now another process's: crun's start time is not that process's
+crun_status "$PFX-stale" 1
+ctrd_ns "$SLUICE" attach --container "$PFX-c/$PFX-crun" --policy "$POLICY" --run-id "$PFX-c" \
+	--dry-run >"$SL_TMP/out" 2>"$SL_TMP/err"
+tap_is "crun under containerd: its status read, the cgroup its process is in" \
+	"$? $(grep -c "\"cgroup\":\"$CRUN_CG\"" "$SL_TMP/out")" "0 1"
+ctrd_ns "$SLUICE" attach --container "$PFX-c/$PFX-stale" --policy "$POLICY" --run-id "$PFX-c" \
+	--dry-run >"$SL_TMP/out" 2>"$SL_TMP/err"
+tap_is "crun under containerd: a status whose process is gone (its pid reused): not running" \
+	"$? $(grep -c "its init process is gone: not running" "$SL_TMP/err")" "3 1"
+sl_stop_pid "$CRUN_PID"
 
 tap_done

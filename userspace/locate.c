@@ -349,11 +349,12 @@ out:
 }
 
 /*
- * Every container under a runc (or crun) state root whose id is s->name or starts with it; ns: the
- * containerd namespace the root belongs to, or NULL.
+ * Every container under a runc or crun state root whose id is s->name or starts with it, each
+ * read as the runtime that keeps it left it: runc's state.json, crun's status (crun's own root;
+ * containerd's, when its runc shim runs crun). ns: the containerd namespace the root belongs to,
+ * or NULL.
  */
-static void scan_root(struct search *s, const char *root, const char *label, bool crun,
-		      const char *ns)
+static void scan_root(struct search *s, const char *root, const char *label, const char *ns)
 {
 	size_t nlen = strlen(s->name);
 	struct dirent *de;
@@ -365,14 +366,18 @@ static void scan_root(struct search *s, const char *root, const char *label, boo
 	while ((de = readdir(d))) {
 		struct candidate c = { 0 };
 		char path[PATH_MAX];
-		bool exact;
+		bool exact, crun = false;
 
-		if (de->d_name[0] == '.' || strncmp(de->d_name, s->name, nlen))
+		if (de->d_name[0] == '.' || strncmp(de->d_name, s->name, nlen) ||
+		    util_fmt(path, sizeof(path), "%s/%s/state.json", root, de->d_name))
 			continue;
 		exact = !de->d_name[nlen];
-		if (util_fmt(path, sizeof(path), "%s/%s/%s", root, de->d_name,
-			     crun ? "status" : "state.json") || access(path, F_OK))
-			continue;
+		if (access(path, F_OK)) {
+			if (util_fmt(path, sizeof(path), "%s/%s/status", root, de->d_name) ||
+			    access(path, F_OK))
+				continue;
+			crun = true;
+		}
 		util_copy(c.runtime, sizeof(c.runtime), label);
 		if (ns)
 			util_copy(c.ns, sizeof(c.ns), ns);
@@ -600,7 +605,7 @@ static void scan_containerd(struct search *s, const char *ns)
 		    util_fmt(root, sizeof(root), CONTAINERD_RUNC_ROOT "/%s", de->d_name))
 			continue;
 		util_fmt(label, sizeof(label), "containerd namespace %s", de->d_name);
-		scan_root(s, root, label, false, de->d_name);
+		scan_root(s, root, label, de->d_name);
 	}
 	closedir(d);
 }
@@ -659,10 +664,10 @@ int locate_container(const char *name, struct locate *l, char *why, size_t why_l
 	} else {
 		for (i = 0; i < sizeof(runc_roots) / sizeof(runc_roots[0]); i++) {
 			util_fmt(label, sizeof(label), "runc state %s", runc_roots[i]);
-			scan_root(s, runc_roots[i], label, false, NULL);
+			scan_root(s, runc_roots[i], label, NULL);
 		}
 		scan_containerd(s, NULL);
-		scan_root(s, CRUN_ROOT, "crun state " CRUN_ROOT, true, NULL);
+		scan_root(s, CRUN_ROOT, "crun state " CRUN_ROOT, NULL);
 		scan_docker_names(s);
 		scan_podman(s);
 	}
