@@ -683,7 +683,7 @@ podman_skip=
 if ! command -v podman >/dev/null; then
 	podman_skip="podman not installed"
 fi
-PODMAN_TESTS=13
+PODMAN_TESTS=15
 if [[ -z $podman_skip ]]; then
 	# shellcheck disable=SC2119
 	sl_daemon_start || bail_out "the daemon did not restart: $(tail "$SL_DAEMON_DIR/err")"
@@ -778,6 +778,18 @@ else
 	tap_check "podman attach: detached, the log verifies" \
 		"$SLUICE" verify "$POD_LOG" --key "$SLUICE_PUB"
 	podman rm --force --time 0 "$POD_NAME" >/dev/null 2>&1
+
+	# the daemon up, but refusing the hook's request (a policy it cannot compile): the
+	# container does not start either
+	printf 'default: maybe\n' >"$SL_TMP/bad-policy.yaml"
+	PODMAN_RUN=("${PODMAN_BASE[@]}" --annotation "io.sluice.policy=$SL_TMP/bad-policy.yaml")
+	podman_run "$PFX-pbad" /bin/sh -c 'echo started-marker'
+	tap_is "podman, the daemon refusing the hook: podman run fails, the process never ran" \
+		"$([[ $SL_RC -ne 0 ]] && echo failed) $(grep -c started-marker "$SL_OUT")" \
+		"failed 0"
+	assert_contains "podman, the daemon refusing the hook: the daemon's reason" "$SL_ERR" \
+		'default: expected one of deny, allow, got "maybe"'
+	podman rm --force "$POD_NAME" >/dev/null 2>&1
 	PODMAN_RUN=("${PODMAN_BASE[@]}" --annotation "io.sluice.policy=$POLICY")
 	sl_daemon_kill TERM
 	podman_run "$PFX-pdown" /bin/sh -c 'echo started-marker'
