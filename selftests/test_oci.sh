@@ -440,7 +440,10 @@ attach_dry --container "$PFX-a"
 tap_is "attach --container PREFIX: unique once a2 is stopped" \
 	"$SL_RC $(json_member cgroup <"$SL_OUT")" "0 $A1_CG"
 attach_dry --container "$PFX-nothere"
-tap_is "attach --container: no such container: exit 3" "$SL_RC" 3
+want="no running container \"$PFX-nothere\" in the state of runc (/run/runc), Docker,"
+want+=" containerd, crun or podman (root's only: rootless containers are not searched)"
+tap_is "attach --container: no such container: exit 3, saying where it looked" \
+	"$SL_RC $(grep -cF "$want" "$SL_ERR")" "3 1"
 attach_dry --container "../etc"
 tap_is "attach --container: a name with a slash: exit 2" "$SL_RC" 2
 # crun keeps a stopped container's status file until `crun delete`; its pid may then be an

@@ -695,8 +695,8 @@ int locate_container(const char *name, struct locate *l, char *why, size_t why_l
 				 id, ns, ns);
 		else if (!s->err)
 			util_fmt(why, why_len, "no running container \"%s\" in the state of runc "
-					       "(/run/runc), Docker, containerd, crun or podman",
-				 name);
+					       "(/run/runc), Docker, containerd, crun or podman (root's "
+					       "only: rootless containers are not searched)", name);
 		goto out;
 	}
 	util_copy(l->cgroup, sizeof(l->cgroup), s->c[0].cgroup);
