@@ -51,6 +51,7 @@ if [[ ! -d /run/containerd ]]; then
 	MADE_RUN_DIR=1
 fi
 CTRD_PID=
+CTRD_CG=
 ctr_() { ctr --address "$CT/c.sock" "$@"; }
 # ctrd_ns CMD…: CMD in containerd's mount namespace (where the runc state is)
 ctrd_ns() { nsenter --mount="/proc/$CTRD_PID/ns/mnt" -- "$@"; }
@@ -66,6 +67,12 @@ containerd_cleanup() {
 		done
 		sl_stop_pid "$CTRD_PID"
 	fi
+	# what a containerd that could not delete its tasks left: the shims, which outlive it, in
+	# its cgroup, and the containers' processes, in theirs
+	sl_cgroup_remove "$CTRD_CG"
+	for ns in "$NS1" "$NS2"; do
+		sl_cgroup_remove "$CG2/$ns"
+	done
 	# runc's cgroupfs driver makes /NAMESPACE/ID in every hierarchy; containerd removes them
 	# with the task, what a failure left goes here
 	for d in "$CG2"/../*/"$PFX"-*; do
@@ -94,8 +101,10 @@ disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.snapshotter.v1.b
 [plugins."io.containerd.internal.v1.opt"]
   path = "$CT/opt"
 EOF
+# in a cgroup of its own, which its shims inherit
+CTRD_CG=$(sl_cgroup_new containerd) || bail_out "cannot make a cgroup"
 # shellcheck disable=SC2016 # the inner shell expands them
-unshare --mount --propagation private -- sh -c \
+"${SL_IN_CGROUP[@]}" "$CTRD_CG" unshare --mount --propagation private -- sh -c \
 	'mount -t tmpfs tmpfs /run/containerd && exec "$1" --config "$2/config.toml"' \
 	sh "$CONTAINERD" "$CT" >"$CT/containerd.log" 2>&1 &
 CTRD_PID=$!
