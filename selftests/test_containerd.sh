@@ -147,8 +147,8 @@ tap_check "ctr run: unconfined, the container reaches the unlisted host" \
 attach "$CID"
 rc=$?
 tap_is "attach --container ID of two namespaces: refused as ambiguous (exit 3)" "$rc" 3
-if grep -qF "$NS1/$CID (containerd namespace $NS1, cgroup $CG2/$NS1/$CID)" "$SL_TMP/err" &&
-	grep -qF "$NS2/$CID (containerd namespace $NS2, cgroup $CG2/$NS2/$CID)" "$SL_TMP/err" &&
+if grep -qF "$NS1/$CID (containerd, cgroup $CG2/$NS1/$CID)" "$SL_TMP/err" &&
+	grep -qF "$NS2/$CID (containerd, cgroup $CG2/$NS2/$CID)" "$SL_TMP/err" &&
 	grep -qF "give the full id (containerd's as NAMESPACE/ID)" "$SL_TMP/err"; then
 	tap_ok "… both listed as NAMESPACE/ID with their cgroups"
 else

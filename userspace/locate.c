@@ -593,7 +593,7 @@ static void scan_docker_names(struct search *s)
 /* The runc roots of containerd's namespaces (all of them, or only the one named ns). */
 static void scan_containerd(struct search *s, const char *ns)
 {
-	char root[PATH_MAX], label[96];
+	char root[PATH_MAX];
 	struct dirent *de;
 	DIR *d;
 
@@ -604,8 +604,8 @@ static void scan_containerd(struct search *s, const char *ns)
 		if (de->d_name[0] == '.' || (ns && strcmp(de->d_name, ns)) ||
 		    util_fmt(root, sizeof(root), CONTAINERD_RUNC_ROOT "/%s", de->d_name))
 			continue;
-		util_fmt(label, sizeof(label), "containerd namespace %s", de->d_name);
-		scan_root(s, root, label, de->d_name);
+		/* (the namespace is in the candidate's name, NAMESPACE/ID) */
+		scan_root(s, root, "containerd", de->d_name);
 	}
 	closedir(d);
 }

@@ -3,8 +3,9 @@
  * What `sluice attach` and `sluice oci-hook` name, found on the host: the cgroup (an absolute path
  * under the cgroup v2 mount) and, when it has its own, the network namespace of a process, of a
  * container (through its runtime's own state: runc's state.json under runc's, Docker's and
- * containerd's state roots, podman's inspect, crun's status; never guessed from a name), or of a
- * systemd unit (its ControlGroup). A name that matches more than one thing is refused with the
+ * containerd's state roots, podman's inspect, crun's status; never guessed from a name; a
+ * containerd container also as NAMESPACE/ID, its ids being unique only within a namespace), or of
+ * a systemd unit (its ControlGroup). A name that matches more than one thing is refused with the
  * candidates listed.
  */
 #ifndef SLUICE_LOCATE_H
