@@ -10,7 +10,9 @@
 # cgroup runc's state.json names, and attach to a running container. The hook refuses bad input
 # (malformed state on stdin, a bad config.json or annotation) with an error naming the field,
 # and expands systemd's SLICE:PREFIX:NAME cgroupsPath. podman (on runc) the same, through a
-# hooks.d directory (Docker, which runs no hooks: test_docker.sh). Last, sluice(8)'s attach
+# hooks.d directory (also with the daemon refusing the hook's request), and a running podman
+# container attached by its name (Docker, which runs no hooks: test_docker.sh; containerd:
+# test_containerd.sh). Last, sluice(8)'s attach
 # walkthrough: a running container under a report-mode policy, its would-be denials seen live
 # with sluice events -f, switched to enforce without a restart (nothing more reaches the
 # unlisted host, the listed one still works), its policy replaced by one that allows the
