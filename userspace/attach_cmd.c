@@ -148,25 +148,17 @@ int attach_build(const struct attach_req *r, struct control_msg *m, char *why, s
 	return 0;
 }
 
-int attach_send(const char *cmd, const char *socket, struct control_msg *m, const char *netns)
+int attach_send(const char *cmd, const char *socket, struct control_msg *m, int netns_fd)
 {
 	const char *path = control_socket_path(socket);
 	char *reply = malloc(CONTROL_LINE_MAX), err_text[1024];
 	struct control_obj *o = malloc(sizeof(*o));
-	int fd = -1, netns_fd = -1, err, ret;
+	int fd = -1, err, ret;
 
 	if (!reply || !o) {
 		fprintf(stderr, "%s: out of memory\n", cmd);
 		ret = ATTACH_EXIT_NO_DAEMON;
 		goto out;
-	}
-	/* opened here, sent with the request: the daemon never opens the path (runopts.h) */
-	if (netns) {
-		netns_fd = runopts_open_netns(cmd, netns);
-		if (netns_fd < 0) {
-			ret = ATTACH_EXIT_USAGE;
-			goto out;
-		}
 	}
 	fd = control_connect(path);
 	if (fd < 0) {
@@ -201,8 +193,6 @@ int attach_send(const char *cmd, const char *socket, struct control_msg *m, cons
 out:
 	if (fd >= 0)
 		close(fd);
-	if (netns_fd >= 0)
-		close(netns_fd);
 	free(reply);
 	free(o);
 	return ret;
@@ -295,6 +285,7 @@ int attach_cmd_main(int argc, char **argv)
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return ATTACH_EXIT_USAGE;
+	l->netns_fd = -1; /* (--cgroup: no namespace found) */
 	if (cgroup) {
 		err = cgroup_v2_mount(mnt, sizeof(mnt));
 		if (err) {
@@ -342,14 +333,19 @@ int attach_cmd_main(int argc, char **argv)
 	}
 	r.cgroup = l->cgroup;
 	r.source = l->source[0] && strcmp(l->source, "cgroup") ? l->source : NULL;
-	if (netns && !strcmp(netns, "none")) {
-		r.netns = NULL;
-	} else if (netns) {
-		if (absolute(netns, netns_abs, sizeof(netns_abs))) {
-			fprintf(stderr, "sluice attach: --netns %s: path too long\n", netns);
-			goto out;
+	/*
+	 * The namespace is sent open, not by path: the daemon never opens the path (runopts.h).
+	 * The one found with the target was opened while its process was the one found (locate.h).
+	 */
+	if (netns) {
+		locate_release(l);
+		if (strcmp(netns, "none")) {
+			if (absolute(netns, netns_abs, sizeof(netns_abs))) {
+				fprintf(stderr, "sluice attach: --netns %s: path too long\n", netns);
+				goto out;
+			}
+			r.netns = netns_abs;
 		}
-		r.netns = netns_abs;
 	} else {
 		r.netns = l->netns[0] ? l->netns : NULL;
 	}
@@ -362,8 +358,15 @@ int attach_cmd_main(int argc, char **argv)
 		ret = ATTACH_EXIT_OK;
 		goto out;
 	}
-	ret = attach_send("sluice attach", socket, &m, r.netns);
+	if (r.netns && l->netns_fd < 0) {
+		l->netns_fd = runopts_open_netns("sluice attach", r.netns);
+		if (l->netns_fd < 0)
+			goto out;
+	}
+	ret = attach_send("sluice attach", socket, &m, l->netns_fd);
 out:
+	if (l)
+		locate_release(l);
 	free(l);
 	return ret;
 }

@@ -33,11 +33,11 @@ int attach_build(const struct attach_req *r, struct control_msg *m, char *why, s
 
 /*
  * Send the request built in m to the daemon at socket (NULL: $SLUICE_SOCKET or the default),
- * with the network namespace at netns (the request's; NULL: none) opened here and passed along
- * (runopts_open_netns), and report the outcome as cmd on stdout (attached) or stderr (why not).
+ * with the request's network namespace, already open (netns_fd, the caller's to close; -1: none),
+ * passed along, and report the outcome as cmd on stdout (attached) or stderr (why not).
  * Returns an ATTACH_EXIT_*.
  */
-int attach_send(const char *cmd, const char *socket, struct control_msg *m, const char *netns);
+int attach_send(const char *cmd, const char *socket, struct control_msg *m, int netns_fd);
 
 /* argv starts at "attach". Returns the exit status. */
 int attach_cmd_main(int argc, char **argv);

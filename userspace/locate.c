@@ -54,15 +54,25 @@ static int v2_mount(char *mnt, size_t len, char *why, size_t why_len)
 	return err;
 }
 
-/* path must be a directory strictly below the v2 mount mnt, with no ".." in it. */
+/*
+ * A path the kernel resolves as written: no empty, "." or ".." component ("/a/." is "/a", "/."
+ * the root), so that a prefix compare on it means what it says.
+ */
+static bool plain_path(const char *p)
+{
+	size_t n = strlen(p);
+
+	return !strstr(p, "//") && !strstr(p, "/./") && !strstr(p, "/../") &&
+	       !(n >= 2 && !strcmp(p + n - 2, "/.")) && !(n >= 3 && !strcmp(p + n - 3, "/.."));
+}
+
+/* path must be a directory strictly below the v2 mount mnt, with no "." or ".." in it. */
 static int check_below(const char *mnt, const char *path, char *why, size_t why_len)
 {
 	size_t n = strlen(mnt);
 	struct stat st;
 
-	if (strncmp(path, mnt, n) || path[n] != '/' || !path[n + 1] || strstr(path, "/../") ||
-	    (strlen(path) >= 3 && !strcmp(path + strlen(path) - 3, "/..")) ||
-	    strstr(path, "/./") || strstr(path, "//")) {
+	if (strncmp(path, mnt, n) || path[n] != '/' || !path[n + 1] || !plain_path(path)) {
 		util_fmt(why, why_len, "%s is not a cgroup below the cgroup v2 mount %s", path,
 			 mnt);
 		return -EINVAL;
@@ -129,43 +139,7 @@ int locate_cgroup_of_pid(pid_t pid, char *buf, size_t len, char *why, size_t why
 	return err;
 }
 
-int locate_netns_of_pid(pid_t pid, char *buf, size_t len, char *why, size_t why_len)
-{
-	struct stat self, other;
-	char path[64];
-
-	buf[0] = '\0';
-	util_fmt(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
-	if (stat("/proc/self/ns/net", &self) || stat(path, &other)) {
-		util_fmt(why, why_len, "%s: %s", path, strerror(errno));
-		return -errno;
-	}
-	if (self.st_dev == other.st_dev && self.st_ino == other.st_ino)
-		return 0;
-	return util_copy(buf, len, path);
-}
-
-int locate_pid(pid_t pid, struct locate *l, char *why, size_t why_len)
-{
-	int err;
-
-	memset(l, 0, sizeof(*l));
-	if (pid <= 0) {
-		util_fmt(why, why_len, "--pid: expected a process id > 0");
-		return -EINVAL;
-	}
-	err = locate_cgroup_of_pid(pid, l->cgroup, sizeof(l->cgroup), why, why_len);
-	if (!err)
-		err = locate_netns_of_pid(pid, l->netns, sizeof(l->netns), why, why_len);
-	if (err)
-		return err;
-	l->pid = pid;
-	util_fmt(l->source, sizeof(l->source), "pid:%d", (int)pid);
-	return 0;
-}
-
-/* Field 22 of /proc/PID/stat: when the process started, in clock ticks since boot. */
-static int pid_start_time(pid_t pid, unsigned long long *start)
+int locate_pid_start(pid_t pid, unsigned long long *start)
 {
 	char path[64], buf[1024], *p;
 	int n, i;
@@ -185,13 +159,98 @@ static int pid_start_time(pid_t pid, unsigned long long *start)
 	return 0;
 }
 
+int locate_netns_of_pid(pid_t pid, unsigned long long start, int *fd, char *buf, size_t len,
+			char *why, size_t why_len)
+{
+	unsigned long long now;
+	struct stat self, other;
+	char path[64];
+	int err;
+
+	*fd = -1;
+	buf[0] = '\0';
+	util_fmt(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0 || stat("/proc/self/ns/net", &self) || fstat(*fd, &other)) {
+		err = -errno;
+		util_fmt(why, why_len, "%s: %s", path, strerror(-err));
+		goto fail;
+	}
+	/* opened: the namespace is the one of the process that held the pid at the open */
+	if (locate_pid_start(pid, &now) || now != start) {
+		err = -ESRCH;
+		util_fmt(why, why_len, "process %d is gone (its pid is another process's now, or "
+				       "no one's): not opening its network namespace", (int)pid);
+		goto fail;
+	}
+	if (self.st_dev == other.st_dev && self.st_ino == other.st_ino) {
+		close(*fd);
+		*fd = -1;
+		return 0;
+	}
+	return util_copy(buf, len, path);
+fail:
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+	return err;
+}
+
+void locate_release(struct locate *l)
+{
+	if (l->netns_fd >= 0)
+		close(l->netns_fd);
+	l->netns_fd = -1;
+}
+
+static void locate_init(struct locate *l)
+{
+	memset(l, 0, sizeof(*l));
+	l->netns_fd = -1;
+}
+
+int locate_pid(pid_t pid, struct locate *l, char *why, size_t why_len)
+{
+	unsigned long long start;
+	int err;
+
+	locate_init(l);
+	if (pid <= 0) {
+		util_fmt(why, why_len, "--pid: expected a process id > 0");
+		return -EINVAL;
+	}
+	/* the process whose cgroup is read is the one whose namespace is opened */
+	err = locate_pid_start(pid, &start);
+	if (err) {
+		util_fmt(why, why_len, "process %d: %s", (int)pid,
+			 err == -ENOENT ? "no such process" : strerror(-err));
+		return err;
+	}
+	err = locate_cgroup_of_pid(pid, l->cgroup, sizeof(l->cgroup), why, why_len);
+	if (!err)
+		err = locate_netns_of_pid(pid, start, &l->netns_fd, l->netns, sizeof(l->netns), why,
+					  why_len);
+	if (err)
+		return err;
+	l->pid = pid;
+	util_fmt(l->source, sizeof(l->source), "pid:%d", (int)pid);
+	return 0;
+}
+
 /* One container a name matched. */
 struct candidate {
 	char runtime[64]; /* where it was found: "runc (/run/runc)", "podman", … */
 	char id[LOCATE_NAME_MAX + 1];
 	char ns[LOCATE_NAME_MAX + 1]; /* its containerd namespace; else "" */
 	pid_t pid;
+	unsigned long long start; /* when pid started, as its state says */
 	char cgroup[PATH_MAX];
+};
+
+/* The states a name matched that could not be used: the first, or the first not -ESRCH. */
+struct failure {
+	int err;
+	char why[LOCATE_WHY_MAX / 2];
 };
 
 struct search {
@@ -199,26 +258,38 @@ struct search {
 	char mnt[PATH_MAX];
 	struct candidate c[LOCATE_CANDIDATES_MAX];
 	size_t n;
-	bool exact; /* some candidate matched exactly: prefix matches no longer count */
+	bool exact; /* some name or id matched exactly (read or not): prefixes no longer count */
+	bool here_exact; /* whether the state being read now matched exactly */
 	char *why;
 	size_t why_len;
-	int err; /* the first hard error (a state that could not be read) */
+	struct failure fail[2]; /* [0]: of prefix matches; [1]: of exact ones */
 };
 
 /*
- * Add a candidate. Exact matches (full id or name) beat prefix matches; the same container seen
- * through two runtimes' state (podman on runc: podman's inspect and runc's root) is one.
+ * A name or id matched (exactly or as a prefix): its state is read next. An exact match wins over
+ * every prefix match, whether or not its state can be read: a container named web that is stopped
+ * or unreadable is never answered with web2.
  */
-static void add_candidate(struct search *s, const struct candidate *c, bool exact)
+static void search_match(struct search *s, bool exact)
 {
-	size_t i;
-
-	if (s->exact && !exact)
-		return;
+	s->here_exact = exact;
 	if (exact && !s->exact) {
 		s->exact = true;
 		s->n = 0;
 	}
+}
+
+/*
+ * Add the candidate whose state was just read: unless an exact match makes it a prefix match that
+ * no longer counts, or it is one seen already through another runtime's state (podman on runc:
+ * podman's inspect and runc's root).
+ */
+static void add_candidate(struct search *s, const struct candidate *c)
+{
+	size_t i;
+
+	if (s->exact && !s->here_exact)
+		return;
 	for (i = 0; i < s->n; i++)
 		if (!strcmp(s->c[i].cgroup, c->cgroup))
 			return;
@@ -226,12 +297,64 @@ static void add_candidate(struct search *s, const struct candidate *c, bool exac
 		s->c[s->n++] = *c;
 }
 
+/* The state just matched could not be used: err, and why (fmt with a and b). */
 static void search_fail(struct search *s, int err, const char *fmt, const char *a, const char *b)
 {
-	if (s->err)
+	struct failure *f = &s->fail[s->here_exact];
+
+	if (f->err && (f->err != -ESRCH || err == -ESRCH))
 		return;
-	s->err = err;
-	util_fmt(s->why, s->why_len, fmt, a, b);
+	f->err = err;
+	util_fmt(f->why, sizeof(f->why), fmt, a, b);
+}
+
+/* Whether the last component of cg (a plain path) holds id. */
+static bool cgroup_names(const char *cg, const char *id)
+{
+	return strstr(strrchr(cg, '/'), id) != NULL;
+}
+
+/*
+ * A state's init (pid, which started at st) and its cgroup (c->cgroup, absolute), as the kernel
+ * must agree with them: the init alive and the same process, in that cgroup or below it (systemd
+ * in a container moves itself to init.scope), and the cgroup the container's own, not a parent of
+ * it: the init directly in it, or its last component naming the container (runc's /NS/ID,
+ * Docker's docker-ID.scope, podman's libpod-ID.scope).
+ */
+static int check_init(struct search *s, const char *path, const char *id, int64_t pid, int64_t st,
+		      struct candidate *c)
+{
+	char why[LOCATE_WHY_MAX / 4], pidcg[PATH_MAX];
+	unsigned long long start;
+	size_t n = strlen(c->cgroup);
+	int err;
+
+	if (locate_pid_start((pid_t)pid, &start) || start != (unsigned long long)st) {
+		search_fail(s, -ESRCH, "container %s (%s): its init process is gone: not running",
+			    id, path);
+		return -ESRCH;
+	}
+	err = check_below(s->mnt, c->cgroup, why, sizeof(why));
+	if (err) {
+		search_fail(s, err, "%s: %s", path, why);
+		return err;
+	}
+	err = locate_cgroup_of_pid((pid_t)pid, pidcg, sizeof(pidcg), why, sizeof(why));
+	if (err || strncmp(pidcg, c->cgroup, n) || (pidcg[n] && pidcg[n] != '/')) {
+		search_fail(s, -EINVAL, "%s: the init process is not in the state's cgroup %s",
+			    path, c->cgroup);
+		return -EINVAL;
+	}
+	if (pidcg[n] && !cgroup_names(c->cgroup, id)) {
+		search_fail(s, -EINVAL, "%s: the state's cgroup %s holds the init only below it "
+					"and does not name the container: a parent cgroup, not the "
+					"container's", path, c->cgroup);
+		return -EINVAL;
+	}
+	c->pid = (pid_t)pid;
+	c->start = (unsigned long long)st;
+	util_copy(c->id, sizeof(c->id), id);
+	return 0;
 }
 
 /*
@@ -240,13 +363,10 @@ static void search_fail(struct search *s, int err, const char *fmt, const char *
  */
 static int read_runc_state(struct search *s, const char *path, const char *id, struct candidate *c)
 {
-	char why[256], pidcg[PATH_MAX];
-	const struct json *paths;
-	unsigned long long start;
+	char why[256];
 	struct json *j = NULL;
 	const char *cg;
 	int64_t pid, st;
-	size_t n;
 	int err;
 
 	err = json_read_file(path, &j, why, sizeof(why));
@@ -264,53 +384,33 @@ static int read_runc_state(struct search *s, const char *path, const char *id, s
 		search_fail(s, err, "%s: %s", path, "no valid init_process_pid/init_process_start");
 		goto out;
 	}
-	paths = json_get(j, "cgroup_paths");
-	cg = json_str(json_get(paths, ""));
+	cg = json_str(json_get(json_get(j, "cgroup_paths"), ""));
 	if (!cg) {
 		search_fail(s, err, "%s: %s", path,
 			    "no cgroup v2 path (cgroup_paths[\"\"]): a cgroup v1-only host?");
 		goto out;
 	}
-	n = strlen(s->mnt);
-	if (strncmp(cg, s->mnt, n) || cg[n] != '/' || util_copy(c->cgroup, sizeof(c->cgroup), cg)) {
-		search_fail(s, err, "%s: cgroup %s is not below this host's cgroup v2 mount", path,
-			    cg);
+	if (util_copy(c->cgroup, sizeof(c->cgroup), cg)) {
+		search_fail(s, err, "%s: cgroup %s is too long", path, cg);
 		goto out;
 	}
-	if (pid_start_time((pid_t)pid, &start) || start != (unsigned long long)st) {
-		err = -ESRCH;
-		search_fail(s, err, "container %s (%s): its init process is gone: not running", id,
-			    path);
-		goto out;
-	}
-	/* The state and the kernel must agree: the init is in that cgroup or below it. */
-	err = locate_cgroup_of_pid((pid_t)pid, pidcg, sizeof(pidcg), why, sizeof(why));
-	if (err || strncmp(pidcg, cg, strlen(cg)) ||
-	    (pidcg[strlen(cg)] && pidcg[strlen(cg)] != '/')) {
-		err = -EINVAL;
-		search_fail(s, err, "%s: the init process is not in the state's cgroup %s", path,
-			    cg);
-		goto out;
-	}
-	err = check_below(s->mnt, c->cgroup, why, sizeof(why));
-	if (err) {
-		search_fail(s, err, "%s: %s", path, why);
-		goto out;
-	}
-	c->pid = (pid_t)pid;
-	util_copy(c->id, sizeof(c->id), id);
+	err = check_init(s, path, id, pid, st, c);
 out:
 	json_free(j);
 	return err;
 }
 
-/* crun's status file: its pid (the kernel says which cgroup; crun's own path is mount-relative). */
+/*
+ * crun's status file: its pid, which must have a start time to tell a stopped container's reused
+ * pid (crun keeps the status until `crun delete`) from its init, and its cgroup-path (relative to
+ * the cgroup v2 mount).
+ */
 static int read_crun_status(struct search *s, const char *path, const char *id,
 			    struct candidate *c)
 {
 	char why[256];
-	unsigned long long start;
 	struct json *j = NULL;
+	const char *cg;
 	int64_t pid, st;
 	int err;
 
@@ -319,40 +419,47 @@ static int read_crun_status(struct search *s, const char *path, const char *id,
 		search_fail(s, err, "%s: %s", path, why);
 		return err;
 	}
-	if (json_int(json_get(j, "pid"), &pid) || pid <= 0 || pid > INT32_MAX) {
-		err = -EINVAL;
-		search_fail(s, err, "%s: %s", path, "no valid \"pid\"");
+	err = -EINVAL;
+	if (json_int(json_get(j, "pid"), &pid) || pid <= 0 || pid > INT32_MAX ||
+	    json_int(json_get(j, "process-start-time"), &st)) {
+		search_fail(s, err, "%s: %s", path,
+			    "no valid \"pid\" and \"process-start-time\" (the start time tells the "
+			    "container's init from a process that took its pid)");
 		goto out;
 	}
-	/*
-	 * crun keeps a stopped container's status until `crun delete`, and its pid may since be
-	 * another process's: the start time crun recorded (ticks since boot, as /proc/PID/stat's)
-	 * says whether it is still the container's init.
-	 */
-	if (!json_int(json_get(j, "process-start-time"), &st) &&
-	    (pid_start_time((pid_t)pid, &start) || start != (unsigned long long)st)) {
-		err = -ESRCH;
-		search_fail(s, err, "container %s (%s): its init process is gone: not running", id,
-			    path);
+	cg = json_str(json_get(j, "cgroup-path"));
+	if (!cg || cg[0] != '/' || !strcmp(cg, "/")) {
+		search_fail(s, err, "%s: \"cgroup-path\" %s", path,
+			    cg ? "is not a cgroup below the mount (\"/...\")" :
+				 "is missing: crun made no cgroup for it");
 		goto out;
 	}
-	err = locate_cgroup_of_pid((pid_t)pid, c->cgroup, sizeof(c->cgroup), why, sizeof(why));
-	if (err) {
-		search_fail(s, err, "container %s: %s", id, why);
+	if (util_fmt(c->cgroup, sizeof(c->cgroup), "%s%s", s->mnt, cg)) {
+		search_fail(s, err, "%s: cgroup %s is too long", path, cg);
 		goto out;
 	}
-	c->pid = (pid_t)pid;
-	util_copy(c->id, sizeof(c->id), id);
+	err = check_init(s, path, id, pid, st, c);
 out:
 	json_free(j);
 	return err;
+}
+
+/* lstat's word on path: a regular file (1), nothing (0), or something else (-1: a link, …). */
+static int regular_file(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st))
+		return 0;
+	return S_ISREG(st.st_mode) ? 1 : -1;
 }
 
 /*
  * Every container under a runc or crun state root whose id is s->name or starts with it, each
  * read as the runtime that keeps it left it: runc's state.json, crun's status (crun's own root;
  * containerd's, when its runc shim runs crun). ns: the containerd namespace the root belongs to,
- * or NULL.
+ * or NULL. Runtimes make real directories and files there: a symbolic link is no runtime's (a
+ * link to another container's state would pass it off under a second id).
  */
 static void scan_root(struct search *s, const char *root, const char *label, const char *ns)
 {
@@ -365,29 +472,50 @@ static void scan_root(struct search *s, const char *root, const char *label, con
 		return; /* that runtime keeps no state here: nothing of it runs */
 	while ((de = readdir(d))) {
 		struct candidate c = { 0 };
-		char path[PATH_MAX];
-		bool exact, crun = false;
+		char dir[PATH_MAX], path[PATH_MAX];
+		struct stat st;
+		int runc, crun;
 
+		/* (a longer name is no id: runtimes allow none) */
 		if (de->d_name[0] == '.' || strncmp(de->d_name, s->name, nlen) ||
-		    util_fmt(path, sizeof(path), "%s/%s/state.json", root, de->d_name))
+		    strlen(de->d_name) > LOCATE_NAME_MAX ||
+		    util_fmt(dir, sizeof(dir), "%s/%s", root, de->d_name) ||
+		    lstat(dir, &st) || S_ISREG(st.st_mode))
 			continue;
-		exact = !de->d_name[nlen];
-		if (access(path, F_OK)) {
-			if (util_fmt(path, sizeof(path), "%s/%s/status", root, de->d_name) ||
-			    access(path, F_OK))
-				continue;
-			crun = true;
+		search_match(s, !de->d_name[nlen]);
+		if (!S_ISDIR(st.st_mode)) {
+			search_fail(s, -EINVAL, "%s: %s", dir,
+				    "not a directory (a symbolic link?): no runtime's state");
+			continue;
+		}
+		util_fmt(path, sizeof(path), "%s/state.json", dir);
+		runc = regular_file(path);
+		if (!runc) {
+			util_fmt(path, sizeof(path), "%s/status", dir);
+			crun = regular_file(path);
+		}
+		if (runc < 0 || (!runc && crun < 0)) {
+			search_fail(s, -EINVAL, "%s: %s", path,
+				    "not a regular file (a symbolic link?): no runtime's state");
+			continue;
+		}
+		if (!runc && !crun) {
+			search_fail(s, -ENOENT, "%s: %s", dir,
+				    "neither runc's state.json nor crun's status in it (a container "
+				    "being created or deleted?)");
+			continue;
 		}
 		util_copy(c.runtime, sizeof(c.runtime), label);
 		if (ns)
 			util_copy(c.ns, sizeof(c.ns), ns);
-		if (crun ? read_crun_status(s, path, de->d_name, &c) :
-			   read_runc_state(s, path, de->d_name, &c))
+		if (runc ? read_runc_state(s, path, de->d_name, &c) :
+			   read_crun_status(s, path, de->d_name, &c))
 			continue;
-		add_candidate(s, &c, exact);
+		add_candidate(s, &c);
 	}
 	closedir(d);
 }
+
 
 /* Run argv with stdout into a new buffer (*out, NUL-terminated), stderr discarded. */
 static int run_capture(char *const argv[], char **out, int *status)
@@ -491,67 +619,117 @@ static bool in_path(const char *prog)
 	return false;
 }
 
+/* What podman's inspect says of a container. */
+struct podman_view {
+	char id[LOCATE_NAME_MAX + 1];
+	bool named; /* its id or name is s->name */
+	int64_t pid;
+	char cgroup[PATH_MAX]; /* State.CgroupPath (below the mount), or "" */
+};
+
 /*
- * podman's own record of the container (its name, or an id or prefix of one): its full id and
- * init pid; the cgroup from its runtime's state (runc's state.json, crun's status) when that is
- * where podman's default roots keep it, else from the kernel for that pid.
+ * podman's own record of the container (its name, or an id or prefix of one): 0 with v filled, 1
+ * when podman has none, or -errno (with search_fail).
  */
-static void scan_podman(struct search *s)
+static int podman_inspect(struct search *s, struct podman_view *v)
 {
 	char *argv[] = { "podman", "container", "inspect", "--", (char *)s->name, NULL };
-	char why[256], path[PATH_MAX];
-	const struct json *c0;
-	struct candidate c = { 0 };
+	const struct json *c0, *state;
 	struct json *j = NULL;
-	const char *id, *name;
-	char *out = NULL;
+	const char *id, *name, *cg;
+	char why[256], *out = NULL;
 	int status, err;
-	int64_t pid;
 
-	if (!in_path("podman"))
-		return;
+	memset(v, 0, sizeof(*v));
 	err = run_capture(argv, &out, &status);
 	if (err) {
 		search_fail(s, err, "podman container inspect %s: %s", s->name, strerror(-err));
-		return;
+		return err;
 	}
 	/* podman says "no such container" with status 125: not podman's */
-	if (!WIFEXITED(status) || WEXITSTATUS(status))
-		goto out;
+	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+		free(out);
+		return 1;
+	}
 	err = json_parse(out, strlen(out), &j, why, sizeof(why));
 	c0 = json_at(j, 0);
+	state = json_get(c0, "State");
 	id = json_str(json_get(c0, "Id"));
 	name = json_str(json_get(c0, "Name"));
-	if (err || !id || locate_check_name(id) ||
-	    json_int(json_get(json_get(c0, "State"), "Pid"), &pid)) {
+	cg = json_str(json_get(state, "CgroupPath"));
+	if (err || !id || locate_check_name(id) || json_int(json_get(state, "Pid"), &v->pid)) {
 		search_fail(s, -EINVAL, "podman container inspect %s: %s", s->name,
 			    err ? why : "no Id or State.Pid");
-		goto out;
+		err = -EINVAL;
+	} else {
+		util_copy(v->id, sizeof(v->id), id);
+		v->named = !strcmp(id, s->name) || (name && !strcmp(name, s->name));
+		if (cg && cg[0] == '/' && strcmp(cg, "/"))
+			util_copy(v->cgroup, sizeof(v->cgroup), cg);
 	}
-	if (pid <= 0) {
-		search_fail(s, -ESRCH, "podman container %s (%s) is not running", s->name, id);
-		goto out;
-	}
-	util_copy(c.runtime, sizeof(c.runtime), "podman");
-	if (!util_fmt(path, sizeof(path), "/run/runc/%s/state.json", id) && !access(path, F_OK))
-		err = read_runc_state(s, path, id, &c);
-	else if (!util_fmt(path, sizeof(path), CRUN_ROOT "/%s/status", id) && !access(path, F_OK))
-		err = read_crun_status(s, path, id, &c);
-	else
-		err = -ENOENT;
-	if (err == -ENOENT) {
-		err = locate_cgroup_of_pid((pid_t)pid, c.cgroup, sizeof(c.cgroup), why,
-					   sizeof(why));
-		if (err)
-			search_fail(s, err, "podman container %s: %s", s->name, why);
-		c.pid = (pid_t)pid;
-		util_copy(c.id, sizeof(c.id), id);
-	}
-	if (!err)
-		add_candidate(s, &c, !strcmp(id, s->name) || (name && !strcmp(name, s->name)));
-out:
 	json_free(j);
 	free(out);
+	return err;
+}
+
+/*
+ * A podman container: its init pid and cgroup from its runtime's state (runc's state.json, crun's
+ * status) when that is where podman's default roots keep it. Else (another runtime) from podman's
+ * State.CgroupPath and State.Pid, which has no start time: podman is asked again once the pid's
+ * start time is read, and must still name that pid, or the pid may be another process's by then.
+ */
+static void scan_podman(struct search *s)
+{
+	struct candidate c = { 0 };
+	struct podman_view v, again;
+	unsigned long long start;
+	char path[PATH_MAX];
+	int runc = 0, crun = 0;
+
+	if (!in_path("podman"))
+		return;
+	s->here_exact = false; /* (whose failure this is, podman has not said yet) */
+	if (podman_inspect(s, &v))
+		return;
+	search_match(s, v.named);
+	if (v.pid <= 0 || v.pid > INT32_MAX) {
+		search_fail(s, -ESRCH, "podman container %s (%s) is not running", s->name, v.id);
+		return;
+	}
+	util_copy(c.runtime, sizeof(c.runtime), "podman");
+	util_fmt(path, sizeof(path), "/run/runc/%s/state.json", v.id);
+	runc = regular_file(path);
+	if (!runc) {
+		util_fmt(path, sizeof(path), CRUN_ROOT "/%s/status", v.id);
+		crun = regular_file(path);
+	}
+	if (runc > 0 || crun > 0) {
+		if (runc > 0 ? read_runc_state(s, path, v.id, &c) :
+			       read_crun_status(s, path, v.id, &c))
+			return;
+	} else {
+		if (!v.cgroup[0] ||
+		    util_fmt(c.cgroup, sizeof(c.cgroup), "%s%s", s->mnt, v.cgroup)) {
+			search_fail(s, -EINVAL, "podman container %s (%s): no usable State.CgroupPath "
+						"in its inspect", s->name, v.id);
+			return;
+		}
+		if (locate_pid_start((pid_t)v.pid, &start)) {
+			search_fail(s, -ESRCH, "podman container %s (%s) is not running", s->name,
+				    v.id);
+			return;
+		}
+		if (check_init(s, "podman container inspect", v.id, v.pid, (int64_t)start, &c))
+			return;
+		if (podman_inspect(s, &again))
+			return;
+		if (strcmp(again.id, v.id) || again.pid != v.pid) {
+			search_fail(s, -ESRCH, "podman container %s (%s): its process changed while "
+					       "it was being located: not running", s->name, v.id);
+			return;
+		}
+	}
+	add_candidate(s, &c);
 }
 
 /* Docker's names: /var/lib/docker/containers/<id>/config.v2.json "Name": "/NAME". */
@@ -568,8 +746,9 @@ static void scan_docker_names(struct search *s)
 		char path[PATH_MAX], why[256];
 		struct json *j = NULL;
 		const char *name;
+		int state;
 
-		if (de->d_name[0] == '.' ||
+		if (de->d_name[0] == '.' || strlen(de->d_name) > LOCATE_NAME_MAX ||
 		    util_fmt(path, sizeof(path), DOCKER_CONTAINERS "/%s/config.v2.json",
 			     de->d_name) ||
 		    json_read_file(path, &j, why, sizeof(why)))
@@ -578,12 +757,18 @@ static void scan_docker_names(struct search *s)
 		if (name && name[0] == '/' && !strcmp(name + 1, s->name) &&
 		    !util_fmt(path, sizeof(path), "/run/docker/runtime-runc/moby/%s/state.json",
 			      de->d_name)) {
+			search_match(s, true);
 			util_copy(c.runtime, sizeof(c.runtime), "docker");
-			if (access(path, F_OK))
+			state = regular_file(path);
+			if (!state)
 				search_fail(s, -ESRCH, "docker container %s (%s) is not running",
 					    s->name, de->d_name);
+			else if (state < 0)
+				search_fail(s, -EINVAL, "%s: %s", path,
+					    "not a regular file (a symbolic link?): no runtime's "
+					    "state");
 			else if (!read_runc_state(s, path, de->d_name, &c))
-				add_candidate(s, &c, true);
+				add_candidate(s, &c);
 		}
 		json_free(j);
 	}
@@ -595,14 +780,18 @@ static void scan_containerd(struct search *s, const char *ns)
 {
 	char root[PATH_MAX];
 	struct dirent *de;
+	struct stat st;
 	DIR *d;
 
 	d = opendir(CONTAINERD_RUNC_ROOT);
 	if (!d)
 		return; /* no containerd (with runc) runs here */
 	while ((de = readdir(d))) {
+		/* a namespace is a directory of containerd's making, its name one a name can be */
 		if (de->d_name[0] == '.' || (ns && strcmp(de->d_name, ns)) ||
-		    util_fmt(root, sizeof(root), CONTAINERD_RUNC_ROOT "/%s", de->d_name))
+		    strlen(de->d_name) > LOCATE_NAME_MAX ||
+		    util_fmt(root, sizeof(root), CONTAINERD_RUNC_ROOT "/%s", de->d_name) ||
+		    lstat(root, &st) || !S_ISDIR(st.st_mode))
 			continue;
 		/* (the namespace is in the candidate's name, NAMESPACE/ID) */
 		scan_root(s, root, "containerd", de->d_name);
@@ -637,13 +826,14 @@ static int split_container_name(const char *name, char *ns_buf, size_t ns_len, c
 int locate_container(const char *name, struct locate *l, char *why, size_t why_len)
 {
 	char ns_buf[LOCATE_NAME_MAX + 1], label[96];
+	const struct failure *f;
 	bool containerd = false;
 	const char *ns, *id;
 	struct search *s;
 	size_t i, used;
 	int err;
 
-	memset(l, 0, sizeof(*l));
+	locate_init(l);
 	if (split_container_name(name, ns_buf, sizeof(ns_buf), &ns, &id)) {
 		util_fmt(why, why_len, "--container: expected a name or id (or containerd's "
 				       "NAMESPACE/ID), each of 1-%d characters of [A-Za-z0-9_.-] "
@@ -654,8 +844,6 @@ int locate_container(const char *name, struct locate *l, char *why, size_t why_l
 	if (!s)
 		return -ENOMEM;
 	s->name = id;
-	s->why = why;
-	s->why_len = why_len;
 	err = v2_mount(s->mnt, sizeof(s->mnt), why, why_len);
 	if (err)
 		goto out;
@@ -672,6 +860,8 @@ int locate_container(const char *name, struct locate *l, char *why, size_t why_l
 		scan_podman(s);
 	}
 
+	/* the states that count: the exact matches' if there are any, else the prefix matches' */
+	f = &s->fail[s->exact];
 	if (s->n > 1) {
 		used = (size_t)snprintf(why, why_len, "\"%s\" is ambiguous: it matches", name);
 		for (i = 0; i < s->n && used < why_len; i++) {
@@ -688,21 +878,34 @@ int locate_container(const char *name, struct locate *l, char *why, size_t why_l
 		goto out;
 	}
 	if (s->n == 0) {
-		err = s->err ? s->err : -ENOENT;
-		if (!s->err && ns)
+		err = f->err ? f->err : -ENOENT;
+		if (f->err)
+			util_copy(why, why_len, f->why);
+		else if (ns)
 			util_fmt(why, why_len, "no running container \"%s\" in containerd's "
 					       "namespace %s (" CONTAINERD_RUNC_ROOT "/%s)",
 				 id, ns, ns);
-		else if (!s->err)
+		else
 			util_fmt(why, why_len, "no running container \"%s\" in the state of runc "
 					       "(/run/runc), Docker, containerd, crun or podman (root's "
 					       "only: rootless containers are not searched)", name);
 		goto out;
 	}
+	/* one found, but another it matches as well could not be read: which is meant is unknown */
+	if (f->err && f->err != -ESRCH) {
+		util_fmt(why, why_len, "\"%s\" matches %s%s%s (%s), but also a container whose state "
+				       "could not be read: %s: refusing to guess",
+			 name, s->c[0].ns, s->c[0].ns[0] ? "/" : "", s->c[0].id, s->c[0].runtime,
+			 f->why);
+		err = f->err;
+		goto out;
+	}
 	util_copy(l->cgroup, sizeof(l->cgroup), s->c[0].cgroup);
 	util_copy(l->id, sizeof(l->id), s->c[0].id);
 	l->pid = s->c[0].pid;
-	err = locate_netns_of_pid(l->pid, l->netns, sizeof(l->netns), why, why_len);
+	/* the init whose state was read: still it once its namespace is open */
+	err = locate_netns_of_pid(l->pid, s->c[0].start, &l->netns_fd, l->netns, sizeof(l->netns),
+				  why, why_len);
 	if (!err)
 		util_fmt(l->source, sizeof(l->source), "container:%s", l->id);
 out:
@@ -720,7 +923,7 @@ int locate_unit(const char *unit, struct locate *l, char *why, size_t why_len)
 	int status, err;
 	size_t i;
 
-	memset(l, 0, sizeof(*l));
+	locate_init(l);
 	for (i = 0; unit[i]; i++)
 		if (!isalnum((unsigned char)unit[i]) && !strchr(":_.@\\-", unit[i]))
 			break;
@@ -782,8 +985,26 @@ int locate_unit(const char *unit, struct locate *l, char *why, size_t why_len)
 				       "refusing it", unit);
 	}
 	if (!err && main_pid > 0 && main_pid <= INT32_MAX) {
+		char pidcg[PATH_MAX];
+		unsigned long long start;
+		size_t n = strlen(l->cgroup);
+
+		/*
+		 * The namespace of a process of the unit, which the pid systemctl named (started
+		 * at start) still is: in the unit's cgroup or below it.
+		 */
 		l->pid = (pid_t)main_pid;
-		err = locate_netns_of_pid(l->pid, l->netns, sizeof(l->netns), why, why_len);
+		err = locate_pid_start(l->pid, &start);
+		if (!err)
+			err = locate_cgroup_of_pid(l->pid, pidcg, sizeof(pidcg), why, why_len);
+		if (err || strncmp(pidcg, l->cgroup, n) || (pidcg[n] && pidcg[n] != '/')) {
+			util_fmt(why, why_len, "unit %s: its main process %d is gone (not in the "
+					       "unit's cgroup %s)", unit, (int)l->pid, l->cgroup);
+			err = -ESRCH;
+		} else {
+			err = locate_netns_of_pid(l->pid, start, &l->netns_fd, l->netns,
+						  sizeof(l->netns), why, why_len);
+		}
 	}
 	if (!err)
 		util_fmt(l->source, sizeof(l->source), "unit:%s", unit);
@@ -830,9 +1051,7 @@ int locate_cgroups_path(const char *mnt, const char *spec, char *buf, size_t len
 			util_fmt(why, why_len, "cgroupsPath: too long");
 			return -ENAMETOOLONG;
 		}
-		if (!strcmp(spec, "/") || strstr(spec, "/../") || strstr(spec, "/./") ||
-		    strstr(spec, "//") || (strlen(spec) >= 3 && !strcmp(spec + strlen(spec) - 3,
-									"/.."))) {
+		if (!strcmp(spec, "/") || !plain_path(spec)) {
 			util_fmt(why, why_len, "cgroupsPath: \"%s\" is not a plain cgroup path",
 				 spec);
 			return -EINVAL;

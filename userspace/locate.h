@@ -21,6 +21,7 @@
 struct locate {
 	char cgroup[PATH_MAX]; /* absolute path under the v2 mount */
 	char netns[PATH_MAX];  /* /proc/PID/ns/net when it is not sluice's own netns; else "" */
+	int netns_fd;	       /* that namespace, opened while pid was still the process found; -1 */
 	pid_t pid;	       /* a process in it (a container's init, a unit's main), or 0 */
 	char id[LOCATE_NAME_MAX + 1]; /* a container's full id; else "" */
 	char source[LOCATE_NAME_MAX + 16]; /* "pid:N", "container:ID", "unit:NAME" */
@@ -29,12 +30,23 @@ struct locate {
 /* The cgroup v2 path of pid (its "0::" line in /proc/PID/cgroup), made absolute. */
 int locate_cgroup_of_pid(pid_t pid, char *buf, size_t len, char *why, size_t why_len);
 
-/* "/proc/PID/ns/net" when pid's netns differs from the caller's, "" when it is the same. */
-int locate_netns_of_pid(pid_t pid, char *buf, size_t len, char *why, size_t why_len);
+/* When pid started (field 22 of /proc/PID/stat, clock ticks since boot): who holds the pid now. */
+int locate_pid_start(pid_t pid, unsigned long long *start);
 
+/*
+ * pid's network namespace, opened into *fd, and "/proc/PID/ns/net" into buf, when it differs from
+ * the caller's (else *fd = -1 and buf ""). The process must still be the one that started at start
+ * once the namespace is open: a pid reused since it was found is refused (-ESRCH), as the path
+ * would name another process's namespace.
+ */
+int locate_netns_of_pid(pid_t pid, unsigned long long start, int *fd, char *buf, size_t len,
+			char *why, size_t why_len);
+
+/* Each fills l (l->netns_fd: -1 or open, closed by locate_release) or fails with why. */
 int locate_pid(pid_t pid, struct locate *l, char *why, size_t why_len);
 int locate_container(const char *name, struct locate *l, char *why, size_t why_len);
 int locate_unit(const char *unit, struct locate *l, char *why, size_t why_len);
+void locate_release(struct locate *l);
 
 /*
  * An OCI config's linux.cgroupsPath as an absolute path under the v2 mount at mnt: a cgroupfs

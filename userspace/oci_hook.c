@@ -245,7 +245,8 @@ int oci_hook_main(int argc, char **argv)
 	char why[LOCATE_WHY_MAX], *text = NULL;
 	static char run_id[RUN_ID_MAX + 1];
 	bool dry_run = false, trust_run_id = false;
-	int c, err, ret = ATTACH_EXIT_USAGE;
+	int c, err, ret = ATTACH_EXIT_USAGE, netns_fd = -1;
+	unsigned long long start;
 	size_t len = 0;
 	int64_t pid;
 
@@ -423,7 +424,13 @@ int oci_hook_main(int argc, char **argv)
 		ret = ATTACH_EXIT_NOT_FOUND;
 		goto out;
 	}
-	err = locate_cgroup_of_pid((pid_t)pid, pid_cg, sizeof(pid_cg), why, sizeof(why));
+	/* (its start time: the process whose cgroup is read is the one whose netns is sent) */
+	err = locate_pid_start((pid_t)pid, &start);
+	if (err)
+		util_fmt(why, sizeof(why), "the container's process %d: %s", (int)pid,
+			 err == -ENOENT ? "no such process" : strerror(-err));
+	else
+		err = locate_cgroup_of_pid((pid_t)pid, pid_cg, sizeof(pid_cg), why, sizeof(why));
 	if (err) {
 		fprintf(stderr, HOOK ": %s\n", why);
 		ret = ATTACH_EXIT_NOT_FOUND;
@@ -472,7 +479,8 @@ int oci_hook_main(int argc, char **argv)
 	}
 	r.cgroup = cgroup;
 
-	err = locate_netns_of_pid((pid_t)pid, netns, sizeof(netns), why, sizeof(why));
+	err = locate_netns_of_pid((pid_t)pid, start, &netns_fd, netns, sizeof(netns), why,
+				  sizeof(why));
 	if (err) {
 		fprintf(stderr, HOOK ": %s\n", why);
 		ret = ATTACH_EXIT_NOT_FOUND;
@@ -489,8 +497,10 @@ int oci_hook_main(int argc, char **argv)
 		ret = ATTACH_EXIT_OK;
 		goto out;
 	}
-	ret = attach_send(HOOK, socket, &m, r.netns);
+	ret = attach_send(HOOK, socket, &m, netns_fd);
 out:
+	if (netns_fd >= 0)
+		close(netns_fd);
 	json_free(state);
 	json_free(config);
 	free(text);

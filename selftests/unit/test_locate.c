@@ -53,6 +53,8 @@ static const struct bad bad_cases[] = {
 	{ "/a/..", "is not a plain cgroup path" },
 	{ "/a//b", "is not a plain cgroup path" },
 	{ "/a/./b", "is not a plain cgroup path" },
+	{ "/.", "is not a plain cgroup path" }, /* the root cgroup */
+	{ "/a/.", "is not a plain cgroup path" },
 	{ "system.slice:p:", "NAME must be non-empty" },
 	{ "system.slice:p/q:n", "neither part may hold '/'" },
 	{ "system.slice:p:../n", "neither part may hold '/'" },
