@@ -112,7 +112,7 @@ sl_track_pid "$CTRD_PID"
 wait_until $((10000 * SL_SLOW)) ctr_ version >/dev/null 2>&1 ||
 	skip_all "containerd did not start here: $(tail -n 3 "$CT/containerd.log" | tr '\n' ' ')"
 
-tap_plan 12
+tap_plan 17
 
 ROOTFS=$SL_TMP/rootfs
 sl_busybox_rootfs "$ROOTFS" || bail_out "cannot make the rootfs"
@@ -178,33 +178,63 @@ tap_check "detached: the run's log verifies" "$SLUICE" verify "$LOG" --key "$SLU
 
 # containerd's runc shim running crun (BinaryName) leaves crun's status, not runc's state.json,
 # in the namespace's root. crun is not installed here: its status file as crun writes it, made by
-# hand in containerd's (private) root for a process in a cgroup of the test's.
+# hand in containerd's (private) root for a process of the test's, in a cgroup named after the
+# container (as runtimes name theirs), moved below it to init.scope as systemd in a container
+# moves itself: the container's cgroup is crun's cgroup-path, not the one its init is in.
 sleep 600 &
 CRUN_PID=$!
 sl_track_pid "$CRUN_PID"
-CRUN_CG=$(sl_cgroup_new crun) || bail_out "cannot make a cgroup"
-sl_on_exit "sl_cgroup_remove '$CRUN_CG'"
-echo "$CRUN_PID" >"$CRUN_CG/cgroup.procs"
+CRUN_TOP=$(sl_cgroup_new crun) || bail_out "cannot make a cgroup"
+sl_on_exit "sl_cgroup_remove '$CRUN_TOP'"
+CRUN_CG=$CRUN_TOP/$PFX-crun
+mkdir -p "$CRUN_CG/init.scope" || bail_out "cannot make a cgroup"
+echo "$CRUN_PID" >"$CRUN_CG/init.scope/cgroup.procs"
+CRUN_REL=${CRUN_CG#"$CG2"}
 # field 22 of /proc/PID/stat, the 20th after the command's ')'
 CRUN_START=$(sed 's/.*) //' "/proc/$CRUN_PID/stat" | cut -d' ' -f20)
-# crun_status ID START: crun's status of $CRUN_PID as ID in namespace $PFX-c
-crun_status() {
+# c_state ID FILE JSON: a runtime's state file of container ID in namespace $PFX-c
+c_state() {
 	# shellcheck disable=SC2016 # the inner shell expands them
-	ctrd_ns sh -c 'mkdir -p "$1" && printf "%s\n" "$2" >"$1/status"' sh \
-		"/run/containerd/runc/$PFX-c/$1" "{\"pid\":$CRUN_PID,\"process-start-time\":$2,
-		\"cgroup-path\":\"/x\",\"rootfs\":\"/\",\"systemd-cgroup\":false}"
+	ctrd_ns sh -c 'mkdir -p "$1" && printf "%s\n" "$3" >"$1/$2"' sh \
+		"/run/containerd/runc/$PFX-c/$1" "$2" "$3"
 }
-crun_status "$PFX-crun" "$CRUN_START"
+# crun_status ID START CGROUP-PATH: crun's status of $CRUN_PID as ID
+crun_status() {
+	c_state "$1" status "{\"pid\":$CRUN_PID,\"process-start-time\":$2,
+		\"cgroup-path\":\"$3\",\"rootfs\":\"/\",\"systemd-cgroup\":false}"
+}
+c_attach() {
+	ctrd_ns "$SLUICE" attach --container "$PFX-c/$1" --policy "$POLICY" --run-id "$PFX-c" \
+		--dry-run >"$SL_TMP/out" 2>"$SL_TMP/err"
+}
+crun_status "$PFX-crun" "$CRUN_START" "$CRUN_REL"
 # its pid now another process's: crun's start time is not that process's
-crun_status "$PFX-stale" 1
-ctrd_ns "$SLUICE" attach --container "$PFX-c/$PFX-crun" --policy "$POLICY" --run-id "$PFX-c" \
-	--dry-run >"$SL_TMP/out" 2>"$SL_TMP/err"
-tap_is "crun under containerd: its status read, the cgroup its process is in" \
+crun_status "$PFX-stale" 1 "$CRUN_REL"
+c_attach "$PFX-crun"
+tap_is "crun under containerd: its status read, the cgroup its cgroup-path names" \
 	"$? $(grep -c "\"cgroup\":\"$CRUN_CG\"" "$SL_TMP/out")" "0 1"
-ctrd_ns "$SLUICE" attach --container "$PFX-c/$PFX-stale" --policy "$POLICY" --run-id "$PFX-c" \
-	--dry-run >"$SL_TMP/out" 2>"$SL_TMP/err"
+c_attach "$PFX-stale"
 tap_is "crun under containerd: a status whose process is gone (its pid reused): not running" \
 	"$? $(grep -c "its init process is gone: not running" "$SL_TMP/err")" "3 1"
+# States that name the same process but cannot be trusted with it: refused (exit 3), each with
+# its reason. A status without a start time (its pid may be anyone's); a cgroup-path "/." (the
+# root cgroup); runc's state naming a parent of the container's cgroup; a symbolic link in the
+# root (an alias of $PFX-crun); a prefix of $PFX-crun that also matches the first of these.
+c_state "$PFX-crun2" status "{\"pid\":$CRUN_PID,\"cgroup-path\":\"$CRUN_REL\"}"
+crun_status "$PFX-dot" "$CRUN_START" "/."
+c_state "$PFX-par" state.json "{\"id\":\"$PFX-par\",\"init_process_pid\":$CRUN_PID,
+	\"init_process_start\":$CRUN_START,\"cgroup_paths\":{\"\":\"$CRUN_TOP\"}}"
+ctrd_ns ln -s "$PFX-crun" "/run/containerd/runc/$PFX-c/$PFX-alias"
+refused=("$PFX-crun2" 'no valid "pid" and "process-start-time"'
+	"$PFX-dot" "is not a cgroup below the cgroup v2 mount"
+	"$PFX-par" "does not name the container: a parent cgroup"
+	"$PFX-alias" "not a directory (a symbolic link?)"
+	"$PFX-cru" "but also a container whose state could not be read")
+for ((i = 0; i < ${#refused[@]}; i += 2)); do
+	c_attach "${refused[i]}"
+	tap_is "crun under containerd: ${refused[i]} refused: ${refused[i + 1]}" \
+		"$? $(grep -cF "${refused[i + 1]}" "$SL_TMP/err")" "3 1"
+done
 sl_stop_pid "$CRUN_PID"
 
 tap_done

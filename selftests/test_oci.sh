@@ -441,6 +441,16 @@ wait_until 5000 bash -c "! kill -0 $A2_PID 2>/dev/null"
 attach_dry --container "$PFX-a"
 tap_is "attach --container PREFIX: unique once a2 is stopped" \
 	"$SL_RC $(json_member cgroup <"$SL_OUT")" "0 $A1_CG"
+# runc keeps a stopped container's state until `runc delete`: named exactly, it is refused with
+# its reason, never answered with a running container whose id it prefixes
+make_bundle a2b no sleep 600 || bail_out "cannot make a bundle"
+RUNC_IDS+=("$PFX-a2b")
+start_container a2b >/dev/null || bail_out "runc run -d a2b: $(cat "$SL_ERR")"
+attach_dry --container "$PFX-a2"
+want="container $PFX-a2 (/run/runc/$PFX-a2/state.json): its init process is gone: not running"
+tap_is "attach --container ID of a stopped container, a running one's id its prefix: exit 3" \
+	"$SL_RC $(grep -cF "$want" "$SL_ERR")" "3 1"
+runc kill "$PFX-a2b" KILL >/dev/null 2>&1
 attach_dry --container "$PFX-nothere"
 want="no running container \"$PFX-nothere\" in the state of runc (/run/runc), Docker,"
 want+=" containerd, crun or podman (root's only: rootless containers are not searched)"
@@ -461,8 +471,8 @@ if [[ -d /run/crun && ! -e $CRUN_STALE ]]; then
 	echo "$UNREL_PID" >"$UNREL_CG/cgroup.procs"
 	mkdir -m 0700 "$CRUN_STALE"
 	sl_on_exit "rm -rf '$CRUN_STALE'"
-	printf '{"pid":%s,"process-start-time":1,"cgroup-path":"/x","rootfs":"/","systemd-cgroup":false,"created":"2026-01-01T00:00:00Z"}\n' \
-		"$UNREL_PID" >"$CRUN_STALE/status"
+	printf '{"pid":%s,"process-start-time":1,"cgroup-path":"%s","rootfs":"/","systemd-cgroup":false,"created":"2026-01-01T00:00:00Z"}\n' \
+		"$UNREL_PID" "${UNREL_CG#"$CG2"}" >"$CRUN_STALE/status"
 	attach_dry --container "$PFX-crs"
 	tap_is "attach --container: a stopped crun container whose pid was reused: exit 3" \
 		"$SL_RC" 3
