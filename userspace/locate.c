@@ -308,18 +308,28 @@ static void search_fail(struct search *s, int err, const char *fmt, const char *
 	util_fmt(f->why, sizeof(f->why), fmt, a, b);
 }
 
-/* Whether the last component of cg (a plain path) holds id. */
-static bool cgroup_names(const char *cg, const char *id)
+/*
+ * Whether a component of cg below the mount names the container: id whole, or after a '-' and
+ * before a '.' (runc's /NS/ID, Docker's docker-ID.scope, podman's libpod-ID.scope, crun's
+ * libpod-ID.scope/container), not merely somewhere in a word (a short id "s" in system.slice).
+ */
+static bool cgroup_names(const char *mnt, const char *cg, const char *id)
 {
-	return strstr(strrchr(cg, '/'), id) != NULL;
+	size_t n = strlen(id);
+	const char *p;
+
+	/* (past the mount, a '/' precedes every match: an id starts with a letter or digit) */
+	for (p = cg + strlen(mnt); (p = strstr(p, id)); p++)
+		if ((p[-1] == '/' || p[-1] == '-') && (!p[n] || p[n] == '/' || p[n] == '.'))
+			return true;
+	return false;
 }
 
 /*
  * A state's init (pid, which started at st) and its cgroup (c->cgroup, absolute), as the kernel
  * must agree with them: the init alive and the same process, in that cgroup or below it (systemd
  * in a container moves itself to init.scope), and the cgroup the container's own, not a parent of
- * it: the init directly in it, or its last component naming the container (runc's /NS/ID,
- * Docker's docker-ID.scope, podman's libpod-ID.scope).
+ * it: the init directly in it, or its path naming the container (cgroup_names).
  */
 static int check_init(struct search *s, const char *path, const char *id, int64_t pid, int64_t st,
 		      struct candidate *c)
@@ -345,7 +355,7 @@ static int check_init(struct search *s, const char *path, const char *id, int64_
 			    path, c->cgroup);
 		return -EINVAL;
 	}
-	if (pidcg[n] && !cgroup_names(c->cgroup, id)) {
+	if (pidcg[n] && !cgroup_names(s->mnt, c->cgroup, id)) {
 		search_fail(s, -EINVAL, "%s: the state's cgroup %s holds the init only below it "
 					"and does not name the container: a parent cgroup, not the "
 					"container's", path, c->cgroup);
@@ -474,7 +484,7 @@ static void scan_root(struct search *s, const char *root, const char *label, con
 		struct candidate c = { 0 };
 		char dir[PATH_MAX], path[PATH_MAX];
 		struct stat st;
-		int runc, crun;
+		int runc, crun = 0;
 
 		/* (a longer name is no id: runtimes allow none) */
 		if (de->d_name[0] == '.' || strncmp(de->d_name, s->name, nlen) ||

@@ -4,6 +4,7 @@
  * and systemd's SLICE:PREFIX:NAME, expanded as systemd places slices (a-b.slice is
  * a.slice/a-b.slice), and every malformed form refused with a reason. Expectations are written
  * out by hand from systemd's slice naming rules (systemd.slice(5)) and runc's systemd driver.
+ * Also: a pid's network namespace opened only while the pid is still the process found.
  *
  * Usage: test_locate        TAP 13; exits 1 if any test failed, 0 otherwise
  */
@@ -12,6 +13,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "userspace/locate.h"
 #include "tap.h"
@@ -144,12 +146,33 @@ static bool container_forms(void)
 	return true;
 }
 
+/*
+ * A pid's netns is opened only while the pid is still the process found: its start time, read
+ * when it was found, is checked once the namespace is open (a pid reused in between is another's).
+ */
+static bool netns_of_reused_pid(void)
+{
+	unsigned long long start;
+	char path[PATH_MAX], msg[256] = "";
+	int err, fd = 0;
+
+	err = locate_pid_start(getpid(), &start);
+	EXPECT(!err, "our own start time, got %d", err);
+	err = locate_netns_of_pid(getpid(), start, &fd, path, sizeof(path), msg, sizeof(msg));
+	EXPECT(!err && fd == -1 && !path[0], "our own netns: 0, no fd, no path; got %d, %d, \"%s\"",
+	       err, fd, path);
+	err = locate_netns_of_pid(getpid(), start + 1, &fd, path, sizeof(path), msg, sizeof(msg));
+	EXPECT(err == -ESRCH && fd == -1 && strstr(msg, "is gone"),
+	       "a start time not the process's: -ESRCH, no fd; got %d, %d (%s)", err, fd, msg);
+	return true;
+}
+
 int main(void)
 {
 	char name[PATH_MAX + 64];
 	size_t i;
 
-	printf("TAP version 13\n1..%zu\n", 3 + ARRAY_SIZE(good_cases) + ARRAY_SIZE(bad_cases));
+	printf("TAP version 13\n1..%zu\n", 4 + ARRAY_SIZE(good_cases) + ARRAY_SIZE(bad_cases));
 	for (i = 0; i < ARRAY_SIZE(good_cases); i++) {
 		snprintf(name, sizeof(name), "cgroupsPath %s", good_cases[i].spec);
 		report(good(&good_cases[i]), name, why);
@@ -160,6 +183,7 @@ int main(void)
 	}
 	report(too_long(), "cgroupsPath past the buffer refused", why);
 	report(names(), "container names: what runtimes allow, nothing an option could start", why);
+	report(netns_of_reused_pid(), "a pid's netns: refused once the pid is another process's", why);
 	report(container_forms(), "--container NAMESPACE/ID: malformed forms refused", why);
 	return tap_status();
 }
