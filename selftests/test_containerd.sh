@@ -8,7 +8,9 @@
 # its cgroup (containerd's /NAMESPACE/ID), has the denials and verifies. containerd's ids are
 # unique only within a namespace: the same id in two namespaces is refused with both listed as
 # NAMESPACE/ID, and NAMESPACE/ID picks one. A namespace where the shim runs crun holds crun's
-# status files, which are read as crun's (made by hand: crun is not installed here).
+# status files, which are read as crun's (made by hand: crun is not installed here), and states
+# that cannot be trusted with their pid are refused; podman on a runtime whose state is not read
+# (a podman of the test's) is asked twice.
 # The test's own containerd (its root, state and socket under the test's directory) runs in a
 # private mount namespace whose /run/containerd is a tmpfs: the runc state and the shims' sockets
 # that containerd's shim puts there stay the test's (sluice attach runs there too). The
@@ -112,7 +114,7 @@ sl_track_pid "$CTRD_PID"
 wait_until $((10000 * SL_SLOW)) ctr_ version >/dev/null 2>&1 ||
 	skip_all "containerd did not start here: $(tail -n 3 "$CT/containerd.log" | tr '\n' ' ')"
 
-tap_plan 17
+tap_plan 19
 
 ROOTFS=$SL_TMP/rootfs
 sl_busybox_rootfs "$ROOTFS" || bail_out "cannot make the rootfs"
@@ -235,6 +237,39 @@ for ((i = 0; i < ${#refused[@]}; i += 2)); do
 	tap_is "crun under containerd: ${refused[i]} refused: ${refused[i + 1]}" \
 		"$? $(grep -cF "${refused[i + 1]}" "$SL_TMP/err")" "3 1"
 done
+# podman on a runtime whose state sluice does not read: the cgroup is podman's State.CgroupPath,
+# the pid its State.Pid, which has no start time: podman is asked again once the pid's start time
+# is read, and a pid it then no longer names is refused (the first may be another process's). A
+# podman of the test's, in PATH first, answers as such a podman would, with $FAKE/pid2 (if any)
+# its second answer's pid.
+sleep 600 &
+POD_PID=$!
+sl_track_pid "$POD_PID"
+POD_CG=$CRUN_TOP/$PFX-fpod
+mkdir "$POD_CG" || bail_out "cannot make a cgroup"
+echo "$POD_PID" >"$POD_CG/cgroup.procs"
+FAKE=$SL_TMP/fakebin
+mkdir -p "$FAKE"
+{
+	echo '#!/bin/sh'
+	echo "n=\$((\$(cat '$FAKE/n' 2>/dev/null || echo 0) + 1)); echo \$n >'$FAKE/n'"
+	echo "pid=$POD_PID; [ \$n -gt 1 ] && [ -s '$FAKE/pid2' ] && pid=\$(cat '$FAKE/pid2')"
+	echo "printf '[{\"Id\":\"$PFX-fpod\",\"Name\":\"fpod\",\"State\":{\"Pid\":%s,\"CgroupPath\":\"${POD_CG#"$CG2"}\"}}]' \"\$pid\""
+} >"$FAKE/podman"
+chmod +x "$FAKE/podman"
+fake_attach() {
+	rm -f "$FAKE/n"
+	PATH=$FAKE:$PATH "$SLUICE" attach --container "$PFX-fpod" --policy "$POLICY" \
+		--run-id "$PFX-c" --dry-run >"$SL_TMP/out" 2>"$SL_TMP/err"
+}
+fake_attach
+tap_is "podman on another runtime: its State.CgroupPath, asked twice" \
+	"$? $(grep -c "\"cgroup\":\"$POD_CG\"" "$SL_TMP/out") $(cat "$FAKE/n")" "0 1 2"
+echo "$CRUN_PID" >"$FAKE/pid2"
+fake_attach
+tap_is "podman on another runtime: a pid it no longer names the second time: refused (exit 3)" \
+	"$? $(grep -c "its process changed while it was being located" "$SL_TMP/err")" "3 1"
+sl_stop_pid "$POD_PID"
 sl_stop_pid "$CRUN_PID"
 
 tap_done

@@ -694,7 +694,7 @@ static void scan_podman(struct search *s)
 	struct podman_view v, again;
 	unsigned long long start;
 	char path[PATH_MAX];
-	int runc = 0, crun = 0;
+	int runc = 0, crun = 0, err;
 
 	if (!in_path("podman"))
 		return;
@@ -712,6 +712,11 @@ static void scan_podman(struct search *s)
 	if (!runc) {
 		util_fmt(path, sizeof(path), CRUN_ROOT "/%s/status", v.id);
 		crun = regular_file(path);
+	}
+	if (runc < 0 || crun < 0) {
+		search_fail(s, -EINVAL, "%s: %s", path,
+			    "not a regular file (a symbolic link?): no runtime's state");
+		return;
 	}
 	if (runc > 0 || crun > 0) {
 		if (runc > 0 ? read_runc_state(s, path, v.id, &c) :
@@ -731,9 +736,10 @@ static void scan_podman(struct search *s)
 		}
 		if (check_init(s, "podman container inspect", v.id, v.pid, (int64_t)start, &c))
 			return;
-		if (podman_inspect(s, &again))
+		err = podman_inspect(s, &again);
+		if (err < 0)
 			return;
-		if (strcmp(again.id, v.id) || again.pid != v.pid) {
+		if (err > 0 || strcmp(again.id, v.id) || again.pid != v.pid) {
 			search_fail(s, -ESRCH, "podman container %s (%s): its process changed while "
 					       "it was being located: not running", s->name, v.id);
 			return;
