@@ -114,7 +114,7 @@ sl_track_pid "$CTRD_PID"
 wait_until $((10000 * SL_SLOW)) ctr_ version >/dev/null 2>&1 ||
 	skip_all "containerd did not start here: $(tail -n 3 "$CT/containerd.log" | tr '\n' ' ')"
 
-tap_plan 19
+tap_plan 20
 
 ROOTFS=$SL_TMP/rootfs
 sl_busybox_rootfs "$ROOTFS" || bail_out "cannot make the rootfs"
@@ -269,6 +269,15 @@ echo "$CRUN_PID" >"$FAKE/pid2"
 fake_attach
 tap_is "podman on another runtime: a pid it no longer names the second time: refused (exit 3)" \
 	"$? $(grep -c "its process changed while it was being located" "$SL_TMP/err")" "3 1"
+# a state entry of 254 characters (the filesystem allows 255) is no id a runtime allows (253 at
+# most): not a container, even by a prefix of it (its id would not fit sluice's record)
+LONG_ID=$PFX-long$(printf 'x%.0s' {1..254})
+LONG_ID=${LONG_ID:0:254}
+POD_START=$(sed 's/.*) //' "/proc/$POD_PID/stat" | cut -d' ' -f20)
+crun_status "$LONG_ID" "$POD_START" "${POD_CG#"$CG2"}"
+c_attach "$PFX-long"
+tap_is "a state entry longer than any id: not a container, even by prefix (exit 3)" \
+	"$? $(grep -c "no running container \"$PFX-long\"" "$SL_TMP/err")" "3 1"
 sl_stop_pid "$POD_PID"
 sl_stop_pid "$CRUN_PID"
 
