@@ -1176,14 +1176,11 @@ static int ns_marked(const struct loader *l, const char *name)
 	return err ? err : 1;
 }
 
-/* An empty loader, before any object is opened. */
-static struct loader *loader_new(bool verbose)
+/* An empty loader, before any object is opened: every descriptor -1 (none). */
+static struct loader *loader_alloc(void)
 {
-	struct loader *l;
+	struct loader *l = calloc(1, sizeof(*l));
 
-	libbpf_verbose = verbose;
-	libbpf_set_print(libbpf_print);
-	l = calloc(1, sizeof(*l));
 	if (!l)
 		return NULL;
 	pthread_mutex_init(&l->learn_lock, NULL);
@@ -1195,6 +1192,40 @@ static struct loader *loader_new(bool verbose)
 		errno = l->ncpus ? -l->ncpus : EINVAL;
 		pthread_mutex_destroy(&l->learn_lock);
 		free(l);
+		return NULL;
+	}
+	return l;
+}
+
+static struct loader *loader_new(bool verbose)
+{
+	libbpf_verbose = verbose;
+	libbpf_set_print(libbpf_print);
+	return loader_alloc();
+}
+
+/*
+ * An empty loader of the run pinned as run_id, holding its pin directory's lock (flock, until
+ * loader_destroy): the run's loader, or another take-over or purge, is not alive. NULL with
+ * errno: EBUSY, it is (two writers must never share a log); ENOENT, nothing pinned as run_id.
+ */
+static struct loader *loader_of_pins(const char *run_id)
+{
+	struct loader *l = loader_alloc();
+	int err = 0;
+
+	if (!l)
+		return NULL;
+	if (util_fmt(l->pin_dir, sizeof(l->pin_dir), "%s/sluice/%s", LOADER_BPFFS, run_id))
+		err = -ENAMETOOLONG;
+	else if ((l->pin_lock = open(l->pin_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		err = -errno;
+	else if (flock(l->pin_lock, LOCK_EX | LOCK_NB))
+		err = errno == EWOULDBLOCK ? -EBUSY : -errno;
+	if (err) {
+		l->pin_dir[0] = '\0';
+		loader_destroy(l);
+		errno = -err;
 		return NULL;
 	}
 	return l;
@@ -1681,29 +1712,11 @@ struct loader *loader_reopen(const char *run_id, const struct loader_open_switch
 
 	libbpf_verbose = verbose;
 	libbpf_set_print(libbpf_print);
-	l = calloc(1, sizeof(*l));
+	l = loader_of_pins(run_id);
 	if (!l)
 		return NULL;
-	pthread_mutex_init(&l->learn_lock, NULL);
-	l->pin_lock = -1;
-	l->era_fd = -1;
-	l->ns_runs_own = -1;
-	l->ncpus = libbpf_num_possible_cpus();
-	err = l->ncpus > 0 ? 0 : l->ncpus ? l->ncpus : -EINVAL;
-	if (!err)
-		err = util_fmt(l->pin_dir, sizeof(l->pin_dir), "%s/sluice/%s", LOADER_BPFFS, run_id);
-	if (!err) {
-		l->pin_lock = open(l->pin_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (l->pin_lock < 0)
-			err = -errno;
-		/* the run's loader (or another resume) is alive: two writers must never share a log */
-		else if (flock(l->pin_lock, LOCK_EX | LOCK_NB))
-			err = errno == EWOULDBLOCK ? -EBUSY : -errno;
-	}
-	if (!err) {
-		l->skel = sl_sock_addr__open();
-		err = l->skel ? 0 : -errno;
-	}
+	l->skel = sl_sock_addr__open();
+	err = l->skel ? 0 : -errno;
 	for (i = 0; !err && i < MAP_MAX; i++)
 		err = reopen_map(l, i);
 	/* a run of a build that kept its configuration in .rodata ("map-rodata"): another layout */
@@ -1782,23 +1795,9 @@ int loader_purge(const char *run_id)
 	int fd, err = 0;
 	DIR *d;
 
-	l = calloc(1, sizeof(*l));
+	l = loader_of_pins(run_id);
 	if (!l)
-		return -ENOMEM;
-	pthread_mutex_init(&l->learn_lock, NULL);
-	l->era_fd = -1;
-	l->pin_lock = -1;
-	if (util_fmt(l->pin_dir, sizeof(l->pin_dir), "%s/sluice/%s", LOADER_BPFFS, run_id)) {
-		err = -ENAMETOOLONG;
-		goto out;
-	}
-	l->pin_lock = open(l->pin_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (l->pin_lock < 0)
-		err = -errno;
-	else if (flock(l->pin_lock, LOCK_EX | LOCK_NB))
-		err = errno == EWOULDBLOCK ? -EBUSY : -errno;
-	if (err)
-		goto out;
+		return -errno;
 	/* its token, from its configuration (of this build's layout only) */
 	if (!util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, map_pin_names[MAP_CFG]) &&
 	    (fd = bpf_obj_get(path)) >= 0) {
@@ -1832,7 +1831,6 @@ int loader_purge(const char *run_id)
 		closedir(d);
 	if (rmdir(l->pin_dir) && errno != ENOENT)
 		err = -errno;
-out:
 	l->pin_dir[0] = '\0';
 	loader_destroy(l);
 	return err;
