@@ -218,6 +218,13 @@ static void clsact_unlock(int fd);
 static void unpin_name(const struct loader *l, const char *name);
 static void run_programs_release(struct loader *l);
 
+/* l->ns_dir: the directory of the shared maps of the namespace run names (NS_DIR_FMT). */
+static int ns_dir_set(struct loader *l, const struct sl_run_cfg *run)
+{
+	return util_fmt(l->ns_dir, sizeof(l->ns_dir), NS_DIR_FMT, LOADER_BPFFS,
+			(unsigned long long)run->netns_dev, (unsigned long long)run->netns_ino);
+}
+
 /* The run's configuration: what the loader wrote into the map (cfg_write), or read back. */
 static const struct sl_cfg *cfg_of(const struct loader *l)
 {
@@ -597,9 +604,7 @@ static int ns_share_init(struct loader *l, const struct sl_run_cfg *cfg)
 
 	if (err)
 		return err;
-	if (util_fmt(path, sizeof(path), "%s/sluice", LOADER_BPFFS) ||
-	    util_fmt(l->ns_dir, sizeof(l->ns_dir), NS_DIR_FMT, LOADER_BPFFS,
-		     (unsigned long long)cfg->netns_dev, (unsigned long long)cfg->netns_ino))
+	if (util_fmt(path, sizeof(path), "%s/sluice", LOADER_BPFFS) || ns_dir_set(l, cfg))
 		return -ENAMETOOLONG;
 	if (mkdir(path, 0700) && errno != EEXIST)
 		return -errno;
@@ -1747,9 +1752,7 @@ struct loader *loader_reopen(const char *run_id, const struct loader_open_switch
 	/* the namespace's shared maps, which the run joins (or stays out of) and leaves at its end */
 	if (!err && cfg_of(l)->ns_token) {
 		l->ns_token = cfg_of(l)->ns_token;
-		if (util_fmt(l->ns_dir, sizeof(l->ns_dir), NS_DIR_FMT, LOADER_BPFFS,
-			     (unsigned long long)cfg_of(l)->run.netns_dev,
-			     (unsigned long long)cfg_of(l)->run.netns_ino))
+		if (ns_dir_set(l, &cfg_of(l)->run))
 			err = -ENAMETOOLONG;
 		else
 			err = ns_do = reopen_ns_check(l);
@@ -1803,10 +1806,7 @@ int loader_purge(const char *run_id)
 	    (fd = bpf_obj_get(path)) >= 0) {
 		if (!bpf_map_get_info_by_fd(fd, &info, &len) &&
 		    info.value_size == sizeof(cfg) && !bpf_map_lookup_elem(fd, &zero, &cfg) &&
-		    cfg.version == SL_CFG_VERSION && cfg.ns_token &&
-		    !util_fmt(l->ns_dir, sizeof(l->ns_dir), NS_DIR_FMT, LOADER_BPFFS,
-			      (unsigned long long)cfg.run.netns_dev,
-			      (unsigned long long)cfg.run.netns_ino))
+		    cfg.version == SL_CFG_VERSION && cfg.ns_token && !ns_dir_set(l, &cfg.run))
 			l->ns_token = cfg.ns_token;
 		else if (info.value_size != sizeof(cfg) || cfg.version != SL_CFG_VERSION)
 			fprintf(stderr, "sluice: %s: a configuration of another build: its place "
@@ -3603,12 +3603,18 @@ void loader_selftest_kill(const char *point)
  */
 #define STAGED_PIN "staged-"
 
+/* The path of the run's staged pin of name (a hook's link name, "tc" or "cfg"). */
+static int staged_path(const struct loader *l, const char *name, char path[PATH_MAX])
+{
+	return util_fmt(path, PATH_MAX, "%s/" STAGED_PIN "%s", l->pin_dir, name);
+}
+
 static int stage_one(const struct loader *l, const char *name,
 		     int (*pin)(void *obj, const char *path), void *obj)
 {
 	char path[PATH_MAX];
 
-	if (util_fmt(path, sizeof(path), "%s/" STAGED_PIN "%s", l->pin_dir, name))
+	if (staged_path(l, name, path))
 		return -ENAMETOOLONG;
 	return pin(obj, path);
 }
@@ -3683,7 +3689,7 @@ static int staged_open_one(const struct loader *l, const char *name, enum staged
 	char path[PATH_MAX];
 	int err;
 
-	if (util_fmt(path, sizeof(path), "%s/" STAGED_PIN "%s", l->pin_dir, name))
+	if (staged_path(l, name, path))
 		return -ENAMETOOLONG;
 	if (access(path, F_OK))
 		return errno == ENOENT ? 0 : -errno;
@@ -3954,8 +3960,7 @@ static int reopen_finish_commit(struct loader *l, const struct loader_open_switc
 
 		if (!lsm_old[i])
 			continue;
-		if (util_fmt(from, sizeof(from), "%s/" STAGED_PIN "%s", l->pin_dir,
-			     lsm_link_names[i]) ||
+		if (staged_path(l, lsm_link_names[i], from) ||
 		    util_fmt(to, sizeof(to), "%s/%s", l->pin_dir, lsm_link_names[i]))
 			err = -ENAMETOOLONG;
 		else if (rename(from, to))
