@@ -1167,11 +1167,9 @@ static int ns_marked(const struct loader *l, const char *name)
 
 	if (util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, name))
 		return -ENAMETOOLONG;
-	if (access(path, F_OK))
-		return errno == ENOENT ? 0 : -errno;
 	fd = bpf_obj_get(path);
-	if (fd < 0)
-		return -EPROTO; /* not a map: not a mark the loader pinned */
+	if (fd < 0) /* there but no map: not a mark the loader pinned */
+		return errno == ENOENT ? 0 : -EPROTO;
 	if (bpf_map_get_info_by_fd(bpf_map__fd(map_of(l, MAP_EVENTS)), &mine, &len))
 		err = -errno;
 	len = sizeof(mark);
@@ -1605,11 +1603,11 @@ static int era_reopen(struct loader *l)
 
 	if (util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, ERA_PIN))
 		return -ENAMETOOLONG;
-	if (access(path, F_OK)) {
+	fd = bpf_obj_get(path);
+	if (fd < 0 && errno == ENOENT) {
 		l->era_high = l->cfg.era + LOADER_ERA_RESUME_GAP;
 		return era_pin(l, l->era_high);
 	}
-	fd = bpf_obj_get(path);
 	if (fd < 0)
 		return -errno;
 	if (bpf_map_lookup_elem(fd, &zero, &high)) {
@@ -3691,11 +3689,11 @@ static int staged_open_one(const struct loader *l, const char *name, enum staged
 
 	if (staged_path(l, name, path))
 		return -ENAMETOOLONG;
-	if (access(path, F_OK))
-		return errno == ENOENT ? 0 : -errno;
 	*fd = bpf_obj_get(path);
-	if (*fd < 0)
-		return -errno;
+	if (*fd < 0) {
+		*fd = -1;
+		return errno == ENOENT ? 0 : -errno;
+	}
 	switch (kind) {
 	case STAGED_MAP:
 		len = sizeof(mi);
