@@ -1124,17 +1124,14 @@ out:
  */
 static int ns_stay_out(struct loader *l)
 {
-	char path[PATH_MAX];
 	int runs, lock, err = 0;
 
-	if (util_fmt(path, sizeof(path), "%s/runs", l->ns_dir))
-		return -ENAMETOOLONG;
 	lock = clsact_lock();
 	if (lock < 0)
 		return -errno;
-	runs = bpf_obj_get(path);
+	runs = ns_map_get(l->ns_dir, &ns_shapes[NS_RUNS], false);
 	if (runs < 0) {
-		err = errno == ENOENT ? 0 : -errno;
+		err = runs == -ENOENT ? 0 : runs;
 	} else {
 		if (bpf_map_delete_elem(runs, &l->ns_token) && errno != ENOENT)
 			err = -errno;
