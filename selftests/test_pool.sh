@@ -443,7 +443,7 @@ tap_is "… its programs are detached (run K's cgroup reaches the namespace's lo
 	"$(sl_in_cgroup "$CG_K" nsenter --net="/run/netns/$LONS" "$SL_PROBE" tcp 198.51.100.20 80 |
 		cut -d' ' -f1-2)" "err ENETUNREACH"
 # a sluice run's run killed before its host side (no log, no writer to take it over)
-SLUICE_SELFTEST_KILL_BEFORE_TC=1 sluice_start "$SL_TMP/n.yaml" "$SL_TMP/kt.jsonl" \
+SLUICE_SELFTEST_KILL=before-tc sluice_start "$SL_TMP/n.yaml" "$SL_TMP/kt.jsonl" \
 	--netns "/run/netns/$LONS" -- true
 kt_id=$SL_RUN_ID
 wait "$SL_RUN_PID"

@@ -2596,8 +2596,7 @@ int loader_attach_tc(struct loader *l, int run_netns_fd, char *desc, size_t desc
 
 	desc[0] = '\0';
 	/* selftests only: a run killed with its cgroup links pinned and no host side yet */
-	if (getenv("SLUICE_SELFTEST_KILL_BEFORE_TC"))
-		kill(getpid(), SIGKILL);
+	loader_selftest_kill("before-tc");
 	n = netdev_veth_peers(run_netns_fd, peers, NETDEV_PEERS_MAX);
 	if (n < 0)
 		return n;
@@ -2655,8 +2654,7 @@ int loader_attach_tc(struct loader *l, int run_netns_fd, char *desc, size_t desc
 	if (!l->ns_dir[0])
 		return n;
 	/* selftests only: a run killed with its host side pinned and its join not done */
-	if (getenv("SLUICE_SELFTEST_KILL_BEFORE_JOIN"))
-		kill(getpid(), SIGKILL);
+	loader_selftest_kill("before-join");
 	err = ns_join(l, bpf_map__fd(l->skb->maps.sl_ns_runs), false);
 	if (err) {
 		fprintf(stderr, "sluice: join the namespace's runs at %s: %s\n", l->ns_dir,
@@ -3577,7 +3575,7 @@ static bool selftest_move_fails(char what, int nth)
 
 void loader_selftest_kill(const char *point)
 {
-	const char *at = getenv("SLUICE_SELFTEST_SWITCH_KILL");
+	const char *at = getenv("SLUICE_SELFTEST_KILL");
 
 	if (at && !strcmp(at, point))
 		raise(SIGKILL);
