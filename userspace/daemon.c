@@ -1182,24 +1182,31 @@ static struct drun *need_run(struct daemon *d, const struct control_obj *o, char
 static int detach_unmanaged(struct daemon *d, const char *id, struct control_msg *rep,
 			    char *err, size_t err_len)
 {
-	char state[PATH_MAX], log[PATH_MAX] = "", pins[PATH_MAX];
+	char state[PATH_MAX], log[PATH_MAX] = "";
 	int ret;
 
-	if (state_path(d, id, state, sizeof(state)) ||
-	    util_fmt(pins, sizeof(pins), "%s/sluice/%s", LOADER_BPFFS, id) || access(pins, F_OK)) {
+	if (state_path(d, id, state, sizeof(state))) {
 		util_fmt(err, err_len, "no run %s is attached", id);
 		return -ENOENT;
 	}
-	if (util_read_file(state, log, sizeof(log)) <= 0)
-		log[0] = '\0';
-	log[strcspn(log, "\n")] = '\0';
+	/*
+	 * Nothing pinned (-ENOENT, gone before the purge or never there) is no detach of this
+	 * daemon's: never answered as one, nor its log said to end unsealed.
+	 */
 	ret = loader_purge(id);
-	if (ret && ret != -ENOENT) {
+	if (ret == -ENOENT) {
+		util_fmt(err, err_len, "no run %s is attached", id);
+		return ret;
+	}
+	if (ret) {
 		util_fmt(err, err_len, "run %s (pinned, managed by no one): %s", id,
 			 ret == -EBUSY ? "its writer (sluice run or resume) is alive: end it there" :
 					 strerror(-ret));
 		return ret;
 	}
+	if (util_read_file(state, log, sizeof(log)) <= 0)
+		log[0] = '\0';
+	log[strcspn(log, "\n")] = '\0';
 	unlink(state);
 	fprintf(stderr, "sluice daemon: run %s, which no writer had taken over, is detached%s%s%s\n",
 		id, log[0] ? "; its log " : "", log, log[0] ? " ends unsealed" : "");
