@@ -23,8 +23,6 @@
 #include <string.h>
 #include <sched.h>
 #include <sys/file.h>
-#include <sys/ioctl.h>
-#include <linux/nsfs.h>
 #include <sys/signalfd.h>
 #include <netinet/in.h>
 #include <sys/resource.h>
@@ -48,6 +46,7 @@
 #include "records.h"
 #include "resume.h"
 #include "run.h"
+#include "runopts.h"
 #include "switch.h"
 #include "util.h"
 
@@ -524,6 +523,8 @@ static int run_taken(struct daemon *d, const char *run_id, const char *cgroup, c
  */
 static int check_netns(const char *netns, int fd, char *err, size_t err_len)
 {
+	const char *why;
+
 	if (netns && netns[0] != '/')
 		return util_fmt(err, err_len, "netns: expected an absolute path, got \"%s\"",
 				netns), -EINVAL;
@@ -534,9 +535,10 @@ static int check_netns(const char *netns, int fd, char *err, size_t err_len)
 	if (!netns && fd >= 0)
 		return util_fmt(err, err_len, "a descriptor came with a request that names no "
 					      "netns"), -EINVAL;
-	if (netns && ioctl(fd, NS_GET_NSTYPE) != CLONE_NEWNET)
+	why = netns ? runopts_netns_why_not(fd) : NULL;
+	if (why)
 		return util_fmt(err, err_len, "netns %s: the descriptor sent is not a network "
-					      "namespace", netns), -EINVAL;
+					      "namespace (%s)", netns, why), -EINVAL;
 	return 0;
 }
 
