@@ -1674,7 +1674,10 @@ static int reopen_ns(struct loader *l, int what)
 		return ns_stay_out(l);
 	if (what != NS_FINISH_JOIN)
 		return 0;
-	/* the host side's sl_ns_runs: a tcx link's program is collected, a clsact filter's not */
+	/*
+	 * the host side's sl_ns_runs: a tcx link's program is collected (reopen_settle_pins did,
+	 * this finds it done), a clsact filter's not
+	 */
 	err = collect_run_programs(l);
 	slot = err ? err : run_map(l, "sl_ns_runs");
 	if (slot < 0 && !err && l->n_clsact_pins) {
@@ -1692,8 +1695,6 @@ static int reopen_ns(struct loader *l, int what)
 		slot = err ? err : run_map(l, "sl_ns_runs");
 	}
 	err = slot < 0 ? slot : ns_join(l, slot, true);
-	/* a switch collects them again, from the links as they are then */
-	run_programs_release(l);
 	if (err)
 		return err;
 	fprintf(stderr, "sluice: %s: its writer died before the run joined its namespace's runs: "
@@ -1762,6 +1763,12 @@ struct loader *loader_reopen(const char *run_id, const struct loader_open_switch
 		err = era_reopen(l);
 	if (!err)
 		err = reopen_ns(l, ns_do);
+	/*
+	 * The programs reopen_settle_pins collected (and reopen_ns used): a switch collects them
+	 * again, from the links as they are then (a clsact host side's filters are found after
+	 * this, loader_refind_clsact).
+	 */
+	run_programs_release(l);
 	if (err) {
 		/* not a run of this build (or not a whole run): touch nothing of it */
 		l->maps_pinned = false;
@@ -3199,8 +3206,7 @@ static int reopen_settle_pins(struct loader *l)
 		fprintf(stderr, "sluice: %s: its writer died inside a switch's commit: the "
 				"maps of the programs its links run are pinned now\n", l->pin_dir);
 out:
-	/* a switch collects them again, from the links as they are then */
-	run_programs_release(l);
+	/* (kept for reopen_ns, then released by loader_reopen) */
 	return err;
 }
 
