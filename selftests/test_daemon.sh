@@ -177,6 +177,10 @@ check_refused "a netns with no descriptor" "$NS_REQ,\"netns\":\"/run/netns/$SL_N
 check_refused --fd "$SL_TMP/a.yaml" "a netns whose descriptor is a plain file" \
 	"$NS_REQ,\"netns\":\"/run/netns/$SL_NS_RUN\"}"$'\n' \
 	"the descriptor sent is not a network namespace"
+# a device's descriptor is not asked nsfs's ioctl (its driver gives the number its own meaning)
+check_refused --fd /dev/null "a netns whose descriptor is a device" \
+	"$NS_REQ,\"netns\":\"/run/netns/$SL_NS_RUN\"}"$'\n' \
+	"the descriptor sent is not a network namespace (not a namespace file (nsfs))"
 check_refused --fd "/run/netns/$SL_NS_RUN" "a descriptor with no netns" "$NS_REQ}"$'\n' \
 	"a descriptor came with a request that names no netns"
 
