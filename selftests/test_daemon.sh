@@ -198,7 +198,8 @@ tap_is "sluice attach --netns FIFO: refused, not opened (it would block) (rc $?)
 # a standalone run's resolver opens its --netns through the same check (opened by hand, a FIFO
 # hung the run in open(2), deaf to SIGTERM: hence -k)
 out=$(timeout -k 5 $((10 * SL_SLOW)) "$SLUICE" run --standalone --netns "$SL_TMP/fifo" \
-	--policy "$SL_TMP/a.yaml" --run-id "t-$SL_ID-nsrun" --log "$SL_TMP/nsrun.jsonl" -- true 2>&1)
+	--policy "$SL_TMP/a.yaml" --run-id "t-$SL_ID-nsrun" --log "$SL_TMP/nsrun.jsonl" -- \
+	true 2>&1)
 tap_is "sluice run --standalone --netns FIFO: refused, not opened (rc $?)" \
 	"$(grep -c "netns $SL_TMP/fifo: not a namespace file (nsfs)" <<<"$out")" 1
 out=$("$SLUICE" attach --cgroup "$CG_A" --netns /proc/self/ns/mnt --policy "$SL_TMP/a.yaml" \

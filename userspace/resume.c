@@ -669,7 +669,7 @@ static int find_netns(const struct run *r, const struct resume_start *s, bool *o
 	if (*own)
 		return -1;
 	if (s->has_netns) {
-		/* the log's path is unsigned: only a namespace file is opened, only the run's kept */
+		/* the log's (unsigned) path: only a namespace file is opened, the run's kept */
 		fd = runopts_open_netns(s->netns, path, sizeof(path));
 		if (is_run_netns(cfg, fd))
 			return fd;
