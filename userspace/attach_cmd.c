@@ -162,8 +162,9 @@ int attach_send(const char *cmd, const char *socket, struct control_msg *m, cons
 	}
 	/* opened here, sent with the request: the daemon never opens the path (runopts.h) */
 	if (netns) {
-		netns_fd = runopts_open_netns(cmd, netns);
+		netns_fd = runopts_open_netns(netns, err_text, sizeof(err_text));
 		if (netns_fd < 0) {
+			fprintf(stderr, "%s: %s\n", cmd, err_text);
 			ret = ATTACH_EXIT_USAGE;
 			goto out;
 		}
