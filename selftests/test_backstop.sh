@@ -420,7 +420,7 @@ tap_is "P26 join: the namespace's maps are gone with its last run" \
 	"$(find "$ns_pins" -maxdepth 0 2>/dev/null | wc -l)" 0
 
 # P26, a run killed after its cgroup's programs are pinned and before its host side exists
-# (SLUICE_SELFTEST_KILL_BEFORE_TC): its token never joins the namespace's runs, so run a's host
+# (SLUICE_SELFTEST_KILL=before-tc): its token never joins the namespace's runs, so run a's host
 # side still judges what the dead run's cgroup sends (to run b's host, which only the dead run's
 # policy allows). (Its log was never written: sluice resume cannot be asked to take it over.)
 sluice_start "$SL_TMP/p26a.yaml" "$SL_TMP/p26k-a.jsonl" --netns "/run/netns/$SL_NS_RUN" -- \
@@ -433,7 +433,7 @@ ns_runs() {
 for e in json.load(sys.stdin):
     print("%016x" % int.from_bytes(bytes(int(b, 16) for b in e["key"]), "little"))'
 }
-SLUICE_SELFTEST_KILL_BEFORE_TC=1 sluice_start "$SL_TMP/p26b.yaml" "$SL_TMP/p26k-b.jsonl" \
+SLUICE_SELFTEST_KILL=before-tc sluice_start "$SL_TMP/p26b.yaml" "$SL_TMP/p26k-b.jsonl" \
 	--netns "/run/netns/$SL_NS_RUN" -- true
 kb_id=$SL_RUN_ID
 wait "$SL_RUN_PID"
@@ -457,9 +457,9 @@ ka_token=$(ns_runs)
 tap_is "P26 kill: run a's connections get through" "$(a_conn)" connected
 
 # P26, a run killed after its host side is pinned and before it joins
-# (SLUICE_SELFTEST_KILL_BEFORE_JOIN): marked ns-join-pending, its token not in the runs map and
+# (SLUICE_SELFTEST_KILL=before-join): marked ns-join-pending, its token not in the runs map and
 # its flows slot empty, its host side judges every frame there: run a's (denied by its policy).
-SLUICE_SELFTEST_KILL_BEFORE_JOIN=1 sluice_start "$SL_TMP/p26b.yaml" "$SL_TMP/p26k-j.jsonl" \
+SLUICE_SELFTEST_KILL=before-join sluice_start "$SL_TMP/p26b.yaml" "$SL_TMP/p26k-j.jsonl" \
 	--netns "/run/netns/$SL_NS_RUN" -- true
 kj_id=$SL_RUN_ID
 wait "$SL_RUN_PID"

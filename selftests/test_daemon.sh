@@ -177,6 +177,10 @@ check_refused "a netns with no descriptor" "$NS_REQ,\"netns\":\"/run/netns/$SL_N
 check_refused --fd "$SL_TMP/a.yaml" "a netns whose descriptor is a plain file" \
 	"$NS_REQ,\"netns\":\"/run/netns/$SL_NS_RUN\"}"$'\n' \
 	"the descriptor sent is not a network namespace"
+# a device's descriptor is not asked nsfs's ioctl (its driver gives the number its own meaning)
+check_refused --fd /dev/null "a netns whose descriptor is a device" \
+	"$NS_REQ,\"netns\":\"/run/netns/$SL_NS_RUN\"}"$'\n' \
+	"the descriptor sent is not a network namespace (not a namespace file (nsfs))"
 check_refused --fd "/run/netns/$SL_NS_RUN" "a descriptor with no netns" "$NS_REQ}"$'\n' \
 	"a descriptor came with a request that names no netns"
 
@@ -190,6 +194,13 @@ mkfifo "$SL_TMP/fifo"
 out=$(timeout $((10 * SL_SLOW)) "$SLUICE" attach --cgroup "$CG_A" --netns "$SL_TMP/fifo" \
 	--policy "$SL_TMP/a.yaml" --run-id "t-$SL_ID-ns" 2>&1)
 tap_is "sluice attach --netns FIFO: refused, not opened (it would block) (rc $?)" \
+	"$(grep -c "netns $SL_TMP/fifo: not a namespace file (nsfs)" <<<"$out")" 1
+# a standalone run's resolver opens its --netns through the same check (opened by hand, a FIFO
+# hung the run in open(2), deaf to SIGTERM: hence -k)
+out=$(timeout -k 5 $((10 * SL_SLOW)) "$SLUICE" run --standalone --netns "$SL_TMP/fifo" \
+	--policy "$SL_TMP/a.yaml" --run-id "t-$SL_ID-nsrun" --log "$SL_TMP/nsrun.jsonl" -- \
+	true 2>&1)
+tap_is "sluice run --standalone --netns FIFO: refused, not opened (rc $?)" \
 	"$(grep -c "netns $SL_TMP/fifo: not a namespace file (nsfs)" <<<"$out")" 1
 out=$("$SLUICE" attach --cgroup "$CG_A" --netns /proc/self/ns/mnt --policy "$SL_TMP/a.yaml" \
 	--run-id "t-$SL_ID-ns" 2>&1)

@@ -439,11 +439,14 @@ out=$("$SLUICE" detach --run-id "$RK" 2>&1)
 tap_check "sluice detach removes run K, which no writer took over" \
 	test ! -e "/sys/fs/bpf/sluice/$RK" ||
 	tap_diag "$out"$'\n'"$(tail -3 "$D/err")"
+# (loader_purge's loader once closed its caller's descriptor 0, then reused by the next open)
+tap_is "… and the daemon's descriptor 0 is still its /dev/null" "$(readlink "/proc/$DPID/fd/0")" \
+	/dev/null
 tap_is "… its programs are detached (run K's cgroup reaches the namespace's loopback)" \
 	"$(sl_in_cgroup "$CG_K" nsenter --net="/run/netns/$LONS" "$SL_PROBE" tcp 198.51.100.20 80 |
 		cut -d' ' -f1-2)" "err ENETUNREACH"
 # a sluice run's run killed before its host side (no log, no writer to take it over)
-SLUICE_SELFTEST_KILL_BEFORE_TC=1 sluice_start "$SL_TMP/n.yaml" "$SL_TMP/kt.jsonl" \
+SLUICE_SELFTEST_KILL=before-tc sluice_start "$SL_TMP/n.yaml" "$SL_TMP/kt.jsonl" \
 	--netns "/run/netns/$LONS" -- true
 kt_id=$SL_RUN_ID
 wait "$SL_RUN_PID"

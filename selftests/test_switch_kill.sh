@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #
-# A daemon killed inside a live switch never leaves its run orphaned. SLUICE_SELFTEST_SWITCH_KILL
-# makes the daemon SIGKILL itself once the log's policy_switch_begin line is on disk: before the
+# A daemon killed inside a live switch never leaves its run orphaned. SLUICE_SELFTEST_KILL makes
+# the daemon SIGKILL itself once the log's policy_switch_begin line is on disk: before the
 # commit or with only the new set staged (the run's programs stay those of the old policy), after
 # it (the new policy's), or inside it, its links moved and the maps not yet pinned again (the
 # links say which), all before the policy_change line; or while it moved the links (four moved to
@@ -72,7 +72,7 @@ staged_pins() { find "/sys/fs/bpf/sluice/$RUN" -name 'staged-*' 2>/dev/null | wc
 killed_at() {
 	local st rc
 	sl_daemon_kill TERM
-	SLUICE_SELFTEST_SWITCH_KILL=$1 sl_daemon_start ||
+	SLUICE_SELFTEST_KILL=$1 sl_daemon_start ||
 		bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
 	"$SLUICE" replace-policy --run-id "$RUN" "$2" >/dev/null 2>&1
 	# shellcheck disable=SC2317 # called through wait_until

@@ -359,9 +359,11 @@ int attach_cmd_main(int argc, char **argv)
 		goto out;
 	}
 	if (r.netns && l->netns_fd < 0) {
-		l->netns_fd = runopts_open_netns("sluice attach", r.netns);
-		if (l->netns_fd < 0)
+		l->netns_fd = runopts_open_netns(r.netns, why, sizeof(why));
+		if (l->netns_fd < 0) {
+			fprintf(stderr, "sluice attach: %s\n", why);
 			goto out;
+		}
 	}
 	ret = attach_send("sluice attach", socket, &m, l->netns_fd);
 out:

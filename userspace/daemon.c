@@ -23,8 +23,6 @@
 #include <string.h>
 #include <sched.h>
 #include <sys/file.h>
-#include <sys/ioctl.h>
-#include <linux/nsfs.h>
 #include <sys/signalfd.h>
 #include <netinet/in.h>
 #include <sys/resource.h>
@@ -48,6 +46,7 @@
 #include "records.h"
 #include "resume.h"
 #include "run.h"
+#include "runopts.h"
 #include "switch.h"
 #include "util.h"
 
@@ -524,6 +523,8 @@ static int run_taken(struct daemon *d, const char *run_id, const char *cgroup, c
  */
 static int check_netns(const char *netns, int fd, char *err, size_t err_len)
 {
+	const char *why;
+
 	if (netns && netns[0] != '/')
 		return util_fmt(err, err_len, "netns: expected an absolute path, got \"%s\"",
 				netns), -EINVAL;
@@ -534,9 +535,10 @@ static int check_netns(const char *netns, int fd, char *err, size_t err_len)
 	if (!netns && fd >= 0)
 		return util_fmt(err, err_len, "a descriptor came with a request that names no "
 					      "netns"), -EINVAL;
-	if (netns && ioctl(fd, NS_GET_NSTYPE) != CLONE_NEWNET)
+	why = netns ? runopts_netns_why_not(fd) : NULL;
+	if (why)
 		return util_fmt(err, err_len, "netns %s: the descriptor sent is not a network "
-					      "namespace", netns), -EINVAL;
+					      "namespace (%s)", netns, why), -EINVAL;
 	return 0;
 }
 
@@ -1182,24 +1184,31 @@ static struct drun *need_run(struct daemon *d, const struct control_obj *o, char
 static int detach_unmanaged(struct daemon *d, const char *id, struct control_msg *rep,
 			    char *err, size_t err_len)
 {
-	char state[PATH_MAX], log[PATH_MAX] = "", pins[PATH_MAX];
+	char state[PATH_MAX], log[PATH_MAX] = "";
 	int ret;
 
-	if (state_path(d, id, state, sizeof(state)) ||
-	    util_fmt(pins, sizeof(pins), "%s/sluice/%s", LOADER_BPFFS, id) || access(pins, F_OK)) {
+	if (state_path(d, id, state, sizeof(state))) {
 		util_fmt(err, err_len, "no run %s is attached", id);
 		return -ENOENT;
 	}
-	if (util_read_file(state, log, sizeof(log)) <= 0)
-		log[0] = '\0';
-	log[strcspn(log, "\n")] = '\0';
+	/*
+	 * Nothing pinned (-ENOENT, gone before the purge or never there) is no detach of this
+	 * daemon's: never answered as one, nor its log said to end unsealed.
+	 */
 	ret = loader_purge(id);
-	if (ret && ret != -ENOENT) {
+	if (ret == -ENOENT) {
+		util_fmt(err, err_len, "no run %s is attached", id);
+		return ret;
+	}
+	if (ret) {
 		util_fmt(err, err_len, "run %s (pinned, managed by no one): %s", id,
 			 ret == -EBUSY ? "its writer (sluice run or resume) is alive: end it there" :
 					 strerror(-ret));
 		return ret;
 	}
+	if (util_read_file(state, log, sizeof(log)) <= 0)
+		log[0] = '\0';
+	log[strcspn(log, "\n")] = '\0';
 	unlink(state);
 	fprintf(stderr, "sluice daemon: run %s, which no writer had taken over, is detached%s%s%s\n",
 		id, log[0] ? "; its log " : "", log, log[0] ? " ends unsealed" : "");

@@ -598,9 +598,11 @@ int handoff_run(struct run *r, struct spawn_opts *so, const sigset_t *child_mask
 		goto out_free;
 	}
 	if (r->args.netns) {
-		h->netns_fd = runopts_open_netns("sluice run", h->netns);
-		if (h->netns_fd < 0)
+		h->netns_fd = runopts_open_netns(h->netns, err, sizeof(err));
+		if (h->netns_fd < 0) {
+			fprintf(stderr, "sluice run: %s\n", err);
 			goto out_free;
+		}
 	}
 	ret = control_call_fd(fd, h->m.buf, h->netns_fd, h->reply, sizeof(h->reply), &cg_fd);
 	if (ret == -EPROTO)

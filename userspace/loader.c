@@ -218,6 +218,13 @@ static void clsact_unlock(int fd);
 static void unpin_name(const struct loader *l, const char *name);
 static void run_programs_release(struct loader *l);
 
+/* l->ns_dir: the directory of the shared maps of the namespace run names (NS_DIR_FMT). */
+static int ns_dir_set(struct loader *l, const struct sl_run_cfg *run)
+{
+	return util_fmt(l->ns_dir, sizeof(l->ns_dir), NS_DIR_FMT, LOADER_BPFFS,
+			(unsigned long long)run->netns_dev, (unsigned long long)run->netns_ino);
+}
+
 /* The run's configuration: what the loader wrote into the map (cfg_write), or read back. */
 static const struct sl_cfg *cfg_of(const struct loader *l)
 {
@@ -597,9 +604,7 @@ static int ns_share_init(struct loader *l, const struct sl_run_cfg *cfg)
 
 	if (err)
 		return err;
-	if (util_fmt(path, sizeof(path), "%s/sluice", LOADER_BPFFS) ||
-	    util_fmt(l->ns_dir, sizeof(l->ns_dir), NS_DIR_FMT, LOADER_BPFFS,
-		     (unsigned long long)cfg->netns_dev, (unsigned long long)cfg->netns_ino))
+	if (util_fmt(path, sizeof(path), "%s/sluice", LOADER_BPFFS) || ns_dir_set(l, cfg))
 		return -ENAMETOOLONG;
 	if (mkdir(path, 0700) && errno != EEXIST)
 		return -errno;
@@ -1119,17 +1124,14 @@ out:
  */
 static int ns_stay_out(struct loader *l)
 {
-	char path[PATH_MAX];
 	int runs, lock, err = 0;
 
-	if (util_fmt(path, sizeof(path), "%s/runs", l->ns_dir))
-		return -ENAMETOOLONG;
 	lock = clsact_lock();
 	if (lock < 0)
 		return -errno;
-	runs = bpf_obj_get(path);
+	runs = ns_map_get(l->ns_dir, &ns_shapes[NS_RUNS], false);
 	if (runs < 0) {
-		err = errno == ENOENT ? 0 : -errno;
+		err = runs == -ENOENT ? 0 : runs;
 	} else {
 		if (bpf_map_delete_elem(runs, &l->ns_token) && errno != ENOENT)
 			err = -errno;
@@ -1162,11 +1164,9 @@ static int ns_marked(const struct loader *l, const char *name)
 
 	if (util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, name))
 		return -ENAMETOOLONG;
-	if (access(path, F_OK))
-		return errno == ENOENT ? 0 : -errno;
 	fd = bpf_obj_get(path);
-	if (fd < 0)
-		return -EPROTO; /* not a map: not a mark the loader pinned */
+	if (fd < 0) /* there but no map: not a mark the loader pinned */
+		return errno == ENOENT ? 0 : -EPROTO;
 	if (bpf_map_get_info_by_fd(bpf_map__fd(map_of(l, MAP_EVENTS)), &mine, &len))
 		err = -errno;
 	len = sizeof(mark);
@@ -1176,14 +1176,11 @@ static int ns_marked(const struct loader *l, const char *name)
 	return err ? err : 1;
 }
 
-/* An empty loader, before any object is opened. */
-static struct loader *loader_new(bool verbose)
+/* An empty loader, before any object is opened: every descriptor -1 (none). */
+static struct loader *loader_alloc(void)
 {
-	struct loader *l;
+	struct loader *l = calloc(1, sizeof(*l));
 
-	libbpf_verbose = verbose;
-	libbpf_set_print(libbpf_print);
-	l = calloc(1, sizeof(*l));
 	if (!l)
 		return NULL;
 	pthread_mutex_init(&l->learn_lock, NULL);
@@ -1195,6 +1192,40 @@ static struct loader *loader_new(bool verbose)
 		errno = l->ncpus ? -l->ncpus : EINVAL;
 		pthread_mutex_destroy(&l->learn_lock);
 		free(l);
+		return NULL;
+	}
+	return l;
+}
+
+static struct loader *loader_new(bool verbose)
+{
+	libbpf_verbose = verbose;
+	libbpf_set_print(libbpf_print);
+	return loader_alloc();
+}
+
+/*
+ * An empty loader of the run pinned as run_id, holding its pin directory's lock (flock, until
+ * loader_destroy): the run's loader, or another take-over or purge, is not alive. NULL with
+ * errno: EBUSY, it is (two writers must never share a log); ENOENT, nothing pinned as run_id.
+ */
+static struct loader *loader_of_pins(const char *run_id)
+{
+	struct loader *l = loader_alloc();
+	int err = 0;
+
+	if (!l)
+		return NULL;
+	if (util_fmt(l->pin_dir, sizeof(l->pin_dir), "%s/sluice/%s", LOADER_BPFFS, run_id))
+		err = -ENAMETOOLONG;
+	else if ((l->pin_lock = open(l->pin_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		err = -errno;
+	else if (flock(l->pin_lock, LOCK_EX | LOCK_NB))
+		err = errno == EWOULDBLOCK ? -EBUSY : -errno;
+	if (err) {
+		l->pin_dir[0] = '\0';
+		loader_destroy(l);
+		errno = -err;
 		return NULL;
 	}
 	return l;
@@ -1569,11 +1600,11 @@ static int era_reopen(struct loader *l)
 
 	if (util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, ERA_PIN))
 		return -ENAMETOOLONG;
-	if (access(path, F_OK)) {
+	fd = bpf_obj_get(path);
+	if (fd < 0 && errno == ENOENT) {
 		l->era_high = l->cfg.era + LOADER_ERA_RESUME_GAP;
 		return era_pin(l, l->era_high);
 	}
-	fd = bpf_obj_get(path);
 	if (fd < 0)
 		return -errno;
 	if (bpf_map_lookup_elem(fd, &zero, &high)) {
@@ -1643,7 +1674,10 @@ static int reopen_ns(struct loader *l, int what)
 		return ns_stay_out(l);
 	if (what != NS_FINISH_JOIN)
 		return 0;
-	/* the host side's sl_ns_runs: a tcx link's program is collected, a clsact filter's not */
+	/*
+	 * the host side's sl_ns_runs: a tcx link's program is collected (reopen_settle_pins did,
+	 * this finds it done), a clsact filter's not
+	 */
 	err = collect_run_programs(l);
 	slot = err ? err : run_map(l, "sl_ns_runs");
 	if (slot < 0 && !err && l->n_clsact_pins) {
@@ -1661,8 +1695,6 @@ static int reopen_ns(struct loader *l, int what)
 		slot = err ? err : run_map(l, "sl_ns_runs");
 	}
 	err = slot < 0 ? slot : ns_join(l, slot, true);
-	/* a switch collects them again, from the links as they are then */
-	run_programs_release(l);
 	if (err)
 		return err;
 	fprintf(stderr, "sluice: %s: its writer died before the run joined its namespace's runs: "
@@ -1681,29 +1713,11 @@ struct loader *loader_reopen(const char *run_id, const struct loader_open_switch
 
 	libbpf_verbose = verbose;
 	libbpf_set_print(libbpf_print);
-	l = calloc(1, sizeof(*l));
+	l = loader_of_pins(run_id);
 	if (!l)
 		return NULL;
-	pthread_mutex_init(&l->learn_lock, NULL);
-	l->pin_lock = -1;
-	l->era_fd = -1;
-	l->ns_runs_own = -1;
-	l->ncpus = libbpf_num_possible_cpus();
-	err = l->ncpus > 0 ? 0 : l->ncpus ? l->ncpus : -EINVAL;
-	if (!err)
-		err = util_fmt(l->pin_dir, sizeof(l->pin_dir), "%s/sluice/%s", LOADER_BPFFS, run_id);
-	if (!err) {
-		l->pin_lock = open(l->pin_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (l->pin_lock < 0)
-			err = -errno;
-		/* the run's loader (or another resume) is alive: two writers must never share a log */
-		else if (flock(l->pin_lock, LOCK_EX | LOCK_NB))
-			err = errno == EWOULDBLOCK ? -EBUSY : -errno;
-	}
-	if (!err) {
-		l->skel = sl_sock_addr__open();
-		err = l->skel ? 0 : -errno;
-	}
+	l->skel = sl_sock_addr__open();
+	err = l->skel ? 0 : -errno;
 	for (i = 0; !err && i < MAP_MAX; i++)
 		err = reopen_map(l, i);
 	/* a run of a build that kept its configuration in .rodata ("map-rodata"): another layout */
@@ -1734,9 +1748,7 @@ struct loader *loader_reopen(const char *run_id, const struct loader_open_switch
 	/* the namespace's shared maps, which the run joins (or stays out of) and leaves at its end */
 	if (!err && cfg_of(l)->ns_token) {
 		l->ns_token = cfg_of(l)->ns_token;
-		if (util_fmt(l->ns_dir, sizeof(l->ns_dir), NS_DIR_FMT, LOADER_BPFFS,
-			     (unsigned long long)cfg_of(l)->run.netns_dev,
-			     (unsigned long long)cfg_of(l)->run.netns_ino))
+		if (ns_dir_set(l, &cfg_of(l)->run))
 			err = -ENAMETOOLONG;
 		else
 			err = ns_do = reopen_ns_check(l);
@@ -1751,6 +1763,12 @@ struct loader *loader_reopen(const char *run_id, const struct loader_open_switch
 		err = era_reopen(l);
 	if (!err)
 		err = reopen_ns(l, ns_do);
+	/*
+	 * The programs reopen_settle_pins collected (and reopen_ns used): a switch collects them
+	 * again, from the links as they are then (a clsact host side's filters are found after
+	 * this, loader_refind_clsact).
+	 */
+	run_programs_release(l);
 	if (err) {
 		/* not a run of this build (or not a whole run): touch nothing of it */
 		l->maps_pinned = false;
@@ -1782,32 +1800,15 @@ int loader_purge(const char *run_id)
 	int fd, err = 0;
 	DIR *d;
 
-	l = calloc(1, sizeof(*l));
+	l = loader_of_pins(run_id);
 	if (!l)
-		return -ENOMEM;
-	pthread_mutex_init(&l->learn_lock, NULL);
-	l->era_fd = -1;
-	l->pin_lock = -1;
-	if (util_fmt(l->pin_dir, sizeof(l->pin_dir), "%s/sluice/%s", LOADER_BPFFS, run_id)) {
-		err = -ENAMETOOLONG;
-		goto out;
-	}
-	l->pin_lock = open(l->pin_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (l->pin_lock < 0)
-		err = -errno;
-	else if (flock(l->pin_lock, LOCK_EX | LOCK_NB))
-		err = errno == EWOULDBLOCK ? -EBUSY : -errno;
-	if (err)
-		goto out;
+		return -errno;
 	/* its token, from its configuration (of this build's layout only) */
 	if (!util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, map_pin_names[MAP_CFG]) &&
 	    (fd = bpf_obj_get(path)) >= 0) {
 		if (!bpf_map_get_info_by_fd(fd, &info, &len) &&
 		    info.value_size == sizeof(cfg) && !bpf_map_lookup_elem(fd, &zero, &cfg) &&
-		    cfg.version == SL_CFG_VERSION && cfg.ns_token &&
-		    !util_fmt(l->ns_dir, sizeof(l->ns_dir), NS_DIR_FMT, LOADER_BPFFS,
-			      (unsigned long long)cfg.run.netns_dev,
-			      (unsigned long long)cfg.run.netns_ino))
+		    cfg.version == SL_CFG_VERSION && cfg.ns_token && !ns_dir_set(l, &cfg.run))
 			l->ns_token = cfg.ns_token;
 		else if (info.value_size != sizeof(cfg) || cfg.version != SL_CFG_VERSION)
 			fprintf(stderr, "sluice: %s: a configuration of another build: its place "
@@ -1832,7 +1833,6 @@ int loader_purge(const char *run_id)
 		closedir(d);
 	if (rmdir(l->pin_dir) && errno != ENOENT)
 		err = -errno;
-out:
 	l->pin_dir[0] = '\0';
 	loader_destroy(l);
 	return err;
@@ -2603,8 +2603,7 @@ int loader_attach_tc(struct loader *l, int run_netns_fd, char *desc, size_t desc
 
 	desc[0] = '\0';
 	/* selftests only: a run killed with its cgroup links pinned and no host side yet */
-	if (getenv("SLUICE_SELFTEST_KILL_BEFORE_TC"))
-		kill(getpid(), SIGKILL);
+	loader_selftest_kill("before-tc");
 	n = netdev_veth_peers(run_netns_fd, peers, NETDEV_PEERS_MAX);
 	if (n < 0)
 		return n;
@@ -2662,8 +2661,7 @@ int loader_attach_tc(struct loader *l, int run_netns_fd, char *desc, size_t desc
 	if (!l->ns_dir[0])
 		return n;
 	/* selftests only: a run killed with its host side pinned and its join not done */
-	if (getenv("SLUICE_SELFTEST_KILL_BEFORE_JOIN"))
-		kill(getpid(), SIGKILL);
+	loader_selftest_kill("before-join");
 	err = ns_join(l, bpf_map__fd(l->skb->maps.sl_ns_runs), false);
 	if (err) {
 		fprintf(stderr, "sluice: join the namespace's runs at %s: %s\n", l->ns_dir,
@@ -3208,8 +3206,7 @@ static int reopen_settle_pins(struct loader *l)
 		fprintf(stderr, "sluice: %s: its writer died inside a switch's commit: the "
 				"maps of the programs its links run are pinned now\n", l->pin_dir);
 out:
-	/* a switch collects them again, from the links as they are then */
-	run_programs_release(l);
+	/* (kept for reopen_ns, then released by loader_reopen) */
 	return err;
 }
 
@@ -3584,7 +3581,7 @@ static bool selftest_move_fails(char what, int nth)
 
 void loader_selftest_kill(const char *point)
 {
-	const char *at = getenv("SLUICE_SELFTEST_SWITCH_KILL");
+	const char *at = getenv("SLUICE_SELFTEST_KILL");
 
 	if (at && !strcmp(at, point))
 		raise(SIGKILL);
@@ -3605,12 +3602,18 @@ void loader_selftest_kill(const char *point)
  */
 #define STAGED_PIN "staged-"
 
+/* The path of the run's staged pin of name (a hook's link name, "tc" or "cfg"). */
+static int staged_path(const struct loader *l, const char *name, char path[PATH_MAX])
+{
+	return util_fmt(path, PATH_MAX, "%s/" STAGED_PIN "%s", l->pin_dir, name);
+}
+
 static int stage_one(const struct loader *l, const char *name,
 		     int (*pin)(void *obj, const char *path), void *obj)
 {
 	char path[PATH_MAX];
 
-	if (util_fmt(path, sizeof(path), "%s/" STAGED_PIN "%s", l->pin_dir, name))
+	if (staged_path(l, name, path))
 		return -ENAMETOOLONG;
 	return pin(obj, path);
 }
@@ -3685,13 +3688,13 @@ static int staged_open_one(const struct loader *l, const char *name, enum staged
 	char path[PATH_MAX];
 	int err;
 
-	if (util_fmt(path, sizeof(path), "%s/" STAGED_PIN "%s", l->pin_dir, name))
+	if (staged_path(l, name, path))
 		return -ENAMETOOLONG;
-	if (access(path, F_OK))
-		return errno == ENOENT ? 0 : -errno;
 	*fd = bpf_obj_get(path);
-	if (*fd < 0)
-		return -errno;
+	if (*fd < 0) {
+		*fd = -1;
+		return errno == ENOENT ? 0 : -errno;
+	}
 	switch (kind) {
 	case STAGED_MAP:
 		len = sizeof(mi);
@@ -3956,8 +3959,7 @@ static int reopen_finish_commit(struct loader *l, const struct loader_open_switc
 
 		if (!lsm_old[i])
 			continue;
-		if (util_fmt(from, sizeof(from), "%s/" STAGED_PIN "%s", l->pin_dir,
-			     lsm_link_names[i]) ||
+		if (staged_path(l, lsm_link_names[i], from) ||
 		    util_fmt(to, sizeof(to), "%s/%s", l->pin_dir, lsm_link_names[i]))
 			err = -ENAMETOOLONG;
 		else if (rename(from, to))

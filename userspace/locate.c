@@ -19,6 +19,7 @@
 #include "cgroup.h"
 #include "json.h"
 #include "locate.h"
+#include "runopts.h"
 #include "util.h"
 
 /* A helper program (podman, systemctl) that has not answered in this long is not going to. */
@@ -170,8 +171,12 @@ int locate_netns_of_pid(pid_t pid, unsigned long long start, int *fd, char *buf,
 	*fd = -1;
 	buf[0] = '\0';
 	util_fmt(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
-	*fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (*fd < 0 || stat("/proc/self/ns/net", &self) || fstat(*fd, &other)) {
+	*fd = runopts_open_netns(path, why, why_len);
+	if (*fd < 0) {
+		err = *fd;
+		goto fail;
+	}
+	if (stat("/proc/self/ns/net", &self) || fstat(*fd, &other)) {
 		err = -errno;
 		util_fmt(why, why_len, "%s: %s", path, strerror(-err));
 		goto fail;

@@ -669,17 +669,10 @@ static int find_netns(const struct run *r, const struct resume_start *s, bool *o
 	if (*own)
 		return -1;
 	if (s->has_netns) {
-		/* O_PATH: whatever the (unsigned) path names is looked at, never opened */
-		fd = open(s->netns, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-		if (is_run_netns(cfg, fd) &&
-		    !util_fmt(path, sizeof(path), "/proc/self/fd/%d", fd)) {
-			int ns = open(path, O_RDONLY | O_CLOEXEC);
-
-			close(fd);
-			if (is_run_netns(cfg, ns))
-				return ns;
-			fd = ns;
-		}
+		/* the log's (unsigned) path: only a namespace file is opened, the run's kept */
+		fd = runopts_open_netns(s->netns, path, sizeof(path));
+		if (is_run_netns(cfg, fd))
+			return fd;
 		if (fd >= 0)
 			close(fd);
 	}

@@ -740,10 +740,10 @@ int run_start_resolver(struct run *r, uint16_t port, char *err, size_t err_len)
 	int ret;
 
 	if (r->netns_fd < 0 && r->args.netns) {
-		r->netns_fd = open(r->args.netns, O_RDONLY | O_CLOEXEC);
+		r->netns_fd = runopts_open_netns(r->args.netns, err, err_len);
 		if (r->netns_fd < 0) {
-			ret = -errno;
-			util_fmt(err, err_len, "--netns %s: %s", r->args.netns, strerror(-ret));
+			ret = r->netns_fd;
+			r->netns_fd = -1;
 			return ret;
 		}
 	}

@@ -15,6 +15,7 @@
 #include "control.h"
 #include "records.h"
 #include "runopts.h"
+#include "util.h"
 
 static const struct option shared_opts[] = {
 	{ "policy", required_argument, NULL, RUNOPT_POLICY },
@@ -96,23 +97,34 @@ void runopts_request(struct control_msg *m, const struct run_args *a)
 			control_msg_str(m, members[i].key, members[i].val);
 }
 
+const char *runopts_netns_why_not(int fd)
+{
+	struct statfs fs;
+
+	/* an ioctl means what the file's driver says: nsfs's is asked only of a file of nsfs */
+	if (fstatfs(fd, &fs) || fs.f_type != NSFS_MAGIC)
+		return "not a namespace file (nsfs)";
+	return ioctl(fd, NS_GET_NSTYPE) == CLONE_NEWNET ? NULL : "not a network namespace";
+}
+
 /*
  * The path is looked at before it is opened for reading: a FIFO would block the open, and a
  * device's open has effects of its own. Only a file of nsfs is opened, through its O_PATH.
  */
-int runopts_open_netns(const char *cmd, const char *path)
+int runopts_open_netns(const char *path, char *err, size_t err_len)
 {
 	int pfd = open(path, O_PATH | O_CLOEXEC), fd, ret;
+	const char *why;
 	char self[64];
 	struct statfs fs;
 
 	if (pfd < 0) {
 		ret = -errno;
-		fprintf(stderr, "%s: netns %s: %s\n", cmd, path, strerror(-ret));
+		util_fmt(err, err_len, "netns %s: %s", path, strerror(-ret));
 		return ret;
 	}
 	if (fstatfs(pfd, &fs) || fs.f_type != NSFS_MAGIC) {
-		fprintf(stderr, "%s: netns %s: not a namespace file (nsfs)\n", cmd, path);
+		util_fmt(err, err_len, "netns %s: not a namespace file (nsfs)", path);
 		close(pfd);
 		return -EINVAL;
 	}
@@ -121,14 +133,12 @@ int runopts_open_netns(const char *cmd, const char *path)
 	ret = -errno;
 	close(pfd);
 	if (fd < 0) {
-		fprintf(stderr, "%s: netns %s: %s\n", cmd, path, strerror(-ret));
+		util_fmt(err, err_len, "netns %s: %s", path, strerror(-ret));
 		return ret;
 	}
-	ret = ioctl(fd, NS_GET_NSTYPE);
-	if (ret != CLONE_NEWNET) {
-		ret = ret < 0 ? -errno : -EINVAL;
-		fprintf(stderr, "%s: netns %s: not a network namespace%s%s\n", cmd, path,
-			ret == -EINVAL ? "" : ": ", ret == -EINVAL ? "" : strerror(-ret));
+	why = runopts_netns_why_not(fd);
+	if (why) {
+		util_fmt(err, err_len, "netns %s: %s", path, why);
 		close(fd);
 		return -EINVAL;
 	}

@@ -62,12 +62,20 @@ struct control_msg;
 void runopts_request(struct control_msg *m, const struct run_args *a);
 
 /*
- * The network namespace at path (a request's netns), opened by the client that sends the request
- * (sluice run's handoff, sluice attach, oci-hook): the descriptor goes with it (SCM_RIGHTS), so
- * that the daemon sets the run up in the namespace the client meant, whatever the path names by
- * the time the daemon reads it (daemon.c, check_netns). The descriptor, or -errno after saying
- * on stderr as cmd why not (no such file; not a network namespace).
+ * The network namespace at path (a --netns, a request's netns, the one a log names), opened: by
+ * the client that sends a request (sluice run's handoff, sluice attach, oci-hook), whose
+ * descriptor goes with it (SCM_RIGHTS), so that the daemon sets the run up in the namespace the
+ * client meant, whatever the path names by the time the daemon reads it (daemon.c,
+ * check_netns); by a standalone run's resolver and a resume. Every netns path is opened here:
+ * nothing but a file of nsfs is ever opened (a FIFO's open would block, a device's has effects
+ * of its own). The descriptor, or -errno with why not in err ("netns PATH: ...": no such file;
+ * not a namespace file; not a network namespace).
  */
-int runopts_open_netns(const char *cmd, const char *path);
+int runopts_open_netns(const char *path, char *err, size_t err_len);
+/*
+ * Why the descriptor fd is not a network namespace's (a descriptor a request carried), or NULL:
+ * it is. Asks nsfs's ioctl only of a file of nsfs.
+ */
+const char *runopts_netns_why_not(int fd);
 
 #endif /* SLUICE_RUNOPTS_H */
