@@ -78,9 +78,12 @@ static int check_below(const char *mnt, const char *path, char *why, size_t why_
 			 mnt);
 		return -EINVAL;
 	}
-	if (stat(path, &st) || !S_ISDIR(st.st_mode)) {
-		util_fmt(why, why_len, "cgroup %s: %s", path,
-			 errno ? strerror(errno) : "not a directory");
+	if (stat(path, &st)) {
+		util_fmt(why, why_len, "cgroup %s: %s", path, strerror(errno));
+		return -ENOENT;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		util_fmt(why, why_len, "cgroup %s: not a directory", path);
 		return -ENOENT;
 	}
 	return 0;
