@@ -46,7 +46,7 @@ base_pkgs=(make gcc clang-14 llvm-14 libelf-dev zlib1g-dev libyaml-dev libssl-de
 	iproute2 curl netcat-openbsd socat python3 perl dnsmasq-base bind9-dnsutils
 	musl-tools openssl python3-cryptography nftables liburing-dev
 	qemu-system-x86 busybox-static kmod xz-utils
-	runc podman docker.io rsyslog prometheus-node-exporter python3-yaml systemd util-linux
+	runc podman docker.io containerd rsyslog prometheus-node-exporter python3-yaml systemd util-linux
 	man-db groff-base chromium
 	nginx fcgiwrap tinyproxy git python3-setuptools python3-wheel python3-pip)
 bp_pkgs=(libbpf-dev bpftool)
