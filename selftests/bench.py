@@ -16,7 +16,10 @@ Workloads: hot (one destination, 10.202.0.1) and spread (cycling over the 4,096 
 10.202.0.0/20, each a /32 of the 10k and 100k policies and sets, so each lookup ends deep in
 the trie; the 10-CIDR policies hold the /20). Each round runs every variant once, in an order
 that rotates; figures are the median over rounds of each round's ratio to that round's none
-(median and p99), with the absolute medians, p99s and IRQ-work interrupts per connect.
+(median and p99), with the absolute medians, p99s and IRQ-work interrupts per connect. With
+--compare, also each run of this build against the other build's run of the same policy, round
+by round (the median of the per-round ratios, its quartiles, the rounds won): a before/after
+that the no-program variant's noise does not enter.
 
 Per packet on an established flow (issue 15: 60 ns over an empty program): a TCP connection from
 each run's cgroup (and from a cgroup with empty programs at the same hooks, selftests/bench/
@@ -434,6 +437,29 @@ class Bench:
                 rows.append(row)
         self.results["connect"] = rows
         self.results["connect_raw"] = raw
+        if a.compare:
+            self.results["connect_paired"] = self.paired(raw, a.sizes, a.compare_label)
+
+    @staticmethod
+    def paired(raw, sizes, label):
+        """This build against --compare's, round by round: each round's ratio of the two runs
+        of one policy, which the none variant's noise does not enter (the ratio of two ratios
+        to none does). The median over rounds, its quartiles, and the rounds this build won."""
+        out = []
+        for w in raw:
+            for n in sizes:
+                new, old = raw[w].get(f"sluice-{n}"), raw[w].get(f"{label}-{n}")
+                if not new or not old:
+                    continue
+                row = {"workload": w, "cidrs": n, "label": label}
+                for k in ("med", "p99", "close"):
+                    xs = sorted(x[k] / y[k] for x, y in zip(new, old))
+                    row[k] = {"median": statistics.median(xs), "q1": xs[len(xs) // 4],
+                              "q3": xs[(3 * len(xs)) // 4], "wins": sum(x < 1 for x in xs),
+                              "rounds": len(xs), "ns": statistics.median(x[k] for x in new),
+                              "ns_old": statistics.median(y[k] for y in old)}
+                out.append(row)
+        return out
 
     # -- per packet on an established flow --------------------------------------------------
     # Where a frame of a run's flow meets a program per packet, by the attach type of its link:
@@ -953,6 +979,18 @@ class Bench:
                            f"{r['p99_x']:.2f} | {r['close_x']:.2f} | {r['med_ns']:.0f} | "
                            f"{r['p99_ns']:.0f} | {r['close_ns']:.0f} | "
                            f"{r['iwi_per_connect']:.2f} | {r.get('rcu_per_connect', 0):.3f} |")
+            out.append("")
+        if R.get("connect_paired"):
+            label = R["connect_paired"][0]["label"]
+            out += [f"This build against {label}, round by round: the median over rounds of "
+                    f"each round's ratio this/{label} (quartiles; rounds this build was faster); "
+                    "ns: this build's median, then theirs", "",
+                    "| workload | CIDRs | connect | p99 | close |", "|---|---|---|---|---|"]
+            for r in R["connect_paired"]:
+                out.append(f"| {r['workload']} | {r['cidrs']} | " + " | ".join(
+                    f"{c['median']:.3f} ({c['q1']:.2f}-{c['q3']:.2f}; {c['wins']}/"
+                    f"{c['rounds']}) {c['ns']:.0f}/{c['ns_old']:.0f}"
+                    for c in (r["med"], r["p99"], r["close"])) + " |")
             out.append("")
         if "packets" in R:
             out += self.packets_markdown(R["packets"])
