@@ -91,6 +91,11 @@ enum sl_reason {
 					   kernel (pidfd_getfd failed), and the new policy allows it
 					   only with state the kernel must keep for it (the
 					   server-name check, its rule's caps): fail closed */
+	SL_REASON_FLOW_NO_STATE = 23, /* a connect() that would go ahead, whose flow's state the
+					 kernel would not keep (socket storage is charged to the
+					 socket's option memory, which the workload can fill up to
+					 net.core.optmem_max first): a flow that could be neither
+					 counted, capped nor recorded is refused */
 };
 
 /* Policy modes (struct sl_cfg's mode). */

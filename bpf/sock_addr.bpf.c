@@ -154,9 +154,10 @@ static __always_inline bool tls_expect_server_name(struct bpf_sock_addr *ctx,
  * Begin counting a flow that goes ahead: an allowed one, or a report-mode denial (marked with
  * its reason, and capped by no rule unless it was denied for its rule's host budget). A socket
  * connected again starts a new flow; the bytes of the old one are lost to the log (rare: a UDP
- * socket re-aimed), which is said in the README.
+ * socket re-aimed), which is said in the README. False when the kernel keeps no state for it
+ * (see SL_REASON_FLOW_NO_STATE): the caller refuses the flow.
  */
-static __always_inline void flow_start(struct bpf_sock_addr *ctx,
+static __always_inline bool flow_start(struct bpf_sock_addr *ctx,
 				       const struct sl_decision_event *ev, __u8 deny_reason,
 				       const struct sl_rule_caps *caps, __u64 now)
 {
@@ -164,7 +165,7 @@ static __always_inline void flow_start(struct bpf_sock_addr *ctx,
 					       BPF_SK_STORAGE_GET_F_CREATE);
 
 	if (!f)
-		return;
+		return false;
 	__builtin_memset(f, 0, sizeof(*f));
 	f->start_ns = now;
 	f->family = ev->family;
@@ -184,12 +185,13 @@ static __always_inline void flow_start(struct bpf_sock_addr *ctx,
 	 * the rule lets through packet by packet) is cut rather than left uncapped.
 	 */
 	if (deny_reason && deny_reason != SL_REASON_HOST_CAP)
-		return;
+		return true;
 	if (caps) {
 		f->max_req = caps->max_req;
 		f->max_resp = caps->max_resp;
 		f->totals = caps->max_total_req || caps->max_total_resp;
 	}
+	return true;
 }
 
 /* The rule's caps (NULL: none), looked up once per connect() for the budget and the flow. */
@@ -343,7 +345,19 @@ static __always_inline int finish(struct bpf_sock_addr *ctx, struct sl_decision_
 	    (ctx->protocol == IPPROTO_TCP || ctx->protocol == IPPROTO_UDP)) {
 		/* the flow starts when its decision is recorded: one clock read for both */
 		now = bpf_ktime_get_boot_ns();
-		flow_start(ctx, ev, deny ? v->reason : 0, caps, now);
+		/*
+		 * No state for the flow: it would go uncounted, uncapped and unrecorded. Refused
+		 * as the policy's denials are; in report mode it goes ahead, on record as such,
+		 * unless the evidence must be whole (strict evidence: its flow line could not be).
+		 */
+		if (!flow_start(ctx, ev, deny ? v->reason : 0, caps, now)) {
+			set_verdict(v, SL_VERDICT_DENY, SL_REASON_FLOW_NO_STATE, v->rule_id);
+			deny = true;
+			enforce = cfg_enforcing() || sl_cfg.strict;
+			ev->verdict = v->verdict;
+			ev->reason = v->reason;
+			ev->enforced = enforce;
+		}
 	}
 
 	if (deny || !is_sendmsg || !sendmsg_allow_already_recorded(ctx, ev)) {

@@ -16,7 +16,10 @@ Workloads: hot (one destination, 10.202.0.1) and spread (cycling over the 4,096 
 10.202.0.0/20, each a /32 of the 10k and 100k policies and sets, so each lookup ends deep in
 the trie; the 10-CIDR policies hold the /20). Each round runs every variant once, in an order
 that rotates; figures are the median over rounds of each round's ratio to that round's none
-(median and p99), with the absolute medians, p99s and IRQ-work interrupts per connect.
+(median and p99), with the absolute medians, p99s and IRQ-work interrupts per connect. With
+--compare, also each run of this build against the other build's run of the same policy, round
+by round (the median of the per-round ratios, its quartiles, the rounds won): a before/after
+that the no-program variant's noise does not enter.
 
 Per packet on an established flow (issue 15: 60 ns over an empty program): a TCP connection from
 each run's cgroup (and from a cgroup with empty programs at the same hooks, selftests/bench/
@@ -32,6 +35,11 @@ each program's instruction count, the signed pipeline (records/s and the writer'
 from /proc/PID/task/*/schedstat, loss; then again with the writer stopped while the records are
 sent, so that it drains them with no wait: the writer alone), and replace-policy between two 100k-CIDR policies on a
 live run with a process connecting throughout (no connect may fail).
+
+--connect-programs: where connect() and close() go, program by program: the table's workloads
+from each run's cgroup (and from one with the empty programs), the kernel's run-time statistics
+on; per program its runs and ns per connect (the handshake's packets, the host side's, close()'s
+release included).
 
 --verifier-only: no namespace, no run: each program's verification by the kernel (instructions
 processed, peak states, the verifier's own time) as sl_verifier loads the built objects, and a
@@ -434,6 +442,29 @@ class Bench:
                 rows.append(row)
         self.results["connect"] = rows
         self.results["connect_raw"] = raw
+        if a.compare:
+            self.results["connect_paired"] = self.paired(raw, a.sizes, a.compare_label)
+
+    @staticmethod
+    def paired(raw, sizes, label):
+        """This build against --compare's, round by round: each round's ratio of the two runs
+        of one policy, which the none variant's noise does not enter (the ratio of two ratios
+        to none does). The median over rounds, its quartiles, and the rounds this build won."""
+        out = []
+        for w in raw:
+            for n in sizes:
+                new, old = raw[w].get(f"sluice-{n}"), raw[w].get(f"{label}-{n}")
+                if not new or not old:
+                    continue
+                row = {"workload": w, "cidrs": n, "label": label}
+                for k in ("med", "p99", "close"):
+                    xs = sorted(x[k] / y[k] for x, y in zip(new, old))
+                    row[k] = {"median": statistics.median(xs), "q1": xs[len(xs) // 4],
+                              "q3": xs[(3 * len(xs)) // 4], "wins": sum(x < 1 for x in xs),
+                              "rounds": len(xs), "ns": statistics.median(x[k] for x in new),
+                              "ns_old": statistics.median(y[k] for y in old)}
+                out.append(row)
+        return out
 
     # -- per packet on an established flow --------------------------------------------------
     # Where a frame of a run's flow meets a program per packet, by the attach type of its link:
@@ -556,6 +587,78 @@ class Bench:
                 f"{row['egress_over_empty_ns']:.0f} over empty; in "
                 f"{row['ingress_ns']:.0f}, {row['ingress_over_empty_ns']:.0f} over empty")
         return res
+
+    def connect_programs(self, runs):
+        """Where a connect() and close() go in a run's programs: the table's workloads (hot,
+        spread; a.connects each) from each run's cgroup and from a cgroup with the empty
+        programs (empty_up: what the statistics and the call cost a run at the per-packet
+        hooks), a.rounds interleaved rounds, the kernel's run-time statistics on (BpfStats).
+        Per program: runs per connect, ns per run, ns per connect (its run time over the
+        round's connects, close()'s sock_release and the handshake's packets included); medians
+        over rounds. Each run carries the statistics' two clock reads (the empty programs'
+        figure). runs: {label: a sluice_up variant}."""
+        a = self.a
+        variants = {"empty": self.empty_up()}
+        for label, v in runs.items():
+            progs = self.run_programs(v["run_id"])
+            variants[label] = dict(v, progs={i: self.HOOKS.get(h, h) for i, h in progs.items()})
+        names = list(variants)
+        raw = {w: {v: [] for v in names} for w in ("hot", "spread")}
+        say(f"programs per connect: {a.rounds} rounds x {a.connects} connects per variant and "
+            f"workload, {len(names)} variants")
+        with BpfStats():
+            for r in range(a.rounds):
+                for w in ("hot", "spread"):
+                    for v in names[r % len(names):] + names[:r % len(names)]:
+                        var = variants[v]
+                        c0 = self.prog_counters(var["progs"])
+                        got = self.connects(var, w == "spread")
+                        c1 = self.prog_counters(var["progs"])
+                        progs = {name: {"hook": var["progs"][i], "runs": cnt - c0[i][1],
+                                        "ns": ns - c0[i][2]}
+                                 for i, (name, cnt, ns) in c1.items() if cnt > c0[i][1]}
+                        raw[w][v].append({"connect_ns": got["med"], "close_ns": got["close"],
+                                          "progs": progs})
+                say(f"round {r + 1}/{a.rounds} done")
+        rows = []
+        for w in raw:
+            for v in names:
+                rs = raw[w][v]
+                n = a.connects
+                row = {"workload": w, "variant": v,
+                       "connect_ns": statistics.median(x["connect_ns"] for x in rs),
+                       "close_ns": statistics.median(x["close_ns"] for x in rs),
+                       "all_ns_per_connect": statistics.median(
+                           sum(p["ns"] for p in x["progs"].values()) / n for x in rs),
+                       "programs": {}}
+                for name in sorted({k for x in rs for k in x["progs"]}):
+                    ps = [x["progs"][name] for x in rs if name in x["progs"]]
+                    row["programs"][name] = {
+                        "hook": ps[0]["hook"],
+                        "runs_per_connect": statistics.median(p["runs"] / n for p in ps),
+                        "ns_per_run": statistics.median(p["ns"] / p["runs"] for p in ps),
+                        "ns_per_connect": statistics.median(p["ns"] / n for p in ps)}
+                rows.append(row)
+        return {"rounds": a.rounds, "connects": a.connects, "rows": rows, "raw": raw}
+
+    @staticmethod
+    def connect_programs_markdown(C):
+        out = [f"Programs per connect(): {C['rounds']} interleaved rounds x {C['connects']} "
+               "connect()+close() per variant and workload, the kernel's BPF run-time statistics "
+               "on (each run carries their two clock reads: the empty programs' ns per run). "
+               "ns per connect: a program's run time over the round's connects (the handshake's "
+               "packets and close()'s release included); medians over rounds.", "",
+               "| workload | variant | program | hook | runs per connect | ns per run | "
+               "ns per connect |", "|---|---|---|---|---|---|---|"]
+        for r in C["rows"]:
+            for name, p in r["programs"].items():
+                out.append(f"| {r['workload']} | {r['variant']} | {name} | {p['hook']} | "
+                           f"{p['runs_per_connect']:.2f} | {p['ns_per_run']:.0f} | "
+                           f"{p['ns_per_connect']:.0f} |")
+            out.append(f"| {r['workload']} | {r['variant']} | all | | | | "
+                       f"{r['all_ns_per_connect']:.0f} (connect {r['connect_ns']:.0f}, close "
+                       f"{r['close_ns']:.0f}) |")
+        return out + [""]
 
     @staticmethod
     def bpftool_json(*args):
@@ -954,8 +1057,22 @@ class Bench:
                            f"{r['p99_ns']:.0f} | {r['close_ns']:.0f} | "
                            f"{r['iwi_per_connect']:.2f} | {r.get('rcu_per_connect', 0):.3f} |")
             out.append("")
+        if R.get("connect_paired"):
+            label = R["connect_paired"][0]["label"]
+            out += [f"This build against {label}, round by round: the median over rounds of "
+                    f"each round's ratio this/{label} (quartiles; rounds this build was faster); "
+                    "ns: this build's median, then theirs", "",
+                    "| workload | CIDRs | connect | p99 | close |", "|---|---|---|---|---|"]
+            for r in R["connect_paired"]:
+                out.append(f"| {r['workload']} | {r['cidrs']} | " + " | ".join(
+                    f"{c['median']:.3f} ({c['q1']:.2f}-{c['q3']:.2f}; {c['wins']}/"
+                    f"{c['rounds']}) {c['ns']:.0f}/{c['ns_old']:.0f}"
+                    for c in (r["med"], r["p99"], r["close"])) + " |")
+            out.append("")
         if "packets" in R:
             out += self.packets_markdown(R["packets"])
+        if "connect_programs" in R:
+            out += self.connect_programs_markdown(R["connect_programs"])
         if "connect" in R or "packets" in R:
             out += self.targets(R)
         if "memory" in R:
@@ -1057,6 +1174,13 @@ class Bench:
                 if a.compare:
                     self.compare_runs[n] = self.sluice_up(n, a.compare, "cmp")
             self.results["packets"] = self.packets(self.packet_runs())
+            return self.write_results()
+        if a.connect_programs:
+            for n in a.sizes:
+                self.runs[n] = self.sluice_up(n)
+                if a.compare:
+                    self.compare_runs[n] = self.sluice_up(n, a.compare, "cmp")
+            self.results["connect_programs"] = self.connect_programs(self.packet_runs())
             return self.write_results()
         if a.attach_only:
             self.results["attach"] = self.attaches(a.starts)
@@ -1260,6 +1384,10 @@ def main():
     ap.add_argument("--packets", default=100000, type=int,
                     help="per packet: writes per variant and round (a packet each)")
     ap.add_argument("--packet-size", default=64, type=int, help="per packet: bytes per write")
+    ap.add_argument("--connect-programs", action="store_true",
+                    help="only where connect()+close() go in the runs' programs: a run per "
+                    "--sizes (--compare's too) and the empty programs, the table's workloads, "
+                    "--rounds interleaved rounds, the kernel's BPF run-time statistics on")
     ap.add_argument("--packets-only", action="store_true",
                     help="only the per-packet figure: a run per --sizes (--compare's too) and "
                     "the empty programs, --rounds interleaved rounds")
@@ -1300,7 +1428,8 @@ def main():
         if not os.access(t, mode):
             print(f"{t} not built (make)", file=sys.stderr)
             sys.exit(2)
-    table = not (a.pipeline_only or a.startup_only or a.packets_only or a.attach_only)
+    table = not (a.pipeline_only or a.startup_only or a.packets_only or a.attach_only or
+                 a.connect_programs)
     for t in ([] if a.no_nft or not table else ["nft"]) + \
             ([] if a.no_proxy or not table else ["tinyproxy"]) + \
             ["bpftool", "nsenter", "unshare"]:

@@ -163,6 +163,55 @@ request_cap "P20 request cap" cap-req
 request_cap "P20 request cap, the socket destroyed through sock_diag" cap-req-diag \
 	SLUICE_SELFTEST_NO_BPF_DESTROY=1
 
+# P29: a flow's state in the kernel (its socket storage) is charged to the socket's option
+# memory, which the workload can fill first (net.core.optmem_max) with TCP-MD5 keys for peers it
+# never meets: the connect() must be refused and say why, never let through uncounted, uncapped
+# and unrecorded (it was: the whole upload passed the cap, and the log had no flow line). In
+# report mode it goes ahead, on record as a denial not enforced.
+# omem_full LABEL MODE EXPECT: that connect() and an upload past the cap, sluice run in MODE;
+# EXPECT: what the client says (refused ERRNO, or sent).
+omem_full() {
+	local label=$1 mode=$2 expect=$3 log=$SL_TMP/cap-omem-$2.jsonl what keys errno sink_bytes
+	sluice_run "$capped" "$log" --mode "$mode" -- "${RUN_EXEC[@]}" python3 -c "
+import socket, struct
+s = socket.socket()
+keys = 0
+for i in range(65536):
+    peer = struct.pack('=HH4s', socket.AF_INET, 0, bytes([10, 99, i >> 8, i & 255])) + bytes(120)
+    try:  # TCP_MD5SIG (14): struct tcp_md5sig, a one-byte key
+        s.setsockopt(socket.IPPROTO_TCP, 14, peer + struct.pack('=BBHI', 0, 0, 1, 0) + b'k' +
+                     bytes(79))
+    except OSError:
+        break
+    keys += 1
+s.settimeout(5)
+try:
+    s.connect(('198.51.100.10', 8080))
+    s.sendall(b'x' * 100000)
+    print('sent', keys)
+except OSError as e:
+    print('refused', keys, e.errno)
+"
+	read -r what keys errno <"$SL_OUT"
+	if [[ ${keys:-0} -lt 10 ]]; then
+		tap_skip "$label: the socket's option memory filled first" \
+			"TCP-MD5 keys cannot be set here (no CONFIG_TCP_MD5SIG?)"
+		return
+	fi
+	tap_is "$label: option memory filled first ($keys TCP-MD5 keys): the client" \
+		"$what${errno:+ $errno}" "$expect" || sluice_diag "$log"
+	tap_cmp "$label: … a denial for want of the flow's state, naming the rule that allows it" \
+		"$(log_count "$log" type=decision hook=connect4 decision=deny \
+			enforced="$([[ $mode == enforce ]] && echo true || echo false)" \
+			reason=flow_no_state rule=upload-cap dst=198.51.100.10)" -eq 1
+	sink_bytes=$(tail -n +"$((SL_SINK_MARK + 1))" "$SL_INET_LOG" |
+		awk '$1 == "tcp" && $2 == "198.51.100.10" && $3 == 8080 { print $5 }')
+	[[ $mode == enforce ]] && tap_is "$label: … nothing reached the test host" "${sink_bytes:-0}" 0
+	assert_no_leftovers "$label: nothing left"
+}
+omem_full "P29" enforce "refused 1"
+omem_full "P29 report mode" report sent
+
 # A cut flow whose socket is gone before sluice gets to end it: its line must not say it was
 # destroyed. The client stops sluice (its parent), sends past the cap, resets its socket
 # (SO_LINGER 0: closed at once), then lets sluice go on.

@@ -45,6 +45,7 @@ static const char *const reason_names[] = {
 	[SL_REASON_PREEXISTING_UNNAMED] = "preexisting_unnamed",
 	[SL_REASON_SNI_UNCHECKED] = "sni_unchecked",
 	[SL_REASON_FLOW_UNREADABLE] = "flow_unreadable",
+	[SL_REASON_FLOW_NO_STATE] = "flow_no_state",
 };
 
 const char *decision_reason_name(unsigned int reason)
@@ -136,6 +137,22 @@ static bool sni_unchecked_by_backstop(const struct sl_decision_event *ev)
 	       ev->verdict == SL_VERDICT_DENY;
 }
 
+/*
+ * A connect() that would have gone ahead, refused because the kernel kept no state for its flow
+ * (bpf/sock_addr.bpf.c finish). rule_id: the rule that would have allowed it (0: the default).
+ */
+static bool flow_no_state_at_connect(const struct sl_decision_event *ev)
+{
+	return ev->reason == SL_REASON_FLOW_NO_STATE && ev->verdict == SL_VERDICT_DENY &&
+	       (ev->hook == SL_HOOK_CONNECT4 || ev->hook == SL_HOOK_CONNECT6);
+}
+
+/* Refusals that name the rule that would have allowed what they refused, if a rule would. */
+static bool names_rule_it_refused(const struct sl_decision_event *ev)
+{
+	return ev->reason == SL_REASON_LOG_UNWRITABLE || flow_no_state_at_connect(ev);
+}
+
 int decision_view_init(struct decision_view *v, const struct sl_decision_event *ev,
 		       const struct policy *p)
 {
@@ -146,7 +163,7 @@ int decision_view_init(struct decision_view *v, const struct sl_decision_event *
 	    (ev->verdict != SL_VERDICT_ALLOW && ev->verdict != SL_VERDICT_DENY) ||
 	    ev->reason < SL_REASON_RULE ||
 	    (ev->reason > SL_REASON_HOST_CAP && ev->reason != SL_REASON_LOG_UNWRITABLE &&
-	     !sni_unchecked_by_backstop(ev)))
+	     !sni_unchecked_by_backstop(ev) && !flow_no_state_at_connect(ev)))
 		return -EINVAL;
 	/* the egress program also judges destinations (the backstop); tc sees non-IP frames */
 	if (ev->hook == SL_HOOK_SOCK_CREATE || ev->hook == SL_HOOK_SETSOCKOPT ||
@@ -159,8 +176,9 @@ int decision_view_init(struct decision_view *v, const struct sl_decision_event *
 	     ev->reason == SL_REASON_SNI_UNCHECKED) &&
 	    (ev->rule_id == SL_RULE_DEFAULT || ev->rule_id > p->n_rules))
 		return -EINVAL;
-	/* refused while the log could not be written: the rule that would have allowed it */
-	if (ev->reason == SL_REASON_LOG_UNWRITABLE && ev->rule_id > p->n_rules)
+	/* refused while the log could not be written, or without state: the rule that would
+	 * have allowed it */
+	if (names_rule_it_refused(ev) && ev->rule_id > p->n_rules)
 		return -EINVAL;
 
 	/* dst_port is for the stderr notice of a denial: an allow (the hot path) needs none */
@@ -195,7 +213,7 @@ int decision_view_init(struct decision_view *v, const struct sl_decision_event *
 
 	if (ev->reason == SL_REASON_RULE || ev->reason == SL_REASON_HOST_CAP ||
 	    ev->reason == SL_REASON_SNI_UNCHECKED ||
-	    (ev->reason == SL_REASON_LOG_UNWRITABLE && ev->rule_id))
+	    (names_rule_it_refused(ev) && ev->rule_id))
 		policy_rule_id_name(p, ev->rule_id, v->rule, sizeof(v->rule));
 	else if (ev->reason == SL_REASON_BLACKHOLE)
 		util_copy(v->rule, sizeof(v->rule), "blackhole");
