@@ -720,7 +720,8 @@ class Bench:
         number the log has no line for: loss_ranges' missing) and the writer's CPU per record
         (schedstat: the main thread, and the others: the sync thread, the resolver). The log is
         read from its end only (a minute at 500k/s is about 13 GB) and removed after."""
-        v = self.flood_run(self.a.flood_ringbuf_kib if not rate else self.a.ringbuf_kib, binary)
+        v = self.flood_run(self.a.flood_ringbuf_kib if not rate else self.a.ringbuf_kib, binary,
+                           self.a.feed_log_dir)
         p, log = v["proc"], v["log"]
         if not rate:
             os.kill(p.pid, signal.SIGSTOP)
@@ -740,6 +741,7 @@ class Bench:
             time.sleep(0.002)
         c1 = sched_threads(p.pid)
         self.stop(p)
+        log_bytes = os.path.getsize(log)
         with open(log, "rb") as f:
             f.seek(max(0, os.path.getsize(log) - 65536))
             tail = [json.loads(x) for x in f.read().split(b"\n")[1:] if x.startswith(b"{")]
@@ -762,6 +764,7 @@ class Bench:
                 "writer_cpu_ns_per_record": (writer + others) / max(logged, 1),
                 "writer_thread_ns_per_record": writer / max(logged, 1),
                 "other_threads_ns_per_record": others / max(logged, 1),
+                "log_bytes_per_record": log_bytes / max(logged, 1),
                 "binary": binary}
 
     def writer_only(self):
@@ -786,12 +789,12 @@ class Bench:
                        w["lost"] == 0 and w["missing"] == 0, w["missing"], 0)
         return self.write_results()
 
-    def flood_run(self, ringbuf_kib, binary=SLUICE):
+    def flood_run(self, ringbuf_kib, binary=SLUICE, log_dir=None):
         self.nflood = getattr(self, "nflood", 0) + 1
         ns = self.client(f"fl{self.nflood}")
         pol, _ = self.policy(10, name="flood")
         rid = f"bench-{ID}-flood{self.nflood}"
-        cgf, log = f"{self.tmp}/cg-{rid}", f"{self.tmp}/{rid}.jsonl"
+        cgf, log = f"{self.tmp}/cg-{rid}", f"{log_dir or self.tmp}/{rid}.jsonl"
         p = self.bg([binary, "run", "--policy", pol, "--run-id", rid, "--log", log, "--netns",
                      f"/run/netns/{ns}", "--allow-root", "--ringbuf-kib", ringbuf_kib, "--",
                      "sh", "-c", 'cat /proc/self/cgroup >"$1.t" && mv "$1.t" "$1" && '
@@ -1119,7 +1122,8 @@ class Bench:
                        f"{w['writer_thread_ns_per_record']:.0f}, other threads "
                        f"{w['other_threads_ns_per_record']:.0f}), "
                        f"{w['rate'] * w['writer_cpu_ns_per_record'] / 1e9:.2f} CPUs at that "
-                       f"rate")
+                       f"rate; {w['log_bytes_per_record']:.0f} bytes of log per record, "
+                       f"{w['rate'] * w['log_bytes_per_record'] / 1e6:.0f} MB/s to disk")
         if "pipeline" in R and "send_ns_per_record" in R["pipeline"]:
             p = R["pipeline"]
             rate = 1e9 / max(p["send_ns_per_record"], 1)
@@ -1384,6 +1388,9 @@ def main():
                     help="the writer fed paced: records per second (issue 15: 500k)")
     ap.add_argument("--feed-secs", default=60, type=int,
                     help="... for this many seconds (issue 15: 60; 0: not at all)")
+    ap.add_argument("--feed-log-dir", metavar="DIR",
+                    help="the fed writer's log there (a tmpfs: the writer without the disk; "
+                    "default: bench.py's temporary directory)")
     ap.add_argument("--stop-writer", action="store_true",
                     help="pipeline: the writer stopped while the flood is sent (what a writer "
                     "that falls behind costs the sender)")
