@@ -62,8 +62,9 @@ struct journal_opts {
 	bool keep_plain;
 	int export_fd;			/* checkpoints are written here too; -1: nowhere */
 	/*
-	 * Called (with the journal's lock held, from whichever thread wrote) the moment the log
-	 * fails: a write or sync error, ENOSPC included. NULL: nobody is told.
+	 * Called (with the journal's lock held, from whichever thread wrote, or the sync thread
+	 * for a failed sync) the moment the log fails: a write or sync error, ENOSPC included.
+	 * NULL: nobody is told.
 	 */
 	void (*on_fail)(int err, void *ctx);
 	void *fail_ctx;
