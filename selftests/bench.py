@@ -732,13 +732,27 @@ class Bench:
         fed, feed_lost, feed_ns, feed_cpu = int(out[1]), int(out[3]), int(out[4]), int(out[5])
         if not rate:
             os.kill(p.pid, signal.SIGCONT)
-        # drained: the log has stopped growing (the last growth is when the writer was done)
-        size, t_last = -1, time.monotonic()
-        while time.monotonic() - t_last < 0.5 and time.monotonic() - t_fed < 300:
-            s = os.stat(log).st_size
-            if s != size:
-                size, t_last = s, time.monotonic()
-            time.sleep(0.002)
+        if not rate:
+            # drained: every record has its line (counted as they come)
+            seen, tail, t_last = 0, b"", time.monotonic()
+            with open(log, "rb") as f:
+                while seen < fed and time.monotonic() - t_fed < 300:
+                    data = f.read()
+                    if not data:
+                        time.sleep(0.002)
+                        continue
+                    t_last = time.monotonic()
+                    lines = (tail + data).split(b"\n")
+                    tail = lines.pop()
+                    seen += sum(1 for x in lines if b'"decision":"allow"' in x)
+        else:
+            # paced: the log has stopped growing for 2 s (a writer that fell behind is done)
+            size, t_last = -1, time.monotonic()
+            while time.monotonic() - t_last < 2 and time.monotonic() - t_fed < 600:
+                s = os.stat(log).st_size
+                if s != size:
+                    size, t_last = s, time.monotonic()
+                time.sleep(0.01)
         c1 = sched_threads(p.pid)
         self.stop(p)
         log_bytes = os.path.getsize(log)
