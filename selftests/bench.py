@@ -652,8 +652,9 @@ class Bench:
         forced wake-ups cost the sender), loss.
 
         The process's CPU is every thread's: the writer's (the run's main thread: ring buffer
-        reader, rendering, chain and tree hashes, write and the checkpoints' fdatasync, and its
-        loop's per-wake-up calls) and the others' (resolver, compressor), given apart. While the
+        reader, rendering, chain and tree hashes, write, and its loop's per-wake-up calls) and
+        the others' (the sync thread's fdatasync and note copies, resolver, compressor), given
+        apart. While the
         sender is slower than the writer, each wake-up finds a few records and its fixed cost
         is shared by few: stopped (--stop-writer) holds the writer (SIGSTOP) while all records
         are sent, so it then drains a full ring with no wait: its CPU per record and drain rate
