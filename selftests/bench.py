@@ -760,8 +760,10 @@ class Bench:
         with open(log, "rb") as f:
             f.seek(max(0, os.path.getsize(log) - 65536))
             tail = [json.loads(x) for x in f.read().split(b"\n")[1:] if x.startswith(b"{")]
-        end = next(r for r in reversed(tail) if r.get("type") == "run_end")
+        end = next((r for r in reversed(tail) if r.get("type") == "run_end"), None)
         ranges = next((r for r in reversed(tail) if r.get("type") == "loss_ranges"), {})
+        if end is None:
+            raise SetupError(f"{log}: no run_end in its last 64 KiB (the fed run did not end)")
         for f in (log, f"{log}.checkpoints"):
             if os.path.exists(f):
                 os.remove(f)
