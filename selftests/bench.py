@@ -757,16 +757,18 @@ class Bench:
         c1 = sched_threads(p.pid)
         self.stop(p)
         log_bytes = os.path.getsize(log)
-        with open(log, "rb") as f:
-            f.seek(max(0, os.path.getsize(log) - 65536))
-            tail = [json.loads(x) for x in f.read().split(b"\n")[1:] if x.startswith(b"{")]
+        try:
+            with open(log, "rb") as f:
+                f.seek(max(0, log_bytes - 65536))
+                tail = [json.loads(x) for x in f.read().split(b"\n")[1:] if x.startswith(b"{")]
+        finally:
+            for f in (log, f"{log}.checkpoints"):  # gigabytes: gone at once, whatever happened
+                if os.path.exists(f):
+                    os.remove(f)
         end = next((r for r in reversed(tail) if r.get("type") == "run_end"), None)
         ranges = next((r for r in reversed(tail) if r.get("type") == "loss_ranges"), {})
         if end is None:
             raise SetupError(f"{log}: no run_end in its last 64 KiB (the fed run did not end)")
-        for f in (log, f"{log}.checkpoints"):
-            if os.path.exists(f):
-                os.remove(f)
         writer = c1.get(p.pid, 0) - c0.get(p.pid, 0)
         others = sum(c1.values()) - sum(c0.values()) - writer
         # every record took a kernel sequence number: those without a line are loss_ranges'
