@@ -55,10 +55,14 @@ endif
 .SECONDARY: $(BPF_OBJS) $(SKELS) $(PROGRUN_OBJS) $(PROGRUN_SKELS)
 .PHONY: all deps test vmtest config-check demo bench bench-quick e2e probes install clean vmlinux fuzz
 
-# make bench's empty programs, the per-packet figure's baseline (selftests/bench.py)
+# make bench's empty programs, the per-packet figure's baseline, and its record source for the
+# writer alone (selftests/bench.py)
 BENCH_EMPTY := $(OUTPUT)/selftests/sl_empty.bpf.o
+BENCH_FEED := $(OUTPUT)/selftests/sl_feed.bpf.o
+# test_journal.sh's failing disk: an LD_PRELOAD shim whose fdatasync fails with EIO
+FAILSYNC := $(OUTPUT)/selftests/sl_failsync.so
 
-all: $(OUTPUT)/sluice $(TOOLS) $(UNIT_TESTS) $(PROGRUN) $(BENCH_EMPTY)
+all: $(OUTPUT)/sluice $(TOOLS) $(UNIT_TESTS) $(PROGRUN) $(BENCH_EMPTY) $(BENCH_FEED) $(FAILSYNC)
 
 deps:
 	$(Q)bash .ci/deps.sh
@@ -120,6 +124,19 @@ $(OUTPUT)/selftests/sl_verifier: selftests/tools/sl_verifier.c | $(OUTPUT)/selft
 $(BENCH_EMPTY): selftests/bench/sl_empty.bpf.c vmlinux/$(ARCH)/vmlinux.h | $(OUTPUT)/selftests
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BENCH_FEED): selftests/bench/sl_feed.bpf.c bpf/sluice.h vmlinux/$(ARCH)/vmlinux.h | $(OUTPUT)/selftests
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(FAILSYNC): selftests/preload/sl_failsync.c | $(OUTPUT)/selftests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -shared -fPIC $< -ldl -o $@
+
+# the writer's record source (bench.py): libbpf, as sluice loads its programs
+$(OUTPUT)/selftests/sl_feed: selftests/tools/sl_feed.c bpf/sluice.h | $(OUTPUT)/selftests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $< -lbpf -lelf -lz -o $@
 
 $(OUTPUT)/selftests/sl_resolve_musl: selftests/tools/sl_resolve.c | $(OUTPUT)/selftests
 	$(call msg,MUSL-CC,$@)

@@ -33,8 +33,15 @@ every map the run's programs and pins hold, plus the writer's RSS; fresh, and at
 learned-address map filled; the writer's anonymous memory too),
 each program's instruction count, the signed pipeline (records/s and the writer's CPU per record
 from /proc/PID/task/*/schedstat, loss; then again with the writer stopped while the records are
-sent, so that it drains them with no wait: the writer alone), and replace-policy between two 100k-CIDR policies on a
-live run with a process connecting throughout (no connect may fail).
+sent, so that it drains them with no wait: the writer alone), the writer fed with no sender at
+all (sl_feed: allow records put into the run's ring buffer by a program run with
+BPF_PROG_TEST_RUN, selftests/bench/sl_feed.bpf.c): drained from a stopped writer, then paced at
+issue 15's 500k records/s for 60 s into the run's default ring (records without a line: none
+may be), and replace-policy between two 100k-CIDR policies on a live run with a process
+connecting throughout (no connect may fail).
+
+--writer-only: only the writer fed by sl_feed, drained --rounds times (3) for this build and,
+with --compare, another's (before/after, interleaved), then paced (--feed-rate, --feed-secs).
 
 --connect-programs: where connect() and close() go, program by program: the table's workloads
 from each run's cgroup (and from one with the empty programs), the kernel's run-time statistics
@@ -71,6 +78,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SLUICE = os.environ.get("SLUICE", f"{REPO}/.output/sluice")
 TOOLS = os.environ.get("SL_TOOLS", f"{REPO}/.output/selftests")
 BENCH = f"{TOOLS}/sl_bench"
+FEED, FEED_OBJ = f"{TOOLS}/sl_feed", f"{TOOLS}/sl_feed.bpf.o"  # the writer's record source
 BUDGETS = os.environ.get("BENCH_BUDGETS", f"{REPO}/selftests/bench-budgets.txt")
 
 sys.path.insert(0, f"{REPO}/selftests/tools")
@@ -88,6 +96,14 @@ ID = os.getpid()
 
 class SetupError(Exception):
     pass
+
+
+class Terminated(BaseException):
+    """SIGTERM: bench.py ends the way it ends on Ctrl-C, through its cleanup."""
+
+
+def on_sigterm(signum, frame):
+    raise Terminated()
 
 
 def run(*cmd, check=True, capture=True, timeout=600, **kw):
@@ -739,8 +755,9 @@ class Bench:
         forced wake-ups cost the sender), loss.
 
         The process's CPU is every thread's: the writer's (the run's main thread: ring buffer
-        reader, rendering, chain and tree hashes, write and the checkpoints' fdatasync, and its
-        loop's per-wake-up calls) and the others' (resolver, compressor), given apart. While the
+        reader, rendering, chain and tree hashes, write, and its loop's per-wake-up calls) and
+        the others' (the sync thread's fdatasync and note copies, resolver, compressor), given
+        apart. While the
         sender is slower than the writer, each wake-up finds a few records and its fixed cost
         is shared by few: stopped (--stop-writer) holds the writer (SIGSTOP) while all records
         are sent, so it then drains a full ring with no wait: its CPU per record and drain rate
@@ -795,12 +812,111 @@ class Bench:
             out["drain_records_per_s"] = got / max(t1 - t_sent, 1e-9)
         return out
 
-    def flood_run(self, ringbuf_kib, binary=SLUICE):
+    # -- the writer alone, fed by sl_feed --------------------------------------------------
+    def writer_feed(self, rate, amount, binary=SLUICE):
+        """The writer of a fresh 10-CIDR run (binary), fed allow records straight into its ring
+        buffer by sl_feed (selftests/bench/sl_feed.bpf.c, run with BPF_PROG_TEST_RUN: no
+        socket, so no sender's ceiling; the writer, sluice run itself, reads them as it reads a
+        workload's). rate 0: amount records put in while the writer is stopped (SIGSTOP), in a
+        ring with room for them all, then drained: the writer's drain rate and CPU per record.
+        rate > 0: amount seconds at rate records/s into a ring of the run's default size, the
+        writer running: records lost (sl_feed's failed reservations, and every kernel sequence
+        number the log has no line for: loss_ranges' missing) and the writer's CPU per record
+        (schedstat: the main thread, and the others: the sync thread, the resolver). The log is
+        read from its end only (a minute at 500k/s is about 13 GB) and removed after."""
+        v = self.flood_run(self.a.flood_ringbuf_kib if not rate else self.a.ringbuf_kib, binary,
+                           self.a.feed_log_dir)
+        p, log = v["proc"], v["log"]
+        if not rate:
+            os.kill(p.pid, signal.SIGSTOP)
+        c0 = sched_threads(p.pid)
+        out = run(FEED, FEED_OBJ, f"{BPFFS}/sluice/{v['run_id']}", rate, amount,
+                  timeout=amount + 600 if rate else 600).stdout.split()
+        t_fed = time.monotonic()
+        fed, feed_lost, feed_ns, feed_cpu = int(out[1]), int(out[3]), int(out[4]), int(out[5])
+        if not rate:
+            os.kill(p.pid, signal.SIGCONT)
+        if not rate:
+            # drained: every record has its line (counted as they come)
+            seen, tail, t_last = 0, b"", time.monotonic()
+            with open(log, "rb") as f:
+                while seen < fed and time.monotonic() - t_fed < 300:
+                    data = f.read()
+                    if not data:
+                        time.sleep(0.002)
+                        continue
+                    t_last = time.monotonic()
+                    lines = (tail + data).split(b"\n")
+                    tail = lines.pop()
+                    seen += sum(1 for x in lines if b'"decision":"allow"' in x)
+        else:
+            # paced: the log has stopped growing for 2 s (a writer that fell behind is done)
+            size, t_last = -1, time.monotonic()
+            while time.monotonic() - t_last < 2 and time.monotonic() - t_fed < 600:
+                s = os.stat(log).st_size
+                if s != size:
+                    size, t_last = s, time.monotonic()
+                time.sleep(0.01)
+        c1 = sched_threads(p.pid)
+        self.stop(p)
+        log_bytes = os.path.getsize(log)
+        try:
+            with open(log, "rb") as f:
+                f.seek(max(0, log_bytes - 65536))
+                tail = [json.loads(x) for x in f.read().split(b"\n")[1:] if x.startswith(b"{")]
+        finally:
+            for f in (log, f"{log}.checkpoints"):  # gigabytes: gone at once, whatever happened
+                if os.path.exists(f):
+                    os.remove(f)
+        end = next((r for r in reversed(tail) if r.get("type") == "run_end"), None)
+        ranges = next((r for r in reversed(tail) if r.get("type") == "loss_ranges"), {})
+        if end is None:
+            raise SetupError(f"{log}: no run_end in its last 64 KiB (the fed run did not end)")
+        writer = c1.get(p.pid, 0) - c0.get(p.pid, 0)
+        others = sum(c1.values()) - sum(c0.values()) - writer
+        # every record took a kernel sequence number: those without a line are loss_ranges'
+        # missing (the ring full, sl_feed's lost, or a line the writer never wrote)
+        sent, missing = fed + feed_lost, ranges.get("missing", 0)
+        logged = sent - missing
+        return {"rate": rate, "records": sent, "feed_lost": feed_lost, "missing": missing,
+                "lost": end["lost"] + feed_lost, "logged": logged,
+                "feed_s": feed_ns / 1e9, "sent_per_s": sent / max(feed_ns / 1e9, 1e-9),
+                "feed_cpu_ns_per_record": feed_cpu / max(sent, 1),
+                "drain_records_per_s": logged / max(t_last - t_fed, 1e-9) if not rate else None,
+                "writer_cpu_ns_per_record": (writer + others) / max(logged, 1),
+                "writer_thread_ns_per_record": writer / max(logged, 1),
+                "other_threads_ns_per_record": others / max(logged, 1),
+                "log_bytes_per_record": log_bytes / max(logged, 1),
+                "binary": binary}
+
+    def writer_only(self):
+        """--writer-only: the writer alone drained (sl_feed into a stopped writer) for this build
+        and --compare's, interleaved, --rounds times; then paced at --feed-rate for --feed-secs
+        (each build)."""
+        a = self.a
+        builds = [("sluice", SLUICE)] + ([(a.compare_label, a.compare)] if a.compare else [])
+        for r in range(a.rounds):
+            for label, binary in (builds if r % 2 == 0 else builds[::-1]):
+                w = self.writer_feed(0, a.flood, binary)
+                self.results.setdefault("writer_drained", {}).setdefault(label, []).append(w)
+                say(f"{label} drained: {w['drain_records_per_s']:.0f} records/s, "
+                    f"{w['writer_cpu_ns_per_record']:.0f} ns CPU per record")
+        if a.feed_secs:
+            for label, binary in builds:
+                w = self.writer_feed(a.feed_rate, a.feed_secs, binary)
+                self.results.setdefault("writer_paced", {})[label] = w
+                say(f"{label} paced: " + json.dumps(w))
+            w = self.results["writer_paced"]["sluice"]
+            self.check(f"records without a line, writer fed {a.feed_rate}/s for {a.feed_secs} s",
+                       w["lost"] == 0 and w["missing"] == 0, w["missing"], 0)
+        return self.write_results()
+
+    def flood_run(self, ringbuf_kib, binary=SLUICE, log_dir=None):
         self.nflood = getattr(self, "nflood", 0) + 1
         ns = self.client(f"fl{self.nflood}")
         pol, _ = self.policy(10, name="flood")
         rid = f"bench-{ID}-flood{self.nflood}"
-        cgf, log = f"{self.tmp}/cg-{rid}", f"{self.tmp}/{rid}.jsonl"
+        cgf, log = f"{self.tmp}/cg-{rid}", f"{log_dir or self.tmp}/{rid}.jsonl"
         p = self.bg([binary, "run", "--policy", pol, "--run-id", rid, "--log", log, "--netns",
                      f"/run/netns/{ns}", "--allow-root", "--ringbuf-kib", ringbuf_kib, "--",
                      "sh", "-c", 'cat /proc/self/cgroup >"$1.t" && mv "$1.t" "$1" && '
@@ -808,7 +924,7 @@ class Bench:
         self.undo.append(lambda: self.stop(p))
         self.wait_for(lambda: os.path.exists(cgf), 300, "flood run")
         return {"ns": ns, "cg": self.cg2 + open(cgf).read().strip().split("::", 1)[1],
-                "proc": p, "log": log}
+                "proc": p, "log": log, "run_id": rid}
 
     # -- start-up, attach, replacement ------------------------------------------------------
     def startup(self, n, times, tag="true"):
@@ -1122,6 +1238,28 @@ class Bench:
                            + (f"; drained {p['drain_records_per_s']:.0f} records/s, "
                               f"{1e9 / max(p['writer_cpu_ns_per_record'], 1):.0f} per CPU "
                               f"second" if "drain_records_per_s" in p else ""))
+        for label, ws in R.get("writer_drained", {}).items():
+            med = {k: statistics.median(w[k] for w in ws)
+                   for k in ("drain_records_per_s", "writer_cpu_ns_per_record",
+                             "writer_thread_ns_per_record", "other_threads_ns_per_record")}
+            out.append(f"- writer alone, fed by sl_feed ({label}, median of {len(ws)}): "
+                       f"{ws[0]['records']} records into a stopped writer, drained "
+                       f"{med['drain_records_per_s']:.0f} records/s, CPU "
+                       f"{med['writer_cpu_ns_per_record']:.0f} ns per record (its thread "
+                       f"{med['writer_thread_ns_per_record']:.0f}, other threads "
+                       f"{med['other_threads_ns_per_record']:.0f}): "
+                       f"{1e9 / max(med['writer_cpu_ns_per_record'], 1):.0f} per CPU second")
+        for label, w in R.get("writer_paced", {}).items():
+            out.append(f"- writer fed by sl_feed ({label}) at {w['rate']}/s for "
+                       f"{w['feed_s']:.1f} s (achieved {w['sent_per_s']:.0f}/s): "
+                       f"{w['records']} records, {w['lost']} lost (ring full), {w['missing']} "
+                       f"without a line; writer CPU "
+                       f"{w['writer_cpu_ns_per_record']:.0f} ns per record (its thread "
+                       f"{w['writer_thread_ns_per_record']:.0f}, other threads "
+                       f"{w['other_threads_ns_per_record']:.0f}), "
+                       f"{w['rate'] * w['writer_cpu_ns_per_record'] / 1e9:.2f} CPUs at that "
+                       f"rate; {w['log_bytes_per_record']:.0f} bytes of log per record, "
+                       f"{w['rate'] * w['log_bytes_per_record'] / 1e6:.0f} MB/s to disk")
         if "pipeline" in R and "send_ns_per_record" in R["pipeline"]:
             p = R["pipeline"]
             rate = 1e9 / max(p["send_ns_per_record"], 1)
@@ -1168,6 +1306,8 @@ class Bench:
         os.environ["SLUICE_KEY"] = self.key
         if a.pipeline_only:
             return self.pipelines_only()
+        if a.writer_only:
+            return self.writer_only()
         if a.packets_only:
             for n in a.sizes:
                 self.runs[n] = self.sluice_up(n)
@@ -1219,8 +1359,18 @@ class Bench:
             self.results["pipeline_writer_alone"] = self.pipeline(a.flood, 0,
                                                                   a.flood_ringbuf_kib,
                                                                   stopped=True)
+            # the writer fed without a sender: drained, then issue 15's sustained rate
+            self.results["writer_drained"] = {"sluice": [self.writer_feed(0, a.flood)]}
+            if a.feed_secs:
+                w = self.writer_feed(a.feed_rate, a.feed_secs)
+                self.results["writer_paced"] = {"sluice": w}
+                self.check(f"records without a line, writer fed {a.feed_rate}/s for "
+                           f"{a.feed_secs} s", w["lost"] == 0 and w["missing"] == 0,
+                           w["missing"], 0)
+            # one start-up figure per size: --sizes 10 alone is one size, not two runs of
+            # the same ids (the second's log would exist already)
             self.results["startup_ms"] = {n: self.startup(n, a.starts)
-                                          for n in (min(a.sizes), max(a.sizes))}
+                                          for n in sorted({min(a.sizes), max(a.sizes)})}
             self.results["startup_handoff"] = self.startup_handoff(a.starts)
             self.results["attach"] = self.attaches(a.starts)
             rep = self.replace(a.replace_cidrs)
@@ -1259,6 +1409,10 @@ class Bench:
         return 0
 
     def cleanup(self):
+        # a second SIGTERM (or Ctrl-C) must not cut the cleanup short: it would leave the
+        # namespaces, cgroups and pins it is removing
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         for p in self.procs:
             if p.poll() is None:
                 p.terminate()
@@ -1369,6 +1523,17 @@ def main():
                     help="ring buffer of the pipeline measure's run")
     ap.add_argument("--pipeline-only", action="store_true",
                     help="only the pipeline measure, --rounds times per build")
+    ap.add_argument("--writer-only", action="store_true",
+                    help="only the writer fed by sl_feed (no sender): drained, --rounds times "
+                    "per build (--compare: before/after), then paced at --feed-rate for "
+                    "--feed-secs")
+    ap.add_argument("--feed-rate", default=500000, type=int,
+                    help="the writer fed paced: records per second (issue 15: 500k)")
+    ap.add_argument("--feed-secs", default=60, type=int,
+                    help="... for this many seconds (issue 15: 60; 0: not at all)")
+    ap.add_argument("--feed-log-dir", metavar="DIR",
+                    help="the fed writer's log there (a tmpfs: the writer without the disk; "
+                    "default: bench.py's temporary directory)")
     ap.add_argument("--stop-writer", action="store_true",
                     help="pipeline: the writer stopped while the flood is sent (what a writer "
                     "that falls behind costs the sender)")
@@ -1412,7 +1577,7 @@ def main():
         b.checks = b.results.get("checks", [])
         sys.stdout.write(b.markdown())
         sys.exit(0)
-    a.rounds = a.rounds or (3 if a.quick else 5 if a.verifier_only else 15)
+    a.rounds = a.rounds or (3 if a.quick or a.writer_only else 5 if a.verifier_only else 15)
     a.connects = a.connects or (1000 if a.quick else 10000)
     a.sizes = [int(x) for x in (a.sizes or ("10" if a.quick else "10,10000,100000")).split(",")]
     a.out = a.out or f"{REPO}/.output/{'bench-quick' if a.quick else 'bench'}"
@@ -1424,18 +1589,21 @@ def main():
         except (SetupError, sp.TimeoutExpired, OSError) as e:
             print(f"bench: {e}", file=sys.stderr)
             sys.exit(2)
-    for t, mode in ((SLUICE, os.X_OK), (BENCH, os.X_OK), (PACKET_PROGS, os.R_OK)):
+    for t, mode in ((SLUICE, os.X_OK), (BENCH, os.X_OK), (PACKET_PROGS, os.R_OK), (FEED, os.X_OK),
+                    (FEED_OBJ, os.R_OK)):
         if not os.access(t, mode):
             print(f"{t} not built (make)", file=sys.stderr)
             sys.exit(2)
     table = not (a.pipeline_only or a.startup_only or a.packets_only or a.attach_only or
-                 a.connect_programs)
+                 a.connect_programs or a.writer_only)
     for t in ([] if a.no_nft or not table else ["nft"]) + \
             ([] if a.no_proxy or not table else ["tinyproxy"]) + \
             ["bpftool", "nsenter", "unshare"]:
         if not shutil.which(t):
             print(f"{t} not installed", file=sys.stderr)
             sys.exit(2)
+    # SIGTERM (a timeout, a supervisor) ends it through the same cleanup as a normal exit
+    signal.signal(signal.SIGTERM, on_sigterm)
     b = Bench(a)
     try:
         rc = b.main()
@@ -1444,6 +1612,9 @@ def main():
         rc = 2
     except KeyboardInterrupt:
         rc = 130
+    except Terminated:
+        print("bench: terminated (SIGTERM): cleaning up", file=sys.stderr)
+        rc = 143
     finally:
         b.cleanup()
     sys.exit(rc)

@@ -10,7 +10,8 @@
 # SLUICE_SELFTEST_KEEP_PLAIN, the plain segments a crash before compression leaves, which sluice
 # verify reads as they are, with LOG gone as unsealed, next to a corrupt .gz copy as invalid);
 # no run without a host key; a killed run's unsealed tail; a full disk cutting the log at a whole
-# line and saying so once (and sluice exiting 123); a broken export pipe reported as the export's failure, not the log's;
+# line and saying so once (and sluice exiting 123); a sync that fails with EIO on the writer's
+# sync thread, still reported, no note copied past it; a broken export pipe reported as the export's failure, not the log's;
 # generated run ids of 64 random bits; verify's output never passing a log's bytes through raw.
 #
 # Not tested here: that a checkpoint's note is copied only after the log is fdatasynced (it
@@ -405,5 +406,52 @@ tap_is "escape: --json parses (strict UTF-8) and carries the origin's bytes" \
 o = json.loads(open(sys.argv[1], "rb").read().decode("utf-8"))
 print("\x1b[2J" in o["first_error"]["why"] and "\u00ff" in o["first_error"]["why"])' \
 		"$SL_TMP/esc.json")" True
+
+# ---------------------------------------------------------------------------------------------
+# 10. A disk that fails the log's sync (fdatasync returns EIO after three that succeeded; an
+# LD_PRELOAD shim): the writer never waits for a sync, its sync thread finds the failure later.
+# It is still reported (stderr, the export stream: the seq the log had reached when that
+# checkpoint was handed over) and the run exits 123; the lines already written stay, a prefix
+# that checks; no copy holds a note the failed sync should have covered, nor a later one.
+
+FAILSYNC=$SL_TOOLS/sl_failsync.so
+if [[ -e $FAILSYNC ]]; then
+	log=$SL_TMP/eio.jsonl
+	exec 3>"$SL_TMP/eio.export"
+	# (a denial every 50 ms: each checkpoint has a sync of its own, the 4th fails mid-run)
+	LD_PRELOAD=$FAILSYNC SL_FAILSYNC_AFTER=3 sluice_run "$policy" "$log" --checkpoint-lines 3 \
+		--checkpoint-fd 3 -- "${RUN_EXEC[@]}" sh -c \
+		"for i in \$(seq 20); do $SL_PROBE tcp 198.51.100.20 80 >/dev/null; sleep 0.05; done"
+	exec 3>&-
+	assert_rc "sync EIO: enforcement goes on, the run exits 123" 123
+	tap_cmp "sync EIO: stderr says the log failed with EIO" \
+		"$(grep -c "writing log $log: Input/output error" "$SL_ERR")" -ge 1
+	eio_seq=$(sed -nE 's/^sluice: log write failed at seq ([0-9]+): Input\/output error$/\1/p' \
+		"$SL_TMP/eio.export")
+	tap_check "sync EIO: the export stream says at which seq" test -n "$eio_seq"
+	tap_check "sync EIO: the lines written check, an unsealed prefix" \
+		python3 "$CHECK" "$log" --unsealed --pub "$SLUICE_PUB"
+	tap_cmp "sync EIO: no line before that seq is lost" "$(wc -l <"$log")" -ge "${eio_seq:-999999}"
+	# the notes of the sidecar, and of the export stream (its failure message left out)
+	sizes() {
+		python3 -c 'import sys; t = open(sys.argv[1]).read()
+t = "\n".join(l for l in t.split("\n") if not l.startswith("sluice: ")).split("\n\n")
+print(" ".join(n.strip("\n").split("\n")[1] for n in t[0::2] if n.strip("\n")))' "$1"
+	}
+	tap_check "sync EIO: the sidecar holds the notes of the syncs that succeeded" \
+		test -n "$(sizes "$log.checkpoints")"
+	tap_is "sync EIO: the export holds the same notes" "$(sizes "$SL_TMP/eio.export")" \
+		"$(sizes "$log.checkpoints")"
+	# the seq said is the one after the checkpoint whose sync failed: that line is a checkpoint
+	tap_is "sync EIO: the line before that seq is the checkpoint whose sync failed" \
+		"$(py_log "$log" "recs[${eio_seq:-0} - 1]['type']")" checkpoint
+	tap_is "sync EIO: no note covers that checkpoint's lines or more (size < $((eio_seq - 1)))" \
+		"$(for n in $(sizes "$log.checkpoints"); do
+			[[ $n -lt $((${eio_seq:-1} - 1)) ]] || echo "$n"; done)" ""
+	"$SLUICE" verify "$log" --checkpoints "$log.checkpoints" >/dev/null 2>&1
+	tap_is "sync EIO: sluice verify against the sidecar: unsealed (exit 2)" "$?" 2
+else
+	tap_skip "sync EIO" "$FAILSYNC not built (make)"
+fi
 
 tap_done

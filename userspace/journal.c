@@ -5,6 +5,8 @@
  * tree, and goes into a write buffer that reaches the file in whole lines. Checkpoints sign the
  * tree's root with the run key and are copied to the sidecar and the export descriptor only once
  * the log holding them is on disk (fdatasync), so no copy ever covers more than the log does.
+ * The fdatasync runs on a thread of its own (the syncer), which copies the notes it covered:
+ * the writer hands a checkpoint over and goes on writing lines while the disk catches up.
  *
  * Rotation renames the live file to PATH.NNNNNN (atomic: the segment is whole under one name or
  * the other) and goes on in a new PATH at once; a closed segment never changes, so a compressor
@@ -43,6 +45,40 @@
 #define RESERVE_STEP (256 * 1024)
 /* A sidecar holds a note per checkpoint: a few hundred bytes per thousand lines of log. */
 #define SIDECAR_MAX (256 * 1024 * 1024)
+#define SYNC_SLOTS JOURNAL_SYNC_MAX
+
+/*
+ * Checkpoints handed to the syncer: each waits for an fdatasync that starts after its line was
+ * written, then its note is copied. One fdatasync covers every checkpoint queued before it
+ * began. The writer waits only when SYNC_SLOTS are waiting (a disk that cannot keep up), or
+ * for a rotation, the seal, a retry, a restart and the close. Lock order: journal.lock, then
+ * copy_lock or sync.lock (never both); the thread takes journal.lock only to report a failed
+ * sync, holding nothing else.
+ */
+struct sync_slot {
+	int fd;		/* the live segment the line is in */
+	bool sidecar_only; /* a dead writer's note a resume adds to the sidecar (the export's is new) */
+	uint64_t seq;	/* the log's next seq when it was handed over (for the failure's report) */
+	size_t len;
+	char note[NOTE_MAX + 1];
+};
+
+struct syncer {
+	pthread_mutex_t lock;
+	pthread_cond_t wake; /* for the thread: a checkpoint queued, or stop */
+	pthread_cond_t done; /* for the writer: a sync ended (slots free, or the one it waits for) */
+	pthread_t thread;
+	bool started;
+	bool start_failed; /* no thread: each checkpoint is synced on the writer's thread */
+	bool stop;
+	uint64_t queued; /* checkpoints handed over so far; slot k % SYNC_SLOTS */
+	uint64_t synced; /* of those, synced and copied (or dropped after a failed sync) */
+	/* a sync failed: it and everything after it is never copied; reported once (reported) */
+	int err;
+	uint64_t err_seq;
+	bool reported; /* with journal.lock */
+	struct sync_slot slots[SYNC_SLOTS];
+};
 
 /*
  * Rotated segments wait here to be compressed, in order, by one thread started at the first
@@ -64,6 +100,9 @@ struct journal {
 	int fd;		      /* the live segment */
 	int sidecar_fd;
 	int export_fd;
+	/* the copies' writes (the syncer's notes, log_failed's message), never interleaved */
+	pthread_mutex_t copy_lock;
+	struct syncer sync;
 	/*
 	 * The log's failure, 0 while it can be written: nothing is appended while it is set. A
 	 * lack of space (ENOSPC, EDQUOT) whose write was cut back cleanly can be undone by
@@ -363,15 +402,15 @@ static void log_failed(struct journal *j, uint64_t seq, int err, bool space)
 	j->err = err;
 	if (j->on_fail)
 		j->on_fail(err, j->fail_ctx);
-	if (j->export_fd < 0 || j->export_failed)
-		return;
 	n = snprintf(msg, sizeof(msg), "sluice: log write failed at seq %" PRIu64 ": %s\n\n", seq,
 		     strerror(-err));
-	if (n > 0 && (size_t)n < sizeof(msg)) {
+	pthread_mutex_lock(&j->copy_lock);
+	if (j->export_fd >= 0 && !j->export_failed && n > 0 && (size_t)n < sizeof(msg)) {
 		e = write_export(j, msg, (size_t)n);
 		if (e)
 			export_failed(j, e);
 	}
+	pthread_mutex_unlock(&j->copy_lock);
 }
 
 /* The file holds every line so far: what a failed write goes back to. */
@@ -469,19 +508,6 @@ static int flush_locked(struct journal *j)
 	return err;
 }
 
-/* Flush, and the data on disk (fdatasync: the file's size too, not its times). */
-static int sync_locked(struct journal *j)
-{
-	int err = flush_locked(j);
-
-	/* lines written but perhaps not on disk: no going back, nor on */
-	if (!err && fdatasync(j->fd)) {
-		err = -errno;
-		log_failed(j, j->seq, err, false);
-	}
-	return err;
-}
-
 /*
  * Give the line in body ({"ts":…}\n, as journal_line_finish left it) its seq and prev, add it to
  * the tree and the write buffer.
@@ -548,10 +574,11 @@ static bool reason_valid(const char *reason)
 }
 
 /*
- * The note then one blank line, to the sidecar and the export fd. A failure stops that copy
- * only, and is not the log's: it is reported by itself, never returned as a log error.
+ * The note then one blank line, to the sidecar and the export fd (with copy_lock). A failure
+ * stops that copy only, and is not the log's: it is reported by itself, never returned as a
+ * log error.
  */
-static void copy_note(struct journal *j, char *note, size_t len)
+static void copy_note(struct journal *j, char *note, size_t len, bool sidecar_only)
 {
 	int e;
 
@@ -561,12 +588,183 @@ static void copy_note(struct journal *j, char *note, size_t len)
 		if (e)
 			sidecar_failed(j, e);
 	}
-	if (j->export_fd >= 0 && !j->export_failed) {
+	if (j->export_fd >= 0 && !j->export_failed && !sidecar_only) {
 		e = write_export(j, note, len + 1);
 		if (e)
 			export_failed(j, e);
 	}
 	note[len] = '\0';
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The syncer */
+
+/*
+ * A failed sync, said once (with j->lock): the lines written since the last sync that
+ * succeeded may not be on disk, so the log stops for good, as a failed write that cannot be
+ * cut back does. Called by whichever of the writer and the syncer gets there first.
+ */
+static int sync_failure_locked(struct journal *j)
+{
+	struct syncer *s = &j->sync;
+	uint64_t seq;
+	int err;
+
+	pthread_mutex_lock(&s->lock);
+	err = s->err;
+	seq = s->err_seq;
+	pthread_mutex_unlock(&s->lock);
+	if (err && !s->reported) {
+		s->reported = true;
+		log_failed(j, seq, err, false);
+	}
+	return err;
+}
+
+/*
+ * Sync the checkpoints queued, then copy their notes; with s->lock held (dropped around the
+ * I/O). Returns 0, or the sync's error: none of them is copied, nor anything queued later.
+ */
+static int sync_pass(struct journal *j)
+{
+	struct syncer *s = &j->sync;
+	uint64_t from = s->synced, to = s->queued, k;
+	/* one file for all: a rotation waits for its checkpoint's sync before it changes files */
+	int fd = s->slots[(to - 1) % SYNC_SLOTS].fd, err = s->err;
+
+	if (!err) {
+		/* the slots [from, to) stay the syncer's until synced moves: no lock for them */
+		pthread_mutex_unlock(&s->lock);
+		err = fdatasync(fd) ? -errno : 0;
+		if (!err) {
+			pthread_mutex_lock(&j->copy_lock);
+			for (k = from; k < to; k++) {
+				struct sync_slot *sl = &s->slots[k % SYNC_SLOTS];
+
+				copy_note(j, sl->note, sl->len, sl->sidecar_only);
+			}
+			pthread_mutex_unlock(&j->copy_lock);
+		}
+		pthread_mutex_lock(&s->lock);
+		if (err && !s->err) {
+			s->err = err;
+			s->err_seq = s->slots[(to - 1) % SYNC_SLOTS].seq;
+		}
+	}
+	s->synced = to;
+	pthread_cond_broadcast(&s->done);
+	return err;
+}
+
+static void *syncer_main(void *arg)
+{
+	struct journal *j = arg;
+	struct syncer *s = &j->sync;
+
+	pthread_mutex_lock(&s->lock);
+	for (;;) {
+		if (s->synced == s->queued) {
+			if (s->stop)
+				break;
+			pthread_cond_wait(&s->wake, &s->lock);
+			continue;
+		}
+		if (sync_pass(j)) {
+			/* told at once, not at the writer's next line: the run may be idle */
+			pthread_mutex_unlock(&s->lock);
+			pthread_mutex_lock(&j->lock);
+			sync_failure_locked(j);
+			pthread_mutex_unlock(&j->lock);
+			pthread_mutex_lock(&s->lock);
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+/* Start the syncer (with j->lock). No thread: checkpoints are synced on the writer's. */
+static void syncer_start(struct journal *j)
+{
+	struct syncer *s = &j->sync;
+	sigset_t all, old;
+	int err;
+
+	/* signals are for the run's loop (signalfd), never for this thread */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = -pthread_create(&s->thread, NULL, syncer_main, j);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_mutex_lock(&s->lock);
+	s->started = !err;
+	s->start_failed = !!err;
+	pthread_mutex_unlock(&s->lock);
+	if (err)
+		fprintf(stderr, "sluice: starting the log's sync thread: %s; the writer syncs each "
+				"checkpoint itself\n",
+			strerror(-err));
+}
+
+/*
+ * Hand a checkpoint's note over (with j->lock, its line written to the file): it is copied
+ * once an fdatasync that starts after now has returned. Waits only while SYNC_SLOTS wait.
+ * Returns a sync's failure, if one happened since.
+ */
+static int sync_queue_locked(struct journal *j, const char *note, size_t len, bool sidecar_only)
+{
+	struct syncer *s = &j->sync;
+	struct sync_slot *sl;
+	int err;
+
+	if (!s->started && !s->start_failed)
+		syncer_start(j);
+	pthread_mutex_lock(&s->lock);
+	while (!s->err && s->queued - s->synced >= SYNC_SLOTS)
+		pthread_cond_wait(&s->done, &s->lock);
+	err = s->err;
+	if (!err) {
+		sl = &s->slots[s->queued % SYNC_SLOTS];
+		sl->fd = j->fd;
+		sl->sidecar_only = sidecar_only;
+		sl->seq = j->seq;
+		sl->len = len;
+		memcpy(sl->note, note, len);
+		s->queued++;
+		if (s->started)
+			pthread_cond_signal(&s->wake);
+		else
+			sync_pass(j);
+		err = s->err;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return err ? sync_failure_locked(j) : 0;
+}
+
+/* Wait until every checkpoint handed over is synced and copied (with j->lock). */
+static int sync_wait_locked(struct journal *j)
+{
+	struct syncer *s = &j->sync;
+
+	pthread_mutex_lock(&s->lock);
+	while (s->synced != s->queued)
+		pthread_cond_wait(&s->done, &s->lock);
+	pthread_mutex_unlock(&s->lock);
+	return sync_failure_locked(j);
+}
+
+/* End the syncer once it has synced what is queued (without j->lock). */
+static void syncer_stop(struct journal *j)
+{
+	struct syncer *s = &j->sync;
+	bool started;
+
+	pthread_mutex_lock(&s->lock);
+	s->stop = true;
+	started = s->started;
+	s->started = false;
+	pthread_cond_signal(&s->wake);
+	pthread_mutex_unlock(&s->lock);
+	if (started)
+		pthread_join(s->thread, NULL);
 }
 
 /* The signed checkpoint note of the tree as it is now, in note (NOTE_MAX + 1 bytes). */
@@ -613,19 +811,19 @@ static int checkpoint_locked(struct journal *j, const char *reason)
 		err = append_locked(j, &j->cp);
 	/*
 	 * Every checkpoint line, and all lines before it, are on disk before any copy claims
-	 * them: an exported note must never cover more than a crash leaves of the log. One
-	 * fdatasync per checkpoint.
+	 * them: an exported note must never cover more than a crash leaves of the log. The line
+	 * is written now; the syncer copies its note after an fdatasync that starts later.
 	 */
 	if (!err)
-		err = sync_locked(j);
+		err = flush_locked(j);
+	if (!err)
+		err = sync_queue_locked(j, note, note_len, false);
 	if (err)
 		return err;
 	j->since_checkpoint = 0;
 	clock_gettime(CLOCK_BOOTTIME, &j->last_checkpoint);
-	copy_note(j, note, note_len);
 	if (!final)
 		return 0;
-	j->sealed = true;
 	/*
 	 * The seal line S is covered by no signature in the log (a checkpoint covers the lines
 	 * before it). The copies get one more note, of size S + 1, so that an exported stream
@@ -636,8 +834,13 @@ static int checkpoint_locked(struct journal *j, const char *reason)
 		fprintf(stderr, "sluice: signing the checkpoint of the seal for %s and the export: "
 				"%s; the copies end one line short\n",
 			j->sidecar_path, strerror(-err));
-	else
-		copy_note(j, note, note_len);
+	else if ((err = sync_queue_locked(j, note, note_len, false)))
+		return err;
+	/* the run ends after the seal: it is on disk, or the run hears why not */
+	err = sync_wait_locked(j);
+	if (err)
+		return err;
+	j->sealed = true;
 	return 0;
 }
 
@@ -922,6 +1125,9 @@ static int rotate_locked(struct journal *j)
 	if (util_fmt(seg, sizeof(seg), "%s.%06u", j->path, j->segment))
 		return rotation_stops(j, "segment name", -ENAMETOOLONG);
 	err = checkpoint_locked(j, "rotate");
+	/* the segment whole on disk before its name changes, and its notes copied from its fd */
+	if (!err)
+		err = sync_wait_locked(j);
 	if (err)
 		return err;
 	err = rename_noreplace(j->path, seg);
@@ -1040,6 +1246,8 @@ int journal_retry(struct journal *j, struct journal_line *l)
 	err = append_locked(j, l);
 	if (!err)
 		err = after_lines_locked(j, l->type);
+	if (!err)
+		err = sync_wait_locked(j);
 	j->retrying = false;
 	if (err) {
 		err = j->err;
@@ -1197,6 +1405,10 @@ static struct journal *journal_new(const struct journal_opts *o)
 	pthread_mutex_init(&j->lock, NULL);
 	pthread_mutex_init(&j->gz.lock, NULL);
 	pthread_cond_init(&j->gz.wake, NULL);
+	pthread_mutex_init(&j->copy_lock, NULL);
+	pthread_mutex_init(&j->sync.lock, NULL);
+	pthread_cond_init(&j->sync.wake, NULL);
+	pthread_cond_init(&j->sync.done, NULL);
 	err = util_copy(j->origin, sizeof(j->origin), note_signer_name(o->signer));
 	if (!err)
 		err = util_copy(j->path, sizeof(j->path), o->path);
@@ -1301,20 +1513,23 @@ static void sidecar_scan(const char *buf, size_t len, size_t *end, uint64_t *siz
 
 /*
  * The sidecar a writer that died left: its last note possibly cut off (removed here: the log's
- * checkpoint line holds it whole), possibly one short of the log (the crash came between the
- * checkpoint line's fdatasync and its copy: the note is added from the line). Returns the
+ * checkpoint line holds it whole), possibly up to JOURNAL_SYNC_MAX notes short of the log (the
+ * crash came while their syncs were in flight: *mend is the first of t->cp_notes to add, which
+ * write_restart queues behind the restart checkpoint's sync; t->n_cp: none). Returns the
  * sidecar's fd, or -1: that copy stops (said on stderr), the log goes on. *fatal: the sidecar
  * holds a checkpoint the log lacks — the log was cut back since — and nothing may be written.
  */
-static int sidecar_resume(struct journal *j, const struct journal_tail *t, int *fatal)
+static int sidecar_resume(struct journal *j, const struct journal_tail *t, size_t *mend,
+			  int *fatal)
 {
 	char *buf = NULL;
-	size_t end = 0, len;
+	size_t end = 0, len, k;
 	uint64_t have = 0;
 	int fd, n, err = 0;
 	struct stat st;
 
 	*fatal = 0;
+	*mend = t->n_cp;
 	fd = util_open_regular(j->sidecar_path, O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW, 0640);
 	if (fd < 0 || fstat(fd, &st)) {
 		err = fd < 0 ? fd : -errno;
@@ -1365,15 +1580,17 @@ static int sidecar_resume(struct journal *j, const struct journal_tail *t, int *
 	}
 	if (have == t->cp_size)
 		return fd;
-	if (t->cp_note && have == t->cp_size_before) {
-		size_t nlen = strlen(t->cp_note);
-		char blank = '\n';
-
-		if (write_all(fd, t->cp_note, nlen, &err) == nlen)
-			write_all(fd, &blank, 1, &err);
-		if (!err)
+	for (k = 0; k < t->n_cp; k++) {
+		if (have != (k ? t->cp_sizes[k - 1] : t->cp_size_before))
+			continue;
+		*mend = k;
+		for (; k < t->n_cp; k++)
+			if (strlen(t->cp_notes[k]) > NOTE_MAX)
+				break; /* not a note the writer wrote (verified all the same) */
+		if (k == t->n_cp)
 			return fd;
-		goto stop;
+		*mend = t->n_cp;
+		break;
 	}
 	fprintf(stderr, "sluice: %s ends at a checkpoint of size %" PRIu64 ", the log's last one "
 			"has size %" PRIu64 " (that copy had stopped): it stays as it is\n",
@@ -1391,7 +1608,7 @@ stop:
 
 /* The restarted writer's first line: its key, certified by the host key, and what it took on. */
 static int write_restart(struct journal *j, const struct journal_opts *o,
-			 const struct journal_tail *t)
+			 const struct journal_tail *t, size_t mend)
 {
 	char vkey[NOTE_VKEY_MAX + 1];
 	struct timespec now;
@@ -1411,9 +1628,17 @@ static int write_restart(struct journal *j, const struct journal_opts *o,
 	err = journal_line_finish(&j->cp);
 	if (!err)
 		err = append_locked(j, &j->cp);
+	/*
+	 * The notes the sidecar lacks: copied once a sync that starts now has returned (the
+	 * dead writer's lines are in the file; whether they are on disk, only a sync says).
+	 */
+	for (; !err && mend < t->n_cp; mend++)
+		err = sync_queue_locked(j, t->cp_notes[mend], strlen(t->cp_notes[mend]), true);
 	/* everything before it, the dead writer's unsigned tail included, under the new key */
 	if (!err)
 		err = checkpoint_locked(j, "restart");
+	if (!err)
+		err = sync_wait_locked(j);
 	return err;
 }
 
@@ -1423,6 +1648,7 @@ struct journal *journal_resume(const struct journal_opts *o, const struct journa
 	bool queue = false;
 	struct stat st;
 	unsigned int k;
+	size_t mend;
 	int err = 0;
 
 	if (!j)
@@ -1467,11 +1693,13 @@ struct journal *journal_resume(const struct journal_opts *o, const struct journa
 		j->wlen = 1;
 		j->file_bytes++;
 	}
-	j->sidecar_fd = sidecar_resume(j, t, &err);
+	j->sidecar_fd = sidecar_resume(j, t, &mend, &err);
 	if (err)
 		goto err_free;
 	clock_gettime(CLOCK_BOOTTIME, &j->last_checkpoint);
-	err = write_restart(j, o, t);
+	pthread_mutex_lock(&j->lock);
+	err = write_restart(j, o, t, j->sidecar_fd >= 0 ? mend : t->n_cp);
+	pthread_mutex_unlock(&j->lock);
 	if (err) {
 		/* the log as it was: a "\n" after a torn line with nothing after it would be a log
 		 * no later resume could take on */
@@ -1501,6 +1729,7 @@ struct journal *journal_resume(const struct journal_opts *o, const struct journa
 	return j;
 
 err_free:
+	syncer_stop(j);
 	if (j->fd >= 0)
 		close(j->fd);
 	if (j->sidecar_fd >= 0)
@@ -1512,6 +1741,11 @@ err_free:
 
 static void journal_free(struct journal *j)
 {
+	syncer_stop(j);
+	pthread_cond_destroy(&j->sync.done);
+	pthread_cond_destroy(&j->sync.wake);
+	pthread_mutex_destroy(&j->sync.lock);
+	pthread_mutex_destroy(&j->copy_lock);
 	pthread_cond_destroy(&j->gz.wake);
 	pthread_mutex_destroy(&j->gz.lock);
 	pthread_mutex_destroy(&j->lock);
@@ -1526,12 +1760,17 @@ int journal_close(struct journal *j)
 		return 0;
 	pthread_mutex_lock(&j->lock);
 	err = flush_locked(j);
+	/* the checkpoints handed over: synced and copied before the file is closed */
+	e = sync_wait_locked(j);
+	if (!err)
+		err = e;
 	reserve_release(j);
 	if (!err && fsync(j->fd)) {
 		err = -errno;
 		log_failed(j, j->seq, err, false);
 	}
 	pthread_mutex_unlock(&j->lock);
+	syncer_stop(j);
 	if (close(j->fd) && !err)
 		err = -errno;
 	/* the segments still queued are compressed before the run ends */
@@ -1552,6 +1791,7 @@ void journal_discard(struct journal *j)
 {
 	if (!j)
 		return;
+	syncer_stop(j);
 	compressor_stop(j);
 	close(j->fd);
 	if (j->sidecar_fd >= 0)

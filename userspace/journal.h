@@ -27,6 +27,13 @@
 #define JOURNAL_LINE_MAX 8192 /* a whole line, its "\n" included */
 #define JOURNAL_FORMAT 1      /* log_start's "format" */
 #define JOURNAL_TYPE_MAX 32
+/*
+ * Checkpoints whose fdatasync may be in flight at once: the writer hands each to a sync thread
+ * and goes on writing lines, and waits only when this many wait. The copies (sidecar, export)
+ * thus lag the log by at most this many notes; sluice resume adds the sidecar's back from the
+ * log's checkpoint lines.
+ */
+#define JOURNAL_SYNC_MAX 32
 
 struct journal;
 
@@ -55,8 +62,9 @@ struct journal_opts {
 	bool keep_plain;
 	int export_fd;			/* checkpoints are written here too; -1: nowhere */
 	/*
-	 * Called (with the journal's lock held, from whichever thread wrote) the moment the log
-	 * fails: a write or sync error, ENOSPC included. NULL: nobody is told.
+	 * Called (with the journal's lock held, from whichever thread wrote, or the sync thread
+	 * for a failed sync) the moment the log fails: a write or sync error, ENOSPC included.
+	 * NULL: nobody is told.
 	 */
 	void (*on_fail)(int err, void *ctx);
 	void *fail_ctx;
@@ -91,9 +99,15 @@ struct journal_tail {
 	uint64_t unsealed;		/* lines no checkpoint covers (writer_restart's "unsealed") */
 	uint64_t kseq_below;		/* the kernel's next sequence number, now */
 	uint64_t log_dev, log_ino, log_size; /* the live file as verified (not log_missing) */
-	/* the last two checkpoint lines' sizes (0: none) and the last one's note: see below */
+	/*
+	 * The log's last checkpoint lines, at most JOURNAL_SYNC_MAX, oldest first (n_cp of them):
+	 * their sizes and notes, the last one's size (cp_size; 0: none) and the size of the one
+	 * before the first of them (cp_size_before; 0: none). See below.
+	 */
 	uint64_t cp_size, cp_size_before;
-	const char *cp_note;
+	size_t n_cp;
+	uint64_t cp_sizes[JOURNAL_SYNC_MAX];
+	const char *cp_notes[JOURNAL_SYNC_MAX];
 };
 
 /*
@@ -102,9 +116,10 @@ struct journal_tail {
  * as it is, a line of its own), and o->signer, a fresh run key that o->cert certifies for the
  * same origin, writes writer_restart and a "restart" checkpoint covering everything before it.
  * The live file must be the one verified (t->log_dev, log_ino, log_size), else ESTALE. The
- * sidecar is appended to: a note cut off by the crash is removed, and the last checkpoint
- * line's note added when it is the one the crash kept from the sidecar; a sidecar that ends
- * further back (it had failed) is not written to again, one that holds a checkpoint the log
+ * sidecar is appended to: a note cut off by the crash is removed, and the notes of the last
+ * checkpoint lines the crash kept from it (at most JOURNAL_SYNC_MAX: their syncs were in
+ * flight) are added, after the restart checkpoint's sync; a sidecar that ends further back (it
+ * had failed) is not written to again, one that holds a checkpoint the log
  * lacks (the log was cut back) fails the resume (ESTALE). Rotated segments left plain by the
  * crash are compressed. Sets errno and returns NULL on failure; the log is as it was then
  * (the sidecar's mending may have happened: it only ever agrees with the log).
@@ -175,9 +190,12 @@ int journal_retry(struct journal *j, struct journal_line *l);
 
 /*
  * Write a checkpoint line now. reason: "lines", "time", "heartbeat", "loss", "anomaly",
- * "rotate", "restart" or "final". The log is flushed and fdatasynced, then the note is appended
- * to the sidecar and the export fd. "final" seals the log: nothing can be written after it; the
- * copies then get one more note, of size S + 1 (S: the seal's seq), which covers the seal line.
+ * "rotate", "restart" or "final". The log is flushed and the checkpoint handed to the sync
+ * thread, which fdatasyncs the log, then appends the note to the sidecar and the export fd; the
+ * writer goes on meanwhile, and a failed sync is the log's failure (on_fail, then returned by
+ * the next call). "final" waits for its sync, and seals the log: nothing can be written after
+ * it; the copies then get one more note, of size S + 1 (S: the seal's seq), which covers the
+ * seal line.
  */
 int journal_checkpoint(struct journal *j, const char *reason);
 
@@ -190,8 +208,8 @@ int journal_tick(struct journal *j);
 
 int journal_flush(struct journal *j);
 /*
- * Flush, fsync and close; waits for the compression of rotated segments still in flight.
- * Returns the log's error only. Accepts NULL.
+ * Flush, wait for the checkpoints' syncs, fsync and close; waits for the compression of rotated
+ * segments still in flight. Returns the log's error only. Accepts NULL.
  */
 int journal_close(struct journal *j);
 /* Close and remove the files journal_open created: for a run that never started. NULL ok. */

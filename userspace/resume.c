@@ -81,8 +81,11 @@ struct resume_start {
 /* The verify pass: the records' state, and what the sidecar may lack. */
 struct resume_pass {
 	struct records *rec;
-	uint64_t cp_size, cp_size_before;
-	char *cp_note;
+	/* the last JOURNAL_SYNC_MAX checkpoint lines: checkpoint k at k % JOURNAL_SYNC_MAX */
+	uint64_t n_cp;
+	uint64_t cp_sizes[JOURNAL_SYNC_MAX];
+	char *cp_notes[JOURNAL_SYNC_MAX];
+	uint64_t cp_size_before; /* of the last one no longer kept; 0: none */
 	uint64_t run_end_line; /* 1-based; 0: none */
 	/* what the kernel's next kseq must be at least: every bound and count the log states */
 	uint64_t kseq_floor;
@@ -368,16 +371,20 @@ static void on_line(const struct jsonline *jl, void *ctx)
 		const struct jsonline_member *m = jsonline_get(jl, "note");
 		char *note = m ? malloc((size_t)m->v.len + 1) : NULL;
 
-		/* the last checkpoint's note: what a sidecar cut short by the crash lacks */
+		size_t k = p->n_cp % JOURNAL_SYNC_MAX;
+
+		/* the last checkpoints' notes: what a sidecar cut short by the crash lacks */
 		if (!note || jsonline_decode(jl, &m->v, note, (size_t)m->v.len + 1) < 0) {
 			free(note);
 			p->failed = true;
 			return;
 		}
-		free(p->cp_note);
-		p->cp_note = note;
-		p->cp_size_before = p->cp_size;
-		p->cp_size = jl->seq;
+		if (p->cp_notes[k])
+			p->cp_size_before = p->cp_sizes[k];
+		free(p->cp_notes[k]);
+		p->cp_notes[k] = note;
+		p->cp_sizes[k] = jl->seq;
+		p->n_cp++;
 	}
 	records_restore_line(p->rec, jl);
 }
@@ -409,6 +416,7 @@ static int verify_pass(struct run *r, struct resume_pass *p, struct journal_tail
 	};
 	struct verify_result *res = calloc(1, sizeof(*res));
 	struct verify_state *st = calloc(1, sizeof(*st));
+	size_t k;
 	int err = 0;
 
 	if (!res || !st) {
@@ -471,9 +479,15 @@ static int verify_pass(struct run *r, struct resume_pass *p, struct journal_tail
 	t->log_dev = st->log_dev;
 	t->log_ino = st->log_ino;
 	t->log_size = st->log_size;
-	t->cp_size = p->cp_size;
+	t->n_cp = p->n_cp < JOURNAL_SYNC_MAX ? p->n_cp : JOURNAL_SYNC_MAX;
+	for (k = 0; k < t->n_cp; k++) {
+		size_t at = (p->n_cp - t->n_cp + k) % JOURNAL_SYNC_MAX;
+
+		t->cp_sizes[k] = p->cp_sizes[at];
+		t->cp_notes[k] = p->cp_notes[at];
+	}
+	t->cp_size = t->n_cp ? t->cp_sizes[t->n_cp - 1] : 0;
 	t->cp_size_before = p->cp_size_before;
-	t->cp_note = p->cp_note;
 out:
 	free(res);
 	free(st);
@@ -873,6 +887,7 @@ int resume_take(struct run *r, char *msg, size_t msg_len)
 	struct journal_opts jo = {};
 	char dns_why[512];
 	bool serving;
+	size_t k;
 	int err;
 
 	/* until the log is continued, a failure leaves the run exactly as it found it */
@@ -968,7 +983,8 @@ out:
 		util_fmt(msg + n, msg_len - n, "; nothing was written");
 	}
 out_free:
-	free(pass.cp_note);
+	for (k = 0; k < JOURNAL_SYNC_MAX; k++)
+		free(pass.cp_notes[k]);
 	return err;
 }
 
