@@ -450,6 +450,16 @@ print(" ".join(n.strip("\n").split("\n")[1] for n in t[0::2] if n.strip("\n")))'
 			[[ $n -lt $((${eio_seq:-1} - 1)) ]] || echo "$n"; done)" ""
 	"$SLUICE" verify "$log" --checkpoints "$log.checkpoints" >/dev/null 2>&1
 	tap_is "sync EIO: sluice verify against the sidecar: unsealed (exit 2)" "$?" 2
+	# The failing sync takes 2 s (a dying disk's timeout) while the run goes on and ends: the
+	# seal's checkpoints queue behind it and the close waits for them. The failure must end
+	# that wait (it once deadlocked the writer against the sync thread: killed, exit 137).
+	log=$SL_TMP/eio-slow.jsonl
+	LD_PRELOAD=$FAILSYNC SL_FAILSYNC_AFTER=3 SL_FAILSYNC_DELAY_MS=2000 SL_RUN_TIMEOUT=60 \
+		sluice_run "$policy" "$log" --checkpoint-lines 3 -- "${RUN_EXEC[@]}" sh -c \
+		"for i in \$(seq 20); do $SL_PROBE tcp 198.51.100.20 80 >/dev/null; done"
+	assert_rc "slow sync EIO with checkpoints queued behind it: the run ends, exit 123" 123
+	tap_check "slow sync EIO: the lines written check, an unsealed prefix" \
+		python3 "$CHECK" "$log" --unsealed --pub "$SLUICE_PUB"
 else
 	tap_skip "sync EIO" "$FAILSYNC not built (make)"
 fi

@@ -648,10 +648,16 @@ static int sync_pass(struct journal *j)
 		pthread_mutex_lock(&s->lock);
 		if (err && !s->err) {
 			s->err = err;
-			s->err_seq = s->slots[(to - 1) % SYNC_SLOTS].seq;
+			s->err_seq = s->slots[from % SYNC_SLOTS].seq; /* the first not on disk */
 		}
 	}
-	s->synced = to;
+	/*
+	 * A failure ends every wait: what was queued behind the failed sync is never copied, and
+	 * nothing more is queued (sync_queue_locked checks err). Leaving it queued would deadlock
+	 * a writer in sync_wait_locked (it holds j->lock) against this thread's report of the
+	 * failure (it takes j->lock).
+	 */
+	s->synced = err ? s->queued : to;
 	pthread_cond_broadcast(&s->done);
 	return err;
 }
@@ -745,7 +751,7 @@ static int sync_wait_locked(struct journal *j)
 	struct syncer *s = &j->sync;
 
 	pthread_mutex_lock(&s->lock);
-	while (s->synced != s->queued)
+	while (s->synced != s->queued && !s->err)
 		pthread_cond_wait(&s->done, &s->lock);
 	pthread_mutex_unlock(&s->lock);
 	return sync_failure_locked(j);
@@ -1330,6 +1336,14 @@ int journal_tick(struct journal *j)
 	}
 	pthread_mutex_unlock(&j->lock);
 	return err;
+}
+
+void journal_fail_barrier(struct journal *j)
+{
+	if (!j)
+		return;
+	pthread_mutex_lock(&j->lock);
+	pthread_mutex_unlock(&j->lock);
 }
 
 int journal_flush(struct journal *j)

@@ -208,6 +208,12 @@ int journal_tick(struct journal *j);
 
 int journal_flush(struct journal *j);
 /*
+ * Returns once no on_fail call is in progress (they run under the journal's lock, some on its
+ * sync thread): what the callback's context points at may then be changed or freed, provided a
+ * later call finds it changed. Accepts NULL.
+ */
+void journal_fail_barrier(struct journal *j);
+/*
  * Flush, wait for the checkpoints' syncs, fsync and close; waits for the compression of rotated
  * segments still in flight. Returns the log's error only. Accepts NULL.
  */

@@ -177,12 +177,13 @@ void records_journal_error(struct records *r, int err)
 void records_log_failed(int err, void *ctx)
 {
 	struct records *r = ctx;
+	struct loader *lo = __atomic_load_n(&r->loader, __ATOMIC_ACQUIRE);
 	int e;
 
 	(void)err;
 	__atomic_store_n(&r->log_broke, true, __ATOMIC_RELAXED);
 	/* the decision layer refuses at once (with --strict-evidence), whichever thread wrote */
-	e = r->loader ? loader_log_unwritable(r->loader) : -ENODEV;
+	e = lo ? loader_log_unwritable(lo) : -ENODEV;
 	if (e && r->strict)
 		fprintf(stderr, "sluice: cannot tell the decision layer that the log failed: %s\n",
 			strerror(-e));

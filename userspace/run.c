@@ -653,6 +653,9 @@ static int teardown(struct run *r)
 	r->resolver = NULL;
 	if (!r->still_running)
 		loader_detach(r->loader);
+	/* the log's failure callback (records_log_failed, also from its sync thread) uses it */
+	__atomic_store_n(&r->rec.loader, NULL, __ATOMIC_RELEASE);
+	journal_fail_barrier(r->journal);
 	loader_destroy(r->loader);
 	r->loader = NULL;
 	if (r->netns_fd >= 0)
