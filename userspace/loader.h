@@ -115,6 +115,15 @@ void loader_selftest_kill(const char *point);
  */
 int loader_purge(const char *run_id);
 
+/*
+ * The runs gone from every namespace's maps (<bpffs>/sluice/netns@*): their tokens and slot pins
+ * that no loaded program holds, and a namespace's pins once no run is left there. What a writer
+ * killed in an attach before its run's configuration was pinned (its token unknown to
+ * loader_purge), or before its pin directory existed, left behind; else only the next join or
+ * leave in that namespace would collect it. A daemon does it when it starts (its take-over).
+ */
+void loader_ns_collect_all(void);
+
 /* The run's resolver port the programs redirect DNS to (0: none). */
 uint16_t loader_dns_port(const struct loader *l);
 /* The mode the programs enforce (SL_MODE_*), and what loader_opts.run_cfg kept. */
