@@ -150,9 +150,13 @@ static __always_inline void *event_reserve(__u32 size, __u32 hook)
 	return rec;
 }
 
-static __always_inline void event_commit(void *rec, bool urgent)
+/*
+ * Sent with no flag: such records are not urgent, and the kernel still wakes a reader that has
+ * caught up to this one (event_wakeup_flags is not inlined twice into one program for them).
+ */
+static __always_inline void event_commit(void *rec)
 {
-	bpf_ringbuf_submit(rec, event_wakeup_flags(urgent));
+	bpf_ringbuf_submit(rec, 0);
 }
 
 static __always_inline void event_drop(void *rec)

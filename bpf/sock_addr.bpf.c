@@ -166,7 +166,7 @@ static __always_inline void flow_end_record(struct sl_flow_event *rec, const str
 	rec->sock_cookie = ev->sock_cookie;
 	rec->hdr.pad0 = 0; /* the ring buffer's room is not zeroed */
 	event_hdr_init_at(&rec->hdr, SL_EV_FLOW, sizeof(*rec), now);
-	event_commit(rec, false);
+	event_commit(rec);
 }
 
 /*
@@ -575,9 +575,10 @@ static __always_inline int judge4(struct bpf_sock_addr *ctx, __u8 hook, bool is_
 		} else {
 			verdict_dns_failed(&v);
 		}
-		return finish(ctx, &ev, &v, hook, is_sendmsg);
+	} else {
+		decide_dst4(&v, &ev, proto);
 	}
-	decide_dst4(&v, &ev, proto);
+	/* one call site: finish() is inlined once per program */
 	return finish(ctx, &ev, &v, hook, is_sendmsg);
 }
 
@@ -617,10 +618,10 @@ static __always_inline int judge6(struct bpf_sock_addr *ctx, __u8 hook, bool is_
 		} else {
 			verdict_dns_failed(&v);
 		}
-		return finish(ctx, &ev, &v, hook, is_sendmsg);
+	} else {
+		decide_dst6(&v, &ev, proto);
 	}
-	decide_dst6(&v, &ev, proto);
-	return finish(ctx, &ev, &v, hook, is_sendmsg);
+	return finish(ctx, &ev, &v, hook, is_sendmsg); /* (inlined once, as in judge4) */
 }
 
 /*
