@@ -303,7 +303,8 @@ static __always_inline int finish(struct bpf_sock_addr *ctx, struct sl_decision_
 		 */
 		if (v->learned) {
 			if (!tls_expect_server_name(ctx, ev))
-				set_verdict(v, SL_VERDICT_DENY, SL_REASON_FLOW_NO_STATE, v->rule_id);
+				set_verdict(v, SL_VERDICT_DENY, SL_REASON_FLOW_NO_STATE,
+					    v->rule_id);
 		} else if (bpf_sk_storage_get(&sl_sk_tls, ctx->sk, 0, 0)) {
 			/*
 			 * A socket connected again must not carry an earlier flow's TLS state.
