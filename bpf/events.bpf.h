@@ -37,12 +37,19 @@ struct {
  * ts_ns: CLOCK_BOOTTIME, read by the caller when it needs the same instant for something else
  * too (a flow's start or end): one clock read instead of two on the connect() and close() paths.
  */
-static __always_inline void event_hdr_init_at(struct sl_event_hdr *h, __u16 type, __u32 size,
-					      __u64 ts_ns)
+/* The run's next kernel sequence number. */
+static __always_inline __u64 event_seq_take(void)
 {
 	__u32 zero = 0;
 	__u64 *seq = bpf_map_lookup_elem(&sl_seq, &zero);
 
+	/* an array lookup of index 0 cannot fail; the check is for the verifier */
+	return seq ? __sync_fetch_and_add(seq, 1) : ~0ULL;
+}
+
+static __always_inline void event_hdr_init_at(struct sl_event_hdr *h, __u16 type, __u32 size,
+					      __u64 ts_ns)
+{
 	h->type = type;
 	h->version = type == SL_EV_FLOW ? SL_FLOW_VERSION : SL_ABI_VERSION;
 	h->size = size;
@@ -54,8 +61,7 @@ static __always_inline void event_hdr_init_at(struct sl_event_hdr *h, __u16 type
 	 */
 	if (type == SL_EV_DECISION && !((struct sl_decision_event *)h)->era)
 		((struct sl_decision_event *)h)->era = sl_cfg.era;
-	/* an array lookup of index 0 cannot fail; the check is for the verifier */
-	h->seq = seq ? __sync_fetch_and_add(seq, 1) : ~0ULL;
+	h->seq = event_seq_take();
 }
 
 static __always_inline void event_hdr_init(struct sl_event_hdr *h, __u16 type, __u32 size)
@@ -124,6 +130,38 @@ static __always_inline bool event_submit(void *ev, __u32 size, __u32 hook, bool 
 		return false;
 	}
 	return true;
+}
+
+/*
+ * Room for a record that must go out only if what it depends on is recorded too (the record of
+ * a flow that a connect() ends, which must not go out for a connect that is then refused): fill
+ * it (event_hdr_init_at first) and send it with event_commit, or give it back with event_drop.
+ * Its sequence number is taken when it is filled, so one given back leaves no gap. NULL when the
+ * ring buffer has no room: that is a lost record, counted and numbered as event_submit's is.
+ */
+static __always_inline void *event_reserve(__u32 size, __u32 hook)
+{
+	void *rec = bpf_ringbuf_reserve(&sl_events, size, 0);
+
+	if (!rec) {
+		event_seq_take();
+		event_count_loss(hook);
+	}
+	return rec;
+}
+
+/*
+ * Sent with no flag: such records are not urgent, and the kernel still wakes a reader that has
+ * caught up to this one (event_wakeup_flags is not inlined twice into one program for them).
+ */
+static __always_inline void event_commit(void *rec)
+{
+	bpf_ringbuf_submit(rec, 0);
+}
+
+static __always_inline void event_drop(void *rec)
+{
+	bpf_ringbuf_discard(rec, BPF_RB_NO_WAKEUP);
 }
 
 #endif /* SLUICE_EVENTS_BPF_H */

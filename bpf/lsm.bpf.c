@@ -23,6 +23,7 @@
 
 #include "sluice.h"
 #include "events.bpf.h"
+#include "logstate.bpf.h"
 #include "policy.bpf.h"
 #include "net.bpf.h"
 
@@ -127,28 +128,38 @@ static __always_inline long deny_retval(void)
 	}
 }
 
-/* Judge (family, address, port) for this socket's protocol; returns the LSM verdict. */
+/*
+ * Judge (family, address, port) for this socket's protocol; returns the LSM verdict. Strict
+ * evidence holds here as in the decision layer (sock_addr.bpf.c, finish()): with the log
+ * unwritable, what would go ahead is refused, reason log_unwritable; and what would go ahead but
+ * whose record finds no room in the ring buffer is refused (the loss is counted).
+ */
 static __always_inline long judge(struct socket *sock, struct sl_decision_event *ev, __u8 hook)
 {
 	__u16 sk_protocol = BPF_CORE_READ(sock, sk, sk_protocol);
 	__u8 proto = sk_protocol == IPPROTO_TCP ? SL_PROTO_TCP :
 		     sk_protocol == IPPROTO_UDP ? SL_PROTO_UDP : 0;
 	struct verdict v = {};
-	bool enforce;
+	bool deny, enforce;
 
 	decide_dst(&v, ev, proto);
+	deny = v.verdict == SL_VERDICT_DENY;
+	enforce = deny && (cfg_enforcing() || v.reason == SL_REASON_BLACKHOLE);
+	if (sl_cfg.strict && !enforce && log_unwritable()) {
+		set_verdict(&v, SL_VERDICT_DENY, SL_REASON_LOG_UNWRITABLE, v.rule_id);
+		deny = enforce = true;
+	}
 	ev->protocol = (__u8)sk_protocol;
 	ev->hook = hook;
 	ev->verdict = v.verdict;
 	ev->reason = v.reason;
 	ev->rule_id = v.rule_id;
-	enforce = v.verdict == SL_VERDICT_DENY &&
-		  (cfg_enforcing() || v.reason == SL_REASON_BLACKHOLE);
-	ev->enforced = enforce || v.verdict != SL_VERDICT_DENY;
+	ev->enforced = enforce || !deny;
 	fill_task(ev);
 	ev->sock_cookie = 0;
 	event_hdr_init(&ev->hdr, SL_EV_DECISION, sizeof(*ev));
-	event_submit(ev, sizeof(*ev), SL_HOOK_LSM, v.verdict == SL_VERDICT_DENY);
+	if (!event_submit(ev, sizeof(*ev), SL_HOOK_LSM, deny) && !enforce && sl_cfg.strict)
+		return deny_retval();
 	return enforce ? deny_retval() : 0;
 }
 

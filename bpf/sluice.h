@@ -126,7 +126,7 @@ struct sl_event_hdr {
 	__u8 pad0;
 	__u32 size;    /* whole record, header included */
 	__u64 ts_ns;   /* CLOCK_BOOTTIME */
-	__u64 seq;     /* per-run kernel sequence, taken before the reservation */
+	__u64 seq;     /* per-run kernel sequence, taken before the record is queued */
 };
 _Static_assert(sizeof(struct sl_event_hdr) == 24, "sl_event_hdr ABI");
 

@@ -25,6 +25,7 @@
 #include "sluice.h"
 #include "addr.bpf.h"
 #include "events.bpf.h"
+#include "logstate.bpf.h"
 #include "tls.bpf.h"
 #include "policy.bpf.h"
 #include "net.bpf.h"
@@ -74,17 +75,6 @@ struct {
 	__type(key, __u64); /* socket cookie */
 	__type(value, struct sl_dns_client);
 } sl_dns_clients SEC(".maps");
-
-/*
- * Index 0 is set (to 1) by userspace the moment the run's log cannot be written: with strict
- * evidence, what would go ahead is then refused, since its record could not reach the log.
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u32);
-} sl_log_state SEC(".maps");
 
 /* Host names by host_id, for a resumed writer (see struct sl_host_name); no program reads it. */
 struct {
@@ -152,21 +142,44 @@ static __always_inline bool tls_expect_server_name(struct bpf_sock_addr *ctx,
 }
 
 /*
+ * The flow state of a connect() that goes ahead: the socket's, created if it has none (zeroed:
+ * start_ns 0). NULL when the kernel keeps none for it (see SL_REASON_FLOW_NO_STATE): the caller
+ * refuses the flow. Nothing is written to it until the connect's record is queued: a connect
+ * refused after all (strict evidence) leaves the socket's flow as it was.
+ */
+static __always_inline struct sl_flow *flow_storage(struct bpf_sock_addr *ctx)
+{
+	return bpf_sk_storage_get(&sl_sk_flow, ctx->sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+}
+
+/*
+ * A socket connected again (a UDP socket re-aimed; TCP after connect(AF_UNSPEC)) ends the flow
+ * it had: its record, with what it carried, goes out (into room reserved before the connect's
+ * own record) before the storage starts the new one. The socket's cookie and the caller's
+ * cgroup, as sl_sock_release records a flow.
+ */
+static __always_inline void flow_end_record(struct sl_flow_event *rec, const struct sl_flow *f,
+					    const struct sl_decision_event *ev, __u64 now)
+{
+	__builtin_memcpy(&rec->flow, f, sizeof(rec->flow));
+	rec->end_ns = now;
+	rec->cgroup_id = ev->cgroup_id;
+	rec->sock_cookie = ev->sock_cookie;
+	rec->hdr.pad0 = 0; /* the ring buffer's room is not zeroed */
+	event_hdr_init_at(&rec->hdr, SL_EV_FLOW, sizeof(*rec), now);
+	event_commit(rec);
+}
+
+/*
  * Begin counting a flow that goes ahead: an allowed one, or a report-mode denial (marked with
  * its reason, and capped by no rule unless it was denied for its rule's host budget). A socket
- * connected again starts a new flow; the bytes of the old one are lost to the log (rare: a UDP
- * socket re-aimed), which is said in the README. False when the kernel keeps no state for it
- * (see SL_REASON_FLOW_NO_STATE): the caller refuses the flow.
+ * connected again starts a new flow, under the caps of the rule that allowed the new connect
+ * (per-flow caps are per connection: sluice-policy(5)); the old one was recorded first
+ * (flow_end_record).
  */
-static __always_inline bool flow_start(struct bpf_sock_addr *ctx,
-				       const struct sl_decision_event *ev, __u8 deny_reason,
-				       const struct sl_rule_caps *caps, __u64 now)
+static __always_inline void flow_start(struct sl_flow *f, const struct sl_decision_event *ev,
+				       __u8 deny_reason, const struct sl_rule_caps *caps, __u64 now)
 {
-	struct sl_flow *f = bpf_sk_storage_get(&sl_sk_flow, ctx->sk, 0,
-					       BPF_SK_STORAGE_GET_F_CREATE);
-
-	if (!f)
-		return false;
 	__builtin_memset(f, 0, sizeof(*f));
 	f->start_ns = now;
 	f->family = ev->family;
@@ -186,13 +199,12 @@ static __always_inline bool flow_start(struct bpf_sock_addr *ctx,
 	 * the rule lets through packet by packet) is cut rather than left uncapped.
 	 */
 	if (deny_reason && deny_reason != SL_REASON_HOST_CAP)
-		return true;
+		return;
 	if (caps) {
 		f->max_req = caps->max_req;
 		f->max_resp = caps->max_resp;
 		f->totals = caps->max_total_req || caps->max_total_resp;
 	}
-	return true;
 }
 
 /* The rule's caps (NULL: none), looked up once per connect() for the budget and the flow. */
@@ -221,20 +233,25 @@ static __always_inline bool host_budget_spent(const struct sl_decision_event *ev
 
 /*
  * Strict evidence: the connection would go ahead, but its record found no room in the ring
- * buffer (the loss is counted). Undo what the allow set up on the socket and refuse it.
+ * buffer (the loss is counted). Undo what the allow set up on the socket and refuse it: the
+ * flow storage only when this connect created it (new_flow; a socket connected before keeps
+ * the flow it has, which the kernel leaves it connected to).
  */
-static __always_inline int refuse_unrecorded(struct bpf_sock_addr *ctx, bool is_sendmsg)
+static __always_inline int refuse_unrecorded(struct bpf_sock_addr *ctx, bool is_sendmsg,
+					     bool new_flow)
 {
+	struct bpf_sock *sk = ctx->sk; /* read once: the verifier allows no offset on ctx */
 	struct sl_sk_last_dst *last;
 
-	if (ctx->sk) {
+	if (sk) {
 		if (is_sendmsg) {
-			last = bpf_sk_storage_get(&sl_sk_last, ctx->sk, 0, 0);
+			last = bpf_sk_storage_get(&sl_sk_last, sk, 0, 0);
 			if (last)
 				last->valid = 0; /* the next datagram there must be recorded again */
 		} else {
-			bpf_sk_storage_delete(&sl_sk_flow, ctx->sk);
-			bpf_sk_storage_delete(&sl_sk_tls, ctx->sk);
+			if (new_flow)
+				bpf_sk_storage_delete(&sl_sk_flow, sk);
+			bpf_sk_storage_delete(&sl_sk_tls, sk);
 		}
 	}
 	if (sl_cfg.deny_errno != EPERM)
@@ -261,21 +278,15 @@ static __always_inline bool hold_udp_denial(struct bpf_sock_addr *ctx,
 	return true;
 }
 
-static __always_inline bool log_unwritable(void)
-{
-	__u32 zero = 0;
-	__u32 *down = bpf_map_lookup_elem(&sl_log_state, &zero);
-
-	return down && *down;
-}
-
 /* Record the decision and turn it into the program's return value. */
 static __always_inline int finish(struct bpf_sock_addr *ctx, struct sl_decision_event *ev,
 				  struct verdict *v, __u8 hook, bool is_sendmsg)
 {
 	__u64 id = bpf_get_current_pid_tgid(), now = 0;
 	const struct sl_rule_caps *caps = NULL;
-	bool deny, enforce;
+	struct sl_flow_event *ended = NULL; /* the record of the flow this connect ends */
+	struct sl_flow *f = NULL;
+	bool deny, enforce, new_flow = false;
 
 	ev->pid = (__u32)id;
 	ev->tgid = id >> 32;
@@ -286,12 +297,15 @@ static __always_inline int finish(struct bpf_sock_addr *ctx, struct sl_decision_
 	if (!is_sendmsg && ctx->protocol == IPPROTO_TCP && ctx->sk) {
 		/*
 		 * TLS runs on any port: every flow to a learned address is marked, and one that
-		 * cannot be would escape the server-name check: refuse it.
+		 * cannot be would escape the server-name check: refuse it, as a flow the kernel
+		 * keeps no state for (its state is charged where the flow's is). (The kernel runs
+		 * this hook on an unconnected TCP socket only: the state written here belongs to
+		 * no live connection.)
 		 */
 		if (v->learned) {
 			if (!tls_expect_server_name(ctx, ev))
-				set_verdict(v, SL_VERDICT_DENY, SL_REASON_DEFAULT_DENY,
-					    SL_RULE_DEFAULT);
+				set_verdict(v, SL_VERDICT_DENY, SL_REASON_FLOW_NO_STATE,
+					    v->rule_id);
 		} else if (bpf_sk_storage_get(&sl_sk_tls, ctx->sk, 0, 0)) {
 			/*
 			 * A socket connected again must not carry an earlier flow's TLS state.
@@ -327,16 +341,11 @@ static __always_inline int finish(struct bpf_sock_addr *ctx, struct sl_decision_
 	ev->hook = hook;
 	ev->protocol = ctx->protocol;
 
-	if (ctx->protocol == IPPROTO_UDP && ctx->sk) {
-		/* A UDP connect() sends nothing: hold its denial until the socket sends. */
-		if (enforce && !is_sendmsg && v->reason != SL_REASON_BLACKHOLE &&
-		    v->reason != SL_REASON_LOG_UNWRITABLE && hold_udp_denial(ctx, ev))
-			return 1;
-		/* allowed now: an earlier connect's held denial no longer applies (looked up
-		 * first: a delete of nothing still takes a reference on the socket) */
-		if (!deny && bpf_sk_storage_get(&sl_sk_held, ctx->sk, 0, 0))
-			bpf_sk_storage_delete(&sl_sk_held, ctx->sk);
-	}
+	/* A UDP connect() sends nothing: hold its denial until the socket sends. */
+	if (ctx->protocol == IPPROTO_UDP && ctx->sk && enforce && !is_sendmsg &&
+	    v->reason != SL_REASON_BLACKHOLE && v->reason != SL_REASON_LOG_UNWRITABLE &&
+	    hold_udp_denial(ctx, ev))
+		return 1;
 
 	/*
 	 * A connect() that goes ahead starts a flow, a report-mode denial too (its bytes are the
@@ -346,18 +355,31 @@ static __always_inline int finish(struct bpf_sock_addr *ctx, struct sl_decision_
 	    (ctx->protocol == IPPROTO_TCP || ctx->protocol == IPPROTO_UDP)) {
 		/* the flow starts when its decision is recorded: one clock read for both */
 		now = bpf_ktime_get_boot_ns();
-		/*
-		 * No state for the flow: it would go uncounted, uncapped and unrecorded. Refused
-		 * as the policy's denials are; in report mode it goes ahead, on record as such,
-		 * unless the evidence must be whole (strict evidence: its flow line could not be).
-		 */
-		if (!flow_start(ctx, ev, deny ? v->reason : 0, caps, now)) {
+		f = flow_storage(ctx);
+		if (!f) {
+			/*
+			 * No state for the flow: it would go uncounted, uncapped and unrecorded.
+			 * Refused as the policy's denials are; in report mode it goes ahead, on
+			 * record as such, unless the evidence must be whole (strict evidence: its
+			 * flow line could not be).
+			 */
 			set_verdict(v, SL_VERDICT_DENY, SL_REASON_FLOW_NO_STATE, v->rule_id);
 			deny = true;
 			enforce = cfg_enforcing() || sl_cfg.strict;
 			ev->verdict = v->verdict;
 			ev->reason = v->reason;
 			ev->enforced = enforce;
+		} else if (f->start_ns) {
+			/*
+			 * Connected again: the flow it had ends, and its record must go out. Under
+			 * strict evidence, without room for it the connect is refused (the kernel
+			 * then leaves the socket as it was: its flow goes on, recorded at release).
+			 */
+			ended = event_reserve(sizeof(*ended), hook);
+			if (!ended && sl_cfg.strict)
+				return refuse_unrecorded(ctx, false, false);
+		} else {
+			new_flow = true;
 		}
 	}
 
@@ -366,9 +388,24 @@ static __always_inline int finish(struct bpf_sock_addr *ctx, struct sl_decision_
 				  now ? now : bpf_ktime_get_boot_ns());
 		/* (redirected DNS is logged by the resolver, not by this record) */
 		if (!event_submit(ev, sizeof(*ev), hook, deny) && !enforce && sl_cfg.strict &&
-		    v->reason != SL_REASON_DNS_REDIRECT)
-			return refuse_unrecorded(ctx, is_sendmsg);
+		    v->reason != SL_REASON_DNS_REDIRECT) {
+			if (ended)
+				event_drop(ended);
+			return refuse_unrecorded(ctx, is_sendmsg, new_flow);
+		}
 	}
+
+	/* It goes ahead (or is refused, recorded): only now is the socket's state changed. */
+	if (f) {
+		if (ended)
+			flow_end_record(ended, f, ev, now);
+		flow_start(f, ev, deny ? v->reason : 0, caps, now);
+	}
+	/* allowed: an earlier connect's held denial no longer applies (looked up first: a delete
+	 * of nothing still takes a reference on the socket) */
+	if (!deny && ctx->protocol == IPPROTO_UDP && ctx->sk &&
+	    bpf_sk_storage_get(&sl_sk_held, ctx->sk, 0, 0))
+		bpf_sk_storage_delete(&sl_sk_held, ctx->sk);
 
 	if (!enforce)
 		return 1;
@@ -540,9 +577,10 @@ static __always_inline int judge4(struct bpf_sock_addr *ctx, __u8 hook, bool is_
 		} else {
 			verdict_dns_failed(&v);
 		}
-		return finish(ctx, &ev, &v, hook, is_sendmsg);
+	} else {
+		decide_dst4(&v, &ev, proto);
 	}
-	decide_dst4(&v, &ev, proto);
+	/* one call site: finish() is inlined once per program */
 	return finish(ctx, &ev, &v, hook, is_sendmsg);
 }
 
@@ -582,10 +620,10 @@ static __always_inline int judge6(struct bpf_sock_addr *ctx, __u8 hook, bool is_
 		} else {
 			verdict_dns_failed(&v);
 		}
-		return finish(ctx, &ev, &v, hook, is_sendmsg);
+	} else {
+		decide_dst6(&v, &ev, proto);
 	}
-	decide_dst6(&v, &ev, proto);
-	return finish(ctx, &ev, &v, hook, is_sendmsg);
+	return finish(ctx, &ev, &v, hook, is_sendmsg); /* (inlined once, as in judge4) */
 }
 
 /*

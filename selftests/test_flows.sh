@@ -212,6 +212,53 @@ except OSError as e:
 omem_full "P29" enforce "refused 1"
 omem_full "P29 report mode" report sent
 
+# A socket connected again ends its flow: a TCP socket after connect(AF_UNSPEC), a UDP socket
+# re-aimed. Each connection has its flow line with what it carried (they were lost, the last
+# one alone on record), and its own per-flow cap (a connection under the cap is not cut, though
+# the socket's connections together pass it): sluice-policy(5).
+reconn_pol=$SL_TMP/reconn.yaml
+cat >"$reconn_pol" <<'EOF2'
+default: deny
+rules:
+  - name: upload-cap
+    cidrs: ["198.51.100.10/32"]
+    ports: [8080, 9999]
+    max_request_bytes: 65_536
+EOF2
+log=$SL_TMP/reconn.jsonl
+sluice_run "$reconn_pol" "$log" -- "${RUN_EXEC[@]}" python3 -c "
+import ctypes, socket, time
+libc = ctypes.CDLL(None, use_errno=True)
+s = socket.socket()
+for i in range(3):
+    s.settimeout(5)
+    s.connect(('198.51.100.10', 8080))
+    s.sendall(b'x' * 60000)
+    time.sleep(0.3)
+    s.setblocking(True)
+    if libc.connect(s.fileno(), bytes(16), 16):  # AF_UNSPEC: disconnect
+        raise SystemExit('AF_UNSPEC: errno %d' % ctypes.get_errno())
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(3):
+    u.connect(('198.51.100.10', 9999))
+    for _ in range(40):
+        u.send(b'u' * 1000)
+print('done')
+"
+tap_is "connected again: the workload sent 3 x 60000 bytes over TCP, 3 x 40000 over UDP" \
+	"$(cat "$SL_OUT")" done || sluice_diag "$log"
+tap_is "… three TCP flow lines of 60000 bytes each (one per connection)" \
+	"$(log_count "$log" type=flow proto=tcp dst=198.51.100.10 port=8080 req_bytes=60000)" 3
+tap_is "… three UDP flow lines of 40000 bytes each" \
+	"$(log_count "$log" type=flow proto=udp dst=198.51.100.10 port=9999 req_bytes=40000)" 3
+tap_is "… none cut: the cap is per connection" "$(log_count "$log" type=flow_cut)" 0
+tap_is "… the test host got all 180000 TCP bytes" \
+	"$(tail -n +"$((SL_SINK_MARK + 1))" "$SL_INET_LOG" |
+		awk '$1 == "tcp" && $2 == "198.51.100.10" && $3 == 8080 { n += $5 } END { print n + 0 }')" \
+	180000
+tap_check "… log well formed" log_well_formed "$log"
+assert_no_leftovers "connected again: nothing left"
+
 # A cut flow whose socket is gone before sluice gets to end it: its line must not say it was
 # destroyed. The client stops sluice (its parent), sends past the cap, resets its socket
 # (SO_LINGER 0: closed at once), then lets sluice go on.

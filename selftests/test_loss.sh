@@ -202,4 +202,78 @@ for strict in yes no; do
 	tap_check "strict=$strict: nothing of the run is left" leftovers_check "$SL_RUN_ID"
 done
 
+# Strict evidence and a socket connected again while the ring buffer is full: the kernel leaves
+# a refused connect()'s socket as it was, so its state must stay as it was too. Socket u, on a
+# capped rule, connects again to the same place; socket h holds the denial of 203.0.113.7 and
+# connects to the allowed one. Both are refused (no room for their records), and then u must
+# still be counted and cut at its cap, and h's sends still refused as its held denial says:
+# neither may be left connected with no state, uncapped (u) or let out (h; the backstop, off
+# here, would otherwise drop h's datagrams in its stead).
+capped_udp=$SL_TMP/capped-udp.yaml
+cat >"$capped_udp" <<'EOF2'
+default: deny
+rules:
+  - name: capped-udp
+    cidrs: ["198.51.100.10/32"]
+    ports: [9999]
+    protocols: [udp]
+    max_request_bytes: 65_536
+EOF2
+reconnect=$(cat <<'PY'
+import os, signal, socket, sys, time
+ppid = int(sys.argv[1])
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.connect(("198.51.100.10", 9999))
+h = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+h.connect(("203.0.113.7", 9999))
+time.sleep(0.5)  # both records read
+os.kill(ppid, signal.SIGSTOP)
+f = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for _ in range(200):
+    try:
+        f.sendto(b"x", ("198.51.100.20", 9999))
+    except OSError:
+        pass
+out = []
+for s in (u, h):
+    try:
+        s.connect(("198.51.100.10", 9999))
+        out.append("ok")
+    except OSError as e:
+        out.append(str(e.errno))
+os.kill(ppid, signal.SIGCONT)
+time.sleep(0.5)
+for s in (u, h):
+    sent = 0
+    for _ in range(100):
+        try:
+            s.send(b"y" * 1000)
+            sent += 1000
+        except OSError:
+            break
+    out.append(str(sent))
+print(" ".join(out))
+PY
+)
+log=$SL_TMP/strict-reconnect.jsonl
+SLUICE_SELFTEST_NO_BACKSTOP=1 sluice_run "$capped_udp" "$log" --ringbuf-kib 4 --strict-evidence -- \
+	"${RUN_EXEC[@]}" sh -c 'python3 -c "$1" $PPID' sh "$reconnect"
+read -r u_conn h_conn u_sent h_sent <"$SL_OUT"
+tap_is "strict, ring full: both connect()s again are refused (EPERM)" "$u_conn $h_conn" "1 1" ||
+	sluice_diag "$log"
+tap_cmp "strict, re-connect refused: the capped socket is still cut at its cap" "${u_sent:-999999}" \
+	-le 65536
+sink_settle
+tap_cmp "… the test host got no more than the cap (1000-byte datagrams)" \
+	"$(sink_count 'udp 198.51.100.10 9999')" -le 65
+tap_cmp "… its flow is cut and on record" \
+	"$(log_count "$log" type=flow_cut cap=max_request_bytes rule=capped-udp dst=198.51.100.10)" -eq 1
+tap_is "strict, re-connect refused: the held denial still refuses the sends" "${h_sent:-x}" 0
+assert_sink_none "… nothing reached 203.0.113.7" 'udp 203.0.113.7 9999'
+tap_cmp "… its denial is on record (connect4, when it first sent)" \
+	"$(log_count "$log" type=decision hook=connect4 decision=deny dst=203.0.113.7)" -ge 1
+tap_check "strict, re-connect refused: log well formed (kseqs all accounted for)" \
+	log_well_formed "$log"
+tap_check "strict, re-connect refused: nothing of the run is left" leftovers_check "$SL_RUN_ID"
+
 tap_done

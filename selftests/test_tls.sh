@@ -1342,6 +1342,43 @@ else
 		"got: $out"
 fi
 
+# P29 on the server-name path: a connect() to a learned name's address needs socket storage
+# for its TLS state, charged to the socket's option memory like the flow's. Filled first (TCP-MD5
+# keys, as test_flows.sh does), the connect is refused for want of state, naming the rule that
+# allows it (flow_no_state), not as a connect no rule allows.
+label=P29-tls
+tls_run "$POL" "$label" ghcr.io -- python3 -c '
+import socket, struct
+s = socket.socket()
+keys = 0
+for i in range(65536):
+    peer = struct.pack("=HH4s", socket.AF_INET, 0, bytes([10, 99, i >> 8, i & 255])) + bytes(120)
+    try:  # TCP_MD5SIG (14): struct tcp_md5sig, a one-byte key
+        s.setsockopt(socket.IPPROTO_TCP, 14, peer + struct.pack("=BBHI", 0, 0, 1, 0) + b"k" +
+                     bytes(79))
+    except OSError:
+        break
+    keys += 1
+s.settimeout(5)
+try:
+    s.connect(("198.51.100.10", 443))
+    print("connected", keys)
+except OSError as e:
+    print("refused", keys, e.errno)'
+assert_resolved "$label"
+read -r what keys errno <"$CASE_CLIENT"
+if [[ ${keys:-0} -lt 10 ]]; then
+	tap_skip "$label: the option memory filled first" \
+		"TCP-MD5 keys cannot be set here (no CONFIG_TCP_MD5SIG?)"
+else
+	tap_is "$label: option memory filled ($keys TCP-MD5 keys): the connect is refused" \
+		"$what ${errno:-}" "refused 1" || tls_diag
+	assert_log "$label: … for want of the flow's state, naming the rule that allows it" \
+		"$CASE_LOG" 1 type=decision hook=connect4 decision=deny reason=flow_no_state \
+		rule=containers dst=198.51.100.10 port=443
+fi
+assert_run_clean "$label: nothing left (cgroup, pins, links, resolver sockets)"
+
 # ---------------------------------------------------------------------------------------------
 # 9. The fixtures go: dnsmasq and every s_server of this file stopped.
 
