@@ -26,7 +26,8 @@
 # `make test` runs on this machine, the kernel is the only thing that differs.
 #
 # Output is TAP: one line per kernel and test file ("ok N - 6.1.0-57-amd64: selftests/test_x.sh",
-# with "# SKIP why" where the test skipped there), prove's output as comments; "not ok" for a
+# with "# SKIP why" where the test skipped there, and "(N s)", how long the file took in the
+# VM), prove's output as comments, and how long each VM ran; "not ok" for a
 # file that failed, for test_lsm.sh skipping on a kernel that runs BPF LSM (the guest says its
 # active LSMs), and for a kernel that could not be fetched or booted, or did not finish.
 # Exits 1 if anything failed, 2 on a bad command line. Software emulation (TCG) makes the tests
@@ -265,8 +266,9 @@ image_version() {
 # skipped). LABEL names the kernel in the TAP lines; KDIR holds lib/modules/VERSION for the
 # guest's modprobe; DIR gets guest.conf and console.log.
 boot_kernel() {
-	local label=$1 image=$2 initrd=$3 kdir=$4 dir=$5 log rc file status why guest lsms
-	local seen=0 failed=0
+	local label=$1 image=$2 initrd=$3 kdir=$4 dir=$5 log rc file status why guest lsms took
+	local seen=0 failed=0 start=$SECONDS
+	local -A secs=()
 	# what guest.sh runs: read over 9p, from this (read-only) tree
 	{
 		printf 'REPO=%q\n' "$REPO"
@@ -289,6 +291,7 @@ boot_kernel() {
 			-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
 			</dev/null >"$log" 2>&1
 		rc=$?
+		echo "# $label: the VM ran $((SECONDS - start)) s (boot $attempt)"
 		if [[ $attempt -eq 2 || $rc -eq 124 || $rc -eq 137 ]] ||
 			tr -d '\r' <"$log" | grep -q '^vmtest-result: '; then
 			break
@@ -301,26 +304,30 @@ boot_kernel() {
 		echo "# $label: the first boot ended without a result (qemu exit $rc), booted once more"
 	done
 	guest=$(tr -d '\r' <"$log" | sed -n '/vmtest: kernel /,/^vmtest-result: /p' |
-		sed 's/.*\(vmtest: kernel \)/\1/; /^vmtest-file: /d; s/^/# /')
+		sed 's/.*\(vmtest: kernel \)/\1/; /^vmtest-\(file\|time\): /d; s/^/# /')
 	printf '%s\n' "$guest"
 	lsms=$(tr -d '\r' <"$log" | sed -n 's/^vmtest: active LSMs: //p' | head -n 1)
+	while read -r _ file took; do
+		[[ $took =~ ^[0-9]+$ ]] && secs[$file]=$took
+	done < <(tr -d '\r' <"$log" | grep '^vmtest-time: ')
 	while read -r _ file status why; do
 		seen=$((seen + 1))
+		took=${secs[$file]:+ (${secs[$file]} s)}
 		case $status in
-		ok) tap ok "$label: $file" ;;
+		ok) tap ok "$label: $file$took" ;;
 		skip)
 			# the BPF LSM layer is what the VM is booted with lsm=...,bpf for: where the
 			# kernel runs bpf among its LSMs, its test skipping is a failure
 			if [[ $file == selftests/test_lsm.sh && ,$lsms, == *,bpf,* ]]; then
 				why="skipped though the kernel runs BPF LSM (active LSMs: $lsms): $why"
-				tap "not ok" "$label: $file $why"
+				tap "not ok" "$label: $file$took $why"
 				failed=1
 			else
-				tap ok "$label: $file # SKIP $why"
+				tap ok "$label: $file$took # SKIP $why"
 			fi
 			;;
 		*)
-			tap "not ok" "$label: $file (console: $log)"
+			tap "not ok" "$label: $file$took (console: $log)"
 			failed=1
 			;;
 		esac
