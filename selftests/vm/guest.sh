@@ -23,12 +23,13 @@ for i in 0:stdin 1:stdout 2:stderr; do ln -sfn "/proc/self/fd/${i%%:*}" "/dev/${
 # shellcheck source=/dev/null
 . "$conf" # REPO, KDIR, TESTS, FILE_TIMEOUT, VERBOSE
 # The tests write to tmpfs mounts of their own; a tree below one of them (a CI clone in /tmp)
-# is kept in sight: held at /mnt meanwhile, then put back at its own path.
+# is kept in sight: held at /mnt meanwhile, then put back at its own path (the tree itself is
+# looked for: the configuration file may be elsewhere, SL_VM_DIR).
 mount --bind "$REPO" /mnt
 for d in /run /tmp /var/tmp /root; do
 	mount -t tmpfs -o mode=0755 tmpfs "$d"
 done
-if [[ -e $conf ]]; then
+if [[ -e $REPO/selftests/vm/guest.sh ]]; then
 	umount /mnt
 else
 	mkdir -p "$REPO" && mount --move /mnt "$REPO"
