@@ -208,6 +208,8 @@ printf '#!/bin/bash\necho 1..1\necho "ok 1 - fine"\n' >"$tmp/t/passes.sh"
 printf '#!/bin/bash\necho 1..2\necho "ok 1 - fine"\necho "not ok 2 - broken"\n%s\n' \
 	'echo "# diag-marker"' >"$tmp/t/fails.sh"
 printf '#!/bin/bash\necho 1..0\n' >"$tmp/t/silent.sh"
+printf '#!/bin/bash\necho 1..2\necho "ok 1 - fine"\necho "# bail-diag"\necho "Bail out! bail-why"\n' \
+	>"$tmp/t/bails.sh"
 chmod +x "$tmp/t/"*.sh
 prove_file() { (cd "$tmp" && bash "$REPO/selftests/vm/prove-file.sh" "t/$1" 30 2>&1); }
 out=$(prove_file skips.sh)
@@ -226,6 +228,12 @@ out=$(prove_file fails.sh)
 tap_is "guest: a file that fails: exit 1, its failing line and diagnostics shown" \
 	"$?:$(tail -n 1 <<<"$out"):$(grep -c -e '^  not ok 2 - broken' -e '^  # diag-marker' <<<"$out")" \
 	"1:vmtest-file: t/fails.sh fail:2"
+
+out=$(prove_file bails.sh)
+tap_is "guest: a file that bails out fails, with the diagnostics before it and its reason" \
+	"$?:$(tail -n 4 <<<"$out" | head -n 2 | sed 's/  *Further testing stopped: */: /')" \
+	"1:  # bail-diag
+  Bailout called.: bail-why" || tap_diag "$out"
 
 # A guest that ends without a result (a panic under emulation) is booted once more, and what
 # ended the first boot is on stderr, which is what a CI log shows of a test file.

@@ -22,12 +22,15 @@ timeout -k 10 "$limit" prove -v --exec '' "$t" >"$out" 2>&1
 rc=$?
 took=$((SECONDS - start))
 [[ $rc -eq 124 ]] && echo "(timed out after $limit s)" >>"$out"
+# (prove -v never echoes a "Bail out!": it says "Bailout called. … WHY" on stderr, ahead of the
+# file's lines; shown at the end, after the diagnostics that came before the bail-out)
 awk -v all="$verbose" 'all == 1 { print; next }
 	/^not ok/ { show = 1; held = ""; print; next }
 	/^(ok|[0-9]+\.\.)/ { show = 0; held = ""; next }
 	/^#/ { if (show) print; else held = held $0 "\n"; next }
-	/^Bail out!/ { printf "%s", held; held = ""; print; next }
-	/^(Failed|Result|Files=|Dubious|  Failed|\(timed out)/ { print }' "$out" | sed 's/^/  /'
+	/^Bailout called/ { bail = $0; next }
+	/^(Failed|Result|Files=|Dubious|  Failed|\(timed out)/ { print }
+	END { if (bail != "") printf "%s%s\n", held, bail }' "$out" | sed 's/^/  /'
 # the reason as prove -v shows it (after the file's name), or as the file said it
 why=$(sed -n -e 's/^.* \.\.* skipped: //p' -e 's/^1\.\.0 # [Ss][Kk][Ii][Pp] *//p' "$out" |
 	head -n 1)
