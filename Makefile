@@ -155,15 +155,17 @@ test: deps
 # more per kernel): Debian's 6.1 and 6.12 kernels, or KERNEL=path/to/bzImage (MODULES=dir as
 # modules_install left it, CONFIG=file, else the one built in; checked against selftests/config).
 # VM_MEM (qemu -m), VM_APPEND (added to the kernel's command line), VM_TIMEOUT (s per VM,
-# default here 4 h: a guest still running then is killed and fails). VMTEST_ARGS: more of
-# selftests/vm/vmtest.sh's arguments (-k 6.1, test files).
-VM_TIMEOUT ?= 14400
+# default 600 per test file and 600 for the boot, 9 h for the whole suite: a guest still
+# running then is killed and fails). VMTEST_ARGS: more of selftests/vm/vmtest.sh's arguments
+# (-k 6.1, test files).
+VM_TIMEOUT ?=
 VMTEST_ARGS ?=
 vmtest: deps
 	$(Q)$(MAKE) --no-print-directory all
-	$(Q)bash selftests/vm/vmtest.sh -t '$(VM_TIMEOUT)' $(if $(VM_MEM),-m '$(VM_MEM)') \
-		$(if $(VM_APPEND),-a '$(VM_APPEND)') $(if $(KERNEL),-K '$(KERNEL)') \
-		$(if $(MODULES),-M '$(MODULES)') $(if $(CONFIG),-C '$(CONFIG)') $(VMTEST_ARGS)
+	$(Q)bash selftests/vm/vmtest.sh $(if $(VM_TIMEOUT),-t '$(VM_TIMEOUT)') \
+		$(if $(VM_MEM),-m '$(VM_MEM)') $(if $(VM_APPEND),-a '$(VM_APPEND)') \
+		$(if $(KERNEL),-K '$(KERNEL)') $(if $(MODULES),-M '$(MODULES)') \
+		$(if $(CONFIG),-C '$(CONFIG)') $(VMTEST_ARGS)
 
 # Which options of selftests/config (what sluice needs of a kernel) CONFIG=file lacks.
 config-check:
@@ -213,7 +215,7 @@ ifneq ($(SANDBOX)$(SANDBOX_PID),)
 		$(if $(SANDBOX),--enter '$(SANDBOX)',--pid '$(SANDBOX_PID)') \
 		$(if $(SANDBOX_NAME),--name '$(SANDBOX_NAME)')
 else
-	$(Q)bash selftests/probes/make-probes.sh $(if $(VM),--vm -t '$(VM_TIMEOUT)' \
+	$(Q)bash selftests/probes/make-probes.sh $(if $(VM),--vm -t '$(or $(VM_TIMEOUT),14400)' \
 		$(if $(VM_MEM),-m '$(VM_MEM)') $(if $(VM_APPEND),-a '$(VM_APPEND)') \
 		$(if $(KERNEL),-K '$(KERNEL)') $(if $(MODULES),-M '$(MODULES)') \
 		$(if $(CONFIG),-C '$(CONFIG)') $(VMTEST_ARGS))
