@@ -198,16 +198,16 @@ e2e: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)bash selftests/e2e/e2e.sh
 
-# Every escape probe against sluice on this kernel (root; the better part of an hour: the
-# selftest files of the probes the kit does not make run too; PROBES_FILES='test_x.sh …' only
-# those; PROBES_KIT_ONLY=1 the kit alone, about a minute), and with VM=1 in the VMs of make
-# vmtest (KERNEL=, MODULES=, CONFIG=, VM_MEM, VM_APPEND, VM_TIMEOUT as there, but 4 h here;
-# VMTEST_ARGS: -k 6.1…): one TAP line per probe and kernel, and the table probe × kernel,
-# written to .output/probes.md. SANDBOX='CMD' runs the kit against a sandbox sluice did not set up instead
+# Every escape probe against sluice on this kernel (root; the better part of an hour: the selftest
+# files of the probes the kit does not make run too; PROBES_FILES='test_x.sh …' only those;
+# PROBES_KIT_ONLY=1 the kit alone, about a minute), and with VM=1 in the VMs of make vmtest
+# (KERNEL=, MODULES=, CONFIG=, VM_MEM, VM_APPEND, VM_TIMEOUT as there, but 4 h here; VMTEST_ARGS: -k
+# 6.1…): one TAP line per probe and kernel, and the table probe × kernel, written to
+# .output/probes.md. SANDBOX='CMD' runs the kit against a sandbox sluice did not set up instead
 # ({netns}, {kit}: selftests/probes/run-external.sh; SANDBOX_NAME its column), the table in
-# .output/probes-external.md; SANDBOX_PID=PID against the one already running that PID is in
-# (its network namespace with no link but loopback, its user namespace this machine's:
-# run-external.sh --pid).
+# .output/probes-external.md; SANDBOX_PID=PID against the one already running that PID is in (its
+# network namespace with no link but loopback, its user namespace this machine's: run-external.sh
+# --pid).
 probes: deps
 	$(Q)$(MAKE) --no-print-directory all
 ifneq ($(SANDBOX)$(SANDBOX_PID),)
