@@ -172,15 +172,17 @@ test: deps
 # more per kernel): Debian's 6.1 and 6.12 kernels, or KERNEL=path/to/bzImage (MODULES=dir as
 # modules_install left it, CONFIG=file, else the one built in; checked against selftests/config).
 # VM_MEM (qemu -m), VM_APPEND (added to the kernel's command line), VM_TIMEOUT (s per VM,
-# default here 4 h: a guest still running then is killed and fails). VMTEST_ARGS: more of
-# selftests/vm/vmtest.sh's arguments (-k 6.1, test files).
-VM_TIMEOUT ?= 14400
+# default 600 per test file and 600 for the boot, 9 h for the whole suite: a guest still
+# running then is killed and fails). VMTEST_ARGS: more of selftests/vm/vmtest.sh's arguments
+# (-k 6.1, test files).
+VM_TIMEOUT ?=
 VMTEST_ARGS ?=
 vmtest: deps
 	$(Q)$(MAKE) --no-print-directory all
-	$(Q)bash selftests/vm/vmtest.sh -t '$(VM_TIMEOUT)' $(if $(VM_MEM),-m '$(VM_MEM)') \
-		$(if $(VM_APPEND),-a '$(VM_APPEND)') $(if $(KERNEL),-K '$(KERNEL)') \
-		$(if $(MODULES),-M '$(MODULES)') $(if $(CONFIG),-C '$(CONFIG)') $(VMTEST_ARGS)
+	$(Q)bash selftests/vm/vmtest.sh $(if $(VM_TIMEOUT),-t '$(VM_TIMEOUT)') \
+		$(if $(VM_MEM),-m '$(VM_MEM)') $(if $(VM_APPEND),-a '$(VM_APPEND)') \
+		$(if $(KERNEL),-K '$(KERNEL)') $(if $(MODULES),-M '$(MODULES)') \
+		$(if $(CONFIG),-C '$(CONFIG)') $(VMTEST_ARGS)
 
 # Which options of selftests/config (what sluice needs of a kernel) CONFIG=file lacks.
 config-check:
@@ -213,16 +215,16 @@ e2e: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)bash selftests/e2e/e2e.sh
 
-# Every escape probe against sluice on this kernel (root; the better part of an hour: the
-# selftest files of the probes the kit does not make run too; PROBES_FILES='test_x.sh …' only
-# those; PROBES_KIT_ONLY=1 the kit alone, about a minute), and with VM=1 in the VMs of make
-# vmtest (KERNEL=, MODULES=, CONFIG=, VM_MEM, VM_APPEND, VM_TIMEOUT as there; VMTEST_ARGS:
-# -k 6.1…): one TAP line per probe and kernel, and the table probe × kernel, written to
+# Every escape probe against sluice on this kernel (root; the better part of an hour: the selftest
+# files of the probes the kit does not make run too; PROBES_FILES='test_x.sh …' only those;
+# PROBES_KIT_ONLY=1 the kit alone, about a minute), and with VM=1 in the VMs of make vmtest
+# (KERNEL=, MODULES=, CONFIG=, VM_MEM, VM_APPEND, VM_TIMEOUT as there, but 4 h here; VMTEST_ARGS: -k
+# 6.1…): one TAP line per probe and kernel, and the table probe × kernel, written to
 # .output/probes.md. SANDBOX='CMD' runs the kit against a sandbox sluice did not set up instead
 # ({netns}, {kit}: selftests/probes/run-external.sh; SANDBOX_NAME its column), the table in
-# .output/probes-external.md; SANDBOX_PID=PID against the one already running that PID is in
-# (its network namespace with no link but loopback, its user namespace this machine's:
-# run-external.sh --pid).
+# .output/probes-external.md; SANDBOX_PID=PID against the one already running that PID is in (its
+# network namespace with no link but loopback, its user namespace this machine's: run-external.sh
+# --pid).
 probes: deps
 	$(Q)$(MAKE) --no-print-directory all
 ifneq ($(SANDBOX)$(SANDBOX_PID),)
@@ -230,7 +232,7 @@ ifneq ($(SANDBOX)$(SANDBOX_PID),)
 		$(if $(SANDBOX),--enter '$(SANDBOX)',--pid '$(SANDBOX_PID)') \
 		$(if $(SANDBOX_NAME),--name '$(SANDBOX_NAME)')
 else
-	$(Q)bash selftests/probes/make-probes.sh $(if $(VM),--vm -t '$(VM_TIMEOUT)' \
+	$(Q)bash selftests/probes/make-probes.sh $(if $(VM),--vm -t '$(or $(VM_TIMEOUT),14400)' \
 		$(if $(VM_MEM),-m '$(VM_MEM)') $(if $(VM_APPEND),-a '$(VM_APPEND)') \
 		$(if $(KERNEL),-K '$(KERNEL)') $(if $(MODULES),-M '$(MODULES)') \
 		$(if $(CONFIG),-C '$(CONFIG)') $(VMTEST_ARGS))

@@ -39,12 +39,19 @@ rules:
 EOF
 
 # The mount points the private namespace covers: made here (and removed at the end) when the
-# machine has none.
+# machine has none. On a read-only root (the selftest VMs: this machine's, over 9p) there is no
+# making /var/lib/docker: the namespace gets a tmpfs /var/lib to hold it instead.
 MADE_DIRS=()
+VARLIB_TMPFS=0
 for d in /var/lib/docker /run/docker; do
 	if [[ ! -d $d ]]; then
-		mkdir -p "$d" || bail_out "cannot make $d"
-		MADE_DIRS+=("$d")
+		if mkdir -p "$d" 2>/dev/null; then
+			MADE_DIRS+=("$d")
+		elif [[ $d == /var/lib/docker && ! -w /var/lib ]]; then
+			VARLIB_TMPFS=1
+		else
+			bail_out "cannot make $d"
+		fi
 	fi
 done
 DOCKERD_PID=
@@ -76,11 +83,12 @@ sl_on_exit docker_cleanup
 mkdir -p "$DK"/{data,exec}
 # shellcheck disable=SC2016 # the inner shell expands them
 unshare --mount --propagation private -- sh -c '
+	{ [ "$4" = 0 ] || { mount -t tmpfs tmpfs /var/lib && mkdir /var/lib/docker; }; } &&
 	mount --bind "$1/data" /var/lib/docker && mount -t tmpfs tmpfs /run/docker &&
 	exec nsenter --net="$2" "$3" --data-root /var/lib/docker --exec-root /run/docker \
 		--pidfile "$1/dockerd.pid" -H "unix://$1/docker.sock" --bridge=none \
 		--iptables=false --ip6tables=false --ip-masq=false --userland-proxy=false' \
-	sh "$DK" "/run/netns/$SL_NS_RUN" "$DOCKERD" >"$DK/dockerd.log" 2>&1 &
+	sh "$DK" "/run/netns/$SL_NS_RUN" "$DOCKERD" "$VARLIB_TMPFS" >"$DK/dockerd.log" 2>&1 &
 DOCKERD_PID=$!
 sl_track_pid "$DOCKERD_PID"
 wait_until $((30000 * SL_SLOW)) docker info >/dev/null 2>&1 ||
@@ -101,14 +109,23 @@ sl_daemon_start || bail_out "the test's daemon did not start: $(cat "$SL_DAEMON_
 LOGS=$SL_DAEMON_DIR/logs
 
 # --- the parent: attached before the container exists --------------------------------------
+# Where AppArmor is enabled Docker confines each container with its own profile, which it loads
+# with apparmor_parser; with AppArmor but no parser (the selftest VMs boot with apparmor among
+# their LSMs, on a root that may lack the apparmor package) docker run fails: unconfined there.
+RUN_OPTS=()
+if [[ $(cat /sys/module/apparmor/parameters/enabled 2>/dev/null) == Y ]] &&
+	! command -v apparmor_parser >/dev/null; then
+	RUN_OPTS=(--security-opt apparmor=unconfined)
+fi
 PARENT=$CG2/$PFX-parent
 mkdir "$PARENT" || bail_out "cannot make $PARENT"
 "$SLUICE" attach --cgroup "$PARENT" --netns "/run/netns/$SL_NS_RUN" --policy "$POLICY" \
 	--run-id "$PFX-parent" >"$SL_TMP/out" 2>"$SL_TMP/err"
 tap_is "parent: sluice attach --cgroup to the empty parent" "$?" 0
 sink_mark
-timeout $((60 * SL_SLOW)) docker run --rm --network host --cgroup-parent "/$PFX-parent" \
-	--name "$PFX-first" "$IMAGE" sh -c 'nc -w 3 198.51.100.20 80 </dev/null; echo "denied-rc=$?"
+timeout $((60 * SL_SLOW)) docker run "${RUN_OPTS[@]}" --rm --network host \
+	--cgroup-parent "/$PFX-parent" --name "$PFX-first" "$IMAGE" \
+	sh -c 'nc -w 3 198.51.100.20 80 </dev/null; echo "denied-rc=$?"
 	echo hi | nc -w 3 198.51.100.10 80; echo "allowed-rc=$?"' >"$SL_TMP/out" 2>"$SL_TMP/err"
 rc=$?
 tap_is "parent: docker run: its first connect (denied host) failed, the allowed one worked" \
@@ -126,8 +143,8 @@ assert_log "parent: the run's log has the denial" "$LOGS/$PFX-parent.jsonl" 1 ty
 
 # --- a running container: sluice attach --container NAME -----------------------------------
 mkdir "$CG2/$PFX-run" || bail_out "cannot make $CG2/$PFX-run"
-docker run -d --network host --cgroup-parent "/$PFX-run" --name "$PFX-loop" "$IMAGE" \
-	sh -c 'while :; do echo a | nc -w 1 203.0.113.7 80; sleep 0.2; done' \
+docker run "${RUN_OPTS[@]}" -d --network host --cgroup-parent "/$PFX-run" --name "$PFX-loop" \
+	"$IMAGE" sh -c 'while :; do echo a | nc -w 1 203.0.113.7 80; sleep 0.2; done' \
 	>"$SL_TMP/out" 2>"$SL_TMP/err" || bail_out "docker run -d: $(cat "$SL_TMP/err")"
 CID=$(cat "$SL_TMP/out")
 sink_mark

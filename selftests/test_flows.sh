@@ -77,17 +77,16 @@ tap_is "udp: the flow line counts 600 bytes sent" \
 	"$(flow_field "$log" req_bytes dst=198.51.100.10 port=9999 proto=udp)" 600
 
 # A flow still open when the command ends: the daemon holding it is killed with the run, and its
-# flow is recorded before run_end.
+# flow is recorded before run_end. The command ends once it has sent and forked the daemon that
+# holds the socket (no fixed wait: python's start-up alone took longer than one under emulation).
 log=$SL_TMP/open.jsonl
-sluice_run "$policy" "$log" -- "${RUN_EXEC[@]}" sh -c '
-python3 -c "
+sluice_run "$policy" "$log" -- "${RUN_EXEC[@]}" python3 -c "
 import os, socket, time
-s = socket.create_connection((\"198.51.100.10\", 80), timeout=5)
-s.sendall(b\"hold\")
+s = socket.create_connection(('198.51.100.10', 80), timeout=5)
+s.sendall(b'hold')
 if os.fork() == 0:
     time.sleep(60)
-" &
-sleep 1'
+"
 tap_is "open flow: recorded at run end with what it sent" \
 	"$(flow_field "$log" req_bytes dst=198.51.100.10 port=80)" 4
 tap_check "open flow: the log is sealed after run_end" log_well_formed "$log"

@@ -120,8 +120,10 @@ report)
 	. "$conf"
 	echo "vmtest: kernel 9.9.9-fake, ${#TESTS[@]} test file(s)"
 	echo "vmtest: active LSMs: lockdown,capability,yama"
+	echo "vmtest-time: ${TESTS[0]} 12"
 	echo "vmtest-file: ${TESTS[0]} ok"
 	echo "vmtest-file: ${TESTS[1]} fail"
+	echo "vmtest-time: ${TESTS[2]} 3"
 	echo "vmtest-file: ${TESTS[2]} skip no BPF LSM here"
 	echo "vmtest-result: 1"
 	;;
@@ -181,9 +183,10 @@ tap_is "a guest whose tests failed: vmtest exits 1" "$rc" 1
 tap_is "one TAP line per kernel and test file, and the config's" \
 	"$(grep -E '^(not )?ok ' <<<"$out" | sed 's/ (console: .*)//')" \
 	"ok 1 - 9.9.9-fake: config $tmp/full.config has every option in selftests/config
-ok 2 - 9.9.9-fake: selftests/test_topology.sh
+ok 2 - 9.9.9-fake: selftests/test_topology.sh (12 s)
 not ok 3 - 9.9.9-fake: selftests/test_report.sh
-ok 4 - 9.9.9-fake: selftests/test_lsm.sh # SKIP no BPF LSM here" || tap_diag "$out"
+ok 4 - 9.9.9-fake: selftests/test_lsm.sh (3 s) # SKIP no BPF LSM here" || tap_diag "$out"
+tap_check "how long the VM ran is said" grep -Eq '^# 9.9.9-fake: the VM ran [0-9]+ s' <<<"$out"
 tap_check "the plan counts them" grep -qx '1..4' <<<"$out"
 
 # test_lsm.sh is what the VMs boot with lsm=...,bpf for: its skip on a kernel that runs BPF LSM
@@ -205,6 +208,8 @@ printf '#!/bin/bash\necho 1..1\necho "ok 1 - fine"\n' >"$tmp/t/passes.sh"
 printf '#!/bin/bash\necho 1..2\necho "ok 1 - fine"\necho "not ok 2 - broken"\n%s\n' \
 	'echo "# diag-marker"' >"$tmp/t/fails.sh"
 printf '#!/bin/bash\necho 1..0\n' >"$tmp/t/silent.sh"
+printf '#!/bin/bash\necho 1..2\necho "ok 1 - fine"\necho "# bail-diag"\necho "Bail out! bail-why"\n' \
+	>"$tmp/t/bails.sh"
 chmod +x "$tmp/t/"*.sh
 prove_file() { (cd "$tmp" && bash "$REPO/selftests/vm/prove-file.sh" "t/$1" 30 2>&1); }
 out=$(prove_file skips.sh)
@@ -214,13 +219,21 @@ out=$(prove_file silent.sh)
 tap_is "guest: a file that runs no test and gives no reason is a skip that says so" \
 	"$?:$(tail -n 1 <<<"$out")" "0:vmtest-file: t/silent.sh skip (no reason given)"
 out=$(prove_file passes.sh)
-tap_is "guest: a file that passes is ok" "$?:$(tail -n 1 <<<"$out")" "0:vmtest-file: t/passes.sh ok"
+tap_is "guest: a file that passes is ok, after how long it took" "$?:$(tail -n 2 <<<"$out")" \
+	"0:vmtest-time: t/passes.sh 0
+vmtest-file: t/passes.sh ok"
 out=$(cd "$tmp" && bash "$REPO/selftests/vm/prove-file.sh" t/passes.sh 30 1 2>&1)
 tap_check "guest: SL_VM_VERBOSE's mode shows the passing lines too" grep -qx '  ok 1 - fine' <<<"$out"
 out=$(prove_file fails.sh)
 tap_is "guest: a file that fails: exit 1, its failing line and diagnostics shown" \
 	"$?:$(tail -n 1 <<<"$out"):$(grep -c -e '^  not ok 2 - broken' -e '^  # diag-marker' <<<"$out")" \
 	"1:vmtest-file: t/fails.sh fail:2"
+
+out=$(prove_file bails.sh)
+tap_is "guest: a file that bails out fails, with the diagnostics before it and its reason" \
+	"$?:$(tail -n 4 <<<"$out" | head -n 2 | sed 's/  *Further testing stopped: */: /')" \
+	"1:  # bail-diag
+  Bailout called.: bail-why" || tap_diag "$out"
 
 # A guest that ends without a result (a panic under emulation) is booted once more, and what
 # ended the first boot is on stderr, which is what a CI log shows of a test file.

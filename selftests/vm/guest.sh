@@ -22,17 +22,27 @@ for i in 0:stdin 1:stdout 2:stderr; do ln -sfn "/proc/self/fd/${i%%:*}" "/dev/${
 
 # shellcheck source=/dev/null
 . "$conf" # REPO, KDIR, TESTS, FILE_TIMEOUT, VERBOSE
-# The tests write to tmpfs mounts of their own; a tree below one of them (a CI clone in /tmp)
-# is kept in sight: held at /mnt meanwhile, then put back at its own path.
-mount --bind "$REPO" /mnt
+# The tests write to tmpfs mounts of their own; a tree below one of them (a CI clone in /tmp, a
+# kernel's modules in SL_VM_DIR=/tmp/…) is kept in sight: held under /mnt meanwhile, then put
+# back at its own path. The tree, and the kernel's modules (KDIR, for modprobe).
+mount -t tmpfs -o mode=0755 tmpfs /mnt
+held=()
+for p in "$REPO" "$KDIR"; do
+	[[ -d $p ]] || continue
+	mkdir "/mnt/${#held[@]}" && mount --bind "$p" "/mnt/${#held[@]}" && held+=("$p")
+done
 for d in /run /tmp /var/tmp /root; do
 	mount -t tmpfs -o mode=0755 tmpfs "$d"
 done
-if [[ -e $conf ]]; then
-	umount /mnt
-else
-	mkdir -p "$REPO" && mount --move /mnt "$REPO"
-fi
+for i in "${!held[@]}"; do
+	p=${held[$i]}
+	if [[ $p -ef /mnt/$i ]]; then
+		umount "/mnt/$i"
+	else
+		mkdir -p "$p" && mount --move "/mnt/$i" "$p"
+	fi
+done
+umount /mnt
 chmod 1777 /tmp /var/tmp /dev/shm
 mount -t cgroup2 cgroup2 /sys/fs/cgroup
 mount -t bpf bpf /sys/fs/bpf

@@ -9,28 +9,35 @@
 # indented; every line prove printed when VERBOSE is 1. Its last line is the one the host reads:
 # "vmtest-file: FILE ok|fail|skip WHY". A file that skipped as a whole (skip_all: "1..0 # SKIP
 # WHY", which `prove -v` shows as "FILE .. skipped: WHY") is a skip with its reason, never an
-# ok; one that ran no test and gave no reason is a skip that says so. Exits 1 if the file
-# failed.
+# ok; one that ran no test and gave no reason is a skip that says so. The line before it,
+# "vmtest-time: FILE SECONDS", is how long the file took (the host puts it in the file's TAP
+# line: where the time of a run under emulation goes). Exits 1 if the file failed.
 set -u
 t=$1 limit=$2 verbose=${3:-0}
 out=$(mktemp "${TMPDIR:-/tmp}/vmtest-prove.XXXXXX") || exit 1
 trap 'rm -f -- "$out"' EXIT
 
+start=$SECONDS
 timeout -k 10 "$limit" prove -v --exec '' "$t" >"$out" 2>&1
 rc=$?
+took=$((SECONDS - start))
 [[ $rc -eq 124 ]] && echo "(timed out after $limit s)" >>"$out"
+# (prove -v never echoes a "Bail out!": it says "Bailout called. … WHY" on stderr, ahead of the
+# file's lines; shown at the end, after the diagnostics that came before the bail-out)
 awk -v all="$verbose" 'all == 1 { print; next }
 	/^not ok/ { show = 1; held = ""; print; next }
 	/^(ok|[0-9]+\.\.)/ { show = 0; held = ""; next }
 	/^#/ { if (show) print; else held = held $0 "\n"; next }
-	/^Bail out!/ { printf "%s", held; held = ""; print; next }
-	/^(Failed|Result|Files=|Dubious|  Failed|\(timed out)/ { print }' "$out" | sed 's/^/  /'
+	/^Bailout called/ { bail = $0; next }
+	/^(Failed|Result|Files=|Dubious|  Failed|\(timed out)/ { print }
+	END { if (bail != "") printf "%s%s\n", held, bail }' "$out" | sed 's/^/  /'
 # the reason as prove -v shows it (after the file's name), or as the file said it
 why=$(sed -n -e 's/^.* \.\.* skipped: //p' -e 's/^1\.\.0 # [Ss][Kk][Ii][Pp] *//p' "$out" |
 	head -n 1)
 if [[ -z $why ]] && grep -q '^Result: NOTESTS' "$out"; then
 	why="no test ran and no reason was given"
 fi
+echo "vmtest-time: $t $took"
 if [[ $rc -ne 0 ]]; then
 	echo "vmtest-file: $t fail"
 	exit 1
