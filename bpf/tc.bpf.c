@@ -13,8 +13,6 @@
  * judged like any destination: it reaches whatever listens on the host side. Everything else must
  * be IPv4 or IPv6 to an allowed destination: other ethertypes, VLAN tags, and IP fragments (whose
  * ports cannot be judged) are dropped in enforce mode. Report mode drops only the blackhole.
- * One frame to a denied destination passes: the RST of a socket sluice destroyed, which the
- * run's packet layer let out and wrote down, byte for byte (resets.bpf.h).
  * (IPv4 options and IPv6 routing headers are not looked at here: the host side's own kernel
  * refuses source routing by default, accept_source_route=0 and seg6_enabled=0.)
  */
@@ -28,7 +26,6 @@
 #include "addr.bpf.h" /* v6_is_link_local */
 #include "nsflows.bpf.h"
 #include "net.bpf.h"
-#include "resets.bpf.h"
 
 /*
  * An allowed frame goes on to whatever else the host runs here (TCX_NEXT / TC_ACT_UNSPEC), so
@@ -131,38 +128,6 @@ static __always_inline int drop(struct __sk_buff *skb, struct sl_decision_event 
 	return TC_DROP;
 }
 
-/*
- * The RST of a socket sluice destroyed, as the run's packet layer let it out (resets.bpf.h):
- * this very frame, byte for byte from its IP header on, once.
- */
-static __noinline bool destroy_reset_frame(struct __sk_buff *skb, const struct packet_dst *d)
-{
-	struct sl_ns_flow_key k __attribute__((aligned(8))); /* its addresses copied as words */
-	struct sl_reset_frame *f;
-	__u32 i, n;
-	__u64 w, *words;
-
-	if (!d || d->proto != IPPROTO_TCP || d->fragment)
-		return false;
-	ns_flow_key(&k, d);
-	f = bpf_map_lookup_elem(&sl_resets, &k);
-	if (!f || !f->len || f->len > SL_RESET_FRAME_MAX || skb->len != ETH_HLEN + f->len)
-		return false;
-	/* 8 bytes at a time; the last word's bytes past the frame are zero on both sides */
-	words = (__u64 *)f->bytes;
-#pragma clang loop unroll(disable)
-	for (i = 0; i < SL_RESET_FRAME_MAX / 8; i++) {
-		if (i * 8 >= f->len)
-			break;
-		n = f->len - i * 8 < 8 ? f->len - i * 8 : 8;
-		w = 0;
-		if (bpf_skb_load_bytes(skb, ETH_HLEN + i * 8, &w, n) || w != words[i])
-			return false;
-	}
-	bpf_map_delete_elem(&sl_resets, &k);
-	return true;
-}
-
 SEC("tcx/ingress")
 int sl_tc_ingress(struct __sk_buff *skb)
 {
@@ -191,7 +156,7 @@ int sl_tc_ingress(struct __sk_buff *skb)
 	packet_judge(&d, &v, &ev);
 	if (v.verdict != SL_VERDICT_DENY)
 		return TC_PASS;
-	if ((!enforce && v.reason != SL_REASON_BLACKHOLE) || destroy_reset_frame(skb, &d))
+	if (!enforce && v.reason != SL_REASON_BLACKHOLE)
 		return TC_PASS;
 	return drop(skb, &ev, &d, v.reason, v.rule_id);
 }
