@@ -284,6 +284,7 @@ static __always_inline int finish(struct bpf_sock_addr *ctx, struct sl_decision_
 	__u64 id = bpf_get_current_pid_tgid(), now = 0;
 	const struct sl_rule_caps *caps = NULL;
 	struct sl_flow_event *ended = NULL; /* the record of the flow this connect ends */
+	bool holds_ended = false;	     /* ended is reserved: it must be committed or dropped */
 	struct sl_flow *f = NULL;
 	bool deny, enforce, new_flow = false;
 
@@ -375,8 +376,19 @@ static __always_inline int finish(struct bpf_sock_addr *ctx, struct sl_decision_
 			 * then leaves the socket as it was: its flow goes on, recorded at release).
 			 */
 			ended = event_reserve(sizeof(*ended), hook);
-			if (!ended && sl_cfg.strict)
+			/*
+			 * Later tests are of this flag, never of ended again: 6.1's verifier takes
+			 * a reservation it knows is not NULL to be NULL on the other side of a
+			 * test, and refuses the program for leaving it unreleased there. Set
+			 * opaquely (barrier_var), or the compiler turns it back into a test of
+			 * ended.
+			 */
+			if (ended) {
+				holds_ended = true;
+				barrier_var(holds_ended);
+			} else if (sl_cfg.strict) {
 				return refuse_unrecorded(ctx, false, false);
+			}
 		} else {
 			new_flow = true;
 		}
@@ -388,7 +400,7 @@ static __always_inline int finish(struct bpf_sock_addr *ctx, struct sl_decision_
 		/* (redirected DNS is logged by the resolver, not by this record) */
 		if (!event_submit(ev, sizeof(*ev), hook, deny) && !enforce && sl_cfg.strict &&
 		    v->reason != SL_REASON_DNS_REDIRECT) {
-			if (ended)
+			if (holds_ended)
 				event_drop(ended);
 			return refuse_unrecorded(ctx, is_sendmsg, new_flow);
 		}
@@ -396,7 +408,7 @@ static __always_inline int finish(struct bpf_sock_addr *ctx, struct sl_decision_
 
 	/* It goes ahead (or is refused, recorded): only now is the socket's state changed. */
 	if (f) {
-		if (ended)
+		if (holds_ended)
 			flow_end_record(ended, f, ev, now);
 		flow_start(f, ev, deny ? v->reason : 0, caps, now);
 	}
