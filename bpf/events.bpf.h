@@ -33,10 +33,6 @@ struct {
 	__type(value, __u64);
 } sl_seq SEC(".maps");
 
-/*
- * ts_ns: CLOCK_BOOTTIME, read by the caller when it needs the same instant for something else
- * too (a flow's start or end): one clock read instead of two on the connect() and close() paths.
- */
 /* The run's next kernel sequence number. */
 static __always_inline __u64 event_seq_take(void)
 {
@@ -47,6 +43,10 @@ static __always_inline __u64 event_seq_take(void)
 	return seq ? __sync_fetch_and_add(seq, 1) : ~0ULL;
 }
 
+/*
+ * ts_ns: CLOCK_BOOTTIME, read by the caller when it needs the same instant for something else
+ * too (a flow's start or end): one clock read instead of two on the connect() and close() paths.
+ */
 static __always_inline void event_hdr_init_at(struct sl_event_hdr *h, __u16 type, __u32 size,
 					      __u64 ts_ns)
 {

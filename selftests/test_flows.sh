@@ -171,26 +171,8 @@ request_cap "P20 request cap, the socket destroyed through sock_diag" cap-req-di
 # EXPECT: what the client says (refused ERRNO, or sent).
 omem_full() {
 	local label=$1 mode=$2 expect=$3 log=$SL_TMP/cap-omem-$2.jsonl what keys errno sink_bytes
-	sluice_run "$capped" "$log" --mode "$mode" -- "${RUN_EXEC[@]}" python3 -c "
-import socket, struct
-s = socket.socket()
-keys = 0
-for i in range(65536):
-    peer = struct.pack('=HH4s', socket.AF_INET, 0, bytes([10, 99, i >> 8, i & 255])) + bytes(120)
-    try:  # TCP_MD5SIG (14): struct tcp_md5sig, a one-byte key
-        s.setsockopt(socket.IPPROTO_TCP, 14, peer + struct.pack('=BBHI', 0, 0, 1, 0) + b'k' +
-                     bytes(79))
-    except OSError:
-        break
-    keys += 1
-s.settimeout(5)
-try:
-    s.connect(('198.51.100.10', 8080))
-    s.sendall(b'x' * 100000)
-    print('sent', keys)
-except OSError as e:
-    print('refused', keys, e.errno)
-"
+	sluice_run "$capped" "$log" --mode "$mode" -- "${RUN_EXEC[@]}" python3 \
+		"$SL_LIB_DIR/tools/sl_omem_connect.py" 198.51.100.10 8080 100000
 	read -r what keys errno <"$SL_OUT"
 	if [[ ${keys:-0} -lt 10 ]]; then
 		tap_skip "$label: the socket's option memory filled first" \

@@ -1347,24 +1347,8 @@ fi
 # keys, as test_flows.sh does), the connect is refused for want of state, naming the rule that
 # allows it (flow_no_state), not as a connect no rule allows.
 label=P29-tls
-tls_run "$POL" "$label" ghcr.io -- python3 -c '
-import socket, struct
-s = socket.socket()
-keys = 0
-for i in range(65536):
-    peer = struct.pack("=HH4s", socket.AF_INET, 0, bytes([10, 99, i >> 8, i & 255])) + bytes(120)
-    try:  # TCP_MD5SIG (14): struct tcp_md5sig, a one-byte key
-        s.setsockopt(socket.IPPROTO_TCP, 14, peer + struct.pack("=BBHI", 0, 0, 1, 0) + b"k" +
-                     bytes(79))
-    except OSError:
-        break
-    keys += 1
-s.settimeout(5)
-try:
-    s.connect(("198.51.100.10", 443))
-    print("connected", keys)
-except OSError as e:
-    print("refused", keys, e.errno)'
+tls_run "$POL" "$label" ghcr.io -- python3 "$SL_LIB_DIR/tools/sl_omem_connect.py" \
+	198.51.100.10 443
 assert_resolved "$label"
 read -r what keys errno <"$CASE_CLIENT"
 if [[ ${keys:-0} -lt 10 ]]; then
