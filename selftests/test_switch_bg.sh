@@ -169,10 +169,14 @@ tap_check "2: A is no run of the daemon's any more" test $? -eq 0
 # --- 3. SIGTERM while B switches --------------------------------------------------------------
 sl_kill_probe_pidfile "$L/80.pid"
 sl_kill_probe_pidfile "$L/443.pid"
+touch "$HOLD"
 "$SLUICE" set-mode --run-id "$B" report >"$SL_TMP/sw.out" 2>&1 &
 pid=$!
 wait_until 20000 is_switching "$B"
 kill -TERM "$SL_DAEMON_PID"
+# released once the daemon says it is waiting for the load: it handled the signal first
+wait_until 10000 grep -q "run $B: waiting for its switch's programs" "$SL_ERR"
+rm -f "$HOLD"
 wait "$SL_DAEMON_PID"
 tap_is "3: the daemon stopped by SIGTERM during a switch exits 0" $? 0
 wait "$pid"
