@@ -537,8 +537,8 @@ static int check_netns(const char *netns, int fd, char *err, size_t err_len)
 					      "netns"), -EINVAL;
 	why = netns ? runopts_netns_why_not(fd) : NULL;
 	if (why)
-		return util_fmt(err, err_len, "netns %s: the descriptor sent is not a network "
-					      "namespace (%s)", netns, why), -EINVAL;
+		return util_fmt(err, err_len, "netns %s: the descriptor sent is refused: %s", netns,
+				why), -EINVAL;
 	return 0;
 }
 

@@ -986,7 +986,7 @@ static void ns_leave(struct loader *l, int lock)
 			 */
 			fprintf(stderr, "sluice: lock %s/sluice to leave the namespace's maps: %s; "
 					"only the run's token removed\n", LOADER_BPFFS, strerror(errno));
-			fd = bpf_obj_get(runs);
+			fd = ns_map_get(l->ns_dir, &ns_shapes[NS_RUNS], false);
 			if (fd >= 0) {
 				bpf_map_delete_elem(fd, &l->ns_token);
 				close(fd);
@@ -998,7 +998,11 @@ static void ns_leave(struct loader *l, int lock)
 		 * slot pin without a token is only left over, whereas a token without its slot pin
 		 * would keep the flows pin for good (ns_sync keeps it for a slot it cannot see).
 		 */
-		fd = bpf_obj_get(runs);
+		/*
+		 * A runs pin of another shape (another build's) is neither changed nor removed: its
+		 * keys are not tokens of this build's size.
+		 */
+		fd = ns_map_get(l->ns_dir, &ns_shapes[NS_RUNS], false);
 		if (fd >= 0) {
 			bpf_map_delete_elem(fd, &l->ns_token);
 			ns_collect(l->ns_dir, fd, l->ns_token);
@@ -1008,7 +1012,12 @@ static void ns_leave(struct loader *l, int lock)
 				ns_sync(l->ns_dir, fd, false);
 			close(fd);
 		} else {
-			empty = errno == ENOENT;
+			empty = fd == -ENOENT;
+			if (!empty)
+				fprintf(stderr, "sluice: leave the namespace's runs map %s: %s; its pins "
+						"left as they are\n", runs,
+					fd == -EPROTO ? "another build's (its shape differs)"
+						      : strerror(-fd));
 		}
 		fd = bpf_obj_get(slot);
 		if (fd >= 0) {
@@ -1623,14 +1632,23 @@ static void unstage(const struct loader *l);
 static int reopen_link(const char *dir, const char *name, struct bpf_link **out)
 {
 	char path[PATH_MAX];
+	bool hushed;
+	int err;
 
 	if (util_fmt(path, sizeof(path), "%s/%s", dir, name))
 		return -ENAMETOOLONG;
-	/* optional pins (tc-N, lsm-*) are looked for; libbpf would warn about each absent one */
-	if (access(path, F_OK))
-		return -errno;
+	/*
+	 * Opened once (bpf_obj_get inside), -ENOENT meaning absent: optional pins (tc-N, lsm-*)
+	 * are not looked for first (a pin removed in between would turn absent into an error).
+	 * libbpf would warn about each absent one: hushed, any other failure said here.
+	 */
+	hushed = libbpf_hush();
 	*out = bpf_link__open(path);
-	return *out ? 0 : -errno;
+	err = *out ? 0 : -errno;
+	libbpf_unhush(hushed);
+	if (err && err != -ENOENT)
+		fprintf(stderr, "sluice: open the link pinned at %s: %s\n", path, strerror(-err));
+	return err;
 }
 
 static int run_maps_add(struct loader *l, int prog_fd);
