@@ -429,19 +429,49 @@ static int share_maps(struct bpf_object *obj, const struct loader *l)
 }
 
 /*
+ * kernel_has_kfunc's answers: the kernel's BTF does not change while it runs, and parsing it (some
+ * MB) at every load cost each spare, attach and switch milliseconds. Loads run on several threads
+ * (the daemon's spares and load threads): under the lock, held while the BTF is parsed, so that
+ * two first loads parse it once.
+ */
+#define KFUNC_CACHE_MAX 4
+static struct kfunc_known {
+	char name[64];
+	bool found;
+} kfunc_cache[KFUNC_CACHE_MAX];
+static size_t kfunc_n_cached;
+static pthread_mutex_t kfunc_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/*
  * The kernel has this kfunc (its BTF names it). bpf_cast_to_kern_ctx (6.3+) is one every program
  * type may call: where it exists, the TLS check can see a packet whose pages the sender can still
- * change (sendfile, splice, MSG_ZEROCOPY); see frags_mutable in skb.bpf.c and the README.
+ * change (sendfile, splice, MSG_ZEROCOPY); see frags_mutable in skb.bpf.c and the README. Asked
+ * of the BTF once per process and name; a BTF that cannot be read answers false, uncached (asked
+ * again at the next load, as when nothing was cached).
  */
 static bool kernel_has_kfunc(const char *name)
 {
-	struct btf *vmlinux = btf__load_vmlinux_btf();
-	bool found;
+	struct btf *vmlinux;
+	bool found = false;
+	size_t i;
 
+	pthread_mutex_lock(&kfunc_lock);
+	for (i = 0; i < kfunc_n_cached; i++) {
+		if (!strcmp(kfunc_cache[i].name, name)) {
+			found = kfunc_cache[i].found;
+			goto out;
+		}
+	}
+	vmlinux = btf__load_vmlinux_btf();
 	if (!vmlinux)
-		return false;
+		goto out;
 	found = btf__find_by_name_kind(vmlinux, name, BTF_KIND_FUNC) > 0;
 	btf__free(vmlinux);
+	if (kfunc_n_cached < KFUNC_CACHE_MAX &&
+	    !util_copy(kfunc_cache[kfunc_n_cached].name, sizeof(kfunc_cache[0].name), name))
+		kfunc_cache[kfunc_n_cached++].found = found;
+out:
+	pthread_mutex_unlock(&kfunc_lock);
 	return found;
 }
 
