@@ -540,7 +540,7 @@ wait "$s_pid"
 tap_is "P26 shape: the run ends normally" "$?" 0
 tap_is "P26 shape: a runs pin of another shape is left in place, said so" \
 	"$(bpftool -j map show pinned "$ns_pins/runs" 2>/dev/null | grep -c '"bytes_key":4') $(grep -c \
-		"runs map $ns_pins/runs: another build's (its shape differs); its pins left" "$SL_ERR")" "1 1"
+		"runs map $ns_pins/runs: another build's (its shape differs); the run's own slot pin removed, the rest left" "$SL_ERR")" "1 1"
 rm -f "$ns_pins"/slot-* "$ns_pins"/runs "$ns_pins"/flows
 rmdir "$ns_pins" 2>/dev/null
 tap_check "P26 shape: the run left nothing" leftovers_check "$s_id"

@@ -59,7 +59,7 @@ tap_check "nothing of the bench is left (namespaces, cgroups, pins)" sh -c '[ -n
 feedfs=$SL_TMP/feedfs
 mkdir "$feedfs" && mount -t tmpfs -o size=100m sl-feedfs "$feedfs" ||
 	bail_out "cannot mount a tmpfs at $feedfs"
-trap 'umount "$feedfs"; rm -rf -- "$SL_TMP"' EXIT
+trap 'umount -l "$feedfs"; rm -rf -- "$SL_TMP"' EXIT
 SL_TOOLS=$SL_TOOLS timeout -k 5 $((120 * SL_SLOW)) bash "$REPO/selftests/bench.sh" --writer-only \
 	--rounds 1 --flood 20000 --feed-log-dir "$feedfs" --out "$SL_TMP/feed" \
 	>"$SL_TMP/feed.out" 2>&1

@@ -184,7 +184,7 @@ check_refused --fd /dev/null "a netns whose descriptor is a device" \
 # the right namespace's O_PATH descriptor: setns(2) cannot enter it; the error says what to send
 check_refused --fd-opath "/run/netns/$SL_NS_RUN" "a netns whose descriptor is O_PATH" \
 	"$NS_REQ,\"netns\":\"/run/netns/$SL_NS_RUN\"}"$'\n' \
-	"the descriptor sent is refused: an O_PATH descriptor, which setns(2) cannot enter: send the namespace's file opened for reading (O_RDONLY)"
+	"the descriptor sent is refused: an O_PATH descriptor, which setns(2) cannot enter: send a network namespace's file opened for reading (O_RDONLY)"
 check_refused --fd "/run/netns/$SL_NS_RUN" "a descriptor with no netns" "$NS_REQ}"$'\n' \
 	"a descriptor came with a request that names no netns"
 

@@ -359,7 +359,7 @@ int attach_cmd_main(int argc, char **argv)
 		goto out;
 	}
 	if (r.netns && l->netns_fd < 0) {
-		l->netns_fd = runopts_open_netns(r.netns, false, why, sizeof(why));
+		l->netns_fd = runopts_open_netns(r.netns, why, sizeof(why));
 		if (l->netns_fd < 0) {
 			fprintf(stderr, "sluice attach: %s\n", why);
 			goto out;

@@ -598,7 +598,7 @@ int handoff_run(struct run *r, struct spawn_opts *so, const sigset_t *child_mask
 		goto out_free;
 	}
 	if (r->args.netns) {
-		h->netns_fd = runopts_open_netns(h->netns, false, err, sizeof(err));
+		h->netns_fd = runopts_open_netns(h->netns, err, sizeof(err));
 		if (h->netns_fd < 0) {
 			fprintf(stderr, "sluice run: %s\n", err);
 			goto out_free;

@@ -1014,13 +1014,18 @@ static void ns_leave(struct loader *l, int lock)
 			 * run's frames again, which only fails closed, whereas a token left behind
 			 * would have them pass the 5-tuples its cgroup recorded, judged by no one.
 			 */
-			fprintf(stderr, "sluice: lock %s/sluice to leave the namespace's maps: %s; "
-					"only the run's token removed\n", LOADER_BPFFS, strerror(errno));
+			int lock_errno = errno;
+
 			fd = ns_map_get(l->ns_dir, &ns_shapes[NS_RUNS], false);
 			if (fd >= 0) {
 				bpf_map_delete_elem(fd, &l->ns_token);
 				close(fd);
 			}
+			fprintf(stderr, "sluice: lock %s/sluice to leave the namespace's maps: %s; %s\n",
+				LOADER_BPFFS, strerror(lock_errno),
+				fd >= 0 ? "only the run's token removed"
+				: fd == -EPROTO ? "nothing removed: the runs map is another build's"
+						: "nothing removed");
 			goto out;
 		}
 		/*
@@ -1044,8 +1049,8 @@ static void ns_leave(struct loader *l, int lock)
 		} else {
 			empty = fd == -ENOENT;
 			if (!empty)
-				fprintf(stderr, "sluice: leave the namespace's runs map %s: %s; its pins "
-						"left as they are\n", runs,
+				fprintf(stderr, "sluice: leave the namespace's runs map %s: %s; the run's "
+						"own slot pin removed, the rest left as they are\n", runs,
 					fd == -EPROTO ? "another build's (its shape differs)"
 						      : strerror(-fd));
 		}
@@ -1782,15 +1787,30 @@ struct loader *loader_reopen(const char *run_id, const struct loader_open_switch
 		err = reopen_link(l->pin_dir, prog_names[i], &l->links[i]);
 	/* the host side's tcx links and the LSM layer's, where the run had them */
 	for (i = 0; !err && i < NETDEV_PEERS_MAX; i++) {
+		int e;
+
 		err = util_fmt(name, sizeof(name), "tc-%d", i);
-		if (err || reopen_link(l->pin_dir, name, &l->tc_att[i].link))
+		/*
+		 * absent ends the list; any other failure is the run's: a host-side link it has but
+		 * this loader does not know would keep the old policy through a later switch
+		 */
+		e = err ? 0 : reopen_link(l->pin_dir, name, &l->tc_att[i].link);
+		if (e == -ENOENT)
 			break;
+		if (e || err) {
+			err = err ?: e;
+			break;
+		}
 		l->tc_att[i].peer.netns_fd = -1;
 		l->n_tc++;
 	}
-	for (i = 0; !err && i < 3; i++)
-		if (reopen_link(l->pin_dir, lsm_link_names[i], &l->lsm_links[i]))
+	for (i = 0; !err && i < 3; i++) {
+		int e = reopen_link(l->pin_dir, lsm_link_names[i], &l->lsm_links[i]);
+
+		if (e == -ENOENT)
 			break;
+		err = e;
+	}
 	if (!err)
 		err = reopen_clsact_pins(l);
 	/* the namespace's shared maps, which the run joins (or stays out of) and leaves at its end */

@@ -174,7 +174,7 @@ int locate_netns_of_pid(pid_t pid, unsigned long long start, int *fd, char *buf,
 	*fd = -1;
 	buf[0] = '\0';
 	util_fmt(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
-	*fd = runopts_open_netns(path, false, why, why_len);
+	*fd = runopts_open_netns(path, why, why_len);
 	if (*fd < 0) {
 		err = *fd;
 		goto fail;

@@ -683,11 +683,8 @@ static int find_netns(const struct run *r, const struct resume_start *s, bool *o
 	if (*own)
 		return -1;
 	if (s->has_netns) {
-		/*
-		 * the log's (unsigned) path: only a namespace file is opened, not through a symlink
-		 * the path ends in (O_NOFOLLOW), and only the run's kept
-		 */
-		fd = runopts_open_netns(s->netns, true, path, sizeof(path));
+		/* the log's (unsigned) path: only a namespace file is opened, and only the run's kept */
+		fd = runopts_open_netns(s->netns, path, sizeof(path));
 		if (is_run_netns(cfg, fd))
 			return fd;
 		if (fd >= 0)

@@ -743,7 +743,7 @@ int run_start_resolver(struct run *r, uint16_t port, char *err, size_t err_len)
 	int ret;
 
 	if (r->netns_fd < 0 && r->args.netns) {
-		r->netns_fd = runopts_open_netns(r->args.netns, false, err, err_len);
+		r->netns_fd = runopts_open_netns(r->args.netns, err, err_len);
 		if (r->netns_fd < 0) {
 			ret = r->netns_fd;
 			r->netns_fd = -1;

@@ -108,8 +108,8 @@ const char *runopts_netns_why_not(int fd)
 	/* neither nsfs's ioctl nor setns(2) takes one (EBADF), whatever namespace it is of */
 	fl = fcntl(fd, F_GETFL);
 	if (fl >= 0 && (fl & O_PATH))
-		return "an O_PATH descriptor, which setns(2) cannot enter: send the namespace's file "
-		       "opened for reading (O_RDONLY), e.g. /run/netns/NAME or /proc/PID/ns/net";
+		return "an O_PATH descriptor, which setns(2) cannot enter: send a network namespace's "
+		       "file opened for reading (O_RDONLY), e.g. /run/netns/NAME or /proc/PID/ns/net";
 	return ioctl(fd, NS_GET_NSTYPE) == CLONE_NEWNET ? NULL : "not a network namespace";
 }
 
@@ -117,9 +117,9 @@ const char *runopts_netns_why_not(int fd)
  * The path is looked at before it is opened for reading: a FIFO would block the open, and a
  * device's open has effects of its own. Only a file of nsfs is opened, through its O_PATH.
  */
-int runopts_open_netns(const char *path, bool nofollow, char *err, size_t err_len)
+int runopts_open_netns(const char *path, char *err, size_t err_len)
 {
-	int pfd = open(path, O_PATH | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0)), fd, ret;
+	int pfd = open(path, O_PATH | O_CLOEXEC), fd, ret;
 	const char *why;
 	char self[64];
 	struct statfs fs;

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * Unit test of userspace/runopts.c's network namespace checks, on this process's own namespace:
- * a path that ends in a symlink is not followed when nobody vouched for it (nofollow: the path a
- * log names, resume.c), and a descriptor sent O_PATH is refused saying what to send instead.
+ * a path that ends in a symlink or a magic link (/proc/PID/ns/net) is opened, and a descriptor
+ * sent O_PATH is refused saying what to send instead.
  *
  * Usage: test_runopts        TAP 13; exits 1 if any test failed, 0 otherwise
  */
@@ -21,11 +21,14 @@
 
 static char why[WHY_LEN];
 
-/* A symlink to our own namespace's file: followed by default, refused with nofollow. */
-static bool symlink_nofollow(void)
+/*
+ * A path nobody vouched for (the one a log names) that ends in a symlink is followed and judged
+ * by what it opens: /proc/self/ns/net is itself a magic link, and a symlink to it works too.
+ */
+static bool symlink_followed(void)
 {
 	char dir[] = "/tmp/sl-runopts-XXXXXX", link[PATH_MAX], err[PATH_MAX + 64] = "";
-	int fd, fd_nofollow;
+	int fd, fd_magic;
 
 	EXPECT(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
 	snprintf(link, sizeof(link), "%s/ns", dir);
@@ -34,17 +37,16 @@ static bool symlink_nofollow(void)
 		rmdir(dir);
 		return false;
 	}
-	fd = runopts_open_netns(link, false, err, sizeof(err));
+	fd = runopts_open_netns(link, err, sizeof(err));
 	if (fd >= 0)
 		close(fd);
-	fd_nofollow = runopts_open_netns(link, true, err, sizeof(err));
-	if (fd_nofollow >= 0)
-		close(fd_nofollow);
+	fd_magic = runopts_open_netns("/proc/self/ns/net", err, sizeof(err));
+	if (fd_magic >= 0)
+		close(fd_magic);
 	unlink(link);
 	rmdir(dir);
-	EXPECT(fd >= 0, "the symlink followed: a descriptor; got %d", fd);
-	EXPECT(fd_nofollow == -EINVAL && strstr(err, "not a namespace file (nsfs)"),
-	       "nofollow: -EINVAL, not a namespace file; got %d (%s)", fd_nofollow, err);
+	EXPECT(fd >= 0, "the symlink followed: a descriptor; got %d (%s)", fd, err);
+	EXPECT(fd_magic >= 0, "/proc/self/ns/net: a descriptor; got %d (%s)", fd_magic, err);
 	return true;
 }
 
@@ -69,7 +71,7 @@ static bool o_path_refused(void)
 int main(void)
 {
 	printf("TAP version 13\n1..2\n");
-	report(symlink_nofollow(), "netns path ending in a symlink: not followed with nofollow", why);
+	report(symlink_followed(), "netns path ending in a symlink or magic link: followed", why);
 	report(o_path_refused(), "netns descriptor sent O_PATH: refused, saying what to send", why);
 	return tap_status();
 }
