@@ -31,6 +31,7 @@
 #include "packet.bpf.h"
 #include "nsflows.bpf.h"
 #include "net.bpf.h"
+#include "resets.bpf.h"
 
 #define TLS_CONTENT_CHANGE_CIPHER_SPEC 0x14
 #define TLS_CONTENT_ALERT 0x15
@@ -46,6 +47,7 @@
 #define SKB_PASS 1
 #define TCP_FLAG_SYN_BYTE 0x02 /* in the TCP header's 14th byte */
 #define TCP_FLAG_ACK_BYTE 0x10
+#define TCP_FLAG_RST_BYTE 0x04
 #define SKB_DROP 0
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -80,6 +82,29 @@ struct {
 	__type(key, __u32);
 	__type(value, struct sl_flow_event);
 } sl_flow_scratch SEC(".maps");
+
+/*
+ * The sockets sluice is destroying right now (their cookies): userspace puts a socket's cookie
+ * here just before it destroys the socket and takes it out just after (loader_kill_socket). The
+ * kernel's abort sends the peer a RST while the destroy is under way (tcp_abort ->
+ * tcp_send_active_reset), in that call; the socket's flow is denied, so without this the RST is
+ * dropped and the peer's end stays established for good. See destroy_reset.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u64); /* socket cookie */
+	__type(value, __u8);
+} sl_destroying SEC(".maps");
+
+/* A destroy's RST as it leaves, for the host side (resets.bpf.h), built here. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sl_reset_frame);
+} sl_reset_scratch SEC(".maps");
 
 /* The server-name check's map key (see sni_resolved_here). */
 struct {
@@ -608,6 +633,61 @@ static __always_inline int drop_unjudged(struct __sk_buff *skb, __u8 reason)
 	return SKB_DROP;
 }
 
+/*
+ * The RST the kernel sends when sluice destroys the socket (see sl_destroying), which alone of
+ * a denied flow's packets leaves: it carries nothing, and it ends the peer's end of a connection
+ * that really existed. Everything about it is the kernel's TCP: a TCP stream socket (a raw
+ * socket's frames are never its socket's RST, whatever its protocol; AF_PACKET frames pass no
+ * cgroup hook), being destroyed by sluice at this moment (the socket is locked by the destroy,
+ * so the workload sends nothing on it meanwhile), from the socket's own port to its peer's (and
+ * so between their addresses: the kernel's TCP writes its socket's), an unfragmented TCP header
+ * (with the options the kernel writes: a timestamp) and nothing after it, with RST set and
+ * nothing but ACK besides. A static function of its own: both egress programs ask it,
+ * and only on their drop paths.
+ */
+/*
+ * The host side must let the RST through as well, and sees it without its socket: the frame is
+ * written down for it, whole (resets.bpf.h). One it cannot be (longer than an IPv6 and a full TCP
+ * header) is dropped there.
+ */
+static __always_inline void reset_note(struct __sk_buff *skb, const struct packet_dst *d)
+{
+	struct sl_ns_flow_key k;
+	struct sl_reset_frame *f;
+	__u32 zero = 0, len = skb->len;
+
+	f = bpf_map_lookup_elem(&sl_reset_scratch, &zero);
+	if (!f || !len || len > SL_RESET_FRAME_MAX)
+		return;
+	__builtin_memset(f, 0, sizeof(*f));
+	if (bpf_skb_load_bytes(skb, 0, f->bytes, len))
+		return;
+	f->len = len;
+	ns_flow_key(&k, d);
+	bpf_map_update_elem(&sl_resets, &k, f, BPF_ANY);
+}
+
+static __noinline bool destroy_reset(struct __sk_buff *skb, struct bpf_sock *sk)
+{
+	struct packet_dst d = {};
+	__u64 cookie;
+	__u8 th[2]; /* data offset, flags */
+
+	if (!sk || sk->protocol != IPPROTO_TCP || sk->type != SOCK_STREAM ||
+	    packet_dst(skb, 0, &d) || d.proto != IPPROTO_TCP || d.fragment ||
+	    bpf_skb_load_bytes(skb, d.l4 + 12, th, 2) || th[0] < 0x50 ||
+	    skb->len != d.l4 + (th[0] >> 4) * 4 ||
+	    (th[1] & ~TCP_FLAG_ACK_BYTE) != TCP_FLAG_RST_BYTE)
+		return false;
+	if (d.port != bpf_ntohs((__u16)sk->dst_port) || d.sport != sk->src_port)
+		return false;
+	cookie = bpf_get_socket_cookie(skb);
+	if (!bpf_map_lookup_elem(&sl_destroying, &cookie))
+		return false;
+	reset_note(skb, &d);
+	return true;
+}
+
 /* A datagram of a UDP socket whose connect() was denied: drop it, record the denial once. */
 static __always_inline int drop_held(struct sl_sk_held *held)
 {
@@ -846,7 +926,7 @@ static __always_inline bool flow_opening(struct __sk_buff *skb, const struct pac
  * the run's allowlist admits. A packet of an allowed flow that goes where the flow was connected
  * costs one comparison; anything else is judged in full. A mismatch is dropped and recorded;
  * a connected socket keeps the denial (every later packet is dropped too, as for a held UDP
- * denial, and it is recorded once).
+ * denial, and it is recorded once). Only the RST of the socket's destroy leaves (destroy_reset).
  */
 static __always_inline int backstop(struct __sk_buff *skb, struct bpf_sock *sk,
 				    struct sl_flow *flow)
@@ -873,7 +953,7 @@ static __always_inline int backstop(struct __sk_buff *skb, struct bpf_sock *sk,
 	if (flow && flow->era != sl_cfg.era && dst_is_flows(&d, flow))
 		flow_restamp(sk, flow, &v, &ev);
 	if (v.verdict != SL_VERDICT_DENY ||
-	    (!cfg_enforcing() && v.reason != SL_REASON_BLACKHOLE)) {
+	    (!cfg_enforcing() && v.reason != SL_REASON_BLACKHOLE) || destroy_reset(skb, sk)) {
 		opener = NULL; /* not where its flow goes: it opens none */
 		goto pass;
 	}
@@ -915,7 +995,7 @@ pass:
  * The backstop is a program of its own, attached before sl_egress on the same hook (the kernel
  * runs both; a packet leaves only if both pass): one program holding both checks is more than
  * the verifier will walk. A socket already holding a denial is left to sl_egress, which drops
- * and records it.
+ * and records it (all but its destroy's RST).
  */
 SEC("cgroup_skb/egress")
 int sl_backstop(struct __sk_buff *skb)
@@ -960,7 +1040,7 @@ int sl_egress(struct __sk_buff *skb)
 		return SKB_PASS;
 	held = bpf_sk_storage_get(&sl_sk_held, sk, 0, 0);
 	if (held)
-		return drop_held(held);
+		return destroy_reset(skb, sk) ? SKB_PASS : drop_held(held);
 	/* What leaves is counted; what the TLS check drops is not. */
 	flow = bpf_sk_storage_get(&sl_sk_flow, sk, 0, 0);
 	ret = tls_egress(skb, sk, &t);

@@ -26,6 +26,7 @@
 #include "addr.bpf.h" /* v6_is_link_local */
 #include "nsflows.bpf.h"
 #include "net.bpf.h"
+#include "resets.bpf.h"
 
 /*
  * An allowed frame goes on to whatever else the host runs here (TCX_NEXT / TC_ACT_UNSPEC), so
@@ -128,6 +129,37 @@ static __always_inline int drop(struct __sk_buff *skb, struct sl_decision_event 
 	return TC_DROP;
 }
 
+/*
+ * The RST of a socket sluice destroyed, as the run's packet layer let it out (resets.bpf.h):
+ * this very frame, byte for byte from its IP header on, once.
+ */
+static __noinline bool destroy_reset_frame(struct __sk_buff *skb, const struct packet_dst *d)
+{
+	struct sl_ns_flow_key k;
+	struct sl_reset_frame *f;
+	__u32 i, n;
+	__u64 w;
+
+	if (!d || d->proto != IPPROTO_TCP || d->fragment)
+		return false;
+	ns_flow_key(&k, d);
+	f = bpf_map_lookup_elem(&sl_resets, &k);
+	if (!f || !f->len || f->len > SL_RESET_FRAME_MAX || skb->len != ETH_HLEN + f->len)
+		return false;
+	/* 8 bytes at a time; the last word's bytes past the frame are zero on both sides */
+	for (i = 0; i < SL_RESET_FRAME_MAX; i += 8) {
+		if (i >= f->len)
+			break;
+		n = f->len - i < 8 ? f->len - i : 8;
+		w = 0;
+		if (bpf_skb_load_bytes(skb, ETH_HLEN + i, &w, n) ||
+		    w != *(__u64 *)&f->bytes[i])
+			return false;
+	}
+	bpf_map_delete_elem(&sl_resets, &k);
+	return true;
+}
+
 SEC("tcx/ingress")
 int sl_tc_ingress(struct __sk_buff *skb)
 {
@@ -156,7 +188,7 @@ int sl_tc_ingress(struct __sk_buff *skb)
 	packet_judge(&d, &v, &ev);
 	if (v.verdict != SL_VERDICT_DENY)
 		return TC_PASS;
-	if (!enforce && v.reason != SL_REASON_BLACKHOLE)
+	if ((!enforce && v.reason != SL_REASON_BLACKHOLE) || destroy_reset_frame(skb, &d))
 		return TC_PASS;
 	return drop(skb, &ev, &d, v.reason, v.rule_id);
 }

@@ -522,12 +522,73 @@ static void load_destroyer(struct loader *l)
 	libbpf_unhush(old);
 }
 
+static int kill_socket(struct loader *l, uint64_t cookie, int netns_fd, uint32_t pid);
+static int link_prog_fd(const struct bpf_link *link);
+
 static int sockdiag_destroy_here(void *arg)
 {
 	return sockdiag_destroy_tcp(*(const uint64_t *)arg);
 }
 
+/*
+ * The packet layer's sl_destroying (skb.bpf.c destroy_reset), the one the run's attached egress
+ * program uses: found through its link, so that a set loaded here, a switch's and a dead
+ * writer's taken over are alike. -errno if there is none (the destroy's RST is then dropped).
+ */
+static int destroying_map(const struct loader *l)
+{
+	__u32 ids[64], n, i, len;
+	struct bpf_prog_info info = {};
+	int prog, fd = -ENOENT;
+
+	if (!l->links[PROG_EGRESS])
+		return -ENOENT;
+	prog = link_prog_fd(l->links[PROG_EGRESS]);
+	if (prog < 0)
+		return prog;
+	info.nr_map_ids = 64;
+	info.map_ids = (__u64)(unsigned long)ids;
+	len = sizeof(info);
+	if (bpf_prog_get_info_by_fd(prog, &info, &len))
+		fd = -errno;
+	n = info.nr_map_ids < 64 ? info.nr_map_ids : 64;
+	for (i = 0; fd == -ENOENT && i < n; i++) {
+		struct bpf_map_info mi = {};
+		int m = bpf_map_get_fd_by_id(ids[i]);
+
+		len = sizeof(mi);
+		if (m >= 0 && !bpf_map_get_info_by_fd(m, &mi, &len) &&
+		    !strcmp(mi.name, "sl_destroying"))
+			fd = m;
+		else if (m >= 0)
+			close(m);
+	}
+	close(prog);
+	return fd;
+}
+
+/*
+ * The socket is destroyed (below, kill_socket) with its cookie in sl_destroying: the RST the
+ * kernel sends its peer meanwhile leaves (skb.bpf.c destroy_reset). Only for that call: taken
+ * out after it, whatever it did.
+ */
 int loader_kill_socket(struct loader *l, uint64_t cookie, int netns_fd, uint32_t pid)
+{
+	int marks = destroying_map(l), err;
+	__u8 one = 1;
+
+	if (marks >= 0 && bpf_map_update_elem(marks, &cookie, &one, BPF_ANY))
+		fprintf(stderr, "sluice: let the RST of socket %llu out: %s; its peer is not told\n",
+			(unsigned long long)cookie, strerror(errno));
+	err = kill_socket(l, cookie, netns_fd, pid);
+	if (marks >= 0) {
+		bpf_map_delete_elem(marks, &cookie);
+		close(marks);
+	}
+	return err;
+}
+
+static int kill_socket(struct loader *l, uint64_t cookie, int netns_fd, uint32_t pid)
 {
 	struct bpf_link *link = NULL;
 	int self_ns = -1, iter_fd = -1, pid_ns = -1, err = 0, kill_fd;
