@@ -23,7 +23,7 @@
 struct sl_reset_frame {
 	__u32 len; /* the frame's bytes from its IP header on; the rest of bytes[] is zero */
 	__u32 pad;
-	__u8 bytes[SL_RESET_FRAME_MAX];
+	__u8 bytes[SL_RESET_FRAME_MAX] __attribute__((aligned(8))); /* read as words */
 };
 
 struct {

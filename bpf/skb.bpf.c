@@ -98,12 +98,20 @@ struct {
 	__type(value, __u8);
 } sl_destroying SEC(".maps");
 
-/* A destroy's RST as it leaves, for the host side (resets.bpf.h), built here. */
+/*
+ * A destroy's RST as it leaves, for the host side (resets.bpf.h), built here: the backstop's
+ * stack has no room for its key beside its own.
+ */
+struct reset_note {
+	struct sl_ns_flow_key k;
+	struct sl_reset_frame f;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct sl_reset_frame);
+	__type(value, struct reset_note);
 } sl_reset_scratch SEC(".maps");
 
 /* The server-name check's map key (see sni_resolved_here). */
@@ -642,49 +650,64 @@ static __always_inline int drop_unjudged(struct __sk_buff *skb, __u8 reason)
  * so the workload sends nothing on it meanwhile), from the socket's own port to its peer's (and
  * so between their addresses: the kernel's TCP writes its socket's), an unfragmented TCP header
  * (with the options the kernel writes: a timestamp) and nothing after it, with RST set and
- * nothing but ACK besides. A static function of its own: both egress programs ask it,
- * and only on their drop paths.
+ * nothing but ACK besides (a frame longer than an IPv6 and a full TCP header is none). Read from
+ * its copy in the scratch, not with tcp_header or packet_dst, which would add a copy of
+ * themselves to the programs. A static function of its own: both egress programs ask it, and
+ * only on their drop paths.
  */
-/*
- * The host side must let the RST through as well, and sees it without its socket: the frame is
- * written down for it, whole (resets.bpf.h). One it cannot be (longer than an IPv6 and a full TCP
- * header) is dropped there.
- */
-static __always_inline void reset_note(struct __sk_buff *skb, const struct packet_dst *d)
-{
-	struct sl_ns_flow_key k;
-	struct sl_reset_frame *f;
-	__u32 zero = 0, len = skb->len;
-
-	f = bpf_map_lookup_elem(&sl_reset_scratch, &zero);
-	if (!f || !len || len > SL_RESET_FRAME_MAX)
-		return;
-	__builtin_memset(f, 0, sizeof(*f));
-	if (bpf_skb_load_bytes(skb, 0, f->bytes, len))
-		return;
-	f->len = len;
-	ns_flow_key(&k, d);
-	bpf_map_update_elem(&sl_resets, &k, f, BPF_ANY);
-}
-
 static __noinline bool destroy_reset(struct __sk_buff *skb, struct bpf_sock *sk)
 {
-	struct packet_dst d = {};
+	struct reset_note *n;
+	__u32 zero = 0, len = skb->len, l4;
 	__u64 cookie;
-	__u8 th[2]; /* data offset, flags */
+	__u8 *b, *th;
 
-	if (!sk || sk->protocol != IPPROTO_TCP || sk->type != SOCK_STREAM ||
-	    packet_dst(skb, 0, &d) || d.proto != IPPROTO_TCP || d.fragment ||
-	    bpf_skb_load_bytes(skb, d.l4 + 12, th, 2) || th[0] < 0x50 ||
-	    skb->len != d.l4 + (th[0] >> 4) * 4 ||
-	    (th[1] & ~TCP_FLAG_ACK_BYTE) != TCP_FLAG_RST_BYTE)
-		return false;
-	if (d.port != bpf_ntohs((__u16)sk->dst_port) || d.sport != sk->src_port)
+	if (!sk || sk->protocol != IPPROTO_TCP || sk->type != SOCK_STREAM)
 		return false;
 	cookie = bpf_get_socket_cookie(skb);
-	if (!bpf_map_lookup_elem(&sl_destroying, &cookie))
+	n = bpf_map_lookup_elem(&sl_destroying, &cookie) ?
+		    bpf_map_lookup_elem(&sl_reset_scratch, &zero) : NULL;
+	/* the whole frame, read once: looked at here, and written down for the host side */
+	if (!n || len < 40 || len > SL_RESET_FRAME_MAX)
 		return false;
-	reset_note(skb, &d);
+	__builtin_memset(n, 0, sizeof(*n));
+	b = n->f.bytes;
+	if (bpf_skb_load_bytes(skb, 0, b, len))
+		return false;
+	if (skb->protocol == bpf_htons(ETH_P_IP)) {
+		/* no IP options, not a fragment (DF is fine) */
+		if (b[0] != 0x45 || b[9] != IPPROTO_TCP || (b[6] & 0x3f) || b[7])
+			return false;
+		l4 = 20;
+		n->k.family = AF_INET;
+		*(__u32 *)n->k.saddr = *(__u32 *)(b + 12);
+		*(__u32 *)n->k.daddr = *(__u32 *)(b + 16);
+	} else if (skb->protocol == bpf_htons(ETH_P_IPV6) && b[6] == IPPROTO_TCP) {
+		l4 = 40;
+		n->k.family = AF_INET6;
+		/* (the addresses lie 8-aligned in both: words, not bytes) */
+		((__u64 *)n->k.saddr)[0] = ((__u64 *)b)[1];
+		((__u64 *)n->k.saddr)[1] = ((__u64 *)b)[2];
+		((__u64 *)n->k.daddr)[0] = ((__u64 *)b)[3];
+		((__u64 *)n->k.daddr)[1] = ((__u64 *)b)[4];
+	} else {
+		return false;
+	}
+	th = b + l4;
+	if (th[12] < 0x50 || len != l4 + (th[12] >> 4) * 4 ||
+	    (th[13] & ~TCP_FLAG_ACK_BYTE) != TCP_FLAG_RST_BYTE)
+		return false;
+	n->k.sport = (__u16)th[0] << 8 | th[1];
+	n->k.dport = (__u16)th[2] << 8 | th[3];
+	if (n->k.sport != sk->src_port || n->k.dport != bpf_ntohs((__u16)sk->dst_port))
+		return false;
+	/*
+	 * The host side must let it through as well, and sees it without its socket: the frame is
+	 * written down for it, whole, under its 5-tuple (resets.bpf.h).
+	 */
+	n->f.len = len;
+	n->k.proto = IPPROTO_TCP;
+	bpf_map_update_elem(&sl_resets, &n->k, &n->f, BPF_ANY);
 	return true;
 }
 

@@ -13,6 +13,8 @@
  * judged like any destination: it reaches whatever listens on the host side. Everything else must
  * be IPv4 or IPv6 to an allowed destination: other ethertypes, VLAN tags, and IP fragments (whose
  * ports cannot be judged) are dropped in enforce mode. Report mode drops only the blackhole.
+ * One frame to a denied destination passes: the RST of a socket sluice destroyed, which the
+ * run's packet layer let out and wrote down, byte for byte (resets.bpf.h).
  * (IPv4 options and IPv6 routing headers are not looked at here: the host side's own kernel
  * refuses source routing by default, accept_source_route=0 and seg6_enabled=0.)
  */
@@ -135,10 +137,10 @@ static __always_inline int drop(struct __sk_buff *skb, struct sl_decision_event 
  */
 static __noinline bool destroy_reset_frame(struct __sk_buff *skb, const struct packet_dst *d)
 {
-	struct sl_ns_flow_key k;
+	struct sl_ns_flow_key k __attribute__((aligned(8))); /* its addresses copied as words */
 	struct sl_reset_frame *f;
 	__u32 i, n;
-	__u64 w;
+	__u64 w, *words;
 
 	if (!d || d->proto != IPPROTO_TCP || d->fragment)
 		return false;
@@ -147,13 +149,14 @@ static __noinline bool destroy_reset_frame(struct __sk_buff *skb, const struct p
 	if (!f || !f->len || f->len > SL_RESET_FRAME_MAX || skb->len != ETH_HLEN + f->len)
 		return false;
 	/* 8 bytes at a time; the last word's bytes past the frame are zero on both sides */
-	for (i = 0; i < SL_RESET_FRAME_MAX; i += 8) {
-		if (i >= f->len)
+	words = (__u64 *)f->bytes;
+#pragma clang loop unroll(disable)
+	for (i = 0; i < SL_RESET_FRAME_MAX / 8; i++) {
+		if (i * 8 >= f->len)
 			break;
-		n = f->len - i < 8 ? f->len - i : 8;
+		n = f->len - i * 8 < 8 ? f->len - i * 8 : 8;
 		w = 0;
-		if (bpf_skb_load_bytes(skb, ETH_HLEN + i, &w, n) ||
-		    w != *(__u64 *)&f->bytes[i])
+		if (bpf_skb_load_bytes(skb, ETH_HLEN + i * 8, &w, n) || w != words[i])
 			return false;
 	}
 	bpf_map_delete_elem(&sl_resets, &k);
