@@ -338,4 +338,37 @@ tap_check "stuck: the next daemon finishes moving the links to the staged progra
 	"$SL_DAEMON_DIR/err"
 tap_is "stuck: the take-over leaves no staged pin" "$(staged_pins)" 0
 
+# --- a daemon killed inside an attach into the namespace (its cgroup links pinned, before its
+# configuration, whose token a purge reads; before its host side; its host side pinned, before
+# its join): the next daemon undoes the attach, and no pin of it is left in the namespace's maps
+# (its slot, its token), which only a later join or leave there would have collected
+NS_PINS=/sys/fs/bpf/sluice/netns@$(stat -L -c '%d-%i' "/run/netns/$SL_NS_RUN")
+ns_slots() { find "$NS_PINS" -name 'slot-*' -printf '%f ' 2>/dev/null; }
+slots_before=$(ns_slots)
+for point in before-maps before-tc before-join; do
+	sl_daemon_kill TERM
+	export SLUICE_SELFTEST_KILL=$point
+	sl_daemon_start || bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
+	unset SLUICE_SELFTEST_KILL
+	cg=$(sl_cgroup_new "attkill-$point") || bail_out "cannot make the test cgroup"
+	sl_on_exit "sl_cgroup_remove '$cg'"
+	RUN=t-$SL_ID-attkill-$point
+	SL_RUNS+=("$RUN")
+	"$SLUICE" attach --cgroup "$cg" --policy "$SL_TMP/a.yaml" --run-id "$RUN" \
+		--netns "/run/netns/$SL_NS_RUN" --log "$SL_TMP/attkill-$point.jsonl" >/dev/null 2>&1
+	wait_until 10000 sh -c '! kill -0 "$1" 2>/dev/null' sh "$SL_DAEMON_PID"
+	tap_check "killed in an attach ($point): the daemon died there" \
+		sh -c '! kill -0 "$1" 2>/dev/null' sh "$SL_DAEMON_PID"
+	sl_daemon_kill KILL
+	# shellcheck disable=SC2119 # no arguments: the default daemon
+	sl_daemon_start || bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
+	tap_check "killed in an attach ($point): the next daemon undoes it, its pins gone" \
+		test ! -e "/sys/fs/bpf/sluice/$RUN"
+	tap_is "killed in an attach ($point): ... and its slot in the namespace's maps" \
+		"$(ns_slots)" "$slots_before"
+done
+[[ -n $slots_before ]] ||
+	tap_check "killed in an attach: with no run left in the namespace, its maps' pins are gone" \
+		test ! -e "$NS_PINS"
+
 tap_done

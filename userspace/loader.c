@@ -964,6 +964,62 @@ static void ns_collect(const char *dir, int runs_fd, __u64 own)
 	free(slots);
 }
 
+/* The directory holds a slot pin (a run's, alive or not yet collected). */
+static bool ns_has_slots(const char *dir)
+{
+	struct dirent *e;
+	bool found = false;
+	DIR *d = opendir(dir);
+
+	while (d && !found && (e = readdir(d)))
+		found = !strncmp(e->d_name, "slot-", 5);
+	if (d)
+		closedir(d);
+	return found;
+}
+
+void loader_ns_collect_all(void)
+{
+	char base[PATH_MAX], dir[PATH_MAX], runs[PATH_MAX], flows[PATH_MAX];
+	struct dirent *e;
+	int lock, fd;
+	__u64 key;
+	DIR *d;
+
+	if (util_fmt(base, sizeof(base), "%s/sluice", LOADER_BPFFS))
+		return;
+	d = opendir(base);
+	if (!d)
+		return;
+	lock = clsact_lock();
+	if (lock < 0) {
+		fprintf(stderr, "sluice: lock %s to collect the namespaces' runs: %s; none "
+				"collected\n", base, strerror(errno));
+		closedir(d);
+		return;
+	}
+	while ((e = readdir(d))) {
+		if (strncmp(e->d_name, "netns@", 6) ||
+		    util_fmt(dir, sizeof(dir), "%s/%s", base, e->d_name) ||
+		    util_fmt(runs, sizeof(runs), "%s/runs", dir) ||
+		    util_fmt(flows, sizeof(flows), "%s/flows", dir))
+			continue;
+		fd = bpf_obj_get(runs);
+		if (fd < 0)
+			continue;
+		ns_collect(dir, fd, 0);
+		/* no run left there (nor one on its way: its slot would be pinned) */
+		if (bpf_map_get_next_key(fd, NULL, &key) && errno == ENOENT && !ns_has_slots(dir)) {
+			unlink(flows);
+			unlink(runs);
+			rmdir(dir);
+		}
+		close(fd);
+	}
+	clsact_unlock(lock);
+	closedir(d);
+}
+
 /*
  * Whether the namespace's runs attribute their frames to each other: with two runs or more the
  * flows map (made here if need be) goes into every run's flows slot; with one run or none, its
@@ -1852,6 +1908,7 @@ struct loader *loader_reopen(const char *run_id, const struct loader_open_switch
 
 int loader_purge(const char *run_id)
 {
+	bool token_known;
 	struct bpf_map_info info = {};
 	__u32 len = sizeof(info), zero = 0;
 	char path[PATH_MAX];
@@ -1879,6 +1936,7 @@ int loader_purge(const char *run_id)
 	}
 	if (!l->ns_token)
 		l->ns_dir[0] = '\0';
+	token_known = l->ns_token != 0;
 	/* the namespace first, while its layers still judge (as loader_detach) */
 	ns_leave(l, -2);
 	d = opendir(l->pin_dir);
@@ -1894,6 +1952,12 @@ int loader_purge(const char *run_id)
 		closedir(d);
 	if (rmdir(l->pin_dir) && errno != ENOENT)
 		err = -errno;
+	/*
+	 * A run killed before its configuration was pinned had a place in a namespace's maps that
+	 * its token could not name: its slot, no longer held by its programs, is collected now.
+	 */
+	if (!token_known)
+		loader_ns_collect_all();
 	l->pin_dir[0] = '\0';
 	loader_destroy(l);
 	return err;
@@ -2059,6 +2123,11 @@ int loader_attach(struct loader *l, int cgroup_fd, uint64_t cgroup_id, int cgrou
 			return err;
 		}
 	}
+	/*
+	 * selftests only: a run killed with its cgroup links pinned and not its configuration (a
+	 * purge cannot tell its token: loader_ns_collect_all finds its place in the namespace)
+	 */
+	loader_selftest_kill("before-maps");
 	for (i = 0; i < MAP_MAX; i++) {
 		if (util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, map_pin_names[i]))
 			return -ENAMETOOLONG;
