@@ -338,6 +338,32 @@ tap_check "stuck: the next daemon finishes moving the links to the staged progra
 	"$SL_DAEMON_DIR/err"
 tap_is "stuck: the take-over leaves no staged pin" "$(staged_pins)" 0
 
+# --- a run whose writer was killed (sluice run), its host side clsact filters on both veths: a
+# detach through the daemon, which does not manage it, removes its pins and its filters too
+# peer_filters: sluice's filters and clsact qdiscs on both veth peers
+peer_filters() {
+	local d n=0 q=0
+	for d in vrun vrun2; do
+		n=$((n + $(in_rtr tc filter show dev "$d" ingress | grep -c sl_tc_ingress)))
+		q=$((q + $(in_rtr tc qdisc show dev "$d" | grep -c clsact)))
+	done
+	echo "filters $n qdiscs $q"
+}
+SLUICE_SELFTEST_TC_CLSACT=1 sluice_start "$SL_TMP/a.yaml" "$SL_TMP/orphan.jsonl" --user nobody \
+	--netns "/run/netns/$SL_NS_RUN" -- sleep 600
+wait_until 60000 grep -qs '"run_start"' "$SL_TMP/orphan.jsonl" || tap_diag_file "$SL_ERR"
+tap_is "orphan: the run's host side is a clsact filter on each veth" "$(peer_filters)" \
+	"filters 2 qdiscs 2"
+kill -KILL "$SL_RUN_PID"
+wait "$SL_RUN_PID" 2>/dev/null
+echo 1 >"$(cg2_mount)/sluice/$SL_RUN_ID/cgroup.kill"
+out=$("$SLUICE" detach --run-id "$SL_RUN_ID" 2>&1)
+tap_check "orphan: the daemon detaches the run no writer manages" \
+	test -z "${out##*\"taken_over\":false*}" -a ! -e "/sys/fs/bpf/sluice/$SL_RUN_ID"
+tap_is "orphan: its clsact filters, and the qdiscs it made, are gone with it" \
+	"$(peer_filters)" "filters 0 qdiscs 0"
+wait_until 5000 rmdir "$(cg2_mount)/sluice/$SL_RUN_ID"
+
 # --- a daemon killed inside an attach into the namespace (its cgroup links pinned, before its
 # configuration, whose token a purge reads; before its host side; its host side pinned, before
 # its join): the next daemon undoes the attach, and no pin of it is left in the namespace's maps

@@ -1906,9 +1906,39 @@ struct loader *loader_reopen(const char *run_id, const struct loader_open_switch
 	return l;
 }
 
+static void tc_detach(struct tc_attachment *a);
+
+/*
+ * The run's clsact filters (a tcx link goes with its pin), found on its namespace's veth peers
+ * as a take-over finds them (loader_refind_clsact: the filter at the pin's handle running the
+ * pinned program) and removed, with the qdisc sluice made once it is empty. run: the pinned
+ * configuration's (NULL: another build's, its namespace unknown). One not found is said so: it
+ * stays until its veth goes.
+ */
+static void purge_clsact(struct loader *l, const struct sl_run_cfg *run)
+{
+	int netns = -1, i;
+
+	if (reopen_clsact_pins(l) || !l->n_clsact_pins)
+		return;
+	if (run)
+		netns = netdev_netns_find(run->netns_dev, run->netns_ino);
+	if (netns >= 0)
+		loader_refind_clsact(l, netns); /* (what it found before an error is removed too) */
+	for (i = 0; i < l->n_tc; i++)
+		tc_detach(&l->tc_att[i]);
+	for (i = 0; i < l->n_clsact_pins; i++)
+		if (!l->clsact_pins[i].found)
+			fprintf(stderr, "sluice: %s: the host-side clsact filter %s is not found on "
+					"the run's veths%s: it stays until its veth goes\n", l->pin_dir,
+				l->clsact_pins[i].name, netns < 0 ? " (its namespace is gone)" : "");
+	if (netns >= 0)
+		close(netns);
+}
+
 int loader_purge(const char *run_id)
 {
-	bool token_known;
+	bool token_known, have_cfg = false;
 	struct bpf_map_info info = {};
 	__u32 len = sizeof(info), zero = 0;
 	char path[PATH_MAX];
@@ -1924,9 +1954,10 @@ int loader_purge(const char *run_id)
 	/* its token, from its configuration (of this build's layout only) */
 	if (!util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, map_pin_names[MAP_CFG]) &&
 	    (fd = bpf_obj_get(path)) >= 0) {
-		if (!bpf_map_get_info_by_fd(fd, &info, &len) &&
-		    info.value_size == sizeof(cfg) && !bpf_map_lookup_elem(fd, &zero, &cfg) &&
-		    cfg.version == SL_CFG_VERSION && cfg.ns_token && !ns_dir_set(l, &cfg.run))
+		have_cfg = !bpf_map_get_info_by_fd(fd, &info, &len) &&
+			   info.value_size == sizeof(cfg) && !bpf_map_lookup_elem(fd, &zero, &cfg) &&
+			   cfg.version == SL_CFG_VERSION;
+		if (have_cfg && cfg.ns_token && !ns_dir_set(l, &cfg.run))
 			l->ns_token = cfg.ns_token;
 		else if (info.value_size != sizeof(cfg) || cfg.version != SL_CFG_VERSION)
 			fprintf(stderr, "sluice: %s: a configuration of another build: its place "
@@ -1939,13 +1970,11 @@ int loader_purge(const char *run_id)
 	token_known = l->ns_token != 0;
 	/* the namespace first, while its layers still judge (as loader_detach) */
 	ns_leave(l, -2);
+	purge_clsact(l, have_cfg ? &cfg.run : NULL);
 	d = opendir(l->pin_dir);
 	while (d && (e = readdir(d))) {
 		if (e->d_name[0] == '.')
 			continue;
-		if (!strncmp(e->d_name, TC_CLSACT_PIN, strlen(TC_CLSACT_PIN)))
-			fprintf(stderr, "sluice: %s: the host-side clsact filter %s stays until its "
-					"veth goes\n", l->pin_dir, e->d_name);
 		unpin_name(l, e->d_name);
 	}
 	if (d)
@@ -2654,8 +2683,11 @@ static int clsact_adopt(struct loader *l, struct clsact_pin *p, __u32 prog_id)
 	struct bpf_prog_info pi = {};
 	struct bpf_map_info mi = {};
 	__u32 len = sizeof(mi), plen = sizeof(pi);
-	int fd = bpf_prog_get_fd_by_id(prog_id), err = -ESRCH;
+	int fd, err = -ESRCH;
 
+	if (!l->skel)
+		return -ESRCH; /* a purge's loader: it removes only the filters that run its pins */
+	fd = bpf_prog_get_fd_by_id(prog_id);
 	if (fd < 0)
 		return -errno;
 	if (bpf_map_get_info_by_fd(bpf_map__fd(l->skel->maps.data_cfg), &mi, &len))

@@ -112,8 +112,9 @@ void loader_selftest_kill(const char *point);
  * Remove a pinned run that no writer takes over (loader_reopen refused it, or an attach a dead
  * daemon never finished): its token out of its namespace's runs map and its slot pin removed
  * (as at a run's end), then every pin of its directory (its links: the programs detach) and the
- * directory. -EBUSY: a writer holds the run; -ENOENT: nothing is pinned under that id. A
- * clsact filter (kernels without tcx) stays until its veth goes (said on stderr).
+ * directory, and its clsact filters (kernels without tcx) on its namespace's veth peers (one
+ * not found stays until its veth goes: said on stderr). -EBUSY: a writer holds the run;
+ * -ENOENT: nothing is pinned under that id.
  */
 int loader_purge(const char *run_id);
 

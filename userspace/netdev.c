@@ -8,7 +8,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <linux/if_link.h>
 #include <linux/net_namespace.h>
@@ -40,6 +42,42 @@ int netdev_in_netns(int netns_fd, int (*fn)(void *arg), void *arg)
 		abort();
 	close(self);
 	return err;
+}
+
+/* path is the namespace dev/ino names: its fd, else -1. */
+static int netns_if(const char *path, uint64_t dev, uint64_t ino)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0 && (fstat(fd, &st) || st.st_dev != dev || st.st_ino != ino)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+int netdev_netns_find(uint64_t dev, uint64_t ino)
+{
+	const char *const dirs[] = { NETNS_RUN_DIR, "/proc" };
+	char path[PATH_MAX];
+	struct dirent *e;
+	int fd = netns_if("/proc/thread-self/ns/net", dev, ino), i;
+	DIR *d;
+
+	for (i = 0; fd < 0 && i < 2; i++) {
+		d = opendir(dirs[i]);
+		while (d && fd < 0 && (e = readdir(d))) {
+			if (e->d_name[0] == '.' || (i && (e->d_name[0] < '0' || e->d_name[0] > '9')))
+				continue;
+			if (!util_fmt(path, sizeof(path), i ? "/proc/%s/ns/net" : NETNS_RUN_DIR "/%s",
+				      e->d_name))
+				fd = netns_if(path, dev, ino);
+		}
+		if (d)
+			closedir(d);
+	}
+	return fd;
 }
 
 static int open_rtnl(void *arg)
