@@ -6,8 +6,8 @@
 # commit or with only the new set staged (the run's programs stay those of the old policy), after
 # it (the new policy's), or inside it, its links moved and the maps not yet pinned again (the
 # links say which), all before the policy_change line; or while it moved the links (four moved to
-# the new programs, ten not), which a take-over can finish because the commit pinned the new set
-# first (staged-*). Each time the next daemon:
+# the new programs, ten not; every cgroup link moved and no host-side filter yet: links-moved),
+# which a take-over can finish because the commit pinned the new set first (staged-*). Each time the next daemon:
 # - takes the run over (sluice status lists it, with the policy its programs enforce);
 # - enforces that policy: a process of the run reaches the host it allows, not the other;
 # - writes what the dead daemon did not: policy_switch_abort, or the policy_change (after_restart);
@@ -242,6 +242,22 @@ out=$("$SLUICE" detach --run-id "$RUN" 2>&1)
 tap_check "clsact, in-links: the run detaches" test -z "${out##*\"ok\":true*}"
 tap_is "clsact, in-links: its end finds the filter (moved to the new program) and removes it" \
 	"$(host_filters)" "filters 0 qdiscs 0"
+
+# --- clsact, killed with every cgroup link moved and the filter not yet: the filter moves too --
+clsact_run swclsact3
+killed_at links-moved "$SL_TMP/b.yaml" 0
+taken_over "$sha_b" b
+tap_check "clsact, links-moved: the next daemon finishes the move" \
+	grep -q "sluice/$RUN: its writer died while it moved .*every link is moved" \
+	"$SL_DAEMON_DIR/err"
+# (a process in no run's cgroup: judged by the host side's filter alone)
+tap_is "clsact, links-moved: the filter judges under policy b: .20 is reached" \
+	"$(in_run "$SL_PROBE" tcp 198.51.100.20 80 --timeout-ms 2000 | cut -d' ' -f1)" ok
+tap_check "clsact, links-moved: ... and .10 is not" \
+	test "$(in_run "$SL_PROBE" tcp 198.51.100.10 80 --timeout-ms 2000 | cut -d' ' -f1)" != ok
+out=$("$SLUICE" detach --run-id "$RUN" 2>&1)
+tap_check "clsact, links-moved: the run detaches" test -z "${out##*\"ok\":true*}"
+tap_is "clsact, links-moved: its end removes the filter" "$(host_filters)" "filters 0 qdiscs 0"
 
 # --- two veths (tcx), killed with the first moved and not the second: refused, not mislabelled --
 ip -n "$SL_NS_RUN" link add veth1 type veth peer name vrun2 netns "$SL_NS_RTR" ||

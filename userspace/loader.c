@@ -4206,6 +4206,8 @@ static int commit_moves(struct loader *l, struct loader_next *n, int *n_links, i
 		if (i == 3)
 			loader_selftest_kill("in-links");
 	}
+	/* selftests only: killed with every cgroup link moved, no host side yet */
+	loader_selftest_kill("links-moved");
 	for (t = 0; t < l->n_tc; t++, *n_tc = t) {
 		err = tc_move(&l->tc_att[t], bpf_program__fd(n->tc->progs.sl_tc_ingress));
 		if (err) {
