@@ -387,9 +387,12 @@ wait_until 5000 rmdir "$(cg2_mount)/sluice/$SL_RUN_ID"
 NS_PINS=/sys/fs/bpf/sluice/netns@$(stat -L -c '%d-%i' "/run/netns/$SL_NS_RUN")
 ns_slots() { find "$NS_PINS" -name 'slot-*' -printf '%f ' 2>/dev/null; }
 slots_before=$(ns_slots)
+# shellcheck disable=SC2317 # called through wait_until and tap_check
+daemon_gone() { ! kill -0 "$SL_DAEMON_PID" 2>/dev/null; }
 for point in before-maps before-tc before-join; do
 	sl_daemon_kill TERM
 	export SLUICE_SELFTEST_KILL=$point
+	# shellcheck disable=SC2119 # no arguments: the default daemon
 	sl_daemon_start || bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
 	unset SLUICE_SELFTEST_KILL
 	cg=$(sl_cgroup_new "attkill-$point") || bail_out "cannot make the test cgroup"
@@ -398,9 +401,8 @@ for point in before-maps before-tc before-join; do
 	SL_RUNS+=("$RUN")
 	"$SLUICE" attach --cgroup "$cg" --policy "$SL_TMP/a.yaml" --run-id "$RUN" \
 		--netns "/run/netns/$SL_NS_RUN" --log "$SL_TMP/attkill-$point.jsonl" >/dev/null 2>&1
-	wait_until 10000 sh -c '! kill -0 "$1" 2>/dev/null' sh "$SL_DAEMON_PID"
-	tap_check "killed in an attach ($point): the daemon died there" \
-		sh -c '! kill -0 "$1" 2>/dev/null' sh "$SL_DAEMON_PID"
+	wait_until 10000 daemon_gone
+	tap_check "killed in an attach ($point): the daemon died there" daemon_gone
 	sl_daemon_kill KILL
 	# shellcheck disable=SC2119 # no arguments: the default daemon
 	sl_daemon_start || bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
