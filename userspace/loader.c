@@ -1001,12 +1001,20 @@ void loader_ns_collect_all(void)
 	while ((e = readdir(d))) {
 		if (strncmp(e->d_name, "netns@", 6) ||
 		    util_fmt(dir, sizeof(dir), "%s/%s", base, e->d_name) ||
-		    util_fmt(runs, sizeof(runs), "%s/runs", dir) ||
-		    util_fmt(flows, sizeof(flows), "%s/flows", dir))
+		    util_fmt(runs, sizeof(runs), "%s/%s", dir, ns_shapes[NS_RUNS].name) ||
+		    util_fmt(flows, sizeof(flows), "%s/%s", dir, ns_shapes[NS_FLOWS].name))
 			continue;
-		fd = bpf_obj_get(runs);
-		if (fd < 0)
+		/*
+		 * (ns_map_get's shape check: a runs map another build pinned, its keys of another
+		 * size, is not read into this build's; its namespace is left to that build)
+		 */
+		fd = ns_map_get(dir, &ns_shapes[NS_RUNS], false);
+		if (fd < 0) {
+			if (fd == -EPROTO)
+				fprintf(stderr, "sluice: %s: a runs map of another build's shape: "
+						"not collected\n", dir);
 			continue;
+		}
 		ns_collect(dir, fd, 0);
 		/* no run left there (nor one on its way: its slot would be pinned) */
 		if (bpf_map_get_next_key(fd, NULL, &key) && errno == ENOENT && !ns_has_slots(dir)) {
