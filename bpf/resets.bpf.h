@@ -5,8 +5,12 @@
  * its socket and cannot tell it from one an AF_PACKET socket made. So the packet layer writes
  * down the frame it let out, its IP and TCP headers whole (it has no payload), under its
  * 5-tuple; the host side passes a frame only if it is that one byte for byte, and only once
- * (it takes the entry). A frame forged to pass is the kernel's own RST, to the peer of a
- * connection sluice just destroyed: it carries nothing the workload chose.
+ * (it takes the entry), and only in a fixed form it writes over it (tc.bpf.c reset_fix): the
+ * kernel's RST carries fields the workload chose (IP_TOS, IP_TTL, a flow label, SO_RCVBUF's
+ * window, TCP_MD5SIG's digest), which must not reach a destination the policy denies. A frame
+ * forged to pass is the kernel's own RST, to the peer of a connection sluice just destroyed, and
+ * leaves in that form all the same. Only a run with a host side lets the RST out at all (the
+ * packet layer's cgroup programs cannot write to a frame: loader_kill_socket).
  *
  * Declared by the decision layer as well, only so that the loader makes it one map for the run's
  * objects (share_maps, and a switch's new set keeps it). An LRU: an entry whose frame never

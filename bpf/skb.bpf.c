@@ -85,22 +85,16 @@ struct {
 
 /*
  * The sockets sluice is destroying right now (their cookies): userspace puts a socket's cookie
- * here just before it destroys the socket and takes it out just after (loader_kill_socket). The
+ * here just before it destroys the socket and takes it out just after (loader_kill_socket), and
+ * only for a run with a host side, which puts the RST into its fixed form (resets.bpf.h). The
  * kernel's abort sends the peer a RST while the destroy is under way (tcp_abort ->
  * tcp_send_active_reset), in that call; the socket's flow is denied, so without this the RST is
  * dropped and the peer's end stays established for good. See destroy_reset.
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 64);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, __u64); /* socket cookie */
-	__type(value, __u8);
-} sl_destroying SEC(".maps");
-
-/*
- * A destroy's RST as it leaves, for the host side (resets.bpf.h), built here: the backstop's
- * stack has no room for its key beside its own.
+ *
+ * The value is where that socket's RST is written down for the host side: its own, so that kills
+ * running at once (two daemon threads, a softirq's send on the CPU a program was preempted on)
+ * never share one buffer. userspace writes it zeroed; only the RST of the socket the destroy
+ * holds locked writes to it, so no two programs write one entry at once.
  */
 struct reset_note {
 	struct sl_ns_flow_key k;
@@ -108,11 +102,12 @@ struct reset_note {
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u64); /* socket cookie */
 	__type(value, struct reset_note);
-} sl_reset_scratch SEC(".maps");
+} sl_destroying SEC(".maps");
 
 /* The server-name check's map key (see sni_resolved_here). */
 struct {
@@ -658,15 +653,14 @@ static __always_inline int drop_unjudged(struct __sk_buff *skb, __u8 reason)
 static __noinline bool destroy_reset(struct __sk_buff *skb, struct bpf_sock *sk)
 {
 	struct reset_note *n;
-	__u32 zero = 0, len = skb->len, l4;
+	__u32 len = skb->len, l4;
 	__u64 cookie;
 	__u8 *b, *th;
 
 	if (!sk || sk->protocol != IPPROTO_TCP || sk->type != SOCK_STREAM)
 		return false;
 	cookie = bpf_get_socket_cookie(skb);
-	n = bpf_map_lookup_elem(&sl_destroying, &cookie) ?
-		    bpf_map_lookup_elem(&sl_reset_scratch, &zero) : NULL;
+	n = bpf_map_lookup_elem(&sl_destroying, &cookie);
 	/* the whole frame, read once: looked at here, and written down for the host side */
 	if (!n || len < 40 || len > SL_RESET_FRAME_MAX)
 		return false;
@@ -703,7 +697,8 @@ static __noinline bool destroy_reset(struct __sk_buff *skb, struct bpf_sock *sk)
 		return false;
 	/*
 	 * The host side must let it through as well, and sees it without its socket: the frame is
-	 * written down for it, whole, under its 5-tuple (resets.bpf.h).
+	 * written down for it, whole, under its 5-tuple (resets.bpf.h), where it is put into its
+	 * fixed form or refused.
 	 */
 	n->f.len = len;
 	n->k.proto = IPPROTO_TCP;
@@ -976,7 +971,8 @@ static __always_inline int backstop(struct __sk_buff *skb, struct bpf_sock *sk,
 	if (flow && flow->era != sl_cfg.era && dst_is_flows(&d, flow))
 		flow_restamp(sk, flow, &v, &ev);
 	if (v.verdict != SL_VERDICT_DENY ||
-	    (!cfg_enforcing() && v.reason != SL_REASON_BLACKHOLE) || destroy_reset(skb, sk)) {
+	    (!cfg_enforcing() && v.reason != SL_REASON_BLACKHOLE) ||
+	    (v.reason != SL_REASON_BLACKHOLE && destroy_reset(skb, sk))) {
 		opener = NULL; /* not where its flow goes: it opens none */
 		goto pass;
 	}
@@ -1063,7 +1059,9 @@ int sl_egress(struct __sk_buff *skb)
 		return SKB_PASS;
 	held = bpf_sk_storage_get(&sl_sk_held, sk, 0, 0);
 	if (held)
-		return destroy_reset(skb, sk) ? SKB_PASS : drop_held(held);
+		return held->ev.reason != SL_REASON_BLACKHOLE && destroy_reset(skb, sk) ?
+			       SKB_PASS :
+			       drop_held(held);
 	/* What leaves is counted; what the TLS check drops is not. */
 	flow = bpf_sk_storage_get(&sl_sk_flow, sk, 0, 0);
 	ret = tls_egress(skb, sk, &t);

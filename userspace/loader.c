@@ -535,7 +535,7 @@ static int sockdiag_destroy_here(void *arg)
  * program uses: found through its link, so that a set loaded here, a switch's and a dead
  * writer's taken over are alike. -errno if there is none (the destroy's RST is then dropped).
  */
-static int destroying_map(const struct loader *l)
+static int destroying_map(const struct loader *l, __u32 *value_size)
 {
 	__u32 ids[64], n, i, len;
 	struct bpf_prog_info info = {};
@@ -558,28 +558,57 @@ static int destroying_map(const struct loader *l)
 
 		len = sizeof(mi);
 		if (m >= 0 && !bpf_map_get_info_by_fd(m, &mi, &len) &&
-		    !strcmp(mi.name, "sl_destroying"))
+		    !strcmp(mi.name, "sl_destroying") && mi.key_size == sizeof(__u64)) {
 			fd = m;
-		else if (m >= 0)
+			*value_size = mi.value_size;
+		} else if (m >= 0) {
 			close(m);
+		}
 	}
 	close(prog);
 	return fd;
 }
 
 /*
+ * A writer killed inside loader_kill_socket left the socket's cookie in sl_destroying: it is
+ * taken out when the run is taken over (loader_reopen), so that no RST of that socket is let out
+ * later, outside a destroy.
+ */
+static void destroying_clear(const struct loader *l)
+{
+	__u32 value_size;
+	__u64 key;
+	int fd = destroying_map(l, &value_size);
+
+	if (fd < 0)
+		return;
+	while (!bpf_map_get_next_key(fd, NULL, &key))
+		if (bpf_map_delete_elem(fd, &key)) {
+			fprintf(stderr, "sluice: %s: empty sl_destroying: %s\n", l->pin_dir,
+				strerror(errno));
+			break;
+		}
+	close(fd);
+}
+
+/*
  * The socket is destroyed (below, kill_socket) with its cookie in sl_destroying: the RST the
  * kernel sends its peer meanwhile leaves (skb.bpf.c destroy_reset). Only for that call: taken
- * out after it, whatever it did.
+ * out after it, whatever it did. Only for a run with a host side, where the RST is put into a
+ * fixed form (tc.bpf.c reset_fix): no program of a run without one can write to a packet, and
+ * the kernel's RST carries fields the workload chose (IP_TOS, IP_TTL, SO_RCVBUF, TCP_MD5SIG...),
+ * so there it stays dropped and the peer is not told (sluice.8, PREEXISTING CONNECTIONS).
  */
 int loader_kill_socket(struct loader *l, uint64_t cookie, int netns_fd, uint32_t pid)
 {
-	int marks = destroying_map(l), err;
-	__u8 one = 1;
+	__u32 value_size = 0;
+	int marks = l->n_tc || l->n_clsact_pins ? destroying_map(l, &value_size) : -ENOENT, err;
+	void *note = marks >= 0 ? calloc(1, value_size) : NULL; /* written by destroy_reset */
 
-	if (marks >= 0 && bpf_map_update_elem(marks, &cookie, &one, BPF_ANY))
+	if (marks >= 0 && (!note || bpf_map_update_elem(marks, &cookie, note, BPF_ANY)))
 		fprintf(stderr, "sluice: let the RST of socket %llu out: %s; its peer is not told\n",
-			(unsigned long long)cookie, strerror(errno));
+			(unsigned long long)cookie, strerror(note ? errno : ENOMEM));
+	free(note);
 	err = kill_socket(l, cookie, netns_fd, pid);
 	if (marks >= 0) {
 		bpf_map_delete_elem(marks, &cookie);
@@ -1910,6 +1939,7 @@ struct loader *loader_reopen(const char *run_id, const struct loader_open_switch
 	 * (its new LSM hooks, attached beside the old ones, go with their pins).
 	 */
 	unstage(l);
+	destroying_clear(l);
 	load_destroyer(l);
 	return l;
 }
