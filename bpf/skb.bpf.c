@@ -653,7 +653,7 @@ static __always_inline int drop_unjudged(struct __sk_buff *skb, __u8 reason)
 static __noinline bool destroy_reset(struct __sk_buff *skb, struct bpf_sock *sk)
 {
 	struct reset_note *n;
-	__u32 len = skb->len, l4;
+	__u32 len, l4;
 	__u64 cookie;
 	__u8 *b, *th;
 
@@ -661,13 +661,18 @@ static __noinline bool destroy_reset(struct __sk_buff *skb, struct bpf_sock *sk)
 		return false;
 	cookie = bpf_get_socket_cookie(skb);
 	n = bpf_map_lookup_elem(&sl_destroying, &cookie);
+	if (!n)
+		return false;
 	/* the whole frame, read once: looked at here, and written down for the host side */
-	if (!n || len < 40 || len > SL_RESET_FRAME_MAX)
+	len = skb->len;
+	if (len < 40 || len > SL_RESET_FRAME_MAX)
 		return false;
 	__builtin_memset(n, 0, sizeof(*n));
 	b = n->f.bytes;
 	if (bpf_skb_load_bytes(skb, 0, b, len))
 		return false;
+	/* (read again, not kept across the call: 6.1's verifier loses a spilled u32's bounds) */
+	len = skb->len;
 	if (skb->protocol == bpf_htons(ETH_P_IP)) {
 		/* no IP options, not a fragment (DF is fine) */
 		if (b[0] != 0x45 || b[9] != IPPROTO_TCP || (b[6] & 0x3f) || b[7])

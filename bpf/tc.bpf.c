@@ -148,7 +148,7 @@ static __always_inline int drop(struct __sk_buff *skb, struct sl_decision_event 
  */
 #define SL_RESET_HOPS 64
 
-static __always_inline bool reset_fix(struct __sk_buff *skb, const __u8 *old, __u32 len)
+static __always_inline bool reset_fix(struct __sk_buff *skb, const __u8 *old, __u64 len)
 {
 	__u64 fixed[SL_RESET_FRAME_MAX / 8];
 	__u8 *b = (__u8 *)fixed, *th;
@@ -185,7 +185,7 @@ static __always_inline bool reset_fix(struct __sk_buff *skb, const __u8 *old, __
 	} else if (len - l4 != 20) {
 		return false;
 	}
-	if (bpf_skb_store_bytes(skb, ETH_HLEN, b, len, 0))
+	if (len > SL_RESET_FRAME_MAX || bpf_skb_store_bytes(skb, ETH_HLEN, b, len, 0))
 		return false;
 	/* (the checksum fields are alike in both: each diff leaves them out) */
 	if (stamps)
@@ -212,8 +212,8 @@ static __noinline bool destroy_reset_frame(struct __sk_buff *skb, const struct p
 {
 	struct sl_ns_flow_key k __attribute__((aligned(8))); /* its addresses copied as words */
 	struct sl_reset_frame *f;
-	__u32 i, n, len;
-	__u64 w, *words;
+	__u64 w, *words, len; /* (64 bits: 6.1's verifier keeps no bounds of a 32-bit spill) */
+	__u32 i, n;
 	bool ok;
 
 	if (!d || d->proto != IPPROTO_TCP || d->fragment)

@@ -11,8 +11,12 @@
 #   TOS/traffic class 0, flow label 0, IP ID 0, DF alone, TTL/hop limit 64 less the router's
 #   hop, window 0, urgent pointer 0, RST|ACK, its options (the timestamps) all NOPs; and the
 #   peer's end is reset. The MD5 one (options of the workload's length) arrives not at all, nor
-#   does one to the blackhole (169.254.169.254, owned by the test host here).
+#   does one to the blackhole (169.254.169.254, owned by the test host here). With a link in the
+#   namespace that is neither a veth nor its loopback (a macvlan: a way out no host side sees),
+#   none leaves.
 # - without --netns (no program on the path can write to the frame): no RST arrives at all.
+# - a daemon killed inside a destroy leaves the socket's cookie marked: the next one, taking the
+#   run over, empties sl_destroying.
 
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -30,10 +34,12 @@ rules:
     cidrs: ["198.51.100.10/32"]
     ports: [80]
 EOF
+printf '%s\n' 'default: deny' 'rules:' '  - name: test-host' \
+	'    cidrs: ["198.51.100.20/32"]' '    ports: [80]' >"$SL_TMP/allow.yaml"
 FORM=$SL_LIB_DIR/tools/sl_rstform.py
 MD=169.254.169.254
 
-tap_plan 16
+tap_plan 23
 
 # attacked NAME [ATTACH_ARGS...]: the attacker's connections, made in a new cgroup before the
 # attach; the attach (enforce) destroys them while the test host watches. Sets W (the
@@ -106,6 +112,17 @@ tap_is "netns: the holder's sends fail (ECONNABORTED)" \
 out=$("$SLUICE" detach --run-id "t-$SL_ID-netns" 2>&1)
 tap_check "netns: the run detaches" test -z "${out##*\"ok\":true*}"
 
+# --- with one, and a way out it does not see (a macvlan on the run's veth, standing for any link
+# but a veth: an ipvlan, a tunnel): no RST is let out there either
+ip -n "$SL_NS_RUN" link add sl-other link "$SL_RUN_IF" type macvlan ||
+	bail_out "cannot add a macvlan link"
+sl_on_exit "ip -n '$SL_NS_RUN' link del sl-other 2>/dev/null"
+attacked other --netns "/run/netns/$SL_NS_RUN"
+tap_is "netns with another link: no RST reaches the test host" "$(cat "$W/seen" 2>/dev/null)" ""
+out=$("$SLUICE" detach --run-id "t-$SL_ID-other" 2>&1)
+tap_check "netns with another link: the run detaches" test -z "${out##*\"ok\":true*}"
+ip -n "$SL_NS_RUN" link del sl-other
+
 # --- without one: no program on the path can write to the frame: none leaves
 attacked cgroup
 tap_is "cgroup only: no RST reaches the test host" "$(cat "$W/seen" 2>/dev/null)" ""
@@ -126,4 +143,56 @@ tap_is "control: the watcher sees a RST the router sends the test host" \
 	"$(grep -c ' 40999 198.51.100.20 443 ' "$SL_TMP/ctl/seen")" 1
 out=$("$SLUICE" detach --run-id "t-$SL_ID-cgroup" 2>&1)
 tap_check "cgroup only: the run detaches" test -z "${out##*\"ok\":true*}"
+
+# --- a daemon killed inside a destroy (the socket's cookie marked in sl_destroying, the socket
+# not destroyed yet: SLUICE_SELFTEST_KILL=in-destroy), in a switch that denies its flow: the
+# next daemon takes the run over and leaves no cookie marked (else that socket's RST would be
+# let out later, outside any destroy)
+# destroying_entries RUN: the entries of the sl_destroying map the run's egress program uses
+destroying_entries() {
+	local prog id
+	prog=$(bpftool -j link show pinned "/sys/fs/bpf/sluice/$1/egress" |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["prog_id"])') || return 1
+	for id in $(bpftool -j prog show id "$prog" |
+		python3 -c 'import json, sys; print(*json.load(sys.stdin)["map_ids"])'); do
+		bpftool -j map show id "$id" | grep -q '"name":"sl_destroying"' || continue
+		bpftool -j map dump id "$id" |
+			python3 -c 'import json, sys; print(len(json.load(sys.stdin)))'
+		return
+	done
+	return 1
+}
+cg=$(sl_cgroup_new takeover) || bail_out "cannot make the test cgroup"
+sl_on_exit "sl_cgroup_remove '$cg'"
+RUN=t-$SL_ID-takeover
+SL_RUNS+=("$RUN")
+out=$("$SLUICE" attach --cgroup "$cg" --policy "$SL_TMP/allow.yaml" --run-id "$RUN" \
+	--mode enforce --netns "/run/netns/$SL_NS_RUN" --log "$SL_TMP/takeover.jsonl" 2>&1) ||
+	bail_out "attach of takeover failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
+H=$SL_TMP/takeover-hold
+mkdir -p "$H"
+sl_in_cgroup "$cg" "${RUN_EXEC_NETONLY[@]}" python3 "$FORM" hold "$H" plain 198.51.100.20 80 \
+	>"$H/out" 2>&1 &
+sl_track_pid "$!"
+sl_on_exit "touch '$H/stop'"
+wait_until 10000 test -e "$H/ready" || bail_out "the holder: $(tr "\n" " " <"$H/out")"
+sl_daemon_kill TERM
+SLUICE_SELFTEST_KILL=in-destroy sl_daemon_start ||
+	bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
+"$SLUICE" replace-policy --run-id "$RUN" "$SL_TMP/deny.yaml" >/dev/null 2>&1
+# shellcheck disable=SC2317 # called through wait_until and tap_check
+daemon_gone() { ! kill -0 "$SL_DAEMON_PID" 2>/dev/null; }
+wait_until 10000 daemon_gone
+tap_check "in-destroy: the daemon killed itself with the socket's cookie marked" daemon_gone
+tap_is "in-destroy: ... which is in the run's sl_destroying" "$(destroying_entries "$RUN")" 1
+sl_daemon_kill KILL
+# shellcheck disable=SC2119 # no arguments: the default daemon
+sl_daemon_start || bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
+wait_until 10000 sh -c '"$1" status --json 2>/dev/null | grep -q "\"run_id\":\"$2\""' sh \
+	"$SLUICE" "$RUN"
+tap_is "in-destroy: the next daemon took the run over and emptied sl_destroying" \
+	"$(destroying_entries "$RUN")" 0 || tap_diag "$(tail -n 5 "$SL_DAEMON_DIR/err")"
+touch "$H/stop"
+out=$("$SLUICE" detach --run-id "$RUN" 2>&1)
+tap_check "in-destroy: the run detaches" test -z "${out##*\"ok\":true*}"
 tap_done

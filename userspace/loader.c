@@ -592,23 +592,49 @@ static void destroying_clear(const struct loader *l)
 }
 
 /*
+ * Whether every way out of the run's namespace passes its host side, which puts a destroy's RST
+ * into its fixed form (tc.bpf.c reset_fix): the run has one, and the namespace has no link but
+ * its loopback and veths (a veth's peer outside gets the host side; a macvlan, ipvlan or tunnel
+ * beside them would carry the RST out as the kernel wrote it). Asked at each kill: a link can be
+ * added to the namespace while the run lasts.
+ */
+static bool resets_fixed(const struct loader *l)
+{
+	const struct sl_run_cfg *run = &cfg_of(l)->run;
+	int ns, other;
+
+	if (!l->n_tc && !l->n_clsact_pins)
+		return false;
+	ns = netdev_netns_find(run->netns_dev, run->netns_ino);
+	if (ns < 0)
+		return false;
+	other = netdev_other_links(ns);
+	close(ns);
+	return other == 0;
+}
+
+/*
  * The socket is destroyed (below, kill_socket) with its cookie in sl_destroying: the RST the
  * kernel sends its peer meanwhile leaves (skb.bpf.c destroy_reset). Only for that call: taken
- * out after it, whatever it did. Only for a run with a host side, where the RST is put into a
- * fixed form (tc.bpf.c reset_fix): no program of a run without one can write to a packet, and
- * the kernel's RST carries fields the workload chose (IP_TOS, IP_TTL, SO_RCVBUF, TCP_MD5SIG...),
- * so there it stays dropped and the peer is not told (sluice.8, PREEXISTING CONNECTIONS).
+ * out after it, whatever it did. Only where every way out passes the host side, which puts the
+ * RST into a fixed form (resets_fixed): no program of a run without one can write to a packet,
+ * and the kernel's RST carries fields the workload chose (IP_TOS, IP_TTL, SO_RCVBUF,
+ * TCP_MD5SIG...), so there it stays dropped and the peer is not told (sluice.8, PREEXISTING
+ * CONNECTIONS).
  */
 int loader_kill_socket(struct loader *l, uint64_t cookie, int netns_fd, uint32_t pid)
 {
 	__u32 value_size = 0;
-	int marks = l->n_tc || l->n_clsact_pins ? destroying_map(l, &value_size) : -ENOENT, err;
+	int marks = resets_fixed(l) ? destroying_map(l, &value_size) : -ENOENT, err;
 	void *note = marks >= 0 ? calloc(1, value_size) : NULL; /* written by destroy_reset */
 
 	if (marks >= 0 && (!note || bpf_map_update_elem(marks, &cookie, note, BPF_ANY)))
 		fprintf(stderr, "sluice: let the RST of socket %llu out: %s; its peer is not told\n",
 			(unsigned long long)cookie, strerror(note ? errno : ENOMEM));
 	free(note);
+	/* selftests only: killed with the cookie marked (a take-over empties sl_destroying) */
+	if (marks >= 0)
+		loader_selftest_kill("in-destroy");
 	err = kill_socket(l, cookie, netns_fd, pid);
 	if (marks >= 0) {
 		bpf_map_delete_elem(marks, &cookie);

@@ -103,8 +103,8 @@ struct loader *loader_reopen(const char *run_id, const struct loader_open_switch
 /*
  * Selftests only: SIGKILL this process when SLUICE_SELFTEST_KILL names point, a step of a
  * switch (test_switch_kill.sh) or of an attach ("before-maps", "before-tc", "before-join":
- * test_backstop.sh, test_pool.sh, test_switch_kill.sh). The one place a kill point is read:
- * every point is named the same way.
+ * test_backstop.sh, test_pool.sh, test_switch_kill.sh), or of a socket's destroy ("in-destroy":
+ * test_reset_form.sh). The one place a kill point is read: every point is named the same way.
  */
 void loader_selftest_kill(const char *point);
 

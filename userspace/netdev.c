@@ -157,6 +157,39 @@ static int dump_veths(int rtnl, struct veth_link *out, int max)
 	return err ? err : v.n;
 }
 
+/* A link that is neither the loopback nor a veth: counted. */
+static int on_other_link(const struct nlmsghdr *h, void *ctx)
+{
+	const struct ifinfomsg *ifi = NLMSG_DATA(h);
+	int alen;
+
+	if (h->nlmsg_type != RTM_NEWLINK || h->nlmsg_len < NLMSG_LENGTH(sizeof(*ifi)))
+		return 0;
+	alen = (int)(h->nlmsg_len - NLMSG_LENGTH(sizeof(*ifi)));
+	if (!(ifi->ifi_flags & IFF_LOOPBACK) && !link_is_veth(IFLA_RTA(ifi), alen))
+		(*(int *)ctx)++;
+	return 0;
+}
+
+int netdev_other_links(int netns_fd)
+{
+	struct {
+		struct nlmsghdr nlh;
+		struct ifinfomsg ifi;
+	} req = {
+		.nlh = { .nlmsg_len = sizeof(req), .nlmsg_type = RTM_GETLINK,
+			 .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP, .nlmsg_seq = 1 },
+		.ifi = { .ifi_family = AF_UNSPEC },
+	};
+	int rtnl = -1, n = 0, err = netdev_in_netns(netns_fd, open_rtnl, &rtnl);
+
+	if (err)
+		return err;
+	err = nl_dump(rtnl, &req.nlh, on_other_link, &n);
+	close(rtnl);
+	return err ? err : n;
+}
+
 /* The id the namespace rtnl speaks for gives the namespace netns_fd; -1 if none. */
 static int32_t nsid_of(int rtnl, int netns_fd)
 {
