@@ -24,6 +24,7 @@
 require_root
 require_sluice
 topo_up
+# shellcheck disable=SC2119 # no arguments: the default daemon
 sl_daemon_start || bail_out "the daemon did not start: $(cat "$SL_DAEMON_DIR/err" 2>/dev/null)"
 sl_on_exit "sl_daemon_kill TERM"
 
@@ -177,6 +178,7 @@ sl_track_pid "$!"
 sl_on_exit "touch '$H/stop'"
 wait_until 10000 test -e "$H/ready" || bail_out "the holder: $(tr "\n" " " <"$H/out")"
 sl_daemon_kill TERM
+# shellcheck disable=SC2119 # no arguments: the default daemon
 SLUICE_SELFTEST_KILL=in-destroy sl_daemon_start ||
 	bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
 "$SLUICE" replace-policy --run-id "$RUN" "$SL_TMP/deny.yaml" >/dev/null 2>&1
@@ -188,6 +190,7 @@ tap_is "in-destroy: ... which is in the run's sl_destroying" "$(destroying_entri
 sl_daemon_kill KILL
 # shellcheck disable=SC2119 # no arguments: the default daemon
 sl_daemon_start || bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
+# shellcheck disable=SC2016 # expanded by that sh
 wait_until 10000 sh -c '"$1" status --json 2>/dev/null | grep -q "\"run_id\":\"$2\""' sh \
 	"$SLUICE" "$RUN"
 tap_is "in-destroy: the next daemon took the run over and emptied sl_destroying" \
