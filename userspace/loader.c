@@ -552,12 +552,128 @@ static void load_destroyer(struct loader *l)
 	libbpf_unhush(old);
 }
 
+static int kill_socket(struct loader *l, uint64_t cookie, int netns_fd, uint32_t pid);
+static int link_prog_fd(const struct bpf_link *link);
+
 static int sockdiag_destroy_here(void *arg)
 {
 	return sockdiag_destroy_tcp(*(const uint64_t *)arg);
 }
 
+/*
+ * The packet layer's sl_destroying (skb.bpf.c destroy_reset), the one the run's attached egress
+ * program uses: found through its link, so that a set loaded here, a switch's and a dead
+ * writer's taken over are alike. -errno if there is none (the destroy's RST is then dropped).
+ */
+static int destroying_map(const struct loader *l, __u32 *value_size)
+{
+	__u32 ids[64], n, i, len;
+	struct bpf_prog_info info = {};
+	int prog, fd = -ENOENT;
+
+	if (!l->links[PROG_EGRESS])
+		return -ENOENT;
+	prog = link_prog_fd(l->links[PROG_EGRESS]);
+	if (prog < 0)
+		return prog;
+	info.nr_map_ids = 64;
+	info.map_ids = (__u64)(unsigned long)ids;
+	len = sizeof(info);
+	if (bpf_prog_get_info_by_fd(prog, &info, &len))
+		fd = -errno;
+	n = info.nr_map_ids < 64 ? info.nr_map_ids : 64;
+	for (i = 0; fd == -ENOENT && i < n; i++) {
+		struct bpf_map_info mi = {};
+		int m = bpf_map_get_fd_by_id(ids[i]);
+
+		len = sizeof(mi);
+		if (m >= 0 && !bpf_map_get_info_by_fd(m, &mi, &len) &&
+		    !strcmp(mi.name, "sl_destroying") && mi.key_size == sizeof(__u64)) {
+			fd = m;
+			*value_size = mi.value_size;
+		} else if (m >= 0) {
+			close(m);
+		}
+	}
+	close(prog);
+	return fd;
+}
+
+/*
+ * A writer killed inside loader_kill_socket left the socket's cookie in sl_destroying: it is
+ * taken out when the run is taken over (loader_reopen), so that no RST of that socket is let out
+ * later, outside a destroy.
+ */
+static void destroying_clear(const struct loader *l)
+{
+	__u32 value_size;
+	__u64 key;
+	int fd = destroying_map(l, &value_size);
+
+	if (fd < 0)
+		return;
+	while (!bpf_map_get_next_key(fd, NULL, &key))
+		if (bpf_map_delete_elem(fd, &key)) {
+			fprintf(stderr, "sluice: %s: empty sl_destroying: %s\n", l->pin_dir,
+				strerror(errno));
+			break;
+		}
+	close(fd);
+}
+
+/*
+ * Whether every way out of the run's namespace passes its host side, which puts a destroy's RST
+ * into its fixed form (tc.bpf.c reset_fix): the run has one, and the namespace has no link but
+ * its loopback and veths (a veth's peer outside gets the host side; a macvlan, ipvlan or tunnel
+ * beside them would carry the RST out as the kernel wrote it). Asked at each kill: a link can be
+ * added to the namespace while the run lasts.
+ */
+static bool resets_fixed(const struct loader *l)
+{
+	const struct sl_run_cfg *run = &cfg_of(l)->run;
+	int ns, other;
+
+	if (!l->n_tc && !l->n_clsact_pins)
+		return false;
+	ns = netdev_netns_find(run->netns_dev, run->netns_ino);
+	if (ns < 0)
+		return false;
+	other = netdev_other_links(ns);
+	close(ns);
+	return other == 0;
+}
+
+/*
+ * The socket is destroyed (below, kill_socket) with its cookie in sl_destroying: the RST the
+ * kernel sends its peer meanwhile leaves (skb.bpf.c destroy_reset). Only for that call: taken
+ * out after it, whatever it did. Only where every way out passes the host side, which puts the
+ * RST into a fixed form (resets_fixed): no program of a run without one can write to a packet,
+ * and the kernel's RST carries fields the workload chose (IP_TOS, IP_TTL, SO_RCVBUF,
+ * TCP_MD5SIG...), so there it stays dropped and the peer is not told (sluice.8, PREEXISTING
+ * CONNECTIONS).
+ */
 int loader_kill_socket(struct loader *l, uint64_t cookie, int netns_fd, uint32_t pid)
+{
+	__u32 value_size = 0;
+	int marks = resets_fixed(l) ? destroying_map(l, &value_size) : -ENOENT, err;
+	void *note = marks >= 0 ? calloc(1, value_size) : NULL; /* written by destroy_reset */
+
+	if (marks >= 0 && (!note || bpf_map_update_elem(marks, &cookie, note, BPF_ANY)))
+		fprintf(stderr, "sluice: let the RST of socket %llu out: %s; its peer is not told\n",
+			(unsigned long long)cookie, strerror(note ? errno : ENOMEM));
+	free(note);
+	/* selftests only: killed with the cookie marked (a take-over empties sl_destroying) */
+	if (marks >= 0)
+		loader_selftest_kill("in-destroy");
+	err = kill_socket(l, cookie, netns_fd, pid);
+	if (marks >= 0) {
+		bpf_map_delete_elem(marks, &cookie);
+		close(marks);
+	}
+	return err;
+}
+
+static int kill_socket(struct loader *l, uint64_t cookie, int netns_fd, uint32_t pid)
 {
 	struct bpf_link *link = NULL;
 	int self_ns = -1, iter_fd = -1, pid_ns = -1, err = 0, kill_fd;
@@ -931,6 +1047,70 @@ static void ns_collect(const char *dir, int runs_fd, __u64 own)
 			bpf_map_delete_elem(runs_fd, &tokens[i]); /* no slot pin: no run */
 	}
 	free(slots);
+}
+
+/* The directory holds a slot pin (a run's, alive or not yet collected). */
+static bool ns_has_slots(const char *dir)
+{
+	struct dirent *e;
+	bool found = false;
+	DIR *d = opendir(dir);
+
+	while (d && !found && (e = readdir(d)))
+		found = !strncmp(e->d_name, "slot-", 5);
+	if (d)
+		closedir(d);
+	return found;
+}
+
+void loader_ns_collect_all(void)
+{
+	char base[PATH_MAX], dir[PATH_MAX], runs[PATH_MAX], flows[PATH_MAX];
+	struct dirent *e;
+	int lock, fd;
+	__u64 key;
+	DIR *d;
+
+	if (util_fmt(base, sizeof(base), "%s/sluice", LOADER_BPFFS))
+		return;
+	d = opendir(base);
+	if (!d)
+		return;
+	lock = clsact_lock();
+	if (lock < 0) {
+		fprintf(stderr, "sluice: lock %s to collect the namespaces' runs: %s; none "
+				"collected\n", base, strerror(errno));
+		closedir(d);
+		return;
+	}
+	while ((e = readdir(d))) {
+		if (strncmp(e->d_name, "netns@", 6) ||
+		    util_fmt(dir, sizeof(dir), "%s/%s", base, e->d_name) ||
+		    util_fmt(runs, sizeof(runs), "%s/%s", dir, ns_shapes[NS_RUNS].name) ||
+		    util_fmt(flows, sizeof(flows), "%s/%s", dir, ns_shapes[NS_FLOWS].name))
+			continue;
+		/*
+		 * (ns_map_get's shape check: a runs map another build pinned, its keys of another
+		 * size, is not read into this build's; its namespace is left to that build)
+		 */
+		fd = ns_map_get(dir, &ns_shapes[NS_RUNS], false);
+		if (fd < 0) {
+			if (fd == -EPROTO)
+				fprintf(stderr, "sluice: %s: a runs map of another build's shape: "
+						"not collected\n", dir);
+			continue;
+		}
+		ns_collect(dir, fd, 0);
+		/* no run left there (nor one on its way: its slot would be pinned) */
+		if (bpf_map_get_next_key(fd, NULL, &key) && errno == ENOENT && !ns_has_slots(dir)) {
+			unlink(flows);
+			unlink(runs);
+			rmdir(dir);
+		}
+		close(fd);
+	}
+	clsact_unlock(lock);
+	closedir(d);
 }
 
 /*
@@ -1853,12 +2033,44 @@ struct loader *loader_reopen(const char *run_id, const struct loader_open_switch
 	 * (its new LSM hooks, attached beside the old ones, go with their pins).
 	 */
 	unstage(l);
+	destroying_clear(l);
 	load_destroyer(l);
 	return l;
 }
 
+static void tc_detach(struct tc_attachment *a);
+
+/*
+ * The run's clsact filters (a tcx link goes with its pin), found on its namespace's veth peers
+ * as a take-over finds them (loader_refind_clsact: the filter at the pin's handle running the
+ * pinned program) and removed, with the qdisc sluice made once it is empty. run: the pinned
+ * configuration's (NULL: another build's, its namespace unknown). One not found is said so: it
+ * stays until its veth goes.
+ */
+static void purge_clsact(struct loader *l, const struct sl_run_cfg *run)
+{
+	int netns = -1, i;
+
+	if (reopen_clsact_pins(l) || !l->n_clsact_pins)
+		return;
+	if (run)
+		netns = netdev_netns_find(run->netns_dev, run->netns_ino);
+	if (netns >= 0)
+		loader_refind_clsact(l, netns); /* (what it found before an error is removed too) */
+	for (i = 0; i < l->n_tc; i++)
+		tc_detach(&l->tc_att[i]);
+	for (i = 0; i < l->n_clsact_pins; i++)
+		if (!l->clsact_pins[i].found)
+			fprintf(stderr, "sluice: %s: the host-side clsact filter %s is not found on "
+					"the run's veths%s: it stays until its veth goes\n", l->pin_dir,
+				l->clsact_pins[i].name, netns < 0 ? " (its namespace is gone)" : "");
+	if (netns >= 0)
+		close(netns);
+}
+
 int loader_purge(const char *run_id)
 {
+	bool token_known, have_cfg = false;
 	struct bpf_map_info info = {};
 	__u32 len = sizeof(info), zero = 0;
 	char path[PATH_MAX];
@@ -1874,9 +2086,10 @@ int loader_purge(const char *run_id)
 	/* its token, from its configuration (of this build's layout only) */
 	if (!util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, map_pin_names[MAP_CFG]) &&
 	    (fd = bpf_obj_get(path)) >= 0) {
-		if (!bpf_map_get_info_by_fd(fd, &info, &len) &&
-		    info.value_size == sizeof(cfg) && !bpf_map_lookup_elem(fd, &zero, &cfg) &&
-		    cfg.version == SL_CFG_VERSION && cfg.ns_token && !ns_dir_set(l, &cfg.run))
+		have_cfg = !bpf_map_get_info_by_fd(fd, &info, &len) &&
+			   info.value_size == sizeof(cfg) && !bpf_map_lookup_elem(fd, &zero, &cfg) &&
+			   cfg.version == SL_CFG_VERSION;
+		if (have_cfg && cfg.ns_token && !ns_dir_set(l, &cfg.run))
 			l->ns_token = cfg.ns_token;
 		else if (info.value_size != sizeof(cfg) || cfg.version != SL_CFG_VERSION)
 			fprintf(stderr, "sluice: %s: a configuration of another build: its place "
@@ -1886,21 +2099,26 @@ int loader_purge(const char *run_id)
 	}
 	if (!l->ns_token)
 		l->ns_dir[0] = '\0';
+	token_known = l->ns_token != 0;
 	/* the namespace first, while its layers still judge (as loader_detach) */
 	ns_leave(l, -2);
+	purge_clsact(l, have_cfg ? &cfg.run : NULL);
 	d = opendir(l->pin_dir);
 	while (d && (e = readdir(d))) {
 		if (e->d_name[0] == '.')
 			continue;
-		if (!strncmp(e->d_name, TC_CLSACT_PIN, strlen(TC_CLSACT_PIN)))
-			fprintf(stderr, "sluice: %s: the host-side clsact filter %s stays until its "
-					"veth goes\n", l->pin_dir, e->d_name);
 		unpin_name(l, e->d_name);
 	}
 	if (d)
 		closedir(d);
 	if (rmdir(l->pin_dir) && errno != ENOENT)
 		err = -errno;
+	/*
+	 * A run killed before its configuration was pinned had a place in a namespace's maps that
+	 * its token could not name: its slot, no longer held by its programs, is collected now.
+	 */
+	if (!token_known)
+		loader_ns_collect_all();
 	l->pin_dir[0] = '\0';
 	loader_destroy(l);
 	return err;
@@ -2066,6 +2284,11 @@ int loader_attach(struct loader *l, int cgroup_fd, uint64_t cgroup_id, int cgrou
 			return err;
 		}
 	}
+	/*
+	 * selftests only: a run killed with its cgroup links pinned and not its configuration (a
+	 * purge cannot tell its token: loader_ns_collect_all finds its place in the namespace)
+	 */
+	loader_selftest_kill("before-maps");
 	for (i = 0; i < MAP_MAX; i++) {
 		if (util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, map_pin_names[i]))
 			return -ENAMETOOLONG;
@@ -2592,8 +2815,11 @@ static int clsact_adopt(struct loader *l, struct clsact_pin *p, __u32 prog_id)
 	struct bpf_prog_info pi = {};
 	struct bpf_map_info mi = {};
 	__u32 len = sizeof(mi), plen = sizeof(pi);
-	int fd = bpf_prog_get_fd_by_id(prog_id), err = -ESRCH;
+	int fd, err = -ESRCH;
 
+	if (!l->skel)
+		return -ESRCH; /* a purge's loader: it removes only the filters that run its pins */
+	fd = bpf_prog_get_fd_by_id(prog_id);
 	if (fd < 0)
 		return -errno;
 	if (bpf_map_get_info_by_fd(bpf_map__fd(l->skel->maps.data_cfg), &mi, &len))
@@ -4112,6 +4338,8 @@ static int commit_moves(struct loader *l, struct loader_next *n, int *n_links, i
 		if (i == 3)
 			loader_selftest_kill("in-links");
 	}
+	/* selftests only: killed with every cgroup link moved, no host side yet */
+	loader_selftest_kill("links-moved");
 	for (t = 0; t < l->n_tc; t++, *n_tc = t) {
 		err = tc_move(&l->tc_att[t], bpf_program__fd(n->tc->progs.sl_tc_ingress));
 		if (err) {
