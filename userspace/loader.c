@@ -2966,12 +2966,16 @@ int loader_attach_tc(struct loader *l, int run_netns_fd, char *desc, size_t desc
 	return n;
 }
 
-/* Remove a pin of the run's directory by name (gone already is fine). */
+/*
+ * Remove a pin of the run's directory by name (gone already is fine). A loader without a pin
+ * directory (never pinned, or detached already: loader_detach empties it) has none: the name
+ * alone would be a path in the root directory.
+ */
 static void unpin_name(const struct loader *l, const char *name)
 {
 	char path[PATH_MAX];
 
-	if (!util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, name) && unlink(path) &&
+	if (l->pin_dir[0] && !util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, name) && unlink(path) &&
 	    errno != ENOENT)
 		fprintf(stderr, "sluice: unpin %s: %s\n", path, strerror(errno));
 }
@@ -3013,10 +3017,8 @@ void loader_detach(struct loader *l)
 	l->maps_pinned = false;
 	if (l->era_fd >= 0)
 		unpin_name(l, ERA_PIN);
-	if (l->pin_dir[0]) {
-		unpin_name(l, NS_MARK_NOHOST);
-		unpin_name(l, NS_MARK_PENDING);
-	}
+	unpin_name(l, NS_MARK_NOHOST);
+	unpin_name(l, NS_MARK_PENDING);
 	unstage(l); /* a switch's that could go neither back nor forward */
 	if (l->pin_dir[0] && rmdir(l->pin_dir) && errno != ENOENT)
 		fprintf(stderr, "sluice: remove %s: %s\n", l->pin_dir, strerror(errno));
