@@ -1,20 +1,26 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * The backstop's cache of packets it judged allowed, for a TCP socket that has no flow state of
- * its own (an accepted connection; a socket whose connect() keeps none): without it every one of
- * its packets is judged in full, the tries and the port table walked again for the destination
- * the last one was judged for.
+ * Caches of packets judged allowed, so that a packet to where an earlier one was judged is not
+ * judged again: the tries, the port table and the learned addresses walked for the same answer.
  *
- * Per CPU, direct-mapped by socket cookie (SL_JUDGED_SLOTS slots), each slot the whole key of
- * one judgment: the socket's cookie (never reused while the kernel runs), the packet's
- * destination (family, address, port, transport protocol) and the policy generation (sl_cfg.era)
- * that judged it. A packet is served by a slot only when every field of the key is its own: two
- * sockets whose cookies share a slot evict one another and never take each other's verdict, and
- * after a switch (a new era) every slot is stale, whether or not the new programs share the map.
- * Only what no time or state of the run can take back is noted: an allow by the policy's
- * addresses or its default, never one of an address learned for a name (it expires with its
- * DNS TTL, and a flow to it is held to the server-name check, which keeps state of its own),
- * never a denial.
+ * - The backstop's (skb.bpf.c, sl_judged): a TCP socket that has no flow state of its own (an
+ *   accepted connection; a socket whose connect() keeps none), by socket cookie: its packet to
+ *   where its last one was judged allowed.
+ * - The host side's (tc.bpf.c, sl_tc_judged): a frame's destination alone (cookie 0: a socket's
+ *   is never 0), by a hash of it; the tc program judges every frame of the sandbox in full
+ *   otherwise, established flows' too.
+ *
+ * Per CPU, direct-mapped (SL_JUDGED_SLOTS slots), each slot the whole key of one judgment: the
+ * socket's cookie (never reused while the kernel runs), the packet's destination (family,
+ * address, port, transport protocol: TCP and UDP, never a fragment) and the policy generation
+ * (sl_cfg.era, never handed out twice in a run) that judged it. A packet is served by a slot only
+ * when every field of the key is its own: keys that share a slot evict one another and never take
+ * each other's verdict, and after a switch (a new era) every slot is stale, whether or not the
+ * new programs share the map. What is judged is a function of that key alone (packet_judge reads
+ * nothing else of the packet), and only what no time or state of the run can take back is noted:
+ * an allow by the policy's addresses or its default, never one of an address learned for a name
+ * (it expires with its DNS TTL, and a flow to it is held to the server-name check, which keeps
+ * state of its own), never a denial.
  *
  * Per CPU is not alone enough: on one CPU a program can be interrupted by another run of it (a
  * softirq's ACK or retransmission over a process's send, or preemption where the kernel allows
@@ -31,37 +37,42 @@
 #include "cfg.bpf.h"
 #include "packet.bpf.h"
 
-#define SL_JUDGED_SLOTS 256 /* a power of two: the slot is the cookie's low bits */
-
-struct sl_judged {
-	__u64 cookie;
-	__u8 addr[16] __attribute__((aligned(8)));
-	__u32 era;
-	__u16 port;
-	__u8 proto;
-	__u8 family;
-	__u32 seq; /* odd: being written */
-	__u32 pad;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, SL_JUDGED_SLOTS);
-	__type(key, __u32);
-	__type(value, struct sl_judged);
-} sl_judged SEC(".maps");
+/* A cache of slots (struct sl_judged, sluice.h): each object that keeps one declares its own. */
+#define SL_JUDGED_MAP(name)                                                                        \
+	struct {                                                                                   \
+		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);                                           \
+		__uint(max_entries, SL_JUDGED_SLOTS);                                              \
+		__type(key, __u32);                                                                \
+		__type(value, struct sl_judged);                                                   \
+	} name SEC(".maps")
 
 /* the compiler keeps the key's loads and stores between the sequence number's */
 #define judged_barrier() asm volatile("" ::: "memory")
 
-static __always_inline struct sl_judged *judged_slot(__u64 cookie)
+/* What can be noted and served: a whole TCP or UDP header, its ports read. */
+static __always_inline bool judged_cacheable(const struct packet_dst *d)
+{
+	return !d->fragment && (d->proto == IPPROTO_TCP || d->proto == IPPROTO_UDP);
+}
+
+/* A socket's slot: its cookie's low bits. */
+static __always_inline struct sl_judged *judged_slot_of_cookie(void *map, __u64 cookie)
 {
 	__u32 i = cookie & (SL_JUDGED_SLOTS - 1);
 
-	return bpf_map_lookup_elem(&sl_judged, &i);
+	return bpf_map_lookup_elem(map, &i);
 }
 
-/* The socket's packet to d was judged allowed under the policy in force, and noted whole. */
+/* A destination's slot: a hash of it (whatever it is, a slot is only ever served whole). */
+static __always_inline struct sl_judged *judged_slot_of_dst(void *map, const struct packet_dst *d)
+{
+	const __u32 *a = (const __u32 *)d->addr;
+	__u32 i = SL_JUDGED_DST_SLOT(a, d->port, d->proto);
+
+	return bpf_map_lookup_elem(map, &i);
+}
+
+/* The packet to d (of the socket cookie, or 0) was judged allowed under the policy in force. */
 static __always_inline bool judged_allowed(const struct sl_judged *j, __u64 cookie,
 					   const struct packet_dst *d)
 {
@@ -78,7 +89,7 @@ static __always_inline bool judged_allowed(const struct sl_judged *j, __u64 cook
 	return same && *(volatile const __u32 *)&j->seq == seq;
 }
 
-/* Note the allow of the socket's packet to d, unless another writer holds the slot. */
+/* Note the allow of the packet to d (of cookie), unless another writer holds the slot. */
 static __always_inline void judged_note(struct sl_judged *j, __u64 cookie,
 					const struct packet_dst *d)
 {

@@ -67,6 +67,8 @@ extern void *bpf_cast_to_kern_ctx(void *obj) __ksym __weak;
 
 #define LOOPBACK4 0x7f000001
 
+SL_JUDGED_MAP(sl_judged); /* a flowless TCP socket's allows (judged.bpf.h) */
+
 /* The events are larger than is comfortable on the BPF stack: build them in per-CPU scratch. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -873,9 +875,9 @@ static __always_inline int backstop(struct __sk_buff *skb, struct bpf_sock *sk,
 		return SKB_PASS;
 	if (dst_is_flow_dst(&d, flow))
 		goto pass;
-	if (!flow && d.proto == IPPROTO_TCP && !d.fragment) {
+	if (!flow && d.proto == IPPROTO_TCP && judged_cacheable(&d)) {
 		cookie = bpf_get_socket_cookie(skb);
-		judged = judged_slot(cookie);
+		judged = judged_slot_of_cookie(&sl_judged, cookie);
 		if (judged && judged_allowed(judged, cookie, &d))
 			goto pass;
 	}

@@ -26,6 +26,7 @@
 #include "addr.bpf.h" /* v6_is_link_local */
 #include "nsflows.bpf.h"
 #include "net.bpf.h"
+#include "judged.bpf.h"
 
 /*
  * An allowed frame goes on to whatever else the host runs here (TCX_NEXT / TC_ACT_UNSPEC), so
@@ -59,6 +60,8 @@ struct {
 	__type(key, struct tc_report_key);
 	__type(value, __u64);
 } sl_tc_reported SEC(".maps");
+
+SL_JUDGED_MAP(sl_tc_judged); /* destinations judged allowed (judged.bpf.h) */
 
 /* The packet is for the host side itself (an address of the peer's namespace), not forwarded. */
 static __always_inline bool for_host_side(struct __sk_buff *skb, const struct packet_dst *d)
@@ -135,6 +138,7 @@ int sl_tc_ingress(struct __sk_buff *skb)
 	struct packet_dst d = {};
 	struct verdict v = {};
 	bool enforce = cfg_enforcing();
+	struct sl_judged *judged;
 	void *ns_flows;
 
 	if (skb->protocol == bpf_htons(ETH_P_ARP))
@@ -153,7 +157,13 @@ int sl_tc_ingress(struct __sk_buff *skb)
 	if (ns_flows &&
 	    (ns_flow_of_other_run(ns_flows, &d) || ns_icmp_error_of_other_run(ns_flows, skb, &d)))
 		return TC_PASS;
+	/* a frame to where one was judged allowed in this generation: allowed (judged.bpf.h) */
+	judged = judged_cacheable(&d) ? judged_slot_of_dst(&sl_tc_judged, &d) : NULL;
+	if (judged && judged_allowed(judged, 0, &d))
+		return TC_PASS;
 	packet_judge(&d, &v, &ev);
+	if (judged && v.verdict == SL_VERDICT_ALLOW && !v.learned)
+		judged_note(judged, 0, &d);
 	if (v.verdict != SL_VERDICT_DENY)
 		return TC_PASS;
 	if (!enforce && v.reason != SL_REASON_BLACKHOLE)

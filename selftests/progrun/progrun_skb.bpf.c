@@ -79,7 +79,7 @@ int t_judged_backstop(struct __sk_buff *skb)
 	if (!sk)
 		return SKB_DROP;
 	cookie = bpf_get_socket_cookie(skb);
-	j = judged_slot(cookie);
+	j = judged_slot_of_cookie(&sl_judged, cookie);
 	if (!j)
 		return SKB_DROP;
 	if (t_judged.plant) {
