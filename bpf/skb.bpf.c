@@ -848,9 +848,9 @@ static __always_inline bool flow_opening(struct __sk_buff *skb, const struct pac
  * The backstop: whatever connect() or sendmsg() judged, the packet's own destination must be one
  * the run's allowlist admits. A packet of an allowed flow that goes where the flow was connected
  * costs one comparison, a TCP socket without a flow's packet to where its last one was judged
- * allowed one slot's (judged.bpf.h); anything else is judged in full. A mismatch is dropped and recorded;
- * a connected socket keeps the denial (every later packet is dropped too, as for a held UDP
- * denial, and it is recorded once).
+ * allowed one slot's (judged.bpf.h); anything else is judged in full. A mismatch is dropped and
+ * recorded; a connected socket keeps the denial (every later packet is dropped too, as for a
+ * held UDP denial, and it is recorded once).
  */
 static __always_inline int backstop(struct __sk_buff *skb, struct bpf_sock *sk,
 				    struct sl_flow *flow)

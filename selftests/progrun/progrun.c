@@ -24,9 +24,9 @@
  *           a child in a cgroup of the test's own and a network namespace with nothing up (below).
  *
  * Adding a case is one entry in one of the tables (frame_cases, flow_cases, judged_cases,
- * tc_judged_cases, tls_cases, decide_cases, hook_cases). Not covered here: the ingress program (the server's answer to a
- * checked hello), flow byte counting and caps, report mode and strict evidence (the root
- * selftests cover them).
+ * tc_judged_cases, tls_cases, decide_cases, hook_cases). Not covered here: the ingress program
+ * (the server's answer to a checked hello), flow byte counting and caps, report mode and strict
+ * evidence (the root selftests cover them).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
