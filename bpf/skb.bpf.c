@@ -31,6 +31,7 @@
 #include "packet.bpf.h"
 #include "nsflows.bpf.h"
 #include "net.bpf.h"
+#include "resets.bpf.h"
 #include "judged.bpf.h"
 
 #define TLS_CONTENT_CHANGE_CIPHER_SPEC 0x14
@@ -47,6 +48,7 @@
 #define SKB_PASS 1
 #define TCP_FLAG_SYN_BYTE 0x02 /* in the TCP header's 14th byte */
 #define TCP_FLAG_ACK_BYTE 0x10
+#define TCP_FLAG_RST_BYTE 0x04
 #define SKB_DROP 0
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -83,6 +85,32 @@ struct {
 	__type(key, __u32);
 	__type(value, struct sl_flow_event);
 } sl_flow_scratch SEC(".maps");
+
+/*
+ * The sockets sluice is destroying right now (their cookies): userspace puts a socket's cookie
+ * here just before it destroys the socket and takes it out just after (loader_kill_socket), and
+ * only for a run with a host side, which puts the RST into its fixed form (resets.bpf.h). The
+ * kernel's abort sends the peer a RST while the destroy is under way (tcp_abort ->
+ * tcp_send_active_reset), in that call; the socket's flow is denied, so without this the RST is
+ * dropped and the peer's end stays established for good. See destroy_reset.
+ *
+ * The value is where that socket's RST is written down for the host side: its own, so that kills
+ * running at once (two daemon threads, a softirq's send on the CPU a program was preempted on)
+ * never share one buffer. userspace writes it zeroed; only the RST of the socket the destroy
+ * holds locked writes to it, so no two programs write one entry at once.
+ */
+struct reset_note {
+	struct sl_ns_flow_key k;
+	struct sl_reset_frame f;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u64); /* socket cookie */
+	__type(value, struct reset_note);
+} sl_destroying SEC(".maps");
 
 /* The server-name check's map key (see sni_resolved_here). */
 struct {
@@ -611,6 +639,81 @@ static __always_inline int drop_unjudged(struct __sk_buff *skb, __u8 reason)
 	return SKB_DROP;
 }
 
+/*
+ * The RST the kernel sends when sluice destroys the socket (see sl_destroying), which alone of
+ * a denied flow's packets leaves: it carries nothing, and it ends the peer's end of a connection
+ * that really existed. Everything about it is the kernel's TCP: a TCP stream socket (a raw
+ * socket's frames are never its socket's RST, whatever its protocol; AF_PACKET frames pass no
+ * cgroup hook), being destroyed by sluice at this moment (the socket is locked by the destroy,
+ * so the workload sends nothing on it meanwhile), from the socket's own port to its peer's (and
+ * so between their addresses: the kernel's TCP writes its socket's), an unfragmented TCP header
+ * (with the options the kernel writes: a timestamp) and nothing after it, with RST set and
+ * nothing but ACK besides (a frame longer than an IPv6 and a full TCP header is none). Read from
+ * its copy in the scratch, not with tcp_header or packet_dst, which would add a copy of
+ * themselves to the programs. A static function of its own: both egress programs ask it, and
+ * only on their drop paths.
+ */
+static __noinline bool destroy_reset(struct __sk_buff *skb, struct bpf_sock *sk)
+{
+	struct reset_note *n;
+	__u32 len, l4;
+	__u64 cookie;
+	__u8 *b, *th;
+
+	if (!sk || sk->protocol != IPPROTO_TCP || sk->type != SOCK_STREAM)
+		return false;
+	cookie = bpf_get_socket_cookie(skb);
+	n = bpf_map_lookup_elem(&sl_destroying, &cookie);
+	if (!n)
+		return false;
+	/* the whole frame, read once: looked at here, and written down for the host side */
+	len = skb->len;
+	if (len < 40 || len > SL_RESET_FRAME_MAX)
+		return false;
+	__builtin_memset(n, 0, sizeof(*n));
+	b = n->f.bytes;
+	if (bpf_skb_load_bytes(skb, 0, b, len))
+		return false;
+	/* (read again, not kept across the call: 6.1's verifier loses a spilled u32's bounds) */
+	len = skb->len;
+	if (skb->protocol == bpf_htons(ETH_P_IP)) {
+		/* no IP options, not a fragment (DF is fine) */
+		if (b[0] != 0x45 || b[9] != IPPROTO_TCP || (b[6] & 0x3f) || b[7])
+			return false;
+		l4 = 20;
+		n->k.family = AF_INET;
+		*(__u32 *)n->k.saddr = *(__u32 *)(b + 12);
+		*(__u32 *)n->k.daddr = *(__u32 *)(b + 16);
+	} else if (skb->protocol == bpf_htons(ETH_P_IPV6) && b[6] == IPPROTO_TCP) {
+		l4 = 40;
+		n->k.family = AF_INET6;
+		/* (the addresses lie 8-aligned in both: words, not bytes) */
+		((__u64 *)n->k.saddr)[0] = ((__u64 *)b)[1];
+		((__u64 *)n->k.saddr)[1] = ((__u64 *)b)[2];
+		((__u64 *)n->k.daddr)[0] = ((__u64 *)b)[3];
+		((__u64 *)n->k.daddr)[1] = ((__u64 *)b)[4];
+	} else {
+		return false;
+	}
+	th = b + l4;
+	if (th[12] < 0x50 || len != l4 + (th[12] >> 4) * 4 ||
+	    (th[13] & ~TCP_FLAG_ACK_BYTE) != TCP_FLAG_RST_BYTE)
+		return false;
+	n->k.sport = (__u16)th[0] << 8 | th[1];
+	n->k.dport = (__u16)th[2] << 8 | th[3];
+	if (n->k.sport != sk->src_port || n->k.dport != bpf_ntohs((__u16)sk->dst_port))
+		return false;
+	/*
+	 * The host side must let it through as well, and sees it without its socket: the frame is
+	 * written down for it, whole, under its 5-tuple (resets.bpf.h), where it is put into its
+	 * fixed form or refused.
+	 */
+	n->f.len = len;
+	n->k.proto = IPPROTO_TCP;
+	bpf_map_update_elem(&sl_resets, &n->k, &n->f, BPF_ANY);
+	return true;
+}
+
 /* A datagram of a UDP socket whose connect() was denied: drop it, record the denial once. */
 static __always_inline int drop_held(struct sl_sk_held *held)
 {
@@ -850,7 +953,8 @@ static __always_inline bool flow_opening(struct __sk_buff *skb, const struct pac
  * costs one comparison, a TCP socket without a flow's packet to where its last one was judged
  * allowed one slot's (judged.bpf.h); anything else is judged in full. A mismatch is dropped and
  * recorded; a connected socket keeps the denial (every later packet is dropped too, as for a
- * held UDP denial, and it is recorded once).
+ * held UDP denial, and it is recorded once). Only the RST of the socket's destroy leaves
+ * (destroy_reset).
  */
 static __always_inline int backstop(struct __sk_buff *skb, struct bpf_sock *sk,
 				    struct sl_flow *flow)
@@ -887,7 +991,8 @@ static __always_inline int backstop(struct __sk_buff *skb, struct bpf_sock *sk,
 	if (flow && flow->era != sl_cfg.era && dst_is_flows(&d, flow))
 		flow_restamp(sk, flow, &v, &ev);
 	if (v.verdict != SL_VERDICT_DENY ||
-	    (!cfg_enforcing() && v.reason != SL_REASON_BLACKHOLE)) {
+	    (!cfg_enforcing() && v.reason != SL_REASON_BLACKHOLE) ||
+	    (v.reason != SL_REASON_BLACKHOLE && destroy_reset(skb, sk))) {
 		opener = NULL; /* not where its flow goes: it opens none */
 		goto pass;
 	}
@@ -929,7 +1034,7 @@ pass:
  * The backstop is a program of its own, attached before sl_egress on the same hook (the kernel
  * runs both; a packet leaves only if both pass): one program holding both checks is more than
  * the verifier will walk. A socket already holding a denial is left to sl_egress, which drops
- * and records it.
+ * and records it (all but its destroy's RST).
  */
 SEC("cgroup_skb/egress")
 int sl_backstop(struct __sk_buff *skb)
@@ -974,7 +1079,9 @@ int sl_egress(struct __sk_buff *skb)
 		return SKB_PASS;
 	held = bpf_sk_storage_get(&sl_sk_held, sk, 0, 0);
 	if (held)
-		return drop_held(held);
+		return held->ev.reason != SL_REASON_BLACKHOLE && destroy_reset(skb, sk) ?
+			       SKB_PASS :
+			       drop_held(held);
 	/* What leaves is counted; what the TLS check drops is not. */
 	flow = bpf_sk_storage_get(&sl_sk_flow, sk, 0, 0);
 	ret = tls_egress(skb, sk, &t);

@@ -29,6 +29,7 @@
 #include "tls.bpf.h"
 #include "policy.bpf.h"
 #include "net.bpf.h"
+#include "resets.bpf.h" /* declared here only to be the run's one (share_maps) */
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 

@@ -13,6 +13,9 @@
  * judged like any destination: it reaches whatever listens on the host side. Everything else must
  * be IPv4 or IPv6 to an allowed destination: other ethertypes, VLAN tags, and IP fragments (whose
  * ports cannot be judged) are dropped in enforce mode. Report mode drops only the blackhole.
+ * One frame to a denied destination passes: the RST of a socket sluice destroyed, which the
+ * run's packet layer let out and wrote down, byte for byte (resets.bpf.h), in a fixed form
+ * (reset_fix); never one to the blackhole.
  * (IPv4 options and IPv6 routing headers are not looked at here: the host side's own kernel
  * refuses source routing by default, accept_source_route=0 and seg6_enabled=0.)
  */
@@ -26,6 +29,7 @@
 #include "addr.bpf.h" /* v6_is_link_local */
 #include "nsflows.bpf.h"
 #include "net.bpf.h"
+#include "resets.bpf.h"
 #include "judged.bpf.h"
 
 /*
@@ -131,6 +135,120 @@ static __always_inline int drop(struct __sk_buff *skb, struct sl_decision_event 
 	return TC_DROP;
 }
 
+/*
+ * The RST of a socket sluice destroyed leaves in a fixed form (resets.bpf.h): whatever the
+ * workload set on the socket before the destroy (IP_TOS, IP_TTL, IP_MTU_DISCOVER, IPV6_TCLASS,
+ * IPV6_FLOWLABEL_MGR, IPV6_UNICAST_HOPS, SO_RCVBUF, TCP_MD5SIG, TCP_AO_ADD_KEY, urgent data)
+ * must not reach a destination the policy denies. So every field it could choose is written
+ * over: IPv4 TOS 0, IP ID 0, DF alone, TTL SL_RESET_HOPS; IPv6 traffic class and flow label 0,
+ * hop limit SL_RESET_HOPS; TCP window 0, urgent pointer 0, flags RST|ACK, and the options, which
+ * may be the timestamps alone as the kernel lays them out (NOP, NOP, TS: written over with
+ * NOPs) or none. A RST with other options (MD5, TCP-AO, SACK blocks) is refused: their length is
+ * the workload's choice too. What is left is what the peer knows already: the addresses, the
+ * ports, the sequence and acknowledgement numbers the connection was at, and whether it
+ * negotiated timestamps. The checksums are fixed with the csum helpers, which leave a
+ * CHECKSUM_PARTIAL frame's TCP checksum to be completed later, as it must be.
+ */
+#define SL_RESET_HOPS 64
+
+static __always_inline bool reset_fix(struct __sk_buff *skb, const __u8 *old, __u64 len)
+{
+	__u64 fixed[SL_RESET_FRAME_MAX / 8];
+	__u8 *b = (__u8 *)fixed, *th;
+	__u32 i, l4;
+	bool stamps;
+	__s64 diff;
+
+	for (i = 0; i < SL_RESET_FRAME_MAX / 8; i++)
+		fixed[i] = ((const __u64 *)old)[i];
+	if (b[0] == 0x45) {
+		l4 = 20;
+		b[1] = 0;		 /* TOS */
+		b[4] = b[5] = 0;	 /* IP ID */
+		b[6] = 0x40, b[7] = 0; /* DF alone */
+		b[8] = SL_RESET_HOPS;
+	} else {
+		l4 = 40;
+		b[0] = 0x60, b[1] = b[2] = b[3] = 0; /* traffic class, flow label */
+		b[7] = SL_RESET_HOPS;
+	}
+	th = b + l4;
+	if (th[13] != 0x14) /* RST|ACK, as the kernel's abort sends it */
+		return false;
+	th[14] = th[15] = 0; /* window */
+	th[18] = th[19] = 0; /* urgent pointer */
+	stamps = len - l4 == 32;
+	if (stamps) {
+		/* NOP, NOP, timestamps (kind 8, length 10): all NOPs */
+		if (th[20] != 1 || th[21] != 1 || th[22] != 8 || th[23] != 10)
+			return false;
+		((__u32 *)th)[5] = 0x01010101;
+		((__u32 *)th)[6] = 0x01010101;
+		((__u32 *)th)[7] = 0x01010101;
+	} else if (len - l4 != 20) {
+		return false;
+	}
+	if (len > SL_RESET_FRAME_MAX || bpf_skb_store_bytes(skb, ETH_HLEN, b, len, 0))
+		return false;
+	/* (the checksum fields are alike in both: each diff leaves them out) */
+	if (stamps)
+		diff = bpf_csum_diff((__be32 *)(old + l4), 32, (__be32 *)th, 32, 0);
+	else
+		diff = bpf_csum_diff((__be32 *)(old + l4), 20, (__be32 *)th, 20, 0);
+	if (diff < 0 || bpf_l4_csum_replace(skb, ETH_HLEN + l4 + 16, 0, diff, 0))
+		return false;
+	if (l4 == 20) {
+		diff = bpf_csum_diff((__be32 *)old, 12, (__be32 *)b, 12, 0);
+		if (diff < 0 || bpf_l3_csum_replace(skb, ETH_HLEN + 10, 0, diff, 0))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The RST of a socket sluice destroyed, as the run's packet layer let it out (resets.bpf.h):
+ * this very frame, byte for byte from its IP header on, once, put into its fixed form
+ * (reset_fix). A frame that is not it is judged as any; it, if it cannot be put into that form,
+ * is dropped (and its entry taken: a copy of it would be the same).
+ */
+static __noinline bool destroy_reset_frame(struct __sk_buff *skb, const struct packet_dst *d)
+{
+	struct sl_ns_flow_key k __attribute__((aligned(8))); /* its addresses copied as words */
+	struct sl_reset_frame *f;
+	__u64 w, *words, len; /* (64 bits: 6.1's verifier keeps no bounds of a 32-bit spill) */
+	__u32 i, n;
+	bool ok;
+
+	if (!d || d->proto != IPPROTO_TCP || d->fragment)
+		return false;
+	ns_flow_key(&k, d);
+	f = bpf_map_lookup_elem(&sl_resets, &k);
+	if (!f)
+		return false;
+	len = f->len;
+	if (len < 40 || len > SL_RESET_FRAME_MAX || skb->len != ETH_HLEN + len)
+		return false;
+	/* 8 bytes at a time; the last word's bytes past the frame are zero on both sides */
+	if (len & 3)
+		return false;
+	words = (__u64 *)f->bytes;
+#pragma clang loop unroll(disable)
+	for (i = 0; i < SL_RESET_FRAME_MAX / 8; i++) {
+		if (i * 8 >= len)
+			break;
+		/* (the frame's length is a multiple of 4: its headers') */
+		n = 8;
+		if (i * 8 + 8 > len)
+			n = 4;
+		w = 0;
+		if (bpf_skb_load_bytes(skb, ETH_HLEN + i * 8, &w, n) || w != words[i])
+			return false;
+	}
+	ok = reset_fix(skb, f->bytes, len);
+	bpf_map_delete_elem(&sl_resets, &k);
+	return ok;
+}
+
 SEC("tcx/ingress")
 int sl_tc_ingress(struct __sk_buff *skb)
 {
@@ -166,7 +284,7 @@ int sl_tc_ingress(struct __sk_buff *skb)
 		judged_note(judged, 0, &d);
 	if (v.verdict != SL_VERDICT_DENY)
 		return TC_PASS;
-	if (!enforce && v.reason != SL_REASON_BLACKHOLE)
+	if (v.reason != SL_REASON_BLACKHOLE && (!enforce || destroy_reset_frame(skb, &d)))
 		return TC_PASS;
 	return drop(skb, &ev, &d, v.reason, v.rule_id);
 }

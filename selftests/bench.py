@@ -37,7 +37,8 @@ sent, so that it drains them with no wait: the writer alone), the writer fed wit
 all (sl_feed: allow records put into the run's ring buffer by a program run with
 BPF_PROG_TEST_RUN, selftests/bench/sl_feed.bpf.c): drained from a stopped writer, then paced at
 issue 15's 500k records/s for 60 s into the run's default ring (records without a line: none
-may be), and replace-policy between two 100k-CIDR policies on a live run with a process
+may be; a feed whose log would not fit its filesystem's free space, about 13 GB at that rate, is
+skipped, saying why), and replace-policy between two 100k-CIDR policies on a live run with a process
 connecting throughout (no connect may fail).
 
 --writer-only: only the writer fed by sl_feed, drained --rounds times (3) for this build and,
@@ -92,6 +93,13 @@ HOT = "10.202.0.1"
 SPREAD_BASE, SPREAD = "10.202.0.0", 4096
 PROXY_PORT = 8888
 ID = os.getpid()
+# The fed writer's log must fit where it goes (writer_feed_fits): the records it will be fed at
+# the bytes per record measured (before any measure, an allow line's upper bound: they run about
+# 410 bytes), times the margin, plus the reserve (its checkpoints file, whatever else writes there
+# meanwhile).
+FEED_BYTES_PER_RECORD_BOUND = 1024
+FEED_SPACE_MARGIN = 1.25
+FEED_SPACE_RESERVE = 64 << 20
 
 
 class SetupError(Exception):
@@ -889,6 +897,55 @@ class Bench:
                 "log_bytes_per_record": log_bytes / max(logged, 1),
                 "binary": binary}
 
+    def writer_feed_fits(self, what, records, bytes_per_record, fewer):
+        """None if the log of a writer fed records (at bytes_per_record, measured) fits the free
+        space of the filesystem it goes to (--feed-log-dir, else the temporary directory), with
+        FEED_SPACE_MARGIN and FEED_SPACE_RESERVE; else why not, said and kept in the results
+        ("skipped") in place of the measure what: the feed never fills the disk, and the rest of
+        the bench runs on. fewer: the options that feed fewer records."""
+        d = self.a.feed_log_dir or self.tmp
+        st = os.statvfs(d)
+        free = st.f_bavail * st.f_frsize
+        need = int(records * bytes_per_record * FEED_SPACE_MARGIN) + FEED_SPACE_RESERVE
+        if free >= need:
+            return None
+        why = (f"{d} has {free / 2**20:.0f} MiB free; {records} records at "
+               f"{bytes_per_record:.0f} bytes each need {need / 2**20:.0f} MiB there (margin "
+               f"{FEED_SPACE_MARGIN}x, reserve {FEED_SPACE_RESERVE >> 20} MiB): not run rather "
+               f"than fill the disk (--feed-log-dir elsewhere, or a lower {fewer})")
+        say(f"{what}: skipped: {why}")
+        self.results.setdefault("skipped", {})[what] = why
+        return why
+
+    def writer_drained(self, label, binary):
+        """writer_feed drained (--flood records into a stopped writer) of binary, appended to the
+        results' writer_drained; None, skipped, if its log would not fit."""
+        if self.writer_feed_fits(f"writer drained ({label})", self.a.flood,
+                                 FEED_BYTES_PER_RECORD_BOUND, "--flood"):
+            return None
+        w = self.writer_feed(0, self.a.flood, binary)
+        self.results.setdefault("writer_drained", {}).setdefault(label, []).append(w)
+        return w
+
+    def writer_paced(self, label, binary):
+        """writer_feed paced (--feed-rate for --feed-secs) of binary into the results'
+        writer_paced, with the check that every record has its line; None, skipped, if its log
+        would not fit at the bytes per record its drained runs measured."""
+        a = self.a
+        drained = self.results.get("writer_drained", {}).get(label)
+        bpr = (max(w["log_bytes_per_record"] for w in drained) if drained
+               else FEED_BYTES_PER_RECORD_BOUND)
+        what = f"writer paced ({label}, {a.feed_rate}/s for {a.feed_secs} s)"
+        if self.writer_feed_fits(what, a.feed_rate * a.feed_secs, bpr,
+                                 "--feed-rate or --feed-secs"):
+            return None
+        w = self.writer_feed(a.feed_rate, a.feed_secs, binary)
+        self.results.setdefault("writer_paced", {})[label] = w
+        if label == "sluice":
+            self.check(f"records without a line, writer fed {a.feed_rate}/s for {a.feed_secs} s",
+                       w["lost"] == 0 and w["missing"] == 0, w["missing"], 0)
+        return w
+
     def writer_only(self):
         """--writer-only: the writer alone drained (sl_feed into a stopped writer) for this build
         and --compare's, interleaved, --rounds times; then paced at --feed-rate for --feed-secs
@@ -897,18 +954,15 @@ class Bench:
         builds = [("sluice", SLUICE)] + ([(a.compare_label, a.compare)] if a.compare else [])
         for r in range(a.rounds):
             for label, binary in (builds if r % 2 == 0 else builds[::-1]):
-                w = self.writer_feed(0, a.flood, binary)
-                self.results.setdefault("writer_drained", {}).setdefault(label, []).append(w)
-                say(f"{label} drained: {w['drain_records_per_s']:.0f} records/s, "
-                    f"{w['writer_cpu_ns_per_record']:.0f} ns CPU per record")
+                w = self.writer_drained(label, binary)
+                if w:
+                    say(f"{label} drained: {w['drain_records_per_s']:.0f} records/s, "
+                        f"{w['writer_cpu_ns_per_record']:.0f} ns CPU per record")
         if a.feed_secs:
             for label, binary in builds:
-                w = self.writer_feed(a.feed_rate, a.feed_secs, binary)
-                self.results.setdefault("writer_paced", {})[label] = w
-                say(f"{label} paced: " + json.dumps(w))
-            w = self.results["writer_paced"]["sluice"]
-            self.check(f"records without a line, writer fed {a.feed_rate}/s for {a.feed_secs} s",
-                       w["lost"] == 0 and w["missing"] == 0, w["missing"], 0)
+                w = self.writer_paced(label, binary)
+                if w:
+                    say(f"{label} paced: " + json.dumps(w))
         return self.write_results()
 
     def flood_run(self, ringbuf_kib, binary=SLUICE, log_dir=None):
@@ -1260,6 +1314,8 @@ class Bench:
                        f"{w['rate'] * w['writer_cpu_ns_per_record'] / 1e9:.2f} CPUs at that "
                        f"rate; {w['log_bytes_per_record']:.0f} bytes of log per record, "
                        f"{w['rate'] * w['log_bytes_per_record'] / 1e6:.0f} MB/s to disk")
+        for what, why in R.get("skipped", {}).items():
+            out.append(f"- {what}: skipped: {why}")
         if "pipeline" in R and "send_ns_per_record" in R["pipeline"]:
             p = R["pipeline"]
             rate = 1e9 / max(p["send_ns_per_record"], 1)
@@ -1360,13 +1416,9 @@ class Bench:
                                                                   a.flood_ringbuf_kib,
                                                                   stopped=True)
             # the writer fed without a sender: drained, then issue 15's sustained rate
-            self.results["writer_drained"] = {"sluice": [self.writer_feed(0, a.flood)]}
+            self.writer_drained("sluice", SLUICE)
             if a.feed_secs:
-                w = self.writer_feed(a.feed_rate, a.feed_secs)
-                self.results["writer_paced"] = {"sluice": w}
-                self.check(f"records without a line, writer fed {a.feed_rate}/s for "
-                           f"{a.feed_secs} s", w["lost"] == 0 and w["missing"] == 0,
-                           w["missing"], 0)
+                self.writer_paced("sluice", SLUICE)
             # one start-up figure per size: --sizes 10 alone is one size, not two runs of
             # the same ids (the second's log would exist already)
             self.results["startup_ms"] = {n: self.startup(n, a.starts)
@@ -1533,7 +1585,8 @@ def main():
                     help="... for this many seconds (issue 15: 60; 0: not at all)")
     ap.add_argument("--feed-log-dir", metavar="DIR",
                     help="the fed writer's log there (a tmpfs: the writer without the disk; "
-                    "default: bench.py's temporary directory)")
+                    "default: bench.py's temporary directory); a feed whose log would not fit "
+                    "its free space is skipped, saying so")
     ap.add_argument("--stop-writer", action="store_true",
                     help="pipeline: the writer stopped while the flood is sent (what a writer "
                     "that falls behind costs the sender)")

@@ -1298,11 +1298,11 @@ sl_daemon_attach() {
 		bail_out "attach of $name failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
 }
 
-# sl_daemon_req [--all] [--fd PATH] [--raw] TEXT: one request on the daemon's socket
-# ($SLUICE_SOCKET), prints the first reply line (--all: every line until the daemon closes, for a
-# --raw TEXT of several requests). TEXT is one request line; the "\n" that ends it is added, unless
-# --raw: then TEXT goes out byte for byte (a test of malformed requests). --fd: PATH opened
-# read-only goes with it (SCM_RIGHTS). Either way the write side is shut after it, so a request
+# sl_daemon_req [--all] [--fd PATH | --fd-opath PATH] [--raw] TEXT: one request on the daemon's
+# socket ($SLUICE_SOCKET), prints the first reply line (--all: every line until the daemon closes,
+# for a --raw TEXT of several requests). TEXT is one request line; the "\n" that ends it is added,
+# unless --raw: then TEXT goes out byte for byte (a test of malformed requests). --fd: PATH opened
+# read-only goes with it (SCM_RIGHTS); --fd-opath: opened O_PATH (a client's mistake). Either way the write side is shut after it, so a request
 # cut short is answered, not waited on. The wait scales with SL_SLOW (an attach verifies BPF
 # programs: seconds on a loaded machine). tools/sl_daemon_req.py is the client.
 sl_daemon_req() {
@@ -1313,6 +1313,9 @@ sl_daemon_req() {
 	fi
 	if [[ ${1-} == --fd ]]; then
 		fd=("$2")
+		shift 2
+	elif [[ ${1-} == --fd-opath ]]; then
+		fd=("O_PATH:$2")
 		shift 2
 	fi
 	if [[ ${1-} == --raw ]]; then

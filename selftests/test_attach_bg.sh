@@ -93,7 +93,7 @@ b_switching() { "$SLUICE" status --json | grep -q "\"run_id\":\"$B\".*\"switchin
 touch "$HOLD"
 attach_cmd a >"$SL_TMP/a.out" 2>&1 &
 pid=$!
-wait_until $((20000 * SL_SLOW)) is_attaching "$A"
+wait_until 20000 is_attaching "$A"
 answers=0 no_answer=0
 for _ in 1 2 3 4 5; do
 	case $(attaching "$A") in
@@ -103,7 +103,7 @@ for _ in 1 2 3 4 5; do
 	sleep 0.05
 done
 base=$(b_denials)
-wait_until $((10000 * SL_SLOW)) bash -c "[[ \$(grep -c '\"decision\":\"deny\"' '$LB') -gt $base ]]"
+wait_until 10000 bash -c "[[ \$(grep -c '\"decision\":\"deny\"' '$LB') -gt $base ]]"
 in_window=$(($(b_denials) - base))
 second=$("$SLUICE" attach --cgroup "$CG_c" --policy "$SL_TMP/p.yaml" --run-id "$A" 2>&1)
 other_cg=$("$SLUICE" attach --cgroup "$CG_a" --policy "$SL_TMP/p.yaml" --run-id "t-$SL_ID-x" 2>&1)
@@ -166,7 +166,7 @@ pe=$!
 wait_until 20000 is_attaching "$E"
 kill -TERM "$SL_DAEMON_PID"
 # released once the daemon says it is waiting for the load: it handled the signal first
-wait_until $((10000 * SL_SLOW)) grep -q "run $E: waiting for its attach's programs" "$SL_ERR"
+wait_until 10000 grep -q "run $E: waiting for its attach's programs" "$SL_ERR"
 rm -f "$HOLD"
 wait "$SL_DAEMON_PID"
 tap_is "3: the daemon stopped by SIGTERM during an attach exits 0" $? 0

@@ -526,6 +526,25 @@ tap_is "P26 kill: the stale token and the dead runs' slot pins were collected: n
 rm -f "$ns_pins"/slot-* "$ns_pins"/runs "$ns_pins"/flows
 rmdir "$ns_pins" 2>/dev/null
 
+# A runs pin of another shape (another build's: 4-byte keys) is neither changed nor removed by a
+# run leaving (ns_leave checks the shape, as every other opener of the pin): as empty, it was
+# removed, and this build's 8-byte tokens were deleted from it.
+sluice_start "$SL_TMP/p26a.yaml" "$SL_TMP/p26s.jsonl" --netns "/run/netns/$SL_NS_RUN" -- \
+	sh -c "while [ ! -e $j.send ]; do sleep 0.05; done"
+s_pid=$SL_RUN_PID s_id=$SL_RUN_ID
+wait_until 60000 test -e "$ns_pins/runs" || tap_diag_file "$SL_ERR"
+rm -f "$ns_pins/runs"
+bpftool map create "$ns_pins/runs" type hash key 4 value 1 entries 8 name sl_other_runs
+touch "$j.send"
+wait "$s_pid"
+tap_is "P26 shape: the run ends normally" "$?" 0
+tap_is "P26 shape: a runs pin of another shape is left in place, said so" \
+	"$(bpftool -j map show pinned "$ns_pins/runs" 2>/dev/null | grep -c '"bytes_key":4') $(grep -c \
+		"runs map $ns_pins/runs: another build's (its shape differs); the run's own slot pin removed, the rest left" "$SL_ERR")" "1 1"
+rm -f "$ns_pins"/slot-* "$ns_pins"/runs "$ns_pins"/flows
+rmdir "$ns_pins" 2>/dev/null
+tap_check "P26 shape: the run left nothing" leftovers_check "$s_id"
+
 # P26: a run cannot borrow another run's flow. Run a (nobody) binds an IPv6 socket with
 # IPV6_FREEBIND to run b's host and port, and connects from there to the namespace's own address
 # (which its policy allows) at the port of run b's closed flow: the namespace's kernel answers

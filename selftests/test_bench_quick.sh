@@ -53,4 +53,23 @@ tap_check "nothing of the bench is left (namespaces, cgroups, pins)" sh -c '[ -n
 	! ls /sys/fs/bpf/sluice 2>/dev/null | grep -q -- "^bench-$1-" &&
 	! find "$2" -maxdepth 1 -name "slb-*-$1*" | grep -q .' sh "$id" \
 	"$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)"
+
+# the fed writer's log never fills its filesystem: on a 100 MiB tmpfs the drained feed (20000
+# records) fits and runs, issue 15's paced minute (about 13 GB) does not and is skipped, saying why
+feedfs=$SL_TMP/feedfs
+mkdir "$feedfs" && mount -t tmpfs -o size=100m sl-feedfs "$feedfs" ||
+	bail_out "cannot mount a tmpfs at $feedfs"
+trap 'umount -l "$feedfs"; rm -rf -- "$SL_TMP"' EXIT
+SL_TOOLS=$SL_TOOLS timeout -k 5 $((120 * SL_SLOW)) bash "$REPO/selftests/bench.sh" --writer-only \
+	--rounds 1 --flood 20000 --feed-log-dir "$feedfs" --out "$SL_TMP/feed" \
+	>"$SL_TMP/feed.out" 2>&1
+tap_is "a feed whose log would not fit is skipped, the one that fits runs (rc $?)" \
+	"$(python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+print(len(r.get("writer_drained", {}).get("sluice", [])), *sorted(r.get("skipped", {})),
+      "writer_paced" in r)' "$SL_TMP/feed/results.json" 2>&1)" \
+	"1 writer paced (sluice, 500000/s for 60 s) False" || tap_diag_file "$SL_TMP/feed.out"
+tap_check "the skip says why in the results" \
+	grep -q "skipped: $feedfs has [0-9]* MiB free; 30000000 records at [0-9]* bytes each need" \
+	"$SL_TMP/feed/results.md"
 tap_done

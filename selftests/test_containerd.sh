@@ -111,7 +111,7 @@ CTRD_CG=$(sl_cgroup_new containerd) || bail_out "cannot make a cgroup"
 	sh "$CONTAINERD" "$CT" >"$CT/containerd.log" 2>&1 &
 CTRD_PID=$!
 sl_track_pid "$CTRD_PID"
-wait_until $((10000 * SL_SLOW)) ctr_ version >/dev/null 2>&1 ||
+wait_until 10000 ctr_ version >/dev/null 2>&1 ||
 	skip_all "containerd did not start here: $(tail -n 3 "$CT/containerd.log" | tr '\n' ' ')"
 
 tap_plan 20
@@ -142,7 +142,7 @@ ctr_run "$NS1" /bin/sh -c 'while :; do echo a | nc -w 1 203.0.113.7 80
 # the same id in another namespace (containerd's own network namespace: it connects nowhere)
 ctr_run "$NS2" /bin/sleep 600 || bail_out "ctr run in $NS2: $(cat "$SL_TMP/err")"
 sink_mark
-wait_until $((10000 * SL_SLOW)) sink_saw "tcp 203.0.113.7 80"
+wait_until 10000 sink_saw "tcp 203.0.113.7 80"
 tap_check "ctr run: unconfined, the container reaches the unlisted host" \
 	sink_saw "tcp 203.0.113.7 80"
 
@@ -175,7 +175,7 @@ assert_log "the run's log names the container and containerd's cgroup of it" "$L
 assert_log "its denials are logged, enforced" "$LOG" +1 type=decision dst=203.0.113.7 \
 	decision=deny enforced=true
 "$SLUICE" detach --run-id "$PFX" >/dev/null 2>&1 || tap_diag "detach $PFX failed"
-wait_until $((10000 * SL_SLOW)) grep -q '"type":"run_end"' "$LOG"
+wait_until 10000 grep -q '"type":"run_end"' "$LOG"
 tap_check "detached: the run's log verifies" "$SLUICE" verify "$LOG" --key "$SLUICE_PUB"
 
 # containerd's runc shim running crun (BinaryName) leaves crun's status, not runc's state.json,

@@ -139,8 +139,8 @@ tap_check "descriptors passed with requests are closed (3 each, 20 requests)" fd
 
 check_refused() {
 	local fd=() name req want got
-	if [[ $1 == --fd ]]; then
-		fd=(--fd "$2")
+	if [[ $1 == --fd || $1 == --fd-opath ]]; then
+		fd=("$1" "$2")
 		shift 2
 	fi
 	name=$1 req=$2 want=$3
@@ -176,11 +176,15 @@ check_refused "a netns with no descriptor" "$NS_REQ,\"netns\":\"/run/netns/$SL_N
 	"the namespace's descriptor must come with the request"
 check_refused --fd "$SL_TMP/a.yaml" "a netns whose descriptor is a plain file" \
 	"$NS_REQ,\"netns\":\"/run/netns/$SL_NS_RUN\"}"$'\n' \
-	"the descriptor sent is not a network namespace"
+	"the descriptor sent is refused: not a namespace file (nsfs)"
 # a device's descriptor is not asked nsfs's ioctl (its driver gives the number its own meaning)
 check_refused --fd /dev/null "a netns whose descriptor is a device" \
 	"$NS_REQ,\"netns\":\"/run/netns/$SL_NS_RUN\"}"$'\n' \
-	"the descriptor sent is not a network namespace (not a namespace file (nsfs))"
+	"the descriptor sent is refused: not a namespace file (nsfs)"
+# the right namespace's O_PATH descriptor: setns(2) cannot enter it; the error says what to send
+check_refused --fd-opath "/run/netns/$SL_NS_RUN" "a netns whose descriptor is O_PATH" \
+	"$NS_REQ,\"netns\":\"/run/netns/$SL_NS_RUN\"}"$'\n' \
+	"the descriptor sent is refused: an O_PATH descriptor, which setns(2) cannot enter: send a network namespace's file opened for reading (O_RDONLY)"
 check_refused --fd "/run/netns/$SL_NS_RUN" "a descriptor with no netns" "$NS_REQ}"$'\n' \
 	"a descriptor came with a request that names no netns"
 

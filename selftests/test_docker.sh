@@ -91,7 +91,7 @@ unshare --mount --propagation private -- sh -c '
 	sh "$DK" "/run/netns/$SL_NS_RUN" "$DOCKERD" "$VARLIB_TMPFS" >"$DK/dockerd.log" 2>&1 &
 DOCKERD_PID=$!
 sl_track_pid "$DOCKERD_PID"
-wait_until $((30000 * SL_SLOW)) docker info >/dev/null 2>&1 ||
+wait_until 30000 docker info >/dev/null 2>&1 ||
 	skip_all "dockerd did not start here: $(tail -n 3 "$DK/dockerd.log" | tr '\n' ' ')"
 # docker_ns CMD…: CMD in dockerd's mount namespace (where Docker's state is)
 docker_ns() { nsenter --mount="/proc/$DOCKERD_PID/ns/mnt" -- "$@"; }
@@ -148,7 +148,7 @@ docker run "${RUN_OPTS[@]}" -d --network host --cgroup-parent "/$PFX-run" --name
 	>"$SL_TMP/out" 2>"$SL_TMP/err" || bail_out "docker run -d: $(cat "$SL_TMP/err")"
 CID=$(cat "$SL_TMP/out")
 sink_mark
-wait_until $((10000 * SL_SLOW)) sink_saw "tcp 203.0.113.7 80"
+wait_until 10000 sink_saw "tcp 203.0.113.7 80"
 tap_check "running container: unconfined, it reaches the unlisted host" sink_saw "tcp 203.0.113.7 80"
 docker_ns "$SLUICE" attach --container "$PFX-loop" --policy "$POLICY" --run-id "$PFX-loop" \
 	>"$SL_TMP/out" 2>"$SL_TMP/err"

@@ -580,11 +580,11 @@ WALK_LOG=$LOGS/$WALK_RUN.jsonl
 	2>"$SL_TMP/walk-events.err" &
 EVENTS_PID=$!
 sl_track_pid "$EVENTS_PID"
-wait_until $((10000 * SL_SLOW)) grep -q '203.0.113.7' "$SL_TMP/walk-events"
+wait_until 10000 grep -q '203.0.113.7' "$SL_TMP/walk-events"
 tap_check "walkthrough: report mode: sluice events -f shows the would-deny live" \
 	grep -q '203.0.113.7' "$SL_TMP/walk-events"
 [[ -s $SL_TMP/walk-events ]] || tap_diag "$(cat "$SL_TMP/walk-events.err")"
-wait_until $((10000 * SL_SLOW)) bash -c "[[ \$(grep -c 'tcp 203.0.113.7 80' '$SL_INET_LOG') -gt 0 ]]"
+wait_until 10000 bash -c "[[ \$(grep -c 'tcp 203.0.113.7 80' '$SL_INET_LOG') -gt 0 ]]"
 tap_cmp "walkthrough: report mode: the unlisted host is reached" \
 	"$(sink_count 'tcp 203.0.113.7 80')" -gt 0
 # (not $SL_ERR: the container's stderr, runc run -d's, goes on writing there)
@@ -642,7 +642,7 @@ tap_cmp "walkthrough: after the take-over: the allowed host is still reached" \
 	"$(sink_count 'tcp 203.0.113.7 80')" -gt 0
 runc kill "$PFX-walk" KILL >/dev/null 2>&1
 runc delete --force "$PFX-walk" >/dev/null 2>&1
-wait_until $((10000 * SL_SLOW)) grep -q '"type":"run_end"' "$WALK_LOG"
+wait_until 10000 grep -q '"type":"run_end"' "$WALK_LOG"
 # The denials made while no daemon lived waited in the run's ring buffer: the new writer logs
 # them, with their own times, or declares what it lost.
 n=$(log_count_between "$WALK_LOG" "$WALK_DOWN_US" "$WALK_UP_US" type=decision \
@@ -767,7 +767,7 @@ else
 	PLOOP_ID=$(podman inspect --format '{{.Id}}' "$POD_NAME")
 	PLOOP_CG=$CG2$(podman inspect --format '{{.State.CgroupPath}}' "$POD_NAME")
 	sink_mark
-	wait_until $((10000 * SL_SLOW)) sink_saw "tcp 203.0.113.7 80"
+	wait_until 10000 sink_saw "tcp 203.0.113.7 80"
 	tap_check "podman attach: unconfined, the container reaches the unlisted host" \
 		sink_saw "tcp 203.0.113.7 80"
 	"$SLUICE" attach --container "$POD_NAME" --policy "$POLICY" --run-id "$POD_NAME" \
@@ -789,7 +789,7 @@ else
 	assert_log "podman attach: the denials are logged, enforced" "$POD_LOG" +1 \
 		type=decision dst=203.0.113.7 decision=deny enforced=true
 	"$SLUICE" detach --run-id "$POD_NAME" >/dev/null 2>&1 || tap_diag "detach $POD_NAME failed"
-	wait_until $((10000 * SL_SLOW)) grep -q '"type":"run_end"' "$POD_LOG"
+	wait_until 10000 grep -q '"type":"run_end"' "$POD_LOG"
 	tap_check "podman attach: detached, the log verifies" \
 		"$SLUICE" verify "$POD_LOG" --key "$SLUICE_PUB"
 	podman rm --force --time 0 "$POD_NAME" >/dev/null 2>&1

@@ -11,6 +11,9 @@
 # the denied ones logged as "would deny". Both logs verify. Then sluice attach --pid, one
 # process per mode holding a connection to the denied host: enforce cuts it (the next send
 # fails, the test host gets nothing more), report leaves it open; each logged "preexisting".
+# A run without a host side (this test's) lets no destroyed socket's RST out (test_reset_form.sh
+# has the run with one): the attacker's RSTs made by hand on a raw socket in the run (one with
+# data, one for the destroyed connection, one for another) are dropped too.
 
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -23,6 +26,7 @@ CG_ROOT=$(cg2_mount)
 POLICY=$SL_TMP/pre.yaml
 cat >"$POLICY" <<'EOF'
 default: deny
+sockets: [raw] # the attacker's hand-made RSTs (the backstop judges each of their packets)
 rules:
   - name: test-host
     cidrs: ["198.51.100.10/32"]
@@ -150,7 +154,7 @@ check_verifies() {
 	fi
 }
 
-tap_plan 57
+tap_plan 61
 
 # not_reached FIRST COUNT LABEL: fail what a failed case did not get to, up to test FIRST+COUNT-1
 not_reached() {
@@ -207,7 +211,8 @@ if held_case enforce; then
 		type=preexisting decision=deny src=10.200.2.1 dst=198.51.100.20 flow=destroyed
 	assert_log "enforce: eight preexisting lines, each socket once" "$CASE_LOG" 8 \
 		type=preexisting
-	# the destroyed sockets' resets meet the backstop too: their egress denials count as well
+	# (a run without a host side lets no destroy's RST out: test_reset_form.sh) the
+	# destroyed sockets' resets meet the backstop too: their egress denials count as well
 	n=$(($(log_count "$CASE_LOG" decision=deny)))
 	assert_log "enforce: run_end counts the preexisting denials ($n deny lines)" "$CASE_LOG" 1 \
 		type=run_end "denials=$n"
@@ -257,8 +262,10 @@ fi
 # has carried data already ("before\n", 7 bytes). Enforce: the connection is cut (the holder's
 # next send fails, nothing more reaches the test host); report: it stays open and carries data.
 # pid_case MODE: sets CASE_DIR, CASE_LOG, CASE_RESULT, PID_CG, PID_HOLDER, PID_CLOSED (the test
-# host logged the connection closed before the holder ended) and PID_PEER_BYTES (what the test
-# host's end of it received, after the holder's sends); the holder waits for "end".
+# host logged the connection closed before the holder ended), PID_PEER_BYTES (what the test
+# host's end of it received, after the holder's sends, while it is open), PID_SINK_BYTES (what
+# the test host logged it received when it closed) and PID_PEER_ESTAB (the test host's end is
+# established: 1, or 0); the holder waits for "end".
 pid_case() {
 	local mode=$1 id sport
 	id=pre-$SL_ID-pid-$mode
@@ -291,6 +298,51 @@ pid_case() {
 	sport=$(log_field "$(log_lines "$CASE_LOG" type=preexisting | head -n 1)" sport 2>/dev/null)
 	PID_PEER_BYTES=$(in_inet ss -tinH "( sport = :443 and dst 10.200.1.2 and dport = :${sport:-0} )" |
 		grep -o 'bytes_received:[0-9]*' | cut -d: -f2)
+	PID_SINK_BYTES=$(tail -n +"$((SL_SINK_MARK + 1))" "$SL_INET_LOG" |
+		awk '$1 == "tcp" && $2 == "198.51.100.20" && $3 == 443 { print $5 }')
+	PID_PEER_ESTAB=$(in_inet ss -tnH state established \
+		"( sport = :443 and dst 10.200.1.2 and dport = :${sport:-0} )" | wc -l)
+	PID_SPORT=${sport:-0}
+}
+
+# rst_attack: in the enforce run's cgroup, an attacker with a raw socket sends the denied test
+# host RSTs made by hand: with data on the destroyed connection's ports, bare on them, bare for a
+# connection that never was. The test host watches for them (sl_rawrst.py watch); the same RST
+# sent from the router first (outside the run's namespace, which its host side judges whole)
+# shows that it would see them.
+RAWRST=$SL_LIB_DIR/tools/sl_rawrst.py
+rst_attack() {
+	local w=$SL_TMP/rst-watch out i
+	mkdir -p "$w"
+	in_inet python3 "$RAWRST" watch "$w" >"$w/watch.out" 2>&1 &
+	sl_track_pid "$!"
+	sl_on_exit "touch '$w/stop'"
+	wait_until 5000 test -e "$w/ready" || bail_out "the RST watcher: $(cat "$w/watch.out")"
+	in_rtr python3 "$RAWRST" send 198.51.100.20 443 "$PID_SPORT" 0x51c00001 "outside" \
+		>"$w/control.out" 2>&1
+	out=$({
+		"${SL_IN_CGROUP[@]}" "$PID_CG" "${RUN_EXEC_NETONLY[@]}" python3 "$RAWRST" send \
+			198.51.100.20 443 "$PID_SPORT" 0x51c00002 "data after the reset"
+		"${SL_IN_CGROUP[@]}" "$PID_CG" "${RUN_EXEC_NETONLY[@]}" python3 "$RAWRST" send \
+			198.51.100.20 443 "$PID_SPORT" 0x51c00003
+		"${SL_IN_CGROUP[@]}" "$PID_CG" "${RUN_EXEC_NETONLY[@]}" python3 "$RAWRST" send \
+			198.51.100.20 443 40999 0x51c00004
+	} 2>&1)
+	for i in $(seq 20); do
+		grep -q '^0x51c00001 ' "$w/seen" 2>/dev/null && break
+		sleep 0.1
+	done
+	sink_settle
+	tap_is "attacker: the test host sees a hand-made RST sent from the router" \
+		"$(awk '{ print $1, $3 }' "$w/seen" 2>/dev/null | grep -c '^0x51c00001 7$')" 1
+	tap_is "attacker: the run's hand-made RSTs (with data, bare on the destroyed connection, \
+bare for no connection) are refused (EPERM)" "$(grep -c ' EPERM$' <<<"$out")" 3
+	if grep -q '^0x51c0000[234] ' "$w/seen" 2>/dev/null; then
+		tap_fail "attacker: none of them reached the test host" "$(cat "$w/seen")"
+	else
+		tap_ok "attacker: none of them reached the test host"
+	fi
+	touch "$w/stop"
 }
 
 # pid_case_end RUN_ID: the holder ends, the run is detached and sealed.
@@ -307,11 +359,14 @@ tap_is "attach --pid (enforce): the run is on the process's own cgroup" \
 	"$(log_run_start_field "$CASE_LOG" cgroup)" "$PID_CG"
 check_result "attach --pid (enforce): the holder's next send fails (ECONNABORTED)" denied \
 	ECONNABORTED
-tap_is "attach --pid (enforce): the test host got nothing sent after the attach (7 bytes)" \
-	"$PID_PEER_BYTES" 7
+tap_is "attach --pid (enforce): the test host's end was closed, after the 7 bytes sent before \
+the attach" "$PID_CLOSED $PID_SINK_BYTES" "1 7"
+tap_is "attach --pid (enforce): the test host's end is no longer established" "$PID_PEER_ESTAB" 0
+[[ $PID_CLOSED == 1 ]] || tap_diag "$(sink_new_lines; in_inet ss -tnH "( sport = :443 )")"
 assert_log "attach --pid (enforce): its preexisting line, denied and destroyed" "$CASE_LOG" 1 \
 	type=preexisting decision=deny enforced=true dst=198.51.100.20 port=443 \
 	"pid=$PID_HOLDER" flow=destroyed
+rst_attack
 pid_case_end "pre-$SL_ID-pid-enforce"
 check_verifies "attach --pid (enforce)"
 
@@ -380,7 +435,7 @@ flood_case() {
 	"${RUN_EXEC_NETONLY[@]}" sh -c 'echo $$ >"$1/cgroup.procs" && exec python3 "$2" "$3" "$4"' \
 		sh "$cg" "$FLOOD" "$FL_DIR" "$kind" >"$FL_DIR/holder.out" 2>&1 &
 	sl_track_pid "$!"
-	wait_until $((30000 * SL_SLOW)) test -e "$FL_DIR/ready" || return 0
+	wait_until 30000 test -e "$FL_DIR/ready" || return 0
 	if attach "$cg" "$id" enforce "$FL_DIR/log.jsonl" >"$FL_DIR/attach.out" 2>&1; then
 		SL_RUNS+=("$id")
 		touch "$FL_DIR/go"

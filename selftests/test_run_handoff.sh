@@ -348,7 +348,7 @@ req='{"op":"run","run_id":"t-'$SL_ID'-forged","policy":"'$POLICY'","log":"'$SL_T
 req+='"key":"/nonexistent","argv":"4:true","uid":0,"gid":0,"netns":"'$label'"}'
 reply=$(sl_daemon_req --fd "$label" "$req")
 tap_check "netns: a descriptor that is not a network namespace is refused" \
-	grep -q "the descriptor sent is not a network namespace" <<<"$reply" || tap_diag "$reply"
+	grep -q "the descriptor sent is refused: not a namespace file" <<<"$reply" || tap_diag "$reply"
 reply=$(sl_daemon_req "$req")
 tap_check "netns: a netns without its descriptor is refused" \
 	grep -q "the namespace's descriptor must come with the request" <<<"$reply" ||

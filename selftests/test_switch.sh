@@ -217,7 +217,7 @@ except OSError:
     pass' >/dev/null 2>&1
 assert_sink_none "after replace-policy the host side drops what only the old policy allowed" \
 	"tcp-accept 203.0.113.7"
-wait_until $((3000 * SL_SLOW)) test "$(log_count "$LOG" type=decision hook=tc dst=203.0.113.7 \
+wait_until 3000 test "$(log_count "$LOG" type=decision hook=tc dst=203.0.113.7 \
 	port=80 decision=deny)" -gt "$n_tc"
 tap_cmp "the log has the host side's denial of it" \
 	"$(log_count "$LOG" type=decision hook=tc dst=203.0.113.7 port=80 decision=deny)" -gt "$n_tc"

@@ -98,7 +98,7 @@ b_denials() { grep -c '"decision":"deny"' "$LB"; }
 watch() {
 	local run=$1 base sw _
 	ANSWERS=0 NO_ANSWER=0 IN_WINDOW=0
-	wait_until $((20000 * SL_SLOW)) is_switching "$run"
+	wait_until 20000 is_switching "$run"
 	for _ in 1 2 3; do
 		sw=$(switching "$run")
 		[[ -z $sw ]] && NO_ANSWER=$((NO_ANSWER + 1))
@@ -106,7 +106,7 @@ watch() {
 		sleep 0.05
 	done
 	base=$(b_denials)
-	wait_until $((10000 * SL_SLOW)) bash -c "[[ \$(grep -c '\"decision\":\"deny\"' '$LB') -gt $base ]]"
+	wait_until 10000 bash -c "[[ \$(grep -c '\"decision\":\"deny\"' '$LB') -gt $base ]]"
 	IN_WINDOW=$(($(b_denials) - base))
 	if [[ -n ${TRY_SECOND-} ]]; then
 		SECOND_OUT=$("$SLUICE" set-mode --run-id "$run" enforce 2>&1)
@@ -146,11 +146,11 @@ tap_is "1: B's loop to $Y:443 (denied) was never let through" \
 touch "$HOLD"
 "$SLUICE" set-mode --run-id "$A" enforce >"$SL_TMP/sw.out" 2>&1 &
 pid=$!
-wait_until $((20000 * SL_SLOW)) is_switching "$A"
+wait_until 20000 is_switching "$A"
 "$SLUICE" detach --run-id "$A" >"$SL_TMP/det.out" 2>&1 &
 pdet=$!
 # the daemon has the detach once the status says the run is ending
-wait_until $((10000 * SL_SLOW)) bash -c "'$SLUICE' status --json | grep -q '\"run_id\":\"$A\".*\"ending\":\"detached\"'"
+wait_until 10000 bash -c "'$SLUICE' status --json | grep -q '\"run_id\":\"$A\".*\"ending\":\"detached\"'"
 rm -f "$HOLD"
 wait "$pdet"
 tap_check "2: A's detach during its switch is answered ok ($(cat "$SL_TMP/det.out"))" test $? -eq 0
@@ -169,10 +169,14 @@ tap_check "2: A is no run of the daemon's any more" test $? -eq 0
 # --- 3. SIGTERM while B switches --------------------------------------------------------------
 sl_kill_probe_pidfile "$L/80.pid"
 sl_kill_probe_pidfile "$L/443.pid"
+touch "$HOLD"
 "$SLUICE" set-mode --run-id "$B" report >"$SL_TMP/sw.out" 2>&1 &
 pid=$!
 wait_until 20000 is_switching "$B"
 kill -TERM "$SL_DAEMON_PID"
+# released once the daemon says it is waiting for the load: it handled the signal first
+wait_until 10000 grep -q "run $B: waiting for its switch's programs" "$SL_ERR"
+rm -f "$HOLD"
 wait "$SL_DAEMON_PID"
 tap_is "3: the daemon stopped by SIGTERM during a switch exits 0" $? 0
 wait "$pid"

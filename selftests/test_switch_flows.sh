@@ -5,6 +5,7 @@
 # - report -> enforce: a TCP connection and a connected UDP socket opened in report mode to a
 #   host the policy denies must not stay usable after the switch (a connected UDP socket never
 #   passes the sendmsg hook again, and the egress backstop passes a flow's own destination);
+#   the TCP one is reset at the peer (the destroy's RST leaves, through the host side too);
 # - replace-policy: a TCP connection to a host only the old policy allowed must not stay usable;
 # - a flow both policies allow carries data across the switches, also one only a host rule
 #   allows (its learned address carried over) across a replace-policy that keeps the name;
@@ -133,6 +134,7 @@ result() {
 sent() { sed -n "s/^$2 //p" <<<"$1"; }
 
 # --- report -> enforce ---------------------------------------------------------------------------
+sink_mark
 hold "$SL_TMP/h1" denied:tcp:198.51.100.20:80 udp:udp:198.51.100.20:9999 \
 	allowed:tcp:198.51.100.10:80
 out=$("$SLUICE" set-mode --run-id "$RUN" enforce 2>&1)
@@ -144,6 +146,9 @@ tap_check "report -> enforce: a TCP flow report mode let through to a denied hos
 tap_check "report -> enforce: a connected UDP socket to a denied host is cut" \
 	test "$(sent "$res" udp)" != ok
 tap_is "report -> enforce: the allowed flow still carries data" "$(sent "$res" allowed)" ok
+# the cut is the kernel's RST to the peer, which the packet layer and the host side let out
+tap_check "report -> enforce: the denied host's end of the cut TCP flow was reset" \
+	sink_wait "tcp 198.51.100.20 80 10.200.1.2"
 
 # --- replace-policy --------------------------------------------------------------------------------
 hold "$SL_TMP/h2" old:tcp:198.51.100.10:80

@@ -6,8 +6,8 @@
 # commit or with only the new set staged (the run's programs stay those of the old policy), after
 # it (the new policy's), or inside it, its links moved and the maps not yet pinned again (the
 # links say which), all before the policy_change line; or while it moved the links (four moved to
-# the new programs, ten not), which a take-over can finish because the commit pinned the new set
-# first (staged-*). Each time the next daemon:
+# the new programs, ten not; every cgroup link moved and no host-side filter yet: links-moved),
+# which a take-over can finish because the commit pinned the new set first (staged-*). Each time the next daemon:
 # - takes the run over (sluice status lists it, with the policy its programs enforce);
 # - enforces that policy: a process of the run reaches the host it allows, not the other;
 # - writes what the dead daemon did not: policy_switch_abort, or the policy_change (after_restart);
@@ -243,6 +243,22 @@ tap_check "clsact, in-links: the run detaches" test -z "${out##*\"ok\":true*}"
 tap_is "clsact, in-links: its end finds the filter (moved to the new program) and removes it" \
 	"$(host_filters)" "filters 0 qdiscs 0"
 
+# --- clsact, killed with every cgroup link moved and the filter not yet: the filter moves too --
+clsact_run swclsact3
+killed_at links-moved "$SL_TMP/b.yaml" 0
+taken_over "$sha_b" b
+tap_check "clsact, links-moved: the next daemon finishes the move" \
+	grep -q "sluice/$RUN: its writer died while it moved .*every link is moved" \
+	"$SL_DAEMON_DIR/err"
+# (a process in no run's cgroup: judged by the host side's filter alone)
+tap_is "clsact, links-moved: the filter judges under policy b: .20 is reached" \
+	"$(in_run "$SL_PROBE" tcp 198.51.100.20 80 --timeout-ms 2000 | cut -d' ' -f1)" ok
+tap_check "clsact, links-moved: ... and .10 is not" \
+	test "$(in_run "$SL_PROBE" tcp 198.51.100.10 80 --timeout-ms 2000 | cut -d' ' -f1)" != ok
+out=$("$SLUICE" detach --run-id "$RUN" 2>&1)
+tap_check "clsact, links-moved: the run detaches" test -z "${out##*\"ok\":true*}"
+tap_is "clsact, links-moved: its end removes the filter" "$(host_filters)" "filters 0 qdiscs 0"
+
 # --- two veths (tcx), killed with the first moved and not the second: refused, not mislabelled --
 ip -n "$SL_NS_RUN" link add veth1 type veth peer name vrun2 netns "$SL_NS_RTR" ||
 	bail_out "cannot add a second veth"
@@ -337,5 +353,66 @@ tap_check "stuck: the next daemon finishes moving the links to the staged progra
 	grep -q "sluice/$RUN: its writer died while it moved .*every link is moved" \
 	"$SL_DAEMON_DIR/err"
 tap_is "stuck: the take-over leaves no staged pin" "$(staged_pins)" 0
+
+# --- a run whose writer was killed (sluice run), its host side clsact filters on both veths: a
+# detach through the daemon, which does not manage it, removes its pins and its filters too
+# peer_filters: sluice's filters and clsact qdiscs on both veth peers
+peer_filters() {
+	local d n=0 q=0
+	for d in vrun vrun2; do
+		n=$((n + $(in_rtr tc filter show dev "$d" ingress | grep -c sl_tc_ingress)))
+		q=$((q + $(in_rtr tc qdisc show dev "$d" | grep -c clsact)))
+	done
+	echo "filters $n qdiscs $q"
+}
+SLUICE_SELFTEST_TC_CLSACT=1 sluice_start "$SL_TMP/a.yaml" "$SL_TMP/orphan.jsonl" --user nobody \
+	--netns "/run/netns/$SL_NS_RUN" -- sleep 600
+wait_until 60000 grep -qs '"run_start"' "$SL_TMP/orphan.jsonl" || tap_diag_file "$SL_ERR"
+tap_is "orphan: the run's host side is a clsact filter on each veth" "$(peer_filters)" \
+	"filters 2 qdiscs 2"
+kill -KILL "$SL_RUN_PID"
+wait "$SL_RUN_PID" 2>/dev/null
+echo 1 >"$(cg2_mount)/sluice/$SL_RUN_ID/cgroup.kill"
+out=$("$SLUICE" detach --run-id "$SL_RUN_ID" 2>&1)
+tap_check "orphan: the daemon detaches the run no writer manages" \
+	test -z "${out##*\"taken_over\":false*}" -a ! -e "/sys/fs/bpf/sluice/$SL_RUN_ID"
+tap_is "orphan: its clsact filters, and the qdiscs it made, are gone with it" \
+	"$(peer_filters)" "filters 0 qdiscs 0"
+wait_until 5000 rmdir "$(cg2_mount)/sluice/$SL_RUN_ID"
+
+# --- a daemon killed inside an attach into the namespace (its cgroup links pinned, before its
+# configuration, whose token a purge reads; before its host side; its host side pinned, before
+# its join): the next daemon undoes the attach, and no pin of it is left in the namespace's maps
+# (its slot, its token), which only a later join or leave there would have collected
+NS_PINS=/sys/fs/bpf/sluice/netns@$(stat -L -c '%d-%i' "/run/netns/$SL_NS_RUN")
+ns_slots() { find "$NS_PINS" -name 'slot-*' -printf '%f ' 2>/dev/null; }
+slots_before=$(ns_slots)
+# shellcheck disable=SC2317 # called through wait_until and tap_check
+daemon_gone() { ! kill -0 "$SL_DAEMON_PID" 2>/dev/null; }
+for point in before-maps before-tc before-join; do
+	sl_daemon_kill TERM
+	export SLUICE_SELFTEST_KILL=$point
+	# shellcheck disable=SC2119 # no arguments: the default daemon
+	sl_daemon_start || bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
+	unset SLUICE_SELFTEST_KILL
+	cg=$(sl_cgroup_new "attkill-$point") || bail_out "cannot make the test cgroup"
+	sl_on_exit "sl_cgroup_remove '$cg'"
+	RUN=t-$SL_ID-attkill-$point
+	SL_RUNS+=("$RUN")
+	"$SLUICE" attach --cgroup "$cg" --policy "$SL_TMP/a.yaml" --run-id "$RUN" \
+		--netns "/run/netns/$SL_NS_RUN" --log "$SL_TMP/attkill-$point.jsonl" >/dev/null 2>&1
+	wait_until 10000 daemon_gone
+	tap_check "killed in an attach ($point): the daemon died there" daemon_gone
+	sl_daemon_kill KILL
+	# shellcheck disable=SC2119 # no arguments: the default daemon
+	sl_daemon_start || bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
+	tap_check "killed in an attach ($point): the next daemon undoes it, its pins gone" \
+		test ! -e "/sys/fs/bpf/sluice/$RUN"
+	tap_is "killed in an attach ($point): ... and its slot in the namespace's maps" \
+		"$(ns_slots)" "$slots_before"
+done
+[[ -n $slots_before ]] ||
+	tap_check "killed in an attach: with no run left in the namespace, its maps' pins are gone" \
+		test ! -e "$NS_PINS"
 
 tap_done

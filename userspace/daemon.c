@@ -537,8 +537,8 @@ static int check_netns(const char *netns, int fd, char *err, size_t err_len)
 					      "netns"), -EINVAL;
 	why = netns ? runopts_netns_why_not(fd) : NULL;
 	if (why)
-		return util_fmt(err, err_len, "netns %s: the descriptor sent is not a network "
-					      "namespace (%s)", netns, why), -EINVAL;
+		return util_fmt(err, err_len, "netns %s: the descriptor sent is refused: %s", netns,
+				why), -EINVAL;
 	return 0;
 }
 
@@ -2616,6 +2616,8 @@ int daemon_main(int argc, char **argv)
 	if (take_lock(&d) || listen_socket(&d) || start_spares(&d))
 		goto out;
 	adopt_runs(&d);
+	/* what a writer killed in an attach left in a namespace's maps, its token unknown */
+	loader_ns_collect_all();
 	if (getenv("SLUICE_SELFTEST_LOAD_HOLD"))
 		fprintf(stderr, "sluice daemon: SLUICE_SELFTEST_LOAD_HOLD is set: loads are held "
 				"while %s exists (root's)\n", getenv("SLUICE_SELFTEST_LOAD_HOLD"));

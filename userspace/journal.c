@@ -48,11 +48,25 @@
 #define SYNC_SLOTS JOURNAL_SYNC_MAX
 
 /*
+ * A thread of the journal's own (the syncer, the compressor): its work is handed over under lock
+ * and wake tells it there is more, or that it is to stop; it finishes what is queued, then ends.
+ * What it does and how its failures are told stay its own (the syncer's reach the writer, the
+ * compressor's only stderr).
+ */
+struct worker {
+	pthread_mutex_t lock;
+	pthread_cond_t wake; /* for the thread: work queued, or stop */
+	pthread_t thread;
+	bool started;
+	bool stop;
+};
+
+/*
  * Checkpoints handed to the syncer: each waits for an fdatasync that starts after its line was
  * written, then its note is copied. One fdatasync covers every checkpoint queued before it
  * began. The writer waits only when SYNC_SLOTS are waiting (a disk that cannot keep up), or
  * for a rotation, the seal, a retry, a restart and the close. Lock order: journal.lock, then
- * copy_lock or sync.lock (never both); the thread takes journal.lock only to report a failed
+ * copy_lock or sync.w.lock (never both); the thread takes journal.lock only to report a failed
  * sync, holding nothing else.
  */
 struct sync_slot {
@@ -64,13 +78,9 @@ struct sync_slot {
 };
 
 struct syncer {
-	pthread_mutex_t lock;
-	pthread_cond_t wake; /* for the thread: a checkpoint queued, or stop */
+	struct worker w; /* w.lock guards all below; w.wake: a checkpoint queued, or stop */
 	pthread_cond_t done; /* for the writer: a sync ended (slots free, or the one it waits for) */
-	pthread_t thread;
-	bool started;
 	bool start_failed; /* no thread: each checkpoint is synced on the writer's thread */
-	bool stop;
 	uint64_t queued; /* checkpoints handed over so far; slot k % SYNC_SLOTS */
 	uint64_t synced; /* of those, synced and copied (or dropped after a failed sync) */
 	/* a sync failed: it and everything after it is never copied; reported once (reported) */
@@ -82,14 +92,10 @@ struct syncer {
 
 /*
  * Rotated segments wait here to be compressed, in order, by one thread started at the first
- * rotation. Lock order: journal.lock, then gz.lock; the thread takes only gz.lock.
+ * rotation. Lock order: journal.lock, then gz.w.lock; the thread takes only gz.w.lock.
  */
 struct compressor {
-	pthread_mutex_t lock;
-	pthread_cond_t wake;
-	pthread_t thread;
-	bool started;
-	bool stop;		/* journal_close: finish what is queued, then end */
+	struct worker w;	/* w.lock guards all below; w.stop: journal_close's */
 	unsigned int next;	/* the next segment to compress */
 	unsigned int closed;	/* segments below this are closed (renamed) */
 	bool failed;		/* one failure is reported; its segment stays plain */
@@ -597,6 +603,53 @@ static void copy_note(struct journal *j, char *note, size_t len, bool sidecar_on
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* The journal's threads */
+
+static void worker_init(struct worker *w)
+{
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->wake, NULL);
+}
+
+static void worker_destroy(struct worker *w)
+{
+	pthread_cond_destroy(&w->wake);
+	pthread_mutex_destroy(&w->lock);
+}
+
+/* Start w's thread, fn(arg): 0 or -errno. Takes no lock; sets nothing (the caller says started). */
+static int worker_start(struct worker *w, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	int err;
+
+	/* signals are for the run's loop (signalfd), never for this thread */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = -pthread_create(&w->thread, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return err;
+}
+
+/*
+ * End w's thread once it has done what is queued (without w->lock; at the journal's end, with no
+ * writer left to queue more).
+ */
+static void worker_stop(struct worker *w)
+{
+	bool started;
+
+	pthread_mutex_lock(&w->lock);
+	w->stop = true;
+	started = w->started;
+	w->started = false;
+	pthread_cond_signal(&w->wake);
+	pthread_mutex_unlock(&w->lock);
+	if (started)
+		pthread_join(w->thread, NULL);
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* The syncer */
 
 /*
@@ -610,10 +663,10 @@ static int sync_failure_locked(struct journal *j)
 	uint64_t seq;
 	int err;
 
-	pthread_mutex_lock(&s->lock);
+	pthread_mutex_lock(&s->w.lock);
 	err = s->err;
 	seq = s->err_seq;
-	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&s->w.lock);
 	if (err && !s->reported) {
 		s->reported = true;
 		log_failed(j, seq, err, false);
@@ -622,7 +675,7 @@ static int sync_failure_locked(struct journal *j)
 }
 
 /*
- * Sync the checkpoints queued, then copy their notes; with s->lock held (dropped around the
+ * Sync the checkpoints queued, then copy their notes; with s->w.lock held (dropped around the
  * I/O). Returns 0, or the sync's error: none of them is copied, nor anything queued later.
  */
 static int sync_pass(struct journal *j)
@@ -634,7 +687,7 @@ static int sync_pass(struct journal *j)
 
 	if (!err) {
 		/* the slots [from, to) stay the syncer's until synced moves: no lock for them */
-		pthread_mutex_unlock(&s->lock);
+		pthread_mutex_unlock(&s->w.lock);
 		err = fdatasync(fd) ? -errno : 0;
 		if (!err) {
 			pthread_mutex_lock(&j->copy_lock);
@@ -645,7 +698,7 @@ static int sync_pass(struct journal *j)
 			}
 			pthread_mutex_unlock(&j->copy_lock);
 		}
-		pthread_mutex_lock(&s->lock);
+		pthread_mutex_lock(&s->w.lock);
 		if (err && !s->err) {
 			s->err = err;
 			s->err_seq = s->slots[from % SYNC_SLOTS].seq; /* the first not on disk */
@@ -667,24 +720,24 @@ static void *syncer_main(void *arg)
 	struct journal *j = arg;
 	struct syncer *s = &j->sync;
 
-	pthread_mutex_lock(&s->lock);
+	pthread_mutex_lock(&s->w.lock);
 	for (;;) {
 		if (s->synced == s->queued) {
-			if (s->stop)
+			if (s->w.stop)
 				break;
-			pthread_cond_wait(&s->wake, &s->lock);
+			pthread_cond_wait(&s->w.wake, &s->w.lock);
 			continue;
 		}
 		if (sync_pass(j)) {
 			/* told at once, not at the writer's next line: the run may be idle */
-			pthread_mutex_unlock(&s->lock);
+			pthread_mutex_unlock(&s->w.lock);
 			pthread_mutex_lock(&j->lock);
 			sync_failure_locked(j);
 			pthread_mutex_unlock(&j->lock);
-			pthread_mutex_lock(&s->lock);
+			pthread_mutex_lock(&s->w.lock);
 		}
 	}
-	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&s->w.lock);
 	return NULL;
 }
 
@@ -692,18 +745,12 @@ static void *syncer_main(void *arg)
 static void syncer_start(struct journal *j)
 {
 	struct syncer *s = &j->sync;
-	sigset_t all, old;
-	int err;
+	int err = worker_start(&s->w, syncer_main, j);
 
-	/* signals are for the run's loop (signalfd), never for this thread */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = -pthread_create(&s->thread, NULL, syncer_main, j);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_mutex_lock(&s->lock);
-	s->started = !err;
+	pthread_mutex_lock(&s->w.lock);
+	s->w.started = !err;
 	s->start_failed = !!err;
-	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&s->w.lock);
 	if (err)
 		fprintf(stderr, "sluice: starting the log's sync thread: %s; the writer syncs each "
 				"checkpoint itself\n",
@@ -721,11 +768,11 @@ static int sync_queue_locked(struct journal *j, const char *note, size_t len, bo
 	struct sync_slot *sl;
 	int err;
 
-	if (!s->started && !s->start_failed)
+	if (!s->w.started && !s->start_failed)
 		syncer_start(j);
-	pthread_mutex_lock(&s->lock);
+	pthread_mutex_lock(&s->w.lock);
 	while (!s->err && s->queued - s->synced >= SYNC_SLOTS)
-		pthread_cond_wait(&s->done, &s->lock);
+		pthread_cond_wait(&s->done, &s->w.lock);
 	err = s->err;
 	if (!err) {
 		sl = &s->slots[s->queued % SYNC_SLOTS];
@@ -735,13 +782,13 @@ static int sync_queue_locked(struct journal *j, const char *note, size_t len, bo
 		sl->len = len;
 		memcpy(sl->note, note, len);
 		s->queued++;
-		if (s->started)
-			pthread_cond_signal(&s->wake);
+		if (s->w.started)
+			pthread_cond_signal(&s->w.wake);
 		else
 			sync_pass(j);
 		err = s->err;
 	}
-	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&s->w.lock);
 	return err ? sync_failure_locked(j) : 0;
 }
 
@@ -750,27 +797,11 @@ static int sync_wait_locked(struct journal *j)
 {
 	struct syncer *s = &j->sync;
 
-	pthread_mutex_lock(&s->lock);
+	pthread_mutex_lock(&s->w.lock);
 	while (s->synced != s->queued && !s->err)
-		pthread_cond_wait(&s->done, &s->lock);
-	pthread_mutex_unlock(&s->lock);
+		pthread_cond_wait(&s->done, &s->w.lock);
+	pthread_mutex_unlock(&s->w.lock);
 	return sync_failure_locked(j);
-}
-
-/* End the syncer once it has synced what is queued (without j->lock). */
-static void syncer_stop(struct journal *j)
-{
-	struct syncer *s = &j->sync;
-	bool started;
-
-	pthread_mutex_lock(&s->lock);
-	s->stop = true;
-	started = s->started;
-	s->started = false;
-	pthread_cond_signal(&s->wake);
-	pthread_mutex_unlock(&s->lock);
-	if (started)
-		pthread_join(s->thread, NULL);
 }
 
 /* The signed checkpoint note of the tree as it is now, in note (NOTE_MAX + 1 bytes). */
@@ -1031,15 +1062,15 @@ static void *compressor_main(void *arg)
 	struct journal *j = arg;
 	struct compressor *c = &j->gz;
 
-	pthread_mutex_lock(&c->lock);
+	pthread_mutex_lock(&c->w.lock);
 	for (;;) {
 		while (c->next < c->closed) {
 			unsigned int k = c->next;
 			int err;
 
-			pthread_mutex_unlock(&c->lock);
+			pthread_mutex_unlock(&c->w.lock);
 			err = compress_segment(j->path, k); /* j->path never changes */
-			pthread_mutex_lock(&c->lock);
+			pthread_mutex_lock(&c->w.lock);
 			c->next = k + 1;
 			if (err && !c->failed) {
 				c->failed = true;
@@ -1049,11 +1080,11 @@ static void *compressor_main(void *arg)
 					j->path, k, strerror(-err));
 			}
 		}
-		if (c->stop)
+		if (c->w.stop)
 			break;
-		pthread_cond_wait(&c->wake, &c->lock);
+		pthread_cond_wait(&c->w.wake, &c->w.lock);
 	}
-	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(&c->w.lock);
 	return NULL;
 }
 
@@ -1061,19 +1092,14 @@ static void *compressor_main(void *arg)
 static void compressor_queue(struct journal *j)
 {
 	struct compressor *c = &j->gz;
-	sigset_t all, old;
-	int err = 0;
+	int err;
 
 	if (j->keep_plain)
 		return;
-	pthread_mutex_lock(&c->lock);
-	if (!c->started && !c->failed) {
-		/* signals are for the run's loop (signalfd), never for this thread */
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
-		err = -pthread_create(&c->thread, NULL, compressor_main, j);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		c->started = !err;
+	pthread_mutex_lock(&c->w.lock);
+	if (!c->w.started && !c->failed) {
+		err = worker_start(&c->w, compressor_main, j);
+		c->w.started = !err;
 		if (err) {
 			c->failed = true;
 			fprintf(stderr, "sluice: starting the log compressor: %s; rotated segments "
@@ -1082,24 +1108,8 @@ static void compressor_queue(struct journal *j)
 		}
 	}
 	c->closed = j->segment;
-	pthread_cond_signal(&c->wake);
-	pthread_mutex_unlock(&c->lock);
-}
-
-/* Let the compressor finish what is queued, and end it. */
-static void compressor_stop(struct journal *j)
-{
-	struct compressor *c = &j->gz;
-	bool started;
-
-	pthread_mutex_lock(&c->lock);
-	c->stop = true;
-	started = c->started;
-	pthread_cond_signal(&c->wake);
-	pthread_mutex_unlock(&c->lock);
-	if (started)
-		pthread_join(c->thread, NULL);
-	c->started = false;
+	pthread_cond_signal(&c->w.wake);
+	pthread_mutex_unlock(&c->w.lock);
 }
 
 /* The rotation stops (the log goes on in PATH, a "rotate" checkpoint mid-file); said once. */
@@ -1417,11 +1427,9 @@ static struct journal *journal_new(const struct journal_opts *o)
 	tlog_init(&j->tree);
 	disk_state_save(j);
 	pthread_mutex_init(&j->lock, NULL);
-	pthread_mutex_init(&j->gz.lock, NULL);
-	pthread_cond_init(&j->gz.wake, NULL);
+	worker_init(&j->gz.w);
 	pthread_mutex_init(&j->copy_lock, NULL);
-	pthread_mutex_init(&j->sync.lock, NULL);
-	pthread_cond_init(&j->sync.wake, NULL);
+	worker_init(&j->sync.w);
 	pthread_cond_init(&j->sync.done, NULL);
 	err = util_copy(j->origin, sizeof(j->origin), note_signer_name(o->signer));
 	if (!err)
@@ -1743,7 +1751,7 @@ struct journal *journal_resume(const struct journal_opts *o, const struct journa
 	return j;
 
 err_free:
-	syncer_stop(j);
+	worker_stop(&j->sync.w);
 	if (j->fd >= 0)
 		close(j->fd);
 	if (j->sidecar_fd >= 0)
@@ -1755,13 +1763,11 @@ err_free:
 
 static void journal_free(struct journal *j)
 {
-	syncer_stop(j);
+	worker_stop(&j->sync.w);
 	pthread_cond_destroy(&j->sync.done);
-	pthread_cond_destroy(&j->sync.wake);
-	pthread_mutex_destroy(&j->sync.lock);
+	worker_destroy(&j->sync.w);
 	pthread_mutex_destroy(&j->copy_lock);
-	pthread_cond_destroy(&j->gz.wake);
-	pthread_mutex_destroy(&j->gz.lock);
+	worker_destroy(&j->gz.w);
 	pthread_mutex_destroy(&j->lock);
 	free(j);
 }
@@ -1784,11 +1790,11 @@ int journal_close(struct journal *j)
 		log_failed(j, j->seq, err, false);
 	}
 	pthread_mutex_unlock(&j->lock);
-	syncer_stop(j);
+	worker_stop(&j->sync.w);
 	if (close(j->fd) && !err)
 		err = -errno;
 	/* the segments still queued are compressed before the run ends */
-	compressor_stop(j);
+	worker_stop(&j->gz.w);
 	if (j->sidecar_fd >= 0) {
 		e = fsync(j->sidecar_fd) ? -errno : 0;
 		if (e)
@@ -1805,8 +1811,8 @@ void journal_discard(struct journal *j)
 {
 	if (!j)
 		return;
-	syncer_stop(j);
-	compressor_stop(j);
+	worker_stop(&j->sync.w);
+	worker_stop(&j->gz.w);
 	close(j->fd);
 	if (j->sidecar_fd >= 0)
 		close(j->sidecar_fd);

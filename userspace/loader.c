@@ -429,19 +429,49 @@ static int share_maps(struct bpf_object *obj, const struct loader *l)
 }
 
 /*
+ * kernel_has_kfunc's answers: the kernel's BTF does not change while it runs, and parsing it (some
+ * MB) at every load cost each spare, attach and switch milliseconds. Loads run on several threads
+ * (the daemon's spares and load threads): under the lock, held while the BTF is parsed, so that
+ * two first loads parse it once.
+ */
+#define KFUNC_CACHE_MAX 4
+static struct kfunc_known {
+	char name[64];
+	bool found;
+} kfunc_cache[KFUNC_CACHE_MAX];
+static size_t kfunc_n_cached;
+static pthread_mutex_t kfunc_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/*
  * The kernel has this kfunc (its BTF names it). bpf_cast_to_kern_ctx (6.3+) is one every program
  * type may call: where it exists, the TLS check can see a packet whose pages the sender can still
- * change (sendfile, splice, MSG_ZEROCOPY); see frags_mutable in skb.bpf.c and the README.
+ * change (sendfile, splice, MSG_ZEROCOPY); see frags_mutable in skb.bpf.c and the README. Asked
+ * of the BTF once per process and name; a BTF that cannot be read answers false, uncached (asked
+ * again at the next load, as when nothing was cached).
  */
 static bool kernel_has_kfunc(const char *name)
 {
-	struct btf *vmlinux = btf__load_vmlinux_btf();
-	bool found;
+	struct btf *vmlinux;
+	bool found = false;
+	size_t i;
 
+	pthread_mutex_lock(&kfunc_lock);
+	for (i = 0; i < kfunc_n_cached; i++) {
+		if (!strcmp(kfunc_cache[i].name, name)) {
+			found = kfunc_cache[i].found;
+			goto out;
+		}
+	}
+	vmlinux = btf__load_vmlinux_btf();
 	if (!vmlinux)
-		return false;
+		goto out;
 	found = btf__find_by_name_kind(vmlinux, name, BTF_KIND_FUNC) > 0;
 	btf__free(vmlinux);
+	if (kfunc_n_cached < KFUNC_CACHE_MAX &&
+	    !util_copy(kfunc_cache[kfunc_n_cached].name, sizeof(kfunc_cache[0].name), name))
+		kfunc_cache[kfunc_n_cached++].found = found;
+out:
+	pthread_mutex_unlock(&kfunc_lock);
 	return found;
 }
 
@@ -522,12 +552,128 @@ static void load_destroyer(struct loader *l)
 	libbpf_unhush(old);
 }
 
+static int kill_socket(struct loader *l, uint64_t cookie, int netns_fd, uint32_t pid);
+static int link_prog_fd(const struct bpf_link *link);
+
 static int sockdiag_destroy_here(void *arg)
 {
 	return sockdiag_destroy_tcp(*(const uint64_t *)arg);
 }
 
+/*
+ * The packet layer's sl_destroying (skb.bpf.c destroy_reset), the one the run's attached egress
+ * program uses: found through its link, so that a set loaded here, a switch's and a dead
+ * writer's taken over are alike. -errno if there is none (the destroy's RST is then dropped).
+ */
+static int destroying_map(const struct loader *l, __u32 *value_size)
+{
+	__u32 ids[64], n, i, len;
+	struct bpf_prog_info info = {};
+	int prog, fd = -ENOENT;
+
+	if (!l->links[PROG_EGRESS])
+		return -ENOENT;
+	prog = link_prog_fd(l->links[PROG_EGRESS]);
+	if (prog < 0)
+		return prog;
+	info.nr_map_ids = 64;
+	info.map_ids = (__u64)(unsigned long)ids;
+	len = sizeof(info);
+	if (bpf_prog_get_info_by_fd(prog, &info, &len))
+		fd = -errno;
+	n = info.nr_map_ids < 64 ? info.nr_map_ids : 64;
+	for (i = 0; fd == -ENOENT && i < n; i++) {
+		struct bpf_map_info mi = {};
+		int m = bpf_map_get_fd_by_id(ids[i]);
+
+		len = sizeof(mi);
+		if (m >= 0 && !bpf_map_get_info_by_fd(m, &mi, &len) &&
+		    !strcmp(mi.name, "sl_destroying") && mi.key_size == sizeof(__u64)) {
+			fd = m;
+			*value_size = mi.value_size;
+		} else if (m >= 0) {
+			close(m);
+		}
+	}
+	close(prog);
+	return fd;
+}
+
+/*
+ * A writer killed inside loader_kill_socket left the socket's cookie in sl_destroying: it is
+ * taken out when the run is taken over (loader_reopen), so that no RST of that socket is let out
+ * later, outside a destroy.
+ */
+static void destroying_clear(const struct loader *l)
+{
+	__u32 value_size;
+	__u64 key;
+	int fd = destroying_map(l, &value_size);
+
+	if (fd < 0)
+		return;
+	while (!bpf_map_get_next_key(fd, NULL, &key))
+		if (bpf_map_delete_elem(fd, &key)) {
+			fprintf(stderr, "sluice: %s: empty sl_destroying: %s\n", l->pin_dir,
+				strerror(errno));
+			break;
+		}
+	close(fd);
+}
+
+/*
+ * Whether every way out of the run's namespace passes its host side, which puts a destroy's RST
+ * into its fixed form (tc.bpf.c reset_fix): the run has one, and the namespace has no link but
+ * its loopback and veths (a veth's peer outside gets the host side; a macvlan, ipvlan or tunnel
+ * beside them would carry the RST out as the kernel wrote it). Asked at each kill: a link can be
+ * added to the namespace while the run lasts.
+ */
+static bool resets_fixed(const struct loader *l)
+{
+	const struct sl_run_cfg *run = &cfg_of(l)->run;
+	int ns, other;
+
+	if (!l->n_tc && !l->n_clsact_pins)
+		return false;
+	ns = netdev_netns_find(run->netns_dev, run->netns_ino);
+	if (ns < 0)
+		return false;
+	other = netdev_other_links(ns);
+	close(ns);
+	return other == 0;
+}
+
+/*
+ * The socket is destroyed (below, kill_socket) with its cookie in sl_destroying: the RST the
+ * kernel sends its peer meanwhile leaves (skb.bpf.c destroy_reset). Only for that call: taken
+ * out after it, whatever it did. Only where every way out passes the host side, which puts the
+ * RST into a fixed form (resets_fixed): no program of a run without one can write to a packet,
+ * and the kernel's RST carries fields the workload chose (IP_TOS, IP_TTL, SO_RCVBUF,
+ * TCP_MD5SIG...), so there it stays dropped and the peer is not told (sluice.8, PREEXISTING
+ * CONNECTIONS).
+ */
 int loader_kill_socket(struct loader *l, uint64_t cookie, int netns_fd, uint32_t pid)
+{
+	__u32 value_size = 0;
+	int marks = resets_fixed(l) ? destroying_map(l, &value_size) : -ENOENT, err;
+	void *note = marks >= 0 ? calloc(1, value_size) : NULL; /* written by destroy_reset */
+
+	if (marks >= 0 && (!note || bpf_map_update_elem(marks, &cookie, note, BPF_ANY)))
+		fprintf(stderr, "sluice: let the RST of socket %llu out: %s; its peer is not told\n",
+			(unsigned long long)cookie, strerror(note ? errno : ENOMEM));
+	free(note);
+	/* selftests only: killed with the cookie marked (a take-over empties sl_destroying) */
+	if (marks >= 0)
+		loader_selftest_kill("in-destroy");
+	err = kill_socket(l, cookie, netns_fd, pid);
+	if (marks >= 0) {
+		bpf_map_delete_elem(marks, &cookie);
+		close(marks);
+	}
+	return err;
+}
+
+static int kill_socket(struct loader *l, uint64_t cookie, int netns_fd, uint32_t pid)
 {
 	struct bpf_link *link = NULL;
 	int self_ns = -1, iter_fd = -1, pid_ns = -1, err = 0, kill_fd;
@@ -903,6 +1049,70 @@ static void ns_collect(const char *dir, int runs_fd, __u64 own)
 	free(slots);
 }
 
+/* The directory holds a slot pin (a run's, alive or not yet collected). */
+static bool ns_has_slots(const char *dir)
+{
+	struct dirent *e;
+	bool found = false;
+	DIR *d = opendir(dir);
+
+	while (d && !found && (e = readdir(d)))
+		found = !strncmp(e->d_name, "slot-", 5);
+	if (d)
+		closedir(d);
+	return found;
+}
+
+void loader_ns_collect_all(void)
+{
+	char base[PATH_MAX], dir[PATH_MAX], runs[PATH_MAX], flows[PATH_MAX];
+	struct dirent *e;
+	int lock, fd;
+	__u64 key;
+	DIR *d;
+
+	if (util_fmt(base, sizeof(base), "%s/sluice", LOADER_BPFFS))
+		return;
+	d = opendir(base);
+	if (!d)
+		return;
+	lock = clsact_lock();
+	if (lock < 0) {
+		fprintf(stderr, "sluice: lock %s to collect the namespaces' runs: %s; none "
+				"collected\n", base, strerror(errno));
+		closedir(d);
+		return;
+	}
+	while ((e = readdir(d))) {
+		if (strncmp(e->d_name, "netns@", 6) ||
+		    util_fmt(dir, sizeof(dir), "%s/%s", base, e->d_name) ||
+		    util_fmt(runs, sizeof(runs), "%s/%s", dir, ns_shapes[NS_RUNS].name) ||
+		    util_fmt(flows, sizeof(flows), "%s/%s", dir, ns_shapes[NS_FLOWS].name))
+			continue;
+		/*
+		 * (ns_map_get's shape check: a runs map another build pinned, its keys of another
+		 * size, is not read into this build's; its namespace is left to that build)
+		 */
+		fd = ns_map_get(dir, &ns_shapes[NS_RUNS], false);
+		if (fd < 0) {
+			if (fd == -EPROTO)
+				fprintf(stderr, "sluice: %s: a runs map of another build's shape: "
+						"not collected\n", dir);
+			continue;
+		}
+		ns_collect(dir, fd, 0);
+		/* no run left there (nor one on its way: its slot would be pinned) */
+		if (bpf_map_get_next_key(fd, NULL, &key) && errno == ENOENT && !ns_has_slots(dir)) {
+			unlink(flows);
+			unlink(runs);
+			rmdir(dir);
+		}
+		close(fd);
+	}
+	clsact_unlock(lock);
+	closedir(d);
+}
+
 /*
  * Whether the namespace's runs attribute their frames to each other: with two runs or more the
  * flows map (made here if need be) goes into every run's flows slot; with one run or none, its
@@ -984,13 +1194,18 @@ static void ns_leave(struct loader *l, int lock)
 			 * run's frames again, which only fails closed, whereas a token left behind
 			 * would have them pass the 5-tuples its cgroup recorded, judged by no one.
 			 */
-			fprintf(stderr, "sluice: lock %s/sluice to leave the namespace's maps: %s; "
-					"only the run's token removed\n", LOADER_BPFFS, strerror(errno));
-			fd = bpf_obj_get(runs);
+			int lock_errno = errno;
+
+			fd = ns_map_get(l->ns_dir, &ns_shapes[NS_RUNS], false);
 			if (fd >= 0) {
 				bpf_map_delete_elem(fd, &l->ns_token);
 				close(fd);
 			}
+			fprintf(stderr, "sluice: lock %s/sluice to leave the namespace's maps: %s; %s\n",
+				LOADER_BPFFS, strerror(lock_errno),
+				fd >= 0 ? "only the run's token removed"
+				: fd == -EPROTO ? "nothing removed: the runs map is another build's"
+						: "nothing removed");
 			goto out;
 		}
 		/*
@@ -998,7 +1213,11 @@ static void ns_leave(struct loader *l, int lock)
 		 * slot pin without a token is only left over, whereas a token without its slot pin
 		 * would keep the flows pin for good (ns_sync keeps it for a slot it cannot see).
 		 */
-		fd = bpf_obj_get(runs);
+		/*
+		 * A runs pin of another shape (another build's) is neither changed nor removed: its
+		 * keys are not tokens of this build's size.
+		 */
+		fd = ns_map_get(l->ns_dir, &ns_shapes[NS_RUNS], false);
 		if (fd >= 0) {
 			bpf_map_delete_elem(fd, &l->ns_token);
 			ns_collect(l->ns_dir, fd, l->ns_token);
@@ -1008,7 +1227,12 @@ static void ns_leave(struct loader *l, int lock)
 				ns_sync(l->ns_dir, fd, false);
 			close(fd);
 		} else {
-			empty = errno == ENOENT;
+			empty = fd == -ENOENT;
+			if (!empty)
+				fprintf(stderr, "sluice: leave the namespace's runs map %s: %s; the run's "
+						"own slot pin removed, the rest left as they are\n", runs,
+					fd == -EPROTO ? "another build's (its shape differs)"
+						      : strerror(-fd));
 		}
 		fd = bpf_obj_get(slot);
 		if (fd >= 0) {
@@ -1623,14 +1847,23 @@ static void unstage(const struct loader *l);
 static int reopen_link(const char *dir, const char *name, struct bpf_link **out)
 {
 	char path[PATH_MAX];
+	bool hushed;
+	int err;
 
 	if (util_fmt(path, sizeof(path), "%s/%s", dir, name))
 		return -ENAMETOOLONG;
-	/* optional pins (tc-N, lsm-*) are looked for; libbpf would warn about each absent one */
-	if (access(path, F_OK))
-		return -errno;
+	/*
+	 * Opened once (bpf_obj_get inside), -ENOENT meaning absent: optional pins (tc-N, lsm-*)
+	 * are not looked for first (a pin removed in between would turn absent into an error).
+	 * libbpf would warn about each absent one: hushed, any other failure said here.
+	 */
+	hushed = libbpf_hush();
 	*out = bpf_link__open(path);
-	return *out ? 0 : -errno;
+	err = *out ? 0 : -errno;
+	libbpf_unhush(hushed);
+	if (err && err != -ENOENT)
+		fprintf(stderr, "sluice: open the link pinned at %s: %s\n", path, strerror(-err));
+	return err;
 }
 
 static int run_maps_add(struct loader *l, int prog_fd);
@@ -1734,15 +1967,30 @@ struct loader *loader_reopen(const char *run_id, const struct loader_open_switch
 		err = reopen_link(l->pin_dir, prog_names[i], &l->links[i]);
 	/* the host side's tcx links and the LSM layer's, where the run had them */
 	for (i = 0; !err && i < NETDEV_PEERS_MAX; i++) {
+		int e;
+
 		err = util_fmt(name, sizeof(name), "tc-%d", i);
-		if (err || reopen_link(l->pin_dir, name, &l->tc_att[i].link))
+		/*
+		 * absent ends the list; any other failure is the run's: a host-side link it has but
+		 * this loader does not know would keep the old policy through a later switch
+		 */
+		e = err ? 0 : reopen_link(l->pin_dir, name, &l->tc_att[i].link);
+		if (e == -ENOENT)
 			break;
+		if (e || err) {
+			err = err ?: e;
+			break;
+		}
 		l->tc_att[i].peer.netns_fd = -1;
 		l->n_tc++;
 	}
-	for (i = 0; !err && i < 3; i++)
-		if (reopen_link(l->pin_dir, lsm_link_names[i], &l->lsm_links[i]))
+	for (i = 0; !err && i < 3; i++) {
+		int e = reopen_link(l->pin_dir, lsm_link_names[i], &l->lsm_links[i]);
+
+		if (e == -ENOENT)
 			break;
+		err = e;
+	}
 	if (!err)
 		err = reopen_clsact_pins(l);
 	/* the namespace's shared maps, which the run joins (or stays out of) and leaves at its end */
@@ -1785,12 +2033,44 @@ struct loader *loader_reopen(const char *run_id, const struct loader_open_switch
 	 * (its new LSM hooks, attached beside the old ones, go with their pins).
 	 */
 	unstage(l);
+	destroying_clear(l);
 	load_destroyer(l);
 	return l;
 }
 
+static void tc_detach(struct tc_attachment *a);
+
+/*
+ * The run's clsact filters (a tcx link goes with its pin), found on its namespace's veth peers
+ * as a take-over finds them (loader_refind_clsact: the filter at the pin's handle running the
+ * pinned program) and removed, with the qdisc sluice made once it is empty. run: the pinned
+ * configuration's (NULL: another build's, its namespace unknown). One not found is said so: it
+ * stays until its veth goes.
+ */
+static void purge_clsact(struct loader *l, const struct sl_run_cfg *run)
+{
+	int netns = -1, i;
+
+	if (reopen_clsact_pins(l) || !l->n_clsact_pins)
+		return;
+	if (run)
+		netns = netdev_netns_find(run->netns_dev, run->netns_ino);
+	if (netns >= 0)
+		loader_refind_clsact(l, netns); /* (what it found before an error is removed too) */
+	for (i = 0; i < l->n_tc; i++)
+		tc_detach(&l->tc_att[i]);
+	for (i = 0; i < l->n_clsact_pins; i++)
+		if (!l->clsact_pins[i].found)
+			fprintf(stderr, "sluice: %s: the host-side clsact filter %s is not found on "
+					"the run's veths%s: it stays until its veth goes\n", l->pin_dir,
+				l->clsact_pins[i].name, netns < 0 ? " (its namespace is gone)" : "");
+	if (netns >= 0)
+		close(netns);
+}
+
 int loader_purge(const char *run_id)
 {
+	bool token_known, have_cfg = false;
 	struct bpf_map_info info = {};
 	__u32 len = sizeof(info), zero = 0;
 	char path[PATH_MAX];
@@ -1806,9 +2086,10 @@ int loader_purge(const char *run_id)
 	/* its token, from its configuration (of this build's layout only) */
 	if (!util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, map_pin_names[MAP_CFG]) &&
 	    (fd = bpf_obj_get(path)) >= 0) {
-		if (!bpf_map_get_info_by_fd(fd, &info, &len) &&
-		    info.value_size == sizeof(cfg) && !bpf_map_lookup_elem(fd, &zero, &cfg) &&
-		    cfg.version == SL_CFG_VERSION && cfg.ns_token && !ns_dir_set(l, &cfg.run))
+		have_cfg = !bpf_map_get_info_by_fd(fd, &info, &len) &&
+			   info.value_size == sizeof(cfg) && !bpf_map_lookup_elem(fd, &zero, &cfg) &&
+			   cfg.version == SL_CFG_VERSION;
+		if (have_cfg && cfg.ns_token && !ns_dir_set(l, &cfg.run))
 			l->ns_token = cfg.ns_token;
 		else if (info.value_size != sizeof(cfg) || cfg.version != SL_CFG_VERSION)
 			fprintf(stderr, "sluice: %s: a configuration of another build: its place "
@@ -1818,21 +2099,26 @@ int loader_purge(const char *run_id)
 	}
 	if (!l->ns_token)
 		l->ns_dir[0] = '\0';
+	token_known = l->ns_token != 0;
 	/* the namespace first, while its layers still judge (as loader_detach) */
 	ns_leave(l, -2);
+	purge_clsact(l, have_cfg ? &cfg.run : NULL);
 	d = opendir(l->pin_dir);
 	while (d && (e = readdir(d))) {
 		if (e->d_name[0] == '.')
 			continue;
-		if (!strncmp(e->d_name, TC_CLSACT_PIN, strlen(TC_CLSACT_PIN)))
-			fprintf(stderr, "sluice: %s: the host-side clsact filter %s stays until its "
-					"veth goes\n", l->pin_dir, e->d_name);
 		unpin_name(l, e->d_name);
 	}
 	if (d)
 		closedir(d);
 	if (rmdir(l->pin_dir) && errno != ENOENT)
 		err = -errno;
+	/*
+	 * A run killed before its configuration was pinned had a place in a namespace's maps that
+	 * its token could not name: its slot, no longer held by its programs, is collected now.
+	 */
+	if (!token_known)
+		loader_ns_collect_all();
 	l->pin_dir[0] = '\0';
 	loader_destroy(l);
 	return err;
@@ -1998,6 +2284,11 @@ int loader_attach(struct loader *l, int cgroup_fd, uint64_t cgroup_id, int cgrou
 			return err;
 		}
 	}
+	/*
+	 * selftests only: a run killed with its cgroup links pinned and not its configuration (a
+	 * purge cannot tell its token: loader_ns_collect_all finds its place in the namespace)
+	 */
+	loader_selftest_kill("before-maps");
 	for (i = 0; i < MAP_MAX; i++) {
 		if (util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, map_pin_names[i]))
 			return -ENAMETOOLONG;
@@ -2524,8 +2815,11 @@ static int clsact_adopt(struct loader *l, struct clsact_pin *p, __u32 prog_id)
 	struct bpf_prog_info pi = {};
 	struct bpf_map_info mi = {};
 	__u32 len = sizeof(mi), plen = sizeof(pi);
-	int fd = bpf_prog_get_fd_by_id(prog_id), err = -ESRCH;
+	int fd, err = -ESRCH;
 
+	if (!l->skel)
+		return -ESRCH; /* a purge's loader: it removes only the filters that run its pins */
+	fd = bpf_prog_get_fd_by_id(prog_id);
 	if (fd < 0)
 		return -errno;
 	if (bpf_map_get_info_by_fd(bpf_map__fd(l->skel->maps.data_cfg), &mi, &len))
@@ -4044,6 +4338,8 @@ static int commit_moves(struct loader *l, struct loader_next *n, int *n_links, i
 		if (i == 3)
 			loader_selftest_kill("in-links");
 	}
+	/* selftests only: killed with every cgroup link moved, no host side yet */
+	loader_selftest_kill("links-moved");
 	for (t = 0; t < l->n_tc; t++, *n_tc = t) {
 		err = tc_move(&l->tc_att[t], bpf_program__fd(n->tc->progs.sl_tc_ingress));
 		if (err) {

@@ -102,8 +102,9 @@ struct loader *loader_reopen(const char *run_id, const struct loader_open_switch
 
 /*
  * Selftests only: SIGKILL this process when SLUICE_SELFTEST_KILL names point, a step of a
- * switch (test_switch_kill.sh) or of an attach ("before-tc", "before-join": test_backstop.sh,
- * test_pool.sh). The one place a kill point is read: every point is named the same way.
+ * switch (test_switch_kill.sh) or of an attach ("before-maps", "before-tc", "before-join":
+ * test_backstop.sh, test_pool.sh, test_switch_kill.sh), or of a socket's destroy ("in-destroy":
+ * test_reset_form.sh). The one place a kill point is read: every point is named the same way.
  */
 void loader_selftest_kill(const char *point);
 
@@ -111,10 +112,20 @@ void loader_selftest_kill(const char *point);
  * Remove a pinned run that no writer takes over (loader_reopen refused it, or an attach a dead
  * daemon never finished): its token out of its namespace's runs map and its slot pin removed
  * (as at a run's end), then every pin of its directory (its links: the programs detach) and the
- * directory. -EBUSY: a writer holds the run; -ENOENT: nothing is pinned under that id. A
- * clsact filter (kernels without tcx) stays until its veth goes (said on stderr).
+ * directory, and its clsact filters (kernels without tcx) on its namespace's veth peers (one
+ * not found stays until its veth goes: said on stderr). -EBUSY: a writer holds the run;
+ * -ENOENT: nothing is pinned under that id.
  */
 int loader_purge(const char *run_id);
+
+/*
+ * The runs gone from every namespace's maps (<bpffs>/sluice/netns@*): their tokens and slot pins
+ * that no loaded program holds, and a namespace's pins once no run is left there. What a writer
+ * killed in an attach before its run's configuration was pinned (its token unknown to
+ * loader_purge), or before its pin directory existed, left behind; else only the next join or
+ * leave in that namespace would collect it. A daemon does it when it starts (its take-over).
+ */
+void loader_ns_collect_all(void);
 
 /* The run's resolver port the programs redirect DNS to (0: none). */
 uint16_t loader_dns_port(const struct loader *l);

@@ -8,7 +8,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <linux/if_link.h>
 #include <linux/net_namespace.h>
@@ -40,6 +42,42 @@ int netdev_in_netns(int netns_fd, int (*fn)(void *arg), void *arg)
 		abort();
 	close(self);
 	return err;
+}
+
+/* path is the namespace dev/ino names: its fd, else -1. */
+static int netns_if(const char *path, uint64_t dev, uint64_t ino)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0 && (fstat(fd, &st) || st.st_dev != dev || st.st_ino != ino)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+int netdev_netns_find(uint64_t dev, uint64_t ino)
+{
+	const char *const dirs[] = { NETNS_RUN_DIR, "/proc" };
+	char path[PATH_MAX];
+	struct dirent *e;
+	int fd = netns_if("/proc/thread-self/ns/net", dev, ino), i;
+	DIR *d;
+
+	for (i = 0; fd < 0 && i < 2; i++) {
+		d = opendir(dirs[i]);
+		while (d && fd < 0 && (e = readdir(d))) {
+			if (e->d_name[0] == '.' || (i && (e->d_name[0] < '0' || e->d_name[0] > '9')))
+				continue;
+			if (!util_fmt(path, sizeof(path), i ? "/proc/%s/ns/net" : NETNS_RUN_DIR "/%s",
+				      e->d_name))
+				fd = netns_if(path, dev, ino);
+		}
+		if (d)
+			closedir(d);
+	}
+	return fd;
 }
 
 static int open_rtnl(void *arg)
@@ -117,6 +155,39 @@ static int dump_veths(int rtnl, struct veth_link *out, int max)
 	int err = nl_dump(rtnl, &req.nlh, on_link, &v);
 
 	return err ? err : v.n;
+}
+
+/* A link that is neither the loopback nor a veth: counted. */
+static int on_other_link(const struct nlmsghdr *h, void *ctx)
+{
+	const struct ifinfomsg *ifi = NLMSG_DATA(h);
+	int alen;
+
+	if (h->nlmsg_type != RTM_NEWLINK || h->nlmsg_len < NLMSG_LENGTH(sizeof(*ifi)))
+		return 0;
+	alen = (int)(h->nlmsg_len - NLMSG_LENGTH(sizeof(*ifi)));
+	if (!(ifi->ifi_flags & IFF_LOOPBACK) && !link_is_veth(IFLA_RTA(ifi), alen))
+		(*(int *)ctx)++;
+	return 0;
+}
+
+int netdev_other_links(int netns_fd)
+{
+	struct {
+		struct nlmsghdr nlh;
+		struct ifinfomsg ifi;
+	} req = {
+		.nlh = { .nlmsg_len = sizeof(req), .nlmsg_type = RTM_GETLINK,
+			 .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP, .nlmsg_seq = 1 },
+		.ifi = { .ifi_family = AF_UNSPEC },
+	};
+	int rtnl = -1, n = 0, err = netdev_in_netns(netns_fd, open_rtnl, &rtnl);
+
+	if (err)
+		return err;
+	err = nl_dump(rtnl, &req.nlh, on_other_link, &n);
+	close(rtnl);
+	return err ? err : n;
 }
 
 /* The id the namespace rtnl speaks for gives the namespace netns_fd; -1 if none. */

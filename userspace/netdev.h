@@ -32,6 +32,18 @@ void netdev_peers_free(struct netdev_peer *p, int n);
  */
 int netdev_clsact_filters(int ifindex);
 
+/*
+ * The network namespace of that identity (its nsfs device and inode): the calling thread's, one
+ * named under /run/netns, or a process's; an fd to it, or -1 when none is found (gone).
+ */
+int netdev_netns_find(uint64_t dev, uint64_t ino);
+
+/*
+ * How many links of netns_fd are neither its loopback nor a veth (a macvlan, ipvlan, tunnel,
+ * dummy or physical device: a way out that no host-side program sees), or -errno.
+ */
+int netdev_other_links(int netns_fd);
+
 /* Run fn(arg) with the calling thread in netns_fd, then return to the thread's namespace. */
 int netdev_in_netns(int netns_fd, int (*fn)(void *arg), void *arg);
 

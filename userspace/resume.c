@@ -683,7 +683,7 @@ static int find_netns(const struct run *r, const struct resume_start *s, bool *o
 	if (*own)
 		return -1;
 	if (s->has_netns) {
-		/* the log's (unsigned) path: only a namespace file is opened, the run's kept */
+		/* the log's (unsigned) path: only a namespace file is opened, and only the run's kept */
 		fd = runopts_open_netns(s->netns, path, sizeof(path));
 		if (is_run_netns(cfg, fd))
 			return fd;

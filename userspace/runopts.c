@@ -100,10 +100,16 @@ void runopts_request(struct control_msg *m, const struct run_args *a)
 const char *runopts_netns_why_not(int fd)
 {
 	struct statfs fs;
+	int fl;
 
 	/* an ioctl means what the file's driver says: nsfs's is asked only of a file of nsfs */
 	if (fstatfs(fd, &fs) || fs.f_type != NSFS_MAGIC)
 		return "not a namespace file (nsfs)";
+	/* neither nsfs's ioctl nor setns(2) takes one (EBADF), whatever namespace it is of */
+	fl = fcntl(fd, F_GETFL);
+	if (fl >= 0 && (fl & O_PATH))
+		return "an O_PATH descriptor, which setns(2) cannot enter: send a network namespace's "
+		       "file opened for reading (O_RDONLY), e.g. /run/netns/NAME or /proc/PID/ns/net";
 	return ioctl(fd, NS_GET_NSTYPE) == CLONE_NEWNET ? NULL : "not a network namespace";
 }
 

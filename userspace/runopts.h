@@ -68,13 +68,17 @@ void runopts_request(struct control_msg *m, const struct run_args *a);
  * client meant, whatever the path names by the time the daemon reads it (daemon.c,
  * check_netns); by a standalone run's resolver and a resume. Every netns path is opened here:
  * nothing but a file of nsfs is ever opened (a FIFO's open would block, a device's has effects
- * of its own). The descriptor, or -errno with why not in err ("netns PATH: ...": no such file;
- * not a namespace file; not a network namespace).
+ * of its own). A path ending in a symlink is followed: /proc/PID/ns/net is
+ * one (a magic link), and what is opened is judged by what it is (nsfs, network), and by the
+ * caller by its identity (resume.c, is_run_netns), not by its name. The descriptor, or
+ * -errno with why not in err ("netns PATH: ...": no such file; not a namespace file; not a
+ * network namespace).
  */
 int runopts_open_netns(const char *path, char *err, size_t err_len);
 /*
- * Why the descriptor fd is not a network namespace's (a descriptor a request carried), or NULL:
- * it is. Asks nsfs's ioctl only of a file of nsfs.
+ * Why the descriptor fd will not do as a network namespace's (a descriptor a request carried),
+ * or NULL: it will. Asks nsfs's ioctl only of a file of nsfs, and only of a descriptor opened
+ * for reading (an O_PATH one is refused, saying what to send instead).
  */
 const char *runopts_netns_why_not(int fd);
 

@@ -8,7 +8,8 @@ test of a malformed request sends exactly what it means to), then the write side
 that a request cut short gets the daemon's answer ("truncated request") instead of a wait for
 the rest. The first reply line, without its "\\n", goes to stdout as the daemon wrote it.
 FD_PATH: a file opened read-only and sent with the request's first byte (SCM_RIGHTS), as
-sluice run sends its --netns. --all: every reply line until the daemon closes (TEXT of several
+sluice run sends its --netns; O_PATH:FILE, FILE opened O_PATH instead (what a client must not
+send). --all: every reply line until the daemon closes (TEXT of several
 requests on one connection), not only the first.
 
 The one client of the daemon's protocol for the selftests (lib.sh's sl_daemon_req, a client
@@ -48,7 +49,10 @@ def main():
         args = args[1:]
     if len(args) not in (3, 4):
         sys.exit("usage: sl_daemon_req.py [--all] SOCKET TEXT TIMEOUT_S [FD_PATH]")
-    fd = os.open(args[3], os.O_RDONLY) if len(args) == 4 else None
+    fd = None
+    if len(args) == 4:
+        path, o_path = args[3], args[3].startswith("O_PATH:")
+        fd = os.open(path[len("O_PATH:"):], os.O_PATH) if o_path else os.open(path, os.O_RDONLY)
     # fsencode: the argument's bytes as the shell passed them (UTF-8 or not)
     reply = request(args[0], os.fsencode(args[1]), float(args[2]), fd, every)
     sys.stdout.buffer.write(reply + b"\n")

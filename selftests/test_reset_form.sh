@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# The RST of a socket sluice destroys carries nothing the workload chose (sluice.8, PREEXISTING
+# CONNECTIONS). The attacker: a process in the run's cgroup holds connections made before the
+# attach to hosts the policy denies, each with the socket options that would put its bits into
+# the kernel's RST (tools/sl_rstform.py: IP_TOS, IP_TTL, IP_MTU_DISCOVER, SO_RCVBUF,
+# IPV6_TCLASS, IPV6_UNICAST_HOPS, a flow label, TCP_MD5SIG under its own key); the attach
+# destroys them. The test host records every RST it receives on an AF_PACKET socket:
+# - with --netns (the host side puts the RST into its fixed form): each plain RST arrives with
+#   TOS/traffic class 0, flow label 0, IP ID 0, DF alone, TTL/hop limit 64 less the router's
+#   hop, window 0, urgent pointer 0, RST|ACK, its options (the timestamps) all NOPs; and the
+#   peer's end is reset. The MD5 one (options of the workload's length) arrives not at all, nor
+#   does one to the blackhole (169.254.169.254, owned by the test host here). With a link in the
+#   namespace that is neither a veth nor its loopback (a macvlan: a way out no host side sees),
+#   none leaves.
+# - without --netns (no program on the path can write to the frame): no RST arrives at all.
+# - a daemon killed inside a destroy leaves the socket's cookie marked: the next one, taking the
+#   run over, empties sl_destroying.
+
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+require_root
+require_sluice
+topo_up
+# shellcheck disable=SC2119 # no arguments: the default daemon
+sl_daemon_start || bail_out "the daemon did not start: $(cat "$SL_DAEMON_DIR/err" 2>/dev/null)"
+sl_on_exit "sl_daemon_kill TERM"
+
+cat >"$SL_TMP/deny.yaml" <<'EOF'
+default: deny
+rules:
+  - name: test-host
+    cidrs: ["198.51.100.10/32"]
+    ports: [80]
+EOF
+printf '%s\n' 'default: deny' 'rules:' '  - name: test-host' \
+	'    cidrs: ["198.51.100.20/32"]' '    ports: [80]' >"$SL_TMP/allow.yaml"
+FORM=$SL_LIB_DIR/tools/sl_rstform.py
+MD=169.254.169.254
+
+tap_plan 23
+
+# attacked NAME [ATTACH_ARGS...]: the attacker's connections, made in a new cgroup before the
+# attach; the attach (enforce) destroys them while the test host watches. Sets W (the
+# watcher's dir: seen), H (the holder's: ports, result) and LOG.
+attacked() {
+	local name=$1 cg run out
+	shift
+	W=$SL_TMP/$name-watch H=$SL_TMP/$name-hold LOG=$SL_TMP/$name.jsonl
+	mkdir -p "$W" "$H"
+	cg=$(sl_cgroup_new "$name") || bail_out "cannot make the test cgroup"
+	sl_on_exit "sl_cgroup_remove '$cg'"
+	in_inet python3 "$FORM" watch "$W" >"$W/out" 2>&1 &
+	sl_track_pid "$!"
+	sl_on_exit "touch '$W/stop' '$H/stop'"
+	wait_until 5000 test -e "$W/ready" || bail_out "the watcher: $(cat "$W/out")"
+	sl_in_cgroup "$cg" "${RUN_EXEC_NETONLY[@]}" python3 "$FORM" hold "$H" \
+		v4opts 198.51.100.20 80 v6opts 2001:db8::20 80 md5 198.51.100.20 80 \
+		plain 198.51.100.20 80 plain "$MD" 80 >"$H/out" 2>&1 &
+	sl_track_pid "$!"
+	wait_until 10000 test -e "$H/ready" || bail_out "the holder: $(tr "\n" " " <"$H/out")"
+	sink_mark
+	run=t-$SL_ID-$name
+	SL_RUNS+=("$run")
+	out=$("$SLUICE" attach --cgroup "$cg" --policy "$SL_TMP/deny.yaml" --run-id "$run" \
+		--mode enforce --log "$LOG" "$@" 2>&1) ||
+		bail_out "attach of $name failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
+	wait_until 10000 test "$(log_count "$LOG" type=preexisting flow=destroyed)" -ge 5
+	sink_settle
+	touch "$W/stop" "$H/stop"
+	wait_until 5000 test -e "$H/result"
+	tap_is "$name: the attach destroyed the attacker's five connections" \
+		"$(log_count "$LOG" type=preexisting decision=deny flow=destroyed)" 5 ||
+		tap_diag_file "$LOG"
+}
+# rst_of KIND: the lines the test host saw for the connection of KIND (by its source port)
+rst_of() {
+	local port
+	port=$(awk -v k="$1" '$1 == k { print $2; exit }' "$H/ports")
+	awk -v p="${port:-0}" '$3 == p' "$W/seen" 2>/dev/null
+}
+# fixed_form LINE TTL: LINE's fields, with the fixed ones said "fixed"
+fixed_form() {
+	sed -E "s/ tos=0 ttl=$2 id=0 frag=0x4000 label=0x0 / fixed /; \
+		s/ tos=0 ttl=$2 id=0 frag=0x0 label=0x0 / fixed /; \
+		s/ win=0 urg=0 flags=0x14 opts=(-|010101010101010101010101)$/ fixed/" <<<"$1" |
+		awk '{ print $1, $6, $7 }'
+}
+
+# --- with a host side: the RST leaves, in its fixed form
+attacked netns --netns "/run/netns/$SL_NS_RUN"
+line=$(rst_of v4opts)
+tap_is "netns: the IPv4 RST (IP_TOS, IP_TTL, no DF, SO_RCVBUF) arrives in its fixed form" \
+	"$(fixed_form "$line" 63)" "ipv4 fixed fixed" || tap_diag "$line"
+line=$(rst_of v6opts)
+tap_is "netns: the IPv6 RST (IPV6_TCLASS, hop limit, flow label, SO_RCVBUF) arrives fixed" \
+	"$(fixed_form "$line" 63)" "ipv6 fixed fixed" || tap_diag "$line"
+line=$(rst_of plain)
+tap_is "netns: a plain one arrives, fixed" "$(fixed_form "$line" 63)" "ipv4 fixed fixed" ||
+	tap_diag "$line"
+tap_is "netns: the MD5 one (its options' length the workload's) is refused" "$(rst_of md5)" ""
+tap_is "netns: no RST reaches the blackhole" "$(awk -v d="$MD" '$4 == d' "$W/seen")" ""
+tap_is "netns: every RST the test host got is one of those three" "$(wc -l <"$W/seen")" 3 ||
+	tap_diag_file "$W/seen"
+tap_is "netns: the test host's ends of the plain and IPv4 ones were reset (closed)" \
+	"$(sink_count "tcp 198.51.100.20 80 10.200.1.2")" 2 || tap_diag "$(sink_new_lines)"
+tap_is "netns: the holder's sends fail (ECONNABORTED)" \
+	"$(grep -c ' ECONNABORTED$' "$H/result")" 5 || tap_diag_file "$H/result"
+
+# (its host side judges every frame of the namespace: it goes before the next run)
+out=$("$SLUICE" detach --run-id "t-$SL_ID-netns" 2>&1)
+tap_check "netns: the run detaches" test -z "${out##*\"ok\":true*}"
+
+# --- with one, and a way out it does not see (a macvlan on the run's veth, standing for any link
+# but a veth: an ipvlan, a tunnel): no RST is let out there either
+ip -n "$SL_NS_RUN" link add sl-other link "$SL_RUN_IF" type macvlan ||
+	bail_out "cannot add a macvlan link"
+sl_on_exit "ip -n '$SL_NS_RUN' link del sl-other 2>/dev/null"
+attacked other --netns "/run/netns/$SL_NS_RUN"
+tap_is "netns with another link: no RST reaches the test host" "$(cat "$W/seen" 2>/dev/null)" ""
+out=$("$SLUICE" detach --run-id "t-$SL_ID-other" 2>&1)
+tap_check "netns with another link: the run detaches" test -z "${out##*\"ok\":true*}"
+ip -n "$SL_NS_RUN" link del sl-other
+
+# --- without one: no program on the path can write to the frame: none leaves
+attacked cgroup
+tap_is "cgroup only: no RST reaches the test host" "$(cat "$W/seen" 2>/dev/null)" ""
+tap_is "cgroup only: the test host's ends stay open (no line closed)" \
+	"$(sink_count "tcp 198.51.100.20 80")" 0 || tap_diag "$(sink_new_lines)"
+tap_is "cgroup only: the holder's sends fail (ECONNABORTED)" \
+	"$(grep -c ' ECONNABORTED$' "$H/result")" 5 || tap_diag_file "$H/result"
+# (a control: the watcher does see a RST the test host itself is sent by the router)
+mkdir -p "$SL_TMP/ctl"
+in_inet python3 "$FORM" watch "$SL_TMP/ctl" >/dev/null 2>&1 &
+sl_track_pid "$!"
+wait_until 5000 test -e "$SL_TMP/ctl/ready"
+in_rtr python3 "$SL_LIB_DIR/tools/sl_rawrst.py" send 198.51.100.20 443 40999 0x51c00001 \
+	>/dev/null 2>&1
+wait_until 3000 grep -qs ' 40999 ' "$SL_TMP/ctl/seen"
+touch "$SL_TMP/ctl/stop"
+tap_is "control: the watcher sees a RST the router sends the test host" \
+	"$(grep -c ' 40999 198.51.100.20 443 ' "$SL_TMP/ctl/seen")" 1
+out=$("$SLUICE" detach --run-id "t-$SL_ID-cgroup" 2>&1)
+tap_check "cgroup only: the run detaches" test -z "${out##*\"ok\":true*}"
+
+# --- a daemon killed inside a destroy (the socket's cookie marked in sl_destroying, the socket
+# not destroyed yet: SLUICE_SELFTEST_KILL=in-destroy), in a switch that denies its flow: the
+# next daemon takes the run over and leaves no cookie marked (else that socket's RST would be
+# let out later, outside any destroy)
+# destroying_entries RUN: the entries of the sl_destroying map the run's egress program uses
+destroying_entries() {
+	local prog id
+	prog=$(bpftool -j link show pinned "/sys/fs/bpf/sluice/$1/egress" |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["prog_id"])') || return 1
+	for id in $(bpftool -j prog show id "$prog" |
+		python3 -c 'import json, sys; print(*json.load(sys.stdin)["map_ids"])'); do
+		bpftool -j map show id "$id" | grep -q '"name":"sl_destroying"' || continue
+		bpftool -j map dump id "$id" |
+			python3 -c 'import json, sys; print(len(json.load(sys.stdin)))'
+		return
+	done
+	return 1
+}
+cg=$(sl_cgroup_new takeover) || bail_out "cannot make the test cgroup"
+sl_on_exit "sl_cgroup_remove '$cg'"
+RUN=t-$SL_ID-takeover
+SL_RUNS+=("$RUN")
+out=$("$SLUICE" attach --cgroup "$cg" --policy "$SL_TMP/allow.yaml" --run-id "$RUN" \
+	--mode enforce --netns "/run/netns/$SL_NS_RUN" --log "$SL_TMP/takeover.jsonl" 2>&1) ||
+	bail_out "attach of takeover failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
+H=$SL_TMP/takeover-hold
+mkdir -p "$H"
+sl_in_cgroup "$cg" "${RUN_EXEC_NETONLY[@]}" python3 "$FORM" hold "$H" plain 198.51.100.20 80 \
+	>"$H/out" 2>&1 &
+sl_track_pid "$!"
+sl_on_exit "touch '$H/stop'"
+wait_until 10000 test -e "$H/ready" || bail_out "the holder: $(tr "\n" " " <"$H/out")"
+sl_daemon_kill TERM
+# shellcheck disable=SC2119 # no arguments: the default daemon
+SLUICE_SELFTEST_KILL=in-destroy sl_daemon_start ||
+	bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
+"$SLUICE" replace-policy --run-id "$RUN" "$SL_TMP/deny.yaml" >/dev/null 2>&1
+# shellcheck disable=SC2317 # called through wait_until and tap_check
+daemon_gone() { ! kill -0 "$SL_DAEMON_PID" 2>/dev/null; }
+wait_until 10000 daemon_gone
+tap_check "in-destroy: the daemon killed itself with the socket's cookie marked" daemon_gone
+tap_is "in-destroy: ... which is in the run's sl_destroying" "$(destroying_entries "$RUN")" 1
+sl_daemon_kill KILL
+# shellcheck disable=SC2119 # no arguments: the default daemon
+sl_daemon_start || bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
+# shellcheck disable=SC2016 # expanded by that sh
+wait_until 10000 sh -c '"$1" status --json 2>/dev/null | grep -q "\"run_id\":\"$2\""' sh \
+	"$SLUICE" "$RUN"
+tap_is "in-destroy: the next daemon took the run over and emptied sl_destroying" \
+	"$(destroying_entries "$RUN")" 0 || tap_diag "$(tail -n 5 "$SL_DAEMON_DIR/err")"
+touch "$H/stop"
+out=$("$SLUICE" detach --run-id "$RUN" 2>&1)
+tap_check "in-destroy: the run detaches" test -z "${out##*\"ok\":true*}"
+tap_done
