@@ -188,7 +188,11 @@ static __always_inline bool reset_fix(struct __sk_buff *skb, const __u8 *old, __
 	} else if (len - l4 != 20) {
 		return false;
 	}
-	if (len > SL_RESET_FRAME_MAX || bpf_skb_store_bytes(skb, ETH_HLEN, b, len, 0))
+	/*
+	 * Both bounds again, here: 6.12's verifier loses the lower one of len (checked by the
+	 * caller) on some paths and refuses the store for a length that could be 0.
+	 */
+	if (len < 40 || len > SL_RESET_FRAME_MAX || bpf_skb_store_bytes(skb, ETH_HLEN, b, len, 0))
 		return false;
 	/* (the checksum fields are alike in both: each diff leaves them out) */
 	if (stamps)
