@@ -32,6 +32,7 @@
 #include "nsflows.bpf.h"
 #include "net.bpf.h"
 #include "resets.bpf.h"
+#include "judged.bpf.h"
 
 #define TLS_CONTENT_CHANGE_CIPHER_SPEC 0x14
 #define TLS_CONTENT_ALERT 0x15
@@ -67,6 +68,8 @@ const volatile __u8 sl_cfg_frag_check = 0;
 extern void *bpf_cast_to_kern_ctx(void *obj) __ksym __weak;
 
 #define LOOPBACK4 0x7f000001
+
+SL_JUDGED_MAP(sl_judged); /* a flowless TCP socket's allows (judged.bpf.h) */
 
 /* The events are larger than is comfortable on the BPF stack: build them in per-CPU scratch. */
 struct {
@@ -947,9 +950,11 @@ static __always_inline bool flow_opening(struct __sk_buff *skb, const struct pac
 /*
  * The backstop: whatever connect() or sendmsg() judged, the packet's own destination must be one
  * the run's allowlist admits. A packet of an allowed flow that goes where the flow was connected
- * costs one comparison; anything else is judged in full. A mismatch is dropped and recorded;
- * a connected socket keeps the denial (every later packet is dropped too, as for a held UDP
- * denial, and it is recorded once). Only the RST of the socket's destroy leaves (destroy_reset).
+ * costs one comparison, a TCP socket without a flow's packet to where its last one was judged
+ * allowed one slot's (judged.bpf.h); anything else is judged in full. A mismatch is dropped and
+ * recorded; a connected socket keeps the denial (every later packet is dropped too, as for a
+ * held UDP denial, and it is recorded once). Only the RST of the socket's destroy leaves
+ * (destroy_reset).
  */
 static __always_inline int backstop(struct __sk_buff *skb, struct bpf_sock *sk,
 				    struct sl_flow *flow)
@@ -959,6 +964,8 @@ static __always_inline int backstop(struct __sk_buff *skb, struct bpf_sock *sk,
 	struct verdict v = {};
 	struct sl_sk_held *h;
 	struct sl_flow *opener = flow; /* the flow this packet may open (flow_opening) */
+	struct sl_judged *judged = NULL; /* a flowless TCP socket's slot (judged.bpf.h) */
+	__u64 cookie = 0;
 	void *ns_flows;
 
 	/*
@@ -972,7 +979,15 @@ static __always_inline int backstop(struct __sk_buff *skb, struct bpf_sock *sk,
 		return SKB_PASS;
 	if (dst_is_flow_dst(&d, flow))
 		goto pass;
+	if (!flow && d.proto == IPPROTO_TCP && judged_cacheable(&d)) {
+		cookie = bpf_get_socket_cookie(skb);
+		judged = judged_slot_of_cookie(&sl_judged, cookie);
+		if (judged && judged_allowed(judged, cookie, &d))
+			goto pass;
+	}
 	packet_judge(&d, &v, &ev);
+	if (judged && v.verdict == SL_VERDICT_ALLOW && !v.learned)
+		judged_note(judged, cookie, &d);
 	if (flow && flow->era != sl_cfg.era && dst_is_flows(&d, flow))
 		flow_restamp(sk, flow, &v, &ev);
 	if (v.verdict != SL_VERDICT_DENY ||

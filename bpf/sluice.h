@@ -218,6 +218,28 @@ struct sl_learned6_key {
 _Static_assert(sizeof(struct sl_learned6_key) == 16, "sl_learned6_key ABI");
 
 /*
+ * A slot of a judged cache (bpf/judged.bpf.h): the whole key of a packet judged allowed. Here
+ * for the BPF_PROG_RUN selftest, which plants slots and reads them back.
+ */
+#define SL_JUDGED_SLOTS 256 /* 2^8: a cookie's low bits, a hash's top 8 */
+
+struct sl_judged {
+	__u64 cookie;	/* the socket's; 0 in the host side's, keyed by destination alone */
+	__u8 addr[16] __attribute__((aligned(8))); /* v4 in the first 4 bytes */
+	__u32 era;	/* the policy generation that judged it (sl_cfg.era) */
+	__u16 port;	/* host order */
+	__u8 proto;	/* IPPROTO_TCP or IPPROTO_UDP */
+	__u8 family;
+	__u32 seq;	/* odd: being written */
+	__u32 pad;
+};
+_Static_assert(sizeof(struct sl_judged) == 40, "sl_judged ABI");
+
+/* The host side's slot of a destination (a[]: its address as four words, in memory order). */
+#define SL_JUDGED_DST_SLOT(a, port, proto)                                                         \
+	((((a)[0] ^ (a)[1] ^ (a)[2] ^ (a)[3] ^ ((__u32)(port) << 16 | (proto))) * 0x9e3779b1U) >> 24)
+
+/*
  * Where a socket's DNS traffic really went before the redirect to the run's resolver, kept in
  * socket storage so recvmsg/getpeername can show the client the server it asked.
  */

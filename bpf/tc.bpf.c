@@ -30,6 +30,7 @@
 #include "nsflows.bpf.h"
 #include "net.bpf.h"
 #include "resets.bpf.h"
+#include "judged.bpf.h"
 
 /*
  * An allowed frame goes on to whatever else the host runs here (TCX_NEXT / TC_ACT_UNSPEC), so
@@ -63,6 +64,8 @@ struct {
 	__type(key, struct tc_report_key);
 	__type(value, __u64);
 } sl_tc_reported SEC(".maps");
+
+SL_JUDGED_MAP(sl_tc_judged); /* destinations judged allowed (judged.bpf.h) */
 
 /* The packet is for the host side itself (an address of the peer's namespace), not forwarded. */
 static __always_inline bool for_host_side(struct __sk_buff *skb, const struct packet_dst *d)
@@ -185,7 +188,11 @@ static __always_inline bool reset_fix(struct __sk_buff *skb, const __u8 *old, __
 	} else if (len - l4 != 20) {
 		return false;
 	}
-	if (len > SL_RESET_FRAME_MAX || bpf_skb_store_bytes(skb, ETH_HLEN, b, len, 0))
+	/*
+	 * Both bounds again, here: 6.12's verifier loses the lower one of len (checked by the
+	 * caller) on some paths and refuses the store for a length that could be 0.
+	 */
+	if (len < 40 || len > SL_RESET_FRAME_MAX || bpf_skb_store_bytes(skb, ETH_HLEN, b, len, 0))
 		return false;
 	/* (the checksum fields are alike in both: each diff leaves them out) */
 	if (stamps)
@@ -253,6 +260,7 @@ int sl_tc_ingress(struct __sk_buff *skb)
 	struct packet_dst d = {};
 	struct verdict v = {};
 	bool enforce = cfg_enforcing();
+	struct sl_judged *judged;
 	void *ns_flows;
 
 	if (skb->protocol == bpf_htons(ETH_P_ARP))
@@ -271,7 +279,13 @@ int sl_tc_ingress(struct __sk_buff *skb)
 	if (ns_flows &&
 	    (ns_flow_of_other_run(ns_flows, &d) || ns_icmp_error_of_other_run(ns_flows, skb, &d)))
 		return TC_PASS;
+	/* a frame to where one was judged allowed in this generation: allowed (judged.bpf.h) */
+	judged = judged_cacheable(&d) ? judged_slot_of_dst(&sl_tc_judged, &d) : NULL;
+	if (judged && judged_allowed(judged, 0, &d))
+		return TC_PASS;
 	packet_judge(&d, &v, &ev);
+	if (judged && v.verdict == SL_VERDICT_ALLOW && !v.learned)
+		judged_note(judged, 0, &d);
 	if (v.verdict != SL_VERDICT_DENY)
 		return TC_PASS;
 	if (v.reason != SL_REASON_BLACKHOLE && (!enforce || destroy_reset_frame(skb, &d)))

@@ -12,6 +12,9 @@
  *           wrote (read from the run's ring buffer);
  *   flows   the backstop on a packet of a connected flow of this policy generation or another
  *           (progrun_skb.bpf.c's t_flow_backstop puts the flow's state on the test socket);
+ *   judged  the backstop's judged cache on a socket without a flow (t_judged_backstop plants
+ *           the slot of the test socket's cookie), and the host side's, by destination (its
+ *           slot planted from here);
  *   tls     the packet layer's TLS server-name check (tls_egress of skb.bpf.c, compiled into
  *           progrun_skb.bpf.c, which puts the flow's state on the test socket first);
  *   decide  the decision layer's verdict functions (decide_dst4/decide_dst6 of policy.bpf.h,
@@ -20,10 +23,10 @@
  *   hook    so the loaded connect4/6 and sendmsg4/6 themselves are also driven by real calls, from
  *           a child in a cgroup of the test's own and a network namespace with nothing up (below).
  *
- * Adding a case is one entry in one of the tables (frame_cases, flow_cases, tls_cases,
- * decide_cases, hook_cases). Not covered here: the ingress program (the server's answer to a
- * checked hello), flow byte counting and caps, report mode and strict evidence (the root
- * selftests cover them).
+ * Adding a case is one entry in one of the tables (frame_cases, flow_cases, judged_cases,
+ * tc_judged_cases, tls_cases, decide_cases, hook_cases). Not covered here: the ingress program
+ * (the server's answer to a checked hello), flow byte counting and caps, report mode and strict
+ * evidence (the root selftests cover them).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -920,6 +923,253 @@ static void flow_tests(void)
 		if (ok && c->tls_state && in->tls_deny_after != c->tls_deny_after) {
 			snprintf(why, WHY_LEN, "the server-name check's reason is %u after, not %d",
 				 in->tls_deny_after, c->tls_deny_after);
+			ok = false;
+		}
+		report(ok, name, why);
+	}
+}
+
+/*
+ * The backstop's judged cache (bpf/judged.bpf.h), on a packet of a TCP socket without a flow (the
+ * policy of frame_cases, deny by default): each BPF_PROG_RUN's socket is a new one, so a slot a
+ * case needs is planted first, at the slot of the socket's own cookie; the destinations planted
+ * are ones the policy denies, so that a slot served shows as a pass. Only a key that is the
+ * packet's own in every field is served: one differing in any (another socket's cookie in the
+ * same slot, another policy generation, address, port, protocol, family) is not, nor a slot
+ * half-written; and only a policy's allow is noted (not a denial, not a learned address's).
+ */
+struct judged_case {
+	const char *name;
+	const char *dst; /* where the packet goes (TCP) */
+	unsigned port;
+	bool plant;	      /* plant a key first: the packet's own unless changed below */
+	const char *key_dst;  /* the planted key's address and family, if not dst's */
+	unsigned key_port;    /* its port, if not port */
+	unsigned key_proto;   /* its protocol, if not TCP */
+	uint64_t cookie_xor;  /* its cookie: the socket's, these bits flipped */
+	int era_delta;	      /* its era: the one in force plus this */
+	bool odd_seq;	      /* being written */
+	int bs;		      /* what the backstop does */
+	bool noted;	      /* the slot holds this socket's judgment after */
+};
+
+static const struct judged_case judged_cases[] = {
+	{"an allowed packet, empty slot: judged, passes, noted", "198.51.100.10", 80, false, NULL,
+	 0, 0, 0, 0, false, PASS, true},
+	{"a denied packet: dropped, not noted", "198.51.100.20", 80, false, NULL, 0, 0, 0, 0, false,
+	 DROP(RD), false},
+	{"a learned address's allow: passes, not noted (it expires)", "198.51.100.50", 443, false,
+	 NULL, 0, 0, 0, 0, false, PASS, false},
+	{"its own key: served (the unlisted host passes)", "198.51.100.20", 80, true, NULL, 0, 0, 0,
+	 0, false, PASS, true},
+	{"its own v6 key: served", "2001:db8::20", 443, true, NULL, 0, 0, 0, 0, false, PASS, true},
+	{"another socket's key in the same slot (cookie + 256): judged, dropped", "198.51.100.20",
+	 80, true, NULL, 0, 0, 256, 0, false, DROP(RD), false},
+	{"a cookie differing in its top bit: judged, dropped", "198.51.100.20", 80, true, NULL, 0, 0,
+	 1ULL << 63, 0, false, DROP(RD), false},
+	{"a cookie differing in its lowest bit: judged, dropped", "198.51.100.20", 80, true, NULL, 0,
+	 0, 1, 0, false, DROP(RD), false},
+	{"the generation before: judged, dropped", "198.51.100.20", 80, true, NULL, 0, 0, 0, -1,
+	 false, DROP(RD), false},
+	{"the generation after: judged, dropped", "198.51.100.20", 80, true, NULL, 0, 0, 0, 1, false,
+	 DROP(RD), false},
+	{"another port: judged, dropped", "198.51.100.20", 80, true, NULL, 81, 0, 0, 0, false,
+	 DROP(RD), false},
+	{"another address: judged, dropped", "198.51.100.20", 80, true, "198.51.100.21", 0, 0, 0, 0,
+	 false, DROP(RD), false},
+	{"another v6 address, last byte: judged, dropped", "2001:db8::20", 443, true, "2001:db8::21",
+	 0, 0, 0, 0, false, DROP(RD), false},
+	{"another v6 address, first byte: judged, dropped", "2001:db8::20", 443, true,
+	 "3001:db8::20", 0, 0, 0, 0, false, DROP(RD), false},
+	{"UDP: judged, dropped", "198.51.100.20", 80, true, NULL, 0, UDP, 0, 0, false, DROP(RD),
+	 false},
+	{"a v4 packet, a v6 key of its bytes: judged, dropped", "198.51.100.20", 80, true,
+	 "c633:6414::", 0, 0, 0, 0, false, DROP(RD), false},
+	{"its own key half-written (odd sequence): judged, dropped", "198.51.100.20", 80, true, NULL,
+	 0, 0, 0, 0, true, DROP(RD), false},
+	{"an allowed packet over another socket's key: noted in its place", "198.51.100.10", 80,
+	 true, NULL, 0, 0, 256, 0, false, PASS, true},
+};
+
+static void judged_tests(void)
+{
+	struct run *r = &runs[P_DENY];
+	int fd = bpf_program__fd(r->skb->progs.t_judged_backstop);
+	char name[256];
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(judged_cases); i++) {
+		const struct judged_case *c = &judged_cases[i];
+		struct t_judged_in *in = &r->skb->bss->t_judged;
+		const char *key_dst = c->key_dst ? c->key_dst : c->dst;
+		struct pkt p = {};
+		int family;
+		bool ok;
+
+		memset(in, 0, sizeof(*in));
+		in->plant = c->plant;
+		in->port = (uint16_t)(c->key_port ? c->key_port : c->port);
+		in->proto = (uint8_t)(c->key_proto ? c->key_proto : TCP);
+		in->cookie_xor = c->cookie_xor;
+		in->era_delta = c->era_delta;
+		in->odd_seq = c->odd_seq;
+		ok = !addr_of(key_dst, &family, in->addr) &&
+		     !build_frame(&p, c->dst, TCP, c->port, 0, 0, 0);
+		in->family = (uint8_t)family;
+		snprintf(why, WHY_LEN, "the case's frame could not be built");
+		snprintf(name, sizeof(name), "backstop judged: %s", c->name);
+		ok = ok && frame_check(r, fd, false, &p, c->bs);
+		if (ok && in->noted != c->noted) {
+			snprintf(why, WHY_LEN, "the slot %s the socket's judgment after",
+				 in->noted ? "holds" : "does not hold");
+			ok = false;
+		}
+		report(ok, name, why);
+	}
+}
+
+/*
+ * The host side's judged cache (bpf/judged.bpf.h, sl_tc_judged): by destination alone, so its
+ * slot is planted here, on every CPU (BPF_PROG_RUN runs on this one), and read back; each case
+ * starts from an empty slot. As in judged_cases, the destinations planted are ones the policy
+ * denies, and a key that differs from the frame's in any field is not served; a fragment (no
+ * port was read) never is.
+ */
+struct tc_judged_case {
+	const char *name;
+	const char *dst;
+	unsigned proto;
+	unsigned port;
+	unsigned flags;	     /* F_* of the frame */
+	bool plant;	     /* plant a key first: the frame's own unless changed below */
+	const char *key_dst; /* its address and family, if not dst's */
+	unsigned key_port;   /* its port, if not port */
+	unsigned key_proto;  /* its protocol, if not proto */
+	uint64_t cookie;     /* its cookie (the host side's are 0) */
+	int era_delta;	     /* its era: the one in force plus this */
+	bool odd_seq;	     /* being written */
+	int tc;		     /* what the tc program does */
+	bool noted;	     /* the frame's own key is in its slot after */
+};
+
+static const struct tc_judged_case tc_judged_cases[] = {
+	{"an allowed frame, empty slot: judged, passes, noted", "198.51.100.10", TCP, 80, 0, false,
+	 NULL, 0, 0, 0, 0, false, PASS, true},
+	{"an allowed v6 UDP frame: noted", "2001:db8:1::7", UDP, 5000, 0, false, NULL, 0, 0, 0, 0,
+	 false, PASS, true},
+	{"a denied frame: dropped, not noted", "198.51.100.20", TCP, 80, 0, false, NULL, 0, 0, 0, 0,
+	 false, DROP(RD), false},
+	{"a learned address's allow: passes, not noted (it expires)", "198.51.100.50", TCP, 443, 0,
+	 false, NULL, 0, 0, 0, 0, false, PASS, false},
+	{"an allowed fragment: not noted", "198.51.100.10", TCP, 80, F_FRAG_FIRST, false, NULL, 0,
+	 0, 0, 0, false, DROP(RP), false},
+	{"its own key: served (the unlisted host passes)", "198.51.100.20", TCP, 80, 0, true, NULL,
+	 0, 0, 0, 0, false, PASS, true},
+	{"its own v6 key: served", "2001:db8::20", TCP, 443, 0, true, NULL, 0, 0, 0, 0, false, PASS,
+	 true},
+	{"its own key, the frame a fragment: not served, judged, dropped", "198.51.100.20", TCP, 80,
+	 F_FRAG_FIRST, true, NULL, 0, 0, 0, 0, false, DROP(RP), true},
+	{"a socket's key (a cookie): judged, dropped", "198.51.100.20", TCP, 80, 0, true, NULL, 0, 0,
+	 1, 0, false, DROP(RD), false},
+	{"the generation before: judged, dropped", "198.51.100.20", TCP, 80, 0, true, NULL, 0, 0, 0,
+	 -1, false, DROP(RD), false},
+	{"the generation after: judged, dropped", "198.51.100.20", TCP, 80, 0, true, NULL, 0, 0, 0,
+	 1, false, DROP(RD), false},
+	{"another port: judged, dropped", "198.51.100.20", TCP, 80, 0, true, NULL, 81, 0, 0, 0,
+	 false, DROP(RD), false},
+	{"another address: judged, dropped", "198.51.100.20", TCP, 80, 0, true, "198.51.100.21", 0,
+	 0, 0, 0, false, DROP(RD), false},
+	{"another v6 address, last byte: judged, dropped", "2001:db8::20", TCP, 443, 0, true,
+	 "2001:db8::21", 0, 0, 0, 0, false, DROP(RD), false},
+	{"UDP for a TCP frame: judged, dropped", "198.51.100.20", TCP, 80, 0, true, NULL, 0, UDP, 0,
+	 0, false, DROP(RD), false},
+	{"a v6 key of a v4 frame's bytes: judged, dropped", "198.51.100.20", TCP, 80, 0, true,
+	 "c633:6414::", 0, 0, 0, 0, false, DROP(RD), false},
+	{"its own key half-written (odd sequence): judged, dropped", "198.51.100.20", TCP, 80, 0,
+	 true, NULL, 0, 0, 0, 0, true, DROP(RD), false},
+};
+
+/* The frame's slot on every CPU: emptied, or planted with k. */
+static int tc_judged_put(int map_fd, uint32_t slot, const struct sl_judged *k)
+{
+	int n = libbpf_num_possible_cpus(), i, err;
+	struct sl_judged *v;
+
+	if (n <= 0)
+		return -EINVAL;
+	v = calloc((size_t)n, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; k && i < n; i++)
+		v[i] = *k;
+	err = bpf_map_update_elem(map_fd, &slot, v, BPF_ANY) ? -errno : 0;
+	free(v);
+	return err;
+}
+
+/* Some CPU's slot holds k whole, not being written. */
+static bool tc_judged_holds(int map_fd, uint32_t slot, const struct sl_judged *k)
+{
+	int n = libbpf_num_possible_cpus(), i;
+	struct sl_judged *v;
+	bool found = false;
+
+	if (n <= 0)
+		return false;
+	v = calloc((size_t)n, sizeof(*v));
+	if (!v || bpf_map_lookup_elem(map_fd, &slot, v)) {
+		free(v);
+		return false;
+	}
+	for (i = 0; i < n && !found; i++)
+		found = !(v[i].seq & 1) && v[i].cookie == k->cookie && v[i].era == k->era &&
+			v[i].port == k->port && v[i].proto == k->proto &&
+			v[i].family == k->family && !memcmp(v[i].addr, k->addr, 16);
+	free(v);
+	return found;
+}
+
+static void tc_judged_tests(void)
+{
+	struct run *r = &runs[P_DENY];
+	int map_fd = bpf_map__fd(
+		bpf_object__find_map_by_name(loader_object(r->l, "tc"), "sl_tc_judged"));
+	uint32_t cur = loader_era(r->l);
+	char name[256];
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(tc_judged_cases); i++) {
+		const struct tc_judged_case *c = &tc_judged_cases[i];
+		struct sl_judged own = {}, key;
+		struct pkt p = {};
+		uint32_t slot, a[4];
+		int family;
+		bool ok;
+
+		ok = map_fd >= 0 && !addr_of(c->dst, &family, own.addr) &&
+		     !build_frame(&p, c->dst, c->proto, c->port, 0, 0, c->flags);
+		own.family = (uint8_t)family;
+		own.port = (uint16_t)c->port;
+		own.proto = (uint8_t)c->proto;
+		own.era = cur;
+		key = own;
+		if (ok && c->key_dst)
+			ok = !addr_of(c->key_dst, &family, key.addr);
+		key.family = (uint8_t)family;
+		key.port = (uint16_t)(c->key_port ? c->key_port : c->port);
+		key.proto = (uint8_t)(c->key_proto ? c->key_proto : c->proto);
+		key.cookie = c->cookie;
+		key.era = cur + (uint32_t)c->era_delta;
+		key.seq = c->odd_seq ? 1 : 0;
+		memcpy(a, own.addr, sizeof(a));
+		slot = SL_JUDGED_DST_SLOT(a, own.port, own.proto);
+		snprintf(why, WHY_LEN, "the case's frame or slot could not be made");
+		ok = ok && !tc_judged_put(map_fd, slot, c->plant ? &key : NULL);
+		snprintf(name, sizeof(name), "tc judged: %s", c->name);
+		ok = ok && frame_check(r, r->tc_fd, true, &p, c->tc);
+		if (ok && tc_judged_holds(map_fd, slot, &own) != c->noted) {
+			snprintf(why, WHY_LEN, "the slot %s the frame's key after",
+				 c->noted ? "does not hold" : "holds");
 			ok = false;
 		}
 		report(ok, name, why);
@@ -1903,10 +2153,13 @@ int main(void)
 		return 1;
 	}
 	printf("1..%zu\n", 2 * ARRAY_SIZE(frame_cases) + ARRAY_SIZE(flow_cases) +
+				   ARRAY_SIZE(judged_cases) + ARRAY_SIZE(tc_judged_cases) +
 				   ARRAY_SIZE(tls_cases) + 3 +
 				   ARRAY_SIZE(decide_cases) + ARRAY_SIZE(hook_cases));
 	frame_tests();
 	flow_tests();
+	judged_tests();
+	tc_judged_tests();
 	tls_tests();
 	decide_tests();
 	hook_tests();

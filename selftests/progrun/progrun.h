@@ -36,6 +36,24 @@ struct t_flow_in {
 	__u8 tls_deny_after;  /* out: sl_sk_tls.deny_reason after the backstop (0xff: none) */
 };
 
+/*
+ * The backstop's judged cache (bpf/judged.bpf.h) on a TCP socket without a flow: a slot put
+ * where the test socket's cookie falls before the packet, and what the slot holds after.
+ */
+struct t_judged_in {
+	__u8 plant;    /* put this key in the socket's slot first (0: leave the slot as it is) */
+	__u8 family;
+	__u8 proto;
+	__u8 odd_seq;  /* … as if another run of the program were half-way through writing it */
+	__u16 port;    /* host order */
+	__u16 pad;
+	__u8 addr[16]; /* 4 bytes for AF_INET */
+	__u64 cookie_xor; /* the planted cookie: the socket's, these bits flipped */
+	__s32 era_delta;  /* the planted era: sl_cfg.era plus this */
+	__u8 noted;	  /* out: the slot serves the socket's packet, after (its whole key) */
+	__u8 pad2[3];
+};
+
 /* The decision layer: a destination, after an Ethernet header in the test packet… */
 struct t_query {
 	__u8 addr[16]; /* 4 bytes for AF_INET */

@@ -9,7 +9,8 @@
  * very tls_egress() sl_egress calls, and leaves what the check concluded in t_out. Nothing else
  * differs: the parser, the name match against sl_sni_ok (shared with the loader's, filled by
  * loader_sni_learn) and the verdict are the packet layer's. t_flow_backstop does the same for
- * the backstop: the flow's connect() state (t_flow), then the very backstop() sl_backstop calls.
+ * the backstop: the flow's connect() state (t_flow), then the very backstop() sl_backstop calls;
+ * t_judged_backstop for its judged cache, on a socket with no flow.
  */
 #include "skb.bpf.c"
 #include "progrun.h"
@@ -17,6 +18,7 @@
 struct t_tls_in t_in = {};
 struct t_tls_out t_out = {};
 struct t_flow_in t_flow = {};
+struct t_judged_in t_judged = {};
 
 SEC("cgroup_skb/egress")
 int t_flow_backstop(struct __sk_buff *skb)
@@ -54,6 +56,43 @@ int t_flow_backstop(struct __sk_buff *skb)
 	ret = backstop(skb, sk, f);
 	t = bpf_sk_storage_get(&sl_sk_tls, sk, 0, 0);
 	t_flow.tls_deny_after = t ? t->deny_reason : 0xff;
+	return ret;
+}
+
+/*
+ * The backstop on a packet of a TCP socket without a flow, its judged-cache slot planted first
+ * as the test asks (a key of its own or one differing in a single field), then what the slot
+ * holds after: the very backstop() sl_backstop calls, with no flow.
+ */
+SEC("cgroup_skb/egress")
+int t_judged_backstop(struct __sk_buff *skb)
+{
+	struct bpf_sock *sk = skb->sk;
+	struct packet_dst d = {};
+	struct sl_judged *j;
+	__u64 cookie;
+	int ret;
+
+	if (!sk)
+		return SKB_DROP;
+	sk = bpf_sk_fullsock(sk);
+	if (!sk)
+		return SKB_DROP;
+	cookie = bpf_get_socket_cookie(skb);
+	j = judged_slot_of_cookie(&sl_judged, cookie);
+	if (!j)
+		return SKB_DROP;
+	if (t_judged.plant) {
+		j->cookie = cookie ^ t_judged.cookie_xor;
+		__builtin_memcpy(j->addr, t_judged.addr, sizeof(j->addr));
+		j->era = sl_cfg.era + t_judged.era_delta;
+		j->port = t_judged.port;
+		j->proto = t_judged.proto;
+		j->family = t_judged.family;
+		j->seq = t_judged.odd_seq ? 1 : 0;
+	}
+	ret = backstop(skb, sk, NULL);
+	t_judged.noted = !packet_dst(skb, 0, &d) && judged_allowed(j, cookie, &d);
 	return ret;
 }
 
