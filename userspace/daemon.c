@@ -321,20 +321,37 @@ static int state_path(const struct daemon *d, const char *run_id, char *buf, siz
  * The state file: the run's log path and "\n"; while the attach is under way, "attaching\n"
  * after it. It is written before anything is pinned, so that a daemon killed at any moment of
  * an attach leaves the next one a name for every pin: it takes the run over, or, for an attach
- * its client was never told "ok" of, undoes it.
+ * its client was never told "ok" of, undoes it (adopt_runs). Each form is written whole under
+ * a temporary name (".ID.new", ".ID.done": no run id starts with '.', adopt_runs skips and
+ * removes them), fsynced, and renamed into place: a crash of the host finds either form whole,
+ * never a name with its data missing.
  */
 #define STATE_ATTACHING "attaching\n"
+#define STATE_TMP_ATTACHING ".new"
+#define STATE_TMP_DONE ".done"
 
-static int write_state(struct drun *dr, bool attaching)
+static int state_tmp_path(const struct drun *dr, const char *suffix, char *buf, size_t len)
 {
-	char tmp[PATH_MAX + 8];
+	return util_fmt(buf, len, "%s/runs/.%s%s", dr->d->state_dir, dr->r.run_id, suffix);
+}
+
+/* A name of state_tmp_path's (".ID" and a suffix of theirs). */
+static bool state_tmp_name(const char *name)
+{
+	size_t n = strlen(name), a = strlen(STATE_TMP_ATTACHING), b = strlen(STATE_TMP_DONE);
+
+	return name[0] == '.' &&
+	       ((n > a + 1 && !strcmp(name + n - a, STATE_TMP_ATTACHING)) ||
+		(n > b + 1 && !strcmp(name + n - b, STATE_TMP_DONE)));
+}
+
+/* The state file's content written to tmp, fsynced; on failure tmp is removed. */
+static int state_write_tmp(const struct drun *dr, const char *tmp, bool attaching)
+{
 	int fd, err = 0;
 	size_t len = strlen(dr->r.log_path);
 	size_t alen = attaching ? strlen(STATE_ATTACHING) : 0;
 
-	/* a name no run id can have (ids never start with '.'): "X.new" is a valid run id */
-	if (util_fmt(tmp, sizeof(tmp), "%s/runs/.%s.new", dr->d->state_dir, dr->r.run_id))
-		return -ENAMETOOLONG;
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return -errno;
@@ -343,10 +360,71 @@ static int write_state(struct drun *dr, bool attaching)
 		err = errno ? -errno : -EIO;
 	if (close(fd) && !err)
 		err = -errno;
-	if (!err && rename(tmp, dr->state_path))
-		err = -errno;
 	if (err)
 		unlink(tmp);
+	return err;
+}
+
+/* The state file says the attach is under way: before anything of the run is pinned. */
+static int write_state_attaching(struct drun *dr)
+{
+	char tmp[PATH_MAX + 16];
+	int err;
+
+	if (state_tmp_path(dr, STATE_TMP_ATTACHING, tmp, sizeof(tmp)))
+		return -ENAMETOOLONG;
+	err = state_write_tmp(dr, tmp, true);
+	if (!err && rename(tmp, dr->state_path)) {
+		err = -errno;
+		unlink(tmp);
+	}
+	return err;
+}
+
+/*
+ * The state file an attach ends with (no "attaching"), written and fsynced beside the run's
+ * setup (state_done_start: a util_job, its fsync shares the wait for the host side's tcx link
+ * and the log's directory) and renamed into place once the run is set up (state_done_finish).
+ * The rename is the attach's commit point for a take-over, where it always was: after every
+ * layer is attached and pinned and run_start is written, before the reply. Only the fsync of
+ * its data comes sooner, which a SIGKILL of the daemon does not need (the next daemon reads
+ * the page cache) and a crash of the host does before the rename, as it gets it.
+ */
+struct state_done {
+	struct util_job job;
+	const struct drun *dr;
+	char tmp[PATH_MAX + 16];
+};
+
+static int state_done_write(void *arg)
+{
+	struct state_done *s = arg;
+
+	return state_write_tmp(s->dr, s->tmp, false);
+}
+
+static void state_done_start(struct state_done *s, const struct drun *dr)
+{
+	s->dr = dr;
+	if (state_tmp_path(dr, STATE_TMP_DONE, s->tmp, sizeof(s->tmp))) {
+		s->tmp[0] = '\0';
+		s->job = (struct util_job){ .ret = -ENAMETOOLONG };
+	} else {
+		util_job_start(&s->job, state_done_write, s);
+	}
+}
+
+/* ok: the run is set up, the state file says so (0 or -errno); else the prepared one goes. */
+static int state_done_finish(struct state_done *s, bool ok)
+{
+	int err = util_job_wait(&s->job);
+
+	if (!s->tmp[0])
+		return err;
+	if (!err && ok && rename(s->tmp, s->dr->state_path))
+		err = -errno;
+	if (err || !ok)
+		unlink(s->tmp);
 	return err;
 }
 
@@ -642,30 +720,39 @@ static int attach_commit(struct daemon *d, struct drun *dr, int64_t t0, int64_t 
 			 struct control_msg *rep, char *err, size_t err_len)
 {
 	char pre_err[256] = "", ns_what[PATH_MAX + 64], how[64] = "a spare";
-	int n_pre, ret = run_setup_end(&dr->r, err, err_len);
+	struct state_done done;
+	int n_pre = 0, ret;
 
-	if (ret)
+	state_done_start(&done, dr);
+	ret = run_setup_end(&dr->r, err, err_len);
+	if (!ret) {
+		run_write_start(&dr->r);
+		/*
+		 * The programs judge every connect() from now on; the connections the cgroup's
+		 * processes made before are judged here (preexisting.c). A scan that fails leaves
+		 * them unjudged, not the run unattached: said on stderr and in the reply.
+		 */
+		n_pre = preexisting_judge(&dr->r, pre_err, sizeof(pre_err));
+		if (n_pre < 0)
+			fprintf(stderr, "sluice daemon: run %s: the sockets its processes already "
+					"held were not judged: %s\n", dr->r.run_id, pre_err);
+		/*
+		 * A workload can make the scan give up (more socket fds than it holds, dup'd ones
+		 * too): in enforce mode that would leave its denied connections open, and one made
+		 * outside the cgroup is seen by no program. Fail closed: no attach.
+		 */
+		if (n_pre < 0 && dr->r.policy->mode == SL_MODE_ENFORCE) {
+			util_fmt(err, err_len, "the sockets the cgroup's processes already hold "
+					       "could not be judged (%s): refusing to attach in "
+					       "enforce mode with them left open", pre_err);
+			ret = n_pre;
+		}
+	}
+	if (ret) {
+		state_done_finish(&done, false);
 		return ret;
-	run_write_start(&dr->r);
-	/*
-	 * The programs judge every connect() from now on; the connections the cgroup's
-	 * processes made before are judged here (preexisting.c). A scan that fails leaves
-	 * them unjudged, not the run unattached: said on stderr and in the reply.
-	 */
-	n_pre = preexisting_judge(&dr->r, pre_err, sizeof(pre_err));
-	if (n_pre < 0)
-		fprintf(stderr, "sluice daemon: run %s: the sockets its processes already held were "
-				"not judged: %s\n", dr->r.run_id, pre_err);
-	/*
-	 * A workload can make the scan give up (more socket fds than it holds, dup'd ones
-	 * too): in enforce mode that would leave its denied connections open, and one made
-	 * outside the cgroup is seen by no program. Fail closed: no attach.
-	 */
-	if (n_pre < 0 && dr->r.policy->mode == SL_MODE_ENFORCE)
-		return util_fmt(err, err_len, "the sockets the cgroup's processes already hold "
-					      "could not be judged (%s): refusing to attach in "
-					      "enforce mode with them left open", pre_err), n_pre;
-	ret = write_state(dr, false);
+	}
+	ret = state_done_finish(&done, true);
 	if (ret)
 		return util_fmt(err, err_len, "write %s: %s", dr->state_path, strerror(-ret)), ret;
 	add_run(d, dr);
@@ -816,7 +903,7 @@ static int op_attach(struct daemon *d, struct client *c, const struct control_ob
 		return util_fmt(err, err_len, "run id %s is pinned already (%s), by no run of this "
 					      "daemon", run_id, pins), -EEXIST;
 	}
-	ret = write_state(dr, true);
+	ret = write_state_attaching(dr);
 	if (ret) {
 		util_fmt(err, err_len, "write %s: %s", dr->state_path, strerror(-ret));
 		drun_free(dr);
@@ -908,10 +995,11 @@ static int op_run(struct daemon *d, struct client *c, const struct control_obj *
 	const char *run_id, *policy, *log, *key, *parent, *argv, *mode, *netns, *alerts, *task;
 	char pins[PATH_MAX], mnt[PATH_MAX], cg[PATH_MAX], digest[65], ns_what[PATH_MAX + 64];
 	int64_t uid, gid, rb, cl, cs, rk;
+	struct state_done done;
 	struct drun *dr;
 	int64_t t0 = now_ms();
 	bool oom = false;
-	int ret;
+	int ret, err_done;
 
 	/*
 	 * The selftests' switches weaken how a run is set up (no filter, no backstop, plain
@@ -1027,7 +1115,7 @@ static int op_run(struct daemon *d, struct client *c, const struct control_obj *
 		drun_free(dr);
 		return util_fmt(err, err_len, "log or state path too long"), -ENAMETOOLONG;
 	}
-	ret = write_state(dr, true);
+	ret = write_state_attaching(dr);
 	if (ret) {
 		util_fmt(err, err_len, "write %s: %s", dr->state_path, strerror(-ret));
 		drun_free(dr);
@@ -1036,12 +1124,14 @@ static int op_run(struct daemon *d, struct client *c, const struct control_obj *
 	/* the run's from here: run_close closes it */
 	dr->r.netns_fd = *netns_fd;
 	*netns_fd = -1;
+	state_done_start(&done, dr);
 	ret = run_setup(&dr->r, err, err_len);
-	if (!ret) {
+	if (!ret)
 		run_write_start(&dr->r);
-		ret = write_state(dr, false);
-		if (ret)
-			util_fmt(err, err_len, "write %s: %s", dr->state_path, strerror(-ret));
+	err_done = state_done_finish(&done, !ret);
+	if (!ret && err_done) {
+		ret = err_done;
+		util_fmt(err, err_len, "write %s: %s", dr->state_path, strerror(-ret));
 	}
 	if (ret) {
 		if (dr->r.started)
@@ -2332,7 +2422,14 @@ static void adopt_runs(struct daemon *d)
 		char *attaching;
 		int n, err;
 
-		if (e->d_name[0] == '.' || run_check_id(e->d_name))
+		if (e->d_name[0] == '.') {
+			/* a state file a killed daemon was writing: never renamed into place */
+			if (state_tmp_name(e->d_name) && unlinkat(dirfd(dir), e->d_name, 0))
+				fprintf(stderr, "sluice daemon: remove %s/%s: %s\n", dirpath,
+					e->d_name, strerror(errno));
+			continue;
+		}
+		if (run_check_id(e->d_name))
 			continue;
 		dr = calloc(1, sizeof(*dr));
 		if (!dr)

@@ -947,6 +947,43 @@ int run_setup_load(struct run *r, char *err, size_t err_len)
 	return 0;
 }
 
+/* The host side's attach (util_job: run_setup_end says why beside the rest). */
+static int attach_host_side(void *arg)
+{
+	struct run *r = arg;
+
+	return loader_attach_tc(r->loader, r->netns_fd, r->host_side, sizeof(r->host_side));
+}
+
+/* The ring buffer, then the log and its alerts file: what the records need. */
+static int open_records(struct run *r, struct journal_opts *jo, char *err, size_t err_len)
+{
+	int ret;
+
+	r->events = events_new(loader_events_fd(r->loader), &records_handlers, &r->rec);
+	if (!r->events) {
+		ret = -errno;
+		util_fmt(err, err_len, "open ring buffer: %s", strerror(-ret));
+		return ret;
+	}
+	r->rec.events = r->events;
+	/* Every layer is loaded: libbpf parsed the kernel's BTF for each object and freed it,
+	   about 11 MiB of heap the writer would otherwise hold, unused, for the whole run. */
+	malloc_trim(0);
+
+	jo->path = r->log_path;
+	r->journal = journal_open(jo);
+	if (!r->journal) {
+		ret = -errno;
+		util_fmt(err, err_len, "create log %s (and %s.checkpoints): %s%s", r->log_path,
+			 r->log_path, strerror(-ret),
+			 ret == -EEXIST ? " (logs are never overwritten)" : "");
+		return ret;
+	}
+	r->rec.journal = r->journal;
+	return run_open_alerts(r, err, err_len);
+}
+
 int run_setup_end(struct run *r, char *err, size_t err_len)
 {
 	const struct loader_opts *lo = &r->setup_lo;
@@ -967,7 +1004,9 @@ int run_setup_end(struct run *r, char *err, size_t err_len)
 		.line_ctx = r->line_ctx,
 		.signer = r->run_key,
 	};
-	int ret;
+	struct util_job host_side;
+	bool tc;
+	int ret, tc_ret;
 
 	if (!r->loader) {
 		util_fmt(err, err_len, "the run's programs were never loaded");
@@ -1001,39 +1040,31 @@ int run_setup_end(struct run *r, char *err, size_t err_len)
 	if (jo.keep_plain)
 		fprintf(stderr, "sluice: SLUICE_SELFTEST_KEEP_PLAIN is set: rotated log segments are "
 				"not compressed\n");
-	if (r->netns_fd >= 0 && !r->no_backstop) {
-		ret = loader_attach_tc(r->loader, r->netns_fd, r->host_side, sizeof(r->host_side));
-		if (ret < 0) {
+	/*
+	 * The host side, after the cgroup's links (a take-over reads that order from the pins:
+	 * loader_reopen), on a thread of its own while this one opens the ring buffer and the log:
+	 * the kernel makes a new tcx link wait out an RCU grace period (its program array is
+	 * swapped, ~10 ms however idle the device), and the log waits for its directory's fsync;
+	 * neither needs the other. Joined before anything that uses the host side (run_start
+	 * names it) and before the resolver serves. A host side that fails after the log was
+	 * created leaves no log: the run never started (run_close discards it); a run killed
+	 * meanwhile may leave one with its log_start alone, as one killed before its run_start
+	 * always could.
+	 */
+	tc = r->netns_fd >= 0 && !r->no_backstop;
+	if (tc)
+		util_job_start(&host_side, attach_host_side, r);
+	ret = open_records(r, &jo, err, err_len);
+	if (tc) {
+		tc_ret = util_job_wait(&host_side);
+		if (tc_ret < 0) {
 			util_fmt(err, err_len, "attach tc to the host side of %s: %s%s",
-				 r->args.netns, strerror(-ret),
-				 ret == -ENOENT ? " (a veth peer in a namespace sluice cannot name)" : "");
-			return ret;
+				 r->args.netns, strerror(-tc_ret),
+				 tc_ret == -ENOENT ? " (a veth peer in a namespace sluice cannot "
+						     "name)" : "");
+			return tc_ret;
 		}
 	}
-
-	r->events = events_new(loader_events_fd(r->loader), &records_handlers, &r->rec);
-	if (!r->events) {
-		ret = -errno;
-		util_fmt(err, err_len, "open ring buffer: %s", strerror(-ret));
-		return ret;
-	}
-	r->rec.events = r->events;
-	/* Every layer is loaded: libbpf parsed the kernel's BTF for each object and freed it,
-	   about 11 MiB of heap the writer would otherwise hold, unused, for the whole run. */
-	malloc_trim(0);
-
-	/* Last, so that a failed setup leaves no empty log behind. */
-	jo.path = r->log_path;
-	r->journal = journal_open(&jo);
-	if (!r->journal) {
-		ret = -errno;
-		util_fmt(err, err_len, "create log %s (and %s.checkpoints): %s%s", r->log_path,
-			 r->log_path, strerror(-ret),
-			 ret == -EEXIST ? " (logs are never overwritten)" : "");
-		return ret;
-	}
-	r->rec.journal = r->journal;
-	ret = run_open_alerts(r, err, err_len);
 	if (ret)
 		return ret;
 	/* The log exists: from here on the resolver may report queries into it. */
