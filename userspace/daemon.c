@@ -365,66 +365,19 @@ static int state_write_tmp(const struct drun *dr, const char *tmp, bool attachin
 	return err;
 }
 
-/* The state file says the attach is under way: before anything of the run is pinned. */
-static int write_state_attaching(struct drun *dr)
+/* The state file, in the form attaching says, renamed into place. */
+static int write_state(struct drun *dr, bool attaching)
 {
 	char tmp[PATH_MAX + 16];
 	int err;
 
-	if (state_tmp_path(dr, STATE_TMP_ATTACHING, tmp, sizeof(tmp)))
+	if (state_tmp_path(dr, attaching ? STATE_TMP_ATTACHING : STATE_TMP_DONE, tmp, sizeof(tmp)))
 		return -ENAMETOOLONG;
-	err = state_write_tmp(dr, tmp, true);
+	err = state_write_tmp(dr, tmp, attaching);
 	if (!err && rename(tmp, dr->state_path)) {
 		err = -errno;
 		unlink(tmp);
 	}
-	return err;
-}
-
-/*
- * The state file an attach ends with (no "attaching"), written and fsynced beside the run's
- * setup (state_done_start: a util_job, its fsync shares the wait for the host side's tcx link
- * and the log's directory) and renamed into place once the run is set up (state_done_finish).
- * The rename is the attach's commit point for a take-over, where it always was: after every
- * layer is attached and pinned and run_start is written, before the reply. Only the fsync of
- * its data comes sooner, which a SIGKILL of the daemon does not need (the next daemon reads
- * the page cache) and a crash of the host does before the rename, as it gets it.
- */
-struct state_done {
-	struct util_job job;
-	const struct drun *dr;
-	char tmp[PATH_MAX + 16];
-};
-
-static int state_done_write(void *arg)
-{
-	struct state_done *s = arg;
-
-	return state_write_tmp(s->dr, s->tmp, false);
-}
-
-static void state_done_start(struct state_done *s, const struct drun *dr)
-{
-	s->dr = dr;
-	if (state_tmp_path(dr, STATE_TMP_DONE, s->tmp, sizeof(s->tmp))) {
-		s->tmp[0] = '\0';
-		s->job = (struct util_job){ .ret = -ENAMETOOLONG };
-	} else {
-		util_job_start(&s->job, state_done_write, s);
-	}
-}
-
-/* ok: the run is set up, the state file says so (0 or -errno); else the prepared one goes. */
-static int state_done_finish(struct state_done *s, bool ok)
-{
-	int err = util_job_wait(&s->job);
-
-	if (!s->tmp[0])
-		return err;
-	if (!err && ok && rename(s->tmp, s->dr->state_path))
-		err = -errno;
-	if (err || !ok)
-		unlink(s->tmp);
 	return err;
 }
 
@@ -719,42 +672,54 @@ static void attach_undo(struct drun *dr)
 static int attach_commit(struct daemon *d, struct drun *dr, int64_t t0, int64_t load_ms,
 			 struct control_msg *rep, char *err, size_t err_len)
 {
-	char pre_err[256] = "", ns_what[PATH_MAX + 64], how[64] = "a spare";
-	struct state_done done;
-	int n_pre = 0, ret;
+	char pre_err[256] = "", ns_what[PATH_MAX + 64], how[64] = "a spare", done[PATH_MAX + 16];
+	int n_pre, done_ret = -ECANCELED, ret = run_setup_attach(&dr->r, err, err_len);
 
-	state_done_start(&done, dr);
-	ret = run_setup_end(&dr->r, err, err_len);
-	if (!ret) {
-		run_write_start(&dr->r);
-		/*
-		 * The programs judge every connect() from now on; the connections the cgroup's
-		 * processes made before are judged here (preexisting.c). A scan that fails leaves
-		 * them unjudged, not the run unattached: said on stderr and in the reply.
-		 */
-		n_pre = preexisting_judge(&dr->r, pre_err, sizeof(pre_err));
-		if (n_pre < 0)
-			fprintf(stderr, "sluice daemon: run %s: the sockets its processes already "
-					"held were not judged: %s\n", dr->r.run_id, pre_err);
-		/*
-		 * A workload can make the scan give up (more socket fds than it holds, dup'd ones
-		 * too): in enforce mode that would leave its denied connections open, and one made
-		 * outside the cgroup is seen by no program. Fail closed: no attach.
-		 */
-		if (n_pre < 0 && dr->r.policy->mode == SL_MODE_ENFORCE) {
-			util_fmt(err, err_len, "the sockets the cgroup's processes already hold "
-					       "could not be judged (%s): refusing to attach in "
-					       "enforce mode with them left open", pre_err);
-			ret = n_pre;
-		}
-	}
-	if (ret) {
-		state_done_finish(&done, false);
-		return ret;
-	}
-	ret = state_done_finish(&done, true);
+	/*
+	 * The state file the attach ends with, written and fsynced while the host side attaches
+	 * (run_setup_attach: the tcx link's grace period), and renamed into place below, where
+	 * the old one always was: after every layer is attached and pinned and run_start is
+	 * written, before the reply. Until the rename the state says "attaching": a daemon killed
+	 * before it has the attach undone by the next one, after it taken over. Only the fsync of
+	 * the file's data comes sooner, which a SIGKILL does not need (the next daemon reads the
+	 * page cache) and a crash of the host does before the rename, as it gets it.
+	 */
+	if (!ret)
+		done_ret = state_tmp_path(dr, STATE_TMP_DONE, done, sizeof(done)) ?
+				   -ENAMETOOLONG : state_write_tmp(dr, done, false);
+	ret = run_setup_serve(&dr->r, ret, err, err_len);
 	if (ret)
-		return util_fmt(err, err_len, "write %s: %s", dr->state_path, strerror(-ret)), ret;
+		goto out;
+	run_write_start(&dr->r);
+	/*
+	 * The programs judge every connect() from now on; the connections the cgroup's
+	 * processes made before are judged here (preexisting.c). A scan that fails leaves
+	 * them unjudged, not the run unattached: said on stderr and in the reply.
+	 */
+	n_pre = preexisting_judge(&dr->r, pre_err, sizeof(pre_err));
+	if (n_pre < 0)
+		fprintf(stderr, "sluice daemon: run %s: the sockets its processes already held were "
+				"not judged: %s\n", dr->r.run_id, pre_err);
+	/*
+	 * A workload can make the scan give up (more socket fds than it holds, dup'd ones
+	 * too): in enforce mode that would leave its denied connections open, and one made
+	 * outside the cgroup is seen by no program. Fail closed: no attach.
+	 */
+	if (n_pre < 0 && dr->r.policy->mode == SL_MODE_ENFORCE) {
+		util_fmt(err, err_len, "the sockets the cgroup's processes already hold could not "
+				       "be judged (%s): refusing to attach in enforce mode with them "
+				       "left open", pre_err);
+		ret = n_pre;
+		goto out;
+	}
+	ret = done_ret ? done_ret : rename(done, dr->state_path) ? -errno : 0;
+	if (ret)
+		util_fmt(err, err_len, "write %s: %s", dr->state_path, strerror(-ret));
+out:
+	if (ret && !done_ret)
+		unlink(done);
+	if (ret)
+		return ret;
 	add_run(d, dr);
 	dr->r.rec.drain_max = DAEMON_DRAIN_MAX;
 	dr->attached_ms = now_ms() - t0;
@@ -903,7 +868,7 @@ static int op_attach(struct daemon *d, struct client *c, const struct control_ob
 		return util_fmt(err, err_len, "run id %s is pinned already (%s), by no run of this "
 					      "daemon", run_id, pins), -EEXIST;
 	}
-	ret = write_state_attaching(dr);
+	ret = write_state(dr, true);
 	if (ret) {
 		util_fmt(err, err_len, "write %s: %s", dr->state_path, strerror(-ret));
 		drun_free(dr);
@@ -995,11 +960,10 @@ static int op_run(struct daemon *d, struct client *c, const struct control_obj *
 	const char *run_id, *policy, *log, *key, *parent, *argv, *mode, *netns, *alerts, *task;
 	char pins[PATH_MAX], mnt[PATH_MAX], cg[PATH_MAX], digest[65], ns_what[PATH_MAX + 64];
 	int64_t uid, gid, rb, cl, cs, rk;
-	struct state_done done;
 	struct drun *dr;
 	int64_t t0 = now_ms();
 	bool oom = false;
-	int ret, err_done;
+	int ret;
 
 	/*
 	 * The selftests' switches weaken how a run is set up (no filter, no backstop, plain
@@ -1115,7 +1079,7 @@ static int op_run(struct daemon *d, struct client *c, const struct control_obj *
 		drun_free(dr);
 		return util_fmt(err, err_len, "log or state path too long"), -ENAMETOOLONG;
 	}
-	ret = write_state_attaching(dr);
+	ret = write_state(dr, true);
 	if (ret) {
 		util_fmt(err, err_len, "write %s: %s", dr->state_path, strerror(-ret));
 		drun_free(dr);
@@ -1124,14 +1088,12 @@ static int op_run(struct daemon *d, struct client *c, const struct control_obj *
 	/* the run's from here: run_close closes it */
 	dr->r.netns_fd = *netns_fd;
 	*netns_fd = -1;
-	state_done_start(&done, dr);
 	ret = run_setup(&dr->r, err, err_len);
-	if (!ret)
+	if (!ret) {
 		run_write_start(&dr->r);
-	err_done = state_done_finish(&done, !ret);
-	if (!ret && err_done) {
-		ret = err_done;
-		util_fmt(err, err_len, "write %s: %s", dr->state_path, strerror(-ret));
+		ret = write_state(dr, false);
+		if (ret)
+			util_fmt(err, err_len, "write %s: %s", dr->state_path, strerror(-ret));
 	}
 	if (ret) {
 		if (dr->r.started)
