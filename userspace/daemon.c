@@ -677,14 +677,15 @@ static int attach_commit(struct daemon *d, struct drun *dr, int64_t t0, int64_t 
 
 	/*
 	 * The state file the attach ends with, written and fsynced while the host side attaches
-	 * (run_setup_attach: the tcx link's grace period), and renamed into place below, where
-	 * the old one always was: after every layer is attached and pinned and run_start is
-	 * written, before the reply. Until the rename the state says "attaching": a daemon killed
-	 * before it has the attach undone by the next one, after it taken over. Only the fsync of
-	 * the file's data comes sooner, which a SIGKILL does not need (the next daemon reads the
-	 * page cache) and a crash of the host does before the rename, as it gets it.
+	 * (run_setup_attach: the tcx link's grace period; with no host side, nothing to share,
+	 * below), and renamed into place below, where the old one always was: after every layer
+	 * is attached and pinned and run_start is written, before the reply. Until the rename the
+	 * state says "attaching": a daemon killed before it has the attach undone by the next one,
+	 * after it taken over. Only the fsync of the file's data comes sooner, which a SIGKILL
+	 * does not need (the next daemon reads the page cache) and a crash of the host does before
+	 * the rename, as it gets it.
 	 */
-	if (!ret)
+	if (!ret && dr->r.host_side_attaching)
 		done_ret = state_tmp_path(dr, STATE_TMP_DONE, done, sizeof(done)) ?
 				   -ENAMETOOLONG : state_write_tmp(dr, done, false);
 	ret = run_setup_serve(&dr->r, ret, err, err_len);
@@ -712,7 +713,10 @@ static int attach_commit(struct daemon *d, struct drun *dr, int64_t t0, int64_t 
 		ret = n_pre;
 		goto out;
 	}
-	ret = done_ret ? done_ret : rename(done, dr->state_path) ? -errno : 0;
+	if (done_ret == -ECANCELED)
+		ret = write_state(dr, false);
+	else
+		ret = done_ret ? done_ret : rename(done, dr->state_path) ? -errno : 0;
 	if (ret)
 		util_fmt(err, err_len, "write %s: %s", dr->state_path, strerror(-ret));
 out:

@@ -968,7 +968,7 @@ int run_setup_load(struct run *r, char *err, size_t err_len)
 	return 0;
 }
 
-/* The host side's attach (util_job: run_setup_end says why beside the rest). */
+/* The host side's attach, on a thread of its own (run_setup_attach says why). */
 static int attach_host_side(void *arg)
 {
 	struct run *r = arg;
@@ -1061,10 +1061,10 @@ int run_setup_attach(struct run *r, char *err, size_t err_len)
 				"not compressed\n");
 	/*
 	 * The host side, after the cgroup's links (a take-over reads that order from the pins:
-	 * loader_reopen), on a thread of its own while this one opens the ring buffer and the log
-	 * (and the caller does its own part, run_setup_serve's caller): the kernel makes a new tcx
-	 * link wait out an RCU grace period (the device's program array is swapped: ~10 ms however
-	 * idle the device), the log waits for its directory's fsync, and neither needs the other.
+	 * loader_reopen), on a thread of its own while this one opens the ring buffer and the log,
+	 * and the caller does its own part before run_setup_serve: the kernel makes a new tcx link
+	 * wait out an RCU grace period (the device's program array is swapped: ~10 ms however idle
+	 * the device), the log waits for its directory's fsync, and neither needs the other.
 	 * Waited for (run_setup_serve) before anything uses the host side (run_start names it),
 	 * before the resolver serves, and before the reply that says the run is attached. A host
 	 * side that fails after the log was created leaves no log: the run never started
