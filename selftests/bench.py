@@ -44,6 +44,9 @@ connecting throughout (no connect may fail).
 --writer-only: only the writer fed by sl_feed, drained --rounds times (3) for this build and,
 with --compare, another's (before/after, interleaved), then paced (--feed-rate, --feed-secs).
 
+--attach-only: only the daemon's attaches (--attaches: which), median and p90; with --compare,
+another build's daemon beside this one's, their attaches interleaved (before/after).
+
 --connect-programs: where connect() and close() go, program by program: the table's workloads
 from each run's cgroup (and from one with the empty programs), the kernel's run-time statistics
 on; per program its runs and ns per connect (the handshake's packets, the host side's, close()'s
@@ -1016,10 +1019,10 @@ class Bench:
         return {"handed_ms": handed, "standalone_ms": alone, "ratio": alone / max(handed, 1e-9),
                 "from_spare": taken, "runs": times}
 
-    def daemon(self, tag, *args):
+    def daemon(self, tag, *args, binary=SLUICE):
         sock = f"{self.tmp}/{tag}.sock"
         env = dict(os.environ, SLUICE_SOCKET=sock)
-        p = sp.Popen([SLUICE, "daemon", "--state-dir", f"{self.tmp}/{tag}-state", "--log-dir",
+        p = sp.Popen([binary, "daemon", "--state-dir", f"{self.tmp}/{tag}-state", "--log-dir",
                       f"{self.tmp}/{tag}-logs", *args],
                      stdout=open(f"{self.tmp}/{tag}.out", "w"), stderr=sp.STDOUT, env=env)
         self.procs.append(p)
@@ -1043,27 +1046,51 @@ class Bench:
 
     def attach(self, times, spares, netns=False):
         """Attaches of a 10-CIDR policy to an empty cgroup, request to reply (the programs
-        judge from before the reply): median ms, and how many took a spare. With spares, each
-        attach waits first until the daemon has one ready (it loads them at nice 19). netns:
-        with a host side in a client namespace, as the OCI hook's and --pid's attaches."""
+        judge from before the reply): median and p90 ms, and how many took a spare. With spares,
+        each attach waits first until the daemon has one ready (it loads them at nice 19).
+        netns: with a host side in a client namespace, as the OCI hook's and --pid's attaches.
+        With --compare, the other build's daemon too (its own client namespace), the two
+        builds' attaches interleaved, their order alternating: a before/after on the same
+        moments of a shared machine (each pair's ratio, this build's over the other's)."""
+        a = self.a
         tag = f"attach{spares}{'ns' if netns else ''}"
-        env = self.daemon(tag, "--spares", str(spares))
         pol, _ = self.policy(10)
-        extra = {"netns": f"/run/netns/{self.client(tag)}"} if netns else {}
-        ms, taken = [], 0
+        builds = [("sluice", SLUICE, tag)] + \
+            ([(a.compare_label, a.compare, f"{tag}c")] if a.compare else [])
+        envs = {label: self.daemon(t, "--spares", str(spares), binary=binary)
+                for label, binary, t in builds}
+        extra = {label: {"netns": f"/run/netns/{self.client(t)}"} if netns else {}
+                 for label, _, t in builds}
+        ms = {label: [] for label, _, _ in builds}
+        taken = {label: 0 for label, _, _ in builds}
         for i in range(times):
-            cg = self.cgroup(f"slb-{tag}-{ID}-{i}")
-            rid = f"bench-{ID}-{tag}-{i}"
-            if spares:
-                self.wait_for(lambda: self.request(env, {"op": "ping"})["spares"] >= 1, 600,
-                              "a spare")
-            t0 = time.monotonic()
-            rep = self.request(env, {"op": "attach", "run_id": rid, "cgroup": cg, "policy": pol,
-                                     **extra})
-            ms.append((time.monotonic() - t0) * 1e3)
-            taken += bool(rep.get("spare"))
-            run(SLUICE, "detach", "--run-id", rid, check=False, env=env)
-        return {"median_ms": statistics.median(ms), "from_spare": taken, "attaches": times}
+            for label, _, t in builds[i % 2:] + builds[:i % 2]:
+                env = envs[label]
+                cg = self.cgroup(f"slb-{t}-{ID}-{i}")
+                rid = f"bench-{ID}-{t}-{i}"
+                # every daemon's pool full: no spare loading (nice 19, a core's worth) while
+                # the attach is measured, the other build's neither
+                for e in envs.values() if spares else ():
+                    self.wait_for(lambda: self.request(e, {"op": "ping"})["spares"] >= spares,
+                                  600, "the spares")
+                t0 = time.monotonic()
+                rep = self.request(env, {"op": "attach", "run_id": rid, "cgroup": cg,
+                                         "policy": pol, **extra[label]})
+                ms[label].append((time.monotonic() - t0) * 1e3)
+                taken[label] += bool(rep.get("spare"))
+                run(SLUICE, "detach", "--run-id", rid, check=False, env=env)
+        out = {"median_ms": statistics.median(ms["sluice"]), "p90_ms": pctl(ms["sluice"], 0.9),
+               "min_ms": min(ms["sluice"]), "from_spare": taken["sluice"], "attaches": times,
+               "ms": ms["sluice"]}
+        if a.compare:
+            other = ms[a.compare_label]
+            ratios = [x / y for x, y in zip(ms["sluice"], other)]
+            out["compare"] = {"label": a.compare_label, "median_ms": statistics.median(other),
+                              "p90_ms": pctl(other, 0.9), "min_ms": min(other),
+                              "from_spare": taken[a.compare_label], "ms": other,
+                              "ratio_median": statistics.median(ratios),
+                              "won": sum(r < 1 for r in ratios)}
+        return out
 
     def spare_memory(self):
         """The maps of a 10-CIDR run with a host side that took a daemon's spare (sized for any
@@ -1083,10 +1110,11 @@ class Bench:
         return {"from_spare": bool(rep.get("spare")), "maps": f["maps"],
                 "maps_memlock": f["maps_memlock"], "by_map": f["by_map"]}
 
+    ATTACHES = {"spare": (2, False), "fresh": (0, False), "spare_netns": (2, True),
+                "fresh_netns": (0, True)}
+
     def attaches(self, times):
-        return {"spare": self.attach(times, 2), "fresh": self.attach(times, 0),
-                "spare_netns": self.attach(times, 2, True),
-                "fresh_netns": self.attach(times, 0, True)}
+        return {v: self.attach(times, *self.ATTACHES[v]) for v in self.a.attaches}
 
     def replace(self, n):
         """replace-policy between two n-CIDR policies on a live run while a process of the run
@@ -1331,17 +1359,25 @@ class Bench:
                        f"{h['runs']} from a spare), median ms: {h['handed_ms']:.0f}, against "
                        f"{h['standalone_ms']:.0f} standalone ({h['ratio']:.0f}x faster)")
         if "attach" in R:
-            sp_, fr = R["attach"]["spare"], R["attach"]["fresh"]
-            out.append(f"- attach through the daemon (10 CIDRs, request to reply), median ms: "
-                       f"from a spare {sp_['median_ms']:.1f} ({sp_['from_spare']} of "
-                       f"{sp_['attaches']} took one), loading its own (--spares 0) "
-                       f"{fr['median_ms']:.0f}")
-            if "spare_netns" in R["attach"]:
-                sp_, fr = R["attach"]["spare_netns"], R["attach"]["fresh_netns"]
-                out.append(f"- the same with a host side (netns, as the OCI hook's), median "
-                           f"ms: from a spare {sp_['median_ms']:.1f} ({sp_['from_spare']} of "
-                           f"{sp_['attaches']} took one), loading its own "
-                           f"{fr['median_ms']:.0f}")
+            out.append("- attach through the daemon (10 CIDRs, request to reply; with spares, "
+                       "every daemon's pool full first), ms, median / p90:")
+            for v, what in (("spare", "from a spare"), ("fresh", "loading its own (--spares 0)"),
+                            ("spare_netns", "from a spare, with a host side (netns, as the "
+                                            "OCI hook's)"),
+                            ("fresh_netns", "loading its own, with a host side")):
+                if v not in R["attach"]:
+                    continue
+                x = R["attach"][v]
+                p90 = f" / {x['p90_ms']:.1f} (min {x['min_ms']:.1f})" if "p90_ms" in x else ""
+                line = (f"  - {what}: {x['median_ms']:.1f}{p90} ({x['attaches']} attaches, "
+                        f"{x['from_spare']} from a spare)")
+                if "compare" in x:
+                    c = x["compare"]
+                    line += (f"; {c['label']} {c['median_ms']:.1f} / {c['p90_ms']:.1f} "
+                             f"(min {c['min_ms']:.1f}), "
+                             f"interleaved: this build over {c['label']} per pair, median "
+                             f"{c['ratio_median']:.2f} ({c['won']} of {x['attaches']} faster)")
+                out.append(line)
         if "replace" in R:
             s = R["replace"]
             out.append(f"- replace-policy at {s['cidrs']} CIDRs on a live run: attach "
@@ -1611,7 +1647,10 @@ def main():
                     "the empty programs, --rounds interleaved rounds")
     ap.add_argument("--attach-only", action="store_true",
                     help="only the daemon's attaches (from a spare and loading its own, each "
-                    "without and with a host side), --starts times each")
+                    "without and with a host side: --attaches), --starts times each; with "
+                    "--compare, the other build's daemon's attaches interleaved with them")
+    ap.add_argument("--attaches", default=",".join(Bench.ATTACHES),
+                    help="which attaches (spare,fresh,spare_netns,fresh_netns: all)")
     ap.add_argument("--table-only", action="store_true",
                     help="the connect() table and memory per run, nothing after them")
     ap.add_argument("--verifier-only", action="store_true",
@@ -1634,6 +1673,9 @@ def main():
     a.connects = a.connects or (1000 if a.quick else 10000)
     a.sizes = [int(x) for x in (a.sizes or ("10" if a.quick else "10,10000,100000")).split(",")]
     a.out = a.out or f"{REPO}/.output/{'bench-quick' if a.quick else 'bench'}"
+    a.attaches = a.attaches.split(",")
+    if set(a.attaches) - set(Bench.ATTACHES):
+        ap.error(f"--attaches: expected some of {','.join(Bench.ATTACHES)}")
     if os.geteuid():
         sys.exit("make bench needs root")
     if a.verifier_only:

@@ -422,7 +422,7 @@ tap_is "P26 join: the namespace's maps are gone with its last run" \
 # P26, a run killed after its cgroup's programs are pinned and before its host side exists
 # (SLUICE_SELFTEST_KILL=before-tc): its token never joins the namespace's runs, so run a's host
 # side still judges what the dead run's cgroup sends (to run b's host, which only the dead run's
-# policy allows). (Its log was never written: sluice resume cannot be asked to take it over.)
+# policy allows). (Its log, if created, has no run_start: sluice resume refuses to take it over.)
 sluice_start "$SL_TMP/p26a.yaml" "$SL_TMP/p26k-a.jsonl" --netns "/run/netns/$SL_NS_RUN" -- \
 	sh -c "while [ ! -e $j.kend ]; do sleep 0.05; done"
 ka_pid=$SL_RUN_PID ka_id=$SL_RUN_ID

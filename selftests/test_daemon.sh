@@ -507,6 +507,10 @@ if command -v strace >/dev/null; then
 		tap_fail "SIGKILL after an attach's pins: the next daemon owns the run, or it is gone" \
 			"pinned, no state file: $pinned_no_state; $(ls /sys/fs/bpf/sluice/$RK | tr '\n' ' ')left attached to $CG_K, owned by no daemon"
 	fi
+	# the killed daemon was writing the state file its attach would end with (".ID.done",
+	# its fsync held by strace): never renamed into place, and removed by the next daemon
+	tap_is "… and no state file the killed daemon was writing is left" \
+		"$(find "$D/state/runs" -name '.*' -printf '%f ')" ""
 	"$SLUICE" detach --run-id "$RK" >/dev/null 2>&1
 else
 	tap_skip "SIGKILL after an attach's pins" "strace not installed"

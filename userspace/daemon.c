@@ -321,20 +321,37 @@ static int state_path(const struct daemon *d, const char *run_id, char *buf, siz
  * The state file: the run's log path and "\n"; while the attach is under way, "attaching\n"
  * after it. It is written before anything is pinned, so that a daemon killed at any moment of
  * an attach leaves the next one a name for every pin: it takes the run over, or, for an attach
- * its client was never told "ok" of, undoes it.
+ * its client was never told "ok" of, undoes it (adopt_runs). Each form is written whole under
+ * a temporary name (".ID.new", ".ID.done": no run id starts with '.', adopt_runs skips and
+ * removes them), fsynced, and renamed into place: a crash of the host finds either form whole,
+ * never a name with its data missing.
  */
 #define STATE_ATTACHING "attaching\n"
+#define STATE_TMP_ATTACHING ".new"
+#define STATE_TMP_DONE ".done"
 
-static int write_state(struct drun *dr, bool attaching)
+static int state_tmp_path(const struct drun *dr, const char *suffix, char *buf, size_t len)
 {
-	char tmp[PATH_MAX + 8];
+	return util_fmt(buf, len, "%s/runs/.%s%s", dr->d->state_dir, dr->r.run_id, suffix);
+}
+
+/* A name of state_tmp_path's (".ID" and a suffix of theirs). */
+static bool state_tmp_name(const char *name)
+{
+	size_t n = strlen(name), a = strlen(STATE_TMP_ATTACHING), b = strlen(STATE_TMP_DONE);
+
+	return name[0] == '.' &&
+	       ((n > a + 1 && !strcmp(name + n - a, STATE_TMP_ATTACHING)) ||
+		(n > b + 1 && !strcmp(name + n - b, STATE_TMP_DONE)));
+}
+
+/* The state file's content written to tmp, fsynced; on failure tmp is removed. */
+static int state_write_tmp(const struct drun *dr, const char *tmp, bool attaching)
+{
 	int fd, err = 0;
 	size_t len = strlen(dr->r.log_path);
 	size_t alen = attaching ? strlen(STATE_ATTACHING) : 0;
 
-	/* a name no run id can have (ids never start with '.'): "X.new" is a valid run id */
-	if (util_fmt(tmp, sizeof(tmp), "%s/runs/.%s.new", dr->d->state_dir, dr->r.run_id))
-		return -ENAMETOOLONG;
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return -errno;
@@ -343,10 +360,24 @@ static int write_state(struct drun *dr, bool attaching)
 		err = errno ? -errno : -EIO;
 	if (close(fd) && !err)
 		err = -errno;
-	if (!err && rename(tmp, dr->state_path))
-		err = -errno;
 	if (err)
 		unlink(tmp);
+	return err;
+}
+
+/* The state file, in the form attaching says, renamed into place. */
+static int write_state(struct drun *dr, bool attaching)
+{
+	char tmp[PATH_MAX + 16];
+	int err;
+
+	if (state_tmp_path(dr, attaching ? STATE_TMP_ATTACHING : STATE_TMP_DONE, tmp, sizeof(tmp)))
+		return -ENAMETOOLONG;
+	err = state_write_tmp(dr, tmp, attaching);
+	if (!err && rename(tmp, dr->state_path)) {
+		err = -errno;
+		unlink(tmp);
+	}
 	return err;
 }
 
@@ -641,11 +672,25 @@ static void attach_undo(struct drun *dr)
 static int attach_commit(struct daemon *d, struct drun *dr, int64_t t0, int64_t load_ms,
 			 struct control_msg *rep, char *err, size_t err_len)
 {
-	char pre_err[256] = "", ns_what[PATH_MAX + 64], how[64] = "a spare";
-	int n_pre, ret = run_setup_end(&dr->r, err, err_len);
+	char pre_err[256] = "", ns_what[PATH_MAX + 64], how[64] = "a spare", done[PATH_MAX + 16];
+	int n_pre, done_ret = -ECANCELED, ret = run_setup_attach(&dr->r, err, err_len);
 
+	/*
+	 * The state file the attach ends with, written and fsynced while the host side attaches
+	 * (run_setup_attach: the tcx link's grace period; with no host side, nothing to share,
+	 * below), and renamed into place below, where the old one always was: after every layer
+	 * is attached and pinned and run_start is written, before the reply. Until the rename the
+	 * state says "attaching": a daemon killed before it has the attach undone by the next one,
+	 * after it taken over. Only the fsync of the file's data comes sooner, which a SIGKILL
+	 * does not need (the next daemon reads the page cache) and a crash of the host does before
+	 * the rename, as it gets it.
+	 */
+	if (!ret && dr->r.host_side_attaching)
+		done_ret = state_tmp_path(dr, STATE_TMP_DONE, done, sizeof(done)) ?
+				   -ENAMETOOLONG : state_write_tmp(dr, done, false);
+	ret = run_setup_serve(&dr->r, ret, err, err_len);
 	if (ret)
-		return ret;
+		goto out;
 	run_write_start(&dr->r);
 	/*
 	 * The programs judge every connect() from now on; the connections the cgroup's
@@ -661,13 +706,24 @@ static int attach_commit(struct daemon *d, struct drun *dr, int64_t t0, int64_t 
 	 * too): in enforce mode that would leave its denied connections open, and one made
 	 * outside the cgroup is seen by no program. Fail closed: no attach.
 	 */
-	if (n_pre < 0 && dr->r.policy->mode == SL_MODE_ENFORCE)
-		return util_fmt(err, err_len, "the sockets the cgroup's processes already hold "
-					      "could not be judged (%s): refusing to attach in "
-					      "enforce mode with them left open", pre_err), n_pre;
-	ret = write_state(dr, false);
+	if (n_pre < 0 && dr->r.policy->mode == SL_MODE_ENFORCE) {
+		util_fmt(err, err_len, "the sockets the cgroup's processes already hold could not "
+				       "be judged (%s): refusing to attach in enforce mode with them "
+				       "left open", pre_err);
+		ret = n_pre;
+		goto out;
+	}
+	if (done_ret == -ECANCELED)
+		ret = write_state(dr, false);
+	else
+		ret = done_ret ? done_ret : rename(done, dr->state_path) ? -errno : 0;
 	if (ret)
-		return util_fmt(err, err_len, "write %s: %s", dr->state_path, strerror(-ret)), ret;
+		util_fmt(err, err_len, "write %s: %s", dr->state_path, strerror(-ret));
+out:
+	if (ret && !done_ret)
+		unlink(done);
+	if (ret)
+		return ret;
 	add_run(d, dr);
 	dr->r.rec.drain_max = DAEMON_DRAIN_MAX;
 	dr->attached_ms = now_ms() - t0;
@@ -2332,7 +2388,14 @@ static void adopt_runs(struct daemon *d)
 		char *attaching;
 		int n, err;
 
-		if (e->d_name[0] == '.' || run_check_id(e->d_name))
+		if (e->d_name[0] == '.') {
+			/* a state file a killed daemon was writing: never renamed into place */
+			if (state_tmp_name(e->d_name) && unlinkat(dirfd(dir), e->d_name, 0))
+				fprintf(stderr, "sluice daemon: remove %s/%s: %s\n", dirpath,
+					e->d_name, strerror(errno));
+			continue;
+		}
+		if (run_check_id(e->d_name))
 			continue;
 		dr = calloc(1, sizeof(*dr));
 		if (!dr)

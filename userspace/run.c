@@ -641,10 +641,31 @@ void run_finish(struct run *r, bool has_status, int status, const char *why)
 		records_journal_error(&r->rec, err);
 }
 
+/* The host side's attach waited for, if under way; 0 or what it failed with (err says). */
+static int host_side_wait(struct run *r, char *err, size_t err_len)
+{
+	int ret;
+
+	if (!r->host_side_attaching)
+		return 0;
+	r->host_side_attaching = false;
+	ret = util_job_wait(&r->host_side_job);
+	if (ret < 0)
+		util_fmt(err, err_len, "attach tc to the host side of %s: %s%s", r->args.netns,
+			 strerror(-ret), ret == -ENOENT ? " (a veth peer in a namespace sluice "
+							 "cannot name)" : "");
+	return ret < 0 ? ret : 0;
+}
+
 /* Undo in reverse order whatever was set up; every step tolerates "not done". */
 static int teardown(struct run *r)
 {
-	int err, ret = r->hands_off ? 0 : end_processes(r);
+	char tc_err[512];
+	int err, ret;
+
+	/* a host side still attaching (a setup that failed before run_setup_serve) writes r */
+	host_side_wait(r, tc_err, sizeof(tc_err));
+	ret = r->hands_off ? 0 : end_processes(r);
 
 	if (r->hands_off)
 		r->still_running = true; /* not ours to end: attached, pinned, its cgroup kept */
@@ -947,7 +968,44 @@ int run_setup_load(struct run *r, char *err, size_t err_len)
 	return 0;
 }
 
-int run_setup_end(struct run *r, char *err, size_t err_len)
+/* The host side's attach, on a thread of its own (run_setup_attach says why). */
+static int attach_host_side(void *arg)
+{
+	struct run *r = arg;
+
+	return loader_attach_tc(r->loader, r->netns_fd, r->host_side, sizeof(r->host_side));
+}
+
+/* The ring buffer, then the log and its alerts file: what the records need. */
+static int open_records(struct run *r, struct journal_opts *jo, char *err, size_t err_len)
+{
+	int ret;
+
+	r->events = events_new(loader_events_fd(r->loader), &records_handlers, &r->rec);
+	if (!r->events) {
+		ret = -errno;
+		util_fmt(err, err_len, "open ring buffer: %s", strerror(-ret));
+		return ret;
+	}
+	r->rec.events = r->events;
+	/* Every layer is loaded: libbpf parsed the kernel's BTF for each object and freed it,
+	   about 11 MiB of heap the writer would otherwise hold, unused, for the whole run. */
+	malloc_trim(0);
+
+	jo->path = r->log_path;
+	r->journal = journal_open(jo);
+	if (!r->journal) {
+		ret = -errno;
+		util_fmt(err, err_len, "create log %s (and %s.checkpoints): %s%s", r->log_path,
+			 r->log_path, strerror(-ret),
+			 ret == -EEXIST ? " (logs are never overwritten)" : "");
+		return ret;
+	}
+	r->rec.journal = r->journal;
+	return run_open_alerts(r, err, err_len);
+}
+
+int run_setup_attach(struct run *r, char *err, size_t err_len)
 {
 	const struct loader_opts *lo = &r->setup_lo;
 	const char *lsm_why;
@@ -1001,39 +1059,32 @@ int run_setup_end(struct run *r, char *err, size_t err_len)
 	if (jo.keep_plain)
 		fprintf(stderr, "sluice: SLUICE_SELFTEST_KEEP_PLAIN is set: rotated log segments are "
 				"not compressed\n");
+	/*
+	 * The host side, after the cgroup's links (a take-over reads that order from the pins:
+	 * loader_reopen), on a thread of its own while this one opens the ring buffer and the log,
+	 * and the caller does its own part before run_setup_serve: the kernel makes a new tcx link
+	 * wait out an RCU grace period (the device's program array is swapped: ~10 ms however idle
+	 * the device), the log waits for its directory's fsync, and neither needs the other.
+	 * Waited for (run_setup_serve) before anything uses the host side (run_start names it),
+	 * before the resolver serves, and before the reply that says the run is attached. A host
+	 * side that fails after the log was created leaves no log: the run never started
+	 * (run_close discards it); killed meanwhile, a run may leave one with its log_start alone,
+	 * as one killed before its run_start always could.
+	 */
 	if (r->netns_fd >= 0 && !r->no_backstop) {
-		ret = loader_attach_tc(r->loader, r->netns_fd, r->host_side, sizeof(r->host_side));
-		if (ret < 0) {
-			util_fmt(err, err_len, "attach tc to the host side of %s: %s%s",
-				 r->args.netns, strerror(-ret),
-				 ret == -ENOENT ? " (a veth peer in a namespace sluice cannot name)" : "");
-			return ret;
-		}
+		util_job_start(&r->host_side_job, attach_host_side, r);
+		r->host_side_attaching = true;
 	}
+	return open_records(r, &jo, err, err_len);
+}
 
-	r->events = events_new(loader_events_fd(r->loader), &records_handlers, &r->rec);
-	if (!r->events) {
-		ret = -errno;
-		util_fmt(err, err_len, "open ring buffer: %s", strerror(-ret));
-		return ret;
-	}
-	r->rec.events = r->events;
-	/* Every layer is loaded: libbpf parsed the kernel's BTF for each object and freed it,
-	   about 11 MiB of heap the writer would otherwise hold, unused, for the whole run. */
-	malloc_trim(0);
+int run_setup_serve(struct run *r, int ret, char *err, size_t err_len)
+{
+	/* the host side's failure says why, before the log's (it came first) */
+	int tc_ret = host_side_wait(r, err, err_len);
 
-	/* Last, so that a failed setup leaves no empty log behind. */
-	jo.path = r->log_path;
-	r->journal = journal_open(&jo);
-	if (!r->journal) {
-		ret = -errno;
-		util_fmt(err, err_len, "create log %s (and %s.checkpoints): %s%s", r->log_path,
-			 r->log_path, strerror(-ret),
-			 ret == -EEXIST ? " (logs are never overwritten)" : "");
-		return ret;
-	}
-	r->rec.journal = r->journal;
-	ret = run_open_alerts(r, err, err_len);
+	if (tc_ret)
+		return tc_ret;
 	if (ret)
 		return ret;
 	/* The log exists: from here on the resolver may report queries into it. */
@@ -1041,6 +1092,11 @@ int run_setup_end(struct run *r, char *err, size_t err_len)
 	if (ret)
 		util_fmt(err, err_len, "start the run's resolver: %s", strerror(-ret));
 	return ret;
+}
+
+int run_setup_end(struct run *r, char *err, size_t err_len)
+{
+	return run_setup_serve(r, run_setup_attach(r, err, err_len), err, err_len);
 }
 
 int run_setup(struct run *r, char *err, size_t err_len)

@@ -18,6 +18,7 @@
 #include "journal.h"
 #include "note.h"
 #include "records.h"
+#include "util.h"
 
 /* Exit statuses of sluice itself, apart from the command's own (docker/env convention). */
 /* the log could not be written at some point (lines, records perhaps, are not in it) */
@@ -109,6 +110,9 @@ struct run {
 	bool from_spare;      /* the programs are a spare's */
 	const char *spare_why; /* else why not (static) */
 	struct loader_opts setup_lo; /* the programs' options, from run_setup_begin to _end */
+	/* the host side attaching on a thread of its own, from run_setup_attach to _serve */
+	struct util_job host_side_job;
+	bool host_side_attaching;
 };
 
 /* argv starts after "run". Returns the process exit status. */
@@ -180,6 +184,17 @@ int run_setup(struct run *r, char *err, size_t err_len);
 int run_setup_begin(struct run *r, bool *need_load, char *err, size_t err_len);
 int run_setup_load(struct run *r, char *err, size_t err_len);
 int run_setup_end(struct run *r, char *err, size_t err_len);
+
+/*
+ * run_setup_end in two halves, for a caller with work of its own to do while the host side
+ * attaches (the daemon's state file). run_setup_attach: the cgroup's programs attached, the
+ * host side attaching on a thread of its own (a new tcx link waits out an RCU grace period in
+ * the kernel), the ring buffer and the log opened meanwhile. run_setup_serve: the host side
+ * waited for, then the resolver serving. Every attach is followed by a serve, given attach's
+ * return, failed or not; it returns the first failure (the host side's before the log's).
+ */
+int run_setup_attach(struct run *r, char *err, size_t err_len);
+int run_setup_serve(struct run *r, int ret, char *err, size_t err_len);
 
 /* The log's run_start line: how the run was started (after run_setup). */
 void run_write_start(struct run *r);

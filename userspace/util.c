@@ -93,6 +93,30 @@ int util_replace_file(const char *path, const char *buf, size_t len, mode_t mode
 	return err;
 }
 
+static void *job_main(void *arg)
+{
+	struct util_job *job = arg;
+
+	job->ret = job->fn(job->arg);
+	return NULL;
+}
+
+void util_job_start(struct util_job *job, int (*fn)(void *arg), void *arg)
+{
+	*job = (struct util_job){ .fn = fn, .arg = arg };
+	job->threaded = !pthread_create(&job->thread, NULL, job_main, job);
+	if (!job->threaded)
+		job_main(job);
+}
+
+int util_job_wait(struct util_job *job)
+{
+	if (job->threaded)
+		pthread_join(job->thread, NULL);
+	job->threaded = false;
+	return job->ret;
+}
+
 int util_write_file(const char *path, const char *s)
 {
 	size_t len = strlen(s);

@@ -5,6 +5,8 @@
 
 #include <sys/types.h>
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 /* snprintf that returns -ENAMETOOLONG on truncation and -EINVAL on an encoding error. */
@@ -38,5 +40,21 @@ int util_hex(const void *in, size_t n, char *out, size_t size);
 
 /* Undo the octal escapes (\040 for a space, …) that /proc/self/mountinfo uses in paths. */
 int util_unescape_mountinfo(char *s);
+
+/*
+ * fn(arg) run beside its caller, for a wait (a kernel's grace period, a disk's flush) that
+ * others may share: on a thread of its own where one can be started, else at once on the
+ * caller's. Every started job is waited for; util_job_wait returns what fn returned.
+ */
+struct util_job {
+	int (*fn)(void *arg);
+	void *arg;
+	int ret;
+	bool threaded;
+	pthread_t thread;
+};
+
+void util_job_start(struct util_job *job, int (*fn)(void *arg), void *arg);
+int util_job_wait(struct util_job *job);
 
 #endif /* SLUICE_UTIL_H */
