@@ -1061,6 +1061,7 @@ class Bench:
                 for label, binary, t in builds}
         extra = {label: {"netns": f"/run/netns/{self.client(t)}"} if netns else {}
                  for label, _, t in builds}
+        binaries = {label: binary for label, binary, _ in builds}
         ms = {label: [] for label, _, _ in builds}
         taken = {label: 0 for label, _, _ in builds}
         for i in range(times):
@@ -1078,7 +1079,7 @@ class Bench:
                                          "policy": pol, **extra[label]})
                 ms[label].append((time.monotonic() - t0) * 1e3)
                 taken[label] += bool(rep.get("spare"))
-                run(SLUICE, "detach", "--run-id", rid, check=False, env=env)
+                run(binaries[label], "detach", "--run-id", rid, env=env)
         out = {"median_ms": statistics.median(ms["sluice"]), "p90_ms": pctl(ms["sluice"], 0.9),
                "min_ms": min(ms["sluice"]), "from_spare": taken["sluice"], "attaches": times,
                "ms": ms["sluice"]}

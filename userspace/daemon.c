@@ -689,6 +689,14 @@ static int attach_commit(struct daemon *d, struct drun *dr, int64_t t0, int64_t 
 		done_ret = state_tmp_path(dr, STATE_TMP_DONE, done, sizeof(done)) ?
 				   -ENAMETOOLONG : state_write_tmp(dr, done, false);
 	ret = run_setup_serve(&dr->r, ret, err, err_len);
+	/*
+	 * a state file that could not be written fails the attach before run_start and before
+	 * the scan's kills: its workload's connections are not cut for a run that is undone
+	 */
+	if (!ret && done_ret && done_ret != -ECANCELED) {
+		util_fmt(err, err_len, "write %s: %s", dr->state_path, strerror(-done_ret));
+		ret = done_ret;
+	}
 	if (ret)
 		goto out;
 	run_write_start(&dr->r);
@@ -2117,9 +2125,7 @@ static void loads_start(struct daemon *d)
 		*q = bg->next;
 		bg->next = NULL;
 		if (!load_unwanted(bg)) {
-			/* it inherits the loop's mask (block_signals): every signal stays the
-			   loop's */
-			err = pthread_create(&bg->thread, NULL, load_thread, bg);
+			err = -util_thread_create(&bg->thread, load_thread, bg);
 			if (!err) {
 				bg->started = true;
 				d->loads_running++;

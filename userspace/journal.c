@@ -620,15 +620,7 @@ static void worker_destroy(struct worker *w)
 /* Start w's thread, fn(arg): 0 or -errno. Takes no lock; sets nothing (the caller says started). */
 static int worker_start(struct worker *w, void *(*fn)(void *), void *arg)
 {
-	sigset_t all, old;
-	int err;
-
-	/* signals are for the run's loop (signalfd), never for this thread */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = -pthread_create(&w->thread, NULL, fn, arg);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return err;
+	return util_thread_create(&w->thread, fn, arg);
 }
 
 /*

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "pool.h"
+#include "util.h"
 
 #define POOL_MAX 16
 
@@ -103,7 +104,7 @@ int pool_new(unsigned int want, const struct loader_caps *caps, bool verbose, st
 		err = -errno;
 		goto fail;
 	}
-	err = -pthread_create(&p->thread, NULL, pool_thread, p);
+	err = util_thread_create(&p->thread, pool_thread, p);
 	if (err)
 		goto fail;
 	p->thread_up = true;

@@ -1130,14 +1130,14 @@ int resolver_serve(struct resolver *r, struct loader *loader)
 
 	r->loader = loader;
 	for (i = 0; i < N_WORKERS; i++) {
-		err = pthread_create(&r->workers[i], NULL, worker, r);
+		err = util_thread_create(&r->workers[i], worker, r);
 		if (err)
-			return -err;
+			return err;
 		r->n_workers++;
 	}
-	err = pthread_create(&r->acceptor, NULL, acceptor, r);
+	err = util_thread_create(&r->acceptor, acceptor, r);
 	if (err)
-		return -err;
+		return err;
 	r->acceptor_started = true;
 	return 0;
 }

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,10 +102,22 @@ static void *job_main(void *arg)
 	return NULL;
 }
 
+int util_thread_create(pthread_t *thread, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	int err;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = -pthread_create(thread, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return err;
+}
+
 void util_job_start(struct util_job *job, int (*fn)(void *arg), void *arg)
 {
 	*job = (struct util_job){ .fn = fn, .arg = arg };
-	job->threaded = !pthread_create(&job->thread, NULL, job_main, job);
+	job->threaded = !util_thread_create(&job->thread, job_main, job);
 	if (!job->threaded)
 		job_main(job);
 }

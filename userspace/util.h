@@ -42,6 +42,11 @@ int util_hex(const void *in, size_t n, char *out, size_t size);
 int util_unescape_mountinfo(char *s);
 
 /*
+ * pthread_create(3) with every signal blocked in the new thread: signals are for a process's
+ * loop (its signalfd), never for a worker, whatever mask the caller's thread has. 0 or -errno.
+ */
+int util_thread_create(pthread_t *thread, void *(*fn)(void *), void *arg);
+/*
  * fn(arg) run beside its caller, for a wait (a kernel's grace period, a disk's flush) that
  * others may share: on a thread of its own where one can be started, else at once on the
  * caller's. Every started job is waited for; util_job_wait returns what fn returned.
