@@ -3844,6 +3844,39 @@ static const char *staged_mismatch(const struct loader *l, const struct staged_s
 }
 
 /*
+ * The staged connect or sendmsg link i (pinned as STAGED_PIN "lsm-...") takes the run's pin of
+ * that hook: the rename replaces the old link's pin at once, and the old link, pinned no more,
+ * is detached with its last descriptor (l->lsm_links[i], closed here). The new link is then held
+ * through its pin (a handle that names the pin, which loader_detach unpins); *staged, the
+ * committing writer's handle of it (NULL: none), is closed. A rename is the only way: libbpf
+ * pins a link once (bpf_link__pin of a link it pinned before is -EBUSY), and a second pin made
+ * beside the staged one would leave the old link pinned, judging under the old policy for as
+ * long as the run lives, and every writer taking the run over refusing it as of two sets.
+ */
+static int lsm_take_staged(struct loader *l, int i, struct bpf_link **staged)
+{
+	char from[PATH_MAX], to[PATH_MAX];
+	struct bpf_link *link;
+	int err;
+
+	if (staged_path(l, lsm_link_names[i], from) ||
+	    util_fmt(to, sizeof(to), "%s/%s", l->pin_dir, lsm_link_names[i]))
+		return -ENAMETOOLONG;
+	if (rename(from, to))
+		return -errno;
+	err = reopen_link(l->pin_dir, lsm_link_names[i], &link);
+	if (err)
+		return err;
+	bpf_link__destroy(l->lsm_links[i]);
+	l->lsm_links[i] = link;
+	if (staged) {
+		bpf_link__destroy(*staged);
+		*staged = NULL;
+	}
+	return 0;
+}
+
+/*
  * A writer killed inside a switch's commit, while it moved the run's links (loader_next_commit):
  * some hooks run the new set's programs, some the old one's, each enforcing one of two policies.
  * When the new set is staged (see STAGED_PIN) and is the switch the log's open policy_switch_begin
@@ -3954,22 +3987,9 @@ static int reopen_finish_commit(struct loader *l, const struct loader_open_switc
 	    bpf_link_update(bpf_link__fd(l->lsm_links[0]), st.lsm_fd[0], NULL))
 		err = -errno;
 	/* the staged connect and sendmsg links take the pins: the old ones, unpinned, go */
-	for (i = 1; !err && i < 3; i++) {
-		char from[PATH_MAX], to[PATH_MAX];
-
-		if (!lsm_old[i])
-			continue;
-		if (staged_path(l, lsm_link_names[i], from) ||
-		    util_fmt(to, sizeof(to), "%s/%s", l->pin_dir, lsm_link_names[i]))
-			err = -ENAMETOOLONG;
-		else if (rename(from, to))
-			err = -errno;
-		if (err)
-			break;
-		bpf_link__destroy(l->lsm_links[i]);
-		l->lsm_links[i] = NULL;
-		err = reopen_link(l->pin_dir, lsm_link_names[i], &l->lsm_links[i]);
-	}
+	for (i = 1; !err && i < 3; i++)
+		if (lsm_old[i])
+			err = lsm_take_staged(l, i, NULL);
 	for (i = 0; !err && i < l->n_clsact_pins; i++) {
 		struct clsact_pin *c = &l->clsact_pins[i];
 
@@ -4111,8 +4131,19 @@ int loader_next_commit(struct loader *l, struct loader_next *n, char *err_msg, s
 	}
 	/* the new LSM hooks judge alone now: the old ones go, the new ones take their pins */
 	for (i = 1; i < 3 && n->lsm_staged[i]; i++) {
-		if (l->pin_dir[0])
-			repin(l, lsm_link_names[i], pin_link, n->lsm_staged[i]);
+		if (l->pin_dir[0]) {
+			err = lsm_take_staged(l, i, &n->lsm_staged[i]);
+			if (!err)
+				continue;
+			/*
+			 * (not seen: a rename within bpffs) the old link must not judge on, pinned:
+			 * the new one, held by this writer only, judges alone
+			 */
+			fprintf(stderr, "sluice: %s: pin the new %s link: %s; a writer taking the "
+					"run over will find no BPF-LSM layer\n", l->pin_dir,
+				lsm_link_names[i], strerror(-err));
+			bpf_link__unpin(l->lsm_links[i]);
+		}
 		bpf_link__destroy(l->lsm_links[i]);
 		l->lsm_links[i] = n->lsm_staged[i];
 		n->lsm_staged[i] = NULL;
