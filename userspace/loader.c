@@ -1938,10 +1938,19 @@ fail:
 	libbpf_unhush(old);
 }
 
+/*
+ * The run has a BPF-LSM layer: loaded by this writer, or found pinned by one that took the run
+ * over (its links only: a switch loads a new layer all the same, sharing the old one's maps).
+ */
+static bool lsm_layer(const struct loader *l)
+{
+	return l->lsm || l->lsm_links[1];
+}
+
 bool loader_lsm_active(const struct loader *l, const char **why)
 {
 	*why = l->lsm_why;
-	return l->lsm != NULL;
+	return lsm_layer(l);
 }
 
 int loader_attach(struct loader *l, int cgroup_fd, uint64_t cgroup_id, int cgroup_level,
@@ -3064,14 +3073,23 @@ static int collect_run_programs(struct loader *l)
 	return err;
 }
 
-/* The run's programs and maps (collect_run_programs), and what the kernel can (for a switch). */
+/*
+ * The run's programs and maps (collect_run_programs), the LSM layer's own (its sl_run_cgroup,
+ * which the new layer shares), and what the kernel can (for a switch).
+ */
 static int reopen_programs(struct loader *l)
 {
-	int err;
+	int err, fd;
 
 	if (l->run_collected)
 		return 0;
 	err = collect_run_programs(l);
+	if (!err && l->lsm_links[1]) {
+		fd = link_prog_fd(l->lsm_links[1]);
+		err = fd < 0 ? fd : run_maps_add(l, fd);
+		if (fd >= 0)
+			close(fd);
+	}
 	if (!err)
 		l->frag_check = kernel_has_kfunc("bpf_cast_to_kern_ctx");
 	if (err)
@@ -3252,13 +3270,7 @@ int loader_next_load(struct loader *l, const struct policy *p, const struct poli
 
 	*out = NULL;
 	if (!l->skb) {
-		/*
-		 * A resumed writer: the run's programs and their maps from the kernel. Its LSM
-		 * layer's connect and sendmsg hooks are not cgroup links this writer could move or
-		 * replace with a policy of its own: refused rather than left on the old policy.
-		 */
-		if (l->lsm_links[0] || l->lsm_links[1] || l->lsm_links[2])
-			return -EOPNOTSUPP;
+		/* a resumed writer: the run's programs and their maps from the kernel */
 		err = reopen_programs(l);
 		if (err)
 			return err;
@@ -3337,10 +3349,14 @@ int loader_next_load(struct loader *l, const struct policy *p, const struct poli
 		err = sl_tc__load(n->tc);
 	if (err)
 		goto fail;
-	if (l->lsm) {
+	if (lsm_layer(l)) {
 		n->lsm = sl_lsm__open();
-		/* (its cgroup is in the configuration the new set copied) */
-		err = n->lsm ? next_share(n->lsm->obj, n->skel->obj, l->lsm->obj, l) : -errno;
+		/*
+		 * (its cgroup is in the configuration the new set copied, and in the old layer's
+		 * sl_run_cgroup, which a resumed writer finds through the connect link's program)
+		 */
+		err = n->lsm ? next_share(n->lsm->obj, n->skel->obj, l->lsm ? l->lsm->obj : NULL, l) :
+			       -errno;
 		if (!err)
 			err = sl_lsm__load(n->lsm);
 		if (err)
@@ -3637,7 +3653,7 @@ static int stage(const struct loader *l, struct loader_next *n)
 {
 	int i, err = 0;
 
-	if (l->lsm && n->lsm) {
+	if (n->lsm) {
 		n->lsm_staged[1] = bpf_program__attach_lsm(n->lsm->progs.sl_lsm_connect);
 		n->lsm_staged[2] = n->lsm_staged[1] ?
 					   bpf_program__attach_lsm(n->lsm->progs.sl_lsm_sendmsg) :
@@ -4075,7 +4091,7 @@ static int commit_moves(struct loader *l, struct loader_next *n, int *n_links, i
 		if (t == 0 && l->n_tc > 1)
 			loader_selftest_kill("in-tc");
 	}
-	if (l->lsm && n->lsm && l->lsm_links[0] &&
+	if (n->lsm && l->lsm_links[0] &&
 	    bpf_link_update(bpf_link__fd(l->lsm_links[0]),
 			    bpf_program__fd(n->lsm->progs.sl_lsm_socket_create), NULL)) {
 		err = -errno;
