@@ -304,16 +304,29 @@ rules:
     ports: [80]
 EOP
 # lsm_hook RUN: the program the run's pinned LSM connect link runs, and the sl_run_cgroup map it
-# reads (which cgroup's tasks it judges: a new layer must read the run's, not an empty one)
+# reads (which cgroup's tasks it judges: a new layer must read the run's, not an empty one).
+# The link through bpf(2) itself: bpftool link show pinned exited 255 on it in the 6.12 VM.
 lsm_hook() {
 	python3 - "/sys/fs/bpf/sluice/$1/lsm-connect" <<'PY'
-import json, subprocess, sys
+import ctypes, json, os, subprocess, sys
+libc = ctypes.CDLL(None, use_errno=True)
+SYS_BPF, BPF_OBJ_GET, BPF_OBJ_GET_INFO_BY_FD = 321, 7, 15  # (x86_64)
+def bpf(cmd, attr):
+    r = libc.syscall(ctypes.c_long(SYS_BPF), ctypes.c_long(cmd), ctypes.byref(attr),
+                     ctypes.c_long(ctypes.sizeof(attr)))
+    if r < 0:
+        sys.exit("bpf(%d) on %s: %s" % (cmd, sys.argv[1], os.strerror(ctypes.get_errno())))
+    return r
 def bt(*a):
     return json.loads(subprocess.run(["bpftool", "-j", *a], capture_output=True, check=True).stdout)
-prog = bt("link", "show", "pinned", sys.argv[1])["prog_id"]
-maps = [m for m in bt("prog", "show", "id", str(prog)).get("map_ids", [])
+path = ctypes.create_string_buffer(sys.argv[1].encode())
+fd = bpf(BPF_OBJ_GET, (ctypes.c_uint64 * 16)(ctypes.addressof(path)))
+info = (ctypes.c_uint32 * 64)()  # struct bpf_link_info: type, id, prog_id, ...
+bpf(BPF_OBJ_GET_INFO_BY_FD, (ctypes.c_uint64 * 16)(fd | ctypes.sizeof(info) << 32,
+                                                    ctypes.addressof(info)))
+maps = [m for m in bt("prog", "show", "id", str(info[2])).get("map_ids", [])
         if bt("map", "show", "id", str(m))["name"] == "sl_run_cgroup"]
-print(prog, *maps)
+print(info[2], *maps)
 PY
 }
 lsm_a=
