@@ -3841,20 +3841,30 @@ static const char *staged_mismatch(const struct loader *l, const struct staged_s
 	if ((l->n_tc || l->n_clsact_pins) &&
 	    (st->tc_fd < 0 || prog_cfg_id(l, st->tc_fd) != st->cfg_id))
 		return "its host-side program is not one set with its configuration";
+	/*
+	 * A connect or sendmsg link with no staged pin may be the staged one already: the commit
+	 * renames their staged pins over the run's before it re-pins the maps (a writer killed in
+	 * between, "in-commit"), and that link then runs a program of the staged set.
+	 */
 	for (i = 0; i < 3; i++) {
+		bool moved = false;
 		int fd;
 		__u32 id;
 
 		if (!l->lsm_links[i])
 			continue;
-		if (st->lsm_fd[i] < 0)
+		if (st->lsm_fd[i] >= 0)
+			fd = i ? bpf_prog_get_fd_by_id(st->lsm_prog_id[i]) : dup(st->lsm_fd[0]);
+		else if (i)
+			fd = link_prog_fd(l->lsm_links[i]), moved = true;
+		else
 			return "its BPF-LSM layer is not staged";
-		fd = i ? bpf_prog_get_fd_by_id(st->lsm_prog_id[i]) : dup(st->lsm_fd[0]);
 		id = fd < 0 ? 0 : prog_cfg_id(l, fd);
 		if (fd >= 0)
 			close(fd);
 		if (id != st->cfg_id)
-			return "its BPF-LSM programs are not one set with its configuration";
+			return moved ? "its BPF-LSM layer is not staged" :
+				       "its BPF-LSM programs are not one set with its configuration";
 	}
 	return NULL;
 }
