@@ -265,7 +265,12 @@ log=$SL_TMP/off.jsonl
 SLUICE_SELFTEST_NO_SECCOMP=1 sluice_run "$policy" "$log" --user nobody --netns "$NS" -- \
 	"$FAM" socket:vsock io_uring listener
 tap_is "P23 filter off: run_start says so" "$(log_run_start_field "$log" seccomp)" False
-if [[ $vsock_hole -eq 1 ]]; then
+if [[ $vsock_hole -eq 1 && $(log_run_start_field "$log" lsm) == True ]]; then
+	# the BPF-LSM layer (make vmtest's 6.12) refuses a family the policy does not allow as well
+	tap_check "P23 filter off: the BPF-LSM layer refuses socket(AF_VSOCK) all the same" \
+		sh -c '! grep -qx "socket:vsock ok" "$1" && [ "$2" -ge 1 ]' sh "$SL_OUT" \
+		"$(log_count "$log" type=decision hook=lsm reason=socket_kind)"
+elif [[ $vsock_hole -eq 1 ]]; then
 	tap_check "P23 filter off: socket(AF_VSOCK) is created" grep -qx "socket:vsock ok" "$SL_OUT"
 fi
 tap_check "P23 filter off: io_uring_setup works" grep -qx "io_uring ok" "$SL_OUT"

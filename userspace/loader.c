@@ -2224,10 +2224,19 @@ fail:
 	libbpf_unhush(old);
 }
 
+/*
+ * The run has a BPF-LSM layer: loaded by this writer, or found pinned by one that took the run
+ * over (its links only: a switch loads a new layer all the same, sharing the old one's maps).
+ */
+static bool lsm_layer(const struct loader *l)
+{
+	return l->lsm || l->lsm_links[1];
+}
+
 bool loader_lsm_active(const struct loader *l, const char **why)
 {
 	*why = l->lsm_why;
-	return l->lsm != NULL;
+	return lsm_layer(l);
 }
 
 int loader_attach(struct loader *l, int cgroup_fd, uint64_t cgroup_id, int cgroup_level,
@@ -3360,14 +3369,23 @@ static int collect_run_programs(struct loader *l)
 	return err;
 }
 
-/* The run's programs and maps (collect_run_programs), and what the kernel can (for a switch). */
+/*
+ * The run's programs and maps (collect_run_programs), the LSM layer's own (its sl_run_cgroup,
+ * which the new layer shares), and what the kernel can (for a switch).
+ */
 static int reopen_programs(struct loader *l)
 {
-	int err;
+	int err, fd;
 
 	if (l->run_collected)
 		return 0;
 	err = collect_run_programs(l);
+	if (!err && l->lsm_links[1]) {
+		fd = link_prog_fd(l->lsm_links[1]);
+		err = fd < 0 ? fd : run_maps_add(l, fd);
+		if (fd >= 0)
+			close(fd);
+	}
 	if (!err)
 		l->frag_check = kernel_has_kfunc("bpf_cast_to_kern_ctx");
 	if (err)
@@ -3548,13 +3566,7 @@ int loader_next_load(struct loader *l, const struct policy *p, const struct poli
 
 	*out = NULL;
 	if (!l->skb) {
-		/*
-		 * A resumed writer: the run's programs and their maps from the kernel. Its LSM
-		 * layer's connect and sendmsg hooks are not cgroup links this writer could move or
-		 * replace with a policy of its own: refused rather than left on the old policy.
-		 */
-		if (l->lsm_links[0] || l->lsm_links[1] || l->lsm_links[2])
-			return -EOPNOTSUPP;
+		/* a resumed writer: the run's programs and their maps from the kernel */
 		err = reopen_programs(l);
 		if (err)
 			return err;
@@ -3633,10 +3645,14 @@ int loader_next_load(struct loader *l, const struct policy *p, const struct poli
 		err = sl_tc__load(n->tc);
 	if (err)
 		goto fail;
-	if (l->lsm) {
+	if (lsm_layer(l)) {
 		n->lsm = sl_lsm__open();
-		/* (its cgroup is in the configuration the new set copied) */
-		err = n->lsm ? next_share(n->lsm->obj, n->skel->obj, l->lsm->obj, l) : -errno;
+		/*
+		 * (its cgroup is in the configuration the new set copied, and in the old layer's
+		 * sl_run_cgroup, which a resumed writer finds through the connect link's program)
+		 */
+		err = n->lsm ? next_share(n->lsm->obj, n->skel->obj, l->lsm ? l->lsm->obj : NULL, l) :
+			       -errno;
 		if (!err)
 			err = sl_lsm__load(n->lsm);
 		if (err)
@@ -3933,7 +3949,7 @@ static int stage(const struct loader *l, struct loader_next *n)
 {
 	int i, err = 0;
 
-	if (l->lsm && n->lsm) {
+	if (n->lsm) {
 		n->lsm_staged[1] = bpf_program__attach_lsm(n->lsm->progs.sl_lsm_connect);
 		n->lsm_staged[2] = n->lsm_staged[1] ?
 					   bpf_program__attach_lsm(n->lsm->progs.sl_lsm_sendmsg) :
@@ -4121,22 +4137,65 @@ static const char *staged_mismatch(const struct loader *l, const struct staged_s
 	if ((l->n_tc || l->n_clsact_pins) &&
 	    (st->tc_fd < 0 || prog_cfg_id(l, st->tc_fd) != st->cfg_id))
 		return "its host-side program is not one set with its configuration";
+	/*
+	 * A connect or sendmsg link with no staged pin may be the staged one already: the commit
+	 * renames their staged pins over the run's before it re-pins the maps (a writer killed in
+	 * between, "in-commit"), and that link then runs a program of the staged set.
+	 */
 	for (i = 0; i < 3; i++) {
+		bool moved = false;
 		int fd;
 		__u32 id;
 
 		if (!l->lsm_links[i])
 			continue;
-		if (st->lsm_fd[i] < 0)
+		if (st->lsm_fd[i] >= 0)
+			fd = i ? bpf_prog_get_fd_by_id(st->lsm_prog_id[i]) : dup(st->lsm_fd[0]);
+		else if (i)
+			fd = link_prog_fd(l->lsm_links[i]), moved = true;
+		else
 			return "its BPF-LSM layer is not staged";
-		fd = i ? bpf_prog_get_fd_by_id(st->lsm_prog_id[i]) : dup(st->lsm_fd[0]);
 		id = fd < 0 ? 0 : prog_cfg_id(l, fd);
 		if (fd >= 0)
 			close(fd);
 		if (id != st->cfg_id)
-			return "its BPF-LSM programs are not one set with its configuration";
+			return moved ? "its BPF-LSM layer is not staged" :
+				       "its BPF-LSM programs are not one set with its configuration";
 	}
 	return NULL;
+}
+
+/*
+ * The staged connect or sendmsg link i (pinned as STAGED_PIN "lsm-...") takes the run's pin of
+ * that hook: the rename replaces the old link's pin at once, and the old link, pinned no more,
+ * is detached with its last descriptor (l->lsm_links[i], closed here). The new link is then held
+ * through its pin (a handle that names the pin, which loader_detach unpins); *staged, the
+ * committing writer's handle of it (NULL: none), is closed. A rename is the only way: libbpf
+ * pins a link once (bpf_link__pin of a link it pinned before is -EBUSY), and a second pin made
+ * beside the staged one would leave the old link pinned, judging under the old policy for as
+ * long as the run lives, and every writer taking the run over refusing it as of two sets.
+ */
+static int lsm_take_staged(struct loader *l, int i, struct bpf_link **staged)
+{
+	char from[PATH_MAX], to[PATH_MAX];
+	struct bpf_link *link;
+	int err;
+
+	if (staged_path(l, lsm_link_names[i], from) ||
+	    util_fmt(to, sizeof(to), "%s/%s", l->pin_dir, lsm_link_names[i]))
+		return -ENAMETOOLONG;
+	if (rename(from, to))
+		return -errno;
+	err = reopen_link(l->pin_dir, lsm_link_names[i], &link);
+	if (err)
+		return err;
+	bpf_link__destroy(l->lsm_links[i]);
+	l->lsm_links[i] = link;
+	if (staged) {
+		bpf_link__destroy(*staged);
+		*staged = NULL;
+	}
+	return 0;
 }
 
 /*
@@ -4250,22 +4309,9 @@ static int reopen_finish_commit(struct loader *l, const struct loader_open_switc
 	    bpf_link_update(bpf_link__fd(l->lsm_links[0]), st.lsm_fd[0], NULL))
 		err = -errno;
 	/* the staged connect and sendmsg links take the pins: the old ones, unpinned, go */
-	for (i = 1; !err && i < 3; i++) {
-		char from[PATH_MAX], to[PATH_MAX];
-
-		if (!lsm_old[i])
-			continue;
-		if (staged_path(l, lsm_link_names[i], from) ||
-		    util_fmt(to, sizeof(to), "%s/%s", l->pin_dir, lsm_link_names[i]))
-			err = -ENAMETOOLONG;
-		else if (rename(from, to))
-			err = -errno;
-		if (err)
-			break;
-		bpf_link__destroy(l->lsm_links[i]);
-		l->lsm_links[i] = NULL;
-		err = reopen_link(l->pin_dir, lsm_link_names[i], &l->lsm_links[i]);
-	}
+	for (i = 1; !err && i < 3; i++)
+		if (lsm_old[i])
+			err = lsm_take_staged(l, i, NULL);
 	for (i = 0; !err && i < l->n_clsact_pins; i++) {
 		struct clsact_pin *c = &l->clsact_pins[i];
 
@@ -4353,7 +4399,7 @@ static int commit_moves(struct loader *l, struct loader_next *n, int *n_links, i
 		if (t == 0 && l->n_tc > 1)
 			loader_selftest_kill("in-tc");
 	}
-	if (l->lsm && n->lsm && l->lsm_links[0] &&
+	if (n->lsm && l->lsm_links[0] &&
 	    bpf_link_update(bpf_link__fd(l->lsm_links[0]),
 			    bpf_program__fd(n->lsm->progs.sl_lsm_socket_create), NULL)) {
 		err = -errno;
@@ -4409,8 +4455,19 @@ int loader_next_commit(struct loader *l, struct loader_next *n, char *err_msg, s
 	}
 	/* the new LSM hooks judge alone now: the old ones go, the new ones take their pins */
 	for (i = 1; i < 3 && n->lsm_staged[i]; i++) {
-		if (l->pin_dir[0])
-			repin(l, lsm_link_names[i], pin_link, n->lsm_staged[i]);
+		if (l->pin_dir[0]) {
+			err = lsm_take_staged(l, i, &n->lsm_staged[i]);
+			if (!err)
+				continue;
+			/*
+			 * (not seen: a rename within bpffs) the old link must not judge on, pinned:
+			 * the new one, held by this writer only, judges alone
+			 */
+			fprintf(stderr, "sluice: %s: pin the new %s link: %s; a writer taking the "
+					"run over will find no BPF-LSM layer\n", l->pin_dir,
+				lsm_link_names[i], strerror(-err));
+			bpf_link__unpin(l->lsm_links[i]);
+		}
 		bpf_link__destroy(l->lsm_links[i]);
 		l->lsm_links[i] = n->lsm_staged[i];
 		n->lsm_staged[i] = NULL;

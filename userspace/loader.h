@@ -316,8 +316,8 @@ void loader_destroy(struct loader *l);
  * frees the old set; on failure it moves back what it moved and says why in err (where a move
  * back fails, it finishes the commit forward instead: 0; failing that too, -ENOTRECOVERABLE,
  * both sets stay as they are, the hooks running programs of both). A resumed
- * writer's loader (loader_reopen) finds the run's programs and maps through its links; -EOPNOTSUPP
- * where the run has a BPF-LSM layer (hooks it cannot move). Each switch is a new generation
+ * writer's loader (loader_reopen) finds the run's programs and maps through its links (the
+ * BPF-LSM layer's too: a new layer is loaded on them). Each switch is a new generation
  * (sl_cfg.era, loader_era), a set-mode too: the packet layer judges in full every flow not
  * stamped with it, and judges it again at its next packet out (the backstop), unless
  * loader_sock_flow_set stamped it first. budgets: each rule's budget id, indexed by rule_id

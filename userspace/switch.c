@@ -391,10 +391,7 @@ int switch_load(struct switch_job *j, char *err, size_t err_len)
 				   &j->n);
 
 	if (ret) {
-		util_fmt(err, err_len, "load the new programs: %s",
-			 ret == -EOPNOTSUPP ? "this writer took the run over from a dead one, and "
-					      "the run's BPF-LSM hooks cannot be moved by it" :
-					      loader_explain(-ret));
+		util_fmt(err, err_len, "load the new programs: %s", loader_explain(-ret));
 		return ret;
 	}
 	malloc_trim(0); /* the kernel BTF libbpf parsed for the load (run.c) */

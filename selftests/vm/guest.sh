@@ -31,8 +31,9 @@ for p in "$REPO" "$KDIR"; do
 	[[ -d $p ]] || continue
 	mkdir "/mnt/${#held[@]}" && mount --bind "$p" "/mnt/${#held[@]}" && held+=("$p")
 done
-for d in /run /tmp /var/tmp /root; do
-	mount -t tmpfs -o mode=0755 tmpfs "$d"
+# (/var/lib/containers: podman's storage, which it opens read-write even to inspect a container)
+for d in /run /tmp /var/tmp /root /var/lib/containers; do
+	[[ -d $d ]] && mount -t tmpfs -o mode=0755 tmpfs "$d"
 done
 for i in "${!held[@]}"; do
 	p=${held[$i]}
