@@ -40,7 +40,7 @@ printf '%s\n' 'default: deny' 'rules:' '  - name: test-host' \
 FORM=$SL_LIB_DIR/tools/sl_rstform.py
 MD=169.254.169.254
 
-tap_plan 23
+tap_plan 29
 
 # attacked NAME [ATTACH_ARGS...]: the attacker's connections, made in a new cgroup before the
 # attach; the attach (enforce) destroys them while the test host watches. Sets W (the
@@ -144,6 +144,67 @@ tap_is "control: the watcher sees a RST the router sends the test host" \
 	"$(grep -c ' 40999 198.51.100.20 443 ' "$SL_TMP/ctl/seen")" 1
 out=$("$SLUICE" detach --run-id "t-$SL_ID-cgroup" 2>&1)
 tap_check "cgroup only: the run detaches" test -z "${out##*\"ok\":true*}"
+
+# --- a `sluice run` whose flow a switch cuts (replace-policy to a policy that denies it): the
+# workload holds a plain connection to the test host, allowed at first; the switch destroys it
+# while the test host watches. Sets W, H, LOG.
+# switched NAME BEFORE [RUN_ARGS...]: BEFORE is run (eval) once the connection is up, before
+# the switch
+switched() {
+	local name=$1 before=$2 out
+	shift 2
+	W=$SL_TMP/$name-watch H=$SL_TMP/$name-hold LOG=$SL_TMP/$name.jsonl
+	mkdir -p "$W" "$H"
+	in_inet python3 "$FORM" watch "$W" >"$W/out" 2>&1 &
+	sl_track_pid "$!"
+	sl_on_exit "touch '$W/stop' '$H/stop'"
+	wait_until 5000 test -e "$W/ready" || bail_out "the watcher: $(cat "$W/out")"
+	sluice_start "$SL_TMP/allow.yaml" "$LOG" --netns "/run/netns/$SL_NS_RUN" "$@" -- \
+		python3 "$FORM" hold "$H" plain 198.51.100.20 80
+	wait_until 10000 test -e "$H/ready" ||
+		bail_out "$name: the holder: $(cat "$SL_ERR" "$H/out" 2>/dev/null | tr "\n" " ")"
+	eval "$before"
+	sink_mark
+	out=$("$SLUICE" replace-policy --run-id "$SL_RUN_ID" "$SL_TMP/deny.yaml" 2>&1) ||
+		bail_out "$name: replace-policy: $out"
+	wait_until 10000 test "$(log_count "$LOG" type=preexisting flow=destroyed)" -ge 1
+	sink_settle
+	touch "$W/stop" "$H/stop"
+	sluice_wait 20 || bail_out "$name: the run did not end"
+	tap_is "$name: the switch destroyed the workload's connection (its send: ECONNABORTED)" \
+		"$(grep -c ' ECONNABORTED$' "$H/result")" 1 || tap_diag_file "$H/result"
+}
+# shellcheck disable=SC2317 # called through eval
+# daemon_restart: the daemon ended (its runs left to the next) and started again; the next one
+# takes the run over and finds its host side's peers (loader_refind_host_side)
+daemon_restart() {
+	sl_daemon_kill TERM
+	# shellcheck disable=SC2119 # no arguments: the default daemon
+	sl_daemon_start || bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
+	# shellcheck disable=SC2016 # expanded by that sh
+	wait_until 10000 sh -c '"$1" status --json 2>/dev/null | grep -q "\"run_id\":\"$2\""' sh \
+		"$SLUICE" "$SL_RUN_ID"
+}
+
+# the default confined root (no CAP_NET_ADMIN), taken over by a new daemon before the switch: its
+# RST leaves, fixed (the control of the two cases after it)
+switched run daemon_restart
+line=$(rst_of plain)
+tap_is "run, taken over: the RST arrives, fixed" "$(fixed_form "$line" 63)" "ipv4 fixed fixed" ||
+	tap_diag "$line $(tail -n 5 "$SL_DAEMON_DIR/err")"
+# --allow-root: the workload could have set the RST's sequence numbers (TCP_REPAIR): none leaves
+switched allowroot : --allow-root
+tap_is "run --allow-root: no RST reaches the test host" "$(cat "$W/seen" 2>/dev/null)" ""
+# a veth added to the namespace after the attach, its peer in a namespace of its own with no host
+# side on it: a way out none of the run's host side sees, so none leaves
+LATE_NS=sl-late-$SL_ID
+sl_on_exit "ip netns del '$LATE_NS' 2>/dev/null"
+# shellcheck disable=SC2016 # expanded by eval
+switched lateveth 'ip netns add "$LATE_NS" && ip -n "$SL_NS_RUN" link add sl-late type veth \
+	peer name sl-late-p netns "$LATE_NS" || bail_out "cannot add the late veth"'
+tap_is "run, a veth added after the attach: no RST reaches the test host" \
+	"$(cat "$W/seen" 2>/dev/null)" ""
+ip netns del "$LATE_NS"
 
 # --- a daemon killed inside a destroy (the socket's cookie marked in sl_destroying, the socket
 # not destroyed yet: SLUICE_SELFTEST_KILL=in-destroy), in a switch that denies its flow: the
