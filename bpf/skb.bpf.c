@@ -638,8 +638,9 @@ static __always_inline int drop_unjudged(struct __sk_buff *skb, __u8 reason)
 
 /*
  * The RST the kernel sends when sluice destroys the socket (see sl_destroying), which alone of
- * a denied flow's packets leaves: it carries nothing, and it ends the peer's end of a connection
- * that really existed. Everything about it is the kernel's TCP: a TCP stream socket (a raw
+ * a denied flow's packets leaves: it carries no payload, and it ends the peer's end of a
+ * connection that really existed (the host side writes over what the workload chose in it, and
+ * userspace marks the socket only where the workload holds no CAP_NET_ADMIN: loader_kill_socket). Everything about it is the kernel's TCP: a TCP stream socket (a raw
  * socket's frames are never its socket's RST, whatever its protocol; AF_PACKET frames pass no
  * cgroup hook), being destroyed by sluice at this moment (the socket is locked by the destroy,
  * so the workload sends nothing on it meanwhile), from the socket's own port to its peer's (and

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #
-# The RST of a socket sluice destroys carries nothing the workload chose (sluice.8, PREEXISTING
-# CONNECTIONS). The attacker: a process in the run's cgroup holds connections made before the
+# The RST of a socket sluice destroys carries nothing a workload without CAP_NET_ADMIN chose
+# (sluice.8, Connections made before the attach). The attacker: a process in the run's cgroup holds connections made before the
 # attach to hosts the policy denies, each with the socket options that would put its bits into
 # the kernel's RST (tools/sl_rstform.py: IP_TOS, IP_TTL, IP_MTU_DISCOVER, SO_RCVBUF,
 # IPV6_TCLASS, IPV6_UNICAST_HOPS, a flow label, TCP_MD5SIG under its own key); the attach
@@ -15,6 +15,10 @@
 #   namespace that is neither a veth nor its loopback (a macvlan: a way out no host side sees),
 #   none leaves.
 # - without --netns (no program on the path can write to the frame): no RST arrives at all.
+# - a sluice run whose allowed flow a replace-policy cuts: its RST arrives fixed, after a take-over
+#   by a new daemon too (it finds its tcx links' peers); with --allow-root (TCP_REPAIR could set
+#   the RST's sequence numbers) none arrives, nor with a veth added to the namespace after the
+#   attach whose peer, in a namespace of its own, has no host side.
 # - a daemon killed inside a destroy leaves the socket's cookie marked: the next one, taking the
 #   run over, empties sl_destroying.
 

@@ -656,7 +656,7 @@ static bool resets_fixed(const struct loader *l, int netns_fd)
  * that carries nothing the workload chose: no program of a run without a host side can write
  * to a packet, and the kernel's RST carries fields the workload chose (IP_TOS, IP_TTL,
  * SO_RCVBUF, TCP_MD5SIG...; under CAP_NET_ADMIN its sequence numbers too), so there it stays
- * dropped and the peer is not told (sluice.8, PREEXISTING CONNECTIONS).
+ * dropped and the peer is not told (sluice.8, Connections made before the attach).
  */
 int loader_kill_socket(struct loader *l, uint64_t cookie, int netns_fd, uint32_t pid)
 {
