@@ -2,11 +2,12 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #
 # The RST of a socket sluice destroys carries nothing a workload without CAP_NET_ADMIN chose
-# (sluice.8, Connections made before the attach). The attacker: a process in the run's cgroup holds connections made before the
-# attach to hosts the policy denies, each with the socket options that would put its bits into
-# the kernel's RST (tools/sl_rstform.py: IP_TOS, IP_TTL, IP_MTU_DISCOVER, SO_RCVBUF,
-# IPV6_TCLASS, IPV6_UNICAST_HOPS, a flow label, TCP_MD5SIG under its own key); the attach
-# destroys them. The test host records every RST it receives on an AF_PACKET socket:
+# (sluice.8, Connections made before the attach). The attacker: a process in the run's cgroup
+# holds connections made before the attach to hosts the policy denies, each with the socket
+# options that would put its bits into the kernel's RST (tools/sl_rstform.py: IP_TOS, IP_TTL,
+# IP_MTU_DISCOVER, SO_RCVBUF, IPV6_TCLASS, IPV6_UNICAST_HOPS, a flow label, TCP_MD5SIG under its
+# own key); the attach destroys them. The test host records every RST it receives on an
+# AF_PACKET socket:
 # - with --netns (the host side puts the RST into its fixed form): each plain RST arrives with
 #   TOS/traffic class 0, flow label 0, IP ID 0, DF alone, TTL/hop limit 64 less the router's
 #   hop, window 0, urgent pointer 0, RST|ACK, its options (the timestamps) all NOPs; and the
@@ -265,7 +266,8 @@ else
 	daemon_gone() { ! kill -0 "$SL_DAEMON_PID" 2>/dev/null; }
 	wait_until 10000 daemon_gone
 	tap_check "in-destroy: the daemon killed itself with the socket's cookie marked" daemon_gone
-	tap_is "in-destroy: ... which is in the run's sl_destroying" "$(destroying_entries "$RUN")" 1
+	tap_is "in-destroy: ... which is in the run's sl_destroying" \
+		"$(destroying_entries "$RUN")" 1
 	sl_daemon_kill KILL
 	# shellcheck disable=SC2119 # no arguments: the default daemon
 	sl_daemon_start || bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
