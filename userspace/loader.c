@@ -2062,7 +2062,8 @@ static void purge_clsact(struct loader *l, const struct sl_run_cfg *run)
 	if (run)
 		netns = netdev_netns_find(run->netns_dev, run->netns_ino);
 	if (netns >= 0)
-		loader_refind_host_side(l, netns); /* (what it found before an error is removed too) */
+		/* (what it found before an error is removed too) */
+		loader_refind_host_side(l, netns);
 	for (i = 0; i < l->n_tc; i++)
 		tc_detach(&l->tc_att[i]);
 	for (i = 0; i < l->n_clsact_pins; i++)
@@ -2885,7 +2886,8 @@ static void refind_tcx_peers(struct loader *l, struct netdev_peer *peers, int n)
 		    info.type != BPF_LINK_TYPE_TCX)
 			continue;
 		for (j = 0; j < n; j++) {
-			struct tcx_query q = { .ifindex = (int)info.tcx.ifindex, .link_id = info.id };
+			struct tcx_query q = { .ifindex = (int)info.tcx.ifindex,
+					       .link_id = info.id };
 
 			if (peers[j].netns_fd < 0 || peers[j].ifindex != q.ifindex ||
 			    netdev_in_netns(peers[j].netns_fd, tcx_query_here, &q) || !q.found)

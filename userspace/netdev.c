@@ -304,7 +304,7 @@ int netdev_only_peers(int netns_fd, const struct netdev_peer *peers, int n)
 	err = netdev_in_netns(netns_fd, open_rtnl, &rtnl);
 	if (err)
 		return err;
-	/* the dump first: it gives each peer's namespace its id (as seen from here) if none had one */
+	/* the dump first: it gives each peer's namespace an id as seen from here, if it had none */
 	err = dump_links(rtnl, &v);
 	for (j = 0; !err && j < n; j++)
 		nsids[j] = peers[j].netns_fd >= 0 ? nsid_of(rtnl, peers[j].netns_fd) : -1;

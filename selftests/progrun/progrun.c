@@ -2023,7 +2023,7 @@ static void reset_tests(void)
 	report(ok && rst_refused(r, fd, 0x81, true),
 	       "reset: one with a reserved bit in its data offset byte (AE) is refused", why);
 	report(ok && rst_refused(r, fd, 0x50, true),
-	       "reset: one whose offset says 5 words but is 8 long (timestamps by length) is refused",
+	       "reset: one whose offset says 5 words, 8 long (timestamps by length): refused",
 	       why);
 	report(ok && rst_refused(r, fd, 0x58, false),
 	       "reset: one with a reserved bit and no options is refused", why);
