@@ -9,8 +9,9 @@
  * kernel's RST carries fields the workload chose (IP_TOS, IP_TTL, a flow label, SO_RCVBUF's
  * window, TCP_MD5SIG's digest), which must not reach a destination the policy denies. A frame
  * forged to pass is the kernel's own RST, to the peer of a connection sluice just destroyed, and
- * leaves in that form all the same. Only a run with a host side lets the RST out at all (the
- * packet layer's cgroup programs cannot write to a frame: loader_kill_socket).
+ * leaves in that form all the same. Only a run with a host side on every way out, whose workload
+ * holds no CAP_NET_ADMIN (its sequence numbers: TCP_REPAIR), lets the RST out at all (the packet
+ * layer's cgroup programs cannot write to a frame: loader_kill_socket).
  *
  * Declared by the decision layer as well, only so that the loader makes it one map for the run's
  * objects (share_maps, and a switch's new set keeps it). An LRU: an entry whose frame never

@@ -640,18 +640,19 @@ static __always_inline int drop_unjudged(struct __sk_buff *skb, __u8 reason)
 }
 
 /*
- * The RST the kernel sends when sluice destroys the socket (see sl_destroying), which alone of
- * a denied flow's packets leaves: it carries nothing, and it ends the peer's end of a connection
- * that really existed. Everything about it is the kernel's TCP: a TCP stream socket (a raw
- * socket's frames are never its socket's RST, whatever its protocol; AF_PACKET frames pass no
- * cgroup hook), being destroyed by sluice at this moment (the socket is locked by the destroy,
- * so the workload sends nothing on it meanwhile), from the socket's own port to its peer's (and
- * so between their addresses: the kernel's TCP writes its socket's), an unfragmented TCP header
- * (with the options the kernel writes: a timestamp) and nothing after it, with RST set and
- * nothing but ACK besides (a frame longer than an IPv6 and a full TCP header is none). Read from
- * its copy in the scratch, not with tcp_header or packet_dst, which would add a copy of
- * themselves to the programs. A static function of its own: both egress programs ask it, and
- * only on their drop paths.
+ * The RST the kernel sends when sluice destroys the socket (see sl_destroying), which alone of a
+ * denied flow's packets leaves: it carries no payload, and it ends the peer's end of a connection
+ * that really existed (the host side writes over what the workload chose in it, and userspace marks
+ * the socket only where the workload holds no CAP_NET_ADMIN: loader_kill_socket). Everything about
+ * it is the kernel's TCP: a TCP stream socket (a raw socket's frames are never its socket's RST,
+ * whatever its protocol; AF_PACKET frames pass no cgroup hook), being destroyed by sluice at this
+ * moment (the socket is locked by the destroy, so the workload sends nothing on it meanwhile), from
+ * the socket's own port to its peer's (and so between their addresses: the kernel's TCP writes its
+ * socket's), an unfragmented TCP header (with the options the kernel writes: a timestamp) and
+ * nothing after it, with RST set and nothing but ACK besides (a frame longer than an IPv6 and a
+ * full TCP header is none). Read from its copy in the socket's note, not with tcp_header or
+ * packet_dst, which would add a copy of themselves to the programs. A static function of its own:
+ * both egress programs ask it, and only on their drop paths.
  */
 static __noinline bool destroy_reset(struct __sk_buff *skb, struct bpf_sock *sk)
 {

@@ -479,7 +479,13 @@ struct sl_run_cfg {
 	__u8 upstream_family;	/* AF_INET, AF_INET6; 0: none */
 	__u8 dns_ttl;		/* learned addresses expire with their TTL */
 	__u8 netns_given;	/* --netns named the namespace below; 0: it is sluice's own */
-	__u8 pad[3];
+	/*
+	 * The workload is confined to hold no CAP_NET_ADMIN (no --allow-root), so none of its
+	 * sockets was in TCP_REPAIR: only then may the RST of a socket sluice destroys leave
+	 * (loader_kill_socket). 0 (a pin of a build before it): never.
+	 */
+	__u8 no_net_admin;
+	__u8 pad[2];
 	__u64 netns_dev; /* where the run's resolver listens: st_dev and st_ino of its netns */
 	__u64 netns_ino;
 };

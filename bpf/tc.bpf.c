@@ -141,52 +141,69 @@ static __always_inline int drop(struct __sk_buff *skb, struct sl_decision_event 
  * IPV6_FLOWLABEL_MGR, IPV6_UNICAST_HOPS, SO_RCVBUF, TCP_MD5SIG, TCP_AO_ADD_KEY, urgent data)
  * must not reach a destination the policy denies. So every field it could choose is written
  * over: IPv4 TOS 0, IP ID 0, DF alone, TTL SL_RESET_HOPS; IPv6 traffic class and flow label 0,
- * hop limit SL_RESET_HOPS; TCP window 0, urgent pointer 0, flags RST|ACK, and the options, which
- * may be the timestamps alone as the kernel lays them out (NOP, NOP, TS: written over with
- * NOPs) or none. A RST with other options (MD5, TCP-AO, SACK blocks) is refused: their length is
- * the workload's choice too. What is left is what the peer knows already: the addresses, the
- * ports, the sequence and acknowledgement numbers the connection was at, and whether it
- * negotiated timestamps. The checksums are fixed with the csum helpers, which leave a
- * CHECKSUM_PARTIAL frame's TCP checksum to be completed later, as it must be.
+ * hop limit SL_RESET_HOPS; TCP window 0, urgent pointer 0, flags RST|ACK, the data offset's
+ * byte (its reserved and AE bits 0), and the options, which may be the timestamps alone as the
+ * kernel lays them out (NOP, NOP, TS: written over with NOPs) or none: the data offset must say
+ * exactly the frame's length (5 or 8 words), and that length is what says which. A RST with
+ * other options (MD5, TCP-AO, SACK blocks) is refused: their length is the workload's choice
+ * too. What is left is the addresses, the ports, whether the connection negotiated timestamps,
+ * and the sequence and acknowledgement numbers the connection was at: under the confinement a
+ * RST is let out for (loader_kill_socket: no CAP_NET_ADMIN, so no TCP_REPAIR) they only move
+ * with what was sent and acknowledged. b is the frame as matched, from its IP header on, and is
+ * written over in place: the checksums' differences are summed over it before and after (a
+ * seed carried from one bpf_csum_diff to the next), so no second copy is on the stack. The
+ * csum helpers leave a CHECKSUM_PARTIAL frame's TCP checksum to be completed later, as it must.
  */
 #define SL_RESET_HOPS 64
 
-static __always_inline bool reset_fix(struct __sk_buff *skb, const __u8 *old, __u64 len)
+static __always_inline bool reset_fix(struct __sk_buff *skb, __u8 *b, __u64 len)
 {
-	__u64 fixed[SL_RESET_FRAME_MAX / 8];
-	__u8 *b = (__u8 *)fixed, *th;
-	__u32 i, l4;
+	__s64 l3 = 0, l4sum;
 	bool stamps;
-	__s64 diff;
+	__u32 l4;
+	__u8 *th;
 
-	for (i = 0; i < SL_RESET_FRAME_MAX / 8; i++)
-		fixed[i] = ((const __u64 *)old)[i];
 	if (b[0] == 0x45) {
 		l4 = 20;
+		/* (the checksum field, in both sums, cancels out) */
+		l3 = bpf_csum_diff((__be32 *)b, 12, NULL, 0, 0);
+		if (l3 < 0)
+			return false;
 		b[1] = 0;		 /* TOS */
 		b[4] = b[5] = 0;	 /* IP ID */
 		b[6] = 0x40, b[7] = 0; /* DF alone */
 		b[8] = SL_RESET_HOPS;
-	} else {
+	} else if ((b[0] >> 4) == 6) {
 		l4 = 40;
 		b[0] = 0x60, b[1] = b[2] = b[3] = 0; /* traffic class, flow label */
 		b[7] = SL_RESET_HOPS;
+	} else {
+		return false;
 	}
 	th = b + l4;
+	/* the data offset says the frame's length, exactly: 5 words, or 8 with the timestamps */
+	if (th[12] == 0x80 && len == l4 + 32)
+		stamps = true;
+	else if (th[12] == 0x50 && len == l4 + 20)
+		stamps = false;
+	else
+		return false;
 	if (th[13] != 0x14) /* RST|ACK, as the kernel's abort sends it */
+		return false;
+	if (stamps && (th[20] != 1 || th[21] != 1 || th[22] != 8 || th[23] != 10))
+		return false; /* not NOP, NOP, timestamps (kind 8, length 10) */
+	if (stamps)
+		l4sum = bpf_csum_diff((__be32 *)th, 32, NULL, 0, 0);
+	else
+		l4sum = bpf_csum_diff((__be32 *)th, 20, NULL, 0, 0);
+	if (l4sum < 0)
 		return false;
 	th[14] = th[15] = 0; /* window */
 	th[18] = th[19] = 0; /* urgent pointer */
-	stamps = len - l4 == 32;
 	if (stamps) {
-		/* NOP, NOP, timestamps (kind 8, length 10): all NOPs */
-		if (th[20] != 1 || th[21] != 1 || th[22] != 8 || th[23] != 10)
-			return false;
-		((__u32 *)th)[5] = 0x01010101;
+		((__u32 *)th)[5] = 0x01010101; /* all NOPs */
 		((__u32 *)th)[6] = 0x01010101;
 		((__u32 *)th)[7] = 0x01010101;
-	} else if (len - l4 != 20) {
-		return false;
 	}
 	/*
 	 * Both bounds again, here: 6.12's verifier loses the lower one of len (checked by the
@@ -194,16 +211,15 @@ static __always_inline bool reset_fix(struct __sk_buff *skb, const __u8 *old, __
 	 */
 	if (len < 40 || len > SL_RESET_FRAME_MAX || bpf_skb_store_bytes(skb, ETH_HLEN, b, len, 0))
 		return false;
-	/* (the checksum fields are alike in both: each diff leaves them out) */
 	if (stamps)
-		diff = bpf_csum_diff((__be32 *)(old + l4), 32, (__be32 *)th, 32, 0);
+		l4sum = bpf_csum_diff(NULL, 0, (__be32 *)th, 32, (__u32)l4sum);
 	else
-		diff = bpf_csum_diff((__be32 *)(old + l4), 20, (__be32 *)th, 20, 0);
-	if (diff < 0 || bpf_l4_csum_replace(skb, ETH_HLEN + l4 + 16, 0, diff, 0))
+		l4sum = bpf_csum_diff(NULL, 0, (__be32 *)th, 20, (__u32)l4sum);
+	if (l4sum < 0 || bpf_l4_csum_replace(skb, ETH_HLEN + l4 + 16, 0, l4sum, 0))
 		return false;
 	if (l4 == 20) {
-		diff = bpf_csum_diff((__be32 *)old, 12, (__be32 *)b, 12, 0);
-		if (diff < 0 || bpf_l3_csum_replace(skb, ETH_HLEN + 10, 0, diff, 0))
+		l3 = bpf_csum_diff(NULL, 0, (__be32 *)b, 12, (__u32)l3);
+		if (l3 < 0 || bpf_l3_csum_replace(skb, ETH_HLEN + 10, 0, l3, 0))
 			return false;
 	}
 	return true;
@@ -212,30 +228,34 @@ static __always_inline bool reset_fix(struct __sk_buff *skb, const __u8 *old, __
 /*
  * The RST of a socket sluice destroyed, as the run's packet layer let it out (resets.bpf.h):
  * this very frame, byte for byte from its IP header on, once, put into its fixed form
- * (reset_fix). A frame that is not it is judged as any; it, if it cannot be put into that form,
- * is dropped (and its entry taken: a copy of it would be the same).
+ * (reset_fix). The entry is copied to the stack first and everything after is done with the
+ * copy: an LRU's node may be taken and reused by another CPU at any moment, so the map's value
+ * could change between the comparison and the rewrite. Once is the delete's: of two frames that
+ * match, only the one whose delete takes the entry passes. A frame that is not it is judged as
+ * any; it, if it cannot be put into that form, is dropped (its entry taken: a copy of it would
+ * be the same).
  */
 static __noinline bool destroy_reset_frame(struct __sk_buff *skb, const struct packet_dst *d)
 {
 	struct sl_ns_flow_key k __attribute__((aligned(8))); /* its addresses copied as words */
-	struct sl_reset_frame *f;
-	__u64 w, *words, len; /* (64 bits: 6.1's verifier keeps no bounds of a 32-bit spill) */
+	struct sl_reset_frame f;
+	struct sl_reset_frame *entry;
+	__u64 w, len; /* (64 bits: 6.1's verifier keeps no bounds of a 32-bit spill) */
 	__u32 i, n;
-	bool ok;
 
 	if (!d || d->proto != IPPROTO_TCP || d->fragment)
 		return false;
 	ns_flow_key(&k, d);
-	f = bpf_map_lookup_elem(&sl_resets, &k);
-	if (!f)
+	entry = bpf_map_lookup_elem(&sl_resets, &k);
+	if (!entry)
 		return false;
-	len = f->len;
+	__builtin_memcpy(&f, entry, sizeof(f));
+	len = f.len;
 	if (len < 40 || len > SL_RESET_FRAME_MAX || skb->len != ETH_HLEN + len)
 		return false;
 	/* 8 bytes at a time; the last word's bytes past the frame are zero on both sides */
 	if (len & 3)
 		return false;
-	words = (__u64 *)f->bytes;
 #pragma clang loop unroll(disable)
 	for (i = 0; i < SL_RESET_FRAME_MAX / 8; i++) {
 		if (i * 8 >= len)
@@ -245,12 +265,12 @@ static __noinline bool destroy_reset_frame(struct __sk_buff *skb, const struct p
 		if (i * 8 + 8 > len)
 			n = 4;
 		w = 0;
-		if (bpf_skb_load_bytes(skb, ETH_HLEN + i * 8, &w, n) || w != words[i])
+		if (bpf_skb_load_bytes(skb, ETH_HLEN + i * 8, &w, n) || w != ((__u64 *)f.bytes)[i])
 			return false;
 	}
-	ok = reset_fix(skb, f->bytes, len);
-	bpf_map_delete_elem(&sl_resets, &k);
-	return ok;
+	if (bpf_map_delete_elem(&sl_resets, &k))
+		return false;
+	return reset_fix(skb, f.bytes, len);
 }
 
 SEC("tcx/ingress")

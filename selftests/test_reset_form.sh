@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #
-# The RST of a socket sluice destroys carries nothing the workload chose (sluice.8, PREEXISTING
-# CONNECTIONS). The attacker: a process in the run's cgroup holds connections made before the
-# attach to hosts the policy denies, each with the socket options that would put its bits into
-# the kernel's RST (tools/sl_rstform.py: IP_TOS, IP_TTL, IP_MTU_DISCOVER, SO_RCVBUF,
-# IPV6_TCLASS, IPV6_UNICAST_HOPS, a flow label, TCP_MD5SIG under its own key); the attach
-# destroys them. The test host records every RST it receives on an AF_PACKET socket:
+# The RST of a socket sluice destroys carries nothing a workload without CAP_NET_ADMIN chose
+# (sluice.8, Connections made before the attach). The attacker: a process in the run's cgroup
+# holds connections made before the attach to hosts the policy denies, each with the socket
+# options that would put its bits into the kernel's RST (tools/sl_rstform.py: IP_TOS, IP_TTL,
+# IP_MTU_DISCOVER, SO_RCVBUF, IPV6_TCLASS, IPV6_UNICAST_HOPS, a flow label, TCP_MD5SIG under its
+# own key); the attach destroys them. The test host records every RST it receives on an
+# AF_PACKET socket:
 # - with --netns (the host side puts the RST into its fixed form): each plain RST arrives with
 #   TOS/traffic class 0, flow label 0, IP ID 0, DF alone, TTL/hop limit 64 less the router's
 #   hop, window 0, urgent pointer 0, RST|ACK, its options (the timestamps) all NOPs; and the
@@ -15,6 +16,10 @@
 #   namespace that is neither a veth nor its loopback (a macvlan: a way out no host side sees),
 #   none leaves.
 # - without --netns (no program on the path can write to the frame): no RST arrives at all.
+# - a sluice run whose allowed flow a replace-policy cuts: its RST arrives fixed, after a take-over
+#   by a new daemon too (it finds its tcx links' peers); with --allow-root (TCP_REPAIR could set
+#   the RST's sequence numbers) none arrives, nor with a veth added to the namespace after the
+#   attach whose peer, in a namespace of its own, has no host side.
 # - a daemon killed inside a destroy leaves the socket's cookie marked: the next one, taking the
 #   run over, empties sl_destroying.
 
@@ -40,7 +45,7 @@ printf '%s\n' 'default: deny' 'rules:' '  - name: test-host' \
 FORM=$SL_LIB_DIR/tools/sl_rstform.py
 MD=169.254.169.254
 
-tap_plan 23
+tap_plan 29
 
 # attacked NAME [ATTACH_ARGS...]: the attacker's connections, made in a new cgroup before the
 # attach; the attach (enforce) destroys them while the test host watches. Sets W (the
@@ -145,6 +150,74 @@ tap_is "control: the watcher sees a RST the router sends the test host" \
 out=$("$SLUICE" detach --run-id "t-$SL_ID-cgroup" 2>&1)
 tap_check "cgroup only: the run detaches" test -z "${out##*\"ok\":true*}"
 
+# --- a `sluice run` whose flow a switch cuts (replace-policy to a policy that denies it): the
+# workload holds a plain connection to the test host, allowed at first; the switch destroys it
+# while the test host watches. Sets W, H, LOG.
+# switched NAME BEFORE [RUN_ARGS...]: BEFORE is run (eval) once the connection is up, before
+# the switch
+switched() {
+	local name=$1 before=$2 out
+	shift 2
+	W=$SL_TMP/$name-watch H=$SL_TMP/$name-hold LOG=$SL_TMP/$name.jsonl
+	mkdir -p "$W" "$H"
+	in_inet python3 "$FORM" watch "$W" >"$W/out" 2>&1 &
+	sl_track_pid "$!"
+	sl_on_exit "touch '$W/stop' '$H/stop'"
+	wait_until 5000 test -e "$W/ready" || bail_out "the watcher: $(cat "$W/out")"
+	sluice_start "$SL_TMP/allow.yaml" "$LOG" --netns "/run/netns/$SL_NS_RUN" "$@" -- \
+		python3 "$FORM" hold "$H" plain 198.51.100.20 80
+	wait_until 10000 test -e "$H/ready" ||
+		bail_out "$name: the holder: $(cat "$SL_ERR" "$H/out" 2>/dev/null | tr "\n" " ")"
+	eval "$before"
+	sink_mark
+	out=$("$SLUICE" replace-policy --run-id "$SL_RUN_ID" "$SL_TMP/deny.yaml" 2>&1) ||
+		bail_out "$name: replace-policy: $out"
+	wait_until 10000 test "$(log_count "$LOG" type=preexisting flow=destroyed)" -ge 1
+	sink_settle
+	touch "$W/stop" "$H/stop"
+	sluice_wait 20 || bail_out "$name: the run did not end"
+	tap_is "$name: the switch destroyed the workload's connection (its send: ECONNABORTED)" \
+		"$(grep -c ' ECONNABORTED$' "$H/result")" 1 || tap_diag_file "$H/result"
+}
+TAKEN=
+# shellcheck disable=SC2317 # called through eval
+# daemon_restart: the daemon ended (its runs left to the next) and started again; the next one
+# takes the run over and finds its host side's peers (loader_refind_host_side). Not where the run
+# has a BPF LSM layer (a VM's kernel): a writer that took such a run over cannot switch it.
+daemon_restart() {
+	if [[ $(log_run_start_field "$LOG" lsm) == True ]]; then
+		tap_diag "the run has a BPF LSM layer: not taken over before its switch"
+		return
+	fi
+	TAKEN=", taken over"
+	sl_daemon_kill TERM
+	# shellcheck disable=SC2119 # no arguments: the default daemon
+	sl_daemon_start || bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
+	# shellcheck disable=SC2016 # expanded by that sh
+	wait_until 10000 sh -c '"$1" status --json 2>/dev/null | grep -q "\"run_id\":\"$2\""' sh \
+		"$SLUICE" "$SL_RUN_ID"
+}
+
+# the default confined root (no CAP_NET_ADMIN), taken over by a new daemon before the switch: its
+# RST leaves, fixed (the control of the two cases after it; without LSM layer, the take-over)
+switched run daemon_restart
+line=$(rst_of plain)
+tap_is "run$TAKEN: the RST arrives, fixed" "$(fixed_form "$line" 63)" "ipv4 fixed fixed" ||
+	tap_diag "$line $(tail -n 5 "$SL_DAEMON_DIR/err")"
+# --allow-root: the workload could have set the RST's sequence numbers (TCP_REPAIR): none leaves
+switched allowroot : --allow-root
+tap_is "run --allow-root: no RST reaches the test host" "$(cat "$W/seen" 2>/dev/null)" ""
+# a veth added to the namespace after the attach, its peer in a namespace of its own with no host
+# side on it: a way out none of the run's host side sees, so none leaves
+LATE_NS=sl-late-$SL_ID
+sl_on_exit "ip netns del '$LATE_NS' 2>/dev/null"
+# shellcheck disable=SC2016 # expanded by eval
+switched lateveth 'ip netns add "$LATE_NS" && ip -n "$SL_NS_RUN" link add sl-late type veth \
+	peer name sl-late-p netns "$LATE_NS" || bail_out "cannot add the late veth"'
+tap_is "run, a veth added after the attach: no RST reaches the test host" \
+	"$(cat "$W/seen" 2>/dev/null)" ""
+ip netns del "$LATE_NS"
+
 # --- a daemon killed inside a destroy (the socket's cookie marked in sl_destroying, the socket
 # not destroyed yet: SLUICE_SELFTEST_KILL=in-destroy), in a switch that denies its flow: the
 # next daemon takes the run over and leaves no cookie marked (else that socket's RST would be
@@ -170,31 +243,40 @@ SL_RUNS+=("$RUN")
 out=$("$SLUICE" attach --cgroup "$cg" --policy "$SL_TMP/allow.yaml" --run-id "$RUN" \
 	--mode enforce --netns "/run/netns/$SL_NS_RUN" --log "$SL_TMP/takeover.jsonl" 2>&1) ||
 	bail_out "attach of takeover failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
+# (a writer that took a run with a BPF LSM layer over cannot switch it: a VM's kernel)
 H=$SL_TMP/takeover-hold
-mkdir -p "$H"
-sl_in_cgroup "$cg" "${RUN_EXEC_NETONLY[@]}" python3 "$FORM" hold "$H" plain 198.51.100.20 80 \
-	>"$H/out" 2>&1 &
-sl_track_pid "$!"
-sl_on_exit "touch '$H/stop'"
-wait_until 10000 test -e "$H/ready" || bail_out "the holder: $(tr "\n" " " <"$H/out")"
-sl_daemon_kill TERM
-# shellcheck disable=SC2119 # no arguments: the default daemon
-SLUICE_SELFTEST_KILL=in-destroy sl_daemon_start ||
-	bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
-"$SLUICE" replace-policy --run-id "$RUN" "$SL_TMP/deny.yaml" >/dev/null 2>&1
-# shellcheck disable=SC2317 # called through wait_until and tap_check
-daemon_gone() { ! kill -0 "$SL_DAEMON_PID" 2>/dev/null; }
-wait_until 10000 daemon_gone
-tap_check "in-destroy: the daemon killed itself with the socket's cookie marked" daemon_gone
-tap_is "in-destroy: ... which is in the run's sl_destroying" "$(destroying_entries "$RUN")" 1
-sl_daemon_kill KILL
-# shellcheck disable=SC2119 # no arguments: the default daemon
-sl_daemon_start || bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
-# shellcheck disable=SC2016 # expanded by that sh
-wait_until 10000 sh -c '"$1" status --json 2>/dev/null | grep -q "\"run_id\":\"$2\""' sh \
-	"$SLUICE" "$RUN"
-tap_is "in-destroy: the next daemon took the run over and emptied sl_destroying" \
-	"$(destroying_entries "$RUN")" 0 || tap_diag "$(tail -n 5 "$SL_DAEMON_DIR/err")"
+if [[ $(log_run_start_field "$SL_TMP/takeover.jsonl" lsm) == True ]]; then
+	why="the run has a BPF LSM layer: a writer that took it over cannot switch it"
+	tap_skip "in-destroy: the daemon killed itself with the socket's cookie marked" "$why"
+	tap_skip "in-destroy: ... which is in the run's sl_destroying" "$why"
+	tap_skip "in-destroy: the next daemon took the run over and emptied sl_destroying" "$why"
+else
+	mkdir -p "$H"
+	sl_in_cgroup "$cg" "${RUN_EXEC_NETONLY[@]}" python3 "$FORM" hold "$H" \
+		plain 198.51.100.20 80 >"$H/out" 2>&1 &
+	sl_track_pid "$!"
+	sl_on_exit "touch '$H/stop'"
+	wait_until 10000 test -e "$H/ready" || bail_out "the holder: $(tr "\n" " " <"$H/out")"
+	sl_daemon_kill TERM
+	# shellcheck disable=SC2119 # no arguments: the default daemon
+	SLUICE_SELFTEST_KILL=in-destroy sl_daemon_start ||
+		bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
+	"$SLUICE" replace-policy --run-id "$RUN" "$SL_TMP/deny.yaml" >/dev/null 2>&1
+	# shellcheck disable=SC2317 # called through wait_until and tap_check
+	daemon_gone() { ! kill -0 "$SL_DAEMON_PID" 2>/dev/null; }
+	wait_until 10000 daemon_gone
+	tap_check "in-destroy: the daemon killed itself with the socket's cookie marked" daemon_gone
+	tap_is "in-destroy: ... which is in the run's sl_destroying" \
+		"$(destroying_entries "$RUN")" 1
+	sl_daemon_kill KILL
+	# shellcheck disable=SC2119 # no arguments: the default daemon
+	sl_daemon_start || bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
+	# shellcheck disable=SC2016 # expanded by that sh
+	wait_until 10000 sh -c '"$1" status --json 2>/dev/null | grep -q "\"run_id\":\"$2\""' sh \
+		"$SLUICE" "$RUN"
+	tap_is "in-destroy: the next daemon took the run over and emptied sl_destroying" \
+		"$(destroying_entries "$RUN")" 0 || tap_diag "$(tail -n 5 "$SL_DAEMON_DIR/err")"
+fi
 touch "$H/stop"
 out=$("$SLUICE" detach --run-id "$RUN" 2>&1)
 tap_check "in-destroy: the run detaches" test -z "${out##*\"ok\":true*}"

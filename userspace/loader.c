@@ -113,7 +113,7 @@ struct tc_attachment {
  * run (and its handle would refuse the next run on that veth). The filter's program is pinned
  * instead, as "tc-clsact-<N>-<ifindex>-<handle>[-qdisc]" ("-qdisc": sluice added the clsact
  * qdisc): a resumed writer looks on the run's veth peers for the filter at that handle running
- * that very program, and detaches it at the end of the run (loader_refind_clsact).
+ * that very program, and detaches it at the end of the run (loader_refind_host_side).
  *
  * Runs sharing a namespace each have a filter of their own, at the first free handle from
  * TC_HANDLE on, all at the first priority; an allowed frame goes on to the next (TC_ACT_UNSPEC,
@@ -622,40 +622,46 @@ static void destroying_clear(const struct loader *l)
 }
 
 /*
- * Whether every way out of the run's namespace passes its host side, which puts a destroy's RST
- * into its fixed form (tc.bpf.c reset_fix): the run has one, and the namespace has no link but
- * its loopback and veths (a veth's peer outside gets the host side; a macvlan, ipvlan or tunnel
- * beside them would carry the RST out as the kernel wrote it). Asked at each kill: a link can be
- * added to the namespace while the run lasts.
+ * Whether the RST of a socket of netns_fd (the namespace loader_kill_socket destroys it in) may
+ * leave, which only the host side puts into a fixed form (tc.bpf.c reset_fix):
+ * - the workload holds no CAP_NET_ADMIN (sl_run_cfg no_net_admin: not --allow-root). With it,
+ *   TCP_REPAIR sets the socket's sequence and acknowledgement numbers (TCP_REPAIR_QUEUE and a
+ *   send move rcv_nxt, a send in repair mode snd_nxt, TCP_REPAIR_WINDOW the rest), which no
+ *   fixed form can take out of the RST: some 50 bits of its choice to a denied destination at
+ *   each kill, which it can bring about at will (a DNAT to a denied host);
+ * - every link of the namespace but its loopback is a veth whose peer is one of the run's
+ *   host-side attachments (the ifindex in that namespace): a macvlan, ipvlan or tunnel beside
+ *   them, or a veth added after the attach (no host side on its peer), would carry the RST out
+ *   as the kernel wrote it. Asked at each kill, of the namespace's links as they are then: one
+ *   rtnetlink dump (no search for the namespace: netns_fd is the one the kill enters).
+ * An attachment whose peer is not known (a tcx link a take-over reopened and did not find on a
+ * peer: loader_refind_host_side) matches no veth.
  */
-static bool resets_fixed(const struct loader *l)
+static bool resets_fixed(const struct loader *l, int netns_fd)
 {
-	const struct sl_run_cfg *run = &cfg_of(l)->run;
-	int ns, other;
+	struct netdev_peer peers[NETDEV_PEERS_MAX];
+	int i;
 
-	if (!l->n_tc && !l->n_clsact_pins)
+	if (!cfg_of(l)->run.no_net_admin || netns_fd < 0 || !l->n_tc)
 		return false;
-	ns = netdev_netns_find(run->netns_dev, run->netns_ino);
-	if (ns < 0)
-		return false;
-	other = netdev_other_links(ns);
-	close(ns);
-	return other == 0;
+	for (i = 0; i < l->n_tc; i++)
+		peers[i] = l->tc_att[i].peer;
+	return netdev_only_peers(netns_fd, peers, l->n_tc) == 1;
 }
 
 /*
  * The socket is destroyed (below, kill_socket) with its cookie in sl_destroying: the RST the
  * kernel sends its peer meanwhile leaves (skb.bpf.c destroy_reset). Only for that call: taken
- * out after it, whatever it did. Only where every way out passes the host side, which puts the
- * RST into a fixed form (resets_fixed): no program of a run without one can write to a packet,
- * and the kernel's RST carries fields the workload chose (IP_TOS, IP_TTL, SO_RCVBUF,
- * TCP_MD5SIG...), so there it stays dropped and the peer is not told (sluice.8, PREEXISTING
- * CONNECTIONS).
+ * out after it, whatever it did. Only where resets_fixed says the RST leaves in a fixed form
+ * that carries nothing the workload chose: no program of a run without a host side can write
+ * to a packet, and the kernel's RST carries fields the workload chose (IP_TOS, IP_TTL,
+ * SO_RCVBUF, TCP_MD5SIG...; under CAP_NET_ADMIN its sequence numbers too), so there it stays
+ * dropped and the peer is not told (sluice.8, Connections made before the attach).
  */
 int loader_kill_socket(struct loader *l, uint64_t cookie, int netns_fd, uint32_t pid)
 {
 	__u32 value_size = 0;
-	int marks = resets_fixed(l) ? destroying_map(l, &value_size) : -ENOENT, err;
+	int marks = resets_fixed(l, netns_fd) ? destroying_map(l, &value_size) : -ENOENT, err;
 	void *note = marks >= 0 ? calloc(1, value_size) : NULL; /* written by destroy_reset */
 
 	if (marks >= 0 && (!note || bpf_map_update_elem(marks, &cookie, note, BPF_ANY)))
@@ -2014,7 +2020,7 @@ struct loader *loader_reopen(const char *run_id, const struct loader_open_switch
 	/*
 	 * The programs reopen_settle_pins collected (and reopen_ns used): a switch collects them
 	 * again, from the links as they are then (a clsact host side's filters are found after
-	 * this, loader_refind_clsact).
+	 * this, loader_refind_host_side).
 	 */
 	run_programs_release(l);
 	if (err) {
@@ -2042,7 +2048,7 @@ static void tc_detach(struct tc_attachment *a);
 
 /*
  * The run's clsact filters (a tcx link goes with its pin), found on its namespace's veth peers
- * as a take-over finds them (loader_refind_clsact: the filter at the pin's handle running the
+ * as a take-over finds them (loader_refind_host_side: the filter at the pin's handle running the
  * pinned program) and removed, with the qdisc sluice made once it is empty. run: the pinned
  * configuration's (NULL: another build's, its namespace unknown). One not found is said so: it
  * stays until its veth goes.
@@ -2056,7 +2062,8 @@ static void purge_clsact(struct loader *l, const struct sl_run_cfg *run)
 	if (run)
 		netns = netdev_netns_find(run->netns_dev, run->netns_ino);
 	if (netns >= 0)
-		loader_refind_clsact(l, netns); /* (what it found before an error is removed too) */
+		/* (what it found before an error is removed too) */
+		loader_refind_host_side(l, netns);
 	for (i = 0; i < l->n_tc; i++)
 		tc_detach(&l->tc_att[i]);
 	for (i = 0; i < l->n_clsact_pins; i++)
@@ -2850,20 +2857,78 @@ static int clsact_adopt(struct loader *l, struct clsact_pin *p, __u32 prog_id)
 	return err;
 }
 
-int loader_refind_clsact(struct loader *l, int run_netns_fd)
+struct tcx_query {
+	int ifindex;
+	__u32 link_id;
+	bool found; /* out: the link is at the ifindex's tcx ingress */
+};
+
+static int tcx_query_here(void *arg)
+{
+	struct tcx_query *q = arg;
+	__u32 progs[64], links[64], i;
+	LIBBPF_OPTS(bpf_prog_query_opts, o, .prog_ids = progs, .link_ids = links, .count = 64);
+
+	if (bpf_prog_query_opts(q->ifindex, BPF_TCX_INGRESS, &o))
+		return errno == ENOENT || errno == ENODEV ? 0 : -errno;
+	for (i = 0; i < o.count && i < 64; i++)
+		q->found |= links[i] == q->link_id;
+	return 0;
+}
+
+/*
+ * The peer each reopened tcx link (its pin has no peer: loader_reopen) is attached to: the veth
+ * peer of run_netns_fd with the link's ifindex whose namespace has that link at its ingress.
+ * A link not found keeps no peer (resets_fixed then lets no RST out through it).
+ */
+static void refind_tcx_peers(struct loader *l, struct netdev_peer *peers, int n)
+{
+	int i, j;
+
+	for (i = 0; i < l->n_tc; i++) {
+		struct tc_attachment *a = &l->tc_att[i];
+		struct bpf_link_info info = {};
+		__u32 len = sizeof(info);
+
+		if (!a->link || a->peer.netns_fd >= 0 ||
+		    bpf_link_get_info_by_fd(bpf_link__fd(a->link), &info, &len) ||
+		    info.type != BPF_LINK_TYPE_TCX)
+			continue;
+		for (j = 0; j < n; j++) {
+			struct tcx_query q = { .ifindex = (int)info.tcx.ifindex,
+					       .link_id = info.id };
+
+			if (peers[j].netns_fd < 0 || peers[j].ifindex != q.ifindex ||
+			    netdev_in_netns(peers[j].netns_fd, tcx_query_here, &q) || !q.found)
+				continue;
+			a->peer = peers[j];
+			peers[j].netns_fd = -1; /* a's now */
+			break;
+		}
+	}
+}
+
+int loader_refind_host_side(struct loader *l, int run_netns_fd)
 {
 	struct netdev_peer peers[NETDEV_PEERS_MAX];
 	int n, i, j, found = 0, err = 0;
 
-	if (!l->n_clsact_pins)
+	if (!l->n_clsact_pins && !l->n_tc)
 		return 0;
 	n = netdev_veth_peers(run_netns_fd, peers, NETDEV_PEERS_MAX);
 	if (n < 0)
 		return n;
+	refind_tcx_peers(l, peers, n);
+	if (!l->n_clsact_pins) {
+		netdev_peers_free(peers, n);
+		return 0;
+	}
 	for (i = 0; i < n && l->n_tc < NETDEV_PEERS_MAX; i++) {
 		struct tc_attachment *a = &l->tc_att[l->n_tc];
 		struct tc_query q = { .a = a };
 
+		if (peers[i].netns_fd < 0)
+			continue; /* a tcx link's */
 		memset(a, 0, sizeof(*a));
 		a->peer = peers[i];
 		peers[i].netns_fd = -1;
@@ -3471,7 +3536,7 @@ static int settle_link(const struct loader *l, const struct bpf_link *link, __u3
  * host-side tcx link (a kill between two veths' moves), and the LSM layer's (moved last, its
  * new connect and sendmsg links pinned after: a kill before that leaves the old ones judging
  * with the old set's maps while the cgroup links run the new). (Host-side clsact filters are
- * found later, loader_refind_clsact, which checks theirs.)
+ * found later, loader_refind_host_side, which checks theirs.)
  */
 static int reopen_settle_pins(struct loader *l)
 {
@@ -4203,7 +4268,7 @@ static int lsm_take_staged(struct loader *l, int i, struct bpf_link **staged)
  * some hooks run the new set's programs, some the old one's, each enforcing one of two policies.
  * When the new set is staged (see STAGED_PIN) and is the switch the log's open policy_switch_begin
  * announced (sw), every hook still on the old set is moved to it, in the commit's order, and the
- * host side's clsact pins name its program (loader_refind_clsact moves the filters): the commit
+ * host side's clsact pins name its program (loader_refind_host_side moves the filters): the commit
  * finished forward, as the dead writer would have, and reopen_settle_pins then makes the pins
  * those of the set the links run. Nothing is done when every hook runs one set (the writer died
  * before its first move, after its undo, or after its last move; or staged nothing whole): the

@@ -170,11 +170,13 @@ bool loader_lsm_active(const struct loader *l, const char **why);
 int loader_attach_tc(struct loader *l, int run_netns_fd, char *desc, size_t desc_size);
 
 /*
- * For a resumed writer: the clsact filters (kernels without tcx) its run left on the peers of
- * run_netns_fd's veths, found by the pinned program they run, so that loader_detach removes
- * them. Returns how many were found, or -errno. (tcx links are pinned: loader_reopen has them.)
+ * For a resumed writer: the host side on the peers of run_netns_fd's veths. The clsact filters
+ * (kernels without tcx) its run left, found by the pinned program they run, so that
+ * loader_detach removes them; and the peer each tcx link (pinned: loader_reopen has them) is
+ * attached to, which a destroy's RST needs (loader_kill_socket). Returns how many clsact
+ * filters were found, or -errno.
  */
-int loader_refind_clsact(struct loader *l, int run_netns_fd);
+int loader_refind_host_side(struct loader *l, int run_netns_fd);
 
 /*
  * The loaded object of one layer: "sock_addr" (the decision layer, which owns the run's maps),

@@ -114,6 +114,8 @@ struct veth_link {
 struct veths {
 	struct veth_link *out;
 	int n, max;
+	bool full;  /* a veth with its peer outside found no room in out */
+	bool other; /* a link that is neither the loopback nor such a veth */
 };
 
 static int on_link(const struct nlmsghdr *h, void *ctx)
@@ -126,68 +128,51 @@ static int on_link(const struct nlmsghdr *h, void *ctx)
 	if (h->nlmsg_type != RTM_NEWLINK || h->nlmsg_len < NLMSG_LENGTH(sizeof(*ifi)))
 		return 0;
 	alen = (int)(h->nlmsg_len - NLMSG_LENGTH(sizeof(*ifi)));
-	if (!link_is_veth(IFLA_RTA(ifi), alen))
+	if (!link_is_veth(IFLA_RTA(ifi), alen)) {
+		v->other |= !(ifi->ifi_flags & IFF_LOOPBACK);
 		return 0;
+	}
 	link = rta_find(IFLA_RTA(ifi), alen, IFLA_LINK);
 	nsid = rta_find(IFLA_RTA(ifi), alen, IFLA_LINK_NETNSID);
-	if (!link || !nsid || RTA_PAYLOAD(link) < 4 || RTA_PAYLOAD(nsid) < 4)
-		return 0; /* both ends inside the sandbox */
-	if (v->n == v->max)
-		return -E2BIG;
+	if (!link || !nsid || RTA_PAYLOAD(link) < 4 || RTA_PAYLOAD(nsid) < 4) {
+		v->other = true; /* both ends inside the sandbox */
+		return 0;
+	}
+	if (v->n == v->max) {
+		v->full = true;
+		return 0;
+	}
 	memcpy(&v->out[v->n].peer_ifindex, RTA_DATA(link), 4);
 	memcpy(&v->out[v->n].peer_nsid, RTA_DATA(nsid), 4);
 	v->n++;
 	return 0;
 }
 
-/* The veths of the namespace rtnl speaks for whose peer is in another namespace. */
+/*
+ * The veths of the namespace rtnl speaks for whose peer is in another namespace, in v (its out
+ * and max set), and whether it has any other link but its loopback; 0 or -errno.
+ */
+static int dump_links(int rtnl, struct veths *v)
+{
+	struct {
+		struct nlmsghdr nlh;
+		struct ifinfomsg ifi;
+	} req = {
+		.nlh = { .nlmsg_len = sizeof(req), .nlmsg_type = RTM_GETLINK,
+			 .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP, .nlmsg_seq = 1 },
+		.ifi = { .ifi_family = AF_UNSPEC },
+	};
+
+	return nl_dump(rtnl, &req.nlh, on_link, v);
+}
+
+/* The veths of the namespace rtnl speaks for whose peer is in another namespace: how many. */
 static int dump_veths(int rtnl, struct veth_link *out, int max)
 {
-	struct {
-		struct nlmsghdr nlh;
-		struct ifinfomsg ifi;
-	} req = {
-		.nlh = { .nlmsg_len = sizeof(req), .nlmsg_type = RTM_GETLINK,
-			 .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP, .nlmsg_seq = 1 },
-		.ifi = { .ifi_family = AF_UNSPEC },
-	};
 	struct veths v = { .out = out, .max = max };
-	int err = nl_dump(rtnl, &req.nlh, on_link, &v);
+	int err = dump_links(rtnl, &v);
 
-	return err ? err : v.n;
-}
-
-/* A link that is neither the loopback nor a veth: counted. */
-static int on_other_link(const struct nlmsghdr *h, void *ctx)
-{
-	const struct ifinfomsg *ifi = NLMSG_DATA(h);
-	int alen;
-
-	if (h->nlmsg_type != RTM_NEWLINK || h->nlmsg_len < NLMSG_LENGTH(sizeof(*ifi)))
-		return 0;
-	alen = (int)(h->nlmsg_len - NLMSG_LENGTH(sizeof(*ifi)));
-	if (!(ifi->ifi_flags & IFF_LOOPBACK) && !link_is_veth(IFLA_RTA(ifi), alen))
-		(*(int *)ctx)++;
-	return 0;
-}
-
-int netdev_other_links(int netns_fd)
-{
-	struct {
-		struct nlmsghdr nlh;
-		struct ifinfomsg ifi;
-	} req = {
-		.nlh = { .nlmsg_len = sizeof(req), .nlmsg_type = RTM_GETLINK,
-			 .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP, .nlmsg_seq = 1 },
-		.ifi = { .ifi_family = AF_UNSPEC },
-	};
-	int rtnl = -1, n = 0, err = netdev_in_netns(netns_fd, open_rtnl, &rtnl);
-
-	if (err)
-		return err;
-	err = nl_dump(rtnl, &req.nlh, on_other_link, &n);
-	close(rtnl);
-	return err ? err : n;
+	return err ? err : v.full ? -E2BIG : v.n;
 }
 
 /* The id the namespace rtnl speaks for gives the namespace netns_fd; -1 if none. */
@@ -305,6 +290,38 @@ int netdev_veth_peers(int run_netns_fd, struct netdev_peer *out, int max)
 	}
 	close(rtnl);
 	return n;
+}
+
+int netdev_only_peers(int netns_fd, const struct netdev_peer *peers, int n)
+{
+	struct veth_link links[NETDEV_PEERS_MAX];
+	struct veths v = { .out = links, .max = NETDEV_PEERS_MAX };
+	int32_t nsids[NETDEV_PEERS_MAX];
+	int rtnl = -1, i, j, err;
+
+	if (n > NETDEV_PEERS_MAX)
+		return -E2BIG;
+	err = netdev_in_netns(netns_fd, open_rtnl, &rtnl);
+	if (err)
+		return err;
+	/* the dump first: it gives each peer's namespace an id as seen from here, if it had none */
+	err = dump_links(rtnl, &v);
+	for (j = 0; !err && j < n; j++)
+		nsids[j] = peers[j].netns_fd >= 0 ? nsid_of(rtnl, peers[j].netns_fd) : -1;
+	close(rtnl);
+	if (err)
+		return err;
+	if (v.other || v.full)
+		return 0;
+	for (i = 0; i < v.n; i++) {
+		for (j = 0; j < n; j++)
+			if (nsids[j] >= 0 && links[i].peer_nsid == nsids[j] &&
+			    links[i].peer_ifindex == peers[j].ifindex)
+				break;
+		if (j == n)
+			return 0;
+	}
+	return 1;
 }
 
 void netdev_peers_free(struct netdev_peer *p, int n)

@@ -39,10 +39,12 @@ int netdev_clsact_filters(int ifindex);
 int netdev_netns_find(uint64_t dev, uint64_t ino);
 
 /*
- * How many links of netns_fd are neither its loopback nor a veth (a macvlan, ipvlan, tunnel,
- * dummy or physical device: a way out that no host-side program sees), or -errno.
+ * Whether every link of netns_fd but its loopback is a veth whose peer is one of peers (the same
+ * ifindex in the same namespace; one with netns_fd -1 matches none): 1, else 0 (a macvlan,
+ * ipvlan, tunnel, dummy or physical device, or a veth added later whose peer is elsewhere: a
+ * way out that none of those peers sees), or -errno.
  */
-int netdev_other_links(int netns_fd);
+int netdev_only_peers(int netns_fd, const struct netdev_peer *peers, int n);
 
 /* Run fn(arg) with the calling thread in netns_fd, then return to the thread's namespace. */
 int netdev_in_netns(int netns_fd, int (*fn)(void *arg), void *arg);

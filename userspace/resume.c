@@ -956,10 +956,14 @@ int resume_take(struct run *r, char *msg, size_t msg_len)
 	if (run_open_alerts(r, msg, msg_len))
 		fprintf(stderr, "%s: %s\n", r->args.cmd_name, msg);
 	msg[0] = '\0';
-	/* the host side's clsact filters (kernels without tcx): found, so the run's end removes them */
-	if (r->netns_fd >= 0 && (err = loader_refind_clsact(r->loader, r->netns_fd)) < 0)
-		fprintf(stderr, "%s: find the run's host-side clsact filters: %s; they "
-				"stay until their veths go\n",
+	/*
+	 * the host side's clsact filters (kernels without tcx): found, so the run's end removes
+	 * them; and the peers of its tcx links
+	 */
+	if (r->netns_fd >= 0 && (err = loader_refind_host_side(r->loader, r->netns_fd)) < 0)
+		fprintf(stderr, "%s: find the run's host side on its veths' peers: %s; its clsact "
+				"filters stay until their veths go, and no destroyed socket's RST "
+				"leaves\n",
 			r->args.cmd_name, strerror(-err));
 	err = 0;
 	/* the switch the dead writer left open, closed first: every line after is the run's */

@@ -851,6 +851,8 @@ int run_cfg_of(const struct run *r, struct sl_run_cfg *cfg)
 		cfg->upstream_port = ntohs(sin6->sin6_port);
 	}
 	cfg->dns_ttl = r->args.dns_ttl;
+	/* an attached run's workload is assumed so, as SECURITY MODEL says of every workload */
+	cfg->no_net_admin = !r->args.allow_root;
 	/* the namespace the resolver listens in: the run's, or sluice's own without --netns */
 	cfg->netns_given = r->netns_fd >= 0;
 	if (r->netns_fd >= 0 ? fstat(r->netns_fd, &st) : stat("/proc/thread-self/ns/net", &st))

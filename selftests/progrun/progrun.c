@@ -10,6 +10,8 @@
  *   frames  the host-side tc program (sl_tc_ingress) and the cgroup_skb backstop (sl_backstop),
  *           as loaded, each given the same frame: its verdict, and the reason of the record it
  *           wrote (read from the run's ring buffer);
+ *   reset   the host side on the RST of a socket sluice destroys, written down in sl_resets as
+ *           the packet layer writes it: once, in its fixed form, or refused (reset_tests);
  *   flows   the backstop on a packet of a connected flow of this policy generation or another
  *           (progrun_skb.bpf.c's t_flow_backstop puts the flow's state on the test socket);
  *   judged  the backstop's judged cache on a socket without a flow (t_judged_backstop plants
@@ -2136,6 +2138,147 @@ static void hook_tests(void)
 	rmdir(hook_cg);
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/*
+ * The RST of a socket sluice destroys, at the host side (tc.bpf.c destroy_reset_frame,
+ * reset_fix): a frame the packet layer wrote down in sl_resets passes once, in its fixed form;
+ * one whose TCP data offset byte is not exactly its length's (a reserved or AE bit, or a length
+ * that says timestamps where the offset does not) is refused.
+ */
+#define RST_MAX 104 /* SL_RESET_FRAME_MAX (bpf/resets.bpf.h) */
+
+struct rst_value {
+	uint32_t len, pad;
+	uint8_t bytes[RST_MAX];
+};
+
+static unsigned csum_fold(uint32_t sum)
+{
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return sum;
+}
+
+static uint32_t csum_add(uint32_t sum, const uint8_t *b, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < n; i += 2)
+		sum += (uint32_t)b[i] << 8 | b[i + 1];
+	return sum;
+}
+
+/* An IPv4 TCP RST|ACK 10.200.1.2:40000 -> 203.0.113.99:80 with what a workload chose in it. */
+static void rst_frame(struct pkt *p, unsigned doff_byte, bool stamps)
+{
+	uint8_t *ip, *th;
+	size_t tl = stamps ? 32 : 20;
+	uint32_t sum;
+
+	p->len = 0;
+	put_eth(p, 0x0800);
+	ip = p->b + p->len;
+	put_hex(p, "45b8"); /* TOS 0xb8 */
+	put16(p, 20 + tl);
+	put_hex(p, "12340000" "0706" "0000" "0ac80102" "cb007163"); /* ID, no DF, TTL 7 */
+	th = p->b + p->len;
+	put_hex(p, "9c400050" "01020304" "05060708");
+	put8(p, doff_byte);
+	put_hex(p, "14" "0480" "0000" "0001"); /* RST|ACK, window 1152, urgent pointer 1 */
+	if (stamps)
+		put_hex(p, "0101080a" "11223344" "55667788");
+	set16(ip + 10, ~csum_fold(csum_add(0, ip, 20)) & 0xffff);
+	sum = csum_add(csum_add(0, ip + 12, 8), th, tl) + 6 + tl;
+	set16(th + 16, ~csum_fold(sum) & 0xffff);
+}
+
+static bool rst_put(struct run *r, int fd, const struct pkt *p)
+{
+	struct sl_ns_flow_key k = {.sport = 40000, .dport = 80, .family = AF_INET,
+				   .proto = 6};
+	struct rst_value v = {.len = (uint32_t)(p->len - ETH_LEN)};
+
+	(void)r;
+	memcpy(k.saddr, p->b + ETH_LEN + 12, 4);
+	memcpy(k.daddr, p->b + ETH_LEN + 16, 4);
+	memcpy(v.bytes, p->b + ETH_LEN, v.len);
+	EXPECT(!bpf_map_update_elem(fd, &k, &v, BPF_ANY), "write sl_resets: %s", strerror(errno));
+	return true;
+}
+
+/* Run the host side on p; *passed, and the frame as it left in out. */
+static bool rst_run(struct run *r, const struct pkt *p, struct pkt *out, bool *passed)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = p->b, .data_size_in = (uint32_t)p->len,
+		    .data_out = out->b, .data_size_out = sizeof(out->b));
+
+	map_clear(r->tc_reported_fd, r->tc_reported_key);
+	EXPECT(!bpf_prog_test_run_opts(r->tc_fd, &o), "BPF_PROG_RUN failed: %s", strerror(errno));
+	ring_buffer__consume(r->rb);
+	EXPECT(o.retval == (uint32_t)-1 || o.retval == 2, "unexpected return value %u", o.retval);
+	*passed = o.retval == (uint32_t)-1;
+	out->len = o.data_size_out;
+	return true;
+}
+
+static bool rst_fixed_once(struct run *r, int fd)
+{
+	static const uint8_t nops[12] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+	struct pkt p = {}, out = {};
+	const uint8_t *ip = out.b + ETH_LEN, *th = ip + 20;
+	bool passed;
+
+	rst_frame(&p, 0x80, true);
+	if (!rst_put(r, fd, &p) || !rst_run(r, &p, &out, &passed))
+		return false;
+	EXPECT(passed, "the RST written down was dropped");
+	EXPECT(out.len == p.len, "%zu bytes left, not %zu", out.len, p.len);
+	EXPECT(ip[1] == 0 && ip[4] == 0 && ip[5] == 0 && ip[6] == 0x40 && ip[7] == 0 && ip[8] == 64,
+	       "IPv4 fields: tos %u id %02x%02x frag %02x%02x ttl %u", ip[1], ip[4], ip[5], ip[6],
+	       ip[7], ip[8]);
+	EXPECT(th[12] == 0x80 && th[13] == 0x14 && th[14] == 0 && th[15] == 0 && th[18] == 0 &&
+		       th[19] == 0 && !memcmp(th + 20, nops, 12),
+	       "TCP fields: offset %02x flags %02x window %02x%02x urg %02x%02x opt %02x", th[12],
+	       th[13], th[14], th[15], th[18], th[19], th[22]);
+	EXPECT(!memcmp(th, p.b + ETH_LEN + 20, 12), "ports or sequence numbers changed");
+	EXPECT(csum_fold(csum_add(0, ip, 20)) == 0xffff, "the IPv4 checksum is wrong");
+	EXPECT(csum_fold(csum_add(csum_add(0, ip + 12, 8), th, 32) + 6 + 32) == 0xffff,
+	       "the TCP checksum is wrong");
+	EXPECT(rst_run(r, &p, &out, &passed) && !passed, "the same frame passed twice");
+	return true;
+}
+
+static bool rst_refused(struct run *r, int fd, unsigned doff_byte, bool stamps)
+{
+	struct pkt p = {}, out = {};
+	bool passed;
+
+	rst_frame(&p, doff_byte, stamps);
+	if (!rst_put(r, fd, &p) || !rst_run(r, &p, &out, &passed))
+		return false;
+	EXPECT(!passed, "passed");
+	return true;
+}
+
+static void reset_tests(void)
+{
+	struct run *r = &runs[P_DENY];
+	struct bpf_map *m = bpf_object__find_map_by_name(loader_object(r->l, "tc"), "sl_resets");
+	int fd = m ? bpf_map__fd(m) : -1;
+	bool ok = fd >= 0 && bpf_map__value_size(m) == sizeof(struct rst_value);
+
+	snprintf(why, WHY_LEN, "no sl_resets of the value size this test knows");
+	report(ok && rst_fixed_once(r, fd),
+	       "reset: a RST written down passes once, in its fixed form, checksums right", why);
+	report(ok && rst_refused(r, fd, 0x81, true),
+	       "reset: one with a reserved bit in its data offset byte (AE) is refused", why);
+	report(ok && rst_refused(r, fd, 0x50, true),
+	       "reset: one whose offset says 5 words, 8 long (timestamps by length): refused",
+	       why);
+	report(ok && rst_refused(r, fd, 0x58, false),
+	       "reset: one with a reserved bit and no options is refused", why);
+}
+
 int main(void)
 {
 	int err = 0, i;
@@ -2154,9 +2297,10 @@ int main(void)
 	}
 	printf("1..%zu\n", 2 * ARRAY_SIZE(frame_cases) + ARRAY_SIZE(flow_cases) +
 				   ARRAY_SIZE(judged_cases) + ARRAY_SIZE(tc_judged_cases) +
-				   ARRAY_SIZE(tls_cases) + 3 +
+				   ARRAY_SIZE(tls_cases) + 3 + 4 +
 				   ARRAY_SIZE(decide_cases) + ARRAY_SIZE(hook_cases));
 	frame_tests();
+	reset_tests();
 	flow_tests();
 	judged_tests();
 	tc_judged_tests();
