@@ -16,6 +16,8 @@
 #   namespace that is neither a veth nor its loopback (a macvlan: a way out no host side sees),
 #   none leaves.
 # - without --netns (no program on the path can write to the frame): no RST arrives at all.
+# - an attach without --reset-peers (the operator's word that its workload holds no
+#   CAP_NET_ADMIN): none leaves.
 # - a sluice run whose allowed flow a replace-policy cuts: its RST arrives fixed, after a take-over
 #   by a new daemon too (it finds its tcx links' peers); with --allow-root (TCP_REPAIR could set
 #   the RST's sequence numbers) none arrives, nor with a veth added to the namespace after the
@@ -45,7 +47,7 @@ printf '%s\n' 'default: deny' 'rules:' '  - name: test-host' \
 FORM=$SL_LIB_DIR/tools/sl_rstform.py
 MD=169.254.169.254
 
-tap_plan 29
+tap_plan 32
 
 # attacked NAME [ATTACH_ARGS...]: the attacker's connections, made in a new cgroup before the
 # attach; the attach (enforce) destroys them while the test host watches. Sets W (the
@@ -95,7 +97,7 @@ fixed_form() {
 }
 
 # --- with a host side: the RST leaves, in its fixed form
-attacked netns --netns "/run/netns/$SL_NS_RUN"
+attacked netns --netns "/run/netns/$SL_NS_RUN" --reset-peers
 line=$(rst_of v4opts)
 tap_is "netns: the IPv4 RST (IP_TOS, IP_TTL, no DF, SO_RCVBUF) arrives in its fixed form" \
 	"$(fixed_form "$line" 63)" "ipv4 fixed fixed" || tap_diag "$line"
@@ -118,19 +120,29 @@ tap_is "netns: the holder's sends fail (ECONNABORTED)" \
 out=$("$SLUICE" detach --run-id "t-$SL_ID-netns" 2>&1)
 tap_check "netns: the run detaches" test -z "${out##*\"ok\":true*}"
 
+# --- with one, but without the operator's word that the workload holds no CAP_NET_ADMIN (attach
+# --reset-peers): a container's root may own its namespace and set the RST's sequence numbers
+# with TCP_REPAIR, so none is let out
+attacked noword --netns "/run/netns/$SL_NS_RUN"
+tap_is "netns, attached without --reset-peers: no RST reaches the test host" \
+	"$(cat "$W/seen" 2>/dev/null)" ""
+out=$("$SLUICE" detach --run-id "t-$SL_ID-noword" 2>&1)
+tap_check "netns, attached without --reset-peers: the run detaches" \
+	test -z "${out##*\"ok\":true*}"
+
 # --- with one, and a way out it does not see (a macvlan on the run's veth, standing for any link
 # but a veth: an ipvlan, a tunnel): no RST is let out there either
 ip -n "$SL_NS_RUN" link add sl-other link "$SL_RUN_IF" type macvlan ||
 	bail_out "cannot add a macvlan link"
 sl_on_exit "ip -n '$SL_NS_RUN' link del sl-other 2>/dev/null"
-attacked other --netns "/run/netns/$SL_NS_RUN"
+attacked other --netns "/run/netns/$SL_NS_RUN" --reset-peers
 tap_is "netns with another link: no RST reaches the test host" "$(cat "$W/seen" 2>/dev/null)" ""
 out=$("$SLUICE" detach --run-id "t-$SL_ID-other" 2>&1)
 tap_check "netns with another link: the run detaches" test -z "${out##*\"ok\":true*}"
 ip -n "$SL_NS_RUN" link del sl-other
 
 # --- without one: no program on the path can write to the frame: none leaves
-attacked cgroup
+attacked cgroup --reset-peers
 tap_is "cgroup only: no RST reaches the test host" "$(cat "$W/seen" 2>/dev/null)" ""
 tap_is "cgroup only: the test host's ends stay open (no line closed)" \
 	"$(sink_count "tcp 198.51.100.20 80")" 0 || tap_diag "$(sink_new_lines)"
@@ -241,7 +253,8 @@ sl_on_exit "sl_cgroup_remove '$cg'"
 RUN=t-$SL_ID-takeover
 SL_RUNS+=("$RUN")
 out=$("$SLUICE" attach --cgroup "$cg" --policy "$SL_TMP/allow.yaml" --run-id "$RUN" \
-	--mode enforce --netns "/run/netns/$SL_NS_RUN" --log "$SL_TMP/takeover.jsonl" 2>&1) ||
+	--mode enforce --netns "/run/netns/$SL_NS_RUN" --log "$SL_TMP/takeover.jsonl" \
+	--reset-peers 2>&1) ||
 	bail_out "attach of takeover failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
 # (a writer that took a run with a BPF LSM layer over cannot switch it: a VM's kernel)
 H=$SL_TMP/takeover-hold

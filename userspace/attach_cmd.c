@@ -2,7 +2,7 @@
 /*
  * sluice attach (--cgroup PATH | --pid PID | --container NAME-OR-ID | --unit NAME) --policy FILE
  *               --run-id ID [--task T] [--mode report|enforce] [--netns PATH|none] [--log PATH]
- *               [--upstream ADDR] [--socket PATH] [--dry-run]
+ *               [--upstream ADDR] [--socket PATH] [--dry-run] [--reset-peers]
  *
  * A client of the daemon: finds the cgroup (and network namespace) of what it is told to attach
  * to (locate.c), makes every path absolute (the daemon has its own working directory), asks the
@@ -32,6 +32,7 @@ static void usage(FILE *out)
 		"                      --unit NAME) --policy FILE --run-id ID [--task TASK]\n"
 		"                     [--mode report|enforce] [--netns PATH|none] [--log FILE]\n"
 		"                     [--upstream ADDR[:PORT]] [--socket PATH] [--dry-run]\n"
+		"                     [--reset-peers]\n"
 		"\n"
 		"Asks the sluice daemon to confine an existing cgroup under the policy: every\n"
 		"process in it, now and later, and the sockets they already hold.\n"
@@ -56,6 +57,8 @@ static void usage(FILE *out)
 		"  --socket PATH     the daemon's socket (default: $SLUICE_SOCKET, else\n"
 		"                    " CONTROL_SOCKET_DEFAULT ")\n"
 		"  --dry-run         print the request instead of sending it\n"
+		"  --reset-peers     the workload holds no CAP_NET_ADMIN (your word): a socket\n"
+		"                    sluice destroys has its peer reset (with --netns)\n"
 		"Exit status: 0 attached (or printed, with --dry-run); 1 the daemon refused (its\n"
 		"error is printed); 2 bad arguments; 3 the target was not found or is ambiguous;\n"
 		"4 no daemon answers at the socket.\n");
@@ -140,6 +143,8 @@ int attach_build(const struct attach_req *r, struct control_msg *m, char *why, s
 	runopts_request(m, &shared);
 	if (r->source)
 		control_msg_str(m, "source", r->source);
+	if (r->reset_peers)
+		control_msg_bool(m, "reset_peers", true);
 	if (control_msg_end(m)) {
 		util_fmt(why, why_len, "the request does not fit a line of %d bytes",
 			 CONTROL_LINE_MAX);
@@ -209,6 +214,7 @@ int attach_cmd_main(int argc, char **argv)
 		{ "unit", required_argument, NULL, 'U' },
 		{ "socket", required_argument, NULL, 's' },
 		{ "dry-run", no_argument, NULL, 'D' },
+		{ "reset-peers", no_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -236,6 +242,7 @@ int attach_cmd_main(int argc, char **argv)
 		case 'U': unit = optarg; break;
 		case 's': socket = optarg; break;
 		case 'D': dry_run = true; break;
+		case 'R': r.reset_peers = true; break;
 		case 'h':
 			usage(stdout);
 			return 0;

@@ -26,6 +26,7 @@ struct attach_req {
 	const char *log;    /* absolute path */
 	const char *upstream;
 	const char *source; /* "pid:N", "container:ID", "unit:NAME", "oci-hook" */
+	bool reset_peers;   /* --reset-peers: the workload holds no CAP_NET_ADMIN */
 };
 
 /* Check r and build its request line. 0, or -EINVAL with why naming the field. */

@@ -596,6 +596,32 @@ static char *dup_opt(const char *s, bool *oom)
 	return c;
 }
 
+struct member_kind {
+	const char *key;
+	enum control_kind kind;
+};
+
+/* Every member a known key of the right kind; anything else refused, by name. */
+static int check_typed(const struct control_obj *o, const struct member_kind *allowed,
+		       char *err, size_t err_len)
+{
+	size_t i, j;
+
+	for (i = 0; i < o->n; i++) {
+		for (j = 0; allowed[j].key; j++)
+			if (!strcmp(o->m[i].key, allowed[j].key))
+				break;
+		if (!allowed[j].key)
+			return util_fmt(err, err_len, "unknown member \"%s\"", o->m[i].key), -EINVAL;
+		if (o->m[i].kind != allowed[j].kind)
+			return util_fmt(err, err_len, "member \"%s\" must be %s", o->m[i].key,
+					allowed[j].kind == CONTROL_STR ? "a string" :
+					allowed[j].kind == CONTROL_INT ? "an integer" : "true or false"),
+			       -EINVAL;
+	}
+	return 0;
+}
+
 /* The members a request may have, by op: anything else is refused, by name. */
 static int check_members(const struct control_obj *o, const char *const *allowed, char *err,
 			 size_t err_len)
@@ -788,8 +814,12 @@ static int load_enqueue(struct daemon *d, struct drun *dr, struct client *c, int
 static int op_attach(struct daemon *d, struct client *c, const struct control_obj *o,
 		     int *netns_fd, struct control_msg *rep, char *err, size_t err_len)
 {
-	static const char *const allowed[] = { "op", "cgroup", "policy", "run_id", "task", "mode",
-					       "netns", "log", "upstream", "source", NULL };
+	static const struct member_kind allowed[] = {
+		{ "op", CONTROL_STR },	   { "cgroup", CONTROL_STR },  { "policy", CONTROL_STR },
+		{ "run_id", CONTROL_STR }, { "task", CONTROL_STR },    { "mode", CONTROL_STR },
+		{ "netns", CONTROL_STR },  { "log", CONTROL_STR },     { "upstream", CONTROL_STR },
+		{ "source", CONTROL_STR }, { "reset_peers", CONTROL_BOOL }, {},
+	};
 	const char *cgroup, *policy, *run_id, *mode, *log, *netns;
 	char pins[PATH_MAX];
 	struct drun *dr;
@@ -797,7 +827,7 @@ static int op_attach(struct daemon *d, struct client *c, const struct control_ob
 	bool oom = false, need_load;
 	int ret;
 
-	ret = check_members(o, allowed, err, err_len);
+	ret = check_typed(o, allowed, err, err_len);
 	if (ret)
 		return ret;
 	if (!(cgroup = need(o, "cgroup", err, err_len)) ||
@@ -854,6 +884,7 @@ static int op_attach(struct daemon *d, struct client *c, const struct control_ob
 	}
 	dr->r.attached = true;
 	drun_args(dr, run_id);
+	dr->r.args.reset_peers = control_bool(o, "reset_peers") == 1;
 	dr->r.args.cgroup_path = dr->cgroup;
 	dr->r.args.source = dr->source;
 	dr->r.args.key_path = d->key_path;
@@ -906,32 +937,6 @@ static int op_attach(struct daemon *d, struct client *c, const struct control_ob
 
 /* ------------------------------------------------------------------------------------------ */
 /* Runs handed over by sluice run (handoff.h) */
-
-struct member_kind {
-	const char *key;
-	enum control_kind kind;
-};
-
-/* Every member a known key of the right kind; anything else refused, by name. */
-static int check_typed(const struct control_obj *o, const struct member_kind *allowed,
-		       char *err, size_t err_len)
-{
-	size_t i, j;
-
-	for (i = 0; i < o->n; i++) {
-		for (j = 0; allowed[j].key; j++)
-			if (!strcmp(o->m[i].key, allowed[j].key))
-				break;
-		if (!allowed[j].key)
-			return util_fmt(err, err_len, "unknown member \"%s\"", o->m[i].key), -EINVAL;
-		if (o->m[i].kind != allowed[j].kind)
-			return util_fmt(err, err_len, "member \"%s\" must be %s", o->m[i].key,
-					allowed[j].kind == CONTROL_STR ? "a string" :
-					allowed[j].kind == CONTROL_INT ? "an integer" : "true or false"),
-			       -EINVAL;
-	}
-	return 0;
-}
 
 /* An integer member in [min, max]; def when absent. */
 static int int_member(const struct control_obj *o, const char *key, int64_t min, int64_t max,

@@ -1698,6 +1698,12 @@ int loader_take(struct loader *l, const struct policy *p, const struct policy_co
 static const char *const lsm_link_names[3] = { "lsm-socket-create", "lsm-connect",
 						 "lsm-sendmsg" };
 
+/* the run has a BPF LSM layer: loaded by this loader, or reopened whole (loader_reopen) */
+static bool lsm_layer(const struct loader *l)
+{
+	return l->lsm || l->lsm_links[1];
+}
+
 /*
  * One pinned map of a run into the unloaded skeleton's map: the shape must be this build's, or
  * the records and values would be read with another layout.
@@ -1990,12 +1996,24 @@ struct loader *loader_reopen(const char *run_id, const struct loader_open_switch
 		l->tc_att[i].peer.netns_fd = -1;
 		l->n_tc++;
 	}
+	/*
+	 * The LSM layer's three links, each looked for: a run has all of them or none. Some only
+	 * (a writer killed between two pins at attach, a commit's rename that failed) is refused:
+	 * a switch would leave the ones not known on the old policy, and a detach leave them.
+	 */
 	for (i = 0; !err && i < 3; i++) {
 		int e = reopen_link(l->pin_dir, lsm_link_names[i], &l->lsm_links[i]);
 
-		if (e == -ENOENT)
-			break;
-		err = e;
+		if (e && e != -ENOENT)
+			err = e;
+	}
+	if (!err && (!l->lsm_links[0] != !l->lsm_links[1] || !l->lsm_links[1] != !l->lsm_links[2])) {
+		for (i = 0; i < 3; i++)
+			if (!l->lsm_links[i])
+				fprintf(stderr, "sluice: %s: the BPF-LSM layer's pin %s is missing where "
+						"the others are: not a whole run\n", l->pin_dir,
+					lsm_link_names[i]);
+		err = -EXDEV;
 	}
 	if (!err)
 		err = reopen_clsact_pins(l);
@@ -2033,7 +2051,7 @@ struct loader *loader_reopen(const char *run_id, const struct loader_open_switch
 		return NULL;
 	}
 	snprintf(l->lsm_why, sizeof(l->lsm_why), "%s",
-		 l->lsm_links[0] ? "" : "the run has no BPF LSM layer");
+		 lsm_layer(l) ? "" : "the run has no BPF LSM layer");
 	/*
 	 * Every hook runs one set now: what a switch's commit staged is no one's to finish with
 	 * (its new LSM hooks, attached beside the old ones, go with their pins).
@@ -2235,11 +2253,6 @@ fail:
  * The run has a BPF-LSM layer: loaded by this writer, or found pinned by one that took the run
  * over (its links only: a switch loads a new layer all the same, sharing the old one's maps).
  */
-static bool lsm_layer(const struct loader *l)
-{
-	return l->lsm || l->lsm_links[1];
-}
-
 bool loader_lsm_active(const struct loader *l, const char **why)
 {
 	*why = l->lsm_why;
@@ -3241,6 +3254,14 @@ static int next_share(struct bpf_object *obj, struct bpf_object *first, struct b
 		fd = src ? bpf_map__fd(src) :
 			   bpf_map__is_internal(map) ? -ENOENT :
 			   run_map_fd(l, old, bpf_map__name(map), NULL);
+		/*
+		 * The LSM layer's cgroup is whom its hooks judge: a new one, empty, would judge no
+		 * one while the layer counts as on. Not found, the switch fails.
+		 */
+		if (fd < 0 && !strcmp(bpf_map__name(map), "sl_run_cgroup")) {
+			fprintf(stderr, "sluice: switch: the run's map sl_run_cgroup is not found\n");
+			return -ENOENT;
+		}
 		if (fd < 0)
 			continue;
 		err = bpf_map__reuse_fd(map, fd);

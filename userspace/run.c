@@ -851,8 +851,13 @@ int run_cfg_of(const struct run *r, struct sl_run_cfg *cfg)
 		cfg->upstream_port = ntohs(sin6->sin6_port);
 	}
 	cfg->dns_ttl = r->args.dns_ttl;
-	/* an attached run's workload is assumed so, as SECURITY MODEL says of every workload */
-	cfg->no_net_admin = !r->args.allow_root;
+	/*
+	 * The RST of a socket sluice destroys is let out only for a workload that cannot choose
+	 * its sequence numbers (TCP_REPAIR needs CAP_NET_ADMIN over its namespace): sluice run's
+	 * confined one (not --allow-root). An attached run's workload is someone else's (a
+	 * rootless container's root owns its namespace): only on the operator's word.
+	 */
+	cfg->no_net_admin = r->attached ? r->args.reset_peers : !r->args.allow_root;
 	/* the namespace the resolver listens in: the run's, or sluice's own without --netns */
 	cfg->netns_given = r->netns_fd >= 0;
 	if (r->netns_fd >= 0 ? fstat(r->netns_fd, &st) : stat("/proc/thread-self/ns/net", &st))

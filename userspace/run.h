@@ -59,6 +59,8 @@ struct run_args {
 	bool dns_ttl;
 	bool strict_evidence;
 	bool allow_root; /* no --user: CMD as full root instead of a confined one */
+	/* an attach: the operator says its workload holds no CAP_NET_ADMIN (attach --reset-peers) */
+	bool reset_peers;
 	unsigned long ringbuf_kib;
 	bool verbose;
 	bool standalone;     /* --standalone: never hand the run to a daemon (handoff.c) */
