@@ -286,8 +286,9 @@ pid_case() {
 	sl_track_pid "$PID_HOLDER"
 	wait_until 10000 test -e "$CASE_DIR/ready" ||
 		bail_out "$mode: the holder did not connect: $(cat "$CASE_DIR/holder.out")"
+	# (--reset-peers: the holder is the test's, without CAP_NET_ADMIN: the peer is told)
 	"$SLUICE" attach --pid "$PID_HOLDER" --policy "$POLICY" --run-id "$id" --mode "$mode" \
-		--log "$CASE_LOG" >"$CASE_DIR/attach.out" 2>&1 ||
+		--log "$CASE_LOG" --reset-peers >"$CASE_DIR/attach.out" 2>&1 ||
 		tap_diag "attach --pid $PID_HOLDER: $(cat "$CASE_DIR/attach.out")"
 	touch "$CASE_DIR/go"
 	wait_until 10000 test -e "$CASE_DIR/result"

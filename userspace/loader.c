@@ -628,7 +628,10 @@ static void destroying_clear(const struct loader *l)
  *   TCP_REPAIR sets the socket's sequence and acknowledgement numbers (TCP_REPAIR_QUEUE and a
  *   send move rcv_nxt, a send in repair mode snd_nxt, TCP_REPAIR_WINDOW the rest), which no
  *   fixed form can take out of the RST: some 50 bits of its choice to a denied destination at
- *   each kill, which it can bring about at will (a DNAT to a denied host);
+ *   each kill, which it can bring about at will (a DNAT to a denied host). Nor over the
+ *   namespace: one owned by a user namespace below ours (a rootless container's, a remapped
+ *   one) is administered by whoever owns that, and a workload with that euid (the confined
+ *   root keeps CAP_SETUID) holds CAP_NET_ADMIN over it, whatever its own capabilities;
  * - every link of the namespace but its loopback is a veth whose peer is one of the run's
  *   host-side attachments (the ifindex in that namespace): a macvlan, ipvlan or tunnel beside
  *   them, or a veth added after the attach (no host side on its peer), would carry the RST out
@@ -642,7 +645,8 @@ static bool resets_fixed(const struct loader *l, int netns_fd)
 	struct netdev_peer peers[NETDEV_PEERS_MAX];
 	int i;
 
-	if (!cfg_of(l)->run.no_net_admin || netns_fd < 0 || !l->n_tc)
+	if (!cfg_of(l)->run.no_net_admin || netns_fd < 0 || !l->n_tc ||
+	    netdev_netns_owner_is_ours(netns_fd) != 1)
 		return false;
 	for (i = 0; i < l->n_tc; i++)
 		peers[i] = l->tc_att[i].peer;

@@ -9,11 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <limits.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <linux/if_link.h>
 #include <linux/net_namespace.h>
+#include <linux/nsfs.h>
 #include <linux/netlink.h>
 #include <linux/pkt_sched.h>
 #include <linux/rtnetlink.h>
@@ -372,4 +374,20 @@ int netdev_clsact_filters(int ifindex)
 	out = in < 0 ? in : count_filters(rtnl, ifindex, TC_H_MAKE(TC_H_CLSACT, TC_H_MIN_EGRESS));
 	close(rtnl);
 	return in < 0 ? in : out < 0 ? out : in + out;
+}
+
+int netdev_netns_owner_is_ours(int netns_fd)
+{
+	struct stat owner, ours;
+	int u = ioctl(netns_fd, NS_GET_USERNS), err;
+
+	if (u < 0)
+		return -errno;
+	err = fstat(u, &owner) ? -errno : 0;
+	close(u);
+	if (!err && stat("/proc/self/ns/user", &ours))
+		err = -errno;
+	if (err)
+		return err;
+	return owner.st_dev == ours.st_dev && owner.st_ino == ours.st_ino;
 }

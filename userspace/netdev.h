@@ -9,6 +9,7 @@
 #define SLUICE_NETDEV_H
 
 #include <net/if.h>
+#include <stdint.h>
 
 #define NETDEV_PEERS_MAX 8
 
@@ -45,6 +46,14 @@ int netdev_netns_find(uint64_t dev, uint64_t ino);
  * way out that none of those peers sees), or -errno.
  */
 int netdev_only_peers(int netns_fd, const struct netdev_peer *peers, int n);
+
+/*
+ * Whether netns_fd is owned by the calling process's own user namespace: 1, else 0, or -errno.
+ * A namespace owned by a child user namespace (a rootless container's; docker's userns-remap,
+ * podman's --userns=auto) is another's to administer: a process of ours whose euid owns that
+ * child holds every capability over it (CAP_NET_ADMIN among them), whatever its own set.
+ */
+int netdev_netns_owner_is_ours(int netns_fd);
 
 /* Run fn(arg) with the calling thread in netns_fd, then return to the thread's namespace. */
 int netdev_in_netns(int netns_fd, int (*fn)(void *arg), void *arg);
