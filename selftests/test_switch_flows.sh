@@ -111,7 +111,7 @@ HOLDER=$SL_LIB_DIR/tools/sl_hold.py
 NETNS=/run/netns/$SL_NS_RUN
 
 sl_daemon_attach swflows "$SL_TMP/a.yaml" --mode report \
-	--netns "$NETNS" --upstream "127.0.0.1:$SL_DNS_PORT"
+	--netns "$NETNS" --upstream "127.0.0.1:$SL_DNS_PORT" --reset-peers
 CG=$SL_ATT_CG RUN=$SL_ATT_RUN LOG=$SL_ATT_LOG
 tap_ok "the run is attached in report mode"
 
