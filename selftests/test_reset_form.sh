@@ -191,17 +191,11 @@ switched() {
 	tap_is "$name: the switch destroyed the workload's connection (its send: ECONNABORTED)" \
 		"$(grep -c ' ECONNABORTED$' "$H/result")" 1 || tap_diag_file "$H/result"
 }
-TAKEN=
 # shellcheck disable=SC2317 # called through eval
 # daemon_restart: the daemon ended (its runs left to the next) and started again; the next one
-# takes the run over and finds its host side's peers (loader_refind_host_side). Not where the run
-# has a BPF LSM layer (a VM's kernel): a writer that took such a run over cannot switch it.
+# takes the run over and finds its host side's peers (loader_refind_host_side), and, where the
+# run has a BPF LSM layer (a VM's kernel), its LSM pins, which the switch then replaces too.
 daemon_restart() {
-	if [[ $(log_run_start_field "$LOG" lsm) == True ]]; then
-		tap_diag "the run has a BPF LSM layer: not taken over before its switch"
-		return
-	fi
-	TAKEN=", taken over"
 	sl_daemon_kill TERM
 	# shellcheck disable=SC2119 # no arguments: the default daemon
 	sl_daemon_start || bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
@@ -211,10 +205,10 @@ daemon_restart() {
 }
 
 # the default confined root (no CAP_NET_ADMIN), taken over by a new daemon before the switch: its
-# RST leaves, fixed (the control of the two cases after it; without LSM layer, the take-over)
+# RST leaves, fixed (the control of the two cases after it)
 switched run daemon_restart
 line=$(rst_of plain)
-tap_is "run$TAKEN: the RST arrives, fixed" "$(fixed_form "$line" 63)" "ipv4 fixed fixed" ||
+tap_is "run, taken over: the RST arrives, fixed" "$(fixed_form "$line" 63)" "ipv4 fixed fixed" ||
 	tap_diag "$line $(tail -n 5 "$SL_DAEMON_DIR/err")"
 # --allow-root: the workload could have set the RST's sequence numbers (TCP_REPAIR): none leaves
 switched allowroot : --allow-root
@@ -256,40 +250,32 @@ out=$("$SLUICE" attach --cgroup "$cg" --policy "$SL_TMP/allow.yaml" --run-id "$R
 	--mode enforce --netns "/run/netns/$SL_NS_RUN" --log "$SL_TMP/takeover.jsonl" \
 	--reset-peers 2>&1) ||
 	bail_out "attach of takeover failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
-# (a writer that took a run with a BPF LSM layer over cannot switch it: a VM's kernel)
 H=$SL_TMP/takeover-hold
-if [[ $(log_run_start_field "$SL_TMP/takeover.jsonl" lsm) == True ]]; then
-	why="the run has a BPF LSM layer: a writer that took it over cannot switch it"
-	tap_skip "in-destroy: the daemon killed itself with the socket's cookie marked" "$why"
-	tap_skip "in-destroy: ... which is in the run's sl_destroying" "$why"
-	tap_skip "in-destroy: the next daemon took the run over and emptied sl_destroying" "$why"
-else
-	mkdir -p "$H"
-	sl_in_cgroup "$cg" "${RUN_EXEC_NETONLY[@]}" python3 "$FORM" hold "$H" \
-		plain 198.51.100.20 80 >"$H/out" 2>&1 &
-	sl_track_pid "$!"
-	sl_on_exit "touch '$H/stop'"
-	wait_until 10000 test -e "$H/ready" || bail_out "the holder: $(tr "\n" " " <"$H/out")"
-	sl_daemon_kill TERM
-	# shellcheck disable=SC2119 # no arguments: the default daemon
-	SLUICE_SELFTEST_KILL=in-destroy sl_daemon_start ||
-		bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
-	"$SLUICE" replace-policy --run-id "$RUN" "$SL_TMP/deny.yaml" >/dev/null 2>&1
-	# shellcheck disable=SC2317 # called through wait_until and tap_check
-	daemon_gone() { ! kill -0 "$SL_DAEMON_PID" 2>/dev/null; }
-	wait_until 10000 daemon_gone
-	tap_check "in-destroy: the daemon killed itself with the socket's cookie marked" daemon_gone
-	tap_is "in-destroy: ... which is in the run's sl_destroying" \
-		"$(destroying_entries "$RUN")" 1
-	sl_daemon_kill KILL
-	# shellcheck disable=SC2119 # no arguments: the default daemon
-	sl_daemon_start || bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
-	# shellcheck disable=SC2016 # expanded by that sh
-	wait_until 10000 sh -c '"$1" status --json 2>/dev/null | grep -q "\"run_id\":\"$2\""' sh \
-		"$SLUICE" "$RUN"
-	tap_is "in-destroy: the next daemon took the run over and emptied sl_destroying" \
-		"$(destroying_entries "$RUN")" 0 || tap_diag "$(tail -n 5 "$SL_DAEMON_DIR/err")"
-fi
+mkdir -p "$H"
+sl_in_cgroup "$cg" "${RUN_EXEC_NETONLY[@]}" python3 "$FORM" hold "$H" \
+	plain 198.51.100.20 80 >"$H/out" 2>&1 &
+sl_track_pid "$!"
+sl_on_exit "touch '$H/stop'"
+wait_until 10000 test -e "$H/ready" || bail_out "the holder: $(tr "\n" " " <"$H/out")"
+sl_daemon_kill TERM
+# shellcheck disable=SC2119 # no arguments: the default daemon
+SLUICE_SELFTEST_KILL=in-destroy sl_daemon_start ||
+	bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
+"$SLUICE" replace-policy --run-id "$RUN" "$SL_TMP/deny.yaml" >/dev/null 2>&1
+# shellcheck disable=SC2317 # called through wait_until and tap_check
+daemon_gone() { ! kill -0 "$SL_DAEMON_PID" 2>/dev/null; }
+wait_until 10000 daemon_gone
+tap_check "in-destroy: the daemon killed itself with the socket's cookie marked" daemon_gone
+tap_is "in-destroy: ... which is in the run's sl_destroying" \
+	"$(destroying_entries "$RUN")" 1
+sl_daemon_kill KILL
+# shellcheck disable=SC2119 # no arguments: the default daemon
+sl_daemon_start || bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
+# shellcheck disable=SC2016 # expanded by that sh
+wait_until 10000 sh -c '"$1" status --json 2>/dev/null | grep -q "\"run_id\":\"$2\""' sh \
+	"$SLUICE" "$RUN"
+tap_is "in-destroy: the next daemon took the run over and emptied sl_destroying" \
+	"$(destroying_entries "$RUN")" 0 || tap_diag "$(tail -n 5 "$SL_DAEMON_DIR/err")"
 touch "$H/stop"
 out=$("$SLUICE" detach --run-id "$RUN" 2>&1)
 tap_check "in-destroy: the run detaches" test -z "${out##*\"ok\":true*}"
