@@ -20,18 +20,22 @@ struct t_tls_out t_out = {};
 struct t_flow_in t_flow = {};
 struct t_judged_in t_judged = {};
 
+/* The test socket, whole (a drop without a record when none: the driver counts it a failure). */
+static __always_inline struct bpf_sock *test_sock(struct __sk_buff *skb)
+{
+	struct bpf_sock *sk = skb->sk;
+
+	return sk ? bpf_sk_fullsock(sk) : NULL;
+}
+
 SEC("cgroup_skb/egress")
 int t_flow_backstop(struct __sk_buff *skb)
 {
-	struct bpf_sock *sk = skb->sk;
+	struct bpf_sock *sk = test_sock(skb);
 	struct sl_sk_tls *t;
 	struct sl_flow *f;
 	int ret;
 
-	/* a drop without a record: the driver counts it a failure */
-	if (!sk)
-		return SKB_DROP;
-	sk = bpf_sk_fullsock(sk);
 	if (!sk)
 		return SKB_DROP;
 	f = bpf_sk_storage_get(&sl_sk_flow, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
@@ -67,15 +71,12 @@ int t_flow_backstop(struct __sk_buff *skb)
 SEC("cgroup_skb/egress")
 int t_judged_backstop(struct __sk_buff *skb)
 {
-	struct bpf_sock *sk = skb->sk;
+	struct bpf_sock *sk = test_sock(skb);
 	struct packet_dst d = {};
 	struct sl_judged *j;
 	__u64 cookie;
 	int ret;
 
-	if (!sk)
-		return SKB_DROP;
-	sk = bpf_sk_fullsock(sk);
 	if (!sk)
 		return SKB_DROP;
 	cookie = bpf_get_socket_cookie(skb);
@@ -99,16 +100,13 @@ int t_judged_backstop(struct __sk_buff *skb)
 SEC("cgroup_skb/egress")
 int t_tls_egress(struct __sk_buff *skb)
 {
-	struct bpf_sock *sk = skb->sk;
+	struct bpf_sock *sk = test_sock(skb);
 	struct sl_tls_event *ev;
 	struct sl_sk_tls *t, *seen;
 	__u32 zero = 0;
 	int ret;
 
 	t_out.error = 1;
-	if (!sk)
-		return SKB_DROP;
-	sk = bpf_sk_fullsock(sk);
 	if (!sk)
 		return SKB_DROP;
 	t = bpf_sk_storage_get(&sl_sk_tls, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
