@@ -109,7 +109,7 @@ wait_until 30000 docker info >/dev/null 2>&1 ||
 # docker_ns CMD…: CMD in dockerd's mount namespace (where Docker's state is)
 docker_ns() { nsenter --mount="/proc/$DOCKERD_PID/ns/mnt" -- "$@"; }
 
-tap_plan 27
+tap_plan 28
 
 # the image: busybox and the links its commands need
 ROOTFS=$SL_TMP/rootfs
@@ -212,7 +212,12 @@ CID=$(cat "$SL_TMP/out")
 ex=$(docker exec "$PFX-rt2" echo in-it 2>&1)
 docker stop -t 1 "$PFX-rt2" >/dev/null 2>&1
 st=$?
-docker rm "$PFX-rt2" >/dev/null 2>&1
+# started again: the same id, whose run's log exists (never overwritten): refused, not unconfined
+docker start "$PFX-rt2" >/dev/null 2>"$SL_TMP/err"
+tap_is "runtime: a container started again (its id's log exists) fails, the hook saying why" \
+	"$? $(grep -c "sluice oci-hook: the daemon refused: .*$CID.jsonl.*File exists" \
+		"$SL_TMP/err")" "1 1"
+docker rm --force "$PFX-rt2" >/dev/null 2>&1
 tap_is "runtime: docker exec, stop and rm through the wrapper" "$ex $st $?" "in-it 0 0"
 "$SLUICE" detach --run-id "$CID" >/dev/null 2>&1
 
