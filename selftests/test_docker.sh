@@ -109,7 +109,7 @@ wait_until 30000 docker info >/dev/null 2>&1 ||
 # docker_ns CMD…: CMD in dockerd's mount namespace (where Docker's state is)
 docker_ns() { nsenter --mount="/proc/$DOCKERD_PID/ns/mnt" -- "$@"; }
 
-tap_plan 28
+tap_plan 29
 
 # the image: busybox and the links its commands need
 ROOTFS=$SL_TMP/rootfs
@@ -257,6 +257,16 @@ rc=$?
 tap_is "by hand: state goes to runc as it is, the bundle untouched" \
 	"$rc $(cat "$SL_TMP/fake-ran" 2>/dev/null) $(cmp -s "$B/config.json" "$SL_TMP/after-create" &&
 		echo same)" "0 --root /r state c1 same"
+
+# no --runc: the first runc in $PATH that is not sluice itself (a link named runc would loop)
+mkdir "$SL_TMP/p1" "$SL_TMP/p2"
+ln -s "$SLUICE" "$SL_TMP/p1/runc"
+cp "$FAKE" "$SL_TMP/p2/runc"
+rm -f "$SL_TMP/fake-ran"
+PATH=$SL_TMP/p1:$SL_TMP/p2:$PATH "$SLUICE" oci-runtime -- --root /r state c1 >/dev/null 2>&1
+rc=$?
+tap_is "by hand: runc found in \$PATH, passing over a link to sluice itself" \
+	"$rc $(cat "$SL_TMP/fake-ran" 2>/dev/null)" "0 --root /r state c1"
 
 # refused before runc runs: a malformed config.json, a bundle it cannot write, a global option
 # runc 1.1 does not have (it might take the command for its value)

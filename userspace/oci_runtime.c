@@ -204,8 +204,10 @@ static int find_runc(const char *explicit, char *out, size_t size)
 			return -EINVAL;
 		}
 		if (access(explicit, X_OK)) {
-			fprintf(stderr, WRAPPER ": --runc %s: %s\n", explicit, strerror(errno));
-			return -errno;
+			int err = -errno;
+
+			fprintf(stderr, WRAPPER ": --runc %s: %s\n", explicit, strerror(-err));
+			return err;
 		}
 		return util_copy(out, size, explicit);
 	}
