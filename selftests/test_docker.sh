@@ -109,7 +109,7 @@ wait_until 30000 docker info >/dev/null 2>&1 ||
 # docker_ns CMD…: CMD in dockerd's mount namespace (where Docker's state is)
 docker_ns() { nsenter --mount="/proc/$DOCKERD_PID/ns/mnt" -- "$@"; }
 
-tap_plan 29
+tap_plan 30
 
 # the image: busybox and the links its commands need
 ROOTFS=$SL_TMP/rootfs
@@ -277,6 +277,12 @@ runc_ran() { [[ -e $SL_TMP/fake-ran ]] && echo runc-ran || echo runc-not-run; }
 rc=$?
 tap_is "by hand: a malformed config.json (in the working directory) is refused, saying where" \
 	"$rc $(grep -c "^sluice oci-runtime: ./config.json: byte 23: .*refusing" "$SL_TMP/err") \
+$(runc_ran)" "2 1 runc-not-run"
+printf '{"hooks": {"createRuntime": {}}}' >"$B/config.json"
+wrapper create -b "$B" c2 >/dev/null 2>"$SL_TMP/err"
+rc=$?
+tap_is "by hand: a config.json whose hooks.createRuntime is no array is refused, naming it" \
+	"$rc $(grep -c "config.json: hooks.createRuntime: expected an array" "$SL_TMP/err") \
 $(runc_ran)" "2 1 runc-not-run"
 cp "$SL_TMP/after-create" "$B/config.json"
 rm -f "$SL_TMP/fake-ran"
