@@ -568,12 +568,15 @@ sluice_run() {
 	sl_run_ended
 }
 
-# Diagnostics for the last run: its stdout, stderr, log and what the sinks saw.
+# Diagnostics for the last run (if the test started one): its stdout, stderr, log and what the
+# sinks saw.
 sluice_diag() {
 	local log=${1:-}
-	echo "# run $SL_RUN_ID: exit status $SL_RC"
-	tap_diag_file "$SL_OUT"
-	tap_diag_file "$SL_ERR"
+	if [[ -n $SL_RUN_ID ]]; then
+		echo "# run $SL_RUN_ID: exit status ${SL_RC:-}"
+		tap_diag_file "$SL_OUT"
+		tap_diag_file "$SL_ERR"
+	fi
 	[[ -n $log ]] && tap_diag_file "$log"
 	sink_new_lines | tail -n 20 | sed 's/^/# sink /'
 	return 0

@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #
-# Docker (Debian's docker.io: dockerd, its containerd, runc) under sluice, the two ways the
-# manual gives, neither of which needs a hook (Docker runs no OCI hooks of its own):
+# Docker (Debian's docker.io: dockerd, its containerd, runc) under sluice, the three ways the
+# manual gives (Docker runs no OCI hooks of its own):
+# - the runtime: `sluice oci-runtime` as a Docker runtime (daemon.json "runtimes", its
+#   "runtimeArgs") adds the oci-hook to each bundle before runc creates the container: confined
+#   from its first instruction; with no daemon `docker run` fails and the command never runs;
+#   exec, stop and rm go through it to runc. Run by hand with a stand-in runc: runc's arguments
+#   reach runc unchanged, the config.json written back keeps what it held (and its mode) with
+#   the hook first, and a malformed config.json, a read-only bundle or a global option runc 1.1
+#   lacks is refused, saying why, before runc runs;
 # - the parent: sluice attached to an empty cgroup, then `docker run --cgroup-parent` puts the
 #   container below it: confined from its first instruction (its first connect, to a denied test
 #   host, fails with EPERM and nothing reaches that host; the listed one is reached);
@@ -80,14 +87,20 @@ docker_cleanup() {
 }
 sl_on_exit docker_cleanup
 
+sl_daemon_start || bail_out "the test's daemon did not start: $(cat "$SL_DAEMON_DIR/err")"
+LOGS=$SL_DAEMON_DIR/logs
+# the sluice runtime: the hook's options after "oci-runtime", up to the "--" before runc's
 mkdir -p "$DK"/{data,exec}
+printf '{"runtimes": {"sluice": {"path": "%s", "runtimeArgs":
+	["oci-runtime", "--policy", "%s", "--socket", "%s", "--"]}}}\n' \
+	"$SLUICE" "$POLICY" "$SLUICE_SOCKET" >"$DK/daemon.json"
 # shellcheck disable=SC2016 # the inner shell expands them
 unshare --mount --propagation private -- sh -c '
 	{ [ "$4" = 0 ] || { mount -t tmpfs tmpfs /var/lib && mkdir /var/lib/docker; }; } &&
 	mount --bind "$1/data" /var/lib/docker && mount -t tmpfs tmpfs /run/docker &&
 	exec nsenter --net="$2" "$3" --data-root /var/lib/docker --exec-root /run/docker \
-		--pidfile "$1/dockerd.pid" -H "unix://$1/docker.sock" --bridge=none \
-		--iptables=false --ip6tables=false --ip-masq=false --userland-proxy=false' \
+		--config-file "$1/daemon.json" --pidfile "$1/dockerd.pid" -H "unix://$1/docker.sock" \
+		--bridge=none --iptables=false --ip6tables=false --ip-masq=false --userland-proxy=false' \
 	sh "$DK" "/run/netns/$SL_NS_RUN" "$DOCKERD" "$VARLIB_TMPFS" >"$DK/dockerd.log" 2>&1 &
 DOCKERD_PID=$!
 sl_track_pid "$DOCKERD_PID"
@@ -96,7 +109,7 @@ wait_until 30000 docker info >/dev/null 2>&1 ||
 # docker_ns CMD…: CMD in dockerd's mount namespace (where Docker's state is)
 docker_ns() { nsenter --mount="/proc/$DOCKERD_PID/ns/mnt" -- "$@"; }
 
-tap_plan 11
+tap_plan 30
 
 # the image: busybox and the links its commands need
 ROOTFS=$SL_TMP/rootfs
@@ -104,9 +117,6 @@ sl_busybox_rootfs "$ROOTFS" || bail_out "cannot make the rootfs"
 IMAGE=$PFX-bb:1
 tar -C "$ROOTFS" -c . | docker import - "$IMAGE" >/dev/null ||
 	bail_out "docker import: cannot make the image"
-
-sl_daemon_start || bail_out "the test's daemon did not start: $(cat "$SL_DAEMON_DIR/err")"
-LOGS=$SL_DAEMON_DIR/logs
 
 # --- the parent: attached before the container exists --------------------------------------
 # Where AppArmor is enabled Docker confines each container with its own profile, which it loads
@@ -166,5 +176,145 @@ assert_log "running container: its denials are logged" "$LOGS/$PFX-loop.jsonl" +
 	type=decision dst=203.0.113.7 decision=deny enforced=true
 "$SLUICE" detach --run-id "$PFX-loop" >/dev/null 2>&1 || tap_diag "detach $PFX-loop failed"
 docker rm --force "$PFX-loop" >/dev/null 2>&1
+
+# --- the runtime: sluice oci-runtime adds the hook, runc runs it -----------------------------
+# (--cgroup-parent only puts the containers' cgroups among those the cleanup removes: that
+# parent is not attached; each container is, by its hook, with its id as the run id)
+sink_mark
+timeout $((60 * SL_SLOW)) docker run "${RUN_OPTS[@]}" --runtime sluice --rm --network host \
+	--cgroup-parent "/$PFX-rt" --cidfile "$SL_TMP/cid1" "$IMAGE" \
+	sh -c 'nc -w 3 198.51.100.20 80 </dev/null; echo "denied-rc=$?"
+	echo hi | nc -w 3 198.51.100.10 80; echo "allowed-rc=$?"' >"$SL_TMP/out" 2>"$SL_TMP/err"
+rc=$?
+CID=$(cat "$SL_TMP/cid1" 2>/dev/null)
+[[ -n $CID ]] && SL_RUNS+=("$CID")
+tap_is "runtime: --runtime sluice: its first connect (denied) failed, the allowed worked" \
+	"$rc $(grep -c '^denied-rc=1$' "$SL_TMP/out") $(grep -c '^allowed-rc=0$' "$SL_TMP/out")" \
+	"0 1 1"
+[[ $rc -eq 0 ]] || tap_diag "$(cat "$SL_TMP/out" "$SL_TMP/err" "$SL_DAEMON_DIR/err")"
+tap_check "runtime: the denied connect failed with EPERM" \
+	grep -q "Operation not permitted" "$SL_TMP/err"
+assert_sink_none "runtime: nothing reached the denied host" "tcp-accept 198.51.100.20"
+assert_sink_saw "runtime: the allowed host received the container's connection" \
+	"tcp 198.51.100.10 80"
+assert_log "runtime: the hook attached the container, its id the run id" "$LOGS/$CID.jsonl" 1 \
+	type=run_start attached=true source=oci-hook
+assert_log "runtime: the run's log has the denial" "$LOGS/$CID.jsonl" 1 type=decision \
+	dst=198.51.100.20 port=80 decision=deny enforced=true rule=default
+"$SLUICE" detach --run-id "$CID" >/dev/null 2>&1
+
+# the commands after create are runc's own, through the wrapper
+docker run "${RUN_OPTS[@]}" -d --runtime sluice --network host --cgroup-parent "/$PFX-rt" \
+	--name "$PFX-rt2" "$IMAGE" sleep 600 >"$SL_TMP/out" 2>"$SL_TMP/err" ||
+	tap_diag "docker run -d --runtime sluice: $(cat "$SL_TMP/err")"
+CID=$(cat "$SL_TMP/out")
+[[ -n $CID ]] && SL_RUNS+=("$CID")
+ex=$(docker exec "$PFX-rt2" echo in-it 2>&1)
+docker stop -t 1 "$PFX-rt2" >/dev/null 2>&1
+st=$?
+# started again: the same id, whose run's log exists (never overwritten): refused, not unconfined
+docker start "$PFX-rt2" >/dev/null 2>"$SL_TMP/err"
+tap_is "runtime: a container started again (its id's log exists) fails, the hook saying why" \
+	"$? $(grep -c "sluice oci-hook: the daemon refused: .*$CID.jsonl.*File exists" \
+		"$SL_TMP/err")" "1 1"
+docker rm --force "$PFX-rt2" >/dev/null 2>&1
+tap_is "runtime: docker exec, stop and rm through the wrapper" "$ex $st $?" "in-it 0 0"
+"$SLUICE" detach --run-id "$CID" >/dev/null 2>&1
+
+# --- the wrapper by hand, with a stand-in runc that says how it was called -------------------
+FAKE=$SL_TMP/fake-runc
+printf '#!/bin/sh\necho "$@" >"%s"\n' "$SL_TMP/fake-ran" >"$FAKE"
+chmod 755 "$FAKE"
+B=$SL_TMP/bundle
+mkdir "$B"
+ORIG='{"ociVersion":"1.0.2","process":{"args":["sh"],"env":["A=\u00e9"]},'\
+'"hooks":{"prestart":[{"path":"/bin/true"}],"createRuntime":[{"path":"/bin/true"}]},'\
+'"linux":{"resources":{"memory":{"limit":18446744073709551615}}},"x":1.50}'
+printf '%s' "$ORIG" >"$B/config.json"
+chmod 640 "$B/config.json"
+wrapper() { "$SLUICE" oci-runtime --runc "$FAKE" --policy /p.yaml --mode enforce -- "$@"; }
+rm -f "$SL_TMP/fake-ran"
+wrapper --root /r -log-format=json --systemd-cgroup create c1 -b "$B" --pid-file /p \
+	>"$SL_TMP/out" 2>"$SL_TMP/err"
+rc=$?
+tap_is "by hand: create reaches runc with its arguments unchanged" \
+	"$rc $(cat "$SL_TMP/fake-ran" 2>/dev/null)" \
+	"0 --root /r -log-format=json --systemd-cgroup create c1 -b $B --pid-file /p"
+tap_check "by hand: config.json keeps what it held and its mode, the hook first" python3 -c '
+import json, os, sys
+orig, path, sluice = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
+new = json.load(open(path))
+hook = new["hooks"]["createRuntime"].pop(0)
+want = {"path": sluice, "args": ["sluice", "oci-hook", "--policy", "/p.yaml", "--mode",
+				 "enforce"], "timeout": 60}
+sys.exit(0 if new == orig and hook == want and os.stat(path).st_mode & 0o7777 == 0o640 and
+	 os.listdir(os.path.dirname(path)) == ["config.json"] else 1)' \
+	"$ORIG" "$B/config.json" "$SLUICE"
+cp "$B/config.json" "$SL_TMP/after-create"
+rm -f "$SL_TMP/fake-ran"
+wrapper --root /r state c1 >/dev/null 2>&1
+rc=$?
+tap_is "by hand: state goes to runc as it is, the bundle untouched" \
+	"$rc $(cat "$SL_TMP/fake-ran" 2>/dev/null) $(cmp -s "$B/config.json" "$SL_TMP/after-create" &&
+		echo same)" "0 --root /r state c1 same"
+
+# no --runc: the first runc in $PATH that is not sluice itself (a link named runc would loop)
+mkdir "$SL_TMP/p1" "$SL_TMP/p2"
+ln -s "$SLUICE" "$SL_TMP/p1/runc"
+cp "$FAKE" "$SL_TMP/p2/runc"
+rm -f "$SL_TMP/fake-ran"
+PATH=$SL_TMP/p1:$SL_TMP/p2:$PATH "$SLUICE" oci-runtime -- --root /r state c1 >/dev/null 2>&1
+rc=$?
+tap_is "by hand: runc found in \$PATH, passing over a link to sluice itself" \
+	"$rc $(cat "$SL_TMP/fake-ran" 2>/dev/null)" "0 --root /r state c1"
+
+# refused before runc runs: a malformed config.json, a bundle it cannot write, a global option
+# runc 1.1 does not have (it might take the command for its value)
+printf '{"ociVersion": "1.0.2",' >"$B/config.json"
+rm -f "$SL_TMP/fake-ran"
+runc_ran() { [[ -e $SL_TMP/fake-ran ]] && echo runc-ran || echo runc-not-run; }
+(cd "$B" && wrapper --root /r create c2) >/dev/null 2>"$SL_TMP/err"
+rc=$?
+tap_is "by hand: a malformed config.json (in the working directory) is refused, saying where" \
+	"$rc $(grep -c "^sluice oci-runtime: ./config.json: byte 23: .*refusing" "$SL_TMP/err") \
+$(runc_ran)" "2 1 runc-not-run"
+printf '{"hooks": {"createRuntime": {}}}' >"$B/config.json"
+wrapper create -b "$B" c2 >/dev/null 2>"$SL_TMP/err"
+rc=$?
+tap_is "by hand: a config.json whose hooks.createRuntime is no array is refused, naming it" \
+	"$rc $(grep -c "config.json: hooks.createRuntime: expected an array" "$SL_TMP/err") \
+$(runc_ran)" "2 1 runc-not-run"
+cp "$SL_TMP/after-create" "$B/config.json"
+rm -f "$SL_TMP/fake-ran"
+# shellcheck disable=SC2016 # the inner shell expands them
+unshare --mount --propagation private -- sh -c 'mount --bind -o ro "$1" "$1" &&
+	exec "$2" oci-runtime --runc "$3" -- create --bundle="$1" c3' sh "$B" "$SLUICE" "$FAKE" \
+	>/dev/null 2>"$SL_TMP/err"
+rc=$?
+tap_is "by hand: a read-only bundle is refused, saying why" "$rc $(grep -c \
+	"config.json: cannot replace it: Read-only file system" "$SL_TMP/err") $(runc_ran)" \
+	"2 1 runc-not-run"
+rm -f "$SL_TMP/fake-ran"
+wrapper --root /r --new-flag x create --bundle "$B" c4 >/dev/null 2>"$SL_TMP/err"
+rc=$?
+tap_is "by hand: a global option runc 1.1 lacks is refused" \
+	"$rc $(grep -c '"--new-flag": not one of runc' "$SL_TMP/err") $(runc_ran)" "2 1 runc-not-run"
+
+# --- the runtime with no daemon: docker run fails, the container's command never runs --------
+sl_daemon_kill TERM
+mkdir "$SL_TMP/proof"
+sink_mark
+timeout $((60 * SL_SLOW)) docker run "${RUN_OPTS[@]}" --runtime sluice --rm --network host \
+	--cgroup-parent "/$PFX-rt" -v "$SL_TMP/proof:/proof" "$IMAGE" \
+	sh -c 'echo ran >/proof/ran; echo hi | nc -w 3 198.51.100.10 80' >"$SL_TMP/out" \
+	2>"$SL_TMP/err"
+rc=$?
+tap_is "no daemon: docker run --runtime sluice fails, the hook saying why" \
+	"$([[ $rc -ne 0 ]] && echo failed) $(grep -c 'sluice oci-hook: .*daemon' "$SL_TMP/err")" \
+	"failed 1"
+[[ $rc -ne 0 ]] || tap_diag "$(cat "$SL_TMP/out" "$SL_TMP/err")"
+tap_is "no daemon: the container's command never ran (no file)" "$(ls "$SL_TMP/proof")" ""
+assert_sink_none "no daemon: nothing reached the host it would have connected to" \
+	"tcp 198.51.100.10 80"
 
 tap_done

@@ -461,3 +461,72 @@ int json_int(const struct json *j, int64_t *v)
 	*v = neg ? (int64_t)(0 - u) : (int64_t)u;
 	return 0;
 }
+
+struct json *json_new(enum json_type type, const char *str)
+{
+	struct json *j = calloc(1, sizeof(*j));
+
+	if (!j)
+		return NULL;
+	j->type = type;
+	if ((type == JSON_STRING || type == JSON_NUMBER) && !(j->str = strdup(str ? str : ""))) {
+		free(j);
+		return NULL;
+	}
+	return j;
+}
+
+int json_add(struct json *parent, const char *key, struct json *v, bool first)
+{
+	struct json **at;
+
+	if (!parent || (parent->type != JSON_OBJECT && parent->type != JSON_ARRAY) ||
+	    !key != (parent->type == JSON_ARRAY))
+		return -EINVAL;
+	if (key && json_get(parent, key))
+		return -EEXIST;
+	if (key && !(v->key = strdup(key)))
+		return -ENOMEM;
+	at = &parent->child;
+	if (!first)
+		while (*at)
+			at = &(*at)->next;
+	v->next = *at;
+	*at = v;
+	parent->n++;
+	return 0;
+}
+
+void json_write(FILE *f, const struct json *j)
+{
+	const struct json *c;
+
+	switch (j->type) {
+	case JSON_NULL:
+		fputs("null", f);
+		break;
+	case JSON_BOOL:
+		fputs(j->b ? "true" : "false", f);
+		break;
+	case JSON_NUMBER:
+		fputs(j->str, f); /* the text it was read as: no precision lost */
+		break;
+	case JSON_STRING:
+		cjson_fput_string(f, j->str);
+		break;
+	case JSON_ARRAY:
+	case JSON_OBJECT:
+		fputc(j->type == JSON_ARRAY ? '[' : '{', f);
+		for (c = j->child; c; c = c->next) {
+			if (c != j->child)
+				fputc(',', f);
+			if (j->type == JSON_OBJECT) {
+				cjson_fput_string(f, c->key);
+				fputc(':', f);
+			}
+			json_write(f, c);
+		}
+		fputc(j->type == JSON_ARRAY ? ']' : '}', f);
+		break;
+	}
+}

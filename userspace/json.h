@@ -6,6 +6,10 @@
  * value, valid UTF-8, no duplicate keys in an object (two readers could disagree on which one
  * counts), no NUL in a string (it is handed on as a C string), nesting at most JSON_DEPTH_MAX.
  * A failure says at which byte and why.
+ *
+ * And, for the one document sluice changes (a bundle's config.json, oci_runtime.c), builders
+ * and a writer: what it read and did not touch is written back with the same meaning (members
+ * in their order, numbers in their own text; strings in cjson's canonical form).
  */
 #ifndef SLUICE_JSON_H
 #define SLUICE_JSON_H
@@ -13,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define JSON_DEPTH_MAX 64
 #define JSON_FILE_MAX (16u << 20) /* the most json_read_file reads */
@@ -48,5 +53,18 @@ const char *json_str(const struct json *j);
  * integer, -ERANGE when it does not fit an int64_t.
  */
 int json_int(const struct json *j, int64_t *v);
+
+/* A new value: str is copied for a JSON_STRING or JSON_NUMBER (a number's text). NULL: no memory. */
+struct json *json_new(enum json_type type, const char *str);
+
+/*
+ * Add v to object or array parent, first or last; key (copied) names it in an object. 0, or
+ * -EINVAL (parent not an object or array, a key for an array, none for an object), -EEXIST (the
+ * object has that key already), -ENOMEM; on failure v stays the caller's.
+ */
+int json_add(struct json *parent, const char *key, struct json *v, bool first);
+
+/* Write j as compact JSON to f (check f's error state after). */
+void json_write(FILE *f, const struct json *j);
 
 #endif /* SLUICE_JSON_H */

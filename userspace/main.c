@@ -9,6 +9,7 @@
 #include "events_cmd.h"
 #include "keygen_cmd.h"
 #include "oci_hook.h"
+#include "oci_runtime.h"
 #include "policy_cmd.h"
 #include "report.h"
 #include "resume.h"
@@ -28,6 +29,7 @@ static void usage(FILE *out)
 		"  attach (--cgroup P|--pid N|--container C|--unit U) --policy FILE --run-id ID\n"
 		"                                              confine an existing cgroup (daemon)\n"
 		"  oci-hook [--policy FILE]                    OCI createRuntime hook: attach first\n"
+		"  oci-runtime [options] -- RUNC-ARGS          runc with that hook added (Docker)\n"
 		"  policy check FILE                           validate a policy, show what it enforces\n"
 		"  policy suggest LOG... [-o FILE]             a policy from what verified runs did\n"
 		"  policy replay POLICY LOG... [--json]        what POLICY would have done to them\n"
@@ -59,6 +61,8 @@ int main(int argc, char **argv)
 		return attach_cmd_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "oci-hook"))
 		return oci_hook_main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "oci-runtime"))
+		return oci_runtime_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "policy"))
 		return policy_cmd_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "keygen"))

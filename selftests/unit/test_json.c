@@ -3,7 +3,9 @@
  * Unit test of userspace/json.c, the strict reader of OCI state and config documents: nested
  * documents read back member by member, and malformed input (truncated, trailing bytes, bad
  * escapes, invalid UTF-8, duplicate keys, too deep, NUL in a string) refused with the byte where
- * it went wrong. Expectations are written out by hand.
+ * it went wrong; and the builders and writer (a config.json edited and written back): what was
+ * read comes out with its meaning, numbers in their own text, with the added values where they
+ * were put. Expectations are written out by hand.
  *
  * Usage: test_json        TAP 13; exits 1 if any test failed, 0 otherwise
  */
@@ -176,16 +178,57 @@ static bool every_prefix(void)
 	return true;
 }
 
+/* Read, add a member first and an element last, write: the bytes expected, and they read back. */
+static bool edit_and_write(void)
+{
+	static const char doc[] = "{\"n\":[1,-2.50e+3,18446744073709551616],\"s\":\"\\u00e9\\n\\u0001\","
+				  "\"o\":{\"t\":true,\"f\":false,\"z\":null},\"e\":[]}";
+	static const char want[] = "{\"first\":\"a\\\"b\",\"n\":[1,-2.50e+3,18446744073709551616],"
+				   "\"s\":\"\xc3\xa9\\n\\u0001\",\"o\":{\"t\":true,\"f\":false,\"z\":null},"
+				   "\"e\":[7]}";
+	struct json *j, *again, *first, *seven;
+	char msg[256], *out = NULL;
+	size_t len = 0;
+	FILE *f;
+	int err;
+
+	EXPECT(!json_parse(doc, strlen(doc), &j, msg, sizeof(msg)), "parse: %s", msg);
+	first = json_new(JSON_STRING, "a\"b");
+	seven = json_new(JSON_NUMBER, "7");
+	EXPECT(first && seven, "json_new");
+	EXPECT(json_add(j, NULL, first, true) == -EINVAL, "an object member needs a key");
+	EXPECT(json_add(j, "n", first, true) == -EEXIST, "a key the object has: -EEXIST");
+	EXPECT(json_add((struct json *)json_get(j, "e"), "k", seven, false) == -EINVAL,
+	       "an array element has no key");
+	EXPECT(!json_add(j, "first", first, true), "add first");
+	EXPECT(!json_add((struct json *)json_get(j, "e"), NULL, seven, false), "add last");
+	EXPECT(j->n == 5 && json_get(j, "e")->n == 1, "counts: %zu %zu", j->n, json_get(j, "e")->n);
+	f = open_memstream(&out, &len);
+	EXPECT(f, "open_memstream");
+	json_write(f, j);
+	fclose(f);
+	json_free(j);
+	err = strcmp(out, want);
+	if (!err) {
+		err = json_parse(out, len, &again, msg, sizeof(msg));
+		json_free(again);
+	}
+	EXPECT(!err, "wrote\n#  %s\n# want\n#  %s\n# (%s)", out, want, msg);
+	free(out);
+	return true;
+}
+
 int main(void)
 {
 	size_t i;
 	char name[128];
 
-	printf("TAP version 13\n1..%zu\n", 4 + ARRAY_SIZE(bad_cases));
+	printf("TAP version 13\n1..%zu\n", 5 + ARRAY_SIZE(bad_cases));
 	report(nested_state(), "nested state document read member by member", why);
 	report(out_of_range(), "integers beyond int64 refused by json_int", why);
 	report(too_deep(), "nesting beyond JSON_DEPTH_MAX refused", why);
 	report(every_prefix(), "every truncation of a document refused", why);
+	report(edit_and_write(), "a document edited and written back: its meaning kept", why);
 	for (i = 0; i < ARRAY_SIZE(bad_cases); i++) {
 		snprintf(name, sizeof(name), "malformed: %s", bad_cases[i].name);
 		report(malformed(&bad_cases[i]), name, why);
