@@ -132,6 +132,7 @@ struct journal {
 	char path[PATH_MAX];
 	char sidecar_path[PATH_MAX];
 
+	uint64_t format;		/* log_start's: what a line's prev is (tlog_append_line) */
 	uint64_t seq;			/* of the next line */
 	uint8_t prev[TLOG_HASH_SIZE];	/* hash of the last line */
 	struct tlog_tree tree;
@@ -558,8 +559,7 @@ static int append_locked(struct journal *j, const struct journal_line *body)
 			return err;
 		}
 	}
-	tlog_sha256(j->line, total - 1, j->prev);
-	tlog_append(&j->tree, j->line, total - 1);
+	tlog_append_line(&j->tree, j->line, total - 1, j->format, j->prev);
 	memcpy(j->wbuf + j->wlen, j->line, total);
 	j->wlen += total;
 	j->wlines++;
@@ -1402,7 +1402,7 @@ static int write_log_start(struct journal *j, const struct journal_opts *o)
 	journal_line_str(&j->cp, "cert", o->cert);
 	journal_line_u64(&j->cp, "checkpoint_lines", o->checkpoint_lines);
 	journal_line_u64(&j->cp, "checkpoint_secs", o->checkpoint_secs);
-	journal_line_u64(&j->cp, "format", JOURNAL_FORMAT);
+	journal_line_u64(&j->cp, "format", j->format);
 	err = journal_line_finish(&j->cp);
 	if (!err)
 		err = append_locked(j, &j->cp);
@@ -1431,6 +1431,7 @@ static struct journal *journal_new(const struct journal_opts *o)
 	j->sidecar_fd = -1;
 	j->export_fd = o->export_fd;
 	j->signer = o->signer;
+	j->format = JOURNAL_FORMAT; /* a resumed log's own (journal_resume) */
 	j->checkpoint_lines = o->checkpoint_lines;
 	j->checkpoint_secs = o->checkpoint_secs;
 	j->rotate_bytes = o->rotate_bytes;
@@ -1693,6 +1694,12 @@ struct journal *journal_resume(const struct journal_opts *o, const struct journa
 
 	if (!j)
 		return NULL;
+	/* the log goes on in its own format: its chain is checked by the one its log_start names */
+	if (t->format < 1 || t->format > JOURNAL_FORMAT) {
+		err = -EPROTO;
+		goto err_free;
+	}
+	j->format = t->format;
 	j->seq = t->lines;
 	memcpy(j->prev, t->prev, sizeof(j->prev));
 	j->tree = t->tree;
