@@ -3843,8 +3843,6 @@ static bool in_corpus(const struct verify_case *c)
 	} corpus[] = {
 		{build_basic, NULL},
 		{build_format1, NULL},
-		{build_format2_sha_prevs, NULL},
-		{build_format1_leaf_prevs, NULL},
 		{build_format3, NULL},
 		{build_pc_ok, NULL},
 		{build_pc_mode, NULL},
