@@ -33,6 +33,7 @@
 #include "util.h"
 
 #define WBUF_SIZE (64 * 1024)
+#define LINE_HEAD_MAX 102 /* {"seq":<at most 20 digits>,"prev":"<64 hex>", */
 #define NOTE_MAX 1024	  /* a checkpoint or certificate note: origin, size, root, one signature */
 #define SEGMENT_MAX 999999 /* LOG.000001.gz … LOG.999999.gz */
 /*
@@ -169,7 +170,6 @@ struct journal {
 	uint8_t disk_prev[TLOG_HASH_SIZE];
 	struct tlog_tree disk_tree;
 
-	char line[JOURNAL_LINE_MAX];	 /* a line being composed, seq and prev included */
 	struct journal_line cp;		 /* a checkpoint being built */
 };
 
@@ -255,6 +255,15 @@ static void put_json_string(struct journal_line *l, const char *str)
 
 static void put_key(struct journal_line *l, const char *key)
 {
+	size_t room = sizeof(l->buf) - l->len, n;
+
+	/* ,"key": in one copy when the key is plain and fits (with the byte put() keeps free) */
+	if (!l->overflow && room > 3 && (n = cjson_put_plain(l->buf + l->len + 1, room - 3, key))) {
+		l->buf[l->len] = ',';
+		l->buf[l->len + 1 + n] = ':';
+		l->len += n + 2;
+		return;
+	}
 	put(l, ",", 1);
 	put_json_string(l, key);
 	put(l, ":", 1);
@@ -526,6 +535,7 @@ static int flush_locked(struct journal *j)
 static int append_locked(struct journal *j, const struct journal_line *body)
 {
 	static const char hex[] = "0123456789abcdef";
+	char head[LINE_HEAD_MAX], *line;
 	size_t n, total;
 	int i, err;
 
@@ -533,21 +543,19 @@ static int append_locked(struct journal *j, const struct journal_line *body)
 		return j->err;
 	if (j->sealed)
 		return -EPIPE;
-	/* {"seq":N,"prev":"<64 hex>", — 96 bytes at most, the line buffer holds far more */
-	memcpy(j->line, "{\"seq\":", 7);
-	n = 7 + cjson_fmt_u64(j->line + 7, j->seq);
-	memcpy(j->line + n, ",\"prev\":\"", 9);
+	memcpy(head, "{\"seq\":", 7);
+	n = 7 + cjson_fmt_u64(head + 7, j->seq);
+	memcpy(head + n, ",\"prev\":\"", 9);
 	n += 9;
 	for (i = 0; i < TLOG_HASH_SIZE; i++) {
-		j->line[n++] = hex[j->prev[i] >> 4];
-		j->line[n++] = hex[j->prev[i] & 0xf];
+		head[n++] = hex[j->prev[i] >> 4];
+		head[n++] = hex[j->prev[i] & 0xf];
 	}
-	memcpy(j->line + n, "\",", 2);
+	memcpy(head + n, "\",", 2);
 	n += 2;
-	/* body starts with "{" and ends with "}\n" */
-	if (body->len < 3 || body->buf[0] != '{' || body->len - 1 > sizeof(j->line) - n)
+	/* body starts with "{" and ends with "}\n"; the whole line fits JOURNAL_LINE_MAX */
+	if (body->len < 3 || body->buf[0] != '{' || body->len - 1 > JOURNAL_LINE_MAX - n)
 		return -E2BIG;
-	memcpy(j->line + n, body->buf + 1, body->len - 1);
 	total = n + body->len - 1;
 
 	if (total > sizeof(j->wbuf) - j->wlen) {
@@ -559,15 +567,18 @@ static int append_locked(struct journal *j, const struct journal_line *body)
 			return err;
 		}
 	}
-	tlog_append_line(&j->tree, j->line, total - 1, j->format, j->prev);
-	memcpy(j->wbuf + j->wlen, j->line, total);
+	/* composed where it is written from: one copy of the body */
+	line = j->wbuf + j->wlen;
+	memcpy(line, head, n);
+	memcpy(line + n, body->buf + 1, body->len - 1);
+	tlog_append_line(&j->tree, line, total - 1, j->format, j->prev);
 	j->wlen += total;
 	j->wlines++;
 	j->seq++;
 	j->file_bytes += total;
 	j->since_checkpoint++;
 	if (j->on_line)
-		j->on_line(j->line, total, j->line_ctx);
+		j->on_line(line, total, j->line_ctx);
 	return 0;
 }
 
