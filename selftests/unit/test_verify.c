@@ -3465,9 +3465,10 @@ static bool check_resume_continue(char *why)
 	}
 	o.log = log;
 	verify_log(&o, &r);
-	if (r.status != VERIFY_UNSEALED) {
+	if (r.status != VERIFY_UNSEALED || st.format != g.format) {
 		log_free(&l);
-		EXPECT(false, "resume: expected exit 2, got %d: %s", r.status, r.why);
+		EXPECT(false, "resume: expected exit 2 and format %" PRIu64 ", got %d and %" PRIu64
+		       ": %s", g.format, r.status, st.format, r.why);
 	}
 	/* the writer as sluice resume would set it up from the state */
 	w.tree = st.tree;
@@ -3495,6 +3496,17 @@ static bool check_resume_continue(char *why)
 	       r.status, r.restarts, r.first_restart_line, r.restart_torn, r.restart_unsealed,
 	       r.restart_gap, r.err_line, r.why);
 	return true;
+}
+
+/* The same round trip on a log of format 1: the state says format 1, and its prev goes on. */
+static bool check_resume_continue_format1(char *why)
+{
+	bool ok;
+
+	g.format = 1;
+	ok = check_resume_continue(why);
+	g.format = 2;
+	return ok;
 }
 
 /* Resume on rotated segments: the segments counted, and LOG missing said. */
@@ -3781,6 +3793,8 @@ static const struct {
 	 check_resume_state},
 	{"resume mode: a writer continued from the state writes a log that verifies",
 	 check_resume_continue},
+	{"resume mode: the same in format 1 (the state's format and prev are format 1's)",
+	 check_resume_continue_format1},
 	{"resume mode: rotated segments counted, LOG missing said", check_resume_segments},
 	{"on_line: every line but a torn one, in order", check_on_line},
 	{"1024 writer restarts read, the 1025th refused", check_restart_bound},
