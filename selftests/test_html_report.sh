@@ -127,9 +127,11 @@ python3 - "$E" "$C" "$NAME" <<'EOF2'
 import hashlib, sys
 src, dst, name = sys.argv[1:]
 lines = open(src, "rb").read().split(b"\n")[:-1]
-# the chain the writer made: recomputed here first, so a rebuilt one is the same kind
+# the chain the writer made (format 2: prev the line before's leaf hash): recomputed here
+# first, so a rebuilt one is the same kind
 for i in range(1, len(lines)):
-    assert b'"prev":"%s"' % hashlib.sha256(lines[i - 1]).hexdigest().encode() in lines[i], i
+    leaf = hashlib.sha256(b"\x00" + lines[i - 1]).hexdigest().encode()
+    assert b'"prev":"%s"' % leaf in lines[i], i
 evil = b"<script>alert(1)</script>"
 for i, l in enumerate(lines):
     if b'"type":"flow"' in l:
@@ -137,7 +139,7 @@ for i, l in enumerate(lines):
         assert lines[i] != l
         break
 for i in range(1, len(lines)):
-    h = hashlib.sha256(lines[i - 1]).hexdigest().encode()
+    h = hashlib.sha256(b"\x00" + lines[i - 1]).hexdigest().encode()
     j = lines[i].index(b'"prev":"') + 8
     lines[i] = lines[i][:j] + h + lines[i][j + 64:]
 open(dst, "wb").write(b"\n".join(lines) + b"\n")
@@ -177,11 +179,11 @@ tap_is "a truncated log: exit 0" "$RC" 0
 tap_check "its header says UNSEALED" \
 	bash -c "python3 '$CHECK' verdict '$SL_TMP/unsealed.html' | grep -q \$'^warn\tUNSEALED'"
 
-# A newer sluice's log (format 2): this one cannot check it, and says so rather than TAMPERED.
-sed '1s/"format":1\([,}]\)/"format":2\1/' "$R" >"$SL_TMP/newer.jsonl"
+# A newer sluice's log (format 3): this one cannot check it, and says so rather than TAMPERED.
+sed '1s/"format":2\([,}]\)/"format":3\1/' "$R" >"$SL_TMP/newer.jsonl"
 report "$SL_TMP/newer.html" "$SL_TMP/newer.jsonl"
 tap_check "a log of another format: the red header says UNKNOWN FORMAT and which" \
-	bash -c "python3 '$CHECK' verdict '$SL_TMP/newer.html' | grep -q \$'^bad\tUNKNOWN FORMAT.*format 2'"
+	bash -c "python3 '$CHECK' verdict '$SL_TMP/newer.html' | grep -q \$'^bad\tUNKNOWN FORMAT.*format 3'"
 
 # One run given twice (a copy): it would count as two runs in the page and its suggestion.
 cp "$R" "$SL_TMP/copy.jsonl"

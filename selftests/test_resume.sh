@@ -396,7 +396,7 @@ for i, line in enumerate(open(path, "rb").read().split(b"\n")[:-1]):
         exec(expr)
     b = json.dumps(o, separators=(",", ":"), ensure_ascii=False).encode()
     out.append(b)
-    prev = hashlib.sha256(b).hexdigest()
+    prev = hashlib.sha256(b"\x00" + b).hexdigest()  # its leaf hash (format 2)
 open(path, "wb").write(b"".join(l + b"\n" for l in out))
 PY
 }
@@ -564,7 +564,7 @@ with open(path, "wb") as f:
         o["seq"], o["prev"] = i, prev
         b = json.dumps(o, separators=(",", ":"), ensure_ascii=False).encode()
         f.write(b + b"\n")
-        prev = hashlib.sha256(b).hexdigest()
+        prev = hashlib.sha256(b"\x00" + b).hexdigest()
 PY
 resume_start "$id_g" "$log_g"
 wait_until 5000 log_has "$log_g" type=writer_restart || tap_diag_file "$SL_TMP/resume-$id_g.err"

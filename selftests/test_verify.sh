@@ -275,7 +275,7 @@ tap_is "... the seal is reported not covered" "$(vfield seal_uncovered)" True
 python3 - "$log_a" "$SL_TMP/a-forged.log" <<'PY'
 import hashlib, sys
 lines = open(sys.argv[1], "rb").read().split(b"\n")[:-1]
-prev = hashlib.sha256(lines[-2]).hexdigest()
+prev = hashlib.sha256(b"\x00" + lines[-2]).hexdigest()  # its leaf hash (format 2)
 seq = len(lines) - 1
 lines[-1] = b'{"seq":%d,"prev":"%s","ts":1,"type":"note","what":"nothing"}' % (seq, prev.encode())
 open(sys.argv[2], "wb").write(b"".join(l + b"\n" for l in lines))

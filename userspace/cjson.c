@@ -44,7 +44,7 @@ size_t cjson_utf8_len(const unsigned char *s, size_t avail)
 }
 
 /* Bytes written as they are: printable ASCII but the quote and the backslash. */
-static const bool plain_ascii[256] = {
+const bool cjson_plain_ascii[256] = {
 	[0x20 ... 0x21] = true, /* '"' is 0x22 */
 	[0x23 ... 0x5b] = true, /* '\\' is 0x5c */
 	[0x5d ... 0x7e] = true,
@@ -62,7 +62,7 @@ void cjson_put_string(cjson_put_fn *put, void *ctx, const char *str)
 		size_t n;
 
 		/* the common case, a run of printable ASCII that needs no escape, in one copy */
-		for (n = 0; plain_ascii[s[n]]; n++)
+		for (n = 0; cjson_plain_ascii[s[n]]; n++)
 			;
 		if (n) {
 			put(ctx, (const char *)s, n);
@@ -90,23 +90,6 @@ void cjson_put_string(cjson_put_fn *put, void *ctx, const char *str)
 		s++;
 	}
 	put(ctx, "\"", 1);
-}
-
-size_t cjson_put_plain(char *out, size_t cap, const char *str)
-{
-	const unsigned char *s = (const unsigned char *)str;
-	size_t n;
-
-	for (n = 0; plain_ascii[s[n]]; n++) {
-		if (n + 2 >= cap)
-			return 0;
-		out[n + 1] = (char)s[n];
-	}
-	if (s[n] || n + 2 > cap)
-		return 0;
-	out[0] = '"';
-	out[n + 1] = '"';
-	return n + 2;
 }
 
 static void fput_cb(void *f, const char *s, size_t n)

@@ -33,6 +33,7 @@
 #include "util.h"
 
 #define WBUF_SIZE (64 * 1024)
+#define LINE_HEAD_MAX 102 /* {"seq":<at most 20 digits>,"prev":"<64 hex>", */
 #define NOTE_MAX 1024	  /* a checkpoint or certificate note: origin, size, root, one signature */
 #define SEGMENT_MAX 999999 /* LOG.000001.gz … LOG.999999.gz */
 /*
@@ -73,6 +74,8 @@ struct sync_slot {
 	int fd;		/* the live segment the line is in */
 	bool sidecar_only; /* a dead writer's note a resume adds to the sidecar (the export's is new) */
 	uint64_t seq;	/* the log's next seq when it was handed over (for the failure's report) */
+	/* the segment's bytes [cached_from, cached_to) the sync puts on disk (see sync_pass) */
+	uint64_t cached_from, cached_to;
 	size_t len;
 	char note[NOTE_MAX + 1];
 };
@@ -130,6 +133,7 @@ struct journal {
 	char path[PATH_MAX];
 	char sidecar_path[PATH_MAX];
 
+	uint64_t format;		/* log_start's: what a line's prev is (tlog_append_line) */
 	uint64_t seq;			/* of the next line */
 	uint8_t prev[TLOG_HASH_SIZE];	/* hash of the last line */
 	struct tlog_tree tree;
@@ -153,6 +157,8 @@ struct journal {
 	size_t wlen;
 	uint64_t wlines; /* whole lines in wbuf */
 	uint64_t file_off; /* bytes of the live segment on disk */
+	/* the live segment's bytes from here on: no checkpoint's sync drops them yet (sync_pass) */
+	uint64_t cached_from;
 	uint64_t reserved_end; /* the live segment's blocks are allocated up to here */
 	bool no_reserve;       /* the file system cannot allocate ahead (no fallocate) */
 	bool final;	       /* the run's last lines: they may use the reserve (journal_final) */
@@ -164,7 +170,6 @@ struct journal {
 	uint8_t disk_prev[TLOG_HASH_SIZE];
 	struct tlog_tree disk_tree;
 
-	char line[JOURNAL_LINE_MAX];	 /* a line being composed, seq and prev included */
 	struct journal_line cp;		 /* a checkpoint being built */
 };
 
@@ -250,6 +255,15 @@ static void put_json_string(struct journal_line *l, const char *str)
 
 static void put_key(struct journal_line *l, const char *key)
 {
+	size_t room = sizeof(l->buf) - l->len, n;
+
+	/* ,"key": in one copy when the key is plain and fits (with the byte put() keeps free) */
+	if (!l->overflow && room > 3 && (n = cjson_put_plain(l->buf + l->len + 1, room - 3, key))) {
+		l->buf[l->len] = ',';
+		l->buf[l->len + 1 + n] = ':';
+		l->len += n + 2;
+		return;
+	}
 	put(l, ",", 1);
 	put_json_string(l, key);
 	put(l, ":", 1);
@@ -521,6 +535,7 @@ static int flush_locked(struct journal *j)
 static int append_locked(struct journal *j, const struct journal_line *body)
 {
 	static const char hex[] = "0123456789abcdef";
+	char head[LINE_HEAD_MAX], *line;
 	size_t n, total;
 	int i, err;
 
@@ -528,21 +543,19 @@ static int append_locked(struct journal *j, const struct journal_line *body)
 		return j->err;
 	if (j->sealed)
 		return -EPIPE;
-	/* {"seq":N,"prev":"<64 hex>", — 96 bytes at most, the line buffer holds far more */
-	memcpy(j->line, "{\"seq\":", 7);
-	n = 7 + cjson_fmt_u64(j->line + 7, j->seq);
-	memcpy(j->line + n, ",\"prev\":\"", 9);
+	memcpy(head, "{\"seq\":", 7);
+	n = 7 + cjson_fmt_u64(head + 7, j->seq);
+	memcpy(head + n, ",\"prev\":\"", 9);
 	n += 9;
 	for (i = 0; i < TLOG_HASH_SIZE; i++) {
-		j->line[n++] = hex[j->prev[i] >> 4];
-		j->line[n++] = hex[j->prev[i] & 0xf];
+		head[n++] = hex[j->prev[i] >> 4];
+		head[n++] = hex[j->prev[i] & 0xf];
 	}
-	memcpy(j->line + n, "\",", 2);
+	memcpy(head + n, "\",", 2);
 	n += 2;
-	/* body starts with "{" and ends with "}\n" */
-	if (body->len < 3 || body->buf[0] != '{' || body->len - 1 > sizeof(j->line) - n)
+	/* body starts with "{" and ends with "}\n"; the whole line fits JOURNAL_LINE_MAX */
+	if (body->len < 3 || body->buf[0] != '{' || body->len - 1 > JOURNAL_LINE_MAX - n)
 		return -E2BIG;
-	memcpy(j->line + n, body->buf + 1, body->len - 1);
 	total = n + body->len - 1;
 
 	if (total > sizeof(j->wbuf) - j->wlen) {
@@ -554,16 +567,18 @@ static int append_locked(struct journal *j, const struct journal_line *body)
 			return err;
 		}
 	}
-	tlog_sha256(j->line, total - 1, j->prev);
-	tlog_append(&j->tree, j->line, total - 1);
-	memcpy(j->wbuf + j->wlen, j->line, total);
+	/* composed where it is written from: one copy of the body */
+	line = j->wbuf + j->wlen;
+	memcpy(line, head, n);
+	memcpy(line + n, body->buf + 1, body->len - 1);
+	tlog_append_line(&j->tree, line, total - 1, j->format, j->prev);
 	j->wlen += total;
 	j->wlines++;
 	j->seq++;
 	j->file_bytes += total;
 	j->since_checkpoint++;
 	if (j->on_line)
-		j->on_line(j->line, total, j->line_ctx);
+		j->on_line(line, total, j->line_ctx);
 	return 0;
 }
 
@@ -667,6 +682,22 @@ static int sync_failure_locked(struct journal *j)
 }
 
 /*
+ * The log's bytes [from, to), on disk now, leave the page cache: the writer never reads them
+ * back, and a log written at hundreds of MB/s would otherwise push everything else out of the
+ * cache, and make each write take a fresh page (make bench measured the writer's write() at a
+ * quarter of its CPU, most of it the copy into new pages; reused ones cost a fifth of that). A
+ * reader (sluice verify, the compressor) reads them from disk. Advice only: a page still dirty
+ * or partly written stays, and a failure changes nothing. From the page that holds from (the
+ * last pass left it, partly written then).
+ */
+static void drop_synced(int fd, uint64_t from, uint64_t to)
+{
+	from &= ~(uint64_t)0xffff; /* a page boundary, whatever the page size */
+	if (to > from)
+		posix_fadvise(fd, (off_t)from, (off_t)(to - from), POSIX_FADV_DONTNEED);
+}
+
+/*
  * Sync the checkpoints queued, then copy their notes; with s->w.lock held (dropped around the
  * I/O). Returns 0, or the sync's error: none of them is copied, nor anything queued later.
  */
@@ -682,6 +713,8 @@ static int sync_pass(struct journal *j)
 		pthread_mutex_unlock(&s->w.lock);
 		err = fdatasync(fd) ? -errno : 0;
 		if (!err) {
+			drop_synced(fd, s->slots[from % SYNC_SLOTS].cached_from,
+				    s->slots[(to - 1) % SYNC_SLOTS].cached_to);
 			pthread_mutex_lock(&j->copy_lock);
 			for (k = from; k < to; k++) {
 				struct sync_slot *sl = &s->slots[k % SYNC_SLOTS];
@@ -771,6 +804,9 @@ static int sync_queue_locked(struct journal *j, const char *note, size_t len, bo
 		sl->fd = j->fd;
 		sl->sidecar_only = sidecar_only;
 		sl->seq = j->seq;
+		sl->cached_from = j->cached_from;
+		sl->cached_to = j->file_off;
+		j->cached_from = j->file_off;
 		sl->len = len;
 		memcpy(sl->note, note, len);
 		s->queued++;
@@ -1182,6 +1218,7 @@ static int rotate_locked(struct journal *j)
 	close(j->fd);
 	j->fd = fd;
 	j->file_off = 0;
+	j->cached_from = 0;
 	j->file_bytes = 0;
 	j->reserved_end = j->no_reserve ? 0 : RESERVE_BYTES;
 	j->segment++;
@@ -1376,7 +1413,7 @@ static int write_log_start(struct journal *j, const struct journal_opts *o)
 	journal_line_str(&j->cp, "cert", o->cert);
 	journal_line_u64(&j->cp, "checkpoint_lines", o->checkpoint_lines);
 	journal_line_u64(&j->cp, "checkpoint_secs", o->checkpoint_secs);
-	journal_line_u64(&j->cp, "format", JOURNAL_FORMAT);
+	journal_line_u64(&j->cp, "format", j->format);
 	err = journal_line_finish(&j->cp);
 	if (!err)
 		err = append_locked(j, &j->cp);
@@ -1405,6 +1442,7 @@ static struct journal *journal_new(const struct journal_opts *o)
 	j->sidecar_fd = -1;
 	j->export_fd = o->export_fd;
 	j->signer = o->signer;
+	j->format = JOURNAL_FORMAT; /* a resumed log's own (journal_resume) */
 	j->checkpoint_lines = o->checkpoint_lines;
 	j->checkpoint_secs = o->checkpoint_secs;
 	j->rotate_bytes = o->rotate_bytes;
@@ -1667,6 +1705,12 @@ struct journal *journal_resume(const struct journal_opts *o, const struct journa
 
 	if (!j)
 		return NULL;
+	/* the log goes on in its own format: its chain is checked by the one its log_start names */
+	if (t->format < 1 || t->format > JOURNAL_FORMAT) {
+		err = -EPROTO;
+		goto err_free;
+	}
+	j->format = t->format;
 	j->seq = t->lines;
 	memcpy(j->prev, t->prev, sizeof(j->prev));
 	j->tree = t->tree;

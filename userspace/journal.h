@@ -3,7 +3,7 @@
  * The run's log, as evidence: one canonical JSON object per line (the README's "Evidence"
  * section), chained and signed.
  *
- *   {"seq":N,"prev":"<sha256 of line N-1>","ts":<µs since the epoch>,"type":"…",…}
+ *   {"seq":N,"prev":"<leaf hash of line N-1>","ts":<µs since the epoch>,"type":"…",…}
  *
  * A line is built in a fixed buffer (struct journal_line) without its seq and prev, which the
  * journal assigns under its lock when it writes the line, so threads writing at once still
@@ -25,7 +25,12 @@
 #include "tlog.h"
 
 #define JOURNAL_LINE_MAX 8192 /* a whole line, its "\n" included */
-#define JOURNAL_FORMAT 1      /* log_start's "format" */
+/*
+ * log_start's "format" of a new log: 2, each line's prev is the previous line's leaf hash; in 1
+ * (sluice before it) its SHA-256 (tlog_append_line). Both are verified, and a resumed log goes
+ * on in its own.
+ */
+#define JOURNAL_FORMAT 2
 #define JOURNAL_TYPE_MAX 32
 /*
  * Checkpoints whose fdatasync may be in flight at once: the writer hands each to a sync thread
@@ -89,8 +94,9 @@ struct journal *journal_open(const struct journal_opts *o);
 
 /* Where the log of a writer that died stands, as sluice resume read and verified it. */
 struct journal_tail {
+	uint64_t format;		/* log_start's */
 	uint64_t lines;			/* lines on disk, a torn one included: the next seq */
-	uint8_t prev[TLOG_HASH_SIZE];	/* the hash of the last of them */
+	uint8_t prev[TLOG_HASH_SIZE];	/* what the next line's prev is (the log's format) */
 	struct tlog_tree tree;
 	unsigned int segments;		/* rotated segments: the next one is segments + 1 */
 	bool log_missing;		/* segments, but no PATH: the next file is started */

@@ -226,7 +226,7 @@ int report_verdict_of(const struct verify_result *r, bool unverified)
 		return REPORT_UNSEALED;
 	case VERIFY_INVALID:
 		/* a newer sluice's log: this one cannot check it, which is not proof of a change */
-		return r->format > 1 ? REPORT_FORMAT : REPORT_TAMPERED;
+		return r->format > JOURNAL_FORMAT ? REPORT_FORMAT : REPORT_TAMPERED;
 	default:
 		return REPORT_ERROR;
 	}

@@ -467,6 +467,7 @@ static int verify_pass(struct run *r, struct resume_pass *p, struct journal_tail
 			 st->kseq_high > p->kseq_floor ? st->kseq_high : p->kseq_floor);
 		goto out;
 	}
+	t->format = st->format;
 	t->lines = st->lines;
 	memcpy(t->prev, st->prev, sizeof(t->prev));
 	t->tree = st->tree;

@@ -22,12 +22,12 @@ struct part {
 
 /*
  * SHA-256 over the concatenation of parts, through OpenSSL's SHA256_* functions: the writer
- * hashes every line twice (its chain hash and its leaf) and merges a node per line on average,
- * and through EVP each digest also paid a provider call, an allocation and a cleanse — a sixth
- * of the hashing's time on a 450-byte line, half of it on a node (make bench measures the
- * writer). These functions are deprecated in OpenSSL 3 in favour of EVP, not removed, and use
- * the same SHA extensions; they cannot fail on a context on the stack. (Their one-shot SHA256()
- * goes through EVP again.)
+ * hashes every line once (its leaf hash, also the next line's prev in format 2) and merges a
+ * node per line on average, and through EVP each digest also paid a provider call, an
+ * allocation and a cleanse — a sixth of the hashing's time on a 450-byte line, half of it on a
+ * node (make bench measures the writer). These functions are deprecated in OpenSSL 3 in favour
+ * of EVP, not removed, and use the same SHA extensions; they cannot fail on a context on the
+ * stack. (Their one-shot SHA256() goes through EVP again.)
  */
 static void sha256_parts(const struct part *parts, size_t n, uint8_t out[TLOG_HASH_SIZE])
 {
@@ -65,17 +65,23 @@ void tlog_init(struct tlog_tree *t)
 	memset(t, 0, sizeof(*t));
 }
 
-void tlog_append(struct tlog_tree *t, const void *line, size_t len)
+void tlog_leaf_hash(const void *line, size_t len, uint8_t out[TLOG_HASH_SIZE])
 {
 	static const uint8_t prefix = 0x00;
 	struct part p[] = {
 		{&prefix, 1},
 		{line, len},
 	};
+
+	sha256_parts(p, 2, out);
+}
+
+void tlog_append_leaf(struct tlog_tree *t, const uint8_t leaf[TLOG_HASH_SIZE])
+{
 	uint8_t h[TLOG_HASH_SIZE];
 	unsigned int level = 0;
 
-	sha256_parts(p, 2, h);
+	memcpy(h, leaf, TLOG_HASH_SIZE);
 	/* Carry: every set low bit is a perfect subtree of the same height to merge with. */
 	while (level < 64 && (t->size >> level) & 1) {
 		node_hash(t->subtree[level], h, h);
@@ -85,6 +91,27 @@ void tlog_append(struct tlog_tree *t, const void *line, size_t len)
 	if (level < 64)
 		memcpy(t->subtree[level], h, TLOG_HASH_SIZE);
 	t->size++;
+}
+
+void tlog_append(struct tlog_tree *t, const void *line, size_t len)
+{
+	uint8_t h[TLOG_HASH_SIZE];
+
+	tlog_leaf_hash(line, len, h);
+	tlog_append_leaf(t, h);
+}
+
+void tlog_append_line(struct tlog_tree *t, const void *line, size_t len, uint64_t format,
+		      uint8_t prev[TLOG_HASH_SIZE])
+{
+	uint8_t h[TLOG_HASH_SIZE];
+
+	tlog_leaf_hash(line, len, h);
+	tlog_append_leaf(t, h);
+	if (format >= 2)
+		memcpy(prev, h, TLOG_HASH_SIZE);
+	else
+		tlog_sha256(line, len, prev);
 }
 
 void tlog_root(const struct tlog_tree *t, uint8_t out[TLOG_HASH_SIZE])

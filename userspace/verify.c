@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "journal.h"
 #include "jsonline.h"
 #include "note.h"
 #include "seqset.h"
@@ -955,9 +956,9 @@ static int check_log_start(struct verifier *v)
 	    u64_field(v, "log_start", "format", &format))
 		return -ECANCELED;
 	r->format = format;
-	if (format != 1)
-		return BAD(v, "log_start: format %" PRIu64 " (this verifier reads format 1)",
-			   format);
+	if (format < 1 || format > JOURNAL_FORMAT)
+		return BAD(v, "log_start: format %" PRIu64 " (this verifier reads formats 1 to %d)",
+			   format, JOURNAL_FORMAT);
 	if (!run_id_valid(run_id))
 		return BAD(v, "log_start: run_id is not [A-Za-z0-9._-]{1,64}");
 	if (strncmp(r->origin, prefix, strlen(prefix)) ||
@@ -1818,8 +1819,7 @@ static int torn_refuse(struct verifier *v)
 /* Append a line's bytes to the tree and the chain (a torn line's too). */
 static void chain_append(struct verifier *v, const char *line, size_t len)
 {
-	tlog_sha256(line, len, v->prev);
-	tlog_append(&v->tree, line, len);
+	tlog_append_line(&v->tree, line, len, v->r->format, v->prev);
 	v->lines++;
 }
 
@@ -1904,9 +1904,9 @@ static int check_line(struct verifier *v, const char *line, size_t len)
 		if (!v->lines)
 			return BAD(v, "prev of the first line is not 64 zeros");
 		return BAD(v,
-			   "prev is not the SHA-256 of line %" PRIu64 " (a line before it "
-			   "changed, or this line was moved)",
-			   v->lines);
+			   "prev is not the %s of line %" PRIu64 " (a line before it changed, or "
+			   "this line was moved)",
+			   v->r->format >= 2 ? "leaf hash" : "SHA-256", v->lines);
 	}
 	if (v->cp_due) {
 		if (!jsonline_type_is(&v->jl, "checkpoint"))
@@ -2305,6 +2305,7 @@ int verify_log(const struct verify_opts *o, struct verify_result *r)
 		struct verify_state *st = o->state;
 
 		memset(st, 0, sizeof(*st));
+		st->format = r->format;
 		st->tree = v->tree;
 		memcpy(st->prev, v->prev, sizeof(st->prev));
 		st->lines = v->lines;

@@ -54,8 +54,9 @@ enum verify_status {
  * state of the lines read, the torn one included, as a writer that had written them would hold it.
  */
 struct verify_state {
+	uint64_t format;	      /* log_start's: the log goes on in it */
 	struct tlog_tree tree;	      /* the tree of every line read, the torn one included */
-	uint8_t prev[TLOG_HASH_SIZE]; /* SHA-256 of the last line (torn or not) */
+	uint8_t prev[TLOG_HASH_SIZE]; /* the next line's prev (by format), after the last line */
 	uint64_t lines;		      /* lines read, torn included: the next seq */
 	unsigned int segments;	      /* rotated segments read: the next one is segments + 1 */
 	bool log_missing;	      /* segments, but no LOG */

@@ -8,7 +8,8 @@ and sharing no code with sluice: hashlib for SHA-256, python3-cryptography for E
 - every line canonical: parsed from its bytes and re-serialized under the canonical rules, the
   result must be the same bytes (so a different escape, spacing or number form is caught),
   except a torn line (below);
-- seq contiguous from 0 and prev the SHA-256 of the line before, across LOG.NNNNNN.gz segments;
+- seq contiguous from 0 and prev the leaf hash SHA-256(0x00 || line) of the line before (log_start's
+  format 2; format 1, written before: its SHA-256), across LOG.NNNNNN.gz segments;
 - line 0 is log_start; with --pub, its cert is a note by that host key naming the origin and run
   key; every checkpoint: size == seq, root == the RFC 9162 root of the lines before it, note
   text == origin/size/root, signed by the run key in force (log_start's, then that of the last
@@ -280,12 +281,15 @@ class Tree:
         self.size = 0
 
     def append(self, line):
-        h, ht = hashlib.sha256(b"\x00" + line).digest(), 0
+        """Append line as a leaf; returns its leaf hash."""
+        leaf = h = hashlib.sha256(b"\x00" + line).digest()
+        ht = 0
         while self.stack and self.stack[-1][0] == ht:
             left = self.stack.pop()[1]
             h, ht = hashlib.sha256(b"\x01" + left + h).digest(), ht + 1
         self.stack.append((ht, h))
         self.size += 1
+        return leaf
 
     def root(self):
         if not self.stack:
@@ -670,7 +674,7 @@ class Switches:
 
 
 def check(path, pub, copies, unsealed):
-    tree, prev, seq = Tree(), "0" * 64, 0
+    tree, prev, seq, fmt = Tree(), "0" * 64, 0, None
     run_key = origin = None
     run_keys = []  # every run key so far: (verifier key, its hash, whose), the one in force last
     notes, objs, reasons = [], [], {}
@@ -734,8 +738,9 @@ def check(path, pub, copies, unsealed):
                         origin, run_key = o["origin"], o["key"]
                         if origin != "sluice/" + o["run_id"] or parse_vkey(run_key)[0] != origin:
                             raise Bad("origin, run_id and run key name disagree")
-                        if o["format"] != 1:
-                            raise Bad(f"format {o['format']}")
+                        fmt = o["format"]
+                        if type(fmt) is not int or fmt not in (1, 2):
+                            raise Bad(f"format {fmt}")
                         if pub is not None:
                             if o["host_key"] != pub:
                                 raise Bad(f"host_key {o['host_key']!r} is not {pub!r}")
@@ -877,8 +882,8 @@ def check(path, pub, copies, unsealed):
                 raise
             except (Bad, KeyError, ValueError, TypeError) as e:
                 raise Bad(f"{where}: {e}") from None
-            tree.append(b)
-            prev = hashlib.sha256(b).hexdigest()
+            leaf = tree.append(b)
+            prev = (leaf if fmt == 2 else hashlib.sha256(b).digest()).hex()
             seq += 1
             if o is None:
                 objs.append({"type": None})

@@ -441,7 +441,9 @@ static struct {
 	struct note_signer *witness; /* a C2SP cosigner of checkpoints, a key of no run */
 	bool cert_cosigned;	     /* log_start's cert also signed by the witness */
 	bool run_start;		     /* a run_start line after log_start (--corpus: sl_logcheck) */
-} g;
+	uint64_t format;	     /* log_start's format (2, the writer's; 1, before it) */
+	uint64_t chain;		     /* the prev written follows this format (0: format's) */
+} g = {.format = 2};
 
 static void log_push(struct log *l, const char *line)
 {
@@ -505,6 +507,27 @@ static void jstr(const char *s, char *out)
 	spec_escape((const unsigned char *)s, strlen(s), out, -1, &altered);
 }
 
+/*
+ * The prev of the line after line, as the spec says: in format 2 SHA-256(0x00 || line) (its
+ * leaf hash), in format 1 SHA-256(line). g.chain, else g.format.
+ */
+static void next_prev(const char *line, size_t len, uint8_t out[TLOG_HASH_SIZE])
+{
+	char *leaf;
+
+	if ((g.chain ? g.chain : g.format) == 1) {
+		tlog_sha256(line, len, out);
+		return;
+	}
+	leaf = malloc(len + 1);
+	if (!leaf)
+		exit(2);
+	leaf[0] = 0x00;
+	memcpy(leaf + 1, line, len);
+	tlog_sha256(leaf, len + 1, out);
+	free(leaf);
+}
+
 static void tw_emit(struct tw *w, const char *line)
 {
 	size_t len = strlen(line);
@@ -514,7 +537,7 @@ static void tw_emit(struct tw *w, const char *line)
 		exit(2);
 	}
 	tlog_append(&w->tree, line, len);
-	tlog_sha256(line, len, w->prev);
+	next_prev(line, len, w->prev);
 	w->seq++;
 	if (w->log)
 		log_push(w->log, line);
@@ -576,8 +599,8 @@ static void tw_start(struct tw *w, struct log *log, FILE *out, const char *run_i
 	tw_line(w, "log_start",
 		"\"origin\":\"%s\",\"run_id\":\"%s\",\"key\":\"%s\",\"host_key\":\"%s\","
 		"\"cert\":\"%s\",\"checkpoint_lines\":5,\"checkpoint_secs\":%" PRIu64
-		",\"format\":1",
-		w->origin, run_id, key, hkey, cert, secs);
+		",\"format\":%" PRIu64,
+		w->origin, run_id, key, hkey, cert, secs, g.format);
 	if (g.run_start)
 		tw_line(w, "run_start", "\"mode\":\"enforce\",\"default\":\"deny\"");
 }
@@ -706,6 +729,39 @@ static void build_run(struct log *l, const char *run_id, const struct note_signe
 static void build_basic(struct log *l)
 {
 	build_run(l, "run-a", g.host, g.run_a);
+}
+
+/* The run in format 1, sluice's before format 2: prev the SHA-256 of the line before. */
+static void build_format1(struct log *l)
+{
+	g.format = 1;
+	build_basic(l);
+	g.format = 2;
+}
+
+/* Format 2 with format 1's prevs, and the other way round: each refused at line 1's next. */
+static void build_format2_sha_prevs(struct log *l)
+{
+	g.chain = 1;
+	build_basic(l);
+	g.chain = 0;
+}
+
+static void build_format1_leaf_prevs(struct log *l)
+{
+	g.format = 1;
+	g.chain = 2;
+	build_basic(l);
+	g.chain = 0;
+	g.format = 2;
+}
+
+/* A format this sluice does not know (a later one's): refused at log_start, not read on. */
+static void build_format3(struct log *l)
+{
+	g.format = 3;
+	build_basic(l);
+	g.format = 2;
 }
 
 /* Run B: another run id and key, same host. */
@@ -1543,7 +1599,7 @@ static void rechain(struct log *l, size_t from)
 	char prev[65], *line, *rest;
 
 	for (size_t i = from; i < l->n; i++) {
-		tlog_sha256(l->l[i - 1], strlen(l->l[i - 1]), h);
+		next_prev(l->l[i - 1], strlen(l->l[i - 1]), h);
 		hexs(h, prev);
 		rest = strstr(l->l[i], "\",\"ts\":");
 		if (asprintf(&line, "{\"seq\":%zu,\"prev\":\"%s%s", i, prev, rest) < 0)
@@ -2319,10 +2375,18 @@ struct verify_case {
 
 static const struct verify_case verify_cases[] = {
 	{"intact log: exit 0", build_basic, NULL, NULL, NULL, 0, VERIFY_OK, 0, -1, NULL},
+	{"intact log in format 1 (prev the SHA-256): exit 0", build_format1, NULL, NULL, NULL, 0,
+	 VERIFY_OK, 0, -1, NULL},
+	{"format 2 with SHA-256 prevs: line 2", build_format2_sha_prevs, NULL, NULL, NULL, 0,
+	 VERIFY_INVALID, 2, -1, "prev is not the leaf hash of line 1"},
+	{"format 1 with leaf hash prevs: line 2", build_format1_leaf_prevs, NULL, NULL, NULL, 0,
+	 VERIFY_INVALID, 2, -1, "prev is not the SHA-256 of line 1"},
+	{"format 3: line 1", build_format3, NULL, NULL, NULL, 0, VERIFY_INVALID, 1, -1,
+	 "format 3 (this verifier reads formats 1 to 2)"},
 	{"intact log with its exported checkpoints: exit 0", build_basic, NULL, build_basic, NULL,
 	 0, VERIFY_OK, 0, -1, NULL},
 	{"a byte edited in line 9: line 10's prev", build_basic, m_edit_byte, NULL, NULL, 0,
-	 VERIFY_INVALID, 10, -1, "prev is not the SHA-256 of line 9"},
+	 VERIFY_INVALID, 10, -1, "prev is not the leaf hash of line 9"},
 	{"a byte edited, chain rebuilt: checkpoint line 13", build_basic, m_edit_rechain, NULL,
 	 NULL, 0, VERIFY_INVALID, 13, -1, "root is not the root of lines 1..12"},
 	{"line 9 deleted", build_basic, m_delete, NULL, NULL, 0, VERIFY_INVALID, 9, -1,
@@ -3228,7 +3292,7 @@ static void lines_state(const struct log *l, size_t n, uint8_t root[TLOG_HASH_SI
 	for (size_t i = 0; i < n; i++)
 		tlog_append(&t, l->l[i], strlen(l->l[i]));
 	tlog_root(&t, root);
-	tlog_sha256(l->l[n - 1], strlen(l->l[n - 1]), prev);
+	next_prev(l->l[n - 1], strlen(l->l[n - 1]), prev);
 }
 
 /*
@@ -3257,6 +3321,8 @@ static bool resume_expect(struct log *l, const char *what, uint64_t lines, uint6
 	verify_log(&o, &r);
 	EXPECT(r.status == VERIFY_UNSEALED, "%s: expected exit 2, got %d (line %" PRIu64 ": %s)",
 	       what, r.status, r.err_line, r.why);
+	EXPECT(st->format == g.format, "%s: the state's format is %" PRIu64 ", not %" PRIu64, what,
+	       st->format, g.format);
 	EXPECT(st->lines == lines && st->torn == torn && st->newline_missing == newline_missing &&
 		       st->unsealed == unsealed && st->kseq_high == kseq_high && !st->segments &&
 		       !st->log_missing,
@@ -3275,7 +3341,7 @@ static bool resume_expect(struct log *l, const char *what, uint64_t lines, uint6
 	       "%s: the state's tree (size %" PRIu64 ") is not that of the %" PRIu64 " lines", what,
 	       st->tree.size, lines);
 	EXPECT(!memcmp(st->prev, want_prev, sizeof(want_prev)),
-	       "%s: the state's prev is not the SHA-256 of line %" PRIu64, what, lines);
+	       "%s: the state's prev is not the leaf hash of line %" PRIu64, what, lines);
 	EXPECT(seen.n == lines - (torn > 0) && !strcmp(seen.first, "log_start"),
 	       "%s: on_line called %" PRIu64 " times (first \"%s\"), expected %" PRIu64
 	       " from log_start",
@@ -3399,9 +3465,10 @@ static bool check_resume_continue(char *why)
 	}
 	o.log = log;
 	verify_log(&o, &r);
-	if (r.status != VERIFY_UNSEALED) {
+	if (r.status != VERIFY_UNSEALED || st.format != g.format) {
 		log_free(&l);
-		EXPECT(false, "resume: expected exit 2, got %d: %s", r.status, r.why);
+		EXPECT(false, "resume: expected exit 2 and format %" PRIu64 ", got %d and %" PRIu64
+		       ": %s", g.format, r.status, st.format, r.why);
 	}
 	/* the writer as sluice resume would set it up from the state */
 	w.tree = st.tree;
@@ -3429,6 +3496,17 @@ static bool check_resume_continue(char *why)
 	       r.status, r.restarts, r.first_restart_line, r.restart_torn, r.restart_unsealed,
 	       r.restart_gap, r.err_line, r.why);
 	return true;
+}
+
+/* The same round trip on a log of format 1: the state says format 1, and its prev goes on. */
+static bool check_resume_continue_format1(char *why)
+{
+	bool ok;
+
+	g.format = 1;
+	ok = check_resume_continue(why);
+	g.format = 2;
+	return ok;
 }
 
 /* Resume on rotated segments: the segments counted, and LOG missing said. */
@@ -3715,6 +3793,8 @@ static const struct {
 	 check_resume_state},
 	{"resume mode: a writer continued from the state writes a log that verifies",
 	 check_resume_continue},
+	{"resume mode: the same in format 1 (the state's format and prev are format 1's)",
+	 check_resume_continue_format1},
 	{"resume mode: rotated segments counted, LOG missing said", check_resume_segments},
 	{"on_line: every line but a torn one, in order", check_on_line},
 	{"1024 writer restarts read, the 1025th refused", check_restart_bound},
@@ -3776,6 +3856,8 @@ static bool in_corpus(const struct verify_case *c)
 		void (*mutate)(struct log *);
 	} corpus[] = {
 		{build_basic, NULL},
+		{build_format1, NULL},
+		{build_format3, NULL},
 		{build_pc_ok, NULL},
 		{build_pc_mode, NULL},
 		{build_pc_sha, NULL},
