@@ -6,10 +6,13 @@
 # - the runtime: `sluice oci-runtime` as a Docker runtime (daemon.json "runtimes", its
 #   "runtimeArgs") adds the oci-hook to each bundle before runc creates the container: confined
 #   from its first instruction; with no daemon `docker run` fails and the command never runs;
-#   exec, stop and rm go through it to runc. Run by hand with a stand-in runc: runc's arguments
+#   exec, stop and rm go through it to runc; a wrapper that refuses (no runc) fails docker run
+#   with its reason (through runc's log). Run by hand with a stand-in runc: runc's arguments
 #   reach runc unchanged, the config.json written back keeps what it held (and its mode) with
-#   the hook first, and a malformed config.json, a read-only bundle or a global option runc 1.1
-#   lacks is refused, saying why, before runc runs;
+#   the hook first, once; the hook written refuses annotations asking for another policy or
+#   mode; a malformed config.json, a read-only bundle, a global option runc 1.1 lacks, or this
+#   program's file removed since it started is refused, saying why (in runc's log too), before
+#   runc runs;
 # - the parent: sluice attached to an empty cgroup, then `docker run --cgroup-parent` puts the
 #   container below it: confined from its first instruction (its first connect, to a denied test
 #   host, fails with EPERM and nothing reaches that host; the listed one is reached);
@@ -89,11 +92,13 @@ sl_on_exit docker_cleanup
 
 sl_daemon_start || bail_out "the test's daemon did not start: $(cat "$SL_DAEMON_DIR/err")"
 LOGS=$SL_DAEMON_DIR/logs
-# the sluice runtime: the hook's options after "oci-runtime", up to the "--" before runc's
+# the sluice runtime: the hook's options after "oci-runtime", up to the "--" before runc's; and
+# one whose --runc is missing, for what Docker's user is told when the wrapper refuses
 mkdir -p "$DK"/{data,exec}
 printf '{"runtimes": {"sluice": {"path": "%s", "runtimeArgs":
-	["oci-runtime", "--policy", "%s", "--socket", "%s", "--"]}}}\n' \
-	"$SLUICE" "$POLICY" "$SLUICE_SOCKET" >"$DK/daemon.json"
+	["oci-runtime", "--policy", "%s", "--socket", "%s", "--"]},
+	"sluice-norunc": {"path": "%s", "runtimeArgs": ["oci-runtime", "--runc", "%s", "--"]}}}\n' \
+	"$SLUICE" "$POLICY" "$SLUICE_SOCKET" "$SLUICE" "$SL_TMP/no-runc" >"$DK/daemon.json"
 # shellcheck disable=SC2016 # the inner shell expands them
 unshare --mount --propagation private -- sh -c '
 	{ [ "$4" = 0 ] || { mount -t tmpfs tmpfs /var/lib && mkdir /var/lib/docker; }; } &&
@@ -109,7 +114,7 @@ wait_until 30000 docker info >/dev/null 2>&1 ||
 # docker_ns CMD…: CMD in dockerd's mount namespace (where Docker's state is)
 docker_ns() { nsenter --mount="/proc/$DOCKERD_PID/ns/mnt" -- "$@"; }
 
-tap_plan 30
+tap_plan 34
 
 # the image: busybox and the links its commands need
 ROOTFS=$SL_TMP/rootfs
@@ -220,6 +225,14 @@ tap_is "runtime: a container started again (its id's log exists) fails, the hook
 docker rm --force "$PFX-rt2" >/dev/null 2>&1
 tap_is "runtime: docker exec, stop and rm through the wrapper" "$ex $st $?" "in-it 0 0"
 "$SLUICE" detach --run-id "$CID" >/dev/null 2>&1
+# the wrapper's refusal reaches docker's user through runc's log (Docker shows no runtime stderr)
+docker run "${RUN_OPTS[@]}" --runtime sluice-norunc --rm --network host \
+	--cgroup-parent "/$PFX-rt" "$IMAGE" true >/dev/null 2>"$SL_TMP/err"
+rc=$?
+tap_is "runtime: a wrapper that refuses (no runc there): docker run fails, saying why" \
+	"$([[ $rc -ne 0 ]] && echo failed) $(grep -c "OCI runtime create failed: sluice \
+oci-runtime: --runc $SL_TMP/no-runc: No such file" "$SL_TMP/err")" "failed 1" ||
+	tap_diag "docker run: $(cat "$SL_TMP/err")"
 
 # --- the wrapper by hand, with a stand-in runc that says how it was called -------------------
 FAKE=$SL_TMP/fake-runc
@@ -232,7 +245,7 @@ ORIG='{"ociVersion":"1.0.2","process":{"args":["sh"],"env":["A=\u00e9"]},'\
 '"linux":{"resources":{"memory":{"limit":18446744073709551615}}},"x":1.50}'
 printf '%s' "$ORIG" >"$B/config.json"
 chmod 640 "$B/config.json"
-wrapper() { "$SLUICE" oci-runtime --runc "$FAKE" --policy /p.yaml --mode enforce -- "$@"; }
+wrapper() { "$SLUICE" oci-runtime --runc "$FAKE" --policy "$POLICY" --mode enforce -- "$@"; }
 rm -f "$SL_TMP/fake-ran"
 wrapper --root /r -log-format=json --systemd-cgroup create c1 -b "$B" --pid-file /p \
 	>"$SL_TMP/out" 2>"$SL_TMP/err"
@@ -242,14 +255,14 @@ tap_is "by hand: create reaches runc with its arguments unchanged" \
 	"0 --root /r -log-format=json --systemd-cgroup create c1 -b $B --pid-file /p"
 tap_check "by hand: config.json keeps what it held and its mode, the hook first" python3 -c '
 import json, os, sys
-orig, path, sluice = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
+orig, path, sluice, policy = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 new = json.load(open(path))
 hook = new["hooks"]["createRuntime"].pop(0)
-want = {"path": sluice, "args": ["sluice", "oci-hook", "--policy", "/p.yaml", "--mode",
-				 "enforce"], "timeout": 60}
+want = {"path": sluice, "args": ["sluice", "oci-hook", "--policy-fixed", policy, "--mode",
+				 "enforce"], "timeout": 75}
 sys.exit(0 if new == orig and hook == want and os.stat(path).st_mode & 0o7777 == 0o640 and
 	 os.listdir(os.path.dirname(path)) == ["config.json"] else 1)' \
-	"$ORIG" "$B/config.json" "$SLUICE"
+	"$ORIG" "$B/config.json" "$SLUICE" "$POLICY"
 cp "$B/config.json" "$SL_TMP/after-create"
 rm -f "$SL_TMP/fake-ran"
 wrapper --root /r state c1 >/dev/null 2>&1
@@ -257,6 +270,48 @@ rc=$?
 tap_is "by hand: state goes to runc as it is, the bundle untouched" \
 	"$rc $(cat "$SL_TMP/fake-ran" 2>/dev/null) $(cmp -s "$B/config.json" "$SL_TMP/after-create" &&
 		echo same)" "0 --root /r state c1 same"
+# created again from that bundle: its hook is there, a second one would attach twice (refused)
+rm -f "$SL_TMP/fake-ran"
+wrapper create -b "$B" c1 >/dev/null 2>&1
+tap_is "by hand: a bundle that carries this very hook already is left as it is" \
+	"$? $(cat "$SL_TMP/fake-ran" 2>/dev/null) $(cmp -s "$B/config.json" "$SL_TMP/after-create" &&
+		echo same)" "0 create -b $B c1 same"
+
+# the hook written binds the runtime's --policy and --mode: a container's annotations (a later
+# Docker passes them) naming a looser policy, or report mode, fail its start, saying why
+cp "$POLICY" "$SL_TMP/loose.yaml"
+# bound ANNOTATIONS: the hook as config.json has it, on a bundle holding ANNOTATIONS: exit, why
+bound() {
+	python3 -c '
+import json, subprocess, sys
+path, ann, bundle = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+config = json.load(open(path))
+config["annotations"] = ann
+json.dump(config, open(path, "w"))
+hook = config["hooks"]["createRuntime"][0]
+state = {"ociVersion": "1.0.2", "id": "c1", "status": "creating", "pid": 1, "bundle": bundle}
+r = subprocess.run([hook["path"]] + hook["args"][1:], input=json.dumps(state).encode(),
+		   stderr=subprocess.PIPE, timeout=30)
+print(r.returncode, r.stderr.decode().strip())' "$B/config.json" "$1" "$B"
+}
+tap_is "by hand: the hook refuses an annotation naming another policy, or report mode" \
+	"$(bound '{"io.sluice.policy": "'"$SL_TMP/loose.yaml"'"}')
+$(bound '{"io.sluice.mode": "report"}')" \
+	"2 sluice oci-hook: annotation io.sluice.policy: \"$SL_TMP/loose.yaml\", but this hook \
+runs every container under $POLICY (--policy-fixed)
+2 sluice oci-hook: annotation io.sluice.mode: \"report\", but this hook runs every container \
+in enforce mode (--mode)"
+
+# this program's file removed since it started (an upgrade): the hook would not run it
+cp "$SLUICE" "$SL_TMP/sluice-old"
+cp "$SL_TMP/after-create" "$B/config.json"
+rm -f "$SL_TMP/fake-ran"
+(exec 3<"$SL_TMP/sluice-old" && rm "$SL_TMP/sluice-old" &&
+	exec /proc/self/fd/3 oci-runtime --runc "$FAKE" -- create -b "$B" c5) >/dev/null \
+	2>"$SL_TMP/err"
+tap_is "by hand: run from a removed file, it refuses (the hook could not run it)" \
+	"$? $(grep -c "this program's file $SL_TMP/sluice-old was removed" "$SL_TMP/err") \
+$([[ -e $SL_TMP/fake-ran ]] && echo runc-ran || echo runc-not-run)" "2 1 runc-not-run"
 
 # no --runc: the first runc in $PATH that is not sluice itself (a link named runc would loop)
 mkdir "$SL_TMP/p1" "$SL_TMP/p2"
@@ -273,11 +328,18 @@ tap_is "by hand: runc found in \$PATH, passing over a link to sluice itself" \
 printf '{"ociVersion": "1.0.2",' >"$B/config.json"
 rm -f "$SL_TMP/fake-ran"
 runc_ran() { [[ -e $SL_TMP/fake-ran ]] && echo runc-ran || echo runc-not-run; }
-(cd "$B" && wrapper --root /r create c2) >/dev/null 2>"$SL_TMP/err"
+(cd "$B" && wrapper --root /r --log "$SL_TMP/log.json" --log-format json create c2) \
+	>/dev/null 2>"$SL_TMP/err"
 rc=$?
+# (and in runc's log as runc writes its errors, whose last one Docker's shim reports)
 tap_is "by hand: a malformed config.json (in the working directory) is refused, saying where" \
 	"$rc $(grep -c "^sluice oci-runtime: ./config.json: byte 23: .*refusing" "$SL_TMP/err") \
-$(runc_ran)" "2 1 runc-not-run"
+$(runc_ran) $(python3 -c '
+import datetime, json, sys
+e = json.loads(open(sys.argv[1]).read())
+datetime.datetime.strptime(e.pop("time"), "%Y-%m-%dT%H:%M:%SZ")
+print("json-logged" if e == {"level": "error", "msg": sys.argv[2]} else e)' "$SL_TMP/log.json" \
+	"$(cat "$SL_TMP/err")")" "2 1 runc-not-run json-logged"
 printf '{"hooks": {"createRuntime": {}}}' >"$B/config.json"
 wrapper create -b "$B" c2 >/dev/null 2>"$SL_TMP/err"
 rc=$?
@@ -288,12 +350,13 @@ cp "$SL_TMP/after-create" "$B/config.json"
 rm -f "$SL_TMP/fake-ran"
 # shellcheck disable=SC2016 # the inner shell expands them
 unshare --mount --propagation private -- sh -c 'mount --bind -o ro "$1" "$1" &&
-	exec "$2" oci-runtime --runc "$3" -- create --bundle="$1" c3' sh "$B" "$SLUICE" "$FAKE" \
-	>/dev/null 2>"$SL_TMP/err"
+	exec "$2" oci-runtime --runc "$3" -- --log "$4" create --bundle="$1" c3' sh "$B" "$SLUICE" \
+	"$FAKE" "$SL_TMP/log.txt" >/dev/null 2>"$SL_TMP/err"
 rc=$?
-tap_is "by hand: a read-only bundle is refused, saying why" "$rc $(grep -c \
-	"config.json: cannot replace it: Read-only file system" "$SL_TMP/err") $(runc_ran)" \
-	"2 1 runc-not-run"
+tap_is "by hand: a read-only bundle is refused, saying why (in runc's log: text)" "$rc $(grep -c \
+	"config.json: cannot replace it: Read-only file system" "$SL_TMP/err") $(runc_ran) $(grep -c \
+	'^time="[0-9T:-]*Z" level=error msg="sluice oci-runtime: .*Read-only file system.*"$' \
+	"$SL_TMP/log.txt")" "2 1 runc-not-run 1"
 rm -f "$SL_TMP/fake-ran"
 wrapper --root /r --new-flag x create --bundle "$B" c4 >/dev/null 2>"$SL_TMP/err"
 rc=$?

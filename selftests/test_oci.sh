@@ -287,6 +287,22 @@ hook_case "--policy-dir: .. out of it" 2 "is not inside the policy directory" \
 HOOK_ARGS=(--policy "$POLICY")
 hook_case "--policy: the default without an annotation" 0 "\"policy\":\"$POLICY\"" \
 	"$(state c-1 "$HOST_PID" "$HB")"
+# --policy-fixed binds (sluice oci-runtime's --policy): an annotation naming a looser policy of
+# the policy directory is refused; the same file, under another name, is that policy
+ln -s "$POLICY" "$SL_TMP/policies/same.yaml"
+HOOK_ARGS=(--policy-fixed "$POLICY" --policy-dir "$SL_TMP/policies")
+hook_case "--policy-fixed: the policy without an annotation" 0 "\"policy\":\"$POLICY\"" \
+	"$(state c-1 "$HOST_PID" "$HB")"
+hook_case "--policy-fixed: an annotation naming that file (another name) is that policy" 0 \
+	"\"policy\":\"$POLICY\"" \
+	"$(state c-1 "$HOST_PID" "$HB" "$(with_policy "$SL_TMP/policies/same.yaml")")"
+hook_case "--policy-fixed: an annotation naming another policy in the directory is refused" 2 \
+	"io.sluice.policy: \"$SL_TMP/policies/ok.yaml\", but this hook runs every container under \
+$POLICY" \
+	"$(state c-1 "$HOST_PID" "$HB" "$(with_policy "$SL_TMP/policies/ok.yaml")")"
+HOOK_ARGS=(--policy-fixed "$POLICY" --policy "$POLICY")
+hook_case "--policy-fixed with --policy is refused" 2 "--policy and --policy-fixed: give one" \
+	"$(state c-1 "$HOST_PID" "$HB")"
 HOOK_ARGS=(--mode enforce --policy-dir "$SL_TMP")
 hook_case "--mode enforce: the request's mode" 0 '"mode":"enforce"' \
 	"$(state c-1 "$HOST_PID" "$HB" "$(with_policy "$POLICY")")"

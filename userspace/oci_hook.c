@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * sluice oci-hook [--policy FILE] [--policy-dir DIR] [--mode MODE] [--socket PATH]
- *                 [--trust-run-id] [--dry-run]
+ * sluice oci-hook [--policy FILE | --policy-fixed FILE] [--policy-dir DIR] [--mode MODE]
+ *                 [--socket PATH] [--trust-run-id] [--dry-run]
  *
  * An OCI runtime hook for createRuntime: the runtime has made the container's namespaces and
  * cgroup and put its init process (still waiting, before the user's program) in them, and passes
@@ -37,8 +37,9 @@
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: sluice oci-hook [--policy FILE] [--policy-dir DIR] [--mode MODE]\n"
-		"                       [--socket PATH] [--trust-run-id] [--dry-run]\n"
+		"usage: sluice oci-hook [--policy FILE | --policy-fixed FILE] [--policy-dir DIR]\n"
+		"                       [--mode MODE] [--socket PATH] [--trust-run-id]\n"
+		"                       [--dry-run]\n"
 		"\n"
 		"An OCI runtime createRuntime hook: reads the container's state (JSON) on\n"
 		"stdin and asks the sluice daemon to attach to the container's cgroup before\n"
@@ -60,6 +61,8 @@ static void usage(FILE *out)
 		"                       the policy or --mode report chooses it)\n"
 		"    io.sluice.task     the task recorded in the log\n"
 		"  --policy FILE      the policy of containers without io.sluice.policy\n"
+		"  --policy-fixed FILE  every container's policy: an io.sluice.policy that\n"
+		"                     names another file is refused (as --mode binds the mode)\n"
 		"  --mode MODE        every container in MODE (report or enforce); an\n"
 		"                     io.sluice.mode annotation that says otherwise is refused\n"
 		"  --policy-dir DIR   io.sluice.policy may only name a policy inside DIR\n"
@@ -226,6 +229,7 @@ int oci_hook_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "policy", required_argument, NULL, 'p' },
+		{ "policy-fixed", required_argument, NULL, 'F' },
 		{ "policy-dir", required_argument, NULL, 'P' },
 		{ "socket", required_argument, NULL, 's' },
 		{ "mode", required_argument, NULL, 'm' },
@@ -236,15 +240,17 @@ int oci_hook_main(int argc, char **argv)
 	};
 	static char cgroup[PATH_MAX], pid_cg[PATH_MAX], mnt[PATH_MAX], netns[PATH_MAX];
 	static char cfg_path[PATH_MAX], policy_abs[PATH_MAX], dir_abs[PATH_MAX];
+	static char named_abs[PATH_MAX];
 	static struct control_msg m;
 	const char *socket = NULL, *default_policy = NULL, *policy_dir = NULL, *forced_mode = NULL;
+	const char *fixed_policy = NULL;
 	const char *version, *id, *bundle, *cg_spec;
 	struct json *state = NULL, *config = NULL;
 	const struct json *cgp;
 	struct attach_req r = { .source = "oci-hook" };
 	char why[LOCATE_WHY_MAX], *text = NULL;
 	static char run_id[RUN_ID_MAX + 1];
-	bool dry_run = false, trust_run_id = false;
+	bool dry_run = false, trust_run_id = false, policy_fixed = false;
 	int c, err, ret = ATTACH_EXIT_USAGE, netns_fd = -1;
 	unsigned long long start;
 	size_t len = 0;
@@ -254,6 +260,7 @@ int oci_hook_main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p': default_policy = optarg; break;
+		case 'F': fixed_policy = optarg; break;
 		case 'P': policy_dir = optarg; break;
 		case 's': socket = optarg; break;
 		case 'm': forced_mode = optarg; break;
@@ -270,6 +277,14 @@ int oci_hook_main(int argc, char **argv)
 	if (optind < argc) {
 		fprintf(stderr, HOOK ": unexpected argument \"%s\"\n", argv[optind]);
 		return ATTACH_EXIT_USAGE;
+	}
+	if (fixed_policy && default_policy) {
+		fprintf(stderr, HOOK ": --policy and --policy-fixed: give one\n");
+		return ATTACH_EXIT_USAGE;
+	}
+	if (fixed_policy) {
+		default_policy = fixed_policy;
+		policy_fixed = true;
 	}
 
 	err = read_stdin(&text, &len);
@@ -370,10 +385,21 @@ int oci_hook_main(int argc, char **argv)
 		goto out;
 	}
 
-	if (!r.policy && default_policy) {
+	if (default_policy && (!r.policy || policy_fixed)) {
 		if (!realpath(default_policy, policy_abs)) {
-			fprintf(stderr, HOOK ": --policy %s: %s\n", default_policy,
-				strerror(errno));
+			fprintf(stderr, HOOK ": --policy%s %s: %s\n", policy_fixed ? "-fixed" : "",
+				default_policy, strerror(errno));
+			goto out;
+		}
+		/*
+		 * The operator's policy binds (a runtime whose policy it is): whoever creates the
+		 * container may name that file, under any name, and no other, or a policy of the
+		 * policy directory would be theirs to choose, the loosest one too.
+		 */
+		if (r.policy && (!realpath(r.policy, named_abs) || strcmp(named_abs, policy_abs))) {
+			fprintf(stderr, HOOK ": annotation io.sluice.policy: \"%.256s\", but this "
+					"hook runs every container under %s (--policy-fixed)\n",
+				r.policy, policy_abs);
 			goto out;
 		}
 		r.policy = policy_abs;

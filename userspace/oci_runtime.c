@@ -11,24 +11,35 @@
  * runc's alone. The hook attaches the container before its first instruction, or fails its
  * start (oci_hook.c). When the wrapper itself cannot add the hook (no bundle, a config.json it
  * cannot read, parse or replace, arguments it cannot read as runc would, no runc) it says why
- * and exits non-zero without running runc: the container is not created, so never unconfined.
+ * and exits non-zero without running runc: the container is not created, so never unconfined;
+ * the reason also goes to runc's log, the only place Docker looks. Its --policy and --mode bind:
+ * the hook refuses a container whose annotations ask for another policy or mode.
  */
 #define _GNU_SOURCE /* strchrnul */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "cjson.h"
 #include "json.h"
 #include "oci_runtime.h"
 #include "util.h"
 
 #define WRAPPER "sluice oci-runtime"
-#define HOOK_TIMEOUT "60" /* seconds runc gives the hook: a daemon that hangs fails the start */
+/*
+ * Seconds runc gives the hook: a daemon that hangs fails the start. More than the hook's own wait
+ * for the daemon's reply (CONTROL_REPLY_TIMEOUT_MS, 60 s), so that it is the hook that gives up
+ * first and says so, not runc with only "timeout".
+ */
+#define HOOK_TIMEOUT "75"
 #define HOOK_ARGS_MAX 16
 #define WHY_MAX 512
 
@@ -47,9 +58,89 @@ static void usage(FILE *out)
 		"exits non-zero, runc never runs and the container is not created.\n"
 		"  --runc PATH        the runc to exec (default: the first runc in $PATH that\n"
 		"                     is not this program)\n"
-		"  --policy FILE, --policy-dir DIR, --mode MODE, --socket PATH, --trust-run-id\n"
+		"  --policy FILE      every container's policy: the hook refuses a container\n"
+		"                     whose io.sluice.policy names another (oci-hook's\n"
+		"                     --policy-fixed)\n"
+		"  --policy-dir DIR, --mode MODE, --socket PATH, --trust-run-id\n"
 		"                     given to the hook (sluice oci-hook --help); paths absolute\n"
+		"A refusal is written to runc's --log too (as runc does: --log-format json or\n"
+		"text), where Docker looks for the runtime's error.\n"
 		"Exit status: runc's; 2 bad arguments or bundle; 127 no runc to exec.\n");
+}
+
+/* s quoted as logrus's text format quotes a value (Go's %q, its common escapes) */
+static void put_text_quoted(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c == '\n')
+			fputs("\\n", f);
+		else if (c == '\t')
+			fputs("\\t", f);
+		else if (c < 0x20 || c == 0x7f)
+			fprintf(f, "\\x%02x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+/*
+ * Why the wrapper refuses: on stderr, and appended to runc's log when runc's arguments name one
+ * (ra; NULL before they are read), as runc writes its own errors there (--log-format json:
+ * {"level":"error","msg":…,"time":…}, else logrus's text). Docker's shim reports the log's last
+ * error and never the runtime's stderr: without this line its user sees only an exit status.
+ */
+static void __attribute__((format(printf, 2, 3)))
+refuse(const struct oci_runtime_args *ra, const char *fmt, ...)
+{
+	char msg[WHY_MAX + PATH_MAX], when[32];
+	char *line = NULL;
+	size_t len = 0;
+	struct tm tm;
+	time_t now;
+	va_list ap;
+	FILE *f;
+	int fd;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "%s\n", msg);
+	if (!ra || !ra->log)
+		return;
+	now = time(NULL);
+	if (!gmtime_r(&now, &tm) || !strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm))
+		return;
+	f = open_memstream(&line, &len);
+	if (!f)
+		return;
+	if (ra->log_json) {
+		fputs("{\"level\":\"error\",\"msg\":", f);
+		cjson_fput_string(f, msg);
+		fprintf(f, ",\"time\":\"%s\"}\n", when);
+	} else {
+		fprintf(f, "time=\"%s\" level=error msg=", when);
+		put_text_quoted(f, msg);
+		fputc('\n', f);
+	}
+	if (ferror(f) | fclose(f)) {
+		free(line);
+		return;
+	}
+	/* (one write with O_APPEND: whole after whatever runc or the shim wrote before) */
+	fd = util_open_regular(ra->log, O_WRONLY | O_APPEND | O_CREAT, 0644);
+	if (fd < 0)
+		fprintf(stderr, WRAPPER ": runc's log %s: %s\n", ra->log, strerror(-fd));
+	else if (write(fd, line, len) != (ssize_t)len)
+		fprintf(stderr, WRAPPER ": runc's log %s: a short write\n", ra->log);
+	if (fd >= 0)
+		close(fd);
+	free(line);
 }
 
 struct runc_flag {
@@ -139,8 +230,13 @@ int oci_runtime_parse(int argc, char *const *argv, struct oci_runtime_args *out,
 		f = flag_of(a, global_flags, "runc's global option", &value, why, why_len);
 		if (!f)
 			return -EINVAL;
-		if (f->value && !value)
-			i++; /* its value: past the end, runc gets no command */
+		if (f->value && !value && ++i < argc)
+			value = argv[i];
+		/* (past the end: runc gets no command; a second one is the one Go's flag keeps) */
+		if (value && !strcmp(f->name, "log"))
+			out->log = *value ? value : NULL;
+		if (value && !strcmp(f->name, "log-format"))
+			out->log_json = !strcmp(value, "json");
 	}
 	if (i >= argc)
 		return 0;
@@ -192,7 +288,8 @@ int oci_runtime_parse(int argc, char *const *argv, struct oci_runtime_args *out,
 }
 
 /* The runc to exec: explicit (absolute), else the first "runc" in $PATH that is not us. */
-static int find_runc(const char *explicit, char *out, size_t size)
+static int find_runc(const struct oci_runtime_args *ra, const char *explicit, char *out,
+		     size_t size)
 {
 	const char *path = getenv("PATH"), *p, *end;
 	struct stat self, st;
@@ -200,13 +297,13 @@ static int find_runc(const char *explicit, char *out, size_t size)
 
 	if (explicit) {
 		if (explicit[0] != '/') {
-			fprintf(stderr, WRAPPER ": --runc %s: expected an absolute path\n", explicit);
+			refuse(ra, WRAPPER ": --runc %s: expected an absolute path", explicit);
 			return -EINVAL;
 		}
 		if (access(explicit, X_OK)) {
 			int err = -errno;
 
-			fprintf(stderr, WRAPPER ": --runc %s: %s\n", explicit, strerror(-err));
+			refuse(ra, WRAPPER ": --runc %s: %s", explicit, strerror(-err));
 			return err;
 		}
 		return util_copy(out, size, explicit);
@@ -227,8 +324,7 @@ static int find_runc(const char *explicit, char *out, size_t size)
 			continue;
 		return util_copy(out, size, cand);
 	}
-	fprintf(stderr, WRAPPER ": no runc in $PATH (%s) other than this program: give --runc\n",
-		path);
+	refuse(ra, WRAPPER ": no runc in $PATH (%s) other than this program: give --runc", path);
 	return -ENOENT;
 }
 
@@ -274,14 +370,36 @@ static struct json *member(struct json *obj, const char *key, enum json_type typ
 	return m;
 }
 
+/* Whether hook runs this program with exactly hook_argv. */
+static bool is_our_hook(const struct json *hook, const char *self, char *const *hook_argv, int n)
+{
+	const struct json *args = json_get(hook, "args");
+	const char *path = json_str(json_get(hook, "path"));
+	int i;
+
+	if (!path || strcmp(path, self) || !args || args->type != JSON_ARRAY || args->n != (size_t)n)
+		return false;
+	for (i = 0; i < n; i++) {
+		const char *a = json_str(json_at(args, (size_t)i));
+
+		if (!a || strcmp(a, hook_argv[i]))
+			return false;
+	}
+	return true;
+}
+
 /*
  * Put the hook {path: self, args: hook_argv, timeout} first among config's createRuntime hooks
- * (before any other hook could act on the container), made where absent. 0 or -errno with why.
+ * (before any other hook could act on the container), made where absent. 0, 1 when that very
+ * hook is there already (a bundle created again: a second one would attach twice, and the
+ * daemon refuses the second), or -errno with why. A hook of this program with other options is
+ * not ours to judge: ours is added, and the start then fails (closed) rather than runs with them.
  */
 static int add_hook(struct json *config, const char *self, char *const *hook_argv, int n,
 		    char *why, size_t why_len)
 {
 	struct json *hooks, *create_runtime, *hook, *v;
+	size_t i;
 
 	if (config->type != JSON_OBJECT) {
 		util_fmt(why, why_len, "expected a JSON object");
@@ -293,6 +411,9 @@ static int add_hook(struct json *config, const char *self, char *const *hook_arg
 				 NULL;
 	if (!create_runtime)
 		return -EINVAL;
+	for (i = 0; i < create_runtime->n; i++)
+		if (is_our_hook(json_at(create_runtime, i), self, hook_argv, n))
+			return 1;
 	hook = json_new(JSON_OBJECT, NULL);
 	if (!hook)
 		goto oom;
@@ -320,9 +441,14 @@ oom:
 	return -ENOMEM;
 }
 
-/* bundle's config.json, with the hook added, written back in its place with its mode. */
-static int edit_config(const char *bundle, const char *self, char *const *hook_argv, int n)
+/*
+ * bundle's config.json, with the hook added, written back in its place with its mode (a symlink
+ * there is replaced by the file, its target left as it was). Left alone when the hook is there.
+ */
+static int edit_config(const struct oci_runtime_args *ra, const char *self,
+		       char *const *hook_argv, int n)
 {
+	const char *bundle = ra->bundle;
 	char path[PATH_MAX], why[WHY_MAX];
 	struct json *config = NULL;
 	char *text = NULL;
@@ -332,7 +458,7 @@ static int edit_config(const char *bundle, const char *self, char *const *hook_a
 	int err;
 
 	if (util_fmt(path, sizeof(path), "%s/config.json", bundle ? bundle : ".")) {
-		fprintf(stderr, WRAPPER ": the bundle %s: path too long\n", bundle);
+		refuse(ra, WRAPPER ": the bundle %s: path too long", bundle);
 		return -ENAMETOOLONG;
 	}
 	err = json_read_file(path, &config, why, sizeof(why));
@@ -342,6 +468,10 @@ static int edit_config(const char *bundle, const char *self, char *const *hook_a
 	}
 	if (!err)
 		err = add_hook(config, self, hook_argv, n, why, sizeof(why));
+	if (err == 1) {
+		err = 0;
+		goto out;
+	}
 	if (!err) {
 		f = open_memstream(&text, &len);
 		if (f) {
@@ -359,11 +489,47 @@ static int edit_config(const char *bundle, const char *self, char *const *hook_a
 			util_fmt(why, sizeof(why), "cannot replace it: %s", strerror(-err));
 	}
 	if (err)
-		fprintf(stderr, WRAPPER ": %s: %s: refusing to create the container without its "
-				"sluice hook\n", path, why);
+		refuse(ra, WRAPPER ": %s: %s: refusing to create the container without its sluice "
+			   "hook", path, why);
+out:
 	json_free(config);
 	free(text);
 	return err;
+}
+
+/*
+ * This program's path, which the hook names: runc execs it only later, so it must still be this
+ * program's file. After an upgrade that removed or replaced it, the kernel's name for it ends in
+ * " (deleted)", or the path holds another file: the hook would run another binary, or none.
+ */
+static int self_path(const struct oci_runtime_args *ra, char *out, size_t size)
+{
+	static const char deleted[] = " (deleted)";
+	struct stat exe, st;
+	ssize_t len;
+
+	len = readlink("/proc/self/exe", out, size - 1);
+	if (len < 0 || (size_t)len == size - 1) {
+		refuse(ra, WRAPPER ": /proc/self/exe: %s", len < 0 ? strerror(errno) :
+								    "path too long");
+		return -EINVAL;
+	}
+	out[len] = '\0';
+	if ((size_t)len >= sizeof(deleted) &&
+	    !strcmp(out + len - (sizeof(deleted) - 1), deleted)) {
+		refuse(ra, WRAPPER ": this program's file %.*s was removed since it started (an "
+			   "upgrade?): the hook could not run it; refusing to create the container",
+		       (int)(len - (ssize_t)sizeof(deleted) + 1), out);
+		return -ENOENT;
+	}
+	if (stat("/proc/self/exe", &exe) || stat(out, &st) || exe.st_dev != st.st_dev ||
+	    exe.st_ino != st.st_ino) {
+		refuse(ra, WRAPPER ": %s is no longer this program's file (replaced since it "
+			   "started?): the hook would run another; refusing to create the container",
+		       out);
+		return -ESTALE;
+	}
+	return 0;
 }
 
 int oci_runtime_main(int argc, char **argv)
@@ -380,17 +546,21 @@ int oci_runtime_main(int argc, char **argv)
 	};
 	char *hook_argv[HOOK_ARGS_MAX] = { "sluice", "oci-hook" };
 	char runc[PATH_MAX], self[PATH_MAX], why[WHY_MAX];
+	struct oci_runtime_args ra = { .cmd = -1 };
 	const char *runc_opt = NULL, *name;
-	struct oci_runtime_args ra;
-	int c, sep, n_hook = 2, n_own;
+	int c, sep, n_hook = 2, n_own, parsed = 0;
 	char **runc_argv;
-	ssize_t len;
 
 	/* ours up to the first "--", runc's after it: no option of runc's is read as ours */
 	for (sep = 1; sep < argc && strcmp(argv[sep], "--"); sep++)
 		;
 	n_own = sep;
+	/* runc's first: where its log is, for every refusal below (a misconfigured runtime too) */
+	runc_argv = argv + sep; /* runc_argv[0], "--", becomes runc's argv[0] */
+	if (sep < argc)
+		parsed = oci_runtime_parse(argc - sep - 1, runc_argv + 1, &ra, why, sizeof(why));
 	optind = 1;
+	opterr = 0; /* its messages go to stderr only: refuse() says it */
 	while ((c = getopt_long(n_own, argv, "+h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'r':
@@ -404,15 +574,15 @@ int oci_runtime_main(int argc, char **argv)
 			name = c == 'p' ? "--policy" : c == 'P' ? "--policy-dir" :
 			       c == 's' ? "--socket" : "--mode";
 			if (c != 'm' && optarg[0] != '/') {
-				fprintf(stderr, WRAPPER ": %s %s: expected an absolute path\n", name,
-					optarg);
+				refuse(&ra, WRAPPER ": %s %s: expected an absolute path", name, optarg);
 				return OCI_RUNTIME_EXIT_USAGE;
 			}
 			if (c == 'm' && strcmp(optarg, "report") && strcmp(optarg, "enforce")) {
-				fprintf(stderr, WRAPPER ": --mode: expected report or enforce\n");
+				refuse(&ra, WRAPPER ": --mode: expected report or enforce");
 				return OCI_RUNTIME_EXIT_USAGE;
 			}
-			hook_argv[n_hook++] = (char *)name;
+			/* the operator's policy binds: an annotation naming another is refused */
+			hook_argv[n_hook++] = c == 'p' ? "--policy-fixed" : (char *)name;
 			hook_argv[n_hook++] = optarg;
 			break;
 		case 'T':
@@ -422,44 +592,35 @@ int oci_runtime_main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			usage(stderr);
+			refuse(&ra, WRAPPER ": %s: an unknown option, or one without its value (sluice "
+				   "oci-runtime --help)", argv[optind - 1]);
 			return OCI_RUNTIME_EXIT_USAGE;
 		}
 		if (n_hook > HOOK_ARGS_MAX - 2) {
-			fprintf(stderr, WRAPPER ": too many options\n");
+			refuse(&ra, WRAPPER ": too many options");
 			return OCI_RUNTIME_EXIT_USAGE;
 		}
 	}
 	if (optind < n_own) {
-		fprintf(stderr, WRAPPER ": unexpected argument \"%s\" before \"--\"\n", argv[optind]);
+		refuse(&ra, WRAPPER ": unexpected argument \"%s\" before \"--\"", argv[optind]);
 		return OCI_RUNTIME_EXIT_USAGE;
 	}
 	if (sep >= argc) {
-		fprintf(stderr, WRAPPER ": no \"--\" before runc's arguments (Docker: end "
-				"runtimeArgs with \"--\")\n");
+		refuse(NULL, WRAPPER ": no \"--\" before runc's arguments (Docker: end runtimeArgs "
+				 "with \"--\")");
 		return OCI_RUNTIME_EXIT_USAGE;
 	}
-	runc_argv = argv + sep; /* runc_argv[0], "--", becomes runc's argv[0] */
-
-	if (oci_runtime_parse(argc - sep - 1, runc_argv + 1, &ra, why, sizeof(why))) {
-		fprintf(stderr, WRAPPER ": %s: refusing to run runc\n", why);
+	if (parsed) {
+		refuse(&ra, WRAPPER ": %s: refusing to run runc", why);
 		return OCI_RUNTIME_EXIT_USAGE;
 	}
-	if (find_runc(runc_opt, runc, sizeof(runc)))
+	if (find_runc(&ra, runc_opt, runc, sizeof(runc)))
 		return OCI_RUNTIME_EXIT_NO_RUNC;
-	if (ra.creates) {
-		len = readlink("/proc/self/exe", self, sizeof(self) - 1);
-		if (len < 0 || len == (ssize_t)sizeof(self) - 1) {
-			fprintf(stderr, WRAPPER ": /proc/self/exe: %s\n",
-				len < 0 ? strerror(errno) : "path too long");
-			return OCI_RUNTIME_EXIT_USAGE;
-		}
-		self[len] = '\0';
-		if (edit_config(ra.bundle, self, hook_argv, n_hook))
-			return OCI_RUNTIME_EXIT_USAGE;
-	}
+	if (ra.creates && (self_path(&ra, self, sizeof(self)) ||
+			   edit_config(&ra, self, hook_argv, n_hook)))
+		return OCI_RUNTIME_EXIT_USAGE;
 	runc_argv[0] = runc;
 	execv(runc, runc_argv);
-	fprintf(stderr, WRAPPER ": exec %s: %s\n", runc, strerror(errno));
+	refuse(&ra, WRAPPER ": exec %s: %s", runc, strerror(errno));
 	return OCI_RUNTIME_EXIT_NO_RUNC;
 }

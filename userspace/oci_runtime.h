@@ -18,6 +18,8 @@ struct oci_runtime_args {
 	int cmd;	    /* the index of runc's command in its arguments; -1: none */
 	bool creates;	    /* create, run or restore: runc runs the bundle's hooks */
 	const char *bundle; /* --bundle/-b's value; NULL: the working directory */
+	const char *log;    /* the global --log FILE (runc's log, where Docker's shim looks) */
+	bool log_json;	    /* --log-format json (else runc writes text) */
 };
 
 /*
@@ -26,7 +28,8 @@ struct oci_runtime_args {
  * in the next argument, up to the command; then the command's options anywhere among its
  * arguments, up to "--". An option unknown to runc 1.1 (a later runc's, which could take a
  * value and hide the command) or a second --bundle is refused: the wrapper cannot then tell
- * which bundle runc would use. 0, or -EINVAL with why.
+ * which bundle runc would use. 0, or -EINVAL with why (and out holding what was read up to the
+ * refused argument: the log a refusal can still be written to).
  */
 int oci_runtime_parse(int argc, char *const *argv, struct oci_runtime_args *out, char *why,
 		      size_t why_len);

@@ -4,7 +4,8 @@
  * options with values (one or two dashes, '=' or the next argument), the bundle in each form
  * (--bundle X, --bundle=X, -b X, -b=X, -bundle X, after the container id), none (the working
  * directory), commands that create nothing, and what it refuses because it cannot tell which
- * bundle runc would use. The expected results are runc 1.1.5's, checked by hand against it.
+ * bundle runc would use; and runc's log (--log, --log-format), where a refusal is written for
+ * Docker to show, known even when a later argument is refused. The expected results are runc 1.1.5's, checked by hand against it.
  *
  * Usage: test_oci_runtime        TAP 13; exits 1 if any test failed, 0 otherwise
  */
@@ -81,6 +82,43 @@ static const struct parse_case cases[] = {
 	  "an empty bundle path" },
 };
 
+struct log_case {
+	const char *name;
+	const char *argv[ARGS_MAX]; /* NULL-terminated */
+	const char *log;	    /* NULL: none */
+	bool json;
+};
+
+static const struct log_case log_cases[] = {
+	{ "log: Docker's shim (--log X --log-format json)",
+	  { "--root", "/r", "--log", "/b/log.json", "--log-format", "json", "create", "c1" },
+	  "/b/log.json", true },
+	{ "log: -log=X, no format: text", { "-log=/l", "create", "c1" }, "/l", false },
+	{ "log: given twice, the last of each (Go's flag)",
+	  { "--log=/a", "--log-format=json", "--log=/l", "--log-format=text", "state", "c1" }, "/l",
+	  false },
+	{ "log: none", { "--root", "/r", "create", "c1" }, NULL, false },
+	{ "log: known when a later global option is refused",
+	  { "--log", "/l", "--log-format", "json", "--new", "create", "c1" }, "/l", true },
+	{ "log: known when a create option is refused",
+	  { "--log", "/l", "create", "--new", "c1" }, "/l", false },
+};
+
+static bool log_case(const struct log_case *c)
+{
+	struct oci_runtime_args a;
+	char msg[512] = "";
+	int argc = 0;
+
+	while (c->argv[argc])
+		argc++;
+	oci_runtime_parse(argc, (char *const *)c->argv, &a, msg, sizeof(msg));
+	EXPECT(c->log ? a.log && !strcmp(a.log, c->log) && a.log_json == c->json : !a.log,
+	       "log %s (json %d), got %s (json %d)", c->log ? c->log : "(none)", c->json,
+	       a.log ? a.log : "(none)", a.log_json);
+	return true;
+}
+
 static bool parse_case(const struct parse_case *c)
 {
 	struct oci_runtime_args a;
@@ -109,8 +147,10 @@ int main(void)
 {
 	size_t i;
 
-	printf("TAP version 13\n1..%zu\n", ARRAY_SIZE(cases));
+	printf("TAP version 13\n1..%zu\n", ARRAY_SIZE(cases) + ARRAY_SIZE(log_cases));
 	for (i = 0; i < ARRAY_SIZE(cases); i++)
 		report(parse_case(&cases[i]), cases[i].name, why);
+	for (i = 0; i < ARRAY_SIZE(log_cases); i++)
+		report(log_case(&log_cases[i]), log_cases[i].name, why);
 	return tap_status();
 }
