@@ -76,6 +76,7 @@ struct sync_slot {
 	uint64_t seq;	/* the log's next seq when it was handed over (for the failure's report) */
 	/* the segment's bytes [cached_from, cached_to) the sync puts on disk (see sync_pass) */
 	uint64_t cached_from, cached_to;
+	bool drop; /* those bytes leave the page cache once on disk (drop_behind) */
 	size_t len;
 	char note[NOTE_MAX + 1];
 };
@@ -91,6 +92,9 @@ struct syncer {
 	uint64_t err_seq;
 	bool reported; /* with journal.lock */
 	struct sync_slot slots[SYNC_SLOTS];
+	/* the last pass's synced bytes, in behind_fd, still cached (drop_behind; its caller's) */
+	int behind_fd;
+	uint64_t behind_from, behind_to;
 };
 
 /*
@@ -698,6 +702,27 @@ static void drop_synced(int fd, uint64_t from, uint64_t to)
 }
 
 /*
+ * One pass behind: what the previous pass synced leaves the cache now, what this one synced
+ * stays until the next, so that a reader trailing the writer by up to a checkpoint (sluice
+ * events -f on the file, a log shipper) still reads it from memory. Not while the log rotates:
+ * its cache is bounded by one segment, which the compressor reads back right after the
+ * rotation and then removes.
+ */
+static void drop_behind(struct syncer *s, int fd, uint64_t from, uint64_t to)
+{
+	const struct sync_slot *last = &s->slots[(to - 1) % SYNC_SLOTS];
+
+	if (s->behind_to && s->behind_fd == fd)
+		drop_synced(fd, s->behind_from, s->behind_to);
+	s->behind_to = 0;
+	if (!last->drop)
+		return;
+	s->behind_fd = fd;
+	s->behind_from = s->slots[from % SYNC_SLOTS].cached_from;
+	s->behind_to = last->cached_to;
+}
+
+/*
  * Sync the checkpoints queued, then copy their notes; with s->w.lock held (dropped around the
  * I/O). Returns 0, or the sync's error: none of them is copied, nor anything queued later.
  */
@@ -713,8 +738,7 @@ static int sync_pass(struct journal *j)
 		pthread_mutex_unlock(&s->w.lock);
 		err = fdatasync(fd) ? -errno : 0;
 		if (!err) {
-			drop_synced(fd, s->slots[from % SYNC_SLOTS].cached_from,
-				    s->slots[(to - 1) % SYNC_SLOTS].cached_to);
+			drop_behind(s, fd, from, to);
 			pthread_mutex_lock(&j->copy_lock);
 			for (k = from; k < to; k++) {
 				struct sync_slot *sl = &s->slots[k % SYNC_SLOTS];
@@ -806,6 +830,7 @@ static int sync_queue_locked(struct journal *j, const char *note, size_t len, bo
 		sl->seq = j->seq;
 		sl->cached_from = j->cached_from;
 		sl->cached_to = j->file_off;
+		sl->drop = !j->rotate_bytes;
 		j->cached_from = j->file_off;
 		sl->len = len;
 		memcpy(sl->note, note, len);

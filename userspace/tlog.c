@@ -108,7 +108,7 @@ void tlog_append_line(struct tlog_tree *t, const void *line, size_t len, uint64_
 
 	tlog_leaf_hash(line, len, h);
 	tlog_append_leaf(t, h);
-	if (format >= 2)
+	if (format == 2)
 		memcpy(prev, h, TLOG_HASH_SIZE);
 	else
 		tlog_sha256(line, len, prev);

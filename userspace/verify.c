@@ -956,6 +956,8 @@ static int check_log_start(struct verifier *v)
 	    u64_field(v, "log_start", "format", &format))
 		return -ECANCELED;
 	r->format = format;
+	/* a third format must say here, and in tlog_append_line, how its lines chain */
+	_Static_assert(JOURNAL_FORMAT == 2, "formats 1 and 2 are the ones read");
 	if (format < 1 || format > JOURNAL_FORMAT)
 		return BAD(v, "log_start: format %" PRIu64 " (this verifier reads formats 1 to %d)",
 			   format, JOURNAL_FORMAT);
