@@ -245,11 +245,11 @@ tap_check "status names run A's mode, cgroup and policy digest" \
 
 # each resolves its own name only; the address learned by A is not B's
 sink_mark
-out=$(in_cg "$CG_A" dig +time=2 +tries=1 +short @198.51.100.53 a.daemon.example)
+out=$(in_cg "$CG_A" dig +time=$((2 * SL_SLOW)) +tries=1 +short @198.51.100.53 a.daemon.example)
 tap_is "run A resolves its name" "$out" 198.51.100.10
-out=$(in_cg "$CG_A" dig +time=2 +tries=1 @198.51.100.53 b.daemon.example | grep -o 'status: [A-Z]*')
+out=$(in_cg "$CG_A" dig +time=$((2 * SL_SLOW)) +tries=1 @198.51.100.53 b.daemon.example | grep -o 'status: [A-Z]*')
 tap_is "run A does not resolve run B's name" "$out" "status: NXDOMAIN"
-out=$(in_cg "$CG_B" dig +time=2 +tries=1 +short @198.51.100.53 b.daemon.example)
+out=$(in_cg "$CG_B" dig +time=$((2 * SL_SLOW)) +tries=1 +short @198.51.100.53 b.daemon.example)
 tap_is "run B resolves its name" "$out" 198.51.100.20
 tap_is "run A reaches its host" "$(in_cg "$CG_A" "$SL_PROBE" tcp 198.51.100.10 80)" ok
 tap_is "run B does not reach the address run A learned" \
@@ -287,7 +287,7 @@ UP_US=$(date +%s%6N)
 sl_daemon_start || bail_out "the daemon did not restart: $(tail -5 "$D/err")"
 tap_check "the new daemon took both runs over" \
 	test "$(grep -c 'took over run t-' "$D/err")" -eq 2
-out=$(in_cg "$CG_A" dig +time=2 +tries=1 +short @198.51.100.53 a.daemon.example)
+out=$(in_cg "$CG_A" dig +time=$((2 * SL_SLOW)) +tries=1 +short @198.51.100.53 a.daemon.example)
 tap_is "after the takeover, run A's names are answered again" "$out" 198.51.100.10
 tap_is "after the takeover, run A's denial is logged" \
 	"$(in_cg "$CG_A" "$SL_PROBE" tcp 198.51.100.20 8080 | cut -d' ' -f1-2)" "err EPERM"
@@ -352,7 +352,7 @@ tap_check "after the takeover, replace-policy switches run A" \
 [[ $out == *'"ok":true'* ]] || tap_diag "$out"$'\n'"$(tail -5 "$D/err")"
 tap_is "… and run A's address learned before the takeover is still reached" \
 	"$(in_cg "$CG_A" "$SL_PROBE" tcp 198.51.100.10 80)" ok
-out=$(in_cg "$CG_A" dig +time=2 +tries=1 +short @198.51.100.53 b.daemon.example)
+out=$(in_cg "$CG_A" dig +time=$((2 * SL_SLOW)) +tries=1 +short @198.51.100.53 b.daemon.example)
 tap_is "… the new policy's name resolves" "$out" 198.51.100.20
 tap_is "… and is reached" "$(in_cg "$CG_A" "$SL_PROBE" tcp 198.51.100.20 80)" ok
 tap_is "… a host neither policy lists is still denied" \
