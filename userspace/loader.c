@@ -348,6 +348,9 @@ const char *loader_explain(int err)
 		return "the kernel was built without BPF syscall support";
 	case E2BIG:
 		return "the compiled policy does not fit the BPF maps";
+	case EOVERFLOW:
+		return "the run has used every policy generation (2^32 - 1 switches): start a new "
+		       "run";
 	}
 	return strerror(err);
 }
@@ -1842,7 +1845,10 @@ static int era_reopen(struct loader *l)
 		return -ENAMETOOLONG;
 	fd = bpf_obj_get(path);
 	if (fd < 0 && errno == ENOENT) {
-		l->era_high = l->cfg.era + LOADER_ERA_RESUME_GAP;
+		/* (no further than the last generation: past it, the next switch is refused) */
+		l->era_high = l->cfg.era > UINT32_MAX - LOADER_ERA_RESUME_GAP ?
+				      UINT32_MAX :
+				      l->cfg.era + LOADER_ERA_RESUME_GAP;
 		return era_pin(l, l->era_high);
 	}
 	if (fd < 0)
@@ -3698,6 +3704,10 @@ int loader_next_load(struct loader *l, const struct policy *p, const struct poli
 	 * would otherwise keep it under enforce.
 	 */
 	n->cfg.era = loader_era_next(l->cfg.era, l->era_high);
+	if (!n->cfg.era) {
+		err = -EOVERFLOW; /* (loader_explain) */
+		goto fail;
+	}
 	l->era_high = n->cfg.era; /* never again, whatever becomes of this set */
 	/* kept with the run before any program carries it: a writer taking over goes on above */
 	err = era_store(l, n->cfg.era);
