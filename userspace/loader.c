@@ -565,8 +565,19 @@ static int sockdiag_destroy_here(void *arg)
 
 /*
  * The packet layer's sl_destroying (skb.bpf.c destroy_reset), the one the run's attached egress
- * program uses: found through its link, so that a set loaded here, a switch's and a dead
- * writer's taken over are alike. -errno if there is none (the destroy's RST is then dropped).
+ * program uses; its fd, the caller's to close, or -errno if there is none (the destroy's RST is
+ * then dropped).
+ * - A loader that loaded the run's set (l->skb, at the start or by a switch) holds it. A
+ *   switch's new set is made to use the old set's (next_share: sl_destroying is no policy's
+ *   map, and the new decision layer declares none, so the old object's is taken), so the egress
+ *   link runs a program of that map whichever set it is on: the old one's, the new one's from
+ *   the link's move on, and the old one's again after a failed commit moved it back. Between the
+ *   move and l->skb's change (loader_next_commit) no kill runs: the daemon's main thread runs
+ *   both the commit and the kills; a switch's other thread only loads (loader_next_load).
+ * - A writer that took the run over holds no set until its first switch: the map is found
+ *   through the egress link's program (its maps walked by id). The links move only by this
+ *   loader's commit, after which l->skb is set. (A run loaded by a build without the map has
+ *   none: no RST leaves, as there.)
  */
 static int destroying_map(const struct loader *l, __u32 *value_size)
 {
@@ -576,6 +587,11 @@ static int destroying_map(const struct loader *l, __u32 *value_size)
 
 	if (!l->links[PROG_EGRESS])
 		return -ENOENT;
+	if (l->skb) {
+		fd = fcntl(bpf_map__fd(l->skb->maps.sl_destroying), F_DUPFD_CLOEXEC, 0);
+		*value_size = bpf_map__value_size(l->skb->maps.sl_destroying);
+		return fd < 0 ? -errno : fd;
+	}
 	prog = link_prog_fd(l->links[PROG_EGRESS]);
 	if (prog < 0)
 		return prog;
