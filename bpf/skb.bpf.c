@@ -94,22 +94,18 @@ struct {
  * tcp_send_active_reset), in that call; the socket's flow is denied, so without this the RST is
  * dropped and the peer's end stays established for good. See destroy_reset.
  *
- * The value is where that socket's RST is written down for the host side: its own, so that kills
+ * The value (sl_reset_note) names the network namespace userspace judged the RST's ways out of,
+ * and is where that socket's RST is written down for the host side: its own, so that kills
  * running at once (two daemon threads, a softirq's send on the CPU a program was preempted on)
- * never share one buffer. userspace writes it zeroed; only the RST of the socket the destroy
+ * never share one buffer. userspace writes the rest zeroed; only the RST of the socket the destroy
  * holds locked writes to it, so no two programs write one entry at once.
  */
-struct reset_note {
-	struct sl_ns_flow_key k;
-	struct sl_reset_frame f;
-};
-
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 64);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u64); /* socket cookie */
-	__type(value, struct reset_note);
+	__type(value, struct sl_reset_note);
 } sl_destroying SEC(".maps");
 
 /* The server-name check's map key (see sni_resolved_here). */
@@ -646,17 +642,26 @@ static __always_inline int drop_unjudged(struct __sk_buff *skb, __u8 reason)
  * the socket only where the workload holds no CAP_NET_ADMIN: loader_kill_socket). Everything about
  * it is the kernel's TCP: a TCP stream socket (a raw socket's frames are never its socket's RST,
  * whatever its protocol; AF_PACKET frames pass no cgroup hook), being destroyed by sluice at this
- * moment (the socket is locked by the destroy, so the workload sends nothing on it meanwhile), from
- * the socket's own port to its peer's (and so between their addresses: the kernel's TCP writes its
+ * moment, from the socket's own port to its peer's (and so between their addresses: the kernel's TCP writes its
  * socket's), an unfragmented TCP header (with the options the kernel writes: a timestamp) and
  * nothing after it, with RST set and nothing but ACK besides (a frame longer than an IPv6 and a
  * full TCP header is none). Read from its copy in the socket's note, not with tcp_header or
  * packet_dst, which would add a copy of themselves to the programs. A static function of its own:
  * both egress programs ask it, and only on their drop paths.
+ * The socket lives in the network namespace whose ways out userspace judged (the note's
+ * netns_ino: resets_fixed). A socket of the run's cgroup may live in another (a workload's own
+ * user and network namespace, or one it was handed): its RST would leave by ways no host side
+ * sees, as the kernel wrote it. Its namespace is read through the socket's kernel struct
+ * (bpf_skc_to_tcp_sock; no helper gives a cgroup skb program its namespace before 6.15).
+ * The destroy holds the socket locked, but the mark is there from before it to after it: the
+ * workload may send a RST of its own meanwhile (a close with SO_LINGER 0 of a socket bound to a
+ * port by hand, which keeps its port through the close). It is a RST of that very connection,
+ * which passes here as the destroy's would, and the host side puts it into the same fixed form.
  */
 static __noinline bool destroy_reset(struct __sk_buff *skb, struct bpf_sock *sk)
 {
-	struct reset_note *n;
+	struct sl_reset_note *n;
+	struct tcp_sock *tp;
 	__u32 len, l4;
 	__u64 cookie;
 	__u8 *b, *th;
@@ -667,11 +672,16 @@ static __noinline bool destroy_reset(struct __sk_buff *skb, struct bpf_sock *sk)
 	n = bpf_map_lookup_elem(&sl_destroying, &cookie);
 	if (!n)
 		return false;
+	tp = bpf_skc_to_tcp_sock(sk);
+	if (!tp || !n->netns_ino ||
+	    tp->inet_conn.icsk_inet.sk.__sk_common.skc_net.net->ns.inum != n->netns_ino)
+		return false;
 	/* the whole frame, read once: looked at here, and written down for the host side */
 	len = skb->len;
 	if (len < 40 || len > SL_RESET_FRAME_MAX)
 		return false;
-	__builtin_memset(n, 0, sizeof(*n));
+	__builtin_memset(&n->k, 0, sizeof(n->k));
+	__builtin_memset(&n->f, 0, sizeof(n->f));
 	b = n->f.bytes;
 	if (bpf_skb_load_bytes(skb, 0, b, len))
 		return false;

@@ -674,8 +674,10 @@ static bool resets_fixed(const struct loader *l, int netns_fd)
 
 /*
  * The socket is destroyed (below, kill_socket) with its cookie in sl_destroying: the RST the
- * kernel sends its peer meanwhile leaves (skb.bpf.c destroy_reset). Only for that call: taken
- * out after it, whatever it did. Only where resets_fixed says the RST leaves in a fixed form
+ * kernel sends its peer meanwhile leaves (skb.bpf.c destroy_reset), if the socket lives in
+ * netns_fd's namespace, the one judged (a socket of the run's cgroup in a namespace of its own,
+ * which the packet path's kill names the run's, leaves by ways not judged). Only for that call:
+ * taken out after it, whatever it did. Only where resets_fixed says the RST leaves in a fixed form
  * that carries nothing the workload chose: no program of a run without a host side can write
  * to a packet, and the kernel's RST carries fields the workload chose (IP_TOS, IP_TTL,
  * SO_RCVBUF, TCP_MD5SIG...; under CAP_NET_ADMIN its sequence numbers too), so there it stays
@@ -683,14 +685,27 @@ static bool resets_fixed(const struct loader *l, int netns_fd)
  */
 int loader_kill_socket(struct loader *l, uint64_t cookie, int netns_fd, uint32_t pid)
 {
+	struct sl_reset_note note = {}; /* the rest is destroy_reset's to write */
 	__u32 value_size = 0;
-	int marks = resets_fixed(l, netns_fd) ? destroying_map(l, &value_size) : -ENOENT, err;
-	void *note = marks >= 0 ? calloc(1, value_size) : NULL; /* written by destroy_reset */
+	int marks = resets_fixed(l, netns_fd) ? destroying_map(l, &value_size) : -ENOENT, err = 0;
+	struct stat st;
 
-	if (marks >= 0 && (!note || bpf_map_update_elem(marks, &cookie, note, BPF_ANY)))
+	/*
+	 * The namespace judged: the RST leaves only if the socket is in it (destroy_reset). A map
+	 * of another layout (a run another build loaded) would not compare it: nothing is let out.
+	 */
+	if (marks >= 0 && value_size != sizeof(note))
+		err = -EPROTO;
+	else if (marks >= 0 && fstat(netns_fd, &st))
+		err = -errno;
+	if (marks >= 0 && !err) {
+		note.netns_ino = st.st_ino;
+		if (bpf_map_update_elem(marks, &cookie, &note, BPF_ANY))
+			err = -errno;
+	}
+	if (err)
 		fprintf(stderr, "sluice: let the RST of socket %llu out: %s; its peer is not told\n",
-			(unsigned long long)cookie, strerror(note ? errno : ENOMEM));
-	free(note);
+			(unsigned long long)cookie, strerror(-err));
 	/* selftests only: killed with the cookie marked (a take-over empties sl_destroying) */
 	if (marks >= 0)
 		loader_selftest_kill("in-destroy");
