@@ -642,12 +642,12 @@ static __always_inline int drop_unjudged(struct __sk_buff *skb, __u8 reason)
  * the socket only where the workload holds no CAP_NET_ADMIN: loader_kill_socket). Everything about
  * it is the kernel's TCP: a TCP stream socket (a raw socket's frames are never its socket's RST,
  * whatever its protocol; AF_PACKET frames pass no cgroup hook), being destroyed by sluice at this
- * moment, from the socket's own port to its peer's (and so between their addresses: the kernel's TCP writes its
- * socket's), an unfragmented TCP header (with the options the kernel writes: a timestamp) and
- * nothing after it, with RST set and nothing but ACK besides (a frame longer than an IPv6 and a
- * full TCP header is none). Read from its copy in the socket's note, not with tcp_header or
- * packet_dst, which would add a copy of themselves to the programs. A static function of its own:
- * both egress programs ask it, and only on their drop paths.
+ * moment, from the socket's own port to its peer's (and so between their addresses: the kernel's
+ * TCP writes its socket's), an unfragmented TCP header (with the options the kernel writes: a
+ * timestamp) and nothing after it, with RST set and nothing but ACK besides (a frame longer than an
+ * IPv6 and a full TCP header is none). Read from its copy in the socket's note, not with tcp_header
+ * or packet_dst, which would add a copy of themselves to the programs. A static function of its
+ * own: both egress programs ask it, and only on their drop paths.
  * The socket lives in the network namespace whose ways out userspace judged (the note's
  * netns_ino: resets_fixed). A socket of the run's cgroup may live in another (a workload's own
  * user and network namespace, or one it was handed): its RST would leave by ways no host side
@@ -657,6 +657,10 @@ static __always_inline int drop_unjudged(struct __sk_buff *skb, __u8 reason)
  * workload may send a RST of its own meanwhile (a close with SO_LINGER 0 of a socket bound to a
  * port by hand, which keeps its port through the close). It is a RST of that very connection,
  * which passes here as the destroy's would, and the host side puts it into the same fixed form.
+ * Never toward the blackhole (169.254.0.0/16 and its IPv6 and embedded forms, as the policy
+ * judges them: v4_is_blackholed, v6_blackholed_any), whatever its flow's record says: nothing of
+ * a run goes there, not even a RST. Asked here, not by each caller, so that none can leave it
+ * out (the host side refuses it too: tc.bpf.c sl_tc_ingress).
  */
 static __noinline bool destroy_reset(struct __sk_buff *skb, struct bpf_sock *sk)
 {
@@ -713,6 +717,9 @@ static __noinline bool destroy_reset(struct __sk_buff *skb, struct bpf_sock *sk)
 	n->k.sport = (__u16)th[0] << 8 | th[1];
 	n->k.dport = (__u16)th[2] << 8 | th[3];
 	if (n->k.sport != sk->src_port || n->k.dport != bpf_ntohs((__u16)sk->dst_port))
+		return false;
+	if (n->k.family == AF_INET ? v4_is_blackholed(*(__u32 *)n->k.daddr) :
+				     v6_blackholed_any((__u32 *)n->k.daddr))
 		return false;
 	/*
 	 * The host side must let it through as well, and sees it without its socket: the frame is
@@ -1002,8 +1009,7 @@ static __always_inline int backstop(struct __sk_buff *skb, struct bpf_sock *sk,
 	if (flow && flow->era != sl_cfg.era && dst_is_flows(&d, flow))
 		flow_restamp(sk, flow, &v, &ev);
 	if (v.verdict != SL_VERDICT_DENY ||
-	    (!cfg_enforcing() && v.reason != SL_REASON_BLACKHOLE) ||
-	    (v.reason != SL_REASON_BLACKHOLE && destroy_reset(skb, sk))) {
+	    (!cfg_enforcing() && v.reason != SL_REASON_BLACKHOLE) || destroy_reset(skb, sk)) {
 		opener = NULL; /* not where its flow goes: it opens none */
 		goto pass;
 	}
@@ -1090,9 +1096,7 @@ int sl_egress(struct __sk_buff *skb)
 		return SKB_PASS;
 	held = bpf_sk_storage_get(&sl_sk_held, sk, 0, 0);
 	if (held)
-		return held->ev.reason != SL_REASON_BLACKHOLE && destroy_reset(skb, sk) ?
-			       SKB_PASS :
-			       drop_held(held);
+		return destroy_reset(skb, sk) ? SKB_PASS : drop_held(held);
 	/* What leaves is counted; what the TLS check drops is not. */
 	flow = bpf_sk_storage_get(&sl_sk_flow, sk, 0, 0);
 	ret = tls_egress(skb, sk, &t);
