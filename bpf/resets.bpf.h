@@ -22,15 +22,6 @@
 
 #include "sluice.h"
 
-/* An IPv6 header (40) and a TCP header with the most options (60), rounded up to 8. */
-#define SL_RESET_FRAME_MAX 104
-
-struct sl_reset_frame {
-	__u32 len; /* the frame's bytes from its IP header on; the rest of bytes[] is zero */
-	__u32 pad;
-	__u8 bytes[SL_RESET_FRAME_MAX] __attribute__((aligned(8))); /* read as words */
-};
-
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 256);

@@ -94,22 +94,18 @@ struct {
  * tcp_send_active_reset), in that call; the socket's flow is denied, so without this the RST is
  * dropped and the peer's end stays established for good. See destroy_reset.
  *
- * The value is where that socket's RST is written down for the host side: its own, so that kills
+ * The value (sl_reset_note) names the network namespace userspace judged the RST's ways out of,
+ * and is where that socket's RST is written down for the host side: its own, so that kills
  * running at once (two daemon threads, a softirq's send on the CPU a program was preempted on)
- * never share one buffer. userspace writes it zeroed; only the RST of the socket the destroy
+ * never share one buffer. userspace writes the rest zeroed; only the RST of the socket the destroy
  * holds locked writes to it, so no two programs write one entry at once.
  */
-struct reset_note {
-	struct sl_ns_flow_key k;
-	struct sl_reset_frame f;
-};
-
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 64);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u64); /* socket cookie */
-	__type(value, struct reset_note);
+	__type(value, struct sl_reset_note);
 } sl_destroying SEC(".maps");
 
 /* The server-name check's map key (see sni_resolved_here). */
@@ -646,17 +642,30 @@ static __always_inline int drop_unjudged(struct __sk_buff *skb, __u8 reason)
  * the socket only where the workload holds no CAP_NET_ADMIN: loader_kill_socket). Everything about
  * it is the kernel's TCP: a TCP stream socket (a raw socket's frames are never its socket's RST,
  * whatever its protocol; AF_PACKET frames pass no cgroup hook), being destroyed by sluice at this
- * moment (the socket is locked by the destroy, so the workload sends nothing on it meanwhile), from
- * the socket's own port to its peer's (and so between their addresses: the kernel's TCP writes its
- * socket's), an unfragmented TCP header (with the options the kernel writes: a timestamp) and
- * nothing after it, with RST set and nothing but ACK besides (a frame longer than an IPv6 and a
- * full TCP header is none). Read from its copy in the socket's note, not with tcp_header or
- * packet_dst, which would add a copy of themselves to the programs. A static function of its own:
- * both egress programs ask it, and only on their drop paths.
+ * moment, from the socket's own port to its peer's (and so between their addresses: the kernel's
+ * TCP writes its socket's), an unfragmented TCP header (with the options the kernel writes: a
+ * timestamp) and nothing after it, with RST set and nothing but ACK besides (a frame longer than an
+ * IPv6 and a full TCP header is none). Read from its copy in the socket's note, not with tcp_header
+ * or packet_dst, which would add a copy of themselves to the programs. A static function of its
+ * own: both egress programs ask it, and only on their drop paths.
+ * The socket lives in the network namespace whose ways out userspace judged (the note's
+ * netns_ino: resets_fixed). A socket of the run's cgroup may live in another (a workload's own
+ * user and network namespace, or one it was handed): its RST would leave by ways no host side
+ * sees, as the kernel wrote it. Its namespace is read through the socket's kernel struct
+ * (bpf_skc_to_tcp_sock; no helper gives a cgroup skb program its namespace before 6.15).
+ * The destroy holds the socket locked, but the mark is there from before it to after it: the
+ * workload may send a RST of its own meanwhile (a close with SO_LINGER 0 of a socket bound to a
+ * port by hand, which keeps its port through the close). It is a RST of that very connection,
+ * which passes here as the destroy's would, and the host side puts it into the same fixed form.
+ * Never toward the blackhole (169.254.0.0/16 and its IPv6 and embedded forms, as the policy
+ * judges them: v4_is_blackholed, v6_blackholed_any), whatever its flow's record says: nothing of
+ * a run goes there, not even a RST. Asked here, not by each caller, so that none can leave it
+ * out (the host side refuses it too: tc.bpf.c sl_tc_ingress).
  */
 static __noinline bool destroy_reset(struct __sk_buff *skb, struct bpf_sock *sk)
 {
-	struct reset_note *n;
+	struct sl_reset_note *n;
+	struct tcp_sock *tp;
 	__u32 len, l4;
 	__u64 cookie;
 	__u8 *b, *th;
@@ -667,11 +676,16 @@ static __noinline bool destroy_reset(struct __sk_buff *skb, struct bpf_sock *sk)
 	n = bpf_map_lookup_elem(&sl_destroying, &cookie);
 	if (!n)
 		return false;
+	tp = bpf_skc_to_tcp_sock(sk);
+	if (!tp || !n->netns_ino ||
+	    tp->inet_conn.icsk_inet.sk.__sk_common.skc_net.net->ns.inum != n->netns_ino)
+		return false;
 	/* the whole frame, read once: looked at here, and written down for the host side */
 	len = skb->len;
 	if (len < 40 || len > SL_RESET_FRAME_MAX)
 		return false;
-	__builtin_memset(n, 0, sizeof(*n));
+	__builtin_memset(&n->k, 0, sizeof(n->k));
+	__builtin_memset(&n->f, 0, sizeof(n->f));
 	b = n->f.bytes;
 	if (bpf_skb_load_bytes(skb, 0, b, len))
 		return false;
@@ -703,6 +717,9 @@ static __noinline bool destroy_reset(struct __sk_buff *skb, struct bpf_sock *sk)
 	n->k.sport = (__u16)th[0] << 8 | th[1];
 	n->k.dport = (__u16)th[2] << 8 | th[3];
 	if (n->k.sport != sk->src_port || n->k.dport != bpf_ntohs((__u16)sk->dst_port))
+		return false;
+	if (n->k.family == AF_INET ? v4_is_blackholed(*(__u32 *)n->k.daddr) :
+				     v6_blackholed_any((__u32 *)n->k.daddr))
 		return false;
 	/*
 	 * The host side must let it through as well, and sees it without its socket: the frame is
@@ -992,8 +1009,7 @@ static __always_inline int backstop(struct __sk_buff *skb, struct bpf_sock *sk,
 	if (flow && flow->era != sl_cfg.era && dst_is_flows(&d, flow))
 		flow_restamp(sk, flow, &v, &ev);
 	if (v.verdict != SL_VERDICT_DENY ||
-	    (!cfg_enforcing() && v.reason != SL_REASON_BLACKHOLE) ||
-	    (v.reason != SL_REASON_BLACKHOLE && destroy_reset(skb, sk))) {
+	    (!cfg_enforcing() && v.reason != SL_REASON_BLACKHOLE) || destroy_reset(skb, sk)) {
 		opener = NULL; /* not where its flow goes: it opens none */
 		goto pass;
 	}
@@ -1080,9 +1096,7 @@ int sl_egress(struct __sk_buff *skb)
 		return SKB_PASS;
 	held = bpf_sk_storage_get(&sl_sk_held, sk, 0, 0);
 	if (held)
-		return held->ev.reason != SL_REASON_BLACKHOLE && destroy_reset(skb, sk) ?
-			       SKB_PASS :
-			       drop_held(held);
+		return destroy_reset(skb, sk) ? SKB_PASS : drop_held(held);
 	/* What leaves is counted; what the TLS check drops is not. */
 	flow = bpf_sk_storage_get(&sl_sk_flow, sk, 0, 0);
 	ret = tls_egress(skb, sk, &t);

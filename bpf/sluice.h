@@ -562,4 +562,30 @@ _Static_assert(sizeof(struct sl_ns_flow_key) == 40, "sl_ns_flow_key ABI");
  */
 #define SL_KILL_PENDING 1
 
+/* An IPv6 header (40) and a TCP header with the most options (60), rounded up to 8. */
+#define SL_RESET_FRAME_MAX 104
+
+/* The RST of a socket sluice destroys, as the packet layer let it out (resets.bpf.h). */
+struct sl_reset_frame {
+	__u32 len; /* the frame's bytes from its IP header on; the rest of bytes[] is zero */
+	__u32 pad;
+	__u8 bytes[SL_RESET_FRAME_MAX] __attribute__((aligned(8))); /* read as words */
+};
+_Static_assert(sizeof(struct sl_reset_frame) == 112, "sl_reset_frame ABI");
+
+/*
+ * sl_destroying's value (skb.bpf.c destroy_reset), under the cookie of a socket sluice is
+ * destroying. userspace writes it (loader_kill_socket) with netns_ino, the nsfs inode number of
+ * the network namespace whose ways out it judged (resets_fixed), the rest zero: the packet layer
+ * lets the socket's RST out only if the socket lives in that namespace (a socket of the run's
+ * cgroup in a namespace of its own leaves by ways no one judged). The packet layer writes the
+ * rest, the RST it let out, for the host side.
+ */
+struct sl_reset_note {
+	__u64 netns_ino;
+	struct sl_ns_flow_key k;
+	struct sl_reset_frame f;
+};
+_Static_assert(sizeof(struct sl_reset_note) == 160, "sl_reset_note ABI");
+
 #endif /* SLUICE_H */

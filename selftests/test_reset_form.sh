@@ -24,6 +24,9 @@
 #   attach whose peer, in a namespace of its own, has no host side.
 # - a daemon killed inside a destroy leaves the socket's cookie marked: the next one, taking the
 #   run over, empties sl_destroying.
+# - a socket of the run's cgroup in a network namespace of its own, with a way out no host side
+#   sees, ended on the packet path in the run's namespace (the one judged), its cookie left marked
+#   (a daemon killed inside the destroy): its own RST (SO_LINGER 0) does not leave.
 
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -47,7 +50,7 @@ printf '%s\n' 'default: deny' 'rules:' '  - name: test-host' \
 FORM=$SL_LIB_DIR/tools/sl_rstform.py
 MD=169.254.169.254
 
-tap_plan 32
+tap_plan 38
 
 # attacked NAME [ATTACH_ARGS...]: the attacker's connections, made in a new cgroup before the
 # attach; the attach (enforce) destroys them while the test host watches. Sets W (the
@@ -279,4 +282,78 @@ tap_is "in-destroy: the next daemon took the run over and emptied sl_destroying"
 touch "$H/stop"
 out=$("$SLUICE" detach --run-id "$RUN" 2>&1)
 tap_check "in-destroy: the run detaches" test -z "${out##*\"ok\":true*}"
+
+# --- a socket of the run's cgroup that lives in a network namespace of its own (OWN: a
+# workload's own user and network namespace, here the test's), with a way out no host side sees
+# (a veth to FAR), ended on the packet path: its holder left the cgroup, so the switch's re-judge
+# found it in no fd table of the run's; the backstop denies its next packet, and the daemon kills
+# it in the run's namespace (the one resets_fixed judged, where it is not). The daemon is killed
+# inside that destroy (in-destroy: the cookie stays marked); the holder then closes the socket
+# with SO_LINGER 0 (bound to a port by hand, which the socket keeps through the close: the RST
+# carries its port): the kernel's RST of it, as the workload set it, must not reach FAR
+OWN=sl-own-$SL_ID FAR=sl-far-$SL_ID
+sl_on_exit "ip netns del '$OWN' 2>/dev/null; ip netns del '$FAR' 2>/dev/null"
+{ ip netns add "$OWN" && ip netns add "$FAR" && ip -n "$OWN" link set lo up &&
+	ip -n "$FAR" link set lo up &&
+	ip -n "$OWN" link add own0 type veth peer name far0 netns "$FAR" &&
+	ip -n "$OWN" addr add 10.251.0.1/30 dev own0 && ip -n "$FAR" addr add 10.251.0.2/30 dev far0 &&
+	ip -n "$OWN" link set own0 up && ip -n "$FAR" link set far0 up; } ||
+	bail_out "cannot make the namespaces $OWN and $FAR"
+sl_start_sink_ports "$FAR" far 80 "" || bail_out "cannot start the sink in $FAR"
+printf '%s\n' 'default: deny' 'rules:' '  - name: far' '    cidrs: ["10.251.0.2/32"]' \
+	'    ports: [80]' >"$SL_TMP/far.yaml"
+W=$SL_TMP/own-watch H=$SL_TMP/own-hold
+mkdir -p "$W" "$H"
+ip netns exec "$FAR" python3 "$FORM" watch "$W" >"$W/out" 2>&1 &
+sl_track_pid "$!"
+sl_on_exit "touch '$W/stop' '$H/stop' '$H/close'"
+wait_until 5000 test -e "$W/ready" || bail_out "the watcher: $(cat "$W/out")"
+sl_daemon_kill TERM
+# shellcheck disable=SC2119 # no arguments: the default daemon
+SLUICE_SELFTEST_KILL=in-destroy sl_daemon_start ||
+	bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
+sl_daemon_attach own "$SL_TMP/far.yaml" --mode enforce --netns "/run/netns/$SL_NS_RUN" \
+	--reset-peers
+"${SL_IN_CGROUP[@]}" "$SL_ATT_CG" nsenter "--net=/run/netns/$OWN" -- python3 "$FORM" hold "$H" \
+	linger 10.251.0.2 80 >"$H/out" 2>&1 &
+holder=$!
+sl_track_pid "$holder"
+wait_until 10000 test -e "$H/ready" || bail_out "the holder: $(tr "\n" " " <"$H/out")"
+aside=$(sl_cgroup_new aside) || bail_out "cannot make the test cgroup aside"
+sl_on_exit "sl_cgroup_remove '$aside'"
+echo "$holder" >"$aside/cgroup.procs" || bail_out "cannot move the holder out of the run's cgroup"
+out=$("$SLUICE" replace-policy --run-id "$SL_ATT_RUN" "$SL_TMP/deny.yaml" 2>&1) ||
+	bail_out "own: replace-policy: $out"
+touch "$H/stop"
+wait_until 10000 daemon_gone
+tap_check "own netns: the daemon killed itself inside the packet path's destroy" daemon_gone ||
+	tap_diag "$(tail -n 5 "$SL_DAEMON_DIR/err")"
+tap_is "own netns: ... with the socket's cookie in the run's sl_destroying" \
+	"$(destroying_entries "$SL_ATT_RUN")" 1
+touch "$H/close"
+# shellcheck disable=SC2317 # called through wait_until
+holder_gone() { ! kill -0 "$holder" 2>/dev/null; }
+wait_until 5000 holder_gone
+sink_settle
+# shellcheck disable=SC2016 # awk's
+tap_is "own netns: the socket sent its RST (OutRsts in OWN)" \
+	"$(ip netns exec "$OWN" awk '$1 == "Tcp:" && !h { for (i = 2; i <= NF; i++) c[$i] = i;
+		h = 1; next } $1 == "Tcp:" { print $c["OutRsts"] }' /proc/net/snmp)" 1
+tap_is "own netns: ... and it did not leave its namespace" "$(cat "$W/seen" 2>/dev/null)" "" ||
+	tap_diag_file "$H/result"
+# (a control: a RST from OWN reaches FAR, that way out is open)
+ip netns exec "$OWN" python3 "$SL_LIB_DIR/tools/sl_rawrst.py" send 10.251.0.2 80 40998 \
+	0x51c00002 >/dev/null 2>&1
+wait_until 3000 grep -qs ' 40998 ' "$W/seen"
+touch "$W/stop"
+tap_is "own netns, control: a RST sent from OWN by hand reaches FAR" \
+	"$(grep -c ' 40998 10.251.0.2 80 ' "$W/seen")" 1
+sl_daemon_kill KILL
+# shellcheck disable=SC2119 # no arguments: the default daemon
+sl_daemon_start || bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
+# shellcheck disable=SC2016 # expanded by that sh
+wait_until 10000 sh -c '"$1" status --json 2>/dev/null | grep -q "\"run_id\":\"$2\""' sh \
+	"$SLUICE" "$SL_ATT_RUN"
+out=$("$SLUICE" detach --run-id "$SL_ATT_RUN" 2>&1)
+tap_check "own netns: the run detaches" test -z "${out##*\"ok\":true*}"
 tap_done

@@ -348,6 +348,9 @@ const char *loader_explain(int err)
 		return "the kernel was built without BPF syscall support";
 	case E2BIG:
 		return "the compiled policy does not fit the BPF maps";
+	case EOVERFLOW:
+		return "the run has used every policy generation (2^32 - 1 switches): start a new "
+		       "run";
 	}
 	return strerror(err);
 }
@@ -562,8 +565,19 @@ static int sockdiag_destroy_here(void *arg)
 
 /*
  * The packet layer's sl_destroying (skb.bpf.c destroy_reset), the one the run's attached egress
- * program uses: found through its link, so that a set loaded here, a switch's and a dead
- * writer's taken over are alike. -errno if there is none (the destroy's RST is then dropped).
+ * program uses; its fd, the caller's to close, or -errno if there is none (the destroy's RST is
+ * then dropped).
+ * - A loader that loaded the run's set (l->skb, at the start or by a switch) holds it. A
+ *   switch's new set is made to use the old set's (next_share: sl_destroying is no policy's
+ *   map, and the new decision layer declares none, so the old object's is taken), so the egress
+ *   link runs a program of that map whichever set it is on: the old one's, the new one's from
+ *   the link's move on, and the old one's again after a failed commit moved it back. Between the
+ *   move and l->skb's change (loader_next_commit) no kill runs: the daemon's main thread runs
+ *   both the commit and the kills; a switch's other thread only loads (loader_next_load).
+ * - A writer that took the run over holds no set until its first switch: the map is found
+ *   through the egress link's program (its maps walked by id). The links move only by this
+ *   loader's commit, after which l->skb is set. (A run loaded by a build without the map has
+ *   none: no RST leaves, as there.)
  */
 static int destroying_map(const struct loader *l, __u32 *value_size)
 {
@@ -573,6 +587,11 @@ static int destroying_map(const struct loader *l, __u32 *value_size)
 
 	if (!l->links[PROG_EGRESS])
 		return -ENOENT;
+	if (l->skb) {
+		fd = fcntl(bpf_map__fd(l->skb->maps.sl_destroying), F_DUPFD_CLOEXEC, 0);
+		*value_size = bpf_map__value_size(l->skb->maps.sl_destroying);
+		return fd < 0 ? -errno : fd;
+	}
 	prog = link_prog_fd(l->links[PROG_EGRESS]);
 	if (prog < 0)
 		return prog;
@@ -655,8 +674,10 @@ static bool resets_fixed(const struct loader *l, int netns_fd)
 
 /*
  * The socket is destroyed (below, kill_socket) with its cookie in sl_destroying: the RST the
- * kernel sends its peer meanwhile leaves (skb.bpf.c destroy_reset). Only for that call: taken
- * out after it, whatever it did. Only where resets_fixed says the RST leaves in a fixed form
+ * kernel sends its peer meanwhile leaves (skb.bpf.c destroy_reset), if the socket lives in
+ * netns_fd's namespace, the one judged (a socket of the run's cgroup in a namespace of its own,
+ * which the packet path's kill names the run's, leaves by ways not judged). Only for that call:
+ * taken out after it, whatever it did. Only where resets_fixed says the RST leaves in a fixed form
  * that carries nothing the workload chose: no program of a run without a host side can write
  * to a packet, and the kernel's RST carries fields the workload chose (IP_TOS, IP_TTL,
  * SO_RCVBUF, TCP_MD5SIG...; under CAP_NET_ADMIN its sequence numbers too), so there it stays
@@ -664,14 +685,27 @@ static bool resets_fixed(const struct loader *l, int netns_fd)
  */
 int loader_kill_socket(struct loader *l, uint64_t cookie, int netns_fd, uint32_t pid)
 {
+	struct sl_reset_note note = {}; /* the rest is destroy_reset's to write */
 	__u32 value_size = 0;
-	int marks = resets_fixed(l, netns_fd) ? destroying_map(l, &value_size) : -ENOENT, err;
-	void *note = marks >= 0 ? calloc(1, value_size) : NULL; /* written by destroy_reset */
+	int marks = resets_fixed(l, netns_fd) ? destroying_map(l, &value_size) : -ENOENT, err = 0;
+	struct stat st;
 
-	if (marks >= 0 && (!note || bpf_map_update_elem(marks, &cookie, note, BPF_ANY)))
+	/*
+	 * The namespace judged: the RST leaves only if the socket is in it (destroy_reset). A map
+	 * of another layout (a run another build loaded) would not compare it: nothing is let out.
+	 */
+	if (marks >= 0 && value_size != sizeof(note))
+		err = -EPROTO;
+	else if (marks >= 0 && fstat(netns_fd, &st))
+		err = -errno;
+	if (marks >= 0 && !err) {
+		note.netns_ino = st.st_ino;
+		if (bpf_map_update_elem(marks, &cookie, &note, BPF_ANY))
+			err = -errno;
+	}
+	if (err)
 		fprintf(stderr, "sluice: let the RST of socket %llu out: %s; its peer is not told\n",
-			(unsigned long long)cookie, strerror(note ? errno : ENOMEM));
-	free(note);
+			(unsigned long long)cookie, strerror(-err));
 	/* selftests only: killed with the cookie marked (a take-over empties sl_destroying) */
 	if (marks >= 0)
 		loader_selftest_kill("in-destroy");
@@ -1842,7 +1876,10 @@ static int era_reopen(struct loader *l)
 		return -ENAMETOOLONG;
 	fd = bpf_obj_get(path);
 	if (fd < 0 && errno == ENOENT) {
-		l->era_high = l->cfg.era + LOADER_ERA_RESUME_GAP;
+		/* (no further than the last generation: past it, the next switch is refused) */
+		l->era_high = l->cfg.era > UINT32_MAX - LOADER_ERA_RESUME_GAP ?
+				      UINT32_MAX :
+				      l->cfg.era + LOADER_ERA_RESUME_GAP;
 		return era_pin(l, l->era_high);
 	}
 	if (fd < 0)
@@ -3698,6 +3735,10 @@ int loader_next_load(struct loader *l, const struct policy *p, const struct poli
 	 * would otherwise keep it under enforce.
 	 */
 	n->cfg.era = loader_era_next(l->cfg.era, l->era_high);
+	if (!n->cfg.era) {
+		err = -EOVERFLOW; /* (loader_explain) */
+		goto fail;
+	}
 	l->era_high = n->cfg.era; /* never again, whatever becomes of this set */
 	/* kept with the run before any program carries it: a writer taking over goes on above */
 	err = era_store(l, n->cfg.era);

@@ -260,13 +260,17 @@ uint32_t loader_era(const struct loader *l);
  * The generation of a switch's new set: above the one in force and above every one a set was
  * loaded with before (highest), committed or not. A commit that failed may have moved some links
  * before it moved them back: flows its connect programs stamped carry its generation, which must
- * never be taken for a later policy's. 32 bits: never wraps in a run (0 is skipped: no era).
+ * never be taken for a later policy's. 0 when none is left (UINT32_MAX handed out): the switch
+ * is refused (loader_next_load, -EOVERFLOW). Wrapped to 1, the programs (which compare eras for
+ * equality only: sl_flow.era, the judged caches) would take a flow the run's first policy
+ * judged, still open, for one judged now, and pass it unjudged to wherever it goes; and the
+ * log would name generation 1 twice (sluice verify refuses it).
  */
 static inline uint32_t loader_era_next(uint32_t in_force, uint32_t highest)
 {
-	uint32_t next = (in_force > highest ? in_force : highest) + 1;
+	uint32_t top = in_force > highest ? in_force : highest;
 
-	return next ? next : 1;
+	return top == UINT32_MAX ? 0 : top + 1;
 }
 
 /*

@@ -2145,13 +2145,6 @@ static void hook_tests(void)
  * one whose TCP data offset byte is not exactly its length's (a reserved or AE bit, or a length
  * that says timestamps where the offset does not) is refused.
  */
-#define RST_MAX 104 /* SL_RESET_FRAME_MAX (bpf/resets.bpf.h) */
-
-struct rst_value {
-	uint32_t len, pad;
-	uint8_t bytes[RST_MAX];
-};
-
 static unsigned csum_fold(uint32_t sum)
 {
 	while (sum >> 16)
@@ -2196,7 +2189,7 @@ static bool rst_put(struct run *r, int fd, const struct pkt *p)
 {
 	struct sl_ns_flow_key k = {.sport = 40000, .dport = 80, .family = AF_INET,
 				   .proto = 6};
-	struct rst_value v = {.len = (uint32_t)(p->len - ETH_LEN)};
+	struct sl_reset_frame v = {.len = (uint32_t)(p->len - ETH_LEN)};
 
 	(void)r;
 	memcpy(k.saddr, p->b + ETH_LEN + 12, 4);
@@ -2265,7 +2258,7 @@ static void reset_tests(void)
 	struct run *r = &runs[P_DENY];
 	struct bpf_map *m = bpf_object__find_map_by_name(loader_object(r->l, "tc"), "sl_resets");
 	int fd = m ? bpf_map__fd(m) : -1;
-	bool ok = fd >= 0 && bpf_map__value_size(m) == sizeof(struct rst_value);
+	bool ok = fd >= 0 && bpf_map__value_size(m) == sizeof(struct sl_reset_frame);
 
 	snprintf(why, WHY_LEN, "no sl_resets of the value size this test knows");
 	report(ok && rst_fixed_once(r, fd),

@@ -14,8 +14,12 @@ make the kernel's RST carry bits (test_reset_form.sh):
   md5     TCP_MD5SIG with a key of the attacker's choice, set once connected (its options: a
           digest under that key)
   plain   none
+  linger  SO_LINGER on, 0 s: its close sends the kernel's RST (the workload's own); bound to a
+          port of its own first (a port bound by hand stays the socket's through the close, so
+          the RST leaves with the socket's port)
 Writes "KIND SPORT" lines to DIR/ports, then DIR/ready; when DIR/stop exists, tries one send on
-each and writes "KIND ok" or "KIND ERRNO_NAME" to DIR/result.
+each and writes "KIND ok" or "KIND ERRNO_NAME" to DIR/result. With a linger connection, it then
+waits for DIR/close before it closes them (and ends).
 
 watch: an AF_PACKET socket in the namespace (every frame its interfaces receive, before any of
 its own filtering), writes one line per TCP segment with RST set to DIR/seen:
@@ -60,6 +64,9 @@ def connect(kind, addr, port):
         s.setsockopt(SOL_IPV6, IPV6_FLOWLABEL_MGR, req)
         s.setsockopt(SOL_IPV6, IPV6_FLOWINFO_SEND, 1)
         dst = (addr, port, LABEL, 0)
+    elif kind == "linger":
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        s.bind(("0.0.0.0", 20000 + os.getpid() % 20000))
     s.connect(dst)
     if kind == "md5":
         # struct tcp_md5sig: the peer's sockaddr_storage, flags, prefixlen, keylen, ifindex, key
@@ -90,6 +97,11 @@ def hold(d, specs):
                 f.write("%s ok\n" % kind)
             except OSError as e:
                 f.write("%s %s\n" % (kind, errno.errorcode.get(e.errno, str(e.errno))))
+    if any(kind == "linger" for kind, _ in socks):
+        while not os.path.exists(d + "/close"):
+            time.sleep(0.05)
+    for _, s in socks:
+        s.close()
 
 
 def parse(frame):

@@ -2,7 +2,8 @@
 /*
  * The policy generation a switch's new set is loaded with (loader_era_next): above the one in
  * force and above every one loaded before, committed or not; never 0 (no generation), never one
- * handed out before, over more switches than an 8-bit counter had (it wrapped at 255).
+ * handed out before, over more switches than an 8-bit counter had (it wrapped at 255); after
+ * the last one, 0 (none left), never a wrap.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -48,7 +49,21 @@ static bool t_resume_gap(char *why)
 	uint32_t next = loader_era_next(300, 300 + LOADER_ERA_RESUME_GAP);
 
 	EXPECT(next == 301 + LOADER_ERA_RESUME_GAP, "got %u", next);
-	EXPECT(loader_era_next(UINT32_MAX, 0) == 1, "past 2^32 - 1 (0 is no generation): 1");
+	return true;
+}
+
+/*
+ * The last generation handed out (in force, or loaded and failed): none is left, never a wrap
+ * to 1, which the programs would take for the run's first policy's (its flows, still open,
+ * passed as judged now).
+ */
+static bool t_last(char *why)
+{
+	EXPECT(loader_era_next(UINT32_MAX - 1, 0) == UINT32_MAX, "the last one is 2^32 - 1");
+	EXPECT(loader_era_next(UINT32_MAX, 0) == 0, "after 2^32 - 1 in force: none (0), got %u",
+	       loader_era_next(UINT32_MAX, 0));
+	EXPECT(loader_era_next(5, UINT32_MAX) == 0, "after 2^32 - 1 loaded: none (0), got %u",
+	       loader_era_next(5, UINT32_MAX));
 	return true;
 }
 
@@ -59,6 +74,7 @@ static const struct {
 	{t_failed_commit, "a failed commit's generation is never the next switch's"},
 	{t_no_wrap, "1000 switches, a third failing: every generation above all before (no wrap)"},
 	{t_resume_gap, "a resumed writer's first generation is past the dead writer's gap"},
+	{t_last, "after the last generation none is handed out (the switch is refused), no wrap"},
 };
 
 int main(void)
