@@ -3235,6 +3235,31 @@ static bool policy_map(const char *name)
 }
 
 /*
+ * A run another build of sluice started (a daemon upgraded under it) may hold a map of the same
+ * name in another shape (sl_destroying's value grew with the judged namespace): libbpf would
+ * take the old shape and the verifier refuse the new programs, or worse, accept them over values
+ * laid out differently. Refused here, saying which map and why.
+ */
+static int next_share_shape(const struct bpf_map *map, int fd)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+
+	if (bpf_map_get_info_by_fd(fd, &info, &len))
+		return -errno;
+	if (info.type == bpf_map__type(map) && info.key_size == bpf_map__key_size(map) &&
+	    info.value_size == bpf_map__value_size(map))
+		return 0;
+	fprintf(stderr,
+		"sluice: switch: the run's map %s is another build's (type %u, key %u, value %u "
+		"bytes; this build's %u, %u, %u): switch it with the build that started it, or "
+		"detach it and attach again\n",
+		bpf_map__name(map), info.type, info.key_size, info.value_size, bpf_map__type(map),
+		bpf_map__key_size(map), bpf_map__value_size(map));
+	return -EPROTO;
+}
+
+/*
  * Every map of obj that is not internal: the one of the same name in the new decision layer
  * (first, when it is loaded), else the old object's own (per-object state: the host side's
  * report cache, the namespace's maps, the LSM layer's cgroup).
@@ -3305,7 +3330,9 @@ static int next_share(struct bpf_object *obj, struct bpf_object *first, struct b
 		}
 		if (fd < 0)
 			continue;
-		err = bpf_map__reuse_fd(map, fd);
+		err = next_share_shape(map, fd);
+		if (!err)
+			err = bpf_map__reuse_fd(map, fd);
 		if (err)
 			return err;
 	}
