@@ -59,8 +59,10 @@ second build's side by side (--compare-objs): what every start-up, spare and swi
 --quick (make bench-quick, CI): a short table for information, and the checks that are reliable
 on a noisy two-core machine, held to selftests/bench-budgets.txt: instruction counts per
 program, memory per run of a 10-CIDR policy, zero loss at a paced record rate. Never a time.
-The memory checks are skipped, saying why, where the kernel's memlock figure is an estimate of
-the most a map could take rather than what it uses (before 6.4: Bench.memlock_estimated).
+The memlock checks are skipped, saying why, where the kernel's memlock figure is an estimate of
+the most a map could take rather than what it uses (before 6.4: Bench.memlock_estimated); the
+writer's own memory cgroup (where cgroup2 has the controller) measures what the kernel charges
+for the run instead, checked on every kernel.
 
 Writes OUT/results.json and OUT/results.md (OUT: --out, default .output/bench or
 .output/bench-quick). Exit 0, 1 if a check failed, 2 on a setup error.
@@ -243,9 +245,38 @@ class Bench:
         self.undo.append(rm)
         return path
 
-    def bg(self, cmd, out, env=None):
+    def writer_cgroup(self, name):
+        """A cgroup of the writer's own, its memory controller on: a map's memory (and a
+        program's) is charged to the cgroup of the process that made it, so the cgroup's kernel
+        memory is what the run's maps and programs take, where the kernel's memlock figure is an
+        estimate (memlock_estimated). None where cgroup2 has no memory controller."""
+        if "memory" not in open(f"{self.cg2}/cgroup.controllers").read().split():
+            return None
+        sc = f"{self.cg2}/cgroup.subtree_control"
+        if "memory" not in open(sc).read().split():
+            open(sc, "w").write("+memory")
+
+            def off():
+                try:
+                    open(sc, "w").write("-memory")
+                except OSError:
+                    pass  # (another's cgroup enabled it below since)
+            self.undo.append(off)
+        return self.cgroup(name)
+
+    @staticmethod
+    def kernel_charged(cg):
+        """The kernel memory charged to cgroup cg (memory.stat's kernel: slab, vmalloc, per-CPU,
+        page tables, stacks): its processes' maps and programs foremost."""
+        st = dict(line.split() for line in open(f"{cg}/memory.stat"))
+        if "kernel" in st:
+            return int(st["kernel"])
+        return int(open(f"{cg}/memory.current").read()) - int(st["anon"]) - int(st["file"])
+
+    def bg(self, cmd, out, env=None, cgroup=None):
         p = sp.Popen([str(c) for c in cmd], stdout=open(out, "w"), stderr=sp.STDOUT,
-                     stdin=sp.DEVNULL, env=env)
+                     stdin=sp.DEVNULL, env=env, preexec_fn=cgroup and (
+                         lambda: open(f"{cgroup}/cgroup.procs", "w").write("0")))
         self.procs.append(p)
         return p
 
@@ -312,17 +343,18 @@ class Bench:
         pol, _ = self.policy(n)
         rid = f"bench-{ID}-{tag}{n}"
         cgf = f"{self.tmp}/cg-{tag}{n}"
+        wcg = self.writer_cgroup(f"slb-w{tag}{n}-{ID}")
         p = self.bg([binary, "run", "--policy", pol, "--run-id", rid, "--log",
                      f"{self.tmp}/run-{tag}{n}.jsonl", "--netns", f"/run/netns/{ns}",
                      "--allow-root", "--ringbuf-kib", self.a.ringbuf_kib, "--", "sh", "-c",
                      'cat /proc/self/cgroup >"$1.t" && mv "$1.t" "$1" && exec sleep 100000',
-                     "sh", cgf], f"{self.tmp}/run-{tag}{n}.err", env=env)
+                     "sh", cgf], f"{self.tmp}/run-{tag}{n}.err", env=env, cgroup=wcg)
         self.undo.append(lambda: self.stop(p))
         self.wait_for(lambda: os.path.exists(cgf), 300, f"sluice run with {n} CIDRs")
         say(f"sluice run ({binary}) with {n} CIDRs up")
         rel = open(cgf).read().strip().split("::", 1)[1]
         v = {"ns": ns, "cg": self.cg2 + rel, "pid": p.pid, "run_id": rid, "proc": p,
-             "log": f"{self.tmp}/run-{tag}{n}.jsonl"}
+             "log": f"{self.tmp}/run-{tag}{n}.jsonl", "writer_cg": wcg}
         v["fresh"] = self.run_facts(v)
         v["learned"] = self.fill_learned(rid)
         say(f"its learned-address map filled ({v['learned']})")
@@ -731,7 +763,8 @@ class Bench:
             maps.update(p.get("map_ids", []))
             progs[p["name"]] = {"xlated_insns": p.get("bytes_xlated", 0) // 8,
                                 "verified_insns": p.get("verified_insns"),
-                                "jited_bytes": p.get("bytes_jited")}
+                                "jited_bytes": p.get("bytes_jited"),
+                                "memlock": p.get("bytes_memlock", 0)}
         memlock, by_map, seen, unvisited = 0, {}, set(), sorted(maps)
         while unvisited:
             m = unvisited.pop()
@@ -756,9 +789,20 @@ class Bench:
                 st[k] = int(val.split()[0]) * 1024
         # total: RSS whole, shared pages (libraries, the binary, the ring buffer's mapping of
         # the map's own pages) included; total_private: only what another run adds (anonymous)
-        return {"programs": progs, "maps": len(seen), "maps_memlock": memlock, "by_map": by_map,
-                "writer_rss": st["VmRSS"], "writer_anon": st["RssAnon"],
-                "total": memlock + st["VmRSS"], "total_private": memlock + st["RssAnon"]}
+        f = {"programs": progs, "maps": len(seen), "maps_memlock": memlock, "by_map": by_map,
+             "writer_rss": st["VmRSS"], "writer_anon": st["RssAnon"],
+             "total": memlock + st["VmRSS"], "total_private": memlock + st["RssAnon"]}
+        if v.get("writer_cg"):
+            # the maps' and programs' memory as charged, in place of an estimated memlock
+            k = self.kernel_charged(v["writer_cg"])
+            f.update(kernel_charged=k, total_charged=k + st["VmRSS"],
+                     total_private_charged=k + st["RssAnon"])
+            cst = dict(line.split() for line in open(f"{v['writer_cg']}/memory.stat"))
+            f["charged_stat"] = {k: int(cst[k]) for k in (
+                "kernel", "slab", "vmalloc", "percpu", "pagetables", "kernel_stack", "sock",
+                "anon", "file") if k in cst}
+            f["charged_stat"]["current"] = int(open(f"{v['writer_cg']}/memory.current").read())
+        return f
 
     # -- the signed pipeline ----------------------------------------------------------------
     def pipeline(self, n_records, rate, ringbuf_kib, v=None, binary=SLUICE, stopped=None):
@@ -1216,6 +1260,16 @@ class Bench:
             self.skip(what, round(mb, 2), lim, why)
         else:
             self.check(what, mb <= lim, round(mb, 2), lim)
+        # the same as the kernel charges it, on every kernel whose cgroup2 has a memory
+        # controller: the writer cgroup's kernel memory (its maps, programs, page tables)
+        what = ("memory per run, 10 CIDRs, fresh (MiB: the writer cgroup's kernel memory + "
+                "writer anonymous)")
+        lim = b["memory_mib.run_10_charged"]
+        if "kernel_charged" in fresh:
+            mb = fresh["total_private_charged"] / 2**20
+            self.check(what, mb <= lim, round(mb, 2), lim)
+        else:
+            self.skip(what, "unmeasured", lim, "cgroup2 has no memory controller here")
 
     # -- output -----------------------------------------------------------------------------
     @staticmethod

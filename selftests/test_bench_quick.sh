@@ -40,6 +40,15 @@ for c in json.load(open(sys.argv[1]))["checks"]:
 r = json.load(open(sys.argv[1]))
 print(len(r["memory"]["10"]["programs"]))' "$out/results.json")
 	tap_cmp "the run's programs were found and counted" "${n:-0}" -ge 10
+	# (information: the maps' memlock beside the kernel memory charged to the writer's cgroup,
+	# which is what they take where the memlock is an estimate)
+	tap_diag "$(python3 -c 'import json, sys
+f = json.load(open(sys.argv[1]))["memory_fresh"]["10"]
+print("fresh run: maps memlock %.2f MiB, %s, writer anonymous %.2f MiB"
+      % (f["maps_memlock"] / 2**20, "writer cgroup kernel memory %.2f MiB"
+         % (f["kernel_charged"] / 2**20) if "kernel_charged" in f else "no memory cgroup",
+         f["writer_anon"] / 2**20))' \
+		"$out/results.json")"
 else
 	tap_fail "bench-quick wrote its results.json"
 	tap_diag_file "$SL_TMP/bench.out"
