@@ -265,9 +265,13 @@ class Bench:
         return int(open(f"{cg}/memory.current").read()) - int(st["anon"]) - int(st["file"])
 
     def bg(self, cmd, out, env=None, cgroup=None):
+        def into_cgroup():
+            open(f"{cgroup}/cgroup.procs", "w").write("0")
+            # 4 KiB pages whatever the kernel's THP policy (Debian's: always): a huge page
+            # under the writer's heap once added 2 MiB to its anonymous memory (inherited)
+            ctypes.CDLL(None, use_errno=True).prctl(41, 1, 0, 0, 0)  # PR_SET_THP_DISABLE
         p = sp.Popen([str(c) for c in cmd], stdout=open(out, "w"), stderr=sp.STDOUT,
-                     stdin=sp.DEVNULL, env=env, preexec_fn=cgroup and (
-                         lambda: open(f"{cgroup}/cgroup.procs", "w").write("0")))
+                     stdin=sp.DEVNULL, env=env, preexec_fn=cgroup and into_cgroup)
         self.procs.append(p)
         return p
 
@@ -778,10 +782,14 @@ class Bench:
             k, _, val = line.partition(":")
             if k in ("VmRSS", "RssAnon"):
                 st[k] = int(val.split()[0]) * 1024
+        for line in open(f"/proc/{v['pid']}/smaps_rollup"):
+            if line.startswith("AnonHugePages:"):
+                st["AnonHugePages"] = int(line.split()[1]) * 1024
         # total: RSS whole, shared pages (libraries, the binary, the ring buffer's mapping of
         # the map's own pages) included; total_private: only what another run adds (anonymous)
         f = {"programs": progs, "maps": len(seen), "maps_memlock": memlock, "by_map": by_map,
              "writer_rss": st["VmRSS"], "writer_anon": st["RssAnon"],
+             "writer_anon_huge": st.get("AnonHugePages", 0),
              "total": memlock + st["VmRSS"], "total_private": memlock + st["RssAnon"]}
         if v.get("writer_cg"):
             # the maps' and programs' memory as charged, in place of an estimated memlock

@@ -44,10 +44,10 @@ print(len(r["memory"]["10"]["programs"]))' "$out/results.json")
 	# which is what they take where the memlock is an estimate)
 	tap_diag "$(python3 -c 'import json, sys
 f = json.load(open(sys.argv[1]))["memory_fresh"]["10"]
-print("fresh run: maps memlock %.2f MiB, %s, writer anonymous %.2f MiB"
+print("fresh run: maps memlock %.2f MiB, %s, writer anonymous %.2f MiB (huge pages %.2f)"
       % (f["maps_memlock"] / 2**20, "writer cgroup kernel memory %.2f MiB"
          % (f["kernel_charged"] / 2**20) if "kernel_charged" in f else "no memory cgroup",
-         f["writer_anon"] / 2**20))' \
+         f["writer_anon"] / 2**20, f.get("writer_anon_huge", 0) / 2**20))' \
 		"$out/results.json")"
 else
 	tap_fail "bench-quick wrote its results.json"
