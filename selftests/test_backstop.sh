@@ -419,6 +419,22 @@ tap_check "P26 join: run a left nothing" leftovers_check "$ja_id"
 tap_is "P26 join: the namespace's maps are gone with its last run" \
 	"$(find "$ns_pins" -maxdepth 0 2>/dev/null | wc -l)" 0
 
+# dead_run_unpin ID: a dead run's pins removed by hand, its links going with them. A clsact
+# filter (the host side where the kernel has no tcx) has no link: removing its pin leaves it on
+# the veth, judging by the dead run's policy, so it is removed at the handle its pin names, as
+# sluice detach --run-id would.
+dead_run_unpin() {
+	local pin h
+	for pin in "/sys/fs/bpf/sluice/$1"/tc-clsact-*; do
+		[[ -e $pin ]] || continue
+		h=${pin##*/tc-clsact-}
+		h=${h#*-*-}
+		in_rtr tc filter del dev vrun ingress protocol all pref 1 \
+			handle "$(printf '0x%x' "${h%-qdisc}")" bpf
+	done
+	rm -rf "/sys/fs/bpf/sluice/$1"
+}
+
 # P26, a run killed after its cgroup's programs are pinned and before its host side exists
 # (SLUICE_SELFTEST_KILL=before-tc): its token never joins the namespace's runs, so run a's host
 # side still judges what the dead run's cgroup sends (to run b's host, which only the dead run's
@@ -445,7 +461,7 @@ tap_is "P26 kill: the dead run's cgroup reaches run b's host only through run a'
 		python3 "$SL_TMP/p26conn.py" 203.0.113.7 80)" timeout
 tap_cmp "P26 kill: run a's host side denied it" \
 	"$(log_count "$SL_TMP/p26k-a.jsonl" type=decision decision=deny hook=tc dst=203.0.113.7 port=80)" -ge 1
-rm -rf "/sys/fs/bpf/sluice/$kb_id"
+dead_run_unpin "$kb_id"
 rmdir "$kcg"
 
 # a_conn: a connection from run a's cgroup to run a's host (198.51.100.10:80).
@@ -467,9 +483,11 @@ tap_is "P26 kill: a joiner killed after its host side, before its join" "$?" 137
 tap_check "P26 kill: ... is marked join-pending, its token not in the runs map" \
 	test -e "/sys/fs/bpf/sluice/$kj_id/ns-join-pending" -a "$(ns_runs)" == "$ka_token"
 tap_is "P26 kill: ... and its host side drops run a's frames" "$(a_conn)" timeout
-rm -rf "/sys/fs/bpf/sluice/$kj_id"
+dead_run_unpin "$kj_id"
 rmdir "$(cg2_mount)/sluice/$kj_id"
-wait_until 5000 test "$(a_conn)" == connected
+a_connects() { [[ $(a_conn) == connected ]]; }
+tap_check "P26 kill: its host side gone with it, run a's connections get through again" \
+	wait_until 5000 a_connects
 
 # A take-over finishes such a join: run r (its log written) is killed and put back in that state
 # by hand (its token out of the runs map, its flows slot emptied, the mark pinned); sluice resume
@@ -532,7 +550,8 @@ rmdir "$ns_pins" 2>/dev/null
 sluice_start "$SL_TMP/p26a.yaml" "$SL_TMP/p26s.jsonl" --netns "/run/netns/$SL_NS_RUN" -- \
 	sh -c "while [ ! -e $j.send ]; do sleep 0.05; done"
 s_pid=$SL_RUN_PID s_id=$SL_RUN_ID
-wait_until 60000 test -e "$ns_pins/runs" || tap_diag_file "$SL_ERR"
+# (joined: its join pins the runs map again should it be gone, as the one below would be)
+wait_until 60000 grep -qs '"run_start"' "$SL_TMP/p26s.jsonl" || tap_diag_file "$SL_ERR"
 rm -f "$ns_pins/runs"
 bpftool map create "$ns_pins/runs" type hash key 4 value 1 entries 8 name sl_other_runs
 touch "$j.send"

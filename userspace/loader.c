@@ -2747,15 +2747,19 @@ static int tc_attach_here(void *arg)
 		if (err != -EINVAL && err != -EOPNOTSUPP)
 			return err;
 	}
+	/*
+	 * Another run's qdisc and filters are expected: the kernel's "exists" (for the qdisc,
+	 * "Exclusivity flag on, cannot modify") is no warning.
+	 */
+	old = libbpf_hush();
 	lock = clsact_lock();
 	err = bpf_tc_hook_create(&hook);
 	if (err && err != -EEXIST) {
 		clsact_unlock(lock);
+		libbpf_unhush(old);
 		return err;
 	}
 	a->clsact_created = !err;
-	/* another run's filter at a handle is expected (the kernel's "exists" is no warning) */
-	old = libbpf_hush();
 	for (h = TC_HANDLE, err = -EEXIST; err == -EEXIST && h < TC_HANDLE + TC_HANDLES; h++) {
 		LIBBPF_OPTS(bpf_tc_opts, topts, .prog_fd = prog_fd, .handle = h,
 			    .priority = TC_PRIORITY);
