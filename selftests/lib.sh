@@ -552,9 +552,13 @@ sl_run_setup() {
 }
 
 # sl_run_ended: after the run's exit status is in SL_RC, its cgroup id from its log's run_start
-# line (leftovers_check looks for links still on it).
+# line (leftovers_check looks for links still on it). Read with sed, not a Python start: every run
+# of every file comes here, and under emulation a Python start costs a second. (A string of the
+# line cannot hold ,"cgroup_id": unescaped.)
 sl_run_ended() {
-	[[ -s $SL_RUN_LOG ]] && SL_RUN_CGID=$(log_run_start_field "$SL_RUN_LOG" cgroup_id)
+	[[ -s $SL_RUN_LOG ]] && SL_RUN_CGID=$(sed -n \
+		'/^{[^{]*[{,]"type":"run_start"[,}]/ { s/.*[{,]"cgroup_id":\([0-9]*\)[,}].*/\1/p; q; }' \
+		"$SL_RUN_LOG")
 	return 0
 }
 
@@ -752,9 +756,9 @@ leftovers_check() {
 		left=1
 	fi
 	if [[ -n $cgid ]] && command -v bpftool >/dev/null; then
-		links=$(bpftool -j link show 2>/dev/null | python3 -c '
-import json, sys
-print(sum(1 for l in json.load(sys.stdin) if l.get("cgroup_id") == int(sys.argv[1])))' "$cgid")
+		# bpftool's text: a cgroup link's second line is "cgroup_id ID  attach_type …"
+		links=$(bpftool link show 2>/dev/null |
+			awk -v id="$cgid" '$1 == "cgroup_id" && $2 == id { n++ } END { print n + 0 }')
 		if [[ $links != 0 ]]; then
 			echo "BPF links left on cgroup id $cgid: $links"
 			left=1
