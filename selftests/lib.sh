@@ -552,9 +552,13 @@ sl_run_setup() {
 }
 
 # sl_run_ended: after the run's exit status is in SL_RC, its cgroup id from its log's run_start
-# line (leftovers_check looks for links still on it).
+# line (leftovers_check looks for links still on it). Read with sed, not a Python start: every run
+# of every file comes here, and under emulation a Python start costs a second. (A string of the
+# line cannot hold ,"cgroup_id": unescaped.)
 sl_run_ended() {
-	[[ -s $SL_RUN_LOG ]] && SL_RUN_CGID=$(log_run_start_field "$SL_RUN_LOG" cgroup_id)
+	[[ -s $SL_RUN_LOG ]] && SL_RUN_CGID=$(sed -n \
+		'/^{[^{]*[{,]"type":"run_start"[,}]/ { s/.*[{,]"cgroup_id":\([0-9]*\)[,}].*/\1/p; q; }' \
+		"$SL_RUN_LOG")
 	return 0
 }
 
@@ -591,8 +595,10 @@ sluice_diag() {
 # key:str=value. Only the first "=" splits, so values may hold anything (IPv6 addresses).
 #   log_count "$log" type=decision dst=198.51.100.20 port=80 decision=deny enforced=true
 
+# sl_json_frag KEY=VALUE [VAR]: the fragment, printed, or put in VAR (no subshell: log_lines
+# makes one for every pair of every check, a fork each, tens of ms apiece under emulation).
 sl_json_frag() {
-	local kv=$1 k v raw=auto
+	local kv=$1 k v raw=auto frag_
 	k=${kv%%=*}
 	v=${kv#*=}
 	case $k in
@@ -607,9 +613,14 @@ sl_json_frag() {
 		fi
 	fi
 	if [[ $raw == yes ]]; then
-		printf '"%s":%s' "$k" "$v"
+		printf -v frag_ '"%s":%s' "$k" "$v"
 	else
-		printf '"%s":"%s"' "$k" "$v"
+		printf -v frag_ '"%s":"%s"' "$k" "$v"
+	fi
+	if [[ -n ${2-} ]]; then
+		printf -v "$2" %s "$frag_"
+	else
+		printf %s "$frag_"
 	fi
 }
 
@@ -618,8 +629,10 @@ log_lines() {
 	shift
 	[[ -f $log ]] || return 0
 	local -a frags=()
+	local frag
 	for kv in "$@"; do
-		frags+=("$(sl_json_frag "$kv")")
+		sl_json_frag "$kv" frag
+		frags+=("$frag")
 	done
 	# Each fragment must stand between "{" or "," and "," or "}".
 	awk -v nf="${#frags[@]}" '
@@ -755,9 +768,9 @@ leftovers_check() {
 		left=1
 	fi
 	if [[ -n $cgid ]] && command -v bpftool >/dev/null; then
-		links=$(bpftool -j link show 2>/dev/null | python3 -c '
-import json, sys
-print(sum(1 for l in json.load(sys.stdin) if l.get("cgroup_id") == int(sys.argv[1])))' "$cgid")
+		# bpftool's text: a cgroup link's second line is "cgroup_id ID  attach_type …"
+		links=$(bpftool link show 2>/dev/null |
+			awk -v id="$cgid" '$1 == "cgroup_id" && $2 == id { n++ } END { print n + 0 }')
 		if [[ $links != 0 ]]; then
 			echo "BPF links left on cgroup id $cgid: $links"
 			left=1

@@ -42,9 +42,15 @@ sha_b=$(sha256sum "$SL_TMP/b.yaml" | cut -c1-64)
 
 sl_daemon_attach swkill "$SL_TMP/a.yaml" --netns "/run/netns/$SL_NS_RUN"
 CG=$SL_ATT_CG RUN=$SL_ATT_RUN LOG=$SL_ATT_LOG
-# a process that keeps the cgroup populated
-sl_in_cgroup "$CG" sleep 600 &
-sl_track_pid $!
+# hold CGROUP: a process that keeps the cgroup populated until the test ends it (cgroup.kill).
+# Started without a function (whose subshell would report the KILL of its child) and disowned:
+# its death is no job notice ("Killed") on stderr.
+hold() {
+	"${SL_IN_CGROUP[@]}" "$1" sleep 600 &
+	sl_track_pid $!
+	disown $!
+}
+hold "$CG"
 
 # reach ADDR: ok, or err ERRNO, from a process of the run
 reach() { sl_in_cgroup "$CG" "${RUN_EXEC_NETONLY[@]}" "$SL_PROBE" tcp "$1" 80 --timeout-ms 2000 | cut -d' ' -f1-2; }
@@ -74,18 +80,23 @@ killed_at() {
 	sl_daemon_kill TERM
 	SLUICE_SELFTEST_KILL=$1 sl_daemon_start ||
 		bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
-	"$SLUICE" replace-policy --run-id "$RUN" "$2" >/dev/null 2>&1
 	# shellcheck disable=SC2317 # called through wait_until
 	dead() { st=$(awk '{ print $3 }' "/proc/$SL_DAEMON_PID/stat" 2>/dev/null); [[ -z $st || $st == Z ]]; }
-	wait_until 10000 dead
-	if dead; then
-		wait "$SL_DAEMON_PID"
-		rc=$?
-	else
-		rc=alive
-		sl_daemon_kill KILL
-	fi
-	tap_is "$1: the daemon killed itself inside the switch" "$rc" 137
+	# The daemon dies of its own SIGKILL in here: bash's job notice of it ("Killed") goes to a
+	# file, not into the test's stderr, and is shown when the death was not the one expected.
+	{
+		"$SLUICE" replace-policy --run-id "$RUN" "$2" >/dev/null 2>&1
+		wait_until 10000 dead
+		if dead; then
+			wait "$SL_DAEMON_PID"
+			rc=$?
+		else
+			rc=alive
+			sl_daemon_kill KILL
+		fi
+	} 2>"$SL_TMP/killed-at.err"
+	tap_is "$1: the daemon killed itself inside the switch" "$rc" 137 ||
+		tap_diag_file "$SL_TMP/killed-at.err"
 	tap_is "$1: the log has the switch's policy_switch_begin, not its policy_change" \
 		"$(tail -n 3 "$LOG" | grep -c '"type":"policy_switch_begin"')/$(grep -c '"type":"policy_change"' "$LOG")" \
 		"1/$3"
@@ -214,8 +225,7 @@ clsact_run() {
 	out=$("$SLUICE" attach --cgroup "$cg" --policy "$SL_TMP/a.yaml" --run-id "$RUN" \
 		--netns "/run/netns/$SL_NS_RUN" --log "$LOG" 2>&1) ||
 		bail_out "attach failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
-	sl_in_cgroup "$cg" sleep 600 &
-	sl_track_pid $!
+	hold "$cg"
 }
 clsact_run swclsact
 tap_is "clsact: the host side is a clsact filter" "$(host_filters)" "filters 1 qdiscs 1"
@@ -271,8 +281,7 @@ LOG=$SL_TMP/switchtcx.jsonl
 out=$("$SLUICE" attach --cgroup "$CG4" --policy "$SL_TMP/a.yaml" --run-id "$RUN" \
 	--netns "/run/netns/$SL_NS_RUN" --log "$LOG" 2>&1) ||
 	bail_out "attach failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
-sl_in_cgroup "$CG4" sleep 600 &
-sl_track_pid $!
+hold "$CG4"
 killed_at in-tc "$SL_TMP/b.yaml" 0
 taken_over "$sha_b" b
 tap_check "two veths: the next daemon moves the veth left on the old program to the staged one" \
@@ -293,8 +302,7 @@ attach_killed() {
 	out=$("$SLUICE" attach --cgroup "$CG5" --policy "$SL_TMP/a.yaml" --run-id "$RUN" \
 		--log "$LOG" 2>&1) ||
 		bail_out "attach failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
-	sl_in_cgroup "$CG5" sleep 600 &
-	sl_track_pid $!
+	hold "$CG5"
 	shift
 	killed_at in-links "$SL_TMP/b.yaml" 0 "$@"
 }
@@ -334,8 +342,7 @@ SL_RUNS+=("$RUN")
 LOG=$SL_TMP/switchstuck.jsonl
 out=$("$SLUICE" attach --cgroup "$CG2" --policy "$SL_TMP/a.yaml" --run-id "$RUN" --log "$LOG" 2>&1) ||
 	bail_out "attach failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
-sl_in_cgroup "$CG2" sleep 600 &
-sl_track_pid $!
+hold "$CG2"
 fail_switch stuck "$SL_TMP/b.yaml"
 tap_check "stuck: the switch is refused, saying the hooks run both policies' programs" \
 	grep -q "forward again too.*run programs of both policies" <<<"$out" || tap_diag "$out"
@@ -399,11 +406,15 @@ for point in before-maps before-tc before-join; do
 	sl_on_exit "sl_cgroup_remove '$cg'"
 	RUN=t-$SL_ID-attkill-$point
 	SL_RUNS+=("$RUN")
-	"$SLUICE" attach --cgroup "$cg" --policy "$SL_TMP/a.yaml" --run-id "$RUN" \
-		--netns "/run/netns/$SL_NS_RUN" --log "$SL_TMP/attkill-$point.jsonl" >/dev/null 2>&1
-	wait_until 10000 daemon_gone
-	tap_check "killed in an attach ($point): the daemon died there" daemon_gone
-	sl_daemon_kill KILL
+	# (bash's job notice of the daemon's death to a file, as in killed_at)
+	{
+		"$SLUICE" attach --cgroup "$cg" --policy "$SL_TMP/a.yaml" --run-id "$RUN" \
+			--netns "/run/netns/$SL_NS_RUN" --log "$SL_TMP/attkill-$point.jsonl" \
+			>/dev/null 2>&1
+		wait_until 10000 daemon_gone
+		tap_check "killed in an attach ($point): the daemon died there" daemon_gone
+		sl_daemon_kill KILL
+	} 2>"$SL_TMP/killed-at.err"
 	# shellcheck disable=SC2119 # no arguments: the default daemon
 	sl_daemon_start || bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
 	tap_check "killed in an attach ($point): the next daemon undoes it, its pins gone" \
