@@ -756,7 +756,7 @@ PY
 # leftovers_check RUN_ID [CGROUP_ID]: nothing of the run remains (cgroup, pins and, given the
 # run's cgroup id, BPF links attached to it). Prints what is left.
 leftovers_check() {
-	local id=$1 cgid=${2:-} cg m left=0 links
+	local id=$1 cgid=${2:-} cg m left=0 links out
 	cg=$(cg2_mount)
 	if [[ -z $cg ]]; then
 		echo "no cgroup2 mount found"
@@ -769,8 +769,13 @@ leftovers_check() {
 	fi
 	if [[ -n $cgid ]] && command -v bpftool >/dev/null; then
 		# bpftool's text: a cgroup link's second line is "cgroup_id ID  attach_type …"
-		links=$(bpftool link show 2>/dev/null |
-			awk -v id="$cgid" '$1 == "cgroup_id" && $2 == id { n++ } END { print n + 0 }')
+		# (a bpftool that fails is a failure, not "no links": its words are shown)
+		if ! out=$(bpftool link show 2>&1); then
+			echo "bpftool link show failed: $out"
+			left=1
+		fi
+		links=$(awk -v id="$cgid" '$1 == "cgroup_id" && $2 == id { n++ } END { print n + 0 }' \
+			<<<"$out")
 		if [[ $links != 0 ]]; then
 			echo "BPF links left on cgroup id $cgid: $links"
 			left=1
@@ -1294,6 +1299,31 @@ sl_daemon_kill() {
 	kill "-${1:-KILL}" "$SL_DAEMON_PID" 2>/dev/null
 	wait "$SL_DAEMON_PID" 2>/dev/null
 	return 0
+}
+
+# sl_daemon_killed_by CMD…: CMD (its output dropped) makes the test's daemon, started with a
+# SLUICE_SELFTEST_KILL point, kill itself; waits for that death and sets SL_DAEMON_RC to its
+# status (137: its own SIGKILL; a crash is another) or "alive" (then killed here). Bash's job
+# notice of the death ("Killed") goes to $SL_TMP/daemon-killed.err, not the test's stderr: the
+# caller shows that file when SL_DAEMON_RC is not 137.
+sl_daemon_killed_by() {
+	{
+		"$@" >/dev/null 2>&1
+		wait_until 10000 sl_daemon_dead
+		if sl_daemon_dead; then
+			wait "$SL_DAEMON_PID"
+			SL_DAEMON_RC=$?
+		else
+			SL_DAEMON_RC=alive
+			sl_daemon_kill KILL
+		fi
+	} 2>"$SL_TMP/daemon-killed.err"
+}
+# shellcheck disable=SC2317 # called through wait_until
+sl_daemon_dead() {
+	local st
+	st=$(awk '{ print $3 }' "/proc/$SL_DAEMON_PID/stat" 2>/dev/null)
+	[[ -z $st || $st == Z ]]
 }
 
 # sl_daemon_attach NAME POLICY [ATTACH-ARGS…]: a cgroup made as a runtime would (sl_cgroup_new

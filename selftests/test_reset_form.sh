@@ -264,17 +264,9 @@ sl_daemon_kill TERM
 # shellcheck disable=SC2119 # no arguments: the default daemon
 SLUICE_SELFTEST_KILL=in-destroy sl_daemon_start ||
 	bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
-# shellcheck disable=SC2317 # called through wait_until
-daemon_gone() { ! kill -0 "$SL_DAEMON_PID" 2>/dev/null; }
-# The daemon dies of its own SIGKILL in here: bash's job notice of it ("Killed") goes to a file,
-# not into the test's stderr; the wait of sl_daemon_kill collects it.
-{
-	"$SLUICE" replace-policy --run-id "$RUN" "$SL_TMP/deny.yaml" >/dev/null 2>&1
-	wait_until 10000 daemon_gone
-	daemon_gone && gone=yes || gone="no: still running"
-	sl_daemon_kill KILL
-} 2>"$SL_TMP/in-destroy.err"
-tap_is "in-destroy: the daemon killed itself with the socket's cookie marked" "$gone" yes
+sl_daemon_killed_by "$SLUICE" replace-policy --run-id "$RUN" "$SL_TMP/deny.yaml"
+tap_is "in-destroy: the daemon killed itself with the socket's cookie marked" "$SL_DAEMON_RC" 137 ||
+	tap_diag_file "$SL_TMP/daemon-killed.err"
 tap_is "in-destroy: ... which is in the run's sl_destroying" \
 	"$(destroying_entries "$RUN")" 1
 # shellcheck disable=SC2119 # no arguments: the default daemon
@@ -329,10 +321,9 @@ sl_on_exit "sl_cgroup_remove '$aside'"
 echo "$holder" >"$aside/cgroup.procs" || bail_out "cannot move the holder out of the run's cgroup"
 out=$("$SLUICE" replace-policy --run-id "$SL_ATT_RUN" "$SL_TMP/deny.yaml" 2>&1) ||
 	bail_out "own: replace-policy: $out"
-touch "$H/stop"
-wait_until 10000 daemon_gone
-tap_check "own netns: the daemon killed itself inside the packet path's destroy" daemon_gone ||
-	tap_diag "$(tail -n 5 "$SL_DAEMON_DIR/err")"
+sl_daemon_killed_by touch "$H/stop"
+tap_is "own netns: the daemon killed itself inside the packet path's destroy" "$SL_DAEMON_RC" 137 ||
+	tap_diag "$(tail -n 5 "$SL_DAEMON_DIR/err"; cat "$SL_TMP/daemon-killed.err")"
 tap_is "own netns: ... with the socket's cookie in the run's sl_destroying" \
 	"$(destroying_entries "$SL_ATT_RUN")" 1
 touch "$H/close"

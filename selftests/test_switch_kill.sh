@@ -80,23 +80,9 @@ killed_at() {
 	sl_daemon_kill TERM
 	SLUICE_SELFTEST_KILL=$1 sl_daemon_start ||
 		bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
-	# shellcheck disable=SC2317 # called through wait_until
-	dead() { st=$(awk '{ print $3 }' "/proc/$SL_DAEMON_PID/stat" 2>/dev/null); [[ -z $st || $st == Z ]]; }
-	# The daemon dies of its own SIGKILL in here: bash's job notice of it ("Killed") goes to a
-	# file, not into the test's stderr, and is shown when the death was not the one expected.
-	{
-		"$SLUICE" replace-policy --run-id "$RUN" "$2" >/dev/null 2>&1
-		wait_until 10000 dead
-		if dead; then
-			wait "$SL_DAEMON_PID"
-			rc=$?
-		else
-			rc=alive
-			sl_daemon_kill KILL
-		fi
-	} 2>"$SL_TMP/killed-at.err"
-	tap_is "$1: the daemon killed itself inside the switch" "$rc" 137 ||
-		tap_diag_file "$SL_TMP/killed-at.err"
+	sl_daemon_killed_by "$SLUICE" replace-policy --run-id "$RUN" "$2"
+	tap_is "$1: the daemon killed itself inside the switch" "$SL_DAEMON_RC" 137 ||
+		tap_diag_file "$SL_TMP/daemon-killed.err"
 	tap_is "$1: the log has the switch's policy_switch_begin, not its policy_change" \
 		"$(tail -n 3 "$LOG" | grep -c '"type":"policy_switch_begin"')/$(grep -c '"type":"policy_change"' "$LOG")" \
 		"1/$3"
@@ -394,8 +380,6 @@ wait_until 5000 rmdir "$(cg2_mount)/sluice/$SL_RUN_ID"
 NS_PINS=/sys/fs/bpf/sluice/netns@$(stat -L -c '%d-%i' "/run/netns/$SL_NS_RUN")
 ns_slots() { find "$NS_PINS" -name 'slot-*' -printf '%f ' 2>/dev/null; }
 slots_before=$(ns_slots)
-# shellcheck disable=SC2317 # called through wait_until and tap_check
-daemon_gone() { ! kill -0 "$SL_DAEMON_PID" 2>/dev/null; }
 for point in before-maps before-tc before-join; do
 	sl_daemon_kill TERM
 	export SLUICE_SELFTEST_KILL=$point
@@ -406,15 +390,10 @@ for point in before-maps before-tc before-join; do
 	sl_on_exit "sl_cgroup_remove '$cg'"
 	RUN=t-$SL_ID-attkill-$point
 	SL_RUNS+=("$RUN")
-	# (bash's job notice of the daemon's death to a file, as in killed_at)
-	{
-		"$SLUICE" attach --cgroup "$cg" --policy "$SL_TMP/a.yaml" --run-id "$RUN" \
-			--netns "/run/netns/$SL_NS_RUN" --log "$SL_TMP/attkill-$point.jsonl" \
-			>/dev/null 2>&1
-		wait_until 10000 daemon_gone
-		tap_check "killed in an attach ($point): the daemon died there" daemon_gone
-		sl_daemon_kill KILL
-	} 2>"$SL_TMP/killed-at.err"
+	sl_daemon_killed_by "$SLUICE" attach --cgroup "$cg" --policy "$SL_TMP/a.yaml" \
+		--run-id "$RUN" --netns "/run/netns/$SL_NS_RUN" --log "$SL_TMP/attkill-$point.jsonl"
+	tap_is "killed in an attach ($point): the daemon died there, of its SIGKILL" \
+		"$SL_DAEMON_RC" 137 || tap_diag_file "$SL_TMP/daemon-killed.err"
 	# shellcheck disable=SC2119 # no arguments: the default daemon
 	sl_daemon_start || bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
 	tap_check "killed in an attach ($point): the next daemon undoes it, its pins gone" \
