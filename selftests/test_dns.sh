@@ -194,7 +194,9 @@ EOF
 # Helpers
 
 # A workload-side DNS client, one process for many queries (a Python start is most of a query's
-# cost under emulation). Each argument is "LABEL MODE ARGS…"; each gives one line, "LABEL RESULT":
+# cost under emulation): dnsq.py DIR SPEC…. Each SPEC is "LABEL MODE ARGS…"; each gives one line,
+# "LABEL RESULT", and DIR/LABEL.span, its start and end as batch_add writes them (µs since the
+# epoch, as the log's ts; so batch_log LABEL reads its own lines):
 #   LABEL udp|tcp SERVER NAME: an A query with the client's own sockets: "udp" sends with sendto
 #     on an unconnected socket and reports recvfrom's source, "tcp" connects and reports
 #     getpeername. RESULT: "peer ADDR PORT rcode N answers N".
@@ -202,7 +204,7 @@ EOF
 #     "gaierror" and the EAI_ error's name.
 # A query that fails gives "error: WHY" and the next one runs.
 cat >"$SL_TMP/dnsq.py" <<'EOF'
-import socket, struct, sys
+import os, socket, struct, sys, time
 
 def sock_query(mode, server, name):
     qid = 0x5a17
@@ -242,12 +244,17 @@ def gai(name):
         names = {getattr(socket, n): n for n in dir(socket) if n.startswith("EAI_")}
         return f"gaierror {names.get(e.errno, e.errno)}"
 
-for spec in sys.argv[1:]:
+span_dir = sys.argv[1]
+for spec in sys.argv[2:]:
     label, mode, *args = spec.split()
+    start = time.time_ns() // 1000
     try:
         res = gai(*args) if mode == "gai" else sock_query(mode, *args)
     except Exception as e:
         res = f"error: {e!r}"
+    end = time.time_ns() // 1000
+    with open(os.path.join(span_dir, label + ".span"), "w") as f:
+        f.write(f"{start} {end}\n")
     print(label, res, flush=True)
 EOF
 # timed CMD…: run CMD, then "timed: rc=N ms=N" on stderr.
@@ -830,7 +837,7 @@ for c in "${gai_cases[@]}"; do
 done
 https_unl="type-https-unl   udp    203.0.113.53   static.rust-lang.org      HTTPS NXDOMAIN -                  default"
 batch_new "python clients"
-batch_add dnsq python3 "$SL_TMP/dnsq.py" "${specs[@]}"
+batch_add dnsq python3 "$SL_TMP/dnsq.py" "$SL_TMP" "${specs[@]}"
 dig_batch_add "$https_unl"
 batch_run "$SEED"
 declare -A dnsq_got=()
@@ -852,12 +859,14 @@ done
 for c in "${gai_cases[@]}"; do
 	read -r label name want <<<"$c"
 	tap_is "$label: getaddrinfo($name) gives: $want" "${dnsq_got[$label]-}" "$want"
+	# (its own lines: the socket cases ask the same names)
+	log=$(batch_log "$label")
 	if [[ $want == gaierror* ]]; then
-		assert_log "$label: log has deny lines for $name" "$CASE_LOG" +1 type=dns \
+		assert_log "$label: log has deny lines for $name" "$log" +1 type=dns \
 			"host=$name" decision=deny rcode=NXDOMAIN
 		assert_upstream "$label: the upstream never saw $name" "$name" "" none
 	else
-		assert_log "$label: log has the allowed A query for $name" "$CASE_LOG" +1 type=dns \
+		assert_log "$label: log has the allowed A query for $name" "$log" +1 type=dns \
 			"host=$name" qtype=A decision=allow rcode=NOERROR
 	fi
 done
