@@ -325,8 +325,10 @@ batch_log() {
 		}' "$CASE_LOG" >"$SL_TMP/$1.log"
 	echo "$SL_TMP/$1.log"
 }
-# batch_done: what the whole run must show: no test host got DNS, and nothing is left.
+# batch_done: what the whole run must show: sluice exits 0 (the batch's script does; a case's
+# status is its own), no test host got DNS, and nothing is left.
 batch_done() {
+	assert_rc "$BATCH_NAME: sluice exits 0" 0
 	assert_no_outside_dns "$BATCH_NAME: no query of the run reached an outside resolver"
 	assert_run_clean "$BATCH_NAME: nothing left (cgroup, pins, links, resolver sockets)"
 }
