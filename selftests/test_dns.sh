@@ -194,7 +194,9 @@ EOF
 # Helpers
 
 # A workload-side DNS client, one process for many queries (a Python start is most of a query's
-# cost under emulation). Each argument is "LABEL MODE ARGS…"; each gives one line, "LABEL RESULT":
+# cost under emulation): dnsq.py DIR SPEC…. Each SPEC is "LABEL MODE ARGS…"; each gives one line,
+# "LABEL RESULT", and DIR/LABEL.span, its start and end as batch_add writes them (µs since the
+# epoch, as the log's ts; so batch_log LABEL reads its own lines):
 #   LABEL udp|tcp SERVER NAME: an A query with the client's own sockets: "udp" sends with sendto
 #     on an unconnected socket and reports recvfrom's source, "tcp" connects and reports
 #     getpeername. RESULT: "peer ADDR PORT rcode N answers N".
@@ -202,7 +204,7 @@ EOF
 #     "gaierror" and the EAI_ error's name.
 # A query that fails gives "error: WHY" and the next one runs.
 cat >"$SL_TMP/dnsq.py" <<'EOF'
-import socket, struct, sys
+import os, socket, struct, sys, time
 
 def sock_query(mode, server, name):
     qid = 0x5a17
@@ -242,12 +244,17 @@ def gai(name):
         names = {getattr(socket, n): n for n in dir(socket) if n.startswith("EAI_")}
         return f"gaierror {names.get(e.errno, e.errno)}"
 
-for spec in sys.argv[1:]:
+span_dir = sys.argv[1]
+for spec in sys.argv[2:]:
     label, mode, *args = spec.split()
+    start = time.time_ns() // 1000
     try:
         res = gai(*args) if mode == "gai" else sock_query(mode, *args)
     except Exception as e:
         res = f"error: {e!r}"
+    end = time.time_ns() // 1000
+    with open(os.path.join(span_dir, label + ".span"), "w") as f:
+        f.write(f"{start} {end}\n")
     print(label, res, flush=True)
 EOF
 # timed CMD…: run CMD, then "timed: rc=N ms=N" on stderr.
@@ -284,32 +291,48 @@ dns_run() {
 # Batches: several cases in one run. Each run loads sluice's programs, most of this file's CPU
 # (minutes of it under emulation), so the cases that can tell their own lines apart share one.
 # The cases run one after the other; a case's log lines are the run's whose ts falls between its
-# command's start and end (the workload's pids are its own namespace's, not the log's). Its
-# stdout is in $SL_TMP/LABEL.out, its exit status in $SL_TMP/LABEL.rc; stderr is the run's. What
-# a check reads from the whole run decides who may share it: an allowed case's batch has no
-# denial on stderr; a name that a case says the upstream never saw, or that must be named on
-# stderr (sluice names a denied name once a run), is no other case's.
+# command's start and end (the workload's pids are its own namespace's, not the log's), its
+# upstream queries the upstream log's lines between its start and end (dnsmasq logs a query as
+# it takes it, before it answers). Its stdout is in $SL_TMP/LABEL.out, its exit status in
+# $SL_TMP/LABEL.rc; stderr is the run's. What a check reads from the whole run decides who may
+# share it: an allowed case's batch has no denial on stderr; a name that a case says the upstream
+# never saw, or that must be named on stderr, is no other case's (sluice does not name a denied
+# name again within 2 s of naming it unless another was named in between: a case asking it right
+# after another would not be named).
 #   batch_new NAME; batch_add LABEL CMD…; …; batch_run POLICY; the cases' checks; batch_done
 batch_new() {
 	BATCH_NAME=$1
 	BATCH_SCRIPT=
-	BATCH_ASKED=()
 }
+# A case's span file: "START_US END_US UPSTREAM_LINE_START UPSTREAM_LINE_END". One count of the
+# upstream log between cases: a case ends where the next one starts.
 batch_add() {
-	local label=$1 cmd out rc span
+	local label=$1 cmd out rc span up
 	shift
 	printf -v cmd '%q ' "$@"
 	printf -v out %q "$SL_TMP/$label.out"
 	printf -v rc %q "$SL_TMP/$label.rc"
 	printf -v span %q "$SL_TMP/$label.span"
+	printf -v up %q "$SL_DNS_LOG"
+	[[ -n $BATCH_SCRIPT ]] || BATCH_SCRIPT="u=\$(wc -l <$up)"$'\n'
 	BATCH_SCRIPT+="s=\${EPOCHREALTIME/./}; (exec $cmd>$out); echo \$? >$rc; "
-	BATCH_SCRIPT+="echo \"\$s \${EPOCHREALTIME/./}\" >$span"$'\n'
+	BATCH_SCRIPT+="e=\${EPOCHREALTIME/./}; v=\$(wc -l <$up); "
+	BATCH_SCRIPT+="echo \"\$s \$e \$u \$v\" >$span; u=\$v"$'\n'
 }
 batch_run() { dns_run "$1" -- bash -c "$BATCH_SCRIPT"; }
+# batch_upstream LABEL: the upstream log's lines of the case, in $SL_TMP/LABEL.upstream
+# (printed): SL_DNS_LOG=$(batch_upstream LABEL) SL_DNS_MARK=0 upstream_count … counts its queries.
+batch_upstream() {
+	local _s _e from to
+	read -r _s _e from to <"$SL_TMP/$1.span" 2>/dev/null
+	awk -v a="${from:-0}" -v b="${to:-0}" 'NR > a && NR <= b' "$SL_DNS_LOG" \
+		>"$SL_TMP/$1.upstream"
+	echo "$SL_TMP/$1.upstream"
+}
 # batch_log LABEL: the case's lines of the run's log, in $SL_TMP/LABEL.log (printed).
 batch_log() {
 	local from to
-	read -r from to <"$SL_TMP/$1.span" 2>/dev/null
+	read -r from to _ <"$SL_TMP/$1.span" 2>/dev/null
 	awk -v a="${from:-0}" -v b="${to:-0}" '
 		match($0, /[{,]"ts":[0-9]+[,}]/) {
 			t = substr($0, RSTART + 6, RLENGTH - 7) + 0
@@ -318,8 +341,10 @@ batch_log() {
 		}' "$CASE_LOG" >"$SL_TMP/$1.log"
 	echo "$SL_TMP/$1.log"
 }
-# batch_done: what the whole run must show: no test host got DNS, and nothing is left.
+# batch_done: what the whole run must show: sluice exits 0 (the batch's script does; a case's
+# status is its own), no test host got DNS, and nothing is left.
 batch_done() {
+	assert_rc "$BATCH_NAME: sluice exits 0" 0
 	assert_no_outside_dns "$BATCH_NAME: no query of the run reached an outside resolver"
 	assert_run_clean "$BATCH_NAME: nothing left (cgroup, pins, links, resolver sockets)"
 }
@@ -472,20 +497,13 @@ print(json.dumps(json.loads(sys.argv[1]).get(sys.argv[2]), separators=(",", ":")
 		"$line" "$field"
 }
 
-# assert_upstream NAME HOST TYPE WANT: the upstream got queries for HOST of TYPE ("" any): "none",
-# "some", or at least N (N cases of one run asked it; the run's resolver keeps no cache).
+# assert_upstream NAME HOST TYPE WANT: the upstream logged queries for HOST of TYPE ("" any)
+# since the mark: "none" or "some". (Every check here runs after its run ended: dnsmasq logged
+# each query before it answered it.)
 assert_upstream() {
-	local name=$1 host=$2 type=$3 want=$4 n i min
-	min=$want
-	[[ $want == some ]] && min=1
-	if [[ $want != none ]]; then
-		for i in $(seq $((40 * SL_SLOW))); do
-			[[ $(upstream_count "$host" "$type") -ge $min ]] && break
-			sleep 0.05
-		done
-	fi
+	local name=$1 host=$2 type=$3 want=$4 n
 	n=$(upstream_count "$host" "$type")
-	if [[ ($want != none && $n -ge $min) || ($want == none && $n -eq 0) ]]; then
+	if [[ ($want == some && $n -ge 1) || ($want == none && $n -eq 0) ]]; then
 		tap_ok "$name"
 	else
 		tap_fail "$name" "expected $want upstream queries for $host ${type:-(any type)}, got $n"
@@ -539,7 +557,6 @@ via_protos() {
 # retries over TCP). ANSWERS: dig's answer records as "TYPE/DATA,TYPE/DATA" in dig_answers order,
 # or "-". RULE: the rule the name matches, or "default" for an unlisted name.
 # dig_batch_add ROW…: each row's dig, a case of the current batch.
-declare -A BATCH_ASKED
 dig_batch_add() {
 	local c label via server name type status answers rule
 	local -a opts
@@ -551,10 +568,6 @@ dig_batch_add() {
 		noedns) opts=(+noedns) ;;
 		esac
 		batch_add "$label" "${DIG[@]}" "${opts[@]}" "@$server" "$name" "$type"
-		# what the upstream must have been asked this run (a name's other types: nothing)
-		if [[ $status == NOERROR && ($type == A || $type == AAAA) ]]; then
-			BATCH_ASKED["${name,,} $type"]=$((${BATCH_ASKED["${name,,} $type"]:-0} + 1))
-		fi
 	done
 }
 
@@ -604,11 +617,12 @@ dig_check() {
 		assert_stderr "$label: stderr names the denied name" "$deny"
 	fi
 
+	# (Never: in the whole run. Asked: in the case's own queries, which no other case's mask.)
 	if [[ $status == NXDOMAIN || ($type != A && $type != AAAA) ]]; then
 		assert_upstream "$label: the upstream never saw $host" "$host" "" none
 	else
-		assert_upstream "$label: the upstream was asked $host $type" "$host" "$type" \
-			"${BATCH_ASKED["$host $type"]}"
+		SL_DNS_LOG=$(batch_upstream "$label") SL_DNS_MARK=0 \
+			assert_upstream "$label: the upstream was asked $host $type" "$host" "$type" some
 	fi
 }
 
@@ -713,7 +727,8 @@ assert_log "curl-listed-v6: the allow line names the host" "$(batch_log curl-lis
 batch_no_denial
 batch_done
 
-# Unlisted names: each batch names a denied name once (sluice names it once a run).
+# Unlisted names: each batch asks a denied name once (see batch_new: the stderr line must be its
+# case's).
 # 1. Its hint: the seed has no request_access, so no hint (the policy with one: below).
 dig_batch "seed, unlisted names" "$SEED" \
 	"P7-udp-unlisted  udp    203.0.113.53   static.rust-lang.org      A    NXDOMAIN -                   default" \
@@ -830,7 +845,7 @@ for c in "${gai_cases[@]}"; do
 done
 https_unl="type-https-unl   udp    203.0.113.53   static.rust-lang.org      HTTPS NXDOMAIN -                  default"
 batch_new "python clients"
-batch_add dnsq python3 "$SL_TMP/dnsq.py" "${specs[@]}"
+batch_add dnsq python3 "$SL_TMP/dnsq.py" "$SL_TMP" "${specs[@]}"
 dig_batch_add "$https_unl"
 batch_run "$SEED"
 declare -A dnsq_got=()
@@ -852,12 +867,14 @@ done
 for c in "${gai_cases[@]}"; do
 	read -r label name want <<<"$c"
 	tap_is "$label: getaddrinfo($name) gives: $want" "${dnsq_got[$label]-}" "$want"
+	# (its own lines: the socket cases ask the same names)
+	log=$(batch_log "$label")
 	if [[ $want == gaierror* ]]; then
-		assert_log "$label: log has deny lines for $name" "$CASE_LOG" +1 type=dns \
+		assert_log "$label: log has deny lines for $name" "$log" +1 type=dns \
 			"host=$name" decision=deny rcode=NXDOMAIN
 		assert_upstream "$label: the upstream never saw $name" "$name" "" none
 	else
-		assert_log "$label: log has the allowed A query for $name" "$CASE_LOG" +1 type=dns \
+		assert_log "$label: log has the allowed A query for $name" "$log" +1 type=dns \
 			"host=$name" qtype=A decision=allow rcode=NOERROR
 	fi
 done
@@ -950,7 +967,8 @@ refused_batch() {
 		fi
 		assert_stderr "$label: stderr says the answer was refused" \
 			"egress denied: $name (answer refused: $why) run_id=$SL_RUN_ID task=selftest"
-		assert_upstream "$label: the upstream was asked (the refusal is the answer's)" \
+		SL_DNS_LOG=$(batch_upstream "$label") SL_DNS_MARK=0 \
+			assert_upstream "$label: the upstream was asked (the refusal is the answer's)" \
 			"$name" "" some
 		if [[ $probe != - ]]; then
 			SL_OUT=$SL_TMP/$label-probe.out assert_probe_lines \
