@@ -250,7 +250,7 @@ int oci_hook_main(int argc, char **argv)
 	struct attach_req r = { .source = "oci-hook" };
 	char why[LOCATE_WHY_MAX], *text = NULL;
 	static char run_id[RUN_ID_MAX + 1];
-	bool dry_run = false, trust_run_id = false, policy_fixed = false;
+	bool dry_run = false, trust_run_id = false;
 	int c, err, ret = ATTACH_EXIT_USAGE, netns_fd = -1;
 	unsigned long long start;
 	size_t len = 0;
@@ -282,10 +282,8 @@ int oci_hook_main(int argc, char **argv)
 		fprintf(stderr, HOOK ": --policy and --policy-fixed: give one\n");
 		return ATTACH_EXIT_USAGE;
 	}
-	if (fixed_policy) {
-		default_policy = fixed_policy;
-		policy_fixed = true;
-	}
+	if (fixed_policy)
+		default_policy = fixed_policy; /* which binds: fixed_policy set */
 
 	err = read_stdin(&text, &len);
 	if (err) {
@@ -385,9 +383,9 @@ int oci_hook_main(int argc, char **argv)
 		goto out;
 	}
 
-	if (default_policy && (!r.policy || policy_fixed)) {
+	if (default_policy && (!r.policy || fixed_policy)) {
 		if (!realpath(default_policy, policy_abs)) {
-			fprintf(stderr, HOOK ": --policy%s %s: %s\n", policy_fixed ? "-fixed" : "",
+			fprintf(stderr, HOOK ": --policy%s %s: %s\n", fixed_policy ? "-fixed" : "",
 				default_policy, strerror(errno));
 			goto out;
 		}
