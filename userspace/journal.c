@@ -538,10 +538,9 @@ static int flush_locked(struct journal *j)
  */
 static int append_locked(struct journal *j, const struct journal_line *body)
 {
-	static const char hex[] = "0123456789abcdef";
 	char head[LINE_HEAD_MAX], *line;
 	size_t n, total;
-	int i, err;
+	int err;
 
 	if (j->err && !j->retrying)
 		return j->err;
@@ -551,10 +550,8 @@ static int append_locked(struct journal *j, const struct journal_line *body)
 	n = 7 + cjson_fmt_u64(head + 7, j->seq);
 	memcpy(head + n, ",\"prev\":\"", 9);
 	n += 9;
-	for (i = 0; i < TLOG_HASH_SIZE; i++) {
-		head[n++] = hex[j->prev[i] >> 4];
-		head[n++] = hex[j->prev[i] & 0xf];
-	}
+	util_hex(j->prev, TLOG_HASH_SIZE, head + n, sizeof(head) - n); /* fits: LINE_HEAD_MAX */
+	n += 2 * TLOG_HASH_SIZE;
 	memcpy(head + n, "\",", 2);
 	n += 2;
 	/* body starts with "{" and ends with "}\n"; the whole line fits JOURNAL_LINE_MAX */
@@ -690,7 +687,7 @@ static int sync_failure_locked(struct journal *j)
  * back, and a log written at hundreds of MB/s would otherwise push everything else out of the
  * cache, and make each write take a fresh page (make bench measured the writer's write() at a
  * quarter of its CPU, most of it the copy into new pages; reused ones cost a fifth of that). A
- * reader (sluice verify, the compressor) reads them from disk. Advice only: a page still dirty
+ * reader further behind than drop_behind keeps (sluice verify) reads them from disk. Advice only: a page still dirty
  * or partly written stays, and a failure changes nothing. From the page that holds from (the
  * last pass left it, partly written then).
  */
