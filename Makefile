@@ -173,14 +173,15 @@ test: deps
 # modules_install left it, CONFIG=file, else the one built in; checked against selftests/config).
 # VM_MEM (qemu -m), VM_APPEND (added to the kernel's command line), VM_TIMEOUT (s per VM,
 # default 600 per test file and 600 for the boot, 9 h for the whole suite: a guest still
-# running then is killed and fails). VMTEST_ARGS: more of selftests/vm/vmtest.sh's arguments
-# (-k 6.1, test files).
+# running then is killed and fails), VM_JOBS (kernels booted at once, default 1: each VM takes
+# two CPUs' worth of emulation and VM_MEM). VMTEST_ARGS: more of selftests/vm/vmtest.sh's
+# arguments (-k 6.1, test files).
 VM_TIMEOUT ?=
 VMTEST_ARGS ?=
 vmtest: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)bash selftests/vm/vmtest.sh $(if $(VM_TIMEOUT),-t '$(VM_TIMEOUT)') \
-		$(if $(VM_MEM),-m '$(VM_MEM)') $(if $(VM_APPEND),-a '$(VM_APPEND)') \
+		$(if $(VM_JOBS),-j '$(VM_JOBS)') $(if $(VM_MEM),-m '$(VM_MEM)') $(if $(VM_APPEND),-a '$(VM_APPEND)') \
 		$(if $(KERNEL),-K '$(KERNEL)') $(if $(MODULES),-M '$(MODULES)') \
 		$(if $(CONFIG),-C '$(CONFIG)') $(VMTEST_ARGS)
 
@@ -218,7 +219,7 @@ e2e: deps
 # Every escape probe against sluice on this kernel (root; the better part of an hour: the selftest
 # files of the probes the kit does not make run too; PROBES_FILES='test_x.sh …' only those;
 # PROBES_KIT_ONLY=1 the kit alone, about a minute), and with VM=1 in the VMs of make vmtest
-# (KERNEL=, MODULES=, CONFIG=, VM_MEM, VM_APPEND, VM_TIMEOUT as there, but 4 h here; VMTEST_ARGS: -k
+# (KERNEL=, MODULES=, CONFIG=, VM_JOBS, VM_MEM, VM_APPEND, VM_TIMEOUT as there, but 4 h here; VMTEST_ARGS: -k
 # 6.1…): one TAP line per probe and kernel, and the table probe × kernel, written to
 # .output/probes.md. SANDBOX='CMD' runs the kit against a sandbox sluice did not set up instead
 # ({netns}, {kit}: selftests/probes/run-external.sh; SANDBOX_NAME its column), the table in
@@ -233,7 +234,7 @@ ifneq ($(SANDBOX)$(SANDBOX_PID),)
 		$(if $(SANDBOX_NAME),--name '$(SANDBOX_NAME)')
 else
 	$(Q)bash selftests/probes/make-probes.sh $(if $(VM),--vm -t '$(or $(VM_TIMEOUT),14400)' \
-		$(if $(VM_MEM),-m '$(VM_MEM)') $(if $(VM_APPEND),-a '$(VM_APPEND)') \
+		$(if $(VM_JOBS),-j '$(VM_JOBS)') $(if $(VM_MEM),-m '$(VM_MEM)') $(if $(VM_APPEND),-a '$(VM_APPEND)') \
 		$(if $(KERNEL),-K '$(KERNEL)') $(if $(MODULES),-M '$(MODULES)') \
 		$(if $(CONFIG),-C '$(CONFIG)') $(VMTEST_ARGS))
 endif

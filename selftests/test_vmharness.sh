@@ -9,7 +9,9 @@
 # guest that hangs is killed at the time limit and reported as a failure, a guest that reports
 # gives one TAP line per test file, one that crashes is booted once more (twice: a failure
 # said on stderr), the kernel is booted with "bpf" in lsm= and the caller's
-# memory and command line, and the config built into a kernel image is found and checked.
+# memory and command line, and the config built into a kernel image is found and checked;
+# with -j two kernels boot at once and their lines come in the order the kernels were named;
+# vmtest killed takes its emulators with it.
 # No root needed.
 
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -84,6 +86,7 @@ vm_refuses "a CONFIG that does not exist" "CONFIG=$tmp/none: no such readable fi
 vm_refuses "MODULES without KERNEL" "MODULES= and CONFIG= go with KERNEL=" -M "$tmp"
 vm_refuses "a memory size that is not one" 'the memory (-m, VM_MEM) "lots"' -K "$tmp/bzImage" -m lots
 vm_refuses "a time limit that is not one" 'the time limit (-t, VM_TIMEOUT) "0"' -K "$tmp/bzImage" -t 0
+vm_refuses "a -j that is not a number of kernels" 'the kernels at once (-j, VM_JOBS) "0"' -j 0 -k 6.1
 vm_refuses "an unknown Debian series" 'unknown kernel series "5.10"' -k 5.10
 vm_refuses "a test file that does not exist" "selftests/test_nope.sh: no such test file" \
 	-K "$tmp/bzImage" selftests/test_nope.sh
@@ -94,6 +97,7 @@ cat >"$tmp/qemu" <<'QEMU'
 #!/bin/bash
 d=$(dirname "$0")
 echo $$ >"$d/qemu.pid"
+echo $$ >>"$d/qemu.pids"
 echo boot >>"$d/boots"
 printf '%s\n' "$@" >"$d/qemu.args"
 mode=$(cat "$d/guest")
@@ -126,6 +130,22 @@ report)
 	echo "vmtest-time: ${TESTS[2]} 3"
 	echo "vmtest-file: ${TESTS[2]} skip no BPF LSM here"
 	echo "vmtest-result: 1"
+	;;
+# meet: this kernel's files pass only if another kernel's emulator started within 10 s of it
+# (so they ran at once); the 6.1 one ends last
+meet)
+	conf=$(printf '%s\n' "$@" | sed -n 's/.*sluice_vm=\([^ ]*\).*/\1/p')
+	. "$conf"
+	me=$(basename "$(printf '%s\n' "$@" | grep -A 1 -x -- -kernel | tail -n 1)")
+	touch "$d/started.$me"
+	for _ in $(seq 100); do
+		ls "$d" | grep '^started\.' | grep -qvxF "started.$me" && met=ok && break
+		sleep 0.1
+	done
+	[[ $me == *6.1.0* ]] && sleep 2
+	echo "vmtest: kernel $me, ${#TESTS[@]} test file(s)"
+	for t in "${TESTS[@]}"; do echo "vmtest-file: $t ${met:-fail}"; done
+	echo "vmtest-result: 0"
 	;;
 lsm-skip)
 	echo "vmtest: kernel 9.9.9-fake, 1 test file(s)"
@@ -265,5 +285,82 @@ out=$(bash "$VMTEST" -K "$tmp/bzImage" -C "$tmp/no9p.config" selftests/test_topo
 tap_is "a kernel whose 9p is a module, without MODULES=: exit 1, not booted, the driver named" \
 	"$?:$(grep -c 'no module 9p, nor is CONFIG_9P_FS built in' <<<"$out"):$(grep -c \
 		'^not ok 2 - 9.9.9-fake: cannot build the initramfs' <<<"$out")" "1:1:1"
+
+# Several kernels at once (-j): two Debian kernels of the test's own (apt-cache answers for
+# them, each tree already unpacked where vmtest caches it), whose emulators each wait for the
+# other
+mkdir -p "$tmp/bin"
+cat >"$tmp/bin/apt-cache" <<'APT'
+#!/bin/bash
+[[ $* == "show linux-image-amd64" ]] || exit 100
+printf 'Package: linux-image-amd64\nVersion: 6.1.990-1\nDepends: linux-image-6.1.0-990-amd64 (= 6.1.990-1)\n\n'
+printf 'Package: linux-image-amd64\nVersion: 6.12.990-1~bpo12+1\nDepends: linux-image-6.12.990+bpo-amd64 (= 6.12.990-1~bpo12+1)\n\n'
+APT
+chmod +x "$tmp/bin/apt-cache"
+for kv in 6.1.0-990-amd64 6.12.990+bpo-amd64; do
+	d=$SL_VM_DIR/linux-image-$kv
+	mkdir -p "$d/boot" "$d/lib/modules/$kv"
+	: >"$d/lib/modules/$kv/modules.dep"
+	cp "$tmp/full.config" "$d/boot/config-$kv"
+	: >"$d/boot/vmlinuz-$kv"
+	touch "$d/.unpacked"
+done
+vm_two() { PATH=$tmp/bin:$PATH bash "$VMTEST" -k 6.1 -k 6.12 "$@" 2>"$tmp/stderr"; }
+echo meet >"$tmp/guest"
+rm -f "$tmp"/started.*
+out=$(vm_two -j 2 -t 60 selftests/test_topology.sh selftests/test_lsm.sh)
+rc=$?
+tap_is "-j 2: both kernels booted at once, their lines in the order the kernels were named" \
+	"$rc:$(grep -E '^(not )?ok |^1\.\.' <<<"$out")" "0:ok 1 - 6.1.0-990-amd64: selftests/test_topology.sh
+ok 2 - 6.1.0-990-amd64: selftests/test_lsm.sh
+ok 3 - 6.12.990+bpo-amd64: selftests/test_topology.sh
+ok 4 - 6.12.990+bpo-amd64: selftests/test_lsm.sh
+1..4" || tap_diag "$out"
+tap_is "-j 2: how long each VM ran is said, once per kernel" \
+	"$(grep -cE '^# (6\.1\.0-990-amd64|6\.12\.990\+bpo-amd64): the VM ran [0-9]+ s' <<<"$out")" 2
+tap_check "-j 2: its job files are gone" bash -c "! ls -d '$SL_VM_DIR'/jobs.* 2>/dev/null"
+rm -f "$tmp"/started.*
+out=$(vm_two -t 60 selftests/test_topology.sh)
+tap_is "without -j the kernels boot one after the other (the first met no other): exit 1" \
+	"$?:$(grep -E '^(not )?ok ' <<<"$out" | sed 's/ (console: .*)//')" \
+	"1:not ok 1 - 6.1.0-990-amd64: selftests/test_topology.sh
+ok 2 - 6.12.990+bpo-amd64: selftests/test_topology.sh"
+
+# Killed, vmtest ends its emulators: one after the other, and two at once
+echo hang >"$tmp/guest"
+vm_killed() {
+	local name=$1 want=$2 vpid pids left rc
+	shift 2
+	rm -f "$tmp/qemu.pids"
+	PATH=$tmp/bin:$PATH bash "$VMTEST" -t 600 "$@" selftests/test_topology.sh >/dev/null 2>&1 &
+	vpid=$!
+	qemu_up() { [[ -f $tmp/qemu.pids && $(wc -l <"$tmp/qemu.pids") -ge $want ]]; }
+	if ! wait_until 30000 qemu_up; then
+		kill -KILL "$vpid" 2>/dev/null
+		tap_fail "$name" "$want emulator(s) did not start"
+		return
+	fi
+	pids=$(cat "$tmp/qemu.pids")
+	kill -TERM "$vpid"
+	wait "$vpid"
+	rc=$?
+	left=
+	emulators_gone() {
+		local p
+		for p in $pids; do
+			pid_running "$p" && return 1
+		done
+		return 0
+	}
+	wait_until 10000 emulators_gone || left=$pids
+	# shellcheck disable=SC2086 # (pids: one per line)
+	[[ -n $left ]] && kill -KILL $left 2>/dev/null
+	tap_is "$name" "$rc:${left:-none left}" "143:none left"
+}
+vm_killed "vmtest killed while its guest runs: exit 143, the emulator gone" 1 -K "$tmp/bzImage" \
+	-C "$tmp/full.config"
+vm_killed "vmtest -j 2 killed: exit 143, both emulators gone" 2 -j 2 -k 6.1 -k 6.12
+tap_check "vmtest -j 2 killed: its job files are gone" \
+	bash -c "! ls -d '$SL_VM_DIR'/jobs.* 2>/dev/null"
 
 tap_done

@@ -9,7 +9,7 @@
 #
 #   make-probes.sh [--no-host] [--vm [VMTEST_ARGS…]]
 #
-# --vm runs probes.sh in each VM (vmtest.sh's -k, -K, -M, -C, -m, -a, -t pass through); there,
+# --vm runs probes.sh in each VM (vmtest.sh's -k, -K, -M, -C, -j, -m, -a, -t pass through); there,
 # only the kit's probes unless PROBES_VM_FILES=1 (the selftest files under emulation take
 # hours). PROBES_KIT_ONLY=1 leaves the selftest files out on this machine too.
 # Exit status 1 if a probe was NOT contained or a kernel could not be probed.

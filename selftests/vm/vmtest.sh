@@ -5,7 +5,7 @@
 # or on a kernel the caller built.
 #
 #   selftests/vm/vmtest.sh [-k 6.1|6.12]… [-K BZIMAGE [-M MODULES] [-C CONFIG]]
-#                          [-m MEM] [-a APPEND] [-t SECONDS] [TEST…]
+#                          [-m MEM] [-a APPEND] [-t SECONDS] [-j VMS] [TEST…]
 #
 # TEST: selftests/test_*.sh files (default: every root selftest but test_vm.sh). Each Debian
 # kernel's image package comes from the machine's apt sources (apt-get download, cached in
@@ -16,9 +16,12 @@
 # against selftests/config (selftests/vm/config-check.sh) before the boot: one TAP line, that
 # names each option lacking. -m the VM's memory (qemu -m, default 3G), -a what is added to the
 # kernel's command line (after ours, so it can override it), -t the time limit of each VM in
-# seconds (default 600 per test file and 600 for the boot: 9 h for the whole suite, which
-# measured about 3.5 h per kernel on a loaded two-core machine): a guest that has not powered
-# off by then is killed and fails.
+# seconds (default 600 per test file and 600 for the boot: 9 h for the whole suite): a guest
+# that has not powered off by then is killed and fails. -j how many kernels boot at once
+# (default 1, one after the other): each VM has two virtual CPUs and MEM, and a kernel's lines
+# are printed, in the order the kernels were named, once every kernel has finished (a failure
+# is said on stderr when it happens). vmtest killed (SIGTERM, SIGINT, SIGHUP) takes its
+# emulators with it.
 #
 # An initramfs of busybox and the virtio and 9p modules mounts this machine's root read-only
 # over virtio-9p and hands over to selftests/vm/guest.sh there, which mounts what the tests
@@ -45,6 +48,7 @@ LSMS=${VM_LSM:-landlock,lockdown,yama,apparmor,bpf}
 kernels=()
 timeout_s= # (default: by the number of test files, below)
 file_timeout=${SL_VM_FILE_TIMEOUT:-1800}
+parallel=1
 mem=3G
 append=
 custom=
@@ -55,11 +59,11 @@ tests=()
 usage() {
 	[[ -n ${1:-} ]] && echo "vmtest: $1" >&2
 	echo "usage: $0 [-k 6.1|6.12]… [-K BZIMAGE [-M MODULES] [-C CONFIG]] [-m MEM] [-a APPEND]" \
-		"[-t SECONDS] [TEST…]" >&2
+		"[-t SECONDS] [-j VMS] [TEST…]" >&2
 	exit 2
 }
 
-while getopts "k:K:M:C:m:a:t:" opt; do
+while getopts "k:K:M:C:m:a:t:j:" opt; do
 	case $opt in
 	k)
 		[[ $OPTARG == 6.1 || $OPTARG == 6.12 ]] ||
@@ -72,6 +76,7 @@ while getopts "k:K:M:C:m:a:t:" opt; do
 	m) mem=$OPTARG ;;
 	a) append=$OPTARG ;;
 	t) timeout_s=$OPTARG ;;
+	j) parallel=$OPTARG ;;
 	*) usage ;;
 	esac
 done
@@ -79,6 +84,7 @@ shift $((OPTIND - 1))
 tests=("$@")
 # bad arguments are the caller's to fix: said before anything is fetched or booted
 [[ -z $timeout_s || $timeout_s =~ ^[1-9][0-9]*$ ]] || usage "the time limit (-t, VM_TIMEOUT) \"$timeout_s\" is not a number of seconds"
+[[ $parallel =~ ^[1-9][0-9]?$ ]] || usage "the kernels at once (-j, VM_JOBS) \"$parallel\" is not a number from 1 to 99"
 [[ $mem =~ ^[1-9][0-9]*[MG]?$ ]] || usage "the memory (-m, VM_MEM) \"$mem\" is not a size like 3G or 2048M"
 [[ $append != *$'\n'* ]] || usage "the command line (-a, VM_APPEND) has a newline"
 if [[ -n $custom ]]; then
@@ -294,8 +300,13 @@ boot_kernel() {
 			-kernel "$image" -initrd "$initrd" \
 			-append "console=ttyS0 panic=-1 quiet lsm=$LSMS sluice_vm=$dir/guest.conf $append" \
 			-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
-			</dev/null >"$log" 2>&1
+			</dev/null >"$log" 2>&1 &
+		# waited for, not run in the foreground: a signal to vmtest reaches its trap (which
+		# ends the emulator) now, not when the guest is done
+		emulator=$!
+		wait "$emulator"
 		rc=$?
+		emulator=
 		echo "# $label: the VM ran $((SECONDS - start)) s (boot $attempt)"
 		if [[ $attempt -eq 2 || $rc -eq 124 || $rc -eq 137 ]] ||
 			tr -d '\r' <"$log" | grep -q '^vmtest-result: '; then
@@ -438,13 +449,76 @@ run_custom() {
 	return $failed
 }
 
+# Killed, vmtest ends what it started: the emulator it waits for (timeout passes the signal on
+# to qemu) and, with -j, each kernel's job, which does the same for its own.
+emulator=
+vm_jobs=()
+jobs_dir=
+# shellcheck disable=SC2317 # (called by the traps below)
+stop() {
+	[[ -n $emulator ]] && kill -TERM "$emulator" 2>/dev/null
+	[[ ${#vm_jobs[@]} -gt 0 ]] && kill -TERM "${vm_jobs[@]}" 2>/dev/null
+	wait
+	[[ -n $jobs_dir && $BASHPID -eq $$ ]] && rm -rf "$jobs_dir"
+	exit "$1"
+}
+trap 'stop 129' HUP
+trap 'stop 130' INT
+trap 'stop 143' TERM
+
+# One kernel of the list below: fetched, checked and booted.
+run_kernel() {
+	case $1 in
+	debian:*) run_debian "${1#debian:}" ;;
+	custom) run_custom "$custom" "$custom_mods" "$custom_config" ;;
+	esac
+}
+
 mkdir -p "$VMDIR" || die "cannot create $VMDIR"
-failed=0
+runs=()
 for k in "${kernels[@]}"; do
-	run_debian "$k" || failed=1
+	runs+=("debian:$k")
 done
-if [[ -n $custom ]]; then
-	run_custom "$custom" "$custom_mods" "$custom_config" || failed=1
+[[ -n $custom ]] && runs+=(custom)
+failed=0
+if [[ $parallel -eq 1 || ${#runs[@]} -eq 1 ]]; then
+	for r in "${runs[@]}"; do
+		run_kernel "$r" || failed=1
+	done
+else
+	# Each kernel is a job of its own, its TAP lines (numbered from 1) kept in a file and
+	# numbered on here, kernel after kernel, when all are done; its stderr goes straight out,
+	# so a failure shows while the others run.
+	jobs_dir=$(mktemp -d "$VMDIR/jobs.XXXXXX") || die "cannot create a directory in $VMDIR"
+	for i in "${!runs[@]}"; do
+		while [[ $(jobs -rp | wc -l) -ge $parallel ]]; do
+			wait -n
+		done
+		echo "# ${runs[$i]#debian:}: started beside the others; its lines follow when all have finished"
+		(
+			trap 'stop 129' HUP
+			trap 'stop 130' INT
+			trap 'stop 143' TERM
+			vm_jobs=() n=0
+			run_kernel "${runs[$i]}"
+			echo $? >"$jobs_dir/$i.rc"
+		) >"$jobs_dir/$i.tap" &
+		vm_jobs+=($!)
+	done
+	wait
+	vm_jobs=()
+	for i in "${!runs[@]}"; do
+		while IFS= read -r line; do
+			if [[ $line =~ ^(not\ )?ok\ [0-9]+\ -\ (.*)$ ]]; then
+				n=$((n + 1))
+				echo "${BASH_REMATCH[1]}ok $n - ${BASH_REMATCH[2]}"
+			else
+				printf '%s\n' "$line"
+			fi
+		done <"$jobs_dir/$i.tap"
+		[[ $(cat "$jobs_dir/$i.rc" 2>/dev/null) == 0 ]] || failed=1
+	done
+	rm -rf "$jobs_dir"
 fi
 echo "1..$n"
 exit $failed
