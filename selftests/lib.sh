@@ -1392,18 +1392,47 @@ sl_cgroup_new() {
 	echo "$p"
 }
 
-# sl_cgroup_remove PATH: kill what is in the subtree, remove it deepest first.
+# sl_cgroup_remove PATH: kill what is in the subtree, remove it deepest first. The test's own
+# background jobs in it (sl_track_pid: a holder started with "${SL_IN_CGROUP[@]}" … &) die of
+# that SIGKILL, and bash would print a job notice for each ("line N: PID Killed …") on the
+# test's stderr after whatever command of the test ran next, in the middle of its TAP output:
+# they are collected here, where they are killed, with the notices kept off stderr.
 sl_cgroup_remove() {
-	local p=$1 d
+	local p=$1 d pid rel
+	local -a ours=()
 	[[ -d $p ]] || return 0
-	[[ -e $p/cgroup.kill ]] && echo 1 >"$p/cgroup.kill" 2>/dev/null
-	# a loaded machine takes its time to reap (a process under strace, thousands of fds)
-	for _ in $(seq $((200 * SL_SLOW))); do
-		[[ $(cat "$p/cgroup.events" 2>/dev/null) != *"populated 1"* ]] && break
-		sleep 0.05
+	rel=${p#"$(cg2_mount)"}
+	for pid in "${SL_PIDS[@]}"; do
+		sl_pid_in_cgroup "$pid" "$rel" && ours+=("$pid")
 	done
+	{
+		[[ -e $p/cgroup.kill ]] && echo 1 >"$p/cgroup.kill"
+		# a loaded machine takes its time to reap (a process under strace, thousands of fds)
+		for _ in $(seq $((200 * SL_SLOW))); do
+			[[ $(cat "$p/cgroup.events") != *"populated 1"* ]] && break
+			sleep 0.05
+		done
+		# (one still running, in a cgroup that would not empty, is not waited for)
+		for pid in "${ours[@]}"; do
+			pid_running "$pid" || wait "$pid"
+		done
+	} 2>/dev/null
 	find "$p" -depth -type d 2>/dev/null | while IFS= read -r d; do rmdir "$d" 2>/dev/null; done
 	return 0
+}
+
+# sl_pid_in_cgroup PID CGROUP: process PID is in CGROUP (its path below the cgroup2 mount, as
+# /proc/PID/cgroup says it) or below it. Read without a fork: a test tracks dozens of pids.
+sl_pid_in_cgroup() {
+	local line cg rel=$2
+	[[ -r /proc/$1/cgroup ]] || return 1
+	while IFS= read -r line; do
+		[[ $line == 0::* ]] || continue
+		cg=${line#0::}
+		[[ $cg == "$rel" || $cg == "$rel"/* ]]
+		return
+	done <"/proc/$1/cgroup"
+	return 1
 }
 
 # sl_in_cgroup PATH CMD…: CMD as a process of cgroup PATH from its first instruction.

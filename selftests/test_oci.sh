@@ -592,6 +592,9 @@ WALK_RUN=$(hook_run_id "$PFX-walk" "$PFX-walk")
 sink_mark
 WALK_PID=$(start_container walk) || bail_out "runc run -d walk: $(cat "$SL_ERR")"
 WALK_LOG=$LOGS/$WALK_RUN.jsonl
+# (made here: the events' own redirection opens it in the child, which the reads below may
+# come before)
+: >"$SL_TMP/walk-events"
 "$SLUICE" events -f --run-id "$WALK_RUN" --decision deny -o compact >"$SL_TMP/walk-events" \
 	2>"$SL_TMP/walk-events.err" &
 EVENTS_PID=$!

@@ -74,10 +74,7 @@ detach() {
 held_cleanup() {
 	touch "$1/end"
 	sleep 0.3
-	[[ -e $2/cgroup.kill ]] && echo 1 >"$2/cgroup.kill"
-	wait_until 2000 test -z "$(cat "$2/cgroup.procs" 2>/dev/null)"
-	rmdir "$2" 2>/dev/null
-	return 0
+	sl_cgroup_remove "$2"
 }
 
 # held_case MODE: the whole scenario in one mode; sets CASE_DIR, CASE_LOG, CASE_ID.

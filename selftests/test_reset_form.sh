@@ -12,9 +12,11 @@
 #   TOS/traffic class 0, flow label 0, IP ID 0, DF alone, TTL/hop limit 64 less the router's
 #   hop, window 0, urgent pointer 0, RST|ACK, its options (the timestamps) all NOPs; and the
 #   peer's end is reset. The MD5 one (options of the workload's length) arrives not at all, nor
-#   does one to the blackhole (169.254.169.254, owned by the test host here). With a link in the
-#   namespace that is neither a veth nor its loopback (a macvlan: a way out no host side sees),
-#   none leaves.
+#   does one to the blackhole (169.254.169.254, fd00:ec2::254 and 64:ff9b::a9fe:a9fe, owned by
+#   the test host here: connections a run could not make, made before the attach): the packet
+#   layer lets none of theirs out, its sl_resets holds no frame toward them for the host side to
+#   pass. With a link in the namespace that is neither a veth nor its loopback (a macvlan: a way
+#   out no host side sees), none leaves.
 # - without --netns (no program on the path can write to the frame): no RST arrives at all.
 # - an attach without --reset-peers (the operator's word that its workload holds no
 #   CAP_NET_ADMIN): none leaves.
@@ -48,9 +50,10 @@ EOF
 printf '%s\n' 'default: deny' 'rules:' '  - name: test-host' \
 	'    cidrs: ["198.51.100.20/32"]' '    ports: [80]' >"$SL_TMP/allow.yaml"
 FORM=$SL_LIB_DIR/tools/sl_rstform.py
-MD=169.254.169.254
+# the blackhole, as IPv4, as IPv6 (AWS's), and embedded in NAT64's well-known prefix
+MD=169.254.169.254 MD6=fd00:ec2::254 MD64=64:ff9b::a9fe:a9fe
 
-tap_plan 38
+tap_plan 40
 
 # attacked NAME [ATTACH_ARGS...]: the attacker's connections, made in a new cgroup before the
 # attach; the attach (enforce) destroys them while the test host watches. Sets W (the
@@ -68,7 +71,8 @@ attacked() {
 	wait_until 5000 test -e "$W/ready" || bail_out "the watcher: $(cat "$W/out")"
 	sl_in_cgroup "$cg" "${RUN_EXEC_NETONLY[@]}" python3 "$FORM" hold "$H" \
 		v4opts 198.51.100.20 80 v6opts 2001:db8::20 80 md5 198.51.100.20 80 \
-		plain 198.51.100.20 80 plain "$MD" 80 >"$H/out" 2>&1 &
+		plain 198.51.100.20 80 plain "$MD" 80 plain "$MD6" 80 plain "$MD64" 80 \
+		>"$H/out" 2>&1 &
 	sl_track_pid "$!"
 	wait_until 10000 test -e "$H/ready" || bail_out "the holder: $(tr "\n" " " <"$H/out")"
 	sink_mark
@@ -77,13 +81,36 @@ attacked() {
 	out=$("$SLUICE" attach --cgroup "$cg" --policy "$SL_TMP/deny.yaml" --run-id "$run" \
 		--mode enforce --log "$LOG" "$@" 2>&1) ||
 		bail_out "attach of $name failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
-	wait_until 10000 test "$(log_count "$LOG" type=preexisting flow=destroyed)" -ge 5
+	wait_until 10000 test "$(log_count "$LOG" type=preexisting flow=destroyed)" -ge 7
 	sink_settle
 	touch "$W/stop" "$H/stop"
 	wait_until 5000 test -e "$H/result"
-	tap_is "$name: the attach destroyed the attacker's five connections" \
-		"$(log_count "$LOG" type=preexisting decision=deny flow=destroyed)" 5 ||
+	tap_is "$name: the attach destroyed the attacker's seven connections" \
+		"$(log_count "$LOG" type=preexisting decision=deny flow=destroyed)" 7 ||
 		tap_diag_file "$LOG"
+}
+# run_map RUN NAME: the JSON dump (bpftool) of the map NAME the run's egress program uses
+run_map() {
+	local prog id
+	prog=$(bpftool -j link show pinned "/sys/fs/bpf/sluice/$1/egress" |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["prog_id"])') || return 1
+	for id in $(bpftool -j prog show id "$prog" |
+		python3 -c 'import json, sys; print(*json.load(sys.stdin)["map_ids"])'); do
+		bpftool -j map show id "$id" | grep -q "\"name\":\"$2\"" || continue
+		bpftool -j map dump id "$id"
+		return
+	done
+	return 1
+}
+# reset_dsts RUN: the destination of each frame the run's packet layer let out and wrote down
+# for its host side to pass (sl_resets: struct sl_ns_flow_key, daddr at 16, family at 36)
+reset_dsts() {
+	local dump
+	dump=$(run_map "$1" sl_resets) || return 1
+	python3 -c 'import ipaddress, json, socket, sys
+for e in json.loads(sys.argv[1]):
+    k = bytes(int(b, 16) for b in e["key"])
+    print(ipaddress.ip_address(k[16:20] if k[36] == socket.AF_INET else k[16:32]))' "$dump"
 }
 # rst_of KIND: the lines the test host saw for the connection of KIND (by its source port)
 rst_of() {
@@ -111,13 +138,25 @@ line=$(rst_of plain)
 tap_is "netns: a plain one arrives, fixed" "$(fixed_form "$line" 63)" "ipv4 fixed fixed" ||
 	tap_diag "$line"
 tap_is "netns: the MD5 one (its options' length the workload's) is refused" "$(rst_of md5)" ""
-tap_is "netns: no RST reaches the blackhole" "$(awk -v d="$MD" '$4 == d' "$W/seen")" ""
+tap_is "netns: the blackhole's three connections (made before the attach) were destroyed" \
+	"$(log_count "$LOG" type=preexisting "dst=$MD" flow=destroyed)\
+ $(log_count "$LOG" type=preexisting "dst=$MD6" flow=destroyed)\
+ $(log_count "$LOG" type=preexisting "dst=$MD64" flow=destroyed)" "1 1 1" || tap_diag_file "$LOG"
+if dsts=$(reset_dsts "t-$SL_ID-netns"); then
+	tap_is "netns: the packet layer let no RST toward the blackhole out (none in sl_resets)" \
+		"$(grep -cxF -e "$MD" -e "$MD6" -e "$MD64" <<<"$dsts")" 0 || tap_diag "$dsts"
+else
+	tap_fail "netns: the packet layer let no RST toward the blackhole out (none in sl_resets)" \
+		"the run's sl_resets map could not be read"
+fi
+tap_is "netns: no RST reaches the blackhole" \
+	"$(awk -v a="$MD" -v b="$MD6" -v c="$MD64" '$4 == a || $4 == b || $4 == c' "$W/seen")" ""
 tap_is "netns: every RST the test host got is one of those three" "$(wc -l <"$W/seen")" 3 ||
 	tap_diag_file "$W/seen"
 tap_is "netns: the test host's ends of the plain and IPv4 ones were reset (closed)" \
 	"$(sink_count "tcp 198.51.100.20 80 10.200.1.2")" 2 || tap_diag "$(sink_new_lines)"
 tap_is "netns: the holder's sends fail (ECONNABORTED)" \
-	"$(grep -c ' ECONNABORTED$' "$H/result")" 5 || tap_diag_file "$H/result"
+	"$(grep -c ' ECONNABORTED$' "$H/result")" 7 || tap_diag_file "$H/result"
 
 # (its host side judges every frame of the namespace: it goes before the next run)
 out=$("$SLUICE" detach --run-id "t-$SL_ID-netns" 2>&1)
@@ -150,7 +189,7 @@ tap_is "cgroup only: no RST reaches the test host" "$(cat "$W/seen" 2>/dev/null)
 tap_is "cgroup only: the test host's ends stay open (no line closed)" \
 	"$(sink_count "tcp 198.51.100.20 80")" 0 || tap_diag "$(sink_new_lines)"
 tap_is "cgroup only: the holder's sends fail (ECONNABORTED)" \
-	"$(grep -c ' ECONNABORTED$' "$H/result")" 5 || tap_diag_file "$H/result"
+	"$(grep -c ' ECONNABORTED$' "$H/result")" 7 || tap_diag_file "$H/result"
 # (a control: the watcher does see a RST the test host itself is sent by the router)
 mkdir -p "$SL_TMP/ctl"
 in_inet python3 "$FORM" watch "$SL_TMP/ctl" >/dev/null 2>&1 &
@@ -233,17 +272,9 @@ ip netns del "$LATE_NS"
 # let out later, outside any destroy)
 # destroying_entries RUN: the entries of the sl_destroying map the run's egress program uses
 destroying_entries() {
-	local prog id
-	prog=$(bpftool -j link show pinned "/sys/fs/bpf/sluice/$1/egress" |
-		python3 -c 'import json, sys; print(json.load(sys.stdin)["prog_id"])') || return 1
-	for id in $(bpftool -j prog show id "$prog" |
-		python3 -c 'import json, sys; print(*json.load(sys.stdin)["map_ids"])'); do
-		bpftool -j map show id "$id" | grep -q '"name":"sl_destroying"' || continue
-		bpftool -j map dump id "$id" |
-			python3 -c 'import json, sys; print(len(json.load(sys.stdin)))'
-		return
-	done
-	return 1
+	local dump
+	dump=$(run_map "$1" sl_destroying) || return 1
+	python3 -c 'import json, sys; print(len(json.loads(sys.argv[1])))' "$dump"
 }
 cg=$(sl_cgroup_new takeover) || bail_out "cannot make the test cgroup"
 sl_on_exit "sl_cgroup_remove '$cg'"

@@ -16,6 +16,9 @@
 #   T  on the TLS port, whose ClientHello (for a name p2 does not list) went out under p1
 #      unchecked: denied sni_unchecked and destroyed; its flow line says the denial was
 #      enforced
+# And a run another build started (a map of it laid out otherwise: SLUICE_SELFTEST_MAP_WIDER),
+# taken over by this build's daemon: replace-policy p1 -> p2 is refused, naming the map and both
+# shapes, and the run goes on under p1.
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -59,18 +62,18 @@ tap_is "the run's resolver answers ten.switch.example" "$addr" 198.51.100.10
 mkdir -p "$SL_TMP/h" "$SL_TMP/k" "$SL_TMP/t"
 sl_in_cgroup "$CG" "${RUN_EXEC_NETONLY[@]}" python3 "$SL_LIB_DIR/tools/sl_hold.py" "$SL_TMP/k" \
 	--early "GET /1 HTTP/1.1" --tag "GET /2 HTTP/1.1" K:tcp:198.51.100.10:80 2>"$SL_TMP/k/err" &
-sl_track_pid $!
+sl_track_pid "$!"
 mkdir -p "$SL_TMP/b"
 sl_in_cgroup "$CG" "${RUN_EXEC_NETONLY[@]}" python3 "$SL_LIB_DIR/tools/sl_hold.py" "$SL_TMP/b" \
 	--early "HELLO binary" --tag $'\x17\x03\x03binary' B:tcp:198.51.100.10:80 \
 	2>"$SL_TMP/b/err" &
-sl_track_pid $!
+sl_track_pid "$!"
 sl_in_cgroup "$CG" "${RUN_EXEC_NETONLY[@]}" python3 "$SL_LIB_DIR/tools/sl_hold.py" "$SL_TMP/h" \
 	--tag "GET / HTTP/1.0" P:tcp:198.51.100.10:80 Q:tcp:198.51.100.10:443 2>"$SL_TMP/h/err" &
-sl_track_pid $!
+sl_track_pid "$!"
 sl_in_cgroup "$CG" "${RUN_EXEC_NETONLY[@]}" python3 "$SL_LIB_DIR/tools/sl_tlshold.py" \
 	"$SL_TMP/t" 198.51.100.10 T:443:elsewhere.example 2>"$SL_TMP/t/err" &
-sl_track_pid $!
+sl_track_pid "$!"
 wait_until 20000 test -e "$SL_TMP/h/ready" || bail_out "not ready: $(cat "$SL_TMP/h/err")"
 wait_until 20000 test -e "$SL_TMP/k/ready" || bail_out "not ready: $(cat "$SL_TMP/k/err")"
 wait_until 20000 test -e "$SL_TMP/b/ready" || bail_out "not ready: $(cat "$SL_TMP/b/err")"
@@ -133,4 +136,52 @@ out=$("$SLUICE" verify --key "$SLUICE_PUB" "$LOG" 2>&1)
 rc=$?
 tap_check "sluice verify: the log is intact" test "$rc" -eq 0
 [[ $rc -eq 0 ]] || tap_diag "$out"
+
+# --- a run another build of sluice started, one of its maps laid out otherwise, taken over by
+# this build's daemon (which finds the run's maps through its programs): replace-policy is
+# refused, naming the map and both shapes, and the run goes on under p1. The other build is
+# this one with SLUICE_SELFTEST_MAP_WIDER: the attaching daemon loads sl_flow_scratch (the
+# packet layer's alone, so checked by next_share) 8 bytes wider than this build declares it.
+sl_daemon_kill TERM
+SLUICE_SELFTEST_MAP_WIDER=sl_flow_scratch sl_daemon_start ||
+	bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
+sl_daemon_attach wider "$SL_TMP/p1.yaml" --mode enforce --netns "/run/netns/$SL_NS_RUN"
+CG=$SL_ATT_CG RUN=$SL_ATT_RUN LOG=$SL_ATT_LOG
+sl_daemon_kill TERM
+sl_daemon_start || bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
+sha_p1=$(sha256sum "$SL_TMP/p1.yaml" | cut -c1-64)
+# taken_over: the daemon lists the run, under p1
+taken_over() {
+	"$SLUICE" status --json 2>/dev/null |
+		grep -q "\"run_id\":\"$RUN\".*\"policy_sha256\":\"$sha_p1\""
+}
+wait_until 10000 taken_over
+tap_check "another build's run: this build's daemon takes it over, under p1" taken_over ||
+	tap_diag "$(tail -n 5 "$SL_DAEMON_DIR/err")"
+out=$("$SLUICE" replace-policy --run-id "$RUN" "$SL_TMP/p2.yaml" 2>&1)
+tap_check "another build's run: replace-policy is refused" test -n "${out##*\"ok\":true*}"
+re="the run's map sl_flow_scratch is another build's \(type ([0-9]+), key ([0-9]+), value \
+([0-9]+) bytes; this build's ([0-9]+), ([0-9]+), ([0-9]+)\)"
+if [[ $out =~ $re ]]; then
+	tap_is "another build's run: the refusal names sl_flow_scratch, its value 8 bytes wider" \
+		"${BASH_REMATCH[1]} ${BASH_REMATCH[2]} $((BASH_REMATCH[3] - BASH_REMATCH[6]))" \
+		"${BASH_REMATCH[4]} ${BASH_REMATCH[5]} 8"
+else
+	tap_fail "another build's run: the refusal names sl_flow_scratch, its value 8 bytes wider" \
+		"expected the refusal to say: $re"$'\n'"got: $out"
+fi
+# reach HOST: ok, or err ERRNO, of a connect() to HOST:80 from a process of the run (p1 allows
+# 198.51.100.10 by its address, p2 only by a name the process did not resolve)
+reach() {
+	sl_in_cgroup "$CG" "${RUN_EXEC_NETONLY[@]}" "$SL_PROBE" tcp "$1" 80 --timeout-ms 2000 |
+		cut -d' ' -f1-2
+}
+tap_is "another build's run: p1 still holds: 198.51.100.10 is reached by its address" \
+	"$(reach 198.51.100.10)" ok
+tap_is "another build's run: ... and 198.51.100.20 is denied" "$(reach 198.51.100.20)" \
+	"err EPERM"
+tap_is "another build's run: the log has no switch" \
+	"$(grep -c '"type":"policy_\(switch_begin\|change\)"' "$LOG")" 0
+out=$("$SLUICE" detach --run-id "$RUN" 2>&1)
+tap_check "another build's run: it detaches" test -z "${out##*\"ok\":true*}"
 tap_done

@@ -1500,6 +1500,36 @@ static struct loader *loader_of_pins(const char *run_id)
 }
 
 /*
+ * Selftests only (test_switch_sni.sh), SLUICE_SELFTEST_MAP_WIDER=NAME: the set's map NAME is
+ * made 8 bytes wider in value than this build's programs declare it, as a build that lays it
+ * out otherwise would have it, so that a switch of the run by this build must refuse it
+ * (next_share_shape). Its programs are verified against the wider map (each reads and writes
+ * the part it knows of); libbpf makes it without the BTF, which describes the narrower value.
+ * A map only programs touch, and one that needs no BTF: a per-CPU scratch (sl_flow_scratch).
+ */
+static int selftest_map_wider(struct loader *l)
+{
+	static bool said;
+	const char *name = getenv("SLUICE_SELFTEST_MAP_WIDER");
+	struct bpf_object *objs[] = { l->skel->obj, l->skb->obj, l->surface->obj, l->tc->obj };
+	struct bpf_map *map = NULL;
+	size_t i;
+
+	if (!name)
+		return 0;
+	for (i = 0; !map && i < sizeof(objs) / sizeof(objs[0]); i++)
+		map = bpf_object__find_map_by_name(objs[i], name);
+	if (!map) {
+		fprintf(stderr, "sluice: SLUICE_SELFTEST_MAP_WIDER=%s: no map of that name\n", name);
+		return -ENOENT;
+	}
+	if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
+		fprintf(stderr, "sluice: SLUICE_SELFTEST_MAP_WIDER is set: map %s is loaded 8 bytes "
+				"wider in value than this build's programs declare it\n", name);
+	return bpf_map__set_value_size(map, bpf_map__value_size(map) + 8);
+}
+
+/*
  * Open every layer, size the maps for caps and load (verify) the programs: the slow part of a
  * start, and nothing in it is a run's. The namespace's maps (ns_bind), the run's configuration
  * and policy come after (configure), the links after that (loader_attach).
@@ -1543,6 +1573,8 @@ static int load_objects(struct loader *l, const struct loader_caps *caps)
 					       caps->learned_max ? 2 * caps->learned_max : 1);
 	if (!err && !caps->host_totals)
 		err = bpf_map__set_max_entries(l->skel->maps.sl_host_bytes, 1);
+	if (!err)
+		err = selftest_map_wider(l);
 	if (!err)
 		err = sl_sock_addr__load(l->skel);
 	if (!err)
@@ -3242,9 +3274,10 @@ static bool policy_map(const char *name)
  * A run another build of sluice started (a daemon upgraded under it) may hold a map of the same
  * name in another shape (sl_destroying's value grew with the judged namespace): libbpf would
  * take the old shape and the verifier refuse the new programs, or worse, accept them over values
- * laid out differently. Refused here, saying which map and why.
+ * laid out differently. Refused here, saying in err which map and why (the switch's client
+ * reads it).
  */
-static int next_share_shape(const struct bpf_map *map, int fd)
+static int next_share_shape(const struct bpf_map *map, int fd, char *err, size_t err_len)
 {
 	struct bpf_map_info info = {};
 	__u32 len = sizeof(info);
@@ -3254,12 +3287,12 @@ static int next_share_shape(const struct bpf_map *map, int fd)
 	if (info.type == bpf_map__type(map) && info.key_size == bpf_map__key_size(map) &&
 	    info.value_size == bpf_map__value_size(map))
 		return 0;
-	fprintf(stderr,
-		"sluice: switch: the run's map %s is another build's (type %u, key %u, value %u "
-		"bytes; this build's %u, %u, %u): switch it with the build that started it, or "
-		"detach it and attach again\n",
-		bpf_map__name(map), info.type, info.key_size, info.value_size, bpf_map__type(map),
-		bpf_map__key_size(map), bpf_map__value_size(map));
+	util_fmt(err, err_len,
+		 "the run's map %s is another build's (type %u, key %u, value %u bytes; this "
+		 "build's %u, %u, %u): switch it with the build that started it, or detach it and "
+		 "attach again",
+		 bpf_map__name(map), info.type, info.key_size, info.value_size, bpf_map__type(map),
+		 bpf_map__key_size(map), bpf_map__value_size(map));
 	return -EPROTO;
 }
 
@@ -3311,7 +3344,7 @@ static int run_map_fd(const struct loader *l, struct bpf_object *old, const char
  * NULL) among the maps the run's programs use.
  */
 static int next_share(struct bpf_object *obj, struct bpf_object *first, struct bpf_object *old,
-		      const struct loader *l)
+		      const struct loader *l, char *err_buf, size_t err_len)
 {
 	struct bpf_map *map, *src;
 	int err, fd;
@@ -3329,12 +3362,12 @@ static int next_share(struct bpf_object *obj, struct bpf_object *first, struct b
 		 * one while the layer counts as on. Not found, the switch fails.
 		 */
 		if (fd < 0 && !strcmp(bpf_map__name(map), "sl_run_cgroup")) {
-			fprintf(stderr, "sluice: switch: the run's map sl_run_cgroup is not found\n");
+			util_fmt(err_buf, err_len, "the run's map sl_run_cgroup is not found");
 			return -ENOENT;
 		}
 		if (fd < 0)
 			continue;
-		err = next_share_shape(map, fd);
+		err = next_share_shape(map, fd, err_buf, err_len);
 		if (!err)
 			err = bpf_map__reuse_fd(map, fd);
 		if (err)
@@ -3349,7 +3382,8 @@ static int next_share(struct bpf_object *obj, struct bpf_object *first, struct b
  * every learned address before it prunes those no rule keeps: never fewer slots than before).
  */
 static int next_share_decision(struct loader_next *n, const struct loader *l,
-			       const struct policy *p, const struct policy_compiled *c, int mode)
+			       const struct policy *p, const struct policy_compiled *c, int mode,
+			       char *err_buf, size_t err_len)
 {
 	struct bpf_object *old_obj = l->skb ? l->skel->obj : NULL;
 	/* a resumed writer's loader has no options: a run's size */
@@ -3369,14 +3403,17 @@ static int next_share_decision(struct loader_next *n, const struct loader *l,
 			continue;
 		fd = run_map_fd(l, old_obj, bpf_map__name(map), &old_max);
 		if (fd < 0) {
-			fprintf(stderr, "sluice: switch: the run's map %s is not found\n",
-				bpf_map__name(map));
+			util_fmt(err_buf, err_len, "the run's map %s is not found", bpf_map__name(map));
 			return -ENOENT;
 		}
 		/* the first policy with totals: a map of its full size (the old one is empty) */
 		if (map == n->skel->maps.sl_host_bytes && old_max == 1 && policy_has_totals(c))
 			continue;
-		err = bpf_map__reuse_fd(map, fd);
+		/* (those no other layer declares, as the connect programs' socket storages, would
+		   be checked nowhere else: next_share checks the others) */
+		err = next_share_shape(map, fd, err_buf, err_len);
+		if (!err)
+			err = bpf_map__reuse_fd(map, fd);
 		if (err)
 			return err;
 	}
@@ -3716,7 +3753,8 @@ void loader_next_free(struct loader_next *n)
 }
 
 int loader_next_load(struct loader *l, const struct policy *p, const struct policy_compiled *c,
-		     int mode, const uint16_t *budgets, struct loader_next **out)
+		     int mode, const uint16_t *budgets, struct loader_next **out, char *err_buf,
+		     size_t err_len)
 {
 	struct loader shadow = {};
 	struct loader_next *n;
@@ -3743,7 +3781,7 @@ int loader_next_load(struct loader *l, const struct policy *p, const struct poli
 	err = cfg_map_prepare(n->skel->maps.data_cfg);
 	if (err)
 		goto fail;
-	err = next_share_decision(n, l, p, c, mode);
+	err = next_share_decision(n, l, p, c, mode, err_buf, err_len);
 	if (!err)
 		err = sl_sock_addr__load(n->skel);
 	if (err)
@@ -3786,12 +3824,14 @@ int loader_next_load(struct loader *l, const struct policy *p, const struct poli
 		goto fail;
 
 	n->skb->rodata->sl_cfg_frag_check = l->frag_check; /* before load: the object's image */
-	err = next_share(n->skb->obj, n->skel->obj, l->skb ? l->skb->obj : NULL, l);
+	err = next_share(n->skb->obj, n->skel->obj, l->skb ? l->skb->obj : NULL, l, err_buf,
+			 err_len);
 	if (!err)
 		err = sl_skb__load(n->skb);
 	if (err)
 		goto fail;
-	err = next_share(n->surface->obj, n->skel->obj, l->surface ? l->surface->obj : NULL, l);
+	err = next_share(n->surface->obj, n->skel->obj, l->surface ? l->surface->obj : NULL, l,
+			 err_buf, err_len);
 	if (!err)
 		err = sl_surface__load(n->surface);
 	if (err)
@@ -3802,7 +3842,8 @@ int loader_next_load(struct loader *l, const struct policy *p, const struct poli
 	 * One pass: a second one keyed on the old object alone would point the new program back at
 	 * the old policy's maps (the host side then judged by the old policy).
 	 */
-	err = next_share(n->tc->obj, n->skel->obj, l->tc ? l->tc->obj : NULL, l);
+	err = next_share(n->tc->obj, n->skel->obj, l->tc ? l->tc->obj : NULL, l, err_buf,
+			 err_len);
 	if (!err)
 		err = sl_tc__load(n->tc);
 	if (err)
@@ -3813,7 +3854,8 @@ int loader_next_load(struct loader *l, const struct policy *p, const struct poli
 		 * (its cgroup is in the configuration the new set copied, and in the old layer's
 		 * sl_run_cgroup, which a resumed writer finds through the connect link's program)
 		 */
-		err = n->lsm ? next_share(n->lsm->obj, n->skel->obj, l->lsm ? l->lsm->obj : NULL, l) :
+		err = n->lsm ? next_share(n->lsm->obj, n->skel->obj, l->lsm ? l->lsm->obj : NULL, l,
+					  err_buf, err_len) :
 			       -errno;
 		if (!err)
 			err = sl_lsm__load(n->lsm);

@@ -327,11 +327,14 @@ void loader_destroy(struct loader *l);
  * (sl_cfg.era, loader_era), a set-mode too: the packet layer judges in full every flow not
  * stamped with it, and judges it again at its next packet out (the backstop), unless
  * loader_sock_flow_set stamped it first. budgets: each rule's budget id, indexed by rule_id
- * (sl_rule_budget; NULL: its number).
+ * (sl_rule_budget; NULL: its number). A map of the run that is not found, or is not of the
+ * shape this build's programs expect (a run another build started), fails the load with err
+ * naming it; on other failures err is left as it was.
  */
 struct loader_next;
 int loader_next_load(struct loader *l, const struct policy *p, const struct policy_compiled *c,
-		     int mode, const uint16_t *budgets, struct loader_next **out);
+		     int mode, const uint16_t *budgets, struct loader_next **out, char *err,
+		     size_t err_len);
 int loader_next_commit(struct loader *l, struct loader_next *n, char *err, size_t err_len);
 void loader_next_free(struct loader_next *n); /* a set never committed; accepts NULL */
 /* The generation (sl_cfg.era) the set was loaded with: its programs stamp it once committed. */

@@ -386,12 +386,14 @@ out:
 
 int switch_load(struct switch_job *j, char *err, size_t err_len)
 {
+	char why[512] = "";
 	/* verified while the old programs go on judging */
 	int ret = loader_next_load(j->r->loader, j->target, j->target_c, j->mode, j->budgets,
-				   &j->n);
+				   &j->n, why, sizeof(why));
 
 	if (ret) {
-		util_fmt(err, err_len, "load the new programs: %s", loader_explain(-ret));
+		util_fmt(err, err_len, "load the new programs: %s",
+			 why[0] ? why : loader_explain(-ret));
 		return ret;
 	}
 	malloc_trim(0); /* the kernel BTF libbpf parsed for the load (run.c) */
