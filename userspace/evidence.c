@@ -620,6 +620,28 @@ static long endpoint_of(struct ev_ctx *c, const struct jsonline *jl, char **host
 	return -ENOENT;
 }
 
+/*
+ * A line about an address the run's resolver had answered for several names ("hosts", "host"
+ * null: the log cannot tell which one it was for): the names, into the address endpoint's set.
+ */
+static int shared_names_add(struct ev_ctx *c, const struct jsonline *jl, long ep)
+{
+	size_t n, k;
+	char **names;
+	int err = 0;
+
+	if (c->ev->endpoints[ep].kind != EV_ADDR)
+		return 0;
+	names = jstrv(c, jl, "hosts", &n);
+	for (k = 0; k < n; k++) {
+		lower(names[k]);
+		if (!err && strset_add(c->ev, (size_t)ep, MEM_DST, names[k]))
+			err = -ENOMEM;
+	}
+	strv_free(names, n);
+	return err;
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* Lines */
 
@@ -710,6 +732,8 @@ static int on_connection(struct ev_ctx *c, const struct jsonline *jl, const char
 	if (!p || !u)
 		return -ENOMEM;
 	if (e->kind == EV_HOST && dst && strset_add(ev, (size_t)i, MEM_DST, dst))
+		return -ENOMEM;
+	if (shared_names_add(c, jl, i))
 		return -ENOMEM;
 	if (k->rule && rules_add(&e->rules, k->rule))
 		return -ENOMEM;
@@ -804,6 +828,8 @@ static int on_flow(struct ev_ctx *c, const struct jsonline *jl)
 	f->would_deny = jis(jl, "decision", "deny") && !jbool(jl, "enforced", true);
 
 	e = &ev->endpoints[i];
+	if (shared_names_add(c, jl, i))
+		return -ENOMEM;
 	p = port_get(ev, (size_t)i, f->port, f->proto ? f->proto : "?");
 	u = use_get(e, c->run->idx);
 	if (!p || !u)

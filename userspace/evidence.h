@@ -136,7 +136,10 @@ struct ev_endpoint {
 	/* EV_HOST: the addresses the resolver handed out for it; EV_ADDR: none */
 	char **answers;
 	size_t n_answers;
-	/* EV_HOST: the addresses its connections went to */
+	/*
+	 * EV_HOST: the addresses its connections went to; EV_ADDR: the names the run's resolver
+	 * had answered it for when the log could not tell which one a line was for ("hosts")
+	 */
 	char **dsts;
 	size_t n_dsts;
 	struct ev_port *ports;

@@ -793,13 +793,22 @@ static int learn(struct resolver *r, const char *qname, long first_rule, struct 
 		uint64_t exp = r->o.ttl_mode ? boot_ns() + (uint64_t)rr->ttl * 1000000000ull : 0;
 		const char *map = "server-name";
 		char a[INET6_ADDRSTRLEN];
+		uint8_t key[16] = {};
 
 		/*
 		 * The (address, name) pair first: alone it allows nothing (a connect() needs the
 		 * learned address), so a full sl_sni_ok leaves no address learned for an answer
 		 * the client is refused (SERVFAIL).
 		 */
-		err = loader_sni_learn(r->loader, family, rr->data.aaaa, qname, host_id);
+		/*
+		 * Before the kernel can judge a connect() by it: a record of that connect() is
+		 * then named by every name the address was answered for (hostnames_sharing). Kept
+		 * even if what follows fails: a name too many there is said, never one too few.
+		 */
+		memcpy(key, rr->data.aaaa, family == AF_INET ? 4 : 16);
+		err = hostnames_answered(r->o.names, key, host_id, boot_ns());
+		if (!err)
+			err = loader_sni_learn(r->loader, family, rr->data.aaaa, qname, host_id);
 		if (!err) {
 			map = "learned-address";
 			err = loader_learn(r->loader, family, rr->data.aaaa, rule_ids, n_rules,
