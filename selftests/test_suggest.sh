@@ -237,6 +237,14 @@ tap_check "shared: suggest proposes neither name as a rule" \
 tap_check "shared: suggest's commented address says both names and that it cannot tell" \
 	bash -c "grep -A12 '^#.*198\\.51\\.100\\.16: ' '$SS' |
 		grep -q 'were for: decoy.shared.example wanted.shared.example'"
+printf 'default: deny\nrules:\n  - hosts: ["wanted.shared.example"]\n    ports: [80]\n' \
+	>"$SL_TMP/wanted.yaml"
+"$SLUICE" policy replay "$SL_TMP/wanted.yaml" "$LS" >"$SL_TMP/shared-replay.out" 2>&1
+rc=$?
+row='^allow +198\.51\.100\.16 +80/tcp .*for wanted\.shared\.example, one of the names'
+tap_check "shared: replay allows it under a policy that lists one of the names, saying which" \
+	bash -c "[[ $rc == 0 ]] && grep -Eq '$row' '$SL_TMP/shared-replay.out'" ||
+	tap_diag_file "$SL_TMP/shared-replay.out"
 # A connection made while the address had been answered for one name only names that one.
 LT=$SL_TMP/shared-before.log
 # shellcheck disable=SC2016 # expanded by the inner sh
