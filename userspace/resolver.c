@@ -750,8 +750,8 @@ static void why_rules_full(struct resolver *r, const char *qname, const struct d
 	if (n_rules > SL_LEARNED_RULES)
 		util_fmt(oc->why, sizeof(oc->why),
 			 "cannot record learned address %s for %s: an address carries at most %d "
-			 "rules (SL_LEARNED_RULES), and more list the name (%s, …)",
-			 a, qname, SL_LEARNED_RULES, mine);
+			 "rules (SL_LEARNED_RULES), and at least %d list the name (%s)",
+			 a, qname, SL_LEARNED_RULES, SL_LEARNED_RULES + 1, mine);
 	else
 		util_fmt(oc->why, sizeof(oc->why),
 			 "cannot record learned address %s for %s: an address carries at most %d "
