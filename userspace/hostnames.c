@@ -273,6 +273,7 @@ int hostnames_answered(struct hostnames *h, const uint8_t addr[16], uint32_t hos
 	for (i = 0; i < a->n; i++)
 		if (a->names[i].host_id == host_id)
 			goto out; /* the first answer is the one that counts */
+	err = 1;
 	if (a->n == a->cap) {
 		size_t cap = a->cap ? 2 * a->cap : 2;
 		struct answered *nn = realloc(a->names, cap * sizeof(*nn));
@@ -288,6 +289,25 @@ int hostnames_answered(struct hostnames *h, const uint8_t addr[16], uint32_t hos
 out:
 	pthread_mutex_unlock(&h->lock);
 	return err;
+}
+
+void hostnames_unanswered(struct hostnames *h, const uint8_t addr[16], uint32_t host_id)
+{
+	struct shared_addr *a;
+	size_t i;
+
+	if (!h)
+		return;
+	pthread_mutex_lock(&h->lock);
+	a = addr_entry(h, addr, false);
+	for (i = 0; a && i < a->n; i++) {
+		if (a->names[i].host_id != host_id)
+			continue;
+		memmove(&a->names[i], &a->names[i + 1], (a->n - i - 1) * sizeof(a->names[0]));
+		a->n--;
+		break;
+	}
+	pthread_mutex_unlock(&h->lock);
 }
 
 size_t hostnames_sharing(struct hostnames *h, const uint8_t addr[16], uint64_t at_ns,
@@ -316,7 +336,9 @@ static int adopt_answer(const uint8_t addr[16], const char *name, uint32_t host_
 {
 	(void)name;
 	/* when is not known: before anything the new writer reads, so it counts for every record */
-	return hostnames_answered(ctx, addr, host_id, 0);
+	int err = hostnames_answered(ctx, addr, host_id, 0);
+
+	return err < 0 ? err : 0;
 }
 
 int hostnames_adopt_answers(struct hostnames *h, const struct loader *loader)

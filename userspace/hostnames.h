@@ -44,7 +44,9 @@ int hostnames_adopt(struct hostnames *h, const struct loader *loader);
  * been. addr is 16 bytes as an sl_sni_key's: an IPv4 address in the first 4, the rest zero.
  *
  * hostnames_answered: host_id was answered with addr at at_ns (CLOCK_BOOTTIME), before the
- * address was written into the run's maps; a name's first answer counts. 0 or -ENOMEM.
+ * address was written into the run's maps; a name's first answer counts. 1: new, 0: known
+ * already, -ENOMEM. hostnames_unanswered takes a new one back when the run could not keep the
+ * (address, name) pair (sl_sni_ok full), so that this stays as large as that map at most.
  * hostnames_sharing: how many names addr was answered for at or before at_ns, the first max of
  * their ids into ids, in the order they were answered.
  * hostnames_adopt_answers: a run taken over: every (address, name) pair the run's resolver
@@ -52,6 +54,7 @@ int hostnames_adopt(struct hostnames *h, const struct loader *loader);
  */
 int hostnames_answered(struct hostnames *h, const uint8_t addr[16], uint32_t host_id,
 		       uint64_t at_ns);
+void hostnames_unanswered(struct hostnames *h, const uint8_t addr[16], uint32_t host_id);
 size_t hostnames_sharing(struct hostnames *h, const uint8_t addr[16], uint64_t at_ns,
 			 uint32_t *ids, size_t max);
 int hostnames_adopt_answers(struct hostnames *h, const struct loader *loader);

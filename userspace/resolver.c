@@ -794,21 +794,23 @@ static int learn(struct resolver *r, const char *qname, long first_rule, struct 
 		const char *map = "server-name";
 		char a[INET6_ADDRSTRLEN];
 		uint8_t key[16] = {};
+		int answered;
 
 		/*
-		 * The (address, name) pair first: alone it allows nothing (a connect() needs the
-		 * learned address), so a full sl_sni_ok leaves no address learned for an answer
-		 * the client is refused (SERVFAIL).
-		 */
-		/*
-		 * Before the kernel can judge a connect() by it: a record of that connect() is
-		 * then named by every name the address was answered for (hostnames_sharing). Kept
-		 * even if what follows fails: a name too many there is said, never one too few.
+		 * First the name among those the address was answered for, before the kernel can
+		 * judge a connect() by it: a record of one lists every name it could be for
+		 * (hostnames_sharing). Then the (address, name) pair: alone it allows nothing (a
+		 * connect() needs the learned address), so a full sl_sni_ok leaves no address
+		 * learned for an answer the client is refused (SERVFAIL); the name is then taken
+		 * back (no connect can be for it, and the names kept stay as many as the pairs).
 		 */
 		memcpy(key, rr->data.aaaa, family == AF_INET ? 4 : 16);
-		err = hostnames_answered(r->o.names, key, host_id, boot_ns());
-		if (!err)
-			err = loader_sni_learn(r->loader, family, rr->data.aaaa, qname, host_id);
+		answered = hostnames_answered(r->o.names, key, host_id, boot_ns());
+		err = answered < 0 ? answered :
+				     loader_sni_learn(r->loader, family, rr->data.aaaa, qname,
+						      host_id);
+		if (err && answered > 0)
+			hostnames_unanswered(r->o.names, key, host_id);
 		if (!err) {
 			map = "learned-address";
 			err = loader_learn(r->loader, family, rr->data.aaaa, rule_ids, n_rules,
