@@ -18,9 +18,9 @@ for t in dnsmasq dig python3; do
 done
 topo_up
 
-# One test host per name: the log names a connection's host by its address (the name the run's
-# resolver learned it for), so names sharing an address could not be told apart.
-for a in 11 12 13 14 15; do
+# One test host per name, but for the two names of the shared-address case at the end: the log
+# names a connection's host by its address, so names sharing one cannot be told apart.
+for a in 11 12 13 14 15 16; do
 	in_inet ip addr add "198.51.100.$a/32" dev lo || bail_out "cannot add 198.51.100.$a"
 done
 # The upstream the runs' resolvers ask (loopback only).
@@ -31,7 +31,9 @@ dns_upstream_start upstream --local-ttl=300 \
 	--host-record=edge.cdn.example,198.51.100.12 \
 	--host-record=telemetry.acme.example,198.51.100.13 \
 	--host-record=extra.example,198.51.100.14 \
-	--host-record=unlisted.example,198.51.100.15 ||
+	--host-record=unlisted.example,198.51.100.15 \
+	--host-record=decoy.shared.example,198.51.100.16 \
+	--host-record=wanted.shared.example,198.51.100.16 ||
 	bail_out "cannot start dnsmasq on 127.0.0.1"
 sl_on_exit dns_upstream_stop
 
@@ -188,6 +190,72 @@ tap_is "enforce: the log's denials are the ones replay predicted" "$logged" "$pr
 rc=$?
 tap_is "replay of the suggestion on the enforced run: exit 0 (nothing needed is denied)" "$rc" 0 ||
 	tap_diag_file "$SL_TMP/replay3.out"
+
+# --- an address two names share --------------------------------------------------------------
+# The kernel keeps one name per learned address, the first it was answered for. The attacker
+# has the decoy resolved first, then resolves and uses only the other name: no line may say the
+# connection was for the decoy, nor may suggest propose the decoy for it.
+shared=$SL_TMP/shared.yaml
+cat >"$shared" <<'EOF'
+default: deny
+rules:
+  - name: shared
+    hosts: ["decoy.shared.example", "wanted.shared.example"]
+    ports: [80]
+    protocols: [tcp]
+    max_total_request_bytes: 1_000_000
+EOF
+# shared_run LOG SCRIPT: SCRIPT (sh, $1 the workload above) in the run netns under that policy.
+shared_run() {
+	sluice_run "$shared" "$1" --netns "/run/netns/$SL_NS_RUN" \
+		--upstream "127.0.0.1:$SL_DNS_PORT" -- sh -c "$2" sh "$SL_TMP/work.py"
+}
+LS=$SL_TMP/shared.log
+# shellcheck disable=SC2016 # expanded by the inner sh
+shared_run "$LS" 'getent ahostsv4 decoy.shared.example >/dev/null &&
+	python3 "$1" wanted.shared.example:80'
+tap_is "shared: the workload reached the name it resolved" \
+	"$SL_RC $(grep -c '^ok wanted.shared.example:80' "$SL_OUT")" "0 1" || sluice_diag "$LS"
+both='hosts:raw=["decoy.shared.example","wanted.shared.example"]'
+tap_is "shared: its decision line names no host, lists both names" \
+	"$(log_count "$LS" type=decision dst=198.51.100.16 port=80 decision=allow host:raw=null \
+		"$both")" 1
+tap_is "shared: ... and its flow line too" \
+	"$(log_count "$LS" type=flow dst=198.51.100.16 port=80 host:raw=null "$both")" 1
+tap_is "shared: no decision or flow line says the connection was for the decoy" \
+	"$(($(log_count "$LS" type=decision host=decoy.shared.example) +
+		$(log_count "$LS" type=flow host=decoy.shared.example)))" 0
+tap_is "shared: host_total names the budget's name and says it is shared" \
+	"$(log_count "$LS" type=host_total host=decoy.shared.example rule=shared flows=1 \
+		shared=true)" 1
+SS=$SL_TMP/shared-suggested.yaml
+"$SLUICE" policy suggest "$LS" -o "$SS" >"$SL_TMP/shared-suggest.out" 2>&1
+tap_is "shared: suggest exits 0" "$?" 0 || tap_diag_file "$SL_TMP/shared-suggest.out"
+tap_diag_file "$SS"
+tap_check "shared: suggest proposes neither name as a rule" \
+	bash -c "! grep -v '^[[:space:]]*#' '$SS' | grep -q 'shared\\.example'"
+tap_check "shared: suggest's commented address says both names and that it cannot tell" \
+	bash -c "grep -A12 '^#.*198\\.51\\.100\\.16: ' '$SS' |
+		grep -q 'were for: decoy.shared.example wanted.shared.example'"
+printf 'default: deny\nrules:\n  - hosts: ["wanted.shared.example"]\n    ports: [80]\n' \
+	>"$SL_TMP/wanted.yaml"
+"$SLUICE" policy replay "$SL_TMP/wanted.yaml" "$LS" >"$SL_TMP/shared-replay.out" 2>&1
+rc=$?
+row='^allow +198\.51\.100\.16 +80/tcp .*for wanted\.shared\.example, one of the names'
+tap_check "shared: replay allows it under a policy that lists one of the names, saying which" \
+	bash -c "[[ $rc == 0 ]] && grep -Eq '$row' '$SL_TMP/shared-replay.out'" ||
+	tap_diag_file "$SL_TMP/shared-replay.out"
+# A connection made while the address had been answered for one name only names that one.
+LT=$SL_TMP/shared-before.log
+# shellcheck disable=SC2016 # expanded by the inner sh
+shared_run "$LT" 'python3 "$1" decoy.shared.example:80 &&
+	getent ahostsv4 wanted.shared.example >/dev/null && python3 "$1" wanted.shared.example:80'
+tap_is "shared: the connect before the second name was answered names the first" \
+	"$(log_count "$LT" type=decision dst=198.51.100.16 decision=allow \
+		host=decoy.shared.example)" 1
+tap_is "shared: the one after lists both" \
+	"$(log_count "$LT" type=decision dst=198.51.100.16 decision=allow host:raw=null \
+		"$both")" 1
 
 # --- bad input -------------------------------------------------------------------------------
 bad=$SL_TMP/bad.log

@@ -52,8 +52,10 @@ static bool type_listed(const char *types, const char *type)
 bool events_filter_match(const struct events_filter *f, const struct jsonline *jl)
 {
 	static const char *const host_keys[] = {"host", "sni", "name", "dst"};
+	const struct jsonline_member *hosts;
+	struct jsonline_value name;
 	char v[JSONLINE_MAX + 1];
-	size_t i;
+	size_t i, pos = 0;
 
 	if (f->types && (!get_str(jl, "type", v, sizeof(v)) || !type_listed(f->types, v)))
 		return false;
@@ -66,6 +68,15 @@ bool events_filter_match(const struct events_filter *f, const struct jsonline *j
 	for (i = 0; i < sizeof(host_keys) / sizeof(host_keys[0]); i++)
 		if (get_str(jl, host_keys[i], v, sizeof(v)) && !fnmatch(f->host, v, FNM_CASEFOLD))
 			return true;
+	/* a shared address's candidates (sluice-log(5) "hosts"): the line may be about any */
+	hosts = jsonline_get(jl, "hosts");
+	while (hosts && jsonline_array_next(jl, &hosts->v, &pos, &name) == 1) {
+		int n = jsonline_decode(jl, &name, v, sizeof(v));
+
+		/* as get_str: a name with a NUL in it is no name */
+		if (n >= 0 && strlen(v) == (size_t)n && !fnmatch(f->host, v, FNM_CASEFOLD))
+			return true;
+	}
 	return false;
 }
 

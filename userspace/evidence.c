@@ -203,6 +203,7 @@ void evidence_free(struct evidence *ev)
 		free(c->type);
 		free(c->hook);
 		free(c->host);
+		strv_free(c->hosts, c->n_hosts);
 		free(c->dst);
 		free(c->proto);
 		free(c->rule);
@@ -214,6 +215,7 @@ void evidence_free(struct evidence *ev)
 		struct ev_flow *f = &ev->flows[i];
 
 		free(f->host);
+		strv_free(f->hosts, f->n_hosts);
 		free(f->dst);
 		free(f->proto);
 		free(f->rule);
@@ -620,6 +622,26 @@ static long endpoint_of(struct ev_ctx *c, const struct jsonline *jl, char **host
 	return -ENOENT;
 }
 
+/*
+ * A line about an address the run's resolver had answered for several names ("hosts", "host"
+ * null: the log cannot tell which one it was for): the names, lower-cased, into *names, and
+ * into the address endpoint's set of them.
+ */
+static int shared_names(struct ev_ctx *c, const struct jsonline *jl, long ep, char ***names,
+			size_t *n)
+{
+	size_t k;
+
+	*names = jstrv(c, jl, "hosts", n);
+	for (k = 0; k < *n; k++) {
+		lower((*names)[k]);
+		if (c->ev->endpoints[ep].kind == EV_ADDR &&
+		    strset_add(c->ev, (size_t)ep, MEM_DST, (*names)[k]))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* Lines */
 
@@ -710,6 +732,8 @@ static int on_connection(struct ev_ctx *c, const struct jsonline *jl, const char
 	if (!p || !u)
 		return -ENOMEM;
 	if (e->kind == EV_HOST && dst && strset_add(ev, (size_t)i, MEM_DST, dst))
+		return -ENOMEM;
+	if (shared_names(c, jl, i, &k->hosts, &k->n_hosts))
 		return -ENOMEM;
 	if (k->rule && rules_add(&e->rules, k->rule))
 		return -ENOMEM;
@@ -804,6 +828,8 @@ static int on_flow(struct ev_ctx *c, const struct jsonline *jl)
 	f->would_deny = jis(jl, "decision", "deny") && !jbool(jl, "enforced", true);
 
 	e = &ev->endpoints[i];
+	if (shared_names(c, jl, i, &f->hosts, &f->n_hosts))
+		return -ENOMEM;
 	p = port_get(ev, (size_t)i, f->port, f->proto ? f->proto : "?");
 	u = use_get(e, c->run->idx);
 	if (!p || !u)

@@ -136,7 +136,10 @@ struct ev_endpoint {
 	/* EV_HOST: the addresses the resolver handed out for it; EV_ADDR: none */
 	char **answers;
 	size_t n_answers;
-	/* EV_HOST: the addresses its connections went to */
+	/*
+	 * EV_HOST: the addresses its connections went to; EV_ADDR: the names the run's resolver
+	 * had answered it for when the log could not tell which one a line was for ("hosts")
+	 */
 	char **dsts;
 	size_t n_dsts;
 	struct ev_port *ports;
@@ -222,7 +225,10 @@ struct ev_conn {
 	size_t endpoint; /* index into evidence.endpoints (kept right by evidence_sort) */
 	char *type;	 /* decision or preexisting */
 	char *hook;	 /* connect4, sendmsg6, tc, …; NULL for preexisting */
-	char *host;	 /* NULL: reached without a name */
+	char *host;	 /* NULL: reached without a name, or one of several (hosts) */
+	/* host NULL: the names the run's resolver had answered dst for ("hosts"), lower-case */
+	char **hosts;
+	size_t n_hosts;
 	char *dst;
 	uint16_t port;
 	char *proto;
@@ -243,7 +249,9 @@ struct ev_flow {
 	size_t run;
 	int64_t ts;
 	size_t endpoint; /* index into evidence.endpoints */
-	char *host;	 /* NULL: no name */
+	char *host;	 /* NULL: no name, or one of several (hosts) */
+	char **hosts;	 /* as ev_conn's */
+	size_t n_hosts;
 	char *dst;
 	uint16_t port;
 	char *proto;

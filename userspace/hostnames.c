@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,12 +10,29 @@
 #include "loader.h"
 #include "util.h"
 
+/* One name an address was answered for, and when (CLOCK_BOOTTIME ns; 0: before the writer). */
+struct answered {
+	uint32_t host_id;
+	uint64_t at_ns;
+};
+
+/* An address the resolver answered (16 bytes, as an sl_sni_key's) and its names, in order. */
+struct shared_addr {
+	uint8_t addr[16];
+	struct answered *names;
+	size_t n, cap;
+	struct shared_addr *next; /* in its bucket */
+};
+
+#define ADDR_BUCKETS 4096
+
 struct hostnames {
 	pthread_mutex_t lock;
 	char **names;	 /* host_id - 1 → name */
 	size_t n, cap;
 	uint32_t *index; /* hash of names → host_id, 0 empty; capacity a power of two */
 	size_t cap_index;
+	struct shared_addr **addrs; /* ADDR_BUCKETS chains, made at the first address */
 };
 
 struct hostnames *hostnames_new(void)
@@ -37,6 +55,16 @@ void hostnames_free(struct hostnames *h)
 		free(h->names[i]);
 	free(h->names);
 	free(h->index);
+	for (i = 0; h->addrs && i < ADDR_BUCKETS; i++) {
+		struct shared_addr *a = h->addrs[i], *next;
+
+		for (; a; a = next) {
+			next = a->next;
+			free(a->names);
+			free(a);
+		}
+	}
+	free(h->addrs);
 	pthread_mutex_destroy(&h->lock);
 	free(h);
 }
@@ -186,4 +214,134 @@ int hostnames_adopt(struct hostnames *h, const struct loader *loader)
 out:
 	pthread_mutex_unlock(&h->lock);
 	return err;
+}
+
+static size_t addr_bucket(const uint8_t addr[16])
+{
+	uint64_t x = 0xcbf29ce484222325ULL;
+	size_t i;
+
+	for (i = 0; i < 16; i++) {
+		x ^= addr[i];
+		x *= 0x100000001b3ULL;
+	}
+	return (size_t)(x % ADDR_BUCKETS);
+}
+
+/* addr's entry, made if make and new; NULL if none (or no memory). Under h->lock. */
+static struct shared_addr *addr_entry(struct hostnames *h, const uint8_t addr[16], bool make)
+{
+	struct shared_addr *a;
+	size_t b = addr_bucket(addr);
+
+	if (!h->addrs) {
+		if (!make)
+			return NULL;
+		h->addrs = calloc(ADDR_BUCKETS, sizeof(*h->addrs));
+		if (!h->addrs)
+			return NULL;
+	}
+	for (a = h->addrs[b]; a; a = a->next)
+		if (!memcmp(a->addr, addr, sizeof(a->addr)))
+			return a;
+	if (!make)
+		return NULL;
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return NULL;
+	memcpy(a->addr, addr, sizeof(a->addr));
+	a->next = h->addrs[b];
+	h->addrs[b] = a;
+	return a;
+}
+
+int hostnames_answered(struct hostnames *h, const uint8_t addr[16], uint32_t host_id,
+		       uint64_t at_ns)
+{
+	struct shared_addr *a;
+	size_t i;
+	int err = 0;
+
+	if (!h || !host_id)
+		return 0;
+	pthread_mutex_lock(&h->lock);
+	a = addr_entry(h, addr, true);
+	if (!a) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < a->n; i++)
+		if (a->names[i].host_id == host_id)
+			goto out; /* the first answer is the one that counts */
+	err = 1;
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? 2 * a->cap : 2;
+		struct answered *nn = realloc(a->names, cap * sizeof(*nn));
+
+		if (!nn) {
+			err = -ENOMEM;
+			goto out;
+		}
+		a->names = nn;
+		a->cap = cap;
+	}
+	a->names[a->n++] = (struct answered){ .host_id = host_id, .at_ns = at_ns };
+out:
+	pthread_mutex_unlock(&h->lock);
+	return err;
+}
+
+void hostnames_unanswered(struct hostnames *h, const uint8_t addr[16], uint32_t host_id)
+{
+	struct shared_addr *a;
+	size_t i;
+
+	if (!h)
+		return;
+	pthread_mutex_lock(&h->lock);
+	a = addr_entry(h, addr, false);
+	for (i = 0; a && i < a->n; i++) {
+		if (a->names[i].host_id != host_id)
+			continue;
+		memmove(&a->names[i], &a->names[i + 1], (a->n - i - 1) * sizeof(a->names[0]));
+		a->n--;
+		break;
+	}
+	pthread_mutex_unlock(&h->lock);
+}
+
+size_t hostnames_sharing(struct hostnames *h, const uint8_t addr[16], uint64_t at_ns,
+			 uint32_t *ids, size_t max)
+{
+	struct shared_addr *a;
+	size_t i, n = 0;
+
+	if (!h)
+		return 0;
+	pthread_mutex_lock(&h->lock);
+	a = addr_entry(h, addr, false);
+	for (i = 0; a && i < a->n; i++) {
+		if (a->names[i].at_ns > at_ns)
+			continue; /* answered after the event: not a name it could have been for */
+		if (n < max)
+			ids[n] = a->names[i].host_id;
+		n++;
+	}
+	pthread_mutex_unlock(&h->lock);
+	return n;
+}
+
+/* One (address, name) pair the run's resolver wrote (sl_sni_ok), for hostnames_adopt_answers. */
+static int adopt_answer(const uint8_t addr[16], const char *name, uint32_t host_id, void *ctx)
+{
+	(void)name;
+	/* when is not known: before anything the new writer reads, so it counts for every record */
+	int err = hostnames_answered(ctx, addr, host_id, 0);
+
+	return err < 0 ? err : 0;
+}
+
+int hostnames_adopt_answers(struct hostnames *h, const struct loader *loader)
+{
+	return loader_sni_walk(loader, adopt_answer, h);
 }

@@ -37,4 +37,26 @@ const char *hostnames_name(struct hostnames *h, uint32_t host_id, char *buf, siz
  */
 int hostnames_adopt(struct hostnames *h, const struct loader *loader);
 
+/*
+ * Which names the run's resolver answered an address for. The kernel keeps one per address
+ * (sl_learned.host_id: the first), so a record names that one even when the workload asked for
+ * another name that shares the address (a CDN's); records ask here which names it could have
+ * been. addr is 16 bytes as an sl_sni_key's: an IPv4 address in the first 4, the rest zero.
+ *
+ * hostnames_answered: host_id was answered with addr at at_ns (CLOCK_BOOTTIME), before the
+ * address was written into the run's maps; a name's first answer counts. 1: new, 0: known
+ * already, -ENOMEM. hostnames_unanswered takes a new one back when the run could not keep the
+ * (address, name) pair (sl_sni_ok full), so that this stays as large as that map at most.
+ * hostnames_sharing: how many names addr was answered for at or before at_ns, the first max of
+ * their ids into ids, in the order they were answered.
+ * hostnames_adopt_answers: a run taken over: every (address, name) pair the run's resolver
+ * wrote (sl_sni_ok), as answered before anything the new writer reads. 0 or -errno.
+ */
+int hostnames_answered(struct hostnames *h, const uint8_t addr[16], uint32_t host_id,
+		       uint64_t at_ns);
+void hostnames_unanswered(struct hostnames *h, const uint8_t addr[16], uint32_t host_id);
+size_t hostnames_sharing(struct hostnames *h, const uint8_t addr[16], uint64_t at_ns,
+			 uint32_t *ids, size_t max);
+int hostnames_adopt_answers(struct hostnames *h, const struct loader *loader);
+
 #endif /* SLUICE_HOSTNAMES_H */

@@ -61,7 +61,7 @@ static size_t bucket_of(const struct hosttotal *k)
 	return (size_t)(h % BUCKETS);
 }
 
-int hosttotals_add(struct hosttotals *t, const struct sl_flow *f)
+int hosttotals_add(struct hosttotals *t, const struct sl_flow *f, bool shared)
 {
 	struct hosttotal k;
 	struct node *n;
@@ -88,6 +88,7 @@ int hosttotals_add(struct hosttotals *t, const struct sl_flow *f)
 		t->n++;
 	}
 	n->h.flows++;
+	n->h.shared |= shared;
 	n->h.req_bytes += f->req_bytes;
 	n->h.resp_bytes += f->resp_bytes;
 	return 0;

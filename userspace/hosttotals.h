@@ -9,6 +9,7 @@
 #ifndef SLUICE_HOSTTOTALS_H
 #define SLUICE_HOSTTOTALS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <linux/types.h>
 
@@ -24,13 +25,18 @@ struct hosttotal {
 	uint64_t flows;
 	uint64_t req_bytes;
 	uint64_t resp_bytes;
+	bool shared; /* a flow counted here went to an address other names shared */
 };
 
 struct hosttotals;
 
 struct hosttotals *hosttotals_new(void);
-/* Add one finished flow. -ENOSPC (counted in untracked) when the table is full. */
-int hosttotals_add(struct hosttotals *t, const struct sl_flow *f);
+/*
+ * Add one finished flow; shared: its address had been answered for other names too (its flow
+ * line lists them), so that the host's line says its total may hold flows made for them.
+ * -ENOSPC (counted in untracked) when the table is full.
+ */
+int hosttotals_add(struct hosttotals *t, const struct sl_flow *f, bool shared);
 /* Flows that did not fit. */
 uint64_t hosttotals_untracked(const struct hosttotals *t);
 /* Call fn for every host, in the order each was first seen. */

@@ -2498,61 +2498,79 @@ uint64_t loader_next_seq(const struct loader *l)
 }
 
 /*
- * Merge rule_id into an address's entry: a CDN address may serve several allowed names. An
- * expired entry starts afresh (its old rules must not revive). -E2BIG when every slot is taken.
+ * Merge rule_ids into an address's entry (a CDN address may serve several allowed names), all
+ * or none: -EXFULL when they do not all fit in its SL_LEARNED_RULES slots, cur untouched (an
+ * answer refused must leave none of its rules behind). An expired entry starts afresh, under
+ * host_id (its old rules must not revive). -E2BIG stays the map's own "full".
  */
-static int learned_merge(struct sl_learned *cur, const struct sl_learned *add, uint64_t now_ns)
+static int learned_merge(struct sl_learned *cur, const uint16_t *rule_ids, size_t n_rules,
+			 uint32_t host_id, uint64_t expires_ns, uint64_t now_ns)
 {
+	struct sl_learned m = *cur;
+	size_t j;
 	int i;
 
-	if (cur->expires_ns && cur->expires_ns < now_ns) {
-		*cur = *add;
-		return 0;
-	}
-	for (i = 0; i < SL_LEARNED_RULES; i++) {
-		if (cur->rule_ids[i] == add->rule_ids[0])
-			break;
-		if (!cur->rule_ids[i]) {
-			cur->rule_ids[i] = add->rule_ids[0];
-			break;
+	if (m.expires_ns && m.expires_ns < now_ns)
+		m = (struct sl_learned){ .host_id = host_id, .expires_ns = expires_ns };
+	for (j = 0; j < n_rules; j++) {
+		if (rule_ids[j] == SL_RULE_DEFAULT)
+			continue; /* under no rule: an empty slot stands for it */
+		for (i = 0; i < SL_LEARNED_RULES; i++) {
+			if (m.rule_ids[i] == rule_ids[j])
+				break;
+			if (!m.rule_ids[i]) {
+				m.rule_ids[i] = rule_ids[j];
+				break;
+			}
 		}
+		if (i == SL_LEARNED_RULES)
+			return -EXFULL;
 	}
-	if (i == SL_LEARNED_RULES)
-		return -E2BIG;
 	/* A TTL-bound entry takes the later expiry; a run-long one stays run-long. */
-	if (cur->expires_ns && (!add->expires_ns || add->expires_ns > cur->expires_ns))
-		cur->expires_ns = add->expires_ns;
+	if (m.expires_ns && (!expires_ns || expires_ns > m.expires_ns))
+		m.expires_ns = expires_ns;
+	*cur = m;
 	return 0;
 }
 
-int loader_learn(struct loader *l, int family, const uint8_t *addr, uint16_t rule_id,
-		 uint32_t host_id, uint64_t expires_ns)
+/* loader_learn, or with write false its check alone (loader_learn_fits). */
+static int learn_rules(struct loader *l, int family, const uint8_t *addr, const uint16_t *rule_ids,
+		       size_t n_rules, uint32_t host_id, uint64_t expires_ns, bool write)
 {
 	struct bpf_map *map = family == AF_INET ? l->skel->maps.sl_learned4 :
 						   l->skel->maps.sl_learned6;
-	struct sl_learned add = { .rule_ids = { rule_id }, .host_id = host_id,
-				  .expires_ns = expires_ns }, cur;
+	struct sl_learned cur = { .host_id = host_id, .expires_ns = expires_ns };
 	uint8_t key[16];
 	size_t klen = family == AF_INET ? 4 : 16;
 	int fd = bpf_map__fd(map);
-
 	struct timespec now;
-	int err = 0;
+	int err;
 
 	memset(key, 0, sizeof(key));
 	memcpy(key, addr, klen);
 	clock_gettime(CLOCK_BOOTTIME, &now);
 	/* The resolver's workers learn concurrently: lookup, merge and update as one step. */
 	pthread_mutex_lock(&l->learn_lock);
-	if (!bpf_map_lookup_elem(fd, key, &cur)) {
-		err = learned_merge(&cur, &add,
-				    (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec);
-		add = cur;
-	}
-	if (!err && bpf_map_update_elem(fd, key, &add, BPF_ANY))
+	if (bpf_map_lookup_elem(fd, key, &cur))
+		cur = (struct sl_learned){ .host_id = host_id, .expires_ns = expires_ns };
+	err = learned_merge(&cur, rule_ids, n_rules, host_id, expires_ns,
+			    (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec);
+	if (!err && write && bpf_map_update_elem(fd, key, &cur, BPF_ANY))
 		err = -errno;
 	pthread_mutex_unlock(&l->learn_lock);
 	return err;
+}
+
+int loader_learn(struct loader *l, int family, const uint8_t *addr, const uint16_t *rule_ids,
+		 size_t n_rules, uint32_t host_id, uint64_t expires_ns)
+{
+	return learn_rules(l, family, addr, rule_ids, n_rules, host_id, expires_ns, true);
+}
+
+int loader_learn_fits(struct loader *l, int family, const uint8_t *addr,
+		      const uint16_t *rule_ids, size_t n_rules)
+{
+	return learn_rules(l, family, addr, rule_ids, n_rules, 0, 0, false);
 }
 
 int loader_learned(const struct loader *l, int family, const uint8_t *addr,

@@ -190,12 +190,18 @@ struct bpf_object *loader_object(const struct loader *l, const char *layer);
 int loader_events_fd(const struct loader *l);
 
 /*
- * Allow addr (4 or 16 bytes) for rule_id (1-based) because the run's resolver answered it for a
- * name of that rule; host_id names it in the log. expires_ns is CLOCK_BOOTTIME, 0 for the run.
- * Returns -E2BIG when the map is full (the caller must then not hand out the address).
+ * Allow addr (4 or 16 bytes) for rule_ids (1-based; none, or SL_RULE_DEFAULT, for report
+ * mode's unlisted names) because the run's resolver answered it for a name of those rules; host_id
+ * names it in the log if it is the address's first. expires_ns is CLOCK_BOOTTIME, 0 for the
+ * run. All rules or none: -EXFULL when the address cannot carry them all (at most
+ * SL_LEARNED_RULES distinct rules per address, whatever names brought them), -E2BIG when the
+ * map is full; either way the caller must not hand out the address.
  */
-int loader_learn(struct loader *l, int family, const uint8_t *addr, uint16_t rule_id,
-		 uint32_t host_id, uint64_t expires_ns);
+int loader_learn(struct loader *l, int family, const uint8_t *addr, const uint16_t *rule_ids,
+		 size_t n_rules, uint32_t host_id, uint64_t expires_ns);
+/* Whether loader_learn of these rules would fit addr's slots now: 0 or -EXFULL; writes nothing. */
+int loader_learn_fits(struct loader *l, int family, const uint8_t *addr,
+		      const uint16_t *rule_ids, size_t n_rules);
 
 /* What the resolver learned for addr (4 or 16 bytes): 0, -ENOENT (nothing), or -errno. */
 int loader_learned(const struct loader *l, int family, const uint8_t *addr,

@@ -16,6 +16,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
+#include "../bpf/addr.bpf.h"
 #include "decision.h"
 #include "hosttotals.h"
 #include "records.h"
@@ -390,14 +391,88 @@ static bool written_before(struct records *r, const char *type, uint64_t kseq, u
 static const struct policy *policy_of_era(const struct records *r, uint32_t era, uint64_t ns,
 					  int *mode);
 
+/*
+ * The host of a line about a learned destination. The kernel's record names one name per
+ * address (sl_learned.host_id: the one the run's byte budgets count it under, the first it was
+ * answered for), but an address a CDN serves for several names may have been connected to for
+ * any of them: the line names a host only when the address had been answered for that one
+ * name by the record's time (at_ns, CLOCK_BOOTTIME), and otherwise lists every such name,
+ * the kernel's first, in "hosts" ("host" null). Never a guess.
+ */
+#define HOSTS_LISTED 16
+
+struct line_hosts {
+	const char *host;	      /* the one name, or NULL: none, or several */
+	char *hosts[HOSTS_LISTED];    /* several: all of them (at most HOSTS_LISTED) */
+	size_t n_hosts;
+	char names[HOSTS_LISTED][DNS_NAME_MAX];
+};
+
+static void line_hosts_of(struct records *r, struct line_hosts *lh, uint32_t host_id, int family,
+			  const uint8_t *addr, uint64_t at_ns)
+{
+	uint32_t ids[HOSTS_LISTED];
+	uint8_t key[16] = {};
+	size_t n, i;
+	__u32 v4;
+
+	lh->n_hosts = 0;
+	lh->host = hostnames_name(r->hosts, host_id, lh->names[0], sizeof(lh->names[0]));
+	if (!lh->host)
+		return;
+	/* keyed as the resolver wrote it: an IPv4 address asked in an IPv6 form is the IPv4 one */
+	if (family == AF_INET)
+		memcpy(key, addr, 4);
+	else if (v6_embeds_v4_for_policy((const __u32 *)addr, &v4))
+		memcpy(key, &v4, 4);
+	else
+		memcpy(key, addr, 16);
+	n = hostnames_sharing(r->hosts, key, at_ns, ids, HOSTS_LISTED);
+	if (!n || (n == 1 && ids[0] == host_id))
+		return;
+	lh->host = NULL;
+	lh->hosts[lh->n_hosts++] = lh->names[0];
+	for (i = 0; i < n && i < HOSTS_LISTED && lh->n_hosts < HOSTS_LISTED; i++) {
+		if (ids[i] == host_id ||
+		    !hostnames_name(r->hosts, ids[i], lh->names[lh->n_hosts],
+				    sizeof(lh->names[0])))
+			continue;
+		lh->hosts[lh->n_hosts] = lh->names[lh->n_hosts];
+		lh->n_hosts++;
+	}
+}
+
+/* "host" and, for a shared address, "hosts" (line_hosts_of). */
+static void line_hosts_put(struct journal_line *l, const struct line_hosts *lh)
+{
+	journal_line_str(l, "host", lh->host);
+	if (lh->n_hosts)
+		journal_line_strv(l, "hosts", lh->hosts, lh->n_hosts);
+}
+
+/* The names of lh for a notice: "a.example" or "one of a.example, b.example", into buf. */
+static const char *line_hosts_text(const struct line_hosts *lh, char *buf, size_t len)
+{
+	size_t i, used;
+
+	if (!lh->n_hosts)
+		return lh->host;
+	used = (size_t)snprintf(buf, len, "one of");
+	for (i = 0; i < lh->n_hosts && used < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%s %s", i ? "," : "",
+					 lh->hosts[i]);
+	return buf;
+}
+
 static int on_decision(const struct sl_decision_event *ev, void *ctx)
 {
 	struct records *r = ctx;
 	struct journal_line l;
 	struct decision_view v;
 	struct timespec ts = boot_to_realtime(r, ev->hdr.ts_ns);
+	struct line_hosts lh;
 	const char *host;
-	char host_buf[256];
+	char host_buf[512];
 	bool killed;
 	int mode;
 	/* named by the policy of the programs that judged it (a switch may have ended it) */
@@ -414,7 +489,10 @@ static int on_decision(const struct sl_decision_event *ev, void *ctx)
 			   ev->hook == SL_HOOK_TC ? 0 : ev->tgid, v.surface ? 0 : ev->port,
 			   v.surface ? "" : v.dst))
 		return 0;
-	host = hostnames_name(r->hosts, ev->host_id, host_buf, sizeof(host_buf));
+	/* the address judged: the IPv4 one an IPv6 form embeds, as the kernel looked it up */
+	line_hosts_of(r, &lh, ev->host_id, ev->embedded_v4 ? AF_INET : ev->family,
+		      ev->embedded_v4 ? ev->eff_addr : ev->addr, ev->hdr.ts_ns);
+	host = line_hosts_text(&lh, host_buf, sizeof(host_buf));
 	/*
 	 * The backstop dropped a TCP socket's packet (to an address the policy denies: one passed
 	 * in from outside the run, or a flow a switch could not find to judge again): the socket
@@ -435,7 +513,7 @@ static int on_decision(const struct sl_decision_event *ev, void *ctx)
 			notice_add(&n, "%s: %s (rule: %s) run_id=%s task=%s\n", what, v.dst_port,
 				   v.rule, r->run_id, r->task_text);
 		if (p->request_access && ev->reason != SL_REASON_BLACKHOLE && !v.surface)
-			notice_request_access(&n, p->request_access, host ? host : v.dst);
+			notice_request_access(&n, p->request_access, lh.host ? lh.host : v.dst);
 		notice_denial(r, &n);
 	}
 	if (v.deny ? !p->log_deny : !p->log_allow) {
@@ -451,7 +529,7 @@ static int on_decision(const struct sl_decision_event *ev, void *ctx)
 	journal_line_str(&l, "reason", v.reason);
 	journal_line_str(&l, "family", v.family);
 	journal_line_str(&l, "proto", v.proto);
-	journal_line_str(&l, "host", host);
+	line_hosts_put(&l, &lh);
 	if (v.surface) {
 		/* a socket kind or option: no destination, say what was refused instead */
 		journal_line_str(&l, "what", v.dst_port);
@@ -520,9 +598,10 @@ static int on_tls(const struct sl_tls_event *ev, void *ctx)
 	struct records *r = ctx;
 	struct journal_line l;
 	struct timespec ts = boot_to_realtime(r, ev->hdr.ts_ns);
-	char sni[SL_SNI_MAX + 1], host_buf[256], dst[INET6_ADDRSTRLEN], comm[64];
-	const char *host = hostnames_name(r->hosts, ev->host_id, host_buf, sizeof(host_buf));
+	char sni[SL_SNI_MAX + 1], host_buf[512], dst[INET6_ADDRSTRLEN], comm[64];
 	bool deny = ev->verdict == SL_VERDICT_DENY;
+	struct line_hosts lh;
+	const char *host;
 	size_t i;
 
 	for (i = 0; i < ev->sni_len; i++)
@@ -533,12 +612,15 @@ static int on_tls(const struct sl_tls_event *ev, void *ctx)
 	if (written_before(r, "tls", ev->hdr.seq, ev->sock_cookie, ev->tgid, ev->port, dst))
 		return 0;
 	decision_safe_comm(comm, sizeof(comm), ev->comm);
+	line_hosts_of(r, &lh, ev->host_id, ev->family == AF_INET6 ? AF_INET6 : AF_INET, ev->addr,
+		      ev->hdr.ts_ns);
+	host = line_hosts_text(&lh, host_buf, sizeof(host_buf));
 
 	records_line(r, &l, "tls", &ts);
 	journal_line_str(&l, "decision", deny ? "deny" : "allow");
 	journal_line_bool(&l, "enforced", ev->enforced);
 	journal_line_str(&l, "reason", decision_reason_name(ev->reason));
-	journal_line_str(&l, "host", host);
+	line_hosts_put(&l, &lh);
 	journal_line_str(&l, "sni", ev->sni_len ? sni : NULL);
 	if (!deny && ev->sni_len)
 		sni_remember(r, ev->sock_cookie, sni);
@@ -621,8 +703,9 @@ static uint64_t cut_limit(const struct records *r, const struct sl_flow *f)
  * A flow that went past its rule's byte cap: the packet layer drops what would pass it; ending
  * the socket makes the client fail now instead of retransmitting into the drop.
  */
-static void flow_cut(struct records *r, const struct sl_flow_event *ev, const char *host,
-		     const char *dst, const char *proto, const char *rule)
+static void flow_cut(struct records *r, const struct sl_flow_event *ev,
+		     const struct line_hosts *lh, const char *host, const char *dst,
+		     const char *proto, const char *rule)
 {
 	const struct sl_flow *f = &ev->flow;
 	struct timespec ts = boot_to_realtime(r, ev->hdr.ts_ns);
@@ -633,7 +716,7 @@ static void flow_cut(struct records *r, const struct sl_flow_event *ev, const ch
 	bool total = f->cut == SL_CUT_TOTAL_REQUEST || f->cut == SL_CUT_TOTAL_RESPONSE;
 
 	records_line(r, &l, "flow_cut", &ts);
-	journal_line_str(&l, "host", host);
+	line_hosts_put(&l, lh);
 	journal_line_str(&l, "dst", dst);
 	journal_line_u64(&l, "port", f->port);
 	journal_line_str(&l, "proto", proto);
@@ -666,9 +749,10 @@ static int on_flow(const struct sl_flow_event *ev, void *ctx)
 	struct records *r = ctx;
 	const struct sl_flow *f = &ev->flow;
 	struct timespec ts = boot_to_realtime(r, ev->hdr.ts_ns);
-	char host_buf[256], dst[INET6_ADDRSTRLEN], comm[64], rule[128], proto[16];
+	char host_buf[512], dst[INET6_ADDRSTRLEN], comm[64], rule[128], proto[16];
 	char sni_buf[SL_SNI_MAX + 1];
-	const char *host = hostnames_name(r->hosts, f->host_id, host_buf, sizeof(host_buf));
+	struct line_hosts lh;
+	const char *host;
 	const char *sni = ev->end_ns ? sni_take(r, ev->sock_cookie, sni_buf, sizeof(sni_buf)) :
 				       NULL;
 	int mode;
@@ -688,6 +772,9 @@ static int on_flow(const struct sl_flow_event *ev, void *ctx)
 			   f->tgid, f->port, dst))
 		return 0;
 	decision_safe_comm(comm, sizeof(comm), f->comm);
+	/* the names the address had at connect(): the flow was for one of those */
+	line_hosts_of(r, &lh, f->host_id, f->family, f->addr, f->start_ns);
+	host = line_hosts_text(&lh, host_buf, sizeof(host_buf));
 	policy_rule_id_name(p, f->rule_id, rule, sizeof(rule));
 	if (f->protocol == IPPROTO_TCP || f->protocol == IPPROTO_UDP)
 		util_copy(proto, sizeof(proto), f->protocol == IPPROTO_TCP ? "tcp" : "udp");
@@ -695,11 +782,11 @@ static int on_flow(const struct sl_flow_event *ev, void *ctx)
 		util_fmt(proto, sizeof(proto), "ip-%u", f->protocol);
 
 	if (!ev->end_ns) {
-		flow_cut(r, ev, host, dst, proto, rule);
+		flow_cut(r, ev, &lh, host, dst, proto, rule);
 		return 0;
 	}
 	records_line(r, &l, "flow", &ts);
-	journal_line_str(&l, "host", host);
+	line_hosts_put(&l, &lh);
 	journal_line_str(&l, "sni", sni);
 	journal_line_str(&l, "dst", dst);
 	journal_line_u64(&l, "port", f->port);
@@ -726,7 +813,7 @@ static int on_flow(const struct sl_flow_event *ev, void *ctx)
 	journal_line_u64(&l, "sock_cookie", ev->sock_cookie);
 	write_kernel_line(r, &l, ev->hdr.seq);
 	if (r->totals)
-		hosttotals_add(r->totals, f);
+		hosttotals_add(r->totals, f, lh.n_hosts > 0);
 	/* "allow where …" is about allowed flows */
 	if (!f->deny_reason)
 		flow_alerts(r, f, host, dst, proto,
@@ -1151,6 +1238,8 @@ static void write_host_total(const struct hosttotal *h, void *ctx)
 	journal_line_u64(&l, "flows", h->flows);
 	journal_line_u64(&l, "req_bytes", h->req_bytes);
 	journal_line_u64(&l, "resp_bytes", h->resp_bytes);
+	if (h->shared)
+		journal_line_bool(&l, "shared", true);
 	records_write(r, &l);
 }
 
@@ -1410,10 +1499,22 @@ static long rule_id_named(const struct records *r, const struct jsonline *jl)
 	return -1;
 }
 
+/* The first name of a line's "hosts" (line_hosts_put) into buf: false if it has none. */
+static bool first_of_hosts(const struct jsonline *jl, char *buf, size_t len)
+{
+	const struct jsonline_member *m = jsonline_get(jl, "hosts");
+	struct jsonline_value first;
+	size_t pos = 0;
+
+	return m && jsonline_array_next(jl, &m->v, &pos, &first) == 1 &&
+	       first.kind == JSONLINE_STRING && jsonline_decode(jl, &first, buf, len) > 0;
+}
+
 /* A flow line's bytes, for its host's host_total line. */
 static void restore_flow_total(struct records *r, const struct jsonline *jl)
 {
 	struct sl_flow f = {};
+	bool shared = false;
 	char host[DNS_NAME_MAX], dst[INET6_ADDRSTRLEN];
 	uint64_t req, resp;
 	long rule = rule_id_named(r, jl);
@@ -1423,8 +1524,13 @@ static void restore_flow_total(struct records *r, const struct jsonline *jl)
 	f.rule_id = (__u16)rule;
 	f.req_bytes = req;
 	f.resp_bytes = resp;
-	if (jsonline_str(jl, "host", host, sizeof(host)) > 0)
+	if (jsonline_str(jl, "host", host, sizeof(host)) > 0) {
 		f.host_id = hostnames_id(r->hosts, host);
+	} else if (first_of_hosts(jl, host, sizeof(host))) {
+		/* a shared address: counted, as the kernel counts it, under the first name */
+		f.host_id = hostnames_id(r->hosts, host);
+		shared = true;
+	}
 	if (jsonline_str(jl, "dst", dst, sizeof(dst)) > 0) {
 		if (inet_pton(AF_INET, dst, f.addr) == 1)
 			f.family = AF_INET;
@@ -1432,7 +1538,7 @@ static void restore_flow_total(struct records *r, const struct jsonline *jl)
 			f.family = AF_INET6;
 	}
 	if (f.host_id || f.family)
-		hosttotals_add(r->totals, &f);
+		hosttotals_add(r->totals, &f, shared);
 }
 
 /* The mark of a kernel record's line (written_before): the last one read is kept. */

@@ -147,6 +147,34 @@ static void judge(const struct policy *p, struct policy_index *x, const char *ho
 		snprintf(j->why, sizeof(j->why), "an address without a name, in no cidrs rule");
 }
 
+/*
+ * judge, for a line that names a host or, for an address the run's resolver had answered for
+ * several names (hosts, host NULL), for any of them: enforcing, each name the policy lists is
+ * answered again and its rules allow the address, so the connection goes ahead under the first
+ * of them that takes its port, as the kernel's learned address would let it. None: the address
+ * alone (a cidrs rule, the default).
+ */
+static void judge_line(const struct policy *p, struct policy_index *x, const char *host,
+		       char *const *hosts, size_t n_hosts, const char *dst, uint16_t port,
+		       const char *proto, bool blackholed, struct judged *j)
+{
+	char safe[256];
+	size_t i;
+
+	for (i = 0; !host && !blackholed && i < n_hosts; i++) {
+		judge(p, x, hosts[i], dst, port, proto, false, j);
+		if (j->allow) {
+			size_t used = strlen(j->why);
+
+			snprintf(j->why + used, sizeof(j->why) - used,
+				 ", for %s, one of the names that share the address",
+				 evidence_safe(hosts[i], safe, sizeof(safe)));
+			return;
+		}
+	}
+	judge(p, x, host, dst, port, proto, blackholed, j);
+}
+
 bool replay_allows(const struct policy *p, const char *host, const char *dst, uint16_t port,
 		   const char *proto)
 {
@@ -321,7 +349,8 @@ static int caps(struct rctx *c)
 		char key[sizeof(t->key)];
 		struct judged j;
 
-		judge(c->p, c->x, f->host, f->dst, f->port, f->proto, false, &j);
+		judge_line(c->p, c->x, f->host, f->hosts, f->n_hosts, f->dst, f->port, f->proto,
+			   false, &j);
 		if (!j.allow || j.rule < 0)
 			continue;
 		r = &c->p->rules[j.rule];
@@ -604,7 +633,8 @@ int policy_replay_main(int argc, char **argv)
 		const struct ev_conn *k = &ev->conns[i];
 		bool bh = k->reason && !strcmp(k->reason, "blackhole");
 
-		judge(p, c.x, k->host, k->dst, k->port, k->proto, bh, &c.conn_j[i]);
+		judge_line(p, c.x, k->host, k->hosts, k->n_hosts, k->dst, k->port, k->proto, bh,
+			   &c.conn_j[i]);
 		if (c.conn_j[i].allow) {
 			c.allowed++;
 			c.relaxed += !k->needed;

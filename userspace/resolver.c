@@ -713,41 +713,121 @@ static uint64_t boot_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* "a, b, c": the rules rule_ids names (SL_RULE_DEFAULT ones skipped), into buf. */
+static const char *rule_list(const struct policy *p, const uint16_t *rule_ids, size_t n,
+			     char *buf, size_t len)
+{
+	char name[128];
+	size_t i, used = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < n && used < len; i++) {
+		if (rule_ids[i] == SL_RULE_DEFAULT)
+			continue;
+		used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? ", " : "",
+					 policy_rule_id_name(p, rule_ids[i], name, sizeof(name)));
+	}
+	return buf;
+}
+
+/*
+ * Why rr cannot be learned for qname under rule_ids: a learned address carries at most
+ * SL_LEARNED_RULES rules, however many of the names that share it (a CDN's) bring them. Says the
+ * address, the name, the limit and the rules that take the slots, so that the operator can tell
+ * it from the map being full and knows which rules to merge.
+ */
+static void why_rules_full(struct resolver *r, const char *qname, const struct dns_rr *rr,
+			   const uint16_t *rule_ids, size_t n_rules, struct outcome *oc)
+{
+	char a[INET6_ADDRSTRLEN], held[128] = "", mine[128];
+	struct sl_learned cur;
+
+	addr_string(rr, a, sizeof(a));
+	rule_list(r->o.policy, rule_ids, n_rules, mine, sizeof(mine));
+	if (!loader_learned(r->loader, rr->type == DNS_TYPE_A ? AF_INET : AF_INET6, rr->data.aaaa,
+			    &cur))
+		rule_list(r->o.policy, cur.rule_ids, SL_LEARNED_RULES, held, sizeof(held));
+	if (n_rules > SL_LEARNED_RULES)
+		util_fmt(oc->why, sizeof(oc->why),
+			 "cannot record learned address %s for %s: an address carries at most %d "
+			 "rules (SL_LEARNED_RULES), and at least %d list the name (%s)",
+			 a, qname, SL_LEARNED_RULES, SL_LEARNED_RULES + 1, mine);
+	else
+		util_fmt(oc->why, sizeof(oc->why),
+			 "cannot record learned address %s for %s: an address carries at most %d "
+			 "rules (SL_LEARNED_RULES), it has %s already and the name needs %s",
+			 a, qname, SL_LEARNED_RULES, held[0] ? held : "none", mine);
+}
+
 /*
  * Write every address into the run's maps before the client can see any of them, under every
- * rule that lists the name (each may allow other ports).
+ * rule that lists the name (each may allow other ports). An answer one of whose addresses
+ * cannot take all those rules is refused whole, before any of it is written: none of its
+ * addresses may then be allowed for the name, under some of its rules or all.
  */
 static int learn(struct resolver *r, const char *qname, long first_rule, struct outcome *oc)
 {
 	uint32_t host_id = hostnames_intern(r->o.names, r->loader, qname);
-	size_t i;
+	/* one rule more than an address can carry already says that it cannot */
+	uint16_t rule_ids[SL_LEARNED_RULES + 1];
+	size_t n_rules = 0, i;
 	long rule;
 	int err = 0;
 
+	/* report mode, unlisted (first_rule -1): under no rule, so that decisions name the host */
+	for (rule = first_rule; rule >= 0 && n_rules < SL_LEARNED_RULES + 1;
+	     rule = policy_match_host_from(r->o.policy, qname, (size_t)rule + 1))
+		rule_ids[n_rules++] = policy_rule_id((size_t)rule);
 	for (i = 0; i < oc->n_addrs; i++) {
 		const struct dns_rr *rr = &oc->addrs[i];
+
+		if (loader_learn_fits(r->loader, rr->type == DNS_TYPE_A ? AF_INET : AF_INET6,
+				      rr->data.aaaa, rule_ids, n_rules)) {
+			why_rules_full(r, qname, rr, rule_ids, n_rules, oc);
+			return -EXFULL;
+		}
+	}
+	for (i = 0; i < oc->n_addrs; i++) {
+		const struct dns_rr *rr = &oc->addrs[i];
+		int family = rr->type == DNS_TYPE_A ? AF_INET : AF_INET6;
 		uint64_t exp = r->o.ttl_mode ? boot_ns() + (uint64_t)rr->ttl * 1000000000ull : 0;
+		const char *map = "server-name";
+		char a[INET6_ADDRSTRLEN];
+		uint8_t key[16] = {};
+		int answered;
 
 		/*
-		 * The (address, name) pair first: alone it allows nothing (a connect() needs the
-		 * learned address), so a full sl_sni_ok leaves no address learned for an answer
-		 * the client is refused (SERVFAIL).
+		 * First the name among those the address was answered for, before the kernel can
+		 * judge a connect() by it: a record of one lists every name it could be for
+		 * (hostnames_sharing). Then the (address, name) pair: alone it allows nothing (a
+		 * connect() needs the learned address), so a full sl_sni_ok leaves no address
+		 * learned for an answer the client is refused (SERVFAIL); the name is then taken
+		 * back (no connect can be for it, and the names kept stay as many as the pairs).
 		 */
-		err = loader_sni_learn(r->loader, rr->type == DNS_TYPE_A ? AF_INET : AF_INET6,
-				       rr->data.aaaa, qname, host_id);
-		/* report mode, unlisted: recorded under no rule, so decisions can name the host */
-		if (!err && first_rule < 0)
-			err = loader_learn(r->loader, rr->type == DNS_TYPE_A ? AF_INET : AF_INET6,
-					   rr->data.aaaa, SL_RULE_DEFAULT, host_id, exp);
-		for (rule = first_rule; rule >= 0 && !err;
-		     rule = policy_match_host_from(r->o.policy, qname, (size_t)rule + 1))
-			err = loader_learn(r->loader, rr->type == DNS_TYPE_A ? AF_INET : AF_INET6,
-					   rr->data.aaaa, policy_rule_id((size_t)rule), host_id, exp);
-		if (err) {
-			util_fmt(oc->why, sizeof(oc->why), "cannot record learned address: %s%s",
-				 strerror(-err), err == -E2BIG ? " (learned-address map full)" : "");
+		memcpy(key, rr->data.aaaa, family == AF_INET ? 4 : 16);
+		answered = hostnames_answered(r->o.names, key, host_id, boot_ns());
+		err = answered < 0 ? answered :
+				     loader_sni_learn(r->loader, family, rr->data.aaaa, qname,
+						      host_id);
+		if (err && answered > 0)
+			hostnames_unanswered(r->o.names, key, host_id);
+		if (!err) {
+			map = "learned-address";
+			err = loader_learn(r->loader, family, rr->data.aaaa, rule_ids, n_rules,
+					   host_id, exp);
+		}
+		if (!err)
+			continue;
+		/* -EXFULL: another answer took the slots since the check above */
+		if (err == -EXFULL) {
+			why_rules_full(r, qname, rr, rule_ids, n_rules, oc);
 			return err;
 		}
+		addr_string(rr, a, sizeof(a));
+		util_fmt(oc->why, sizeof(oc->why), "cannot record learned address %s for %s: %s%s%s%s",
+			 a, qname, strerror(-err), err == -E2BIG ? " (" : "",
+			 err == -E2BIG ? map : "", err == -E2BIG ? " map full)" : "");
+		return err;
 	}
 	return 0;
 }

@@ -842,6 +842,9 @@ static bool start_resolver(struct run *r, const struct resume_start *s, char *wh
 	err = run_new_hostnames(r);
 	if (!err)
 		err = hostnames_adopt(r->hosts, r->loader);
+	/* and which addresses they share: a record must not name one where several are possible */
+	if (!err)
+		err = hostnames_adopt_answers(r->hosts, r->loader);
 	if (err) {
 		util_fmt(why, len, "the host names the run kept: %s; its records name no hosts, and "
 				   "the run's names no longer resolve (closed, not open)",

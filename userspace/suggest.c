@@ -252,7 +252,15 @@ static void stats(const struct sctx *s, const struct ev_endpoint *e, const char 
 				evidence_safe(e->cnames[i], safe, sizeof(safe)));
 		fprintf(f, "\n");
 	}
-	if (e->n_dsts || e->n_answers) {
+	if (e->kind == EV_ADDR && e->n_dsts) {
+		/* the names of a shared address: any could be the one, none is proposed for it */
+		fprintf(f, "%s  the run's resolver answered it for several names, and the log "
+			   "cannot tell\n%s  which one its connections were for:", pfx, pfx);
+		for (i = 0; i < e->n_dsts && i < 8; i++)
+			fprintf(f, " %s", evidence_safe(e->dsts[i], safe, sizeof(safe)));
+		fprintf(f, "%s\n%s  allow the one the workload needs by name, by hand\n",
+			e->n_dsts > 8 ? " ..." : "", pfx);
+	} else if (e->n_dsts || e->n_answers) {
 		char **v = e->n_dsts ? e->dsts : e->answers;
 		size_t n = e->n_dsts ? e->n_dsts : e->n_answers;
 

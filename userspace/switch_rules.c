@@ -25,7 +25,12 @@ int switch_add_rules(struct sl_learned *e, const struct policy *p, const char *n
 			}
 		}
 		if (i == SL_LEARNED_RULES)
-			break; /* full: as loader_learn, the first rules that list it are kept */
+			/*
+			 * full: the first rules that list it are kept. The resolver refuses an
+			 * answer that would not fit (loader_learn); an address learned under the
+			 * old policy is narrowed instead: the rules left out allow nothing here.
+			 */
+			break;
 	}
 	return added;
 }

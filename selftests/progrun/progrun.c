@@ -193,7 +193,7 @@ static int learn(struct loader *l, const char *addr, uint16_t rule, uint32_t hos
 
 	if (addr_of(addr, &family, a))
 		return -EINVAL;
-	return loader_learn(l, family, a, rule, host, expires_ns);
+	return loader_learn(l, family, a, &rule, 1, host, expires_ns);
 }
 
 static int sni_learn(struct loader *l, const char *addr, const char *name)

@@ -131,18 +131,30 @@ static bool t_filter_run(char *why)
 	       match(&g, deny_line, false, why);
 }
 
+/* A connection to an address two names share: "host" null, both in "hosts". */
+static const char shared_line[] = HEAD(
+	"decision") ",\"run_id\":\"smoke2\",\"task\":null,\"hook\":\"connect4\",\"decision\":"
+		    "\"allow\",\"enforced\":true,\"rule\":\"shared\",\"reason\":\"rule\","
+		    "\"family\":\"ipv4\",\"proto\":\"tcp\",\"host\":null,"
+		    "\"hosts\":[\"decoy.example.net\",\"Wanted.example.net\"],"
+		    "\"dst\":\"198.51.100.16\",\"port\":80,\"pid\":9,\"tid\":9,\"comm\":\"curl\","
+		    "\"cgroup_id\":82,\"sock_cookie\":4,\"kseq\":3}";
+
 static bool t_filter_host(char *why)
 {
 	struct events_filter a = {.host = "*.example.com"};
 	struct events_filter b = {.host = "198.51.100.2?"};
 	struct events_filter c = {.host = "bad.*"};
 	struct events_filter d = {.host = "2001:db8::*"};
+	struct events_filter e = {.host = "wanted.example.net"};
 
 	return match(&a, report_line, true, why) && /* host, case-insensitively */
 	       match(&a, deny_line, false, why) && match(&a, tls_line, true, why) &&
 	       match(&a, dns_line, false, why) && match(&b, deny_line, true, why) &&  /* dst */
 	       match(&b, allow_line, false, why) && match(&c, tls_line, true, why) && /* sni */
-	       match(&d, report_line, true, why) && match(&a, loss_line, false, why);
+	       match(&d, report_line, true, why) && match(&a, loss_line, false, why) &&
+	       match(&e, shared_line, true, why) && /* any of a shared address's names */
+	       match(&a, shared_line, false, why);
 }
 
 static bool t_filter_type(char *why)
@@ -529,7 +541,7 @@ static const struct {
 	{t_filter_decision,
 	 "--decision deny: deny and report-mode deny lines, dns deny; not allow"},
 	{t_filter_run, "--run-id: exactly that run"},
-	{t_filter_host, "--host: a glob on host (any case), sni, dst"},
+	{t_filter_host, "--host: a glob on host (any case), sni, dst, any of hosts"},
 	{t_filter_type, "--type: a comma list; filters combine"},
 	{t_compact, "compact lines: time, run, type, verdict, target, fields, pid/comm"},
 	{t_compact_short, "compact: -ENOSPC when the buffer is short"},

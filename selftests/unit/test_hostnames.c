@@ -3,7 +3,8 @@
  * Unit test of userspace/hostnames.c, the run's host-name registry: ids are dense from 1, a name
  * keeps its id, names that collide in the index stay apart (a hash is not a name), lookups of
  * unknown ids and names say so, and the registry stops at SL_HOSTS_MAX names instead of reusing
- * an id. Four threads interning the same names at once get the same ids.
+ * an id. Four threads interning the same names at once get the same ids. Which names an address
+ * was answered for, by a given time.
  *
  * Usage: test_hostnames   TAP 13; exits 1 if any test failed. Needs no root.
  */
@@ -111,6 +112,48 @@ static bool t_full(char *why)
 	return last == SL_HOSTS_MAX && over == 0 && i == 1;
 }
 
+/*
+ * Which names an address was answered for, by the time of a record: a name answered after it
+ * is not one the record's connection could have been for; a name answered again keeps its first
+ * time; one taken back is not listed; addresses are whole 16-byte keys (an IPv4 one is not an
+ * IPv6 one that starts alike).
+ */
+static bool t_sharing(char *why)
+{
+	struct hostnames *h = hostnames_new();
+	uint8_t x[16] = { 198, 51, 100, 16 }, y[16] = { 198, 51, 100, 17 };
+	uint8_t x6[16] = { 198, 51, 100, 16, 1 };
+	uint32_t a = hostnames_intern(h, NULL, "a.example");
+	uint32_t b = hostnames_intern(h, NULL, "b.example");
+	uint32_t ids[4] = {}, one[1] = {};
+	size_t before, at_b, later, capped, other, none;
+
+	uint32_t c = hostnames_intern(h, NULL, "c.example");
+	int new_a, new_b, again_a, new_c;
+
+	new_a = hostnames_answered(h, x, a, 10);
+	new_b = hostnames_answered(h, x, b, 20);
+	again_a = hostnames_answered(h, x, a, 30);
+	new_c = hostnames_answered(h, x, c, 15);
+	hostnames_unanswered(h, x, c); /* the run could not keep the pair: taken back */
+	hostnames_answered(h, y, b, 5);
+	before = hostnames_sharing(h, x, 15, ids, 4);
+	at_b = hostnames_sharing(h, x, 20, ids, 4);
+	later = hostnames_sharing(h, x, 100, ids, 4);
+	capped = hostnames_sharing(h, x, 100, one, 1);
+	other = hostnames_sharing(h, y, 100, ids + 2, 2);
+	none = hostnames_sharing(h, x6, 100, ids + 3, 1);
+	snprintf(why, WHY_LEN,
+		 "expected 1, 2, 2 names (a then b), 2 counted with 1 listed (a), y: 1 (b), x6: 0; "
+		 "got %zu, %zu, %zu (%u %u), %zu (%u), %zu (%u), %zu",
+		 before, at_b, later, ids[0], ids[1], capped, one[0], other, ids[2], none);
+	hostnames_free(h);
+	return new_a == 1 && new_b == 1 && again_a == 0 && new_c == 1 &&
+	       before == 1 && at_b == 2 && later == 2 && ids[0] == a && ids[1] == b &&
+	       capped == 2 && one[0] == a && other == 1 && ids[2] == b && none == 0 &&
+	       !hostnames_sharing(NULL, x, 100, ids, 4);
+}
+
 static struct hostnames *shared;
 static uint32_t seen[4][100];
 
@@ -160,6 +203,7 @@ int main(void)
 		{ "names sharing index slots stay apart", t_collisions },
 		{ "full at SL_HOSTS_MAX: no id is reused, known names still answer", t_full },
 		{ "threads interning the same names get the same ids", t_threads },
+		{ "an address's names, as answered by a record's time", t_sharing },
 	};
 	char why[WHY_LEN];
 
