@@ -11,17 +11,34 @@
 # WHY", which `prove -v` shows as "FILE .. skipped: WHY") is a skip with its reason, never an
 # ok; one that ran no test and gave no reason is a skip that says so. The line before it,
 # "vmtest-time: FILE SECONDS", is how long the file took (the host puts it in the file's TAP
-# line: where the time of a run under emulation goes). Exits 1 if the file failed.
+# line: where the time of a run under emulation goes). A file still running at TIMEOUT is
+# killed, fails, and its last lines say where it hung. Exits 1 if the file failed.
 set -u
+# (run by prove as the file's --exec: the file, its TAP also appended to RAW as it comes; prove's
+# own output to a file is block-buffered, and lost when the time limit kills it)
+if [[ ${1:-} == --tee ]]; then
+	set -o pipefail
+	"$3" | tee -a "$2"
+	exit "${PIPESTATUS[0]}"
+fi
 t=$1 limit=$2 verbose=${3:-0}
 out=$(mktemp "${TMPDIR:-/tmp}/vmtest-prove.XXXXXX") || exit 1
-trap 'rm -f -- "$out"' EXIT
+raw=$(mktemp "${TMPDIR:-/tmp}/vmtest-raw.XXXXXX") || exit 1
+trap 'rm -f -- "$out" "$raw"' EXIT
 
 start=$SECONDS
-timeout -k 10 "$limit" prove -v --exec '' "$t" >"$out" 2>&1
+timeout -k 10 "$limit" prove -v --exec "bash $(realpath "${BASH_SOURCE[0]}") --tee $raw" "$t" \
+	>"$out" 2>&1
 rc=$?
 took=$((SECONDS - start))
-[[ $rc -eq 124 ]] && echo "(timed out after $limit s)" >>"$out"
+# a file that hung: where it was (its last lines) said with the verdict
+if [[ $rc -eq 124 ]]; then
+	last=$(tail -n 6 "$raw")
+	{
+		echo "(timed out after $limit s; its last lines:)"
+		printf '%s\n' "$last" | sed 's/^/(last) /'
+	} >>"$out"
+fi
 # (prove -v never echoes a "Bail out!": it says "Bailout called. … WHY" on stderr, ahead of the
 # file's lines; shown at the end, after the diagnostics that came before the bail-out)
 awk -v all="$verbose" 'all == 1 { print; next }
@@ -29,7 +46,7 @@ awk -v all="$verbose" 'all == 1 { print; next }
 	/^(ok|[0-9]+\.\.)/ { show = 0; held = ""; next }
 	/^#/ { if (show) print; else held = held $0 "\n"; next }
 	/^Bailout called/ { bail = $0; next }
-	/^(Failed|Result|Files=|Dubious|  Failed|\(timed out)/ { print }
+	/^(Failed|Result|Files=|Dubious|  Failed|\(timed out|\(last\) )/ { print }
 	END { if (bail != "") printf "%s%s\n", held, bail }' "$out" | sed 's/^/  /'
 # the reason as prove -v shows it (after the file's name), or as the file said it
 why=$(sed -n -e 's/^.* \.\.* skipped: //p' -e 's/^1\.\.0 # [Ss][Kk][Ii][Pp] *//p' "$out" |
