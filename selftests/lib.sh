@@ -1116,12 +1116,16 @@ sluice_wait() {
 	sl_run_ended
 }
 
-# wait_until TIMEOUT_MS CMD…: poll CMD every 50 ms until it succeeds.
+# wait_until TIMEOUT_MS CMD…: poll CMD every 50 ms until it succeeds: TIMEOUT_MS (scaled by
+# SL_SLOW) of sleeps between the tries, and never more than twice that of wall time, so a CMD
+# that itself takes long (a client waiting on a daemon that does not answer) ends the wait
+# too, not only the sleeps. (CMD is not bounded here: one that may block gets its own timeout.)
 wait_until() {
-	local t=$(($1 * SL_SLOW)) waited=0
+	local t=$(($1 * SL_SLOW)) waited=0 start=${EPOCHREALTIME//[.,]/}
 	shift
 	until "$@"; do
 		[[ $waited -ge $t ]] && return 1
+		[[ $(((${EPOCHREALTIME//[.,]/} - start) / 1000)) -ge $((2 * t)) ]] && return 1
 		sleep 0.05
 		waited=$((waited + 50))
 	done

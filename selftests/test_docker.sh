@@ -31,6 +31,10 @@ require_root
 require_sluice
 DOCKERD=$(command -v dockerd) || skip_all "dockerd not installed (Debian's docker.io)"
 command -v docker >/dev/null || skip_all "the docker client is not installed"
+# Every client call bounded: a dockerd that accepts on its socket and never answers (or a
+# container that never ends) fails the check that waited for it, not the whole file at the
+# VM's time limit with nothing said.
+docker() { timeout -k 5 $((120 * SL_SLOW)) docker "$@"; }
 require_busybox_static
 topo_up
 
@@ -69,7 +73,10 @@ DOCKERD_PID=
 docker_cleanup() {
 	local d
 	if [[ -n $DOCKERD_PID ]] && kill -0 "$DOCKERD_PID" 2>/dev/null; then
-		docker ps -aq 2>/dev/null | xargs -r docker rm --force >/dev/null 2>&1
+		local c
+		for c in $(docker ps -aq 2>/dev/null); do
+			docker rm --force "$c" >/dev/null 2>&1
+		done
 		kill -TERM "$DOCKERD_PID" 2>/dev/null
 		for _ in $(seq $((200 * SL_SLOW))); do
 			kill -0 "$DOCKERD_PID" 2>/dev/null || break
@@ -109,7 +116,8 @@ unshare --mount --propagation private -- sh -c '
 	sh "$DK" "/run/netns/$SL_NS_RUN" "$DOCKERD" "$VARLIB_TMPFS" >"$DK/dockerd.log" 2>&1 &
 DOCKERD_PID=$!
 sl_track_pid "$DOCKERD_PID"
-wait_until 30000 docker info >/dev/null 2>&1 ||
+dockerd_answers() { timeout -k 2 $((5 * SL_SLOW)) docker info >/dev/null 2>&1; }
+wait_until 30000 dockerd_answers ||
 	skip_all "dockerd did not start here: $(tail -n 3 "$DK/dockerd.log" | tr '\n' ' ')"
 # docker_ns CMD…: CMD in dockerd's mount namespace (where Docker's state is)
 docker_ns() { nsenter --mount="/proc/$DOCKERD_PID/ns/mnt" -- "$@"; }
