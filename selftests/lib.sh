@@ -76,6 +76,8 @@ SL_RUN_ARGV=()
 SL_RUNS=()
 SL_PIDS=()
 SL_CLEANUP=()
+# cgroups sl_cgroup_remove could not remove (topo_down fails the test if they are still there)
+SL_CGROUPS_LEFT=()
 SL_SINK_MARK=0
 SL_RTR_SINK_MARK=0
 
@@ -313,8 +315,10 @@ sl_scrub_run() {
 	return 0
 }
 
+# topo_down: remove everything the test made; 1 if a cgroup of the test's is left behind (the
+# test fails: topo_down_at_exit).
 topo_down() {
-	local i pid
+	local i pid left=0
 	[[ $SL_TOPO_UP -eq 1 ]] || return 0
 	SL_TOPO_UP=0
 	trap '' PIPE
@@ -344,7 +348,19 @@ topo_down() {
 			rm -rf -- "$SL_TMP"
 		fi
 	fi
-	return 0
+	# (sl_cgroup_remove said which; one a later call removed after all is not left)
+	for i in "${SL_CGROUPS_LEFT[@]}"; do
+		[[ -d $i ]] && left=1
+	done
+	return $left
+}
+
+# topo_down_at_exit: the EXIT trap. The test's status stands, but a test that passed and left a
+# cgroup behind exits 1: the harness sees a leftover, as leftovers_check reports a run's.
+topo_down_at_exit() {
+	local rc=$?
+	topo_down || [[ $rc -ne 0 ]] || rc=1
+	exit "$rc"
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -415,7 +431,7 @@ sl_topo_build() {
 # topo_up: build the topology, start the sinks; topo_down runs on exit whatever happens.
 topo_up() {
 	require_tools
-	trap topo_down EXIT
+	trap topo_down_at_exit EXIT
 	trap 'exit 130' INT
 	trap 'exit 143' TERM
 	trap 'exit 129' HUP
@@ -1396,32 +1412,46 @@ sl_cgroup_new() {
 	echo "$p"
 }
 
-# sl_cgroup_remove PATH: kill what is in the subtree, remove it deepest first. The test's own
-# background jobs in it (sl_track_pid: a holder started with "${SL_IN_CGROUP[@]}" … &) die of
-# that SIGKILL, and bash would print a job notice for each ("line N: PID Killed …") on the
-# test's stderr after whatever command of the test ran next, in the middle of its TAP output:
-# they are collected here, where they are killed, with the notices kept off stderr.
+# sl_cgroup_remove PATH: kill what is in the subtree, remove it deepest first; 1, with the TAP
+# comment "cgroup PATH left behind", if it is still there after 10 s × SL_SLOW (topo_down then
+# fails the test: a cgroup left behind is a leftover, as leftovers_check says of a run's).
+# - The kill is written on every pass until the cgroup is gone: a process whose move into it
+#   (echo $$ >cgroup.procs) lands after one kill is ended by the next instead of keeping the
+#   cgroup populated; once rmdir succeeds no move can land.
+# - The test's own background jobs in it (sl_track_pid: a holder started with
+#   "${SL_IN_CGROUP[@]}" … &), found on every pass, before its kill, die of that SIGKILL, and
+#   bash would print a job notice for each ("line N: PID Killed …", the whole command, over
+#   several lines if it has them) on the test's stderr after whatever command ran next, in the
+#   middle of its TAP output. They are disowned before the kill: bash still reaps them but
+#   reports none, whenever it sees them end (the kernel says "populated 0" before exit_notify
+#   makes the last task a zombie: a wait here could miss one that ends a moment later). Stderr
+#   is left alone: another job's death meanwhile (a sluice daemon's segfault as it reacts to the
+#   removal) is reported as bash reports it, and so is one of a tracked job bash saw end before
+#   it was found here (disown finds no such job): that death was not this function's doing.
 sl_cgroup_remove() {
-	local p=$1 d pid rel
-	local -a ours=()
+	local p=$1 d pid rel polls=$((200 * SL_SLOW))
 	[[ -d $p ]] || return 0
 	rel=${p#"$(cg2_mount)"}
-	for pid in "${SL_PIDS[@]}"; do
-		sl_pid_in_cgroup "$pid" "$rel" && ours+=("$pid")
+	# a loaded machine takes its time to reap (a process under strace, thousands of fds)
+	while ((polls-- > 0)) && [[ -d $p ]]; do
+		for pid in "${SL_PIDS[@]}"; do
+			# (2>/dev/null: a tracked pid that is no job of this shell; a builtin's redirection
+			# hides no other job's notice, bash prints those after external commands)
+			sl_pid_in_cgroup "$pid" "$rel" && disown "$pid" 2>/dev/null
+		done
+		[[ -e $p/cgroup.kill ]] && echo 1 >"$p/cgroup.kill" 2>/dev/null
+		if [[ $(cat "$p/cgroup.events" 2>/dev/null) != *"populated 1"* ]]; then
+			find "$p" -depth -type d 2>/dev/null |
+				while IFS= read -r d; do rmdir "$d" 2>/dev/null; done
+			[[ -d $p ]] || break
+		fi
+		sleep 0.05
 	done
-	{
-		[[ -e $p/cgroup.kill ]] && echo 1 >"$p/cgroup.kill"
-		# a loaded machine takes its time to reap (a process under strace, thousands of fds)
-		for _ in $(seq $((200 * SL_SLOW))); do
-			[[ $(cat "$p/cgroup.events") != *"populated 1"* ]] && break
-			sleep 0.05
-		done
-		# (one still running, in a cgroup that would not empty, is not waited for)
-		for pid in "${ours[@]}"; do
-			pid_running "$pid" || wait "$pid"
-		done
-	} 2>/dev/null
-	find "$p" -depth -type d 2>/dev/null | while IFS= read -r d; do rmdir "$d" 2>/dev/null; done
+	if [[ -d $p ]]; then
+		echo "# cgroup $p left behind"
+		SL_CGROUPS_LEFT+=("$p")
+		return 1
+	fi
 	return 0
 }
 

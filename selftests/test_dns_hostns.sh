@@ -11,7 +11,7 @@
 require_root
 require_sluice
 # no topology: only a temp dir, and the upstream, both removed by topo_down
-trap topo_down EXIT
+trap topo_down_at_exit EXIT
 SL_TOPO_UP=1
 SL_TMP=$(mktemp -d "${TMPDIR:-/tmp}/sluice-selftest.XXXXXX") || bail_out "mktemp failed"
 sl_key_setup "$SL_TMP" || bail_out "cannot create a host key"

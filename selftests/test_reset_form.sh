@@ -53,7 +53,7 @@ FORM=$SL_LIB_DIR/tools/sl_rstform.py
 # the blackhole, as IPv4, as IPv6 (AWS's), and embedded in NAT64's well-known prefix
 MD=169.254.169.254 MD6=fd00:ec2::254 MD64=64:ff9b::a9fe:a9fe
 
-tap_plan 40
+tap_plan 41
 
 # attacked NAME [ATTACH_ARGS...]: the attacker's connections, made in a new cgroup before the
 # attach; the attach (enforce) destroys them while the test host watches. Sets W (the
@@ -89,24 +89,47 @@ attacked() {
 		"$(log_count "$LOG" type=preexisting decision=deny flow=destroyed)" 7 ||
 		tap_diag_file "$LOG"
 }
-# run_map RUN NAME: the JSON dump (bpftool) of the map NAME the run's egress program uses
-run_map() {
-	local prog id
-	prog=$(bpftool -j link show pinned "/sys/fs/bpf/sluice/$1/egress" |
-		python3 -c 'import json, sys; print(json.load(sys.stdin)["prog_id"])') || return 1
-	for id in $(bpftool -j prog show id "$prog" |
+# prog_map_id PROG NAME: the id of the map NAME that program PROG uses
+prog_map_id() {
+	local id
+	for id in $(bpftool -j prog show id "$1" |
 		python3 -c 'import json, sys; print(*json.load(sys.stdin)["map_ids"])'); do
 		bpftool -j map show id "$id" | grep -q "\"name\":\"$2\"" || continue
-		bpftool -j map dump id "$id"
+		echo "$id"
 		return
 	done
 	return 1
 }
-# reset_dsts RUN: the destination of each frame the run's packet layer let out and wrote down
-# for its host side to pass (sl_resets: struct sl_ns_flow_key, daddr at 16, family at 36)
+# run_map_id RUN NAME: the id of the map NAME the run's egress program (the packet layer) uses
+run_map_id() {
+	local prog
+	prog=$(bpftool -j link show pinned "/sys/fs/bpf/sluice/$1/egress" |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["prog_id"])') || return 1
+	prog_map_id "$prog" "$2"
+}
+# run_map RUN NAME: the JSON dump (bpftool) of the map NAME the run's egress program uses
+run_map() {
+	local id
+	id=$(run_map_id "$1" "$2") || return 1
+	bpftool -j map dump id "$id"
+}
+# host_side_map_id NAME: the id of the map NAME the host side's program on the run's veth (vrun's
+# ingress, tcx or clsact) uses; nothing if there is not exactly one such program
+host_side_map_id() {
+	local progs
+	progs=$(in_rtr bpftool -j net show dev vrun | python3 -c 'import json, sys
+for dev in json.load(sys.stdin):
+    for tc in dev.get("tc", []):
+        if tc.get("name") == "sl_tc_ingress" and tc.get("kind", "").endswith("ingress"):
+            print(tc["prog_id"])') || return 1
+	[[ $progs =~ ^[0-9]+$ ]] || return 1
+	prog_map_id "$progs" "$1"
+}
+# reset_dsts MAP_ID: the destination of each frame the packet layer let out and wrote down for
+# its host side to pass (sl_resets: struct sl_ns_flow_key, daddr at 16, family at 36)
 reset_dsts() {
 	local dump
-	dump=$(run_map "$1" sl_resets) || return 1
+	dump=$(bpftool -j map dump id "$1") || return 1
 	python3 -c 'import ipaddress, json, socket, sys
 for e in json.loads(sys.argv[1]):
     k = bytes(int(b, 16) for b in e["key"])
@@ -142,7 +165,18 @@ tap_is "netns: the blackhole's three connections (made before the attach) were d
 	"$(log_count "$LOG" type=preexisting "dst=$MD" flow=destroyed)\
  $(log_count "$LOG" type=preexisting "dst=$MD6" flow=destroyed)\
  $(log_count "$LOG" type=preexisting "dst=$MD64" flow=destroyed)" "1 1 1" || tap_diag_file "$LOG"
-if dsts=$(reset_dsts "t-$SL_ID-netns"); then
+# (the sl_resets read below is the one the packet layer writes and the host side reads: an
+# empty map of another program's would show no frame toward the blackhole all the same)
+resets_id=$(run_map_id "t-$SL_ID-netns" sl_resets)
+host_resets_id=$(host_side_map_id sl_resets)
+if [[ -n $resets_id && $resets_id == "$host_resets_id" ]]; then
+	tap_ok "netns: the run's egress program and its host side's on vrun share one sl_resets"
+else
+	tap_fail "netns: the run's egress program and its host side's on vrun share one sl_resets" \
+		"the egress program's sl_resets: id \"$resets_id\", vrun's sl_tc_ingress's:\
+ id \"$host_resets_id\" ($(in_rtr bpftool net show dev vrun 2>&1 | tr '\n' ' '))"
+fi
+if [[ -n $resets_id ]] && dsts=$(reset_dsts "$resets_id"); then
 	tap_is "netns: the packet layer let no RST toward the blackhole out (none in sl_resets)" \
 		"$(grep -cxF -e "$MD" -e "$MD6" -e "$MD64" <<<"$dsts")" 0 || tap_diag "$dsts"
 else

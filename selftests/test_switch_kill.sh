@@ -43,7 +43,7 @@ sha_b=$(sha256sum "$SL_TMP/b.yaml" | cut -c1-64)
 sl_daemon_attach swkill "$SL_TMP/a.yaml" --netns "/run/netns/$SL_NS_RUN"
 CG=$SL_ATT_CG RUN=$SL_ATT_RUN LOG=$SL_ATT_LOG
 # hold CGROUP: a process that keeps the cgroup populated until the test ends it (cgroup.kill, in
-# sl_cgroup_remove, which collects it: its death is no job notice on stderr). Started without a
+# sl_cgroup_remove, which disowns it first: its death is no job notice on stderr). Started without a
 # function, whose subshell would itself report the KILL of its child on stderr.
 hold() {
 	"${SL_IN_CGROUP[@]}" "$1" sleep 600 &
