@@ -101,11 +101,16 @@ sl_daemon_start || bail_out "the test's daemon did not start: $(cat "$SL_DAEMON_
 LOGS=$SL_DAEMON_DIR/logs
 # the sluice runtime: the hook's options after "oci-runtime", up to the "--" before runc's; and
 # one whose --runc is missing, for what Docker's user is told when the wrapper refuses
+# Docker before 23 writes its identity key to /etc/docker/key.json unless its configuration
+# says otherwise (a key later versions refuse): into the test's directory, not the machine's
+# /etc, which the selftest VMs' root does not let it write at all.
 mkdir -p "$DK"/{data,exec}
-printf '{"runtimes": {"sluice": {"path": "%s", "runtimeArgs":
+key=
+grep -qa 'json:"deprecated-key-path' "$DOCKERD" && key="\"deprecated-key-path\": \"$DK/key.json\","
+printf '{%s "runtimes": {"sluice": {"path": "%s", "runtimeArgs":
 	["oci-runtime", "--policy", "%s", "--socket", "%s", "--"]},
 	"sluice-norunc": {"path": "%s", "runtimeArgs": ["oci-runtime", "--runc", "%s", "--"]}}}\n' \
-	"$SLUICE" "$POLICY" "$SLUICE_SOCKET" "$SLUICE" "$SL_TMP/no-runc" >"$DK/daemon.json"
+	"$key" "$SLUICE" "$POLICY" "$SLUICE_SOCKET" "$SLUICE" "$SL_TMP/no-runc" >"$DK/daemon.json"
 # shellcheck disable=SC2016 # the inner shell expands them
 unshare --mount --propagation private -- sh -c '
 	{ [ "$4" = 0 ] || { mount -t tmpfs tmpfs /var/lib && mkdir /var/lib/docker; }; } &&
@@ -118,7 +123,7 @@ DOCKERD_PID=$!
 sl_track_pid "$DOCKERD_PID"
 dockerd_answers() { timeout -k 2 $((5 * SL_SLOW)) docker info >/dev/null 2>&1; }
 wait_until 30000 dockerd_answers ||
-	skip_all "dockerd did not start here: $(tail -n 3 "$DK/dockerd.log" | tr '\n' ' ')"
+	bail_out "dockerd did not start: $(tail -n 3 "$DK/dockerd.log" | tr '\n' ' ')"
 # docker_ns CMD…: CMD in dockerd's mount namespace (where Docker's state is)
 docker_ns() { nsenter --mount="/proc/$DOCKERD_PID/ns/mnt" -- "$@"; }
 
