@@ -268,7 +268,7 @@ static int cfg_freeze(struct bpf_map *map)
 /*
  * This build's shape of each map its objects declare (mapshape.h), by the name the kernel knows
  * it by (BPF_OBJ_NAME_LEN - 1 characters at most): what a map of a run this process did not load
- * must have before it is read (run_map_entry, reopen_map, map_fd_check). Read once, from the
+ * must have before it is read (run_map_entry, reopen_map, loader_map_check). Read once, from the
  * skeletons opened (never loaded); the configuration map as every set is loaded with it
  * (cfg_map_prepare). The objects share a map by its name (next_share): one shape a name.
  * Internal maps other than the configuration are each object's own, never read by name.
@@ -454,7 +454,7 @@ static int shape_of_fd(int fd, struct map_shape *out)
  * kernel names name: 0, or -EPROTO with err (may be NULL) naming it and both shapes (or saying
  * this build has no map of that name), -errno.
  */
-static int map_fd_check(int fd, const char *name, char *err, size_t err_len)
+int loader_map_check(int fd, const char *name, char *err, size_t err_len)
 {
 	struct map_shape run, build;
 	int ret = loader_build_map_shape(name, &build);
@@ -1380,7 +1380,7 @@ static int ns_sync(const char *dir, int runs_fd, bool joining)
 	__u64 tokens[SL_NS_RUNS_MAX];
 	int n = ns_tokens(runs_fd, tokens), flows = -1, slot, err = 0, i;
 	bool unpinned_slot = false;
-	char path[PATH_MAX];
+	char path[PATH_MAX], why[512] = "";
 	__u32 zero = 0, flows_id = 0;
 
 	if (n + joining >= 2) {
@@ -1399,6 +1399,16 @@ static int ns_sync(const char *dir, int runs_fd, bool joining)
 		if (slot < 0) {
 			unpinned_slot = true;
 			continue;
+		}
+		/*
+		 * Another run's, maybe another build's: read (slot_holds) only once of this build's
+		 * kind; else refused, as the update would be (the kernel's template check).
+		 */
+		err = loader_map_check(slot, "sl_ns_flows", why, sizeof(why));
+		if (err) {
+			fprintf(stderr, "sluice: %s: %s\n", path, why[0] ? why : strerror(-err));
+			close(slot);
+			break;
 		}
 		if (flows >= 0) {
 			/* (a slot that holds it already: the update would only wait, see ns_runs_slot) */
@@ -2019,7 +2029,7 @@ static int reopen_map(struct loader *l, enum loader_map i)
 	fd = bpf_obj_get(path);
 	if (fd < 0)
 		return -errno;
-	err = map_fd_check(fd, bpf_map__name(map), why, sizeof(why));
+	err = loader_map_check(fd, bpf_map__name(map), why, sizeof(why));
 	if (why[0])
 		fprintf(stderr, "sluice: %s: %s\n", path, why);
 	if (!err)
@@ -2434,7 +2444,7 @@ int loader_purge(const char *run_id)
 	/* its token, from its configuration (of this build's layout only) */
 	if (!util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, map_pin_names[MAP_CFG]) &&
 	    (fd = bpf_obj_get(path)) >= 0) {
-		bool this_build = !map_fd_check(fd, CFG_MAP, NULL, 0);
+		bool this_build = !loader_map_check(fd, CFG_MAP, NULL, 0);
 
 		have_cfg = this_build && !bpf_map_lookup_elem(fd, &zero, &cfg) &&
 			   cfg.version == SL_CFG_VERSION;
@@ -4537,7 +4547,7 @@ static int staged_open(const struct loader *l, struct staged_set *st)
 	if (err || st->cfg_fd < 0)
 		return err;
 	/* a staged configuration of another build would be copied past st->cfg */
-	err = map_fd_check(st->cfg_fd, CFG_MAP, why, sizeof(why));
+	err = loader_map_check(st->cfg_fd, CFG_MAP, why, sizeof(why));
 	if (err) {
 		fprintf(stderr, "sluice: %s: the staged set's configuration: %s\n", l->pin_dir,
 			why[0] ? why : strerror(-err));

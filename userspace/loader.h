@@ -233,6 +233,12 @@ int loader_host_budgets_max(const struct loader *l, uint16_t *max, char *err, si
  */
 struct map_shape;
 int loader_build_map_shape(const char *name, struct map_shape *out);
+/*
+ * The map fd, of a run this process did not load, has this build's shape for the map the kernel
+ * names name (its held map too, for a map of maps holding one): 0, or -EPROTO with err (may be
+ * NULL) naming it and both shapes, -errno.
+ */
+int loader_map_check(int fd, const char *name, char *err, size_t err_len);
 
 /*
  * Let TLS flows to addr (4 or 16 bytes) name host in their ClientHello: the resolver produced

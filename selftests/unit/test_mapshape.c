@@ -5,11 +5,14 @@
  * shapes): another value or key size (sl_rule_budget's value read into a __u32, sl_host_bytes'
  * keys into a struct sl_host_key), another type, other flags, and for a map of maps the maps it
  * holds (sl_ns_runs). The refusal names the map and both shapes. A run's map of maps that holds
- * none is taken (nothing of it to read; the kernel checks what is put in).
+ * none is taken (nothing of it to read; the kernel checks what is put in). Maps made in the kernel
+ * as such a run would hold them are refused the same (loader_map_check).
  */
 #include <errno.h>
 #include <string.h>
-#include <linux/bpf.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 
 #include "tap.h"
 #include "../../userspace/loader.h"
@@ -136,6 +139,65 @@ static bool t_unknown(char *why)
 	return true;
 }
 
+/*
+ * Maps the kernel holds, made as another build's run would have them, through loader_map_check
+ * (what every reader of a run's pins and collected maps goes through): the shapes are read from
+ * the kernel, a map of maps' from the map it holds. Needs CAP_BPF: skipped (said so) without.
+ */
+static bool privileged = true;
+
+static int made(enum bpf_map_type type, const char *name, __u32 key, __u32 value, int inner)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, opts, .inner_map_fd = inner >= 0 ? (__u32)inner : 0);
+	int fd = bpf_map_create(type, name, key, value, 1, inner >= 0 ? &opts : NULL);
+
+	if (fd < 0 && (errno == EPERM || errno == EACCES))
+		privileged = false;
+	return fd;
+}
+
+static bool t_kernel_maps(char *why)
+{
+	struct map_shape b;
+	char err[512] = "";
+	int fd, inner, outer, ret;
+	__u32 zero = 0;
+
+	BUILD("sl_rule_budget", b);
+	fd = made(b.map.type, "sl_rule_budget", b.map.key_size, b.map.value_size + 8, -1);
+	if (fd < 0 && !privileged)
+		return true; /* (main says it was skipped) */
+	EXPECT(fd >= 0, "make a map: %s", strerror(errno));
+	ret = loader_map_check(fd, "sl_rule_budget", err, sizeof(err));
+	close(fd);
+	EXPECT(ret == -EPROTO && strstr(err, "sl_rule_budget is of another build"),
+	       "a kernel's sl_rule_budget 8 bytes wider is refused: got %d, \"%s\"", ret, err);
+	fd = made(b.map.type, "sl_rule_budget", b.map.key_size, b.map.value_size, -1);
+	EXPECT(fd >= 0, "make a map: %s", strerror(errno));
+	ret = loader_map_check(fd, "sl_rule_budget", err, sizeof(err));
+	close(fd);
+	EXPECT(!ret, "a kernel's sl_rule_budget of this build's shape is taken: got %d, \"%s\"",
+	       ret, err);
+
+	/* sl_ns_runs holding a runs map 8 bytes wider in value, then holding none */
+	BUILD("sl_ns_runs", b);
+	inner = made(b.inner.type, "sl_ns_runs", b.inner.key_size, b.inner.value_size + 8, -1);
+	EXPECT(inner >= 0, "make a map: %s", strerror(errno));
+	outer = made(b.map.type, "sl_ns_runs", b.map.key_size, b.map.value_size, inner);
+	EXPECT(outer >= 0, "make a map of maps: %s", strerror(errno));
+	ret = bpf_map_update_elem(outer, &zero, &inner, BPF_ANY) ? -errno : 0;
+	EXPECT(!ret, "put the map into the map of maps: %s", strerror(-ret));
+	ret = loader_map_check(outer, "sl_ns_runs", err, sizeof(err));
+	EXPECT(ret == -EPROTO && strstr(err, "sl_ns_runs holds maps of another build"),
+	       "sl_ns_runs holding a wider map is refused: got %d, \"%s\"", ret, err);
+	bpf_map_delete_elem(outer, &zero);
+	ret = loader_map_check(outer, "sl_ns_runs", err, sizeof(err));
+	close(outer);
+	close(inner);
+	EXPECT(!ret, "sl_ns_runs holding none is taken: got %d, \"%s\"", ret, err);
+	return true;
+}
+
 static const struct {
 	bool (*fn)(char *why);
 	const char *name;
@@ -147,6 +209,8 @@ static const struct {
 	{t_flags, "other flags: refused; .data.cfg's are those it is loaded with"},
 	{t_inner, "sl_ns_runs holding maps of another shape or flags: refused; holding none: taken"},
 	{t_unknown, "a name this build has no map of: -ENOENT"},
+	{t_kernel_maps, "maps in the kernel: sl_rule_budget wider refused, of this build's shape "
+			"taken; sl_ns_runs holding a wider map refused, holding none taken"},
 };
 
 int main(void)
@@ -158,5 +222,7 @@ int main(void)
 		why[0] = '\0';
 		report(cases[i].fn(why), cases[i].name, why);
 	}
+	if (!privileged)
+		printf("# the kernel maps' cases were skipped: making a map needs CAP_BPF\n");
 	return tap_status();
 }
