@@ -280,8 +280,8 @@ struct build_map {
 
 static struct build_map *build_maps;
 static size_t n_build_maps;
-static int build_maps_err;
-static pthread_once_t build_maps_once = PTHREAD_ONCE_INIT;
+static bool build_maps_whole;
+static pthread_mutex_t build_maps_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct map_kind kind_of_map(const struct bpf_map *map)
 {
@@ -347,7 +347,8 @@ static int selftest_shape_wider(void)
 	return 0;
 }
 
-static void build_maps_read(void)
+/* Under build_maps_lock. A failure (ENOMEM) leaves none, to be read again at the next ask. */
+static int build_maps_read(void)
 {
 	struct sl_sock_addr *addr = sl_sock_addr__open();
 	struct sl_skb *skb = addr ? sl_skb__open() : NULL;
@@ -371,30 +372,39 @@ static void build_maps_read(void)
 		err = build_maps_add(destroy->obj);
 	if (!err)
 		err = selftest_shape_wider();
-	build_maps_err = err;
+	if (err) {
+		free(build_maps);
+		build_maps = NULL;
+		n_build_maps = 0;
+	}
+	build_maps_whole = !err;
 	sl_destroy__destroy(destroy);
 	sl_lsm__destroy(lsm);
 	sl_tc__destroy(tc);
 	sl_surface__destroy(surface);
 	sl_skb__destroy(skb);
 	sl_sock_addr__destroy(addr);
+	return err;
 }
 
 int loader_build_map_shape(const char *name, struct map_shape *out)
 {
 	char want[BPF_OBJ_NAME_LEN];
+	int err = 0;
 	size_t i;
 
-	pthread_once(&build_maps_once, build_maps_read);
-	if (build_maps_err)
-		return build_maps_err;
 	snprintf(want, sizeof(want), "%s", name);
-	for (i = 0; i < n_build_maps; i++)
-		if (!strcmp(build_maps[i].name, want)) {
-			*out = build_maps[i].shape;
-			return 0;
-		}
-	return -ENOENT;
+	pthread_mutex_lock(&build_maps_lock);
+	if (!build_maps_whole)
+		err = build_maps_read();
+	for (i = 0; !err && i < n_build_maps && strcmp(build_maps[i].name, want); i++)
+		;
+	if (!err && i == n_build_maps)
+		err = -ENOENT;
+	if (!err)
+		*out = build_maps[i].shape;
+	pthread_mutex_unlock(&build_maps_lock);
+	return err;
 }
 
 /*
