@@ -18,7 +18,10 @@
 #      enforced
 # And a run another build started (a map of it laid out otherwise: SLUICE_SELFTEST_MAP_WIDER),
 # taken over by this build's daemon: replace-policy p1 -> p2 is refused, naming the map and both
-# shapes, and the run goes on under p1.
+# shapes (the client's reply and the daemon's stderr), and the run goes on under p1. The same
+# for the maps the switch reads before it loads (sl_rule_budget, sl_host_bytes: refused before
+# they are read into this build's structs), another build's stood for by
+# SLUICE_SELFTEST_SHAPE_WIDER.
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -137,6 +140,29 @@ rc=$?
 tap_check "sluice verify: the log is intact" test "$rc" -eq 0
 [[ $rc -eq 0 ]] || tap_diag "$out"
 
+# --- SLUICE_SELFTEST_MAP_WIDER widens only a map the programs alone touch: a map userspace reads
+# (its own reads would copy past its variables), an internal map and an unknown name are
+# refused at load, named; "" is unset.
+# wider_run NAME: rc and stderr of a run of `true` under p1 with SLUICE_SELFTEST_MAP_WIDER=NAME
+wider_run() {
+	SLUICE_SELFTEST_MAP_WIDER=$1 "$SLUICE" run --policy "$SL_TMP/p1.yaml" \
+		--run-id "t-$SL_ID-widen" --log "$SL_TMP/widen.jsonl" -- true 2>&1
+	echo "rc=$?"
+	rm -f "$SL_TMP/widen.jsonl"*
+}
+for bad in "sl_rule_budget:not one the programs alone touch" \
+	"sl_host_bytes:not one the programs alone touch" \
+	".data.cfg:an internal map" "sl_no_such_map:this build has no map of that name"; do
+	out=$(wider_run "${bad%%:*}")
+	tap_check "SLUICE_SELFTEST_MAP_WIDER=${bad%%:*}: refused, saying why" \
+		grep -q "^sluice: SLUICE_SELFTEST_MAP_WIDER=${bad%%:*}: ${bad#*:}" <<<"$out" ||
+		tap_diag "$out"
+	tap_check "SLUICE_SELFTEST_MAP_WIDER=${bad%%:*}: the run does not start" \
+		test "${out##*rc=}" -ne 0
+done
+out=$(wider_run "")
+tap_is "SLUICE_SELFTEST_MAP_WIDER=\"\": unset, the run runs" "${out##*rc=}" 0 || tap_diag "$out"
+
 # --- a run another build of sluice started, one of its maps laid out otherwise, taken over by
 # this build's daemon (which finds the run's maps through its programs): replace-policy is
 # refused, naming the map and both shapes, and the run goes on under p1. The other build is
@@ -160,16 +186,33 @@ tap_check "another build's run: this build's daemon takes it over, under p1" tak
 	tap_diag "$(tail -n 5 "$SL_DAEMON_DIR/err")"
 out=$("$SLUICE" replace-policy --run-id "$RUN" "$SL_TMP/p2.yaml" 2>&1)
 tap_check "another build's run: replace-policy is refused" test -n "${out##*\"ok\":true*}"
-re="the run's map sl_flow_scratch is another build's \(type ([0-9]+), key ([0-9]+), value \
-([0-9]+) bytes; this build's ([0-9]+), ([0-9]+), ([0-9]+)\)"
-if [[ $out =~ $re ]]; then
-	tap_is "another build's run: the refusal names sl_flow_scratch, its value 8 bytes wider" \
-		"${BASH_REMATCH[1]} ${BASH_REMATCH[2]} $((BASH_REMATCH[3] - BASH_REMATCH[6]))" \
-		"${BASH_REMATCH[4]} ${BASH_REMATCH[5]} 8"
-else
-	tap_fail "another build's run: the refusal names sl_flow_scratch, its value 8 bytes wider" \
-		"expected the refusal to say: $re"$'\n'"got: $out"
-fi
+# shape_re MAP: the refusal of a run's MAP of another shape; BASH_REMATCH 1-4 the run's type,
+# key and value sizes and flags, 5-8 this build's
+shape_re() {
+	printf '%s' "the run's map $1 is of another build \\(type ([0-9]+), key ([0-9]+), value "
+	printf '%s' "([0-9]+) bytes, flags (0|0x[0-9a-f]+); this build's ([0-9]+), ([0-9]+), "
+	printf '%s' "([0-9]+), (0|0x[0-9a-f]+)\\)"
+}
+# refused_wider WHAT MAP OUT DELTA: OUT refuses MAP as one DELTA bytes wider in value than this
+# build's (the run's minus this build's), of the same type, key size and flags
+refused_wider() {
+	local re name="$1: the refusal names $2, the run's value $4 bytes off this build's, all else \
+the same"
+	re=$(shape_re "$2")
+	if [[ $3 =~ $re ]]; then
+		tap_is "$name" \
+			"${BASH_REMATCH[1]} ${BASH_REMATCH[2]} $((BASH_REMATCH[3] - BASH_REMATCH[7]))
+${BASH_REMATCH[4]}" "${BASH_REMATCH[5]} ${BASH_REMATCH[6]} $4
+${BASH_REMATCH[8]}"
+	else
+		tap_fail "$name" "expected the refusal to say: $re"$'\n'"got: $3"
+	fi
+}
+refused_wider "another build's run" sl_flow_scratch "$out" 8
+tap_check "another build's run: the daemon's stderr has the refusal" \
+	grep -q "^sluice daemon: run $RUN: switch refused: load the new programs: the run's map \
+sl_flow_scratch is of another build" "$SL_DAEMON_DIR/err" ||
+	tap_diag "$(tail -n 5 "$SL_DAEMON_DIR/err")"
 # reach HOST: ok, or err ERRNO, of a connect() to HOST:80 from a process of the run (p1 allows
 # 198.51.100.10 by its address, p2 only by a name the process did not resolve)
 reach() {
@@ -182,6 +225,34 @@ tap_is "another build's run: ... and 198.51.100.20 is denied" "$(reach 198.51.10
 	"err EPERM"
 tap_is "another build's run: the log has no switch" \
 	"$(grep -c '"type":"policy_\(switch_begin\|change\)"' "$LOG")" 0
+
+# --- the maps a switch reads before it loads anything (sl_rule_budget's values into a __u32,
+# sl_host_bytes' keys into a struct sl_host_key), of another shape: refused before they are
+# read, naming the map. SLUICE_SELFTEST_MAP_WIDER widens no map userspace reads (its own reads
+# would overflow): the taking-over daemon is told with SLUICE_SELFTEST_SHAPE_WIDER that this
+# build's MAP is 8 bytes wider, so the run holds it 8 bytes narrower, as an older build would.
+for map in sl_rule_budget sl_host_bytes; do
+	sl_daemon_kill TERM
+	SLUICE_SELFTEST_SHAPE_WIDER=$map sl_daemon_start ||
+		bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
+	wait_until 10000 taken_over
+	tap_check "$map of another shape: the daemon takes the run over" taken_over ||
+		tap_diag "$(tail -n 5 "$SL_DAEMON_DIR/err")"
+	out=$("$SLUICE" replace-policy --run-id "$RUN" "$SL_TMP/p2.yaml" 2>&1)
+	tap_check "$map of another shape: replace-policy is refused" \
+		test -n "${out##*\"ok\":true*}"
+	tap_check "$map of another shape: refused as the switch reads it" \
+		grep -q "read the [a-z' ]* ($map): the run's map $map is of" <<<"$out" ||
+		tap_diag "got: $out"
+	refused_wider "$map of another shape" "$map" "$out" -8
+	tap_check "$map of another shape: the daemon's stderr has the refusal" \
+		grep -q "^sluice daemon: run $RUN: switch refused: .*the run's map $map is of" \
+		"$SL_DAEMON_DIR/err" || tap_diag "$(tail -n 5 "$SL_DAEMON_DIR/err")"
+	tap_is "$map of another shape: p1 still holds (198.51.100.20 denied)" \
+		"$(reach 198.51.100.20)" "err EPERM"
+	tap_is "$map of another shape: the log has no switch" \
+		"$(grep -c '"type":"policy_\(switch_begin\|change\)"' "$LOG")" 0
+done
 out=$("$SLUICE" detach --run-id "$RUN" 2>&1)
 tap_check "another build's run: it detaches" test -z "${out##*\"ok\":true*}"
 tap_done

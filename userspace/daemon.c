@@ -1392,8 +1392,10 @@ static int op_switch(struct daemon *d, struct client *c, const struct control_ob
 	ret = switch_prepare(&dr->r, policy,
 			     !mode ? -1 : strcmp(mode, "report") ? SL_MODE_ENFORCE : SL_MODE_REPORT,
 			     &job, err, err_len);
-	if (ret)
+	if (ret) {
+		fprintf(stderr, "sluice daemon: run %s: switch refused: %s\n", dr->r.run_id, err);
 		return ret;
+	}
 	ret = load_enqueue(d, dr, c, BG_SWITCH, job, err, err_len);
 	if (ret != REPLY_LATER)
 		switch_free(job);
@@ -1937,6 +1939,9 @@ static void switch_finish(struct daemon *d, struct bg_load *sw, bool stopping)
 			sw->load_ms, now_ms() - t0);
 	} else if (ret == -ECANCELED) {
 		fprintf(stderr, "sluice daemon: %s\n", err);
+	} else {
+		/* (the client hears it too; the daemon's log must, where no client is left) */
+		fprintf(stderr, "sluice daemon: run %s: switch refused: %s\n", dr->r.run_id, err);
 	}
 	if (c) {
 		c->waiting = false;

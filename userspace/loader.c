@@ -23,6 +23,7 @@
 #include <bpf/libbpf.h>
 
 #include "loader.h"
+#include "mapshape.h"
 #include "util.h"
 #include "sock_addr.skel.h"
 #include "skb.skel.h"
@@ -206,6 +207,8 @@ struct loader {
 		char name[BPF_OBJ_NAME_LEN];
 		__u32 id, max_entries;
 		int fd;
+		int shape_err;		/* shape could not be read: -errno, the map never given out */
+		struct map_shape shape; /* as the kernel has it: another build's, maybe (run_map_entry) */
 	} run_maps[48];
 	int n_run_maps;
 	int run_prog_fds[PROG_MAX];  /* -1 where the run has no such link */
@@ -260,6 +263,222 @@ static int cfg_map_prepare(struct bpf_map *map)
 static int cfg_freeze(struct bpf_map *map)
 {
 	return bpf_map_freeze(bpf_map__fd(map)) ? -errno : 0;
+}
+
+/*
+ * This build's shape of each map its objects declare (mapshape.h), by the name the kernel knows
+ * it by (BPF_OBJ_NAME_LEN - 1 characters at most): what a map of a run this process did not load
+ * must have before it is read (run_map_entry, reopen_map, loader_map_check). Read once, from the
+ * skeletons opened (never loaded); the configuration map as every set is loaded with it
+ * (cfg_map_prepare). The objects share a map by its name (next_share): one shape a name.
+ * Internal maps other than the configuration are each object's own, never read by name.
+ */
+struct build_map {
+	char name[BPF_OBJ_NAME_LEN];
+	struct map_shape shape;
+};
+
+static struct build_map *build_maps;
+static size_t n_build_maps;
+static bool build_maps_whole;
+static pthread_mutex_t build_maps_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct map_kind kind_of_map(const struct bpf_map *map)
+{
+	return (struct map_kind){ bpf_map__type(map), bpf_map__key_size(map),
+				  bpf_map__value_size(map), bpf_map__map_flags(map) };
+}
+
+static int build_maps_add(struct bpf_object *obj)
+{
+	struct bpf_map *map, *inner;
+	struct build_map *more, *b;
+	int err;
+
+	bpf_object__for_each_map(map, obj) {
+		bool cfg = !strcmp(bpf_map__name(map), CFG_MAP);
+
+		if (bpf_map__is_internal(map) && !cfg)
+			continue;
+		if (cfg && (err = cfg_map_prepare(map)))
+			return err;
+		more = realloc(build_maps, (n_build_maps + 1) * sizeof(*build_maps));
+		if (!more)
+			return -ENOMEM;
+		build_maps = more;
+		b = &build_maps[n_build_maps++];
+		memset(b, 0, sizeof(*b));
+		snprintf(b->name, sizeof(b->name), "%s", bpf_map__name(map));
+		b->shape.map = kind_of_map(map);
+		inner = bpf_map__inner_map(map);
+		if (inner) {
+			b->shape.inner_known = true;
+			b->shape.inner = kind_of_map(inner);
+		}
+	}
+	return 0;
+}
+
+/*
+ * Selftests only (test_switch_sni.sh), SLUICE_SELFTEST_SHAPE_WIDER=NAME: this process takes its
+ * build's map NAME to be 8 bytes wider in value than its objects declare it, for the shape check
+ * alone (nothing is loaded so): a run attached by this very build then holds the map as a build
+ * that laid it out narrower would, so that a take-over must refuse to read it (run_map_entry).
+ * The way to try that on a map userspace reads (SLUICE_SELFTEST_MAP_WIDER widens none). "" is
+ * unset.
+ */
+static int selftest_shape_wider(void)
+{
+	const char *name = getenv("SLUICE_SELFTEST_SHAPE_WIDER");
+	size_t i;
+
+	if (!name || !*name)
+		return 0;
+	for (i = 0; i < n_build_maps && strcmp(build_maps[i].name, name); i++)
+		;
+	if (i == n_build_maps) {
+		fprintf(stderr, "sluice: SLUICE_SELFTEST_SHAPE_WIDER=%s: this build has no map of "
+				"that name\n", name);
+		return -EINVAL;
+	}
+	fprintf(stderr, "sluice: SLUICE_SELFTEST_SHAPE_WIDER is set: a run's map %s is checked "
+			"against a value 8 bytes wider than this build's\n", name);
+	build_maps[i].shape.map.value_size += 8;
+	return 0;
+}
+
+/* Under build_maps_lock. A failure (ENOMEM) leaves none, to be read again at the next ask. */
+static int build_maps_read(void)
+{
+	struct sl_sock_addr *addr = sl_sock_addr__open();
+	struct sl_skb *skb = addr ? sl_skb__open() : NULL;
+	struct sl_surface *surface = skb ? sl_surface__open() : NULL;
+	struct sl_tc *tc = surface ? sl_tc__open() : NULL;
+	struct sl_lsm *lsm = tc ? sl_lsm__open() : NULL;
+	struct sl_destroy *destroy = lsm ? sl_destroy__open() : NULL;
+	int err = destroy ? 0 : -errno;
+
+	if (!err)
+		err = build_maps_add(addr->obj);
+	if (!err)
+		err = build_maps_add(skb->obj);
+	if (!err)
+		err = build_maps_add(surface->obj);
+	if (!err)
+		err = build_maps_add(tc->obj);
+	if (!err)
+		err = build_maps_add(lsm->obj);
+	if (!err)
+		err = build_maps_add(destroy->obj);
+	if (!err)
+		err = selftest_shape_wider();
+	if (err) {
+		free(build_maps);
+		build_maps = NULL;
+		n_build_maps = 0;
+	}
+	build_maps_whole = !err;
+	sl_destroy__destroy(destroy);
+	sl_lsm__destroy(lsm);
+	sl_tc__destroy(tc);
+	sl_surface__destroy(surface);
+	sl_skb__destroy(skb);
+	sl_sock_addr__destroy(addr);
+	return err;
+}
+
+int loader_build_map_shape(const char *name, struct map_shape *out)
+{
+	char want[BPF_OBJ_NAME_LEN];
+	int err = 0;
+	size_t i;
+
+	snprintf(want, sizeof(want), "%s", name);
+	pthread_mutex_lock(&build_maps_lock);
+	if (!build_maps_whole)
+		err = build_maps_read();
+	for (i = 0; !err && i < n_build_maps && strcmp(build_maps[i].name, want); i++)
+		;
+	if (!err && i == n_build_maps)
+		err = -ENOENT;
+	if (!err)
+		*out = build_maps[i].shape;
+	pthread_mutex_unlock(&build_maps_lock);
+	return err;
+}
+
+/*
+ * The shape of the map fd, whoever made it; of a map of maps, also that of the first map it holds
+ * among its first SHAPE_INNER_KEYS keys (inner_known false: none there). Its keys are read into
+ * a buffer of their own size.
+ */
+#define SHAPE_INNER_KEYS 64
+
+static int shape_of_fd(int fd, struct map_shape *out)
+{
+	struct bpf_map_info info = {}, inner_info = {};
+	__u32 len = sizeof(info), id, key_size;
+	void *prev = NULL;
+	int inner, n, err = 0;
+	char *keys;
+
+	if (bpf_map_get_info_by_fd(fd, &info, &len))
+		return -errno;
+	*out = (struct map_shape){ .map = { info.type, info.key_size, info.value_size,
+					    info.map_flags } };
+	/* (a map of maps gives out its maps' ids: a __u32 each, as its value size says) */
+	if ((info.type != BPF_MAP_TYPE_ARRAY_OF_MAPS && info.type != BPF_MAP_TYPE_HASH_OF_MAPS) ||
+	    info.value_size != sizeof(id))
+		return 0;
+	key_size = info.key_size ? info.key_size : 1;
+	keys = calloc(2, key_size); /* the key and the next */
+	if (!keys)
+		return -ENOMEM;
+	for (n = 0; n < SHAPE_INNER_KEYS && !bpf_map_get_next_key(fd, prev, keys + key_size); n++) {
+		memcpy(keys, keys + key_size, key_size);
+		prev = keys;
+		/* an empty slot, or one emptied meanwhile: the next */
+		if (bpf_map_lookup_elem(fd, keys, &id))
+			continue;
+		inner = bpf_map_get_fd_by_id(id);
+		if (inner < 0)
+			continue;
+		len = sizeof(inner_info);
+		if (bpf_map_get_info_by_fd(inner, &inner_info, &len))
+			err = -errno;
+		close(inner);
+		if (!err) {
+			out->inner_known = true;
+			out->inner = (struct map_kind){ inner_info.type, inner_info.key_size,
+							 inner_info.value_size,
+							 inner_info.map_flags };
+		}
+		break;
+	}
+	free(keys);
+	return err;
+}
+
+/*
+ * The map fd, of a run this process did not load, is of this build's shape for the map the
+ * kernel names name: 0, or -EPROTO with err (may be NULL) naming it and both shapes (or saying
+ * this build has no map of that name), -errno.
+ */
+int loader_map_check(int fd, const char *name, char *err, size_t err_len)
+{
+	struct map_shape run, build;
+	int ret = loader_build_map_shape(name, &build);
+
+	if (ret && err && err_len)
+		util_fmt(err, err_len, "the run's map %s: this build's shape of it: %s", name,
+			 ret == -ENOENT ? "this build has no map of that name" : strerror(-ret));
+	if (ret == -ENOENT)
+		ret = -EPROTO; /* (not the pin's absence) */
+	if (!ret)
+		ret = shape_of_fd(fd, &run);
+	if (!ret)
+		ret = map_shape_check(name, &run, &build, err, err_len);
+	return ret;
 }
 
 static struct bpf_program *prog_of(const struct loader *l, enum loader_prog i)
@@ -1171,7 +1390,7 @@ static int ns_sync(const char *dir, int runs_fd, bool joining)
 	__u64 tokens[SL_NS_RUNS_MAX];
 	int n = ns_tokens(runs_fd, tokens), flows = -1, slot, err = 0, i;
 	bool unpinned_slot = false;
-	char path[PATH_MAX];
+	char path[PATH_MAX], why[512] = "";
 	__u32 zero = 0, flows_id = 0;
 
 	if (n + joining >= 2) {
@@ -1190,6 +1409,16 @@ static int ns_sync(const char *dir, int runs_fd, bool joining)
 		if (slot < 0) {
 			unpinned_slot = true;
 			continue;
+		}
+		/*
+		 * Another run's, maybe another build's: read (slot_holds) only once of this build's
+		 * kind; else refused, as the update would be (the kernel's template check).
+		 */
+		err = loader_map_check(slot, "sl_ns_flows", why, sizeof(why));
+		if (err) {
+			fprintf(stderr, "sluice: %s: %s\n", path, why[0] ? why : strerror(-err));
+			close(slot);
+			break;
 		}
 		if (flows >= 0) {
 			/* (a slot that holds it already: the update would only wait, see ns_runs_slot) */
@@ -1503,25 +1732,46 @@ static struct loader *loader_of_pins(const char *run_id)
  * Selftests only (test_switch_sni.sh), SLUICE_SELFTEST_MAP_WIDER=NAME: the set's map NAME is
  * made 8 bytes wider in value than this build's programs declare it, as a build that lays it
  * out otherwise would have it, so that a switch of the run by this build must refuse it
- * (next_share_shape). Its programs are verified against the wider map (each reads and writes
- * the part it knows of); libbpf makes it without the BTF, which describes the narrower value.
- * A map only programs touch, and one that needs no BTF: a per-CPU scratch (sl_flow_scratch).
+ * (run_map_entry). Its programs are verified against the wider map (each reads and writes the
+ * part it knows of); libbpf makes it without the BTF, which describes the narrower value.
+ * Only a map the programs alone touch: one this process reads or writes (sl_rule_budget,
+ * sl_host_bytes, the pinned ones...) would have its own userspace copy past its variables, and
+ * an internal map is the programs' global data, laid out by their code. "" is unset.
  */
+static const char *const selftest_widenable[] = {
+	"sl_flow_scratch", /* the packet layer's per-CPU scratch (the only one tried) */
+};
+
 static int selftest_map_wider(struct loader *l)
 {
 	static bool said;
 	const char *name = getenv("SLUICE_SELFTEST_MAP_WIDER");
 	struct bpf_object *objs[] = { l->skel->obj, l->skb->obj, l->surface->obj, l->tc->obj };
 	struct bpf_map *map = NULL;
+	bool widenable = false;
 	size_t i;
 
-	if (!name)
+	if (!name || !*name)
 		return 0;
 	for (i = 0; !map && i < sizeof(objs) / sizeof(objs[0]); i++)
 		map = bpf_object__find_map_by_name(objs[i], name);
+	for (i = 0; i < sizeof(selftest_widenable) / sizeof(selftest_widenable[0]); i++)
+		widenable |= !strcmp(name, selftest_widenable[i]);
 	if (!map) {
-		fprintf(stderr, "sluice: SLUICE_SELFTEST_MAP_WIDER=%s: no map of that name\n", name);
-		return -ENOENT;
+		fprintf(stderr, "sluice: SLUICE_SELFTEST_MAP_WIDER=%s: this build has no map of "
+				"that name\n", name);
+		return -EINVAL;
+	}
+	if (bpf_map__is_internal(map) || !widenable) {
+		fprintf(stderr, "sluice: SLUICE_SELFTEST_MAP_WIDER=%s: %s: only a map the programs "
+				"alone touch is widened (",
+			name, bpf_map__is_internal(map) ? "an internal map (the programs' global data)" :
+			"not one the programs alone touch (sluice's userspace reads or writes it, or "
+			"may)");
+		for (i = 0; i < sizeof(selftest_widenable) / sizeof(selftest_widenable[0]); i++)
+			fprintf(stderr, "%s%s", i ? ", " : "", selftest_widenable[i]);
+		fprintf(stderr, ")\n");
+		return -EINVAL;
 	}
 	if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
 		fprintf(stderr, "sluice: SLUICE_SELFTEST_MAP_WIDER is set: map %s is loaded 8 bytes "
@@ -1781,9 +2031,7 @@ static bool lsm_layer(const struct loader *l)
 static int reopen_map(struct loader *l, enum loader_map i)
 {
 	struct bpf_map *map = map_of(l, i);
-	struct bpf_map_info info = {};
-	__u32 len = sizeof(info);
-	char path[PATH_MAX];
+	char path[PATH_MAX], why[512] = "";
 	int fd, err;
 
 	if (util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, map_pin_names[i]))
@@ -1791,10 +2039,9 @@ static int reopen_map(struct loader *l, enum loader_map i)
 	fd = bpf_obj_get(path);
 	if (fd < 0)
 		return -errno;
-	err = bpf_map_get_info_by_fd(fd, &info, &len);
-	if (!err && (info.type != bpf_map__type(map) || info.key_size != bpf_map__key_size(map) ||
-		     info.value_size != bpf_map__value_size(map)))
-		err = -EPROTO;
+	err = loader_map_check(fd, bpf_map__name(map), why, sizeof(why));
+	if (why[0])
+		fprintf(stderr, "sluice: %s: %s\n", path, why);
 	if (!err)
 		err = bpf_map__reuse_fd(map, fd);
 	close(fd);
@@ -1871,6 +2118,22 @@ static int era_store(struct loader *l, __u32 era)
 	return bpf_map_update_elem(l->era_fd, &zero, &era, BPF_ANY) ? -errno : 0;
 }
 
+/* The pin at path (fd) is of era_pin's shape: 0, or -EPROTO, said on stderr. */
+static int era_pin_check(int fd, const char *path)
+{
+	const struct map_shape want = { .map = { BPF_MAP_TYPE_ARRAY, sizeof(__u32), sizeof(__u32),
+						 0 } };
+	struct map_shape run;
+	char why[512];
+	int err = shape_of_fd(fd, &run);
+
+	if (!err)
+		err = map_shape_check("sl_era_high", &run, &want, why, sizeof(why));
+	if (err == -EPROTO)
+		fprintf(stderr, "sluice: %s: %s\n", path, why);
+	return err;
+}
+
 /* Make era_high's pin, holding high. */
 static int era_pin(struct loader *l, __u32 high)
 {
@@ -1902,7 +2165,7 @@ static int era_reopen(struct loader *l)
 {
 	char path[PATH_MAX];
 	__u32 zero = 0, high;
-	int fd;
+	int fd, err;
 
 	if (util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, ERA_PIN))
 		return -ENAMETOOLONG;
@@ -1916,9 +2179,13 @@ static int era_reopen(struct loader *l)
 	}
 	if (fd < 0)
 		return -errno;
-	if (bpf_map_lookup_elem(fd, &zero, &high)) {
+	/* a pin of another shape (another build's) would be copied past high */
+	err = era_pin_check(fd, path);
+	if (!err && bpf_map_lookup_elem(fd, &zero, &high))
+		err = -errno;
+	if (err) {
 		close(fd);
-		return -errno;
+		return err;
 	}
 	l->era_fd = fd;
 	l->era_high = high > l->cfg.era ? high : l->cfg.era;
@@ -1952,7 +2219,7 @@ static int reopen_link(const char *dir, const char *name, struct bpf_link **out)
 }
 
 static int run_maps_add(struct loader *l, int prog_fd);
-static int run_map(const struct loader *l, const char *name);
+static int run_map(const struct loader *l, const char *name, char *err, size_t err_len);
 static int collect_run_programs(struct loader *l);
 
 /*
@@ -1986,6 +2253,7 @@ static int reopen_ns_check(const struct loader *l)
 /* What reopen_ns_check said, done once the run's programs are collected. */
 static int reopen_ns(struct loader *l, int what)
 {
+	char why[512] = "";
 	int slot, err;
 
 	if (what == NS_STAY_OUT)
@@ -1997,8 +2265,8 @@ static int reopen_ns(struct loader *l, int what)
 	 * this finds it done), a clsact filter's not
 	 */
 	err = collect_run_programs(l);
-	slot = err ? err : run_map(l, "sl_ns_runs");
-	if (slot < 0 && !err && l->n_clsact_pins) {
+	slot = err ? err : run_map(l, "sl_ns_runs", why, sizeof(why));
+	if (slot == -ENOENT && !err && l->n_clsact_pins) {
 		char path[PATH_MAX];
 		int fd;
 
@@ -2010,8 +2278,11 @@ static int reopen_ns(struct loader *l, int what)
 			err = run_maps_add(l, fd);
 			close(fd);
 		}
-		slot = err ? err : run_map(l, "sl_ns_runs");
+		slot = err ? err : run_map(l, "sl_ns_runs", why, sizeof(why));
 	}
+	if (why[0])
+		fprintf(stderr, "sluice: %s: finish its join of its namespace's runs: %s\n",
+			l->pin_dir, why);
 	err = slot < 0 ? slot : ns_join(l, slot, true);
 	if (err)
 		return err;
@@ -2169,8 +2440,7 @@ static void purge_clsact(struct loader *l, const struct sl_run_cfg *run)
 int loader_purge(const char *run_id)
 {
 	bool token_known, have_cfg = false;
-	struct bpf_map_info info = {};
-	__u32 len = sizeof(info), zero = 0;
+	__u32 zero = 0;
 	char path[PATH_MAX];
 	struct sl_cfg cfg = {};
 	struct dirent *e;
@@ -2184,12 +2454,13 @@ int loader_purge(const char *run_id)
 	/* its token, from its configuration (of this build's layout only) */
 	if (!util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, map_pin_names[MAP_CFG]) &&
 	    (fd = bpf_obj_get(path)) >= 0) {
-		have_cfg = !bpf_map_get_info_by_fd(fd, &info, &len) &&
-			   info.value_size == sizeof(cfg) && !bpf_map_lookup_elem(fd, &zero, &cfg) &&
+		bool this_build = !loader_map_check(fd, CFG_MAP, NULL, 0);
+
+		have_cfg = this_build && !bpf_map_lookup_elem(fd, &zero, &cfg) &&
 			   cfg.version == SL_CFG_VERSION;
 		if (have_cfg && cfg.ns_token && !ns_dir_set(l, &cfg.run))
 			l->ns_token = cfg.ns_token;
-		else if (info.value_size != sizeof(cfg) || cfg.version != SL_CFG_VERSION)
+		else if (!this_build || cfg.version != SL_CFG_VERSION)
 			fprintf(stderr, "sluice: %s: a configuration of another build: its place "
 					"in a namespace's maps, if any, is left to the next run there "
 					"to collect\n", l->pin_dir);
@@ -2638,7 +2909,7 @@ bool loader_sni_ok(const struct loader *l, int family, const uint8_t *addr, cons
 }
 
 static int run_map_fd(const struct loader *l, struct bpf_object *old, const char *name,
-		      __u32 *max_entries);
+		      __u32 *max_entries, char *err, size_t err_len);
 static int reopen_programs(struct loader *l);
 
 int loader_run_maps(struct loader *l)
@@ -2646,15 +2917,19 @@ int loader_run_maps(struct loader *l)
 	return l->skb ? 0 : reopen_programs(l);
 }
 
-/* A map of the run's decision layer, wherever this loader finds it (run_map_fd): fd or -ENOENT */
-static int run_map(const struct loader *l, const char *name)
+/*
+ * A map of the run's decision layer, wherever this loader finds it (run_map_fd): fd, -ENOENT,
+ * -EPROTO (another build's: err says so, may be NULL), -errno
+ */
+static int run_map(const struct loader *l, const char *name, char *err, size_t err_len)
 {
-	return run_map_fd(l, l->skb ? l->skel->obj : NULL, name, NULL);
+	return run_map_fd(l, l->skb ? l->skel->obj : NULL, name, NULL, err, err_len);
 }
 
-int loader_rule_budget(const struct loader *l, uint16_t rule_id, uint16_t *id)
+int loader_rule_budget(const struct loader *l, uint16_t rule_id, uint16_t *id, char *err,
+		       size_t err_len)
 {
-	int fd = run_map(l, "sl_rule_budget");
+	int fd = run_map(l, "sl_rule_budget", err, err_len);
 	__u32 rid = rule_id, v = 0;
 
 	if (fd < 0)
@@ -2666,9 +2941,9 @@ int loader_rule_budget(const struct loader *l, uint16_t rule_id, uint16_t *id)
 	return 0;
 }
 
-int loader_host_budgets_max(const struct loader *l, uint16_t *max)
+int loader_host_budgets_max(const struct loader *l, uint16_t *max, char *err, size_t err_len)
 {
-	int fd = run_map(l, "sl_host_bytes");
+	int fd = run_map(l, "sl_host_bytes", err, err_len);
 	struct sl_host_key key, next;
 	void *prev = NULL;
 
@@ -3289,44 +3564,54 @@ static bool policy_map(const char *name)
 }
 
 /*
- * A run another build of sluice started (a daemon upgraded under it) may hold a map of the same
- * name in another shape (sl_destroying's value grew with the judged namespace): libbpf would
- * take the old shape and the verifier refuse the new programs, or worse, accept them over values
- * laid out differently. Refused here, saying in err which map and why (the switch's client
- * reads it).
+ * The map name among those collected from the run's programs (l->run_maps), once found of this
+ * build's shape: its index; -ENOENT where the programs use none of that name; -EPROTO where it
+ * is another build's (a run a daemon upgraded under it started), err (may be NULL) naming it and
+ * both shapes; -errno. Every collected map is handed out through here (run_map_fd,
+ * reopen_settle_pins): none is read into this build's structs, or shared with its programs,
+ * while another build's layout is in it.
  */
-static int next_share_shape(const struct bpf_map *map, int fd, char *err, size_t err_len)
+static int run_map_entry(const struct loader *l, const char *name, char *err, size_t err_len)
 {
-	struct bpf_map_info info = {};
-	__u32 len = sizeof(info);
+	const struct run_map *m;
+	struct map_shape build;
+	int i, ret;
 
-	if (bpf_map_get_info_by_fd(fd, &info, &len))
-		return -errno;
-	if (info.type == bpf_map__type(map) && info.key_size == bpf_map__key_size(map) &&
-	    info.value_size == bpf_map__value_size(map))
-		return 0;
-	util_fmt(err, err_len,
-		 "the run's map %s is another build's (type %u, key %u, value %u bytes; this "
-		 "build's %u, %u, %u): switch it with the build that started it, or detach it and "
-		 "attach again",
-		 bpf_map__name(map), info.type, info.key_size, info.value_size, bpf_map__type(map),
-		 bpf_map__key_size(map), bpf_map__value_size(map));
-	return -EPROTO;
+	for (i = 0; l->run_collected && i < l->n_run_maps; i++) {
+		m = &l->run_maps[i];
+		if (strcmp(m->name, name))
+			continue;
+		if (m->shape_err) {
+			if (err && err_len)
+				util_fmt(err, err_len, "the run's map %s: read its shape: %s", name,
+					 strerror(-m->shape_err));
+			return m->shape_err == -ENOENT ? -EIO : m->shape_err;
+		}
+		ret = loader_build_map_shape(name, &build);
+		if (ret) {
+			if (err && err_len)
+				util_fmt(err, err_len, "the run's map %s: this build's shape of it: %s",
+					 name, ret == -ENOENT ? "this build has no map of that name" :
+					 strerror(-ret));
+			/* (not -ENOENT: that is the run's having none, which a caller may pass over) */
+			return ret == -ENOENT ? -EPROTO : ret;
+		}
+		ret = map_shape_check(name, &m->shape, &build, err, err_len);
+		return ret ? ret : i;
+	}
+	return -ENOENT;
 }
 
 /*
- * Every map of obj that is not internal: the one of the same name in the new decision layer
- * (first, when it is loaded), else the old object's own (per-object state: the host side's
- * report cache, the namespace's maps, the LSM layer's cgroup).
- */
-/*
  * A map of the run by name: the old object's (a loader that loaded the run's objects), else the
- * one of that name that the run's attached programs use (a resumed writer's, reopen_programs),
- * else its pin.
- * Its fd (the caller's to dup, not to close) and size, or -ENOENT.
+ * one of that name that the run's attached programs use (a resumed writer's, reopen_programs;
+ * refused unless of this build's shape, run_map_entry), else its pin (of this build's shape,
+ * reopen_map).
+ * Its fd (the caller's to dup, not to close) and size, or -ENOENT, -EPROTO (err says which map
+ * and why; err may be NULL), -errno.
  */
 static int run_map_fd(const struct loader *l, struct bpf_object *old, const char *name,
-		      __u32 *max_entries)
+		      __u32 *max_entries, char *err, size_t err_len)
 {
 	struct bpf_map *map;
 	int i;
@@ -3339,13 +3624,14 @@ static int run_map_fd(const struct loader *l, struct bpf_object *old, const char
 			*max_entries = bpf_map__max_entries(map);
 		return bpf_map__fd(map);
 	}
-	for (i = 0; l->run_collected && i < l->n_run_maps; i++) {
-		if (strcmp(l->run_maps[i].name, name))
-			continue;
+	i = run_map_entry(l, name, err, err_len);
+	if (i >= 0) {
 		if (max_entries)
 			*max_entries = l->run_maps[i].max_entries;
 		return l->run_maps[i].fd;
 	}
+	if (i != -ENOENT)
+		return i;
 	/* one no program uses (the host names): pinned, and reopened from its pin */
 	map = l->skb ? NULL : bpf_object__find_map_by_name(l->skel->obj, name);
 	if (!map || bpf_map__fd(map) < 0)
@@ -3374,7 +3660,9 @@ static int next_share(struct bpf_object *obj, struct bpf_object *first, struct b
 		src = first ? bpf_object__find_map_by_name(first, bpf_map__name(map)) : NULL;
 		fd = src ? bpf_map__fd(src) :
 			   bpf_map__is_internal(map) ? -ENOENT :
-			   run_map_fd(l, old, bpf_map__name(map), NULL);
+			   run_map_fd(l, old, bpf_map__name(map), NULL, err_buf, err_len);
+		if (fd < 0 && fd != -ENOENT)
+			return fd; /* another build's (err_buf says which), or unreadable */
 		/*
 		 * The LSM layer's cgroup is whom its hooks judge: a new one, empty, would judge no
 		 * one while the layer counts as on. Not found, the switch fails.
@@ -3385,9 +3673,7 @@ static int next_share(struct bpf_object *obj, struct bpf_object *first, struct b
 		}
 		if (fd < 0)
 			continue;
-		err = next_share_shape(map, fd, err_buf, err_len);
-		if (!err)
-			err = bpf_map__reuse_fd(map, fd);
+		err = bpf_map__reuse_fd(map, fd);
 		if (err)
 			return err;
 	}
@@ -3410,8 +3696,12 @@ static int next_share_decision(struct loader_next *n, const struct loader *l,
 	__u32 old_max = 0, learned = 0;
 	int err = 0, fd;
 
-	if (run_map_fd(l, old_obj, "sl_learned4", &learned) < 0)
-		return -ENOENT;
+	fd = run_map_fd(l, old_obj, "sl_learned4", &learned, err_buf, err_len);
+	if (fd == -ENOENT)
+		util_fmt(err_buf, err_len, "the run's map sl_learned4 is not found (its size is "
+					   "the new learned maps' least)");
+	if (fd < 0)
+		return fd;
 
 	if (policy_learns(p, mode) && full > learned)
 		learned = full;
@@ -3419,19 +3709,15 @@ static int next_share_decision(struct loader_next *n, const struct loader *l,
 	bpf_object__for_each_map(map, n->skel->obj) {
 		if (bpf_map__is_internal(map) || policy_map(bpf_map__name(map)))
 			continue;
-		fd = run_map_fd(l, old_obj, bpf_map__name(map), &old_max);
-		if (fd < 0) {
+		fd = run_map_fd(l, old_obj, bpf_map__name(map), &old_max, err_buf, err_len);
+		if (fd == -ENOENT)
 			util_fmt(err_buf, err_len, "the run's map %s is not found", bpf_map__name(map));
-			return -ENOENT;
-		}
+		if (fd < 0)
+			return fd;
 		/* the first policy with totals: a map of its full size (the old one is empty) */
 		if (map == n->skel->maps.sl_host_bytes && old_max == 1 && policy_has_totals(c))
 			continue;
-		/* (those no other layer declares, as the connect programs' socket storages, would
-		   be checked nowhere else: next_share checks the others) */
-		err = next_share_shape(map, fd, err_buf, err_len);
-		if (!err)
-			err = bpf_map__reuse_fd(map, fd);
+		err = bpf_map__reuse_fd(map, fd);
 		if (err)
 			return err;
 	}
@@ -3493,6 +3779,8 @@ static int run_maps_add(struct loader *l, int prog_fd)
 		m->max_entries = mi.max_entries;
 		memcpy(m->name, mi.name, sizeof(m->name));
 		m->name[sizeof(m->name) - 1] = '\0';
+		/* (compared with this build's only when given out: the run may hold maps no one reads) */
+		m->shape_err = shape_of_fd(fd, &m->shape);
 	}
 	return 0;
 }
@@ -3710,16 +3998,18 @@ static int reopen_settle_pins(struct loader *l)
 		goto out;
 	for (i = 0; !err && i < MAP_MAX; i++) {
 		const char *name = bpf_map__name(map_of(l, i));
-		char want[BPF_OBJ_NAME_LEN];
+		char want[BPF_OBJ_NAME_LEN], why[512] = "";
 		int j;
 
 		if (i != MAP_CFG && !policy_map(name))
 			continue;
 		snprintf(want, sizeof(want), "%s", name);
-		for (j = 0; j < l->n_run_maps && strcmp(l->run_maps[j].name, want); j++)
-			;
-		if (j == l->n_run_maps) {
-			err = -ENOENT;
+		/* (another build's is not pinned: the take-over is refused, the pins left as they are) */
+		j = run_map_entry(l, want, why, sizeof(why));
+		if (j < 0) {
+			err = j;
+			fprintf(stderr, "sluice: %s: its writer died inside a switch's commit; %s\n",
+				l->pin_dir, why[0] ? why : "the run's programs use no map of the name");
 			break;
 		}
 		fd = l->run_maps[j].fd;
@@ -3782,8 +4072,11 @@ int loader_next_load(struct loader *l, const struct policy *p, const struct poli
 	if (!l->skb) {
 		/* a resumed writer: the run's programs and their maps from the kernel */
 		err = reopen_programs(l);
-		if (err)
+		if (err) {
+			util_fmt(err_buf, err_len, "find the run's programs and their maps through "
+						   "its links: %s", strerror(-err));
 			return err;
+		}
 	}
 	n = calloc(1, sizeof(*n));
 	if (!n)
@@ -4268,6 +4561,7 @@ static void staged_close(struct staged_set *st)
 /* The staged set, if there is one (st->cfg_fd < 0: none). */
 static int staged_open(const struct loader *l, struct staged_set *st)
 {
+	char why[512] = "";
 	__u32 zero = 0;
 	int i, err;
 
@@ -4280,6 +4574,13 @@ static int staged_open(const struct loader *l, struct staged_set *st)
 	err = staged_open_one(l, "cfg", STAGED_MAP, &st->cfg_fd, &st->cfg_id, NULL);
 	if (err || st->cfg_fd < 0)
 		return err;
+	/* a staged configuration of another build would be copied past st->cfg */
+	err = loader_map_check(st->cfg_fd, CFG_MAP, why, sizeof(why));
+	if (err) {
+		fprintf(stderr, "sluice: %s: the staged set's configuration: %s\n", l->pin_dir,
+			why[0] ? why : strerror(-err));
+		return err;
+	}
 	if (bpf_map_lookup_elem(st->cfg_fd, &zero, &st->cfg))
 		return -errno;
 	for (i = 0; !err && i < PROG_MAX; i++)

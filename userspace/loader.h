@@ -221,14 +221,30 @@ bool loader_host_spent(const struct loader *l, uint16_t rule_id, const struct sl
 int loader_run_maps(struct loader *l);
 /*
  * The budget id that keys the hosts' totals of rule_id (sl_rule_budget; its number if it has
- * none) into *id. 0, or -ENOENT when l does not know the run's map (loader_run_maps), -errno.
+ * none) into *id. 0, or -ENOENT when l does not know the run's map (loader_run_maps), -EPROTO
+ * when the run's map is another build's (err, which may be NULL, names it and both shapes; it
+ * is not read), -errno.
  */
-int loader_rule_budget(const struct loader *l, uint16_t rule_id, uint16_t *id);
+int loader_rule_budget(const struct loader *l, uint16_t rule_id, uint16_t *id, char *err,
+		       size_t err_len);
 /*
  * Raise *max to the highest budget id any host's totals are kept under. 0, or -ENOENT when l does
- * not know the run's sl_host_bytes (loader_run_maps), -errno.
+ * not know the run's sl_host_bytes (loader_run_maps), -EPROTO as loader_rule_budget, -errno.
  */
-int loader_host_budgets_max(const struct loader *l, uint16_t *max);
+int loader_host_budgets_max(const struct loader *l, uint16_t *max, char *err, size_t err_len);
+/*
+ * This build's shape (mapshape.h) of the map the kernel names name (its first BPF_OBJ_NAME_LEN -
+ * 1 characters), as its objects declare it: what a map of a run this process did not load must
+ * have before it is read. 0, -ENOENT (no map of that name), -errno.
+ */
+struct map_shape;
+int loader_build_map_shape(const char *name, struct map_shape *out);
+/*
+ * The map fd, of a run this process did not load, has this build's shape for the map the kernel
+ * names name (its held map too, for a map of maps holding one): 0, or -EPROTO with err (may be
+ * NULL) naming it and both shapes, -errno.
+ */
+int loader_map_check(int fd, const char *name, char *err, size_t err_len);
 
 /*
  * Let TLS flows to addr (4 or 16 bytes) name host in their ClientHello: the resolver produced

@@ -780,7 +780,7 @@ static void judge_budget(const struct loader *l, enum sl_mode mode, const struct
 	if (rec->verdict != SL_VERDICT_ALLOW || rec->reason != SL_REASON_RULE || rec->rule < 0)
 		return;
 	/* unreadable: the flow's next byte meets the kernel's own check (flow_start) */
-	if (loader_rule_budget(l, policy_rule_id((size_t)rec->rule), &budget))
+	if (loader_rule_budget(l, policy_rule_id((size_t)rec->rule), &budget, NULL, 0))
 		return;
 	memcpy(addr, rec->dst, rec->family == AF_INET ? 4 : 16);
 	host_key_of(&k, budget, lp ? lp->host_id : 0, rec->family, addr);

@@ -139,6 +139,7 @@ static int switch_budgets(struct run *r, const struct policy *p, const struct po
 	uint16_t *b = calloc(c->n_rule_ports ? c->n_rule_ports : 1, sizeof(*b)), last = 0;
 	uint16_t *old = calloc(o->n_rules ? o->n_rules : 1, sizeof(*old));
 	long *match = calloc(p->n_rules ? p->n_rules : 1, sizeof(*match));
+	char why[512];
 	size_t i, j;
 	int ret = -ENOMEM;
 
@@ -156,18 +157,21 @@ static int switch_budgets(struct run *r, const struct policy *p, const struct po
 		goto fail;
 	}
 	for (j = 0; j < o->n_rules; j++) {
-		ret = loader_rule_budget(r->loader, policy_rule_id(j), &old[j]);
+		why[0] = '\0';
+		ret = loader_rule_budget(r->loader, policy_rule_id(j), &old[j], why, sizeof(why));
 		if (ret) {
 			util_fmt(err, err_len, "read the rules' budget ids (sl_rule_budget): %s",
-				 strerror(-ret));
+				 why[0] ? why : strerror(-ret));
 			goto fail;
 		}
 		if (old[j] > last)
 			last = old[j];
 	}
-	ret = loader_host_budgets_max(r->loader, &last);
+	why[0] = '\0';
+	ret = loader_host_budgets_max(r->loader, &last, why, sizeof(why));
 	if (ret) {
-		util_fmt(err, err_len, "read the hosts' byte totals: %s", strerror(-ret));
+		util_fmt(err, err_len, "read the hosts' byte totals (sl_host_bytes): %s",
+			 why[0] ? why : strerror(-ret));
 		goto fail;
 	}
 	ret = switch_budget_matches(o, p, match);

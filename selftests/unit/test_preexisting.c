@@ -52,9 +52,12 @@ int loader_learned(const struct loader *l, int family, const uint8_t *addr,
 	return -ENOENT;
 }
 
-int loader_rule_budget(const struct loader *l, uint16_t rule_id, uint16_t *id)
+int loader_rule_budget(const struct loader *l, uint16_t rule_id, uint16_t *id, char *err,
+		       size_t err_len)
 {
 	(void)l;
+	(void)err;
+	(void)err_len;
 	*id = rule_id;
 	return 0;
 }
