@@ -176,7 +176,11 @@ struct ev_denial {
 	char *type; /* the line's type: decision, dns, tls, preexisting */
 	char *hook; /* NULL when the line has none */
 	char *host; /* NULL when none */
-	char *dst;  /* NULL when none */
+	/* host NULL: the names the run's resolver had answered dst for ("hosts"), lower-case */
+	char **hosts;
+	size_t n_hosts;
+	uint64_t hosts_more; /* and how many more it had ("hosts_more") */
+	char *dst;	     /* NULL when none */
 	uint16_t port;
 	char *proto;  /* NULL when none */
 	char *rule;   /* the rule named, or "default", "blackhole"; NULL when none */
@@ -229,6 +233,7 @@ struct ev_conn {
 	/* host NULL: the names the run's resolver had answered dst for ("hosts"), lower-case */
 	char **hosts;
 	size_t n_hosts;
+	uint64_t hosts_more; /* names it had too that the line does not list ("hosts_more") */
 	char *dst;
 	uint16_t port;
 	char *proto;
@@ -252,6 +257,7 @@ struct ev_flow {
 	char *host;	 /* NULL: no name, or one of several (hosts) */
 	char **hosts;	 /* as ev_conn's */
 	size_t n_hosts;
+	uint64_t hosts_more;
 	char *dst;
 	uint16_t port;
 	char *proto;
