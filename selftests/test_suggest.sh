@@ -324,6 +324,10 @@ tap_is "shared: 18 names: the line lists 16, the kernel's first, and hosts_more 
 d = json.loads(sys.argv[1])
 print(len(d["hosts"]), d["hosts"][0], d.get("hosts_more"))' "$line" 2>&1)" \
 	"16 n1.many.example 2" || sluice_diag "$LM"
+"$SLUICE" policy suggest "$LM" >"$SL_TMP/many-suggest.out" 2>&1
+tap_check "shared: suggest says the address had 2 more names than its lines list" \
+	grep -q 'were for: .* \.\.\. (and 2 more)$' "$SL_TMP/many-suggest.out" ||
+	tap_diag_file "$SL_TMP/many-suggest.out"
 
 # --- bad input -------------------------------------------------------------------------------
 bad=$SL_TMP/bad.log

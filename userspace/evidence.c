@@ -746,6 +746,8 @@ static int on_connection(struct ev_ctx *c, const struct jsonline *jl, const char
 	if (shared_names(c, jl, i, &k->hosts, &k->n_hosts))
 		return -ENOMEM;
 	k->hosts_more = k->n_hosts ? ju64(jl, "hosts_more") : 0;
+	if (k->hosts_more > e->names_more)
+		e->names_more = k->hosts_more;
 	if (k->rule && rules_add(&e->rules, k->rule))
 		return -ENOMEM;
 	p->connections++;
@@ -842,6 +844,8 @@ static int on_flow(struct ev_ctx *c, const struct jsonline *jl)
 	if (shared_names(c, jl, i, &f->hosts, &f->n_hosts))
 		return -ENOMEM;
 	f->hosts_more = f->n_hosts ? ju64(jl, "hosts_more") : 0;
+	if (f->hosts_more > e->names_more)
+		e->names_more = f->hosts_more;
 	p = port_get(ev, (size_t)i, f->port, f->proto ? f->proto : "?");
 	u = use_get(e, c->run->idx);
 	if (!p || !u)

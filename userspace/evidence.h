@@ -142,6 +142,7 @@ struct ev_endpoint {
 	 */
 	char **dsts;
 	size_t n_dsts;
+	uint64_t names_more; /* EV_ADDR: the most names a line said it did not list ("hosts_more") */
 	struct ev_port *ports;
 	size_t n_ports;
 	struct ev_use *uses; /* one per run that named it, in run order */

@@ -610,7 +610,8 @@ static void usage(FILE *out)
 		"exit status: 0 everything needed would go through; 1 POLICY would deny or cut "
 		"traffic\n"
 		"the runs needed (a connection that went ahead: allowed, or denied in report mode\n"
-		"only); 2 usage, a policy that does not parse, or a log refused.\n");
+		"only), or may deny it (uncertain: to an address several names share, only some\n"
+		"of which POLICY allows); 2 usage, a policy that does not parse, or a log refused.\n");
 }
 
 int policy_replay_main(int argc, char **argv)
