@@ -210,6 +210,7 @@ rules:
     hosts: ["*.many.example"]
     ports: [80]
     protocols: [tcp]
+    max_request_bytes: 500
 EOF
 # shared_run LOG SCRIPT: SCRIPT (sh, $1 the workload above) in the run netns under that policy.
 shared_run() {
@@ -311,7 +312,8 @@ shared_run "$LN" 'getent ahostsv4 decoy.shared.example >/dev/null &&
 tap_is "shared: an AAAA answer's name is a candidate of the IPv4 address it carries" \
 	"$(log_count "$LN" type=decision dst=198.51.100.16 decision=allow host:raw=null \
 		'hosts:raw=["decoy.shared.example","nat64.shared.example"]')" 1 || sluice_diag "$LN"
-# An address 18 names share: the line lists 16 (the budget's count) and says 2 are left out.
+# An address 18 names share: the line lists 16 (the budget's count) and says 2 are left out;
+# its rule cuts the workload's request (1,018 bytes), for a flow_cut line.
 LM=$SL_TMP/shared-many.log
 # shellcheck disable=SC2016 # expanded by the inner sh
 shared_run "$LM" 'for i in $(seq 1 18); do
@@ -320,6 +322,12 @@ shared_run "$LM" 'for i in $(seq 1 18); do
 	python3 "$1" 198.51.100.16:80'
 line=$(log_lines "$LM" type=decision dst=198.51.100.16 decision=allow host:raw=null)
 tap_is "shared: 18 names: the line lists 16, the kernel's first, and hosts_more 2" \
+	"$(python3 -c 'import json, sys
+d = json.loads(sys.argv[1])
+print(len(d["hosts"]), d["hosts"][0], d.get("hosts_more"))' "$line" 2>&1)" \
+	"16 n1.many.example 2" || sluice_diag "$LM"
+line=$(log_lines "$LM" type=flow_cut dst=198.51.100.16 host:raw=null cap=max_request_bytes)
+tap_is "shared: ... and so does the flow_cut line of its flow, cut at the rule's 500 bytes" \
 	"$(python3 -c 'import json, sys
 d = json.loads(sys.argv[1])
 print(len(d["hosts"]), d["hosts"][0], d.get("hosts_more"))' "$line" 2>&1)" \

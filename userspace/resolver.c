@@ -790,9 +790,15 @@ static int learn(struct resolver *r, const char *qname, long first_rule, struct 
 		};
 	}
 	/* a first look, so that an answer refused for its rules leaves not even its pairs */
-	if (loader_learn_fits(r->loader, addrs, oc->n_addrs, rule_ids, n_rules, &failed)) {
+	err = loader_learn_fits(r->loader, addrs, oc->n_addrs, rule_ids, n_rules, &failed);
+	if (err == -EXFULL) {
 		why_rules_full(r, qname, &oc->addrs[failed], rule_ids, n_rules, oc);
-		return -EXFULL;
+		return err;
+	}
+	if (err) {
+		util_fmt(oc->why, sizeof(oc->why), "cannot record learned addresses for %s: %s",
+			 qname, strerror(-err));
+		return err;
 	}
 	for (i = 0; i < oc->n_addrs; i++) {
 		/*
