@@ -55,7 +55,7 @@ dns_upstream_stop
 
 # An address carries at most 4 rules (SL_LEARNED_RULES), whichever names bring them: four names
 # of four rules share 198.51.100.10; a fifth rule's name answers 198.51.100.20 first (dnsmasq
-# answers its --address lines last first), then the full 198.51.100.10. Its answer is refused
+# answers its --address lines last first: the fixture checks it), then the full 198.51.100.10. Its answer is refused
 # whole (SERVFAIL), the log says which limit, and nothing of it is learned: not the fifth rule on
 # the shared address, nor its other address, which alone would have fit. A name that five rules
 # list can be learned nowhere, and is refused the same way.
@@ -75,6 +75,11 @@ dns_upstream_start shared --address=/a1.example/198.51.100.10 --address=/a2.exam
 	--address=/a5.example/198.51.100.10 --address=/a5.example/198.51.100.20 \
 	--address=/m.example/203.0.113.7 ||
 	bail_out "cannot start dnsmasq"
+# The case needs the address that would fit first in the answer (a resolver that learned
+# address by address would have learned it before finding the full one): said, not assumed.
+tap_is "fixture: the upstream answers a5.example's 198.51.100.20 first, then 198.51.100.10" \
+	"$(dig +short +time=2 +tries=1 -p "$SL_DNS_PORT" @127.0.0.1 a5.example A | paste -sd' ')" \
+	"198.51.100.20 198.51.100.10"
 # shellcheck disable=SC2016 # expanded by the inner sh
 sluice_run "$shared" "$SL_TMP/shared.jsonl" --netns "/run/netns/$SL_NS_RUN" \
 	--upstream "127.0.0.1:$SL_DNS_PORT" -- sh -c '

@@ -712,4 +712,75 @@ tap_is "run K: every record of the flood has its line, or is among loss_ranges' 
 	"$(($(log_count "$log_k" type=decision decision=allow) + \
 	$(field "$log_k" loss_ranges missing | grep . || echo 0)))" "$K_FLOOD"
 
+# ---------------------------------------------------------------------------------------------
+# Run S: an address two names share, across a resume. The resumed writer rebuilds which names
+# each address was answered for from the run's pinned pairs (sl_sni_ok): a flow after the
+# restart to the shared address lists both names, as one before it did; and the host total of
+# a rule whose shared flow only the dead writer saw still says "shared" (restored from its flow
+# line), though its flows after the restart went to an address of one name.
+cat >"$SL_TMP/s.yaml" <<'EOF'
+default: deny
+rules:
+  - name: s
+    hosts: ["a.shared.example", "b.shared.example"]
+    ports: [80]
+    protocols: [tcp]
+  - name: s2
+    hosts: ["a.shared.example", "b.shared.example"]
+    ports: [8080]
+    protocols: [tcp]
+EOF
+dns_upstream_start s --address=/a.shared.example/198.51.100.10 \
+	--address=/a.shared.example/198.51.100.20 --address=/b.shared.example/198.51.100.10 ||
+	bail_out "cannot start dnsmasq"
+workload_s=$(cat <<'PY'
+import os, socket, sys, time
+tmp = sys.argv[1]
+def wait_for(f):
+    while not os.path.exists(os.path.join(tmp, f)):
+        time.sleep(0.05)
+def flow(addr, port, n):
+    s = socket.create_connection((addr, port), timeout=3)
+    s.sendall(b"x" * n)
+    s.close()
+for name in ("a.shared.example", "b.shared.example"):
+    socket.getaddrinfo(name, 80, socket.AF_INET, socket.SOCK_STREAM)
+flow("198.51.100.10", 80, 40)
+open(os.path.join(tmp, "s-ready"), "w").close()
+wait_for("s-go")
+flow("198.51.100.20", 80, 60)
+flow("198.51.100.10", 8080, 10)
+print("done", flush=True)
+PY
+)
+log_s=$SL_TMP/s.jsonl
+sluice_start "$SL_TMP/s.yaml" "$log_s" --netns "/run/netns/$SL_NS_RUN" \
+	--upstream "127.0.0.1:$SL_DNS_PORT" -- "${RUN_EXEC[@]}" python3 -c "$workload_s" "$SL_TMP"
+id_s=$SL_RUN_ID
+if ! wait_until 10000 seen "$SL_TMP/s-ready" ||
+	! wait_until 3000 log_has "$log_s" type=flow req_bytes=40; then
+	sluice_diag "$log_s"
+	bail_out "run S: the workload's first phase did not finish"
+fi
+both='hosts:raw=["a.shared.example","b.shared.example"]'
+tap_is "run S: the first writer's flow to the shared address lists both names" \
+	"$(log_count "$log_s" type=flow dst=198.51.100.10 port=80 host:raw=null "$both")" 1
+kill_writer
+resume_start "$id_s" "$log_s" --upstream "127.0.0.1:$SL_DNS_PORT"
+wait_until 5000 log_has "$log_s" type=writer_restart || tap_diag_file "$SL_TMP/resume-$id_s.err"
+touch "$SL_TMP/s-go"
+resume_wait 20 || sl_stop_pid "$SL_RESUME_PID"
+tap_diag_file "$SL_TMP/resume-$id_s.err"
+tap_is "run S: after the resume, a flow to the shared address still lists both names" \
+	"$(log_count "$log_s" type=flow dst=198.51.100.10 port=8080 host:raw=null "$both")" 1 ||
+	sluice_diag "$log_s"
+tap_is "run S: ... and one to the address of one name names it" \
+	"$(log_count "$log_s" type=flow dst=198.51.100.20 port=80 host=a.shared.example)" 1
+tap_is "run S: host_total keeps \"shared\" from the dead writer's flow line" \
+	"$(log_count "$log_s" type=host_total host=a.shared.example rule=s flows=2 req_bytes=100 \
+		shared=true)" 1
+verify_is "run S: sluice verify exit 0" 0 "$log_s"
+tap_check "run S: cleaned up" leftovers_check "$id_s" "$(log_run_start_field "$log_s" cgroup_id)"
+dns_upstream_stop
+
 tap_done

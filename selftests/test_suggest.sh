@@ -33,7 +33,9 @@ dns_upstream_start upstream --local-ttl=300 \
 	--host-record=extra.example,198.51.100.14 \
 	--host-record=unlisted.example,198.51.100.15 \
 	--host-record=decoy.shared.example,198.51.100.16 \
-	--host-record=wanted.shared.example,198.51.100.16 ||
+	--host-record=wanted.shared.example,198.51.100.16 \
+	--host-record=nat64.shared.example,64:ff9b::c633:6410 \
+	--address=/many.example/198.51.100.16 ||
 	bail_out "cannot start dnsmasq on 127.0.0.1"
 sl_on_exit dns_upstream_stop
 
@@ -200,10 +202,15 @@ cat >"$shared" <<'EOF'
 default: deny
 rules:
   - name: shared
-    hosts: ["decoy.shared.example", "wanted.shared.example"]
+    hosts: ["decoy.shared.example", "wanted.shared.example", "nat64.shared.example"]
     ports: [80]
     protocols: [tcp]
     max_total_request_bytes: 1_000_000
+  - name: many
+    hosts: ["*.many.example"]
+    ports: [80]
+    protocols: [tcp]
+    max_request_bytes: 500
 EOF
 # shared_run LOG SCRIPT: SCRIPT (sh, $1 the workload above) in the run netns under that policy.
 shared_run() {
@@ -237,14 +244,42 @@ tap_check "shared: suggest proposes neither name as a rule" \
 tap_check "shared: suggest's commented address says both names and that it cannot tell" \
 	bash -c "grep -A12 '^#.*198\\.51\\.100\\.16: ' '$SS' |
 		grep -q 'were for: decoy.shared.example wanted.shared.example'"
-printf 'default: deny\nrules:\n  - hosts: ["wanted.shared.example"]\n    ports: [80]\n' \
-	>"$SL_TMP/wanted.yaml"
-"$SLUICE" policy replay "$SL_TMP/wanted.yaml" "$LS" >"$SL_TMP/shared-replay.out" 2>&1
-rc=$?
-row='^allow +198\.51\.100\.16 +80/tcp .*for wanted\.shared\.example, one of the names'
-tap_check "shared: replay allows it under a policy that lists one of the names, saying which" \
-	bash -c "[[ $rc == 0 ]] && grep -Eq '$row' '$SL_TMP/shared-replay.out'" ||
-	tap_diag_file "$SL_TMP/shared-replay.out"
+tap_check "shared: the events view lists both names, not none" \
+	bash -c "'$SLUICE' events -o compact --type decision '$LS' |
+		grep -q '{decoy.shared.example,wanted.shared.example}=198.51.100.16:80/tcp'"
+"$SLUICE" report "$LS" -o "$SL_TMP/shared.html" >/dev/null 2>&1
+tap_check "shared: the report's host table says the address's names, not \"(no name)\"" \
+	grep -q '198.51.100.16 <i>(one of decoy.shared.example, wanted.shared.example)</i>' \
+	"$SL_TMP/shared.html"
+# Replay cannot tell which name the workload meant: a policy that lists only one of them (the
+# decoy here, which the workload never used) may break the run, and says so (exit 1, as for a
+# denial of a needed connection); one that lists both allows it.
+# replay_shared NAME POLICY-HOSTS: replay "$LS" under a policy of those hosts, into $rc and
+# $SL_TMP/replay-NAME.out.
+replay_shared() {
+	printf 'default: deny\nrules:\n  - hosts: %s\n    ports: [80]\n' "$2" >"$SL_TMP/$1.yaml"
+	"$SLUICE" policy replay "$SL_TMP/$1.yaml" "$LS" >"$SL_TMP/replay-$1.out" 2>&1
+	rc=$?
+}
+uncertain='^uncertain +198\.51\.100\.16 +80/tcp .*if the connection was for '
+replay_shared decoy '["decoy.shared.example"]'
+tap_check "shared: replay of a decoy-only policy: uncertain, exit 1, not a clean allow" \
+	bash -c "[[ $rc == 1 ]] &&
+		grep -Eq '${uncertain}decoy\.shared\.example, but .* wanted\.shared\.example' \
+		'$SL_TMP/replay-decoy.out' &&
+		grep -q '1 uncertain (1 needed)' '$SL_TMP/replay-decoy.out' &&
+		! grep -Eq '^allow +198\.51\.100\.16' '$SL_TMP/replay-decoy.out'" ||
+	tap_diag_file "$SL_TMP/replay-decoy.out"
+replay_shared wanted '["wanted.shared.example"]'
+tap_check "shared: ... and of a policy of the other name alone, the same" \
+	bash -c "[[ $rc == 1 ]] && grep -Eq '${uncertain}wanted\.shared\.example' \
+		'$SL_TMP/replay-wanted.out'" ||
+	tap_diag_file "$SL_TMP/replay-wanted.out"
+replay_shared both '["decoy.shared.example", "wanted.shared.example"]'
+tap_check "shared: a policy listing both names allows it, exit 0" \
+	bash -c "[[ $rc == 0 ]] && grep -Eq '^allow +198\.51\.100\.16 +80/tcp .*every name' \
+		'$SL_TMP/replay-both.out'" ||
+	tap_diag_file "$SL_TMP/replay-both.out"
 # A connection made while the address had been answered for one name only names that one.
 LT=$SL_TMP/shared-before.log
 # shellcheck disable=SC2016 # expanded by the inner sh
@@ -256,6 +291,51 @@ tap_is "shared: the connect before the second name was answered names the first"
 tap_is "shared: the one after lists both" \
 	"$(log_count "$LT" type=decision dst=198.51.100.16 decision=allow host:raw=null \
 		"$both")" 1
+# The kernel counts both flows under one budget, its name's (the first answered): so does
+# replay, whose budget of 1,500 bytes the two 1,018-byte requests pass together, not apart.
+printf '%s\n' 'default: deny' 'rules:' '  - name: shared' \
+	'    hosts: ["decoy.shared.example", "wanted.shared.example"]' '    ports: [80]' \
+	'    max_total_request_bytes: 1500' >"$SL_TMP/budget.yaml"
+"$SLUICE" policy replay "$SL_TMP/budget.yaml" "$LT" >"$SL_TMP/replay-budget.out" 2>&1
+rc=$?
+cut='^cut +198\.51\.100\.16 .*max_total_request_bytes 1500 < 2036 sent'
+tap_check "shared: replay counts a shared flow under the kernel's name: the total is cut" \
+	bash -c "[[ $rc == 1 ]] && grep -Eq '$cut' '$SL_TMP/replay-budget.out'" ||
+	tap_diag_file "$SL_TMP/replay-budget.out"
+# An AAAA answer that carries an IPv4 address (NAT64 here) is that address to the kernel: the
+# name it was answered for is a candidate of a connect to the IPv4 address.
+LN=$SL_TMP/shared-nat64.log
+# shellcheck disable=SC2016 # expanded by the inner sh
+shared_run "$LN" 'getent ahostsv4 decoy.shared.example >/dev/null &&
+	dig +short +time=2 +tries=1 AAAA nat64.shared.example | grep -q "^64:ff9b::" &&
+	python3 "$1" 198.51.100.16:80'
+tap_is "shared: an AAAA answer's name is a candidate of the IPv4 address it carries" \
+	"$(log_count "$LN" type=decision dst=198.51.100.16 decision=allow host:raw=null \
+		'hosts:raw=["decoy.shared.example","nat64.shared.example"]')" 1 || sluice_diag "$LN"
+# An address 18 names share: the line lists 16 (the budget's count) and says 2 are left out;
+# its rule cuts the workload's request (1,018 bytes), for a flow_cut line.
+LM=$SL_TMP/shared-many.log
+# shellcheck disable=SC2016 # expanded by the inner sh
+shared_run "$LM" 'for i in $(seq 1 18); do
+		dig +short +time=2 +tries=1 "n$i.many.example" A | grep -qx 198.51.100.16 || exit 1
+	done
+	python3 "$1" 198.51.100.16:80'
+line=$(log_lines "$LM" type=decision dst=198.51.100.16 decision=allow host:raw=null)
+tap_is "shared: 18 names: the line lists 16, the kernel's first, and hosts_more 2" \
+	"$(python3 -c 'import json, sys
+d = json.loads(sys.argv[1])
+print(len(d["hosts"]), d["hosts"][0], d.get("hosts_more"))' "$line" 2>&1)" \
+	"16 n1.many.example 2" || sluice_diag "$LM"
+line=$(log_lines "$LM" type=flow_cut dst=198.51.100.16 host:raw=null cap=max_request_bytes)
+tap_is "shared: ... and so does the flow_cut line of its flow, cut at the rule's 500 bytes" \
+	"$(python3 -c 'import json, sys
+d = json.loads(sys.argv[1])
+print(len(d["hosts"]), d["hosts"][0], d.get("hosts_more"))' "$line" 2>&1)" \
+	"16 n1.many.example 2" || sluice_diag "$LM"
+"$SLUICE" policy suggest "$LM" >"$SL_TMP/many-suggest.out" 2>&1
+tap_check "shared: suggest says the address had 2 more names than its lines list" \
+	grep -q 'were for: .* \.\.\. (and 2 more)$' "$SL_TMP/many-suggest.out" ||
+	tap_diag_file "$SL_TMP/many-suggest.out"
 
 # --- bad input -------------------------------------------------------------------------------
 bad=$SL_TMP/bad.log

@@ -965,6 +965,9 @@ tls_allowed "sni-upper-case" registry.npmjs.org REGISTRY.NPMjs.org 198.51.100.30
 tls_allowed "cdn-second-name" - files.pythonhosted.org 198.51.100.30 srv openssl \
 	registry.npmjs.org files.pythonhosted.org -- "${S_CLIENT[@]}" -connect 198.51.100.30:443 \
 	-servername files.pythonhosted.org
+# ... and its line cannot say which name the connect was for: it lists both, the kernel's first
+assert_log "cdn-second-name: the tls line names no host and lists both names" "$CASE_LOG" 1 \
+	type=tls host:raw=null 'hosts:raw=["registry.npmjs.org","files.pythonhosted.org"]'
 
 tls_allowed "pypi-own-address" pypi.org pypi.org 198.51.100.31 srv openssl \
 	registry.npmjs.org pypi.org -- "${S_CLIENT[@]}" -connect 198.51.100.31:443 \

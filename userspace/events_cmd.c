@@ -170,6 +170,33 @@ static void sb_time(struct sb *s, int64_t ts_us)
 	sb_puts(s, t);
 }
 
+/* A line's "hosts" (and "hosts_more") as {a,b,+N}: false if it has none. */
+static bool sb_hosts(struct sb *s, const struct jsonline *jl)
+{
+	const struct jsonline_member *m = jsonline_get(jl, "hosts");
+	struct jsonline_value name;
+	char v[JSONLINE_MAX + 1];
+	size_t pos = 0, n = 0;
+	uint64_t more = 0;
+	int len;
+
+	while (m && jsonline_array_next(jl, &m->v, &pos, &name) == 1) {
+		len = jsonline_decode(jl, &name, v, sizeof(v));
+		if (len < 0)
+			continue;
+		sb_putc(s, n++ ? ',' : '{');
+		sb_safe(s, v, (size_t)len);
+	}
+	if (!n)
+		return false;
+	if (!jsonline_u64(jl, "hosts_more", &more) && more) {
+		snprintf(v, sizeof(v), ",+%" PRIu64, more);
+		sb_puts(s, v);
+	}
+	sb_putc(s, '}');
+	return true;
+}
+
 /* dst:port/proto, IPv6 in brackets; or what (socket kinds, options, families); or ifindex. */
 static void sb_target(struct sb *s, const struct jsonline *jl, const char *type)
 {
@@ -188,6 +215,9 @@ static void sb_target(struct sb *s, const struct jsonline *jl, const char *type)
 	if (has(jl, "host")) {
 		sb_value(s, jl, "host");
 		host = true;
+	} else if (has(jl, "hosts")) {
+		/* a shared address: its candidates, {a,b,+N} with N more it does not list */
+		host = sb_hosts(s, jl);
 	}
 	if (has(jl, "dst")) {
 		if (host)

@@ -162,6 +162,7 @@ void evidence_free(struct evidence *ev)
 		free(d->type);
 		free(d->hook);
 		free(d->host);
+		strv_free(d->hosts, d->n_hosts);
 		free(d->dst);
 		free(d->proto);
 		free(d->rule);
@@ -663,6 +664,15 @@ static int add_denial(struct ev_ctx *c, const struct jsonline *jl, enum ev_denia
 	d->hook = jstr(c, jl, "hook");
 	d->host = jstr(c, jl, "host");
 	lower(d->host);
+	if (!d->host) {
+		/* a shared address's candidates (sluice-log(5) "hosts"), to show instead of none */
+		size_t k;
+
+		d->hosts = jstrv(c, jl, "hosts", &d->n_hosts);
+		for (k = 0; k < d->n_hosts; k++)
+			lower(d->hosts[k]);
+		d->hosts_more = d->n_hosts ? ju64(jl, "hosts_more") : 0;
+	}
 	d->dst = jstr(c, jl, "dst");
 	d->port = (uint16_t)ju64(jl, "port");
 	d->proto = jstr(c, jl, "proto");
@@ -735,6 +745,9 @@ static int on_connection(struct ev_ctx *c, const struct jsonline *jl, const char
 		return -ENOMEM;
 	if (shared_names(c, jl, i, &k->hosts, &k->n_hosts))
 		return -ENOMEM;
+	k->hosts_more = k->n_hosts ? ju64(jl, "hosts_more") : 0;
+	if (k->hosts_more > e->names_more)
+		e->names_more = k->hosts_more;
 	if (k->rule && rules_add(&e->rules, k->rule))
 		return -ENOMEM;
 	p->connections++;
@@ -830,6 +843,9 @@ static int on_flow(struct ev_ctx *c, const struct jsonline *jl)
 	e = &ev->endpoints[i];
 	if (shared_names(c, jl, i, &f->hosts, &f->n_hosts))
 		return -ENOMEM;
+	f->hosts_more = f->n_hosts ? ju64(jl, "hosts_more") : 0;
+	if (f->hosts_more > e->names_more)
+		e->names_more = f->hosts_more;
 	p = port_get(ev, (size_t)i, f->port, f->proto ? f->proto : "?");
 	u = use_get(e, c->run->idx);
 	if (!p || !u)

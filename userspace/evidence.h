@@ -142,6 +142,7 @@ struct ev_endpoint {
 	 */
 	char **dsts;
 	size_t n_dsts;
+	uint64_t names_more; /* EV_ADDR: the most names a line said it did not list ("hosts_more") */
 	struct ev_port *ports;
 	size_t n_ports;
 	struct ev_use *uses; /* one per run that named it, in run order */
@@ -176,7 +177,11 @@ struct ev_denial {
 	char *type; /* the line's type: decision, dns, tls, preexisting */
 	char *hook; /* NULL when the line has none */
 	char *host; /* NULL when none */
-	char *dst;  /* NULL when none */
+	/* host NULL: the names the run's resolver had answered dst for ("hosts"), lower-case */
+	char **hosts;
+	size_t n_hosts;
+	uint64_t hosts_more; /* and how many more it had ("hosts_more") */
+	char *dst;	     /* NULL when none */
 	uint16_t port;
 	char *proto;  /* NULL when none */
 	char *rule;   /* the rule named, or "default", "blackhole"; NULL when none */
@@ -229,6 +234,7 @@ struct ev_conn {
 	/* host NULL: the names the run's resolver had answered dst for ("hosts"), lower-case */
 	char **hosts;
 	size_t n_hosts;
+	uint64_t hosts_more; /* names it had too that the line does not list ("hosts_more") */
 	char *dst;
 	uint16_t port;
 	char *proto;
@@ -252,6 +258,7 @@ struct ev_flow {
 	char *host;	 /* NULL: no name, or one of several (hosts) */
 	char **hosts;	 /* as ev_conn's */
 	size_t n_hosts;
+	uint64_t hosts_more;
 	char *dst;
 	uint16_t port;
 	char *proto;

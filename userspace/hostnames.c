@@ -6,6 +6,7 @@
 #include <string.h>
 #include <linux/types.h>
 
+#include "../bpf/addr.bpf.h"
 #include "hostnames.h"
 #include "loader.h"
 #include "util.h"
@@ -16,11 +17,18 @@ struct answered {
 	uint64_t at_ns;
 };
 
-/* An address the resolver answered (16 bytes, as an sl_sni_key's) and its names, in order. */
+/*
+ * An address the resolver answered (its index key, hostnames_addr_key) and its names, in order:
+ * the first HOSTNAMES_KEPT, and a count of those past them (a record lists at most
+ * HOSTNAMES_KEPT - 1 besides the kernel's, and says how many more: many names on one address
+ * cost no memory or time per record beyond that).
+ */
 struct shared_addr {
 	uint8_t addr[16];
 	struct answered *names;
 	size_t n, cap;
+	size_t more;		/* names answered past the first HOSTNAMES_KEPT, counted only */
+	uint64_t more_since_ns; /* when the first of those was */
 	struct shared_addr *next; /* in its bucket */
 };
 
@@ -255,62 +263,98 @@ static struct shared_addr *addr_entry(struct hostnames *h, const uint8_t addr[16
 	return a;
 }
 
-int hostnames_answered(struct hostnames *h, const uint8_t addr[16], uint32_t host_id,
-		       uint64_t at_ns)
+void hostnames_addr_key(int family, const uint8_t *addr, uint8_t key[16])
 {
-	struct shared_addr *a;
-	size_t i;
-	int err = 0;
+	__u32 w[4], v4;
 
-	if (!h || !host_id)
-		return 0;
-	pthread_mutex_lock(&h->lock);
-	a = addr_entry(h, addr, true);
-	if (!a) {
-		err = -ENOMEM;
-		goto out;
+	memset(key, 0, 16);
+	if (family == AF_INET) {
+		memcpy(key, addr, 4);
+		return;
 	}
+	memcpy(w, addr, sizeof(w));
+	/* judged as the IPv4 address it carries (decide_v6): records are looked up by that one */
+	if (v6_embeds_v4_for_policy(w, &v4))
+		memcpy(key, &v4, 4);
+	else
+		memcpy(key, addr, 16);
+}
+
+/* hostnames_answered, under h->lock. */
+static int answered_locked(struct hostnames *h, const uint8_t key[16], uint32_t host_id,
+			   uint64_t at_ns, bool pair_known)
+{
+	struct shared_addr *a = addr_entry(h, key, true);
+	size_t i;
+
+	if (!a)
+		return -ENOMEM;
 	for (i = 0; i < a->n; i++)
 		if (a->names[i].host_id == host_id)
-			goto out; /* the first answer is the one that counts */
-	err = 1;
+			return 0; /* the first answer is the one that counts */
+	if (a->n == HOSTNAMES_KEPT) {
+		/* its pair kept already: counted when it was first answered */
+		if (pair_known)
+			return 0;
+		if (!a->more++)
+			a->more_since_ns = at_ns;
+		return 2;
+	}
 	if (a->n == a->cap) {
 		size_t cap = a->cap ? 2 * a->cap : 2;
-		struct answered *nn = realloc(a->names, cap * sizeof(*nn));
+		struct answered *nn;
 
-		if (!nn) {
-			err = -ENOMEM;
-			goto out;
-		}
+		if (cap > HOSTNAMES_KEPT)
+			cap = HOSTNAMES_KEPT;
+		nn = realloc(a->names, cap * sizeof(*nn));
+		if (!nn)
+			return -ENOMEM;
 		a->names = nn;
 		a->cap = cap;
 	}
 	a->names[a->n++] = (struct answered){ .host_id = host_id, .at_ns = at_ns };
-out:
+	return 1;
+}
+
+int hostnames_answered(struct hostnames *h, const uint8_t key[16], uint32_t host_id,
+		       uint64_t at_ns, bool pair_known)
+{
+	int err;
+
+	if (!h || !host_id)
+		return 0;
+	pthread_mutex_lock(&h->lock);
+	err = answered_locked(h, key, host_id, at_ns, pair_known);
 	pthread_mutex_unlock(&h->lock);
 	return err;
 }
 
-void hostnames_unanswered(struct hostnames *h, const uint8_t addr[16], uint32_t host_id)
+int hostnames_answer_pair(struct hostnames *h, struct loader *loader, int family,
+			  const uint8_t *addr, const char *name, uint32_t host_id, uint64_t at_ns)
 {
-	struct shared_addr *a;
-	size_t i;
+	uint8_t key[16];
+	bool known;
+	int err;
 
-	if (!h)
-		return;
+	if (!h || !host_id)
+		return loader_sni_learn(loader, family, addr, name, host_id);
+	hostnames_addr_key(family, addr, key);
+	/*
+	 * One step under the lock: a pair in the map is a name in the index (or counted there,
+	 * once), and a name the map refused is in neither, whatever other workers answer for the
+	 * address meanwhile. The index is written before the caller writes the learned address,
+	 * so before the kernel can judge a connect() by it.
+	 */
 	pthread_mutex_lock(&h->lock);
-	a = addr_entry(h, addr, false);
-	for (i = 0; a && i < a->n; i++) {
-		if (a->names[i].host_id != host_id)
-			continue;
-		memmove(&a->names[i], &a->names[i + 1], (a->n - i - 1) * sizeof(a->names[0]));
-		a->n--;
-		break;
-	}
+	known = loader_sni_ok(loader, family, addr, name);
+	err = loader_sni_learn(loader, family, addr, name, host_id);
+	if (!err)
+		err = answered_locked(h, key, host_id, at_ns, known);
 	pthread_mutex_unlock(&h->lock);
+	return err < 0 ? err : 0;
 }
 
-size_t hostnames_sharing(struct hostnames *h, const uint8_t addr[16], uint64_t at_ns,
+size_t hostnames_sharing(struct hostnames *h, const uint8_t key[16], uint64_t at_ns,
 			 uint32_t *ids, size_t max)
 {
 	struct shared_addr *a;
@@ -319,7 +363,7 @@ size_t hostnames_sharing(struct hostnames *h, const uint8_t addr[16], uint64_t a
 	if (!h)
 		return 0;
 	pthread_mutex_lock(&h->lock);
-	a = addr_entry(h, addr, false);
+	a = addr_entry(h, key, false);
 	for (i = 0; a && i < a->n; i++) {
 		if (a->names[i].at_ns > at_ns)
 			continue; /* answered after the event: not a name it could have been for */
@@ -327,6 +371,9 @@ size_t hostnames_sharing(struct hostnames *h, const uint8_t addr[16], uint64_t a
 			ids[n] = a->names[i].host_id;
 		n++;
 	}
+	/* the names only counted: all of them once the first was answered (at most that many) */
+	if (a && a->more && a->more_since_ns <= at_ns)
+		n += a->more;
 	pthread_mutex_unlock(&h->lock);
 	return n;
 }
@@ -334,10 +381,15 @@ size_t hostnames_sharing(struct hostnames *h, const uint8_t addr[16], uint64_t a
 /* One (address, name) pair the run's resolver wrote (sl_sni_ok), for hostnames_adopt_answers. */
 static int adopt_answer(const uint8_t addr[16], const char *name, uint32_t host_id, void *ctx)
 {
-	(void)name;
-	/* when is not known: before anything the new writer reads, so it counts for every record */
-	int err = hostnames_answered(ctx, addr, host_id, 0);
+	static const uint8_t zero[12];
+	uint8_t key[16];
+	int err;
 
+	(void)name;
+	/* an sl_sni_key holds an IPv4 address in its first 4 bytes, the rest zero */
+	hostnames_addr_key(memcmp(addr + 4, zero, sizeof(zero)) ? AF_INET6 : AF_INET, addr, key);
+	/* when is not known: before anything the new writer reads, so it counts for every record */
+	err = hostnames_answered(ctx, key, host_id, 0, false);
 	return err < 0 ? err : 0;
 }
 

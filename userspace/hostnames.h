@@ -9,6 +9,7 @@
 #ifndef SLUICE_HOSTNAMES_H
 #define SLUICE_HOSTNAMES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -41,21 +42,32 @@ int hostnames_adopt(struct hostnames *h, const struct loader *loader);
  * Which names the run's resolver answered an address for. The kernel keeps one per address
  * (sl_learned.host_id: the first), so a record names that one even when the workload asked for
  * another name that shares the address (a CDN's); records ask here which names it could have
- * been. addr is 16 bytes as an sl_sni_key's: an IPv4 address in the first 4, the rest zero.
+ * been. An address's index key (hostnames_addr_key) is the address the kernel judges: 16
+ * bytes, an IPv4 address in the first 4 and the rest zero, an IPv6 form that carries an IPv4
+ * address for the policy (::ffff:a.b.c.d, 64:ff9b::a.b.c.d, ::a.b.c.d) as that IPv4 address.
+ * An address keeps its first HOSTNAMES_KEPT names; those answered past them are only counted.
  *
- * hostnames_answered: host_id was answered with addr at at_ns (CLOCK_BOOTTIME), before the
- * address was written into the run's maps; a name's first answer counts. 1: new, 0: known
- * already, -ENOMEM. hostnames_unanswered takes a new one back when the run could not keep the
- * (address, name) pair (sl_sni_ok full), so that this stays as large as that map at most.
- * hostnames_sharing: how many names addr was answered for at or before at_ns, the first max of
- * their ids into ids, in the order they were answered.
+ * hostnames_answer_pair: the resolver's step for one address of an answer: the (address, name)
+ * pair kept with the run (loader_sni_learn) and the name noted as answered at at_ns
+ * (CLOCK_BOOTTIME), as one step under the index's lock, before the address is written into the
+ * run's maps; a name's first answer counts. 0, or the error of either (then neither is kept).
+ * hostnames_answered: the index's part of it, for a key; pair_known: the run kept the pair
+ * already (a name past the kept ones is then not counted twice). 1: new and kept, 2: new and
+ * counted, 0: known already, -ENOMEM.
+ * hostnames_sharing: how many names key was answered for at or before at_ns (the counted ones
+ * included once the first of them was: at most that many), the first max of the kept ones' ids
+ * into ids, in the order they were answered.
  * hostnames_adopt_answers: a run taken over: every (address, name) pair the run's resolver
  * wrote (sl_sni_ok), as answered before anything the new writer reads. 0 or -errno.
  */
-int hostnames_answered(struct hostnames *h, const uint8_t addr[16], uint32_t host_id,
-		       uint64_t at_ns);
-void hostnames_unanswered(struct hostnames *h, const uint8_t addr[16], uint32_t host_id);
-size_t hostnames_sharing(struct hostnames *h, const uint8_t addr[16], uint64_t at_ns,
+#define HOSTNAMES_KEPT 17
+
+void hostnames_addr_key(int family, const uint8_t *addr, uint8_t key[16]);
+int hostnames_answer_pair(struct hostnames *h, struct loader *loader, int family,
+			  const uint8_t *addr, const char *name, uint32_t host_id, uint64_t at_ns);
+int hostnames_answered(struct hostnames *h, const uint8_t key[16], uint32_t host_id,
+		       uint64_t at_ns, bool pair_known);
+size_t hostnames_sharing(struct hostnames *h, const uint8_t key[16], uint64_t at_ns,
 			 uint32_t *ids, size_t max);
 int hostnames_adopt_answers(struct hostnames *h, const struct loader *loader);
 

@@ -324,6 +324,25 @@ void journal_line_strv(struct journal_line *l, const char *key, char *const *val
 	put(l, "]", 1);
 }
 
+static void count_bytes(void *ctx, const char *s, size_t n)
+{
+	(void)s;
+	*(size_t *)ctx += n;
+}
+
+size_t journal_strv_fit(char *const *vals, size_t n, size_t budget)
+{
+	size_t i, bytes = 2; /* [] */
+
+	for (i = 0; i < n; i++) {
+		bytes += !!i;
+		cjson_put_string(count_bytes, &bytes, vals[i]);
+		if (bytes > budget)
+			break;
+	}
+	return i;
+}
+
 void journal_line_u64v(struct journal_line *l, const char *key, const uint64_t *vals, size_t n)
 {
 	size_t i;

@@ -139,6 +139,12 @@ void journal_line_u64(struct journal_line *l, const char *key, uint64_t val);
 void journal_line_i64(struct journal_line *l, const char *key, int64_t val);
 void journal_line_bool(struct journal_line *l, const char *key, bool val);
 void journal_line_strv(struct journal_line *l, const char *key, char *const *vals, size_t n);
+/*
+ * How many of the first vals journal_line_strv writes as an array of at most budget bytes
+ * (brackets, quotes, escapes and commas counted): for a list a line must not let grow past
+ * JOURNAL_LINE_MAX, whatever its strings hold.
+ */
+size_t journal_strv_fit(char *const *vals, size_t n, size_t budget);
 void journal_line_u64v(struct journal_line *l, const char *key, const uint64_t *vals, size_t n);
 
 /*

@@ -2804,44 +2804,102 @@ static int learned_merge(struct sl_learned *cur, const uint16_t *rule_ids, size_
 	return 0;
 }
 
-/* loader_learn, or with write false its check alone (loader_learn_fits). */
-static int learn_rules(struct loader *l, int family, const uint8_t *addr, const uint16_t *rule_ids,
-		       size_t n_rules, uint32_t host_id, uint64_t expires_ns, bool write)
+/* An address's sl_learned map and key. */
+static int learned_fd(const struct loader *l, const struct loader_learn_addr *a, uint8_t key[16])
 {
-	struct bpf_map *map = family == AF_INET ? l->skel->maps.sl_learned4 :
-						   l->skel->maps.sl_learned6;
-	struct sl_learned cur = { .host_id = host_id, .expires_ns = expires_ns };
-	uint8_t key[16];
-	size_t klen = family == AF_INET ? 4 : 16;
-	int fd = bpf_map__fd(map);
-	struct timespec now;
-	int err;
+	struct bpf_map *map = a->family == AF_INET ? l->skel->maps.sl_learned4 :
+						      l->skel->maps.sl_learned6;
 
-	memset(key, 0, sizeof(key));
-	memcpy(key, addr, klen);
+	memset(key, 0, 16);
+	memcpy(key, a->addr, a->family == AF_INET ? 4 : 16);
+	return bpf_map__fd(map);
+}
+
+/*
+ * loader_learn_answer, or with write false its check alone. Under learn_lock: the resolver's
+ * workers learn concurrently, so every address's lookup, merge and update (and the undoing of
+ * those written when a later one fails) is one step that no other answer can come between.
+ */
+static int learn_rules(struct loader *l, const struct loader_learn_addr *addrs, size_t n,
+		       const uint16_t *rule_ids, size_t n_rules, uint32_t host_id, size_t *failed,
+		       bool write)
+{
+	struct sl_learned *merged, *old;
+	bool *had;
+	struct timespec now;
+	uint64_t now_ns;
+	uint8_t key[16];
+	size_t i, k;
+	int err = 0;
+
+	*failed = 0;
+	merged = calloc(n ? n : 1, sizeof(*merged));
+	old = calloc(n ? n : 1, sizeof(*old));
+	had = calloc(n ? n : 1, sizeof(*had));
+	if (!merged || !old || !had) {
+		err = -ENOMEM;
+		goto out_free;
+	}
 	clock_gettime(CLOCK_BOOTTIME, &now);
-	/* The resolver's workers learn concurrently: lookup, merge and update as one step. */
+	now_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
 	pthread_mutex_lock(&l->learn_lock);
-	if (bpf_map_lookup_elem(fd, key, &cur))
-		cur = (struct sl_learned){ .host_id = host_id, .expires_ns = expires_ns };
-	err = learned_merge(&cur, rule_ids, n_rules, host_id, expires_ns,
-			    (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec);
-	if (!err && write && bpf_map_update_elem(fd, key, &cur, BPF_ANY))
+	/* every address checked before any is written: all of the answer or none of it */
+	for (i = 0; i < n && !err; i++) {
+		int fd = learned_fd(l, &addrs[i], key);
+
+		had[i] = !bpf_map_lookup_elem(fd, key, &old[i]);
+		merged[i] = had[i] ? old[i] :
+				     (struct sl_learned){ .host_id = host_id,
+							  .expires_ns = addrs[i].expires_ns };
+		err = learned_merge(&merged[i], rule_ids, n_rules, host_id, addrs[i].expires_ns,
+				    now_ns);
+		if (err)
+			*failed = i;
+	}
+	for (i = 0; i < n && !err && write; i++) {
+		int fd = learned_fd(l, &addrs[i], key);
+
+		if (!bpf_map_update_elem(fd, key, &merged[i], BPF_ANY))
+			continue;
 		err = -errno;
+		*failed = i;
+		/* a map full (or failing) half-way: the addresses written go back to what they were */
+		for (k = 0; k < i; k++) {
+			fd = learned_fd(l, &addrs[k], key);
+			if (had[k])
+				bpf_map_update_elem(fd, key, &old[k], BPF_ANY);
+			else
+				bpf_map_delete_elem(fd, key);
+		}
+	}
 	pthread_mutex_unlock(&l->learn_lock);
+out_free:
+	free(merged);
+	free(old);
+	free(had);
 	return err;
+}
+
+int loader_learn_answer(struct loader *l, const struct loader_learn_addr *addrs, size_t n,
+			const uint16_t *rule_ids, size_t n_rules, uint32_t host_id,
+			size_t *failed)
+{
+	return learn_rules(l, addrs, n, rule_ids, n_rules, host_id, failed, true);
 }
 
 int loader_learn(struct loader *l, int family, const uint8_t *addr, const uint16_t *rule_ids,
 		 size_t n_rules, uint32_t host_id, uint64_t expires_ns)
 {
-	return learn_rules(l, family, addr, rule_ids, n_rules, host_id, expires_ns, true);
+	struct loader_learn_addr a = { .family = family, .addr = addr, .expires_ns = expires_ns };
+	size_t failed;
+
+	return learn_rules(l, &a, 1, rule_ids, n_rules, host_id, &failed, true);
 }
 
-int loader_learn_fits(struct loader *l, int family, const uint8_t *addr,
-		      const uint16_t *rule_ids, size_t n_rules)
+int loader_learn_fits(struct loader *l, const struct loader_learn_addr *addrs, size_t n,
+		      const uint16_t *rule_ids, size_t n_rules, size_t *failed)
 {
-	return learn_rules(l, family, addr, rule_ids, n_rules, 0, 0, false);
+	return learn_rules(l, addrs, n, rule_ids, n_rules, 0, failed, false);
 }
 
 int loader_learned(const struct loader *l, int family, const uint8_t *addr,

@@ -199,9 +199,30 @@ int loader_events_fd(const struct loader *l);
  */
 int loader_learn(struct loader *l, int family, const uint8_t *addr, const uint16_t *rule_ids,
 		 size_t n_rules, uint32_t host_id, uint64_t expires_ns);
-/* Whether loader_learn of these rules would fit addr's slots now: 0 or -EXFULL; writes nothing. */
-int loader_learn_fits(struct loader *l, int family, const uint8_t *addr,
-		      const uint16_t *rule_ids, size_t n_rules);
+
+/* One address of an answer: family, 4 or 16 bytes, expiry (CLOCK_BOOTTIME, 0: the run). */
+struct loader_learn_addr {
+	int family;
+	const uint8_t *addr;
+	uint64_t expires_ns;
+};
+
+/*
+ * loader_learn for every address of one answer, as one step no other answer's learning comes
+ * between (checked and written under one lock): all of them or none. An address that cannot
+ * take the rules (-EXFULL) leaves all unwritten; a write that fails (-E2BIG: the map full, or
+ * -errno) puts back those written before it. *failed: the index of the address that failed.
+ */
+int loader_learn_answer(struct loader *l, const struct loader_learn_addr *addrs, size_t n,
+			const uint16_t *rule_ids, size_t n_rules, uint32_t host_id,
+			size_t *failed);
+/*
+ * Whether loader_learn_answer would fit now: 0 or -EXFULL (*failed as there); writes nothing.
+ * Only a first look, for refusing before anything else is written: another answer may take
+ * the slots before the write, which loader_learn_answer checks again.
+ */
+int loader_learn_fits(struct loader *l, const struct loader_learn_addr *addrs, size_t n,
+		      const uint16_t *rule_ids, size_t n_rules, size_t *failed);
 
 /* What the resolver learned for addr (4 or 16 bytes): 0, -ENOENT (nothing), or -errno. */
 int loader_learned(const struct loader *l, int family, const uint8_t *addr,

@@ -396,61 +396,75 @@ static const struct policy *policy_of_era(const struct records *r, uint32_t era,
  * address (sl_learned.host_id: the one the run's byte budgets count it under, the first it was
  * answered for), but an address a CDN serves for several names may have been connected to for
  * any of them: the line names a host only when the address had been answered for that one
- * name by the record's time (at_ns, CLOCK_BOOTTIME), and otherwise lists every such name,
- * the kernel's first, in "hosts" ("host" null). Never a guess.
+ * name by the record's time (at_ns, CLOCK_BOOTTIME), and otherwise lists such names, the
+ * kernel's first, in "hosts" ("host" null), and how many it does not list in "hosts_more".
+ * Never a guess. The list is bounded twice: HOSTS_LISTED names, and HOSTS_BYTES of log line
+ * (a name is up to 253 bytes, each of which JSON may write as 6), so that a line that lists
+ * them still fits JOURNAL_LINE_MAX with everything else it says.
  */
 #define HOSTS_LISTED 16
+#define HOSTS_BYTES 2048
+_Static_assert(HOSTS_LISTED < HOSTNAMES_KEPT, "the kernel's name and 16 others are kept");
+_Static_assert(HOSTS_BYTES >= 2 + 6 * (DNS_NAME_MAX - 1), "the kernel's name always fits");
 
 struct line_hosts {
 	const char *host;	      /* the one name, or NULL: none, or several */
-	char *hosts[HOSTS_LISTED];    /* several: all of them (at most HOSTS_LISTED) */
+	char *hosts[HOSTS_LISTED];    /* several: those listed (HOSTS_LISTED, HOSTS_BYTES) */
 	size_t n_hosts;
+	size_t more;		      /* several: how many are not listed */
 	char names[HOSTS_LISTED][DNS_NAME_MAX];
 };
 
 static void line_hosts_of(struct records *r, struct line_hosts *lh, uint32_t host_id, int family,
 			  const uint8_t *addr, uint64_t at_ns)
 {
-	uint32_t ids[HOSTS_LISTED];
-	uint8_t key[16] = {};
-	size_t n, i;
-	__u32 v4;
+	uint32_t ids[HOSTNAMES_KEPT];
+	uint8_t key[16];
+	size_t n, i, total, fit;
+	bool kernels_indexed = false;
 
 	lh->n_hosts = 0;
+	lh->more = 0;
 	lh->host = hostnames_name(r->hosts, host_id, lh->names[0], sizeof(lh->names[0]));
 	if (!lh->host)
 		return;
 	/* keyed as the resolver wrote it: an IPv4 address asked in an IPv6 form is the IPv4 one */
-	if (family == AF_INET)
-		memcpy(key, addr, 4);
-	else if (v6_embeds_v4_for_policy((const __u32 *)addr, &v4))
-		memcpy(key, &v4, 4);
-	else
-		memcpy(key, addr, 16);
-	n = hostnames_sharing(r->hosts, key, at_ns, ids, HOSTS_LISTED);
+	hostnames_addr_key(family, addr, key);
+	/* an address's kept names all come before any counted one: ids holds min(n, KEPT) */
+	n = hostnames_sharing(r->hosts, key, at_ns, ids, HOSTNAMES_KEPT);
 	if (!n || (n == 1 && ids[0] == host_id))
 		return;
+	for (i = 0; i < n && i < HOSTNAMES_KEPT; i++)
+		kernels_indexed |= ids[i] == host_id;
+	total = n + !kernels_indexed;
 	lh->host = NULL;
 	lh->hosts[lh->n_hosts++] = lh->names[0];
-	for (i = 0; i < n && i < HOSTS_LISTED && lh->n_hosts < HOSTS_LISTED; i++) {
-		if (ids[i] == host_id ||
-		    !hostnames_name(r->hosts, ids[i], lh->names[lh->n_hosts],
-				    sizeof(lh->names[0])))
-			continue;
-		lh->hosts[lh->n_hosts] = lh->names[lh->n_hosts];
-		lh->n_hosts++;
+	for (i = 0; i < n && i < HOSTNAMES_KEPT && lh->n_hosts < HOSTS_LISTED; i++) {
+		char *name = lh->names[lh->n_hosts];
+
+		if (ids[i] != host_id && hostnames_name(r->hosts, ids[i], name, DNS_NAME_MAX))
+			lh->hosts[lh->n_hosts++] = name;
 	}
+	/* the kernel's name always (it fits HOSTS_BYTES alone), the others as the budget lets */
+	fit = journal_strv_fit(lh->hosts, lh->n_hosts, HOSTS_BYTES);
+	lh->n_hosts = fit ? fit : 1;
+	lh->more = total - lh->n_hosts;
 }
 
-/* "host" and, for a shared address, "hosts" (line_hosts_of). */
+/* "host" and, for a shared address, "hosts" and "hosts_more" (line_hosts_of). */
 static void line_hosts_put(struct journal_line *l, const struct line_hosts *lh)
 {
 	journal_line_str(l, "host", lh->host);
 	if (lh->n_hosts)
 		journal_line_strv(l, "hosts", lh->hosts, lh->n_hosts);
+	if (lh->more)
+		journal_line_u64(l, "hosts_more", lh->more);
 }
 
-/* The names of lh for a notice: "a.example" or "one of a.example, b.example", into buf. */
+/*
+ * The names of lh for a notice: "a.example" or "one of a.example, b.example (and 3 more)",
+ * into buf, cut at its end.
+ */
 static const char *line_hosts_text(const struct line_hosts *lh, char *buf, size_t len)
 {
 	size_t i, used;
@@ -461,6 +475,8 @@ static const char *line_hosts_text(const struct line_hosts *lh, char *buf, size_
 	for (i = 0; i < lh->n_hosts && used < len; i++)
 		used += (size_t)snprintf(buf + used, len - used, "%s %s", i ? "," : "",
 					 lh->hosts[i]);
+	if (lh->more && used < len)
+		snprintf(buf + used, len - used, " (and %zu more)", lh->more);
 	return buf;
 }
 

@@ -42,6 +42,13 @@
 
 struct judged {
 	bool allow;
+	/*
+	 * allow, for a connection to an address shared by several names only some of which the
+	 * policy lists: the kernel would let it through once a listed one is resolved, but the
+	 * log cannot tell whether the workload meant one of those (enforced, an unlisted name
+	 * gets NXDOMAIN and its connection is never made)
+	 */
+	bool uncertain;
 	long rule; /* 0-based, -1: the default (or the blackhole) */
 	char why[WHY_MAX];
 };
@@ -149,30 +156,53 @@ static void judge(const struct policy *p, struct policy_index *x, const char *ho
 
 /*
  * judge, for a line that names a host or, for an address the run's resolver had answered for
- * several names (hosts, host NULL), for any of them: enforcing, each name the policy lists is
+ * several names (hosts, host NULL), for each of them: enforcing, each name the policy lists is
  * answered again and its rules allow the address, so the connection goes ahead under the first
- * of them that takes its port, as the kernel's learned address would let it. None: the address
- * alone (a cidrs rule, the default).
+ * of them that takes its port, as the kernel's learned address would let it. Allowed for every
+ * name: allowed. For some only: allowed but uncertain (struct judged), since the workload may
+ * have meant another. For none (or a line with more names than it lists, hosts_more): the
+ * address alone (a cidrs rule, the default), and uncertain if a name would have allowed it.
  */
 static void judge_line(const struct policy *p, struct policy_index *x, const char *host,
-		       char *const *hosts, size_t n_hosts, const char *dst, uint16_t port,
-		       const char *proto, bool blackholed, struct judged *j)
+		       char *const *hosts, size_t n_hosts, bool hosts_more, const char *dst,
+		       uint16_t port, const char *proto, bool blackholed, struct judged *j)
 {
-	char safe[256];
-	size_t i;
+	struct judged first = { .allow = false }, one;
+	char safe[256], denied[256] = "";
+	size_t i, allowed = 0;
 
-	for (i = 0; !host && !blackholed && i < n_hosts; i++) {
-		judge(p, x, hosts[i], dst, port, proto, false, j);
-		if (j->allow) {
-			size_t used = strlen(j->why);
-
-			snprintf(j->why + used, sizeof(j->why) - used,
-				 ", for %s, one of the names that share the address",
-				 evidence_safe(hosts[i], safe, sizeof(safe)));
-			return;
+	if (host || blackholed || !n_hosts) {
+		judge(p, x, host, dst, port, proto, blackholed, j);
+		return;
+	}
+	for (i = 0; i < n_hosts; i++) {
+		judge(p, x, hosts[i], dst, port, proto, false, &one);
+		if (!one.allow) {
+			if (!denied[0])
+				evidence_safe(hosts[i], denied, sizeof(denied));
+			continue;
+		}
+		if (!allowed++) {
+			first = one;
+			evidence_safe(hosts[i], safe, sizeof(safe));
 		}
 	}
-	judge(p, x, host, dst, port, proto, blackholed, j);
+	if (allowed == n_hosts && !hosts_more) {
+		*j = first;
+		snprintf(j->why + strlen(j->why), sizeof(j->why) - strlen(j->why),
+			 ", for every name that shares the address");
+		return;
+	}
+	/* what the address alone gets (cidrs, default) holds whichever name was meant */
+	judge(p, x, NULL, dst, port, proto, false, j);
+	if (j->allow || !allowed)
+		return;
+	*j = first;
+	j->uncertain = true;
+	snprintf(j->why + strlen(j->why), sizeof(j->why) - strlen(j->why),
+		 " if the connection was for %s, but the address was answered for %s too%s, "
+		 "which the policy does not allow", safe, denied[0] ? denied : "other names",
+		 denied[0] && hosts_more ? " (and more)" : "");
 }
 
 bool replay_allows(const struct policy *p, const char *host, const char *dst, uint16_t port,
@@ -193,7 +223,7 @@ struct row {
 	size_t endpoint;
 	uint16_t port;
 	const char *proto;
-	bool allow;
+	bool allow, uncertain;
 	char why[WHY_MAX];
 	uint64_t conns, needed;
 	size_t first_run;
@@ -223,6 +253,7 @@ struct rctx {
 	struct cut *cuts;
 	size_t n_cuts;
 	uint64_t allowed, denied, needed_denied, relaxed;
+	uint64_t uncertain, needed_uncertain; /* struct judged's uncertain */
 };
 
 static size_t row_hash(size_t endpoint, uint16_t port, const char *proto, bool allow,
@@ -248,7 +279,8 @@ static int add_row(struct rctx *c, const struct ev_conn *k, const struct judged 
 	for (; c->slots[h]; h = (h + 1) & (c->n_slots - 1)) {
 		r = &c->rows[c->slots[h] - 1];
 		if (r->endpoint == k->endpoint && r->port == k->port && r->allow == j->allow &&
-		    !strcmp(r->proto, proto) && !strcmp(r->why, j->why))
+		    r->uncertain == j->uncertain && !strcmp(r->proto, proto) &&
+		    !strcmp(r->why, j->why))
 			goto found;
 	}
 	r = reallocarray(c->rows, c->n_rows + 1, sizeof(*r));
@@ -261,6 +293,7 @@ static int add_row(struct rctx *c, const struct ev_conn *k, const struct judged 
 	r->port = k->port;
 	r->proto = proto;
 	r->allow = j->allow;
+	r->uncertain = j->uncertain;
 	r->first_run = k->run;
 	memcpy(r->why, j->why, sizeof(r->why));
 	c->slots[h] = c->n_rows;
@@ -305,15 +338,18 @@ struct total {
 /*
  * The host a max_total_* cap counts a flow under, as bpf/addr.bpf.h's host_key_of does: its name,
  * else its address, an IPv6 one that embeds an IPv4 address as that IPv4 address (one budget
- * whatever form the address was dialled in).
+ * whatever form the address was dialled in). A flow to an address several names share (hosts)
+ * counts under the name the kernel keeps for the address, the first of them (records.c's
+ * restore_flow_total too): a budget the workload can spend through any of the names.
  */
 static void total_key(const struct ev_flow *f, char *key, size_t len)
 {
+	const char *name = f->host ? f->host : f->n_hosts ? f->hosts[0] : NULL;
 	uint8_t a[16];
 	__u32 w[4], v4;
 
-	if (f->host || !f->dst || inet_pton(AF_INET6, f->dst, a) != 1) {
-		snprintf(key, len, "%s", f->host ? f->host : f->dst ? f->dst : "?");
+	if (name || !f->dst || inet_pton(AF_INET6, f->dst, a) != 1) {
+		snprintf(key, len, "%s", name ? name : f->dst ? f->dst : "?");
 		return;
 	}
 	memcpy(w, a, sizeof(w));
@@ -349,8 +385,8 @@ static int caps(struct rctx *c)
 		char key[sizeof(t->key)];
 		struct judged j;
 
-		judge_line(c->p, c->x, f->host, f->hosts, f->n_hosts, f->dst, f->port, f->proto,
-			   false, &j);
+		judge_line(c->p, c->x, f->host, f->hosts, f->n_hosts, f->hosts_more > 0, f->dst,
+			   f->port, f->proto, false, &j);
 		if (!j.allow || j.rule < 0)
 			continue;
 		r = &c->p->rules[j.rule];
@@ -458,7 +494,7 @@ static void print_json(const struct rctx *c, const char *policy_path)
 		printf(",\"logged\":");
 		json_str(stdout, k->allow ? "allow" : k->enforced ? "deny" : "would-deny");
 		printf(",\"needed\":%s,\"verdict\":\"%s\",\"rule\":", k->needed ? "true" : "false",
-		       j->allow ? "allow" : "deny");
+		       j->uncertain ? "uncertain" : j->allow ? "allow" : "deny");
 		if (j->rule >= 0)
 			json_str(stdout, c->p->rules[j->rule].name);
 		else
@@ -485,8 +521,10 @@ static void print_json(const struct rctx *c, const char *policy_path)
 		printf("}");
 	}
 	printf("],\"allowed\":%" PRIu64 ",\"denied\":%" PRIu64 ",\"needed_denied\":%" PRIu64
+	       ",\"uncertain\":%" PRIu64 ",\"needed_uncertain\":%" PRIu64
 	       ",\"cut\":%zu,\"newly_allowed\":%" PRIu64 "}\n",
-	       c->allowed, c->denied, c->needed_denied, c->n_cuts, c->relaxed);
+	       c->allowed, c->denied, c->needed_denied, c->uncertain, c->needed_uncertain,
+	       c->n_cuts, c->relaxed);
 }
 
 static void print_table(const struct rctx *c, const char *policy_path)
@@ -510,15 +548,16 @@ static void print_table(const struct rctx *c, const char *policy_path)
 	printf("\n%-6s %-40s %-11s %6s %6s  %s\n", "VERDICT", "DESTINATION", "PORT", "CONNS",
 	       "NEEDED", "WHY");
 	/* denials first: they are what the reader is looking for */
-	for (pass = 0; pass < 2; pass++) {
+	/* then those a shared address makes uncertain: they may be denials */
+	for (pass = 0; pass < 3; pass++) {
 		for (i = 0; i < c->n_rows; i++) {
 			const struct row *r = &c->rows[i];
 
-			if (r->allow != (pass == 1))
+			if ((pass == 0) != !r->allow || (pass == 1) != r->uncertain)
 				continue;
 			snprintf(pp, sizeof(pp), "%u/%s", r->port, r->proto);
 			printf("%-7s %-40s %-11s %6" PRIu64 " %6" PRIu64 "  %s\n",
-			       r->allow ? "allow" : "deny",
+			       r->uncertain ? "uncertain" : r->allow ? "allow" : "deny",
 			       evidence_safe(ev->endpoints[r->endpoint].name, safe, 256), pp,
 			       r->conns, r->needed, evidence_safe(r->why, safe + 256, 256));
 		}
@@ -539,13 +578,18 @@ static void print_table(const struct rctx *c, const char *policy_path)
 	}
 	printf("\n%" PRIu64 " connection%s: %" PRIu64 " allowed, %" PRIu64 " denied; %" PRIu64
 	       " needed connection%s denied, %zu flow%s cut by byte caps",
-	       c->allowed + c->denied, c->allowed + c->denied == 1 ? "" : "s", c->allowed,
+	       c->allowed + c->denied + c->uncertain,
+	       c->allowed + c->denied + c->uncertain == 1 ? "" : "s", c->allowed,
 	       c->denied, c->needed_denied, c->needed_denied == 1 ? "" : "s", c->n_cuts,
 	       c->n_cuts == 1 ? "" : "s");
 	if (c->relaxed)
 		printf("; %" PRIu64 " denied in the log would now be allowed", c->relaxed);
-	printf("\n%s\n", c->needed_denied || c->n_cuts
-				 ? "FAIL: this policy would break traffic the runs needed"
+	if (c->uncertain)
+		printf("; %" PRIu64 " uncertain (%" PRIu64 " needed): to an address several names "
+		       "share, which the policy allows for some of them only",
+		       c->uncertain, c->needed_uncertain);
+	printf("\n%s\n", c->needed_denied || c->needed_uncertain || c->n_cuts
+				 ? "FAIL: this policy would (or may) break traffic the runs needed"
 				 : "OK: everything the runs needed would go through");
 }
 
@@ -566,7 +610,8 @@ static void usage(FILE *out)
 		"exit status: 0 everything needed would go through; 1 POLICY would deny or cut "
 		"traffic\n"
 		"the runs needed (a connection that went ahead: allowed, or denied in report mode\n"
-		"only); 2 usage, a policy that does not parse, or a log refused.\n");
+		"only), or may deny it (uncertain: to an address several names share, only some\n"
+		"of which POLICY allows); 2 usage, a policy that does not parse, or a log refused.\n");
 }
 
 int policy_replay_main(int argc, char **argv)
@@ -633,9 +678,12 @@ int policy_replay_main(int argc, char **argv)
 		const struct ev_conn *k = &ev->conns[i];
 		bool bh = k->reason && !strcmp(k->reason, "blackhole");
 
-		judge_line(p, c.x, k->host, k->hosts, k->n_hosts, k->dst, k->port, k->proto, bh,
-			   &c.conn_j[i]);
-		if (c.conn_j[i].allow) {
+		judge_line(p, c.x, k->host, k->hosts, k->n_hosts, k->hosts_more > 0, k->dst,
+			   k->port, k->proto, bh, &c.conn_j[i]);
+		if (c.conn_j[i].uncertain) {
+			c.uncertain++;
+			c.needed_uncertain += k->needed;
+		} else if (c.conn_j[i].allow) {
 			c.allowed++;
 			c.relaxed += !k->needed;
 		} else {
@@ -651,7 +699,8 @@ int policy_replay_main(int argc, char **argv)
 		print_json(&c, argv[optind]);
 	else
 		print_table(&c, argv[optind]);
-	ret = c.needed_denied || c.n_cuts ? 1 : 0;
+	/* a needed connection the policy may deny is a failure as one it denies */
+	ret = c.needed_denied || c.needed_uncertain || c.n_cuts ? 1 : 0;
 	goto out;
 nomem:
 	fprintf(stderr, PROG ": %s\n", strerror(ENOMEM));

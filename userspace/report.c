@@ -354,6 +354,24 @@ static const char *denial_kind(enum ev_denial_kind k)
 	}
 }
 
+/*
+ * An address the run's resolver had answered for several names, so that the log cannot tell
+ * which one a connection was for: "one of a, b (and 2 more)".
+ */
+static void candidates(FILE *f, char *const *names, size_t n, uint64_t more)
+{
+	size_t i;
+
+	fputs("one of ", f);
+	for (i = 0; i < n; i++) {
+		if (i)
+			fputs(", ", f);
+		T(f, names[i]);
+	}
+	if (more)
+		fprintf(f, " (and %" PRIu64 " more)", more);
+}
+
 static void denials(FILE *f, const struct evidence *ev, struct policy *const *pol)
 {
 	size_t i;
@@ -385,8 +403,11 @@ static void denials(FILE *f, const struct evidence *ev, struct policy *const *po
 			fputs(")", f);
 		}
 		fputs("</td><td class=\"mono\">", f);
-		if (d->host) {
-			T(f, d->host);
+		if (d->host || d->n_hosts) {
+			if (d->host)
+				T(f, d->host);
+			else
+				candidates(f, d->hosts, d->n_hosts, d->hosts_more);
 			if (d->dst) {
 				fputs(" (", f);
 				T(f, d->dst);
@@ -461,8 +482,13 @@ static void bytes_per_host(FILE *f, const struct evidence *ev)
 
 		fputs("<tr><td class=\"mono\">", f);
 		T(f, e->name);
-		if (e->kind == EV_ADDR)
+		if (e->kind == EV_ADDR && e->n_dsts) {
+			fputs(" <i>(", f);
+			candidates(f, e->dsts, e->n_dsts, 0);
+			fputs(")</i>", f);
+		} else if (e->kind == EV_ADDR) {
 			fputs(" <i>(no name)</i>", f);
+		}
 		fputs("</td><td>", f);
 		for (j = 0; j < e->n_ports; j++) {
 			fprintf(f, "%s%u/", j ? ", " : "", e->ports[j].port);

@@ -762,15 +762,17 @@ static void why_rules_full(struct resolver *r, const char *qname, const struct d
 /*
  * Write every address into the run's maps before the client can see any of them, under every
  * rule that lists the name (each may allow other ports). An answer one of whose addresses
- * cannot take all those rules is refused whole, before any of it is written: none of its
- * addresses may then be allowed for the name, under some of its rules or all.
+ * cannot take all those rules is refused whole: none of its addresses is then learned for the
+ * name, under some of its rules or all (loader_learn_answer checks and writes them as one step).
  */
 static int learn(struct resolver *r, const char *qname, long first_rule, struct outcome *oc)
 {
 	uint32_t host_id = hostnames_intern(r->o.names, r->loader, qname);
 	/* one rule more than an address can carry already says that it cannot */
 	uint16_t rule_ids[SL_LEARNED_RULES + 1];
-	size_t n_rules = 0, i;
+	struct loader_learn_addr addrs[RESOLVER_MAX_ADDRS];
+	char a[INET6_ADDRSTRLEN];
+	size_t n_rules = 0, i, failed;
 	long rule;
 	int err = 0;
 
@@ -781,55 +783,55 @@ static int learn(struct resolver *r, const char *qname, long first_rule, struct 
 	for (i = 0; i < oc->n_addrs; i++) {
 		const struct dns_rr *rr = &oc->addrs[i];
 
-		if (loader_learn_fits(r->loader, rr->type == DNS_TYPE_A ? AF_INET : AF_INET6,
-				      rr->data.aaaa, rule_ids, n_rules)) {
-			why_rules_full(r, qname, rr, rule_ids, n_rules, oc);
-			return -EXFULL;
-		}
+		addrs[i] = (struct loader_learn_addr){
+			.family = rr->type == DNS_TYPE_A ? AF_INET : AF_INET6,
+			.addr = rr->data.aaaa,
+			.expires_ns = r->o.ttl_mode ? boot_ns() + (uint64_t)rr->ttl * 1000000000ull : 0,
+		};
 	}
-	for (i = 0; i < oc->n_addrs; i++) {
-		const struct dns_rr *rr = &oc->addrs[i];
-		int family = rr->type == DNS_TYPE_A ? AF_INET : AF_INET6;
-		uint64_t exp = r->o.ttl_mode ? boot_ns() + (uint64_t)rr->ttl * 1000000000ull : 0;
-		const char *map = "server-name";
-		char a[INET6_ADDRSTRLEN];
-		uint8_t key[16] = {};
-		int answered;
-
-		/*
-		 * First the name among those the address was answered for, before the kernel can
-		 * judge a connect() by it: a record of one lists every name it could be for
-		 * (hostnames_sharing). Then the (address, name) pair: alone it allows nothing (a
-		 * connect() needs the learned address), so a full sl_sni_ok leaves no address
-		 * learned for an answer the client is refused (SERVFAIL); the name is then taken
-		 * back (no connect can be for it, and the names kept stay as many as the pairs).
-		 */
-		memcpy(key, rr->data.aaaa, family == AF_INET ? 4 : 16);
-		answered = hostnames_answered(r->o.names, key, host_id, boot_ns());
-		err = answered < 0 ? answered :
-				     loader_sni_learn(r->loader, family, rr->data.aaaa, qname,
-						      host_id);
-		if (err && answered > 0)
-			hostnames_unanswered(r->o.names, key, host_id);
-		if (!err) {
-			map = "learned-address";
-			err = loader_learn(r->loader, family, rr->data.aaaa, rule_ids, n_rules,
-					   host_id, exp);
-		}
-		if (!err)
-			continue;
-		/* -EXFULL: another answer took the slots since the check above */
-		if (err == -EXFULL) {
-			why_rules_full(r, qname, rr, rule_ids, n_rules, oc);
-			return err;
-		}
-		addr_string(rr, a, sizeof(a));
-		util_fmt(oc->why, sizeof(oc->why), "cannot record learned address %s for %s: %s%s%s%s",
-			 a, qname, strerror(-err), err == -E2BIG ? " (" : "",
-			 err == -E2BIG ? map : "", err == -E2BIG ? " map full)" : "");
+	/* a first look, so that an answer refused for its rules leaves not even its pairs */
+	err = loader_learn_fits(r->loader, addrs, oc->n_addrs, rule_ids, n_rules, &failed);
+	if (err == -EXFULL) {
+		why_rules_full(r, qname, &oc->addrs[failed], rule_ids, n_rules, oc);
 		return err;
 	}
-	return 0;
+	if (err) {
+		util_fmt(oc->why, sizeof(oc->why), "cannot record learned addresses for %s: %s",
+			 qname, strerror(-err));
+		return err;
+	}
+	for (i = 0; i < oc->n_addrs; i++) {
+		/*
+		 * First the (address, name) pair and the name among those the address was
+		 * answered for (one step: hostnames_answer_pair), before the kernel can judge a
+		 * connect() by the address: a record of one lists every name it could be for
+		 * (hostnames_sharing). Alone the pair allows nothing (a connect() needs the
+		 * learned address), so a full sl_sni_ok leaves no address learned for an answer
+		 * the client is refused (SERVFAIL).
+		 */
+		err = hostnames_answer_pair(r->o.names, r->loader, addrs[i].family, addrs[i].addr,
+					    qname, host_id, boot_ns());
+		if (err) {
+			addr_string(&oc->addrs[i], a, sizeof(a));
+			util_fmt(oc->why, sizeof(oc->why),
+				 "cannot record learned address %s for %s: %s%s", a, qname,
+				 strerror(-err), err == -E2BIG ? " (server-name map full)" : "");
+			return err;
+		}
+	}
+	err = loader_learn_answer(r->loader, addrs, oc->n_addrs, rule_ids, n_rules, host_id,
+				  &failed);
+	if (!err)
+		return 0;
+	/* -EXFULL: another answer took the slots since the first look */
+	if (err == -EXFULL) {
+		why_rules_full(r, qname, &oc->addrs[failed], rule_ids, n_rules, oc);
+		return err;
+	}
+	addr_string(&oc->addrs[failed], a, sizeof(a));
+	util_fmt(oc->why, sizeof(oc->why), "cannot record learned address %s for %s: %s%s", a,
+		 qname, strerror(-err), err == -E2BIG ? " (learned-address map full)" : "");
+	return err;
 }
 
 static void report(struct resolver *r, const struct dns_query *q, enum transport t,

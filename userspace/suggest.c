@@ -258,8 +258,11 @@ static void stats(const struct sctx *s, const struct ev_endpoint *e, const char 
 			   "cannot tell\n%s  which one its connections were for:", pfx, pfx);
 		for (i = 0; i < e->n_dsts && i < 8; i++)
 			fprintf(f, " %s", evidence_safe(e->dsts[i], safe, sizeof(safe)));
-		fprintf(f, "%s\n%s  allow the one the workload needs by name, by hand\n",
-			e->n_dsts > 8 ? " ..." : "", pfx);
+		fprintf(f, "%s", e->n_dsts > 8 ? " ..." : "");
+		/* names its lines could not list (sluice-log(5) "hosts_more") */
+		if (e->names_more)
+			fprintf(f, " (and %" PRIu64 " more)", e->names_more);
+		fprintf(f, "\n%s  allow the one the workload needs by name, by hand\n", pfx);
 	} else if (e->n_dsts || e->n_answers) {
 		char **v = e->n_dsts ? e->dsts : e->answers;
 		size_t n = e->n_dsts ? e->n_dsts : e->n_answers;

@@ -12,6 +12,7 @@
 #define _GNU_SOURCE /* memmem */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -297,11 +298,63 @@ static bool check_numbers(char *why)
 	return true;
 }
 
+/*
+ * A list a line holds by a byte budget (journal_strv_fit): a flow line about an address shared
+ * by 16 names, each 253 quotes (the longest DNS name, each byte written as 2), with everything
+ * else such a line says at its longest, still fits a log line whole, and the list is as long
+ * as the budget lets it be. All 16 names would not fit (the line would be refused for an
+ * "anomaly: record too long" one, its destination and bytes lost).
+ */
+static bool check_strv_budget(char *why)
+{
+	static struct journal_line l;
+	static char names[16][254], rule[128], comm[64];
+	char *v[16];
+	struct timespec ts = { .tv_sec = 1 };
+	size_t i, fit, all;
+	int err;
+
+	for (i = 0; i < 16; i++) {
+		memset(names[i], '"', 253);
+		v[i] = names[i];
+	}
+	memset(rule, '"', sizeof(rule) - 1);
+	memset(comm, '\x01', sizeof(comm) - 1);
+	fit = journal_strv_fit(v, 16, 2048);
+	all = journal_strv_fit(v, 16, SIZE_MAX);
+	journal_line_begin(&l, "flow", &ts);
+	journal_line_str(&l, "host", NULL);
+	journal_line_strv(&l, "hosts", v, fit);
+	journal_line_u64(&l, "hosts_more", 16 - fit);
+	journal_line_str(&l, "sni", names[0]);
+	journal_line_str(&l, "dst", "ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255");
+	journal_line_u64(&l, "port", 65535);
+	journal_line_str(&l, "proto", "tcp");
+	journal_line_str(&l, "decision", "deny");
+	journal_line_bool(&l, "enforced", false);
+	journal_line_str(&l, "reason", "host_total_cap");
+	journal_line_str(&l, "rule", rule);
+	journal_line_u64(&l, "req_bytes", UINT64_MAX);
+	journal_line_u64(&l, "resp_bytes", UINT64_MAX);
+	journal_line_u64(&l, "duration_ms", UINT64_MAX);
+	journal_line_u64(&l, "pid", UINT32_MAX);
+	journal_line_str(&l, "comm", comm);
+	journal_line_u64(&l, "sock_cookie", UINT64_MAX);
+	journal_line_u64(&l, "kseq", UINT64_MAX);
+	err = journal_line_finish(&l);
+	snprintf(why, WHY_LEN, "%zu of 16 names fit 2048 bytes (all fit an unbounded budget: %zu); "
+		 "the line: %zu bytes, finish %d", fit, all, l.len, err);
+	/* 2 + 4 * (2 + 2 * 253) + 3 = 2037: a fifth name would pass 2048 */
+	return fit == 4 && all == 16 && !err && l.len + 128 < JOURNAL_LINE_MAX &&
+	       journal_strv_fit(v, 16, 2037) == 4 && journal_strv_fit(v, 16, 2036) == 3 &&
+	       journal_strv_fit(v, 0, 2) == 0;
+}
+
 int main(void)
 {
 	char why[WHY_LEN];
 
-	printf("TAP version 13\n1..6\n");
+	printf("TAP version 13\n1..7\n");
 	why[0] = '\0';
 	report(check_nasty(why),
 	       "nasty strings: the log and the socket read back what they wrote, in one form", why);
@@ -317,5 +370,8 @@ int main(void)
 	why[0] = '\0';
 	report(check_line_limit(why), "a line's size limit is the same for plain and escaped strings",
 	       why);
+	why[0] = '\0';
+	report(check_strv_budget(why),
+	       "a flow line listing 16 longest quote-filled names by a byte budget fits whole", why);
 	return tap_status();
 }

@@ -140,6 +140,14 @@ static const char shared_line[] = HEAD(
 		    "\"dst\":\"198.51.100.16\",\"port\":80,\"pid\":9,\"tid\":9,\"comm\":\"curl\","
 		    "\"cgroup_id\":82,\"sock_cookie\":4,\"kseq\":3}";
 
+/* A flow to an address more names share than the line lists: "hosts_more". */
+static const char shared_more_line[] = HEAD(
+	"flow") ",\"run_id\":\"smoke2\",\"task\":null,\"host\":null,"
+		"\"hosts\":[\"a.example\",\"b.example\"],\"hosts_more\":3,\"sni\":null,"
+		"\"dst\":\"198.51.100.16\",\"port\":80,\"proto\":\"tcp\",\"decision\":\"allow\","
+		"\"rule\":\"shared\",\"req_bytes\":1,\"resp_bytes\":2,\"duration_ms\":3,"
+		"\"pid\":9,\"comm\":\"curl\",\"sock_cookie\":4,\"kseq\":5}";
+
 static bool t_filter_host(char *why)
 {
 	struct events_filter a = {.host = "*.example.com"};
@@ -208,6 +216,17 @@ static bool t_compact(char *why)
 			  why) &&
 	       compact_is(loss_line,
 			  "2026-11-29T12:00:52.429Z smoke2 loss - - hook=connect4 count=5 total=5",
+			  why) &&
+	       /* a shared address: its names, not none (the log's case: it is theirs) */
+	       compact_is(shared_line,
+			  "2026-11-29T12:00:52.429Z smoke2 decision allow "
+			  "{decoy.example.net,Wanted.example.net}=198.51.100.16:80/tcp rule=shared "
+			  "reason=rule hook=connect4 9/curl",
+			  why) &&
+	       compact_is(shared_more_line,
+			  "2026-11-29T12:00:52.429Z smoke2 flow allow "
+			  "{a.example,b.example,+3}=198.51.100.16:80/tcp rule=shared req_bytes=1 "
+			  "resp_bytes=2 duration_ms=3 9/curl",
 			  why) &&
 	       compact_is(switch_line,
 			  "2026-11-29T12:00:52.429Z other-run policy_change - - mode=enforce "

@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <linux/types.h>
 
 #include "bpf/sluice.h"
@@ -115,8 +116,7 @@ static bool t_full(char *why)
 /*
  * Which names an address was answered for, by the time of a record: a name answered after it
  * is not one the record's connection could have been for; a name answered again keeps its first
- * time; one taken back is not listed; addresses are whole 16-byte keys (an IPv4 one is not an
- * IPv6 one that starts alike).
+ * time; addresses are whole 16-byte keys (an IPv4 one is not an IPv6 one that starts alike).
  */
 static bool t_sharing(char *why)
 {
@@ -128,15 +128,12 @@ static bool t_sharing(char *why)
 	uint32_t ids[4] = {}, one[1] = {};
 	size_t before, at_b, later, capped, other, none;
 
-	uint32_t c = hostnames_intern(h, NULL, "c.example");
-	int new_a, new_b, again_a, new_c;
+	int new_a, new_b, again_a;
 
-	new_a = hostnames_answered(h, x, a, 10);
-	new_b = hostnames_answered(h, x, b, 20);
-	again_a = hostnames_answered(h, x, a, 30);
-	new_c = hostnames_answered(h, x, c, 15);
-	hostnames_unanswered(h, x, c); /* the run could not keep the pair: taken back */
-	hostnames_answered(h, y, b, 5);
+	new_a = hostnames_answered(h, x, a, 10, false);
+	new_b = hostnames_answered(h, x, b, 20, false);
+	again_a = hostnames_answered(h, x, a, 30, true);
+	hostnames_answered(h, y, b, 5, false);
 	before = hostnames_sharing(h, x, 15, ids, 4);
 	at_b = hostnames_sharing(h, x, 20, ids, 4);
 	later = hostnames_sharing(h, x, 100, ids, 4);
@@ -148,10 +145,75 @@ static bool t_sharing(char *why)
 		 "got %zu, %zu, %zu (%u %u), %zu (%u), %zu (%u), %zu",
 		 before, at_b, later, ids[0], ids[1], capped, one[0], other, ids[2], none);
 	hostnames_free(h);
-	return new_a == 1 && new_b == 1 && again_a == 0 && new_c == 1 &&
+	return new_a == 1 && new_b == 1 && again_a == 0 &&
 	       before == 1 && at_b == 2 && later == 2 && ids[0] == a && ids[1] == b &&
 	       capped == 2 && one[0] == a && other == 1 && ids[2] == b && none == 0 &&
 	       !hostnames_sharing(NULL, x, 100, ids, 4);
+}
+
+/*
+ * An address keeps its first HOSTNAMES_KEPT names and counts the rest, each once (a pair the
+ * run kept already is not counted again), so that many names on one address cost a record no
+ * more than HOSTNAMES_KEPT; the counted ones count from when the first of them was answered.
+ */
+static bool t_kept(char *why)
+{
+	struct hostnames *h = hostnames_new();
+	uint8_t x[16] = { 198, 51, 100, 18 };
+	uint32_t ids[HOSTNAMES_KEPT + 4] = {}, id[HOSTNAMES_KEPT + 3];
+	size_t i, kept = 0, counted = 0, all, early, again;
+	char name[32];
+
+	for (i = 0; i < HOSTNAMES_KEPT + 3; i++) {
+		snprintf(name, sizeof(name), "n%zu.example", i);
+		id[i] = hostnames_intern(h, NULL, name);
+		switch (hostnames_answered(h, x, id[i], 10 + i, false)) {
+		case 1:
+			kept++;
+			break;
+		case 2:
+			counted++;
+			break;
+		}
+	}
+	/* answered again: the kept one is known, a counted one's pair was kept already */
+	again = (size_t)hostnames_answered(h, x, id[0], 100, true) +
+		(size_t)hostnames_answered(h, x, id[HOSTNAMES_KEPT + 1], 100, true);
+	all = hostnames_sharing(h, x, 1000, ids, HOSTNAMES_KEPT + 4);
+	early = hostnames_sharing(h, x, 10 + HOSTNAMES_KEPT - 1, ids, HOSTNAMES_KEPT + 4);
+	snprintf(why, WHY_LEN,
+		 "expected %d kept, 3 counted, nothing again, %d in all, %d before the counted; "
+		 "got %zu, %zu, %zu, %zu, %zu (last id listed %u, want %u)",
+		 HOSTNAMES_KEPT, HOSTNAMES_KEPT + 3, HOSTNAMES_KEPT, kept, counted, again, all,
+		 early, ids[HOSTNAMES_KEPT - 1], id[HOSTNAMES_KEPT - 1]);
+	hostnames_free(h);
+	return kept == HOSTNAMES_KEPT && counted == 3 && again == 0 &&
+	       all == HOSTNAMES_KEPT + 3 && early == HOSTNAMES_KEPT &&
+	       ids[HOSTNAMES_KEPT - 1] == id[HOSTNAMES_KEPT - 1] && !ids[HOSTNAMES_KEPT];
+}
+
+/*
+ * An address's index key is the one the kernel judges: an IPv6 form that carries an IPv4
+ * address for the policy (::ffff:, 64:ff9b::/96, ::a.b.c.d) is that IPv4 address, so that an
+ * AAAA answer and an A answer for one host are one address; any other IPv6 address is itself.
+ */
+static bool t_addr_key(char *why)
+{
+	static const uint8_t v4[4] = { 198, 51, 100, 16 };
+	static const uint8_t mapped[16] = { [10] = 0xff, 0xff, 198, 51, 100, 16 };
+	static const uint8_t nat64[16] = { 0, 0x64, 0xff, 0x9b, [12] = 198, 51, 100, 16 };
+	static const uint8_t native[16] = { 0x20, 0x01, 0x0d, 0xb8, [12] = 198, 51, 100, 16 };
+	uint8_t k4[16], km[16], kn[16], kv[16];
+
+	hostnames_addr_key(AF_INET, v4, k4);
+	hostnames_addr_key(AF_INET6, mapped, km);
+	hostnames_addr_key(AF_INET6, nat64, kn);
+	hostnames_addr_key(AF_INET6, native, kv);
+	snprintf(why, WHY_LEN, "mapped %s, nat64 %s the IPv4 key; native %s itself",
+		 memcmp(km, k4, 16) ? "is not" : "is", memcmp(kn, k4, 16) ? "is not" : "is",
+		 memcmp(kv, native, 16) ? "is not" : "is");
+	return !memcmp(k4, (uint8_t[16]){ 198, 51, 100, 16 }, 16) && !memcmp(km, k4, 16) &&
+	       !memcmp(kn, k4, 16) && !memcmp(kv, native, 16);
 }
 
 static struct hostnames *shared;
@@ -204,6 +266,8 @@ int main(void)
 		{ "full at SL_HOSTS_MAX: no id is reused, known names still answer", t_full },
 		{ "threads interning the same names get the same ids", t_threads },
 		{ "an address's names, as answered by a record's time", t_sharing },
+		{ "an address keeps 17 names and counts the rest once", t_kept },
+		{ "an IPv6 form carrying an IPv4 address is keyed as that address", t_addr_key },
 	};
 	char why[WHY_LEN];
 
