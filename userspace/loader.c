@@ -253,10 +253,14 @@ static int cfg_write(struct bpf_map *map, const struct sl_cfg *cfg)
  * syscalls too once the run's last word is in: nothing, not even root with the pin, can then
  * turn an enforcing run into a reporting one without a switch that the log records.
  */
+static __u32 cfg_map_flags(const struct bpf_map *map)
+{
+	return (bpf_map__map_flags(map) & ~BPF_F_MMAPABLE) | BPF_F_RDONLY_PROG;
+}
+
 static int cfg_map_prepare(struct bpf_map *map)
 {
-	return bpf_map__set_map_flags(map, (bpf_map__map_flags(map) & ~BPF_F_MMAPABLE) |
-						   BPF_F_RDONLY_PROG);
+	return bpf_map__set_map_flags(map, cfg_map_flags(map));
 }
 
 /* After the last cfg_write of a set, before any of its links exist. */
@@ -268,19 +272,32 @@ static int cfg_freeze(struct bpf_map *map)
 /*
  * This build's shape of each map its objects declare (mapshape.h), by the name the kernel knows
  * it by (BPF_OBJ_NAME_LEN - 1 characters at most): what a map of a run this process did not load
- * must have before it is read (run_map_entry, reopen_map, loader_map_check). Read once, from the
- * skeletons opened (never loaded); the configuration map as every set is loaded with it
- * (cfg_map_prepare). The objects share a map by its name (next_share): one shape a name.
- * Internal maps other than the configuration are each object's own, never read by name.
+ * must have before it is read (run_map_entry, reopen_map, loader_map_check). Read from the
+ * objects as opened, before anything in them changes; the configuration map with the flags every
+ * set is loaded with (cfg_map_flags). The objects share a map by its name (next_share): one
+ * shape a name. Internal maps other than the configuration are each object's own, never read
+ * by name.
+ *
+ * A loader's own objects give them (build_maps_note, from load_objects): a process that loads
+ * a set never opens a skeleton for them, and the attach path never waits for that (ns_sync
+ * checks other runs' slots under the host-wide clsact_lock). A process that loads none (a
+ * take-over's, a purge's) opens the skeletons once, at its first check (build_maps_fill).
  */
 struct build_map {
 	char name[BPF_OBJ_NAME_LEN];
 	struct map_shape shape;
 };
 
+/*
+ * The objects whose maps a run holds, through its links and pins: every one but the
+ * destroyer's, whose one map (sl_kill) each process loads for itself, never a run's.
+ */
+enum build_obj { BUILD_SOCK_ADDR, BUILD_SKB, BUILD_SURFACE, BUILD_TC, BUILD_LSM, BUILD_OBJS };
+#define BUILD_OBJS_ALL ((1u << BUILD_OBJS) - 1)
+
 static struct build_map *build_maps;
 static size_t n_build_maps;
-static bool build_maps_whole;
+static unsigned int build_objs_in; /* 1 << enum build_obj of each object whose maps are in */
 static pthread_mutex_t build_maps_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct map_kind kind_of_map(const struct bpf_map *map)
@@ -289,34 +306,60 @@ static struct map_kind kind_of_map(const struct bpf_map *map)
 				  bpf_map__value_size(map), bpf_map__map_flags(map) };
 }
 
-static int build_maps_add(struct bpf_object *obj)
+/* Under build_maps_lock: every build map and object out, to be read again at the next ask. */
+static void build_maps_drop(void)
+{
+	free(build_maps);
+	build_maps = NULL;
+	n_build_maps = 0;
+	build_objs_in = 0;
+}
+
+static int selftest_shape_wider(void);
+
+/*
+ * Under build_maps_lock: the maps of obj, opened as which and not changed since, in (once);
+ * with the last object in, SLUICE_SELFTEST_SHAPE_WIDER applied. A failure (ENOMEM, a
+ * SLUICE_SELFTEST_SHAPE_WIDER of no map) leaves none in.
+ */
+static int build_maps_add(enum build_obj which, struct bpf_object *obj)
 {
 	struct bpf_map *map, *inner;
 	struct build_map *more, *b;
-	int err;
+	int err = 0;
 
+	if (build_objs_in & (1u << which))
+		return 0;
 	bpf_object__for_each_map(map, obj) {
 		bool cfg = !strcmp(bpf_map__name(map), CFG_MAP);
 
 		if (bpf_map__is_internal(map) && !cfg)
 			continue;
-		if (cfg && (err = cfg_map_prepare(map)))
-			return err;
 		more = realloc(build_maps, (n_build_maps + 1) * sizeof(*build_maps));
-		if (!more)
-			return -ENOMEM;
+		if (!more) {
+			err = -ENOMEM;
+			break;
+		}
 		build_maps = more;
 		b = &build_maps[n_build_maps++];
 		memset(b, 0, sizeof(*b));
 		snprintf(b->name, sizeof(b->name), "%s", bpf_map__name(map));
 		b->shape.map = kind_of_map(map);
+		if (cfg)
+			b->shape.map.map_flags = cfg_map_flags(map);
 		inner = bpf_map__inner_map(map);
 		if (inner) {
 			b->shape.inner_known = true;
 			b->shape.inner = kind_of_map(inner);
 		}
 	}
-	return 0;
+	if (!err)
+		build_objs_in |= 1u << which;
+	if (!err && build_objs_in == BUILD_OBJS_ALL)
+		err = selftest_shape_wider();
+	if (err)
+		build_maps_drop();
+	return err;
 }
 
 /*
@@ -347,38 +390,67 @@ static int selftest_shape_wider(void)
 	return 0;
 }
 
-/* Under build_maps_lock. A failure (ENOMEM) leaves none, to be read again at the next ask. */
-static int build_maps_read(void)
+/*
+ * The shapes of a loader's objects, objs[which] opened as which and nothing in it changed yet
+ * (selftest_map_wider widens a map, share_maps gives maps the shape of the fds they reuse):
+ * NULL where it has none open.
+ */
+static int build_maps_note(struct bpf_object *const objs[BUILD_OBJS])
 {
-	struct sl_sock_addr *addr = sl_sock_addr__open();
-	struct sl_skb *skb = addr ? sl_skb__open() : NULL;
-	struct sl_surface *surface = skb ? sl_surface__open() : NULL;
-	struct sl_tc *tc = surface ? sl_tc__open() : NULL;
-	struct sl_lsm *lsm = tc ? sl_lsm__open() : NULL;
-	struct sl_destroy *destroy = lsm ? sl_destroy__open() : NULL;
-	int err = destroy ? 0 : -errno;
+	int err = 0, i;
 
-	if (!err)
-		err = build_maps_add(addr->obj);
-	if (!err)
-		err = build_maps_add(skb->obj);
-	if (!err)
-		err = build_maps_add(surface->obj);
-	if (!err)
-		err = build_maps_add(tc->obj);
-	if (!err)
-		err = build_maps_add(lsm->obj);
-	if (!err)
-		err = build_maps_add(destroy->obj);
-	if (!err)
-		err = selftest_shape_wider();
-	if (err) {
-		free(build_maps);
-		build_maps = NULL;
-		n_build_maps = 0;
+	pthread_mutex_lock(&build_maps_lock);
+	for (i = 0; !err && i < BUILD_OBJS; i++)
+		if (objs[i])
+			err = build_maps_add(i, objs[i]);
+	pthread_mutex_unlock(&build_maps_lock);
+	return err;
+}
+
+static bool build_obj_in(enum build_obj which)
+{
+	return build_objs_in & (1u << which);
+}
+
+/* A skeleton's open failed: its -errno (libbpf may leave none). */
+static int open_err(void)
+{
+	return -(errno ? errno : EINVAL);
+}
+
+/*
+ * Under build_maps_lock, for a process whose loader opened none of them: each object not in yet,
+ * from a skeleton opened for it (never loaded).
+ */
+static int build_maps_fill(void)
+{
+	struct sl_sock_addr *addr = NULL;
+	struct sl_skb *skb = NULL;
+	struct sl_surface *surface = NULL;
+	struct sl_tc *tc = NULL;
+	struct sl_lsm *lsm = NULL;
+	int err = 0;
+
+	if (!build_obj_in(BUILD_SOCK_ADDR)) {
+		addr = sl_sock_addr__open();
+		err = addr ? build_maps_add(BUILD_SOCK_ADDR, addr->obj) : open_err();
 	}
-	build_maps_whole = !err;
-	sl_destroy__destroy(destroy);
+	if (!err && !build_obj_in(BUILD_SKB)) {
+		skb = sl_skb__open();
+		err = skb ? build_maps_add(BUILD_SKB, skb->obj) : open_err();
+	}
+	if (!err && !build_obj_in(BUILD_SURFACE)) {
+		surface = sl_surface__open();
+		err = surface ? build_maps_add(BUILD_SURFACE, surface->obj) : open_err();
+	}
+	if (!err && !build_obj_in(BUILD_TC)) {
+		tc = sl_tc__open();
+		err = tc ? build_maps_add(BUILD_TC, tc->obj) : open_err();
+	}
+	if (!err && !build_obj_in(BUILD_LSM)) {
+		lsm = sl_lsm__open();
+		err = lsm ? build_maps_add(BUILD_LSM, lsm->obj) : open_err();
+	}
 	sl_lsm__destroy(lsm);
 	sl_tc__destroy(tc);
 	sl_surface__destroy(surface);
@@ -395,8 +467,8 @@ int loader_build_map_shape(const char *name, struct map_shape *out)
 
 	snprintf(want, sizeof(want), "%s", name);
 	pthread_mutex_lock(&build_maps_lock);
-	if (!build_maps_whole)
-		err = build_maps_read();
+	if (build_objs_in != BUILD_OBJS_ALL)
+		err = build_maps_fill();
 	for (i = 0; !err && i < n_build_maps && strcmp(build_maps[i].name, want); i++)
 		;
 	if (!err && i == n_build_maps)
@@ -736,15 +808,18 @@ static int load_surface_layer(struct loader *l)
 /*
  * Optional: BPF LSM needs CONFIG_BPF_LSM and "bpf" among the active LSMs; lsm_cgroup needs 6.0.
  * Failing here is not an error: the run goes on without the layer, and says so. Loaded with the
- * other layers (a spare's too); its cgroup is written into the configuration at attach.
+ * other layers (a spare's too), opened with them (load_objects); its cgroup is written into the
+ * configuration at attach.
  */
 static void load_lsm_layer(struct loader *l)
 {
 	/* a failure is expected where the kernel has no BPF LSM */
-	bool old = libbpf_hush();
+	bool old;
 
-	l->lsm = sl_lsm__open();
-	if (l->lsm && !share_maps(l->lsm->obj, l) && !sl_lsm__load(l->lsm)) {
+	if (!l->lsm)
+		return; /* (its open failed: lsm_why says so) */
+	old = libbpf_hush();
+	if (!share_maps(l->lsm->obj, l) && !sl_lsm__load(l->lsm)) {
 		libbpf_unhush(old);
 		return;
 	}
@@ -1797,7 +1872,17 @@ static int load_objects(struct loader *l, const struct loader_caps *caps)
 	l->tc = l->surface ? sl_tc__open() : NULL;
 	if (!l->tc)
 		return -errno;
-	err = cfg_map_prepare(l->skel->maps.data_cfg);
+	/* (optional, as its load: load_lsm_layer) */
+	l->lsm = sl_lsm__open();
+	if (!l->lsm && util_fmt(l->lsm_why, sizeof(l->lsm_why), "BPF LSM programs: open failed: %s",
+				strerror(-open_err())))
+		l->lsm_why[0] = '\0';
+	err = build_maps_note((struct bpf_object *const[BUILD_OBJS]){
+		[BUILD_SOCK_ADDR] = l->skel->obj, [BUILD_SKB] = l->skb->obj,
+		[BUILD_SURFACE] = l->surface->obj, [BUILD_TC] = l->tc->obj,
+		[BUILD_LSM] = l->lsm ? l->lsm->obj : NULL });
+	if (!err)
+		err = cfg_map_prepare(l->skel->maps.data_cfg);
 	/* An LPM trie must have max_entries >= 1, even for a policy with no CIDR rules. */
 	if (!err)
 		err = bpf_map__set_max_entries(l->skel->maps.sl_dst4, caps->v4 ? caps->v4 : 1);
@@ -1878,6 +1963,7 @@ static void loader_free_objects(struct loader *l)
 	if (l->ns_runs_own >= 0)
 		close(l->ns_runs_own);
 	sl_destroy__destroy(l->destroy);
+	sl_lsm__destroy(l->lsm);
 	sl_tc__destroy(l->tc);
 	sl_surface__destroy(l->surface);
 	sl_skb__destroy(l->skb);
@@ -2307,6 +2393,10 @@ struct loader *loader_reopen(const char *run_id, const struct loader_open_switch
 		return NULL;
 	l->skel = sl_sock_addr__open();
 	err = l->skel ? 0 : -errno;
+	/* (before its maps take the pins' shapes; the other objects' are opened for the first check) */
+	if (!err)
+		err = build_maps_note((struct bpf_object *const[BUILD_OBJS]){
+			[BUILD_SOCK_ADDR] = l->skel->obj });
 	for (i = 0; !err && i < MAP_MAX; i++)
 		err = reopen_map(l, i);
 	/* a run of a build that kept its configuration in .rodata ("map-rodata"): another layout */
