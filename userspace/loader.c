@@ -871,9 +871,11 @@ static int sockdiag_destroy_here(void *arg)
  * - A writer that took the run over holds no set until its first switch: the map is found
  *   through the egress link's program (its maps walked by id). The links move only by this
  *   loader's commit, after which l->skb is set. (A run loaded by a build without the map has
- *   none: no RST leaves, as there.)
+ *   none: no RST leaves, as there.) That map is another build's, maybe: -EPROTO unless of this
+ *   build's type, key and value sizes and flags (loader_map_check), why saying which (may be
+ *   NULL).
  */
-static int destroying_map(const struct loader *l, __u32 *value_size)
+static int destroying_map(const struct loader *l, char *why, size_t why_len)
 {
 	__u32 ids[64], n, i, len;
 	struct bpf_prog_info info = {};
@@ -883,7 +885,6 @@ static int destroying_map(const struct loader *l, __u32 *value_size)
 		return -ENOENT;
 	if (l->skb) {
 		fd = fcntl(bpf_map__fd(l->skb->maps.sl_destroying), F_DUPFD_CLOEXEC, 0);
-		*value_size = bpf_map__value_size(l->skb->maps.sl_destroying);
 		return fd < 0 ? -errno : fd;
 	}
 	prog = link_prog_fd(l->links[PROG_EGRESS]);
@@ -901,12 +902,12 @@ static int destroying_map(const struct loader *l, __u32 *value_size)
 
 		len = sizeof(mi);
 		if (m >= 0 && !bpf_map_get_info_by_fd(m, &mi, &len) &&
-		    !strcmp(mi.name, "sl_destroying") && mi.key_size == sizeof(__u64)) {
+		    !strcmp(mi.name, "sl_destroying"))
+			fd = loader_map_check(m, "sl_destroying", why, why_len);
+		if (!fd)
 			fd = m;
-			*value_size = mi.value_size;
-		} else if (m >= 0) {
+		else if (m >= 0)
 			close(m);
-		}
 	}
 	close(prog);
 	return fd;
@@ -919,10 +920,12 @@ static int destroying_map(const struct loader *l, __u32 *value_size)
  */
 static void destroying_clear(const struct loader *l)
 {
-	__u32 value_size;
+	char why[512] = "";
 	__u64 key;
-	int fd = destroying_map(l, &value_size);
+	int fd = destroying_map(l, why, sizeof(why));
 
+	if (why[0])
+		fprintf(stderr, "sluice: %s: sl_destroying is not emptied: %s\n", l->pin_dir, why);
 	if (fd < 0)
 		return;
 	while (!bpf_map_get_next_key(fd, NULL, &key))
@@ -980,17 +983,16 @@ static bool resets_fixed(const struct loader *l, int netns_fd)
 int loader_kill_socket(struct loader *l, uint64_t cookie, int netns_fd, uint32_t pid)
 {
 	struct sl_reset_note note = {}; /* the rest is destroy_reset's to write */
-	__u32 value_size = 0;
-	int marks = resets_fixed(l, netns_fd) ? destroying_map(l, &value_size) : -ENOENT, err = 0;
+	char why[512] = "";
+	int marks = resets_fixed(l, netns_fd) ? destroying_map(l, why, sizeof(why)) : -ENOENT;
+	int err = marks == -EPROTO ? marks : 0;
 	struct stat st;
 
 	/*
 	 * The namespace judged: the RST leaves only if the socket is in it (destroy_reset). A map
-	 * of another layout (a run another build loaded) would not compare it: nothing is let out.
+	 * of another build's (a run it loaded) would not compare it: nothing is let out.
 	 */
-	if (marks >= 0 && value_size != sizeof(note))
-		err = -EPROTO;
-	else if (marks >= 0 && fstat(netns_fd, &st))
+	if (marks >= 0 && fstat(netns_fd, &st))
 		err = -errno;
 	if (marks >= 0 && !err) {
 		note.netns_ino = st.st_ino;
@@ -999,7 +1001,7 @@ int loader_kill_socket(struct loader *l, uint64_t cookie, int netns_fd, uint32_t
 	}
 	if (err)
 		fprintf(stderr, "sluice: let the RST of socket %llu out: %s; its peer is not told\n",
-			(unsigned long long)cookie, strerror(-err));
+			(unsigned long long)cookie, why[0] ? why : strerror(-err));
 	/* selftests only: killed with the cookie marked (a take-over empties sl_destroying) */
 	if (marks >= 0)
 		loader_selftest_kill("in-destroy");
