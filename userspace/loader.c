@@ -2546,16 +2546,23 @@ int loader_purge(const char *run_id)
 	/* its token, from its configuration (of this build's layout only) */
 	if (!util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, map_pin_names[MAP_CFG]) &&
 	    (fd = bpf_obj_get(path)) >= 0) {
-		bool this_build = !loader_map_check(fd, CFG_MAP, NULL, 0);
+		char why[512] = "";
+		int ret = loader_map_check(fd, CFG_MAP, why, sizeof(why));
 
-		have_cfg = this_build && !bpf_map_lookup_elem(fd, &zero, &cfg) &&
-			   cfg.version == SL_CFG_VERSION;
+		if (!ret && bpf_map_lookup_elem(fd, &zero, &cfg))
+			ret = -errno;
+		if (!ret && cfg.version != SL_CFG_VERSION)
+			ret = -EPROTO; /* (its layout's size, another layout) */
+		have_cfg = !ret;
 		if (have_cfg && cfg.ns_token && !ns_dir_set(l, &cfg.run))
 			l->ns_token = cfg.ns_token;
-		else if (!this_build || cfg.version != SL_CFG_VERSION)
-			fprintf(stderr, "sluice: %s: a configuration of another build: its place "
-					"in a namespace's maps, if any, is left to the next run there "
-					"to collect\n", l->pin_dir);
+		/* only -EPROTO is another build's: any other failure is said as it is */
+		else if (ret)
+			fprintf(stderr, "sluice: %s: %s%s: its place in a namespace's maps, if any, "
+					"is left to the next run there to collect\n", l->pin_dir,
+				ret == -EPROTO ? "a configuration of another build" :
+				"its configuration is not read: ",
+				ret == -EPROTO ? "" : why[0] ? why : strerror(-ret));
 		close(fd);
 	}
 	if (!l->ns_token)
