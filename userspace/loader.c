@@ -1465,48 +1465,53 @@ void loader_ns_collect_all(void)
 static int ns_sync(const char *dir, int runs_fd, bool joining)
 {
 	__u64 tokens[SL_NS_RUNS_MAX];
-	int n = ns_tokens(runs_fd, tokens), flows = -1, slot, err = 0, i;
+	int n = ns_tokens(runs_fd, tokens), flows = -1, slots[SL_NS_RUNS_MAX], err = 0, i;
 	bool unpinned_slot = false;
 	char path[PATH_MAX], why[512] = "";
 	__u32 zero = 0, flows_id = 0;
 
-	if (n + joining >= 2) {
-		flows = ns_map_get(dir, &ns_shapes[NS_FLOWS], true);
-		if (flows < 0)
-			return flows;
-		err = map_id_of(flows, &flows_id);
-	}
+	/*
+	 * Every slot opened and checked before anything is changed: one of another build refuses
+	 * the sync with the slots as they were, never some holding the flows map and some not.
+	 * Another run's slot, maybe another build's, is read (slot_holds) only once of this build's
+	 * kind; else refused, as the update would be (the kernel's template check).
+	 */
+	for (i = 0; i < n; i++)
+		slots[i] = -1;
 	for (i = 0; !err && i < n; i++) {
 		if (util_fmt(path, sizeof(path), NS_SLOT_FMT, dir,
 			     (unsigned long long)tokens[i])) {
 			err = -ENAMETOOLONG;
 			break;
 		}
-		slot = bpf_obj_get(path);
-		if (slot < 0) {
+		slots[i] = bpf_obj_get(path);
+		if (slots[i] < 0) {
 			unpinned_slot = true;
 			continue;
 		}
-		/*
-		 * Another run's, maybe another build's: read (slot_holds) only once of this build's
-		 * kind; else refused, as the update would be (the kernel's template check).
-		 */
-		err = loader_map_check(slot, "sl_ns_flows", why, sizeof(why));
-		if (err) {
+		err = loader_map_check(slots[i], "sl_ns_flows", why, sizeof(why));
+		if (err)
 			fprintf(stderr, "sluice: %s: %s\n", path, why[0] ? why : strerror(-err));
-			close(slot);
-			break;
-		}
+	}
+	if (!err && n + joining >= 2) {
+		flows = ns_map_get(dir, &ns_shapes[NS_FLOWS], true);
+		err = flows < 0 ? flows : map_id_of(flows, &flows_id);
+	}
+	for (i = 0; !err && i < n; i++) {
+		if (slots[i] < 0)
+			continue;
 		if (flows >= 0) {
 			/* (a slot that holds it already: the update would only wait, see ns_runs_slot) */
-			if (!slot_holds(slot, flows_id) &&
-			    bpf_map_update_elem(slot, &zero, &flows, BPF_ANY))
+			if (!slot_holds(slots[i], flows_id) &&
+			    bpf_map_update_elem(slots[i], &zero, &flows, BPF_ANY))
 				err = -errno;
-		} else if (bpf_map_delete_elem(slot, &zero) && errno != ENOENT) {
+		} else if (bpf_map_delete_elem(slots[i], &zero) && errno != ENOENT) {
 			err = -errno; /* (ENOENT: the slot was empty) */
 		}
-		close(slot);
 	}
+	for (i = 0; i < n; i++)
+		if (slots[i] >= 0)
+			close(slots[i]);
 	if (flows >= 0)
 		close(flows);
 	else if (!err && !unpinned_slot && !util_fmt(path, sizeof(path), "%s/flows", dir))
@@ -4077,7 +4082,7 @@ static int reopen_settle_pins(struct loader *l)
 {
 	struct bpf_map_info mi = {};
 	__u32 len = sizeof(mi), cfg_id = 0, zero = 0;
-	int i, err, fd;
+	int i, err, fd, entry[MAP_MAX]; /* each pin's map among l->run_maps; -1: none to pin */
 
 	if (bpf_map_get_info_by_fd(bpf_map__fd(l->skel->maps.data_cfg), &mi, &len))
 		return -errno;
@@ -4095,23 +4100,29 @@ static int reopen_settle_pins(struct loader *l)
 		goto out;
 	if (!cfg_id || cfg_id == mi.id)
 		goto out;
+	/*
+	 * Every map found and checked before any is pinned: another build's is not pinned, the
+	 * take-over is refused with the pins all as they were (never some re-pinned, some not).
+	 */
 	for (i = 0; !err && i < MAP_MAX; i++) {
 		const char *name = bpf_map__name(map_of(l, i));
 		char want[BPF_OBJ_NAME_LEN], why[512] = "";
-		int j;
 
+		entry[i] = -1;
 		if (i != MAP_CFG && !policy_map(name))
 			continue;
 		snprintf(want, sizeof(want), "%s", name);
-		/* (another build's is not pinned: the take-over is refused, the pins left as they are) */
-		j = run_map_entry(l, want, why, sizeof(why));
-		if (j < 0) {
-			err = j;
+		entry[i] = run_map_entry(l, want, why, sizeof(why));
+		if (entry[i] < 0) {
+			err = entry[i];
 			fprintf(stderr, "sluice: %s: its writer died inside a switch's commit; %s\n",
 				l->pin_dir, why[0] ? why : "the run's programs use no map of the name");
-			break;
 		}
-		fd = l->run_maps[j].fd;
+	}
+	for (i = 0; !err && i < MAP_MAX; i++) {
+		if (entry[i] < 0)
+			continue;
+		fd = l->run_maps[entry[i]].fd;
 		err = repin(l, map_pin_names[i], pin_fd, &fd);
 		if (!err)
 			err = reopen_map(l, i);
