@@ -4831,6 +4831,65 @@ static int lsm_take_staged(struct loader *l, int i, struct bpf_link **staged)
 	return 0;
 }
 
+/* Whether reopen_settle_pins pins the run's map the kernel names name (and so checks it). */
+static bool settle_pinned(const struct loader *l, const char *name)
+{
+	char want[BPF_OBJ_NAME_LEN];
+	int i;
+
+	for (i = 0; i < MAP_MAX; i++) {
+		const char *pinned = bpf_map__name(map_of(l, i));
+
+		if (i != MAP_CFG && !policy_map(pinned))
+			continue;
+		snprintf(want, sizeof(want), "%s", pinned);
+		if (!strcmp(want, name))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The maps of the staged program prog_fd (-1: none) that reopen_settle_pins pins once the links
+ * run it (settle_pinned) are of this build's shape (loader_map_check): 0, -EPROTO said on stderr
+ * (which map, both shapes), -errno. Only those: a map of another build that no pin names is
+ * refused where it is read (run_map_entry), and a take-over is not refused for it.
+ */
+static int staged_maps_check(const struct loader *l, int prog_fd)
+{
+	struct bpf_prog_info info = {};
+	__u32 ids[64], n, i, len = sizeof(info);
+	char why[512];
+	int err = 0;
+
+	if (prog_fd < 0)
+		return 0;
+	info.nr_map_ids = 64;
+	info.map_ids = (__u64)(unsigned long)ids;
+	if (bpf_prog_get_info_by_fd(prog_fd, &info, &len))
+		return -errno;
+	n = info.nr_map_ids < 64 ? info.nr_map_ids : 64;
+	for (i = 0; !err && i < n; i++) {
+		struct bpf_map_info mi = {};
+		int m = bpf_map_get_fd_by_id(ids[i]);
+
+		len = sizeof(mi);
+		if (m < 0)
+			continue; /* (gone: nothing of it is pinned) */
+		if (bpf_map_get_info_by_fd(m, &mi, &len))
+			err = -errno;
+		else if (settle_pinned(l, mi.name)) {
+			why[0] = '\0';
+			err = loader_map_check(m, mi.name, why, sizeof(why));
+			if (err)
+				fprintf(stderr, "sluice: %s: the staged set's programs: %s\n",
+					l->pin_dir, why[0] ? why : strerror(-err));
+		}
+		close(m);
+	}
+	return err;
+}
+
 /*
  * A writer killed inside a switch's commit, while it moved the run's links (loader_next_commit):
  * some hooks run the new set's programs, some the old one's, each enforcing one of two policies.
@@ -4928,6 +4987,18 @@ static int reopen_finish_commit(struct loader *l, const struct loader_open_switc
 		err = -EXDEV;
 		goto out;
 	}
+	/*
+	 * The maps reopen_settle_pins pins from the links' programs, checked before any link
+	 * moves: a set of another build's maps is refused with every link as it was found.
+	 * (Every layer shares each of those maps by name, next_share: the cgroup programs' and
+	 * the host side's cover them.)
+	 */
+	for (i = 0; !err && i < PROG_MAX; i++)
+		err = staged_maps_check(l, st.prog_fd[i]);
+	if (!err)
+		err = staged_maps_check(l, st.tc_fd);
+	if (err)
+		goto out;
 	for (i = 0; !err && i < PROG_MAX; i++) {
 		p = commit_order[i];
 		if (old[p] &&
