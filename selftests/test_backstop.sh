@@ -382,11 +382,16 @@ ja_pid=$SL_RUN_PID ja_id=$SL_RUN_ID ja_out=$SL_OUT
 wait_until 60000 test -e "$j.alone" || tap_diag_file "$SL_ERR"
 tap_is "P26 join: run a alone in the namespace: its runs map is pinned, no flow map" \
 	"$(find "$ns_pins" -mindepth 1 ! -name 'slot-*' -printf '%f ')" "runs "
-sluice_start "$SL_TMP/p26b.yaml" "$lb" --netns "/run/netns/$SL_NS_RUN" -- \
+# (-v: libbpf says each object it opens, "loading object 'NAME'")
+sluice_start "$SL_TMP/p26b.yaml" "$lb" --netns "/run/netns/$SL_NS_RUN" -v -- \
 	sh -c "while [ ! -e $j.bend ]; do sleep 0.05; done"
-jb_pid=$SL_RUN_PID jb_id=$SL_RUN_ID
+jb_pid=$SL_RUN_PID jb_id=$SL_RUN_ID jb_err=$SL_ERR
 wait_until 60000 grep -qs '"run_start"' "$lb" || tap_diag_file "$SL_ERR"
 tap_check "P26 join: run b joins: the flow map is pinned" test -e "$ns_pins/flows"
+# its join checks run a's slot against this build's shapes, which come from the objects it loads:
+# no skeleton opened again for them under the host-wide lock of the attach
+tap_is "P26 join: run b opened its decision layer's object once (the shape check opened none)" \
+	"$(grep -c "loading object 'sl_sock_addr'" "$jb_err")" 1
 touch "$j.joined"
 wait_until 20000 grep -qs 'ok\|failed' "$ja_out"
 tap_is "P26 join: run a's connection from before the join, and its new flows, get through" \

@@ -21,7 +21,8 @@
 # shapes (the client's reply and the daemon's stderr), and the run goes on under p1. The same
 # for the maps the switch reads before it loads (sl_rule_budget, sl_host_bytes: refused before
 # they are read into this build's structs), another build's stood for by
-# SLUICE_SELFTEST_SHAPE_WIDER.
+# SLUICE_SELFTEST_SHAPE_WIDER. A take-over of a run whose pinned map (sl_learned4) is of another
+# shape is refused, the map and both shapes said, and the run goes on enforcing p1.
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -253,6 +254,32 @@ for map in sl_rule_budget sl_host_bytes; do
 	tap_is "$map of another shape: the log has no switch" \
 		"$(grep -c '"type":"policy_\(switch_begin\|change\)"' "$LOG")" 0
 done
+# --- a take-over of a run one of whose pinned maps is of another shape (map-learned4, the
+# addresses its resolver learned, which a take-over reads back): refused before anything of the
+# run is read, the map and both shapes on the daemon's stderr; the run, left as it was found,
+# goes on enforcing p1. A daemon of this build takes it over again.
+sl_daemon_kill TERM
+err_lines=$(wc -l <"$SL_DAEMON_DIR/err")
+SLUICE_SELFTEST_SHAPE_WIDER=sl_learned4 sl_daemon_start ||
+	bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
+# (the daemon answers once its adoption of the runs it found is done)
+err=$(tail -n +$((err_lines + 1)) "$SL_DAEMON_DIR/err")
+tap_check "pinned sl_learned4 of another shape: the take-over is refused" \
+	grep -q "^sluice daemon: take over run $RUN: run $RUN: its pinned maps are not this \
+build's" <<<"$err" || tap_diag "$err"
+tap_check "pinned sl_learned4 of another shape: the daemon does not list the run" \
+	test -z "$("$SLUICE" status --json 2>/dev/null | grep "\"run_id\":\"$RUN\"")"
+refused_wider "pinned sl_learned4 of another shape" sl_learned4 \
+	"$(grep "^sluice: [^ ]*/map-learned4: " <<<"$err")" -8
+tap_is "pinned sl_learned4 of another shape: the run still enforces (198.51.100.20 denied)" \
+	"$(reach 198.51.100.20)" "err EPERM"
+tap_is "pinned sl_learned4 of another shape: ... under p1 (198.51.100.10 reached)" \
+	"$(reach 198.51.100.10)" ok
+sl_daemon_kill TERM
+sl_daemon_start || bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
+wait_until 10000 taken_over
+tap_check "this build's daemon again: it takes the run over" taken_over ||
+	tap_diag "$(tail -n 5 "$SL_DAEMON_DIR/err")"
 out=$("$SLUICE" detach --run-id "$RUN" 2>&1)
 tap_check "another build's run: it detaches" test -z "${out##*\"ok\":true*}"
 tap_done

@@ -253,10 +253,14 @@ static int cfg_write(struct bpf_map *map, const struct sl_cfg *cfg)
  * syscalls too once the run's last word is in: nothing, not even root with the pin, can then
  * turn an enforcing run into a reporting one without a switch that the log records.
  */
+static __u32 cfg_map_flags(const struct bpf_map *map)
+{
+	return (bpf_map__map_flags(map) & ~BPF_F_MMAPABLE) | BPF_F_RDONLY_PROG;
+}
+
 static int cfg_map_prepare(struct bpf_map *map)
 {
-	return bpf_map__set_map_flags(map, (bpf_map__map_flags(map) & ~BPF_F_MMAPABLE) |
-						   BPF_F_RDONLY_PROG);
+	return bpf_map__set_map_flags(map, cfg_map_flags(map));
 }
 
 /* After the last cfg_write of a set, before any of its links exist. */
@@ -268,19 +272,32 @@ static int cfg_freeze(struct bpf_map *map)
 /*
  * This build's shape of each map its objects declare (mapshape.h), by the name the kernel knows
  * it by (BPF_OBJ_NAME_LEN - 1 characters at most): what a map of a run this process did not load
- * must have before it is read (run_map_entry, reopen_map, loader_map_check). Read once, from the
- * skeletons opened (never loaded); the configuration map as every set is loaded with it
- * (cfg_map_prepare). The objects share a map by its name (next_share): one shape a name.
- * Internal maps other than the configuration are each object's own, never read by name.
+ * must have before it is read (run_map_entry, reopen_map, loader_map_check). Read from the
+ * objects as opened, before anything in them changes; the configuration map with the flags every
+ * set is loaded with (cfg_map_flags). The objects share a map by its name (next_share): one
+ * shape a name. Internal maps other than the configuration are each object's own, never read
+ * by name.
+ *
+ * A loader's own objects give them (build_maps_note, from load_objects): a process that loads
+ * a set never opens a skeleton for them, and the attach path never waits for that (ns_sync
+ * checks other runs' slots under the host-wide clsact_lock). A process that loads none (a
+ * take-over's, a purge's) opens the skeletons once, at its first check (build_maps_fill).
  */
 struct build_map {
 	char name[BPF_OBJ_NAME_LEN];
 	struct map_shape shape;
 };
 
+/*
+ * The objects whose maps a run holds, through its links and pins: every one but the
+ * destroyer's, whose one map (sl_kill) each process loads for itself, never a run's.
+ */
+enum build_obj { BUILD_SOCK_ADDR, BUILD_SKB, BUILD_SURFACE, BUILD_TC, BUILD_LSM, BUILD_OBJS };
+#define BUILD_OBJS_ALL ((1u << BUILD_OBJS) - 1)
+
 static struct build_map *build_maps;
 static size_t n_build_maps;
-static bool build_maps_whole;
+static unsigned int build_objs_in; /* 1 << enum build_obj of each object whose maps are in */
 static pthread_mutex_t build_maps_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct map_kind kind_of_map(const struct bpf_map *map)
@@ -289,34 +306,60 @@ static struct map_kind kind_of_map(const struct bpf_map *map)
 				  bpf_map__value_size(map), bpf_map__map_flags(map) };
 }
 
-static int build_maps_add(struct bpf_object *obj)
+/* Under build_maps_lock: every build map and object out, to be read again at the next ask. */
+static void build_maps_drop(void)
+{
+	free(build_maps);
+	build_maps = NULL;
+	n_build_maps = 0;
+	build_objs_in = 0;
+}
+
+static int selftest_shape_wider(void);
+
+/*
+ * Under build_maps_lock: the maps of obj, opened as which and not changed since, in (once);
+ * with the last object in, SLUICE_SELFTEST_SHAPE_WIDER applied. A failure (ENOMEM, a
+ * SLUICE_SELFTEST_SHAPE_WIDER of no map) leaves none in.
+ */
+static int build_maps_add(enum build_obj which, struct bpf_object *obj)
 {
 	struct bpf_map *map, *inner;
 	struct build_map *more, *b;
-	int err;
+	int err = 0;
 
+	if (build_objs_in & (1u << which))
+		return 0;
 	bpf_object__for_each_map(map, obj) {
 		bool cfg = !strcmp(bpf_map__name(map), CFG_MAP);
 
 		if (bpf_map__is_internal(map) && !cfg)
 			continue;
-		if (cfg && (err = cfg_map_prepare(map)))
-			return err;
 		more = realloc(build_maps, (n_build_maps + 1) * sizeof(*build_maps));
-		if (!more)
-			return -ENOMEM;
+		if (!more) {
+			err = -ENOMEM;
+			break;
+		}
 		build_maps = more;
 		b = &build_maps[n_build_maps++];
 		memset(b, 0, sizeof(*b));
 		snprintf(b->name, sizeof(b->name), "%s", bpf_map__name(map));
 		b->shape.map = kind_of_map(map);
+		if (cfg)
+			b->shape.map.map_flags = cfg_map_flags(map);
 		inner = bpf_map__inner_map(map);
 		if (inner) {
 			b->shape.inner_known = true;
 			b->shape.inner = kind_of_map(inner);
 		}
 	}
-	return 0;
+	if (!err)
+		build_objs_in |= 1u << which;
+	if (!err && build_objs_in == BUILD_OBJS_ALL)
+		err = selftest_shape_wider();
+	if (err)
+		build_maps_drop();
+	return err;
 }
 
 /*
@@ -347,38 +390,67 @@ static int selftest_shape_wider(void)
 	return 0;
 }
 
-/* Under build_maps_lock. A failure (ENOMEM) leaves none, to be read again at the next ask. */
-static int build_maps_read(void)
+/*
+ * The shapes of a loader's objects, objs[which] opened as which and nothing in it changed yet
+ * (selftest_map_wider widens a map, share_maps gives maps the shape of the fds they reuse):
+ * NULL where it has none open.
+ */
+static int build_maps_note(struct bpf_object *const objs[BUILD_OBJS])
 {
-	struct sl_sock_addr *addr = sl_sock_addr__open();
-	struct sl_skb *skb = addr ? sl_skb__open() : NULL;
-	struct sl_surface *surface = skb ? sl_surface__open() : NULL;
-	struct sl_tc *tc = surface ? sl_tc__open() : NULL;
-	struct sl_lsm *lsm = tc ? sl_lsm__open() : NULL;
-	struct sl_destroy *destroy = lsm ? sl_destroy__open() : NULL;
-	int err = destroy ? 0 : -errno;
+	int err = 0, i;
 
-	if (!err)
-		err = build_maps_add(addr->obj);
-	if (!err)
-		err = build_maps_add(skb->obj);
-	if (!err)
-		err = build_maps_add(surface->obj);
-	if (!err)
-		err = build_maps_add(tc->obj);
-	if (!err)
-		err = build_maps_add(lsm->obj);
-	if (!err)
-		err = build_maps_add(destroy->obj);
-	if (!err)
-		err = selftest_shape_wider();
-	if (err) {
-		free(build_maps);
-		build_maps = NULL;
-		n_build_maps = 0;
+	pthread_mutex_lock(&build_maps_lock);
+	for (i = 0; !err && i < BUILD_OBJS; i++)
+		if (objs[i])
+			err = build_maps_add(i, objs[i]);
+	pthread_mutex_unlock(&build_maps_lock);
+	return err;
+}
+
+static bool build_obj_in(enum build_obj which)
+{
+	return build_objs_in & (1u << which);
+}
+
+/* A skeleton's open failed: its -errno (libbpf may leave none). */
+static int open_err(void)
+{
+	return -(errno ? errno : EINVAL);
+}
+
+/*
+ * Under build_maps_lock, for a process whose loader opened none of them: each object not in yet,
+ * from a skeleton opened for it (never loaded).
+ */
+static int build_maps_fill(void)
+{
+	struct sl_sock_addr *addr = NULL;
+	struct sl_skb *skb = NULL;
+	struct sl_surface *surface = NULL;
+	struct sl_tc *tc = NULL;
+	struct sl_lsm *lsm = NULL;
+	int err = 0;
+
+	if (!build_obj_in(BUILD_SOCK_ADDR)) {
+		addr = sl_sock_addr__open();
+		err = addr ? build_maps_add(BUILD_SOCK_ADDR, addr->obj) : open_err();
 	}
-	build_maps_whole = !err;
-	sl_destroy__destroy(destroy);
+	if (!err && !build_obj_in(BUILD_SKB)) {
+		skb = sl_skb__open();
+		err = skb ? build_maps_add(BUILD_SKB, skb->obj) : open_err();
+	}
+	if (!err && !build_obj_in(BUILD_SURFACE)) {
+		surface = sl_surface__open();
+		err = surface ? build_maps_add(BUILD_SURFACE, surface->obj) : open_err();
+	}
+	if (!err && !build_obj_in(BUILD_TC)) {
+		tc = sl_tc__open();
+		err = tc ? build_maps_add(BUILD_TC, tc->obj) : open_err();
+	}
+	if (!err && !build_obj_in(BUILD_LSM)) {
+		lsm = sl_lsm__open();
+		err = lsm ? build_maps_add(BUILD_LSM, lsm->obj) : open_err();
+	}
 	sl_lsm__destroy(lsm);
 	sl_tc__destroy(tc);
 	sl_surface__destroy(surface);
@@ -395,8 +467,8 @@ int loader_build_map_shape(const char *name, struct map_shape *out)
 
 	snprintf(want, sizeof(want), "%s", name);
 	pthread_mutex_lock(&build_maps_lock);
-	if (!build_maps_whole)
-		err = build_maps_read();
+	if (build_objs_in != BUILD_OBJS_ALL)
+		err = build_maps_fill();
 	for (i = 0; !err && i < n_build_maps && strcmp(build_maps[i].name, want); i++)
 		;
 	if (!err && i == n_build_maps)
@@ -736,15 +808,18 @@ static int load_surface_layer(struct loader *l)
 /*
  * Optional: BPF LSM needs CONFIG_BPF_LSM and "bpf" among the active LSMs; lsm_cgroup needs 6.0.
  * Failing here is not an error: the run goes on without the layer, and says so. Loaded with the
- * other layers (a spare's too); its cgroup is written into the configuration at attach.
+ * other layers (a spare's too), opened with them (load_objects); its cgroup is written into the
+ * configuration at attach.
  */
 static void load_lsm_layer(struct loader *l)
 {
 	/* a failure is expected where the kernel has no BPF LSM */
-	bool old = libbpf_hush();
+	bool old;
 
-	l->lsm = sl_lsm__open();
-	if (l->lsm && !share_maps(l->lsm->obj, l) && !sl_lsm__load(l->lsm)) {
+	if (!l->lsm)
+		return; /* (its open failed: lsm_why says so) */
+	old = libbpf_hush();
+	if (!share_maps(l->lsm->obj, l) && !sl_lsm__load(l->lsm)) {
 		libbpf_unhush(old);
 		return;
 	}
@@ -796,9 +871,11 @@ static int sockdiag_destroy_here(void *arg)
  * - A writer that took the run over holds no set until its first switch: the map is found
  *   through the egress link's program (its maps walked by id). The links move only by this
  *   loader's commit, after which l->skb is set. (A run loaded by a build without the map has
- *   none: no RST leaves, as there.)
+ *   none: no RST leaves, as there.) That map is another build's, maybe: -EPROTO unless of this
+ *   build's type, key and value sizes and flags (loader_map_check), why saying which (may be
+ *   NULL).
  */
-static int destroying_map(const struct loader *l, __u32 *value_size)
+static int destroying_map(const struct loader *l, char *why, size_t why_len)
 {
 	__u32 ids[64], n, i, len;
 	struct bpf_prog_info info = {};
@@ -808,7 +885,6 @@ static int destroying_map(const struct loader *l, __u32 *value_size)
 		return -ENOENT;
 	if (l->skb) {
 		fd = fcntl(bpf_map__fd(l->skb->maps.sl_destroying), F_DUPFD_CLOEXEC, 0);
-		*value_size = bpf_map__value_size(l->skb->maps.sl_destroying);
 		return fd < 0 ? -errno : fd;
 	}
 	prog = link_prog_fd(l->links[PROG_EGRESS]);
@@ -826,12 +902,12 @@ static int destroying_map(const struct loader *l, __u32 *value_size)
 
 		len = sizeof(mi);
 		if (m >= 0 && !bpf_map_get_info_by_fd(m, &mi, &len) &&
-		    !strcmp(mi.name, "sl_destroying") && mi.key_size == sizeof(__u64)) {
+		    !strcmp(mi.name, "sl_destroying"))
+			fd = loader_map_check(m, "sl_destroying", why, why_len);
+		if (!fd)
 			fd = m;
-			*value_size = mi.value_size;
-		} else if (m >= 0) {
+		else if (m >= 0)
 			close(m);
-		}
 	}
 	close(prog);
 	return fd;
@@ -844,10 +920,12 @@ static int destroying_map(const struct loader *l, __u32 *value_size)
  */
 static void destroying_clear(const struct loader *l)
 {
-	__u32 value_size;
+	char why[512] = "";
 	__u64 key;
-	int fd = destroying_map(l, &value_size);
+	int fd = destroying_map(l, why, sizeof(why));
 
+	if (why[0])
+		fprintf(stderr, "sluice: %s: sl_destroying is not emptied: %s\n", l->pin_dir, why);
 	if (fd < 0)
 		return;
 	while (!bpf_map_get_next_key(fd, NULL, &key))
@@ -905,17 +983,16 @@ static bool resets_fixed(const struct loader *l, int netns_fd)
 int loader_kill_socket(struct loader *l, uint64_t cookie, int netns_fd, uint32_t pid)
 {
 	struct sl_reset_note note = {}; /* the rest is destroy_reset's to write */
-	__u32 value_size = 0;
-	int marks = resets_fixed(l, netns_fd) ? destroying_map(l, &value_size) : -ENOENT, err = 0;
+	char why[512] = "";
+	int marks = resets_fixed(l, netns_fd) ? destroying_map(l, why, sizeof(why)) : -ENOENT;
+	int err = marks == -EPROTO ? marks : 0;
 	struct stat st;
 
 	/*
 	 * The namespace judged: the RST leaves only if the socket is in it (destroy_reset). A map
-	 * of another layout (a run another build loaded) would not compare it: nothing is let out.
+	 * of another build's (a run it loaded) would not compare it: nothing is let out.
 	 */
-	if (marks >= 0 && value_size != sizeof(note))
-		err = -EPROTO;
-	else if (marks >= 0 && fstat(netns_fd, &st))
+	if (marks >= 0 && fstat(netns_fd, &st))
 		err = -errno;
 	if (marks >= 0 && !err) {
 		note.netns_ino = st.st_ino;
@@ -924,7 +1001,7 @@ int loader_kill_socket(struct loader *l, uint64_t cookie, int netns_fd, uint32_t
 	}
 	if (err)
 		fprintf(stderr, "sluice: let the RST of socket %llu out: %s; its peer is not told\n",
-			(unsigned long long)cookie, strerror(-err));
+			(unsigned long long)cookie, why[0] ? why : strerror(-err));
 	/* selftests only: killed with the cookie marked (a take-over empties sl_destroying) */
 	if (marks >= 0)
 		loader_selftest_kill("in-destroy");
@@ -1388,48 +1465,53 @@ void loader_ns_collect_all(void)
 static int ns_sync(const char *dir, int runs_fd, bool joining)
 {
 	__u64 tokens[SL_NS_RUNS_MAX];
-	int n = ns_tokens(runs_fd, tokens), flows = -1, slot, err = 0, i;
+	int n = ns_tokens(runs_fd, tokens), flows = -1, slots[SL_NS_RUNS_MAX], err = 0, i;
 	bool unpinned_slot = false;
 	char path[PATH_MAX], why[512] = "";
 	__u32 zero = 0, flows_id = 0;
 
-	if (n + joining >= 2) {
-		flows = ns_map_get(dir, &ns_shapes[NS_FLOWS], true);
-		if (flows < 0)
-			return flows;
-		err = map_id_of(flows, &flows_id);
-	}
+	/*
+	 * Every slot opened and checked before anything is changed: one of another build refuses
+	 * the sync with the slots as they were, never some holding the flows map and some not.
+	 * Another run's slot, maybe another build's, is read (slot_holds) only once of this build's
+	 * kind; else refused, as the update would be (the kernel's template check).
+	 */
+	for (i = 0; i < n; i++)
+		slots[i] = -1;
 	for (i = 0; !err && i < n; i++) {
 		if (util_fmt(path, sizeof(path), NS_SLOT_FMT, dir,
 			     (unsigned long long)tokens[i])) {
 			err = -ENAMETOOLONG;
 			break;
 		}
-		slot = bpf_obj_get(path);
-		if (slot < 0) {
+		slots[i] = bpf_obj_get(path);
+		if (slots[i] < 0) {
 			unpinned_slot = true;
 			continue;
 		}
-		/*
-		 * Another run's, maybe another build's: read (slot_holds) only once of this build's
-		 * kind; else refused, as the update would be (the kernel's template check).
-		 */
-		err = loader_map_check(slot, "sl_ns_flows", why, sizeof(why));
-		if (err) {
+		err = loader_map_check(slots[i], "sl_ns_flows", why, sizeof(why));
+		if (err)
 			fprintf(stderr, "sluice: %s: %s\n", path, why[0] ? why : strerror(-err));
-			close(slot);
-			break;
-		}
+	}
+	if (!err && n + joining >= 2) {
+		flows = ns_map_get(dir, &ns_shapes[NS_FLOWS], true);
+		err = flows < 0 ? flows : map_id_of(flows, &flows_id);
+	}
+	for (i = 0; !err && i < n; i++) {
+		if (slots[i] < 0)
+			continue;
 		if (flows >= 0) {
 			/* (a slot that holds it already: the update would only wait, see ns_runs_slot) */
-			if (!slot_holds(slot, flows_id) &&
-			    bpf_map_update_elem(slot, &zero, &flows, BPF_ANY))
+			if (!slot_holds(slots[i], flows_id) &&
+			    bpf_map_update_elem(slots[i], &zero, &flows, BPF_ANY))
 				err = -errno;
-		} else if (bpf_map_delete_elem(slot, &zero) && errno != ENOENT) {
+		} else if (bpf_map_delete_elem(slots[i], &zero) && errno != ENOENT) {
 			err = -errno; /* (ENOENT: the slot was empty) */
 		}
-		close(slot);
 	}
+	for (i = 0; i < n; i++)
+		if (slots[i] >= 0)
+			close(slots[i]);
 	if (flows >= 0)
 		close(flows);
 	else if (!err && !unpinned_slot && !util_fmt(path, sizeof(path), "%s/flows", dir))
@@ -1797,7 +1879,17 @@ static int load_objects(struct loader *l, const struct loader_caps *caps)
 	l->tc = l->surface ? sl_tc__open() : NULL;
 	if (!l->tc)
 		return -errno;
-	err = cfg_map_prepare(l->skel->maps.data_cfg);
+	/* (optional, as its load: load_lsm_layer) */
+	l->lsm = sl_lsm__open();
+	if (!l->lsm && util_fmt(l->lsm_why, sizeof(l->lsm_why), "BPF LSM programs: open failed: %s",
+				strerror(-open_err())))
+		l->lsm_why[0] = '\0';
+	err = build_maps_note((struct bpf_object *const[BUILD_OBJS]){
+		[BUILD_SOCK_ADDR] = l->skel->obj, [BUILD_SKB] = l->skb->obj,
+		[BUILD_SURFACE] = l->surface->obj, [BUILD_TC] = l->tc->obj,
+		[BUILD_LSM] = l->lsm ? l->lsm->obj : NULL });
+	if (!err)
+		err = cfg_map_prepare(l->skel->maps.data_cfg);
 	/* An LPM trie must have max_entries >= 1, even for a policy with no CIDR rules. */
 	if (!err)
 		err = bpf_map__set_max_entries(l->skel->maps.sl_dst4, caps->v4 ? caps->v4 : 1);
@@ -1878,6 +1970,7 @@ static void loader_free_objects(struct loader *l)
 	if (l->ns_runs_own >= 0)
 		close(l->ns_runs_own);
 	sl_destroy__destroy(l->destroy);
+	sl_lsm__destroy(l->lsm);
 	sl_tc__destroy(l->tc);
 	sl_surface__destroy(l->surface);
 	sl_skb__destroy(l->skb);
@@ -2307,6 +2400,10 @@ struct loader *loader_reopen(const char *run_id, const struct loader_open_switch
 		return NULL;
 	l->skel = sl_sock_addr__open();
 	err = l->skel ? 0 : -errno;
+	/* (before its maps take the pins' shapes; the other objects' are opened for the first check) */
+	if (!err)
+		err = build_maps_note((struct bpf_object *const[BUILD_OBJS]){
+			[BUILD_SOCK_ADDR] = l->skel->obj });
 	for (i = 0; !err && i < MAP_MAX; i++)
 		err = reopen_map(l, i);
 	/* a run of a build that kept its configuration in .rodata ("map-rodata"): another layout */
@@ -2454,16 +2551,23 @@ int loader_purge(const char *run_id)
 	/* its token, from its configuration (of this build's layout only) */
 	if (!util_fmt(path, sizeof(path), "%s/%s", l->pin_dir, map_pin_names[MAP_CFG]) &&
 	    (fd = bpf_obj_get(path)) >= 0) {
-		bool this_build = !loader_map_check(fd, CFG_MAP, NULL, 0);
+		char why[512] = "";
+		int ret = loader_map_check(fd, CFG_MAP, why, sizeof(why));
 
-		have_cfg = this_build && !bpf_map_lookup_elem(fd, &zero, &cfg) &&
-			   cfg.version == SL_CFG_VERSION;
+		if (!ret && bpf_map_lookup_elem(fd, &zero, &cfg))
+			ret = -errno;
+		if (!ret && cfg.version != SL_CFG_VERSION)
+			ret = -EPROTO; /* (its layout's size, another layout) */
+		have_cfg = !ret;
 		if (have_cfg && cfg.ns_token && !ns_dir_set(l, &cfg.run))
 			l->ns_token = cfg.ns_token;
-		else if (!this_build || cfg.version != SL_CFG_VERSION)
-			fprintf(stderr, "sluice: %s: a configuration of another build: its place "
-					"in a namespace's maps, if any, is left to the next run there "
-					"to collect\n", l->pin_dir);
+		/* only -EPROTO is another build's: any other failure is said as it is */
+		else if (ret)
+			fprintf(stderr, "sluice: %s: %s%s: its place in a namespace's maps, if any, "
+					"is left to the next run there to collect\n", l->pin_dir,
+				ret == -EPROTO ? "a configuration of another build" :
+				"its configuration is not read: ",
+				ret == -EPROTO ? "" : why[0] ? why : strerror(-ret));
 		close(fd);
 	}
 	if (!l->ns_token)
@@ -4036,7 +4140,7 @@ static int reopen_settle_pins(struct loader *l)
 {
 	struct bpf_map_info mi = {};
 	__u32 len = sizeof(mi), cfg_id = 0, zero = 0;
-	int i, err, fd;
+	int i, err, fd, entry[MAP_MAX]; /* each pin's map among l->run_maps; -1: none to pin */
 
 	if (bpf_map_get_info_by_fd(bpf_map__fd(l->skel->maps.data_cfg), &mi, &len))
 		return -errno;
@@ -4054,23 +4158,29 @@ static int reopen_settle_pins(struct loader *l)
 		goto out;
 	if (!cfg_id || cfg_id == mi.id)
 		goto out;
+	/*
+	 * Every map found and checked before any is pinned: another build's is not pinned, the
+	 * take-over is refused with the pins all as they were (never some re-pinned, some not).
+	 */
 	for (i = 0; !err && i < MAP_MAX; i++) {
 		const char *name = bpf_map__name(map_of(l, i));
 		char want[BPF_OBJ_NAME_LEN], why[512] = "";
-		int j;
 
+		entry[i] = -1;
 		if (i != MAP_CFG && !policy_map(name))
 			continue;
 		snprintf(want, sizeof(want), "%s", name);
-		/* (another build's is not pinned: the take-over is refused, the pins left as they are) */
-		j = run_map_entry(l, want, why, sizeof(why));
-		if (j < 0) {
-			err = j;
+		entry[i] = run_map_entry(l, want, why, sizeof(why));
+		if (entry[i] < 0) {
+			err = entry[i];
 			fprintf(stderr, "sluice: %s: its writer died inside a switch's commit; %s\n",
 				l->pin_dir, why[0] ? why : "the run's programs use no map of the name");
-			break;
 		}
-		fd = l->run_maps[j].fd;
+	}
+	for (i = 0; !err && i < MAP_MAX; i++) {
+		if (entry[i] < 0)
+			continue;
+		fd = l->run_maps[entry[i]].fd;
 		err = repin(l, map_pin_names[i], pin_fd, &fd);
 		if (!err)
 			err = reopen_map(l, i);
@@ -4779,6 +4889,65 @@ static int lsm_take_staged(struct loader *l, int i, struct bpf_link **staged)
 	return 0;
 }
 
+/* Whether reopen_settle_pins pins the run's map the kernel names name (and so checks it). */
+static bool settle_pinned(const struct loader *l, const char *name)
+{
+	char want[BPF_OBJ_NAME_LEN];
+	int i;
+
+	for (i = 0; i < MAP_MAX; i++) {
+		const char *pinned = bpf_map__name(map_of(l, i));
+
+		if (i != MAP_CFG && !policy_map(pinned))
+			continue;
+		snprintf(want, sizeof(want), "%s", pinned);
+		if (!strcmp(want, name))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The maps of the staged program prog_fd (-1: none) that reopen_settle_pins pins once the links
+ * run it (settle_pinned) are of this build's shape (loader_map_check): 0, -EPROTO said on stderr
+ * (which map, both shapes), -errno. Only those: a map of another build that no pin names is
+ * refused where it is read (run_map_entry), and a take-over is not refused for it.
+ */
+static int staged_maps_check(const struct loader *l, int prog_fd)
+{
+	struct bpf_prog_info info = {};
+	__u32 ids[64], n, i, len = sizeof(info);
+	char why[512];
+	int err = 0;
+
+	if (prog_fd < 0)
+		return 0;
+	info.nr_map_ids = 64;
+	info.map_ids = (__u64)(unsigned long)ids;
+	if (bpf_prog_get_info_by_fd(prog_fd, &info, &len))
+		return -errno;
+	n = info.nr_map_ids < 64 ? info.nr_map_ids : 64;
+	for (i = 0; !err && i < n; i++) {
+		struct bpf_map_info mi = {};
+		int m = bpf_map_get_fd_by_id(ids[i]);
+
+		len = sizeof(mi);
+		if (m < 0)
+			continue; /* (gone: nothing of it is pinned) */
+		if (bpf_map_get_info_by_fd(m, &mi, &len))
+			err = -errno;
+		else if (settle_pinned(l, mi.name)) {
+			why[0] = '\0';
+			err = loader_map_check(m, mi.name, why, sizeof(why));
+			if (err)
+				fprintf(stderr, "sluice: %s: the staged set's programs: %s\n",
+					l->pin_dir, why[0] ? why : strerror(-err));
+		}
+		close(m);
+	}
+	return err;
+}
+
 /*
  * A writer killed inside a switch's commit, while it moved the run's links (loader_next_commit):
  * some hooks run the new set's programs, some the old one's, each enforcing one of two policies.
@@ -4876,6 +5045,18 @@ static int reopen_finish_commit(struct loader *l, const struct loader_open_switc
 		err = -EXDEV;
 		goto out;
 	}
+	/*
+	 * The maps reopen_settle_pins pins from the links' programs, checked before any link
+	 * moves: a set of another build's maps is refused with every link as it was found.
+	 * (Every layer shares each of those maps by name, next_share: the cgroup programs' and
+	 * the host side's cover them.)
+	 */
+	for (i = 0; !err && i < PROG_MAX; i++)
+		err = staged_maps_check(l, st.prog_fd[i]);
+	if (!err)
+		err = staged_maps_check(l, st.tc_fd);
+	if (err)
+		goto out;
 	for (i = 0; !err && i < PROG_MAX; i++) {
 		p = commit_order[i];
 		if (old[p] &&

@@ -37,6 +37,14 @@ static inline void report(bool ok, const char *name, const char *why)
 	fflush(stdout);
 }
 
+/* A check that could not run here: TAP's SKIP directive, with the reason (not a pass). */
+static inline void report_skip(const char *name, const char *reason)
+{
+	n_test++;
+	printf("ok %d - %s # SKIP %s\n", n_test, name, reason);
+	fflush(stdout);
+}
+
 /* The exit status: 1 if any check failed. */
 static inline int tap_status(void)
 {

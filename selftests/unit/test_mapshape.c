@@ -6,9 +6,13 @@
  * keys into a struct sl_host_key), another type, other flags, and for a map of maps the maps it
  * holds (sl_ns_runs). The refusal names the map and both shapes. A run's map of maps that holds
  * none is taken (nothing of it to read; the kernel checks what is put in). Maps made in the kernel
- * as such a run would hold them are refused the same (loader_map_check).
+ * as such a run would hold them are refused the same (loader_map_check), and every map of a set
+ * this build loads (a spare) is taken by it: the case that fails if this build's recorded
+ * shapes are not those the kernel gives its maps.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
@@ -24,21 +28,6 @@
 		int ret_ = loader_build_map_shape(name, &(s));                                     \
 		EXPECT(!ret_, "this build's shape of %s: %s", name, strerror(-ret_));               \
 	} while (0)
-
-static bool t_same(char *why)
-{
-	static const char *const names[] = { "sl_rule_budget", "sl_host_bytes", "sl_ns_runs",
-					     "sl_ns_flows", ".data.cfg", "sl_sk_flow" };
-	struct map_shape b;
-	char err[512] = "";
-
-	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
-		BUILD(names[i], b);
-		EXPECT(!map_shape_check(names[i], &b, &b, err, sizeof(err)) && !err[0],
-		       "%s of this build's shape is taken; got: %s", names[i], err);
-	}
-	return true;
-}
 
 static bool t_value_wider(char *why)
 {
@@ -142,9 +131,11 @@ static bool t_unknown(char *why)
 /*
  * Maps the kernel holds, made as another build's run would have them, through loader_map_check
  * (what every reader of a run's pins and collected maps goes through): the shapes are read from
- * the kernel, a map of maps' from the map it holds. Needs CAP_BPF: skipped (said so) without.
+ * the kernel, a map of maps' from the map it holds. Needs CAP_BPF: a TAP SKIP without (skipped
+ * says why).
  */
 static bool privileged = true;
+static const char *skipped;
 
 static int made(enum bpf_map_type type, const char *name, __u32 key, __u32 value, int inner)
 {
@@ -165,8 +156,10 @@ static bool t_kernel_maps(char *why)
 
 	BUILD("sl_rule_budget", b);
 	fd = made(b.map.type, "sl_rule_budget", b.map.key_size, b.map.value_size + 8, -1);
-	if (fd < 0 && !privileged)
-		return true; /* (main says it was skipped) */
+	if (fd < 0 && !privileged) {
+		skipped = "making a map needs CAP_BPF";
+		return true;
+	}
 	EXPECT(fd >= 0, "make a map: %s", strerror(errno));
 	ret = loader_map_check(fd, "sl_rule_budget", err, sizeof(err));
 	close(fd);
@@ -198,11 +191,86 @@ static bool t_kernel_maps(char *why)
 	return true;
 }
 
+/*
+ * A spare (a whole set, loaded as for a run: loader_load_spare) holds maps as the kernel made
+ * them from this build's objects, flags it adds or changes at creation included: each one of a
+ * name this build's shapes know is taken by loader_map_check, as a take-over by this same build
+ * must take it; the namespace's runs map it made (named as the slot that holds it) is of the
+ * shape of the maps that slot holds. The spare's maps are found as this process's descriptors.
+ * Each map userspace reads from a run of another process must be among them.
+ */
+static bool t_spare_maps(char *why)
+{
+	static const char *const must[] = { "sl_rule_budget", "sl_host_bytes", "sl_ns_runs",
+					    "sl_ns_flows", "sl_learned4", "sl_learned6",
+					    "sl_destroying", "sl_dns_clients", "sl_log_state" };
+	const struct loader_caps caps = { .v4 = 4, .v6 = 4, .rules = 4, .ringbuf_bytes = 1 << 16,
+					  .learned_max = 16, .host_totals = true };
+	bool checked[ARRAY_SIZE(must)] = {};
+	char err[512], path[300], link[64];
+	struct loader *l = loader_load_spare(&caps, false);
+	struct map_shape b;
+	struct dirent *e;
+	int n = 0, ret;
+	DIR *d;
+
+	if (!l && (errno == EPERM || errno == EACCES)) {
+		skipped = "loading a set needs CAP_BPF";
+		return true;
+	}
+	EXPECT(l, "load a spare: %s", strerror(errno));
+	d = opendir("/proc/self/fd");
+	EXPECT(d, "open /proc/self/fd: %s", strerror(errno));
+	while ((e = readdir(d))) {
+		struct bpf_map_info info = {};
+		__u32 len = sizeof(info);
+		int fd = atoi(e->d_name);
+		ssize_t m;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+		m = readlink(path, link, sizeof(link) - 1);
+		if (m < 0 || e->d_name[0] == '.')
+			continue;
+		link[m] = '\0';
+		if (strcmp(link, "anon_inode:bpf-map") || bpf_map_get_info_by_fd(fd, &info, &len) ||
+		    loader_build_map_shape(info.name, &b))
+			continue;
+		err[0] = '\0';
+		if (b.inner_known && info.type == b.inner.type) {
+			/*
+			 * the namespace's own runs map (ns_map_create), named as the slot made to
+			 * hold it: of the build's held-map shape
+			 */
+			struct map_shape held = { .map = { info.type, info.key_size,
+							   info.value_size, info.map_flags } };
+
+			b.map = b.inner;
+			b.inner_known = false;
+			ret = map_shape_check(info.name, &held, &b, err, sizeof(err));
+		} else {
+			ret = loader_map_check(fd, info.name, err, sizeof(err));
+		}
+		if (ret) {
+			closedir(d);
+			loader_destroy(l);
+		}
+		EXPECT(!ret, "the spare's %s is taken: got %d, \"%s\"", info.name, ret, err);
+		for (size_t i = 0; i < ARRAY_SIZE(must); i++)
+			checked[i] |= !strcmp(info.name, must[i]);
+		n++;
+	}
+	closedir(d);
+	loader_destroy(l);
+	for (size_t i = 0; i < ARRAY_SIZE(must); i++)
+		EXPECT(checked[i], "the spare's %s among the maps checked (%d checked)", must[i], n);
+	return true;
+}
+
 static const struct {
 	bool (*fn)(char *why);
 	const char *name;
 } cases[] = {
-	{t_same, "a run's map of this build's shape is taken"},
+	{t_spare_maps, "a spare's maps, as the kernel made them from this build's objects: taken"},
 	{t_value_wider, "sl_rule_budget 8 bytes wider in value: refused, named, both shapes said"},
 	{t_key_wider, "sl_host_bytes 8 bytes wider in key: refused, named"},
 	{t_type, "another type: refused"},
@@ -219,10 +287,15 @@ int main(void)
 
 	printf("TAP version 13\n1..%zu\n", ARRAY_SIZE(cases));
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		bool ok;
+
 		why[0] = '\0';
-		report(cases[i].fn(why), cases[i].name, why);
+		skipped = NULL;
+		ok = cases[i].fn(why);
+		if (ok && skipped)
+			report_skip(cases[i].name, skipped);
+		else
+			report(ok, cases[i].name, why);
 	}
-	if (!privileged)
-		printf("# the kernel maps' cases were skipped: making a map needs CAP_BPF\n");
 	return tap_status();
 }
