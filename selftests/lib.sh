@@ -213,6 +213,20 @@ require_busybox_static() {
 }
 
 # sl_busybox_rootfs DIR: a container rootfs in DIR: busybox and the links its commands need.
+# sl_podman_storage: where the machine's root is read-only (the selftest VMs mount this
+# machine's root read-only), podman cannot open its state database under /var/lib/containers:
+# its storage goes to the test's directory instead (CONTAINERS_STORAGE_CONF, which sluice's own
+# podman calls inherit from the daemon the test starts after this). Elsewhere podman keeps its
+# default roots, the ones sluice's container lookup is written against.
+sl_podman_storage() {
+	mkdir -p /var/lib/containers 2>/dev/null
+	[[ -w /var/lib/containers ]] && return 0
+	mkdir -p "$SL_TMP/podman-graph" || return 1
+	printf '[storage]\ndriver = "vfs"\ngraphroot = "%s"\nrunroot = "/run/containers/storage"\n' \
+		"$SL_TMP/podman-graph" >"$SL_TMP/podman-storage.conf" || return 1
+	export CONTAINERS_STORAGE_CONF=$SL_TMP/podman-storage.conf
+}
+
 sl_busybox_rootfs() {
 	local a
 	mkdir -p "$1"/{bin,proc,dev,sys,tmp,etc} || return 1

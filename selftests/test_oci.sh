@@ -719,6 +719,7 @@ if ! command -v podman >/dev/null; then
 fi
 PODMAN_TESTS=15
 if [[ -z $podman_skip ]]; then
+	sl_podman_storage || bail_out "cannot make podman's storage in $SL_TMP"
 	# shellcheck disable=SC2119
 	sl_daemon_start || bail_out "the daemon did not restart: $(tail "$SL_DAEMON_DIR/err")"
 	HOOKS=$SL_TMP/hooks.d

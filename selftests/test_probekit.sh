@@ -76,6 +76,7 @@ ROOTFS=$SL_TMP/rootfs
 podman_skip=
 command -v podman >/dev/null || podman_skip="podman not installed"
 [[ -z $podman_skip ]] && { require_busybox_static; sl_busybox_rootfs "$ROOTFS" || bail_out "no rootfs"; }
+[[ -z $podman_skip ]] && { sl_podman_storage || bail_out "cannot make podman's storage in $SL_TMP"; }
 CG2=$(cg2_mount)
 made_libpod=()
 for d in "$CG2"/../*/libpod_parent "$CG2"/libpod_parent; do
