@@ -4,7 +4,7 @@
  * keeps its id, names that collide in the index stay apart (a hash is not a name), lookups of
  * unknown ids and names say so, and the registry stops at SL_HOSTS_MAX names instead of reusing
  * an id. Four threads interning the same names at once get the same ids. Which names an address
- * was answered for, by a given time.
+ * was answered for, by a given time, and what a refused answer takes back of it.
  *
  * Usage: test_hostnames   TAP 13; exits 1 if any test failed. Needs no root.
  */
@@ -193,6 +193,45 @@ static bool t_kept(char *why)
 }
 
 /*
+ * An answer refused after its pairs were written takes back the names it added (a kept one, a
+ * counted one), and only those: a record must not list a name the address was never given for.
+ */
+static bool t_unanswer(char *why)
+{
+	struct hostnames *h = hostnames_new();
+	uint8_t x[16] = { 198, 51, 100, 19 };
+	uint32_t ids[HOSTNAMES_KEPT + 2] = {}, id[HOSTNAMES_KEPT + 1];
+	struct hostnames_added kept = { .index = 1 }, counted = { .index = 2 }, none = {};
+	size_t i, before, after_counted, after_kept, after_none;
+	char name[32];
+	int err;
+
+	for (i = 0; i < HOSTNAMES_KEPT + 1; i++) {
+		snprintf(name, sizeof(name), "u%zu.example", i);
+		id[i] = hostnames_intern(h, NULL, name);
+		hostnames_answered(h, x, id[i], 10, false);
+	}
+	before = hostnames_sharing(h, x, 100, ids, HOSTNAMES_KEPT + 2);
+	err = hostnames_unanswer_pair(h, NULL, AF_INET, x, "u17.example", id[HOSTNAMES_KEPT],
+				      &counted);
+	after_counted = hostnames_sharing(h, x, 100, ids, HOSTNAMES_KEPT + 2);
+	err |= hostnames_unanswer_pair(h, NULL, AF_INET, x, "u1.example", id[1], &kept);
+	after_kept = hostnames_sharing(h, x, 100, ids, HOSTNAMES_KEPT + 2);
+	/* an answer that added nothing (the name was there before it) takes nothing back */
+	err |= hostnames_unanswer_pair(h, NULL, AF_INET, x, "u0.example", id[0], &none);
+	after_none = hostnames_sharing(h, x, 100, ids, HOSTNAMES_KEPT + 2);
+	snprintf(why, WHY_LEN,
+		 "expected %d names, then %d, %d, %d with u0 and u2 first, err 0; got %zu, %zu, %zu, "
+		 "%zu (%u %u, want %u %u), err %d",
+		 HOSTNAMES_KEPT + 1, HOSTNAMES_KEPT, HOSTNAMES_KEPT - 1, HOSTNAMES_KEPT - 1, before,
+		 after_counted, after_kept, after_none, ids[0], ids[1], id[0], id[2], err);
+	hostnames_free(h);
+	return !err && before == HOSTNAMES_KEPT + 1 && after_counted == HOSTNAMES_KEPT &&
+	       after_kept == HOSTNAMES_KEPT - 1 && after_none == HOSTNAMES_KEPT - 1 &&
+	       ids[0] == id[0] && ids[1] == id[2];
+}
+
+/*
  * An address's index key is the one the kernel judges: an IPv6 form that carries an IPv4
  * address for the policy (::ffff:, 64:ff9b::/96, ::a.b.c.d) is that IPv4 address, so that an
  * AAAA answer and an A answer for one host are one address; any other IPv6 address is itself.
@@ -268,6 +307,7 @@ int main(void)
 		{ "an address's names, as answered by a record's time", t_sharing },
 		{ "an address keeps 17 names and counts the rest once", t_kept },
 		{ "an IPv6 form carrying an IPv4 address is keyed as that address", t_addr_key },
+		{ "a refused answer takes back the names it added, only those", t_unanswer },
 	};
 	char why[WHY_LEN];
 
