@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <linux/types.h>
 
 #include "../bpf/addr.bpf.h"
@@ -330,9 +331,10 @@ int hostnames_answered(struct hostnames *h, const uint8_t key[16], uint32_t host
 }
 
 int hostnames_answer_pair(struct hostnames *h, struct loader *loader, int family,
-			  const uint8_t *addr, const char *name, uint32_t host_id, uint64_t at_ns,
+			  const uint8_t *addr, const char *name, uint32_t host_id,
 			  struct hostnames_added *added)
 {
+	struct timespec now;
 	uint8_t key[16];
 	bool known;
 	int err;
@@ -352,10 +354,17 @@ int hostnames_answer_pair(struct hostnames *h, struct loader *loader, int family
 	 * so before the kernel can judge a connect() by it.
 	 */
 	pthread_mutex_lock(&h->lock);
+	/*
+	 * The time too, under the lock: an address's names are then in the order of their times,
+	 * its kept ones before its counted ones, as hostnames_sharing's filter by time needs.
+	 */
+	clock_gettime(CLOCK_BOOTTIME, &now);
 	known = loader_sni_ok(loader, family, addr, name);
 	err = loader_sni_learn(loader, family, addr, name, host_id);
 	if (!err) {
-		err = answered_locked(h, key, host_id, at_ns, known);
+		err = answered_locked(h, key, host_id,
+				      (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec,
+				      known);
 		/* no room to note the name: nor may the map keep a pair this answer added */
 		if (err < 0 && !known)
 			loader_sni_forget(loader, family, addr, name);
@@ -409,11 +418,12 @@ int hostnames_unanswer_pair(struct hostnames *h, struct loader *loader, int fami
 }
 
 size_t hostnames_sharing(struct hostnames *h, const uint8_t key[16], uint64_t at_ns,
-			 uint32_t *ids, size_t max)
+			 uint32_t *ids, size_t max, size_t *listed)
 {
 	struct shared_addr *a;
 	size_t i, n = 0;
 
+	*listed = 0;
 	if (!h)
 		return 0;
 	pthread_mutex_lock(&h->lock);
@@ -422,7 +432,7 @@ size_t hostnames_sharing(struct hostnames *h, const uint8_t key[16], uint64_t at
 		if (a->names[i].at_ns > at_ns)
 			continue; /* answered after the event: not a name it could have been for */
 		if (n < max)
-			ids[n] = a->names[i].host_id;
+			ids[(*listed)++] = a->names[i].host_id;
 		n++;
 	}
 	/* the names only counted: all of them once the first was answered (at most that many) */

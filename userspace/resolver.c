@@ -836,7 +836,7 @@ static int learn(struct resolver *r, const char *qname, long first_rule, struct 
 		 * the client is refused (SERVFAIL).
 		 */
 		err = hostnames_answer_pair(r->o.names, r->loader, addrs[i].family, addrs[i].addr,
-					    qname, host_id, boot_ns(), &added[i]);
+					    qname, host_id, &added[i]);
 		if (err) {
 			addr_string(&oc->addrs[i], a, sizeof(a));
 			util_fmt(oc->why, sizeof(oc->why),
