@@ -1115,9 +1115,13 @@ sluice_start "$SL_TMP/big.yaml" "$F_LOG" --netns "/run/netns/$SL_NS_RUN" \
 	p=$1
 	shift
 	"$@" A >/dev/null
-	for i in $(seq 101 132); do "$p" tcp "198.51.100.$i" 80; done' "$F_GO" "$P" "${DIG[@]}" \
-	@203.0.113.53 big.example
+	for i in $(seq 101 132); do "$p" tcp "198.51.100.$i" 80; done
+	: >"$0.asked"
+	i=0
+	while [ ! -e "$0.end" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done' \
+	"$F_GO" "$P" "${DIG[@]}" @203.0.113.53 big.example
 F_ID=$SL_RUN_ID F_OUT=$SL_OUT F_PID=$SL_RUN_PID
+F_SNI=/sys/fs/bpf/sluice/$F_ID/map-sni-ok
 wait_until 10000 test -e "$F_PIN"
 f_max=$(bpftool map show pinned "$F_PIN" 2>/dev/null | sed -n 's/.*max_entries \([0-9]*\).*/\1/p')
 tap_is "learned full: a policy that lists names gets the full learned-address map" \
@@ -1145,6 +1149,13 @@ else
 		"expected the batch of ${f_max:-none} - 1 updates to succeed (got status $f_rc: $(tail -n 2 "$SL_TMP/learned-full.out")), one more to go in (\"$f_last\") and be deleted (\"$f_del\") and another to be refused with E2BIG (got \"$f_more\")"
 fi
 : >"$F_GO"
+# The refused answer's (address, name) pairs were written before its addresses: they are taken
+# back, else TLS naming big.example would pass on those addresses under another name's rule.
+wait_until 20000 test -e "$F_GO.asked"
+f_pairs=$(bpftool -j map dump pinned "$F_SNI" 2>&1 |
+	python3 -c 'import json, sys; print(len(json.load(sys.stdin)))' 2>&1)
+tap_is "learned full: the refused answer leaves no server-name pair" "$f_pairs" 0
+: >"$F_GO.end"
 SL_RUN_PID=$F_PID
 if sluice_wait 20; then
 	SL_OUT=$F_OUT

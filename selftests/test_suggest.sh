@@ -280,6 +280,30 @@ tap_check "shared: a policy listing both names allows it, exit 0" \
 	bash -c "[[ $rc == 0 ]] && grep -Eq '^allow +198\.51\.100\.16 +80/tcp .*every name' \
 		'$SL_TMP/replay-both.out'" ||
 	tap_diag_file "$SL_TMP/replay-both.out"
+# Enforcing, a name no rule lists is answered NXDOMAIN whatever cidrs or the default say: a
+# policy that opens the address but lists neither name may break the run, and says so.
+# replay_unlisted NAME POLICY-LINES...: replay "$LS" under that policy, into $rc and
+# $SL_TMP/replay-NAME.out.
+replay_unlisted() {
+	local name=$1
+	shift
+	printf '%s\n' "$@" >"$SL_TMP/$name.yaml"
+	"$SLUICE" policy replay "$SL_TMP/$name.yaml" "$LS" >"$SL_TMP/replay-$name.out" 2>&1
+	rc=$?
+}
+unlisted='^uncertain +198\.51\.100\.16 +80/tcp .*unless the connection was for decoy\.shared\.example, .*no rule lists'
+replay_unlisted cidrs-only 'default: deny' 'rules:' '  - cidrs: ["198.51.100.16/32"]' \
+	'    ports: [80]'
+tap_check "shared: replay of a cidrs-only policy: uncertain (the names get NXDOMAIN), exit 1" \
+	bash -c "[[ $rc == 1 ]] && grep -Eq '$unlisted' '$SL_TMP/replay-cidrs-only.out' &&
+		! grep -Eq '^allow +198\.51\.100\.16' '$SL_TMP/replay-cidrs-only.out'" ||
+	tap_diag_file "$SL_TMP/replay-cidrs-only.out"
+replay_unlisted default-allow 'default: allow' 'rules:' \
+	'  - hosts: ["wanted.shared.example"]' '    ports: [80]'
+tap_check "shared: ... and of a default: allow policy listing one of the names, the same" \
+	bash -c "[[ $rc == 1 ]] && grep -Eq '$unlisted' '$SL_TMP/replay-default-allow.out' &&
+		! grep -Eq '^allow +198\.51\.100\.16' '$SL_TMP/replay-default-allow.out'" ||
+	tap_diag_file "$SL_TMP/replay-default-allow.out"
 # A connection made while the address had been answered for one name only names that one.
 LT=$SL_TMP/shared-before.log
 # shellcheck disable=SC2016 # expanded by the inner sh

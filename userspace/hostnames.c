@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <linux/types.h>
 
 #include "../bpf/addr.bpf.h"
@@ -330,14 +331,21 @@ int hostnames_answered(struct hostnames *h, const uint8_t key[16], uint32_t host
 }
 
 int hostnames_answer_pair(struct hostnames *h, struct loader *loader, int family,
-			  const uint8_t *addr, const char *name, uint32_t host_id, uint64_t at_ns)
+			  const uint8_t *addr, const char *name, uint32_t host_id,
+			  struct hostnames_added *added)
 {
+	struct timespec now;
 	uint8_t key[16];
 	bool known;
 	int err;
 
-	if (!h || !host_id)
-		return loader_sni_learn(loader, family, addr, name, host_id);
+	*added = (struct hostnames_added){ .pair = false };
+	if (!h || !host_id) {
+		known = loader_sni_ok(loader, family, addr, name);
+		err = loader_sni_learn(loader, family, addr, name, host_id);
+		added->pair = !err && !known;
+		return err;
+	}
 	hostnames_addr_key(family, addr, key);
 	/*
 	 * One step under the lock: a pair in the map is a name in the index (or counted there,
@@ -346,20 +354,76 @@ int hostnames_answer_pair(struct hostnames *h, struct loader *loader, int family
 	 * so before the kernel can judge a connect() by it.
 	 */
 	pthread_mutex_lock(&h->lock);
+	/*
+	 * The time too, under the lock: an address's names are then in the order of their times,
+	 * its kept ones before its counted ones, as hostnames_sharing's filter by time needs.
+	 */
+	clock_gettime(CLOCK_BOOTTIME, &now);
 	known = loader_sni_ok(loader, family, addr, name);
 	err = loader_sni_learn(loader, family, addr, name, host_id);
-	if (!err)
-		err = answered_locked(h, key, host_id, at_ns, known);
+	if (!err) {
+		err = answered_locked(h, key, host_id,
+				      (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec,
+				      known);
+		/* no room to note the name: nor may the map keep a pair this answer added */
+		if (err < 0 && !known)
+			loader_sni_forget(loader, family, addr, name);
+		added->pair = err >= 0 && !known;
+		added->index = err > 0 ? err : 0;
+	}
 	pthread_mutex_unlock(&h->lock);
 	return err < 0 ? err : 0;
 }
 
+/* Take back what answered_locked added for host_id (its 1: kept, 2: counted), under h->lock. */
+static void unanswered_locked(struct hostnames *h, const uint8_t key[16], uint32_t host_id,
+			      int added)
+{
+	struct shared_addr *a = addr_entry(h, key, false);
+	size_t i;
+
+	if (!a)
+		return;
+	if (added == 2 && a->more) {
+		a->more--;
+		return;
+	}
+	for (i = 0; added == 1 && i < a->n; i++) {
+		if (a->names[i].host_id != host_id)
+			continue;
+		memmove(&a->names[i], &a->names[i + 1], (a->n - i - 1) * sizeof(a->names[i]));
+		a->n--;
+		return;
+	}
+}
+
+int hostnames_unanswer_pair(struct hostnames *h, struct loader *loader, int family,
+			    const uint8_t *addr, const char *name, uint32_t host_id,
+			    const struct hostnames_added *added)
+{
+	uint8_t key[16];
+	int err = 0;
+
+	if (!h || !host_id)
+		return added->pair ? loader_sni_forget(loader, family, addr, name) : 0;
+	hostnames_addr_key(family, addr, key);
+	/* under the lock, as it was added: no other answer sees the pair without the name */
+	pthread_mutex_lock(&h->lock);
+	if (added->pair)
+		err = loader_sni_forget(loader, family, addr, name);
+	if (added->index)
+		unanswered_locked(h, key, host_id, added->index);
+	pthread_mutex_unlock(&h->lock);
+	return err;
+}
+
 size_t hostnames_sharing(struct hostnames *h, const uint8_t key[16], uint64_t at_ns,
-			 uint32_t *ids, size_t max)
+			 uint32_t *ids, size_t max, size_t *listed)
 {
 	struct shared_addr *a;
 	size_t i, n = 0;
 
+	*listed = 0;
 	if (!h)
 		return 0;
 	pthread_mutex_lock(&h->lock);
@@ -368,7 +432,7 @@ size_t hostnames_sharing(struct hostnames *h, const uint8_t key[16], uint64_t at
 		if (a->names[i].at_ns > at_ns)
 			continue; /* answered after the event: not a name it could have been for */
 		if (n < max)
-			ids[n] = a->names[i].host_id;
+			ids[(*listed)++] = a->names[i].host_id;
 		n++;
 	}
 	/* the names only counted: all of them once the first was answered (at most that many) */

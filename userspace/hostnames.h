@@ -48,27 +48,43 @@ int hostnames_adopt(struct hostnames *h, const struct loader *loader);
  * An address keeps its first HOSTNAMES_KEPT names; those answered past them are only counted.
  *
  * hostnames_answer_pair: the resolver's step for one address of an answer: the (address, name)
- * pair kept with the run (loader_sni_learn) and the name noted as answered at at_ns
- * (CLOCK_BOOTTIME), as one step under the index's lock, before the address is written into the
+ * pair kept with the run (loader_sni_learn) and the name noted as answered now
+ * (CLOCK_BOOTTIME, read under the lock), as one step under the index's lock, before the address is written into the
  * run's maps; a name's first answer counts. 0, or the error of either (then neither is kept).
+ * added says what of it is new, for hostnames_unanswer_pair to take back when the answer is
+ * refused after all (its learned addresses cannot be written): a pair left in the map would let
+ * TLS name that server on the address under another name's rule, a name left in the index
+ * would make records list a name the address was never given for; it returns 0 or the pair's
+ * delete's -errno (the index's part cannot fail).
  * hostnames_answered: the index's part of it, for a key; pair_known: the run kept the pair
  * already (a name past the kept ones is then not counted twice). 1: new and kept, 2: new and
  * counted, 0: known already, -ENOMEM.
  * hostnames_sharing: how many names key was answered for at or before at_ns (the counted ones
  * included once the first of them was: at most that many), the first max of the kept ones' ids
- * into ids, in the order they were answered.
+ * answered by then into ids, in the order they were answered, and how many it wrote into
+ * *listed (fewer than the count when kept names came later or names were only counted).
  * hostnames_adopt_answers: a run taken over: every (address, name) pair the run's resolver
  * wrote (sl_sni_ok), as answered before anything the new writer reads. 0 or -errno.
  */
 #define HOSTNAMES_KEPT 17
 
 void hostnames_addr_key(int family, const uint8_t *addr, uint8_t key[16]);
+/* What hostnames_answer_pair added: the pair (new to sl_sni_ok), the name (answered_locked's). */
+struct hostnames_added {
+	bool pair;
+	int index; /* 1: kept, 2: counted, 0: neither */
+};
+
 int hostnames_answer_pair(struct hostnames *h, struct loader *loader, int family,
-			  const uint8_t *addr, const char *name, uint32_t host_id, uint64_t at_ns);
+			  const uint8_t *addr, const char *name, uint32_t host_id,
+			  struct hostnames_added *added);
+int hostnames_unanswer_pair(struct hostnames *h, struct loader *loader, int family,
+			    const uint8_t *addr, const char *name, uint32_t host_id,
+			    const struct hostnames_added *added);
 int hostnames_answered(struct hostnames *h, const uint8_t key[16], uint32_t host_id,
 		       uint64_t at_ns, bool pair_known);
 size_t hostnames_sharing(struct hostnames *h, const uint8_t key[16], uint64_t at_ns,
-			 uint32_t *ids, size_t max);
+			 uint32_t *ids, size_t max, size_t *listed);
 int hostnames_adopt_answers(struct hostnames *h, const struct loader *loader);
 
 #endif /* SLUICE_HOSTNAMES_H */

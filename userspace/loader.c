@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
@@ -2929,18 +2930,20 @@ static int learn_rules(struct loader *l, const struct loader_learn_addr *addrs, 
 		       bool write)
 {
 	struct sl_learned *merged, *old;
-	bool *had;
+	bool *had, *written;
+	char a[INET6_ADDRSTRLEN];
 	struct timespec now;
 	uint64_t now_ns;
 	uint8_t key[16];
 	size_t i, k;
-	int err = 0;
+	int err = 0, pass;
 
 	*failed = 0;
 	merged = calloc(n ? n : 1, sizeof(*merged));
 	old = calloc(n ? n : 1, sizeof(*old));
 	had = calloc(n ? n : 1, sizeof(*had));
-	if (!merged || !old || !had) {
+	written = calloc(n ? n : 1, sizeof(*written));
+	if (!merged || !old || !had || !written) {
 		err = -ENOMEM;
 		goto out_free;
 	}
@@ -2960,27 +2963,46 @@ static int learn_rules(struct loader *l, const struct loader_learn_addr *addrs, 
 		if (err)
 			*failed = i;
 	}
-	for (i = 0; i < n && !err && write; i++) {
-		int fd = learned_fd(l, &addrs[i], key);
+	/*
+	 * The new addresses first, those an earlier answer learned last: only an insert finds the
+	 * map full (-E2BIG), so that failure comes before any address a client was given changed,
+	 * and its undo only deletes addresses no client has.
+	 */
+	for (pass = 0; pass < 2 && !err && write; pass++) {
+		for (i = 0; i < n && !err; i++) {
+			int fd = learned_fd(l, &addrs[i], key);
 
-		if (!bpf_map_update_elem(fd, key, &merged[i], BPF_ANY))
-			continue;
-		err = -errno;
-		*failed = i;
-		/* a map full (or failing) half-way: the addresses written go back to what they were */
-		for (k = 0; k < i; k++) {
-			fd = learned_fd(l, &addrs[k], key);
-			if (had[k])
-				bpf_map_update_elem(fd, key, &old[k], BPF_ANY);
-			else
-				bpf_map_delete_elem(fd, key);
+			if (had[i] != (pass == 1))
+				continue;
+			if (!bpf_map_update_elem(fd, key, &merged[i], BPF_ANY)) {
+				written[i] = true;
+				continue;
+			}
+			err = -errno;
+			*failed = i;
 		}
+	}
+	/* a map full (or failing) half-way: the addresses written go back to what they were */
+	for (k = 0; err && k < n; k++) {
+		int fd = learned_fd(l, &addrs[k], key), undo_err = 0;
+
+		if (!written[k])
+			continue;
+		if (had[k] ? bpf_map_update_elem(fd, key, &old[k], BPF_ANY) :
+			     bpf_map_delete_elem(fd, key))
+			undo_err = -errno;
+		if (undo_err && undo_err != -ENOENT)
+			fprintf(stderr, "sluice: cannot %s learned address %s after %s: %s\n",
+				had[k] ? "restore" : "delete",
+				inet_ntop(addrs[k].family, addrs[k].addr, a, sizeof(a)) ?: "?",
+				strerror(-err), strerror(-undo_err));
 	}
 	pthread_mutex_unlock(&l->learn_lock);
 out_free:
 	free(merged);
 	free(old);
 	free(had);
+	free(written);
 	return err;
 }
 
@@ -3057,6 +3079,18 @@ int loader_sni_learn(struct loader *l, int family, const uint8_t *addr, const ch
 	if (err)
 		return err;
 	if (bpf_map_update_elem(bpf_map__fd(l->skel->maps.sl_sni_ok), &key, &host_id, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int loader_sni_forget(struct loader *l, int family, const uint8_t *addr, const char *name)
+{
+	struct sl_sni_key key;
+	int err = sni_key(&key, family, addr, name);
+
+	if (err)
+		return err;
+	if (bpf_map_delete_elem(bpf_map__fd(l->skel->maps.sl_sni_ok), &key))
 		return -errno;
 	return 0;
 }

@@ -274,6 +274,12 @@ int loader_map_check(int fd, const char *name, char *err, size_t err_len);
  */
 int loader_sni_learn(struct loader *l, int family, const uint8_t *addr, const char *name,
 		     uint32_t host_id);
+/*
+ * Undo loader_sni_learn of a pair it added, for an answer refused after it wrote the pair: a
+ * pair left behind would let TLS name that server on the address under another name's rule.
+ * 0 or -errno (-ENOENT: not there).
+ */
+int loader_sni_forget(struct loader *l, int family, const uint8_t *addr, const char *name);
 
 /*
  * Destroy the TCP socket with this cookie in the network namespace netns_fd (-1: that of

@@ -420,7 +420,7 @@ static void line_hosts_of(struct records *r, struct line_hosts *lh, uint32_t hos
 {
 	uint32_t ids[HOSTNAMES_KEPT];
 	uint8_t key[16];
-	size_t n, i, total, fit;
+	size_t n, listed, i, total, fit;
 	bool kernels_indexed = false;
 
 	lh->n_hosts = 0;
@@ -430,16 +430,16 @@ static void line_hosts_of(struct records *r, struct line_hosts *lh, uint32_t hos
 		return;
 	/* keyed as the resolver wrote it: an IPv4 address asked in an IPv6 form is the IPv4 one */
 	hostnames_addr_key(family, addr, key);
-	/* an address's kept names all come before any counted one: ids holds min(n, KEPT) */
-	n = hostnames_sharing(r->hosts, key, at_ns, ids, HOSTNAMES_KEPT);
-	if (!n || (n == 1 && ids[0] == host_id))
+	/* n counts every name by at_ns, ids holds the kept ones among them (listed) */
+	n = hostnames_sharing(r->hosts, key, at_ns, ids, HOSTNAMES_KEPT, &listed);
+	if (!n || (n == 1 && listed == 1 && ids[0] == host_id))
 		return;
-	for (i = 0; i < n && i < HOSTNAMES_KEPT; i++)
+	for (i = 0; i < listed; i++)
 		kernels_indexed |= ids[i] == host_id;
 	total = n + !kernels_indexed;
 	lh->host = NULL;
 	lh->hosts[lh->n_hosts++] = lh->names[0];
-	for (i = 0; i < n && i < HOSTNAMES_KEPT && lh->n_hosts < HOSTS_LISTED; i++) {
+	for (i = 0; i < listed && lh->n_hosts < HOSTS_LISTED; i++) {
 		char *name = lh->names[lh->n_hosts];
 
 		if (ids[i] != host_id && hostnames_name(r->hosts, ids[i], name, DNS_NAME_MAX))

@@ -161,7 +161,8 @@ static void judge(const struct policy *p, struct policy_index *x, const char *ho
  * of them that takes its port, as the kernel's learned address would let it. Allowed for every
  * name: allowed. For some only: allowed but uncertain (struct judged), since the workload may
  * have meant another. For none (or a line with more names than it lists, hosts_more): the
- * address alone (a cidrs rule, the default), and uncertain if a name would have allowed it.
+ * address alone (a cidrs rule, the default), and uncertain if a name would have allowed it,
+ * or if it allows while a name no rule lists shares the address (NXDOMAIN enforcing).
  */
 static void judge_line(const struct policy *p, struct policy_index *x, const char *host,
 		       char *const *hosts, size_t n_hosts, bool hosts_more, const char *dst,
@@ -193,9 +194,33 @@ static void judge_line(const struct policy *p, struct policy_index *x, const cha
 			 ", for every name that shares the address");
 		return;
 	}
-	/* what the address alone gets (cidrs, default) holds whichever name was meant */
+	/*
+	 * What the address alone gets (cidrs, default) holds for whichever name was meant, except
+	 * a name no rule lists: enforcing, the resolver answers that one NXDOMAIN (judge), so a
+	 * workload that meant it never connects, whatever cidrs or the default say. So does one of
+	 * the names the line left out (hosts_more), for all replay can tell.
+	 */
 	judge(p, x, NULL, dst, port, proto, false, j);
-	if (j->allow || !allowed)
+	if (j->allow) {
+		for (i = 0; i < n_hosts && policy_index_host(x, hosts[i]) >= 0; i++)
+			;
+		if (i == n_hosts && !hosts_more)
+			return;
+		j->uncertain = true;
+		if (i < n_hosts)
+			snprintf(j->why + strlen(j->why), sizeof(j->why) - strlen(j->why),
+				 ", unless the connection was for %s, which the address was "
+				 "answered for too and no rule lists (the resolver would answer "
+				 "NXDOMAIN)",
+				 evidence_safe(hosts[i], safe, sizeof(safe)));
+		else
+			snprintf(j->why + strlen(j->why), sizeof(j->why) - strlen(j->why),
+				 ", unless the connection was for one of the names the line leaves "
+				 "out, which no rule may list (the resolver would answer "
+				 "NXDOMAIN)");
+		return;
+	}
+	if (!allowed)
 		return;
 	*j = first;
 	j->uncertain = true;

@@ -760,6 +760,31 @@ static void why_rules_full(struct resolver *r, const char *qname, const struct d
 }
 
 /*
+ * An answer refused after its first n pairs were written (hostnames_answer_pair): the pairs and
+ * index names it added go, so that no pair lets TLS name the server on an address the client
+ * was not given for it. One that cannot go is said in oc->why after the refusal.
+ */
+static void unanswer_pairs(struct resolver *r, const char *qname, uint32_t host_id,
+			   const struct loader_learn_addr *addrs,
+			   const struct hostnames_added *added, size_t n, struct outcome *oc)
+{
+	char a[INET6_ADDRSTRLEN];
+	size_t len;
+	int err;
+
+	while (n--) {
+		err = hostnames_unanswer_pair(r->o.names, r->loader, addrs[n].family,
+					      addrs[n].addr, qname, host_id, &added[n]);
+		if (!err || err == -ENOENT)
+			continue;
+		addr_string(&oc->addrs[n], a, sizeof(a));
+		len = strlen(oc->why);
+		util_fmt(oc->why + len, sizeof(oc->why) - len,
+			 "; and cannot take back its server-name pair for %s: %s", a, strerror(-err));
+	}
+}
+
+/*
  * Write every address into the run's maps before the client can see any of them, under every
  * rule that lists the name (each may allow other ports). An answer one of whose addresses
  * cannot take all those rules is refused whole: none of its addresses is then learned for the
@@ -771,6 +796,7 @@ static int learn(struct resolver *r, const char *qname, long first_rule, struct 
 	/* one rule more than an address can carry already says that it cannot */
 	uint16_t rule_ids[SL_LEARNED_RULES + 1];
 	struct loader_learn_addr addrs[RESOLVER_MAX_ADDRS];
+	struct hostnames_added added[RESOLVER_MAX_ADDRS];
 	char a[INET6_ADDRSTRLEN];
 	size_t n_rules = 0, i, failed;
 	long rule;
@@ -810,12 +836,13 @@ static int learn(struct resolver *r, const char *qname, long first_rule, struct 
 		 * the client is refused (SERVFAIL).
 		 */
 		err = hostnames_answer_pair(r->o.names, r->loader, addrs[i].family, addrs[i].addr,
-					    qname, host_id, boot_ns());
+					    qname, host_id, &added[i]);
 		if (err) {
 			addr_string(&oc->addrs[i], a, sizeof(a));
 			util_fmt(oc->why, sizeof(oc->why),
 				 "cannot record learned address %s for %s: %s%s", a, qname,
 				 strerror(-err), err == -E2BIG ? " (server-name map full)" : "");
+			unanswer_pairs(r, qname, host_id, addrs, added, i, oc);
 			return err;
 		}
 	}
@@ -826,11 +853,13 @@ static int learn(struct resolver *r, const char *qname, long first_rule, struct 
 	/* -EXFULL: another answer took the slots since the first look */
 	if (err == -EXFULL) {
 		why_rules_full(r, qname, &oc->addrs[failed], rule_ids, n_rules, oc);
-		return err;
+	} else {
+		addr_string(&oc->addrs[failed], a, sizeof(a));
+		util_fmt(oc->why, sizeof(oc->why), "cannot record learned address %s for %s: %s%s",
+			 a, qname, strerror(-err),
+			 err == -E2BIG ? " (learned-address map full)" : "");
 	}
-	addr_string(&oc->addrs[failed], a, sizeof(a));
-	util_fmt(oc->why, sizeof(oc->why), "cannot record learned address %s for %s: %s%s", a,
-		 qname, strerror(-err), err == -E2BIG ? " (learned-address map full)" : "");
+	unanswer_pairs(r, qname, host_id, addrs, added, oc->n_addrs, oc);
 	return err;
 }
 

@@ -4,7 +4,7 @@
  * keeps its id, names that collide in the index stay apart (a hash is not a name), lookups of
  * unknown ids and names say so, and the registry stops at SL_HOSTS_MAX names instead of reusing
  * an id. Four threads interning the same names at once get the same ids. Which names an address
- * was answered for, by a given time.
+ * was answered for, by a given time, and what a refused answer takes back of it.
  *
  * Usage: test_hostnames   TAP 13; exits 1 if any test failed. Needs no root.
  */
@@ -126,7 +126,7 @@ static bool t_sharing(char *why)
 	uint32_t a = hostnames_intern(h, NULL, "a.example");
 	uint32_t b = hostnames_intern(h, NULL, "b.example");
 	uint32_t ids[4] = {}, one[1] = {};
-	size_t before, at_b, later, capped, other, none;
+	size_t before, at_b, later, capped, other, none, listed;
 
 	int new_a, new_b, again_a;
 
@@ -134,12 +134,12 @@ static bool t_sharing(char *why)
 	new_b = hostnames_answered(h, x, b, 20, false);
 	again_a = hostnames_answered(h, x, a, 30, true);
 	hostnames_answered(h, y, b, 5, false);
-	before = hostnames_sharing(h, x, 15, ids, 4);
-	at_b = hostnames_sharing(h, x, 20, ids, 4);
-	later = hostnames_sharing(h, x, 100, ids, 4);
-	capped = hostnames_sharing(h, x, 100, one, 1);
-	other = hostnames_sharing(h, y, 100, ids + 2, 2);
-	none = hostnames_sharing(h, x6, 100, ids + 3, 1);
+	before = hostnames_sharing(h, x, 15, ids, 4, &listed);
+	at_b = hostnames_sharing(h, x, 20, ids, 4, &listed);
+	later = hostnames_sharing(h, x, 100, ids, 4, &listed);
+	capped = hostnames_sharing(h, x, 100, one, 1, &listed);
+	other = hostnames_sharing(h, y, 100, ids + 2, 2, &listed);
+	none = hostnames_sharing(h, x6, 100, ids + 3, 1, &listed);
 	snprintf(why, WHY_LEN,
 		 "expected 1, 2, 2 names (a then b), 2 counted with 1 listed (a), y: 1 (b), x6: 0; "
 		 "got %zu, %zu, %zu (%u %u), %zu (%u), %zu (%u), %zu",
@@ -148,7 +148,7 @@ static bool t_sharing(char *why)
 	return new_a == 1 && new_b == 1 && again_a == 0 &&
 	       before == 1 && at_b == 2 && later == 2 && ids[0] == a && ids[1] == b &&
 	       capped == 2 && one[0] == a && other == 1 && ids[2] == b && none == 0 &&
-	       !hostnames_sharing(NULL, x, 100, ids, 4);
+	       !hostnames_sharing(NULL, x, 100, ids, 4, &listed);
 }
 
 /*
@@ -161,7 +161,7 @@ static bool t_kept(char *why)
 	struct hostnames *h = hostnames_new();
 	uint8_t x[16] = { 198, 51, 100, 18 };
 	uint32_t ids[HOSTNAMES_KEPT + 4] = {}, id[HOSTNAMES_KEPT + 3];
-	size_t i, kept = 0, counted = 0, all, early, again;
+	size_t i, kept = 0, counted = 0, all, early, again, listed;
 	char name[32];
 
 	for (i = 0; i < HOSTNAMES_KEPT + 3; i++) {
@@ -179,8 +179,8 @@ static bool t_kept(char *why)
 	/* answered again: the kept one is known, a counted one's pair was kept already */
 	again = (size_t)hostnames_answered(h, x, id[0], 100, true) +
 		(size_t)hostnames_answered(h, x, id[HOSTNAMES_KEPT + 1], 100, true);
-	all = hostnames_sharing(h, x, 1000, ids, HOSTNAMES_KEPT + 4);
-	early = hostnames_sharing(h, x, 10 + HOSTNAMES_KEPT - 1, ids, HOSTNAMES_KEPT + 4);
+	all = hostnames_sharing(h, x, 1000, ids, HOSTNAMES_KEPT + 4, &listed);
+	early = hostnames_sharing(h, x, 10 + HOSTNAMES_KEPT - 1, ids, HOSTNAMES_KEPT + 4, &listed);
 	snprintf(why, WHY_LEN,
 		 "expected %d kept, 3 counted, nothing again, %d in all, %d before the counted; "
 		 "got %zu, %zu, %zu, %zu, %zu (last id listed %u, want %u)",
@@ -190,6 +190,76 @@ static bool t_kept(char *why)
 	return kept == HOSTNAMES_KEPT && counted == 3 && again == 0 &&
 	       all == HOSTNAMES_KEPT + 3 && early == HOSTNAMES_KEPT &&
 	       ids[HOSTNAMES_KEPT - 1] == id[HOSTNAMES_KEPT - 1] && !ids[HOSTNAMES_KEPT];
+}
+
+/*
+ * An answer refused after its pairs were written takes back the names it added (a kept one, a
+ * counted one), and only those: a record must not list a name the address was never given for.
+ */
+static bool t_unanswer(char *why)
+{
+	struct hostnames *h = hostnames_new();
+	uint8_t x[16] = { 198, 51, 100, 19 };
+	uint32_t ids[HOSTNAMES_KEPT + 2] = {}, id[HOSTNAMES_KEPT + 1];
+	struct hostnames_added kept = { .index = 1 }, counted = { .index = 2 }, none = {};
+	size_t i, before, after_counted, after_kept, after_none, listed;
+	char name[32];
+	int err;
+
+	for (i = 0; i < HOSTNAMES_KEPT + 1; i++) {
+		snprintf(name, sizeof(name), "u%zu.example", i);
+		id[i] = hostnames_intern(h, NULL, name);
+		hostnames_answered(h, x, id[i], 10, false);
+	}
+	before = hostnames_sharing(h, x, 100, ids, HOSTNAMES_KEPT + 2, &listed);
+	err = hostnames_unanswer_pair(h, NULL, AF_INET, x, "u17.example", id[HOSTNAMES_KEPT],
+				      &counted);
+	after_counted = hostnames_sharing(h, x, 100, ids, HOSTNAMES_KEPT + 2, &listed);
+	err |= hostnames_unanswer_pair(h, NULL, AF_INET, x, "u1.example", id[1], &kept);
+	after_kept = hostnames_sharing(h, x, 100, ids, HOSTNAMES_KEPT + 2, &listed);
+	/* an answer that added nothing (the name was there before it) takes nothing back */
+	err |= hostnames_unanswer_pair(h, NULL, AF_INET, x, "u0.example", id[0], &none);
+	after_none = hostnames_sharing(h, x, 100, ids, HOSTNAMES_KEPT + 2, &listed);
+	snprintf(why, WHY_LEN,
+		 "expected %d names, then %d, %d, %d with u0 and u2 first, err 0; got %zu, %zu, %zu, "
+		 "%zu (%u %u, want %u %u), err %d",
+		 HOSTNAMES_KEPT + 1, HOSTNAMES_KEPT, HOSTNAMES_KEPT - 1, HOSTNAMES_KEPT - 1, before,
+		 after_counted, after_kept, after_none, ids[0], ids[1], id[0], id[2], err);
+	hostnames_free(h);
+	return !err && before == HOSTNAMES_KEPT + 1 && after_counted == HOSTNAMES_KEPT &&
+	       after_kept == HOSTNAMES_KEPT - 1 && after_none == HOSTNAMES_KEPT - 1 &&
+	       ids[0] == id[0] && ids[1] == id[2];
+}
+
+/*
+ * A kept name answered after a record's time is not listed, though a counted one before it is
+ * counted (a kept name taken back made room for a later one): the count says how many were
+ * answered by then, listed how many ids it wrote, and a record reads only those.
+ */
+static bool t_listed(char *why)
+{
+	struct hostnames *h = hostnames_new();
+	uint8_t x[16] = { 198, 51, 100, 20 };
+	uint32_t ids[HOSTNAMES_KEPT + 1], id[HOSTNAMES_KEPT + 1];
+	size_t i, n, listed = 99;
+	char name[32];
+
+	for (i = 0; i < HOSTNAMES_KEPT + 1; i++) {
+		snprintf(name, sizeof(name), "l%zu.example", i);
+		id[i] = hostnames_intern(h, NULL, name);
+	}
+	for (i = 0; i < HOSTNAMES_KEPT - 1; i++)
+		hostnames_answered(h, x, id[i], 10 + i, false);
+	hostnames_answered(h, x, id[HOSTNAMES_KEPT - 1], 100, false); /* kept, after the record */
+	hostnames_answered(h, x, id[HOSTNAMES_KEPT], 50, false);      /* counted, before it */
+	memset(ids, 0, sizeof(ids));
+	n = hostnames_sharing(h, x, 60, ids, HOSTNAMES_KEPT + 1, &listed);
+	snprintf(why, WHY_LEN, "expected %d names, %d listed (last %u); got %zu, %zu (last %u)",
+		 HOSTNAMES_KEPT, HOSTNAMES_KEPT - 1, id[HOSTNAMES_KEPT - 2], n, listed,
+		 listed ? ids[listed - 1] : 0);
+	hostnames_free(h);
+	return n == HOSTNAMES_KEPT && listed == HOSTNAMES_KEPT - 1 &&
+	       ids[HOSTNAMES_KEPT - 2] == id[HOSTNAMES_KEPT - 2] && !ids[HOSTNAMES_KEPT - 1];
 }
 
 /*
@@ -268,6 +338,8 @@ int main(void)
 		{ "an address's names, as answered by a record's time", t_sharing },
 		{ "an address keeps 17 names and counts the rest once", t_kept },
 		{ "an IPv6 form carrying an IPv4 address is keyed as that address", t_addr_key },
+		{ "a refused answer takes back the names it added, only those", t_unanswer },
+		{ "a record reads only the ids the index listed by its time", t_listed },
 	};
 	char why[WHY_LEN];
 
