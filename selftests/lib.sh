@@ -212,7 +212,6 @@ require_busybox_static() {
 		skip_all "$BUSYBOX is not static (install busybox-static)"
 }
 
-# sl_busybox_rootfs DIR: a container rootfs in DIR: busybox and the links its commands need.
 # sl_podman_storage: where the machine's root is read-only (the selftest VMs mount this
 # machine's root read-only), podman cannot open its state database under /var/lib/containers:
 # its storage goes to the test's directory instead (CONTAINERS_STORAGE_CONF, which sluice's own
@@ -227,6 +226,7 @@ sl_podman_storage() {
 	export CONTAINERS_STORAGE_CONF=$SL_TMP/podman-storage.conf
 }
 
+# sl_busybox_rootfs DIR: a container rootfs in DIR: busybox and the links its commands need.
 sl_busybox_rootfs() {
 	local a
 	mkdir -p "$1"/{bin,proc,dev,sys,tmp,etc} || return 1

@@ -90,11 +90,15 @@ sluice_run "$shared" "$SL_TMP/shared.jsonl" --netns "/run/netns/$SL_NS_RUN" \
 	echo "y8080 $("$1" tcp 198.51.100.20 8080)"
 	dig +time=2 +tries=1 m.example A | sed -n "s/.*status: \([A-Z]*\),.*/m \1/p"
 	echo "m80 $("$1" tcp 203.0.113.7 80)"' sh "$SL_PROBE"
+# refusal_why HOST: the "why" of the log's SERVFAIL dns line for HOST
+refusal_why() {
+	log_field "$(log_lines "$SL_TMP/shared.jsonl" type=dns host="$1" decision=error rcode=SERVFAIL |
+		head -n 1)" why
+}
 tap_cmp "shared address: the four names of four rules are answered" \
 	"$(grep -cE '^a[1-4] 198\.51\.100\.10$' "$SL_OUT")" -eq 4
 tap_check "shared address: a fifth rule's name gets SERVFAIL" grep -qx 'a5 SERVFAIL' "$SL_OUT"
-why=$(log_lines "$SL_TMP/shared.jsonl" type=dns host=a5.example decision=error rcode=SERVFAIL |
-	sed -n 's/.*"why":"\([^"]*\)".*/\1/p')
+why=$(refusal_why a5.example)
 refusal='^cannot record learned address 198\.51\.100\.10 for a5\.example: '
 tap_check "shared address: the refusal names the address, the name and the limit" \
 	grep -q "${refusal}an address carries at most 4 rules" <<<"$why"
@@ -106,8 +110,7 @@ tap_check "shared address: the refused answer's other address was not learned ei
 	grep -q '^y8080 err EPERM' "$SL_OUT"
 tap_check "shared address: a name five rules list gets SERVFAIL, its address stays denied" \
 	bash -c "grep -qx 'm SERVFAIL' '$SL_OUT' && grep -q '^m80 err EPERM' '$SL_OUT'"
-why=$(log_lines "$SL_TMP/shared.jsonl" type=dns host=m.example decision=error rcode=SERVFAIL |
-	sed -n 's/.*"why":"\([^"]*\)".*/\1/p')
+why=$(refusal_why m.example)
 many='at most 4 rules (SL_LEARNED_RULES), and at least 5 list the name (r1, r2, r3, r4, r5)$'
 tap_check "shared address: ... and the log says the name alone needs more than 4 rules" \
 	grep -q "$many" <<<"$why"
