@@ -481,22 +481,20 @@ int loader_build_map_shape(const char *name, struct map_shape *out)
 }
 
 /*
- * The shape of the map fd, whoever made it; of a map of maps, also that of the first map it holds
- * among its first SHAPE_INNER_KEYS keys (inner_known false: none there). Its keys are read into
- * a buffer of their own size.
+ * The shape of the map fd (mi: its info from the kernel), whoever made it; of a map of maps, also
+ * that of the first map it holds among its first SHAPE_INNER_KEYS keys (inner_known false: none
+ * there). Its keys are read into a buffer of their own size.
  */
 #define SHAPE_INNER_KEYS 64
 
-static int shape_of_fd(int fd, struct map_shape *out)
+static int shape_of_info(int fd, const struct bpf_map_info *mi, struct map_shape *out)
 {
-	struct bpf_map_info info = {}, inner_info = {};
-	__u32 len = sizeof(info), id, key_size;
+	struct bpf_map_info inner_info = {}, info = *mi;
+	__u32 len, id, key_size;
 	void *prev = NULL;
 	int inner, n, err = 0;
 	char *keys;
 
-	if (bpf_map_get_info_by_fd(fd, &info, &len))
-		return -errno;
 	*out = (struct map_shape){ .map = { info.type, info.key_size, info.value_size,
 					    info.map_flags } };
 	/* (a map of maps gives out its maps' ids: a __u32 each, as its value size says) */
@@ -530,6 +528,17 @@ static int shape_of_fd(int fd, struct map_shape *out)
 	}
 	free(keys);
 	return err;
+}
+
+/* shape_of_info of the map fd, its info asked of the kernel here. */
+static int shape_of_fd(int fd, struct map_shape *out)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+
+	if (bpf_map_get_info_by_fd(fd, &info, &len))
+		return -errno;
+	return shape_of_info(fd, &info, out);
 }
 
 /*
@@ -3976,7 +3985,7 @@ static int run_maps_add(struct loader *l, int prog_fd)
 		memcpy(m->name, mi.name, sizeof(m->name));
 		m->name[sizeof(m->name) - 1] = '\0';
 		/* (compared with this build's only when given out: the run may hold maps no one reads) */
-		m->shape_err = shape_of_fd(fd, &m->shape);
+		m->shape_err = shape_of_info(fd, &mi, &m->shape);
 	}
 	return 0;
 }

@@ -505,10 +505,14 @@ static int on_decision(const struct sl_decision_event *ev, void *ctx)
 			   ev->hook == SL_HOOK_TC ? 0 : ev->tgid, v.surface ? 0 : ev->port,
 			   v.surface ? "" : v.dst))
 		return 0;
+	/* an allow the policy's log: list leaves out needs no names: nothing prints it */
+	if (!v.deny && !p->log_allow) {
+		r->unlogged++; /* the policy's log: list leaves it out; run_end counts it */
+		return 0;
+	}
 	/* the address judged: the IPv4 one an IPv6 form embeds, as the kernel looked it up */
 	line_hosts_of(r, &lh, ev->host_id, ev->embedded_v4 ? AF_INET : ev->family,
 		      ev->embedded_v4 ? ev->eff_addr : ev->addr, ev->hdr.ts_ns);
-	host = line_hosts_text(&lh, host_buf, sizeof(host_buf));
 	/*
 	 * The backstop dropped a TCP socket's packet (to an address the policy denies: one passed
 	 * in from outside the run, or a flow a switch could not find to judge again): the socket
@@ -522,6 +526,7 @@ static int on_decision(const struct sl_decision_event *ev, void *ctx)
 		const char *what = v.enforced ? "egress denied" : "egress would be denied (report mode)";
 
 		__atomic_fetch_add(&r->denials, 1, __ATOMIC_RELAXED);
+		host = line_hosts_text(&lh, host_buf, sizeof(host_buf));
 		if (host)
 			notice_add(&n, "%s: %s [%s] (rule: %s) run_id=%s task=%s\n", what, host,
 				   v.dst_port, v.rule, r->run_id, r->task_text);
@@ -532,8 +537,8 @@ static int on_decision(const struct sl_decision_event *ev, void *ctx)
 			notice_request_access(&n, p->request_access, lh.host ? lh.host : v.dst);
 		notice_denial(r, &n);
 	}
-	if (v.deny ? !p->log_deny : !p->log_allow) {
-		r->unlogged++; /* the policy's log: list leaves it out; run_end counts it */
+	if (v.deny && !p->log_deny) {
+		r->unlogged++;
 		return 0;
 	}
 
