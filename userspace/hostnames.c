@@ -78,16 +78,25 @@ void hostnames_free(struct hostnames *h)
 	free(h);
 }
 
-/* FNV-1a, for the name index: names come from the run, so lookups must not be linear. */
-static uint64_t name_hash(const char *name)
+/*
+ * FNV-1a of len bytes, for both indexes: names and addresses come from the run, so lookups must
+ * not be linear.
+ */
+static uint64_t fnv1a(const void *p, size_t len)
 {
+	const unsigned char *b = p;
 	uint64_t x = 0xcbf29ce484222325ULL;
 
-	for (; *name; name++) {
-		x ^= (unsigned char)*name;
+	while (len--) {
+		x ^= *b++;
 		x *= 0x100000001b3ULL;
 	}
 	return x;
+}
+
+static uint64_t name_hash(const char *name)
+{
+	return fnv1a(name, strlen(name));
 }
 
 /* The index slot (open addressing, linear probing) holding name's id, or the empty one for it. */
@@ -227,14 +236,7 @@ out:
 
 static size_t addr_bucket(const uint8_t addr[16])
 {
-	uint64_t x = 0xcbf29ce484222325ULL;
-	size_t i;
-
-	for (i = 0; i < 16; i++) {
-		x ^= addr[i];
-		x *= 0x100000001b3ULL;
-	}
-	return (size_t)(x % ADDR_BUCKETS);
+	return (size_t)(fnv1a(addr, 16) % ADDR_BUCKETS);
 }
 
 /* addr's entry, made if make and new; NULL if none (or no memory). Under h->lock. */
