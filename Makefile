@@ -174,14 +174,15 @@ test: deps
 # VM_MEM (qemu -m), VM_APPEND (added to the kernel's command line), VM_TIMEOUT (s per VM,
 # default 600 per test file and 600 for the boot, 9 h for the whole suite: a guest still
 # running then is killed and fails), VM_JOBS (kernels booted at once, default 1: each VM takes
-# two CPUs' worth of emulation and VM_MEM). VMTEST_ARGS: more of selftests/vm/vmtest.sh's
-# arguments (-k 6.1, test files).
+# two CPUs' worth of emulation and VM_MEM), VM_SHARDS (VMs that share out each kernel's test
+# files and run at once, default 1: each keeps about one core busy). VMTEST_ARGS: more of selftests/vm/vmtest.sh's arguments (-k 6.1, test files).
 VM_TIMEOUT ?=
 VMTEST_ARGS ?=
 vmtest: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)bash selftests/vm/vmtest.sh $(if $(VM_TIMEOUT),-t '$(VM_TIMEOUT)') \
-		$(if $(VM_JOBS),-j '$(VM_JOBS)') $(if $(VM_MEM),-m '$(VM_MEM)') $(if $(VM_APPEND),-a '$(VM_APPEND)') \
+		$(if $(VM_JOBS),-j '$(VM_JOBS)') $(if $(VM_SHARDS),-s '$(VM_SHARDS)') \
+		$(if $(VM_MEM),-m '$(VM_MEM)') $(if $(VM_APPEND),-a '$(VM_APPEND)') \
 		$(if $(KERNEL),-K '$(KERNEL)') $(if $(MODULES),-M '$(MODULES)') \
 		$(if $(CONFIG),-C '$(CONFIG)') $(VMTEST_ARGS)
 

@@ -11,6 +11,8 @@
 # said on stderr), the kernel is booted with "bpf" in lsm= and the caller's
 # memory and command line, and the config built into a kernel image is found and checked;
 # with -j two kernels boot at once and their lines come in the order the kernels were named;
+# with -s one kernel's files are shared out among VMs that run at once, by the seconds each
+# takes, its lines still in the order given, and one VM that hangs fails alone;
 # vmtest killed takes its emulators with it.
 # No root needed.
 
@@ -87,6 +89,7 @@ vm_refuses "MODULES without KERNEL" "MODULES= and CONFIG= go with KERNEL=" -M "$
 vm_refuses "a memory size that is not one" 'the memory (-m, VM_MEM) "lots"' -K "$tmp/bzImage" -m lots
 vm_refuses "a time limit that is not one" 'the time limit (-t, VM_TIMEOUT) "0"' -K "$tmp/bzImage" -t 0
 vm_refuses "a -j that is not a number of kernels" 'the kernels at once (-j, VM_JOBS) "0"' -j 0 -k 6.1
+vm_refuses "a -s that is not a number of VMs" 'the VMs per kernel (-s, VM_SHARDS) "two"' -s two -k 6.1
 vm_refuses "an unknown Debian series" 'unknown kernel series "5.10"' -k 5.10
 vm_refuses "a test file that does not exist" "selftests/test_nope.sh: no such test file" \
 	-K "$tmp/bzImage" selftests/test_nope.sh
@@ -131,20 +134,28 @@ report)
 	echo "vmtest-file: ${TESTS[2]} skip no BPF LSM here"
 	echo "vmtest-result: 1"
 	;;
-# meet: this kernel's files pass only if another kernel's emulator started within 10 s of it
-# (so they ran at once); the 6.1 one ends last
+# meet: this VM's files pass only if another emulator started within 10 s of it (so they ran
+# at once); the 6.1 one ends last. hang-lsm: the VM given test_lsm.sh hangs, others pass.
 meet)
 	conf=$(printf '%s\n' "$@" | sed -n 's/.*sluice_vm=\([^ ]*\).*/\1/p')
 	. "$conf"
 	me=$(basename "$(printf '%s\n' "$@" | grep -A 1 -x -- -kernel | tail -n 1)")
-	touch "$d/started.$me"
+	touch "$d/started.$$"
 	for _ in $(seq 100); do
-		ls "$d" | grep '^started\.' | grep -qvxF "started.$me" && met=ok && break
+		ls "$d" | grep '^started\.' | grep -qvxF "started.$$" && met=ok && break
 		sleep 0.1
 	done
 	[[ $me == *6.1.0* ]] && sleep 2
 	echo "vmtest: kernel $me, ${#TESTS[@]} test file(s)"
 	for t in "${TESTS[@]}"; do echo "vmtest-file: $t ${met:-fail}"; done
+	echo "vmtest-result: 0"
+	;;
+hang-lsm)
+	conf=$(printf '%s\n' "$@" | sed -n 's/.*sluice_vm=\([^ ]*\).*/\1/p')
+	. "$conf"
+	[[ " ${TESTS[*]} " == *" selftests/test_lsm.sh "* ]] && exec sleep 1000
+	echo "vmtest: kernel 9.9.9-fake, ${#TESTS[@]} test file(s)"
+	for t in "${TESTS[@]}"; do echo "vmtest-file: $t ok"; done
 	echo "vmtest-result: 0"
 	;;
 lsm-skip)
@@ -331,6 +342,45 @@ tap_is "without -j the kernels boot one after the other (the first met no other)
 	"1:not ok 1 - 6.1.0-990-amd64: selftests/test_topology.sh
 ok 2 - 6.12.990+bpo-amd64: selftests/test_topology.sh"
 
+# One kernel's files shared out among VMs that run at once (-s), by the seconds a table says
+# each file takes (SL_VM_SECONDS): the longest to the first VM, the next two to the second
+printf '# seconds\nselftests/test_topology.sh 300\nselftests/test_lsm.sh 200\nselftests/test_report.sh 150\n' \
+	>"$tmp/seconds"
+vm_shared() {
+	SL_VM_SECONDS=$tmp/seconds bash "$VMTEST" -K "$tmp/bzImage" -C "$tmp/full.config" -s 2 "$@" \
+		selftests/test_topology.sh selftests/test_report.sh selftests/test_lsm.sh 2>"$tmp/stderr"
+}
+echo meet >"$tmp/guest"
+rm -f "$tmp"/started.*
+out=$(vm_shared -t 60)
+rc=$?
+tap_is "-s 2: both VMs of the kernel ran at once, one line per file in the order given" \
+	"$rc:$(grep -E '^(not )?ok |^1\.\.' <<<"$out")" "0:ok 1 - 9.9.9-fake: config $tmp/full.config has every option in selftests/config
+ok 2 - 9.9.9-fake: selftests/test_topology.sh
+ok 3 - 9.9.9-fake: selftests/test_report.sh
+ok 4 - 9.9.9-fake: selftests/test_lsm.sh
+1..4" || tap_diag "$out"
+vm_dir=$(ls -d "$SL_VM_DIR"/custom-*)
+tap_is "-s 2: the longest file in one VM, the other two in the other, each in the order given" \
+	"$(grep -h '^TESTS=' "$vm_dir"/vm-1/guest.conf "$vm_dir"/vm-2/guest.conf)" \
+	"TESTS=(selftests/test_topology.sh )
+TESTS=(selftests/test_report.sh selftests/test_lsm.sh )"
+tap_is "-s 2: which files each VM runs, and how long each ran, is said" \
+	"$(grep -c -e '^# 9.9.9-fake: VM 1 of 2 runs 1 file(s): selftests/test_topology.sh$' \
+		-e '^# 9.9.9-fake: VM 2 of 2 runs 2 file(s): selftests/test_report.sh selftests/test_lsm.sh$' \
+		-e '^# 9.9.9-fake (VM [12] of 2): the VM ran [0-9]* s' <<<"$out")" 4
+echo hang-lsm >"$tmp/guest"
+out=$(vm_shared -t 3)
+rc=$?
+tap_is "-s 2, one VM hung: the other's file ok, the hung VM's two files not reported, exit 1" \
+	"$rc:$(grep -E '^(not )?ok ' <<<"$out" | sed 's/ (console: .*)//; s/; console: .*)/)/')" \
+	"1:ok 1 - 9.9.9-fake: config $tmp/full.config has every option in selftests/config
+ok 2 - 9.9.9-fake: selftests/test_topology.sh
+not ok 3 - 9.9.9-fake (VM 2 of 2): the VM did not finish in 3 s, killed (0 of 2 files done)" ||
+	tap_diag "$out"
+tap_check "-s 2, one VM hung: said on stderr" \
+	grep -q '^vmtest: not ok: 9.9.9-fake (VM 2 of 2): the VM did not finish' "$tmp/stderr"
+
 # Killed, vmtest ends its emulators: one after the other, and two at once
 echo hang >"$tmp/guest"
 vm_killed() {
@@ -365,6 +415,8 @@ vm_killed() {
 vm_killed "vmtest killed while its guest runs: exit 143, the emulator gone" 1 -K "$tmp/bzImage" \
 	-C "$tmp/full.config"
 vm_killed "vmtest -j 2 killed: exit 143, both emulators gone" 2 -j 2 -k 6.1 -k 6.12
+vm_killed "vmtest -s 2 killed: exit 143, both emulators of the kernel gone" 2 -s 2 \
+	-K "$tmp/bzImage" -C "$tmp/full.config" selftests/test_lsm.sh
 tap_check "vmtest -j 2 killed: its job files are gone" \
 	bash -c "! ls -d '$SL_VM_DIR'/jobs.* 2>/dev/null"
 

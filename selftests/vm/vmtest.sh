@@ -5,7 +5,7 @@
 # or on a kernel the caller built.
 #
 #   selftests/vm/vmtest.sh [-k 6.1|6.12]… [-K BZIMAGE [-M MODULES] [-C CONFIG]]
-#                          [-m MEM] [-a APPEND] [-t SECONDS] [-j VMS] [TEST…]
+#                          [-m MEM] [-a APPEND] [-t SECONDS] [-j KERNELS] [-s VMS] [TEST…]
 #
 # TEST: selftests/test_*.sh files (default: every root selftest but test_vm.sh). Each Debian
 # kernel's image package comes from the machine's apt sources (apt-get download, cached in
@@ -16,12 +16,15 @@
 # against selftests/config (selftests/vm/config-check.sh) before the boot: one TAP line, that
 # names each option lacking. -m the VM's memory (qemu -m, default 3G), -a what is added to the
 # kernel's command line (after ours, so it can override it), -t the time limit of each VM in
-# seconds (default 600 per test file and 600 for the boot: 9 h for the whole suite): a guest
-# that has not powered off by then is killed and fails. -j how many kernels boot at once
+# seconds (default 600 per test file it runs and 600 for the boot: 9 h for the whole suite): a
+# guest that has not powered off by then is killed and fails. -j how many kernels boot at once
 # (default 1, one after the other): each VM has two virtual CPUs and MEM, and a kernel's lines
 # are printed, in the order the kernels were named, once every kernel has finished (a failure
-# is said on stderr when it happens). vmtest killed (SIGTERM, SIGINT, SIGHUP) takes its
-# emulators with it.
+# is said on stderr when it happens). -s how many VMs share out each kernel's test files and
+# run at once (default 1): each VM gets the files that even out the seconds
+# selftests/vm/file-seconds says they take (the longest first, each to the VM with the fewest
+# so far); a kernel's lines still come one per file in the order given. Under emulation one VM
+# keeps little more than one core busy: -j 2 -s 2 (four VMs) wants four. vmtest killed (SIGTERM, SIGINT, SIGHUP) takes its emulators with it.
 #
 # An initramfs of busybox and the virtio and 9p modules mounts this machine's root read-only
 # over virtio-9p and hands over to selftests/vm/guest.sh there, which mounts what the tests
@@ -46,9 +49,10 @@ VMDIR=${SL_VM_DIR:-$REPO/.output/vm}
 QEMU=${SL_VM_QEMU:-qemu-system-x86_64}
 LSMS=${VM_LSM:-landlock,lockdown,yama,apparmor,bpf}
 kernels=()
-timeout_s= # (default: by the number of test files, below)
+timeout_s= # (default: by the number of test files in the VM, below)
 file_timeout=${SL_VM_FILE_TIMEOUT:-1800}
 parallel=1
+shards=1
 mem=3G
 append=
 custom=
@@ -59,11 +63,11 @@ tests=()
 usage() {
 	[[ -n ${1:-} ]] && echo "vmtest: $1" >&2
 	echo "usage: $0 [-k 6.1|6.12]… [-K BZIMAGE [-M MODULES] [-C CONFIG]] [-m MEM] [-a APPEND]" \
-		"[-t SECONDS] [-j VMS] [TEST…]" >&2
+		"[-t SECONDS] [-j KERNELS] [-s VMS] [TEST…]" >&2
 	exit 2
 }
 
-while getopts "k:K:M:C:m:a:t:j:" opt; do
+while getopts "k:K:M:C:m:a:t:j:s:" opt; do
 	case $opt in
 	k)
 		[[ $OPTARG == 6.1 || $OPTARG == 6.12 ]] ||
@@ -77,6 +81,7 @@ while getopts "k:K:M:C:m:a:t:j:" opt; do
 	a) append=$OPTARG ;;
 	t) timeout_s=$OPTARG ;;
 	j) parallel=$OPTARG ;;
+	s) shards=$OPTARG ;;
 	*) usage ;;
 	esac
 done
@@ -85,6 +90,7 @@ tests=("$@")
 # bad arguments are the caller's to fix: said before anything is fetched or booted
 [[ -z $timeout_s || $timeout_s =~ ^[1-9][0-9]*$ ]] || usage "the time limit (-t, VM_TIMEOUT) \"$timeout_s\" is not a number of seconds"
 [[ $parallel =~ ^[1-9][0-9]?$ ]] || usage "the kernels at once (-j, VM_JOBS) \"$parallel\" is not a number from 1 to 99"
+[[ $shards =~ ^[1-9][0-9]?$ ]] || usage "the VMs per kernel (-s, VM_SHARDS) \"$shards\" is not a number from 1 to 99"
 [[ $mem =~ ^[1-9][0-9]*[MG]?$ ]] || usage "the memory (-m, VM_MEM) \"$mem\" is not a size like 3G or 2048M"
 [[ $append != *$'\n'* ]] || usage "the command line (-a, VM_APPEND) has a newline"
 if [[ -n $custom ]]; then
@@ -111,9 +117,6 @@ if [[ ${#tests[@]} -eq 0 ]]; then
 		[[ $(basename "$t") == test_vm.sh ]] || tests+=("selftests/$(basename "$t")")
 	done
 fi
-# the whole suite finishes by default: each file's time under emulation (at most 1408 s, 260 on
-# average, on 6.12 with the machine loaded) well within 600 s on average
-[[ -n $timeout_s ]] || timeout_s=$((600 * ${#tests[@]} + 600))
 
 echo "TAP version 13"
 die() {
@@ -273,29 +276,57 @@ image_version() {
 		head -n 1 | cut -d' ' -f1 | tr -cd 'A-Za-z0-9._+-'
 }
 
-# Boot one kernel and run the tests in it, say what they said: 0 if they all passed (or
-# skipped). LABEL names the kernel in the TAP lines; KDIR holds lib/modules/VERSION for the
-# guest's modprobe; DIR gets guest.conf and console.log.
-boot_kernel() {
-	local label=$1 image=$2 initrd=$3 kdir=$4 dir=$5 log rc file status why guest lsms took
-	local seen=0 failed=0 start=$SECONDS
-	local -A secs=()
+# The seconds each test file takes under emulation (selftests/vm/file-seconds, or SL_VM_SECONDS),
+# by which -s shares a kernel's files out among its VMs; a file not listed counts 120 s.
+declare -A file_secs=()
+load_file_seconds() {
+	local f s
+	while read -r f s _; do
+		[[ $f == selftests/* && $s =~ ^[0-9]+$ ]] && file_secs[$f]=$s
+	done < <(grep -v '^#' "${SL_VM_SECONDS:-$REPO/selftests/vm/file-seconds}" 2>/dev/null)
+}
+
+# Share the test files out among COUNT VMs: the longest first, each to the VM with the fewest
+# seconds so far (ties: the earlier VM). Prints, for each file in the order given, the number of
+# its VM (0 to COUNT-1); each VM then runs its files in that order.
+share_out() {
+	local count=$1 i k best
+	local -a load=() vm_of=()
+	for ((k = 0; k < count; k++)); do load[k]=0; done
+	while read -r _ i; do
+		best=0
+		for ((k = 1; k < count; k++)); do
+			[[ ${load[k]} -lt ${load[best]} ]] && best=$k
+		done
+		load[best]=$((load[best] + ${file_secs[${tests[i]}]:-120}))
+		vm_of[i]=$best
+	done < <(for i in "${!tests[@]}"; do echo "${file_secs[${tests[i]}]:-120} $i"; done |
+		sort -k1,1nr -k2,2n)
+	printf '%s\n' "${vm_of[@]}"
+}
+
+# Boot one VM and run FILES in it: DIR gets guest.conf, console.log and qemu.rc (qemu's exit
+# status). NAME names the VM in its comment line; LIMIT is its time limit in seconds.
+boot_vm() {
+	local name=$1 image=$2 initrd=$3 kdir=$4 dir=$5 limit=$6 log rc attempt start=$SECONDS
+	shift 6
 	# what guest.sh runs: read over 9p, from this (read-only) tree
 	{
 		printf 'REPO=%q\n' "$REPO"
 		printf 'KDIR=%q\n' "$kdir"
-		printf 'TESTS=(%s)\n' "$(printf '%q ' "${tests[@]}")"
+		printf 'TESTS=(%s)\n' "$(printf '%q ' "$@")"
 		printf 'FILE_TIMEOUT=%q\n' "$file_timeout"
 		printf 'VERBOSE=%q\n' "${SL_VM_VERBOSE:-0}"
 	} >"$dir/guest.conf"
 	log=$dir/console.log
+	rm -f "$dir/console.first.log" "$dir/qemu.rc"
 	# no network device (-nodefaults): the VM reaches nothing but its own namespaces. A guest
 	# that hangs is killed at the time limit (-k: SIGKILL 10 s after the SIGTERM). A guest that
 	# ends early without a result (a crash under emulation, a panic) is booted once more, its
 	# first console kept and its end said on stderr, so the CI log shows what happened; a
 	# second such end, or a hang, fails.
 	for attempt in 1 2; do
-		timeout -k 10 "$timeout_s" "$QEMU" -machine q35 -accel tcg,thread=multi \
+		timeout -k 10 "$limit" "$QEMU" -machine q35 -accel tcg,thread=multi \
 			-cpu max -smp 2 -m "$mem" -nographic -no-reboot -nodefaults -nic none -serial stdio \
 			-kernel "$image" -initrd "$initrd" \
 			-append "console=ttyS0 panic=-1 quiet lsm=$LSMS sluice_vm=$dir/guest.conf $append" \
@@ -307,29 +338,89 @@ boot_kernel() {
 		wait "$emulator"
 		rc=$?
 		emulator=
-		echo "# $label: the VM ran $((SECONDS - start)) s (boot $attempt)"
+		echo "# $name: the VM ran $((SECONDS - start)) s (boot $attempt)"
 		if [[ $attempt -eq 2 || $rc -eq 124 || $rc -eq 137 ]] ||
 			tr -d '\r' <"$log" | grep -q '^vmtest-result: '; then
 			break
 		fi
 		mv "$log" "$dir/console.first.log"
 		{
-			echo "vmtest: $label: the VM ended without a result (qemu exit $rc), booting it once more; the end of its console ($dir/console.first.log):"
+			echo "vmtest: $name: the VM ended without a result (qemu exit $rc), booting it once more; the end of its console ($dir/console.first.log):"
 			tail -n 30 "$dir/console.first.log" | tr -d '\r' | sed 's/^/vmtest:   /'
 		} >&2
-		echo "# $label: the first boot ended without a result (qemu exit $rc), booted once more"
+		echo "# $name: the first boot ended without a result (qemu exit $rc), booted once more"
 	done
-	guest=$(tr -d '\r' <"$log" | sed -n '/vmtest: kernel /,/^vmtest-result: /p' |
-		sed 's/.*\(vmtest: kernel \)/\1/; /^vmtest-\(file\|time\): /d; s/^/# /')
-	printf '%s\n' "$guest"
-	lsms=$(tr -d '\r' <"$log" | sed -n 's/^vmtest: active LSMs: //p' | head -n 1)
-	while read -r _ file took; do
-		[[ $took =~ ^[0-9]+$ ]] && secs[$file]=$took
-	done < <(tr -d '\r' <"$log" | grep '^vmtest-time: ')
-	while read -r _ file status why; do
-		seen=$((seen + 1))
+	echo "$rc" >"$dir/qemu.rc"
+}
+
+# Boot one kernel and run the tests in it, in one VM or, with -s, shared out among several that
+# run at once; say what they said, one TAP line per file in the order given: 0 if they all
+# passed (or skipped). LABEL names the kernel in the TAP lines; KDIR holds lib/modules/VERSION
+# for the guest's modprobe; DIR gets guest.conf and console.log (with -s, DIR/vm-K each).
+boot_kernel() {
+	local label=$1 image=$2 initrd=$3 kdir=$4 dir=$5 count=$shards log rc file status why
+	local guest='' text lsms='' took k i jobs_before=${#vm_jobs[@]} failed=0
+	local -a vm_dirs=() vm_files=() vm_pids=() vm_of=() files=()
+	local -A secs=() result=() reason=() console=()
+	[[ $count -le ${#tests[@]} ]] || count=${#tests[@]}
+	if [[ $count -le 1 ]]; then
+		vm_dirs=("$dir")
+		vm_files=("$(printf '%s\n' "${tests[@]}")")
+		boot_vm "$label" "$image" "$initrd" "$kdir" "$dir" \
+			"${timeout_s:-$((600 * ${#tests[@]} + 600))}" "${tests[@]}"
+	else
+		mapfile -t vm_of < <(share_out "$count")
+		for ((k = 0; k < count; k++)); do
+			vm_dirs[k]=$dir/vm-$((k + 1))
+			vm_files[k]=$(for i in "${!tests[@]}"; do
+				[[ ${vm_of[i]} -eq $k ]] && echo "${tests[i]}"
+			done)
+		done
+		for ((k = 0; k < count; k++)); do
+			mkdir -p "${vm_dirs[k]}" || return 1
+			mapfile -t files <<<"${vm_files[k]}"
+			echo "# $label: VM $((k + 1)) of $count runs ${#files[@]} file(s): ${vm_files[k]//$'\n'/ }"
+			# each VM a job of its own, which (killed) ends its emulator as vmtest does
+			(
+				trap 'stop 129' HUP
+				trap 'stop 130' INT
+				trap 'stop 143' TERM
+				vm_jobs=()
+				boot_vm "$label (VM $((k + 1)) of $count)" "$image" "$initrd" "$kdir" \
+					"${vm_dirs[k]}" "${timeout_s:-$((600 * ${#files[@]} + 600))}" "${files[@]}"
+			) >"${vm_dirs[k]}/boot.out" &
+			vm_pids+=($!)
+			vm_jobs+=($!)
+		done
+		wait "${vm_pids[@]}"
+		vm_jobs=("${vm_jobs[@]:0:jobs_before}")
+		for ((k = 0; k < count; k++)); do
+			cat "${vm_dirs[k]}/boot.out"
+			rm -f "${vm_dirs[k]}/boot.out"
+		done
+	fi
+	# what the guests said, each VM's in turn; the tests' lines by file, from whichever VM ran it
+	for k in "${!vm_dirs[@]}"; do
+		log=${vm_dirs[k]}/console.log
+		text=$(tr -d '\r' <"$log" 2>/dev/null | sed -n '/vmtest: kernel /,/^vmtest-result: /p' |
+			sed 's/.*\(vmtest: kernel \)/\1/; /^vmtest-\(file\|time\): /d; s/^/# /')
+		[[ -n $text ]] && guest+=${guest:+$'\n'}$text
+		[[ -n $lsms ]] || lsms=$(tr -d '\r' <"$log" 2>/dev/null | sed -n 's/^vmtest: active LSMs: //p' | head -n 1)
+		while read -r _ file took; do
+			[[ $took =~ ^[0-9]+$ ]] && secs[$file]=$took
+		done < <(tr -d '\r' <"$log" 2>/dev/null | grep '^vmtest-time: ')
+		while read -r _ file status why; do
+			result[$file]=$status
+			reason[$file]=$why
+			console[$file]=$log
+		done < <(tr -d '\r' <"$log" 2>/dev/null | grep '^vmtest-file: ')
+	done
+	[[ -n $guest ]] && printf '%s\n' "$guest"
+	for file in "${tests[@]}"; do
+		[[ -n ${result[$file]+set} ]] || continue
 		took=${secs[$file]:+ (${secs[$file]} s)}
-		case $status in
+		why=${reason[$file]}
+		case ${result[$file]} in
 		ok) tap ok "$label: $file$took" ;;
 		skip)
 			# the BPF LSM layer is what the VM is booted with lsm=...,bpf for: where the
@@ -343,27 +434,34 @@ boot_kernel() {
 			fi
 			;;
 		*)
-			tap "not ok" "$label: $file$took (console: $log)"
+			tap "not ok" "$label: $file$took (console: ${console[$file]})"
 			failed=1
 			;;
 		esac
-	done < <(tr -d '\r' <"$log" | grep '^vmtest-file: ')
+	done
 	[[ $failed -eq 0 ]] || printf '%s\n' "$guest" >&2
-	if ! tr -d '\r' <"$log" | grep -q '^vmtest-result: '; then
-		if [[ $rc -eq 124 || $rc -eq 137 ]]; then
-			tap "not ok" "$label: the VM did not finish in $timeout_s s, killed ($seen of ${#tests[@]} files done; console: $log)"
-		else
-			tap "not ok" "$label: the VM ended without a result (qemu exit $rc; console: $log)"
+	# each VM finished and reported every file it was given, or it fails
+	for k in "${!vm_dirs[@]}"; do
+		log=${vm_dirs[k]}/console.log
+		rc=$(cat "${vm_dirs[k]}/qemu.rc" 2>/dev/null)
+		mapfile -t files <<<"${vm_files[k]}"
+		text=$label
+		[[ ${#vm_dirs[@]} -gt 1 ]] && text+=" (VM $((k + 1)) of ${#vm_dirs[@]})"
+		if ! tr -d '\r' <"$log" 2>/dev/null | grep -q '^vmtest-result: '; then
+			if [[ $rc == 124 || $rc == 137 ]]; then
+				tap "not ok" "$text: the VM did not finish in ${timeout_s:-$((600 * ${#files[@]} + 600))} s, killed ($(tr -d '\r' <"$log" | grep -c '^vmtest-file: ') of ${#files[@]} files done; console: $log)"
+			else
+				tap "not ok" "$text: the VM ended without a result (qemu exit ${rc:-unknown}; console: $log)"
+			fi
+			text=$(tail -n 20 "$log" 2>/dev/null | tr -d '\r' | sed 's/^/#   /')
+			printf '%s\n' "$text"
+			printf '%s\n' "$text" >&2
+			failed=1
+		elif [[ $(tr -d '\r' <"$log" | grep -c '^vmtest-file: ') -ne ${#files[@]} ]]; then
+			tap "not ok" "$text: $(tr -d '\r' <"$log" | grep -c '^vmtest-file: ') of ${#files[@]} test files reported (console: $log)"
+			failed=1
 		fi
-		guest=$(tail -n 20 "$log" | tr -d '\r' | sed 's/^/#   /')
-		printf '%s\n' "$guest"
-		printf '%s\n' "$guest" >&2
-		return 1
-	fi
-	if [[ $seen -ne ${#tests[@]} ]]; then
-		tap "not ok" "$label: $seen of ${#tests[@]} test files reported (console: $log)"
-		return 1
-	fi
+	done
 	return $failed
 }
 
@@ -475,6 +573,7 @@ run_kernel() {
 }
 
 mkdir -p "$VMDIR" || die "cannot create $VMDIR"
+[[ $shards -eq 1 ]] || load_file_seconds
 runs=()
 for k in "${kernels[@]}"; do
 	runs+=("debian:$k")
