@@ -3079,15 +3079,31 @@ static int sni_key(struct sl_sni_key *key, int family, const uint8_t *addr, cons
 	return 0;
 }
 
+int loader_sni_name(struct sl_sni_name *v, uint32_t host_id, const uint16_t *rule_ids,
+		    size_t n_rules)
+{
+	size_t i, n = 0;
+
+	*v = (struct sl_sni_name){ .host_id = host_id };
+	for (i = 0; i < n_rules; i++) {
+		if (rule_ids[i] == SL_RULE_DEFAULT)
+			continue; /* under no rule: an empty slot stands for it */
+		if (n == SL_LEARNED_RULES)
+			return -EXFULL;
+		v->rule_ids[n++] = rule_ids[i];
+	}
+	return 0;
+}
+
 int loader_sni_learn(struct loader *l, int family, const uint8_t *addr, const char *name,
-		     uint32_t host_id)
+		     const struct sl_sni_name *v)
 {
 	struct sl_sni_key key;
 	int err = sni_key(&key, family, addr, name);
 
 	if (err)
 		return err;
-	if (bpf_map_update_elem(bpf_map__fd(l->skel->maps.sl_sni_ok), &key, &host_id, BPF_ANY))
+	if (bpf_map_update_elem(bpf_map__fd(l->skel->maps.sl_sni_ok), &key, v, BPF_ANY))
 		return -errno;
 	return 0;
 }
@@ -3107,10 +3123,10 @@ int loader_sni_forget(struct loader *l, int family, const uint8_t *addr, const c
 bool loader_sni_ok(const struct loader *l, int family, const uint8_t *addr, const char *name)
 {
 	struct sl_sni_key key;
-	__u32 host_id;
+	struct sl_sni_name v;
 
 	return !sni_key(&key, family, addr, name) &&
-	       !bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.sl_sni_ok), &key, &host_id);
+	       !bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.sl_sni_ok), &key, &v);
 }
 
 static int run_map_fd(const struct loader *l, struct bpf_object *old, const char *name,
@@ -4415,25 +4431,25 @@ int loader_learned_walk(const struct loader *l, int family,
 }
 
 int loader_sni_walk(const struct loader *l,
-		    int (*fn)(const uint8_t addr[16], const char *name, uint32_t host_id,
-			      void *ctx),
+		    int (*fn)(const uint8_t addr[16], const char *name,
+			      const struct sl_sni_name *v, void *ctx),
 		    void *ctx)
 {
 	int fd = bpf_map__fd(l->skel->maps.sl_sni_ok), err;
 	struct sl_sni_key key, next;
 	char name[SL_SNI_MAX + 1];
+	struct sl_sni_name v;
 	void *prev = NULL;
-	__u32 host_id;
 
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
 		key = next;
 		prev = &key;
-		if (bpf_map_lookup_elem(fd, &key, &host_id) || !key.name_len ||
+		if (bpf_map_lookup_elem(fd, &key, &v) || !key.name_len ||
 		    key.name_len > SL_SNI_MAX)
 			continue;
 		memcpy(name, key.name, key.name_len);
 		name[key.name_len] = '\0';
-		err = fn(key.addr, name, host_id, ctx);
+		err = fn(key.addr, name, &v, ctx);
 		if (err)
 			return err;
 	}
@@ -4487,7 +4503,7 @@ int loader_next_learned_walk(struct loader_next *n, int family,
 }
 
 int loader_next_sni(struct loader_next *n, const uint8_t addr[16], const char *name,
-		    uint32_t host_id)
+		    const struct sl_sni_name *v)
 {
 	struct sl_sni_key key;
 	size_t len = strlen(name);
@@ -4498,7 +4514,7 @@ int loader_next_sni(struct loader_next *n, const uint8_t addr[16], const char *n
 	memcpy(key.addr, addr, sizeof(key.addr));
 	key.name_len = (__u16)len;
 	memcpy(key.name, name, len); /* as the old map held it: lower-cased already */
-	if (bpf_map_update_elem(bpf_map__fd(n->skel->maps.sl_sni_ok), &key, &host_id, BPF_ANY))
+	if (bpf_map_update_elem(bpf_map__fd(n->skel->maps.sl_sni_ok), &key, v, BPF_ANY))
 		return -errno;
 	return 0;
 }

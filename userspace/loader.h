@@ -269,11 +269,16 @@ int loader_map_check(int fd, const char *name, char *err, size_t err_len);
 
 /*
  * Let TLS flows to addr (4 or 16 bytes) name host in their ClientHello: the resolver produced
- * addr for it. The name is kept whole (lower-cased) and matched exactly. Returns 0 or -errno
- * (-E2BIG: map full; -ENAMETOOLONG: longer than a server name can be).
+ * addr for it, under the rules v holds (loader_sni_name: the name's own rules, which the packet
+ * layer puts a flow naming it under). The name is kept whole (lower-cased) and matched exactly.
+ * Returns 0 or -errno (-E2BIG: map full; -ENAMETOOLONG: longer than a server name can be).
+ * loader_sni_name: v for host_id and the name's rules (SL_RULE_DEFAULT ones skipped); -EXFULL
+ * when more than SL_LEARNED_RULES are left, as an address's learned entry would refuse them.
  */
+int loader_sni_name(struct sl_sni_name *v, uint32_t host_id, const uint16_t *rule_ids,
+		    size_t n_rules);
 int loader_sni_learn(struct loader *l, int family, const uint8_t *addr, const char *name,
-		     uint32_t host_id);
+		     const struct sl_sni_name *v);
 /*
  * Undo loader_sni_learn of a pair it added, for an answer refused after it wrote the pair: a
  * pair left behind would let TLS name that server on the address under another name's rule.
@@ -394,8 +399,8 @@ int loader_learned_walk(const struct loader *l, int family,
 			int (*fn)(const uint8_t *addr, const struct sl_learned *e, void *ctx),
 			void *ctx);
 int loader_sni_walk(const struct loader *l,
-		    int (*fn)(const uint8_t addr[16], const char *name, uint32_t host_id,
-			      void *ctx),
+		    int (*fn)(const uint8_t addr[16], const char *name,
+			      const struct sl_sni_name *v, void *ctx),
 		    void *ctx);
 /* The new set's learned addresses and server names, before the commit. */
 int loader_next_learned_get(struct loader_next *n, int family, const uint8_t *addr,
@@ -407,7 +412,7 @@ int loader_next_learned_walk(struct loader_next *n, int family,
 			     int (*fn)(const uint8_t *addr, const struct sl_learned *e, void *ctx),
 			     void *ctx);
 int loader_next_sni(struct loader_next *n, const uint8_t addr[16], const char *name,
-		    uint32_t host_id);
+		    const struct sl_sni_name *v);
 
 /* A sentence saying why loading failed, for the errno loader_load() set. */
 const char *loader_explain(int err);

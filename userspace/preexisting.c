@@ -628,26 +628,38 @@ static void set(struct records_preexisting *s, uint8_t verdict, uint8_t reason, 
 	s->rule = rule;
 }
 
-/* A learned address allows the port and protocol if one of the rules it was learned for does. */
+/*
+ * A learned address allows the port and protocol if one of the rules it was learned for does;
+ * of several, the one with the smallest request cap (no cap the largest; equal: the first), as
+ * the programs' learned_match picks it (bpf/policy.bpf.h).
+ */
 static long learned_rule(const struct policy *p, const struct sl_learned *l, uint16_t port,
 			 uint8_t proto)
 {
+	uint64_t best = 0, rank;
+	long found = -1;
 	size_t i;
 
 	for (i = 0; l && i < SL_LEARNED_RULES && l->rule_ids[i]; i++) {
 		const struct policy_rule *r;
+		bool covers = false;
 		size_t k;
 
 		r = policy_rule_of(p, l->rule_ids[i]);
 		if (!r || !(r->protocols & proto))
 			continue;
-		if (!r->n_ports)
-			return policy_rule_index(p, l->rule_ids[i]);
-		for (k = 0; k < r->n_ports; k++)
-			if (port >= r->ports[k].lo && port <= r->ports[k].hi)
-				return policy_rule_index(p, l->rule_ids[i]);
+		covers = !r->n_ports;
+		for (k = 0; !covers && k < r->n_ports; k++)
+			covers = port >= r->ports[k].lo && port <= r->ports[k].hi;
+		if (!covers)
+			continue;
+		rank = r->has_max_request_bytes ? r->max_request_bytes : UINT64_MAX;
+		if (found < 0 || rank < best) {
+			found = policy_rule_index(p, l->rule_ids[i]);
+			best = rank;
+		}
 	}
-	return -1;
+	return found;
 }
 
 void preexisting_verdict(const struct policy *p, enum sl_mode mode,

@@ -81,6 +81,7 @@ static const char deny_policy[] = "default: deny\n"
 				  "  - name: names\n"
 				  "    hosts: [\"example.com\"]\n"
 				  "    ports: [443]\n"
+				  "    max_request_bytes: 1024\n"
 				  "  - name: wide\n"
 				  "    cidrs: [\"10.0.0.0/8\"]\n"
 				  "  - name: ssh\n"
@@ -101,6 +102,8 @@ enum { P_DENY, P_ALLOW, P_MAX };
 #define DNS_PORT 5353 /* the run's resolver, as the decision layer redirects to it */
 #define HOST_EXAMPLE 7
 #define HOST_EXAMPLE6 8
+#define HOST_NAMES 9 /* names.example: a name of the names rule alone (443, capped) */
+#define HOST_SSH 10  /* ssh.example: of the ssh rule alone (22) */
 #define LONG_NAME_LEN 255
 
 struct run {
@@ -196,14 +199,26 @@ static int learn(struct loader *l, const char *addr, uint16_t rule, uint32_t hos
 	return loader_learn(l, family, a, &rule, 1, host, expires_ns);
 }
 
-static int sni_learn(struct loader *l, const char *addr, const char *name)
+/*
+ * A server-name pair, learned for host under rule (the web rule: its ports, 80, 443 and
+ * 8000-8100, are those the TLS cases send to).
+ */
+static int sni_learn_as(struct loader *l, const char *addr, const char *name, uint32_t host,
+			uint16_t rule)
 {
+	struct sl_sni_name v;
 	uint8_t a[16];
-	int family;
+	int family, e;
 
 	if (addr_of(addr, &family, a))
 		return -EINVAL;
-	return loader_sni_learn(l, family, a, name, HOST_EXAMPLE);
+	e = loader_sni_name(&v, host, &rule, 1);
+	return e ? e : loader_sni_learn(l, family, a, name, &v);
+}
+
+static int sni_learn(struct loader *l, const char *addr, const char *name)
+{
+	return sni_learn_as(l, addr, name, HOST_EXAMPLE, R_WEB);
 }
 
 /* As the loader decides sl_cfg_frag_check: the kernel's BTF names bpf_cast_to_kern_ctx (6.3+). */
@@ -266,7 +281,12 @@ static int run_up(struct run *r, const char *text, bool default_allow)
 	     /* rv2 attacker: one address, two rules: learned_match's second slot */
 	     (e = learn(r->l, "198.51.100.52", R_SSH, HOST_EXAMPLE, 0)) ||
 	     (e = learn(r->l, "198.51.100.52", R_NAMES, HOST_EXAMPLE, 0)) ||
+	     /* a shared address: an uncapped rule's name answered first, then a capped one's */
+	     (e = learn(r->l, "198.51.100.53", R_WEB, HOST_EXAMPLE, 0)) ||
+	     (e = learn(r->l, "198.51.100.53", R_NAMES, HOST_NAMES, 0)) ||
 	     (e = sni_learn(r->l, "198.51.100.10", "example.com")) ||
+	     (e = sni_learn_as(r->l, "198.51.100.10", "names.example", HOST_NAMES, R_NAMES)) ||
+	     (e = sni_learn_as(r->l, "198.51.100.10", "ssh.example", HOST_SSH, R_SSH)) ||
 	     (e = sni_learn(r->l, "198.51.100.10", "api.example.com")) ||
 	     (e = sni_learn(r->l, "198.51.100.10", name)) ||
 	     (e = sni_learn(r->l, "2001:db8::10", "example.com")))) {
@@ -1705,6 +1725,65 @@ static bool tls_check(struct run *r, const struct tls_case *c)
 }
 
 /*
+ * A ClientHello on a flow connect() put under one rule, naming a name learned at the address
+ * under another (a shared address): the flow goes on under the name's own rule, with its cap,
+ * or is denied when none of the name's rules allows the port (sni_port).
+ */
+struct sni_rule_case {
+	const char *name;
+	const char *spec;      /* the segment (hello_parse) */
+	__u16 flow_rule;       /* the rule connect() put the flow under */
+	int pass;
+	unsigned reason;
+	__u16 want_rule;       /* the flow's rule after it */
+	__u32 want_host;       /* … its host */
+	__u64 want_max_req;    /* … its request cap (plus one) */
+};
+
+static const struct sni_rule_case sni_rule_cases[] = {
+	{"another name's rule: put under the name's, its cap taken", "sni:names.example", R_WEB, 1,
+	 OK, R_NAMES, HOST_NAMES, 1025},
+	{"the name's own rule already: left as it is", "sni:names.example", R_NAMES, 1, OK, R_NAMES,
+	 HOST_EXAMPLE, 0},
+	{"no rule of the name allows the port: sni_port", "sni:ssh.example", R_WEB, 0,
+	 SL_REASON_SNI_PORT, R_WEB, HOST_EXAMPLE, 0},
+	{"the name's rule, but not on this port: sni_port", "port:80 sni:names.example", R_WEB, 0,
+	 SL_REASON_SNI_PORT, R_WEB, HOST_EXAMPLE, 0},
+	{"a name not resolved here: the flow is left as it is", "sni:evil.example", R_WEB, 0, MIS,
+	 R_WEB, HOST_EXAMPLE, 0},
+};
+
+static bool sni_rule_check(struct run *r, const struct sni_rule_case *c)
+{
+	struct sl_progrun_skb *o = r->skb;
+	struct hello h;
+	struct pkt p;
+	uint32_t ret;
+
+	EXPECT(!hello_parse(&h, c->spec) && !build_tls(&p, &h),
+	       "the case's segment could not be built");
+	memset(&o->bss->t_in, 0, sizeof(o->bss->t_in));
+	o->bss->t_in.state = SL_TLS_PENDING;
+	o->bss->t_in.tls_port = h.port == SL_TLS_PORT;
+	o->bss->t_in.host_id = HOST_EXAMPLE;
+	o->bss->t_in.flow_rule = c->flow_rule;
+	if (!prog_run(bpf_program__fd(o->progs.t_tls_egress), p.b, p.len, &ret))
+		return false;
+	EXPECT(!o->bss->t_out.error, "the test program found no socket or storage");
+	EXPECT(ret == (c->pass ? 1u : 0u), "expected the packet %s, got it %s (reason %u)",
+	       c->pass ? "passed" : "dropped", ret ? "passed" : "dropped", o->bss->t_out.reason);
+	EXPECT(o->bss->t_out.reason == c->reason, "expected reason %u, got %u", c->reason,
+	       o->bss->t_out.reason);
+	EXPECT(o->bss->t_out.flow_rule == c->want_rule && o->bss->t_out.flow_host == c->want_host &&
+		       o->bss->t_out.flow_max_req == c->want_max_req,
+	       "expected the flow under rule %u, host %u, request cap %llu; got %u, %u, %llu",
+	       c->want_rule, c->want_host, (unsigned long long)c->want_max_req,
+	       o->bss->t_out.flow_rule, o->bss->t_out.flow_host,
+	       (unsigned long long)o->bss->t_out.flow_max_req);
+	return true;
+}
+
+/*
  * rv2 attacker: tls_egress's call of judge_client_hello when tcp_header() fails (off ~0U, the
  * tls_dst filled only as far as the header went): the packet is dropped and the flow denied.
  */
@@ -1742,6 +1821,10 @@ static void tls_tests(void)
 	for (i = 0; i < ARRAY_SIZE(tls_cases); i++) {
 		snprintf(name, sizeof(name), "tls: %s", tls_cases[i].name);
 		report(tls_check(&runs[P_DENY], &tls_cases[i]), name, why);
+	}
+	for (i = 0; i < ARRAY_SIZE(sni_rule_cases); i++) {
+		snprintf(name, sizeof(name), "tls: shared address: %s", sni_rule_cases[i].name);
+		report(sni_rule_check(&runs[P_DENY], &sni_rule_cases[i]), name, why);
 	}
 	/* 14: the Ethernet header; 14 + 9: IPv4 protocol; 14 + 20 + 12: TCP data offset */
 	report(rv2_tls_unparsed(&runs[P_DENY], 14 + 20 + 12, 0x40, SL_TLS_PENDING, SL_TLS_DENIED),
@@ -1886,6 +1969,11 @@ static const struct decide_case decide_cases[] = {
 	 HOST_EXAMPLE},
 	{"rv2: learned, neither rule's port", D, "198.51.100.52", TCP, 80, DENY, RD, 0, 0,
 	 HOST_EXAMPLE},
+	/* first match would take the web rule, answered first: the capped one is the stricter */
+	{"shared address: the rule with the smallest request cap", D, "198.51.100.53", TCP, 443,
+	 ALLOW, RULE, R_NAMES, 0, HOST_EXAMPLE},
+	{"shared address: the only rule for the port", D, "198.51.100.53", TCP, 8000, ALLOW, RULE,
+	 R_WEB, 0, HOST_EXAMPLE},
 	{"rv2: learned, UDP to TCP rules", D, "198.51.100.52", UDP, 22, DENY, RD, 0, 0,
 	 HOST_EXAMPLE},
 	{"rv2: learned v4-mapped, second rule's port", D, "::ffff:198.51.100.52", TCP, 443, ALLOW,
@@ -2290,7 +2378,7 @@ int main(void)
 	}
 	printf("1..%zu\n", 2 * ARRAY_SIZE(frame_cases) + ARRAY_SIZE(flow_cases) +
 				   ARRAY_SIZE(judged_cases) + ARRAY_SIZE(tc_judged_cases) +
-				   ARRAY_SIZE(tls_cases) + 3 + 4 +
+				   ARRAY_SIZE(tls_cases) + ARRAY_SIZE(sni_rule_cases) + 3 + 4 +
 				   ARRAY_SIZE(decide_cases) + ARRAY_SIZE(hook_cases));
 	frame_tests();
 	reset_tests();
