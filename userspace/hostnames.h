@@ -50,7 +50,8 @@ int hostnames_adopt(struct hostnames *h, const struct loader *loader);
  * hostnames_answer_pair: the resolver's step for one address of an answer: the (address, name)
  * pair kept with the run (loader_sni_learn: v, the name and its own rules) and the name (v's
  * host_id) noted as answered now (CLOCK_BOOTTIME, read under the lock), as one step under the
- * index's lock, before the address is written into the run's maps; a name's first answer counts. 0, or the error of either (then neither is kept).
+ * index's lock, before the address is written into the run's maps; a name's first answer
+ * counts. 0, or the error of either (then neither is kept).
  * added says what of it is new, for hostnames_unanswer_pair to take back when the answer is
  * refused after all (its learned addresses cannot be written): a pair left in the map would let
  * TLS name that server on the address under another name's rule, a name left in the index

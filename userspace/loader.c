@@ -3120,13 +3120,24 @@ int loader_sni_forget(struct loader *l, int family, const uint8_t *addr, const c
 	return 0;
 }
 
-bool loader_sni_ok(const struct loader *l, int family, const uint8_t *addr, const char *name)
+int loader_sni_get(const struct loader *l, int family, const uint8_t *addr, const char *name,
+		   struct sl_sni_name *out)
 {
 	struct sl_sni_key key;
+	int err = sni_key(&key, family, addr, name);
+
+	if (err)
+		return err;
+	if (bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.sl_sni_ok), &key, out))
+		return -errno;
+	return 0;
+}
+
+bool loader_sni_ok(const struct loader *l, int family, const uint8_t *addr, const char *name)
+{
 	struct sl_sni_name v;
 
-	return !sni_key(&key, family, addr, name) &&
-	       !bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.sl_sni_ok), &key, &v);
+	return !loader_sni_get(l, family, addr, name, &v);
 }
 
 static int run_map_fd(const struct loader *l, struct bpf_object *old, const char *name,

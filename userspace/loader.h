@@ -292,8 +292,13 @@ int loader_sni_forget(struct loader *l, int family, const uint8_t *addr, const c
  * bpf_sock_destroy (6.5+), else through sock_diag. 0: destroyed; -ENOENT: no socket has the
  * cookie (closed already); -EOPNOTSUPP: the kernel can do neither; else -errno.
  */
-/* The new policy's server names (a switch's re-judge): (addr, name) is in sl_sni_ok. */
+/*
+ * The new policy's server names (a switch's re-judge): (addr, name) is in sl_sni_ok.
+ * loader_sni_get: its value, the name and its rules: 0 or -errno (-ENOENT: not there).
+ */
 bool loader_sni_ok(const struct loader *l, int family, const uint8_t *addr, const char *name);
+int loader_sni_get(const struct loader *l, int family, const uint8_t *addr, const char *name,
+		   struct sl_sni_name *out);
 /* A rule's caps as the programs hold them (plus one; see struct sl_rule_caps). 0 or -errno. */
 int loader_rule_caps(const struct loader *l, uint16_t rule_id, struct sl_rule_caps *out);
 /*

@@ -111,7 +111,7 @@ int t_tls_egress(struct __sk_buff *skb)
 	if (!sk)
 		return SKB_DROP;
 	if (t_in.flow_rule) {
-		/* as connect() starts it: under its rule, no caps (a rule's are the case's to see) */
+		/* as connect() starts it, under its rule, with no caps (the case looks for one) */
 		f = bpf_sk_storage_get(&sl_sk_flow, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 		if (!f)
 			return SKB_DROP;

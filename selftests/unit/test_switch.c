@@ -82,7 +82,8 @@ static bool t_sibling_merged(char *why)
 	const __u16 want[SL_LEARNED_RULES] = { 2, 4, 3 };
 
 	switch_add_rules(e.rule_ids, p, "b.example");
-	EXPECT(switch_add_rules(e.rule_ids, p, "c.example") == 0, "c.example's rule 4 is there already");
+	EXPECT(switch_add_rules(e.rule_ids, p, "c.example") == 0,
+	       "c.example's rule 4 is there already");
 	EXPECT(switch_add_rules(e.rule_ids, p, "x.a.example") == 1, "x.a.example adds rule 3");
 	return ids_are(&e, want, why);
 }
