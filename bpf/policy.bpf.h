@@ -60,18 +60,6 @@ struct {
 	__type(value, struct sl_dst_rules);
 } sl_rule_ports SEC(".maps");
 
-/*
- * Each rule's byte caps, indexed by rule_id (n_rules + 1 entries; see struct sl_rule_caps): here
- * because a shared address's connect() is put under the rule with the smallest request cap
- * (learned_match), in every layer that judges one, so that they all pick the same rule.
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1); /* resized by the loader */
-	__type(key, __u32);
-	__type(value, struct sl_rule_caps);
-} sl_rule_caps SEC(".maps");
-
 struct verdict {
 	__u8 verdict;
 	__u8 reason;
@@ -131,33 +119,17 @@ static __always_inline void policy_default(struct verdict *v, __u8 proto)
 }
 
 /*
- * A rule's per-flow request cap as an order: the cap itself, no cap the largest (caps are stored
- * plus one, 0 for none, which the subtraction turns into the largest value).
- */
-static __always_inline __u64 request_cap_rank(__u16 rule_id)
-{
-	__u32 rid = rule_id;
-	const struct sl_rule_caps *caps = bpf_map_lookup_elem(&sl_rule_caps, &rid);
-
-	return (caps ? caps->max_req : 0) - 1;
-}
-
-/*
- * An address the resolver learned: allowed if one of the rules it was learned under covers it.
- * Of several that do (an address several names share, a CDN's), the one with the smallest
- * request cap: nothing here tells which name the flow is for, so a flow no name ever tells apart
- * (plain HTTP, UDP) gets the strictest upload cap of the names sharing the address, and a TLS
- * flow is put under its server name's own rule at its ClientHello (skb.bpf.c
- * judge_client_hello). First match kept the rule of whichever name was answered first: a
- * workload that had the uncapped name resolved first sent the capped name's data uncapped.
- * Equal caps: the first.
+ * An address the resolver learned: allowed if one of the rules it was learned under covers it,
+ * under the first that does. Userspace writes an address's rules strictest first
+ * (loader_rules_strictest: smallest per-flow, then total request cap, then response cap), so
+ * that on an address several names share (a CDN's) a flow no name tells apart (plain HTTP, UDP)
+ * gets the strictest caps of those names, whichever was answered first; a TLS flow is put under
+ * its server name's own rule at its ClientHello (skb.bpf.c judge_client_hello). Ordered here, the
+ * rank cost every inlined copy of the decision some hundred instructions.
  */
 static __always_inline bool learned_match(const struct sl_learned *l, __u16 port, __u8 proto,
 					  __u16 *rule_id)
 {
-	__u64 best = 0, rank;
-	bool found = false;
-	__u16 cand;
 	int i;
 
 	if (!l)
@@ -169,16 +141,10 @@ static __always_inline bool learned_match(const struct sl_learned *l, __u16 port
 
 		if (!rid)
 			break;
-		if (!rules_match(bpf_map_lookup_elem(&sl_rule_ports, &rid), port, proto, &cand))
-			continue;
-		rank = request_cap_rank(cand);
-		if (!found || rank < best) {
-			*rule_id = cand;
-			best = rank;
-			found = true;
-		}
+		if (rules_match(bpf_map_lookup_elem(&sl_rule_ports, &rid), port, proto, rule_id))
+			return true;
 	}
-	return found;
+	return false;
 }
 
 static __always_inline void set_verdict(struct verdict *v, __u8 verdict, __u8 reason,

@@ -498,46 +498,56 @@ static __always_inline struct sl_flow *skb_flow(struct __sk_buff *skb)
 }
 
 /*
- * The flow f (NULL: the kernel kept no state for it) names n, a name answered for its address:
- * it must go on under one of the rules n was learned under there, not under whichever rule of
- * the names sharing the address its connect() got (learned_match cannot tell them apart).
- * Under one of them already: nothing changes. Else it is put under the first of n's rules that
- * allows its port over TCP, as its connect() would have been had only n been answered there:
- * that rule, its caps and its host budget (keyed by the rule's budget id and the name: f's
- * rule_id and host_id), before the ClientHello's bytes are counted (sl_egress counts them after
- * the check), so that no byte of n's goes under another name's caps. False when none of n's
- * rules allows the port (SL_REASON_SNI_PORT). A flow of another policy generation (no backstop
- * restamped it: selftests only) is only judged: its rule number is another policy's.
+ * The flow f (NULL: the kernel kept no state for it, or a later ClientHello, which only judges)
+ * names n, a name answered for its address: it must go on under one of the rules n was learned
+ * under there, not under whichever rule of the names sharing the address its connect() got
+ * (learned_match cannot tell them apart). Under one of them already: it stays there. Else it is
+ * put under the first of n's rules (userspace writes them strictest first) that allows its port
+ * over TCP, as its connect() would have been had only n been answered there, with that rule's
+ * caps; none does, under a policy whose default allows: under the default, uncapped, as n alone
+ * on that port would have been. Either way it counts against n's host budget from now on (keyed
+ * by the rule's budget id and the name: f's rule_id and host_id; at connect() host_id is the
+ * address's first answered name), before the ClientHello's bytes are counted (sl_egress counts
+ * them after the check), so that no byte of n's goes under another name's caps or budget. False
+ * when none of n's rules allows the port and the default denies (SL_REASON_SNI_PORT). A name
+ * learned under no rule (report mode, an unlisted name) passes and moves nothing, as any
+ * answered name did before names carried rules. A flow of another policy generation (no
+ * backstop restamped it: selftests only) is only judged: its rule number is another policy's.
  */
 static __always_inline bool sni_rule_take(const struct sl_sni_name *n, struct sl_flow *f,
 					  __u16 port)
 {
 	bool current = f && f->era == sl_cfg.era;
-	__u16 rule_id = 0;
+	__u16 rule_id = SL_RULE_DEFAULT;
 	__u32 rid;
 	int i;
 
+	if (!n->rule_ids[0])
+		return true;
 	for (i = 0; current && i < SL_LEARNED_RULES; i++) {
 		if (!n->rule_ids[i])
 			break;
-		if (n->rule_ids[i] == f->rule_id)
+		if (n->rule_ids[i] == f->rule_id) {
+			f->host_id = n->host_id;
 			return true;
+		}
 	}
 	for (i = 0; i < SL_LEARNED_RULES; i++) {
 		rid = n->rule_ids[i];
 		if (!rid)
-			return false;
+			break;
 		if (rules_match(bpf_map_lookup_elem(&sl_rule_ports, &rid), port, SL_PROTO_TCP,
 				&rule_id))
 			break;
 	}
-	if (i == SL_LEARNED_RULES)
+	if (rule_id == SL_RULE_DEFAULT && !sl_cfg.default_allow)
 		return false;
 	if (current) {
 		rid = rule_id;
 		f->rule_id = rule_id;
 		f->host_id = n->host_id;
-		flow_caps_set(f, bpf_map_lookup_elem(&sl_rule_caps, &rid));
+		flow_caps_set(f, rule_id == SL_RULE_DEFAULT ?
+					 NULL : bpf_map_lookup_elem(&sl_rule_caps, &rid));
 	}
 	return true;
 }
@@ -555,7 +565,7 @@ __noinline int judge_client_hello(struct __sk_buff *skb, struct sl_sk_tls *t, __
 {
 	struct sl_sni_name *named;
 	struct sl_tls_event *ev;
-	__u32 zero = 0;
+	__u32 zero = 0, named_before;
 	__u8 reason;
 	bool deny, enforce;
 
@@ -567,13 +577,19 @@ __noinline int judge_client_hello(struct __sk_buff *skb, struct sl_sk_tls *t, __
 	__builtin_memset(ev, 0, sizeof(*ev));
 	reason = client_hello_sni(skb, off, ev);
 	/* what a switch to another policy must find allowed still (userspace/preexisting.c) */
+	named_before = t->sni_host_id;
 	t->sni_host_id = 0;
 	if (reason == SL_REASON_SNI_OK) {
 		sni_lower(ev);
 		named = sni_resolved_here(ev, dst->addr);
-		if (!named)
+		/*
+		 * A later ClientHello (after a HelloRetryRequest) must name the server the first
+		 * named (RFC 8446 4.1.2), and never moves the flow: the first's name chose its
+		 * rule, and a server that routes on the first hello's name serves that one.
+		 */
+		if (!named || (recheck && named_before && named->host_id != named_before))
 			reason = SL_REASON_SNI_MISMATCH;
-		else if (!sni_rule_take(named, skb_flow(skb), dst->port))
+		else if (!sni_rule_take(named, recheck ? NULL : skb_flow(skb), dst->port))
 			reason = SL_REASON_SNI_PORT;
 		else
 			t->sni_host_id = named->host_id;

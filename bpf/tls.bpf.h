@@ -43,6 +43,14 @@ struct {
 	__type(value, struct sl_flow);
 } sl_sk_flow SEC(".maps");
 
+/* Each rule's byte caps, indexed by rule_id (n_rules + 1 entries; see struct sl_rule_caps). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* resized by the loader */
+	__type(key, __u32);
+	__type(value, struct sl_rule_caps);
+} sl_rule_caps SEC(".maps");
+
 /*
  * A flow takes its rule's caps (NULL: a rule without any): at connect() (sock_addr.bpf.c
  * flow_start), and when the packet layer puts the flow under another rule (a policy switch's

@@ -2883,6 +2883,25 @@ uint64_t loader_next_seq(const struct loader *l)
 }
 
 /*
+ * rule_ids (an sl_learned entry's, an sl_sni_name's) strictest first, by the caps a set's
+ * sl_rule_caps (caps_fd) holds: the programs take the first that allows a flow's port. A rule
+ * the map cannot give (it has every rule of its policy) counts as uncapped.
+ */
+static void rules_strictest(int caps_fd, __u16 rule_ids[SL_LEARNED_RULES])
+{
+	struct sl_rule_caps caps[SL_LEARNED_RULES] = {};
+	__u32 rid;
+	int i;
+
+	for (i = 0; i < SL_LEARNED_RULES && rule_ids[i]; i++) {
+		rid = rule_ids[i];
+		if (bpf_map_lookup_elem(caps_fd, &rid, &caps[i]))
+			caps[i] = (struct sl_rule_caps){ .max_req = 0 };
+	}
+	policy_rules_strictest(rule_ids, caps);
+}
+
+/*
  * Merge rule_ids into an address's entry (a CDN address may serve several allowed names), all
  * or none: -EXFULL when they do not all fit in its SL_LEARNED_RULES slots, cur untouched (an
  * answer refused must leave none of its rules behind). An expired entry starts afresh, under
@@ -2971,6 +2990,8 @@ static int learn_rules(struct loader *l, const struct loader_learn_addr *addrs, 
 				    now_ns);
 		if (err)
 			*failed = i;
+		else
+			rules_strictest(bpf_map__fd(l->skel->maps.sl_rule_caps), merged[i].rule_ids);
 	}
 	/*
 	 * The new addresses first, those an earlier answer learned last: only an insert finds the
@@ -3079,8 +3100,8 @@ static int sni_key(struct sl_sni_key *key, int family, const uint8_t *addr, cons
 	return 0;
 }
 
-int loader_sni_name(struct sl_sni_name *v, uint32_t host_id, const uint16_t *rule_ids,
-		    size_t n_rules)
+int loader_sni_name(const struct loader *l, struct sl_sni_name *v, uint32_t host_id,
+		    const uint16_t *rule_ids, size_t n_rules)
 {
 	size_t i, n = 0;
 
@@ -3092,6 +3113,7 @@ int loader_sni_name(struct sl_sni_name *v, uint32_t host_id, const uint16_t *rul
 			return -EXFULL;
 		v->rule_ids[n++] = rule_ids[i];
 	}
+	rules_strictest(bpf_map__fd(l->skel->maps.sl_rule_caps), v->rule_ids);
 	return 0;
 }
 
@@ -4486,10 +4508,13 @@ int loader_next_learned_get(struct loader_next *n, int family, const uint8_t *ad
 int loader_next_learned_put(struct loader_next *n, int family, const uint8_t *addr,
 			    const struct sl_learned *e)
 {
+	struct sl_learned ordered = *e;
 	uint8_t key[16] = {};
 
+	/* the switch merges the new policy's rules in: in the new set's order of strictness */
+	rules_strictest(bpf_map__fd(n->skel->maps.sl_rule_caps), ordered.rule_ids);
 	memcpy(key, addr, family == AF_INET ? 4 : 16);
-	if (bpf_map_update_elem(bpf_map__fd(next_learned(n, family)), key, e, BPF_ANY))
+	if (bpf_map_update_elem(bpf_map__fd(next_learned(n, family)), key, &ordered, BPF_ANY))
 		return -errno;
 	return 0;
 }
@@ -4516,6 +4541,7 @@ int loader_next_learned_walk(struct loader_next *n, int family,
 int loader_next_sni(struct loader_next *n, const uint8_t addr[16], const char *name,
 		    const struct sl_sni_name *v)
 {
+	struct sl_sni_name ordered = *v;
 	struct sl_sni_key key;
 	size_t len = strlen(name);
 
@@ -4525,7 +4551,8 @@ int loader_next_sni(struct loader_next *n, const uint8_t addr[16], const char *n
 	memcpy(key.addr, addr, sizeof(key.addr));
 	key.name_len = (__u16)len;
 	memcpy(key.name, name, len); /* as the old map held it: lower-cased already */
-	if (bpf_map_update_elem(bpf_map__fd(n->skel->maps.sl_sni_ok), &key, v, BPF_ANY))
+	rules_strictest(bpf_map__fd(n->skel->maps.sl_rule_caps), ordered.rule_ids);
+	if (bpf_map_update_elem(bpf_map__fd(n->skel->maps.sl_sni_ok), &key, &ordered, BPF_ANY))
 		return -errno;
 	return 0;
 }

@@ -272,11 +272,13 @@ int loader_map_check(int fd, const char *name, char *err, size_t err_len);
  * addr for it, under the rules v holds (loader_sni_name: the name's own rules, which the packet
  * layer puts a flow naming it under). The name is kept whole (lower-cased) and matched exactly.
  * Returns 0 or -errno (-E2BIG: map full; -ENAMETOOLONG: longer than a server name can be).
- * loader_sni_name: v for host_id and the name's rules (SL_RULE_DEFAULT ones skipped); -EXFULL
- * when more than SL_LEARNED_RULES are left, as an address's learned entry would refuse them.
+ * loader_sni_name: v for host_id and the name's rules (SL_RULE_DEFAULT ones skipped), strictest
+ * first (policy_rules_strictest, by l's caps); -EXFULL when more than SL_LEARNED_RULES are left,
+ * as an address's learned entry would refuse them. Every learned entry and server-name pair
+ * written (loader_learn_answer, loader_next_learned_put, loader_next_sni) holds its rules so.
  */
-int loader_sni_name(struct sl_sni_name *v, uint32_t host_id, const uint16_t *rule_ids,
-		    size_t n_rules);
+int loader_sni_name(const struct loader *l, struct sl_sni_name *v, uint32_t host_id,
+		    const uint16_t *rule_ids, size_t n_rules);
 int loader_sni_learn(struct loader *l, int family, const uint8_t *addr, const char *name,
 		     const struct sl_sni_name *v);
 /*

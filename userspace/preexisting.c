@@ -644,29 +644,19 @@ static bool rule_covers(const struct policy_rule *r, uint16_t port, uint8_t prot
 }
 
 /*
- * A learned address allows the port and protocol if one of the rules it was learned for does;
- * of several, the one with the smallest request cap (no cap the largest; equal: the first), as
- * the programs' learned_match picks it (bpf/policy.bpf.h).
+ * A learned address allows the port and protocol if one of the rules it was learned for does:
+ * the first that does, as the programs' learned_match takes it (bpf/policy.bpf.h; the entry's
+ * rules are written strictest first: policy_rules_strictest).
  */
 static long learned_rule(const struct policy *p, const struct sl_learned *l, uint16_t port,
 			 uint8_t proto)
 {
-	uint64_t best = 0, rank;
-	long found = -1;
 	size_t i;
 
-	for (i = 0; l && i < SL_LEARNED_RULES && l->rule_ids[i]; i++) {
-		const struct policy_rule *r = policy_rule_of(p, l->rule_ids[i]);
-
-		if (!rule_covers(r, port, proto))
-			continue;
-		rank = r->has_max_request_bytes ? r->max_request_bytes : UINT64_MAX;
-		if (found < 0 || rank < best) {
-			found = policy_rule_index(p, l->rule_ids[i]);
-			best = rank;
-		}
-	}
-	return found;
+	for (i = 0; l && i < SL_LEARNED_RULES && l->rule_ids[i]; i++)
+		if (rule_covers(policy_rule_of(p, l->rule_ids[i]), port, proto))
+			return policy_rule_index(p, l->rule_ids[i]);
+	return -1;
 }
 
 void preexisting_verdict(const struct policy *p, enum sl_mode mode,
@@ -895,9 +885,11 @@ static int watch_from_now(struct run *r, int fd, uint32_t host_id, const struct 
 
 /*
  * The rule (0-based) a TCP flow to port under rule (-1: none) goes on under once its ClientHello
- * named n: rule itself when it is one of n's, else the first of n's that allows the port; -1
- * when none does (sni_port).
+ * named n, as the packet layer puts it (skb.bpf.c sni_rule_take): rule itself when it is one of
+ * n's, else the first of n's (strictest first) that allows the port; none does: -1 (the
+ * default) under a policy whose default allows, else SNI_RULE_NONE (sni_port).
  */
+#define SNI_RULE_NONE (-2L)
 static long sni_name_rule(const struct policy *p, const struct sl_sni_name *n, long rule,
 			  uint16_t port)
 {
@@ -909,7 +901,7 @@ static long sni_name_rule(const struct policy *p, const struct sl_sni_name *n, l
 	for (i = 0; i < SL_LEARNED_RULES && n->rule_ids[i]; i++)
 		if (rule_covers(policy_rule_of(p, n->rule_ids[i]), port, SL_PROTO_TCP))
 			return policy_rule_index(p, n->rule_ids[i]);
-	return -1;
+	return p->default_verdict == POLICY_DEFAULT_ALLOW ? -1 : SNI_RULE_NONE;
 }
 
 /*
@@ -955,11 +947,16 @@ static void judge_server_name(struct run *r, int fd, const struct sl_sk_tls *t, 
 		set(rec, SL_VERDICT_DENY, SL_REASON_SNI_MISMATCH, rec->rule);
 		return;
 	}
-	/* under one of the name's own rules, as the packet layer puts it (sni_rule_take) */
+	/*
+	 * Under one of the name's own rules and its host budget, as the packet layer puts it
+	 * (sni_rule_take); a name learned under no rule (report mode, unlisted) moves nothing.
+	 */
+	if (!named.rule_ids[0])
+		return;
 	rule = sni_name_rule(r->policy, &named, rec->rule, rec->dport);
-	if (rule < 0) {
+	if (rule == SNI_RULE_NONE) {
 		set(rec, SL_VERDICT_DENY, SL_REASON_SNI_PORT, rec->rule);
-	} else if (rule != rec->rule) {
+	} else {
 		rec->rule = rule;
 		rec->sni_host = named.host_id;
 	}

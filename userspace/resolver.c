@@ -832,7 +832,7 @@ static int learn(struct resolver *r, const char *qname, long first_rule, struct 
 	 * ClientHello naming it is put under one of them (skb.bpf.c judge_client_hello). More
 	 * than fit were refused by the first look above (unless there is no address to learn).
 	 */
-	err = loader_sni_name(&sni, host_id, rule_ids, n_rules);
+	err = loader_sni_name(r->loader, &sni, host_id, rule_ids, n_rules);
 	if (err && oc->n_addrs) {
 		why_rules_full(r, qname, &oc->addrs[0], rule_ids, n_rules, oc);
 		return err;

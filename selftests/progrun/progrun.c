@@ -104,6 +104,7 @@ enum { P_DENY, P_ALLOW, P_MAX };
 #define HOST_EXAMPLE6 8
 #define HOST_NAMES 9 /* names.example: a name of the names rule alone (443, capped) */
 #define HOST_SSH 10  /* ssh.example: of the ssh rule alone (22) */
+#define HOST_UNLISTED 11 /* unlisted.example: answered under no rule (report mode) */
 #define LONG_NAME_LEN 255
 
 struct run {
@@ -212,7 +213,7 @@ static int sni_learn_as(struct loader *l, const char *addr, const char *name, ui
 
 	if (addr_of(addr, &family, a))
 		return -EINVAL;
-	e = loader_sni_name(&v, host, &rule, 1);
+	e = loader_sni_name(l, &v, host, &rule, 1);
 	return e ? e : loader_sni_learn(l, family, a, name, &v);
 }
 
@@ -287,6 +288,8 @@ static int run_up(struct run *r, const char *text, bool default_allow)
 	     (e = sni_learn(r->l, "198.51.100.10", "example.com")) ||
 	     (e = sni_learn_as(r->l, "198.51.100.10", "names.example", HOST_NAMES, R_NAMES)) ||
 	     (e = sni_learn_as(r->l, "198.51.100.10", "ssh.example", HOST_SSH, R_SSH)) ||
+	     (e = sni_learn_as(r->l, "198.51.100.10", "unlisted.example", HOST_UNLISTED,
+			       SL_RULE_DEFAULT)) ||
 	     (e = sni_learn(r->l, "198.51.100.10", "api.example.com")) ||
 	     (e = sni_learn(r->l, "198.51.100.10", name)) ||
 	     (e = sni_learn(r->l, "2001:db8::10", "example.com")))) {
@@ -1743,8 +1746,15 @@ struct sni_rule_case {
 static const struct sni_rule_case sni_rule_cases[] = {
 	{"another name's rule: put under the name's, its cap taken", "sni:names.example", R_WEB, 1,
 	 OK, R_NAMES, HOST_NAMES, 1025},
-	{"the name's own rule already: left as it is", "sni:names.example", R_NAMES, 1, OK, R_NAMES,
-	 HOST_EXAMPLE, 0},
+	/* its rule left as it is, but its host budget the name's (connect() took the first name's) */
+	{"the name's own rule already: left as it is, the name's host", "sni:names.example", R_NAMES,
+	 1, OK, R_NAMES, HOST_NAMES, 0},
+	/* RFC 8446 4.1.2: a second hello names the first's server; it never moves the flow */
+	{"a second hello naming another name of the address: denied, left under the first's",
+	 "sni:names.example then:example.com", R_WEB, 0, MIS, R_NAMES, HOST_NAMES, 1025},
+	/* learned under no rule (report mode, an unlisted name): named is enough, as before */
+	{"a name learned under no rule: passes, left as it is", "sni:unlisted.example", R_WEB, 1, OK,
+	 R_WEB, HOST_EXAMPLE, 0},
 	{"no rule of the name allows the port: sni_port", "sni:ssh.example", R_WEB, 0,
 	 SL_REASON_SNI_PORT, R_WEB, HOST_EXAMPLE, 0},
 	{"the name's rule, but not on this port: sni_port", "port:80 sni:names.example", R_WEB, 0,
