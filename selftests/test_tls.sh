@@ -1531,6 +1531,36 @@ tap_cmp "$label: … carrying more than the other name's cap (${sent:-no} bytes 
 	"${sent:-0}" -gt 4000
 assert_run_clean "$label: nothing left (cgroup, pins, links, resolver sockets)"
 
+# Case 3: a move onto a stricter rule at the hello. connect() takes the strictest rule by
+# request cap, files.pythonhosted.org's (1 MB per flow; registry.npmjs.org's has none), and the
+# ClientHello naming registry.npmjs.org puts the flow under npm-total, whose 2 KiB total holds.
+SHARED_TOTAL_POL=$SL_TMP/shared-total.yaml
+cat >"$SHARED_TOTAL_POL" <<'EOF2'
+default: deny
+rules:
+  - name: npm-total
+    hosts: ["registry.npmjs.org"]
+    ports: [443]
+    max_total_request_bytes: 2048
+  - name: pyhosted-wide
+    hosts: ["files.pythonhosted.org"]
+    ports: [443]
+    max_request_bytes: 1000000
+EOF2
+label=SR-move-stricter
+CASE_POL=$SHARED_TOTAL_POL
+tls_run "$POL" "$label" registry.npmjs.org files.pythonhosted.org -- \
+	"${UPLOAD[@]}" 198.51.100.30 registry.npmjs.org 4000
+CASE_POL=
+assert_resolved "$label"
+assert_log "$label: connect() went under pyhosted-wide (the smaller request cap)" "$CASE_LOG" 1 \
+	type=decision "run_id=$SL_RUN_ID" decision=allow dst=198.51.100.30 port=443 \
+	rule=pyhosted-wide
+assert_log "$label: the flow was cut at npm-total's max_total_request_bytes" "$CASE_LOG" 1 \
+	type=flow_cut "run_id=$SL_RUN_ID" cap=max_total_request_bytes rule=npm-total \
+	dst=198.51.100.30 port=443
+assert_run_clean "$label: nothing left (cgroup, pins, links, resolver sockets)"
+
 # ---------------------------------------------------------------------------------------------
 # 9. The fixtures go: dnsmasq and every s_server of this file stopped.
 

@@ -97,7 +97,19 @@ static const char deny_policy[] = "default: deny\n"
 
 static const char allow_policy[] = "default: allow\nrules: []\n";
 
-enum { P_DENY, P_ALLOW, P_MAX };
+/* default: allow with names of two rules, for the server-name check's fall back to the default */
+enum { RA_NAMES = 1, RA_ALT = 2 };
+static const char allow_names_policy[] = "default: allow\n"
+					 "rules:\n"
+					 "  - name: names\n"
+					 "    hosts: [\"names.example\"]\n"
+					 "    ports: [443]\n"
+					 "    max_request_bytes: 1024\n"
+					 "  - name: alt\n"
+					 "    hosts: [\"alt.example\"]\n"
+					 "    ports: [\"8000-8100\"]\n";
+
+enum { P_DENY, P_ALLOW, P_ALLOW_NAMES, P_MAX };
 
 #define DNS_PORT 5353 /* the run's resolver, as the decision layer redirects to it */
 #define HOST_EXAMPLE 7
@@ -235,7 +247,7 @@ static bool has_kern_ctx_kfunc(void)
 	return found;
 }
 
-static int run_up(struct run *r, const char *text, bool default_allow)
+static int run_up(struct run *r, const char *text, int policy)
 {
 	struct loader_opts o = {.ringbuf_bytes = 1 << 20,
 				.wakeup_bytes = 1 << 18,
@@ -275,7 +287,7 @@ static int run_up(struct run *r, const char *text, bool default_allow)
 	 * learned maps have one entry, which the first address would overflow).
 	 */
 	long_name(name, LONG_NAME_LEN);
-	if (!default_allow && /* allow_policy lists no name */
+	if (policy == P_DENY && /* allow_policy lists no name */
 	    ((e = learn(r->l, "198.51.100.50", R_NAMES, HOST_EXAMPLE, 0)) ||
 	     (e = learn(r->l, "2001:db8::50", R_NAMES, HOST_EXAMPLE6, 0)) ||
 	     (e = learn(r->l, "198.51.100.51", R_NAMES, HOST_EXAMPLE, 1)) || /* long expired */
@@ -296,6 +308,13 @@ static int run_up(struct run *r, const char *text, bool default_allow)
 		fprintf(stderr, "sl_progrun: learn: %s\n", strerror(-e));
 		return e;
 	}
+	/* a shared address of allow_names_policy's two names */
+	if (policy == P_ALLOW_NAMES &&
+	    ((e = sni_learn_as(r->l, "198.51.100.10", "names.example", HOST_NAMES, RA_NAMES)) ||
+	     (e = sni_learn_as(r->l, "198.51.100.10", "alt.example", HOST_EXAMPLE, RA_ALT)))) {
+		fprintf(stderr, "sl_progrun: learn: %s\n", strerror(-e));
+		return e;
+	}
 
 	/* the test objects, configured as load_packet_layer() configures the packet layer */
 	r->skb = sl_progrun_skb__open();
@@ -303,8 +322,8 @@ static int run_up(struct run *r, const char *text, bool default_allow)
 	if (!r->skb || !r->dec)
 		return -errno;
 	autoload_only_tests(r->skb->obj);
-	/* the TLS cases run under the deny policy only */
-	bpf_program__set_autoload(r->skb->progs.t_tls_egress, !default_allow);
+	/* the TLS cases run under the policies that list names only */
+	bpf_program__set_autoload(r->skb->progs.t_tls_egress, policy != P_ALLOW);
 	autoload_only_tests(r->dec->obj);
 	r->skb->rodata->sl_cfg_frag_check = has_kern_ctx_kfunc();
 	/* the run's configuration (default, resolver port) is the loader's map, shared by name */
@@ -1763,6 +1782,17 @@ static const struct sni_rule_case sni_rule_cases[] = {
 	 R_WEB, HOST_EXAMPLE, 0},
 };
 
+/*
+ * Under default: allow (allow_names_policy): a name whose rules do not allow the port is no
+ * denial, the flow goes on under the default as that name alone there would have.
+ */
+static const struct sni_rule_case sni_rule_allow_cases[] = {
+	{"default allows: no rule of the name allows the port: under the default, uncapped",
+	 "port:8000 sni:names.example", RA_ALT, 1, OK, SL_RULE_DEFAULT, HOST_NAMES, 0},
+	{"default allows: the name's own rule: left as it is", "port:8000 sni:alt.example", RA_ALT,
+	 1, OK, RA_ALT, HOST_EXAMPLE, 0},
+};
+
 static bool sni_rule_check(struct run *r, const struct sni_rule_case *c)
 {
 	struct sl_progrun_skb *o = r->skb;
@@ -1835,6 +1865,11 @@ static void tls_tests(void)
 	for (i = 0; i < ARRAY_SIZE(sni_rule_cases); i++) {
 		snprintf(name, sizeof(name), "tls: shared address: %s", sni_rule_cases[i].name);
 		report(sni_rule_check(&runs[P_DENY], &sni_rule_cases[i]), name, why);
+	}
+	for (i = 0; i < ARRAY_SIZE(sni_rule_allow_cases); i++) {
+		snprintf(name, sizeof(name), "tls: shared address: %s",
+			 sni_rule_allow_cases[i].name);
+		report(sni_rule_check(&runs[P_ALLOW_NAMES], &sni_rule_allow_cases[i]), name, why);
 	}
 	/* 14: the Ethernet header; 14 + 9: IPv4 protocol; 14 + 20 + 12: TCP data offset */
 	report(rv2_tls_unparsed(&runs[P_DENY], 14 + 20 + 12, 0x40, SL_TLS_PENDING, SL_TLS_DENIED),
@@ -1979,7 +2014,11 @@ static const struct decide_case decide_cases[] = {
 	 HOST_EXAMPLE},
 	{"rv2: learned, neither rule's port", D, "198.51.100.52", TCP, 80, DENY, RD, 0, 0,
 	 HOST_EXAMPLE},
-	/* first match would take the web rule, answered first: the capped one is the stricter */
+	/*
+	 * The entry's rules as userspace writes them, strictest first (the web rule was answered
+	 * first; names' is capped). The host is the first answered name's: connect() knows no
+	 * other (the known limit sluice-policy(5) states); a ClientHello re-keys it to its name's.
+	 */
 	{"shared address: the rule with the smallest request cap", D, "198.51.100.53", TCP, 443,
 	 ALLOW, RULE, R_NAMES, 0, HOST_EXAMPLE},
 	{"shared address: the only rule for the port", D, "198.51.100.53", TCP, 8000, ALLOW, RULE,
@@ -2379,16 +2418,19 @@ int main(void)
 		printf("1..0 # SKIP loading BPF programs needs root\n");
 		return 0;
 	}
-	err = run_up(&runs[P_DENY], deny_policy, false);
+	err = run_up(&runs[P_DENY], deny_policy, P_DENY);
 	if (!err)
-		err = run_up(&runs[P_ALLOW], allow_policy, true);
+		err = run_up(&runs[P_ALLOW], allow_policy, P_ALLOW);
+	if (!err)
+		err = run_up(&runs[P_ALLOW_NAMES], allow_names_policy, P_ALLOW_NAMES);
 	if (err) {
 		printf("Bail out! cannot load the programs: %s\n", strerror(-err));
 		return 1;
 	}
 	printf("1..%zu\n", 2 * ARRAY_SIZE(frame_cases) + ARRAY_SIZE(flow_cases) +
 				   ARRAY_SIZE(judged_cases) + ARRAY_SIZE(tc_judged_cases) +
-				   ARRAY_SIZE(tls_cases) + ARRAY_SIZE(sni_rule_cases) + 3 + 4 +
+				   ARRAY_SIZE(tls_cases) + ARRAY_SIZE(sni_rule_cases) +
+				   ARRAY_SIZE(sni_rule_allow_cases) + 3 + 4 +
 				   ARRAY_SIZE(decide_cases) + ARRAY_SIZE(hook_cases));
 	frame_tests();
 	reset_tests();
