@@ -585,9 +585,11 @@ __noinline int judge_client_hello(struct __sk_buff *skb, struct sl_sk_tls *t, __
 		/*
 		 * A later ClientHello (after a HelloRetryRequest) must name the server the first
 		 * named (RFC 8446 4.1.2), and never moves the flow: the first's name chose its
-		 * rule, and a server that routes on the first hello's name serves that one.
+		 * rule, and a server that routes on the first hello's name serves that one. A
+		 * first hello that did not pass (report mode) named none: no later one passes
+		 * either, or a switch to enforce would find the later name and keep the flow.
 		 */
-		if (!named || (recheck && named_before && named->host_id != named_before))
+		if (!named || (recheck && named->host_id != named_before))
 			reason = SL_REASON_SNI_MISMATCH;
 		else if (!sni_rule_take(named, recheck ? NULL : skb_flow(skb), dst->port))
 			reason = SL_REASON_SNI_PORT;

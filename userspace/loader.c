@@ -2887,7 +2887,7 @@ uint64_t loader_next_seq(const struct loader *l)
  * sl_rule_caps (caps_fd) holds: the programs take the first that allows a flow's port. A rule
  * the map cannot give (it has every rule of its policy) counts as uncapped.
  */
-static void rules_strictest(int caps_fd, __u16 rule_ids[SL_LEARNED_RULES])
+static int rules_strictest_fd(int caps_fd, __u16 rule_ids[SL_LEARNED_RULES])
 {
 	struct sl_rule_caps caps[SL_LEARNED_RULES] = {};
 	__u32 rid;
@@ -2895,10 +2895,30 @@ static void rules_strictest(int caps_fd, __u16 rule_ids[SL_LEARNED_RULES])
 
 	for (i = 0; i < SL_LEARNED_RULES && rule_ids[i]; i++) {
 		rid = rule_ids[i];
-		if (bpf_map_lookup_elem(caps_fd, &rid, &caps[i]))
-			caps[i] = (struct sl_rule_caps){ .max_req = 0 };
+		/* past the map's end (ENOENT): a rule without caps */
+		if (bpf_map_lookup_elem(caps_fd, &rid, &caps[i]) && errno != ENOENT)
+			return -errno;
 	}
 	policy_rules_strictest(rule_ids, caps);
+	return 0;
+}
+
+/*
+ * The run's sl_rule_caps wherever this loader finds it: a resumed or taken-over run's skeleton
+ * is only opened (its maps are the run's pinned ones, and sl_rule_caps is not pinned), so its own
+ * map has no fd. Ordering by a map that cannot be read would leave every rule "uncapped" and the
+ * order the answers came in: the caller refuses instead.
+ */
+static int rule_caps_fd(const struct loader *l)
+{
+	return run_map(l, "sl_rule_caps", NULL, 0);
+}
+
+static int rules_strictest(const struct loader *l, __u16 rule_ids[SL_LEARNED_RULES])
+{
+	int fd = rule_caps_fd(l);
+
+	return fd < 0 ? fd : rules_strictest_fd(fd, rule_ids);
 }
 
 /*
@@ -2988,10 +3008,10 @@ static int learn_rules(struct loader *l, const struct loader_learn_addr *addrs, 
 							  .expires_ns = addrs[i].expires_ns };
 		err = learned_merge(&merged[i], rule_ids, n_rules, host_id, addrs[i].expires_ns,
 				    now_ns);
+		if (!err)
+			err = rules_strictest(l, merged[i].rule_ids);
 		if (err)
 			*failed = i;
-		else
-			rules_strictest(bpf_map__fd(l->skel->maps.sl_rule_caps), merged[i].rule_ids);
 	}
 	/*
 	 * The new addresses first, those an earlier answer learned last: only an insert finds the
@@ -3075,7 +3095,7 @@ bool loader_host_spent(const struct loader *l, uint16_t rule_id, const struct sl
 	struct sl_host_bytes b;
 	__u32 rid = rule_id;
 
-	if (bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.sl_rule_caps), &rid, &caps) ||
+	if (bpf_map_lookup_elem(rule_caps_fd(l), &rid, &caps) ||
 	    (!caps.max_total_req && !caps.max_total_resp) ||
 	    bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.sl_host_bytes), k, &b))
 		return false;
@@ -3113,8 +3133,7 @@ int loader_sni_name(const struct loader *l, struct sl_sni_name *v, uint32_t host
 			return -EXFULL;
 		v->rule_ids[n++] = rule_ids[i];
 	}
-	rules_strictest(bpf_map__fd(l->skel->maps.sl_rule_caps), v->rule_ids);
-	return 0;
+	return rules_strictest(l, v->rule_ids);
 }
 
 int loader_sni_learn(struct loader *l, int family, const uint8_t *addr, const char *name,
@@ -3214,10 +3233,12 @@ int loader_host_budgets_max(const struct loader *l, uint16_t *max, char *err, si
 
 int loader_rule_caps(const struct loader *l, uint16_t rule_id, struct sl_rule_caps *out)
 {
+	int fd = rule_caps_fd(l);
 	__u32 rid = rule_id;
 
-	return bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.sl_rule_caps), &rid, out) ? -errno :
-											  0;
+	if (fd < 0)
+		return fd;
+	return bpf_map_lookup_elem(fd, &rid, out) ? -errno : 0;
 }
 
 int loader_sock_state(const struct loader *l, int sock_fd, struct sl_flow *flow,
@@ -4512,7 +4533,10 @@ int loader_next_learned_put(struct loader_next *n, int family, const uint8_t *ad
 	uint8_t key[16] = {};
 
 	/* the switch merges the new policy's rules in: in the new set's order of strictness */
-	rules_strictest(bpf_map__fd(n->skel->maps.sl_rule_caps), ordered.rule_ids);
+	int err = rules_strictest_fd(bpf_map__fd(n->skel->maps.sl_rule_caps), ordered.rule_ids);
+
+	if (err)
+		return err;
 	memcpy(key, addr, family == AF_INET ? 4 : 16);
 	if (bpf_map_update_elem(bpf_map__fd(next_learned(n, family)), key, &ordered, BPF_ANY))
 		return -errno;
@@ -4544,6 +4568,7 @@ int loader_next_sni(struct loader_next *n, const uint8_t addr[16], const char *n
 	struct sl_sni_name ordered = *v;
 	struct sl_sni_key key;
 	size_t len = strlen(name);
+	int err;
 
 	if (!len || len > SL_SNI_MAX)
 		return -ENAMETOOLONG;
@@ -4551,7 +4576,9 @@ int loader_next_sni(struct loader_next *n, const uint8_t addr[16], const char *n
 	memcpy(key.addr, addr, sizeof(key.addr));
 	key.name_len = (__u16)len;
 	memcpy(key.name, name, len); /* as the old map held it: lower-cased already */
-	rules_strictest(bpf_map__fd(n->skel->maps.sl_rule_caps), ordered.rule_ids);
+	err = rules_strictest_fd(bpf_map__fd(n->skel->maps.sl_rule_caps), ordered.rule_ids);
+	if (err)
+		return err;
 	if (bpf_map_update_elem(bpf_map__fd(n->skel->maps.sl_sni_ok), &key, &ordered, BPF_ANY))
 		return -errno;
 	return 0;

@@ -1297,7 +1297,9 @@ static void put_sni(struct pkt *e, const char *list, size_t n)
  * then:NAME (a second ClientHello record naming NAME) raw:HEX (this payload, no hello)
  * plain:TEXT (this text as payload; _ a space) urg (TCP urgent flag) v6 (to 2001:db8::10)
  * tcpopt (12 bytes of TCP options) ipopt (4 bytes of IPv4 options)
- * The flow: port:N (tls_port is N == 443) state:N payloads:N (struct sl_sk_tls before it).
+ * The flow: port:N (tls_port is N == 443) state:N payloads:N (struct sl_sk_tls before it);
+ * past the first hello (state 4 or 5), the name it passed with is example.com's, or none with
+ * unnamed (a first hello report mode let through denied).
  */
 struct hello {
 	struct pkt ext;
@@ -1307,6 +1309,7 @@ struct hello {
 	struct pkt pre, post, payload;
 	char then[300];
 	unsigned port, state, payloads;
+	bool unnamed;
 };
 
 static void hello_record(struct pkt *out, const struct hello *h, const struct pkt *exts, bool whole)
@@ -1452,6 +1455,8 @@ static int hello_parse(struct hello *h, const char *spec)
 			h->state = (unsigned)strtoul(v, NULL, 10);
 		} else if (!strncmp(tok, "payloads:", 9)) {
 			h->payloads = (unsigned)strtoul(v, NULL, 10);
+		} else if (!strcmp(tok, "unnamed")) {
+			h->unnamed = true;
 		} else {
 			fprintf(stderr, "sl_progrun: unknown token in a TLS case: %s\n", tok);
 			return -EINVAL;
@@ -1696,6 +1701,9 @@ static const struct tls_case tls_cases[] = {
 	 "state:5 pre:140303000101 sni:example.com", 1, OK, NULL, S_AWAIT},
 	{"after a HelloRetryRequest: another name", "state:5 pre:140303000101 sni:evil.example", 0,
 	 MIS, NULL, S_DENIED},
+	{"after a HelloRetryRequest, a first hello that named none (report mode let it through): "
+	 "a listed name now: denied",
+	 "state:5 unnamed pre:140303000101 sni:example.com", 0, MIS, NULL, S_DENIED},
 	{"after a HelloRetryRequest: a CCS alone", "state:5 raw:140303000101", 1, 0, NULL,
 	 SL_TLS_EXPECT_CH2},
 	{"after a HelloRetryRequest: an alert alone", "state:5 raw:15030300020230", 1, 0, NULL,
@@ -1724,6 +1732,8 @@ static bool tls_check(struct run *r, const struct tls_case *c)
 	o->bss->t_in.tls_port = h.port == SL_TLS_PORT;
 	o->bss->t_in.payloads = (__u8)h.payloads;
 	o->bss->t_in.host_id = HOST_EXAMPLE;
+	if ((h.state == SL_TLS_AWAIT_SERVER || h.state == SL_TLS_EXPECT_CH2) && !h.unnamed)
+		o->bss->t_in.sni_host_id = HOST_EXAMPLE;
 	if (!prog_run(bpf_program__fd(o->progs.t_tls_egress), p.b, p.len, &ret))
 		return false;
 	EXPECT(!o->bss->t_out.error, "the test program found no socket or storage");
@@ -1841,6 +1851,8 @@ static bool rv2_tls_unparsed(struct run *r, size_t at, unsigned byte, unsigned s
 	o->bss->t_in.state = (__u8)state;
 	o->bss->t_in.tls_port = 1;
 	o->bss->t_in.host_id = HOST_EXAMPLE;
+	if ((h.state == SL_TLS_AWAIT_SERVER || h.state == SL_TLS_EXPECT_CH2) && !h.unnamed)
+		o->bss->t_in.sni_host_id = HOST_EXAMPLE;
 	if (!prog_run(bpf_program__fd(o->progs.t_tls_egress), p.b, p.len, &ret))
 		return false;
 	EXPECT(!o->bss->t_out.error, "the test program found no socket or storage");

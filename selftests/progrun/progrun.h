@@ -15,6 +15,7 @@ struct t_tls_in {
 	__u32 host_id;
 	__u16 flow_rule; /* the socket's flow, of this generation, under this rule; 0: no flow */
 	__u16 pad2;
+	__u32 sni_host_id; /* the name the flow's first ClientHello passed with; 0: none */
 };
 
 /* … and what the check left. */

@@ -130,6 +130,7 @@ int t_tls_egress(struct __sk_buff *skb)
 	t->tls_port = t_in.tls_port;
 	t->payloads = t_in.payloads;
 	t->host_id = t_in.host_id;
+	t->sni_host_id = t_in.sni_host_id;
 	t->deny_reason = 0;
 	/* judge_client_hello zeroes the scratch record: a reason here is this packet's */
 	ev->reason = 0;
