@@ -172,10 +172,11 @@ test: deps
 # more per kernel): Debian's 6.1 and 6.12 kernels, or KERNEL=path/to/bzImage (MODULES=dir as
 # modules_install left it, CONFIG=file, else the one built in; checked against selftests/config).
 # VM_MEM (qemu -m), VM_APPEND (added to the kernel's command line), VM_TIMEOUT (s per VM,
-# default 600 per test file and 600 for the boot, 9 h for the whole suite: a guest still
-# running then is killed and fails), VM_JOBS (kernels booted at once, default 1: each VM takes
-# two CPUs' worth of emulation and VM_MEM), VM_SHARDS (VMs that share out each kernel's test
-# files and run at once, default 1: each keeps about one core busy). VMTEST_ARGS: more of selftests/vm/vmtest.sh's arguments (-k 6.1, test files).
+# default 600 per test file it runs and 600 for the boot, 9 h for the whole suite: a guest
+# still running then is killed and fails), VM_JOBS (kernels booted at once, default 1: each VM
+# takes two CPUs' worth of emulation and VM_MEM), VM_SHARDS (VMs that share out each kernel's
+# test files and run at once, default 1: each keeps about one core busy). VMTEST_ARGS: more of
+# selftests/vm/vmtest.sh's arguments (-k 6.1, test files).
 VM_TIMEOUT ?=
 VMTEST_ARGS ?=
 vmtest: deps

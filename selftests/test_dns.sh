@@ -32,7 +32,7 @@ topo_up
 
 SEED=$REPO/policy/examples/seed-003.yaml
 [[ -r $SEED ]] || bail_out "missing $SEED"
-DIG=(dig +time=2 +tries=1)
+DIG=(dig +time=$((2 * SL_SLOW)) +tries=1)
 
 # ---------------------------------------------------------------------------------------------
 # Topology additions: the outside resolvers the workload asks (203.0.113.53, 2001:db8::53; the
@@ -104,7 +104,7 @@ dns_upstream_start upstream "${up[@]}" || bail_out "cannot start dnsmasq on 127.
 sl_on_exit dns_upstream_stop
 
 # The upstream itself answers what the cases rely on (from this netns, to loopback only).
-upstream_dig() { dig +time=2 +tries=1 -p "$SL_DNS_PORT" @127.0.0.1 "$@" 2>&1; }
+upstream_dig() { dig +time=$((2 * SL_SLOW)) +tries=1 -p "$SL_DNS_PORT" @127.0.0.1 "$@" 2>&1; }
 f=$SL_TMP/upstream-check.dig
 upstream_dig static.rust-lang.org >"$f"
 tap_is "fixture: the upstream resolves the unlisted static.rust-lang.org" \

@@ -78,7 +78,7 @@ dns_upstream_start shared --address=/a1.example/198.51.100.10 --address=/a2.exam
 # The case needs the address that would fit first in the answer (a resolver that learned
 # address by address would have learned it before finding the full one): said, not assumed.
 tap_is "fixture: the upstream answers a5.example's 198.51.100.20 first, then 198.51.100.10" \
-	"$(dig +short +time=2 +tries=1 -p "$SL_DNS_PORT" @127.0.0.1 a5.example A | paste -sd' ')" \
+	"$(dig +short +time=$((2 * SL_SLOW)) +tries=1 -p "$SL_DNS_PORT" @127.0.0.1 a5.example A | paste -sd' ')" \
 	"198.51.100.20 198.51.100.10"
 # shellcheck disable=SC2016 # expanded by the inner sh
 sluice_run "$shared" "$SL_TMP/shared.jsonl" --netns "/run/netns/$SL_NS_RUN" \

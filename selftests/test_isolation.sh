@@ -137,7 +137,7 @@ probe() { in_cg "$1" "$SL_PROBE" "$2" "$3" "$4" --timeout-ms 3000 | head -n 1 | 
 # resolve CGROUP NAME: the addresses the run's resolver answers, or the status.
 resolve() {
 	local out
-	out=$(in_cg "$1" dig +time=2 +tries=1 @198.51.100.53 "$2")
+	out=$(in_cg "$1" dig +time=$((2 * SL_SLOW)) +tries=1 @198.51.100.53 "$2")
 	if [[ $out == *"status: NOERROR"* ]]; then
 		awk '/^;; ANSWER SECTION:/ { a = 1; next } a && /^$/ { a = 0 } a { print $5 }' <<<"$out" |
 			paste -sd ' ' -

@@ -103,7 +103,7 @@ in_cg() {
 probe() { in_cg "$1" "$SL_PROBE" tcp "$2" 80 | cut -d' ' -f1-2; }
 
 # resolve CGROUP NAME: the address the run's resolver answers (nothing if refused).
-resolve() { in_cg "$1" dig +time=2 +tries=1 +short @198.51.100.53 "$2" | grep -E '^[0-9.]+$'; }
+resolve() { in_cg "$1" dig +time=$((2 * SL_SLOW)) +tries=1 +short @198.51.100.53 "$2" | grep -E '^[0-9.]+$'; }
 
 # prog_ids PID: the ids of the BPF programs process PID holds an fd of.
 prog_ids() {

@@ -329,7 +329,7 @@ if command -v dnsmasq >/dev/null && command -v dig >/dev/null; then
 	log=$SL_TMP/netns.jsonl
 	sl_run_setup netns "$SL_TMP/named.yaml" "$log" --netns "$label" \
 		--upstream "127.0.0.1:$SL_DNS_PORT" -- \
-		dig +time=2 +tries=1 +short @198.51.100.53 ns.handoff.example
+		dig +time=$((2 * SL_SLOW)) +tries=1 +short @198.51.100.53 ns.handoff.example
 	unshare --mount --propagation private sh -c 'mount --bind "$1" "$2" && shift 2 && exec "$@"' \
 		sh "$NETNS" "$label" timeout -k 5 "$SL_RUN_TIMEOUT" "$SLUICE" "${SL_RUN_ARGV[@]}" \
 		>"$SL_OUT" 2>"$SL_ERR" </dev/null

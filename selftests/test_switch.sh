@@ -90,9 +90,9 @@ tap_ok "the run is attached in report mode"
 
 # in_cg CMD…: CMD in the run's cgroup and the run namespace.
 in_cg() { sl_in_cgroup "$CG" "${RUN_EXEC_NETONLY[@]}" "$@"; }
-resolve() { in_cg dig +time=2 +tries=1 +short @198.51.100.53 "$1" | head -n 1; }
+resolve() { in_cg dig +time=$((2 * SL_SLOW)) +tries=1 +short @198.51.100.53 "$1" | head -n 1; }
 rcode() {
-	in_cg dig +time=2 +tries=1 @198.51.100.53 "$1" | sed -n 's/.*status: \([A-Z]*\),.*/\1/p'
+	in_cg dig +time=$((2 * SL_SLOW)) +tries=1 @198.51.100.53 "$1" | sed -n 's/.*status: \([A-Z]*\),.*/\1/p'
 }
 
 # The client: resolves the three names once, then probes each address in turn, forever,
@@ -103,7 +103,7 @@ in_cg bash -c '
 	tmp=$1 probe=$2
 	echo $$ >"$tmp/client.pid"
 	for h in ten twenty seven; do
-		a=$(dig +time=2 +tries=1 +short @198.51.100.53 $h.switch.example | head -n 1)
+		a=$(dig +time=$((2 * SL_SLOW)) +tries=1 +short @198.51.100.53 $h.switch.example | head -n 1)
 		eval "addr_$h=\$a"
 	done
 	echo "$addr_ten $addr_twenty $addr_seven" >"$tmp/addrs"

@@ -162,7 +162,7 @@ tap_check "replace-policy: a TCP flow to a host only the old policy allowed is c
 # --- a flow to a host only a host rule allows, open across a replace-policy that keeps the name --
 out=$("$SLUICE" replace-policy --run-id "$RUN" "$SL_TMP/d.yaml" 2>&1)
 tap_check "replace-policy to a policy naming the host succeeds" test -z "${out##*\"ok\":true*}"
-addr=$(sl_in_cgroup "$CG" "${RUN_EXEC_NETONLY[@]}" dig +time=2 +tries=1 +short @198.51.100.53 \
+addr=$(sl_in_cgroup "$CG" "${RUN_EXEC_NETONLY[@]}" dig +time=$((2 * SL_SLOW)) +tries=1 +short @198.51.100.53 \
 	ten.switch.example | head -n 1)
 tap_is "the run's resolver answers the listed name" "$addr" 198.51.100.10
 hold "$SL_TMP/h3" named:tcp:198.51.100.10:80
@@ -389,7 +389,7 @@ sl_daemon_attach swtls "$SL_TMP/t1.yaml" --mode enforce \
 CG4=$SL_ATT_CG RUN4=$SL_ATT_RUN LOG4=$SL_ATT_LOG
 tap_ok "tls: the run is attached"
 for n in x y; do
-	addr=$(sl_in_cgroup "$CG4" "${RUN_EXEC_NETONLY[@]}" dig +time=2 +tries=1 +short \
+	addr=$(sl_in_cgroup "$CG4" "${RUN_EXEC_NETONLY[@]}" dig +time=$((2 * SL_SLOW)) +tries=1 +short \
 		@198.51.100.53 "$n.switch.example" | head -n 1)
 	tap_is "tls: the run's resolver answers $n.switch.example" "$addr" 198.51.100.10
 done

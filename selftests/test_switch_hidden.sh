@@ -116,7 +116,7 @@ for step in attach switch; do
 	tap_ok "$step: the run is attached"
 	if [[ $step == switch ]]; then
 		# (from the host's namespace, where the run's resolver listens: no --netns here)
-		addr=$(sl_in_cgroup "$CG" dig +time=2 +tries=1 +short @198.51.100.53 \
+		addr=$(sl_in_cgroup "$CG" dig +time=$((2 * SL_SLOW)) +tries=1 +short @198.51.100.53 \
 			ten.switch.example | head -n 1)
 		tap_is "switch: the run's resolver answers ten.switch.example" "$addr" 198.51.100.10
 		for m in leader unshare; do hide "$CG" "$SL_TMP/$step-$m" "$m"; done

@@ -59,7 +59,7 @@ sl_daemon_attach swsni "$SL_TMP/p1.yaml" --mode enforce \
 	--netns "/run/netns/$SL_NS_RUN" --upstream "127.0.0.1:$SL_DNS_PORT"
 CG=$SL_ATT_CG RUN=$SL_ATT_RUN LOG=$SL_ATT_LOG
 tap_ok "the run is attached"
-addr=$(sl_in_cgroup "$CG" "${RUN_EXEC_NETONLY[@]}" dig +time=2 +tries=1 +short \
+addr=$(sl_in_cgroup "$CG" "${RUN_EXEC_NETONLY[@]}" dig +time=$((2 * SL_SLOW)) +tries=1 +short \
 	@198.51.100.53 ten.switch.example | head -n 1)
 tap_is "the run's resolver answers ten.switch.example" "$addr" 198.51.100.10
 

@@ -91,6 +91,8 @@ vm_refuses "a time limit that is not one" 'the time limit (-t, VM_TIMEOUT) "0"' 
 vm_refuses "a -j that is not a number of kernels" 'the kernels at once (-j, VM_JOBS) "0"' -j 0 -k 6.1
 vm_refuses "a -s that is not a number of VMs" 'the VMs per kernel (-s, VM_SHARDS) "two"' -s two -k 6.1
 vm_refuses "an unknown Debian series" 'unknown kernel series "5.10"' -k 5.10
+vm_refuses "a test file given twice" "selftests/test_topology.sh: given twice" -K "$tmp/bzImage" \
+	selftests/test_topology.sh selftests/test_lsm.sh selftests/test_topology.sh
 vm_refuses "a test file that does not exist" "selftests/test_nope.sh: no such test file" \
 	-K "$tmp/bzImage" selftests/test_nope.sh
 
@@ -104,9 +106,16 @@ echo $$ >>"$d/qemu.pids"
 echo boot >>"$d/boots"
 printf '%s\n' "$@" >"$d/qemu.args"
 mode=$(cat "$d/guest")
+# the guest's configuration, as guest.sh reads it: TESTS, the files this VM runs
+conf=$(printf '%s\n' "$@" | sed -n 's/.*sluice_vm=\([^ ]*\).*/\1/p')
+. "$conf"
 # crash-once: a panic on the first boot, every file passing on the next
 if [[ $mode == crash-once ]]; then
 	[[ $(wc -l <"$d/boots") -eq 1 ]] && mode=crash || mode=pass
+fi
+# hang-lsm: the VM given test_lsm.sh hangs, others pass
+if [[ $mode == hang-lsm ]]; then
+	[[ " ${TESTS[*]} " == *" selftests/test_lsm.sh "* ]] && mode=hang || mode=pass
 fi
 case $mode in
 hang) exec sleep 1000 ;;
@@ -116,15 +125,11 @@ crash)
 	exit 1
 	;;
 pass)
-	conf=$(printf '%s\n' "$@" | sed -n 's/.*sluice_vm=\([^ ]*\).*/\1/p')
-	. "$conf"
 	echo "vmtest: kernel 9.9.9-fake, ${#TESTS[@]} test file(s)"
 	for t in "${TESTS[@]}"; do echo "vmtest-file: $t ok"; done
 	echo "vmtest-result: 0"
 	;;
 report)
-	conf=$(printf '%s\n' "$@" | sed -n 's/.*sluice_vm=\([^ ]*\).*/\1/p')
-	. "$conf"
 	echo "vmtest: kernel 9.9.9-fake, ${#TESTS[@]} test file(s)"
 	echo "vmtest: active LSMs: lockdown,capability,yama"
 	echo "vmtest-time: ${TESTS[0]} 12"
@@ -135,10 +140,8 @@ report)
 	echo "vmtest-result: 1"
 	;;
 # meet: this VM's files pass only if another emulator started within 10 s of it (so they ran
-# at once); the 6.1 one ends last. hang-lsm: the VM given test_lsm.sh hangs, others pass.
+# at once); the 6.1 one ends last
 meet)
-	conf=$(printf '%s\n' "$@" | sed -n 's/.*sluice_vm=\([^ ]*\).*/\1/p')
-	. "$conf"
 	me=$(basename "$(printf '%s\n' "$@" | grep -A 1 -x -- -kernel | tail -n 1)")
 	touch "$d/started.$$"
 	for _ in $(seq 100); do
@@ -150,12 +153,13 @@ meet)
 	for t in "${TESTS[@]}"; do echo "vmtest-file: $t ${met:-fail}"; done
 	echo "vmtest-result: 0"
 	;;
-hang-lsm)
-	conf=$(printf '%s\n' "$@" | sed -n 's/.*sluice_vm=\([^ ]*\).*/\1/p')
-	. "$conf"
-	[[ " ${TESTS[*]} " == *" selftests/test_lsm.sh "* ]] && exec sleep 1000
+# misname: the VM whose first file is test_report.sh names test_topology.sh in its place
+misname)
 	echo "vmtest: kernel 9.9.9-fake, ${#TESTS[@]} test file(s)"
-	for t in "${TESTS[@]}"; do echo "vmtest-file: $t ok"; done
+	for t in "${TESTS[@]}"; do
+		[[ $t == selftests/test_report.sh && $t == "${TESTS[0]}" ]] && t=selftests/test_topology.sh
+		echo "vmtest-file: $t ok"
+	done
 	echo "vmtest-result: 0"
 	;;
 lsm-skip)
@@ -293,7 +297,7 @@ out=$(bash "$VMTEST" -K "$tmp/bzImage" -C "$tmp/full.config" -t 30 selftests/tes
 rc=$?
 tap_is "a guest that crashes every time: exit 1 after two boots" "$rc:$(wc -l <"$tmp/boots")" "1:2"
 tap_check "a guest that crashes every time: not ok, said on stderr too" \
-	grep -q '^vmtest: not ok: 9.9.9-fake: the VM ended without a result (qemu exit 1;' \
+	grep -q '^vmtest: not ok: 9.9.9-fake: the VM ended without a result (qemu exit 1, none from selftests/test_topology.sh;' \
 	"$tmp/stderr"
 
 sed 's/^CONFIG_9P_FS=y/CONFIG_9P_FS=m/' "$tmp/full.config" >"$tmp/no9p.config"
@@ -376,10 +380,34 @@ tap_is "-s 2, one VM hung: the other's file ok, the hung VM's two files not repo
 	"$rc:$(grep -E '^(not )?ok ' <<<"$out" | sed 's/ (console: .*)//; s/; console: .*)/)/')" \
 	"1:ok 1 - 9.9.9-fake: config $tmp/full.config has every option in selftests/config
 ok 2 - 9.9.9-fake: selftests/test_topology.sh
-not ok 3 - 9.9.9-fake (VM 2 of 2): the VM did not finish in 3 s, killed (0 of 2 files done)" ||
+not ok 3 - 9.9.9-fake (VM 2 of 2): the VM did not finish in 3 s, killed (0 of 2 files done, none from selftests/test_report.sh selftests/test_lsm.sh)" ||
 	tap_diag "$out"
-tap_check "-s 2, one VM hung: said on stderr" \
-	grep -q '^vmtest: not ok: 9.9.9-fake (VM 2 of 2): the VM did not finish' "$tmp/stderr"
+tap_check "-s 2, one VM hung: said on stderr, the files it left without a line named" \
+	grep -q '^vmtest: not ok: 9.9.9-fake (VM 2 of 2): the VM did not finish in 3 s, killed (0 of 2 files done, none from selftests/test_report.sh selftests/test_lsm.sh;' \
+	"$tmp/stderr"
+# a VM's Nth line is its Nth file's: one that names another file is no result for either
+echo misname >"$tmp/guest"
+out=$(vm_shared -t 30)
+rc=$?
+tap_is "-s 2, a VM naming another VM's file in its line: no line for either taken as its result, exit 1" \
+	"$rc:$(grep -E '^(not )?ok ' <<<"$out" | sed 's/ (console: .*)//')" \
+	"1:ok 1 - 9.9.9-fake: config $tmp/full.config has every option in selftests/config
+ok 2 - 9.9.9-fake: selftests/test_topology.sh
+ok 3 - 9.9.9-fake: selftests/test_lsm.sh
+not ok 4 - 9.9.9-fake (VM 2 of 2): 2 of 2 test files reported; it reported selftests/test_topology.sh where selftests/test_report.sh was due; none from selftests/test_report.sh" ||
+	tap_diag "$out"
+# the table -s goes by: a line that is not "FILE SECONDS" stops vmtest before it boots anything
+printf 'selftests/test_topology.sh 300\nselftests/test_lsm.sh 0\n' >"$tmp/bad-seconds"
+rm -f "$tmp/boots"
+out=$(SL_VM_SECONDS=$tmp/bad-seconds bash "$VMTEST" -K "$tmp/bzImage" -C "$tmp/full.config" -s 2 \
+	selftests/test_topology.sh selftests/test_lsm.sh 2>&1)
+tap_is "-s 2 with a bad line in the seconds table: exit 1, file and line named, nothing booted" \
+	"$?:$(grep -c "^Bail out! vmtest: $tmp/bad-seconds:2: not \"selftests/FILE SECONDS\"" <<<"$out"):$(
+		cat "$tmp/boots" 2>/dev/null | wc -l)" "1:1:0" || tap_diag "$out"
+out=$(SL_VM_SECONDS=$tmp/no-seconds bash "$VMTEST" -K "$tmp/bzImage" -C "$tmp/full.config" -s 2 \
+	selftests/test_topology.sh selftests/test_lsm.sh 2>&1)
+tap_is "-s 2 with no seconds table: exit 1, named" \
+	"$?:$(grep -c "$tmp/no-seconds: cannot read the file seconds table" <<<"$out")" "1:1"
 
 # Killed, vmtest ends its emulators: one after the other, and two at once
 echo hang >"$tmp/guest"

@@ -22,9 +22,11 @@
 # are printed, in the order the kernels were named, once every kernel has finished (a failure
 # is said on stderr when it happens). -s how many VMs share out each kernel's test files and
 # run at once (default 1): each VM gets the files that even out the seconds
-# selftests/vm/file-seconds says they take (the longest first, each to the VM with the fewest
-# so far); a kernel's lines still come one per file in the order given. Under emulation one VM
-# keeps little more than one core busy: -j 2 -s 2 (four VMs) wants four. vmtest killed (SIGTERM, SIGINT, SIGHUP) takes its emulators with it.
+# selftests/vm/file-seconds (SL_VM_SECONDS) says they take (the longest first, each to the VM
+# with the fewest so far), and the time limit by the files it runs; a kernel's lines still come
+# one per file in the order given. Under emulation one VM keeps little more than one core busy:
+# -j 2 -s 2 (four VMs) wants four. vmtest killed (SIGTERM, SIGINT, SIGHUP) takes its emulators
+# with it.
 #
 # An initramfs of busybox and the virtio and 9p modules mounts this machine's root read-only
 # over virtio-9p and hands over to selftests/vm/guest.sh there, which mounts what the tests
@@ -109,8 +111,12 @@ elif [[ -n $custom_mods || -n $custom_config ]]; then
 	usage "MODULES= and CONFIG= go with KERNEL= (-K)"
 fi
 [[ ${#kernels[@]} -gt 0 || -n $custom ]] || kernels=(6.1 6.12)
+declare -A given=()
 for t in "${tests[@]}"; do
 	[[ -f $REPO/$t ]] || usage "$t: no such test file (give it relative to the repository, selftests/test_x.sh)"
+	# a file's line is its result: one file given twice would have two lines for one name
+	[[ -z ${given[$t]:-} ]] || usage "$t: given twice"
+	given[$t]=1
 done
 if [[ ${#tests[@]} -eq 0 ]]; then
 	for t in "$REPO"/selftests/test_*.sh; do
@@ -277,13 +283,21 @@ image_version() {
 }
 
 # The seconds each test file takes under emulation (selftests/vm/file-seconds, or SL_VM_SECONDS),
-# by which -s shares a kernel's files out among its VMs; a file not listed counts 120 s.
+# by which -s shares a kernel's files out among its VMs; a file not listed counts 120 s. A table
+# that cannot be read, or a line that is not "selftests/FILE SECONDS" (seconds from 1), stops
+# vmtest before anything boots, the file and line named.
 declare -A file_secs=()
 load_file_seconds() {
-	local f s
-	while read -r f s _; do
-		[[ $f == selftests/* && $s =~ ^[0-9]+$ ]] && file_secs[$f]=$s
-	done < <(grep -v '^#' "${SL_VM_SECONDS:-$REPO/selftests/vm/file-seconds}" 2>/dev/null)
+	local table=${SL_VM_SECONDS:-$REPO/selftests/vm/file-seconds} line f s rest n=0
+	[[ -f $table && -r $table ]] || die "$table: cannot read the file seconds table (SL_VM_SECONDS)"
+	while IFS= read -r line || [[ -n $line ]]; do
+		n=$((n + 1))
+		[[ -z $line || $line == '#'* ]] && continue
+		read -r f s rest <<<"$line"
+		[[ $f == selftests/* && $s =~ ^[1-9][0-9]*$ && -z $rest && $line != *$'\r'* ]] ||
+			die "$table:$n: not \"selftests/FILE SECONDS\" (seconds a whole number from 1): $line"
+		file_secs[$f]=$s
+	done <"$table"
 }
 
 # Share the test files out among COUNT VMs: the longest first, each to the VM with the fewest
@@ -358,69 +372,103 @@ boot_vm() {
 # passed (or skipped). LABEL names the kernel in the TAP lines; KDIR holds lib/modules/VERSION
 # for the guest's modprobe; DIR gets guest.conf and console.log (with -s, DIR/vm-K each).
 boot_kernel() {
-	local label=$1 image=$2 initrd=$3 kdir=$4 dir=$5 count=$shards log rc file status why
-	local guest='' text lsms='' took k i jobs_before=${#vm_jobs[@]} failed=0
-	local -a vm_dirs=() vm_files=() vm_pids=() vm_of=() files=()
-	local -A secs=() result=() reason=() console=()
+	local label=$1 image=$2 initrd=$3 kdir=$4 dir=$5 count=$shards log rc file status why took
+	local guest='' text lsms='' name k i j jobs_before=${#vm_jobs[@]} failed=0 lacking
+	local -a vm_dirs=() vm_idx=() vm_pids=() vm_of=() files=() idx=() res=() res_why=()
+	local -a res_secs=() res_log=() vm_bad=()
+	local -A secs=()
 	[[ $count -le ${#tests[@]} ]] || count=${#tests[@]}
 	if [[ $count -le 1 ]]; then
 		vm_dirs=("$dir")
-		vm_files=("$(printf '%s\n' "${tests[@]}")")
-		boot_vm "$label" "$image" "$initrd" "$kdir" "$dir" \
-			"${timeout_s:-$((600 * ${#tests[@]} + 600))}" "${tests[@]}"
+		vm_idx=("${!tests[*]}")
 	else
 		mapfile -t vm_of < <(share_out "$count")
 		for ((k = 0; k < count; k++)); do
 			vm_dirs[k]=$dir/vm-$((k + 1))
-			vm_files[k]=$(for i in "${!tests[@]}"; do
-				[[ ${vm_of[i]} -eq $k ]] && echo "${tests[i]}"
+			vm_idx[k]=$(for i in "${!tests[@]}"; do
+				[[ ${vm_of[i]} -eq $k ]] && printf '%s ' "$i"
 			done)
+			# every VM's directory before any VM starts: none is left running by a failure here
+			if ! mkdir -p "${vm_dirs[k]}"; then
+				tap "not ok" "$label: cannot create ${vm_dirs[k]}"
+				return 1
+			fi
 		done
-		for ((k = 0; k < count; k++)); do
-			mkdir -p "${vm_dirs[k]}" || return 1
-			mapfile -t files <<<"${vm_files[k]}"
-			echo "# $label: VM $((k + 1)) of $count runs ${#files[@]} file(s): ${vm_files[k]//$'\n'/ }"
-			# each VM a job of its own, which (killed) ends its emulator as vmtest does
-			(
-				trap 'stop 129' HUP
-				trap 'stop 130' INT
-				trap 'stop 143' TERM
-				vm_jobs=()
-				boot_vm "$label (VM $((k + 1)) of $count)" "$image" "$initrd" "$kdir" \
-					"${vm_dirs[k]}" "${timeout_s:-$((600 * ${#files[@]} + 600))}" "${files[@]}"
-			) >"${vm_dirs[k]}/boot.out" &
-			vm_pids+=($!)
-			vm_jobs+=($!)
-		done
+	fi
+	for k in "${!vm_dirs[@]}"; do
+		name=$label
+		[[ $count -gt 1 ]] && name+=" (VM $((k + 1)) of $count)"
+		read -ra idx <<<"${vm_idx[k]}"
+		files=()
+		for i in "${idx[@]}"; do files+=("${tests[i]}"); done
+		if [[ $count -le 1 ]]; then
+			boot_vm "$name" "$image" "$initrd" "$kdir" "${vm_dirs[k]}" \
+				"${timeout_s:-$((600 * ${#files[@]} + 600))}" "${files[@]}"
+			continue
+		fi
+		echo "# $label: VM $((k + 1)) of $count runs ${#files[@]} file(s): ${files[*]}"
+		# each VM a job of its own, which (killed) ends its emulator as vmtest does
+		(
+			trap 'stop 129' HUP
+			trap 'stop 130' INT
+			trap 'stop 143' TERM
+			vm_jobs=()
+			boot_vm "$name" "$image" "$initrd" "$kdir" "${vm_dirs[k]}" \
+				"${timeout_s:-$((600 * ${#files[@]} + 600))}" "${files[@]}"
+		) >"${vm_dirs[k]}/boot.out" &
+		vm_pids+=($!)
+		vm_jobs+=($!)
+	done
+	if [[ $count -gt 1 ]]; then
 		wait "${vm_pids[@]}"
 		vm_jobs=("${vm_jobs[@]:0:jobs_before}")
-		for ((k = 0; k < count; k++)); do
+		for k in "${!vm_dirs[@]}"; do
 			cat "${vm_dirs[k]}/boot.out"
 			rm -f "${vm_dirs[k]}/boot.out"
 		done
 	fi
-	# what the guests said, each VM's in turn; the tests' lines by file, from whichever VM ran it
+	# What each guest said. Its files run one after the other in the order it was given them,
+	# so its Nth "vmtest-file:" line is its Nth file's: a line that names another file (a
+	# guest gone wrong) is that VM's failure, never a result for the file it names.
 	for k in "${!vm_dirs[@]}"; do
 		log=${vm_dirs[k]}/console.log
+		read -ra idx <<<"${vm_idx[k]}"
 		text=$(tr -d '\r' <"$log" 2>/dev/null | sed -n '/vmtest: kernel /,/^vmtest-result: /p' |
 			sed 's/.*\(vmtest: kernel \)/\1/; /^vmtest-\(file\|time\): /d; s/^/# /')
-		[[ -n $text ]] && guest+=${guest:+$'\n'}$text
+		if [[ -n $text ]]; then
+			[[ $count -gt 1 ]] && text="# VM $((k + 1)) of $count:"$'\n'$text
+			guest+=${guest:+$'\n'}$text
+		fi
 		[[ -n $lsms ]] || lsms=$(tr -d '\r' <"$log" 2>/dev/null | sed -n 's/^vmtest: active LSMs: //p' | head -n 1)
-		while read -r _ file took; do
-			[[ $took =~ ^[0-9]+$ ]] && secs[$file]=$took
-		done < <(tr -d '\r' <"$log" 2>/dev/null | grep '^vmtest-time: ')
-		while read -r _ file status why; do
-			result[$file]=$status
-			reason[$file]=$why
-			console[$file]=$log
-		done < <(tr -d '\r' <"$log" 2>/dev/null | grep '^vmtest-file: ')
+		secs=()
+		j=0
+		while read -r what file status why; do
+			if [[ $what == vmtest-time: ]]; then
+				[[ $status =~ ^[0-9]+$ ]] && secs[$file]=$status
+				continue
+			fi
+			if [[ $j -ge ${#idx[@]} ]]; then
+				vm_bad[k]+="; it reported $file beyond the ${#idx[@]} file(s) it was given"
+			elif [[ $file != "${tests[idx[j]]}" ]]; then
+				vm_bad[k]+="; it reported $file where ${tests[idx[j]]} was due"
+			else
+				i=${idx[j]}
+				res[i]=$status
+				res_why[i]=$why
+				res_secs[i]=${secs[$file]:-}
+				res_log[i]=$log
+			fi
+			j=$((j + 1))
+			unset "secs[$file]"
+		done < <(tr -d '\r' <"$log" 2>/dev/null | grep -E '^vmtest-(time|file): ')
 	done
 	[[ -n $guest ]] && printf '%s\n' "$guest"
-	for file in "${tests[@]}"; do
-		[[ -n ${result[$file]+set} ]] || continue
-		took=${secs[$file]:+ (${secs[$file]} s)}
-		why=${reason[$file]}
-		case ${result[$file]} in
+	for i in "${!tests[@]}"; do
+		[[ -n ${res[i]:-} ]] || continue
+		file=${tests[i]}
+		took=${res_secs[i]:+ (${res_secs[i]} s)}
+		why=${res_why[i]}
+		case ${res[i]} in
 		ok) tap ok "$label: $file$took" ;;
 		skip)
 			# the BPF LSM layer is what the VM is booted with lsm=...,bpf for: where the
@@ -434,31 +482,39 @@ boot_kernel() {
 			fi
 			;;
 		*)
-			tap "not ok" "$label: $file$took (console: ${console[$file]})"
+			tap "not ok" "$label: $file$took (console: ${res_log[i]})"
 			failed=1
 			;;
 		esac
 	done
 	[[ $failed -eq 0 ]] || printf '%s\n' "$guest" >&2
-	# each VM finished and reported every file it was given, or it fails
+	# each VM finished and reported every file it was given, in order, or it fails, naming
+	# the files it left without a line
 	for k in "${!vm_dirs[@]}"; do
 		log=${vm_dirs[k]}/console.log
 		rc=$(cat "${vm_dirs[k]}/qemu.rc" 2>/dev/null)
-		mapfile -t files <<<"${vm_files[k]}"
-		text=$label
-		[[ ${#vm_dirs[@]} -gt 1 ]] && text+=" (VM $((k + 1)) of ${#vm_dirs[@]})"
+		read -ra idx <<<"${vm_idx[k]}"
+		name=$label
+		[[ $count -gt 1 ]] && name+=" (VM $((k + 1)) of $count)"
+		lacking=
+		for i in "${idx[@]}"; do
+			[[ -n ${res[i]:-} ]] || lacking+=" ${tests[i]}"
+		done
+		j=$(tr -d '\r' <"$log" 2>/dev/null | grep -c '^vmtest-file: ')
 		if ! tr -d '\r' <"$log" 2>/dev/null | grep -q '^vmtest-result: '; then
 			if [[ $rc == 124 || $rc == 137 ]]; then
-				tap "not ok" "$text: the VM did not finish in ${timeout_s:-$((600 * ${#files[@]} + 600))} s, killed ($(tr -d '\r' <"$log" | grep -c '^vmtest-file: ') of ${#files[@]} files done; console: $log)"
+				tap "not ok" "$name: the VM did not finish in ${timeout_s:-$((600 * ${#idx[@]} + 600))} s, killed ($j of ${#idx[@]} files done${lacking:+, none from$lacking}; console: $log)"
 			else
-				tap "not ok" "$text: the VM ended without a result (qemu exit ${rc:-unknown}; console: $log)"
+				tap "not ok" "$name: the VM ended without a result (qemu exit ${rc:-unknown}${lacking:+, none from$lacking}; console: $log)"
 			fi
 			text=$(tail -n 20 "$log" 2>/dev/null | tr -d '\r' | sed 's/^/#   /')
 			printf '%s\n' "$text"
 			printf '%s\n' "$text" >&2
 			failed=1
-		elif [[ $(tr -d '\r' <"$log" | grep -c '^vmtest-file: ') -ne ${#files[@]} ]]; then
-			tap "not ok" "$text: $(tr -d '\r' <"$log" | grep -c '^vmtest-file: ') of ${#files[@]} test files reported (console: $log)"
+		elif [[ -n ${vm_bad[k]:-} || -n $lacking ]]; then
+			why=${vm_bad[k]:-}
+			[[ -n $lacking ]] && why+="; none from$lacking"
+			tap "not ok" "$name: $j of ${#idx[@]} test files reported${why} (console: $log)"
 			failed=1
 		fi
 	done
