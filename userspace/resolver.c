@@ -1250,6 +1250,15 @@ int resolver_serve(struct resolver *r, struct loader *loader)
 {
 	int err, i;
 
+	/*
+	 * A run resumed or taken over: its loader reopened the run's pins, and the maps no pin
+	 * holds (sl_rule_caps, which orders a shared address's rules) are found through its
+	 * programs, collected here, before any worker learns an answer (a no-op for a run loaded
+	 * here)
+	 */
+	err = loader_run_maps(loader);
+	if (err)
+		return err;
 	r->loader = loader;
 	for (i = 0; i < N_WORKERS; i++) {
 		err = util_thread_create(&r->workers[i], worker, r);
