@@ -118,7 +118,15 @@ static __always_inline void policy_default(struct verdict *v, __u8 proto)
 	}
 }
 
-/* An address the resolver learned: allowed if one of the rules it was learned under covers it. */
+/*
+ * An address the resolver learned: allowed if one of the rules it was learned under covers it,
+ * under the first that does. Userspace writes an address's rules strictest first
+ * (loader_rules_strictest: smallest per-flow, then total request cap, then response cap), so
+ * that on an address several names share (a CDN's) a flow no name tells apart (plain HTTP, UDP)
+ * gets the strictest caps of those names, whichever was answered first; a TLS flow is put under
+ * its server name's own rule at its ClientHello (skb.bpf.c judge_client_hello). Ordered here, the
+ * rank cost every inlined copy of the decision some hundred instructions.
+ */
 static __always_inline bool learned_match(const struct sl_learned *l, __u16 port, __u8 proto,
 					  __u16 *rule_id)
 {

@@ -461,8 +461,8 @@ static __always_inline void sni_lower(struct sl_tls_event *ev)
  * whole name: the key (280 bytes, more than is comfortable on the stack) is built in per-CPU
  * scratch, zeroed first, since every byte of it is compared. ev->sni is zero past sni_len.
  */
-static __always_inline __u32 *sni_resolved_here(const struct sl_tls_event *ev,
-						 const __u8 daddr[16])
+static __always_inline struct sl_sni_name *sni_resolved_here(const struct sl_tls_event *ev,
+							     const __u8 daddr[16])
 {
 	struct sl_sni_key *key;
 	__u32 zero = 0;
@@ -485,6 +485,74 @@ struct tls_dst {
 };
 
 /*
+ * The packet's socket's flow (sl_egress's; a function of its own, not an argument: a BPF call
+ * takes five, and judge_client_hello has them). NULL: none.
+ */
+static __always_inline struct sl_flow *skb_flow(struct __sk_buff *skb)
+{
+	struct bpf_sock *sk = skb->sk;
+
+	if (sk)
+		sk = bpf_sk_fullsock(sk);
+	return sk ? bpf_sk_storage_get(&sl_sk_flow, sk, 0, 0) : NULL;
+}
+
+/*
+ * The flow f (NULL: the kernel kept no state for it, or a later ClientHello, which only judges)
+ * names n, a name answered for its address: it must go on under one of the rules n was learned
+ * under there, not under whichever rule of the names sharing the address its connect() got
+ * (learned_match cannot tell them apart). Under one of them already: it stays there. Else it is
+ * put under the first of n's rules (userspace writes them strictest first) that allows its port
+ * over TCP, as its connect() would have been had only n been answered there, with that rule's
+ * caps; none does, under a policy whose default allows: under the default, uncapped, as n alone
+ * on that port would have been. Either way it counts against n's host budget from now on (keyed
+ * by the rule's budget id and the name: f's rule_id and host_id; at connect() host_id is the
+ * address's first answered name), before the ClientHello's bytes are counted (sl_egress counts
+ * them after the check), so that no byte of n's goes under another name's caps or budget. False
+ * when none of n's rules allows the port and the default denies (SL_REASON_SNI_PORT). A name
+ * learned under no rule (report mode, an unlisted name) passes and moves nothing, as any
+ * answered name did before names carried rules. A flow of another policy generation (no
+ * backstop restamped it: selftests only) is only judged: its rule number is another policy's.
+ */
+static __always_inline bool sni_rule_take(const struct sl_sni_name *n, struct sl_flow *f,
+					  __u16 port)
+{
+	bool current = f && f->era == sl_cfg.era;
+	__u16 rule_id = SL_RULE_DEFAULT;
+	__u32 rid;
+	int i;
+
+	if (!n->rule_ids[0])
+		return true;
+	for (i = 0; current && i < SL_LEARNED_RULES; i++) {
+		if (!n->rule_ids[i])
+			break;
+		if (n->rule_ids[i] == f->rule_id) {
+			f->host_id = n->host_id;
+			return true;
+		}
+	}
+	for (i = 0; i < SL_LEARNED_RULES; i++) {
+		rid = n->rule_ids[i];
+		if (!rid)
+			break;
+		if (rules_match(bpf_map_lookup_elem(&sl_rule_ports, &rid), port, SL_PROTO_TCP,
+				&rule_id))
+			break;
+	}
+	if (rule_id == SL_RULE_DEFAULT && !sl_cfg.default_allow)
+		return false;
+	if (current) {
+		rid = rule_id;
+		f->rule_id = rule_id;
+		f->host_id = n->host_id;
+		flow_caps_set(f, rule_id == SL_RULE_DEFAULT ?
+					 NULL : bpf_map_lookup_elem(&sl_rule_caps, &rid));
+	}
+	return true;
+}
+
+/*
  * Judge the ClientHello at off (~0U: none could be found). A recheck (a later ClientHello, or a
  * retransmission of the first) is recorded only when it denies: the flow's allow is on record.
  * A global function, so that the verifier checks it once, on its own: inlined, it was verified
@@ -495,8 +563,9 @@ struct tls_dst {
 __noinline int judge_client_hello(struct __sk_buff *skb, struct sl_sk_tls *t, __u32 off,
 				  const struct tls_dst *dst, bool recheck)
 {
+	struct sl_sni_name *named;
 	struct sl_tls_event *ev;
-	__u32 zero = 0, *named;
+	__u32 zero = 0, named_before;
 	__u8 reason;
 	bool deny, enforce;
 
@@ -508,14 +577,24 @@ __noinline int judge_client_hello(struct __sk_buff *skb, struct sl_sk_tls *t, __
 	__builtin_memset(ev, 0, sizeof(*ev));
 	reason = client_hello_sni(skb, off, ev);
 	/* what a switch to another policy must find allowed still (userspace/preexisting.c) */
+	named_before = t->sni_host_id;
 	t->sni_host_id = 0;
 	if (reason == SL_REASON_SNI_OK) {
 		sni_lower(ev);
 		named = sni_resolved_here(ev, dst->addr);
-		if (named)
-			t->sni_host_id = *named;
-		else
+		/*
+		 * A later ClientHello (after a HelloRetryRequest) must name the server the first
+		 * named (RFC 8446 4.1.2), and never moves the flow: the first's name chose its
+		 * rule, and a server that routes on the first hello's name serves that one. A
+		 * first hello that did not pass (report mode) named none: no later one passes
+		 * either, or a switch to enforce would find the later name and keep the flow.
+		 */
+		if (!named || (recheck && named->host_id != named_before))
 			reason = SL_REASON_SNI_MISMATCH;
+		else if (!sni_rule_take(named, recheck ? NULL : skb_flow(skb), dst->port))
+			reason = SL_REASON_SNI_PORT;
+		else
+			t->sni_host_id = named->host_id;
 	}
 	deny = reason != SL_REASON_SNI_OK;
 	enforce = deny && cfg_enforcing();
@@ -790,6 +869,12 @@ static __always_inline int tls_egress(struct __sk_buff *skb, struct bpf_sock *sk
 		/* a packet that does not parse is a flow that cannot be judged */
 		return judge_client_hello(skb, t, ~0U, &dst, t->state != SL_TLS_PENDING);
 	}
+	/*
+	 * The port the segment goes to, which a name's rules are judged on (sni_rule_take): its
+	 * socket's, read from the header the check reads anyway (BPF_PROG_RUN's test socket has
+	 * no peer).
+	 */
+	dst.port = bpf_ntohs(th.dest);
 	if (off >= skb->len)
 		return SKB_PASS; /* SYN, pure ACK, a denied flow's bare FIN or RST: nothing to carry */
 	if (t->state == SL_TLS_DENIED)
@@ -889,7 +974,6 @@ static __always_inline bool dst_is_flow_dst(const struct packet_dst *d, const st
 static __always_inline void flow_restamp(struct bpf_sock *sk, struct sl_flow *f, struct verdict *v,
 					 const struct sl_decision_event *ev)
 {
-	struct sl_rule_caps *caps;
 	struct sl_sk_tls *t;
 	__u32 rid;
 
@@ -934,18 +1018,9 @@ static __always_inline void flow_restamp(struct bpf_sock *sk, struct sl_flow *f,
 	f->rule_id = v->rule_id;
 	f->host_id = ev->host_id;
 	f->deny_reason = v->verdict == SL_VERDICT_DENY ? v->reason : 0;
-	f->max_req = 0;
-	f->max_resp = 0;
-	f->totals = 0;
-	if (v->verdict != SL_VERDICT_ALLOW)
-		return;
 	rid = v->rule_id;
-	caps = bpf_map_lookup_elem(&sl_rule_caps, &rid);
-	if (caps) {
-		f->max_req = caps->max_req;
-		f->max_resp = caps->max_resp;
-		f->totals = caps->max_total_req || caps->max_total_resp;
-	}
+	flow_caps_set(f, v->verdict == SL_VERDICT_ALLOW ? bpf_map_lookup_elem(&sl_rule_caps, &rid) :
+							  NULL);
 }
 
 /*

@@ -96,6 +96,9 @@ enum sl_reason {
 					 socket's option memory, which the workload can fill up to
 					 net.core.optmem_max first): a flow that could be neither
 					 counted, capped nor recorded is refused */
+	SL_REASON_SNI_PORT = 24, /* ClientHello names a host resolved to this address, but none
+				    of the rules that name was learned under allows the flow's port
+				    and protocol (an address shared by names of different rules) */
 };
 
 /* Policy modes (struct sl_cfg's mode). */
@@ -290,7 +293,7 @@ struct sl_sk_tls {
 	__u32 pid;	/* who connected, for the record */
 	__u32 tgid;
 	char comm[16];
-	__u32 sni_host_id; /* the name the last ClientHello that passed named (sl_sni_ok's value),
+	__u32 sni_host_id; /* the name the last ClientHello that passed named (sl_sni_ok's host_id),
 			      for a switch's re-judge of the open flow; 0: none passed */
 	__u32 pad2;
 };
@@ -311,10 +314,10 @@ _Static_assert(sizeof(struct sl_sk_held) == 112, "sl_sk_held ABI");
 #define SL_SNI_MAX 255
 
 /*
- * (destination, server name) pairs the run's resolver produced; value: host_id. The whole name
- * is the key, so the lookup is an exact match: a hash of it would let a workload send a name
- * computed to collide with a listed one (a hash is not a name). Every byte counts, so a key is
- * zeroed before it is filled.
+ * (destination, server name) pairs the run's resolver produced; value: struct sl_sni_name. The
+ * whole name is the key, so the lookup is an exact match: a hash of it would let a workload send
+ * a name computed to collide with a listed one (a hash is not a name). Every byte counts, so a
+ * key is zeroed before it is filled.
  */
 struct sl_sni_key {
 	__u8 addr[16];	/* v4 in the first 4 bytes, the rest zero */
@@ -323,6 +326,20 @@ struct sl_sni_key {
 	char name[SL_SNI_MAX + 1]; /* lower case, zero-padded, not NUL-terminated when full */
 };
 _Static_assert(sizeof(struct sl_sni_key) == 280, "sl_sni_key ABI");
+
+/*
+ * What the resolver learned a name for at an address (sl_sni_ok's value): the name, and the
+ * rules it was learned under there (the answer's name's own, not the union the address's
+ * sl_learned entry holds for every name that shares it), so that a ClientHello naming it puts
+ * its flow under one of that name's rules (skb.bpf.c judge_client_hello).
+ */
+struct sl_sni_name {
+	__u32 host_id;
+	__u16 rule_ids[SL_LEARNED_RULES]; /* 0: unused slot; none at all: learned under no rule
+					     (report mode, an unlisted name) */
+	__u32 pad;
+};
+_Static_assert(sizeof(struct sl_sni_name) == 16, "sl_sni_name ABI");
 
 /* One judged TLS ClientHello. sni holds sni_len bytes (not NUL-terminated), lower-cased. */
 struct sl_tls_event {

@@ -200,11 +200,7 @@ static __always_inline void flow_start(struct sl_flow *f, const struct sl_decisi
 	 */
 	if (deny_reason && deny_reason != SL_REASON_HOST_CAP)
 		return;
-	if (caps) {
-		f->max_req = caps->max_req;
-		f->max_resp = caps->max_resp;
-		f->totals = caps->max_total_req || caps->max_total_resp;
-	}
+	flow_caps_set(f, caps);
 }
 
 /* The rule's caps (NULL: none), looked up once per connect() for the budget and the flow. */

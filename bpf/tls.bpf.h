@@ -24,7 +24,7 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 1); /* resized by the loader */
 	__type(key, struct sl_sni_key);
-	__type(value, __u32);
+	__type(value, struct sl_sni_name);
 } sl_sni_ok SEC(".maps");
 
 /* Denials of UDP connect() held until the first send (see struct sl_sk_held). */
@@ -50,6 +50,18 @@ struct {
 	__type(key, __u32);
 	__type(value, struct sl_rule_caps);
 } sl_rule_caps SEC(".maps");
+
+/*
+ * A flow takes its rule's caps (NULL: a rule without any): at connect() (sock_addr.bpf.c
+ * flow_start), and when the packet layer puts the flow under another rule (a policy switch's
+ * restamp, a ClientHello naming another name of a shared address: skb.bpf.c).
+ */
+static __always_inline void flow_caps_set(struct sl_flow *f, const struct sl_rule_caps *caps)
+{
+	f->max_req = caps ? caps->max_req : 0;
+	f->max_resp = caps ? caps->max_resp : 0;
+	f->totals = caps && (caps->max_total_req || caps->max_total_resp);
+}
 
 /*
  * Each rule's budget id, indexed by rule_id: what keys its hosts' totals (sl_host_key.rule_id).

@@ -2546,3 +2546,35 @@ int policy_rule_identity(const struct policy_rule *r, unsigned char out[32])
 	free(ports);
 	return ok ? 0 : -ENOMEM;
 }
+
+/* a cap as an order: stored plus one, so none (0) becomes the largest */
+static bool caps_stricter(const struct sl_rule_caps *a, const struct sl_rule_caps *b)
+{
+	if (a->max_req != b->max_req)
+		return a->max_req - 1 < b->max_req - 1;
+	if (a->max_total_req != b->max_total_req)
+		return a->max_total_req - 1 < b->max_total_req - 1;
+	return a->max_resp - 1 < b->max_resp - 1;
+}
+
+void policy_rules_strictest(__u16 rule_ids[SL_LEARNED_RULES],
+			    const struct sl_rule_caps caps[SL_LEARNED_RULES])
+{
+	struct sl_rule_caps c[SL_LEARNED_RULES], tc;
+	size_t i, j, n;
+	__u16 t;
+
+	for (n = 0; n < SL_LEARNED_RULES && rule_ids[n]; n++)
+		c[n] = caps[n];
+	/* insertion sort, moving only past a strictly looser rule: equals keep their order */
+	for (i = 1; i < n; i++) {
+		for (j = i; j > 0 && caps_stricter(&c[j], &c[j - 1]); j--) {
+			tc = c[j];
+			c[j] = c[j - 1];
+			c[j - 1] = tc;
+			t = rule_ids[j];
+			rule_ids[j] = rule_ids[j - 1];
+			rule_ids[j - 1] = t;
+		}
+	}
+}

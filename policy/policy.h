@@ -155,6 +155,19 @@ const char *policy_rule_id_name(const struct policy *p, uint32_t rule_id, char *
 				size_t buf_len);
 
 /*
+ * Put a learned address's (or a server name's) rule_ids strictest first, in place: the smallest
+ * per-flow request cap (no cap counts as the largest), then the smallest total request cap
+ * (max_total_request_bytes), then the smallest response cap, then the order they were in (the
+ * order they were added). caps[i] is rule_ids[i]'s, as the programs hold them (plus one, 0 for
+ * none: struct sl_rule_caps); the list ends at the first 0. The programs take the first rule
+ * that allows a flow's port (bpf/policy.bpf.h learned_match): on an address several names share,
+ * the strictest of theirs, whichever name was answered first. Every writer of an sl_learned
+ * entry's or an sl_sni_name's rules orders them here.
+ */
+void policy_rules_strictest(__u16 rule_ids[SL_LEARNED_RULES],
+			    const struct sl_rule_caps caps[SL_LEARNED_RULES]);
+
+/*
  * What rule r is, apart from its name: the SHA-256 of a canonical form of the destinations it
  * allows, into out. Its hosts, CIDRs (each as the tries judge it: ::ffff:10.0.0.0/104 is
  * 10.0.0.0/8), ports (merged: "80, 81" is "80-81"; none is any port, not 1-65535) and protocols,

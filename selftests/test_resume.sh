@@ -22,7 +22,8 @@
 # had not moved past it): the resumed writer does not write it twice. Run G: a line forged
 # into the unsigned tail for the next record does not hide it (verify finds the kseq twice).
 # Run D: a cgroup of the run's name but another id is refused; once it is gone, the run's end
-# is written at once. Every log is checked by sluice verify and by sl_logcheck.py.
+# is written at once. Run T: the resumed writer orders an address's rules, shared by names of
+# different caps, by the run's own caps. Every log is checked by sluice verify and by sl_logcheck.py.
 
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -781,6 +782,58 @@ tap_is "run S: host_total keeps \"shared\" from the dead writer's flow line" \
 		shared=true)" 1
 verify_is "run S: sluice verify exit 0" 0 "$log_s"
 tap_check "run S: cleaned up" leftovers_check "$id_s" "$(log_run_start_field "$log_s" cgroup_id)"
+dns_upstream_stop
+
+# ---------------------------------------------------------------------------------------------
+# Run T: an address two names of different caps share, learned by the resumed writer. Its
+# loader only opened the run's programs, so the caps it orders an address's rules by
+# (strictest first: the programs take the first rule that allows a flow) must come from the
+# run's own maps: a flow no name tells apart goes under the capped name's rule, though the
+# uncapped name was answered first.
+cat >"$SL_TMP/t.yaml" <<'EOF'
+default: deny
+rules:
+  - name: t-open
+    hosts: ["open.shared.example"]
+    ports: [80]
+    protocols: [tcp]
+  - name: t-capped
+    hosts: ["capped.shared.example"]
+    ports: [80]
+    protocols: [tcp]
+    max_request_bytes: 1024
+EOF
+dns_upstream_start t --address=/open.shared.example/198.51.100.10 \
+	--address=/capped.shared.example/198.51.100.10 || bail_out "cannot start dnsmasq"
+workload_t=$(cat <<'PY'
+import os, socket, sys, time
+tmp = sys.argv[1]
+open(os.path.join(tmp, "t-ready"), "w").close()
+while not os.path.exists(os.path.join(tmp, "t-go")):
+    time.sleep(0.05)
+for name in ("open.shared.example", "capped.shared.example"):
+    socket.getaddrinfo(name, 80, socket.AF_INET, socket.SOCK_STREAM)
+s = socket.create_connection(("198.51.100.10", 80), timeout=3)
+s.sendall(b"x" * 10)
+s.close()
+print("done", flush=True)
+PY
+)
+log_t=$SL_TMP/t.jsonl
+sluice_start "$SL_TMP/t.yaml" "$log_t" --netns "/run/netns/$SL_NS_RUN" \
+	--upstream "127.0.0.1:$SL_DNS_PORT" -- "${RUN_EXEC[@]}" python3 -c "$workload_t" "$SL_TMP"
+id_t=$SL_RUN_ID
+wait_until 10000 seen "$SL_TMP/t-ready" || bail_out "run T: the workload did not start"
+kill_writer
+resume_start "$id_t" "$log_t" --upstream "127.0.0.1:$SL_DNS_PORT"
+wait_until 5000 log_has "$log_t" type=writer_restart || tap_diag_file "$SL_TMP/resume-$id_t.err"
+touch "$SL_TMP/t-go"
+resume_wait 20 || sl_stop_pid "$SL_RESUME_PID"
+tap_is "run T: after the resume, a plain flow to the shared address goes under the capped rule" \
+	"$(log_count "$log_t" type=decision decision=allow dst=198.51.100.10 port=80 rule=t-capped)" \
+	1 || { sluice_diag "$log_t"; tap_diag_file "$SL_TMP/resume-$id_t.err"; }
+verify_is "run T: sluice verify exit 0" 0 "$log_t"
+tap_check "run T: cleaned up" leftovers_check "$id_t" "$(log_run_start_field "$log_t" cgroup_id)"
 dns_upstream_stop
 
 tap_done

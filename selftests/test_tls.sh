@@ -673,6 +673,16 @@ assert_no_notice() {
 	fi
 }
 
+# assert_notice LABEL REGEX: one stderr line matches, at least.
+assert_notice() {
+	if grep -qE -- "$2" "$SL_ERR"; then
+		tap_ok "$1"
+	else
+		tap_fail "$1" "expected a stderr line matching /$2/"
+		sluice_diag
+	fi
+}
+
 # Nothing of the last run remains: cgroup, pins, links, and no resolver socket in the run netns.
 # shellcheck disable=SC2317 # called through tap_check
 run_leftovers() {
@@ -1367,6 +1377,188 @@ else
 		"$CASE_LOG" 1 type=decision hook=connect4 decision=deny reason=flow_no_state \
 		rule=containers dst=198.51.100.10 port=443
 fi
+assert_run_clean "$label: nothing left (cgroup, pins, links, resolver sockets)"
+
+# ---------------------------------------------------------------------------------------------
+# 8b. A shared address whose names are listed by different rules: registry.npmjs.org and
+# files.pythonhosted.org both resolve to 198.51.100.30. The ClientHello's name decides the rule
+# the flow goes on under: one of the rules that name was answered under, never another name's
+# (sni_port when none of its rules allows the port), whichever name was answered first.
+
+SHARED_PORT_RULES='rules:
+  - name: npm-tls
+    hosts: ["registry.npmjs.org"]
+    ports: [443]
+  - name: pyhosted-alt
+    hosts: ["files.pythonhosted.org"]
+    ports: [8443]'
+SHARED_PORT_POL=$SL_TMP/shared-port.yaml
+printf 'default: deny\n%s\n' "$SHARED_PORT_RULES" >"$SHARED_PORT_POL"
+SHARED_PORT_REPORT_POL=$SL_TMP/shared-port-report.yaml
+printf 'default: deny\nmode: report\n%s\n' "$SHARED_PORT_RULES" >"$SHARED_PORT_REPORT_POL"
+SHARED_CAP_POL=$SL_TMP/shared-cap.yaml
+cat >"$SHARED_CAP_POL" <<'EOF'
+default: deny
+rules:
+  - name: npm-capped
+    hosts: ["registry.npmjs.org"]
+    ports: [443]
+    max_request_bytes: 1024
+  - name: pyhosted-open
+    hosts: ["files.pythonhosted.org"]
+    ports: [443]
+EOF
+
+# upload.py ADDR SNI N: a whole TLS handshake (Python's ssl) with ADDR:443 naming SNI, then a
+# "GET /" whose one header carries N bytes, then the answer's status line. Prints "ok" when
+# s_server answered it (status 0), "eof" or "err ENAME" (status 1) otherwise.
+cat >"$SL_TMP/upload.py" <<'EOF'
+import errno, socket, ssl, sys
+addr, sni, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+ctx.check_hostname = False
+ctx.verify_mode = ssl.CERT_NONE
+try:
+    raw = socket.create_connection((addr, 443), timeout=6)
+    s = ctx.wrap_socket(raw, server_hostname=sni)
+    s.sendall(b"GET / HTTP/1.0\r\nX-Pad: " + b"a" * n + b"\r\n\r\n")
+    got = b""
+    while b"\r\n" not in got:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        got += chunk
+    print("ok" if got.startswith(b"HTTP/1.0 200") else "eof")
+    sys.exit(0 if got.startswith(b"HTTP/1.0 200") else 1)
+except socket.timeout:
+    print("err TIMEOUT")
+except (OSError, ssl.SSLError) as e:
+    print("err " + errno.errorcode.get(e.errno, str(e.errno)))
+sys.exit(1)
+EOF
+UPLOAD=(timeout "$TLS_CLIENT_TIMEOUT" python3 "$SL_TMP/upload.py")
+SHARED_PORT_WHY="which resolved there, but no rule of it allows this port"
+
+# Case 1: registry.npmjs.org on 8443, the port of files.pythonhosted.org's rule only. The
+# connect() is allowed (the address carries both rules); the ClientHello must not be.
+CASE_POL=$SHARED_PORT_POL CASE_PORT=8443
+label=SR-other-names-port
+tls_run "$POL" "$label" registry.npmjs.org files.pythonhosted.org -- \
+	"${HELLO[@]}" 198.51.100.30 registry.npmjs.org whole 8443
+assert_resolved "$label"
+assert_log "$label: connect() to 198.51.100.30:8443 allowed under pyhosted-alt" "$CASE_LOG" 1 \
+	type=decision "run_id=$SL_RUN_ID" decision=allow dst=198.51.100.30 port=8443 proto=tcp \
+	rule=pyhosted-alt
+assert_log "$label: one tls line, an enforced sni_port deny naming registry.npmjs.org" \
+	"$CASE_LOG" 1 type=tls "run_id=$SL_RUN_ID" decision=deny enforced=true reason=sni_port \
+	sni=registry.npmjs.org dst=198.51.100.30 port=8443 comm=python3
+assert_nothing_arrived "$label" srv 198.51.100.30
+if [[ $CLIENT_RC != 0 ]]; then
+	tap_ok "$label: the client did not get through"
+else
+	tap_fail "$label: the client did not get through" "it printed: $(cat "$CASE_CLIENT")"
+	tls_diag
+fi
+assert_notice "$label: stderr says why (no rule of the name allows the port)" \
+	"^egress denied: TLS to 198\.51\.100\.30:8443 named \"registry\.npmjs\.org\", $SHARED_PORT_WHY \(.*; sni_port\) run_id=$SL_RUN_ID "
+assert_run_clean "$label: nothing left (cgroup, pins, links, resolver sockets)"
+# Control: the name whose rule does list 8443 passes there.
+tls_allowed "SR-own-port" - files.pythonhosted.org 198.51.100.30 srv python3 \
+	registry.npmjs.org files.pythonhosted.org -- \
+	"${HELLO[@]}" 198.51.100.30 files.pythonhosted.org whole 8443
+
+# Report mode: logged as the would-be denial, not enforced.
+CASE_POL=$SHARED_PORT_REPORT_POL
+label=SR-report
+tls_run "$POL" "$label" registry.npmjs.org files.pythonhosted.org -- \
+	"${HELLO[@]}" 198.51.100.30 registry.npmjs.org whole 8443
+assert_resolved "$label"
+tap_is "$label: the client got through" "$CLIENT_RC" 0 || tls_diag
+assert_arrived "$label" srv 198.51.100.30 8443 registry.npmjs.org
+assert_log "$label: one tls line, a sni_port deny with enforced false" "$CASE_LOG" 1 type=tls \
+	"run_id=$SL_RUN_ID" decision=deny enforced=false reason=sni_port sni=registry.npmjs.org \
+	dst=198.51.100.30 port=8443
+assert_notice "$label: stderr shows the report-mode line" \
+	"^egress would be denied \(report mode\): TLS to 198\.51\.100\.30:8443 named \"registry\.npmjs\.org\", $SHARED_PORT_WHY \(.*; sni_port\) run_id=$SL_RUN_ID "
+assert_no_notice "$label: stderr has no \"egress denied\" line" '^egress denied:'
+assert_run_clean "$label: nothing left (cgroup, pins, links, resolver sockets)"
+CASE_POL=''
+CASE_PORT=443
+
+# Case 2: both names on 443, registry.npmjs.org's rule capped at 1 KiB of request, the other's
+# not. A ClientHello naming registry.npmjs.org uploads under its cap whichever name was answered
+# first (first match gave the uncapped rule when files.pythonhosted.org was); one naming
+# files.pythonhosted.org is not held to it, even when registry.npmjs.org was answered first.
+# shared_cap LABEL SNI NAMES…: one run, a 4000-byte request to 198.51.100.30 naming SNI.
+shared_cap() {
+	local label=$1 sni=$2
+	shift 2
+	CASE_POL=$SHARED_CAP_POL
+	tls_run "$POL" "$label" "$@" -- "${UPLOAD[@]}" 198.51.100.30 "$sni" 4000
+	CASE_POL=
+	assert_resolved "$label"
+}
+for order in "files.pythonhosted.org registry.npmjs.org" \
+	"registry.npmjs.org files.pythonhosted.org"; do
+	read -ra names <<<"$order"
+	label="SR-cap-${names[0]%%.*}-first"
+	shared_cap "$label" registry.npmjs.org "${names[@]}"
+	if [[ $(cat "$CASE_CLIENT") != ok ]]; then
+		tap_ok "$label: the upload naming registry.npmjs.org got no answer"
+	else
+		tap_fail "$label: the upload naming registry.npmjs.org got no answer" \
+			"s_server answered it: the cap did not hold"
+		tls_diag
+	fi
+	assert_log "$label: … cut at npm-capped's max_request_bytes (1024)" "$CASE_LOG" 1 \
+		type=flow_cut "run_id=$SL_RUN_ID" cap=max_request_bytes limit=1024 rule=npm-capped \
+		dst=198.51.100.30 port=443
+	assert_log "$label: its flow line names the rule and the server name" "$CASE_LOG" 1 \
+		type=flow "run_id=$SL_RUN_ID" rule=npm-capped sni=registry.npmjs.org \
+		cut=max_request_bytes
+	assert_run_clean "$label: nothing left (cgroup, pins, links, resolver sockets)"
+done
+label=SR-cap-other-name
+shared_cap "$label" files.pythonhosted.org registry.npmjs.org files.pythonhosted.org
+tap_is "$label: the upload naming files.pythonhosted.org got its answer" "$(cat "$CASE_CLIENT")" \
+	ok || tls_diag
+assert_log "$label: … not cut at the other name's cap" "$CASE_LOG" 0 type=flow_cut
+assert_log "$label: its flow went on under pyhosted-open, uncut" "$CASE_LOG" 1 type=flow \
+	"run_id=$SL_RUN_ID" rule=pyhosted-open sni=files.pythonhosted.org
+sent=$(log_field "$(log_lines "$CASE_LOG" type=flow "run_id=$SL_RUN_ID" \
+	sni=files.pythonhosted.org)" req_bytes 2>/dev/null)
+tap_cmp "$label: … carrying more than the other name's cap (${sent:-no} bytes sent)" \
+	"${sent:-0}" -gt 4000
+assert_run_clean "$label: nothing left (cgroup, pins, links, resolver sockets)"
+
+# Case 3: a move onto a stricter rule at the hello. connect() takes the strictest rule by
+# request cap, files.pythonhosted.org's (1 MB per flow; registry.npmjs.org's has none), and the
+# ClientHello naming registry.npmjs.org puts the flow under npm-total, whose 2 KiB total holds.
+SHARED_TOTAL_POL=$SL_TMP/shared-total.yaml
+cat >"$SHARED_TOTAL_POL" <<'EOF2'
+default: deny
+rules:
+  - name: npm-total
+    hosts: ["registry.npmjs.org"]
+    ports: [443]
+    max_total_request_bytes: 2048
+  - name: pyhosted-wide
+    hosts: ["files.pythonhosted.org"]
+    ports: [443]
+    max_request_bytes: 1000000
+EOF2
+label=SR-move-stricter
+CASE_POL=$SHARED_TOTAL_POL
+tls_run "$POL" "$label" registry.npmjs.org files.pythonhosted.org -- \
+	"${UPLOAD[@]}" 198.51.100.30 registry.npmjs.org 4000
+CASE_POL=
+assert_resolved "$label"
+assert_log "$label: connect() went under pyhosted-wide (the smaller request cap)" "$CASE_LOG" 1 \
+	type=decision "run_id=$SL_RUN_ID" decision=allow dst=198.51.100.30 port=443 \
+	rule=pyhosted-wide
+assert_log "$label: the flow was cut at npm-total's max_total_request_bytes" "$CASE_LOG" 1 \
+	type=flow_cut "run_id=$SL_RUN_ID" cap=max_total_request_bytes rule=npm-total \
+	dst=198.51.100.30 port=443
 assert_run_clean "$label: nothing left (cgroup, pins, links, resolver sockets)"
 
 # ---------------------------------------------------------------------------------------------

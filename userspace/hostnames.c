@@ -333,9 +333,10 @@ int hostnames_answered(struct hostnames *h, const uint8_t key[16], uint32_t host
 }
 
 int hostnames_answer_pair(struct hostnames *h, struct loader *loader, int family,
-			  const uint8_t *addr, const char *name, uint32_t host_id,
+			  const uint8_t *addr, const char *name, const struct sl_sni_name *v,
 			  struct hostnames_added *added)
 {
+	uint32_t host_id = v->host_id;
 	struct timespec now;
 	uint8_t key[16];
 	bool known;
@@ -344,7 +345,7 @@ int hostnames_answer_pair(struct hostnames *h, struct loader *loader, int family
 	*added = (struct hostnames_added){ .pair = false };
 	if (!h || !host_id) {
 		known = loader_sni_ok(loader, family, addr, name);
-		err = loader_sni_learn(loader, family, addr, name, host_id);
+		err = loader_sni_learn(loader, family, addr, name, v);
 		added->pair = !err && !known;
 		return err;
 	}
@@ -362,7 +363,7 @@ int hostnames_answer_pair(struct hostnames *h, struct loader *loader, int family
 	 */
 	clock_gettime(CLOCK_BOOTTIME, &now);
 	known = loader_sni_ok(loader, family, addr, name);
-	err = loader_sni_learn(loader, family, addr, name, host_id);
+	err = loader_sni_learn(loader, family, addr, name, v);
 	if (!err) {
 		err = answered_locked(h, key, host_id,
 				      (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec,
@@ -445,7 +446,8 @@ size_t hostnames_sharing(struct hostnames *h, const uint8_t key[16], uint64_t at
 }
 
 /* One (address, name) pair the run's resolver wrote (sl_sni_ok), for hostnames_adopt_answers. */
-static int adopt_answer(const uint8_t addr[16], const char *name, uint32_t host_id, void *ctx)
+static int adopt_answer(const uint8_t addr[16], const char *name, const struct sl_sni_name *v,
+			void *ctx)
 {
 	static const uint8_t zero[12];
 	uint8_t key[16];
@@ -455,7 +457,7 @@ static int adopt_answer(const uint8_t addr[16], const char *name, uint32_t host_
 	/* an sl_sni_key holds an IPv4 address in its first 4 bytes, the rest zero */
 	hostnames_addr_key(memcmp(addr + 4, zero, sizeof(zero)) ? AF_INET6 : AF_INET, addr, key);
 	/* when is not known: before anything the new writer reads, so it counts for every record */
-	err = hostnames_answered(ctx, key, host_id, 0, false);
+	err = hostnames_answered(ctx, key, v->host_id, 0, false);
 	return err < 0 ? err : 0;
 }
 

@@ -48,9 +48,10 @@ int hostnames_adopt(struct hostnames *h, const struct loader *loader);
  * An address keeps its first HOSTNAMES_KEPT names; those answered past them are only counted.
  *
  * hostnames_answer_pair: the resolver's step for one address of an answer: the (address, name)
- * pair kept with the run (loader_sni_learn) and the name noted as answered now
- * (CLOCK_BOOTTIME, read under the lock), as one step under the index's lock, before the address is written into the
- * run's maps; a name's first answer counts. 0, or the error of either (then neither is kept).
+ * pair kept with the run (loader_sni_learn: v, the name and its own rules) and the name (v's
+ * host_id) noted as answered now (CLOCK_BOOTTIME, read under the lock), as one step under the
+ * index's lock, before the address is written into the run's maps; a name's first answer
+ * counts. 0, or the error of either (then neither is kept).
  * added says what of it is new, for hostnames_unanswer_pair to take back when the answer is
  * refused after all (its learned addresses cannot be written): a pair left in the map would let
  * TLS name that server on the address under another name's rule, a name left in the index
@@ -76,7 +77,7 @@ struct hostnames_added {
 };
 
 int hostnames_answer_pair(struct hostnames *h, struct loader *loader, int family,
-			  const uint8_t *addr, const char *name, uint32_t host_id,
+			  const uint8_t *addr, const char *name, const struct sl_sni_name *v,
 			  struct hostnames_added *added);
 int hostnames_unanswer_pair(struct hostnames *h, struct loader *loader, int family,
 			    const uint8_t *addr, const char *name, uint32_t host_id,

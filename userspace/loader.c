@@ -2883,6 +2883,45 @@ uint64_t loader_next_seq(const struct loader *l)
 }
 
 /*
+ * rule_ids (an sl_learned entry's, an sl_sni_name's) strictest first, by the caps a set's
+ * sl_rule_caps (caps_fd) holds: the programs take the first that allows a flow's port. A rule
+ * the map cannot give (it has every rule of its policy) counts as uncapped.
+ */
+static int rules_strictest_fd(int caps_fd, __u16 rule_ids[SL_LEARNED_RULES])
+{
+	struct sl_rule_caps caps[SL_LEARNED_RULES] = {};
+	__u32 rid;
+	int i;
+
+	for (i = 0; i < SL_LEARNED_RULES && rule_ids[i]; i++) {
+		rid = rule_ids[i];
+		/* past the map's end (ENOENT): a rule without caps */
+		if (bpf_map_lookup_elem(caps_fd, &rid, &caps[i]) && errno != ENOENT)
+			return -errno;
+	}
+	policy_rules_strictest(rule_ids, caps);
+	return 0;
+}
+
+/*
+ * The run's sl_rule_caps wherever this loader finds it: a resumed or taken-over run's skeleton
+ * is only opened (its maps are the run's pinned ones, and sl_rule_caps is not pinned), so its own
+ * map has no fd. Ordering by a map that cannot be read would leave every rule "uncapped" and the
+ * order the answers came in: the caller refuses instead.
+ */
+static int rule_caps_fd(const struct loader *l)
+{
+	return run_map(l, "sl_rule_caps", NULL, 0);
+}
+
+static int rules_strictest(const struct loader *l, __u16 rule_ids[SL_LEARNED_RULES])
+{
+	int fd = rule_caps_fd(l);
+
+	return fd < 0 ? fd : rules_strictest_fd(fd, rule_ids);
+}
+
+/*
  * Merge rule_ids into an address's entry (a CDN address may serve several allowed names), all
  * or none: -EXFULL when they do not all fit in its SL_LEARNED_RULES slots, cur untouched (an
  * answer refused must leave none of its rules behind). An expired entry starts afresh, under
@@ -2969,6 +3008,8 @@ static int learn_rules(struct loader *l, const struct loader_learn_addr *addrs, 
 							  .expires_ns = addrs[i].expires_ns };
 		err = learned_merge(&merged[i], rule_ids, n_rules, host_id, addrs[i].expires_ns,
 				    now_ns);
+		if (!err)
+			err = rules_strictest(l, merged[i].rule_ids);
 		if (err)
 			*failed = i;
 	}
@@ -3054,7 +3095,7 @@ bool loader_host_spent(const struct loader *l, uint16_t rule_id, const struct sl
 	struct sl_host_bytes b;
 	__u32 rid = rule_id;
 
-	if (bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.sl_rule_caps), &rid, &caps) ||
+	if (bpf_map_lookup_elem(rule_caps_fd(l), &rid, &caps) ||
 	    (!caps.max_total_req && !caps.max_total_resp) ||
 	    bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.sl_host_bytes), k, &b))
 		return false;
@@ -3079,15 +3120,31 @@ static int sni_key(struct sl_sni_key *key, int family, const uint8_t *addr, cons
 	return 0;
 }
 
+int loader_sni_name(const struct loader *l, struct sl_sni_name *v, uint32_t host_id,
+		    const uint16_t *rule_ids, size_t n_rules)
+{
+	size_t i, n = 0;
+
+	*v = (struct sl_sni_name){ .host_id = host_id };
+	for (i = 0; i < n_rules; i++) {
+		if (rule_ids[i] == SL_RULE_DEFAULT)
+			continue; /* under no rule: an empty slot stands for it */
+		if (n == SL_LEARNED_RULES)
+			return -EXFULL;
+		v->rule_ids[n++] = rule_ids[i];
+	}
+	return rules_strictest(l, v->rule_ids);
+}
+
 int loader_sni_learn(struct loader *l, int family, const uint8_t *addr, const char *name,
-		     uint32_t host_id)
+		     const struct sl_sni_name *v)
 {
 	struct sl_sni_key key;
 	int err = sni_key(&key, family, addr, name);
 
 	if (err)
 		return err;
-	if (bpf_map_update_elem(bpf_map__fd(l->skel->maps.sl_sni_ok), &key, &host_id, BPF_ANY))
+	if (bpf_map_update_elem(bpf_map__fd(l->skel->maps.sl_sni_ok), &key, v, BPF_ANY))
 		return -errno;
 	return 0;
 }
@@ -3104,13 +3161,24 @@ int loader_sni_forget(struct loader *l, int family, const uint8_t *addr, const c
 	return 0;
 }
 
-bool loader_sni_ok(const struct loader *l, int family, const uint8_t *addr, const char *name)
+int loader_sni_get(const struct loader *l, int family, const uint8_t *addr, const char *name,
+		   struct sl_sni_name *out)
 {
 	struct sl_sni_key key;
-	__u32 host_id;
+	int err = sni_key(&key, family, addr, name);
 
-	return !sni_key(&key, family, addr, name) &&
-	       !bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.sl_sni_ok), &key, &host_id);
+	if (err)
+		return err;
+	if (bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.sl_sni_ok), &key, out))
+		return -errno;
+	return 0;
+}
+
+bool loader_sni_ok(const struct loader *l, int family, const uint8_t *addr, const char *name)
+{
+	struct sl_sni_name v;
+
+	return !loader_sni_get(l, family, addr, name, &v);
 }
 
 static int run_map_fd(const struct loader *l, struct bpf_object *old, const char *name,
@@ -3165,10 +3233,12 @@ int loader_host_budgets_max(const struct loader *l, uint16_t *max, char *err, si
 
 int loader_rule_caps(const struct loader *l, uint16_t rule_id, struct sl_rule_caps *out)
 {
+	int fd = rule_caps_fd(l);
 	__u32 rid = rule_id;
 
-	return bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.sl_rule_caps), &rid, out) ? -errno :
-											  0;
+	if (fd < 0)
+		return fd;
+	return bpf_map_lookup_elem(fd, &rid, out) ? -errno : 0;
 }
 
 int loader_sock_state(const struct loader *l, int sock_fd, struct sl_flow *flow,
@@ -4415,25 +4485,25 @@ int loader_learned_walk(const struct loader *l, int family,
 }
 
 int loader_sni_walk(const struct loader *l,
-		    int (*fn)(const uint8_t addr[16], const char *name, uint32_t host_id,
-			      void *ctx),
+		    int (*fn)(const uint8_t addr[16], const char *name,
+			      const struct sl_sni_name *v, void *ctx),
 		    void *ctx)
 {
 	int fd = bpf_map__fd(l->skel->maps.sl_sni_ok), err;
 	struct sl_sni_key key, next;
 	char name[SL_SNI_MAX + 1];
+	struct sl_sni_name v;
 	void *prev = NULL;
-	__u32 host_id;
 
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
 		key = next;
 		prev = &key;
-		if (bpf_map_lookup_elem(fd, &key, &host_id) || !key.name_len ||
+		if (bpf_map_lookup_elem(fd, &key, &v) || !key.name_len ||
 		    key.name_len > SL_SNI_MAX)
 			continue;
 		memcpy(name, key.name, key.name_len);
 		name[key.name_len] = '\0';
-		err = fn(key.addr, name, host_id, ctx);
+		err = fn(key.addr, name, &v, ctx);
 		if (err)
 			return err;
 	}
@@ -4459,10 +4529,16 @@ int loader_next_learned_get(struct loader_next *n, int family, const uint8_t *ad
 int loader_next_learned_put(struct loader_next *n, int family, const uint8_t *addr,
 			    const struct sl_learned *e)
 {
+	struct sl_learned ordered = *e;
 	uint8_t key[16] = {};
 
+	/* the switch merges the new policy's rules in: in the new set's order of strictness */
+	int err = rules_strictest_fd(bpf_map__fd(n->skel->maps.sl_rule_caps), ordered.rule_ids);
+
+	if (err)
+		return err;
 	memcpy(key, addr, family == AF_INET ? 4 : 16);
-	if (bpf_map_update_elem(bpf_map__fd(next_learned(n, family)), key, e, BPF_ANY))
+	if (bpf_map_update_elem(bpf_map__fd(next_learned(n, family)), key, &ordered, BPF_ANY))
 		return -errno;
 	return 0;
 }
@@ -4487,10 +4563,12 @@ int loader_next_learned_walk(struct loader_next *n, int family,
 }
 
 int loader_next_sni(struct loader_next *n, const uint8_t addr[16], const char *name,
-		    uint32_t host_id)
+		    const struct sl_sni_name *v)
 {
+	struct sl_sni_name ordered = *v;
 	struct sl_sni_key key;
 	size_t len = strlen(name);
+	int err;
 
 	if (!len || len > SL_SNI_MAX)
 		return -ENAMETOOLONG;
@@ -4498,7 +4576,10 @@ int loader_next_sni(struct loader_next *n, const uint8_t addr[16], const char *n
 	memcpy(key.addr, addr, sizeof(key.addr));
 	key.name_len = (__u16)len;
 	memcpy(key.name, name, len); /* as the old map held it: lower-cased already */
-	if (bpf_map_update_elem(bpf_map__fd(n->skel->maps.sl_sni_ok), &key, &host_id, BPF_ANY))
+	err = rules_strictest_fd(bpf_map__fd(n->skel->maps.sl_rule_caps), ordered.rule_ids);
+	if (err)
+		return err;
+	if (bpf_map_update_elem(bpf_map__fd(n->skel->maps.sl_sni_ok), &key, &ordered, BPF_ANY))
 		return -errno;
 	return 0;
 }

@@ -269,11 +269,18 @@ int loader_map_check(int fd, const char *name, char *err, size_t err_len);
 
 /*
  * Let TLS flows to addr (4 or 16 bytes) name host in their ClientHello: the resolver produced
- * addr for it. The name is kept whole (lower-cased) and matched exactly. Returns 0 or -errno
- * (-E2BIG: map full; -ENAMETOOLONG: longer than a server name can be).
+ * addr for it, under the rules v holds (loader_sni_name: the name's own rules, which the packet
+ * layer puts a flow naming it under). The name is kept whole (lower-cased) and matched exactly.
+ * Returns 0 or -errno (-E2BIG: map full; -ENAMETOOLONG: longer than a server name can be).
+ * loader_sni_name: v for host_id and the name's rules (SL_RULE_DEFAULT ones skipped), strictest
+ * first (policy_rules_strictest, by l's caps); -EXFULL when more than SL_LEARNED_RULES are left,
+ * as an address's learned entry would refuse them. Every learned entry and server-name pair
+ * written (loader_learn_answer, loader_next_learned_put, loader_next_sni) holds its rules so.
  */
+int loader_sni_name(const struct loader *l, struct sl_sni_name *v, uint32_t host_id,
+		    const uint16_t *rule_ids, size_t n_rules);
 int loader_sni_learn(struct loader *l, int family, const uint8_t *addr, const char *name,
-		     uint32_t host_id);
+		     const struct sl_sni_name *v);
 /*
  * Undo loader_sni_learn of a pair it added, for an answer refused after it wrote the pair: a
  * pair left behind would let TLS name that server on the address under another name's rule.
@@ -287,8 +294,13 @@ int loader_sni_forget(struct loader *l, int family, const uint8_t *addr, const c
  * bpf_sock_destroy (6.5+), else through sock_diag. 0: destroyed; -ENOENT: no socket has the
  * cookie (closed already); -EOPNOTSUPP: the kernel can do neither; else -errno.
  */
-/* The new policy's server names (a switch's re-judge): (addr, name) is in sl_sni_ok. */
+/*
+ * The new policy's server names (a switch's re-judge): (addr, name) is in sl_sni_ok.
+ * loader_sni_get: its value, the name and its rules: 0 or -errno (-ENOENT: not there).
+ */
 bool loader_sni_ok(const struct loader *l, int family, const uint8_t *addr, const char *name);
+int loader_sni_get(const struct loader *l, int family, const uint8_t *addr, const char *name,
+		   struct sl_sni_name *out);
 /* A rule's caps as the programs hold them (plus one; see struct sl_rule_caps). 0 or -errno. */
 int loader_rule_caps(const struct loader *l, uint16_t rule_id, struct sl_rule_caps *out);
 /*
@@ -394,8 +406,8 @@ int loader_learned_walk(const struct loader *l, int family,
 			int (*fn)(const uint8_t *addr, const struct sl_learned *e, void *ctx),
 			void *ctx);
 int loader_sni_walk(const struct loader *l,
-		    int (*fn)(const uint8_t addr[16], const char *name, uint32_t host_id,
-			      void *ctx),
+		    int (*fn)(const uint8_t addr[16], const char *name,
+			      const struct sl_sni_name *v, void *ctx),
 		    void *ctx);
 /* The new set's learned addresses and server names, before the commit. */
 int loader_next_learned_get(struct loader_next *n, int family, const uint8_t *addr,
@@ -407,7 +419,7 @@ int loader_next_learned_walk(struct loader_next *n, int family,
 			     int (*fn)(const uint8_t *addr, const struct sl_learned *e, void *ctx),
 			     void *ctx);
 int loader_next_sni(struct loader_next *n, const uint8_t addr[16], const char *name,
-		    uint32_t host_id);
+		    const struct sl_sni_name *v);
 
 /* A sentence saying why loading failed, for the errno loader_load() set. */
 const char *loader_explain(int err);

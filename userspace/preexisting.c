@@ -628,25 +628,34 @@ static void set(struct records_preexisting *s, uint8_t verdict, uint8_t reason, 
 	s->rule = rule;
 }
 
-/* A learned address allows the port and protocol if one of the rules it was learned for does. */
+/* Rule r allows the port over proto (SL_PROTO_*), as rules_match judges its entries. */
+static bool rule_covers(const struct policy_rule *r, uint16_t port, uint8_t proto)
+{
+	size_t k;
+
+	if (!r || !(r->protocols & proto))
+		return false;
+	if (!r->n_ports)
+		return true;
+	for (k = 0; k < r->n_ports; k++)
+		if (port >= r->ports[k].lo && port <= r->ports[k].hi)
+			return true;
+	return false;
+}
+
+/*
+ * A learned address allows the port and protocol if one of the rules it was learned for does:
+ * the first that does, as the programs' learned_match takes it (bpf/policy.bpf.h; the entry's
+ * rules are written strictest first: policy_rules_strictest).
+ */
 static long learned_rule(const struct policy *p, const struct sl_learned *l, uint16_t port,
 			 uint8_t proto)
 {
 	size_t i;
 
-	for (i = 0; l && i < SL_LEARNED_RULES && l->rule_ids[i]; i++) {
-		const struct policy_rule *r;
-		size_t k;
-
-		r = policy_rule_of(p, l->rule_ids[i]);
-		if (!r || !(r->protocols & proto))
-			continue;
-		if (!r->n_ports)
+	for (i = 0; l && i < SL_LEARNED_RULES && l->rule_ids[i]; i++)
+		if (rule_covers(policy_rule_of(p, l->rule_ids[i]), port, proto))
 			return policy_rule_index(p, l->rule_ids[i]);
-		for (k = 0; k < r->n_ports; k++)
-			if (port >= r->ports[k].lo && port <= r->ports[k].hi)
-				return policy_rule_index(p, l->rule_ids[i]);
-	}
 	return -1;
 }
 
@@ -875,20 +884,44 @@ static int watch_from_now(struct run *r, int fd, uint32_t host_id, const struct 
 }
 
 /*
+ * The rule (0-based) a TCP flow to port under rule (-1: none) goes on under once its ClientHello
+ * named n, as the packet layer puts it (skb.bpf.c sni_rule_take): rule itself when it is one of
+ * n's, else the first of n's (strictest first) that allows the port; none does: -1 (the
+ * default) under a policy whose default allows, else SNI_RULE_NONE (sni_port).
+ */
+#define SNI_RULE_NONE (-2L)
+static long sni_name_rule(const struct policy *p, const struct sl_sni_name *n, long rule,
+			  uint16_t port)
+{
+	size_t i;
+
+	for (i = 0; rule >= 0 && i < SL_LEARNED_RULES && n->rule_ids[i]; i++)
+		if (n->rule_ids[i] == policy_rule_id((size_t)rule))
+			return rule;
+	for (i = 0; i < SL_LEARNED_RULES && n->rule_ids[i]; i++)
+		if (rule_covers(policy_rule_of(p, n->rule_ids[i]), port, SL_PROTO_TCP))
+			return policy_rule_index(p, n->rule_ids[i]);
+	return p->default_verdict == POLICY_DEFAULT_ALLOW ? -1 : SNI_RULE_NONE;
+}
+
+/*
  * After a switch, a TCP flow the new policy allows through a name alone is one a connect() now
  * would have put under the server-name check, and is judged as one: what it said in its
  * ClientHello must pass under the new policy's names. One whose ClientHello passed must have
  * named a host that resolved to this address and that the new policy still allows (sl_sni_ok,
- * carried over by the switch for allowed names only); one not yet past its first payload
- * (pending) is checked by the new programs; one whose first payload was not TLS off the TLS port
- * is left as a connect() would leave it; one that was never watched is watched from now on
- * (watch_from_now). A denial names the rule that allows the address.
+ * carried over by the switch for allowed names only), and goes on under one of that name's own
+ * rules there (sni_name_rule; sni_port when none allows its port); one not yet past its first
+ * payload (pending) is checked by the new programs; one whose first payload was not TLS off the
+ * TLS port is left as a connect() would leave it; one that was never watched is watched from
+ * now on (watch_from_now). A denial names the rule that allows the address.
  */
 static void judge_server_name(struct run *r, int fd, const struct sl_sk_tls *t, bool has_tls,
 			      const struct sl_flow *flow, uint32_t host_id,
 			      struct records_preexisting *rec)
 {
+	struct sl_sni_name named;
 	const uint8_t *addr;
+	long rule;
 	char buf[256];
 	const char *name;
 	int family, err;
@@ -910,8 +943,23 @@ static void judge_server_name(struct run *r, int fd, const struct sl_sk_tls *t, 
 		return;
 	addr = packet_daddr(rec, &family);
 	name = t->sni_host_id ? hostnames_name(r->hosts, t->sni_host_id, buf, sizeof(buf)) : NULL;
-	if (!name || !loader_sni_ok(r->loader, family, addr, name))
+	if (!name || loader_sni_get(r->loader, family, addr, name, &named)) {
 		set(rec, SL_VERDICT_DENY, SL_REASON_SNI_MISMATCH, rec->rule);
+		return;
+	}
+	/*
+	 * Under one of the name's own rules and its host budget, as the packet layer puts it
+	 * (sni_rule_take); a name learned under no rule (report mode, unlisted) moves nothing.
+	 */
+	if (!named.rule_ids[0])
+		return;
+	rule = sni_name_rule(r->policy, &named, rec->rule, rec->dport);
+	if (rule == SNI_RULE_NONE) {
+		set(rec, SL_VERDICT_DENY, SL_REASON_SNI_PORT, rec->rule);
+	} else {
+		rec->rule = rule;
+		rec->sni_host = named.host_id;
+	}
 }
 
 void preexisting_unreadable(enum sl_mode mode, const struct sl_rule_caps *new_caps,
@@ -957,7 +1005,8 @@ static void flow_rejudge(struct run *r, const struct sl_learned *learned,
 	uint16_t rid = rec->rule >= 0 ? policy_rule_id((size_t)rec->rule) : SL_RULE_DEFAULT;
 
 	f->rule_id = rid;
-	f->host_id = learned ? learned->host_id : 0;
+	/* under the rule of its ClientHello's name: that name's host budget (sni_rule_take) */
+	f->host_id = rec->sni_host ? rec->sni_host : learned ? learned->host_id : 0;
 	f->deny_reason = allow ? 0 : rec->reason;
 	f->era = loader_era(r->loader); /* the packet layer trusts it again */
 	f->max_req = 0;

@@ -659,12 +659,17 @@ static int on_tls(const struct sl_tls_event *ev, void *ctx)
 		struct notice n = { .len = 0 };
 
 		__atomic_fetch_add(&r->denials, 1, __ATOMIC_RELAXED);
-		notice_add(&n, "%s: TLS to %s%s%s:%u named \"%s\", which did not resolve there "
-			       "(resolved for %s; %s) run_id=%s task=%s\n",
+		/* a name answered there, under rules none of which allows the port */
+		notice_add(&n, "%s: TLS to %s%s%s:%u named \"%s\", %s (resolved for %s; %s) "
+			       "run_id=%s task=%s\n",
 			   ev->enforced ? "egress denied" : "egress would be denied (report mode)",
 			   ev->family == AF_INET6 ? "[" : "", dst, ev->family == AF_INET6 ? "]" : "",
-			   ev->port, ev->sni_len ? sni : "(no server name)", host ? host : "?",
-			   decision_reason_name(ev->reason), r->run_id, r->task_text);
+			   ev->port, ev->sni_len ? sni : "(no server name)",
+			   ev->reason == SL_REASON_SNI_PORT ?
+				   "which resolved there, but no rule of it allows this port" :
+				   "which did not resolve there",
+			   host ? host : "?", decision_reason_name(ev->reason), r->run_id,
+			   r->task_text);
 		notice_denial(r, &n);
 	}
 	return 0;

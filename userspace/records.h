@@ -173,6 +173,8 @@ struct records_preexisting {
 	bool has_v4;	 /* an IPv6 destination embeds the IPv4 address that was judged */
 	bool by_name;	 /* allowed through a learned address alone (no CIDR rule covers it) */
 	uint8_t v4[4];
+	uint32_t sni_host; /* a switch put it under the rule of the name its ClientHello named
+			      (host_id, its flow's host from then on); 0: not so */
 	const char *flow; /* what became of it: "open", "destroyed", "left open (…)" */
 	const char *unread; /* a switch could not read its state in the kernel: why; else NULL */
 };

@@ -797,6 +797,7 @@ static int learn(struct resolver *r, const char *qname, long first_rule, struct 
 	uint16_t rule_ids[SL_LEARNED_RULES + 1];
 	struct loader_learn_addr addrs[RESOLVER_MAX_ADDRS];
 	struct hostnames_added added[RESOLVER_MAX_ADDRS];
+	struct sl_sni_name sni;
 	char a[INET6_ADDRSTRLEN];
 	size_t n_rules = 0, i, failed;
 	long rule;
@@ -826,6 +827,16 @@ static int learn(struct resolver *r, const char *qname, long first_rule, struct 
 			 qname, strerror(-err));
 		return err;
 	}
+	/*
+	 * The pairs carry the name's own rules, not the address's union of every name's: a
+	 * ClientHello naming it is put under one of them (skb.bpf.c judge_client_hello). More
+	 * than fit were refused by the first look above (unless there is no address to learn).
+	 */
+	err = loader_sni_name(r->loader, &sni, host_id, rule_ids, n_rules);
+	if (err && oc->n_addrs) {
+		why_rules_full(r, qname, &oc->addrs[0], rule_ids, n_rules, oc);
+		return err;
+	}
 	for (i = 0; i < oc->n_addrs; i++) {
 		/*
 		 * First the (address, name) pair and the name among those the address was
@@ -836,7 +847,7 @@ static int learn(struct resolver *r, const char *qname, long first_rule, struct 
 		 * the client is refused (SERVFAIL).
 		 */
 		err = hostnames_answer_pair(r->o.names, r->loader, addrs[i].family, addrs[i].addr,
-					    qname, host_id, &added[i]);
+					    qname, &sni, &added[i]);
 		if (err) {
 			addr_string(&oc->addrs[i], a, sizeof(a));
 			util_fmt(oc->why, sizeof(oc->why),
@@ -1239,6 +1250,15 @@ int resolver_serve(struct resolver *r, struct loader *loader)
 {
 	int err, i;
 
+	/*
+	 * A run resumed or taken over: its loader reopened the run's pins, and the maps no pin
+	 * holds (sl_rule_caps, which orders a shared address's rules) are found through its
+	 * programs, collected here, before any worker learns an answer (a no-op for a run loaded
+	 * here)
+	 */
+	err = loader_run_maps(loader);
+	if (err)
+		return err;
 	r->loader = loader;
 	for (i = 0; i < N_WORKERS; i++) {
 		err = util_thread_create(&r->workers[i], worker, r);

@@ -41,21 +41,29 @@ static int remap_learned(const uint8_t *addr, const struct sl_learned *e, void *
 	const char *name = hostnames_name(m->r->hosts, e->host_id, buf, sizeof(buf));
 
 	if (name && switch_name_kept(m->p, m->mode, name))
-		switch_add_rules(&ne, m->p, name);
+		switch_add_rules(ne.rule_ids, m->p, name);
 	return loader_next_learned_put(m->n, m->family, addr, &ne);
 }
 
-/* One (address, server name) pair: kept if the new policy allows the name, its rules added. */
-static int remap_sni(const uint8_t addr[16], const char *name, uint32_t host_id, void *ctx)
+/*
+ * One (address, server name) pair: kept if the new policy allows the name, under the name's own
+ * rules in the new policy (none: a report-mode name no rule lists), and those rules added to the
+ * address's.
+ */
+static int remap_sni(const uint8_t addr[16], const char *name, const struct sl_sni_name *v,
+		     void *ctx)
 {
 	static const uint8_t zero[12];
+	struct sl_sni_name nv = { .host_id = v->host_id };
+	uint32_t host_id = v->host_id;
 	struct remap *m = ctx;
 	struct sl_learned e;
 	int family, err, i;
 
 	if (!switch_name_kept(m->p, m->mode, name))
 		return 0;
-	err = loader_next_sni(m->n, addr, name, host_id);
+	switch_add_rules(nv.rule_ids, m->p, name);
+	err = loader_next_sni(m->n, addr, name, &nv);
 	if (err)
 		return err;
 	/* the key does not say the family: a v4 address is the first 4 bytes, the rest zero */
@@ -66,10 +74,10 @@ static int remap_sni(const uint8_t addr[16], const char *name, uint32_t host_id,
 		if (loader_next_learned_get(m->n, family, addr, &e))
 			continue;
 		/* the log names the address by a name that is still allowed */
-		if (switch_no_rule(&e) && switch_add_rules(&e, m->p, name))
+		if (switch_no_rule(&e) && switch_add_rules(e.rule_ids, m->p, name))
 			e.host_id = host_id;
 		else
-			switch_add_rules(&e, m->p, name);
+			switch_add_rules(e.rule_ids, m->p, name);
 		err = loader_next_learned_put(m->n, family, addr, &e);
 		if (err)
 			return err;

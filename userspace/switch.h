@@ -69,10 +69,11 @@ void switch_log_abort(struct run *r, uint32_t era, const char *why);
 /* --- The pure part (switch_rules.c), unit-tested --------------------------------------------- */
 
 /*
- * Add to e->rule_ids the rules (1-based) of p whose hosts list name, after those e holds and
- * without repeating one, as many as there are free slots. Returns how many were added.
+ * Add to rule_ids (a learned address's, or a server-name pair's: sl_learned, sl_sni_name) the
+ * rules (1-based) of p whose hosts list name, after those it holds and without repeating one, as
+ * many as there are free slots. Returns how many were added.
  */
-int switch_add_rules(struct sl_learned *e, const struct policy *p, const char *name);
+int switch_add_rules(__u16 rule_ids[SL_LEARNED_RULES], const struct policy *p, const char *name);
 
 /* The name stays reachable under p in mode: report keeps every name, enforce those p lists. */
 bool switch_name_kept(const struct policy *p, int mode, const char *name);

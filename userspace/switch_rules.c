@@ -6,7 +6,7 @@
 
 #include "switch.h"
 
-int switch_add_rules(struct sl_learned *e, const struct policy *p, const char *name)
+int switch_add_rules(__u16 rule_ids[SL_LEARNED_RULES], const struct policy *p, const char *name)
 {
 	long rule;
 	int added = 0, i;
@@ -16,10 +16,10 @@ int switch_add_rules(struct sl_learned *e, const struct policy *p, const char *n
 		__u16 id = policy_rule_id((size_t)rule);
 
 		for (i = 0; i < SL_LEARNED_RULES; i++) {
-			if (e->rule_ids[i] == id)
+			if (rule_ids[i] == id)
 				break;
-			if (!e->rule_ids[i]) {
-				e->rule_ids[i] = id;
+			if (!rule_ids[i]) {
+				rule_ids[i] = id;
 				added++;
 				break;
 			}

@@ -81,6 +81,7 @@ static const char deny_policy[] = "default: deny\n"
 				  "  - name: names\n"
 				  "    hosts: [\"example.com\"]\n"
 				  "    ports: [443]\n"
+				  "    max_request_bytes: 1024\n"
 				  "  - name: wide\n"
 				  "    cidrs: [\"10.0.0.0/8\"]\n"
 				  "  - name: ssh\n"
@@ -96,11 +97,26 @@ static const char deny_policy[] = "default: deny\n"
 
 static const char allow_policy[] = "default: allow\nrules: []\n";
 
-enum { P_DENY, P_ALLOW, P_MAX };
+/* default: allow with names of two rules, for the server-name check's fall back to the default */
+enum { RA_NAMES = 1, RA_ALT = 2 };
+static const char allow_names_policy[] = "default: allow\n"
+					 "rules:\n"
+					 "  - name: names\n"
+					 "    hosts: [\"names.example\"]\n"
+					 "    ports: [443]\n"
+					 "    max_request_bytes: 1024\n"
+					 "  - name: alt\n"
+					 "    hosts: [\"alt.example\"]\n"
+					 "    ports: [\"8000-8100\"]\n";
+
+enum { P_DENY, P_ALLOW, P_ALLOW_NAMES, P_MAX };
 
 #define DNS_PORT 5353 /* the run's resolver, as the decision layer redirects to it */
 #define HOST_EXAMPLE 7
 #define HOST_EXAMPLE6 8
+#define HOST_NAMES 9 /* names.example: a name of the names rule alone (443, capped) */
+#define HOST_SSH 10  /* ssh.example: of the ssh rule alone (22) */
+#define HOST_UNLISTED 11 /* unlisted.example: answered under no rule (report mode) */
 #define LONG_NAME_LEN 255
 
 struct run {
@@ -196,14 +212,26 @@ static int learn(struct loader *l, const char *addr, uint16_t rule, uint32_t hos
 	return loader_learn(l, family, a, &rule, 1, host, expires_ns);
 }
 
-static int sni_learn(struct loader *l, const char *addr, const char *name)
+/*
+ * A server-name pair, learned for host under rule (the web rule: its ports, 80, 443 and
+ * 8000-8100, are those the TLS cases send to).
+ */
+static int sni_learn_as(struct loader *l, const char *addr, const char *name, uint32_t host,
+			uint16_t rule)
 {
+	struct sl_sni_name v;
 	uint8_t a[16];
-	int family;
+	int family, e;
 
 	if (addr_of(addr, &family, a))
 		return -EINVAL;
-	return loader_sni_learn(l, family, a, name, HOST_EXAMPLE);
+	e = loader_sni_name(l, &v, host, &rule, 1);
+	return e ? e : loader_sni_learn(l, family, a, name, &v);
+}
+
+static int sni_learn(struct loader *l, const char *addr, const char *name)
+{
+	return sni_learn_as(l, addr, name, HOST_EXAMPLE, R_WEB);
 }
 
 /* As the loader decides sl_cfg_frag_check: the kernel's BTF names bpf_cast_to_kern_ctx (6.3+). */
@@ -219,7 +247,7 @@ static bool has_kern_ctx_kfunc(void)
 	return found;
 }
 
-static int run_up(struct run *r, const char *text, bool default_allow)
+static int run_up(struct run *r, const char *text, int policy)
 {
 	struct loader_opts o = {.ringbuf_bytes = 1 << 20,
 				.wakeup_bytes = 1 << 18,
@@ -259,17 +287,31 @@ static int run_up(struct run *r, const char *text, bool default_allow)
 	 * learned maps have one entry, which the first address would overflow).
 	 */
 	long_name(name, LONG_NAME_LEN);
-	if (!default_allow && /* allow_policy lists no name */
+	if (policy == P_DENY && /* allow_policy lists no name */
 	    ((e = learn(r->l, "198.51.100.50", R_NAMES, HOST_EXAMPLE, 0)) ||
 	     (e = learn(r->l, "2001:db8::50", R_NAMES, HOST_EXAMPLE6, 0)) ||
 	     (e = learn(r->l, "198.51.100.51", R_NAMES, HOST_EXAMPLE, 1)) || /* long expired */
 	     /* rv2 attacker: one address, two rules: learned_match's second slot */
 	     (e = learn(r->l, "198.51.100.52", R_SSH, HOST_EXAMPLE, 0)) ||
 	     (e = learn(r->l, "198.51.100.52", R_NAMES, HOST_EXAMPLE, 0)) ||
+	     /* a shared address: an uncapped rule's name answered first, then a capped one's */
+	     (e = learn(r->l, "198.51.100.53", R_WEB, HOST_EXAMPLE, 0)) ||
+	     (e = learn(r->l, "198.51.100.53", R_NAMES, HOST_NAMES, 0)) ||
 	     (e = sni_learn(r->l, "198.51.100.10", "example.com")) ||
+	     (e = sni_learn_as(r->l, "198.51.100.10", "names.example", HOST_NAMES, R_NAMES)) ||
+	     (e = sni_learn_as(r->l, "198.51.100.10", "ssh.example", HOST_SSH, R_SSH)) ||
+	     (e = sni_learn_as(r->l, "198.51.100.10", "unlisted.example", HOST_UNLISTED,
+			       SL_RULE_DEFAULT)) ||
 	     (e = sni_learn(r->l, "198.51.100.10", "api.example.com")) ||
 	     (e = sni_learn(r->l, "198.51.100.10", name)) ||
 	     (e = sni_learn(r->l, "2001:db8::10", "example.com")))) {
+		fprintf(stderr, "sl_progrun: learn: %s\n", strerror(-e));
+		return e;
+	}
+	/* a shared address of allow_names_policy's two names */
+	if (policy == P_ALLOW_NAMES &&
+	    ((e = sni_learn_as(r->l, "198.51.100.10", "names.example", HOST_NAMES, RA_NAMES)) ||
+	     (e = sni_learn_as(r->l, "198.51.100.10", "alt.example", HOST_EXAMPLE, RA_ALT)))) {
 		fprintf(stderr, "sl_progrun: learn: %s\n", strerror(-e));
 		return e;
 	}
@@ -280,8 +322,8 @@ static int run_up(struct run *r, const char *text, bool default_allow)
 	if (!r->skb || !r->dec)
 		return -errno;
 	autoload_only_tests(r->skb->obj);
-	/* the TLS cases run under the deny policy only */
-	bpf_program__set_autoload(r->skb->progs.t_tls_egress, !default_allow);
+	/* the TLS cases run under the policies that list names only */
+	bpf_program__set_autoload(r->skb->progs.t_tls_egress, policy != P_ALLOW);
 	autoload_only_tests(r->dec->obj);
 	r->skb->rodata->sl_cfg_frag_check = has_kern_ctx_kfunc();
 	/* the run's configuration (default, resolver port) is the loader's map, shared by name */
@@ -1255,7 +1297,9 @@ static void put_sni(struct pkt *e, const char *list, size_t n)
  * then:NAME (a second ClientHello record naming NAME) raw:HEX (this payload, no hello)
  * plain:TEXT (this text as payload; _ a space) urg (TCP urgent flag) v6 (to 2001:db8::10)
  * tcpopt (12 bytes of TCP options) ipopt (4 bytes of IPv4 options)
- * The flow: port:N (tls_port is N == 443) state:N payloads:N (struct sl_sk_tls before it).
+ * The flow: port:N (tls_port is N == 443) state:N payloads:N (struct sl_sk_tls before it);
+ * past the first hello (state 4 or 5), the name it passed with is example.com's, or none with
+ * unnamed (a first hello report mode let through denied).
  */
 struct hello {
 	struct pkt ext;
@@ -1265,6 +1309,7 @@ struct hello {
 	struct pkt pre, post, payload;
 	char then[300];
 	unsigned port, state, payloads;
+	bool unnamed;
 };
 
 static void hello_record(struct pkt *out, const struct hello *h, const struct pkt *exts, bool whole)
@@ -1410,6 +1455,8 @@ static int hello_parse(struct hello *h, const char *spec)
 			h->state = (unsigned)strtoul(v, NULL, 10);
 		} else if (!strncmp(tok, "payloads:", 9)) {
 			h->payloads = (unsigned)strtoul(v, NULL, 10);
+		} else if (!strcmp(tok, "unnamed")) {
+			h->unnamed = true;
 		} else {
 			fprintf(stderr, "sl_progrun: unknown token in a TLS case: %s\n", tok);
 			return -EINVAL;
@@ -1654,6 +1701,9 @@ static const struct tls_case tls_cases[] = {
 	 "state:5 pre:140303000101 sni:example.com", 1, OK, NULL, S_AWAIT},
 	{"after a HelloRetryRequest: another name", "state:5 pre:140303000101 sni:evil.example", 0,
 	 MIS, NULL, S_DENIED},
+	{"after a HelloRetryRequest, a first hello that named none (report mode let it through): "
+	 "a listed name now: denied",
+	 "state:5 unnamed pre:140303000101 sni:example.com", 0, MIS, NULL, S_DENIED},
 	{"after a HelloRetryRequest: a CCS alone", "state:5 raw:140303000101", 1, 0, NULL,
 	 SL_TLS_EXPECT_CH2},
 	{"after a HelloRetryRequest: an alert alone", "state:5 raw:15030300020230", 1, 0, NULL,
@@ -1682,6 +1732,8 @@ static bool tls_check(struct run *r, const struct tls_case *c)
 	o->bss->t_in.tls_port = h.port == SL_TLS_PORT;
 	o->bss->t_in.payloads = (__u8)h.payloads;
 	o->bss->t_in.host_id = HOST_EXAMPLE;
+	if ((h.state == SL_TLS_AWAIT_SERVER || h.state == SL_TLS_EXPECT_CH2) && !h.unnamed)
+		o->bss->t_in.sni_host_id = HOST_EXAMPLE;
 	if (!prog_run(bpf_program__fd(o->progs.t_tls_egress), p.b, p.len, &ret))
 		return false;
 	EXPECT(!o->bss->t_out.error, "the test program found no socket or storage");
@@ -1705,6 +1757,83 @@ static bool tls_check(struct run *r, const struct tls_case *c)
 }
 
 /*
+ * A ClientHello on a flow connect() put under one rule, naming a name learned at the address
+ * under another (a shared address): the flow goes on under the name's own rule, with its cap,
+ * or is denied when none of the name's rules allows the port (sni_port).
+ */
+struct sni_rule_case {
+	const char *name;
+	const char *spec;      /* the segment (hello_parse) */
+	__u16 flow_rule;       /* the rule connect() put the flow under */
+	int pass;
+	unsigned reason;
+	__u16 want_rule;       /* the flow's rule after it */
+	__u32 want_host;       /* … its host */
+	__u64 want_max_req;    /* … its request cap (plus one) */
+};
+
+static const struct sni_rule_case sni_rule_cases[] = {
+	{"another name's rule: put under the name's, its cap taken", "sni:names.example", R_WEB, 1,
+	 OK, R_NAMES, HOST_NAMES, 1025},
+	/* its rule left as it is, but its host budget the name's (connect() took the first name's) */
+	{"the name's own rule already: left as it is, the name's host", "sni:names.example", R_NAMES,
+	 1, OK, R_NAMES, HOST_NAMES, 0},
+	/* RFC 8446 4.1.2: a second hello names the first's server; it never moves the flow */
+	{"a second hello naming another name of the address: denied, left under the first's",
+	 "sni:names.example then:example.com", R_WEB, 0, MIS, R_NAMES, HOST_NAMES, 1025},
+	/* learned under no rule (report mode, an unlisted name): named is enough, as before */
+	{"a name learned under no rule: passes, left as it is", "sni:unlisted.example", R_WEB, 1, OK,
+	 R_WEB, HOST_EXAMPLE, 0},
+	{"no rule of the name allows the port: sni_port", "sni:ssh.example", R_WEB, 0,
+	 SL_REASON_SNI_PORT, R_WEB, HOST_EXAMPLE, 0},
+	{"the name's rule, but not on this port: sni_port", "port:80 sni:names.example", R_WEB, 0,
+	 SL_REASON_SNI_PORT, R_WEB, HOST_EXAMPLE, 0},
+	{"a name not resolved here: the flow is left as it is", "sni:evil.example", R_WEB, 0, MIS,
+	 R_WEB, HOST_EXAMPLE, 0},
+};
+
+/*
+ * Under default: allow (allow_names_policy): a name whose rules do not allow the port is no
+ * denial, the flow goes on under the default as that name alone there would have.
+ */
+static const struct sni_rule_case sni_rule_allow_cases[] = {
+	{"default allows: no rule of the name allows the port: under the default, uncapped",
+	 "port:8000 sni:names.example", RA_ALT, 1, OK, SL_RULE_DEFAULT, HOST_NAMES, 0},
+	{"default allows: the name's own rule: left as it is", "port:8000 sni:alt.example", RA_ALT,
+	 1, OK, RA_ALT, HOST_EXAMPLE, 0},
+};
+
+static bool sni_rule_check(struct run *r, const struct sni_rule_case *c)
+{
+	struct sl_progrun_skb *o = r->skb;
+	struct hello h;
+	struct pkt p;
+	uint32_t ret;
+
+	EXPECT(!hello_parse(&h, c->spec) && !build_tls(&p, &h),
+	       "the case's segment could not be built");
+	memset(&o->bss->t_in, 0, sizeof(o->bss->t_in));
+	o->bss->t_in.state = SL_TLS_PENDING;
+	o->bss->t_in.tls_port = h.port == SL_TLS_PORT;
+	o->bss->t_in.host_id = HOST_EXAMPLE;
+	o->bss->t_in.flow_rule = c->flow_rule;
+	if (!prog_run(bpf_program__fd(o->progs.t_tls_egress), p.b, p.len, &ret))
+		return false;
+	EXPECT(!o->bss->t_out.error, "the test program found no socket or storage");
+	EXPECT(ret == (c->pass ? 1u : 0u), "expected the packet %s, got it %s (reason %u)",
+	       c->pass ? "passed" : "dropped", ret ? "passed" : "dropped", o->bss->t_out.reason);
+	EXPECT(o->bss->t_out.reason == c->reason, "expected reason %u, got %u", c->reason,
+	       o->bss->t_out.reason);
+	EXPECT(o->bss->t_out.flow_rule == c->want_rule && o->bss->t_out.flow_host == c->want_host &&
+		       o->bss->t_out.flow_max_req == c->want_max_req,
+	       "expected the flow under rule %u, host %u, request cap %llu; got %u, %u, %llu",
+	       c->want_rule, c->want_host, (unsigned long long)c->want_max_req,
+	       o->bss->t_out.flow_rule, o->bss->t_out.flow_host,
+	       (unsigned long long)o->bss->t_out.flow_max_req);
+	return true;
+}
+
+/*
  * rv2 attacker: tls_egress's call of judge_client_hello when tcp_header() fails (off ~0U, the
  * tls_dst filled only as far as the header went): the packet is dropped and the flow denied.
  */
@@ -1722,6 +1851,8 @@ static bool rv2_tls_unparsed(struct run *r, size_t at, unsigned byte, unsigned s
 	o->bss->t_in.state = (__u8)state;
 	o->bss->t_in.tls_port = 1;
 	o->bss->t_in.host_id = HOST_EXAMPLE;
+	if ((h.state == SL_TLS_AWAIT_SERVER || h.state == SL_TLS_EXPECT_CH2) && !h.unnamed)
+		o->bss->t_in.sni_host_id = HOST_EXAMPLE;
 	if (!prog_run(bpf_program__fd(o->progs.t_tls_egress), p.b, p.len, &ret))
 		return false;
 	EXPECT(!o->bss->t_out.error, "the test program found no socket or storage");
@@ -1742,6 +1873,15 @@ static void tls_tests(void)
 	for (i = 0; i < ARRAY_SIZE(tls_cases); i++) {
 		snprintf(name, sizeof(name), "tls: %s", tls_cases[i].name);
 		report(tls_check(&runs[P_DENY], &tls_cases[i]), name, why);
+	}
+	for (i = 0; i < ARRAY_SIZE(sni_rule_cases); i++) {
+		snprintf(name, sizeof(name), "tls: shared address: %s", sni_rule_cases[i].name);
+		report(sni_rule_check(&runs[P_DENY], &sni_rule_cases[i]), name, why);
+	}
+	for (i = 0; i < ARRAY_SIZE(sni_rule_allow_cases); i++) {
+		snprintf(name, sizeof(name), "tls: shared address: %s",
+			 sni_rule_allow_cases[i].name);
+		report(sni_rule_check(&runs[P_ALLOW_NAMES], &sni_rule_allow_cases[i]), name, why);
 	}
 	/* 14: the Ethernet header; 14 + 9: IPv4 protocol; 14 + 20 + 12: TCP data offset */
 	report(rv2_tls_unparsed(&runs[P_DENY], 14 + 20 + 12, 0x40, SL_TLS_PENDING, SL_TLS_DENIED),
@@ -1886,6 +2026,15 @@ static const struct decide_case decide_cases[] = {
 	 HOST_EXAMPLE},
 	{"rv2: learned, neither rule's port", D, "198.51.100.52", TCP, 80, DENY, RD, 0, 0,
 	 HOST_EXAMPLE},
+	/*
+	 * The entry's rules as userspace writes them, strictest first (the web rule was answered
+	 * first; names' is capped). The host is the first answered name's: connect() knows no
+	 * other (the known limit sluice-policy(5) states); a ClientHello re-keys it to its name's.
+	 */
+	{"shared address: the rule with the smallest request cap", D, "198.51.100.53", TCP, 443,
+	 ALLOW, RULE, R_NAMES, 0, HOST_EXAMPLE},
+	{"shared address: the only rule for the port", D, "198.51.100.53", TCP, 8000, ALLOW, RULE,
+	 R_WEB, 0, HOST_EXAMPLE},
 	{"rv2: learned, UDP to TCP rules", D, "198.51.100.52", UDP, 22, DENY, RD, 0, 0,
 	 HOST_EXAMPLE},
 	{"rv2: learned v4-mapped, second rule's port", D, "::ffff:198.51.100.52", TCP, 443, ALLOW,
@@ -2281,16 +2430,19 @@ int main(void)
 		printf("1..0 # SKIP loading BPF programs needs root\n");
 		return 0;
 	}
-	err = run_up(&runs[P_DENY], deny_policy, false);
+	err = run_up(&runs[P_DENY], deny_policy, P_DENY);
 	if (!err)
-		err = run_up(&runs[P_ALLOW], allow_policy, true);
+		err = run_up(&runs[P_ALLOW], allow_policy, P_ALLOW);
+	if (!err)
+		err = run_up(&runs[P_ALLOW_NAMES], allow_names_policy, P_ALLOW_NAMES);
 	if (err) {
 		printf("Bail out! cannot load the programs: %s\n", strerror(-err));
 		return 1;
 	}
 	printf("1..%zu\n", 2 * ARRAY_SIZE(frame_cases) + ARRAY_SIZE(flow_cases) +
 				   ARRAY_SIZE(judged_cases) + ARRAY_SIZE(tc_judged_cases) +
-				   ARRAY_SIZE(tls_cases) + 3 + 4 +
+				   ARRAY_SIZE(tls_cases) + ARRAY_SIZE(sni_rule_cases) +
+				   ARRAY_SIZE(sni_rule_allow_cases) + 3 + 4 +
 				   ARRAY_SIZE(decide_cases) + ARRAY_SIZE(hook_cases));
 	frame_tests();
 	reset_tests();

@@ -13,6 +13,9 @@ struct t_tls_in {
 	__u8 payloads; /* client payloads already watched */
 	__u8 pad;
 	__u32 host_id;
+	__u16 flow_rule; /* the socket's flow, of this generation, under this rule; 0: no flow */
+	__u16 pad2;
+	__u32 sni_host_id; /* the name the flow's first ClientHello passed with; 0: none */
 };
 
 /* … and what the check left. */
@@ -22,6 +25,10 @@ struct t_tls_out {
 	__u16 sni_len;
 	__u32 error; /* the harness itself failed (no socket, no storage) */
 	char sni[SL_SNI_MAX + 1];
+	__u16 flow_rule; /* the flow's after it (0: no flow) … */
+	__u16 pad;
+	__u32 flow_host; /* … its host … */
+	__u64 flow_max_req; /* … and its request cap (plus one; 0: none) */
 };
 
 /* The backstop on a packet of a connected flow: the flow's state put on the test socket. */

@@ -103,12 +103,24 @@ int t_tls_egress(struct __sk_buff *skb)
 	struct bpf_sock *sk = test_sock(skb);
 	struct sl_tls_event *ev;
 	struct sl_sk_tls *t, *seen;
+	struct sl_flow *f = NULL;
 	__u32 zero = 0;
 	int ret;
 
 	t_out.error = 1;
 	if (!sk)
 		return SKB_DROP;
+	if (t_in.flow_rule) {
+		/* as connect() starts it, under its rule, with no caps (the case looks for one) */
+		f = bpf_sk_storage_get(&sl_sk_flow, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+		if (!f)
+			return SKB_DROP;
+		__builtin_memset(f, 0, sizeof(*f));
+		f->protocol = IPPROTO_TCP;
+		f->rule_id = t_in.flow_rule;
+		f->host_id = t_in.host_id;
+		f->era = sl_cfg.era;
+	}
 	t = bpf_sk_storage_get(&sl_sk_tls, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 	ev = bpf_map_lookup_elem(&sl_tls_scratch, &zero);
 	if (!t || !ev)
@@ -118,6 +130,7 @@ int t_tls_egress(struct __sk_buff *skb)
 	t->tls_port = t_in.tls_port;
 	t->payloads = t_in.payloads;
 	t->host_id = t_in.host_id;
+	t->sni_host_id = t_in.sni_host_id;
 	t->deny_reason = 0;
 	/* judge_client_hello zeroes the scratch record: a reason here is this packet's */
 	ev->reason = 0;
@@ -127,6 +140,10 @@ int t_tls_egress(struct __sk_buff *skb)
 	t_out.reason = ev->reason;
 	t_out.sni_len = ev->sni_len;
 	__builtin_memcpy(t_out.sni, ev->sni, sizeof(t_out.sni));
+	f = bpf_sk_storage_get(&sl_sk_flow, sk, 0, 0);
+	t_out.flow_rule = f ? f->rule_id : 0;
+	t_out.flow_host = f ? f->host_id : 0;
+	t_out.flow_max_req = f ? f->max_req : 0;
 	/* as sl_egress reads it (judge_client_hello is global: any number to the verifier) */
 	return ret == SKB_DROP ? SKB_DROP : SKB_PASS;
 }

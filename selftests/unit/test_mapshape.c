@@ -53,6 +53,32 @@ static bool t_value_wider(char *why)
 	return true;
 }
 
+/*
+ * sl_sni_ok's value was a __u32 (the host id) before it held the name's rules too: a run of
+ * such a build is another build's, refused with both shapes said, never read into the struct.
+ */
+static bool t_sni_value_of_old_build(char *why)
+{
+	struct map_shape b, r;
+	char err[512] = "", want[256];
+	int ret;
+
+	BUILD("sl_sni_ok", b);
+	EXPECT(b.map.value_size == sizeof(struct sl_sni_name),
+	       "sl_sni_ok's value is a struct sl_sni_name (%zu bytes): got %u",
+	       sizeof(struct sl_sni_name), b.map.value_size);
+	r = b;
+	r.map.value_size = sizeof(__u32);
+	ret = map_shape_check("sl_sni_ok", &r, &b, err, sizeof(err));
+	snprintf(want, sizeof(want), "the run's map sl_sni_ok is of another build (type %u, "
+		 "key %u, value 4 bytes, flags %#x; this build's %u, %u, %u, %#x)", r.map.type,
+		 r.map.key_size, r.map.map_flags, b.map.type, b.map.key_size, b.map.value_size,
+		 b.map.map_flags);
+	EXPECT(ret == -EPROTO && strstr(err, want), "refused (-EPROTO), err saying \"%s\"; got %d, "
+	       "\"%s\"", want, ret, err);
+	return true;
+}
+
 static bool t_key_wider(char *why)
 {
 	struct map_shape b, r;
@@ -283,6 +309,8 @@ static const struct {
 } cases[] = {
 	{t_spare_maps, "a spare's maps, as the kernel made them from this build's objects: taken"},
 	{t_value_wider, "sl_rule_budget 8 bytes wider in value: refused, named, both shapes said"},
+	{t_sni_value_of_old_build, "sl_sni_ok of a build whose value was the host id alone: refused, "
+				   "both shapes said"},
 	{t_key_wider, "sl_host_bytes 8 bytes wider in key: refused, named"},
 	{t_type, "another type: refused"},
 	{t_flags, "other flags: refused, saying so"},

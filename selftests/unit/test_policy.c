@@ -1560,7 +1560,46 @@ struct misc_case {
 	bool (*fn)(char *why);
 };
 
+/*
+ * policy_rules_strictest: a shared address's rules strictest first, which is the rule the
+ * programs' first match takes (caps as the programs hold them: plus one, 0 for none).
+ */
+static bool misc_rules_strictest(char *why)
+{
+	/* rule 1 uncapped, 2: request 100, 3: request 100 + total 50, 4: response 10 only */
+	__u16 ids[SL_LEARNED_RULES] = { 1, 2, 3, 4 };
+	const struct sl_rule_caps caps[SL_LEARNED_RULES] = {
+		{ 0 },
+		{ .max_req = 101 },
+		{ .max_req = 101, .max_total_req = 51 },
+		{ .max_resp = 11 },
+	};
+	const __u16 want[SL_LEARNED_RULES] = { 3, 2, 4, 1 };
+	/* equal caps keep the order they were added; the list ends at its first 0 */
+	__u16 tie[SL_LEARNED_RULES] = { 5, 6, 0, 0 };
+	const struct sl_rule_caps tie_caps[SL_LEARNED_RULES] = {
+		{ .max_req = 8 }, { .max_req = 8 }, { .max_req = 1 }, { .max_req = 1 },
+	};
+	__u16 resp[SL_LEARNED_RULES] = { 7, 8, 0, 0 };
+	const struct sl_rule_caps resp_caps[SL_LEARNED_RULES] = {
+		{ .max_resp = 0 }, { .max_resp = 5 },
+	};
+
+	policy_rules_strictest(ids, caps);
+	EXPECT(!memcmp(ids, want, sizeof(ids)), "expected 3 2 4 1, got %u %u %u %u", ids[0], ids[1],
+	       ids[2], ids[3]);
+	policy_rules_strictest(tie, tie_caps);
+	EXPECT(tie[0] == 5 && tie[1] == 6 && !tie[2] && !tie[3], "expected 5 6 0 0, got %u %u %u %u",
+	       tie[0], tie[1], tie[2], tie[3]);
+	policy_rules_strictest(resp, resp_caps);
+	EXPECT(resp[0] == 8 && resp[1] == 7, "a response cap is stricter than none: expected 8 7, "
+	       "got %u %u", resp[0], resp[1]);
+	return true;
+}
+
 static const struct misc_case misc_cases[] = {
+	{"misc: policy_rules_strictest: request cap, total request cap, response cap, then order",
+	 misc_rules_strictest},
 	{"misc: *_free(NULL) and NULL blackhole are safe", misc_free_null},
 	{"misc: policy_rule_name", misc_rule_name},
 	{"misc: policy_errno_name", misc_errno_name},

@@ -85,13 +85,15 @@ uint32_t loader_era(const struct loader *l)
 	return 1;
 }
 
-bool loader_sni_ok(const struct loader *l, int family, const uint8_t *addr, const char *name)
+int loader_sni_get(const struct loader *l, int family, const uint8_t *addr, const char *name,
+		   struct sl_sni_name *out)
 {
 	(void)l;
 	(void)family;
 	(void)addr;
 	(void)name;
-	return false;
+	(void)out;
+	return -ENOENT;
 }
 
 int loader_rule_caps(const struct loader *l, uint16_t rule_id, struct sl_rule_caps *out)

@@ -68,7 +68,7 @@ static bool t_renumbered(char *why)
 {
 	struct sl_learned e = { .host_id = 7, .expires_ns = 99 };
 	const __u16 want[SL_LEARNED_RULES] = { 2, 4 };
-	int n = switch_add_rules(&e, p, "b.example");
+	int n = switch_add_rules(e.rule_ids, p, "b.example");
 
 	EXPECT(n == 2, "expected 2 rules added, got %d", n);
 	EXPECT(e.host_id == 7 && e.expires_ns == 99, "host_id and expiry must stay");
@@ -81,9 +81,10 @@ static bool t_sibling_merged(char *why)
 	struct sl_learned e = {};
 	const __u16 want[SL_LEARNED_RULES] = { 2, 4, 3 };
 
-	switch_add_rules(&e, p, "b.example");
-	EXPECT(switch_add_rules(&e, p, "c.example") == 0, "c.example's rule 4 is there already");
-	EXPECT(switch_add_rules(&e, p, "x.a.example") == 1, "x.a.example adds rule 3");
+	switch_add_rules(e.rule_ids, p, "b.example");
+	EXPECT(switch_add_rules(e.rule_ids, p, "c.example") == 0,
+	       "c.example's rule 4 is there already");
+	EXPECT(switch_add_rules(e.rule_ids, p, "x.a.example") == 1, "x.a.example adds rule 3");
 	return ids_are(&e, want, why);
 }
 
@@ -92,7 +93,7 @@ static bool t_unlisted(char *why)
 {
 	struct sl_learned e = {};
 
-	EXPECT(switch_add_rules(&e, p, "a.example") == 0,
+	EXPECT(switch_add_rules(e.rule_ids, p, "a.example") == 0,
 	       "a.example: *.a.example does not list it");
 	EXPECT(switch_no_rule(&e), "expected no rule");
 	EXPECT(!switch_name_kept(p, SL_MODE_ENFORCE, "a.example"), "enforce keeps no unlisted name");
@@ -105,7 +106,7 @@ static bool t_full(char *why)
 {
 	struct sl_learned e = {};
 	const __u16 want[SL_LEARNED_RULES] = { 5, 6, 7, 8 };
-	int n = switch_add_rules(&e, p, "m.example");
+	int n = switch_add_rules(e.rule_ids, p, "m.example");
 
 	EXPECT(n == 4, "expected 4 added, got %d", n);
 	EXPECT(!switch_no_rule(&e), "expected rules");
