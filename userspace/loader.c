@@ -2916,8 +2916,12 @@ static int rule_caps_fd(const struct loader *l)
 
 static int rules_strictest(const struct loader *l, __u16 rule_ids[SL_LEARNED_RULES])
 {
-	int fd = rule_caps_fd(l);
+	int fd;
 
+	/* one rule or none: nothing to order, and no map to find (an answer per address) */
+	if (!rule_ids[0] || !rule_ids[1])
+		return 0;
+	fd = rule_caps_fd(l);
 	return fd < 0 ? fd : rules_strictest_fd(fd, rule_ids);
 }
 
