@@ -1716,6 +1716,28 @@ static const struct tls_case tls_cases[] = {
 	{"past 16 watched payloads", "state:4 payloads:16 sni:example.com", 0, UNP, NULL, S_DENIED},
 };
 
+/*
+ * Run t_tls_egress on segment p of a flow whose socket holds in (host example.com), and check
+ * its verdict: passed or dropped, and the reason the judged ClientHello got.
+ */
+static bool tls_judged(struct run *r, const struct pkt *p, struct t_tls_in in, int pass,
+		       unsigned reason)
+{
+	struct sl_progrun_skb *o = r->skb;
+	uint32_t ret;
+
+	in.host_id = HOST_EXAMPLE;
+	o->bss->t_in = in;
+	if (!prog_run(bpf_program__fd(o->progs.t_tls_egress), p->b, p->len, &ret))
+		return false;
+	EXPECT(!o->bss->t_out.error, "the test program found no socket or storage");
+	EXPECT(ret == (pass ? 1u : 0u), "expected the packet %s, got it %s (reason %u)",
+	       pass ? "passed" : "dropped", ret ? "passed" : "dropped", o->bss->t_out.reason);
+	EXPECT(o->bss->t_out.reason == reason, "expected reason %u, got %u", reason,
+	       o->bss->t_out.reason);
+	return true;
+}
+
 static bool tls_check(struct run *r, const struct tls_case *c)
 {
 	struct sl_progrun_skb *o = r->skb;
@@ -1723,24 +1745,22 @@ static bool tls_check(struct run *r, const struct tls_case *c)
 	struct hello h;
 	struct pkt p;
 	size_t want_len;
-	uint32_t ret;
 
 	EXPECT(!hello_parse(&h, c->spec) && !build_tls(&p, &h),
 	       "the case's segment could not be built");
-	memset(&o->bss->t_in, 0, sizeof(o->bss->t_in));
-	o->bss->t_in.state = (__u8)h.state;
-	o->bss->t_in.tls_port = h.port == SL_TLS_PORT;
-	o->bss->t_in.payloads = (__u8)h.payloads;
-	o->bss->t_in.host_id = HOST_EXAMPLE;
-	if ((h.state == SL_TLS_AWAIT_SERVER || h.state == SL_TLS_EXPECT_CH2) && !h.unnamed)
-		o->bss->t_in.sni_host_id = HOST_EXAMPLE;
-	if (!prog_run(bpf_program__fd(o->progs.t_tls_egress), p.b, p.len, &ret))
+	/* past the first hello, the name it passed with (none: "unnamed") */
+	if (!tls_judged(r, &p,
+			(struct t_tls_in){
+				.state = (__u8)h.state,
+				.tls_port = h.port == SL_TLS_PORT,
+				.payloads = (__u8)h.payloads,
+				.sni_host_id = (h.state == SL_TLS_AWAIT_SERVER ||
+						h.state == SL_TLS_EXPECT_CH2) && !h.unnamed ?
+						       HOST_EXAMPLE :
+						       0,
+			},
+			c->pass, c->reason))
 		return false;
-	EXPECT(!o->bss->t_out.error, "the test program found no socket or storage");
-	EXPECT(ret == (c->pass ? 1u : 0u), "expected the packet %s, got it %s (reason %u)",
-	       c->pass ? "passed" : "dropped", ret ? "passed" : "dropped", o->bss->t_out.reason);
-	EXPECT(o->bss->t_out.reason == c->reason, "expected reason %u, got %u", c->reason,
-	       o->bss->t_out.reason);
 	EXPECT(!c->state || o->bss->t_out.state == c->state, "expected state %u after it, got %u",
 	       c->state, o->bss->t_out.state);
 	if (c->sni) {
@@ -1808,22 +1828,15 @@ static bool sni_rule_check(struct run *r, const struct sni_rule_case *c)
 	struct sl_progrun_skb *o = r->skb;
 	struct hello h;
 	struct pkt p;
-	uint32_t ret;
 
 	EXPECT(!hello_parse(&h, c->spec) && !build_tls(&p, &h),
 	       "the case's segment could not be built");
-	memset(&o->bss->t_in, 0, sizeof(o->bss->t_in));
-	o->bss->t_in.state = SL_TLS_PENDING;
-	o->bss->t_in.tls_port = h.port == SL_TLS_PORT;
-	o->bss->t_in.host_id = HOST_EXAMPLE;
-	o->bss->t_in.flow_rule = c->flow_rule;
-	if (!prog_run(bpf_program__fd(o->progs.t_tls_egress), p.b, p.len, &ret))
+	if (!tls_judged(r, &p,
+			(struct t_tls_in){ .state = SL_TLS_PENDING,
+					   .tls_port = h.port == SL_TLS_PORT,
+					   .flow_rule = c->flow_rule },
+			c->pass, c->reason))
 		return false;
-	EXPECT(!o->bss->t_out.error, "the test program found no socket or storage");
-	EXPECT(ret == (c->pass ? 1u : 0u), "expected the packet %s, got it %s (reason %u)",
-	       c->pass ? "passed" : "dropped", ret ? "passed" : "dropped", o->bss->t_out.reason);
-	EXPECT(o->bss->t_out.reason == c->reason, "expected reason %u, got %u", c->reason,
-	       o->bss->t_out.reason);
 	EXPECT(o->bss->t_out.flow_rule == c->want_rule && o->bss->t_out.flow_host == c->want_host &&
 		       o->bss->t_out.flow_max_req == c->want_max_req,
 	       "expected the flow under rule %u, host %u, request cap %llu; got %u, %u, %llu",
@@ -1843,23 +1856,12 @@ static bool rv2_tls_unparsed(struct run *r, size_t at, unsigned byte, unsigned s
 	struct sl_progrun_skb *o = r->skb;
 	struct hello h;
 	struct pkt p;
-	uint32_t ret;
 
 	EXPECT(!hello_parse(&h, "sni:example.com") && !build_tls(&p, &h), "no segment");
 	p.b[at] = (uint8_t)byte;
-	memset(&o->bss->t_in, 0, sizeof(o->bss->t_in));
-	o->bss->t_in.state = (__u8)state;
-	o->bss->t_in.tls_port = 1;
-	o->bss->t_in.host_id = HOST_EXAMPLE;
-	if ((h.state == SL_TLS_AWAIT_SERVER || h.state == SL_TLS_EXPECT_CH2) && !h.unnamed)
-		o->bss->t_in.sni_host_id = HOST_EXAMPLE;
-	if (!prog_run(bpf_program__fd(o->progs.t_tls_egress), p.b, p.len, &ret))
+	if (!tls_judged(r, &p, (struct t_tls_in){ .state = (__u8)state, .tls_port = 1 }, 0,
+			SL_REASON_SNI_UNPARSEABLE))
 		return false;
-	EXPECT(!o->bss->t_out.error, "the test program found no socket or storage");
-	EXPECT(ret == 0, "expected the packet dropped, got it passed (reason %u)",
-	       o->bss->t_out.reason);
-	EXPECT(o->bss->t_out.reason == SL_REASON_SNI_UNPARSEABLE, "expected reason %u, got %u",
-	       SL_REASON_SNI_UNPARSEABLE, o->bss->t_out.reason);
 	EXPECT(o->bss->t_out.state == want_state, "expected state %u, got %u", want_state,
 	       o->bss->t_out.state);
 	return true;
