@@ -375,7 +375,7 @@ boot_kernel() {
 	local label=$1 image=$2 initrd=$3 kdir=$4 dir=$5 count=$shards log rc file status why took
 	local guest='' text lsms='' name k i j jobs_before=${#vm_jobs[@]} failed=0 lacking
 	local -a vm_dirs=() vm_idx=() vm_pids=() vm_of=() files=() idx=() res=() res_why=()
-	local -a res_secs=() res_log=() vm_bad=()
+	local -a res_secs=() res_log=() vm_bad=() vm_names=() vm_limits=()
 	local -A secs=()
 	[[ $count -le ${#tests[@]} ]] || count=${#tests[@]}
 	if [[ $count -le 1 ]]; then
@@ -396,14 +396,16 @@ boot_kernel() {
 		done
 	fi
 	for k in "${!vm_dirs[@]}"; do
-		name=$label
-		[[ $count -gt 1 ]] && name+=" (VM $((k + 1)) of $count)"
 		read -ra idx <<<"${vm_idx[k]}"
 		files=()
 		for i in "${idx[@]}"; do files+=("${tests[i]}"); done
+		# what the VM is called in its lines, and its time limit (by the files it runs)
+		vm_names[k]=$label
+		[[ $count -gt 1 ]] && vm_names[k]+=" (VM $((k + 1)) of $count)"
+		vm_limits[k]=${timeout_s:-$((600 * ${#files[@]} + 600))}
 		if [[ $count -le 1 ]]; then
-			boot_vm "$name" "$image" "$initrd" "$kdir" "${vm_dirs[k]}" \
-				"${timeout_s:-$((600 * ${#files[@]} + 600))}" "${files[@]}"
+			boot_vm "${vm_names[k]}" "$image" "$initrd" "$kdir" "${vm_dirs[k]}" \
+				"${vm_limits[k]}" "${files[@]}"
 			continue
 		fi
 		echo "# $label: VM $((k + 1)) of $count runs ${#files[@]} file(s): ${files[*]}"
@@ -413,8 +415,8 @@ boot_kernel() {
 			trap 'stop 130' INT
 			trap 'stop 143' TERM
 			vm_jobs=()
-			boot_vm "$name" "$image" "$initrd" "$kdir" "${vm_dirs[k]}" \
-				"${timeout_s:-$((600 * ${#files[@]} + 600))}" "${files[@]}"
+			boot_vm "${vm_names[k]}" "$image" "$initrd" "$kdir" "${vm_dirs[k]}" \
+				"${vm_limits[k]}" "${files[@]}"
 		) >"${vm_dirs[k]}/boot.out" &
 		vm_pids+=($!)
 		vm_jobs+=($!)
@@ -494,8 +496,7 @@ boot_kernel() {
 		log=${vm_dirs[k]}/console.log
 		rc=$(cat "${vm_dirs[k]}/qemu.rc" 2>/dev/null)
 		read -ra idx <<<"${vm_idx[k]}"
-		name=$label
-		[[ $count -gt 1 ]] && name+=" (VM $((k + 1)) of $count)"
+		name=${vm_names[k]}
 		lacking=
 		for i in "${idx[@]}"; do
 			[[ -n ${res[i]:-} ]] || lacking+=" ${tests[i]}"
@@ -503,7 +504,7 @@ boot_kernel() {
 		j=$(tr -d '\r' <"$log" 2>/dev/null | grep -c '^vmtest-file: ')
 		if ! tr -d '\r' <"$log" 2>/dev/null | grep -q '^vmtest-result: '; then
 			if [[ $rc == 124 || $rc == 137 ]]; then
-				tap "not ok" "$name: the VM did not finish in ${timeout_s:-$((600 * ${#idx[@]} + 600))} s, killed ($j of ${#idx[@]} files done${lacking:+, none from$lacking}; console: $log)"
+				tap "not ok" "$name: the VM did not finish in ${vm_limits[k]} s, killed ($j of ${#idx[@]} files done${lacking:+, none from$lacking}; console: $log)"
 			else
 				tap "not ok" "$name: the VM ended without a result (qemu exit ${rc:-unknown}${lacking:+, none from$lacking}; console: $log)"
 			fi
