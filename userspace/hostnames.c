@@ -391,7 +391,9 @@ static void unanswered_locked(struct hostnames *h, const uint8_t key[16], uint32
 		a->more--;
 		return;
 	}
-	for (i = 0; added == 1 && i < a->n; i++) {
+	if (added != 1)
+		return;
+	for (i = 0; i < a->n; i++) {
 		if (a->names[i].host_id != host_id)
 			continue;
 		memmove(&a->names[i], &a->names[i + 1], (a->n - i - 1) * sizeof(a->names[i]));
