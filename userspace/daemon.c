@@ -195,14 +195,6 @@ struct daemon {
 	size_t n_attaching;
 };
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void usage(FILE *out)
 {
 	fprintf(out,
@@ -527,7 +519,7 @@ static int run_taken(struct daemon *d, const char *run_id, const char *cgroup, c
 	if (dr)
 		return util_fmt(err, err_len, "run %s is being attached already (to %s, asked %"
 					      PRId64 " ms ago, its programs being verified)",
-				run_id, dr->r.cg.path, now_ms() - dr->bg->asked_ms), -EEXIST;
+				run_id, dr->r.cg.path, util_mono_ms() - dr->bg->asked_ms), -EEXIST;
 	for (i = 0; i < d->n_runs + d->n_attaching; i++) {
 		dr = i < d->n_runs ? d->runs[i] : d->attaching[i - d->n_runs];
 		if (cgroups_overlap(dr->r.cg.path, cgroup))
@@ -760,7 +752,7 @@ out:
 		return ret;
 	add_run(d, dr);
 	dr->r.rec.drain_max = DAEMON_DRAIN_MAX;
-	dr->attached_ms = now_ms() - t0;
+	dr->attached_ms = util_mono_ms() - t0;
 	if (!dr->r.from_spare)
 		util_fmt(how, sizeof(how), "verified off the loop in %" PRId64 " ms: ", load_ms);
 	netns_what(dr, ns_what, sizeof(ns_what));
@@ -794,7 +786,7 @@ static int load_enqueue(struct daemon *d, struct drun *dr, struct client *c, int
 	if (!bg)
 		return util_fmt(err, err_len, "out of memory"), -ENOMEM;
 	*bg = (struct bg_load){ .d = d, .kind = kind, .dr = dr, .job = job, .client = c,
-				.asked_ms = now_ms() };
+				.asked_ms = util_mono_ms() };
 	util_copy(bg->who, sizeof(bg->who), c->who);
 	dr->bg = bg;
 	c->waiting = true;
@@ -823,7 +815,7 @@ static int op_attach(struct daemon *d, struct client *c, const struct control_ob
 	const char *cgroup, *policy, *run_id, *mode, *log, *netns;
 	char pins[PATH_MAX];
 	struct drun *dr;
-	int64_t t0 = now_ms();
+	int64_t t0 = util_mono_ms();
 	bool oom = false, need_load;
 	int ret;
 
@@ -978,7 +970,7 @@ static int op_run(struct daemon *d, struct client *c, const struct control_obj *
 	char pins[PATH_MAX], mnt[PATH_MAX], cg[PATH_MAX], digest[65], ns_what[PATH_MAX + 64];
 	int64_t uid, gid, rb, cl, cs, rk;
 	struct drun *dr;
-	int64_t t0 = now_ms();
+	int64_t t0 = util_mono_ms();
 	bool oom = false;
 	int ret;
 
@@ -1123,7 +1115,7 @@ static int op_run(struct daemon *d, struct client *c, const struct control_obj *
 	add_run(d, dr);
 	c->owns = dr;
 	dr->r.rec.drain_max = DAEMON_DRAIN_MAX;
-	dr->attached_ms = now_ms() - t0;
+	dr->attached_ms = util_mono_ms() - t0;
 	netns_what(dr, ns_what, sizeof(ns_what));
 	fprintf(stderr, "sluice daemon: run %s handed over by %s: %s (%s, %" PRId64 " ms, %s%s); "
 			"log %s%s\n", dr->r.run_id, c->who, dr->r.cg.path,
@@ -1330,14 +1322,14 @@ static void selftest_load_hold(void)
 static void *load_thread(void *arg)
 {
 	struct bg_load *sw = arg;
-	int64_t t0 = now_ms();
+	int64_t t0 = util_mono_ms();
 	ssize_t n;
 
 	if (sw->kind == BG_SWITCH)
 		sw->ret = switch_load(sw->job, sw->err, sizeof(sw->err));
 	else
 		sw->ret = run_setup_load(&sw->dr->r, sw->err, sizeof(sw->err));
-	sw->load_ms = now_ms() - t0;
+	sw->load_ms = util_mono_ms() - t0;
 	selftest_load_hold();
 	/*
 	 * A pointer is written whole (less than PIPE_BUF), and the pipe holds far more of them
@@ -1386,7 +1378,7 @@ static int op_switch(struct daemon *d, struct client *c, const struct control_ob
 		util_fmt(err, err_len, "run %s is switching already (asked by %s %" PRId64 " ms "
 				       "ago, its new programs being verified): ask again once that "
 				       "switch is answered",
-			 dr->r.run_id, dr->bg->who, now_ms() - dr->bg->asked_ms);
+			 dr->r.run_id, dr->bg->who, util_mono_ms() - dr->bg->asked_ms);
 		return -EBUSY;
 	}
 	ret = switch_prepare(&dr->r, policy,
@@ -1465,7 +1457,7 @@ static int send_status_lines(struct daemon *d, struct client *c)
 		control_msg_str(m, "policy", dr->r.args.policy_path);
 		control_msg_str(m, "log", dr->r.log_path);
 		control_msg_bool(m, "attaching", true);
-		control_msg_u64(m, "attaching_ms", (uint64_t)(now_ms() - dr->bg->asked_ms));
+		control_msg_u64(m, "attaching_ms", (uint64_t)(util_mono_ms() - dr->bg->asked_ms));
 		if (control_msg_end(m)) {
 			err = -EMSGSIZE;
 			break;
@@ -1645,7 +1637,7 @@ static void client_lines(struct daemon *d, struct client *c)
 			handle_request(d, c, c->buf, line);
 		memmove(c->buf, nl + 1, c->len - line - 1);
 		c->len -= line + 1;
-		c->since_ms = now_ms();
+		c->since_ms = util_mono_ms();
 	}
 }
 
@@ -1801,7 +1793,7 @@ static void client_accept(struct daemon *d)
 	c->passed_fd = -1;
 	c->waiting = false;
 	c->len = 0;
-	c->since_ms = now_ms();
+	c->since_ms = util_mono_ms();
 	pthread_mutex_lock(&d->tap_lock);
 	d->clients[d->n_clients++] = c;
 	pthread_mutex_unlock(&d->tap_lock);
@@ -1830,7 +1822,7 @@ static void client_forget(struct daemon *d, const struct client *c)
 
 static void clients_reap(struct daemon *d)
 {
-	int64_t now = now_ms();
+	int64_t now = util_mono_ms();
 	size_t i;
 
 	/*
@@ -1901,7 +1893,7 @@ static void switch_finish(struct daemon *d, struct bg_load *sw, bool stopping)
 	struct client *c = sw->client, *ec = NULL;
 	struct control_msg *rep = malloc(sizeof(*rep));
 	char err[1024] = "", digest[65];
-	int64_t t0 = now_ms();
+	int64_t t0 = util_mono_ms();
 	int ret;
 
 	if (!sw->started && !sw->ret && !stopping && !dr->end_why) {
@@ -1936,7 +1928,7 @@ static void switch_finish(struct daemon *d, struct bg_load *sw, bool stopping)
 		fprintf(stderr, "sluice daemon: run %s switched to %s (%s): new programs verified "
 				"off the loop in %" PRId64 " ms, committed in %" PRId64 " ms\n",
 			dr->r.run_id, dr->r.args.policy_path, mode_name(dr->r.policy->mode),
-			sw->load_ms, now_ms() - t0);
+			sw->load_ms, util_mono_ms() - t0);
 	} else if (ret == -ECANCELED) {
 		fprintf(stderr, "sluice daemon: %s\n", err);
 	} else {
@@ -1945,7 +1937,7 @@ static void switch_finish(struct daemon *d, struct bg_load *sw, bool stopping)
 	}
 	if (c) {
 		c->waiting = false;
-		c->since_ms = now_ms();
+		c->since_ms = util_mono_ms();
 		if (!rep) {
 			c->dead = true;
 		} else if (ret) {
@@ -1978,7 +1970,7 @@ static void switch_finish(struct daemon *d, struct bg_load *sw, bool stopping)
 		dr->end_client = NULL;
 		if (ec) {
 			ec->waiting = false;
-			ec->since_ms = now_ms();
+			ec->since_ms = util_mono_ms();
 			if (rep) {
 				util_fmt(err, sizeof(err), "run %s was not ended: its switch failed "
 							   "half-way and the daemon left it",
@@ -2001,7 +1993,7 @@ static void switch_finish(struct daemon *d, struct bg_load *sw, bool stopping)
 		dr->end_client = NULL;
 		if (ec) {
 			ec->waiting = false;
-			ec->since_ms = now_ms();
+			ec->since_ms = util_mono_ms();
 		}
 		if (stopping) {
 			if (ec && rep) {
@@ -2077,7 +2069,7 @@ static void attach_finish(struct daemon *d, struct bg_load *bg, bool stopping)
 		attach_undo(dr);
 	if (c) {
 		c->waiting = false;
-		c->since_ms = now_ms();
+		c->since_ms = util_mono_ms();
 		if (!rep)
 			c->dead = true;
 		else if (ret)
@@ -2532,9 +2524,9 @@ static void textfile(struct daemon *d, bool now)
 {
 	int err;
 
-	if (!d->metrics_textfile || (!now && now_ms() < d->textfile_due_ms))
+	if (!d->metrics_textfile || (!now && util_mono_ms() < d->textfile_due_ms))
 		return;
-	d->textfile_due_ms = now_ms() + DAEMON_TEXTFILE_MS;
+	d->textfile_due_ms = util_mono_ms() + DAEMON_TEXTFILE_MS;
 	err = metrics_write_textfile(d->metrics, d->metrics_textfile);
 	if (err && !d->textfile_failed)
 		fprintf(stderr, "sluice daemon: writing the metrics to %s: %s (said once)\n",

@@ -337,7 +337,7 @@ int hostnames_answer_pair(struct hostnames *h, struct loader *loader, int family
 			  struct hostnames_added *added)
 {
 	uint32_t host_id = v->host_id;
-	struct timespec now;
+	uint64_t now_ns;
 	uint8_t key[16];
 	bool known;
 	int err;
@@ -361,13 +361,11 @@ int hostnames_answer_pair(struct hostnames *h, struct loader *loader, int family
 	 * The time too, under the lock: an address's names are then in the order of their times,
 	 * its kept ones before its counted ones, as hostnames_sharing's filter by time needs.
 	 */
-	clock_gettime(CLOCK_BOOTTIME, &now);
+	now_ns = (uint64_t)util_clock_ns(CLOCK_BOOTTIME);
 	known = loader_sni_ok(loader, family, addr, name);
 	err = loader_sni_learn(loader, family, addr, name, v);
 	if (!err) {
-		err = answered_locked(h, key, host_id,
-				      (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec,
-				      known);
+		err = answered_locked(h, key, host_id, now_ns, known);
 		/* no room to note the name: nor may the map keep a pair this answer added */
 		if (err < 0 && !known)
 			loader_sni_forget(loader, family, addr, name);

@@ -2984,7 +2984,6 @@ static int learn_rules(struct loader *l, const struct loader_learn_addr *addrs, 
 	struct sl_learned *merged, *old;
 	bool *had, *written;
 	char a[INET6_ADDRSTRLEN];
-	struct timespec now;
 	uint64_t now_ns;
 	uint8_t key[16];
 	size_t i, k;
@@ -2999,8 +2998,7 @@ static int learn_rules(struct loader *l, const struct loader_learn_addr *addrs, 
 		err = -ENOMEM;
 		goto out_free;
 	}
-	clock_gettime(CLOCK_BOOTTIME, &now);
-	now_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+	now_ns = (uint64_t)util_clock_ns(CLOCK_BOOTTIME);
 	pthread_mutex_lock(&l->learn_lock);
 	/* every address checked before any is written: all of the answer or none of it */
 	for (i = 0; i < n && !err; i++) {

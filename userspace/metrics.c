@@ -476,14 +476,6 @@ struct metrics_http {
 	struct http_client c[METRICS_HTTP_CLIENTS];
 };
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int metrics_http_parse_addr(const char *addr, void *sa, unsigned int *sa_len)
 {
 	struct sockaddr_in *in4 = sa;
@@ -597,7 +589,7 @@ size_t metrics_http_pollfds(const struct metrics_http *h, struct pollfd *fds, si
 
 int metrics_http_timeout_ms(const struct metrics_http *h)
 {
-	int64_t now = now_ms(), best = -1;
+	int64_t now = util_mono_ms(), best = -1;
 	int i;
 
 	for (i = 0; i < METRICS_HTTP_CLIENTS; i++) {
@@ -748,7 +740,7 @@ static void accept_all(struct metrics_http *h)
 		h->c[i].fd = fd;
 		h->c[i].req_len = 0;
 		h->c[i].out = NULL;
-		h->c[i].deadline_ms = now_ms() + METRICS_HTTP_TIMEOUT_MS;
+		h->c[i].deadline_ms = util_mono_ms() + METRICS_HTTP_TIMEOUT_MS;
 	}
 }
 
@@ -778,7 +770,7 @@ void metrics_http_handle(struct metrics_http *h, const struct pollfd *fds, size_
 			break;
 		}
 	}
-	now = now_ms();
+	now = util_mono_ms();
 	for (i = 0; i < METRICS_HTTP_CLIENTS; i++)
 		if (h->c[i].fd >= 0 && now >= h->c[i].deadline_ms)
 			client_close(&h->c[i]);

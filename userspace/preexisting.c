@@ -1053,7 +1053,6 @@ static int judge(struct run *r, bool rejudge, char *err, size_t err_len)
 {
 	struct preexisting_scan s;
 	enum sl_mode mode = r->policy->mode;
-	struct timespec ts;
 	uint64_t now_boot;
 	char why[160];
 	size_t i;
@@ -1062,8 +1061,7 @@ static int judge(struct run *r, bool rejudge, char *err, size_t err_len)
 	ret = preexisting_scan(r->cg.path, r->cg.id, &s, err, err_len);
 	if (ret)
 		return ret;
-	clock_gettime(CLOCK_BOOTTIME, &ts);
-	now_boot = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	now_boot = (uint64_t)util_clock_ns(CLOCK_BOOTTIME);
 	for (i = 0; i < s.n; i++) {
 		struct preexisting_sock *ps = &s.socks[i];
 		struct records_preexisting *rec = &ps->rec;

@@ -38,14 +38,6 @@ struct records_kseqs {
 	size_t head, n;
 };
 
-static int64_t ts_ns(clockid_t clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static struct timespec boot_to_realtime(const struct records *r, uint64_t boot_ns)
 {
 	int64_t real = (int64_t)boot_ns + r->boot_to_real_ns;
@@ -850,7 +842,7 @@ static int on_flow(const struct sl_flow_event *ev, void *ctx)
 /* True unless the same name was announced within the last two seconds. */
 static bool notice_name_is_new(struct records *r, const char *name)
 {
-	int64_t now = ts_ns(CLOCK_MONOTONIC);
+	int64_t now = util_clock_ns(CLOCK_MONOTONIC);
 	bool fresh;
 
 	pthread_mutex_lock(&r->notice_lock);
@@ -1387,7 +1379,7 @@ int records_init(struct records *r)
 	util_copy(r->task_text, sizeof(r->task_text), "-");
 	if (r->task)
 		safe_text(r->task_text, sizeof(r->task_text), r->task);
-	r->boot_to_real_ns = ts_ns(CLOCK_REALTIME) - ts_ns(CLOCK_BOOTTIME);
+	r->boot_to_real_ns = util_clock_ns(CLOCK_REALTIME) - util_clock_ns(CLOCK_BOOTTIME);
 	r->totals = hosttotals_new();
 	r->kseqs = calloc(1, sizeof(*r->kseqs));
 	err = r->totals && r->kseqs ? 0 : -ENOMEM;

@@ -36,6 +36,7 @@
 #include "evidence.h"
 #include "policy_index.h"
 #include "policy_tools.h"
+#include "util.h"
 
 #define PROG "sluice policy replay"
 #define WHY_MAX 320
@@ -154,18 +155,6 @@ static void judge(const struct policy *p, struct policy_index *x, const char *ho
 		snprintf(j->why, sizeof(j->why), "an address without a name, in no cidrs rule");
 }
 
-/* Add to a verdict's why (cut at its size, as util_fmt cuts). */
-static void __attribute__((format(printf, 2, 3)))
-why_append(struct judged *j, const char *fmt, ...)
-{
-	size_t used = strlen(j->why);
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(j->why + used, sizeof(j->why) - used, fmt, ap);
-	va_end(ap);
-}
-
 /*
  * judge, for a line that names a host or, for an address the run's resolver had answered for
  * several names (hosts, host NULL), for each of them: enforcing, each name the policy lists is
@@ -202,8 +191,7 @@ static void judge_line(const struct policy *p, struct policy_index *x, const cha
 	}
 	if (allowed == n_hosts && !hosts_more) {
 		*j = first;
-		why_append(j,
-			 ", for every name that shares the address");
+		util_fmt_append(j->why, sizeof(j->why), ", for every name that shares the address");
 		return;
 	}
 	/*
@@ -220,26 +208,29 @@ static void judge_line(const struct policy *p, struct policy_index *x, const cha
 			return;
 		j->uncertain = true;
 		if (i < n_hosts)
-			why_append(j,
-				 ", unless the connection was for %s, which the address was "
-				 "answered for too and no rule lists (the resolver would answer "
-				 "NXDOMAIN)",
-				 evidence_safe(hosts[i], safe, sizeof(safe)));
+			util_fmt_append(
+				j->why, sizeof(j->why),
+				", unless the connection was for %s, which the address was "
+				"answered for too and no rule lists (the resolver would answer "
+				"NXDOMAIN)",
+				evidence_safe(hosts[i], safe, sizeof(safe)));
 		else
-			why_append(j,
-				 ", unless the connection was for one of the names the line leaves "
-				 "out, which no rule may list (the resolver would answer "
-				 "NXDOMAIN)");
+			util_fmt_append(
+				j->why, sizeof(j->why),
+				", unless the connection was for one of the names the line leaves "
+				"out, which no rule may list (the resolver would answer "
+				"NXDOMAIN)");
 		return;
 	}
 	if (!allowed)
 		return;
 	*j = first;
 	j->uncertain = true;
-	why_append(j,
-		 " if the connection was for %s, but the address was answered for %s too%s, "
-		 "which the policy does not allow", safe, denied[0] ? denied : "other names",
-		 denied[0] && hosts_more ? " (and more)" : "");
+	util_fmt_append(j->why, sizeof(j->why),
+			" if the connection was for %s, but the address was answered for %s too%s, "
+			"which the policy does not allow",
+			safe, denied[0] ? denied : "other names",
+			denied[0] && hosts_more ? " (and more)" : "");
 }
 
 bool replay_allows(const struct policy *p, const char *host, const char *dst, uint16_t port,

@@ -705,14 +705,6 @@ static bool answer_refused(struct resolver *r, const char *qname, struct outcome
 	return false;
 }
 
-static uint64_t boot_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_BOOTTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* "a, b, c": the rules rule_ids names (SL_RULE_DEFAULT ones skipped), into buf. */
 static const char *rule_list(const struct policy *p, const uint16_t *rule_ids, size_t n,
 			     char *buf, size_t len)
@@ -769,7 +761,6 @@ static void unanswer_pairs(struct resolver *r, const char *qname, uint32_t host_
 			   const struct hostnames_added *added, size_t n, struct outcome *oc)
 {
 	char a[INET6_ADDRSTRLEN];
-	size_t len;
 	int err;
 
 	while (n--) {
@@ -778,9 +769,9 @@ static void unanswer_pairs(struct resolver *r, const char *qname, uint32_t host_
 		if (!err || err == -ENOENT)
 			continue;
 		addr_string(&oc->addrs[n], a, sizeof(a));
-		len = strlen(oc->why);
-		util_fmt(oc->why + len, sizeof(oc->why) - len,
-			 "; and cannot take back its server-name pair for %s: %s", a, strerror(-err));
+		util_fmt_append(oc->why, sizeof(oc->why),
+				"; and cannot take back its server-name pair for %s: %s", a,
+				strerror(-err));
 	}
 }
 
@@ -799,6 +790,7 @@ static int learn(struct resolver *r, const char *qname, long first_rule, struct 
 	struct hostnames_added added[RESOLVER_MAX_ADDRS];
 	struct sl_sni_name sni;
 	char a[INET6_ADDRSTRLEN];
+	uint64_t now = (uint64_t)util_clock_ns(CLOCK_BOOTTIME);
 	size_t n_rules = 0, i, failed;
 	long rule;
 	int err = 0;
@@ -813,7 +805,7 @@ static int learn(struct resolver *r, const char *qname, long first_rule, struct 
 		addrs[i] = (struct loader_learn_addr){
 			.family = rr->type == DNS_TYPE_A ? AF_INET : AF_INET6,
 			.addr = rr->data.aaaa,
-			.expires_ns = r->o.ttl_mode ? boot_ns() + (uint64_t)rr->ttl * 1000000000ull : 0,
+			.expires_ns = r->o.ttl_mode ? now + (uint64_t)rr->ttl * 1000000000ull : 0,
 		};
 	}
 	/* a first look, so that an answer refused for its rules leaves not even its pairs */
@@ -1076,18 +1068,10 @@ void resolver_set_policy(struct resolver *r, const struct policy *p)
 
 /* --- threads -------------------------------------------------------------------------------- */
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Milliseconds left before deadline; 0 (poll returns at once) once it has passed. */
 static int deadline_left(int64_t deadline)
 {
-	int64_t left = deadline - now_ms();
+	int64_t left = deadline - util_mono_ms();
 
 	return left > 0 ? (int)left : 0;
 }
@@ -1107,7 +1091,7 @@ static void serve_tcp(struct resolver *r, int fd, const struct sockaddr_storage 
 		return;
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	/* One deadline for the whole connection: a trickling client cannot hold a worker (or halt). */
-	deadline = now_ms() + TCP_CLIENT_TIMEOUT_S * 1000;
+	deadline = util_mono_ms() + TCP_CLIENT_TIMEOUT_S * 1000;
 	for (i = 0; i < TCP_MAX_QUERIES; i++) {
 		size_t len, out_len;
 

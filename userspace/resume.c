@@ -985,11 +985,8 @@ int resume_take(struct run *r, char *msg, size_t msg_len)
 			strerror(-err));
 	err = 0;
 out:
-	if (err) {
-		size_t n = strlen(msg);
-
-		util_fmt(msg + n, msg_len - n, "; nothing was written");
-	}
+	if (err)
+		util_fmt_append(msg, msg_len, "; nothing was written");
 out_free:
 	for (k = 0; k < JOURNAL_SYNC_MAX; k++)
 		free(pass.cp_notes[k]);

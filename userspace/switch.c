@@ -420,8 +420,7 @@ int switch_commit(struct switch_job *j, char *err, size_t err_len)
 	struct loader_next *n = j->n;
 	struct remap m = { .r = r, .p = j->target, .mode = j->mode };
 	char prev_sha[65];
-	struct timespec since = {};
-	uint64_t since_ns, learned[2];
+	uint64_t since_ns = 0, learned[2];
 	uint32_t prev_era, new_era;
 	int prev_mode, ret;
 
@@ -448,7 +447,7 @@ int switch_commit(struct switch_job *j, char *err, size_t err_len)
 		/* selftests only: the log's policy_switch_begin written, its policy_change not */
 		loader_selftest_kill("before-commit");
 		/* a flow connected from here on was judged by the new connect programs */
-		clock_gettime(CLOCK_BOOTTIME, &since);
+		since_ns = (uint64_t)util_clock_ns(CLOCK_BOOTTIME);
 		ret = loader_next_commit(r->loader, n, err, err_len);
 		/*
 		 * The links are back on the old programs: the begin line's generation never was.
@@ -477,7 +476,6 @@ int switch_commit(struct switch_job *j, char *err, size_t err_len)
 	 * Should the records have no room for the old generation, a replaced policy is kept all
 	 * the same: an earlier set-mode's generation may name it.
 	 */
-	since_ns = (uint64_t)since.tv_sec * 1000000000ull + (uint64_t)since.tv_nsec;
 	if (np) {
 		old_p = r->policy;
 		old_c = r->compiled;

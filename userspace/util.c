@@ -28,6 +28,37 @@ int util_fmt(char *buf, size_t len, const char *fmt, ...)
 	return 0;
 }
 
+int util_fmt_append(char *buf, size_t len, const char *fmt, ...)
+{
+	size_t used = strnlen(buf, len);
+	va_list ap;
+	int n;
+
+	if (used >= len) /* not a string that fits: nothing to add to */
+		return -ENAMETOOLONG;
+	va_start(ap, fmt);
+	n = vsnprintf(buf + used, len - used, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -EINVAL;
+	if ((size_t)n >= len - used)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int64_t util_clock_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int64_t util_mono_ms(void)
+{
+	return util_clock_ns(CLOCK_MONOTONIC) / 1000000;
+}
+
 int util_copy(char *dst, size_t len, const char *src)
 {
 	size_t n = strlen(src);

@@ -8,9 +8,27 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <time.h>
 
 /* snprintf that returns -ENAMETOOLONG on truncation and -EINVAL on an encoding error. */
 int util_fmt(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/*
+ * util_fmt onto the end of the string already in buf (cut at len, as util_fmt cuts): for a why
+ * that grows as more goes wrong. A buf with no NUL within len is left as it is (-ENAMETOOLONG).
+ */
+int util_fmt_append(char *buf, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/*
+ * clk's time in ns. CLOCK_BOOTTIME is the clock the BPF programs stamp with
+ * (bpf_ktime_get_boot_ns): what a time compared with a map's or an event's must be read on.
+ */
+int64_t util_clock_ns(clockid_t clk);
+
+/* CLOCK_MONOTONIC in ms: what a wait's deadline counts in. */
+int64_t util_mono_ms(void);
 
 /* strcpy into a bounded buffer; -ENAMETOOLONG if it does not fit. */
 int util_copy(char *dst, size_t len, const char *src);
