@@ -427,6 +427,21 @@ struct sl_rule_caps {
 _Static_assert(sizeof(struct sl_rule_caps) == 32, "sl_rule_caps ABI");
 
 /*
+ * A flow takes its rule's caps (NULL: a rule without any): at connect() (sock_addr.bpf.c
+ * flow_start), when the packet layer puts the flow under another rule (a ClientHello naming
+ * another name of a shared address: skb.bpf.c), and when a policy switch re-judges an open
+ * flow (userspace/preexisting.c): one definition, so that the three cannot disagree on what a
+ * flow's caps are.
+ */
+static inline __attribute__((always_inline)) void flow_caps_set(struct sl_flow *f,
+								const struct sl_rule_caps *caps)
+{
+	f->max_req = caps ? caps->max_req : 0;
+	f->max_resp = caps ? caps->max_resp : 0;
+	f->totals = caps && (caps->max_total_req || caps->max_total_resp);
+}
+
+/*
  * A host's byte totals over the run, for rules with max_total_*: a name the resolver learned
  * (host_id set, addr zero) or, for CIDR rules, one address.
  */

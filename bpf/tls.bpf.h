@@ -52,18 +52,6 @@ struct {
 } sl_rule_caps SEC(".maps");
 
 /*
- * A flow takes its rule's caps (NULL: a rule without any): at connect() (sock_addr.bpf.c
- * flow_start), and when the packet layer puts the flow under another rule (a policy switch's
- * restamp, a ClientHello naming another name of a shared address: skb.bpf.c).
- */
-static __always_inline void flow_caps_set(struct sl_flow *f, const struct sl_rule_caps *caps)
-{
-	f->max_req = caps ? caps->max_req : 0;
-	f->max_resp = caps ? caps->max_resp : 0;
-	f->totals = caps && (caps->max_total_req || caps->max_total_resp);
-}
-
-/*
  * Each rule's budget id, indexed by rule_id: what keys its hosts' totals (sl_host_key.rule_id).
  * The rule's own number at the start; a switch gives a rule of the new policy the id of the
  * old policy's rule it is (the same name; unnamed, the same destinations), a fresh one if there

@@ -628,19 +628,15 @@ static void set(struct records_preexisting *s, uint8_t verdict, uint8_t reason, 
 	s->rule = rule;
 }
 
-/* Rule r allows the port over proto (SL_PROTO_*), as rules_match judges its entries. */
-static bool rule_covers(const struct policy_rule *r, uint16_t port, uint8_t proto)
+/*
+ * The rule rule_id names allows the port over proto (SL_PROTO_*), as rules_match judges its
+ * entries; a rule this policy does not have allows nothing.
+ */
+static bool rule_id_takes(const struct policy *p, uint32_t rule_id, uint16_t port, uint8_t proto)
 {
-	size_t k;
+	const struct policy_rule *r = policy_rule_of(p, rule_id);
 
-	if (!r || !(r->protocols & proto))
-		return false;
-	if (!r->n_ports)
-		return true;
-	for (k = 0; k < r->n_ports; k++)
-		if (port >= r->ports[k].lo && port <= r->ports[k].hi)
-			return true;
-	return false;
+	return r && policy_rule_takes(r, port, proto);
 }
 
 /*
@@ -654,7 +650,7 @@ static long learned_rule(const struct policy *p, const struct sl_learned *l, uin
 	size_t i;
 
 	for (i = 0; l && i < SL_LEARNED_RULES && l->rule_ids[i]; i++)
-		if (rule_covers(policy_rule_of(p, l->rule_ids[i]), port, proto))
+		if (rule_id_takes(p, l->rule_ids[i], port, proto))
 			return policy_rule_index(p, l->rule_ids[i]);
 	return -1;
 }
@@ -899,7 +895,7 @@ static long sni_name_rule(const struct policy *p, const struct sl_sni_name *n, l
 		if (n->rule_ids[i] == policy_rule_id((size_t)rule))
 			return rule;
 	for (i = 0; i < SL_LEARNED_RULES && n->rule_ids[i]; i++)
-		if (rule_covers(policy_rule_of(p, n->rule_ids[i]), port, SL_PROTO_TCP))
+		if (rule_id_takes(p, n->rule_ids[i], port, SL_PROTO_TCP))
 			return policy_rule_index(p, n->rule_ids[i]);
 	return p->default_verdict == POLICY_DEFAULT_ALLOW ? -1 : SNI_RULE_NONE;
 }
@@ -1009,16 +1005,9 @@ static void flow_rejudge(struct run *r, const struct sl_learned *learned,
 	f->host_id = rec->sni_host ? rec->sni_host : learned ? learned->host_id : 0;
 	f->deny_reason = allow ? 0 : rec->reason;
 	f->era = loader_era(r->loader); /* the packet layer trusts it again */
-	f->max_req = 0;
-	f->max_resp = 0;
-	f->totals = 0;
 	/* as flow_start (bpf/sock_addr.bpf.c): a denial keeps caps only for a spent budget */
-	if ((allow || rec->reason == SL_REASON_HOST_CAP) &&
-	    !loader_rule_caps(r->loader, rid, &caps)) {
-		f->max_req = caps.max_req;
-		f->max_resp = caps.max_resp;
-		f->totals = caps.max_total_req || caps.max_total_resp;
-	}
+	flow_caps_set(f, (allow || rec->reason == SL_REASON_HOST_CAP) &&
+				 !loader_rule_caps(r->loader, rid, &caps) ? &caps : NULL);
 }
 
 /*
