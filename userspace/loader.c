@@ -3010,7 +3010,9 @@ static int learn_rules(struct loader *l, const struct loader_learn_addr *addrs, 
 							  .expires_ns = addrs[i].expires_ns };
 		err = learned_merge(&merged[i], rule_ids, n_rules, host_id, addrs[i].expires_ns,
 				    now_ns);
-		if (!err)
+		/* an entry whose rules the answer left as they were is in order already */
+		if (!err && (!had[i] || memcmp(merged[i].rule_ids, old[i].rule_ids,
+					      sizeof(merged[i].rule_ids))))
 			err = rules_strictest(l, merged[i].rule_ids);
 		if (err)
 			*failed = i;
