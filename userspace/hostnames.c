@@ -129,34 +129,41 @@ uint32_t hostnames_intern(struct hostnames *h, struct loader *loader, const char
 {
 	uint32_t id = 0;
 	size_t slot;
+	int err = 0;
 
 	pthread_mutex_lock(&h->lock);
-	if ((h->n + 1) * 2 > h->cap_index && grow_index(h))
+	if ((h->n + 1) * 2 > h->cap_index && (err = grow_index(h)))
 		goto out;
 	slot = index_slot(h, name);
 	if (h->index[slot]) {
 		id = h->index[slot];
 		goto out;
 	}
-	if (h->n >= SL_HOSTS_MAX)
+	if (h->n >= SL_HOSTS_MAX) {
+		err = -ENOSPC;
 		goto out;
+	}
 	if (h->n == h->cap) {
 		size_t cap = h->cap ? h->cap * 2 : 64;
 		char **nn = realloc(h->names, cap * sizeof(*nn));
 
-		if (!nn)
+		if (!nn) {
+			err = -ENOMEM;
 			goto out;
+		}
 		h->names = nn;
 		h->cap = cap;
 	}
 	h->names[h->n] = strdup(name);
-	if (!h->names[h->n])
+	if (!h->names[h->n]) {
+		err = -ENOMEM;
 		goto out;
+	}
 	/*
 	 * With the run before the id is used: a writer resuming after us must name what this id
 	 * learns. Last, so that a failure before it leaves the id free to be tried again.
 	 */
-	if (loader && loader_host_name(loader, (uint32_t)h->n + 1, name)) {
+	if (loader && (err = loader_host_name(loader, (uint32_t)h->n + 1, name))) {
 		free(h->names[h->n]);
 		h->names[h->n] = NULL;
 		goto out;
@@ -165,6 +172,8 @@ uint32_t hostnames_intern(struct hostnames *h, struct loader *loader, const char
 	h->index[slot] = id;
 out:
 	pthread_mutex_unlock(&h->lock);
+	if (!id)
+		errno = -err;
 	return id;
 }
 

@@ -22,7 +22,8 @@ void hostnames_free(struct hostnames *h); /* accepts NULL */
 
 /*
  * The id of name, made if new (kept with the run through loader first, when given). 0 when it
- * cannot be: memory, the kernel's copy, or SL_HOSTS_MAX names already.
+ * cannot be, errno saying why: ENOSPC (SL_HOSTS_MAX names already), ENOMEM, or the kernel's
+ * copy's error.
  */
 uint32_t hostnames_intern(struct hostnames *h, struct loader *loader, const char *name);
 

@@ -784,6 +784,7 @@ static void unanswer_pairs(struct resolver *r, const char *qname, uint32_t host_
 static int learn(struct resolver *r, const char *qname, long first_rule, struct outcome *oc)
 {
 	uint32_t host_id = hostnames_intern(r->o.names, r->loader, qname);
+	int intern_err = host_id ? 0 : errno;
 	/* one rule more than an address can carry already says that it cannot */
 	uint16_t rule_ids[SL_LEARNED_RULES + 1];
 	struct loader_learn_addr addrs[RESOLVER_MAX_ADDRS];
@@ -808,6 +809,21 @@ static int learn(struct resolver *r, const char *qname, long first_rule, struct 
 			.expires_ns = r->o.ttl_mode ? now + (uint64_t)rr->ttl * 1000000000ull : 0,
 		};
 	}
+	/*
+	 * A name without a number would pass a ClientHello with host id 0, which the packet layer
+	 * and a switch's re-judge read as "no hello passed": its flows could not be told from
+	 * those that named no listed server. Refused, as any answer that cannot be learned.
+	 */
+	if (intern_err && oc->n_addrs) {
+		if (intern_err == ENOSPC)
+			util_fmt(oc->why, sizeof(oc->why), "cannot number the name %s: the run has "
+				 "numbered %d names, the most it keeps (SL_HOSTS_MAX)", qname,
+				 SL_HOSTS_MAX);
+		else
+			util_fmt(oc->why, sizeof(oc->why), "cannot number the name %s: %s", qname,
+				 strerror(intern_err));
+		return -intern_err;
+	}
 	/* a first look, so that an answer refused for its rules leaves not even its pairs */
 	err = loader_learn_fits(r->loader, addrs, oc->n_addrs, rule_ids, n_rules, &failed);
 	if (err == -EXFULL) {
@@ -825,8 +841,13 @@ static int learn(struct resolver *r, const char *qname, long first_rule, struct 
 	 * than fit were refused by the first look above (unless there is no address to learn).
 	 */
 	err = loader_sni_name(r->loader, &sni, host_id, rule_ids, n_rules);
-	if (err && oc->n_addrs) {
+	if (err == -EXFULL && oc->n_addrs) {
 		why_rules_full(r, qname, &oc->addrs[0], rule_ids, n_rules, oc);
+		return err;
+	}
+	if (err && oc->n_addrs) {
+		util_fmt(oc->why, sizeof(oc->why), "cannot order the rules of %s by their caps "
+			 "(the run's sl_rule_caps): %s", qname, strerror(-err));
 		return err;
 	}
 	for (i = 0; i < oc->n_addrs; i++) {

@@ -9,6 +9,7 @@
  * Usage: test_hostnames   TAP 13; exits 1 if any test failed. Needs no root.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -100,17 +101,20 @@ static bool t_full(char *why)
 	struct hostnames *h = hostnames_new();
 	char name[64];
 	uint32_t i, last = 0, over;
+	int over_errno;
 
 	for (i = 1; i <= SL_HOSTS_MAX; i++) {
 		snprintf(name, sizeof(name), "n%u", i);
 		last = hostnames_intern(h, NULL, name);
 	}
+	errno = 0;
 	over = hostnames_intern(h, NULL, "one-too-many.example");
-	snprintf(why, WHY_LEN, "expected the %dth name id %d and none after; got %u and %u",
-		 SL_HOSTS_MAX, SL_HOSTS_MAX, last, over);
+	over_errno = errno;
+	snprintf(why, WHY_LEN, "expected the %dth name id %d and none after (ENOSPC); got %u and %u "
+		 "(%s)", SL_HOSTS_MAX, SL_HOSTS_MAX, last, over, strerror(over_errno));
 	i = hostnames_intern(h, NULL, "n1");
 	hostnames_free(h);
-	return last == SL_HOSTS_MAX && over == 0 && i == 1;
+	return last == SL_HOSTS_MAX && over == 0 && over_errno == ENOSPC && i == 1;
 }
 
 /*
