@@ -589,8 +589,10 @@ __noinline int judge_client_hello(struct __sk_buff *skb, struct sl_sk_tls *t, __
 		 * first hello that did not pass (report mode) named none: no later one passes
 		 * either, or a switch to enforce would find the later name and keep the flow.
 		 */
-		if (!named || (recheck && named->host_id != named_before))
+		if (!named)
 			reason = SL_REASON_SNI_MISMATCH;
+		else if (recheck && named->host_id != named_before)
+			reason = SL_REASON_SNI_CHANGED;
 		else if (!sni_rule_take(named, recheck ? NULL : skb_flow(skb), dst->port))
 			reason = SL_REASON_SNI_PORT;
 		else

@@ -99,6 +99,10 @@ enum sl_reason {
 	SL_REASON_SNI_PORT = 24, /* ClientHello names a host resolved to this address, but none
 				    of the rules that name was learned under allows the flow's port
 				    and protocol (an address shared by names of different rules) */
+	SL_REASON_SNI_CHANGED = 25, /* a later ClientHello of the flow (after a HelloRetryRequest,
+				       or sent again) names a server resolved to this address,
+				       but not the one the first ClientHello passed with (or the
+				       first passed with none: report mode let it through) */
 };
 
 /* Policy modes (struct sl_cfg's mode). */

@@ -700,6 +700,18 @@ assert_run_clean() { tap_check "$1" run_leftovers; }
 # ---------------------------------------------------------------------------------------------
 # Case runners. Each takes the workload after "--" (run by tlsw.sh, after resolving NAMES).
 
+# tls_denial_why REASON: what a denial's stderr notice says the hello did, after its name
+# (userspace/records.c, tls_denial_why), written out here, not read from the program
+tls_denial_why() {
+	case $1 in
+	sni_port) echo "which resolved there, but no rule of it allows this port" ;;
+	sni_changed) echo "which resolved there, but is not the server the flow's first ClientHello named" ;;
+	sni_missing) echo "and a TLS flow must name its server" ;;
+	sni_unparseable) echo "in a first payload that is not one whole ClientHello sluice can read" ;;
+	*) echo "which did not resolve there" ;;
+	esac
+}
+
 # tls_denied LABEL REASON HOST SNI DST WHERE COMM CLIENT_RE NAMES… -- CMD…
 # REASON sni_mismatch|sni_missing|sni_unparseable; HOST the name DST was learned for; SNI the
 # name sent (null: none); WHERE srv|sink; COMM the client's comm; CLIENT_RE an extended regex its
@@ -793,7 +805,7 @@ tls_denied() {
 	else
 		want+=" \"$sni\""
 	fi
-	want+=", which did not resolve there (resolved for $host; $reason)"
+	want+=", $(tls_denial_why "$reason") (resolved for $host; $reason)"
 	want+=" run_id=$SL_RUN_ID task=selftest"
 	assert_stderr "$label: stderr names both names and the reason" "$want"
 	assert_run_clean "$label: nothing left (cgroup, pins, links, resolver sockets)"
@@ -899,7 +911,7 @@ tls_reported() {
 		tap_fail "$label: the line has no \"flow\" (nothing was done to it)" "got: $line"
 	fi
 	want="egress would be denied (report mode): TLS to $(tls_dst_text "$dst" 443) named"
-	want+=" \"$sni\", which did not resolve there (resolved for $host; $reason)"
+	want+=" \"$sni\", $(tls_denial_why "$reason") (resolved for $host; $reason)"
 	want+=" run_id=$SL_RUN_ID task=selftest"
 	assert_stderr "$label: stderr shows the report-mode line" "$want"
 	assert_no_notice "$label: stderr has no \"egress denied\" line" '^egress denied:'
@@ -1436,7 +1448,7 @@ except (OSError, ssl.SSLError) as e:
 sys.exit(1)
 EOF
 UPLOAD=(timeout "$TLS_CLIENT_TIMEOUT" python3 "$SL_TMP/upload.py")
-SHARED_PORT_WHY="which resolved there, but no rule of it allows this port"
+SHARED_PORT_WHY=$(tls_denial_why sni_port)
 
 # Case 1: registry.npmjs.org on 8443, the port of files.pythonhosted.org's rule only. The
 # connect() is allowed (the address carries both rules); the ClientHello must not be.

@@ -47,6 +47,7 @@ static const char *const reason_names[] = {
 	[SL_REASON_FLOW_UNREADABLE] = "flow_unreadable",
 	[SL_REASON_FLOW_NO_STATE] = "flow_no_state",
 	[SL_REASON_SNI_PORT] = "sni_port",
+	[SL_REASON_SNI_CHANGED] = "sni_changed",
 };
 
 const char *decision_reason_name(unsigned int reason)

@@ -602,6 +602,24 @@ static const char *sni_take(struct records *r, uint64_t cookie, char *buf, size_
 	return buf;
 }
 
+/* What a ClientHello denied for reason did wrong, after "named NAME," in a denial's notice. */
+static const char *tls_denial_why(unsigned int reason)
+{
+	switch (reason) {
+	case SL_REASON_SNI_PORT: /* an address names of different rules share */
+		return "which resolved there, but no rule of it allows this port";
+	case SL_REASON_SNI_CHANGED:
+		return "which resolved there, but is not the server the flow's first ClientHello "
+		       "named";
+	case SL_REASON_SNI_MISSING:
+		return "and a TLS flow must name its server";
+	case SL_REASON_SNI_UNPARSEABLE:
+		return "in a first payload that is not one whole ClientHello sluice can read";
+	default:
+		return "which did not resolve there";
+	}
+}
+
 /*
  * A TLS flow's server name was judged. A denial is enforced by dropping; destroying the socket
  * makes the client fail now rather than after its retransmissions give up.
@@ -651,15 +669,11 @@ static int on_tls(const struct sl_tls_event *ev, void *ctx)
 		struct notice n = { .len = 0 };
 
 		__atomic_fetch_add(&r->denials, 1, __ATOMIC_RELAXED);
-		/* a name answered there, under rules none of which allows the port */
 		notice_add(&n, "%s: TLS to %s%s%s:%u named \"%s\", %s (resolved for %s; %s) "
 			       "run_id=%s task=%s\n",
 			   ev->enforced ? "egress denied" : "egress would be denied (report mode)",
 			   ev->family == AF_INET6 ? "[" : "", dst, ev->family == AF_INET6 ? "]" : "",
-			   ev->port, ev->sni_len ? sni : "(no server name)",
-			   ev->reason == SL_REASON_SNI_PORT ?
-				   "which resolved there, but no rule of it allows this port" :
-				   "which did not resolve there",
+			   ev->port, ev->sni_len ? sni : "(no server name)", tls_denial_why(ev->reason),
 			   host ? host : "?", decision_reason_name(ev->reason), r->run_id,
 			   r->task_text);
 		notice_denial(r, &n);

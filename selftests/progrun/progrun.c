@@ -1531,6 +1531,7 @@ static int build_tls(struct pkt *p, const struct hello *h)
 
 #define OK SL_REASON_SNI_OK
 #define MIS SL_REASON_SNI_MISMATCH
+#define CHG SL_REASON_SNI_CHANGED
 #define MISS SL_REASON_SNI_MISSING
 #define UNP SL_REASON_SNI_UNPARSEABLE
 #define S_AWAIT SL_TLS_AWAIT_SERVER
@@ -1697,13 +1698,17 @@ static const struct tls_case tls_cases[] = {
 	 S_AWAIT},
 	{"awaiting the server: a hello with another name", "state:4 sni:evil.example", 0, MIS, NULL,
 	 S_DENIED},
+	{"awaiting the server: a hello naming another server resolved here: sni_changed",
+	 "state:4 sni:names.example", 0, CHG, "names.example", S_DENIED},
 	{"after a HelloRetryRequest: CCS, then the hello",
 	 "state:5 pre:140303000101 sni:example.com", 1, OK, NULL, S_AWAIT},
 	{"after a HelloRetryRequest: another name", "state:5 pre:140303000101 sni:evil.example", 0,
 	 MIS, NULL, S_DENIED},
+	{"after a HelloRetryRequest: another server resolved here: sni_changed",
+	 "state:5 pre:140303000101 sni:names.example", 0, CHG, NULL, S_DENIED},
 	{"after a HelloRetryRequest, a first hello that named none (report mode let it through): "
-	 "a listed name now: denied",
-	 "state:5 unnamed pre:140303000101 sni:example.com", 0, MIS, NULL, S_DENIED},
+	 "a listed name now: denied, sni_changed",
+	 "state:5 unnamed pre:140303000101 sni:example.com", 0, CHG, NULL, S_DENIED},
 	{"after a HelloRetryRequest: a CCS alone", "state:5 raw:140303000101", 1, 0, NULL,
 	 SL_TLS_EXPECT_CH2},
 	{"after a HelloRetryRequest: an alert alone", "state:5 raw:15030300020230", 1, 0, NULL,
@@ -1800,7 +1805,7 @@ static const struct sni_rule_case sni_rule_cases[] = {
 	 1, OK, R_NAMES, HOST_NAMES, 0},
 	/* RFC 8446 4.1.2: a second hello names the first's server; it never moves the flow */
 	{"a second hello naming another name of the address: denied, left under the first's",
-	 "sni:names.example then:example.com", R_WEB, 0, MIS, R_NAMES, HOST_NAMES, 1025},
+	 "sni:names.example then:example.com", R_WEB, 0, CHG, R_NAMES, HOST_NAMES, 1025},
 	/* learned under no rule (report mode, an unlisted name): named is enough, as before */
 	{"a name learned under no rule: passes, left as it is", "sni:unlisted.example", R_WEB, 1, OK,
 	 R_WEB, HOST_EXAMPLE, 0},
