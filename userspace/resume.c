@@ -870,16 +870,22 @@ static bool start_resolver(struct run *r, const struct resume_start *s, char *wh
 	return resolver_port(r->resolver) != 0;
 }
 
-/* Said in the log once the new writer holds it: the run's DNS could not be served again. */
-static void note_no_resolver(struct run *r)
+/*
+ * Said in the log once the new writer holds it: the run's DNS could not be served again, and
+ * why when its workers could not start (NULL: its listeners could not be bound again, which
+ * stderr has said).
+ */
+static void note_no_resolver(struct run *r, const char *why)
 {
+	char text[256];
 	struct journal_line l;
 	struct timespec now;
 
+	util_fmt(text, sizeof(text), "names no longer resolve%s%s", why ? ": " : "", why ? why : "");
 	clock_gettime(CLOCK_REALTIME, &now);
 	records_line(&r->rec, &l, "anomaly", &now);
 	journal_line_str(&l, "what", "the run's resolver could not be restarted");
-	journal_line_str(&l, "why", "names no longer resolve");
+	journal_line_str(&l, "why", text);
 	records_write(&r->rec, &l);
 }
 
@@ -889,7 +895,7 @@ int resume_take(struct run *r, char *msg, size_t msg_len)
 	struct resume_pass pass = { .rec = &r->rec };
 	struct journal_tail tail = {};
 	struct journal_opts jo = {};
-	char dns_why[512];
+	char dns_why[512], serve_why[160] = "";
 	bool serving;
 	size_t k;
 	int err;
@@ -978,11 +984,22 @@ int resume_take(struct run *r, char *msg, size_t msg_len)
 		switch_log_abort(r, (uint32_t)s.sw.era,
 				 "the writer died before the switch's commit: the run's programs "
 				 "are the previous generation's");
-	if (!serving)
-		note_no_resolver(r);
-	else if ((err = resolver_serve(r->resolver, r->loader)))
-		fprintf(stderr, "%s: start the run's resolver: %s\n", r->args.cmd_name,
-			strerror(-err));
+	if (serving && (err = resolver_serve(r->resolver, r->loader))) {
+		util_fmt(serve_why, sizeof(serve_why), "its workers could not start (%s)",
+			 strerror(-err));
+		fprintf(stderr, "%s: start the run's resolver: %s; the run's names no longer "
+				"resolve (closed, not open)\n", r->args.cmd_name, strerror(-err));
+		serving = false;
+	}
+	if (!serving) {
+		/*
+		 * Listeners no worker answers would leave a client waiting out its timeout:
+		 * closed, it is refused at once, and a daemon's status says "none"
+		 */
+		resolver_stop(r->resolver);
+		r->resolver = NULL;
+		note_no_resolver(r, serve_why[0] ? serve_why : NULL);
+	}
 	err = 0;
 out:
 	if (err)
