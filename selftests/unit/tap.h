@@ -3,7 +3,8 @@
  * The unit tests' TAP 13 harness. A check is a function returning bool that, when it fails,
  * says in why (WHY_LEN bytes) what it expected and what it got: EXPECT does both. report()
  * prints one TAP line per check (and the why as a diagnostic), counting failures; a test's
- * main prints "TAP version 13" and its plan first, and returns tap_status() at the end.
+ * main prints "TAP version 13" and its plan first, and returns tap_status() at the end, or
+ * hands a table of checks to tap_run, which does all of that.
  */
 #ifndef SLUICE_TAP_H
 #define SLUICE_TAP_H
@@ -49,6 +50,25 @@ static inline void report_skip(const char *name, const char *reason)
 static inline int tap_status(void)
 {
 	return n_failed ? 1 : 0;
+}
+
+/* A check: its TAP name, and the function that runs it (false, why filled in: it failed). */
+struct tap_case {
+	const char *name;
+	bool (*fn)(char *why);
+};
+
+/* TAP 13 for n cases, in order, the plan first; returns the exit status (tap_status). */
+static inline int tap_run(const struct tap_case *cases, size_t n)
+{
+	char why[WHY_LEN];
+
+	printf("TAP version 13\n1..%zu\n", n);
+	for (size_t i = 0; i < n; i++) {
+		why[0] = '\0';
+		report(cases[i].fn(why), cases[i].name, why);
+	}
+	return tap_status();
 }
 
 #endif /* SLUICE_TAP_H */

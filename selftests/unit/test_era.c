@@ -67,24 +67,14 @@ static bool t_last(char *why)
 	return true;
 }
 
-static const struct {
-	bool (*fn)(char *why);
-	const char *name;
-} cases[] = {
-	{t_failed_commit, "a failed commit's generation is never the next switch's"},
-	{t_no_wrap, "1000 switches, a third failing: every generation above all before (no wrap)"},
-	{t_resume_gap, "a resumed writer's first generation is past the dead writer's gap"},
-	{t_last, "after the last generation none is handed out (the switch is refused), no wrap"},
+static const struct tap_case cases[] = {
+	{"a failed commit's generation is never the next switch's", t_failed_commit},
+	{"1000 switches, a third failing: every generation above all before (no wrap)", t_no_wrap},
+	{"a resumed writer's first generation is past the dead writer's gap", t_resume_gap},
+	{"after the last generation none is handed out (the switch is refused), no wrap", t_last},
 };
 
 int main(void)
 {
-	char why[WHY_LEN];
-
-	printf("TAP version 13\n1..%zu\n", ARRAY_SIZE(cases));
-	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
-		why[0] = '\0';
-		report(cases[i].fn(why), cases[i].name, why);
-	}
-	return tap_status();
+	return tap_run(cases, ARRAY_SIZE(cases));
 }

@@ -551,34 +551,25 @@ static bool t_record_versions(char *why)
 	return true;
 }
 
-static const struct {
-	bool (*fn)(char *why);
-	const char *name;
-} cases[] = {
-	{t_record_versions, "record parser: each type's known versions read, newer ones refused "
-			    "(flow 3, decision and TLS 1)"},
-	{t_filter_decision,
-	 "--decision deny: deny and report-mode deny lines, dns deny; not allow"},
-	{t_filter_run, "--run-id: exactly that run"},
-	{t_filter_host, "--host: a glob on host (any case), sni, dst, any of hosts"},
-	{t_filter_type, "--type: a comma list; filters combine"},
-	{t_compact, "compact lines: time, run, type, verdict, target, fields, pid/comm"},
-	{t_compact_short, "compact: -ENOSPC when the buffer is short"},
-	{t_metrics_render, "metrics: counts (a line with its newline too), label escaping, no "
-			   "unbounded label values"},
-	{t_textfile, "metrics textfile: whole, 0644, no temp file left"},
-	{t_http, "metrics HTTP: 200 GET /metrics, 405, 404, 400, 431"},
-	{t_http_addr, "metrics listen addresses"},
+static const struct tap_case cases[] = {
+	{"record parser: each type's known versions read, newer ones refused (flow 3, decision and "
+	 "TLS 1)",
+	 t_record_versions},
+	{"--decision deny: deny and report-mode deny lines, dns deny; not allow",
+	 t_filter_decision},
+	{"--run-id: exactly that run", t_filter_run},
+	{"--host: a glob on host (any case), sni, dst, any of hosts", t_filter_host},
+	{"--type: a comma list; filters combine", t_filter_type},
+	{"compact lines: time, run, type, verdict, target, fields, pid/comm", t_compact},
+	{"compact: -ENOSPC when the buffer is short", t_compact_short},
+	{"metrics: counts (a line with its newline too), label escaping, no unbounded label values",
+	 t_metrics_render},
+	{"metrics textfile: whole, 0644, no temp file left", t_textfile},
+	{"metrics HTTP: 200 GET /metrics, 405, 404, 400, 431", t_http},
+	{"metrics listen addresses", t_http_addr},
 };
 
 int main(void)
 {
-	char why[WHY_LEN];
-
-	printf("TAP version 13\n1..%zu\n", ARRAY_SIZE(cases));
-	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
-		why[0] = '\0';
-		report(cases[i].fn(why), cases[i].name, why);
-	}
-	return tap_status();
+	return tap_run(cases, ARRAY_SIZE(cases));
 }

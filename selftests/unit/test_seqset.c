@@ -400,10 +400,7 @@ static bool t_sparse_work(char *why)
 	return true;
 }
 
-static const struct {
-	const char *name;
-	bool (*fn)(char *why);
-} cases[] = {
+static const struct tap_case cases[] = {
 	{"an empty set: nothing below 0, all of 0..9 below 10", t_empty},
 	{"numbers in order: nothing missing", t_in_order},
 	{"out of order with gaps: the gaps, and only at the end", t_gaps_out_of_order},
@@ -424,19 +421,15 @@ static const struct {
 
 int main(void)
 {
-	char why[WHY_LEN];
+	int status;
 
 	g_got.r = calloc(MAX_GOT, sizeof(*g_got.r));
 	if (!g_got.r) {
 		fprintf(stderr, "no memory\n");
 		return 1;
 	}
-	printf("TAP version 13\n1..%zu\n", ARRAY_SIZE(cases));
-	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
-		why[0] = '\0';
-		report(cases[i].fn(why), cases[i].name, why);
-	}
+	status = tap_run(cases, ARRAY_SIZE(cases));
 	seqset_free(&g_set);
 	free(g_got.r);
-	return tap_status();
+	return status;
 }

@@ -129,10 +129,7 @@ static bool t_clocks(char *why)
 	return true;
 }
 
-static const struct {
-	const char *name;
-	bool (*fn)(char *why);
-} cases[] = {
+static const struct tap_case cases[] = {
 	{"util_fmt: what fits, up to exactly full", t_fmt_fits},
 	{"util_fmt: one character too many is cut and said", t_fmt_cut},
 	{"util_fmt_append: onto a string and onto an empty one", t_append},
@@ -144,12 +141,5 @@ static const struct {
 
 int main(void)
 {
-	char why[WHY_LEN];
-
-	printf("TAP version 13\n1..%zu\n", ARRAY_SIZE(cases));
-	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
-		why[0] = '\0';
-		report(cases[i].fn(why), cases[i].name, why);
-	}
-	return tap_status();
+	return tap_run(cases, ARRAY_SIZE(cases));
 }
