@@ -433,9 +433,10 @@ _Static_assert(sizeof(struct sl_rule_caps) == 32, "sl_rule_caps ABI");
 /*
  * A flow takes its rule's caps (NULL: a rule without any): at connect() (sock_addr.bpf.c
  * flow_start), when the packet layer puts the flow under another rule (a ClientHello naming
- * another name of a shared address: skb.bpf.c), and when a policy switch re-judges an open
- * flow (userspace/preexisting.c): one definition, so that the three cannot disagree on what a
- * flow's caps are.
+ * another name of a shared address, a switch's restamp: skb.bpf.c), and when a policy switch
+ * re-judges an open flow (userspace/preexisting.c): one definition of what taking them sets.
+ * Which caps a denied flow takes is each caller's: flow_start and the re-judge keep them for a
+ * spent host budget (SL_REASON_HOST_CAP), the restamp for no denial.
  */
 static inline __attribute__((always_inline)) void flow_caps_set(struct sl_flow *f,
 								const struct sl_rule_caps *caps)

@@ -705,15 +705,15 @@ assert_run_clean() { tap_check "$1" run_leftovers; }
 tls_denial_why() {
 	case $1 in
 	sni_port) echo "which resolved there, but no rule of it allows this port" ;;
-	sni_changed) echo "which resolved there, but is not the server the flow's first ClientHello named" ;;
+	sni_changed) echo "which resolved there, but is not the server the flow's first ClientHello passed with" ;;
 	sni_missing) echo "and a TLS flow must name its server" ;;
-	sni_unparseable) echo "in a first payload that is not one whole ClientHello sluice can read" ;;
+	sni_unparseable) echo "in a payload that is not one whole ClientHello sluice can read" ;;
 	*) echo "which did not resolve there" ;;
 	esac
 }
 
 # tls_denied LABEL REASON HOST SNI DST WHERE COMM CLIENT_RE NAMES… -- CMD…
-# REASON sni_mismatch|sni_missing|sni_unparseable; HOST the name DST was learned for; SNI the
+# REASON sni_mismatch|sni_missing|sni_unparseable|sni_port; HOST the name DST was learned for; SNI the
 # name sent (null: none); WHERE srv|sink; COMM the client's comm; CLIENT_RE an extended regex its
 # output must match when the socket was destroyed ("" for no check).
 NO_DESTROY="the kernel cannot destroy sockets (no bpf_sock_destroy, no CONFIG_INET_DIAG_DESTROY): the flow is only dropped"

@@ -610,11 +610,11 @@ static const char *tls_denial_why(unsigned int reason)
 		return "which resolved there, but no rule of it allows this port";
 	case SL_REASON_SNI_CHANGED:
 		return "which resolved there, but is not the server the flow's first ClientHello "
-		       "named";
+		       "passed with";
 	case SL_REASON_SNI_MISSING:
 		return "and a TLS flow must name its server";
 	case SL_REASON_SNI_UNPARSEABLE:
-		return "in a first payload that is not one whole ClientHello sluice can read";
+		return "in a payload that is not one whole ClientHello sluice can read";
 	default:
 		return "which did not resolve there";
 	}

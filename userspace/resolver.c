@@ -784,7 +784,7 @@ static void unanswer_pairs(struct resolver *r, const char *qname, uint32_t host_
 static int learn(struct resolver *r, const char *qname, long first_rule, struct outcome *oc)
 {
 	uint32_t host_id = hostnames_intern(r->o.names, r->loader, qname);
-	int intern_err = host_id ? 0 : errno;
+	int intern_err = host_id ? 0 : errno ? errno : EINVAL;
 	/* one rule more than an address can carry already says that it cannot */
 	uint16_t rule_ids[SL_LEARNED_RULES + 1];
 	struct loader_learn_addr addrs[RESOLVER_MAX_ADDRS];
@@ -812,9 +812,11 @@ static int learn(struct resolver *r, const char *qname, long first_rule, struct 
 	/*
 	 * A name without a number would pass a ClientHello with host id 0, which the packet layer
 	 * and a switch's re-judge read as "no hello passed": its flows could not be told from
-	 * those that named no listed server. Refused, as any answer that cannot be learned.
+	 * those that named no listed server. Enforcing, refused, as any answer that cannot be
+	 * learned. Report mode answers it unnumbered (its records name no host), so that the run
+	 * works as it would unconfined; a switch to enforce denies its TLS flows (sni_mismatch).
 	 */
-	if (intern_err && oc->n_addrs) {
+	if (!host_id && oc->n_addrs && r->o.policy->mode != SL_MODE_REPORT) {
 		if (intern_err == ENOSPC)
 			util_fmt(oc->why, sizeof(oc->why), "cannot number the name %s: the run has "
 				 "numbered %d names, the most it keeps (SL_HOSTS_MAX)", qname,

@@ -903,8 +903,11 @@ int resume_take(struct run *r, char *msg, size_t msg_len)
 	/* until the log is continued, a failure leaves the run exactly as it found it */
 	r->hands_off = true;
 	err = read_start(r->log_path, &s, msg, msg_len);
-	if (!err && read_last_policy(r->log_path, &s))
+	if (!err && read_last_policy(r->log_path, &s)) {
+		util_fmt(msg, msg_len, "log %s: read its policy changes: %s", r->log_path,
+			 strerror(ENOMEM));
 		err = -ENOMEM;
+	}
 	if (!err && strcmp(s.run_id, r->run_id)) {
 		util_fmt(msg, msg_len, "log %s is the log of run %s, not %s", r->log_path,
 			 s.run_id, r->run_id);

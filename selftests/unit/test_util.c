@@ -84,13 +84,12 @@ static bool t_append_cut(char *why)
 
 static bool t_append_no_nul(char *why)
 {
-	char buf[4] = { 'a', 'b', 'c', 'd' };
-	char guard[4] = { 'G', 'G', 'G', 'G' };
-	int ret = util_fmt_append(buf, sizeof(buf), "%s", "e");
+	char buf[8] = { 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h' };
+	/* given 4 bytes of it, none of them a NUL: those 4 are not a string to add to */
+	int ret = util_fmt_append(buf, 4, "%s", "x");
 
-	/* no NUL within the length: nothing is written, inside the buffer or past it */
-	EXPECT(ret == -ENAMETOOLONG && !memcmp(buf, "abcd", 4) && !memcmp(guard, "GGGG", 4),
-	       "expected -ENAMETOOLONG and the buffer untouched, got %d and \"%.4s\"", ret, buf);
+	EXPECT(ret == -ENAMETOOLONG && !memcmp(buf, "abcdefgh", 8),
+	       "expected -ENAMETOOLONG and all 8 bytes untouched, got %d and \"%.8s\"", ret, buf);
 	return true;
 }
 
