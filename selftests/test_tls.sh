@@ -136,7 +136,8 @@ CASE_PORT=443
 CASE_POL=
 # shellcheck disable=SC2317 # called through wait_until
 tls_server_ready() {
-	pid_running "$TLS_SRV_PID" && grep -q '^ACCEPT$' "$TLS_SRV_OUT"
+	# (-s: the backgrounded redirect may not have made the file yet)
+	pid_running "$TLS_SRV_PID" && grep -qs '^ACCEPT$' "$TLS_SRV_OUT"
 }
 tls_server_start() {
 	TLS_SRV_OUT=$SL_TMP/$1.srv
