@@ -1604,7 +1604,7 @@ static void handle_request(struct daemon *d, struct client *c, const char *line,
 	if (ret == REPLY_LATER)
 		goto out;
 	if (ret) {
-		reply_error(c, rep, err[0] ? err : strerror(-ret));
+		reply_error(c, rep, util_why(err, ret));
 		goto out;
 	}
 	send_reply_fd(c, rep, reply_fd);

@@ -1011,7 +1011,7 @@ int loader_kill_socket(struct loader *l, uint64_t cookie, int netns_fd, uint32_t
 	}
 	if (err)
 		fprintf(stderr, "sluice: let the RST of socket %llu out: %s; its peer is not told\n",
-			(unsigned long long)cookie, why[0] ? why : strerror(-err));
+			(unsigned long long)cookie, util_why(why, err));
 	/* selftests only: killed with the cookie marked (a take-over empties sl_destroying) */
 	if (marks >= 0)
 		loader_selftest_kill("in-destroy");
@@ -1501,7 +1501,7 @@ static int ns_sync(const char *dir, int runs_fd, bool joining)
 		}
 		err = loader_map_check(slots[i], "sl_ns_flows", why, sizeof(why));
 		if (err)
-			fprintf(stderr, "sluice: %s: %s\n", path, why[0] ? why : strerror(-err));
+			fprintf(stderr, "sluice: %s: %s\n", path, util_why(why, err));
 	}
 	if (!err && n + joining >= 2) {
 		flows = ns_map_get(dir, &ns_shapes[NS_FLOWS], true);
@@ -2577,7 +2577,7 @@ int loader_purge(const char *run_id)
 					"is left to the next run there to collect\n", l->pin_dir,
 				ret == -EPROTO ? "a configuration of another build" :
 				"its configuration is not read: ",
-				ret == -EPROTO ? "" : why[0] ? why : strerror(-ret));
+				ret == -EPROTO ? "" : util_why(why, ret));
 		close(fd);
 	}
 	if (!l->ns_token)
@@ -4874,7 +4874,7 @@ static int staged_open(const struct loader *l, struct staged_set *st)
 	err = loader_map_check(st->cfg_fd, CFG_MAP, why, sizeof(why));
 	if (err) {
 		fprintf(stderr, "sluice: %s: the staged set's configuration: %s\n", l->pin_dir,
-			why[0] ? why : strerror(-err));
+			util_why(why, err));
 		return err;
 	}
 	if (bpf_map_lookup_elem(st->cfg_fd, &zero, &st->cfg))
@@ -5069,7 +5069,7 @@ static int staged_maps_check(const struct loader *l, int prog_fd)
 			err = loader_map_check(m, mi.name, why, sizeof(why));
 			if (err)
 				fprintf(stderr, "sluice: %s: the staged set's programs: %s\n",
-					l->pin_dir, why[0] ? why : strerror(-err));
+					l->pin_dir, util_why(why, err));
 		}
 		close(m);
 	}

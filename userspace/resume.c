@@ -864,7 +864,7 @@ static bool start_resolver(struct run *r, const struct resume_start *s, char *wh
 						     "process's)");
 	if (err) {
 		util_fmt(why, len, "%s; the run's names no longer resolve (closed, not open)",
-			 bind_why[0] ? bind_why : strerror(-err));
+			 util_why(bind_why, err));
 		return false;
 	}
 	return resolver_port(r->resolver) != 0;

@@ -169,7 +169,7 @@ static int switch_budgets(struct run *r, const struct policy *p, const struct po
 		ret = loader_rule_budget(r->loader, policy_rule_id(j), &old[j], why, sizeof(why));
 		if (ret) {
 			util_fmt(err, err_len, "read the rules' budget ids (sl_rule_budget): %s",
-				 why[0] ? why : strerror(-ret));
+				 util_why(why, ret));
 			goto fail;
 		}
 		if (old[j] > last)
@@ -179,7 +179,7 @@ static int switch_budgets(struct run *r, const struct policy *p, const struct po
 	ret = loader_host_budgets_max(r->loader, &last, why, sizeof(why));
 	if (ret) {
 		util_fmt(err, err_len, "read the hosts' byte totals (sl_host_bytes): %s",
-			 why[0] ? why : strerror(-ret));
+			 util_why(why, ret));
 		goto fail;
 	}
 	ret = switch_budget_matches(o, p, match);

@@ -46,6 +46,11 @@ int util_fmt_append(char *buf, size_t len, const char *fmt, ...)
 	return 0;
 }
 
+const char *util_why(const char *why, int err)
+{
+	return why && why[0] ? why : strerror(-err);
+}
+
 int64_t util_clock_ns(clockid_t clk)
 {
 	struct timespec ts;

@@ -21,6 +21,9 @@ int util_fmt(char *buf, size_t len, const char *fmt, ...) __attribute__((format(
 int util_fmt_append(char *buf, size_t len, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* why, or strerror(-err) when why says nothing: what a failure is reported with. */
+const char *util_why(const char *why, int err);
+
 /*
  * clk's time in ns. CLOCK_BOOTTIME is the clock the BPF programs stamp with
  * (bpf_ktime_get_boot_ns): what a time compared with a map's or an event's must be read on.

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * Unit test of userspace/util.c's formatting and clocks: util_fmt and util_fmt_append at and
- * around the buffer's end (what each leaves in the buffer, and what it returns), and the clocks
- * against clock_gettime read beside them. Every expected string is written out by hand.
+ * around the buffer's end (what each leaves in the buffer, and what it returns), util_why, and
+ * the clocks against clock_gettime read beside them. Every expected string is written out by hand.
  *
  * Usage: test_util        TAP 13; exits 1 if any test failed, 0 otherwise
  */
@@ -93,6 +93,20 @@ static bool t_append_no_nul(char *why)
 	return true;
 }
 
+static bool t_why(char *why)
+{
+	const char *got = util_why("the map is full", -ENOSPC);
+
+	EXPECT(!strcmp(got, "the map is full"), "a why given: expected it, got \"%s\"", got);
+	got = util_why("", -ENOSPC);
+	EXPECT(!strcmp(got, strerror(ENOSPC)), "an empty why: expected \"%s\", got \"%s\"",
+	       strerror(ENOSPC), got);
+	got = util_why(NULL, -EPERM);
+	EXPECT(!strcmp(got, strerror(EPERM)), "no why: expected \"%s\", got \"%s\"",
+	       strerror(EPERM), got);
+	return true;
+}
+
 /* util_clock_ns(clk) lies between two clock_gettime(clk) readings taken around it. */
 static bool clock_between(clockid_t clk, const char *name, char *why)
 {
@@ -135,6 +149,7 @@ static const struct tap_case cases[] = {
 	{"util_fmt_append: to exactly full, then nothing more fits", t_append_to_the_end},
 	{"util_fmt_append: too long is cut at the end and said", t_append_cut},
 	{"util_fmt_append: a buffer with no NUL is not written", t_append_no_nul},
+	{"util_why: the why given, else the error's own text", t_why},
 	{"util_clock_ns and util_mono_ms read the clock they name", t_clocks},
 };
 
