@@ -867,6 +867,21 @@ static int sockdiag_destroy_here(void *arg)
 	return sockdiag_destroy_tcp(*(const uint64_t *)arg);
 }
 
+#define PROG_MAP_IDS_MAX 64 /* sluice's programs use far fewer */
+
+/* The ids of the maps program prog_fd uses: their count (at most PROG_MAP_IDS_MAX), or -errno. */
+static int prog_map_ids(int prog_fd, __u32 ids[PROG_MAP_IDS_MAX])
+{
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info);
+
+	info.nr_map_ids = PROG_MAP_IDS_MAX;
+	info.map_ids = (__u64)(unsigned long)ids;
+	if (bpf_prog_get_info_by_fd(prog_fd, &info, &len))
+		return -errno;
+	return info.nr_map_ids < PROG_MAP_IDS_MAX ? (int)info.nr_map_ids : PROG_MAP_IDS_MAX;
+}
+
 /*
  * The packet layer's sl_destroying (skb.bpf.c destroy_reset), the one the run's attached egress
  * program uses; its fd, the caller's to close, or -errno if there is none (the destroy's RST is
@@ -887,9 +902,8 @@ static int sockdiag_destroy_here(void *arg)
  */
 static int destroying_map(const struct loader *l, char *why, size_t why_len)
 {
-	__u32 ids[64], n, i, len;
-	struct bpf_prog_info info = {};
-	int prog, fd = -ENOENT;
+	__u32 ids[PROG_MAP_IDS_MAX], len;
+	int prog, fd = -ENOENT, n, i;
 
 	if (!l->links[PROG_EGRESS])
 		return -ENOENT;
@@ -900,12 +914,9 @@ static int destroying_map(const struct loader *l, char *why, size_t why_len)
 	prog = link_prog_fd(l->links[PROG_EGRESS]);
 	if (prog < 0)
 		return prog;
-	info.nr_map_ids = 64;
-	info.map_ids = (__u64)(unsigned long)ids;
-	len = sizeof(info);
-	if (bpf_prog_get_info_by_fd(prog, &info, &len))
-		fd = -errno;
-	n = info.nr_map_ids < 64 ? info.nr_map_ids : 64;
+	n = prog_map_ids(prog, ids);
+	if (n < 0)
+		fd = n;
 	for (i = 0; fd == -ENOENT && i < n; i++) {
 		struct bpf_map_info mi = {};
 		int m = bpf_map_get_fd_by_id(ids[i]);
@@ -4023,19 +4034,13 @@ static int next_share_decision(struct loader_next *n, const struct loader *l,
 /* The maps program prog_fd uses into l->run_maps, each once. */
 static int run_maps_add(struct loader *l, int prog_fd)
 {
-	__u32 ids[64], n_ids, i, len;
-	struct bpf_prog_info info;
+	__u32 ids[PROG_MAP_IDS_MAX], len;
+	int n_ids = prog_map_ids(prog_fd, ids), i, j, fd;
 	struct bpf_map_info mi;
 	struct run_map *m;
-	int j, fd;
 
-	memset(&info, 0, sizeof(info));
-	info.nr_map_ids = 64;
-	info.map_ids = (__u64)(unsigned long)ids;
-	len = sizeof(info);
-	if (bpf_prog_get_info_by_fd(prog_fd, &info, &len))
-		return -errno;
-	n_ids = info.nr_map_ids < 64 ? info.nr_map_ids : 64;
+	if (n_ids < 0)
+		return n_ids;
 	for (i = 0; i < n_ids; i++) {
 		for (j = 0; j < l->n_run_maps && l->run_maps[j].id != ids[i]; j++)
 			;
@@ -4177,17 +4182,10 @@ static int reopen_programs(struct loader *l)
 static __u32 prog_cfg_id(const struct loader *l, int prog_fd)
 {
 	char want[BPF_OBJ_NAME_LEN];
-	__u32 ids[64], n, i;
-	struct bpf_prog_info info = {};
-	__u32 len = sizeof(info);
-	int j;
+	__u32 ids[PROG_MAP_IDS_MAX];
+	int n = prog_map_ids(prog_fd, ids), i, j;
 
 	snprintf(want, sizeof(want), "%s", bpf_map__name(l->skel->maps.data_cfg));
-	info.nr_map_ids = 64;
-	info.map_ids = (__u64)(unsigned long)ids;
-	if (bpf_prog_get_info_by_fd(prog_fd, &info, &len))
-		return 0;
-	n = info.nr_map_ids < 64 ? info.nr_map_ids : 64;
 	for (i = 0; i < n; i++) {
 		struct bpf_map_info mi = {};
 		__u32 mlen = sizeof(mi);
@@ -5043,18 +5041,15 @@ static bool settle_pinned(const struct loader *l, const char *name)
  */
 static int staged_maps_check(const struct loader *l, int prog_fd)
 {
-	struct bpf_prog_info info = {};
-	__u32 ids[64], n, i, len = sizeof(info);
+	__u32 ids[PROG_MAP_IDS_MAX], len;
 	char why[512];
-	int err = 0;
+	int err = 0, n, i;
 
 	if (prog_fd < 0)
 		return 0;
-	info.nr_map_ids = 64;
-	info.map_ids = (__u64)(unsigned long)ids;
-	if (bpf_prog_get_info_by_fd(prog_fd, &info, &len))
-		return -errno;
-	n = info.nr_map_ids < 64 ? info.nr_map_ids : 64;
+	n = prog_map_ids(prog_fd, ids);
+	if (n < 0)
+		return n;
 	for (i = 0; !err && i < n; i++) {
 		struct bpf_map_info mi = {};
 		int m = bpf_map_get_fd_by_id(ids[i]);
