@@ -811,12 +811,12 @@ static int learn(struct resolver *r, const char *qname, long first_rule, struct 
 	}
 	/*
 	 * A name without a number would pass a ClientHello with host id 0, which the packet layer
-	 * and a switch's re-judge read as "no hello passed": its flows could not be told from
-	 * those that named no listed server. Enforcing, refused, as any answer that cannot be
-	 * learned. Report mode answers it unnumbered (its records name no host), so that the run
-	 * works as it would unconfined; a switch to enforce denies its TLS flows (sni_mismatch).
+	 * and a switch's re-judge read as "no hello passed", have its byte totals kept per address
+	 * instead of per name, and be left out of the names its addresses were answered for. So it
+	 * is refused, as any answer that cannot be learned is: in report mode too, since a switch
+	 * to enforce keeps what report mode learned for a listed name.
 	 */
-	if (!host_id && oc->n_addrs && r->o.policy->mode != SL_MODE_REPORT) {
+	if (!host_id && oc->n_addrs) {
 		if (intern_err == ENOSPC)
 			util_fmt(oc->why, sizeof(oc->why), "cannot number the name %s: the run has "
 				 "numbered %d names, the most it keeps (SL_HOSTS_MAX)", qname,
