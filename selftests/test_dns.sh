@@ -15,6 +15,8 @@
 #     refused (SERVFAIL) unless a cidrs rule covers them (the blackhole: never) (P8);
 #   - a listed name's addresses are allowed only once this run's resolver produced them, on the
 #     rule's ports and protocols (learned-only, per run);
+#   - an answer the run cannot learn (its learned-address map full, a name it cannot number) is
+#     refused whole, in report mode too, and leaves nothing learned;
 #   - curl, glibc and python resolve through /etc/resolv.conf, whatever server it names;
 #   - nothing is left behind.
 
@@ -1178,6 +1180,64 @@ assert_log "learned full: the connects are denied by default" "$F_LOG" 32 type=d
 rm -f -- "$SL_TMP/learned-full.batch" "$SL_TMP/learned-full.out"
 SL_RUN_ID=$F_ID SL_RUN_CGID=$(log_run_start_field "$F_LOG" cgroup_id)
 assert_run_clean "learned full: nothing left"
+
+# A name the run cannot number (past SL_HOSTS_MAX names, or the run's name map refusing the
+# number): the answer is refused as a whole, enforcing and in report mode alike, since a name
+# without a number could not be told from a ClientHello that named none and its byte totals
+# would be kept per address. The test takes the run's next number in its pinned name map
+# (map-hosts) before the workload asks: the resolver's write of it is refused (EEXIST), as a
+# full map's would be (E2BIG), and nothing of the answer may be learned.
+for n_mode in enforce report; do
+	printf 'mode: %s\ndefault: deny\nrules:\n  - name: npm\n    hosts: ["registry.npmjs.org"]\n' \
+		"$n_mode" >"$SL_TMP/number-$n_mode.yaml"
+	N_GO=$SL_TMP/run-number-$n_mode.go
+	N_ID=$(sluice_next_run_id)
+	N_LOG=$SL_TMP/$N_ID.log
+	N_PINS=/sys/fs/bpf/sluice/$N_ID
+	label="unnumbered ($n_mode)"
+	SL_EXTRA_MARK=$(sl_lines "$SL_EXTRA_LOG")
+	upstream_mark
+	sluice_start "$SL_TMP/number-$n_mode.yaml" "$N_LOG" --netns "/run/netns/$SL_NS_RUN" \
+		--upstream "127.0.0.1:$SL_DNS_PORT" -- sh -c '
+	i=0
+	while [ ! -e "$0" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
+	"$@" A >"$0.dig"
+	: >"$0.asked"
+	i=0
+	while [ ! -e "$0.end" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done' \
+		"$N_GO" "${DIG[@]}" @203.0.113.53 registry.npmjs.org
+	N_PID=$SL_RUN_PID
+	wait_until 10000 test -e "$N_PINS/map-hosts"
+	# the next number: one past the highest the map holds (1 when it holds none)
+	n_next=$(bpftool -j map dump pinned "$N_PINS/map-hosts" 2>/dev/null | python3 -c '
+import json, sys
+ids = [int.from_bytes(bytes(int(b, 16) for b in e["key"][4:8]), "little")
+       for e in json.load(sys.stdin)]
+print(max(ids, default=0) + 1)' 2>&1)
+	# shellcheck disable=SC2046 # the key's and the value's bytes are words
+	n_took=$(bpftool map update pinned "$N_PINS/map-hosts" \
+		key hex 20 00 00 00 $(printf '%02x %02x %02x %02x' $((n_next & 255)) \
+			$((n_next >> 8 & 255)) $((n_next >> 16 & 255)) $((n_next >> 24 & 255))) \
+		value hex 74 61 6b 65 6e $(printf ' 00%.0s' $(seq 251)) 2>&1)
+	tap_is "$label: the test took the run's next name number ($n_next)" "$n_took" ""
+	: >"$N_GO"
+	wait_until 20000 test -e "$N_GO.asked"
+	assert_dig "$label: the client gets SERVFAIL, no answers" "$N_GO.dig" SERVFAIL ""
+	why=$(log_dns_why "$N_LOG" type=dns host=registry.npmjs.org decision=error)
+	tap_is "$label: the dns line says why" "$why" \
+		"cannot number the name registry.npmjs.org: File exists"
+	n_learned=$(bpftool -j map dump pinned "$N_PINS/map-learned4" 2>&1 |
+		python3 -c 'import json, sys; print(len(json.load(sys.stdin)))' 2>&1)
+	n_pairs=$(bpftool -j map dump pinned "$N_PINS/map-sni-ok" 2>&1 |
+		python3 -c 'import json, sys; print(len(json.load(sys.stdin)))' 2>&1)
+	tap_is "$label: no address and no server-name pair was learned" \
+		"learned $n_learned, pairs $n_pairs" "learned 0, pairs 0"
+	: >"$N_GO.end"
+	SL_RUN_PID=$N_PID
+	sluice_wait 20 || tap_diag "$label: the run did not end within 20 s"
+	SL_RUN_ID=$N_ID SL_RUN_CGID=$(log_run_start_field "$N_LOG" cgroup_id)
+	assert_run_clean "$label: nothing left"
+done
 
 # ---------------------------------------------------------------------------------------------
 # 9. Ports and protocols of the rule that listed the name.
