@@ -114,14 +114,18 @@ run_map() {
 	bpftool -j map dump id "$id"
 }
 # host_side_map_id NAME: the id of the map NAME the host side's program on the run's veth (vrun's
-# ingress, tcx or clsact) uses; nothing if there is not exactly one such program
+# ingress, tcx or clsact) uses; nothing if there is not exactly one such program. bpftool names
+# a tcx link's program "sl_tc_ingress" with its "prog_id", a clsact filter's (kernels before 6.6)
+# "sl_tc_ingress:[ID]" with its "id".
 host_side_map_id() {
 	local progs
 	progs=$(in_rtr bpftool -j net show dev vrun | python3 -c 'import json, sys
 for dev in json.load(sys.stdin):
     for tc in dev.get("tc", []):
-        if tc.get("name") == "sl_tc_ingress" and tc.get("kind", "").endswith("ingress"):
-            print(tc["prog_id"])') || return 1
+        name = tc.get("name", "")
+        if (name == "sl_tc_ingress" or name.startswith("sl_tc_ingress:[")) and \
+                tc.get("kind", "").endswith("ingress"):
+            print(tc.get("prog_id", tc.get("id")))') || return 1
 	[[ $progs =~ ^[0-9]+$ ]] || return 1
 	prog_map_id "$progs" "$1"
 }
