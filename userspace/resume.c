@@ -665,6 +665,18 @@ static bool is_run_netns(const struct sl_run_cfg *cfg, int fd)
 	       st.st_ino == cfg->netns_ino;
 }
 
+/* This process's network namespace if it is the run's (a daemon started in it), else -1. */
+static int own_run_netns(const struct run *r)
+{
+	int fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+
+	if (is_run_netns(loader_run_cfg(r->loader), fd))
+		return fd;
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
 /*
  * The namespace the run's resolver listened in, by the identity the programs keep: this
  * process's own (*own, -1 returned), the --netns path run_start names while it still names
@@ -677,12 +689,12 @@ static int find_netns(const struct run *r, const struct resume_start *s, bool *o
 	FILE *f;
 	int fd;
 
-	fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-	*own = is_run_netns(cfg, fd);
-	if (fd >= 0)
+	fd = own_run_netns(r);
+	*own = fd >= 0;
+	if (*own) {
 		close(fd);
-	if (*own)
 		return -1;
+	}
 	if (s->has_netns) {
 		/* the log's (unsigned) path: only a namespace file is opened, and only the run's kept */
 		fd = runopts_open_netns(s->netns, path, sizeof(path));
@@ -898,7 +910,7 @@ int resume_take(struct run *r, char *msg, size_t msg_len)
 	char dns_why[512], serve_why[160] = "";
 	bool serving;
 	size_t k;
-	int err;
+	int err, host_fd;
 
 	/* until the log is continued, a failure leaves the run exactly as it found it */
 	r->hands_off = true;
@@ -971,13 +983,18 @@ int resume_take(struct run *r, char *msg, size_t msg_len)
 	msg[0] = '\0';
 	/*
 	 * the host side's clsact filters (kernels without tcx): found, so the run's end removes
-	 * them; and the peers of its tcx links
+	 * them; and the peers of its tcx links. In the run's namespace when this process is in it
+	 * too (a daemon started there: no netns_fd, its resolver serves where it is); unsearched,
+	 * a clsact filter would outlive the run and drop every frame of the namespace.
 	 */
-	if (r->netns_fd >= 0 && (err = loader_refind_host_side(r->loader, r->netns_fd)) < 0)
+	host_fd = r->netns_fd >= 0 ? r->netns_fd : own_run_netns(r);
+	if (host_fd >= 0 && (err = loader_refind_host_side(r->loader, host_fd)) < 0)
 		fprintf(stderr, "%s: find the run's host side on its veths' peers: %s; its clsact "
 				"filters stay until their veths go, and no destroyed socket's RST "
 				"leaves\n",
 			r->args.cmd_name, strerror(-err));
+	if (host_fd >= 0 && host_fd != r->netns_fd)
+		close(host_fd);
 	err = 0;
 	/* the switch the dead writer left open, closed first: every line after is the run's */
 	if (s.sw_close == SWITCH_DONE)
