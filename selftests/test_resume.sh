@@ -211,8 +211,12 @@ if ! wait_until 5000 log_has "$log_a" type=writer_restart; then
 	tap_diag_file "$SL_TMP/resume-$id_a.err"
 	bail_out "run A: sluice resume wrote no writer_restart"
 fi
+# (the live writer stopped meanwhile: its own checkpoint, due every 10 s, would change the log
+# and its sidecar while the second is refused, as it did once under emulation)
+kill -STOP "$SL_RESUME_PID"
 resume_refused "a second resume while the first is alive is refused" "$id_a" "$log_a" \
 	"writer is alive"
+kill -CONT "$SL_RESUME_PID"
 touch "$SL_TMP/a-go"
 if resume_wait 20; then
 	tap_is "resume: exits 0 when the run's cgroup empties" "$SL_RESUME_RC" 0
