@@ -128,6 +128,16 @@ tap_skip() {
 	echo "ok $SL_TAP_N - $1 # SKIP $2"
 }
 
+# kernel_at_least MAJOR MINOR: the running kernel is MAJOR.MINOR or later (uname -r)
+kernel_at_least() {
+	local k major minor
+	k=$(uname -r)
+	major=${k%%.*}
+	minor=${k#*.}
+	minor=${minor%%[!0-9]*}
+	((major > $1 || (major == $1 && minor >= $2)))
+}
+
 # tap_check NAME CMD…: ok if CMD succeeds; otherwise its output becomes the diagnostic.
 tap_check() {
 	local name=$1 out rc

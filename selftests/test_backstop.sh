@@ -120,12 +120,8 @@ frames_during_run "$log"
 assert_rc "tc: the run ends normally" 0
 tap_is "tc: the AF_PACKET sender sent its frames" "$(cat "$SL_TMP/frames.out")" "sent"
 # tcx is there from 6.6; before it the host side is the clsact fallback
-kv=$(uname -r)
-kmaj=${kv%%.*}
-kmin=${kv#*.}
-kmin=${kmin%%[!0-9]*}
 side="vrun@$SL_NS_RTR"
-((kmaj > 6 || (kmaj == 6 && kmin >= 6))) || side+=" (clsact)"
+kernel_at_least 6 6 || side+=" (clsact)"
 tap_check "tc: run_start names the host-side peer it watches (\"$side\")" \
 	grep -qF "\"host_side\":\"$side\"" "$log"
 sink_wait 'udp 198.51.100.10 9999' 1 2000

@@ -22,17 +22,6 @@
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-# pidfd_thread_kernel: the kernel gives a thread its own pidfd (PIDFD_THREAD, 6.9), through which
-# a switch reads a socket held only in that thread's table
-pidfd_thread_kernel() {
-	local k major minor
-	k=$(uname -r)
-	major=${k%%.*}
-	minor=${k#*.}
-	minor=${minor%%[!0-9]*}
-	((major > 6 || (major == 6 && minor >= 9)))
-}
-
 require_root
 require_sluice
 topo_up
@@ -195,7 +184,9 @@ from before the switch)" "$(($(sink_lines_bytes tcp 198.51.100.10 8080) + $(in_i
 			"$(log_count "$LOG" type=preexisting pid="$p" port=80 decision=deny \
 				enforced=true reason=default_deny flow=destroyed)" 1 || tap_diag_file "$LOG"
 	done
-	if [[ $step == switch ]] && ! pidfd_thread_kernel; then
+	# (a thread's own pidfd, PIDFD_THREAD, through which a switch reads a socket held only in
+	# that thread's table, is 6.9's)
+	if [[ $step == switch ]] && ! kernel_at_least 6 9; then
 		tap_skip "switch: each hidden flow's state was read through its thread (no unread)" \
 			"kernel $(uname -r) has no PIDFD_THREAD (6.9): a thread's own table cannot be read, and its flows fail closed (cut above)"
 	elif [[ $step == switch ]]; then
