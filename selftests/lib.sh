@@ -1320,13 +1320,16 @@ sl_hold_loads() {
 
 # sl_daemon_start [ARGS…]: a daemon of this test, its socket, state and logs under
 # $SL_TMP/daemon (SL_DAEMON_DIR), SLUICE_SOCKET exported for every client; SL_DAEMON_PID. Its
-# stderr accumulates in $SL_DAEMON_DIR/err across restarts. Waits until it answers.
+# stderr accumulates in $SL_DAEMON_DIR/err across restarts. Waits until it answers. With
+# SL_DAEMON_NETNS set (a namespace file), the daemon runs in that network namespace.
 sl_daemon_start() {
-	local i
+	local i in_ns=()
 	SL_DAEMON_DIR=$SL_TMP/daemon
 	mkdir -p "$SL_DAEMON_DIR"
 	export SLUICE_SOCKET=$SL_DAEMON_DIR/sluice.sock
-	"$SLUICE" daemon --state-dir "$SL_DAEMON_DIR/state" --log-dir "$SL_DAEMON_DIR/logs" "$@" \
+	# (nsenter enters and execs: $! is the daemon's pid)
+	[[ -n ${SL_DAEMON_NETNS:-} ]] && in_ns=(nsenter "--net=$SL_DAEMON_NETNS" --)
+	"${in_ns[@]}" "$SLUICE" daemon --state-dir "$SL_DAEMON_DIR/state" --log-dir "$SL_DAEMON_DIR/logs" "$@" \
 		>>"$SL_DAEMON_DIR/out" 2>>"$SL_DAEMON_DIR/err" </dev/null &
 	SL_DAEMON_PID=$!
 	sl_track_pid "$SL_DAEMON_PID"

@@ -24,6 +24,10 @@
 #   by a new daemon too (it finds its tcx links' peers); with --allow-root (TCP_REPAIR could set
 #   the RST's sequence numbers) none arrives, nor with a veth added to the namespace after the
 #   attach whose peer, in a namespace of its own, has no host side.
+#   A daemon started in the run's own namespace takes such a run over too (its kills are told
+#   that namespace, its own): the RST of a flow the switch's scan could not find (its socket in
+#   flight, SCM_RIGHTS), which the backstop denies at its next packet and the writer destroys,
+#   arrives fixed, as it does after a take-over by a daemon outside.
 # - a daemon killed inside a destroy leaves the socket's cookie marked: the next one, taking the
 #   run over, empties sl_destroying.
 # - a socket of the run's cgroup in a network namespace of its own, with a way out no host side
@@ -53,7 +57,7 @@ FORM=$SL_LIB_DIR/tools/sl_rstform.py
 # the blackhole, as IPv4, as IPv6 (AWS's), and embedded in NAT64's well-known prefix
 MD=169.254.169.254 MD6=fd00:ec2::254 MD64=64:ff9b::a9fe:a9fe
 
-tap_plan 41
+tap_plan 48
 
 # attacked NAME [ATTACH_ARGS...]: the attacker's connections, made in a new cgroup before the
 # attach; the attach (enforce) destroys them while the test host watches. Sets W (the
@@ -290,6 +294,79 @@ switched run daemon_restart
 line=$(rst_of plain)
 tap_is "run, taken over: the RST arrives, fixed" "$(fixed_form "$line" 63)" "ipv4 fixed fixed" ||
 	tap_diag "$line $(tail -n 5 "$SL_DAEMON_DIR/err")"
+# … taken over by a daemon started in the run's own namespace (its own is the run's: no other
+# to find, and a switch's destroy goes by the namespace the socket was found in)
+# shellcheck disable=SC2016 # expanded by eval
+switched ownns 'SL_DAEMON_NETNS=/run/netns/$SL_NS_RUN daemon_restart'
+line=$(rst_of plain)
+tap_is "run, taken over by a daemon in the run's namespace: the RST arrives, fixed" \
+	"$(fixed_form "$line" 63)" "ipv4 fixed fixed" || tap_diag "$line $(tail -n 5 "$SL_DAEMON_DIR/err")"
+daemon_restart # (the host's again: the next run's resolver reaches its upstream from there)
+
+# --- a flow no switch's scan finds (its socket in flight, SCM_RIGHTS: tools/sl_hide.py), which
+# the backstop denies at its first packet out under the new policy, after a take-over: the
+# writer's own kill destroys it, and must be told the run's namespace (for a daemon in it, its
+# own: without one, the kill sees no way out it can judge and lets no RST leave)
+# in_flight NAME BEFORE: BEFORE (eval) runs once the socket is hidden, before the switch
+in_flight() {
+	local name=$1 before=$2 out
+	W=$SL_TMP/$name-watch H=$SL_TMP/$name-hide LOG=$SL_TMP/$name.jsonl
+	mkdir -p "$W" "$H"
+	in_inet python3 "$FORM" watch "$W" >"$W/out" 2>&1 &
+	sl_track_pid "$!"
+	sl_on_exit "touch '$W/stop' '$H/go'"
+	wait_until 5000 test -e "$W/ready" || bail_out "the watcher: $(cat "$W/out")"
+	sluice_start "$SL_TMP/allow.yaml" "$LOG" --netns "/run/netns/$SL_NS_RUN" -- \
+		python3 "$SL_LIB_DIR/tools/sl_hide.py" "$H" inflight 198.51.100.20 80
+	wait_until 10000 test -e "$H/ready" ||
+		bail_out "$name: the hider: $(tr "\n" " " <"$SL_ERR" 2>/dev/null)"
+	eval "$before"
+	out=$("$SLUICE" replace-policy --run-id "$SL_RUN_ID" "$SL_TMP/deny.yaml" 2>&1) ||
+		bail_out "$name: replace-policy: $out"
+	touch "$H/go"
+	wait_until 10000 test "$(log_count "$LOG" type=decision flow=destroyed)" -ge 1
+	sink_settle
+	touch "$W/stop"
+	sluice_wait 20 || bail_out "$name: the run did not end"
+	tap_is "$name: the backstop denied the flow at its next packet, and destroyed it" \
+		"$(log_count "$LOG" type=decision hook=egress decision=deny enforced=true \
+			dst=198.51.100.20 port=80 flow=destroyed)" 1 || tap_diag_file "$LOG"
+}
+# (the RST from the hidden socket: its port is not written down, the watched host has no other)
+rst_to_80() { awk '$5 == 80' "$W/seen" 2>/dev/null | head -n 1; }
+# shellcheck disable=SC2016 # expanded by eval
+in_flight flight_ownns 'SL_DAEMON_NETNS=/run/netns/$SL_NS_RUN daemon_restart'
+line=$(rst_to_80)
+tap_is "a flow in flight at the switch, taken over by a daemon in the run's namespace: the RST \
+arrives, fixed" "$(fixed_form "$line" 63)" "ipv4 fixed fixed" ||
+	tap_diag "$line $(tail -n 5 "$SL_DAEMON_DIR/err")"
+daemon_restart
+in_flight flight daemon_restart # (the control: the host's daemon)
+line=$(rst_to_80)
+tap_is "a flow in flight at the switch, taken over: the RST arrives, fixed" \
+	"$(fixed_form "$line" 63)" "ipv4 fixed fixed" || tap_diag "$line $(tail -n 5 "$SL_DAEMON_DIR/err")"
+# a flow a byte cap cuts (max_request_bytes: 1, its send "after\n"): to an address and port the
+# policy allows, whose packets without data leave as the kernel writes them; so does its RST
+printf '%s\n' 'default: deny' 'rules:' '  - name: test-host' '    cidrs: ["198.51.100.20/32"]' \
+	'    ports: [80]' '    max_request_bytes: 1' >"$SL_TMP/cap.yaml"
+W=$SL_TMP/cap-watch H=$SL_TMP/cap-hold LOG=$SL_TMP/cap.jsonl
+mkdir -p "$W" "$H"
+in_inet python3 "$FORM" watch "$W" >"$W/out" 2>&1 &
+sl_track_pid "$!"
+sl_on_exit "touch '$W/stop' '$H/stop'"
+wait_until 5000 test -e "$W/ready" || bail_out "the watcher: $(cat "$W/out")"
+sluice_start "$SL_TMP/cap.yaml" "$LOG" --netns "/run/netns/$SL_NS_RUN" -- \
+	python3 "$FORM" hold "$H" v4opts 198.51.100.20 80
+wait_until 10000 test -e "$H/ready" || bail_out "cap: the holder: $(cat "$SL_ERR" "$H/out")"
+touch "$H/stop"
+wait_until 10000 test "$(log_count "$LOG" type=flow_cut flow=destroyed)" -ge 1
+sink_settle
+touch "$W/stop"
+sluice_wait 20 || bail_out "cap: the run did not end"
+line=$(rst_of v4opts)
+tap_is "a flow a cap cuts: its RST arrives as the kernel wrote it (IP_TOS, IP_TTL kept)" \
+	"$(awk '{ print $1, $6, $7 }' <<<"$line")" "ipv4 tos=184 ttl=6" || tap_diag "$line"
+
 # --allow-root: the workload could have set the RST's sequence numbers (TCP_REPAIR): none leaves
 switched allowroot : --allow-root
 tap_is "run --allow-root: no RST reaches the test host" "$(cat "$W/seen" 2>/dev/null)" ""

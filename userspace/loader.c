@@ -2526,6 +2526,18 @@ struct loader *loader_reopen(const char *run_id, const struct loader_open_switch
 
 static void tc_detach(struct tc_attachment *a);
 
+/* Each clsact pin no filter was found for, named: if the filter is anywhere, it stays there. */
+static void say_clsact_unfound(const struct loader *l, const char *where)
+{
+	int i;
+
+	for (i = 0; i < l->n_clsact_pins; i++)
+		if (!l->clsact_pins[i].found)
+			fprintf(stderr, "sluice: %s: the host-side clsact filter %s is not found on "
+					"the run's veths%s: it stays until its veth goes\n", l->pin_dir,
+				l->clsact_pins[i].name, where);
+}
+
 /*
  * The run's clsact filters (a tcx link goes with its pin), found on its namespace's veth peers
  * as a take-over finds them (loader_refind_host_side: the filter at the pin's handle running the
@@ -2541,16 +2553,11 @@ static void purge_clsact(struct loader *l, const struct sl_run_cfg *run)
 		return;
 	if (run)
 		netns = netdev_netns_find(run->netns_dev, run->netns_ino);
-	if (netns >= 0)
+	if (netns < 0 || loader_refind_host_side(l, netns) < 0)
 		/* (what it found before an error is removed too) */
-		loader_refind_host_side(l, netns);
+		say_clsact_unfound(l, netns < 0 ? " (its namespace is gone)" : "");
 	for (i = 0; i < l->n_tc; i++)
 		tc_detach(&l->tc_att[i]);
-	for (i = 0; i < l->n_clsact_pins; i++)
-		if (!l->clsact_pins[i].found)
-			fprintf(stderr, "sluice: %s: the host-side clsact filter %s is not found on "
-					"the run's veths%s: it stays until its veth goes\n", l->pin_dir,
-				l->clsact_pins[i].name, netns < 0 ? " (its namespace is gone)" : "");
 	if (netns >= 0)
 		close(netns);
 }
@@ -3632,6 +3639,7 @@ int loader_refind_host_side(struct loader *l, int run_netns_fd)
 		found++;
 	}
 	netdev_peers_free(peers + i, n - i);
+	say_clsact_unfound(l, "");
 	return found;
 }
 

@@ -173,8 +173,9 @@ int loader_attach_tc(struct loader *l, int run_netns_fd, char *desc, size_t desc
  * For a resumed writer: the host side on the peers of run_netns_fd's veths. The clsact filters
  * (kernels without tcx) its run left, found by the pinned program they run, so that
  * loader_detach removes them; and the peer each tcx link (pinned: loader_reopen has them) is
- * attached to, which a destroy's RST needs (loader_kill_socket). Returns how many clsact
- * filters were found, or -errno.
+ * attached to, which a destroy's RST needs (loader_kill_socket). A pinned clsact filter not
+ * found is named on stderr (it stays wherever it is). Returns how many clsact filters were
+ * found, or -errno.
  */
 int loader_refind_host_side(struct loader *l, int run_netns_fd);
 

@@ -679,10 +679,12 @@ static int own_run_netns(const struct run *r)
 
 /*
  * The namespace the run's resolver listened in, by the identity the programs keep: this
- * process's own (*own, -1 returned), the --netns path run_start names while it still names
- * it, or a process of the run's. -1: none of them (the namespace is gone).
+ * process's own (a daemon started in it), the --netns path run_start names while it still
+ * names it, or a process of the run's. -1: none of them (the namespace is gone). Kept as the
+ * run's netns_fd in each case, this process's own too: a kill judges whether a destroyed
+ * socket's RST may leave by the namespace it is given, and with none it lets none out.
  */
-static int find_netns(const struct run *r, const struct resume_start *s, bool *own)
+static int find_netns(const struct run *r, const struct resume_start *s)
 {
 	const struct sl_run_cfg *cfg = loader_run_cfg(r->loader);
 	char path[PATH_MAX], procs[PATH_MAX], line[32];
@@ -690,11 +692,8 @@ static int find_netns(const struct run *r, const struct resume_start *s, bool *o
 	int fd;
 
 	fd = own_run_netns(r);
-	*own = fd >= 0;
-	if (*own) {
-		close(fd);
-		return -1;
-	}
+	if (fd >= 0)
+		return fd;
 	if (s->has_netns) {
 		/* the log's (unsigned) path: only a namespace file is opened, and only the run's kept */
 		fd = runopts_open_netns(s->netns, path, sizeof(path));
@@ -839,15 +838,15 @@ static int take_over(struct run *r, struct resume_start *s, char *msg, size_t ms
 }
 
 /*
- * DNS again, on the port the programs send it to, in the run's namespace, with the names the
- * first resolver kept with the run. Where it cannot listen (the namespace is gone, the port is
- * taken) the names are still taken, for the records; false then (said in the log later).
+ * DNS again, on the port the programs send it to, in the run's namespace (r->netns_fd:
+ * find_netns), with the names the first resolver kept with the run. Where it cannot listen (the
+ * namespace is gone, the port is taken) the names are still taken, for the records; false then
+ * (said in the log later).
  */
-static bool start_resolver(struct run *r, const struct resume_start *s, char *why, size_t len)
+static bool start_resolver(struct run *r, char *why, size_t len)
 {
 	char bind_why[256] = "";
 	int err;
-	bool own;
 
 	why[0] = '\0';
 	/* the names first: a resolver without them would hand out ids the run holds for others */
@@ -867,8 +866,7 @@ static bool start_resolver(struct run *r, const struct resume_start *s, char *wh
 		return false;
 	}
 	err = -ENOENT;
-	r->netns_fd = find_netns(r, s, &own);
-	if (r->netns_fd >= 0 || own)
+	if (r->netns_fd >= 0)
 		err = run_start_resolver(r, loader_dns_port(r->loader), bind_why, sizeof(bind_why));
 	else
 		util_fmt(bind_why, sizeof(bind_why), "the namespace the run's resolver listened in "
@@ -910,7 +908,7 @@ int resume_take(struct run *r, char *msg, size_t msg_len)
 	char dns_why[512], serve_why[160] = "";
 	bool serving;
 	size_t k;
-	int err, host_fd;
+	int err;
 
 	/* until the log is continued, a failure leaves the run exactly as it found it */
 	r->hands_off = true;
@@ -933,7 +931,8 @@ int resume_take(struct run *r, char *msg, size_t msg_len)
 	err = take_over(r, &s, msg, msg_len);
 	if (err)
 		goto out;
-	serving = start_resolver(r, &s, dns_why, sizeof(dns_why));
+	r->netns_fd = find_netns(r, &s);
+	serving = start_resolver(r, dns_why, sizeof(dns_why));
 	err = verify_pass(r, &pass, &tail, msg, msg_len);
 	if (err)
 		goto out;
@@ -983,18 +982,14 @@ int resume_take(struct run *r, char *msg, size_t msg_len)
 	msg[0] = '\0';
 	/*
 	 * the host side's clsact filters (kernels without tcx): found, so the run's end removes
-	 * them; and the peers of its tcx links. In the run's namespace when this process is in it
-	 * too (a daemon started there: no netns_fd, its resolver serves where it is); unsearched,
-	 * a clsact filter would outlive the run and drop every frame of the namespace.
+	 * them; and the peers of its tcx links. Unsearched, a clsact filter would outlive the run
+	 * and drop every frame of the namespace.
 	 */
-	host_fd = r->netns_fd >= 0 ? r->netns_fd : own_run_netns(r);
-	if (host_fd >= 0 && (err = loader_refind_host_side(r->loader, host_fd)) < 0)
+	if (r->netns_fd >= 0 && (err = loader_refind_host_side(r->loader, r->netns_fd)) < 0)
 		fprintf(stderr, "%s: find the run's host side on its veths' peers: %s; its clsact "
 				"filters stay until their veths go, and no destroyed socket's RST "
 				"leaves\n",
 			r->args.cmd_name, strerror(-err));
-	if (host_fd >= 0 && host_fd != r->netns_fd)
-		close(host_fd);
 	err = 0;
 	/* the switch the dead writer left open, closed first: every line after is the run's */
 	if (s.sw_close == SWITCH_DONE)
