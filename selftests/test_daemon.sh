@@ -237,6 +237,51 @@ out=$(attach "$RA" "$(sl_cgroup_new c)" "$SL_TMP/a.yaml")
 tap_check "a run id in use is refused" \
 	test "${out:0:11}" == '{"ok":false' -a -z "${out##*attached already*}"
 
+# --- next_free_id (sluice oci-hook's request: a container started again keeps its id)
+RR=t-$SL_ID-again
+SL_RUNS+=("$RR" "$RR-2")
+CG_R=$(sl_cgroup_new again)
+out=$(attach "$RR" "$CG_R" "$SL_TMP/a.yaml" '"next_free_id":true')
+tap_is "next_free_id: a free run id is taken as it is" "$(sl_reply_field "$out" run_id)" "$RR" ||
+	tap_diag "$out"
+# the cgroup removed and made again at once (docker restart), the request read in the same turn
+# of the daemon's loop as the removal is seen (the client connected and accepted first, the
+# daemon stopped while the cgroup goes and comes back and the request is sent): the first run
+# ends at the attach, not refused as an overlap, and the id is the next free one (the first run's
+# log exists)
+out=$(python3 -c 'import os, signal, socket, sys, time
+pid, cg, sock, req = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(60)
+s.connect(sock)
+time.sleep(0.5)  # accepted: a client is read before the loop looks at its runs
+os.kill(pid, signal.SIGSTOP)
+try:
+    os.rmdir(cg)
+    os.mkdir(cg)
+    s.sendall(req.encode() + b"\n")
+finally:
+    os.kill(pid, signal.SIGCONT)
+print(s.makefile().readline().strip())' "$SL_DAEMON_PID" "$CG_R" "$SLUICE_SOCKET" \
+	"{\"op\":\"attach\",\"run_id\":\"$RR\",\"cgroup\":\"$CG_R\",\"policy\":\"$SL_TMP/a.yaml\",\"next_free_id\":true}")
+tap_is "next_free_id: its cgroup made again at once: attached as $RR-2 (its log exists)" \
+	"$(sl_reply_field "$out" run_id)" "$RR-2" || tap_diag "$out"
+tap_check "next_free_id: … the first run ended (cgroup removed), its log sealed" \
+	log_well_formed "$D/logs/$RR.jsonl"
+out=$(attach "$RR" "$(sl_cgroup_new again3)" "$SL_TMP/a.yaml" '"next_free_id":true' \
+	"\"log\":\"$SL_TMP/again3.jsonl\"")
+tap_check "next_free_id with a log of the client's: refused" \
+	test -z "${out##*next_free_id and log*}" -a "${out:0:11}" == '{"ok":false'
+# a taken id with no room for -N (72 characters at most): refused, saying so
+RL=t-$SL_ID-$(printf 'l%.0s' $(seq $((72 - 3 - ${#SL_ID}))))
+out=$(attach "$RL" "$(sl_cgroup_new long1)" "$SL_TMP/a.yaml" '"next_free_id":true')
+SL_RUNS+=("$RL")
+out=$(attach "$RL" "$(sl_cgroup_new long2)" "$SL_TMP/a.yaml" '"next_free_id":true')
+tap_check "next_free_id: a taken id of 72 characters: refused, -2 would be too long" \
+	test -z "${out##*$RL-2 would be longer than 72 characters*}" -a "${out:0:11}" == '{"ok":false'
+"$SLUICE" detach --run-id "$RL" >/dev/null 2>&1
+"$SLUICE" detach --run-id "$RR-2" >/dev/null 2>&1
+
 status=$("$SLUICE" status --json)
 tap_cmp "sluice status lists both runs" "$(grep -c -e "\"run_id\":\"$RA\"" \
 	-e "\"run_id\":\"$RB\"" <<<"$status")" -eq 2

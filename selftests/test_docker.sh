@@ -127,7 +127,7 @@ wait_until 30000 dockerd_answers ||
 # docker_ns CMD…: CMD in dockerd's mount namespace (where Docker's state is)
 docker_ns() { nsenter --mount="/proc/$DOCKERD_PID/ns/mnt" -- "$@"; }
 
-tap_plan 34
+tap_plan 38
 
 # the image: busybox and the links its commands need
 ROOTFS=$SL_TMP/rootfs
@@ -226,18 +226,39 @@ docker run "${RUN_OPTS[@]}" -d --runtime sluice --network host --cgroup-parent "
 	--name "$PFX-rt2" "$IMAGE" sleep 600 >"$SL_TMP/out" 2>"$SL_TMP/err" ||
 	tap_diag "docker run -d --runtime sluice: $(cat "$SL_TMP/err")"
 CID=$(cat "$SL_TMP/out")
-[[ -n $CID ]] && SL_RUNS+=("$CID")
+[[ -n $CID ]] && SL_RUNS+=("$CID" "$CID-2" "$CID-3")
 ex=$(docker exec "$PFX-rt2" echo in-it 2>&1)
 docker stop -t 1 "$PFX-rt2" >/dev/null 2>&1
 st=$?
-# started again: the same id, whose run's log exists (never overwritten): refused, not unconfined
+# started again: the same id, whose first run's log exists (never overwritten): a run of its
+# own, CID-2, confined as the first; then docker restart at once (the cgroup made again at the
+# same path as the run's, removed an instant before): CID-3
 docker start "$PFX-rt2" >/dev/null 2>"$SL_TMP/err"
-tap_is "runtime: a container started again (its id's log exists) fails, the hook saying why" \
-	"$? $(grep -c "sluice oci-hook: the daemon refused: .*$CID.jsonl.*File exists" \
-		"$SL_TMP/err")" "1 1"
+rc=$?
+denied_in() { docker exec "$PFX-rt2" sh -c 'nc -w 3 198.51.100.20 80 </dev/null 2>&1; echo "rc=$?"'; }
+out=$(denied_in)
+tap_is "runtime: a container started again runs, and is confined (its connect: EPERM)" \
+	"$rc $(grep -c 'Operation not permitted' <<<"$out") $(grep -c '^rc=1$' <<<"$out")" "0 1 1" ||
+	tap_diag "$out $(cat "$SL_TMP/err") $(tail -n 3 "$SL_DAEMON_DIR/err")"
+assert_log "runtime: … under run CID-2, its log its own, the denial in it" "$LOGS/$CID-2.jsonl" 1 \
+	type=decision dst=198.51.100.20 port=80 decision=deny enforced=true
+docker restart -t 1 "$PFX-rt2" >/dev/null 2>"$SL_TMP/err"
+rc=$?
+out=$(denied_in)
+tap_is "runtime: docker restart: the container runs again, confined" \
+	"$rc $(grep -c 'Operation not permitted' <<<"$out")" "0 1" ||
+	tap_diag "$out $(cat "$SL_TMP/err") $(tail -n 3 "$SL_DAEMON_DIR/err")"
+assert_log "runtime: … under run CID-3" "$LOGS/$CID-3.jsonl" 1 \
+	type=decision dst=198.51.100.20 port=80 decision=deny enforced=true
 docker rm --force "$PFX-rt2" >/dev/null 2>&1
 tap_is "runtime: docker exec, stop and rm through the wrapper" "$ex $st $?" "in-it 0 0"
-"$SLUICE" detach --run-id "$CID" >/dev/null 2>&1
+wait_until 10000 test ! -e "/sys/fs/bpf/sluice/$CID-3"
+ok=
+for l in "$CID" "$CID-2" "$CID-3"; do
+	log_well_formed "$LOGS/$l.jsonl" >/dev/null 2>&1 && ok+=" ok" || ok+=" $l"
+done
+tap_is "runtime: each start's log is whole and sealed (the first never written over)" "$ok" \
+	" ok ok ok"
 # the wrapper's refusal reaches docker's user through runc's log (Docker shows no runtime stderr)
 docker run "${RUN_OPTS[@]}" --runtime sluice-norunc --rm --network host \
 	--cgroup-parent "/$PFX-rt" "$IMAGE" true >/dev/null 2>"$SL_TMP/err"

@@ -222,7 +222,7 @@ hook_case "--trust-run-id: the annotation's run id as it is" 0 '"run_id":"r-7",'
 	"$(state c-1 "$HOST_PID" "$HB" "$R7")"
 HOOK_ARGS=(--policy-dir "$SL_TMP")
 hook_case "a run id annotation too long to hold the container's id" 2 \
-	"and the container's id make more than 64 characters" \
+	"and the container's id make more than 72 characters" \
 	"$(state c-1 "$HOST_PID" "$HB" ',"annotations":{"io.sluice.policy":"'"$POLICY"'",
 	"io.sluice.run-id":"'"$(printf 'x%.0s' $(seq 60))"'"}')"
 hook_case "an annotation cannot turn enforcement off (report)" 2 \
@@ -318,10 +318,10 @@ HOOK_ARGS=(--policy-dir "$SL_TMP")
 hook_case "bad mode" 2 "annotation io.sluice.mode: expected report or enforce" \
 	"$(state c-1 "$HOST_PID" "$HB" \
 		',"annotations":{"io.sluice.mode":"off","io.sluice.policy":"/p"}')"
-hook_case "bad run id" 2 "annotation io.sluice.run-id: expected 1-64 characters" \
+hook_case "bad run id" 2 "annotation io.sluice.run-id: expected 1-72 characters" \
 	"$(state c-1 "$HOST_PID" "$HB" ',"annotations":{"io.sluice.run-id":"-x"}')"
 hook_case "id not a valid run id" 2 "is not a valid run id" \
-	"$(state "$(printf 'b%.0s' $(seq 70))" "$HOST_PID" "$HB")"
+	"$(state "$(printf 'b%.0s' $(seq 73))" "$HOST_PID" "$HB")"
 hook_case "task too long" 2 "task: longer than 256 bytes" \
 	"$(state c-1 "$HOST_PID" "$HB" ',"annotations":{"io.sluice.policy":"'"$POLICY"'",
 	"io.sluice.task":"'"$(printf 't%.0s' $(seq 300))"'"}')"
@@ -420,6 +420,22 @@ assert_log "runc: the run's log has the allowed connection" "$LOG" +1 type=decis
 wait_until 10000 bash -c "! '$SLUICE' status 2>/dev/null | grep -q '$PFX-first'"
 tap_check "runc: the run ended with the container; its log verifies" \
 	"$SLUICE" verify "$LOG" --key "$SLUICE_PUB"
+# the same container id run again (runc run deleted the first: an id reused, as docker start
+# reuses one): a run of its own, the id's next free one, confined as the first; the first
+# run's log is left as it was
+FIRST_SHA=$(sha256sum <"$LOG")
+sink_mark
+run_container first
+LOG2=${LOG%.jsonl}-2.jsonl
+tap_is "runc: a container id run again: it runs, confined (its denied connect: EPERM)" \
+	"$SL_RC $(grep -c '^denied-rc=1$' "$SL_OUT") $(grep -c 'Operation not permitted' "$SL_ERR")" \
+	"0 1 1" || tap_diag "$(cat "$SL_OUT" "$SL_ERR"; tail -n 5 "$SL_DAEMON_DIR/err")"
+assert_log "runc: … as run ID-2, the denial in its own log" "$LOG2" 1 type=decision \
+	dst=198.51.100.20 port=80 decision=deny enforced=true rule=default
+wait_until 10000 bash -c "! '$SLUICE' status 2>/dev/null | grep -q '$PFX-first'"
+tap_is "runc: … its log verifies, and the first run's is unchanged" \
+	"$("$SLUICE" verify "$LOG2" --key "$SLUICE_PUB" >/dev/null 2>&1 && echo verified) $(
+		[[ $(sha256sum <"$LOG") == "$FIRST_SHA" ]] && echo unchanged)" "verified unchanged"
 
 # ---------------------------------------------------------------------------------------------
 # sluice attach --container / --pid against runc's own state

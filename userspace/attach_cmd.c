@@ -145,6 +145,8 @@ int attach_build(const struct attach_req *r, struct control_msg *m, char *why, s
 		control_msg_str(m, "source", r->source);
 	if (r->reset_peers)
 		control_msg_bool(m, "reset_peers", true);
+	if (r->next_free_id)
+		control_msg_bool(m, "next_free_id", true);
 	if (control_msg_end(m)) {
 		util_fmt(why, why_len, "the request does not fit a line of %d bytes",
 			 CONTROL_LINE_MAX);

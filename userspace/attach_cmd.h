@@ -27,6 +27,11 @@ struct attach_req {
 	const char *upstream;
 	const char *source; /* "pid:N", "container:ID", "unit:NAME", "oci-hook" */
 	bool reset_peers;   /* --reset-peers: the workload holds no CAP_NET_ADMIN */
+	/*
+	 * run_id, or the daemon's first free run_id-N when it is taken (its log exists): a
+	 * container started again keeps its id (no log may be given)
+	 */
+	bool next_free_id;
 };
 
 /* Check r and build its request line. 0, or -EINVAL with why naming the field. */

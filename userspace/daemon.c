@@ -798,6 +798,74 @@ static int load_enqueue(struct daemon *d, struct drun *dr, struct client *c, int
 }
 
 /*
+ * The runs whose cgroup overlaps cgroup and has been removed by its owner, ended now, as the
+ * loop's next turn would end them: a container stopped and started again (docker restart) has
+ * its cgroup made again at the same path, and its attach must not be refused as an overlap with
+ * a run that is over. A run switching keeps its end for the switch (end_after_switch) and still
+ * overlaps.
+ */
+static void end_removed_overlapping(struct daemon *d, const char *cgroup)
+{
+	size_t i;
+
+	for (i = 0; i < d->n_runs;) {
+		struct drun *dr = d->runs[i];
+
+		if (cgroups_overlap(dr->r.cg.path, cgroup) && cgroup_is_removed(&dr->r.cg) == 1 &&
+		    !end_after_switch(dr, "cgroup removed")) {
+			end_run(d, dr, "cgroup removed");
+			continue; /* the table moved its last run here */
+		}
+		i++;
+	}
+}
+
+/* NEXT_FREE_MAX - 1 ids after a taken one are tried: ID-2 … ID-NEXT_FREE_MAX */
+#define NEXT_FREE_MAX 999
+
+/*
+ * Whether run id id is taken for a new run whose log is the daemon's choice: a run of the
+ * daemon's has it, something is pinned under it, a state file or a log of that name exists (a
+ * run's log is never overwritten).
+ */
+static bool id_taken(struct daemon *d, const char *id)
+{
+	char path[PATH_MAX];
+
+	return find_run(d, id) || find_attaching(d, id) ||
+	       util_fmt(path, sizeof(path), "%s/sluice/%s", LOADER_BPFFS, id) ||
+	       !access(path, F_OK) || state_path(d, id, path, sizeof(path)) ||
+	       !access(path, F_OK) || util_fmt(path, sizeof(path), "%s/%s.jsonl", d->log_dir, id) ||
+	       journal_path_taken(path);
+}
+
+/*
+ * The run id of an attach that asked for the next free one (an OCI hook: a container started
+ * again keeps its id, whose first run's log exists): run_id if it is free, else the first free
+ * of run_id-2 … run_id-NEXT_FREE_MAX, into out. 0, or -errno with err saying why none is.
+ */
+static int next_free_id(struct daemon *d, const char *run_id, char *out, size_t len, char *err,
+			size_t err_len)
+{
+	int k;
+
+	if (!id_taken(d, run_id))
+		return util_copy(out, len, run_id);
+	for (k = 2; k <= NEXT_FREE_MAX; k++) {
+		if (util_fmt(out, len, "%s-%d", run_id, k) || run_check_id(out))
+			return util_fmt(err, err_len, "run id %s is taken (a run's, a log's or a "
+						      "pin's), and %s-%d would be longer than %d "
+						      "characters", run_id, run_id, k, RUN_ID_MAX),
+			       -ENAMETOOLONG;
+		if (!id_taken(d, out))
+			return 0;
+	}
+	return util_fmt(err, err_len, "run id %s and %s-2 to %s-%d are all taken (a run's, a "
+				      "log's or a pin's)", run_id, run_id, run_id, NEXT_FREE_MAX),
+	       -EEXIST;
+}
+
+/*
  * attach {cgroup, policy, run_id, …}: the run's programs attached to an existing cgroup. With a
  * spare that fits, answered at once; else its programs are loaded and verified off the loop
  * (bg_load) and c is answered when the attach is committed (attach_finish). With netns, the
@@ -810,10 +878,11 @@ static int op_attach(struct daemon *d, struct client *c, const struct control_ob
 		{ "op", CONTROL_STR },	   { "cgroup", CONTROL_STR },  { "policy", CONTROL_STR },
 		{ "run_id", CONTROL_STR }, { "task", CONTROL_STR },    { "mode", CONTROL_STR },
 		{ "netns", CONTROL_STR },  { "log", CONTROL_STR },     { "upstream", CONTROL_STR },
-		{ "source", CONTROL_STR }, { "reset_peers", CONTROL_BOOL }, {},
+		{ "source", CONTROL_STR }, { "reset_peers", CONTROL_BOOL },
+		{ "next_free_id", CONTROL_BOOL }, {},
 	};
 	const char *cgroup, *policy, *run_id, *mode, *log, *netns;
-	char pins[PATH_MAX];
+	char pins[PATH_MAX], free_id[RUN_ID_MAX + 1];
 	struct drun *dr;
 	int64_t t0 = util_mono_ms();
 	bool oom = false, need_load;
@@ -854,6 +923,16 @@ static int op_attach(struct daemon *d, struct client *c, const struct control_ob
 	ret = check_file(policy, "policy", err, err_len);
 	if (ret)
 		return ret;
+	end_removed_overlapping(d, cgroup);
+	if (control_bool(o, "next_free_id") == 1) {
+		if (log)
+			return util_fmt(err, err_len, "next_free_id and log: a log named by the "
+						      "client is its own to keep free"), -EINVAL;
+		ret = next_free_id(d, run_id, free_id, sizeof(free_id), err, err_len);
+		if (ret)
+			return ret;
+		run_id = free_id;
+	}
 	ret = run_taken(d, run_id, cgroup, err, err_len);
 	if (ret)
 		return ret;

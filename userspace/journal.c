@@ -1515,23 +1515,41 @@ static struct journal *journal_new(const struct journal_opts *o)
 	return j;
 }
 
+/* Whether path+suffix exists (or cannot be told: taken); -ENAMETOOLONG past PATH_MAX. */
+static int name_taken(const char *path, const char *suffix)
+{
+	char name[PATH_MAX];
+	struct stat st;
+
+	if (util_fmt(name, sizeof(name), "%s%s", path, suffix))
+		return -ENAMETOOLONG;
+	return !lstat(name, &st) || errno != ENOENT;
+}
+
+/* A first segment of another log would be read as the start of this one. */
+static int first_segment_taken(const char *path)
+{
+	int a = name_taken(path, ".000001"), b = name_taken(path, ".000001.gz");
+
+	return a < 0 ? a : b < 0 ? b : a || b;
+}
+
+bool journal_path_taken(const char *path)
+{
+	return name_taken(path, "") != 0 || name_taken(path, ".checkpoints") != 0 ||
+	       first_segment_taken(path) != 0;
+}
+
 struct journal *journal_open(const struct journal_opts *o)
 {
-	char seg[PATH_MAX], plain[PATH_MAX];
 	struct journal *j = journal_new(o);
-	struct stat st;
 	int err;
 
 	if (!j)
 		return NULL;
-	err = util_fmt(seg, sizeof(seg), "%s.%06u.gz", o->path, 1);
-	if (!err)
-		err = util_fmt(plain, sizeof(plain), "%s.%06u", o->path, 1);
-	if (err)
-		goto err_free;
-	/* A first segment of another log would be read as the start of this one. */
-	if (!lstat(seg, &st) || !lstat(plain, &st)) {
-		err = -EEXIST;
+	err = first_segment_taken(o->path);
+	if (err) {
+		err = err < 0 ? err : -EEXIST;
 		goto err_free;
 	}
 

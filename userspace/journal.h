@@ -92,6 +92,12 @@ struct journal_opts {
  */
 struct journal *journal_open(const struct journal_opts *o);
 
+/*
+ * Whether a log at path could not be created by journal_open: path, its sidecar or a first
+ * rotated segment exists (or cannot be looked at).
+ */
+bool journal_path_taken(const char *path);
+
 /* Where the log of a writer that died stands, as sluice resume read and verified it. */
 struct journal_tail {
 	uint64_t format;		/* log_start's */

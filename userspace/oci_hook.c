@@ -247,7 +247,8 @@ int oci_hook_main(int argc, char **argv)
 	const char *version, *id, *bundle, *cg_spec;
 	struct json *state = NULL, *config = NULL;
 	const struct json *cgp;
-	struct attach_req r = { .source = "oci-hook" };
+	/* a container started again (docker start, a restart policy) keeps its id: its runs, -2, … */
+	struct attach_req r = { .source = "oci-hook", .next_free_id = true };
 	char why[LOCATE_WHY_MAX], *text = NULL;
 	static char run_id[RUN_ID_MAX + 1];
 	bool dry_run = false, trust_run_id = false;

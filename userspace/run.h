@@ -27,7 +27,8 @@
 #define RUN_EXIT_CANNOT_EXEC 126
 #define RUN_EXIT_NOT_FOUND 127
 
-#define RUN_ID_MAX 64
+/* a container's id (64 characters) and the -N of its next run (a container started again) */
+#define RUN_ID_MAX 72
 /* addresses the resolver may hand out, per family (a resumed writer's switch sizes by it too) */
 #define RUN_LEARNED_MAX LOADER_LEARNED_MAX
 #define RUN_RINGBUF_KIB 1024   /* the ring buffer, unless --ringbuf-kib */
@@ -120,7 +121,7 @@ struct run {
 /* argv starts after "run". Returns the process exit status. */
 int run_main(int argc, char **argv);
 
-/* A run id names a cgroup and a bpffs directory: 1-64 of [A-Za-z0-9_-], not "-" first. */
+/* A run id names a cgroup and a bpffs directory: 1-72 of [A-Za-z0-9_-], not "-" first. */
 int run_check_id(const char *id);
 
 /* A cgroup's name below the v2 hierarchy (--cgroup-parent): one safe path component. */
