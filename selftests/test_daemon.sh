@@ -280,6 +280,8 @@ out=$(attach "$RL" "$(sl_cgroup_new long2)" "$SL_TMP/a.yaml" '"next_free_id":tru
 tap_check "next_free_id: a taken id of 72 characters: refused, -2 would be too long" \
 	test -z "${out##*$RL-2 would be longer than 72 characters*}" -a "${out:0:11}" == '{"ok":false'
 "$SLUICE" detach --run-id "$RL" >/dev/null 2>&1
+out=$("$SLUICE" verify "$D/logs/$RL.jsonl" --key "$SLUICE_PUB" 2>&1)
+tap_is "a run id of 72 characters: its log verifies" "$?" 0 || tap_diag "$out"
 "$SLUICE" detach --run-id "$RR-2" >/dev/null 2>&1
 
 status=$("$SLUICE" status --json)

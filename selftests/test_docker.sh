@@ -255,10 +255,12 @@ tap_is "runtime: docker exec, stop and rm through the wrapper" "$ex $st $?" "in-
 wait_until 10000 test ! -e "/sys/fs/bpf/sluice/$CID-3"
 ok=
 for l in "$CID" "$CID-2" "$CID-3"; do
-	log_well_formed "$LOGS/$l.jsonl" >/dev/null 2>&1 && ok+=" ok" || ok+=" $l"
+	log_well_formed "$LOGS/$l.jsonl" >/dev/null 2>&1 &&
+		"$SLUICE" verify "$LOGS/$l.jsonl" --key "$SLUICE_PUB" >/dev/null 2>&1 && ok+=" ok" ||
+		ok+=" $l"
 done
-tap_is "runtime: each start's log is whole and sealed (the first never written over)" "$ok" \
-	" ok ok ok"
+tap_is "runtime: each start's log is whole, sealed and verifies (the first never written over)" \
+	"$ok" " ok ok ok"
 # the wrapper's refusal reaches docker's user through runc's log (Docker shows no runtime stderr)
 docker run "${RUN_OPTS[@]}" --runtime sluice-norunc --rm --network host \
 	--cgroup-parent "/$PFX-rt" "$IMAGE" true >/dev/null 2>"$SL_TMP/err"

@@ -424,6 +424,7 @@ tap_check "runc: the run ended with the container; its log verifies" \
 # reuses one): a run of its own, the id's next free one, confined as the first; the first
 # run's log is left as it was
 FIRST_SHA=$(sha256sum <"$LOG")
+SL_RUNS+=("$(basename "$LOG" .jsonl)" "$(basename "$LOG" .jsonl)-2")
 sink_mark
 run_container first
 LOG2=${LOG%.jsonl}-2.jsonl

@@ -54,6 +54,14 @@ EOF
 printf '%s\n' 'default: deny' 'rules:' '  - name: test-host' \
 	'    cidrs: ["198.51.100.20/32"]' '    ports: [80]' >"$SL_TMP/allow.yaml"
 FORM=$SL_LIB_DIR/tools/sl_rstform.py
+# watcher DIR: the test host records every RST it receives in DIR/seen, until DIR/stop exists
+watcher() {
+	mkdir -p "$1"
+	in_inet python3 "$FORM" watch "$1" >"$1/out" 2>&1 &
+	sl_track_pid "$!"
+	sl_on_exit "touch '$1/stop'"
+	wait_until 5000 test -e "$1/ready" || bail_out "the watcher: $(cat "$1/out")"
+}
 # the blackhole, as IPv4, as IPv6 (AWS's), and embedded in NAT64's well-known prefix
 MD=169.254.169.254 MD6=fd00:ec2::254 MD64=64:ff9b::a9fe:a9fe
 
@@ -66,13 +74,11 @@ attacked() {
 	local name=$1 cg run out
 	shift
 	W=$SL_TMP/$name-watch H=$SL_TMP/$name-hold LOG=$SL_TMP/$name.jsonl
-	mkdir -p "$W" "$H"
+	mkdir -p "$H"
 	cg=$(sl_cgroup_new "$name") || bail_out "cannot make the test cgroup"
 	sl_on_exit "sl_cgroup_remove '$cg'"
-	in_inet python3 "$FORM" watch "$W" >"$W/out" 2>&1 &
-	sl_track_pid "$!"
-	sl_on_exit "touch '$W/stop' '$H/stop'"
-	wait_until 5000 test -e "$W/ready" || bail_out "the watcher: $(cat "$W/out")"
+	sl_on_exit "touch '$H/stop'"
+	watcher "$W"
 	sl_in_cgroup "$cg" "${RUN_EXEC_NETONLY[@]}" python3 "$FORM" hold "$H" \
 		v4opts 198.51.100.20 80 v6opts 2001:db8::20 80 md5 198.51.100.20 80 \
 		plain 198.51.100.20 80 plain "$MD" 80 plain "$MD6" 80 plain "$MD64" 80 \
@@ -233,10 +239,7 @@ tap_is "cgroup only: the test host's ends stay open (no line closed)" \
 tap_is "cgroup only: the holder's sends fail (ECONNABORTED)" \
 	"$(grep -c ' ECONNABORTED$' "$H/result")" 7 || tap_diag_file "$H/result"
 # (a control: the watcher does see a RST the test host itself is sent by the router)
-mkdir -p "$SL_TMP/ctl"
-in_inet python3 "$FORM" watch "$SL_TMP/ctl" >/dev/null 2>&1 &
-sl_track_pid "$!"
-wait_until 5000 test -e "$SL_TMP/ctl/ready"
+watcher "$SL_TMP/ctl"
 in_rtr python3 "$SL_LIB_DIR/tools/sl_rawrst.py" send 198.51.100.20 443 40999 0x51c00001 \
 	>/dev/null 2>&1
 wait_until 3000 grep -qs ' 40999 ' "$SL_TMP/ctl/seen"
@@ -255,11 +258,9 @@ switched() {
 	local name=$1 before=$2 out
 	shift 2
 	W=$SL_TMP/$name-watch H=$SL_TMP/$name-hold LOG=$SL_TMP/$name.jsonl
-	mkdir -p "$W" "$H"
-	in_inet python3 "$FORM" watch "$W" >"$W/out" 2>&1 &
-	sl_track_pid "$!"
-	sl_on_exit "touch '$W/stop' '$H/stop'"
-	wait_until 5000 test -e "$W/ready" || bail_out "the watcher: $(cat "$W/out")"
+	mkdir -p "$H"
+	sl_on_exit "touch '$H/stop'"
+	watcher "$W"
 	sluice_start "$SL_TMP/allow.yaml" "$LOG" --netns "/run/netns/$SL_NS_RUN" "$@" -- \
 		python3 "$FORM" hold "$H" plain 198.51.100.20 80
 	wait_until 10000 test -e "$H/ready" ||
@@ -311,11 +312,9 @@ daemon_restart # (the host's again: the next run's resolver reaches its upstream
 in_flight() {
 	local name=$1 before=$2 out
 	W=$SL_TMP/$name-watch H=$SL_TMP/$name-hide LOG=$SL_TMP/$name.jsonl
-	mkdir -p "$W" "$H"
-	in_inet python3 "$FORM" watch "$W" >"$W/out" 2>&1 &
-	sl_track_pid "$!"
-	sl_on_exit "touch '$W/stop' '$H/go'"
-	wait_until 5000 test -e "$W/ready" || bail_out "the watcher: $(cat "$W/out")"
+	mkdir -p "$H"
+	sl_on_exit "touch '$H/go'"
+	watcher "$W"
 	sluice_start "$SL_TMP/allow.yaml" "$LOG" --netns "/run/netns/$SL_NS_RUN" -- \
 		python3 "$SL_LIB_DIR/tools/sl_hide.py" "$H" inflight 198.51.100.20 80
 	wait_until 10000 test -e "$H/ready" ||
@@ -350,11 +349,9 @@ tap_is "a flow in flight at the switch, taken over: the RST arrives, fixed" \
 printf '%s\n' 'default: deny' 'rules:' '  - name: test-host' '    cidrs: ["198.51.100.20/32"]' \
 	'    ports: [80]' '    max_request_bytes: 1' >"$SL_TMP/cap.yaml"
 W=$SL_TMP/cap-watch H=$SL_TMP/cap-hold LOG=$SL_TMP/cap.jsonl
-mkdir -p "$W" "$H"
-in_inet python3 "$FORM" watch "$W" >"$W/out" 2>&1 &
-sl_track_pid "$!"
-sl_on_exit "touch '$W/stop' '$H/stop'"
-wait_until 5000 test -e "$W/ready" || bail_out "the watcher: $(cat "$W/out")"
+mkdir -p "$H"
+sl_on_exit "touch '$H/stop'"
+watcher "$W"
 sluice_start "$SL_TMP/cap.yaml" "$LOG" --netns "/run/netns/$SL_NS_RUN" -- \
 	python3 "$FORM" hold "$H" v4opts 198.51.100.20 80
 wait_until 10000 test -e "$H/ready" || bail_out "cap: the holder: $(cat "$SL_ERR" "$H/out")"

@@ -6,7 +6,9 @@
 # (unshare(CLONE_FILES)). Without --netns nothing on the host side drops a flow's packets, so
 # the scan must find them in /proc/PID/task/TID/fd: at an attach (the run's policy denies them:
 # destroyed), and at a switch (replace-policy to one that denies their address: destroyed).
-# A descriptor in flight (SCM_RIGHTS) at the switch is held by no table, and no scan finds it:
+# A descriptor in flight (SCM_RIGHTS) at the switch (made after the run was taken over by a new
+# daemon, whose kills must look for each socket in its holder's namespace) is held by no table,
+# and no scan finds it:
 # the policy generation does (sluice.8, Live switch). Its flow's state is of the old policy's
 # generation, so the packet layer judges its packets in full under the new one: one to a host
 # the new policy denies (198.51.100.10:8080) delivers nothing past what it sent before (its 7
@@ -125,6 +127,12 @@ for step in attach switch; do
 		hide "$CG" "$SL_TMP/inflight-cap" inflight 203.0.113.7 8080
 		hide "$CG" "$SL_TMP/inflight-cap-mapped" inflight ::ffff:203.0.113.7 8080
 		hide "$CG" "$SL_TMP/inflight-tls" inflight 198.51.100.10 443
+		# a new daemon takes the run over first: its kills of what the backstop denies must
+		# still find each socket in its process's namespace (the run has no --netns: the
+		# writer's own namespace, which it now holds as the run's, is not the sockets')
+		sl_daemon_kill TERM
+		sl_daemon_start || bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
+		wait_until 10000 grep -q "took over run $RUN " "$SL_DAEMON_DIR/err"
 		out=$("$SLUICE" replace-policy --run-id "$RUN" "$SL_TMP/c.yaml" 2>&1)
 		tap_check "switch: replace-policy succeeds" test -z "${out##*\"ok\":true*}"
 		# the sink writes a connection's bytes when it closes

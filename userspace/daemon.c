@@ -811,8 +811,9 @@ static void end_removed_overlapping(struct daemon *d, const char *cgroup)
 	for (i = 0; i < d->n_runs;) {
 		struct drun *dr = d->runs[i];
 
-		if (cgroups_overlap(dr->r.cg.path, cgroup) && cgroup_is_removed(&dr->r.cg) == 1 &&
-		    !end_after_switch(dr, "cgroup removed")) {
+		/* (as run_step: an attached run's cgroup is its owner's, a handed run's is not) */
+		if (dr->r.attached && cgroups_overlap(dr->r.cg.path, cgroup) &&
+		    cgroup_is_removed(&dr->r.cg) == 1 && !end_after_switch(dr, "cgroup removed")) {
 			end_run(d, dr, "cgroup removed");
 			continue; /* the table moved its last run here */
 		}

@@ -1515,7 +1515,10 @@ static struct journal *journal_new(const struct journal_opts *o)
 	return j;
 }
 
-/* Whether path+suffix exists (or cannot be told: taken); -ENAMETOOLONG past PATH_MAX. */
+/*
+ * Whether path+suffix exists; -ENAMETOOLONG past PATH_MAX. One that cannot be looked at is not
+ * said taken: creating the log then fails with the real reason.
+ */
 static int name_taken(const char *path, const char *suffix)
 {
 	char name[PATH_MAX];
@@ -1523,7 +1526,7 @@ static int name_taken(const char *path, const char *suffix)
 
 	if (util_fmt(name, sizeof(name), "%s%s", path, suffix))
 		return -ENAMETOOLONG;
-	return !lstat(name, &st) || errno != ENOENT;
+	return !lstat(name, &st);
 }
 
 /* A first segment of another log would be read as the start of this one. */

@@ -94,7 +94,7 @@ struct journal *journal_open(const struct journal_opts *o);
 
 /*
  * Whether a log at path could not be created by journal_open: path, its sidecar or a first
- * rotated segment exists (or cannot be looked at).
+ * rotated segment exists.
  */
 bool journal_path_taken(const char *path);
 

@@ -97,12 +97,17 @@ enum { OPT_KEY = 256, OPT_CHECKPOINT_LINES, OPT_CHECKPOINT_SECS, OPT_CHECKPOINT_
        OPT_LOG_ROTATE_KIB, OPT_STRICT_EVIDENCE, OPT_ALLOW_ROOT, OPT_STANDALONE,
        OPT_SOCKET };
 
-/* records.kill_socket: a flow the packet layer denied fails at once, in the run's namespace. */
+/*
+ * records.kill_socket: a flow the packet layer denied fails at once, in the run's namespace where
+ * --netns named one; else in the process's own (a container below an attached parent cgroup has
+ * its own, which a resumed writer's netns_fd, its own namespace then, is not).
+ */
 static int kill_socket(void *ctx, uint64_t cookie, uint32_t tgid)
 {
 	struct run *r = ctx;
 
-	return loader_kill_socket(r->loader, cookie, r->netns_fd, tgid);
+	return loader_kill_socket(r->loader, cookie,
+				  loader_run_cfg(r->loader)->netns_given ? r->netns_fd : -1, tgid);
 }
 
 void run_init(struct run *r, const char *cmd_name)

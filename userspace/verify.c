@@ -908,11 +908,14 @@ static int u64_field(struct verifier *v, const char *type, const char *key, uint
 	return 0;
 }
 
+/* as the writer makes them (run.h RUN_ID_MAX, not included: the verifier reads logs alone) */
+#define VERIFY_RUN_ID_MAX 72
+
 static bool run_id_valid(const char *s)
 {
 	size_t n = strlen(s);
 
-	if (n < 1 || n > 64)
+	if (n < 1 || n > VERIFY_RUN_ID_MAX)
 		return false;
 	return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == n;
 }
@@ -962,7 +965,7 @@ static int check_log_start(struct verifier *v)
 		return BAD(v, "log_start: format %" PRIu64 " (this verifier reads formats 1 to %d)",
 			   format, JOURNAL_FORMAT);
 	if (!run_id_valid(run_id))
-		return BAD(v, "log_start: run_id is not [A-Za-z0-9._-]{1,64}");
+		return BAD(v, "log_start: run_id is not [A-Za-z0-9._-]{1,%d}", VERIFY_RUN_ID_MAX);
 	if (strncmp(r->origin, prefix, strlen(prefix)) ||
 	    strcmp(r->origin + strlen(prefix), run_id))
 		return BAD(v, "log_start: origin \"%s\" is not sluice/<run_id>", r->origin);
