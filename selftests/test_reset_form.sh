@@ -31,8 +31,10 @@
 # - a daemon killed inside a destroy leaves the socket's cookie marked: the next one, taking the
 #   run over, empties sl_destroying.
 # - a socket of the run's cgroup in a network namespace of its own, with a way out no host side
-#   sees, ended on the packet path in the run's namespace (the one judged), its cookie left marked
-#   (a daemon killed inside the destroy): its own RST (SO_LINGER 0) does not leave.
+#   sees, denied on the packet path: not found in the run's namespace (the one judged), it is
+#   destroyed in its holder's, unmarked, and that RST does not leave; the same ended in the run's
+#   namespace, its cookie left marked (a daemon killed inside the destroy): its own RST
+#   (SO_LINGER 0) does not leave.
 
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -54,10 +56,13 @@ EOF
 printf '%s\n' 'default: deny' 'rules:' '  - name: test-host' \
 	'    cidrs: ["198.51.100.20/32"]' '    ports: [80]' >"$SL_TMP/allow.yaml"
 FORM=$SL_LIB_DIR/tools/sl_rstform.py
-# watcher DIR: the test host records every RST it receives in DIR/seen, until DIR/stop exists
+# watcher DIR [NETNS]: the test host (or NETNS) records every RST it receives in DIR/seen, until
+# DIR/stop exists
 watcher() {
+	local in=(in_inet)
+	[[ -n ${2:-} ]] && in=(ip netns exec "$2")
 	mkdir -p "$1"
-	in_inet python3 "$FORM" watch "$1" >"$1/out" 2>&1 &
+	"${in[@]}" python3 "$FORM" watch "$1" >"$1/out" 2>&1 &
 	sl_track_pid "$!"
 	sl_on_exit "touch '$1/stop'"
 	wait_until 5000 test -e "$1/ready" || bail_out "the watcher: $(cat "$1/out")"
@@ -65,7 +70,7 @@ watcher() {
 # the blackhole, as IPv4, as IPv6 (AWS's), and embedded in NAT64's well-known prefix
 MD=169.254.169.254 MD6=fd00:ec2::254 MD64=64:ff9b::a9fe:a9fe
 
-tap_plan 48
+tap_plan 51
 
 # attacked NAME [ATTACH_ARGS...]: the attacker's connections, made in a new cgroup before the
 # attach; the attach (enforce) destroys them while the test host watches. Sets W (the
@@ -442,42 +447,70 @@ sl_on_exit "ip netns del '$OWN' 2>/dev/null; ip netns del '$FAR' 2>/dev/null"
 sl_start_sink_ports "$FAR" far 80 "" || bail_out "cannot start the sink in $FAR"
 printf '%s\n' 'default: deny' 'rules:' '  - name: far' '    cidrs: ["10.251.0.2/32"]' \
 	'    ports: [80]' >"$SL_TMP/far.yaml"
-W=$SL_TMP/own-watch H=$SL_TMP/own-hold
-mkdir -p "$W" "$H"
-ip netns exec "$FAR" python3 "$FORM" watch "$W" >"$W/out" 2>&1 &
-sl_track_pid "$!"
-sl_on_exit "touch '$W/stop' '$H/stop' '$H/close'"
-wait_until 5000 test -e "$W/ready" || bail_out "the watcher: $(cat "$W/out")"
+# own_holder NAME POLICY: run NAME attached (--netns, --reset-peers), its holder in OWN holding
+# one connection (KIND) to FAR, moved out of the run's cgroup (the re-judge finds it in no fd
+# table of the run's), a switch to deny.yaml; sets H (the holder's dir), holder (its pid)
+own_holder() {
+	local out
+	H=$SL_TMP/$1-hold
+	mkdir -p "$H"
+	sl_on_exit "touch '$H/stop' '$H/close'"
+	sl_daemon_attach "$1" "$SL_TMP/far.yaml" --mode enforce --netns "/run/netns/$SL_NS_RUN" \
+		--reset-peers
+	"${SL_IN_CGROUP[@]}" "$SL_ATT_CG" nsenter "--net=/run/netns/$OWN" -- python3 "$FORM" hold \
+		"$H" "$2" 10.251.0.2 80 >"$H/out" 2>&1 &
+	holder=$!
+	sl_track_pid "$holder"
+	wait_until 10000 test -e "$H/ready" || bail_out "the holder: $(tr "\n" " " <"$H/out")"
+	aside=$(sl_cgroup_new "$1-aside") || bail_out "cannot make the test cgroup $1-aside"
+	sl_on_exit "sl_cgroup_remove '$aside'"
+	echo "$holder" >"$aside/cgroup.procs" ||
+		bail_out "cannot move the holder out of the run's cgroup"
+	out=$("$SLUICE" replace-policy --run-id "$SL_ATT_RUN" "$SL_TMP/deny.yaml" 2>&1) ||
+		bail_out "$1: replace-policy: $out"
+}
+# first with no kill point: the packet path's kill does not find the socket in the run's
+# namespace (the one judged) and looks for it again in its holder's, unmarked: destroyed, and
+# the destroy's RST does not leave OWN
+W=$SL_TMP/own2-watch
+watcher "$W" "$FAR"
+own_holder own2 plain
+touch "$H/stop"
+wait_until 10000 test "$(log_count "$SL_ATT_LOG" type=decision decision=deny flow=destroyed)" -ge 1
+sink_settle
+touch "$W/stop"
+tap_is "own netns: the packet path's kill found the socket in its holder's namespace: destroyed" \
+	"$(log_count "$SL_ATT_LOG" type=decision decision=deny flow=destroyed)" 1 ||
+	tap_diag_file "$SL_ATT_LOG"
+tap_is "own netns: ... and its RST did not leave OWN" "$(cat "$W/seen" 2>/dev/null)" ""
+out=$("$SLUICE" detach --run-id "$SL_ATT_RUN" 2>&1)
+tap_check "own netns: that run detaches" test -z "${out##*\"ok\":true*}"
+# then killed inside that destroy
+W=$SL_TMP/own-watch
+watcher "$W" "$FAR"
 sl_daemon_kill TERM
 # shellcheck disable=SC2119 # no arguments: the default daemon
 SLUICE_SELFTEST_KILL=in-destroy sl_daemon_start ||
 	bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
-sl_daemon_attach own "$SL_TMP/far.yaml" --mode enforce --netns "/run/netns/$SL_NS_RUN" \
-	--reset-peers
-"${SL_IN_CGROUP[@]}" "$SL_ATT_CG" nsenter "--net=/run/netns/$OWN" -- python3 "$FORM" hold "$H" \
-	linger 10.251.0.2 80 >"$H/out" 2>&1 &
-holder=$!
-sl_track_pid "$holder"
-wait_until 10000 test -e "$H/ready" || bail_out "the holder: $(tr "\n" " " <"$H/out")"
-aside=$(sl_cgroup_new aside) || bail_out "cannot make the test cgroup aside"
-sl_on_exit "sl_cgroup_remove '$aside'"
-echo "$holder" >"$aside/cgroup.procs" || bail_out "cannot move the holder out of the run's cgroup"
-out=$("$SLUICE" replace-policy --run-id "$SL_ATT_RUN" "$SL_TMP/deny.yaml" 2>&1) ||
-	bail_out "own: replace-policy: $out"
+own_holder own linger
 sl_daemon_killed_by touch "$H/stop"
 tap_is "own netns: the daemon killed itself inside the packet path's destroy" "$SL_DAEMON_RC" 137 ||
 	tap_diag "$(tail -n 5 "$SL_DAEMON_DIR/err"; cat "$SL_TMP/daemon-killed.err")"
 tap_is "own netns: ... with the socket's cookie in the run's sl_destroying" \
 	"$(destroying_entries "$SL_ATT_RUN")" 1
+# own_rsts: the RSTs OWN's TCP has sent (the first case's destroy sent one)
+# shellcheck disable=SC2016 # awk's
+own_rsts() {
+	ip netns exec "$OWN" awk '$1 == "Tcp:" && !h { for (i = 2; i <= NF; i++) c[$i] = i;
+		h = 1; next } $1 == "Tcp:" { print $c["OutRsts"] }' /proc/net/snmp
+}
+rsts=$(own_rsts)
 touch "$H/close"
 # shellcheck disable=SC2317 # called through wait_until
 holder_gone() { ! kill -0 "$holder" 2>/dev/null; }
 wait_until 5000 holder_gone
 sink_settle
-# shellcheck disable=SC2016 # awk's
-tap_is "own netns: the socket sent its RST (OutRsts in OWN)" \
-	"$(ip netns exec "$OWN" awk '$1 == "Tcp:" && !h { for (i = 2; i <= NF; i++) c[$i] = i;
-		h = 1; next } $1 == "Tcp:" { print $c["OutRsts"] }' /proc/net/snmp)" 1
+tap_is "own netns: the socket sent its RST (OutRsts in OWN)" "$(($(own_rsts) - rsts))" 1
 tap_is "own netns: ... and it did not leave its namespace" "$(cat "$W/seen" 2>/dev/null)" "" ||
 	tap_diag_file "$H/result"
 # (a control: a RST from OWN reaches FAR, that way out is open)

@@ -1031,7 +1031,40 @@ int loader_kill_socket(struct loader *l, uint64_t cookie, int netns_fd, uint32_t
 		bpf_map_delete_elem(marks, &cookie);
 		close(marks);
 	}
+	/*
+	 * Not in the namespace judged: a socket of the run's cgroup may live in one of its own (a
+	 * workload's user and network namespace, one it was handed). Looked for again in its
+	 * process's, unmarked: its RST stays dropped (destroy_reset), as that namespace's ways out
+	 * were never judged. Else the line would say "closed" of a socket still open.
+	 */
+	if (err == -ENOENT && netns_fd >= 0 && pid)
+		err = kill_socket(l, cookie, -1, pid);
 	return err;
+}
+
+/*
+ * The network namespace of process tgid, or -1: through the leader, else through any of its
+ * threads (a leader that exited alone is a zombie, whose namespaces cannot be opened).
+ */
+static int netns_of_tgid(uint32_t tgid)
+{
+	char path[PATH_MAX];
+	struct dirent *e;
+	int fd = -1;
+	DIR *d;
+
+	if (!util_fmt(path, sizeof(path), "/proc/%u/ns/net", tgid))
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 || util_fmt(path, sizeof(path), "/proc/%u/task", tgid))
+		return fd;
+	d = opendir(path);
+	while (d && fd < 0 && (e = readdir(d)))
+		if (e->d_name[0] != '.' &&
+		    !util_fmt(path, sizeof(path), "/proc/%u/task/%s/ns/net", tgid, e->d_name))
+			fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (d)
+		closedir(d);
+	return fd;
 }
 
 static int kill_socket(struct loader *l, uint64_t cookie, int netns_fd, uint32_t pid)
@@ -1042,8 +1075,8 @@ static int kill_socket(struct loader *l, uint64_t cookie, int netns_fd, uint32_t
 	char buf[64];
 
 	/* Without --netns the run may still have entered a namespace of its own: the process's. */
-	if (netns_fd < 0 && pid && !util_fmt(buf, sizeof(buf), "/proc/%u/ns/net", pid)) {
-		pid_ns = open(buf, O_RDONLY | O_CLOEXEC);
+	if (netns_fd < 0 && pid) {
+		pid_ns = netns_of_tgid(pid);
 		netns_fd = pid_ns;
 	}
 	if (!l->destroy) {
