@@ -713,9 +713,13 @@ else
 	tap_fail "run K: sluice verify accepts the log against the mended sidecar" "exit $rc"
 	tap_diag_file "$SL_TMP/verify.out"
 fi
+k_allowed=$(log_count "$log_k" type=decision decision=allow)
+k_missing=$(field "$log_k" loss_ranges missing | grep . || echo 0)
 tap_is "run K: every record of the flood has its line, or is among loss_ranges' missing" \
-	"$(($(log_count "$log_k" type=decision decision=allow) + \
-	$(field "$log_k" loss_ranges missing | grep . || echo 0)))" "$K_FLOOD"
+	"$((k_allowed + k_missing))" "$K_FLOOD" ||
+	tap_diag "allow lines $k_allowed, missing $k_missing; the flood: $(cat "$SL_TMP/k-flood.out" \
+		2>&1); its log's last loss_ranges, run_end and writer_restart lines: $(grep -E \
+		'"type":"(loss_ranges|run_end|writer_restart)"' "$log_k" | cut -c1-400)"
 
 # ---------------------------------------------------------------------------------------------
 # Run S: an address two names share, across a resume. The resumed writer rebuilds which names
