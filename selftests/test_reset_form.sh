@@ -447,7 +447,7 @@ sl_on_exit "ip netns del '$OWN' 2>/dev/null; ip netns del '$FAR' 2>/dev/null"
 sl_start_sink_ports "$FAR" far 80 "" || bail_out "cannot start the sink in $FAR"
 printf '%s\n' 'default: deny' 'rules:' '  - name: far' '    cidrs: ["10.251.0.2/32"]' \
 	'    ports: [80]' >"$SL_TMP/far.yaml"
-# own_holder NAME POLICY: run NAME attached (--netns, --reset-peers), its holder in OWN holding
+# own_holder NAME KIND: run NAME attached (--netns, --reset-peers), its holder in OWN holding
 # one connection (KIND) to FAR, moved out of the run's cgroup (the re-judge finds it in no fd
 # table of the run's), a switch to deny.yaml; sets H (the holder's dir), holder (its pid)
 own_holder() {

@@ -132,7 +132,8 @@ for step in attach switch; do
 		# writer's own namespace, which it now holds as the run's, is not the sockets')
 		sl_daemon_kill TERM
 		sl_daemon_start || bail_out "the daemon did not restart: $(tail -n 5 "$SL_DAEMON_DIR/err")"
-		wait_until 10000 grep -q "took over run $RUN " "$SL_DAEMON_DIR/err"
+		wait_until 10000 grep -q "took over run $RUN " "$SL_DAEMON_DIR/err" ||
+			bail_out "the new daemon did not take run $RUN over: $(tail -n 5 "$SL_DAEMON_DIR/err")"
 		out=$("$SLUICE" replace-policy --run-id "$RUN" "$SL_TMP/c.yaml" 2>&1)
 		tap_check "switch: replace-policy succeeds" test -z "${out##*\"ok\":true*}"
 		# the sink writes a connection's bytes when it closes

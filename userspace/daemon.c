@@ -309,6 +309,18 @@ static int state_path(const struct daemon *d, const char *run_id, char *buf, siz
 	return util_fmt(buf, len, "%s/runs/%s", d->state_dir, run_id);
 }
 
+/* The log of a run whose client named none: the daemon's log directory's RUN_ID.jsonl. */
+static int default_log_path(const struct daemon *d, const char *run_id, char *buf, size_t len)
+{
+	return util_fmt(buf, len, "%s/%s.jsonl", d->log_dir, run_id);
+}
+
+/* Whether something is pinned under run_id (its path, into pins, for the message). */
+static bool run_pinned(const char *run_id, char *pins, size_t len)
+{
+	return util_fmt(pins, len, "%s/sluice/%s", LOADER_BPFFS, run_id) || !access(pins, F_OK);
+}
+
 /*
  * The state file: the run's log path and "\n"; while the attach is under way, "attaching\n"
  * after it. It is written before anything is pinned, so that a daemon killed at any moment of
@@ -833,11 +845,9 @@ static bool id_taken(struct daemon *d, const char *id)
 {
 	char path[PATH_MAX];
 
-	return find_run(d, id) || find_attaching(d, id) ||
-	       util_fmt(path, sizeof(path), "%s/sluice/%s", LOADER_BPFFS, id) ||
-	       !access(path, F_OK) || state_path(d, id, path, sizeof(path)) ||
-	       !access(path, F_OK) || util_fmt(path, sizeof(path), "%s/%s.jsonl", d->log_dir, id) ||
-	       journal_path_taken(path);
+	return find_run(d, id) || find_attaching(d, id) || run_pinned(id, path, sizeof(path)) ||
+	       state_path(d, id, path, sizeof(path)) || !access(path, F_OK) ||
+	       default_log_path(d, id, path, sizeof(path)) || journal_path_taken(path);
 }
 
 /*
@@ -963,8 +973,7 @@ static int op_attach(struct daemon *d, struct client *c, const struct control_ob
 	dr->r.pool = d->pool;
 	util_copy(dr->r.run_id, sizeof(dr->r.run_id), run_id);
 	if ((log ? util_fmt(dr->r.log_path, sizeof(dr->r.log_path), "%s", log) :
-		   util_fmt(dr->r.log_path, sizeof(dr->r.log_path), "%s/%s.jsonl", d->log_dir,
-			    run_id)) ||
+		   default_log_path(d, run_id, dr->r.log_path, sizeof(dr->r.log_path))) ||
 	    state_path(d, run_id, dr->state_path, sizeof(dr->state_path))) {
 		drun_free(dr);
 		return util_fmt(err, err_len, "log or state path too long"), -ENAMETOOLONG;
@@ -977,8 +986,7 @@ static int op_attach(struct daemon *d, struct client *c, const struct control_ob
 	}
 
 	/* pins no run of ours owns (a sluice run's, one to resume): never ours to take or undo */
-	if (util_fmt(pins, sizeof(pins), "%s/sluice/%s", LOADER_BPFFS, run_id) ||
-	    !access(pins, F_OK)) {
+	if (run_pinned(run_id, pins, sizeof(pins))) {
 		drun_free(dr);
 		return util_fmt(err, err_len, "run id %s is pinned already (%s), by no run of this "
 					      "daemon", run_id, pins), -EEXIST;
@@ -1119,8 +1127,7 @@ static int op_run(struct daemon *d, struct client *c, const struct control_obj *
 	ret = run_taken(d, run_id, cg, err, err_len);
 	if (ret)
 		return ret;
-	if (util_fmt(pins, sizeof(pins), "%s/sluice/%s", LOADER_BPFFS, run_id) ||
-	    !access(pins, F_OK))
+	if (run_pinned(run_id, pins, sizeof(pins)))
 		return util_fmt(err, err_len, "run id %s is pinned already (%s)", run_id, pins),
 		       -EEXIST;
 

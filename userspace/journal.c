@@ -1532,9 +1532,10 @@ static int name_taken(const char *path, const char *suffix)
 /* A first segment of another log would be read as the start of this one. */
 static int first_segment_taken(const char *path)
 {
-	int a = name_taken(path, ".000001"), b = name_taken(path, ".000001.gz");
+	/* (the longer name first: if it fits, so does the other) */
+	int err = name_taken(path, ".000001.gz");
 
-	return a < 0 ? a : b < 0 ? b : a || b;
+	return err ? err : name_taken(path, ".000001");
 }
 
 bool journal_path_taken(const char *path)

@@ -859,6 +859,31 @@ static void load_destroyer(struct loader *l)
 	libbpf_unhush(old);
 }
 
+/*
+ * The network namespace of process tgid, or -1: through the leader, else through any of its
+ * threads (a leader that exited alone is a zombie, whose namespaces cannot be opened).
+ */
+static int netns_of_tgid(uint32_t tgid)
+{
+	char path[PATH_MAX];
+	struct dirent *e;
+	int fd = -1;
+	DIR *d;
+
+	if (!util_fmt(path, sizeof(path), "/proc/%u/ns/net", tgid))
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 || util_fmt(path, sizeof(path), "/proc/%u/task", tgid))
+		return fd;
+	d = opendir(path);
+	while (d && fd < 0 && (e = readdir(d)))
+		if (e->d_name[0] != '.' &&
+		    !util_fmt(path, sizeof(path), "/proc/%u/task/%s/ns/net", tgid, e->d_name))
+			fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (d)
+		closedir(d);
+	return fd;
+}
+
 static int kill_socket(struct loader *l, uint64_t cookie, int netns_fd, uint32_t pid);
 static int link_prog_fd(const struct bpf_link *link);
 
@@ -1037,34 +1062,18 @@ int loader_kill_socket(struct loader *l, uint64_t cookie, int netns_fd, uint32_t
 	 * process's, unmarked: its RST stays dropped (destroy_reset), as that namespace's ways out
 	 * were never judged. Else the line would say "closed" of a socket still open.
 	 */
-	if (err == -ENOENT && netns_fd >= 0 && pid)
-		err = kill_socket(l, cookie, -1, pid);
+	if (err == -ENOENT && netns_fd >= 0 && pid) {
+		int pid_ns = netns_of_tgid(pid);
+		struct stat ps;
+
+		/* (a second walk of the namespace just walked would find nothing either) */
+		if (pid_ns >= 0 && !fstat(pid_ns, &ps) && !fstat(netns_fd, &st) &&
+		    (ps.st_dev != st.st_dev || ps.st_ino != st.st_ino))
+			err = kill_socket(l, cookie, pid_ns, pid);
+		if (pid_ns >= 0)
+			close(pid_ns);
+	}
 	return err;
-}
-
-/*
- * The network namespace of process tgid, or -1: through the leader, else through any of its
- * threads (a leader that exited alone is a zombie, whose namespaces cannot be opened).
- */
-static int netns_of_tgid(uint32_t tgid)
-{
-	char path[PATH_MAX];
-	struct dirent *e;
-	int fd = -1;
-	DIR *d;
-
-	if (!util_fmt(path, sizeof(path), "/proc/%u/ns/net", tgid))
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0 || util_fmt(path, sizeof(path), "/proc/%u/task", tgid))
-		return fd;
-	d = opendir(path);
-	while (d && fd < 0 && (e = readdir(d)))
-		if (e->d_name[0] != '.' &&
-		    !util_fmt(path, sizeof(path), "/proc/%u/task/%s/ns/net", tgid, e->d_name))
-			fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (d)
-		closedir(d);
-	return fd;
 }
 
 static int kill_socket(struct loader *l, uint64_t cookie, int netns_fd, uint32_t pid)

@@ -43,6 +43,9 @@
 #include "util.h"
 #include "verify.h"
 
+/* a run id the verifier refused would leave a log no resume could take over */
+_Static_assert(RUN_ID_MAX == VERIFY_RUN_ID_MAX, "the writer's and the verifier's run ids");
+
 /* How the run was started, from its first two lines (checked again by the whole verify). */
 struct resume_start {
 	char run_id[RUN_ID_MAX + 1];
@@ -665,12 +668,10 @@ static bool is_run_netns(const struct sl_run_cfg *cfg, int fd)
 	       st.st_ino == cfg->netns_ino;
 }
 
-/* This process's network namespace if it is the run's (a daemon started in it), else -1. */
-static int own_run_netns(const struct run *r)
+/* fd if it is the run's namespace (is_run_netns), else -1 (fd closed). */
+static int keep_if_run_netns(const struct sl_run_cfg *cfg, int fd)
 {
-	int fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-
-	if (is_run_netns(loader_run_cfg(r->loader), fd))
+	if (is_run_netns(cfg, fd))
 		return fd;
 	if (fd >= 0)
 		close(fd);
@@ -691,16 +692,14 @@ static int find_netns(const struct run *r, const struct resume_start *s)
 	FILE *f;
 	int fd;
 
-	fd = own_run_netns(r);
+	fd = keep_if_run_netns(cfg, open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
 	if (fd >= 0)
 		return fd;
 	if (s->has_netns) {
 		/* the log's (unsigned) path: only a namespace file is opened, and only the run's kept */
-		fd = runopts_open_netns(s->netns, path, sizeof(path));
-		if (is_run_netns(cfg, fd))
-			return fd;
+		fd = keep_if_run_netns(cfg, runopts_open_netns(s->netns, path, sizeof(path)));
 		if (fd >= 0)
-			close(fd);
+			return fd;
 	}
 	if (!r->cg.path[0] || util_fmt(procs, sizeof(procs), "%s/cgroup.procs", r->cg.path))
 		return -1;
@@ -709,12 +708,9 @@ static int find_netns(const struct run *r, const struct resume_start *s)
 	while (f && fgets(line, sizeof(line), f)) {
 		if (util_fmt(path, sizeof(path), "/proc/%ld/ns/net", strtol(line, NULL, 10)))
 			continue;
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (is_run_netns(cfg, fd))
-			break;
+		fd = keep_if_run_netns(cfg, open(path, O_RDONLY | O_CLOEXEC));
 		if (fd >= 0)
-			close(fd);
-		fd = -1;
+			break;
 	}
 	if (f)
 		fclose(f);

@@ -908,9 +908,6 @@ static int u64_field(struct verifier *v, const char *type, const char *key, uint
 	return 0;
 }
 
-/* as the writer makes them (run.h RUN_ID_MAX, not included: the verifier reads logs alone) */
-#define VERIFY_RUN_ID_MAX 72
-
 static bool run_id_valid(const char *s)
 {
 	size_t n = strlen(s);

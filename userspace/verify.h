@@ -41,6 +41,8 @@ enum verify_status {
 /* How many missing kseq ranges the result lists (all are counted). */
 #define VERIFY_RANGES_MAX 16
 #define VERIFY_WHY_MAX 512
+/* The longest run id a log_start may name: the writer's RUN_ID_MAX (resume.c holds them equal). */
+#define VERIFY_RUN_ID_MAX 72
 /*
  * The most writer_restart records one log may hold. Verify keeps every run key of the log (36
  * bytes each: a restart must not reuse one, and none may sign after its successor took over), so
