@@ -91,26 +91,49 @@ tap_plan() {
 	echo "1..$1"
 }
 
-tap_diag() {
+# Diagnostics go to stdout as TAP comments, which prove shows only with -v; `make test` and
+# .ci/run do not pass it. So that a failure in their output can be diagnosed, a failed check is
+# also written to stderr, which prove always shows, with the diagnostics given since the check
+# before it (SL_TAP_PENDING) and those given after it until the next check passes.
+SL_TAP_PENDING=
+SL_TAP_LAST_FAILED=0
+SL_TAP_NAME=$(basename "$0")
+
+# tap_comment LINE…: each line as a TAP comment; kept for stderr should a check fail.
+tap_comment() {
 	local line
-	while IFS= read -r line; do
+	for line in "$@"; do
 		echo "# $line"
+		if [[ $SL_TAP_LAST_FAILED -eq 1 ]]; then
+			echo "$SL_TAP_NAME: # $line" >&2
+		elif [[ ${#SL_TAP_PENDING} -lt 16384 ]]; then
+			SL_TAP_PENDING+="$SL_TAP_NAME: # $line"$'\n'
+		fi
+	done
+}
+
+tap_diag() {
+	local line lines=()
+	while IFS= read -r line; do
+		lines+=("$line")
 	done <<<"$*"
+	tap_comment "${lines[@]}"
 }
 
 # tap_diag_file FILE [MAX_LINES]: a file's tail as TAP diagnostics.
 tap_diag_file() {
-	local f=$1 max=${2:-20}
+	local f=$1 max=${2:-20} lines=()
 	if [[ -s $f ]]; then
-		echo "# --- $(basename "$f") (last $max lines) ---"
-		tail -n "$max" -- "$f" | sed 's/^/#   /'
+		mapfile -t lines < <(tail -n "$max" -- "$f")
+		tap_comment "--- $(basename "$f") (last $max lines) ---" "${lines[@]/#/  }"
 	else
-		echo "# --- $(basename "$f"): empty or missing ---"
+		tap_comment "--- $(basename "$f"): empty or missing ---"
 	fi
 }
 
 tap_ok() {
 	SL_TAP_N=$((SL_TAP_N + 1))
+	SL_TAP_PENDING= SL_TAP_LAST_FAILED=0
 	echo "ok $SL_TAP_N - $1"
 }
 
@@ -119,12 +142,15 @@ tap_fail() {
 	SL_TAP_N=$((SL_TAP_N + 1))
 	SL_TAP_FAILED=$((SL_TAP_FAILED + 1))
 	echo "not ok $SL_TAP_N - $1"
+	printf '%s%s\n' "$SL_TAP_PENDING" "$SL_TAP_NAME: not ok $SL_TAP_N - $1" >&2
+	SL_TAP_PENDING= SL_TAP_LAST_FAILED=1
 	[[ $# -gt 1 ]] && tap_diag "$2"
 	return 0
 }
 
 tap_skip() {
 	SL_TAP_N=$((SL_TAP_N + 1))
+	SL_TAP_PENDING= SL_TAP_LAST_FAILED=0
 	echo "ok $SL_TAP_N - $1 # SKIP $2"
 }
 
@@ -699,6 +725,15 @@ log_lines() {
 
 log_count() {
 	log_lines "$@" | wc -l
+}
+
+# log_count_at_least LOG N key=value…: LOG has at least N such lines. A condition for wait_until,
+# which runs its command again each time: `wait_until MS test "$(log_count …)" -ge N` would count
+# once, before the wait, and wait for nothing.
+log_count_at_least() {
+	local log=$1 n=$2
+	shift 2
+	[[ $(log_count "$log" "$@") -ge $n ]]
 }
 
 # log_count_between LOG FROM TO key=value…: the lines of log_lines LOG key=value… whose ts (µs

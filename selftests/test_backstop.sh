@@ -521,7 +521,7 @@ tap_is "P26 kill: run r put back before its join: run a's frames are dropped by 
 	2>"$SL_TMP/p26k-r.err" </dev/null &
 kr_pid=$!
 sl_track_pid "$kr_pid"
-wait_until 20000 grep -qs "\"type\":\"writer_restart\"" "$SL_TMP/p26k-r.jsonl" ||
+wait_until 60000 grep -qs "\"type\":\"writer_restart\"" "$SL_TMP/p26k-r.jsonl" ||
 	tap_diag_file "$SL_TMP/p26k-r.err"
 tap_is "P26 kill: sluice resume joined run r (its token back, its mark gone)" \
 	"$(ns_runs | sort | tr '\n' ' ')$(test -e "/sys/fs/bpf/sluice/$kr_id/ns-join-pending" && echo marked)" \
@@ -639,7 +639,7 @@ sl_track_pid "$p26cap"
 sluice_start "$SL_TMP/p26sb.yaml" "$SL_TMP/p26sb.jsonl" --netns "/run/netns/$SL_NS_RUN" -- \
 	python3 "$SL_TMP/p26sb.py" "$SL_TMP/p26s.port"
 p26b_pid=$SL_RUN_PID p26b_id=$SL_RUN_ID
-wait_until 10000 test -s "$SL_TMP/p26s.port"
+wait_until 60000 test -s "$SL_TMP/p26s.port" || tap_diag_file "$SL_ERR"
 port=$(cat "$SL_TMP/p26s.port")
 sink_settle
 before=$(sl_lines "$SL_TMP/p26cap.log")

@@ -661,7 +661,7 @@ wait "$ctl_udp" "$!"
 control_seen() {
 	echo "udp $(sink_count 'udp 203.0.113.53 53') tcp $(extra_sink_count 'tcp-accept 2001:db8::53 53')"
 }
-wait_until 3000 test "$(control_seen)" = "udp 1 tcp 1"
+wait_until 3000 eval '[[ $(control_seen) == "udp 1 tcp 1" ]]'
 tap_is "control: without sluice, DNS to 203.0.113.53 (UDP) and [2001:db8::53] (TCP) arrives" \
 	"$(control_seen)" "udp 1 tcp 1"
 CONTROL_SINK_MARK=$(sl_lines "$SL_INET_LOG")

@@ -182,7 +182,7 @@ sluice_wait 30 || sl_stop_pid "$SL_RUN_PID"
 assert_rc "the followed run exits 0" 0
 tap_check "its log rotated (LOG.000002.gz exists)" test -e "$flog.000002.gz"
 total=$(py_lines True "$flog" | wc -l)
-wait_until 5000 test "$(wc -l <"$SL_TMP/f-all.out")" -ge "$total"
+wait_until 5000 eval '[[ $(wc -l <"$SL_TMP/f-all.out") -ge $total ]]'
 tap_check "-f printed the whole log across the rotations: no line lost or twice" \
 	cmp "$SL_TMP/f-all.out" <(py_lines True "$flog")
 tap_is "-f --decision deny: 41 compact lines" \

@@ -222,7 +222,7 @@ no_loss() {
 # log_has NAME LOG COUNT key=value…: as assert_log, waiting up to 5 s for the writer
 log_has() {
 	local log=$2 count=$3
-	wait_until 5000 test "$(log_count "$log" "${@:4}")" -ge "${count#+}"
+	wait_until 5000 log_count_at_least "$log" "${count#+}" "${@:4}"
 	assert_log "$@"
 }
 

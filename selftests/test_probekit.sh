@@ -240,10 +240,14 @@ bash -c 'echo $$ >"$0/cgroup.procs" && exec setpriv --reuid 65534 --regid 65534 
 	unshare --user --map-root-user --net sleep 600' "$bare_cg" </dev/null >/dev/null 2>&1 &
 rootless_pid=$!
 sl_track_pid "$rootless_pid"
-wait_until 5000 test "$(stat -L -c %i "/proc/$userns_pid/ns/user" 2>/dev/null)" != \
-	"$(stat -L -c %i /proc/self/ns/user)"
-wait_until 5000 test "$(stat -L -c %i "/proc/$rootless_pid/ns/user" 2>/dev/null)" != \
-	"$(stat -L -c %i /proc/self/ns/user)"
+# in_own_userns PID: PID runs in a user namespace of its own (its unshare is done)
+in_own_userns() {
+	local ns
+	ns=$(stat -L -c %i "/proc/$1/ns/user" 2>/dev/null)
+	[[ -n $ns && $ns != "$(stat -L -c %i /proc/self/ns/user)" ]]
+}
+wait_until 5000 in_own_userns "$userns_pid"
+wait_until 5000 in_own_userns "$rootless_pid"
 for p in "$userns_pid:this test's root" "$rootless_pid:uid 65534"; do
 	"$EXT" --pid "${p%%:*}" >"$SL_TMP/usage.out" 2>&1
 	tap_is "--pid of a sandbox in a user namespace of its own (root there is ${p#*:}): refused (exit 2), nothing built" \

@@ -96,7 +96,7 @@ attacked() {
 	out=$("$SLUICE" attach --cgroup "$cg" --policy "$SL_TMP/deny.yaml" --run-id "$run" \
 		--mode enforce --log "$LOG" "$@" 2>&1) ||
 		bail_out "attach of $name failed: $out $(tail -n 5 "$SL_DAEMON_DIR/err")"
-	wait_until 10000 test "$(log_count "$LOG" type=preexisting flow=destroyed)" -ge 7
+	wait_until 10000 log_count_at_least "$LOG" 7 type=preexisting flow=destroyed
 	sink_settle
 	touch "$W/stop" "$H/stop"
 	wait_until 5000 test -e "$H/result"
@@ -274,7 +274,7 @@ switched() {
 	sink_mark
 	out=$("$SLUICE" replace-policy --run-id "$SL_RUN_ID" "$SL_TMP/deny.yaml" 2>&1) ||
 		bail_out "$name: replace-policy: $out"
-	wait_until 10000 test "$(log_count "$LOG" type=preexisting flow=destroyed)" -ge 1
+	wait_until 10000 log_count_at_least "$LOG" 1 type=preexisting flow=destroyed
 	sink_settle
 	touch "$W/stop" "$H/stop"
 	sluice_wait 20 || bail_out "$name: the run did not end"
@@ -328,7 +328,7 @@ in_flight() {
 	out=$("$SLUICE" replace-policy --run-id "$SL_RUN_ID" "$SL_TMP/deny.yaml" 2>&1) ||
 		bail_out "$name: replace-policy: $out"
 	touch "$H/go"
-	wait_until 10000 test "$(log_count "$LOG" type=decision flow=destroyed)" -ge 1
+	wait_until 10000 log_count_at_least "$LOG" 1 type=decision flow=destroyed
 	sink_settle
 	touch "$W/stop"
 	sluice_wait 20 || bail_out "$name: the run did not end"
@@ -361,7 +361,7 @@ sluice_start "$SL_TMP/cap.yaml" "$LOG" --netns "/run/netns/$SL_NS_RUN" -- \
 	python3 "$FORM" hold "$H" v4opts 198.51.100.20 80
 wait_until 10000 test -e "$H/ready" || bail_out "cap: the holder: $(cat "$SL_ERR" "$H/out")"
 touch "$H/stop"
-wait_until 10000 test "$(log_count "$LOG" type=flow_cut flow=destroyed)" -ge 1
+wait_until 10000 log_count_at_least "$LOG" 1 type=flow_cut flow=destroyed
 sink_settle
 touch "$W/stop"
 sluice_wait 20 || bail_out "cap: the run did not end"
@@ -476,7 +476,7 @@ W=$SL_TMP/own2-watch
 watcher "$W" "$FAR"
 own_holder own2 plain
 touch "$H/stop"
-wait_until 10000 test "$(log_count "$SL_ATT_LOG" type=decision decision=deny flow=destroyed)" -ge 1
+wait_until 10000 log_count_at_least "$SL_ATT_LOG" 1 type=decision decision=deny flow=destroyed
 sink_settle
 touch "$W/stop"
 tap_is "own netns: the packet path's kill found the socket in its holder's namespace: destroyed" \

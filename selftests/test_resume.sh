@@ -44,10 +44,27 @@ resume_start() {
 	sl_track_pid "$SL_RESUME_PID"
 }
 
-# resume_wait TIMEOUT_S: SL_RESUME_RC, or 1 if it did not end.
+# restarts_at_least LOG N: LOG's segments (LOG, LOG.NNNNNN[.gz]) hold N writer_restart lines; a
+# log that rotates may have moved the line on by the time it is looked for.
+restarts_at_least() {
+	[[ $(zcat -f -- "$1" "$1".[0-9]* 2>/dev/null | grep -c '"type":"writer_restart"') -ge $2 ]]
+}
+
+# resume_started ID LOG WHAT [N]: the resume of ID has written its Nth writer_restart (default 1);
+# its listeners are bound by then. If not, the file bails out with the resume's stderr: every
+# check after would judge a run nobody writes for. (A loaded machine needs seconds to load a
+# run's programs: the wait is long.)
+resume_started() {
+	local id=$1 log=$2 what=$3 n=${4:-1}
+	wait_until 30000 restarts_at_least "$log" "$n" && return 0
+	tap_diag_file "$SL_TMP/resume-$id.err"
+	bail_out "$what: sluice resume wrote no writer_restart"
+}
+
+# resume_wait TIMEOUT_S: SL_RESUME_RC, or 1 if it did not end (TIMEOUT_S scaled by SL_SLOW).
 resume_wait() {
 	local i
-	for ((i = 0; i < $1 * 20; i++)); do
+	for ((i = 0; i < $1 * 20 * SL_SLOW; i++)); do
 		kill -0 "$SL_RESUME_PID" 2>/dev/null || break
 		sleep 0.05
 	done
@@ -189,7 +206,7 @@ sluice_start "$SL_TMP/a.yaml" "$log_a" --netns "/run/netns/$SL_NS_RUN" \
 exec 3>&-
 id_a=$SL_RUN_ID
 pid_a=$SL_RUN_PID
-if ! wait_until 10000 seen "$SL_TMP/a-ready" ||
+if ! wait_until 60000 seen "$SL_TMP/a-ready" ||
 	! wait_until 3000 log_has "$log_a" type=flow req_bytes=100; then
 	sluice_diag "$log_a"
 	bail_out "run A: the workload's first phase did not finish"
@@ -207,10 +224,7 @@ lines_dead=$(wc -l <"$log_a")
 exec 3>"$SL_TMP/a-second.cp"
 resume_start "$id_a" "$log_a" --checkpoint-fd 3 --upstream "127.0.0.1:$SL_DNS_PORT"
 exec 3>&-
-if ! wait_until 5000 log_has "$log_a" type=writer_restart; then
-	tap_diag_file "$SL_TMP/resume-$id_a.err"
-	bail_out "run A: sluice resume wrote no writer_restart"
-fi
+resume_started "$id_a" "$log_a" "run A"
 # (the live writer stopped meanwhile: its own checkpoint, due every 10 s, would change the log
 # and its sidecar while the second is refused, as it did once under emulation)
 kill -STOP "$SL_RESUME_PID"
@@ -298,7 +312,7 @@ torn=$(printf '{"seq":%d,"prev":"00' "$torn_seq")
 printf '%s' "$torn" >>"$log_b"
 truncate -s -7 "$log_b.checkpoints"
 resume_start "$id_b" "$log_b" --policy "$SL_TMP/b-copy.yaml"
-wait_until 5000 log_has "$log_b" type=writer_restart || tap_diag_file "$SL_TMP/resume-$id_b.err"
+resume_started "$id_b" "$log_b" "run B"
 kill -TERM "$SL_RESUME_PID"
 if resume_wait 15; then
 	tap_is "SIGTERM ends a resumed run: exit 128+15" "$SL_RESUME_RC" 143
@@ -365,7 +379,7 @@ segs=$(find "$SL_TMP" -maxdepth 1 -name 'c.jsonl.0*' | wc -l)
 # the last line's newline lost (a cut write that ended exactly there)
 [[ -s $log_c ]] && truncate -s -1 "$log_c"
 resume_start "$id_c" "$log_c" --log-rotate-kib 1
-wait_until 5000 log_has "$log_c" type=writer_restart || tap_diag_file "$SL_TMP/resume-$id_c.err"
+resume_started "$id_c" "$log_c" "run C"
 touch "$SL_TMP/c-go"
 resume_wait 20 || sl_stop_pid "$SL_RESUME_PID"
 tap_diag_file "$SL_TMP/resume-$id_c.err"
@@ -451,7 +465,7 @@ tap_check "... without a byte of the key in what it says" \
 cp "$SL_TMP/e.good" "$log_e"
 # a checkpoint exported to the sidecar, then the log cut back below it
 resume_start "$id_e" "$log_e"
-wait_until 5000 log_has "$log_e" type=writer_restart || tap_diag_file "$SL_TMP/resume-$id_e.err"
+resume_started "$id_e" "$log_e" "run E"
 kill -KILL "$SL_RESUME_PID"
 wait "$SL_RESUME_PID" 2>/dev/null
 cp "$log_e" "$SL_TMP/e.resumed"
@@ -460,8 +474,7 @@ resume_refused "a log cut back below a checkpoint its sidecar holds is refused" 
 	"$log_e" "the log was cut back"
 cp "$SL_TMP/e.resumed" "$log_e"
 resume_start "$id_e" "$log_e"
-wait_until 5000 test "$(log_count "$log_e" type=writer_restart)" -eq 2 ||
-	tap_diag_file "$SL_TMP/resume-$id_e.err"
+resume_started "$id_e" "$log_e" "run E, resumed again" 2
 touch "$SL_TMP/e/go"
 resume_wait 15 || sl_stop_pid "$SL_RESUME_PID"
 tap_is "a resumed writer killed in turn is resumed again: two restarts, exit 0" \
@@ -523,7 +536,7 @@ exec 7>&-
 flows_dead=$(log_count "$log_f" type=flow)
 tap_cmp "the writer blocked inside a flow's alert, its flow lines synced" "$flows_dead" -gt 0
 resume_start "$id_f" "$log_f"
-wait_until 5000 log_has "$log_f" type=writer_restart || tap_diag_file "$SL_TMP/resume-$id_f.err"
+resume_started "$id_f" "$log_f" "run F"
 kill -TERM "$SL_RESUME_PID"
 resume_wait 15 || sl_stop_pid "$SL_RESUME_PID"
 tap_is "no flow has two lines (each socket cookie once)" "$(python3 - "$log_f" <<'PY'
@@ -572,7 +585,7 @@ with open(path, "wb") as f:
         prev = hashlib.sha256(b"\x00" + b).hexdigest()
 PY
 resume_start "$id_g" "$log_g"
-wait_until 5000 log_has "$log_g" type=writer_restart || tap_diag_file "$SL_TMP/resume-$id_g.err"
+resume_started "$id_g" "$log_g" "run G"
 touch "$SL_TMP/g-go"
 resume_wait 15 || sl_stop_pid "$SL_RESUME_PID"
 "$SLUICE" verify "$log_g" >"$SL_TMP/verify.out" 2>&1
@@ -591,7 +604,7 @@ wait_until 5000 log_has "$log_d" type=decision decision=deny || bail_out "run D:
 kill_writer
 touch "$SL_TMP/d-dead"
 cg_d=$(cg2_mount)/sluice/$id_d
-wait_until 5000 test -z "$(cat "$cg_d/cgroup.procs" 2>/dev/null)"
+wait_until 5000 eval '[[ -z $(cat "$cg_d/cgroup.procs" 2>/dev/null) ]]'
 rmdir "$cg_d" && mkdir "$cg_d"
 resume_refused "a cgroup of the run's name but not the run's (another id) is refused" "$id_d" \
 	"$log_d" "is not the run's"
@@ -694,7 +707,7 @@ open(p, "w").write("\n\n".join(t) + "\n\n" if t else "")' "$log_k.checkpoints" "
 tap_is "run K: the sidecar cut back $cut notes" "$(wc -w <<<"$(sk_sizes)")" \
 	"$(($(wc -w <<<"$before") - cut))"
 resume_start "$id_k" "$log_k"
-wait_until 10000 log_has "$log_k" type=writer_restart || tap_diag_file "$SL_TMP/resume-$id_k.err"
+resume_started "$id_k" "$log_k" "run K"
 touch "$SL_TMP/k-dead"
 resume_wait 30 || sl_stop_pid "$SL_RESUME_PID"
 tap_diag_file "$SL_TMP/resume-$id_k.err"
@@ -766,7 +779,7 @@ log_s=$SL_TMP/s.jsonl
 sluice_start "$SL_TMP/s.yaml" "$log_s" --netns "/run/netns/$SL_NS_RUN" \
 	--upstream "127.0.0.1:$SL_DNS_PORT" -- "${RUN_EXEC[@]}" python3 -c "$workload_s" "$SL_TMP"
 id_s=$SL_RUN_ID
-if ! wait_until 10000 seen "$SL_TMP/s-ready" ||
+if ! wait_until 60000 seen "$SL_TMP/s-ready" ||
 	! wait_until 3000 log_has "$log_s" type=flow req_bytes=40; then
 	sluice_diag "$log_s"
 	bail_out "run S: the workload's first phase did not finish"
@@ -776,7 +789,7 @@ tap_is "run S: the first writer's flow to the shared address lists both names" \
 	"$(log_count "$log_s" type=flow dst=198.51.100.10 port=80 host:raw=null "$both")" 1
 kill_writer
 resume_start "$id_s" "$log_s" --upstream "127.0.0.1:$SL_DNS_PORT"
-wait_until 5000 log_has "$log_s" type=writer_restart || tap_diag_file "$SL_TMP/resume-$id_s.err"
+resume_started "$id_s" "$log_s" "run S"
 touch "$SL_TMP/s-go"
 resume_wait 20 || sl_stop_pid "$SL_RESUME_PID"
 tap_diag_file "$SL_TMP/resume-$id_s.err"
@@ -831,10 +844,10 @@ log_t=$SL_TMP/t.jsonl
 sluice_start "$SL_TMP/t.yaml" "$log_t" --netns "/run/netns/$SL_NS_RUN" \
 	--upstream "127.0.0.1:$SL_DNS_PORT" -- "${RUN_EXEC[@]}" python3 -c "$workload_t" "$SL_TMP"
 id_t=$SL_RUN_ID
-wait_until 10000 seen "$SL_TMP/t-ready" || bail_out "run T: the workload did not start"
+wait_until 60000 seen "$SL_TMP/t-ready" || bail_out "run T: the workload did not start"
 kill_writer
 resume_start "$id_t" "$log_t" --upstream "127.0.0.1:$SL_DNS_PORT"
-wait_until 5000 log_has "$log_t" type=writer_restart || tap_diag_file "$SL_TMP/resume-$id_t.err"
+resume_started "$id_t" "$log_t" "run T"
 touch "$SL_TMP/t-go"
 resume_wait 20 || sl_stop_pid "$SL_RESUME_PID"
 tap_is "run T: after the resume, a plain flow to the shared address goes under the capped rule" \

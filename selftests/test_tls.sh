@@ -544,18 +544,11 @@ tls_run() {
 	CLIENT_MS=$(sed -n 's/^client rc=[0-9]* ms=\([0-9]*\)$/\1/p' "$SL_OUT")
 }
 
-# diag_tail FILE N: a file's last N lines as TAP diagnostics, each ending in a newline (a trace
-# cut mid-line must not swallow the next TAP line).
-diag_tail() {
-	echo "# --- $(basename "$1") (last $2 lines) ---"
-	tail -n "$2" -- "$1" 2>/dev/null | awk '{ print "#   " $0 }'
-}
-
 # Everything about the last run, for a failed assertion.
 tls_diag() {
 	sluice_diag "$CASE_LOG"
-	diag_tail "$CASE_CLIENT" 10
-	[[ -n $TLS_SRV_OUT ]] && diag_tail "$TLS_SRV_OUT" 10
+	tap_diag_file "$CASE_CLIENT" 10
+	[[ -n $TLS_SRV_OUT ]] && tap_diag_file "$TLS_SRV_OUT" 10
 	return 0
 }
 
@@ -952,7 +945,7 @@ if grep -q 'Content Type = UNKNOWN (71)' "$TLS_SRV_OUT"; then
 else
 	tap_fail "control: without sluice, plain HTTP to s_server shows in its trace" \
 		"expected a received record with content type 71 (\"G\" of \"GET\")"
-	diag_tail "$TLS_SRV_OUT" 20
+	tap_diag_file "$TLS_SRV_OUT" 20
 fi
 sink_wait "tcp 198.51.100.10 443" 1 3000
 got=$(sink_bytes 198.51.100.10 443)
