@@ -507,9 +507,13 @@ kr_sleeps() {
 	return 1
 }
 wait_until 60000 kr_sleeps || tap_diag_file "$SL_ERR"
-kr_token=$(ns_runs | grep -vx "$ka_token")
+# killed as soon as its command runs: its run_start must be on file by then (written before the
+# command starts, not at the writer's first drain), or no resume could take the run over
 kill -KILL "$kr_pid"
 wait "$kr_pid" 2>/dev/null
+tap_check "P26 kill: run r's log has its run_start when its command has just started" \
+	grep -q '"type":"run_start"' "$SL_TMP/p26k-r.jsonl"
+kr_token=$(ns_runs | grep -vx "$ka_token")
 # shellcheck disable=SC2046 # one word per byte
 bpftool map delete pinned "$ns_pins/runs" key $(python3 -c 'import sys
 print(" ".join(str(b) for b in int(sys.argv[1], 16).to_bytes(8, "little")))' "$kr_token")
@@ -521,8 +525,12 @@ tap_is "P26 kill: run r put back before its join: run a's frames are dropped by 
 	2>"$SL_TMP/p26k-r.err" </dev/null &
 kr_pid=$!
 sl_track_pid "$kr_pid"
-wait_until 60000 grep -qs "\"type\":\"writer_restart\"" "$SL_TMP/p26k-r.jsonl" ||
-	tap_diag_file "$SL_TMP/p26k-r.err"
+# kr_restarted: the resume wrote its writer_restart, or ended (refused) without
+kr_restarted() {
+	grep -qs '"type":"writer_restart"' "$SL_TMP/p26k-r.jsonl" || ! pid_running "$kr_pid"
+}
+wait_until 60000 kr_restarted
+grep -qs '"type":"writer_restart"' "$SL_TMP/p26k-r.jsonl" || tap_diag_file "$SL_TMP/p26k-r.err"
 tap_is "P26 kill: sluice resume joined run r (its token back, its mark gone)" \
 	"$(ns_runs | sort | tr '\n' ' ')$(test -e "/sys/fs/bpf/sluice/$kr_id/ns-join-pending" && echo marked)" \
 	"$(printf '%s\n' "$ka_token" "$kr_token" | sort | tr '\n' ' ')"

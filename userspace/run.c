@@ -474,6 +474,13 @@ void run_write_start(struct run *r)
 		journal_line_bool(&l, "seccomp", r->seccomp != NULL);
 		err = journal_write(r->journal, &l);
 	}
+	/*
+	 * On file before the command starts, not at the supervisor's first drain (up to a poll
+	 * interval later): a writer killed once the command runs leaves a log that sluice resume
+	 * can take over, and resume refuses a log without run_start.
+	 */
+	if (!err)
+		err = journal_flush(r->journal);
 	if (err)
 		records_journal_error(&r->rec, err);
 }
