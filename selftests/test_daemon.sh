@@ -283,6 +283,17 @@ tap_check "next_free_id: a taken id of 72 characters: refused, -2 would be too l
 out=$("$SLUICE" verify "$D/logs/$RL.jsonl" --key "$SLUICE_PUB" 2>&1)
 tap_is "a run id of 72 characters: its log verifies" "$?" 0 || tap_diag "$out"
 "$SLUICE" detach --run-id "$RR-2" >/dev/null 2>&1
+# an old log whose first segments were cleaned away (oldest first, as retention goes) and a later
+# one kept: the id is taken, or the new log's rotation would run into that segment
+RS=t-$SL_ID-seg
+SL_RUNS+=("$RS" "$RS-2")
+echo old | gzip >"$D/logs/$RS.jsonl.000002.gz"
+out=$(attach "$RS" "$(sl_cgroup_new seg)" "$SL_TMP/a.yaml" '"next_free_id":true')
+tap_is "next_free_id: an id whose old log left only a later segment: attached as $RS-2" \
+	"$(sl_reply_field "$out" run_id)" "$RS-2" || tap_diag "$out"
+# (both: without the check the run is $RS, and the checks below count the daemon's runs)
+"$SLUICE" detach --run-id "$RS-2" >/dev/null 2>&1
+"$SLUICE" detach --run-id "$RS" >/dev/null 2>&1
 
 status=$("$SLUICE" status --json)
 tap_cmp "sluice status lists both runs" "$(grep -c -e "\"run_id\":\"$RA\"" \

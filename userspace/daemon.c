@@ -837,17 +837,20 @@ static void end_removed_overlapping(struct daemon *d, const char *cgroup)
 #define NEXT_FREE_MAX 999
 
 /*
- * Whether run id id is taken for a new run whose log is the daemon's choice: a run of the
+ * Whether run id id is taken for a new run whose log is the daemon's choice: 1 if a run of the
  * daemon's has it, something is pinned under it, a state file or a log of that name exists (a
- * run's log is never overwritten).
+ * run's log is never overwritten); 0 if not; -ENAMETOOLONG if its state file's or log's name
+ * would not fit a path (no run can have it: not "taken", which would send next_free_id through
+ * every other id).
  */
-static bool id_taken(struct daemon *d, const char *id)
+static int id_taken(struct daemon *d, const char *id)
 {
-	char path[PATH_MAX];
+	char pins[PATH_MAX], state[PATH_MAX], log[PATH_MAX - sizeof(".000001.gz.tmp") + 1];
 
-	return find_run(d, id) || find_attaching(d, id) || run_pinned(id, path, sizeof(path)) ||
-	       state_path(d, id, path, sizeof(path)) || !access(path, F_OK) ||
-	       default_log_path(d, id, path, sizeof(path)) || journal_path_taken(path);
+	if (state_path(d, id, state, sizeof(state)) || default_log_path(d, id, log, sizeof(log)))
+		return -ENAMETOOLONG;
+	return find_run(d, id) || find_attaching(d, id) || run_pinned(id, pins, sizeof(pins)) ||
+	       !access(state, F_OK) || journal_path_taken(log);
 }
 
 /*
@@ -858,19 +861,25 @@ static bool id_taken(struct daemon *d, const char *id)
 static int next_free_id(struct daemon *d, const char *run_id, char *out, size_t len, char *err,
 			size_t err_len)
 {
-	int k;
+	int k, taken = id_taken(d, run_id);
 
-	if (!id_taken(d, run_id))
+	if (!taken)
 		return util_copy(out, len, run_id);
-	for (k = 2; k <= NEXT_FREE_MAX; k++) {
+	for (k = 2; taken > 0 && k <= NEXT_FREE_MAX; k++) {
 		if (util_fmt(out, len, "%s-%d", run_id, k) || run_check_id(out))
 			return util_fmt(err, err_len, "run id %s is taken (a run's, a log's or a "
 						      "pin's), and %s-%d would be longer than %d "
 						      "characters", run_id, run_id, k, RUN_ID_MAX),
 			       -ENAMETOOLONG;
-		if (!id_taken(d, out))
+		taken = id_taken(d, out);
+		if (!taken)
 			return 0;
 	}
+	if (taken < 0)
+		return util_fmt(err, err_len, "run id %s: its state file's or log's name under %s "
+					      "or %s would be longer than a path can be",
+				k == 2 ? run_id : out, d->state_dir, d->log_dir),
+		       taken;
 	return util_fmt(err, err_len, "run id %s and %s-2 to %s-%d are all taken (a run's, a "
 				      "log's or a pin's)", run_id, run_id, run_id, NEXT_FREE_MAX),
 	       -EEXIST;

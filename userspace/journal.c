@@ -13,6 +13,7 @@
  * thread turns it into PATH.NNNNNN.gz later, outside the lock: writers never wait for zlib.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -1538,10 +1539,45 @@ static int first_segment_taken(const char *path)
 	return err ? err : name_taken(path, ".000001");
 }
 
+/*
+ * Whether path's directory holds a rotated segment of a log at path: path.NNNNNN, .gz or its
+ * compressor's .gz.tmp. Not only the first: an old log whose first segments were cleaned away
+ * (oldest first, as retention goes) still holds later ones, which a new log's rotation would
+ * run into and a reader would take for its own. A directory that cannot be read is not said
+ * taken (as name_taken).
+ */
+static bool any_segment_taken(const char *path)
+{
+	char dir[PATH_MAX], base[PATH_MAX];
+	const char *name, *rest;
+	struct dirent *e;
+	size_t n, digits;
+	bool taken = false;
+	DIR *d;
+
+	if (util_copy(dir, sizeof(dir), path) || util_copy(base, sizeof(base), path))
+		return false;
+	d = opendir(dirname(dir));
+	if (!d)
+		return false;
+	name = basename(base);
+	n = strlen(name);
+	while (!taken && (e = readdir(d))) {
+		if (strncmp(e->d_name, name, n) || e->d_name[n] != '.')
+			continue;
+		rest = e->d_name + n + 1;
+		digits = strspn(rest, "0123456789");
+		rest += digits;
+		taken = digits >= 6 && (!*rest || !strcmp(rest, ".gz") || !strcmp(rest, ".gz.tmp"));
+	}
+	closedir(d);
+	return taken;
+}
+
 bool journal_path_taken(const char *path)
 {
 	return name_taken(path, "") != 0 || name_taken(path, ".checkpoints") != 0 ||
-	       first_segment_taken(path) != 0;
+	       first_segment_taken(path) != 0 || any_segment_taken(path);
 }
 
 struct journal *journal_open(const struct journal_opts *o)

@@ -93,8 +93,8 @@ struct journal_opts {
 struct journal *journal_open(const struct journal_opts *o);
 
 /*
- * Whether a log at path could not be created by journal_open: path, its sidecar or a first
- * rotated segment exists.
+ * Whether path names a log's files already: path, its sidecar or any rotated segment exists
+ * (journal_open refuses the first three; a later segment would meet the new log's rotation).
  */
 bool journal_path_taken(const char *path);
 
