@@ -679,4 +679,47 @@ rc=$?
 tap_check "the flooded run's log verifies (intact, sealed, losses declared)" test $rc -eq 0 -o $rc -eq 3
 [[ $rc -eq 0 || $rc -eq 3 ]] || tap_diag "$(tail -5 <<<"$out")"
 
+# The bound itself (DAEMON_DRAIN_MAX records of a run per turn of the loop): a run's ring buffer
+# (1 MiB, some 10,000 records) filled while the daemon was stopped, and a status request waiting
+# for it. The daemon is stopped again the moment the answer is read, and its log's lines
+# counted then and at the end: a loop that drained the run's whole backlog before it answered
+# would have written nearly all of them by then. (Counts, not a time: with the bound it
+# answers within a few turns of 1,024.)
+CG_DR=$(sl_cgroup_new drain) || bail_out "cannot make a test cgroup"
+RD=t-$SL_ID-drain
+SL_RUNS+=("$RD")
+out=$(attach "$RD" "$CG_DR" "$SL_TMP/r.yaml")
+[[ ${out:0:10} == '{"ok":true' ]] || tap_diag "$out"
+kill -STOP "$SL_DAEMON_PID"
+sl_in_cgroup "$CG_DR" unshare -n python3 -c '
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for n in range(100000):
+    try:
+        s.sendto(b"x", ("192.0.2.1", 1000 + n % 50000))
+    except OSError:
+        pass
+'
+answered=$(python3 -c 'import os, signal, socket, sys
+pid, sock = int(sys.argv[1]), sys.argv[2]
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(60)
+s.connect(sock)
+s.sendall(b"{\"op\":\"status\"}\n")
+os.kill(pid, signal.SIGCONT)
+try:
+    line = s.makefile().readline()
+finally:
+    os.kill(pid, signal.SIGSTOP)
+print("answered" if line.startswith("{\"ok\":true") else "no answer: " + line.strip())' \
+	"$SL_DAEMON_PID" "$SLUICE_SOCKET" 2>&1)
+at_answer=$(grep -c . "$D/logs/$RD.jsonl")
+kill -CONT "$SL_DAEMON_PID"
+"$SLUICE" detach --run-id "$RD" >/dev/null 2>&1
+at_end=$(grep -c . "$D/logs/$RD.jsonl")
+tap_diag "drain bound: $at_answer of the run's $at_end lines were written when status answered"
+tap_is "a run's backlog does not hold the daemon: status answers first" "$answered" answered
+tap_cmp "... having drained a small part of it (the drain is bounded per turn)" \
+	"$((at_answer * 2))" -lt "$at_end"
+
 tap_done
