@@ -92,24 +92,46 @@ tap_plan() {
 }
 
 # Diagnostics go to stdout as TAP comments, which prove shows only with -v; `make test` and
-# .ci/run do not pass it. So that a failure in their output can be diagnosed, a failed check is
-# also written to stderr, which prove always shows, with the diagnostics given since the check
-# before it (SL_TAP_PENDING) and those given after it until the next check passes.
+# .ci/run do not pass it. So that a failure in their output can be diagnosed, a failed check or
+# a bail-out is also written to stderr, which prove always shows, with the diagnostics given
+# since the check before it (SL_TAP_PENDING: its last SL_TAP_PENDING_MAX bytes, the ones nearest
+# the failure) and, after a failed check, SL_TAP_AFTER_MAX lines more until a check passes. On
+# stderr each line is cut to SL_TAP_LINE_MAX characters. Every diagnostic must go through
+# tap_comment (tap_diag, tap_diag_file), not echo "# …", to be among them.
 SL_TAP_PENDING=
-SL_TAP_LAST_FAILED=0
+SL_TAP_PENDING_MAX=16384
+SL_TAP_LINE_MAX=500
+SL_TAP_AFTER_MAX=200
+SL_TAP_AFTER=-1 # lines of stderr left after a failed check; -1: no check failed since one passed
 SL_TAP_NAME=$(basename "$0")
 
 # tap_comment LINE…: each line as a TAP comment; kept for stderr should a check fail.
 tap_comment() {
-	local line
+	local line err
 	for line in "$@"; do
 		echo "# $line"
-		if [[ $SL_TAP_LAST_FAILED -eq 1 ]]; then
-			echo "$SL_TAP_NAME: # $line" >&2
-		elif [[ ${#SL_TAP_PENDING} -lt 16384 ]]; then
-			SL_TAP_PENDING+="$SL_TAP_NAME: # $line"$'\n'
+		err="$SL_TAP_NAME: # ${line:0:SL_TAP_LINE_MAX}"
+		if [[ $SL_TAP_AFTER -gt 0 ]]; then
+			echo "$err" >&2
+			SL_TAP_AFTER=$((SL_TAP_AFTER - 1))
+			[[ $SL_TAP_AFTER -eq 0 ]] &&
+				echo "$SL_TAP_NAME: # (more diagnostics on stdout, prove -v)" >&2
+		elif [[ $SL_TAP_AFTER -lt 0 ]]; then
+			SL_TAP_PENDING+="$err"$'\n'
+			if [[ ${#SL_TAP_PENDING} -gt $SL_TAP_PENDING_MAX ]]; then
+				# the last bytes, from their first whole line
+				err=${SL_TAP_PENDING: -SL_TAP_PENDING_MAX}
+				SL_TAP_PENDING="$SL_TAP_NAME: # (earlier diagnostics on stdout)"$'\n'"${err#*$'\n'}"
+			fi
 		fi
 	done
+	return 0
+}
+
+# tap_flush_stderr LINE: the pending diagnostics and LINE on stderr.
+tap_flush_stderr() {
+	printf '%s%s\n' "$SL_TAP_PENDING" "$SL_TAP_NAME: $1" >&2
+	SL_TAP_PENDING=
 }
 
 tap_diag() {
@@ -133,7 +155,7 @@ tap_diag_file() {
 
 tap_ok() {
 	SL_TAP_N=$((SL_TAP_N + 1))
-	SL_TAP_PENDING= SL_TAP_LAST_FAILED=0
+	SL_TAP_PENDING= SL_TAP_AFTER=-1
 	echo "ok $SL_TAP_N - $1"
 }
 
@@ -142,15 +164,15 @@ tap_fail() {
 	SL_TAP_N=$((SL_TAP_N + 1))
 	SL_TAP_FAILED=$((SL_TAP_FAILED + 1))
 	echo "not ok $SL_TAP_N - $1"
-	printf '%s%s\n' "$SL_TAP_PENDING" "$SL_TAP_NAME: not ok $SL_TAP_N - $1" >&2
-	SL_TAP_PENDING= SL_TAP_LAST_FAILED=1
+	tap_flush_stderr "not ok $SL_TAP_N - $1"
+	SL_TAP_AFTER=$SL_TAP_AFTER_MAX
 	[[ $# -gt 1 ]] && tap_diag "$2"
 	return 0
 }
 
 tap_skip() {
 	SL_TAP_N=$((SL_TAP_N + 1))
-	SL_TAP_PENDING= SL_TAP_LAST_FAILED=0
+	SL_TAP_PENDING= SL_TAP_AFTER=-1
 	echo "ok $SL_TAP_N - $1 # SKIP $2"
 }
 
@@ -207,6 +229,7 @@ skip_all() {
 # bail_out REASON: the file cannot continue (e.g. the topology cannot be built).
 bail_out() {
 	echo "Bail out! $1"
+	tap_flush_stderr "Bail out! $1"
 	exit 1
 }
 
@@ -641,14 +664,15 @@ sluice_run() {
 # Diagnostics for the last run (if the test started one): its stdout, stderr, log and what the
 # sinks saw.
 sluice_diag() {
-	local log=${1:-}
+	local log=${1:-} seen
 	if [[ -n $SL_RUN_ID ]]; then
-		echo "# run $SL_RUN_ID: exit status ${SL_RC:-}"
+		tap_comment "run $SL_RUN_ID: exit status ${SL_RC:-}"
 		tap_diag_file "$SL_OUT"
 		tap_diag_file "$SL_ERR"
 	fi
 	[[ -n $log ]] && tap_diag_file "$log"
-	sink_new_lines | tail -n 20 | sed 's/^/# sink /'
+	mapfile -t seen < <(sink_new_lines | tail -n 20)
+	[[ ${#seen[@]} -gt 0 ]] && tap_comment "${seen[@]/#/sink }"
 	return 0
 }
 
@@ -1510,7 +1534,7 @@ sl_cgroup_remove() {
 		sleep 0.05
 	done
 	if [[ -d $p ]]; then
-		echo "# cgroup $p left behind"
+		tap_comment "cgroup $p left behind"
 		SL_CGROUPS_LEFT+=("$p")
 		return 1
 	fi

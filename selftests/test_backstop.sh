@@ -453,7 +453,7 @@ for e in json.load(sys.stdin):
 SLUICE_SELFTEST_KILL=before-tc sluice_start "$SL_TMP/p26b.yaml" "$SL_TMP/p26k-b.jsonl" \
 	--netns "/run/netns/$SL_NS_RUN" -- true
 kb_id=$SL_RUN_ID
-wait "$SL_RUN_PID"
+{ wait "$SL_RUN_PID"; } 2>/dev/null # (no "Killed" notice: the kill is the test)
 tap_is "P26 kill: the joiner is killed before its host side is attached" "$?" 137
 tap_is "P26 kill: only run a's token is in the namespace's runs map" "$(ns_runs | wc -l)" 1
 kcg=$(cg2_mount)/sluice/$kb_id
@@ -479,7 +479,7 @@ tap_is "P26 kill: run a's connections get through" "$(a_conn)" connected
 SLUICE_SELFTEST_KILL=before-join sluice_start "$SL_TMP/p26b.yaml" "$SL_TMP/p26k-j.jsonl" \
 	--netns "/run/netns/$SL_NS_RUN" -- true
 kj_id=$SL_RUN_ID
-wait "$SL_RUN_PID"
+{ wait "$SL_RUN_PID"; } 2>/dev/null
 tap_is "P26 kill: a joiner killed after its host side, before its join" "$?" 137
 tap_check "P26 kill: ... is marked join-pending, its token not in the runs map" \
 	test -e "/sys/fs/bpf/sluice/$kj_id/ns-join-pending" -a "$(ns_runs)" == "$ka_token"

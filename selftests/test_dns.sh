@@ -503,13 +503,14 @@ print(json.dumps(json.loads(sys.argv[1]).get(sys.argv[2]), separators=(",", ":")
 # since the mark: "none" or "some". (Every check here runs after its run ended: dnsmasq logged
 # each query before it answered it.)
 assert_upstream() {
-	local name=$1 host=$2 type=$3 want=$4 n
+	local name=$1 host=$2 type=$3 want=$4 n seen
 	n=$(upstream_count "$host" "$type")
 	if [[ ($want == some && $n -ge 1) || ($want == none && $n -eq 0) ]]; then
 		tap_ok "$name"
 	else
 		tap_fail "$name" "expected $want upstream queries for $host ${type:-(any type)}, got $n"
-		upstream_new_lines | tail -n 10 | sed 's/^/# upstream: /'
+		mapfile -t seen < <(upstream_new_lines | tail -n 10)
+		[[ ${#seen[@]} -gt 0 ]] && tap_comment "${seen[@]/#/upstream: }"
 	fi
 }
 

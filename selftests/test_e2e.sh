@@ -39,12 +39,14 @@ e2e_policy "$E2E/policy.yaml"
 
 # step_diag STEP: the step's output and what the hosts saw meanwhile, for a failure.
 step_diag() {
-	local n
+	local n seen
 	tap_diag_file "$E2E_W/$1.out" 30
 	tap_diag_file "$E2E_ERR" 30
 	for n in "${E2E_LOGS[@]}"; do
-		e2e_seen_lines "$n" "$1" | tail -n 5 | sed "s/^/# $n: /"
+		mapfile -t seen < <(e2e_seen_lines "$n" "$1" | tail -n 5)
+		[[ ${#seen[@]} -gt 0 ]] && tap_comment "${seen[@]/#/$n: }"
 	done
+	return 0
 }
 
 # check STEP NAME CONDITION…: ok if the condition (a command) holds, else STEP's diagnostics.

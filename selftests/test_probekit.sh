@@ -268,7 +268,7 @@ sl_track_pid "$inj_pid"
 wait_until 5000 grep -q "inj'" "/proc/$inj_pid/cgroup"
 "$EXT" --pid "$inj_pid" >"$SL_TMP/inj.tap" 2>&1
 tap_is "--pid of a sandbox whose cgroup's name is a shell command: refused, the command never ran" \
-	"$(grep -c 'has characters other than' "$SL_TMP/inj.tap"):$(ls "$SL_PWNED" 2>/dev/null)" "1:" ||
+	"$(grep -c '^Bail out!.*has characters other than' "$SL_TMP/inj.tap"):$(ls "$SL_PWNED" 2>/dev/null)" "1:" ||
 	tap_diag_file "$SL_TMP/inj.tap" 10
 sl_stop_pid "$inj_pid"
 id2=t-$SL_ID-pid

@@ -125,7 +125,7 @@ detach_run() {
 		sluice_start "$policy" "$log" --netns "/run/netns/$SL_NS_RUN" -- \
 			python3 -c "$(detach_probe "$id" "$only")"
 	fi
-	# run_start reaches the file at the run's first drain, after log_start
+	# run_start is on file before the command starts (the log is created first)
 	wait_until 60000 grep -qs '"type":"run_start"' "$log"
 	cgid=$(log_run_start_field "$log" cgroup_id)
 	bpftool link list -j | python3 -c '

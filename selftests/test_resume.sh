@@ -44,10 +44,11 @@ resume_start() {
 	sl_track_pid "$SL_RESUME_PID"
 }
 
-# restarts_at_least LOG N: LOG's segments (LOG, LOG.NNNNNN[.gz]) hold N writer_restart lines; a
-# log that rotates may have moved the line on by the time it is looked for.
-restarts_at_least() {
-	[[ $(zcat -f -- "$1" "$1".[0-9]* 2>/dev/null | grep -c '"type":"writer_restart"') -ge $2 ]]
+# segments_have LOG N TEXT: LOG's segments (LOG, LOG.NNNNNN[.gz]) hold N lines with TEXT; a log
+# that rotates may have moved a line on by the time it is looked for. (A segment being compressed
+# is there twice for a moment: a wait for N may end a moment early then.)
+segments_have() {
+	[[ $(zcat -f -- "$1" "$1".[0-9]* 2>/dev/null | grep -cF -- "$3") -ge $2 ]]
 }
 
 # resume_started ID LOG WHAT [N]: the resume of ID has written its Nth writer_restart (default 1);
@@ -56,7 +57,9 @@ restarts_at_least() {
 # run's programs: the wait is long.)
 resume_started() {
 	local id=$1 log=$2 what=$3 n=${4:-1}
-	wait_until 30000 restarts_at_least "$log" "$n" && return 0
+	wait_until 30000 eval 'segments_have "$log" "$n" "\"type\":\"writer_restart\"" ||
+		! pid_running "$SL_RESUME_PID"'
+	segments_have "$log" "$n" '"type":"writer_restart"' && return 0
 	tap_diag_file "$SL_TMP/resume-$id.err"
 	bail_out "$what: sluice resume wrote no writer_restart"
 }
@@ -371,7 +374,9 @@ sluice_start "$SL_TMP/c.yaml" "$log_c" --ringbuf-kib 4 --log-rotate-kib 1 --chec
 	"${RUN_EXEC[@]}" python3 -c "$flood" "$SL_TMP"
 id_c=$SL_RUN_ID
 wait_until 60000 seen "$SL_TMP/c-ready" || bail_out "run C did not start"
-sleep 0.5 # the writer is idle: the five allows have had their drain
+# the writer is idle: the five allows have had their drain
+wait_until 10000 segments_have "$log_c" 5 '"decision":"allow"'
+sink_settle
 kill_writer
 touch "$SL_TMP/c-dead"
 wait_until 10000 seen "$SL_TMP/c-flooded" || bail_out "run C: the flood did not finish"

@@ -412,9 +412,10 @@ kit_rows() {
 	python3 "$KIT_DIR/judge.py" judge --column "$col" --list "$SL_TMP/kit.list" \
 		--kit-out "$KIT_OUT" --observed "$SL_TMP/observed.$KIT_N" \
 		--router "$SL_TMP/router.$KIT_N" "$@" || bail_out "judge.py failed"
+	# (on stderr: stdout is the rows, read by the caller's $(…))
 	if ! grep -q . "$KIT_OUT"; then
-		tap_diag "the kit printed nothing in the sandbox (exit status $KIT_RC)" >&2
-		tap_diag_file "$KIT_OUT.err" >&2
+		echo "# the kit printed nothing in the sandbox (exit status $KIT_RC)" >&2
+		sed 's/^/#   /' "$KIT_OUT.err" >&2 2>/dev/null
 	fi
 }
 
