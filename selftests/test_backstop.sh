@@ -509,8 +509,7 @@ kr_sleeps() {
 wait_until 60000 kr_sleeps || tap_diag_file "$SL_ERR"
 # killed as soon as its command runs: its run_start must be on file by then (written before the
 # command starts, not at the writer's first drain), or no resume could take the run over
-kill -KILL "$kr_pid"
-wait "$kr_pid" 2>/dev/null
+sl_kill_wait "$kr_pid"
 tap_check "P26 kill: run r's log has its run_start when its command has just started" \
 	grep -q '"type":"run_start"' "$SL_TMP/p26k-r.jsonl"
 kr_token=$(ns_runs | grep -vx "$ka_token")

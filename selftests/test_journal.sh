@@ -287,8 +287,7 @@ tap_check "run id: nothing left of the run" leftovers_check "$id"
 log=$SL_TMP/killed.jsonl
 sluice_start "$policy" "$log" -- sleep 30
 if wait_until 10000 grep -qs '"type":"run_start"' "$log"; then
-	kill -KILL "$SL_RUN_PID"
-	wait "$SL_RUN_PID" 2>/dev/null
+	sl_kill_wait "$SL_RUN_PID"
 	tap_check "killed: the lines written check, as an unsealed log" \
 		python3 "$CHECK" "$log" --unsealed --pub "$SLUICE_PUB"
 	tap_check "killed: and it is not sealed" bash -c "! python3 '$CHECK' '$log' 2>/dev/null"

@@ -412,8 +412,7 @@ held=$(prog_ids "$DPID")
 attached=$(attached_prog_ids)
 spare_ids=$(comm -23 <(echo "$held") <(echo "$attached"))
 tap_cmp "the daemon holds programs no link runs (its spares)" "$(wc -w <<<"$spare_ids")" -ge 28
-kill -KILL "$DPID"
-wait "$DPID" 2>/dev/null
+sl_kill_wait "$DPID"
 # (bounded in time, not in rounds: a round asks bpftool about every spare program, and under
 # emulation hundreds of rounds would take an hour)
 wait_until 10000 spares_gone

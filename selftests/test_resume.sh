@@ -96,8 +96,7 @@ resume_refused() {
 
 # kill_writer: SIGKILL the background sluice run and reap it.
 kill_writer() {
-	kill -KILL "$SL_RUN_PID"
-	wait "$SL_RUN_PID" 2>/dev/null
+	sl_kill_wait "$SL_RUN_PID"
 }
 
 # verify_is NAME WANT LOG [ARGS…]: sluice verify's exit status (the summary shown on failure).
@@ -471,8 +470,7 @@ cp "$SL_TMP/e.good" "$log_e"
 # a checkpoint exported to the sidecar, then the log cut back below it
 resume_start "$id_e" "$log_e"
 resume_started "$id_e" "$log_e" "run E"
-kill -KILL "$SL_RESUME_PID"
-wait "$SL_RESUME_PID" 2>/dev/null
+sl_kill_wait "$SL_RESUME_PID"
 cp "$log_e" "$SL_TMP/e.resumed"
 head -n "$(grep -c . "$SL_TMP/e.good")" "$SL_TMP/e.resumed" >"$log_e"
 resume_refused "a log cut back below a checkpoint its sidecar holds is refused" "$id_e" \
@@ -680,8 +678,8 @@ os.kill(pid, signal.SIGCONT)
 end = time.monotonic() + 30
 while os.stat(log).st_size < 2000000 and time.monotonic() < end:
     pass
-os.kill(pid, signal.SIGKILL)' "$log_k" "$SL_RUN_PID"
-wait "$SL_RUN_PID" 2>/dev/null
+os.kill(pid, signal.SIGKILL)' "$log_k" "$SL_RUN_PID" 2>/dev/null
+{ wait "$SL_RUN_PID"; } 2>/dev/null
 k_lines=$(wc -l <"$log_k")
 tap_diag "run K: killed with $k_lines lines in the log, $K_FLOOD records sent"
 verify_is "run K: the killed writer's log checks as unsealed, against its sidecar" 2 "$log_k" \

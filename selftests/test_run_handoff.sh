@@ -136,8 +136,7 @@ has_pid() { [[ -s $pidfile ]]; }
 wait_until 20000 has_pid || tap_diag "the command did not start"
 tap_check "killed: the daemon took the run" handed "$id"
 tap_check "killed: the command runs in the run's cgroup" test -d "$cg"
-kill -KILL "$SL_RUN_PID"
-wait "$SL_RUN_PID" 2>/dev/null
+sl_kill_wait "$SL_RUN_PID"
 # the workload is in a PID namespace: its pid there is 1 or 2; the cgroup says whether it lives
 cg_gone() { [[ ! -d $cg ]]; }
 wait_until 20000 cg_gone

@@ -362,8 +362,7 @@ SLUICE_SELFTEST_TC_CLSACT=1 sluice_start "$SL_TMP/a.yaml" "$SL_TMP/orphan.jsonl"
 wait_until 60000 grep -qs '"run_start"' "$SL_TMP/orphan.jsonl" || tap_diag_file "$SL_ERR"
 tap_is "orphan: the run's host side is a clsact filter on each veth" "$(peer_filters)" \
 	"filters 2 qdiscs 2"
-kill -KILL "$SL_RUN_PID"
-wait "$SL_RUN_PID" 2>/dev/null
+sl_kill_wait "$SL_RUN_PID"
 echo 1 >"$(cg2_mount)/sluice/$SL_RUN_ID/cgroup.kill"
 out=$("$SLUICE" detach --run-id "$SL_RUN_ID" 2>&1)
 tap_check "orphan: the daemon detaches the run no writer manages" \

@@ -376,8 +376,7 @@ sluice_start "$policy" "$log_k" --checkpoint-secs 5 -- \
 # shellcheck disable=SC2317 # called through wait_until
 three_denials() { [[ $(grep -c '"type":"decision"' "$log_k" 2>/dev/null) -ge 3 ]]; }
 if wait_until 4000 three_denials; then
-	kill -KILL "$SL_RUN_PID"
-	wait "$SL_RUN_PID" 2>/dev/null
+	sl_kill_wait "$SL_RUN_PID"
 	want=$(python3 - "$log_k" <<'PY'
 import sys
 lines = open(sys.argv[1], "rb").read().split(b"\n")[:-1]
