@@ -226,8 +226,16 @@ skip_all() {
 	exit 0
 }
 
-# bail_out REASON: the file cannot continue (e.g. the topology cannot be built).
+# bail_out REASON: the file cannot continue (e.g. the topology cannot be built). Called in a
+# subshell (a helper whose output a $(…) takes), an exit would end only that subshell and the
+# file would go on: the reason goes to stderr and the file itself is ended (its EXIT trap
+# cleans up; prove sees its status).
 bail_out() {
+	if [[ $BASHPID != "$$" ]]; then
+		echo "$SL_TAP_NAME: Bail out! $1" >&2
+		kill -TERM "$$"
+		exit 1
+	fi
 	echo "Bail out! $1"
 	tap_flush_stderr "Bail out! $1"
 	exit 1
@@ -1412,6 +1420,8 @@ sl_daemon_start() {
 # sl_daemon_kill [SIGNAL]: stop the test's daemon (KILL by default) and wait for it.
 sl_daemon_kill() {
 	kill "-${1:-KILL}" "$SL_DAEMON_PID" 2>/dev/null
+	# (a test that stopped it and was ended meanwhile: a stopped daemon never takes its TERM)
+	kill -CONT "$SL_DAEMON_PID" 2>/dev/null
 	wait "$SL_DAEMON_PID" 2>/dev/null
 	return 0
 }

@@ -83,6 +83,13 @@ expect "run refuses to overwrite an existing log" 125 'logs are never overwritte
 	"$SLUICE" run --policy "$good" --run-id "cli-$$-log" --log "$tmp/existing.jsonl" -- true
 tap_is "the existing log is untouched" "$(cat "$tmp/existing.jsonl")" "evidence"
 tap_check "a run refused for its log leaves nothing behind" leftovers_check "cli-$$-log"
+# an old log's later segment alone (its first ones cleaned away): the new log would rotate into
+# it, and a verifier would read it as the new log's
+echo old | gzip >"$tmp/seg.jsonl.000003.gz"
+expect "run refuses a log whose name has an old rotated segment" 125 'logs are never overwritten' \
+	"$SLUICE" run --policy "$good" --run-id "cli-$$-seg" --log "$tmp/seg.jsonl" \
+	--log-rotate-kib 1 -- true
+tap_check "... and creates no log there" test ! -e "$tmp/seg.jsonl"
 
 expect "resume without a run id says so" 125 'expected one RUN_ID' "$SLUICE" resume
 expect "resume refuses a run id that is not a path component" 125 'RUN_ID: expected' \

@@ -512,6 +512,7 @@ assert_upstream() {
 		mapfile -t seen < <(upstream_new_lines | tail -n 10)
 		[[ ${#seen[@]} -gt 0 ]] && tap_comment "${seen[@]/#/upstream: }"
 	fi
+	return 0
 }
 
 # assert_probe_lines NAME WANT…: the run's stdout is these probe results in this order ("ok" or

@@ -310,9 +310,10 @@ static int state_path(const struct daemon *d, const char *run_id, char *buf, siz
 }
 
 /* The log of a run whose client named none: the daemon's log directory's RUN_ID.jsonl. */
+#define DEFAULT_LOG_EXT ".jsonl"
 static int default_log_path(const struct daemon *d, const char *run_id, char *buf, size_t len)
 {
-	return util_fmt(buf, len, "%s/%s.jsonl", d->log_dir, run_id);
+	return util_fmt(buf, len, "%s/%s" DEFAULT_LOG_EXT, d->log_dir, run_id);
 }
 
 /* Whether something is pinned under run_id (its path, into pins, for the message). */
@@ -837,20 +838,59 @@ static void end_removed_overlapping(struct daemon *d, const char *cgroup)
 #define NEXT_FREE_MAX 999
 
 /*
- * Whether run id id is taken for a new run whose log is the daemon's choice: 1 if a run of the
- * daemon's has it, something is pinned under it, a state file or a log of that name exists (a
- * run's log is never overwritten); 0 if not; -ENAMETOOLONG if its state file's or log's name
- * would not fit a path (no run can have it: not "taken", which would send next_free_id through
- * every other id).
+ * Which of run_id, run_id-2 … run_id-NEXT_FREE_MAX have a file of a default log in the daemon's
+ * log directory (journal_file_suffix: the log, its sidecar, any rotated segment), into
+ * logs[1], logs[2] … logs[NEXT_FREE_MAX]. One read of the directory for all of them: it may hold
+ * every log the daemon ever wrote, and this runs on the loop. 0, or -errno.
  */
-static int id_taken(struct daemon *d, const char *id)
+static int ids_with_logs(const struct daemon *d, const char *run_id, bool *logs)
 {
-	char pins[PATH_MAX], state[PATH_MAX], log[PATH_MAX - sizeof(".000001.gz.tmp") + 1];
+	size_t n = strlen(run_id);
+	const char *rest;
+	struct dirent *e;
+	char *end;
+	long k;
+	DIR *dir = opendir(d->log_dir);
+
+	if (!dir)
+		return errno == ENOENT ? 0 : -errno;
+	while ((e = readdir(dir))) {
+		if (strncmp(e->d_name, run_id, n))
+			continue;
+		rest = e->d_name + n;
+		k = 1;
+		if (rest[0] == '-' && rest[1] >= '1' && rest[1] <= '9') {
+			k = strtol(rest + 1, &end, 10);
+			if (k < 2 || k > NEXT_FREE_MAX)
+				continue;
+			rest = end;
+		}
+		if (strncmp(rest, DEFAULT_LOG_EXT, strlen(DEFAULT_LOG_EXT)))
+			continue;
+		if (journal_file_suffix(rest + strlen(DEFAULT_LOG_EXT)))
+			logs[k] = true;
+	}
+	closedir(dir);
+	return 0;
+}
+
+/*
+ * Whether run id id is taken for a new run whose log is the daemon's choice: 1 if a run of the
+ * daemon's has it, something is pinned under it, its state file exists or a file of its log
+ * does (has_log, from ids_with_logs: a run's log is never overwritten); 0 if not;
+ * -ENAMETOOLONG if its state file's or log's names would not fit a path (no run can have it:
+ * not "taken", which would send next_free_id through every other id).
+ */
+static int id_taken(struct daemon *d, const char *id, bool has_log)
+{
+	/* room for write_state's longest temporary name (".ID.done") and the log's (a segment's) */
+	char pins[PATH_MAX], state[PATH_MAX - sizeof(STATE_TMP_DONE)],
+		log[PATH_MAX - sizeof(".000001.gz.tmp") + 1];
 
 	if (state_path(d, id, state, sizeof(state)) || default_log_path(d, id, log, sizeof(log)))
 		return -ENAMETOOLONG;
-	return find_run(d, id) || find_attaching(d, id) || run_pinned(id, pins, sizeof(pins)) ||
-	       !access(state, F_OK) || journal_path_taken(log);
+	return has_log || find_run(d, id) || find_attaching(d, id) ||
+	       run_pinned(id, pins, sizeof(pins)) || !access(state, F_OK);
 }
 
 /*
@@ -861,8 +901,14 @@ static int id_taken(struct daemon *d, const char *id)
 static int next_free_id(struct daemon *d, const char *run_id, char *out, size_t len, char *err,
 			size_t err_len)
 {
-	int k, taken = id_taken(d, run_id);
+	bool logs[NEXT_FREE_MAX + 1] = { false };
+	int k, taken, ret = ids_with_logs(d, run_id, logs);
 
+	if (ret)
+		return util_fmt(err, err_len, "read log directory %s: %s", d->log_dir,
+				strerror(-ret)),
+		       ret;
+	taken = id_taken(d, run_id, logs[1]);
 	if (!taken)
 		return util_copy(out, len, run_id);
 	for (k = 2; taken > 0 && k <= NEXT_FREE_MAX; k++) {
@@ -871,7 +917,7 @@ static int next_free_id(struct daemon *d, const char *run_id, char *out, size_t 
 						      "pin's), and %s-%d would be longer than %d "
 						      "characters", run_id, run_id, k, RUN_ID_MAX),
 			       -ENAMETOOLONG;
-		taken = id_taken(d, out);
+		taken = id_taken(d, out, logs[k]);
 		if (!taken)
 			return 0;
 	}

@@ -1516,68 +1516,45 @@ static struct journal *journal_new(const struct journal_opts *o)
 	return j;
 }
 
-/*
- * Whether path+suffix exists; -ENAMETOOLONG past PATH_MAX. One that cannot be looked at is not
- * said taken: creating the log then fails with the real reason.
- */
-static int name_taken(const char *path, const char *suffix)
+bool journal_file_suffix(const char *rest)
 {
-	char name[PATH_MAX];
-	struct stat st;
+	size_t digits;
 
-	if (util_fmt(name, sizeof(name), "%s%s", path, suffix))
-		return -ENAMETOOLONG;
-	return !lstat(name, &st);
-}
-
-/* A first segment of another log would be read as the start of this one. */
-static int first_segment_taken(const char *path)
-{
-	/* (the longer name first: if it fits, so does the other) */
-	int err = name_taken(path, ".000001.gz");
-
-	return err ? err : name_taken(path, ".000001");
+	if (!*rest || !strcmp(rest, ".checkpoints"))
+		return true;
+	if (*rest++ != '.')
+		return false;
+	digits = strspn(rest, "0123456789");
+	rest += digits;
+	return digits >= 6 && (!*rest || !strcmp(rest, ".gz"));
 }
 
 /*
- * Whether path's directory holds a rotated segment of a log at path: path.NNNNNN, .gz or its
- * compressor's .gz.tmp. Not only the first: an old log whose first segments were cleaned away
- * (oldest first, as retention goes) still holds later ones, which a new log's rotation would
- * run into and a reader would take for its own. A directory that cannot be read is not said
- * taken (as name_taken).
+ * Whether path's directory holds a file of a log at path (journal_file_suffix): 1, 0, or
+ * -errno if the directory cannot be read (not ENOENT: creating the log then says why). Every
+ * segment is looked for, not only the first: an old log's later segments would meet the new
+ * log's rotation, and a verifier would read them as its own.
  */
-static bool any_segment_taken(const char *path)
+static int log_files_exist(const char *path)
 {
 	char dir[PATH_MAX], base[PATH_MAX];
-	const char *name, *rest;
+	const char *name;
 	struct dirent *e;
-	size_t n, digits;
-	bool taken = false;
+	size_t n;
+	int found = 0;
 	DIR *d;
 
 	if (util_copy(dir, sizeof(dir), path) || util_copy(base, sizeof(base), path))
-		return false;
+		return -ENAMETOOLONG;
 	d = opendir(dirname(dir));
 	if (!d)
-		return false;
+		return errno == ENOENT ? 0 : -errno;
 	name = basename(base);
 	n = strlen(name);
-	while (!taken && (e = readdir(d))) {
-		if (strncmp(e->d_name, name, n) || e->d_name[n] != '.')
-			continue;
-		rest = e->d_name + n + 1;
-		digits = strspn(rest, "0123456789");
-		rest += digits;
-		taken = digits >= 6 && (!*rest || !strcmp(rest, ".gz") || !strcmp(rest, ".gz.tmp"));
-	}
+	while (!found && (e = readdir(d)))
+		found = !strncmp(e->d_name, name, n) && journal_file_suffix(e->d_name + n);
 	closedir(d);
-	return taken;
-}
-
-bool journal_path_taken(const char *path)
-{
-	return name_taken(path, "") != 0 || name_taken(path, ".checkpoints") != 0 ||
-	       first_segment_taken(path) != 0 || any_segment_taken(path);
+	return found;
 }
 
 struct journal *journal_open(const struct journal_opts *o)
@@ -1587,7 +1564,12 @@ struct journal *journal_open(const struct journal_opts *o)
 
 	if (!j)
 		return NULL;
-	err = first_segment_taken(o->path);
+	/* every name the log will take fits (the compressor's is the longest) */
+	if (strlen(o->path) + sizeof(".000001.gz.tmp") > PATH_MAX) {
+		err = -ENAMETOOLONG;
+		goto err_free;
+	}
+	err = log_files_exist(o->path);
 	if (err) {
 		err = err < 0 ? err : -EEXIST;
 		goto err_free;

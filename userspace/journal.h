@@ -93,10 +93,13 @@ struct journal_opts {
 struct journal *journal_open(const struct journal_opts *o);
 
 /*
- * Whether path names a log's files already: path, its sidecar or any rotated segment exists
- * (journal_open refuses the first three; a later segment would meet the new log's rotation).
+ * Whether rest, what follows a log's path in a file's name, makes the file one of that log's
+ * as a reader takes it: the log itself (""), its sidecar (.checkpoints), a rotated segment
+ * (.NNNNNN, .NNNNNN.gz). journal_open refuses a path any such file exists for. A compressor's
+ * stray .NNNNNN.gz.tmp is not one: no reader takes it, and a compression that meets it leaves
+ * its segment plain, said once.
  */
-bool journal_path_taken(const char *path);
+bool journal_file_suffix(const char *rest);
 
 /* Where the log of a writer that died stands, as sluice resume read and verified it. */
 struct journal_tail {
