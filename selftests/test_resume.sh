@@ -671,15 +671,18 @@ kill -STOP "$SL_RUN_PID"
 : >"$SL_TMP/k-go"
 wait_until 60000 seen "$SL_TMP/k-flooded" || tap_diag "run K: the flood did not end"
 # (by a watcher that lets the writer go on and kills it once 2 MB of lines, some 5,000, are on
-# file: mid-drain however fast the writer is)
-python3 -c 'import os, signal, sys, time
+# file: mid-drain however fast the writer is; in one group with the wait, whose stderr takes
+# bash's notice of the kill, printed as soon as the writer is reaped)
+{
+	python3 -c 'import os, signal, sys, time
 log, pid = sys.argv[1], int(sys.argv[2])
 os.kill(pid, signal.SIGCONT)
 end = time.monotonic() + 30
 while os.stat(log).st_size < 2000000 and time.monotonic() < end:
     pass
-os.kill(pid, signal.SIGKILL)' "$log_k" "$SL_RUN_PID" 2>/dev/null
-{ wait "$SL_RUN_PID"; } 2>/dev/null
+os.kill(pid, signal.SIGKILL)' "$log_k" "$SL_RUN_PID"
+	wait "$SL_RUN_PID"
+} 2>/dev/null
 k_lines=$(wc -l <"$log_k")
 tap_diag "run K: killed with $k_lines lines in the log, $K_FLOOD records sent"
 verify_is "run K: the killed writer's log checks as unsealed, against its sidecar" 2 "$log_k" \
