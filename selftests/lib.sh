@@ -349,7 +349,6 @@ sl_track_pid() {
 	SL_PIDS+=("$1")
 }
 
-# Stop a process this test started: TERM, up to 2 s, then KILL.
 # sl_kill_wait PID: SIGKILL a child of this shell and reap it, with no "Killed" job notice on
 # stderr (bash prints one when it reaps the child before the `wait` runs; a 2>/dev/null on the
 # wait alone does not cover that). For a kill the test makes on purpose.
@@ -361,6 +360,7 @@ sl_kill_wait() {
 	return 0
 }
 
+# Stop a process this test started: TERM, up to 2 s, then KILL.
 sl_stop_pid() {
 	local pid=$1 i
 	kill -0 "$pid" 2>/dev/null || return 0

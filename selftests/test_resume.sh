@@ -55,11 +55,12 @@ segments_have() {
 # its listeners are bound by then. If not, the file bails out with the resume's stderr: every
 # check after would judge a run nobody writes for. (A loaded machine needs seconds to load a
 # run's programs: the wait is long.)
+restarted() { segments_have "$1" "$2" '"type":"writer_restart"'; }
+restarted_or_ended() { restarted "$@" || ! pid_running "$SL_RESUME_PID"; }
 resume_started() {
 	local id=$1 log=$2 what=$3 n=${4:-1}
-	wait_until 30000 eval 'segments_have "$log" "$n" "\"type\":\"writer_restart\"" ||
-		! pid_running "$SL_RESUME_PID"'
-	segments_have "$log" "$n" '"type":"writer_restart"' && return 0
+	wait_until 30000 restarted_or_ended "$log" "$n"
+	restarted "$log" "$n" && return 0
 	tap_diag_file "$SL_TMP/resume-$id.err"
 	bail_out "$what: sluice resume wrote no writer_restart"
 }

@@ -885,7 +885,7 @@ static int id_taken(struct daemon *d, const char *id, bool has_log)
 {
 	/* room for write_state's longest temporary name (".ID.done") and the log's (a segment's) */
 	char pins[PATH_MAX], state[PATH_MAX - sizeof(STATE_TMP_DONE)],
-		log[PATH_MAX - sizeof(".000001.gz.tmp") + 1];
+		log[PATH_MAX - sizeof(JOURNAL_LONGEST_SUFFIX) + 1];
 
 	if (state_path(d, id, state, sizeof(state)) || default_log_path(d, id, log, sizeof(log)))
 		return -ENAMETOOLONG;

@@ -1565,7 +1565,7 @@ struct journal *journal_open(const struct journal_opts *o)
 	if (!j)
 		return NULL;
 	/* every name the log will take fits (the compressor's is the longest) */
-	if (strlen(o->path) + sizeof(".000001.gz.tmp") > PATH_MAX) {
+	if (strlen(o->path) + sizeof(JOURNAL_LONGEST_SUFFIX) > PATH_MAX) {
 		err = -ENAMETOOLONG;
 		goto err_free;
 	}

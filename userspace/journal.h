@@ -101,6 +101,9 @@ struct journal *journal_open(const struct journal_opts *o);
  */
 bool journal_file_suffix(const char *rest);
 
+/* The longest name a log's file takes past its path: the compressor's temporary of a segment. */
+#define JOURNAL_LONGEST_SUFFIX ".000001.gz.tmp"
+
 /* Where the log of a writer that died stands, as sluice resume read and verified it. */
 struct journal_tail {
 	uint64_t format;		/* log_start's */
